@@ -1,0 +1,2253 @@
+/* depeng.h - a data-dependency engine (MXNet's execution engine) in one C11 header.
+   version 0.1.0 - MIT license (full text at the end of this file)
+
+   In exactly one C or C++ file:
+       #define DEPENG_IMPLEMENTATION
+       #include "depeng.h"
+
+   CONTENTS
+     1. Quick start
+     2. Concepts: variables, operations, read and write sets, the rule
+     3. Operation lifecycle (and which thread owns each state)
+     4. Threading model and the three engines
+     5. Errors and failures
+     6. Compile-time options
+     7. Limits and non-goals
+     8. API (declarations)
+     9. Implementation (sections tagged >>config >>platform >>atomics >>memory
+        >>handles >>pool >>schedule >>queues >>workers >>engine >>public)
+
+   1. QUICK START
+
+       dp_engine *eng = NULL;
+       dp_engine_create(NULL, &eng);            // defaults: per-device engine
+       dp_var a = dp_var_create(eng), b = dp_var_create(eng);
+       dp_push_sync(eng, set_a, &A, NULL, 0, &a, 1);         // A = 2
+       dp_push_sync(eng, add,   &B, &a, 1, &b, 1);           // B = A + B
+       dp_wait_var(eng, b, NULL);                            // B is ready
+       dp_engine_destroy(eng, NULL);
+
+   2. CONCEPTS
+     A variable (dp_var) is a token that stands for a piece of data. An operation
+     is a function plus the variables it reads and the variables it writes.
+     THE RULE: two operations that share a variable, at least one of them writing
+     it, run in the order in which they were pushed. Operations that only read a
+     variable may run at the same time. Everything else runs in parallel.
+
+     The algorithm (MXNet's ThreadedVar / OprBlock): every variable keeps
+       - nreaders: how many granted reads are still running, or DP__WRITING
+         while a granted write runs;
+       - a FIFO of operations that wait for it (links first..last).
+     Every pushed operation keeps an atomic count of unmet dependencies, one per
+     variable plus one held by the pusher; it runs when the count reaches zero.
+       append read : granted at once if nobody writes and nobody waits, else queued
+       append write: granted at once if nobody reads, writes or waits, else queued
+       complete read : the last reader grants a queued write
+       complete write: grants every queued read up to the next write, or, when
+                       the queue starts with a write, that write
+     Granting decrements the waiting operation's count. This is the whole scheme.
+
+   3. OPERATION LIFECYCLE
+     pushed   (caller thread)  handles checked, block taken from a pool, linked
+                               into each variable's queue under that var's lock
+     waiting  (nobody)         count > 0; sits in variable queues
+     ready    (a queue)        count reached 0 on whichever thread granted last
+     running  (a worker)       the function runs; async functions run until they
+                               call dp_complete, from any thread
+     completed(completing thr) its variables are released, which may make other
+                               operations ready; the block returns to its pool
+
+   4. THREADING MODEL
+     DP_ENGINE_NAIVE     every operation runs on the thread that makes it ready
+                         (the pusher, or whoever completes its last dependency).
+     DP_ENGINE_POOLED    one task queue (+ pool) and one IO queue for copies.
+     DP_ENGINE_PERDEVICE (default) per CPU device a worker pool, one CPU priority
+                         pool (highest priority first), per GPU device a compute
+                         pool and a copy pool whose workers each own a stream made
+                         by the device backend (dp_device_backend).
+     Pushing and waiting are thread-safe: several threads may push at once. The
+     order per variable is the order in which the pushes returned.
+
+   5. ERRORS
+     Calls return dp_result. Details go to the logger (desc.logger, default
+     stderr). A failing operation (sync function returns non-zero, or
+     dp_complete with a non-zero status) marks the variables it writes FAILED;
+     operations depending on a failed variable are skipped (unless NO_SKIP) and
+     pass the failure on. dp_wait_var / dp_wait_all return DP_ERROR_OP_FAILED with
+     a dp_failure naming the first failing operation; a failure is reported once,
+     then cleared from that variable (dp_wait_all clears all).
+
+   6. COMPILE-TIME OPTIONS (define before including, in every file unless noted)
+     DEPENG_STATIC          functions are static (one-file use)
+     DEPENG_USE_PTHREADS    force the pthreads platform layer (implementation file)
+     DEPENG_USE_C11_THREADS force <threads.h> (implementation file)
+     DP_ASSERT(c)           assert macro (default: assert)
+
+   7. LIMITS AND NON-GOALS
+     At most 4M live variables and 4M pre-created operations per engine; a handle
+     slot is retired after 1023 reuses so stale handles stay detectable. No graph
+     optimiser, no symbolic executor, no distributed scheduling. Windows threads
+     are not implemented yet (the pthreads layer is used where available).
+*/
+#ifndef DEPENG_H
+#define DEPENG_H
+
+/* The implementation needs POSIX clocks and sysconf; ask for them when
+   depeng.h is the first header of the file (else the fallbacks below apply). */
+#if defined(DEPENG_IMPLEMENTATION) && !defined(_WIN32) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define DEPENG_VERSION_MAJOR 0
+#define DEPENG_VERSION_MINOR 1
+#define DEPENG_VERSION_PATCH 0
+#define DEPENG_VERSION_STRING "0.1.0"
+
+#ifndef DP_API
+#ifdef DEPENG_STATIC
+#define DP_API static
+#else
+#define DP_API extern
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ====================================================================== 8. API
+   At a glance:
+     engine   dp_engine_create dp_engine_destroy dp_engine_query_desc dp_engine_stats
+              dp_default_engine dp_default_engine_shutdown
+     vars     dp_var_create dp_var_delete dp_var_delete_fn dp_var_state
+     ops      dp_push dp_push_sync dp_push_async dp_complete dp_set_error
+              dp_op_create dp_op_push dp_op_destroy
+     waits    dp_wait_var dp_wait_all
+     profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
+              dp_profiler_dump_summary dp_profiler_clear
+     trace    desc.trace, dp_trace_write_dot
+     misc     dp_result_string dp_log_stderr                                   */
+
+/* Result codes. DP_OK is 0; every failure is negative. */
+typedef enum dp_result {
+    DP_OK = 0,
+    DP_ERROR_INVALID_ARGS = -1,   /* NULL function, negative count, bad desc  */
+    DP_ERROR_INVALID_HANDLE = -2, /* deleted or never-created var / op        */
+    DP_ERROR_BAD_CONTEXT = -3,    /* unknown device type or id                */
+    DP_ERROR_OUT_OF_MEMORY = -4,
+    DP_ERROR_OP_FAILED = -5,      /* an operation failed; see dp_failure      */
+    DP_ERROR_IN_OPERATION = -6,   /* wait/destroy from inside an operation    */
+    DP_ERROR_THREAD = -7,         /* a thread or lock could not be created    */
+    DP_ERROR_BACKEND = -8         /* the device backend reported an error     */
+} dp_result;
+
+/* Handles. A handle is one 32-bit id: the low 22 bits index a slot, the high
+   10 bits are that slot's generation. Deleting bumps the generation, so an old
+   handle no longer matches its slot and every call reports
+   DP_ERROR_INVALID_HANDLE instead of touching reused memory. Id 0 is never
+   valid, so a zero-initialised handle is "none". */
+typedef struct dp_var { uint32_t id; } dp_var;
+typedef struct dp_op { uint32_t id; } dp_op;
+
+typedef struct dp_engine dp_engine;
+
+/* Device context. dev_type 0 means CPU, so a zeroed dp_ctx is CPU device 0. */
+enum { DP_DEV_DEFAULT = 0, DP_DEV_CPU = 1, DP_DEV_GPU = 2 };
+typedef struct dp_ctx { int32_t dev_type; int32_t dev_id; } dp_ctx;
+
+/* Function property: where and how an operation runs (MXNet's FnProperty). */
+typedef enum dp_prop {
+    DP_PROP_NORMAL = 0,
+    DP_PROP_COPY_TO_GPU,      /* runs on the copy queue of its GPU            */
+    DP_PROP_COPY_FROM_GPU,    /* runs on the copy queue of its GPU            */
+    DP_PROP_CPU_PRIORITIZED,  /* runs on the CPU priority pool                */
+    DP_PROP_GPU_PRIORITIZED,  /* GPU compute queue, ahead of normal work      */
+    DP_PROP_ASYNC,            /* if ready at push, starts on the pushing thread */
+    DP_PROP_DELETE_VAR,       /* internal; dp_push with it == dp_var_delete_fn */
+    DP_PROP_NO_SKIP,          /* runs even when an input has failed           */
+    DP__PROP_COUNT
+} dp_prop;
+
+/* What a running operation learns about where it runs. Valid until the
+   function returns; copy what an async function needs later. */
+typedef struct dp_run_ctx {
+    dp_engine *engine;
+    dp_ctx ctx;
+    void *stream;       /* the worker's stream on GPU devices, else NULL */
+    int worker;         /* worker index in its pool, -1 on a pushing thread */
+    void *internal;     /* engine use */
+} dp_run_ctx;
+
+/* Completion token handed to async functions; call dp_complete exactly once. */
+typedef struct dp_completion { void *block; uint64_t seq; } dp_completion;
+
+/* A synchronous function returns 0 on success, anything else on failure. */
+typedef int (*dp_sync_fn)(dp_run_ctx *rc, void *arg);
+/* An asynchronous function starts work and returns; the work ends when someone
+   calls dp_complete(done, status, message), from any thread. */
+typedef void (*dp_async_fn)(dp_run_ctx *rc, void *arg, dp_completion done);
+
+/* Everything about one operation. Zero-initialise, then set what you need:
+   exactly one of fn / async_fn; reads/writes may list a var twice or in both
+   sets (deduplicated, write wins). name must stay valid until the op
+   completes (a string literal is the usual choice). */
+typedef struct dp_push_desc {
+    dp_sync_fn fn;
+    dp_async_fn async_fn;
+    void *arg;
+    const dp_var *reads;  int num_reads;
+    const dp_var *writes; int num_writes;
+    dp_ctx ctx;
+    dp_prop prop;
+    int priority;         /* higher runs first on priority queues */
+    const char *name;
+} dp_push_desc;
+
+/* A failure as reported by a wait. */
+typedef struct dp_failure {
+    int status;           /* what the function returned / completed with */
+    char op_name[64];     /* the first operation that failed             */
+    char message[256];
+} dp_failure;
+
+typedef enum dp_engine_type {
+    DP_ENGINE_DEFAULT = 0, DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE
+} dp_engine_type;
+
+/* Device backend (one per engine, for DP_DEV_GPU). Each function returns 0 on
+   success or a backend error code; error_string turns a code into text.
+   depeng_cuda.h provides the CUDA one; tests use a fake one on the CPU. */
+typedef struct dp_device_backend {
+    const char *name;
+    int (*device_count)(void *user);
+    int (*set_device)(int dev_id, void *user);
+    int (*stream_create)(int dev_id, int is_copy, void **out_stream, void *user);
+    int (*stream_destroy)(int dev_id, void *stream, void *user);
+    int (*stream_synchronize)(int dev_id, void *stream, void *user);
+    const char *(*error_string)(int err, void *user);
+    void *user;
+} dp_device_backend;
+
+/* Allocator: both functions or neither. alloc gets the alignment (a power of
+   two); free gets the size that was asked for. */
+typedef struct dp_allocator {
+    void *(*alloc)(size_t size, size_t align, void *user);
+    void (*free)(void *ptr, size_t size, void *user);
+    void *user;
+} dp_allocator;
+
+/* Log levels and items: tests check item ids, people read messages. */
+enum { DP_LOG_PANIC = 0, DP_LOG_ERROR = 1, DP_LOG_WARN = 2, DP_LOG_INFO = 3 };
+#define DP__LOG_ITEMS(X) \
+    X(OK, "no error") \
+    X(INVALID_VAR, "variable handle is deleted or was never created") \
+    X(INVALID_OP, "operation handle is deleted or was never created") \
+    X(NULL_FUNCTION, "push needs exactly one of fn / async_fn") \
+    X(NEGATIVE_COUNT, "negative read or write count, or NULL array with a count") \
+    X(BAD_CONTEXT, "unknown device type or device id") \
+    X(BAD_PROP, "unknown property, or DELETE_VAR without exactly one write") \
+    X(OUT_OF_MEMORY, "out of memory") \
+    X(OP_FAILED, "an operation failed") \
+    X(WAIT_IN_OP, "waiting for or destroying the engine from inside one of its operations would deadlock") \
+    X(DOUBLE_COMPLETE, "dp_complete called twice for one operation") \
+    X(THREAD_CREATE, "could not start a worker thread") \
+    X(BACKEND, "the device backend reported an error") \
+    X(UNREPORTED_FAILURE, "engine destroyed with a failure nobody waited for") \
+    X(BAD_DESC, "engine desc or environment variable has an invalid value") \
+    X(HANDLES_EXHAUSTED, "no free handle slots")
+#define DP__ITEM_ENUM(name, msg) DP_LOGITEM_##name,
+typedef enum dp_log_item { DP__LOG_ITEMS(DP__ITEM_ENUM) DP__LOGITEM_COUNT } dp_log_item;
+#undef DP__ITEM_ENUM
+
+/* Logger. Called from worker threads too: it must be reentrant. */
+typedef struct dp_logger {
+    void (*func)(const char *tag, uint32_t level, uint32_t item,
+                 const char *message, uint32_t line, const char *file, void *user);
+    void *user;
+} dp_logger;
+
+/* Teaching trace: one event per state change. Called with the variable's lock
+   held: the callback must not call into the engine. */
+typedef enum dp_trace_kind {
+    DP_TRACE_PUSH,      /* op pushed; pending = its unmet dependencies        */
+    DP_TRACE_VAR,       /* a variable changed state; see readers/queue        */
+    DP_TRACE_RUN,       /* op starts running                                  */
+    DP_TRACE_COMPLETE,  /* op completed (status)                              */
+    DP_TRACE_DELETE     /* variable deleted                                   */
+} dp_trace_kind;
+typedef struct dp_trace_event {
+    dp_trace_kind kind;
+    uint64_t op_seq;          /* push number of the operation, from 1        */
+    const char *op_name;
+    int op_pending;           /* its unmet dependency count now              */
+    int status;
+    dp_var var;               /* for DP_TRACE_VAR / DELETE                    */
+    int var_readers;          /* running reads, or -1 while a write runs      */
+    int queue_len;            /* ops waiting on the variable                  */
+    const char *queue_names[8]; int queue_write[8]; /* first 8 of them         */
+} dp_trace_event;
+typedef struct dp_trace {
+    void (*func)(const dp_trace_event *ev, void *user);
+    void *user;
+    int record_graph;         /* keep pushed ops for dp_trace_write_dot        */
+} dp_trace;
+
+/* Engine desc. Zero means default; a zero thread count reads the MXNet-style
+   environment variable first (unless ignore_env):
+     field                  env var                        default
+     type                   DEPENG_ENGINE_TYPE             PerDevice
+     cpu_worker_nthreads    DEPENG_CPU_WORKER_NTHREADS     online CPUs
+     cpu_priority_nthreads  DEPENG_CPU_PRIORITY_NTHREADS   1
+     gpu_worker_nthreads    DEPENG_GPU_WORKER_NTHREADS     2
+     gpu_copy_nthreads      DEPENG_GPU_COPY_NTHREADS       1
+     gpu_backend            -                              none (no GPUs)
+     allocator              -                              malloc/free
+     logger                 -                              errors to stderr  */
+typedef struct dp_engine_desc {
+    dp_engine_type type;
+    int cpu_worker_nthreads;
+    int cpu_priority_nthreads;
+    int gpu_worker_nthreads;
+    int gpu_copy_nthreads;
+    const dp_device_backend *gpu_backend;
+    dp_allocator allocator;
+    dp_logger logger;
+    dp_trace trace;
+    int ignore_env;
+} dp_engine_desc;
+
+typedef struct dp_engine_stats {
+    uint64_t pushed, completed, failed, skipped;
+    uint64_t live_vars, pending_ops;
+    uint64_t pool_bytes;      /* bytes held by the block and link pools       */
+    uint64_t handle_bytes;    /* bytes held by the var and op tables          */
+} dp_engine_stats;
+
+/* ---- engine ----------------------------------------------------------- */
+/* Creates an engine. desc may be NULL (all defaults). Returns DP_OK and sets
+   *out, or an error (bad desc, out of memory, threads). Thread safety: any. */
+DP_API dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out);
+/* Waits for all pushed work, stops the workers and frees everything. Returns
+   the first failure nobody has waited for (also copied into *failure if not
+   NULL), or DP_ERROR_IN_OPERATION when called from one of its own operations
+   (nothing is destroyed then). Thread safety: no other call on this engine may
+   run concurrently or afterwards. */
+DP_API dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure);
+/* The desc with every default resolved. */
+DP_API dp_engine_desc dp_engine_query_desc(const dp_engine *eng);
+/* Counters (approximate while work runs). */
+DP_API void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out);
+/* The process-wide engine (MXNet's Engine::Get), created with defaults on first
+   use; NULL if that failed. dp_default_engine_shutdown destroys it (also run
+   at exit). Thread safety: any thread. */
+DP_API dp_engine *dp_default_engine(void);
+DP_API void dp_default_engine_shutdown(void);
+
+/* ---- variables -------------------------------------------------------- */
+/* A new variable; id 0 if out of memory or handles. Thread safety: any. */
+DP_API dp_var dp_var_create(dp_engine *eng);
+/* Schedules deletion: runs after every op pushed before it on var. The handle
+   is invalid from this call on. */
+DP_API dp_result dp_var_delete(dp_engine *eng, dp_var var);
+/* Same, and fn(rc, arg) runs (on ctx) once the variable is free, like MXNet's
+   DeleteVariable(delete_fn, ctx, var). fn may be NULL. */
+DP_API dp_result dp_var_delete_fn(dp_engine *eng, dp_var var, dp_sync_fn fn, void *arg, dp_ctx ctx);
+typedef enum dp_var_state {
+    DP_VAR_INVALID = 0, DP_VAR_READY, DP_VAR_BUSY, DP_VAR_FAILED
+} dp_var_state;
+/* A snapshot: READY (no work on it), BUSY (ops running or waiting), FAILED. */
+DP_API dp_var_state dp_var_state_get(dp_engine *eng, dp_var var);
+
+/* ---- operations ------------------------------------------------------- */
+/* Pushes one operation. On any error nothing is pushed. Thread safety: any
+   thread, also from inside operations. */
+DP_API dp_result dp_push(dp_engine *eng, const dp_push_desc *desc);
+/* Shorthands: CPU, normal property, priority 0, no name. */
+DP_API dp_result dp_push_sync(dp_engine *eng, dp_sync_fn fn, void *arg,
+                              const dp_var *reads, int num_reads,
+                              const dp_var *writes, int num_writes);
+DP_API dp_result dp_push_async(dp_engine *eng, dp_async_fn fn, void *arg,
+                               const dp_var *reads, int num_reads,
+                               const dp_var *writes, int num_writes);
+/* Ends an async operation; status 0 is success, message may be NULL. A second
+   call for the same operation is reported and ignored. Any thread. */
+DP_API void dp_complete(dp_completion done, int status, const char *message);
+/* Inside a sync function: sets the message that goes with a non-zero return. */
+DP_API void dp_set_error(dp_run_ctx *rc, const char *message);
+/* Pre-created operation (MXNet's NewOperator): validated once, pushed many
+   times without allocation. Returns id 0 on error (logged). */
+DP_API dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc);
+/* Pushes op on ctx with priority. */
+DP_API dp_result dp_op_push(dp_engine *eng, dp_op op, dp_ctx ctx, int priority);
+/* The handle is invalid at once; the op is freed after its last pushed run. */
+DP_API dp_result dp_op_destroy(dp_engine *eng, dp_op op);
+
+/* ---- waits ------------------------------------------------------------- */
+/* Blocks until every op pushed so far that reads or writes var is done.
+   Returns DP_ERROR_OP_FAILED (and fills *failure) if var failed, then clears
+   that variable's failure. From inside one of this engine's operations it
+   returns DP_ERROR_IN_OPERATION instead of deadlocking. */
+DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
+/* Blocks until every op pushed so far is done. Returns the first failure not
+   yet reported and clears every variable's failure. Same deadlock rule. */
+DP_API dp_result dp_wait_all(dp_engine *eng, dp_failure *failure);
+
+/* ---- profiler ---------------------------------------------------------- */
+/* While started, each executed op's name, worker, device, start and end time
+   are recorded. Off, it costs one branch per op. */
+DP_API void dp_profiler_start(dp_engine *eng);
+DP_API void dp_profiler_stop(dp_engine *eng);
+DP_API void dp_profiler_clear(dp_engine *eng);
+/* Chrome trace JSON (chrome://tracing, Perfetto). Call after dp_wait_all. */
+DP_API dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out);
+/* Table: count, total, min, max, mean per op name (microseconds). */
+DP_API dp_result dp_profiler_dump_summary(dp_engine *eng, FILE *out);
+
+/* ---- trace and misc ---------------------------------------------------- */
+/* Graphviz DOT of the pushed ops (needs desc.trace.record_graph). */
+DP_API dp_result dp_trace_write_dot(dp_engine *eng, FILE *out);
+DP_API const char *dp_result_string(dp_result r);
+/* A logger that prints to stderr; the default for errors. */
+DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
+                          const char *message, uint32_t line, const char *file, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DEPENG_H */
+
+/* ====================================================================== 9. IMPLEMENTATION */
+#if defined(__INTELLISENSE__) || defined(__CDT_PARSER__) || defined(Q_CREATOR_RUN)
+#ifndef DEPENG_IMPLEMENTATION
+#define DEPENG_IMPLEMENTATION
+#endif
+#endif
+#if defined(DEPENG_IMPLEMENTATION) && !defined(DEPENG_IMPL_INCLUDED)
+#define DEPENG_IMPL_INCLUDED 1
+
+/* >>config ------------------------------------------------------------- */
+#include <stdlib.h>
+#include <string.h>
+#include <stdarg.h>
+#ifndef DP_ASSERT
+#include <assert.h>
+#define DP_ASSERT(c) assert(c)
+#endif
+#define DP_IMPL
+#if defined(__GNUC__) || defined(__clang__)
+#define DP__PRIVATE static __attribute__((unused))
+#else
+#define DP__PRIVATE static
+#endif
+#define DP__DEF(v, d) ((v) == 0 ? (d) : (v))
+
+/* >>platform ------------------------------------------------------------
+   Threads come from C11 <threads.h> where the platform has it, else from
+   pthreads. __STDC_NO_THREADS__ alone is not reliable (several libcs lack the
+   header without defining it), so __has_include decides where it exists, and
+   DEPENG_USE_PTHREADS / DEPENG_USE_C11_THREADS force either path. */
+#if defined(DEPENG_USE_PTHREADS) && defined(DEPENG_USE_C11_THREADS)
+#error "depeng: define at most one of DEPENG_USE_PTHREADS and DEPENG_USE_C11_THREADS"
+#endif
+#if defined(DEPENG_USE_PTHREADS)
+#define DP__C11_THREADS 0
+#elif defined(DEPENG_USE_C11_THREADS)
+#define DP__C11_THREADS 1
+#elif defined(__STDC_NO_THREADS__) || defined(__APPLE__) || defined(_WIN32)
+#define DP__C11_THREADS 0
+#elif defined(__has_include)
+#if __has_include(<threads.h>)
+#define DP__C11_THREADS 1
+#else
+#define DP__C11_THREADS 0
+#endif
+#else
+#define DP__C11_THREADS 0
+#endif
+
+#if DP__C11_THREADS
+#include <threads.h>
+typedef mtx_t dp__mutex;
+typedef cnd_t dp__cond;
+typedef thrd_t dp__thread;
+DP__PRIVATE int dp__mutex_init(dp__mutex *m) { return mtx_init(m, mtx_plain) == thrd_success ? 0 : -1; }
+DP__PRIVATE void dp__mutex_destroy(dp__mutex *m) { mtx_destroy(m); }
+DP__PRIVATE void dp__mutex_lock(dp__mutex *m) { mtx_lock(m); }
+DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { mtx_unlock(m); }
+DP__PRIVATE int dp__cond_init(dp__cond *c) { return cnd_init(c) == thrd_success ? 0 : -1; }
+DP__PRIVATE void dp__cond_destroy(dp__cond *c) { cnd_destroy(c); }
+DP__PRIVATE void dp__cond_wait(dp__cond *c, dp__mutex *m) { cnd_wait(c, m); }
+DP__PRIVATE void dp__cond_signal(dp__cond *c) { cnd_signal(c); }
+DP__PRIVATE void dp__cond_broadcast(dp__cond *c) { cnd_broadcast(c); }
+typedef struct { void (*fn)(void *); void *arg; } dp__thread_start;
+static int dp__thread_tramp(void *p) {
+    dp__thread_start s = *(dp__thread_start *)p;
+    free(p);
+    s.fn(s.arg);
+    return 0;
+}
+DP__PRIVATE int dp__thread_create(dp__thread *t, void (*fn)(void *), void *arg) {
+    dp__thread_start *s = (dp__thread_start *)malloc(sizeof *s);
+    if (!s) return -1;
+    s->fn = fn; s->arg = arg;
+    if (thrd_create(t, dp__thread_tramp, s) != thrd_success) { free(s); return -1; }
+    return 0;
+}
+DP__PRIVATE void dp__thread_join(dp__thread t) { thrd_join(t, NULL); }
+DP__PRIVATE void dp__thread_yield(void) { thrd_yield(); }
+#else
+#include <pthread.h>
+#include <sched.h>
+typedef pthread_mutex_t dp__mutex;
+typedef pthread_cond_t dp__cond;
+typedef pthread_t dp__thread;
+DP__PRIVATE int dp__mutex_init(dp__mutex *m) { return pthread_mutex_init(m, NULL) ? -1 : 0; }
+DP__PRIVATE void dp__mutex_destroy(dp__mutex *m) { pthread_mutex_destroy(m); }
+DP__PRIVATE void dp__mutex_lock(dp__mutex *m) { pthread_mutex_lock(m); }
+DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { pthread_mutex_unlock(m); }
+DP__PRIVATE int dp__cond_init(dp__cond *c) { return pthread_cond_init(c, NULL) ? -1 : 0; }
+DP__PRIVATE void dp__cond_destroy(dp__cond *c) { pthread_cond_destroy(c); }
+DP__PRIVATE void dp__cond_wait(dp__cond *c, dp__mutex *m) { pthread_cond_wait(c, m); }
+DP__PRIVATE void dp__cond_signal(dp__cond *c) { pthread_cond_signal(c); }
+DP__PRIVATE void dp__cond_broadcast(dp__cond *c) { pthread_cond_broadcast(c); }
+typedef struct { void (*fn)(void *); void *arg; } dp__thread_start;
+static void *dp__thread_tramp(void *p) {
+    dp__thread_start s = *(dp__thread_start *)p;
+    free(p);
+    s.fn(s.arg);
+    return NULL;
+}
+DP__PRIVATE int dp__thread_create(dp__thread *t, void (*fn)(void *), void *arg) {
+    dp__thread_start *s = (dp__thread_start *)malloc(sizeof *s);
+    if (!s) return -1;
+    s->fn = fn; s->arg = arg;
+    if (pthread_create(t, NULL, dp__thread_tramp, s)) { free(s); return -1; }
+    return 0;
+}
+DP__PRIVATE void dp__thread_join(dp__thread t) { pthread_join(t, NULL); }
+DP__PRIVATE void dp__thread_yield(void) { sched_yield(); }
+#endif
+
+#if defined(__cplusplus)
+#define DP__THREAD_LOCAL thread_local
+#elif defined(_MSC_VER)
+#define DP__THREAD_LOCAL __declspec(thread)
+#else
+#define DP__THREAD_LOCAL _Thread_local
+#endif
+
+#include <time.h>
+#include <unistd.h>
+DP__PRIVATE uint64_t dp__now_ns(void) {
+    struct timespec ts;
+#if defined(CLOCK_MONOTONIC)
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#else
+    timespec_get(&ts, TIME_UTC);     /* C11; not monotonic, good enough for profiles */
+#endif
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+DP__PRIVATE int dp__online_cpus(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}
+
+/* >>atomics ------------------------------------------------------------
+   Each atomic is a one-field struct so plain access does not compile. C uses
+   <stdatomic.h>; C++ (nvcc, g++ -x c++) uses the GCC/Clang __atomic builtins,
+   which are the same instructions. */
+#if !defined(__cplusplus)
+#include <stdatomic.h>
+typedef struct { _Atomic(int32_t) v; } dp__a32;
+typedef struct { _Atomic(uint64_t) v; } dp__a64;
+typedef struct { _Atomic(void *) v; } dp__aptr;
+#define DP__RELAXED memory_order_relaxed
+#define DP__ACQUIRE memory_order_acquire
+#define DP__RELEASE memory_order_release
+#define DP__ACQ_REL memory_order_acq_rel
+#define DP__SEQ_CST memory_order_seq_cst
+#define dp__load(a, mo) atomic_load_explicit(&(a)->v, mo)
+#define dp__store(a, x, mo) atomic_store_explicit(&(a)->v, x, mo)
+#define dp__fetch_add(a, x, mo) atomic_fetch_add_explicit(&(a)->v, x, mo)
+#define dp__exchange(a, x, mo) atomic_exchange_explicit(&(a)->v, x, mo)
+#define dp__cas(a, expp, x, mo) atomic_compare_exchange_weak_explicit(&(a)->v, expp, x, mo, DP__RELAXED)
+#else
+typedef struct { int32_t v; } dp__a32;
+typedef struct { uint64_t v; } dp__a64;
+typedef struct { void *v; } dp__aptr;
+#define DP__RELAXED __ATOMIC_RELAXED
+#define DP__ACQUIRE __ATOMIC_ACQUIRE
+#define DP__RELEASE __ATOMIC_RELEASE
+#define DP__ACQ_REL __ATOMIC_ACQ_REL
+#define DP__SEQ_CST __ATOMIC_SEQ_CST
+#define dp__load(a, mo) __atomic_load_n(&(a)->v, mo)
+#define dp__store(a, x, mo) __atomic_store_n(&(a)->v, x, mo)
+#define dp__fetch_add(a, x, mo) __atomic_fetch_add(&(a)->v, x, mo)
+#define dp__exchange(a, x, mo) __atomic_exchange_n(&(a)->v, x, mo)
+#define dp__cas(a, expp, x, mo) __atomic_compare_exchange_n(&(a)->v, expp, x, 1, mo, DP__RELAXED)
+#endif
+
+DP__PRIVATE void dp__cpu_relax(void) {
+#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+    __builtin_ia32_pause();
+#elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/* The per-variable lock: a test-and-test-and-set spinlock. Critical sections
+   are a few pointer moves, so spinning beats sleeping; after a while the
+   waiter yields so an oversubscribed machine still makes progress. */
+typedef struct { dp__a32 v; } dp__spinlock;
+DP__PRIVATE void dp__spin_lock(dp__spinlock *l) {
+    for (;;) {
+        int spins = 0;
+        if (!dp__exchange(&l->v, 1, DP__ACQUIRE)) return;
+        while (dp__load(&l->v, DP__RELAXED)) {
+            if (++spins < 100) dp__cpu_relax(); else dp__thread_yield();
+        }
+    }
+}
+DP__PRIVATE void dp__spin_unlock(dp__spinlock *l) { dp__store(&l->v, 0, DP__RELEASE); }
+
+/* >>memory -------------------------------------------------------------
+   Every allocation goes through dp__alloc / dp__free and the desc allocator.
+   Out of memory is returned as DP_ERROR_OUT_OF_MEMORY and logged, never a
+   crash. */
+#define DP__MAX_DEV 16
+#define DP__WRITING (-1)
+#define DP__IDX_BITS 22u
+#define DP__IDX_MASK ((1u << DP__IDX_BITS) - 1u)
+#define DP__GEN_MAX ((1u << (32u - DP__IDX_BITS)) - 1u)
+#define DP__CHUNK_BITS 12u
+#define DP__CHUNK_SLOTS (1u << DP__CHUNK_BITS)
+#define DP__MAX_CHUNKS ((DP__IDX_MASK + 1u) >> DP__CHUNK_BITS)
+#define DP__NUM_CLASSES 16
+
+struct dp__block;
+struct dp__var;
+struct dp__worker;
+
+typedef struct dp__failure {   /* shared by every var a failure reached */
+    dp__a32 refs;
+    dp_failure info;
+    struct dp__failure *next_unreported;
+    int unreported;            /* guarded by engine fail_mtx */
+} dp__failure;
+
+typedef struct dp__prof_rec {
+    char name[40];
+    int32_t dev_type, dev_id, thread;
+    uint64_t start, end;
+} dp__prof_rec;
+typedef struct dp__prof_buf {
+    dp__mutex m;
+    dp__prof_rec *recs;
+    size_t n, cap;
+} dp__prof_buf;
+
+typedef struct dp__graph_rec { uint64_t seq; const char *name; uint32_t nread, nwrite; uint32_t *ids; } dp__graph_rec;
+
+/* A handle table: objects in chunks of 4096 that never move (so a lookup needs
+   no lock), a stack of free slot indices, and per-object generations. */
+typedef struct dp__table {
+    dp__spinlock lock;
+    size_t obj_size;
+    dp__aptr chunks[DP__MAX_CHUNKS];
+    dp__a32 next_index;        /* slots [1, next_index) have been handed out */
+    uint32_t *free_idx; uint32_t nfree, cap_free;
+    dp__a64 live;
+} dp__table;
+
+/* A pool of blocks of one size class. Frees from any thread go to an atomic
+   stack (push by CAS, taken whole by exchange, so no ABA); allocation takes
+   from a private list under a spinlock that only pushers touch. */
+typedef struct dp__pool {
+    dp__spinlock lock;
+    struct dp__block *free;
+    dp__aptr returned;
+    size_t obj_size;
+    void *chunks;
+    dp__a64 bytes;
+} dp__pool;
+
+typedef struct dp__queue {
+    dp__mutex m; dp__cond cv;
+    int prioritized;
+    struct dp__block *head, *tail;
+    struct dp__block **heap; size_t nheap, capheap;
+    int sleepers, stop;
+} dp__queue;
+
+typedef struct dp__group {             /* a queue and the threads that serve it */
+    dp__queue q;
+    struct dp__worker *workers;
+    int nworkers;
+} dp__group;
+
+typedef struct dp__worker {
+    dp_engine *eng;
+    dp__group *group;
+    dp__thread thread;
+    int index, global_index, started;
+    dp_ctx ctx;
+    int is_gpu, is_copy;
+    void *stream; int stream_err;
+    dp__a64 completed;
+    dp__prof_buf prof;
+} dp__worker;
+
+struct dp_engine {
+    dp_engine_desc desc;
+    dp__table vars, ops;
+    dp__pool pools[DP__NUM_CLASSES];
+    dp__a64 pending;            /* pushed and not completed */
+    dp__a32 nwaiters_all;
+    dp__a64 seq;
+    dp__a64 completed_inline, failed, skipped;
+    dp__mutex wait_mtx; dp__cond wait_cv;
+    dp__mutex create_mtx;       /* lazy pools and streams */
+    dp__mutex fail_mtx;
+    dp__failure *unreported_head, *unreported_tail;
+    dp__a32 clear_epoch;
+    dp__aptr cpu_groups[DP__MAX_DEV], gpu_groups[DP__MAX_DEV], copy_groups[DP__MAX_DEV];
+    dp__group *prio_group, *task_group, *io_group;
+    void *shared_stream[DP__MAX_DEV]; int shared_stream_ok[DP__MAX_DEV];
+    dp__mutex shared_stream_mtx[DP__MAX_DEV];
+    int gpu_count;
+    dp__a32 worker_counter;
+    dp__a32 profiling;
+    dp__prof_buf inline_prof;
+    dp__mutex graph_mtx;
+    dp__graph_rec *graph; size_t ngraph, capgraph;
+};
+
+typedef struct dp__link { struct dp__link *next; struct dp__block *block; } dp__link;
+
+enum { DP__KIND_SYNC, DP__KIND_ASYNC, DP__KIND_WAIT, DP__KIND_DELETE };
+enum { DP__ST_PENDING, DP__ST_RUNNING, DP__ST_DONE };
+
+typedef struct dp__waiter { int done; dp_result result; dp_failure failure; } dp__waiter;
+
+typedef struct dp__opobj {
+    dp__a32 gen;
+    dp__a32 refs;              /* 1 for the handle + 1 per pushed run */
+    uint32_t index;
+    dp_push_desc d;
+    uint32_t nread, nwrite;
+    struct dp__var **vars;
+    uint32_t *var_gens;
+} dp__opobj;
+
+/* OprBlock: one pushed operation. Followed in memory by its links (one per
+   variable, reads first) and, for one-shot pushes, its variable pointers. */
+typedef struct dp__block {
+    dp__a32 wait;              /* unmet dependencies, +1 while being pushed */
+    dp__a32 state;
+    uint8_t kind, prop, cls, pad;
+    int32_t priority;
+    uint32_t nread, nwrite;
+    dp_ctx ctx;
+    dp_engine *eng;
+    struct dp__var **vars;
+    dp__opobj *op;
+    dp_sync_fn fn; dp_async_fn afn; void *arg;
+    const char *name;
+    struct dp__block *next;    /* queue, ready list or free list */
+    uint64_t seq;
+    dp__failure *failure;
+    dp__worker *worker;
+    void *stream;
+    uint64_t t_start;
+    dp__waiter *waiter;
+} dp__block;
+
+/* A variable (ThreadedVar). */
+typedef struct dp__var {
+    dp__a32 gen;               /* handle generation; 0 = retired slot */
+    dp__spinlock lock;
+    int32_t nreaders;          /* granted reads running, or DP__WRITING */
+    uint32_t index;
+    dp__link *first, *last;    /* FIFO of ops waiting for this variable */
+    dp__failure *failure;      /* set by a failed writer; valid if epoch matches */
+    uint32_t fail_epoch;
+} dp__var;
+
+static DP__THREAD_LOCAL dp_engine *dp__tls_running;   /* engine whose op runs here */
+static DP__THREAD_LOCAL dp__worker *dp__tls_worker;
+static DP__THREAD_LOCAL dp__block *dp__tls_naive_head, *dp__tls_naive_tail;
+static DP__THREAD_LOCAL int dp__tls_naive_draining;
+
+static const char *dp__item_msgs[] = {
+#define DP__ITEM_MSG(name, msg) msg,
+    DP__LOG_ITEMS(DP__ITEM_MSG)
+#undef DP__ITEM_MSG
+};
+
+DP_IMPL void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
+                           const char *message, uint32_t line, const char *file, void *user) {
+    static const char *levels[] = {"panic", "error", "warning", "info"};
+    (void)user;
+    fprintf(stderr, "[%s][%s][id:%u] %s:%u: %s\n", tag, levels[level < 4 ? level : 3], item,
+            file ? file : "?", line, message ? message : (item < DP__LOGITEM_COUNT ? dp__item_msgs[item] : ""));
+}
+
+#define DP__LOG(eng, level, item, ...) dp__log(eng, level, DP_LOGITEM_##item, __LINE__, __VA_ARGS__)
+static void dp__log(const dp_engine *eng, uint32_t level, dp_log_item item, uint32_t line, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    int n = snprintf(buf, sizeof buf, "%s: ", dp__item_msgs[item]);
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof buf) vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (eng && eng->desc.logger.func) eng->desc.logger.func("depeng", level, (uint32_t)item, buf, line, __FILE__, eng->desc.logger.user);
+    else if (level <= DP_LOG_ERROR) dp_log_stderr("depeng", level, (uint32_t)item, buf, line, __FILE__, NULL);
+}
+
+static void *dp__alloc(const dp_engine *eng, size_t size) {
+    void *p;
+    if (eng && eng->desc.allocator.alloc) p = eng->desc.allocator.alloc(size, 64, eng->desc.allocator.user);
+    else p = malloc(size);
+    return p;
+}
+static void dp__free(const dp_engine *eng, void *p, size_t size) {
+    if (!p) return;
+    if (eng && eng->desc.allocator.free) eng->desc.allocator.free(p, size, eng->desc.allocator.user);
+    else free(p);
+}
+static void *dp__realloc(const dp_engine *eng, void *p, size_t old_size, size_t new_size) {
+    void *q = dp__alloc(eng, new_size);
+    if (!q) return NULL;
+    if (p) { memcpy(q, p, old_size < new_size ? old_size : new_size); dp__free(eng, p, old_size); }
+    return q;
+}
+
+/* >>handles ------------------------------------------------------------ */
+static void dp__table_init(dp__table *t, size_t obj_size) {
+    memset(t, 0, sizeof *t);
+    t->obj_size = obj_size;
+    dp__store(&t->next_index, 1, DP__RELAXED);     /* slot 0 is never used */
+}
+static void *dp__table_slot(dp__table *t, uint32_t idx) {
+    char *chunk = (char *)dp__load(&t->chunks[idx >> DP__CHUNK_BITS], DP__ACQUIRE);
+    return chunk ? chunk + (size_t)(idx & (DP__CHUNK_SLOTS - 1)) * t->obj_size : NULL;
+}
+/* Takes a free slot; returns the object (its gen field is the handle's gen). */
+static void *dp__table_alloc(dp_engine *eng, dp__table *t, uint32_t *out_idx) {
+    uint32_t idx;
+    void *obj;
+    dp__spin_lock(&t->lock);
+    if (t->nfree) idx = t->free_idx[--t->nfree];
+    else {
+        idx = (uint32_t)dp__load(&t->next_index, DP__RELAXED);
+        if (idx > DP__IDX_MASK) { dp__spin_unlock(&t->lock); return NULL; }
+        if (!dp__table_slot(t, idx)) {
+            size_t bytes = t->obj_size * DP__CHUNK_SLOTS;
+            void *chunk = dp__alloc(eng, bytes);
+            if (!chunk) { dp__spin_unlock(&t->lock); return NULL; }
+            memset(chunk, 0, bytes);
+            dp__store(&t->chunks[idx >> DP__CHUNK_BITS], chunk, DP__RELEASE);
+        }
+        dp__store(&t->next_index, (int32_t)idx + 1, DP__RELEASE);
+        obj = dp__table_slot(t, idx);
+        dp__store((dp__a32 *)obj, 1, DP__RELAXED);  /* first generation */
+    }
+    dp__spin_unlock(&t->lock);
+    dp__fetch_add(&t->live, 1, DP__RELAXED);
+    *out_idx = idx;
+    return dp__table_slot(t, idx);
+}
+/* Invalidates every handle to the slot: bumps its generation (0 = retired). */
+static void dp__table_invalidate(void *obj) {
+    dp__a32 *gen = (dp__a32 *)obj;
+    uint32_t g = (uint32_t)dp__load(gen, DP__RELAXED);
+    dp__store(gen, (int32_t)(g >= DP__GEN_MAX ? 0 : g + 1), DP__RELEASE);
+}
+/* Returns an invalidated slot to the free stack (retired slots stay out). */
+static void dp__table_release(dp_engine *eng, dp__table *t, uint32_t idx, void *obj) {
+    dp__fetch_add(&t->live, (uint64_t)-1, DP__RELAXED);
+    if (dp__load((dp__a32 *)obj, DP__RELAXED) == 0) return;
+    dp__spin_lock(&t->lock);
+    if (t->nfree == t->cap_free) {
+        uint32_t cap = t->cap_free ? t->cap_free * 2 : 1024;
+        uint32_t *n = (uint32_t *)dp__realloc(eng, t->free_idx, t->cap_free * sizeof(uint32_t), cap * sizeof(uint32_t));
+        if (!n) { dp__spin_unlock(&t->lock); return; }  /* slot leaks; memory is freed at destroy */
+        t->free_idx = n; t->cap_free = cap;
+    }
+    t->free_idx[t->nfree++] = idx;
+    dp__spin_unlock(&t->lock);
+}
+static void *dp__table_lookup(dp__table *t, uint32_t id) {
+    uint32_t idx = id & DP__IDX_MASK, gen = id >> DP__IDX_BITS;
+    void *obj;
+    if (idx == 0 || gen == 0 || idx >= (uint32_t)dp__load(&t->next_index, DP__ACQUIRE)) return NULL;
+    obj = dp__table_slot(t, idx);
+    if (!obj || (uint32_t)dp__load((dp__a32 *)obj, DP__ACQUIRE) != gen) return NULL;
+    return obj;
+}
+static uint32_t dp__table_id(void *obj, uint32_t idx) {
+    return ((uint32_t)dp__load((dp__a32 *)obj, DP__RELAXED) << DP__IDX_BITS) | idx;
+}
+static void dp__table_free_all(dp_engine *eng, dp__table *t) {
+    uint32_t c;
+    for (c = 0; c < DP__MAX_CHUNKS; c++) {
+        void *chunk = dp__load(&t->chunks[c], DP__RELAXED);
+        if (chunk) dp__free(eng, chunk, t->obj_size * DP__CHUNK_SLOTS);
+    }
+    dp__free(eng, t->free_idx, t->cap_free * sizeof(uint32_t));
+}
+
+/* >>pool --------------------------------------------------------------- */
+static dp__link *dp__links(dp__block *b) { return (dp__link *)(void *)(b + 1); }
+static dp__var **dp__inline_vars(dp__block *b, uint32_t cap) { return (dp__var **)(void *)(dp__links(b) + cap); }
+static uint32_t dp__class_cap(int cls) { return 1u << cls; }
+static int dp__class_for(uint32_t n) { int c = 0; while (dp__class_cap(c) < n) c++; return c; }
+
+static void dp__pool_init(dp__pool *p, int cls) {
+    memset(p, 0, sizeof *p);
+    p->obj_size = sizeof(dp__block) + dp__class_cap(cls) * (sizeof(dp__link) + sizeof(dp__var *));
+    p->obj_size = (p->obj_size + 63u) & ~(size_t)63u;
+}
+static dp__block *dp__pool_get(dp_engine *eng, int cls) {
+    dp__pool *p = &eng->pools[cls];
+    dp__block *b;
+    dp__spin_lock(&p->lock);
+    if (!p->free) p->free = (dp__block *)dp__exchange(&p->returned, NULL, DP__ACQUIRE);
+    if (!p->free) {
+        size_t count = cls < 4 ? 256 : 16, i;
+        size_t bytes = 64 + count * p->obj_size;
+        char *chunk = (char *)dp__alloc(eng, bytes);
+        if (!chunk) { dp__spin_unlock(&p->lock); return NULL; }
+        *(void **)(void *)chunk = p->chunks;
+        p->chunks = chunk;
+        dp__fetch_add(&p->bytes, bytes, DP__RELAXED);
+        for (i = 0; i < count; i++) {
+            dp__block *nb = (dp__block *)(void *)(chunk + 64 + i * p->obj_size);
+            nb->next = p->free;
+            p->free = nb;
+        }
+    }
+    b = p->free;
+    p->free = b->next;
+    dp__spin_unlock(&p->lock);
+    return b;
+}
+static void dp__pool_put(dp_engine *eng, dp__block *b) {
+    dp__pool *p = &eng->pools[b->cls];
+    void *head = dp__load(&p->returned, DP__RELAXED);
+    do { b->next = (dp__block *)head; } while (!dp__cas(&p->returned, &head, (void *)b, DP__RELEASE));
+}
+static void dp__pool_free_all(dp_engine *eng, dp__pool *p) {
+    void *c = p->chunks;
+    size_t count = p->obj_size && (p - eng->pools) < 4 ? 256 : 16;
+    while (c) {
+        void *next = *(void **)c;
+        dp__free(eng, c, 64 + count * p->obj_size);
+        c = next;
+    }
+}
+
+/* >>failures ------------------------------------------------------------ */
+static void dp__failure_release(dp_engine *eng, dp__failure *f) {
+    if (f && dp__fetch_add(&f->refs, -1, DP__ACQ_REL) == 1) dp__free(eng, f, sizeof *f);
+}
+static dp__failure *dp__failure_new(dp_engine *eng, const dp__block *b, int status, const char *message) {
+    dp__failure *f = (dp__failure *)dp__alloc(eng, sizeof *f);
+    if (!f) return NULL;
+    memset(f, 0, sizeof *f);
+    dp__store(&f->refs, 2, DP__RELAXED);          /* the block's and the unreported list's */
+    f->info.status = status;
+    snprintf(f->info.op_name, sizeof f->info.op_name, "%s", b->name ? b->name : "(unnamed)");
+    if (message) snprintf(f->info.message, sizeof f->info.message, "%s", message);
+    else snprintf(f->info.message, sizeof f->info.message, "operation returned status %d", status);
+    dp__mutex_lock(&eng->fail_mtx);
+    f->unreported = 1;
+    if (eng->unreported_tail) eng->unreported_tail->next_unreported = f; else eng->unreported_head = f;
+    eng->unreported_tail = f;
+    dp__mutex_unlock(&eng->fail_mtx);
+    dp__fetch_add(&eng->failed, 1, DP__RELAXED);
+    DP__LOG(eng, DP_LOG_WARN, OP_FAILED, "'%s' failed with status %d: %s", f->info.op_name, status, f->info.message);
+    return f;
+}
+/* Marks f reported: removes it from the engine's unreported list. */
+static void dp__failure_mark_reported(dp_engine *eng, dp__failure *f) {
+    dp__failure **pp;
+    dp__mutex_lock(&eng->fail_mtx);
+    if (f->unreported) {
+        dp__failure *prev = NULL;
+        for (pp = &eng->unreported_head; *pp; prev = *pp, pp = &(*pp)->next_unreported) {
+            if (*pp == f) {
+                *pp = f->next_unreported;
+                if (eng->unreported_tail == f) eng->unreported_tail = prev;
+                break;
+            }
+        }
+        f->unreported = 0;
+        dp__mutex_unlock(&eng->fail_mtx);
+        dp__failure_release(eng, f);
+        return;
+    }
+    dp__mutex_unlock(&eng->fail_mtx);
+}
+/* The failure a variable carries, if it has not been cleared by dp_wait_all.
+   Called only by an op that holds a grant on the variable. */
+static dp__failure *dp__var_failure(dp_engine *eng, dp__var *v) {
+    if (v->failure && v->fail_epoch == (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE)) return v->failure;
+    return NULL;
+}
+static void dp__var_set_failure(dp_engine *eng, dp__var *v, dp__failure *f) {
+    if (f) dp__fetch_add(&f->refs, 1, DP__RELAXED);
+    dp__failure_release(eng, v->failure);
+    v->failure = f;
+    v->fail_epoch = (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE);
+}
+
+/* >>trace -------------------------------------------------------------- */
+static int dp__tracing(const dp_engine *eng) { return eng->desc.trace.func != NULL; }
+static int dp__link_is_write(const dp__link *l) {
+    return (uint32_t)(l - dp__links(l->block)) >= l->block->nread;
+}
+static void dp__trace_var(dp_engine *eng, dp__var *v) {   /* v locked */
+    dp_trace_event ev;
+    dp__link *l;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = DP_TRACE_VAR;
+    ev.var.id = dp__table_id(v, v->index);
+    ev.var_readers = v->nreaders;
+    for (l = v->first; l; l = l->next) {
+        if (ev.queue_len < 8) {
+            ev.queue_names[ev.queue_len] = l->block->name;
+            ev.queue_write[ev.queue_len] = dp__link_is_write(l);
+        }
+        ev.queue_len++;
+    }
+    eng->desc.trace.func(&ev, eng->desc.trace.user);
+}
+static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block *b, int status) {
+    dp_trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.kind = kind;
+    ev.op_seq = b->seq;
+    ev.op_name = b->name;
+    ev.op_pending = dp__load(&b->wait, DP__ACQUIRE);
+    ev.status = status;
+    eng->desc.trace.func(&ev, eng->desc.trace.user);
+}
+
+/* >>schedule -------------------------------------------------------------
+   The dependency algorithm. Each function below is one line of the table in
+   the header comment. "Grant" = one dependency of an op is met. */
+static void dp__grant(dp__block *b, dp__block **ready) {
+    if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { b->next = *ready; *ready = b; }
+}
+static void dp__enqueue(dp__var *v, dp__link *l) {
+    l->next = NULL;
+    if (v->last) v->last->next = l; else v->first = l;
+    v->last = l;
+}
+/* Append read: granted at once when nobody writes and nobody waits. */
+static void dp__append_read(dp_engine *eng, dp__var *v, dp__link *l, dp__block **ready) {
+    if (v->nreaders >= 0 && !v->first) { v->nreaders++; dp__grant(l->block, ready); }
+    else dp__enqueue(v, l);
+    if (dp__tracing(eng)) dp__trace_var(eng, v);
+}
+/* Append write: granted at once when nobody reads, writes or waits. */
+static void dp__append_write(dp_engine *eng, dp__var *v, dp__link *l, dp__block **ready) {
+    if (v->nreaders == 0 && !v->first) { v->nreaders = DP__WRITING; dp__grant(l->block, ready); }
+    else dp__enqueue(v, l);
+    if (dp__tracing(eng)) dp__trace_var(eng, v);
+}
+/* Complete read: the last reader grants the queued write, if any. */
+static void dp__complete_read(dp_engine *eng, dp__var *v, dp__block **ready) {
+    dp__block *grant = NULL;
+    dp__spin_lock(&v->lock);
+    DP_ASSERT(v->nreaders > 0);
+    if (--v->nreaders == 0 && v->first) {        /* the queue starts with a write */
+        dp__link *l = v->first;
+        v->first = l->next;
+        if (!v->first) v->last = NULL;
+        v->nreaders = DP__WRITING;
+        grant = l->block;
+    }
+    if (dp__tracing(eng)) dp__trace_var(eng, v);
+    dp__spin_unlock(&v->lock);
+    if (grant) dp__grant(grant, ready);
+}
+/* Complete write: grant every queued read up to the next write; if the queue
+   starts with a write, grant that write. */
+static void dp__complete_write(dp_engine *eng, dp__var *v, dp__block **ready) {
+    dp__link *reads = NULL, *l;
+    dp__block *write_grant = NULL;
+    int nreads = 0, i;
+    dp__spin_lock(&v->lock);
+    DP_ASSERT(v->nreaders == DP__WRITING);
+    v->nreaders = 0;
+    l = v->first;
+    if (l && dp__link_is_write(l)) {
+        v->first = l->next;
+        v->nreaders = DP__WRITING;
+        write_grant = l->block;
+    } else if (l) {
+        dp__link *end = l;
+        reads = l;
+        while (end && !dp__link_is_write(end)) { nreads++; end = end->next; }
+        v->nreaders = nreads;
+        v->first = end;
+    }
+    if (!v->first) v->last = NULL;
+    if (dp__tracing(eng)) dp__trace_var(eng, v);
+    dp__spin_unlock(&v->lock);
+    /* The nreads detached links are ours alone now. Read next before granting:
+       a granted op may run, finish and be reused at once. */
+    for (i = 0, l = reads; i < nreads; i++) {
+        dp__link *next = l->next;
+        dp__grant(l->block, ready);
+        l = next;
+    }
+    if (write_grant) dp__grant(write_grant, ready);
+}
+
+/* >>queues ---------------------------------------------------------------
+   A blocking queue: FIFO, or a binary heap (highest priority first, then push
+   order) for the priority and copy pools. Workers sleep on the condition
+   variable; a push signals only when someone sleeps. */
+static int dp__queue_init(dp__queue *q, int prioritized) {
+    memset(q, 0, sizeof *q);
+    q->prioritized = prioritized;
+    if (dp__mutex_init(&q->m)) return -1;
+    if (dp__cond_init(&q->cv)) { dp__mutex_destroy(&q->m); return -1; }
+    return 0;
+}
+static int dp__before(const dp__block *a, const dp__block *b) {  /* a runs first */
+    int ap = a->prop == DP_PROP_GPU_PRIORITIZED, bp = b->prop == DP_PROP_GPU_PRIORITIZED;
+    if (ap != bp) return ap > bp;
+    if (a->priority != b->priority) return a->priority > b->priority;
+    return a->seq < b->seq;
+}
+static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *b) {
+    dp__mutex_lock(&q->m);
+    if (q->prioritized && q->nheap == q->capheap) {
+        size_t cap = q->capheap ? q->capheap * 2 : 64;
+        dp__block **h = (dp__block **)dp__realloc(eng, q->heap, q->capheap * sizeof *h, cap * sizeof *h);
+        if (h) { q->heap = h; q->capheap = cap; }
+    }
+    if (q->prioritized && q->nheap < q->capheap) {
+        size_t i = q->nheap++;
+        while (i > 0 && dp__before(b, q->heap[(i - 1) / 2])) { q->heap[i] = q->heap[(i - 1) / 2]; i = (i - 1) / 2; }
+        q->heap[i] = b;
+    } else {   /* FIFO (also the fallback if the heap could not grow) */
+        b->next = NULL;
+        if (q->tail) q->tail->next = b; else q->head = b;
+        q->tail = b;
+    }
+    if (q->sleepers) dp__cond_signal(&q->cv);
+    dp__mutex_unlock(&q->m);
+}
+static dp__block *dp__queue_take(dp__queue *q) {   /* q->m held */
+    dp__block *b;
+    if (q->nheap) {
+        dp__block *last = q->heap[--q->nheap];
+        size_t i = 0;
+        b = q->heap[0];
+        for (;;) {
+            size_t c = 2 * i + 1;
+            if (c >= q->nheap) break;
+            if (c + 1 < q->nheap && dp__before(q->heap[c + 1], q->heap[c])) c++;
+            if (!dp__before(q->heap[c], last)) break;
+            q->heap[i] = q->heap[c]; i = c;
+        }
+        if (q->nheap) q->heap[i] = last;
+        return b;
+    }
+    b = q->head;
+    if (b) { q->head = b->next; if (!q->head) q->tail = NULL; }
+    return b;
+}
+/* Blocks until work arrives; NULL once the queue is stopped and empty. */
+static dp__block *dp__queue_pop(dp__queue *q) {
+    dp__block *b;
+    dp__mutex_lock(&q->m);
+    while (!(b = dp__queue_take(q)) && !q->stop) {
+        q->sleepers++;
+        dp__cond_wait(&q->cv, &q->m);
+        q->sleepers--;
+    }
+    dp__mutex_unlock(&q->m);
+    return b;
+}
+
+/* >>execute --------------------------------------------------------------- */
+static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher);
+static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *message);
+
+static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
+    dp__mutex_lock(&pb->m);
+    if (pb->n == pb->cap) {
+        size_t cap = pb->cap ? pb->cap * 2 : 1024;
+        dp__prof_rec *r = (dp__prof_rec *)dp__realloc(eng, pb->recs, pb->cap * sizeof *r, cap * sizeof *r);
+        if (r) { pb->recs = r; pb->cap = cap; }
+    }
+    if (pb->n < pb->cap) {
+        dp__prof_rec *r = &pb->recs[pb->n++];
+        snprintf(r->name, sizeof r->name, "%s", b->name ? b->name : "(unnamed)");
+        r->dev_type = b->ctx.dev_type ? b->ctx.dev_type : DP_DEV_CPU;
+        r->dev_id = b->ctx.dev_id;
+        r->thread = thread;
+        r->start = b->t_start;
+        r->end = end;
+    }
+    dp__mutex_unlock(&pb->m);
+}
+
+/* The stream for a GPU op run outside a GPU worker (naive / pooled engines):
+   one per device, made on first use. */
+static void *dp__shared_stream(dp_engine *eng, int dev, int *err) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    dp__mutex_lock(&eng->create_mtx);
+    if (!eng->shared_stream_ok[dev]) {
+        *err = be->set_device ? be->set_device(dev, be->user) : 0;
+        if (!*err) *err = be->stream_create(dev, 0, &eng->shared_stream[dev], be->user);
+        if (!*err) eng->shared_stream_ok[dev] = 1;
+    } else *err = 0;
+    dp__mutex_unlock(&eng->create_mtx);
+    return eng->shared_stream[dev];
+}
+
+static const char *dp__backend_error(const dp_engine *eng, int err) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    return be && be->error_string ? be->error_string(err, be->user) : "device backend error";
+}
+
+/* Runs one ready op on this thread (w is NULL on a pushing thread). */
+static void dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
+    dp_run_ctx rc;
+    dp_engine *prev_running = dp__tls_running;
+    uint32_t i, n = b->nread + b->nwrite;
+    int status = 0;
+    if (b->kind != DP__KIND_DELETE && b->prop != DP_PROP_NO_SKIP) {
+        for (i = 0; i < n; i++) {
+            dp__failure *f = dp__var_failure(eng, b->vars[i]);
+            if (f) {       /* an input failed upstream: skip, pass it on */
+                dp__fetch_add(&f->refs, 1, DP__RELAXED);
+                b->failure = f;
+                dp__fetch_add(&eng->skipped, 1, DP__RELAXED);
+                dp__finish(eng, b, f->info.status, NULL);
+                return;
+            }
+        }
+    }
+    rc.engine = eng;
+    rc.ctx = b->ctx;
+    rc.stream = NULL;
+    rc.worker = w ? w->index : -1;
+    rc.internal = b;
+    b->worker = w;
+    b->stream = NULL;
+    if (b->ctx.dev_type == DP_DEV_GPU) {
+        int err = 0;
+        if (w && w->is_gpu) { rc.stream = w->stream; err = w->stream_err; }
+        else rc.stream = dp__shared_stream(eng, b->ctx.dev_id, &err);
+        if (err) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "stream for GPU %d: %s", (int)b->ctx.dev_id, dp__backend_error(eng, err));
+            dp__store(&b->state, DP__ST_RUNNING, DP__RELAXED);
+            b->failure = dp__failure_new(eng, b, DP_ERROR_BACKEND, msg);
+            dp__finish(eng, b, DP_ERROR_BACKEND, msg);
+            return;
+        }
+        b->stream = rc.stream;
+    }
+    if (dp__load(&eng->profiling, DP__RELAXED)) b->t_start = dp__now_ns();
+    else b->t_start = 0;
+    if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_RUN, b, 0);
+    dp__store(&b->state, DP__ST_RUNNING, DP__RELAXED);
+    dp__tls_running = eng;
+    if (b->kind == DP__KIND_ASYNC) {
+        dp_completion done;
+        done.block = b;
+        done.seq = b->seq;
+        b->afn(&rc, b->arg, done);           /* b may be finished already */
+        dp__tls_running = prev_running;
+        return;
+    }
+    if (b->fn) status = b->fn(&rc, b->arg);
+    dp__tls_running = prev_running;
+    if (b->stream && eng->desc.gpu_backend->stream_synchronize) {
+        int err = eng->desc.gpu_backend->stream_synchronize(b->ctx.dev_id, b->stream, eng->desc.gpu_backend->user);
+        if (err && status == 0) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, err));
+            status = DP_ERROR_BACKEND;
+            if (!b->failure) b->failure = dp__failure_new(eng, b, status, msg);
+        }
+    }
+    dp__finish(eng, b, status, NULL);
+}
+
+/* Runs a wait block: report the variable's failure to the waiter, once. */
+static void dp__run_wait(dp_engine *eng, dp__block *b) {
+    dp__waiter *wt = b->waiter;
+    dp__var *v = b->vars[0];
+    dp__failure *f = dp__var_failure(eng, v);
+    wt->result = DP_OK;
+    if (f) {
+        wt->result = DP_ERROR_OP_FAILED;
+        wt->failure = f->info;
+        dp__failure_mark_reported(eng, f);
+        dp__var_set_failure(eng, v, NULL);
+    }
+    dp__finish(eng, b, 0, NULL);
+    dp__mutex_lock(&eng->wait_mtx);
+    wt->done = 1;
+    dp__cond_broadcast(&eng->wait_cv);
+    dp__mutex_unlock(&eng->wait_mtx);
+}
+
+/* Completion: record failure, release every variable, dispatch what became
+   ready, recycle the block. */
+static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *message) {
+    dp__block *ready = NULL;
+    uint32_t i;
+    dp__opobj *op = b->op;
+    if (status != 0 && !b->failure) b->failure = dp__failure_new(eng, b, status, message);
+    if (b->t_start && b->kind != DP__KIND_WAIT) {
+        dp__worker *w = b->worker;
+        dp__prof_add(w ? &w->prof : &eng->inline_prof, eng, b, w ? w->global_index : -1, dp__now_ns());
+    }
+    if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_COMPLETE, b, status);
+    dp__store(&b->state, DP__ST_DONE, DP__RELAXED);
+    if (b->kind == DP__KIND_DELETE) {
+        dp__var *v = b->vars[0];
+        dp__var_set_failure(eng, v, NULL);
+        if (dp__tracing(eng)) {
+            dp_trace_event ev;
+            memset(&ev, 0, sizeof ev);
+            ev.kind = DP_TRACE_DELETE;
+            ev.var.id = (v->index);
+            ev.op_name = b->name;
+            eng->desc.trace.func(&ev, eng->desc.trace.user);
+        }
+        v->nreaders = 0;
+        dp__table_release(eng, &eng->vars, v->index, v);
+    } else {
+        for (i = 0; i < b->nread; i++) dp__complete_read(eng, b->vars[i], &ready);
+        for (i = b->nread; i < b->nread + b->nwrite; i++) {
+            dp__var *v = b->vars[i];
+            /* v is still ours: a failed write passes its failure on, a good
+               write replaces whatever the variable held */
+            if (b->kind != DP__KIND_WAIT) dp__var_set_failure(eng, v, b->failure);
+            dp__complete_write(eng, v, &ready);
+        }
+    }
+    if (b->failure) { dp__failure_release(eng, b->failure); b->failure = NULL; }
+    if (dp__tls_worker && dp__tls_worker->eng == eng) dp__fetch_add(&dp__tls_worker->completed, 1, DP__RELAXED);
+    else dp__fetch_add(&eng->completed_inline, 1, DP__RELAXED);
+    dp__pool_put(eng, b);
+    if (op && dp__fetch_add(&op->refs, -1, DP__ACQ_REL) == 1) {
+        dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_gens));
+        dp__table_release(eng, &eng->ops, op->index, op);
+    }
+    while (ready) {
+        dp__block *next = ready->next;
+        dp__dispatch(eng, ready, 0);
+        ready = next;
+    }
+    /* last: a waiter may destroy the engine as soon as pending reaches 0 */
+    if (dp__fetch_add(&eng->pending, (uint64_t)-1, DP__SEQ_CST) == 1 && dp__load(&eng->nwaiters_all, DP__SEQ_CST) > 0) {
+        dp__mutex_lock(&eng->wait_mtx);
+        dp__cond_broadcast(&eng->wait_cv);
+        dp__mutex_unlock(&eng->wait_mtx);
+    }
+}
+
+/* >>workers ------------------------------------------------------------- */
+static void dp__worker_main(void *arg) {
+    dp__worker *w = (dp__worker *)arg;
+    dp_engine *eng = w->eng;
+    dp__block *b;
+    dp__tls_worker = w;
+    if (w->is_gpu) {   /* each GPU worker owns its stream (seed 001) */
+        const dp_device_backend *be = eng->desc.gpu_backend;
+        w->stream_err = be->set_device ? be->set_device(w->ctx.dev_id, be->user) : 0;
+        if (!w->stream_err) w->stream_err = be->stream_create(w->ctx.dev_id, w->is_copy, &w->stream, be->user);
+        if (w->stream_err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d worker: %s", (int)w->ctx.dev_id, dp__backend_error(eng, w->stream_err));
+    }
+    while ((b = dp__queue_pop(&w->group->q)) != NULL) dp__execute(eng, b, w);
+    if (w->is_gpu && !w->stream_err && eng->desc.gpu_backend->stream_destroy)
+        eng->desc.gpu_backend->stream_destroy(w->ctx.dev_id, w->stream, eng->desc.gpu_backend->user);
+    dp__tls_worker = NULL;
+}
+static void dp__group_destroy(dp_engine *eng, dp__group *g) {
+    int i;
+    if (!g) return;
+    dp__mutex_lock(&g->q.m);
+    g->q.stop = 1;
+    dp__cond_broadcast(&g->q.cv);
+    dp__mutex_unlock(&g->q.m);
+    for (i = 0; i < g->nworkers; i++) {
+        if (g->workers[i].started) dp__thread_join(g->workers[i].thread);
+        dp__free(eng, g->workers[i].prof.recs, g->workers[i].prof.cap * sizeof(dp__prof_rec));
+        dp__mutex_destroy(&g->workers[i].prof.m);
+    }
+    dp__free(eng, g->q.heap, g->q.capheap * sizeof(dp__block *));
+    dp__cond_destroy(&g->q.cv);
+    dp__mutex_destroy(&g->q.m);
+    dp__free(eng, g->workers, (size_t)g->nworkers * sizeof(dp__worker));
+    dp__free(eng, g, sizeof *g);
+}
+static dp__group *dp__group_create(dp_engine *eng, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy) {
+    dp__group *g = (dp__group *)dp__alloc(eng, sizeof *g);
+    int i;
+    if (!g) return NULL;
+    memset(g, 0, sizeof *g);
+    g->workers = (dp__worker *)dp__alloc(eng, (size_t)nthreads * sizeof(dp__worker));
+    if (!g->workers || dp__queue_init(&g->q, prioritized)) {
+        dp__free(eng, g->workers, (size_t)nthreads * sizeof(dp__worker));
+        dp__free(eng, g, sizeof *g);
+        return NULL;
+    }
+    memset(g->workers, 0, (size_t)nthreads * sizeof(dp__worker));
+    g->nworkers = nthreads;
+    for (i = 0; i < nthreads; i++) {
+        dp__worker *w = &g->workers[i];
+        w->eng = eng; w->group = g; w->index = i; w->ctx = ctx;
+        w->is_gpu = is_gpu; w->is_copy = is_copy;
+        w->global_index = dp__fetch_add(&eng->worker_counter, 1, DP__RELAXED);
+        dp__mutex_init(&w->prof.m);
+    }
+    for (i = 0; i < nthreads; i++) {
+        if (dp__thread_create(&g->workers[i].thread, dp__worker_main, &g->workers[i])) {
+            DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "worker %d of %d", i, nthreads);
+            dp__group_destroy(eng, g);
+            return NULL;
+        }
+        g->workers[i].started = 1;
+    }
+    return g;
+}
+/* A lazily created pool: the first op on a device starts its workers. */
+static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy) {
+    dp__group *g = (dp__group *)dp__load(slot, DP__ACQUIRE);
+    if (g) return g;
+    dp__mutex_lock(&eng->create_mtx);
+    g = (dp__group *)dp__load(slot, DP__ACQUIRE);
+    if (!g) {
+        g = dp__group_create(eng, nthreads, prioritized, ctx, is_gpu, is_copy);
+        if (g) dp__store(slot, (void *)g, DP__RELEASE);
+    }
+    dp__mutex_unlock(&eng->create_mtx);
+    return g;
+}
+
+/* >>dispatch --------------------------------------------------------------
+   A ready op goes where its engine, context and property say. */
+static void dp__run_naive(dp_engine *eng, dp__block *b) {
+    /* Naive: run on this thread. Ops made ready while one runs wait in a
+       thread-local list, so a long chain runs in a loop, not a deep recursion. */
+    b->next = NULL;
+    if (dp__tls_naive_tail) dp__tls_naive_tail->next = b; else dp__tls_naive_head = b;
+    dp__tls_naive_tail = b;
+    if (dp__tls_naive_draining) return;
+    dp__tls_naive_draining = 1;
+    while (dp__tls_naive_head) {
+        dp__block *x = dp__tls_naive_head;
+        dp__tls_naive_head = x->next;
+        if (!dp__tls_naive_head) dp__tls_naive_tail = NULL;
+        if (x->kind == DP__KIND_WAIT) dp__run_wait(x->eng, x); else dp__execute(x->eng, x, NULL);
+    }
+    dp__tls_naive_draining = 0;
+    (void)eng;
+}
+static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
+    dp__group *g = NULL;
+    int copy = b->prop == DP_PROP_COPY_TO_GPU || b->prop == DP_PROP_COPY_FROM_GPU;
+    const dp_engine_desc *d = &eng->desc;
+    if (b->kind == DP__KIND_WAIT) { dp__run_wait(eng, b); return; }
+    if (d->type == DP_ENGINE_NAIVE) { dp__run_naive(eng, b); return; }
+    if (b->prop == DP_PROP_ASYNC && from_pusher) { dp__execute(eng, b, NULL); return; }
+    if (d->type == DP_ENGINE_POOLED) g = copy ? eng->io_group : eng->task_group;
+    else if (b->ctx.dev_type == DP_DEV_GPU) {
+        int dev = b->ctx.dev_id;
+        if (copy) g = dp__lazy_group(eng, &eng->copy_groups[dev], d->gpu_copy_nthreads, 1, b->ctx, 1, 1);
+        else g = dp__lazy_group(eng, &eng->gpu_groups[dev], d->gpu_worker_nthreads, 1, b->ctx, 1, 0);
+    } else if (b->prop == DP_PROP_CPU_PRIORITIZED) g = eng->prio_group;
+    else {
+        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = b->ctx.dev_id;
+        g = dp__lazy_group(eng, &eng->cpu_groups[b->ctx.dev_id], d->cpu_worker_nthreads, 0, c, 0, 0);
+    }
+    if (!g) {   /* could not start the pool: run here rather than lose the op */
+        DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "running '%s' on the calling thread", b->name ? b->name : "(unnamed)");
+        dp__execute(eng, b, NULL);
+        return;
+    }
+    dp__queue_push(eng, &g->q, b);
+}
+
+/* >>push ------------------------------------------------------------------ */
+typedef struct dp__vref { dp__var *v; uint32_t gen; int write; } dp__vref;
+
+static int dp__vref_cmp(const void *a, const void *b) {
+    const dp__vref *x = (const dp__vref *)a, *y = (const dp__vref *)b;
+    if (x->v != y->v) return (uintptr_t)x->v < (uintptr_t)y->v ? -1 : 1;
+    return y->write - x->write;     /* the write sorts first among duplicates */
+}
+static dp_result dp__check_ctx(dp_engine *eng, dp_ctx c, const char *name) {
+    if ((c.dev_type == DP_DEV_DEFAULT || c.dev_type == DP_DEV_CPU) && c.dev_id >= 0 && c.dev_id < DP__MAX_DEV) return DP_OK;
+    if (c.dev_type == DP_DEV_GPU && eng->desc.gpu_backend && c.dev_id >= 0 && c.dev_id < eng->gpu_count) return DP_OK;
+    DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "'%s': device type %d id %d (%d GPUs)", name ? name : "(unnamed)",
+            (int)c.dev_type, (int)c.dev_id, eng->gpu_count);
+    return DP_ERROR_BAD_CONTEXT;
+}
+/* Resolves, deduplicates (write wins) and sorts an op's variables by address,
+   the order in which a push locks them. refs must hold nr + nw entries.
+   Returns the number of distinct variables, or a negative dp_result. */
+static int dp__resolve(dp_engine *eng, const dp_push_desc *d, dp__vref *refs) {
+    int i, n = 0, out = 0;
+    for (i = 0; i < d->num_reads + d->num_writes; i++) {
+        int write = i >= d->num_reads;
+        dp_var h = write ? d->writes[i - d->num_reads] : d->reads[i];
+        dp__var *v = (dp__var *)dp__table_lookup(&eng->vars, h.id);
+        if (!v) {
+            DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s': %s var 0x%08x", d->name ? d->name : "(unnamed)",
+                    write ? "write" : "read", (unsigned)h.id);
+            return DP_ERROR_INVALID_HANDLE;
+        }
+        refs[n].v = v; refs[n].gen = h.id >> DP__IDX_BITS; refs[n].write = write; n++;
+    }
+    qsort(refs, (size_t)n, sizeof *refs, dp__vref_cmp);
+    for (i = 0; i < n; i++) if (out == 0 || refs[out - 1].v != refs[i].v) refs[out++] = refs[i];
+    return out;
+}
+static dp_result dp__check_desc(dp_engine *eng, const dp_push_desc *d) {
+    const char *name = d ? (d->name ? d->name : "(unnamed)") : "(null desc)";
+    if (!eng || !d) { DP__LOG(eng, DP_LOG_ERROR, NULL_FUNCTION, "NULL engine or desc"); return DP_ERROR_INVALID_ARGS; }
+    if ((d->fn == NULL) == (d->async_fn == NULL) && d->prop != DP_PROP_DELETE_VAR) {
+        DP__LOG(eng, DP_LOG_ERROR, NULL_FUNCTION, "'%s'", name);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (d->num_reads < 0 || d->num_writes < 0 || (d->num_reads && !d->reads) || (d->num_writes && !d->writes)
+        || d->num_reads > 30000 || d->num_writes > 30000) {
+        DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "'%s': %d reads, %d writes", name, d->num_reads, d->num_writes);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((int)d->prop < 0 || d->prop >= DP__PROP_COUNT) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_PROP, "'%s': property %d", name, (int)d->prop);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return dp__check_ctx(eng, d->ctx, d->name);
+}
+static void dp__record_graph(dp_engine *eng, dp__block *b) {
+    uint32_t i, n = b->nread + b->nwrite;
+    dp__mutex_lock(&eng->graph_mtx);
+    if (eng->ngraph == eng->capgraph) {
+        size_t cap = eng->capgraph ? eng->capgraph * 2 : 64;
+        dp__graph_rec *g = (dp__graph_rec *)dp__realloc(eng, eng->graph, eng->capgraph * sizeof *g, cap * sizeof *g);
+        if (g) { eng->graph = g; eng->capgraph = cap; }
+    }
+    if (eng->ngraph < eng->capgraph) {
+        dp__graph_rec *r = &eng->graph[eng->ngraph];
+        r->ids = (uint32_t *)dp__alloc(eng, (n ? n : 1) * sizeof(uint32_t));
+        if (r->ids) {
+            r->seq = b->seq; r->name = b->name; r->nread = b->nread; r->nwrite = b->nwrite;
+            for (i = 0; i < n; i++) r->ids[i] = dp__table_id(b->vars[i], b->vars[i]->index);
+            eng->ngraph++;
+        }
+    }
+    dp__mutex_unlock(&eng->graph_mtx);
+}
+/* Links a prepared block into its variables. All of the op's variables are
+   locked together, in address order, so that two pushes from different
+   threads are ordered the same way on every variable they share (no cycle,
+   no deadlock). A variable deleted meanwhile fails the push; nothing is
+   linked then. */
+/* Locks (or unlocks) an op's variables in address order: reads and writes are
+   each sorted, so walking both runs merged gives the global order. */
+static void dp__lock_vars(dp__block *b, int lock) {
+    uint32_t r = 0, w = b->nread, n = b->nread + b->nwrite;
+    while (r < b->nread || w < n) {
+        dp__var *v;
+        if (w >= n || (r < b->nread && (uintptr_t)b->vars[r] < (uintptr_t)b->vars[w])) v = b->vars[r++];
+        else v = b->vars[w++];
+        if (lock) dp__spin_lock(&v->lock); else dp__spin_unlock(&v->lock);
+    }
+}
+static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *gens) {
+    uint32_t n = b->nread + b->nwrite, i;
+    dp__block *ready = NULL;
+    dp__lock_vars(b, 1);
+    for (i = 0; i < n; i++) {
+        if ((uint32_t)dp__load(&b->vars[i]->gen, DP__RELAXED) != gens[i]) {
+            dp__lock_vars(b, 0);
+            DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s': a variable was deleted", b->name ? b->name : "(unnamed)");
+            return DP_ERROR_INVALID_HANDLE;
+        }
+    }
+    dp__fetch_add(&eng->pending, 1, DP__SEQ_CST);
+    b->seq = dp__fetch_add(&eng->seq, 1, DP__RELAXED) + 1;
+    for (i = 0; i < b->nread; i++) { dp__link *l = &dp__links(b)[i]; l->block = b; dp__append_read(eng, b->vars[i], l, &ready); }
+    for (; i < n; i++) { dp__link *l = &dp__links(b)[i]; l->block = b; dp__append_write(eng, b->vars[i], l, &ready); }
+    if (b->kind == DP__KIND_DELETE) dp__table_invalidate(b->vars[0]);  /* handle dies now */
+    if (eng->desc.trace.record_graph) dp__record_graph(eng, b);
+    if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b, 0);
+    dp__lock_vars(b, 0);
+    if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) dp__dispatch(eng, b, 1);
+    (void)ready;   /* grants made during a push never reach zero: the pusher holds one */
+    return DP_OK;
+}
+
+static dp__block *dp__block_new(dp_engine *eng, uint32_t n, const dp_push_desc *d, int kind) {
+    int cls = dp__class_for(n);
+    dp__block *b = cls < DP__NUM_CLASSES ? dp__pool_get(eng, cls) : NULL;
+    if (!b) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "operation block for %u variables", (unsigned)n); return NULL; }
+    dp__store(&b->wait, (int32_t)n + 1, DP__RELAXED);
+    dp__store(&b->state, DP__ST_PENDING, DP__RELAXED);
+    b->kind = (uint8_t)kind; b->prop = (uint8_t)d->prop; b->cls = (uint8_t)cls;
+    b->priority = d->priority;
+    b->ctx = d->ctx;
+    if (b->ctx.dev_type == DP_DEV_DEFAULT) b->ctx.dev_type = DP_DEV_CPU;
+    b->eng = eng;
+    b->vars = dp__inline_vars(b, dp__class_cap(cls));
+    b->op = NULL;
+    b->fn = d->fn; b->afn = d->async_fn; b->arg = d->arg;
+    b->name = d->name;
+    b->next = NULL; b->failure = NULL; b->worker = NULL; b->stream = NULL; b->t_start = 0; b->waiter = NULL;
+    return b;
+}
+/* One-shot push of a resolved desc; kind says sync, async, wait or delete. */
+static dp_result dp__push_resolved(dp_engine *eng, const dp_push_desc *d, int kind, dp__waiter *waiter) {
+    dp__vref stack_refs[32], *refs = stack_refs;
+    uint32_t stack_gens[32], *gens = stack_gens;
+    int total = d->num_reads + d->num_writes, n, i, k = 0, pass;
+    dp__block *b;
+    dp_result r;
+    if (total > 32) {
+        refs = (dp__vref *)dp__alloc(eng, (size_t)total * (sizeof *refs + sizeof *gens));
+        if (!refs) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "variable list"); return DP_ERROR_OUT_OF_MEMORY; }
+        gens = (uint32_t *)(void *)(refs + total);
+    }
+    n = dp__resolve(eng, d, refs);
+    if (n < 0) { r = (dp_result)n; goto done; }
+    b = dp__block_new(eng, (uint32_t)n, d, kind);
+    if (!b) { r = DP_ERROR_OUT_OF_MEMORY; goto done; }
+    b->waiter = waiter;
+    for (pass = 0; pass < 2; pass++)          /* reads first, then writes */
+        for (i = 0; i < n; i++)
+            if (refs[i].write == pass) { b->vars[k] = refs[i].v; gens[k] = refs[i].gen; k++; if (!pass) b->nread++; }
+    b->nread = 0;
+    for (i = 0; i < n; i++) b->nread += refs[i].write == 0;
+    b->nwrite = (uint32_t)n - b->nread;
+    r = dp__link_and_go(eng, b, gens);
+    if (r != DP_OK) dp__pool_put(eng, b);
+done:
+    if (refs != stack_refs) dp__free(eng, refs, (size_t)total * (sizeof *refs + sizeof *gens));
+    return r;
+}
+
+/* >>public ---------------------------------------------------------------- */
+DP_IMPL const char *dp_result_string(dp_result r) {
+    switch (r) {
+    case DP_OK: return "ok";
+    case DP_ERROR_INVALID_ARGS: return "invalid arguments";
+    case DP_ERROR_INVALID_HANDLE: return "invalid (deleted or never created) handle";
+    case DP_ERROR_BAD_CONTEXT: return "unknown device context";
+    case DP_ERROR_OUT_OF_MEMORY: return "out of memory";
+    case DP_ERROR_OP_FAILED: return "an operation failed";
+    case DP_ERROR_IN_OPERATION: return "called from inside an operation of the same engine (would deadlock)";
+    case DP_ERROR_THREAD: return "thread or lock creation failed";
+    case DP_ERROR_BACKEND: return "device backend error";
+    }
+    return "unknown result";
+}
+
+DP_IMPL dp_result dp_push(dp_engine *eng, const dp_push_desc *desc) {
+    dp_result r = dp__check_desc(eng, desc);
+    if (r != DP_OK) return r;
+    if (desc->prop == DP_PROP_DELETE_VAR) {
+        if (desc->num_reads != 0 || desc->num_writes != 1 || desc->async_fn) {
+            DP__LOG(eng, DP_LOG_ERROR, BAD_PROP, "'%s': DELETE_VAR takes one write and a sync fn (or none)", desc->name ? desc->name : "(unnamed)");
+            return DP_ERROR_INVALID_ARGS;
+        }
+        return dp_var_delete_fn(eng, desc->writes[0], desc->fn, desc->arg, desc->ctx);
+    }
+    return dp__push_resolved(eng, desc, desc->fn ? DP__KIND_SYNC : DP__KIND_ASYNC, NULL);
+}
+DP_IMPL dp_result dp_push_sync(dp_engine *eng, dp_sync_fn fn, void *arg, const dp_var *reads, int num_reads,
+                               const dp_var *writes, int num_writes) {
+    dp_push_desc d;
+    memset(&d, 0, sizeof d);
+    d.fn = fn; d.arg = arg; d.reads = reads; d.num_reads = num_reads; d.writes = writes; d.num_writes = num_writes;
+    if (!fn) { DP__LOG(eng, DP_LOG_ERROR, NULL_FUNCTION, "dp_push_sync with NULL fn"); return DP_ERROR_INVALID_ARGS; }
+    return dp_push(eng, &d);
+}
+DP_IMPL dp_result dp_push_async(dp_engine *eng, dp_async_fn fn, void *arg, const dp_var *reads, int num_reads,
+                                const dp_var *writes, int num_writes) {
+    dp_push_desc d;
+    memset(&d, 0, sizeof d);
+    d.async_fn = fn; d.arg = arg; d.reads = reads; d.num_reads = num_reads; d.writes = writes; d.num_writes = num_writes;
+    if (!fn) { DP__LOG(eng, DP_LOG_ERROR, NULL_FUNCTION, "dp_push_async with NULL fn"); return DP_ERROR_INVALID_ARGS; }
+    return dp_push(eng, &d);
+}
+DP_IMPL void dp_complete(dp_completion done, int status, const char *message) {
+    dp__block *b = (dp__block *)done.block;
+    int32_t expect = DP__ST_RUNNING;
+    if (!b) return;
+    if (b->seq != done.seq || !dp__cas(&b->state, &expect, DP__ST_DONE, DP__ACQ_REL)) {
+        DP__LOG(b->eng, DP_LOG_ERROR, DOUBLE_COMPLETE, "completion token for op #%llu", (unsigned long long)done.seq);
+        return;
+    }
+    if (b->stream && b->eng->desc.gpu_backend->stream_synchronize) {
+        int err = b->eng->desc.gpu_backend->stream_synchronize(b->ctx.dev_id, b->stream, b->eng->desc.gpu_backend->user);
+        if (err && status == 0) { status = DP_ERROR_BACKEND; message = dp__backend_error(b->eng, err); }
+    }
+    dp__finish(b->eng, b, status, message);
+}
+DP_IMPL void dp_set_error(dp_run_ctx *rc, const char *message) {
+    dp__block *b = rc ? (dp__block *)rc->internal : NULL;
+    if (!b || b->failure) return;
+    b->failure = dp__failure_new(b->eng, b, -1, message);
+}
+
+DP_IMPL dp_var dp_var_create(dp_engine *eng) {
+    dp_var h = {0};
+    uint32_t idx;
+    dp__var *v;
+    if (!eng) return h;
+    v = (dp__var *)dp__table_alloc(eng, &eng->vars, &idx);
+    if (!v) { DP__LOG(eng, DP_LOG_ERROR, HANDLES_EXHAUSTED, "variable table"); return h; }
+    v->nreaders = 0; v->index = idx; v->first = v->last = NULL; v->failure = NULL; v->fail_epoch = 0;
+    h.id = dp__table_id(v, idx);
+    return h;
+}
+DP_IMPL dp_result dp_var_delete_fn(dp_engine *eng, dp_var var, dp_sync_fn fn, void *arg, dp_ctx ctx) {
+    dp_push_desc d;
+    dp_result r;
+    if (!eng) return DP_ERROR_INVALID_ARGS;
+    memset(&d, 0, sizeof d);
+    d.fn = fn; d.arg = arg; d.writes = &var; d.num_writes = 1; d.ctx = ctx; d.name = "delete_var";
+    d.prop = DP_PROP_DELETE_VAR;
+    if ((r = dp__check_ctx(eng, ctx, d.name)) != DP_OK) return r;
+    return dp__push_resolved(eng, &d, DP__KIND_DELETE, NULL);
+}
+DP_IMPL dp_result dp_var_delete(dp_engine *eng, dp_var var) {
+    dp_ctx cpu = {DP_DEV_CPU, 0};
+    return dp_var_delete_fn(eng, var, NULL, NULL, cpu);
+}
+DP_IMPL dp_var_state dp_var_state_get(dp_engine *eng, dp_var var) {
+    dp__var *v = eng ? (dp__var *)dp__table_lookup(&eng->vars, var.id) : NULL;
+    dp_var_state st;
+    if (!v) return DP_VAR_INVALID;
+    dp__spin_lock(&v->lock);
+    if (v->nreaders != 0 || v->first) st = DP_VAR_BUSY;
+    else st = dp__var_failure(eng, v) ? DP_VAR_FAILED : DP_VAR_READY;
+    dp__spin_unlock(&v->lock);
+    return st;
+}
+
+static void dp__op_unref(dp_engine *eng, dp__opobj *op) {
+    if (dp__fetch_add(&op->refs, -1, DP__ACQ_REL) == 1) {
+        dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_gens));
+        dp__table_release(eng, &eng->ops, op->index, op);
+    }
+}
+DP_IMPL dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc) {
+    dp_op h = {0};
+    dp__vref *refs;
+    dp__opobj *op;
+    uint32_t idx, k = 0;
+    int n, i, pass, total;
+    if (dp__check_desc(eng, desc) != DP_OK) return h;
+    if (desc->prop == DP_PROP_DELETE_VAR) { DP__LOG(eng, DP_LOG_ERROR, BAD_PROP, "pre-created op cannot delete a var"); return h; }
+    total = desc->num_reads + desc->num_writes;
+    refs = (dp__vref *)dp__alloc(eng, (size_t)(total ? total : 1) * sizeof *refs);
+    if (!refs) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_op_create"); return h; }
+    n = dp__resolve(eng, desc, refs);
+    if (n < 0) { dp__free(eng, refs, (size_t)(total ? total : 1) * sizeof *refs); return h; }
+    op = (dp__opobj *)dp__table_alloc(eng, &eng->ops, &idx);
+    if (!op) { dp__free(eng, refs, (size_t)(total ? total : 1) * sizeof *refs); DP__LOG(eng, DP_LOG_ERROR, HANDLES_EXHAUSTED, "op table"); return h; }
+    op->index = idx;
+    op->d = *desc;
+    op->nread = op->nwrite = 0;
+    op->vars = (dp__var **)dp__alloc(eng, (size_t)(n ? n : 1) * (sizeof *op->vars + sizeof *op->var_gens));
+    if (!op->vars) {
+        dp__table_invalidate(op);
+        dp__table_release(eng, &eng->ops, idx, op);
+        dp__free(eng, refs, (size_t)(total ? total : 1) * sizeof *refs);
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_op_create");
+        return h;
+    }
+    op->var_gens = (uint32_t *)(void *)(op->vars + (n ? n : 1));
+    for (pass = 0; pass < 2; pass++)
+        for (i = 0; i < n; i++)
+            if (refs[i].write == pass) { op->vars[k] = refs[i].v; op->var_gens[k] = refs[i].gen; k++; }
+    for (i = 0; i < n; i++) { if (refs[i].write) op->nwrite++; else op->nread++; }
+    if (!n) { op->nread = op->nwrite = 0; }
+    dp__free(eng, refs, (size_t)(total ? total : 1) * sizeof *refs);
+    dp__store(&op->refs, 1, DP__RELEASE);
+    h.id = dp__table_id(op, idx);
+    return h;
+}
+/* Pins the op for one run: refs + 1 unless it is already being freed. */
+static dp__opobj *dp__op_acquire(dp_engine *eng, dp_op h) {
+    dp__opobj *op = (dp__opobj *)dp__table_lookup(&eng->ops, h.id);
+    int32_t r;
+    if (!op) return NULL;
+    r = dp__load(&op->refs, DP__ACQUIRE);
+    do { if (r <= 0) return NULL; } while (!dp__cas(&op->refs, &r, r + 1, DP__ACQ_REL));
+    if (dp__table_id(op, op->index) != h.id) { dp__op_unref(eng, op); return NULL; }
+    return op;
+}
+DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) {
+    dp__opobj *op;
+    dp__block *b;
+    dp_push_desc d;
+    dp_result r;
+    uint32_t n;
+    if (!eng) return DP_ERROR_INVALID_ARGS;
+    op = dp__op_acquire(eng, h);
+    if (!op) { DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "op 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
+    if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op); return r; }
+    d = op->d; d.ctx = ctx; d.priority = priority;
+    n = op->nread + op->nwrite;
+    b = dp__block_new(eng, n, &d, op->d.fn ? DP__KIND_SYNC : DP__KIND_ASYNC);
+    if (!b) { dp__op_unref(eng, op); return DP_ERROR_OUT_OF_MEMORY; }
+    b->vars = op->vars; b->nread = op->nread; b->nwrite = op->nwrite; b->op = op;
+    r = dp__link_and_go(eng, b, op->var_gens);
+    if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op); }
+    return r;
+}
+DP_IMPL dp_result dp_op_destroy(dp_engine *eng, dp_op h) {
+    dp__opobj *op = eng ? (dp__opobj *)dp__table_lookup(&eng->ops, h.id) : NULL;
+    if (!op) { if (eng) DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "dp_op_destroy 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
+    dp__table_invalidate(op);
+    dp__op_unref(eng, op);
+    return DP_OK;
+}
+
+/* >>waits ------------------------------------------------------------------ */
+static dp_result dp__check_not_in_op(dp_engine *eng, const char *what) {
+    if (dp__tls_running == eng) {
+        DP__LOG(eng, DP_LOG_ERROR, WAIT_IN_OP, "%s", what);
+        return DP_ERROR_IN_OPERATION;
+    }
+    return DP_OK;
+}
+DP_IMPL dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure) {
+    dp_push_desc d;
+    dp__waiter w;
+    dp_result r;
+    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if ((r = dp__check_not_in_op(eng, "dp_wait_var")) != DP_OK) return r;
+    memset(&d, 0, sizeof d);
+    memset(&w, 0, sizeof w);
+    d.writes = &var; d.num_writes = 1; d.name = "wait_var";
+    /* The wait takes a write position: it comes after every earlier reader
+       and writer of var, and it runs inline, so it costs no worker. */
+    r = dp__push_resolved(eng, &d, DP__KIND_WAIT, &w);
+    if (r != DP_OK) return r;
+    dp__mutex_lock(&eng->wait_mtx);
+    while (!w.done) dp__cond_wait(&eng->wait_cv, &eng->wait_mtx);
+    dp__mutex_unlock(&eng->wait_mtx);
+    if (w.result != DP_OK && failure) *failure = w.failure;
+    return w.result;
+}
+DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
+    dp_result r;
+    dp__failure *f, *next;
+    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if ((r = dp__check_not_in_op(eng, "dp_wait_all")) != DP_OK) return r;
+    dp__mutex_lock(&eng->wait_mtx);
+    dp__fetch_add(&eng->nwaiters_all, 1, DP__SEQ_CST);
+    while (dp__load(&eng->pending, DP__SEQ_CST) != 0) dp__cond_wait(&eng->wait_cv, &eng->wait_mtx);
+    dp__fetch_add(&eng->nwaiters_all, -1, DP__SEQ_CST);
+    dp__mutex_unlock(&eng->wait_mtx);
+    /* report the oldest unreported failure, then clear every failure */
+    dp__mutex_lock(&eng->fail_mtx);
+    f = eng->unreported_head;
+    eng->unreported_head = eng->unreported_tail = NULL;
+    dp__fetch_add(&eng->clear_epoch, 1, DP__ACQ_REL);
+    dp__mutex_unlock(&eng->fail_mtx);
+    r = f ? DP_ERROR_OP_FAILED : DP_OK;
+    if (f && failure) *failure = f->info;
+    for (; f; f = next) { next = f->next_unreported; f->unreported = 0; dp__failure_release(eng, f); }
+    return r;
+}
+
+/* >>engine ----------------------------------------------------------------- */
+static int dp__env_int(const dp_engine_desc *d, const char *name, int *out) {
+    const char *s = d->ignore_env ? NULL : getenv(name);
+    char *end;
+    long v;
+    if (!s || !*s) return 0;
+    v = strtol(s, &end, 10);
+    if (*end || v < 1 || v > 1024) return -1;
+    *out = (int)v;
+    return 0;
+}
+static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc *in, dp_engine_desc *d) {
+    const char *t;
+    *d = *in;
+    if ((d->allocator.alloc == NULL) != (d->allocator.free == NULL)) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "allocator needs both alloc and free");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (d->type == DP_ENGINE_DEFAULT && !d->ignore_env && (t = getenv("DEPENG_ENGINE_TYPE")) != NULL && *t) {
+        if (!strcmp(t, "Naive") || !strcmp(t, "NaiveEngine")) d->type = DP_ENGINE_NAIVE;
+        else if (!strcmp(t, "Pooled") || !strcmp(t, "ThreadedEngine")) d->type = DP_ENGINE_POOLED;
+        else if (!strcmp(t, "PerDevice") || !strcmp(t, "ThreadedEnginePerDevice")) d->type = DP_ENGINE_PERDEVICE;
+        else { DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "DEPENG_ENGINE_TYPE='%s' (Naive|Pooled|PerDevice)", t); return DP_ERROR_INVALID_ARGS; }
+    }
+    if ((int)d->type < 0 || d->type > DP_ENGINE_PERDEVICE) { DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "type %d", (int)d->type); return DP_ERROR_INVALID_ARGS; }
+    d->type = DP__DEF(d->type, DP_ENGINE_PERDEVICE);
+    if ((!d->cpu_worker_nthreads && dp__env_int(d, "DEPENG_CPU_WORKER_NTHREADS", &d->cpu_worker_nthreads))
+        || (!d->cpu_priority_nthreads && dp__env_int(d, "DEPENG_CPU_PRIORITY_NTHREADS", &d->cpu_priority_nthreads))
+        || (!d->gpu_worker_nthreads && dp__env_int(d, "DEPENG_GPU_WORKER_NTHREADS", &d->gpu_worker_nthreads))
+        || (!d->gpu_copy_nthreads && dp__env_int(d, "DEPENG_GPU_COPY_NTHREADS", &d->gpu_copy_nthreads))) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "a DEPENG_*_NTHREADS variable is not an integer in 1..1024");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (d->cpu_worker_nthreads < 0 || d->cpu_priority_nthreads < 0 || d->gpu_worker_nthreads < 0 || d->gpu_copy_nthreads < 0
+        || d->cpu_worker_nthreads > 1024 || d->cpu_priority_nthreads > 1024 || d->gpu_worker_nthreads > 1024 || d->gpu_copy_nthreads > 1024) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "thread counts must be 0 (default) to 1024");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    d->cpu_worker_nthreads = DP__DEF(d->cpu_worker_nthreads, dp__online_cpus());
+    d->cpu_priority_nthreads = DP__DEF(d->cpu_priority_nthreads, 1);
+    d->gpu_worker_nthreads = DP__DEF(d->gpu_worker_nthreads, 2);
+    d->gpu_copy_nthreads = DP__DEF(d->gpu_copy_nthreads, 1);
+    return DP_OK;
+}
+static void dp__engine_free(dp_engine *eng) {
+    int i;
+    size_t k;
+    dp__failure *f, *next;
+    for (i = 0; i < DP__MAX_DEV; i++) {
+        dp__group_destroy(eng, (dp__group *)dp__load(&eng->cpu_groups[i], DP__RELAXED));
+        dp__group_destroy(eng, (dp__group *)dp__load(&eng->gpu_groups[i], DP__RELAXED));
+        dp__group_destroy(eng, (dp__group *)dp__load(&eng->copy_groups[i], DP__RELAXED));
+        if (eng->shared_stream_ok[i] && eng->desc.gpu_backend->stream_destroy)
+            eng->desc.gpu_backend->stream_destroy(i, eng->shared_stream[i], eng->desc.gpu_backend->user);
+    }
+    dp__group_destroy(eng, eng->prio_group);
+    dp__group_destroy(eng, eng->task_group);
+    dp__group_destroy(eng, eng->io_group);
+    for (f = eng->unreported_head; f; f = next) { next = f->next_unreported; dp__failure_release(eng, f); }
+    /* failures still held by variables */
+    for (k = 1; k < (size_t)dp__load(&eng->vars.next_index, DP__RELAXED); k++) {
+        dp__var *v = (dp__var *)dp__table_slot(&eng->vars, (uint32_t)k);
+        if (v && v->failure) dp__failure_release(eng, v->failure);
+    }
+    for (k = 1; k < (size_t)dp__load(&eng->ops.next_index, DP__RELAXED); k++) {
+        dp__opobj *op = (dp__opobj *)dp__table_slot(&eng->ops, (uint32_t)k);
+        if (op && dp__load(&op->refs, DP__RELAXED) > 0)
+            dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_gens));
+    }
+    for (k = 0; k < eng->ngraph; k++) dp__free(eng, eng->graph[k].ids, (eng->graph[k].nread + eng->graph[k].nwrite ? eng->graph[k].nread + eng->graph[k].nwrite : 1) * sizeof(uint32_t));
+    dp__free(eng, eng->graph, eng->capgraph * sizeof *eng->graph);
+    dp__free(eng, eng->inline_prof.recs, eng->inline_prof.cap * sizeof(dp__prof_rec));
+    for (i = 0; i < DP__NUM_CLASSES; i++) dp__pool_free_all(eng, &eng->pools[i]);
+    dp__table_free_all(eng, &eng->vars);
+    dp__table_free_all(eng, &eng->ops);
+    dp__mutex_destroy(&eng->wait_mtx); dp__cond_destroy(&eng->wait_cv);
+    dp__mutex_destroy(&eng->create_mtx); dp__mutex_destroy(&eng->fail_mtx);
+    dp__mutex_destroy(&eng->graph_mtx); dp__mutex_destroy(&eng->inline_prof.m);
+    dp__free(eng, eng, sizeof *eng);
+}
+DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) {
+    dp_engine_desc zero, resolved;
+    dp_engine tmp, *eng;
+    dp_result r;
+    int i;
+    if (!out) return DP_ERROR_INVALID_ARGS;
+    *out = NULL;
+    memset(&zero, 0, sizeof zero);
+    memset(&tmp, 0, sizeof tmp);
+    tmp.desc = desc ? *desc : zero;          /* so errors reach the desc's logger */
+    if ((r = dp__resolve_desc(&tmp, desc ? desc : &zero, &resolved)) != DP_OK) return r;
+    tmp.desc = resolved;
+    eng = (dp_engine *)dp__alloc(&tmp, sizeof *eng);
+    if (!eng) return DP_ERROR_OUT_OF_MEMORY;
+    memset(eng, 0, sizeof *eng);
+    eng->desc = resolved;
+    dp__table_init(&eng->vars, sizeof(dp__var));
+    dp__table_init(&eng->ops, sizeof(dp__opobj));
+    for (i = 0; i < DP__NUM_CLASSES; i++) dp__pool_init(&eng->pools[i], i);
+    dp__mutex_init(&eng->wait_mtx); dp__cond_init(&eng->wait_cv);
+    dp__mutex_init(&eng->create_mtx); dp__mutex_init(&eng->fail_mtx);
+    dp__mutex_init(&eng->graph_mtx); dp__mutex_init(&eng->inline_prof.m);
+    if (resolved.gpu_backend) {
+        const dp_device_backend *be = resolved.gpu_backend;
+        if (!be->device_count || !be->stream_create) {
+            DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "gpu_backend needs device_count and stream_create");
+            dp__engine_free(eng);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        eng->gpu_count = be->device_count(be->user);
+        if (eng->gpu_count < 0) eng->gpu_count = 0;
+        if (eng->gpu_count > DP__MAX_DEV) eng->gpu_count = DP__MAX_DEV;
+    }
+    if (resolved.type == DP_ENGINE_PERDEVICE) {
+        dp_ctx cpu0 = {DP_DEV_CPU, 0};
+        eng->prio_group = dp__group_create(eng, resolved.cpu_priority_nthreads, 1, cpu0, 0, 0);
+        if (!eng->prio_group || !dp__lazy_group(eng, &eng->cpu_groups[0], resolved.cpu_worker_nthreads, 0, cpu0, 0, 0)) {
+            dp__engine_free(eng);
+            return DP_ERROR_THREAD;
+        }
+    } else if (resolved.type == DP_ENGINE_POOLED) {
+        dp_ctx cpu0 = {DP_DEV_CPU, 0};
+        eng->task_group = dp__group_create(eng, resolved.cpu_worker_nthreads, 0, cpu0, 0, 0);
+        eng->io_group = dp__group_create(eng, resolved.gpu_copy_nthreads, 0, cpu0, 0, 0);
+        if (!eng->task_group || !eng->io_group) { dp__engine_free(eng); return DP_ERROR_THREAD; }
+    }
+    *out = eng;
+    return DP_OK;
+}
+DP_IMPL dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure) {
+    dp_failure f;
+    dp_result r;
+    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if ((r = dp__check_not_in_op(eng, "dp_engine_destroy")) != DP_OK) return r;
+    r = dp_wait_all(eng, &f);
+    if (r == DP_ERROR_OP_FAILED) {
+        DP__LOG(eng, DP_LOG_WARN, UNREPORTED_FAILURE, "'%s': %s", f.op_name, f.message);
+        if (failure) *failure = f;
+    }
+    dp__engine_free(eng);
+    return r;
+}
+DP_IMPL dp_engine_desc dp_engine_query_desc(const dp_engine *eng) {
+    dp_engine_desc d;
+    if (eng) return eng->desc;
+    memset(&d, 0, sizeof d);
+    return d;
+}
+static void dp__group_completed(dp__group *g, uint64_t *sum) {
+    int i;
+    if (g) for (i = 0; i < g->nworkers; i++) *sum += dp__load(&g->workers[i].completed, DP__RELAXED);
+}
+DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
+    int i;
+    if (!eng || !out) return;
+    memset(out, 0, sizeof *out);
+    out->completed = dp__load(&eng->completed_inline, DP__RELAXED);
+    for (i = 0; i < DP__MAX_DEV; i++) {
+        dp__group_completed((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), &out->completed);
+        dp__group_completed((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), &out->completed);
+        dp__group_completed((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), &out->completed);
+    }
+    dp__group_completed(eng->prio_group, &out->completed);
+    dp__group_completed(eng->task_group, &out->completed);
+    dp__group_completed(eng->io_group, &out->completed);
+    out->pending_ops = dp__load(&eng->pending, DP__RELAXED);
+    out->pushed = dp__load(&eng->seq, DP__RELAXED);
+    out->failed = dp__load(&eng->failed, DP__RELAXED);
+    out->skipped = dp__load(&eng->skipped, DP__RELAXED);
+    out->live_vars = dp__load(&eng->vars.live, DP__RELAXED);
+    for (i = 0; i < DP__NUM_CLASSES; i++) out->pool_bytes += dp__load(&eng->pools[i].bytes, DP__RELAXED);
+    for (i = 0; i < (int)DP__MAX_CHUNKS; i++) {
+        if (dp__load(&eng->vars.chunks[i], DP__RELAXED)) out->handle_bytes += eng->vars.obj_size * DP__CHUNK_SLOTS;
+        if (dp__load(&eng->ops.chunks[i], DP__RELAXED)) out->handle_bytes += eng->ops.obj_size * DP__CHUNK_SLOTS;
+    }
+}
+
+/* The optional process-wide engine. */
+static dp__spinlock dp__default_lock;
+static dp_engine *dp__default_eng;
+static int dp__default_atexit;
+DP_IMPL void dp_default_engine_shutdown(void) {
+    dp_engine *e;
+    dp__spin_lock(&dp__default_lock);
+    e = dp__default_eng;
+    dp__default_eng = NULL;
+    dp__spin_unlock(&dp__default_lock);
+    if (e) dp_engine_destroy(e, NULL);
+}
+static void dp__default_at_exit(void) { dp_default_engine_shutdown(); }
+DP_IMPL dp_engine *dp_default_engine(void) {
+    dp_engine *e;
+    dp__spin_lock(&dp__default_lock);
+    if (!dp__default_eng && dp_engine_create(NULL, &dp__default_eng) != DP_OK) dp__default_eng = NULL;
+    if (dp__default_eng && !dp__default_atexit) { dp__default_atexit = 1; atexit(dp__default_at_exit); }
+    e = dp__default_eng;
+    dp__spin_unlock(&dp__default_lock);
+    return e;
+}
+
+/* >>profiler --------------------------------------------------------------- */
+DP_IMPL void dp_profiler_start(dp_engine *eng) { if (eng) dp__store(&eng->profiling, 1, DP__RELAXED); }
+DP_IMPL void dp_profiler_stop(dp_engine *eng) { if (eng) dp__store(&eng->profiling, 0, DP__RELAXED); }
+/* Calls fn for every record buffer (workers' and the pushing threads'). */
+static void dp__prof_each(dp_engine *eng, void (*fn)(dp__prof_buf *, void *), void *user) {
+    dp__group *groups[3 * DP__MAX_DEV + 3];
+    int ng = 0, i, j;
+    for (i = 0; i < DP__MAX_DEV; i++) {
+        groups[ng++] = (dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE);
+        groups[ng++] = (dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE);
+        groups[ng++] = (dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE);
+    }
+    groups[ng++] = eng->prio_group; groups[ng++] = eng->task_group; groups[ng++] = eng->io_group;
+    fn(&eng->inline_prof, user);
+    for (i = 0; i < ng; i++)
+        if (groups[i]) for (j = 0; j < groups[i]->nworkers; j++) fn(&groups[i]->workers[j].prof, user);
+}
+static void dp__prof_clear_one(dp__prof_buf *pb, void *user) { (void)user; dp__mutex_lock(&pb->m); pb->n = 0; dp__mutex_unlock(&pb->m); }
+DP_IMPL void dp_profiler_clear(dp_engine *eng) { if (eng) dp__prof_each(eng, dp__prof_clear_one, NULL); }
+
+typedef struct { FILE *out; int first; uint64_t t0; } dp__chrome_ctx;
+static void dp__prof_min_start(dp__prof_buf *pb, void *user) {
+    size_t i;
+    uint64_t *t0 = (uint64_t *)user;
+    dp__mutex_lock(&pb->m);
+    for (i = 0; i < pb->n; i++) if (pb->recs[i].start < *t0) *t0 = pb->recs[i].start;
+    dp__mutex_unlock(&pb->m);
+}
+static void dp__json_string(FILE *out, const char *s) {
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c < 0x20) fprintf(out, "\\u%04x", c);
+        else fputc(c, out);
+    }
+    fputc('"', out);
+}
+static void dp__prof_chrome_one(dp__prof_buf *pb, void *user) {
+    dp__chrome_ctx *c = (dp__chrome_ctx *)user;
+    size_t i;
+    dp__mutex_lock(&pb->m);
+    for (i = 0; i < pb->n; i++) {
+        const dp__prof_rec *r = &pb->recs[i];
+        fprintf(c->out, "%s\n{\"name\":", c->first ? "" : ",");
+        dp__json_string(c->out, r->name);
+        fprintf(c->out, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":\"%s %d\",\"tid\":%d}",
+                r->dev_type == DP_DEV_GPU ? "gpu" : "cpu", (double)(r->start - c->t0) / 1000.0,
+                (double)(r->end - r->start) / 1000.0, r->dev_type == DP_DEV_GPU ? "gpu" : "cpu", (int)r->dev_id, (int)r->thread);
+        c->first = 0;
+    }
+    dp__mutex_unlock(&pb->m);
+}
+DP_IMPL dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out) {
+    dp__chrome_ctx c;
+    if (!eng || !out) return DP_ERROR_INVALID_ARGS;
+    c.out = out; c.first = 1; c.t0 = UINT64_MAX;
+    dp__prof_each(eng, dp__prof_min_start, &c.t0);
+    fprintf(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
+    dp__prof_each(eng, dp__prof_chrome_one, &c);
+    fprintf(out, "\n]}\n");
+    return ferror(out) ? DP_ERROR_INVALID_ARGS : DP_OK;
+}
+typedef struct { char name[40]; uint64_t count, total, min, max; } dp__agg;
+typedef struct { dp__agg *rows; size_t n, cap; const dp_engine *eng; int oom; } dp__agg_ctx;
+static void dp__prof_agg_one(dp__prof_buf *pb, void *user) {
+    dp__agg_ctx *a = (dp__agg_ctx *)user;
+    size_t i, k;
+    dp__mutex_lock(&pb->m);
+    for (i = 0; i < pb->n; i++) {
+        const dp__prof_rec *r = &pb->recs[i];
+        uint64_t d = r->end - r->start;
+        for (k = 0; k < a->n && strcmp(a->rows[k].name, r->name); k++) {}
+        if (k == a->n) {
+            if (a->n == a->cap) {
+                size_t cap = a->cap ? a->cap * 2 : 32;
+                dp__agg *rows = (dp__agg *)dp__realloc(a->eng, a->rows, a->cap * sizeof *rows, cap * sizeof *rows);
+                if (!rows) { a->oom = 1; continue; }
+                a->rows = rows; a->cap = cap;
+            }
+            memset(&a->rows[k], 0, sizeof a->rows[k]);
+            memcpy(a->rows[k].name, r->name, sizeof r->name);
+            a->rows[k].min = UINT64_MAX;
+            a->n++;
+        }
+        a->rows[k].count++; a->rows[k].total += d;
+        if (d < a->rows[k].min) a->rows[k].min = d;
+        if (d > a->rows[k].max) a->rows[k].max = d;
+    }
+    dp__mutex_unlock(&pb->m);
+}
+DP_IMPL dp_result dp_profiler_dump_summary(dp_engine *eng, FILE *out) {
+    dp__agg_ctx a;
+    size_t k;
+    if (!eng || !out) return DP_ERROR_INVALID_ARGS;
+    memset(&a, 0, sizeof a);
+    a.eng = eng;
+    dp__prof_each(eng, dp__prof_agg_one, &a);
+    fprintf(out, "%-32s %10s %12s %10s %10s %10s\n", "operation", "count", "total_us", "min_us", "max_us", "mean_us");
+    for (k = 0; k < a.n; k++) {
+        const dp__agg *r = &a.rows[k];
+        fprintf(out, "%-32s %10llu %12.3f %10.3f %10.3f %10.3f\n", r->name, (unsigned long long)r->count,
+                (double)r->total / 1e3, (double)r->min / 1e3, (double)r->max / 1e3, (double)r->total / 1e3 / (double)r->count);
+    }
+    dp__free(eng, a.rows, a.cap * sizeof *a.rows);
+    return a.oom ? DP_ERROR_OUT_OF_MEMORY : DP_OK;
+}
+
+/* >>dot: the pushed ops as a graph, edges by the rule (sequentially). */
+DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
+    size_t i, k, cap;
+    uint32_t j;
+    struct vs { uint32_t id; uint64_t writer; uint64_t *readers; size_t nreaders; } *st = NULL;
+    size_t nst = 0;
+    if (!eng || !out) return DP_ERROR_INVALID_ARGS;
+    if (!eng->desc.trace.record_graph) { DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "dp_trace_write_dot needs desc.trace.record_graph"); return DP_ERROR_INVALID_ARGS; }
+    dp__mutex_lock(&eng->graph_mtx);
+    cap = 1;
+    for (i = 0; i < eng->ngraph; i++) cap += eng->graph[i].nread + eng->graph[i].nwrite;
+    st = (struct vs *)dp__alloc(eng, cap * sizeof *st);
+    if (!st) { dp__mutex_unlock(&eng->graph_mtx); return DP_ERROR_OUT_OF_MEMORY; }
+    fprintf(out, "digraph depeng {\n  rankdir=TB;\n  node [shape=box, style=rounded];\n");
+    for (i = 0; i < eng->ngraph; i++) {
+        const dp__graph_rec *r = &eng->graph[i];
+        fprintf(out, "  op%llu [label=\"#%llu %s\"];\n", (unsigned long long)r->seq, (unsigned long long)r->seq, r->name ? r->name : "");
+        for (j = 0; j < r->nread + r->nwrite; j++) {
+            int write = j >= r->nread;
+            struct vs *s = NULL;
+            for (k = 0; k < nst; k++) if (st[k].id == r->ids[j]) { s = &st[k]; break; }
+            if (!s) { s = &st[nst++]; s->id = r->ids[j]; s->writer = 0; s->readers = NULL; s->nreaders = 0; }
+            if (s->writer) fprintf(out, "  op%llu -> op%llu [label=\"v%u\"];\n", (unsigned long long)s->writer, (unsigned long long)r->seq, (unsigned)(s->id & DP__IDX_MASK));
+            if (write) {
+                for (k = 0; k < s->nreaders; k++)
+                    fprintf(out, "  op%llu -> op%llu [label=\"v%u\", style=dashed];\n", (unsigned long long)s->readers[k], (unsigned long long)r->seq, (unsigned)(s->id & DP__IDX_MASK));
+                s->writer = r->seq;
+                dp__free(eng, s->readers, s->nreaders * sizeof(uint64_t));
+                s->readers = NULL; s->nreaders = 0;
+            } else {
+                uint64_t *nr = (uint64_t *)dp__realloc(eng, s->readers, s->nreaders * sizeof(uint64_t), (s->nreaders + 1) * sizeof(uint64_t));
+                if (nr) { s->readers = nr; s->readers[s->nreaders++] = r->seq; }
+            }
+        }
+    }
+    fprintf(out, "}\n");
+    for (k = 0; k < nst; k++) dp__free(eng, st[k].readers, st[k].nreaders * sizeof(uint64_t));
+    dp__free(eng, st, cap * sizeof *st);
+    dp__mutex_unlock(&eng->graph_mtx);
+    return DP_OK;
+}
+
+#endif /* DEPENG_IMPLEMENTATION */
+
+/*
+MIT License
+
+Copyright (c) 2026 the depeng authors
+
+Permission is hereby granted, free of charge, to any person obtaining a copy of
+this software and associated documentation files (the "Software"), to deal in
+the Software without restriction, including without limitation the rights to
+use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies
+of the Software, and to permit persons to whom the Software is furnished to do
+so, subject to the following conditions:
+
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+*/
