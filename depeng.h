@@ -1222,9 +1222,13 @@ static const char *dp__backend_error(const dp_engine *eng, int err) {
     return be && be->error_string ? be->error_string(err, be->user) : "device backend error";
 }
 
+/* What dp_set_error writes to while a sync function runs. */
+typedef struct dp__run_state { dp__block *block; int has_message; char message[256]; } dp__run_state;
+
 /* Runs one ready op on this thread (w is NULL on a pushing thread). */
 static void dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     dp_run_ctx rc;
+    dp__run_state rs;
     dp_engine *prev_running = dp__tls_running;
     uint32_t i, n = b->nread + b->nwrite;
     int status = 0;
@@ -1244,7 +1248,9 @@ static void dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     rc.ctx = b->ctx;
     rc.stream = NULL;
     rc.worker = w ? w->index : -1;
-    rc.internal = b;
+    rs.block = b;
+    rs.has_message = 0;
+    rc.internal = &rs;
     b->worker = w;
     b->stream = NULL;
     if (b->ctx.dev_type == DP_DEV_GPU) {
@@ -1285,7 +1291,7 @@ static void dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
             if (!b->failure) b->failure = dp__failure_new(eng, b, status, msg);
         }
     }
-    dp__finish(eng, b, status, NULL);
+    dp__finish(eng, b, status, rs.has_message ? rs.message : NULL);
 }
 
 /* Runs a wait block: report the variable's failure to the waiter, once. */
@@ -1706,9 +1712,10 @@ DP_IMPL void dp_complete(dp_completion done, int status, const char *message) {
     dp__finish(b->eng, b, status, message);
 }
 DP_IMPL void dp_set_error(dp_run_ctx *rc, const char *message) {
-    dp__block *b = rc ? (dp__block *)rc->internal : NULL;
-    if (!b || b->failure) return;
-    b->failure = dp__failure_new(b->eng, b, -1, message);
+    dp__run_state *rs = rc ? (dp__run_state *)rc->internal : NULL;
+    if (!rs || !message) return;
+    snprintf(rs->message, sizeof rs->message, "%s", message);
+    rs->has_message = 1;
 }
 
 DP_IMPL dp_var dp_var_create(dp_engine *eng) {

@@ -1,0 +1,55 @@
+# depeng — make demo (run the examples), make test (every test), make tsan,
+# make asan, make clean.
+CC      ?= cc
+CFLAGS  ?= -O2 -g
+WARN    := -std=c11 -Wall -Wextra -pedantic -Werror
+B       := build
+LIBS    := -pthread
+
+.PHONY: all test demo tsan asan compile-checks clean
+all: $(B)/test_engine $(B)/walkthrough $(B)/make_example
+
+$(B):
+	mkdir -p $(B)
+
+$(B)/test_engine: tests/test_engine.c depeng.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+# the same tests on the pthreads fallback, so both platform paths stay tested
+$(B)/test_engine_pthreads: tests/test_engine.c depeng.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -DDEPENG_USE_PTHREADS -I. $< -o $@ $(LIBS)
+# ... and with the header compiled as C++
+$(B)/test_engine_cxx: tests/test_engine.c depeng.h | $(B)
+	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/walkthrough: examples/walkthrough.c depeng.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/make_example: examples/make.c depeng.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+
+# warning-free as C11 on gcc and clang and as C++ (g++ -x c++)
+compile-checks: | $(B)
+	gcc   $(WARN) -Wstrict-prototypes -I. -c tests/compile/depeng_impl.c -o $(B)/c_gcc.o
+	clang $(WARN) -Wstrict-prototypes -I. -c tests/compile/depeng_impl.c -o $(B)/c_clang.o
+	gcc   $(WARN) -DDEPENG_USE_PTHREADS -I. -c tests/compile/depeng_impl.c -o $(B)/c_pthreads.o
+	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_impl.c -o $(B)/cxx.o
+
+test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/walkthrough $(B)/make_example
+	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx tests/walkthrough_check.sh tests/make_check.sh
+
+demo: $(B)/walkthrough $(B)/make_example
+	./$(B)/walkthrough $(B)/walkthrough.dot
+	./$(B)/make_example -j 2 -C examples/make_demo
+	./examples/make_demo/hello
+	./$(B)/make_example -C examples/make_demo clean
+
+# ThreadSanitizer does not support C11 thrd_create (SEGV, gcc 12 / clang 14),
+# so the sanitizer build uses the pthreads path.
+tsan: | $(B)
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_tsan $(LIBS)
+	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan
+asan: | $(B)
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_engine.c -o $(B)/test_engine_asan $(LIBS)
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_asan_pthreads $(LIBS)
+	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads
+
+clean:
+	rm -rf $(B)

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test program given on the command line; each prints a line
+# "<name>: N passed, M failed". Sums them into the last line.
+set -u
+total_pass=0; total_fail=0
+for t in "$@"; do
+  out=$("$t" 2>&1); rc=$?
+  printf '%s\n' "$out" | grep -E '^(PASS|FAIL|SKIP)|passed, .* failed' | grep -v '^PASS' || true
+  line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -1)
+  if [ -z "$line" ]; then
+    echo "$t: no result line (exit $rc)"; printf '%s\n' "$out" | tail -20; total_fail=$((total_fail + 1)); continue
+  fi
+  p=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) passed.*/\1/'); f=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) failed.*/\1/')
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "$t: exit $rc"; printf '%s\n' "$out" | tail -20; fi
+  total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+done
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

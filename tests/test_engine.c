@@ -1,0 +1,579 @@
+/* depeng engine tests. Every test runs where it makes sense on all three
+   engine kinds; the last line is "N passed, M failed". */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#define DEPENG_IMPLEMENTATION
+#include "depeng.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <sched.h>
+
+static int g_failed_checks;
+#define CHECK(c) do { if (!(c)) { g_failed_checks++; fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #c); } } while (0)
+
+/* a logger that remembers the last item, so tests check ids, not text */
+static volatile uint32_t g_last_item;
+static void quiet_logger(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
+    (void)tag; (void)level; (void)msg; (void)line; (void)file; (void)user;
+    __atomic_store_n(&g_last_item, item, __ATOMIC_RELAXED);
+}
+static dp_engine *make_engine(dp_engine_type type, int nthreads) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = nthreads; d.ignore_env = 1;
+    d.logger.func = quiet_logger;
+    if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    return e;
+}
+static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+static const char *kind_names[4] = {"default", "naive", "pooled", "perdevice"};
+
+/* ---- the seed's example: A = 2; B = 2; B = A + B; C = A + 2; A.del() */
+static int vA, vB, vC, deleted_a;
+static int set_a(dp_run_ctx *rc, void *a) { (void)rc; (void)a; vA = 2; return 0; }
+static int set_b(dp_run_ctx *rc, void *a) { (void)rc; (void)a; vB = 2; return 0; }
+static int b_plus(dp_run_ctx *rc, void *a) { (void)rc; (void)a; vB = vA + vB; return 0; }
+static int c_set(dp_run_ctx *rc, void *a) { (void)rc; (void)a; vC = vA + 2; return 0; }
+static int on_delete(dp_run_ctx *rc, void *a) { (void)rc; (void)a; deleted_a = vB == 4 && vC == 4; return 0; }
+static void test_seed_example(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var A = dp_var_create(e), B = dp_var_create(e), C = dp_var_create(e);
+        dp_var AB[2];
+        dp_ctx cpu = {0, 0};
+        AB[0] = A; AB[1] = B;
+        vA = vB = vC = deleted_a = 0;
+        CHECK(dp_push_sync(e, set_a, NULL, NULL, 0, &A, 1) == DP_OK);
+        CHECK(dp_push_sync(e, set_b, NULL, NULL, 0, &B, 1) == DP_OK);
+        CHECK(dp_push_sync(e, b_plus, NULL, AB, 2, &B, 1) == DP_OK);
+        CHECK(dp_push_sync(e, c_set, NULL, &A, 1, &C, 1) == DP_OK);
+        CHECK(dp_var_delete_fn(e, A, on_delete, NULL, cpu) == DP_OK);
+        CHECK(dp_wait_var(e, B, NULL) == DP_OK);
+        CHECK(vB == 4);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(vC == 4 && deleted_a == 1);
+        CHECK(dp_var_state_get(e, A) == DP_VAR_INVALID);
+        CHECK(dp_var_state_get(e, B) == DP_VAR_READY);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- randomized oracle: random read/write sets, each op folds what it reads
+   into what it writes; the result must equal a sequential run. */
+#define RV 32
+typedef struct { uint64_t *vals; int nr, nw; int r[4], w[3]; uint64_t id; } rop;
+static uint64_t mix(uint64_t z) { z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull; z = (z ^ (z >> 27)) * 0x94D049BB133111EBull; return z ^ (z >> 31); }
+static void rop_apply(rop *o) {
+    uint64_t h = mix(o->id);
+    int i;
+    for (i = 0; i < o->nr; i++) h = mix(h ^ o->vals[o->r[i]]);
+    for (i = 0; i < o->nw; i++) { h = mix(h ^ o->vals[o->w[i]]); o->vals[o->w[i]] = h + (uint64_t)i; }
+}
+static int rop_fn(dp_run_ctx *rc, void *a) { (void)rc; rop_apply((rop *)a); return 0; }
+static uint64_t rng_state;
+static uint64_t rnd(void) { rng_state += 0x9E3779B97F4A7C15ull; return mix(rng_state); }
+static void test_random_oracle(void) {
+    static const int threads[3] = {1, 2, 8};
+    int k, t, i, j, N = 4000;
+    for (k = 0; k < 3; k++) for (t = 0; t < 3; t++) {
+        uint64_t seq[RV], par[RV];
+        rop *ops = (rop *)calloc((size_t)N, sizeof *ops);
+        dp_engine *e = make_engine(kinds[k], threads[t]);
+        dp_var vars[RV];
+        rng_state = 1234 + (uint64_t)(k * 10 + t);
+        for (i = 0; i < RV; i++) { seq[i] = par[i] = (uint64_t)i; vars[i] = dp_var_create(e); }
+        for (i = 0; i < N; i++) {
+            rop *o = &ops[i];
+            o->id = (uint64_t)i; o->nr = (int)(rnd() % 5); o->nw = (int)(rnd() % 4);
+            for (j = 0; j < o->nr; j++) o->r[j] = (int)(rnd() % RV);
+            for (j = 0; j < o->nw; j++) o->w[j] = (int)(rnd() % RV);
+            /* a var may repeat, or be both read and written: the engine dedups */
+            for (j = 0; j < o->nw; j++) { int m; for (m = 0; m < j; m++) if (o->w[m] == o->w[j]) o->w[j] = (o->w[j] + 1) % RV, m = -1; }
+        }
+        for (i = 0; i < N; i++) { ops[i].vals = seq; rop_apply(&ops[i]); }
+        for (i = 0; i < N; i++) {
+            dp_var rv[4], wv[3];
+            dp_push_desc d;
+            memset(&d, 0, sizeof d);
+            ops[i].vals = par;
+            for (j = 0; j < ops[i].nr; j++) rv[j] = vars[ops[i].r[j]];
+            for (j = 0; j < ops[i].nw; j++) wv[j] = vars[ops[i].w[j]];
+            d.fn = rop_fn; d.arg = &ops[i]; d.reads = rv; d.num_reads = ops[i].nr; d.writes = wv; d.num_writes = ops[i].nw;
+            d.name = "rop";
+            if (dp_push(e, &d) != DP_OK) { CHECK(0); break; }
+        }
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        for (i = 0; i < RV; i++) if (seq[i] != par[i]) { fprintf(stderr, "  oracle mismatch engine=%s threads=%d var %d\n", kind_names[kinds[k]], threads[t], i); CHECK(0); break; }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        free(ops);
+    }
+}
+
+/* ---- failures: propagate, skip dependents, report once, clear */
+static int ran_after_fail, ran_noskip;
+static int fail_fn(dp_run_ctx *rc, void *a) { (void)a; dp_set_error(rc, "disk on fire"); return 7; }
+static int mark_ran(dp_run_ctx *rc, void *a) { (void)rc; (*(int *)a)++; return 0; }
+static void test_failures(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var x = dp_var_create(e), y = dp_var_create(e), z = dp_var_create(e);
+        dp_push_desc d;
+        dp_failure f;
+        ran_after_fail = ran_noskip = 0;
+        memset(&d, 0, sizeof d);
+        d.fn = fail_fn; d.writes = &x; d.num_writes = 1; d.name = "bad_op";
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_push_sync(e, mark_ran, &ran_after_fail, &x, 1, &y, 1) == DP_OK);   /* skipped */
+        memset(&d, 0, sizeof d);
+        d.fn = mark_ran; d.arg = &ran_noskip; d.reads = &x; d.num_reads = 1; d.writes = &z; d.num_writes = 1; d.prop = DP_PROP_NO_SKIP;
+        CHECK(dp_push(e, &d) == DP_OK);
+        memset(&f, 0, sizeof f);
+        CHECK(dp_wait_var(e, y, &f) == DP_ERROR_OP_FAILED);       /* passed on to y */
+        CHECK(f.status == 7 && strcmp(f.op_name, "bad_op") == 0 && strstr(f.message, "disk on fire") != NULL);
+        CHECK(dp_wait_var(e, y, NULL) == DP_OK);                  /* reported once, then cleared */
+        CHECK(dp_wait_var(e, z, NULL) == DP_OK);                  /* NO_SKIP ran: z is fine */
+        CHECK(ran_after_fail == 0 && ran_noskip == 1);
+        CHECK(dp_var_state_get(e, x) == DP_VAR_FAILED);
+        CHECK(dp_wait_var(e, x, &f) == DP_ERROR_OP_FAILED);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);                      /* already reported */
+        /* a program that never waits for the var still hears of it */
+        memset(&d, 0, sizeof d);
+        d.fn = fail_fn; d.writes = &x; d.num_writes = 1; d.name = "second";
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_all(e, &f) == DP_ERROR_OP_FAILED && strcmp(f.op_name, "second") == 0);
+        CHECK(dp_var_state_get(e, x) == DP_VAR_READY);             /* wait_all cleared it */
+        CHECK(dp_push_sync(e, mark_ran, &ran_after_fail, &x, 1, &y, 1) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK && ran_after_fail == 1);
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_engine_destroy(e, &f) == DP_ERROR_OP_FAILED && strcmp(f.op_name, "second") == 0);
+    }
+}
+
+/* ---- bad input and stale handles */
+static int nop(dp_run_ctx *rc, void *a) { (void)rc; (void)a; return 0; }
+static void test_bad_input(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var v = dp_var_create(e), never = {12345}, zero = {0};
+        dp_push_desc d;
+        dp_op op;
+        dp_engine_stats st;
+        CHECK(dp_var_delete(e, v) == DP_OK);
+        g_last_item = 0;
+        CHECK(dp_push_sync(e, nop, NULL, &v, 1, NULL, 0) == DP_ERROR_INVALID_HANDLE);
+        CHECK(g_last_item == DP_LOGITEM_INVALID_VAR);
+        CHECK(dp_push_sync(e, nop, NULL, NULL, 0, &never, 1) == DP_ERROR_INVALID_HANDLE);
+        CHECK(dp_push_sync(e, nop, NULL, NULL, 0, &zero, 1) == DP_ERROR_INVALID_HANDLE);
+        CHECK(dp_wait_var(e, v, NULL) == DP_ERROR_INVALID_HANDLE);
+        CHECK(dp_var_delete(e, v) == DP_ERROR_INVALID_HANDLE);
+        v = dp_var_create(e);
+        CHECK(dp_push_sync(e, NULL, NULL, NULL, 0, &v, 1) == DP_ERROR_INVALID_ARGS);
+        CHECK(g_last_item == DP_LOGITEM_NULL_FUNCTION);
+        memset(&d, 0, sizeof d);
+        d.fn = nop; d.writes = &v; d.num_writes = -1;
+        CHECK(dp_push(e, &d) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_NEGATIVE_COUNT);
+        d.num_writes = 1; d.ctx.dev_type = 77;
+        CHECK(dp_push(e, &d) == DP_ERROR_BAD_CONTEXT && g_last_item == DP_LOGITEM_BAD_CONTEXT);
+        d.ctx.dev_type = DP_DEV_GPU;   /* no backend: no GPUs */
+        CHECK(dp_push(e, &d) == DP_ERROR_BAD_CONTEXT);
+        d.ctx.dev_type = DP_DEV_CPU; d.ctx.dev_id = -1;
+        CHECK(dp_push(e, &d) == DP_ERROR_BAD_CONTEXT);
+        d.ctx.dev_id = 0; d.async_fn = (dp_async_fn)0; d.fn = nop; d.prop = (dp_prop)99;
+        CHECK(dp_push(e, &d) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_BAD_PROP);
+        CHECK(dp_push(NULL, &d) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_push(e, NULL) == DP_ERROR_INVALID_ARGS);
+        /* nothing was pushed by any of the failures above */
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        dp_engine_stats_get(e, &st);
+        CHECK(st.pushed == 1);   /* only the delete: every failed call pushed nothing */
+        d.prop = DP_PROP_NORMAL;
+        op = dp_op_create(e, &d);
+        CHECK(op.id != 0);
+        CHECK(dp_op_destroy(e, op) == DP_OK);
+        g_last_item = 0;
+        CHECK(dp_op_push(e, op, d.ctx, 0) == DP_ERROR_INVALID_HANDLE && g_last_item == DP_LOGITEM_INVALID_OP);
+        CHECK(dp_op_destroy(e, op) == DP_ERROR_INVALID_HANDLE);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- waiting or destroying from inside an op is an error, not a hang */
+typedef struct { dp_engine *e; dp_var v; dp_result wait_r, all_r, destroy_r; } inner_t;
+static int wait_inside(dp_run_ctx *rc, void *a) {
+    inner_t *t = (inner_t *)a;
+    (void)rc;
+    t->wait_r = dp_wait_var(t->e, t->v, NULL);
+    t->all_r = dp_wait_all(t->e, NULL);
+    t->destroy_r = dp_engine_destroy(t->e, NULL);
+    return 0;
+}
+static void test_wait_inside(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        inner_t t;
+        t.e = make_engine(kinds[k], 2);
+        t.v = dp_var_create(t.e);
+        CHECK(dp_push_sync(t.e, wait_inside, &t, NULL, 0, &t.v, 1) == DP_OK);
+        CHECK(dp_wait_all(t.e, NULL) == DP_OK);
+        CHECK(t.wait_r == DP_ERROR_IN_OPERATION && t.all_r == DP_ERROR_IN_OPERATION && t.destroy_r == DP_ERROR_IN_OPERATION);
+        CHECK(dp_engine_destroy(t.e, NULL) == DP_OK);
+    }
+}
+
+/* ---- async completions from another thread, in reverse order */
+#define NASYNC 64
+typedef struct { dp_completion done[NASYNC]; int n; pthread_mutex_t m; } async_box;
+static void async_record(dp_run_ctx *rc, void *a, dp_completion done) {
+    async_box *b = (async_box *)a;
+    (void)rc;
+    pthread_mutex_lock(&b->m);
+    b->done[b->n] = done;
+    __atomic_store_n(&b->n, b->n + 1, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&b->m);
+}
+static void *complete_all(void *a) {
+    async_box *b = (async_box *)a;
+    int i;
+    for (;;) { pthread_mutex_lock(&b->m); i = b->n; pthread_mutex_unlock(&b->m); if (i == NASYNC) break; sched_yield(); }
+    for (i = NASYNC - 1; i >= 0; i--) dp_complete(b->done[i], 0, NULL);
+    return NULL;
+}
+static int order_log[NASYNC + 1], order_n;
+static int log_order(dp_run_ctx *rc, void *a) { (void)rc; order_log[order_n++] = (int)(intptr_t)a; return 0; }
+static void test_async(void) {
+    int k, i;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        async_box box;
+        pthread_t th;
+        dp_var vs[NASYNC], all;
+        memset(&box, 0, sizeof box);
+        pthread_mutex_init(&box.m, NULL);
+        all = dp_var_create(e);
+        for (i = 0; i < NASYNC; i++) {
+            vs[i] = dp_var_create(e);
+            CHECK(dp_push_async(e, async_record, &box, &all, 1, &vs[i], 1) == DP_OK);   /* readers of all: run together */
+        }
+        order_n = 0;
+        CHECK(dp_push_sync(e, log_order, (void *)(intptr_t)1, vs, NASYNC, &all, 1) == DP_OK);
+        pthread_create(&th, NULL, complete_all, &box);
+        CHECK(dp_wait_var(e, all, NULL) == DP_OK);
+        CHECK(order_n == 1);
+        pthread_join(th, NULL);
+        /* a second completion is reported and ignored */
+        g_last_item = 0;
+        dp_complete(box.done[0], 0, NULL);
+        CHECK(g_last_item == DP_LOGITEM_DOUBLE_COMPLETE);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        pthread_mutex_destroy(&box.m);
+    }
+}
+
+/* ---- deletion while operations are pending */
+static void test_delete_pending(void) {
+    int k, i, counter;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var v = dp_var_create(e);
+        dp_ctx cpu = {0, 0};
+        counter = 0;
+        deleted_a = -1;
+        for (i = 0; i < 100; i++) CHECK(dp_push_sync(e, mark_ran, &counter, NULL, 0, &v, 1) == DP_OK);
+        CHECK(dp_var_delete_fn(e, v, mark_ran, &counter, cpu) == DP_OK);
+        CHECK(dp_push_sync(e, mark_ran, &counter, NULL, 0, &v, 1) == DP_ERROR_INVALID_HANDLE);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(counter == 101);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- priority pool: highest priority first */
+static volatile int gate;
+static int wait_gate(dp_run_ctx *rc, void *a) { (void)rc; (void)a; while (!__atomic_load_n(&gate, __ATOMIC_ACQUIRE)) sched_yield(); return 0; }
+static void test_priority(void) {
+    dp_engine_desc dd;
+    dp_engine *e = NULL;
+    int i, prios[6] = {3, -5, 10, 0, 7, 10};
+    dp_push_desc d;
+    memset(&dd, 0, sizeof dd);
+    dd.type = DP_ENGINE_PERDEVICE; dd.cpu_priority_nthreads = 1; dd.ignore_env = 1; dd.logger.func = quiet_logger;
+    CHECK(dp_engine_create(&dd, &e) == DP_OK);
+    gate = 0; order_n = 0;
+    memset(&d, 0, sizeof d);
+    d.fn = wait_gate; d.prop = DP_PROP_CPU_PRIORITIZED; d.priority = 100;
+    CHECK(dp_push(e, &d) == DP_OK);
+    for (i = 0; i < 6; i++) {
+        d.fn = log_order; d.arg = (void *)(intptr_t)(i * 100 + prios[i]); d.priority = prios[i];
+        CHECK(dp_push(e, &d) == DP_OK);
+    }
+    __atomic_store_n(&gate, 1, __ATOMIC_RELEASE);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(order_n == 6);
+    /* expected: 10 (pushed 3rd), 10 (6th), 7, 3, 0, -5 */
+    CHECK(order_log[0] == 210 && order_log[1] == 510 && order_log[2] == 407 && order_log[3] == 3 && order_log[4] == 300 && order_log[5] == 95);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* ---- several pushing threads: each thread's ops on a shared var keep its
+   own order (checked via a per-thread counter held in the shared var) */
+typedef struct { dp_engine *e; dp_var shared, mine; int id; int *last; int bad; } pusher_t;
+typedef struct { pusher_t *p; int n; } step_t;
+static int step_fn(dp_run_ctx *rc, void *a) {
+    step_t *s = (step_t *)a;
+    (void)rc;
+    if (s->p->last[s->p->id] != s->n - 1) s->p->bad = 1;
+    s->p->last[s->p->id] = s->n;
+    return 0;
+}
+static void *pusher_main(void *a) {
+    pusher_t *p = (pusher_t *)a;
+    static step_t steps[4][2000];
+    int i;
+    for (i = 0; i < 2000; i++) {
+        dp_var w[2];
+        steps[p->id][i].p = p; steps[p->id][i].n = i;
+        w[0] = p->shared; w[1] = p->mine;
+        if (dp_push_sync(p->e, step_fn, &steps[p->id][i], NULL, 0, w, 2) != DP_OK) p->bad = 1;
+        if (i % 500 == 0 && dp_wait_var(p->e, p->mine, NULL) != DP_OK) p->bad = 1;
+    }
+    return NULL;
+}
+static void test_multi_pusher(void) {
+    int k, i;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        pusher_t ps[4];
+        pthread_t th[4];
+        int last[4];
+        dp_var shared = dp_var_create(e);
+        for (i = 0; i < 4; i++) {
+            last[i] = -1;
+            ps[i].e = e; ps[i].shared = shared; ps[i].mine = dp_var_create(e); ps[i].id = i; ps[i].last = last; ps[i].bad = 0;
+            pthread_create(&th[i], NULL, pusher_main, &ps[i]);
+        }
+        for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        for (i = 0; i < 4; i++) CHECK(!ps[i].bad && last[i] == 1999);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- pre-created ops: pushed many times, destroyed while pending */
+static void test_precreated(void) {
+    int k, i, counter, round;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var v = dp_var_create(e);
+        dp_push_desc d;
+        dp_op op;
+        dp_ctx cpu = {0, 0};
+        dp_engine_stats s1, s2;
+        memset(&d, 0, sizeof d);
+        counter = 0;
+        d.fn = mark_ran; d.arg = &counter; d.writes = &v; d.num_writes = 1; d.name = "inc";
+        op = dp_op_create(e, &d);
+        CHECK(op.id != 0);
+        /* each round holds 10,000 runs behind one unfinished async writer, so
+           both rounds need exactly as many blocks: the second allocates none */
+        for (round = 0; round < 2; round++) {
+            async_box box;
+            memset(&box, 0, sizeof box);
+            pthread_mutex_init(&box.m, NULL);
+            CHECK(dp_push_async(e, async_record, &box, NULL, 0, &v, 1) == DP_OK);
+            for (i = 0; i < 10000; i++) CHECK(dp_op_push(e, op, cpu, 0) == DP_OK);
+            while (!__atomic_load_n(&box.n, __ATOMIC_ACQUIRE)) sched_yield();
+            dp_complete(box.done[0], 0, NULL);
+            if (round == 1) CHECK(dp_op_destroy(e, op) == DP_OK);   /* freed after its last run */
+            CHECK(dp_wait_all(e, NULL) == DP_OK);
+            dp_engine_stats_get(e, round ? &s2 : &s1);
+            pthread_mutex_destroy(&box.m);
+        }
+        dp_engine_stats_get(e, &s2);
+        CHECK(counter == 20000);
+        CHECK(s2.pool_bytes == s1.pool_bytes);   /* no allocation once warm */
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- a million operations: memory stays within the pools */
+static void test_stress(void) {
+    int k, i;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var v[4];
+        dp_engine_stats st;
+        for (i = 0; i < 4; i++) v[i] = dp_var_create(e);
+        /* at most 10,000 ops are pending at once, so the pools may hold at
+           most ~10,000 blocks (< 4 MiB); a leak of one block per op would
+           need ~190 MiB */
+        for (i = 0; i < 1000000; i++) {
+            if (dp_push_sync(e, nop, NULL, &v[(i + 1) % 4], 1, &v[i % 4], 1) != DP_OK) { CHECK(0); break; }
+            if (i % 10000 == 9999) CHECK(dp_wait_all(e, NULL) == DP_OK);
+        }
+        dp_engine_stats_get(e, &st);
+        CHECK(st.pool_bytes < 4u * 1024 * 1024);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        dp_engine_stats_get(e, &st);
+        CHECK(st.completed == st.pushed && st.pending_ops == 0);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- duplicates: a var listed twice, or read and written, never deadlocks */
+static void test_dedup(void) {
+    int k, counter;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var v = dp_var_create(e), w = dp_var_create(e);
+        dp_var rr[3], ww[3];
+        counter = 0;
+        rr[0] = v; rr[1] = v; rr[2] = w;
+        ww[0] = v; ww[1] = w; ww[2] = v;
+        CHECK(dp_push_sync(e, mark_ran, &counter, rr, 3, ww, 3) == DP_OK);
+        CHECK(dp_push_sync(e, mark_ran, &counter, rr, 3, rr, 2) == DP_OK);
+        CHECK(dp_wait_var(e, v, NULL) == DP_OK && dp_wait_var(e, w, NULL) == DP_OK);
+        CHECK(counter == 2);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- a fake GPU backend on the CPU proves the routing */
+typedef struct { int dev, is_copy, ops_pending, syncs; pthread_t owner; } fake_stream;
+static int fake_streams_made, fake_streams_destroyed;
+static int fake_count(void *u) { (void)u; return 2; }
+static int fake_set(int dev, void *u) { (void)u; return dev < 2 ? 0 : 1; }
+static int fake_create(int dev, int is_copy, void **out, void *u) {
+    fake_stream *s = (fake_stream *)calloc(1, sizeof *s);
+    (void)u;
+    s->dev = dev; s->is_copy = is_copy; s->owner = pthread_self();
+    __atomic_fetch_add(&fake_streams_made, 1, __ATOMIC_RELAXED);
+    *out = s;
+    return 0;
+}
+static int fake_destroy(int dev, void *s, void *u) { (void)dev; (void)u; free(s); __atomic_fetch_add(&fake_streams_destroyed, 1, __ATOMIC_RELAXED); return 0; }
+static int fake_sync(int dev, void *sp, void *u) { fake_stream *s = (fake_stream *)sp; (void)dev; (void)u; s->ops_pending = 0; s->syncs++; return 0; }
+static const char *fake_err(int e, void *u) { (void)e; (void)u; return "fake error"; }
+typedef struct { int want_copy, dev, bad; fake_stream *prev; } gpu_check;
+static int gpu_op(dp_run_ctx *rc, void *a) {
+    gpu_check *c = (gpu_check *)a;
+    fake_stream *s = (fake_stream *)rc->stream;
+    if (!s || s->is_copy != c->want_copy || s->dev != c->dev || rc->ctx.dev_type != DP_DEV_GPU) c->bad = 1;
+    else if (!pthread_equal(s->owner, pthread_self())) c->bad = 2;          /* one stream per worker */
+    if (c->prev && c->prev->ops_pending) c->bad = 3;   /* the previous op's stream was synchronised */
+    if (s) { s->ops_pending = 1; c->prev = s; }
+    return 0;
+}
+static void test_gpu_routing(void) {
+    dp_device_backend be;
+    dp_engine_desc dd;
+    dp_engine *e = NULL;
+    gpu_check cc = {0, 1, 0, NULL}, cp = {1, 1, 0, NULL};
+    dp_push_desc d;
+    dp_var v;
+    int i;
+    memset(&be, 0, sizeof be);
+    be.name = "fake"; be.device_count = fake_count; be.set_device = fake_set; be.stream_create = fake_create;
+    be.stream_destroy = fake_destroy; be.stream_synchronize = fake_sync; be.error_string = fake_err;
+    memset(&dd, 0, sizeof dd);
+    dd.gpu_backend = &be; dd.ignore_env = 1; dd.logger.func = quiet_logger; dd.gpu_worker_nthreads = 2;
+    fake_streams_made = fake_streams_destroyed = 0;
+    CHECK(dp_engine_create(&dd, &e) == DP_OK);
+    v = dp_var_create(e);
+    for (i = 0; i < 200; i++) {
+        memset(&d, 0, sizeof d);
+        d.writes = &v; d.num_writes = 1; d.ctx.dev_type = DP_DEV_GPU; d.ctx.dev_id = 1; d.fn = gpu_op;
+        if (i % 3 == 0) { d.prop = DP_PROP_COPY_TO_GPU; d.arg = &cp; }
+        else d.arg = &cc;
+        CHECK(dp_push(e, &d) == DP_OK);
+    }
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(cc.bad == 0 && cp.bad == 0);
+    d.ctx.dev_id = 2;
+    CHECK(dp_push(e, &d) == DP_ERROR_BAD_CONTEXT);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    CHECK(fake_streams_made == 3 && fake_streams_destroyed == 3);   /* 2 compute + 1 copy worker */
+}
+
+/* ---- profiler: chrome JSON and the summary table */
+static void test_profiler(void) {
+    dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, 2);
+    dp_var v = dp_var_create(e);
+    dp_push_desc d;
+    char buf[8192];
+    FILE *f;
+    size_t n;
+    int i;
+    memset(&d, 0, sizeof d);
+    d.fn = nop; d.writes = &v; d.num_writes = 1; d.name = "prof\"op";
+    dp_push(e, &d);                    /* not recorded: profiler off */
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    dp_profiler_start(e);
+    for (i = 0; i < 5; i++) dp_push(e, &d);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    dp_profiler_stop(e);
+    f = tmpfile();
+    CHECK(dp_profiler_dump_chrome(e, f) == DP_OK);
+    rewind(f); n = fread(buf, 1, sizeof buf - 1, f); buf[n] = 0; fclose(f);
+    CHECK(strstr(buf, "\"traceEvents\"") != NULL && strstr(buf, "prof\\\"op") != NULL);
+    { int count = 0; char *p = buf; while ((p = strstr(p, "\"ph\":\"X\"")) != NULL) { count++; p++; } CHECK(count == 5); }
+    f = tmpfile();
+    CHECK(dp_profiler_dump_summary(e, f) == DP_OK);
+    rewind(f); n = fread(buf, 1, sizeof buf - 1, f); buf[n] = 0; fclose(f);
+    CHECK(strstr(buf, "prof\"op") != NULL && strstr(buf, " 5 ") != NULL);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* ---- configuration: env vars, bad values, default engine */
+static void test_config(void) {
+    dp_engine *e = NULL;
+    dp_engine_desc d, q;
+    memset(&d, 0, sizeof d);
+    d.logger.func = quiet_logger;
+    setenv("DEPENG_ENGINE_TYPE", "Pooled", 1);
+    setenv("DEPENG_CPU_WORKER_NTHREADS", "3", 1);
+    CHECK(dp_engine_create(&d, &e) == DP_OK);
+    q = dp_engine_query_desc(e);
+    CHECK(q.type == DP_ENGINE_POOLED && q.cpu_worker_nthreads == 3 && q.gpu_copy_nthreads == 1);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    setenv("DEPENG_ENGINE_TYPE", "Turbo", 1);
+    g_last_item = 0;
+    CHECK(dp_engine_create(&d, &e) == DP_ERROR_INVALID_ARGS && e == NULL && g_last_item == DP_LOGITEM_BAD_DESC);
+    setenv("DEPENG_ENGINE_TYPE", "Naive", 1);
+    setenv("DEPENG_CPU_WORKER_NTHREADS", "-2", 1);
+    CHECK(dp_engine_create(&d, &e) == DP_ERROR_INVALID_ARGS);
+    unsetenv("DEPENG_ENGINE_TYPE");
+    unsetenv("DEPENG_CPU_WORKER_NTHREADS");
+    d.cpu_worker_nthreads = -1;
+    CHECK(dp_engine_create(&d, &e) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_default_engine() != NULL && dp_default_engine() == dp_default_engine());
+    dp_default_engine_shutdown();
+}
+
+typedef struct { const char *name; void (*fn)(void); } test_case;
+int main(void) {
+    static const test_case tests[] = {
+        {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
+        {"failures", test_failures}, {"bad_input", test_bad_input}, {"wait_inside_op", test_wait_inside},
+        {"async_other_thread", test_async}, {"delete_pending", test_delete_pending},
+        {"priority_pool", test_priority}, {"multi_pusher", test_multi_pusher},
+        {"precreated_ops", test_precreated}, {"dedup", test_dedup}, {"gpu_routing_fake", test_gpu_routing},
+        {"profiler", test_profiler}, {"config", test_config}, {"stress_1m", test_stress},
+    };
+    int i, passed = 0, failed = 0;
+    for (i = 0; i < (int)(sizeof tests / sizeof tests[0]); i++) {
+        int before = g_failed_checks;
+        tests[i].fn();
+        if (g_failed_checks == before) { passed++; printf("PASS %s\n", tests[i].name); }
+        else { failed++; printf("FAIL %s\n", tests[i].name); }
+        fflush(stdout);
+    }
+    printf("engine: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
