@@ -670,7 +670,7 @@ typedef struct dp__pool {
     dp__spinlock lock;
     struct dp__block *free;
     dp__aptr returned;
-    size_t obj_size;
+    size_t obj_size, per_chunk;
     void *chunks;
     dp__a64 bytes;
 } dp__pool;
@@ -911,6 +911,7 @@ static void dp__pool_init(dp__pool *p, int cls) {
     memset(p, 0, sizeof *p);
     p->obj_size = sizeof(dp__block) + dp__class_cap(cls) * (sizeof(dp__link) + sizeof(dp__var *));
     p->obj_size = (p->obj_size + 63u) & ~(size_t)63u;
+    p->per_chunk = cls < 4 ? 256 : 16;     /* small blocks are the common case */
 }
 static dp__block *dp__pool_get(dp_engine *eng, int cls) {
     dp__pool *p = &eng->pools[cls];
@@ -918,7 +919,7 @@ static dp__block *dp__pool_get(dp_engine *eng, int cls) {
     dp__spin_lock(&p->lock);
     if (!p->free) p->free = (dp__block *)dp__exchange(&p->returned, NULL, DP__ACQUIRE);
     if (!p->free) {
-        size_t count = cls < 4 ? 256 : 16, i;
+        size_t count = p->per_chunk, i;
         size_t bytes = 64 + count * p->obj_size;
         char *chunk = (char *)dp__alloc(eng, bytes);
         if (!chunk) { dp__spin_unlock(&p->lock); return NULL; }
@@ -943,10 +944,9 @@ static void dp__pool_put(dp_engine *eng, dp__block *b) {
 }
 static void dp__pool_free_all(dp_engine *eng, dp__pool *p) {
     void *c = p->chunks;
-    size_t count = p->obj_size && (p - eng->pools) < 4 ? 256 : 16;
     while (c) {
         void *next = *(void **)c;
-        dp__free(eng, c, 64 + count * p->obj_size);
+        dp__free(eng, c, 64 + p->per_chunk * p->obj_size);
         c = next;
     }
 }
@@ -1332,8 +1332,10 @@ static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *mes
         if (dp__tracing(eng)) {
             dp_trace_event ev;
             memset(&ev, 0, sizeof ev);
+            ev.op_seq = b->seq;
             ev.kind = DP_TRACE_DELETE;
-            ev.var.id = (v->index);
+            uint32_t g = (uint32_t)dp__load(&v->gen, DP__RELAXED);   /* bumped at push */
+            ev.var.id = ((g ? g - 1 : DP__GEN_MAX) << DP__IDX_BITS) | v->index;
             ev.op_name = b->name;
             eng->desc.trace.func(&ev, eng->desc.trace.user);
         }
@@ -1642,7 +1644,7 @@ static dp_result dp__push_resolved(dp_engine *eng, const dp_push_desc *d, int ki
     b->waiter = waiter;
     for (pass = 0; pass < 2; pass++)          /* reads first, then writes */
         for (i = 0; i < n; i++)
-            if (refs[i].write == pass) { b->vars[k] = refs[i].v; gens[k] = refs[i].gen; k++; if (!pass) b->nread++; }
+            if (refs[i].write == pass) { b->vars[k] = refs[i].v; gens[k] = refs[i].gen; k++; }
     b->nread = 0;
     for (i = 0; i < n; i++) b->nread += refs[i].write == 0;
     b->nwrite = (uint32_t)n - b->nread;
@@ -1828,8 +1830,13 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
 }
 DP_IMPL dp_result dp_op_destroy(dp_engine *eng, dp_op h) {
     dp__opobj *op = eng ? (dp__opobj *)dp__table_lookup(&eng->ops, h.id) : NULL;
-    if (!op) { if (eng) DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "dp_op_destroy 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
-    dp__table_invalidate(op);
+    int32_t gen = (int32_t)(h.id >> DP__IDX_BITS);
+    /* two racing destroys: only the one that moves the generation drops the
+       handle's reference */
+    if (!op || !dp__cas(&op->gen, &gen, (uint32_t)gen >= DP__GEN_MAX ? 0 : gen + 1, DP__ACQ_REL)) {
+        if (eng) DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "dp_op_destroy 0x%08x", (unsigned)h.id);
+        return DP_ERROR_INVALID_HANDLE;
+    }
     dp__op_unref(eng, op);
     return DP_OK;
 }
