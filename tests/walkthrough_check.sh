@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The walkthrough replays the seed example and checks its own final values;
+# here it must also write a DOT graph with every op of the example.
+cd "$(dirname "$0")/.." || exit 1
+p=0; f=0
+if ./build/walkthrough build/walkthrough_test.dot > build/walkthrough_test.out 2>&1; then echo "PASS walkthrough runs"; p=$((p+1)); else echo "FAIL walkthrough exit"; f=$((f+1)); fi
+if grep -q "digraph" build/walkthrough_test.dot 2>/dev/null && [ "$(grep -c 'label="#' build/walkthrough_test.dot)" -eq 5 ]; then echo "PASS walkthrough dot has 5 ops"; p=$((p+1)); else echo "FAIL walkthrough dot"; f=$((f+1)); fi
+echo "walkthrough: $p passed, $f failed"
+[ "$f" -eq 0 ]
