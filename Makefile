@@ -31,6 +31,8 @@ compile-checks: | $(B)
 	clang $(WARN) -Wstrict-prototypes -I. -c tests/compile/depeng_impl.c -o $(B)/c_clang.o
 	gcc   $(WARN) -DDEPENG_USE_PTHREADS -I. -c tests/compile/depeng_impl.c -o $(B)/c_pthreads.o
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_impl.c -o $(B)/cxx.o
+	gcc   $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static.o
+	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
 
 test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/walkthrough $(B)/make_example
 	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx tests/walkthrough_check.sh tests/make_check.sh

@@ -109,7 +109,11 @@
 
 #ifndef DP_API
 #ifdef DEPENG_STATIC
+#if defined(__GNUC__) || defined(__clang__)
+#define DP_API static __attribute__((unused))   /* one-file use: unused calls are fine */
+#else
 #define DP_API static
+#endif
 #else
 #define DP_API extern
 #endif
