@@ -277,7 +277,7 @@ typedef struct dp_logger {
 /* Teaching trace: one event per state change. Called with the variable's lock
    held: the callback must not call into the engine. */
 typedef enum dp_trace_kind {
-    DP_TRACE_PUSH,      /* op pushed; pending = its unmet dependencies        */
+    DP_TRACE_PUSH,      /* op pushed; op_pending = variables it still waits for */
     DP_TRACE_VAR,       /* a variable changed state; see readers/queue        */
     DP_TRACE_RUN,       /* op starts running                                  */
     DP_TRACE_COMPLETE,  /* op completed (status)                              */
@@ -776,6 +776,7 @@ typedef struct dp__var {
     dp__spinlock lock;
     int32_t nreaders;          /* granted reads running, or DP__WRITING */
     uint32_t index;
+    uint32_t handle_id;        /* the id handed out, for traces and graphs */
     dp__link *first, *last;    /* FIFO of ops waiting for this variable */
     dp__failure *failure;      /* set by a failed writer; valid if epoch matches */
     uint32_t fail_epoch;
@@ -1020,7 +1021,7 @@ static void dp__trace_var(dp_engine *eng, dp__var *v) {   /* v locked */
     dp__link *l;
     memset(&ev, 0, sizeof ev);
     ev.kind = DP_TRACE_VAR;
-    ev.var.id = dp__table_id(v, v->index);
+    ev.var.id = v->handle_id;
     ev.var_readers = v->nreaders;
     for (l = v->first; l; l = l->next) {
         if (ev.queue_len < 8) {
@@ -1038,6 +1039,7 @@ static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block *b, int s
     ev.op_seq = b->seq;
     ev.op_name = b->name;
     ev.op_pending = dp__load(&b->wait, DP__ACQUIRE);
+    if (kind == DP_TRACE_PUSH) ev.op_pending--;   /* not counting the pusher's own hold */
     ev.status = status;
     eng->desc.trace.func(&ev, eng->desc.trace.user);
 }
@@ -1338,8 +1340,7 @@ static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *mes
             memset(&ev, 0, sizeof ev);
             ev.op_seq = b->seq;
             ev.kind = DP_TRACE_DELETE;
-            uint32_t g = (uint32_t)dp__load(&v->gen, DP__RELAXED);   /* bumped at push */
-            ev.var.id = ((g ? g - 1 : DP__GEN_MAX) << DP__IDX_BITS) | v->index;
+            ev.var.id = v->handle_id;
             ev.op_name = b->name;
             eng->desc.trace.func(&ev, eng->desc.trace.user);
         }
@@ -1565,7 +1566,7 @@ static void dp__record_graph(dp_engine *eng, dp__block *b) {
         r->ids = (uint32_t *)dp__alloc(eng, (n ? n : 1) * sizeof(uint32_t));
         if (r->ids) {
             r->seq = b->seq; r->name = b->name; r->nread = b->nread; r->nwrite = b->nwrite;
-            for (i = 0; i < n; i++) r->ids[i] = dp__table_id(b->vars[i], b->vars[i]->index);
+            for (i = 0; i < n; i++) r->ids[i] = b->vars[i]->handle_id;
             eng->ngraph++;
         }
     }
@@ -1733,6 +1734,7 @@ DP_IMPL dp_var dp_var_create(dp_engine *eng) {
     if (!v) { DP__LOG(eng, DP_LOG_ERROR, HANDLES_EXHAUSTED, "variable table"); return h; }
     v->nreaders = 0; v->index = idx; v->first = v->last = NULL; v->failure = NULL; v->fail_epoch = 0;
     h.id = dp__table_id(v, idx);
+    v->handle_id = h.id;
     return h;
 }
 DP_IMPL dp_result dp_var_delete_fn(dp_engine *eng, dp_var var, dp_sync_fn fn, void *arg, dp_ctx ctx) {
