@@ -281,7 +281,9 @@ typedef enum dp_trace_kind {
     DP_TRACE_VAR,       /* a variable changed state; see readers/queue        */
     DP_TRACE_RUN,       /* op starts running                                  */
     DP_TRACE_COMPLETE,  /* op completed (status)                              */
-    DP_TRACE_DELETE     /* variable deleted                                   */
+    DP_TRACE_DELETE,    /* variable deleted                                   */
+    DP_TRACE_GRANT      /* one dependency of a waiting op met; op_pending =
+                           what it still waits for (0: it is ready now)     */
 } dp_trace_kind;
 typedef struct dp_trace_event {
     dp_trace_kind kind;
@@ -1039,7 +1041,7 @@ static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block *b, int s
     ev.op_seq = b->seq;
     ev.op_name = b->name;
     ev.op_pending = dp__load(&b->wait, DP__ACQUIRE);
-    if (kind == DP_TRACE_PUSH) ev.op_pending--;   /* not counting the pusher's own hold */
+    if (kind == DP_TRACE_PUSH || kind == DP_TRACE_GRANT) ev.op_pending--;   /* push: the pusher's hold; grant: this grant */
     ev.status = status;
     eng->desc.trace.func(&ev, eng->desc.trace.user);
 }
@@ -1049,6 +1051,13 @@ static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block *b, int s
    the header comment. "Grant" = one dependency of an op is met. */
 static void dp__grant(dp__block *b, dp__block **ready) {
     if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { b->next = *ready; *ready = b; }
+}
+/* A grant made by a completing op (not during a push): the trace reports the
+   waiting op's new count. The event goes out before the decrement, while our
+   count still keeps the op from running and being recycled. */
+static void dp__grant_on_complete(dp_engine *eng, dp__block *b, dp__block **ready) {
+    if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_GRANT, b, 0);
+    dp__grant(b, ready);
 }
 static void dp__enqueue(dp__var *v, dp__link *l) {
     l->next = NULL;
@@ -1081,7 +1090,7 @@ static void dp__complete_read(dp_engine *eng, dp__var *v, dp__block **ready) {
     }
     if (dp__tracing(eng)) dp__trace_var(eng, v);
     dp__spin_unlock(&v->lock);
-    if (grant) dp__grant(grant, ready);
+    if (grant) dp__grant_on_complete(eng, grant, ready);
 }
 /* Complete write: grant every queued read up to the next write; if the queue
    starts with a write, grant that write. */
@@ -1111,10 +1120,10 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__block **ready) {
        a granted op may run, finish and be reused at once. */
     for (i = 0, l = reads; i < nreads; i++) {
         dp__link *next = l->next;
-        dp__grant(l->block, ready);
+        dp__grant_on_complete(eng, l->block, ready);
         l = next;
     }
-    if (write_grant) dp__grant(write_grant, ready);
+    if (write_grant) dp__grant_on_complete(eng, write_grant, ready);
 }
 
 /* >>queues ---------------------------------------------------------------

@@ -121,6 +121,10 @@ static void on_trace(const dp_trace_event *ev, void *user) {
         if (v) { v->deleted = 1; v->readers = 0; v->qlen = 0; }
         printf("   delete    %-13s (by %s)\n", v ? v->name : "?", ev->op_name ? ev->op_name : "?");
         break;
+    case DP_TRACE_GRANT:
+        printf("   grant     #%llu %-10s  now waits for %d\n", (unsigned long long)ev->op_seq,
+               ev->op_name ? ev->op_name : "?", ev->op_pending);
+        break;
     }
 }
 
