@@ -833,6 +833,24 @@ static void *dp__realloc(const dp_engine *eng, void *p, size_t old_size, size_t 
     return q;
 }
 
+/* Makes room for one more element in a growable array (doubling, first
+   capacity `first`). Returns 0 when there is room, -1 if out of memory (the
+   array is left as it was). */
+static int dp__reserve(const dp_engine *eng, void *arrp, size_t *cap, size_t n, size_t elem, size_t first) {
+    size_t ncap;
+    void *old, *grown;
+    if (n < *cap) return 0;
+    /* arrp points at a T* of any T: move the pointer by its bytes, which
+       stays clear of strict-aliasing rules */
+    memcpy(&old, arrp, sizeof old);
+    ncap = *cap ? *cap * 2 : first;
+    grown = dp__realloc(eng, old, *cap * elem, ncap * elem);
+    if (!grown) return -1;
+    memcpy(arrp, &grown, sizeof grown);
+    *cap = ncap;
+    return 0;
+}
+
 /* >>handles ------------------------------------------------------------ */
 static void dp__table_init(dp__table *t, size_t obj_size) {
     memset(t, 0, sizeof *t);
@@ -1145,12 +1163,7 @@ static int dp__before(const dp__block *a, const dp__block *b) {  /* a runs first
 }
 static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *b) {
     dp__mutex_lock(&q->m);
-    if (q->prioritized && q->nheap == q->capheap) {
-        size_t cap = q->capheap ? q->capheap * 2 : 64;
-        dp__block **h = (dp__block **)dp__realloc(eng, q->heap, q->capheap * sizeof *h, cap * sizeof *h);
-        if (h) { q->heap = h; q->capheap = cap; }
-    }
-    if (q->prioritized && q->nheap < q->capheap) {
+    if (q->prioritized && dp__reserve(eng, &q->heap, &q->capheap, q->nheap, sizeof *q->heap, 64) == 0) {
         size_t i = q->nheap++;
         while (i > 0 && dp__before(b, q->heap[(i - 1) / 2])) { q->heap[i] = q->heap[(i - 1) / 2]; i = (i - 1) / 2; }
         q->heap[i] = b;
@@ -1201,12 +1214,7 @@ static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *mes
 
 static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
     dp__mutex_lock(&pb->m);
-    if (pb->n == pb->cap) {
-        size_t cap = pb->cap ? pb->cap * 2 : 1024;
-        dp__prof_rec *r = (dp__prof_rec *)dp__realloc(eng, pb->recs, pb->cap * sizeof *r, cap * sizeof *r);
-        if (r) { pb->recs = r; pb->cap = cap; }
-    }
-    if (pb->n < pb->cap) {
+    if (dp__reserve(eng, &pb->recs, &pb->cap, pb->n, sizeof *pb->recs, 1024) == 0) {
         dp__prof_rec *r = &pb->recs[pb->n++];
         snprintf(r->name, sizeof r->name, "%s", b->name ? b->name : "(unnamed)");
         r->dev_type = b->ctx.dev_type ? b->ctx.dev_type : DP_DEV_CPU;
@@ -1565,12 +1573,7 @@ static dp_result dp__check_desc(dp_engine *eng, const dp_push_desc *d) {
 static void dp__record_graph(dp_engine *eng, dp__block *b) {
     uint32_t i, n = b->nread + b->nwrite;
     dp__mutex_lock(&eng->graph_mtx);
-    if (eng->ngraph == eng->capgraph) {
-        size_t cap = eng->capgraph ? eng->capgraph * 2 : 64;
-        dp__graph_rec *g = (dp__graph_rec *)dp__realloc(eng, eng->graph, eng->capgraph * sizeof *g, cap * sizeof *g);
-        if (g) { eng->graph = g; eng->capgraph = cap; }
-    }
-    if (eng->ngraph < eng->capgraph) {
+    if (dp__reserve(eng, &eng->graph, &eng->capgraph, eng->ngraph, sizeof *eng->graph, 64) == 0) {
         dp__graph_rec *r = &eng->graph[eng->ngraph];
         r->ids = (uint32_t *)dp__alloc(eng, (n ? n : 1) * sizeof(uint32_t));
         if (r->ids) {
@@ -1697,21 +1700,21 @@ DP_IMPL dp_result dp_push(dp_engine *eng, const dp_push_desc *desc) {
     }
     return dp__push_resolved(eng, desc, desc->fn ? DP__KIND_SYNC : DP__KIND_ASYNC, NULL);
 }
-DP_IMPL dp_result dp_push_sync(dp_engine *eng, dp_sync_fn fn, void *arg, const dp_var *reads, int num_reads,
-                               const dp_var *writes, int num_writes) {
+static dp_result dp__push_short(dp_engine *eng, dp_sync_fn fn, dp_async_fn afn, void *arg, const dp_var *reads,
+                                int num_reads, const dp_var *writes, int num_writes) {
     dp_push_desc d;
     memset(&d, 0, sizeof d);
-    d.fn = fn; d.arg = arg; d.reads = reads; d.num_reads = num_reads; d.writes = writes; d.num_writes = num_writes;
-    if (!fn) { DP__LOG(eng, DP_LOG_ERROR, NULL_FUNCTION, "dp_push_sync with NULL fn"); return DP_ERROR_INVALID_ARGS; }
+    d.fn = fn; d.async_fn = afn; d.arg = arg;
+    d.reads = reads; d.num_reads = num_reads; d.writes = writes; d.num_writes = num_writes;
     return dp_push(eng, &d);
+}
+DP_IMPL dp_result dp_push_sync(dp_engine *eng, dp_sync_fn fn, void *arg, const dp_var *reads, int num_reads,
+                               const dp_var *writes, int num_writes) {
+    return dp__push_short(eng, fn, NULL, arg, reads, num_reads, writes, num_writes);
 }
 DP_IMPL dp_result dp_push_async(dp_engine *eng, dp_async_fn fn, void *arg, const dp_var *reads, int num_reads,
                                 const dp_var *writes, int num_writes) {
-    dp_push_desc d;
-    memset(&d, 0, sizeof d);
-    d.async_fn = fn; d.arg = arg; d.reads = reads; d.num_reads = num_reads; d.writes = writes; d.num_writes = num_writes;
-    if (!fn) { DP__LOG(eng, DP_LOG_ERROR, NULL_FUNCTION, "dp_push_async with NULL fn"); return DP_ERROR_INVALID_ARGS; }
-    return dp_push(eng, &d);
+    return dp__push_short(eng, NULL, fn, arg, reads, num_reads, writes, num_writes);
 }
 DP_IMPL void dp_complete(dp_completion done, int status, const char *message) {
     dp__block *b = (dp__block *)done.block;
@@ -2179,12 +2182,7 @@ static void dp__prof_agg_one(dp__prof_buf *pb, void *user) {
         uint64_t d = r->end - r->start;
         for (k = 0; k < a->n && strcmp(a->rows[k].name, r->name); k++) {}
         if (k == a->n) {
-            if (a->n == a->cap) {
-                size_t cap = a->cap ? a->cap * 2 : 32;
-                dp__agg *rows = (dp__agg *)dp__realloc(a->eng, a->rows, a->cap * sizeof *rows, cap * sizeof *rows);
-                if (!rows) { a->oom = 1; continue; }
-                a->rows = rows; a->cap = cap;
-            }
+            if (dp__reserve(a->eng, &a->rows, &a->cap, a->n, sizeof *a->rows, 32)) { a->oom = 1; continue; }
             memset(&a->rows[k], 0, sizeof a->rows[k]);
             memcpy(a->rows[k].name, r->name, sizeof r->name);
             a->rows[k].min = UINT64_MAX;
