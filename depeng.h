@@ -455,14 +455,27 @@ DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
    Threads come from C11 <threads.h> where the platform has it, else from
    pthreads. __STDC_NO_THREADS__ alone is not reliable (several libcs lack the
    header without defining it), so __has_include decides where it exists, and
-   DEPENG_USE_PTHREADS / DEPENG_USE_C11_THREADS force either path. */
+   DEPENG_USE_PTHREADS / DEPENG_USE_C11_THREADS force either path. Under
+   ThreadSanitizer the default is pthreads. */
 #if defined(DEPENG_USE_PTHREADS) && defined(DEPENG_USE_C11_THREADS)
 #error "depeng: define at most one of DEPENG_USE_PTHREADS and DEPENG_USE_C11_THREADS"
+#endif
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DP__TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(DP__TSAN)
+#define DP__TSAN 1
 #endif
 #if defined(DEPENG_USE_PTHREADS)
 #define DP__C11_THREADS 0
 #elif defined(DEPENG_USE_C11_THREADS)
 #define DP__C11_THREADS 1
+#elif defined(DP__TSAN)
+/* ThreadSanitizer (gcc 12, clang 14/16) crashes on threads made by
+   thrd_create; on pthreads it works */
+#define DP__C11_THREADS 0
 #elif defined(__STDC_NO_THREADS__) || defined(__APPLE__) || defined(_WIN32)
 #define DP__C11_THREADS 0
 #elif defined(__has_include)

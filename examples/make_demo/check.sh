@@ -1,0 +1,66 @@
+#!/bin/sh
+# Self-check for examples/make.c. Usage: examples/make_demo/check.sh build/make_example
+# Runs the demo in a temporary copy of this directory; prints PASS/FAIL per scenario.
+set -u
+[ $# -eq 1 ] || { echo "usage: $0 path/to/make_example" >&2; exit 2; }
+case $1 in /*) MK=$1 ;; *) MK=$(pwd)/$1 ;; esac
+[ -x "$MK" ] || { echo "$MK: not executable" >&2; exit 2; }
+SRC=$(cd "$(dirname "$0")" && pwd)
+T=$(mktemp -d) || exit 2
+trap 'rm -rf "$T"' EXIT
+cp "$SRC"/Makefile.dp "$SRC"/*.c "$SRC"/*.h "$T"/
+cd "$T" || exit 2
+fails=0
+check() {   # check NAME CONDITION-RESULT
+    if [ "$2" -eq 0 ]; then echo "PASS: $1"; else echo "FAIL: $1"; sed 's/^/    /' out.txt; fails=$((fails + 1)); fi
+}
+
+# 1. fresh build: four commands, a working program
+"$MK" -j 2 > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 0 ] && [ "$(grep -c '^cc ' out.txt)" -eq 4 ] && ./hello | grep -q 'hello, depeng' && ok=0
+check "fresh build" $ok
+
+# 2. rebuild: nothing runs
+"$MK" -j 2 > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 0 ] && ! grep -q '^cc ' out.txt && grep -q "'hello' is up to date" out.txt && ok=0
+check "second run is up to date" $ok
+
+# 3. touch util.c: only util.o and hello are rebuilt
+sleep 1; touch util.c
+"$MK" -j 2 > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 0 ] && [ "$(grep -c '^cc ' out.txt)" -eq 2 ] && grep -q -- '-c util.c' out.txt \
+    && grep -q '^cc -o hello' out.txt && ok=0
+check "touch util.c rebuilds util.o and hello only" $ok
+
+# 4. a failing command: error names the target, dependents skipped, exit 2
+cat > broken.dp <<'RULES'
+all: bad good
+	echo linking-all
+bad: main.c
+	false
+good: util.c
+	echo good-ran
+RULES
+"$MK" -j 2 -f broken.dp > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 2 ] && grep -q 'make: \*\*\* \[bad\] Error 1' out.txt \
+    && grep -q "command 'false' exited with status 1" out.txt && ! grep -q linking-all out.txt && ok=0
+check "failing command reports Error 1 and exits 2" $ok
+
+# 5. missing prerequisite and a cycle are reported before anything runs
+printf 'a: b nosuch.c\n\techo a-ran\nb:\n\techo b-ran\n' > missing.dp
+"$MK" -f missing.dp > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 2 ] && grep -q "No rule to make target 'nosuch.c', needed by 'a'" out.txt && ! grep -q ran out.txt && ok=0
+check "missing prerequisite" $ok
+printf 'x: y\n\techo x\ny: x\n\techo y\n' > cycle.dp
+"$MK" -f cycle.dp > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 2 ] && grep -q 'Circular dependency' out.txt && ok=0
+check "dependency cycle" $ok
+
+[ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
+exit $((fails != 0))
