@@ -646,6 +646,7 @@ DP__PRIVATE void dp__spin_unlock(dp__spinlock *l) { dp__store(&l->v, 0, DP__RELE
 #define DP__CHUNK_SLOTS (1u << DP__CHUNK_BITS)
 #define DP__MAX_CHUNKS ((DP__IDX_MASK + 1u) >> DP__CHUNK_BITS)
 #define DP__NUM_CLASSES 16
+#define DP__POOL_STRIPES 8
 
 struct dp__block;
 struct dp__var;
@@ -684,7 +685,10 @@ typedef struct dp__table {
 
 /* A pool of blocks of one size class. Frees from any thread go to an atomic
    stack (push by CAS, taken whole by exchange, so no ABA); allocation takes
-   from a private list under a spinlock that only pushers touch. */
+   from a private list under a spinlock that only pushers touch. Each engine
+   has DP__POOL_STRIPES pools per class and a pushing thread uses the one its
+   thread-local address hashes to, so pushers on different threads rarely
+   share a lock (there is no engine-wide lock on the push path). */
 typedef struct dp__pool {
     dp__spinlock lock;
     struct dp__block *free;
@@ -692,6 +696,7 @@ typedef struct dp__pool {
     size_t obj_size, per_chunk;
     void *chunks;
     dp__a64 bytes;
+    char pad_[64];             /* keep neighbouring stripes off this cache line */
 } dp__pool;
 
 typedef struct dp__queue {
@@ -723,7 +728,7 @@ typedef struct dp__worker {
 struct dp_engine {
     dp_engine_desc desc;
     dp__table vars, ops;
-    dp__pool pools[DP__NUM_CLASSES];
+    dp__pool pools[DP__POOL_STRIPES][DP__NUM_CLASSES];
     dp__a64 pending;            /* pushed and not completed */
     dp__a32 nwaiters_all;
     dp__a64 seq;
@@ -767,7 +772,7 @@ typedef struct dp__opobj {
 typedef struct dp__block {
     dp__a32 wait;              /* unmet dependencies, +1 while being pushed */
     dp__a32 state;
-    uint8_t kind, prop, cls, pad;
+    uint8_t kind, prop, cls, stripe;  /* stripe, cls: the pool it returns to */
     int32_t priority;
     uint32_t nread, nwrite;
     dp_ctx ctx;
@@ -951,8 +956,14 @@ static void dp__pool_init(dp__pool *p, int cls) {
     p->obj_size = (p->obj_size + 63u) & ~(size_t)63u;
     p->per_chunk = cls < 4 ? 256 : 16;     /* small blocks are the common case */
 }
+static unsigned dp__my_stripe(void) {
+    /* every thread has its own address for a thread-local variable */
+    uint64_t h = (uint64_t)(uintptr_t)&dp__tls_naive_draining * 0x9E3779B97F4A7C15ull;
+    return (unsigned)(h >> 61) % DP__POOL_STRIPES;
+}
 static dp__block *dp__pool_get(dp_engine *eng, int cls) {
-    dp__pool *p = &eng->pools[cls];
+    unsigned stripe = dp__my_stripe();
+    dp__pool *p = &eng->pools[stripe][cls];
     dp__block *b;
     dp__spin_lock(&p->lock);
     if (!p->free) p->free = (dp__block *)dp__exchange(&p->returned, NULL, DP__ACQUIRE);
@@ -973,10 +984,11 @@ static dp__block *dp__pool_get(dp_engine *eng, int cls) {
     b = p->free;
     p->free = b->next;
     dp__spin_unlock(&p->lock);
+    b->stripe = (uint8_t)stripe;
     return b;
 }
 static void dp__pool_put(dp_engine *eng, dp__block *b) {
-    dp__pool *p = &eng->pools[b->cls];
+    dp__pool *p = &eng->pools[b->stripe][b->cls];
     void *head = dp__load(&p->returned, DP__RELAXED);
     do { b->next = (dp__block *)head; } while (!dp__cas(&p->returned, &head, (void *)b, DP__RELEASE));
 }
@@ -1993,7 +2005,7 @@ static void dp__engine_free(dp_engine *eng) {
     for (k = 0; k < eng->ngraph; k++) dp__free(eng, eng->graph[k].ids, (eng->graph[k].nread + eng->graph[k].nwrite ? eng->graph[k].nread + eng->graph[k].nwrite : 1) * sizeof(uint32_t));
     dp__free(eng, eng->graph, eng->capgraph * sizeof *eng->graph);
     dp__free(eng, eng->inline_prof.recs, eng->inline_prof.cap * sizeof(dp__prof_rec));
-    for (i = 0; i < DP__NUM_CLASSES; i++) dp__pool_free_all(eng, &eng->pools[i]);
+    for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) dp__pool_free_all(eng, &eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES]);
     dp__table_free_all(eng, &eng->vars);
     dp__table_free_all(eng, &eng->ops);
     dp__mutex_destroy(&eng->wait_mtx); dp__cond_destroy(&eng->wait_cv);
@@ -2019,7 +2031,7 @@ DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) 
     eng->desc = resolved;
     dp__table_init(&eng->vars, sizeof(dp__var));
     dp__table_init(&eng->ops, sizeof(dp__opobj));
-    for (i = 0; i < DP__NUM_CLASSES; i++) dp__pool_init(&eng->pools[i], i);
+    for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) dp__pool_init(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES], i % DP__NUM_CLASSES);
     dp__mutex_init(&eng->wait_mtx); dp__cond_init(&eng->wait_cv);
     dp__mutex_init(&eng->create_mtx); dp__mutex_init(&eng->fail_mtx);
     dp__mutex_init(&eng->graph_mtx); dp__mutex_init(&eng->inline_prof.m);
@@ -2091,7 +2103,7 @@ DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
     out->failed = dp__load(&eng->failed, DP__RELAXED);
     out->skipped = dp__load(&eng->skipped, DP__RELAXED);
     out->live_vars = dp__load(&eng->vars.live, DP__RELAXED);
-    for (i = 0; i < DP__NUM_CLASSES; i++) out->pool_bytes += dp__load(&eng->pools[i].bytes, DP__RELAXED);
+    for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) out->pool_bytes += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].bytes, DP__RELAXED);
     for (i = 0; i < (int)DP__MAX_CHUNKS; i++) {
         if (dp__load(&eng->vars.chunks[i], DP__RELAXED)) out->handle_bytes += eng->vars.obj_size * DP__CHUNK_SLOTS;
         if (dp__load(&eng->ops.chunks[i], DP__RELAXED)) out->handle_bytes += eng->ops.obj_size * DP__CHUNK_SLOTS;
