@@ -35,7 +35,7 @@ compile-checks: | $(B)
 	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
 
 test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/walkthrough $(B)/make_example
-	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx tests/walkthrough_check.sh tests/make_check.sh
+	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh
 
 demo: $(B)/walkthrough $(B)/make_example
 	./$(B)/walkthrough $(B)/walkthrough.dot
