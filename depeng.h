@@ -731,6 +731,7 @@ struct dp_engine {
     dp__pool pools[DP__POOL_STRIPES][DP__NUM_CLASSES];
     dp__a64 pending;            /* pushed and not completed */
     dp__a32 nwaiters_all;
+    dp__a32 outside_finishers;  /* dp__finish / waits running on non-worker threads */
     dp__a64 seq;
     dp__a64 completed_inline, failed, skipped;
     dp__mutex wait_mtx; dp__cond wait_cv;
@@ -1025,23 +1026,20 @@ static dp__failure *dp__failure_new(dp_engine *eng, const dp__block *b, int stat
 }
 /* Marks f reported: removes it from the engine's unreported list. */
 static void dp__failure_mark_reported(dp_engine *eng, dp__failure *f) {
-    dp__failure **pp;
+    dp__failure **pp, *prev = NULL;
+    int unlinked = 0;
     dp__mutex_lock(&eng->fail_mtx);
-    if (f->unreported) {
-        dp__failure *prev = NULL;
-        for (pp = &eng->unreported_head; *pp; prev = *pp, pp = &(*pp)->next_unreported) {
-            if (*pp == f) {
-                *pp = f->next_unreported;
-                if (eng->unreported_tail == f) eng->unreported_tail = prev;
-                break;
-            }
+    for (pp = &eng->unreported_head; *pp; prev = *pp, pp = &(*pp)->next_unreported) {
+        if (*pp == f) {
+            *pp = f->next_unreported;
+            if (eng->unreported_tail == f) eng->unreported_tail = prev;
+            f->unreported = 0;
+            unlinked = 1;
+            break;
         }
-        f->unreported = 0;
-        dp__mutex_unlock(&eng->fail_mtx);
-        dp__failure_release(eng, f);
-        return;
     }
     dp__mutex_unlock(&eng->fail_mtx);
+    if (unlinked) dp__failure_release(eng, f);   /* the list's reference, once */
 }
 /* The failure a variable carries, if it has not been cleared by dp_wait_all.
    Called only by an op that holds a grant on the variable. */
@@ -1050,10 +1048,14 @@ static dp__failure *dp__var_failure(dp_engine *eng, dp__var *v) {
     return NULL;
 }
 static void dp__var_set_failure(dp_engine *eng, dp__var *v, dp__failure *f) {
+    dp__failure *old = v->failure;        /* we hold the write grant: no other writer */
+    if (!old && !f) return;               /* the common case costs no lock */
     if (f) dp__fetch_add(&f->refs, 1, DP__RELAXED);
-    dp__failure_release(eng, v->failure);
+    dp__spin_lock(&v->lock);              /* dp_var_state_get reads under the lock */
     v->failure = f;
     v->fail_epoch = (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE);
+    dp__spin_unlock(&v->lock);
+    dp__failure_release(eng, old);
 }
 
 /* >>trace -------------------------------------------------------------- */
@@ -1347,6 +1349,7 @@ static void dp__run_wait(dp_engine *eng, dp__block *b) {
     dp__waiter *wt = b->waiter;
     dp__var *v = b->vars[0];
     dp__failure *f = dp__var_failure(eng, v);
+    dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);   /* see dp__finish */
     wt->result = DP_OK;
     if (f) {
         wt->result = DP_ERROR_OP_FAILED;
@@ -1359,6 +1362,7 @@ static void dp__run_wait(dp_engine *eng, dp__block *b) {
     wt->done = 1;
     dp__cond_broadcast(&eng->wait_cv);
     dp__mutex_unlock(&eng->wait_mtx);
+    dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);
 }
 
 /* Completion: record failure, release every variable, dispatch what became
@@ -1367,6 +1371,12 @@ static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *mes
     dp__block *ready = NULL;
     uint32_t i;
     dp__opobj *op = b->op;
+    /* A finisher on a thread that is not one of this engine's workers (an
+       async completion, the naive engine) may still touch eng after the last
+       pending count drops; destroy waits until none is left. Workers are
+       joined before the engine is freed, so they need no count. */
+    int outside = !(dp__tls_worker && dp__tls_worker->eng == eng);
+    if (outside) dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);
     if (status != 0 && !b->failure) b->failure = dp__failure_new(eng, b, status, message);
     if (b->t_start && b->kind != DP__KIND_WAIT) {
         dp__worker *w = b->worker;
@@ -1417,6 +1427,7 @@ static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *mes
         dp__cond_broadcast(&eng->wait_cv);
         dp__mutex_unlock(&eng->wait_mtx);
     }
+    if (outside) dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);   /* last touch of eng */
 }
 
 /* >>workers ------------------------------------------------------------- */
@@ -1925,11 +1936,12 @@ DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
     dp__mutex_lock(&eng->fail_mtx);
     f = eng->unreported_head;
     eng->unreported_head = eng->unreported_tail = NULL;
+    for (next = f; next; next = next->next_unreported) next->unreported = 0;
     dp__fetch_add(&eng->clear_epoch, 1, DP__ACQ_REL);
     dp__mutex_unlock(&eng->fail_mtx);
     r = f ? DP_ERROR_OP_FAILED : DP_OK;
     if (f && failure) *failure = f->info;
-    for (; f; f = next) { next = f->next_unreported; f->unreported = 0; dp__failure_release(eng, f); }
+    for (; f; f = next) { next = f->next_unreported; dp__failure_release(eng, f); }
     return r;
 }
 
@@ -1981,6 +1993,7 @@ static void dp__engine_free(dp_engine *eng) {
     int i;
     size_t k;
     dp__failure *f, *next;
+    while (dp__load(&eng->outside_finishers, DP__ACQUIRE) != 0) dp__thread_yield();
     for (i = 0; i < DP__MAX_DEV; i++) {
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->cpu_groups[i], DP__RELAXED));
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->gpu_groups[i], DP__RELAXED));
