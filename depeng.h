@@ -593,7 +593,7 @@ typedef struct { _Atomic(void *) v; } dp__aptr;
 #define dp__store(a, x, mo) atomic_store_explicit(&(a)->v, x, mo)
 #define dp__fetch_add(a, x, mo) atomic_fetch_add_explicit(&(a)->v, x, mo)
 #define dp__exchange(a, x, mo) atomic_exchange_explicit(&(a)->v, x, mo)
-#define dp__cas(a, expp, x, mo) atomic_compare_exchange_weak_explicit(&(a)->v, expp, x, mo, DP__RELAXED)
+#define dp__cas(a, expp, x, mo) atomic_compare_exchange_strong_explicit(&(a)->v, expp, x, mo, DP__RELAXED)
 #else
 typedef struct { int32_t v; } dp__a32;
 typedef struct { uint64_t v; } dp__a64;
@@ -607,7 +607,7 @@ typedef struct { void *v; } dp__aptr;
 #define dp__store(a, x, mo) __atomic_store_n(&(a)->v, x, mo)
 #define dp__fetch_add(a, x, mo) __atomic_fetch_add(&(a)->v, x, mo)
 #define dp__exchange(a, x, mo) __atomic_exchange_n(&(a)->v, x, mo)
-#define dp__cas(a, expp, x, mo) __atomic_compare_exchange_n(&(a)->v, expp, x, 1, mo, DP__RELAXED)
+#define dp__cas(a, expp, x, mo) __atomic_compare_exchange_n(&(a)->v, expp, x, 0, mo, DP__RELAXED)
 #endif
 
 DP__PRIVATE void dp__cpu_relax(void) {
@@ -772,7 +772,8 @@ typedef struct dp__opobj {
    variable, reads first) and, for one-shot pushes, its variable pointers. */
 typedef struct dp__block {
     dp__a32 wait;              /* unmet dependencies, +1 while being pushed */
-    dp__a32 state;
+    dp__a64 state;             /* (push seq << 2) | DP__ST_*: one word, so a stale
+                                  completion token can never match a reused block */
     uint8_t kind, prop, cls, stripe;  /* stripe, cls: the pool it returns to */
     int32_t priority;
     uint32_t nread, nwrite;
@@ -1310,7 +1311,7 @@ static void dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
         if (err) {
             char msg[200];
             snprintf(msg, sizeof msg, "stream for GPU %d: %s", (int)b->ctx.dev_id, dp__backend_error(eng, err));
-            dp__store(&b->state, DP__ST_RUNNING, DP__RELAXED);
+            dp__store(&b->state, (b->seq << 2) | DP__ST_RUNNING, DP__RELEASE);
             b->failure = dp__failure_new(eng, b, DP_ERROR_BACKEND, msg);
             dp__finish(eng, b, DP_ERROR_BACKEND, msg);
             return;
@@ -1320,7 +1321,7 @@ static void dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     if (dp__load(&eng->profiling, DP__RELAXED)) b->t_start = dp__now_ns();
     else b->t_start = 0;
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_RUN, b, 0);
-    dp__store(&b->state, DP__ST_RUNNING, DP__RELAXED);
+    dp__store(&b->state, (b->seq << 2) | DP__ST_RUNNING, DP__RELEASE);
     dp__tls_running = eng;
     if (b->kind == DP__KIND_ASYNC) {
         dp_completion done;
@@ -1383,7 +1384,7 @@ static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *mes
         dp__prof_add(w ? &w->prof : &eng->inline_prof, eng, b, w ? w->global_index : -1, dp__now_ns());
     }
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_COMPLETE, b, status);
-    dp__store(&b->state, DP__ST_DONE, DP__RELAXED);
+    dp__store(&b->state, (b->seq << 2) | DP__ST_DONE, DP__RELAXED);
     if (b->kind == DP__KIND_DELETE) {
         dp__var *v = b->vars[0];
         dp__var_set_failure(eng, v, NULL);
@@ -1665,7 +1666,7 @@ static dp__block *dp__block_new(dp_engine *eng, uint32_t n, const dp_push_desc *
     dp__block *b = cls < DP__NUM_CLASSES ? dp__pool_get(eng, cls) : NULL;
     if (!b) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "operation block for %u variables", (unsigned)n); return NULL; }
     dp__store(&b->wait, (int32_t)n + 1, DP__RELAXED);
-    dp__store(&b->state, DP__ST_PENDING, DP__RELAXED);
+    dp__store(&b->state, (uint64_t)DP__ST_PENDING, DP__RELAXED);
     b->kind = (uint8_t)kind; b->prop = (uint8_t)d->prop; b->cls = (uint8_t)cls;
     b->priority = d->priority;
     b->ctx = d->ctx;
@@ -1754,10 +1755,13 @@ DP_IMPL dp_result dp_push_async(dp_engine *eng, dp_async_fn fn, void *arg, const
 }
 DP_IMPL void dp_complete(dp_completion done, int status, const char *message) {
     dp__block *b = (dp__block *)done.block;
-    int32_t expect = DP__ST_RUNNING;
+    uint64_t expect = (done.seq << 2) | DP__ST_RUNNING;
     if (!b) return;
-    if (b->seq != done.seq || !dp__cas(&b->state, &expect, DP__ST_DONE, DP__ACQ_REL)) {
-        DP__LOG(b->eng, DP_LOG_ERROR, DOUBLE_COMPLETE, "completion token for op #%llu", (unsigned long long)done.seq);
+    /* seq and state change together: a second call, or a token whose block
+       was reused by a later op, fails the CAS */
+    if (!dp__cas(&b->state, &expect, (done.seq << 2) | DP__ST_DONE, DP__ACQ_REL)) {
+        dp_engine *eng = b->eng;    /* blocks live until their engine is destroyed */
+        DP__LOG(eng, DP_LOG_ERROR, DOUBLE_COMPLETE, "completion token for op #%llu", (unsigned long long)done.seq);
         return;
     }
     if (b->stream && b->eng->desc.gpu_backend->stream_synchronize) {
