@@ -1239,6 +1239,7 @@ static dp__block *dp__queue_pop(dp__queue *q) {
 /* >>execute --------------------------------------------------------------- */
 static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher);
 static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *message);
+static void dp__op_unref(dp_engine *eng, dp__opobj *op);
 
 static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
     dp__mutex_lock(&pb->m);
@@ -1413,10 +1414,7 @@ static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *mes
     if (dp__tls_worker && dp__tls_worker->eng == eng) dp__fetch_add(&dp__tls_worker->completed, 1, DP__RELAXED);
     else dp__fetch_add(&eng->completed_inline, 1, DP__RELAXED);
     dp__pool_put(eng, b);
-    if (op && dp__fetch_add(&op->refs, -1, DP__ACQ_REL) == 1) {
-        dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_gens));
-        dp__table_release(eng, &eng->ops, op->index, op);
-    }
+    if (op) dp__op_unref(eng, op);
     while (ready) {
         dp__block *next = ready->next;
         dp__dispatch(eng, ready, 0);
