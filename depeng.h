@@ -699,12 +699,23 @@ typedef struct dp__pool {
     char pad_[64];             /* keep neighbouring stripes off this cache line */
 } dp__pool;
 
+/* A ready queue (see >>queues). The producer end, the consumer end and the
+   sleep state sit on separate cache lines: the pusher and the workers touch
+   different ones when work is flowing. */
 typedef struct dp__queue {
-    dp__mutex m; dp__cond cv;
-    int prioritized;
-    struct dp__block *head, *tail;
+    dp__aptr tail;                 /* FIFO: producers swap themselves in here */
+    char pad0_[64 - sizeof(dp__aptr)];
+    dp__spinlock take_lock;        /* FIFO: one consumer at a time */
+    struct dp__block *head;        /* FIFO: the oldest node, under take_lock */
+    struct dp__block *stub;        /* FIFO: the node that keeps it non-empty */
+    char pad1_[64 - sizeof(dp__spinlock) - 2 * sizeof(void *)];
+    dp__a32 awake;                 /* workers not asleep */
+    dp__a32 sleepers;              /* workers asleep (written under m) */
+    int wakeups;                   /* wake tokens not yet taken (under m) */
+    int prioritized, stop;
+    dp__mutex m; dp__cond cv;      /* sleeping, and the heap */
     struct dp__block **heap; size_t nheap, capheap;
-    int sleepers, stop;
+    struct dp__block *lhead, *ltail;   /* heap queue's fallback list (no memory) */
 } dp__queue;
 
 typedef struct dp__group {             /* a queue and the threads that serve it */
@@ -721,7 +732,10 @@ typedef struct dp__worker {
     dp_ctx ctx;
     int is_gpu, is_copy;
     void *stream; int stream_err;
-    dp__a64 completed;
+    dp__a64 completed;         /* written by this worker only */
+    uint64_t unflushed;        /* completions not yet added to eng->done */
+    struct dp__block *put_first, *put_last;  /* finished blocks on their way */
+    struct dp__pool *put_pool; int put_count; /* back to put_pool, in one CAS */
     dp__prof_buf prof;
 } dp__worker;
 
@@ -729,11 +743,14 @@ struct dp_engine {
     dp_engine_desc desc;
     dp__table vars, ops;
     dp__pool pools[DP__POOL_STRIPES][DP__NUM_CLASSES];
-    dp__a64 pending;            /* pushed and not completed */
+    dp__a64 seq;                /* pushed so far; the last push's number */
+    char pad_seq_[56];          /* pushers write seq, finishers write done */
+    dp__a64 done;               /* completed, added in batches by workers */
     dp__a32 nwaiters_all;
     dp__a32 outside_finishers;  /* dp__finish / waits running on non-worker threads */
-    dp__a64 seq;
     dp__a64 completed_inline, failed, skipped;
+    dp__a64 inline_ops;         /* run by the naive fast path (no seq number) */
+    int inline_ok;              /* naive, no trace callback, no graph: see dp__run_inline */
     dp__mutex wait_mtx; dp__cond wait_cv;
     dp__mutex create_mtx;       /* lazy pools and streams */
     dp__mutex fail_mtx;
@@ -783,7 +800,8 @@ typedef struct dp__block {
     dp__opobj *op;
     dp_sync_fn fn; dp_async_fn afn; void *arg;
     const char *name;
-    struct dp__block *next;    /* queue, ready list or free list */
+    struct dp__block *next;    /* ready list, pool free list, naive list */
+    dp__aptr qnext;            /* FIFO ready queue link */
     uint64_t seq;
     dp__failure *failure;
     dp__worker *worker;
@@ -989,11 +1007,13 @@ static dp__block *dp__pool_get(dp_engine *eng, int cls) {
     b->stripe = (uint8_t)stripe;
     return b;
 }
-static void dp__pool_put(dp_engine *eng, dp__block *b) {
-    dp__pool *p = &eng->pools[b->stripe][b->cls];
+/* Returns the chain first..last (linked by next) to pool p, from any thread. */
+static void dp__pool_put_chain(dp__pool *p, dp__block *first, dp__block *last) {
     void *head = dp__load(&p->returned, DP__RELAXED);
-    do { b->next = (dp__block *)head; } while (!dp__cas(&p->returned, &head, (void *)b, DP__RELEASE));
+    do { last->next = (dp__block *)head; } while (!dp__cas(&p->returned, &head, (void *)first, DP__RELEASE));
 }
+static dp__pool *dp__pool_of(dp_engine *eng, const dp__block *b) { return &eng->pools[b->stripe][b->cls]; }
+static void dp__pool_put(dp_engine *eng, dp__block *b) { dp__pool_put_chain(dp__pool_of(eng, b), b, b); }
 static void dp__pool_free_all(dp_engine *eng, dp__pool *p) {
     void *c = p->chunks;
     while (c) {
@@ -1007,13 +1027,13 @@ static void dp__pool_free_all(dp_engine *eng, dp__pool *p) {
 static void dp__failure_release(dp_engine *eng, dp__failure *f) {
     if (f && dp__fetch_add(&f->refs, -1, DP__ACQ_REL) == 1) dp__free(eng, f, sizeof *f);
 }
-static dp__failure *dp__failure_new(dp_engine *eng, const dp__block *b, int status, const char *message) {
+static dp__failure *dp__failure_new(dp_engine *eng, const char *op_name, int status, const char *message) {
     dp__failure *f = (dp__failure *)dp__alloc(eng, sizeof *f);
     if (!f) return NULL;
     memset(f, 0, sizeof *f);
     dp__store(&f->refs, 2, DP__RELAXED);          /* the block's and the unreported list's */
     f->info.status = status;
-    snprintf(f->info.op_name, sizeof f->info.op_name, "%s", b->name ? b->name : "(unnamed)");
+    snprintf(f->info.op_name, sizeof f->info.op_name, "%s", op_name ? op_name : "(unnamed)");
     if (message) snprintf(f->info.message, sizeof f->info.message, "%s", message);
     else snprintf(f->info.message, sizeof f->info.message, "operation returned status %d", status);
     dp__mutex_lock(&eng->fail_mtx);
@@ -1173,37 +1193,89 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__block **ready) {
 }
 
 /* >>queues ---------------------------------------------------------------
-   A blocking queue: FIFO, or a binary heap (highest priority first, then push
-   order) for the priority and copy pools. Workers sleep on the condition
-   variable; a push signals only when someone sleeps. */
-static int dp__queue_init(dp__queue *q, int prioritized) {
+   A group's ready queue. FIFO groups (the CPU pools) use Vyukov's intrusive
+   queue: a producer appends with one atomic exchange of the tail, so pushing
+   threads never wait for each other or for a worker; consumers take from the
+   head one at a time under a spinlock. The priority pools (CPU priority, GPU
+   compute, GPU copy) keep a binary heap under the mutex: highest priority
+   first, then push order.
+   Sleeping: a worker that finds nothing spins a little, then sleeps on the
+   condition variable. A push wakes a sleeper only when no worker of the group
+   is awake, because an awake worker looks at the queue again before it goes
+   to sleep. A worker that takes an op and sees more behind it wakes one more
+   sleeper, so a burst of work spreads over the pool. */
+#define DP__SPIN_PAUSES 64         /* pause instructions before yielding */
+#define DP__SPIN_YIELDS 256        /* sched_yield calls before sleeping */
+
+static int dp__queue_init(dp_engine *eng, dp__queue *q, int prioritized) {
     memset(q, 0, sizeof *q);
     q->prioritized = prioritized;
-    if (dp__mutex_init(&q->m)) return -1;
-    if (dp__cond_init(&q->cv)) { dp__mutex_destroy(&q->m); return -1; }
+    if (!prioritized) {
+        q->stub = (struct dp__block *)dp__alloc(eng, sizeof(dp__block));
+        if (!q->stub) return -1;
+        memset(q->stub, 0, sizeof(dp__block));
+        q->head = q->stub;
+        dp__store(&q->tail, (void *)q->stub, DP__RELAXED);
+    }
+    if (dp__mutex_init(&q->m)) { dp__free(eng, q->stub, sizeof(dp__block)); return -1; }
+    if (dp__cond_init(&q->cv)) { dp__mutex_destroy(&q->m); dp__free(eng, q->stub, sizeof(dp__block)); return -1; }
     return 0;
 }
+static void dp__queue_destroy(dp_engine *eng, dp__queue *q) {
+    dp__free(eng, q->heap, q->capheap * sizeof(dp__block *));
+    dp__free(eng, q->stub, sizeof(dp__block));
+    dp__cond_destroy(&q->cv);
+    dp__mutex_destroy(&q->m);
+}
+
+/* FIFO producer: appends the chain first..last (linked by qnext). The
+   exchange is the moment the ops are in the queue; the link from the old
+   tail follows, and a consumer that sees the tail moved but no link yet
+   waits for it (it is "busy", not empty). */
+static void dp__fifo_append(dp__queue *q, dp__block *first, dp__block *last) {
+    dp__block *prev;
+    dp__store(&last->qnext, NULL, DP__RELAXED);
+    prev = (dp__block *)dp__exchange(&q->tail, (void *)last, DP__SEQ_CST);
+    dp__store(&prev->qnext, (void *)first, DP__RELEASE);
+}
+/* FIFO consumer (take_lock held): the oldest op, or NULL. *busy says a push
+   is half done, so the queue is not really empty; *more that another op is
+   already behind the one returned. */
+static dp__block *dp__fifo_take(dp__queue *q, int *busy, int *more) {
+    dp__block *head = q->head, *next = (dp__block *)dp__load(&head->qnext, DP__ACQUIRE);
+    *busy = *more = 0;
+    if (head == q->stub) {                    /* skip the stub */
+        if (!next) { *busy = dp__load(&q->tail, DP__SEQ_CST) != (void *)head; return NULL; }
+        q->head = head = next;
+        next = (dp__block *)dp__load(&head->qnext, DP__ACQUIRE);
+    }
+    if (next) { q->head = next; *more = next != q->stub || dp__load(&next->qnext, DP__RELAXED) != NULL; return head; }
+    if (dp__load(&q->tail, DP__SEQ_CST) != (void *)head) { *busy = 1; return NULL; }
+    dp__fifo_append(q, q->stub, q->stub);     /* head is the last op: put the stub behind it */
+    next = (dp__block *)dp__load(&head->qnext, DP__ACQUIRE);
+    if (next) { q->head = next; *more = next != q->stub; return head; }
+    *busy = 1;                                /* a producer slipped in; its link is coming */
+    return NULL;
+}
+
 static int dp__before(const dp__block *a, const dp__block *b) {  /* a runs first */
     int ap = a->prop == DP_PROP_GPU_PRIORITIZED, bp = b->prop == DP_PROP_GPU_PRIORITIZED;
     if (ap != bp) return ap > bp;
     if (a->priority != b->priority) return a->priority > b->priority;
     return a->seq < b->seq;
 }
-static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *b) {
-    dp__mutex_lock(&q->m);
-    if (q->prioritized && dp__reserve(eng, &q->heap, &q->capheap, q->nheap, sizeof *q->heap, 64) == 0) {
+static void dp__heap_insert(dp_engine *eng, dp__queue *q, dp__block *b) {   /* q->m held */
+    if (dp__reserve(eng, &q->heap, &q->capheap, q->nheap, sizeof *q->heap, 64) == 0) {
         size_t i = q->nheap++;
         while (i > 0 && dp__before(b, q->heap[(i - 1) / 2])) { q->heap[i] = q->heap[(i - 1) / 2]; i = (i - 1) / 2; }
         q->heap[i] = b;
-    } else {   /* FIFO (also the fallback if the heap could not grow) */
+    } else {   /* the heap could not grow: keep the op in push order rather than lose it */
         b->next = NULL;
-        if (q->tail) q->tail->next = b; else q->head = b;
-        q->tail = b;
+        if (q->ltail) q->ltail->next = b; else q->lhead = b;
+        q->ltail = b;
     }
-    if (q->sleepers) dp__cond_signal(&q->cv);
-    dp__mutex_unlock(&q->m);
 }
-static dp__block *dp__queue_take(dp__queue *q) {   /* q->m held */
+static dp__block *dp__heap_take(dp__queue *q) {   /* q->m held */
     dp__block *b;
     if (q->nheap) {
         dp__block *last = q->heap[--q->nheap];
@@ -1219,26 +1291,60 @@ static dp__block *dp__queue_take(dp__queue *q) {   /* q->m held */
         if (q->nheap) q->heap[i] = last;
         return b;
     }
-    b = q->head;
-    if (b) { q->head = b->next; if (!q->head) q->tail = NULL; }
+    b = q->lhead;
+    if (b) { q->lhead = b->next; if (!q->lhead) q->ltail = NULL; }
     return b;
 }
-/* Blocks until work arrives; NULL once the queue is stopped and empty. */
-static dp__block *dp__queue_pop(dp__queue *q) {
-    dp__block *b;
+
+/* Wakes one sleeper: always when force, else only if no worker is awake.
+   The waker counts the sleeper as awake at once, so the next push does not
+   wake a second one for the same work. */
+static void dp__queue_wake(dp__queue *q, int force) {
+    if (!force && dp__load(&q->awake, DP__SEQ_CST) > 0) return;
+    if (force && dp__load(&q->sleepers, DP__RELAXED) == 0) return;
     dp__mutex_lock(&q->m);
-    while (!(b = dp__queue_take(q)) && !q->stop) {
-        q->sleepers++;
-        dp__cond_wait(&q->cv, &q->m);
-        q->sleepers--;
+    if (dp__load(&q->sleepers, DP__RELAXED) > q->wakeups && (force || dp__load(&q->awake, DP__RELAXED) == 0)) {
+        q->wakeups++;
+        dp__fetch_add(&q->awake, 1, DP__RELAXED);
+        dp__cond_signal(&q->cv);
     }
     dp__mutex_unlock(&q->m);
+}
+/* Adds the ready ops first..last (linked by next) and wakes a worker if
+   needed: several ops at once may keep two workers busy. */
+static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__block *last, int count) {
+    if (q->prioritized) {
+        dp__block *b = first, *next;
+        dp__mutex_lock(&q->m);
+        for (; b; b = next) { next = b == last ? NULL : b->next; dp__heap_insert(eng, q, b); }
+        dp__mutex_unlock(&q->m);
+    } else {
+        dp__block *b;
+        for (b = first; b != last; b = b->next) dp__store(&b->qnext, (void *)b->next, DP__RELAXED);
+        dp__fifo_append(q, first, last);
+    }
+    dp__queue_wake(q, count > 1);
+}
+/* One attempt to take an op (no sleeping). */
+static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
+    dp__block *b;
+    if (q->prioritized) {
+        dp__mutex_lock(&q->m);
+        b = dp__heap_take(q);
+        *more = q->nheap > 0 || q->lhead;
+        dp__mutex_unlock(&q->m);
+        *busy = 0;
+        return b;
+    }
+    dp__spin_lock(&q->take_lock);
+    b = dp__fifo_take(q, busy, more);
+    dp__spin_unlock(&q->take_lock);
     return b;
 }
 
 /* >>execute --------------------------------------------------------------- */
 static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher);
-static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *message);
+static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for);
 static void dp__op_unref(dp_engine *eng, dp__opobj *op);
 
 static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
@@ -1277,8 +1383,10 @@ static const char *dp__backend_error(const dp_engine *eng, int err) {
 /* What dp_set_error writes to while a sync function runs. */
 typedef struct dp__run_state { dp__block *block; int has_message; char message[256]; } dp__run_state;
 
-/* Runs one ready op on this thread (w is NULL on a pushing thread). */
-static void dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
+/* Runs one ready op on this thread (w is NULL on a pushing thread). On a
+   worker, returns an op that the completion made ready and that this worker
+   should run next (see dp__finish), else NULL. */
+static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     dp_run_ctx rc;
     dp__run_state rs;
     dp_engine *prev_running = dp__tls_running;
@@ -1291,8 +1399,7 @@ static void dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
                 dp__fetch_add(&f->refs, 1, DP__RELAXED);
                 b->failure = f;
                 dp__fetch_add(&eng->skipped, 1, DP__RELAXED);
-                dp__finish(eng, b, f->info.status, NULL);
-                return;
+                return dp__finish(eng, b, f->info.status, NULL, w);
             }
         }
     }
@@ -1313,9 +1420,8 @@ static void dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
             char msg[200];
             snprintf(msg, sizeof msg, "stream for GPU %d: %s", (int)b->ctx.dev_id, dp__backend_error(eng, err));
             dp__store(&b->state, (b->seq << 2) | DP__ST_RUNNING, DP__RELEASE);
-            b->failure = dp__failure_new(eng, b, DP_ERROR_BACKEND, msg);
-            dp__finish(eng, b, DP_ERROR_BACKEND, msg);
-            return;
+            b->failure = dp__failure_new(eng, b->name, DP_ERROR_BACKEND, msg);
+            return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
         }
         b->stream = rc.stream;
     }
@@ -1330,7 +1436,7 @@ static void dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
         done.seq = b->seq;
         b->afn(&rc, b->arg, done);           /* b may be finished already */
         dp__tls_running = prev_running;
-        return;
+        return NULL;
     }
     if (b->fn) status = b->fn(&rc, b->arg);
     dp__tls_running = prev_running;
@@ -1340,10 +1446,10 @@ static void dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
             char msg[200];
             snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, err));
             status = DP_ERROR_BACKEND;
-            if (!b->failure) b->failure = dp__failure_new(eng, b, status, msg);
+            if (!b->failure) b->failure = dp__failure_new(eng, b->name, status, msg);
         }
     }
-    dp__finish(eng, b, status, rs.has_message ? rs.message : NULL);
+    return dp__finish(eng, b, status, rs.has_message ? rs.message : NULL, w);
 }
 
 /* Runs a wait block: report the variable's failure to the waiter, once. */
@@ -1359,7 +1465,7 @@ static void dp__run_wait(dp_engine *eng, dp__block *b) {
         dp__failure_mark_reported(eng, f);
         dp__var_set_failure(eng, v, NULL);
     }
-    dp__finish(eng, b, 0, NULL);
+    dp__finish(eng, b, 0, NULL, NULL);
     dp__mutex_lock(&eng->wait_mtx);
     wt->done = 1;
     dp__cond_broadcast(&eng->wait_cv);
@@ -1367,22 +1473,100 @@ static void dp__run_wait(dp_engine *eng, dp__block *b) {
     dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);
 }
 
+/* Counts n completions. When someone waits for everything and nothing is
+   left, wake them. */
+static void dp__count_done(dp_engine *eng, uint64_t n) {
+    uint64_t done = dp__fetch_add(&eng->done, n, DP__SEQ_CST) + n;
+    if (dp__load(&eng->nwaiters_all, DP__SEQ_CST) > 0 && done == dp__load(&eng->seq, DP__SEQ_CST)) {
+        dp__mutex_lock(&eng->wait_mtx);
+        dp__cond_broadcast(&eng->wait_cv);
+        dp__mutex_unlock(&eng->wait_mtx);
+    }
+}
+/* A worker's finished blocks go back to their pool 32 at a time, and its
+   completions reach eng->done when it runs out of work: the pusher and the
+   workers then rarely write the same cache line. */
+static void dp__worker_put(dp_engine *eng, dp__worker *w, dp__block *b) {
+    dp__pool *p = dp__pool_of(eng, b);
+    if (w->put_count && (w->put_pool != p || w->put_count >= 32)) {
+        dp__pool_put_chain(w->put_pool, w->put_first, w->put_last);
+        w->put_count = 0;
+    }
+    b->next = w->put_count ? w->put_first : NULL;
+    if (!w->put_count) w->put_last = b;
+    w->put_first = b;
+    w->put_pool = p;
+    w->put_count++;
+}
+static void dp__worker_flush(dp_engine *eng, dp__worker *w) {
+    if (w->put_count) { dp__pool_put_chain(w->put_pool, w->put_first, w->put_last); w->put_count = 0; }
+    if (w->unflushed) { uint64_t n = w->unflushed; w->unflushed = 0; dp__count_done(eng, n); }
+}
+
+static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy);
+/* Where a ready op runs on the threaded engines: its group, or NULL if that
+   group's threads could not be started. */
+static dp__group *dp__route(dp_engine *eng, dp__block *b) {
+    int copy = b->prop == DP_PROP_COPY_TO_GPU || b->prop == DP_PROP_COPY_FROM_GPU;
+    const dp_engine_desc *d = &eng->desc;
+    if (d->type == DP_ENGINE_POOLED) return copy ? eng->io_group : eng->task_group;
+    if (b->ctx.dev_type == DP_DEV_GPU) {
+        int dev = b->ctx.dev_id;
+        if (copy) return dp__lazy_group(eng, &eng->copy_groups[dev], d->gpu_copy_nthreads, 1, b->ctx, 1, 1);
+        return dp__lazy_group(eng, &eng->gpu_groups[dev], d->gpu_worker_nthreads, 1, b->ctx, 1, 0);
+    }
+    if (b->prop == DP_PROP_CPU_PRIORITIZED) return eng->prio_group;
+    {
+        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = b->ctx.dev_id;
+        return dp__lazy_group(eng, &eng->cpu_groups[b->ctx.dev_id], d->cpu_worker_nthreads, 0, c, 0, 0);
+    }
+}
+
+/* Sends the ops a completion made ready (linked by next) on their way. Ops
+   for the same group go in one queue append. If keep_for is a worker, the
+   first op for that worker's own group is returned instead of queued: the
+   worker runs it next, with its data still in cache and no queue round trip
+   (a chain of dependent ops stays on one worker). */
+static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worker *keep_for) {
+    dp__block *kept = NULL, *first = NULL, *last = NULL;
+    dp__group *cur = NULL;
+    int count = 0;
+    while (ready) {
+        dp__block *b = ready;
+        dp__group *g = NULL;
+        ready = b->next;
+        if (b->kind != DP__KIND_WAIT && eng->desc.type != DP_ENGINE_NAIVE) g = dp__route(eng, b);
+        if (g && keep_for && !kept && g == keep_for->group) { kept = b; continue; }
+        if (g != cur || !g) {
+            if (first) dp__queue_push(eng, &cur->q, first, last, count);
+            first = NULL; count = 0; cur = g;
+        }
+        if (!g) { dp__dispatch(eng, b, 0); continue; }   /* waits, naive, or a pool that failed to start */
+        if (first) last->next = b; else first = b;
+        last = b;
+        count++;
+    }
+    if (first) dp__queue_push(eng, &cur->q, first, last, count);
+    return kept;
+}
+
 /* Completion: record failure, release every variable, dispatch what became
-   ready, recycle the block. */
-static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *message) {
-    dp__block *ready = NULL;
+   ready, recycle the block. Returns the op this worker should run next (see
+   dp__dispatch_ready), if keep_for is set. */
+static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for) {
+    dp__block *ready = NULL, *kept;
     uint32_t i;
     dp__opobj *op = b->op;
     /* A finisher on a thread that is not one of this engine's workers (an
        async completion, the naive engine) may still touch eng after the last
-       pending count drops; destroy waits until none is left. Workers are
+       completion is counted; destroy waits until none is left. Workers are
        joined before the engine is freed, so they need no count. */
-    int outside = !(dp__tls_worker && dp__tls_worker->eng == eng);
-    if (outside) dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);
-    if (status != 0 && !b->failure) b->failure = dp__failure_new(eng, b, status, message);
+    dp__worker *w = dp__tls_worker && dp__tls_worker->eng == eng ? dp__tls_worker : NULL;
+    if (!w) dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);
+    if (status != 0 && !b->failure) b->failure = dp__failure_new(eng, b->name, status, message);
     if (b->t_start && b->kind != DP__KIND_WAIT) {
-        dp__worker *w = b->worker;
-        dp__prof_add(w ? &w->prof : &eng->inline_prof, eng, b, w ? w->global_index : -1, dp__now_ns());
+        dp__worker *bw = b->worker;
+        dp__prof_add(bw ? &bw->prof : &eng->inline_prof, eng, b, bw ? bw->global_index : -1, dp__now_ns());
     }
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_COMPLETE, b, status);
     dp__store(&b->state, (b->seq << 2) | DP__ST_DONE, DP__RELAXED);
@@ -1411,25 +1595,55 @@ static void dp__finish(dp_engine *eng, dp__block *b, int status, const char *mes
         }
     }
     if (b->failure) { dp__failure_release(eng, b->failure); b->failure = NULL; }
-    if (dp__tls_worker && dp__tls_worker->eng == eng) dp__fetch_add(&dp__tls_worker->completed, 1, DP__RELAXED);
-    else dp__fetch_add(&eng->completed_inline, 1, DP__RELAXED);
-    dp__pool_put(eng, b);
+    if (w) {
+        dp__store(&w->completed, dp__load(&w->completed, DP__RELAXED) + 1, DP__RELAXED);
+        dp__worker_put(eng, w, b);
+    } else {
+        dp__fetch_add(&eng->completed_inline, 1, DP__RELAXED);
+        dp__pool_put(eng, b);
+    }
     if (op) dp__op_unref(eng, op);
-    while (ready) {
-        dp__block *next = ready->next;
-        dp__dispatch(eng, ready, 0);
-        ready = next;
+    kept = dp__dispatch_ready(eng, ready, keep_for);
+    /* last: a waiter may destroy the engine once every completion is counted */
+    if (w) w->unflushed++;
+    else {
+        dp__count_done(eng, 1);
+        dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);   /* last touch of eng */
     }
-    /* last: a waiter may destroy the engine as soon as pending reaches 0 */
-    if (dp__fetch_add(&eng->pending, (uint64_t)-1, DP__SEQ_CST) == 1 && dp__load(&eng->nwaiters_all, DP__SEQ_CST) > 0) {
-        dp__mutex_lock(&eng->wait_mtx);
-        dp__cond_broadcast(&eng->wait_cv);
-        dp__mutex_unlock(&eng->wait_mtx);
-    }
-    if (outside) dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);   /* last touch of eng */
+    return kept;
 }
 
 /* >>workers ------------------------------------------------------------- */
+/* The next op for worker w: spin a little, then sleep (see >>queues).
+   NULL once the group is stopped and empty. */
+static dp__block *dp__worker_next(dp__worker *w) {
+    dp__queue *q = &w->group->q;
+    dp__block *b;
+    int busy, more, spins = 0, stop;
+    for (;;) {
+        b = dp__queue_try_take(q, &busy, &more);
+        if (b) { if (more) dp__queue_wake(q, 1); return b; }
+        if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
+        if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
+        if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
+        dp__mutex_lock(&q->m);
+        dp__fetch_add(&q->awake, -1, DP__SEQ_CST);
+        for (;;) {   /* look once more after leaving the awake count, then sleep */
+            if (q->prioritized) { b = dp__heap_take(q); busy = 0; more = q->nheap > 0 || q->lhead; }
+            else { dp__spin_lock(&q->take_lock); b = dp__fifo_take(q, &busy, &more); dp__spin_unlock(&q->take_lock); }
+            stop = q->stop;
+            if (b || busy || stop) { dp__fetch_add(&q->awake, 1, DP__SEQ_CST); break; }
+            dp__fetch_add(&q->sleepers, 1, DP__RELAXED);
+            dp__cond_wait(&q->cv, &q->m);
+            dp__fetch_add(&q->sleepers, -1, DP__RELAXED);
+            if (q->wakeups > 0) { q->wakeups--; break; }   /* the waker counted us awake */
+        }
+        dp__mutex_unlock(&q->m);
+        if (b) { if (more) dp__queue_wake(q, 1); return b; }
+        if (stop && !busy) return NULL;
+        spins = 1;
+    }
+}
 static void dp__worker_main(void *arg) {
     dp__worker *w = (dp__worker *)arg;
     dp_engine *eng = w->eng;
@@ -1441,7 +1655,9 @@ static void dp__worker_main(void *arg) {
         if (!w->stream_err) w->stream_err = be->stream_create(w->ctx.dev_id, w->is_copy, &w->stream, be->user);
         if (w->stream_err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d worker: %s", (int)w->ctx.dev_id, dp__backend_error(eng, w->stream_err));
     }
-    while ((b = dp__queue_pop(&w->group->q)) != NULL) dp__execute(eng, b, w);
+    while ((b = dp__worker_next(w)) != NULL)
+        do b = dp__execute(eng, b, w); while (b);   /* and whatever it made ready for us */
+    dp__worker_flush(eng, w);
     if (w->is_gpu && !w->stream_err && eng->desc.gpu_backend->stream_destroy)
         eng->desc.gpu_backend->stream_destroy(w->ctx.dev_id, w->stream, eng->desc.gpu_backend->user);
     dp__tls_worker = NULL;
@@ -1458,9 +1674,7 @@ static void dp__group_destroy(dp_engine *eng, dp__group *g) {
         dp__free(eng, g->workers[i].prof.recs, g->workers[i].prof.cap * sizeof(dp__prof_rec));
         dp__mutex_destroy(&g->workers[i].prof.m);
     }
-    dp__free(eng, g->q.heap, g->q.capheap * sizeof(dp__block *));
-    dp__cond_destroy(&g->q.cv);
-    dp__mutex_destroy(&g->q.m);
+    dp__queue_destroy(eng, &g->q);
     dp__free(eng, g->workers, (size_t)g->nworkers * sizeof(dp__worker));
     dp__free(eng, g, sizeof *g);
 }
@@ -1470,13 +1684,14 @@ static dp__group *dp__group_create(dp_engine *eng, int nthreads, int prioritized
     if (!g) return NULL;
     memset(g, 0, sizeof *g);
     g->workers = (dp__worker *)dp__alloc(eng, (size_t)nthreads * sizeof(dp__worker));
-    if (!g->workers || dp__queue_init(&g->q, prioritized)) {
+    if (!g->workers || dp__queue_init(eng, &g->q, prioritized)) {
         dp__free(eng, g->workers, (size_t)nthreads * sizeof(dp__worker));
         dp__free(eng, g, sizeof *g);
         return NULL;
     }
     memset(g->workers, 0, (size_t)nthreads * sizeof(dp__worker));
     g->nworkers = nthreads;
+    dp__store(&g->q.awake, nthreads, DP__RELAXED);   /* workers start awake */
     for (i = 0; i < nthreads; i++) {
         dp__worker *w = &g->workers[i];
         w->eng = eng; w->group = g; w->index = i; w->ctx = ctx;
@@ -1528,28 +1743,17 @@ static void dp__run_naive(dp_engine *eng, dp__block *b) {
     (void)eng;
 }
 static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
-    dp__group *g = NULL;
-    int copy = b->prop == DP_PROP_COPY_TO_GPU || b->prop == DP_PROP_COPY_FROM_GPU;
-    const dp_engine_desc *d = &eng->desc;
+    dp__group *g;
     if (b->kind == DP__KIND_WAIT) { dp__run_wait(eng, b); return; }
-    if (d->type == DP_ENGINE_NAIVE) { dp__run_naive(eng, b); return; }
+    if (eng->desc.type == DP_ENGINE_NAIVE) { dp__run_naive(eng, b); return; }
     if (b->prop == DP_PROP_ASYNC && from_pusher) { dp__execute(eng, b, NULL); return; }
-    if (d->type == DP_ENGINE_POOLED) g = copy ? eng->io_group : eng->task_group;
-    else if (b->ctx.dev_type == DP_DEV_GPU) {
-        int dev = b->ctx.dev_id;
-        if (copy) g = dp__lazy_group(eng, &eng->copy_groups[dev], d->gpu_copy_nthreads, 1, b->ctx, 1, 1);
-        else g = dp__lazy_group(eng, &eng->gpu_groups[dev], d->gpu_worker_nthreads, 1, b->ctx, 1, 0);
-    } else if (b->prop == DP_PROP_CPU_PRIORITIZED) g = eng->prio_group;
-    else {
-        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = b->ctx.dev_id;
-        g = dp__lazy_group(eng, &eng->cpu_groups[b->ctx.dev_id], d->cpu_worker_nthreads, 0, c, 0, 0);
-    }
+    g = dp__route(eng, b);
     if (!g) {   /* could not start the pool: run here rather than lose the op */
         DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "running '%s' on the calling thread", b->name ? b->name : "(unnamed)");
         dp__execute(eng, b, NULL);
         return;
     }
-    dp__queue_push(eng, &g->q, b);
+    dp__queue_push(eng, &g->q, b, b, 1);
 }
 
 /* >>push ------------------------------------------------------------------ */
@@ -1569,23 +1773,35 @@ static dp_result dp__check_ctx(dp_engine *eng, dp_ctx c, const char *name) {
 }
 /* Resolves, deduplicates (write wins) and sorts an op's variables by address,
    the order in which a push locks them. refs must hold nr + nw entries.
-   Returns the number of distinct variables, or a negative dp_result. */
+   Returns the number of distinct variables, or a negative dp_result. The
+   usual handful of variables is insertion-sorted as it is looked up. */
 static int dp__resolve(dp_engine *eng, const dp_push_desc *d, dp__vref *refs) {
-    int i, n = 0, out = 0;
-    for (i = 0; i < d->num_reads + d->num_writes; i++) {
+    int i, j, n = 0, total = d->num_reads + d->num_writes;
+    for (i = 0; i < total; i++) {
         int write = i >= d->num_reads;
-        dp_var h = write ? d->writes[i - d->num_reads] : d->reads[i];
-        dp__var *v = (dp__var *)dp__table_lookup(&eng->vars, h.id);
+        uint32_t id = write ? d->writes[i - d->num_reads].id : d->reads[i].id;
+        dp__var *v = (dp__var *)dp__table_lookup(&eng->vars, id);
         if (!v) {
             DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s': %s var 0x%08x", d->name ? d->name : "(unnamed)",
-                    write ? "write" : "read", (unsigned)h.id);
+                    write ? "write" : "read", (unsigned)id);
             return DP_ERROR_INVALID_HANDLE;
         }
-        refs[n].v = v; refs[n].gen = h.id >> DP__IDX_BITS; refs[n].write = write; n++;
+        if (total > 8) j = n;               /* sorted below */
+        else {
+            for (j = 0; j < n && refs[j].v != v; j++) {}
+            if (j < n) { refs[j].write |= write; continue; }    /* listed twice: write wins */
+            for (j = n; j > 0 && (uintptr_t)refs[j - 1].v > (uintptr_t)v; j--) refs[j] = refs[j - 1];
+        }
+        refs[j].v = v; refs[j].gen = id >> DP__IDX_BITS; refs[j].write = write;
+        n++;
     }
-    qsort(refs, (size_t)n, sizeof *refs, dp__vref_cmp);
-    for (i = 0; i < n; i++) if (out == 0 || refs[out - 1].v != refs[i].v) refs[out++] = refs[i];
-    return out;
+    if (total > 8) {
+        int out = 0;
+        qsort(refs, (size_t)n, sizeof *refs, dp__vref_cmp);     /* the write sorts first among duplicates */
+        for (i = 0; i < n; i++) if (out == 0 || refs[out - 1].v != refs[i].v) refs[out++] = refs[i];
+        n = out;
+    }
+    return n;
 }
 static dp_result dp__check_desc(dp_engine *eng, const dp_push_desc *d) {
     const char *name = d ? (d->name ? d->name : "(unnamed)") : "(null desc)";
@@ -1646,8 +1862,7 @@ static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *g
             return DP_ERROR_INVALID_HANDLE;
         }
     }
-    dp__fetch_add(&eng->pending, 1, DP__SEQ_CST);
-    b->seq = dp__fetch_add(&eng->seq, 1, DP__RELAXED) + 1;
+    b->seq = dp__fetch_add(&eng->seq, 1, DP__SEQ_CST) + 1;   /* counts it as pending */
     for (i = 0; i < b->nread; i++) { dp__link *l = &dp__links(b)[i]; l->block = b; dp__append_read(eng, b->vars[i], l, &ready); }
     for (; i < n; i++) { dp__link *l = &dp__links(b)[i]; l->block = b; dp__append_write(eng, b->vars[i], l, &ready); }
     if (b->kind == DP__KIND_DELETE) dp__table_invalidate(b->vars[0]);  /* handle dies now */
@@ -1707,6 +1922,81 @@ done:
     return r;
 }
 
+/* >>naive fast path -------------------------------------------------------
+   The naive engine runs an op on the pushing thread. When a sync op's
+   variables are all free at push time, it runs at once, without an operation
+   block (MXNet's NaiveEngine runs every op like this). It takes and gives
+   back its grants like any op, so an op that another thread pushes onto one
+   of its variables meanwhile queues behind it and is granted when it
+   completes. Anything unusual (a busy, deleted or failed variable, many
+   variables, tracing, profiling, a GPU context, a push from inside a naive
+   op) takes the normal path, which also reports every error. */
+#define DP__INLINE_MAX_VARS 4
+
+/* Gives back one grant taken by dp__run_inline: the common case (nobody
+   queued meanwhile) in one short critical section. */
+static void dp__release_inline(dp_engine *eng, dp__var *v, int write, dp__failure *f, dp__block **ready) {
+    if (write && (f || v->failure)) dp__var_set_failure(eng, v, f);   /* we hold the write */
+    dp__spin_lock(&v->lock);
+    if (!v->first) {
+        if (write) v->nreaders = 0; else v->nreaders--;
+        dp__spin_unlock(&v->lock);
+        return;
+    }
+    dp__spin_unlock(&v->lock);
+    if (write) dp__complete_write(eng, v, ready); else dp__complete_read(eng, v, ready);
+}
+/* Runs fn(arg) now if every variable in refs (sorted by address) can be
+   granted at once; returns 0, having done nothing, otherwise. */
+static int dp__run_inline(dp_engine *eng, dp_sync_fn fn, void *arg, const char *name, dp_ctx ctx,
+                          const dp__vref *refs, int n) {
+    dp_run_ctx rc;
+    dp__run_state rs;
+    dp_engine *prev_running = dp__tls_running;
+    dp__block *ready = NULL;
+    dp__failure *f = NULL;
+    int i, status, ok = 1;
+    for (i = 0; i < n; i++) dp__spin_lock(&refs[i].v->lock);
+    for (i = 0; i < n && ok; i++) {
+        dp__var *v = refs[i].v;
+        ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == refs[i].gen && !v->first && !dp__var_failure(eng, v)
+             && (refs[i].write ? v->nreaders == 0 : v->nreaders >= 0);
+    }
+    for (i = 0; ok && i < n; i++) {
+        if (refs[i].write) refs[i].v->nreaders = DP__WRITING; else refs[i].v->nreaders++;
+    }
+    for (i = n - 1; i >= 0; i--) dp__spin_unlock(&refs[i].v->lock);
+    if (!ok) return 0;
+    dp__fetch_add(&eng->inline_ops, 1, DP__RELAXED);
+    rc.engine = eng; rc.ctx = ctx; rc.ctx.dev_type = DP_DEV_CPU; rc.stream = NULL; rc.worker = -1;
+    rs.block = NULL; rs.has_message = 0;
+    rc.internal = &rs;
+    dp__tls_running = eng;
+    status = fn(&rc, arg);
+    dp__tls_running = prev_running;
+    if (status) f = dp__failure_new(eng, name, status, rs.has_message ? rs.message : NULL);
+    for (i = 0; i < n; i++) dp__release_inline(eng, refs[i].v, refs[i].write, f, &ready);
+    if (f) dp__failure_release(eng, f);           /* the reference an op block would hold */
+    if (ready) dp__dispatch_ready(eng, ready, NULL);   /* last: runs what we made ready */
+    return 1;
+}
+/* Whether a push may try the fast path. The checks mirror dp__check_desc's
+   for the common case; whatever fails here goes the normal way. */
+static int dp__inline_candidate(const dp_engine *eng, const dp_push_desc *d) {
+    return eng && d && eng->inline_ok && d->fn && !d->async_fn
+        && (d->prop == DP_PROP_NORMAL || d->prop == DP_PROP_CPU_PRIORITIZED || d->prop == DP_PROP_ASYNC)
+        && d->num_reads >= 0 && d->num_writes >= 0 && d->num_reads + d->num_writes <= DP__INLINE_MAX_VARS
+        && (d->reads || !d->num_reads) && (d->writes || !d->num_writes)
+        && (d->ctx.dev_type == DP_DEV_DEFAULT || d->ctx.dev_type == DP_DEV_CPU)
+        && d->ctx.dev_id >= 0 && d->ctx.dev_id < DP__MAX_DEV
+        && !dp__load(&eng->profiling, DP__RELAXED) && !dp__tls_naive_draining;
+}
+static int dp__push_inline(dp_engine *eng, const dp_push_desc *d) {
+    dp__vref refs[DP__INLINE_MAX_VARS];
+    int n = dp__resolve(eng, d, refs);
+    return n >= 0 && dp__run_inline(eng, d->fn, d->arg, d->name, d->ctx, refs, n);
+}
+
 /* >>public ---------------------------------------------------------------- */
 DP_IMPL const char *dp_result_string(dp_result r) {
     switch (r) {
@@ -1724,8 +2014,9 @@ DP_IMPL const char *dp_result_string(dp_result r) {
 }
 
 DP_IMPL dp_result dp_push(dp_engine *eng, const dp_push_desc *desc) {
-    dp_result r = dp__check_desc(eng, desc);
-    if (r != DP_OK) return r;
+    dp_result r;
+    if (dp__inline_candidate(eng, desc) && dp__push_inline(eng, desc)) return DP_OK;
+    if ((r = dp__check_desc(eng, desc)) != DP_OK) return r;
     if (desc->prop == DP_PROP_DELETE_VAR) {
         if (desc->num_reads != 0 || desc->num_writes != 1 || desc->async_fn) {
             DP__LOG(eng, DP_LOG_ERROR, BAD_PROP, "'%s': DELETE_VAR takes one write and a sync fn (or none)", desc->name ? desc->name : "(unnamed)");
@@ -1766,7 +2057,7 @@ DP_IMPL void dp_complete(dp_completion done, int status, const char *message) {
         int err = b->eng->desc.gpu_backend->stream_synchronize(b->ctx.dev_id, b->stream, b->eng->desc.gpu_backend->user);
         if (err && status == 0) { status = DP_ERROR_BACKEND; message = dp__backend_error(b->eng, err); }
     }
-    dp__finish(b->eng, b, status, message);
+    dp__finish(b->eng, b, status, message, NULL);
 }
 DP_IMPL void dp_set_error(dp_run_ctx *rc, const char *message) {
     dp__run_state *rs = rc ? (dp__run_state *)rc->internal : NULL;
@@ -1931,7 +2222,7 @@ DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
     if ((r = dp__check_not_in_op(eng, "dp_wait_all")) != DP_OK) return r;
     dp__mutex_lock(&eng->wait_mtx);
     dp__fetch_add(&eng->nwaiters_all, 1, DP__SEQ_CST);
-    while (dp__load(&eng->pending, DP__SEQ_CST) != 0) dp__cond_wait(&eng->wait_cv, &eng->wait_mtx);
+    while (dp__load(&eng->done, DP__SEQ_CST) != dp__load(&eng->seq, DP__SEQ_CST)) dp__cond_wait(&eng->wait_cv, &eng->wait_mtx);
     dp__fetch_add(&eng->nwaiters_all, -1, DP__SEQ_CST);
     dp__mutex_unlock(&eng->wait_mtx);
     /* report the oldest unreported failure, then clear every failure */
@@ -2044,6 +2335,7 @@ DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) 
     if (!eng) return DP_ERROR_OUT_OF_MEMORY;
     memset(eng, 0, sizeof *eng);
     eng->desc = resolved;
+    eng->inline_ok = resolved.type == DP_ENGINE_NAIVE && !resolved.trace.func && !resolved.trace.record_graph;
     dp__table_init(&eng->vars, sizeof(dp__var));
     dp__table_init(&eng->ops, sizeof(dp__opobj));
     for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) dp__pool_init(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES], i % DP__NUM_CLASSES);
@@ -2113,8 +2405,10 @@ DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
     dp__group_completed(eng->prio_group, &out->completed);
     dp__group_completed(eng->task_group, &out->completed);
     dp__group_completed(eng->io_group, &out->completed);
-    out->pending_ops = dp__load(&eng->pending, DP__RELAXED);
     out->pushed = dp__load(&eng->seq, DP__RELAXED);
+    out->pending_ops = out->pushed - dp__load(&eng->done, DP__RELAXED);
+    out->pushed += dp__load(&eng->inline_ops, DP__RELAXED);
+    out->completed += dp__load(&eng->inline_ops, DP__RELAXED);
     out->failed = dp__load(&eng->failed, DP__RELAXED);
     out->skipped = dp__load(&eng->skipped, DP__RELAXED);
     out->live_vars = dp__load(&eng->vars.live, DP__RELAXED);

@@ -1,0 +1,250 @@
+/* bench/depeng.c - depeng's side of `make bench`: the workloads of
+   ../shared/BENCH_WORKLOADS.md on each engine kind, plus W2-op (one
+   pre-created operation pushed N times) and the memory figures.
+   Usage: bench_depeng [-n N] [-e naive|pooled|perdevice] [W1 W2 W2-op W3 W4 W5 mem] */
+#define BENCH_IMPLEMENTATION
+#include "bench/common.h"
+#define DEPENG_IMPLEMENTATION
+#include "depeng.h"
+
+#define BENCH_W5_1US_N  100000
+#define BENCH_W5_10US_N 20000
+
+static long g_n = BENCH_N;
+static uint64_t g_val[BENCH_W4_VARS];
+static int g_loops = BENCH_W4_LOOPS;
+static int g_failed;
+
+static int body_empty(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; empty_body(); return 0; }
+static int body_w4(dp_run_ctx *rc, void *arg) {
+    (void)rc;
+    bench_w4_body(g_val, (const bench_w4_task *)arg, g_loops);
+    return 0;
+}
+
+static dp_engine *make_engine(dp_engine_type type) {
+    dp_engine_desc d;
+    dp_engine *eng = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type;
+    d.cpu_worker_nthreads = 2;
+    d.cpu_priority_nthreads = 1;
+    d.ignore_env = 1;
+    if (dp_engine_create(&d, &eng) != DP_OK) { fprintf(stderr, "bench: engine create failed\n"); exit(2); }
+    return eng;
+}
+
+static void wait_all_or_die(dp_engine *eng) {
+    if (dp_wait_all(eng, NULL) != DP_OK) { printf("FAIL depeng: wait_all reported a failure\n"); g_failed = 1; }
+}
+
+/* Each run_* pushes one repetition's tasks and waits; returns ns per task. */
+static double run_w1(dp_engine *eng, long n) {
+    dp_push_desc d;
+    memset(&d, 0, sizeof d);
+    d.fn = body_empty;
+    double t0 = bench_now_ns();
+    for (long i = 0; i < n; i++) dp_push(eng, &d);
+    wait_all_or_die(eng);
+    return (bench_now_ns() - t0) / (double)n;
+}
+
+static double run_w2(dp_engine *eng, long n) {
+    dp_var x = dp_var_create(eng);
+    dp_push_desc d;
+    memset(&d, 0, sizeof d);
+    d.fn = body_empty;
+    d.writes = &x; d.num_writes = 1;
+    double t0 = bench_now_ns();
+    for (long i = 0; i < n; i++) dp_push(eng, &d);
+    wait_all_or_die(eng);
+    double ns = (bench_now_ns() - t0) / (double)n;
+    dp_var_delete(eng, x);
+    return ns;
+}
+
+static double run_w2op(dp_engine *eng, long n) {
+    dp_var x = dp_var_create(eng);
+    dp_push_desc d;
+    memset(&d, 0, sizeof d);
+    d.fn = body_empty;
+    d.writes = &x; d.num_writes = 1;
+    dp_op op = dp_op_create(eng, &d);
+    dp_ctx cpu = {DP_DEV_CPU, 0};
+    double t0 = bench_now_ns();
+    for (long i = 0; i < n; i++) dp_op_push(eng, op, cpu, 0);
+    wait_all_or_die(eng);
+    double ns = (bench_now_ns() - t0) / (double)n;
+    dp_op_destroy(eng, op);
+    dp_var_delete(eng, x);
+    return ns;
+}
+
+static double run_w3(dp_engine *eng, long rounds) {
+    dp_var x = dp_var_create(eng), y[BENCH_W3_FAN];
+    for (int j = 0; j < BENCH_W3_FAN; j++) y[j] = dp_var_create(eng);
+    dp_push_desc w, r;
+    memset(&w, 0, sizeof w);
+    w.fn = body_empty;
+    w.writes = &x; w.num_writes = 1;
+    r = w;
+    r.reads = &x; r.num_reads = 1;
+    double t0 = bench_now_ns();
+    for (long k = 0; k < rounds; k++) {
+        dp_push(eng, &w);
+        for (int j = 0; j < BENCH_W3_FAN; j++) { r.writes = &y[j]; dp_push(eng, &r); }
+    }
+    wait_all_or_die(eng);
+    double ns = (bench_now_ns() - t0) / (double)(rounds * (BENCH_W3_FAN + 1));
+    dp_var_delete(eng, x);
+    for (int j = 0; j < BENCH_W3_FAN; j++) dp_var_delete(eng, y[j]);
+    return ns;
+}
+
+static bench_w4_task *g_tasks;
+static uint64_t g_ref[BENCH_W4_VARS];
+
+static double run_w4(dp_engine *eng, long n) {
+    dp_var v[BENCH_W4_VARS];
+    for (int k = 0; k < BENCH_W4_VARS; k++) v[k] = dp_var_create(eng);
+    bench_w4_init(g_val);
+    dp_push_desc d;
+    memset(&d, 0, sizeof d);
+    d.fn = body_w4;
+    d.num_writes = 1;
+    dp_var reads[2];
+    d.reads = reads;
+    double t0 = bench_now_ns();
+    for (long i = 0; i < n; i++) {
+        const bench_w4_task *k = &g_tasks[i];
+        d.arg = (void *)k;
+        d.writes = &v[k->w];
+        d.num_reads = k->nreads;
+        reads[0] = v[k->reads[0]];
+        reads[1] = v[k->reads[1]];
+        dp_push(eng, &d);
+    }
+    wait_all_or_die(eng);
+    double ns = (bench_now_ns() - t0) / (double)n;
+    for (int k = 0; k < BENCH_W4_VARS; k++) dp_var_delete(eng, v[k]);
+    return ns;
+}
+
+typedef double (*run_fn)(dp_engine *eng, long n);
+
+static void measure(const char *work, const char *system, dp_engine *eng, run_fn fn, long n,
+                    int check_w4) {
+    double ns[BENCH_REPS];
+    fn(eng, n); /* warm-up: pools, threads, caches */
+    if (check_w4) g_failed |= bench_w4_check(work, system, g_val, g_ref);
+    for (int r = 0; r < BENCH_REPS; r++) {
+        ns[r] = fn(eng, n);
+        if (check_w4) g_failed |= bench_w4_check(work, system, g_val, g_ref);
+    }
+    bench_report(work, system, ns, BENCH_REPS, n, NULL);
+}
+
+/* ---- memory ---------------------------------------------------------- */
+static long rss_bytes(void) {
+    long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f) return -1;
+    if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = -1;
+    fclose(f);
+    return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
+}
+
+static dp_completion g_held;
+static void hold_writer(dp_run_ctx *rc, void *arg, dp_completion done) { (void)rc; (void)arg; g_held = done; }
+
+static void measure_memory(void) {
+    const long count = 1000000;
+    dp_engine *eng = make_engine(DP_ENGINE_PERDEVICE);
+    dp_var *vars = (dp_var *)malloc(sizeof *vars * (size_t)count);
+    if (!vars) exit(2);
+    long before = rss_bytes();
+    for (long i = 0; i < count; i++) vars[i] = dp_var_create(eng);
+    long after = rss_bytes();
+    printf("mem bytes_per_var=%.1f vars=%ld\n", (double)(after - before) / (double)count, count);
+    for (long i = 0; i < count; i++) dp_var_delete(eng, vars[i]);
+    wait_all_or_die(eng);
+    free(vars);
+
+    /* pending ops: every op reads x and writes y, behind one writer of x that
+       has not completed */
+    dp_var x = dp_var_create(eng), y = dp_var_create(eng);
+    dp_push_desc d;
+    memset(&d, 0, sizeof d);
+    d.async_fn = hold_writer;
+    d.writes = &x; d.num_writes = 1;
+    d.prop = DP_PROP_ASYNC;        /* runs on this thread: g_held is set on return */
+    dp_push(eng, &d);
+    memset(&d, 0, sizeof d);
+    d.fn = body_empty;
+    d.reads = &x; d.num_reads = 1;
+    d.writes = &y; d.num_writes = 1;
+    before = rss_bytes();
+    for (long i = 0; i < count; i++) dp_push(eng, &d);
+    after = rss_bytes();
+    printf("mem bytes_per_pending_op=%.1f ops=%ld vars_per_op=2\n", (double)(after - before) / (double)count, count);
+    dp_complete(g_held, 0, NULL);
+    wait_all_or_die(eng);
+    dp_engine_destroy(eng, NULL);
+}
+
+/* ---- main ------------------------------------------------------------ */
+static int wanted(int argc, char **argv, int first, const char *name) {
+    if (first >= argc) return 1;
+    for (int i = first; i < argc; i++) if (strcmp(argv[i], name) == 0) return 1;
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static const struct { dp_engine_type type; const char *name; } kinds[] = {
+        {DP_ENGINE_NAIVE, "naive"}, {DP_ENGINE_POOLED, "pooled"}, {DP_ENGINE_PERDEVICE, "perdevice"}};
+    const char *only = NULL;
+    int first = 1;
+    while (first < argc && argv[first][0] == '-') {
+        if (strcmp(argv[first], "-n") == 0 && first + 1 < argc) g_n = atol(argv[first + 1]);
+        else if (strcmp(argv[first], "-e") == 0 && first + 1 < argc) only = argv[first + 1];
+        else { fprintf(stderr, "usage: %s [-n N] [-e naive|pooled|perdevice] [W1 W2 W2-op W3 W4 W5 mem]\n", argv[0]); return 2; }
+        first += 2;
+    }
+    long n5a = g_n < BENCH_W5_1US_N ? g_n : BENCH_W5_1US_N;
+    long n5b = g_n < BENCH_W5_10US_N ? g_n : BENCH_W5_10US_N;
+    long nmax = g_n > n5a ? g_n : n5a;
+    g_tasks = bench_w4_generate((uint32_t)nmax);
+    int loops1 = 0, loops10 = 0;
+    if (wanted(argc, argv, first, "W5")) {
+        loops1 = bench_calibrate_loops(1000.0);
+        loops10 = bench_calibrate_loops(10000.0);
+        printf("# W5 loops 1us=%d 10us=%d\n", loops1, loops10);
+    }
+    for (size_t e = 0; e < sizeof kinds / sizeof kinds[0]; e++) {
+        char system[64];
+        if (only && strcmp(only, kinds[e].name) != 0) continue;
+        snprintf(system, sizeof system, "depeng-%s", kinds[e].name);
+        dp_engine *eng = make_engine(kinds[e].type);
+        if (wanted(argc, argv, first, "W1")) measure("W1", system, eng, run_w1, g_n, 0);
+        if (wanted(argc, argv, first, "W2")) measure("W2", system, eng, run_w2, g_n, 0);
+        if (wanted(argc, argv, first, "W2-op")) measure("W2-op", system, eng, run_w2op, g_n, 0);
+        if (wanted(argc, argv, first, "W3")) measure("W3", system, eng, run_w3, g_n * BENCH_W3_ROUNDS / BENCH_N > 0 ? g_n * BENCH_W3_ROUNDS / BENCH_N : 1, 0);
+        if (wanted(argc, argv, first, "W4")) {
+            bench_w4_reference(g_ref, g_tasks, (uint32_t)g_n, BENCH_W4_LOOPS);
+            g_loops = BENCH_W4_LOOPS;
+            measure("W4", system, eng, run_w4, g_n, 1);
+        }
+        if (wanted(argc, argv, first, "W5")) {
+            g_loops = loops1;
+            bench_w4_reference(g_ref, g_tasks, (uint32_t)n5a, loops1);
+            measure("W5-1us", system, eng, run_w4, n5a, 1);
+            g_loops = loops10;
+            bench_w4_reference(g_ref, g_tasks, (uint32_t)n5b, loops10);
+            measure("W5-10us", system, eng, run_w4, n5b, 1);
+        }
+        dp_engine_destroy(eng, NULL);
+    }
+    if (wanted(argc, argv, first, "mem")) measure_memory();
+    free(g_tasks);
+    return g_failed;
+}
