@@ -5,14 +5,14 @@
 # Idempotent: a second run with everything present touches nothing.
 set -euo pipefail
 
-# Packages whose absence we can detect cheaply with dpkg-query.
+# What is missing: pkg-config is checked as a command (pkgconf provides it
+# too), StarPU through dpkg (the -dev package carries starpu-1.3.pc).
 want=(pkg-config libstarpu-dev)
 missing=()
-for p in "${want[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
-        missing+=("$p")
-    fi
-done
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+if ! dpkg-query -W -f='${Status}' libstarpu-dev 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=(libstarpu-dev)
+fi
 
 if [ "${#missing[@]}" -eq 0 ]; then
     echo "bench/deps.sh: nothing to install (${want[*]} present)"
@@ -32,5 +32,5 @@ fi
 
 echo "bench/deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-"${SUDO[@]}" apt-get update -q
-"${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+${SUDO[@]+"${SUDO[@]}"} apt-get update -q
+${SUDO[@]+"${SUDO[@]}"} apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -13,10 +13,9 @@
    start-up (thread creation on the first region, wake-up on later ones)
    is not timed. A warm-up repetition runs first, as everywhere.
 
-   libgomp keeps, per parent task, a hash table from depend address to the
-   list of tasks still pending on it. W4 (random DAG, 256 data) is far too
-   slow at N = 1,000,000 with it (see OMP_W4_N below), so W4 runs with a
-   smaller N and says so in the report's note. -n N overrides every N
+   libgomp's W4 (random DAG, 256 data) is far too slow at N = 1,000,000:
+   its cost per task grows within a repetition (see OMP_W4_N below), so W4
+   runs with a smaller N and says so in the report's note. -n N overrides every N
    (W5: only downwards; see bench/seq.c).
 
    Usage: bench_omp [-n N] [W1 W2 W3 W4 W5 W5-1us W5-10us ...] (default all).
