@@ -1,12 +1,13 @@
 # depeng — make demo (run the examples), make test (every test), make tsan,
-# make asan, make clean.
+# make asan, make bench (depeng against its peers; make bench-deps installs
+# StarPU first), make clean.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -pedantic -Werror
 B       := build
 LIBS    := -pthread
 
-.PHONY: all test demo tsan asan compile-checks clean
+.PHONY: all test demo tsan asan compile-checks bench bench-deps bench-build clean
 all: $(B)/test_engine $(B)/walkthrough $(B)/make_example
 
 $(B):
@@ -52,6 +53,29 @@ asan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_engine.c -o $(B)/test_engine_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_asan_pthreads $(LIBS)
 	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads
+
+# ---- benchmark (bench/README.md) -----------------------------------------
+# Every driver runs the workloads of ../shared/BENCH_WORKLOADS.md with two
+# worker threads; bench/run.sh prints the ratios. Peers that are not
+# installed are reported as skipped, never dropped silently.
+BENCH_CFLAGS := -std=c11 -O2 -g -I. -Wall -Wextra
+STARPU_PC    := starpu-1.3
+$(B)/bench_depeng: bench/depeng.c bench/common.h depeng.h | $(B)
+	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+$(B)/bench_seq: bench/seq.c bench/common.h | $(B)
+	$(CC) $(BENCH_CFLAGS) $< -o $@
+$(B)/bench_omp: bench/omp.c bench/common.h | $(B)
+	gcc $(BENCH_CFLAGS) -fopenmp $< -o $@
+# StarPU's driver is built only where its package is installed (bench-deps).
+$(B)/bench_starpu: bench/starpu.c bench/common.h | $(B)
+	@if pkg-config --exists $(STARPU_PC) 2>/dev/null; then \
+	  set -x; $(CC) $(BENCH_CFLAGS) $< -o $@ $$(pkg-config --cflags --libs $(STARPU_PC)); \
+	else echo "bench: $(STARPU_PC) not installed (make bench-deps); StarPU will be reported as skipped"; rm -f $@; fi
+bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu
+bench-deps:
+	bench/deps.sh
+bench: bench-build
+	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu
 
 clean:
 	rm -rf $(B)

@@ -610,6 +610,15 @@ typedef struct { void *v; } dp__aptr;
 #define dp__cas(a, expp, x, mo) __atomic_compare_exchange_n(&(a)->v, expp, x, 0, mo, DP__RELAXED)
 #endif
 
+/* Asks for a cache line ahead of use (for writing): the block a pusher takes
+   next, the op a worker runs next. Their lines were last written on another
+   core, so the miss overlaps with the current op instead of stalling the next. */
+#if defined(__GNUC__) || defined(__clang__)
+#define dp__prefetch(p) __builtin_prefetch((p), 1)
+#else
+#define dp__prefetch(p) ((void)(p))
+#endif
+
 DP__PRIVATE void dp__cpu_relax(void) {
 #if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
     __builtin_ia32_pause();
@@ -709,8 +718,8 @@ typedef struct dp__queue {
     struct dp__block *head;        /* FIFO: the oldest node, under take_lock */
     struct dp__block *stub;        /* FIFO: the node that keeps it non-empty */
     char pad1_[64 - sizeof(dp__spinlock) - 2 * sizeof(void *)];
-    dp__a32 awake;                 /* workers not asleep */
-    dp__a32 sleepers;              /* workers asleep (written under m) */
+    dp__a32 spinning;              /* workers looking for work (not running, not asleep) */
+    dp__a32 sleepers;              /* workers asleep or about to be (written under m) */
     int wakeups;                   /* wake tokens not yet taken (under m) */
     int prioritized, stop;
     dp__mutex m; dp__cond cv;      /* sleeping, and the heap */
@@ -768,7 +777,10 @@ struct dp_engine {
     dp__graph_rec *graph; size_t ngraph, capgraph;
 };
 
-typedef struct dp__link { struct dp__link *next; struct dp__block *block; } dp__link;
+/* A block's place in one variable's queue. The low bit of `tagged` says the
+   access is a write; the rest is the block (blocks are 16-byte aligned). The
+   queue walks of the algorithm then never touch the waiting blocks. */
+typedef struct dp__link { struct dp__link *next; uintptr_t tagged; } dp__link;
 
 enum { DP__KIND_SYNC, DP__KIND_ASYNC, DP__KIND_WAIT, DP__KIND_DELETE };
 enum { DP__ST_PENDING, DP__ST_RUNNING, DP__ST_DONE };
@@ -782,7 +794,7 @@ typedef struct dp__opobj {
     dp_push_desc d;
     uint32_t nread, nwrite;
     struct dp__var **vars;
-    uint32_t *var_gens;
+    uint32_t *var_ids;
 } dp__opobj;
 
 /* OprBlock: one pushed operation. Followed in memory by its links (one per
@@ -803,7 +815,7 @@ typedef struct dp__block {
     struct dp__block *next;    /* ready list, pool free list, naive list */
     dp__aptr qnext;            /* FIFO ready queue link */
     uint64_t seq;
-    dp__failure *failure;
+    dp__aptr failure;          /* dp__failure *: see dp__block_failure */
     dp__worker *worker;
     void *stream;
     uint64_t t_start;
@@ -952,6 +964,14 @@ static void *dp__table_lookup(dp__table *t, uint32_t id) {
     if (!obj || (uint32_t)dp__load((dp__a32 *)obj, DP__ACQUIRE) != gen) return NULL;
     return obj;
 }
+/* The slot an id names, without reading the slot: the push path checks the
+   generation under the variable's lock, so each variable's cache line is
+   touched once per push. NULL if the index was never handed out. */
+static void *dp__table_locate(dp__table *t, uint32_t id) {
+    uint32_t idx = id & DP__IDX_MASK;
+    if (idx == 0 || (id >> DP__IDX_BITS) == 0 || idx >= (uint32_t)dp__load(&t->next_index, DP__ACQUIRE)) return NULL;
+    return dp__table_slot(t, idx);
+}
 static uint32_t dp__table_id(void *obj, uint32_t idx) {
     return ((uint32_t)dp__load((dp__a32 *)obj, DP__RELAXED) << DP__IDX_BITS) | idx;
 }
@@ -1003,6 +1023,7 @@ static dp__block *dp__pool_get(dp_engine *eng, int cls) {
     }
     b = p->free;
     p->free = b->next;
+    if (p->free) dp__prefetch(p->free);
     dp__spin_unlock(&p->lock);
     b->stripe = (uint8_t)stripe;
     return b;
@@ -1062,28 +1083,42 @@ static void dp__failure_mark_reported(dp_engine *eng, dp__failure *f) {
     dp__mutex_unlock(&eng->fail_mtx);
     if (unlinked) dp__failure_release(eng, f);   /* the list's reference, once */
 }
-/* The failure a variable carries, if it has not been cleared by dp_wait_all.
-   Called only by an op that holds a grant on the variable. */
-static dp__failure *dp__var_failure(dp_engine *eng, dp__var *v) {
+/* A variable's failure is read and written only under its lock, in the same
+   critical sections that grant and complete: a push or a completion then
+   touches the variable's cache line once, and a running op never does.
+   The failure it carries, unless dp_wait_all has cleared it since: */
+static dp__failure *dp__var_failure(dp_engine *eng, dp__var *v) {   /* v locked */
     if (v->failure && v->fail_epoch == (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE)) return v->failure;
     return NULL;
 }
-static void dp__var_set_failure(dp_engine *eng, dp__var *v, dp__failure *f) {
-    dp__failure *old = v->failure;        /* we hold the write grant: no other writer */
-    if (!old && !f) return;               /* the common case costs no lock */
-    if (f) dp__fetch_add(&f->refs, 1, DP__RELAXED);
-    dp__spin_lock(&v->lock);              /* dp_var_state_get reads under the lock */
+/* Replaces the failure v carries (v locked). Returns the old one, which the
+   caller releases after unlocking. */
+static dp__failure *dp__var_swap_failure(dp_engine *eng, dp__var *v, dp__failure *f) {
+    dp__failure *old = v->failure;
+    if (f) {
+        dp__fetch_add(&f->refs, 1, DP__RELAXED);
+        v->fail_epoch = (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE);
+    }
     v->failure = f;
-    v->fail_epoch = (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE);
-    dp__spin_unlock(&v->lock);
-    dp__failure_release(eng, old);
+    return old;
+}
+/* The failure an op holds: an input's, passed on by a grant, or its own. */
+static dp__failure *dp__block_failure(dp__block *b) { return (dp__failure *)dp__load(&b->failure, DP__ACQUIRE); }
+/* A grant hands the op the failure its variable carries (v locked, so f is
+   alive): the op will be skipped and pass f on to what it writes. Deletes
+   and NO_SKIP ops run regardless and take none. Grants of one op may come
+   from several threads at once; the first failure wins. */
+static void dp__grant_failure(dp_engine *eng, dp__block *b, dp__failure *f) {
+    void *expect = NULL;
+    if (b->prop == DP_PROP_NO_SKIP || b->kind == DP__KIND_DELETE) return;
+    dp__fetch_add(&f->refs, 1, DP__RELAXED);
+    if (!dp__cas(&b->failure, &expect, (void *)f, DP__ACQ_REL)) dp__failure_release(eng, f);
 }
 
 /* >>trace -------------------------------------------------------------- */
 static int dp__tracing(const dp_engine *eng) { return eng->desc.trace.func != NULL; }
-static int dp__link_is_write(const dp__link *l) {
-    return (uint32_t)(l - dp__links(l->block)) >= l->block->nread;
-}
+static dp__block *dp__link_block(const dp__link *l) { return (dp__block *)(l->tagged & ~(uintptr_t)1u); }
+static int dp__link_is_write(const dp__link *l) { return (int)(l->tagged & 1u); }
 static void dp__trace_var(dp_engine *eng, dp__var *v) {   /* v locked */
     dp_trace_event ev;
     dp__link *l;
@@ -1093,7 +1128,7 @@ static void dp__trace_var(dp_engine *eng, dp__var *v) {   /* v locked */
     ev.var_readers = v->nreaders;
     for (l = v->first; l; l = l->next) {
         if (ev.queue_len < 8) {
-            ev.queue_names[ev.queue_len] = l->block->name;
+            ev.queue_names[ev.queue_len] = dp__link_block(l)->name;
             ev.queue_write[ev.queue_len] = dp__link_is_write(l);
         }
         ev.queue_len++;
@@ -1132,14 +1167,22 @@ static void dp__enqueue(dp__var *v, dp__link *l) {
 }
 /* Append read: granted at once when nobody writes and nobody waits. */
 static void dp__append_read(dp_engine *eng, dp__var *v, dp__link *l, dp__block **ready) {
-    if (v->nreaders >= 0 && !v->first) { v->nreaders++; dp__grant(l->block, ready); }
-    else dp__enqueue(v, l);
+    if (v->nreaders >= 0 && !v->first) {
+        dp__failure *f = dp__var_failure(eng, v);
+        if (f) dp__grant_failure(eng, dp__link_block(l), f);
+        v->nreaders++;
+        dp__grant(dp__link_block(l), ready);
+    } else dp__enqueue(v, l);
     if (dp__tracing(eng)) dp__trace_var(eng, v);
 }
 /* Append write: granted at once when nobody reads, writes or waits. */
 static void dp__append_write(dp_engine *eng, dp__var *v, dp__link *l, dp__block **ready) {
-    if (v->nreaders == 0 && !v->first) { v->nreaders = DP__WRITING; dp__grant(l->block, ready); }
-    else dp__enqueue(v, l);
+    if (v->nreaders == 0 && !v->first) {
+        dp__failure *f = dp__var_failure(eng, v);
+        if (f) dp__grant_failure(eng, dp__link_block(l), f);
+        v->nreaders = DP__WRITING;
+        dp__grant(dp__link_block(l), ready);
+    } else dp__enqueue(v, l);
     if (dp__tracing(eng)) dp__trace_var(eng, v);
 }
 /* Complete read: the last reader grants the queued write, if any. */
@@ -1149,44 +1192,55 @@ static void dp__complete_read(dp_engine *eng, dp__var *v, dp__block **ready) {
     DP_ASSERT(v->nreaders > 0);
     if (--v->nreaders == 0 && v->first) {        /* the queue starts with a write */
         dp__link *l = v->first;
+        dp__failure *f = dp__var_failure(eng, v);
         v->first = l->next;
         if (!v->first) v->last = NULL;
         v->nreaders = DP__WRITING;
-        grant = l->block;
+        grant = dp__link_block(l);
+        if (f) dp__grant_failure(eng, grant, f);
     }
     if (dp__tracing(eng)) dp__trace_var(eng, v);
     dp__spin_unlock(&v->lock);
     if (grant) dp__grant_on_complete(eng, grant, ready);
 }
-/* Complete write: grant every queued read up to the next write; if the queue
-   starts with a write, grant that write. */
-static void dp__complete_write(dp_engine *eng, dp__var *v, dp__block **ready) {
+/* Complete write: the variable now carries the writer's failure (or none);
+   grant every queued read up to the next write, or, if the queue starts with
+   a write, that write. */
+static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, dp__block **ready) {
     dp__link *reads = NULL, *l;
     dp__block *write_grant = NULL;
+    dp__failure *old = NULL, *f;
     int nreads = 0, i;
     dp__spin_lock(&v->lock);
     DP_ASSERT(v->nreaders == DP__WRITING);
+    if (result || v->failure) old = dp__var_swap_failure(eng, v, result);
+    f = dp__var_failure(eng, v);
     v->nreaders = 0;
     l = v->first;
     if (l && dp__link_is_write(l)) {
         v->first = l->next;
         v->nreaders = DP__WRITING;
-        write_grant = l->block;
+        write_grant = dp__link_block(l);
+        if (f) dp__grant_failure(eng, write_grant, f);
     } else if (l) {
         dp__link *end = l;
         reads = l;
-        while (end && !dp__link_is_write(end)) { nreads++; end = end->next; }
+        for (; end && !dp__link_is_write(end); end = end->next) {
+            if (f) dp__grant_failure(eng, dp__link_block(end), f);
+            nreads++;
+        }
         v->nreaders = nreads;
         v->first = end;
     }
     if (!v->first) v->last = NULL;
     if (dp__tracing(eng)) dp__trace_var(eng, v);
     dp__spin_unlock(&v->lock);
+    dp__failure_release(eng, old);
     /* The nreads detached links are ours alone now. Read next before granting:
        a granted op may run, finish and be reused at once. */
     for (i = 0, l = reads; i < nreads; i++) {
         dp__link *next = l->next;
-        dp__grant_on_complete(eng, l->block, ready);
+        dp__grant_on_complete(eng, dp__link_block(l), ready);
         l = next;
     }
     if (write_grant) dp__grant_on_complete(eng, write_grant, ready);
@@ -1199,13 +1253,18 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__block **ready) {
    head one at a time under a spinlock. The priority pools (CPU priority, GPU
    compute, GPU copy) keep a binary heap under the mutex: highest priority
    first, then push order.
-   Sleeping: a worker that finds nothing spins a little, then sleeps on the
-   condition variable. A push wakes a sleeper only when no worker of the group
-   is awake, because an awake worker looks at the queue again before it goes
-   to sleep. A worker that takes an op and sees more behind it wakes one more
-   sleeper, so a burst of work spreads over the pool. */
-#define DP__SPIN_PAUSES 64         /* pause instructions before yielding */
-#define DP__SPIN_YIELDS 256        /* sched_yield calls before sleeping */
+   Sleeping. A worker is running an op, spinning (looking for work) or
+   asleep on the condition variable. Spinning costs a core, waking costs a
+   system call, so the pool keeps one spinner while there is work to find:
+     - a push wakes a sleeper only when no worker is spinning (a spinner will
+       find the op; a worker that is running one might not for a long time);
+     - the last spinner to find work, if more is queued behind it, wakes one
+       sleeper to take over the search, so a burst spreads over the pool;
+     - a spinner that finds nothing for DP__SPIN_PAUSES rounds sleeps.
+   No wake-up is lost: a worker counts itself a sleeper before its last look
+   at the queue, and a pusher appends before it reads the sleeper count, both
+   sequentially consistent, so one of them sees the other. */
+#define DP__SPIN_PAUSES 2000       /* empty looks (with a pause) before sleeping */
 
 static int dp__queue_init(dp_engine *eng, dp__queue *q, int prioritized) {
     memset(q, 0, sizeof *q);
@@ -1249,7 +1308,12 @@ static dp__block *dp__fifo_take(dp__queue *q, int *busy, int *more) {
         q->head = head = next;
         next = (dp__block *)dp__load(&head->qnext, DP__ACQUIRE);
     }
-    if (next) { q->head = next; *more = next != q->stub || dp__load(&next->qnext, DP__RELAXED) != NULL; return head; }
+    if (next) {
+        q->head = next;
+        dp__prefetch(next);
+        *more = next != q->stub || dp__load(&next->qnext, DP__RELAXED) != NULL;
+        return head;
+    }
     if (dp__load(&q->tail, DP__SEQ_CST) != (void *)head) { *busy = 1; return NULL; }
     dp__fifo_append(q, q->stub, q->stub);     /* head is the last op: put the stub behind it */
     next = (dp__block *)dp__load(&head->qnext, DP__ACQUIRE);
@@ -1296,22 +1360,21 @@ static dp__block *dp__heap_take(dp__queue *q) {   /* q->m held */
     return b;
 }
 
-/* Wakes one sleeper: always when force, else only if no worker is awake.
-   The waker counts the sleeper as awake at once, so the next push does not
-   wake a second one for the same work. */
-static void dp__queue_wake(dp__queue *q, int force) {
-    if (!force && dp__load(&q->awake, DP__SEQ_CST) > 0) return;
-    if (force && dp__load(&q->sleepers, DP__RELAXED) == 0) return;
+/* Wakes one sleeper, if any is left unclaimed. The woken worker counts as
+   spinning at once, so the next push does not wake a second one for the
+   same work. */
+static void dp__queue_wake(dp__queue *q) {
+    if (dp__load(&q->sleepers, DP__SEQ_CST) == 0) return;
     dp__mutex_lock(&q->m);
-    if (dp__load(&q->sleepers, DP__RELAXED) > q->wakeups && (force || dp__load(&q->awake, DP__RELAXED) == 0)) {
+    if (dp__load(&q->sleepers, DP__RELAXED) > q->wakeups) {
         q->wakeups++;
-        dp__fetch_add(&q->awake, 1, DP__RELAXED);
+        dp__fetch_add(&q->spinning, 1, DP__SEQ_CST);
         dp__cond_signal(&q->cv);
     }
     dp__mutex_unlock(&q->m);
 }
-/* Adds the ready ops first..last (linked by next) and wakes a worker if
-   needed: several ops at once may keep two workers busy. */
+/* Adds the ready ops first..last (linked by next); wakes a worker if none
+   is spinning. */
 static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__block *last, int count) {
     if (q->prioritized) {
         dp__block *b = first, *next;
@@ -1323,7 +1386,8 @@ static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__b
         for (b = first; b != last; b = b->next) dp__store(&b->qnext, (void *)b->next, DP__RELAXED);
         dp__fifo_append(q, first, last);
     }
-    dp__queue_wake(q, count > 1);
+    (void)count;
+    if (dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q);
 }
 /* One attempt to take an op (no sleeping). */
 static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
@@ -1390,18 +1454,11 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     dp_run_ctx rc;
     dp__run_state rs;
     dp_engine *prev_running = dp__tls_running;
-    uint32_t i, n = b->nread + b->nwrite;
     int status = 0;
-    if (b->kind != DP__KIND_DELETE && b->prop != DP_PROP_NO_SKIP) {
-        for (i = 0; i < n; i++) {
-            dp__failure *f = dp__var_failure(eng, b->vars[i]);
-            if (f) {       /* an input failed upstream: skip, pass it on */
-                dp__fetch_add(&f->refs, 1, DP__RELAXED);
-                b->failure = f;
-                dp__fetch_add(&eng->skipped, 1, DP__RELAXED);
-                return dp__finish(eng, b, f->info.status, NULL, w);
-            }
-        }
+    dp__failure *upstream = dp__block_failure(b);
+    if (upstream) {       /* a grant passed on an input's failure: skip, pass it on */
+        dp__fetch_add(&eng->skipped, 1, DP__RELAXED);
+        return dp__finish(eng, b, upstream->info.status, NULL, w);
     }
     rc.engine = eng;
     rc.ctx = b->ctx;
@@ -1420,7 +1477,6 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
             char msg[200];
             snprintf(msg, sizeof msg, "stream for GPU %d: %s", (int)b->ctx.dev_id, dp__backend_error(eng, err));
             dp__store(&b->state, (b->seq << 2) | DP__ST_RUNNING, DP__RELEASE);
-            b->failure = dp__failure_new(eng, b->name, DP_ERROR_BACKEND, msg);
             return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
         }
         b->stream = rc.stream;
@@ -1445,8 +1501,7 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
         if (err && status == 0) {
             char msg[200];
             snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, err));
-            status = DP_ERROR_BACKEND;
-            if (!b->failure) b->failure = dp__failure_new(eng, b->name, status, msg);
+            return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
         }
     }
     return dp__finish(eng, b, status, rs.has_message ? rs.message : NULL, w);
@@ -1455,17 +1510,15 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
 /* Runs a wait block: report the variable's failure to the waiter, once. */
 static void dp__run_wait(dp_engine *eng, dp__block *b) {
     dp__waiter *wt = b->waiter;
-    dp__var *v = b->vars[0];
-    dp__failure *f = dp__var_failure(eng, v);
+    dp__failure *f = dp__block_failure(b);   /* what the variable carried */
     dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);   /* see dp__finish */
     wt->result = DP_OK;
     if (f) {
         wt->result = DP_ERROR_OP_FAILED;
         wt->failure = f->info;
         dp__failure_mark_reported(eng, f);
-        dp__var_set_failure(eng, v, NULL);
     }
-    dp__finish(eng, b, 0, NULL, NULL);
+    dp__finish(eng, b, 0, NULL, NULL);       /* and clears the variable's failure */
     dp__mutex_lock(&eng->wait_mtx);
     wt->done = 1;
     dp__cond_broadcast(&eng->wait_cv);
@@ -1563,7 +1616,11 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
        joined before the engine is freed, so they need no count. */
     dp__worker *w = dp__tls_worker && dp__tls_worker->eng == eng ? dp__tls_worker : NULL;
     if (!w) dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);
-    if (status != 0 && !b->failure) b->failure = dp__failure_new(eng, b->name, status, message);
+    dp__failure *failure = dp__block_failure(b);
+    if (status != 0 && !failure) {
+        failure = dp__failure_new(eng, b->name, status, message);
+        dp__store(&b->failure, (void *)failure, DP__RELAXED);
+    }
     if (b->t_start && b->kind != DP__KIND_WAIT) {
         dp__worker *bw = b->worker;
         dp__prof_add(bw ? &bw->prof : &eng->inline_prof, eng, b, bw ? bw->global_index : -1, dp__now_ns());
@@ -1572,7 +1629,11 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
     dp__store(&b->state, (b->seq << 2) | DP__ST_DONE, DP__RELAXED);
     if (b->kind == DP__KIND_DELETE) {
         dp__var *v = b->vars[0];
-        dp__var_set_failure(eng, v, NULL);
+        dp__failure *old;
+        dp__spin_lock(&v->lock);          /* dp_var_state_get may be looking */
+        old = dp__var_swap_failure(eng, v, NULL);
+        dp__spin_unlock(&v->lock);
+        dp__failure_release(eng, old);
         if (dp__tracing(eng)) {
             dp_trace_event ev;
             memset(&ev, 0, sizeof ev);
@@ -1586,15 +1647,12 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
         dp__table_release(eng, &eng->vars, v->index, v);
     } else {
         for (i = 0; i < b->nread; i++) dp__complete_read(eng, b->vars[i], &ready);
-        for (i = b->nread; i < b->nread + b->nwrite; i++) {
-            dp__var *v = b->vars[i];
-            /* v is still ours: a failed write passes its failure on, a good
-               write replaces whatever the variable held */
-            if (b->kind != DP__KIND_WAIT) dp__var_set_failure(eng, v, b->failure);
-            dp__complete_write(eng, v, &ready);
-        }
+        /* a failed write passes its failure on, a good write replaces
+           whatever the variable held; a wait reported it and clears it */
+        for (i = b->nread; i < b->nread + b->nwrite; i++)
+            dp__complete_write(eng, b->vars[i], b->kind == DP__KIND_WAIT ? NULL : failure, &ready);
     }
-    if (b->failure) { dp__failure_release(eng, b->failure); b->failure = NULL; }
+    if (failure) { dp__failure_release(eng, failure); dp__store(&b->failure, NULL, DP__RELAXED); }
     if (w) {
         dp__store(&w->completed, dp__load(&w->completed, DP__RELAXED) + 1, DP__RELAXED);
         dp__worker_put(eng, w, b);
@@ -1614,33 +1672,51 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
 }
 
 /* >>workers ------------------------------------------------------------- */
+/* The last spinner to find work hands the search on if more is queued. */
+static dp__block *dp__worker_found(dp__queue *q, dp__block *b, int more) {
+    if (dp__fetch_add(&q->spinning, -1, DP__SEQ_CST) == 1 && more) dp__queue_wake(q);
+    return b;
+}
+/* Sleeps until woken (returns 1) or, having looked at the queue once more
+   as a registered sleeper, finds work or the stop flag (returns 0, with *b
+   or *stop set). Called spinning; returns spinning. */
+static int dp__worker_sleep(dp__queue *q, dp__block **b, int *busy, int *more, int *stop) {
+    dp__mutex_lock(&q->m);
+    dp__fetch_add(&q->sleepers, 1, DP__SEQ_CST);
+    dp__fetch_add(&q->spinning, -1, DP__SEQ_CST);
+    for (;;) {
+        if (q->prioritized) { *b = dp__heap_take(q); *busy = 0; *more = q->nheap > 0 || q->lhead; }
+        else { dp__spin_lock(&q->take_lock); *b = dp__fifo_take(q, busy, more); dp__spin_unlock(&q->take_lock); }
+        *stop = q->stop;
+        if (*b || *busy || *stop) break;
+        dp__cond_wait(&q->cv, &q->m);
+        if (q->wakeups > 0) {              /* the waker counted us spinning */
+            q->wakeups--;
+            dp__fetch_add(&q->sleepers, -1, DP__SEQ_CST);
+            dp__mutex_unlock(&q->m);
+            return 1;
+        }
+    }
+    dp__fetch_add(&q->spinning, 1, DP__SEQ_CST);
+    dp__fetch_add(&q->sleepers, -1, DP__SEQ_CST);
+    dp__mutex_unlock(&q->m);
+    return 0;
+}
 /* The next op for worker w: spin a little, then sleep (see >>queues).
    NULL once the group is stopped and empty. */
 static dp__block *dp__worker_next(dp__worker *w) {
     dp__queue *q = &w->group->q;
     dp__block *b;
-    int busy, more, spins = 0, stop;
+    int busy, more, stop = 0, spins = 0;
+    dp__fetch_add(&q->spinning, 1, DP__SEQ_CST);
     for (;;) {
         b = dp__queue_try_take(q, &busy, &more);
-        if (b) { if (more) dp__queue_wake(q, 1); return b; }
+        if (b) return dp__worker_found(q, b, more);
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
-        if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
-        dp__mutex_lock(&q->m);
-        dp__fetch_add(&q->awake, -1, DP__SEQ_CST);
-        for (;;) {   /* look once more after leaving the awake count, then sleep */
-            if (q->prioritized) { b = dp__heap_take(q); busy = 0; more = q->nheap > 0 || q->lhead; }
-            else { dp__spin_lock(&q->take_lock); b = dp__fifo_take(q, &busy, &more); dp__spin_unlock(&q->take_lock); }
-            stop = q->stop;
-            if (b || busy || stop) { dp__fetch_add(&q->awake, 1, DP__SEQ_CST); break; }
-            dp__fetch_add(&q->sleepers, 1, DP__RELAXED);
-            dp__cond_wait(&q->cv, &q->m);
-            dp__fetch_add(&q->sleepers, -1, DP__RELAXED);
-            if (q->wakeups > 0) { q->wakeups--; break; }   /* the waker counted us awake */
-        }
-        dp__mutex_unlock(&q->m);
-        if (b) { if (more) dp__queue_wake(q, 1); return b; }
-        if (stop && !busy) return NULL;
+        if (dp__worker_sleep(q, &b, &busy, &more, &stop)) { spins = 1; continue; }
+        if (b) return dp__worker_found(q, b, more);
+        if (stop && !busy) { dp__fetch_add(&q->spinning, -1, DP__SEQ_CST); return NULL; }
         spins = 1;
     }
 }
@@ -1691,7 +1767,7 @@ static dp__group *dp__group_create(dp_engine *eng, int nthreads, int prioritized
     }
     memset(g->workers, 0, (size_t)nthreads * sizeof(dp__worker));
     g->nworkers = nthreads;
-    dp__store(&g->q.awake, nthreads, DP__RELAXED);   /* workers start awake */
+
     for (i = 0; i < nthreads; i++) {
         dp__worker *w = &g->workers[i];
         w->eng = eng; w->group = g; w->index = i; w->ctx = ctx;
@@ -1757,7 +1833,7 @@ static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
 }
 
 /* >>push ------------------------------------------------------------------ */
-typedef struct dp__vref { dp__var *v; uint32_t gen; int write; } dp__vref;
+typedef struct dp__vref { dp__var *v; uint32_t id; int write; } dp__vref;   /* id: the handle, generation included */
 
 static int dp__vref_cmp(const void *a, const void *b) {
     const dp__vref *x = (const dp__vref *)a, *y = (const dp__vref *)b;
@@ -1774,31 +1850,39 @@ static dp_result dp__check_ctx(dp_engine *eng, dp_ctx c, const char *name) {
 /* Resolves, deduplicates (write wins) and sorts an op's variables by address,
    the order in which a push locks them. refs must hold nr + nw entries.
    Returns the number of distinct variables, or a negative dp_result. The
-   usual handful of variables is insertion-sorted as it is looked up. */
+   usual handful of variables is insertion-sorted as it is looked up.
+   Generations are checked later, under the variables' locks. */
+static int dp__invalid_var(dp_engine *eng, const dp_push_desc *d, uint32_t id) {
+    DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s': var 0x%08x", d->name ? d->name : "(unnamed)", (unsigned)id);
+    return DP_ERROR_INVALID_HANDLE;
+}
 static int dp__resolve(dp_engine *eng, const dp_push_desc *d, dp__vref *refs) {
     int i, j, n = 0, total = d->num_reads + d->num_writes;
     for (i = 0; i < total; i++) {
         int write = i >= d->num_reads;
         uint32_t id = write ? d->writes[i - d->num_reads].id : d->reads[i].id;
-        dp__var *v = (dp__var *)dp__table_lookup(&eng->vars, id);
-        if (!v) {
-            DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s': %s var 0x%08x", d->name ? d->name : "(unnamed)",
-                    write ? "write" : "read", (unsigned)id);
-            return DP_ERROR_INVALID_HANDLE;
-        }
+        dp__var *v = (dp__var *)dp__table_locate(&eng->vars, id);
+        if (!v) return dp__invalid_var(eng, d, id);
         if (total > 8) j = n;               /* sorted below */
         else {
             for (j = 0; j < n && refs[j].v != v; j++) {}
+            if (j < n && refs[j].id != id) return dp__invalid_var(eng, d, id);   /* one of the two is stale */
             if (j < n) { refs[j].write |= write; continue; }    /* listed twice: write wins */
             for (j = n; j > 0 && (uintptr_t)refs[j - 1].v > (uintptr_t)v; j--) refs[j] = refs[j - 1];
         }
-        refs[j].v = v; refs[j].gen = id >> DP__IDX_BITS; refs[j].write = write;
+        refs[j].v = v; refs[j].id = id; refs[j].write = write;
         n++;
     }
     if (total > 8) {
         int out = 0;
         qsort(refs, (size_t)n, sizeof *refs, dp__vref_cmp);     /* the write sorts first among duplicates */
-        for (i = 0; i < n; i++) if (out == 0 || refs[out - 1].v != refs[i].v) refs[out++] = refs[i];
+        for (i = 0; i < n; i++) {
+            if (out > 0 && refs[out - 1].v == refs[i].v) {
+                if (refs[out - 1].id != refs[i].id) return dp__invalid_var(eng, d, refs[i].id);
+                continue;
+            }
+            refs[out++] = refs[i];
+        }
         n = out;
     }
     return n;
@@ -1851,20 +1935,22 @@ static void dp__lock_vars(dp__block *b, int lock) {
         if (lock) dp__spin_lock(&v->lock); else dp__spin_unlock(&v->lock);
     }
 }
-static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *gens) {
+static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *ids) {
     uint32_t n = b->nread + b->nwrite, i;
     dp__block *ready = NULL;
     dp__lock_vars(b, 1);
     for (i = 0; i < n; i++) {
-        if ((uint32_t)dp__load(&b->vars[i]->gen, DP__RELAXED) != gens[i]) {
+        if ((uint32_t)dp__load(&b->vars[i]->gen, DP__RELAXED) != ids[i] >> DP__IDX_BITS) {
+            uint32_t id = ids[i];
             dp__lock_vars(b, 0);
-            DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s': a variable was deleted", b->name ? b->name : "(unnamed)");
+            DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s': var 0x%08x is deleted or was never created",
+                    b->name ? b->name : "(unnamed)", (unsigned)id);
             return DP_ERROR_INVALID_HANDLE;
         }
     }
     b->seq = dp__fetch_add(&eng->seq, 1, DP__SEQ_CST) + 1;   /* counts it as pending */
-    for (i = 0; i < b->nread; i++) { dp__link *l = &dp__links(b)[i]; l->block = b; dp__append_read(eng, b->vars[i], l, &ready); }
-    for (; i < n; i++) { dp__link *l = &dp__links(b)[i]; l->block = b; dp__append_write(eng, b->vars[i], l, &ready); }
+    for (i = 0; i < b->nread; i++) { dp__link *l = &dp__links(b)[i]; l->tagged = (uintptr_t)b; dp__append_read(eng, b->vars[i], l, &ready); }
+    for (; i < n; i++) { dp__link *l = &dp__links(b)[i]; l->tagged = (uintptr_t)b | 1u; dp__append_write(eng, b->vars[i], l, &ready); }
     if (b->kind == DP__KIND_DELETE) dp__table_invalidate(b->vars[0]);  /* handle dies now */
     if (eng->desc.trace.record_graph) dp__record_graph(eng, b);
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b, 0);
@@ -1889,20 +1975,21 @@ static dp__block *dp__block_new(dp_engine *eng, uint32_t n, const dp_push_desc *
     b->op = NULL;
     b->fn = d->fn; b->afn = d->async_fn; b->arg = d->arg;
     b->name = d->name;
-    b->next = NULL; b->failure = NULL; b->worker = NULL; b->stream = NULL; b->t_start = 0; b->waiter = NULL;
+    dp__store(&b->failure, NULL, DP__RELAXED);
+    b->next = NULL; b->worker = NULL; b->stream = NULL; b->t_start = 0; b->waiter = NULL;
     return b;
 }
 /* One-shot push of a resolved desc; kind says sync, async, wait or delete. */
 static dp_result dp__push_resolved(dp_engine *eng, const dp_push_desc *d, int kind, dp__waiter *waiter) {
     dp__vref stack_refs[32], *refs = stack_refs;
-    uint32_t stack_gens[32], *gens = stack_gens;
+    uint32_t stack_ids[32], *ids = stack_ids;
     int total = d->num_reads + d->num_writes, n, i, k = 0, pass;
     dp__block *b;
     dp_result r;
     if (total > 32) {
-        refs = (dp__vref *)dp__alloc(eng, (size_t)total * (sizeof *refs + sizeof *gens));
+        refs = (dp__vref *)dp__alloc(eng, (size_t)total * (sizeof *refs + sizeof *ids));
         if (!refs) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "variable list"); return DP_ERROR_OUT_OF_MEMORY; }
-        gens = (uint32_t *)(void *)(refs + total);
+        ids = (uint32_t *)(void *)(refs + total);
     }
     n = dp__resolve(eng, d, refs);
     if (n < 0) { r = (dp_result)n; goto done; }
@@ -1911,14 +1998,14 @@ static dp_result dp__push_resolved(dp_engine *eng, const dp_push_desc *d, int ki
     b->waiter = waiter;
     for (pass = 0; pass < 2; pass++)          /* reads first, then writes */
         for (i = 0; i < n; i++)
-            if (refs[i].write == pass) { b->vars[k] = refs[i].v; gens[k] = refs[i].gen; k++; }
+            if (refs[i].write == pass) { b->vars[k] = refs[i].v; ids[k] = refs[i].id; k++; }
     b->nread = 0;
     for (i = 0; i < n; i++) b->nread += refs[i].write == 0;
     b->nwrite = (uint32_t)n - b->nread;
-    r = dp__link_and_go(eng, b, gens);
+    r = dp__link_and_go(eng, b, ids);
     if (r != DP_OK) dp__pool_put(eng, b);
 done:
-    if (refs != stack_refs) dp__free(eng, refs, (size_t)total * (sizeof *refs + sizeof *gens));
+    if (refs != stack_refs) dp__free(eng, refs, (size_t)total * (sizeof *refs + sizeof *ids));
     return r;
 }
 
@@ -1933,19 +2020,6 @@ done:
    op) takes the normal path, which also reports every error. */
 #define DP__INLINE_MAX_VARS 4
 
-/* Gives back one grant taken by dp__run_inline: the common case (nobody
-   queued meanwhile) in one short critical section. */
-static void dp__release_inline(dp_engine *eng, dp__var *v, int write, dp__failure *f, dp__block **ready) {
-    if (write && (f || v->failure)) dp__var_set_failure(eng, v, f);   /* we hold the write */
-    dp__spin_lock(&v->lock);
-    if (!v->first) {
-        if (write) v->nreaders = 0; else v->nreaders--;
-        dp__spin_unlock(&v->lock);
-        return;
-    }
-    dp__spin_unlock(&v->lock);
-    if (write) dp__complete_write(eng, v, ready); else dp__complete_read(eng, v, ready);
-}
 /* Runs fn(arg) now if every variable in refs (sorted by address) can be
    granted at once; returns 0, having done nothing, otherwise. */
 static int dp__run_inline(dp_engine *eng, dp_sync_fn fn, void *arg, const char *name, dp_ctx ctx,
@@ -1959,7 +2033,7 @@ static int dp__run_inline(dp_engine *eng, dp_sync_fn fn, void *arg, const char *
     for (i = 0; i < n; i++) dp__spin_lock(&refs[i].v->lock);
     for (i = 0; i < n && ok; i++) {
         dp__var *v = refs[i].v;
-        ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == refs[i].gen && !v->first && !dp__var_failure(eng, v)
+        ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == refs[i].id >> DP__IDX_BITS && !v->first && !dp__var_failure(eng, v)
              && (refs[i].write ? v->nreaders == 0 : v->nreaders >= 0);
     }
     for (i = 0; ok && i < n; i++) {
@@ -1975,7 +2049,10 @@ static int dp__run_inline(dp_engine *eng, dp_sync_fn fn, void *arg, const char *
     status = fn(&rc, arg);
     dp__tls_running = prev_running;
     if (status) f = dp__failure_new(eng, name, status, rs.has_message ? rs.message : NULL);
-    for (i = 0; i < n; i++) dp__release_inline(eng, refs[i].v, refs[i].write, f, &ready);
+    for (i = 0; i < n; i++) {    /* give the grants back like any completing op */
+        if (refs[i].write) dp__complete_write(eng, refs[i].v, f, &ready);
+        else dp__complete_read(eng, refs[i].v, &ready);
+    }
     if (f) dp__failure_release(eng, f);           /* the reference an op block would hold */
     if (ready) dp__dispatch_ready(eng, ready, NULL);   /* last: runs what we made ready */
     return 1;
@@ -2105,7 +2182,7 @@ DP_IMPL dp_var_state dp_var_state_get(dp_engine *eng, dp_var var) {
 
 static void dp__op_unref(dp_engine *eng, dp__opobj *op) {
     if (dp__fetch_add(&op->refs, -1, DP__ACQ_REL) == 1) {
-        dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_gens));
+        dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_ids));
         dp__table_release(eng, &eng->ops, op->index, op);
     }
 }
@@ -2127,7 +2204,7 @@ DP_IMPL dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc) {
     op->index = idx;
     op->d = *desc;
     op->nread = op->nwrite = 0;
-    op->vars = (dp__var **)dp__alloc(eng, (size_t)(n ? n : 1) * (sizeof *op->vars + sizeof *op->var_gens));
+    op->vars = (dp__var **)dp__alloc(eng, (size_t)(n ? n : 1) * (sizeof *op->vars + sizeof *op->var_ids));
     if (!op->vars) {
         dp__table_invalidate(op);
         dp__table_release(eng, &eng->ops, idx, op);
@@ -2135,10 +2212,10 @@ DP_IMPL dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc) {
         DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_op_create");
         return h;
     }
-    op->var_gens = (uint32_t *)(void *)(op->vars + (n ? n : 1));
+    op->var_ids = (uint32_t *)(void *)(op->vars + (n ? n : 1));
     for (pass = 0; pass < 2; pass++)
         for (i = 0; i < n; i++)
-            if (refs[i].write == pass) { op->vars[k] = refs[i].v; op->var_gens[k] = refs[i].gen; k++; }
+            if (refs[i].write == pass) { op->vars[k] = refs[i].v; op->var_ids[k] = refs[i].id; k++; }
     for (i = 0; i < n; i++) { if (refs[i].write) op->nwrite++; else op->nread++; }
     if (!n) { op->nread = op->nwrite = 0; }
     dp__free(eng, refs, (size_t)(total ? total : 1) * sizeof *refs);
@@ -2171,7 +2248,7 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
     b = dp__block_new(eng, n, &d, op->d.fn ? DP__KIND_SYNC : DP__KIND_ASYNC);
     if (!b) { dp__op_unref(eng, op); return DP_ERROR_OUT_OF_MEMORY; }
     b->vars = op->vars; b->nread = op->nread; b->nwrite = op->nwrite; b->op = op;
-    r = dp__link_and_go(eng, b, op->var_gens);
+    r = dp__link_and_go(eng, b, op->var_ids);
     if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op); }
     return r;
 }
@@ -2306,7 +2383,7 @@ static void dp__engine_free(dp_engine *eng) {
     for (k = 1; k < (size_t)dp__load(&eng->ops.next_index, DP__RELAXED); k++) {
         dp__opobj *op = (dp__opobj *)dp__table_slot(&eng->ops, (uint32_t)k);
         if (op && dp__load(&op->refs, DP__RELAXED) > 0)
-            dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_gens));
+            dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_ids));
     }
     for (k = 0; k < eng->ngraph; k++) dp__free(eng, eng->graph[k].ids, (eng->graph[k].nread + eng->graph[k].nwrite ? eng->graph[k].nread + eng->graph[k].nwrite : 1) * sizeof(uint32_t));
     dp__free(eng, eng->graph, eng->capgraph * sizeof *eng->graph);

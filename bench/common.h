@@ -119,6 +119,18 @@ static inline int bench_calibrate_loops(double target_ns) {
     return n < 1 ? 1 : n;
 }
 
+/* W5: task counts (smaller than W4's: the bodies are 10x and 100x longer)
+   and body loop counts, the same for every system: BENCH_W5_LOOPS="A,B"
+   when set (bench/run.sh passes the first driver's on), else calibrated. */
+#define BENCH_W5_1US_N  100000
+#define BENCH_W5_10US_N 20000
+static inline void bench_w5_loops(int *l1, int *l10) {
+    const char *e = getenv("BENCH_W5_LOOPS");
+    if (e && sscanf(e, "%d,%d", l1, l10) == 2 && *l1 > 0 && *l10 > 0) return;
+    *l1 = bench_calibrate_loops(1000.0);
+    *l10 = bench_calibrate_loops(10000.0);
+}
+
 /* ---- reporting ------------------------------------------------------- */
 static inline int bench_cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;

@@ -7,9 +7,6 @@
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 
-#define BENCH_W5_1US_N  100000
-#define BENCH_W5_10US_N 20000
-
 static long g_n = BENCH_N;
 static uint64_t g_val[BENCH_W4_VARS];
 static int g_loops = BENCH_W4_LOOPS;
@@ -216,8 +213,7 @@ int main(int argc, char **argv) {
     g_tasks = bench_w4_generate((uint32_t)nmax);
     int loops1 = 0, loops10 = 0;
     if (wanted(argc, argv, first, "W5")) {
-        loops1 = bench_calibrate_loops(1000.0);
-        loops10 = bench_calibrate_loops(10000.0);
+        bench_w5_loops(&loops1, &loops10);
         printf("# W5 loops 1us=%d 10us=%d\n", loops1, loops10);
     }
     for (size_t e = 0; e < sizeof kinds / sizeof kinds[0]; e++) {

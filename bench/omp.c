@@ -24,9 +24,6 @@
 #include "bench/common.h"
 #include <omp.h>
 
-/* W5's task counts: the same in every driver (see bench/seq.c). */
-#define BENCH_W5_1US_N  100000
-#define BENCH_W5_10US_N 20000
 
 #define SYSTEM "openmp"
 
@@ -84,13 +81,6 @@ static const char *wl_note(int k, long n, char *buf, size_t len) {
     if (n == wl_nominal[k]) return NULL;
     snprintf(buf, len, "N_scaled_from_%ld", wl_nominal[k]);
     return buf;
-}
-/* W5's loop counts: from BENCH_W5_LOOPS="A,B" when set, else calibrated. */
-static void w5_loops(int *l1, int *l10) {
-    const char *e = getenv("BENCH_W5_LOOPS");
-    if (e && sscanf(e, "%d,%d", l1, l10) == 2 && *l1 > 0 && *l10 > 0) return;
-    *l1 = bench_calibrate_loops(1000.0);
-    *l10 = bench_calibrate_loops(10000.0);
 }
 
 /* ---- workloads --------------------------------------------------------- */
@@ -249,7 +239,7 @@ int main(int argc, char **argv) {
     if (wl_on[WL_W4]) bench_dag(WL_W4, BENCH_W4_LOOPS);
     if (wl_on[WL_W5_1] || wl_on[WL_W5_10]) {
         int l1, l10;
-        w5_loops(&l1, &l10);
+        bench_w5_loops(&l1, &l10);
         printf("# W5 loops 1us=%d 10us=%d system=%s\n", l1, l10, SYSTEM);
         fflush(stdout);
         if (wl_on[WL_W5_1]) bench_dag(WL_W5_1, l1);
