@@ -801,26 +801,32 @@ typedef struct dp__opobj {
    variable, reads first) and, for one-shot pushes, its variable pointers. */
 typedef struct dp__block {
     dp__a32 wait;              /* unmet dependencies, +1 while being pushed */
+    uint8_t kind, prop, cls, stripe;  /* stripe, cls: the pool it returns to */
+    uint16_t nread, nwrite;    /* a push has at most 30000 of each */
+    int32_t priority;
     dp__a64 state;             /* (push seq << 2) | DP__ST_*: one word, so a stale
                                   completion token can never match a reused block */
-    uint8_t kind, prop, cls, stripe;  /* stripe, cls: the pool it returns to */
-    int32_t priority;
-    uint32_t nread, nwrite;
     dp_ctx ctx;
     dp_engine *eng;
-    struct dp__var **vars;
-    dp__opobj *op;
-    dp_sync_fn fn; dp_async_fn afn; void *arg;
+    dp__opobj *op;             /* the pre-created op whose variables it uses, or NULL */
+    union { dp_sync_fn fn; dp_async_fn afn; };   /* afn for DP__KIND_ASYNC */
+    void *arg;                 /* the function's argument; a wait block's dp__waiter */
     const char *name;
-    struct dp__block *next;    /* ready list, pool free list, naive list */
-    dp__aptr qnext;            /* FIFO ready queue link */
-    uint64_t seq;
+    dp__aptr next;             /* the one list it is on at a time: a ready list,
+                                  its FIFO queue, a pool's free list, the naive list */
     dp__aptr failure;          /* dp__failure *: see dp__block_failure */
-    dp__worker *worker;
-    void *stream;
-    uint64_t t_start;
-    dp__waiter *waiter;
+    dp__worker *worker;        /* the worker that runs it; NULL on a pushing thread */
+    uint64_t t_start;          /* profiler: when it started; 0 when not profiling */
 } dp__block;
+/* The memory budget: an op with two variables takes 104 + 2 x (16 + 8) = 152
+   bytes, so a million pending ops fit in 152 MB. */
+
+static dp__block *dp__next(dp__block *b) { return (dp__block *)dp__load(&b->next, DP__RELAXED); }
+static void dp__set_next(dp__block *b, dp__block *n) { dp__store(&b->next, (void *)n, DP__RELAXED); }
+static uint64_t dp__block_seq(dp__block *b) { return (uint64_t)dp__load(&b->state, DP__RELAXED) >> 2; }
+static void dp__block_set_state(dp__block *b, int st, int mo) {
+    dp__store(&b->state, (dp__block_seq(b) << 2) | (uint64_t)st, mo);
+}
 
 /* A variable (ThreadedVar). */
 typedef struct dp__var {
@@ -987,13 +993,16 @@ static void dp__table_free_all(dp_engine *eng, dp__table *t) {
 /* >>pool --------------------------------------------------------------- */
 static dp__link *dp__links(dp__block *b) { return (dp__link *)(void *)(b + 1); }
 static dp__var **dp__inline_vars(dp__block *b, uint32_t cap) { return (dp__var **)(void *)(dp__links(b) + cap); }
+static uint32_t dp__class_cap(int cls);
+/* An op's variables, reads first: its pre-created op's, or its own. */
+static dp__var **dp__block_vars(dp__block *b) { return b->op ? b->op->vars : dp__inline_vars(b, dp__class_cap(b->cls)); }
 static uint32_t dp__class_cap(int cls) { return 1u << cls; }
 static int dp__class_for(uint32_t n) { int c = 0; while (dp__class_cap(c) < n) c++; return c; }
 
 static void dp__pool_init(dp__pool *p, int cls) {
     memset(p, 0, sizeof *p);
     p->obj_size = sizeof(dp__block) + dp__class_cap(cls) * (sizeof(dp__link) + sizeof(dp__var *));
-    p->obj_size = (p->obj_size + 63u) & ~(size_t)63u;
+    p->obj_size = (p->obj_size + 7u) & ~(size_t)7u;   /* packed: the memory budget beats line alignment */
     p->per_chunk = cls < 4 ? 256 : 16;     /* small blocks are the common case */
 }
 static unsigned dp__my_stripe(void) {
@@ -1017,12 +1026,12 @@ static dp__block *dp__pool_get(dp_engine *eng, int cls) {
         dp__fetch_add(&p->bytes, bytes, DP__RELAXED);
         for (i = 0; i < count; i++) {
             dp__block *nb = (dp__block *)(void *)(chunk + 64 + i * p->obj_size);
-            nb->next = p->free;
+            dp__set_next(nb, p->free);
             p->free = nb;
         }
     }
     b = p->free;
-    p->free = b->next;
+    p->free = dp__next(b);
     if (p->free) dp__prefetch(p->free);
     dp__spin_unlock(&p->lock);
     b->stripe = (uint8_t)stripe;
@@ -1031,7 +1040,7 @@ static dp__block *dp__pool_get(dp_engine *eng, int cls) {
 /* Returns the chain first..last (linked by next) to pool p, from any thread. */
 static void dp__pool_put_chain(dp__pool *p, dp__block *first, dp__block *last) {
     void *head = dp__load(&p->returned, DP__RELAXED);
-    do { last->next = (dp__block *)head; } while (!dp__cas(&p->returned, &head, (void *)first, DP__RELEASE));
+    do { dp__set_next(last, (dp__block *)head); } while (!dp__cas(&p->returned, &head, (void *)first, DP__RELEASE));
 }
 static dp__pool *dp__pool_of(dp_engine *eng, const dp__block *b) { return &eng->pools[b->stripe][b->cls]; }
 static void dp__pool_put(dp_engine *eng, dp__block *b) { dp__pool_put_chain(dp__pool_of(eng, b), b, b); }
@@ -1139,7 +1148,7 @@ static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block *b, int s
     dp_trace_event ev;
     memset(&ev, 0, sizeof ev);
     ev.kind = kind;
-    ev.op_seq = b->seq;
+    ev.op_seq = dp__block_seq(b);
     ev.op_name = b->name;
     ev.op_pending = dp__load(&b->wait, DP__ACQUIRE);
     if (kind == DP_TRACE_PUSH || kind == DP_TRACE_GRANT) ev.op_pending--;   /* push: the pusher's hold; grant: this grant */
@@ -1151,7 +1160,7 @@ static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block *b, int s
    The dependency algorithm. Each function below is one line of the table in
    the header comment. "Grant" = one dependency of an op is met. */
 static void dp__grant(dp__block *b, dp__block **ready) {
-    if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { b->next = *ready; *ready = b; }
+    if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { dp__set_next(b, *ready); *ready = b; }
 }
 /* A grant made by a completing op (not during a push): the trace reports the
    waiting op's new count. The event goes out before the decrement, while our
@@ -1260,11 +1269,16 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
        find the op; a worker that is running one might not for a long time);
      - the last spinner to find work, if more is queued behind it, wakes one
        sleeper to take over the search, so a burst spreads over the pool;
-     - a spinner that finds nothing for DP__SPIN_PAUSES rounds sleeps.
+     - a spinner that finds nothing pauses DP__SPIN_PAUSES times, then
+       yields DP__SPIN_YIELDS times, then sleeps. The yields matter when
+       there are more threads than cores (the default: one worker per core
+       plus the pushing thread): a spinner that shares a core with the
+       pusher gives the core back instead of starving the work's source.
    No wake-up is lost: a worker counts itself a sleeper before its last look
    at the queue, and a pusher appends before it reads the sleeper count, both
    sequentially consistent, so one of them sees the other. */
-#define DP__SPIN_PAUSES 2000       /* empty looks (with a pause) before sleeping */
+#define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
+#define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
 
 static int dp__queue_init(dp_engine *eng, dp__queue *q, int prioritized) {
     memset(q, 0, sizeof *q);
@@ -1287,46 +1301,46 @@ static void dp__queue_destroy(dp_engine *eng, dp__queue *q) {
     dp__mutex_destroy(&q->m);
 }
 
-/* FIFO producer: appends the chain first..last (linked by qnext). The
+/* FIFO producer: appends the chain first..last (linked by next). The
    exchange is the moment the ops are in the queue; the link from the old
    tail follows, and a consumer that sees the tail moved but no link yet
    waits for it (it is "busy", not empty). */
 static void dp__fifo_append(dp__queue *q, dp__block *first, dp__block *last) {
     dp__block *prev;
-    dp__store(&last->qnext, NULL, DP__RELAXED);
+    dp__store(&last->next, NULL, DP__RELAXED);
     prev = (dp__block *)dp__exchange(&q->tail, (void *)last, DP__SEQ_CST);
-    dp__store(&prev->qnext, (void *)first, DP__RELEASE);
+    dp__store(&prev->next, (void *)first, DP__RELEASE);
 }
 /* FIFO consumer (take_lock held): the oldest op, or NULL. *busy says a push
    is half done, so the queue is not really empty; *more that another op is
    already behind the one returned. */
 static dp__block *dp__fifo_take(dp__queue *q, int *busy, int *more) {
-    dp__block *head = q->head, *next = (dp__block *)dp__load(&head->qnext, DP__ACQUIRE);
+    dp__block *head = q->head, *next = (dp__block *)dp__load(&head->next, DP__ACQUIRE);
     *busy = *more = 0;
     if (head == q->stub) {                    /* skip the stub */
         if (!next) { *busy = dp__load(&q->tail, DP__SEQ_CST) != (void *)head; return NULL; }
         q->head = head = next;
-        next = (dp__block *)dp__load(&head->qnext, DP__ACQUIRE);
+        next = (dp__block *)dp__load(&head->next, DP__ACQUIRE);
     }
     if (next) {
         q->head = next;
         dp__prefetch(next);
-        *more = next != q->stub || dp__load(&next->qnext, DP__RELAXED) != NULL;
+        *more = next != q->stub || dp__load(&next->next, DP__RELAXED) != NULL;
         return head;
     }
     if (dp__load(&q->tail, DP__SEQ_CST) != (void *)head) { *busy = 1; return NULL; }
     dp__fifo_append(q, q->stub, q->stub);     /* head is the last op: put the stub behind it */
-    next = (dp__block *)dp__load(&head->qnext, DP__ACQUIRE);
+    next = (dp__block *)dp__load(&head->next, DP__ACQUIRE);
     if (next) { q->head = next; *more = next != q->stub; return head; }
     *busy = 1;                                /* a producer slipped in; its link is coming */
     return NULL;
 }
 
-static int dp__before(const dp__block *a, const dp__block *b) {  /* a runs first */
+static int dp__before(dp__block *a, dp__block *b) {  /* a runs first */
     int ap = a->prop == DP_PROP_GPU_PRIORITIZED, bp = b->prop == DP_PROP_GPU_PRIORITIZED;
     if (ap != bp) return ap > bp;
     if (a->priority != b->priority) return a->priority > b->priority;
-    return a->seq < b->seq;
+    return dp__block_seq(a) < dp__block_seq(b);
 }
 static void dp__heap_insert(dp_engine *eng, dp__queue *q, dp__block *b) {   /* q->m held */
     if (dp__reserve(eng, &q->heap, &q->capheap, q->nheap, sizeof *q->heap, 64) == 0) {
@@ -1334,8 +1348,8 @@ static void dp__heap_insert(dp_engine *eng, dp__queue *q, dp__block *b) {   /* q
         while (i > 0 && dp__before(b, q->heap[(i - 1) / 2])) { q->heap[i] = q->heap[(i - 1) / 2]; i = (i - 1) / 2; }
         q->heap[i] = b;
     } else {   /* the heap could not grow: keep the op in push order rather than lose it */
-        b->next = NULL;
-        if (q->ltail) q->ltail->next = b; else q->lhead = b;
+        dp__set_next(b, NULL);
+        if (q->ltail) dp__set_next(q->ltail, b); else q->lhead = b;
         q->ltail = b;
     }
 }
@@ -1356,7 +1370,7 @@ static dp__block *dp__heap_take(dp__queue *q) {   /* q->m held */
         return b;
     }
     b = q->lhead;
-    if (b) { q->lhead = b->next; if (!q->lhead) q->ltail = NULL; }
+    if (b) { q->lhead = dp__next(b); if (!q->lhead) q->ltail = NULL; }
     return b;
 }
 
@@ -1379,13 +1393,9 @@ static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__b
     if (q->prioritized) {
         dp__block *b = first, *next;
         dp__mutex_lock(&q->m);
-        for (; b; b = next) { next = b == last ? NULL : b->next; dp__heap_insert(eng, q, b); }
+        for (; b; b = next) { next = b == last ? NULL : dp__next(b); dp__heap_insert(eng, q, b); }
         dp__mutex_unlock(&q->m);
-    } else {
-        dp__block *b;
-        for (b = first; b != last; b = b->next) dp__store(&b->qnext, (void *)b->next, DP__RELAXED);
-        dp__fifo_append(q, first, last);
-    }
+    } else dp__fifo_append(q, first, last);
     (void)count;
     if (dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q);
 }
@@ -1444,6 +1454,14 @@ static const char *dp__backend_error(const dp_engine *eng, int err) {
     return be && be->error_string ? be->error_string(err, be->user) : "device backend error";
 }
 
+/* The stream a GPU op runs on: its GPU worker's own, or (naive and pooled
+   engines) the device's shared one; NULL for CPU ops. */
+static void *dp__block_stream(dp__block *b) {
+    if (b->ctx.dev_type != DP_DEV_GPU) return NULL;
+    if (b->worker && b->worker->is_gpu) return b->worker->stream;
+    return b->eng->shared_stream[b->ctx.dev_id];
+}
+
 /* What dp_set_error writes to while a sync function runs. */
 typedef struct dp__run_state { dp__block *block; int has_message; char message[256]; } dp__run_state;
 
@@ -1468,7 +1486,6 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     rs.has_message = 0;
     rc.internal = &rs;
     b->worker = w;
-    b->stream = NULL;
     if (b->ctx.dev_type == DP_DEV_GPU) {
         int err = 0;
         if (w && w->is_gpu) { rc.stream = w->stream; err = w->stream_err; }
@@ -1476,28 +1493,27 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
         if (err) {
             char msg[200];
             snprintf(msg, sizeof msg, "stream for GPU %d: %s", (int)b->ctx.dev_id, dp__backend_error(eng, err));
-            dp__store(&b->state, (b->seq << 2) | DP__ST_RUNNING, DP__RELEASE);
+            dp__block_set_state(b, DP__ST_RUNNING, DP__RELEASE);
             return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
         }
-        b->stream = rc.stream;
     }
     if (dp__load(&eng->profiling, DP__RELAXED)) b->t_start = dp__now_ns();
     else b->t_start = 0;
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_RUN, b, 0);
-    dp__store(&b->state, (b->seq << 2) | DP__ST_RUNNING, DP__RELEASE);
+    dp__block_set_state(b, DP__ST_RUNNING, DP__RELEASE);
     dp__tls_running = eng;
     if (b->kind == DP__KIND_ASYNC) {
         dp_completion done;
         done.block = b;
-        done.seq = b->seq;
+        done.seq = dp__block_seq(b);
         b->afn(&rc, b->arg, done);           /* b may be finished already */
         dp__tls_running = prev_running;
         return NULL;
     }
     if (b->fn) status = b->fn(&rc, b->arg);
     dp__tls_running = prev_running;
-    if (b->stream && eng->desc.gpu_backend->stream_synchronize) {
-        int err = eng->desc.gpu_backend->stream_synchronize(b->ctx.dev_id, b->stream, eng->desc.gpu_backend->user);
+    if (rc.stream && eng->desc.gpu_backend->stream_synchronize) {
+        int err = eng->desc.gpu_backend->stream_synchronize(b->ctx.dev_id, rc.stream, eng->desc.gpu_backend->user);
         if (err && status == 0) {
             char msg[200];
             snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, err));
@@ -1509,7 +1525,7 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
 
 /* Runs a wait block: report the variable's failure to the waiter, once. */
 static void dp__run_wait(dp_engine *eng, dp__block *b) {
-    dp__waiter *wt = b->waiter;
+    dp__waiter *wt = (dp__waiter *)b->arg;
     dp__failure *f = dp__block_failure(b);   /* what the variable carried */
     dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);   /* see dp__finish */
     wt->result = DP_OK;
@@ -1545,7 +1561,7 @@ static void dp__worker_put(dp_engine *eng, dp__worker *w, dp__block *b) {
         dp__pool_put_chain(w->put_pool, w->put_first, w->put_last);
         w->put_count = 0;
     }
-    b->next = w->put_count ? w->put_first : NULL;
+    dp__set_next(b, w->put_count ? w->put_first : NULL);
     if (!w->put_count) w->put_last = b;
     w->put_first = b;
     w->put_pool = p;
@@ -1587,7 +1603,7 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
     while (ready) {
         dp__block *b = ready;
         dp__group *g = NULL;
-        ready = b->next;
+        ready = dp__next(b);
         if (b->kind != DP__KIND_WAIT && eng->desc.type != DP_ENGINE_NAIVE) g = dp__route(eng, b);
         if (g && keep_for && !kept && g == keep_for->group) { kept = b; continue; }
         if (g != cur || !g) {
@@ -1595,7 +1611,7 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
             first = NULL; count = 0; cur = g;
         }
         if (!g) { dp__dispatch(eng, b, 0); continue; }   /* waits, naive, or a pool that failed to start */
-        if (first) last->next = b; else first = b;
+        if (first) dp__set_next(last, b); else first = b;
         last = b;
         count++;
     }
@@ -1610,6 +1626,7 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
     dp__block *ready = NULL, *kept;
     uint32_t i;
     dp__opobj *op = b->op;
+    dp__var **vars = dp__block_vars(b);
     /* A finisher on a thread that is not one of this engine's workers (an
        async completion, the naive engine) may still touch eng after the last
        completion is counted; destroy waits until none is left. Workers are
@@ -1626,9 +1643,9 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
         dp__prof_add(bw ? &bw->prof : &eng->inline_prof, eng, b, bw ? bw->global_index : -1, dp__now_ns());
     }
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_COMPLETE, b, status);
-    dp__store(&b->state, (b->seq << 2) | DP__ST_DONE, DP__RELAXED);
+    dp__block_set_state(b, DP__ST_DONE, DP__RELAXED);
     if (b->kind == DP__KIND_DELETE) {
-        dp__var *v = b->vars[0];
+        dp__var *v = vars[0];
         dp__failure *old;
         dp__spin_lock(&v->lock);          /* dp_var_state_get may be looking */
         old = dp__var_swap_failure(eng, v, NULL);
@@ -1637,7 +1654,7 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
         if (dp__tracing(eng)) {
             dp_trace_event ev;
             memset(&ev, 0, sizeof ev);
-            ev.op_seq = b->seq;
+            ev.op_seq = dp__block_seq(b);
             ev.kind = DP_TRACE_DELETE;
             ev.var.id = v->handle_id;
             ev.op_name = b->name;
@@ -1646,11 +1663,11 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
         v->nreaders = 0;
         dp__table_release(eng, &eng->vars, v->index, v);
     } else {
-        for (i = 0; i < b->nread; i++) dp__complete_read(eng, b->vars[i], &ready);
+        for (i = 0; i < b->nread; i++) dp__complete_read(eng, vars[i], &ready);
         /* a failed write passes its failure on, a good write replaces
            whatever the variable held; a wait reported it and clears it */
         for (i = b->nread; i < b->nread + b->nwrite; i++)
-            dp__complete_write(eng, b->vars[i], b->kind == DP__KIND_WAIT ? NULL : failure, &ready);
+            dp__complete_write(eng, vars[i], b->kind == DP__KIND_WAIT ? NULL : failure, &ready);
     }
     if (failure) { dp__failure_release(eng, failure); dp__store(&b->failure, NULL, DP__RELAXED); }
     if (w) {
@@ -1714,6 +1731,7 @@ static dp__block *dp__worker_next(dp__worker *w) {
         if (b) return dp__worker_found(q, b, more);
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
+        if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
         if (dp__worker_sleep(q, &b, &busy, &more, &stop)) { spins = 1; continue; }
         if (b) return dp__worker_found(q, b, more);
         if (stop && !busy) { dp__fetch_add(&q->spinning, -1, DP__SEQ_CST); return NULL; }
@@ -1804,14 +1822,14 @@ static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, i
 static void dp__run_naive(dp_engine *eng, dp__block *b) {
     /* Naive: run on this thread. Ops made ready while one runs wait in a
        thread-local list, so a long chain runs in a loop, not a deep recursion. */
-    b->next = NULL;
-    if (dp__tls_naive_tail) dp__tls_naive_tail->next = b; else dp__tls_naive_head = b;
+    dp__set_next(b, NULL);
+    if (dp__tls_naive_tail) dp__set_next(dp__tls_naive_tail, b); else dp__tls_naive_head = b;
     dp__tls_naive_tail = b;
     if (dp__tls_naive_draining) return;
     dp__tls_naive_draining = 1;
     while (dp__tls_naive_head) {
         dp__block *x = dp__tls_naive_head;
-        dp__tls_naive_head = x->next;
+        dp__tls_naive_head = dp__next(x);
         if (!dp__tls_naive_head) dp__tls_naive_tail = NULL;
         if (x->kind == DP__KIND_WAIT) dp__run_wait(x->eng, x); else dp__execute(x->eng, x, NULL);
     }
@@ -1912,8 +1930,9 @@ static void dp__record_graph(dp_engine *eng, dp__block *b) {
         dp__graph_rec *r = &eng->graph[eng->ngraph];
         r->ids = (uint32_t *)dp__alloc(eng, (n ? n : 1) * sizeof(uint32_t));
         if (r->ids) {
-            r->seq = b->seq; r->name = b->name; r->nread = b->nread; r->nwrite = b->nwrite;
-            for (i = 0; i < n; i++) r->ids[i] = b->vars[i]->handle_id;
+            dp__var **vars = dp__block_vars(b);
+            r->seq = dp__block_seq(b); r->name = b->name; r->nread = b->nread; r->nwrite = b->nwrite;
+            for (i = 0; i < n; i++) r->ids[i] = vars[i]->handle_id;
             eng->ngraph++;
         }
     }
@@ -1927,20 +1946,22 @@ static void dp__record_graph(dp_engine *eng, dp__block *b) {
 /* Locks (or unlocks) an op's variables in address order: reads and writes are
    each sorted, so walking both runs merged gives the global order. */
 static void dp__lock_vars(dp__block *b, int lock) {
-    uint32_t r = 0, w = b->nread, n = b->nread + b->nwrite;
+    dp__var **vars = dp__block_vars(b);
+    uint32_t r = 0, w = b->nread, n = (uint32_t)b->nread + b->nwrite;
     while (r < b->nread || w < n) {
         dp__var *v;
-        if (w >= n || (r < b->nread && (uintptr_t)b->vars[r] < (uintptr_t)b->vars[w])) v = b->vars[r++];
-        else v = b->vars[w++];
+        if (w >= n || (r < b->nread && (uintptr_t)vars[r] < (uintptr_t)vars[w])) v = vars[r++];
+        else v = vars[w++];
         if (lock) dp__spin_lock(&v->lock); else dp__spin_unlock(&v->lock);
     }
 }
 static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *ids) {
-    uint32_t n = b->nread + b->nwrite, i;
+    uint32_t n = (uint32_t)b->nread + b->nwrite, i;
+    dp__var **vars = dp__block_vars(b);
     dp__block *ready = NULL;
     dp__lock_vars(b, 1);
     for (i = 0; i < n; i++) {
-        if ((uint32_t)dp__load(&b->vars[i]->gen, DP__RELAXED) != ids[i] >> DP__IDX_BITS) {
+        if ((uint32_t)dp__load(&vars[i]->gen, DP__RELAXED) != ids[i] >> DP__IDX_BITS) {
             uint32_t id = ids[i];
             dp__lock_vars(b, 0);
             DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s': var 0x%08x is deleted or was never created",
@@ -1948,10 +1969,11 @@ static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *i
             return DP_ERROR_INVALID_HANDLE;
         }
     }
-    b->seq = dp__fetch_add(&eng->seq, 1, DP__SEQ_CST) + 1;   /* counts it as pending */
-    for (i = 0; i < b->nread; i++) { dp__link *l = &dp__links(b)[i]; l->tagged = (uintptr_t)b; dp__append_read(eng, b->vars[i], l, &ready); }
-    for (; i < n; i++) { dp__link *l = &dp__links(b)[i]; l->tagged = (uintptr_t)b | 1u; dp__append_write(eng, b->vars[i], l, &ready); }
-    if (b->kind == DP__KIND_DELETE) dp__table_invalidate(b->vars[0]);  /* handle dies now */
+    /* the push number; counting it makes the op pending for dp_wait_all */
+    dp__store(&b->state, (dp__fetch_add(&eng->seq, 1, DP__SEQ_CST) + 1) << 2 | DP__ST_PENDING, DP__RELAXED);
+    for (i = 0; i < b->nread; i++) { dp__link *l = &dp__links(b)[i]; l->tagged = (uintptr_t)b; dp__append_read(eng, vars[i], l, &ready); }
+    for (; i < n; i++) { dp__link *l = &dp__links(b)[i]; l->tagged = (uintptr_t)b | 1u; dp__append_write(eng, vars[i], l, &ready); }
+    if (b->kind == DP__KIND_DELETE) dp__table_invalidate(vars[0]);  /* handle dies now */
     if (eng->desc.trace.record_graph) dp__record_graph(eng, b);
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b, 0);
     dp__lock_vars(b, 0);
@@ -1971,12 +1993,13 @@ static dp__block *dp__block_new(dp_engine *eng, uint32_t n, const dp_push_desc *
     b->ctx = d->ctx;
     if (b->ctx.dev_type == DP_DEV_DEFAULT) b->ctx.dev_type = DP_DEV_CPU;
     b->eng = eng;
-    b->vars = dp__inline_vars(b, dp__class_cap(cls));
     b->op = NULL;
-    b->fn = d->fn; b->afn = d->async_fn; b->arg = d->arg;
+    if (kind == DP__KIND_ASYNC) b->afn = d->async_fn; else b->fn = d->fn;
+    b->arg = d->arg;
     b->name = d->name;
     dp__store(&b->failure, NULL, DP__RELAXED);
-    b->next = NULL; b->worker = NULL; b->stream = NULL; b->t_start = 0; b->waiter = NULL;
+    dp__set_next(b, NULL);
+    b->worker = NULL; b->t_start = 0;
     return b;
 }
 /* One-shot push of a resolved desc; kind says sync, async, wait or delete. */
@@ -1995,13 +2018,13 @@ static dp_result dp__push_resolved(dp_engine *eng, const dp_push_desc *d, int ki
     if (n < 0) { r = (dp_result)n; goto done; }
     b = dp__block_new(eng, (uint32_t)n, d, kind);
     if (!b) { r = DP_ERROR_OUT_OF_MEMORY; goto done; }
-    b->waiter = waiter;
+    if (kind == DP__KIND_WAIT) b->arg = waiter;
     for (pass = 0; pass < 2; pass++)          /* reads first, then writes */
         for (i = 0; i < n; i++)
-            if (refs[i].write == pass) { b->vars[k] = refs[i].v; ids[k] = refs[i].id; k++; }
+            if (refs[i].write == pass) { dp__block_vars(b)[k] = refs[i].v; ids[k] = refs[i].id; k++; }
     b->nread = 0;
-    for (i = 0; i < n; i++) b->nread += refs[i].write == 0;
-    b->nwrite = (uint32_t)n - b->nread;
+    for (i = 0; i < n; i++) b->nread = (uint16_t)(b->nread + (refs[i].write == 0));
+    b->nwrite = (uint16_t)(n - b->nread);
     r = dp__link_and_go(eng, b, ids);
     if (r != DP_OK) dp__pool_put(eng, b);
 done:
@@ -2122,6 +2145,7 @@ DP_IMPL dp_result dp_push_async(dp_engine *eng, dp_async_fn fn, void *arg, const
 DP_IMPL void dp_complete(dp_completion done, int status, const char *message) {
     dp__block *b = (dp__block *)done.block;
     uint64_t expect = (done.seq << 2) | DP__ST_RUNNING;
+    void *stream;
     if (!b) return;
     /* seq and state change together: a second call, or a token whose block
        was reused by a later op, fails the CAS */
@@ -2130,8 +2154,9 @@ DP_IMPL void dp_complete(dp_completion done, int status, const char *message) {
         DP__LOG(eng, DP_LOG_ERROR, DOUBLE_COMPLETE, "completion token for op #%llu", (unsigned long long)done.seq);
         return;
     }
-    if (b->stream && b->eng->desc.gpu_backend->stream_synchronize) {
-        int err = b->eng->desc.gpu_backend->stream_synchronize(b->ctx.dev_id, b->stream, b->eng->desc.gpu_backend->user);
+    stream = dp__block_stream(b);
+    if (stream && b->eng->desc.gpu_backend->stream_synchronize) {
+        int err = b->eng->desc.gpu_backend->stream_synchronize(b->ctx.dev_id, stream, b->eng->desc.gpu_backend->user);
         if (err && status == 0) { status = DP_ERROR_BACKEND; message = dp__backend_error(b->eng, err); }
     }
     dp__finish(b->eng, b, status, message, NULL);
@@ -2247,7 +2272,7 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
     n = op->nread + op->nwrite;
     b = dp__block_new(eng, n, &d, op->d.fn ? DP__KIND_SYNC : DP__KIND_ASYNC);
     if (!b) { dp__op_unref(eng, op); return DP_ERROR_OUT_OF_MEMORY; }
-    b->vars = op->vars; b->nread = op->nread; b->nwrite = op->nwrite; b->op = op;
+    b->op = op; b->nread = (uint16_t)op->nread; b->nwrite = (uint16_t)op->nwrite;
     r = dp__link_and_go(eng, b, op->var_ids);
     if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op); }
     return r;

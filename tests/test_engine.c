@@ -557,6 +557,45 @@ static void test_config(void) {
 }
 
 typedef struct { const char *name; void (*fn)(void); } test_case;
+/* ---- a long op does not hide later work from a sleeping worker: op 1
+   starts on a pool that was asleep, and op 2 is pushed only once op 1 is
+   running, so only the push can wake the second worker. op 1 then waits
+   (up to 10 s) for op 2 to start; an engine that let op 2 wait for op 1's
+   worker fails here. */
+static int g_first_started, g_second_started;
+static int long_first(dp_run_ctx *rc, void *a) {
+    struct timespec ts = {0, 1000000};
+    int i;
+    (void)rc;
+    __atomic_store_n(&g_first_started, 1, __ATOMIC_RELEASE);
+    for (i = 0; i < 10000 && !__atomic_load_n(&g_second_started, __ATOMIC_ACQUIRE); i++) nanosleep(&ts, NULL);
+    *(int *)a = __atomic_load_n(&g_second_started, __ATOMIC_ACQUIRE);
+    return 0;
+}
+static int long_second(dp_run_ctx *rc, void *a) {
+    (void)rc; (void)a;
+    __atomic_store_n(&g_second_started, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+static void test_long_ops_overlap(void) {
+    int k;
+    for (k = 1; k < 3; k++) {            /* the threaded engines */
+        dp_engine *e = make_engine(kinds[k], 2);
+        struct timespec settle = {0, 200000000}, tick = {0, 100000};
+        int overlapped = 0;
+        nanosleep(&settle, NULL);          /* let both workers fall asleep */
+        __atomic_store_n(&g_first_started, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&g_second_started, 0, __ATOMIC_RELAXED);
+        CHECK(dp_push_sync(e, long_first, &overlapped, NULL, 0, NULL, 0) == DP_OK);
+        while (!__atomic_load_n(&g_first_started, __ATOMIC_ACQUIRE)) nanosleep(&tick, NULL);
+        CHECK(dp_push_sync(e, long_second, NULL, NULL, 0, NULL, 0) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        if (!overlapped) fprintf(stderr, "  %s: the second op waited for the first\n", kind_names[kinds[k]]);
+        CHECK(overlapped);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -565,6 +604,7 @@ int main(void) {
         {"priority_pool", test_priority}, {"multi_pusher", test_multi_pusher},
         {"precreated_ops", test_precreated}, {"dedup", test_dedup}, {"gpu_routing_fake", test_gpu_routing},
         {"profiler", test_profiler}, {"config", test_config}, {"stress_1m", test_stress},
+        {"long_ops_overlap", test_long_ops_overlap},
     };
     int i, passed = 0, failed = 0;
     for (i = 0; i < (int)(sizeof tests / sizeof tests[0]); i++) {
