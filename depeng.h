@@ -1222,6 +1222,11 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
     int nreads = 0, i;
     dp__spin_lock(&v->lock);
     DP_ASSERT(v->nreaders == DP__WRITING);
+    if (!v->first && !result && !v->failure && !dp__tracing(eng)) {   /* the usual case: nobody waits */
+        v->nreaders = 0;
+        dp__spin_unlock(&v->lock);
+        return;
+    }
     if (result || v->failure) old = dp__var_swap_failure(eng, v, result);
     f = dp__var_failure(eng, v);
     v->nreaders = 0;
