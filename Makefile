@@ -35,8 +35,8 @@ compile-checks: | $(B)
 	gcc   $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static.o
 	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
 
-test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/walkthrough $(B)/make_example
-	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh
+test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/walkthrough $(B)/make_example bench-build
+	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/bench_check.sh
 
 demo: $(B)/walkthrough $(B)/make_example
 	./$(B)/walkthrough $(B)/walkthrough.dot
@@ -63,7 +63,7 @@ STARPU_PC    := starpu-1.3
 $(B)/bench_depeng: bench/depeng.c bench/common.h depeng.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 $(B)/bench_seq: bench/seq.c bench/common.h | $(B)
-	$(CC) $(BENCH_CFLAGS) $< -o $@
+	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 $(B)/bench_omp: bench/omp.c bench/common.h | $(B)
 	gcc $(BENCH_CFLAGS) -fopenmp $< -o $@
 # StarPU's driver is built only where its package is installed (bench-deps).

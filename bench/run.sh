@@ -10,7 +10,8 @@
 # are collected, and at the end this prints, for W1 W2 W2-op W3 W4:
 #   ratio WORK depeng/best_peer=R best_peer=SYS ...
 # (depeng = system depeng-perdevice; best peer = the fastest system that is
-# neither depeng-* nor sequential; W2-op, which only depeng runs, is
+# neither depeng-*, sequential nor the W5 ceiling two-threads-no-deps; W2-op,
+# which only depeng runs, is
 # compared with the peers' W2), the same for depeng-naive as ratio-naive
 # lines when that system reported, and for W5-1us and W5-10us:
 #   speedup WORK system=SYS over_sequential=S
@@ -98,7 +99,7 @@ awk '
         b = ""; m = split(order[w], list, " ")
         for (k = 1; k <= m; k++) {
             s = list[k]
-            if (s ~ /^depeng/ || s == "sequential") continue
+            if (s ~ /^depeng/ || s == "sequential" || s == "two-threads-no-deps") continue
             if (b == "" || ns[w, s] < ns[w, b]) b = s
         }
         return b

@@ -1,4 +1,5 @@
-/* bench/seq.c - the sequential floor for `make bench` (system=sequential).
+/* bench/seq.c - the sequential floor for `make bench` (system=sequential),
+   and W5's ceiling (system=two-threads-no-deps, see bench_ceiling below).
 
    No runtime at all: each workload of ../shared/BENCH_WORKLOADS.md is run as
    a plain loop calling the task bodies in submission order, on the main
@@ -17,6 +18,7 @@
    share this command line and structure. */
 #define BENCH_IMPLEMENTATION
 #include "bench/common.h"
+#include <pthread.h>
 
 
 #define SYSTEM "sequential"
@@ -152,6 +154,43 @@ static void bench_dag(int k, int loops) {
     free(t);
 }
 
+/* ---- W5's ceiling on this machine ---------------------------------------
+   system=two-threads-no-deps: the same W5 bodies on two plain threads, each
+   running half of them on its own value array: no engine, no dependencies,
+   no shared cache lines. Its speedup over the sequential loop is the most
+   any scheduler can reach here: two busy cores of a VM do not each run a
+   body as fast as one core alone does. */
+#define CEILING "two-threads-no-deps"
+typedef struct { const bench_w4_task *t; long from, to; int loops; uint64_t val[BENCH_W4_VARS]; } half_run;
+static void *run_half(void *p) {
+    half_run *h = (half_run *)p;
+    for (long i = h->from; i < h->to; i++) bench_w4_body(h->val, &h->t[i], h->loops);
+    return NULL;
+}
+static double run_two_threads(const bench_w4_task *t, long n, int loops) {
+    static half_run h[2];
+    pthread_t th[2];
+    for (int k = 0; k < 2; k++) {
+        h[k].t = t; h[k].from = k * (n / 2); h[k].to = k ? n : n / 2; h[k].loops = loops;
+        bench_w4_init(h[k].val);
+    }
+    double t0 = bench_now_ns();
+    for (int k = 0; k < 2; k++)
+        if (pthread_create(&th[k], NULL, run_half, &h[k])) { fprintf(stderr, "bench: pthread_create failed\n"); exit(2); }
+    for (int k = 0; k < 2; k++) pthread_join(th[k], NULL);
+    return (bench_now_ns() - t0) / (double)n;
+}
+static void bench_ceiling(int k, int loops) {
+    double ns[BENCH_REPS];
+    char note[64];
+    long n = wl_n(k, wl_nominal[k]);
+    bench_w4_task *t = bench_w4_generate((uint32_t)n);
+    run_two_threads(t, n, loops); /* warm-up */
+    for (int r = 0; r < BENCH_REPS; r++) ns[r] = run_two_threads(t, n, loops);
+    bench_report(wl_name[k], CEILING, ns, BENCH_REPS, n, wl_note(k, n, note, sizeof note));
+    free(t);
+}
+
 int main(int argc, char **argv) {
     parse_args(argc, argv);
     verbose = getenv("BENCH_VERBOSE") != NULL;
@@ -164,8 +203,8 @@ int main(int argc, char **argv) {
         bench_w5_loops(&l1, &l10);
         printf("# W5 loops 1us=%d 10us=%d system=%s\n", l1, l10, SYSTEM);
         fflush(stdout);
-        if (wl_on[WL_W5_1]) bench_dag(WL_W5_1, l1);
-        if (wl_on[WL_W5_10]) bench_dag(WL_W5_10, l10);
+        if (wl_on[WL_W5_1]) { bench_dag(WL_W5_1, l1); bench_ceiling(WL_W5_1, l1); }
+        if (wl_on[WL_W5_10]) { bench_dag(WL_W5_10, l10); bench_ceiling(WL_W5_10, l10); }
     }
     return failures ? 1 : 0;
 }

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# make bench in miniature (-n 5000, a few seconds): every driver that is
+# built runs every workload, the DAG workloads (W4, W5) are checked against
+# the sequential run by the drivers themselves, and bench/run.sh sums up.
+# Checks that each system reported each workload and that the summary has
+# its ratio and speedup lines. StarPU's driver is SKIP where StarPU is not
+# installed (make bench-deps). Prints "bench: N passed, M failed, K skipped".
+cd "$(dirname "$0")/.." || exit 1
+out=$(bench/run.sh build/bench_depeng build/bench_seq build/bench_omp build/bench_starpu -- -n 5000 2>&1); rc=$?
+pass=0; fail=0; skip=0
+check() {   # check NAME CONDITION...
+    local name=$1; shift
+    if "$@"; then echo "PASS $name"; pass=$((pass + 1)); else echo "FAIL $name"; fail=$((fail + 1)); fi
+}
+has() { grep -qE "$1" <<<"$out"; }
+check "bench/run.sh exits 0 (no FAIL line, no driver error)" test "$rc" -eq 0
+check "no FAIL line" bash -c '! grep -q "^FAIL" <<<"$1"' _ "$out"
+systems="depeng-naive depeng-pooled depeng-perdevice sequential openmp"
+if [ -x build/bench_starpu ]; then systems="$systems starpu-eager starpu-lws"
+else echo "SKIP starpu: not built (StarPU not installed; make bench-deps)"; skip=$((skip + 1)); fi
+for s in $systems; do
+    for w in W1 W2 W3 W4 W5-1us W5-10us; do check "$w $s" has "^bench $w system=$s ns_per_task=[0-9.]+ min=[0-9.]+ max=[0-9.]+ reps=5 "; done
+done
+for w in W5-1us W5-10us; do check "$w ceiling" has "^bench $w system=two-threads-no-deps "; done
+check "W2-op depeng" has "^bench W2-op system=depeng-perdevice "
+check "memory figures" has "^mem bytes_per_var=[0-9.]+ .*" 
+check "memory per pending op" has "^mem bytes_per_pending_op=[0-9.]+ "
+for w in W1 W2 W2-op W3 W4; do check "ratio $w" has "^ratio $w depeng/best_peer=[0-9.]+ best_peer=[a-z]"; done
+for w in W5-1us W5-10us; do check "speedup $w" has "^speedup $w system=depeng-perdevice over_sequential=[0-9.]+$"; done
+if [ "$fail" -ne 0 ]; then printf '%s\n' "$out" | tail -40; fi
+echo "bench: $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
