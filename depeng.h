@@ -82,6 +82,8 @@
      DEPENG_USE_PTHREADS    force the pthreads platform layer (implementation file)
      DEPENG_USE_C11_THREADS force <threads.h> (implementation file)
      DP_ASSERT(c)           assert macro (default: assert)
+     DEPENG_TEST_HOOK(point) tests only: code run at a named point of the
+                            scheduler, to widen a race window (default: none)
 
    7. LIMITS AND NON-GOALS
      At most 4M live variables and 4M pre-created operations per engine; a handle
@@ -450,6 +452,9 @@ DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
 #define DP__PRIVATE static
 #endif
 #define DP__DEF(v, d) ((v) == 0 ? (d) : (v))
+#ifndef DEPENG_TEST_HOOK
+#define DEPENG_TEST_HOOK(point) ((void)0)
+#endif
 
 /* >>platform ------------------------------------------------------------
    Threads come from C11 <threads.h> where the platform has it, else from
@@ -666,6 +671,9 @@ typedef struct dp__failure {   /* shared by every var a failure reached */
     dp_failure info;
     struct dp__failure *next_unreported;
     int unreported;            /* guarded by engine fail_mtx */
+    uint32_t epoch;            /* eng->clear_epoch when it happened: dp_wait_all
+                                  bumps that, and a failure of an older epoch is
+                                  dead wherever it is still attached */
 } dp__failure;
 
 typedef struct dp__prof_rec {
@@ -836,8 +844,7 @@ typedef struct dp__var {
     uint32_t index;
     uint32_t handle_id;        /* the id handed out, for traces and graphs */
     dp__link *first, *last;    /* FIFO of ops waiting for this variable */
-    dp__failure *failure;      /* set by a failed writer; valid if epoch matches */
-    uint32_t fail_epoch;
+    dp__failure *failure;      /* set by a failed writer; see dp__var_failure */
 } dp__var;
 
 static DP__THREAD_LOCAL dp_engine *dp__tls_running;   /* engine whose op runs here */
@@ -1067,6 +1074,7 @@ static dp__failure *dp__failure_new(dp_engine *eng, const char *op_name, int sta
     if (message) snprintf(f->info.message, sizeof f->info.message, "%s", message);
     else snprintf(f->info.message, sizeof f->info.message, "operation returned status %d", status);
     dp__mutex_lock(&eng->fail_mtx);
+    f->epoch = (uint32_t)dp__load(&eng->clear_epoch, DP__RELAXED);   /* bumped under fail_mtx */
     f->unreported = 1;
     if (eng->unreported_tail) eng->unreported_tail->next_unreported = f; else eng->unreported_head = f;
     eng->unreported_tail = f;
@@ -1097,17 +1105,15 @@ static void dp__failure_mark_reported(dp_engine *eng, dp__failure *f) {
    touches the variable's cache line once, and a running op never does.
    The failure it carries, unless dp_wait_all has cleared it since: */
 static dp__failure *dp__var_failure(dp_engine *eng, dp__var *v) {   /* v locked */
-    if (v->failure && v->fail_epoch == (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE)) return v->failure;
+    if (v->failure && v->failure->epoch == (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE)) return v->failure;
     return NULL;
 }
 /* Replaces the failure v carries (v locked). Returns the old one, which the
    caller releases after unlocking. */
 static dp__failure *dp__var_swap_failure(dp_engine *eng, dp__var *v, dp__failure *f) {
     dp__failure *old = v->failure;
-    if (f) {
-        dp__fetch_add(&f->refs, 1, DP__RELAXED);
-        v->fail_epoch = (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE);
-    }
+    (void)eng;
+    if (f) dp__fetch_add(&f->refs, 1, DP__RELAXED);
     v->failure = f;
     return old;
 }
@@ -1694,9 +1700,24 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
 }
 
 /* >>workers ------------------------------------------------------------- */
-/* The last spinner to find work hands the search on if more is queued. */
+/* Whether a push has come in since the queue was last seen empty. Pairs
+   with dp__queue_push: the pusher appends, then reads `spinning`; the last
+   spinner leaves `spinning`, then calls this; both sequentially consistent,
+   so one of them sees the other. A FIFO whose last op was taken holds only
+   its stub, with the tail pointing at it, until the next push. */
+static int dp__queue_pushed_since(dp__queue *q) {
+    int r;
+    if (!q->prioritized) return dp__load(&q->tail, DP__SEQ_CST) != (void *)q->stub;
+    dp__mutex_lock(&q->m);
+    r = q->nheap > 0 || q->lhead;
+    dp__mutex_unlock(&q->m);
+    return r;
+}
+/* The last spinner to find work hands the search on if more is queued:
+   what it saw behind its op, or what a push added since. */
 static dp__block *dp__worker_found(dp__queue *q, dp__block *b, int more) {
-    if (dp__fetch_add(&q->spinning, -1, DP__SEQ_CST) == 1 && more) dp__queue_wake(q);
+    DEPENG_TEST_HOOK(worker_found);     /* between looking at the queue and leaving `spinning` */
+    if (dp__fetch_add(&q->spinning, -1, DP__SEQ_CST) == 1 && (more || dp__queue_pushed_since(q))) dp__queue_wake(q);
     return b;
 }
 /* Sleeps until woken (returns 1) or, having looked at the queue once more
@@ -2180,7 +2201,7 @@ DP_IMPL dp_var dp_var_create(dp_engine *eng) {
     if (!eng) return h;
     v = (dp__var *)dp__table_alloc(eng, &eng->vars, &idx);
     if (!v) { DP__LOG(eng, DP_LOG_ERROR, HANDLES_EXHAUSTED, "variable table"); return h; }
-    v->nreaders = 0; v->index = idx; v->first = v->last = NULL; v->failure = NULL; v->fail_epoch = 0;
+    v->nreaders = 0; v->index = idx; v->first = v->last = NULL; v->failure = NULL;
     h.id = dp__table_id(v, idx);
     v->handle_id = h.id;
     return h;
@@ -2228,6 +2249,8 @@ DP_IMPL dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc) {
     refs = (dp__vref *)dp__alloc(eng, (size_t)(total ? total : 1) * sizeof *refs);
     if (!refs) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_op_create"); return h; }
     n = dp__resolve(eng, desc, refs);
+    for (i = 0; i < n; i++)      /* resolve leaves generations to the push; an op checks them now */
+        if (!dp__table_lookup(&eng->vars, refs[i].id)) { n = dp__invalid_var(eng, desc, refs[i].id); break; }
     if (n < 0) { dp__free(eng, refs, (size_t)(total ? total : 1) * sizeof *refs); return h; }
     op = (dp__opobj *)dp__table_alloc(eng, &eng->ops, &idx);
     if (!op) { dp__free(eng, refs, (size_t)(total ? total : 1) * sizeof *refs); DP__LOG(eng, DP_LOG_ERROR, HANDLES_EXHAUSTED, "op table"); return h; }
@@ -2333,6 +2356,7 @@ DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
     dp__fetch_add(&eng->nwaiters_all, -1, DP__SEQ_CST);
     dp__mutex_unlock(&eng->wait_mtx);
     /* report the oldest unreported failure, then clear every failure */
+    DEPENG_TEST_HOOK(wait_all_clear);
     dp__mutex_lock(&eng->fail_mtx);
     f = eng->unreported_head;
     eng->unreported_head = eng->unreported_tail = NULL;

@@ -3,6 +3,18 @@
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
+#include <time.h>
+#include <string.h>
+/* The lost wake-up test parks a worker once between its look at the queue
+   and leaving the spinning count (see test_wake_after_last_look). */
+static int g_park_in_found;
+static void (*g_before_clear)(void);   /* run once inside dp_wait_all, before it clears failures */
+static void test_hook(const char *point) {
+    struct timespec ts = {0, 100000000};
+    if (strcmp(point, "worker_found") == 0 && __atomic_exchange_n(&g_park_in_found, 0, __ATOMIC_ACQ_REL)) nanosleep(&ts, NULL);
+    if (strcmp(point, "wait_all_clear") == 0 && g_before_clear) { void (*f)(void) = g_before_clear; g_before_clear = NULL; f(); }
+}
+#define DEPENG_TEST_HOOK(point) test_hook(#point)
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include <stdio.h>
@@ -200,6 +212,15 @@ static void test_bad_input(void) {
         g_last_item = 0;
         CHECK(dp_op_push(e, op, d.ctx, 0) == DP_ERROR_INVALID_HANDLE && g_last_item == DP_LOGITEM_INVALID_OP);
         CHECK(dp_op_destroy(e, op) == DP_ERROR_INVALID_HANDLE);
+        {   /* a pre-created op over a deleted variable is refused at creation */
+            dp_var gone = dp_var_create(e);
+            CHECK(dp_var_delete(e, gone) == DP_OK);
+            d.writes = &gone;
+            g_last_item = 0;
+            op = dp_op_create(e, &d);
+            CHECK(op.id == 0 && g_last_item == DP_LOGITEM_INVALID_VAR);
+            d.writes = &v;
+        }
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     }
 }
@@ -596,6 +617,69 @@ static void test_long_ops_overlap(void) {
     }
 }
 
+/* ---- the last spinner to find work must notice a push that came in after
+   its look at the queue: here it is parked for 100 ms right after taking op
+   1 (nothing behind it), while op 2 is pushed (the pusher sees it still
+   spinning and wakes nobody). op 1 waits up to 10 s for op 2 to start. */
+static void test_wake_after_last_look(void) {
+    int k;
+    for (k = 1; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        struct timespec settle = {0, 200000000}, in_window = {0, 20000000};
+        int overlapped = 0;
+        nanosleep(&settle, NULL);          /* both workers asleep */
+        __atomic_store_n(&g_first_started, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&g_second_started, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&g_park_in_found, 1, __ATOMIC_RELEASE);
+        CHECK(dp_push_sync(e, long_first, &overlapped, NULL, 0, NULL, 0) == DP_OK);
+        nanosleep(&in_window, NULL);       /* the worker that took op 1 is parked */
+        CHECK(dp_push_sync(e, long_second, NULL, NULL, 0, NULL, 0) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        if (!overlapped) fprintf(stderr, "  %s: op 2 waited in the queue for op 1\n", kind_names[kinds[k]]);
+        CHECK(overlapped);
+        __atomic_store_n(&g_park_in_found, 0, __ATOMIC_RELAXED);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- a failure dp_wait_all has reported stays cleared, also where an op
+   pushed while it cleared carries it on: B reads the failed X and a gate G,
+   and is pushed (with G's holder) after dp_wait_all saw every op done but
+   before it cleared. B then runs after the clear, is skipped, and writes
+   the old failure to Y: Y must not report it again. */
+static dp_engine *g_clear_eng;
+static dp_var g_cx, g_cg, g_cy;
+static dp_completion g_gate;
+static int fail_op(dp_run_ctx *rc, void *a) { (void)rc; (void)a; return 7; }
+static void hold_gate(dp_run_ctx *rc, void *a, dp_completion done) { (void)rc; (void)a; g_gate = done; }
+static void push_during_clear(void) {
+    dp_var reads[2];
+    dp_push_desc d;
+    memset(&d, 0, sizeof d);
+    d.async_fn = hold_gate; d.writes = &g_cg; d.num_writes = 1; d.prop = DP_PROP_ASYNC;   /* runs here: g_gate is set */
+    CHECK(dp_push(g_clear_eng, &d) == DP_OK);
+    reads[0] = g_cx; reads[1] = g_cg;
+    CHECK(dp_push_sync(g_clear_eng, nop, NULL, reads, 2, &g_cy, 1) == DP_OK);
+}
+static void test_cleared_failure_stays_cleared(void) {
+    int k;
+    for (k = 1; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_failure f;
+        g_clear_eng = e;
+        g_cx = dp_var_create(e); g_cg = dp_var_create(e); g_cy = dp_var_create(e);
+        CHECK(dp_push_sync(e, fail_op, NULL, NULL, 0, &g_cx, 1) == DP_OK);
+        g_before_clear = push_during_clear;
+        CHECK(dp_wait_all(e, &f) == DP_ERROR_OP_FAILED && f.status == 7);
+        CHECK(g_before_clear == NULL);          /* the hook ran */
+        dp_complete(g_gate, 0, NULL);           /* B runs now, after the clear */
+        CHECK(dp_wait_var(e, g_cy, NULL) == DP_OK);
+        CHECK(dp_var_state_get(e, g_cy) == DP_VAR_READY);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -604,7 +688,8 @@ int main(void) {
         {"priority_pool", test_priority}, {"multi_pusher", test_multi_pusher},
         {"precreated_ops", test_precreated}, {"dedup", test_dedup}, {"gpu_routing_fake", test_gpu_routing},
         {"profiler", test_profiler}, {"config", test_config}, {"stress_1m", test_stress},
-        {"long_ops_overlap", test_long_ops_overlap},
+        {"long_ops_overlap", test_long_ops_overlap}, {"wake_after_last_look", test_wake_after_last_look},
+        {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
     };
     int i, passed = 0, failed = 0;
     for (i = 0; i < (int)(sizeof tests / sizeof tests[0]); i++) {
