@@ -723,7 +723,8 @@ typedef struct dp__queue {
     dp__aptr tail;                 /* FIFO: producers swap themselves in here */
     char pad0_[64 - sizeof(dp__aptr)];
     dp__spinlock take_lock;        /* FIFO: one consumer at a time */
-    struct dp__block *head;        /* FIFO: the oldest node, under take_lock */
+    dp__aptr head;                 /* FIFO: the oldest node; written under take_lock,
+                                      read without it by dp__queue_peek */
     struct dp__block *stub;        /* FIFO: the node that keeps it non-empty */
     char pad1_[64 - sizeof(dp__spinlock) - 2 * sizeof(void *)];
     dp__a32 spinning;              /* workers looking for work (not running, not asleep) */
@@ -1298,7 +1299,7 @@ static int dp__queue_init(dp_engine *eng, dp__queue *q, int prioritized) {
         q->stub = (struct dp__block *)dp__alloc(eng, sizeof(dp__block));
         if (!q->stub) return -1;
         memset(q->stub, 0, sizeof(dp__block));
-        q->head = q->stub;
+        dp__store(&q->head, (void *)q->stub, DP__RELAXED);
         dp__store(&q->tail, (void *)q->stub, DP__RELAXED);
     }
     if (dp__mutex_init(&q->m)) { dp__free(eng, q->stub, sizeof(dp__block)); return -1; }
@@ -1326,15 +1327,16 @@ static void dp__fifo_append(dp__queue *q, dp__block *first, dp__block *last) {
    is half done, so the queue is not really empty; *more that another op is
    already behind the one returned. */
 static dp__block *dp__fifo_take(dp__queue *q, int *busy, int *more) {
-    dp__block *head = q->head, *next = (dp__block *)dp__load(&head->next, DP__ACQUIRE);
+    dp__block *head = (dp__block *)dp__load(&q->head, DP__RELAXED), *next = (dp__block *)dp__load(&head->next, DP__ACQUIRE);
     *busy = *more = 0;
     if (head == q->stub) {                    /* skip the stub */
         if (!next) { *busy = dp__load(&q->tail, DP__SEQ_CST) != (void *)head; return NULL; }
-        q->head = head = next;
+        dp__store(&q->head, (void *)next, DP__RELAXED);
+        head = next;
         next = (dp__block *)dp__load(&head->next, DP__ACQUIRE);
     }
     if (next) {
-        q->head = next;
+        dp__store(&q->head, (void *)next, DP__RELEASE);
         dp__prefetch(next);
         *more = next != q->stub || dp__load(&next->next, DP__RELAXED) != NULL;
         return head;
@@ -1342,7 +1344,7 @@ static dp__block *dp__fifo_take(dp__queue *q, int *busy, int *more) {
     if (dp__load(&q->tail, DP__SEQ_CST) != (void *)head) { *busy = 1; return NULL; }
     dp__fifo_append(q, q->stub, q->stub);     /* head is the last op: put the stub behind it */
     next = (dp__block *)dp__load(&head->next, DP__ACQUIRE);
-    if (next) { q->head = next; *more = next != q->stub; return head; }
+    if (next) { dp__store(&q->head, (void *)next, DP__RELEASE); *more = next != q->stub; return head; }
     *busy = 1;                                /* a producer slipped in; its link is coming */
     return NULL;
 }
@@ -1409,6 +1411,19 @@ static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__b
     } else dp__fifo_append(q, first, last);
     (void)count;
     if (dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q);
+}
+/* Whether a FIFO may hold an op, looked at without the take lock: its head
+   node has a successor, or is an op itself. Idle workers poll this, not the
+   take lock or the tail: the line it reads is written once per append, not
+   on every push, so a polling worker does not take the tail's line from
+   the pusher. A hint only: a block read here may already be taken and
+   reused (blocks are never freed while the engine lives), and a push whose
+   link is not yet set looks empty; the sleep path looks properly. */
+static int dp__queue_peek(dp__queue *q) {
+    dp__block *head;
+    if (q->prioritized) return 1;
+    head = (dp__block *)dp__load(&q->head, DP__ACQUIRE);
+    return head != q->stub || dp__load(&head->next, DP__ACQUIRE) != NULL;
 }
 /* One attempt to take an op (no sleeping). */
 static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
@@ -1753,8 +1768,11 @@ static dp__block *dp__worker_next(dp__worker *w) {
     int busy, more, stop = 0, spins = 0;
     dp__fetch_add(&q->spinning, 1, DP__SEQ_CST);
     for (;;) {
-        b = dp__queue_try_take(q, &busy, &more);
-        if (b) return dp__worker_found(q, b, more);
+        busy = 0;
+        if (dp__queue_peek(q)) {
+            b = dp__queue_try_take(q, &busy, &more);
+            if (b) return dp__worker_found(q, b, more);
+        }
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
         if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
