@@ -1165,7 +1165,9 @@ static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block *b, int s
 
 /* >>schedule -------------------------------------------------------------
    The dependency algorithm. Each function below is one line of the table in
-   the header comment. "Grant" = one dependency of an op is met. */
+   the header comment. "Grant" = one dependency of an op is met. A grant
+   also hands the op the failure its variable carries (see >>failures), so a
+   running op never needs to look at its variables. */
 static void dp__grant(dp__block *b, dp__block **ready) {
     if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { dp__set_next(b, *ready); *ready = b; }
 }
@@ -1271,7 +1273,9 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    A group's ready queue. FIFO groups (the CPU pools) use Vyukov's intrusive
    queue: a producer appends with one atomic exchange of the tail, so pushing
    threads never wait for each other or for a worker; consumers take from the
-   head one at a time under a spinlock. The priority pools (CPU priority, GPU
+   head one at a time under a spinlock, and an idle worker first peeks at the
+   head without it (dp__queue_peek), so polling an empty queue does not take
+   cache lines away from the pusher. The priority pools (CPU priority, GPU
    compute, GPU copy) keep a binary heap under the mutex: highest priority
    first, then push order.
    Sleeping. A worker is running an op, spinning (looking for work) or
@@ -1279,16 +1283,18 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    system call, so the pool keeps one spinner while there is work to find:
      - a push wakes a sleeper only when no worker is spinning (a spinner will
        find the op; a worker that is running one might not for a long time);
-     - the last spinner to find work, if more is queued behind it, wakes one
-       sleeper to take over the search, so a burst spreads over the pool;
+     - the last spinner to find work, if more is queued behind it or a push
+       came in since it looked, wakes one sleeper to take over the search,
+       so a burst spreads over the pool;
      - a spinner that finds nothing pauses DP__SPIN_PAUSES times, then
        yields DP__SPIN_YIELDS times, then sleeps. The yields matter when
        there are more threads than cores (the default: one worker per core
        plus the pushing thread): a spinner that shares a core with the
        pusher gives the core back instead of starving the work's source.
    No wake-up is lost: a worker counts itself a sleeper before its last look
-   at the queue, and a pusher appends before it reads the sleeper count, both
-   sequentially consistent, so one of them sees the other. */
+   at the queue, a last spinner leaves the spinning count before it looks
+   for a push, and a pusher appends before it reads either count; all
+   sequentially consistent, so one side always sees the other. */
 #define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
 #define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
 
