@@ -148,7 +148,9 @@ typedef enum dp_result {
     DP_ERROR_OP_FAILED = -5,      /* an operation failed; see dp_failure      */
     DP_ERROR_IN_OPERATION = -6,   /* wait/destroy from inside an operation    */
     DP_ERROR_THREAD = -7,         /* a thread or lock could not be created    */
-    DP_ERROR_BACKEND = -8         /* the device backend reported an error     */
+    DP_ERROR_BACKEND = -8,        /* the device backend reported an error     */
+    DP_ERROR_IO = -9,             /* a file could not be opened, read or written */
+    DP_ERROR_FORMAT = -10         /* a file's contents are not what they claim */
 } dp_result;
 
 /* Handles. A handle is one 32-bit id: the low 22 bits index a slot, the high
@@ -185,6 +187,10 @@ typedef struct dp_run_ctx {
     dp_ctx ctx;
     void *stream;       /* the worker's stream on GPU devices, else NULL */
     int worker;         /* worker index in its pool, -1 on a pushing thread */
+    int input_status;   /* DP_PROP_NO_SKIP ops: the status of the failure an
+                           input carries (0: none). Returning it passes that
+                           failure on unchanged; returning 0 marks the op's
+                           writes good. Other ops never run on failed input. */
     void *internal;     /* engine use */
 } dp_run_ctx;
 
@@ -1122,11 +1128,12 @@ static dp__failure *dp__var_swap_failure(dp_engine *eng, dp__var *v, dp__failure
 static dp__failure *dp__block_failure(dp__block *b) { return (dp__failure *)dp__load(&b->failure, DP__ACQUIRE); }
 /* A grant hands the op the failure its variable carries (v locked, so f is
    alive): the op will be skipped and pass f on to what it writes. Deletes
-   and NO_SKIP ops run regardless and take none. Grants of one op may come
-   from several threads at once; the first failure wins. */
+   run regardless and take none (a NO_SKIP op takes it, to be told, see
+   dp__execute). Grants of one op may come from several threads at once; the
+   first failure wins. */
 static void dp__grant_failure(dp_engine *eng, dp__block *b, dp__failure *f) {
     void *expect = NULL;
-    if (b->prop == DP_PROP_NO_SKIP || b->kind == DP__KIND_DELETE) return;
+    if (b->kind == DP__KIND_DELETE) return;
     dp__fetch_add(&f->refs, 1, DP__RELAXED);
     if (!dp__cas(&b->failure, &expect, (void *)f, DP__ACQ_REL)) dp__failure_release(eng, f);
 }
@@ -1506,7 +1513,7 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     dp_engine *prev_running = dp__tls_running;
     int status = 0;
     dp__failure *upstream = dp__block_failure(b);
-    if (upstream) {       /* a grant passed on an input's failure: skip, pass it on */
+    if (upstream && b->prop != DP_PROP_NO_SKIP) {   /* a grant passed on an input's failure: skip, pass it on */
         dp__fetch_add(&eng->skipped, 1, DP__RELAXED);
         return dp__finish(eng, b, upstream->info.status, NULL, w);
     }
@@ -1514,6 +1521,7 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     rc.ctx = b->ctx;
     rc.stream = NULL;
     rc.worker = w ? w->index : -1;
+    rc.input_status = upstream ? upstream->info.status : 0;
     rs.block = b;
     rs.has_message = 0;
     rc.internal = &rs;
@@ -1666,6 +1674,11 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
     dp__worker *w = dp__tls_worker && dp__tls_worker->eng == eng ? dp__tls_worker : NULL;
     if (!w) dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);
     dp__failure *failure = dp__block_failure(b);
+    if (failure && status == 0 && b->prop == DP_PROP_NO_SKIP) {   /* made good outputs of failed input */
+        dp__failure_release(eng, failure);
+        failure = NULL;
+        dp__store(&b->failure, NULL, DP__RELAXED);
+    }
     if (status != 0 && !failure) {
         failure = dp__failure_new(eng, b->name, status, message);
         dp__store(&b->failure, (void *)failure, DP__RELAXED);
@@ -2115,7 +2128,7 @@ static int dp__run_inline(dp_engine *eng, dp_sync_fn fn, void *arg, const char *
     for (i = n - 1; i >= 0; i--) dp__spin_unlock(&refs[i].v->lock);
     if (!ok) return 0;
     dp__fetch_add(&eng->inline_ops, 1, DP__RELAXED);
-    rc.engine = eng; rc.ctx = ctx; rc.ctx.dev_type = DP_DEV_CPU; rc.stream = NULL; rc.worker = -1;
+    rc.engine = eng; rc.ctx = ctx; rc.ctx.dev_type = DP_DEV_CPU; rc.stream = NULL; rc.worker = -1; rc.input_status = 0;
     rs.block = NULL; rs.has_message = 0;
     rc.internal = &rs;
     dp__tls_running = eng;
@@ -2159,6 +2172,8 @@ DP_IMPL const char *dp_result_string(dp_result r) {
     case DP_ERROR_IN_OPERATION: return "called from inside an operation of the same engine (would deadlock)";
     case DP_ERROR_THREAD: return "thread or lock creation failed";
     case DP_ERROR_BACKEND: return "device backend error";
+    case DP_ERROR_IO: return "file could not be opened, read or written";
+    case DP_ERROR_FORMAT: return "malformed or unsupported file contents";
     }
     return "unknown result";
 }

@@ -680,6 +680,36 @@ static void test_cleared_failure_stays_cleared(void) {
     }
 }
 
+/* ---- a NO_SKIP op is told that an input failed (rc->input_status); by
+   returning that status it passes the first failure on unchanged, by
+   returning 0 it makes its writes good */
+static int g_seen_status;
+static int pass_on(dp_run_ctx *rc, void *a) { (void)a; g_seen_status = rc->input_status; return rc->input_status; }
+static int make_good(dp_run_ctx *rc, void *a) { (void)a; return rc->input_status == 7 ? 0 : 1; }   /* told, and recovers */
+static void test_no_skip_input_status(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var x = dp_var_create(e), y = dp_var_create(e), z = dp_var_create(e);
+        dp_push_desc d;
+        dp_failure f;
+        memset(&d, 0, sizeof d);
+        d.fn = fail_op; d.writes = &x; d.num_writes = 1; d.name = "source";
+        CHECK(dp_push(e, &d) == DP_OK);
+        d.fn = pass_on; d.reads = &x; d.num_reads = 1; d.writes = &y; d.prop = DP_PROP_NO_SKIP; d.name = "pass_on";
+        g_seen_status = -1;
+        CHECK(dp_push(e, &d) == DP_OK);
+        d.fn = make_good; d.writes = &z; d.name = "make_good";
+        CHECK(dp_push(e, &d) == DP_OK);
+        memset(&f, 0, sizeof f);
+        CHECK(dp_wait_var(e, y, &f) == DP_ERROR_OP_FAILED);
+        CHECK(g_seen_status == 7 && f.status == 7 && strcmp(f.op_name, "source") == 0);
+        CHECK(dp_wait_var(e, z, NULL) == DP_OK);
+        dp_wait_all(e, NULL);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -690,6 +720,7 @@ int main(void) {
         {"profiler", test_profiler}, {"config", test_config}, {"stress_1m", test_stress},
         {"long_ops_overlap", test_long_ops_overlap}, {"wake_after_last_look", test_wake_after_last_look},
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
+        {"no_skip_input_status", test_no_skip_input_status},
     };
     int i, passed = 0, failed = 0;
     for (i = 0; i < (int)(sizeof tests / sizeof tests[0]); i++) {
