@@ -8,7 +8,7 @@ B       := build
 LIBS    := -pthread
 
 .PHONY: all test demo tsan asan compile-checks bench bench-deps bench-build clean
-all: $(B)/test_engine $(B)/walkthrough $(B)/make_example
+all: $(B)/test_engine $(B)/test_ndarray $(B)/walkthrough $(B)/make_example
 
 $(B):
 	mkdir -p $(B)
@@ -20,6 +20,10 @@ $(B)/test_engine_pthreads: tests/test_engine.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -DDEPENG_USE_PTHREADS -I. $< -o $@ $(LIBS)
 # ... and with the header compiled as C++
 $(B)/test_engine_cxx: tests/test_engine.c depeng.h | $(B)
+	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/test_ndarray: tests/test_ndarray.c depeng.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/test_ndarray_cxx: tests/test_ndarray.c depeng.h | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/walkthrough: examples/walkthrough.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
@@ -35,8 +39,8 @@ compile-checks: | $(B)
 	gcc   $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static.o
 	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
 
-test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/walkthrough $(B)/make_example bench-build
-	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/bench_check.sh
+test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/walkthrough $(B)/make_example bench-build
+	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/bench_check.sh
 
 demo: $(B)/walkthrough $(B)/make_example
 	./$(B)/walkthrough $(B)/walkthrough.dot
@@ -48,11 +52,13 @@ demo: $(B)/walkthrough $(B)/make_example
 # so the sanitizer build uses the pthreads path.
 tsan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_tsan $(LIBS)
-	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_ndarray.c -o $(B)/test_ndarray_tsan $(LIBS)
+	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan $(B)/test_ndarray_tsan
 asan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_engine.c -o $(B)/test_engine_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_asan_pthreads $(LIBS)
-	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_ndarray.c -o $(B)/test_ndarray_asan $(LIBS)
+	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan
 
 # ---- benchmark (bench/README.md) -----------------------------------------
 # Every driver runs the workloads of ../shared/BENCH_WORKLOADS.md with two

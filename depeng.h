@@ -242,6 +242,13 @@ typedef struct dp_device_backend {
     int (*stream_synchronize)(int dev_id, void *stream, void *user);
     const char *(*error_string)(int err, void *user);
     void *user;
+    /* Device memory, for arrays on DP_DEV_GPU (optional: without them such
+       arrays are refused). mem_copy copies bytes between host and device
+       (kind 0: host to device, 1: device to host, 2: device to device) on
+       stream, or synchronously when stream is NULL. */
+    int (*mem_alloc)(int dev_id, size_t size, void **out, void *user);
+    int (*mem_free)(int dev_id, void *ptr, void *user);
+    int (*mem_copy)(void *dst, const void *src, size_t bytes, int kind, int dev_id, void *stream, void *user);
 } dp_device_backend;
 
 /* Allocator: both functions or neither. alloc gets the alignment (a power of
@@ -270,7 +277,11 @@ enum { DP_LOG_PANIC = 0, DP_LOG_ERROR = 1, DP_LOG_WARN = 2, DP_LOG_INFO = 3 };
     X(BACKEND, "the device backend reported an error") \
     X(UNREPORTED_FAILURE, "engine destroyed with a failure nobody waited for") \
     X(BAD_DESC, "engine desc or environment variable has an invalid value") \
-    X(HANDLES_EXHAUSTED, "no free handle slots")
+    X(HANDLES_EXHAUSTED, "no free handle slots") \
+    X(ND_ARGS, "invalid array argument (shape, dtype, size or context)") \
+    X(IO, "file could not be opened, read or written") \
+    X(FORMAT, "file contents are malformed or unsupported") \
+    X(LEAKED_ARRAYS, "engine destroyed while arrays still hold storage")
 #define DP__ITEM_ENUM(name, msg) DP_LOGITEM_##name,
 typedef enum dp_log_item { DP__LOG_ITEMS(DP__ITEM_ENUM) DP__LOGITEM_COUNT } dp_log_item;
 #undef DP__ITEM_ENUM
@@ -310,6 +321,9 @@ typedef struct dp_trace {
     int record_graph;         /* keep pushed ops for dp_trace_write_dot        */
 } dp_trace;
 
+/* How array memory is managed, per device (see dp_nd_* and >>storage). */
+typedef enum dp_storage_kind { DP_STORAGE_DEFAULT = 0, DP_STORAGE_POOLED, DP_STORAGE_PLAIN } dp_storage_kind;
+
 /* Engine desc. Zero means default; a zero thread count reads the MXNet-style
    environment variable first (unless ignore_env):
      field                  env var                        default
@@ -332,6 +346,7 @@ typedef struct dp_engine_desc {
     dp_logger logger;
     dp_trace trace;
     int ignore_env;
+    dp_storage_kind storage;  /* arrays' memory: DEPENG_STORAGE_POOL=1|0, default pooled */
 } dp_engine_desc;
 
 typedef struct dp_engine_stats {
@@ -428,6 +443,76 @@ DP_API const char *dp_result_string(dp_result r);
 /* A logger that prints to stderr; the default for errors. */
 DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
                           const char *message, uint32_t line, const char *file, void *user);
+
+/* ====================================================================== NDARRAY
+   MXNet's array layer on the engine. An array is a shape, a dtype and a
+   view of a storage chunk on one device; the chunk carries the variable
+   that orders every operation on its bytes. Views (dp_nd_reshape,
+   dp_nd_slice) share the chunk, and so the variable, with their parent.
+   Calls that fill an array push an operation that writes its variable and
+   return at once; dp_nd_read waits for those writes. Arrays are reference
+   counted; when the last array on a chunk is released, the chunk's memory
+   goes back to the storage manager through the engine (a delete of its
+   variable), so it is reused only after every operation on it has
+   finished. Release every array before destroying its engine.
+   Thread safety: any thread; an array's shape and dtype never change.
+   Errors: DP_ERROR_INVALID_ARGS (logged as ND_ARGS, naming the call, the
+   shape or the dtype), DP_ERROR_BAD_CONTEXT, DP_ERROR_OUT_OF_MEMORY, and for
+   files DP_ERROR_IO / DP_ERROR_FORMAT; *out is NULL after any error. */
+typedef enum dp_dtype { DP_FLOAT32 = 0, DP_FLOAT64, DP_INT32, DP_INT64, DP_UINT8, DP__DTYPE_COUNT } dp_dtype;
+#define DP_MAX_DIMS 8
+/* ndim 0 is a scalar (one element); dims beyond ndim are ignored. */
+typedef struct dp_shape { int32_t ndim; int64_t dims[DP_MAX_DIMS]; } dp_shape;
+typedef struct dp_ndarray dp_ndarray;
+
+DP_API size_t dp_dtype_size(dp_dtype dt);             /* bytes per element; 0 if unknown */
+DP_API const char *dp_dtype_name(dp_dtype dt);        /* "float32", ...; "unknown"    */
+DP_API int64_t dp_shape_size(const dp_shape *shape);  /* elements; -1 if invalid      */
+
+/* New arrays on ctx (a zeroed dp_ctx is CPU 0). empty leaves the contents
+   undefined; full sets every element to value (converted to dtype); arange
+   is start, start + step, ... below stop (above it for a negative step). */
+DP_API dp_result dp_nd_empty(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
+DP_API dp_result dp_nd_zeros(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
+DP_API dp_result dp_nd_ones(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
+DP_API dp_result dp_nd_full(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, double value, dp_ndarray **out);
+DP_API dp_result dp_nd_arange(dp_engine *eng, double start, double stop, double step, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
+/* A new array holding a copy of data (C order, dp_shape_size * dp_dtype_size
+   bytes), copied before the call returns. */
+DP_API dp_result dp_nd_from_host(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, const void *data, dp_ndarray **out);
+/* Waits for the array's pending operations, then copies its bytes to dst /
+   from src; bytes must be the array's size. A failure of an operation that
+   wrote the array is returned (and filled into *failure) instead. */
+DP_API dp_result dp_nd_read(dp_ndarray *a, void *dst, size_t bytes, dp_failure *failure);
+DP_API dp_result dp_nd_write(dp_ndarray *a, const void *src, size_t bytes, dp_failure *failure);
+/* MXNet's WaitToRead / WaitToWrite. Both wait for every pending operation on
+   the array's chunk (depeng has one kind of variable wait). */
+DP_API dp_result dp_nd_wait_to_read(dp_ndarray *a, dp_failure *failure);
+DP_API dp_result dp_nd_wait_to_write(dp_ndarray *a, dp_failure *failure);
+/* Views sharing a's storage and variable: the same elements in another
+   shape (same element count), or rows [begin, end) of the first axis. */
+DP_API dp_result dp_nd_reshape(dp_ndarray *a, const dp_shape *shape, dp_ndarray **out);
+DP_API dp_result dp_nd_slice(dp_ndarray *a, int64_t begin, int64_t end, dp_ndarray **out);
+/* A new array on ctx with a's contents, copied by a pushed operation (on a
+   GPU's copy queue when a GPU is involved). */
+DP_API dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out);
+DP_API dp_ndarray *dp_nd_retain(dp_ndarray *a);       /* one more reference; returns a */
+DP_API void dp_nd_release(dp_ndarray *a);             /* NULL is fine                   */
+DP_API const dp_shape *dp_nd_shape(const dp_ndarray *a);
+DP_API dp_dtype dp_nd_dtype(const dp_ndarray *a);
+DP_API dp_ctx dp_nd_ctx(const dp_ndarray *a);
+DP_API dp_engine *dp_nd_engine(const dp_ndarray *a);
+DP_API size_t dp_nd_bytes(const dp_ndarray *a);
+/* The variable to list in an operation's reads or writes, and the first
+   element, for use inside such an operation only. */
+DP_API dp_var dp_nd_var(const dp_ndarray *a);
+DP_API void *dp_nd_data(const dp_ndarray *a);
+
+/* The storage manager of a device: bytes in arrays, bytes kept for reuse. */
+typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocations, pool_hits; } dp_storage_stats;
+DP_API dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_stats *out);
+/* Gives the memory kept for reuse back to the allocator. */
+DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 
 #ifdef __cplusplus
 }
@@ -790,6 +875,7 @@ struct dp_engine {
     dp__prof_buf inline_prof;
     dp__mutex graph_mtx;
     dp__graph_rec *graph; size_t ngraph, capgraph;
+    struct dp__storage *storage[2][DP__MAX_DEV];   /* [CPU, GPU][device]: see >>storage */
 };
 
 /* A block's place in one variable's queue. The low bit of `tagged` says the
@@ -2446,17 +2532,26 @@ static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc *in, dp_e
         DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "thread counts must be 0 (default) to 1024");
         return DP_ERROR_INVALID_ARGS;
     }
+    if (d->storage == DP_STORAGE_DEFAULT && !d->ignore_env && (t = getenv("DEPENG_STORAGE_POOL")) != NULL && *t) {
+        if (!strcmp(t, "1")) d->storage = DP_STORAGE_POOLED;
+        else if (!strcmp(t, "0")) d->storage = DP_STORAGE_PLAIN;
+        else { DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "DEPENG_STORAGE_POOL='%s' (1 or 0)", t); return DP_ERROR_INVALID_ARGS; }
+    }
+    if ((int)d->storage < 0 || d->storage > DP_STORAGE_PLAIN) { DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "storage %d", (int)d->storage); return DP_ERROR_INVALID_ARGS; }
+    d->storage = (dp_storage_kind)DP__DEF(d->storage, DP_STORAGE_POOLED);
     d->cpu_worker_nthreads = DP__DEF(d->cpu_worker_nthreads, dp__online_cpus());
     d->cpu_priority_nthreads = DP__DEF(d->cpu_priority_nthreads, 1);
     d->gpu_worker_nthreads = DP__DEF(d->gpu_worker_nthreads, 2);
     d->gpu_copy_nthreads = DP__DEF(d->gpu_copy_nthreads, 1);
     return DP_OK;
 }
+static void dp__storage_destroy(dp_engine *eng, struct dp__storage *st);
 static void dp__engine_free(dp_engine *eng) {
     int i;
     size_t k;
     dp__failure *f, *next;
     while (dp__load(&eng->outside_finishers, DP__ACQUIRE) != 0) dp__thread_yield();
+    for (i = 0; i < 2 * DP__MAX_DEV; i++) dp__storage_destroy(eng, eng->storage[i / DP__MAX_DEV][i % DP__MAX_DEV]);
     for (i = 0; i < DP__MAX_DEV; i++) {
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->cpu_groups[i], DP__RELAXED));
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->gpu_groups[i], DP__RELAXED));
@@ -2755,6 +2850,562 @@ DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
     dp__free(eng, st, cap * sizeof *st);
     dp__mutex_unlock(&eng->graph_mtx);
     return DP_OK;
+}
+
+/* ====================================================================== NDARRAY
+   >>dtypes >>storage >>arrays >>files. Everything below uses the engine
+   only through its public calls: an array's chunk is a variable, filling
+   and copying are pushed operations, and freeing is a variable delete. */
+
+/* >>dtypes ----------------------------------------------------------------- */
+static const size_t dp__dtype_sizes[DP__DTYPE_COUNT] = {4, 8, 4, 8, 1};
+DP_IMPL size_t dp_dtype_size(dp_dtype dt) { return (unsigned)dt < DP__DTYPE_COUNT ? dp__dtype_sizes[dt] : 0; }
+DP_IMPL const char *dp_dtype_name(dp_dtype dt) {
+    static const char *names[DP__DTYPE_COUNT] = {"float32", "float64", "int32", "int64", "uint8"};
+    return (unsigned)dt < DP__DTYPE_COUNT ? names[dt] : "unknown";
+}
+DP_IMPL int64_t dp_shape_size(const dp_shape *s) {
+    int64_t n = 1;
+    int i;
+    if (!s || s->ndim < 0 || s->ndim > DP_MAX_DIMS) return -1;
+    for (i = 0; i < s->ndim; i++) {
+        if (s->dims[i] < 0) return -1;
+        if (s->dims[i] > 0 && n > INT64_MAX / s->dims[i]) return -1;
+        n *= s->dims[i];
+    }
+    return n;
+}
+/* "(2, 3)" into buf, for messages */
+static const char *dp__shape_str(const dp_shape *s, char *buf, size_t cap) {
+    size_t n = 0;
+    int i;
+    if (!s) { snprintf(buf, cap, "(null)"); return buf; }
+    n += (size_t)snprintf(buf, cap, "(");
+    for (i = 0; i < s->ndim && i < DP_MAX_DIMS && n < cap; i++)
+        n += (size_t)snprintf(buf + n, cap - n, i ? ", %lld" : "%lld", (long long)s->dims[i]);
+    if (n < cap) snprintf(buf + n, cap - n, s->ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* >>storage ----------------------------------------------------------------
+   One manager per device, made on first use. CPU memory is 64-byte aligned
+   (the desc allocator is asked for 64, else aligned_alloc). Pooled (the
+   default): a freed block goes on the free list of its size class and is
+   handed out again for that class, as MXNet's pooled storage manager does.
+   Classes are powers of two from 64 B to 1 MiB and multiples of 1 MiB above,
+   so a block is at most twice (small) or 1 MiB (large) bigger than asked.
+   Plain: blocks come from and go back to the allocator every time. The free
+   lists use nodes of their own, since device memory cannot hold a link. */
+#define DP__STORAGE_SMALL_CLASSES 15            /* 64 B .. 1 MiB */
+#define DP__STORAGE_LARGE_STEP ((size_t)1 << 20)
+typedef struct dp__free_node { struct dp__free_node *next; void *ptr; size_t size; } dp__free_node;
+typedef struct dp__storage {
+    dp__mutex m;
+    dp_ctx ctx;
+    int pooled;
+    dp__free_node *small[DP__STORAGE_SMALL_CLASSES];
+    dp__free_node *large;                        /* any class above 1 MiB */
+    dp_storage_stats stats;
+} dp__storage;
+
+/* The class a request of bytes is served from; 0 if it would overflow. */
+static size_t dp__storage_class(size_t bytes) {
+    size_t c = 64;
+    if (bytes > DP__STORAGE_LARGE_STEP) {
+        if (bytes > SIZE_MAX - DP__STORAGE_LARGE_STEP) return 0;
+        return (bytes + DP__STORAGE_LARGE_STEP - 1) / DP__STORAGE_LARGE_STEP * DP__STORAGE_LARGE_STEP;
+    }
+    while (c < bytes) c <<= 1;
+    return c;
+}
+static dp__free_node **dp__storage_list(dp__storage *st, size_t cls) {
+    int k = 0;
+    if (cls > DP__STORAGE_LARGE_STEP) return &st->large;
+    while (((size_t)64 << k) < cls) k++;
+    return &st->small[k];
+}
+static int dp__gpu_memory(const dp_engine *eng) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    return be && be->mem_alloc && be->mem_free && be->mem_copy;
+}
+static void *dp__device_alloc(dp_engine *eng, dp_ctx ctx, size_t size) {
+    if (ctx.dev_type == DP_DEV_GPU) {
+        const dp_device_backend *be = eng->desc.gpu_backend;
+        void *p = NULL;
+        int err = be->mem_alloc(ctx.dev_id, size, &p, be->user);
+        if (err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d: allocating %zu bytes: %s", (int)ctx.dev_id, size, dp__backend_error(eng, err));
+        return err ? NULL : p;
+    }
+    if (eng->desc.allocator.alloc) return eng->desc.allocator.alloc(size, 64, eng->desc.allocator.user);
+    return aligned_alloc(64, size);              /* size is a class: a multiple of 64 */
+}
+static void dp__device_free(dp_engine *eng, dp_ctx ctx, void *p, size_t size) {
+    if (ctx.dev_type == DP_DEV_GPU) { eng->desc.gpu_backend->mem_free(ctx.dev_id, p, eng->desc.gpu_backend->user); return; }
+    if (eng->desc.allocator.free) eng->desc.allocator.free(p, size, eng->desc.allocator.user);
+    else free(p);
+}
+/* The manager of ctx (made on first use), or NULL if out of memory. */
+static dp__storage *dp__storage_of(dp_engine *eng, dp_ctx ctx) {
+    dp__storage **slot = &eng->storage[ctx.dev_type == DP_DEV_GPU][ctx.dev_id];
+    dp__storage *st;
+    dp__mutex_lock(&eng->create_mtx);
+    st = *slot;
+    if (!st && (st = (dp__storage *)dp__alloc(eng, sizeof *st)) != NULL) {
+        memset(st, 0, sizeof *st);
+        st->ctx = ctx;
+        st->pooled = eng->desc.storage == DP_STORAGE_POOLED;
+        if (dp__mutex_init(&st->m)) { dp__free(eng, st, sizeof *st); st = NULL; }
+        else *slot = st;
+    }
+    dp__mutex_unlock(&eng->create_mtx);
+    return st;
+}
+/* A block of at least bytes; *size is what it really holds (its class). */
+static void *dp__storage_get(dp_engine *eng, dp__storage *st, size_t bytes, size_t *size) {
+    size_t cls = dp__storage_class(bytes ? bytes : 1);
+    void *p = NULL;
+    if (!cls) return NULL;
+    dp__mutex_lock(&st->m);
+    if (st->pooled) {
+        dp__free_node **pp = dp__storage_list(st, cls), *n;
+        for (; (n = *pp) != NULL; pp = &n->next) {
+            if (n->size != cls) continue;
+            *pp = n->next;
+            p = n->ptr;
+            dp__free(eng, n, sizeof *n);
+            st->stats.bytes_pooled -= cls;
+            st->stats.pool_hits++;
+            break;
+        }
+    }
+    dp__mutex_unlock(&st->m);
+    if (!p && (p = dp__device_alloc(eng, st->ctx, cls)) == NULL) return NULL;
+    dp__mutex_lock(&st->m);
+    st->stats.bytes_in_use += cls;
+    st->stats.allocations++;
+    dp__mutex_unlock(&st->m);
+    *size = cls;
+    return p;
+}
+static void dp__storage_put(dp_engine *eng, dp__storage *st, void *p, size_t size) {
+    dp__free_node *n = st->pooled ? (dp__free_node *)dp__alloc(eng, sizeof *n) : NULL;
+    dp__mutex_lock(&st->m);
+    st->stats.bytes_in_use -= size;
+    if (n) {
+        dp__free_node **list = dp__storage_list(st, size);
+        n->ptr = p; n->size = size; n->next = *list;
+        *list = n;
+        st->stats.bytes_pooled += size;
+    }
+    dp__mutex_unlock(&st->m);
+    if (!n) dp__device_free(eng, st->ctx, p, size);   /* plain, or no memory for a node */
+}
+static void dp__storage_drain(dp_engine *eng, dp__storage *st) {
+    int k;
+    for (k = 0; k <= DP__STORAGE_SMALL_CLASSES; k++) {
+        dp__free_node **list, *n;
+        dp__mutex_lock(&st->m);
+        list = k < DP__STORAGE_SMALL_CLASSES ? &st->small[k] : &st->large;
+        n = *list;
+        *list = NULL;
+        for (; n; ) {
+            dp__free_node *next = n->next;
+            st->stats.bytes_pooled -= n->size;
+            dp__device_free(eng, st->ctx, n->ptr, n->size);
+            dp__free(eng, n, sizeof *n);
+            n = next;
+        }
+        dp__mutex_unlock(&st->m);
+    }
+}
+static void dp__storage_destroy(dp_engine *eng, dp__storage *st) {
+    if (!st) return;
+    dp__storage_drain(eng, st);
+    if (st->stats.bytes_in_use)
+        DP__LOG(eng, DP_LOG_WARN, LEAKED_ARRAYS, "%s %d: %llu bytes are still held by arrays nobody released; they are not freed",
+                st->ctx.dev_type == DP_DEV_GPU ? "GPU" : "CPU", (int)st->ctx.dev_id, (unsigned long long)st->stats.bytes_in_use);
+    dp__mutex_destroy(&st->m);
+    dp__free(eng, st, sizeof *st);
+}
+static dp_result dp__storage_ctx(dp_engine *eng, dp_ctx *ctx, const char *what) {
+    dp_result r;
+    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if ((r = dp__check_ctx(eng, *ctx, what)) != DP_OK) return r;
+    if (ctx->dev_type == DP_DEV_DEFAULT) ctx->dev_type = DP_DEV_CPU;
+    if (ctx->dev_type == DP_DEV_GPU && !dp__gpu_memory(eng)) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: the GPU backend has no memory functions (mem_alloc, mem_free, mem_copy)", what);
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    return DP_OK;
+}
+DP_IMPL dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_stats *out) {
+    dp__storage *st;
+    dp_result r;
+    if (!out) return DP_ERROR_INVALID_ARGS;
+    memset(out, 0, sizeof *out);
+    if ((r = dp__storage_ctx(eng, &ctx, "dp_storage_stats_get")) != DP_OK) return r;
+    if ((st = dp__storage_of(eng, ctx)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    dp__mutex_lock(&st->m);
+    *out = st->stats;
+    dp__mutex_unlock(&st->m);
+    return DP_OK;
+}
+DP_IMPL dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx) {
+    dp__storage *st;
+    dp_result r;
+    if ((r = dp__storage_ctx(eng, &ctx, "dp_storage_release_pool")) != DP_OK) return r;
+    if ((st = dp__storage_of(eng, ctx)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    dp__storage_drain(eng, st);
+    return DP_OK;
+}
+
+/* >>arrays -----------------------------------------------------------------
+   A chunk is a block of device memory and the variable that guards it,
+   shared by an array and its views. */
+typedef struct dp__chunk {
+    dp__a32 refs;              /* arrays using it */
+    dp_engine *eng;
+    dp__storage *st;
+    dp_var var;
+    void *data;
+    size_t size;               /* the block's class size */
+    dp_ctx ctx;
+} dp__chunk;
+struct dp_ndarray {
+    dp__a32 refs;
+    dp__chunk *chunk;
+    size_t offset;             /* bytes into the chunk: views */
+    dp_shape shape;
+    dp_dtype dtype;
+};
+
+/* Runs once the chunk's variable is free: every operation on it is done. */
+static int dp__chunk_free_op(dp_run_ctx *rc, void *arg) {
+    dp__chunk *c = (dp__chunk *)arg;
+    (void)rc;
+    dp__storage_put(c->eng, c->st, c->data, c->size);
+    dp__free(c->eng, c, sizeof *c);
+    return 0;
+}
+static void dp__chunk_release(dp__chunk *c) {
+    if (dp__fetch_add(&c->refs, -1, DP__ACQ_REL) != 1) return;
+    if (dp_var_delete_fn(c->eng, c->var, dp__chunk_free_op, c, c->ctx) != DP_OK)
+        dp__chunk_free_op(NULL, c);   /* the variable is gone already: nothing can be using the data */
+}
+DP_IMPL dp_ndarray *dp_nd_retain(dp_ndarray *a) {
+    if (a) dp__fetch_add(&a->refs, 1, DP__RELAXED);
+    return a;
+}
+DP_IMPL void dp_nd_release(dp_ndarray *a) {
+    dp__chunk *c;
+    if (!a || dp__fetch_add(&a->refs, -1, DP__ACQ_REL) != 1) return;
+    c = a->chunk;
+    dp__free(c->eng, a, sizeof *a);
+    dp__chunk_release(c);
+}
+DP_IMPL const dp_shape *dp_nd_shape(const dp_ndarray *a) { return a ? &a->shape : NULL; }
+DP_IMPL dp_dtype dp_nd_dtype(const dp_ndarray *a) { return a ? a->dtype : DP__DTYPE_COUNT; }
+DP_IMPL dp_ctx dp_nd_ctx(const dp_ndarray *a) { dp_ctx none = {0, 0}; return a ? a->chunk->ctx : none; }
+DP_IMPL dp_engine *dp_nd_engine(const dp_ndarray *a) { return a ? a->chunk->eng : NULL; }
+DP_IMPL dp_var dp_nd_var(const dp_ndarray *a) { dp_var none = {0}; return a ? a->chunk->var : none; }
+DP_IMPL void *dp_nd_data(const dp_ndarray *a) { return a ? (char *)a->chunk->data + a->offset : NULL; }
+DP_IMPL size_t dp_nd_bytes(const dp_ndarray *a) {
+    return a ? (size_t)dp_shape_size(&a->shape) * dp_dtype_size(a->dtype) : 0;
+}
+
+/* Checks the arguments every constructor shares; logs what is wrong. */
+static dp_result dp__nd_check(dp_engine *eng, const char *what, const dp_shape *shape, dp_dtype dtype,
+                              dp_ctx *ctx, dp_ndarray **out, size_t *bytes) {
+    char sb[160];
+    int64_t n;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!eng || !out) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: NULL engine or out", what); return DP_ERROR_INVALID_ARGS; }
+    n = dp_shape_size(shape);
+    if (n < 0 || !dp_dtype_size(dtype) || (uint64_t)n > SIZE_MAX / 8 / dp_dtype_size(dtype)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: shape %s (ndim 0..%d, dims >= 0), dtype %d (%s)", what,
+                dp__shape_str(shape, sb, sizeof sb), DP_MAX_DIMS, (int)dtype, dp_dtype_name(dtype));
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((r = dp__storage_ctx(eng, ctx, what)) != DP_OK) return r;
+    *bytes = (size_t)n * dp_dtype_size(dtype);
+    return DP_OK;
+}
+/* An array on fresh storage (contents undefined), after dp__nd_check. */
+static dp_result dp__nd_new(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, size_t bytes, dp_ndarray **out) {
+    dp__chunk *c = (dp__chunk *)dp__alloc(eng, sizeof *c);
+    dp_ndarray *a = (dp_ndarray *)dp__alloc(eng, sizeof *a);
+    int i;
+    if (c) memset(c, 0, sizeof *c);
+    if (!c || !a || (c->st = dp__storage_of(eng, ctx)) == NULL
+        || (c->data = dp__storage_get(eng, c->st, bytes, &c->size)) == NULL) goto oom;
+    c->var = dp_var_create(eng);
+    if (!c->var.id) { dp__storage_put(eng, c->st, c->data, c->size); goto oom; }
+    c->eng = eng; c->ctx = ctx;
+    dp__store(&c->refs, 1, DP__RELAXED);
+    memset(a, 0, sizeof *a);
+    dp__store(&a->refs, 1, DP__RELAXED);
+    a->chunk = c;
+    a->dtype = dtype;
+    a->shape.ndim = shape->ndim;
+    for (i = 0; i < shape->ndim; i++) a->shape.dims[i] = shape->dims[i];
+    *out = a;
+    return DP_OK;
+oom:
+    DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "array of %zu bytes", bytes);
+    dp__free(eng, c, sizeof *c);
+    dp__free(eng, a, sizeof *a);
+    return DP_ERROR_OUT_OF_MEMORY;
+}
+
+/* Element-wise fill: x[i] = value + i * step, converted to the dtype. One
+   loop per dtype; the GPU path fills a host buffer and copies it. */
+static void dp__fill_host(void *data, dp_dtype dt, int64_t n, double value, double step) {
+    int64_t i;
+    switch (dt) {
+    case DP_FLOAT32: for (i = 0; i < n; i++) ((float *)data)[i] = (float)(value + step * (double)i); break;
+    case DP_FLOAT64: for (i = 0; i < n; i++) ((double *)data)[i] = value + step * (double)i; break;
+    case DP_INT32: for (i = 0; i < n; i++) ((int32_t *)data)[i] = (int32_t)(value + step * (double)i); break;
+    case DP_INT64: for (i = 0; i < n; i++) ((int64_t *)data)[i] = (int64_t)(value + step * (double)i); break;
+    case DP_UINT8: for (i = 0; i < n; i++) ((uint8_t *)data)[i] = (uint8_t)(value + step * (double)i); break;
+    default: break;
+    }
+}
+/* Copies bytes between two places; kind as dp_device_backend.mem_copy, or
+   -1 for host to host. */
+static int dp__copy_bytes(dp_engine *eng, void *dst, const void *src, size_t bytes, int kind, int dev, void *stream) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    if (kind < 0) { if (bytes) memcpy(dst, src, bytes); return 0; }
+    return be->mem_copy(dst, src, bytes, kind, dev, stream, be->user);
+}
+static int dp__copy_kind(dp_ctx dst, dp_ctx src) {
+    if (dst.dev_type == DP_DEV_GPU) return src.dev_type == DP_DEV_GPU ? 2 : 0;
+    return src.dev_type == DP_DEV_GPU ? 1 : -1;
+}
+
+/* The operations the array layer pushes. They are NO_SKIP so that their
+   argument is always freed; on failed input they pass the failure on. */
+typedef struct dp__fill_arg { dp_ndarray *a; double value, step; } dp__fill_arg;
+static int dp__fill_op(dp_run_ctx *rc, void *arg) {
+    dp__fill_arg *f = (dp__fill_arg *)arg;
+    dp_ndarray *a = f->a;
+    dp_engine *eng = a->chunk->eng;
+    size_t bytes = dp_nd_bytes(a);
+    int status = rc->input_status;
+    if (!status && a->chunk->ctx.dev_type == DP_DEV_GPU) {
+        void *host = dp__alloc(eng, bytes ? bytes : 1);
+        if (!host) { dp_set_error(rc, "out of memory for the fill buffer"); status = DP_ERROR_OUT_OF_MEMORY; }
+        else {
+            dp__fill_host(host, a->dtype, dp_shape_size(&a->shape), f->value, f->step);
+            const dp_device_backend *be = eng->desc.gpu_backend;
+            status = dp__copy_bytes(eng, dp_nd_data(a), host, bytes, 0, a->chunk->ctx.dev_id, rc->stream);
+            if (!status && rc->stream && be->stream_synchronize)   /* before the host buffer goes */
+                status = be->stream_synchronize(a->chunk->ctx.dev_id, rc->stream, be->user);
+            if (status) dp_set_error(rc, dp__backend_error(eng, status));
+            dp__free(eng, host, bytes ? bytes : 1);
+        }
+    } else if (!status) dp__fill_host(dp_nd_data(a), a->dtype, dp_shape_size(&a->shape), f->value, f->step);
+    dp_nd_release(a);
+    dp__free(eng, f, sizeof *f);
+    return status;
+}
+static dp_result dp__nd_push_fill(dp_ndarray *a, double value, double step, const char *name) {
+    dp_engine *eng = a->chunk->eng;
+    dp__fill_arg *f = (dp__fill_arg *)dp__alloc(eng, sizeof *f);
+    dp_push_desc d;
+    dp_result r;
+    if (!f) return DP_ERROR_OUT_OF_MEMORY;
+    f->a = dp_nd_retain(a); f->value = value; f->step = step;
+    memset(&d, 0, sizeof d);
+    d.fn = dp__fill_op; d.arg = f; d.writes = &a->chunk->var; d.num_writes = 1;
+    d.ctx = a->chunk->ctx; d.prop = DP_PROP_NO_SKIP; d.name = name;
+    if ((r = dp_push(eng, &d)) != DP_OK) { dp_nd_release(a); dp__free(eng, f, sizeof *f); }
+    return r;
+}
+static dp_result dp__nd_filled(dp_engine *eng, const char *what, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx,
+                               double value, double step, dp_ndarray **out) {
+    size_t bytes;
+    dp_result r = dp__nd_check(eng, what, shape, dtype, &ctx, out, &bytes);
+    if (r == DP_OK) r = dp__nd_new(eng, shape, dtype, ctx, bytes, out);
+    if (r == DP_OK && (r = dp__nd_push_fill(*out, value, step, what)) != DP_OK) { dp_nd_release(*out); *out = NULL; }
+    return r;
+}
+DP_IMPL dp_result dp_nd_empty(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out) {
+    size_t bytes;
+    dp_result r = dp__nd_check(eng, "dp_nd_empty", shape, dtype, &ctx, out, &bytes);
+    return r == DP_OK ? dp__nd_new(eng, shape, dtype, ctx, bytes, out) : r;
+}
+DP_IMPL dp_result dp_nd_full(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, double value, dp_ndarray **out) {
+    return dp__nd_filled(eng, "dp_nd_full", shape, dtype, ctx, value, 0.0, out);
+}
+DP_IMPL dp_result dp_nd_zeros(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out) {
+    return dp__nd_filled(eng, "dp_nd_zeros", shape, dtype, ctx, 0.0, 0.0, out);
+}
+DP_IMPL dp_result dp_nd_ones(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out) {
+    return dp__nd_filled(eng, "dp_nd_ones", shape, dtype, ctx, 1.0, 0.0, out);
+}
+DP_IMPL dp_result dp_nd_arange(dp_engine *eng, double start, double stop, double step, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out) {
+    dp_shape s;
+    double n;
+    int64_t len;
+    memset(&s, 0, sizeof s);
+    if (out) *out = NULL;
+    n = step != 0.0 ? (stop - start) / step : -1.0;
+    if (!(n > -1.0) || n > 9.0e15) {   /* also catches NaN and infinities */
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_arange: start %g stop %g step %g gives no valid length", start, stop, step);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    len = n > 0.0 ? (int64_t)n : 0;
+    if ((double)len < n) len++;          /* the ceiling, without libm */
+    s.ndim = 1; s.dims[0] = len;
+    return dp__nd_filled(eng, "dp_nd_arange", &s, dtype, ctx, start, step, out);
+}
+DP_IMPL dp_result dp_nd_from_host(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, const void *data, dp_ndarray **out) {
+    size_t bytes;
+    dp_result r = dp__nd_check(eng, "dp_nd_from_host", shape, dtype, &ctx, out, &bytes);
+    if (r != DP_OK) return r;
+    if (!data && bytes) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_from_host: NULL data for %zu bytes", bytes); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp__nd_new(eng, shape, dtype, ctx, bytes, out)) != DP_OK) return r;
+    /* a new array: no operation can be using it yet, so copy now */
+    if (dp__copy_bytes(eng, dp_nd_data(*out), data, bytes, ctx.dev_type == DP_DEV_GPU ? 0 : -1, ctx.dev_id, NULL)) {
+        DP__LOG(eng, DP_LOG_ERROR, BACKEND, "dp_nd_from_host: copying %zu bytes to GPU %d", bytes, (int)ctx.dev_id);
+        dp_nd_release(*out); *out = NULL;
+        return DP_ERROR_BACKEND;
+    }
+    return DP_OK;
+}
+/* Waits, then copies between the array and host memory (to_host: out). */
+static dp_result dp__nd_host_io(dp_ndarray *a, void *host, size_t bytes, int to_host, dp_failure *failure, const char *what) {
+    dp_engine *eng = a ? a->chunk->eng : NULL;
+    dp_result r;
+    int on_gpu;
+    if (!a || (!host && bytes)) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: NULL array or buffer", what); return DP_ERROR_INVALID_ARGS; }
+    if (bytes != dp_nd_bytes(a)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: buffer of %zu bytes for an array of %zu", what, bytes, dp_nd_bytes(a));
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((r = dp_wait_var(eng, a->chunk->var, failure)) != DP_OK) return r;
+    on_gpu = a->chunk->ctx.dev_type == DP_DEV_GPU;
+    if (dp__copy_bytes(eng, to_host ? host : dp_nd_data(a), to_host ? dp_nd_data(a) : host, bytes,
+                       on_gpu ? (to_host ? 1 : 0) : -1, a->chunk->ctx.dev_id, NULL)) {
+        DP__LOG(eng, DP_LOG_ERROR, BACKEND, "%s: copying %zu bytes with GPU %d", what, bytes, (int)a->chunk->ctx.dev_id);
+        return DP_ERROR_BACKEND;
+    }
+    return DP_OK;
+}
+DP_IMPL dp_result dp_nd_read(dp_ndarray *a, void *dst, size_t bytes, dp_failure *failure) {
+    return dp__nd_host_io(a, dst, bytes, 1, failure, "dp_nd_read");
+}
+DP_IMPL dp_result dp_nd_write(dp_ndarray *a, const void *src, size_t bytes, dp_failure *failure) {
+    return dp__nd_host_io(a, (void *)(uintptr_t)src, bytes, 0, failure, "dp_nd_write");
+}
+DP_IMPL dp_result dp_nd_wait_to_read(dp_ndarray *a, dp_failure *failure) {
+    return a ? dp_wait_var(a->chunk->eng, a->chunk->var, failure) : DP_ERROR_INVALID_ARGS;
+}
+DP_IMPL dp_result dp_nd_wait_to_write(dp_ndarray *a, dp_failure *failure) {
+    return a ? dp_wait_var(a->chunk->eng, a->chunk->var, failure) : DP_ERROR_INVALID_ARGS;
+}
+/* A view: a's chunk (one more reference) at offset, in shape. */
+static dp_result dp__nd_view(dp_ndarray *a, const dp_shape *shape, size_t offset, dp_ndarray **out) {
+    dp_engine *eng = a->chunk->eng;
+    dp_ndarray *v = (dp_ndarray *)dp__alloc(eng, sizeof *v);
+    if (!v) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "array view"); return DP_ERROR_OUT_OF_MEMORY; }
+    memset(v, 0, sizeof *v);
+    dp__store(&v->refs, 1, DP__RELAXED);
+    dp__fetch_add(&a->chunk->refs, 1, DP__RELAXED);
+    v->chunk = a->chunk; v->offset = offset; v->dtype = a->dtype; v->shape = *shape;
+    *out = v;
+    return DP_OK;
+}
+DP_IMPL dp_result dp_nd_reshape(dp_ndarray *a, const dp_shape *shape, dp_ndarray **out) {
+    dp_engine *eng = a ? a->chunk->eng : NULL;
+    char s1[160], s2[160];
+    if (out) *out = NULL;
+    if (!a || !out) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_reshape: NULL array or out"); return DP_ERROR_INVALID_ARGS; }
+    if (dp_shape_size(shape) < 0 || dp_shape_size(shape) != dp_shape_size(&a->shape)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_reshape: %s to %s changes the element count", dp__shape_str(&a->shape, s1, sizeof s1),
+                dp__shape_str(shape, s2, sizeof s2));
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return dp__nd_view(a, shape, a->offset, out);
+}
+DP_IMPL dp_result dp_nd_slice(dp_ndarray *a, int64_t begin, int64_t end, dp_ndarray **out) {
+    dp_engine *eng = a ? a->chunk->eng : NULL;
+    dp_shape s;
+    char sb[160];
+    if (out) *out = NULL;
+    if (!a || !out) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_slice: NULL array or out"); return DP_ERROR_INVALID_ARGS; }
+    if (a->shape.ndim < 1 || begin < 0 || begin > end || end > a->shape.dims[0]) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_slice: rows [%lld, %lld) of shape %s", (long long)begin, (long long)end,
+                dp__shape_str(&a->shape, sb, sizeof sb));
+        return DP_ERROR_INVALID_ARGS;
+    }
+    s = a->shape;
+    s.dims[0] = end - begin;
+    return dp__nd_view(a, &s, a->offset + (size_t)begin * (a->shape.dims[0] ? dp_nd_bytes(a) / (size_t)a->shape.dims[0] : 0), out);
+}
+/* copy_to pushes one NO_SKIP op on the CPU. A GPU copy must run on a copy
+   queue, whose property cannot also be NO_SKIP, so it may be skipped: then
+   a second, NO_SKIP op (reading the destination, so it runs after the copy
+   either way) frees the argument. */
+typedef struct dp__copy_arg { dp_ndarray *src, *dst; } dp__copy_arg;
+static void dp__copy_arg_free(dp__copy_arg *c) {
+    dp_engine *eng = c->src->chunk->eng;
+    dp_nd_release(c->src);
+    dp_nd_release(c->dst);
+    dp__free(eng, c, sizeof *c);
+}
+static int dp__copy_run(dp_run_ctx *rc, dp__copy_arg *c) {
+    dp_engine *eng = c->src->chunk->eng;
+    int kind = dp__copy_kind(c->dst->chunk->ctx, c->src->chunk->ctx);
+    int dev = c->dst->chunk->ctx.dev_type == DP_DEV_GPU ? c->dst->chunk->ctx.dev_id : c->src->chunk->ctx.dev_id;
+    int status = dp__copy_bytes(eng, dp_nd_data(c->dst), dp_nd_data(c->src), dp_nd_bytes(c->src), kind, dev, rc->stream);
+    if (status) dp_set_error(rc, dp__backend_error(eng, status));
+    return status;
+}
+static int dp__copy_op(dp_run_ctx *rc, void *arg) {            /* CPU to CPU, NO_SKIP */
+    dp__copy_arg *c = (dp__copy_arg *)arg;
+    int status = rc->input_status ? rc->input_status : dp__copy_run(rc, c);
+    dp__copy_arg_free(c);
+    return status;
+}
+static int dp__copy_gpu_op(dp_run_ctx *rc, void *arg) { return dp__copy_run(rc, (dp__copy_arg *)arg); }
+static int dp__copy_cleanup_op(dp_run_ctx *rc, void *arg) { (void)rc; dp__copy_arg_free((dp__copy_arg *)arg); return 0; }
+DP_IMPL dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out) {
+    dp_engine *eng = a ? a->chunk->eng : NULL;
+    dp__copy_arg *c;
+    dp_push_desc d;
+    dp_var reads[1];
+    size_t bytes;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!a) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_copy_to: NULL array"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp__nd_check(eng, "dp_nd_copy_to", &a->shape, a->dtype, &ctx, out, &bytes)) != DP_OK) return r;
+    if ((r = dp__nd_new(eng, &a->shape, a->dtype, ctx, bytes, out)) != DP_OK) return r;
+    if ((c = (dp__copy_arg *)dp__alloc(eng, sizeof *c)) == NULL) { dp_nd_release(*out); *out = NULL; return DP_ERROR_OUT_OF_MEMORY; }
+    c->src = dp_nd_retain(a); c->dst = dp_nd_retain(*out);
+    memset(&d, 0, sizeof d);
+    reads[0] = a->chunk->var;
+    d.fn = dp__copy_op; d.arg = c; d.reads = reads; d.num_reads = 1; d.writes = &(*out)->chunk->var; d.num_writes = 1;
+    d.name = "copy_to";
+    d.prop = DP_PROP_NO_SKIP;
+    if (dp__copy_kind(ctx, a->chunk->ctx) >= 0) {                 /* a GPU end: its copy queue */
+        d.fn = dp__copy_gpu_op;
+        d.ctx = ctx.dev_type == DP_DEV_GPU ? ctx : a->chunk->ctx;
+        d.prop = ctx.dev_type == DP_DEV_GPU ? DP_PROP_COPY_TO_GPU : DP_PROP_COPY_FROM_GPU;
+    }
+    if ((r = dp_push(eng, &d)) == DP_OK && d.fn == dp__copy_gpu_op) {
+        memset(&d, 0, sizeof d);
+        d.fn = dp__copy_cleanup_op; d.arg = c; d.reads = &(*out)->chunk->var; d.num_reads = 1;
+        d.prop = DP_PROP_NO_SKIP; d.name = "copy_to_cleanup";
+        if (dp_push(eng, &d) != DP_OK) {   /* cannot happen for live variables; free after the copy */
+            dp_wait_var(eng, (*out)->chunk->var, NULL);
+            dp__copy_arg_free(c);
+        }
+        return DP_OK;
+    }
+    if (r != DP_OK) { dp__copy_arg_free(c); dp_nd_release(*out); *out = NULL; }
+    return r;
 }
 
 #endif /* DEPENG_IMPLEMENTATION */

@@ -1,0 +1,391 @@
+/* depeng NDArray layer tests: dtypes and shapes, storage, creation, host
+   I/O, views, copies (also to a fake GPU whose memory is host memory), the
+   release order, failures, bad input, and .npy / .npz files. Every test runs
+   on all three engine kinds; the last line is "N passed, M failed". */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#define DEPENG_IMPLEMENTATION
+#include "depeng.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int g_failed_checks;
+#define CHECK(c) do { if (!(c)) { g_failed_checks++; fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #c); } } while (0)
+
+static volatile uint32_t g_last_item;
+static void quiet_logger(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
+    (void)tag; (void)level; (void)msg; (void)line; (void)file; (void)user;
+    __atomic_store_n(&g_last_item, item, __ATOMIC_RELAXED);
+}
+
+/* A fake GPU: device memory is host memory, copies are memcpy. It counts
+   the copies so a test can see that they ran on a GPU copy worker. */
+static int g_gpu_copies, g_gpu_live_blocks;
+static int fake_count(void *u) { (void)u; return 1; }
+static int fake_stream_create(int dev, int is_copy, void **out, void *u) { (void)dev; (void)is_copy; (void)u; *out = (void *)&g_gpu_copies; return 0; }
+static int fake_stream_destroy(int dev, void *s, void *u) { (void)dev; (void)s; (void)u; return 0; }
+static int fake_sync(int dev, void *s, void *u) { (void)dev; (void)s; (void)u; return 0; }
+static const char *fake_err(int e, void *u) { (void)e; (void)u; return "fake error"; }
+static int fake_alloc(int dev, size_t size, void **out, void *u) {
+    (void)dev; (void)u;
+    *out = malloc(size);
+    if (*out) __atomic_fetch_add(&g_gpu_live_blocks, 1, __ATOMIC_RELAXED);
+    return *out ? 0 : 2;
+}
+static int fake_free(int dev, void *p, void *u) { (void)dev; (void)u; free(p); __atomic_fetch_sub(&g_gpu_live_blocks, 1, __ATOMIC_RELAXED); return 0; }
+static int fake_copy(void *dst, const void *src, size_t n, int kind, int dev, void *stream, void *u) {
+    (void)kind; (void)dev; (void)stream; (void)u;
+    memcpy(dst, src, n);
+    __atomic_fetch_add(&g_gpu_copies, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+static dp_device_backend g_fake_gpu;
+
+static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+static dp_engine *make_engine(dp_engine_type type, dp_storage_kind storage, int with_gpu) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.storage = storage;
+    d.logger.func = quiet_logger;
+    if (with_gpu) d.gpu_backend = &g_fake_gpu;
+    if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    return e;
+}
+static const dp_ctx CPU0 = {DP_DEV_CPU, 0};
+
+/* ---- dtypes and shapes --------------------------------------------------- */
+static void test_dtypes_shapes(void) {
+    dp_shape s = {2, {3, 4}}, scalar = {0, {0}}, empty = {3, {2, 0, 5}}, bad = {9, {1}}, neg = {1, {-1}};
+    CHECK(dp_dtype_size(DP_FLOAT32) == 4 && dp_dtype_size(DP_FLOAT64) == 8 && dp_dtype_size(DP_INT32) == 4);
+    CHECK(dp_dtype_size(DP_INT64) == 8 && dp_dtype_size(DP_UINT8) == 1 && dp_dtype_size((dp_dtype)9) == 0);
+    CHECK(strcmp(dp_dtype_name(DP_UINT8), "uint8") == 0 && strcmp(dp_dtype_name((dp_dtype)-1), "unknown") == 0);
+    CHECK(dp_shape_size(&s) == 12 && dp_shape_size(&scalar) == 1 && dp_shape_size(&empty) == 0);
+    CHECK(dp_shape_size(&bad) == -1 && dp_shape_size(&neg) == -1 && dp_shape_size(NULL) == -1);
+    {
+        dp_shape huge = {4, {1 << 30, 1 << 30, 1 << 30, 1 << 30}};
+        CHECK(dp_shape_size(&huge) == -1);   /* overflow */
+    }
+}
+
+/* ---- creation, filled on the engine, read back ---------------------------- */
+/* element i of a host buffer of dtype dt, as double */
+static double elem(const void *p, dp_dtype dt, int64_t i) {
+    switch (dt) {
+    case DP_FLOAT32: return ((const float *)p)[i];
+    case DP_FLOAT64: return ((const double *)p)[i];
+    case DP_INT32: return ((const int32_t *)p)[i];
+    case DP_INT64: return (double)((const int64_t *)p)[i];
+    case DP_UINT8: return ((const uint8_t *)p)[i];
+    default: return -1;
+    }
+}
+static int all_equal(dp_ndarray *a, double value, double step) {
+    size_t bytes = dp_nd_bytes(a);
+    int64_t n = dp_shape_size(dp_nd_shape(a)), i;
+    void *buf = malloc(bytes ? bytes : 1);
+    int ok = buf && dp_nd_read(a, buf, bytes, NULL) == DP_OK;
+    for (i = 0; ok && i < n; i++) ok = elem(buf, dp_nd_dtype(a), i) == value + step * (double)i;
+    free(buf);
+    return ok;
+}
+static void test_create(void) {
+    int k, t;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        for (t = 0; t < DP__DTYPE_COUNT; t++) {
+            dp_dtype dt = (dp_dtype)t;
+            dp_shape s = {3, {2, 3, 4}}, scalar = {0, {0}}, empty = {2, {0, 7}};
+            dp_ndarray *z, *o, *f, *r, *sc, *em, *e1;
+            CHECK(dp_nd_zeros(e, &s, dt, CPU0, &z) == DP_OK && all_equal(z, 0, 0));
+            CHECK(dp_nd_ones(e, &s, dt, CPU0, &o) == DP_OK && all_equal(o, 1, 0));
+            CHECK(dp_nd_full(e, &s, dt, CPU0, 7, &f) == DP_OK && all_equal(f, 7, 0));
+            CHECK(dp_nd_arange(e, 2, 12, 2, dt, CPU0, &r) == DP_OK && dp_nd_shape(r)->ndim == 1 && dp_nd_shape(r)->dims[0] == 5);
+            CHECK(all_equal(r, 2, 2));
+            CHECK(dp_nd_full(e, &scalar, dt, CPU0, 3, &sc) == DP_OK && dp_nd_bytes(sc) == dp_dtype_size(dt) && all_equal(sc, 3, 0));
+            CHECK(dp_nd_zeros(e, &empty, dt, CPU0, &em) == DP_OK && dp_nd_bytes(em) == 0 && all_equal(em, 0, 0));
+            CHECK(dp_nd_empty(e, &s, dt, CPU0, &e1) == DP_OK && dp_nd_bytes(e1) == 24 * dp_dtype_size(dt));
+            CHECK(dp_nd_dtype(z) == dt && dp_nd_ctx(z).dev_type == DP_DEV_CPU && dp_nd_engine(z) == e && dp_nd_var(z).id != 0);
+            dp_nd_release(z); dp_nd_release(o); dp_nd_release(f); dp_nd_release(r);
+            dp_nd_release(sc); dp_nd_release(em); dp_nd_release(e1);
+        }
+        {   /* arange: negative step, fractional length, empty */
+            dp_ndarray *a, *b, *c;
+            CHECK(dp_nd_arange(e, 5, 0, -2, DP_FLOAT64, CPU0, &a) == DP_OK && dp_nd_shape(a)->dims[0] == 3 && all_equal(a, 5, -2));
+            CHECK(dp_nd_arange(e, 0, 1, 0.3, DP_FLOAT64, CPU0, &b) == DP_OK && dp_nd_shape(b)->dims[0] == 4);
+            CHECK(dp_nd_arange(e, 3, 3, 1, DP_INT32, CPU0, &c) == DP_OK && dp_nd_shape(c)->dims[0] == 0);
+            dp_nd_release(a); dp_nd_release(b); dp_nd_release(c);
+        }
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- host I/O and a user operation on arrays --------------------------- */
+static int double_op(dp_run_ctx *rc, void *arg) {
+    dp_ndarray **io = (dp_ndarray **)arg;          /* io[0] read, io[1] written */
+    const float *x = (const float *)dp_nd_data(io[0]);
+    float *y = (float *)dp_nd_data(io[1]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(io[0]));
+    (void)rc;
+    for (i = 0; i < n; i++) y[i] = 2 * x[i];
+    return 0;
+}
+static void test_host_io_and_ops(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        float in[6] = {1, 2, 3, 4, 5, 6}, out[6] = {0}, back[6];
+        int64_t big[4] = {1, -2, 3000000000LL, -4}, bigout[4];
+        uint8_t bytes[3] = {0, 128, 255}, bytesout[3];
+        dp_shape s = {2, {2, 3}}, s4 = {1, {4}}, s3 = {1, {3}};
+        dp_ndarray *a, *b, *c, *d, *io[2];
+        dp_push_desc p;
+        dp_var rv, wv;
+        CHECK(dp_nd_from_host(e, &s, DP_FLOAT32, CPU0, in, &a) == DP_OK);
+        in[0] = 99;                                   /* the array has its own copy */
+        CHECK(dp_nd_read(a, out, sizeof out, NULL) == DP_OK && out[0] == 1 && out[5] == 6);
+        CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &b) == DP_OK);
+        io[0] = a; io[1] = b;
+        rv = dp_nd_var(a); wv = dp_nd_var(b);
+        memset(&p, 0, sizeof p);
+        p.fn = double_op; p.arg = io; p.reads = &rv; p.num_reads = 1; p.writes = &wv; p.num_writes = 1; p.name = "double";
+        CHECK(dp_push(e, &p) == DP_OK);
+        CHECK(dp_nd_read(b, back, sizeof back, NULL) == DP_OK && back[0] == 2 && back[5] == 12);
+        CHECK(dp_nd_write(b, in, sizeof in, NULL) == DP_OK && dp_nd_read(b, back, sizeof back, NULL) == DP_OK && back[0] == 99);
+        CHECK(dp_nd_wait_to_read(b, NULL) == DP_OK && dp_nd_wait_to_write(b, NULL) == DP_OK);
+        CHECK(dp_nd_from_host(e, &s4, DP_INT64, CPU0, big, &c) == DP_OK && dp_nd_read(c, bigout, sizeof bigout, NULL) == DP_OK);
+        CHECK(memcmp(big, bigout, sizeof big) == 0);
+        CHECK(dp_nd_from_host(e, &s3, DP_UINT8, CPU0, bytes, &d) == DP_OK && dp_nd_read(d, bytesout, 3, NULL) == DP_OK);
+        CHECK(memcmp(bytes, bytesout, 3) == 0);
+        g_last_item = 0;
+        CHECK(dp_nd_read(a, out, sizeof out - 1, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+        CHECK(dp_nd_read(a, NULL, sizeof out, NULL) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_nd_read(NULL, out, sizeof out, NULL) == DP_ERROR_INVALID_ARGS);
+        dp_nd_release(a); dp_nd_release(b); dp_nd_release(c); dp_nd_release(d);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- views share storage and the variable ----------------------------------- */
+static void test_views(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        dp_shape s = {2, {4, 3}}, flat = {1, {12}}, wrong = {1, {11}}, s23 = {2, {2, 3}};
+        dp_ndarray *a, *r, *sl, *sl2;
+        int32_t v[12], rows[6], ones[6] = {1, 1, 1, 1, 1, 1};
+        int i;
+        CHECK(dp_nd_arange(e, 0, 12, 1, DP_INT32, CPU0, &a) == DP_OK);
+        CHECK(dp_nd_reshape(a, &s, &r) == DP_OK && dp_nd_shape(r)->ndim == 2 && dp_nd_var(r).id == dp_nd_var(a).id);
+        CHECK(dp_nd_slice(r, 1, 3, &sl) == DP_OK && dp_nd_shape(sl)->dims[0] == 2 && dp_nd_shape(sl)->dims[1] == 3);
+        CHECK(dp_nd_read(sl, rows, sizeof rows, NULL) == DP_OK && rows[0] == 3 && rows[5] == 8);
+        /* a write through the view is a write to the parent, ordered with it */
+        CHECK(dp_nd_write(sl, ones, sizeof ones, NULL) == DP_OK);
+        CHECK(dp_nd_read(a, v, sizeof v, NULL) == DP_OK);
+        for (i = 0; i < 12; i++) CHECK(v[i] == ((i >= 3 && i < 9) ? 1 : i));
+        /* the views outlive their parent: they hold the chunk */
+        dp_nd_release(a);
+        dp_nd_release(r);
+        CHECK(dp_nd_reshape(sl, &s23, &sl2) == DP_OK && dp_nd_read(sl2, rows, sizeof rows, NULL) == DP_OK && rows[0] == 1);
+        g_last_item = 0;
+        CHECK(dp_nd_reshape(sl, &wrong, &r) == DP_ERROR_INVALID_ARGS && r == NULL && g_last_item == DP_LOGITEM_ND_ARGS);
+        CHECK(dp_nd_reshape(sl, &flat, &r) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_nd_slice(sl, 1, 3, &r) == DP_ERROR_INVALID_ARGS && dp_nd_slice(sl, -1, 1, &r) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_nd_slice(sl, 2, 1, &r) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_nd_slice(sl, 2, 2, &r) == DP_OK && dp_nd_bytes(r) == 0);
+        dp_nd_release(r);
+        dp_nd_release(sl); dp_nd_release(sl2);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- storage: pooled reuse, plain, stats, release order ------------------- */
+static volatile int g_gate_open;
+static int slow_reader(dp_run_ctx *rc, void *arg) {
+    struct timespec ts = {0, 1000000};
+    (void)rc;
+    while (!__atomic_load_n(&g_gate_open, __ATOMIC_ACQUIRE)) nanosleep(&ts, NULL);
+    *(int *)arg = 1;
+    return 0;
+}
+static void test_storage(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        dp_shape s = {1, {1000}};
+        dp_storage_stats st;
+        dp_ndarray *a, *b;
+        CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &a) == DP_OK);
+        CHECK(((uintptr_t)dp_nd_data(a) & 63) == 0);                 /* 64-byte aligned */
+        CHECK(dp_storage_stats_get(e, CPU0, &st) == DP_OK && st.bytes_in_use == 4096 && st.bytes_pooled == 0);
+        dp_nd_release(a);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);                        /* the free is an engine op */
+        CHECK(dp_storage_stats_get(e, CPU0, &st) == DP_OK && st.bytes_in_use == 0 && st.bytes_pooled == 4096);
+        CHECK(dp_nd_ones(e, &s, DP_INT32, CPU0, &b) == DP_OK);       /* same class: reused */
+        CHECK(dp_storage_stats_get(e, CPU0, &st) == DP_OK && st.pool_hits == 1 && st.allocations == 2 && st.bytes_pooled == 0);
+        dp_nd_release(b);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(dp_storage_release_pool(e, CPU0) == DP_OK);
+        CHECK(dp_storage_stats_get(e, CPU0, &st) == DP_OK && st.bytes_pooled == 0 && st.bytes_in_use == 0);
+        if (kinds[k] != DP_ENGINE_NAIVE) {   /* naive runs ops inline: nothing is pending */
+            /* released while an op still reads it: the memory is not reused
+               (nor its bytes counted free) until that op has finished */
+            int done = 0;
+            dp_var rv;
+            dp_push_desc p;
+            g_gate_open = 0;
+            CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &a) == DP_OK);
+            CHECK(dp_nd_wait_to_read(a, NULL) == DP_OK);
+            rv = dp_nd_var(a);
+            memset(&p, 0, sizeof p);
+            p.fn = slow_reader; p.arg = &done; p.reads = &rv; p.num_reads = 1;
+            CHECK(dp_push(e, &p) == DP_OK);
+            dp_nd_release(a);
+            CHECK(dp_storage_stats_get(e, CPU0, &st) == DP_OK && st.bytes_in_use == 4096);
+            __atomic_store_n(&g_gate_open, 1, __ATOMIC_RELEASE);
+            CHECK(dp_wait_all(e, NULL) == DP_OK && done == 1);
+            CHECK(dp_storage_stats_get(e, CPU0, &st) == DP_OK && st.bytes_in_use == 0);
+        }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        /* plain storage keeps nothing */
+        e = make_engine(kinds[k], DP_STORAGE_PLAIN, 0);
+        CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &a) == DP_OK);
+        dp_nd_release(a);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(dp_storage_stats_get(e, CPU0, &st) == DP_OK && st.bytes_pooled == 0 && st.bytes_in_use == 0 && st.allocations == 1);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- copies: CPU to CPU, to and from a (fake) GPU ------------------------- */
+static void test_copies(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 1);
+        dp_ctx cpu1 = {DP_DEV_CPU, 1}, gpu0 = {DP_DEV_GPU, 0}, gpu5 = {DP_DEV_GPU, 5};
+        dp_shape s = {1, {5}};
+        double x[5] = {1, 2, 3, 4, 5}, y[5];
+        dp_ndarray *a, *b, *g, *h, *f;
+        dp_storage_stats st;
+        g_gpu_copies = 0;
+        CHECK(dp_nd_from_host(e, &s, DP_FLOAT64, CPU0, x, &a) == DP_OK);
+        CHECK(dp_nd_copy_to(a, cpu1, &b) == DP_OK && dp_nd_ctx(b).dev_id == 1);
+        CHECK(dp_nd_read(b, y, sizeof y, NULL) == DP_OK && memcmp(x, y, sizeof x) == 0);
+        CHECK(dp_nd_copy_to(b, gpu0, &g) == DP_OK && dp_nd_ctx(g).dev_type == DP_DEV_GPU);
+        CHECK(dp_nd_copy_to(g, CPU0, &h) == DP_OK);
+        memset(y, 0, sizeof y);
+        CHECK(dp_nd_read(h, y, sizeof y, NULL) == DP_OK && memcmp(x, y, sizeof x) == 0);
+        CHECK(dp_nd_full(e, &s, DP_FLOAT64, gpu0, 2.5, &f) == DP_OK);          /* filled through mem_copy */
+        CHECK(dp_nd_read(f, y, sizeof y, NULL) == DP_OK && y[0] == 2.5 && y[4] == 2.5);
+        CHECK(g_gpu_copies >= 4);
+        CHECK(dp_storage_stats_get(e, gpu0, &st) == DP_OK && st.bytes_in_use == 2 * 64);
+        g_last_item = 0;
+        {
+            dp_ndarray *none = a;
+            CHECK(dp_nd_copy_to(a, gpu5, &none) == DP_ERROR_BAD_CONTEXT && none == NULL && g_last_item == DP_LOGITEM_BAD_CONTEXT);
+        }
+        dp_nd_release(a); dp_nd_release(b); dp_nd_release(g); dp_nd_release(h); dp_nd_release(f);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(g_gpu_live_blocks == 0);         /* pooled GPU blocks went back at destroy */
+    }
+    {   /* a GPU backend without memory functions cannot hold arrays */
+        dp_device_backend no_mem = g_fake_gpu;
+        dp_engine_desc d;
+        dp_engine *e = NULL;
+        dp_ctx gpu0 = {DP_DEV_GPU, 0};
+        dp_shape s = {1, {5}};
+        dp_ndarray *a = (dp_ndarray *)&d;
+        no_mem.mem_alloc = NULL;
+        memset(&d, 0, sizeof d);
+        d.ignore_env = 1; d.logger.func = quiet_logger; d.gpu_backend = &no_mem;
+        CHECK(dp_engine_create(&d, &e) == DP_OK);
+        g_last_item = 0;
+        CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, gpu0, &a) == DP_ERROR_BAD_CONTEXT && a == NULL && g_last_item == DP_LOGITEM_BAD_CONTEXT);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- a failure reaches whoever reads the array, through copies ---------- */
+static int failing_writer(dp_run_ctx *rc, void *arg) { (void)arg; dp_set_error(rc, "kernel failed"); return 3; }
+static void test_failures(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 1);
+        dp_ctx cpu1 = {DP_DEV_CPU, 1}, gpu0 = {DP_DEV_GPU, 0};
+        dp_shape s = {1, {4}};
+        float y[4];
+        dp_ndarray *a, *b, *g, *h;
+        dp_var v;
+        dp_failure f;
+        CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &a) == DP_OK);
+        v = dp_nd_var(a);
+        CHECK(dp_push_sync(e, failing_writer, NULL, NULL, 0, &v, 1) == DP_OK);
+        CHECK(dp_nd_copy_to(a, cpu1, &b) == DP_OK);          /* NO_SKIP op on failed input */
+        CHECK(dp_nd_copy_to(a, gpu0, &g) == DP_OK);          /* skipped copy + cleanup op */
+        CHECK(dp_nd_copy_to(g, CPU0, &h) == DP_OK);
+        memset(&f, 0, sizeof f);
+        CHECK(dp_nd_read(b, y, sizeof y, &f) == DP_ERROR_OP_FAILED && f.status == 3 && strcmp(f.message, "kernel failed") == 0);
+        memset(&f, 0, sizeof f);
+        CHECK(dp_nd_read(h, y, sizeof y, &f) == DP_ERROR_OP_FAILED && f.status == 3);
+        dp_wait_all(e, NULL);
+        dp_nd_release(a); dp_nd_release(b); dp_nd_release(g); dp_nd_release(h);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- bad input: refused before anything is pushed, with ND_ARGS --------- */
+static void test_bad_input(void) {
+    dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, DP_STORAGE_DEFAULT, 0);
+    dp_shape ok = {1, {4}}, nine = {9, {1, 1, 1, 1, 1, 1, 1, 1}}, neg = {2, {2, -3}};
+    dp_ctx bad_ctx = {77, 0}, gpu0 = {DP_DEV_GPU, 0};
+    dp_ndarray *a = NULL;
+    dp_engine_stats st;
+    float x[4] = {0};
+    g_last_item = 0;
+    CHECK(dp_nd_zeros(e, &nine, DP_FLOAT32, CPU0, &a) == DP_ERROR_INVALID_ARGS && a == NULL && g_last_item == DP_LOGITEM_ND_ARGS);
+    CHECK(dp_nd_zeros(e, &neg, DP_FLOAT32, CPU0, &a) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_nd_zeros(e, NULL, DP_FLOAT32, CPU0, &a) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_nd_zeros(e, &ok, (dp_dtype)17, CPU0, &a) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_nd_zeros(e, &ok, DP_FLOAT32, CPU0, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_nd_zeros(NULL, &ok, DP_FLOAT32, CPU0, &a) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_nd_zeros(e, &ok, DP_FLOAT32, bad_ctx, &a) == DP_ERROR_BAD_CONTEXT);
+    CHECK(dp_nd_zeros(e, &ok, DP_FLOAT32, gpu0, &a) == DP_ERROR_BAD_CONTEXT);     /* no GPU backend */
+    CHECK(dp_nd_from_host(e, &ok, DP_FLOAT32, CPU0, NULL, &a) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_nd_arange(e, 0, 1, 0, DP_FLOAT32, CPU0, &a) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_nd_arange(e, 0, 10, -1, DP_FLOAT32, CPU0, &a) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_nd_write(NULL, x, sizeof x, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_nd_copy_to(NULL, CPU0, &a) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_nd_reshape(NULL, &ok, &a) == DP_ERROR_INVALID_ARGS && dp_nd_slice(NULL, 0, 1, &a) == DP_ERROR_INVALID_ARGS);
+    dp_nd_release(NULL);
+    CHECK(dp_nd_shape(NULL) == NULL && dp_nd_data(NULL) == NULL && dp_nd_bytes(NULL) == 0);
+    dp_engine_stats_get(e, &st);
+    CHECK(st.pushed == 0 && st.live_vars == 0);          /* nothing was made or pushed */
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+typedef struct { const char *name; void (*fn)(void); } test_case;
+int main(void) {
+    static const test_case tests[] = {
+        {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
+        {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
+        {"bad_input", test_bad_input},
+    };
+    int i, passed = 0, failed = 0;
+    g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
+    g_fake_gpu.stream_destroy = fake_stream_destroy; g_fake_gpu.stream_synchronize = fake_sync;
+    g_fake_gpu.error_string = fake_err; g_fake_gpu.mem_alloc = fake_alloc; g_fake_gpu.mem_free = fake_free;
+    g_fake_gpu.mem_copy = fake_copy;
+    for (i = 0; i < (int)(sizeof tests / sizeof tests[0]); i++) {
+        int before = g_failed_checks;
+        tests[i].fn();
+        if (g_failed_checks == before) { passed++; printf("PASS %s\n", tests[i].name); }
+        else { failed++; printf("FAIL %s\n", tests[i].name); }
+        fflush(stdout);
+    }
+    printf("ndarray: %d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
