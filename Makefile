@@ -5,7 +5,7 @@ CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -pedantic -Werror
 B       := build
-LIBS    := -pthread
+LIBS    := -pthread -lm
 
 .PHONY: all test demo tsan asan compile-checks bench bench-deps bench-build clean
 all: $(B)/test_engine $(B)/test_ndarray $(B)/walkthrough $(B)/make_example

@@ -4,6 +4,7 @@
    In exactly one C or C++ file:
        #define DEPENG_IMPLEMENTATION
        #include "depeng.h"
+   and link with -pthread -lm.
 
    CONTENTS
      1. Quick start
@@ -508,6 +509,28 @@ DP_API size_t dp_nd_bytes(const dp_ndarray *a);
 DP_API dp_var dp_nd_var(const dp_ndarray *a);
 DP_API void *dp_nd_data(const dp_ndarray *a);
 
+/* Resources (MXNet's ResourceManager), one set per device, each guarded by
+   a variable of its own. The random generator: an operation that draws
+   lists dp_random_var among its writes, so draws are serialised in push
+   order and reproducible for a seed, whatever the engine (seed 003). The
+   default seed is 0. dp_random_seed is pushed like any write.
+   The temporary workspace: an operation lists dp_temp_space_var among its
+   writes and, while it runs, asks dp_temp_space for bytes (it grows on
+   demand, 64-byte aligned; NULL if out of memory). Both are CPU-only calls
+   for now: on a GPU context they return id 0 / NULL. Link with -lm. */
+DP_API dp_result dp_random_seed(dp_engine *eng, dp_ctx ctx, uint64_t seed);
+DP_API dp_var dp_random_var(dp_engine *eng, dp_ctx ctx);
+/* Inside an operation that writes dp_random_var(eng, ctx): the next 64
+   random bits, and a double uniform in [0, 1). */
+DP_API uint64_t dp_random_next(dp_engine *eng, dp_ctx ctx);
+DP_API double dp_random_uniform01(dp_engine *eng, dp_ctx ctx);
+DP_API dp_var dp_temp_space_var(dp_engine *eng, dp_ctx ctx);
+DP_API void *dp_temp_space(dp_engine *eng, dp_ctx ctx, size_t bytes);
+/* New arrays of draws: uniform in [low, high), normal(mean, stddev); for
+   integer dtypes the draw is converted (truncated). */
+DP_API dp_result dp_nd_random_uniform(dp_engine *eng, double low, double high, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
+DP_API dp_result dp_nd_random_normal(dp_engine *eng, double mean, double stddev, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
+
 /* The storage manager of a device: bytes in arrays, bytes kept for reuse. */
 typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocations, pool_hits; } dp_storage_stats;
 DP_API dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_stats *out);
@@ -531,6 +554,7 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 /* >>config ------------------------------------------------------------- */
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include <stdarg.h>
 #ifndef DP_ASSERT
 #include <assert.h>
@@ -876,6 +900,7 @@ struct dp_engine {
     dp__mutex graph_mtx;
     dp__graph_rec *graph; size_t ngraph, capgraph;
     struct dp__storage *storage[2][DP__MAX_DEV];   /* [CPU, GPU][device]: see >>storage */
+    struct dp__resources *resources[DP__MAX_DEV];   /* CPU devices: see >>resources */
 };
 
 /* A block's place in one variable's queue. The low bit of `tagged` says the
@@ -2546,12 +2571,14 @@ static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc *in, dp_e
     return DP_OK;
 }
 static void dp__storage_destroy(dp_engine *eng, struct dp__storage *st);
+static void dp__resources_destroy(dp_engine *eng, struct dp__resources *r);
 static void dp__engine_free(dp_engine *eng) {
     int i;
     size_t k;
     dp__failure *f, *next;
     while (dp__load(&eng->outside_finishers, DP__ACQUIRE) != 0) dp__thread_yield();
     for (i = 0; i < 2 * DP__MAX_DEV; i++) dp__storage_destroy(eng, eng->storage[i / DP__MAX_DEV][i % DP__MAX_DEV]);
+    for (i = 0; i < DP__MAX_DEV; i++) dp__resources_destroy(eng, eng->resources[i]);
     for (i = 0; i < DP__MAX_DEV; i++) {
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->cpu_groups[i], DP__RELAXED));
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->gpu_groups[i], DP__RELAXED));
@@ -3406,6 +3433,174 @@ DP_IMPL dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out) {
     }
     if (r != DP_OK) { dp__copy_arg_free(c); dp_nd_release(*out); *out = NULL; }
     return r;
+}
+
+/* >>resources ---------------------------------------------------------------
+   The generator is xoshiro256** seeded through splitmix64: small, fast and
+   well tested; its state is touched only by operations that hold the write
+   grant of its variable, so it needs no lock. */
+typedef struct dp__resources {
+    dp_var rng_var, temp_var;
+    uint64_t rng[4];
+    void *temp; size_t temp_size;
+} dp__resources;
+static uint64_t dp__splitmix(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static void dp__rng_seed(uint64_t *s, uint64_t seed) {
+    int i;
+    for (i = 0; i < 4; i++) s[i] = dp__splitmix(&seed);
+}
+static uint64_t dp__rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+static uint64_t dp__rng_next(uint64_t *s) {
+    uint64_t result = dp__rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= t; s[3] = dp__rotl(s[3], 45);
+    return result;
+}
+static double dp__rng_uniform01(uint64_t *s) { return (double)(dp__rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
+/* The resources of a CPU device (made on first use), or NULL. */
+static dp__resources *dp__resources_of(dp_engine *eng, dp_ctx ctx) {
+    dp__resources *r;
+    if (!eng || (ctx.dev_type != DP_DEV_DEFAULT && ctx.dev_type != DP_DEV_CPU) || ctx.dev_id < 0 || ctx.dev_id >= DP__MAX_DEV) return NULL;
+    dp__mutex_lock(&eng->create_mtx);
+    r = eng->resources[ctx.dev_id];
+    if (!r && (r = (dp__resources *)dp__alloc(eng, sizeof *r)) != NULL) {
+        memset(r, 0, sizeof *r);
+        r->rng_var = dp_var_create(eng);
+        r->temp_var = dp_var_create(eng);
+        dp__rng_seed(r->rng, 0);
+        if (!r->rng_var.id || !r->temp_var.id) { dp__free(eng, r, sizeof *r); r = NULL; }
+        else eng->resources[ctx.dev_id] = r;
+    }
+    dp__mutex_unlock(&eng->create_mtx);
+    return r;
+}
+static void dp__resources_destroy(dp_engine *eng, dp__resources *r) {
+    if (!r) return;
+    if (r->temp) { dp_ctx cpu = {DP_DEV_CPU, 0}; dp__device_free(eng, cpu, r->temp, r->temp_size); }
+    dp__free(eng, r, sizeof *r);
+}
+DP_IMPL dp_var dp_random_var(dp_engine *eng, dp_ctx ctx) {
+    dp__resources *r = dp__resources_of(eng, ctx);
+    dp_var none = {0};
+    return r ? r->rng_var : none;
+}
+DP_IMPL uint64_t dp_random_next(dp_engine *eng, dp_ctx ctx) {
+    dp__resources *r = dp__resources_of(eng, ctx);
+    return r ? dp__rng_next(r->rng) : 0;
+}
+DP_IMPL double dp_random_uniform01(dp_engine *eng, dp_ctx ctx) {
+    dp__resources *r = dp__resources_of(eng, ctx);
+    return r ? dp__rng_uniform01(r->rng) : 0.0;
+}
+DP_IMPL dp_var dp_temp_space_var(dp_engine *eng, dp_ctx ctx) {
+    dp__resources *r = dp__resources_of(eng, ctx);
+    dp_var none = {0};
+    return r ? r->temp_var : none;
+}
+DP_IMPL void *dp_temp_space(dp_engine *eng, dp_ctx ctx, size_t bytes) {
+    dp__resources *r = dp__resources_of(eng, ctx);
+    if (!r) return NULL;
+    if (bytes > r->temp_size) {   /* grow: the old contents need not survive */
+        dp_ctx cpu = {DP_DEV_CPU, 0};
+        size_t size = dp__storage_class(bytes);
+        void *p = size ? dp__device_alloc(eng, cpu, size) : NULL;   /* 64-byte aligned */
+        if (!p) return NULL;
+        if (r->temp) dp__device_free(eng, cpu, r->temp, r->temp_size);
+        r->temp = p; r->temp_size = size;
+    }
+    return r->temp;
+}
+typedef struct dp__seed_arg { dp__resources *r; uint64_t seed; } dp__seed_arg;
+static int dp__seed_op(dp_run_ctx *rc, void *arg) {
+    dp__seed_arg *a = (dp__seed_arg *)arg;
+    dp__rng_seed(a->r->rng, a->seed);
+    dp__free(rc->engine, a, sizeof *a);
+    return 0;
+}
+DP_IMPL dp_result dp_random_seed(dp_engine *eng, dp_ctx ctx, uint64_t seed) {
+    dp__resources *r = dp__resources_of(eng, ctx);
+    dp__seed_arg *a;
+    dp_push_desc d;
+    dp_result res;
+    if (!r) { DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_random_seed: resources live on CPU devices 0..%d", DP__MAX_DEV - 1); return eng ? DP_ERROR_BAD_CONTEXT : DP_ERROR_INVALID_ARGS; }
+    if ((a = (dp__seed_arg *)dp__alloc(eng, sizeof *a)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    a->r = r; a->seed = seed;
+    memset(&d, 0, sizeof d);
+    d.fn = dp__seed_op; d.arg = a; d.writes = &r->rng_var; d.num_writes = 1; d.prop = DP_PROP_NO_SKIP; d.name = "random_seed";
+    if ((res = dp_push(eng, &d)) != DP_OK) dp__free(eng, a, sizeof *a);
+    return res;
+}
+/* Random fills: kind 0 uniform [p0, p1), kind 1 normal (mean p0, stddev p1,
+   Box-Muller: two uniforms give two normals). */
+typedef struct dp__random_arg { dp_ndarray *a; dp__resources *r; int kind; double p0, p1; } dp__random_arg;
+static double dp__draw(dp__random_arg *g, int64_t i, double *spare) {
+    if (g->kind == 0) return g->p0 + (g->p1 - g->p0) * dp__rng_uniform01(g->r->rng);
+    if (i & 1) return g->p0 + g->p1 * *spare;
+    {
+        double u1 = 1.0 - dp__rng_uniform01(g->r->rng), u2 = dp__rng_uniform01(g->r->rng);  /* u1 in (0, 1] */
+        double radius = sqrt(-2.0 * log(u1)), angle = 6.283185307179586 * u2;
+        *spare = radius * sin(angle);
+        return g->p0 + g->p1 * radius * cos(angle);
+    }
+}
+static int dp__random_op(dp_run_ctx *rc, void *arg) {
+    dp__random_arg *g = (dp__random_arg *)arg;
+    dp_ndarray *a = g->a;
+    void *x = dp_nd_data(a);
+    int64_t i, n = dp_shape_size(&a->shape);
+    double spare = 0;
+    if (!rc->input_status) {
+        for (i = 0; i < n; i++) {
+            double v = dp__draw(g, i, &spare);
+            switch (a->dtype) {
+            case DP_FLOAT32: ((float *)x)[i] = (float)v; break;
+            case DP_FLOAT64: ((double *)x)[i] = v; break;
+            case DP_INT32: ((int32_t *)x)[i] = (int32_t)v; break;
+            case DP_INT64: ((int64_t *)x)[i] = (int64_t)v; break;
+            default: ((uint8_t *)x)[i] = (uint8_t)v; break;
+            }
+        }
+    }
+    dp_nd_release(a);
+    dp__free(rc->engine, g, sizeof *g);
+    return rc->input_status;
+}
+static dp_result dp__nd_random(dp_engine *eng, const char *what, int kind, double p0, double p1, const dp_shape *shape,
+                               dp_dtype dtype, dp_ctx ctx, dp_ndarray **out) {
+    size_t bytes;
+    dp__random_arg *g;
+    dp__resources *res;
+    dp_push_desc d;
+    dp_var writes[2];
+    dp_result r = dp__nd_check(eng, what, shape, dtype, &ctx, out, &bytes);
+    if (r != DP_OK) return r;
+    if (!(p0 == p0) || !(p1 == p1) || (kind == 0 && p1 < p0) || (kind == 1 && p1 < 0)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: parameters %g, %g", what, p0, p1);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((res = dp__resources_of(eng, ctx)) == NULL) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: random arrays are made on CPU devices", what);
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if ((r = dp__nd_new(eng, shape, dtype, ctx, bytes, out)) != DP_OK) return r;
+    if ((g = (dp__random_arg *)dp__alloc(eng, sizeof *g)) == NULL) { dp_nd_release(*out); *out = NULL; return DP_ERROR_OUT_OF_MEMORY; }
+    g->a = dp_nd_retain(*out); g->r = res; g->kind = kind; g->p0 = p0; g->p1 = p1;
+    writes[0] = (*out)->chunk->var; writes[1] = res->rng_var;      /* a draw writes the generator */
+    memset(&d, 0, sizeof d);
+    d.fn = dp__random_op; d.arg = g; d.writes = writes; d.num_writes = 2; d.ctx = ctx; d.prop = DP_PROP_NO_SKIP; d.name = what;
+    if ((r = dp_push(eng, &d)) != DP_OK) { dp_nd_release(g->a); dp__free(eng, g, sizeof *g); dp_nd_release(*out); *out = NULL; }
+    return r;
+}
+DP_IMPL dp_result dp_nd_random_uniform(dp_engine *eng, double low, double high, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out) {
+    return dp__nd_random(eng, "dp_nd_random_uniform", 0, low, high, shape, dtype, ctx, out);
+}
+DP_IMPL dp_result dp_nd_random_normal(dp_engine *eng, double mean, double stddev, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out) {
+    return dp__nd_random(eng, "dp_nd_random_normal", 1, mean, stddev, shape, dtype, ctx, out);
 }
 
 #endif /* DEPENG_IMPLEMENTATION */

@@ -21,8 +21,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ab.XXXXXX"); trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/before/bench"
 git show "$rev:depeng.h" > "$tmp/before/depeng.h"
 cp bench/depeng.c bench/common.h "$tmp/before/bench/"
-cc -std=c11 -O2 -I"$tmp/before" "$tmp/before/bench/depeng.c" -o "$tmp/bench_before" -pthread
-cc -std=c11 -O2 -I. bench/depeng.c -o "$tmp/bench_after" -pthread
+cc -std=c11 -O2 -I"$tmp/before" "$tmp/before/bench/depeng.c" -o "$tmp/bench_before" -pthread -lm
+cc -std=c11 -O2 -I. bench/depeng.c -o "$tmp/bench_after" -pthread -lm
 for r in $(seq "$rounds"); do
     for side in before after; do
         "$tmp/bench_$side" "${args[@]}" | awk -v s="$side" '/^bench /{print s, $2, $3, $4}' >> "$tmp/results"

@@ -367,12 +367,77 @@ static void test_bad_input(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* ---- resources: the generator and the temporary workspace ---------------- */
+static void draw(dp_engine *e, uint64_t seed, double *u, double *nrm, int n) {
+    dp_shape s = {1, {n}};
+    dp_ndarray *a, *b;
+    CHECK(dp_random_seed(e, CPU0, seed) == DP_OK);
+    CHECK(dp_nd_random_uniform(e, -1, 3, &s, DP_FLOAT64, CPU0, &a) == DP_OK);
+    CHECK(dp_nd_random_normal(e, 5, 2, &s, DP_FLOAT64, CPU0, &b) == DP_OK);
+    CHECK(dp_nd_read(a, u, sizeof(double) * (size_t)n, NULL) == DP_OK && dp_nd_read(b, nrm, sizeof(double) * (size_t)n, NULL) == DP_OK);
+    dp_nd_release(a); dp_nd_release(b);
+}
+typedef struct { dp_engine *e; uint64_t bits[3]; int temp_ok; } rng_user;
+static int rng_user_op(dp_run_ctx *rc, void *arg) {
+    rng_user *u = (rng_user *)arg;
+    unsigned char *t = (unsigned char *)dp_temp_space(u->e, rc->ctx, 1000);
+    int i;
+    for (i = 0; i < 3; i++) u->bits[i] = dp_random_next(u->e, rc->ctx);
+    u->temp_ok = t && ((uintptr_t)t & 63) == 0;
+    if (t) memset(t, 0xab, 1000);
+    return 0;
+}
+#define NDRAW 20000
+static void test_resources(void) {
+    static double u[3][NDRAW], nrm[3][NDRAW], u2[NDRAW], n2[NDRAW];
+    int k, i;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        double sum = 0, sum2 = 0, lo = 1e9, hi = -1e9;
+        rng_user ru;
+        dp_var w[2];
+        dp_push_desc p;
+        draw(e, 42, u[k], nrm[k], NDRAW);
+        draw(e, 42, u2, n2, NDRAW);                        /* same seed: same draws */
+        CHECK(memcmp(u[k], u2, sizeof u2) == 0 && memcmp(nrm[k], n2, sizeof n2) == 0);
+        draw(e, 43, u2, n2, NDRAW);
+        CHECK(memcmp(u[k], u2, sizeof u2) != 0);
+        for (i = 0; i < NDRAW; i++) { if (u[k][i] < lo) lo = u[k][i]; if (u[k][i] > hi) hi = u[k][i]; sum += u[k][i]; }
+        CHECK(lo >= -1 && hi < 3 && sum / NDRAW > 0.95 && sum / NDRAW < 1.05);
+        for (sum = 0, i = 0; i < NDRAW; i++) { sum += nrm[k][i]; sum2 += nrm[k][i] * nrm[k][i]; }
+        sum /= NDRAW; sum2 = sum2 / NDRAW - sum * sum;
+        CHECK(sum > 4.95 && sum < 5.05 && sum2 > 3.9 && sum2 < 4.1);   /* mean 5, variance 4 */
+        /* an operation of the user's draws too, and uses the workspace */
+        memset(&ru, 0, sizeof ru);
+        ru.e = e;
+        w[0] = dp_random_var(e, CPU0); w[1] = dp_temp_space_var(e, CPU0);
+        CHECK(w[0].id != 0 && w[1].id != 0 && w[0].id != w[1].id);
+        memset(&p, 0, sizeof p);
+        p.fn = rng_user_op; p.arg = &ru; p.writes = w; p.num_writes = 2;
+        CHECK(dp_random_seed(e, CPU0, 7) == DP_OK && dp_push(e, &p) == DP_OK && dp_wait_all(e, NULL) == DP_OK);
+        CHECK(ru.temp_ok && ru.bits[0] != ru.bits[1]);
+        {
+            dp_ctx gpu = {DP_DEV_GPU, 0};
+            dp_shape s = {1, {3}};
+            dp_ndarray *a = NULL;
+            g_last_item = 0;
+            CHECK(dp_random_seed(e, gpu, 1) == DP_ERROR_BAD_CONTEXT && dp_random_var(e, gpu).id == 0);
+            CHECK(dp_nd_random_uniform(e, 2, 1, &s, DP_FLOAT32, CPU0, &a) == DP_ERROR_INVALID_ARGS && a == NULL);
+            CHECK(dp_nd_random_normal(e, 0, -1, &s, DP_FLOAT32, CPU0, &a) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+        }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+    /* the same seed gives the same draws on every engine kind */
+    CHECK(memcmp(u[0], u[1], sizeof u[0]) == 0 && memcmp(u[0], u[2], sizeof u[0]) == 0);
+    CHECK(memcmp(nrm[0], nrm[1], sizeof nrm[0]) == 0 && memcmp(nrm[0], nrm[2], sizeof nrm[0]) == 0);
+}
+
 typedef struct { const char *name; void (*fn)(void); } test_case;
 int main(void) {
     static const test_case tests[] = {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
         {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
-        {"bad_input", test_bad_input},
+        {"bad_input", test_bad_input}, {"resources", test_resources},
     };
     int i, passed = 0, failed = 0;
     g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
