@@ -509,6 +509,18 @@ DP_API size_t dp_nd_bytes(const dp_ndarray *a);
 DP_API dp_var dp_nd_var(const dp_ndarray *a);
 DP_API void *dp_nd_data(const dp_ndarray *a);
 
+/* NumPy's .npy (C order, the five dtypes, little-endian) and .npz (an
+   uncompressed zip of .npy members, as numpy.savez writes). Saving waits
+   for the arrays' pending writes. A corrupt or truncated file is
+   DP_ERROR_FORMAT with the reason logged, never a crash. */
+DP_API dp_result dp_nd_save_npy(dp_ndarray *a, const char *path, dp_failure *failure);
+DP_API dp_result dp_nd_load_npy(dp_engine *eng, const char *path, dp_ctx ctx, dp_ndarray **out);
+typedef struct dp_nd_named { char name[128]; dp_ndarray *array; } dp_nd_named;
+DP_API dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, int count, dp_failure *failure);
+/* Loads up to cap members into out (names without ".npy"); *count is set.
+   On error nothing is left allocated. */
+DP_API dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp_nd_named *out, int cap, int *count);
+
 /* Resources (MXNet's ResourceManager), one set per device, each guarded by
    a variable of its own. The random generator: an operation that draws
    lists dp_random_var among its writes, so draws are serialised in push
@@ -530,6 +542,86 @@ DP_API void *dp_temp_space(dp_engine *eng, dp_ctx ctx, size_t bytes);
    integer dtypes the draw is converted (truncated). */
 DP_API dp_result dp_nd_random_uniform(dp_engine *eng, double low, double high, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
 DP_API dp_result dp_nd_random_normal(dp_engine *eng, double mean, double stddev, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
+
+/* ====================================================================== OPERATORS
+   MXNet's operator registry: an operator is registered once, by name, with
+   its keyword parameters (typed, parsed from strings, with defaults and
+   validation), shape and dtype inference, a kernel per device kind, and
+   what autograd needs: the operator that computes its gradient and which
+   of the output gradients, inputs and outputs that one reads (MXNet's
+   DeclareBackwardDependency). dp_op_invoke checks everything before it
+   pushes anything, then pushes one operation that reads the inputs'
+   variables and writes the outputs' (and the resources' it asked for).
+   The registry is process-wide; register from one thread, before use. */
+typedef enum dp_req { DP_REQ_NULL = 0, DP_REQ_WRITE, DP_REQ_INPLACE, DP_REQ_ADD } dp_req;
+typedef enum dp_param_type { DP_PARAM_INT = 1, DP_PARAM_FLOAT, DP_PARAM_BOOL, DP_PARAM_SHAPE, DP_PARAM_ENUM } dp_param_type;
+typedef struct dp_param_def {
+    const char *name;
+    dp_param_type type;
+    const char *default_value;   /* NULL: the parameter is required        */
+    double min, max;             /* INT, FLOAT: the accepted range if min < max */
+    const char *choices;         /* ENUM: "sum|mean|max"; the value is its index */
+    const char *doc;
+} dp_param_def;
+#define DP_MAX_PARAMS 12
+/* Parsed values, in the order of the definitions: i for INT, BOOL (0/1)
+   and ENUM (the choice's index), f for FLOAT, shape for SHAPE (a tuple
+   "(1, 2)" or a single int). */
+typedef struct dp_param_value { int64_t i; double f; dp_shape shape; } dp_param_value;
+typedef struct dp_params { int count; dp_param_value v[DP_MAX_PARAMS]; } dp_params;
+
+/* What a kernel gets. It runs inside an engine operation; it returns 0 or
+   a status (with dp_set_error(k->rc, message) for the reason). */
+typedef struct dp_kernel_ctx {
+    dp_run_ctx *rc;
+    const dp_params *params;
+    double scalar;
+    int num_inputs, num_outputs;
+    dp_ndarray *const *inputs;
+    dp_ndarray *const *outputs;
+    const dp_req *req;            /* per output */
+} dp_kernel_ctx;
+typedef int (*dp_kernel_fn)(const dp_kernel_ctx *k);
+/* Fills the outputs' shapes and dtypes from the inputs'; returns 0, or
+   non-zero with a message (naming the shapes) in msg. */
+typedef int (*dp_infer_fn)(const dp_params *p, int num_inputs, const dp_shape *in_shapes, const dp_dtype *in_dtypes,
+                           int num_outputs, dp_shape *out_shapes, dp_dtype *out_dtypes, char *msg, size_t msgcap);
+enum { DP_GRAD_OUT_GRADS = 1, DP_GRAD_INPUTS = 2, DP_GRAD_OUTPUTS = 4 };      /* dp_operator.grad_needs */
+enum { DP_RESOURCE_RANDOM = 1, DP_RESOURCE_TEMP = 2 };                         /* dp_operator.resources */
+typedef struct dp_operator {
+    const char *name;
+    const char *doc;
+    int num_inputs;               /* -1: as many as the INT parameter "num_args" says */
+    int num_outputs;
+    const dp_param_def *params;
+    int num_params;
+    int takes_scalar;             /* invoked with a scalar (the "_scalar" forms) */
+    dp_infer_fn infer;            /* NULL: every output as input 0 */
+    dp_kernel_fn forward_cpu, forward_gpu;   /* NULL: not on that device kind */
+    const char *gradient;         /* the operator computing the input gradients, or NULL */
+    unsigned grad_needs;          /* DP_GRAD_*: what the gradient operator reads, in that order */
+    unsigned inplace;             /* bit i: output 0 may share input i's storage */
+    unsigned resources;           /* DP_RESOURCE_*: the kernel may use them */
+} dp_operator;
+
+/* Registers op (copied; its strings and params must stay valid). A name
+   registered twice is DP_ERROR_INVALID_ARGS. */
+DP_API dp_result dp_op_register(const dp_operator *op);
+DP_API const dp_operator *dp_op_find(const char *name);     /* NULL if unknown */
+/* The registered operators (built-in ones included), up to cap; returns
+   how many there are. */
+DP_API int dp_op_list(const dp_operator **out, int cap);
+/* Parses keyword parameters for op (names and values as strings); on error
+   logs and returns DP_ERROR_INVALID_ARGS naming the operator and parameter. */
+DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int num_kwargs, const char *const *keys,
+                                    const char *const *values, dp_params *out);
+/* Runs op on the inputs (MXNet's imperative invoke). outputs[i] NULL: a new
+   array is made (and returned there); else it must have the inferred shape,
+   dtype and a context of the inputs', and is written with req (NULL: all
+   DP_REQ_WRITE). */
+DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
+                              int num_kwargs, const char *const *keys, const char *const *values, double scalar,
+                              int num_outputs, dp_ndarray **outputs, const dp_req *req);
 
 /* The storage manager of a device: bytes in arrays, bytes kept for reuse. */
 typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocations, pool_hits; } dp_storage_stats;
@@ -2884,6 +2976,967 @@ DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
    only through its public calls: an array's chunk is a variable, filling
    and copying are pushed operations, and freeing is a variable delete. */
 
+/* >>files: the .npy / .npz codec ===========================================
+ * .npy / .npz codec
+ *
+ * Host assumption: LITTLE-ENDIAN. Array bytes are written and read verbatim
+ * and the descrs emitted here ('<f4', '<i8', ...) declare little-endian data.
+ * (The integer fields of the .npy preamble and of ZIP records are packed
+ * byte by byte, so those alone would be right on any host.)
+ *
+ * Nothing here allocates: callers own every buffer. The parsers never read
+ * outside [buf, buf + len) and report bad input as DP_ERROR_FORMAT plus a
+ * one-line message, so corrupt or truncated files cannot crash the caller.
+ * Messages go to (msg, msgcap); msg may be NULL when msgcap is 0.
+ * ========================================================================= */
+
+/* ---- byte helpers shared by .npy and ZIP ---------------------------------- */
+
+static uint32_t dp__npy_get_le16(const unsigned char *p) {
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8;
+}
+
+static uint32_t dp__npy_get_le32(const unsigned char *p) {
+    return dp__npy_get_le16(p) | dp__npy_get_le16(p + 2) << 16;
+}
+
+static uint64_t dp__npy_get_le64(const unsigned char *p) {
+    return (uint64_t)dp__npy_get_le32(p) | (uint64_t)dp__npy_get_le32(p + 4) << 32;
+}
+
+static void dp__npy_put_le16(unsigned char *p, uint32_t v) {
+    p[0] = (unsigned char)(v & 0xFFu);
+    p[1] = (unsigned char)(v >> 8 & 0xFFu);
+}
+
+static void dp__npy_put_le32(unsigned char *p, uint32_t v) {
+    dp__npy_put_le16(p, v & 0xFFFFu);
+    dp__npy_put_le16(p + 2, v >> 16);
+}
+
+/* Whether [off, off + size) lies inside [0, len). Written so that no sum can
+ * overflow: every bounds check on untrusted offsets goes through here. */
+static int dp__npy_fits(uint64_t off, uint64_t size, uint64_t len) {
+    return off <= len && size <= len - off;
+}
+
+/* Sets the error message and returns DP_ERROR_FORMAT, so that error paths
+ * read `return dp__npy_fail(...)`. */
+static dp_result dp__npy_fail(char *msg, size_t msgcap, const char *text) {
+    if (msgcap > 0) snprintf(msg, msgcap, "%s", text);
+    return DP_ERROR_FORMAT;
+}
+
+/* Copies untrusted bytes (a descr, a member name) for quoting in a message.
+ * Non-printable bytes become '?' so the message stays on one line; text too
+ * long for dst is cut and marked with "...". cap must be at least 4. */
+static void dp__npy_printable(char *dst, size_t cap, const unsigned char *src, size_t n) {
+    size_t keep = n < cap ? n : cap - 4, i;
+    for (i = 0; i < keep; i++)
+        dst[i] = (src[i] >= 0x20 && src[i] < 0x7F) ? (char)src[i] : '?';
+    if (keep < n) {
+        memcpy(dst + keep, "...", 3);
+        keep += 3;
+    }
+    dst[keep] = '\0';
+}
+
+/* ---- dtypes and sizes ------------------------------------------------------ */
+
+/* The descr NumPy writes for dt (and its element size), or NULL if dt is not
+ * a valid dtype. The single table of supported dtypes: parsing looks codes
+ * up here too. */
+static const char *dp__npy_descr(dp_dtype dt, size_t *itemsize) {
+    switch (dt) {
+    case DP_FLOAT32: *itemsize = 4; return "<f4";
+    case DP_FLOAT64: *itemsize = 8; return "<f8";
+    case DP_INT32:   *itemsize = 4; return "<i4";
+    case DP_INT64:   *itemsize = 8; return "<i8";
+    case DP_UINT8:   *itemsize = 1; return "|u1";
+    default: break;
+    }
+    *itemsize = 0;
+    return NULL;
+}
+
+static int dp__npy_shape_ok(const dp_shape *s) {
+    int32_t i;
+    if (s->ndim < 0 || s->ndim > DP_MAX_DIMS) return 0;
+    for (i = 0; i < s->ndim; i++)
+        if (s->dims[i] < 0) return 0;
+    return 1;
+}
+
+/* Bytes of array data for dtype dt and shape s (a 0-d shape holds one
+ * element). DP_ERROR_INVALID_ARGS for a bad dtype or shape, or when the size
+ * does not fit in size_t. */
+static dp_result dp__npy_nbytes(dp_dtype dt, const dp_shape *s, size_t *nbytes) {
+    size_t total;
+    int32_t i;
+    if (!s || !nbytes || !dp__npy_descr(dt, &total) || !dp__npy_shape_ok(s))
+        return DP_ERROR_INVALID_ARGS;
+    /* A zero dim makes the array empty however large the other dims are,
+     * so look for one before multiplying (which could overflow first). */
+    for (i = 0; i < s->ndim; i++)
+        if (s->dims[i] == 0) {
+            *nbytes = 0;
+            return DP_OK;
+        }
+    for (i = 0; i < s->ndim; i++) {
+        uint64_t d = (uint64_t)s->dims[i];
+        if (d > SIZE_MAX / total) return DP_ERROR_INVALID_ARGS;
+        total *= (size_t)d;
+    }
+    *nbytes = total;
+    return DP_OK;
+}
+
+/* ---- .npy header writing ------------------------------------------------------ */
+
+/* Appends to a fixed buffer. len keeps counting past cap, so one check of
+ * len <= cap at the end tells whether everything fitted. */
+typedef struct dp__npy_text {
+    char *buf;
+    size_t cap, len;
+} dp__npy_text;
+
+static void dp__npy_text_put(dp__npy_text *t, const char *s, size_t n) {
+    if (t->len <= t->cap && n <= t->cap - t->len) memcpy(t->buf + t->len, s, n);
+    t->len += n;
+}
+
+static void dp__npy_text_put_dim(dp__npy_text *t, int64_t v) /* v >= 0 */
+{
+    char digits[24];
+    size_t i = sizeof digits;
+    do {
+        digits[--i] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    dp__npy_text_put(t, digits + i, sizeof digits - i);
+}
+
+/* The header dict exactly as numpy.lib.format._write_array_header builds it:
+ * sorted keys, "'key': repr(value), " each, then "}". Recent NumPy then adds
+ * 21 - len(repr(shape[0])) spaces so shape[0] can later grow in place; those
+ * are included because they change where the 64-byte padding lands.
+ * Returns the length (> cap means it did not fit). */
+static size_t dp__npy_dict(const char *descr, const dp_shape *s, char *buf, size_t cap) {
+    static const char spaces[] = "                     "; /* 21 */
+    dp__npy_text t;
+    size_t first_dim_digits = 0;
+    int32_t i;
+    t.buf = buf;
+    t.cap = cap;
+    t.len = 0;
+    dp__npy_text_put(&t, "{'descr': '", 11);
+    dp__npy_text_put(&t, descr, strlen(descr));
+    dp__npy_text_put(&t, "', 'fortran_order': False, 'shape': (", 37);
+    for (i = 0; i < s->ndim; i++) {
+        size_t before = t.len;
+        if (i > 0) dp__npy_text_put(&t, ", ", 2);
+        dp__npy_text_put_dim(&t, s->dims[i]);
+        if (i == 0) first_dim_digits = t.len - before;
+    }
+    if (s->ndim == 1) dp__npy_text_put(&t, ",", 1); /* Python's 1-tuple: (6,) */
+    dp__npy_text_put(&t, "), }", 4);
+    if (s->ndim > 0) dp__npy_text_put(&t, spaces, 21 - first_dim_digits);
+    return t.len;
+}
+
+/* Total preamble length as numpy.lib.format._wrap_header computes it: text
+ * plus '\n' is padded with spaces so the data starts at a multiple of 64.
+ * NumPy's pad is 1..64, never 0; copied so the bytes match exactly. */
+static size_t dp__npy_preamble_len(size_t prefix_len, size_t text_len) {
+    size_t hlen = text_len + 1;
+    return prefix_len + hlen + (64 - (prefix_len + hlen) % 64);
+}
+
+/* Writes the complete .npy preamble (magic, version, header length, dict,
+ * padding, '\n') for an array of dtype dt and shape s into out; *len gets
+ * its size, always a multiple of 64. Version 1.0 unless the header needs
+ * more than 65535 bytes (impossible with DP_MAX_DIMS 8, kept for fidelity
+ * to NumPy), then 2.0. DP_ERROR_INVALID_ARGS for a bad dtype, ndim outside
+ * 0..DP_MAX_DIMS, a negative dim or cap too small (256 always suffices). */
+static dp_result dp__npy_header(dp_dtype dt, const dp_shape *s, char *out, size_t cap, size_t *len) {
+    char dict[256]; /* longest possible: 8 dims of 19 digits, about 225 */
+    size_t itemsize, dict_len, prefix_len = 10, total;
+    unsigned char *u = (unsigned char *)out;
+    const char *descr = dp__npy_descr(dt, &itemsize);
+
+    if (!descr || !s || !out || !len || !dp__npy_shape_ok(s)) return DP_ERROR_INVALID_ARGS;
+    dict_len = dp__npy_dict(descr, s, dict, sizeof dict);
+    if (dict_len > sizeof dict) return DP_ERROR_INVALID_ARGS;
+    total = dp__npy_preamble_len(prefix_len, dict_len);
+    if (total - prefix_len > 0xFFFFu) { /* version 1.0 stores a uint16 length */
+        prefix_len = 12;
+        total = dp__npy_preamble_len(prefix_len, dict_len);
+    }
+    if (cap < total) return DP_ERROR_INVALID_ARGS;
+
+    memcpy(out, "\x93NUMPY", 6);
+    u[6] = (unsigned char)(prefix_len == 10 ? 1 : 2);
+    u[7] = 0;
+    if (prefix_len == 10)
+        dp__npy_put_le16(u + 8, (uint32_t)(total - prefix_len));
+    else
+        dp__npy_put_le32(u + 8, (uint32_t)(total - prefix_len));
+    memcpy(out + prefix_len, dict, dict_len);
+    memset(out + prefix_len + dict_len, ' ', total - prefix_len - dict_len - 1);
+    out[total - 1] = '\n';
+    *len = total;
+    return DP_OK;
+}
+
+/* ---- .npy header parsing ------------------------------------------------------ */
+
+/* Reads the header dict, a Python literal, within [p, end). */
+typedef struct dp__npy_cursor {
+    const unsigned char *p, *end;
+    char *msg;
+    size_t msgcap;
+} dp__npy_cursor;
+
+/* What the dict said, plus which keys were seen (to catch missing and
+ * duplicate keys). */
+typedef struct dp__npy_fields {
+    dp_dtype dtype;
+    dp_shape shape;
+    int seen_descr, seen_order, seen_shape;
+} dp__npy_fields;
+
+static int dp__npy_is_space(unsigned char ch) {
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+static int dp__npy_is_word_char(unsigned char ch) {
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_';
+}
+
+static void dp__npy_skip_space(dp__npy_cursor *c) {
+    while (c->p < c->end && dp__npy_is_space(*c->p)) c->p++;
+}
+
+/* Consumes ch (after optional whitespace) if it is next. */
+static int dp__npy_accept(dp__npy_cursor *c, char ch) {
+    dp__npy_skip_space(c);
+    if (c->p < c->end && *c->p == (unsigned char)ch) {
+        c->p++;
+        return 1;
+    }
+    return 0;
+}
+
+/* Consumes a whole identifier such as True, not a prefix of a longer one. */
+static int dp__npy_accept_word(dp__npy_cursor *c, const char *word) {
+    size_t n = strlen(word);
+    dp__npy_skip_space(c);
+    if ((size_t)(c->end - c->p) < n || memcmp(c->p, word, n) != 0) return 0;
+    if ((size_t)(c->end - c->p) > n && dp__npy_is_word_char(c->p[n])) return 0;
+    c->p += n;
+    return 1;
+}
+
+/* Reports what the parser expected. Running out of header text is how a
+ * truncated or unclosed dict shows up, so that case says "unterminated". */
+static dp_result dp__npy_syntax_error(dp__npy_cursor *c, const char *expected) {
+    char seen[24];
+    if (c->p >= c->end) {
+        snprintf(c->msg, c->msgcap, "unterminated .npy header dict: it ends where %s was expected", expected);
+        return DP_ERROR_FORMAT;
+    }
+    dp__npy_printable(seen, sizeof seen, c->p, (size_t)(c->end - c->p));
+    snprintf(c->msg, c->msgcap, "malformed .npy header dict: expected %s at \"%s\"", expected, seen);
+    return DP_ERROR_FORMAT;
+}
+
+/* A '...' or "..." string without escapes (NumPy never writes any). */
+static dp_result dp__npy_string(dp__npy_cursor *c, const char *what, const unsigned char **s, size_t *n) {
+    const unsigned char *close;
+    dp__npy_skip_space(c);
+    if (c->p >= c->end || (*c->p != '\'' && *c->p != '"')) return dp__npy_syntax_error(c, what);
+    close = (const unsigned char *)memchr(c->p + 1, *c->p, (size_t)(c->end - c->p - 1));
+    if (!close) {
+        c->p = c->end;
+        return dp__npy_syntax_error(c, "a closing quote");
+    }
+    *s = c->p + 1;
+    *n = (size_t)(close - *s);
+    c->p = close + 1;
+    return DP_OK;
+}
+
+static int dp__npy_equals(const unsigned char *s, size_t n, const char *lit) {
+    return n == strlen(lit) && memcmp(s, lit, n) == 0;
+}
+
+/* Maps a descr to a dtype: optional byte-order char then a code from
+ * dp__npy_descr's table ('<u1' and '|f4' are fine: order is moot or native). */
+static dp_result dp__npy_dtype_of(const unsigned char *s, size_t n, dp_dtype *dt, char *msg, size_t msgcap) {
+    char shown[40];
+    size_t itemsize, skip = (n > 0 && (s[0] == '<' || s[0] == '|' || s[0] == '=' || s[0] == '>')) ? 1 : 0;
+    int i;
+    dp__npy_printable(shown, sizeof shown, s, n);
+    for (i = 0; i < (int)DP__DTYPE_COUNT; i++) {
+        const char *known = dp__npy_descr((dp_dtype)i, &itemsize);
+        if (n - skip == 2 && memcmp(s + skip, known + 1, 2) == 0) break;
+    }
+    if (i == (int)DP__DTYPE_COUNT) {
+        snprintf(msg, msgcap, "unsupported dtype '%s' (supported: <f4 <f8 <i4 <i8 |u1)", shown);
+        return DP_ERROR_FORMAT;
+    }
+    if (s[0] == '>') {
+        snprintf(msg, msgcap, "big-endian dtype '%s' is not supported; save little-endian data (arr.astype('<%s'))",
+                 shown, shown + 1);
+        return DP_ERROR_FORMAT;
+    }
+    *dt = (dp_dtype)i;
+    return DP_OK;
+}
+
+/* One shape dimension: a non-negative integer literal. */
+static dp_result dp__npy_dim(dp__npy_cursor *c, int64_t *out) {
+    int64_t v = 0;
+    int digits = 0;
+    dp__npy_skip_space(c);
+    if (c->p < c->end && *c->p == '-') return dp__npy_fail(c->msg, c->msgcap, "negative dimension in .npy shape");
+    for (; c->p < c->end && *c->p >= '0' && *c->p <= '9'; c->p++, digits++) {
+        int d = *c->p - '0';
+        if (v > (INT64_MAX - d) / 10) return dp__npy_fail(c->msg, c->msgcap, "dimension in .npy shape overflows int64");
+        v = v * 10 + d;
+    }
+    if (digits == 0) return dp__npy_syntax_error(c, "a dimension (a non-negative integer)");
+    if (c->p < c->end && *c->p == 'L') c->p++; /* Python 2 NumPy wrote longs as 3L */
+    *out = v;
+    return DP_OK;
+}
+
+/* A tuple of dims: (), (n,), (a, b) or (a, b,). */
+static dp_result dp__npy_shape(dp__npy_cursor *c, dp_shape *s) {
+    int commas = 0;
+    int64_t d = 0;
+    dp_result r;
+    s->ndim = 0;
+    if (!dp__npy_accept(c, '(')) return dp__npy_syntax_error(c, "'(' opening the shape tuple");
+    while (!dp__npy_accept(c, ')')) {
+        if ((r = dp__npy_dim(c, &d)) != DP_OK) return r;
+        if (s->ndim == DP_MAX_DIMS) {
+            snprintf(c->msg, c->msgcap, "shape has more than %d dimensions, the most supported", DP_MAX_DIMS);
+            return DP_ERROR_FORMAT;
+        }
+        s->dims[s->ndim++] = d;
+        if (dp__npy_accept(c, ',')) {
+            commas++;
+            continue;
+        }
+        if (dp__npy_accept(c, ')')) break;
+        return dp__npy_syntax_error(c, "',' or ')' in the shape tuple");
+    }
+    /* In Python (6) is the number 6, not a tuple; NumPy rejects it too. */
+    if (s->ndim == 1 && commas == 0) return dp__npy_fail(c->msg, c->msgcap, "shape (n) is not a tuple; expected (n,)");
+    return DP_OK;
+}
+
+static dp_result dp__npy_first_time(dp__npy_cursor *c, int *seen, const char *key) {
+    if (!*seen) {
+        *seen = 1;
+        return DP_OK;
+    }
+    snprintf(c->msg, c->msgcap, "duplicate key '%s' in .npy header dict", key);
+    return DP_ERROR_FORMAT;
+}
+
+/* Parses the value of one key into f. */
+static dp_result dp__npy_value(dp__npy_cursor *c, const unsigned char *key, size_t key_len, dp__npy_fields *f) {
+    const unsigned char *s;
+    size_t n;
+    dp_result r;
+    char shown[40];
+    if (dp__npy_equals(key, key_len, "descr")) {
+        if ((r = dp__npy_first_time(c, &f->seen_descr, "descr")) != DP_OK) return r;
+        if (dp__npy_accept(c, '['))
+            return dp__npy_fail(c->msg, c->msgcap, "structured dtypes (a list as 'descr') are not supported");
+        if ((r = dp__npy_string(c, "a dtype string for 'descr'", &s, &n)) != DP_OK) return r;
+        return dp__npy_dtype_of(s, n, &f->dtype, c->msg, c->msgcap);
+    }
+    if (dp__npy_equals(key, key_len, "fortran_order")) {
+        if ((r = dp__npy_first_time(c, &f->seen_order, "fortran_order")) != DP_OK) return r;
+        if (dp__npy_accept_word(c, "False")) return DP_OK;
+        if (dp__npy_accept_word(c, "True"))
+            return dp__npy_fail(c->msg, c->msgcap,
+                                "fortran_order is True: column-major .npy files are not supported "
+                                "(save np.ascontiguousarray(arr) instead)");
+        return dp__npy_syntax_error(c, "True or False for 'fortran_order'");
+    }
+    if (dp__npy_equals(key, key_len, "shape")) {
+        if ((r = dp__npy_first_time(c, &f->seen_shape, "shape")) != DP_OK) return r;
+        return dp__npy_shape(c, &f->shape);
+    }
+    dp__npy_printable(shown, sizeof shown, key, key_len);
+    snprintf(c->msg, c->msgcap, "unexpected key '%s' in .npy header dict", shown);
+    return DP_ERROR_FORMAT;
+}
+
+/* The whole header text: { key: value, ... } then only whitespace. Keys in
+ * any order, trailing comma optional, all three keys required. */
+static dp_result dp__npy_dict_parse(dp__npy_cursor *c, dp__npy_fields *f) {
+    const unsigned char *key;
+    size_t key_len;
+    dp_result r;
+    if (!dp__npy_accept(c, '{')) return dp__npy_syntax_error(c, "'{' opening the header dict");
+    while (!dp__npy_accept(c, '}')) {
+        if ((r = dp__npy_string(c, "a quoted key or '}'", &key, &key_len)) != DP_OK) return r;
+        if (!dp__npy_accept(c, ':')) return dp__npy_syntax_error(c, "':' after a key");
+        if ((r = dp__npy_value(c, key, key_len, f)) != DP_OK) return r;
+        if (dp__npy_accept(c, ',')) continue;
+        if (dp__npy_accept(c, '}')) break;
+        return dp__npy_syntax_error(c, "',' or '}' after a value");
+    }
+    dp__npy_skip_space(c);
+    if (c->p != c->end) return dp__npy_fail(c->msg, c->msgcap, "unexpected text after the .npy header dict");
+    if (!f->seen_descr) return dp__npy_fail(c->msg, c->msgcap, ".npy header dict is missing the 'descr' key");
+    if (!f->seen_order) return dp__npy_fail(c->msg, c->msgcap, ".npy header dict is missing the 'fortran_order' key");
+    if (!f->seen_shape) return dp__npy_fail(c->msg, c->msgcap, ".npy header dict is missing the 'shape' key");
+    return DP_OK;
+}
+
+/* Checks magic and version; finds the header text at [*prefix_len,
+ * *prefix_len + *header_len), which is inside the buffer on success. */
+static dp_result dp__npy_preamble(const unsigned char *buf, size_t len, size_t *prefix_len, size_t *header_len,
+                                  char *msg, size_t msgcap) {
+    static const unsigned char magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+    unsigned major, minor;
+    if (len == 0) return dp__npy_fail(msg, msgcap, "empty file (0 bytes), not a .npy file");
+    if (memcmp(buf, magic, len < 6 ? len : 6) != 0)
+        return dp__npy_fail(msg, msgcap, "not a .npy file (bad magic; expected \\x93NUMPY)");
+    if (len < 10) {
+        snprintf(msg, msgcap, "truncated .npy file: %zu bytes, shorter than the preamble", len);
+        return DP_ERROR_FORMAT;
+    }
+    major = buf[6];
+    minor = buf[7];
+    if (major < 1 || major > 3 || minor != 0) {
+        snprintf(msg, msgcap, "unsupported .npy format version %u.%u (1.0, 2.0 and 3.0 are supported)", major, minor);
+        return DP_ERROR_FORMAT;
+    }
+    /* 1.0 stores the header length as uint16, 2.0 and 3.0 as uint32. */
+    *prefix_len = major == 1 ? 10 : 12;
+    if (len < *prefix_len) {
+        snprintf(msg, msgcap, "truncated .npy file: %zu bytes, shorter than the preamble", len);
+        return DP_ERROR_FORMAT;
+    }
+    *header_len = major == 1 ? dp__npy_get_le16(buf + 8) : dp__npy_get_le32(buf + 8);
+    if (*header_len > len - *prefix_len) {
+        snprintf(msg, msgcap, "truncated .npy file: the preamble declares a %zu-byte header but only %zu bytes follow",
+                 *header_len, len - *prefix_len);
+        return DP_ERROR_FORMAT;
+    }
+    return DP_OK;
+}
+
+/* The bytes after the header must be exactly the array data. */
+static dp_result dp__npy_check_data(const dp__npy_fields *f, size_t data_len, char *msg, size_t msgcap) {
+    size_t expected;
+    if (dp__npy_nbytes(f->dtype, &f->shape, &expected) != DP_OK)
+        return dp__npy_fail(msg, msgcap, ".npy shape is too large: its byte size overflows size_t");
+    if (data_len < expected) {
+        snprintf(msg, msgcap, "truncated .npy data: expected %zu bytes of array data, found %zu", expected, data_len);
+        return DP_ERROR_FORMAT;
+    }
+    if (data_len > expected) {
+        snprintf(msg, msgcap, "trailing bytes after .npy data: expected %zu bytes of array data, found %zu", expected,
+                 data_len);
+        return DP_ERROR_FORMAT;
+    }
+    return DP_OK;
+}
+
+/* Parses a whole .npy file image. On success fills *dt, *s and
+ * *data_offset (where the array bytes start; they run to buf + len). On bad
+ * input returns DP_ERROR_FORMAT with a message and leaves the outputs alone.
+ * Versions 1.0, 2.0 and 3.0; little-endian (or byte-order-free) dtypes of
+ * the five supported kinds; C order only. */
+static dp_result dp__npy_parse(const unsigned char *buf, size_t len, dp_dtype *dt, dp_shape *s, size_t *data_offset,
+                               char *msg, size_t msgcap) {
+    size_t prefix_len, header_len;
+    dp__npy_cursor c;
+    dp__npy_fields f;
+    dp_result r;
+
+    if (!msg) msgcap = 0;
+    if (msgcap > 0) msg[0] = '\0';
+    if ((!buf && len > 0) || !dt || !s || !data_offset) {
+        dp__npy_fail(msg, msgcap, "invalid arguments to the .npy parser");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((r = dp__npy_preamble(buf, len, &prefix_len, &header_len, msg, msgcap)) != DP_OK) return r;
+
+    memset(&f, 0, sizeof f);
+    c.p = buf + prefix_len;
+    c.end = c.p + header_len;
+    c.msg = msg;
+    c.msgcap = msgcap;
+    if ((r = dp__npy_dict_parse(&c, &f)) != DP_OK) return r;
+    if ((r = dp__npy_check_data(&f, len - prefix_len - header_len, msg, msgcap)) != DP_OK) return r;
+
+    *dt = f.dtype;
+    *s = f.shape;
+    *data_offset = prefix_len + header_len;
+    return DP_OK;
+}
+
+/* ---- CRC-32 ------------------------------------------------------------------- */
+
+/* zlib's CRC-32 (reflected, polynomial 0xEDB88320): start with crc = 0 and
+ * pass each result back in to continue a stream, as with zlib's crc32().
+ * Only a 16-entry table is stored; each call expands it into a byte-wise
+ * table on the stack (512 steps, under a microsecond), which roughly doubles
+ * throughput on large arrays (about 400 MB/s here) over half-byte steps. */
+static uint32_t dp__crc32(uint32_t crc, const void *data, size_t len) {
+    static const uint32_t half_byte[16] = {
+        0x00000000u, 0x1db71064u, 0x3b6e20c8u, 0x26d930acu, 0x76dc4190u, 0x6b6b51f4u, 0x4db26158u, 0x5005713cu,
+        0xedb88320u, 0xf00f9344u, 0xd6d6a3e8u, 0xcb61b38cu, 0x9b64c2b0u, 0x86d3d2d4u, 0xa00ae278u, 0xbdbdf21cu};
+    uint32_t byte[256], i;
+    const unsigned char *p = (const unsigned char *)data;
+    for (i = 0; i < 256; i++) {
+        uint32_t c = half_byte[i & 15u] ^ (i >> 4);
+        byte[i] = half_byte[c & 15u] ^ (c >> 4);
+    }
+    crc = ~crc;
+    while (len-- > 0) crc = byte[(crc ^ *p++) & 0xFFu] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* ---- ZIP (the .npz container) ------------------------------------------------ */
+
+/* Only what numpy.savez produces: stored (uncompressed) members, one disk.
+ * Writing never uses zip64 or data descriptors; reading also accepts the
+ * zip64 extra fields Python's zipfile adds (numpy.savez forces one into
+ * every local header) and data descriptors, but not zip64 end records. */
+enum dp__zip_layout {
+    DP__ZIP_LOCAL_SIG = 0x04034b50,
+    DP__ZIP_CENTRAL_SIG = 0x02014b50,
+    DP__ZIP_END_SIG = 0x06054b50,
+    DP__ZIP_LOCAL_LEN = 30,   /* fixed part of a local file header */
+    DP__ZIP_CENTRAL_LEN = 46, /* fixed part of a central directory entry */
+    DP__ZIP_END_LEN = 22,     /* end-of-central-directory record without comment */
+    DP__ZIP_MAX_MEMBERS = 0xFFFE, /* 0xFFFF in the end record means "see zip64" */
+    DP__ZIP_CRC_CACHE = 64
+};
+
+/* One member. Writing: name is NUL-terminated and name_len is ignored.
+ * Reading: name and data point into the archive buffer, and name is NOT
+ * NUL-terminated; use name_len. */
+typedef struct dp__zip_member {
+    const char *name;
+    const unsigned char *data;
+    size_t len;
+    size_t name_len;
+} dp__zip_member;
+
+/* A member written from two pieces, e.g. a .npy preamble and the array bytes,
+ * so callers need not concatenate them. name is NUL-terminated. */
+typedef struct dp__zip_piece_member {
+    const char *name;
+    const unsigned char *head;
+    size_t head_len;
+    const unsigned char *body;
+    size_t body_len;
+} dp__zip_piece_member;
+
+/* The member list of either writer; exactly one of plain/pieces is used. */
+typedef struct dp__zip_entries {
+    const dp__zip_member *plain;
+    const dp__zip_piece_member *pieces;
+    int n;
+} dp__zip_entries;
+
+/* The fields that local headers (at offset 4) and central directory entries
+ * (at offset 6) share, in the same 26-byte layout:
+ * +0 version needed, +2 flags, +4 method, +6 time, +8 date, +10 CRC-32,
+ * +14 compressed size, +18 uncompressed size, +22 name length, +24 extra length. */
+typedef struct dp__zip_common {
+    uint32_t flags, method, crc;
+    uint64_t csize, usize; /* 64-bit so zip64 extra values fit */
+    size_t name_len, extra_len;
+} dp__zip_common;
+
+/* A stored ZIP cannot record 0xFFFFFFFF or more in a 32-bit field without
+ * zip64 (that value means "see the zip64 extra field"). */
+static int dp__zip_fits32(uint64_t v) {
+    return v < 0xFFFFFFFFu;
+}
+
+static dp__zip_piece_member dp__zip_entry_at(const dp__zip_entries *list, int i) {
+    dp__zip_piece_member e;
+    if (list->pieces) return list->pieces[i];
+    e.name = list->plain[i].name;
+    e.head = list->plain[i].data;
+    e.head_len = list->plain[i].len;
+    e.body = NULL;
+    e.body_len = 0;
+    return e;
+}
+
+static uint32_t dp__zip_entry_crc(const dp__zip_piece_member *e) {
+    return dp__crc32(dp__crc32(0, e->head, e->head_len), e->body, e->body_len);
+}
+
+/* Bit 11 tells readers the name is UTF-8; Python's zipfile sets it exactly
+ * when the name is not plain ASCII. */
+static uint32_t dp__zip_name_flags(const char *name) {
+    for (; *name; name++)
+        if ((unsigned char)*name >= 0x80) return 0x800;
+    return 0;
+}
+
+/* Everything is checked before the first byte is written, so a refused
+ * archive leaves the file untouched. */
+static dp_result dp__zip_check_entries(FILE *f, const dp__zip_entries *list) {
+    uint64_t total = DP__ZIP_END_LEN;
+    int i;
+    if (!f || list->n < 0 || list->n > DP__ZIP_MAX_MEMBERS || (list->n > 0 && !list->plain && !list->pieces))
+        return DP_ERROR_INVALID_ARGS;
+    for (i = 0; i < list->n; i++) {
+        dp__zip_piece_member e = dp__zip_entry_at(list, i);
+        size_t name_len;
+        if (!e.name || !e.name[0] || (e.head_len > 0 && !e.head) || (e.body_len > 0 && !e.body))
+            return DP_ERROR_INVALID_ARGS;
+        name_len = strlen(e.name);
+        if (name_len > 0xFFFF || !dp__zip_fits32(e.head_len) || !dp__zip_fits32(e.body_len))
+            return DP_ERROR_INVALID_ARGS;
+        /* Each addend is below 2^34, so the running total cannot overflow. */
+        total += DP__ZIP_LOCAL_LEN + DP__ZIP_CENTRAL_LEN + 2 * (uint64_t)name_len + e.head_len + e.body_len;
+        if (!dp__zip_fits32(total)) return DP_ERROR_INVALID_ARGS; /* offsets must fit in 32 bits */
+    }
+    return DP_OK;
+}
+
+static void dp__zip_put_common(unsigned char *p, const dp__zip_piece_member *e, uint32_t crc) {
+    uint32_t size = (uint32_t)(e->head_len + e->body_len);
+    dp__npy_put_le16(p + 0, 20); /* version needed: 2.0, plain stored files */
+    dp__npy_put_le16(p + 2, dp__zip_name_flags(e->name));
+    dp__npy_put_le16(p + 4, 0);    /* method: stored */
+    dp__npy_put_le16(p + 6, 0);    /* time 00:00:00, a fixed value keeps output reproducible */
+    dp__npy_put_le16(p + 8, 0x21); /* date 1980-01-01, the DOS epoch */
+    dp__npy_put_le32(p + 10, crc);
+    dp__npy_put_le32(p + 14, size);
+    dp__npy_put_le32(p + 18, size);
+    dp__npy_put_le16(p + 22, (uint32_t)strlen(e->name));
+    dp__npy_put_le16(p + 24, 0); /* no extra field */
+}
+
+static dp_result dp__zip_fwrite(FILE *f, const void *p, size_t n) {
+    return (n == 0 || fwrite(p, 1, n, f) == n) ? DP_OK : DP_ERROR_IO;
+}
+
+/* Writes a fixed-size record followed by the member name. */
+static dp_result dp__zip_write_record(FILE *f, const unsigned char *rec, size_t rec_len, const char *name) {
+    dp_result r = dp__zip_fwrite(f, rec, rec_len);
+    return r != DP_OK ? r : dp__zip_fwrite(f, name, strlen(name));
+}
+
+static dp_result dp__zip_write_local(FILE *f, const dp__zip_piece_member *e, uint32_t crc) {
+    unsigned char rec[DP__ZIP_LOCAL_LEN];
+    dp_result r;
+    dp__npy_put_le32(rec, DP__ZIP_LOCAL_SIG);
+    dp__zip_put_common(rec + 4, e, crc);
+    if ((r = dp__zip_write_record(f, rec, sizeof rec, e->name)) != DP_OK) return r;
+    if ((r = dp__zip_fwrite(f, e->head, e->head_len)) != DP_OK) return r;
+    return dp__zip_fwrite(f, e->body, e->body_len);
+}
+
+static dp_result dp__zip_write_central(FILE *f, const dp__zip_piece_member *e, uint32_t crc, uint32_t local_offset) {
+    unsigned char rec[DP__ZIP_CENTRAL_LEN];
+    dp__npy_put_le32(rec, DP__ZIP_CENTRAL_SIG);
+    dp__npy_put_le16(rec + 4, 20); /* made by: version 2.0, MS-DOS attributes */
+    dp__zip_put_common(rec + 6, e, crc);
+    dp__npy_put_le16(rec + 32, 0); /* comment length */
+    dp__npy_put_le16(rec + 34, 0); /* disk number */
+    dp__npy_put_le16(rec + 36, 0); /* internal attributes */
+    dp__npy_put_le32(rec + 38, 0); /* external attributes */
+    dp__npy_put_le32(rec + 42, local_offset);
+    return dp__zip_write_record(f, rec, sizeof rec, e->name);
+}
+
+static dp_result dp__zip_write_end(FILE *f, int n, uint64_t cd_offset, uint64_t cd_size) {
+    unsigned char rec[DP__ZIP_END_LEN];
+    dp__npy_put_le32(rec, DP__ZIP_END_SIG);
+    dp__npy_put_le16(rec + 4, 0); /* this disk */
+    dp__npy_put_le16(rec + 6, 0); /* disk holding the central directory */
+    dp__npy_put_le16(rec + 8, (uint32_t)n);
+    dp__npy_put_le16(rec + 10, (uint32_t)n);
+    dp__npy_put_le32(rec + 12, (uint32_t)cd_size);
+    dp__npy_put_le32(rec + 16, (uint32_t)cd_offset);
+    dp__npy_put_le16(rec + 20, 0); /* comment length */
+    return dp__zip_fwrite(f, rec, sizeof rec);
+}
+
+/* The one writer behind both public entry points. The CRC must precede the
+ * data (no data descriptors), and again goes into the central directory; with
+ * no allocation it is cached for the first DP__ZIP_CRC_CACHE members and
+ * recomputed for any beyond. */
+static dp_result dp__zip_write_entries(FILE *f, const dp__zip_entries *list) {
+    uint32_t crc_cache[DP__ZIP_CRC_CACHE];
+    uint64_t local_offset = 0, cd_offset, cd_size = 0;
+    dp_result r;
+    int i;
+    if ((r = dp__zip_check_entries(f, list)) != DP_OK) return r;
+    for (i = 0; i < list->n; i++) {
+        dp__zip_piece_member e = dp__zip_entry_at(list, i);
+        uint32_t crc = dp__zip_entry_crc(&e);
+        if (i < DP__ZIP_CRC_CACHE) crc_cache[i] = crc;
+        if ((r = dp__zip_write_local(f, &e, crc)) != DP_OK) return r;
+        local_offset += DP__ZIP_LOCAL_LEN + strlen(e.name) + e.head_len + e.body_len;
+    }
+    cd_offset = local_offset;
+    local_offset = 0;
+    for (i = 0; i < list->n; i++) {
+        dp__zip_piece_member e = dp__zip_entry_at(list, i);
+        uint32_t crc = i < DP__ZIP_CRC_CACHE ? crc_cache[i] : dp__zip_entry_crc(&e);
+        if ((r = dp__zip_write_central(f, &e, crc, (uint32_t)local_offset)) != DP_OK) return r;
+        local_offset += DP__ZIP_LOCAL_LEN + strlen(e.name) + e.head_len + e.body_len;
+        cd_size += DP__ZIP_CENTRAL_LEN + strlen(e.name);
+    }
+    if ((r = dp__zip_write_end(f, list->n, cd_offset, cd_size)) != DP_OK) return r;
+    /* Buffered write errors (a full disk) often surface only here. */
+    return fflush(f) == 0 ? DP_OK : DP_ERROR_IO;
+}
+
+/* Writes a complete stored ZIP archive of n members (n may be 0) to f, which
+ * should be at the start of a file (offsets count from there).
+ * DP_ERROR_INVALID_ARGS, with nothing written, for bad arguments, an empty
+ * or over-long name, more than 65534 members, or an archive that would reach
+ * 4 GiB - 1 bytes (that needs zip64, which is not written). DP_ERROR_IO if a
+ * write or the final fflush fails. f stays open. */
+static dp_result dp__zip_write_pieces(FILE *f, const dp__zip_piece_member *m, int n) {
+    dp__zip_entries list;
+    list.plain = NULL;
+    list.pieces = m;
+    list.n = n;
+    return dp__zip_write_entries(f, &list);
+}
+
+
+/* ---- ZIP reading ---------------------------------------------------------------- */
+
+typedef struct dp__zip_reader {
+    const unsigned char *buf;
+    size_t len;
+    char *msg;
+    size_t msgcap;
+} dp__zip_reader;
+
+static dp__zip_common dp__zip_get_common(const unsigned char *p) {
+    dp__zip_common c;
+    c.flags = dp__npy_get_le16(p + 2);
+    c.method = dp__npy_get_le16(p + 4);
+    c.crc = dp__npy_get_le32(p + 10);
+    c.csize = dp__npy_get_le32(p + 14);
+    c.usize = dp__npy_get_le32(p + 18);
+    c.name_len = dp__npy_get_le16(p + 22);
+    c.extra_len = dp__npy_get_le16(p + 24);
+    return c;
+}
+
+/* Replaces 0xFFFFFFFF placeholders among *fields[0..n) with the 64-bit values
+ * of the zip64 extra field (id 1), which lists just the placeholder fields in
+ * the order uncompressed size, compressed size, local header offset.
+ * Returns 0 if the extra field is malformed or a value is missing. */
+static int dp__zip_resolve_zip64(const unsigned char *extra, size_t extra_len, uint64_t *const *fields, int n) {
+    size_t pos = 0;
+    int i, placeholders = 0;
+    for (i = 0; i < n; i++) placeholders += *fields[i] == 0xFFFFFFFFu;
+    if (placeholders == 0) return 1;
+    while (extra_len - pos >= 4) {
+        size_t id = dp__npy_get_le16(extra + pos), size = dp__npy_get_le16(extra + pos + 2), used = 0;
+        const unsigned char *value = extra + pos + 4;
+        if (size > extra_len - pos - 4) return 0;
+        if (id == 1) {
+            for (i = 0; i < n; i++) {
+                if (*fields[i] != 0xFFFFFFFFu) continue;
+                if (size - used < 8) return 0;
+                *fields[i] = dp__npy_get_le64(value + used);
+                used += 8;
+            }
+            return 1;
+        }
+        pos += 4 + size;
+    }
+    return 0;
+}
+
+/* Member-specific error: "member 'name': what". */
+static dp_result dp__zip_member_error(const dp__zip_reader *z, const unsigned char *name, size_t name_len,
+                                      const char *what) {
+    char shown[64];
+    dp__npy_printable(shown, sizeof shown, name, name_len);
+    snprintf(z->msg, z->msgcap, "member '%s' of the .npz archive %s", shown, what);
+    return DP_ERROR_FORMAT;
+}
+
+/* Finds the end-of-central-directory record, searching backwards because it
+ * may be followed by a comment of up to 65535 bytes. The comment length must
+ * reach exactly the end of the buffer, which skips signature look-alikes. */
+static int dp__zip_find_end(const unsigned char *buf, size_t len, size_t *end_at) {
+    size_t pos, lowest;
+    if (len < DP__ZIP_END_LEN) return 0;
+    pos = len - DP__ZIP_END_LEN;
+    lowest = pos > 0xFFFF ? pos - 0xFFFF : 0;
+    for (;; pos--) {
+        if (dp__npy_get_le32(buf + pos) == DP__ZIP_END_SIG &&
+            dp__npy_get_le16(buf + pos + 20) == len - pos - DP__ZIP_END_LEN) {
+            *end_at = pos;
+            return 1;
+        }
+        if (pos == lowest) return 0;
+    }
+}
+
+/* Reads the end record: where the central directory is and how many entries
+ * it has; the directory must lie before the end record. */
+static dp_result dp__zip_directory(const dp__zip_reader *z, size_t end_at, size_t *cd_offset, size_t *cd_end,
+                                   uint32_t *count) {
+    const unsigned char *e = z->buf + end_at;
+    uint32_t cd_size = dp__npy_get_le32(e + 12), offset = dp__npy_get_le32(e + 16);
+    *count = dp__npy_get_le16(e + 10);
+    if (*count == 0xFFFFu || cd_size == 0xFFFFFFFFu || offset == 0xFFFFFFFFu)
+        return dp__npy_fail(z->msg, z->msgcap,
+                            "zip64 .npz archives (4 GiB or more, or 65535+ members) are not supported");
+    if (dp__npy_get_le16(e + 4) != 0 || dp__npy_get_le16(e + 6) != 0 || dp__npy_get_le16(e + 8) != *count)
+        return dp__npy_fail(z->msg, z->msgcap, "multi-disk (split) zip archives are not supported");
+    if (!dp__npy_fits(offset, cd_size, end_at))
+        return dp__npy_fail(z->msg, z->msgcap,
+                            "truncated or corrupt .npz: the zip central directory lies outside the file");
+    *cd_offset = offset;
+    *cd_end = (size_t)offset + cd_size;
+    return DP_OK;
+}
+
+/* Only what numpy.savez writes can be read: unencrypted stored members. */
+static dp_result dp__zip_check_method(const dp__zip_reader *z, const dp__zip_common *cd, const unsigned char *name) {
+    char what[160];
+    if (cd->flags & 1u) return dp__zip_member_error(z, name, cd->name_len, "is encrypted, which is not supported");
+    if (cd->method != 0) {
+        snprintf(what, sizeof what,
+                 "is compressed (method %lu); compressed .npz is not supported: use numpy.savez, not savez_compressed",
+                 (unsigned long)cd->method);
+        return dp__zip_member_error(z, name, cd->name_len, what);
+    }
+    if (cd->csize != cd->usize)
+        return dp__zip_member_error(z, name, cd->name_len, "is stored but its compressed and plain sizes differ");
+    return DP_OK;
+}
+
+/* Checks the local header at offset against the directory entry cd and
+ * finds where the member's data starts. */
+static dp_result dp__zip_check_local(const dp__zip_reader *z, uint64_t offset, const dp__zip_common *cd,
+                                     const unsigned char *name, size_t *data_at) {
+    const unsigned char *h;
+    dp__zip_common local;
+    uint64_t *sizes[2];
+    if (!dp__npy_fits(offset, DP__ZIP_LOCAL_LEN, z->len) || dp__npy_get_le32(z->buf + offset) != DP__ZIP_LOCAL_SIG)
+        return dp__zip_member_error(z, name, cd->name_len, "has no local header where the directory says");
+    h = z->buf + offset;
+    local = dp__zip_get_common(h + 4);
+    if (!dp__npy_fits(offset + DP__ZIP_LOCAL_LEN, local.name_len + local.extra_len, z->len))
+        return dp__zip_member_error(z, name, cd->name_len, "has a local header running past the end of the file");
+    if (local.name_len != cd->name_len || memcmp(h + DP__ZIP_LOCAL_LEN, name, cd->name_len) != 0)
+        return dp__zip_member_error(z, name, cd->name_len, "has a different name in its local header");
+    sizes[0] = &local.usize;
+    sizes[1] = &local.csize;
+    if (!dp__zip_resolve_zip64(h + DP__ZIP_LOCAL_LEN + local.name_len, local.extra_len, sizes, 2))
+        return dp__zip_member_error(z, name, cd->name_len, "has a malformed zip64 field in its local header");
+    /* With a data descriptor (flag bit 3) the local CRC and sizes are zero
+     * and the directory's values are the ones to trust. */
+    if (local.method != cd->method ||
+        (!(local.flags & 8u) && (local.crc != cd->crc || local.usize != cd->usize || local.csize != cd->csize)))
+        return dp__zip_member_error(z, name, cd->name_len, "has a local header disagreeing with the directory");
+    *data_at = (size_t)(offset + DP__ZIP_LOCAL_LEN + local.name_len + local.extra_len);
+    return DP_OK;
+}
+
+/* Validates the directory entry at *pos (which must end by cd_end), its local
+ * header, data bounds and CRC; fills *out and advances *pos past the entry. */
+static dp_result dp__zip_read_entry(const dp__zip_reader *z, size_t cd_end, size_t *pos, dp__zip_member *out) {
+    const unsigned char *h = z->buf + *pos, *name;
+    dp__zip_common cd;
+    uint64_t local_offset, *zip64_fields[3];
+    size_t comment_len, data_at;
+    uint32_t crc;
+    char what[96];
+    dp_result r;
+
+    if (!dp__npy_fits(*pos, DP__ZIP_CENTRAL_LEN, cd_end) || dp__npy_get_le32(h) != DP__ZIP_CENTRAL_SIG)
+        return dp__npy_fail(z->msg, z->msgcap, "corrupt .npz: bad entry in the zip central directory");
+    cd = dp__zip_get_common(h + 6);
+    comment_len = dp__npy_get_le16(h + 32);
+    local_offset = dp__npy_get_le32(h + 42);
+    if (!dp__npy_fits(*pos + DP__ZIP_CENTRAL_LEN, (uint64_t)cd.name_len + cd.extra_len + comment_len, cd_end))
+        return dp__npy_fail(z->msg, z->msgcap, "corrupt .npz: a zip directory entry runs past the directory");
+    name = h + DP__ZIP_CENTRAL_LEN;
+    zip64_fields[0] = &cd.usize;
+    zip64_fields[1] = &cd.csize;
+    zip64_fields[2] = &local_offset;
+    if (!dp__zip_resolve_zip64(name + cd.name_len, cd.extra_len, zip64_fields, 3))
+        return dp__zip_member_error(z, name, cd.name_len, "has a malformed zip64 field in the directory");
+    if ((r = dp__zip_check_method(z, &cd, name)) != DP_OK) return r;
+    if ((r = dp__zip_check_local(z, local_offset, &cd, name, &data_at)) != DP_OK) return r;
+    if (!dp__npy_fits(data_at, cd.usize, z->len))
+        return dp__zip_member_error(z, name, cd.name_len, "runs past the end of the file (truncated?)");
+    crc = dp__crc32(0, z->buf + data_at, (size_t)cd.usize);
+    if (crc != cd.crc) {
+        snprintf(what, sizeof what, "fails its CRC-32 check (stored %08lx, computed %08lx): the file is corrupt",
+                 (unsigned long)cd.crc, (unsigned long)crc);
+        return dp__zip_member_error(z, name, cd.name_len, what);
+    }
+    out->name = (const char *)name;
+    out->name_len = cd.name_len;
+    out->data = z->buf + data_at;
+    out->len = (size_t)cd.usize;
+    *pos += DP__ZIP_CENTRAL_LEN + cd.name_len + cd.extra_len + comment_len;
+    return DP_OK;
+}
+
+/* Lists the members of a stored ZIP (.npz) image held in memory, checking
+ * every offset, size, local header and CRC. out[i].name and .data point into
+ * buf (names are not NUL-terminated: use name_len). On success *n is the
+ * member count. If there are more than cap members, returns DP_ERROR_FORMAT
+ * with *n set to the count needed; on other errors *n is 0. */
+static dp_result dp__zip_read(const unsigned char *buf, size_t len, dp__zip_member *out, int cap, int *n, char *msg,
+                              size_t msgcap) {
+    dp__zip_reader z;
+    size_t end_at, pos, cd_end;
+    uint32_t count, i;
+    dp_result r;
+
+    if (!msg) msgcap = 0;
+    if (msgcap > 0) msg[0] = '\0';
+    if ((!buf && len > 0) || !n || cap < 0 || (cap > 0 && !out)) {
+        dp__npy_fail(msg, msgcap, "invalid arguments to the .npz reader");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    *n = 0;
+    z.buf = buf;
+    z.len = len;
+    z.msg = msg;
+    z.msgcap = msgcap;
+    if (!dp__zip_find_end(buf, len, &end_at))
+        return dp__npy_fail(msg, msgcap,
+                            "not a zip archive (no end-of-central-directory record): truncated or not an .npz");
+    if ((r = dp__zip_directory(&z, end_at, &pos, &cd_end, &count)) != DP_OK) return r;
+    if (count > (uint32_t)cap) {
+        snprintf(msg, msgcap, ".npz archive has %lu members, more than the %d this call can take", (unsigned long)count,
+                 cap);
+        *n = (int)count;
+        return DP_ERROR_FORMAT;
+    }
+    for (i = 0; i < count; i++)
+        if ((r = dp__zip_read_entry(&z, cd_end, &pos, &out[i])) != DP_OK) return r;
+    *n = (int)count;
+    return DP_OK;
+}
+
 /* >>dtypes ----------------------------------------------------------------- */
 static const size_t dp__dtype_sizes[DP__DTYPE_COUNT] = {4, 8, 4, 8, 1};
 DP_IMPL size_t dp_dtype_size(dp_dtype dt) { return (unsigned)dt < DP__DTYPE_COUNT ? dp__dtype_sizes[dt] : 0; }
@@ -3601,6 +4654,682 @@ DP_IMPL dp_result dp_nd_random_uniform(dp_engine *eng, double low, double high, 
 }
 DP_IMPL dp_result dp_nd_random_normal(dp_engine *eng, double mean, double stddev, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out) {
     return dp__nd_random(eng, "dp_nd_random_normal", 1, mean, stddev, shape, dtype, ctx, out);
+}
+
+/* >>files: arrays to and from .npy / .npz ------------------------------------- */
+/* Reads a whole file into memory it allocates; logs and returns
+   DP_ERROR_IO if it cannot. */
+static dp_result dp__read_file(dp_engine *eng, const char *path, unsigned char **buf, size_t *len) {
+    FILE *f = path ? fopen(path, "rb") : NULL;
+    long size = -1;
+    *buf = NULL; *len = 0;
+    if (!f) { DP__LOG(eng, DP_LOG_ERROR, IO, "cannot open '%s' for reading", path ? path : "(null)"); return DP_ERROR_IO; }
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); DP__LOG(eng, DP_LOG_ERROR, IO, "cannot size '%s'", path); return DP_ERROR_IO; }
+    if ((*buf = (unsigned char *)dp__alloc(eng, (size_t)size + 1)) == NULL) { fclose(f); return DP_ERROR_OUT_OF_MEMORY; }
+    if (fread(*buf, 1, (size_t)size, f) != (size_t)size) {
+        fclose(f); dp__free(eng, *buf, (size_t)size + 1); *buf = NULL;
+        DP__LOG(eng, DP_LOG_ERROR, IO, "cannot read '%s'", path);
+        return DP_ERROR_IO;
+    }
+    fclose(f);
+    *len = (size_t)size;
+    return DP_OK;
+}
+/* a's bytes in host memory, once its writes are done: the array's own for a
+   CPU array, else a staging copy (*owned set: free it with dp__free). */
+static dp_result dp__nd_host_bytes(dp_ndarray *a, const unsigned char **bytes, int *owned, dp_failure *failure) {
+    dp_engine *eng = a->chunk->eng;
+    size_t n = dp_nd_bytes(a);
+    dp_result r;
+    *owned = 0;
+    if (a->chunk->ctx.dev_type != DP_DEV_GPU) {
+        if ((r = dp_wait_var(eng, a->chunk->var, failure)) != DP_OK) return r;
+        *bytes = (const unsigned char *)dp_nd_data(a);
+        return DP_OK;
+    }
+    {
+        unsigned char *copy = (unsigned char *)dp__alloc(eng, n ? n : 1);
+        if (!copy) return DP_ERROR_OUT_OF_MEMORY;
+        if ((r = dp_nd_read(a, copy, n, failure)) != DP_OK) { dp__free(eng, copy, n ? n : 1); return r; }
+        *bytes = copy; *owned = 1;
+        return DP_OK;
+    }
+}
+#define DP__NPY_HEADER_MAX 1024     /* 8 dims of 19 digits fit with room to spare */
+DP_IMPL dp_result dp_nd_save_npy(dp_ndarray *a, const char *path, dp_failure *failure) {
+    dp_engine *eng = a ? a->chunk->eng : NULL;
+    char head[DP__NPY_HEADER_MAX];
+    size_t hlen, n;
+    const unsigned char *bytes;
+    int owned, bad;
+    FILE *f;
+    dp_result r;
+    if (!a || !path) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npy: NULL array or path"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp__npy_header(a->dtype, &a->shape, head, sizeof head, &hlen)) != DP_OK) return r;
+    if ((r = dp__nd_host_bytes(a, &bytes, &owned, failure)) != DP_OK) return r;
+    n = dp_nd_bytes(a);
+    if ((f = fopen(path, "wb")) == NULL) bad = 1;
+    else {
+        bad = fwrite(head, 1, hlen, f) != hlen || (n && fwrite(bytes, 1, n, f) != n);
+        bad |= fclose(f) != 0;
+    }
+    if (owned) dp__free(eng, (void *)(uintptr_t)bytes, n ? n : 1);
+    if (bad) { DP__LOG(eng, DP_LOG_ERROR, IO, "cannot write '%s'", path); return DP_ERROR_IO; }
+    return DP_OK;
+}
+/* An array from a whole .npy image (a file, or an .npz member). */
+static dp_result dp__nd_from_npy(dp_engine *eng, const unsigned char *buf, size_t len, const char *where, dp_ctx ctx, dp_ndarray **out) {
+    char msg[256];
+    dp_dtype dt;
+    dp_shape shape;
+    size_t offset;
+    if (dp__npy_parse(buf, len, &dt, &shape, &offset, msg, sizeof msg) != DP_OK) {
+        DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: %s", where, msg);
+        return DP_ERROR_FORMAT;
+    }
+    return dp_nd_from_host(eng, &shape, dt, ctx, buf + offset, out);
+}
+DP_IMPL dp_result dp_nd_load_npy(dp_engine *eng, const char *path, dp_ctx ctx, dp_ndarray **out) {
+    unsigned char *buf;
+    size_t len;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!eng || !out) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_npy: NULL engine or out"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp__read_file(eng, path, &buf, &len)) != DP_OK) return r;
+    r = dp__nd_from_npy(eng, buf, len, path, ctx, out);
+    dp__free(eng, buf, len + 1);
+    return r;
+}
+/* One member's bytes while saving: its preamble, name and array bytes. */
+typedef struct dp__npz_out { char head[DP__NPY_HEADER_MAX]; char name[sizeof(((dp_nd_named *)0)->name) + 4]; size_t hlen; const unsigned char *bytes; int owned; } dp__npz_out;
+DP_IMPL dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, int count, dp_failure *failure) {
+    dp_engine *eng = count > 0 && arrays && arrays[0].array ? arrays[0].array->chunk->eng : NULL;
+    dp__npz_out *m = NULL;
+    dp__zip_piece_member *z = NULL;
+    dp_result r = DP_OK;
+    FILE *f = NULL;
+    int i, done = 0;
+    if (!path || count < 0 || (count && !arrays)) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz: NULL path or arrays"); return DP_ERROR_INVALID_ARGS; }
+    for (i = 0; i < count; i++) {
+        if (!arrays[i].array || !arrays[i].name[0] || memchr(arrays[i].name, 0, sizeof arrays[i].name) == NULL) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz: member %d needs an array and a name of 1..127 characters", i);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    }
+    if (count && ((m = (dp__npz_out *)dp__alloc(eng, sizeof *m * (size_t)count)) == NULL
+                  || (z = (dp__zip_piece_member *)dp__alloc(eng, sizeof *z * (size_t)count)) == NULL)) { r = DP_ERROR_OUT_OF_MEMORY; goto out; }
+    for (i = 0; i < count && r == DP_OK; i++, done++) {
+        dp_ndarray *a = arrays[i].array;
+        snprintf(m[i].name, sizeof m[i].name, "%s.npy", arrays[i].name);
+        if ((r = dp__npy_header(a->dtype, &a->shape, m[i].head, sizeof m[i].head, &m[i].hlen)) != DP_OK) break;
+        if ((r = dp__nd_host_bytes(a, &m[i].bytes, &m[i].owned, failure)) != DP_OK) break;
+        z[i].name = m[i].name;
+        z[i].head = (const unsigned char *)m[i].head; z[i].head_len = m[i].hlen;
+        z[i].body = m[i].bytes; z[i].body_len = dp_nd_bytes(a);
+    }
+    if (r == DP_OK) {
+        if ((f = fopen(path, "wb")) == NULL) r = DP_ERROR_IO;
+        else {
+            r = dp__zip_write_pieces(f, z, count);
+            if (fclose(f) != 0 && r == DP_OK) r = DP_ERROR_IO;
+        }
+        if (r != DP_OK) DP__LOG(eng, DP_LOG_ERROR, IO, "cannot write '%s'", path);
+    }
+out:
+    for (i = 0; i < done; i++) if (m[i].owned) dp__free(eng, (void *)(uintptr_t)m[i].bytes, dp_nd_bytes(arrays[i].array) ? dp_nd_bytes(arrays[i].array) : 1);
+    dp__free(eng, m, sizeof *m * (size_t)count);
+    dp__free(eng, z, sizeof *z * (size_t)count);
+    return r;
+}
+DP_IMPL dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp_nd_named *out, int cap, int *count) {
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    dp__zip_member *zm = NULL;
+    char msg[256];
+    int n = 0, i, loaded = 0;
+    dp_result r;
+    if (count) *count = 0;
+    if (!eng || !out || !count || cap < 0) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_npz: NULL engine, out or count"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp__read_file(eng, path, &buf, &len)) != DP_OK) return r;
+    if ((zm = (dp__zip_member *)dp__alloc(eng, sizeof *zm * (size_t)(cap ? cap : 1))) == NULL) { r = DP_ERROR_OUT_OF_MEMORY; goto out; }
+    if (dp__zip_read(buf, len, zm, cap, &n, msg, sizeof msg) != DP_OK) {
+        DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: %s", path, msg);
+        r = DP_ERROR_FORMAT;
+        goto out;
+    }
+    for (i = 0; i < n; i++, loaded++) {
+        size_t nl = zm[i].name_len;
+        char where[300];
+        if (nl > 4 && memcmp(zm[i].name + nl - 4, ".npy", 4) == 0) nl -= 4;
+        if (nl == 0 || nl >= sizeof out[i].name) {
+            DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: member %d's name is empty or longer than %d characters", path, i, (int)sizeof out[i].name - 1);
+            r = DP_ERROR_FORMAT;
+            break;
+        }
+        memcpy(out[i].name, zm[i].name, nl);
+        out[i].name[nl] = 0;
+        snprintf(where, sizeof where, "%s, member '%s'", path, out[i].name);
+        if ((r = dp__nd_from_npy(eng, zm[i].data, zm[i].len, where, ctx, &out[i].array)) != DP_OK) break;
+    }
+    if (r != DP_OK) {   /* nothing is left allocated */
+        for (i = 0; i < loaded; i++) { dp_nd_release(out[i].array); out[i].array = NULL; }
+        n = 0;
+    }
+    *count = n;
+out:
+    dp__free(eng, zm, sizeof *zm * (size_t)(cap ? cap : 1));
+    dp__free(eng, buf, len + 1);
+    return r;
+}
+
+/* >>registry ----------------------------------------------------------------
+   A fixed table: registration happens once per process, lookups are reads.
+   Built-in operators are registered on first use of the registry. */
+#define DP__MAX_OPERATORS 256
+static dp_operator dp__operators[DP__MAX_OPERATORS];
+static int dp__num_operators;
+static dp__spinlock dp__registry_lock;
+static dp__a32 dp__builtins_state;           /* 0 not yet, 1 registering, 2 done */
+static void dp__register_builtins(void);
+static void dp__ensure_builtins(void) {
+    int32_t expect = 0;
+    if (dp__load(&dp__builtins_state, DP__ACQUIRE) == 2) return;
+    if (dp__cas(&dp__builtins_state, &expect, 1, DP__ACQ_REL)) {
+        dp__register_builtins();
+        dp__store(&dp__builtins_state, 2, DP__RELEASE);
+    } else while (dp__load(&dp__builtins_state, DP__ACQUIRE) != 2) dp__thread_yield();
+}
+static const dp_operator *dp__find_op(const char *name) {
+    int i;
+    for (i = 0; name && i < dp__num_operators; i++) if (strcmp(dp__operators[i].name, name) == 0) return &dp__operators[i];
+    return NULL;
+}
+static int dp__param_def_ok(const dp_param_def *d) {
+    return d->name && d->name[0] && d->type >= DP_PARAM_INT && d->type <= DP_PARAM_ENUM && (d->type != DP_PARAM_ENUM || d->choices);
+}
+static dp_result dp__register(const dp_operator *op) {
+    int i, ok = op && op->name && op->name[0] && op->num_outputs >= 1 && op->num_outputs <= 8 && op->num_inputs >= -1
+             && op->num_inputs <= 64 && op->num_params >= 0 && op->num_params <= DP_MAX_PARAMS && (op->params || !op->num_params)
+             && (op->forward_cpu || op->forward_gpu);
+    for (i = 0; ok && i < op->num_params; i++) ok = dp__param_def_ok(&op->params[i]);
+    if (!ok) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_register '%s': a name, 1..8 outputs, -1..64 inputs, <= %d valid parameters and a kernel are needed",
+                       op && op->name ? op->name : "(null)", DP_MAX_PARAMS); return DP_ERROR_INVALID_ARGS; }
+    dp__spin_lock(&dp__registry_lock);
+    if (dp__find_op(op->name) || dp__num_operators == DP__MAX_OPERATORS) {
+        dp__spin_unlock(&dp__registry_lock);
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_register '%s': %s", op->name, dp__find_op(op->name) ? "registered already" : "the registry is full");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    dp__operators[dp__num_operators++] = *op;
+    dp__spin_unlock(&dp__registry_lock);
+    return DP_OK;
+}
+DP_IMPL dp_result dp_op_register(const dp_operator *op) { dp__ensure_builtins(); return dp__register(op); }
+DP_IMPL const dp_operator *dp_op_find(const char *name) { dp__ensure_builtins(); return dp__find_op(name); }
+DP_IMPL int dp_op_list(const dp_operator **out, int cap) {
+    int i;
+    dp__ensure_builtins();
+    for (i = 0; out && i < cap && i < dp__num_operators; i++) out[i] = &dp__operators[i];
+    return dp__num_operators;
+}
+
+/* >>params: keyword parameters from strings ---------------------------------- */
+static const char *dp__skip_space(const char *s) { while (*s == ' ' || *s == '\t') s++; return s; }
+static int dp__parse_int(const char *s, int64_t *out) {
+    char *end;
+    long long v;
+    s = dp__skip_space(s);
+    if (!*s) return -1;
+    v = strtoll(s, &end, 10);
+    if (*dp__skip_space(end)) return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+static int dp__parse_float(const char *s, double *out) {
+    char *end;
+    s = dp__skip_space(s);
+    if (!*s) return -1;
+    *out = strtod(s, &end);
+    return *dp__skip_space(end) ? -1 : 0;
+}
+static int dp__parse_bool(const char *s, int64_t *out) {
+    s = dp__skip_space(s);
+    if (!strcmp(s, "1") || !strcmp(s, "true") || !strcmp(s, "True")) { *out = 1; return 0; }
+    if (!strcmp(s, "0") || !strcmp(s, "false") || !strcmp(s, "False")) { *out = 0; return 0; }
+    return -1;
+}
+/* "(1, 2)", "[1,2]", "(3,)", "()" or a single int "5" */
+static int dp__parse_shape(const char *s, dp_shape *out) {
+    char close = 0;
+    memset(out, 0, sizeof *out);
+    s = dp__skip_space(s);
+    if (*s == '(') close = ')'; else if (*s == '[') close = ']';
+    if (close) s++;
+    for (;;) {
+        char *end;
+        s = dp__skip_space(s);
+        if (close && *s == close) { s++; break; }
+        if (!close && !*s) break;
+        if (out->ndim == DP_MAX_DIMS) return -1;
+        out->dims[out->ndim++] = strtoll(s, &end, 10);
+        if (end == s) return -1;
+        s = dp__skip_space(end);
+        if (*s == ',') s++;
+        else if (close && *s != close) return -1;
+        else if (!close && *s) return -1;
+    }
+    return *dp__skip_space(s) ? -1 : 0;
+}
+static int dp__parse_enum(const char *s, const char *choices, int64_t *out) {
+    size_t n = strlen(s = dp__skip_space(s));
+    int64_t k = 0;
+    const char *c = choices;
+    while (*c) {
+        size_t len = strcspn(c, "|");
+        if (len == n && strncmp(c, s, n) == 0) { *out = k; return 0; }
+        c += len + (c[len] == '|');
+        k++;
+    }
+    return -1;
+}
+static const char *dp__param_type_name(dp_param_type t) {
+    static const char *names[] = {"?", "int", "float", "bool", "shape", "choice"};
+    return names[(unsigned)t <= DP_PARAM_ENUM ? t : 0];
+}
+/* Parses one value; 0, or -1 with why filled. */
+static int dp__parse_param(const dp_param_def *d, const char *s, dp_param_value *v, char *why, size_t cap) {
+    int bad;
+    memset(v, 0, sizeof *v);
+    switch (d->type) {
+    case DP_PARAM_INT: bad = dp__parse_int(s, &v->i); v->f = (double)v->i; break;
+    case DP_PARAM_FLOAT: bad = dp__parse_float(s, &v->f); break;
+    case DP_PARAM_BOOL: bad = dp__parse_bool(s, &v->i); break;
+    case DP_PARAM_SHAPE: bad = dp__parse_shape(s, &v->shape); break;
+    default: bad = dp__parse_enum(s, d->choices, &v->i); break;
+    }
+    if (bad) {
+        if (d->type == DP_PARAM_ENUM) snprintf(why, cap, "not one of %s", d->choices);
+        else snprintf(why, cap, "not a valid %s", dp__param_type_name(d->type));
+        return -1;
+    }
+    if ((d->type == DP_PARAM_INT || d->type == DP_PARAM_FLOAT) && d->min < d->max
+        && (!(v->f >= d->min) || !(v->f <= d->max))) {
+        snprintf(why, cap, "outside [%g, %g]", d->min, d->max);
+        return -1;
+    }
+    return 0;
+}
+DP_IMPL dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n, const char *const *keys,
+                                     const char *const *values, dp_params *out) {
+    int seen[DP_MAX_PARAMS] = {0}, i, j;
+    char why[96];
+    if (!op || !out || n < 0 || (n && (!keys || !values))) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_op_parse_params: bad arguments"); return DP_ERROR_INVALID_ARGS; }
+    memset(out, 0, sizeof *out);
+    out->count = op->num_params;
+    for (i = 0; i < n; i++) {
+        for (j = 0; j < op->num_params && (!keys[i] || strcmp(keys[i], op->params[j].name) != 0); j++) {}
+        if (j == op->num_params) {
+            char list[256] = "";
+            size_t len = 0;
+            int m;
+            for (m = 0; m < op->num_params && len < sizeof list; m++)
+                len += (size_t)snprintf(list + len, sizeof list - len, m ? ", %s" : "%s", op->params[m].name);
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': unknown parameter '%s' (it takes: %s)", op->name,
+                    keys[i] ? keys[i] : "(null)", op->num_params ? list : "no parameters");
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (seen[j]) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' given twice", op->name, keys[i]); return DP_ERROR_INVALID_ARGS; }
+        if (!values[i] || dp__parse_param(&op->params[j], values[i], &out->v[j], why, sizeof why)) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' = '%s' is %s", op->name, keys[i],
+                    values[i] ? values[i] : "(null)", values[i] ? why : "missing");
+            return DP_ERROR_INVALID_ARGS;
+        }
+        seen[j] = 1;
+    }
+    for (j = 0; j < op->num_params; j++) {
+        if (seen[j]) continue;
+        if (!op->params[j].default_value) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' (%s) is required", op->name, op->params[j].name,
+                    dp__param_type_name(op->params[j].type));
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (dp__parse_param(&op->params[j], op->params[j].default_value, &out->v[j], why, sizeof why)) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': the default of '%s' is %s", op->name, op->params[j].name, why);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    }
+    return DP_OK;
+}
+
+/* >>invoke --------------------------------------------------------------------
+   Everything is checked first; the one pushed operation holds references to
+   its arrays and frees its argument whatever happens (NO_SKIP; on failed
+   input it passes the failure on). */
+#define DP__MAX_OP_ARRAYS 64
+typedef struct dp__invoke_arg {
+    const dp_operator *op;
+    dp_kernel_fn kernel;
+    dp_params params;
+    double scalar;
+    int nin, nout;
+    dp_ndarray *arrays[DP__MAX_OP_ARRAYS + 8];   /* inputs, then outputs */
+    dp_req req[8];
+} dp__invoke_arg;
+static void dp__invoke_arg_free(dp_engine *eng, dp__invoke_arg *a) {
+    int i;
+    for (i = 0; i < a->nin + a->nout; i++) dp_nd_release(a->arrays[i]);
+    dp__free(eng, a, sizeof *a);
+}
+static int dp__invoke_op(dp_run_ctx *rc, void *arg) {
+    dp__invoke_arg *a = (dp__invoke_arg *)arg;
+    int status = rc->input_status;
+    if (!status) {
+        dp_kernel_ctx k;
+        k.rc = rc; k.params = &a->params; k.scalar = a->scalar;
+        k.num_inputs = a->nin; k.num_outputs = a->nout;
+        k.inputs = a->arrays; k.outputs = a->arrays + a->nin; k.req = a->req;
+        status = a->kernel(&k);
+    }
+    dp__invoke_arg_free(rc->engine, a);
+    return status;
+}
+static int dp__same_ctx(dp_ctx a, dp_ctx b) { return a.dev_type == b.dev_type && a.dev_id == b.dev_id; }
+/* Input count, kernel and output shapes, checked; logs what is wrong. */
+static dp_result dp__invoke_check(dp_engine *eng, const dp_operator *op, const dp_params *p, int nin, dp_ndarray *const *in,
+                                  int nout, dp_shape *oshape, dp_dtype *odtype, dp_kernel_fn *kernel) {
+    dp_shape ishape[DP__MAX_OP_ARRAYS];
+    dp_dtype idtype[DP__MAX_OP_ARRAYS];
+    char msg[256], sb[160];
+    int want = op->num_inputs, i;
+    if (want < 0) {
+        for (i = 0; i < op->num_params && strcmp(op->params[i].name, "num_args") != 0; i++) {}
+        want = i < op->num_params ? (int)p->v[i].i : -1;
+    }
+    if (nin != want || nin > DP__MAX_OP_ARRAYS || (nin && !in)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d inputs given, it takes %d", op->name, nin, want);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (nout != op->num_outputs) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d outputs given, it makes %d", op->name, nout, op->num_outputs);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < nin; i++) {
+        if (!in[i] || dp_nd_engine(in[i]) != eng) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': input %d is NULL or of another engine", op->name, i); return DP_ERROR_INVALID_ARGS; }
+        if (i && !dp__same_ctx(dp_nd_ctx(in[i]), dp_nd_ctx(in[0]))) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': input %d is on another device than input 0", op->name, i);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        ishape[i] = *dp_nd_shape(in[i]);
+        idtype[i] = dp_nd_dtype(in[i]);
+    }
+    *kernel = nin && dp_nd_ctx(in[0]).dev_type == DP_DEV_GPU ? op->forward_gpu : op->forward_cpu;
+    if (!*kernel) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "operator '%s' has no kernel for %s", op->name,
+                nin && dp_nd_ctx(in[0]).dev_type == DP_DEV_GPU ? "GPUs (include depeng_cuda.h)" : "the CPU");
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    msg[0] = 0;
+    if (op->infer) {
+        if (op->infer(p, nin, ishape, idtype, nout, oshape, odtype, msg, sizeof msg)) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %s", op->name, msg[0] ? msg : "input shapes or dtypes do not fit");
+            return DP_ERROR_INVALID_ARGS;
+        }
+    } else {
+        if (!nin) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': no inputs and no shape inference", op->name); return DP_ERROR_INVALID_ARGS; }
+        for (i = 0; i < nout; i++) { oshape[i] = ishape[0]; odtype[i] = idtype[0]; }
+    }
+    for (i = 0; i < nout; i++) {
+        if (dp_shape_size(&oshape[i]) < 0 || !dp_dtype_size(odtype[i])) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': inferred output %d shape %s is invalid", op->name, i, dp__shape_str(&oshape[i], sb, sizeof sb));
+            return DP_ERROR_INVALID_ARGS;
+        }
+    }
+    return DP_OK;
+}
+/* A given output must match what inference says. */
+static dp_result dp__check_output(dp_engine *eng, const dp_operator *op, int i, dp_ndarray *out, const dp_shape *s, dp_dtype dt, dp_ctx ctx) {
+    char s1[160], s2[160];
+    const dp_shape *have = dp_nd_shape(out);
+    int same = dp_nd_engine(out) == eng && have->ndim == s->ndim && dp_nd_dtype(out) == dt
+               && dp__same_ctx(dp_nd_ctx(out), ctx) && memcmp(have->dims, s->dims, sizeof(int64_t) * (size_t)s->ndim) == 0;
+    if (same) return DP_OK;
+    DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is %s %s, it must be %s %s on the inputs' device", op->name, i,
+            dp_dtype_name(dp_nd_dtype(out)), dp__shape_str(have, s1, sizeof s1), dp_dtype_name(dt), dp__shape_str(s, s2, sizeof s2));
+    return DP_ERROR_INVALID_ARGS;
+}
+DP_IMPL dp_result dp_op_invoke(dp_engine *eng, const char *name, int nin, dp_ndarray *const *inputs,
+                               int nkw, const char *const *keys, const char *const *values, double scalar,
+                               int nout, dp_ndarray **outputs, const dp_req *req) {
+    const dp_operator *op;
+    dp_shape oshape[8];
+    dp_dtype odtype[8];
+    dp_kernel_fn kernel;
+    dp__invoke_arg *a;
+    dp_var reads[DP__MAX_OP_ARRAYS], writes[10];
+    dp_push_desc d;
+    dp_ctx ctx = {DP_DEV_CPU, 0};
+    int i, made[8] = {0}, nw;
+    dp_result r;
+    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if ((op = dp_op_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "unknown operator '%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
+    if (!outputs || nout < 1 || nout > 8) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': outputs array of 1..8 needed", op->name); return DP_ERROR_INVALID_ARGS; }
+    if ((a = (dp__invoke_arg *)dp__alloc(eng, sizeof *a)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    memset(a, 0, sizeof *a);
+    if ((r = dp_op_parse_params(eng, op, nkw, keys, values, &a->params)) != DP_OK
+        || (r = dp__invoke_check(eng, op, &a->params, nin, inputs, nout, oshape, odtype, &kernel)) != DP_OK) {
+        dp__free(eng, a, sizeof *a);
+        return r;
+    }
+    if (nin) ctx = dp_nd_ctx(inputs[0]);
+    for (i = 0; i < nout; i++)
+        if (outputs[i] && (r = dp__check_output(eng, op, i, outputs[i], &oshape[i], odtype[i], ctx)) != DP_OK) { dp__free(eng, a, sizeof *a); return r; }
+    for (i = 0; i < nout; i++) {              /* nothing can fail for bad input from here on */
+        if (outputs[i]) continue;
+        if ((r = dp_nd_empty(eng, &oshape[i], odtype[i], ctx, &outputs[i])) != DP_OK) {
+            while (i-- > 0) if (made[i]) { dp_nd_release(outputs[i]); outputs[i] = NULL; }
+            dp__free(eng, a, sizeof *a);
+            return r;
+        }
+        made[i] = 1;
+    }
+    a->op = op; a->kernel = kernel; a->scalar = scalar; a->nin = nin; a->nout = nout;
+    for (i = 0; i < nin; i++) { a->arrays[i] = dp_nd_retain(inputs[i]); reads[i] = dp_nd_var(inputs[i]); }
+    for (i = 0; i < nout; i++) {
+        a->arrays[nin + i] = dp_nd_retain(outputs[i]);
+        writes[i] = dp_nd_var(outputs[i]);
+        a->req[i] = req ? req[i] : DP_REQ_WRITE;
+    }
+    nw = nout;
+    if (op->resources & DP_RESOURCE_RANDOM) writes[nw++] = dp_random_var(eng, ctx);
+    if (op->resources & DP_RESOURCE_TEMP) writes[nw++] = dp_temp_space_var(eng, ctx);
+    memset(&d, 0, sizeof d);
+    d.fn = dp__invoke_op; d.arg = a; d.reads = reads; d.num_reads = nin; d.writes = writes; d.num_writes = nw;
+    d.ctx = ctx; d.prop = DP_PROP_NO_SKIP; d.name = op->name;
+    if ((r = dp_push(eng, &d)) != DP_OK) {
+        dp__invoke_arg_free(eng, a);
+        for (i = 0; i < nout; i++) if (made[i]) { dp_nd_release(outputs[i]); outputs[i] = NULL; }
+    }
+    return r;
+}
+
+/* >>builtin operators -----------------------------------------------------------
+   The element-wise math is one line per operator, in functions that nvcc
+   also compiles for the device (DP__HD), so the CPU tests check the formulas
+   a GPU runs. Kernels compute in double and store in the output's dtype. */
+#if defined(__CUDACC__)
+#define DP__HD __host__ __device__
+#else
+#define DP__HD
+#endif
+static DP__HD double dp__f_negative(double x) { return -x; }
+static DP__HD double dp__f_abs(double x) { return x < 0 ? -x : x; }
+static DP__HD double dp__f_sign(double x) { return (double)((x > 0) - (x < 0)); }
+static DP__HD double dp__f_sqrt(double x) { return sqrt(x); }
+static DP__HD double dp__f_square(double x) { return x * x; }
+static DP__HD double dp__f_exp(double x) { return exp(x); }
+static DP__HD double dp__f_log(double x) { return log(x); }
+static DP__HD double dp__f_sin(double x) { return sin(x); }
+static DP__HD double dp__f_cos(double x) { return cos(x); }
+static DP__HD double dp__f_tanh(double x) { return tanh(x); }
+static DP__HD double dp__f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static DP__HD double dp__f_relu(double x) { return x > 0 ? x : 0; }
+static DP__HD double dp__f_add(double a, double b) { return a + b; }
+static DP__HD double dp__f_sub(double a, double b) { return a - b; }
+static DP__HD double dp__f_mul(double a, double b) { return a * b; }
+static DP__HD double dp__f_div(double a, double b) { return a / b; }
+static DP__HD double dp__f_maximum(double a, double b) { return a > b ? a : b; }
+static DP__HD double dp__f_minimum(double a, double b) { return a < b ? a : b; }
+static DP__HD double dp__f_power(double a, double b) { return pow(a, b); }
+static DP__HD double dp__f_rsub(double a, double b) { return b - a; }
+static DP__HD double dp__f_rdiv(double a, double b) { return b / a; }
+static DP__HD double dp__f_rpower(double a, double b) { return pow(b, a); }
+
+static double dp__load_elem(const void *p, dp_dtype dt, int64_t i) {
+    switch (dt) {
+    case DP_FLOAT32: return ((const float *)p)[i];
+    case DP_FLOAT64: return ((const double *)p)[i];
+    case DP_INT32: return ((const int32_t *)p)[i];
+    case DP_INT64: return (double)((const int64_t *)p)[i];
+    default: return ((const uint8_t *)p)[i];
+    }
+}
+/* Stores v by req: write (and in-place) replaces, add-to adds, null skips. */
+static void dp__store_elem(void *p, dp_dtype dt, int64_t i, double v, dp_req req) {
+    if (req == DP_REQ_NULL) return;
+    if (req == DP_REQ_ADD) v += dp__load_elem(p, dt, i);
+    switch (dt) {
+    case DP_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case DP_FLOAT64: ((double *)p)[i] = v; break;
+    case DP_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case DP_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+    default: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    }
+}
+static int dp__unary_apply(const dp_kernel_ctx *k, double (*f)(double)) {
+    const void *x = dp_nd_data(k->inputs[0]);
+    void *y = dp_nd_data(k->outputs[0]);
+    dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    if (xt == DP_FLOAT32 && yt == DP_FLOAT32 && k->req[0] != DP_REQ_ADD && k->req[0] != DP_REQ_NULL) {
+        for (i = 0; i < n; i++) ((float *)y)[i] = (float)f(((const float *)x)[i]);   /* the common case, no dispatch */
+        return 0;
+    }
+    for (i = 0; i < n; i++) dp__store_elem(y, yt, i, f(dp__load_elem(x, xt, i)), k->req[0]);
+    return 0;
+}
+static int dp__scalar_apply(const dp_kernel_ctx *k, double (*f)(double, double)) {
+    const void *x = dp_nd_data(k->inputs[0]);
+    void *y = dp_nd_data(k->outputs[0]);
+    dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    for (i = 0; i < n; i++) dp__store_elem(y, yt, i, f(dp__load_elem(x, xt, i), k->scalar), k->req[0]);
+    return 0;
+}
+/* NumPy broadcasting: shapes aligned at the right; each dim equal, or 1. */
+static int dp__infer_broadcast(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                               dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    const dp_shape *a = &is[0], *b = &is[1];
+    int i, n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    char s1[160], s2[160];
+    (void)p; (void)nin; (void)nout;
+    if (it[0] != it[1]) { snprintf(msg, cap, "dtypes %s and %s differ", dp_dtype_name(it[0]), dp_dtype_name(it[1])); return -1; }
+    os->ndim = n;
+    for (i = 0; i < n; i++) {
+        int64_t da = i < n - a->ndim ? 1 : a->dims[i - (n - a->ndim)], db = i < n - b->ndim ? 1 : b->dims[i - (n - b->ndim)];
+        if (da != db && da != 1 && db != 1) {
+            snprintf(msg, cap, "shapes %s and %s do not broadcast (axis %d: %lld vs %lld)", dp__shape_str(a, s1, sizeof s1),
+                     dp__shape_str(b, s2, sizeof s2), i, (long long)da, (long long)db);
+            return -1;
+        }
+        os->dims[i] = da == 1 ? db : da;
+    }
+    *ot = it[0];
+    return 0;
+}
+/* out[i] = f(a[ia], b[ib]): element offsets walk the output's index with
+   stride 0 along an input's broadcast axes. Same shapes: one flat loop. */
+static int dp__binary_apply(const dp_kernel_ctx *k, double (*f)(double, double)) {
+    const dp_shape *os = dp_nd_shape(k->outputs[0]), *as = dp_nd_shape(k->inputs[0]), *bs = dp_nd_shape(k->inputs[1]);
+    const void *a = dp_nd_data(k->inputs[0]), *b = dp_nd_data(k->inputs[1]);
+    void *y = dp_nd_data(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(k->outputs[0]);
+    int64_t n = dp_shape_size(os), i, sa[DP_MAX_DIMS], sb[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, ia = 0, ib = 0, acc_a = 1, acc_b = 1;
+    int d, nd = os->ndim;
+    if (dp_shape_size(as) == n && dp_shape_size(bs) == n) {
+        if (t == DP_FLOAT32 && k->req[0] == DP_REQ_WRITE)
+            for (i = 0; i < n; i++) ((float *)y)[i] = (float)f(((const float *)a)[i], ((const float *)b)[i]);
+        else for (i = 0; i < n; i++) dp__store_elem(y, t, i, f(dp__load_elem(a, t, i), dp__load_elem(b, t, i)), k->req[0]);
+        return 0;
+    }
+    for (d = nd - 1; d >= 0; d--) {   /* strides in elements; 0 where an input is broadcast */
+        int ka = d - (nd - as->ndim), kb = d - (nd - bs->ndim);
+        int64_t da = ka >= 0 ? as->dims[ka] : 1, db = kb >= 0 ? bs->dims[kb] : 1;
+        sa[d] = da == 1 ? 0 : acc_a; sb[d] = db == 1 ? 0 : acc_b;
+        acc_a *= da; acc_b *= db;
+    }
+    for (i = 0; i < n; i++) {
+        dp__store_elem(y, t, i, f(dp__load_elem(a, t, ia), dp__load_elem(b, t, ib)), k->req[0]);
+        for (d = nd - 1; d >= 0; d--) {           /* the next index, like an odometer */
+            ia += sa[d]; ib += sb[d];
+            if (++idx[d] < os->dims[d]) break;
+            ia -= sa[d] * idx[d]; ib -= sb[d] * idx[d]; idx[d] = 0;
+        }
+    }
+    return 0;
+}
+static const dp_param_def dp__clip_params[] = {
+    {"a_min", DP_PARAM_FLOAT, NULL, 0, 0, NULL, "lower bound"},
+    {"a_max", DP_PARAM_FLOAT, NULL, 0, 0, NULL, "upper bound"},
+};
+static int dp__k_clip(const dp_kernel_ctx *k) {
+    const void *x = dp_nd_data(k->inputs[0]);
+    void *y = dp_nd_data(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    double lo = k->params->v[0].f, hi = k->params->v[1].f;
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    for (i = 0; i < n; i++) { double v = dp__load_elem(x, t, i); dp__store_elem(y, t, i, v < lo ? lo : v > hi ? hi : v, k->req[0]); }
+    return 0;
+}
+static int dp__infer_clip(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                          dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)nin; (void)nout;
+    if (!(p->v[0].f <= p->v[1].f)) { snprintf(msg, cap, "parameter 'a_min' (%g) is above 'a_max' (%g)", p->v[0].f, p->v[1].f); return -1; }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+#define DP__UNARY_OPS(X) X(negative, "y = -x") X(abs, "y = |x|") X(sign, "y = -1, 0 or 1 by the sign of x") \
+    X(sqrt, "y = sqrt(x)") X(square, "y = x * x") X(exp, "y = e^x") X(log, "y = ln x") X(sin, "y = sin x") \
+    X(cos, "y = cos x") X(tanh, "y = tanh x") X(sigmoid, "y = 1 / (1 + e^-x)") X(relu, "y = max(x, 0)")
+#define DP__BINARY_OPS(X) X(add, "y = a + b") X(sub, "y = a - b") X(mul, "y = a * b") X(div, "y = a / b") \
+    X(maximum, "y = max(a, b)") X(minimum, "y = min(a, b)") X(power, "y = a ^ b")
+#define DP__SCALAR_OPS(X) X(add, "y = x + scalar") X(sub, "y = x - scalar") X(mul, "y = x * scalar") \
+    X(div, "y = x / scalar") X(maximum, "y = max(x, scalar)") X(minimum, "y = min(x, scalar)") X(power, "y = x ^ scalar") \
+    X(rsub, "y = scalar - x") X(rdiv, "y = scalar / x") X(rpower, "y = scalar ^ x")
+#define DP__UNARY_KERNEL(name, doc) static int dp__k_##name(const dp_kernel_ctx *k) { return dp__unary_apply(k, dp__f_##name); }
+#define DP__BINARY_KERNEL(name, doc) static int dp__k_##name(const dp_kernel_ctx *k) { return dp__binary_apply(k, dp__f_##name); }
+#define DP__SCALAR_KERNEL(name, doc) static int dp__k_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_apply(k, dp__f_##name); }
+DP__UNARY_OPS(DP__UNARY_KERNEL)
+DP__BINARY_OPS(DP__BINARY_KERNEL)
+DP__SCALAR_OPS(DP__SCALAR_KERNEL)
+static void dp__register_builtins(void) {
+    dp_operator op;
+#define DP__REG_UNARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text; op.num_inputs = 1; op.num_outputs = 1; \
+    op.forward_cpu = dp__k_##nm; op.inplace = 1; dp__register(&op);
+#define DP__REG_BINARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text " (NumPy broadcasting)"; op.num_inputs = 2; \
+    op.num_outputs = 1; op.infer = dp__infer_broadcast; op.forward_cpu = dp__k_##nm; op.inplace = 3; dp__register(&op);
+#define DP__REG_SCALAR(nm, text) memset(&op, 0, sizeof op); op.name = #nm "_scalar"; op.doc = text; op.num_inputs = 1; \
+    op.num_outputs = 1; op.takes_scalar = 1; op.forward_cpu = dp__k_##nm##_scalar; op.inplace = 1; dp__register(&op);
+    DP__UNARY_OPS(DP__REG_UNARY)
+    DP__BINARY_OPS(DP__REG_BINARY)
+    DP__SCALAR_OPS(DP__REG_SCALAR)
+    memset(&op, 0, sizeof op);
+    op.name = "clip"; op.doc = "y = x limited to [a_min, a_max]"; op.num_inputs = 1; op.num_outputs = 1;
+    op.params = dp__clip_params; op.num_params = 2; op.infer = dp__infer_clip; op.forward_cpu = dp__k_clip; op.inplace = 1;
+    dp__register(&op);
+#undef DP__REG_UNARY
+#undef DP__REG_BINARY
+#undef DP__REG_SCALAR
 }
 
 #endif /* DEPENG_IMPLEMENTATION */

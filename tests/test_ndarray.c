@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <math.h>
+#include <unistd.h>
 
 static int g_failed_checks;
 #define CHECK(c) do { if (!(c)) { g_failed_checks++; fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #c); } } while (0)
@@ -432,12 +434,272 @@ static void test_resources(void) {
     CHECK(memcmp(nrm[0], nrm[1], sizeof nrm[0]) == 0 && memcmp(nrm[0], nrm[2], sizeof nrm[0]) == 0);
 }
 
+/* ---- .npy and .npz files --------------------------------------------------- */
+static const char *tmp_path(const char *leaf, char *buf, size_t cap) {
+    snprintf(buf, cap, "/tmp/depeng_test_%d_%s", (int)getpid(), leaf);
+    return buf;
+}
+static int same_array(dp_ndarray *a, dp_ndarray *b) {
+    size_t n = dp_nd_bytes(a);
+    void *x = malloc(n ? n : 1), *y = malloc(n ? n : 1);
+    const dp_shape *sa = dp_nd_shape(a), *sb = dp_nd_shape(b);
+    int ok = x && y && dp_nd_dtype(a) == dp_nd_dtype(b) && sa->ndim == sb->ndim && n == dp_nd_bytes(b)
+             && memcmp(sa->dims, sb->dims, sizeof(int64_t) * (size_t)sa->ndim) == 0
+             && dp_nd_read(a, x, n, NULL) == DP_OK && dp_nd_read(b, y, n, NULL) == DP_OK && memcmp(x, y, n) == 0;
+    free(x); free(y);
+    return ok;
+}
+static void write_bytes(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    if (f) { if (fwrite(p, 1, n, f) != n) fprintf(stderr, "short write\n"); fclose(f); }
+}
+static void test_files(void) {
+    char p1[128], p2[128];
+    int k, t;
+    tmp_path("a.npy", p1, sizeof p1);
+    tmp_path("b.npz", p2, sizeof p2);
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        for (t = 0; t < DP__DTYPE_COUNT; t++) {
+            dp_shape shapes[3] = {{3, {2, 3, 4}}, {0, {0}}, {2, {0, 5}}};
+            int j;
+            for (j = 0; j < 3; j++) {
+                dp_ndarray *a, *b = NULL;
+                CHECK(dp_nd_arange(e, 0, (double)dp_shape_size(&shapes[j]), 1, (dp_dtype)t, CPU0, &a) == DP_OK);
+                if (shapes[j].ndim != 1) { dp_ndarray *v; CHECK(dp_nd_reshape(a, &shapes[j], &v) == DP_OK); dp_nd_release(a); a = v; }
+                CHECK(dp_nd_save_npy(a, p1, NULL) == DP_OK);
+                CHECK(dp_nd_load_npy(e, p1, CPU0, &b) == DP_OK && b && same_array(a, b));
+                dp_nd_release(a); dp_nd_release(b);
+            }
+        }
+        {   /* a file as NumPy writes it: np.save(f, np.array([1.5, -2, 3])) */
+            unsigned char file[128 + 24];
+            const char *dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }";
+            double v[3] = {1.5, -2, 3}, back[3];
+            dp_ndarray *a = NULL;
+            memset(file, ' ', 128);
+            memcpy(file, "\x93NUMPY\x01\x00\x76\x00", 10);
+            memcpy(file + 10, dict, strlen(dict));
+            file[127] = '\n';
+            memcpy(file + 128, v, sizeof v);
+            write_bytes(p1, file, sizeof file);
+            CHECK(dp_nd_load_npy(e, p1, CPU0, &a) == DP_OK && a && dp_nd_dtype(a) == DP_FLOAT64 && dp_nd_shape(a)->ndim == 1);
+            CHECK(a && dp_nd_read(a, back, sizeof back, NULL) == DP_OK && memcmp(v, back, sizeof v) == 0);
+            dp_nd_release(a);
+            /* every truncation is a clear error, never a crash */
+            {
+                size_t cut;
+                int all_format = 1;
+                for (cut = 0; cut < sizeof file; cut += 7) {
+                    write_bytes(p1, file, cut);
+                    a = (dp_ndarray *)file;
+                    all_format &= dp_nd_load_npy(e, p1, CPU0, &a) == DP_ERROR_FORMAT && a == NULL;
+                }
+                CHECK(all_format && g_last_item == DP_LOGITEM_FORMAT);
+            }
+            memcpy(file + 10 + 35, "True ", 5);          /* 'fortran_order': True */
+            write_bytes(p1, file, sizeof file);
+            CHECK(dp_nd_load_npy(e, p1, CPU0, &a) == DP_ERROR_FORMAT);
+            CHECK(dp_nd_load_npy(e, "/nonexistent/dir/x.npy", CPU0, &a) == DP_ERROR_IO && g_last_item == DP_LOGITEM_IO);
+        }
+        {   /* .npz: several named arrays */
+            dp_nd_named in[3], out[3], small[1];
+            dp_shape s2 = {2, {2, 2}};
+            int n = -1, i;
+            memset(in, 0, sizeof in);
+            strcpy(in[0].name, "weights"); strcpy(in[1].name, "bias"); strcpy(in[2].name, "steps");
+            CHECK(dp_nd_random_normal(e, 0, 1, &s2, DP_FLOAT32, CPU0, &in[0].array) == DP_OK);
+            CHECK(dp_nd_zeros(e, &s2, DP_FLOAT64, CPU0, &in[1].array) == DP_OK);
+            CHECK(dp_nd_arange(e, 0, 10, 1, DP_INT64, CPU0, &in[2].array) == DP_OK);
+            CHECK(dp_nd_save_npz(p2, in, 3, NULL) == DP_OK);
+            CHECK(dp_nd_load_npz(e, p2, CPU0, out, 3, &n) == DP_OK && n == 3);
+            for (i = 0; i < 3 && n == 3; i++) CHECK(strcmp(in[i].name, out[i].name) == 0 && same_array(in[i].array, out[i].array));
+            for (i = 0; i < n; i++) dp_nd_release(out[i].array);
+            CHECK(dp_nd_load_npz(e, p2, CPU0, small, 1, &n) == DP_ERROR_FORMAT && n == 0);
+            {   /* a flipped byte in the data is a CRC error */
+                FILE *f = fopen(p2, "r+b");
+                if (f) { fseek(f, 80, SEEK_SET); fputc(0x5a, f); fclose(f); }
+                CHECK(dp_nd_load_npz(e, p2, CPU0, out, 3, &n) == DP_ERROR_FORMAT && n == 0);
+            }
+            for (i = 0; i < 3; i++) dp_nd_release(in[i].array);
+            in[0].array = NULL;
+            CHECK(dp_nd_save_npz(p2, in, 1, NULL) == DP_ERROR_INVALID_ARGS);
+        }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+    remove(p1); remove(p2);
+}
+
+/* ---- operators ------------------------------------------------------------- */
+static dp_ndarray *vec(dp_engine *e, dp_shape s, const double *v) {
+    dp_ndarray *a = NULL;
+    CHECK(dp_nd_from_host(e, &s, DP_FLOAT64, CPU0, v, &a) == DP_OK);
+    return a;
+}
+static int close_to(double a, double b) { return (a != a && b != b) || fabs(a - b) <= 1e-12 * (1 + fabs(b)); }
+typedef double (*ref1)(double);
+typedef double (*ref2)(double, double);
+static double r_neg(double x) { return -x; }
+static double r_sign(double x) { return (double)((x > 0) - (x < 0)); }
+static double r_square(double x) { return x * x; }
+static double r_sigmoid(double x) { return 1 / (1 + exp(-x)); }
+static double r_relu(double x) { return x > 0 ? x : 0; }
+static double r_add(double a, double b) { return a + b; }
+static double r_sub(double a, double b) { return a - b; }
+static double r_mul(double a, double b) { return a * b; }
+static double r_div(double a, double b) { return a / b; }
+static double r_max(double a, double b) { return a > b ? a : b; }
+static double r_min(double a, double b) { return a < b ? a : b; }
+static double r_rsub(double a, double b) { return b - a; }
+static double r_rdiv(double a, double b) { return b / a; }
+static double r_rpow(double a, double b) { return pow(b, a); }
+static int g_kernel_calls;
+static int my_double_kernel(const dp_kernel_ctx *k) {
+    const double *x = (const double *)dp_nd_data(k->inputs[0]);
+    double *y = (double *)dp_nd_data(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    for (i = 0; i < n; i++) y[i] = 2 * x[i] * (double)k->params->v[0].i;
+    __atomic_fetch_add(&g_kernel_calls, 1, __ATOMIC_RELAXED);
+    return 0;
+}
+static int failing_kernel(const dp_kernel_ctx *k) { dp_set_error(k->rc, "this kernel always fails"); return 9; }
+static void test_operators(void) {
+    static const struct { const char *name; ref1 f; } unary[] = {
+        {"negative", r_neg}, {"abs", fabs}, {"sign", r_sign}, {"sqrt", sqrt}, {"square", r_square}, {"exp", exp},
+        {"log", log}, {"sin", sin}, {"cos", cos}, {"tanh", tanh}, {"sigmoid", r_sigmoid}, {"relu", r_relu}};
+    static const struct { const char *name; ref2 f; } binary[] = {
+        {"add", r_add}, {"sub", r_sub}, {"mul", r_mul}, {"div", r_div}, {"maximum", r_max}, {"minimum", r_min}, {"power", pow}};
+    static const struct { const char *name; ref2 f; } scalar[] = {
+        {"add_scalar", r_add}, {"sub_scalar", r_sub}, {"mul_scalar", r_mul}, {"div_scalar", r_div}, {"maximum_scalar", r_max},
+        {"minimum_scalar", r_min}, {"power_scalar", pow}, {"rsub_scalar", r_rsub}, {"rdiv_scalar", r_rdiv}, {"rpower_scalar", r_rpow}};
+    static double results[3][64];
+    const double xs[6] = {0.5, 1.5, 2.0, 3.25, 0.75, 4.0}, ys[3] = {1.5, 2.0, 0.5};
+    int k, i, j;
+    {
+        const dp_operator *list[256];
+        int n = dp_op_list(list, 256);
+        CHECK(n >= 30 && dp_op_find("sigmoid") && strcmp(dp_op_find("sigmoid")->doc, "y = 1 / (1 + e^-x)") == 0 && !dp_op_find("nope"));
+    }
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        dp_shape s23 = {2, {2, 3}}, s3 = {1, {3}}, s21 = {2, {2, 1}};
+        dp_ndarray *x = vec(e, s23, xs), *y = vec(e, s3, ys), *col = vec(e, s21, ys);
+        double out[6];
+        int slot = 0;
+        for (i = 0; i < (int)(sizeof unary / sizeof unary[0]); i++) {
+            dp_ndarray *r = NULL;
+            CHECK(dp_op_invoke(e, unary[i].name, 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+            CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
+            for (j = 0; j < 6; j++) { if (!close_to(out[j], unary[i].f(xs[j]))) { fprintf(stderr, "  %s(%g)\n", unary[i].name, xs[j]); CHECK(0); } }
+            results[k][slot++] = out[3];
+            dp_nd_release(r);
+        }
+        for (i = 0; i < (int)(sizeof binary / sizeof binary[0]); i++) {
+            dp_ndarray *in2[2], *r = NULL;
+            in2[0] = x; in2[1] = y;           /* (2, 3) with (3,): the row repeats */
+            CHECK(dp_op_invoke(e, binary[i].name, 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+            CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
+            for (j = 0; j < 6; j++) CHECK(close_to(out[j], binary[i].f(xs[j], ys[j % 3])));
+            dp_nd_release(r); r = NULL;
+            in2[1] = col;                     /* (2, 3) with (2, 1): the column repeats */
+            CHECK(dp_op_invoke(e, binary[i].name, 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+            CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
+            for (j = 0; j < 6; j++) CHECK(close_to(out[j], binary[i].f(xs[j], ys[j / 3])));
+            results[k][slot++] = out[4];
+            dp_nd_release(r);
+        }
+        for (i = 0; i < (int)(sizeof scalar / sizeof scalar[0]); i++) {
+            dp_ndarray *r = NULL;
+            CHECK(dp_op_invoke(e, scalar[i].name, 1, &x, 0, NULL, NULL, 2.5, 1, &r, NULL) == DP_OK);
+            CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
+            for (j = 0; j < 6; j++) CHECK(close_to(out[j], scalar[i].f(xs[j], 2.5)));
+            results[k][slot++] = out[1];
+            dp_nd_release(r);
+        }
+        {   /* clip and its parameters */
+            const char *keys[2] = {"a_min", "a_max"}, *vals[2] = {"1", "3"}, *bad[2] = {"3", "1"}, *junk[2] = {"1", "x"};
+            const char *unknown[1] = {"a_mid"};
+            dp_ndarray *r = NULL;
+            CHECK(dp_op_invoke(e, "clip", 1, &x, 2, keys, vals, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
+            CHECK(out[0] == 1 && out[1] == 1.5 && out[3] == 3 && out[5] == 3);
+            g_last_item = 0;
+            CHECK(dp_op_invoke(e, "clip", 1, &x, 2, keys, bad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+            CHECK(dp_op_invoke(e, "clip", 1, &x, 2, keys, junk, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(dp_op_invoke(e, "clip", 1, &x, 1, keys, vals, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);       /* a_max missing */
+            CHECK(dp_op_invoke(e, "clip", 1, &x, 1, unknown, vals, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            dp_nd_release(r);
+        }
+        {   /* write requests: add-to accumulates, in-place reuses the input */
+            dp_ndarray *acc = NULL, *in2[2];
+            dp_req add = DP_REQ_ADD;
+            CHECK(dp_nd_full(e, &s23, DP_FLOAT64, CPU0, 10, &acc) == DP_OK);
+            in2[0] = x; in2[1] = x;
+            CHECK(dp_op_invoke(e, "mul", 2, in2, 0, NULL, NULL, 0, 1, &acc, &add) == DP_OK);
+            CHECK(dp_nd_read(acc, out, sizeof out, NULL) == DP_OK && close_to(out[2], 14) && close_to(out[5], 26));
+            CHECK(dp_op_invoke(e, "negative", 1, &acc, 0, NULL, NULL, 0, 1, &acc, NULL) == DP_OK);   /* in place */
+            CHECK(dp_nd_read(acc, out, sizeof out, NULL) == DP_OK && close_to(out[2], -14));
+            dp_nd_release(acc);
+        }
+        {   /* errors before anything is pushed */
+            dp_engine_stats before, after;
+            dp_ndarray *r = NULL, *in2[2], *wrong = NULL;
+            dp_shape s4 = {1, {4}};
+            dp_engine_stats_get(e, &before);
+            in2[0] = x; in2[1] = vec(e, s4, xs);
+            g_last_item = 0;
+            CHECK(dp_op_invoke(e, "add", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && r == NULL);  /* (2,3) + (4,) */
+            CHECK(g_last_item == DP_LOGITEM_ND_ARGS);
+            CHECK(dp_op_invoke(e, "no_such_op", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(dp_op_invoke(e, "add", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(dp_op_invoke(e, "exp", 1, &x, 0, NULL, NULL, 0, 2, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            wrong = in2[1];
+            CHECK(dp_op_invoke(e, "exp", 1, &x, 0, NULL, NULL, 0, 1, &wrong, NULL) == DP_ERROR_INVALID_ARGS);  /* output shape */
+            dp_engine_stats_get(e, &after);
+            CHECK(after.pushed == before.pushed);
+            dp_nd_release(in2[1]);
+        }
+        {   /* a user's operator, registered once, with a parameter */
+            static const dp_param_def params[1] = {{"factor", DP_PARAM_INT, "1", 1, 100, NULL, "multiplier"}};
+            dp_operator op;
+            const char *key[1] = {"factor"}, *val[1] = {"3"}, *big[1] = {"1000"};
+            dp_ndarray *r = NULL;
+            memset(&op, 0, sizeof op);
+            op.name = "my_double"; op.doc = "y = 2 * factor * x"; op.num_inputs = 1; op.num_outputs = 1;
+            op.params = params; op.num_params = 1; op.forward_cpu = my_double_kernel;
+            if (!dp_op_find("my_double")) CHECK(dp_op_register(&op) == DP_OK);
+            CHECK(dp_op_register(&op) == DP_ERROR_INVALID_ARGS);      /* twice */
+            CHECK(dp_op_invoke(e, "my_double", 1, &x, 1, key, val, 0, 1, &r, NULL) == DP_OK);
+            CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK && out[0] == 3 && out[5] == 24);
+            CHECK(dp_op_invoke(e, "my_double", 1, &x, 1, key, big, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* range */
+            dp_nd_release(r);
+            memset(&op, 0, sizeof op);
+            op.name = "always_fails"; op.num_inputs = 1; op.num_outputs = 1; op.forward_cpu = failing_kernel;
+            if (!dp_op_find("always_fails")) CHECK(dp_op_register(&op) == DP_OK);
+            r = NULL;
+            CHECK(dp_op_invoke(e, "always_fails", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+            {
+                dp_failure f;
+                dp_ndarray *r2 = NULL;
+                CHECK(dp_op_invoke(e, "exp", 1, &r, 0, NULL, NULL, 0, 1, &r2, NULL) == DP_OK);   /* downstream of the failure */
+                memset(&f, 0, sizeof f);
+                CHECK(dp_nd_read(r2, out, sizeof out, &f) == DP_ERROR_OP_FAILED && f.status == 9 && strcmp(f.op_name, "always_fails") == 0);
+                dp_nd_release(r2);
+            }
+            dp_wait_all(e, NULL);
+            dp_nd_release(r);
+        }
+        dp_nd_release(x); dp_nd_release(y); dp_nd_release(col);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+    CHECK(memcmp(results[0], results[1], sizeof results[0]) == 0 && memcmp(results[0], results[2], sizeof results[0]) == 0);
+}
+
 typedef struct { const char *name; void (*fn)(void); } test_case;
 int main(void) {
     static const test_case tests[] = {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
         {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
-        {"bad_input", test_bad_input}, {"resources", test_resources},
+        {"bad_input", test_bad_input}, {"resources", test_resources}, {"files", test_files}, {"operators", test_operators},
     };
     int i, passed = 0, failed = 0;
     g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
