@@ -5312,24 +5312,148 @@ static int dp__infer_clip(const dp_params *p, int nin, const dp_shape *is, const
 DP__UNARY_OPS(DP__UNARY_KERNEL)
 DP__BINARY_OPS(DP__BINARY_KERNEL)
 DP__SCALAR_OPS(DP__SCALAR_KERNEL)
+/* >>gradients of the element-wise operators ------------------------------------
+   Each forward operator names _backward_<name>, which takes (output
+   gradient, the forward inputs) and makes the inputs' gradients: the output
+   gradient times the partial derivative, summed back over the axes an input
+   was broadcast along. Derivatives are one line each, like the forward. */
+static DP__HD double dp__d_negative(double x) { (void)x; return -1; }
+static DP__HD double dp__d_abs(double x) { return (double)((x > 0) - (x < 0)); }
+static DP__HD double dp__d_sign(double x) { (void)x; return 0; }
+static DP__HD double dp__d_sqrt(double x) { return 0.5 / sqrt(x); }
+static DP__HD double dp__d_square(double x) { return 2 * x; }
+static DP__HD double dp__d_exp(double x) { return exp(x); }
+static DP__HD double dp__d_log(double x) { return 1 / x; }
+static DP__HD double dp__d_sin(double x) { return cos(x); }
+static DP__HD double dp__d_cos(double x) { return -sin(x); }
+static DP__HD double dp__d_tanh(double x) { double t = tanh(x); return 1 - t * t; }
+static DP__HD double dp__d_sigmoid(double x) { double s = 1.0 / (1.0 + exp(-x)); return s * (1 - s); }
+static DP__HD double dp__d_relu(double x) { return x > 0 ? 1 : 0; }
+/* partial derivatives of a binary f(a, b): by a (which 0) or by b (which 1) */
+static DP__HD double dp__d_add(double a, double b, int which) { (void)a; (void)b; (void)which; return 1; }
+static DP__HD double dp__d_sub(double a, double b, int which) { (void)a; (void)b; return which ? -1 : 1; }
+static DP__HD double dp__d_mul(double a, double b, int which) { return which ? a : b; }
+static DP__HD double dp__d_div(double a, double b, int which) { return which ? -a / (b * b) : 1 / b; }
+static DP__HD double dp__d_maximum(double a, double b, int which) { return which ? (double)(a < b) : (double)(a >= b); }
+static DP__HD double dp__d_minimum(double a, double b, int which) { return which ? (double)(a > b) : (double)(a <= b); }
+static DP__HD double dp__d_power(double a, double b, int which) { return which ? pow(a, b) * log(a) : b * pow(a, b - 1); }
+static DP__HD double dp__d_rsub(double a, double b, int which) { return dp__d_sub(b, a, !which); }
+static DP__HD double dp__d_rdiv(double a, double b, int which) { return dp__d_div(b, a, !which); }
+static DP__HD double dp__d_rpower(double a, double b, int which) { return dp__d_power(b, a, !which); }
+
+/* inputs (ograd, x); output xgrad = ograd * f'(x) */
+static int dp__unary_grad(const dp_kernel_ctx *k, double (*df)(double)) {
+    const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
+    void *g = dp_nd_data(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[1]));
+    for (i = 0; i < n; i++) dp__store_elem(g, t, i, dp__load_elem(og, t, i) * df(dp__load_elem(x, t, i)), k->req[0]);
+    return 0;
+}
+/* inputs (ograd, x), scalar s; output xgrad = ograd * df/dx(x, s) */
+static int dp__scalar_grad(const dp_kernel_ctx *k, double (*df)(double, double, int)) {
+    const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
+    void *g = dp_nd_data(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[1]));
+    for (i = 0; i < n; i++) dp__store_elem(g, t, i, dp__load_elem(og, t, i) * df(dp__load_elem(x, t, i), k->scalar, 0), k->req[0]);
+    return 0;
+}
+/* inputs (ograd, a, b); outputs (agrad, bgrad). Walks the broadcast output
+   like dp__binary_apply and adds each partial into the input element it
+   came from, so broadcast axes are summed. */
+static int dp__binary_grad(const dp_kernel_ctx *k, double (*df)(double, double, int)) {
+    const dp_shape *os = dp_nd_shape(k->inputs[0]), *as = dp_nd_shape(k->inputs[1]), *bs = dp_nd_shape(k->inputs[2]);
+    const void *og = dp_nd_data(k->inputs[0]), *a = dp_nd_data(k->inputs[1]), *b = dp_nd_data(k->inputs[2]);
+    void *ga = dp_nd_data(k->outputs[0]), *gb = dp_nd_data(k->outputs[1]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t n = dp_shape_size(os), i, sa[DP_MAX_DIMS], sb[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, ia = 0, ib = 0, acc_a = 1, acc_b = 1;
+    int d, nd = os->ndim;
+    dp_req ra = k->req[0] == DP_REQ_NULL ? DP_REQ_NULL : DP_REQ_ADD, rb = k->req[1] == DP_REQ_NULL ? DP_REQ_NULL : DP_REQ_ADD;
+    if (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE) for (i = 0; i < dp_shape_size(as); i++) dp__store_elem(ga, t, i, 0, DP_REQ_WRITE);
+    if (k->req[1] == DP_REQ_WRITE || k->req[1] == DP_REQ_INPLACE) for (i = 0; i < dp_shape_size(bs); i++) dp__store_elem(gb, t, i, 0, DP_REQ_WRITE);
+    for (d = nd - 1; d >= 0; d--) {
+        int ka = d - (nd - as->ndim), kb = d - (nd - bs->ndim);
+        int64_t da = ka >= 0 ? as->dims[ka] : 1, db = kb >= 0 ? bs->dims[kb] : 1;
+        sa[d] = da == 1 ? 0 : acc_a; sb[d] = db == 1 ? 0 : acc_b;
+        acc_a *= da; acc_b *= db;
+    }
+    for (i = 0; i < n; i++) {
+        double o = dp__load_elem(og, t, i), x = dp__load_elem(a, t, ia), y = dp__load_elem(b, t, ib);
+        dp__store_elem(ga, t, ia, o * df(x, y, 0), ra);
+        dp__store_elem(gb, t, ib, o * df(x, y, 1), rb);
+        for (d = nd - 1; d >= 0; d--) {
+            ia += sa[d]; ib += sb[d];
+            if (++idx[d] < os->dims[d]) break;
+            ia -= sa[d] * idx[d]; ib -= sb[d] * idx[d]; idx[d] = 0;
+        }
+    }
+    return 0;
+}
+/* a gradient operator's outputs: the shapes and dtypes of its forward inputs */
+static int dp__infer_grad_inputs(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                 dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int i;
+    (void)p; (void)msg; (void)cap;
+    if (nin != nout + 1) return -1;
+    for (i = 0; i < nout; i++) { os[i] = is[i + 1]; ot[i] = it[i + 1]; }
+    return 0;
+}
+static int dp__k_clip_grad(const dp_kernel_ctx *k) {
+    const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
+    void *g = dp_nd_data(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    double lo = k->params->v[0].f, hi = k->params->v[1].f;
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[1]));
+    for (i = 0; i < n; i++) { double v = dp__load_elem(x, t, i); dp__store_elem(g, t, i, v >= lo && v <= hi ? dp__load_elem(og, t, i) : 0, k->req[0]); }
+    return 0;
+}
+#define DP__UNARY_GRAD_KERNEL(name, doc) static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__unary_grad(k, dp__d_##name); }
+#define DP__BINARY_GRAD_KERNEL(name, doc) static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__binary_grad(k, dp__d_##name); }
+#define DP__SCALAR_GRAD_KERNEL(name, doc) static int dp__kg_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_grad(k, dp__d_##name); }
+DP__UNARY_OPS(DP__UNARY_GRAD_KERNEL)
+DP__BINARY_OPS(DP__BINARY_GRAD_KERNEL)
+DP__SCALAR_OPS(DP__SCALAR_GRAD_KERNEL)
+/* Registers the gradient operator of an element-wise forward operator:
+   inputs (ograd, the forward's nin inputs), outputs their gradients; the
+   same scalar and parameters as the forward. */
+static void dp__register_grad(const char *name, const char *doc, int nin, dp_kernel_fn kernel, int takes_scalar,
+                              const dp_param_def *params, int num_params) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = name; op.doc = doc; op.num_inputs = 1 + nin; op.num_outputs = nin;
+    op.infer = dp__infer_grad_inputs; op.forward_cpu = kernel; op.takes_scalar = takes_scalar;
+    op.params = params; op.num_params = num_params;
+    dp__register(&op);
+}
 static void dp__register_builtins(void) {
     dp_operator op;
+    /* each forward operator, then its gradient operator: (ograd, inputs) -> input gradients */
+#define DP__REG_GRAD(fwd, nin, kernel, scalar, params, nparams) \
+    dp__register_grad("_backward_" fwd, "gradient of " fwd, nin, kernel, scalar, params, nparams);
 #define DP__REG_UNARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text; op.num_inputs = 1; op.num_outputs = 1; \
-    op.forward_cpu = dp__k_##nm; op.inplace = 1; dp__register(&op);
+    op.forward_cpu = dp__k_##nm; op.inplace = 1; op.gradient = "_backward_" #nm; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS; \
+    dp__register(&op); DP__REG_GRAD(#nm, 1, dp__kg_##nm, 0, NULL, 0)
 #define DP__REG_BINARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text " (NumPy broadcasting)"; op.num_inputs = 2; \
-    op.num_outputs = 1; op.infer = dp__infer_broadcast; op.forward_cpu = dp__k_##nm; op.inplace = 3; dp__register(&op);
+    op.num_outputs = 1; op.infer = dp__infer_broadcast; op.forward_cpu = dp__k_##nm; op.inplace = 3; \
+    op.gradient = "_backward_" #nm; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS; dp__register(&op); DP__REG_GRAD(#nm, 2, dp__kg_##nm, 0, NULL, 0)
 #define DP__REG_SCALAR(nm, text) memset(&op, 0, sizeof op); op.name = #nm "_scalar"; op.doc = text; op.num_inputs = 1; \
-    op.num_outputs = 1; op.takes_scalar = 1; op.forward_cpu = dp__k_##nm##_scalar; op.inplace = 1; dp__register(&op);
+    op.num_outputs = 1; op.takes_scalar = 1; op.forward_cpu = dp__k_##nm##_scalar; op.inplace = 1; \
+    op.gradient = "_backward_" #nm "_scalar"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS; dp__register(&op); \
+    DP__REG_GRAD(#nm "_scalar", 1, dp__kg_##nm##_scalar, 1, NULL, 0)
     DP__UNARY_OPS(DP__REG_UNARY)
     DP__BINARY_OPS(DP__REG_BINARY)
     DP__SCALAR_OPS(DP__REG_SCALAR)
     memset(&op, 0, sizeof op);
     op.name = "clip"; op.doc = "y = x limited to [a_min, a_max]"; op.num_inputs = 1; op.num_outputs = 1;
     op.params = dp__clip_params; op.num_params = 2; op.infer = dp__infer_clip; op.forward_cpu = dp__k_clip; op.inplace = 1;
+    op.gradient = "_backward_clip"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
     dp__register(&op);
+    DP__REG_GRAD("clip", 1, dp__k_clip_grad, 0, dp__clip_params, 2)
 #undef DP__REG_UNARY
 #undef DP__REG_BINARY
 #undef DP__REG_SCALAR
+#undef DP__REG_GRAD
 }
 
 #endif /* DEPENG_IMPLEMENTATION */

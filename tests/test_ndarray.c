@@ -694,12 +694,97 @@ static void test_operators(void) {
     CHECK(memcmp(results[0], results[1], sizeof results[0]) == 0 && memcmp(results[0], results[2], sizeof results[0]) == 0);
 }
 
+/* ---- gradients: every operator that declares one, by finite differences ---- */
+/* sum(w * op(inputs)) for float64 arrays given as host buffers */
+static double weighted_out(dp_engine *e, const char *name, int nin, const dp_shape *shapes, double *const *vals,
+                           int nkw, const char *const *keys, const char *const *kv, double scalar, const double *w, int64_t nw) {
+    dp_ndarray *in[3], *y = NULL;
+    double out[64], sum = 0;
+    int i;
+    for (i = 0; i < nin; i++) in[i] = vec(e, shapes[i], vals[i]);
+    CHECK(dp_op_invoke(e, name, nin, in, nkw, keys, kv, scalar, 1, &y, NULL) == DP_OK);
+    CHECK(y && dp_shape_size(dp_nd_shape(y)) == nw && dp_nd_read(y, out, sizeof(double) * (size_t)nw, NULL) == DP_OK);
+    for (i = 0; i < nw; i++) sum += w[i] * out[i];
+    for (i = 0; i < nin; i++) dp_nd_release(in[i]);
+    dp_nd_release(y);
+    return sum;
+}
+static int check_grad(dp_engine *e, const char *name, int nin, const dp_shape *shapes, double *const *vals,
+                      int nkw, const char *const *keys, const char *const *kv, double scalar) {
+    const dp_operator *op = dp_op_find(name);
+    dp_ndarray *in[4], *y = NULL, *grads[3] = {NULL, NULL, NULL};
+    double w[64], g[64], h = 1e-6;
+    int64_t nw, i, j;
+    int ok = 1;
+    if (!op || !op->gradient) return 0;
+    for (i = 0; i < nin; i++) in[i + 1] = vec(e, shapes[i], vals[i]);
+    CHECK(dp_op_invoke(e, name, nin, in + 1, nkw, keys, kv, scalar, 1, &y, NULL) == DP_OK);
+    nw = dp_shape_size(dp_nd_shape(y));
+    for (j = 0; j < nw; j++) w[j] = 0.3 + 0.17 * (double)j;           /* the output gradient */
+    in[0] = vec(e, *dp_nd_shape(y), w);
+    CHECK(dp_op_invoke(e, op->gradient, nin + 1, in, nkw, keys, kv, scalar, nin, grads, NULL) == DP_OK);
+    for (i = 0; i < nin; i++) {
+        int64_t n = dp_shape_size(&shapes[i]);
+        CHECK(grads[i] && dp_nd_read(grads[i], g, sizeof(double) * (size_t)n, NULL) == DP_OK);
+        for (j = 0; j < n; j++) {
+            double keep = vals[i][j], up, down, numeric;
+            vals[i][j] = keep + h; up = weighted_out(e, name, nin, shapes, vals, nkw, keys, kv, scalar, w, nw);
+            vals[i][j] = keep - h; down = weighted_out(e, name, nin, shapes, vals, nkw, keys, kv, scalar, w, nw);
+            vals[i][j] = keep;
+            numeric = (up - down) / (2 * h);
+            if (fabs(numeric - g[j]) > 1e-5 * (1 + fabs(numeric))) {
+                fprintf(stderr, "  %s: d/d input %d [%lld]: analytic %.9g, numeric %.9g\n", name, (int)i, (long long)j, g[j], numeric);
+                ok = 0;
+            }
+        }
+    }
+    for (i = 0; i <= nin; i++) dp_nd_release(in[i]);
+    for (i = 0; i < nin; i++) dp_nd_release(grads[i]);
+    dp_nd_release(y);
+    return ok;
+}
+static void test_gradients(void) {
+    dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, DP_STORAGE_DEFAULT, 0);
+    const dp_operator *list[256];
+    int n = dp_op_list(list, 256), i, checked = 0;
+    double a[6], b[6], c[3];
+    dp_shape s23 = {2, {2, 3}}, s3 = {1, {3}}, s21 = {2, {2, 1}};
+    for (i = 0; i < n; i++) {
+        const dp_operator *op = list[i];
+        int j;
+        for (j = 0; j < 6; j++) { a[j] = 0.55 + 0.23 * j; b[j] = 1.93 - 0.19 * j; }   /* positive, no ties, no kinks */
+        for (j = 0; j < 3; j++) c[j] = 1.21 - 0.29 * j;
+        if (!op->gradient) continue;
+        if (strcmp(op->name, "clip") == 0) {
+            const char *keys[2] = {"a_min", "a_max"}, *kv[2] = {"0.9", "1.6"};
+            double *v[1] = {a};
+            CHECK(check_grad(e, op->name, 1, &s23, v, 2, keys, kv, 0));
+        } else if (op->num_inputs == 1) {
+            double *v[1] = {a};
+            if (!check_grad(e, op->name, 1, &s23, v, 0, NULL, NULL, op->takes_scalar ? 1.75 : 0)) { fprintf(stderr, "  (%s)\n", op->name); CHECK(0); }
+        } else {
+            dp_shape sh[2];
+            double *v[2];
+            sh[0] = s23; sh[1] = s23; v[0] = a; v[1] = b;
+            CHECK(check_grad(e, op->name, 2, sh, v, 0, NULL, NULL, 0));
+            sh[1] = s3; v[1] = c;                    /* b broadcast along rows */
+            CHECK(check_grad(e, op->name, 2, sh, v, 0, NULL, NULL, 0));
+            sh[0] = s21; sh[1] = s23; v[0] = c; v[1] = b;   /* a broadcast along columns */
+            CHECK(check_grad(e, op->name, 2, sh, v, 0, NULL, NULL, 0));
+        }
+        checked++;
+    }
+    CHECK(checked >= 30);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 typedef struct { const char *name; void (*fn)(void); } test_case;
 int main(void) {
     static const test_case tests[] = {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
         {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
         {"bad_input", test_bad_input}, {"resources", test_resources}, {"files", test_files}, {"operators", test_operators},
+        {"gradients", test_gradients},
     };
     int i, passed = 0, failed = 0;
     g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
