@@ -5418,19 +5418,203 @@ DP__SCALAR_OPS(DP__SCALAR_GRAD_KERNEL)
    inputs (ograd, the forward's nin inputs), outputs their gradients; the
    same scalar and parameters as the forward. */
 static void dp__register_grad(const char *name, const char *doc, int nin, dp_kernel_fn kernel, int takes_scalar,
-                              const dp_param_def *params, int num_params) {
+                              const dp_param_def *params, int num_params, unsigned resources) {
     dp_operator op;
     memset(&op, 0, sizeof op);
     op.name = name; op.doc = doc; op.num_inputs = 1 + nin; op.num_outputs = nin;
     op.infer = dp__infer_grad_inputs; op.forward_cpu = kernel; op.takes_scalar = takes_scalar;
-    op.params = params; op.num_params = num_params;
+    op.params = params; op.num_params = num_params; op.resources = resources;
+    dp__register(&op);
+}
+/* >>reductions ------------------------------------------------------------------
+   sum, mean, max, min over the axes in "axis" (a tuple; empty: all axes;
+   negative counts from the end), keeping them as size 1 with keepdims;
+   argmax over one axis (or the flattened array), giving int64 indices. One
+   walk serves them all: an odometer over the input, with each input
+   element's output element found through strides that are 0 on the
+   reduced axes. */
+static const dp_param_def dp__reduce_params[] = {
+    {"axis", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the axes to reduce; () for all"},
+    {"keepdims", DP_PARAM_BOOL, "false", 0, 0, NULL, "keep reduced axes, with size 1"},
+};
+/* Which axes of s are reduced (mask bits); -1 with msg if an axis is bad. */
+static int dp__reduce_mask(const dp_params *p, const dp_shape *s, char *msg, size_t cap) {
+    const dp_shape *ax = &p->v[0].shape;
+    int i, mask = 0;
+    if (ax->ndim == 0) return (1 << s->ndim) - 1;
+    for (i = 0; i < ax->ndim; i++) {
+        int64_t a = ax->dims[i] < 0 ? ax->dims[i] + s->ndim : ax->dims[i];
+        if (a < 0 || a >= s->ndim || (mask & (1 << a))) {
+            snprintf(msg, cap, "parameter 'axis': axis %lld is out of range or repeated for %d dims", (long long)ax->dims[i], (int)s->ndim);
+            return -1;
+        }
+        mask |= 1 << a;
+    }
+    return mask;
+}
+static void dp__reduced_shape(const dp_shape *s, int mask, int keepdims, dp_shape *out) {
+    int i;
+    memset(out, 0, sizeof *out);
+    for (i = 0; i < s->ndim; i++) {
+        if (!(mask & (1 << i))) out->dims[out->ndim++] = s->dims[i];
+        else if (keepdims) out->dims[out->ndim++] = 1;
+    }
+}
+static int dp__infer_reduce(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                            dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int mask = dp__reduce_mask(p, &is[0], msg, cap);
+    (void)nin; (void)nout;
+    if (mask < 0) return -1;
+    dp__reduced_shape(&is[0], mask, (int)p->v[1].i, os);
+    *ot = it[0];
+    return 0;
+}
+/* Output-element strides over the input's axes (0 on reduced axes). */
+static void dp__reduce_strides(const dp_shape *s, int mask, int64_t *st) {
+    int64_t acc = 1;
+    int d;
+    for (d = s->ndim - 1; d >= 0; d--) {
+        if (mask & (1 << d)) st[d] = 0;
+        else { st[d] = acc; acc *= s->dims[d]; }
+    }
+}
+enum { DP__RED_SUM, DP__RED_MEAN, DP__RED_MAX, DP__RED_MIN };
+/* acc[o] over the input; acc must hold the output's element count. */
+static void dp__reduce_walk(const void *x, dp_dtype t, const dp_shape *s, int mask, int kind, double *acc, int64_t nout) {
+    int64_t n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
+    int d;
+    dp__reduce_strides(s, mask, st);
+    for (i = 0; i < nout; i++) acc[i] = kind == DP__RED_MAX ? -HUGE_VAL : kind == DP__RED_MIN ? HUGE_VAL : 0;
+    for (i = 0; i < n; i++) {
+        double v = dp__load_elem(x, t, i);
+        if (kind == DP__RED_MAX) { if (v > acc[o] || v != v) acc[o] = v; }
+        else if (kind == DP__RED_MIN) { if (v < acc[o] || v != v) acc[o] = v; }
+        else acc[o] += v;
+        for (d = s->ndim - 1; d >= 0; d--) {
+            o += st[d];
+            if (++idx[d] < s->dims[d]) break;
+            o -= st[d] * idx[d]; idx[d] = 0;
+        }
+    }
+    if (kind == DP__RED_MEAN && nout) {
+        double count = nout ? (double)n / (double)nout : 0;
+        for (i = 0; i < nout; i++) acc[i] = count ? acc[i] / count : NAN;
+    }
+}
+/* The reduction's result in a temporary buffer of doubles. */
+static double *dp__reduce_temp(const dp_kernel_ctx *k, int64_t n) {
+    return (double *)dp_temp_space(k->rc->engine, k->rc->ctx, sizeof(double) * (size_t)(n ? n : 1));
+}
+static int dp__reduce_kernel(const dp_kernel_ctx *k, int kind) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    int64_t nout = dp_shape_size(dp_nd_shape(k->outputs[0])), i;
+    double *acc = dp__reduce_temp(k, nout);
+    char msg[128];
+    int mask = dp__reduce_mask(k->params, s, msg, sizeof msg);
+    if (!acc) { dp_set_error(k->rc, "out of memory for the reduction"); return DP_ERROR_OUT_OF_MEMORY; }
+    dp__reduce_walk(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, acc, nout);
+    for (i = 0; i < nout; i++) dp__store_elem(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, acc[i], k->req[0]);
+    return 0;
+}
+static int dp__k_sum(const dp_kernel_ctx *k) { return dp__reduce_kernel(k, DP__RED_SUM); }
+static int dp__k_mean(const dp_kernel_ctx *k) { return dp__reduce_kernel(k, DP__RED_MEAN); }
+static int dp__k_max(const dp_kernel_ctx *k) { return dp__reduce_kernel(k, DP__RED_MAX); }
+static int dp__k_min(const dp_kernel_ctx *k) { return dp__reduce_kernel(k, DP__RED_MIN); }
+/* Gradients, inputs (ograd, x): sum gives every element the output
+   gradient, mean that over the count, max and min give it to the elements
+   equal to the result (recomputed here) and 0 to the rest. */
+static int dp__reduce_grad(const dp_kernel_ctx *k, int kind) {
+    const dp_shape *s = dp_nd_shape(k->inputs[1]);
+    const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
+    void *g = dp_nd_data(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t nout = dp_shape_size(dp_nd_shape(k->inputs[0])), n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
+    double *best = NULL, scale = 1;
+    char msg[128];
+    int d, mask = dp__reduce_mask(k->params, s, msg, sizeof msg);
+    if (kind == DP__RED_MAX || kind == DP__RED_MIN) {
+        if ((best = dp__reduce_temp(k, nout)) == NULL) { dp_set_error(k->rc, "out of memory for the reduction"); return DP_ERROR_OUT_OF_MEMORY; }
+        dp__reduce_walk(x, t, s, mask, kind, best, nout);
+    }
+    if (kind == DP__RED_MEAN && nout) scale = (double)nout / (double)(n ? n : 1);
+    dp__reduce_strides(s, mask, st);
+    for (i = 0; i < n; i++) {
+        double v = dp__load_elem(og, t, o) * scale;
+        if (best && dp__load_elem(x, t, i) != best[o]) v = 0;
+        dp__store_elem(g, t, i, v, k->req[0]);
+        for (d = s->ndim - 1; d >= 0; d--) {
+            o += st[d];
+            if (++idx[d] < s->dims[d]) break;
+            o -= st[d] * idx[d]; idx[d] = 0;
+        }
+    }
+    return 0;
+}
+static int dp__kg_sum(const dp_kernel_ctx *k) { return dp__reduce_grad(k, DP__RED_SUM); }
+static int dp__kg_mean(const dp_kernel_ctx *k) { return dp__reduce_grad(k, DP__RED_MEAN); }
+static int dp__kg_max(const dp_kernel_ctx *k) { return dp__reduce_grad(k, DP__RED_MAX); }
+static int dp__kg_min(const dp_kernel_ctx *k) { return dp__reduce_grad(k, DP__RED_MIN); }
+/* argmax: parameter axis is one axis, or () for the flattened array */
+static int dp__infer_argmax(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                            dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int mask;
+    (void)it; (void)nin; (void)nout;
+    if (p->v[0].shape.ndim > 1) { snprintf(msg, cap, "parameter 'axis': argmax takes one axis or ()"); return -1; }
+    if ((mask = dp__reduce_mask(p, &is[0], msg, cap)) < 0) return -1;
+    dp__reduced_shape(&is[0], mask, (int)p->v[1].i, os);
+    *ot = DP_INT64;
+    return 0;
+}
+static int dp__k_argmax(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    const void *x = dp_nd_data(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t nout = dp_shape_size(dp_nd_shape(k->outputs[0])), n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
+    double *best = dp__reduce_temp(k, 2 * nout);
+    char msg[128];
+    int d, mask = dp__reduce_mask(k->params, s, msg, sizeof msg), axis = -1;
+    if (!best) { dp_set_error(k->rc, "out of memory for argmax"); return DP_ERROR_OUT_OF_MEMORY; }
+    for (d = 0; d < s->ndim; d++) if (k->params->v[0].shape.ndim == 1 && (mask & (1 << d))) axis = d;
+    for (i = 0; i < nout; i++) { best[i] = -HUGE_VAL; best[nout + i] = -1; }
+    dp__reduce_strides(s, mask, st);
+    for (i = 0; i < n; i++) {
+        double v = dp__load_elem(x, t, i);
+        if (v > best[o] || best[nout + o] < 0) { best[o] = v; best[nout + o] = (double)(axis >= 0 ? idx[axis] : i); }
+        for (d = s->ndim - 1; d >= 0; d--) {
+            o += st[d];
+            if (++idx[d] < s->dims[d]) break;
+            o -= st[d] * idx[d]; idx[d] = 0;
+        }
+    }
+    for (i = 0; i < nout; i++) dp__store_elem(dp_nd_data(k->outputs[0]), DP_INT64, i, best[nout + i], k->req[0]);
+    return 0;
+}
+static void dp__register_reductions(void) {
+    static const struct { const char *name, *doc; dp_kernel_fn fwd, grad; } r[] = {
+        {"sum", "the sum over the axes", dp__k_sum, dp__kg_sum}, {"mean", "the mean over the axes", dp__k_mean, dp__kg_mean},
+        {"max", "the maximum over the axes", dp__k_max, dp__kg_max}, {"min", "the minimum over the axes", dp__k_min, dp__kg_min}};
+    static const char *grad_names[4] = {"_backward_sum", "_backward_mean", "_backward_max", "_backward_min"};
+    dp_operator op;
+    int i;
+    for (i = 0; i < 4; i++) {
+        memset(&op, 0, sizeof op);
+        op.name = r[i].name; op.doc = r[i].doc; op.num_inputs = 1; op.num_outputs = 1;
+        op.params = dp__reduce_params; op.num_params = 2; op.infer = dp__infer_reduce; op.forward_cpu = r[i].fwd;
+        op.gradient = grad_names[i]; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS; op.resources = DP_RESOURCE_TEMP;
+        dp__register(&op);
+        dp__register_grad(grad_names[i], "gradient of a reduction", 1, r[i].grad, 0, dp__reduce_params, 2, DP_RESOURCE_TEMP);
+    }
+    memset(&op, 0, sizeof op);
+    op.name = "argmax"; op.doc = "the index of the largest element along one axis (or of the flattened array), as int64";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dp__reduce_params; op.num_params = 2;
+    op.infer = dp__infer_argmax; op.forward_cpu = dp__k_argmax; op.resources = DP_RESOURCE_TEMP;
     dp__register(&op);
 }
 static void dp__register_builtins(void) {
     dp_operator op;
     /* each forward operator, then its gradient operator: (ograd, inputs) -> input gradients */
 #define DP__REG_GRAD(fwd, nin, kernel, scalar, params, nparams) \
-    dp__register_grad("_backward_" fwd, "gradient of " fwd, nin, kernel, scalar, params, nparams);
+    dp__register_grad("_backward_" fwd, "gradient of " fwd, nin, kernel, scalar, params, nparams, 0);
 #define DP__REG_UNARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text; op.num_inputs = 1; op.num_outputs = 1; \
     op.forward_cpu = dp__k_##nm; op.inplace = 1; op.gradient = "_backward_" #nm; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS; \
     dp__register(&op); DP__REG_GRAD(#nm, 1, dp__kg_##nm, 0, NULL, 0)
@@ -5454,6 +5638,7 @@ static void dp__register_builtins(void) {
 #undef DP__REG_BINARY
 #undef DP__REG_SCALAR
 #undef DP__REG_GRAD
+    dp__register_reductions();
 }
 
 #endif /* DEPENG_IMPLEMENTATION */

@@ -694,6 +694,65 @@ static void test_operators(void) {
     CHECK(memcmp(results[0], results[1], sizeof results[0]) == 0 && memcmp(results[0], results[2], sizeof results[0]) == 0);
 }
 
+/* ---- reductions over chosen axes ----------------------------------------- */
+static void test_reductions(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        dp_shape s234 = {3, {2, 3, 4}};
+        double v[24], out[24];
+        int64_t idx[12];
+        dp_ndarray *x, *r = NULL;
+        const char *ax[2] = {"axis", "keepdims"}, *all[1] = {"axis"};
+        int i;
+        for (i = 0; i < 24; i++) v[i] = (double)((i * 7) % 24) - 5.5;   /* distinct values */
+        x = vec(e, s234, v);
+        {   /* sum over axis 1, keeping it: shape (2, 1, 4) */
+            const char *kv[2] = {"(1,)", "true"};
+            CHECK(dp_op_invoke(e, "sum", 1, &x, 2, ax, kv, 0, 1, &r, NULL) == DP_OK);
+            CHECK(dp_nd_shape(r)->ndim == 3 && dp_nd_shape(r)->dims[1] == 1 && dp_nd_read(r, out, sizeof(double) * 8, NULL) == DP_OK);
+            CHECK(out[0] == v[0] + v[4] + v[8] && out[7] == v[15] + v[19] + v[23]);
+            dp_nd_release(r); r = NULL;
+        }
+        {   /* mean over the last two axes (negative axis), dropped: shape (2,) */
+            const char *kv[1] = {"(-1, 1)"};
+            double want = 0;
+            CHECK(dp_op_invoke(e, "mean", 1, &x, 1, all, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->ndim == 1);
+            CHECK(dp_nd_read(r, out, sizeof(double) * 2, NULL) == DP_OK);
+            for (i = 12; i < 24; i++) want += v[i];
+            CHECK(fabs(out[1] - want / 12) < 1e-12);
+            dp_nd_release(r); r = NULL;
+        }
+        {   /* max and min of everything, argmax along axis 2 */
+            const char *kv[1] = {"2"};
+            double mx = -1e9, mn = 1e9;
+            for (i = 0; i < 24; i++) { if (v[i] > mx) mx = v[i]; if (v[i] < mn) mn = v[i]; }
+            CHECK(dp_op_invoke(e, "max", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->ndim == 0);
+            CHECK(dp_nd_read(r, out, sizeof(double), NULL) == DP_OK && out[0] == mx);
+            dp_nd_release(r); r = NULL;
+            CHECK(dp_op_invoke(e, "min", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double), NULL) == DP_OK && out[0] == mn);
+            dp_nd_release(r); r = NULL;
+            CHECK(dp_op_invoke(e, "argmax", 1, &x, 1, all, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_dtype(r) == DP_INT64);
+            CHECK(dp_nd_read(r, idx, sizeof(int64_t) * 6, NULL) == DP_OK);
+            for (i = 0; i < 6; i++) {
+                int j, best = 0;
+                for (j = 1; j < 4; j++) if (v[i * 4 + j] > v[i * 4 + best]) best = j;
+                CHECK(idx[i] == best);
+            }
+            dp_nd_release(r); r = NULL;
+        }
+        {   /* bad axes are refused before anything runs */
+            const char *bad[1] = {"(3,)"}, *twice[1] = {"(1, 1)"}, *two[1] = {"(0, 1)"};
+            g_last_item = 0;
+            CHECK(dp_op_invoke(e, "sum", 1, &x, 1, all, bad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+            CHECK(dp_op_invoke(e, "sum", 1, &x, 1, all, twice, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(dp_op_invoke(e, "argmax", 1, &x, 1, all, two, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+        }
+        dp_nd_release(x);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 /* ---- gradients: every operator that declares one, by finite differences ---- */
 /* sum(w * op(inputs)) for float64 arrays given as host buffers */
 static double weighted_out(dp_engine *e, const char *name, int nin, const dp_shape *shapes, double *const *vals,
@@ -784,7 +843,7 @@ int main(void) {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
         {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
         {"bad_input", test_bad_input}, {"resources", test_resources}, {"files", test_files}, {"operators", test_operators},
-        {"gradients", test_gradients},
+        {"reductions", test_reductions}, {"gradients", test_gradients},
     };
     int i, passed = 0, failed = 0;
     g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
