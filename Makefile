@@ -8,7 +8,7 @@ B       := build
 LIBS    := -pthread -lm
 
 .PHONY: all test demo tsan asan compile-checks bench bench-deps bench-build clean
-all: $(B)/test_engine $(B)/test_ndarray $(B)/walkthrough $(B)/make_example
+all: $(B)/test_engine $(B)/test_ndarray $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example
 
 $(B):
 	mkdir -p $(B)
@@ -29,6 +29,10 @@ $(B)/walkthrough: examples/walkthrough.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/make_example: examples/make.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/ndarray_example: examples/ndarray.c depeng.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/custom_op_example: examples/custom_op.c depeng.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 
 # warning-free as C11 on gcc and clang and as C++ (g++ -x c++)
 compile-checks: | $(B)
@@ -39,14 +43,16 @@ compile-checks: | $(B)
 	gcc   $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static.o
 	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
 
-test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/walkthrough $(B)/make_example bench-build
-	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/bench_check.sh
+test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example bench-build
+	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/examples_check.sh tests/bench_check.sh
 
-demo: $(B)/walkthrough $(B)/make_example
+demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example
 	./$(B)/walkthrough $(B)/walkthrough.dot
 	./$(B)/make_example -j 2 -C examples/make_demo
 	./examples/make_demo/hello
 	./$(B)/make_example -C examples/make_demo clean
+	./$(B)/ndarray_example $(B)/ndarray_example.npy
+	./$(B)/custom_op_example
 
 # ThreadSanitizer does not support C11 thrd_create (SEGV, gcc 12 / clang 14),
 # so the sanitizer build uses the pthreads path.
