@@ -5610,6 +5610,302 @@ static void dp__register_reductions(void) {
     op.infer = dp__infer_argmax; op.forward_cpu = dp__k_argmax; op.resources = DP_RESOURCE_TEMP;
     dp__register(&op);
 }
+/* >>softmax, transpose, concat, one_hot ----------------------------------------
+   A softmax over axis a sees the array as (outer, len, inner): element
+   (o, j, i) is at (o * len + j) * inner + i. */
+static const dp_param_def dp__axis_params[] = {{"axis", DP_PARAM_INT, "-1", -8, 7, NULL, "the axis (negative: from the end)"}};
+static int dp__axis_split(const dp_shape *s, int64_t axis, int64_t *outer, int64_t *len, int64_t *inner) {
+    int d;
+    if (axis < 0) axis += s->ndim;
+    if (axis < 0 || axis >= s->ndim) return -1;
+    *outer = 1; *inner = 1; *len = s->dims[axis];
+    for (d = 0; d < axis; d++) *outer *= s->dims[d];
+    for (d = (int)axis + 1; d < s->ndim; d++) *inner *= s->dims[d];
+    return 0;
+}
+static int dp__infer_axis(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                          dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int64_t o, l, i;
+    (void)nin; (void)nout;
+    if (dp__axis_split(&is[0], p->v[0].i, &o, &l, &i)) { snprintf(msg, cap, "parameter 'axis' = %lld: the input has %d dims", (long long)p->v[0].i, (int)is[0].ndim); return -1; }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+/* y = softmax (log 0) or log_softmax (log 1) of x along the row (o, ., i);
+   the row's maximum is subtracted first, so exp never overflows. */
+static void dp__softmax_row(const void *x, void *y, dp_dtype t, int64_t base, int64_t len, int64_t inner, int log_form, dp_req req) {
+    double mx = -HUGE_VAL, sum = 0;
+    int64_t j;
+    for (j = 0; j < len; j++) { double v = dp__load_elem(x, t, base + j * inner); if (v > mx) mx = v; }
+    for (j = 0; j < len; j++) sum += exp(dp__load_elem(x, t, base + j * inner) - mx);
+    for (j = 0; j < len; j++) {
+        double z = dp__load_elem(x, t, base + j * inner) - mx;
+        dp__store_elem(y, t, base + j * inner, log_form ? z - log(sum) : exp(z) / sum, req);
+    }
+}
+static int dp__softmax_kernel(const dp_kernel_ctx *k, int log_form) {
+    int64_t o, l, in, a, b;
+    dp__axis_split(dp_nd_shape(k->inputs[0]), k->params->v[0].i, &o, &l, &in);
+    for (a = 0; a < o; a++)
+        for (b = 0; b < in; b++)
+            dp__softmax_row(dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), a * l * in + b, l, in, log_form, k->req[0]);
+    return 0;
+}
+static int dp__k_softmax(const dp_kernel_ctx *k) { return dp__softmax_kernel(k, 0); }
+static int dp__k_log_softmax(const dp_kernel_ctx *k) { return dp__softmax_kernel(k, 1); }
+/* inputs (ograd, x). softmax: g = y * (og - sum(og * y)); log_softmax:
+   g = og - softmax(x) * sum(og); y is recomputed per row. */
+static int dp__softmax_grad(const dp_kernel_ctx *k, int log_form) {
+    const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
+    void *g = dp_nd_data(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t o, l, in, a, b, j;
+    dp__axis_split(dp_nd_shape(k->inputs[1]), k->params->v[0].i, &o, &l, &in);
+    for (a = 0; a < o; a++) {
+        for (b = 0; b < in; b++) {
+            int64_t base = a * l * in + b;
+            double mx = -HUGE_VAL, sum = 0, dot = 0;
+            for (j = 0; j < l; j++) { double v = dp__load_elem(x, t, base + j * in); if (v > mx) mx = v; }
+            for (j = 0; j < l; j++) sum += exp(dp__load_elem(x, t, base + j * in) - mx);
+            for (j = 0; j < l; j++) {
+                double y = exp(dp__load_elem(x, t, base + j * in) - mx) / sum, o1 = dp__load_elem(og, t, base + j * in);
+                dot += log_form ? o1 : o1 * y;
+            }
+            for (j = 0; j < l; j++) {
+                double y = exp(dp__load_elem(x, t, base + j * in) - mx) / sum, o1 = dp__load_elem(og, t, base + j * in);
+                dp__store_elem(g, t, base + j * in, log_form ? o1 - y * dot : y * (o1 - dot), k->req[0]);
+            }
+        }
+    }
+    return 0;
+}
+static int dp__kg_softmax(const dp_kernel_ctx *k) { return dp__softmax_grad(k, 0); }
+static int dp__kg_log_softmax(const dp_kernel_ctx *k) { return dp__softmax_grad(k, 1); }
+/* softmax_cross_entropy(data (n, c), label (n,)) = sum over rows of
+   -log softmax(data)[row, label[row]], as a (1,) array (MXNet's form). */
+static int dp__infer_sce(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                         dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    (void)p; (void)nin; (void)nout;
+    if (is[0].ndim != 2 || is[1].ndim != 1 || is[1].dims[0] != is[0].dims[0]) {
+        snprintf(msg, cap, "data %s and label %s: data must be (n, classes) and label (n,)", dp__shape_str(&is[0], s1, sizeof s1), dp__shape_str(&is[1], s2, sizeof s2));
+        return -1;
+    }
+    memset(os, 0, sizeof *os);
+    os->ndim = 1; os->dims[0] = 1; *ot = it[0];
+    return 0;
+}
+static int dp__label_at(const dp_kernel_ctx *k, dp_ndarray *label, int64_t r, int64_t classes, int64_t *out) {
+    double v = dp__load_elem(dp_nd_data(label), dp_nd_dtype(label), r);
+    if (!(v >= 0) || v >= (double)classes || v != (double)(int64_t)v) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "label %g of row %lld is not a class in 0..%lld", v, (long long)r, (long long)classes - 1);
+        dp_set_error(k->rc, msg);
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+static int dp__k_sce(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    const void *x = dp_nd_data(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t n = s->dims[0], c = s->dims[1], r, j, lab;
+    double loss = 0;
+    for (r = 0; r < n; r++) {
+        double mx = -HUGE_VAL, sum = 0;
+        if (dp__label_at(k, k->inputs[1], r, c, &lab)) return DP_ERROR_INVALID_ARGS;
+        for (j = 0; j < c; j++) { double v = dp__load_elem(x, t, r * c + j); if (v > mx) mx = v; }
+        for (j = 0; j < c; j++) sum += exp(dp__load_elem(x, t, r * c + j) - mx);
+        loss += log(sum) - (dp__load_elem(x, t, r * c + lab) - mx);
+    }
+    dp__store_elem(dp_nd_data(k->outputs[0]), t, 0, loss, k->req[0]);
+    return 0;
+}
+/* inputs (ograd (1,), data, label); outputs (data grad, label grad = 0):
+   d loss / d data = ograd * (softmax(data) - one_hot(label)). */
+static int dp__kg_sce(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[1]);
+    const void *x = dp_nd_data(k->inputs[1]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    double og = dp__load_elem(dp_nd_data(k->inputs[0]), t, 0);
+    int64_t n = s->dims[0], c = s->dims[1], r, j, lab;
+    for (r = 0; r < n; r++) {
+        double mx = -HUGE_VAL, sum = 0;
+        if (dp__label_at(k, k->inputs[2], r, c, &lab)) return DP_ERROR_INVALID_ARGS;
+        for (j = 0; j < c; j++) { double v = dp__load_elem(x, t, r * c + j); if (v > mx) mx = v; }
+        for (j = 0; j < c; j++) sum += exp(dp__load_elem(x, t, r * c + j) - mx);
+        for (j = 0; j < c; j++)
+            dp__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, og * (exp(dp__load_elem(x, t, r * c + j) - mx) / sum - (j == lab)), k->req[0]);
+        dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->inputs[2]), r, 0, k->req[1]);
+    }
+    return 0;
+}
+/* transpose: output axis d is input axis axes[d]; () reverses them. */
+static const dp_param_def dp__transpose_params[] = {{"axes", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the permutation; () reverses the axes"}};
+static int dp__perm(const dp_params *p, const dp_shape *s, int *perm, char *msg, size_t cap) {
+    const dp_shape *ax = &p->v[0].shape;
+    int d, seen = 0;
+    for (d = 0; d < s->ndim; d++) {
+        int64_t a = ax->ndim ? ax->dims[d] : s->ndim - 1 - d;
+        if (ax->ndim && ax->ndim != s->ndim) break;
+        if (a < 0) a += s->ndim;
+        if (a < 0 || a >= s->ndim || (seen & (1 << a))) break;
+        seen |= 1 << a;
+        perm[d] = (int)a;
+    }
+    if (d < s->ndim || (ax->ndim && ax->ndim != s->ndim)) { snprintf(msg, cap, "parameter 'axes' is not a permutation of the input's %d axes", (int)s->ndim); return -1; }
+    return 0;
+}
+static int dp__infer_transpose(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                               dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int perm[DP_MAX_DIMS], d;
+    (void)nin; (void)nout;
+    if (dp__perm(p, &is[0], perm, msg, cap)) return -1;
+    *os = is[0];
+    for (d = 0; d < is[0].ndim; d++) os->dims[d] = is[0].dims[perm[d]];
+    *ot = it[0];
+    return 0;
+}
+/* Copies src (shape s) into dst with the axes permuted: odometer over the
+   output, input offset through permuted strides. inverse: the opposite
+   permutation (for the gradient). */
+static void dp__permute(const void *src, void *dst, dp_dtype t, const dp_shape *s, const int *perm, int inverse, dp_req req) {
+    int64_t in_stride[DP_MAX_DIMS], st[DP_MAX_DIMS], dims[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, acc = 1, n = dp_shape_size(s), i, off = 0;
+    int d, nd = s->ndim;
+    for (d = nd - 1; d >= 0; d--) { in_stride[d] = acc; acc *= s->dims[d]; }
+    for (d = 0; d < nd; d++) {
+        if (!inverse) { dims[d] = s->dims[perm[d]]; st[d] = in_stride[perm[d]]; }
+        else { dims[perm[d]] = s->dims[d]; st[perm[d]] = in_stride[d]; }
+    }
+    for (i = 0; i < n; i++) {
+        dp__store_elem(dst, t, i, dp__load_elem(src, t, off), req);
+        for (d = nd - 1; d >= 0; d--) {
+            off += st[d];
+            if (++idx[d] < dims[d]) break;
+            off -= st[d] * idx[d]; idx[d] = 0;
+        }
+    }
+}
+static int dp__k_transpose(const dp_kernel_ctx *k) {
+    int perm[DP_MAX_DIMS];
+    char msg[96];
+    dp__perm(k->params, dp_nd_shape(k->inputs[0]), perm, msg, sizeof msg);
+    dp__permute(dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), dp_nd_shape(k->inputs[0]), perm, 0, k->req[0]);
+    return 0;
+}
+/* inputs (ograd, x): ograd has the transposed shape; permute it back */
+static int dp__kg_transpose(const dp_kernel_ctx *k) {
+    int perm[DP_MAX_DIMS];
+    char msg[96];
+    dp__perm(k->params, dp_nd_shape(k->inputs[1]), perm, msg, sizeof msg);
+    dp__permute(dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[1]), dp_nd_shape(k->inputs[0]), perm, 1, k->req[0]);
+    return 0;
+}
+/* concat(num_args arrays, dim): equal shapes but along dim. */
+static const dp_param_def dp__concat_params[] = {
+    {"num_args", DP_PARAM_INT, NULL, 1, 64, NULL, "how many arrays"},
+    {"dim", DP_PARAM_INT, "1", -8, 7, NULL, "the axis to join along"},
+};
+static int dp__infer_concat(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                            dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int64_t dim = p->v[1].i, total = 0;
+    int i, d;
+    char s1[160], s2[160];
+    (void)nout;
+    if (dim < 0) dim += is[0].ndim;
+    if (dim < 0 || dim >= is[0].ndim) { snprintf(msg, cap, "parameter 'dim' = %lld: inputs have %d dims", (long long)p->v[1].i, (int)is[0].ndim); return -1; }
+    for (i = 0; i < nin; i++) {
+        int same = is[i].ndim == is[0].ndim && it[i] == it[0];
+        for (d = 0; same && d < is[0].ndim; d++) same = d == dim || is[i].dims[d] == is[0].dims[d];
+        if (!same) { snprintf(msg, cap, "input %d %s %s does not fit input 0 %s %s outside dim %lld", i, dp_dtype_name(it[i]), dp__shape_str(&is[i], s1, sizeof s1), dp_dtype_name(it[0]), dp__shape_str(&is[0], s2, sizeof s2), (long long)dim); return -1; }
+        total += is[i].dims[dim];
+    }
+    *os = is[0]; os->dims[dim] = total; *ot = it[0];
+    return 0;
+}
+/* Joins the parts: for each outer index, part i gives a run of len_i *
+   inner elements. */
+static void dp__concat_move(dp_ndarray *whole, dp_ndarray *const *parts, int nparts, int64_t dim, dp_req req) {
+    const dp_shape *ws = dp_nd_shape(whole);
+    dp_dtype t = dp_nd_dtype(whole);
+    int64_t outer = 1, inner = 1, o, j, off = 0;
+    int d, i;
+    for (d = 0; d < dim; d++) outer *= ws->dims[d];
+    for (d = (int)dim + 1; d < ws->ndim; d++) inner *= ws->dims[d];
+    for (o = 0; o < outer; o++) {
+        for (i = 0; i < nparts; i++) {
+            int64_t run = dp_nd_shape(parts[i])->dims[dim] * inner;
+            for (j = 0; j < run; j++) dp__store_elem(dp_nd_data(whole), t, off + j, dp__load_elem(dp_nd_data(parts[i]), t, o * run + j), req);
+            off += run;
+        }
+    }
+}
+static int64_t dp__concat_dim(const dp_kernel_ctx *k, const dp_shape *s) { int64_t d = k->params->v[1].i; return d < 0 ? d + s->ndim : d; }
+static int dp__k_concat(const dp_kernel_ctx *k) {
+    dp__concat_move(k->outputs[0], k->inputs, k->num_inputs, dp__concat_dim(k, dp_nd_shape(k->outputs[0])), k->req[0]);
+    return 0;
+}
+/* one_hot(indices, depth): a new last axis of length depth. */
+static const dp_param_def dp__one_hot_params[] = {
+    {"depth", DP_PARAM_INT, NULL, 1, 1e9, NULL, "the number of classes"},
+    {"on_value", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the value at the index"},
+    {"off_value", DP_PARAM_FLOAT, "0", 0, 0, NULL, "the value elsewhere"},
+    {"dtype", DP_PARAM_ENUM, "float32", 0, 0, "float32|float64|int32|int64|uint8", "the output's dtype"},
+};
+static int dp__infer_one_hot(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                             dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)nin; (void)nout; (void)it;
+    if (is[0].ndim >= DP_MAX_DIMS) { snprintf(msg, cap, "the indices already have %d dims", DP_MAX_DIMS); return -1; }
+    *os = is[0]; os->dims[os->ndim++] = p->v[0].i; *ot = (dp_dtype)p->v[3].i;
+    return 0;
+}
+static int dp__k_one_hot(const dp_kernel_ctx *k) {
+    int64_t n = dp_shape_size(dp_nd_shape(k->inputs[0])), depth = k->params->v[0].i, i, j;
+    dp_dtype t = dp_nd_dtype(k->outputs[0]);
+    for (i = 0; i < n; i++) {
+        double v = dp__load_elem(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), i);
+        for (j = 0; j < depth; j++)
+            dp__store_elem(dp_nd_data(k->outputs[0]), t, i * depth + j, v == (double)j ? k->params->v[1].f : k->params->v[2].f, k->req[0]);
+    }
+    return 0;
+}
+static void dp__register_nn(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "softmax"; op.doc = "exp(x) / sum(exp(x)) along an axis"; op.num_inputs = 1; op.num_outputs = 1;
+    op.params = dp__axis_params; op.num_params = 1; op.infer = dp__infer_axis; op.forward_cpu = dp__k_softmax;
+    op.gradient = "_backward_softmax"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    dp__register(&op);
+    dp__register_grad("_backward_softmax", "gradient of softmax", 1, dp__kg_softmax, 0, dp__axis_params, 1, 0);
+    op.name = "log_softmax"; op.doc = "x - log(sum(exp(x))) along an axis"; op.forward_cpu = dp__k_log_softmax;
+    op.gradient = "_backward_log_softmax";
+    dp__register(&op);
+    dp__register_grad("_backward_log_softmax", "gradient of log_softmax", 1, dp__kg_log_softmax, 0, dp__axis_params, 1, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "softmax_cross_entropy"; op.doc = "sum over rows of -log softmax(data)[label]: data (n, classes), label (n,); a (1,) array";
+    op.num_inputs = 2; op.num_outputs = 1; op.infer = dp__infer_sce; op.forward_cpu = dp__k_sce;
+    op.gradient = "_backward_softmax_cross_entropy"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    dp__register(&op);
+    dp__register_grad("_backward_softmax_cross_entropy", "gradient of softmax_cross_entropy (the label's is 0)", 2, dp__kg_sce, 0, NULL, 0, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "transpose"; op.doc = "the axes permuted (parameter axes; () reverses them)"; op.num_inputs = 1; op.num_outputs = 1;
+    op.params = dp__transpose_params; op.num_params = 1; op.infer = dp__infer_transpose; op.forward_cpu = dp__k_transpose;
+    op.gradient = "_backward_transpose"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    dp__register(&op);
+    dp__register_grad("_backward_transpose", "gradient of transpose", 1, dp__kg_transpose, 0, dp__transpose_params, 1, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "concat"; op.doc = "num_args arrays joined along dim"; op.num_inputs = -1; op.num_outputs = 1;
+    op.params = dp__concat_params; op.num_params = 2; op.infer = dp__infer_concat; op.forward_cpu = dp__k_concat;
+    /* no gradient yet: it has num_args outputs, and the registry's output
+       count is fixed at registration */
+    dp__register(&op);
+    memset(&op, 0, sizeof op);
+    op.name = "one_hot"; op.doc = "indices to vectors of length depth: on_value at the index, off_value elsewhere";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dp__one_hot_params; op.num_params = 4;
+    op.infer = dp__infer_one_hot; op.forward_cpu = dp__k_one_hot;
+    dp__register(&op);
+}
 static void dp__register_builtins(void) {
     dp_operator op;
     /* each forward operator, then its gradient operator: (ograd, inputs) -> input gradients */
@@ -5639,6 +5935,7 @@ static void dp__register_builtins(void) {
 #undef DP__REG_SCALAR
 #undef DP__REG_GRAD
     dp__register_reductions();
+    dp__register_nn();
 }
 
 #endif /* DEPENG_IMPLEMENTATION */

@@ -753,6 +753,80 @@ static void test_reductions(void) {
     }
 }
 
+/* ---- softmax family, transpose, concat, one_hot ----------------------------- */
+static void test_nn_ops(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        dp_shape s23 = {2, {2, 3}}, s2 = {1, {2}}, s13 = {2, {1, 3}};
+        const double v[6] = {1, 2, 3, -1, 0, 4}, lab[2] = {2, 0};
+        double out[18], want;
+        dp_ndarray *x = vec(e, s23, v), *labels = vec(e, s2, lab), *r = NULL, *in2[3];
+        int i, j;
+        CHECK(dp_op_invoke(e, "softmax", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double) * 6, NULL) == DP_OK);
+        for (i = 0; i < 2; i++) {
+            double sum = 0, z = exp(v[i * 3]) + exp(v[i * 3 + 1]) + exp(v[i * 3 + 2]);
+            for (j = 0; j < 3; j++) { sum += out[i * 3 + j]; CHECK(close_to(out[i * 3 + j], exp(v[i * 3 + j]) / z)); }
+            CHECK(fabs(sum - 1) < 1e-12);
+        }
+        dp_nd_release(r); r = NULL;
+        CHECK(dp_op_invoke(e, "log_softmax", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double) * 6, NULL) == DP_OK);
+        CHECK(close_to(out[4], v[4] - log(exp(-1.0) + exp(0.0) + exp(4.0))));
+        dp_nd_release(r); r = NULL;
+        in2[0] = x; in2[1] = labels;
+        CHECK(dp_op_invoke(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double), NULL) == DP_OK);
+        want = -(v[2] - log(exp(1.0) + exp(2.0) + exp(3.0))) - (v[3] - log(exp(-1.0) + exp(0.0) + exp(4.0)));
+        CHECK(close_to(out[0], want));
+        dp_nd_release(r); r = NULL;
+        CHECK(dp_op_invoke(e, "transpose", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->dims[0] == 3);
+        CHECK(dp_nd_read(r, out, sizeof(double) * 6, NULL) == DP_OK && out[1] == v[3] && out[4] == v[2]);
+        dp_nd_release(r); r = NULL;
+        {   /* concat along 0 and along 1 */
+            const char *keys[2] = {"num_args", "dim"}, *d0[2] = {"3", "0"}, *d1[2] = {"2", "1"};
+            dp_ndarray *row = vec(e, s13, v);
+            in2[0] = x; in2[1] = row; in2[2] = x;
+            CHECK(dp_op_invoke(e, "concat", 3, in2, 2, keys, d0, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->dims[0] == 5);
+            CHECK(dp_nd_read(r, out, sizeof(double) * 15, NULL) == DP_OK && out[6] == v[0] && out[9] == v[0] && out[14] == v[5]);
+            dp_nd_release(r); r = NULL;
+            in2[1] = x;
+            CHECK(dp_op_invoke(e, "concat", 2, in2, 2, keys, d1, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->dims[1] == 6);
+            CHECK(dp_nd_read(r, out, sizeof(double) * 12, NULL) == DP_OK && out[3] == v[0] && out[6] == v[3] && out[11] == v[5]);
+            dp_nd_release(r); r = NULL;
+            in2[1] = row;   /* (2, 3) and (1, 3) along dim 1: refused */
+            g_last_item = 0;
+            CHECK(dp_op_invoke(e, "concat", 2, in2, 2, keys, d1, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+            CHECK(dp_op_invoke(e, "concat", 3, in2, 2, keys, d1, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* 3 given, num_args 2 */
+            dp_nd_release(row);
+        }
+        {   /* one_hot */
+            const char *keys[2] = {"depth", "dtype"}, *kv[2] = {"3", "int32"};
+            int32_t oh[6];
+            CHECK(dp_op_invoke(e, "one_hot", 1, &labels, 2, keys, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_dtype(r) == DP_INT32);
+            CHECK(dp_nd_read(r, oh, sizeof oh, NULL) == DP_OK && oh[0] == 0 && oh[2] == 1 && oh[3] == 1 && oh[5] == 0);
+            dp_nd_release(r); r = NULL;
+            CHECK(dp_op_invoke(e, "one_hot", 1, &labels, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* depth required */
+        }
+        {   /* bad axis, bad labels */
+            const char *ax[1] = {"axis"}, *bad[1] = {"2"};
+            double badlab[2] = {3, 0};
+            dp_ndarray *bl = vec(e, s2, badlab);
+            dp_failure f;
+            CHECK(dp_op_invoke(e, "softmax", 1, &x, 1, ax, bad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            in2[0] = x; in2[1] = x;
+            CHECK(dp_op_invoke(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* label shape */
+            in2[1] = bl;       /* a label out of range fails in the kernel, reported to the reader */
+            CHECK(dp_op_invoke(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+            memset(&f, 0, sizeof f);
+            CHECK(dp_nd_read(r, out, sizeof(double), &f) == DP_ERROR_OP_FAILED && strstr(f.message, "label 3") != NULL);
+            dp_nd_release(r); r = NULL;
+            dp_nd_release(bl);
+            dp_wait_all(e, NULL);
+        }
+        dp_nd_release(x); dp_nd_release(labels);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 /* ---- gradients: every operator that declares one, by finite differences ---- */
 /* sum(w * op(inputs)) for float64 arrays given as host buffers */
 static double weighted_out(dp_engine *e, const char *name, int nin, const dp_shape *shapes, double *const *vals,
@@ -768,8 +842,10 @@ static double weighted_out(dp_engine *e, const char *name, int nin, const dp_sha
     dp_nd_release(y);
     return sum;
 }
-static int check_grad(dp_engine *e, const char *name, int nin, const dp_shape *shapes, double *const *vals,
-                      int nkw, const char *const *keys, const char *const *kv, double scalar) {
+/* Checks the gradients of the first nvary inputs (the rest, e.g. labels,
+   are not differentiable). */
+static int check_grad_n(dp_engine *e, const char *name, int nin, int nvary, const dp_shape *shapes, double *const *vals,
+                        int nkw, const char *const *keys, const char *const *kv, double scalar) {
     const dp_operator *op = dp_op_find(name);
     dp_ndarray *in[4], *y = NULL, *grads[3] = {NULL, NULL, NULL};
     double w[64], g[64], h = 1e-6;
@@ -782,7 +858,7 @@ static int check_grad(dp_engine *e, const char *name, int nin, const dp_shape *s
     for (j = 0; j < nw; j++) w[j] = 0.3 + 0.17 * (double)j;           /* the output gradient */
     in[0] = vec(e, *dp_nd_shape(y), w);
     CHECK(dp_op_invoke(e, op->gradient, nin + 1, in, nkw, keys, kv, scalar, nin, grads, NULL) == DP_OK);
-    for (i = 0; i < nin; i++) {
+    for (i = 0; i < nvary; i++) {
         int64_t n = dp_shape_size(&shapes[i]);
         CHECK(grads[i] && dp_nd_read(grads[i], g, sizeof(double) * (size_t)n, NULL) == DP_OK);
         for (j = 0; j < n; j++) {
@@ -802,6 +878,10 @@ static int check_grad(dp_engine *e, const char *name, int nin, const dp_shape *s
     dp_nd_release(y);
     return ok;
 }
+static int check_grad(dp_engine *e, const char *name, int nin, const dp_shape *shapes, double *const *vals,
+                      int nkw, const char *const *keys, const char *const *kv, double scalar) {
+    return check_grad_n(e, name, nin, nin, shapes, vals, nkw, keys, kv, scalar);
+}
 static void test_gradients(void) {
     dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, DP_STORAGE_DEFAULT, 0);
     const dp_operator *list[256];
@@ -814,7 +894,17 @@ static void test_gradients(void) {
         for (j = 0; j < 6; j++) { a[j] = 0.55 + 0.23 * j; b[j] = 1.93 - 0.19 * j; }   /* positive, no ties, no kinks */
         for (j = 0; j < 3; j++) c[j] = 1.21 - 0.29 * j;
         if (!op->gradient) continue;
-        if (strcmp(op->name, "clip") == 0) {
+        if (strcmp(op->name, "softmax_cross_entropy") == 0) {      /* data (2, 3), labels (2,) */
+            double labels[2] = {2, 0}, *v[2];
+            dp_shape sh[2];
+            sh[0] = s23; sh[1].ndim = 1; sh[1].dims[0] = 2; v[0] = a; v[1] = labels;
+            CHECK(check_grad_n(e, op->name, 2, 1, sh, v, 0, NULL, NULL, 0));
+        } else if (strcmp(op->name, "transpose") == 0 || strcmp(op->name, "softmax") == 0 || strcmp(op->name, "log_softmax") == 0) {
+            const char *keys[1] = {op->name[0] == 't' ? "axes" : "axis"}, *kv[1] = {op->name[0] == 't' ? "(1, 0)" : "0"};
+            double *v[1] = {a};
+            CHECK(check_grad(e, op->name, 1, &s23, v, 0, NULL, NULL, 0));      /* the defaults */
+            CHECK(check_grad(e, op->name, 1, &s23, v, 1, keys, kv, 0));        /* another axis */
+        } else if (strcmp(op->name, "clip") == 0) {
             const char *keys[2] = {"a_min", "a_max"}, *kv[2] = {"0.9", "1.6"};
             double *v[1] = {a};
             CHECK(check_grad(e, op->name, 1, &s23, v, 2, keys, kv, 0));
@@ -843,7 +933,7 @@ int main(void) {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
         {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
         {"bad_input", test_bad_input}, {"resources", test_resources}, {"files", test_files}, {"operators", test_operators},
-        {"reductions", test_reductions}, {"gradients", test_gradients},
+        {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"gradients", test_gradients},
     };
     int i, passed = 0, failed = 0;
     g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
