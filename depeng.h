@@ -5906,6 +5906,61 @@ static void dp__register_nn(void) {
     op.infer = dp__infer_one_hot; op.forward_cpu = dp__k_one_hot;
     dp__register(&op);
 }
+/* >>random operators: no inputs; shape and dtype from the parameters; on
+   CPU 0 (an invocation without inputs has no device to follow). They ask
+   for the random resource, so draws are ordered as dp_nd_random_* orders
+   them. */
+static const dp_param_def dp__uniform_params[] = {
+    {"shape", DP_PARAM_SHAPE, NULL, 0, 0, NULL, "the output's shape"},
+    {"low", DP_PARAM_FLOAT, "0", 0, 0, NULL, "lower bound"},
+    {"high", DP_PARAM_FLOAT, "1", 0, 0, NULL, "upper bound (excluded)"},
+    {"dtype", DP_PARAM_ENUM, "float32", 0, 0, "float32|float64|int32|int64|uint8", "the output's dtype"},
+};
+static const dp_param_def dp__normal_params[] = {
+    {"shape", DP_PARAM_SHAPE, NULL, 0, 0, NULL, "the output's shape"},
+    {"loc", DP_PARAM_FLOAT, "0", 0, 0, NULL, "mean"},
+    {"scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "standard deviation"},
+    {"dtype", DP_PARAM_ENUM, "float32", 0, 0, "float32|float64|int32|int64|uint8", "the output's dtype"},
+};
+static int dp__infer_random(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                            dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)nin; (void)is; (void)it; (void)nout;
+    if (dp_shape_size(&p->v[0].shape) < 0) { snprintf(msg, cap, "parameter 'shape' is not a valid shape"); return -1; }
+    if (!(p->v[2].f >= p->v[1].f)) { snprintf(msg, cap, "parameter '%s' (%g) is below '%s' (%g)", "high", p->v[2].f, "low", p->v[1].f); return -1; }
+    *os = p->v[0].shape; *ot = (dp_dtype)p->v[3].i;
+    return 0;
+}
+static int dp__infer_normal(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                            dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)nin; (void)is; (void)it; (void)nout;
+    if (dp_shape_size(&p->v[0].shape) < 0) { snprintf(msg, cap, "parameter 'shape' is not a valid shape"); return -1; }
+    if (!(p->v[2].f >= 0)) { snprintf(msg, cap, "parameter 'scale' (%g) is negative", p->v[2].f); return -1; }
+    *os = p->v[0].shape; *ot = (dp_dtype)p->v[3].i;
+    return 0;
+}
+static int dp__random_kernel(const dp_kernel_ctx *k, int kind) {
+    dp__resources *res = dp__resources_of(k->rc->engine, k->rc->ctx);
+    dp__random_arg g;
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->outputs[0]));
+    double spare = 0;
+    if (!res) { dp_set_error(k->rc, "no random generator on this device"); return DP_ERROR_BAD_CONTEXT; }
+    g.a = k->outputs[0]; g.r = res; g.kind = kind; g.p0 = k->params->v[1].f; g.p1 = k->params->v[2].f;
+    for (i = 0; i < n; i++) dp__store_elem(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, dp__draw(&g, i, &spare), k->req[0]);
+    return 0;
+}
+static int dp__k_random_uniform(const dp_kernel_ctx *k) { return dp__random_kernel(k, 0); }
+static int dp__k_random_normal(const dp_kernel_ctx *k) { return dp__random_kernel(k, 1); }
+static void dp__register_random(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "random_uniform"; op.doc = "draws uniform in [low, high)"; op.num_inputs = 0; op.num_outputs = 1;
+    op.params = dp__uniform_params; op.num_params = 4; op.infer = dp__infer_random; op.forward_cpu = dp__k_random_uniform;
+    op.resources = DP_RESOURCE_RANDOM;
+    dp__register(&op);
+    op.name = "random_normal"; op.doc = "draws normal(loc, scale)"; op.params = dp__normal_params;
+    op.infer = dp__infer_normal; op.forward_cpu = dp__k_random_normal;
+    dp__register(&op);
+}
 static void dp__register_builtins(void) {
     dp_operator op;
     /* each forward operator, then its gradient operator: (ograd, inputs) -> input gradients */
@@ -5936,6 +5991,7 @@ static void dp__register_builtins(void) {
 #undef DP__REG_GRAD
     dp__register_reductions();
     dp__register_nn();
+    dp__register_random();
 }
 
 #endif /* DEPENG_IMPLEMENTATION */

@@ -806,6 +806,20 @@ static void test_nn_ops(void) {
             dp_nd_release(r); r = NULL;
             CHECK(dp_op_invoke(e, "one_hot", 1, &labels, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* depth required */
         }
+        {   /* random operators: same seed, same draws as dp_nd_random_uniform */
+            const char *keys[4] = {"shape", "low", "high", "dtype"}, *kv[4] = {"(2, 3)", "-1", "3", "float64"};
+            const char *nkeys[2] = {"shape", "scale"}, *nbad[2] = {"(2,)", "-1"};
+            double direct[6];
+            dp_ndarray *d = NULL;
+            CHECK(dp_random_seed(e, CPU0, 11) == DP_OK);
+            CHECK(dp_op_invoke(e, "random_uniform", 0, NULL, 4, keys, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_dtype(r) == DP_FLOAT64);
+            CHECK(dp_random_seed(e, CPU0, 11) == DP_OK && dp_nd_random_uniform(e, -1, 3, &s23, DP_FLOAT64, CPU0, &d) == DP_OK);
+            CHECK(dp_nd_read(r, out, sizeof(double) * 6, NULL) == DP_OK && dp_nd_read(d, direct, sizeof direct, NULL) == DP_OK);
+            CHECK(memcmp(out, direct, sizeof direct) == 0 && out[0] >= -1 && out[0] < 3);
+            dp_nd_release(r); dp_nd_release(d); r = NULL;
+            CHECK(dp_op_invoke(e, "random_normal", 0, NULL, 2, nkeys, nbad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(dp_op_invoke(e, "random_normal", 0, NULL, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* shape required */
+        }
         {   /* bad axis, bad labels */
             const char *ax[1] = {"axis"}, *bad[1] = {"2"};
             double badlab[2] = {3, 0};
