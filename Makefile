@@ -74,6 +74,8 @@ BENCH_CFLAGS := -std=c11 -O2 -g -I. -Wall -Wextra
 STARPU_PC    := starpu-1.3
 $(B)/bench_depeng: bench/depeng.c bench/common.h depeng.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+$(B)/bench_ndarray: bench/ndarray.c bench/common.h depeng.h | $(B)
+	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 $(B)/bench_seq: bench/seq.c bench/common.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 $(B)/bench_omp: bench/omp.c bench/common.h | $(B)
@@ -83,11 +85,11 @@ $(B)/bench_starpu: bench/starpu.c bench/common.h | $(B)
 	@if pkg-config --exists $(STARPU_PC) 2>/dev/null; then \
 	  set -x; $(CC) $(BENCH_CFLAGS) $< -o $@ $$(pkg-config --cflags --libs $(STARPU_PC)); \
 	else echo "bench: $(STARPU_PC) not installed (make bench-deps); StarPU will be reported as skipped"; rm -f $@; fi
-bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu
+bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray
 bench-deps:
 	bench/deps.sh
 bench: bench-build
-	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu
+	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray
 
 clean:
 	rm -rf $(B)

@@ -5248,7 +5248,8 @@ static int dp__infer_broadcast(const dp_params *p, int nin, const dp_shape *is, 
     return 0;
 }
 /* out[i] = f(a[ia], b[ib]): element offsets walk the output's index with
-   stride 0 along an input's broadcast axes. Same shapes: one flat loop. */
+   stride 0 along an input's broadcast axes. Same shapes: one flat loop
+   (the float32 write case has its own loop in each kernel). */
 static int dp__binary_apply(const dp_kernel_ctx *k, double (*f)(double, double)) {
     const dp_shape *os = dp_nd_shape(k->outputs[0]), *as = dp_nd_shape(k->inputs[0]), *bs = dp_nd_shape(k->inputs[1]);
     const void *a = dp_nd_data(k->inputs[0]), *b = dp_nd_data(k->inputs[1]);
@@ -5257,9 +5258,7 @@ static int dp__binary_apply(const dp_kernel_ctx *k, double (*f)(double, double))
     int64_t n = dp_shape_size(os), i, sa[DP_MAX_DIMS], sb[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, ia = 0, ib = 0, acc_a = 1, acc_b = 1;
     int d, nd = os->ndim;
     if (dp_shape_size(as) == n && dp_shape_size(bs) == n) {
-        if (t == DP_FLOAT32 && k->req[0] == DP_REQ_WRITE)
-            for (i = 0; i < n; i++) ((float *)y)[i] = (float)f(((const float *)a)[i], ((const float *)b)[i]);
-        else for (i = 0; i < n; i++) dp__store_elem(y, t, i, f(dp__load_elem(a, t, i), dp__load_elem(b, t, i)), k->req[0]);
+        for (i = 0; i < n; i++) dp__store_elem(y, t, i, f(dp__load_elem(a, t, i), dp__load_elem(b, t, i)), k->req[0]);
         return 0;
     }
     for (d = nd - 1; d >= 0; d--) {   /* strides in elements; 0 where an input is broadcast */
@@ -5307,7 +5306,24 @@ static int dp__infer_clip(const dp_params *p, int nin, const dp_shape *is, const
     X(div, "y = x / scalar") X(maximum, "y = max(x, scalar)") X(minimum, "y = min(x, scalar)") X(power, "y = x ^ scalar") \
     X(rsub, "y = scalar - x") X(rdiv, "y = scalar / x") X(rpower, "y = scalar ^ x")
 #define DP__UNARY_KERNEL(name, doc) static int dp__k_##name(const dp_kernel_ctx *k) { return dp__unary_apply(k, dp__f_##name); }
-#define DP__BINARY_KERNEL(name, doc) static int dp__k_##name(const dp_kernel_ctx *k) { return dp__binary_apply(k, dp__f_##name); }
+/* Same shapes, float32, plain write: the case a tight loop serves. Each
+   kernel spells the loop out with its math called directly, so the
+   compiler inlines and vectorises it (through a pointer it could do
+   neither: measured 2.5x slower than a plain C loop on 2^24 elements). */
+static int dp__binary_f32_flat(const dp_kernel_ctx *k) {
+    int64_t n = dp_shape_size(dp_nd_shape(k->outputs[0]));
+    return dp_nd_dtype(k->outputs[0]) == DP_FLOAT32 && k->req[0] == DP_REQ_WRITE
+        && dp_shape_size(dp_nd_shape(k->inputs[0])) == n && dp_shape_size(dp_nd_shape(k->inputs[1])) == n;
+}
+#define DP__BINARY_KERNEL(name, doc) static int dp__k_##name(const dp_kernel_ctx *k) { \
+        if (dp__binary_f32_flat(k)) { \
+            const float *a = (const float *)dp_nd_data(k->inputs[0]), *b = (const float *)dp_nd_data(k->inputs[1]); \
+            float *y = (float *)dp_nd_data(k->outputs[0]); \
+            int64_t i, n = dp_shape_size(dp_nd_shape(k->outputs[0])); \
+            for (i = 0; i < n; i++) y[i] = (float)dp__f_##name(a[i], b[i]); \
+            return 0; \
+        } \
+        return dp__binary_apply(k, dp__f_##name); }
 #define DP__SCALAR_KERNEL(name, doc) static int dp__k_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_apply(k, dp__f_##name); }
 DP__UNARY_OPS(DP__UNARY_KERNEL)
 DP__BINARY_OPS(DP__BINARY_KERNEL)

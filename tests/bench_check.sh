@@ -6,7 +6,7 @@
 # its ratio and speedup lines. StarPU's driver is SKIP where StarPU is not
 # installed (make bench-deps). Prints "bench: N passed, M failed, K skipped".
 cd "$(dirname "$0")/.." || exit 1
-out=$(bench/run.sh build/bench_depeng build/bench_seq build/bench_omp build/bench_starpu -- -n 5000 2>&1); rc=$?
+out=$(bench/run.sh build/bench_depeng build/bench_seq build/bench_omp build/bench_starpu build/bench_ndarray -- -n 5000 2>&1); rc=$?
 pass=0; fail=0; skip=0
 check() {   # check NAME CONDITION...
     local name=$1; shift
@@ -27,6 +27,7 @@ check "memory figures" has "^mem bytes_per_var=[0-9.]+ .*"
 check "memory per pending op" has "^mem bytes_per_pending_op=[0-9.]+ "
 for w in W1 W2 W2-op W3 W4; do check "ratio $w" has "^ratio $w depeng/best_peer=[0-9.]+ best_peer=[a-z]"; done
 for w in W5-1us W5-10us; do check "speedup $w" has "^speedup $w system=depeng-perdevice over_sequential=[0-9.]+$"; done
+check "NDArray add against the plain loop" has "^ratio ND-add depeng/plain_loop=[0-9.]+$"
 if [ "$fail" -ne 0 ]; then printf '%s\n' "$out" | tail -40; fi
 echo "bench: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
