@@ -44,7 +44,7 @@ compile-checks: | $(B)
 	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
 
 test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example bench-build
-	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/examples_check.sh tests/bench_check.sh
+	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh
 
 demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example
 	./$(B)/walkthrough $(B)/walkthrough.dot
@@ -74,8 +74,11 @@ BENCH_CFLAGS := -std=c11 -O2 -g -I. -Wall -Wextra
 STARPU_PC    := starpu-1.3
 $(B)/bench_depeng: bench/depeng.c bench/common.h depeng.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+# with OpenBLAS (make bench-deps) it also times CBLAS's sgemm as dot's reference
 $(B)/bench_ndarray: bench/ndarray.c bench/common.h depeng.h | $(B)
-	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+	@if pkg-config --exists openblas 2>/dev/null; then \
+	  set -x; $(CC) $(BENCH_CFLAGS) -DBENCH_HAVE_CBLAS $$(pkg-config --cflags openblas) $< -o $@ $$(pkg-config --libs openblas) $(LIBS); \
+	else set -x; $(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS); fi
 $(B)/bench_seq: bench/seq.c bench/common.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 $(B)/bench_omp: bench/omp.c bench/common.h | $(B)

@@ -5977,6 +5977,408 @@ static void dp__register_random(void) {
     op.infer = dp__infer_normal; op.forward_cpu = dp__k_random_normal;
     dp__register(&op);
 }
+/* >>gemm: portable cache-blocked matrix multiply (float32 / float64) ------- */
+/*
+ * C = alpha * op(A) * op(B) + beta * C, all matrices row-major.
+ *
+ * Plain C11 (also valid C++): no intrinsics, no asm, no threads, no heap.
+ * Speed comes from the classic Goto/BLIS structure, written so that a
+ * compiler's auto-vectoriser at -O2 turns the micro-kernel into straight
+ * SIMD code with every accumulator in a register:
+ *
+ *   for each NC-wide column block of B           (jc loop)
+ *     for each KC-deep slice of k                (pc loop)
+ *       pack op(B)[pc.., jc..] -> b_pack         (L2; reused by every A sliver)
+ *       for each MR-row sliver of A              (ic loop)
+ *         pack op(A)[ic.., pc..] -> a_pack       (L1; reused by every B panel)
+ *         for each NR-wide panel of b_pack       (jr loop)
+ *           micro-kernel: C tile (MR x NR) = alpha * a_pack * panel + beta * C
+ *
+ * Micro-kernel shape.  The tile is MR = 6 rows x NR = 2 SIMD vectors.  With
+ * 16-byte vectors (SSE2, NEON) that is 6x8 floats or 6x4 doubles: 12 vector
+ * accumulators + 2 vectors of B + 1 temporary = the 16 vector registers of
+ * x86-64 (AArch64 has 32).  One more row spills; one fewer leaves the
+ * multiply/add pipes idle.
+ *
+ * A is packed "pre-broadcast": each element of A is stored LANES times in a
+ * row, so the kernel reads whole vectors of A instead of splatting scalars.
+ * A baseline x86-64 build has no broadcast load, and the shuffle it would use
+ * instead competes with the multiplies and adds for the same FP ports; this
+ * costs a 4x (f32) / 2x (f64) larger A sliver, which still fits in L1.
+ *
+ * Memory: two fixed local arrays (packed B block + A sliver) and one tile,
+ * < 64 KiB of stack in total; no scratch buffer, no heap, no globals.
+ */
+
+/* Bytes per SIMD register the kernel is shaped for.  16 is right for the
+   portable baseline (SSE2 / NEON); when the compiler is told it may use AVX,
+   32-byte tiles double the work per instruction.  Only predefined macros are
+   inspected; the code itself stays plain C. */
+#ifndef DP__GEMM_VEC_BYTES
+#  if defined(__AVX__)
+#    define DP__GEMM_VEC_BYTES 32
+#  else
+#    define DP__GEMM_VEC_BYTES 16
+#  endif
+#endif
+
+#define DP__GEMM_MR 6 /* rows of the register tile (see above) */
+#define DP__GEMM_NV 2 /* SIMD vectors per tile row: NR = NV * LANES */
+#define DP__GEMM_LANES(T) ((int)(DP__GEMM_VEC_BYTES / sizeof(T)))
+#define DP__GEMM_NR(T) (DP__GEMM_NV * DP__GEMM_LANES(T))
+
+/* Cache blocking, all within a fixed stack budget (the API has no scratch
+   argument, and the library must not allocate):
+   - KC, the depth of one pass: the pre-broadcast A sliver costs
+     MR * VEC_BYTES * KC bytes (6 KiB at KC = 64 with 16-byte vectors), so it
+     stays in L1 next to the B panel being streamed, and each C tile is
+     loaded/stored once per KC multiply-add steps.
+   - NC, the width of the packed B block (KC x NC), gets the rest of the
+     budget.  That block lives in L2 and is reused by every MR-row sliver of
+     A; the A sliver is re-packed once per NC columns, so NC is worth more than
+     KC here (measured on Zen 4: KC = 64 / NC = 216 beats KC = 128 / NC = 96
+     by a few %; KC from 48 to 96 is within noise).
+   The 60 KiB budget leaves room for the edge tile and the frames: the whole
+   call stays under 64 KiB of stack even at -O0 (checked with -fstack-usage). */
+#ifndef DP__GEMM_KC
+#  define DP__GEMM_KC 64
+#endif
+#ifndef DP__GEMM_STACK_BUDGET
+#  define DP__GEMM_STACK_BUDGET (60 * 1024)
+#endif
+#define DP__GEMM_A_SLIVER_ELEMS(T)                                             \
+    (DP__GEMM_MR * DP__GEMM_LANES(T) * DP__GEMM_KC)
+/* f32/f64: NC = 216/108 with 16-byte vectors, 192/96 with 32-byte ones. */
+#define DP__GEMM_NC(T)                                                         \
+    ((int)((DP__GEMM_STACK_BUDGET / sizeof(T) - DP__GEMM_A_SLIVER_ELEMS(T)) /  \
+           DP__GEMM_KC / DP__GEMM_NR(T) * DP__GEMM_NR(T)))
+
+/* Loop-shape hints for the micro-kernel (see dp__gemm_kernel_*):
+   DP__GEMM_UNROLL: the row and vector loops must be fully unrolled *before*
+   vectorisation so each accumulator gets its own register; GCC does not do
+   that by itself at -O2.  Clang honours the same pragma.  Other compilers
+   just ignore the hints: the code stays correct, only slower.
+   DP__GEMM_KEEP_LOOP: the lane loop must stay a loop so the loop vectoriser
+   turns it into SIMD operations; GCC -O3 would otherwise unroll it first and
+   vectorise the scalars badly (half speed).  Clang gets slower with it, so it
+   is GCC-only.
+   DP__GEMM_NO_JAM: GCC -O3's unroll-and-jam interleaves two k steps, which
+   needs 16 live vectors + temporaries and spills (-25% for float). */
+#if defined(__GNUC__)
+#  define DP__GEMM_UNROLL _Pragma("GCC unroll 16")
+#else
+#  define DP__GEMM_UNROLL
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#  define DP__GEMM_KEEP_LOOP _Pragma("GCC unroll 1")
+#  define DP__GEMM_NO_JAM __attribute__((optimize("no-loop-unroll-and-jam")))
+#else
+#  define DP__GEMM_KEEP_LOOP
+#  define DP__GEMM_NO_JAM
+#endif
+
+/* The two entry points may legitimately go unused in a translation unit;
+   keep -Wunused-function quiet about that (helpers are referenced by them). */
+#if defined(__GNUC__)
+#  define DP__GEMM_MAYBE_UNUSED __attribute__((unused))
+#else
+#  define DP__GEMM_MAYBE_UNUSED
+#endif
+
+static int64_t dp__gemm_min(int64_t x, int64_t y) { return x < y ? x : y; }
+
+/* Instantiates the whole implementation for one element type T; SUF is the
+   function-name suffix. */
+#define DP__GEMM_DEFINE(T, SUF)                                                \
+                                                                               \
+/* op(X)(r, c) is x[r * rs + c * cs]: a transpose just swaps the strides. */   \
+                                                                               \
+/* B block (kc x nc) -> NR-wide panels, each kc rows of NR contiguous values,  \
+   zero-padded on the right so the kernel never needs an edge case. */         \
+static void dp__gemm_pack_b_##SUF(const T *b, int64_t rs, int64_t cs,          \
+                                  int64_t kc, int64_t nc, T *out)              \
+{                                                                              \
+    const int64_t nr = DP__GEMM_NR(T);                                         \
+    for (int64_t j0 = 0; j0 < nc; j0 += nr) {                                  \
+        const int64_t width = dp__gemm_min(nr, nc - j0);                       \
+        for (int64_t p = 0; p < kc; ++p) {                                     \
+            const T *src = b + p * rs + j0 * cs;                               \
+            for (int64_t j = 0; j < nr; ++j)                                   \
+                out[j] = j < width ? src[j * cs] : (T)0;                       \
+            out += nr;                                                         \
+        }                                                                      \
+    }                                                                          \
+}                                                                              \
+                                                                               \
+/* A sliver (mr x kc, mr <= MR) -> for each p, MR groups of LANES copies of    \
+   A(i, p); rows past mr are zero. */                                          \
+static void dp__gemm_pack_a_##SUF(const T *a, int64_t rs, int64_t cs,          \
+                                  int64_t mr, int64_t kc, T *out)              \
+{                                                                              \
+    for (int64_t p = 0; p < kc; ++p) {                                         \
+        for (int64_t i = 0; i < DP__GEMM_MR; ++i) {                            \
+            const T value = i < mr ? a[i * rs + p * cs] : (T)0;                \
+            for (int l = 0; l < DP__GEMM_LANES(T); ++l)                        \
+                out[l] = value;                                                \
+            out += DP__GEMM_LANES(T);                                          \
+        }                                                                      \
+    }                                                                          \
+}                                                                              \
+                                                                               \
+/* C[0:MR, 0:NR] = alpha * (a_sliver * b_panel) + beta * C over kc steps;      \
+   beta == 0 never reads C (it may hold NaN).  The loop over lanes is          \
+   outermost inside p so the vectoriser turns it into whole SIMD operations;   \
+   rows and vectors are unrolled into separate register accumulators.  Doing   \
+   the C update here, with fixed trip counts, keeps it vectorised too. */      \
+DP__GEMM_NO_JAM                                                                \
+static void dp__gemm_kernel_##SUF(int64_t kc, const T *a, const T *b, T alpha, \
+                                  T beta, T *c, int64_t ldc)                   \
+{                                                                              \
+    T acc[DP__GEMM_MR][DP__GEMM_NV][DP__GEMM_LANES(T)] = {{{0}}};              \
+    for (int64_t p = 0; p < kc; ++p) {                                         \
+        DP__GEMM_KEEP_LOOP                                                     \
+        for (int l = 0; l < DP__GEMM_LANES(T); ++l) {                          \
+            DP__GEMM_UNROLL                                                    \
+            for (int i = 0; i < DP__GEMM_MR; ++i) {                            \
+                DP__GEMM_UNROLL                                                \
+                for (int v = 0; v < DP__GEMM_NV; ++v)                          \
+                    acc[i][v][l] += a[i * DP__GEMM_LANES(T) + l] *             \
+                                    b[v * DP__GEMM_LANES(T) + l];              \
+            }                                                                  \
+        }                                                                      \
+        a += DP__GEMM_MR * DP__GEMM_LANES(T);                                  \
+        b += DP__GEMM_NR(T);                                                   \
+    }                                                                          \
+    for (int i = 0; i < DP__GEMM_MR; ++i, c += ldc) {                          \
+        for (int v = 0; v < DP__GEMM_NV; ++v) {                                \
+            T *dst = c + v * DP__GEMM_LANES(T);                                \
+            if (beta == (T)0)                                                  \
+                for (int l = 0; l < DP__GEMM_LANES(T); ++l)                    \
+                    dst[l] = alpha * acc[i][v][l];                             \
+            else                                                               \
+                for (int l = 0; l < DP__GEMM_LANES(T); ++l)                    \
+                    dst[l] = alpha * acc[i][v][l] + beta * dst[l];             \
+        }                                                                      \
+    }                                                                          \
+}                                                                              \
+                                                                               \
+/* Edge tiles: run the kernel into a local MR x NR tile, then copy the valid   \
+   mr x nr corner into C.  Only the right and bottom borders come here. */     \
+static void dp__gemm_edge_##SUF(int64_t kc, const T *a, const T *b,            \
+                                int64_t mr, int64_t nr, T alpha, T beta,       \
+                                T *c, int64_t ldc)                             \
+{                                                                              \
+    T tile[DP__GEMM_MR * DP__GEMM_NR(T)];                                      \
+    const T *row = tile;                                                       \
+    dp__gemm_kernel_##SUF(kc, a, b, alpha, (T)0, tile, DP__GEMM_NR(T));        \
+    for (int64_t i = 0; i < mr; ++i, c += ldc, row += DP__GEMM_NR(T))          \
+        for (int64_t j = 0; j < nr; ++j)                                       \
+            c[j] = beta == (T)0 ? row[j] : row[j] + beta * c[j];               \
+}                                                                              \
+                                                                               \
+/* C = beta * C, for k == 0 or alpha == 0 (A and B are then not read). */      \
+static void dp__gemm_scale_##SUF(int64_t m, int64_t n, T beta, T *c,           \
+                                 int64_t ldc)                                  \
+{                                                                              \
+    if (beta == (T)1) return;                                                  \
+    for (int64_t i = 0; i < m; ++i, c += ldc)                                  \
+        for (int64_t j = 0; j < n; ++j)                                        \
+            c[j] = beta == (T)0 ? (T)0 : beta * c[j];                          \
+}                                                                              \
+                                                                               \
+/* All MR-row slivers of A against one packed kc x nc block of B. */           \
+static void dp__gemm_rows_##SUF(int64_t m, int64_t nc, int64_t kc,             \
+                                const T *a, int64_t a_rs, int64_t a_cs,        \
+                                const T *b_pack, T alpha, T beta,              \
+                                T *c, int64_t ldc)                             \
+{                                                                              \
+    const int64_t nr = DP__GEMM_NR(T);                                         \
+    T a_pack[DP__GEMM_A_SLIVER_ELEMS(T)];                                      \
+    for (int64_t ic = 0; ic < m; ic += DP__GEMM_MR) {                          \
+        const int64_t mr = dp__gemm_min(DP__GEMM_MR, m - ic);                  \
+        dp__gemm_pack_a_##SUF(a + ic * a_rs, a_rs, a_cs, mr, kc, a_pack);      \
+        for (int64_t jr = 0; jr < nc; jr += nr) {                              \
+            const int64_t width = dp__gemm_min(nr, nc - jr);                   \
+            T *c_tile = c + ic * ldc + jr;                                     \
+            if (mr == DP__GEMM_MR && width == nr)                              \
+                dp__gemm_kernel_##SUF(kc, a_pack, b_pack + jr * kc, alpha,     \
+                                      beta, c_tile, ldc);                      \
+            else                                                               \
+                dp__gemm_edge_##SUF(kc, a_pack, b_pack + jr * kc, mr, width,   \
+                                    alpha, beta, c_tile, ldc);                 \
+        }                                                                      \
+    }                                                                          \
+}                                                                              \
+                                                                               \
+/* The blocked product for k > 0 and alpha != 0.  Each C element is written    \
+   once per KC slice: the first slice applies the caller's beta, later ones    \
+   accumulate (beta = 1). */                                                   \
+static void dp__gemm_blocked_##SUF(int64_t m, int64_t n, int64_t k, T alpha,   \
+                                   const T *a, int64_t a_rs, int64_t a_cs,     \
+                                   const T *b, int64_t b_rs, int64_t b_cs,     \
+                                   T beta, T *c, int64_t ldc)                  \
+{                                                                              \
+    T b_pack[DP__GEMM_KC * DP__GEMM_NC(T)];                                    \
+    for (int64_t jc = 0; jc < n; jc += DP__GEMM_NC(T)) {                       \
+        const int64_t nc = dp__gemm_min(DP__GEMM_NC(T), n - jc);               \
+        for (int64_t pc = 0; pc < k; pc += DP__GEMM_KC) {                      \
+            const int64_t kc = dp__gemm_min(DP__GEMM_KC, k - pc);              \
+            dp__gemm_pack_b_##SUF(b + pc * b_rs + jc * b_cs, b_rs, b_cs, kc,   \
+                                  nc, b_pack);                                 \
+            dp__gemm_rows_##SUF(m, nc, kc, a + pc * a_cs, a_rs, a_cs, b_pack,  \
+                                alpha, pc == 0 ? beta : (T)1, c + jc, ldc);    \
+        }                                                                      \
+    }                                                                          \
+}                                                                              \
+                                                                               \
+DP__GEMM_MAYBE_UNUSED                                                          \
+static void dp__gemm_##SUF(int trans_a, int trans_b, int64_t m, int64_t n,     \
+                           int64_t k, T alpha, const T *a, int64_t lda,        \
+                           const T *b, int64_t ldb, T beta, T *c, int64_t ldc) \
+{                                                                              \
+    if (m <= 0 || n <= 0) return;                                              \
+    if (k <= 0 || alpha == (T)0) {                                             \
+        dp__gemm_scale_##SUF(m, n, beta, c, ldc);                              \
+        return;                                                                \
+    }                                                                          \
+    dp__gemm_blocked_##SUF(m, n, k, alpha,                                     \
+                           a, trans_a ? 1 : lda, trans_a ? lda : 1,            \
+                           b, trans_b ? 1 : ldb, trans_b ? ldb : 1,            \
+                           beta, c, ldc);                                      \
+}
+
+DP__GEMM_DEFINE(float, f32)
+DP__GEMM_DEFINE(double, f64)
+
+/* >>dot and FullyConnected --------------------------------------------------------
+   Both are matrix multiplies: the portable blocked kernel above, or CBLAS
+   when DEPENG_USE_CBLAS is defined (link e.g. -lopenblas). */
+#ifdef DEPENG_USE_CBLAS
+#include <cblas.h>
+#endif
+/* C (m x n, row stride ldc) = op(A) op(B) + beta * C, float32 or float64. */
+static void dp__matmul(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                       const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+#ifdef DEPENG_USE_CBLAS
+    if (t == DP_FLOAT32) cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
+                                     1.0f, (const float *)a, (int)lda, (const float *)b, (int)ldb, (float)beta, (float *)c, (int)ldc);
+    else cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
+                     1.0, (const double *)a, (int)lda, (const double *)b, (int)ldb, beta, (double *)c, (int)ldc);
+#else
+    if (t == DP_FLOAT32) dp__gemm_f32(ta, tb, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb, (float)beta, (float *)c, ldc);
+    else dp__gemm_f64(ta, tb, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb, beta, (double *)c, ldc);
+#endif
+}
+static double dp__beta_of(dp_req req) { return req == DP_REQ_ADD ? 1.0 : 0.0; }
+static const dp_param_def dp__dot_params[] = {
+    {"transpose_a", DP_PARAM_BOOL, "false", 0, 0, NULL, "use a's transpose"},
+    {"transpose_b", DP_PARAM_BOOL, "false", 0, 0, NULL, "use b's transpose"},
+};
+static int dp__infer_dot(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                         dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int ta = (int)p->v[0].i, tb = (int)p->v[1].i;
+    char s1[160], s2[160];
+    (void)nin; (void)nout;
+    if (it[0] != it[1] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) { snprintf(msg, cap, "dtypes %s and %s: both float32 or both float64", dp_dtype_name(it[0]), dp_dtype_name(it[1])); return -1; }
+    if (is[0].ndim != 2 || is[1].ndim != 2 || is[0].dims[ta ? 0 : 1] != is[1].dims[tb ? 1 : 0]) {
+        snprintf(msg, cap, "shapes %s and %s (transpose_a %d, transpose_b %d) do not multiply: 2-d, inner sizes equal",
+                 dp__shape_str(&is[0], s1, sizeof s1), dp__shape_str(&is[1], s2, sizeof s2), ta, tb);
+        return -1;
+    }
+    memset(os, 0, sizeof *os);
+    os->ndim = 2; os->dims[0] = is[0].dims[ta ? 1 : 0]; os->dims[1] = is[1].dims[tb ? 0 : 1];
+    *ot = it[0];
+    return 0;
+}
+static int dp__k_dot(const dp_kernel_ctx *k) {
+    const dp_shape *as = dp_nd_shape(k->inputs[0]), *bs = dp_nd_shape(k->inputs[1]);
+    int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
+    int64_t m = as->dims[ta ? 1 : 0], kk = as->dims[ta ? 0 : 1], n = bs->dims[tb ? 0 : 1];
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dp__matmul(dp_nd_dtype(k->inputs[0]), ta, tb, m, n, kk, dp_nd_data(k->inputs[0]), as->dims[1], dp_nd_data(k->inputs[1]),
+               bs->dims[1], dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), n);
+    return 0;
+}
+/* inputs (og, A, B) with C = op(A) op(B): d op(A) = og op(B)^T and
+   d op(B) = op(A)^T og, transposed back where A or B was. */
+static int dp__kg_dot(const dp_kernel_ctx *k) {
+    const dp_shape *as = dp_nd_shape(k->inputs[1]), *bs = dp_nd_shape(k->inputs[2]);
+    const void *og = dp_nd_data(k->inputs[0]), *a = dp_nd_data(k->inputs[1]), *b = dp_nd_data(k->inputs[2]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
+    int64_t m = as->dims[ta ? 1 : 0], kk = as->dims[ta ? 0 : 1], n = bs->dims[tb ? 0 : 1];
+    if (k->req[0] != DP_REQ_NULL) {
+        if (!ta) dp__matmul(t, 0, !tb, m, kk, n, og, n, b, bs->dims[1], dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), kk);
+        else dp__matmul(t, tb, 1, kk, m, n, b, bs->dims[1], og, n, dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), m);
+    }
+    if (k->req[1] != DP_REQ_NULL) {
+        if (!tb) dp__matmul(t, !ta, 0, kk, n, m, a, as->dims[1], og, n, dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), n);
+        else dp__matmul(t, 1, ta, n, kk, m, og, n, a, as->dims[1], dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), kk);
+    }
+    return 0;
+}
+/* FullyConnected(data (batch, in), weight (hidden, in), bias (hidden,)) =
+   data weight^T + bias, as MXNet's (with its bias). */
+static const dp_param_def dp__fc_params[] = {{"num_hidden", DP_PARAM_INT, NULL, 1, 1e9, NULL, "outputs per row"}};
+static int dp__infer_fc(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                        dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int64_t h = p->v[0].i;
+    char s1[160], s2[160], s3[160];
+    (void)nin; (void)nout;
+    if (it[0] != it[1] || it[0] != it[2] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) { snprintf(msg, cap, "data, weight and bias: all float32 or all float64"); return -1; }
+    if (is[0].ndim != 2 || is[1].ndim != 2 || is[2].ndim != 1 || is[1].dims[0] != h || is[1].dims[1] != is[0].dims[1] || is[2].dims[0] != h) {
+        snprintf(msg, cap, "data %s, weight %s, bias %s: need (batch, in), (%lld, in), (%lld,)", dp__shape_str(&is[0], s1, sizeof s1),
+                 dp__shape_str(&is[1], s2, sizeof s2), dp__shape_str(&is[2], s3, sizeof s3), (long long)h, (long long)h);
+        return -1;
+    }
+    memset(os, 0, sizeof *os);
+    os->ndim = 2; os->dims[0] = is[0].dims[0]; os->dims[1] = h; *ot = it[0];
+    return 0;
+}
+static int dp__k_fc(const dp_kernel_ctx *k) {
+    const dp_shape *ds = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t batch = ds->dims[0], in = ds->dims[1], h = k->params->v[0].i, r, j;
+    void *y = dp_nd_data(k->outputs[0]);
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dp__matmul(t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dp__beta_of(k->req[0]), y, h);
+    for (r = 0; r < batch; r++)
+        for (j = 0; j < h; j++) dp__store_elem(y, t, r * h + j, dp__load_elem(dp_nd_data(k->inputs[2]), t, j), DP_REQ_ADD);
+    return 0;
+}
+/* inputs (og, data, weight, bias): d data = og W, d W = og^T data,
+   d bias = og summed over the batch. */
+static int dp__kg_fc(const dp_kernel_ctx *k) {
+    const dp_shape *ds = dp_nd_shape(k->inputs[1]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t batch = ds->dims[0], in = ds->dims[1], h = dp_nd_shape(k->inputs[2])->dims[0], r, j;
+    const void *og = dp_nd_data(k->inputs[0]);
+    if (k->req[0] != DP_REQ_NULL) dp__matmul(t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in);
+    if (k->req[1] != DP_REQ_NULL) dp__matmul(t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in);
+    if (k->req[2] != DP_REQ_NULL) {
+        for (j = 0; j < h; j++) {
+            double s = 0;
+            for (r = 0; r < batch; r++) s += dp__load_elem(og, t, r * h + j);
+            dp__store_elem(dp_nd_data(k->outputs[2]), t, j, s, k->req[2]);
+        }
+    }
+    return 0;
+}
+static void dp__register_linear(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "dot"; op.doc = "matrix product of 2-d a and b, each optionally transposed"; op.num_inputs = 2; op.num_outputs = 1;
+    op.params = dp__dot_params; op.num_params = 2; op.infer = dp__infer_dot; op.forward_cpu = dp__k_dot;
+    op.gradient = "_backward_dot"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    dp__register(&op);
+    dp__register_grad("_backward_dot", "gradient of dot", 2, dp__kg_dot, 0, dp__dot_params, 2, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "FullyConnected"; op.doc = "data (batch, in) times weight (num_hidden, in) transposed, plus bias (num_hidden,)";
+    op.num_inputs = 3; op.num_outputs = 1; op.params = dp__fc_params; op.num_params = 1; op.infer = dp__infer_fc;
+    op.forward_cpu = dp__k_fc; op.gradient = "_backward_FullyConnected"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    dp__register(&op);
+    dp__register_grad("_backward_FullyConnected", "gradient of FullyConnected", 3, dp__kg_fc, 0, dp__fc_params, 1, 0);
+}
 static void dp__register_builtins(void) {
     dp_operator op;
     /* each forward operator, then its gradient operator: (ograd, inputs) -> input gradients */
@@ -6008,6 +6410,7 @@ static void dp__register_builtins(void) {
     dp__register_reductions();
     dp__register_nn();
     dp__register_random();
+    dp__register_linear();
 }
 
 #endif /* DEPENG_IMPLEMENTATION */

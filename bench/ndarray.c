@@ -4,12 +4,19 @@
    into a preallocated output plus the wait for it, against the plain C loop
    over the same buffers, in the same run. Median of 5 after a warm-up, in
    milliseconds per addition; the ratio line is depeng / plain loop.
+   ND-dot: dot of two 1024 x 1024 float32 matrices through dp_op_invoke
+   (the portable kernel), in GFLOP/s, against OpenBLAS's cblas_sgemm on one
+   thread when built with BENCH_HAVE_CBLAS (make bench-deps installs it).
 
-   Usage: bench_ndarray [-n ELEMENTS] */
+   Usage: bench_ndarray [-n ELEMENTS] (also scales dot's size down) */
 #define BENCH_IMPLEMENTATION
 #include "bench/common.h"
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#ifdef BENCH_HAVE_CBLAS
+#include <cblas.h>
+void openblas_set_num_threads(int n);   /* OpenBLAS's own: one thread, as the kernel */
+#endif
 
 static void report_ms(const char *work, const char *system, double *ms, long n) {
     qsort(ms, BENCH_REPS, sizeof *ms, bench_cmp_double);
@@ -69,6 +76,41 @@ int main(int argc, char **argv) {
     report_ms("ND-add", "plain-loop", plain_ms, n);
     report_ms("ND-add", "depeng", depeng_ms, n);
     printf("ratio ND-add depeng/plain_loop=%.2f\n", depeng_ms[BENCH_REPS / 2] / plain_ms[BENCH_REPS / 2]);
+    {   /* ND-dot */
+        int64_t d = n >= (1L << 20) ? 1024 : 64;
+        dp_shape sq = {2, {d, d}};
+        dp_ndarray *x, *y, *z = NULL, *in2[2];
+        double gf[BENCH_REPS], flops = 2.0 * (double)d * (double)d * (double)d;
+        if (dp_nd_random_uniform(eng, -1, 1, &sq, DP_FLOAT32, cpu, &x) != DP_OK || dp_nd_random_uniform(eng, -1, 1, &sq, DP_FLOAT32, cpu, &y) != DP_OK) return 2;
+        in2[0] = x; in2[1] = y;
+        for (r = -1; r < BENCH_REPS; r++) {
+            double t0 = bench_now_ns();
+            if (dp_op_invoke(eng, "dot", 2, in2, 0, NULL, NULL, 0, 1, &z, NULL) != DP_OK || dp_nd_wait_to_read(z, NULL) != DP_OK) return 2;
+            if (r >= 0) gf[r] = flops / (bench_now_ns() - t0);
+        }
+        qsort(gf, BENCH_REPS, sizeof *gf, bench_cmp_double);
+        printf("bench ND-dot system=depeng-portable gflops=%.2f min=%.2f max=%.2f reps=%d n=%lld\n", gf[BENCH_REPS / 2], gf[0], gf[BENCH_REPS - 1], BENCH_REPS, (long long)d);
+#ifdef BENCH_HAVE_CBLAS
+        {
+            double portable = gf[BENCH_REPS / 2];
+            float *ha2 = (float *)malloc(sizeof(float) * (size_t)(d * d * 3));
+            if (!ha2 || dp_nd_read(x, ha2, sizeof(float) * (size_t)(d * d), NULL) != DP_OK || dp_nd_read(y, ha2 + d * d, sizeof(float) * (size_t)(d * d), NULL) != DP_OK) return 2;
+            openblas_set_num_threads(1);
+            for (r = -1; r < BENCH_REPS; r++) {
+                double t0 = bench_now_ns();
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)d, (int)d, (int)d, 1.0f, ha2, (int)d, ha2 + d * d, (int)d, 0.0f, ha2 + 2 * d * d, (int)d);
+                if (r >= 0) gf[r] = flops / (bench_now_ns() - t0);
+            }
+            qsort(gf, BENCH_REPS, sizeof *gf, bench_cmp_double);
+            printf("bench ND-dot system=cblas-openblas-1thread gflops=%.2f min=%.2f max=%.2f reps=%d n=%lld\n", gf[BENCH_REPS / 2], gf[0], gf[BENCH_REPS - 1], BENCH_REPS, (long long)d);
+            printf("ratio ND-dot portable/cblas=%.2f\n", portable / gf[BENCH_REPS / 2]);
+            free(ha2);
+        }
+#else
+        printf("skipped: ND-dot cblas reference: built without OpenBLAS (make bench-deps, then rebuild)\n");
+#endif
+        dp_nd_release(x); dp_nd_release(y); dp_nd_release(z);
+    }
     dp_nd_release(a); dp_nd_release(b); dp_nd_release(c);
     free(ha); free(hb); free(hc);
     return dp_engine_destroy(eng, NULL) == DP_OK ? 0 : 2;

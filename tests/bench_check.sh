@@ -28,6 +28,9 @@ check "memory per pending op" has "^mem bytes_per_pending_op=[0-9.]+ "
 for w in W1 W2 W2-op W3 W4; do check "ratio $w" has "^ratio $w depeng/best_peer=[0-9.]+ best_peer=[a-z]"; done
 for w in W5-1us W5-10us; do check "speedup $w" has "^speedup $w system=depeng-perdevice over_sequential=[0-9.]+$"; done
 check "NDArray add against the plain loop" has "^ratio ND-add depeng/plain_loop=[0-9.]+$"
+check "NDArray dot, portable kernel" has "^bench ND-dot system=depeng-portable gflops=[0-9.]+ "
+if pkg-config --exists openblas 2>/dev/null; then check "NDArray dot against CBLAS" has "^ratio ND-dot portable/cblas=[0-9.]+$"
+else echo "SKIP NDArray dot against CBLAS: OpenBLAS not installed"; skip=$((skip + 1)); fi
 if [ "$fail" -ne 0 ]; then printf '%s\n' "$out" | tail -40; fi
 echo "bench: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

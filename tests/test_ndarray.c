@@ -841,6 +841,76 @@ static void test_nn_ops(void) {
     }
 }
 
+/* ---- dot and FullyConnected against a reference loop --------------------- */
+static void ref_dot(const double *a, const double *b, double *c, int64_t m, int64_t n, int64_t k, int ta, int tb) {
+    int64_t i, j, p;
+    for (i = 0; i < m; i++)
+        for (j = 0; j < n; j++) {
+            double s = 0;
+            for (p = 0; p < k; p++) s += (ta ? a[p * m + i] : a[i * k + p]) * (tb ? b[j * k + p] : b[p * n + j]);
+            c[i * n + j] = s;
+        }
+}
+static void test_linear(void) {
+    enum { M = 37, N = 29, K = 53 };
+    static double a[M * K], b[K * N], want[M * N], got[M * N];
+    static float af[M * K], bf[K * N], gotf[M * N];
+    const char *keys[2] = {"transpose_a", "transpose_b"};
+    static const char *flags[4][2] = {{"0", "0"}, {"1", "0"}, {"0", "1"}, {"1", "1"}};
+    int k, f, i;
+    for (i = 0; i < M * K; i++) { a[i] = (double)((i * 37) % 101) / 50.0 - 1; af[i] = (float)a[i]; }
+    for (i = 0; i < K * N; i++) { b[i] = (double)((i * 53) % 97) / 48.0 - 1; bf[i] = (float)b[i]; }
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        for (f = 0; f < 4; f++) {
+            int ta = f & 1, tb = (f >> 1) & 1;
+            dp_shape sa = {2, {ta ? K : M, ta ? M : K}}, sb = {2, {tb ? N : K, tb ? K : N}};
+            dp_ndarray *in[2], *r = NULL, *rf = NULL;
+            double maxerr = 0;
+            in[0] = vec(e, sa, a); in[1] = vec(e, sb, b);
+            ref_dot(a, b, want, M, N, K, ta, tb);
+            CHECK(dp_op_invoke(e, "dot", 2, in, 2, keys, flags[f], 0, 1, &r, NULL) == DP_OK);
+            CHECK(dp_nd_shape(r)->dims[0] == M && dp_nd_shape(r)->dims[1] == N && dp_nd_read(r, got, sizeof got, NULL) == DP_OK);
+            for (i = 0; i < M * N; i++) if (fabs(got[i] - want[i]) > maxerr) maxerr = fabs(got[i] - want[i]);
+            CHECK(maxerr < 1e-12);
+            {   /* add-to: r += a b */
+                dp_req add = DP_REQ_ADD;
+                CHECK(dp_op_invoke(e, "dot", 2, in, 2, keys, flags[f], 0, 1, &r, &add) == DP_OK && dp_nd_read(r, got, sizeof got, NULL) == DP_OK);
+                CHECK(fabs(got[7] - 2 * want[7]) < 1e-12 && fabs(got[M * N - 1] - 2 * want[M * N - 1]) < 1e-12);
+            }
+            dp_nd_release(in[0]); dp_nd_release(in[1]);
+            CHECK(dp_nd_from_host(e, &sa, DP_FLOAT32, CPU0, af, &in[0]) == DP_OK && dp_nd_from_host(e, &sb, DP_FLOAT32, CPU0, bf, &in[1]) == DP_OK);
+            CHECK(dp_op_invoke(e, "dot", 2, in, 2, keys, flags[f], 0, 1, &rf, NULL) == DP_OK && dp_nd_read(rf, gotf, sizeof gotf, NULL) == DP_OK);
+            for (maxerr = 0, i = 0; i < M * N; i++) if (fabs(gotf[i] - want[i]) > maxerr) maxerr = fabs(gotf[i] - want[i]);
+            CHECK(maxerr < 1e-4);
+            dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(r); dp_nd_release(rf);
+        }
+        {   /* FullyConnected: data (4, 3) . weight (2, 3)^T + bias (2,) */
+            const double data[12] = {1, 2, 3, 4, 5, 6, -1, 0, 1, 2, 2, 2}, w[6] = {1, 0, -1, 0.5, 0.5, 0.5}, bias[2] = {10, -10};
+            dp_shape sd = {2, {4, 3}}, sw = {2, {2, 3}}, sbias = {1, {2}};
+            const char *nh[1] = {"num_hidden"}, *two[1] = {"2"}, *three[1] = {"3"};
+            dp_ndarray *in[3], *r = NULL;
+            double out[8];
+            in[0] = vec(e, sd, data); in[1] = vec(e, sw, w); in[2] = vec(e, sbias, bias);
+            CHECK(dp_op_invoke(e, "FullyConnected", 3, in, 1, nh, two, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
+            for (i = 0; i < 4; i++) {
+                CHECK(close_to(out[i * 2], data[i * 3] - data[i * 3 + 2] + 10));
+                CHECK(close_to(out[i * 2 + 1], 0.5 * (data[i * 3] + data[i * 3 + 1] + data[i * 3 + 2]) - 10));
+            }
+            g_last_item = 0;
+            CHECK(dp_op_invoke(e, "FullyConnected", 3, in, 1, nh, three, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+            {
+                dp_ndarray *weight = in[1];
+                in[1] = in[0];             /* dot of (4, 3) and (4, 3): inner sizes differ */
+                CHECK(dp_op_invoke(e, "dot", 2, in, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+                dp_nd_release(weight);
+            }
+            dp_nd_release(in[0]); dp_nd_release(in[2]); dp_nd_release(r);
+        }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 /* ---- gradients: every operator that declares one, by finite differences ---- */
 /* sum(w * op(inputs)) for float64 arrays given as host buffers */
 static double weighted_out(dp_engine *e, const char *name, int nin, const dp_shape *shapes, double *const *vals,
@@ -908,7 +978,26 @@ static void test_gradients(void) {
         for (j = 0; j < 6; j++) { a[j] = 0.55 + 0.23 * j; b[j] = 1.93 - 0.19 * j; }   /* positive, no ties, no kinks */
         for (j = 0; j < 3; j++) c[j] = 1.21 - 0.29 * j;
         if (!op->gradient) continue;
-        if (strcmp(op->name, "softmax_cross_entropy") == 0) {      /* data (2, 3), labels (2,) */
+        if (strcmp(op->name, "dot") == 0) {                        /* all four transpose flags */
+            const char *keys[2] = {"transpose_a", "transpose_b"};
+            static const char *flags[4][2] = {{"0", "0"}, {"1", "0"}, {"0", "1"}, {"1", "1"}};
+            dp_shape sh[2];
+            double *v[2];
+            int f;
+            for (f = 0; f < 4; f++) {
+                sh[0].ndim = 2; sh[0].dims[0] = f & 1 ? 3 : 2; sh[0].dims[1] = f & 1 ? 2 : 3;   /* op(a): (2, 3) */
+                sh[1].ndim = 2; sh[1].dims[0] = f & 2 ? 2 : 3; sh[1].dims[1] = f & 2 ? 3 : 2;   /* op(b): (3, 2) */
+                v[0] = a; v[1] = b;
+                if (!check_grad(e, op->name, 2, sh, v, 2, keys, flags[f], 0)) { fprintf(stderr, "  (dot %s %s)\n", flags[f][0], flags[f][1]); CHECK(0); }
+            }
+        } else if (strcmp(op->name, "FullyConnected") == 0) {      /* data (2, 3), weight (2, 3), bias (2,) */
+            const char *keys[1] = {"num_hidden"}, *kv[1] = {"2"};
+            dp_shape sh[3];
+            double *v[3];
+            sh[0] = s23; sh[1] = s23; sh[2].ndim = 1; sh[2].dims[0] = 2;
+            v[0] = a; v[1] = b; v[2] = c;
+            CHECK(check_grad(e, op->name, 3, sh, v, 1, keys, kv, 0));
+        } else if (strcmp(op->name, "softmax_cross_entropy") == 0) {      /* data (2, 3), labels (2,) */
             double labels[2] = {2, 0}, *v[2];
             dp_shape sh[2];
             sh[0] = s23; sh[1].ndim = 1; sh[1].dims[0] = 2; v[0] = a; v[1] = labels;
@@ -947,7 +1036,7 @@ int main(void) {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
         {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
         {"bad_input", test_bad_input}, {"resources", test_resources}, {"files", test_files}, {"operators", test_operators},
-        {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"gradients", test_gradients},
+        {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"linear", test_linear}, {"gradients", test_gradients},
     };
     int i, passed = 0, failed = 0;
     g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
