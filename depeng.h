@@ -591,8 +591,9 @@ enum { DP_RESOURCE_RANDOM = 1, DP_RESOURCE_TEMP = 2 };                         /
 typedef struct dp_operator {
     const char *name;
     const char *doc;
-    int num_inputs;               /* -1: as many as the INT parameter "num_args" says */
-    int num_outputs;
+    int num_inputs;               /* -1: as many as the INT parameter "num_args" says;
+                                     -2: num_args + 1 (a variadic operator's gradient) */
+    int num_outputs;              /* -1: num_args (the same); at most 64 */
     const dp_param_def *params;
     int num_params;
     int takes_scalar;             /* invoked with a scalar (the "_scalar" forms) */
@@ -4827,6 +4828,7 @@ out:
    A fixed table: registration happens once per process, lookups are reads.
    Built-in operators are registered on first use of the registry. */
 #define DP__MAX_OPERATORS 256
+#define DP__MAX_OP_ARRAYS 64                  /* inputs, and outputs, of one invocation */
 static dp_operator dp__operators[DP__MAX_OPERATORS];
 static int dp__num_operators;
 static dp__spinlock dp__registry_lock;
@@ -4849,11 +4851,17 @@ static int dp__param_def_ok(const dp_param_def *d) {
     return d->name && d->name[0] && d->type >= DP_PARAM_INT && d->type <= DP_PARAM_ENUM && (d->type != DP_PARAM_ENUM || d->choices);
 }
 static dp_result dp__register(const dp_operator *op) {
-    int i, ok = op && op->name && op->name[0] && op->num_outputs >= 1 && op->num_outputs <= 8 && op->num_inputs >= -1
-             && op->num_inputs <= 64 && op->num_params >= 0 && op->num_params <= DP_MAX_PARAMS && (op->params || !op->num_params)
+    int i, has_num_args = 0, ok = op && op->name && op->name[0] && op->num_outputs >= -1 && op->num_outputs != 0
+             && op->num_outputs <= DP__MAX_OP_ARRAYS && op->num_inputs >= -2 && op->num_inputs <= DP__MAX_OP_ARRAYS
+             && op->num_params >= 0 && op->num_params <= DP_MAX_PARAMS && (op->params || !op->num_params)
              && (op->forward_cpu || op->forward_gpu);
-    for (i = 0; ok && i < op->num_params; i++) ok = dp__param_def_ok(&op->params[i]);
-    if (!ok) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_register '%s': a name, 1..8 outputs, -1..64 inputs, <= %d valid parameters and a kernel are needed",
+    for (i = 0; ok && i < op->num_params; i++) {
+        ok = dp__param_def_ok(&op->params[i]);
+        has_num_args |= strcmp(op->params[i].name, "num_args") == 0 && op->params[i].type == DP_PARAM_INT;
+    }
+    if (ok && (op->num_inputs < 0 || op->num_outputs < 0) && !has_num_args) ok = 0;   /* counts from num_args need it */
+    if (!ok) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_register '%s': a name, 1..64 outputs (or -1), 0..64 inputs (or -1, -2 with an int "
+                       "parameter num_args), <= %d valid parameters and a kernel are needed",
                        op && op->name ? op->name : "(null)", DP_MAX_PARAMS); return DP_ERROR_INVALID_ARGS; }
     dp__spin_lock(&dp__registry_lock);
     if (dp__find_op(op->name) || dp__num_operators == DP__MAX_OPERATORS) {
@@ -5006,15 +5014,14 @@ DP_IMPL dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int 
    Everything is checked first; the one pushed operation holds references to
    its arrays and frees its argument whatever happens (NO_SKIP; on failed
    input it passes the failure on). */
-#define DP__MAX_OP_ARRAYS 64
 typedef struct dp__invoke_arg {
     const dp_operator *op;
     dp_kernel_fn kernel;
     dp_params params;
     double scalar;
     int nin, nout;
-    dp_ndarray *arrays[DP__MAX_OP_ARRAYS + 8];   /* inputs, then outputs */
-    dp_req req[8];
+    dp_ndarray *arrays[2 * DP__MAX_OP_ARRAYS];   /* inputs, then outputs */
+    dp_req req[DP__MAX_OP_ARRAYS];
 } dp__invoke_arg;
 static void dp__invoke_arg_free(dp_engine *eng, dp__invoke_arg *a) {
     int i;
@@ -5035,23 +5042,27 @@ static int dp__invoke_op(dp_run_ctx *rc, void *arg) {
     return status;
 }
 static int dp__same_ctx(dp_ctx a, dp_ctx b) { return a.dev_type == b.dev_type && a.dev_id == b.dev_id; }
+/* An operator's input or output count: as registered, or from num_args
+   (-1: num_args, -2: num_args + 1). */
+static int dp__arity(const dp_operator *op, const dp_params *p, int declared) {
+    int i;
+    if (declared >= 0) return declared;
+    for (i = 0; i < op->num_params && strcmp(op->params[i].name, "num_args") != 0; i++) {}
+    return i < op->num_params ? (int)p->v[i].i + (declared == -2) : -1;
+}
 /* Input count, kernel and output shapes, checked; logs what is wrong. */
 static dp_result dp__invoke_check(dp_engine *eng, const dp_operator *op, const dp_params *p, int nin, dp_ndarray *const *in,
                                   int nout, dp_shape *oshape, dp_dtype *odtype, dp_kernel_fn *kernel) {
     dp_shape ishape[DP__MAX_OP_ARRAYS];
     dp_dtype idtype[DP__MAX_OP_ARRAYS];
     char msg[256], sb[160];
-    int want = op->num_inputs, i;
-    if (want < 0) {
-        for (i = 0; i < op->num_params && strcmp(op->params[i].name, "num_args") != 0; i++) {}
-        want = i < op->num_params ? (int)p->v[i].i : -1;
-    }
+    int want = dp__arity(op, p, op->num_inputs), want_out = dp__arity(op, p, op->num_outputs), i;
     if (nin != want || nin > DP__MAX_OP_ARRAYS || (nin && !in)) {
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d inputs given, it takes %d", op->name, nin, want);
         return DP_ERROR_INVALID_ARGS;
     }
-    if (nout != op->num_outputs) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d outputs given, it makes %d", op->name, nout, op->num_outputs);
+    if (nout != want_out) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d outputs given, it makes %d", op->name, nout, want_out);
         return DP_ERROR_INVALID_ARGS;
     }
     for (i = 0; i < nin; i++) {
@@ -5102,18 +5113,18 @@ DP_IMPL dp_result dp_op_invoke(dp_engine *eng, const char *name, int nin, dp_nda
                                int nkw, const char *const *keys, const char *const *values, double scalar,
                                int nout, dp_ndarray **outputs, const dp_req *req) {
     const dp_operator *op;
-    dp_shape oshape[8];
-    dp_dtype odtype[8];
+    dp_shape oshape[DP__MAX_OP_ARRAYS];
+    dp_dtype odtype[DP__MAX_OP_ARRAYS];
     dp_kernel_fn kernel;
     dp__invoke_arg *a;
-    dp_var reads[DP__MAX_OP_ARRAYS], writes[10];
+    dp_var reads[DP__MAX_OP_ARRAYS], writes[DP__MAX_OP_ARRAYS + 2];
     dp_push_desc d;
     dp_ctx ctx = {DP_DEV_CPU, 0};
-    int i, made[8] = {0}, nw;
+    int i, made[DP__MAX_OP_ARRAYS] = {0}, nw;
     dp_result r;
     if (!eng) return DP_ERROR_INVALID_ARGS;
     if ((op = dp_op_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "unknown operator '%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
-    if (!outputs || nout < 1 || nout > 8) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': outputs array of 1..8 needed", op->name); return DP_ERROR_INVALID_ARGS; }
+    if (!outputs || nout < 1 || nout > DP__MAX_OP_ARRAYS) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': an outputs array of 1..%d is needed", op->name, DP__MAX_OP_ARRAYS); return DP_ERROR_INVALID_ARGS; }
     if ((a = (dp__invoke_arg *)dp__alloc(eng, sizeof *a)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
     memset(a, 0, sizeof *a);
     if ((r = dp_op_parse_params(eng, op, nkw, keys, values, &a->params)) != DP_OK
@@ -5862,6 +5873,25 @@ static int dp__k_concat(const dp_kernel_ctx *k) {
     dp__concat_move(k->outputs[0], k->inputs, k->num_inputs, dp__concat_dim(k, dp_nd_shape(k->outputs[0])), k->req[0]);
     return 0;
 }
+/* inputs (ograd, the parts); outputs the parts' gradients: ograd cut back
+   into the parts' blocks (the same walk as concat, reading instead). */
+static int dp__kg_concat(const dp_kernel_ctx *k) {
+    const dp_shape *ws = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t dim = dp__concat_dim(k, ws), outer = 1, inner = 1, o, j, off = 0;
+    int d, i;
+    for (d = 0; d < dim; d++) outer *= ws->dims[d];
+    for (d = (int)dim + 1; d < ws->ndim; d++) inner *= ws->dims[d];
+    for (o = 0; o < outer; o++) {
+        for (i = 0; i < k->num_outputs; i++) {
+            int64_t run = dp_nd_shape(k->outputs[i])->dims[dim] * inner;
+            for (j = 0; j < run; j++)
+                dp__store_elem(dp_nd_data(k->outputs[i]), t, o * run + j, dp__load_elem(dp_nd_data(k->inputs[0]), t, off + j), k->req[i]);
+            off += run;
+        }
+    }
+    return 0;
+}
 /* one_hot(indices, depth): a new last axis of length depth. */
 static const dp_param_def dp__one_hot_params[] = {
     {"depth", DP_PARAM_INT, NULL, 1, 1e9, NULL, "the number of classes"},
@@ -5913,8 +5943,11 @@ static void dp__register_nn(void) {
     memset(&op, 0, sizeof op);
     op.name = "concat"; op.doc = "num_args arrays joined along dim"; op.num_inputs = -1; op.num_outputs = 1;
     op.params = dp__concat_params; op.num_params = 2; op.infer = dp__infer_concat; op.forward_cpu = dp__k_concat;
-    /* no gradient yet: it has num_args outputs, and the registry's output
-       count is fixed at registration */
+    op.gradient = "_backward_concat"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    dp__register(&op);
+    memset(&op, 0, sizeof op);   /* (ograd, the num_args parts) -> the parts' gradients */
+    op.name = "_backward_concat"; op.doc = "gradient of concat"; op.num_inputs = -2; op.num_outputs = -1;
+    op.params = dp__concat_params; op.num_params = 2; op.infer = dp__infer_grad_inputs; op.forward_cpu = dp__kg_concat;
     dp__register(&op);
     memset(&op, 0, sizeof op);
     op.name = "one_hot"; op.doc = "indices to vectors of length depth: on_value at the index, off_value elsewhere";

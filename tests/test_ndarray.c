@@ -668,6 +668,13 @@ static void test_operators(void) {
             op.params = params; op.num_params = 1; op.forward_cpu = my_double_kernel;
             if (!dp_op_find("my_double")) CHECK(dp_op_register(&op) == DP_OK);
             CHECK(dp_op_register(&op) == DP_ERROR_INVALID_ARGS);      /* twice */
+            {   /* counts from num_args need that parameter */
+                dp_operator var = op;
+                var.name = "variadic_without_num_args"; var.num_outputs = -1;
+                CHECK(dp_op_register(&var) == DP_ERROR_INVALID_ARGS && !dp_op_find(var.name));
+                var.num_outputs = 1; var.num_inputs = -3;
+                CHECK(dp_op_register(&var) == DP_ERROR_INVALID_ARGS);
+            }
             CHECK(dp_op_invoke(e, "my_double", 1, &x, 1, key, val, 0, 1, &r, NULL) == DP_OK);
             CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK && out[0] == 3 && out[5] == 24);
             CHECK(dp_op_invoke(e, "my_double", 1, &x, 1, key, big, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* range */
@@ -978,7 +985,15 @@ static void test_gradients(void) {
         for (j = 0; j < 6; j++) { a[j] = 0.55 + 0.23 * j; b[j] = 1.93 - 0.19 * j; }   /* positive, no ties, no kinks */
         for (j = 0; j < 3; j++) c[j] = 1.21 - 0.29 * j;
         if (!op->gradient) continue;
-        if (strcmp(op->name, "dot") == 0) {                        /* all four transpose flags */
+        if (strcmp(op->name, "concat") == 0) {                     /* (2, 3) and (2, 1) along 1; (2, 3) and (1, 3) along 0 */
+            const char *keys[2] = {"num_args", "dim"}, *d1[2] = {"2", "1"}, *d0[2] = {"2", "0"};
+            dp_shape sh[2];
+            double *v[2];
+            sh[0] = s23; sh[1] = s21; v[0] = a; v[1] = c;
+            CHECK(check_grad(e, op->name, 2, sh, v, 2, keys, d1, 0));
+            sh[1].ndim = 2; sh[1].dims[0] = 1; sh[1].dims[1] = 3;
+            CHECK(check_grad(e, op->name, 2, sh, v, 2, keys, d0, 0));
+        } else if (strcmp(op->name, "dot") == 0) {                        /* all four transpose flags */
             const char *keys[2] = {"transpose_a", "transpose_b"};
             static const char *flags[4][2] = {{"0", "0"}, {"1", "0"}, {"0", "1"}, {"1", "1"}};
             dp_shape sh[2];
