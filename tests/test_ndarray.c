@@ -918,6 +918,42 @@ static void test_linear(void) {
     }
 }
 
+/* ---- one program, three engines, bitwise the same results ------------------ */
+static void run_program(dp_engine *e, double *out, int64_t *best) {
+    dp_shape s = {2, {8, 5}}, sb = {1, {3}};
+    const char *tk[2] = {"transpose_a", "transpose_b"}, *tv[2] = {"0", "1"}, *nh[1] = {"num_hidden"}, *nv[1] = {"3"};
+    const char *ak[1] = {"axis"}, *av[1] = {"1"};
+    dp_ndarray *x = NULL, *w = NULL, *b = NULL, *xx = NULL, *sm = NULL, *fc = NULL, *tot = NULL, *am = NULL, *in[3];
+    CHECK(dp_random_seed(e, CPU0, 5) == DP_OK);
+    CHECK(dp_nd_random_normal(e, 0, 1, &s, DP_FLOAT64, CPU0, &x) == DP_OK);
+    {   dp_shape sw = {2, {3, 5}}; CHECK(dp_nd_random_uniform(e, -1, 1, &sw, DP_FLOAT64, CPU0, &w) == DP_OK); }
+    CHECK(dp_nd_random_uniform(e, -1, 1, &sb, DP_FLOAT64, CPU0, &b) == DP_OK);
+    in[0] = x; in[1] = x;
+    CHECK(dp_op_invoke(e, "dot", 2, in, 2, tk, tv, 0, 1, &xx, NULL) == DP_OK);            /* (8, 8) */
+    CHECK(dp_op_invoke(e, "softmax", 1, &xx, 1, ak, av, 0, 1, &sm, NULL) == DP_OK);
+    in[0] = x; in[1] = w; in[2] = b;
+    CHECK(dp_op_invoke(e, "FullyConnected", 3, in, 1, nh, nv, 0, 1, &fc, NULL) == DP_OK);  /* (8, 3) */
+    CHECK(dp_op_invoke(e, "sum", 1, &sm, 0, NULL, NULL, 0, 1, &tot, NULL) == DP_OK);
+    CHECK(dp_op_invoke(e, "argmax", 1, &fc, 1, ak, av, 0, 1, &am, NULL) == DP_OK);
+    CHECK(dp_nd_read(fc, out, sizeof(double) * 24, NULL) == DP_OK && dp_nd_read(tot, out + 24, sizeof(double), NULL) == DP_OK);
+    CHECK(dp_nd_read(sm, out + 25, sizeof(double) * 64, NULL) == DP_OK && dp_nd_read(am, best, sizeof(int64_t) * 8, NULL) == DP_OK);
+    dp_nd_release(x); dp_nd_release(w); dp_nd_release(b); dp_nd_release(xx); dp_nd_release(sm);
+    dp_nd_release(fc); dp_nd_release(tot); dp_nd_release(am);
+}
+static void test_same_results_all_engines(void) {
+    double out[3][89];
+    int64_t best[3][8];
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        run_program(e, out[k], best[k]);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+    CHECK(fabs(out[0][24] - 8) < 1e-12);   /* rows of a softmax sum to 1 */
+    CHECK(memcmp(out[0], out[1], sizeof out[0]) == 0 && memcmp(out[0], out[2], sizeof out[0]) == 0);
+    CHECK(memcmp(best[0], best[1], sizeof best[0]) == 0 && memcmp(best[0], best[2], sizeof best[0]) == 0);
+}
+
 /* ---- gradients: every operator that declares one, by finite differences ---- */
 /* sum(w * op(inputs)) for float64 arrays given as host buffers */
 static double weighted_out(dp_engine *e, const char *name, int nin, const dp_shape *shapes, double *const *vals,
@@ -1051,7 +1087,8 @@ int main(void) {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
         {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
         {"bad_input", test_bad_input}, {"resources", test_resources}, {"files", test_files}, {"operators", test_operators},
-        {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"linear", test_linear}, {"gradients", test_gradients},
+        {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"linear", test_linear}, {"same_results_all_engines", test_same_results_all_engines},
+        {"gradients", test_gradients},
     };
     int i, passed = 0, failed = 0;
     g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
