@@ -4778,7 +4778,8 @@ DP_IMPL dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, in
         if (r != DP_OK) DP__LOG(eng, DP_LOG_ERROR, IO, "cannot write '%s'", path);
     }
 out:
-    for (i = 0; i < done; i++) if (m[i].owned) dp__free(eng, (void *)(uintptr_t)m[i].bytes, dp_nd_bytes(arrays[i].array) ? dp_nd_bytes(arrays[i].array) : 1);
+    for (i = 0; i < done; i++)          /* a staging copy goes back to its own array's engine */
+        if (m[i].owned) dp__free(arrays[i].array->chunk->eng, (void *)(uintptr_t)m[i].bytes, dp_nd_bytes(arrays[i].array) ? dp_nd_bytes(arrays[i].array) : 1);
     dp__free(eng, m, sizeof *m * (size_t)count);
     dp__free(eng, z, sizeof *z * (size_t)count);
     return r;
@@ -4830,7 +4831,7 @@ out:
 #define DP__MAX_OPERATORS 256
 #define DP__MAX_OP_ARRAYS 64                  /* inputs, and outputs, of one invocation */
 static dp_operator dp__operators[DP__MAX_OPERATORS];
-static int dp__num_operators;
+static dp__a32 dp__num_operators;            /* published with release after the entry is copied */
 static dp__spinlock dp__registry_lock;
 static dp__a32 dp__builtins_state;           /* 0 not yet, 1 registering, 2 done */
 static void dp__register_builtins(void);
@@ -4843,8 +4844,8 @@ static void dp__ensure_builtins(void) {
     } else while (dp__load(&dp__builtins_state, DP__ACQUIRE) != 2) dp__thread_yield();
 }
 static const dp_operator *dp__find_op(const char *name) {
-    int i;
-    for (i = 0; name && i < dp__num_operators; i++) if (strcmp(dp__operators[i].name, name) == 0) return &dp__operators[i];
+    int i, n = dp__load(&dp__num_operators, DP__ACQUIRE);
+    for (i = 0; name && i < n; i++) if (strcmp(dp__operators[i].name, name) == 0) return &dp__operators[i];
     return NULL;
 }
 static int dp__param_def_ok(const dp_param_def *d) {
@@ -4864,22 +4865,24 @@ static dp_result dp__register(const dp_operator *op) {
                        "parameter num_args), <= %d valid parameters and a kernel are needed",
                        op && op->name ? op->name : "(null)", DP_MAX_PARAMS); return DP_ERROR_INVALID_ARGS; }
     dp__spin_lock(&dp__registry_lock);
-    if (dp__find_op(op->name) || dp__num_operators == DP__MAX_OPERATORS) {
+    if (dp__find_op(op->name) || dp__load(&dp__num_operators, DP__RELAXED) == DP__MAX_OPERATORS) {
         dp__spin_unlock(&dp__registry_lock);
         DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_register '%s': %s", op->name, dp__find_op(op->name) ? "registered already" : "the registry is full");
         return DP_ERROR_INVALID_ARGS;
     }
-    dp__operators[dp__num_operators++] = *op;
+    dp__operators[dp__load(&dp__num_operators, DP__RELAXED)] = *op;
+    dp__fetch_add(&dp__num_operators, 1, DP__RELEASE);     /* readers see the whole entry */
     dp__spin_unlock(&dp__registry_lock);
     return DP_OK;
 }
 DP_IMPL dp_result dp_op_register(const dp_operator *op) { dp__ensure_builtins(); return dp__register(op); }
 DP_IMPL const dp_operator *dp_op_find(const char *name) { dp__ensure_builtins(); return dp__find_op(name); }
 DP_IMPL int dp_op_list(const dp_operator **out, int cap) {
-    int i;
+    int i, n;
     dp__ensure_builtins();
-    for (i = 0; out && i < cap && i < dp__num_operators; i++) out[i] = &dp__operators[i];
-    return dp__num_operators;
+    n = dp__load(&dp__num_operators, DP__ACQUIRE);
+    for (i = 0; out && i < cap && i < n; i++) out[i] = &dp__operators[i];
+    return n;
 }
 
 /* >>params: keyword parameters from strings ---------------------------------- */
@@ -5048,7 +5051,8 @@ static int dp__arity(const dp_operator *op, const dp_params *p, int declared) {
     int i;
     if (declared >= 0) return declared;
     for (i = 0; i < op->num_params && strcmp(op->params[i].name, "num_args") != 0; i++) {}
-    return i < op->num_params ? (int)p->v[i].i + (declared == -2) : -1;
+    if (i == op->num_params || p->v[i].i < 0 || p->v[i].i > DP__MAX_OP_ARRAYS) return -1;   /* no huge counts through int */
+    return (int)p->v[i].i + (declared == -2);
 }
 /* Input count, kernel and output shapes, checked; logs what is wrong. */
 static dp_result dp__invoke_check(dp_engine *eng, const dp_operator *op, const dp_params *p, int nin, dp_ndarray *const *in,

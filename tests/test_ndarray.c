@@ -675,6 +675,15 @@ static void test_operators(void) {
                 var.num_outputs = 1; var.num_inputs = -3;
                 CHECK(dp_op_register(&var) == DP_ERROR_INVALID_ARGS);
             }
+            {   /* an unbounded num_args cannot smuggle a huge count through an int */
+                static const dp_param_def vp[1] = {{"num_args", DP_PARAM_INT, NULL, 0, 0, NULL, "inputs"}};
+                const char *nk[1] = {"num_args"}, *huge[1] = {"4294967297"};
+                dp_operator var = op;
+                dp_ndarray *none = NULL;
+                var.name = "variadic_unbounded"; var.num_inputs = -1; var.params = vp; var.num_params = 1;
+                if (!dp_op_find(var.name)) CHECK(dp_op_register(&var) == DP_OK);
+                CHECK(dp_op_invoke(e, var.name, 1, &x, 1, nk, huge, 0, 1, &none, NULL) == DP_ERROR_INVALID_ARGS && none == NULL);
+            }
             CHECK(dp_op_invoke(e, "my_double", 1, &x, 1, key, val, 0, 1, &r, NULL) == DP_OK);
             CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK && out[0] == 3 && out[5] == 24);
             CHECK(dp_op_invoke(e, "my_double", 1, &x, 1, key, big, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* range */
