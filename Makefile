@@ -13,17 +13,17 @@ all: $(B)/test_engine $(B)/test_ndarray $(B)/walkthrough $(B)/make_example $(B)/
 $(B):
 	mkdir -p $(B)
 
-$(B)/test_engine: tests/test_engine.c depeng.h | $(B)
+$(B)/test_engine: tests/test_engine.c depeng.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # the same tests on the pthreads fallback, so both platform paths stay tested
-$(B)/test_engine_pthreads: tests/test_engine.c depeng.h | $(B)
+$(B)/test_engine_pthreads: tests/test_engine.c depeng.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -DDEPENG_USE_PTHREADS -I. $< -o $@ $(LIBS)
 # ... and with the header compiled as C++
-$(B)/test_engine_cxx: tests/test_engine.c depeng.h | $(B)
+$(B)/test_engine_cxx: tests/test_engine.c depeng.h tests/test_common.h | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_ndarray: tests/test_ndarray.c depeng.h | $(B)
+$(B)/test_ndarray: tests/test_ndarray.c depeng.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_ndarray_cxx: tests/test_ndarray.c depeng.h | $(B)
+$(B)/test_ndarray_cxx: tests/test_ndarray.c depeng.h tests/test_common.h | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/walkthrough: examples/walkthrough.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)

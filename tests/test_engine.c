@@ -17,21 +17,14 @@ static void test_hook(const char *point) {
 #define DEPENG_TEST_HOOK(point) test_hook(#point)
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "tests/test_common.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
 #include <sched.h>
 
-static int g_failed_checks;
-#define CHECK(c) do { if (!(c)) { g_failed_checks++; fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #c); } } while (0)
 
-/* a logger that remembers the last item, so tests check ids, not text */
-static volatile uint32_t g_last_item;
-static void quiet_logger(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
-    (void)tag; (void)level; (void)msg; (void)line; (void)file; (void)user;
-    __atomic_store_n(&g_last_item, item, __ATOMIC_RELAXED);
-}
 static dp_engine *make_engine(dp_engine_type type, int nthreads) {
     dp_engine_desc d;
     dp_engine *e = NULL;
@@ -577,7 +570,6 @@ static void test_config(void) {
     dp_default_engine_shutdown();
 }
 
-typedef struct { const char *name; void (*fn)(void); } test_case;
 /* ---- a long op does not hide later work from a sleeping worker: op 1
    starts on a pool that was asleep, and op 2 is pushed only once op 1 is
    running, so only the push can wake the second worker. op 1 then waits
@@ -722,14 +714,5 @@ int main(void) {
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
         {"no_skip_input_status", test_no_skip_input_status},
     };
-    int i, passed = 0, failed = 0;
-    for (i = 0; i < (int)(sizeof tests / sizeof tests[0]); i++) {
-        int before = g_failed_checks;
-        tests[i].fn();
-        if (g_failed_checks == before) { passed++; printf("PASS %s\n", tests[i].name); }
-        else { failed++; printf("FAIL %s\n", tests[i].name); }
-        fflush(stdout);
-    }
-    printf("engine: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }

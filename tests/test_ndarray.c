@@ -7,6 +7,7 @@
 #endif
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "tests/test_common.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,14 +15,7 @@
 #include <math.h>
 #include <unistd.h>
 
-static int g_failed_checks;
-#define CHECK(c) do { if (!(c)) { g_failed_checks++; fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #c); } } while (0)
 
-static volatile uint32_t g_last_item;
-static void quiet_logger(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
-    (void)tag; (void)level; (void)msg; (void)line; (void)file; (void)user;
-    __atomic_store_n(&g_last_item, item, __ATOMIC_RELAXED);
-}
 
 /* A fake GPU: device memory is host memory, copies are memcpy. It counts
    the copies so a test can see that they ran on a GPU copy worker. */
@@ -1090,7 +1084,6 @@ static void test_gradients(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
-typedef struct { const char *name; void (*fn)(void); } test_case;
 int main(void) {
     static const test_case tests[] = {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
@@ -1099,18 +1092,9 @@ int main(void) {
         {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"linear", test_linear}, {"same_results_all_engines", test_same_results_all_engines},
         {"gradients", test_gradients},
     };
-    int i, passed = 0, failed = 0;
     g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
     g_fake_gpu.stream_destroy = fake_stream_destroy; g_fake_gpu.stream_synchronize = fake_sync;
     g_fake_gpu.error_string = fake_err; g_fake_gpu.mem_alloc = fake_alloc; g_fake_gpu.mem_free = fake_free;
     g_fake_gpu.mem_copy = fake_copy;
-    for (i = 0; i < (int)(sizeof tests / sizeof tests[0]); i++) {
-        int before = g_failed_checks;
-        tests[i].fn();
-        if (g_failed_checks == before) { passed++; printf("PASS %s\n", tests[i].name); }
-        else { failed++; printf("FAIL %s\n", tests[i].name); }
-        fflush(stdout);
-    }
-    printf("ndarray: %d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return run_tests("ndarray", tests, (int)(sizeof tests / sizeof tests[0]));
 }

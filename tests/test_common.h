@@ -1,0 +1,33 @@
+/* tests/test_common.h - what every depeng test program shares: CHECK, a
+   logger that remembers the last item id (tests check ids, not text), and
+   the runner that prints "PASS name" / "FAIL name" and the closing line
+   "<suite>: N passed, M failed". Include after depeng.h. */
+#ifndef DEPENG_TEST_COMMON_H
+#define DEPENG_TEST_COMMON_H
+#include <stdio.h>
+
+static int g_failed_checks;
+#define CHECK(c) do { if (!(c)) { g_failed_checks++; fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #c); } } while (0)
+
+static volatile uint32_t g_last_item;
+static void quiet_logger(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
+    (void)tag; (void)level; (void)msg; (void)line; (void)file; (void)user;
+    __atomic_store_n(&g_last_item, item, __ATOMIC_RELAXED);
+}
+
+typedef struct { const char *name; void (*fn)(void); } test_case;
+/* Runs every test; a test fails when any CHECK in it failed. Returns the
+   exit status. */
+static int run_tests(const char *suite, const test_case *tests, int count) {
+    int i, passed = 0, failed = 0;
+    for (i = 0; i < count; i++) {
+        int before = g_failed_checks;
+        tests[i].fn();
+        if (g_failed_checks == before) { passed++; printf("PASS %s\n", tests[i].name); }
+        else { failed++; printf("FAIL %s\n", tests[i].name); }
+        fflush(stdout);
+    }
+    printf("%s: %d passed, %d failed\n", suite, passed, failed);
+    return failed ? 1 : 0;
+}
+#endif
