@@ -1619,14 +1619,13 @@ static void dp__queue_wake(dp__queue *q) {
 }
 /* Adds the ready ops first..last (linked by next); wakes a worker if none
    is spinning. */
-static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__block *last, int count) {
+static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__block *last) {
     if (q->prioritized) {
         dp__block *b = first, *next;
         dp__mutex_lock(&q->m);
         for (; b; b = next) { next = b == last ? NULL : dp__next(b); dp__heap_insert(eng, q, b); }
         dp__mutex_unlock(&q->m);
     } else dp__fifo_append(q, first, last);
-    (void)count;
     if (dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q);
 }
 /* Whether a FIFO may hold an op, looked at without the take lock: its head
@@ -1843,7 +1842,6 @@ static dp__group *dp__route(dp_engine *eng, dp__block *b) {
 static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worker *keep_for) {
     dp__block *kept = NULL, *first = NULL, *last = NULL;
     dp__group *cur = NULL;
-    int count = 0;
     while (ready) {
         dp__block *b = ready;
         dp__group *g = NULL;
@@ -1851,15 +1849,14 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
         if (b->kind != DP__KIND_WAIT && eng->desc.type != DP_ENGINE_NAIVE) g = dp__route(eng, b);
         if (g && keep_for && !kept && g == keep_for->group) { kept = b; continue; }
         if (g != cur || !g) {
-            if (first) dp__queue_push(eng, &cur->q, first, last, count);
-            first = NULL; count = 0; cur = g;
+            if (first) dp__queue_push(eng, &cur->q, first, last);
+            first = NULL; cur = g;
         }
         if (!g) { dp__dispatch(eng, b, 0); continue; }   /* waits, naive, or a pool that failed to start */
         if (first) dp__set_next(last, b); else first = b;
         last = b;
-        count++;
     }
-    if (first) dp__queue_push(eng, &cur->q, first, last, count);
+    if (first) dp__queue_push(eng, &cur->q, first, last);
     return kept;
 }
 
@@ -2114,7 +2111,7 @@ static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
         dp__execute(eng, b, NULL);
         return;
     }
-    dp__queue_push(eng, &g->q, b, b, 1);
+    dp__queue_push(eng, &g->q, b, b);
 }
 
 /* >>push ------------------------------------------------------------------ */
