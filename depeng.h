@@ -5259,6 +5259,34 @@ static int dp__infer_broadcast(const dp_params *p, int nin, const dp_shape *is, 
     *ot = it[0];
     return 0;
 }
+/* The walk every shape-aware kernel shares: idx runs over an array of dims
+   in C order, and each offset follows its own strides (an input's element
+   offsets; a stride is 0 along axes the input is broadcast or reduced on).
+   ob and sb may be NULL. */
+static void dp__odometer_next(int nd, const int64_t *dims, int64_t *idx, const int64_t *sa, int64_t *oa,
+                              const int64_t *sb, int64_t *ob) {
+    int d;
+    for (d = nd - 1; d >= 0; d--) {
+        *oa += sa[d];
+        if (sb) *ob += sb[d];
+        if (++idx[d] < dims[d]) return;
+        *oa -= sa[d] * idx[d];
+        if (sb) *ob -= sb[d] * idx[d];
+        idx[d] = 0;
+    }
+}
+/* Element strides of inputs shaped as and bs over the broadcast shape os:
+   0 where an input has size 1 (or lacks the axis). */
+static void dp__broadcast_strides(const dp_shape *os, const dp_shape *as, const dp_shape *bs, int64_t *sa, int64_t *sb) {
+    int64_t acc_a = 1, acc_b = 1;
+    int d, nd = os->ndim;
+    for (d = nd - 1; d >= 0; d--) {
+        int ka = d - (nd - as->ndim), kb = d - (nd - bs->ndim);
+        int64_t da = ka >= 0 ? as->dims[ka] : 1, db = kb >= 0 ? bs->dims[kb] : 1;
+        sa[d] = da == 1 ? 0 : acc_a; sb[d] = db == 1 ? 0 : acc_b;
+        acc_a *= da; acc_b *= db;
+    }
+}
 /* out[i] = f(a[ia], b[ib]): element offsets walk the output's index with
    stride 0 along an input's broadcast axes. Same shapes: one flat loop
    (the float32 write case has its own loop in each kernel). */
@@ -5267,25 +5295,16 @@ static int dp__binary_apply(const dp_kernel_ctx *k, double (*f)(double, double))
     const void *a = dp_nd_data(k->inputs[0]), *b = dp_nd_data(k->inputs[1]);
     void *y = dp_nd_data(k->outputs[0]);
     dp_dtype t = dp_nd_dtype(k->outputs[0]);
-    int64_t n = dp_shape_size(os), i, sa[DP_MAX_DIMS], sb[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, ia = 0, ib = 0, acc_a = 1, acc_b = 1;
-    int d, nd = os->ndim;
+    int64_t n = dp_shape_size(os), i, sa[DP_MAX_DIMS], sb[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, ia = 0, ib = 0;
+    int nd = os->ndim;
     if (dp_shape_size(as) == n && dp_shape_size(bs) == n) {
         for (i = 0; i < n; i++) dp__store_elem(y, t, i, f(dp__load_elem(a, t, i), dp__load_elem(b, t, i)), k->req[0]);
         return 0;
     }
-    for (d = nd - 1; d >= 0; d--) {   /* strides in elements; 0 where an input is broadcast */
-        int ka = d - (nd - as->ndim), kb = d - (nd - bs->ndim);
-        int64_t da = ka >= 0 ? as->dims[ka] : 1, db = kb >= 0 ? bs->dims[kb] : 1;
-        sa[d] = da == 1 ? 0 : acc_a; sb[d] = db == 1 ? 0 : acc_b;
-        acc_a *= da; acc_b *= db;
-    }
+    dp__broadcast_strides(os, as, bs, sa, sb);
     for (i = 0; i < n; i++) {
         dp__store_elem(y, t, i, f(dp__load_elem(a, t, ia), dp__load_elem(b, t, ib)), k->req[0]);
-        for (d = nd - 1; d >= 0; d--) {           /* the next index, like an odometer */
-            ia += sa[d]; ib += sb[d];
-            if (++idx[d] < os->dims[d]) break;
-            ia -= sa[d] * idx[d]; ib -= sb[d] * idx[d]; idx[d] = 0;
-        }
+        dp__odometer_next(nd, os->dims, idx, sa, &ia, sb, &ib);
     }
     return 0;
 }
@@ -5395,26 +5414,17 @@ static int dp__binary_grad(const dp_kernel_ctx *k, double (*df)(double, double, 
     const void *og = dp_nd_data(k->inputs[0]), *a = dp_nd_data(k->inputs[1]), *b = dp_nd_data(k->inputs[2]);
     void *ga = dp_nd_data(k->outputs[0]), *gb = dp_nd_data(k->outputs[1]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t n = dp_shape_size(os), i, sa[DP_MAX_DIMS], sb[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, ia = 0, ib = 0, acc_a = 1, acc_b = 1;
-    int d, nd = os->ndim;
+    int64_t n = dp_shape_size(os), i, sa[DP_MAX_DIMS], sb[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, ia = 0, ib = 0;
+    int nd = os->ndim;
     dp_req ra = k->req[0] == DP_REQ_NULL ? DP_REQ_NULL : DP_REQ_ADD, rb = k->req[1] == DP_REQ_NULL ? DP_REQ_NULL : DP_REQ_ADD;
     if (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE) for (i = 0; i < dp_shape_size(as); i++) dp__store_elem(ga, t, i, 0, DP_REQ_WRITE);
     if (k->req[1] == DP_REQ_WRITE || k->req[1] == DP_REQ_INPLACE) for (i = 0; i < dp_shape_size(bs); i++) dp__store_elem(gb, t, i, 0, DP_REQ_WRITE);
-    for (d = nd - 1; d >= 0; d--) {
-        int ka = d - (nd - as->ndim), kb = d - (nd - bs->ndim);
-        int64_t da = ka >= 0 ? as->dims[ka] : 1, db = kb >= 0 ? bs->dims[kb] : 1;
-        sa[d] = da == 1 ? 0 : acc_a; sb[d] = db == 1 ? 0 : acc_b;
-        acc_a *= da; acc_b *= db;
-    }
+    dp__broadcast_strides(os, as, bs, sa, sb);
     for (i = 0; i < n; i++) {
         double o = dp__load_elem(og, t, i), x = dp__load_elem(a, t, ia), y = dp__load_elem(b, t, ib);
         dp__store_elem(ga, t, ia, o * df(x, y, 0), ra);
         dp__store_elem(gb, t, ib, o * df(x, y, 1), rb);
-        for (d = nd - 1; d >= 0; d--) {
-            ia += sa[d]; ib += sb[d];
-            if (++idx[d] < os->dims[d]) break;
-            ia -= sa[d] * idx[d]; ib -= sb[d] * idx[d]; idx[d] = 0;
-        }
+        dp__odometer_next(nd, os->dims, idx, sa, &ia, sb, &ib);
     }
     return 0;
 }
@@ -5510,7 +5520,6 @@ enum { DP__RED_SUM, DP__RED_MEAN, DP__RED_MAX, DP__RED_MIN };
 /* acc[o] over the input; acc must hold the output's element count. */
 static void dp__reduce_walk(const void *x, dp_dtype t, const dp_shape *s, int mask, int kind, double *acc, int64_t nout) {
     int64_t n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
-    int d;
     dp__reduce_strides(s, mask, st);
     for (i = 0; i < nout; i++) acc[i] = kind == DP__RED_MAX ? -HUGE_VAL : kind == DP__RED_MIN ? HUGE_VAL : 0;
     for (i = 0; i < n; i++) {
@@ -5518,11 +5527,7 @@ static void dp__reduce_walk(const void *x, dp_dtype t, const dp_shape *s, int ma
         if (kind == DP__RED_MAX) { if (v > acc[o] || v != v) acc[o] = v; }
         else if (kind == DP__RED_MIN) { if (v < acc[o] || v != v) acc[o] = v; }
         else acc[o] += v;
-        for (d = s->ndim - 1; d >= 0; d--) {
-            o += st[d];
-            if (++idx[d] < s->dims[d]) break;
-            o -= st[d] * idx[d]; idx[d] = 0;
-        }
+        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
     }
     if (kind == DP__RED_MEAN && nout) {
         double count = nout ? (double)n / (double)nout : 0;
@@ -5559,7 +5564,7 @@ static int dp__reduce_grad(const dp_kernel_ctx *k, int kind) {
     int64_t nout = dp_shape_size(dp_nd_shape(k->inputs[0])), n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
     double *best = NULL, scale = 1;
     char msg[128];
-    int d, mask = dp__reduce_mask(k->params, s, msg, sizeof msg);
+    int mask = dp__reduce_mask(k->params, s, msg, sizeof msg);
     if (kind == DP__RED_MAX || kind == DP__RED_MIN) {
         if ((best = dp__reduce_temp(k, nout)) == NULL) { dp_set_error(k->rc, "out of memory for the reduction"); return DP_ERROR_OUT_OF_MEMORY; }
         dp__reduce_walk(x, t, s, mask, kind, best, nout);
@@ -5570,11 +5575,7 @@ static int dp__reduce_grad(const dp_kernel_ctx *k, int kind) {
         double v = dp__load_elem(og, t, o) * scale;
         if (best && dp__load_elem(x, t, i) != best[o]) v = 0;
         dp__store_elem(g, t, i, v, k->req[0]);
-        for (d = s->ndim - 1; d >= 0; d--) {
-            o += st[d];
-            if (++idx[d] < s->dims[d]) break;
-            o -= st[d] * idx[d]; idx[d] = 0;
-        }
+        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
     }
     return 0;
 }
@@ -5608,11 +5609,7 @@ static int dp__k_argmax(const dp_kernel_ctx *k) {
     for (i = 0; i < n; i++) {
         double v = dp__load_elem(x, t, i);
         if (v > best[o] || best[nout + o] < 0) { best[o] = v; best[nout + o] = (double)(axis >= 0 ? idx[axis] : i); }
-        for (d = s->ndim - 1; d >= 0; d--) {
-            o += st[d];
-            if (++idx[d] < s->dims[d]) break;
-            o -= st[d] * idx[d]; idx[d] = 0;
-        }
+        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
     }
     for (i = 0; i < nout; i++) dp__store_elem(dp_nd_data(k->outputs[0]), DP_INT64, i, best[nout + i], k->req[0]);
     return 0;
@@ -5808,11 +5805,7 @@ static void dp__permute(const void *src, void *dst, dp_dtype t, const dp_shape *
     }
     for (i = 0; i < n; i++) {
         dp__store_elem(dst, t, i, dp__load_elem(src, t, off), req);
-        for (d = nd - 1; d >= 0; d--) {
-            off += st[d];
-            if (++idx[d] < dims[d]) break;
-            off -= st[d] * idx[d]; idx[d] = 0;
-        }
+        dp__odometer_next(nd, dims, idx, st, &off, NULL, NULL);
     }
 }
 static int dp__k_transpose(const dp_kernel_ctx *k) {
