@@ -5658,11 +5658,17 @@ static int dp__infer_axis(const dp_params *p, int nin, const dp_shape *is, const
 }
 /* y = softmax (log 0) or log_softmax (log 1) of x along the row (o, ., i);
    the row's maximum is subtracted first, so exp never overflows. */
-static void dp__softmax_row(const void *x, void *y, dp_dtype t, int64_t base, int64_t len, int64_t inner, int log_form, dp_req req) {
-    double mx = -HUGE_VAL, sum = 0;
+/* A row's maximum and sum of exp(x - max): what every softmax form needs. */
+static void dp__row_stats(const void *x, dp_dtype t, int64_t base, int64_t len, int64_t inner, double *mx, double *sum) {
     int64_t j;
-    for (j = 0; j < len; j++) { double v = dp__load_elem(x, t, base + j * inner); if (v > mx) mx = v; }
-    for (j = 0; j < len; j++) sum += exp(dp__load_elem(x, t, base + j * inner) - mx);
+    *mx = -HUGE_VAL; *sum = 0;
+    for (j = 0; j < len; j++) { double v = dp__load_elem(x, t, base + j * inner); if (v > *mx) *mx = v; }
+    for (j = 0; j < len; j++) *sum += exp(dp__load_elem(x, t, base + j * inner) - *mx);
+}
+static void dp__softmax_row(const void *x, void *y, dp_dtype t, int64_t base, int64_t len, int64_t inner, int log_form, dp_req req) {
+    double mx, sum;
+    int64_t j;
+    dp__row_stats(x, t, base, len, inner, &mx, &sum);
     for (j = 0; j < len; j++) {
         double z = dp__load_elem(x, t, base + j * inner) - mx;
         dp__store_elem(y, t, base + j * inner, log_form ? z - log(sum) : exp(z) / sum, req);
@@ -5689,9 +5695,8 @@ static int dp__softmax_grad(const dp_kernel_ctx *k, int log_form) {
     for (a = 0; a < o; a++) {
         for (b = 0; b < in; b++) {
             int64_t base = a * l * in + b;
-            double mx = -HUGE_VAL, sum = 0, dot = 0;
-            for (j = 0; j < l; j++) { double v = dp__load_elem(x, t, base + j * in); if (v > mx) mx = v; }
-            for (j = 0; j < l; j++) sum += exp(dp__load_elem(x, t, base + j * in) - mx);
+            double mx, sum, dot = 0;
+            dp__row_stats(x, t, base, l, in, &mx, &sum);
             for (j = 0; j < l; j++) {
                 double y = exp(dp__load_elem(x, t, base + j * in) - mx) / sum, o1 = dp__load_elem(og, t, base + j * in);
                 dot += log_form ? o1 : o1 * y;
@@ -5735,13 +5740,12 @@ static int dp__k_sce(const dp_kernel_ctx *k) {
     const dp_shape *s = dp_nd_shape(k->inputs[0]);
     const void *x = dp_nd_data(k->inputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t n = s->dims[0], c = s->dims[1], r, j, lab;
+    int64_t n = s->dims[0], c = s->dims[1], r, lab;
     double loss = 0;
     for (r = 0; r < n; r++) {
-        double mx = -HUGE_VAL, sum = 0;
+        double mx, sum;
         if (dp__label_at(k, k->inputs[1], r, c, &lab)) return DP_ERROR_INVALID_ARGS;
-        for (j = 0; j < c; j++) { double v = dp__load_elem(x, t, r * c + j); if (v > mx) mx = v; }
-        for (j = 0; j < c; j++) sum += exp(dp__load_elem(x, t, r * c + j) - mx);
+        dp__row_stats(x, t, r * c, c, 1, &mx, &sum);
         loss += log(sum) - (dp__load_elem(x, t, r * c + lab) - mx);
     }
     dp__store_elem(dp_nd_data(k->outputs[0]), t, 0, loss, k->req[0]);
@@ -5756,10 +5760,9 @@ static int dp__kg_sce(const dp_kernel_ctx *k) {
     double og = dp__load_elem(dp_nd_data(k->inputs[0]), t, 0);
     int64_t n = s->dims[0], c = s->dims[1], r, j, lab;
     for (r = 0; r < n; r++) {
-        double mx = -HUGE_VAL, sum = 0;
+        double mx, sum;
         if (dp__label_at(k, k->inputs[2], r, c, &lab)) return DP_ERROR_INVALID_ARGS;
-        for (j = 0; j < c; j++) { double v = dp__load_elem(x, t, r * c + j); if (v > mx) mx = v; }
-        for (j = 0; j < c; j++) sum += exp(dp__load_elem(x, t, r * c + j) - mx);
+        dp__row_stats(x, t, r * c, c, 1, &mx, &sum);
         for (j = 0; j < c; j++)
             dp__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, og * (exp(dp__load_elem(x, t, r * c + j) - mx) / sum - (j == lab)), k->req[0]);
         dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->inputs[2]), r, 0, k->req[1]);
