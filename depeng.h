@@ -5452,17 +5452,20 @@ static int dp__k_clip_grad(const dp_kernel_ctx *k) {
 DP__UNARY_OPS(DP__UNARY_GRAD_KERNEL)
 DP__BINARY_OPS(DP__BINARY_GRAD_KERNEL)
 DP__SCALAR_OPS(DP__SCALAR_GRAD_KERNEL)
-/* Registers the gradient operator of an element-wise forward operator:
-   inputs (ograd, the forward's nin inputs), outputs their gradients; the
-   same scalar and parameters as the forward. */
-static void dp__register_grad(const char *name, const char *doc, int nin, dp_kernel_fn kernel, int takes_scalar,
-                              const dp_param_def *params, int num_params, unsigned resources) {
-    dp_operator op;
-    memset(&op, 0, sizeof op);
-    op.name = name; op.doc = doc; op.num_inputs = 1 + nin; op.num_outputs = nin;
-    op.infer = dp__infer_grad_inputs; op.forward_cpu = kernel; op.takes_scalar = takes_scalar;
-    op.params = params; op.num_params = num_params; op.resources = resources;
-    dp__register(&op);
+/* Registers a differentiable forward operator together with its gradient
+   operator grad_name: inputs (ograd, the forward's inputs), outputs their
+   gradients, with the forward's scalar, parameters and resources. Every
+   built-in gradient reads the output gradient and the inputs. */
+static void dp__register_differentiable(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel) {
+    dp_operator g;
+    op->gradient = grad_name;
+    op->grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    dp__register(op);
+    memset(&g, 0, sizeof g);
+    g.name = grad_name; g.doc = grad_doc; g.num_inputs = 1 + op->num_inputs; g.num_outputs = op->num_inputs;
+    g.infer = dp__infer_grad_inputs; g.forward_cpu = grad_kernel; g.takes_scalar = op->takes_scalar;
+    g.params = op->params; g.num_params = op->num_params; g.resources = op->resources;
+    dp__register(&g);
 }
 /* >>reductions ------------------------------------------------------------------
    sum, mean, max, min over the axes in "axis" (a tuple; empty: all axes;
@@ -5625,9 +5628,8 @@ static void dp__register_reductions(void) {
         memset(&op, 0, sizeof op);
         op.name = r[i].name; op.doc = r[i].doc; op.num_inputs = 1; op.num_outputs = 1;
         op.params = dp__reduce_params; op.num_params = 2; op.infer = dp__infer_reduce; op.forward_cpu = r[i].fwd;
-        op.gradient = grad_names[i]; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS; op.resources = DP_RESOURCE_TEMP;
-        dp__register(&op);
-        dp__register_grad(grad_names[i], "gradient of a reduction", 1, r[i].grad, 0, dp__reduce_params, 2, DP_RESOURCE_TEMP);
+        op.resources = DP_RESOURCE_TEMP;
+        dp__register_differentiable(&op, grad_names[i], "gradient of a reduction", r[i].grad);
     }
     memset(&op, 0, sizeof op);
     op.name = "argmax"; op.doc = "the index of the largest element along one axis (or of the flattened array), as int64";
@@ -5918,25 +5920,17 @@ static void dp__register_nn(void) {
     memset(&op, 0, sizeof op);
     op.name = "softmax"; op.doc = "exp(x) / sum(exp(x)) along an axis"; op.num_inputs = 1; op.num_outputs = 1;
     op.params = dp__axis_params; op.num_params = 1; op.infer = dp__infer_axis; op.forward_cpu = dp__k_softmax;
-    op.gradient = "_backward_softmax"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
-    dp__register(&op);
-    dp__register_grad("_backward_softmax", "gradient of softmax", 1, dp__kg_softmax, 0, dp__axis_params, 1, 0);
+    dp__register_differentiable(&op, "_backward_softmax", "gradient of softmax", dp__kg_softmax);
     op.name = "log_softmax"; op.doc = "x - log(sum(exp(x))) along an axis"; op.forward_cpu = dp__k_log_softmax;
-    op.gradient = "_backward_log_softmax";
-    dp__register(&op);
-    dp__register_grad("_backward_log_softmax", "gradient of log_softmax", 1, dp__kg_log_softmax, 0, dp__axis_params, 1, 0);
+    dp__register_differentiable(&op, "_backward_log_softmax", "gradient of log_softmax", dp__kg_log_softmax);
     memset(&op, 0, sizeof op);
     op.name = "softmax_cross_entropy"; op.doc = "sum over rows of -log softmax(data)[label]: data (n, classes), label (n,); a (1,) array";
     op.num_inputs = 2; op.num_outputs = 1; op.infer = dp__infer_sce; op.forward_cpu = dp__k_sce;
-    op.gradient = "_backward_softmax_cross_entropy"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
-    dp__register(&op);
-    dp__register_grad("_backward_softmax_cross_entropy", "gradient of softmax_cross_entropy (the label's is 0)", 2, dp__kg_sce, 0, NULL, 0, 0);
+    dp__register_differentiable(&op, "_backward_softmax_cross_entropy", "gradient of softmax_cross_entropy (the label's is 0)", dp__kg_sce);
     memset(&op, 0, sizeof op);
     op.name = "transpose"; op.doc = "the axes permuted (parameter axes; () reverses them)"; op.num_inputs = 1; op.num_outputs = 1;
     op.params = dp__transpose_params; op.num_params = 1; op.infer = dp__infer_transpose; op.forward_cpu = dp__k_transpose;
-    op.gradient = "_backward_transpose"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
-    dp__register(&op);
-    dp__register_grad("_backward_transpose", "gradient of transpose", 1, dp__kg_transpose, 0, dp__transpose_params, 1, 0);
+    dp__register_differentiable(&op, "_backward_transpose", "gradient of transpose", dp__kg_transpose);
     memset(&op, 0, sizeof op);
     op.name = "concat"; op.doc = "num_args arrays joined along dim"; op.num_inputs = -1; op.num_outputs = 1;
     op.params = dp__concat_params; op.num_params = 2; op.infer = dp__infer_concat; op.forward_cpu = dp__k_concat;
@@ -6399,44 +6393,35 @@ static void dp__register_linear(void) {
     memset(&op, 0, sizeof op);
     op.name = "dot"; op.doc = "matrix product of 2-d a and b, each optionally transposed"; op.num_inputs = 2; op.num_outputs = 1;
     op.params = dp__dot_params; op.num_params = 2; op.infer = dp__infer_dot; op.forward_cpu = dp__k_dot;
-    op.gradient = "_backward_dot"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
-    dp__register(&op);
-    dp__register_grad("_backward_dot", "gradient of dot", 2, dp__kg_dot, 0, dp__dot_params, 2, 0);
+    dp__register_differentiable(&op, "_backward_dot", "gradient of dot", dp__kg_dot);
     memset(&op, 0, sizeof op);
     op.name = "FullyConnected"; op.doc = "data (batch, in) times weight (num_hidden, in) transposed, plus bias (num_hidden,)";
     op.num_inputs = 3; op.num_outputs = 1; op.params = dp__fc_params; op.num_params = 1; op.infer = dp__infer_fc;
-    op.forward_cpu = dp__k_fc; op.gradient = "_backward_FullyConnected"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
-    dp__register(&op);
-    dp__register_grad("_backward_FullyConnected", "gradient of FullyConnected", 3, dp__kg_fc, 0, dp__fc_params, 1, 0);
+    op.forward_cpu = dp__k_fc;
+    dp__register_differentiable(&op, "_backward_FullyConnected", "gradient of FullyConnected", dp__kg_fc);
 }
 static void dp__register_builtins(void) {
     dp_operator op;
-    /* each forward operator, then its gradient operator: (ograd, inputs) -> input gradients */
-#define DP__REG_GRAD(fwd, nin, kernel, scalar, params, nparams) \
-    dp__register_grad("_backward_" fwd, "gradient of " fwd, nin, kernel, scalar, params, nparams, 0);
+    /* each forward operator with its gradient operator: (ograd, inputs) -> input gradients */
 #define DP__REG_UNARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text; op.num_inputs = 1; op.num_outputs = 1; \
-    op.forward_cpu = dp__k_##nm; op.inplace = 1; op.gradient = "_backward_" #nm; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS; \
-    dp__register(&op); DP__REG_GRAD(#nm, 1, dp__kg_##nm, 0, NULL, 0)
+    op.forward_cpu = dp__k_##nm; op.inplace = 1; \
+    dp__register_differentiable(&op, "_backward_" #nm, "gradient of " #nm, dp__kg_##nm);
 #define DP__REG_BINARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text " (NumPy broadcasting)"; op.num_inputs = 2; \
     op.num_outputs = 1; op.infer = dp__infer_broadcast; op.forward_cpu = dp__k_##nm; op.inplace = 3; \
-    op.gradient = "_backward_" #nm; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS; dp__register(&op); DP__REG_GRAD(#nm, 2, dp__kg_##nm, 0, NULL, 0)
+    dp__register_differentiable(&op, "_backward_" #nm, "gradient of " #nm, dp__kg_##nm);
 #define DP__REG_SCALAR(nm, text) memset(&op, 0, sizeof op); op.name = #nm "_scalar"; op.doc = text; op.num_inputs = 1; \
     op.num_outputs = 1; op.takes_scalar = 1; op.forward_cpu = dp__k_##nm##_scalar; op.inplace = 1; \
-    op.gradient = "_backward_" #nm "_scalar"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS; dp__register(&op); \
-    DP__REG_GRAD(#nm "_scalar", 1, dp__kg_##nm##_scalar, 1, NULL, 0)
+    dp__register_differentiable(&op, "_backward_" #nm "_scalar", "gradient of " #nm "_scalar", dp__kg_##nm##_scalar);
     DP__UNARY_OPS(DP__REG_UNARY)
     DP__BINARY_OPS(DP__REG_BINARY)
     DP__SCALAR_OPS(DP__REG_SCALAR)
     memset(&op, 0, sizeof op);
     op.name = "clip"; op.doc = "y = x limited to [a_min, a_max]"; op.num_inputs = 1; op.num_outputs = 1;
     op.params = dp__clip_params; op.num_params = 2; op.infer = dp__infer_clip; op.forward_cpu = dp__k_clip; op.inplace = 1;
-    op.gradient = "_backward_clip"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
-    dp__register(&op);
-    DP__REG_GRAD("clip", 1, dp__k_clip_grad, 0, dp__clip_params, 2)
+    dp__register_differentiable(&op, "_backward_clip", "gradient of clip", dp__k_clip_grad);
 #undef DP__REG_UNARY
 #undef DP__REG_BINARY
 #undef DP__REG_SCALAR
-#undef DP__REG_GRAD
     dp__register_reductions();
     dp__register_nn();
     dp__register_random();
