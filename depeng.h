@@ -61,9 +61,11 @@
    4. THREADING MODEL
      DP_ENGINE_NAIVE     every operation runs on the thread that makes it ready
                          (the pusher, or whoever completes its last dependency).
-     DP_ENGINE_POOLED    one task queue (+ pool) and one IO queue for copies.
+     DP_ENGINE_POOLED    one task queue (+ pool) and one IO queue for copies
+                         and DP_PROP_IO.
      DP_ENGINE_PERDEVICE (default) per CPU device a worker pool, one CPU priority
-                         pool (highest priority first), per GPU device a compute
+                         pool (highest priority first), one IO pool for
+                         DP_PROP_IO (started on first use), per GPU device a compute
                          pool and a copy pool whose workers each own a stream made
                          by the device backend (dp_device_backend).
      Pushing and waiting are thread-safe: several threads may push at once. The
@@ -177,7 +179,10 @@ typedef enum dp_prop {
     DP_PROP_GPU_PRIORITIZED,  /* GPU compute queue, ahead of normal work      */
     DP_PROP_ASYNC,            /* if ready at push, starts on the pushing thread */
     DP_PROP_DELETE_VAR,       /* internal; dp_push with it == dp_var_delete_fn */
-    DP_PROP_NO_SKIP,          /* runs even when an input has failed           */
+    DP_PROP_NO_SKIP,          /* runs even when an input has failed (see also
+                                 dp_push_desc.no_skip)                        */
+    DP_PROP_IO,               /* file and data loading: runs on the IO pool of
+                                 the CPU device, so it overlaps compute        */
     DP__PROP_COUNT
 } dp_prop;
 
@@ -218,6 +223,8 @@ typedef struct dp_push_desc {
     dp_prop prop;
     int priority;         /* higher runs first on priority queues */
     const char *name;
+    int no_skip;          /* non-zero: run even when an input has failed, as
+                             DP_PROP_NO_SKIP does, with any other property */
 } dp_push_desc;
 
 /* A failure as reported by a wait. */
@@ -983,7 +990,8 @@ struct dp_engine {
     dp__failure *unreported_head, *unreported_tail;
     dp__a32 clear_epoch;
     dp__aptr cpu_groups[DP__MAX_DEV], gpu_groups[DP__MAX_DEV], copy_groups[DP__MAX_DEV];
-    dp__group *prio_group, *task_group, *io_group;
+    dp__group *prio_group, *task_group;
+    dp__aptr io_group;          /* pooled: copies and IO; per-device: IO, made on first use */
     void *shared_stream[DP__MAX_DEV]; int shared_stream_ok[DP__MAX_DEV];
     dp__mutex shared_stream_mtx[DP__MAX_DEV];
     int gpu_count;
@@ -1040,6 +1048,11 @@ typedef struct dp__block {
 /* The memory budget: an op with two variables takes 104 + 2 x (16 + 8) = 152
    bytes, so a million pending ops fit in 152 MB. */
 
+/* b->prop holds the property, and DP__NO_SKIP_BIT when the op runs on failed
+   input (DP_PROP_NO_SKIP, or dp_push_desc.no_skip with another property). */
+#define DP__NO_SKIP_BIT 0x80u
+static dp_prop dp__prop(const dp__block *b) { return (dp_prop)(b->prop & ~DP__NO_SKIP_BIT); }
+static int dp__no_skip(const dp__block *b) { return (b->prop & DP__NO_SKIP_BIT) != 0; }
 static dp__block *dp__next(dp__block *b) { return (dp__block *)dp__load(&b->next, DP__RELAXED); }
 static void dp__set_next(dp__block *b, dp__block *n) { dp__store(&b->next, (void *)n, DP__RELAXED); }
 static uint64_t dp__block_seq(dp__block *b) { return (uint64_t)dp__load(&b->state, DP__RELAXED) >> 2; }
@@ -1567,7 +1580,7 @@ static dp__block *dp__fifo_take(dp__queue *q, int *busy, int *more) {
 }
 
 static int dp__before(dp__block *a, dp__block *b) {  /* a runs first */
-    int ap = a->prop == DP_PROP_GPU_PRIORITIZED, bp = b->prop == DP_PROP_GPU_PRIORITIZED;
+    int ap = dp__prop(a) == DP_PROP_GPU_PRIORITIZED, bp = dp__prop(b) == DP_PROP_GPU_PRIORITIZED;
     if (ap != bp) return ap > bp;
     if (a->priority != b->priority) return a->priority > b->priority;
     return dp__block_seq(a) < dp__block_seq(b);
@@ -1716,7 +1729,7 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     dp_engine *prev_running = dp__tls_running;
     int status = 0;
     dp__failure *upstream = dp__block_failure(b);
-    if (upstream && b->prop != DP_PROP_NO_SKIP) {   /* a grant passed on an input's failure: skip, pass it on */
+    if (upstream && !dp__no_skip(b)) {   /* a grant passed on an input's failure: skip, pass it on */
         dp__fetch_add(&eng->skipped, 1, DP__RELAXED);
         return dp__finish(eng, b, upstream->info.status, NULL, w);
     }
@@ -1819,15 +1832,20 @@ static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, i
 /* Where a ready op runs on the threaded engines: its group, or NULL if that
    group's threads could not be started. */
 static dp__group *dp__route(dp_engine *eng, dp__block *b) {
-    int copy = b->prop == DP_PROP_COPY_TO_GPU || b->prop == DP_PROP_COPY_FROM_GPU;
+    dp_prop prop = dp__prop(b);
+    int copy = prop == DP_PROP_COPY_TO_GPU || prop == DP_PROP_COPY_FROM_GPU;
     const dp_engine_desc *d = &eng->desc;
-    if (d->type == DP_ENGINE_POOLED) return copy ? eng->io_group : eng->task_group;
+    if (d->type == DP_ENGINE_POOLED) return copy || prop == DP_PROP_IO ? (dp__group *)dp__load(&eng->io_group, DP__ACQUIRE) : eng->task_group;
     if (b->ctx.dev_type == DP_DEV_GPU) {
         int dev = b->ctx.dev_id;
         if (copy) return dp__lazy_group(eng, &eng->copy_groups[dev], d->gpu_copy_nthreads, 1, b->ctx, 1, 1);
         return dp__lazy_group(eng, &eng->gpu_groups[dev], d->gpu_worker_nthreads, 1, b->ctx, 1, 0);
     }
-    if (b->prop == DP_PROP_CPU_PRIORITIZED) return eng->prio_group;
+    if (prop == DP_PROP_CPU_PRIORITIZED) return eng->prio_group;
+    if (prop == DP_PROP_IO) {   /* one IO pool, started by the first IO op */
+        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = 0;
+        return dp__lazy_group(eng, &eng->io_group, d->gpu_copy_nthreads, 0, c, 0, 0);
+    }
     {
         dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = b->ctx.dev_id;
         return dp__lazy_group(eng, &eng->cpu_groups[b->ctx.dev_id], d->cpu_worker_nthreads, 0, c, 0, 0);
@@ -1875,7 +1893,7 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
     dp__worker *w = dp__tls_worker && dp__tls_worker->eng == eng ? dp__tls_worker : NULL;
     if (!w) dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);
     dp__failure *failure = dp__block_failure(b);
-    if (failure && status == 0 && b->prop == DP_PROP_NO_SKIP) {   /* made good outputs of failed input */
+    if (failure && status == 0 && dp__no_skip(b)) {   /* made good outputs of failed input */
         dp__failure_release(eng, failure);
         failure = NULL;
         dp__store(&b->failure, NULL, DP__RELAXED);
@@ -2104,7 +2122,7 @@ static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
     dp__group *g;
     if (b->kind == DP__KIND_WAIT) { dp__run_wait(eng, b); return; }
     if (eng->desc.type == DP_ENGINE_NAIVE) { dp__run_naive(eng, b); return; }
-    if (b->prop == DP_PROP_ASYNC && from_pusher) { dp__execute(eng, b, NULL); return; }
+    if (dp__prop(b) == DP_PROP_ASYNC && from_pusher) { dp__execute(eng, b, NULL); return; }
     g = dp__route(eng, b);
     if (!g) {   /* could not start the pool: run here rather than lose the op */
         DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "running '%s' on the calling thread", b->name ? b->name : "(unnamed)");
@@ -2252,7 +2270,9 @@ static dp__block *dp__block_new(dp_engine *eng, uint32_t n, const dp_push_desc *
     if (!b) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "operation block for %u variables", (unsigned)n); return NULL; }
     dp__store(&b->wait, (int32_t)n + 1, DP__RELAXED);
     dp__store(&b->state, (uint64_t)DP__ST_PENDING, DP__RELAXED);
-    b->kind = (uint8_t)kind; b->prop = (uint8_t)d->prop; b->cls = (uint8_t)cls;
+    b->kind = (uint8_t)kind; b->cls = (uint8_t)cls;
+    b->prop = (uint8_t)((d->prop == DP_PROP_NO_SKIP ? DP_PROP_NORMAL : d->prop)
+                        | (d->no_skip || d->prop == DP_PROP_NO_SKIP ? DP__NO_SKIP_BIT : 0u));
     b->priority = d->priority;
     b->ctx = d->ctx;
     if (b->ctx.dev_type == DP_DEV_DEFAULT) b->ctx.dev_type = DP_DEV_CPU;
@@ -2678,7 +2698,7 @@ static void dp__engine_free(dp_engine *eng) {
     }
     dp__group_destroy(eng, eng->prio_group);
     dp__group_destroy(eng, eng->task_group);
-    dp__group_destroy(eng, eng->io_group);
+    dp__group_destroy(eng, (dp__group *)dp__load(&eng->io_group, DP__RELAXED));
     for (f = eng->unreported_head; f; f = next) { next = f->next_unreported; dp__failure_release(eng, f); }
     /* failures still held by variables */
     for (k = 1; k < (size_t)dp__load(&eng->vars.next_index, DP__RELAXED); k++) {
@@ -2745,8 +2765,7 @@ DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) 
     } else if (resolved.type == DP_ENGINE_POOLED) {
         dp_ctx cpu0 = {DP_DEV_CPU, 0};
         eng->task_group = dp__group_create(eng, resolved.cpu_worker_nthreads, 0, cpu0, 0, 0);
-        eng->io_group = dp__group_create(eng, resolved.gpu_copy_nthreads, 0, cpu0, 0, 0);
-        if (!eng->task_group || !eng->io_group) { dp__engine_free(eng); return DP_ERROR_THREAD; }
+        if (!eng->task_group || !dp__lazy_group(eng, &eng->io_group, resolved.gpu_copy_nthreads, 0, cpu0, 0, 0)) { dp__engine_free(eng); return DP_ERROR_THREAD; }
     }
     *out = eng;
     return DP_OK;
@@ -2786,7 +2805,7 @@ DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
     }
     dp__group_completed(eng->prio_group, &out->completed);
     dp__group_completed(eng->task_group, &out->completed);
-    dp__group_completed(eng->io_group, &out->completed);
+    dp__group_completed((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), &out->completed);
     out->pushed = dp__load(&eng->seq, DP__RELAXED);
     out->pending_ops = out->pushed - dp__load(&eng->done, DP__RELAXED);
     out->pushed += dp__load(&eng->inline_ops, DP__RELAXED);
@@ -2836,7 +2855,7 @@ static void dp__prof_each(dp_engine *eng, void (*fn)(dp__prof_buf *, void *), vo
         groups[ng++] = (dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE);
         groups[ng++] = (dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE);
     }
-    groups[ng++] = eng->prio_group; groups[ng++] = eng->task_group; groups[ng++] = eng->io_group;
+    groups[ng++] = eng->prio_group; groups[ng++] = eng->task_group; groups[ng++] = (dp__group *)dp__load(&eng->io_group, DP__ACQUIRE);
     fn(&eng->inline_prof, user);
     for (i = 0; i < ng; i++)
         if (groups[i]) for (j = 0; j < groups[i]->nworkers; j++) fn(&groups[i]->workers[j].prof, user);
@@ -4422,10 +4441,9 @@ DP_IMPL dp_result dp_nd_slice(dp_ndarray *a, int64_t begin, int64_t end, dp_ndar
     s.dims[0] = end - begin;
     return dp__nd_view(a, &s, a->offset + (size_t)begin * (a->shape.dims[0] ? dp_nd_bytes(a) / (size_t)a->shape.dims[0] : 0), out);
 }
-/* copy_to pushes one NO_SKIP op on the CPU. A GPU copy must run on a copy
-   queue, whose property cannot also be NO_SKIP, so it may be skipped: then
-   a second, NO_SKIP op (reading the destination, so it runs after the copy
-   either way) frees the argument. */
+/* copy_to pushes one op that runs even on failed input (no_skip), so it
+   always frees its argument: on the CPU a normal op, with a GPU end on that
+   GPU's copy queue. */
 typedef struct dp__copy_arg { dp_ndarray *src, *dst; } dp__copy_arg;
 static void dp__copy_arg_free(dp__copy_arg *c) {
     dp_engine *eng = c->src->chunk->eng;
@@ -4441,14 +4459,12 @@ static int dp__copy_run(dp_run_ctx *rc, dp__copy_arg *c) {
     if (status) dp_set_error(rc, dp__backend_error(eng, status));
     return status;
 }
-static int dp__copy_op(dp_run_ctx *rc, void *arg) {            /* CPU to CPU, NO_SKIP */
+static int dp__copy_op(dp_run_ctx *rc, void *arg) {
     dp__copy_arg *c = (dp__copy_arg *)arg;
     int status = rc->input_status ? rc->input_status : dp__copy_run(rc, c);
     dp__copy_arg_free(c);
     return status;
 }
-static int dp__copy_gpu_op(dp_run_ctx *rc, void *arg) { return dp__copy_run(rc, (dp__copy_arg *)arg); }
-static int dp__copy_cleanup_op(dp_run_ctx *rc, void *arg) { (void)rc; dp__copy_arg_free((dp__copy_arg *)arg); return 0; }
 DP_IMPL dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out) {
     dp_engine *eng = a ? a->chunk->eng : NULL;
     dp__copy_arg *c;
@@ -4466,23 +4482,12 @@ DP_IMPL dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out) {
     reads[0] = a->chunk->var;
     d.fn = dp__copy_op; d.arg = c; d.reads = reads; d.num_reads = 1; d.writes = &(*out)->chunk->var; d.num_writes = 1;
     d.name = "copy_to";
-    d.prop = DP_PROP_NO_SKIP;
+    d.no_skip = 1;
     if (dp__copy_kind(ctx, a->chunk->ctx) >= 0) {                 /* a GPU end: its copy queue */
-        d.fn = dp__copy_gpu_op;
         d.ctx = ctx.dev_type == DP_DEV_GPU ? ctx : a->chunk->ctx;
         d.prop = ctx.dev_type == DP_DEV_GPU ? DP_PROP_COPY_TO_GPU : DP_PROP_COPY_FROM_GPU;
     }
-    if ((r = dp_push(eng, &d)) == DP_OK && d.fn == dp__copy_gpu_op) {
-        memset(&d, 0, sizeof d);
-        d.fn = dp__copy_cleanup_op; d.arg = c; d.reads = &(*out)->chunk->var; d.num_reads = 1;
-        d.prop = DP_PROP_NO_SKIP; d.name = "copy_to_cleanup";
-        if (dp_push(eng, &d) != DP_OK) {   /* cannot happen for live variables; free after the copy */
-            dp_wait_var(eng, (*out)->chunk->var, NULL);
-            dp__copy_arg_free(c);
-        }
-        return DP_OK;
-    }
-    if (r != DP_OK) { dp__copy_arg_free(c); dp_nd_release(*out); *out = NULL; }
+    if ((r = dp_push(eng, &d)) != DP_OK) { dp__copy_arg_free(c); dp_nd_release(*out); *out = NULL; }
     return r;
 }
 

@@ -702,6 +702,48 @@ static void test_no_skip_input_status(void) {
     }
 }
 
+/* DP_PROP_IO runs on the IO pool, not a compute worker: with one compute
+   worker busy waiting for it, an IO op still runs (a 2 s timeout turns the
+   old routing into a failure, not a hang). no_skip combines with it. */
+static int g_io_flag, g_io_saw_flag, g_io_status;
+static int wait_for_io(dp_run_ctx *rc, void *a) {
+    int i;
+    (void)rc; (void)a;
+    for (i = 0; i < 2000 && !__atomic_load_n(&g_io_flag, __ATOMIC_ACQUIRE); i++) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    g_io_saw_flag = __atomic_load_n(&g_io_flag, __ATOMIC_ACQUIRE);
+    return 0;
+}
+static int io_set_flag(dp_run_ctx *rc, void *a) { (void)rc; (void)a; __atomic_store_n(&g_io_flag, 1, __ATOMIC_RELEASE); return 0; }
+static int io_note_status(dp_run_ctx *rc, void *a) { (void)a; g_io_status = rc->input_status; return rc->input_status; }
+static void test_io_queue(void) {
+    int k;
+    for (k = 1; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 1);
+        dp_var x = dp_var_create(e), y = dp_var_create(e), z = dp_var_create(e), w = dp_var_create(e);
+        dp_push_desc d;
+        g_io_flag = g_io_saw_flag = 0; g_io_status = -1;
+        memset(&d, 0, sizeof d);
+        d.fn = wait_for_io; d.writes = &x; d.num_writes = 1; d.name = "compute";
+        CHECK(dp_push(e, &d) == DP_OK);
+        d.fn = io_set_flag; d.writes = &y; d.prop = DP_PROP_IO; d.name = "io";
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(g_io_saw_flag == 1);
+        memset(&d, 0, sizeof d);
+        d.fn = fail_op; d.writes = &z; d.num_writes = 1; d.name = "source";
+        CHECK(dp_push(e, &d) == DP_OK);
+        d.fn = io_note_status; d.reads = &z; d.num_reads = 1; d.writes = &w; d.prop = DP_PROP_IO; d.no_skip = 1; d.name = "io_no_skip";
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_var(e, w, NULL) == DP_ERROR_OP_FAILED);
+        CHECK(g_io_status == 7);
+        dp_wait_all(e, NULL);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -712,7 +754,7 @@ int main(void) {
         {"profiler", test_profiler}, {"config", test_config}, {"stress_1m", test_stress},
         {"long_ops_overlap", test_long_ops_overlap}, {"wake_after_last_look", test_wake_after_last_look},
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
-        {"no_skip_input_status", test_no_skip_input_status},
+        {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
