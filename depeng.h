@@ -608,8 +608,11 @@ typedef struct dp_operator {
     dp_kernel_fn forward_cpu, forward_gpu;   /* NULL: not on that device kind */
     const char *gradient;         /* the operator computing the input gradients, or NULL */
     unsigned grad_needs;          /* DP_GRAD_*: what the gradient operator reads, in that order */
-    unsigned inplace;             /* bit i: output 0 may share input i's storage */
+    unsigned inplace;             /* bit i: output 0 may share input i's storage (autograd
+                                     uses it on gradient operators: see dp_autograd_backward) */
     unsigned resources;           /* DP_RESOURCE_*: the kernel may use them */
+    unsigned mutate_inputs;       /* bit i: the kernel also writes input i (an optimizer's
+                                     state), so its variable is in the write set */
 } dp_operator;
 
 /* Registers op (copied; its strings and params must stay valid). A name
@@ -626,10 +629,108 @@ DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n
 /* Runs op on the inputs (MXNet's imperative invoke). outputs[i] NULL: a new
    array is made (and returned there); else it must have the inferred shape,
    dtype and a context of the inputs', and is written with req (NULL: all
-   DP_REQ_WRITE). */
+   DP_REQ_WRITE). While this thread records (dp_autograd_begin), an
+   invocation with an input in a graph is recorded for dp_autograd_backward;
+   then a given output, or a mutated input, must not be in a graph itself. */
 DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
                               int num_kwargs, const char *const *keys, const char *const *values, double scalar,
                               int num_outputs, dp_ndarray **outputs, const dp_req *req);
+
+/* Built-in optimizer updates (MXNet's), each an operator that writes the
+   weight in place when it is passed as the output as well as input 0 (so
+   the weight is in the op's write set and every read of it pushed before
+   the update runs first):
+     sgd_update(weight, grad)               w -= lr (g + wd w)
+     sgd_mom_update(weight, grad, mom)      mom = momentum mom - lr (g + wd w); w += mom
+     adam_update(weight, grad, mean, var)   m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
+                                            w -= lr m / (sqrt(v) + epsilon), g including wd w
+   with g = rescale_grad * grad, limited to [-clip_gradient, clip_gradient]
+   when clip_gradient > 0. mom, mean and var are mutated inputs. Parameters:
+   lr (required), wd, rescale_grad, clip_gradient, momentum, beta1, beta2,
+   epsilon. Adam's bias correction is the caller's: pass
+   lr * sqrt(1 - beta2^t) / (1 - beta1^t) at step t. */
+
+/* ====================================================================== AUTOGRAD
+   MXNet's autograd. Mark the arrays to differentiate by with
+   dp_nd_attach_grad, run the forward pass between dp_autograd_begin and
+   dp_autograd_end (each invocation of a registered operator with a marked
+   or recorded input is recorded), then dp_autograd_backward(loss) pushes
+   each recorded operator's gradient operator through the engine, in
+   reverse, and the gradients land in dp_nd_grad(marked array).
+   What is kept: a recorded operation holds only what its gradient
+   operator declares it reads (grad_needs: the inputs, the outputs) as
+   views of their storage, and its producers; the rest is released when
+   the caller releases it. A backward without retain_graph releases each
+   operation's saved arrays as soon as its gradient is pushed.
+   In place: a gradient operator whose registration allows it (inplace bit
+   j on input j, an output gradient) writes its result over that output
+   gradient when nothing else needs it, instead of a new array.
+   Rules: recording is per thread and nests. Views made by dp_nd_reshape
+   and dp_nd_slice are not recorded (use the reshape operator to keep the
+   gradient flowing). An array saved for a gradient must not be written
+   (dp_nd_write, an output or a mutated input of an invocation) before the
+   backward: backward reports that instead of reading the new values.
+   Build and differentiate one graph from one thread at a time. */
+/* Starts / ends recording on this thread; they nest. dp_autograd_end
+   without a begin is DP_ERROR_INVALID_ARGS. */
+DP_API dp_result dp_autograd_begin(void);
+DP_API dp_result dp_autograd_end(void);
+DP_API int dp_autograd_is_recording(void);
+/* Marks a (float32 or float64) for gradients: a zero gradient array of its
+   shape is made, which backward overwrites (DP_REQ_WRITE) or adds to
+   (DP_REQ_ADD). DP_REQ_NULL removes the mark. Marking again starts over
+   with a new zero gradient, and cuts a from the graph that made it. */
+DP_API dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req);
+/* a's gradient array (a borrowed reference: dp_nd_retain to keep it past
+   a's release), or NULL if a is not marked. */
+DP_API dp_ndarray *dp_nd_grad(const dp_ndarray *a);
+/* A view of a's storage outside any graph: gradients stop there. */
+DP_API dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out);
+/* Pushes the gradients of head with respect to every marked array it
+   depends on. head_grad is d(objective)/d(head), of head's shape and dtype;
+   NULL means ones (head is usually a scalar loss). retain_graph non-zero
+   keeps the graph for another backward. Errors (nothing is pushed then):
+   head not computed by a recorded invocation, no marked array reached, an
+   operator on the path without a gradient, a head_grad of another shape,
+   a saved array written since, a graph freed by an earlier backward. A
+   failing gradient kernel reaches the gradient arrays like any failure. */
+DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, int retain_graph);
+
+/* ====================================================================== DATA
+   Reading a CSV file into arrays, and a mini-batch iterator that prefetches
+   through the engine. */
+#define DP_CSV_NO_LABEL (-1000000)
+/* Reads a CSV file of numbers (comma separated; blank lines skipped; a
+   first line that is not all numbers is a header and skipped) into float32
+   arrays: *data (rows, columns - 1) and *label (rows,) from column
+   label_column (from 0; negative counts from the end, -1 is the last). With
+   DP_CSV_NO_LABEL every column is data, (rows, columns), and label may be
+   NULL. A ragged row or a field that is not a number is DP_ERROR_FORMAT
+   naming the line and column. */
+DP_API dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx,
+                                dp_ndarray **data, dp_ndarray **label);
+/* Mini-batches of rows (the first axis) of data and label. Zero-initialise:
+   shuffle draws a new order every epoch from the random resource of data's
+   device (reproducible with dp_random_seed); the last batch is short unless
+   drop_last. The next batch is gathered by an operation on the IO pool
+   (DP_PROP_IO) while the caller's work on the current one runs. */
+typedef struct dp_iter_desc {
+    dp_ndarray *data;        /* (n, ...) on the CPU */
+    dp_ndarray *label;       /* (n, ...) or NULL */
+    int batch_size;
+    int shuffle;
+    int drop_last;
+} dp_iter_desc;
+typedef struct dp_iter dp_iter;
+DP_API dp_result dp_iter_create(const dp_iter_desc *desc, dp_iter **out);
+/* The next batch as new arrays (release them when done; they stay valid
+   after later calls). At the end of an epoch *data (and *label) are NULL
+   and DP_OK is returned; dp_iter_reset starts the next epoch. */
+DP_API dp_result dp_iter_next(dp_iter *it, dp_ndarray **data, dp_ndarray **label);
+DP_API dp_result dp_iter_reset(dp_iter *it);
+/* Batches per epoch. */
+DP_API int64_t dp_iter_num_batches(const dp_iter *it);
+DP_API void dp_iter_destroy(dp_iter *it);
 
 /* The storage manager of a device: bytes in arrays, bytes kept for reuse. */
 typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocations, pool_hits; } dp_storage_stats;
@@ -3475,7 +3576,7 @@ static dp_result dp__npy_check_data(const dp__npy_fields *f, size_t data_len, ch
  * the five supported kinds; C order only. */
 static dp_result dp__npy_parse(const unsigned char *buf, size_t len, dp_dtype *dt, dp_shape *s, size_t *data_offset,
                                char *msg, size_t msgcap) {
-    size_t prefix_len, header_len;
+    size_t prefix_len = 0, header_len = 0;
     dp__npy_cursor c;
     dp__npy_fields f;
     dp_result r;
@@ -3879,7 +3980,7 @@ static dp_result dp__zip_read_entry(const dp__zip_reader *z, size_t cd_end, size
     const unsigned char *h = z->buf + *pos, *name;
     dp__zip_common cd;
     uint64_t local_offset, *zip64_fields[3];
-    size_t comment_len, data_at;
+    size_t comment_len, data_at = 0;
     uint32_t crc;
     char what[96];
     dp_result r;
@@ -3923,7 +4024,7 @@ static dp_result dp__zip_read_entry(const dp__zip_reader *z, size_t cd_end, size
 static dp_result dp__zip_read(const unsigned char *buf, size_t len, dp__zip_member *out, int cap, int *n, char *msg,
                               size_t msgcap) {
     dp__zip_reader z;
-    size_t end_at, pos, cd_end;
+    size_t end_at, pos = 0, cd_end = 0;
     uint32_t count, i;
     dp_result r;
 
@@ -4167,14 +4268,21 @@ typedef struct dp__chunk {
     void *data;
     size_t size;               /* the block's class size */
     dp_ctx ctx;
+    dp__a32 version;           /* writes pushed so far (autograd checks saved arrays) */
 } dp__chunk;
+struct dp__ag_node;
 struct dp_ndarray {
     dp__a32 refs;
     dp__chunk *chunk;
     size_t offset;             /* bytes into the chunk: views */
     dp_shape shape;
     dp_dtype dtype;
+    struct dp__ag_node *ag;    /* autograd: the recorded op that made it, or its
+                                  leaf (dp_nd_attach_grad); NULL outside graphs */
+    int ag_index;              /* which output of ag */
 };
+static void dp__ag_unref(struct dp__ag_node *n);
+static void dp__chunk_bump(dp__chunk *c) { dp__fetch_add(&c->version, 1, DP__RELAXED); }
 
 /* Runs once the chunk's variable is free: every operation on it is done. */
 static int dp__chunk_free_op(dp_run_ctx *rc, void *arg) {
@@ -4197,6 +4305,7 @@ DP_IMPL void dp_nd_release(dp_ndarray *a) {
     dp__chunk *c;
     if (!a || dp__fetch_add(&a->refs, -1, DP__ACQ_REL) != 1) return;
     c = a->chunk;
+    dp__ag_unref(a->ag);
     dp__free(c->eng, a, sizeof *a);
     dp__chunk_release(c);
 }
@@ -4382,6 +4491,7 @@ static dp_result dp__nd_host_io(dp_ndarray *a, void *host, size_t bytes, int to_
         return DP_ERROR_INVALID_ARGS;
     }
     if ((r = dp_wait_var(eng, a->chunk->var, failure)) != DP_OK) return r;
+    if (!to_host) dp__chunk_bump(a->chunk);
     on_gpu = a->chunk->ctx.dev_type == DP_DEV_GPU;
     if (dp__copy_bytes(eng, to_host ? host : dp_nd_data(a), to_host ? dp_nd_data(a) : host, bytes,
                        on_gpu ? (to_host ? 1 : 0) : -1, a->chunk->ctx.dev_id, NULL)) {
@@ -4827,6 +4937,270 @@ out:
     return r;
 }
 
+/* >>data: CSV files and the mini-batch iterator ---------------------------------- */
+/* Parses the fields of one line [p, eol) as numbers into out (up to cap;
+   *count is how many the line has). Returns 0, or the 1-based column of
+   the first field that is not a number. */
+static int dp__csv_fields(const char *p, const char *eol, float *out, int cap, int *count) {
+    int col = 0;
+    for (;;) {
+        char *end;
+        double v;
+        while (p < eol && (*p == ' ' || *p == '\t')) p++;
+        v = strtod(p, &end);
+        if (end == p || end > eol) return col + 1;
+        p = end;
+        while (p < eol && (*p == ' ' || *p == '\t')) p++;
+        if (p < eol && *p != ',') return col + 1;
+        if (col < cap) out[col] = (float)v;
+        col++;
+        if (p == eol) break;
+        p++;                                   /* the comma */
+    }
+    *count = col;
+    return 0;
+}
+static int dp__blank(const char *p, const char *eol) { while (p < eol && (*p == ' ' || *p == '\t')) p++; return p == eol; }
+/* The values of every data line, row after row, and the row and column
+   counts; a first line that is not numbers is a header. */
+static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, size_t len, float **vals, size_t *cap, int64_t *rows, int *cols) {
+    char *p = text, *end = text + len;
+    int64_t line = 0;
+    size_t n = 0;
+    *rows = 0; *cols = 0;
+    while (p < end) {
+        char *eol = (char *)memchr(p, '\n', (size_t)(end - p)), *next;
+        int count = 0, bad;
+        if (!eol) eol = end;
+        next = eol < end ? eol + 1 : end;
+        if (eol > p && eol[-1] == '\r') eol--;
+        line++;
+        if (dp__blank(p, eol)) { p = next; continue; }
+        if (dp__reserve(eng, vals, cap, n + (size_t)(*cols > 0 ? *cols : 1024), sizeof **vals, 4096)) return DP_ERROR_OUT_OF_MEMORY;
+        *eol = 0;                              /* strtod stops here */
+        bad = dp__csv_fields(p, eol, *vals + n, (int)(*cap - n > (size_t)INT32_MAX ? INT32_MAX : *cap - n), &count);
+        if (bad && *rows == 0 && *cols == 0) { *cols = -1; p = next; continue; }   /* the header */
+        if (bad) { DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s:%lld: column %d is not a number", path, (long long)line, bad); return DP_ERROR_FORMAT; }
+        if (*cols <= 0) {
+            *cols = count;
+            if (dp__reserve(eng, vals, cap, n + (size_t)count, sizeof **vals, 4096)) return DP_ERROR_OUT_OF_MEMORY;
+            if (dp__csv_fields(p, eol, *vals + n, count, &count)) return DP_ERROR_FORMAT;   /* again, all of it */
+        } else if (count != *cols) {
+            DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s:%lld: %d columns, the rows before have %d", path, (long long)line, count, *cols);
+            return DP_ERROR_FORMAT;
+        }
+        n += (size_t)count;
+        (*rows)++;
+        p = next;
+    }
+    if (*rows == 0) { DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: no rows of numbers", path); return DP_ERROR_FORMAT; }
+    return DP_OK;
+}
+DP_IMPL dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx, dp_ndarray **data, dp_ndarray **label) {
+    unsigned char *buf = NULL;
+    float *vals = NULL, *x = NULL, *y = NULL;
+    size_t len = 0, cap = 0;
+    int64_t rows = 0, r;
+    int cols = 0, lc = label_column, c, k;
+    dp_shape ds, ls;
+    dp_result res;
+    if (data) *data = NULL;
+    if (label) *label = NULL;
+    if (!eng || !path || !data || (!label && label_column != DP_CSV_NO_LABEL)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_csv: NULL engine, path, data, or label (with a label column)");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((res = dp__read_file(eng, path, &buf, &len)) != DP_OK) return res;
+    res = dp__csv_parse(eng, path, (char *)buf, len, &vals, &cap, &rows, &cols);
+    if (res == DP_OK && label_column != DP_CSV_NO_LABEL) {
+        if (lc < 0) lc += cols;
+        if (lc < 0 || lc >= cols || cols < 2) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_csv: label column %d of %d columns (and one left for data)", label_column, cols);
+            res = DP_ERROR_INVALID_ARGS;
+        }
+    }
+    if (res == DP_OK && label_column != DP_CSV_NO_LABEL) {     /* split the label column off */
+        int dcols = cols - 1;
+        x = (float *)dp__alloc(eng, (size_t)rows * (size_t)dcols * sizeof *x);
+        y = (float *)dp__alloc(eng, (size_t)rows * sizeof *y);
+        if (!x || !y) res = DP_ERROR_OUT_OF_MEMORY;
+        for (r = 0; res == DP_OK && r < rows; r++)
+            for (c = 0, k = 0; c < cols; c++) {
+                float v = vals[(size_t)r * (size_t)cols + (size_t)c];
+                if (c == lc) y[r] = v; else x[(size_t)r * (size_t)dcols + (size_t)k++] = v;
+            }
+        memset(&ds, 0, sizeof ds); ds.ndim = 2; ds.dims[0] = rows; ds.dims[1] = dcols;
+        memset(&ls, 0, sizeof ls); ls.ndim = 1; ls.dims[0] = rows;
+        if (res == DP_OK && (res = dp_nd_from_host(eng, &ds, DP_FLOAT32, ctx, x, data)) == DP_OK
+            && (res = dp_nd_from_host(eng, &ls, DP_FLOAT32, ctx, y, label)) != DP_OK) { dp_nd_release(*data); *data = NULL; }
+    } else if (res == DP_OK) {
+        memset(&ds, 0, sizeof ds); ds.ndim = 2; ds.dims[0] = rows; ds.dims[1] = cols;
+        res = dp_nd_from_host(eng, &ds, DP_FLOAT32, ctx, vals, data);
+    }
+    dp__free(eng, x, x ? (size_t)rows * (size_t)(cols - 1) * sizeof *x : 0);
+    dp__free(eng, y, y ? (size_t)rows * sizeof *y : 0);
+    dp__free(eng, vals, cap * sizeof *vals);
+    dp__free(eng, buf, len + 1);
+    return res;
+}
+
+/* The iterator keeps the order of the rows in an int64 array; its variable
+   orders the shuffles (writes) against the gathers (reads). Each batch is
+   a new pair of arrays, filled by a gather op on the IO pool that is pushed
+   one batch ahead: while the caller's work on batch b runs, batch b + 1
+   is being copied. */
+struct dp_iter {
+    dp_engine *eng;
+    dp_ndarray *data, *label, *order;
+    int64_t n, batch, nbatches, next;   /* next: the batch the prefetched one is */
+    int shuffle, drop_last;
+    dp_ndarray *pre_data, *pre_label;    /* the prefetched batch, or NULL */
+};
+typedef struct dp__gather_arg { dp_ndarray *src[2], *dst[2], *order; int64_t start; } dp__gather_arg;
+static int dp__gather_op(dp_run_ctx *rc, void *arg) {
+    dp__gather_arg *g = (dp__gather_arg *)arg;
+    const int64_t *order = (const int64_t *)dp_nd_data(g->order);
+    int status = rc->input_status, i;
+    for (i = 0; i < 2; i++) {
+        int64_t r, rows;
+        size_t row_bytes;
+        if (!g->src[i]) continue;
+        rows = g->dst[i]->shape.dims[0];
+        row_bytes = dp_nd_bytes(g->src[i]) / (size_t)g->src[i]->shape.dims[0];
+        for (r = 0; !status && r < rows; r++)
+            memcpy((char *)dp_nd_data(g->dst[i]) + (size_t)r * row_bytes, (const char *)dp_nd_data(g->src[i]) + (size_t)order[g->start + r] * row_bytes, row_bytes);
+        dp_nd_release(g->src[i]);
+        dp_nd_release(g->dst[i]);
+    }
+    dp_nd_release(g->order);
+    dp__free(rc->engine, g, sizeof *g);
+    return status;
+}
+typedef struct dp__shuffle_arg { dp_ndarray *order; } dp__shuffle_arg;
+static int dp__shuffle_op(dp_run_ctx *rc, void *arg) {      /* Fisher-Yates with the random resource */
+    dp__shuffle_arg *s = (dp__shuffle_arg *)arg;
+    int64_t *o = (int64_t *)dp_nd_data(s->order), i, n = s->order->shape.dims[0];
+    if (!rc->input_status)
+        for (i = n - 1; i > 0; i--) {
+            int64_t j = (int64_t)(dp_random_next(rc->engine, rc->ctx) % (uint64_t)(i + 1)), t = o[i];
+            o[i] = o[j]; o[j] = t;
+        }
+    dp_nd_release(s->order);
+    dp__free(rc->engine, s, sizeof *s);
+    return rc->input_status;
+}
+/* Makes the arrays of batch b and pushes the gather that fills them. */
+static dp_result dp__iter_prefetch(dp_iter *it) {
+    dp_ndarray *dst[2] = {NULL, NULL}, *src[2];
+    dp__gather_arg *g;
+    dp_var reads[3], writes[2];
+    dp_push_desc d;
+    dp_result r = DP_OK;
+    int i, nw = 0;
+    int64_t start = it->next * it->batch, rows;
+    it->pre_data = it->pre_label = NULL;
+    if (it->next >= it->nbatches) return DP_OK;
+    rows = it->n - start < it->batch ? it->n - start : it->batch;
+    src[0] = it->data; src[1] = it->label;
+    for (i = 0; i < 2 && r == DP_OK; i++) {
+        dp_shape s;
+        if (!src[i]) continue;
+        s = src[i]->shape; s.dims[0] = rows;
+        r = dp_nd_empty(it->eng, &s, src[i]->dtype, src[i]->chunk->ctx, &dst[i]);
+    }
+    if (r != DP_OK || (g = (dp__gather_arg *)dp__alloc(it->eng, sizeof *g)) == NULL) {
+        dp_nd_release(dst[0]); dp_nd_release(dst[1]);
+        return r != DP_OK ? r : DP_ERROR_OUT_OF_MEMORY;
+    }
+    g->order = dp_nd_retain(it->order); g->start = start;
+    reads[0] = dp_nd_var(it->order);
+    for (i = 0; i < 2; i++) {
+        g->src[i] = dp_nd_retain(src[i]); g->dst[i] = dp_nd_retain(dst[i]);
+        if (src[i]) { reads[1 + nw] = dp_nd_var(src[i]); writes[nw++] = dp_nd_var(dst[i]); }
+    }
+    memset(&d, 0, sizeof d);
+    d.fn = dp__gather_op; d.arg = g; d.reads = reads; d.num_reads = 1 + nw; d.writes = writes; d.num_writes = nw;
+    d.prop = DP_PROP_IO; d.no_skip = 1; d.name = "batch_gather";
+    if ((r = dp_push(it->eng, &d)) != DP_OK) {
+        dp_run_ctx rc;
+        memset(&rc, 0, sizeof rc); rc.engine = it->eng; rc.input_status = r;
+        dp__gather_op(&rc, g);                  /* releases what it holds */
+        dp_nd_release(dst[0]); dp_nd_release(dst[1]);
+        return r;
+    }
+    it->pre_data = dst[0]; it->pre_label = dst[1];
+    return DP_OK;
+}
+DP_IMPL dp_result dp_iter_reset(dp_iter *it) {
+    dp__shuffle_arg *s;
+    dp_push_desc d;
+    dp_var writes[2];
+    dp_ctx ctx;
+    dp_result r;
+    if (!it) return DP_ERROR_INVALID_ARGS;
+    dp_nd_release(it->pre_data); dp_nd_release(it->pre_label);
+    it->pre_data = it->pre_label = NULL;
+    it->next = 0;
+    if (it->shuffle) {
+        ctx = dp_nd_ctx(it->order);
+        if ((s = (dp__shuffle_arg *)dp__alloc(it->eng, sizeof *s)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+        s->order = dp_nd_retain(it->order);
+        writes[0] = dp_nd_var(it->order); writes[1] = dp_random_var(it->eng, ctx);
+        memset(&d, 0, sizeof d);
+        d.fn = dp__shuffle_op; d.arg = s; d.writes = writes; d.num_writes = 2; d.ctx = ctx;
+        d.prop = DP_PROP_IO; d.no_skip = 1; d.name = "batch_shuffle";
+        if ((r = dp_push(it->eng, &d)) != DP_OK) { dp_nd_release(s->order); dp__free(it->eng, s, sizeof *s); return r; }
+    }
+    return dp__iter_prefetch(it);
+}
+DP_IMPL dp_result dp_iter_create(const dp_iter_desc *desc, dp_iter **out) {
+    dp_engine *eng = desc && desc->data ? desc->data->chunk->eng : NULL;
+    dp_iter *it;
+    dp_ctx ctx;
+    dp_result r;
+    int64_t n;
+    if (out) *out = NULL;
+    if (!desc || !out || !desc->data || desc->batch_size <= 0 || desc->data->shape.ndim < 1
+        || (desc->label && (desc->label->shape.ndim < 1 || desc->label->shape.dims[0] != desc->data->shape.dims[0] || desc->label->chunk->eng != eng))) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_iter_create: needs data with at least one axis, a batch_size > 0, and a label (if any) "
+                "with as many rows on the same engine");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    ctx = dp_nd_ctx(desc->data);
+    if (ctx.dev_type == DP_DEV_GPU || (desc->label && dp_nd_ctx(desc->label).dev_type == DP_DEV_GPU)) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_iter_create: data and label must be CPU arrays (copy batches to the GPU)");
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if ((it = (dp_iter *)dp__alloc(eng, sizeof *it)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    memset(it, 0, sizeof *it);
+    n = desc->data->shape.dims[0];
+    it->eng = eng; it->n = n; it->batch = desc->batch_size; it->shuffle = desc->shuffle; it->drop_last = desc->drop_last;
+    it->nbatches = desc->drop_last ? n / it->batch : (n + it->batch - 1) / it->batch;
+    if ((r = dp_nd_arange(eng, 0, (double)n, 1, DP_INT64, ctx, &it->order)) != DP_OK) { dp__free(eng, it, sizeof *it); return r; }
+    it->data = dp_nd_retain(desc->data);
+    it->label = dp_nd_retain(desc->label);
+    if ((r = dp_iter_reset(it)) != DP_OK) { dp_iter_destroy(it); return r; }
+    *out = it;
+    return DP_OK;
+}
+DP_IMPL dp_result dp_iter_next(dp_iter *it, dp_ndarray **data, dp_ndarray **label) {
+    if (data) *data = NULL;
+    if (label) *label = NULL;
+    if (!it || !data) { DP__LOG(it ? it->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_iter_next: NULL iterator or data"); return DP_ERROR_INVALID_ARGS; }
+    if (!it->pre_data) return DP_OK;                        /* the epoch is over */
+    *data = it->pre_data;
+    if (label) *label = it->pre_label; else dp_nd_release(it->pre_label);
+    it->next++;
+    return dp__iter_prefetch(it);
+}
+DP_IMPL int64_t dp_iter_num_batches(const dp_iter *it) { return it ? it->nbatches : 0; }
+DP_IMPL void dp_iter_destroy(dp_iter *it) {
+    if (!it) return;
+    dp_nd_release(it->pre_data); dp_nd_release(it->pre_label);
+    dp_nd_release(it->data); dp_nd_release(it->label); dp_nd_release(it->order);
+    dp__free(it->eng, it, sizeof *it);
+}
+
 /* >>registry ----------------------------------------------------------------
    A fixed table: registration happens once per process, lookups are reads.
    Built-in operators are registered on first use of the registry. */
@@ -5115,58 +5489,480 @@ static dp_result dp__check_output(dp_engine *eng, const dp_operator *op, int i, 
             dp_dtype_name(dp_nd_dtype(out)), dp__shape_str(have, s1, sizeof s1), dp_dtype_name(dt), dp__shape_str(s, s2, sizeof s2));
     return DP_ERROR_INVALID_ARGS;
 }
-DP_IMPL dp_result dp_op_invoke(dp_engine *eng, const char *name, int nin, dp_ndarray *const *inputs,
-                               int nkw, const char *const *keys, const char *const *values, double scalar,
-                               int nout, dp_ndarray **outputs, const dp_req *req) {
-    const dp_operator *op;
+/* Autograd's side of an invocation (see >>autograd): whether to record it,
+   checked before anything is pushed, and the record made after. */
+typedef struct dp__ag_node dp__ag_node;
+static int dp__ag_should_record(int nin, dp_ndarray *const *in);
+static dp_result dp__ag_check_outputs(dp_engine *eng, const dp_operator *op, const dp_params *p, int nin, dp_ndarray *const *in,
+                                      int nout, dp_ndarray *const *out);
+static dp__ag_node *dp__ag_record(dp_engine *eng, const dp_operator *op, const dp_params *p, double scalar, int nin,
+                                  dp_ndarray *const *in, int nout, dp_ndarray *const *out);
+static void dp__ag_attach(dp__ag_node *n, int nout, dp_ndarray *const *out);
+
+/* The invocation after lookup and parsing: checks, makes missing outputs,
+   pushes. record: record it when this thread records (not for the
+   gradient operators backward pushes). */
+static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_params *params, int nin, dp_ndarray *const *inputs,
+                            double scalar, int nout, dp_ndarray **outputs, const dp_req *req, int record) {
     dp_shape oshape[DP__MAX_OP_ARRAYS];
     dp_dtype odtype[DP__MAX_OP_ARRAYS];
     dp_kernel_fn kernel;
     dp__invoke_arg *a;
-    dp_var reads[DP__MAX_OP_ARRAYS], writes[DP__MAX_OP_ARRAYS + 2];
+    dp__ag_node *node = NULL;
+    dp_var reads[DP__MAX_OP_ARRAYS], writes[2 * DP__MAX_OP_ARRAYS + 2];
     dp_push_desc d;
     dp_ctx ctx = {DP_DEV_CPU, 0};
     int i, made[DP__MAX_OP_ARRAYS] = {0}, nw;
     dp_result r;
-    if (!eng) return DP_ERROR_INVALID_ARGS;
-    if ((op = dp_op_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "unknown operator '%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
     if (!outputs || nout < 1 || nout > DP__MAX_OP_ARRAYS) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': an outputs array of 1..%d is needed", op->name, DP__MAX_OP_ARRAYS); return DP_ERROR_INVALID_ARGS; }
-    if ((a = (dp__invoke_arg *)dp__alloc(eng, sizeof *a)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
-    memset(a, 0, sizeof *a);
-    if ((r = dp_op_parse_params(eng, op, nkw, keys, values, &a->params)) != DP_OK
-        || (r = dp__invoke_check(eng, op, &a->params, nin, inputs, nout, oshape, odtype, &kernel)) != DP_OK) {
-        dp__free(eng, a, sizeof *a);
-        return r;
-    }
+    if ((r = dp__invoke_check(eng, op, params, nin, inputs, nout, oshape, odtype, &kernel)) != DP_OK) return r;
     if (nin) ctx = dp_nd_ctx(inputs[0]);
     for (i = 0; i < nout; i++)
-        if (outputs[i] && (r = dp__check_output(eng, op, i, outputs[i], &oshape[i], odtype[i], ctx)) != DP_OK) { dp__free(eng, a, sizeof *a); return r; }
+        if (outputs[i] && (r = dp__check_output(eng, op, i, outputs[i], &oshape[i], odtype[i], ctx)) != DP_OK) return r;
+    record = record && dp__ag_should_record(nin, inputs);
+    if (record && (r = dp__ag_check_outputs(eng, op, params, nin, inputs, nout, outputs)) != DP_OK) return r;
+    if ((a = (dp__invoke_arg *)dp__alloc(eng, sizeof *a)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    memset(a, 0, sizeof *a);
+    a->params = *params;
     for (i = 0; i < nout; i++) {              /* nothing can fail for bad input from here on */
         if (outputs[i]) continue;
-        if ((r = dp_nd_empty(eng, &oshape[i], odtype[i], ctx, &outputs[i])) != DP_OK) {
-            while (i-- > 0) if (made[i]) { dp_nd_release(outputs[i]); outputs[i] = NULL; }
-            dp__free(eng, a, sizeof *a);
-            return r;
-        }
+        if ((r = dp_nd_empty(eng, &oshape[i], odtype[i], ctx, &outputs[i])) != DP_OK) goto undo;
         made[i] = 1;
     }
     a->op = op; a->kernel = kernel; a->scalar = scalar; a->nin = nin; a->nout = nout;
-    for (i = 0; i < nin; i++) { a->arrays[i] = dp_nd_retain(inputs[i]); reads[i] = dp_nd_var(inputs[i]); }
+    nw = 0;
+    for (i = 0; i < nin; i++) {
+        a->arrays[i] = dp_nd_retain(inputs[i]);
+        reads[i] = dp_nd_var(inputs[i]);
+        if (op->mutate_inputs & (1u << i)) { writes[nw++] = reads[i]; dp__chunk_bump(inputs[i]->chunk); }
+    }
     for (i = 0; i < nout; i++) {
         a->arrays[nin + i] = dp_nd_retain(outputs[i]);
-        writes[i] = dp_nd_var(outputs[i]);
+        writes[nw++] = dp_nd_var(outputs[i]);
+        dp__chunk_bump(outputs[i]->chunk);
         a->req[i] = req ? req[i] : DP_REQ_WRITE;
     }
-    nw = nout;
     if (op->resources & DP_RESOURCE_RANDOM) writes[nw++] = dp_random_var(eng, ctx);
     if (op->resources & DP_RESOURCE_TEMP) writes[nw++] = dp_temp_space_var(eng, ctx);
+    if (record && (node = dp__ag_record(eng, op, params, scalar, nin, inputs, nout, outputs)) == NULL) { r = DP_ERROR_OUT_OF_MEMORY; goto undo_arg; }
     memset(&d, 0, sizeof d);
     d.fn = dp__invoke_op; d.arg = a; d.reads = reads; d.num_reads = nin; d.writes = writes; d.num_writes = nw;
     d.ctx = ctx; d.prop = DP_PROP_NO_SKIP; d.name = op->name;
-    if ((r = dp_push(eng, &d)) != DP_OK) {
-        dp__invoke_arg_free(eng, a);
-        for (i = 0; i < nout; i++) if (made[i]) { dp_nd_release(outputs[i]); outputs[i] = NULL; }
+    if ((r = dp_push(eng, &d)) != DP_OK) goto undo_arg;
+    if (node) dp__ag_attach(node, nout, outputs);
+    return DP_OK;
+undo_arg:
+    dp__ag_unref(node);
+    for (i = 0; i < a->nin + a->nout; i++) dp_nd_release(a->arrays[i]);
+undo:
+    for (i = 0; i < nout; i++) if (made[i]) { dp_nd_release(outputs[i]); outputs[i] = NULL; }
+    dp__free(eng, a, sizeof *a);
+    return r;
+}
+DP_IMPL dp_result dp_op_invoke(dp_engine *eng, const char *name, int nin, dp_ndarray *const *inputs,
+                               int nkw, const char *const *keys, const char *const *values, double scalar,
+                               int nout, dp_ndarray **outputs, const dp_req *req) {
+    const dp_operator *op;
+    dp_params params;
+    dp_result r;
+    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if ((op = dp_op_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "unknown operator '%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp_op_parse_params(eng, op, nkw, keys, values, &params)) != DP_OK) return r;
+    return dp__invoke(eng, op, &params, nin, inputs, scalar, nout, outputs, req, 1);
+}
+
+/* >>autograd ------------------------------------------------------------------
+   A recorded invocation is a node: its operator, parameters and scalar, the
+   node (and output index) each input came from, and the arrays its
+   gradient operator reads besides the output gradients (grad_needs), kept
+   as views so they hold the storage but not the graph. An array made by a
+   recorded invocation points at its node; a marked array at a leaf node
+   that holds its gradient array. Nodes are reference counted by the arrays
+   that point at them and by the nodes that consume their outputs, so a
+   graph lives exactly as long as something can still reach it. */
+struct dp__ag_node {
+    dp__a32 refs;
+    dp_engine *eng;
+    size_t bytes;                  /* this allocation, with the arrays below */
+    const dp_operator *op;         /* NULL: a leaf */
+    dp_params params;
+    double scalar;
+    dp_ctx ctx;
+    int nin, nout, nsaved;
+    int freed;                     /* saved arrays released by a backward */
+    dp__ag_node **in_node;         /* per input: where it came from, or NULL */
+    int *in_index;
+    dp_ndarray **saved;            /* inputs (DP_GRAD_INPUTS), then outputs (DP_GRAD_OUTPUTS) */
+    int32_t *saved_version;
+    dp_shape *out_shape;           /* for a zero gradient of an unused output */
+    dp_dtype *out_dtype;
+    dp_ndarray *grad;              /* leaf: the gradient array, and how it is written */
+    dp_req grad_req;
+    uint32_t mark;                 /* backward: the pass that visited it, its place */
+    int order;
+    dp__ag_node *next_free;        /* release: the work list */
+};
+static DP__THREAD_LOCAL int dp__tls_recording;
+static dp__a32 dp__ag_pass;          /* numbers backward passes, for node marks */
+
+static dp__ag_node *dp__ag_ref(dp__ag_node *n) { if (n) dp__fetch_add(&n->refs, 1, DP__RELAXED); return n; }
+static void dp__ag_release_saved(dp__ag_node *n) {
+    int i;
+    for (i = 0; i < n->nsaved; i++) { dp_nd_release(n->saved[i]); n->saved[i] = NULL; }
+    n->freed = 1;
+}
+/* Drops one reference; frees the nodes that no longer have any, walking a
+   list instead of recursing (a long chain must not overflow the stack). */
+static void dp__ag_unref(dp__ag_node *n) {
+    dp__ag_node *todo;
+    if (!n || dp__fetch_add(&n->refs, -1, DP__ACQ_REL) != 1) return;
+    n->next_free = NULL;
+    for (todo = n; todo;) {
+        dp__ag_node *x = todo;
+        int i;
+        todo = x->next_free;
+        for (i = 0; i < x->nin; i++) {
+            dp__ag_node *c = x->in_node[i];
+            if (c && dp__fetch_add(&c->refs, -1, DP__ACQ_REL) == 1) { c->next_free = todo; todo = c; }
+        }
+        dp__ag_release_saved(x);
+        dp_nd_release(x->grad);
+        dp__free(x->eng, x, x->bytes);
     }
+}
+/* One allocation for a node and its arrays. */
+static dp__ag_node *dp__ag_new(dp_engine *eng, int nin, int nout, int nsaved) {
+    size_t bytes = sizeof(dp__ag_node) + (size_t)nin * (sizeof(dp__ag_node *) + sizeof(int))
+                 + (size_t)nsaved * (sizeof(dp_ndarray *) + sizeof(int32_t)) + (size_t)nout * (sizeof(dp_shape) + sizeof(dp_dtype));
+    dp__ag_node *n = (dp__ag_node *)dp__alloc(eng, bytes);
+    char *p;
+    if (!n) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "autograd record"); return NULL; }
+    memset(n, 0, bytes);
+    n->eng = eng; n->bytes = bytes; n->nin = nin; n->nout = nout; n->nsaved = nsaved;
+    p = (char *)(n + 1);     /* pointers first, then the 8-byte-aligned shapes, then the 4-byte fields */
+    n->in_node = (dp__ag_node **)(void *)p; p += (size_t)nin * sizeof(dp__ag_node *);
+    n->saved = (dp_ndarray **)(void *)p; p += (size_t)nsaved * sizeof(dp_ndarray *);
+    n->out_shape = (dp_shape *)(void *)p; p += (size_t)nout * sizeof(dp_shape);
+    n->in_index = (int *)(void *)p; p += (size_t)nin * sizeof(int);
+    n->saved_version = (int32_t *)(void *)p; p += (size_t)nsaved * sizeof(int32_t);
+    n->out_dtype = (dp_dtype *)(void *)p;
+    return n;
+}
+static int dp__ag_should_record(int nin, dp_ndarray *const *in) {
+    int i;
+    if (dp__tls_recording <= 0) return 0;
+    for (i = 0; i < nin; i++) if (in[i]->ag) return 1;
+    return 0;
+}
+/* A recorded invocation must not overwrite an array that is in a graph:
+   the graph would describe values that are gone. */
+static dp_result dp__ag_check_outputs(dp_engine *eng, const dp_operator *op, const dp_params *p, int nin, dp_ndarray *const *in,
+                                      int nout, dp_ndarray *const *out) {
+    int i;
+    (void)p;
+    for (i = 0; i < nout; i++)
+        if (out[i] && out[i]->ag) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is in a recorded graph already (marked, or made while "
+                    "recording); writing it while recording would change values its gradient needs", op->name, i);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    for (i = 0; i < nin; i++)
+        if ((op->mutate_inputs & (1u << i)) && in[i]->ag) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s' mutates input %d, which is in a recorded graph; update outside "
+                    "dp_autograd_begin / dp_autograd_end", op->name, i);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    return DP_OK;
+}
+static dp_result dp__ag_save(dp__ag_node *n, int slot, dp_ndarray *a) {
+    dp_result r = dp__nd_view(a, &a->shape, a->offset, &n->saved[slot]);
+    if (r == DP_OK) n->saved_version[slot] = (int32_t)dp__load(&a->chunk->version, DP__RELAXED);
+    return r;
+}
+/* The node for an invocation about to be pushed (its outputs exist). */
+static dp__ag_node *dp__ag_record(dp_engine *eng, const dp_operator *op, const dp_params *p, double scalar, int nin,
+                                  dp_ndarray *const *in, int nout, dp_ndarray *const *out) {
+    int keep_in = (op->grad_needs & DP_GRAD_INPUTS) != 0, keep_out = (op->grad_needs & DP_GRAD_OUTPUTS) != 0, i, k = 0;
+    dp__ag_node *n = dp__ag_new(eng, nin, nout, (keep_in ? nin : 0) + (keep_out ? nout : 0));
+    if (!n) return NULL;
+    n->op = op; n->params = *p; n->scalar = scalar; n->ctx = dp_nd_ctx(in[0]);
+    for (i = 0; i < nin; i++) { n->in_node[i] = dp__ag_ref(in[i]->ag); n->in_index[i] = in[i]->ag_index; }
+    for (i = 0; i < nout; i++) { n->out_shape[i] = out[i]->shape; n->out_dtype[i] = out[i]->dtype; }
+    for (i = 0; keep_in && i < nin; i++) if (dp__ag_save(n, k++, in[i]) != DP_OK) goto oom;
+    for (i = 0; keep_out && i < nout; i++) if (dp__ag_save(n, k++, out[i]) != DP_OK) goto oom;
+    return n;
+oom:
+    n->nsaved = k - 1 > 0 ? k - 1 : 0;   /* the failed slot is empty */
+    dp__store(&n->refs, 1, DP__RELAXED);
+    dp__ag_unref(n);
+    return NULL;
+}
+/* After the push: the outputs point at their node. */
+static void dp__ag_attach(dp__ag_node *n, int nout, dp_ndarray *const *out) {
+    int i;
+    for (i = 0; i < nout; i++) { out[i]->ag = dp__ag_ref(n); out[i]->ag_index = i; }
+}
+DP_IMPL dp_result dp_autograd_begin(void) { dp__tls_recording++; return DP_OK; }
+DP_IMPL dp_result dp_autograd_end(void) {
+    if (dp__tls_recording <= 0) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_autograd_end without dp_autograd_begin on this thread"); return DP_ERROR_INVALID_ARGS; }
+    dp__tls_recording--;
+    return DP_OK;
+}
+DP_IMPL int dp_autograd_is_recording(void) { return dp__tls_recording > 0; }
+DP_IMPL dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req) {
+    dp_engine *eng = a ? a->chunk->eng : NULL;
+    dp__ag_node *leaf;
+    dp_result r;
+    if (!a || (req != DP_REQ_NULL && req != DP_REQ_WRITE && req != DP_REQ_ADD)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_attach_grad: %s", a ? "req must be DP_REQ_WRITE, DP_REQ_ADD or DP_REQ_NULL" : "NULL array");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (req != DP_REQ_NULL && a->dtype != DP_FLOAT32 && a->dtype != DP_FLOAT64) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_attach_grad: a %s array has no gradient (float32 or float64 only)", dp_dtype_name(a->dtype));
+        return DP_ERROR_INVALID_ARGS;
+    }
+    leaf = NULL;
+    if (req != DP_REQ_NULL) {
+        if ((leaf = dp__ag_new(eng, 0, 1, 0)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+        if ((r = dp_nd_zeros(eng, &a->shape, a->dtype, a->chunk->ctx, &leaf->grad)) != DP_OK) { dp__free(eng, leaf, leaf->bytes); return r; }
+        leaf->grad_req = req; leaf->ctx = a->chunk->ctx;
+        leaf->out_shape[0] = a->shape; leaf->out_dtype[0] = a->dtype;
+        dp__store(&leaf->refs, 1, DP__RELAXED);
+    }
+    dp__ag_unref(a->ag);
+    a->ag = leaf; a->ag_index = 0;
+    return DP_OK;
+}
+DP_IMPL dp_ndarray *dp_nd_grad(const dp_ndarray *a) { return a && a->ag && !a->ag->op ? a->ag->grad : NULL; }
+DP_IMPL dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out) {
+    if (out) *out = NULL;
+    if (!a || !out) { DP__LOG(a ? a->chunk->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_detach: NULL array or out"); return DP_ERROR_INVALID_ARGS; }
+    return dp__nd_view(a, &a->shape, a->offset, out);
+}
+
+/* Backward, step 1: the nodes head depends on, producers before consumers
+   (a depth-first walk with an explicit stack), each with its place. */
+typedef struct dp__ag_pass_state {
+    dp_engine *eng;
+    dp__ag_node **topo; size_t ntopo, captopo;
+    unsigned char *need;           /* per node: a marked array is reachable from it */
+    size_t *slot0;                 /* per node: where its output gradients start in og */
+    dp_ndarray **og;               /* output gradients so far, per (node, output) */
+    unsigned char *own;            /* og made here (may be written over) */
+    unsigned char *leaf_written;   /* per node: this pass has written the leaf's gradient */
+    size_t nslots;
+} dp__ag_pass_state;
+static dp_result dp__ag_sort(dp__ag_pass_state *ps, dp__ag_node *head) {
+    struct frame { dp__ag_node *n; int next; } *stack = NULL;
+    size_t nstack = 0, capstack = 0;
+    uint32_t pass = (uint32_t)dp__fetch_add(&dp__ag_pass, 1, DP__RELAXED) + 1;
+    dp_result r = DP_OK;
+    if (dp__reserve(ps->eng, &stack, &capstack, 0, sizeof *stack, 64)) return DP_ERROR_OUT_OF_MEMORY;
+    head->mark = pass;
+    stack[nstack].n = head; stack[nstack].next = 0; nstack++;
+    while (nstack) {
+        struct frame *f = &stack[nstack - 1];
+        if (f->next < f->n->nin) {
+            dp__ag_node *c = f->n->in_node[f->next++];
+            if (!c || c->mark == pass) continue;
+            c->mark = pass;
+            if (dp__reserve(ps->eng, &stack, &capstack, nstack, sizeof *stack, 64)) { r = DP_ERROR_OUT_OF_MEMORY; break; }
+            stack[nstack].n = c; stack[nstack].next = 0; nstack++;
+            continue;
+        }
+        if (dp__reserve(ps->eng, &ps->topo, &ps->captopo, ps->ntopo, sizeof *ps->topo, 64)) { r = DP_ERROR_OUT_OF_MEMORY; break; }
+        f->n->order = (int)ps->ntopo;
+        ps->topo[ps->ntopo++] = f->n;
+        nstack--;
+    }
+    dp__free(ps->eng, stack, capstack * sizeof *stack);
+    if (r != DP_OK) DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward: the graph's order");
+    return r;
+}
+/* Step 2: which nodes lead to a marked array, their output-gradient slots,
+   and every reason not to run, before anything is pushed. */
+static dp_result dp__ag_plan(dp__ag_pass_state *ps) {
+    size_t i, n = ps->ntopo;
+    int j;
+    ps->need = (unsigned char *)dp__alloc(ps->eng, n * 2);
+    ps->slot0 = (size_t *)dp__alloc(ps->eng, n * sizeof *ps->slot0);
+    if (!ps->need || !ps->slot0) { DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward"); return DP_ERROR_OUT_OF_MEMORY; }
+    memset(ps->need, 0, n * 2);
+    ps->leaf_written = ps->need + n;
+    for (i = 0; i < n; i++) {
+        dp__ag_node *x = ps->topo[i];
+        ps->need[i] = !x->op && x->grad_req != DP_REQ_NULL;
+        for (j = 0; j < x->nin; j++) if (x->in_node[j] && ps->need[x->in_node[j]->order]) ps->need[i] = 1;
+        ps->slot0[i] = ps->nslots;
+        ps->nslots += (size_t)x->nout;
+    }
+    for (i = 0; i < n; i++) {
+        dp__ag_node *x = ps->topo[i];
+        if (!ps->need[i] || !x->op) continue;
+        if (!x->op->gradient || !dp__find_op(x->op->gradient)) {
+            DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: operator '%s' has no gradient, and it lies between the head "
+                    "and a marked array (detach its input, or register a gradient)", x->op->name);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (x->freed) {
+            DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the graph through '%s' was freed by an earlier backward "
+                    "(pass retain_graph to differentiate it again)", x->op->name);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        for (j = 0; j < x->nsaved; j++)
+            if ((int32_t)dp__load(&x->saved[j]->chunk->version, DP__RELAXED) != x->saved_version[j]) {
+                DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: an array '%s' saved for its gradient was written after "
+                        "it was recorded; the gradient would read the new values (update after backward)", x->op->name);
+                return DP_ERROR_INVALID_ARGS;
+            }
+    }
+    ps->og = (dp_ndarray **)dp__alloc(ps->eng, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
+    ps->own = (unsigned char *)dp__alloc(ps->eng, ps->nslots ? ps->nslots : 1);
+    if (!ps->og || !ps->own) { DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward"); return DP_ERROR_OUT_OF_MEMORY; }
+    memset(ps->og, 0, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
+    memset(ps->own, 0, ps->nslots ? ps->nslots : 1);
+    return DP_OK;
+}
+static void dp__ag_pass_free(dp__ag_pass_state *ps) {
+    size_t i, n = ps->ntopo;
+    if (ps->og) for (i = 0; i < ps->nslots; i++) dp_nd_release(ps->og[i]);
+    dp__free(ps->eng, ps->og, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
+    dp__free(ps->eng, ps->own, ps->nslots ? ps->nslots : 1);
+    dp__free(ps->eng, ps->need, n * 2);
+    dp__free(ps->eng, ps->slot0, n * sizeof *ps->slot0);
+    dp__free(ps->eng, ps->topo, ps->captopo * sizeof *ps->topo);
+}
+/* Adds src into dst (or writes it, by req) with the _copy operator. */
+static dp_result dp__ag_copy(dp_engine *eng, dp_ndarray *src, dp_ndarray *dst, dp_req req) {
+    dp_params none;
+    memset(&none, 0, sizeof none);
+    return dp__invoke(eng, dp__find_op("_copy"), &none, 1, &src, 0, 1, &dst, &req, 0);
+}
+/* Where the gradient for input i of x goes: a marked array's gradient
+   (written on the first contribution of this pass if its req is WRITE,
+   else added), the output gradient collected so far (added), or a new
+   array. *slot is the og slot to fill with a new array, or -1. */
+static void dp__ag_target(dp__ag_pass_state *ps, dp__ag_node *x, int i, dp_ndarray **out, dp_req *req, long *slot) {
+    dp__ag_node *c = x->in_node[i];
+    *out = NULL; *req = DP_REQ_WRITE; *slot = -1;
+    if (!c || !ps->need[c->order]) { *req = DP_REQ_NULL; return; }
+    if (!c->op) {
+        *out = c->grad;
+        *req = ps->leaf_written[c->order] || c->grad_req == DP_REQ_ADD ? DP_REQ_ADD : DP_REQ_WRITE;
+        ps->leaf_written[c->order] = 1;
+        return;
+    }
+    *slot = (long)(ps->slot0[c->order] + (size_t)x->in_index[i]);
+    if (ps->og[*slot]) { *out = ps->og[*slot]; *req = DP_REQ_ADD; *slot = -1; }
+}
+/* Step 3, per node: push its gradient operator. */
+static dp_result dp__ag_node_backward(dp__ag_pass_state *ps, dp__ag_node *x, int retain_graph) {
+    const dp_operator *g = dp__find_op(x->op->gradient);
+    dp_ndarray *gin[3 * DP__MAX_OP_ARRAYS], *gout[DP__MAX_OP_ARRAYS];
+    dp_req greq[DP__MAX_OP_ARRAYS];
+    int dup_of[DP__MAX_OP_ARRAYS], made[DP__MAX_OP_ARRAYS];
+    long slot[DP__MAX_OP_ARRAYS];
+    size_t s0 = ps->slot0[x->order];
+    int i, j, ngin = 0, ngout = x->nin, inplace_from = -1;
+    dp_result r = DP_OK;
+    for (j = 0; j < x->nout; j++) {                      /* output gradients: an unused output's is 0 */
+        if (!ps->og[s0 + (size_t)j]) {
+            if ((r = dp_nd_zeros(ps->eng, &x->out_shape[j], x->out_dtype[j], x->ctx, &ps->og[s0 + (size_t)j])) != DP_OK) return r;
+            ps->own[s0 + (size_t)j] = 1;
+        }
+        gin[ngin++] = ps->og[s0 + (size_t)j];
+    }
+    for (j = 0; j < x->nsaved; j++) gin[ngin++] = x->saved[j];
+    for (i = 0; i < x->nin; i++) {
+        int k;
+        dup_of[i] = -1;
+        for (k = 0; k < i; k++)       /* the same entry twice: a new array now, added to the first's after */
+            if (x->in_node[k] && x->in_node[k] == x->in_node[i] && x->in_index[k] == x->in_index[i]) break;
+        if (k < i && greq[k] != DP_REQ_NULL) { dup_of[i] = k; gout[i] = NULL; greq[i] = DP_REQ_WRITE; slot[i] = -1; continue; }
+        dp__ag_target(ps, x, i, &gout[i], &greq[i], &slot[i]);
+    }
+    /* In place: output 0 over an output gradient nobody else reads. */
+    for (j = 0; j < x->nout && gout[0] == NULL && slot[0] >= 0 && ngout > 0; j++) {
+        dp_ndarray *o = ps->og[s0 + (size_t)j];
+        if ((g->inplace & (1u << j)) && ps->own[s0 + (size_t)j] && o->dtype == x->out_dtype[j]
+            && dp_nd_ctx(o).dev_type == x->ctx.dev_type) { inplace_from = j; break; }
+    }
+    if (inplace_from >= 0) {   /* it must also have the shape the gradient operator infers: input 0's */
+        const dp_shape *want = &x->in_node[0]->out_shape[x->in_index[0]], *have = &ps->og[s0 + (size_t)inplace_from]->shape;
+        if (want->ndim == have->ndim && memcmp(want->dims, have->dims, sizeof(int64_t) * (size_t)want->ndim) == 0) {
+            gout[0] = ps->og[s0 + (size_t)inplace_from]; greq[0] = DP_REQ_INPLACE;
+        }
+    }
+    for (i = 0; i < ngout; i++) { if (greq[i] == DP_REQ_NULL) gout[i] = NULL; made[i] = gout[i] == NULL; }
+    if ((r = dp__invoke(ps->eng, g, &x->params, ngin, gin, x->scalar, ngout, gout, greq, 0)) != DP_OK) return r;
+    /* gout now holds every result: the made ones are ours to keep in a
+       slot or to release */
+    for (i = 0; i < ngout; i++) {
+        int keep = slot[i] >= 0 && greq[i] != DP_REQ_NULL;
+        if (keep) { ps->og[slot[i]] = made[i] ? gout[i] : dp_nd_retain(gout[i]); ps->own[slot[i]] = 1; }
+        made[i] = made[i] && !keep;                            /* still ours to release */
+    }
+    for (i = 0; i < ngout && r == DP_OK; i++) if (dup_of[i] >= 0) r = dp__ag_copy(ps->eng, gout[i], gout[dup_of[i]], DP_REQ_ADD);
+    for (i = 0; i < ngout; i++) if (made[i]) dp_nd_release(gout[i]);
+    if (r != DP_OK) return r;
+    for (j = 0; j < x->nout; j++) { dp_nd_release(ps->og[s0 + (size_t)j]); ps->og[s0 + (size_t)j] = NULL; }
+    if (!retain_graph) dp__ag_release_saved(x);
+    return DP_OK;
+}
+/* Checks head and head_grad; logs what is wrong. */
+static dp_result dp__ag_check_head(dp_ndarray *head, dp_ndarray *head_grad) {
+    dp_engine *eng = head ? head->chunk->eng : NULL;
+    char s1[160], s2[160];
+    if (!head) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: NULL head"); return DP_ERROR_INVALID_ARGS; }
+    if (!head->ag) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the head was not made by a recorded invocation (record the forward "
+                "between dp_autograd_begin and dp_autograd_end, from arrays marked with dp_nd_attach_grad)");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (head_grad && (head_grad->chunk->eng != eng || head_grad->dtype != head->dtype || !dp__same_ctx(dp_nd_ctx(head_grad), dp_nd_ctx(head))
+                      || head_grad->shape.ndim != head->shape.ndim
+                      || memcmp(head_grad->shape.dims, head->shape.dims, sizeof(int64_t) * (size_t)head->shape.ndim) != 0)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: head_grad is %s %s, the head is %s %s (same engine and device too)",
+                dp_dtype_name(head_grad->dtype), dp__shape_str(&head_grad->shape, s1, sizeof s1), dp_dtype_name(head->dtype),
+                dp__shape_str(&head->shape, s2, sizeof s2));
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return DP_OK;
+}
+DP_IMPL dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, int retain_graph) {
+    dp__ag_pass_state ps;
+    dp__ag_node *hn;
+    dp_ndarray *seed = NULL;
+    dp_result r;
+    size_t i;
+    if ((r = dp__ag_check_head(head, head_grad)) != DP_OK) return r;
+    memset(&ps, 0, sizeof ps);
+    ps.eng = head->chunk->eng;
+    hn = head->ag;
+    if ((r = dp__ag_sort(&ps, hn)) != DP_OK || (r = dp__ag_plan(&ps)) != DP_OK) goto done;
+    if (!ps.need[hn->order]) {
+        DP__LOG(ps.eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the head depends on no array marked with dp_nd_attach_grad");
+        r = DP_ERROR_INVALID_ARGS;
+        goto done;
+    }
+    /* the seed: head_grad (or ones) as the head's output gradient, or
+       straight into the gradient when the head is a marked array */
+    if (head_grad) seed = dp_nd_retain(head_grad);
+    else if ((r = dp_nd_ones(ps.eng, &head->shape, head->dtype, dp_nd_ctx(head), &seed)) != DP_OK) goto done;
+    if (!hn->op) {
+        r = dp__ag_copy(ps.eng, seed, hn->grad, hn->grad_req == DP_REQ_ADD ? DP_REQ_ADD : DP_REQ_WRITE);
+        dp_nd_release(seed);
+        goto done;
+    }
+    ps.og[ps.slot0[hn->order] + (size_t)head->ag_index] = seed;
+    ps.own[ps.slot0[hn->order] + (size_t)head->ag_index] = head_grad == NULL;
+    for (i = ps.ntopo; i-- > 0;) {                 /* consumers before producers */
+        dp__ag_node *x = ps.topo[i];
+        if (!x->op || !ps.need[i]) continue;
+        if ((r = dp__ag_node_backward(&ps, x, retain_graph)) != DP_OK) break;
+    }
+done:
+    dp__ag_pass_free(&ps);
     return r;
 }
 
@@ -5460,8 +6256,11 @@ DP__SCALAR_OPS(DP__SCALAR_GRAD_KERNEL)
 /* Registers a differentiable forward operator together with its gradient
    operator grad_name: inputs (ograd, the forward's inputs), outputs their
    gradients, with the forward's scalar, parameters and resources. Every
-   built-in gradient reads the output gradient and the inputs. */
-static void dp__register_differentiable(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel) {
+   built-in gradient reads the output gradient and the inputs. grad_inplace
+   is the gradient operator's inplace bits: 1 for the element-wise ones,
+   which read each output-gradient element just before writing it. */
+static void dp__register_differentiable(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel,
+                                        unsigned grad_inplace) {
     dp_operator g;
     op->gradient = grad_name;
     op->grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
@@ -5469,7 +6268,7 @@ static void dp__register_differentiable(dp_operator *op, const char *grad_name, 
     memset(&g, 0, sizeof g);
     g.name = grad_name; g.doc = grad_doc; g.num_inputs = 1 + op->num_inputs; g.num_outputs = op->num_inputs;
     g.infer = dp__infer_grad_inputs; g.forward_cpu = grad_kernel; g.takes_scalar = op->takes_scalar;
-    g.params = op->params; g.num_params = op->num_params; g.resources = op->resources;
+    g.params = op->params; g.num_params = op->num_params; g.resources = op->resources; g.inplace = grad_inplace;
     dp__register(&g);
 }
 /* >>reductions ------------------------------------------------------------------
@@ -5634,7 +6433,7 @@ static void dp__register_reductions(void) {
         op.name = r[i].name; op.doc = r[i].doc; op.num_inputs = 1; op.num_outputs = 1;
         op.params = dp__reduce_params; op.num_params = 2; op.infer = dp__infer_reduce; op.forward_cpu = r[i].fwd;
         op.resources = DP_RESOURCE_TEMP;
-        dp__register_differentiable(&op, grad_names[i], "gradient of a reduction", r[i].grad);
+        dp__register_differentiable(&op, grad_names[i], "gradient of a reduction", r[i].grad, 0);
     }
     memset(&op, 0, sizeof op);
     op.name = "argmax"; op.doc = "the index of the largest element along one axis (or of the flattened array), as int64";
@@ -5925,17 +6724,17 @@ static void dp__register_nn(void) {
     memset(&op, 0, sizeof op);
     op.name = "softmax"; op.doc = "exp(x) / sum(exp(x)) along an axis"; op.num_inputs = 1; op.num_outputs = 1;
     op.params = dp__axis_params; op.num_params = 1; op.infer = dp__infer_axis; op.forward_cpu = dp__k_softmax;
-    dp__register_differentiable(&op, "_backward_softmax", "gradient of softmax", dp__kg_softmax);
+    dp__register_differentiable(&op, "_backward_softmax", "gradient of softmax", dp__kg_softmax, 0);
     op.name = "log_softmax"; op.doc = "x - log(sum(exp(x))) along an axis"; op.forward_cpu = dp__k_log_softmax;
-    dp__register_differentiable(&op, "_backward_log_softmax", "gradient of log_softmax", dp__kg_log_softmax);
+    dp__register_differentiable(&op, "_backward_log_softmax", "gradient of log_softmax", dp__kg_log_softmax, 0);
     memset(&op, 0, sizeof op);
     op.name = "softmax_cross_entropy"; op.doc = "sum over rows of -log softmax(data)[label]: data (n, classes), label (n,); a (1,) array";
     op.num_inputs = 2; op.num_outputs = 1; op.infer = dp__infer_sce; op.forward_cpu = dp__k_sce;
-    dp__register_differentiable(&op, "_backward_softmax_cross_entropy", "gradient of softmax_cross_entropy (the label's is 0)", dp__kg_sce);
+    dp__register_differentiable(&op, "_backward_softmax_cross_entropy", "gradient of softmax_cross_entropy (the label's is 0)", dp__kg_sce, 0);
     memset(&op, 0, sizeof op);
     op.name = "transpose"; op.doc = "the axes permuted (parameter axes; () reverses them)"; op.num_inputs = 1; op.num_outputs = 1;
     op.params = dp__transpose_params; op.num_params = 1; op.infer = dp__infer_transpose; op.forward_cpu = dp__k_transpose;
-    dp__register_differentiable(&op, "_backward_transpose", "gradient of transpose", dp__kg_transpose);
+    dp__register_differentiable(&op, "_backward_transpose", "gradient of transpose", dp__kg_transpose, 0);
     memset(&op, 0, sizeof op);
     op.name = "concat"; op.doc = "num_args arrays joined along dim"; op.num_inputs = -1; op.num_outputs = 1;
     op.params = dp__concat_params; op.num_params = 2; op.infer = dp__infer_concat; op.forward_cpu = dp__k_concat;
@@ -6398,32 +7197,164 @@ static void dp__register_linear(void) {
     memset(&op, 0, sizeof op);
     op.name = "dot"; op.doc = "matrix product of 2-d a and b, each optionally transposed"; op.num_inputs = 2; op.num_outputs = 1;
     op.params = dp__dot_params; op.num_params = 2; op.infer = dp__infer_dot; op.forward_cpu = dp__k_dot;
-    dp__register_differentiable(&op, "_backward_dot", "gradient of dot", dp__kg_dot);
+    dp__register_differentiable(&op, "_backward_dot", "gradient of dot", dp__kg_dot, 0);
     memset(&op, 0, sizeof op);
     op.name = "FullyConnected"; op.doc = "data (batch, in) times weight (num_hidden, in) transposed, plus bias (num_hidden,)";
     op.num_inputs = 3; op.num_outputs = 1; op.params = dp__fc_params; op.num_params = 1; op.infer = dp__infer_fc;
     op.forward_cpu = dp__k_fc;
-    dp__register_differentiable(&op, "_backward_FullyConnected", "gradient of FullyConnected", dp__kg_fc);
+    dp__register_differentiable(&op, "_backward_FullyConnected", "gradient of FullyConnected", dp__kg_fc, 0);
+}
+/* >>copy, reshape and the optimizer updates -------------------------------------
+   _copy writes (or adds, by req) its input into its output; autograd uses
+   it to seed and to sum gradients. reshape is a copy into another shape
+   (MXNet's: 0 keeps that axis, one -1 is inferred), so unlike the view
+   dp_nd_reshape it is recorded and differentiable. */
+static int dp__k_copy(const dp_kernel_ctx *k) {
+    const void *x = dp_nd_data(k->inputs[0]);
+    void *y = dp_nd_data(k->outputs[0]);
+    dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->outputs[0]));
+    if (xt == yt && (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE)) { if (x != y) memcpy(y, x, dp_nd_bytes(k->outputs[0])); return 0; }
+    for (i = 0; i < n; i++) dp__store_elem(y, yt, i, dp__load_elem(x, xt, i), k->req[0]);
+    return 0;
+}
+/* the gradient of reshape: inputs (ograd, x), ograd copied in x's shape */
+static int dp__kg_reshape(const dp_kernel_ctx *k) {
+    dp_kernel_ctx c = *k;
+    c.num_inputs = 1;
+    return dp__k_copy(&c);
+}
+static const dp_param_def dp__reshape_params[] = {{"shape", DP_PARAM_SHAPE, NULL, 0, 0, NULL, "the new shape; 0 keeps the input's axis, one -1 is inferred"}};
+static int dp__infer_reshape(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                             dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    const dp_shape *want = &p->v[0].shape;
+    int64_t known = 1, n = dp_shape_size(&is[0]);
+    int d, infer = -1;
+    char s1[160], s2[160];
+    (void)nin; (void)nout;
+    memset(os, 0, sizeof *os);
+    os->ndim = want->ndim;
+    for (d = 0; d < want->ndim; d++) {
+        int64_t v = want->dims[d];
+        if (v == 0 && d < is[0].ndim) v = is[0].dims[d];
+        if (v == -1 && infer < 0) { infer = d; continue; }
+        if (v < 0 || (v == 0 && d >= is[0].ndim)) break;
+        os->dims[d] = v;
+        known *= v;
+    }
+    if (d == want->ndim && infer >= 0 && known > 0 && n % known == 0) os->dims[infer] = n / known;
+    if (d < want->ndim || (infer >= 0 && (known <= 0 || n % known != 0)) || dp_shape_size(os) != n) {
+        snprintf(msg, cap, "parameter 'shape' = %s does not fit the input %s", dp__shape_str(want, s1, sizeof s1), dp__shape_str(&is[0], s2, sizeof s2));
+        return -1;
+    }
+    *ot = it[0];
+    return 0;
+}
+/* The updates' math, one element at a time, shared with the GPU kernels. */
+static DP__HD double dp__opt_grad(double g, double w, double rescale, double clip, double wd) {
+    g *= rescale;
+    if (clip > 0) g = g < -clip ? -clip : g > clip ? clip : g;
+    return g + wd * w;
+}
+static DP__HD double dp__f_sgd(double w, double g, double lr) { return w - lr * g; }
+static DP__HD double dp__f_sgd_mom(double *mom, double g, double lr, double momentum) { *mom = momentum * *mom - lr * g; return *mom; }
+static DP__HD double dp__f_adam(double *m, double *v, double g, double lr, double b1, double b2, double eps) {
+    *m = b1 * *m + (1 - b1) * g;
+    *v = b2 * *v + (1 - b2) * g * g;
+    return lr * *m / (sqrt(*v) + eps);
+}
+/* lr, wd, rescale_grad, clip_gradient first in every update's parameters */
+#define DP__OPT_COMMON_PARAMS \
+    {"lr", DP_PARAM_FLOAT, NULL, 0, 0, NULL, "learning rate"}, \
+    {"wd", DP_PARAM_FLOAT, "0", 0, 0, NULL, "weight decay: adds wd * weight to the gradient"}, \
+    {"rescale_grad", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient is multiplied by it first"}, \
+    {"clip_gradient", DP_PARAM_FLOAT, "-1", 0, 0, NULL, "then limited to [-clip, clip] if > 0"}
+static const dp_param_def dp__sgd_params[] = {DP__OPT_COMMON_PARAMS, {"momentum", DP_PARAM_FLOAT, "0", 0, 0, NULL, "sgd_mom_update: the momentum"}};
+static const dp_param_def dp__adam_params[] = {DP__OPT_COMMON_PARAMS,
+    {"beta1", DP_PARAM_FLOAT, "0.9", 0, 1, NULL, "decay of the mean"}, {"beta2", DP_PARAM_FLOAT, "0.999", 0, 1, NULL, "decay of the variance"},
+    {"epsilon", DP_PARAM_FLOAT, "1e-8", 0, 0, NULL, "added to the root of the variance"}};
+enum { DP__OPT_SGD, DP__OPT_SGD_MOM, DP__OPT_ADAM };
+static int dp__infer_update(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                            dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int i;
+    char s1[160], s2[160];
+    (void)p; (void)nout;
+    for (i = 1; i < nin; i++)
+        if (it[i] != it[0] || is[i].ndim != is[0].ndim || memcmp(is[i].dims, is[0].dims, sizeof(int64_t) * (size_t)is[0].ndim) != 0) {
+            snprintf(msg, cap, "input %d is %s %s, the weight %s %s: they must match", i, dp_dtype_name(it[i]), dp__shape_str(&is[i], s1, sizeof s1),
+                     dp_dtype_name(it[0]), dp__shape_str(&is[0], s2, sizeof s2));
+            return -1;
+        }
+    if (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64) { snprintf(msg, cap, "the weight must be float32 or float64"); return -1; }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+static int dp__update(const dp_kernel_ctx *k, int kind) {
+    const dp_param_value *v = k->params->v;
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    const void *w = dp_nd_data(k->inputs[0]), *g = dp_nd_data(k->inputs[1]);
+    void *s1 = k->num_inputs > 2 ? dp_nd_data(k->inputs[2]) : NULL, *s2 = k->num_inputs > 3 ? dp_nd_data(k->inputs[3]) : NULL;
+    void *out = dp_nd_data(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    for (i = 0; i < n; i++) {
+        double wi = dp__load_elem(w, t, i), gi = dp__opt_grad(dp__load_elem(g, t, i), wi, v[2].f, v[3].f, v[1].f), a, b;
+        if (kind == DP__OPT_SGD) wi = dp__f_sgd(wi, gi, v[0].f);
+        else if (kind == DP__OPT_SGD_MOM) {
+            a = dp__load_elem(s1, t, i);
+            wi += dp__f_sgd_mom(&a, gi, v[0].f, v[4].f);
+            dp__store_elem(s1, t, i, a, DP_REQ_WRITE);
+        } else {
+            a = dp__load_elem(s1, t, i); b = dp__load_elem(s2, t, i);
+            wi -= dp__f_adam(&a, &b, gi, v[0].f, v[4].f, v[5].f, v[6].f);
+            dp__store_elem(s1, t, i, a, DP_REQ_WRITE);
+            dp__store_elem(s2, t, i, b, DP_REQ_WRITE);
+        }
+        dp__store_elem(out, t, i, wi, k->req[0]);
+    }
+    return 0;
+}
+static int dp__k_sgd(const dp_kernel_ctx *k) { return dp__update(k, DP__OPT_SGD); }
+static int dp__k_sgd_mom(const dp_kernel_ctx *k) { return dp__update(k, DP__OPT_SGD_MOM); }
+static int dp__k_adam(const dp_kernel_ctx *k) { return dp__update(k, DP__OPT_ADAM); }
+static void dp__register_copy_and_updates(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "_copy"; op.doc = "y = x (req add: y += x)"; op.num_inputs = 1; op.num_outputs = 1; op.forward_cpu = dp__k_copy; op.inplace = 1;
+    dp__register(&op);
+    memset(&op, 0, sizeof op);
+    op.name = "reshape"; op.doc = "a copy in another shape (0 keeps an axis, -1 is inferred)"; op.num_inputs = 1; op.num_outputs = 1;
+    op.params = dp__reshape_params; op.num_params = 1; op.infer = dp__infer_reshape; op.forward_cpu = dp__k_copy;
+    dp__register_differentiable(&op, "_backward_reshape", "gradient of reshape", dp__kg_reshape, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "sgd_update"; op.doc = "weight - lr * gradient (see the header)"; op.num_inputs = 2; op.num_outputs = 1;
+    op.params = dp__sgd_params; op.num_params = 4; op.infer = dp__infer_update; op.forward_cpu = dp__k_sgd; op.inplace = 1;
+    dp__register(&op);
+    op.name = "sgd_mom_update"; op.doc = "momentum SGD; mutates mom (input 2)"; op.num_inputs = 3; op.num_params = 5;
+    op.forward_cpu = dp__k_sgd_mom; op.mutate_inputs = 1u << 2;
+    dp__register(&op);
+    op.name = "adam_update"; op.doc = "Adam; mutates mean and var (inputs 2, 3)"; op.num_inputs = 4; op.params = dp__adam_params;
+    op.num_params = 7; op.forward_cpu = dp__k_adam; op.mutate_inputs = 3u << 2;
+    dp__register(&op);
 }
 static void dp__register_builtins(void) {
     dp_operator op;
     /* each forward operator with its gradient operator: (ograd, inputs) -> input gradients */
 #define DP__REG_UNARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text; op.num_inputs = 1; op.num_outputs = 1; \
     op.forward_cpu = dp__k_##nm; op.inplace = 1; \
-    dp__register_differentiable(&op, "_backward_" #nm, "gradient of " #nm, dp__kg_##nm);
+    dp__register_differentiable(&op, "_backward_" #nm, "gradient of " #nm, dp__kg_##nm, 1);
 #define DP__REG_BINARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text " (NumPy broadcasting)"; op.num_inputs = 2; \
     op.num_outputs = 1; op.infer = dp__infer_broadcast; op.forward_cpu = dp__k_##nm; op.inplace = 3; \
-    dp__register_differentiable(&op, "_backward_" #nm, "gradient of " #nm, dp__kg_##nm);
+    dp__register_differentiable(&op, "_backward_" #nm, "gradient of " #nm, dp__kg_##nm, 0);
 #define DP__REG_SCALAR(nm, text) memset(&op, 0, sizeof op); op.name = #nm "_scalar"; op.doc = text; op.num_inputs = 1; \
     op.num_outputs = 1; op.takes_scalar = 1; op.forward_cpu = dp__k_##nm##_scalar; op.inplace = 1; \
-    dp__register_differentiable(&op, "_backward_" #nm "_scalar", "gradient of " #nm "_scalar", dp__kg_##nm##_scalar);
+    dp__register_differentiable(&op, "_backward_" #nm "_scalar", "gradient of " #nm "_scalar", dp__kg_##nm##_scalar, 1);
     DP__UNARY_OPS(DP__REG_UNARY)
     DP__BINARY_OPS(DP__REG_BINARY)
     DP__SCALAR_OPS(DP__REG_SCALAR)
     memset(&op, 0, sizeof op);
     op.name = "clip"; op.doc = "y = x limited to [a_min, a_max]"; op.num_inputs = 1; op.num_outputs = 1;
     op.params = dp__clip_params; op.num_params = 2; op.infer = dp__infer_clip; op.forward_cpu = dp__k_clip; op.inplace = 1;
-    dp__register_differentiable(&op, "_backward_clip", "gradient of clip", dp__k_clip_grad);
+    dp__register_differentiable(&op, "_backward_clip", "gradient of clip", dp__k_clip_grad, 1);
 #undef DP__REG_UNARY
 #undef DP__REG_BINARY
 #undef DP__REG_SCALAR
@@ -6431,6 +7362,7 @@ static void dp__register_builtins(void) {
     dp__register_nn();
     dp__register_random();
     dp__register_linear();
+    dp__register_copy_and_updates();
 }
 
 #endif /* DEPENG_IMPLEMENTATION */

@@ -1061,6 +1061,10 @@ static void test_gradients(void) {
             double *v[1] = {a};
             CHECK(check_grad(e, op->name, 1, &s23, v, 0, NULL, NULL, 0));      /* the defaults */
             CHECK(check_grad(e, op->name, 1, &s23, v, 1, keys, kv, 0));        /* another axis */
+        } else if (strcmp(op->name, "reshape") == 0) {
+            const char *keys[1] = {"shape"}, *kv[1] = {"(3, -1)"};
+            double *v[1] = {a};
+            CHECK(check_grad(e, op->name, 1, &s23, v, 1, keys, kv, 0));
         } else if (strcmp(op->name, "clip") == 0) {
             const char *keys[2] = {"a_min", "a_max"}, *kv[2] = {"0.9", "1.6"};
             double *v[1] = {a};
