@@ -8,7 +8,7 @@ B       := build
 LIBS    := -pthread -lm
 
 .PHONY: all test demo tsan asan compile-checks bench bench-deps bench-build clean
-all: $(B)/test_engine $(B)/test_ndarray $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example
+all: $(B)/test_engine $(B)/test_ndarray $(B)/test_autograd $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 
 $(B):
 	mkdir -p $(B)
@@ -25,6 +25,10 @@ $(B)/test_ndarray: tests/test_ndarray.c depeng.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/test_ndarray_cxx: tests/test_ndarray.c depeng.h tests/test_common.h | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/test_autograd: tests/test_autograd.c depeng.h tests/test_common.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/test_autograd_cxx: tests/test_autograd.c depeng.h tests/test_common.h | $(B)
+	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/walkthrough: examples/walkthrough.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/make_example: examples/make.c depeng.h | $(B)
@@ -32,6 +36,8 @@ $(B)/make_example: examples/make.c depeng.h | $(B)
 $(B)/ndarray_example: examples/ndarray.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/custom_op_example: examples/custom_op.c depeng.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/train_digits: examples/train_digits.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 
 # warning-free as C11 on gcc and clang and as C++ (g++ -x c++)
@@ -43,28 +49,31 @@ compile-checks: | $(B)
 	gcc   $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static.o
 	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
 
-test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example bench-build
-	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh
+test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build
+	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh
 
-demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example
+demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 	./$(B)/walkthrough $(B)/walkthrough.dot
 	./$(B)/make_example -j 2 -C examples/make_demo
 	./examples/make_demo/hello
 	./$(B)/make_example -C examples/make_demo clean
 	./$(B)/ndarray_example $(B)/ndarray_example.npy
 	./$(B)/custom_op_example
+	./$(B)/train_digits
 
 # ThreadSanitizer does not support C11 thrd_create (SEGV, gcc 12 / clang 14),
 # so the sanitizer build uses the pthreads path.
 tsan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_tsan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_ndarray.c -o $(B)/test_ndarray_tsan $(LIBS)
-	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan $(B)/test_ndarray_tsan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_autograd.c -o $(B)/test_autograd_tsan $(LIBS)
+	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan $(B)/test_ndarray_tsan $(B)/test_autograd_tsan
 asan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_engine.c -o $(B)/test_engine_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_asan_pthreads $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_ndarray.c -o $(B)/test_ndarray_asan $(LIBS)
-	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_autograd.c -o $(B)/test_autograd_asan $(LIBS)
+	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan
 
 # ---- benchmark (bench/README.md) -----------------------------------------
 # Every driver runs the workloads of ../shared/BENCH_WORKLOADS.md with two

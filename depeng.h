@@ -16,7 +16,8 @@
      7. Limits and non-goals
      8. API (declarations)
      9. Implementation (sections tagged >>config >>platform >>atomics >>memory
-        >>handles >>pool >>schedule >>queues >>workers >>engine >>public)
+        >>handles >>pool >>schedule >>queues >>workers >>engine >>public, then
+        the NDARRAY half: arrays, operators, autograd, data)
 
    1. QUICK START
 
@@ -535,8 +536,10 @@ DP_API dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp
    default seed is 0. dp_random_seed is pushed like any write.
    The temporary workspace: an operation lists dp_temp_space_var among its
    writes and, while it runs, asks dp_temp_space for bytes (it grows on
-   demand, 64-byte aligned; NULL if out of memory). Both are CPU-only calls
-   for now: on a GPU context they return id 0 / NULL. Link with -lm. */
+   demand, 64-byte aligned; NULL if out of memory). On a GPU the
+   generator's state is on the host (a kernel takes a key with
+   dp_random_next and draws on the device) and the workspace is device
+   memory. An unknown device gives id 0 / NULL. Link with -lm. */
 DP_API dp_result dp_random_seed(dp_engine *eng, dp_ctx ctx, uint64_t seed);
 DP_API dp_var dp_random_var(dp_engine *eng, dp_ctx ctx);
 /* Inside an operation that writes dp_random_var(eng, ctx): the next 64
@@ -619,6 +622,11 @@ typedef struct dp_operator {
    registered twice is DP_ERROR_INVALID_ARGS. */
 DP_API dp_result dp_op_register(const dp_operator *op);
 DP_API const dp_operator *dp_op_find(const char *name);     /* NULL if unknown */
+/* Gives a registered operator (a built-in one too) its kernel for a device
+   kind (DP_DEV_CPU or DP_DEV_GPU), replacing any: how depeng_cuda.h adds the
+   GPU kernels. Call before the operator is invoked on that kind. Unknown
+   name or kind: DP_ERROR_INVALID_ARGS. */
+DP_API dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel);
 /* The registered operators (built-in ones included), up to cap; returns
    how many there are. */
 DP_API int dp_op_list(const dp_operator **out, int cap);
@@ -688,9 +696,10 @@ DP_API dp_ndarray *dp_nd_grad(const dp_ndarray *a);
 DP_API dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out);
 /* Pushes the gradients of head with respect to every marked array it
    depends on. head_grad is d(objective)/d(head), of head's shape and dtype;
-   NULL means ones (head is usually a scalar loss). retain_graph non-zero
-   keeps the graph for another backward. Errors (nothing is pushed then):
-   head not computed by a recorded invocation, no marked array reached, an
+   NULL means ones (head is usually a scalar loss). A marked head gets
+   head_grad as its gradient. retain_graph non-zero keeps the graph for
+   another backward. Errors (nothing is pushed then): head neither marked
+   nor made by a recorded invocation, no marked array reached, an
    operator on the path without a gradient, a head_grad of another shape,
    a saved array written since, a graph freed by an earlier backward. A
    failing gradient kernel reaches the gradient arrays like any failure. */
@@ -1102,7 +1111,7 @@ struct dp_engine {
     dp__mutex graph_mtx;
     dp__graph_rec *graph; size_t ngraph, capgraph;
     struct dp__storage *storage[2][DP__MAX_DEV];   /* [CPU, GPU][device]: see >>storage */
-    struct dp__resources *resources[DP__MAX_DEV];   /* CPU devices: see >>resources */
+    struct dp__resources *resources[2][DP__MAX_DEV]; /* [CPU, GPU][device]: see >>resources */
 };
 
 /* A block's place in one variable's queue. The low bit of `tagged` says the
@@ -2789,7 +2798,7 @@ static void dp__engine_free(dp_engine *eng) {
     dp__failure *f, *next;
     while (dp__load(&eng->outside_finishers, DP__ACQUIRE) != 0) dp__thread_yield();
     for (i = 0; i < 2 * DP__MAX_DEV; i++) dp__storage_destroy(eng, eng->storage[i / DP__MAX_DEV][i % DP__MAX_DEV]);
-    for (i = 0; i < DP__MAX_DEV; i++) dp__resources_destroy(eng, eng->resources[i]);
+    for (i = 0; i < DP__MAX_DEV; i++) { dp__resources_destroy(eng, eng->resources[0][i]); dp__resources_destroy(eng, eng->resources[1][i]); }
     for (i = 0; i < DP__MAX_DEV; i++) {
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->cpu_groups[i], DP__RELAXED));
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->gpu_groups[i], DP__RELAXED));
@@ -3090,8 +3099,10 @@ DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
 }
 
 /* ====================================================================== NDARRAY
-   >>dtypes >>storage >>arrays >>files. Everything below uses the engine
-   only through its public calls: an array's chunk is a variable, filling
+   >>files (codec) >>dtypes >>storage >>arrays >>resources >>files >>data
+   >>registry >>params >>invoke >>autograd >>builtin operators (element-wise,
+   gradients, reductions, nn, random, gemm, dot, copy and the optimizer
+   updates). Everything below uses the engine only through its public calls: an array's chunk is a variable, filling
    and copying are pushed operations, and freeing is a variable delete. */
 
 /* >>files: the .npy / .npz codec ===========================================
@@ -4606,6 +4617,7 @@ DP_IMPL dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out) {
    well tested; its state is touched only by operations that hold the write
    grant of its variable, so it needs no lock. */
 typedef struct dp__resources {
+    dp_ctx ctx;
     dp_var rng_var, temp_var;
     uint64_t rng[4];
     void *temp; size_t temp_size;
@@ -4628,26 +4640,32 @@ static uint64_t dp__rng_next(uint64_t *s) {
     return result;
 }
 static double dp__rng_uniform01(uint64_t *s) { return (double)(dp__rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
-/* The resources of a CPU device (made on first use), or NULL. */
+/* The resources of a device (made on first use), or NULL. A GPU's random
+   generator state lives on the host: a GPU kernel takes a key from it
+   (dp_random_next) and draws from a counter-based generator on the device;
+   its workspace is device memory (the backend's mem_alloc). */
 static dp__resources *dp__resources_of(dp_engine *eng, dp_ctx ctx) {
     dp__resources *r;
-    if (!eng || (ctx.dev_type != DP_DEV_DEFAULT && ctx.dev_type != DP_DEV_CPU) || ctx.dev_id < 0 || ctx.dev_id >= DP__MAX_DEV) return NULL;
+    int gpu = ctx.dev_type == DP_DEV_GPU;
+    if (!eng || (ctx.dev_type != DP_DEV_DEFAULT && ctx.dev_type != DP_DEV_CPU && !gpu) || ctx.dev_id < 0 || ctx.dev_id >= DP__MAX_DEV
+        || (gpu && (ctx.dev_id >= eng->gpu_count || !dp__gpu_memory(eng)))) return NULL;
     dp__mutex_lock(&eng->create_mtx);
-    r = eng->resources[ctx.dev_id];
+    r = eng->resources[gpu][ctx.dev_id];
     if (!r && (r = (dp__resources *)dp__alloc(eng, sizeof *r)) != NULL) {
         memset(r, 0, sizeof *r);
+        r->ctx.dev_type = gpu ? DP_DEV_GPU : DP_DEV_CPU; r->ctx.dev_id = ctx.dev_id;
         r->rng_var = dp_var_create(eng);
         r->temp_var = dp_var_create(eng);
         dp__rng_seed(r->rng, 0);
         if (!r->rng_var.id || !r->temp_var.id) { dp__free(eng, r, sizeof *r); r = NULL; }
-        else eng->resources[ctx.dev_id] = r;
+        else eng->resources[gpu][ctx.dev_id] = r;
     }
     dp__mutex_unlock(&eng->create_mtx);
     return r;
 }
 static void dp__resources_destroy(dp_engine *eng, dp__resources *r) {
     if (!r) return;
-    if (r->temp) { dp_ctx cpu = {DP_DEV_CPU, 0}; dp__device_free(eng, cpu, r->temp, r->temp_size); }
+    if (r->temp) dp__device_free(eng, r->ctx, r->temp, r->temp_size);
     dp__free(eng, r, sizeof *r);
 }
 DP_IMPL dp_var dp_random_var(dp_engine *eng, dp_ctx ctx) {
@@ -4672,11 +4690,10 @@ DP_IMPL void *dp_temp_space(dp_engine *eng, dp_ctx ctx, size_t bytes) {
     dp__resources *r = dp__resources_of(eng, ctx);
     if (!r) return NULL;
     if (bytes > r->temp_size) {   /* grow: the old contents need not survive */
-        dp_ctx cpu = {DP_DEV_CPU, 0};
         size_t size = dp__storage_class(bytes);
-        void *p = size ? dp__device_alloc(eng, cpu, size) : NULL;   /* 64-byte aligned */
+        void *p = size ? dp__device_alloc(eng, r->ctx, size) : NULL;   /* 64-byte aligned on the CPU */
         if (!p) return NULL;
-        if (r->temp) dp__device_free(eng, cpu, r->temp, r->temp_size);
+        if (r->temp) dp__device_free(eng, r->ctx, r->temp, r->temp_size);
         r->temp = p; r->temp_size = size;
     }
     return r->temp;
@@ -4693,7 +4710,7 @@ DP_IMPL dp_result dp_random_seed(dp_engine *eng, dp_ctx ctx, uint64_t seed) {
     dp__seed_arg *a;
     dp_push_desc d;
     dp_result res;
-    if (!r) { DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_random_seed: resources live on CPU devices 0..%d", DP__MAX_DEV - 1); return eng ? DP_ERROR_BAD_CONTEXT : DP_ERROR_INVALID_ARGS; }
+    if (!r) { DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_random_seed: no such device (or a GPU without a memory backend)"); return eng ? DP_ERROR_BAD_CONTEXT : DP_ERROR_INVALID_ARGS; }
     if ((a = (dp__seed_arg *)dp__alloc(eng, sizeof *a)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
     a->r = r; a->seed = seed;
     memset(&d, 0, sizeof d);
@@ -5253,6 +5270,20 @@ static dp_result dp__register(const dp_operator *op) {
 }
 DP_IMPL dp_result dp_op_register(const dp_operator *op) { dp__ensure_builtins(); return dp__register(op); }
 DP_IMPL const dp_operator *dp_op_find(const char *name) { dp__ensure_builtins(); return dp__find_op(name); }
+DP_IMPL dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel) {
+    dp_operator *op;
+    dp__ensure_builtins();
+    if ((op = (dp_operator *)(uintptr_t)dp__find_op(name)) == NULL || (dev_type != DP_DEV_CPU && dev_type != DP_DEV_GPU)
+        || (!kernel && !(dev_type == DP_DEV_CPU ? op->forward_gpu : op->forward_cpu))) {
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_set_kernel '%s': an operator's name, DP_DEV_CPU or DP_DEV_GPU, and a kernel "
+                "(or another device kind's)", name ? name : "(null)");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    dp__spin_lock(&dp__registry_lock);
+    if (dev_type == DP_DEV_CPU) op->forward_cpu = kernel; else op->forward_gpu = kernel;
+    dp__spin_unlock(&dp__registry_lock);
+    return DP_OK;
+}
 DP_IMPL int dp_op_list(const dp_operator **out, int cap) {
     int i, n;
     dp__ensure_builtins();
@@ -5666,6 +5697,15 @@ static dp_result dp__ag_check_outputs(dp_engine *eng, const dp_operator *op, con
                     "recording); writing it while recording would change values its gradient needs", op->name, i);
             return DP_ERROR_INVALID_ARGS;
         }
+    for (i = 0; i < nout; i++) {
+        int j;
+        for (j = 0; out[i] && (op->grad_needs & DP_GRAD_INPUTS) && j < nin; j++)
+            if (out[i]->chunk == in[j]->chunk) {
+                DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d writes over input %d, which its gradient reads; "
+                        "use a new output while recording", op->name, i, j);
+                return DP_ERROR_INVALID_ARGS;
+            }
+    }
     for (i = 0; i < nin; i++)
         if ((op->mutate_inputs & (1u << i)) && in[i]->ag) {
             DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s' mutates input %d, which is in a recorded graph; update outside "
@@ -6892,12 +6932,12 @@ static void dp__register_random(void) {
    is GCC-only.
    DP__GEMM_NO_JAM: GCC -O3's unroll-and-jam interleaves two k steps, which
    needs 16 live vectors + temporaries and spills (-25% for float). */
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__CUDACC__)     /* nvcc's front end does not know the pragma */
 #  define DP__GEMM_UNROLL _Pragma("GCC unroll 16")
 #else
 #  define DP__GEMM_UNROLL
 #endif
-#if defined(__GNUC__) && !defined(__clang__)
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #  define DP__GEMM_KEEP_LOOP _Pragma("GCC unroll 1")
 #  define DP__GEMM_NO_JAM __attribute__((optimize("no-loop-unroll-and-jam")))
 #else
@@ -7218,7 +7258,7 @@ static int dp__k_copy(const dp_kernel_ctx *k) {
     for (i = 0; i < n; i++) dp__store_elem(y, yt, i, dp__load_elem(x, xt, i), k->req[0]);
     return 0;
 }
-/* the gradient of reshape: inputs (ograd, x), ograd copied in x's shape */
+/* the gradient of reshape and _copy: inputs (ograd, x), ograd copied in x's shape */
 static int dp__kg_reshape(const dp_kernel_ctx *k) {
     dp_kernel_ctx c = *k;
     c.num_inputs = 1;
@@ -7320,7 +7360,7 @@ static void dp__register_copy_and_updates(void) {
     dp_operator op;
     memset(&op, 0, sizeof op);
     op.name = "_copy"; op.doc = "y = x (req add: y += x)"; op.num_inputs = 1; op.num_outputs = 1; op.forward_cpu = dp__k_copy; op.inplace = 1;
-    dp__register(&op);
+    dp__register_differentiable(&op, "_backward__copy", "gradient of _copy", dp__kg_reshape, 1);
     memset(&op, 0, sizeof op);
     op.name = "reshape"; op.doc = "a copy in another shape (0 keeps an axis, -1 is inferred)"; op.num_inputs = 1; op.num_outputs = 1;
     op.params = dp__reshape_params; op.num_params = 1; op.infer = dp__infer_reshape; op.forward_cpu = dp__k_copy;

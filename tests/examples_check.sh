@@ -17,6 +17,14 @@ check "custom_op runs" '[ $rc -eq 0 ]'
 check "custom_op registers smooth_l1" 'grep -q "^registered smooth_l1: " <<<"$out"'
 check "custom_op forward values" 'grep -q "^ -3.00      2.5000    -1.0000" <<<"$out" && grep -q "^  0.25      0.0312     0.2500" <<<"$out"'
 check "custom_op gradient matches finite differences" 'grep -q "^gradient matches finite differences$" <<<"$out"'
+# training, shortened: 4 epochs must reach 90% (the full 20 reach 95%+), and
+# the naive and per-device engines must end with bitwise the same weights
+out=$(build/train_digits --epochs 4 --min-accuracy 0.90 2>&1); rc=$?
+check "train_digits reaches 90% test accuracy in 4 epochs" '[ $rc -eq 0 ] && grep -q "^test accuracy .* after 4 epochs" <<<"$out"'
+check "train_digits prints loss and accuracy per epoch" '[ "$(grep -c "^epoch .* loss [0-9.]*  train accuracy .*  test accuracy " <<<"$out")" -eq 4 ]'
+naive=$(build/train_digits --epochs 2 --engine naive 2>&1 | sed -n "s/.*weights checksum //p")
+perdev=$(build/train_digits --epochs 2 --engine perdevice 2>&1 | sed -n "s/.*weights checksum //p")
+check "train_digits: naive and per-device engines give bitwise the same weights" '[ -n "$naive" ] && [ "$naive" = "$perdev" ]'
 [ "$fail" -ne 0 ] && printf '%s\n' "$out"
 echo "examples: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
