@@ -258,6 +258,16 @@ typedef struct dp_device_backend {
     int (*mem_alloc)(int dev_id, size_t size, void **out, void *user);
     int (*mem_free)(int dev_id, void *ptr, void *user);
     int (*mem_copy)(void *dst, const void *src, size_t bytes, int kind, int dev_id, void *stream, void *user);
+    /* Events (optional, all four or none). With them a GPU worker does not
+       wait for its stream after each op: it records an event, takes its
+       next op, and completes the first one when event_query says the event
+       has passed (0; 1 while pending; anything else is an error code). At
+       most 8 ops per worker are in flight. Without them each op ends with
+       stream_synchronize. */
+    int (*event_create)(int dev_id, void **out_event, void *user);
+    int (*event_destroy)(int dev_id, void *event, void *user);
+    int (*event_record)(int dev_id, void *event, void *stream, void *user);
+    int (*event_query)(int dev_id, void *event, void *user);
 } dp_device_backend;
 
 /* Allocator: both functions or neither. alloc gets the alignment (a power of
@@ -1067,6 +1077,7 @@ typedef struct dp__group {             /* a queue and the threads that serve it 
     int nworkers;
 } dp__group;
 
+#define DP__GPU_INFLIGHT 8
 typedef struct dp__worker {
     dp_engine *eng;
     dp__group *group;
@@ -1075,6 +1086,10 @@ typedef struct dp__worker {
     dp_ctx ctx;
     int is_gpu, is_copy;
     void *stream; int stream_err;
+    /* GPU workers with backend events: ops whose stream work is queued but
+       not yet known to be done, oldest first (see dp__gpu_settle) */
+    void *events[DP__GPU_INFLIGHT]; int nevents;
+    struct dp__block *inflight[DP__GPU_INFLIGHT]; int inflight_head, inflight_count;
     dp__a64 completed;         /* written by this worker only */
     uint64_t unflushed;        /* completions not yet added to eng->done */
     struct dp__block *put_first, *put_last;  /* finished blocks on their way */
@@ -1784,6 +1799,7 @@ static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
 /* >>execute --------------------------------------------------------------- */
 static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher);
 static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for);
+
 static void dp__op_unref(dp_engine *eng, dp__opobj *op);
 
 static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
@@ -1829,6 +1845,59 @@ static void *dp__block_stream(dp__block *b) {
 
 /* What dp_set_error writes to while a sync function runs. */
 typedef struct dp__run_state { dp__block *block; int has_message; char message[256]; } dp__run_state;
+
+/* GPU ops in flight (seed 001's per-device engine, with events instead of a
+   stream synchronisation per op). An op is complete only when its stream
+   work is done, but the worker need not wait for that: it records an event
+   behind the op's work and takes its next op. Ops on one stream finish in
+   order, so the oldest in-flight op is the only one worth asking about.
+   dp__gpu_settle completes the ops whose events have passed (all of them,
+   waiting, when `all`); what their completion made ready for this worker
+   is run by the caller. */
+static dp__block *dp__gpu_settle(dp_engine *eng, dp__worker *w, int all) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    dp__block *mine = NULL;
+    while (w->inflight_count > 0) {
+        int slot = w->inflight_head, err = be->event_query(w->ctx.dev_id, w->events[slot], be->user);
+        dp__block *b = w->inflight[slot], *next;
+        char msg[200];
+        if (err == 1) { if (!all) break; dp__thread_yield(); continue; }
+        w->inflight_head = (slot + 1) % DP__GPU_INFLIGHT;
+        w->inflight_count--;
+        if (err) snprintf(msg, sizeof msg, "GPU %d stream work: %s", (int)w->ctx.dev_id, dp__backend_error(eng, err));
+        next = dp__finish(eng, b, err ? DP_ERROR_BACKEND : 0, err ? msg : NULL, w);
+        if (next && mine) dp__dispatch(eng, next, 0);    /* run one, queue the rest */
+        else if (next) mine = next;
+    }
+    return mine;
+}
+/* Puts b in flight behind an event on w's stream; NULL, or an op to run
+   next that settling older ones made ready. Recording failed: complete b
+   the old way, with a stream synchronisation. */
+static dp__block *dp__gpu_in_flight(dp_engine *eng, dp__worker *w, dp__block *b, const char *message) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    dp__block *mine = NULL;
+    int slot, err;
+    if (w->inflight_count == DP__GPU_INFLIGHT) {      /* full: the oldest must pass first */
+        while (w->inflight_count == DP__GPU_INFLIGHT) {
+            dp__block *next = dp__gpu_settle(eng, w, 0);
+            if (next) dp__dispatch(eng, next, 0);
+            if (w->inflight_count == DP__GPU_INFLIGHT) dp__thread_yield();
+        }
+    }
+    slot = (w->inflight_head + w->inflight_count) % DP__GPU_INFLIGHT;
+    err = be->event_record(w->ctx.dev_id, w->events[slot], w->stream, be->user);
+    if (err || message) {            /* a message must be copied before the op is put away: finish now */
+        int sync = be->stream_synchronize ? be->stream_synchronize(w->ctx.dev_id, w->stream, be->user) : 0;
+        char msg[200];
+        if (sync) snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, sync));
+        return dp__finish(eng, b, sync ? DP_ERROR_BACKEND : 0, sync ? msg : message, w);
+    }
+    w->inflight[slot] = b;
+    w->inflight_count++;
+    mine = dp__gpu_settle(eng, w, 0);
+    return mine;
+}
 
 /* Runs one ready op on this thread (w is NULL on a pushing thread). On a
    worker, returns an op that the completion made ready and that this worker
@@ -1878,6 +1947,7 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     }
     if (b->fn) status = b->fn(&rc, b->arg);
     dp__tls_running = prev_running;
+    if (rc.stream && status == 0 && w && w->nevents) return dp__gpu_in_flight(eng, w, b, rs.has_message ? rs.message : NULL);
     if (rc.stream && eng->desc.gpu_backend->stream_synchronize) {
         int err = eng->desc.gpu_backend->stream_synchronize(b->ctx.dev_id, rc.stream, eng->desc.gpu_backend->user);
         if (err && status == 0) {
@@ -2121,6 +2191,12 @@ static dp__block *dp__worker_next(dp__worker *w) {
             b = dp__queue_try_take(q, &busy, &more);
             if (b) return dp__worker_found(q, b, more);
         }
+        if (w->inflight_count) {                           /* GPU ops in flight: settle, never sleep */
+            b = dp__gpu_settle(w->eng, w, 0);
+            dp__worker_flush(w->eng, w);                    /* waiters see what settled */
+            if (b) return dp__worker_found(q, b, 0);
+            if (spins >= DP__SPIN_PAUSES) { dp__thread_yield(); continue; }
+        }
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
         if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
@@ -2140,9 +2216,20 @@ static void dp__worker_main(void *arg) {
         w->stream_err = be->set_device ? be->set_device(w->ctx.dev_id, be->user) : 0;
         if (!w->stream_err) w->stream_err = be->stream_create(w->ctx.dev_id, w->is_copy, &w->stream, be->user);
         if (w->stream_err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d worker: %s", (int)w->ctx.dev_id, dp__backend_error(eng, w->stream_err));
+        else if (be->event_create && be->event_destroy && be->event_record && be->event_query)
+            while (w->nevents < DP__GPU_INFLIGHT && be->event_create(w->ctx.dev_id, &w->events[w->nevents], be->user) == 0) w->nevents++;
+        if (w->nevents && w->nevents < DP__GPU_INFLIGHT) {   /* all or none: a short ring would complicate the slots */
+            while (w->nevents > 0) { w->nevents--; be->event_destroy(w->ctx.dev_id, w->events[w->nevents], be->user); }
+        }
     }
     while ((b = dp__worker_next(w)) != NULL)
         do b = dp__execute(eng, b, w); while (b);   /* and whatever it made ready for us */
+    while (w->inflight_count) {                      /* stopped with nothing queued: cannot happen with
+                                                        ops in flight (wait_all waits for them), but settle */
+        b = dp__gpu_settle(eng, w, 1);
+        while (b) b = dp__execute(eng, b, w);
+    }
+    while (w->nevents > 0) { w->nevents--; eng->desc.gpu_backend->event_destroy(w->ctx.dev_id, w->events[w->nevents], eng->desc.gpu_backend->user); }
     dp__worker_flush(eng, w);
     if (w->is_gpu && !w->stream_err && eng->desc.gpu_backend->stream_destroy)
         eng->desc.gpu_backend->stream_destroy(w->ctx.dev_id, w->stream, eng->desc.gpu_backend->user);

@@ -744,6 +744,81 @@ static void test_io_queue(void) {
     }
 }
 
+/* ---- GPU completion by events: a worker puts an op in flight behind an
+   event and takes the next; the op completes (and its dependents may run)
+   only once the event has passed. The fake event passes on its third query;
+   an event of an op marked `fail` reports error 9. */
+enum { EV_OPS = 40, EV_CHAIN = 12 };
+typedef struct { int op; int queries; } fake_event;
+static int ev_made, ev_destroyed, ev_syncs, ev_passed[EV_OPS + EV_CHAIN], ev_bad, ev_fail_op = -1;
+static __thread int ev_running_op = -1;
+static int fake_ev_create(int dev, void **out, void *u) { (void)dev; (void)u; *out = calloc(1, sizeof(fake_event)); __atomic_fetch_add(&ev_made, 1, __ATOMIC_RELAXED); return 0; }
+static int fake_ev_destroy(int dev, void *e, void *u) { (void)dev; (void)u; free(e); __atomic_fetch_add(&ev_destroyed, 1, __ATOMIC_RELAXED); return 0; }
+static int fake_ev_record(int dev, void *e, void *stream, void *u) {
+    fake_event *ev = (fake_event *)e;
+    (void)dev; (void)stream; (void)u;
+    ev->op = ev_running_op; ev->queries = 0;
+    return 0;
+}
+static int fake_ev_query(int dev, void *e, void *u) {
+    fake_event *ev = (fake_event *)e;
+    (void)dev; (void)u;
+    if (++ev->queries < 3) return 1;
+    if (ev->op == ev_fail_op) return 9;
+    if (ev->op >= 0) __atomic_store_n(&ev_passed[ev->op], 1, __ATOMIC_RELEASE);
+    return 0;
+}
+static int fake_ev_sync(int dev, void *s, void *u) { (void)dev; (void)s; (void)u; __atomic_fetch_add(&ev_syncs, 1, __ATOMIC_RELAXED); return 0; }
+static int ev_op(dp_run_ctx *rc, void *a) {
+    int k = (int)(intptr_t)a;
+    (void)rc;
+    if (k > EV_OPS && !__atomic_load_n(&ev_passed[k - 1], __ATOMIC_ACQUIRE)) ev_bad = 1;   /* chain: the previous op's work is done */
+    ev_running_op = k;
+    return 0;
+}
+static void test_gpu_events(void) {
+    dp_device_backend be;
+    dp_engine_desc dd;
+    dp_engine *e = NULL;
+    dp_push_desc d;
+    dp_var vars[EV_OPS], chain, failing;
+    dp_failure f;
+    int i, passed = 0;
+    memset(&be, 0, sizeof be);
+    be.name = "fake-events"; be.device_count = fake_count; be.set_device = fake_set; be.stream_create = fake_create;
+    be.stream_destroy = fake_destroy; be.stream_synchronize = fake_ev_sync; be.error_string = fake_err;
+    be.event_create = fake_ev_create; be.event_destroy = fake_ev_destroy; be.event_record = fake_ev_record; be.event_query = fake_ev_query;
+    memset(&dd, 0, sizeof dd);
+    dd.gpu_backend = &be; dd.ignore_env = 1; dd.logger.func = quiet_logger; dd.gpu_worker_nthreads = 2;
+    ev_made = ev_destroyed = ev_syncs = ev_bad = 0;
+    memset(ev_passed, 0, sizeof ev_passed);
+    CHECK(dp_engine_create(&dd, &e) == DP_OK);
+    chain = dp_var_create(e);
+    memset(&d, 0, sizeof d);
+    d.num_writes = 1; d.ctx.dev_type = DP_DEV_GPU; d.ctx.dev_id = 0; d.fn = ev_op;
+    for (i = 0; i < EV_OPS + EV_CHAIN; i++) {         /* 40 independent ops, then a chain of 12 */
+        if (i < EV_OPS) { vars[i] = dp_var_create(e); d.writes = &vars[i]; } else d.writes = &chain;
+        d.arg = (void *)(intptr_t)i;
+        CHECK(dp_push(e, &d) == DP_OK);
+    }
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    for (i = 0; i < EV_OPS + EV_CHAIN; i++) passed += ev_passed[i];
+    CHECK(passed == EV_OPS + EV_CHAIN);     /* every op completed through its event */
+    CHECK(ev_bad == 0);
+    CHECK(ev_syncs == 0);                   /* and no op waited for its stream */
+    ev_fail_op = EV_OPS;                    /* the stream work of this op fails */
+    failing = dp_var_create(e);
+    d.writes = &failing; d.arg = (void *)(intptr_t)EV_OPS; d.name = "gpu_kernel";
+    CHECK(dp_push(e, &d) == DP_OK);
+    memset(&f, 0, sizeof f);
+    CHECK(dp_wait_var(e, failing, &f) == DP_ERROR_OP_FAILED);
+    CHECK(f.status == DP_ERROR_BACKEND && strcmp(f.op_name, "gpu_kernel") == 0 && strstr(f.message, "fake error") != NULL);
+    ev_fail_op = -1;
+    dp_wait_all(e, NULL);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    CHECK(ev_made == 16 && ev_destroyed == 16);   /* 8 per compute worker */
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -755,6 +830,7 @@ int main(void) {
         {"long_ops_overlap", test_long_ops_overlap}, {"wake_after_last_look", test_wake_after_last_look},
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
         {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},
+        {"gpu_events", test_gpu_events},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
