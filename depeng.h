@@ -68,7 +68,9 @@
                          pool (highest priority first), one IO pool for
                          DP_PROP_IO (started on first use), per GPU device a compute
                          pool and a copy pool whose workers each own a stream made
-                         by the device backend (dp_device_backend).
+                         by the device backend (dp_device_backend); a GPU op is
+                         complete when its stream work is done (an event, or a
+                         stream synchronisation).
      Pushing and waiting are thread-safe: several threads may push at once. The
      order per variable is the order in which the pushes returned.
 
