@@ -623,11 +623,11 @@ typedef struct dp_operator {
     dp_kernel_fn forward_cpu, forward_gpu;   /* NULL: not on that device kind */
     const char *gradient;         /* the operator computing the input gradients, or NULL */
     unsigned grad_needs;          /* DP_GRAD_*: what the gradient operator reads, in that order */
-    unsigned inplace;             /* bit i: output 0 may share input i's storage (autograd
+    unsigned inplace;             /* bit i (i < 32): output 0 may share input i's storage (autograd
                                      uses it on gradient operators: see dp_autograd_backward) */
     unsigned resources;           /* DP_RESOURCE_*: the kernel may use them */
-    unsigned mutate_inputs;       /* bit i: the kernel also writes input i (an optimizer's
-                                     state), so its variable is in the write set */
+    unsigned mutate_inputs;       /* bit i (i < 32): the kernel also writes input i (an
+                                     optimizer's state), so its variable is in the write set */
 } dp_operator;
 
 /* Registers op (copied; its strings and params must stay valid). A name
@@ -665,7 +665,8 @@ DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, 
      adam_update(weight, grad, mean, var)   m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
                                             w -= lr m / (sqrt(v) + epsilon), g including wd w
    with g = rescale_grad * grad, limited to [-clip_gradient, clip_gradient]
-   when clip_gradient > 0. mom, mean and var are mutated inputs. Parameters:
+   when clip_gradient > 0 (Adam, as MXNet's: g = rescale_grad * grad +
+   wd * w, then limited). mom, mean and var are mutated inputs. Parameters:
    lr (required), wd, rescale_grad, clip_gradient, momentum, beta1, beta2,
    epsilon. Adam's bias correction is the caller's: pass
    lr * sqrt(1 - beta2^t) / (1 - beta1^t) at step t. */
@@ -690,7 +691,8 @@ DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, 
    gradient flowing). An array saved for a gradient must not be written
    (dp_nd_write, an output or a mutated input of an invocation) before the
    backward: backward reports that instead of reading the new values.
-   Build and differentiate one graph from one thread at a time. */
+   Build a graph from one thread; backward passes (from any thread) run one
+   at a time, so graphs may share marked arrays. */
 /* Starts / ends recording on this thread; they nest. dp_autograd_end
    without a begin is DP_ERROR_INVALID_ARGS. */
 DP_API dp_result dp_autograd_begin(void);
@@ -722,7 +724,7 @@ DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, i
    through the engine. */
 #define DP_CSV_NO_LABEL (-1000000)
 /* Reads a CSV file of numbers (comma separated; blank lines skipped; a
-   first line that is not all numbers is a header and skipped) into float32
+   first line with words, not numbers, is a header and skipped) into float32
    arrays: *data (rows, columns - 1) and *label (rows,) from column
    label_column (from 0; negative counts from the end, -1 is the last). With
    DP_CSV_NO_LABEL every column is data, (rows, columns), and label may be
@@ -1257,7 +1259,11 @@ static int dp__reserve(const dp_engine *eng, void *arrp, size_t *cap, size_t n, 
     /* arrp points at a T* of any T: move the pointer by its bytes, which
        stays clear of strict-aliasing rules */
     memcpy(&old, arrp, sizeof old);
-    ncap = *cap ? *cap * 2 : first;
+    ncap = *cap ? *cap : first;
+    while (ncap <= n) {                       /* room for index n, however far it is */
+        if (ncap > SIZE_MAX / 2 / elem) return -1;
+        ncap *= 2;
+    }
     grown = dp__realloc(eng, old, *cap * elem, ncap * elem);
     if (!grown) return -1;
     memcpy(arrp, &grown, sizeof grown);
@@ -2018,16 +2024,16 @@ static dp__group *dp__route(dp_engine *eng, dp__block *b) {
     int copy = prop == DP_PROP_COPY_TO_GPU || prop == DP_PROP_COPY_FROM_GPU;
     const dp_engine_desc *d = &eng->desc;
     if (d->type == DP_ENGINE_POOLED) return copy || prop == DP_PROP_IO ? (dp__group *)dp__load(&eng->io_group, DP__ACQUIRE) : eng->task_group;
+    if (prop == DP_PROP_IO) {   /* one IO pool, started by the first IO op, whatever the device */
+        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = 0;
+        return dp__lazy_group(eng, &eng->io_group, d->gpu_copy_nthreads, 0, c, 0, 0);
+    }
     if (b->ctx.dev_type == DP_DEV_GPU) {
         int dev = b->ctx.dev_id;
         if (copy) return dp__lazy_group(eng, &eng->copy_groups[dev], d->gpu_copy_nthreads, 1, b->ctx, 1, 1);
         return dp__lazy_group(eng, &eng->gpu_groups[dev], d->gpu_worker_nthreads, 1, b->ctx, 1, 0);
     }
     if (prop == DP_PROP_CPU_PRIORITIZED) return eng->prio_group;
-    if (prop == DP_PROP_IO) {   /* one IO pool, started by the first IO op */
-        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = 0;
-        return dp__lazy_group(eng, &eng->io_group, d->gpu_copy_nthreads, 0, c, 0, 0);
-    }
     {
         dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = b->ctx.dev_id;
         return dp__lazy_group(eng, &eng->cpu_groups[b->ctx.dev_id], d->cpu_worker_nthreads, 0, c, 0, 0);
@@ -4382,6 +4388,7 @@ struct dp_ndarray {
     int ag_index;              /* which output of ag */
 };
 static void dp__ag_unref(struct dp__ag_node *n);
+static void dp__ag_cut(dp_ndarray *a);
 static void dp__chunk_bump(dp__chunk *c) { dp__fetch_add(&c->version, 1, DP__RELAXED); }
 
 /* Runs once the chunk's variable is free: every operation on it is done. */
@@ -4591,7 +4598,7 @@ static dp_result dp__nd_host_io(dp_ndarray *a, void *host, size_t bytes, int to_
         return DP_ERROR_INVALID_ARGS;
     }
     if ((r = dp_wait_var(eng, a->chunk->var, failure)) != DP_OK) return r;
-    if (!to_host) dp__chunk_bump(a->chunk);
+    if (!to_host) { dp__chunk_bump(a->chunk); dp__ag_cut(a); }
     on_gpu = a->chunk->ctx.dev_type == DP_DEV_GPU;
     if (dp__copy_bytes(eng, to_host ? host : dp_nd_data(a), to_host ? dp_nd_data(a) : host, bytes,
                        on_gpu ? (to_host ? 1 : 0) : -1, a->chunk->ctx.dev_id, NULL)) {
@@ -4855,7 +4862,7 @@ static dp_result dp__nd_random(dp_engine *eng, const char *what, int kind, doubl
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: parameters %g, %g", what, p0, p1);
         return DP_ERROR_INVALID_ARGS;
     }
-    if ((res = dp__resources_of(eng, ctx)) == NULL) {
+    if (ctx.dev_type != DP_DEV_CPU || (res = dp__resources_of(eng, ctx)) == NULL) {   /* the fill writes host memory */
         DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: random arrays are made on CPU devices", what);
         return DP_ERROR_BAD_CONTEXT;
     }
@@ -5066,6 +5073,12 @@ static int dp__csv_fields(const char *p, const char *eol, float *out, int cap, i
     *count = col;
     return 0;
 }
+/* A header names columns: it has a letter or a quote (a first data row
+   with an empty or broken field is an error, not a header). */
+static int dp__csv_header_like(const char *p, const char *eol) {
+    for (; p < eol; p++) if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '"' || *p == '_') return 1;
+    return 0;
+}
 static int dp__blank(const char *p, const char *eol) { while (p < eol && (*p == ' ' || *p == '\t')) p++; return p == eol; }
 /* The values of every data line, row after row, and the row and column
    counts; a first line that is not numbers is a header. */
@@ -5085,7 +5098,7 @@ static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, siz
         if (dp__reserve(eng, vals, cap, n + (size_t)(*cols > 0 ? *cols : 1024), sizeof **vals, 4096)) return DP_ERROR_OUT_OF_MEMORY;
         *eol = 0;                              /* strtod stops here */
         bad = dp__csv_fields(p, eol, *vals + n, (int)(*cap - n > (size_t)INT32_MAX ? INT32_MAX : *cap - n), &count);
-        if (bad && *rows == 0 && *cols == 0) { *cols = -1; p = next; continue; }   /* the header */
+        if (bad && *rows == 0 && *cols == 0 && dp__csv_header_like(p, eol)) { *cols = -1; p = next; continue; }
         if (bad) { DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s:%lld: column %d is not a number", path, (long long)line, bad); return DP_ERROR_FORMAT; }
         if (*cols <= 0) {
             *cols = count;
@@ -5293,11 +5306,16 @@ DP_IMPL dp_result dp_iter_next(dp_iter *it, dp_ndarray **data, dp_ndarray **labe
     if (data) *data = NULL;
     if (label) *label = NULL;
     if (!it || !data) { DP__LOG(it ? it->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_iter_next: NULL iterator or data"); return DP_ERROR_INVALID_ARGS; }
+    if (!it->pre_data && it->next < it->nbatches) {       /* the last prefetch failed: once more */
+        dp_result r = dp__iter_prefetch(it);
+        if (r != DP_OK) return r;
+    }
     if (!it->pre_data) return DP_OK;                        /* the epoch is over */
     *data = it->pre_data;
     if (label) *label = it->pre_label; else dp_nd_release(it->pre_label);
     it->next++;
-    return dp__iter_prefetch(it);
+    (void)dp__iter_prefetch(it);   /* failing, it is tried again (and reported) by the next call */
+    return DP_OK;
 }
 DP_IMPL int64_t dp_iter_num_batches(const dp_iter *it) { return it ? it->nbatches : 0; }
 DP_IMPL void dp_iter_destroy(dp_iter *it) {
@@ -5618,6 +5636,7 @@ static dp_result dp__ag_check_outputs(dp_engine *eng, const dp_operator *op, con
 static dp__ag_node *dp__ag_record(dp_engine *eng, const dp_operator *op, const dp_params *p, double scalar, int nin,
                                   dp_ndarray *const *in, int nout, dp_ndarray *const *out);
 static void dp__ag_attach(dp__ag_node *n, int nout, dp_ndarray *const *out);
+static void dp__ag_cut_written(int nin, dp_ndarray *const *in, unsigned mutated, int nout, dp_ndarray *const *out);
 
 /* The invocation after lookup and parsing: checks, makes missing outputs,
    pushes. record: record it when this thread records (not for the
@@ -5654,7 +5673,7 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     for (i = 0; i < nin; i++) {
         a->arrays[i] = dp_nd_retain(inputs[i]);
         reads[i] = dp_nd_var(inputs[i]);
-        if (op->mutate_inputs & (1u << i)) { writes[nw++] = reads[i]; dp__chunk_bump(inputs[i]->chunk); }
+        if (i < 32 && (op->mutate_inputs & (1u << i))) { writes[nw++] = reads[i]; dp__chunk_bump(inputs[i]->chunk); }
     }
     for (i = 0; i < nout; i++) {
         a->arrays[nin + i] = dp_nd_retain(outputs[i]);
@@ -5669,7 +5688,8 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     d.fn = dp__invoke_op; d.arg = a; d.reads = reads; d.num_reads = nin; d.writes = writes; d.num_writes = nw;
     d.ctx = ctx; d.prop = DP_PROP_NO_SKIP; d.name = op->name;
     if ((r = dp_push(eng, &d)) != DP_OK) goto undo_arg;
-    if (node) dp__ag_attach(node, nout, outputs);
+    if (node) { dp__ag_attach(node, nout, outputs); dp__ag_unref(node); }   /* the outputs hold it now */
+    else dp__ag_cut_written(nin, inputs, op->mutate_inputs, nout, outputs);
     return DP_OK;
 undo_arg:
     dp__ag_unref(node);
@@ -5724,6 +5744,7 @@ struct dp__ag_node {
 };
 static DP__THREAD_LOCAL int dp__tls_recording;
 static dp__a32 dp__ag_pass;          /* numbers backward passes, for node marks */
+static dp__spinlock dp__ag_backward_lock;   /* one backward pass at a time, process-wide */
 
 static dp__ag_node *dp__ag_ref(dp__ag_node *n) { if (n) dp__fetch_add(&n->refs, 1, DP__RELAXED); return n; }
 static void dp__ag_release_saved(dp__ag_node *n) {
@@ -5796,7 +5817,7 @@ static dp_result dp__ag_check_outputs(dp_engine *eng, const dp_operator *op, con
             }
     }
     for (i = 0; i < nin; i++)
-        if ((op->mutate_inputs & (1u << i)) && in[i]->ag) {
+        if (i < 32 && (op->mutate_inputs & (1u << i)) && in[i]->ag) {
             DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s' mutates input %d, which is in a recorded graph; update outside "
                     "dp_autograd_begin / dp_autograd_end", op->name, i);
             return DP_ERROR_INVALID_ARGS;
@@ -5808,28 +5829,43 @@ static dp_result dp__ag_save(dp__ag_node *n, int slot, dp_ndarray *a) {
     if (r == DP_OK) n->saved_version[slot] = (int32_t)dp__load(&a->chunk->version, DP__RELAXED);
     return r;
 }
-/* The node for an invocation about to be pushed (its outputs exist). */
+/* The node for an invocation about to be pushed (its outputs exist), with
+   one reference for the caller. */
 static dp__ag_node *dp__ag_record(dp_engine *eng, const dp_operator *op, const dp_params *p, double scalar, int nin,
                                   dp_ndarray *const *in, int nout, dp_ndarray *const *out) {
     int keep_in = (op->grad_needs & DP_GRAD_INPUTS) != 0, keep_out = (op->grad_needs & DP_GRAD_OUTPUTS) != 0, i, k = 0;
     dp__ag_node *n = dp__ag_new(eng, nin, nout, (keep_in ? nin : 0) + (keep_out ? nout : 0));
     if (!n) return NULL;
     n->op = op; n->params = *p; n->scalar = scalar; n->ctx = dp_nd_ctx(in[0]);
+    dp__store(&n->refs, 1, DP__RELAXED);
     for (i = 0; i < nin; i++) { n->in_node[i] = dp__ag_ref(in[i]->ag); n->in_index[i] = in[i]->ag_index; }
     for (i = 0; i < nout; i++) { n->out_shape[i] = out[i]->shape; n->out_dtype[i] = out[i]->dtype; }
     for (i = 0; keep_in && i < nin; i++) if (dp__ag_save(n, k++, in[i]) != DP_OK) goto oom;
     for (i = 0; keep_out && i < nout; i++) if (dp__ag_save(n, k++, out[i]) != DP_OK) goto oom;
     return n;
-oom:
-    n->nsaved = k - 1 > 0 ? k - 1 : 0;   /* the failed slot is empty */
-    dp__store(&n->refs, 1, DP__RELAXED);
+oom:                                   /* the failed slot is NULL: releasing it is fine */
     dp__ag_unref(n);
     return NULL;
 }
 /* After the push: the outputs point at their node. */
 static void dp__ag_attach(dp__ag_node *n, int nout, dp_ndarray *const *out) {
     int i;
-    for (i = 0; i < nout; i++) { out[i]->ag = dp__ag_ref(n); out[i]->ag_index = i; }
+    for (i = 0; i < nout; i++) {
+        dp__ag_node *old = out[i]->ag;     /* the same array twice among the outputs */
+        out[i]->ag = dp__ag_ref(n); out[i]->ag_index = i;
+        dp__ag_unref(old);
+    }
+}
+/* An invocation that was not recorded overwrote these arrays: a graph that
+   made them no longer describes their values, so they leave it (marked
+   arrays stay marked: an optimizer update writes them). */
+static void dp__ag_cut(dp_ndarray *a) {
+    if (a->ag && a->ag->op) { dp__ag_unref(a->ag); a->ag = NULL; }
+}
+static void dp__ag_cut_written(int nin, dp_ndarray *const *in, unsigned mutated, int nout, dp_ndarray *const *out) {
+    int i;
+    for (i = 0; i < nin && i < 32; i++) if (mutated & (1u << i)) dp__ag_cut(in[i]);
+    for (i = 0; i < nout; i++) dp__ag_cut(out[i]);
 }
 DP_IMPL dp_result dp_autograd_begin(void) { dp__tls_recording++; return DP_OK; }
 DP_IMPL dp_result dp_autograd_end(void) {
@@ -5885,6 +5921,7 @@ static dp_result dp__ag_sort(dp__ag_pass_state *ps, dp__ag_node *head) {
     struct frame { dp__ag_node *n; int next; } *stack = NULL;
     size_t nstack = 0, capstack = 0;
     uint32_t pass = (uint32_t)dp__fetch_add(&dp__ag_pass, 1, DP__RELAXED) + 1;
+    if (pass == 0) pass = (uint32_t)dp__fetch_add(&dp__ag_pass, 1, DP__RELAXED) + 1;   /* 0 is a new node's mark */
     dp_result r = DP_OK;
     if (dp__reserve(ps->eng, &stack, &capstack, 0, sizeof *stack, 64)) return DP_ERROR_OUT_OF_MEMORY;
     head->mark = pass;
@@ -5927,11 +5964,31 @@ static dp_result dp__ag_plan(dp__ag_pass_state *ps) {
     }
     for (i = 0; i < n; i++) {
         dp__ag_node *x = ps->topo[i];
+        const dp_operator *g;
+        int gin;
         if (!ps->need[i] || !x->op) continue;
-        if (!x->op->gradient || !dp__find_op(x->op->gradient)) {
+        if (!x->op->gradient || (g = dp__find_op(x->op->gradient)) == NULL) {
             DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: operator '%s' has no gradient, and it lies between the head "
                     "and a marked array (detach its input, or register a gradient)", x->op->name);
             return DP_ERROR_INVALID_ARGS;
+        }
+        gin = ((x->op->grad_needs & DP_GRAD_OUT_GRADS) ? x->nout : 0) + x->nsaved;
+        if (gin > DP__MAX_OP_ARRAYS) {
+            DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the gradient of '%s' would take %d inputs, more than %d",
+                    x->op->name, gin, DP__MAX_OP_ARRAYS);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (dp__arity(g, &x->params, g->num_inputs) != gin || dp__arity(g, &x->params, g->num_outputs) != x->nin) {
+            DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: gradient operator '%s' takes %d inputs and makes %d outputs; "
+                    "'%s' (grad_needs %u) gives it %d and needs %d", g->name, dp__arity(g, &x->params, g->num_inputs),
+                    dp__arity(g, &x->params, g->num_outputs), x->op->name, x->op->grad_needs, gin, x->nin);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (!(x->ctx.dev_type == DP_DEV_GPU ? g->forward_gpu : g->forward_cpu)
+            || (x->ctx.dev_type == DP_DEV_GPU && !dp__find_op("_copy")->forward_gpu)) {
+            DP__LOG(ps->eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_autograd_backward: gradient operator '%s' (or _copy) has no kernel for %s",
+                    g->name, x->ctx.dev_type == DP_DEV_GPU ? "GPUs" : "the CPU");
+            return DP_ERROR_BAD_CONTEXT;
         }
         if (x->freed) {
             DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the graph through '%s' was freed by an earlier backward "
@@ -5985,7 +6042,7 @@ static void dp__ag_target(dp__ag_pass_state *ps, dp__ag_node *x, int i, dp_ndarr
     if (ps->og[*slot]) { *out = ps->og[*slot]; *req = DP_REQ_ADD; *slot = -1; }
 }
 /* Step 3, per node: push its gradient operator. */
-static dp_result dp__ag_node_backward(dp__ag_pass_state *ps, dp__ag_node *x, int retain_graph) {
+static dp_result dp__ag_node_backward(dp__ag_pass_state *ps, dp__ag_node *x) {
     const dp_operator *g = dp__find_op(x->op->gradient);
     dp_ndarray *gin[3 * DP__MAX_OP_ARRAYS], *gout[DP__MAX_OP_ARRAYS];
     dp_req greq[DP__MAX_OP_ARRAYS];
@@ -5994,7 +6051,7 @@ static dp_result dp__ag_node_backward(dp__ag_pass_state *ps, dp__ag_node *x, int
     size_t s0 = ps->slot0[x->order];
     int i, j, ngin = 0, ngout = x->nin, inplace_from = -1;
     dp_result r = DP_OK;
-    for (j = 0; j < x->nout; j++) {                      /* output gradients: an unused output's is 0 */
+    for (j = 0; j < x->nout && (x->op->grad_needs & DP_GRAD_OUT_GRADS); j++) {   /* an unused output's is 0 */
         if (!ps->og[s0 + (size_t)j]) {
             if ((r = dp_nd_zeros(ps->eng, &x->out_shape[j], x->out_dtype[j], x->ctx, &ps->og[s0 + (size_t)j])) != DP_OK) return r;
             ps->own[s0 + (size_t)j] = 1;
@@ -6011,9 +6068,9 @@ static dp_result dp__ag_node_backward(dp__ag_pass_state *ps, dp__ag_node *x, int
         dp__ag_target(ps, x, i, &gout[i], &greq[i], &slot[i]);
     }
     /* In place: output 0 over an output gradient nobody else reads. */
-    for (j = 0; j < x->nout && gout[0] == NULL && slot[0] >= 0 && ngout > 0; j++) {
+    for (j = 0; j < x->nout && gout[0] == NULL && slot[0] >= 0 && ngout > 0 && (x->op->grad_needs & DP_GRAD_OUT_GRADS); j++) {
         dp_ndarray *o = ps->og[s0 + (size_t)j];
-        if ((g->inplace & (1u << j)) && ps->own[s0 + (size_t)j] && o->dtype == x->out_dtype[j]
+        if (j < 32 && (g->inplace & (1u << j)) && ps->own[s0 + (size_t)j] && o->dtype == x->out_dtype[j]
             && dp_nd_ctx(o).dev_type == x->ctx.dev_type) { inplace_from = j; break; }
     }
     if (inplace_from >= 0) {   /* it must also have the shape the gradient operator infers: input 0's */
@@ -6035,7 +6092,6 @@ static dp_result dp__ag_node_backward(dp__ag_pass_state *ps, dp__ag_node *x, int
     for (i = 0; i < ngout; i++) if (made[i]) dp_nd_release(gout[i]);
     if (r != DP_OK) return r;
     for (j = 0; j < x->nout; j++) { dp_nd_release(ps->og[s0 + (size_t)j]); ps->og[s0 + (size_t)j] = NULL; }
-    if (!retain_graph) dp__ag_release_saved(x);
     return DP_OK;
 }
 /* Checks head and head_grad; logs what is wrong. */
@@ -6065,6 +6121,7 @@ DP_IMPL dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, 
     dp_result r;
     size_t i;
     if ((r = dp__ag_check_head(head, head_grad)) != DP_OK) return r;
+    dp__spin_lock(&dp__ag_backward_lock);          /* passes keep marks in the nodes, and graphs may share them */
     memset(&ps, 0, sizeof ps);
     ps.eng = head->chunk->eng;
     hn = head->ag;
@@ -6088,10 +6145,15 @@ DP_IMPL dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, 
     for (i = ps.ntopo; i-- > 0;) {                 /* consumers before producers */
         dp__ag_node *x = ps.topo[i];
         if (!x->op || !ps.need[i]) continue;
-        if ((r = dp__ag_node_backward(&ps, x, retain_graph)) != DP_OK) break;
+        if ((r = dp__ag_node_backward(&ps, x)) != DP_OK) break;
     }
+    /* The pushed gradient operators hold what they read; the graph lets go
+       now (a failure above left it whole, to try again). */
+    for (i = 0; r == DP_OK && !retain_graph && i < ps.ntopo; i++)
+        if (ps.topo[i]->op && ps.need[i]) dp__ag_release_saved(ps.topo[i]);
 done:
     dp__ag_pass_free(&ps);
+    dp__spin_unlock(&dp__ag_backward_lock);
     return r;
 }
 
@@ -7380,10 +7442,11 @@ static int dp__infer_reshape(const dp_params *p, int nin, const dp_shape *is, co
     return 0;
 }
 /* The updates' math, one element at a time, shared with the GPU kernels. */
-static DP__HD double dp__opt_grad(double g, double w, double rescale, double clip, double wd) {
-    g *= rescale;
-    if (clip > 0) g = g < -clip ? -clip : g > clip ? clip : g;
-    return g + wd * w;
+static DP__HD double dp__opt_clip(double g, double clip) { return clip > 0 ? (g < -clip ? -clip : g > clip ? clip : g) : g; }
+/* MXNet's order: SGD clips the rescaled gradient and adds the decay after;
+   Adam adds the decay, then clips. */
+static DP__HD double dp__opt_grad(double g, double w, double rescale, double clip, double wd, int decay_first) {
+    return decay_first ? dp__opt_clip(g * rescale + wd * w, clip) : dp__opt_clip(g * rescale, clip) + wd * w;
 }
 static DP__HD double dp__f_sgd(double w, double g, double lr) { return w - lr * g; }
 static DP__HD double dp__f_sgd_mom(double *mom, double g, double lr, double momentum) { *mom = momentum * *mom - lr * g; return *mom; }
@@ -7426,7 +7489,7 @@ static int dp__update(const dp_kernel_ctx *k, int kind) {
     void *out = dp_nd_data(k->outputs[0]);
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
     for (i = 0; i < n; i++) {
-        double wi = dp__load_elem(w, t, i), gi = dp__opt_grad(dp__load_elem(g, t, i), wi, v[2].f, v[3].f, v[1].f), a, b;
+        double wi = dp__load_elem(w, t, i), gi = dp__opt_grad(dp__load_elem(g, t, i), wi, v[2].f, v[3].f, v[1].f, kind == DP__OPT_ADAM), a, b;
         if (kind == DP__OPT_SGD) wi = dp__f_sgd(wi, gi, v[0].f);
         else if (kind == DP__OPT_SGD_MOM) {
             a = dp__load_elem(s1, t, i);

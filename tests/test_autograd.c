@@ -722,7 +722,7 @@ static void test_optimizers(void) {
             dp_nd_release(w); dp_nd_release(g); dp_nd_release(g2); dp_nd_release(mom); dp_nd_release(m1);
         }
         {   /* adam, two steps, (a) wd 0.01 and rescale 0.5, (b) clip 1 and rescale 2, (c) all three:
-               as documented, the clip applies to rescale_grad * grad, then wd * weight is added */
+               as documented (MXNet's order): rescale_grad * grad + wd * weight, then the clip */
             int cfg;
             for (cfg = 0; cfg < 3; cfg++) {
                 const char *keys[7] = {"lr", "beta1", "beta2", "epsilon", "rescale_grad", "wd", "clip_gradient"};
@@ -741,7 +741,7 @@ static void test_optimizers(void) {
                     vals[0] = lr[t - 1];
                     CHECK(update(e, "adam_update", w, t == 2 ? g2 : g, mean, var, nkw, keys, vals));
                     for (i = 0; i < N; i++) {
-                        double gr = clipd(rescale * gg[i], clip) + wd * rw[i];
+                        double gr = clipd(rescale * gg[i] + wd * rw[i], clip);
                         rm[i] = 0.9 * rm[i] + 0.1 * gr;
                         rv[i] = 0.999 * rv[i] + 0.001 * gr * gr;
                         rw[i] -= lrt * rm[i] / (sqrt(rv[i]) + 1e-8);
@@ -1118,12 +1118,112 @@ static void test_iterator(void) {
     CHECK(memcmp(second[0], second[1], sizeof second[0]) == 0 && memcmp(second[0], second[2], sizeof second[0]) == 0);
 }
 
+/* ---- what a review found, each fixed: a wide CSV row, arrays overwritten
+   outside recording, operators with more than 32 inputs, a gradient with too
+   many inputs, and backward passes from two threads sharing a weight */
+typedef struct { dp_engine *e; dp_ndarray *w; int rounds; int bad; } shared_w;
+static void *backward_rounds(void *arg) {
+    shared_w *sw = (shared_w *)arg;
+    int i;
+    for (i = 0; i < sw->rounds; i++) {
+        dp_ndarray *y, *l;
+        dp_autograd_begin();
+        y = un(sw->e, "square", sw->w); l = un(sw->e, "sum", y);
+        dp_autograd_end();
+        if (dp_autograd_backward(l, NULL, 0) != DP_OK) sw->bad = 1;
+        dp_nd_release(y); dp_nd_release(l);
+    }
+    return NULL;
+}
+static void test_review_regressions(void) {
+    dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, DP_STORAGE_DEFAULT);
+    char path[128];
+    FILE *f;
+    int i;
+    {   /* one row of 10,000 numbers, and a second */
+        dp_ndarray *d = NULL, *l = NULL;
+        float v[3];
+        snprintf(path, sizeof path, "/tmp/depeng_wide_%d.csv", (int)getpid());
+        f = fopen(path, "w");
+        for (i = 0; i < 10000; i++) fprintf(f, i ? ",%d" : "%d", i % 7);
+        fputc('\n', f);
+        for (i = 0; i < 10000; i++) fprintf(f, i ? ",%d" : "%d", 1);
+        fputc('\n', f);
+        fclose(f);
+        CHECK(dp_nd_load_csv(e, path, -1, CPU0, &d, &l) == DP_OK);
+        CHECK(d && dp_nd_shape(d)->ndim == 2 && dp_nd_shape(d)->dims[0] == 2 && dp_nd_shape(d)->dims[1] == 9999);
+        CHECK(l && dp_nd_read(l, v, 2 * sizeof(float), NULL) == DP_OK && v[0] == (float)(9999 % 7) && v[1] == 1);
+        dp_nd_release(d); dp_nd_release(l);
+        remove(path);
+        f = fopen(path, "w");                       /* an empty field in the first row is an error, not a header */
+        fputs("1,,3\n4,5,6\n", f);
+        fclose(f);
+        CHECK(dp_nd_load_csv(e, path, -1, CPU0, &d, &l) == DP_ERROR_FORMAT);
+        remove(path);
+    }
+    {   /* y = exp(x) recorded, then overwritten by an unrecorded write: y leaves the graph */
+        double xv[2] = {0.5, -1.0}, c[2] = {2, 3};
+        dp_shape s = {1, {2}};
+        int how;
+        for (how = 0; how < 2; how++) {
+            dp_ndarray *x = arr(e, s, DP_FLOAT64, xv), *k = arr(e, s, DP_FLOAT64, c), *y, *h, *l;
+            CHECK(dp_nd_attach_grad(x, DP_REQ_WRITE) == DP_OK);
+            dp_autograd_begin(); y = un(e, "exp", x); dp_autograd_end();
+            if (how == 0) CHECK(dp_op_invoke(e, "_copy", 1, &k, 0, NULL, NULL, 0, 1, &y, NULL) == DP_OK);
+            else CHECK(dp_nd_write(y, c, sizeof c, NULL) == DP_OK);
+            dp_autograd_begin(); h = un(e, "sin", y); l = un(e, "sum", h); dp_autograd_end();
+            CHECK(l == NULL || dp_autograd_backward(l, NULL, 0) == DP_ERROR_INVALID_ARGS);   /* y is a constant now */
+            dp_nd_release(x); dp_nd_release(k); dp_nd_release(y); dp_nd_release(h); dp_nd_release(l);
+        }
+    }
+    {   /* concat of 40 marked arrays (inputs past bit 31), and of 64 (its gradient would take 65 inputs) */
+        dp_ndarray *parts[64], *whole, *l;
+        const char *keys[2] = {"num_args", "dim"}, *vals[2] = {"40", "0"};
+        double one = 1, g;
+        dp_shape s1 = {1, {1}};
+        for (i = 0; i < 64; i++) { parts[i] = arr(e, s1, DP_FLOAT64, &one); CHECK(dp_nd_attach_grad(parts[i], DP_REQ_WRITE) == DP_OK); }
+        dp_autograd_begin();
+        whole = inv(e, "concat", 40, parts, 2, keys, vals, 0);
+        l = un(e, "square", whole);
+        { dp_ndarray *t = l; l = un(e, "sum", t); dp_nd_release(t); }
+        dp_autograd_end();
+        CHECK(dp_autograd_backward(l, NULL, 0) == DP_OK);
+        for (i = 0; i < 40; i++) { CHECK(dp_nd_read(dp_nd_grad(parts[i]), &g, sizeof g, NULL) == DP_OK && g == 2.0); }
+        dp_nd_release(whole); dp_nd_release(l);
+        vals[0] = "64";
+        dp_autograd_begin();
+        whole = inv(e, "concat", 64, parts, 2, keys, vals, 0);
+        l = un(e, "sum", whole);
+        dp_autograd_end();
+        CHECK(dp_autograd_backward(l, NULL, 1) == DP_ERROR_INVALID_ARGS);
+        dp_nd_release(whole); dp_nd_release(l);
+        for (i = 0; i < 64; i++) dp_nd_release(parts[i]);
+    }
+    {   /* two threads, one weight (add), 50 backward passes each */
+        double wv[3] = {1, 2, 3}, g[3];
+        dp_shape s = {1, {3}};
+        shared_w a, b;
+        pthread_t t1, t2;
+        a.e = e; a.w = arr(e, s, DP_FLOAT64, wv); a.rounds = 50; a.bad = 0;
+        CHECK(dp_nd_attach_grad(a.w, DP_REQ_ADD) == DP_OK);
+        b = a;
+        pthread_create(&t1, NULL, backward_rounds, &a);
+        pthread_create(&t2, NULL, backward_rounds, &b);
+        pthread_join(t1, NULL); pthread_join(t2, NULL);
+        CHECK(!a.bad && !b.bad);
+        CHECK(dp_nd_read(dp_nd_grad(a.w), g, sizeof g, NULL) == DP_OK);
+        for (i = 0; i < 3; i++) CHECK(g[i] == 100 * 2 * wv[i]);
+        dp_nd_release(a.w);
+    }
+    destroy_engine(e);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"graph_gradients_fd", test_graph_gradients_fd}, {"grad_req_add", test_grad_req_add}, {"head_grad", test_head_grad},
         {"errors", test_errors}, {"not_recorded_outside", test_not_recorded_outside}, {"memory_released", test_memory_released},
         {"inplace_backward", test_inplace_backward}, {"optimizers", test_optimizers}, {"bitwise_same_engines", test_bitwise_same_engines},
-        {"csv", test_csv}, {"iterator", test_iterator},
+        {"csv", test_csv}, {"iterator", test_iterator}, {"review_regressions", test_review_regressions},
     };
     return run_tests("autograd", tests, (int)(sizeof tests / sizeof tests[0]));
 }
