@@ -1,6 +1,7 @@
 # depeng — make demo (run the examples), make test (every test), make tsan,
 # make asan, make bench (depeng against its peers; make bench-deps installs
-# StarPU first), make clean.
+# StarPU first), make cuda / make cuda-test (depeng_cuda.h; needs nvcc),
+# make clean.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -pedantic -Werror
@@ -102,6 +103,42 @@ bench-deps:
 	bench/deps.sh
 bench: bench-build
 	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray
+
+# ---- CUDA (depeng_cuda.h; optional, needs nvcc) ----------------------------
+# make cuda: the CUDA tests (built twice: the tiled GEMM and cuBLAS), the GPU
+# example and the GPU benchmark, with nvcc and the CUDA runtime it ships,
+# warning-free for the host compiler; and depeng_cuda.h's declarations as
+# C11 and C++ without nvcc. make cuda-test runs them: without a GPU the
+# device tests, the example and the benchmark say so and are skipped.
+# NVCC: nvcc on the PATH, else /usr/local/cuda/bin/nvcc. CUDA_ARCH picks the
+# GPUs to compile for (e.g. CUDA_ARCH=-arch=native; default: nvcc's).
+NVCC      ?= $(shell command -v nvcc 2>/dev/null || echo /usr/local/cuda/bin/nvcc)
+CUDA_ARCH ?=
+NVFLAGS   := -std=c++17 -O2 -g $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Werror cross-execution-space-call -I.
+NVLIBS    := -Xcompiler -pthread -lm
+.PHONY: cuda cuda-test cuda-compile-checks
+cuda: cuda-compile-checks $(B)/test_cuda $(B)/test_cuda_cublas $(B)/gpu_example $(B)/bench_gpu
+cuda-compile-checks: | $(B)
+	printf '#include "depeng.h"\n#include "depeng_cuda.h"\nint main(void) { return dp_cuda_backend() == 0; }\n' > $(B)/depeng_cuda_decls.c
+	gcc $(WARN) -Wstrict-prototypes -I. -c $(B)/depeng_cuda_decls.c -o $(B)/depeng_cuda_decls.o
+	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c $(B)/depeng_cuda_decls.c -o $(B)/depeng_cuda_decls_cxx.o
+$(B)/test_cuda: tests/test_cuda.cu depeng_cuda.h depeng.h tests/test_common.h | $(B)
+	$(NVCC) $(NVFLAGS) $< -o $@ $(NVLIBS)
+$(B)/test_cuda_cublas: tests/test_cuda.cu depeng_cuda.h depeng.h tests/test_common.h | $(B)
+	$(NVCC) $(NVFLAGS) -DDEPENG_CUDA_USE_CUBLAS $< -o $@ $(NVLIBS) -lcublas
+$(B)/gpu_example: examples/gpu.cu depeng_cuda.h depeng.h | $(B)
+	$(NVCC) $(NVFLAGS) $< -o $@ $(NVLIBS)
+$(B)/bench_gpu: bench/gpu.cu bench/common.h depeng_cuda.h depeng.h | $(B)
+	$(NVCC) $(NVFLAGS) -DBENCH_HAVE_CUBLAS $< -o $@ $(NVLIBS) -lcublas
+# the example must print examples/ndarray.c's results (or say there is no
+# GPU), the benchmark smoke must print no FAIL line
+cuda-test: cuda
+	tests/run.sh $(B)/test_cuda $(B)/test_cuda_cublas
+	@out=$$(./$(B)/gpu_example $(B)/gpu_example.npy) || exit 1; echo "$$out"; \
+	  echo "$$out" | grep -q '^no GPU to run on' || { echo "$$out" | grep -q '^z        = 2 \* x + 1 = \[3 5 7; 9 11 13\]$$' \
+	  && echo "$$out" | grep -q '^sum(z, axis=1) = \[15 33\]$$' || { echo "FAIL gpu_example: wrong results"; exit 1; }; }
+	@out=$$(./$(B)/bench_gpu -n 1048576 -d 512 -o 2000) || exit 1; echo "$$out"; \
+	  ! echo "$$out" | grep -q '^FAIL'
 
 clean:
 	rm -rf $(B)

@@ -1,0 +1,1708 @@
+/* depeng_cuda.h - the CUDA half of depeng: a device backend (streams, events,
+   device memory, copies) for the engine's GPU workers, and a CUDA kernel for
+   every built-in operator of depeng.h.
+   version 0.1.0 - MIT license (full text at the end of depeng.h)
+
+   In exactly one .cu file, compiled by nvcc:
+       #define DEPENG_IMPLEMENTATION
+       #define DEPENG_CUDA_IMPLEMENTATION
+       #include "depeng.h"
+       #include "depeng_cuda.h"
+   nvcc links the CUDA runtime; add -lcublas with DEPENG_CUDA_USE_CUBLAS.
+   Other files, C or C++, include depeng.h then depeng_cuda.h for the
+   declarations only. Nothing in depeng.h needs CUDA: without this header
+   everything on the CPU works as before.
+
+   CONTENTS
+     1. Quick start
+     2. What runs where: workers, streams, completion, errors
+     3. Memory and copies
+     4. Kernels
+     5. Machines without a GPU, and running kernels on the host
+     6. Compile-time options
+     7. Limits and non-goals (and what would need depeng.h changes)
+     8. API (declarations)
+     9. Implementation (sections tagged >>cuda_backend >>cuda_memory
+        >>cuda_launch >>cuda_index >>cuda_elementwise >>cuda_reduce
+        >>cuda_nn >>cuda_random >>cuda_gemm >>cuda_linear >>cuda_updates
+        >>cuda_register)
+
+   1. QUICK START
+
+       char why[256];
+       dp_engine_desc desc = {0};
+       dp_engine *eng;
+       dp_ctx gpu = {DP_DEV_GPU, 0};
+       if (dp_cuda_check_ctx(gpu, why, sizeof why) != DP_OK) { puts(why); return 0; }  // no GPU here
+       dp_cuda_register_kernels();                 // once per process, before invoking on a GPU
+       desc.gpu_backend = dp_cuda_backend();
+       dp_engine_create(&desc, &eng);
+       // arrays on `gpu` now live in device memory, and dp_op_invoke on them
+       // runs the CUDA kernels on the GPU workers' streams.
+
+   2. WHAT RUNS WHERE
+     depeng's per-device engine (seed 001) gives every GPU a pool of compute
+     workers and a pool of copy workers (DP_PROP_COPY_TO_GPU / FROM_GPU, one
+     per device by default). Each worker thread makes its device current and
+     creates its own stream through this backend when it starts (non-blocking
+     streams: they never wait for the legacy default stream), and destroys it
+     when the engine stops. An operation on a GPU context runs on a worker of
+     its device with dp_run_ctx.stream set to that worker's cudaStream_t; a
+     kernel launches there and returns at once.
+     Completion: an operation is complete (and its dependants may start) only
+     when its GPU work is done. The backend gives the engine CUDA events
+     (cudaEventDisableTiming): after the operation's function returns, its
+     worker records an event behind the work on its stream and takes its next
+     operation; the operation completes when cudaEventQuery says the event
+     has passed (depeng keeps up to 8 in flight per worker). Where events
+     cannot be used (the naive and pooled engines, which run GPU operations
+     on other threads with one shared stream per device) the engine
+     synchronizes the stream after each operation instead. Every kernel here
+     makes the operation's device current first, so all engines work.
+     Errors: a failed launch is reported by the kernel function (the
+     operation fails with the CUDA error text, e.g. "kernel launch: too many
+     resources requested for launch"); an error while the kernel runs shows
+     up when its event is queried ("GPU 0 stream work: <CUDA error text>")
+     or at the stream synchronization ("stream synchronize: <text>"). Both
+     reach dp_wait_var / dp_nd_read as a dp_failure. Errors that CUDA calls
+     "sticky" (an illegal address) break the device's context for the rest
+     of the process: every later operation on that device fails too.
+
+   3. MEMORY AND COPIES
+     Arrays on a GPU context get device memory through the backend's
+     mem_alloc / mem_free (cudaMalloc / cudaFree), pooled by depeng's storage
+     manager: a released array's block goes to its size class and is reused
+     once every operation on it has finished (MXNet's GPU pooled storage
+     manager; cudaFree synchronizes the whole device, which is why the pool
+     exists). dp_storage_stats_get(eng, gpu ctx) gives the counters and
+     dp_storage_release_pool(eng, gpu ctx) gives the pool back to CUDA.
+     Pinned (page-locked) host memory has its own allocation calls,
+     dp_cuda_pinned_alloc / dp_cuda_pinned_free: host buffers handed to
+     dp_nd_from_host, dp_nd_read and dp_nd_write copy at full bus speed from
+     it, and asynchronous copies from it do not stage through a bounce buffer.
+     Copies: mem_copy uses cudaMemcpyAsync on the operation's stream (a copy
+     worker's for dp_nd_copy_to), or a synchronous cudaMemcpy without one.
+     Device-to-device copies use cudaMemcpyDefault (unified addressing), so
+     a copy between two GPUs goes peer to peer where the devices allow it:
+     peer access is enabled between such devices when the first stream of a
+     device is created.
+
+   4. KERNELS
+     dp_cuda_register_kernels attaches a GPU kernel (dp_op_set_kernel with
+     DP_DEV_GPU) to every built-in operator, forward and gradient:
+       element-wise  unary, binary (NumPy broadcasting), scalar, clip, _copy,
+                     reshape and their gradients: grid-stride loops
+       reductions    sum mean max min argmax over any axes, and the gradients
+                     (broadcast gradients are reductions too): one thread
+                     block per output element, combined with warp shuffles
+                     (one thread per output for 32 elements or fewer); long
+                     reductions split into slices and a second pass
+       nn            softmax, log_softmax, softmax_cross_entropy (one block
+                     per row), transpose, concat, one_hot, with gradients
+       random        random_uniform / random_normal: element i is a hash of
+                     (key, i) with key = dp_random_next on the host, so the
+                     values do not depend on the launch shape
+       linear        dot, FullyConnected and their gradients: cuBLAS with
+                     DEPENG_CUDA_USE_CUBLAS, else a 16x16 tiled shared-memory
+                     GEMM
+       optimizers    sgd_update, sgd_mom_update, adam_update
+     Like the CPU kernels they compute in double and store in the output's
+     dtype (all five dtypes), and they call the same formulas: depeng.h's
+     DP__HD functions (dp__f_*, dp__d_*, dp__opt_grad, dp__f_sgd, ...), which
+     nvcc compiles for the device too, so the CPU tests check the math the GPU
+     runs. Results equal the CPU's up to the order of floating-point sums
+     and the last bits of the device's exp, log, pow (the GEMM, like the
+     CPU's, accumulates in the element type).
+     Workspace (partial sums, error flags) is device memory that each thread
+     keeps for itself and grows on demand: a thread runs one operation at a
+     time and launches on one stream per device, so the stream orders every
+     use of it, also while earlier operations are still in flight.
+     dp_cuda_missing_kernels lists registered operators without a GPU kernel.
+
+   5. MACHINES WITHOUT A GPU
+     The backend reports 0 devices when CUDA finds none, also when no driver
+     is installed (cudaErrorInsufficientDriver, cudaErrorNoDevice): the
+     engine then refuses GPU contexts with DP_ERROR_BAD_CONTEXT, and
+     dp_cuda_check_ctx says why. Everything compiles and links without one.
+     Running a kernel on the host: called on an operation whose context is a
+     CPU device, each GPU kernel runs its per-element code on the host, one
+     element at a time, with a single thread doing a block's work (the tiled
+     GEMM replays its blocks' threads one by one; cuBLAS is not called). That
+     is how tests check the kernels'
+     indexing, broadcasting, reductions and error paths against the CPU
+     kernels where no GPU exists (tests/test_cuda.cu); it is slow and meant
+     for nothing else. What it cannot check: warp shuffles and races on
+     shared memory (the combine step the shuffles use is tested on its own),
+     cuBLAS.
+
+   6. COMPILE-TIME OPTIONS
+     DEPENG_CUDA_USE_CUBLAS   dot and FullyConnected through cuBLAS (link
+                              -lcublas). Define in the implementation file.
+                              One cuBLAS handle per thread and device.
+
+   7. LIMITS AND NON-GOALS
+     - Pinned memory is an allocation API, not an array context: arrays on the
+       CPU are allocated by the engine's allocator.
+     - random_uniform / random_normal have no inputs, and dp_op_invoke runs
+       an operator without inputs on CPU 0: their GPU kernels run only when
+       called from an operation on a GPU context. Do not use dp_nd_random_*
+       with a GPU context (depeng.h fills the array from the host).
+     - A few expressions live inside depeng.h's CPU kernels rather than in
+       DP__HD functions (clip and its gradient, the softmax forms and their
+       gradients, softmax_cross_entropy's row loss, the label check,
+       Box-Muller): they are written out again here, marked where they are,
+       and the tests compare the two.
+     - No cuDNN, no multi-GPU kernels, no half precision.
+*/
+#ifndef DEPENG_CUDA_H
+#define DEPENG_CUDA_H
+
+#ifndef DEPENG_H
+#error "include depeng.h before depeng_cuda.h"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ====================================================================== 8. API
+   At a glance:
+     backend   dp_cuda_backend dp_cuda_device_count dp_cuda_check_ctx
+     kernels   dp_cuda_register_kernels dp_cuda_missing_kernels
+     memory    dp_cuda_pinned_alloc dp_cuda_pinned_free                       */
+
+/* The most GPUs the backend reports (depeng's device limit). */
+#define DP_CUDA_MAX_DEVICES 16
+
+/* The CUDA device backend, for dp_engine_desc.gpu_backend: device discovery,
+   one non-blocking stream per GPU worker, events for completion, device
+   memory and copies (see chapters 2 and 3). Its error codes are cudaError_t
+   values (event_query: 1 means "not yet", as the interface asks).
+   Returns: a pointer to a constant that lives as long as the process.
+   Thread safety: any thread. */
+DP_API const dp_device_backend *dp_cuda_backend(void);
+
+/* How many CUDA devices there are (at most DP_CUDA_MAX_DEVICES).
+   Parameters: why (out, optional, why_cap bytes): when the answer is 0, the
+   reason, e.g. "no CUDA device: CUDA driver version is insufficient for
+   CUDA runtime version (cudaErrorInsufficientDriver)"; else "".
+   Returns: the count; 0 when CUDA reports an error (no driver, no device).
+   Thread safety: any thread. */
+DP_API int dp_cuda_device_count(char *why, size_t why_cap);
+
+/* Whether ctx is a GPU this process can use.
+   Parameters: ctx (in); why (out, optional): the reason when it is not
+   ("no CUDA device: ...", "GPU 3 requested, 1 present"), or the device's
+   name and compute capability when it is.
+   Returns: DP_OK, or DP_ERROR_BAD_CONTEXT.
+   Thread safety: any thread.
+   Remarks: the engine refuses such contexts by itself (DP_ERROR_BAD_CONTEXT,
+   logged); this call gives the reason before anything is made. */
+DP_API dp_result dp_cuda_check_ctx(dp_ctx ctx, char *why, size_t why_cap);
+
+/* Attaches the CUDA kernel of every built-in operator for DP_DEV_GPU
+   (dp_op_set_kernel), replacing any. Calling it again does the same again.
+   Returns: DP_OK, or DP_ERROR_INVALID_ARGS when depeng.h no longer has an
+   operator this header knows (its name is logged).
+   Thread safety: like dp_op_register: once, from one thread, before GPU
+   operators are invoked. It needs no GPU. */
+DP_API dp_result dp_cuda_register_kernels(void);
+
+/* The registered operators that have no GPU kernel.
+   Parameters: names (out, optional): up to cap of their names.
+   Returns: how many there are (0 after dp_cuda_register_kernels when only
+   built-in operators are registered), or -1 if out of memory.
+   Thread safety: any thread, but not while operators are being registered. */
+DP_API int dp_cuda_missing_kernels(const char **names, int cap);
+
+/* Pinned (page-locked) host memory, for fast and asynchronous transfers to
+   and from GPU arrays (cudaMallocHost / cudaFreeHost).
+   Returns: DP_OK and *out (bytes 0 gives a valid 1-byte block);
+   DP_ERROR_OUT_OF_MEMORY; DP_ERROR_BACKEND when CUDA cannot be used (no
+   driver); DP_ERROR_INVALID_ARGS for a NULL out. *out is NULL after an error.
+   Thread safety: any thread. Free with dp_cuda_pinned_free (NULL is fine). */
+DP_API dp_result dp_cuda_pinned_alloc(size_t bytes, void **out);
+DP_API dp_result dp_cuda_pinned_free(void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DEPENG_CUDA_H */
+
+/* ====================================================================== 9. IMPLEMENTATION */
+#if defined(DEPENG_CUDA_IMPLEMENTATION) && !defined(DEPENG_CUDA_IMPL_INCLUDED)
+#define DEPENG_CUDA_IMPL_INCLUDED 1
+#if !defined(__CUDACC__)
+#error "DEPENG_CUDA_IMPLEMENTATION needs nvcc: define it in a .cu file"
+#endif
+#if !defined(DEPENG_IMPL_INCLUDED)
+#error "define DEPENG_IMPLEMENTATION in the file that defines DEPENG_CUDA_IMPLEMENTATION, and include depeng.h first: the kernels call depeng's shared formulas, which exist only there"
+#endif
+#include <cuda_runtime.h>
+#include <mutex>
+#ifdef DEPENG_CUDA_USE_CUBLAS
+#include <cublas_v2.h>
+#endif
+
+static_assert(DP_CUDA_MAX_DEVICES <= DP__MAX_DEV, "the backend must not report more GPUs than the engine has slots for");
+#define DP__CU_HD __host__ __device__
+#define DP__CU_THREADS 256        /* threads per block of element-wise kernels */
+#define DP__CU_MAX_BLOCKS 4096    /* grid-stride loops cover the rest */
+#define DP__CU_MAX_TEAMS 32768    /* blocks of a one-block-per-item kernel */
+#define DP__CU_TRY(call) do { int dp__cu_status = (call); if (dp__cu_status) return dp__cu_status; } while (0)
+
+/* A failed CUDA call leaves its code as the thread's "last error"; clearing
+   it keeps the next launch check from blaming the wrong operation. */
+static int dp__cu_fail(cudaError_t e) {
+    (void)cudaGetLastError();
+    return (int)e;
+}
+
+/* >>cuda_backend -------------------------------------------------------------
+   The functions of dp_device_backend. Every one returns 0 or a cudaError_t. */
+static int dp__cu_count(char *why, size_t cap) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (why && cap) why[0] = 0;
+    if (e != cudaSuccess) {
+        dp__cu_fail(e);
+        if (why && cap) snprintf(why, cap, "no CUDA device: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+        return 0;
+    }
+    if (n <= 0) { if (why && cap) snprintf(why, cap, "no CUDA device: the driver reports none"); return 0; }
+    return n < DP_CUDA_MAX_DEVICES ? n : DP_CUDA_MAX_DEVICES;
+}
+static int dp__cu_device_count(void *user) { (void)user; return dp__cu_count(NULL, 0); }
+static int dp__cu_set_device(int dev, void *user) {
+    cudaError_t e = cudaSetDevice(dev);
+    (void)user;
+    return e == cudaSuccess ? 0 : dp__cu_fail(e);
+}
+/* Lets dev read and write the memory of every GPU it can reach directly, so
+   device-to-device copies between them go peer to peer. Once per device. */
+static void dp__cu_enable_peers(int dev) {
+    static std::once_flag once[DP_CUDA_MAX_DEVICES];
+    if (dev < 0 || dev >= DP_CUDA_MAX_DEVICES) return;
+    std::call_once(once[dev], [dev] {
+        int n = dp__cu_count(NULL, 0), p, can = 0;
+        for (p = 0; p < n; p++) {
+            if (p == dev || cudaDeviceCanAccessPeer(&can, dev, p) != cudaSuccess || !can) { (void)cudaGetLastError(); continue; }
+            if (cudaDeviceEnablePeerAccess(p, 0) != cudaSuccess) (void)cudaGetLastError();   /* already enabled is fine */
+        }
+    });
+}
+/* Compute and copy workers alike get a non-blocking stream: work on it
+   never waits for the legacy default stream (the synchronous copies of
+   dp_nd_from_host / dp_nd_read use that one), and vice versa. The calling
+   thread keeps dev as its current device: it is the worker's thread. */
+static int dp__cu_stream_create(int dev, int is_copy, void **out, void *user) {
+    cudaStream_t s = NULL;
+    cudaError_t e = cudaSetDevice(dev);
+    (void)is_copy; (void)user;
+    if (e != cudaSuccess) return dp__cu_fail(e);
+    dp__cu_enable_peers(dev);
+    if ((e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) != cudaSuccess) return dp__cu_fail(e);
+    *out = (void *)s;
+    return 0;
+}
+static int dp__cu_stream_destroy(int dev, void *stream, void *user) {
+    cudaError_t e = cudaStreamDestroy((cudaStream_t)stream);
+    (void)dev; (void)user;
+    return e == cudaSuccess ? 0 : dp__cu_fail(e);
+}
+static int dp__cu_stream_synchronize(int dev, void *stream, void *user) {
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
+    (void)dev; (void)user;
+    return e == cudaSuccess ? 0 : dp__cu_fail(e);
+}
+static const char *dp__cu_error_string(int err, void *user) { (void)user; return cudaGetErrorString((cudaError_t)err); }
+/* Events mark where an operation's work ends on its stream. No timing: a
+   timed event costs more to record and query. */
+static int dp__cu_event_create(int dev, void **out, void *user) {
+    cudaEvent_t ev = NULL;
+    cudaError_t e = cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    (void)dev; (void)user;
+    if (e != cudaSuccess) return dp__cu_fail(e);
+    *out = (void *)ev;
+    return 0;
+}
+static int dp__cu_event_destroy(int dev, void *event, void *user) {
+    cudaError_t e = cudaEventDestroy((cudaEvent_t)event);
+    (void)dev; (void)user;
+    return e == cudaSuccess ? 0 : dp__cu_fail(e);
+}
+static int dp__cu_event_record(int dev, void *event, void *stream, void *user) {
+    cudaError_t e = cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream);
+    (void)dev; (void)user;
+    return e == cudaSuccess ? 0 : dp__cu_fail(e);
+}
+/* 0 passed, 1 pending, else the error of the work before the event. The
+   interface reserves 1 for "pending", which is also cudaErrorInvalidValue's
+   code: that one (not expected from a valid event) is reported as
+   cudaErrorUnknown so it cannot pass for "not yet" forever. */
+static int dp__cu_event_query(int dev, void *event, void *user) {
+    cudaError_t e = cudaEventQuery((cudaEvent_t)event);
+    (void)dev; (void)user;
+    if (e == cudaSuccess) return 0;
+    if (e == cudaErrorNotReady) return 1;
+    dp__cu_fail(e);
+    return e == cudaErrorInvalidValue ? (int)cudaErrorUnknown : (int)e;
+}
+
+/* >>cuda_memory ------------------------------------------------------------- */
+/* Makes dev current for the guard's life and then restores the thread's
+   previous device: mem_alloc and the synchronous copies run on the caller's
+   thread, whose current device should not change under it. */
+struct dp__cu_device_guard {
+    int prev, changed, err;
+    explicit dp__cu_device_guard(int dev) : prev(-1), changed(0), err(0) {
+        cudaError_t e = cudaGetDevice(&prev);
+        if (e == cudaSuccess && prev == dev) return;
+        e = cudaSetDevice(dev);
+        if (e != cudaSuccess) err = dp__cu_fail(e);
+        else changed = prev >= 0;
+    }
+    ~dp__cu_device_guard() { if (changed) (void)cudaSetDevice(prev); }
+};
+static int dp__cu_mem_alloc(int dev, size_t size, void **out, void *user) {
+    dp__cu_device_guard guard(dev);
+    cudaError_t e;
+    (void)user;
+    if (guard.err) return guard.err;
+    e = cudaMalloc(out, size ? size : 1);
+    return e == cudaSuccess ? 0 : dp__cu_fail(e);
+}
+static int dp__cu_mem_free(int dev, void *ptr, void *user) {
+    dp__cu_device_guard guard(dev);
+    cudaError_t e;
+    (void)user;
+    if (guard.err) return guard.err;
+    e = cudaFree(ptr);
+    return e == cudaSuccess ? 0 : dp__cu_fail(e);
+}
+/* kind 0 host to device, 1 device to host, 2 device to device (any two
+   GPUs: unified addressing finds the devices). */
+static int dp__cu_mem_copy(void *dst, const void *src, size_t bytes, int kind, int dev, void *stream, void *user) {
+    static const cudaMemcpyKind kinds[3] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost, cudaMemcpyDefault};
+    dp__cu_device_guard guard(dev);
+    cudaError_t e;
+    (void)user;
+    if (kind < 0 || kind > 2) return (int)cudaErrorInvalidValue;
+    if (guard.err) return guard.err;
+    if (!bytes) return 0;
+    e = stream ? cudaMemcpyAsync(dst, src, bytes, kinds[kind], (cudaStream_t)stream) : cudaMemcpy(dst, src, bytes, kinds[kind]);
+    return e == cudaSuccess ? 0 : dp__cu_fail(e);
+}
+static dp_device_backend dp__cu_make_backend(void) {
+    dp_device_backend b;
+    memset(&b, 0, sizeof b);
+    b.name = "cuda";
+    b.device_count = dp__cu_device_count;
+    b.set_device = dp__cu_set_device;
+    b.stream_create = dp__cu_stream_create;
+    b.stream_destroy = dp__cu_stream_destroy;
+    b.stream_synchronize = dp__cu_stream_synchronize;
+    b.error_string = dp__cu_error_string;
+    b.event_create = dp__cu_event_create;
+    b.event_destroy = dp__cu_event_destroy;
+    b.event_record = dp__cu_event_record;
+    b.event_query = dp__cu_event_query;
+    b.mem_alloc = dp__cu_mem_alloc;
+    b.mem_free = dp__cu_mem_free;
+    b.mem_copy = dp__cu_mem_copy;
+    return b;
+}
+DP_IMPL const dp_device_backend *dp_cuda_backend(void) {
+    static const dp_device_backend backend = dp__cu_make_backend();   /* thread-safe since C++11 */
+    return &backend;
+}
+DP_IMPL int dp_cuda_device_count(char *why, size_t why_cap) { return dp__cu_count(why, why_cap); }
+DP_IMPL dp_result dp_cuda_check_ctx(dp_ctx ctx, char *why, size_t why_cap) {
+    char reason[200];
+    cudaDeviceProp prop;
+    int n;
+    if (why && why_cap) why[0] = 0;
+    if (ctx.dev_type != DP_DEV_GPU) {
+        if (why && why_cap) snprintf(why, why_cap, "device type %d is not DP_DEV_GPU", (int)ctx.dev_type);
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if ((n = dp__cu_count(reason, sizeof reason)) == 0) {
+        if (why && why_cap) snprintf(why, why_cap, "%s", reason);
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if (ctx.dev_id < 0 || ctx.dev_id >= n) {
+        if (why && why_cap) snprintf(why, why_cap, "GPU %d requested, %d present", (int)ctx.dev_id, n);
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if (why && why_cap) {
+        cudaError_t e = cudaGetDeviceProperties(&prop, ctx.dev_id);
+        if (e == cudaSuccess) snprintf(why, why_cap, "GPU %d: %s (compute capability %d.%d)", (int)ctx.dev_id, prop.name, prop.major, prop.minor);
+        else { dp__cu_fail(e); snprintf(why, why_cap, "GPU %d", (int)ctx.dev_id); }
+    }
+    return DP_OK;
+}
+DP_IMPL dp_result dp_cuda_pinned_alloc(size_t bytes, void **out) {
+    cudaError_t e;
+    if (!out) return DP_ERROR_INVALID_ARGS;
+    *out = NULL;
+    if ((e = cudaMallocHost(out, bytes ? bytes : 1)) == cudaSuccess) return DP_OK;
+    dp__cu_fail(e);
+    *out = NULL;
+    return e == cudaErrorMemoryAllocation ? DP_ERROR_OUT_OF_MEMORY : DP_ERROR_BACKEND;
+}
+DP_IMPL dp_result dp_cuda_pinned_free(void *ptr) {
+    cudaError_t e;
+    if (!ptr) return DP_OK;
+    e = cudaFreeHost(ptr);
+    if (e == cudaSuccess) return DP_OK;
+    dp__cu_fail(e);
+    return DP_ERROR_BACKEND;
+}
+
+/* >>cuda_launch --------------------------------------------------------------
+   How a kernel function (dp_kernel_fn) reaches the device. Its per-element
+   work is a small struct with a __host__ __device__ operator(): dp__cu_each
+   runs body(i) for every i in a grid-stride loop, dp__cu_teams runs
+   body(team, t) with one thread block (a "team") per item t. On an
+   operation whose context is not a GPU both run on the host instead, one
+   element after another, with teams of one thread: chapter 5. */
+static int dp__cu_on_device(const dp_kernel_ctx *k) { return k->rc->ctx.dev_type == DP_DEV_GPU; }
+static cudaStream_t dp__cu_stream(const dp_kernel_ctx *k) { return (cudaStream_t)k->rc->stream; }
+static int64_t dp__cu_count_of(const dp_ndarray *a) { return dp_shape_size(dp_nd_shape(a)); }
+
+/* Fails the operation with CUDA's text for e, prefixed by what failed. */
+static int dp__cu_report(const dp_kernel_ctx *k, const char *what, cudaError_t e) {
+    char msg[240];
+    dp__cu_fail(e);
+    snprintf(msg, sizeof msg, "%s: %s", what, cudaGetErrorString(e));
+    dp_set_error(k->rc, msg);
+    return DP_ERROR_BACKEND;
+}
+static int dp__cu_check_launch(const dp_kernel_ctx *k) {
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? 0 : dp__cu_report(k, "kernel launch", e);
+}
+/* The five dtypes dp__cu_load / dp__cu_store know; a dtype added to depeng
+   later is refused here instead of being misread. */
+static int dp__cu_dtype_known(dp_dtype t) {
+    return t == DP_FLOAT32 || t == DP_FLOAT64 || t == DP_INT32 || t == DP_INT64 || t == DP_UINT8;
+}
+/* Every GPU kernel function starts here: the arrays' dtypes checked, the
+   operation's device made current (the naive and pooled engines run GPU
+   operations on threads that did not choose it), and any stale error of an
+   unrelated earlier call cleared, so the launch check reports this one's. */
+static int dp__cu_enter(const dp_kernel_ctx *k) {
+    int i, cur = -1;
+    cudaError_t e;
+    for (i = 0; i < k->num_inputs + k->num_outputs; i++) {
+        const dp_ndarray *a = i < k->num_inputs ? k->inputs[i] : k->outputs[i - k->num_inputs];
+        if (!dp__cu_dtype_known(dp_nd_dtype(a))) {
+            char msg[120];
+            snprintf(msg, sizeof msg, "dtype %s is not supported by the CUDA kernels", dp_dtype_name(dp_nd_dtype(a)));
+            dp_set_error(k->rc, msg);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    }
+    if (!dp__cu_on_device(k)) return 0;
+    e = cudaGetDevice(&cur);
+    if (e == cudaSuccess && cur != k->rc->ctx.dev_id) e = cudaSetDevice(k->rc->ctx.dev_id);
+    if (e != cudaSuccess) return dp__cu_report(k, "cudaSetDevice", e);
+    (void)cudaGetLastError();
+    return 0;
+}
+
+template <class Body> __global__ void dp__cu_each_kernel(Body body, int64_t n) {
+    int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) body(i);
+}
+template <class Body> static int dp__cu_each(const dp_kernel_ctx *k, int64_t n, const Body &body) {
+    int64_t blocks = (n + DP__CU_THREADS - 1) / DP__CU_THREADS, i;
+    if (n <= 0) return 0;
+    if (!dp__cu_on_device(k)) { for (i = 0; i < n; i++) body(i); return 0; }
+    dp__cu_each_kernel<<<(unsigned)(blocks < DP__CU_MAX_BLOCKS ? blocks : DP__CU_MAX_BLOCKS), DP__CU_THREADS, 0, dp__cu_stream(k)>>>(body, n);
+    return dp__cu_check_launch(k);
+}
+
+/* A partial result of a reduction: a value, and for argmax its index (-1:
+   none yet). Sum, max and min leave i at -1. */
+struct dp__cu_acc { double v; long long i; };
+enum { DP__CU_SUM, DP__CU_MAX, DP__CU_MIN, DP__CU_ARGMAX };
+static DP__CU_HD dp__cu_acc dp__cu_identity(int kind) {
+    dp__cu_acc a;
+    a.v = kind == DP__CU_MIN ? HUGE_VAL : kind == DP__CU_SUM ? 0.0 : -HUGE_VAL;
+    a.i = -1;
+    return a;
+}
+/* The CPU kernels scan in order: max and min keep the first NaN they meet,
+   argmax starts with element 0 and moves only to a strictly larger one, so
+   NaN counts only at index 0. dp__cu_candidate turns an element into a
+   partial result with that rule (a NaN elsewhere is "none"), and
+   dp__cu_combine merges two partial results in any order with the same
+   outcome as the scan: for argmax the lower index wins ties, and a NaN can
+   only be index 0, the scan's start, which nothing replaces. */
+static DP__CU_HD dp__cu_acc dp__cu_candidate(int kind, double v, long long i) {
+    dp__cu_acc a;
+    a.v = v;
+    a.i = kind == DP__CU_ARGMAX && v != v && i != 0 ? -1 : i;
+    return a;
+}
+static DP__CU_HD dp__cu_acc dp__cu_combine(int kind, dp__cu_acc a, dp__cu_acc b) {
+    if (kind == DP__CU_SUM) { a.v += b.v; return a; }
+    if (kind == DP__CU_MAX || kind == DP__CU_MIN) {
+        if (a.v != a.v) return a;
+        if (b.v != b.v) return b;
+        return (kind == DP__CU_MAX ? b.v > a.v : b.v < a.v) ? b : a;
+    }
+    if (a.i < 0) return b;
+    if (b.i < 0) return a;
+    {
+        dp__cu_acc first = a.i < b.i ? a : b, later = a.i < b.i ? b : a;
+        if (first.v != first.v) return first;
+        return later.v > first.v ? later : first;
+    }
+}
+/* The threads of one block working on one item, or a team of one thread
+   (sv NULL: on the host, or for items too small to share). all_reduce
+   combines every member's partial result with warp shuffles and gives the
+   result to every member; all members must call it. */
+struct dp__cu_team {
+    double *sv;        /* the block's shared memory: one slot per warp */
+    long long *si;
+    DP__CU_HD int rank() const {
+#ifdef __CUDA_ARCH__
+        if (sv) return (int)threadIdx.x;
+#endif
+        return 0;
+    }
+    DP__CU_HD int size() const {
+#ifdef __CUDA_ARCH__
+        if (sv) return (int)blockDim.x;
+#endif
+        return 1;
+    }
+    DP__CU_HD dp__cu_acc all_reduce(int kind, dp__cu_acc a) const {
+#ifdef __CUDA_ARCH__
+        if (sv) {
+            const unsigned all = 0xFFFFFFFFu;
+            int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5), nwarps = (int)(blockDim.x >> 5), off;
+            for (off = 16; off > 0; off >>= 1) {
+                dp__cu_acc b;
+                b.v = __shfl_down_sync(all, a.v, off);
+                b.i = __shfl_down_sync(all, a.i, off);
+                a = dp__cu_combine(kind, a, b);
+            }
+            __syncthreads();                     /* everyone has read the previous result */
+            if (lane == 0) { sv[warp] = a.v; si[warp] = a.i; }
+            __syncthreads();
+            if (warp == 0) {
+                if (lane < nwarps) { a.v = sv[lane]; a.i = si[lane]; }
+                else a = dp__cu_identity(kind);
+                for (off = 16; off > 0; off >>= 1) {
+                    dp__cu_acc b;
+                    b.v = __shfl_down_sync(all, a.v, off);
+                    b.i = __shfl_down_sync(all, a.i, off);
+                    a = dp__cu_combine(kind, a, b);
+                }
+                if (lane == 0) { sv[0] = a.v; si[0] = a.i; }
+            }
+            __syncthreads();
+            a.v = sv[0]; a.i = si[0];
+        }
+#endif
+        (void)kind;
+        return a;
+    }
+};
+/* Combines elem(o, r) for r in [r0, r1) across the team: each member takes
+   every size()-th r, then all_reduce. elem gives a dp__cu_acc. */
+template <class Elem> static DP__CU_HD dp__cu_acc dp__cu_team_reduce(const dp__cu_team &team, int kind, const Elem &elem, int64_t o,
+                                                                     int64_t r0, int64_t r1) {
+    dp__cu_acc acc = dp__cu_identity(kind);
+    for (int64_t r = r0 + team.rank(); r < r1; r += team.size()) acc = dp__cu_combine(kind, acc, elem(o, r));
+    return team.all_reduce(kind, acc);
+}
+template <class Body> __global__ void dp__cu_team_kernel(Body body, int64_t count) {
+    __shared__ double sv[32];
+    __shared__ long long si[32];
+    dp__cu_team team = {sv, si};
+    for (int64_t t = blockIdx.x; t < count; t += gridDim.x) body(team, t);   /* the same trip count in every thread */
+}
+template <class Body> struct dp__cu_solo {
+    Body body;
+    DP__CU_HD void operator()(int64_t t) const { dp__cu_team one = {NULL, NULL}; body(one, t); }
+};
+/* Threads per team for `work` elements per item: a multiple of 32 up to 256,
+   or 1 when a thread alone is faster than a block that mostly idles. */
+static int dp__cu_team_size(int64_t work) {
+    if (work <= 32) return 1;
+    return work >= 256 ? 256 : (int)((work + 31) / 32 * 32);
+}
+template <class Body> static int dp__cu_teams(const dp_kernel_ctx *k, int64_t count, int threads, const Body &body) {
+    dp__cu_solo<Body> solo = {body};
+    if (count <= 0) return 0;
+    if (!dp__cu_on_device(k) || threads <= 1) return dp__cu_each(k, count, solo);
+    dp__cu_team_kernel<<<(unsigned)(count < DP__CU_MAX_TEAMS ? count : DP__CU_MAX_TEAMS), (unsigned)threads, 0, dp__cu_stream(k)>>>(body, count);
+    return dp__cu_check_launch(k);
+}
+
+/* Per-thread workspace: device memory per GPU (and host memory for
+   kernels run on the host), in two independent slots so a kernel can hold
+   one buffer while dp__cu_reduce uses the other for its partial results.
+   Safe without locks: only this thread's kernels use it, and they are
+   ordered on its stream, also while earlier operations are still in flight
+   (events). Growing it waits for that stream first. Freed when the thread
+   ends. */
+enum { DP__CU_SLOT_REDUCE = 0, DP__CU_SLOT_KERNEL = 1 };
+struct dp__cu_workspace {
+    void *ptr[DP_CUDA_MAX_DEVICES + 1][2];   /* [device, or DP_CUDA_MAX_DEVICES: host][slot] */
+    size_t size[DP_CUDA_MAX_DEVICES + 1][2];
+    ~dp__cu_workspace() {
+        int d, s;
+        for (d = 0; d <= DP_CUDA_MAX_DEVICES; d++)
+            for (s = 0; s < 2; s++) {
+                if (!ptr[d][s]) continue;
+                if (d == DP_CUDA_MAX_DEVICES) free(ptr[d][s]);
+                else { (void)cudaSetDevice(d); (void)cudaFree(ptr[d][s]); }   /* errors at process exit do not matter */
+            }
+    }
+};
+static thread_local dp__cu_workspace dp__cu_tls_workspace;
+/* At least bytes of the slot (old contents are not kept), or NULL with the
+   operation's error set. */
+static void *dp__cu_workspace_get(const dp_kernel_ctx *k, int slot, size_t bytes) {
+    dp__cu_workspace *w = &dp__cu_tls_workspace;
+    int on = dp__cu_on_device(k), d = on ? (int)k->rc->ctx.dev_id : DP_CUDA_MAX_DEVICES;
+    size_t size = 4096;
+    void *p = NULL;
+    if (d < 0 || d > DP_CUDA_MAX_DEVICES) { dp_set_error(k->rc, "no workspace for this device"); return NULL; }
+    if (bytes <= w->size[d][slot]) return w->ptr[d][slot];
+    while (size < bytes) size *= 2;
+    if (w->ptr[d][slot]) {
+        if (on) { (void)cudaStreamSynchronize(dp__cu_stream(k)); (void)cudaFree(w->ptr[d][slot]); }   /* no kernel of ours still uses it */
+        else free(w->ptr[d][slot]);
+        w->ptr[d][slot] = NULL; w->size[d][slot] = 0;
+    }
+    if (on) { cudaError_t e = cudaMalloc(&p, size); if (e != cudaSuccess) { dp__cu_fail(e); p = NULL; } }
+    else p = malloc(size);
+    if (!p) { dp_set_error(k->rc, "out of memory for the kernel's workspace"); return NULL; }
+    w->ptr[d][slot] = p; w->size[d][slot] = size;
+    return p;
+}
+/* Small memory operations on the operation's stream (host: plain calls). */
+static int dp__cu_fill_bytes(const dp_kernel_ctx *k, void *dst, int value, size_t bytes) {
+    cudaError_t e;
+    if (!dp__cu_on_device(k)) { memset(dst, value, bytes); return 0; }
+    e = cudaMemsetAsync(dst, value, bytes, dp__cu_stream(k));
+    return e == cudaSuccess ? 0 : dp__cu_report(k, "cudaMemsetAsync", e);
+}
+static int dp__cu_copy_device(const dp_kernel_ctx *k, void *dst, const void *src, size_t bytes) {
+    cudaError_t e;
+    if (!dp__cu_on_device(k)) { memmove(dst, src, bytes); return 0; }
+    e = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, dp__cu_stream(k));
+    return e == cudaSuccess ? 0 : dp__cu_report(k, "cudaMemcpyAsync", e);
+}
+/* Copies device bytes to the host once the stream's earlier work is done:
+   for results a kernel function must look at (an error flag). */
+static int dp__cu_read_back(const dp_kernel_ctx *k, void *host, const void *src, size_t bytes) {
+    cudaError_t e;
+    if (!dp__cu_on_device(k)) { memcpy(host, src, bytes); return 0; }
+    e = cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, dp__cu_stream(k));
+    if (e == cudaSuccess) e = cudaStreamSynchronize(dp__cu_stream(k));
+    return e == cudaSuccess ? 0 : dp__cu_report(k, "reading a kernel's result back", e);
+}
+
+/* >>cuda_index ---------------------------------------------------------------
+   Elements are loaded as double and stored in the array's dtype by req, as
+   depeng's dp__load_elem / dp__store_elem do on the CPU (those are host-only,
+   hence this device-capable pair). */
+static DP__CU_HD double dp__cu_load(const void *p, int dt, int64_t i) {
+    switch (dt) {
+    case DP_FLOAT32: return ((const float *)p)[i];
+    case DP_FLOAT64: return ((const double *)p)[i];
+    case DP_INT32: return ((const int32_t *)p)[i];
+    case DP_INT64: return (double)((const int64_t *)p)[i];
+    default: return ((const uint8_t *)p)[i];
+    }
+}
+static DP__CU_HD void dp__cu_store(void *p, int dt, int64_t i, double v, int req) {
+    if (req == DP_REQ_NULL) return;
+    if (req == DP_REQ_ADD) v += dp__cu_load(p, dt, i);
+    switch (dt) {
+    case DP_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case DP_FLOAT64: ((double *)p)[i] = v; break;
+    case DP_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+    case DP_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
+    default: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    }
+}
+/* Where element i of an nd-dim index space (C order) is in two operands:
+   the kernels' replacement for the CPU's odometer walk (dp__odometer_next),
+   which is sequential. A stride is 0 along an axis an operand is broadcast
+   or reduced on. Passed to kernels by value. */
+struct dp__cu_map {
+    int nd;
+    int64_t dims[DP_MAX_DIMS];
+    int64_t st[2][DP_MAX_DIMS];
+};
+static DP__CU_HD void dp__cu_map_at(const dp__cu_map &m, int64_t i, int64_t *off) {
+    int d;
+    off[0] = 0; off[1] = 0;
+    for (d = m.nd - 1; d >= 0; d--) {
+        int64_t q = i / m.dims[d], digit = i - q * m.dims[d];
+        off[0] += digit * m.st[0][d];
+        off[1] += digit * m.st[1][d];
+        i = q;
+    }
+}
+/* A reduction's index space: the axes of an nd-dim space split into kept
+   axes (o, the output element, in C order over them) and reduced axes (r,
+   in C order over them); the operands' offsets of (o, r). */
+struct dp__cu_walk {
+    int nk, nr;
+    int64_t kdim[DP_MAX_DIMS], rdim[DP_MAX_DIMS];
+    int64_t kst[2][DP_MAX_DIMS], rst[2][DP_MAX_DIMS];
+};
+static DP__CU_HD void dp__cu_walk_at(const dp__cu_walk &w, int64_t o, int64_t r, int64_t *off) {
+    int d;
+    off[0] = 0; off[1] = 0;
+    for (d = w.nk - 1; d >= 0; d--) {
+        int64_t q = o / w.kdim[d], digit = o - q * w.kdim[d];
+        off[0] += digit * w.kst[0][d]; off[1] += digit * w.kst[1][d];
+        o = q;
+    }
+    for (d = w.nr - 1; d >= 0; d--) {
+        int64_t q = r / w.rdim[d], digit = r - q * w.rdim[d];
+        off[0] += digit * w.rst[0][d]; off[1] += digit * w.rst[1][d];
+        r = q;
+    }
+}
+static void dp__cu_c_strides(const dp_shape *s, int64_t *st) {
+    int64_t acc = 1;
+    int d;
+    for (d = s->ndim - 1; d >= 0; d--) { st[d] = acc; acc *= s->dims[d]; }
+}
+/* The walk over dims with the axes in mask reduced; st0, st1 (NULL: none)
+   are the operands' strides over the space. */
+static dp__cu_walk dp__cu_walk_make(int nd, const int64_t *dims, int mask, const int64_t *st0, const int64_t *st1) {
+    dp__cu_walk w;
+    int d;
+    memset(&w, 0, sizeof w);
+    for (d = 0; d < nd; d++) {
+        int red = (mask >> d) & 1, j = red ? w.nr++ : w.nk++;
+        (red ? w.rdim : w.kdim)[j] = dims[d];
+        (red ? w.rst[0] : w.kst[0])[j] = st0[d];
+        (red ? w.rst[1] : w.kst[1])[j] = st1 ? st1[d] : 0;
+    }
+    return w;
+}
+static dp__cu_map dp__cu_map_make(const dp_shape *s, const int64_t *st0, const int64_t *st1) {
+    dp__cu_map m;
+    int d;
+    memset(&m, 0, sizeof m);
+    m.nd = s->ndim;
+    for (d = 0; d < s->ndim; d++) { m.dims[d] = s->dims[d]; m.st[0][d] = st0[d]; m.st[1][d] = st1 ? st1[d] : 0; }
+    return m;
+}
+
+/* >>cuda_reduce --------------------------------------------------------------
+   dp__cu_reduce combines elem(o, r) over r in [0, R) for each of nout
+   outputs and stores the result in out (its dtype, by req): one team per
+   output; when there are few outputs with long rows, each row is cut into
+   slices reduced by their own teams, then a second pass combines the
+   slices. elem(o, r) gives a dp__cu_acc (see dp__cu_candidate). Mean is a
+   sum divided by R; argmax stores the index. */
+template <class Elem> struct dp__cu_reduce_final {
+    Elem elem;
+    int kind, mean;
+    int64_t count, R;      /* count: the range combined here (R, or the number of slices) */
+    void *out; int out_t, req;
+    DP__CU_HD void operator()(const dp__cu_team &team, int64_t o) const {
+        dp__cu_acc acc = dp__cu_team_reduce(team, kind, elem, o, 0, count);
+        double v = kind == DP__CU_ARGMAX ? (double)acc.i : mean ? (R ? acc.v / (double)R : NAN) : acc.v;
+        if (team.rank() == 0) dp__cu_store(out, out_t, o, v, req);
+    }
+};
+template <class Elem> struct dp__cu_reduce_slice {
+    Elem elem;
+    int kind;
+    int64_t slices, chunk, R;
+    dp__cu_acc *part;      /* [o * slices + s] */
+    DP__CU_HD void operator()(const dp__cu_team &team, int64_t t) const {
+        int64_t o = t / slices, r0 = t % slices * chunk, r1 = r0 + chunk < R ? r0 + chunk : R;
+        dp__cu_acc acc = dp__cu_team_reduce(team, kind, elem, o, r0, r1);
+        if (team.rank() == 0) part[t] = acc;
+    }
+};
+struct dp__cu_elem_partials {
+    const dp__cu_acc *part; int64_t slices;
+    DP__CU_HD dp__cu_acc operator()(int64_t o, int64_t s) const { return part[o * slices + s]; }
+};
+/* Slices per output: 1 unless the outputs are too few to keep the GPU busy
+   and the rows long; then about 4096 elements each, up to ~2048 teams. */
+static int64_t dp__cu_slices(int64_t nout, int64_t R) {
+    int64_t want, cap;
+    if (R <= 8192 || nout >= 1024) return 1;
+    want = (R + 4095) / 4096;
+    cap = 2048 / nout > 1 ? 2048 / nout : 1;
+    return want < cap ? want : cap;
+}
+template <class Elem> static int dp__cu_reduce(const dp_kernel_ctx *k, int kind, int mean, const Elem &elem, int64_t nout, int64_t R,
+                                               void *out, int out_t, int req) {
+    int64_t slices = dp__cu_slices(nout, R), chunk;
+    dp__cu_acc *part;
+    if (nout <= 0 || req == DP_REQ_NULL) return 0;
+    if (slices == 1) {
+        dp__cu_reduce_final<Elem> once = {elem, kind, mean, R, R, out, out_t, req};
+        return dp__cu_teams(k, nout, dp__cu_team_size(R), once);
+    }
+    chunk = (R + slices - 1) / slices;
+    if ((part = (dp__cu_acc *)dp__cu_workspace_get(k, DP__CU_SLOT_REDUCE, sizeof(dp__cu_acc) * (size_t)(nout * slices))) == NULL)
+        return DP_ERROR_OUT_OF_MEMORY;
+    {
+        dp__cu_reduce_slice<Elem> first = {elem, kind, slices, chunk, R, part};
+        dp__cu_elem_partials partials = {part, slices};
+        dp__cu_reduce_final<dp__cu_elem_partials> second = {partials, kind, mean, slices, R, out, out_t, req};
+        DP__CU_TRY(dp__cu_teams(k, nout * slices, dp__cu_team_size(chunk), first));
+        return dp__cu_teams(k, nout, dp__cu_team_size(slices), second);
+    }
+}
+/* elem: operand 0 of a walk, loaded */
+struct dp__cu_elem_load {
+    const void *x; int t, kind;
+    dp__cu_walk w;
+    DP__CU_HD dp__cu_acc operator()(int64_t o, int64_t r) const {
+        int64_t off[2];
+        dp__cu_walk_at(w, o, r, off);
+        return dp__cu_candidate(kind, dp__cu_load(x, t, off[0]), r);
+    }
+};
+/* x reduced over the axes in mask into nout = out's elements. For argmax
+   over one axis r is the index along it; over all axes, the flat index. */
+static int dp__cu_reduce_array(const dp_kernel_ctx *k, int kind, int mean, const dp_ndarray *x, int mask, void *out, int out_t, int req) {
+    const dp_shape *s = dp_nd_shape(x);
+    int64_t st[DP_MAX_DIMS] = {0}, n = dp_shape_size(s), nout = 1;
+    dp__cu_elem_load elem;
+    int d;
+    for (d = 0; d < s->ndim; d++) if (!((mask >> d) & 1)) nout *= s->dims[d];
+    dp__cu_c_strides(s, st);
+    elem.x = dp_nd_data(x); elem.t = dp_nd_dtype(x); elem.kind = kind;
+    elem.w = dp__cu_walk_make(s->ndim, s->dims, mask, st, NULL);
+    return dp__cu_reduce(k, kind, mean, elem, nout, nout ? n / nout : 0, out, out_t, req);
+}
+/* sum, mean, max, min, argmax: (x) -> out */
+static int dp__cu_reduce_op(const dp_kernel_ctx *k, int kind, int mean) {
+    char msg[128];
+    int mask = dp__reduce_mask(k->params, dp_nd_shape(k->inputs[0]), msg, sizeof msg);
+    if (mask < 0) { dp_set_error(k->rc, msg); return DP_ERROR_INVALID_ARGS; }
+    DP__CU_TRY(dp__cu_enter(k));
+    return dp__cu_reduce_array(k, kind, mean, k->inputs[0], mask, dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), k->req[0]);
+}
+static int dp__cu_k_sum(const dp_kernel_ctx *k) { return dp__cu_reduce_op(k, DP__CU_SUM, 0); }
+static int dp__cu_k_mean(const dp_kernel_ctx *k) { return dp__cu_reduce_op(k, DP__CU_SUM, 1); }
+static int dp__cu_k_max(const dp_kernel_ctx *k) { return dp__cu_reduce_op(k, DP__CU_MAX, 0); }
+static int dp__cu_k_min(const dp_kernel_ctx *k) { return dp__cu_reduce_op(k, DP__CU_MIN, 0); }
+static int dp__cu_k_argmax(const dp_kernel_ctx *k) { return dp__cu_reduce_op(k, DP__CU_ARGMAX, 0); }
+/* Gradients, inputs (ograd, x): every element gets its output's gradient
+   (over the count for mean); for max and min only the elements equal to
+   the result, recomputed first into workspace. As dp__reduce_grad. */
+struct dp__cu_reduce_grad_body {
+    const void *og, *x; const double *best; void *g;
+    int t, req;
+    double scale;
+    dp__cu_map m;          /* x's element -> its output element */
+    DP__CU_HD void operator()(int64_t i) const {
+        int64_t off[2];
+        double v;
+        dp__cu_map_at(m, i, off);
+        v = dp__cu_load(og, t, off[0]) * scale;
+        if (best && dp__cu_load(x, t, i) != best[off[0]]) v = 0;
+        dp__cu_store(g, t, i, v, req);
+    }
+};
+static int dp__cu_reduce_grad(const dp_kernel_ctx *k, int kind, int mean) {
+    const dp_shape *s = dp_nd_shape(k->inputs[1]);
+    int64_t st[DP_MAX_DIMS] = {0}, nout = dp__cu_count_of(k->inputs[0]), n = dp_shape_size(s);
+    dp__cu_reduce_grad_body b;
+    char msg[128];
+    int mask = dp__reduce_mask(k->params, s, msg, sizeof msg);
+    double *best = NULL;
+    if (mask < 0) { dp_set_error(k->rc, msg); return DP_ERROR_INVALID_ARGS; }
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    if (kind == DP__CU_MAX || kind == DP__CU_MIN) {
+        if ((best = (double *)dp__cu_workspace_get(k, DP__CU_SLOT_KERNEL, sizeof(double) * (size_t)(nout ? nout : 1))) == NULL)
+            return DP_ERROR_OUT_OF_MEMORY;
+        DP__CU_TRY(dp__cu_reduce_array(k, kind, 0, k->inputs[1], mask, best, DP_FLOAT64, DP_REQ_WRITE));
+    }
+    dp__reduce_strides(s, mask, st);
+    b.og = dp_nd_data(k->inputs[0]); b.x = dp_nd_data(k->inputs[1]); b.best = best; b.g = dp_nd_data(k->outputs[0]);
+    b.t = dp_nd_dtype(k->inputs[1]); b.req = k->req[0];
+    b.scale = mean && nout ? (double)nout / (double)(n ? n : 1) : 1.0;
+    b.m = dp__cu_map_make(s, st, NULL);
+    return dp__cu_each(k, n, b);
+}
+static int dp__cu_kg_sum(const dp_kernel_ctx *k) { return dp__cu_reduce_grad(k, DP__CU_SUM, 0); }
+static int dp__cu_kg_mean(const dp_kernel_ctx *k) { return dp__cu_reduce_grad(k, DP__CU_SUM, 1); }
+static int dp__cu_kg_max(const dp_kernel_ctx *k) { return dp__cu_reduce_grad(k, DP__CU_MAX, 0); }
+static int dp__cu_kg_min(const dp_kernel_ctx *k) { return dp__cu_reduce_grad(k, DP__CU_MIN, 0); }
+
+/* >>cuda_elementwise ---------------------------------------------------------
+   One template per shape of operator, instantiated with depeng's formula
+   (a function pointer known at compile time, so nvcc inlines it). */
+typedef double (*dp__cu_f1)(double);
+typedef double (*dp__cu_f2)(double, double);
+typedef double (*dp__cu_df2)(double, double, int);
+
+template <dp__cu_f1 F> struct dp__cu_unary_body {
+    const void *x; void *y; int xt, yt, req;
+    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, yt, i, F(dp__cu_load(x, xt, i)), req); }
+};
+template <dp__cu_f1 F> static int dp__cu_k_unary(const dp_kernel_ctx *k) {
+    dp__cu_unary_body<F> b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), dp_nd_dtype(k->outputs[0]), k->req[0]};
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    return dp__cu_each(k, dp__cu_count_of(k->inputs[0]), b);
+}
+/* y = F(x, scalar) */
+template <dp__cu_f2 F> struct dp__cu_scalar_body {
+    const void *x; void *y; int xt, yt, req; double s;
+    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, yt, i, F(dp__cu_load(x, xt, i), s), req); }
+};
+template <dp__cu_f2 F> static int dp__cu_k_scalar(const dp_kernel_ctx *k) {
+    dp__cu_scalar_body<F> b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), dp_nd_dtype(k->outputs[0]), k->req[0], k->scalar};
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    return dp__cu_each(k, dp__cu_count_of(k->inputs[0]), b);
+}
+/* y = F(a, b) with broadcasting: the operands' offsets of output element i
+   through their broadcast strides (flat: both have the output's size). */
+template <dp__cu_f2 F> struct dp__cu_binary_body {
+    const void *a, *b; void *y; int t, req, flat;
+    dp__cu_map m;
+    DP__CU_HD void operator()(int64_t i) const {
+        int64_t off[2] = {i, i};
+        if (!flat) dp__cu_map_at(m, i, off);
+        dp__cu_store(y, t, i, F(dp__cu_load(a, t, off[0]), dp__cu_load(b, t, off[1])), req);
+    }
+};
+template <dp__cu_f2 F> static int dp__cu_k_binary(const dp_kernel_ctx *k) {
+    const dp_shape *os = dp_nd_shape(k->outputs[0]), *as = dp_nd_shape(k->inputs[0]), *bs = dp_nd_shape(k->inputs[1]);
+    int64_t n = dp_shape_size(os), sa[DP_MAX_DIMS] = {0}, sb[DP_MAX_DIMS] = {0};
+    dp__cu_binary_body<F> body;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    dp__broadcast_strides(os, as, bs, sa, sb);
+    body.a = dp_nd_data(k->inputs[0]); body.b = dp_nd_data(k->inputs[1]); body.y = dp_nd_data(k->outputs[0]);
+    body.t = dp_nd_dtype(k->outputs[0]); body.req = k->req[0];
+    body.flat = dp_shape_size(as) == n && dp_shape_size(bs) == n;
+    body.m = dp__cu_map_make(os, sa, sb);
+    return dp__cu_each(k, n, body);
+}
+/* Gradients: inputs (ograd, x) give xgrad = ograd * DF(x) (unary) or
+   ograd * DF(x, scalar, 0) (scalar forms). Each element reads its output
+   gradient just before writing, so the output may be that array (inplace). */
+template <dp__cu_f1 DF> struct dp__cu_unary_grad_body {
+    const void *og, *x; void *g; int t, req;
+    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(g, t, i, dp__cu_load(og, t, i) * DF(dp__cu_load(x, t, i)), req); }
+};
+template <dp__cu_f1 DF> static int dp__cu_kg_unary(const dp_kernel_ctx *k) {
+    dp__cu_unary_grad_body<DF> b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[1]), k->req[0]};
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    return dp__cu_each(k, dp__cu_count_of(k->inputs[1]), b);
+}
+template <dp__cu_df2 DF> struct dp__cu_scalar_grad_body {
+    const void *og, *x; void *g; int t, req; double s;
+    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(g, t, i, dp__cu_load(og, t, i) * DF(dp__cu_load(x, t, i), s, 0), req); }
+};
+template <dp__cu_df2 DF> static int dp__cu_kg_scalar(const dp_kernel_ctx *k) {
+    dp__cu_scalar_grad_body<DF> b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[1]), k->req[0], k->scalar};
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    return dp__cu_each(k, dp__cu_count_of(k->inputs[1]), b);
+}
+/* Binary gradients, inputs (ograd, a, b): an input's gradient sums
+   ograd * dF/d(input) over the output elements it was broadcast to. The
+   input's own elements are the kept axes of a walk over the output (its
+   flat index is o), the axes it was broadcast along are reduced; without
+   broadcasting every r range has length 1. One reduction per input. */
+template <dp__cu_df2 DF> struct dp__cu_elem_binary_grad {
+    const void *og, *own, *other; int t, which;
+    dp__cu_walk w;         /* operand 0: ograd, operand 1: the other input */
+    DP__CU_HD dp__cu_acc operator()(int64_t o, int64_t r) const {
+        int64_t off[2];
+        double mine, theirs;
+        dp__cu_acc a;
+        dp__cu_walk_at(w, o, r, off);
+        mine = dp__cu_load(own, t, o); theirs = dp__cu_load(other, t, off[1]);
+        a.v = dp__cu_load(og, t, off[0]) * (which ? DF(theirs, mine, 1) : DF(mine, theirs, 0));
+        a.i = -1;
+        return a;
+    }
+};
+template <dp__cu_df2 DF> static int dp__cu_kg_binary(const dp_kernel_ctx *k) {
+    const dp_shape *os = dp_nd_shape(k->inputs[0]);
+    int64_t s[2][DP_MAX_DIMS] = {{0}}, oc[DP_MAX_DIMS] = {0}, n = dp_shape_size(os);
+    int which;
+    DP__CU_TRY(dp__cu_enter(k));
+    dp__broadcast_strides(os, dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[2]), s[0], s[1]);
+    dp__cu_c_strides(os, oc);
+    for (which = 0; which < 2; which++) {
+        dp__cu_elem_binary_grad<DF> elem;
+        int64_t nown = dp__cu_count_of(k->inputs[1 + which]);
+        int d, mask = 0;
+        if (k->req[which] == DP_REQ_NULL || nown == 0) continue;
+        for (d = 0; d < os->ndim; d++) if (s[which][d] == 0) mask |= 1 << d;   /* broadcast (or size-1) axes */
+        elem.og = dp_nd_data(k->inputs[0]); elem.own = dp_nd_data(k->inputs[1 + which]); elem.other = dp_nd_data(k->inputs[2 - which]);
+        elem.t = dp_nd_dtype(k->inputs[1]); elem.which = which;
+        elem.w = dp__cu_walk_make(os->ndim, os->dims, mask, oc, s[1 - which]);
+        DP__CU_TRY(dp__cu_reduce(k, DP__CU_SUM, 0, elem, nown, n / nown, dp_nd_data(k->outputs[which]), dp_nd_dtype(k->outputs[which]), k->req[which]));
+    }
+    return 0;
+}
+/* clip and its gradient: the bounds are parameters a_min, a_max. The
+   expressions are dp__k_clip's and dp__k_clip_grad's (not DP__HD functions
+   in depeng.h, so written out here). */
+struct dp__cu_clip_body {
+    const void *og, *x; void *y; int t, req; double lo, hi;   /* og NULL: forward */
+    DP__CU_HD void operator()(int64_t i) const {
+        double v = dp__cu_load(x, t, i);
+        if (!og) dp__cu_store(y, t, i, v < lo ? lo : v > hi ? hi : v, req);
+        else dp__cu_store(y, t, i, v >= lo && v <= hi ? dp__cu_load(og, t, i) : 0, req);
+    }
+};
+static int dp__cu_clip(const dp_kernel_ctx *k, int grad) {
+    const dp_ndarray *x = k->inputs[grad ? 1 : 0];
+    dp__cu_clip_body b = {grad ? dp_nd_data(k->inputs[0]) : NULL, dp_nd_data(x), dp_nd_data(k->outputs[0]), dp_nd_dtype(x), k->req[0],
+                          k->params->v[0].f, k->params->v[1].f};
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    return dp__cu_each(k, dp__cu_count_of(x), b);
+}
+static int dp__cu_k_clip(const dp_kernel_ctx *k) { return dp__cu_clip(k, 0); }
+static int dp__cu_kg_clip(const dp_kernel_ctx *k) { return dp__cu_clip(k, 1); }
+/* _copy and reshape: y = x (or y += x); the same dtype written whole is one
+   device-to-device copy. Their gradients (_backward__copy,
+   _backward_reshape) copy their ograd, input 0, the same way. */
+struct dp__cu_convert_body {
+    const void *x; void *y; int xt, yt, req;
+    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, yt, i, dp__cu_load(x, xt, i), req); }
+};
+static int dp__cu_k_copy(const dp_kernel_ctx *k) {
+    const dp_ndarray *x = k->inputs[0], *y = k->outputs[0];
+    dp__cu_convert_body b = {dp_nd_data(x), dp_nd_data(y), dp_nd_dtype(x), dp_nd_dtype(y), k->req[0]};
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    if (b.xt == b.yt && (b.req == DP_REQ_WRITE || b.req == DP_REQ_INPLACE))
+        return b.x == b.y ? 0 : dp__cu_copy_device(k, b.y, b.x, dp_nd_bytes(y));
+    return dp__cu_each(k, dp__cu_count_of(y), b);
+}
+
+/* >>cuda_nn --------------------------------------------------------------------
+   softmax over an axis sees the array as (outer, len, inner) (dp__axis_split);
+   one team per row (o, ., i). The row's maximum is subtracted first so exp
+   never overflows, as in dp__row_stats. */
+struct dp__cu_elem_row {              /* x[base + j * inner], or exp of it less mx */
+    const void *x; int t; int64_t base, inner; int use_exp; double mx;
+    DP__CU_HD dp__cu_acc operator()(int64_t o, int64_t j) const {
+        double v = dp__cu_load(x, t, base + j * inner);
+        dp__cu_acc a;
+        (void)o;
+        a.v = use_exp ? exp(v - mx) : v; a.i = -1;
+        return a;
+    }
+};
+/* A row's maximum and sum of exp(x - max), combined across the team. */
+static DP__CU_HD void dp__cu_row_stats(const dp__cu_team &team, const void *x, int t, int64_t base, int64_t len, int64_t inner,
+                                       double *mx, double *sum) {
+    dp__cu_elem_row e = {x, t, base, inner, 0, 0.0};
+    *mx = dp__cu_team_reduce(team, DP__CU_MAX, e, 0, 0, len).v;
+    e.use_exp = 1; e.mx = *mx;
+    *sum = dp__cu_team_reduce(team, DP__CU_SUM, e, 0, 0, len).v;
+}
+struct dp__cu_softmax_body {
+    const void *x; void *y; int t, req, log_form; int64_t len, inner;
+    DP__CU_HD void operator()(const dp__cu_team &team, int64_t row) const {
+        int64_t base = row / inner * len * inner + row % inner, j;
+        double mx, sum;
+        dp__cu_row_stats(team, x, t, base, len, inner, &mx, &sum);
+        for (j = team.rank(); j < len; j += team.size()) {
+            double z = dp__cu_load(x, t, base + j * inner) - mx;
+            dp__cu_store(y, t, base + j * inner, log_form ? z - log(sum) : exp(z) / sum, req);
+        }
+    }
+};
+/* inputs (ograd, x). softmax: g = y * (og - sum(og * y)); log_softmax:
+   g = og - softmax(x) * sum(og); y recomputed per row (dp__softmax_grad). */
+struct dp__cu_elem_softmax_dot {
+    const void *og, *x; int t, log_form; int64_t base, inner; double mx, sum;
+    DP__CU_HD dp__cu_acc operator()(int64_t o, int64_t j) const {
+        int64_t at = base + j * inner;
+        double o1 = dp__cu_load(og, t, at);
+        dp__cu_acc a;
+        (void)o;
+        a.v = log_form ? o1 : o1 * (exp(dp__cu_load(x, t, at) - mx) / sum); a.i = -1;
+        return a;
+    }
+};
+struct dp__cu_softmax_grad_body {
+    const void *og, *x; void *g; int t, req, log_form; int64_t len, inner;
+    DP__CU_HD void operator()(const dp__cu_team &team, int64_t row) const {
+        int64_t base = row / inner * len * inner + row % inner, j;
+        double mx, sum, dot;
+        dp__cu_row_stats(team, x, t, base, len, inner, &mx, &sum);
+        {
+            dp__cu_elem_softmax_dot e = {og, x, t, log_form, base, inner, mx, sum};
+            dot = dp__cu_team_reduce(team, DP__CU_SUM, e, 0, 0, len).v;
+        }
+        for (j = team.rank(); j < len; j += team.size()) {
+            int64_t at = base + j * inner;
+            double y = exp(dp__cu_load(x, t, at) - mx) / sum, o1 = dp__cu_load(og, t, at);
+            dp__cu_store(g, t, at, log_form ? o1 - y * dot : y * (o1 - dot), req);
+        }
+    }
+};
+static int dp__cu_softmax(const dp_kernel_ctx *k, int log_form, int grad) {
+    const dp_ndarray *x = k->inputs[grad ? 1 : 0];
+    int64_t outer, len, inner;
+    if (dp__axis_split(dp_nd_shape(x), k->params->v[0].i, &outer, &len, &inner)) { dp_set_error(k->rc, "softmax: bad axis"); return DP_ERROR_INVALID_ARGS; }
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    if (!grad) {
+        dp__cu_softmax_body b = {dp_nd_data(x), dp_nd_data(k->outputs[0]), dp_nd_dtype(x), k->req[0], log_form, len, inner};
+        return dp__cu_teams(k, outer * inner, dp__cu_team_size(len), b);
+    } else {
+        dp__cu_softmax_grad_body b = {dp_nd_data(k->inputs[0]), dp_nd_data(x), dp_nd_data(k->outputs[0]), dp_nd_dtype(x), k->req[0], log_form, len, inner};
+        return dp__cu_teams(k, outer * inner, dp__cu_team_size(len), b);
+    }
+}
+static int dp__cu_k_softmax(const dp_kernel_ctx *k) { return dp__cu_softmax(k, 0, 0); }
+static int dp__cu_k_log_softmax(const dp_kernel_ctx *k) { return dp__cu_softmax(k, 1, 0); }
+static int dp__cu_kg_softmax(const dp_kernel_ctx *k) { return dp__cu_softmax(k, 0, 1); }
+static int dp__cu_kg_log_softmax(const dp_kernel_ctx *k) { return dp__cu_softmax(k, 1, 1); }
+
+/* softmax_cross_entropy(data (n, c), label (n,)): a (1,) loss, the sum over
+   rows of log(sum exp(x - max)) - (x[label] - max) (dp__k_sce). A row whose
+   label is not a class records its index in a flag (the lowest wins, as the
+   CPU's scan stops at the first); the kernel function reads the flag back
+   and fails with the CPU's message. */
+static DP__CU_HD int dp__cu_label_ok(double v, int64_t classes) {    /* dp__label_at's test */
+    return v >= 0 && v < (double)classes && v == (double)(int64_t)v;
+}
+static DP__CU_HD void dp__cu_flag_row(unsigned long long *flag, unsigned long long row) {
+#ifdef __CUDA_ARCH__
+    atomicMin(flag, row);
+#else
+    if (row < *flag) *flag = row;
+#endif
+}
+struct dp__cu_sce_body {
+    const void *x, *label, *og; void *g, *lg;     /* og NULL: forward (rowloss), else the gradient */
+    double *rowloss; unsigned long long *bad;
+    int t, lt, req, lreq; int64_t c;
+    DP__CU_HD void operator()(const dp__cu_team &team, int64_t r) const {
+        double lv = dp__cu_load(label, lt, r), mx, sum;
+        int64_t lab, j;
+        if (!dp__cu_label_ok(lv, c)) {             /* the same for the whole team */
+            if (team.rank() == 0) { dp__cu_flag_row(bad, (unsigned long long)r); if (!og) rowloss[r] = 0; }
+            return;
+        }
+        lab = (int64_t)lv;
+        dp__cu_row_stats(team, x, t, r * c, c, 1, &mx, &sum);
+        if (!og) {
+            if (team.rank() == 0) rowloss[r] = log(sum) - (dp__cu_load(x, t, r * c + lab) - mx);
+            return;
+        }
+        {
+            double o = dp__cu_load(og, t, 0);
+            for (j = team.rank(); j < c; j += team.size())
+                dp__cu_store(g, t, r * c + j, o * (exp(dp__cu_load(x, t, r * c + j) - mx) / sum - (j == lab)), req);
+            if (team.rank() == 0) dp__cu_store(lg, lt, r, 0, lreq);
+        }
+    }
+};
+static int dp__cu_sce(const dp_kernel_ctx *k, int grad) {
+    const dp_ndarray *x = k->inputs[grad ? 1 : 0], *label = k->inputs[grad ? 2 : 1];
+    const dp_shape *s = dp_nd_shape(x);
+    int64_t n = s->dims[0], c = s->dims[1];
+    unsigned long long *bad, bad_row = 0;
+    dp__cu_sce_body b;
+    DP__CU_TRY(dp__cu_enter(k));
+    if ((bad = (unsigned long long *)dp__cu_workspace_get(k, DP__CU_SLOT_KERNEL, sizeof(double) * (size_t)(n + 1))) == NULL)
+        return DP_ERROR_OUT_OF_MEMORY;
+    memset(&b, 0, sizeof b);
+    b.x = dp_nd_data(x); b.label = dp_nd_data(label); b.bad = bad; b.rowloss = (double *)(bad + 1);
+    b.t = dp_nd_dtype(x); b.lt = dp_nd_dtype(label); b.c = c;
+    if (grad) {
+        b.og = dp_nd_data(k->inputs[0]); b.g = dp_nd_data(k->outputs[0]); b.lg = dp_nd_data(k->outputs[1]);
+        b.req = k->req[0]; b.lreq = k->req[1];
+    }
+    DP__CU_TRY(dp__cu_fill_bytes(k, bad, 0xFF, sizeof *bad));        /* no bad row yet */
+    DP__CU_TRY(dp__cu_teams(k, n, dp__cu_team_size(c), b));
+    if (!grad) {                                                       /* the rows' losses summed */
+        int64_t one = 1;
+        dp__cu_elem_load e;
+        e.x = b.rowloss; e.t = DP_FLOAT64; e.kind = DP__CU_SUM;
+        e.w = dp__cu_walk_make(1, &n, 1, &one, NULL);
+        DP__CU_TRY(dp__cu_reduce(k, DP__CU_SUM, 0, e, 1, n, dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), k->req[0]));
+    }
+    DP__CU_TRY(dp__cu_read_back(k, &bad_row, bad, sizeof bad_row));
+    if (bad_row != ~0ull) {
+        unsigned char raw[8];
+        char msg[160];
+        size_t esize = dp_dtype_size(dp_nd_dtype(label));
+        DP__CU_TRY(dp__cu_read_back(k, raw, (const unsigned char *)dp_nd_data(label) + bad_row * esize, esize));
+        snprintf(msg, sizeof msg, "label %g of row %lld is not a class in 0..%lld", dp__load_elem(raw, dp_nd_dtype(label), 0),
+                 (long long)bad_row, (long long)c - 1);
+        dp_set_error(k->rc, msg);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return 0;
+}
+static int dp__cu_k_sce(const dp_kernel_ctx *k) { return dp__cu_sce(k, 0); }
+static int dp__cu_kg_sce(const dp_kernel_ctx *k) { return dp__cu_sce(k, 1); }
+
+/* transpose: output element i reads the input at its permuted offset. The
+   map is dp__permute's: output dims and the input strides they follow
+   (inverse: the opposite permutation, for the gradient). */
+struct dp__cu_gather_body {
+    const void *x; void *y; int t, req;
+    dp__cu_map m;
+    DP__CU_HD void operator()(int64_t i) const {
+        int64_t off[2];
+        dp__cu_map_at(m, i, off);
+        dp__cu_store(y, t, i, dp__cu_load(x, t, off[0]), req);
+    }
+};
+static int dp__cu_transpose(const dp_kernel_ctx *k, int grad) {
+    const dp_shape *xs = dp_nd_shape(k->inputs[grad ? 1 : 0]), *s = dp_nd_shape(k->inputs[0]);
+    int64_t in_stride[DP_MAX_DIMS] = {0};
+    int perm[DP_MAX_DIMS], d;
+    char msg[128];
+    dp__cu_gather_body b;
+    if (dp__perm(k->params, xs, perm, msg, sizeof msg)) { dp_set_error(k->rc, msg); return DP_ERROR_INVALID_ARGS; }
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    memset(&b, 0, sizeof b);
+    dp__cu_c_strides(s, in_stride);
+    b.m.nd = s->ndim;
+    for (d = 0; d < s->ndim; d++) {
+        if (!grad) { b.m.dims[d] = s->dims[perm[d]]; b.m.st[0][d] = in_stride[perm[d]]; }
+        else { b.m.dims[perm[d]] = s->dims[d]; b.m.st[0][perm[d]] = in_stride[d]; }
+    }
+    b.x = dp_nd_data(k->inputs[0]); b.y = dp_nd_data(k->outputs[0]); b.t = dp_nd_dtype(k->inputs[0]); b.req = k->req[0];
+    return dp__cu_each(k, dp_shape_size(s), b);
+}
+static int dp__cu_k_transpose(const dp_kernel_ctx *k) { return dp__cu_transpose(k, 0); }
+static int dp__cu_kg_transpose(const dp_kernel_ctx *k) { return dp__cu_transpose(k, 1); }
+
+/* concat: every element of the whole belongs to one part: for an outer
+   index o the whole's row holds each part's run of dims[dim] * inner
+   elements in turn (dp__concat_move). The gradient moves the other way,
+   each part by its own req. */
+#define DP__CU_MAX_PARTS 64
+struct dp__cu_concat_body {
+    void *whole; void *part[DP__CU_MAX_PARTS];
+    int64_t run[DP__CU_MAX_PARTS], start[DP__CU_MAX_PARTS], row;
+    int req[DP__CU_MAX_PARTS];
+    int nparts, t, to_parts;
+    DP__CU_HD void operator()(int64_t i) const {
+        int64_t o = i / row, at = i - o * row;
+        int p = 0;
+        while (p < nparts - 1 && at >= start[p] + run[p]) p++;
+        if (!to_parts) dp__cu_store(whole, t, i, dp__cu_load(part[p], t, o * run[p] + at - start[p]), req[0]);
+        else dp__cu_store(part[p], t, o * run[p] + at - start[p], dp__cu_load(whole, t, i), req[p]);
+    }
+};
+static int dp__cu_concat(const dp_kernel_ctx *k, int grad) {
+    dp_ndarray *whole = grad ? k->inputs[0] : k->outputs[0];
+    dp_ndarray *const *parts = grad ? k->outputs : k->inputs;
+    int nparts = grad ? k->num_outputs : k->num_inputs, d, i;
+    const dp_shape *ws = dp_nd_shape(whole);
+    int64_t dim = dp__concat_dim(k, ws), inner = 1;
+    dp__cu_concat_body b;
+    if (nparts < 1 || nparts > DP__CU_MAX_PARTS) { dp_set_error(k->rc, "concat: 1 to 64 parts"); return DP_ERROR_INVALID_ARGS; }
+    DP__CU_TRY(dp__cu_enter(k));
+    memset(&b, 0, sizeof b);
+    for (d = (int)dim + 1; d < ws->ndim; d++) inner *= ws->dims[d];
+    b.whole = dp_nd_data(whole); b.nparts = nparts; b.t = dp_nd_dtype(whole); b.to_parts = grad;
+    for (i = 0; i < nparts; i++) {
+        b.part[i] = dp_nd_data(parts[i]);
+        b.run[i] = dp_nd_shape(parts[i])->dims[dim] * inner;
+        b.start[i] = b.row;
+        b.row += b.run[i];
+        b.req[i] = grad ? k->req[i] : k->req[0];
+    }
+    if (!b.row) return 0;
+    return dp__cu_each(k, dp_shape_size(ws), b);
+}
+static int dp__cu_k_concat(const dp_kernel_ctx *k) { return dp__cu_concat(k, 0); }
+static int dp__cu_kg_concat(const dp_kernel_ctx *k) { return dp__cu_concat(k, 1); }
+
+/* one_hot(indices, depth): element (r, j) is on_value where index r equals
+   j, else off_value (dp__k_one_hot). */
+struct dp__cu_one_hot_body {
+    const void *idx; void *y; int it, yt, req; int64_t depth; double on, off;
+    DP__CU_HD void operator()(int64_t i) const {
+        int64_t r = i / depth, j = i - r * depth;
+        dp__cu_store(y, yt, i, dp__cu_load(idx, it, r) == (double)j ? on : off, req);
+    }
+};
+static int dp__cu_k_one_hot(const dp_kernel_ctx *k) {
+    dp__cu_one_hot_body b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), dp_nd_dtype(k->outputs[0]),
+                             k->req[0], k->params->v[0].i, k->params->v[1].f, k->params->v[2].f};
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    return dp__cu_each(k, dp__cu_count_of(k->outputs[0]), b);
+}
+
+/* >>cuda_random ----------------------------------------------------------------
+   Counter-based: element i of a draw is splitmix64's output at position i
+   of the stream started at key (key + (i + 1) * golden, mixed), so it is the
+   same whatever the launch shape or thread order. The key is 64 bits from
+   the device's generator (dp_random_next, on the host), so draws are
+   reproducible for a seed and ordered by the generator's variable. Normal
+   draws use Box-Muller on the pair (2p, 2p + 1), the cosine for the even
+   element and the sine for the odd one, as the CPU's dp__draw does. */
+static DP__CU_HD double dp__cu_uniform01(uint64_t key, uint64_t counter) {
+    uint64_t z = key + (counter + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+struct dp__cu_random_body {
+    void *y; int t, req, normal; uint64_t key; double p0, p1;
+    DP__CU_HD void operator()(int64_t i) const {
+        double v;
+        if (!normal) v = p0 + (p1 - p0) * dp__cu_uniform01(key, (uint64_t)i);
+        else {
+            uint64_t pair = (uint64_t)i >> 1;
+            double u1 = 1.0 - dp__cu_uniform01(key, 2 * pair), u2 = dp__cu_uniform01(key, 2 * pair + 1);   /* u1 in (0, 1] */
+            double radius = sqrt(-2.0 * log(u1)), angle = 6.283185307179586 * u2;
+            v = p0 + p1 * radius * ((i & 1) ? sin(angle) : cos(angle));
+        }
+        dp__cu_store(y, t, i, v, req);
+    }
+};
+static int dp__cu_random(const dp_kernel_ctx *k, int normal) {
+    dp__cu_random_body b;
+    if (!dp_random_var(k->rc->engine, k->rc->ctx).id) { dp_set_error(k->rc, "no random generator on this device"); return DP_ERROR_BAD_CONTEXT; }
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    b.y = dp_nd_data(k->outputs[0]); b.t = dp_nd_dtype(k->outputs[0]); b.req = k->req[0]; b.normal = normal;
+    b.key = dp_random_next(k->rc->engine, k->rc->ctx);
+    b.p0 = k->params->v[1].f; b.p1 = k->params->v[2].f;
+    return dp__cu_each(k, dp__cu_count_of(k->outputs[0]), b);
+}
+static int dp__cu_k_random_uniform(const dp_kernel_ctx *k) { return dp__cu_random(k, 0); }
+static int dp__cu_k_random_normal(const dp_kernel_ctx *k) { return dp__cu_random(k, 1); }
+
+/* >>cuda_gemm --------------------------------------------------------------------
+   C (m x n, row stride ldc) = op(A) op(B) + beta C, row-major, as depeng's
+   dp__matmul: op(X)(r, c) is X[r * ld + c], or X[c * ld + r] transposed. */
+#define DP__CU_TILE 16
+/* A 16x16 tile of C per block and pass: each thread owns one element of C
+   and accumulates over k in tiles of A and B staged in shared memory. The
+   steps are __host__ __device__ functions of one thread (tx, ty), so the
+   host run (chapter 5) replays the same algorithm thread by thread. */
+template <typename T> struct dp__cu_gemm_args {
+    int ta, tb;
+    int64_t m, n, kk, lda, ldb, ldc;
+    const T *a, *b; T *c; T beta;
+};
+/* Thread (tx, ty)'s part of staging the tiles at (row0, col0, k0):
+   as[i][q] = op(A)(row0 + i, k0 + q), bs[q][j] = op(B)(k0 + q, col0 + j),
+   zero outside the matrices. A transposed operand is loaded with the roles
+   of tx and ty swapped, so neighbouring threads still read neighbouring
+   addresses (+1 column in the tiles avoids shared-memory bank conflicts). */
+template <typename T> static DP__CU_HD void dp__cu_gemm_stage(const dp__cu_gemm_args<T> &g, T (*as)[DP__CU_TILE + 1], T (*bs)[DP__CU_TILE + 1],
+                                                              int64_t row0, int64_t col0, int64_t k0, int tx, int ty) {
+    if (!g.ta) as[ty][tx] = row0 + ty < g.m && k0 + tx < g.kk ? g.a[(row0 + ty) * g.lda + k0 + tx] : (T)0;
+    else as[tx][ty] = row0 + tx < g.m && k0 + ty < g.kk ? g.a[(k0 + ty) * g.lda + row0 + tx] : (T)0;
+    if (!g.tb) bs[ty][tx] = k0 + ty < g.kk && col0 + tx < g.n ? g.b[(k0 + ty) * g.ldb + col0 + tx] : (T)0;
+    else bs[tx][ty] = k0 + tx < g.kk && col0 + ty < g.n ? g.b[(col0 + ty) * g.ldb + k0 + tx] : (T)0;
+}
+template <typename T> static DP__CU_HD T dp__cu_gemm_accumulate(T acc, const T (*as)[DP__CU_TILE + 1], const T (*bs)[DP__CU_TILE + 1], int tx, int ty) {
+    for (int q = 0; q < DP__CU_TILE; q++) acc += as[ty][q] * bs[q][tx];
+    return acc;
+}
+/* C = acc + beta C for thread (tx, ty)'s element; beta 0 never reads C (it
+   may hold NaN). */
+template <typename T> static DP__CU_HD void dp__cu_gemm_store(const dp__cu_gemm_args<T> &g, int64_t row0, int64_t col0, int tx, int ty, T acc) {
+    if (row0 + ty < g.m && col0 + tx < g.n) {
+        T *out = g.c + (row0 + ty) * g.ldc + col0 + tx;
+        *out = g.beta == (T)0 ? acc : acc + g.beta * *out;
+    }
+}
+template <typename T> __global__ void dp__cu_gemm_tiled(dp__cu_gemm_args<T> g) {
+    __shared__ T as[DP__CU_TILE][DP__CU_TILE + 1];
+    __shared__ T bs[DP__CU_TILE][DP__CU_TILE + 1];
+    const int tx = (int)threadIdx.x, ty = (int)threadIdx.y;
+    for (int64_t rb = blockIdx.y; rb * DP__CU_TILE < g.m; rb += gridDim.y) {
+        for (int64_t cb = blockIdx.x; cb * DP__CU_TILE < g.n; cb += gridDim.x) {   /* the same trips in every thread */
+            T acc = 0;
+            for (int64_t k0 = 0; k0 < g.kk; k0 += DP__CU_TILE) {
+                dp__cu_gemm_stage(g, as, bs, rb * DP__CU_TILE, cb * DP__CU_TILE, k0, tx, ty);
+                __syncthreads();
+                acc = dp__cu_gemm_accumulate<T>(acc, as, bs, tx, ty);
+                __syncthreads();                  /* before the next tiles overwrite these */
+            }
+            dp__cu_gemm_store(g, rb * DP__CU_TILE, cb * DP__CU_TILE, tx, ty, acc);
+        }
+    }
+}
+/* The host run of the tiled kernel: each block's threads one after another,
+   in the same steps, with the barriers between the steps. */
+template <typename T> static void dp__cu_gemm_host(const dp__cu_gemm_args<T> &g) {
+    T as[DP__CU_TILE][DP__CU_TILE + 1], bs[DP__CU_TILE][DP__CU_TILE + 1], acc[DP__CU_TILE][DP__CU_TILE];
+    int tx, ty;
+    for (int64_t row0 = 0; row0 < g.m; row0 += DP__CU_TILE)
+        for (int64_t col0 = 0; col0 < g.n; col0 += DP__CU_TILE) {
+            memset(acc, 0, sizeof acc);
+            for (int64_t k0 = 0; k0 < g.kk; k0 += DP__CU_TILE) {
+                for (ty = 0; ty < DP__CU_TILE; ty++) for (tx = 0; tx < DP__CU_TILE; tx++) dp__cu_gemm_stage(g, as, bs, row0, col0, k0, tx, ty);
+                for (ty = 0; ty < DP__CU_TILE; ty++) for (tx = 0; tx < DP__CU_TILE; tx++) acc[ty][tx] = dp__cu_gemm_accumulate<T>(acc[ty][tx], as, bs, tx, ty);
+            }
+            for (ty = 0; ty < DP__CU_TILE; ty++) for (tx = 0; tx < DP__CU_TILE; tx++) dp__cu_gemm_store(g, row0, col0, tx, ty, acc[ty][tx]);
+        }
+}
+template <typename T> static int dp__cu_gemm_tiles(const dp_kernel_ctx *k, int ta, int tb, int64_t m, int64_t n, int64_t kk, const void *a,
+                                                   int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    dp__cu_gemm_args<T> g;
+    int64_t gx = (n + DP__CU_TILE - 1) / DP__CU_TILE, gy = (m + DP__CU_TILE - 1) / DP__CU_TILE;
+    g.ta = ta; g.tb = tb; g.m = m; g.n = n; g.kk = kk; g.lda = lda; g.ldb = ldb; g.ldc = ldc;
+    g.a = (const T *)a; g.b = (const T *)b; g.c = (T *)c; g.beta = (T)beta;
+    if (!dp__cu_on_device(k)) { dp__cu_gemm_host<T>(g); return 0; }
+    {
+        dim3 grid((unsigned)(gx < 65535 ? gx : 65535), (unsigned)(gy < 65535 ? gy : 65535)), block(DP__CU_TILE, DP__CU_TILE);
+        dp__cu_gemm_tiled<T><<<grid, block, 0, dp__cu_stream(k)>>>(g);
+        return dp__cu_check_launch(k);
+    }
+}
+#ifdef DEPENG_CUDA_USE_CUBLAS
+/* One cuBLAS handle per thread and device: a handle must not be used by two
+   threads at once, and a worker thread keeps its stream. Destroyed when the
+   thread ends. */
+struct dp__cu_cublas_handles {
+    cublasHandle_t h[DP_CUDA_MAX_DEVICES];
+    ~dp__cu_cublas_handles() { for (int d = 0; d < DP_CUDA_MAX_DEVICES; d++) if (h[d]) { (void)cudaSetDevice(d); (void)cublasDestroy(h[d]); } }
+};
+static thread_local dp__cu_cublas_handles dp__cu_tls_cublas;
+static int dp__cu_cublas_fail(const dp_kernel_ctx *k, const char *what, cublasStatus_t st) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "%s: %s", what, cublasGetStatusString(st));
+    dp_set_error(k->rc, msg);
+    return DP_ERROR_BACKEND;
+}
+/* Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: the
+   same call with A and B swapped, no copies. */
+static int dp__cu_gemm_cublas(const dp_kernel_ctx *k, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t kk, const void *a,
+                              int64_t lda, const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    int dev = (int)k->rc->ctx.dev_id;
+    cublasHandle_t *h;
+    cublasStatus_t st;
+    if (dev < 0 || dev >= DP_CUDA_MAX_DEVICES) { dp_set_error(k->rc, "cuBLAS: bad device"); return DP_ERROR_BAD_CONTEXT; }
+    if (m > INT32_MAX || n > INT32_MAX || kk > INT32_MAX || lda > INT32_MAX || ldb > INT32_MAX || ldc > INT32_MAX) {
+        dp_set_error(k->rc, "cuBLAS: a matrix dimension does not fit in an int");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    h = &dp__cu_tls_cublas.h[dev];
+    if (!*h && (st = cublasCreate(h)) != CUBLAS_STATUS_SUCCESS) { *h = NULL; return dp__cu_cublas_fail(k, "cublasCreate", st); }
+    if ((st = cublasSetStream(*h, dp__cu_stream(k))) != CUBLAS_STATUS_SUCCESS) return dp__cu_cublas_fail(k, "cublasSetStream", st);
+    if (t == DP_FLOAT32) {
+        const float one = 1.0f, fbeta = (float)beta;
+        st = cublasSgemm(*h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)kk, &one,
+                         (const float *)b, (int)ldb, (const float *)a, (int)lda, &fbeta, (float *)c, (int)ldc);
+    } else {
+        const double one = 1.0;
+        st = cublasDgemm(*h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, (int)n, (int)m, (int)kk, &one,
+                         (const double *)b, (int)ldb, (const double *)a, (int)lda, &beta, (double *)c, (int)ldc);
+    }
+    return st == CUBLAS_STATUS_SUCCESS ? 0 : dp__cu_cublas_fail(k, t == DP_FLOAT32 ? "cublasSgemm" : "cublasDgemm", st);
+}
+#endif
+/* C = beta * C, for k == 0 (dp__gemm_scale) */
+struct dp__cu_scale_body {
+    void *c; int t; int64_t n, ldc; double beta;
+    DP__CU_HD void operator()(int64_t i) const {
+        int64_t at = i / n * ldc + i % n;
+        dp__cu_store(c, t, at, beta == 0 ? 0.0 : beta * dp__cu_load(c, t, at), DP_REQ_WRITE);
+    }
+};
+static int dp__cu_matmul(const dp_kernel_ctx *k, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t kk, const void *a, int64_t lda,
+                         const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    if (m <= 0 || n <= 0) return 0;
+    if (kk <= 0) {                                 /* no products: C = beta C (A and B are not read) */
+        dp__cu_scale_body s = {c, (int)t, n, ldc, beta};
+        return beta == 1.0 ? 0 : dp__cu_each(k, m * n, s);
+    }
+#ifdef DEPENG_CUDA_USE_CUBLAS
+    if (dp__cu_on_device(k)) return dp__cu_gemm_cublas(k, t, ta, tb, m, n, kk, a, lda, b, ldb, beta, c, ldc);
+#endif
+    if (t == DP_FLOAT32) return dp__cu_gemm_tiles<float>(k, ta, tb, m, n, kk, a, lda, b, ldb, beta, c, ldc);
+    return dp__cu_gemm_tiles<double>(k, ta, tb, m, n, kk, a, lda, b, ldb, beta, c, ldc);
+}
+
+/* >>cuda_linear ------------------------------------------------------------------
+   dot and FullyConnected: dp__k_dot, dp__kg_dot, dp__k_fc and dp__kg_fc
+   with dp__cu_matmul for dp__matmul, call for call. */
+static int dp__cu_k_dot(const dp_kernel_ctx *k) {
+    const dp_shape *as = dp_nd_shape(k->inputs[0]), *bs = dp_nd_shape(k->inputs[1]);
+    int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
+    int64_t m = as->dims[ta ? 1 : 0], kk = as->dims[ta ? 0 : 1], n = bs->dims[tb ? 0 : 1];
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    return dp__cu_matmul(k, dp_nd_dtype(k->inputs[0]), ta, tb, m, n, kk, dp_nd_data(k->inputs[0]), as->dims[1], dp_nd_data(k->inputs[1]),
+                         bs->dims[1], dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), n);
+}
+/* inputs (og, A, B) with C = op(A) op(B): d op(A) = og op(B)^T and
+   d op(B) = op(A)^T og, transposed back where A or B was. */
+static int dp__cu_kg_dot(const dp_kernel_ctx *k) {
+    const dp_shape *as = dp_nd_shape(k->inputs[1]), *bs = dp_nd_shape(k->inputs[2]);
+    const void *og = dp_nd_data(k->inputs[0]), *a = dp_nd_data(k->inputs[1]), *b = dp_nd_data(k->inputs[2]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
+    int64_t m = as->dims[ta ? 1 : 0], kk = as->dims[ta ? 0 : 1], n = bs->dims[tb ? 0 : 1];
+    DP__CU_TRY(dp__cu_enter(k));
+    if (k->req[0] != DP_REQ_NULL) {
+        if (!ta) DP__CU_TRY(dp__cu_matmul(k, t, 0, !tb, m, kk, n, og, n, b, bs->dims[1], dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), kk));
+        else DP__CU_TRY(dp__cu_matmul(k, t, tb, 1, kk, m, n, b, bs->dims[1], og, n, dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), m));
+    }
+    if (k->req[1] != DP_REQ_NULL) {
+        if (!tb) DP__CU_TRY(dp__cu_matmul(k, t, !ta, 0, kk, n, m, a, as->dims[1], og, n, dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), n));
+        else DP__CU_TRY(dp__cu_matmul(k, t, 1, ta, n, kk, m, og, n, a, as->dims[1], dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), kk));
+    }
+    return 0;
+}
+/* y[r, j] += bias[j] */
+struct dp__cu_bias_body {
+    const void *bias; void *y; int t; int64_t h;
+    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, t, i, dp__cu_load(bias, t, i % h), DP_REQ_ADD); }
+};
+/* FullyConnected(data (batch, in), weight (hidden, in), bias (hidden,)) =
+   data weight^T + bias */
+static int dp__cu_k_fc(const dp_kernel_ctx *k) {
+    const dp_shape *ds = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t batch = ds->dims[0], in = ds->dims[1], h = k->params->v[0].i;
+    dp__cu_bias_body b = {dp_nd_data(k->inputs[2]), dp_nd_data(k->outputs[0]), (int)t, h};
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    DP__CU_TRY(dp__cu_matmul(k, t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dp__beta_of(k->req[0]),
+                             dp_nd_data(k->outputs[0]), h));
+    return dp__cu_each(k, batch * h, b);
+}
+/* inputs (og, data, weight, bias): d data = og W, d W = og^T data,
+   d bias = og summed over the batch (a reduction over axis 0 of og). */
+static int dp__cu_kg_fc(const dp_kernel_ctx *k) {
+    const dp_shape *ds = dp_nd_shape(k->inputs[1]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t batch = ds->dims[0], in = ds->dims[1], h = dp_nd_shape(k->inputs[2])->dims[0];
+    const void *og = dp_nd_data(k->inputs[0]);
+    DP__CU_TRY(dp__cu_enter(k));
+    if (k->req[0] != DP_REQ_NULL)
+        DP__CU_TRY(dp__cu_matmul(k, t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in));
+    if (k->req[1] != DP_REQ_NULL)
+        DP__CU_TRY(dp__cu_matmul(k, t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in));
+    if (k->req[2] != DP_REQ_NULL)
+        DP__CU_TRY(dp__cu_reduce_array(k, DP__CU_SUM, 0, k->inputs[0], 1, dp_nd_data(k->outputs[2]), (int)t, k->req[2]));
+    return 0;
+}
+
+/* >>cuda_updates ---------------------------------------------------------------
+   sgd_update, sgd_mom_update, adam_update: dp__update per element, with
+   depeng's dp__opt_grad (Adam adds the weight decay before clipping, SGD
+   after: MXNet's order), dp__f_sgd, dp__f_sgd_mom and dp__f_adam. Each
+   element reads the weight before writing the output, which may be the
+   weight itself (inplace). */
+enum { DP__CU_SGD, DP__CU_SGD_MOM, DP__CU_ADAM };
+struct dp__cu_update_body {
+    const void *w, *g; void *s1, *s2, *out;
+    int t, req, kind;
+    double lr, wd, rescale, clip, p4, p5, p6;   /* parameters in order: p4.. momentum, or beta1 beta2 epsilon */
+    DP__CU_HD void operator()(int64_t i) const {
+        double wi = dp__cu_load(w, t, i), gi = dp__opt_grad(dp__cu_load(g, t, i), wi, rescale, clip, wd, kind == DP__CU_ADAM), a, b;
+        if (kind == DP__CU_SGD) wi = dp__f_sgd(wi, gi, lr);
+        else if (kind == DP__CU_SGD_MOM) {
+            a = dp__cu_load(s1, t, i);
+            wi += dp__f_sgd_mom(&a, gi, lr, p4);
+            dp__cu_store(s1, t, i, a, DP_REQ_WRITE);
+        } else {
+            a = dp__cu_load(s1, t, i); b = dp__cu_load(s2, t, i);
+            wi -= dp__f_adam(&a, &b, gi, lr, p4, p5, p6);
+            dp__cu_store(s1, t, i, a, DP_REQ_WRITE);
+            dp__cu_store(s2, t, i, b, DP_REQ_WRITE);
+        }
+        dp__cu_store(out, t, i, wi, req);
+    }
+};
+static int dp__cu_update(const dp_kernel_ctx *k, int kind) {
+    const dp_param_value *v = k->params->v;
+    dp__cu_update_body b;
+    DP__CU_TRY(dp__cu_enter(k));
+    b.w = dp_nd_data(k->inputs[0]); b.g = dp_nd_data(k->inputs[1]);
+    b.s1 = k->num_inputs > 2 ? dp_nd_data(k->inputs[2]) : NULL; b.s2 = k->num_inputs > 3 ? dp_nd_data(k->inputs[3]) : NULL;
+    b.out = dp_nd_data(k->outputs[0]); b.t = dp_nd_dtype(k->inputs[0]); b.req = k->req[0]; b.kind = kind;
+    b.lr = v[0].f; b.wd = v[1].f; b.rescale = v[2].f; b.clip = v[3].f;
+    b.p4 = kind == DP__CU_SGD ? 0 : v[4].f; b.p5 = kind == DP__CU_ADAM ? v[5].f : 0; b.p6 = kind == DP__CU_ADAM ? v[6].f : 0;
+    return dp__cu_each(k, dp__cu_count_of(k->inputs[0]), b);
+}
+static int dp__cu_k_sgd(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__CU_SGD); }
+static int dp__cu_k_sgd_mom(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__CU_SGD_MOM); }
+static int dp__cu_k_adam(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__CU_ADAM); }
+
+/* >>cuda_register ------------------------------------------------------------------
+   Every built-in operator's GPU kernel, by name. The element-wise ones
+   follow depeng.h's own operator lists (DP__UNARY_OPS, DP__BINARY_OPS,
+   DP__SCALAR_OPS), so an operator added there gets its GPU kernel here
+   without a change. */
+struct dp__cu_kernel_entry { const char *name; dp_kernel_fn fn; };
+#define DP__CU_REG_UNARY(nm, doc) {#nm, dp__cu_k_unary<dp__f_##nm>}, {"_backward_" #nm, dp__cu_kg_unary<dp__d_##nm>},
+#define DP__CU_REG_BINARY(nm, doc) {#nm, dp__cu_k_binary<dp__f_##nm>}, {"_backward_" #nm, dp__cu_kg_binary<dp__d_##nm>},
+#define DP__CU_REG_SCALAR(nm, doc) {#nm "_scalar", dp__cu_k_scalar<dp__f_##nm>}, {"_backward_" #nm "_scalar", dp__cu_kg_scalar<dp__d_##nm>},
+static const dp__cu_kernel_entry dp__cu_kernels[] = {
+    DP__UNARY_OPS(DP__CU_REG_UNARY)
+    DP__BINARY_OPS(DP__CU_REG_BINARY)
+    DP__SCALAR_OPS(DP__CU_REG_SCALAR)
+    {"clip", dp__cu_k_clip}, {"_backward_clip", dp__cu_kg_clip},
+    {"sum", dp__cu_k_sum}, {"_backward_sum", dp__cu_kg_sum}, {"mean", dp__cu_k_mean}, {"_backward_mean", dp__cu_kg_mean},
+    {"max", dp__cu_k_max}, {"_backward_max", dp__cu_kg_max}, {"min", dp__cu_k_min}, {"_backward_min", dp__cu_kg_min},
+    {"argmax", dp__cu_k_argmax},
+    {"softmax", dp__cu_k_softmax}, {"_backward_softmax", dp__cu_kg_softmax},
+    {"log_softmax", dp__cu_k_log_softmax}, {"_backward_log_softmax", dp__cu_kg_log_softmax},
+    {"softmax_cross_entropy", dp__cu_k_sce}, {"_backward_softmax_cross_entropy", dp__cu_kg_sce},
+    {"transpose", dp__cu_k_transpose}, {"_backward_transpose", dp__cu_kg_transpose},
+    {"concat", dp__cu_k_concat}, {"_backward_concat", dp__cu_kg_concat},
+    {"one_hot", dp__cu_k_one_hot},
+    {"random_uniform", dp__cu_k_random_uniform}, {"random_normal", dp__cu_k_random_normal},
+    {"dot", dp__cu_k_dot}, {"_backward_dot", dp__cu_kg_dot},
+    {"FullyConnected", dp__cu_k_fc}, {"_backward_FullyConnected", dp__cu_kg_fc},
+    {"_copy", dp__cu_k_copy}, {"_backward__copy", dp__cu_k_copy}, {"reshape", dp__cu_k_copy}, {"_backward_reshape", dp__cu_k_copy},
+    {"sgd_update", dp__cu_k_sgd}, {"sgd_mom_update", dp__cu_k_sgd_mom}, {"adam_update", dp__cu_k_adam},
+};
+#undef DP__CU_REG_UNARY
+#undef DP__CU_REG_BINARY
+#undef DP__CU_REG_SCALAR
+DP_IMPL dp_result dp_cuda_register_kernels(void) {
+    dp_result r = DP_OK;
+    size_t i;
+    for (i = 0; i < sizeof dp__cu_kernels / sizeof dp__cu_kernels[0]; i++)
+        if (dp_op_set_kernel(dp__cu_kernels[i].name, DP_DEV_GPU, dp__cu_kernels[i].fn) != DP_OK) r = DP_ERROR_INVALID_ARGS;   /* logged */
+    return r;
+}
+DP_IMPL int dp_cuda_missing_kernels(const char **names, int cap) {
+    int n = dp_op_list(NULL, 0), i, missing = 0;
+    const dp_operator **ops = (const dp_operator **)malloc(sizeof *ops * (size_t)(n > 0 ? n : 1));
+    if (!ops) return -1;
+    n = dp_op_list(ops, n);
+    for (i = 0; i < n; i++) {
+        if (ops[i]->forward_gpu) continue;
+        if (names && missing < cap) names[missing] = ops[i]->name;
+        missing++;
+    }
+    free(ops);
+    return missing;
+}
+
+#endif /* DEPENG_CUDA_IMPLEMENTATION */
