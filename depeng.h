@@ -169,8 +169,12 @@ typedef struct dp_op { uint32_t id; } dp_op;
 
 typedef struct dp_engine dp_engine;
 
-/* Device context. dev_type 0 means CPU, so a zeroed dp_ctx is CPU device 0. */
-enum { DP_DEV_DEFAULT = 0, DP_DEV_CPU = 1, DP_DEV_GPU = 2 };
+/* Device context. dev_type 0 means CPU, so a zeroed dp_ctx is CPU device 0.
+   DP_DEV_CPU_PINNED is host memory the GPU backend page-locks (MXNet's
+   cpu_pinned): arrays there are CPU arrays whose copies to and from a GPU
+   run at full bus speed, asynchronously; operations on them run on CPU
+   device 0's workers. It needs a backend with host_alloc / host_free. */
+enum { DP_DEV_DEFAULT = 0, DP_DEV_CPU = 1, DP_DEV_GPU = 2, DP_DEV_CPU_PINNED = 3 };
 typedef struct dp_ctx { int32_t dev_type; int32_t dev_id; } dp_ctx;
 
 /* Function property: where and how an operation runs (MXNet's FnProperty). */
@@ -260,10 +264,14 @@ typedef struct dp_device_backend {
     int (*mem_alloc)(int dev_id, size_t size, void **out, void *user);
     int (*mem_free)(int dev_id, void *ptr, void *user);
     int (*mem_copy)(void *dst, const void *src, size_t bytes, int kind, int dev_id, void *stream, void *user);
+    /* Pinned host memory, for arrays on DP_DEV_CPU_PINNED (optional). */
+    int (*host_alloc)(size_t size, void **out, void *user);
+    int (*host_free)(void *ptr, void *user);
     /* Events (optional, all four or none). With them a GPU worker does not
        wait for its stream after each op: it records an event, takes its
        next op, and completes the first one when event_query says the event
-       has passed (0; 1 while pending; anything else is an error code). At
+       has passed (0; DP_EVENT_PENDING while it has not; anything else is an
+       error code, which error_string explains). At
        most 8 ops per worker are in flight. Without them each op ends with
        stream_synchronize. */
     int (*event_create)(int dev_id, void **out_event, void *user);
@@ -271,6 +279,8 @@ typedef struct dp_device_backend {
     int (*event_record)(int dev_id, void *event, void *stream, void *user);
     int (*event_query)(int dev_id, void *event, void *user);
 } dp_device_backend;
+
+#define DP_EVENT_PENDING (-1)   /* dp_device_backend.event_query: not passed yet */
 
 /* Allocator: both functions or neither. alloc gets the alignment (a power of
    two); free gets the size that was asked for. */
@@ -561,7 +571,9 @@ DP_API double dp_random_uniform01(dp_engine *eng, dp_ctx ctx);
 DP_API dp_var dp_temp_space_var(dp_engine *eng, dp_ctx ctx);
 DP_API void *dp_temp_space(dp_engine *eng, dp_ctx ctx, size_t bytes);
 /* New arrays of draws: uniform in [low, high), normal(mean, stddev); for
-   integer dtypes the draw is converted (truncated). */
+   integer dtypes the draw is converted (truncated). On a GPU they run the
+   random operators' GPU kernels (depeng_cuda.h; without them
+   DP_ERROR_BAD_CONTEXT); not on DP_DEV_CPU_PINNED. */
 DP_API dp_result dp_nd_random_uniform(dp_engine *eng, double low, double high, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
 DP_API dp_result dp_nd_random_normal(dp_engine *eng, double mean, double stddev, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
 
@@ -649,7 +661,8 @@ DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n
 /* Runs op on the inputs (MXNet's imperative invoke). outputs[i] NULL: a new
    array is made (and returned there); else it must have the inferred shape,
    dtype and a context of the inputs', and is written with req (NULL: all
-   DP_REQ_WRITE). While this thread records (dp_autograd_begin), an
+   DP_REQ_WRITE). An operator without inputs runs on the device of a given
+   output 0 (else CPU 0). While this thread records (dp_autograd_begin), an
    invocation with an input in a graph is recorded for dp_autograd_backward;
    then a given output, or a mutated input, must not be in a graph itself. */
 DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
@@ -1129,7 +1142,7 @@ struct dp_engine {
     dp__prof_buf inline_prof;
     dp__mutex graph_mtx;
     dp__graph_rec *graph; size_t ngraph, capgraph;
-    struct dp__storage *storage[2][DP__MAX_DEV];   /* [CPU, GPU][device]: see >>storage */
+    struct dp__storage *storage[3][DP__MAX_DEV];   /* [CPU, GPU, pinned][device]: see >>storage */
     struct dp__resources *resources[2][DP__MAX_DEV]; /* [CPU, GPU][device]: see >>resources */
 };
 
@@ -1869,7 +1882,7 @@ static dp__block *dp__gpu_settle(dp_engine *eng, dp__worker *w, int all) {
         int slot = w->inflight_head, err = be->event_query(w->ctx.dev_id, w->events[slot], be->user);
         dp__block *b = w->inflight[slot], *next;
         char msg[200];
-        if (err == 1) { if (!all) break; dp__thread_yield(); continue; }
+        if (err == DP_EVENT_PENDING) { if (!all) break; dp__thread_yield(); continue; }
         w->inflight_head = (slot + 1) % DP__GPU_INFLIGHT;
         w->inflight_count--;
         if (err) snprintf(msg, sizeof msg, "GPU %d stream work: %s", (int)w->ctx.dev_id, dp__backend_error(eng, err));
@@ -2035,8 +2048,8 @@ static dp__group *dp__route(dp_engine *eng, dp__block *b) {
     }
     if (prop == DP_PROP_CPU_PRIORITIZED) return eng->prio_group;
     {
-        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = b->ctx.dev_id;
-        return dp__lazy_group(eng, &eng->cpu_groups[b->ctx.dev_id], d->cpu_worker_nthreads, 0, c, 0, 0);
+        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = b->ctx.dev_type == DP_DEV_CPU_PINNED ? 0 : b->ctx.dev_id;
+        return dp__lazy_group(eng, &eng->cpu_groups[c.dev_id], d->cpu_worker_nthreads, 0, c, 0, 0);
     }
 }
 
@@ -2345,9 +2358,14 @@ static int dp__vref_cmp(const void *a, const void *b) {
     if (x->v != y->v) return (uintptr_t)x->v < (uintptr_t)y->v ? -1 : 1;
     return y->write - x->write;     /* the write sorts first among duplicates */
 }
+static int dp__pinned_memory(const dp_engine *eng) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    return be && be->host_alloc && be->host_free;
+}
 static dp_result dp__check_ctx(dp_engine *eng, dp_ctx c, const char *name) {
     if ((c.dev_type == DP_DEV_DEFAULT || c.dev_type == DP_DEV_CPU) && c.dev_id >= 0 && c.dev_id < DP__MAX_DEV) return DP_OK;
     if (c.dev_type == DP_DEV_GPU && eng->desc.gpu_backend && c.dev_id >= 0 && c.dev_id < eng->gpu_count) return DP_OK;
+    if (c.dev_type == DP_DEV_CPU_PINNED && dp__pinned_memory(eng) && c.dev_id >= 0 && c.dev_id < DP__MAX_DEV) return DP_OK;
     DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "'%s': device type %d id %d (%d GPUs)", name ? name : "(unnamed)",
             (int)c.dev_type, (int)c.dev_id, eng->gpu_count);
     return DP_ERROR_BAD_CONTEXT;
@@ -2892,7 +2910,7 @@ static void dp__engine_free(dp_engine *eng) {
     size_t k;
     dp__failure *f, *next;
     while (dp__load(&eng->outside_finishers, DP__ACQUIRE) != 0) dp__thread_yield();
-    for (i = 0; i < 2 * DP__MAX_DEV; i++) dp__storage_destroy(eng, eng->storage[i / DP__MAX_DEV][i % DP__MAX_DEV]);
+    for (i = 0; i < 3 * DP__MAX_DEV; i++) dp__storage_destroy(eng, eng->storage[i / DP__MAX_DEV][i % DP__MAX_DEV]);
     for (i = 0; i < DP__MAX_DEV; i++) { dp__resources_destroy(eng, eng->resources[0][i]); dp__resources_destroy(eng, eng->resources[1][i]); }
     for (i = 0; i < DP__MAX_DEV; i++) {
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->cpu_groups[i], DP__RELAXED));
@@ -4240,17 +4258,25 @@ static void *dp__device_alloc(dp_engine *eng, dp_ctx ctx, size_t size) {
         if (err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d: allocating %zu bytes: %s", (int)ctx.dev_id, size, dp__backend_error(eng, err));
         return err ? NULL : p;
     }
+    if (ctx.dev_type == DP_DEV_CPU_PINNED) {
+        const dp_device_backend *be = eng->desc.gpu_backend;
+        void *p = NULL;
+        int err = be->host_alloc(size, &p, be->user);
+        if (err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "pinned host memory: allocating %zu bytes: %s", size, dp__backend_error(eng, err));
+        return err ? NULL : p;
+    }
     if (eng->desc.allocator.alloc) return eng->desc.allocator.alloc(size, 64, eng->desc.allocator.user);
     return aligned_alloc(64, size);              /* size is a class: a multiple of 64 */
 }
 static void dp__device_free(dp_engine *eng, dp_ctx ctx, void *p, size_t size) {
     if (ctx.dev_type == DP_DEV_GPU) { eng->desc.gpu_backend->mem_free(ctx.dev_id, p, eng->desc.gpu_backend->user); return; }
+    if (ctx.dev_type == DP_DEV_CPU_PINNED) { eng->desc.gpu_backend->host_free(p, eng->desc.gpu_backend->user); return; }
     if (eng->desc.allocator.free) eng->desc.allocator.free(p, size, eng->desc.allocator.user);
     else free(p);
 }
 /* The manager of ctx (made on first use), or NULL if out of memory. */
 static dp__storage *dp__storage_of(dp_engine *eng, dp_ctx ctx) {
-    dp__storage **slot = &eng->storage[ctx.dev_type == DP_DEV_GPU][ctx.dev_id];
+    dp__storage **slot = &eng->storage[ctx.dev_type == DP_DEV_GPU ? 1 : ctx.dev_type == DP_DEV_CPU_PINNED ? 2 : 0][ctx.dev_id];
     dp__storage *st;
     dp__mutex_lock(&eng->create_mtx);
     st = *slot;
@@ -4264,6 +4290,7 @@ static dp__storage *dp__storage_of(dp_engine *eng, dp_ctx ctx) {
     dp__mutex_unlock(&eng->create_mtx);
     return st;
 }
+static void dp__storage_drain(dp_engine *eng, dp__storage *st);
 /* A block of at least bytes; *size is what it really holds (its class). */
 static void *dp__storage_get(dp_engine *eng, dp__storage *st, size_t bytes, size_t *size) {
     size_t cls = dp__storage_class(bytes ? bytes : 1);
@@ -4283,7 +4310,15 @@ static void *dp__storage_get(dp_engine *eng, dp__storage *st, size_t bytes, size
         }
     }
     dp__mutex_unlock(&st->m);
-    if (!p && (p = dp__device_alloc(eng, st->ctx, cls)) == NULL) return NULL;
+    if (!p && (p = dp__device_alloc(eng, st->ctx, cls)) == NULL) {
+        int pooled;
+        dp__mutex_lock(&st->m);
+        pooled = st->stats.bytes_pooled > 0;
+        dp__mutex_unlock(&st->m);
+        if (!pooled) return NULL;
+        dp__storage_drain(eng, st);      /* as MXNet's pool: give the kept blocks back, then try once more */
+        if ((p = dp__device_alloc(eng, st->ctx, cls)) == NULL) return NULL;
+    }
     dp__mutex_lock(&st->m);
     st->stats.bytes_in_use += cls;
     st->stats.allocations++;
@@ -4849,6 +4884,24 @@ static int dp__random_op(dp_run_ctx *rc, void *arg) {
     dp__free(rc->engine, g, sizeof *g);
     return rc->input_status;
 }
+/* On a GPU, the random operator's GPU kernel (depeng_cuda.h) draws into a
+   new device array: a counter-based generator keyed from the device's
+   host-side generator state. */
+static dp_result dp__nd_random_gpu(dp_engine *eng, int kind, double p0, double p1, const dp_shape *shape, dp_dtype dtype,
+                                   dp_ctx ctx, dp_ndarray **out) {
+    const char *keys[4] = {"shape", NULL, NULL, "dtype"}, *vals[4];
+    char sv[160], v1[40], v2[40];
+    dp_result r;
+    keys[1] = kind == 0 ? "low" : "loc"; keys[2] = kind == 0 ? "high" : "scale";
+    snprintf(v1, sizeof v1, "%.17g", p0); snprintf(v2, sizeof v2, "%.17g", p1);
+    vals[0] = dp__shape_str(shape, sv, sizeof sv); vals[1] = v1; vals[2] = v2; vals[3] = dp_dtype_name(dtype);
+    if ((r = dp_nd_empty(eng, shape, dtype, ctx, out)) != DP_OK) return r;
+    if ((r = dp_op_invoke(eng, kind == 0 ? "random_uniform" : "random_normal", 0, NULL, 4, keys, vals, 0, 1, out, NULL)) != DP_OK) {
+        dp_nd_release(*out);
+        *out = NULL;
+    }
+    return r;
+}
 static dp_result dp__nd_random(dp_engine *eng, const char *what, int kind, double p0, double p1, const dp_shape *shape,
                                dp_dtype dtype, dp_ctx ctx, dp_ndarray **out) {
     size_t bytes;
@@ -4862,8 +4915,9 @@ static dp_result dp__nd_random(dp_engine *eng, const char *what, int kind, doubl
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: parameters %g, %g", what, p0, p1);
         return DP_ERROR_INVALID_ARGS;
     }
+    if (ctx.dev_type == DP_DEV_GPU) return dp__nd_random_gpu(eng, kind, p0, p1, shape, dtype, ctx, out);
     if (ctx.dev_type != DP_DEV_CPU || (res = dp__resources_of(eng, ctx)) == NULL) {   /* the fill writes host memory */
-        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: random arrays are made on CPU devices", what);
+        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: random arrays are made on CPU or GPU devices", what);
         return DP_ERROR_BAD_CONTEXT;
     }
     if ((r = dp__nd_new(eng, shape, dtype, ctx, bytes, out)) != DP_OK) return r;
@@ -5570,7 +5624,7 @@ static int dp__arity(const dp_operator *op, const dp_params *p, int declared) {
 }
 /* Input count, kernel and output shapes, checked; logs what is wrong. */
 static dp_result dp__invoke_check(dp_engine *eng, const dp_operator *op, const dp_params *p, int nin, dp_ndarray *const *in,
-                                  int nout, dp_shape *oshape, dp_dtype *odtype, dp_kernel_fn *kernel) {
+                                  dp_ctx ctx, int nout, dp_shape *oshape, dp_dtype *odtype, dp_kernel_fn *kernel) {
     dp_shape ishape[DP__MAX_OP_ARRAYS];
     dp_dtype idtype[DP__MAX_OP_ARRAYS];
     char msg[256], sb[160];
@@ -5592,10 +5646,10 @@ static dp_result dp__invoke_check(dp_engine *eng, const dp_operator *op, const d
         ishape[i] = *dp_nd_shape(in[i]);
         idtype[i] = dp_nd_dtype(in[i]);
     }
-    *kernel = nin && dp_nd_ctx(in[0]).dev_type == DP_DEV_GPU ? op->forward_gpu : op->forward_cpu;
+    *kernel = ctx.dev_type == DP_DEV_GPU ? op->forward_gpu : op->forward_cpu;
     if (!*kernel) {
         DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "operator '%s' has no kernel for %s", op->name,
-                nin && dp_nd_ctx(in[0]).dev_type == DP_DEV_GPU ? "GPUs (include depeng_cuda.h)" : "the CPU");
+                ctx.dev_type == DP_DEV_GPU ? "GPUs (include depeng_cuda.h)" : "the CPU");
         return DP_ERROR_BAD_CONTEXT;
     }
     msg[0] = 0;
@@ -5654,8 +5708,9 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     int i, made[DP__MAX_OP_ARRAYS] = {0}, nw;
     dp_result r;
     if (!outputs || nout < 1 || nout > DP__MAX_OP_ARRAYS) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': an outputs array of 1..%d is needed", op->name, DP__MAX_OP_ARRAYS); return DP_ERROR_INVALID_ARGS; }
-    if ((r = dp__invoke_check(eng, op, params, nin, inputs, nout, oshape, odtype, &kernel)) != DP_OK) return r;
-    if (nin) ctx = dp_nd_ctx(inputs[0]);
+    if (nin && inputs && inputs[0]) ctx = dp_nd_ctx(inputs[0]);
+    else if (!nin && outputs[0]) ctx = dp_nd_ctx(outputs[0]);   /* no inputs: the given output's device */
+    if ((r = dp__invoke_check(eng, op, params, nin, inputs, ctx, nout, oshape, odtype, &kernel)) != DP_OK) return r;
     for (i = 0; i < nout; i++)
         if (outputs[i] && (r = dp__check_output(eng, op, i, outputs[i], &oshape[i], odtype[i], ctx)) != DP_OK) return r;
     record = record && dp__ag_should_record(nin, inputs);
@@ -6942,7 +6997,7 @@ static void dp__register_nn(void) {
     dp__register(&op);
 }
 /* >>random operators: no inputs; shape and dtype from the parameters; on
-   CPU 0 (an invocation without inputs has no device to follow). They ask
+   the device of a given output, else CPU 0. They ask
    for the random resource, so draws are ordered as dp_nd_random_* orders
    them. */
 static const dp_param_def dp__uniform_params[] = {

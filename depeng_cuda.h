@@ -76,7 +76,10 @@
      manager; cudaFree synchronizes the whole device, which is why the pool
      exists). dp_storage_stats_get(eng, gpu ctx) gives the counters and
      dp_storage_release_pool(eng, gpu ctx) gives the pool back to CUDA.
-     Pinned (page-locked) host memory has its own allocation calls,
+     Pinned (page-locked) host memory is its own context, DP_DEV_CPU_PINNED:
+     arrays there (cudaMallocHost, pooled like any array's memory) are CPU
+     arrays whose dp_nd_copy_to to and from a GPU runs asynchronously on the
+     copy worker's stream at full bus speed. For plain buffers there are
      dp_cuda_pinned_alloc / dp_cuda_pinned_free: host buffers handed to
      dp_nd_from_host, dp_nd_read and dp_nd_write copy at full bus speed from
      it, and asynchronous copies from it do not stage through a bounce buffer.
@@ -177,7 +180,7 @@ extern "C" {
 /* The CUDA device backend, for dp_engine_desc.gpu_backend: device discovery,
    one non-blocking stream per GPU worker, events for completion, device
    memory and copies (see chapters 2 and 3). Its error codes are cudaError_t
-   values (event_query: 1 means "not yet", as the interface asks).
+   values (event_query answers DP_EVENT_PENDING for "not yet").
    Returns: a pointer to a constant that lives as long as the process.
    Thread safety: any thread. */
 DP_API const dp_device_backend *dp_cuda_backend(void);
@@ -336,17 +339,15 @@ static int dp__cu_event_record(int dev, void *event, void *stream, void *user) {
     (void)dev; (void)user;
     return e == cudaSuccess ? 0 : dp__cu_fail(e);
 }
-/* 0 passed, 1 pending, else the error of the work before the event. The
-   interface reserves 1 for "pending", which is also cudaErrorInvalidValue's
-   code: that one (not expected from a valid event) is reported as
-   cudaErrorUnknown so it cannot pass for "not yet" forever. */
+/* 0 passed, DP_EVENT_PENDING not yet, else the error of the work before
+   the event (a cudaError_t, always positive). */
 static int dp__cu_event_query(int dev, void *event, void *user) {
     cudaError_t e = cudaEventQuery((cudaEvent_t)event);
     (void)dev; (void)user;
     if (e == cudaSuccess) return 0;
-    if (e == cudaErrorNotReady) return 1;
+    if (e == cudaErrorNotReady) return DP_EVENT_PENDING;
     dp__cu_fail(e);
-    return e == cudaErrorInvalidValue ? (int)cudaErrorUnknown : (int)e;
+    return (int)e;
 }
 
 /* >>cuda_memory ------------------------------------------------------------- */
@@ -393,6 +394,8 @@ static int dp__cu_mem_copy(void *dst, const void *src, size_t bytes, int kind, i
     e = stream ? cudaMemcpyAsync(dst, src, bytes, kinds[kind], (cudaStream_t)stream) : cudaMemcpy(dst, src, bytes, kinds[kind]);
     return e == cudaSuccess ? 0 : dp__cu_fail(e);
 }
+static int dp__cu_host_alloc(size_t size, void **out, void *user);
+static int dp__cu_host_free(void *ptr, void *user);
 static dp_device_backend dp__cu_make_backend(void) {
     dp_device_backend b;
     memset(&b, 0, sizeof b);
@@ -410,6 +413,8 @@ static dp_device_backend dp__cu_make_backend(void) {
     b.mem_alloc = dp__cu_mem_alloc;
     b.mem_free = dp__cu_mem_free;
     b.mem_copy = dp__cu_mem_copy;
+    b.host_alloc = dp__cu_host_alloc;
+    b.host_free = dp__cu_host_free;
     return b;
 }
 DP_IMPL const dp_device_backend *dp_cuda_backend(void) {
@@ -457,6 +462,19 @@ DP_IMPL dp_result dp_cuda_pinned_free(void *ptr) {
     if (e == cudaSuccess) return DP_OK;
     dp__cu_fail(e);
     return DP_ERROR_BACKEND;
+}
+/* The backend's host_alloc / host_free: arrays on DP_DEV_CPU_PINNED. */
+static int dp__cu_host_alloc(size_t size, void **out, void *user) {
+    cudaError_t e = cudaMallocHost(out, size ? size : 1);
+    (void)user;
+    if (e == cudaSuccess) return 0;
+    *out = NULL;
+    return dp__cu_fail(e);
+}
+static int dp__cu_host_free(void *ptr, void *user) {
+    cudaError_t e = cudaFreeHost(ptr);
+    (void)user;
+    return e == cudaSuccess ? 0 : dp__cu_fail(e);
 }
 
 /* >>cuda_launch --------------------------------------------------------------

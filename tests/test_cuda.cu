@@ -388,6 +388,7 @@ static void test_no_gpu_reported_cleanly(void) {
     void *p = (void *)&p;
     CHECK(n == g_gpus && be && strcmp(be->name, "cuda") == 0 && be->device_count(be->user) == n);
     CHECK(be->set_device && be->stream_create && be->stream_destroy && be->stream_synchronize && be->error_string);
+    CHECK(be->host_alloc && be->host_free);                    /* the pinned context */
     CHECK(be->mem_alloc && be->mem_free && be->mem_copy && be->event_create && be->event_destroy && be->event_record && be->event_query);
     CHECK(strcmp(be->error_string((int)cudaErrorInsufficientDriver, be->user), cudaGetErrorString(cudaErrorInsufficientDriver)) == 0);
     /* a GPU that is not there: refused, with the reason */
@@ -877,6 +878,22 @@ static void test_gpu_pinned_memory(void) {
     CHECK(cudaPointerGetAttributes(&attr, p) == cudaSuccess && attr.type == cudaMemoryTypeHost);
     CHECK(dp_cuda_pinned_free(p) == DP_OK);
     CHECK(dp_cuda_pinned_alloc(0, &p) == DP_OK && p && dp_cuda_pinned_free(p) == DP_OK);
+    {   /* arrays on the pinned context: host memory CUDA knows, copied to the GPU and back */
+        dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, 1);
+        dp_ctx pinned = {DP_DEV_CPU_PINNED, 0}, gpu0 = {DP_DEV_GPU, 0};
+        dp_shape s = S(1, 1000);
+        dp_ndarray *a = NULL, *g = NULL, *back = NULL;
+        float host[1000], out[1000];
+        int i;
+        for (i = 0; i < 1000; i++) host[i] = (float)i * 0.5f;
+        CHECK(dp_nd_from_host(e, &s, DP_FLOAT32, pinned, host, &a) == DP_OK);
+        memset(&attr, 0, sizeof attr);
+        CHECK(a && cudaPointerGetAttributes(&attr, dp_nd_data(a)) == cudaSuccess && attr.type == cudaMemoryTypeHost);
+        CHECK(dp_nd_copy_to(a, gpu0, &g) == DP_OK && dp_nd_copy_to(g, pinned, &back) == DP_OK);
+        CHECK(back && dp_nd_read(back, out, sizeof out, NULL) == DP_OK && memcmp(host, out, sizeof out) == 0);
+        dp_nd_release(a); dp_nd_release(g); dp_nd_release(back);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
 }
 
 int main(void) {

@@ -763,7 +763,7 @@ static int fake_ev_record(int dev, void *e, void *stream, void *u) {
 static int fake_ev_query(int dev, void *e, void *u) {
     fake_event *ev = (fake_event *)e;
     (void)dev; (void)u;
-    if (++ev->queries < 3) return 1;
+    if (++ev->queries < 3) return DP_EVENT_PENDING;
     if (ev->op == ev_fail_op) return 9;
     if (ev->op >= 0) __atomic_store_n(&ev_passed[ev->op], 1, __ATOMIC_RELEASE);
     return 0;

@@ -1088,13 +1088,65 @@ static void test_gradients(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* ---- pinned host memory as its own context, and GPU kernels attached by
+   dp_op_set_kernel (the fake GPU's memory is host memory, so the CPU
+   kernels can stand in for GPU ones) */
+static int g_pinned_live;
+static int fake_host_alloc(size_t size, void **out, void *u) { (void)u; *out = malloc(size); if (*out) __atomic_fetch_add(&g_pinned_live, 1, __ATOMIC_RELAXED); return *out ? 0 : 2; }
+static int fake_host_free(void *p, void *u) { (void)u; free(p); __atomic_fetch_sub(&g_pinned_live, 1, __ATOMIC_RELAXED); return 0; }
+static void test_pinned_and_gpu_kernels(void) {
+    int k;
+    dp_kernel_fn cpu_uniform = dp_op_find("random_uniform")->forward_cpu, cpu_exp = dp_op_find("exp")->forward_cpu;
+    g_fake_gpu.host_alloc = fake_host_alloc; g_fake_gpu.host_free = fake_host_free;
+    CHECK(dp_op_set_kernel("random_uniform", DP_DEV_GPU, cpu_uniform) == DP_OK && dp_op_set_kernel("exp", DP_DEV_GPU, cpu_exp) == DP_OK);
+    CHECK(dp_op_set_kernel("no_such_op", DP_DEV_GPU, cpu_exp) == DP_ERROR_INVALID_ARGS && dp_op_set_kernel("exp", 7, cpu_exp) == DP_ERROR_INVALID_ARGS);
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 1);
+        dp_ctx pinned = {DP_DEV_CPU_PINNED, 0}, gpu0 = {DP_DEV_GPU, 0};
+        dp_shape s = {1, {4}};
+        double x[4] = {1, 2, 3, 4}, y[4], u_gpu[4], u_cpu[4];
+        dp_ndarray *a, *b, *sum = NULL, *g, *back, *ug, *uc, *eg = NULL;
+        dp_storage_stats st;
+        CHECK(dp_nd_from_host(e, &s, DP_FLOAT64, pinned, x, &a) == DP_OK && dp_nd_ctx(a).dev_type == DP_DEV_CPU_PINNED);
+        CHECK(dp_nd_ones(e, &s, DP_FLOAT64, pinned, &b) == DP_OK);
+        { dp_ndarray *in[2]; in[0] = a; in[1] = b; CHECK(dp_op_invoke(e, "add", 2, in, 0, NULL, NULL, 0, 1, &sum, NULL) == DP_OK); }
+        CHECK(sum && dp_nd_ctx(sum).dev_type == DP_DEV_CPU_PINNED && dp_nd_read(sum, y, sizeof y, NULL) == DP_OK && y[0] == 2 && y[3] == 5);
+        CHECK(dp_nd_copy_to(a, gpu0, &g) == DP_OK && dp_nd_copy_to(g, pinned, &back) == DP_OK);
+        CHECK(dp_nd_read(back, y, sizeof y, NULL) == DP_OK && memcmp(x, y, sizeof x) == 0);
+        CHECK(dp_storage_stats_get(e, pinned, &st) == DP_OK && st.bytes_in_use == 4 * 64);
+        CHECK(dp_op_invoke(e, "exp", 1, &g, 0, NULL, NULL, 0, 1, &eg, NULL) == DP_OK && eg && dp_nd_ctx(eg).dev_type == DP_DEV_GPU);
+        CHECK(dp_nd_read(eg, y, sizeof y, NULL) == DP_OK && fabs(y[1] - exp(2.0)) < 1e-12);
+        CHECK(dp_random_seed(e, gpu0, 7) == DP_OK && dp_random_seed(e, CPU0, 7) == DP_OK);   /* the same generator on both */
+        CHECK(dp_nd_random_uniform(e, -1, 1, &s, DP_FLOAT64, gpu0, &ug) == DP_OK && dp_nd_ctx(ug).dev_type == DP_DEV_GPU);
+        CHECK(dp_nd_random_uniform(e, -1, 1, &s, DP_FLOAT64, CPU0, &uc) == DP_OK);
+        CHECK(dp_nd_read(ug, u_gpu, sizeof u_gpu, NULL) == DP_OK && dp_nd_read(uc, u_cpu, sizeof u_cpu, NULL) == DP_OK);
+        CHECK(memcmp(u_gpu, u_cpu, sizeof u_gpu) == 0 && u_gpu[0] != u_gpu[1] && u_gpu[0] >= -1 && u_gpu[0] < 1);
+        dp_nd_release(a); dp_nd_release(b); dp_nd_release(sum); dp_nd_release(g); dp_nd_release(back);
+        dp_nd_release(ug); dp_nd_release(uc); dp_nd_release(eg);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(g_pinned_live == 0);
+    }
+    CHECK(dp_op_set_kernel("random_uniform", DP_DEV_GPU, NULL) == DP_OK && dp_op_set_kernel("exp", DP_DEV_GPU, NULL) == DP_OK);
+    {   /* without host_alloc there is no pinned context; without a GPU kernel, no GPU random arrays */
+        dp_engine *e;
+        dp_ctx pinned = {DP_DEV_CPU_PINNED, 0}, gpu0 = {DP_DEV_GPU, 0};
+        dp_shape s = {1, {4}};
+        dp_ndarray *a = NULL;
+        g_fake_gpu.host_alloc = NULL; g_fake_gpu.host_free = NULL;
+        e = make_engine(DP_ENGINE_PERDEVICE, DP_STORAGE_DEFAULT, 1);
+        CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, pinned, &a) == DP_ERROR_BAD_CONTEXT && a == NULL);
+        CHECK(dp_nd_random_uniform(e, 0, 1, &s, DP_FLOAT32, gpu0, &a) == DP_ERROR_BAD_CONTEXT && a == NULL);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
         {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
         {"bad_input", test_bad_input}, {"resources", test_resources}, {"files", test_files}, {"operators", test_operators},
         {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"linear", test_linear}, {"same_results_all_engines", test_same_results_all_engines},
-        {"gradients", test_gradients},
+        {"gradients", test_gradients}, {"pinned_and_gpu_kernels", test_pinned_and_gpu_kernels},
     };
     g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
     g_fake_gpu.stream_destroy = fake_stream_destroy; g_fake_gpu.stream_synchronize = fake_sync;
