@@ -3218,6 +3218,15 @@ DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
    updates). Everything below uses the engine only through its public calls: an array's chunk is a variable, filling
    and copying are pushed operations, and freeing is a variable delete. */
 
+/* Element math that nvcc also compiles for the device (depeng_cuda.h), so
+   the CPU tests check the formulas a GPU runs. */
+#if defined(__CUDACC__)
+#define DP__HD __host__ __device__
+#else
+#define DP__HD
+#endif
+
+
 /* >>files: the .npy / .npz codec ===========================================
  * .npy / .npz codec
  *
@@ -4852,14 +4861,19 @@ DP_IMPL dp_result dp_random_seed(dp_engine *eng, dp_ctx ctx, uint64_t seed) {
 /* Random fills: kind 0 uniform [p0, p1), kind 1 normal (mean p0, stddev p1,
    Box-Muller: two uniforms give two normals). */
 typedef struct dp__random_arg { dp_ndarray *a; dp__resources *r; int kind; double p0, p1; } dp__random_arg;
+/* Box-Muller: two uniforms (u1 in (0, 1]) give two normals; `second`
+   picks the sine one. */
+static DP__HD double dp__box_muller(double u1, double u2, int second) {
+    double radius = sqrt(-2.0 * log(u1)), angle = 6.283185307179586 * u2;
+    return radius * (second ? sin(angle) : cos(angle));
+}
 static double dp__draw(dp__random_arg *g, int64_t i, double *spare) {
     if (g->kind == 0) return g->p0 + (g->p1 - g->p0) * dp__rng_uniform01(g->r->rng);
     if (i & 1) return g->p0 + g->p1 * *spare;
     {
         double u1 = 1.0 - dp__rng_uniform01(g->r->rng), u2 = dp__rng_uniform01(g->r->rng);  /* u1 in (0, 1] */
-        double radius = sqrt(-2.0 * log(u1)), angle = 6.283185307179586 * u2;
-        *spare = radius * sin(angle);
-        return g->p0 + g->p1 * radius * cos(angle);
+        *spare = dp__box_muller(u1, u2, 1);
+        return g->p0 + g->p1 * dp__box_muller(u1, u2, 0);
     }
 }
 static int dp__random_op(dp_run_ctx *rc, void *arg) {
@@ -6216,11 +6230,6 @@ done:
    The element-wise math is one line per operator, in functions that nvcc
    also compiles for the device (DP__HD), so the CPU tests check the formulas
    a GPU runs. Kernels compute in double and store in the output's dtype. */
-#if defined(__CUDACC__)
-#define DP__HD __host__ __device__
-#else
-#define DP__HD
-#endif
 static DP__HD double dp__f_negative(double x) { return -x; }
 static DP__HD double dp__f_abs(double x) { return x < 0 ? -x : x; }
 static DP__HD double dp__f_sign(double x) { return (double)((x > 0) - (x < 0)); }
@@ -6243,6 +6252,22 @@ static DP__HD double dp__f_power(double a, double b) { return pow(a, b); }
 static DP__HD double dp__f_rsub(double a, double b) { return b - a; }
 static DP__HD double dp__f_rdiv(double a, double b) { return b / a; }
 static DP__HD double dp__f_rpower(double a, double b) { return pow(b, a); }
+/* The rest of the built-in operators' element math, shared with the GPU
+   kernels in the same way. clip and its gradient: */
+static DP__HD double dp__f_clip(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
+static DP__HD double dp__d_clip(double og, double x, double lo, double hi) { return x >= lo && x <= hi ? og : 0; }
+/* softmax, log_softmax and softmax_cross_entropy, per element of a row
+   whose maximum is mx and whose sum of exp(x - mx) is sum; in the
+   gradients y is the softmax, og the output gradient and dot the row's
+   sum of og * y (softmax) or of og (log_softmax). */
+static DP__HD double dp__f_softmax(double x, double mx, double sum) { return exp(x - mx) / sum; }
+static DP__HD double dp__f_log_softmax(double x, double mx, double sum) { return (x - mx) - log(sum); }
+static DP__HD double dp__d_softmax(double y, double og, double dot) { return y * (og - dot); }
+static DP__HD double dp__d_log_softmax(double y, double og, double dot) { return og - y * dot; }
+static DP__HD double dp__f_sce_row(double x_label, double mx, double sum) { return log(sum) - (x_label - mx); }
+static DP__HD double dp__d_sce(double og, double y, int is_label) { return og * (y - is_label); }
+/* A label names a class: an integer in 0..classes-1. */
+static DP__HD int dp__label_ok(double v, int64_t classes) { return v >= 0 && v < (double)classes && v == (double)(int64_t)v; }
 
 static double dp__load_elem(const void *p, dp_dtype dt, int64_t i) {
     switch (dt) {
@@ -6365,7 +6390,7 @@ static int dp__k_clip(const dp_kernel_ctx *k) {
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
     double lo = k->params->v[0].f, hi = k->params->v[1].f;
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
-    for (i = 0; i < n; i++) { double v = dp__load_elem(x, t, i); dp__store_elem(y, t, i, v < lo ? lo : v > hi ? hi : v, k->req[0]); }
+    for (i = 0; i < n; i++) dp__store_elem(y, t, i, dp__f_clip(dp__load_elem(x, t, i), lo, hi), k->req[0]);
     return 0;
 }
 static int dp__infer_clip(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
@@ -6490,7 +6515,7 @@ static int dp__k_clip_grad(const dp_kernel_ctx *k) {
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
     double lo = k->params->v[0].f, hi = k->params->v[1].f;
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[1]));
-    for (i = 0; i < n; i++) { double v = dp__load_elem(x, t, i); dp__store_elem(g, t, i, v >= lo && v <= hi ? dp__load_elem(og, t, i) : 0, k->req[0]); }
+    for (i = 0; i < n; i++) dp__store_elem(g, t, i, dp__d_clip(dp__load_elem(og, t, i), dp__load_elem(x, t, i), lo, hi), k->req[0]);
     return 0;
 }
 #define DP__UNARY_GRAD_KERNEL(name, doc) static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__unary_grad(k, dp__d_##name); }
@@ -6722,8 +6747,8 @@ static void dp__softmax_row(const void *x, void *y, dp_dtype t, int64_t base, in
     int64_t j;
     dp__row_stats(x, t, base, len, inner, &mx, &sum);
     for (j = 0; j < len; j++) {
-        double z = dp__load_elem(x, t, base + j * inner) - mx;
-        dp__store_elem(y, t, base + j * inner, log_form ? z - log(sum) : exp(z) / sum, req);
+        double v = dp__load_elem(x, t, base + j * inner);
+        dp__store_elem(y, t, base + j * inner, log_form ? dp__f_log_softmax(v, mx, sum) : dp__f_softmax(v, mx, sum), req);
     }
 }
 static int dp__softmax_kernel(const dp_kernel_ctx *k, int log_form) {
@@ -6750,12 +6775,12 @@ static int dp__softmax_grad(const dp_kernel_ctx *k, int log_form) {
             double mx, sum, dot = 0;
             dp__row_stats(x, t, base, l, in, &mx, &sum);
             for (j = 0; j < l; j++) {
-                double y = exp(dp__load_elem(x, t, base + j * in) - mx) / sum, o1 = dp__load_elem(og, t, base + j * in);
+                double y = dp__f_softmax(dp__load_elem(x, t, base + j * in), mx, sum), o1 = dp__load_elem(og, t, base + j * in);
                 dot += log_form ? o1 : o1 * y;
             }
             for (j = 0; j < l; j++) {
-                double y = exp(dp__load_elem(x, t, base + j * in) - mx) / sum, o1 = dp__load_elem(og, t, base + j * in);
-                dp__store_elem(g, t, base + j * in, log_form ? o1 - y * dot : y * (o1 - dot), k->req[0]);
+                double y = dp__f_softmax(dp__load_elem(x, t, base + j * in), mx, sum), o1 = dp__load_elem(og, t, base + j * in);
+                dp__store_elem(g, t, base + j * in, log_form ? dp__d_log_softmax(y, o1, dot) : dp__d_softmax(y, o1, dot), k->req[0]);
             }
         }
     }
@@ -6779,7 +6804,7 @@ static int dp__infer_sce(const dp_params *p, int nin, const dp_shape *is, const 
 }
 static int dp__label_at(const dp_kernel_ctx *k, dp_ndarray *label, int64_t r, int64_t classes, int64_t *out) {
     double v = dp__load_elem(dp_nd_data(label), dp_nd_dtype(label), r);
-    if (!(v >= 0) || v >= (double)classes || v != (double)(int64_t)v) {
+    if (!dp__label_ok(v, classes)) {
         char msg[96];
         snprintf(msg, sizeof msg, "label %g of row %lld is not a class in 0..%lld", v, (long long)r, (long long)classes - 1);
         dp_set_error(k->rc, msg);
@@ -6798,7 +6823,7 @@ static int dp__k_sce(const dp_kernel_ctx *k) {
         double mx, sum;
         if (dp__label_at(k, k->inputs[1], r, c, &lab)) return DP_ERROR_INVALID_ARGS;
         dp__row_stats(x, t, r * c, c, 1, &mx, &sum);
-        loss += log(sum) - (dp__load_elem(x, t, r * c + lab) - mx);
+        loss += dp__f_sce_row(dp__load_elem(x, t, r * c + lab), mx, sum);
     }
     dp__store_elem(dp_nd_data(k->outputs[0]), t, 0, loss, k->req[0]);
     return 0;
@@ -6816,7 +6841,7 @@ static int dp__kg_sce(const dp_kernel_ctx *k) {
         if (dp__label_at(k, k->inputs[2], r, c, &lab)) return DP_ERROR_INVALID_ARGS;
         dp__row_stats(x, t, r * c, c, 1, &mx, &sum);
         for (j = 0; j < c; j++)
-            dp__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, og * (exp(dp__load_elem(x, t, r * c + j) - mx) / sum - (j == lab)), k->req[0]);
+            dp__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, dp__d_sce(og, dp__f_softmax(dp__load_elem(x, t, r * c + j), mx, sum), j == lab), k->req[0]);
         dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->inputs[2]), r, 0, k->req[1]);
     }
     return 0;
@@ -7510,6 +7535,17 @@ static DP__HD double dp__f_adam(double *m, double *v, double g, double lr, doubl
     *v = b2 * *v + (1 - b2) * g * g;
     return lr * *m / (sqrt(*v) + eps);
 }
+enum { DP__OPT_SGD, DP__OPT_SGD_MOM, DP__OPT_ADAM };
+/* One element of an update: the new weight, from weight w and gradient g;
+   *s1 (momentum, or Adam's mean) and *s2 (Adam's variance) are updated. p
+   is the parameters in order: lr, wd, rescale_grad, clip_gradient, then
+   momentum, or beta1, beta2, epsilon. */
+static DP__HD double dp__opt_step(int kind, double w, double g, double *s1, double *s2, const double *p) {
+    double gi = dp__opt_grad(g, w, p[2], p[3], p[1], kind == DP__OPT_ADAM);
+    if (kind == DP__OPT_SGD) return dp__f_sgd(w, gi, p[0]);
+    if (kind == DP__OPT_SGD_MOM) return w + dp__f_sgd_mom(s1, gi, p[0], p[4]);
+    return w - dp__f_adam(s1, s2, gi, p[0], p[4], p[5], p[6]);
+}
 /* lr, wd, rescale_grad, clip_gradient first in every update's parameters */
 #define DP__OPT_COMMON_PARAMS \
     {"lr", DP_PARAM_FLOAT, NULL, 0, 0, NULL, "learning rate"}, \
@@ -7520,7 +7556,6 @@ static const dp_param_def dp__sgd_params[] = {DP__OPT_COMMON_PARAMS, {"momentum"
 static const dp_param_def dp__adam_params[] = {DP__OPT_COMMON_PARAMS,
     {"beta1", DP_PARAM_FLOAT, "0.9", 0, 1, NULL, "decay of the mean"}, {"beta2", DP_PARAM_FLOAT, "0.999", 0, 1, NULL, "decay of the variance"},
     {"epsilon", DP_PARAM_FLOAT, "1e-8", 0, 0, NULL, "added to the root of the variance"}};
-enum { DP__OPT_SGD, DP__OPT_SGD_MOM, DP__OPT_ADAM };
 static int dp__infer_update(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                             dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
     int i;
@@ -7537,25 +7572,18 @@ static int dp__infer_update(const dp_params *p, int nin, const dp_shape *is, con
     return 0;
 }
 static int dp__update(const dp_kernel_ctx *k, int kind) {
-    const dp_param_value *v = k->params->v;
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
     const void *w = dp_nd_data(k->inputs[0]), *g = dp_nd_data(k->inputs[1]);
     void *s1 = k->num_inputs > 2 ? dp_nd_data(k->inputs[2]) : NULL, *s2 = k->num_inputs > 3 ? dp_nd_data(k->inputs[3]) : NULL;
     void *out = dp_nd_data(k->outputs[0]);
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    double p[7] = {0, 0, 0, 0, 0, 0, 0};
+    for (i = 0; i < k->params->count && i < 7; i++) p[i] = k->params->v[i].f;
     for (i = 0; i < n; i++) {
-        double wi = dp__load_elem(w, t, i), gi = dp__opt_grad(dp__load_elem(g, t, i), wi, v[2].f, v[3].f, v[1].f, kind == DP__OPT_ADAM), a, b;
-        if (kind == DP__OPT_SGD) wi = dp__f_sgd(wi, gi, v[0].f);
-        else if (kind == DP__OPT_SGD_MOM) {
-            a = dp__load_elem(s1, t, i);
-            wi += dp__f_sgd_mom(&a, gi, v[0].f, v[4].f);
-            dp__store_elem(s1, t, i, a, DP_REQ_WRITE);
-        } else {
-            a = dp__load_elem(s1, t, i); b = dp__load_elem(s2, t, i);
-            wi -= dp__f_adam(&a, &b, gi, v[0].f, v[4].f, v[5].f, v[6].f);
-            dp__store_elem(s1, t, i, a, DP_REQ_WRITE);
-            dp__store_elem(s2, t, i, b, DP_REQ_WRITE);
-        }
+        double a = s1 ? dp__load_elem(s1, t, i) : 0, b = s2 ? dp__load_elem(s2, t, i) : 0;
+        double wi = dp__opt_step(kind, dp__load_elem(w, t, i), dp__load_elem(g, t, i), &a, &b, p);
+        if (s1) dp__store_elem(s1, t, i, a, DP_REQ_WRITE);
+        if (s2) dp__store_elem(s2, t, i, b, DP_REQ_WRITE);
         dp__store_elem(out, t, i, wi, k->req[0]);
     }
     return 0;

@@ -146,15 +146,9 @@
    7. LIMITS AND NON-GOALS
      - Pinned memory is an allocation API, not an array context: arrays on the
        CPU are allocated by the engine's allocator.
-     - random_uniform / random_normal have no inputs, and dp_op_invoke runs
-       an operator without inputs on CPU 0: their GPU kernels run only when
-       called from an operation on a GPU context. Do not use dp_nd_random_*
-       with a GPU context (depeng.h fills the array from the host).
-     - A few expressions live inside depeng.h's CPU kernels rather than in
-       DP__HD functions (clip and its gradient, the softmax forms and their
-       gradients, softmax_cross_entropy's row loss, the label check,
-       Box-Muller): they are written out again here, marked where they are,
-       and the tests compare the two.
+     - random_uniform / random_normal have no inputs: they run on the GPU
+       when their output is given on one (dp_nd_random_* on a GPU context
+       does that).
      - No cuDNN, no multi-GPU kernels, no half precision.
 */
 #ifndef DEPENG_CUDA_H
@@ -1078,15 +1072,14 @@ template <dp__cu_df2 DF> static int dp__cu_kg_binary(const dp_kernel_ctx *k) {
     }
     return 0;
 }
-/* clip and its gradient: the bounds are parameters a_min, a_max. The
-   expressions are dp__k_clip's and dp__k_clip_grad's (not DP__HD functions
-   in depeng.h, so written out here). */
+/* clip and its gradient (depeng.h's dp__f_clip, dp__d_clip): the bounds are
+   parameters a_min, a_max. */
 struct dp__cu_clip_body {
     const void *og, *x; void *y; int t, req; double lo, hi;   /* og NULL: forward */
     DP__CU_HD void operator()(int64_t i) const {
         double v = dp__cu_load(x, t, i);
-        if (!og) dp__cu_store(y, t, i, v < lo ? lo : v > hi ? hi : v, req);
-        else dp__cu_store(y, t, i, v >= lo && v <= hi ? dp__cu_load(og, t, i) : 0, req);
+        if (!og) dp__cu_store(y, t, i, dp__f_clip(v, lo, hi), req);
+        else dp__cu_store(y, t, i, dp__d_clip(dp__cu_load(og, t, i), v, lo, hi), req);
     }
 };
 static int dp__cu_clip(const dp_kernel_ctx *k, int grad) {
@@ -1145,8 +1138,8 @@ struct dp__cu_softmax_body {
         double mx, sum;
         dp__cu_row_stats(team, x, t, base, len, inner, &mx, &sum);
         for (j = team.rank(); j < len; j += team.size()) {
-            double z = dp__cu_load(x, t, base + j * inner) - mx;
-            dp__cu_store(y, t, base + j * inner, log_form ? z - log(sum) : exp(z) / sum, req);
+            double v = dp__cu_load(x, t, base + j * inner);
+            dp__cu_store(y, t, base + j * inner, log_form ? dp__f_log_softmax(v, mx, sum) : dp__f_softmax(v, mx, sum), req);
         }
     }
 };
@@ -1159,7 +1152,7 @@ struct dp__cu_elem_softmax_dot {
         double o1 = dp__cu_load(og, t, at);
         dp__cu_acc a;
         (void)o;
-        a.v = log_form ? o1 : o1 * (exp(dp__cu_load(x, t, at) - mx) / sum); a.i = -1;
+        a.v = log_form ? o1 : o1 * dp__f_softmax(dp__cu_load(x, t, at), mx, sum); a.i = -1;
         return a;
     }
 };
@@ -1175,8 +1168,8 @@ struct dp__cu_softmax_grad_body {
         }
         for (j = team.rank(); j < len; j += team.size()) {
             int64_t at = base + j * inner;
-            double y = exp(dp__cu_load(x, t, at) - mx) / sum, o1 = dp__cu_load(og, t, at);
-            dp__cu_store(g, t, at, log_form ? o1 - y * dot : y * (o1 - dot), req);
+            double y = dp__f_softmax(dp__cu_load(x, t, at), mx, sum), o1 = dp__cu_load(og, t, at);
+            dp__cu_store(g, t, at, log_form ? dp__d_log_softmax(y, o1, dot) : dp__d_softmax(y, o1, dot), req);
         }
     }
 };
@@ -1204,9 +1197,6 @@ static int dp__cu_kg_log_softmax(const dp_kernel_ctx *k) { return dp__cu_softmax
    label is not a class records its index in a flag (the lowest wins, as the
    CPU's scan stops at the first); the kernel function reads the flag back
    and fails with the CPU's message. */
-static DP__CU_HD int dp__cu_label_ok(double v, int64_t classes) {    /* dp__label_at's test */
-    return v >= 0 && v < (double)classes && v == (double)(int64_t)v;
-}
 static DP__CU_HD void dp__cu_flag_row(unsigned long long *flag, unsigned long long row) {
 #ifdef __CUDA_ARCH__
     atomicMin(flag, row);
@@ -1221,20 +1211,20 @@ struct dp__cu_sce_body {
     DP__CU_HD void operator()(const dp__cu_team &team, int64_t r) const {
         double lv = dp__cu_load(label, lt, r), mx, sum;
         int64_t lab, j;
-        if (!dp__cu_label_ok(lv, c)) {             /* the same for the whole team */
+        if (!dp__label_ok(lv, c)) {             /* the same for the whole team */
             if (team.rank() == 0) { dp__cu_flag_row(bad, (unsigned long long)r); if (!og) rowloss[r] = 0; }
             return;
         }
         lab = (int64_t)lv;
         dp__cu_row_stats(team, x, t, r * c, c, 1, &mx, &sum);
         if (!og) {
-            if (team.rank() == 0) rowloss[r] = log(sum) - (dp__cu_load(x, t, r * c + lab) - mx);
+            if (team.rank() == 0) rowloss[r] = dp__f_sce_row(dp__cu_load(x, t, r * c + lab), mx, sum);
             return;
         }
         {
             double o = dp__cu_load(og, t, 0);
             for (j = team.rank(); j < c; j += team.size())
-                dp__cu_store(g, t, r * c + j, o * (exp(dp__cu_load(x, t, r * c + j) - mx) / sum - (j == lab)), req);
+                dp__cu_store(g, t, r * c + j, dp__d_sce(o, dp__f_softmax(dp__cu_load(x, t, r * c + j), mx, sum), j == lab), req);
             if (team.rank() == 0) dp__cu_store(lg, lt, r, 0, lreq);
         }
     }
@@ -1397,8 +1387,7 @@ struct dp__cu_random_body {
         else {
             uint64_t pair = (uint64_t)i >> 1;
             double u1 = 1.0 - dp__cu_uniform01(key, 2 * pair), u2 = dp__cu_uniform01(key, 2 * pair + 1);   /* u1 in (0, 1] */
-            double radius = sqrt(-2.0 * log(u1)), angle = 6.283185307179586 * u2;
-            v = p0 + p1 * radius * ((i & 1) ? sin(angle) : cos(angle));
+            v = p0 + p1 * dp__box_muller(u1, u2, (int)(i & 1));
         }
         dp__cu_store(y, t, i, v, req);
     }
@@ -1629,46 +1618,34 @@ static int dp__cu_kg_fc(const dp_kernel_ctx *k) {
 }
 
 /* >>cuda_updates ---------------------------------------------------------------
-   sgd_update, sgd_mom_update, adam_update: dp__update per element, with
-   depeng's dp__opt_grad (Adam adds the weight decay before clipping, SGD
-   after: MXNet's order), dp__f_sgd, dp__f_sgd_mom and dp__f_adam. Each
-   element reads the weight before writing the output, which may be the
-   weight itself (inplace). */
-enum { DP__CU_SGD, DP__CU_SGD_MOM, DP__CU_ADAM };
+   sgd_update, sgd_mom_update, adam_update: depeng's dp__opt_step per
+   element, as dp__update does on the CPU. Each element reads the weight
+   before writing the output, which may be the weight itself (in place). */
 struct dp__cu_update_body {
     const void *w, *g; void *s1, *s2, *out;
     int t, req, kind;
-    double lr, wd, rescale, clip, p4, p5, p6;   /* parameters in order: p4.. momentum, or beta1 beta2 epsilon */
+    double p[7];     /* lr, wd, rescale_grad, clip_gradient, then momentum or beta1, beta2, epsilon */
     DP__CU_HD void operator()(int64_t i) const {
-        double wi = dp__cu_load(w, t, i), gi = dp__opt_grad(dp__cu_load(g, t, i), wi, rescale, clip, wd, kind == DP__CU_ADAM), a, b;
-        if (kind == DP__CU_SGD) wi = dp__f_sgd(wi, gi, lr);
-        else if (kind == DP__CU_SGD_MOM) {
-            a = dp__cu_load(s1, t, i);
-            wi += dp__f_sgd_mom(&a, gi, lr, p4);
-            dp__cu_store(s1, t, i, a, DP_REQ_WRITE);
-        } else {
-            a = dp__cu_load(s1, t, i); b = dp__cu_load(s2, t, i);
-            wi -= dp__f_adam(&a, &b, gi, lr, p4, p5, p6);
-            dp__cu_store(s1, t, i, a, DP_REQ_WRITE);
-            dp__cu_store(s2, t, i, b, DP_REQ_WRITE);
-        }
+        double a = s1 ? dp__cu_load(s1, t, i) : 0, b = s2 ? dp__cu_load(s2, t, i) : 0;
+        double wi = dp__opt_step(kind, dp__cu_load(w, t, i), dp__cu_load(g, t, i), &a, &b, p);
+        if (s1) dp__cu_store(s1, t, i, a, DP_REQ_WRITE);
+        if (s2) dp__cu_store(s2, t, i, b, DP_REQ_WRITE);
         dp__cu_store(out, t, i, wi, req);
     }
 };
 static int dp__cu_update(const dp_kernel_ctx *k, int kind) {
-    const dp_param_value *v = k->params->v;
     dp__cu_update_body b;
+    int i;
     DP__CU_TRY(dp__cu_enter(k));
     b.w = dp_nd_data(k->inputs[0]); b.g = dp_nd_data(k->inputs[1]);
     b.s1 = k->num_inputs > 2 ? dp_nd_data(k->inputs[2]) : NULL; b.s2 = k->num_inputs > 3 ? dp_nd_data(k->inputs[3]) : NULL;
     b.out = dp_nd_data(k->outputs[0]); b.t = dp_nd_dtype(k->inputs[0]); b.req = k->req[0]; b.kind = kind;
-    b.lr = v[0].f; b.wd = v[1].f; b.rescale = v[2].f; b.clip = v[3].f;
-    b.p4 = kind == DP__CU_SGD ? 0 : v[4].f; b.p5 = kind == DP__CU_ADAM ? v[5].f : 0; b.p6 = kind == DP__CU_ADAM ? v[6].f : 0;
+    for (i = 0; i < 7; i++) b.p[i] = i < k->params->count ? k->params->v[i].f : 0;
     return dp__cu_each(k, dp__cu_count_of(k->inputs[0]), b);
 }
-static int dp__cu_k_sgd(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__CU_SGD); }
-static int dp__cu_k_sgd_mom(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__CU_SGD_MOM); }
-static int dp__cu_k_adam(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__CU_ADAM); }
+static int dp__cu_k_sgd(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__OPT_SGD); }
+static int dp__cu_k_sgd_mom(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__OPT_SGD_MOM); }
+static int dp__cu_k_adam(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__OPT_ADAM); }
 
 /* >>cuda_register ------------------------------------------------------------------
    Every built-in operator's GPU kernel, by name. The element-wise ones
