@@ -98,11 +98,15 @@ $(B)/bench_starpu: bench/starpu.c bench/common.h | $(B)
 	@if pkg-config --exists $(STARPU_PC) 2>/dev/null; then \
 	  set -x; $(CC) $(BENCH_CFLAGS) $< -o $@ $$(pkg-config --cflags --libs $(STARPU_PC)); \
 	else echo "bench: $(STARPU_PC) not installed (make bench-deps); StarPU will be reported as skipped"; rm -f $@; fi
-bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray
+# GPU completion (events against a synchronisation per op) on an emulated GPU
+$(B)/bench_gpu_emul: bench/gpu_emul.c bench/common.h depeng.h | $(B)
+	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray $(B)/bench_gpu_emul
 bench-deps:
 	bench/deps.sh
 bench: bench-build
 	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray
+	./$(B)/bench_gpu_emul
 
 # ---- CUDA (depeng_cuda.h; optional, needs nvcc) ----------------------------
 # make cuda: the CUDA tests (built twice: the tiled GEMM and cuBLAS), the GPU

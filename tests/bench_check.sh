@@ -31,6 +31,11 @@ check "NDArray add against the plain loop" has "^ratio ND-add depeng/plain_loop=
 check "NDArray dot, portable kernel" has "^bench ND-dot system=depeng-portable gflops=[0-9.]+ "
 if pkg-config --exists openblas 2>/dev/null; then check "NDArray dot against CBLAS" has "^ratio ND-dot portable/cblas=[0-9.]+$"
 else echo "SKIP NDArray dot against CBLAS: OpenBLAS not installed"; skip=$((skip + 1)); fi
-if [ "$fail" -ne 0 ]; then printf '%s\n' "$out" | tail -40; fi
+emul=$(build/bench_gpu_emul -n 2000 2>&1); erc=$?
+check "emulated GPU completion runs" test "$erc" -eq 0
+for w in GPU-ops-1us GPU-ops-10us; do
+    check "$w events against a sync per op" grep -qE "^ratio $w sync/events=[0-9.]+ events/ideal=[0-9.]+$" <<<"$emul"
+done
+if [ "$fail" -ne 0 ]; then printf '%s\n' "$out" "$emul" | tail -40; fi
 echo "bench: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
