@@ -272,8 +272,10 @@ typedef struct dp_device_backend {
        next op, and completes the first one when event_query says the event
        has passed (0; DP_EVENT_PENDING while it has not; anything else is an
        error code, which error_string explains). At
-       most 8 ops per worker are in flight. Without them each op ends with
-       stream_synchronize. */
+       most 8 ops per worker are in flight; while a worker runs another op,
+       an idle peer of its pool completes them (with gpu_worker_nthreads 1
+       a completion can wait for the next op's host-side function). Without
+       them each op ends with stream_synchronize. */
     int (*event_create)(int dev_id, void **out_event, void *user);
     int (*event_destroy)(int dev_id, void *event, void *user);
     int (*event_record)(int dev_id, void *event, void *stream, void *user);
@@ -648,8 +650,9 @@ DP_API dp_result dp_op_register(const dp_operator *op);
 DP_API const dp_operator *dp_op_find(const char *name);     /* NULL if unknown */
 /* Gives a registered operator (a built-in one too) its kernel for a device
    kind (DP_DEV_CPU or DP_DEV_GPU), replacing any: how depeng_cuda.h adds the
-   GPU kernels. Call before the operator is invoked on that kind. Unknown
-   name or kind: DP_ERROR_INVALID_ARGS. */
+   GPU kernels. Call it while setting up, before any thread invokes the
+   operator (invocations read kernels without a lock). Unknown name or
+   kind: DP_ERROR_INVALID_ARGS. */
 DP_API dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel);
 /* The registered operators (built-in ones included), up to cap; returns
    how many there are. */
@@ -997,6 +1000,7 @@ DP__PRIVATE void dp__spin_lock(dp__spinlock *l) {
         }
     }
 }
+DP__PRIVATE int dp__spin_trylock(dp__spinlock *l) { return !dp__load(&l->v, DP__RELAXED) && !dp__exchange(&l->v, 1, DP__ACQUIRE); }
 DP__PRIVATE void dp__spin_unlock(dp__spinlock *l) { dp__store(&l->v, 0, DP__RELEASE); }
 
 /* >>memory -------------------------------------------------------------
@@ -1104,9 +1108,14 @@ typedef struct dp__worker {
     int is_gpu, is_copy;
     void *stream; int stream_err;
     /* GPU workers with backend events: ops whose stream work is queued but
-       not yet known to be done, oldest first (see dp__gpu_settle) */
+       not yet known to be done, oldest first (see dp__gpu_settle). The ring
+       is the owner's to fill; the owner and its idle peers settle it, under
+       inflight_lock; inflight_count is read without it to decide whether to
+       look. */
     void *events[DP__GPU_INFLIGHT]; int nevents;
-    struct dp__block *inflight[DP__GPU_INFLIGHT]; int inflight_head, inflight_count;
+    struct dp__block *inflight[DP__GPU_INFLIGHT]; int inflight_head;
+    dp__a32 inflight_count;
+    dp__spinlock inflight_lock;
     dp__a64 completed;         /* written by this worker only */
     uint64_t unflushed;        /* completions not yet added to eng->done */
     struct dp__block *put_first, *put_last;  /* finished blocks on their way */
@@ -1872,52 +1881,84 @@ typedef struct dp__run_state { dp__block *block; int has_message; char message[2
    work is done, but the worker need not wait for that: it records an event
    behind the op's work and takes its next op. Ops on one stream finish in
    order, so the oldest in-flight op is the only one worth asking about.
-   dp__gpu_settle completes the ops whose events have passed (all of them,
-   waiting, when `all`); what their completion made ready for this worker
-   is run by the caller. */
-static dp__block *dp__gpu_settle(dp_engine *eng, dp__worker *w, int all) {
+   While the owner runs another op's function, its idle peers in the group
+   settle its ring, so a completion never waits for unrelated host work.
+   dp__gpu_settle completes w's ops whose events have passed (waiting for
+   all of them when `all`; a peer only tries the lock); it returns an op
+   their completion made ready for `self` to run next. */
+static dp__block *dp__gpu_settle(dp_engine *eng, dp__worker *w, dp__worker *self, int all) {
     const dp_device_backend *be = eng->desc.gpu_backend;
     dp__block *mine = NULL;
-    while (w->inflight_count > 0) {
-        int slot = w->inflight_head, err = be->event_query(w->ctx.dev_id, w->events[slot], be->user);
-        dp__block *b = w->inflight[slot], *next;
+    while (dp__load(&w->inflight_count, DP__ACQUIRE) > 0) {
+        dp__block *b, *next;
         char msg[200];
-        if (err == DP_EVENT_PENDING) { if (!all) break; dp__thread_yield(); continue; }
+        int slot, err;
+        if (w != self) { if (!dp__spin_trylock(&w->inflight_lock)) break; }
+        else dp__spin_lock(&w->inflight_lock);
+        if (dp__load(&w->inflight_count, DP__RELAXED) == 0) { dp__spin_unlock(&w->inflight_lock); break; }
+        slot = w->inflight_head;
+        err = be->event_query(w->ctx.dev_id, w->events[slot], be->user);
+        if (err == DP_EVENT_PENDING) {
+            dp__spin_unlock(&w->inflight_lock);
+            if (!all) break;
+            dp__thread_yield();
+            continue;
+        }
+        b = w->inflight[slot];
         w->inflight_head = (slot + 1) % DP__GPU_INFLIGHT;
-        w->inflight_count--;
+        dp__fetch_add(&w->inflight_count, -1, DP__RELEASE);
+        dp__spin_unlock(&w->inflight_lock);
         if (err) snprintf(msg, sizeof msg, "GPU %d stream work: %s", (int)w->ctx.dev_id, dp__backend_error(eng, err));
-        next = dp__finish(eng, b, err ? DP_ERROR_BACKEND : 0, err ? msg : NULL, w);
+        next = dp__finish(eng, b, err ? DP_ERROR_BACKEND : 0, err ? msg : NULL, self);
         if (next && mine) dp__dispatch(eng, next, 0);    /* run one, queue the rest */
         else if (next) mine = next;
+    }
+    return mine;
+}
+/* An idle worker settles its group's rings (its own first); an op made
+   ready for it is returned. *pending: some ring still has ops in flight. */
+static dp__block *dp__gpu_settle_group(dp_engine *eng, dp__worker *self, int *pending) {
+    dp__group *g = self->group;
+    dp__block *mine = NULL;
+    int i;
+    *pending = 0;
+    for (i = -1; i < g->nworkers; i++) {
+        dp__worker *w = i < 0 ? self : &g->workers[i];
+        dp__block *next;
+        if ((i >= 0 && w == self) || !dp__load(&w->inflight_count, DP__ACQUIRE)) continue;   /* (a peer's nevents is its own) */
+        next = dp__gpu_settle(eng, w, self, 0);
+        if (next && mine) dp__dispatch(eng, next, 0); else if (next) mine = next;
+        *pending |= dp__load(&w->inflight_count, DP__ACQUIRE) > 0;
     }
     return mine;
 }
 /* Puts b in flight behind an event on w's stream; NULL, or an op to run
    next that settling older ones made ready. Recording failed: complete b
    the old way, with a stream synchronisation. */
-static dp__block *dp__gpu_in_flight(dp_engine *eng, dp__worker *w, dp__block *b, const char *message) {
+static dp__block *dp__gpu_in_flight(dp_engine *eng, dp__worker *w, dp__block *b) {
     const dp_device_backend *be = eng->desc.gpu_backend;
-    dp__block *mine = NULL;
     int slot, err;
-    if (w->inflight_count == DP__GPU_INFLIGHT) {      /* full: the oldest must pass first */
-        while (w->inflight_count == DP__GPU_INFLIGHT) {
-            dp__block *next = dp__gpu_settle(eng, w, 0);
-            if (next) dp__dispatch(eng, next, 0);
-            if (w->inflight_count == DP__GPU_INFLIGHT) dp__thread_yield();
-        }
+    while (dp__load(&w->inflight_count, DP__ACQUIRE) == DP__GPU_INFLIGHT) {   /* full: the oldest must pass first */
+        dp__block *next = dp__gpu_settle(eng, w, w, 0);
+        if (next) dp__dispatch(eng, next, 0);
+        else if (dp__load(&w->inflight_count, DP__ACQUIRE) == DP__GPU_INFLIGHT) dp__thread_yield();
     }
-    slot = (w->inflight_head + w->inflight_count) % DP__GPU_INFLIGHT;
+    dp__spin_lock(&w->inflight_lock);
+    slot = (w->inflight_head + dp__load(&w->inflight_count, DP__RELAXED)) % DP__GPU_INFLIGHT;
     err = be->event_record(w->ctx.dev_id, w->events[slot], w->stream, be->user);
-    if (err || message) {            /* a message must be copied before the op is put away: finish now */
+    if (!err) {
+        w->inflight[slot] = b;
+        dp__fetch_add(&w->inflight_count, 1, DP__RELEASE);
+    }
+    dp__spin_unlock(&w->inflight_lock);
+    if (!err) dp__queue_wake(&w->group->q);   /* a sleeping peer settles it if this worker gets busy */
+    if (err) {
         int sync = be->stream_synchronize ? be->stream_synchronize(w->ctx.dev_id, w->stream, be->user) : 0;
         char msg[200];
         if (sync) snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, sync));
-        return dp__finish(eng, b, sync ? DP_ERROR_BACKEND : 0, sync ? msg : message, w);
+        return dp__finish(eng, b, sync ? DP_ERROR_BACKEND : 0, sync ? msg : NULL, w);
     }
-    w->inflight[slot] = b;
-    w->inflight_count++;
-    mine = dp__gpu_settle(eng, w, 0);
-    return mine;
+    return dp__gpu_settle(eng, w, w, 0);
 }
 
 /* Runs one ready op on this thread (w is NULL on a pushing thread). On a
@@ -1968,7 +2009,7 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     }
     if (b->fn) status = b->fn(&rc, b->arg);
     dp__tls_running = prev_running;
-    if (rc.stream && status == 0 && w && w->nevents) return dp__gpu_in_flight(eng, w, b, rs.has_message ? rs.message : NULL);
+    if (rc.stream && status == 0 && w && w->nevents) return dp__gpu_in_flight(eng, w, b);   /* a message of a good op is dropped, as dp__finish does */
     if (rc.stream && eng->desc.gpu_backend->stream_synchronize) {
         int err = eng->desc.gpu_backend->stream_synchronize(b->ctx.dev_id, rc.stream, eng->desc.gpu_backend->user);
         if (err && status == 0) {
@@ -2212,11 +2253,12 @@ static dp__block *dp__worker_next(dp__worker *w) {
             b = dp__queue_try_take(q, &busy, &more);
             if (b) return dp__worker_found(q, b, more);
         }
-        if (w->inflight_count) {                           /* GPU ops in flight: settle, never sleep */
-            b = dp__gpu_settle(w->eng, w, 0);
+        if (w->nevents) {                                  /* GPU ops in flight here or on a peer: settle, never sleep */
+            int pending;
+            b = dp__gpu_settle_group(w->eng, w, &pending);
             dp__worker_flush(w->eng, w);                    /* waiters see what settled */
             if (b) return dp__worker_found(q, b, 0);
-            if (spins >= DP__SPIN_PAUSES) { dp__thread_yield(); continue; }
+            if (pending && spins >= DP__SPIN_PAUSES) { dp__thread_yield(); continue; }
         }
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
@@ -2245,9 +2287,9 @@ static void dp__worker_main(void *arg) {
     }
     while ((b = dp__worker_next(w)) != NULL)
         do b = dp__execute(eng, b, w); while (b);   /* and whatever it made ready for us */
-    while (w->inflight_count) {                      /* stopped with nothing queued: cannot happen with
-                                                        ops in flight (wait_all waits for them), but settle */
-        b = dp__gpu_settle(eng, w, 1);
+    while (dp__load(&w->inflight_count, DP__ACQUIRE)) {   /* stopped with nothing queued: cannot happen with
+                                                           ops in flight (wait_all waits for them), but settle */
+        b = dp__gpu_settle(eng, w, w, 1);
         while (b) b = dp__execute(eng, b, w);
     }
     while (w->nevents > 0) { w->nevents--; eng->desc.gpu_backend->event_destroy(w->ctx.dev_id, w->events[w->nevents], eng->desc.gpu_backend->user); }
@@ -4259,24 +4301,26 @@ static int dp__gpu_memory(const dp_engine *eng) {
     const dp_device_backend *be = eng->desc.gpu_backend;
     return be && be->mem_alloc && be->mem_free && be->mem_copy;
 }
-static void *dp__device_alloc(dp_engine *eng, dp_ctx ctx, size_t size) {
+/* quiet: a failure is not logged (the caller will try again) */
+static void *dp__device_alloc_q(dp_engine *eng, dp_ctx ctx, size_t size, int quiet) {
     if (ctx.dev_type == DP_DEV_GPU) {
         const dp_device_backend *be = eng->desc.gpu_backend;
         void *p = NULL;
         int err = be->mem_alloc(ctx.dev_id, size, &p, be->user);
-        if (err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d: allocating %zu bytes: %s", (int)ctx.dev_id, size, dp__backend_error(eng, err));
+        if (err && !quiet) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d: allocating %zu bytes: %s", (int)ctx.dev_id, size, dp__backend_error(eng, err));
         return err ? NULL : p;
     }
     if (ctx.dev_type == DP_DEV_CPU_PINNED) {
         const dp_device_backend *be = eng->desc.gpu_backend;
         void *p = NULL;
         int err = be->host_alloc(size, &p, be->user);
-        if (err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "pinned host memory: allocating %zu bytes: %s", size, dp__backend_error(eng, err));
+        if (err && !quiet) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "pinned host memory: allocating %zu bytes: %s", size, dp__backend_error(eng, err));
         return err ? NULL : p;
     }
     if (eng->desc.allocator.alloc) return eng->desc.allocator.alloc(size, 64, eng->desc.allocator.user);
     return aligned_alloc(64, size);              /* size is a class: a multiple of 64 */
 }
+static void *dp__device_alloc(dp_engine *eng, dp_ctx ctx, size_t size) { return dp__device_alloc_q(eng, ctx, size, 0); }
 static void dp__device_free(dp_engine *eng, dp_ctx ctx, void *p, size_t size) {
     if (ctx.dev_type == DP_DEV_GPU) { eng->desc.gpu_backend->mem_free(ctx.dev_id, p, eng->desc.gpu_backend->user); return; }
     if (ctx.dev_type == DP_DEV_CPU_PINNED) { eng->desc.gpu_backend->host_free(p, eng->desc.gpu_backend->user); return; }
@@ -4319,15 +4363,17 @@ static void *dp__storage_get(dp_engine *eng, dp__storage *st, size_t bytes, size
         }
     }
     dp__mutex_unlock(&st->m);
-    if (!p && (p = dp__device_alloc(eng, st->ctx, cls)) == NULL) {
+    if (!p) {
         int pooled;
         dp__mutex_lock(&st->m);
         pooled = st->stats.bytes_pooled > 0;
         dp__mutex_unlock(&st->m);
+        if ((p = dp__device_alloc_q(eng, st->ctx, cls, pooled)) != NULL) goto got;
         if (!pooled) return NULL;
         dp__storage_drain(eng, st);      /* as MXNet's pool: give the kept blocks back, then try once more */
         if ((p = dp__device_alloc(eng, st->ctx, cls)) == NULL) return NULL;
     }
+got:
     dp__mutex_lock(&st->m);
     st->stats.bytes_in_use += cls;
     st->stats.allocations++;
@@ -4787,6 +4833,7 @@ static double dp__rng_uniform01(uint64_t *s) { return (double)(dp__rng_next(s) >
 static dp__resources *dp__resources_of(dp_engine *eng, dp_ctx ctx) {
     dp__resources *r;
     int gpu = ctx.dev_type == DP_DEV_GPU;
+    if (ctx.dev_type == DP_DEV_CPU_PINNED) { ctx.dev_type = DP_DEV_CPU; ctx.dev_id = 0; }   /* its ops run on CPU 0 */
     if (!eng || (ctx.dev_type != DP_DEV_DEFAULT && ctx.dev_type != DP_DEV_CPU && !gpu) || ctx.dev_id < 0 || ctx.dev_id >= DP__MAX_DEV
         || (gpu && (ctx.dev_id >= eng->gpu_count || !dp__gpu_memory(eng)))) return NULL;
     dp__mutex_lock(&eng->create_mtx);
@@ -5447,16 +5494,18 @@ DP_IMPL dp_result dp_op_register(const dp_operator *op) { dp__ensure_builtins();
 DP_IMPL const dp_operator *dp_op_find(const char *name) { dp__ensure_builtins(); return dp__find_op(name); }
 DP_IMPL dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel) {
     dp_operator *op;
+    int ok;
     dp__ensure_builtins();
-    if ((op = (dp_operator *)(uintptr_t)dp__find_op(name)) == NULL || (dev_type != DP_DEV_CPU && dev_type != DP_DEV_GPU)
-        || (!kernel && !(dev_type == DP_DEV_CPU ? op->forward_gpu : op->forward_cpu))) {
+    dp__spin_lock(&dp__registry_lock);
+    op = (dp_operator *)(uintptr_t)dp__find_op(name);
+    ok = op && (dev_type == DP_DEV_CPU || dev_type == DP_DEV_GPU) && (kernel || (dev_type == DP_DEV_CPU ? op->forward_gpu : op->forward_cpu));
+    if (ok) { if (dev_type == DP_DEV_CPU) op->forward_cpu = kernel; else op->forward_gpu = kernel; }
+    dp__spin_unlock(&dp__registry_lock);
+    if (!ok) {
         DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_set_kernel '%s': an operator's name, DP_DEV_CPU or DP_DEV_GPU, and a kernel "
                 "(or another device kind's)", name ? name : "(null)");
         return DP_ERROR_INVALID_ARGS;
     }
-    dp__spin_lock(&dp__registry_lock);
-    if (dev_type == DP_DEV_CPU) op->forward_cpu = kernel; else op->forward_gpu = kernel;
-    dp__spin_unlock(&dp__registry_lock);
     return DP_OK;
 }
 DP_IMPL int dp_op_list(const dp_operator **out, int cap) {

@@ -819,6 +819,64 @@ static void test_gpu_events(void) {
     CHECK(ev_made == 16 && ev_destroyed == 16);   /* 8 per compute worker */
 }
 
+/* ---- an op in flight completes while its worker runs another op's long
+   host function: an idle peer settles it. The fake stream's work ends at a
+   time; an event passes when the time of its stream's last work has. */
+static double now_ms(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
+typedef struct { double tail_ms; } timed_stream;
+typedef struct { double at_ms; } timed_event;
+static int timed_create(int dev, int is_copy, void **out, void *u) { (void)dev; (void)is_copy; (void)u; *out = calloc(1, sizeof(timed_stream)); return 0; }
+static int timed_destroy(int dev, void *s, void *u) { (void)dev; (void)u; free(s); return 0; }
+static int timed_sync(int dev, void *s, void *u) { (void)dev; (void)u; while (now_ms() < ((timed_stream *)s)->tail_ms) sched_yield(); return 0; }
+static int timed_ev_create(int dev, void **out, void *u) { (void)dev; (void)u; *out = calloc(1, sizeof(timed_event)); return 0; }
+static int timed_ev_destroy(int dev, void *e, void *u) { (void)dev; (void)u; free(e); return 0; }
+static int timed_ev_record(int dev, void *e, void *s, void *u) { (void)dev; (void)u; ((timed_event *)e)->at_ms = ((timed_stream *)s)->tail_ms; return 0; }
+static int timed_ev_query(int dev, void *e, void *u) { (void)dev; (void)u; return now_ms() >= ((timed_event *)e)->at_ms ? 0 : DP_EVENT_PENDING; }
+static int launch_2ms(dp_run_ctx *rc, void *a) {
+    timed_stream *s = (timed_stream *)rc->stream;
+    double t = now_ms();
+    (void)a;
+    s->tail_ms = (s->tail_ms > t ? s->tail_ms : t) + 2;
+    return 0;
+}
+static int host_300ms(dp_run_ctx *rc, void *a) {
+    struct timespec ts = {0, 300000000};
+    (void)rc; (void)a;
+    nanosleep(&ts, NULL);
+    return 0;
+}
+static void test_gpu_events_no_head_of_line(void) {
+    dp_device_backend be;
+    dp_engine_desc dd;
+    dp_engine *e = NULL;
+    dp_push_desc d;
+    dp_var a, b;
+    double t0, waited;
+    memset(&be, 0, sizeof be);
+    be.name = "timed"; be.device_count = fake_count; be.set_device = fake_set; be.stream_create = timed_create;
+    be.stream_destroy = timed_destroy; be.stream_synchronize = timed_sync; be.error_string = fake_err;
+    be.event_create = timed_ev_create; be.event_destroy = timed_ev_destroy; be.event_record = timed_ev_record; be.event_query = timed_ev_query;
+    memset(&dd, 0, sizeof dd);
+    dd.gpu_backend = &be; dd.ignore_env = 1; dd.logger.func = quiet_logger; dd.gpu_worker_nthreads = 2;
+    CHECK(dp_engine_create(&dd, &e) == DP_OK);
+    a = dp_var_create(e); b = dp_var_create(e);
+    memset(&d, 0, sizeof d);
+    d.ctx.dev_type = DP_DEV_GPU; d.num_writes = 1;
+    d.fn = launch_2ms; d.writes = &a; d.name = "gpu_2ms";
+    CHECK(dp_push(e, &d) == DP_OK);                  /* warm the workers up, then the measured pair */
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    t0 = now_ms();
+    CHECK(dp_push(e, &d) == DP_OK);
+    d.fn = host_300ms; d.writes = &b; d.name = "host_300ms";
+    CHECK(dp_push(e, &d) == DP_OK);
+    CHECK(dp_wait_var(e, a, NULL) == DP_OK);
+    waited = now_ms() - t0;
+    CHECK(waited < 150);                             /* not behind the other op's 300 ms */
+    if (waited >= 150) fprintf(stderr, "  waited %.1f ms for a 2 ms op\n", waited);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -830,7 +888,7 @@ int main(void) {
         {"long_ops_overlap", test_long_ops_overlap}, {"wake_after_last_look", test_wake_after_last_look},
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
         {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},
-        {"gpu_events", test_gpu_events},
+        {"gpu_events", test_gpu_events}, {"gpu_events_no_head_of_line", test_gpu_events_no_head_of_line},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }

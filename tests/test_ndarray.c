@@ -1111,6 +1111,14 @@ static void test_pinned_and_gpu_kernels(void) {
         CHECK(dp_nd_ones(e, &s, DP_FLOAT64, pinned, &b) == DP_OK);
         { dp_ndarray *in[2]; in[0] = a; in[1] = b; CHECK(dp_op_invoke(e, "add", 2, in, 0, NULL, NULL, 0, 1, &sum, NULL) == DP_OK); }
         CHECK(sum && dp_nd_ctx(sum).dev_type == DP_DEV_CPU_PINNED && dp_nd_read(sum, y, sizeof y, NULL) == DP_OK && y[0] == 2 && y[3] == 5);
+        {   /* operators that take a resource (the temporary workspace, the generator) run on pinned arrays too */
+            dp_ndarray *r = NULL, *am = NULL;
+            double total = 0;
+            int64_t best = -1;
+            CHECK(dp_op_invoke(e, "sum", 1, &a, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, &total, sizeof total, NULL) == DP_OK && total == 10);
+            CHECK(dp_op_invoke(e, "argmax", 1, &a, 0, NULL, NULL, 0, 1, &am, NULL) == DP_OK && dp_nd_read(am, &best, sizeof best, NULL) == DP_OK && best == 3);
+            dp_nd_release(r); dp_nd_release(am);
+        }
         CHECK(dp_nd_copy_to(a, gpu0, &g) == DP_OK && dp_nd_copy_to(g, pinned, &back) == DP_OK);
         CHECK(dp_nd_read(back, y, sizeof y, NULL) == DP_OK && memcmp(x, y, sizeof x) == 0);
         CHECK(dp_storage_stats_get(e, pinned, &st) == DP_OK && st.bytes_in_use == 4 * 64);
