@@ -6318,7 +6318,7 @@ static DP__HD double dp__d_sce(double og, double y, int is_label) { return og * 
 /* A label names a class: an integer in 0..classes-1. */
 static DP__HD int dp__label_ok(double v, int64_t classes) { return v >= 0 && v < (double)classes && v == (double)(int64_t)v; }
 
-static double dp__load_elem(const void *p, dp_dtype dt, int64_t i) {
+static DP__HD double dp__load_elem(const void *p, dp_dtype dt, int64_t i) {
     switch (dt) {
     case DP_FLOAT32: return ((const float *)p)[i];
     case DP_FLOAT64: return ((const double *)p)[i];
@@ -6327,8 +6327,9 @@ static double dp__load_elem(const void *p, dp_dtype dt, int64_t i) {
     default: return ((const uint8_t *)p)[i];
     }
 }
-/* Stores v by req: write (and in-place) replaces, add-to adds, null skips. */
-static void dp__store_elem(void *p, dp_dtype dt, int64_t i, double v, dp_req req) {
+/* Stores v by req: write (and in-place) replaces, add-to adds, null skips.
+   Both compile for the device too: the GPU kernels load and store with them. */
+static DP__HD void dp__store_elem(void *p, dp_dtype dt, int64_t i, double v, dp_req req) {
     if (req == DP_REQ_NULL) return;
     if (req == DP_REQ_ADD) v += dp__load_elem(p, dt, i);
     switch (dt) {
@@ -7015,12 +7016,15 @@ static int dp__kg_concat(const dp_kernel_ctx *k) {
     }
     return 0;
 }
+/* The "dtype" parameter of the operators that make arrays from nothing;
+   the choices are in dp_dtype's order, so the index is the dtype. */
+#define DP__DTYPE_PARAM {"dtype", DP_PARAM_ENUM, "float32", 0, 0, "float32|float64|int32|int64|uint8", "the output's dtype"}
 /* one_hot(indices, depth): a new last axis of length depth. */
 static const dp_param_def dp__one_hot_params[] = {
     {"depth", DP_PARAM_INT, NULL, 1, 1e9, NULL, "the number of classes"},
     {"on_value", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the value at the index"},
     {"off_value", DP_PARAM_FLOAT, "0", 0, 0, NULL, "the value elsewhere"},
-    {"dtype", DP_PARAM_ENUM, "float32", 0, 0, "float32|float64|int32|int64|uint8", "the output's dtype"},
+    DP__DTYPE_PARAM,
 };
 static int dp__infer_one_hot(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                              dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
@@ -7078,13 +7082,13 @@ static const dp_param_def dp__uniform_params[] = {
     {"shape", DP_PARAM_SHAPE, NULL, 0, 0, NULL, "the output's shape"},
     {"low", DP_PARAM_FLOAT, "0", 0, 0, NULL, "lower bound"},
     {"high", DP_PARAM_FLOAT, "1", 0, 0, NULL, "upper bound (excluded)"},
-    {"dtype", DP_PARAM_ENUM, "float32", 0, 0, "float32|float64|int32|int64|uint8", "the output's dtype"},
+    DP__DTYPE_PARAM,
 };
 static const dp_param_def dp__normal_params[] = {
     {"shape", DP_PARAM_SHAPE, NULL, 0, 0, NULL, "the output's shape"},
     {"loc", DP_PARAM_FLOAT, "0", 0, 0, NULL, "mean"},
     {"scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "standard deviation"},
-    {"dtype", DP_PARAM_ENUM, "float32", 0, 0, "float32|float64|int32|int64|uint8", "the output's dtype"},
+    DP__DTYPE_PARAM,
 };
 static int dp__infer_random(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                             dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {

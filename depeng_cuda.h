@@ -724,29 +724,11 @@ static int dp__cu_read_back(const dp_kernel_ctx *k, void *host, const void *src,
 }
 
 /* >>cuda_index ---------------------------------------------------------------
-   Elements are loaded as double and stored in the array's dtype by req, as
-   depeng's dp__load_elem / dp__store_elem do on the CPU (those are host-only,
-   hence this device-capable pair). */
-static DP__CU_HD double dp__cu_load(const void *p, int dt, int64_t i) {
-    switch (dt) {
-    case DP_FLOAT32: return ((const float *)p)[i];
-    case DP_FLOAT64: return ((const double *)p)[i];
-    case DP_INT32: return ((const int32_t *)p)[i];
-    case DP_INT64: return (double)((const int64_t *)p)[i];
-    default: return ((const uint8_t *)p)[i];
-    }
-}
-static DP__CU_HD void dp__cu_store(void *p, int dt, int64_t i, double v, int req) {
-    if (req == DP_REQ_NULL) return;
-    if (req == DP_REQ_ADD) v += dp__cu_load(p, dt, i);
-    switch (dt) {
-    case DP_FLOAT32: ((float *)p)[i] = (float)v; break;
-    case DP_FLOAT64: ((double *)p)[i] = v; break;
-    case DP_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case DP_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-    default: ((uint8_t *)p)[i] = (uint8_t)v; break;
-    }
-}
+   Elements are loaded as double and stored in the array's dtype by req with
+   depeng.h's dp__load_elem / dp__store_elem (DP__HD, the CPU kernels' own);
+   these take the dtype and req as the ints the kernel bodies carry. */
+static DP__CU_HD double dp__cu_load(const void *p, int dt, int64_t i) { return dp__load_elem(p, (dp_dtype)dt, i); }
+static DP__CU_HD void dp__cu_store(void *p, int dt, int64_t i, double v, int req) { dp__store_elem(p, (dp_dtype)dt, i, v, (dp_req)req); }
 /* Where element i of an nd-dim index space (C order) is in two operands:
    the kernels' replacement for the CPU's odometer walk (dp__odometer_next),
    which is sequential. A stride is 0 along an axis an operand is broadcast
