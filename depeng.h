@@ -39,7 +39,8 @@
      The algorithm (MXNet's ThreadedVar / OprBlock): every variable keeps
        - nreaders: how many granted reads are still running, or DP__WRITING
          while a granted write runs;
-       - a FIFO of operations that wait for it (links first..last).
+       - a FIFO of operations that wait for it: a ring of block pointers,
+         the low bit set for a write.
      Every pushed operation keeps an atomic count of unmet dependencies, one per
      variable plus one held by the pusher; it runs when the count reaches zero.
        append read : granted at once if nobody writes and nobody waits, else queued
@@ -1155,10 +1156,10 @@ struct dp_engine {
     struct dp__resources *resources[2][DP__MAX_DEV]; /* [CPU, GPU][device]: see >>resources */
 };
 
-/* A block's place in one variable's queue. The low bit of `tagged` says the
-   access is a write; the rest is the block (blocks are 16-byte aligned). The
+/* An entry of a variable's queue: the waiting block's address, with the low
+   bit set when the block writes the variable (blocks are 8-byte aligned). The
    queue walks of the algorithm then never touch the waiting blocks. */
-typedef struct dp__link { struct dp__link *next; uintptr_t tagged; } dp__link;
+typedef uintptr_t dp__entry;
 
 enum { DP__KIND_SYNC, DP__KIND_ASYNC, DP__KIND_WAIT, DP__KIND_DELETE };
 enum { DP__ST_PENDING, DP__ST_RUNNING, DP__ST_DONE };
@@ -1175,8 +1176,8 @@ typedef struct dp__opobj {
     uint32_t *var_ids;
 } dp__opobj;
 
-/* OprBlock: one pushed operation. Followed in memory by its links (one per
-   variable, reads first) and, for one-shot pushes, its variable pointers. */
+/* OprBlock: one pushed operation. Followed in memory, for one-shot pushes,
+   by its variable pointers (reads first). */
 typedef struct dp__block {
     dp__a32 wait;              /* unmet dependencies, +1 while being pushed */
     uint8_t kind, prop, cls, stripe;  /* stripe, cls: the pool it returns to */
@@ -1196,8 +1197,8 @@ typedef struct dp__block {
     dp__worker *worker;        /* the worker that runs it; NULL on a pushing thread */
     uint64_t t_start;          /* profiler: when it started; 0 when not profiling */
 } dp__block;
-/* The memory budget: an op with two variables takes 104 + 2 x (16 + 8) = 152
-   bytes, so a million pending ops fit in 152 MB. */
+/* The memory budget: an op with two variables takes 104 + 2 x 8 = 120 bytes,
+   plus an 8-byte entry in each variable's queue while it waits. */
 
 /* b->prop holds the property, and DP__NO_SKIP_BIT when the op runs on failed
    input (DP_PROP_NO_SKIP, or dp_push_desc.no_skip with another property). */
@@ -1211,14 +1212,20 @@ static void dp__block_set_state(dp__block *b, int st, int mo) {
     dp__store(&b->state, (dp__block_seq(b) << 2) | (uint64_t)st, mo);
 }
 
-/* A variable (ThreadedVar). */
+/* A variable (ThreadedVar). Its queue is a ring: the entries from head to
+   tail (free-running counters, so tail - head is the length) in
+   queue[i & mask]. A completion reads the entries it grants from one or two
+   cache lines of the ring, where a linked list would take a cache miss on
+   every waiting block. The ring grows by doubling under the lock, and is
+   kept when the variable is deleted, for the next variable in its slot. */
 typedef struct dp__var {
     dp__a32 gen;               /* handle generation; 0 = retired slot */
     dp__spinlock lock;
     int32_t nreaders;          /* granted reads running, or DP__WRITING */
-    uint32_t index;
-    uint32_t handle_id;        /* the id handed out, for traces and graphs */
-    dp__link *first, *last;    /* FIFO of ops waiting for this variable */
+    uint32_t handle_id;        /* the id handed out; its low bits are the slot */
+    dp__entry *queue;          /* ops waiting for this variable; NULL until needed */
+    uint32_t head, tail;
+    uint32_t mask;             /* ring capacity - 1 (0 without a ring) */
     dp__failure *failure;      /* set by a failed writer; see dp__var_failure */
 } dp__var;
 
@@ -1377,17 +1384,14 @@ static void dp__table_free_all(dp_engine *eng, dp__table *t) {
 }
 
 /* >>pool --------------------------------------------------------------- */
-static dp__link *dp__links(dp__block *b) { return (dp__link *)(void *)(b + 1); }
-static dp__var **dp__inline_vars(dp__block *b, uint32_t cap) { return (dp__var **)(void *)(dp__links(b) + cap); }
-static uint32_t dp__class_cap(int cls);
 /* An op's variables, reads first: its pre-created op's, or its own. */
-static dp__var **dp__block_vars(dp__block *b) { return b->op ? b->op->vars : dp__inline_vars(b, dp__class_cap(b->cls)); }
+static dp__var **dp__block_vars(dp__block *b) { return b->op ? b->op->vars : (dp__var **)(void *)(b + 1); }
 static uint32_t dp__class_cap(int cls) { return 1u << cls; }
 static int dp__class_for(uint32_t n) { int c = 0; while (dp__class_cap(c) < n) c++; return c; }
 
 static void dp__pool_init(dp__pool *p, int cls) {
     memset(p, 0, sizeof *p);
-    p->obj_size = sizeof(dp__block) + dp__class_cap(cls) * (sizeof(dp__link) + sizeof(dp__var *));
+    p->obj_size = sizeof(dp__block) + dp__class_cap(cls) * sizeof(dp__var *);
     p->obj_size = (p->obj_size + 7u) & ~(size_t)7u;   /* packed: the memory budget beats line alignment */
     p->per_chunk = cls < 4 ? 256 : 16;     /* small blocks are the common case */
 }
@@ -1512,19 +1516,21 @@ static void dp__grant_failure(dp_engine *eng, dp__block *b, dp__failure *f) {
 
 /* >>trace -------------------------------------------------------------- */
 static int dp__tracing(const dp_engine *eng) { return eng->desc.trace.func != NULL; }
-static dp__block *dp__link_block(const dp__link *l) { return (dp__block *)(l->tagged & ~(uintptr_t)1u); }
-static int dp__link_is_write(const dp__link *l) { return (int)(l->tagged & 1u); }
+static dp__block *dp__entry_block(dp__entry e) { return (dp__block *)(e & ~(dp__entry)1u); }
+static int dp__entry_is_write(dp__entry e) { return (int)(e & 1u); }
+static int dp__var_waiting(const dp__var *v) { return v->head != v->tail; }
+static dp__entry dp__var_entry(const dp__var *v, uint32_t i) { return v->queue[i & v->mask]; }
 static void dp__trace_var(dp_engine *eng, dp__var *v) {   /* v locked */
     dp_trace_event ev;
-    dp__link *l;
+    uint32_t i;
     memset(&ev, 0, sizeof ev);
     ev.kind = DP_TRACE_VAR;
     ev.var.id = v->handle_id;
     ev.var_readers = v->nreaders;
-    for (l = v->first; l; l = l->next) {
+    for (i = v->head; i != v->tail; i++) {
         if (ev.queue_len < 8) {
-            ev.queue_names[ev.queue_len] = dp__link_block(l)->name;
-            ev.queue_write[ev.queue_len] = dp__link_is_write(l);
+            ev.queue_names[ev.queue_len] = dp__entry_block(dp__var_entry(v, i))->name;
+            ev.queue_write[ev.queue_len] = dp__entry_is_write(dp__var_entry(v, i));
         }
         ev.queue_len++;
     }
@@ -1557,29 +1563,40 @@ static void dp__grant_on_complete(dp_engine *eng, dp__block *b, dp__block **read
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_GRANT, b, 0);
     dp__grant(b, ready);
 }
-static void dp__enqueue(dp__var *v, dp__link *l) {
-    l->next = NULL;
-    if (v->last) v->last->next = l; else v->first = l;
-    v->last = l;
+/* Whether an access must wait: a read waits behind a running write or any
+   waiting op, a write behind any running or waiting op. */
+static int dp__must_wait(const dp__var *v, int write) {
+    return dp__var_waiting(v) || (write ? v->nreaders != 0 : v->nreaders < 0);
 }
-/* Append read: granted at once when nobody writes and nobody waits. */
-static void dp__append_read(dp_engine *eng, dp__var *v, dp__link *l, dp__block **ready) {
-    if (v->nreaders >= 0 && !v->first) {
-        dp__failure *f = dp__var_failure(eng, v);
-        if (f) dp__grant_failure(eng, dp__link_block(l), f);
-        v->nreaders++;
-        dp__grant(dp__link_block(l), ready);
-    } else dp__enqueue(v, l);
-    if (dp__tracing(eng)) dp__trace_var(eng, v);
+/* Makes room in v's queue for one more entry (v locked): the push reserves
+   before it appends anything, so running out of memory leaves no trace.
+   Returns -1 when out of memory. */
+static int dp__var_reserve(dp_engine *eng, dp__var *v) {
+    uint32_t n = v->tail - v->head, cap = v->queue ? v->mask + 1u : 0u, ncap, i;
+    dp__entry *q;
+    if (n < cap) return 0;
+    ncap = cap ? cap * 2u : 8u;
+    if (ncap > (1u << 30)) return -1;
+    q = (dp__entry *)dp__alloc(eng, ncap * sizeof *q);
+    if (!q) return -1;
+    for (i = 0; i < n; i++) q[i] = dp__var_entry(v, v->head + i);
+    if (v->queue) dp__free(eng, v->queue, cap * sizeof *q);
+    v->queue = q; v->head = 0; v->tail = n; v->mask = ncap - 1u;
+    return 0;
 }
-/* Append write: granted at once when nobody reads, writes or waits. */
-static void dp__append_write(dp_engine *eng, dp__var *v, dp__link *l, dp__block **ready) {
-    if (v->nreaders == 0 && !v->first) {
-        dp__failure *f = dp__var_failure(eng, v);
-        if (f) dp__grant_failure(eng, dp__link_block(l), f);
-        v->nreaders = DP__WRITING;
-        dp__grant(dp__link_block(l), ready);
-    } else dp__enqueue(v, l);
+/* Grants an access at once: the op takes the variable's failure, if any. */
+static void dp__grant_now(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__block **ready) {
+    dp__failure *f = dp__var_failure(eng, v);
+    if (f) dp__grant_failure(eng, b, f);
+    if (write) v->nreaders = DP__WRITING; else v->nreaders++;
+    dp__grant(b, ready);
+}
+/* Append read: granted at once when nobody writes and nobody waits.
+   Append write: granted at once when nobody reads, writes or waits.
+   Otherwise queued (room reserved by the caller). */
+static void dp__append(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__block **ready) {
+    if (!dp__must_wait(v, write)) dp__grant_now(eng, v, b, write, ready);
+    else v->queue[v->tail++ & v->mask] = (dp__entry)b | (dp__entry)(write != 0);
     if (dp__tracing(eng)) dp__trace_var(eng, v);
 }
 /* Complete read: the last reader grants the queued write, if any. */
@@ -1587,13 +1604,10 @@ static void dp__complete_read(dp_engine *eng, dp__var *v, dp__block **ready) {
     dp__block *grant = NULL;
     dp__spin_lock(&v->lock);
     DP_ASSERT(v->nreaders > 0);
-    if (--v->nreaders == 0 && v->first) {        /* the queue starts with a write */
-        dp__link *l = v->first;
+    if (--v->nreaders == 0 && dp__var_waiting(v)) {   /* the queue starts with a write */
         dp__failure *f = dp__var_failure(eng, v);
-        v->first = l->next;
-        if (!v->first) v->last = NULL;
+        grant = dp__entry_block(dp__var_entry(v, v->head++));
         v->nreaders = DP__WRITING;
-        grant = dp__link_block(l);
         if (f) dp__grant_failure(eng, grant, f);
     }
     if (dp__tracing(eng)) dp__trace_var(eng, v);
@@ -1602,15 +1616,17 @@ static void dp__complete_read(dp_engine *eng, dp__var *v, dp__block **ready) {
 }
 /* Complete write: the variable now carries the writer's failure (or none);
    grant every queued read up to the next write, or, if the queue starts with
-   a write, that write. */
+   a write, that write. Up to DP__GRANT_BATCH grants are made after the lock
+   is released (the entries are copied out: the ring slots may be reused at
+   once); a longer run of reads grants the rest under the lock. */
+#define DP__GRANT_BATCH 16
 static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, dp__block **ready) {
-    dp__link *reads = NULL, *l;
-    dp__block *write_grant = NULL;
+    dp__block *batch[DP__GRANT_BATCH];
     dp__failure *old = NULL, *f;
-    int nreads = 0, i;
+    int nbatch = 0, i;
     dp__spin_lock(&v->lock);
     DP_ASSERT(v->nreaders == DP__WRITING);
-    if (!v->first && !result && !v->failure && !dp__tracing(eng)) {   /* the usual case: nobody waits */
+    if (!dp__var_waiting(v) && !result && !v->failure && !dp__tracing(eng)) {   /* the usual case: nobody waits */
         v->nreaders = 0;
         dp__spin_unlock(&v->lock);
         return;
@@ -1618,34 +1634,23 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
     if (result || v->failure) old = dp__var_swap_failure(eng, v, result);
     f = dp__var_failure(eng, v);
     v->nreaders = 0;
-    l = v->first;
-    if (l && dp__link_is_write(l)) {
-        v->first = l->next;
+    if (dp__var_waiting(v) && dp__entry_is_write(dp__var_entry(v, v->head))) {
+        batch[nbatch++] = dp__entry_block(dp__var_entry(v, v->head++));
         v->nreaders = DP__WRITING;
-        write_grant = dp__link_block(l);
-        if (f) dp__grant_failure(eng, write_grant, f);
-    } else if (l) {
-        dp__link *end = l;
-        reads = l;
-        for (; end && !dp__link_is_write(end); end = end->next) {
-            if (f) dp__grant_failure(eng, dp__link_block(end), f);
-            nreads++;
+        if (f) dp__grant_failure(eng, batch[0], f);
+    } else {
+        while (dp__var_waiting(v) && !dp__entry_is_write(dp__var_entry(v, v->head))) {
+            dp__block *b = dp__entry_block(dp__var_entry(v, v->head++));
+            v->nreaders++;
+            if (f) dp__grant_failure(eng, b, f);
+            if (nbatch < DP__GRANT_BATCH) { dp__prefetch(b); batch[nbatch++] = b; }
+            else dp__grant_on_complete(eng, b, ready);
         }
-        v->nreaders = nreads;
-        v->first = end;
     }
-    if (!v->first) v->last = NULL;
     if (dp__tracing(eng)) dp__trace_var(eng, v);
     dp__spin_unlock(&v->lock);
     dp__failure_release(eng, old);
-    /* The nreads detached links are ours alone now. Read next before granting:
-       a granted op may run, finish and be reused at once. */
-    for (i = 0, l = reads; i < nreads; i++) {
-        dp__link *next = l->next;
-        dp__grant_on_complete(eng, dp__link_block(l), ready);
-        l = next;
-    }
-    if (write_grant) dp__grant_on_complete(eng, write_grant, ready);
+    for (i = 0; i < nbatch; i++) dp__grant_on_complete(eng, batch[i], ready);
 }
 
 /* >>queues ---------------------------------------------------------------
@@ -2167,7 +2172,7 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
             eng->desc.trace.func(&ev, eng->desc.trace.user);
         }
         v->nreaders = 0;
-        dp__table_release(eng, &eng->vars, v->index, v);
+        dp__table_release(eng, &eng->vars, v->handle_id & DP__IDX_MASK, v);
     } else {
         for (i = 0; i < b->nread; i++) dp__complete_read(eng, vars[i], &ready);
         /* a failed write passes its failure on, a good write replaces
@@ -2506,6 +2511,7 @@ static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *i
     uint32_t n = (uint32_t)b->nread + b->nwrite, i;
     dp__var **vars = dp__block_vars(b);
     dp__block *ready = NULL;
+    for (i = 0; i < n; i++) dp__prefetch(vars[i]);   /* the lines move here in parallel, not one per lock */
     dp__lock_vars(b, 1);
     for (i = 0; i < n; i++) {
         if ((uint32_t)dp__load(&vars[i]->gen, DP__RELAXED) != ids[i] >> DP__IDX_BITS) {
@@ -2516,10 +2522,17 @@ static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *i
             return DP_ERROR_INVALID_HANDLE;
         }
     }
+    for (i = 0; i < n; i++) {
+        if (dp__must_wait(vars[i], i >= b->nread) && dp__var_reserve(eng, vars[i]) != 0) {
+            dp__lock_vars(b, 0);
+            DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "'%s': queue of var 0x%08x",
+                    b->name ? b->name : "(unnamed)", (unsigned)ids[i]);
+            return DP_ERROR_OUT_OF_MEMORY;
+        }
+    }
     /* the push number; counting it makes the op pending for dp_wait_all */
     dp__store(&b->state, (dp__fetch_add(&eng->seq, 1, DP__SEQ_CST) + 1) << 2 | DP__ST_PENDING, DP__RELAXED);
-    for (i = 0; i < b->nread; i++) { dp__link *l = &dp__links(b)[i]; l->tagged = (uintptr_t)b; dp__append_read(eng, vars[i], l, &ready); }
-    for (; i < n; i++) { dp__link *l = &dp__links(b)[i]; l->tagged = (uintptr_t)b | 1u; dp__append_write(eng, vars[i], l, &ready); }
+    for (i = 0; i < n; i++) dp__append(eng, vars[i], b, i >= b->nread, &ready);
     if (b->kind == DP__KIND_DELETE) dp__table_invalidate(vars[0]);  /* handle dies now */
     if (eng->desc.trace.record_graph) dp__record_graph(eng, b);
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b, 0);
@@ -2605,7 +2618,7 @@ static int dp__run_inline(dp_engine *eng, dp_sync_fn fn, void *arg, const char *
     for (i = 0; i < n; i++) dp__spin_lock(&refs[i].v->lock);
     for (i = 0; i < n && ok; i++) {
         dp__var *v = refs[i].v;
-        ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == refs[i].id >> DP__IDX_BITS && !v->first && !dp__var_failure(eng, v)
+        ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == refs[i].id >> DP__IDX_BITS && !dp__var_waiting(v) && !dp__var_failure(eng, v)
              && (refs[i].write ? v->nreaders == 0 : v->nreaders >= 0);
     }
     for (i = 0; ok && i < n; i++) {
@@ -2726,7 +2739,7 @@ DP_IMPL dp_var dp_var_create(dp_engine *eng) {
     if (!eng) return h;
     v = (dp__var *)dp__table_alloc(eng, &eng->vars, &idx);
     if (!v) { DP__LOG(eng, DP_LOG_ERROR, HANDLES_EXHAUSTED, "variable table"); return h; }
-    v->nreaders = 0; v->index = idx; v->first = v->last = NULL; v->failure = NULL;
+    v->nreaders = 0; v->head = v->tail = 0; v->failure = NULL;   /* a reused slot keeps its ring */
     h.id = dp__table_id(v, idx);
     v->handle_id = h.id;
     return h;
@@ -2750,7 +2763,7 @@ DP_IMPL dp_var_state dp_var_state_get(dp_engine *eng, dp_var var) {
     dp_var_state st;
     if (!v) return DP_VAR_INVALID;
     dp__spin_lock(&v->lock);
-    if (v->nreaders != 0 || v->first) st = DP_VAR_BUSY;
+    if (v->nreaders != 0 || dp__var_waiting(v)) st = DP_VAR_BUSY;
     else st = dp__var_failure(eng, v) ? DP_VAR_FAILED : DP_VAR_READY;
     dp__spin_unlock(&v->lock);
     return st;
@@ -2974,6 +2987,10 @@ static void dp__engine_free(dp_engine *eng) {
         dp__opobj *op = (dp__opobj *)dp__table_slot(&eng->ops, (uint32_t)k);
         if (op && dp__load(&op->refs, DP__RELAXED) > 0)
             dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_ids));
+    }
+    for (k = 1; k < (size_t)dp__load(&eng->vars.next_index, DP__RELAXED); k++) {   /* every slot's ring, live or not */
+        dp__var *v = (dp__var *)dp__table_slot(&eng->vars, (uint32_t)k);
+        if (v && v->queue) dp__free(eng, v->queue, (v->mask + 1u) * sizeof *v->queue);
     }
     for (k = 0; k < eng->ngraph; k++) dp__free(eng, eng->graph[k].ids, (eng->graph[k].nread + eng->graph[k].nwrite ? eng->graph[k].nread + eng->graph[k].nwrite : 1) * sizeof(uint32_t));
     dp__free(eng, eng->graph, eng->capgraph * sizeof *eng->graph);
