@@ -308,6 +308,60 @@ static void test_delete_pending(void) {
     }
 }
 
+/* ---- a variable's queue: grows as ops wait, and a push that cannot get
+   room for its entry fails cleanly (nothing queued, nothing run) */
+static int g_fail_alloc;
+static void *failing_alloc(size_t size, size_t align, void *user) {
+    (void)align; (void)user;
+    return __atomic_load_n(&g_fail_alloc, __ATOMIC_ACQUIRE) ? NULL : malloc(size);
+}
+static void failing_free(void *p, size_t size, void *user) { (void)size; (void)user; free(p); }
+static dp_completion g_held_writer;
+static void hold_writer(dp_run_ctx *rc, void *arg, dp_completion done) { (void)rc; (void)arg; g_held_writer = done; }
+static int count_ran(dp_run_ctx *rc, void *a) { (void)rc; __atomic_fetch_add((int *)a, 1, __ATOMIC_RELAXED); return 0; }   /* readers run together */
+static void test_queue_growth_and_oom(void) {
+    int k, i, counter;
+    for (k = 0; k < 3; k++) {
+        dp_engine_desc d;
+        dp_engine *e = NULL;
+        dp_var x, y;
+        dp_push_desc hold;
+        memset(&d, 0, sizeof d);
+        d.type = kinds[k]; d.cpu_worker_nthreads = 2; d.ignore_env = 1;
+        d.logger.func = quiet_logger;
+        d.allocator.alloc = failing_alloc; d.allocator.free = failing_free;
+        CHECK(dp_engine_create(&d, &e) == DP_OK);
+        x = dp_var_create(e); y = dp_var_create(e);
+        memset(&hold, 0, sizeof hold);
+        hold.async_fn = hold_writer; hold.prop = DP_PROP_ASYNC; hold.writes = &x; hold.num_writes = 1;
+        /* 1000 readers behind a held writer: the ring doubles from 8 to 1024 */
+        counter = 0;
+        CHECK(dp_push(e, &hold) == DP_OK);
+        for (i = 0; i < 1000; i++) CHECK(dp_push_sync(e, count_ran, &counter, &x, 1, NULL, 0) == DP_OK);
+        CHECK(dp_var_state_get(e, x) == DP_VAR_BUSY);
+        CHECK(__atomic_load_n(&counter, __ATOMIC_ACQUIRE) == 0);
+        dp_complete(g_held_writer, 0, NULL);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(counter == 1000);
+        /* y has never queued an op, so it has no ring yet: with the
+           allocator failing, a push that would wait on y fails */
+        hold.writes = &y;
+        CHECK(dp_push(e, &hold) == DP_OK);
+        __atomic_store_n(&g_fail_alloc, 1, __ATOMIC_RELEASE);
+        g_last_item = 0;
+        CHECK(dp_push_sync(e, count_ran, &counter, &x, 1, &y, 1) == DP_ERROR_OUT_OF_MEMORY);
+        CHECK(g_last_item == DP_LOGITEM_OUT_OF_MEMORY);
+        CHECK(dp_var_state_get(e, x) == DP_VAR_READY);   /* its read of x was not left behind */
+        __atomic_store_n(&g_fail_alloc, 0, __ATOMIC_RELEASE);
+        CHECK(dp_push_sync(e, count_ran, &counter, &x, 1, &y, 1) == DP_OK);
+        dp_complete(g_held_writer, 0, NULL);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(counter == 1001);
+        CHECK(dp_var_state_get(e, y) == DP_VAR_READY);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 /* ---- priority pool: highest priority first */
 static volatile int gate;
 static int wait_gate(dp_run_ctx *rc, void *a) { (void)rc; (void)a; while (!__atomic_load_n(&gate, __ATOMIC_ACQUIRE)) sched_yield(); return 0; }
@@ -889,6 +943,7 @@ int main(void) {
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
         {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},
         {"gpu_events", test_gpu_events}, {"gpu_events_no_head_of_line", test_gpu_events_no_head_of_line},
+        {"queue_growth_and_oom", test_queue_growth_and_oom},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
