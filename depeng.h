@@ -74,6 +74,10 @@
                          stream synchronisation).
      Pushing and waiting are thread-safe: several threads may push at once. The
      order per variable is the order in which the pushes returned.
+     Pacing: a thread far ahead of the workers (64 pushes in a row that had
+     to wait, while every CPU worker is running an op) yields its core once
+     (sched_yield) on the threaded engines, so that it does not hold a busy
+     worker off a shared core; desc.no_push_yield turns this off.
 
    5. ERRORS
      Calls return dp_result. Details go to the logger (desc.logger, default
@@ -381,12 +385,14 @@ typedef struct dp_engine_desc {
     dp_trace trace;
     int ignore_env;
     dp_storage_kind storage;  /* arrays' memory: DEPENG_STORAGE_POOL=1|0, default pooled */
+    int no_push_yield;        /* 1: dp_push never yields the pushing thread's core
+                                 (see "pacing" under THREADING MODEL) */
 } dp_engine_desc;
 
 typedef struct dp_engine_stats {
     uint64_t pushed, completed, failed, skipped;
     uint64_t live_vars, pending_ops;
-    uint64_t pool_bytes;      /* bytes held by the block and link pools       */
+    uint64_t pool_bytes;      /* bytes held by the operation block pools      */
     uint64_t handle_bytes;    /* bytes held by the var and op tables          */
 } dp_engine_stats;
 
@@ -1233,6 +1239,7 @@ static DP__THREAD_LOCAL dp_engine *dp__tls_running;   /* engine whose op runs he
 static DP__THREAD_LOCAL dp__worker *dp__tls_worker;
 static DP__THREAD_LOCAL dp__block *dp__tls_naive_head, *dp__tls_naive_tail;
 static DP__THREAD_LOCAL int dp__tls_naive_draining;
+static DP__THREAD_LOCAL unsigned dp__tls_pushes_waiting;   /* see dp__pace_pusher */
 
 static const char *dp__item_msgs[] = {
 #define DP__ITEM_MSG(name, msg) msg,
@@ -2507,6 +2514,28 @@ static void dp__lock_vars(dp__block *b, int lock) {
         if (lock) dp__spin_lock(&v->lock); else dp__spin_unlock(&v->lock);
     }
 }
+/* Pacing. A thread whose pushes keep having to wait is ahead of the
+   workers: what it pushes now cannot run before what they are running.
+   When the machine has no core to spare, it competes with them for one,
+   and a worker it pushes off the core holds an op that the other workers
+   soon wait for. So every DP__PACE_PUSHES waiting pushes in a row, while
+   every worker of the op's pool is busy running ops, the pusher yields
+   its core: a no-op when nothing else wants it. Not while a worker looks
+   for work or sleeps: then there is a core to spare, or soon will be, and
+   a pusher that gave its core to a spinner would let the workers run dry. */
+#define DP__PACE_PUSHES 64u
+static void dp__pace_pusher(dp_engine *eng, const dp__block *b) {
+    dp__group *g;
+    if (eng->desc.no_push_yield || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
+    if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
+    else if (eng->desc.type == DP_ENGINE_PERDEVICE && b->ctx.dev_type == DP_DEV_CPU && dp__prop(b) == DP_PROP_NORMAL)
+        g = (dp__group *)dp__load(&eng->cpu_groups[b->ctx.dev_id], DP__ACQUIRE);
+    else return;
+    if (g && dp__load(&g->q.spinning, DP__RELAXED) == 0 && dp__load(&g->q.sleepers, DP__RELAXED) == 0) {
+        DEPENG_TEST_HOOK(pusher_yield);
+        dp__thread_yield();
+    }
+}
 static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *ids) {
     uint32_t n = (uint32_t)b->nread + b->nwrite, i;
     dp__var **vars = dp__block_vars(b);
@@ -2537,7 +2566,8 @@ static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *i
     if (eng->desc.trace.record_graph) dp__record_graph(eng, b);
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b, 0);
     dp__lock_vars(b, 0);
-    if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) dp__dispatch(eng, b, 1);
+    if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { dp__tls_pushes_waiting = 0; dp__dispatch(eng, b, 1); }
+    else dp__pace_pusher(eng, b);
     (void)ready;   /* grants made during a push never reach zero: the pusher holds one */
     return DP_OK;
 }

@@ -9,9 +9,11 @@
    and leaving the spinning count (see test_wake_after_last_look). */
 static int g_park_in_found;
 static void (*g_before_clear)(void);   /* run once inside dp_wait_all, before it clears failures */
+static int g_pusher_yields;            /* counts the pacing yields (see test_push_pacing) */
 static void test_hook(const char *point) {
     struct timespec ts = {0, 100000000};
     if (strcmp(point, "worker_found") == 0 && __atomic_exchange_n(&g_park_in_found, 0, __ATOMIC_ACQ_REL)) nanosleep(&ts, NULL);
+    if (strcmp(point, "pusher_yield") == 0) __atomic_fetch_add(&g_pusher_yields, 1, __ATOMIC_RELAXED);
     if (strcmp(point, "wait_all_clear") == 0 && g_before_clear) { void (*f)(void) = g_before_clear; g_before_clear = NULL; f(); }
 }
 #define DEPENG_TEST_HOOK(point) test_hook(#point)
@@ -360,6 +362,64 @@ static void test_queue_growth_and_oom(void) {
         CHECK(dp_var_state_get(e, y) == DP_VAR_READY);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     }
+}
+
+/* ---- pacing: a pusher whose pushes all wait, while every worker runs an
+   op, yields its core every 64 pushes; not while a worker is idle, not on
+   the naive engine, never with no_push_yield */
+static volatile int g_release_busy;
+static int g_busy_running;
+static int busy_until_released(dp_run_ctx *rc, void *a) {
+    (void)rc; (void)a;
+    __atomic_fetch_add(&g_busy_running, 1, __ATOMIC_ACQ_REL);
+    while (!__atomic_load_n(&g_release_busy, __ATOMIC_ACQUIRE)) sched_yield();
+    return 0;
+}
+static int pacing_yields(dp_engine_type type, int no_yield, int occupy_workers) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    dp_var busy[2], x;
+    int i, ran = 0, yields;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.logger.func = quiet_logger;
+    d.no_push_yield = no_yield;
+    if (dp_engine_create(&d, &e) != DP_OK) return -1;
+    x = dp_var_create(e);
+    __atomic_store_n(&g_release_busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_busy_running, 0, __ATOMIC_RELEASE);
+    if (occupy_workers) {              /* both workers run an op that x's writer waits for */
+        for (i = 0; i < 2; i++) {
+            busy[i] = dp_var_create(e);
+            CHECK(dp_push_sync(e, busy_until_released, NULL, NULL, 0, &busy[i], 1) == DP_OK);
+        }
+        while (__atomic_load_n(&g_busy_running, __ATOMIC_ACQUIRE) < 2) sched_yield();
+        CHECK(dp_push_sync(e, mark_ran, &ran, busy, 2, &x, 1) == DP_OK);
+    } else {                           /* x is held by an op no worker runs; the workers have gone to sleep */
+        struct timespec idle = {0, 50000000};
+        CHECK(dp_push_sync(e, mark_ran, &ran, NULL, 0, NULL, 0) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        nanosleep(&idle, NULL);
+        dp_push_desc hold;
+        memset(&hold, 0, sizeof hold);
+        hold.async_fn = hold_writer; hold.prop = DP_PROP_ASYNC; hold.writes = &x; hold.num_writes = 1;
+        CHECK(dp_push(e, &hold) == DP_OK);
+        ran = 0;
+    }
+    __atomic_store_n(&g_pusher_yields, 0, __ATOMIC_RELEASE);
+    for (i = 0; i < 200; i++) CHECK(dp_push_sync(e, mark_ran, &ran, NULL, 0, &x, 1) == DP_OK);   /* each waits */
+    yields = __atomic_load_n(&g_pusher_yields, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&g_release_busy, 1, __ATOMIC_RELEASE);
+    if (!occupy_workers) dp_complete(g_held_writer, 0, NULL);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(ran == (occupy_workers ? 201 : 200));
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    return yields;
+}
+static void test_push_pacing(void) {
+    CHECK(pacing_yields(DP_ENGINE_PERDEVICE, 0, 1) == 3);   /* 200 waiting pushes: after the 64th, 128th, 192nd */
+    CHECK(pacing_yields(DP_ENGINE_POOLED, 0, 1) == 3);
+    CHECK(pacing_yields(DP_ENGINE_PERDEVICE, 1, 1) == 0);   /* turned off */
+    CHECK(pacing_yields(DP_ENGINE_PERDEVICE, 0, 0) == 0);   /* the workers are idle: they have the cores */
 }
 
 /* ---- priority pool: highest priority first */
@@ -943,7 +1003,7 @@ int main(void) {
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
         {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},
         {"gpu_events", test_gpu_events}, {"gpu_events_no_head_of_line", test_gpu_events_no_head_of_line},
-        {"queue_growth_and_oom", test_queue_growth_and_oom},
+        {"queue_growth_and_oom", test_queue_growth_and_oom}, {"push_pacing", test_push_pacing},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
