@@ -2514,27 +2514,36 @@ static void dp__lock_vars(dp__block *b, int lock) {
         if (lock) dp__spin_lock(&v->lock); else dp__spin_unlock(&v->lock);
     }
 }
+/* Adds up the ops g's workers have completed. */
+static void dp__group_completed(dp__group *g, uint64_t *sum) {
+    int i;
+    if (g) for (i = 0; i < g->nworkers; i++) *sum += dp__load(&g->workers[i].completed, DP__RELAXED);
+}
 /* Pacing. A thread whose pushes keep having to wait is ahead of the
    workers: what it pushes now cannot run before what they are running.
    When the machine has no core to spare, it competes with them for one,
    and a worker it pushes off the core holds an op that the other workers
    soon wait for. So every DP__PACE_PUSHES waiting pushes in a row, while
-   every worker of the op's pool is busy running ops, the pusher yields
-   its core: a no-op when nothing else wants it. Not while a worker looks
-   for work or sleeps: then there is a core to spare, or soon will be, and
-   a pusher that gave its core to a spinner would let the workers run dry. */
+   more than DP__PACE_BACKLOG ops are pending and every worker of the op's
+   pool is running one, the pusher yields its core: a no-op when nothing
+   else wants it. Not with a short backlog, and not while a worker looks
+   for work or sleeps: a pusher that gave its core away then would let the
+   workers run dry. */
 #define DP__PACE_PUSHES 64u
+#define DP__PACE_BACKLOG 2048u
 static void dp__pace_pusher(dp_engine *eng, const dp__block *b) {
     dp__group *g;
+    uint64_t completed = 0;
     if (eng->desc.no_push_yield || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
     if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
     else if (eng->desc.type == DP_ENGINE_PERDEVICE && b->ctx.dev_type == DP_DEV_CPU && dp__prop(b) == DP_PROP_NORMAL)
         g = (dp__group *)dp__load(&eng->cpu_groups[b->ctx.dev_id], DP__ACQUIRE);
     else return;
-    if (g && dp__load(&g->q.spinning, DP__RELAXED) == 0 && dp__load(&g->q.sleepers, DP__RELAXED) == 0) {
-        DEPENG_TEST_HOOK(pusher_yield);
-        dp__thread_yield();
-    }
+    if (!g || dp__load(&g->q.spinning, DP__RELAXED) != 0 || dp__load(&g->q.sleepers, DP__RELAXED) != 0) return;
+    dp__group_completed(g, &completed);
+    if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - completed <= DP__PACE_BACKLOG) return;
+    DEPENG_TEST_HOOK(pusher_yield);
+    dp__thread_yield();
 }
 static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *ids) {
     uint32_t n = (uint32_t)b->nread + b->nwrite, i;
@@ -3100,10 +3109,6 @@ DP_IMPL dp_engine_desc dp_engine_query_desc(const dp_engine *eng) {
     if (eng) return eng->desc;
     memset(&d, 0, sizeof d);
     return d;
-}
-static void dp__group_completed(dp__group *g, uint64_t *sum) {
-    int i;
-    if (g) for (i = 0; i < g->nworkers; i++) *sum += dp__load(&g->workers[i].completed, DP__RELAXED);
 }
 DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
     int i;

@@ -364,9 +364,9 @@ static void test_queue_growth_and_oom(void) {
     }
 }
 
-/* ---- pacing: a pusher whose pushes all wait, while every worker runs an
-   op, yields its core every 64 pushes; not while a worker is idle, not on
-   the naive engine, never with no_push_yield */
+/* ---- pacing: a pusher whose pushes all wait, with more than 2048 ops
+   pending while every worker runs an op, yields its core every 64 pushes;
+   not while a worker is idle, never with no_push_yield */
 static volatile int g_release_busy;
 static int g_busy_running;
 static int busy_until_released(dp_run_ctx *rc, void *a) {
@@ -393,10 +393,10 @@ static int pacing_yields(dp_engine_type type, int no_yield, int occupy_workers) 
             CHECK(dp_push_sync(e, busy_until_released, NULL, NULL, 0, &busy[i], 1) == DP_OK);
         }
         while (__atomic_load_n(&g_busy_running, __ATOMIC_ACQUIRE) < 2) sched_yield();
-        CHECK(dp_push_sync(e, mark_ran, &ran, busy, 2, &x, 1) == DP_OK);
+        CHECK(dp_push_sync(e, count_ran, &ran, busy, 2, &x, 1) == DP_OK);
     } else {                           /* x is held by an op no worker runs; the workers have gone to sleep */
         struct timespec idle = {0, 50000000};
-        CHECK(dp_push_sync(e, mark_ran, &ran, NULL, 0, NULL, 0) == DP_OK);
+        CHECK(dp_push_sync(e, count_ran, &ran, NULL, 0, NULL, 0) == DP_OK);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         nanosleep(&idle, NULL);
         dp_push_desc hold;
@@ -405,18 +405,19 @@ static int pacing_yields(dp_engine_type type, int no_yield, int occupy_workers) 
         CHECK(dp_push(e, &hold) == DP_OK);
         ran = 0;
     }
+    CHECK(dp_push_sync(e, count_ran, &ran, NULL, 0, NULL, 0) == DP_OK);   /* ready at once: a new run of waiting pushes */
     __atomic_store_n(&g_pusher_yields, 0, __ATOMIC_RELEASE);
-    for (i = 0; i < 200; i++) CHECK(dp_push_sync(e, mark_ran, &ran, NULL, 0, &x, 1) == DP_OK);   /* each waits */
+    for (i = 0; i < 2200; i++) CHECK(dp_push_sync(e, count_ran, &ran, NULL, 0, &x, 1) == DP_OK);   /* each waits */
     yields = __atomic_load_n(&g_pusher_yields, __ATOMIC_ACQUIRE);
     __atomic_store_n(&g_release_busy, 1, __ATOMIC_RELEASE);
     if (!occupy_workers) dp_complete(g_held_writer, 0, NULL);
     CHECK(dp_wait_all(e, NULL) == DP_OK);
-    CHECK(ran == (occupy_workers ? 201 : 200));
+    CHECK(__atomic_load_n(&ran, __ATOMIC_ACQUIRE) == (occupy_workers ? 2202 : 2201));
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     return yields;
 }
 static void test_push_pacing(void) {
-    CHECK(pacing_yields(DP_ENGINE_PERDEVICE, 0, 1) == 3);   /* 200 waiting pushes: after the 64th, 128th, 192nd */
+    CHECK(pacing_yields(DP_ENGINE_PERDEVICE, 0, 1) == 3);   /* after the 2048th, 2112th and 2176th waiting push */
     CHECK(pacing_yields(DP_ENGINE_POOLED, 0, 1) == 3);
     CHECK(pacing_yields(DP_ENGINE_PERDEVICE, 1, 1) == 0);   /* turned off */
     CHECK(pacing_yields(DP_ENGINE_PERDEVICE, 0, 0) == 0);   /* the workers are idle: they have the cores */

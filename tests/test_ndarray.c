@@ -1105,7 +1105,7 @@ static void test_pinned_and_gpu_kernels(void) {
         dp_ctx pinned = {DP_DEV_CPU_PINNED, 0}, gpu0 = {DP_DEV_GPU, 0};
         dp_shape s = {1, {4}};
         double x[4] = {1, 2, 3, 4}, y[4], u_gpu[4], u_cpu[4];
-        dp_ndarray *a, *b, *sum = NULL, *g, *back, *ug, *uc, *eg = NULL;
+        dp_ndarray *a, *b, *sum = NULL, *g, *back = NULL, *ug, *uc, *eg = NULL;
         dp_storage_stats st;
         CHECK(dp_nd_from_host(e, &s, DP_FLOAT64, pinned, x, &a) == DP_OK && dp_nd_ctx(a).dev_type == DP_DEV_CPU_PINNED);
         CHECK(dp_nd_ones(e, &s, DP_FLOAT64, pinned, &b) == DP_OK);
