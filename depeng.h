@@ -1091,6 +1091,9 @@ typedef struct dp__queue {
     struct dp__block *stub;        /* FIFO: the node that keeps it non-empty */
     char pad1_[64 - sizeof(dp__spinlock) - 2 * sizeof(void *)];
     dp__a32 spinning;              /* workers looking for work (not running, not asleep) */
+    char pad2_[64 - sizeof(dp__a32)];
+    /* Below: written when a worker sleeps or wakes, so a push reads them
+       without a cache miss while the workers are busy. */
     dp__a32 sleepers;              /* workers asleep or about to be (written under m) */
     int wakeups;                   /* wake tokens not yet taken (under m) */
     int prioritized, stop;
@@ -1806,7 +1809,9 @@ static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__b
         for (; b; b = next) { next = b == last ? NULL : dp__next(b); dp__heap_insert(eng, q, b); }
         dp__mutex_unlock(&q->m);
     } else dp__fifo_append(q, first, last);
-    if (dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q);
+    /* sleepers first: its line stays put while the workers are busy, and
+       with nobody asleep there is nobody to wake */
+    if (dp__load(&q->sleepers, DP__SEQ_CST) != 0 && dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q);
 }
 /* Whether a FIFO may hold an op, looked at without the take lock: its head
    node has a successor, or is an op itself. Idle workers poll this, not the
