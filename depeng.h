@@ -2502,11 +2502,6 @@ static void dp__record_graph(dp_engine *eng, dp__block *b) {
     }
     dp__mutex_unlock(&eng->graph_mtx);
 }
-/* Links a prepared block into its variables. All of the op's variables are
-   locked together, in address order, so that two pushes from different
-   threads are ordered the same way on every variable they share (no cycle,
-   no deadlock). A variable deleted meanwhile fails the push; nothing is
-   linked then. */
 /* Locks (or unlocks) an op's variables in address order: reads and writes are
    each sorted, so walking both runs merged gives the global order. */
 static void dp__lock_vars(dp__block *b, int lock) {
@@ -2550,7 +2545,12 @@ static void dp__pace_pusher(dp_engine *eng, const dp__block *b) {
     DEPENG_TEST_HOOK(pusher_yield);
     dp__thread_yield();
 }
-static dp_result dp__link_and_go(dp_engine *eng, dp__block *b, const uint32_t *ids) {
+/* Queues a prepared block on its variables. All of the op's variables are
+   locked together, in address order, so that two pushes from different
+   threads are ordered the same way on every variable they share (no cycle,
+   no deadlock). A variable deleted meanwhile, or a queue that cannot grow,
+   fails the push; nothing is queued then. */
+static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *ids) {
     uint32_t n = (uint32_t)b->nread + b->nwrite, i;
     dp__var **vars = dp__block_vars(b);
     dp__block *ready = NULL;
@@ -2631,7 +2631,7 @@ static dp_result dp__push_resolved(dp_engine *eng, const dp_push_desc *d, int ki
     b->nread = 0;
     for (i = 0; i < n; i++) b->nread = (uint16_t)(b->nread + (refs[i].write == 0));
     b->nwrite = (uint16_t)(n - b->nread);
-    r = dp__link_and_go(eng, b, ids);
+    r = dp__queue_and_go(eng, b, ids);
     if (r != DP_OK) dp__pool_put(eng, b);
 done:
     if (refs != stack_refs) dp__free(eng, refs, (size_t)total * (sizeof *refs + sizeof *ids));
@@ -2883,7 +2883,7 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
     b = dp__block_new(eng, n, &d, op->d.fn ? DP__KIND_SYNC : DP__KIND_ASYNC);
     if (!b) { dp__op_unref(eng, op); return DP_ERROR_OUT_OF_MEMORY; }
     b->op = op; b->nread = (uint16_t)op->nread; b->nwrite = (uint16_t)op->nwrite;
-    r = dp__link_and_go(eng, b, op->var_ids);
+    r = dp__queue_and_go(eng, b, op->var_ids);
     if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op); }
     return r;
 }

@@ -69,7 +69,7 @@ static op_view *op_by_name(const char *name) {
         if (strcmp(ops[i].name, name) == 0) return &ops[i];
     return NULL;
 }
-/* Unmet dependencies of a waiting op = the queues it sits in (one link per var). */
+/* Unmet dependencies of a waiting op = the queues it sits in (one queue entry per var). */
 static int op_unmet(const op_view *o) {
     int i, k, n = 0;
     for (i = 0; i < NVARS; i++)
