@@ -75,9 +75,10 @@
      Pushing and waiting are thread-safe: several threads may push at once. The
      order per variable is the order in which the pushes returned.
      Pacing: a thread far ahead of the workers (64 pushes in a row that had
-     to wait, while every CPU worker is running an op) yields its core once
-     (sched_yield) on the threaded engines, so that it does not hold a busy
-     worker off a shared core; desc.no_push_yield turns this off.
+     to wait, more than 2048 ops pending, every CPU worker running an op)
+     yields its core once (sched_yield) on the threaded engines, so that it
+     does not hold a busy worker off a shared core. Not from inside an op;
+     desc.no_push_yield turns it off.
 
    5. ERRORS
      Calls return dp_result. Details go to the logger (desc.logger, default
@@ -394,6 +395,9 @@ typedef struct dp_engine_stats {
     uint64_t live_vars, pending_ops;
     uint64_t pool_bytes;      /* bytes held by the operation block pools      */
     uint64_t handle_bytes;    /* bytes held by the var and op tables          */
+    uint64_t queue_bytes;     /* bytes held by the variables' queues: a queue
+                                 keeps the room it once needed, also for the
+                                 next variable in its slot                    */
 } dp_engine_stats;
 
 /* ---- engine ----------------------------------------------------------- */
@@ -537,7 +541,10 @@ DP_API dp_result dp_nd_slice(dp_ndarray *a, int64_t begin, int64_t end, dp_ndarr
    GPU's copy queue when a GPU is involved). */
 DP_API dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out);
 DP_API dp_ndarray *dp_nd_retain(dp_ndarray *a);       /* one more reference; returns a */
-DP_API void dp_nd_release(dp_ndarray *a);             /* NULL is fine                   */
+/* One reference less; the last frees the memory once the ops using it are
+   done. NULL is fine. Out of memory for the release op, the memory is kept
+   (logged) until the engine is destroyed, never freed under a running op. */
+DP_API void dp_nd_release(dp_ndarray *a);
 DP_API const dp_shape *dp_nd_shape(const dp_ndarray *a);
 DP_API dp_dtype dp_nd_dtype(const dp_ndarray *a);
 DP_API dp_ctx dp_nd_ctx(const dp_ndarray *a);
@@ -1144,6 +1151,9 @@ struct dp_engine {
     dp__a32 outside_finishers;  /* dp__finish / waits running on non-worker threads */
     dp__a64 completed_inline, failed, skipped;
     dp__a64 inline_ops;         /* run by the naive fast path (no seq number) */
+    dp__a64 queue_bytes;        /* held by the variables' queues (rings) */
+    dp__spinlock orphan_lock;
+    struct dp__chunk *orphans;  /* arrays whose release could not be queued: freed at destroy */
     int inline_ok;              /* naive, no trace callback, no graph: see dp__run_inline */
     dp__mutex wait_mtx; dp__cond wait_cv;
     dp__mutex create_mtx;       /* lazy pools and streams */
@@ -1586,11 +1596,12 @@ static int dp__var_reserve(dp_engine *eng, dp__var *v) {
     dp__entry *q;
     if (n < cap) return 0;
     ncap = cap ? cap * 2u : 8u;
-    if (ncap > (1u << 30)) return -1;
+    if (ncap > (1u << 28)) return -1;          /* 2^28 waiting ops: the bytes fit a 32-bit size_t too */
     q = (dp__entry *)dp__alloc(eng, ncap * sizeof *q);
     if (!q) return -1;
     for (i = 0; i < n; i++) q[i] = dp__var_entry(v, v->head + i);
     if (v->queue) dp__free(eng, v->queue, cap * sizeof *q);
+    dp__fetch_add(&eng->queue_bytes, (uint64_t)(ncap - cap) * sizeof *q, DP__RELAXED);
     v->queue = q; v->head = 0; v->tail = n; v->mask = ncap - 1u;
     return 0;
 }
@@ -1628,8 +1639,10 @@ static void dp__complete_read(dp_engine *eng, dp__var *v, dp__block **ready) {
    grant every queued read up to the next write, or, if the queue starts with
    a write, that write. Up to DP__GRANT_BATCH grants are made after the lock
    is released (the entries are copied out: the ring slots may be reused at
-   once); a longer run of reads grants the rest under the lock. */
-#define DP__GRANT_BATCH 16
+   once); a longer run of reads grants the rest under the lock (releasing the
+   lock between chunks would let a reader's completion take a queued read
+   for the write it expects at the head). */
+#define DP__GRANT_BATCH 64
 static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, dp__block **ready) {
     dp__block *batch[DP__GRANT_BATCH];
     dp__failure *old = NULL, *f;
@@ -2519,6 +2532,22 @@ static void dp__group_completed(dp__group *g, uint64_t *sum) {
     int i;
     if (g) for (i = 0; i < g->nworkers; i++) *sum += dp__load(&g->workers[i].completed, DP__RELAXED);
 }
+/* Every op with a push number completed so far, wherever it ran: by a pool's
+   workers, or outside them (waits, async completions, the naive engine).
+   Read without stopping anyone, so a moment old. */
+static uint64_t dp__completed_total(dp_engine *eng) {
+    uint64_t sum = dp__load(&eng->completed_inline, DP__RELAXED);
+    int i;
+    for (i = 0; i < DP__MAX_DEV; i++) {
+        dp__group_completed((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), &sum);
+        dp__group_completed((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), &sum);
+        dp__group_completed((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), &sum);
+    }
+    dp__group_completed(eng->prio_group, &sum);
+    dp__group_completed(eng->task_group, &sum);
+    dp__group_completed((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), &sum);
+    return sum;
+}
 /* Pacing. A thread whose pushes keep having to wait is ahead of the
    workers: what it pushes now cannot run before what they are running.
    When the machine has no core to spare, it competes with them for one,
@@ -2531,17 +2560,17 @@ static void dp__group_completed(dp__group *g, uint64_t *sum) {
    workers run dry. */
 #define DP__PACE_PUSHES 64u
 #define DP__PACE_BACKLOG 2048u
-static void dp__pace_pusher(dp_engine *eng, const dp__block *b) {
+/* ctx and prop are the op's, read before the push let go of it: once its
+   count is released, another thread may run, recycle and reuse the block. */
+static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
     dp__group *g;
-    uint64_t completed = 0;
-    if (eng->desc.no_push_yield || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
+    if (eng->desc.no_push_yield || dp__tls_running || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
     if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
-    else if (eng->desc.type == DP_ENGINE_PERDEVICE && b->ctx.dev_type == DP_DEV_CPU && dp__prop(b) == DP_PROP_NORMAL)
-        g = (dp__group *)dp__load(&eng->cpu_groups[b->ctx.dev_id], DP__ACQUIRE);
+    else if (eng->desc.type == DP_ENGINE_PERDEVICE && ctx.dev_type == DP_DEV_CPU && prop == DP_PROP_NORMAL)
+        g = (dp__group *)dp__load(&eng->cpu_groups[ctx.dev_id], DP__ACQUIRE);
     else return;
     if (!g || dp__load(&g->q.spinning, DP__RELAXED) != 0 || dp__load(&g->q.sleepers, DP__RELAXED) != 0) return;
-    dp__group_completed(g, &completed);
-    if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - completed <= DP__PACE_BACKLOG) return;
+    if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - dp__completed_total(eng) <= DP__PACE_BACKLOG) return;
     DEPENG_TEST_HOOK(pusher_yield);
     dp__thread_yield();
 }
@@ -2554,6 +2583,8 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
     uint32_t n = (uint32_t)b->nread + b->nwrite, i;
     dp__var **vars = dp__block_vars(b);
     dp__block *ready = NULL;
+    dp_ctx ctx;
+    dp_prop prop;
     for (i = 0; i < n; i++) dp__prefetch(vars[i]);   /* the lines move here in parallel, not one per lock */
     dp__lock_vars(b, 1);
     for (i = 0; i < n; i++) {
@@ -2580,8 +2611,9 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
     if (eng->desc.trace.record_graph) dp__record_graph(eng, b);
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b, 0);
     dp__lock_vars(b, 0);
+    ctx = b->ctx; prop = dp__prop(b);
     if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { dp__tls_pushes_waiting = 0; dp__dispatch(eng, b, 1); }
-    else dp__pace_pusher(eng, b);
+    else dp__pace_pusher(eng, ctx, prop);   /* b may be gone already */
     (void)ready;   /* grants made during a push never reach zero: the pusher holds one */
     return DP_OK;
 }
@@ -3003,12 +3035,14 @@ static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc *in, dp_e
     return DP_OK;
 }
 static void dp__storage_destroy(dp_engine *eng, struct dp__storage *st);
+static void dp__orphans_free(dp_engine *eng);
 static void dp__resources_destroy(dp_engine *eng, struct dp__resources *r);
 static void dp__engine_free(dp_engine *eng) {
     int i;
     size_t k;
     dp__failure *f, *next;
     while (dp__load(&eng->outside_finishers, DP__ACQUIRE) != 0) dp__thread_yield();
+    dp__orphans_free(eng);
     for (i = 0; i < 3 * DP__MAX_DEV; i++) dp__storage_destroy(eng, eng->storage[i / DP__MAX_DEV][i % DP__MAX_DEV]);
     for (i = 0; i < DP__MAX_DEV; i++) { dp__resources_destroy(eng, eng->resources[0][i]); dp__resources_destroy(eng, eng->resources[1][i]); }
     for (i = 0; i < DP__MAX_DEV; i++) {
@@ -3119,15 +3153,7 @@ DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
     int i;
     if (!eng || !out) return;
     memset(out, 0, sizeof *out);
-    out->completed = dp__load(&eng->completed_inline, DP__RELAXED);
-    for (i = 0; i < DP__MAX_DEV; i++) {
-        dp__group_completed((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), &out->completed);
-        dp__group_completed((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), &out->completed);
-        dp__group_completed((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), &out->completed);
-    }
-    dp__group_completed(eng->prio_group, &out->completed);
-    dp__group_completed(eng->task_group, &out->completed);
-    dp__group_completed((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), &out->completed);
+    out->completed = dp__completed_total(eng);
     out->pushed = dp__load(&eng->seq, DP__RELAXED);
     out->pending_ops = out->pushed - dp__load(&eng->done, DP__RELAXED);
     out->pushed += dp__load(&eng->inline_ops, DP__RELAXED);
@@ -3135,6 +3161,7 @@ DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
     out->failed = dp__load(&eng->failed, DP__RELAXED);
     out->skipped = dp__load(&eng->skipped, DP__RELAXED);
     out->live_vars = dp__load(&eng->vars.live, DP__RELAXED);
+    out->queue_bytes = dp__load(&eng->queue_bytes, DP__RELAXED);
     for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) out->pool_bytes += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].bytes, DP__RELAXED);
     for (i = 0; i < (int)DP__MAX_CHUNKS; i++) {
         if (dp__load(&eng->vars.chunks[i], DP__RELAXED)) out->handle_bytes += eng->vars.obj_size * DP__CHUNK_SLOTS;
@@ -4522,6 +4549,7 @@ typedef struct dp__chunk {
     size_t size;               /* the block's class size */
     dp_ctx ctx;
     dp__a32 version;           /* writes pushed so far (autograd checks saved arrays) */
+    struct dp__chunk *next_orphan;   /* on eng->orphans, see dp__chunk_release */
 } dp__chunk;
 struct dp__ag_node;
 struct dp_ndarray {
@@ -4548,8 +4576,23 @@ static int dp__chunk_free_op(dp_run_ctx *rc, void *arg) {
 }
 static void dp__chunk_release(dp__chunk *c) {
     if (dp__fetch_add(&c->refs, -1, DP__ACQ_REL) != 1) return;
-    if (dp_var_delete_fn(c->eng, c->var, dp__chunk_free_op, c, c->ctx) != DP_OK)
-        dp__chunk_free_op(NULL, c);   /* the variable is gone already: nothing can be using the data */
+    dp_result r = dp_var_delete_fn(c->eng, c->var, dp__chunk_free_op, c, c->ctx);
+    if (r == DP_ERROR_INVALID_HANDLE) dp__chunk_free_op(NULL, c);   /* the variable is gone already: nothing can be using the data */
+    else if (r != DP_OK) {   /* out of memory: ops may still use the data, so it stays until the engine goes */
+        DP__LOG(c->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "array of %zu bytes kept until the engine is destroyed: its release could not be queued", c->size);
+        dp__spin_lock(&c->eng->orphan_lock);
+        c->next_orphan = c->eng->orphans;
+        c->eng->orphans = c;
+        dp__spin_unlock(&c->eng->orphan_lock);
+    }
+}
+/* At destroy, with every op done: the arrays dp__chunk_release had to keep. */
+static void dp__orphans_free(dp_engine *eng) {
+    while (eng->orphans) {
+        dp__chunk *c = eng->orphans;
+        eng->orphans = c->next_orphan;
+        dp__chunk_free_op(NULL, c);
+    }
 }
 DP_IMPL dp_ndarray *dp_nd_retain(dp_ndarray *a) {
     if (a) dp__fetch_add(&a->refs, 1, DP__RELAXED);

@@ -423,6 +423,30 @@ static void test_push_pacing(void) {
     CHECK(pacing_yields(DP_ENGINE_PERDEVICE, 0, 0) == 0);   /* the workers are idle: they have the cores */
 }
 
+/* ---- pacing with many pushers: more threads than pool stripes, each
+   pushing a chain that keeps having to wait (TSan: a pusher must not look
+   at an op once its count is released) */
+typedef struct { dp_engine *e; int count; } chain_pusher;
+static void *push_chain(void *arg) {
+    chain_pusher *c = (chain_pusher *)arg;
+    dp_var x = dp_var_create(c->e);
+    int i;
+    for (i = 0; i < 3000; i++) CHECK(dp_push_sync(c->e, mark_ran, &c->count, NULL, 0, &x, 1) == DP_OK);
+    CHECK(dp_wait_var(c->e, x, NULL) == DP_OK);
+    return NULL;
+}
+static void test_pacing_many_pushers(void) {
+    int k, i;
+    for (k = 1; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        chain_pusher c[12];
+        pthread_t th[12];
+        for (i = 0; i < 12; i++) { c[i].e = e; c[i].count = 0; pthread_create(&th[i], NULL, push_chain, &c[i]); }
+        for (i = 0; i < 12; i++) { pthread_join(th[i], NULL); CHECK(c[i].count == 3000); }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 /* ---- priority pool: highest priority first */
 static volatile int gate;
 static int wait_gate(dp_run_ctx *rc, void *a) { (void)rc; (void)a; while (!__atomic_load_n(&gate, __ATOMIC_ACQUIRE)) sched_yield(); return 0; }
@@ -1005,6 +1029,7 @@ int main(void) {
         {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},
         {"gpu_events", test_gpu_events}, {"gpu_events_no_head_of_line", test_gpu_events_no_head_of_line},
         {"queue_growth_and_oom", test_queue_growth_and_oom}, {"push_pacing", test_push_pacing},
+        {"pacing_many_pushers", test_pacing_many_pushers},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
