@@ -342,6 +342,11 @@ static void test_queue_growth_and_oom(void) {
         for (i = 0; i < 1000; i++) CHECK(dp_push_sync(e, count_ran, &counter, &x, 1, NULL, 0) == DP_OK);
         CHECK(dp_var_state_get(e, x) == DP_VAR_BUSY);
         CHECK(__atomic_load_n(&counter, __ATOMIC_ACQUIRE) == 0);
+        {
+            dp_engine_stats st;
+            dp_engine_stats_get(e, &st);
+            CHECK(st.queue_bytes >= 1024 * sizeof(void *));   /* x's ring, counted */
+        }
         dp_complete(g_held_writer, 0, NULL);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         CHECK(counter == 1000);
