@@ -369,6 +369,58 @@ static void test_queue_growth_and_oom(void) {
     }
 }
 
+/* ---- a variable's ring: growing while its entries wrap around keeps push
+   order, and a failed write passes its failure to more waiting readers than
+   one completion grants outside the lock */
+static volatile int g_ring_gate;
+static int g_ring_log[64], g_ring_n;
+static int ring_gated_read(dp_run_ctx *rc, void *a) {
+    (void)rc; (void)a;
+    while (!__atomic_load_n(&g_ring_gate, __ATOMIC_ACQUIRE)) sched_yield();
+    __atomic_fetch_add(&g_ring_n, 1, __ATOMIC_ACQ_REL);   /* readers: counted, not ordered */
+    return 0;
+}
+static int ring_log_op(dp_run_ctx *rc, void *a) {
+    int k = __atomic_fetch_add(&g_ring_n, 1, __ATOMIC_ACQ_REL);
+    (void)rc;
+    if (k < 64) g_ring_log[k] = (int)(intptr_t)a;
+    return 0;
+}
+static void test_ring_wrap_and_overflow(void) {
+    int k, i;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var x = dp_var_create(e);
+        dp_push_desc hold;
+        dp_engine_stats before, after;
+        int ran = 0;
+        memset(&hold, 0, sizeof hold);
+        hold.async_fn = hold_writer; hold.prop = DP_PROP_ASYNC; hold.writes = &x; hold.num_writes = 1;
+        if (kinds[k] != DP_ENGINE_NAIVE) {   /* the naive engine would run the gated readers on this thread */
+            __atomic_store_n(&g_ring_gate, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_ring_n, 0, __ATOMIC_RELEASE);
+            CHECK(dp_push(e, &hold) == DP_OK);
+            for (i = 0; i < 2; i++) CHECK(dp_push_sync(e, ring_gated_read, NULL, &x, 1, NULL, 0) == DP_OK);
+            for (i = 0; i < 6; i++) CHECK(dp_push_sync(e, ring_log_op, (void *)(intptr_t)(100 + i), NULL, 0, &x, 1) == DP_OK);
+            dp_complete(g_held_writer, 0, NULL);   /* grants the two readers (held at the gate): the head moves on */
+            for (i = 6; i < 12; i++) CHECK(dp_push_sync(e, ring_log_op, (void *)(intptr_t)(100 + i), NULL, 0, &x, 1) == DP_OK);   /* wraps, then grows */
+            __atomic_store_n(&g_ring_gate, 1, __ATOMIC_RELEASE);
+            CHECK(dp_wait_all(e, NULL) == DP_OK);
+            CHECK(g_ring_n == 14);
+            for (i = 0; i < 12; i++) CHECK(g_ring_log[2 + i] == 100 + i);   /* the writers in push order, after both reads */
+        }
+        /* a failed write, then 100 waiting readers: every one is skipped */
+        dp_engine_stats_get(e, &before);
+        CHECK(dp_push(e, &hold) == DP_OK);
+        for (i = 0; i < 100; i++) CHECK(dp_push_sync(e, mark_ran, &ran, &x, 1, NULL, 0) == DP_OK);
+        dp_complete(g_held_writer, 5, "boom");
+        CHECK(dp_wait_all(e, NULL) == DP_ERROR_OP_FAILED);
+        dp_engine_stats_get(e, &after);
+        CHECK(ran == 0 && after.skipped - before.skipped == 100);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 /* ---- pacing: a pusher whose pushes all wait, with more than 2048 ops
    pending while every worker runs an op, yields its core every 64 pushes;
    not while a worker is idle, never with no_push_yield */
@@ -1033,7 +1085,8 @@ int main(void) {
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
         {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},
         {"gpu_events", test_gpu_events}, {"gpu_events_no_head_of_line", test_gpu_events_no_head_of_line},
-        {"queue_growth_and_oom", test_queue_growth_and_oom}, {"push_pacing", test_push_pacing},
+        {"queue_growth_and_oom", test_queue_growth_and_oom}, {"ring_wrap_and_overflow", test_ring_wrap_and_overflow},
+        {"push_pacing", test_push_pacing},
         {"pacing_many_pushers", test_pacing_many_pushers},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
