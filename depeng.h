@@ -51,8 +51,8 @@
      Granting decrements the waiting operation's count. This is the whole scheme.
 
    3. OPERATION LIFECYCLE
-     pushed   (caller thread)  handles checked, block taken from a pool, linked
-                               into each variable's queue under that var's lock
+     pushed   (caller thread)  handles checked, block taken from a pool, granted
+                               or queued on each variable under that var's lock
      waiting  (nobody)         count > 0; sits in variable queues
      ready    (a queue)        count reached 0 on whichever thread granted last
      running  (a worker)       the function runs; async functions run until they
