@@ -1,10 +1,12 @@
 /* tests/test_common.h - what every depeng test program shares: CHECK, a
    logger that remembers the last item id (tests check ids, not text), and
    the runner that prints "PASS name" / "FAIL name" and the closing line
-   "<suite>: N passed, M failed". Include after depeng.h. */
+   "<suite>: N passed, M failed", and a failing allocator. Include after
+   depeng.h. */
 #ifndef DEPENG_TEST_COMMON_H
 #define DEPENG_TEST_COMMON_H
 #include <stdio.h>
+#include <stdlib.h>
 
 static int g_failed_checks;
 #define CHECK(c) do { if (!(c)) { g_failed_checks++; fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #c); } } while (0)
@@ -13,6 +15,25 @@ static volatile uint32_t g_last_item;
 static void quiet_logger(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
     (void)tag; (void)level; (void)msg; (void)line; (void)file; (void)user;
     __atomic_store_n(&g_last_item, item, __ATOMIC_RELAXED);
+}
+
+/* An allocator for dp_engine_desc that fails while g_fail_alloc is set and
+   counts the bytes it has out, so a test can check out-of-memory paths and
+   that destroy gives everything back. */
+static int g_fail_alloc;
+static long g_live_alloc_bytes;
+static inline void *failing_alloc(size_t size, size_t align, void *user) {
+    void *p;
+    (void)align; (void)user;
+    if (__atomic_load_n(&g_fail_alloc, __ATOMIC_ACQUIRE)) return NULL;
+    p = malloc(size);
+    if (p) __atomic_fetch_add(&g_live_alloc_bytes, (long)size, __ATOMIC_RELAXED);
+    return p;
+}
+static inline void failing_free(void *p, size_t size, void *user) {
+    (void)user;
+    if (p) __atomic_fetch_add(&g_live_alloc_bytes, -(long)size, __ATOMIC_RELAXED);
+    free(p);
 }
 
 typedef struct { const char *name; void (*fn)(void); } test_case;

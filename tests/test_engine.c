@@ -312,12 +312,6 @@ static void test_delete_pending(void) {
 
 /* ---- a variable's queue: grows as ops wait, and a push that cannot get
    room for its entry fails cleanly (nothing queued, nothing run) */
-static int g_fail_alloc;
-static void *failing_alloc(size_t size, size_t align, void *user) {
-    (void)align; (void)user;
-    return __atomic_load_n(&g_fail_alloc, __ATOMIC_ACQUIRE) ? NULL : malloc(size);
-}
-static void failing_free(void *p, size_t size, void *user) { (void)size; (void)user; free(p); }
 static dp_completion g_held_writer;
 static void hold_writer(dp_run_ctx *rc, void *arg, dp_completion done) { (void)rc; (void)arg; g_held_writer = done; }
 static int count_ran(dp_run_ctx *rc, void *a) { (void)rc; __atomic_fetch_add((int *)a, 1, __ATOMIC_RELAXED); return 0; }   /* readers run together */

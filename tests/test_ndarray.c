@@ -1153,21 +1153,6 @@ static void test_pinned_and_gpu_kernels(void) {
 /* ---- an array released while an op still writes it, with the allocator
    failing: the release cannot be queued, so the memory stays (no use after
    free) until the engine is destroyed (nothing lost) */
-static int g_nd_fail_alloc;
-static long g_nd_live_bytes;
-static void *nd_failing_alloc(size_t size, size_t align, void *user) {
-    void *p;
-    (void)align; (void)user;
-    if (__atomic_load_n(&g_nd_fail_alloc, __ATOMIC_ACQUIRE)) return NULL;
-    p = malloc(size);
-    if (p) __atomic_fetch_add(&g_nd_live_bytes, (long)size, __ATOMIC_RELAXED);
-    return p;
-}
-static void nd_failing_free(void *p, size_t size, void *user) {
-    (void)user;
-    if (p) __atomic_fetch_add(&g_nd_live_bytes, -(long)size, __ATOMIC_RELAXED);
-    free(p);
-}
 static dp_completion g_nd_held;
 static float *g_nd_target;
 static void nd_hold(dp_run_ctx *rc, void *arg, dp_completion done) { (void)rc; (void)arg; g_nd_held = done; }
@@ -1182,7 +1167,7 @@ static void test_release_under_oom(void) {
         dp_push_desc hold;
         memset(&d, 0, sizeof d);
         d.type = kinds[k]; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.logger.func = quiet_logger;
-        d.allocator.alloc = nd_failing_alloc; d.allocator.free = nd_failing_free;
+        d.allocator.alloc = failing_alloc; d.allocator.free = failing_free;
         CHECK(dp_engine_create(&d, &e) == DP_OK);
         CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &a) == DP_OK);
         while (dp_var_state_get(e, dp_nd_var(a)) != DP_VAR_READY) sched_yield();   /* no wait op: the variable never queued */
@@ -1191,16 +1176,16 @@ static void test_release_under_oom(void) {
         memset(&hold, 0, sizeof hold);
         hold.async_fn = nd_hold; hold.prop = DP_PROP_ASYNC; hold.writes = &v; hold.num_writes = 1;
         CHECK(dp_push(e, &hold) == DP_OK);        /* an op still writing the array */
-        __atomic_store_n(&g_nd_fail_alloc, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&g_fail_alloc, 1, __ATOMIC_RELEASE);
         g_last_item = 0;
         dp_nd_release(a);                         /* its delete must wait, and its queue cannot grow */
-        __atomic_store_n(&g_nd_fail_alloc, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&g_fail_alloc, 0, __ATOMIC_RELEASE);
         CHECK(g_last_item == DP_LOGITEM_OUT_OF_MEMORY);
         g_nd_target[1023] = 1.0f;                 /* the op writes its output: the memory is still there (ASan) */
         dp_complete(g_nd_held, 0, NULL);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
-        CHECK(__atomic_load_n(&g_nd_live_bytes, __ATOMIC_ACQUIRE) == 0);   /* given back at destroy */
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);   /* given back at destroy */
     }
 }
 
