@@ -99,7 +99,7 @@
 
    7. LIMITS AND NON-GOALS
      At most 4M live variables and 4M pre-created operations per engine; a handle
-     slot is retired after 1023 reuses so stale handles stay detectable. No graph
+     slot is retired after 511 reuses so stale handles stay detectable. No graph
      optimiser, no symbolic executor, no distributed scheduling. Windows threads
      are not implemented yet (the pthreads layer is used where available).
 */
@@ -165,11 +165,13 @@ typedef enum dp_result {
     DP_ERROR_FORMAT = -10         /* a file's contents are not what they claim */
 } dp_result;
 
-/* Handles. A handle is one 32-bit id: the low 22 bits index a slot, the high
-   10 bits are that slot's generation. Deleting bumps the generation, so an old
-   handle no longer matches its slot and every call reports
-   DP_ERROR_INVALID_HANDLE instead of touching reused memory. Id 0 is never
-   valid, so a zero-initialised handle is "none". */
+/* Handles. A handle is one 32-bit id: the low 22 bits index a slot, the next
+   9 bits are that slot's generation, the top bit says whether it names an
+   operation or a variable. Deleting bumps the generation, so an old handle
+   no longer matches its slot and every call reports DP_ERROR_INVALID_HANDLE
+   instead of touching reused memory; so does an op's id used as a
+   variable's (a cast, or an id copied through a binding) and the reverse.
+   Id 0 is never valid, so a zero-initialised handle is "none". */
 typedef struct dp_var { uint32_t id; } dp_var;
 typedef struct dp_op { uint32_t id; } dp_op;
 
@@ -1023,9 +1025,14 @@ DP__PRIVATE void dp__spin_unlock(dp__spinlock *l) { dp__store(&l->v, 0, DP__RELE
    crash. */
 #define DP__MAX_DEV 16
 #define DP__WRITING (-1)
+/* A handle id: bit 31 its kind (set for operations), 9 bits of generation,
+   22 bits of slot index. The kind bit makes an op's id name no variable and
+   a variable's id no op, though both tables count slots from 1. */
 #define DP__IDX_BITS 22u
 #define DP__IDX_MASK ((1u << DP__IDX_BITS) - 1u)
-#define DP__GEN_MAX ((1u << (32u - DP__IDX_BITS)) - 1u)
+#define DP__GEN_BITS 9u
+#define DP__GEN_MAX ((1u << DP__GEN_BITS) - 1u)
+#define DP__KIND_OP 0x80000000u
 #define DP__CHUNK_BITS 12u
 #define DP__CHUNK_SLOTS (1u << DP__CHUNK_BITS)
 #define DP__MAX_CHUNKS ((DP__IDX_MASK + 1u) >> DP__CHUNK_BITS)
@@ -1068,6 +1075,7 @@ typedef struct dp__table {
     dp__a32 next_index;        /* slots [1, next_index) have been handed out */
     uint32_t *free_idx; uint32_t nfree, cap_free;
     dp__a64 live;
+    uint32_t kind;             /* 0 for variables, DP__KIND_OP for operations */
 } dp__table;
 
 /* A pool of blocks of one size class. Frees from any thread go to an atomic
@@ -1321,9 +1329,13 @@ static int dp__reserve(const dp_engine *eng, void *arrp, size_t *cap, size_t n, 
 }
 
 /* >>handles ------------------------------------------------------------ */
-static void dp__table_init(dp__table *t, size_t obj_size) {
+/* The generation part of a handle id, and whether the id is of t's kind. */
+static uint32_t dp__id_gen(uint32_t id) { return (id >> DP__IDX_BITS) & DP__GEN_MAX; }
+static int dp__id_kind_ok(const dp__table *t, uint32_t id) { return (id & DP__KIND_OP) == t->kind; }
+static void dp__table_init(dp__table *t, size_t obj_size, uint32_t kind) {
     memset(t, 0, sizeof *t);
     t->obj_size = obj_size;
+    t->kind = kind;
     dp__store(&t->next_index, 1, DP__RELAXED);     /* slot 0 is never used */
 }
 static void *dp__table_slot(dp__table *t, uint32_t idx) {
@@ -1376,9 +1388,9 @@ static void dp__table_release(dp_engine *eng, dp__table *t, uint32_t idx, void *
     dp__spin_unlock(&t->lock);
 }
 static void *dp__table_lookup(dp__table *t, uint32_t id) {
-    uint32_t idx = id & DP__IDX_MASK, gen = id >> DP__IDX_BITS;
+    uint32_t idx = id & DP__IDX_MASK, gen = dp__id_gen(id);
     void *obj;
-    if (idx == 0 || gen == 0 || idx >= (uint32_t)dp__load(&t->next_index, DP__ACQUIRE)) return NULL;
+    if (idx == 0 || gen == 0 || !dp__id_kind_ok(t, id) || idx >= (uint32_t)dp__load(&t->next_index, DP__ACQUIRE)) return NULL;
     obj = dp__table_slot(t, idx);
     if (!obj || (uint32_t)dp__load((dp__a32 *)obj, DP__ACQUIRE) != gen) return NULL;
     return obj;
@@ -1388,11 +1400,11 @@ static void *dp__table_lookup(dp__table *t, uint32_t id) {
    touched once per push. NULL if the index was never handed out. */
 static void *dp__table_locate(dp__table *t, uint32_t id) {
     uint32_t idx = id & DP__IDX_MASK;
-    if (idx == 0 || (id >> DP__IDX_BITS) == 0 || idx >= (uint32_t)dp__load(&t->next_index, DP__ACQUIRE)) return NULL;
+    if (idx == 0 || dp__id_gen(id) == 0 || !dp__id_kind_ok(t, id) || idx >= (uint32_t)dp__load(&t->next_index, DP__ACQUIRE)) return NULL;
     return dp__table_slot(t, idx);
 }
-static uint32_t dp__table_id(void *obj, uint32_t idx) {
-    return ((uint32_t)dp__load((dp__a32 *)obj, DP__RELAXED) << DP__IDX_BITS) | idx;
+static uint32_t dp__table_id(const dp__table *t, void *obj, uint32_t idx) {
+    return t->kind | ((uint32_t)dp__load((dp__a32 *)obj, DP__RELAXED) << DP__IDX_BITS) | idx;
 }
 static void dp__table_free_all(dp_engine *eng, dp__table *t) {
     uint32_t c;
@@ -2588,7 +2600,7 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
     for (i = 0; i < n; i++) dp__prefetch(vars[i]);   /* the lines move here in parallel, not one per lock */
     dp__lock_vars(b, 1);
     for (i = 0; i < n; i++) {
-        if ((uint32_t)dp__load(&vars[i]->gen, DP__RELAXED) != ids[i] >> DP__IDX_BITS) {
+        if ((uint32_t)dp__load(&vars[i]->gen, DP__RELAXED) != dp__id_gen(ids[i])) {
             uint32_t id = ids[i];
             dp__lock_vars(b, 0);
             DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s': var 0x%08x is deleted or was never created",
@@ -2694,7 +2706,7 @@ static int dp__run_inline(dp_engine *eng, dp_sync_fn fn, void *arg, const char *
     for (i = 0; i < n; i++) dp__spin_lock(&refs[i].v->lock);
     for (i = 0; i < n && ok; i++) {
         dp__var *v = refs[i].v;
-        ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == refs[i].id >> DP__IDX_BITS && !dp__var_waiting(v) && !dp__var_failure(eng, v)
+        ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen(refs[i].id) && !dp__var_waiting(v) && !dp__var_failure(eng, v)
              && (refs[i].write ? v->nreaders == 0 : v->nreaders >= 0);
     }
     for (i = 0; ok && i < n; i++) {
@@ -2816,7 +2828,7 @@ DP_IMPL dp_var dp_var_create(dp_engine *eng) {
     v = (dp__var *)dp__table_alloc(eng, &eng->vars, &idx);
     if (!v) { DP__LOG(eng, DP_LOG_ERROR, HANDLES_EXHAUSTED, "variable table"); return h; }
     v->nreaders = 0; v->head = v->tail = 0; v->failure = NULL;   /* a reused slot keeps its ring */
-    h.id = dp__table_id(v, idx);
+    h.id = dp__table_id(&eng->vars, v, idx);
     v->handle_id = h.id;
     return h;
 }
@@ -2887,7 +2899,7 @@ DP_IMPL dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc) {
     if (!n) { op->nread = op->nwrite = 0; }
     dp__free(eng, refs, (size_t)(total ? total : 1) * sizeof *refs);
     dp__store(&op->refs, 1, DP__RELEASE);
-    h.id = dp__table_id(op, idx);
+    h.id = dp__table_id(&eng->ops, op, idx);
     return h;
 }
 /* Pins the op for one run: refs + 1 unless it is already being freed. */
@@ -2897,7 +2909,7 @@ static dp__opobj *dp__op_acquire(dp_engine *eng, dp_op h) {
     if (!op) return NULL;
     r = dp__load(&op->refs, DP__ACQUIRE);
     do { if (r <= 0) return NULL; } while (!dp__cas(&op->refs, &r, r + 1, DP__ACQ_REL));
-    if (dp__table_id(op, op->index) != h.id) { dp__op_unref(eng, op); return NULL; }
+    if (dp__table_id(&eng->ops, op, op->index) != h.id) { dp__op_unref(eng, op); return NULL; }
     return op;
 }
 DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) {
@@ -2921,7 +2933,7 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
 }
 DP_IMPL dp_result dp_op_destroy(dp_engine *eng, dp_op h) {
     dp__opobj *op = eng ? (dp__opobj *)dp__table_lookup(&eng->ops, h.id) : NULL;
-    int32_t gen = (int32_t)(h.id >> DP__IDX_BITS);
+    int32_t gen = (int32_t)dp__id_gen(h.id);
     /* two racing destroys: only the one that moves the generation drops the
        handle's reference */
     if (!op || !dp__cas(&op->gen, &gen, (uint32_t)gen >= DP__GEN_MAX ? 0 : gen + 1, DP__ACQ_REL)) {
@@ -3098,8 +3110,8 @@ DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) 
     memset(eng, 0, sizeof *eng);
     eng->desc = resolved;
     eng->inline_ok = resolved.type == DP_ENGINE_NAIVE && !resolved.trace.func && !resolved.trace.record_graph;
-    dp__table_init(&eng->vars, sizeof(dp__var));
-    dp__table_init(&eng->ops, sizeof(dp__opobj));
+    dp__table_init(&eng->vars, sizeof(dp__var), 0);
+    dp__table_init(&eng->ops, sizeof(dp__opobj), DP__KIND_OP);
     for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) dp__pool_init(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES], i % DP__NUM_CLASSES);
     dp__mutex_init(&eng->wait_mtx); dp__cond_init(&eng->wait_cv);
     dp__mutex_init(&eng->create_mtx); dp__mutex_init(&eng->fail_mtx);

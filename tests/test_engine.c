@@ -1067,6 +1067,41 @@ static void test_gpu_events_no_head_of_line(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* ---- a handle carries its kind: an op's id is no variable, a var's id no op.
+   Both tables count slots from 1, so without the kind bit the first op and
+   the first variable have the same id. */
+static void test_handle_kinds(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var v = dp_var_create(e), op_as_var;
+        dp_push_desc d;
+        dp_op op, var_as_op;
+        memset(&d, 0, sizeof d);
+        d.fn = nop; d.writes = &v; d.num_writes = 1;
+        op = dp_op_create(e, &d);
+        CHECK(v.id != 0 && op.id != 0 && v.id != op.id);
+        op_as_var.id = op.id; var_as_op.id = v.id;
+        g_last_item = 0;
+        CHECK(dp_push_sync(e, nop, NULL, &op_as_var, 1, NULL, 0) == DP_ERROR_INVALID_HANDLE && g_last_item == DP_LOGITEM_INVALID_VAR);
+        CHECK(dp_push_sync(e, nop, NULL, NULL, 0, &op_as_var, 1) == DP_ERROR_INVALID_HANDLE);
+        CHECK(dp_wait_var(e, op_as_var, NULL) == DP_ERROR_INVALID_HANDLE);
+        CHECK(dp_var_state_get(e, op_as_var) == DP_VAR_INVALID);
+        CHECK(dp_var_delete(e, op_as_var) == DP_ERROR_INVALID_HANDLE);
+        d.writes = &op_as_var;
+        CHECK(dp_op_create(e, &d).id == 0);
+        g_last_item = 0;
+        CHECK(dp_op_push(e, var_as_op, d.ctx, 0) == DP_ERROR_INVALID_HANDLE && g_last_item == DP_LOGITEM_INVALID_OP);
+        CHECK(dp_op_destroy(e, var_as_op) == DP_ERROR_INVALID_HANDLE);
+        /* the real handles still work */
+        CHECK(dp_op_push(e, op, d.ctx, 0) == DP_OK);
+        CHECK(dp_wait_var(e, v, NULL) == DP_OK);
+        CHECK(dp_op_destroy(e, op) == DP_OK);
+        CHECK(dp_var_delete(e, v) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -1082,6 +1117,7 @@ int main(void) {
         {"queue_growth_and_oom", test_queue_growth_and_oom}, {"ring_wrap_and_overflow", test_ring_wrap_and_overflow},
         {"push_pacing", test_push_pacing},
         {"pacing_many_pushers", test_pacing_many_pushers},
+        {"handle_kinds", test_handle_kinds},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
