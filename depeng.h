@@ -87,7 +87,10 @@
      operations depending on a failed variable are skipped (unless NO_SKIP) and
      pass the failure on. dp_wait_var / dp_wait_all return DP_ERROR_OP_FAILED with
      a dp_failure naming the first failing operation; a failure is reported once,
-     then cleared from that variable (dp_wait_all clears all).
+     then cleared from that variable (dp_wait_all clears all). Recording a
+     failure needs no memory: without any, the op's writes carry the engine's
+     own out-of-memory failure (status DP_ERROR_OUT_OF_MEMORY, op_name
+     "(unrecorded)") and the log names the op, its status and its message.
 
    6. COMPILE-TIME OPTIONS (define before including, in every file unless noted)
      DEPENG_STATIC          functions are static (one-file use)
@@ -1048,7 +1051,9 @@ typedef struct dp__failure {   /* shared by every var a failure reached */
     dp_failure info;
     struct dp__failure *next_unreported;
     int unreported;            /* guarded by engine fail_mtx */
-    uint32_t epoch;            /* eng->clear_epoch when it happened: dp_wait_all
+    int unrecorded;            /* the engine's own record for failures that found
+                                  no memory (see dp__failure_unrecorded): never freed */
+    dp__a32 epoch;             /* eng->clear_epoch when it happened: dp_wait_all
                                   bumps that, and a failure of an older epoch is
                                   dead wherever it is still attached */
 } dp__failure;
@@ -1167,6 +1172,7 @@ struct dp_engine {
     dp__mutex create_mtx;       /* lazy pools and streams */
     dp__mutex fail_mtx;
     dp__failure *unreported_head, *unreported_tail;
+    dp__failure unrecorded;     /* stands for failures that found no memory */
     dp__a32 clear_epoch;
     dp__aptr cpu_groups[DP__MAX_DEV], gpu_groups[DP__MAX_DEV], copy_groups[DP__MAX_DEV];
     dp__group *prio_group, *task_group;
@@ -1253,6 +1259,7 @@ typedef struct dp__var {
     dp__entry *queue;          /* ops waiting for this variable; NULL until needed */
     uint32_t head, tail;
     uint32_t mask;             /* ring capacity - 1 (0 without a ring) */
+    uint32_t failure_epoch;    /* the epoch of failure, when it was attached */
     dp__failure *failure;      /* set by a failed writer; see dp__var_failure */
 } dp__var;
 
@@ -1476,12 +1483,47 @@ static void dp__pool_free_all(dp_engine *eng, dp__pool *p) {
 }
 
 /* >>failures ------------------------------------------------------------ */
+/* A failure is reference counted: the op that failed, every op and variable
+   it reached, and the engine's list of failures nobody has waited for yet. */
 static void dp__failure_release(dp_engine *eng, dp__failure *f) {
-    if (f && dp__fetch_add(&f->refs, -1, DP__ACQ_REL) == 1) dp__free(eng, f, sizeof *f);
+    if (f && !f->unrecorded && dp__fetch_add(&f->refs, -1, DP__ACQ_REL) == 1) dp__free(eng, f, sizeof *f);
 }
+static void dp__failure_link_unreported(dp_engine *eng, dp__failure *f) {   /* fail_mtx held */
+    f->unreported = 1;
+    f->next_unreported = NULL;
+    if (eng->unreported_tail) eng->unreported_tail->next_unreported = f; else eng->unreported_head = f;
+    eng->unreported_tail = f;
+}
+/* The record every engine keeps for a failure that finds no memory for one
+   of its own: recording a failure must never need memory, or an op's
+   out-of-memory would let its dependants run on data it never wrote. Its
+   text is fixed (another thread may be copying it); the op's name, status
+   and message go to the log. It takes the epoch of its latest use, so a
+   variable it reached before a dp_wait_all cleared it stays cleared. */
+static void dp__failure_unrecorded_init(dp_engine *eng) {
+    dp__failure *f = &eng->unrecorded;
+    f->unrecorded = 1;
+    f->info.status = DP_ERROR_OUT_OF_MEMORY;
+    snprintf(f->info.op_name, sizeof f->info.op_name, "(unrecorded)");
+    snprintf(f->info.message, sizeof f->info.message,
+             "an operation failed and there was no memory to record its failure (the log names it)");
+}
+static dp__failure *dp__failure_unrecorded(dp_engine *eng, const char *op_name, int status, const char *message) {
+    dp__failure *f = &eng->unrecorded;
+    DP__LOG(eng, DP_LOG_ERROR, OP_FAILED, "'%s' failed with status %d: %s; no memory to record the failure, "
+            "so its writes carry the engine's out-of-memory failure", op_name ? op_name : "(unnamed)", status,
+            message ? message : "(no message)");
+    dp__mutex_lock(&eng->fail_mtx);
+    dp__store(&f->epoch, dp__load(&eng->clear_epoch, DP__RELAXED), DP__RELAXED);
+    if (!f->unreported) dp__failure_link_unreported(eng, f);
+    dp__mutex_unlock(&eng->fail_mtx);
+    dp__fetch_add(&eng->failed, 1, DP__RELAXED);
+    return f;
+}
+/* Records a failure; never NULL (see dp__failure_unrecorded). */
 static dp__failure *dp__failure_new(dp_engine *eng, const char *op_name, int status, const char *message) {
     dp__failure *f = (dp__failure *)dp__alloc(eng, sizeof *f);
-    if (!f) return NULL;
+    if (!f) return dp__failure_unrecorded(eng, op_name, status, message);
     memset(f, 0, sizeof *f);
     dp__store(&f->refs, 2, DP__RELAXED);          /* the block's and the unreported list's */
     f->info.status = status;
@@ -1489,10 +1531,8 @@ static dp__failure *dp__failure_new(dp_engine *eng, const char *op_name, int sta
     if (message) snprintf(f->info.message, sizeof f->info.message, "%s", message);
     else snprintf(f->info.message, sizeof f->info.message, "operation returned status %d", status);
     dp__mutex_lock(&eng->fail_mtx);
-    f->epoch = (uint32_t)dp__load(&eng->clear_epoch, DP__RELAXED);   /* bumped under fail_mtx */
-    f->unreported = 1;
-    if (eng->unreported_tail) eng->unreported_tail->next_unreported = f; else eng->unreported_head = f;
-    eng->unreported_tail = f;
+    dp__store(&f->epoch, dp__load(&eng->clear_epoch, DP__RELAXED), DP__RELAXED);   /* bumped under fail_mtx */
+    dp__failure_link_unreported(eng, f);
     dp__mutex_unlock(&eng->fail_mtx);
     dp__fetch_add(&eng->failed, 1, DP__RELAXED);
     DP__LOG(eng, DP_LOG_WARN, OP_FAILED, "'%s' failed with status %d: %s", f->info.op_name, status, f->info.message);
@@ -1520,7 +1560,7 @@ static void dp__failure_mark_reported(dp_engine *eng, dp__failure *f) {
    touches the variable's cache line once, and a running op never does.
    The failure it carries, unless dp_wait_all has cleared it since: */
 static dp__failure *dp__var_failure(dp_engine *eng, dp__var *v) {   /* v locked */
-    if (v->failure && v->failure->epoch == (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE)) return v->failure;
+    if (v->failure && v->failure_epoch == (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE)) return v->failure;
     return NULL;
 }
 /* Replaces the failure v carries (v locked). Returns the old one, which the
@@ -1530,6 +1570,7 @@ static dp__failure *dp__var_swap_failure(dp_engine *eng, dp__var *v, dp__failure
     (void)eng;
     if (f) dp__fetch_add(&f->refs, 1, DP__RELAXED);
     v->failure = f;
+    v->failure_epoch = f ? (uint32_t)dp__load(&f->epoch, DP__RELAXED) : 0;
     return old;
 }
 /* The failure an op holds: an input's, passed on by a grant, or its own. */
@@ -3116,6 +3157,7 @@ DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) 
     dp__mutex_init(&eng->wait_mtx); dp__cond_init(&eng->wait_cv);
     dp__mutex_init(&eng->create_mtx); dp__mutex_init(&eng->fail_mtx);
     dp__mutex_init(&eng->graph_mtx); dp__mutex_init(&eng->inline_prof.m);
+    dp__failure_unrecorded_init(eng);
     if (resolved.gpu_backend) {
         const dp_device_backend *be = resolved.gpu_backend;
         if (!be->device_count || !be->stream_create) {

@@ -1102,6 +1102,59 @@ static void test_handle_kinds(void) {
     }
 }
 
+/* ---- a failure that finds no memory for its record is never lost: the
+   allocator refuses exactly the failure record's size while g_refuse_failure
+   is set, so only recording the failure runs out of memory. The failed op's
+   dependants are skipped and the waits report the engine's out-of-memory
+   failure, on every engine and on the naive engine's inline path. */
+static int g_refuse_failure;
+static void *refuse_failure_alloc(size_t size, size_t align, void *user) {
+    (void)align; (void)user;
+    if (size == sizeof(dp__failure) && __atomic_load_n(&g_refuse_failure, __ATOMIC_ACQUIRE)) return NULL;
+    return malloc(size);
+}
+static void refuse_failure_free(void *p, size_t size, void *user) { (void)size; (void)user; free(p); }
+static int fail_without_memory(dp_run_ctx *rc, void *a) {
+    (void)rc; (void)a;
+    __atomic_store_n(&g_refuse_failure, 1, __ATOMIC_RELEASE);
+    return 5;
+}
+static void test_failure_without_memory(void) {
+    int k, round;
+    for (k = 0; k < 3; k++) {
+        dp_engine_desc desc;
+        dp_engine *e = NULL;
+        memset(&desc, 0, sizeof desc);
+        desc.type = kinds[k]; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
+        desc.logger.func = quiet_logger;
+        desc.allocator.alloc = refuse_failure_alloc; desc.allocator.free = refuse_failure_free;
+        CHECK(dp_engine_create(&desc, &e) == DP_OK);
+        for (round = 0; round < 2; round++) {   /* the second after a dp_wait_all cleared the first */
+            dp_var x = dp_var_create(e), y = dp_var_create(e), z = dp_var_create(e);
+            dp_failure f;
+            int ran = 0;
+            memset(&f, 0, sizeof f);
+            g_last_item = 0;
+            CHECK(dp_push_sync(e, fail_without_memory, NULL, NULL, 0, &x, 1) == DP_OK);
+            CHECK(dp_push_sync(e, mark_ran, &ran, &x, 1, &y, 1) == DP_OK);
+            /* round 0 learns of it from the dependant's variable, round 1 from dp_wait_all */
+            if (round == 0) CHECK(dp_wait_var(e, y, &f) == DP_ERROR_OP_FAILED);
+            else CHECK(dp_wait_all(e, &f) == DP_ERROR_OP_FAILED);
+            CHECK(f.status == DP_ERROR_OUT_OF_MEMORY);
+            CHECK(ran == 0);   /* the wait ordered its skip before us */
+            CHECK(g_last_item == DP_LOGITEM_OP_FAILED);
+            __atomic_store_n(&g_refuse_failure, 0, __ATOMIC_RELEASE);
+            if (round == 0) CHECK(dp_var_state_get(e, x) == DP_VAR_FAILED);
+            CHECK(dp_push_sync(e, nop, NULL, NULL, 0, &z, 1) == DP_OK);   /* an unrelated good write */
+            CHECK(dp_wait_var(e, z, NULL) == DP_OK);
+            CHECK(dp_wait_all(e, NULL) == DP_OK);             /* reported once, then cleared */
+            CHECK(dp_var_state_get(e, x) == DP_VAR_READY);
+            CHECK(dp_wait_var(e, y, NULL) == DP_OK);
+        }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -1117,7 +1170,7 @@ int main(void) {
         {"queue_growth_and_oom", test_queue_growth_and_oom}, {"ring_wrap_and_overflow", test_ring_wrap_and_overflow},
         {"push_pacing", test_push_pacing},
         {"pacing_many_pushers", test_pacing_many_pushers},
-        {"handle_kinds", test_handle_kinds},
+        {"handle_kinds", test_handle_kinds}, {"failure_without_memory", test_failure_without_memory},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
