@@ -227,6 +227,9 @@ typedef int (*dp_sync_fn)(dp_run_ctx *rc, void *arg);
    calls dp_complete(done, status, message), from any thread. */
 typedef void (*dp_async_fn)(dp_run_ctx *rc, void *arg, dp_completion done);
 
+/* Frees what an operation's arg owns; see dp_push_desc.cleanup. */
+typedef void (*dp_cleanup_fn)(void *arg);
+
 /* Everything about one operation. Zero-initialise, then set what you need:
    exactly one of fn / async_fn; reads/writes may list a var twice or in both
    sets (deduplicated, write wins). name must stay valid until the op
@@ -243,6 +246,17 @@ typedef struct dp_push_desc {
     const char *name;
     int no_skip;          /* non-zero: run even when an input has failed, as
                              DP_PROP_NO_SKIP does, with any other property */
+    dp_cleanup_fn cleanup;/* optional: cleanup(arg) runs exactly once, whatever
+                             becomes of the op. dp_push: after the function has
+                             run (an async op: after dp_complete) or the op was
+                             skipped for a failed input, on the thread that
+                             completes it, before its variables are released
+                             (so a wait on them returns after it); or inside
+                             dp_push, before it returns an error, when the push
+                             is refused. dp_op_create: once the op is destroyed
+                             and its last pushed run is done (or at engine
+                             destroy), or inside dp_op_create when it fails.
+                             It may push, but must not wait on the engine. */
 } dp_push_desc;
 
 /* A failure as reported by a wait. */
@@ -1233,10 +1247,13 @@ typedef struct dp__block {
 /* The memory budget: an op with two variables takes 104 + 2 x 8 = 120 bytes,
    plus an 8-byte entry in each variable's queue while it waits. */
 
-/* b->prop holds the property, and DP__NO_SKIP_BIT when the op runs on failed
+/* b->prop holds the property, DP__CLEANUP_BIT when the op has a cleanup
+   function (stored after its variables, see dp__block_cleanup), and
+   DP__NO_SKIP_BIT when the op runs on failed
    input (DP_PROP_NO_SKIP, or dp_push_desc.no_skip with another property). */
 #define DP__NO_SKIP_BIT 0x80u
-static dp_prop dp__prop(const dp__block *b) { return (dp_prop)(b->prop & ~DP__NO_SKIP_BIT); }
+#define DP__CLEANUP_BIT 0x40u
+static dp_prop dp__prop(const dp__block *b) { return (dp_prop)(b->prop & ~(DP__NO_SKIP_BIT | DP__CLEANUP_BIT)); }
 static int dp__no_skip(const dp__block *b) { return (b->prop & DP__NO_SKIP_BIT) != 0; }
 static dp__block *dp__next(dp__block *b) { return (dp__block *)dp__load(&b->next, DP__RELAXED); }
 static void dp__set_next(dp__block *b, dp__block *n) { dp__store(&b->next, (void *)n, DP__RELAXED); }
@@ -1426,6 +1443,19 @@ static void dp__table_free_all(dp_engine *eng, dp__table *t) {
 /* An op's variables, reads first: its pre-created op's, or its own. */
 static dp__var **dp__block_vars(dp__block *b) { return b->op ? b->op->vars : (dp__var **)(void *)(b + 1); }
 static uint32_t dp__class_cap(int cls) { return 1u << cls; }
+/* An op's cleanup function sits in the slot after its variables, so that
+   only ops that have one pay for it. (A copy of the function pointer's
+   bytes: C does not convert function pointers to object pointers.) */
+static void dp__block_set_cleanup(dp__block *b, uint32_t nvars, dp_cleanup_fn fn) {
+    b->prop |= DP__CLEANUP_BIT;
+    memcpy((void *)(dp__block_vars(b) + nvars), &fn, sizeof fn);
+}
+static void dp__block_cleanup(dp__block *b) {
+    dp_cleanup_fn fn;
+    if (!(b->prop & DP__CLEANUP_BIT)) return;
+    memcpy(&fn, (const void *)(dp__block_vars(b) + b->nread + b->nwrite), sizeof fn);
+    fn(b->arg);
+}
 static int dp__class_for(uint32_t n) { int c = 0; while (dp__class_cap(c) < n) c++; return c; }
 
 static void dp__pool_init(dp__pool *p, int cls) {
@@ -2231,6 +2261,7 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
         dp__worker *bw = b->worker;
         dp__prof_add(bw ? &bw->prof : &eng->inline_prof, eng, b, bw ? bw->global_index : -1, dp__now_ns());
     }
+    dp__block_cleanup(b);      /* before the variables: a waiter sees it done */
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_COMPLETE, b, status);
     dp__block_set_state(b, DP__ST_DONE, DP__RELAXED);
     if (b->kind == DP__KIND_DELETE) {
@@ -2672,7 +2703,7 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
 }
 
 static dp__block *dp__block_new(dp_engine *eng, uint32_t n, const dp_push_desc *d, int kind) {
-    int cls = dp__class_for(n);
+    int cls = dp__class_for(n + (d->cleanup ? 1u : 0u));
     dp__block *b = cls < DP__NUM_CLASSES ? dp__pool_get(eng, cls) : NULL;
     if (!b) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "operation block for %u variables", (unsigned)n); return NULL; }
     dp__store(&b->wait, (int32_t)n + 1, DP__RELAXED);
@@ -2691,6 +2722,7 @@ static dp__block *dp__block_new(dp_engine *eng, uint32_t n, const dp_push_desc *
     dp__store(&b->failure, NULL, DP__RELAXED);
     dp__set_next(b, NULL);
     b->worker = NULL; b->t_start = 0;
+    if (d->cleanup) dp__block_set_cleanup(b, n, d->cleanup);
     return b;
 }
 /* One-shot push of a resolved desc; kind says sync, async, wait or delete. */
@@ -2736,8 +2768,11 @@ done:
 
 /* Runs fn(arg) now if every variable in refs (sorted by address) can be
    granted at once; returns 0, having done nothing, otherwise. */
-static int dp__run_inline(dp_engine *eng, dp_sync_fn fn, void *arg, const char *name, dp_ctx ctx,
-                          const dp__vref *refs, int n) {
+static int dp__run_inline(dp_engine *eng, const dp_push_desc *d, const dp__vref *refs, int n) {
+    dp_sync_fn fn = d->fn;
+    void *arg = d->arg;
+    const char *name = d->name;
+    dp_ctx ctx = d->ctx;
     dp_run_ctx rc;
     dp__run_state rs;
     dp_engine *prev_running = dp__tls_running;
@@ -2762,6 +2797,7 @@ static int dp__run_inline(dp_engine *eng, dp_sync_fn fn, void *arg, const char *
     dp__tls_running = eng;
     status = fn(&rc, arg);
     dp__tls_running = prev_running;
+    if (d->cleanup) d->cleanup(arg);
     if (status) f = dp__failure_new(eng, name, status, rs.has_message ? rs.message : NULL);
     for (i = 0; i < n; i++) {    /* give the grants back like any completing op */
         if (refs[i].write) dp__complete_write(eng, refs[i].v, f, &ready);
@@ -2785,7 +2821,7 @@ static int dp__inline_candidate(const dp_engine *eng, const dp_push_desc *d) {
 static int dp__push_inline(dp_engine *eng, const dp_push_desc *d) {
     dp__vref refs[DP__INLINE_MAX_VARS];
     int n = dp__resolve(eng, d, refs);
-    return n >= 0 && dp__run_inline(eng, d->fn, d->arg, d->name, d->ctx, refs, n);
+    return n >= 0 && dp__run_inline(eng, d, refs, n);
 }
 
 /* >>public ---------------------------------------------------------------- */
@@ -2806,7 +2842,8 @@ DP_IMPL const char *dp_result_string(dp_result r) {
     return "unknown result";
 }
 
-DP_IMPL dp_result dp_push(dp_engine *eng, const dp_push_desc *desc) {
+static dp_result dp__var_delete(dp_engine *eng, dp_var var, dp_sync_fn fn, void *arg, dp_ctx ctx, dp_cleanup_fn cleanup);
+static dp_result dp__push(dp_engine *eng, const dp_push_desc *desc) {
     dp_result r;
     if (dp__inline_candidate(eng, desc) && dp__push_inline(eng, desc)) return DP_OK;
     if ((r = dp__check_desc(eng, desc)) != DP_OK) return r;
@@ -2815,9 +2852,14 @@ DP_IMPL dp_result dp_push(dp_engine *eng, const dp_push_desc *desc) {
             DP__LOG(eng, DP_LOG_ERROR, BAD_PROP, "'%s': DELETE_VAR takes one write and a sync fn (or none)", desc->name ? desc->name : "(unnamed)");
             return DP_ERROR_INVALID_ARGS;
         }
-        return dp_var_delete_fn(eng, desc->writes[0], desc->fn, desc->arg, desc->ctx);
+        return dp__var_delete(eng, desc->writes[0], desc->fn, desc->arg, desc->ctx, desc->cleanup);
     }
     return dp__push_resolved(eng, desc, desc->fn ? DP__KIND_SYNC : DP__KIND_ASYNC, NULL);
+}
+DP_IMPL dp_result dp_push(dp_engine *eng, const dp_push_desc *desc) {
+    dp_result r = dp__push(eng, desc);
+    if (r != DP_OK && desc && desc->cleanup) desc->cleanup(desc->arg);   /* refused: arg is ours to free */
+    return r;
 }
 static dp_result dp__push_short(dp_engine *eng, dp_sync_fn fn, dp_async_fn afn, void *arg, const dp_var *reads,
                                 int num_reads, const dp_var *writes, int num_writes) {
@@ -2873,15 +2915,19 @@ DP_IMPL dp_var dp_var_create(dp_engine *eng) {
     v->handle_id = h.id;
     return h;
 }
-DP_IMPL dp_result dp_var_delete_fn(dp_engine *eng, dp_var var, dp_sync_fn fn, void *arg, dp_ctx ctx) {
+static dp_result dp__var_delete(dp_engine *eng, dp_var var, dp_sync_fn fn, void *arg, dp_ctx ctx, dp_cleanup_fn cleanup) {
     dp_push_desc d;
     dp_result r;
     if (!eng) return DP_ERROR_INVALID_ARGS;
     memset(&d, 0, sizeof d);
     d.fn = fn; d.arg = arg; d.writes = &var; d.num_writes = 1; d.ctx = ctx; d.name = "delete_var";
+    d.cleanup = cleanup;
     d.prop = DP_PROP_DELETE_VAR;
     if ((r = dp__check_ctx(eng, ctx, d.name)) != DP_OK) return r;
     return dp__push_resolved(eng, &d, DP__KIND_DELETE, NULL);
+}
+DP_IMPL dp_result dp_var_delete_fn(dp_engine *eng, dp_var var, dp_sync_fn fn, void *arg, dp_ctx ctx) {
+    return dp__var_delete(eng, var, fn, arg, ctx, NULL);
 }
 DP_IMPL dp_result dp_var_delete(dp_engine *eng, dp_var var) {
     dp_ctx cpu = {DP_DEV_CPU, 0};
@@ -2900,11 +2946,18 @@ DP_IMPL dp_var_state dp_var_state_get(dp_engine *eng, dp_var var) {
 
 static void dp__op_unref(dp_engine *eng, dp__opobj *op) {
     if (dp__fetch_add(&op->refs, -1, DP__ACQ_REL) == 1) {
+        if (op->d.cleanup) op->d.cleanup(op->d.arg);
         dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_ids));
         dp__table_release(eng, &eng->ops, op->index, op);
     }
 }
+static dp_op dp__op_create(dp_engine *eng, const dp_push_desc *desc);
 DP_IMPL dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc) {
+    dp_op h = dp__op_create(eng, desc);
+    if (!h.id && desc && desc->cleanup) desc->cleanup(desc->arg);   /* refused: arg is ours to free */
+    return h;
+}
+static dp_op dp__op_create(dp_engine *eng, const dp_push_desc *desc) {
     dp_op h = {0};
     dp__vref *refs;
     dp__opobj *op;
@@ -2964,6 +3017,7 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
     if (!op) { DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "op 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
     if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op); return r; }
     d = op->d; d.ctx = ctx; d.priority = priority;
+    d.cleanup = NULL;          /* the op's, run once when the op is freed */
     n = op->nread + op->nwrite;
     b = dp__block_new(eng, n, &d, op->d.fn ? DP__KIND_SYNC : DP__KIND_ASYNC);
     if (!b) { dp__op_unref(eng, op); return DP_ERROR_OUT_OF_MEMORY; }
@@ -3116,8 +3170,10 @@ static void dp__engine_free(dp_engine *eng) {
     }
     for (k = 1; k < (size_t)dp__load(&eng->ops.next_index, DP__RELAXED); k++) {
         dp__opobj *op = (dp__opobj *)dp__table_slot(&eng->ops, (uint32_t)k);
-        if (op && dp__load(&op->refs, DP__RELAXED) > 0)
+        if (op && dp__load(&op->refs, DP__RELAXED) > 0) {   /* never destroyed */
+            if (op->d.cleanup) op->d.cleanup(op->d.arg);
             dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_ids));
+        }
     }
     for (k = 1; k < (size_t)dp__load(&eng->vars.next_index, DP__RELAXED); k++) {   /* every slot's ring, live or not */
         dp__var *v = (dp__var *)dp__table_slot(&eng->vars, (uint32_t)k);

@@ -1155,6 +1155,90 @@ static void test_failure_without_memory(void) {
     }
 }
 
+/* ---- an op's cleanup runs exactly once, whatever becomes of the op: run,
+   skipped after a failed input, completed later from another thread, run
+   inline by the naive engine, refused at push, or (pre-created) freed after
+   its last run, refused at creation, or left for engine destroy. */
+typedef struct { int cleanups; int ran_before_cleanup; int ran; } owned_arg;
+static void count_cleanup(void *a) {
+    owned_arg *o = (owned_arg *)a;
+    o->ran_before_cleanup = o->ran;
+    __atomic_fetch_add(&o->cleanups, 1, __ATOMIC_ACQ_REL);
+}
+static int owned_op(dp_run_ctx *rc, void *a) { (void)rc; ((owned_arg *)a)->ran++; return 0; }
+static dp_completion g_owned_done;
+static void owned_async(dp_run_ctx *rc, void *a, dp_completion done) { (void)rc; ((owned_arg *)a)->ran++; g_owned_done = done; }
+static void *complete_later(void *a) { (void)a; dp_complete(g_owned_done, 0, NULL); return NULL; }
+static int owned_cleanups(owned_arg *o) { return __atomic_load_n(&o->cleanups, __ATOMIC_ACQUIRE); }
+static void test_cleanup_exactly_once(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var x = dp_var_create(e), y = dp_var_create(e), gone = dp_var_create(e);
+        owned_arg ran = {0, 0, 0}, skipped = {0, 0, 0}, async = {0, 0, 0}, refused = {0, 0, 0}, deleted = {0, 0, 0};
+        owned_arg op_arg = {0, 0, 0}, op_refused = {0, 0, 0}, op_left = {0, 0, 0};
+        dp_push_desc d;
+        dp_op op, left;
+        pthread_t th;
+        int i;
+        memset(&d, 0, sizeof d);
+        d.fn = owned_op; d.arg = &ran; d.cleanup = count_cleanup; d.writes = &x; d.num_writes = 1;
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_var(e, x, NULL) == DP_OK);
+        CHECK(owned_cleanups(&ran) == 1 && ran.ran_before_cleanup == 1);   /* done before the wait returned */
+        /* skipped: its input failed */
+        CHECK(dp_push_sync(e, fail_op, NULL, NULL, 0, &x, 1) == DP_OK);
+        d.arg = &skipped; d.reads = &x; d.num_reads = 1; d.writes = &y;
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_var(e, y, NULL) == DP_ERROR_OP_FAILED);
+        CHECK(owned_cleanups(&skipped) == 1 && skipped.ran == 0);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        /* async, completed from another thread after the push returned */
+        d.fn = NULL; d.async_fn = owned_async; d.arg = &async; d.num_reads = 0; d.prop = DP_PROP_ASYNC;
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(owned_cleanups(&async) == 0);     /* runs on the pusher (ASYNC), not completed yet */
+        CHECK(pthread_create(&th, NULL, complete_later, NULL) == 0);
+        pthread_join(th, NULL);
+        CHECK(dp_wait_var(e, y, NULL) == DP_OK);
+        CHECK(owned_cleanups(&async) == 1 && async.ran_before_cleanup == 1);
+        /* refused pushes: a deleted variable, a bad context */
+        CHECK(dp_var_delete(e, gone) == DP_OK);
+        d.fn = owned_op; d.async_fn = NULL; d.prop = DP_PROP_NORMAL; d.arg = &refused; d.writes = &gone;
+        CHECK(dp_push(e, &d) == DP_ERROR_INVALID_HANDLE);
+        CHECK(owned_cleanups(&refused) == 1 && refused.ran == 0);
+        d.writes = &y; d.ctx.dev_type = 77;
+        CHECK(dp_push(e, &d) == DP_ERROR_BAD_CONTEXT);
+        CHECK(owned_cleanups(&refused) == 2);
+        d.ctx.dev_type = DP_DEV_CPU;
+        /* a delete through dp_push */
+        d.prop = DP_PROP_DELETE_VAR; d.arg = &deleted; d.writes = &y;
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(owned_cleanups(&deleted) == 1 && deleted.ran_before_cleanup == 1);
+        d.prop = DP_PROP_NORMAL; d.writes = &x;
+        /* pre-created: once, after dp_op_destroy and the last of its runs */
+        d.arg = &op_arg;
+        op = dp_op_create(e, &d);
+        CHECK(op.id != 0);
+        for (i = 0; i < 3; i++) CHECK(dp_op_push(e, op, d.ctx, 0) == DP_OK);
+        CHECK(dp_wait_var(e, x, NULL) == DP_OK);
+        CHECK(owned_cleanups(&op_arg) == 0);
+        CHECK(dp_op_push(e, op, d.ctx, 0) == DP_OK);
+        CHECK(dp_op_destroy(e, op) == DP_OK);
+        CHECK(dp_wait_var(e, x, NULL) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(owned_cleanups(&op_arg) == 1 && op_arg.ran == 4);
+        d.arg = &op_refused; d.writes = &gone;
+        CHECK(dp_op_create(e, &d).id == 0);
+        CHECK(owned_cleanups(&op_refused) == 1);
+        d.arg = &op_left; d.writes = &x;
+        left = dp_op_create(e, &d);
+        CHECK(left.id != 0);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(owned_cleanups(&op_left) == 1);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -1171,6 +1255,7 @@ int main(void) {
         {"push_pacing", test_push_pacing},
         {"pacing_many_pushers", test_pacing_many_pushers},
         {"handle_kinds", test_handle_kinds}, {"failure_without_memory", test_failure_without_memory},
+        {"cleanup_exactly_once", test_cleanup_exactly_once},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
