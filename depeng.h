@@ -147,7 +147,8 @@ extern "C" {
      vars     dp_var_create dp_var_delete dp_var_delete_fn dp_var_state
      ops      dp_push dp_push_sync dp_push_async dp_complete dp_set_error
               dp_op_create dp_op_push dp_op_destroy
-     waits    dp_wait_var dp_wait_all
+     waits    dp_wait_var dp_wait_all dp_wait_var_for dp_wait_all_for
+              dp_engine_dump_pending
      profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
               dp_profiler_dump_summary dp_profiler_clear
      trace    desc.trace, dp_trace_write_dot
@@ -165,7 +166,8 @@ typedef enum dp_result {
     DP_ERROR_THREAD = -7,         /* a thread or lock could not be created    */
     DP_ERROR_BACKEND = -8,        /* the device backend reported an error     */
     DP_ERROR_IO = -9,             /* a file could not be opened, read or written */
-    DP_ERROR_FORMAT = -10         /* a file's contents are not what they claim */
+    DP_ERROR_FORMAT = -10,        /* a file's contents are not what they claim */
+    DP_ERROR_TIMEOUT = -11        /* a timed wait ended before the work did    */
 } dp_result;
 
 /* Handles. A handle is one 32-bit id: the low 22 bits index a slot, the next
@@ -339,7 +341,9 @@ enum { DP_LOG_PANIC = 0, DP_LOG_ERROR = 1, DP_LOG_WARN = 2, DP_LOG_INFO = 3 };
     X(ND_ARGS, "invalid array argument (shape, dtype, size or context)") \
     X(IO, "file could not be opened, read or written") \
     X(FORMAT, "file contents are malformed or unsupported") \
-    X(LEAKED_ARRAYS, "engine destroyed while arrays still hold storage")
+    X(LEAKED_ARRAYS, "engine destroyed while arrays still hold storage") \
+    X(PENDING, "operations are still pending") \
+    X(NULL_ARGUMENT, "a required pointer argument is NULL")
 #define DP__ITEM_ENUM(name, msg) DP_LOGITEM_##name,
 typedef enum dp_log_item { DP__LOG_ITEMS(DP__ITEM_ENUM) DP__LOGITEM_COUNT } dp_log_item;
 #undef DP__ITEM_ENUM
@@ -407,6 +411,10 @@ typedef struct dp_engine_desc {
     dp_storage_kind storage;  /* arrays' memory: DEPENG_STORAGE_POOL=1|0, default pooled */
     int no_push_yield;        /* 1: dp_push never yields the pushing thread's core
                                  (see "pacing" under THREADING MODEL) */
+    int pending_report_ms;    /* dp_engine_destroy still waiting after this long
+                                 logs what is pending (as dp_engine_dump_pending
+                                 writes it), then goes on waiting; 0: 10000,
+                                 negative: never */
 } dp_engine_desc;
 
 typedef struct dp_engine_stats {
@@ -426,9 +434,21 @@ DP_API dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out);
 /* Waits for all pushed work, stops the workers and frees everything. Returns
    the first failure nobody has waited for (also copied into *failure if not
    NULL), or DP_ERROR_IN_OPERATION when called from one of its own operations
-   (nothing is destroyed then). Thread safety: no other call on this engine may
-   run concurrently or afterwards. */
+   (nothing is destroyed then). An op that never completes (an async op whose
+   dp_complete never comes) makes it wait forever; after desc.pending_report_ms
+   it logs what it waits for (level error, item PENDING). To give up instead,
+   wait first with dp_wait_all_for. Thread safety: no other call on this
+   engine may run concurrently or afterwards, but ops may still complete. */
 DP_API dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure);
+/* Writes what the engine still waits for, one line each: how many ops are
+   pending, every running op (push number, name, sync or async), and every
+   busy variable with its running access and the first ops in its queue
+   (push number, name, read or write). At most 32 lines, then a count of
+   the rest. For a timed wait that timed out, or a hang. Any thread, any
+   time; it locks each variable and block pool briefly. Names of running ops
+   are read while they run: they must stay valid until the op completes, as
+   dp_push_desc.name says. */
+DP_API dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out);
 /* The desc with every default resolved. */
 DP_API dp_engine_desc dp_engine_query_desc(const dp_engine *eng);
 /* Counters (approximate while work runs). */
@@ -487,6 +507,14 @@ DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
 /* Blocks until every op pushed so far is done. Returns the first failure not
    yet reported and clears every variable's failure. Same deadlock rule. */
 DP_API dp_result dp_wait_all(dp_engine *eng, dp_failure *failure);
+/* The same, waiting at most timeout_ms milliseconds (0: only look). If the
+   work is not done by then they return DP_ERROR_TIMEOUT (not logged) and
+   report and clear nothing: a failure stays for a later wait. A timed-out
+   dp_wait_var_for leaves its place in var's queue, which costs nothing and
+   delays nobody. Thread safety: any thread; DP_ERROR_IN_OPERATION from
+   inside one of the engine's operations. */
+DP_API dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t timeout_ms, dp_failure *failure);
+DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure);
 
 /* ---- profiler ---------------------------------------------------------- */
 /* While started, each executed op's name, worker, device, start and end time
@@ -881,6 +909,7 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #define DP__C11_THREADS 0
 #endif
 
+#include <time.h>
 #if DP__C11_THREADS
 #include <threads.h>
 typedef mtx_t dp__mutex;
@@ -893,6 +922,16 @@ DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { mtx_unlock(m); }
 DP__PRIVATE int dp__cond_init(dp__cond *c) { return cnd_init(c) == thrd_success ? 0 : -1; }
 DP__PRIVATE void dp__cond_destroy(dp__cond *c) { cnd_destroy(c); }
 DP__PRIVATE void dp__cond_wait(dp__cond *c, dp__mutex *m) { cnd_wait(c, m); }
+/* Waits at most ms milliseconds (spurious wake-ups too: callers re-check
+   their condition and their own deadline). */
+DP__PRIVATE void dp__cond_wait_ms(dp__cond *c, dp__mutex *m, uint32_t ms) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    ts.tv_sec += (time_t)(ms / 1000u);
+    ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    cnd_timedwait(c, m, &ts);
+}
 DP__PRIVATE void dp__cond_signal(dp__cond *c) { cnd_signal(c); }
 DP__PRIVATE void dp__cond_broadcast(dp__cond *c) { cnd_broadcast(c); }
 typedef struct { void (*fn)(void *); void *arg; } dp__thread_start;
@@ -924,6 +963,16 @@ DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { pthread_mutex_unlock(m); }
 DP__PRIVATE int dp__cond_init(dp__cond *c) { return pthread_cond_init(c, NULL) ? -1 : 0; }
 DP__PRIVATE void dp__cond_destroy(dp__cond *c) { pthread_cond_destroy(c); }
 DP__PRIVATE void dp__cond_wait(dp__cond *c, dp__mutex *m) { pthread_cond_wait(c, m); }
+/* Waits at most ms milliseconds (spurious wake-ups too: callers re-check
+   their condition and their own deadline). */
+DP__PRIVATE void dp__cond_wait_ms(dp__cond *c, dp__mutex *m, uint32_t ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);   /* the clock pthread_cond_timedwait uses by default */
+    ts.tv_sec += (time_t)(ms / 1000u);
+    ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    pthread_cond_timedwait(c, m, &ts);
+}
 DP__PRIVATE void dp__cond_signal(dp__cond *c) { pthread_cond_signal(c); }
 DP__PRIVATE void dp__cond_broadcast(dp__cond *c) { pthread_cond_broadcast(c); }
 typedef struct { void (*fn)(void *); void *arg; } dp__thread_start;
@@ -1211,7 +1260,16 @@ typedef uintptr_t dp__entry;
 enum { DP__KIND_SYNC, DP__KIND_ASYNC, DP__KIND_WAIT, DP__KIND_DELETE };
 enum { DP__ST_PENDING, DP__ST_RUNNING, DP__ST_DONE };
 
-typedef struct dp__waiter { int done; dp_result result; dp_failure failure; } dp__waiter;
+/* A thread in dp_wait_var[_for] and the wait block it pushed. Under the
+   engine's wait_mtx: done (the block has reported), claimed (the block is
+   reporting: the waiter must stay for it), abandoned (a timed wait gave up:
+   the block leaves the variable's failure for a later wait and frees this). */
+typedef struct dp__waiter {
+    int done, claimed, abandoned;
+    int keep_failure;          /* the block's own: pass the failure on */
+    dp_result result;
+    dp_failure failure;
+} dp__waiter;
 
 typedef struct dp__opobj {
     dp__a32 gen;
@@ -1485,6 +1543,7 @@ static dp__block *dp__pool_get(dp_engine *eng, int cls) {
         dp__fetch_add(&p->bytes, bytes, DP__RELAXED);
         for (i = 0; i < count; i++) {
             dp__block *nb = (dp__block *)(void *)(chunk + 64 + i * p->obj_size);
+            dp__store(&nb->state, (uint64_t)DP__ST_DONE, DP__RELAXED);   /* dp__report_running reads it */
             dp__set_next(nb, p->free);
             p->free = nb;
         }
@@ -2134,11 +2193,25 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     return dp__finish(eng, b, status, rs.has_message ? rs.message : NULL, w);
 }
 
-/* Runs a wait block: report the variable's failure to the waiter, once. */
+/* Runs a wait block: report the variable's failure to the waiter, once. A
+   waiter that has given up (dp_wait_var_for) is not told: the failure stays
+   on the variable, unreported, and the block frees the waiter. */
 static void dp__run_wait(dp_engine *eng, dp__block *b) {
     dp__waiter *wt = (dp__waiter *)b->arg;
     dp__failure *f = dp__block_failure(b);   /* what the variable carried */
+    int abandoned;
     dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);   /* see dp__finish */
+    dp__mutex_lock(&eng->wait_mtx);
+    abandoned = wt->abandoned;
+    wt->claimed = !abandoned;
+    dp__mutex_unlock(&eng->wait_mtx);
+    if (abandoned) {
+        wt->keep_failure = 1;
+        dp__finish(eng, b, 0, NULL, NULL);
+        dp__free(eng, wt, sizeof *wt);
+        dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);
+        return;
+    }
     wt->result = DP_OK;
     if (f) {
         wt->result = DP_ERROR_OP_FAILED;
@@ -2285,9 +2358,10 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
     } else {
         for (i = 0; i < b->nread; i++) dp__complete_read(eng, vars[i], &ready);
         /* a failed write passes its failure on, a good write replaces
-           whatever the variable held; a wait reported it and clears it */
+           whatever the variable held; a wait reported it and clears it (a
+           wait whose waiter gave up leaves it) */
         for (i = b->nread; i < b->nread + b->nwrite; i++)
-            dp__complete_write(eng, vars[i], b->kind == DP__KIND_WAIT ? NULL : failure, &ready);
+            dp__complete_write(eng, vars[i], b->kind == DP__KIND_WAIT && !((dp__waiter *)b->arg)->keep_failure ? NULL : failure, &ready);
     }
     if (failure) { dp__failure_release(eng, failure); dp__store(&b->failure, NULL, DP__RELAXED); }
     if (w) {
@@ -2838,6 +2912,7 @@ DP_IMPL const char *dp_result_string(dp_result r) {
     case DP_ERROR_BACKEND: return "device backend error";
     case DP_ERROR_IO: return "file could not be opened, read or written";
     case DP_ERROR_FORMAT: return "malformed or unsupported file contents";
+    case DP_ERROR_TIMEOUT: return "timed out before the work was done";
     }
     return "unknown result";
 }
@@ -3047,47 +3122,96 @@ static dp_result dp__check_not_in_op(dp_engine *eng, const char *what) {
     }
     return DP_OK;
 }
-DP_IMPL dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure) {
+/* Pushes a wait block for var and waits for its report, for at most
+   timeout_ms (DP__FOREVER: no limit). A timed wait's waiter lives on the
+   heap, because its block may run after the waiter has given up. */
+#define DP__FOREVER UINT64_MAX
+static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t timeout_ms, dp_failure *failure, const char *what) {
     dp_push_desc d;
-    dp__waiter w;
+    dp__waiter stack_waiter, *w = &stack_waiter;
     dp_result r;
+    uint64_t deadline = 0;
     if (!eng) return DP_ERROR_INVALID_ARGS;
-    if ((r = dp__check_not_in_op(eng, "dp_wait_var")) != DP_OK) return r;
+    if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
+    if (timeout_ms != DP__FOREVER) {
+        deadline = dp__now_ns() + timeout_ms * 1000000u;
+        if ((w = (dp__waiter *)dp__alloc(eng, sizeof *w)) == NULL) {
+            DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
+            return DP_ERROR_OUT_OF_MEMORY;
+        }
+    }
     memset(&d, 0, sizeof d);
-    memset(&w, 0, sizeof w);
+    memset(w, 0, sizeof *w);
     d.writes = &var; d.num_writes = 1; d.name = "wait_var";
     /* The wait takes a write position: it comes after every earlier reader
        and writer of var, and it runs inline, so it costs no worker. */
-    r = dp__push_resolved(eng, &d, DP__KIND_WAIT, &w);
-    if (r != DP_OK) return r;
+    r = dp__push_resolved(eng, &d, DP__KIND_WAIT, w);
+    if (r != DP_OK) {
+        if (w != &stack_waiter) dp__free(eng, w, sizeof *w);
+        return r;
+    }
     dp__mutex_lock(&eng->wait_mtx);
-    while (!w.done) dp__cond_wait(&eng->wait_cv, &eng->wait_mtx);
+    while (!w->done) {
+        uint64_t now;
+        if (timeout_ms == DP__FOREVER || w->claimed) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); continue; }
+        now = dp__now_ns();
+        if (now >= deadline) { w->abandoned = 1; break; }   /* the block frees w */
+        dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, (uint32_t)((deadline - now) / 1000000u) + 1u);
+    }
     dp__mutex_unlock(&eng->wait_mtx);
-    if (w.result != DP_OK && failure) *failure = w.failure;
-    return w.result;
+    if (w->abandoned) return DP_ERROR_TIMEOUT;
+    r = w->result;
+    if (r != DP_OK && failure) *failure = w->failure;
+    if (w != &stack_waiter) dp__free(eng, w, sizeof *w);
+    return r;
 }
-DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
+DP_IMPL dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure) {
+    return dp__wait_var(eng, var, DP__FOREVER, failure, "dp_wait_var");
+}
+DP_IMPL dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t timeout_ms, dp_failure *failure) {
+    return dp__wait_var(eng, var, timeout_ms, failure, "dp_wait_var_for");
+}
+/* Waits until every op pushed so far is done, for at most timeout_ms
+   (DP__FOREVER: no limit); then reports the oldest unreported failure and
+   clears every failure. A wait that times out clears nothing. */
+static dp_result dp__wait_all(dp_engine *eng, uint64_t timeout_ms, dp_failure *failure, const char *what) {
     dp_result r;
     dp__failure *f, *next;
+    uint64_t deadline = timeout_ms == DP__FOREVER ? 0 : dp__now_ns() + timeout_ms * 1000000u;
+    int timed_out = 0;
     if (!eng) return DP_ERROR_INVALID_ARGS;
-    if ((r = dp__check_not_in_op(eng, "dp_wait_all")) != DP_OK) return r;
+    if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
     dp__mutex_lock(&eng->wait_mtx);
     dp__fetch_add(&eng->nwaiters_all, 1, DP__SEQ_CST);
-    while (dp__load(&eng->done, DP__SEQ_CST) != dp__load(&eng->seq, DP__SEQ_CST)) dp__cond_wait(&eng->wait_cv, &eng->wait_mtx);
+    while (dp__load(&eng->done, DP__SEQ_CST) != dp__load(&eng->seq, DP__SEQ_CST)) {
+        uint64_t now;
+        if (timeout_ms == DP__FOREVER) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); continue; }
+        now = dp__now_ns();
+        if (now >= deadline) { timed_out = 1; break; }
+        dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, (uint32_t)((deadline - now) / 1000000u) + 1u);
+    }
     dp__fetch_add(&eng->nwaiters_all, -1, DP__SEQ_CST);
     dp__mutex_unlock(&eng->wait_mtx);
-    /* report the oldest unreported failure, then clear every failure */
+    if (timed_out) return DP_ERROR_TIMEOUT;
+    /* report the oldest unreported failure, then clear every failure (the
+       list is released under the lock: the engine's own out-of-memory
+       record may be linked again as soon as it is off the list) */
     DEPENG_TEST_HOOK(wait_all_clear);
     dp__mutex_lock(&eng->fail_mtx);
     f = eng->unreported_head;
-    eng->unreported_head = eng->unreported_tail = NULL;
-    for (next = f; next; next = next->next_unreported) next->unreported = 0;
-    dp__fetch_add(&eng->clear_epoch, 1, DP__ACQ_REL);
-    dp__mutex_unlock(&eng->fail_mtx);
     r = f ? DP_ERROR_OP_FAILED : DP_OK;
     if (f && failure) *failure = f->info;
-    for (; f; f = next) { next = f->next_unreported; dp__failure_release(eng, f); }
+    eng->unreported_head = eng->unreported_tail = NULL;
+    dp__fetch_add(&eng->clear_epoch, 1, DP__ACQ_REL);
+    for (; f; f = next) { next = f->next_unreported; f->unreported = 0; dp__failure_release(eng, f); }
+    dp__mutex_unlock(&eng->fail_mtx);
     return r;
+}
+DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
+    return dp__wait_all(eng, DP__FOREVER, failure, "dp_wait_all");
+}
+DP_IMPL dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure) {
+    return dp__wait_all(eng, timeout_ms, failure, "dp_wait_all_for");
 }
 
 /* >>engine ----------------------------------------------------------------- */
@@ -3139,6 +3263,7 @@ static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc *in, dp_e
     d->cpu_priority_nthreads = DP__DEF(d->cpu_priority_nthreads, 1);
     d->gpu_worker_nthreads = DP__DEF(d->gpu_worker_nthreads, 2);
     d->gpu_copy_nthreads = DP__DEF(d->gpu_copy_nthreads, 1);
+    d->pending_report_ms = DP__DEF(d->pending_report_ms, 10000);
     return DP_OK;
 }
 static void dp__storage_destroy(dp_engine *eng, struct dp__storage *st);
@@ -3189,6 +3314,108 @@ static void dp__engine_free(dp_engine *eng) {
     dp__mutex_destroy(&eng->create_mtx); dp__mutex_destroy(&eng->fail_mtx);
     dp__mutex_destroy(&eng->graph_mtx); dp__mutex_destroy(&eng->inline_prof.m);
     dp__free(eng, eng, sizeof *eng);
+}
+/* What an engine still waits for (dp_engine_dump_pending, and destroy after
+   its grace period), as lines handed to a sink. */
+#define DP__REPORT_LINES 32
+typedef struct dp__report {
+    void (*sink)(const dp_engine *eng, const char *text, void *user);
+    void *user;
+    int lines, more;
+} dp__report;
+static void dp__report_line(const dp_engine *eng, dp__report *rp, const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    if (rp->lines >= DP__REPORT_LINES) { rp->more++; return; }
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    rp->lines++;
+    rp->sink(eng, buf, rp->user);
+}
+static const char *dp__name_or(const char *name) { return name ? name : "(unnamed)"; }
+/* Running ops are found in the block pools, each pool under its lock: a
+   block is reused only through its own pool, so one seen RUNNING (acquire:
+   what its push wrote is visible) keeps its name and number while we look. */
+static void dp__report_running(dp_engine *eng, dp__report *rp) {
+    int s, c;
+    for (s = 0; s < DP__POOL_STRIPES; s++) {
+        for (c = 0; c < DP__NUM_CLASSES; c++) {
+            dp__pool *p = &eng->pools[s][c];
+            char *chunk;
+            size_t i;
+            dp__spin_lock(&p->lock);
+            for (chunk = (char *)p->chunks; chunk; chunk = *(char **)(void *)chunk) {
+                for (i = 0; i < p->per_chunk; i++) {
+                    dp__block *b = (dp__block *)(void *)(chunk + 64 + i * p->obj_size);
+                    uint64_t st = (uint64_t)dp__load(&b->state, DP__ACQUIRE);
+                    if ((st & 3u) != DP__ST_RUNNING || b->kind == DP__KIND_WAIT) continue;
+                    dp__report_line(eng, rp, "running: op #%llu '%s' (%s)", (unsigned long long)(st >> 2), dp__name_or(b->name),
+                                    b->kind == DP__KIND_ASYNC ? "async: until dp_complete is called" : "its function or stream work");
+                }
+            }
+            dp__spin_unlock(&p->lock);
+        }
+    }
+}
+/* Busy variables, each under its lock: a queued op cannot complete while it
+   waits there, so its name and number are stable. */
+static void dp__report_vars(dp_engine *eng, dp__report *rp) {
+    uint32_t k, n = (uint32_t)dp__load(&eng->vars.next_index, DP__ACQUIRE);
+    for (k = 1; k < n; k++) {
+        dp__var *v = (dp__var *)dp__table_slot(&eng->vars, k);
+        char text[400];
+        size_t len;
+        uint32_t i;
+        if (!v) continue;
+        dp__spin_lock(&v->lock);
+        if (v->nreaders == 0 && !dp__var_waiting(v)) { dp__spin_unlock(&v->lock); continue; }
+        if (v->nreaders == DP__WRITING) len = (size_t)snprintf(text, sizeof text, "variable 0x%08x: written by a running op", (unsigned)v->handle_id);
+        else len = (size_t)snprintf(text, sizeof text, "variable 0x%08x: %d running reads", (unsigned)v->handle_id, (int)v->nreaders);
+        if (dp__var_waiting(v) && len < sizeof text)
+            len += (size_t)snprintf(text + len, sizeof text - len, "; %u waiting:", (unsigned)(v->tail - v->head));
+        for (i = v->head; i != v->tail && i - v->head < 4 && len < sizeof text; i++) {
+            dp__entry e = dp__var_entry(v, i);
+            dp__block *b = dp__entry_block(e);
+            len += (size_t)snprintf(text + len, sizeof text - len, " #%llu '%s' (%s)", (unsigned long long)dp__block_seq(b),
+                                    b->kind == DP__KIND_WAIT ? "dp_wait_var" : dp__name_or(b->name), dp__entry_is_write(e) ? "write" : "read");
+        }
+        if (i != v->tail && len < sizeof text) snprintf(text + len, sizeof text - len, " ...");
+        dp__spin_unlock(&v->lock);
+        dp__report_line(eng, rp, "%s", text);
+    }
+}
+static void dp__report_pending(dp_engine *eng, dp__report *rp) {
+    uint64_t pushed = (uint64_t)dp__load(&eng->seq, DP__ACQUIRE), done = (uint64_t)dp__load(&eng->done, DP__ACQUIRE);
+    dp__report_line(eng, rp, "%llu ops pending (%llu pushed, %llu done)", (unsigned long long)(pushed - done),
+                    (unsigned long long)pushed, (unsigned long long)done);
+    dp__report_running(eng, rp);
+    dp__report_vars(eng, rp);
+    if (rp->more) { rp->lines = 0; dp__report_line(eng, rp, "... and %d more", rp->more); }
+}
+static void dp__report_to_file(const dp_engine *eng, const char *text, void *user) { (void)eng; fprintf((FILE *)user, "%s\n", text); }
+static void dp__report_to_log(const dp_engine *eng, const char *text, void *user) {
+    (void)user;
+    DP__LOG(eng, DP_LOG_ERROR, PENDING, "%s", text);
+}
+static void dp__log_pending(dp_engine *eng, int waited_ms) {
+    dp__report rp;
+    memset(&rp, 0, sizeof rp);
+    rp.sink = dp__report_to_log;
+    DP__LOG(eng, DP_LOG_ERROR, PENDING, "dp_engine_destroy has waited %d ms and goes on waiting for:", waited_ms);
+    dp__report_pending(eng, &rp);
+}
+DP_IMPL dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out) {
+    dp__report rp;
+    if (!eng || !out) {
+        DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_engine_dump_pending: NULL %s", eng ? "stream" : "engine");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    memset(&rp, 0, sizeof rp);
+    rp.sink = dp__report_to_file;
+    rp.user = out;
+    dp__report_pending(eng, &rp);
+    return ferror(out) ? DP_ERROR_IO : DP_OK;
 }
 DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) {
     dp_engine_desc zero, resolved;
@@ -3245,7 +3472,12 @@ DP_IMPL dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure) {
     dp_result r;
     if (!eng) return DP_ERROR_INVALID_ARGS;
     if ((r = dp__check_not_in_op(eng, "dp_engine_destroy")) != DP_OK) return r;
-    r = dp_wait_all(eng, &f);
+    r = DP_ERROR_TIMEOUT;
+    if (eng->desc.pending_report_ms > 0) r = dp__wait_all(eng, (uint64_t)eng->desc.pending_report_ms, &f, "dp_engine_destroy");
+    if (r == DP_ERROR_TIMEOUT) {
+        if (eng->desc.pending_report_ms > 0) dp__log_pending(eng, eng->desc.pending_report_ms);
+        r = dp_wait_all(eng, &f);
+    }
     if (r == DP_ERROR_OP_FAILED) {
         DP__LOG(eng, DP_LOG_WARN, UNREPORTED_FAILURE, "'%s': %s", f.op_name, f.message);
         if (failure) *failure = f;

@@ -1239,6 +1239,131 @@ static void test_cleanup_exactly_once(void) {
     }
 }
 
+/* ---- timed waits: an async op that has not completed makes them return
+   DP_ERROR_TIMEOUT after about their timeout, reporting and clearing
+   nothing; its failure reaches a later wait. */
+static dp_completion g_held;
+static void hold_op(dp_run_ctx *rc, void *a, dp_completion done) { (void)rc; (void)a; g_held = done; }
+static uint64_t ms_now(void) { struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts); return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u; }
+static void test_timed_waits(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var x = dp_var_create(e), y = dp_var_create(e), never = {7};
+        dp_push_desc d;
+        dp_failure f;
+        uint64_t t0;
+        int i, ran = 0;
+        memset(&d, 0, sizeof d);
+        memset(&f, 0, sizeof f);
+        CHECK(dp_wait_var_for(e, x, 0, NULL) == DP_OK);     /* nothing pending: done at once */
+        CHECK(dp_wait_all_for(e, 0, NULL) == DP_OK);
+        d.async_fn = hold_op; d.writes = &x; d.num_writes = 1; d.prop = DP_PROP_ASYNC; d.name = "held";
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_push_sync(e, mark_ran, &ran, &x, 1, &y, 1) == DP_OK);
+        t0 = ms_now();
+        CHECK(dp_wait_var_for(e, y, 30, &f) == DP_ERROR_TIMEOUT);
+        CHECK(ms_now() - t0 >= 30);
+        CHECK(dp_wait_var_for(e, x, 0, &f) == DP_ERROR_TIMEOUT);
+        for (i = 0; i < 5; i++) CHECK(dp_wait_var_for(e, x, 1, NULL) == DP_ERROR_TIMEOUT);   /* abandoned waits pile up */
+        t0 = ms_now();
+        CHECK(dp_wait_all_for(e, 20, &f) == DP_ERROR_TIMEOUT);
+        CHECK(ms_now() - t0 >= 20);
+        CHECK(dp_var_state_get(e, x) == DP_VAR_BUSY && ran == 0);
+        dp_complete(g_held, 9, "held op failed");
+        /* the abandoned waits neither reported nor cleared the failure */
+        CHECK(dp_wait_var_for(e, y, 10000, &f) == DP_ERROR_OP_FAILED);
+        CHECK(f.status == 9 && strcmp(f.op_name, "held") == 0 && ran == 0);
+        CHECK(dp_wait_var(e, x, &f) == DP_ERROR_OP_FAILED && f.status == 9);
+        CHECK(dp_wait_all_for(e, 10000, NULL) == DP_OK);    /* y reported it; nothing left */
+        CHECK(dp_var_state_get(e, x) == DP_VAR_READY);
+        /* a failure behind an abandoned wait still reaches dp_wait_all */
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_var_for(e, x, 1, NULL) == DP_ERROR_TIMEOUT);
+        dp_complete(g_held, 4, NULL);
+        CHECK(dp_wait_all_for(e, 10000, &f) == DP_ERROR_OP_FAILED && f.status == 4);
+        CHECK(dp_wait_var_for(e, never, 5, NULL) == DP_ERROR_INVALID_HANDLE);
+        CHECK(dp_wait_var_for(NULL, x, 5, NULL) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_wait_all_for(NULL, 5, NULL) == DP_ERROR_INVALID_ARGS);
+        CHECK(strcmp(dp_result_string(DP_ERROR_TIMEOUT), "unknown result") != 0);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- destroying an engine whose async op has not completed keeps waiting,
+   and after desc.pending_report_ms logs what it waits for: the running op,
+   and the ops queued behind it with their variables. */
+#define PENDING_LOG_LINES 64
+static char g_pending_log[PENDING_LOG_LINES][512];
+static int g_pending_lines;
+static pthread_mutex_t g_pending_mtx = PTHREAD_MUTEX_INITIALIZER;
+static void pending_logger(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
+    (void)tag; (void)level; (void)line; (void)file; (void)user;
+    if (item != DP_LOGITEM_PENDING) return;
+    pthread_mutex_lock(&g_pending_mtx);
+    if (g_pending_lines < PENDING_LOG_LINES) snprintf(g_pending_log[g_pending_lines++], 512, "%s", msg);
+    pthread_mutex_unlock(&g_pending_mtx);
+}
+static int pending_log_has(const char *text) {
+    int i, found = 0;
+    pthread_mutex_lock(&g_pending_mtx);
+    for (i = 0; i < g_pending_lines && !found; i++) found = strstr(g_pending_log[i], text) != NULL;
+    pthread_mutex_unlock(&g_pending_mtx);
+    return found;
+}
+static void *destroy_in_thread(void *a) { return (void *)(intptr_t)dp_engine_destroy((dp_engine *)a, NULL); }
+static void test_destroy_reports_pending(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine_desc desc;
+        dp_engine *e = NULL;
+        dp_var x, y;
+        dp_push_desc d;
+        pthread_t th;
+        void *ret;
+        char expect[128];
+        int ran = 0, waited;
+        FILE *tmp = tmpfile();
+        memset(&desc, 0, sizeof desc);
+        desc.type = kinds[k]; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
+        desc.logger.func = pending_logger; desc.pending_report_ms = 50;
+        CHECK(dp_engine_create(&desc, &e) == DP_OK);
+        CHECK(dp_engine_query_desc(e).pending_report_ms == 50);
+        x = dp_var_create(e); y = dp_var_create(e);
+        memset(&d, 0, sizeof d);
+        d.async_fn = hold_op; d.writes = &x; d.num_writes = 1; d.prop = DP_PROP_ASYNC; d.name = "never_done";
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_push_sync(e, mark_ran, &ran, &x, 1, &y, 1) == DP_OK);
+        /* the same report on demand */
+        CHECK(tmp != NULL);
+        if (tmp) {
+            char buf[4096];
+            size_t n;
+            CHECK(dp_engine_dump_pending(e, tmp) == DP_OK);
+            rewind(tmp);
+            n = fread(buf, 1, sizeof buf - 1, tmp);
+            buf[n] = 0;
+            CHECK(strstr(buf, "2 ops pending") != NULL);
+            CHECK(strstr(buf, "running: op #1 'never_done' (async") != NULL);
+            CHECK(strstr(buf, "written by a running op; 1 waiting: #2 '(unnamed)' (read)") != NULL);
+            fclose(tmp);
+        }
+        CHECK(dp_engine_dump_pending(e, NULL) == DP_ERROR_INVALID_ARGS);
+        g_pending_lines = 0;
+        CHECK(pthread_create(&th, NULL, destroy_in_thread, e) == 0);
+        for (waited = 0; waited < 5000 && !pending_log_has("#2"); waited += 10) { struct timespec ts = {0, 10000000}; nanosleep(&ts, NULL); }
+        CHECK(pending_log_has("dp_engine_destroy has waited 50 ms"));
+        CHECK(pending_log_has("running: op #1 'never_done'"));
+        snprintf(expect, sizeof expect, "variable 0x%08x: written by a running op; 1 waiting: #2", (unsigned)x.id);
+        CHECK(pending_log_has(expect));
+        CHECK(ran == 0);
+        dp_complete(g_held, 0, NULL);      /* destroy goes on and returns */
+        pthread_join(th, &ret);
+        CHECK((dp_result)(intptr_t)ret == DP_OK);
+        CHECK(ran == 1);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -1255,7 +1380,8 @@ int main(void) {
         {"push_pacing", test_push_pacing},
         {"pacing_many_pushers", test_pacing_many_pushers},
         {"handle_kinds", test_handle_kinds}, {"failure_without_memory", test_failure_without_memory},
-        {"cleanup_exactly_once", test_cleanup_exactly_once},
+        {"cleanup_exactly_once", test_cleanup_exactly_once}, {"timed_waits", test_timed_waits},
+        {"destroy_reports_pending", test_destroy_reports_pending},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
