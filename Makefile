@@ -1,6 +1,6 @@
 # depeng — make demo (run the examples), make test (every test), make tsan,
-# make asan, make bench (depeng against its peers; make bench-deps installs
-# StarPU first), make cuda / make cuda-test (depeng_cuda.h; needs nvcc),
+# make asan, make faults (allocation-failure injection), make bench (depeng
+# against its peers; make bench-deps installs StarPU first), make cuda / make cuda-test (depeng_cuda.h; needs nvcc),
 # make clean.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
@@ -8,7 +8,7 @@ WARN    := -std=c11 -Wall -Wextra -pedantic -Werror
 B       := build
 LIBS    := -pthread -lm
 
-.PHONY: all test demo tsan asan compile-checks bench bench-deps bench-build clean
+.PHONY: all test demo tsan asan faults compile-checks bench bench-deps bench-build clean
 all: $(B)/test_engine $(B)/test_ndarray $(B)/test_autograd $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 
 $(B):
@@ -75,6 +75,15 @@ asan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_ndarray.c -o $(B)/test_ndarray_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_autograd.c -o $(B)/test_autograd_asan $(LIBS)
 	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan
+
+# Allocation-failure injection (tests/faults.c): the allocator fails the k-th
+# allocation (and, second mode, every one from the k-th on) for every k over
+# a workload of the whole API, on all three engines, under ASan + UBSan +
+# LeakSanitizer; each run in a child with a watchdog. .ci/run runs it.
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+faults: | $(B)
+	clang -std=c11 -Wall -Wextra -pedantic -Werror -O1 -g $(SAN) -I. tests/faults.c -o $(B)/faults $(LIBS)
+	ASAN_OPTIONS=detect_leaks=1 ./$(B)/faults all
 
 # ---- benchmark (bench/README.md) -----------------------------------------
 # Every driver runs the workloads of ../shared/BENCH_WORKLOADS.md with two
