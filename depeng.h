@@ -441,13 +441,14 @@ DP_API dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out);
    engine may run concurrently or afterwards, but ops may still complete. */
 DP_API dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure);
 /* Writes what the engine still waits for, one line each: how many ops are
-   pending, every running op (push number, name, sync or async), and every
+   pending, every running op (push number, name, sync or async; not the
+   naive engine's ops that run inside dp_push without a block), and every
    busy variable with its running access and the first ops in its queue
    (push number, name, read or write). At most 32 lines, then a count of
    the rest. For a timed wait that timed out, or a hang. Any thread, any
-   time; it locks each variable and block pool briefly. Names of running ops
-   are read while they run: they must stay valid until the op completes, as
-   dp_push_desc.name says. */
+   time; it locks each variable and block pool briefly (and writes nothing
+   while it holds a lock). Names of running ops are copied while they run:
+   they must stay valid until the op completes, as dp_push_desc.name says. */
 DP_API dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out);
 /* The desc with every default resolved. */
 DP_API dp_engine_desc dp_engine_query_desc(const dp_engine *eng);
@@ -509,10 +510,13 @@ DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
 DP_API dp_result dp_wait_all(dp_engine *eng, dp_failure *failure);
 /* The same, waiting at most timeout_ms milliseconds (0: only look). If the
    work is not done by then they return DP_ERROR_TIMEOUT (not logged) and
-   report and clear nothing: a failure stays for a later wait. A timed-out
-   dp_wait_var_for leaves its place in var's queue, which costs nothing and
-   delays nobody. Thread safety: any thread; DP_ERROR_IN_OPERATION from
-   inside one of the engine's operations. */
+   report and clear nothing: a failure stays for a later wait. A wait on a
+   variable takes a write position in its queue, like dp_wait_var: one that
+   times out keeps it (an op block and a small record) until var's earlier
+   work is done, and reads pushed after it wait for the reads before it. To
+   look at a variable every frame without that, use dp_var_state_get; use
+   these for bounded blocking. Thread safety: any thread;
+   DP_ERROR_IN_OPERATION from inside one of the engine's operations. */
 DP_API dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t timeout_ms, dp_failure *failure);
 DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure);
 
@@ -1235,7 +1239,7 @@ struct dp_engine {
     dp__mutex create_mtx;       /* lazy pools and streams */
     dp__mutex fail_mtx;
     dp__failure *unreported_head, *unreported_tail;
-    dp__failure unrecorded;     /* stands for failures that found no memory */
+    dp__failure unrecorded[2];  /* stand for failures that found no memory, by epoch parity */
     dp__a32 clear_epoch;
     dp__aptr cpu_groups[DP__MAX_DEV], gpu_groups[DP__MAX_DEV], copy_groups[DP__MAX_DEV];
     dp__group *prio_group, *task_group;
@@ -1583,27 +1587,41 @@ static void dp__failure_link_unreported(dp_engine *eng, dp__failure *f) {   /* f
     if (eng->unreported_tail) eng->unreported_tail->next_unreported = f; else eng->unreported_head = f;
     eng->unreported_tail = f;
 }
-/* The record every engine keeps for a failure that finds no memory for one
-   of its own: recording a failure must never need memory, or an op's
-   out-of-memory would let its dependants run on data it never wrote. Its
-   text is fixed (another thread may be copying it); the op's name, status
-   and message go to the log. It takes the epoch of its latest use, so a
-   variable it reached before a dp_wait_all cleared it stays cleared. */
+/* The records every engine keeps for failures that find no memory for one
+   of their own: recording a failure must never need memory, or an op's
+   out-of-memory would let its dependants run on data it never wrote.
+   - Their text is fixed (another thread may be copying it); the op's name,
+     status and message go to the log.
+   - Every such failure of one epoch (the time between two dp_wait_all
+     clears) shares a record, which stays on the unreported list until
+     dp_wait_all clears it: a dp_wait_var that reports one of them does not
+     take it off, so dp_wait_all reports it again rather than miss another.
+   - A record takes the epoch of its latest use, and there is one per epoch
+     parity: an op holding a record it was granted before a clear is done
+     before the next clear (dp_wait_all waits for every pushed op), so the
+     record cannot be reused in another epoch of its parity under it, and a
+     variable it reaches keeps the epoch it was granted in. */
 static void dp__failure_unrecorded_init(dp_engine *eng) {
-    dp__failure *f = &eng->unrecorded;
-    f->unrecorded = 1;
-    f->info.status = DP_ERROR_OUT_OF_MEMORY;
-    snprintf(f->info.op_name, sizeof f->info.op_name, "(unrecorded)");
-    snprintf(f->info.message, sizeof f->info.message,
-             "an operation failed and there was no memory to record its failure (the log names it)");
+    int i;
+    for (i = 0; i < 2; i++) {
+        dp__failure *f = &eng->unrecorded[i];
+        f->unrecorded = 1;
+        f->info.status = DP_ERROR_OUT_OF_MEMORY;
+        snprintf(f->info.op_name, sizeof f->info.op_name, "(unrecorded)");
+        snprintf(f->info.message, sizeof f->info.message,
+                 "an operation failed and there was no memory to record its failure (the log names it)");
+    }
 }
 static dp__failure *dp__failure_unrecorded(dp_engine *eng, const char *op_name, int status, const char *message) {
-    dp__failure *f = &eng->unrecorded;
+    dp__failure *f;
+    uint32_t epoch;
     DP__LOG(eng, DP_LOG_ERROR, OP_FAILED, "'%s' failed with status %d: %s; no memory to record the failure, "
             "so its writes carry the engine's out-of-memory failure", op_name ? op_name : "(unnamed)", status,
             message ? message : "(no message)");
     dp__mutex_lock(&eng->fail_mtx);
-    dp__store(&f->epoch, dp__load(&eng->clear_epoch, DP__RELAXED), DP__RELAXED);
+    epoch = (uint32_t)dp__load(&eng->clear_epoch, DP__RELAXED);   /* bumped under fail_mtx */
+    f = &eng->unrecorded[epoch & 1u];
+    dp__store(&f->epoch, (int32_t)epoch, DP__RELAXED);
     if (!f->unreported) dp__failure_link_unreported(eng, f);
     dp__mutex_unlock(&eng->fail_mtx);
     dp__fetch_add(&eng->failed, 1, DP__RELAXED);
@@ -1627,10 +1645,12 @@ static dp__failure *dp__failure_new(dp_engine *eng, const char *op_name, int sta
     DP__LOG(eng, DP_LOG_WARN, OP_FAILED, "'%s' failed with status %d: %s", f->info.op_name, status, f->info.message);
     return f;
 }
-/* Marks f reported: removes it from the engine's unreported list. */
+/* Marks f reported: removes it from the engine's unreported list (not a
+   shared out-of-memory record: see dp__failure_unrecorded). */
 static void dp__failure_mark_reported(dp_engine *eng, dp__failure *f) {
     dp__failure **pp, *prev = NULL;
     int unlinked = 0;
+    if (f->unrecorded) return;
     dp__mutex_lock(&eng->fail_mtx);
     for (pp = &eng->unreported_head; *pp; prev = *pp, pp = &(*pp)->next_unreported) {
         if (*pp == f) {
@@ -2566,9 +2586,32 @@ static void dp__run_naive(dp_engine *eng, dp__block *b) {
     dp__tls_naive_draining = 0;
     (void)eng;
 }
+/* Wait blocks run on the thread that makes them ready. The completion of one
+   can make the next ready (timed waits that gave up queue up on a variable,
+   one per call), which would run it from inside itself, one stack frame per
+   wait; so a thread already running a wait queues the others and runs them
+   one after another. */
+static DP__THREAD_LOCAL dp__block *dp__tls_waits_head, *dp__tls_waits_tail;
+static DP__THREAD_LOCAL int dp__tls_waits_running;
+static void dp__run_waits(dp_engine *eng, dp__block *b) {
+    dp__set_next(b, NULL);
+    if (dp__tls_waits_running) {
+        if (dp__tls_waits_tail) dp__set_next(dp__tls_waits_tail, b); else dp__tls_waits_head = b;
+        dp__tls_waits_tail = b;
+        return;
+    }
+    dp__tls_waits_running = 1;
+    dp__run_wait(eng, b);
+    while ((b = dp__tls_waits_head) != NULL) {
+        dp__tls_waits_head = dp__next(b);
+        if (!dp__tls_waits_head) dp__tls_waits_tail = NULL;
+        dp__run_wait(b->eng, b);
+    }
+    dp__tls_waits_running = 0;
+}
 static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
     dp__group *g;
-    if (b->kind == DP__KIND_WAIT) { dp__run_wait(eng, b); return; }
+    if (b->kind == DP__KIND_WAIT) { dp__run_waits(eng, b); return; }
     if (eng->desc.type == DP_ENGINE_NAIVE) { dp__run_naive(eng, b); return; }
     if (dp__prop(b) == DP_PROP_ASYNC && from_pusher) { dp__execute(eng, b, NULL); return; }
     g = dp__route(eng, b);
@@ -3131,6 +3174,7 @@ static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t timeout_ms, d
     dp__waiter stack_waiter, *w = &stack_waiter;
     dp_result r;
     uint64_t deadline = 0;
+    int gave_up = 0;
     if (!eng) return DP_ERROR_INVALID_ARGS;
     if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
     if (timeout_ms != DP__FOREVER) {
@@ -3155,11 +3199,11 @@ static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t timeout_ms, d
         uint64_t now;
         if (timeout_ms == DP__FOREVER || w->claimed) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); continue; }
         now = dp__now_ns();
-        if (now >= deadline) { w->abandoned = 1; break; }   /* the block frees w */
+        if (now >= deadline) { gave_up = w->abandoned = 1; break; }   /* from here on the block owns w */
         dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, (uint32_t)((deadline - now) / 1000000u) + 1u);
     }
     dp__mutex_unlock(&eng->wait_mtx);
-    if (w->abandoned) return DP_ERROR_TIMEOUT;
+    if (gave_up) return DP_ERROR_TIMEOUT;   /* w may be freed already */
     r = w->result;
     if (r != DP_OK && failure) *failure = w->failure;
     if (w != &stack_waiter) dp__free(eng, w, sizeof *w);
@@ -3315,6 +3359,22 @@ static void dp__engine_free(dp_engine *eng) {
     dp__mutex_destroy(&eng->graph_mtx); dp__mutex_destroy(&eng->inline_prof.m);
     dp__free(eng, eng, sizeof *eng);
 }
+/* Destroy destroys the pre-created ops nobody destroyed while the engine
+   still runs, once every pushed op is done: their cleanup functions may
+   push. With nothing pending, an op still referenced is referenced by its
+   handle alone. Returns how many there were. */
+static int dp__destroy_live_ops(dp_engine *eng) {
+    uint32_t k, n = (uint32_t)dp__load(&eng->ops.next_index, DP__ACQUIRE);
+    int count = 0;
+    for (k = 1; k < n; k++) {
+        dp__opobj *op = (dp__opobj *)dp__table_slot(&eng->ops, k);
+        dp_op h;
+        if (!op || dp__load(&op->gen, DP__ACQUIRE) == 0 || dp__load(&op->refs, DP__ACQUIRE) <= 0) continue;
+        h.id = dp__table_id(&eng->ops, op, k);
+        if (dp_op_destroy(eng, h) == DP_OK) count++;
+    }
+    return count;
+}
 /* What an engine still waits for (dp_engine_dump_pending, and destroy after
    its grace period), as lines handed to a sink. */
 #define DP__REPORT_LINES 32
@@ -3337,24 +3397,34 @@ static const char *dp__name_or(const char *name) { return name ? name : "(unname
 /* Running ops are found in the block pools, each pool under its lock: a
    block is reused only through its own pool, so one seen RUNNING (acquire:
    what its push wrote is visible) keeps its name and number while we look. */
+typedef struct dp__running_op { uint64_t seq; int async; char name[64]; } dp__running_op;
 static void dp__report_running(dp_engine *eng, dp__report *rp) {
-    int s, c;
+    dp__running_op found[DP__REPORT_LINES];
+    int s, c, n, i, more;
     for (s = 0; s < DP__POOL_STRIPES; s++) {
         for (c = 0; c < DP__NUM_CLASSES; c++) {
             dp__pool *p = &eng->pools[s][c];
             char *chunk;
-            size_t i;
-            dp__spin_lock(&p->lock);
+            size_t k;
+            n = more = 0;
+            dp__spin_lock(&p->lock);          /* copy only: a logger must not run under it */
             for (chunk = (char *)p->chunks; chunk; chunk = *(char **)(void *)chunk) {
-                for (i = 0; i < p->per_chunk; i++) {
-                    dp__block *b = (dp__block *)(void *)(chunk + 64 + i * p->obj_size);
+                for (k = 0; k < p->per_chunk; k++) {
+                    dp__block *b = (dp__block *)(void *)(chunk + 64 + k * p->obj_size);
                     uint64_t st = (uint64_t)dp__load(&b->state, DP__ACQUIRE);
                     if ((st & 3u) != DP__ST_RUNNING || b->kind == DP__KIND_WAIT) continue;
-                    dp__report_line(eng, rp, "running: op #%llu '%s' (%s)", (unsigned long long)(st >> 2), dp__name_or(b->name),
-                                    b->kind == DP__KIND_ASYNC ? "async: until dp_complete is called" : "its function or stream work");
+                    if (n == DP__REPORT_LINES) { more++; continue; }
+                    found[n].seq = st >> 2;
+                    found[n].async = b->kind == DP__KIND_ASYNC;
+                    snprintf(found[n].name, sizeof found[n].name, "%s", dp__name_or(b->name));
+                    n++;
                 }
             }
             dp__spin_unlock(&p->lock);
+            for (i = 0; i < n; i++)
+                dp__report_line(eng, rp, "running: op #%llu '%s' (%s)", (unsigned long long)found[i].seq, found[i].name,
+                                found[i].async ? "async: until dp_complete is called" : "its function or stream work");
+            rp->more += more;
         }
     }
 }
@@ -3477,6 +3547,10 @@ DP_IMPL dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure) {
     if (r == DP_ERROR_TIMEOUT) {
         if (eng->desc.pending_report_ms > 0) dp__log_pending(eng, eng->desc.pending_report_ms);
         r = dp_wait_all(eng, &f);
+    }
+    if (dp__destroy_live_ops(eng)) {   /* their cleanups ran, and may have pushed */
+        dp_failure later;
+        if (dp_wait_all(eng, &later) == DP_ERROR_OP_FAILED && r != DP_ERROR_OP_FAILED) { r = DP_ERROR_OP_FAILED; f = later; }
     }
     if (r == DP_ERROR_OP_FAILED) {
         DP__LOG(eng, DP_LOG_WARN, UNREPORTED_FAILURE, "'%s': %s", f.op_name, f.message);

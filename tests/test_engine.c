@@ -1147,7 +1147,10 @@ static void test_failure_without_memory(void) {
             if (round == 0) CHECK(dp_var_state_get(e, x) == DP_VAR_FAILED);
             CHECK(dp_push_sync(e, nop, NULL, NULL, 0, &z, 1) == DP_OK);   /* an unrelated good write */
             CHECK(dp_wait_var(e, z, NULL) == DP_OK);
-            CHECK(dp_wait_all(e, NULL) == DP_OK);             /* reported once, then cleared */
+            /* a dp_wait_var's report leaves the shared record for dp_wait_all,
+               which reports it again rather than miss another failure in it */
+            if (round == 0) CHECK(dp_wait_all(e, &f) == DP_ERROR_OP_FAILED && f.status == DP_ERROR_OUT_OF_MEMORY);
+            CHECK(dp_wait_all(e, NULL) == DP_OK);             /* then cleared */
             CHECK(dp_var_state_get(e, x) == DP_VAR_READY);
             CHECK(dp_wait_var(e, y, NULL) == DP_OK);
         }
@@ -1364,6 +1367,120 @@ static void test_destroy_reports_pending(void) {
     }
 }
 
+/* ---- two failures without memory share the engine's record: reporting the
+   first through its variable must not hide the second from dp_wait_all. */
+static void test_two_failures_without_memory(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine_desc desc;
+        dp_engine *e = NULL;
+        dp_var x, y;
+        dp_failure f;
+        memset(&desc, 0, sizeof desc);
+        desc.type = kinds[k]; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
+        desc.logger.func = quiet_logger;
+        desc.allocator.alloc = refuse_failure_alloc; desc.allocator.free = refuse_failure_free;
+        CHECK(dp_engine_create(&desc, &e) == DP_OK);
+        x = dp_var_create(e); y = dp_var_create(e);
+        CHECK(dp_push_sync(e, fail_without_memory, NULL, NULL, 0, &x, 1) == DP_OK);
+        CHECK(dp_push_sync(e, fail_without_memory, NULL, NULL, 0, &y, 1) == DP_OK);
+        CHECK(dp_wait_var(e, x, &f) == DP_ERROR_OP_FAILED);
+        CHECK(dp_wait_all(e, &f) == DP_ERROR_OP_FAILED && f.status == DP_ERROR_OUT_OF_MEMORY);   /* y's */
+        __atomic_store_n(&g_refuse_failure, 0, __ATOMIC_RELEASE);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- a failure without memory that dp_wait_all cleared stays cleared where
+   an op pushed during the clear carries it on, also after the engine's
+   record served another failure since: C reads the failed X and a gate G,
+   is pushed after dp_wait_all saw every op done but before it cleared, and
+   runs (skipped) after a new failure D used the engine's record. */
+static dp_engine *g_race_eng;
+static dp_var g_rx, g_rg, g_ry;
+static void push_failure_during_clear(void) {
+    dp_var reads[2];
+    dp_push_desc d;
+    memset(&d, 0, sizeof d);
+    d.async_fn = hold_gate; d.writes = &g_rg; d.num_writes = 1; d.prop = DP_PROP_ASYNC;
+    CHECK(dp_push(g_race_eng, &d) == DP_OK);
+    CHECK(dp_push_sync(g_race_eng, fail_without_memory, NULL, NULL, 0, &g_rx, 1) == DP_OK);
+    reads[0] = g_rx; reads[1] = g_rg;
+    CHECK(dp_push_sync(g_race_eng, nop, NULL, reads, 2, &g_ry, 1) == DP_OK);
+}
+static void test_failure_without_memory_stays_cleared(void) {
+    dp_engine_desc desc;
+    dp_var w;
+    dp_failure f;
+    memset(&desc, 0, sizeof desc);
+    desc.type = DP_ENGINE_NAIVE; desc.ignore_env = 1; desc.logger.func = quiet_logger;
+    desc.allocator.alloc = refuse_failure_alloc; desc.allocator.free = refuse_failure_free;
+    CHECK(dp_engine_create(&desc, &g_race_eng) == DP_OK);
+    g_rx = dp_var_create(g_race_eng); g_rg = dp_var_create(g_race_eng); g_ry = dp_var_create(g_race_eng);
+    w = dp_var_create(g_race_eng);
+    CHECK(dp_push_sync(g_race_eng, nop, NULL, NULL, 0, &g_rx, 1) == DP_OK);
+    g_before_clear = push_failure_during_clear;
+    CHECK(dp_wait_all(g_race_eng, &f) == DP_ERROR_OP_FAILED);        /* X's, and cleared */
+    CHECK(dp_push_sync(g_race_eng, fail_without_memory, NULL, NULL, 0, &w, 1) == DP_OK);   /* D */
+    CHECK(dp_wait_var(g_race_eng, w, &f) == DP_ERROR_OP_FAILED);
+    __atomic_store_n(&g_refuse_failure, 0, __ATOMIC_RELEASE);
+    dp_complete(g_gate, 0, NULL);                                     /* C runs, skipped, writes Y */
+    CHECK(dp_wait_var(g_race_eng, g_ry, NULL) == DP_OK);              /* Y saw only X's, cleared */
+    CHECK(dp_wait_all(g_race_eng, NULL) == DP_ERROR_OP_FAILED);       /* D's record, once more */
+    CHECK(dp_wait_all(g_race_eng, NULL) == DP_OK);
+    CHECK(dp_engine_destroy(g_race_eng, NULL) == DP_OK);
+}
+
+/* ---- timed waits that give up pile up on a busy variable: thousands of them
+   must neither overflow the stack when the variable frees up (each wait's
+   completion makes the next one ready) nor leak. */
+static void test_many_abandoned_waits(void) {
+    int k, i;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var x = dp_var_create(e);
+        dp_push_desc d;
+        dp_engine_stats st;
+        memset(&d, 0, sizeof d);
+        d.async_fn = hold_op; d.writes = &x; d.num_writes = 1; d.prop = DP_PROP_ASYNC;
+        CHECK(dp_push(e, &d) == DP_OK);
+        for (i = 0; i < 50000; i++) CHECK(dp_wait_var_for(e, x, 0, NULL) == DP_ERROR_TIMEOUT);
+        dp_engine_stats_get(e, &st);
+        CHECK(st.pending_ops == 50001);
+        dp_complete(g_held, 0, NULL);
+        CHECK(dp_wait_var(e, x, NULL) == DP_OK);
+        dp_engine_stats_get(e, &st);
+        CHECK(st.pending_ops == 0);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- the cleanup of a pre-created op nobody destroyed runs at engine
+   destroy while the engine still works: it may push, and the push runs. */
+static dp_engine *g_cleanup_eng;
+static dp_var g_cleanup_var;
+static int g_pushed_from_cleanup_ran;
+static int ran_from_cleanup(dp_run_ctx *rc, void *a) { (void)rc; (void)a; g_pushed_from_cleanup_ran++; return 0; }
+static void cleanup_that_pushes(void *a) {
+    (void)a;
+    CHECK(dp_push_sync(g_cleanup_eng, ran_from_cleanup, NULL, NULL, 0, &g_cleanup_var, 1) == DP_OK);
+}
+static void test_cleanup_pushes_at_destroy(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_push_desc d;
+        g_cleanup_eng = make_engine(kinds[k], 2);
+        g_cleanup_var = dp_var_create(g_cleanup_eng);
+        g_pushed_from_cleanup_ran = 0;
+        memset(&d, 0, sizeof d);
+        d.fn = nop; d.writes = &g_cleanup_var; d.num_writes = 1; d.cleanup = cleanup_that_pushes;
+        CHECK(dp_op_create(g_cleanup_eng, &d).id != 0);
+        CHECK(dp_engine_destroy(g_cleanup_eng, NULL) == DP_OK);
+        CHECK(g_pushed_from_cleanup_ran == 1);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -1382,6 +1499,9 @@ int main(void) {
         {"handle_kinds", test_handle_kinds}, {"failure_without_memory", test_failure_without_memory},
         {"cleanup_exactly_once", test_cleanup_exactly_once}, {"timed_waits", test_timed_waits},
         {"destroy_reports_pending", test_destroy_reports_pending},
+        {"two_failures_without_memory", test_two_failures_without_memory},
+        {"failure_without_memory_stays_cleared", test_failure_without_memory_stays_cleared},
+        {"many_abandoned_waits", test_many_abandoned_waits}, {"cleanup_pushes_at_destroy", test_cleanup_pushes_at_destroy},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
