@@ -592,7 +592,8 @@ DP_API dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp
 /* Resources (MXNet's ResourceManager), one set per device, each guarded by
    a variable of its own. The random generator: an operation that draws
    lists dp_random_var among its writes, so draws are serialised in push
-   order and reproducible for a seed, whatever the engine (seed 003). The
+   order and reproducible for a seed, whatever the engine (the generator as a mutable
+   resource, as in MXNet's dependency engine documentation). The
    default seed is 0. dp_random_seed is pushed like any write.
    The temporary workspace: an operation lists dp_temp_space_var among its
    writes and, while it runs, asks dp_temp_space for bytes (it grows on
@@ -1928,7 +1929,7 @@ static void *dp__block_stream(dp__block *b) {
 /* What dp_set_error writes to while a sync function runs. */
 typedef struct dp__run_state { dp__block *block; int has_message; char message[256]; } dp__run_state;
 
-/* GPU ops in flight (seed 001's per-device engine, with events instead of a
+/* GPU ops in flight (MXNet's ThreadedEnginePerDevice, with events instead of a
    stream synchronisation per op). An op is complete only when its stream
    work is done, but the worker need not wait for that: it records an event
    behind the op's work and takes its next op. Ops on one stream finish in
@@ -2326,7 +2327,7 @@ static void dp__worker_main(void *arg) {
     dp_engine *eng = w->eng;
     dp__block *b;
     dp__tls_worker = w;
-    if (w->is_gpu) {   /* each GPU worker owns its stream (seed 001) */
+    if (w->is_gpu) {   /* each GPU worker owns its stream, as in MXNet's per-device engine */
         const dp_device_backend *be = eng->desc.gpu_backend;
         w->stream_err = be->set_device ? be->set_device(w->ctx.dev_id, be->user) : 0;
         if (!w->stream_err) w->stream_err = be->stream_create(w->ctx.dev_id, w->is_copy, &w->stream, be->user);
