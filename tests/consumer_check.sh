@@ -98,6 +98,7 @@ fi
 # front of the paths it prints, as for any staged install.
 pc() { PKG_CONFIG_PATH="$stage$prefix/share/pkgconfig" PKG_CONFIG_LIBDIR="$stage$prefix/share/pkgconfig" \
        PKG_CONFIG_SYSROOT_DIR="$stage" pkg-config "$@"; }
+# shellcheck disable=SC2086   # $flags: several words, split on purpose
 if [ "$(pc --modversion depeng 2>&1)" != "$version" ]; then
   echo "  pkg-config --modversion: $(pc --modversion depeng 2>&1)"; bad "pkg-config does not find depeng $version"
 elif flags=$(pc --cflags --libs depeng 2>"$tmp/log") \

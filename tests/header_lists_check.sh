@@ -7,7 +7,7 @@
 # Prints the difference and fails when they disagree.
 # Usage: tests/header_lists_check.sh [header...] (default: depeng.h depeng_cuda.h)
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 [ $# -gt 0 ] || set -- depeng.h depeng_cuda.h
 pass=0; fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
