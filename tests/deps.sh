@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/deps.sh - installs what tests/consumer_check.sh needs beyond a C
 # compiler and make: CMake and pkg-config, from Debian packages, only when
-# missing (a second run with both present touches nothing).
+# missing (a second run with both present touches nothing). It waits up to
+# five minutes for another apt-get to release the package lock.
 set -euo pipefail
 
 missing=()
@@ -24,5 +25,5 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "tests/deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-${SUDO[@]+"${SUDO[@]}"} apt-get update -q
-${SUDO[@]+"${SUDO[@]}"} apt-get install -y -q --no-install-recommends "${missing[@]}"
+${SUDO[@]+"${SUDO[@]}"} apt-get -o DPkg::Lock::Timeout=300 update -q
+${SUDO[@]+"${SUDO[@]}"} apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}"
