@@ -179,4 +179,4 @@ install: | $(B)
 uninstall:
 	rm -f "$(DESTDIR)$(PREFIX)/include/depeng.h" "$(DESTDIR)$(PREFIX)/include/depeng_cuda.h" "$(DESTDIR)$(PKGCONFIGDIR)/depeng.pc"
 	rm -f "$(DESTDIR)$(CMAKECONFDIR)/depengConfig.cmake" "$(DESTDIR)$(CMAKECONFDIR)/depengConfigVersion.cmake"
-	-rmdir "$(DESTDIR)$(CMAKECONFDIR)" 2>/dev/null
+	rmdir "$(DESTDIR)$(CMAKECONFDIR)" 2>/dev/null || true   # kept if something else is in it
