@@ -1,7 +1,8 @@
 # depeng — make demo (run the examples), make test (every test), make tsan,
 # make asan, make faults (allocation-failure injection), make bench (depeng
-# against its peers; make bench-deps installs StarPU first), make cuda / make cuda-test (depeng_cuda.h; needs nvcc),
-# make clean.
+# against its peers; make bench-deps installs StarPU first), make cuda /
+# make cuda-test (depeng_cuda.h; needs nvcc), make install / make uninstall
+# (PREFIX, DESTDIR), make clean.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -pedantic -Werror
@@ -51,7 +52,7 @@ compile-checks: | $(B)
 	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
 
 test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build
-	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh
+	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh
 
 demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 	./$(B)/walkthrough $(B)/walkthrough.dot
@@ -86,7 +87,7 @@ faults: | $(B)
 	ASAN_OPTIONS=detect_leaks=1 ./$(B)/faults all
 
 # ---- benchmark (bench/README.md) -----------------------------------------
-# Every driver runs the workloads of ../shared/BENCH_WORKLOADS.md with two
+# Every driver runs the workloads of bench/WORKLOADS.md with two
 # worker threads; bench/run.sh prints the ratios. Peers that are not
 # installed are reported as skipped, never dropped silently.
 BENCH_CFLAGS := -std=c11 -O2 -g -I. -Wall -Wextra
@@ -155,3 +156,37 @@ cuda-test: cuda
 
 clean:
 	rm -rf $(B)
+
+# ---- install (README.md, "Installing / using in your project") -------------
+# make install [PREFIX=/usr/local] [DESTDIR=staging dir]: the two headers in
+# include/, depeng.pc in share/pkgconfig, depengConfig.cmake and
+# depengConfigVersion.cmake in share/cmake/depeng (the library is header-only,
+# so its files are the same on every architecture). CMake's install() makes
+# the same files from the same templates in cmake/. make uninstall removes them.
+PREFIX        ?= /usr/local
+DESTDIR       ?=
+PKGCONFIGDIR  := $(PREFIX)/share/pkgconfig
+CMAKECONFDIR  := $(PREFIX)/share/cmake/depeng
+DEPENG_VERSION := $(shell sed -n 's/^\#define DEPENG_VERSION_STRING "\(.*\)"/\1/p' depeng.h)
+DEPENG_SUBST  := -e 's|@DEPENG_VERSION@|$(DEPENG_VERSION)|g' \
+                 -e 's|@DEPENG_VERSION_MAJOR@|$(word 1,$(subst ., ,$(DEPENG_VERSION)))|g' \
+                 -e 's|@DEPENG_VERSION_MINOR@|$(word 2,$(subst ., ,$(DEPENG_VERSION)))|g' \
+                 -e 's|@DEPENG_PC_PREFIX@|$(PREFIX)|g' \
+                 -e 's|@DEPENG_PC_INCLUDEDIR@|$${prefix}/include|g' \
+                 -e 's|@DEPENG_CONFIG_TO_PREFIX@|../../..|g' \
+                 -e 's|@DEPENG_INCLUDEDIR@|include|g'
+.PHONY: install uninstall
+install: | $(B)
+	@case "$(DEPENG_VERSION)" in [0-9]*.[0-9]*.[0-9]*) ;; *) echo "install: no DEPENG_VERSION_STRING in depeng.h"; exit 1;; esac
+	@case "$(PREFIX)" in /*) ;; *) echo "install: PREFIX must be an absolute path (got '$(PREFIX)')"; exit 1;; esac
+	sed $(DEPENG_SUBST) cmake/depeng.pc.in > $(B)/depeng.pc
+	sed $(DEPENG_SUBST) cmake/depengConfig.cmake.in > $(B)/depengConfig.cmake
+	sed $(DEPENG_SUBST) cmake/depengConfigVersion.cmake.in > $(B)/depengConfigVersion.cmake
+	install -d "$(DESTDIR)$(PREFIX)/include" "$(DESTDIR)$(PKGCONFIGDIR)" "$(DESTDIR)$(CMAKECONFDIR)"
+	install -m 644 depeng.h depeng_cuda.h "$(DESTDIR)$(PREFIX)/include/"
+	install -m 644 $(B)/depeng.pc "$(DESTDIR)$(PKGCONFIGDIR)/"
+	install -m 644 $(B)/depengConfig.cmake $(B)/depengConfigVersion.cmake "$(DESTDIR)$(CMAKECONFDIR)/"
+uninstall:
+	rm -f "$(DESTDIR)$(PREFIX)/include/depeng.h" "$(DESTDIR)$(PREFIX)/include/depeng_cuda.h" "$(DESTDIR)$(PKGCONFIGDIR)/depeng.pc"
+	rm -f "$(DESTDIR)$(CMAKECONFDIR)/depengConfig.cmake" "$(DESTDIR)$(CMAKECONFDIR)/depengConfigVersion.cmake"
+	rmdir "$(DESTDIR)$(CMAKECONFDIR)" 2>/dev/null || true   # kept if something else is in it

@@ -15,9 +15,15 @@
      6. Compile-time options
      7. Limits and non-goals
      8. API (declarations)
-     9. Implementation (sections tagged >>config >>platform >>atomics >>memory
-        >>handles >>pool >>schedule >>queues >>workers >>engine >>public, then
-        the NDARRAY half: arrays, operators, autograd, data)
+     9. Implementation, its sections in file order: >>config >>platform
+        >>atomics >>memory >>handles >>pool >>failures >>trace >>schedule
+        >>queues >>execute >>workers >>dispatch >>push >>naive fast path
+        >>public >>waits >>engine >>profiler >>dot; then the NDARRAY half:
+        >>files >>dtypes >>storage >>arrays >>resources >>data >>registry
+        >>params >>invoke >>autograd >>builtin operators
+        >>gradients of the element-wise operators >>reductions
+        >>softmax, transpose, concat, one_hot >>random operators >>gemm
+        >>dot and FullyConnected >>copy, reshape and the optimizer updates
 
    1. QUICK START
 
@@ -142,9 +148,9 @@ extern "C" {
 
 /* ====================================================================== 8. API
    At a glance:
-     engine   dp_engine_create dp_engine_destroy dp_engine_query_desc dp_engine_stats
+     engine   dp_engine_create dp_engine_destroy dp_engine_query_desc dp_engine_stats_get
               dp_default_engine dp_default_engine_shutdown
-     vars     dp_var_create dp_var_delete dp_var_delete_fn dp_var_state
+     vars     dp_var_create dp_var_delete dp_var_delete_fn dp_var_state_get
      ops      dp_push dp_push_sync dp_push_async dp_complete dp_set_error
               dp_op_create dp_op_push dp_op_destroy
      waits    dp_wait_var dp_wait_all dp_wait_var_for dp_wait_all_for
@@ -152,7 +158,23 @@ extern "C" {
      profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
               dp_profiler_dump_summary dp_profiler_clear
      trace    desc.trace, dp_trace_write_dot
-     misc     dp_result_string dp_log_stderr                                   */
+     misc     dp_result_string dp_log_stderr
+     arrays   dp_dtype_size dp_dtype_name dp_shape_size
+              dp_nd_empty dp_nd_zeros dp_nd_ones dp_nd_full dp_nd_arange dp_nd_from_host
+              dp_nd_read dp_nd_write dp_nd_wait_to_read dp_nd_wait_to_write
+              dp_nd_reshape dp_nd_slice dp_nd_copy_to dp_nd_retain dp_nd_release
+              dp_nd_shape dp_nd_dtype dp_nd_ctx dp_nd_engine dp_nd_bytes dp_nd_var dp_nd_data
+     files    dp_nd_save_npy dp_nd_load_npy dp_nd_save_npz dp_nd_load_npz
+     random   dp_random_seed dp_random_var dp_random_next dp_random_uniform01
+              dp_nd_random_uniform dp_nd_random_normal
+     temp     dp_temp_space_var dp_temp_space
+     operators dp_op_register dp_op_find dp_op_set_kernel dp_op_list
+              dp_op_parse_params dp_op_invoke
+     autograd dp_autograd_begin dp_autograd_end dp_autograd_is_recording
+              dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
+     data     dp_nd_load_csv dp_iter_create dp_iter_next dp_iter_reset
+              dp_iter_num_batches dp_iter_destroy
+     storage  dp_storage_stats_get dp_storage_release_pool                     */
 
 /* Result codes. DP_OK is 0; every failure is negative. */
 typedef enum dp_result {
@@ -621,7 +643,8 @@ DP_API dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp
 /* Resources (MXNet's ResourceManager), one set per device, each guarded by
    a variable of its own. The random generator: an operation that draws
    lists dp_random_var among its writes, so draws are serialised in push
-   order and reproducible for a seed, whatever the engine (seed 003). The
+   order and reproducible for a seed, whatever the engine (the generator as a mutable
+   resource, as in MXNet's dependency engine documentation). The
    default seed is 0. dp_random_seed is pushed like any write.
    The temporary workspace: an operation lists dp_temp_space_var among its
    writes and, while it runs, asks dp_temp_space for bytes (it grows on
@@ -2068,7 +2091,7 @@ static void *dp__block_stream(dp__block *b) {
 /* What dp_set_error writes to while a sync function runs. */
 typedef struct dp__run_state { dp__block *block; int has_message; char message[256]; } dp__run_state;
 
-/* GPU ops in flight (seed 001's per-device engine, with events instead of a
+/* GPU ops in flight (MXNet's ThreadedEnginePerDevice, with events instead of a
    stream synchronisation per op). An op is complete only when its stream
    work is done, but the worker need not wait for that: it records an event
    behind the op's work and takes its next op. Ops on one stream finish in
@@ -2482,7 +2505,7 @@ static void dp__worker_main(void *arg) {
     dp_engine *eng = w->eng;
     dp__block *b;
     dp__tls_worker = w;
-    if (w->is_gpu) {   /* each GPU worker owns its stream (seed 001) */
+    if (w->is_gpu) {   /* each GPU worker owns its stream, as in MXNet's per-device engine */
         const dp_device_backend *be = eng->desc.gpu_backend;
         w->stream_err = be->set_device ? be->set_device(w->ctx.dev_id, be->user) : 0;
         if (!w->stream_err) w->stream_err = be->stream_create(w->ctx.dev_id, w->is_copy, &w->stream, be->user);

@@ -41,9 +41,10 @@
        // runs the CUDA kernels on the GPU workers' streams.
 
    2. WHAT RUNS WHERE
-     depeng's per-device engine (seed 001) gives every GPU a pool of compute
-     workers and a pool of copy workers (DP_PROP_COPY_TO_GPU / FROM_GPU, one
-     per device by default). Each worker thread makes its device current and
+     depeng's per-device engine (MXNet's ThreadedEnginePerDevice) gives
+     every GPU a pool of compute workers and a pool of copy workers
+     (DP_PROP_COPY_TO_GPU / FROM_GPU, one per device by default). Each
+     worker thread makes its device current and
      creates its own stream through this backend when it starts (non-blocking
      streams: they never wait for the legacy default stream), and destroys it
      when the engine stops. An operation on a GPU context runs on a worker of

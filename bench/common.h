@@ -1,5 +1,5 @@
 /* bench/common.h - what every benchmark driver shares: the workloads of
-   ../shared/BENCH_WORKLOADS.md (W4's draws, body and check), the clock, and
+   bench/WORKLOADS.md (W4's draws, body and check), the clock, and
    the report line. Each driver (depeng, OpenMP, StarPU, sequential) includes
    this file, so the systems run byte-for-byte the same task bodies. */
 #ifndef BENCH_COMMON_H

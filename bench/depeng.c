@@ -1,5 +1,5 @@
 /* bench/depeng.c - depeng's side of `make bench`: the workloads of
-   ../shared/BENCH_WORKLOADS.md on each engine kind, plus W2-op (one
+   bench/WORKLOADS.md on each engine kind, plus W2-op (one
    pre-created operation pushed N times) and the memory figures.
    Usage: bench_depeng [-n N] [-e naive|pooled|perdevice] [W1 W2 W2-op W3 W4 W5 mem] */
 #define BENCH_IMPLEMENTATION

@@ -1,7 +1,7 @@
 /* bench/omp.c - OpenMP tasks as a peer of depeng in `make bench`
    (system=openmp; gcc -fopenmp, i.e. libgomp).
 
-   Each workload of ../shared/BENCH_WORKLOADS.md is one producer inside
+   Each workload of bench/WORKLOADS.md is one producer inside
    `#pragma omp parallel` + `#pragma omp single`: the thread running the
    single region creates the tasks in submission order with depend(inout:)
    for RW data and depend(in:) for R data, then `#pragma omp taskwait`.

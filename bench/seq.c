@@ -1,7 +1,7 @@
 /* bench/seq.c - the sequential floor for `make bench` (system=sequential),
    and W5's ceiling (system=two-threads-no-deps, see bench_ceiling below).
 
-   No runtime at all: each workload of ../shared/BENCH_WORKLOADS.md is run as
+   No runtime at all: each workload of bench/WORKLOADS.md is run as
    a plain loop calling the task bodies in submission order, on the main
    thread. W1/W2/W3 are empty_body() calls (the dependencies of W2/W3 are
    trivially satisfied by running in order); W4/W5 call bench_w4_body.

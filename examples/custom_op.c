@@ -1,6 +1,6 @@
 /* examples/custom_op.c - registering your own operator, from your own file.
 
-   The seed's SimpleOp example: the smooth L1 loss with a scalar sigma,
+   The example of MXNet's SimpleOp guide: the smooth L1 loss with a scalar sigma,
 
        f(x)  = 0.5 * (sigma * x)^2      if |x| < 1 / sigma^2
                |x| - 0.5 / sigma^2      otherwise

@@ -39,14 +39,15 @@ static dp_engine *make_engine(dp_engine_type type, int nthreads) {
 static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
 static const char *kind_names[4] = {"default", "naive", "pooled", "perdevice"};
 
-/* ---- the seed's example: A = 2; B = 2; B = A + B; C = A + 2; A.del() */
+/* ---- the example of MXNet's engine documentation:
+   A = 2; B = 2; B = A + B; C = A + 2; A.del() */
 static int vA, vB, vC, deleted_a;
 static int set_a(dp_run_ctx *rc, void *a) { (void)rc; (void)a; vA = 2; return 0; }
 static int set_b(dp_run_ctx *rc, void *a) { (void)rc; (void)a; vB = 2; return 0; }
 static int b_plus(dp_run_ctx *rc, void *a) { (void)rc; (void)a; vB = vA + vB; return 0; }
 static int c_set(dp_run_ctx *rc, void *a) { (void)rc; (void)a; vC = vA + 2; return 0; }
 static int on_delete(dp_run_ctx *rc, void *a) { (void)rc; (void)a; deleted_a = vB == 4 && vC == 4; return 0; }
-static void test_seed_example(void) {
+static void test_abc_example(void) {
     int k;
     for (k = 0; k < 3; k++) {
         dp_engine *e = make_engine(kinds[k], 2);
@@ -1483,7 +1484,7 @@ static void test_cleanup_pushes_at_destroy(void) {
 
 int main(void) {
     static const test_case tests[] = {
-        {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
+        {"abc_example", test_abc_example}, {"random_oracle", test_random_oracle},
         {"failures", test_failures}, {"bad_input", test_bad_input}, {"wait_inside_op", test_wait_inside},
         {"async_other_thread", test_async}, {"delete_pending", test_delete_pending},
         {"priority_pool", test_priority}, {"multi_pusher", test_multi_pusher},

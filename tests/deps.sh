@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# tests/deps.sh - installs what tests/consumer_check.sh needs beyond a C
+# compiler and make: CMake and pkg-config, from Debian packages, only when
+# missing (a second run with both present touches nothing). It waits up to
+# five minutes for another apt-get to release the package lock.
+set -euo pipefail
+
+missing=()
+command -v cmake >/dev/null 2>&1 || missing+=(cmake)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+if [ "${#missing[@]}" -eq 0 ]; then
+    echo "tests/deps.sh: nothing to install (cmake, pkg-config present)"
+    exit 0
+fi
+
+# Root installs directly; otherwise through sudo when it exists.
+SUDO=()
+if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then
+        SUDO=(sudo)
+    else
+        echo "tests/deps.sh: need root (or sudo) to install: ${missing[*]}" >&2
+        exit 1
+    fi
+fi
+echo "tests/deps.sh: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+${SUDO[@]+"${SUDO[@]}"} apt-get -o DPkg::Lock::Timeout=300 update -q
+${SUDO[@]+"${SUDO[@]}"} apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}"
