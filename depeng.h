@@ -502,7 +502,14 @@ DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
    Thread safety: any thread; an array's shape and dtype never change.
    Errors: DP_ERROR_INVALID_ARGS (logged as ND_ARGS, naming the call, the
    shape or the dtype), DP_ERROR_BAD_CONTEXT, DP_ERROR_OUT_OF_MEMORY, and for
-   files DP_ERROR_IO / DP_ERROR_FORMAT; *out is NULL after any error. */
+   files DP_ERROR_IO / DP_ERROR_FORMAT; *out is NULL after any error.
+   Storing a value into an integer dtype (dp_nd_full, dp_nd_arange, the
+   random draws, every operator's result) converts it one way, defined for
+   every double: a fraction truncates toward zero (as C's cast and NumPy's
+   astype do: -0.5 and 255.5 give 0 and 255 in uint8), a value beyond the
+   dtype's range saturates to its nearest end (+inf and 1e20 give the max,
+   -inf and -1 in uint8 the min), and NaN gives 0. NumPy leaves the last
+   two to the platform; depeng defines them, on the GPU too. */
 typedef enum dp_dtype { DP_FLOAT32 = 0, DP_FLOAT64, DP_INT32, DP_INT64, DP_UINT8, DP__DTYPE_COUNT } dp_dtype;
 #define DP_MAX_DIMS 8
 /* ndim 0 is a scalar (one element); dims beyond ndim are ignored. */
@@ -587,7 +594,8 @@ DP_API double dp_random_uniform01(dp_engine *eng, dp_ctx ctx);
 DP_API dp_var dp_temp_space_var(dp_engine *eng, dp_ctx ctx);
 DP_API void *dp_temp_space(dp_engine *eng, dp_ctx ctx, size_t bytes);
 /* New arrays of draws: uniform in [low, high), normal(mean, stddev); for
-   integer dtypes the draw is converted (truncated). On a GPU they run the
+   integer dtypes the draw is converted as dp_dtype says (truncated,
+   saturated: uniform in [-5, 5) into uint8 gives 0..4). On a GPU they run the
    random operators' GPU kernels (depeng_cuda.h; without them
    DP_ERROR_BAD_CONTEXT); not on DP_DEV_CPU_PINNED. */
 DP_API dp_result dp_nd_random_uniform(dp_engine *eng, double low, double high, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
@@ -3352,6 +3360,30 @@ DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
 #define DP__HD
 #endif
 
+/* The one conversion of a double to an integer element (see dp_dtype):
+   NaN gives 0, values beyond the type's range (infinities included) give
+   its nearest end, the rest truncate toward zero. The bounds compare
+   exactly in double: 2^31 - 1 and 255 are doubles; INT64_MAX is not, so
+   int64 saturates from 2^63 (the first double above it) and from -2^63. A
+   plain C cast of an out-of-range value is undefined behaviour. */
+static DP__HD int32_t dp__to_int32(double v) {
+    if (v != v) return 0;
+    if (v >= 2147483647.0) return 2147483647;
+    if (v <= -2147483648.0) return -2147483647 - 1;
+    return (int32_t)v;
+}
+static DP__HD int64_t dp__to_int64(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775808.0) return 9223372036854775807LL;
+    if (v <= -9223372036854775808.0) return -9223372036854775807LL - 1;
+    return (int64_t)v;
+}
+static DP__HD uint8_t dp__to_uint8(double v) {
+    if (v != v || v <= 0.0) return 0;
+    if (v >= 255.0) return 255;
+    return (uint8_t)v;
+}
+
 
 /* >>files: the .npy / .npz codec ===========================================
  * .npy / .npz codec
@@ -4668,9 +4700,9 @@ static void dp__fill_host(void *data, dp_dtype dt, int64_t n, double value, doub
     switch (dt) {
     case DP_FLOAT32: for (i = 0; i < n; i++) ((float *)data)[i] = (float)(value + step * (double)i); break;
     case DP_FLOAT64: for (i = 0; i < n; i++) ((double *)data)[i] = value + step * (double)i; break;
-    case DP_INT32: for (i = 0; i < n; i++) ((int32_t *)data)[i] = (int32_t)(value + step * (double)i); break;
-    case DP_INT64: for (i = 0; i < n; i++) ((int64_t *)data)[i] = (int64_t)(value + step * (double)i); break;
-    case DP_UINT8: for (i = 0; i < n; i++) ((uint8_t *)data)[i] = (uint8_t)(value + step * (double)i); break;
+    case DP_INT32: for (i = 0; i < n; i++) ((int32_t *)data)[i] = dp__to_int32(value + step * (double)i); break;
+    case DP_INT64: for (i = 0; i < n; i++) ((int64_t *)data)[i] = dp__to_int64(value + step * (double)i); break;
+    case DP_UINT8: for (i = 0; i < n; i++) ((uint8_t *)data)[i] = dp__to_uint8(value + step * (double)i); break;
     default: break;
     }
 }
@@ -5035,9 +5067,9 @@ static int dp__random_op(dp_run_ctx *rc, void *arg) {
             switch (a->dtype) {
             case DP_FLOAT32: ((float *)x)[i] = (float)v; break;
             case DP_FLOAT64: ((double *)x)[i] = v; break;
-            case DP_INT32: ((int32_t *)x)[i] = (int32_t)v; break;
-            case DP_INT64: ((int64_t *)x)[i] = (int64_t)v; break;
-            default: ((uint8_t *)x)[i] = (uint8_t)v; break;
+            case DP_INT32: ((int32_t *)x)[i] = dp__to_int32(v); break;
+            case DP_INT64: ((int64_t *)x)[i] = dp__to_int64(v); break;
+            default: ((uint8_t *)x)[i] = dp__to_uint8(v); break;
             }
         }
     }
@@ -6435,9 +6467,9 @@ static DP__HD void dp__store_elem(void *p, dp_dtype dt, int64_t i, double v, dp_
     switch (dt) {
     case DP_FLOAT32: ((float *)p)[i] = (float)v; break;
     case DP_FLOAT64: ((double *)p)[i] = v; break;
-    case DP_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case DP_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-    default: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case DP_INT32: ((int32_t *)p)[i] = dp__to_int32(v); break;
+    case DP_INT64: ((int64_t *)p)[i] = dp__to_int64(v); break;
+    default: ((uint8_t *)p)[i] = dp__to_uint8(v); break;
     }
 }
 static int dp__unary_apply(const dp_kernel_ctx *k, double (*f)(double)) {
