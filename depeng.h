@@ -689,7 +689,10 @@ DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n
    DP_REQ_WRITE). An operator without inputs runs on the device of a given
    output 0 (else CPU 0). While this thread records (dp_autograd_begin), an
    invocation with an input in a graph is recorded for dp_autograd_backward;
-   then a given output, or a mutated input, must not be in a graph itself. */
+   then a given output, or a mutated input, must not be in a graph itself.
+   Out of memory is DP_ERROR_OUT_OF_MEMORY (logged) with nothing pushed or
+   recorded: outputs it made are released (NULL again), given ones and
+   graphs are as before. */
 DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
                               int num_kwargs, const char *const *keys, const char *const *values, double scalar,
                               int num_outputs, dp_ndarray **outputs, const dp_req *req);
@@ -739,7 +742,8 @@ DP_API int dp_autograd_is_recording(void);
 /* Marks a (float32 or float64) for gradients: a zero gradient array of its
    shape is made, which backward overwrites (DP_REQ_WRITE) or adds to
    (DP_REQ_ADD). DP_REQ_NULL removes the mark. Marking again starts over
-   with a new zero gradient, and cuts a from the graph that made it. */
+   with a new zero gradient, and cuts a from the graph that made it. Out
+   of memory: DP_ERROR_OUT_OF_MEMORY (logged), a keeps its earlier mark. */
 DP_API dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req);
 /* a's gradient array (a borrowed reference: dp_nd_retain to keep it past
    a's release), or NULL if a is not marked. */
@@ -754,7 +758,12 @@ DP_API dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out);
    nor made by a recorded invocation, no marked array reached, an
    operator on the path without a gradient, a head_grad of another shape,
    a saved array written since, a graph freed by an earlier backward. A
-   failing gradient kernel reaches the gradient arrays like any failure. */
+   failing gradient kernel reaches the gradient arrays like any failure.
+   Out of memory (DP_ERROR_OUT_OF_MEMORY, logged) can come after some
+   gradient operators were pushed; the graph is kept whole, as after any
+   error, so the same backward can run again once memory is free: it
+   rewrites the gradients of arrays marked DP_REQ_WRITE, while those marked
+   DP_REQ_ADD may hold part of the failed pass's sum. */
 DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, int retain_graph);
 
 /* ====================================================================== DATA
@@ -1167,6 +1176,8 @@ struct dp_engine {
     dp__mutex create_mtx;       /* lazy pools and streams */
     dp__mutex fail_mtx;
     dp__failure *unreported_head, *unreported_tail;
+    dp__failure spare_failure;  /* stands in when a failure's record cannot be allocated */
+    int spare_failure_used;     /* guarded by fail_mtx: since the last dp_wait_all */
     dp__a32 clear_epoch;
     dp__aptr cpu_groups[DP__MAX_DEV], gpu_groups[DP__MAX_DEV], copy_groups[DP__MAX_DEV];
     dp__group *prio_group, *task_group;
@@ -1473,11 +1484,30 @@ static void dp__pool_free_all(dp_engine *eng, dp__pool *p) {
 
 /* >>failures ------------------------------------------------------------ */
 static void dp__failure_release(dp_engine *eng, dp__failure *f) {
-    if (f && dp__fetch_add(&f->refs, -1, DP__ACQ_REL) == 1) dp__free(eng, f, sizeof *f);
+    if (f && f != &eng->spare_failure && dp__fetch_add(&f->refs, -1, DP__ACQ_REL) == 1) dp__free(eng, f, sizeof *f);
+}
+/* Out of memory for a failure's record: the engine's spare one marks the
+   op's outputs failed all the same, and dp_wait_all reports it, so a
+   failure is never lost. It is not counted and never freed; its text is
+   the last op's. A variable still holding it from before a dp_wait_all
+   shows it again after a later use: a false failure under memory
+   exhaustion, never a lost one. */
+static dp__failure *dp__failure_spare(dp_engine *eng, const char *op_name, int status) {
+    dp__failure *f = &eng->spare_failure;
+    dp__mutex_lock(&eng->fail_mtx);
+    f->info.status = status;
+    snprintf(f->info.op_name, sizeof f->info.op_name, "%s", op_name ? op_name : "(unnamed)");
+    snprintf(f->info.message, sizeof f->info.message, "operation returned status %d (no memory to record more)", status);
+    f->epoch = (uint32_t)dp__load(&eng->clear_epoch, DP__RELAXED);
+    eng->spare_failure_used = 1;
+    dp__mutex_unlock(&eng->fail_mtx);
+    dp__fetch_add(&eng->failed, 1, DP__RELAXED);
+    DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "'%s' failed with status %d, and its failure's record", op_name ? op_name : "(unnamed)", status);
+    return f;
 }
 static dp__failure *dp__failure_new(dp_engine *eng, const char *op_name, int status, const char *message) {
     dp__failure *f = (dp__failure *)dp__alloc(eng, sizeof *f);
-    if (!f) return NULL;
+    if (!f) return dp__failure_spare(eng, op_name, status);
     memset(f, 0, sizeof *f);
     dp__store(&f->refs, 2, DP__RELAXED);          /* the block's and the unreported list's */
     f->info.status = status;
@@ -1499,6 +1529,7 @@ static void dp__failure_mark_reported(dp_engine *eng, dp__failure *f) {
     dp__failure **pp, *prev = NULL;
     int unlinked = 0;
     dp__mutex_lock(&eng->fail_mtx);
+    if (f == &eng->spare_failure) eng->spare_failure_used = 0;
     for (pp = &eng->unreported_head; *pp; prev = *pp, pp = &(*pp)->next_unreported) {
         if (*pp == f) {
             *pp = f->next_unreported;
@@ -2984,8 +3015,10 @@ DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
     eng->unreported_head = eng->unreported_tail = NULL;
     for (next = f; next; next = next->next_unreported) next->unreported = 0;
     dp__fetch_add(&eng->clear_epoch, 1, DP__ACQ_REL);
+    r = f || eng->spare_failure_used ? DP_ERROR_OP_FAILED : DP_OK;
+    if (failure && !f && eng->spare_failure_used) *failure = eng->spare_failure.info;
+    eng->spare_failure_used = 0;
     dp__mutex_unlock(&eng->fail_mtx);
-    r = f ? DP_ERROR_OP_FAILED : DP_OK;
     if (f && failure) *failure = f->info;
     for (; f; f = next) { next = f->next_unreported; dp__failure_release(eng, f); }
     return r;
@@ -4749,7 +4782,7 @@ static dp_result dp__nd_push_fill(dp_ndarray *a, double value, double step, cons
     dp__fill_arg *f = (dp__fill_arg *)dp__alloc(eng, sizeof *f);
     dp_push_desc d;
     dp_result r;
-    if (!f) return DP_ERROR_OUT_OF_MEMORY;
+    if (!f) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s: the fill operation", name); return DP_ERROR_OUT_OF_MEMORY; }
     f->a = dp_nd_retain(a); f->value = value; f->step = step;
     memset(&d, 0, sizeof d);
     d.fn = dp__fill_op; d.arg = f; d.writes = &a->chunk->var; d.num_writes = 1;
@@ -5910,7 +5943,10 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
         if (outputs[i] && (r = dp__check_output(eng, op, i, outputs[i], &oshape[i], odtype[i], ctx)) != DP_OK) return r;
     record = record && dp__ag_should_record(nin, inputs);
     if (record && (r = dp__ag_check_outputs(eng, op, params, nin, inputs, nout, outputs)) != DP_OK) return r;
-    if ((a = (dp__invoke_arg *)dp__alloc(eng, sizeof *a)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    if ((a = (dp__invoke_arg *)dp__alloc(eng, sizeof *a)) == NULL) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "operator '%s': the invocation", op->name);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     memset(a, 0, sizeof *a);
     a->params = *params;
     for (i = 0; i < nout; i++) {              /* nothing can fail for bad input from here on */
@@ -5941,8 +5977,10 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     if (node) { dp__ag_attach(node, nout, outputs); dp__ag_unref(node); }   /* the outputs hold it now */
     else dp__ag_cut_written(nin, inputs, op->mutate_inputs, nout, outputs);
     return DP_OK;
-undo_arg:
+undo_arg:                                   /* nothing was written: the versions go back */
     dp__ag_unref(node);
+    for (i = 0; i < nin; i++) if (i < 32 && (op->mutate_inputs & (1u << i))) dp__fetch_add(&inputs[i]->chunk->version, -1, DP__RELAXED);
+    for (i = 0; i < nout; i++) dp__fetch_add(&outputs[i]->chunk->version, -1, DP__RELAXED);
     for (i = 0; i < a->nin + a->nout; i++) dp_nd_release(a->arrays[i]);
 undo:
     for (i = 0; i < nout; i++) if (made[i]) { dp_nd_release(outputs[i]); outputs[i] = NULL; }
@@ -6173,7 +6211,10 @@ static dp_result dp__ag_sort(dp__ag_pass_state *ps, dp__ag_node *head) {
     uint32_t pass = (uint32_t)dp__fetch_add(&dp__ag_pass, 1, DP__RELAXED) + 1;
     if (pass == 0) pass = (uint32_t)dp__fetch_add(&dp__ag_pass, 1, DP__RELAXED) + 1;   /* 0 is a new node's mark */
     dp_result r = DP_OK;
-    if (dp__reserve(ps->eng, &stack, &capstack, 0, sizeof *stack, 64)) return DP_ERROR_OUT_OF_MEMORY;
+    if (dp__reserve(ps->eng, &stack, &capstack, 0, sizeof *stack, 64)) {
+        DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward: the graph's order");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     head->mark = pass;
     stack[nstack].n = head; stack[nstack].next = 0; nstack++;
     while (nstack) {
@@ -6254,7 +6295,13 @@ static dp_result dp__ag_plan(dp__ag_pass_state *ps) {
     }
     ps->og = (dp_ndarray **)dp__alloc(ps->eng, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
     ps->own = (unsigned char *)dp__alloc(ps->eng, ps->nslots ? ps->nslots : 1);
-    if (!ps->og || !ps->own) { DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward"); return DP_ERROR_OUT_OF_MEMORY; }
+    if (!ps->og || !ps->own) {        /* dp__ag_pass_free releases og's arrays: never an uninitialised one */
+        dp__free(ps->eng, ps->og, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
+        dp__free(ps->eng, ps->own, ps->nslots ? ps->nslots : 1);
+        ps->og = NULL; ps->own = NULL;
+        DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     memset(ps->og, 0, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
     memset(ps->own, 0, ps->nslots ? ps->nslots : 1);
     return DP_OK;

@@ -1067,6 +1067,42 @@ static void test_gpu_events_no_head_of_line(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* An op fails while the allocator fails too: its failure still reaches
+   the variable it wrote and dp_wait_all, though its record could not be
+   allocated. */
+static int fail_without_memory(dp_run_ctx *rc, void *arg) {
+    (void)rc; (void)arg;
+    __atomic_store_n(&g_fail_alloc, 1, __ATOMIC_RELEASE);
+    return 7;
+}
+static void test_failure_without_memory(void) {
+    int k, round;
+    for (k = 0; k < 3; k++) {
+        dp_engine_desc d;
+        dp_engine *e = NULL;
+        dp_var x;
+        memset(&d, 0, sizeof d);
+        d.type = kinds[k]; d.cpu_worker_nthreads = 2; d.ignore_env = 1;
+        d.logger.func = quiet_logger;
+        d.allocator.alloc = failing_alloc; d.allocator.free = failing_free;
+        CHECK(dp_engine_create(&d, &e) == DP_OK);
+        x = dp_var_create(e);
+        for (round = 0; round < 2; round++) {       /* reported by dp_wait_var, then by dp_wait_all */
+            dp_failure f;
+            memset(&f, 0, sizeof f);
+            CHECK(dp_push_sync(e, fail_without_memory, NULL, NULL, 0, &x, 1) == DP_OK);
+            while (dp_var_state_get(e, x) == DP_VAR_BUSY) sched_yield();
+            CHECK(dp_var_state_get(e, x) == DP_VAR_FAILED);
+            __atomic_store_n(&g_fail_alloc, 0, __ATOMIC_RELEASE);
+            if (round == 0) CHECK(dp_wait_var(e, x, &f) == DP_ERROR_OP_FAILED && f.status == 7);
+            else CHECK(dp_wait_all(e, &f) == DP_ERROR_OP_FAILED && f.status == 7);
+            CHECK(dp_wait_all(e, NULL) == DP_OK);    /* reported once */
+        }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -1079,7 +1115,7 @@ int main(void) {
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
         {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},
         {"gpu_events", test_gpu_events}, {"gpu_events_no_head_of_line", test_gpu_events_no_head_of_line},
-        {"queue_growth_and_oom", test_queue_growth_and_oom}, {"ring_wrap_and_overflow", test_ring_wrap_and_overflow},
+        {"queue_growth_and_oom", test_queue_growth_and_oom}, {"failure_without_memory", test_failure_without_memory}, {"ring_wrap_and_overflow", test_ring_wrap_and_overflow},
         {"push_pacing", test_push_pacing},
         {"pacing_many_pushers", test_pacing_many_pushers},
     };
