@@ -1269,12 +1269,12 @@ static dp_result oom_step(dp_engine *e, double *g, int *retried) {
     if (r == DP_OK) {
         r = dp_autograd_backward(loss, NULL, 0);
         if (r == DP_ERROR_OUT_OF_MEMORY) {
-            long from = g_fail_from, at = g_fail_at;
-            g_fail_from = 0; g_fail_at = 0;
+            long from = __atomic_exchange_n(&g_fail_from, 0, __ATOMIC_ACQ_REL), at = __atomic_exchange_n(&g_fail_at, 0, __ATOMIC_ACQ_REL);
             *retried = dp_autograd_backward(loss, NULL, 0) == DP_OK;
             CHECK(*retried);
             if (*retried) r = DP_OK;
-            g_fail_from = from; g_fail_at = at;
+            __atomic_store_n(&g_fail_from, from, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_fail_at, at, __ATOMIC_RELEASE);
         }
     }
     if (r == DP_OK) {   /* a failed kernel surfaces here, as a failure of the read */
