@@ -1488,8 +1488,8 @@ static void dp__failure_release(dp_engine *eng, dp__failure *f) {
 }
 /* Out of memory for a failure's record: the engine's spare one marks the
    op's outputs failed all the same, and dp_wait_all reports it, so a
-   failure is never lost. It is not counted and never freed; its text is
-   the last op's. A variable still holding it from before a dp_wait_all
+   failure is never lost. It has no reference count and is never freed;
+   its text is the last op's. A variable still holding it from before a dp_wait_all
    shows it again after a later use: a false failure under memory
    exhaustion, never a lost one. */
 static dp__failure *dp__failure_spare(dp_engine *eng, const char *op_name, int status) {
