@@ -575,7 +575,14 @@ DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
    Thread safety: any thread; an array's shape and dtype never change.
    Errors: DP_ERROR_INVALID_ARGS (logged as ND_ARGS, naming the call, the
    shape or the dtype), DP_ERROR_BAD_CONTEXT, DP_ERROR_OUT_OF_MEMORY, and for
-   files DP_ERROR_IO / DP_ERROR_FORMAT; *out is NULL after any error. */
+   files DP_ERROR_IO / DP_ERROR_FORMAT; *out is NULL after any error.
+   Storing a value into an integer dtype (dp_nd_full, dp_nd_arange, the
+   random draws, every operator's result) converts it one way, defined for
+   every double: a fraction truncates toward zero (as C's cast and NumPy's
+   astype do: -0.5 and 255.5 give 0 and 255 in uint8), a value beyond the
+   dtype's range saturates to its nearest end (+inf and 1e20 give the max,
+   -inf and -1 in uint8 the min), and NaN gives 0. NumPy leaves the last
+   two to the platform; depeng defines them, on the GPU too. */
 typedef enum dp_dtype { DP_FLOAT32 = 0, DP_FLOAT64, DP_INT32, DP_INT64, DP_UINT8, DP__DTYPE_COUNT } dp_dtype;
 #define DP_MAX_DIMS 8
 /* ndim 0 is a scalar (one element); dims beyond ndim are ignored. */
@@ -661,7 +668,8 @@ DP_API double dp_random_uniform01(dp_engine *eng, dp_ctx ctx);
 DP_API dp_var dp_temp_space_var(dp_engine *eng, dp_ctx ctx);
 DP_API void *dp_temp_space(dp_engine *eng, dp_ctx ctx, size_t bytes);
 /* New arrays of draws: uniform in [low, high), normal(mean, stddev); for
-   integer dtypes the draw is converted (truncated). On a GPU they run the
+   integer dtypes the draw is converted as dp_dtype says (truncated,
+   saturated: uniform in [-5, 5) into uint8 gives 0..4). On a GPU they run the
    random operators' GPU kernels (depeng_cuda.h; without them
    DP_ERROR_BAD_CONTEXT); not on DP_DEV_CPU_PINNED. */
 DP_API dp_result dp_nd_random_uniform(dp_engine *eng, double low, double high, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
@@ -755,7 +763,10 @@ DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n
    DP_REQ_WRITE). An operator without inputs runs on the device of a given
    output 0 (else CPU 0). While this thread records (dp_autograd_begin), an
    invocation with an input in a graph is recorded for dp_autograd_backward;
-   then a given output, or a mutated input, must not be in a graph itself. */
+   then a given output, or a mutated input, must not be in a graph itself.
+   Out of memory is DP_ERROR_OUT_OF_MEMORY (logged) with nothing pushed or
+   recorded: outputs it made are released (NULL again), given ones and
+   graphs are as before. */
 DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
                               int num_kwargs, const char *const *keys, const char *const *values, double scalar,
                               int num_outputs, dp_ndarray **outputs, const dp_req *req);
@@ -805,7 +816,8 @@ DP_API int dp_autograd_is_recording(void);
 /* Marks a (float32 or float64) for gradients: a zero gradient array of its
    shape is made, which backward overwrites (DP_REQ_WRITE) or adds to
    (DP_REQ_ADD). DP_REQ_NULL removes the mark. Marking again starts over
-   with a new zero gradient, and cuts a from the graph that made it. */
+   with a new zero gradient, and cuts a from the graph that made it. Out
+   of memory: DP_ERROR_OUT_OF_MEMORY (logged), a keeps its earlier mark. */
 DP_API dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req);
 /* a's gradient array (a borrowed reference: dp_nd_retain to keep it past
    a's release), or NULL if a is not marked. */
@@ -820,7 +832,12 @@ DP_API dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out);
    nor made by a recorded invocation, no marked array reached, an
    operator on the path without a gradient, a head_grad of another shape,
    a saved array written since, a graph freed by an earlier backward. A
-   failing gradient kernel reaches the gradient arrays like any failure. */
+   failing gradient kernel reaches the gradient arrays like any failure.
+   Out of memory (DP_ERROR_OUT_OF_MEMORY, logged) can come after some
+   gradient operators were pushed; the graph is kept whole, as after any
+   error, so the same backward can run again once memory is free: it
+   rewrites the gradients of arrays marked DP_REQ_WRITE, while those marked
+   DP_REQ_ADD may hold part of the failed pass's sum. */
 DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, int retain_graph);
 
 /* ====================================================================== DATA
@@ -3791,6 +3808,30 @@ DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
 #define DP__HD
 #endif
 
+/* The one conversion of a double to an integer element (see dp_dtype):
+   NaN gives 0, values beyond the type's range (infinities included) give
+   its nearest end, the rest truncate toward zero. The bounds compare
+   exactly in double: 2^31 - 1 and 255 are doubles; INT64_MAX is not, so
+   int64 saturates from 2^63 (the first double above it) and from -2^63. A
+   plain C cast of an out-of-range value is undefined behaviour. */
+static DP__HD int32_t dp__to_int32(double v) {
+    if (v != v) return 0;
+    if (v >= 2147483647.0) return 2147483647;
+    if (v <= -2147483648.0) return -2147483647 - 1;
+    return (int32_t)v;
+}
+static DP__HD int64_t dp__to_int64(double v) {
+    if (v != v) return 0;
+    if (v >= 9223372036854775808.0) return 9223372036854775807LL;
+    if (v <= -9223372036854775808.0) return -9223372036854775807LL - 1;
+    return (int64_t)v;
+}
+static DP__HD uint8_t dp__to_uint8(double v) {
+    if (v != v || v <= 0.0) return 0;
+    if (v >= 255.0) return 255;
+    return (uint8_t)v;
+}
+
 
 /* >>files: the .npy / .npz codec ===========================================
  * .npy / .npz codec
@@ -5107,9 +5148,9 @@ static void dp__fill_host(void *data, dp_dtype dt, int64_t n, double value, doub
     switch (dt) {
     case DP_FLOAT32: for (i = 0; i < n; i++) ((float *)data)[i] = (float)(value + step * (double)i); break;
     case DP_FLOAT64: for (i = 0; i < n; i++) ((double *)data)[i] = value + step * (double)i; break;
-    case DP_INT32: for (i = 0; i < n; i++) ((int32_t *)data)[i] = (int32_t)(value + step * (double)i); break;
-    case DP_INT64: for (i = 0; i < n; i++) ((int64_t *)data)[i] = (int64_t)(value + step * (double)i); break;
-    case DP_UINT8: for (i = 0; i < n; i++) ((uint8_t *)data)[i] = (uint8_t)(value + step * (double)i); break;
+    case DP_INT32: for (i = 0; i < n; i++) ((int32_t *)data)[i] = dp__to_int32(value + step * (double)i); break;
+    case DP_INT64: for (i = 0; i < n; i++) ((int64_t *)data)[i] = dp__to_int64(value + step * (double)i); break;
+    case DP_UINT8: for (i = 0; i < n; i++) ((uint8_t *)data)[i] = dp__to_uint8(value + step * (double)i); break;
     default: break;
     }
 }
@@ -5156,7 +5197,7 @@ static dp_result dp__nd_push_fill(dp_ndarray *a, double value, double step, cons
     dp__fill_arg *f = (dp__fill_arg *)dp__alloc(eng, sizeof *f);
     dp_push_desc d;
     dp_result r;
-    if (!f) return DP_ERROR_OUT_OF_MEMORY;
+    if (!f) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s: the fill operation", name); return DP_ERROR_OUT_OF_MEMORY; }
     f->a = dp_nd_retain(a); f->value = value; f->step = step;
     memset(&d, 0, sizeof d);
     d.fn = dp__fill_op; d.arg = f; d.writes = &a->chunk->var; d.num_writes = 1;
@@ -5474,9 +5515,9 @@ static int dp__random_op(dp_run_ctx *rc, void *arg) {
             switch (a->dtype) {
             case DP_FLOAT32: ((float *)x)[i] = (float)v; break;
             case DP_FLOAT64: ((double *)x)[i] = v; break;
-            case DP_INT32: ((int32_t *)x)[i] = (int32_t)v; break;
-            case DP_INT64: ((int64_t *)x)[i] = (int64_t)v; break;
-            default: ((uint8_t *)x)[i] = (uint8_t)v; break;
+            case DP_INT32: ((int32_t *)x)[i] = dp__to_int32(v); break;
+            case DP_INT64: ((int64_t *)x)[i] = dp__to_int64(v); break;
+            default: ((uint8_t *)x)[i] = dp__to_uint8(v); break;
             }
         }
     }
@@ -6317,7 +6358,10 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
         if (outputs[i] && (r = dp__check_output(eng, op, i, outputs[i], &oshape[i], odtype[i], ctx)) != DP_OK) return r;
     record = record && dp__ag_should_record(nin, inputs);
     if (record && (r = dp__ag_check_outputs(eng, op, params, nin, inputs, nout, outputs)) != DP_OK) return r;
-    if ((a = (dp__invoke_arg *)dp__alloc(eng, sizeof *a)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    if ((a = (dp__invoke_arg *)dp__alloc(eng, sizeof *a)) == NULL) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "operator '%s': the invocation", op->name);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     memset(a, 0, sizeof *a);
     a->params = *params;
     for (i = 0; i < nout; i++) {              /* nothing can fail for bad input from here on */
@@ -6348,8 +6392,10 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     if (node) { dp__ag_attach(node, nout, outputs); dp__ag_unref(node); }   /* the outputs hold it now */
     else dp__ag_cut_written(nin, inputs, op->mutate_inputs, nout, outputs);
     return DP_OK;
-undo_arg:
+undo_arg:                                   /* nothing was written: the versions go back */
     dp__ag_unref(node);
+    for (i = 0; i < nin; i++) if (i < 32 && (op->mutate_inputs & (1u << i))) dp__fetch_add(&inputs[i]->chunk->version, -1, DP__RELAXED);
+    for (i = 0; i < nout; i++) dp__fetch_add(&outputs[i]->chunk->version, -1, DP__RELAXED);
     for (i = 0; i < a->nin + a->nout; i++) dp_nd_release(a->arrays[i]);
 undo:
     for (i = 0; i < nout; i++) if (made[i]) { dp_nd_release(outputs[i]); outputs[i] = NULL; }
@@ -6580,7 +6626,10 @@ static dp_result dp__ag_sort(dp__ag_pass_state *ps, dp__ag_node *head) {
     uint32_t pass = (uint32_t)dp__fetch_add(&dp__ag_pass, 1, DP__RELAXED) + 1;
     if (pass == 0) pass = (uint32_t)dp__fetch_add(&dp__ag_pass, 1, DP__RELAXED) + 1;   /* 0 is a new node's mark */
     dp_result r = DP_OK;
-    if (dp__reserve(ps->eng, &stack, &capstack, 0, sizeof *stack, 64)) return DP_ERROR_OUT_OF_MEMORY;
+    if (dp__reserve(ps->eng, &stack, &capstack, 0, sizeof *stack, 64)) {
+        DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward: the graph's order");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     head->mark = pass;
     stack[nstack].n = head; stack[nstack].next = 0; nstack++;
     while (nstack) {
@@ -6661,7 +6710,13 @@ static dp_result dp__ag_plan(dp__ag_pass_state *ps) {
     }
     ps->og = (dp_ndarray **)dp__alloc(ps->eng, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
     ps->own = (unsigned char *)dp__alloc(ps->eng, ps->nslots ? ps->nslots : 1);
-    if (!ps->og || !ps->own) { DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward"); return DP_ERROR_OUT_OF_MEMORY; }
+    if (!ps->og || !ps->own) {        /* dp__ag_pass_free releases og's arrays: never an uninitialised one */
+        dp__free(ps->eng, ps->og, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
+        dp__free(ps->eng, ps->own, ps->nslots ? ps->nslots : 1);
+        ps->og = NULL; ps->own = NULL;
+        DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     memset(ps->og, 0, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
     memset(ps->own, 0, ps->nslots ? ps->nslots : 1);
     return DP_OK;
@@ -6874,9 +6929,9 @@ static DP__HD void dp__store_elem(void *p, dp_dtype dt, int64_t i, double v, dp_
     switch (dt) {
     case DP_FLOAT32: ((float *)p)[i] = (float)v; break;
     case DP_FLOAT64: ((double *)p)[i] = v; break;
-    case DP_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
-    case DP_INT64: ((int64_t *)p)[i] = (int64_t)v; break;
-    default: ((uint8_t *)p)[i] = (uint8_t)v; break;
+    case DP_INT32: ((int32_t *)p)[i] = dp__to_int32(v); break;
+    case DP_INT64: ((int64_t *)p)[i] = dp__to_int64(v); break;
+    default: ((uint8_t *)p)[i] = dp__to_uint8(v); break;
     }
 }
 static int dp__unary_apply(const dp_kernel_ctx *k, double (*f)(double)) {

@@ -24,8 +24,10 @@ static const dp_ctx CPU0 = {DP_DEV_CPU, 0};
 
 /* quiet_logger, and a flag for LEAKED_ARRAYS (another item may follow it) */
 static volatile int g_leaked;
+static long g_oom_logged;   /* OUT_OF_MEMORY lines logged */
 static void test_logger(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
     if (item == DP_LOGITEM_LEAKED_ARRAYS) g_leaked = 1;
+    if (item == DP_LOGITEM_OUT_OF_MEMORY) __atomic_fetch_add(&g_oom_logged, 1, __ATOMIC_RELAXED);
     quiet_logger(tag, level, item, msg, line, file, user);
 }
 static dp_engine *make_engine(dp_engine_type type, dp_storage_kind storage) {
@@ -1218,12 +1220,184 @@ static void test_review_regressions(void) {
     destroy_engine(e);
 }
 
+/* ---- out of memory at every allocation of a training step ------------------- */
+/* The step: mark w1, b1, w2 (data and b2 unmarked), record
+   FullyConnected -> tanh -> mul(a, a) -> FullyConnected ->
+   softmax_cross_entropy, backward, read the three gradients. Every call
+   returns DP_OK or DP_ERROR_OUT_OF_MEMORY; the first error ends the step,
+   which releases what it made. Returns that error, or DP_OK with the
+   gradients in g (5*3 + 5 + 3*5). When backward fails, a second backward
+   with allocations allowed must succeed (the graph survived whole; then
+   retried is set) and the step goes on failing as before. */
+#define OOM_GRADS 35
+static dp_result oom_step(dp_engine *e, double *g, int *retried) {
+    static const double xv[12] = {0.3, -0.2, 0.5, 0.1, 0.4, -0.6, -0.3, 0.2, 0.7, 0.05, -0.4, 0.25}, lv[4] = {0, 2, 1, 2};
+    static double w1v[15], b1v[5], w2v[15], b2v[3];
+    const char *nh[1] = {"num_hidden"}, *v5[1] = {"5"}, *v3[1] = {"3"};
+    dp_shape sx = shp(2, 4, 3, 0), sw1 = shp(2, 5, 3, 0), sb1 = shp(1, 5, 0, 0), sw2 = shp(2, 3, 5, 0), sb2 = shp(1, 3, 0, 0), sl = shp(1, 4, 0, 0);
+    dp_ndarray *in[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *h1 = NULL, *a1 = NULL, *sq = NULL, *h2 = NULL, *loss = NULL, *fc[3], *pair[2];
+    const dp_shape *shapes[6];
+    const double *init[6];
+    dp_result r = DP_OK;
+    int i, recording = 0;
+    *retried = 0;
+    for (i = 0; i < 15; i++) { w1v[i] = 0.1 * sin(1.3 * i); w2v[i] = 0.2 * cos(0.7 * i); }
+    for (i = 0; i < 5; i++) b1v[i] = 0.05 * i;
+    for (i = 0; i < 3; i++) b2v[i] = -0.1 * i;
+    shapes[0] = &sx; shapes[1] = &sw1; shapes[2] = &sb1; shapes[3] = &sw2; shapes[4] = &sb2; shapes[5] = &sl;
+    init[0] = xv; init[1] = w1v; init[2] = b1v; init[3] = w2v; init[4] = b2v; init[5] = lv;
+    for (i = 0; i < 6 && r == DP_OK; i++) {
+        double buf[15];
+        memcpy(buf, init[i], (size_t)dp_shape_size(shapes[i]) * sizeof(double));
+        r = dp_nd_from_host(e, shapes[i], DP_FLOAT64, CPU0, buf, &in[i]);
+    }
+    if (r == DP_OK) r = dp_nd_attach_grad(in[1], DP_REQ_WRITE);
+    if (r == DP_OK) r = dp_nd_attach_grad(in[2], DP_REQ_WRITE);
+    if (r == DP_OK) r = dp_nd_attach_grad(in[3], DP_REQ_WRITE);
+    if (r == DP_OK) { r = dp_autograd_begin(); recording = r == DP_OK; }
+    fc[0] = in[0]; fc[1] = in[1]; fc[2] = in[2];
+    if (r == DP_OK) r = dp_op_invoke(e, "FullyConnected", 3, fc, 1, nh, v5, 0, 1, &h1, NULL);
+    if (r == DP_OK) r = dp_op_invoke(e, "tanh", 1, &h1, 0, NULL, NULL, 0, 1, &a1, NULL);
+    pair[0] = a1; pair[1] = a1;
+    if (r == DP_OK) r = dp_op_invoke(e, "mul", 2, pair, 0, NULL, NULL, 0, 1, &sq, NULL);
+    fc[0] = sq; fc[1] = in[3]; fc[2] = in[4];
+    if (r == DP_OK) r = dp_op_invoke(e, "FullyConnected", 3, fc, 1, nh, v3, 0, 1, &h2, NULL);
+    pair[0] = h2; pair[1] = in[5];
+    if (r == DP_OK) r = dp_op_invoke(e, "softmax_cross_entropy", 2, pair, 0, NULL, NULL, 0, 1, &loss, NULL);
+    if (recording) CHECK(dp_autograd_end() == DP_OK);
+    dp_nd_release(h1); dp_nd_release(a1); dp_nd_release(sq); dp_nd_release(h2);
+    if (r == DP_OK) {
+        r = dp_autograd_backward(loss, NULL, 0);
+        if (r == DP_ERROR_OUT_OF_MEMORY) {
+            long from = __atomic_exchange_n(&g_fail_from, 0, __ATOMIC_ACQ_REL), at = __atomic_exchange_n(&g_fail_at, 0, __ATOMIC_ACQ_REL);
+            *retried = dp_autograd_backward(loss, NULL, 0) == DP_OK;
+            CHECK(*retried);
+            if (*retried) r = DP_OK;
+            __atomic_store_n(&g_fail_from, from, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_fail_at, at, __ATOMIC_RELEASE);
+        }
+    }
+    if (r == DP_OK) {   /* a failed kernel surfaces here, as a failure of the read */
+        dp_failure f;
+        if (dp_nd_read(dp_nd_grad(in[1]), g, 15 * sizeof(double), &f) != DP_OK
+            || dp_nd_read(dp_nd_grad(in[2]), g + 15, 5 * sizeof(double), &f) != DP_OK
+            || dp_nd_read(dp_nd_grad(in[3]), g + 20, 15 * sizeof(double), &f) != DP_OK) r = DP_ERROR_OUT_OF_MEMORY;
+    }
+    dp_nd_release(loss);
+    for (i = 0; i < 6; i++) dp_nd_release(in[i]);
+    return r;
+}
+static dp_engine *oom_engine(dp_engine_type type) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.logger.func = test_logger;
+    d.allocator.alloc = failing_alloc; d.allocator.free = failing_free;
+    CHECK(dp_engine_create(&d, &e) == DP_OK);
+    return e;
+}
+/* One run of the step with allocation k (counted from the step's start)
+   failing, alone (every_after 0) or with all after it; returns whether
+   any allocation failed. */
+static int oom_run(dp_engine_type type, long k, int every_after, const double *want, int *errors, int *retries) {
+    dp_engine *e = oom_engine(type);
+    double g[OOM_GRADS];
+    dp_result r;
+    int failed, retried, i;
+    if (!e) return 0;
+    __atomic_store_n(&g_alloc_calls, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_alloc_failures, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_oom_logged, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(every_after ? &g_fail_from : &g_fail_at, k, __ATOMIC_RELEASE);
+    r = oom_step(e, g, &retried);
+    __atomic_store_n(&g_fail_from, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_fail_at, 0, __ATOMIC_RELEASE);
+    failed = __atomic_load_n(&g_alloc_failures, __ATOMIC_ACQUIRE) > 0;
+    if (r != DP_OK && r != DP_ERROR_OUT_OF_MEMORY) { fprintf(stderr, "  k %ld: %s\n", k, dp_result_string(r)); CHECK(0); }
+    if (r != DP_OK) (*errors)++;
+    /* an error is never silent (a failure the library works around may be) */
+    if (r != DP_OK && __atomic_load_n(&g_oom_logged, __ATOMIC_ACQUIRE) == 0) { fprintf(stderr, "  k %ld: the error was not logged\n", k); CHECK(0); }
+    if (retried) (*retries)++;
+    if (r == DP_OK)
+        for (i = 0; i < OOM_GRADS; i++)
+            if (!near_rel(g[i], want[i], 1e-12)) { fprintf(stderr, "  %s, k %ld%s: gradient %d is %g, not %g%s\n", kind_names[type], k, every_after ? " on" : "", i, g[i], want[i], retried ? " (backward retried)" : ""); CHECK(0); break; }
+    (void)dp_wait_all(e, NULL);   /* an operation's failure was the step's to report */
+    destroy_engine(e);
+    if (__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) != 0) {
+        fprintf(stderr, "  k %ld: %ld bytes outstanding after destroy\n", k, __atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE));
+        CHECK(0);
+        __atomic_store_n(&g_live_alloc_bytes, 0, __ATOMIC_RELEASE);
+    }
+    return failed;
+}
+static void test_out_of_memory_sweep(void) {
+    double want[OOM_GRADS];
+    int retried = 0, errors, retries, mode, t;
+    long k, calls;
+    {   /* the reference: no failure */
+        dp_engine *e = oom_engine(DP_ENGINE_NAIVE);
+        __atomic_store_n(&g_alloc_calls, 0, __ATOMIC_RELEASE);
+        CHECK(oom_step(e, want, &retried) == DP_OK && !retried);
+        calls = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
+        destroy_engine(e);
+        CHECK(calls > 20 && __atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+    }
+    for (t = 0; t < 3; t++)
+        for (mode = 0; mode < 2; mode++) {
+            errors = retries = 0;
+            for (k = 1; oom_run(kinds[t], k, mode, want, &errors, &retries); k++) {}
+            /* the naive engine allocates on this thread only: the sweep met
+               each of the step's allocations, and backward failed part way */
+            if (kinds[t] == DP_ENGINE_NAIVE) CHECK(k == calls + 1 && errors > calls / 2 && retries > 10);
+            if (getenv("DEPENG_TEST_VERBOSE"))
+                printf("  %s, %s: k = 1..%ld, %d errors, %d backward retries\n", kind_names[t], mode ? "every call from k" : "call k", k - 1, errors, retries);
+        }
+}
+
+/* An invocation that fails for memory writes nothing, so it must not
+   count as a write of its output: the graph that saved the array still
+   differentiates. The output is a detached view of a saved array, written
+   by a recorded invocation, whose record is what fails. */
+static void test_failed_invocation_writes_nothing(void) {
+    static const double xv[3] = {0.1, 0.2, 0.3};
+    long k;
+    int failures = 0;
+    for (k = 1; k < 100; k++) {
+        dp_engine *e = oom_engine(DP_ENGINE_NAIVE);
+        dp_ndarray *x = arr64(e, shp(1, 3, 0, 0), xv), *z = arr64(e, shp(1, 3, 0, 0), xv), *y, *h, *d = NULL;
+        dp_result r;
+        double g[3];
+        CHECK(dp_nd_attach_grad(x, DP_REQ_WRITE) == DP_OK && dp_nd_attach_grad(z, DP_REQ_WRITE) == DP_OK);
+        CHECK(dp_autograd_begin() == DP_OK);
+        y = un(e, "exp", x); h = un(e, "sum", y);     /* exp's gradient reads y */
+        CHECK(dp_nd_detach(y, &d) == DP_OK);
+        __atomic_store_n(&g_alloc_calls, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&g_fail_at, k, __ATOMIC_RELEASE);
+        r = dp_op_invoke(e, "exp", 1, &z, 0, NULL, NULL, 0, 1, &d, NULL);   /* over y's values */
+        __atomic_store_n(&g_fail_at, 0, __ATOMIC_RELEASE);
+        CHECK(dp_autograd_end() == DP_OK);
+        if (r == DP_OK) {            /* written: backward must refuse to read the new values */
+            CHECK(dp_autograd_backward(h, NULL, 0) == DP_ERROR_INVALID_ARGS);
+        } else {
+            failures++;
+            CHECK(r == DP_ERROR_OUT_OF_MEMORY);
+            CHECK(dp_autograd_backward(h, NULL, 0) == DP_OK && readd(dp_nd_grad(x), g, 3) && near_rel(g[2], exp(0.3), 1e-12));
+        }
+        dp_nd_release(x); dp_nd_release(y); dp_nd_release(h); dp_nd_release(z); dp_nd_release(d);
+        destroy_engine(e);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+        if (r == DP_OK) break;
+    }
+    CHECK(failures >= 3);   /* the invocation, its record, the record's saved view */
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"graph_gradients_fd", test_graph_gradients_fd}, {"grad_req_add", test_grad_req_add}, {"head_grad", test_head_grad},
         {"errors", test_errors}, {"not_recorded_outside", test_not_recorded_outside}, {"memory_released", test_memory_released},
         {"inplace_backward", test_inplace_backward}, {"optimizers", test_optimizers}, {"bitwise_same_engines", test_bitwise_same_engines},
         {"csv", test_csv}, {"iterator", test_iterator}, {"review_regressions", test_review_regressions},
+        {"out_of_memory_sweep", test_out_of_memory_sweep}, {"failed_invocation_writes_nothing", test_failed_invocation_writes_nothing},
     };
     return run_tests("autograd", tests, (int)(sizeof tests / sizeof tests[0]));
 }

@@ -17,15 +17,29 @@ static void quiet_logger(const char *tag, uint32_t level, uint32_t item, const c
     __atomic_store_n(&g_last_item, item, __ATOMIC_RELAXED);
 }
 
-/* An allocator for dp_engine_desc that fails while g_fail_alloc is set and
-   counts the bytes it has out, so a test can check out-of-memory paths and
-   that destroy gives everything back. */
+/* An allocator for dp_engine_desc that fails on demand and counts the
+   bytes it has out, so a test can check out-of-memory paths and that
+   destroy gives everything back. It fails every call while g_fail_alloc is
+   set. It also numbers its calls (g_alloc_calls, from 1): with g_fail_at =
+   k > 0 it fails the k-th call only, with g_fail_from = k > 0 every call
+   from the k-th on; g_alloc_failures counts the calls it failed. Set
+   g_alloc_calls to 0 to start counting anew, and the modes back to 0 to
+   stop failing. Sweeping k from 1 until a run sees no failure visits every
+   allocation of a deterministic run (the naive engine's). */
 static int g_fail_alloc;
+static long g_fail_at, g_fail_from, g_alloc_calls, g_alloc_failures;
 static long g_live_alloc_bytes;
+static inline int failing_alloc_should_fail(void) {
+    long call = __atomic_add_fetch(&g_alloc_calls, 1, __ATOMIC_ACQ_REL);
+    long at = __atomic_load_n(&g_fail_at, __ATOMIC_ACQUIRE), from = __atomic_load_n(&g_fail_from, __ATOMIC_ACQUIRE);
+    int fail = __atomic_load_n(&g_fail_alloc, __ATOMIC_ACQUIRE) || (at > 0 && call == at) || (from > 0 && call >= from);
+    if (fail) __atomic_fetch_add(&g_alloc_failures, 1, __ATOMIC_RELAXED);
+    return fail;
+}
 static inline void *failing_alloc(size_t size, size_t align, void *user) {
     void *p;
     (void)align; (void)user;
-    if (__atomic_load_n(&g_fail_alloc, __ATOMIC_ACQUIRE)) return NULL;
+    if (failing_alloc_should_fail()) return NULL;
     p = malloc(size);
     if (p) __atomic_fetch_add(&g_live_alloc_bytes, (long)size, __ATOMIC_RELAXED);
     return p;

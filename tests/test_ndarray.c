@@ -1189,6 +1189,245 @@ static void test_release_under_oom(void) {
     }
 }
 
+/* ---- one defined conversion into integer dtypes --------------------------- */
+/* The conversion dp_dtype documents, written out here on its own: NaN 0,
+   saturation at the ends, truncation toward zero in between. */
+static int64_t want_int(double v, dp_dtype dt) {
+    double lo = dt == DP_INT32 ? -2147483648.0 : dt == DP_INT64 ? -9223372036854775808.0 : 0.0;
+    double hi = dt == DP_INT32 ? 2147483648.0 : dt == DP_INT64 ? 9223372036854775808.0 : 256.0;   /* the first value above */
+    int64_t max = dt == DP_INT32 ? INT32_MAX : dt == DP_INT64 ? INT64_MAX : 255;
+    int64_t min = dt == DP_INT32 ? INT32_MIN : dt == DP_INT64 ? INT64_MIN : 0;
+    if (isnan(v)) return 0;
+    if (v >= hi) return max;
+    if (v <= lo - 1.0) return min;   /* in int64, lo - 1 rounds to lo */
+    return (int64_t)trunc(v);        /* in range: (lo - 1, hi) truncates into [lo, hi - 1] */
+}
+/* An integer array's elements, widened to int64 without going through double. */
+static int read_ints(dp_ndarray *a, int64_t *out, int64_t cap) {
+    int64_t n = dp_shape_size(dp_nd_shape(a)), i;
+    size_t bytes = dp_nd_bytes(a);
+    unsigned char *buf = (unsigned char *)malloc(bytes ? bytes : 1);
+    int ok = buf && n <= cap && dp_nd_read(a, buf, bytes, NULL) == DP_OK;
+    for (i = 0; ok && i < n; i++) {
+        switch (dp_nd_dtype(a)) {
+        case DP_INT32: out[i] = ((const int32_t *)(void *)buf)[i]; break;
+        case DP_INT64: out[i] = ((const int64_t *)(void *)buf)[i]; break;
+        case DP_UINT8: out[i] = buf[i]; break;
+        default: ok = 0; break;
+        }
+    }
+    free(buf);
+    return ok;
+}
+static const dp_dtype int_dtypes[3] = {DP_INT32, DP_INT64, DP_UINT8};
+/* An integer array compared with the conversion of each double in want. */
+static int ints_are(dp_ndarray *a, const double *want, int64_t n) {
+    int64_t got[64], i;
+    int ok = a && n <= 64 && dp_shape_size(dp_nd_shape(a)) == n && read_ints(a, got, 64);
+    for (i = 0; ok && i < n; i++) {
+        if (got[i] != want_int(want[i], dp_nd_dtype(a))) {
+            fprintf(stderr, "  %s element %lld: %g gave %lld, not %lld\n", dp_dtype_name(dp_nd_dtype(a)), (long long)i, want[i],
+                    (long long)got[i], (long long)want_int(want[i], dp_nd_dtype(a)));
+            ok = 0;
+        }
+    }
+    return ok;
+}
+static void test_int_conversion_reference(void) {
+    /* the rule's table, independent of the library */
+    CHECK(want_int(NAN, DP_INT32) == 0 && want_int(HUGE_VAL, DP_INT32) == INT32_MAX && want_int(-HUGE_VAL, DP_INT32) == INT32_MIN);
+    CHECK(want_int(1e20, DP_INT64) == INT64_MAX && want_int(-1e20, DP_INT64) == INT64_MIN && want_int(-9223372036854775808.0, DP_INT64) == INT64_MIN);
+    CHECK(want_int(9223372036854775808.0, DP_INT64) == INT64_MAX && want_int(2147483648.0, DP_INT32) == INT32_MAX);
+    CHECK(want_int(-2147483648.5, DP_INT32) == INT32_MIN && want_int(2147483647.5, DP_INT32) == INT32_MAX);
+    CHECK(want_int(-0.5, DP_UINT8) == 0 && want_int(255.5, DP_UINT8) == 255 && want_int(256, DP_UINT8) == 255 && want_int(-1, DP_UINT8) == 0);
+    CHECK(want_int(-0.5, DP_INT32) == 0 && want_int(-1.9, DP_INT64) == -1 && want_int(2.9, DP_UINT8) == 2);
+}
+static void test_int_conversion_full_arange(void) {
+    static const double edges[] = {NAN, HUGE_VAL, -HUGE_VAL, 1e20, -1e20, -0.5, 0.5, 255.5, 256, -1, -1.9, 2147483647.5,
+                                   2147483648.0, -2147483648.5, -2147483649.0, 4611686018427387904.0, 9223372036854775808.0,
+                                   -9223372036854775808.0, 18446744073709551616.0, -18446744073709551616.0};
+    dp_shape s3 = {1, {3}};
+    int k, t, i;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        for (t = 0; t < 3; t++) {
+            dp_dtype dt = int_dtypes[t];
+            for (i = 0; i < (int)(sizeof edges / sizeof edges[0]); i++) {
+                dp_ndarray *a = NULL;
+                double want[3];
+                want[0] = want[1] = want[2] = edges[i];
+                CHECK(dp_nd_full(e, &s3, dt, CPU0, edges[i], &a) == DP_OK && ints_are(a, want, 3));
+                dp_nd_release(a);
+            }
+            {   /* arange across the ends of the range */
+                static const double from_top[5] = {2147483645.0, 2147483646.0, 2147483647.0, 2147483648.0, 2147483649.0};
+                static const double big[3] = {1e19, 1.5e19, 2e19}, low[6] = {-3, -2, -1, 0, 1, 2};
+                static const double frac[4] = {-1.5, -0.5, 0.5, 1.5}, top[4] = {253.5, 254.5, 255.5, 256.5};
+                dp_ndarray *a = NULL, *b = NULL, *c = NULL, *d = NULL, *f = NULL;
+                CHECK(dp_nd_arange(e, 2147483645.0, 2147483650.0, 1, dt, CPU0, &a) == DP_OK && ints_are(a, from_top, 5));
+                CHECK(dp_nd_arange(e, 1e19, 2.1e19, 5e18, dt, CPU0, &b) == DP_OK && ints_are(b, big, 3));
+                CHECK(dp_nd_arange(e, -3, 3, 1, dt, CPU0, &c) == DP_OK && ints_are(c, low, 6));
+                CHECK(dp_nd_arange(e, -1.5, 2, 1, dt, CPU0, &d) == DP_OK && ints_are(d, frac, 4));
+                CHECK(dp_nd_arange(e, 253.5, 257, 1, dt, CPU0, &f) == DP_OK && ints_are(f, top, 4));
+                dp_nd_release(a); dp_nd_release(b); dp_nd_release(c); dp_nd_release(d); dp_nd_release(f);
+            }
+            {   /* -1e19 down to -2e19 in int64: the minimum, as the top saturates to the maximum */
+                static const double neg[3] = {-1e19, -1.5e19, -2e19};
+                dp_ndarray *a = NULL;
+                CHECK(dp_nd_arange(e, -1e19, -2.1e19, -5e18, dt, CPU0, &a) == DP_OK && ints_are(a, neg, 3));
+                dp_nd_release(a);
+            }
+        }
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+/* Draws into each integer dtype are the float64 draws of the same seed,
+   converted: through dp_nd_random_* and the random operators. */
+static void test_int_conversion_random(void) {
+    enum { N = 64 };
+    dp_shape s = {1, {N}};
+    const char *keys[4] = {"shape", "low", "high", "dtype"}, *nkeys[4] = {"shape", "loc", "scale", "dtype"};
+    const char *uvals[4] = {"(64,)", "-300", "300", NULL}, *nvals[4] = {"(64,)", "0", "1e19", NULL};
+    static const char *dtype_names[3] = {"int32", "int64", "uint8"};
+    int k, t, i;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        for (t = 0; t < 3; t++) {
+            dp_dtype dt = int_dtypes[t];
+            double ref[N];
+            dp_ndarray *f = NULL, *a = NULL, *b = NULL;
+            /* uniform in [-5, 5): negative draws are 0 in uint8, never 251..255 */
+            CHECK(dp_random_seed(e, CPU0, 11) == DP_OK && dp_nd_random_uniform(e, -5, 5, &s, DP_FLOAT64, CPU0, &f) == DP_OK);
+            CHECK(dp_nd_read(f, ref, sizeof ref, NULL) == DP_OK);
+            CHECK(dp_random_seed(e, CPU0, 11) == DP_OK && dp_nd_random_uniform(e, -5, 5, &s, dt, CPU0, &a) == DP_OK && ints_are(a, ref, N));
+            if (dt == DP_UINT8) {
+                int64_t got[N];
+                int zeros = 0, in_range = read_ints(a, got, N);
+                for (i = 0; i < N; i++) { in_range = in_range && got[i] <= 4; zeros += got[i] == 0; }
+                CHECK(in_range && zeros > N / 4);
+            }
+            dp_nd_release(f); dp_nd_release(a); f = a = NULL;
+            /* normal with a huge spread: both ends saturate */
+            CHECK(dp_random_seed(e, CPU0, 12) == DP_OK && dp_nd_random_normal(e, 0, 1e20, &s, DP_FLOAT64, CPU0, &f) == DP_OK);
+            CHECK(dp_nd_read(f, ref, sizeof ref, NULL) == DP_OK);
+            CHECK(dp_random_seed(e, CPU0, 12) == DP_OK && dp_nd_random_normal(e, 0, 1e20, &s, dt, CPU0, &a) == DP_OK && ints_are(a, ref, N));
+            dp_nd_release(f); dp_nd_release(a); f = a = NULL;
+            /* the operators */
+            uvals[3] = "float64"; nvals[3] = "float64";
+            CHECK(dp_random_seed(e, CPU0, 13) == DP_OK && dp_op_invoke(e, "random_uniform", 0, NULL, 4, keys, uvals, 0, 1, &f, NULL) == DP_OK);
+            CHECK(dp_nd_read(f, ref, sizeof ref, NULL) == DP_OK);
+            uvals[3] = dtype_names[t];
+            CHECK(dp_random_seed(e, CPU0, 13) == DP_OK && dp_op_invoke(e, "random_uniform", 0, NULL, 4, keys, uvals, 0, 1, &a, NULL) == DP_OK);
+            CHECK(dp_nd_dtype(a) == dt && ints_are(a, ref, N));
+            dp_nd_release(f); f = NULL;
+            CHECK(dp_random_seed(e, CPU0, 14) == DP_OK && dp_op_invoke(e, "random_normal", 0, NULL, 4, nkeys, nvals, 0, 1, &f, NULL) == DP_OK);
+            CHECK(dp_nd_read(f, ref, sizeof ref, NULL) == DP_OK);
+            nvals[3] = dtype_names[t];
+            CHECK(dp_random_seed(e, CPU0, 14) == DP_OK && dp_op_invoke(e, "random_normal", 0, NULL, 4, nkeys, nvals, 0, 1, &b, NULL) == DP_OK);
+            CHECK(dp_nd_dtype(b) == dt && ints_are(b, ref, N));
+            dp_nd_release(f); dp_nd_release(a); dp_nd_release(b);
+        }
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+/* Operator results that are NaN, infinite or out of range, stored into
+   integer arrays by the element kernels, reductions, one_hot and add-to. */
+static dp_ndarray *ints(dp_engine *e, dp_dtype dt, int64_t n, const double *v) {
+    dp_shape s = {1, {n}};
+    int64_t buf[16], i;
+    unsigned char bytes[16 * 8];
+    for (i = 0; i < n; i++) buf[i] = (int64_t)v[i];
+    for (i = 0; i < n; i++) {
+        if (dt == DP_INT32) { int32_t x = (int32_t)buf[i]; memcpy(bytes + 4 * i, &x, 4); }
+        else if (dt == DP_INT64) memcpy(bytes + 8 * i, &buf[i], 8);
+        else bytes[i] = (unsigned char)buf[i];
+    }
+    {
+        dp_ndarray *a = NULL;
+        CHECK(dp_nd_from_host(e, &s, dt, CPU0, bytes, &a) == DP_OK);
+        return a;
+    }
+}
+static void test_int_conversion_operators(void) {
+    int k, t;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
+        for (t = 0; t < 3; t++) {
+            dp_dtype dt = int_dtypes[t];
+            static const double xv[4] = {0, 1, 2, 100}, zero[4] = {0, 0, 0, 0}, sv[4] = {0, 1, 2, 200};
+            dp_ndarray *x = ints(e, dt, 4, xv), *z = ints(e, dt, 4, zero), *r = NULL, *in2[2];
+            {   /* log(0) = -inf, exp(100) beyond every integer type */
+                const double want_log[4] = {-HUGE_VAL, 0, log(2.0), log(100.0)}, want_exp[4] = {1, exp(1.0), exp(2.0), exp(100.0)};
+                CHECK(dp_op_invoke(e, "log", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_log, 4));
+                dp_nd_release(r); r = NULL;
+                CHECK(dp_op_invoke(e, "exp", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_exp, 4));
+                dp_nd_release(r); r = NULL;
+            }
+            {   /* 0 / 0 = NaN, 1 / 0 = +inf, and -x / 0 = -inf */
+                const double want_div[4] = {NAN, HUGE_VAL, HUGE_VAL, HUGE_VAL}, want_neg[4] = {NAN, -HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
+                dp_ndarray *n = NULL;
+                in2[0] = x; in2[1] = z;
+                CHECK(dp_op_invoke(e, "div", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_div, 4));
+                dp_nd_release(r); r = NULL;
+                CHECK(dp_op_invoke(e, "mul_scalar", 1, &x, 0, NULL, NULL, -1, 1, &n, NULL) == DP_OK);
+                in2[0] = n;
+                if (dt != DP_UINT8) CHECK(dp_op_invoke(e, "div", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_neg, 4));
+                dp_nd_release(r); dp_nd_release(n); r = NULL;
+            }
+            {   /* sqrt(-x) is NaN; scalars past both ends */
+                const double want_sqrt[4] = {0, NAN, NAN, NAN}, want_big[4] = {0, 1e30, 2e30, 1e32}, want_sub[4] = {-1e30, 1 - 1e30, 2 - 1e30, 100 - 1e30};
+                dp_ndarray *n = NULL;
+                CHECK(dp_op_invoke(e, "rsub_scalar", 1, &x, 0, NULL, NULL, 0, 1, &n, NULL) == DP_OK);
+                CHECK(dp_op_invoke(e, "sqrt", 1, &n, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && (dt == DP_UINT8 || ints_are(r, want_sqrt, 4)));
+                dp_nd_release(r); dp_nd_release(n); r = NULL;
+                CHECK(dp_op_invoke(e, "mul_scalar", 1, &x, 0, NULL, NULL, 1e30, 1, &r, NULL) == DP_OK && ints_are(r, want_big, 4));
+                dp_nd_release(r); r = NULL;
+                CHECK(dp_op_invoke(e, "sub_scalar", 1, &x, 0, NULL, NULL, 1e30, 1, &r, NULL) == DP_OK && ints_are(r, want_sub, 4));
+                dp_nd_release(r); r = NULL;
+            }
+            {   /* add-to saturates: the output holds the top already */
+                dp_ndarray *top = NULL;
+                dp_req add = DP_REQ_ADD;
+                const double want_add[4] = {1e20, 1e20, 1e20, 1e20};
+                CHECK(dp_nd_full(e, dp_nd_shape(x), dt, CPU0, 1e20, &top) == DP_OK);
+                CHECK(dp_op_invoke(e, "mul_scalar", 1, &x, 0, NULL, NULL, 1e30, 1, &top, &add) == DP_OK && ints_are(top, want_add, 4));
+                dp_nd_release(top);
+            }
+            {   /* reductions: a sum past the top, the mean of nothing (NaN) */
+                dp_ndarray *s = ints(e, dt, 4, sv), *big = NULL, *empty = NULL;
+                dp_shape s0 = {1, {0}};
+                const double want_sum[1] = {dt == DP_INT64 ? 4e20 : dt == DP_INT32 ? 4.0 * 2147483647.0 : 4.0 * 255.0}, want_mean[1] = {NAN};
+                CHECK(dp_nd_full(e, dp_nd_shape(x), dt, CPU0, 1e20, &big) == DP_OK);
+                CHECK(dp_op_invoke(e, "sum", 1, &big, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_sum, 1));
+                dp_nd_release(r); r = NULL;
+                CHECK(dp_nd_zeros(e, &s0, dt, CPU0, &empty) == DP_OK);
+                CHECK(dp_op_invoke(e, "mean", 1, &empty, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_mean, 1));
+                dp_nd_release(r); dp_nd_release(s); dp_nd_release(big); dp_nd_release(empty); r = NULL;
+            }
+            {   /* one_hot with on / off values past the ends and NaN */
+                static const char *names[3] = {"int32", "int64", "uint8"};
+                const char *keys[4] = {"depth", "on_value", "off_value", "dtype"}, *vals[4] = {"2", "1e20", "nan", NULL};
+                dp_ndarray *idx = ints(e, dt, 2, xv);
+                const double want_oh[4] = {1e20, NAN, NAN, 1e20};
+                vals[3] = names[t];
+                CHECK(dp_op_invoke(e, "one_hot", 1, &idx, 4, keys, vals, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_oh, 4));
+                vals[1] = "-inf";
+                {
+                    const double want_neg[4] = {-HUGE_VAL, NAN, NAN, -HUGE_VAL};
+                    dp_nd_release(r); r = NULL;
+                    CHECK(dp_op_invoke(e, "one_hot", 1, &idx, 4, keys, vals, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_neg, 4));
+                }
+                dp_nd_release(r); dp_nd_release(idx); r = NULL;
+            }
+            dp_nd_release(x); dp_nd_release(z);
+        }
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
@@ -1196,7 +1435,9 @@ int main(void) {
         {"bad_input", test_bad_input}, {"resources", test_resources}, {"files", test_files}, {"operators", test_operators},
         {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"linear", test_linear}, {"same_results_all_engines", test_same_results_all_engines},
         {"gradients", test_gradients}, {"pinned_and_gpu_kernels", test_pinned_and_gpu_kernels},
-        {"release_under_oom", test_release_under_oom},
+        {"release_under_oom", test_release_under_oom}, {"int_conversion_reference", test_int_conversion_reference},
+        {"int_conversion_full_arange", test_int_conversion_full_arange}, {"int_conversion_random", test_int_conversion_random},
+        {"int_conversion_operators", test_int_conversion_operators},
     };
     g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
     g_fake_gpu.stream_destroy = fake_stream_destroy; g_fake_gpu.stream_synchronize = fake_sync;
