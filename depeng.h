@@ -16,8 +16,9 @@
      7. Limits and non-goals
      8. API (declarations)
      9. Implementation (sections tagged >>config >>platform >>atomics >>memory
-        >>handles >>pool >>schedule >>queues >>workers >>engine >>public, then
-        the NDARRAY half: arrays, operators, autograd, data)
+        >>handles >>pool >>schedule >>queues >>workers >>engine >>public
+        >>extensions, then the NDARRAY half: arrays, operators, autograd,
+        data; it attaches to an engine through dp_engine_extension only)
 
    1. QUICK START
 
@@ -93,6 +94,15 @@
      DEPENG_STATIC          functions are static (one-file use)
      DEPENG_USE_PTHREADS    force the pthreads platform layer (implementation file)
      DEPENG_USE_C11_THREADS force <threads.h> (implementation file)
+     DEPENG_NO_NDARRAY      the engine alone: leaves out the array half (the
+                            NDARRAY, OPERATORS, AUTOGRAD and DATA parts of the
+                            API, resources and storage included), in the
+                            declarations and the implementation. Define it in
+                            every file or in none. It makes the implementation
+                            file compile about 3x faster and a program about
+                            4x smaller (README, "The engine alone");
+                            desc.storage is then accepted and unused, and -lm
+                            is not needed. depeng_cuda.h needs the array half.
      DP_ASSERT(c)           assert macro (default: assert)
      DEPENG_TEST_HOOK(point) tests only: code run at a named point of the
                             scheduler, to widen a race window (default: none)
@@ -148,7 +158,8 @@ extern "C" {
      profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
               dp_profiler_dump_summary dp_profiler_clear
      trace    desc.trace, dp_trace_write_dot
-     misc     dp_result_string dp_log_stderr                                   */
+     misc     dp_result_string dp_log_stderr
+     layers   dp_engine_extension (per-engine state of a layer, e.g. arrays)   */
 
 /* Result codes. DP_OK is 0; every failure is negative. */
 typedef enum dp_result {
@@ -488,6 +499,37 @@ DP_API const char *dp_result_string(dp_result r);
 DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
                           const char *message, uint32_t line, const char *file, void *user);
 
+/* ---- extensions -------------------------------------------------------- */
+/* Per-engine state of a layer built on the engine. The array layer below is
+   one: its storage managers and resources live in such a state, so the
+   engine itself knows nothing of arrays. An extension is a dp_extension
+   that outlives the engine (a static one); its address is its key.
+   dp_engine_extension returns eng's state for ext, made by
+   ext->create(eng, ext->user) on the first call for this engine. create
+   runs exactly once per engine even when several threads ask at once (the
+   others wait for it); it may create variables and push operations, but
+   must not call dp_engine_extension (it would wait for itself). It returns
+   the state, or NULL when it cannot make one: then dp_engine_extension
+   returns NULL and a later call tries again.
+   Teardown: dp_engine_destroy waits for every operation, then calls
+   ext->destroy(eng, state, ext->user) for each state, the newest first,
+   while the engine's allocator, logger and desc are still there (and
+   before its workers stop and its memory goes). destroy must not push,
+   wait, or create or delete variables. A NULL destroy is fine.
+   Errors (NULL returned, logged as BAD_DESC): NULL eng or ext, a NULL
+   create, more than DP_MAX_EXTENSIONS extensions on one engine.
+   Thread safety: any thread, also from inside operations, until
+   dp_engine_destroy; a lookup after the first takes no lock. */
+typedef struct dp_extension {
+    const char *name;                                        /* for log lines */
+    void *(*create)(dp_engine *eng, void *user);
+    void (*destroy)(dp_engine *eng, void *state, void *user);
+    void *user;
+} dp_extension;
+#define DP_MAX_EXTENSIONS 8
+DP_API void *dp_engine_extension(dp_engine *eng, const dp_extension *ext);
+
+#ifndef DEPENG_NO_NDARRAY
 /* ====================================================================== NDARRAY
    MXNet's array layer on the engine. An array is a shape, a dtype and a
    view of a storage chunk on one device; the chunk carries the variable
@@ -790,6 +832,7 @@ typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocatio
 DP_API dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_stats *out);
 /* Gives the memory kept for reuse back to the allocator. */
 DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
+#endif /* DEPENG_NO_NDARRAY */
 
 #ifdef __cplusplus
 }
@@ -1152,8 +1195,6 @@ struct dp_engine {
     dp__a64 completed_inline, failed, skipped;
     dp__a64 inline_ops;         /* run by the naive fast path (no seq number) */
     dp__a64 queue_bytes;        /* held by the variables' queues (rings) */
-    dp__spinlock orphan_lock;
-    struct dp__chunk *orphans;  /* arrays whose release could not be queued: freed at destroy */
     int inline_ok;              /* naive, no trace callback, no graph: see dp__run_inline */
     dp__mutex wait_mtx; dp__cond wait_cv;
     dp__mutex create_mtx;       /* lazy pools and streams */
@@ -1171,8 +1212,9 @@ struct dp_engine {
     dp__prof_buf inline_prof;
     dp__mutex graph_mtx;
     dp__graph_rec *graph; size_t ngraph, capgraph;
-    struct dp__storage *storage[3][DP__MAX_DEV];   /* [CPU, GPU, pinned][device]: see >>storage */
-    struct dp__resources *resources[2][DP__MAX_DEV]; /* [CPU, GPU][device]: see >>resources */
+    dp__mutex ext_mtx;          /* making extension states: see >>extensions */
+    dp__a32 next_ext;           /* ext[0, next_ext) are made (release-published) */
+    struct { const dp_extension *key; void *state; } ext[DP_MAX_EXTENSIONS];
 };
 
 /* An entry of a variable's queue: the waiting block's address, with the low
@@ -3034,17 +3076,13 @@ static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc *in, dp_e
     d->gpu_copy_nthreads = DP__DEF(d->gpu_copy_nthreads, 1);
     return DP_OK;
 }
-static void dp__storage_destroy(dp_engine *eng, struct dp__storage *st);
-static void dp__orphans_free(dp_engine *eng);
-static void dp__resources_destroy(dp_engine *eng, struct dp__resources *r);
+static void dp__extensions_destroy(dp_engine *eng);
 static void dp__engine_free(dp_engine *eng) {
     int i;
     size_t k;
     dp__failure *f, *next;
     while (dp__load(&eng->outside_finishers, DP__ACQUIRE) != 0) dp__thread_yield();
-    dp__orphans_free(eng);
-    for (i = 0; i < 3 * DP__MAX_DEV; i++) dp__storage_destroy(eng, eng->storage[i / DP__MAX_DEV][i % DP__MAX_DEV]);
-    for (i = 0; i < DP__MAX_DEV; i++) { dp__resources_destroy(eng, eng->resources[0][i]); dp__resources_destroy(eng, eng->resources[1][i]); }
+    dp__extensions_destroy(eng);   /* every op is done; workers, pools and the allocator still there */
     for (i = 0; i < DP__MAX_DEV; i++) {
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->cpu_groups[i], DP__RELAXED));
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->gpu_groups[i], DP__RELAXED));
@@ -3079,6 +3117,7 @@ static void dp__engine_free(dp_engine *eng) {
     dp__mutex_destroy(&eng->wait_mtx); dp__cond_destroy(&eng->wait_cv);
     dp__mutex_destroy(&eng->create_mtx); dp__mutex_destroy(&eng->fail_mtx);
     dp__mutex_destroy(&eng->graph_mtx); dp__mutex_destroy(&eng->inline_prof.m);
+    dp__mutex_destroy(&eng->ext_mtx);
     dp__free(eng, eng, sizeof *eng);
 }
 DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) {
@@ -3104,6 +3143,7 @@ DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) 
     dp__mutex_init(&eng->wait_mtx); dp__cond_init(&eng->wait_cv);
     dp__mutex_init(&eng->create_mtx); dp__mutex_init(&eng->fail_mtx);
     dp__mutex_init(&eng->graph_mtx); dp__mutex_init(&eng->inline_prof.m);
+    dp__mutex_init(&eng->ext_mtx);
     if (resolved.gpu_backend) {
         const dp_device_backend *be = resolved.gpu_backend;
         if (!be->device_count || !be->stream_create) {
@@ -3337,12 +3377,54 @@ DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
     return DP_OK;
 }
 
+/* >>extensions --------------------------------------------------------------
+   A lookup reads next_ext (acquire) and scans the published entries, so it
+   takes no lock; making a state takes ext_mtx, fills the next entry, then
+   publishes it (release). */
+static void *dp__extension_find(dp_engine *eng, const dp_extension *ext) {
+    int32_t i, n = dp__load(&eng->next_ext, DP__ACQUIRE);
+    for (i = 0; i < n; i++) if (eng->ext[i].key == ext) return eng->ext[i].state;
+    return NULL;
+}
+DP_IMPL void *dp_engine_extension(dp_engine *eng, const dp_extension *ext) {
+    void *state;
+    int32_t n;
+    if (!eng || !ext || !ext->create) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "dp_engine_extension needs an engine and an extension with a create function");
+        return NULL;
+    }
+    if ((state = dp__extension_find(eng, ext)) != NULL) return state;
+    dp__mutex_lock(&eng->ext_mtx);
+    if ((state = dp__extension_find(eng, ext)) == NULL) {
+        n = dp__load(&eng->next_ext, DP__RELAXED);
+        if (n == DP_MAX_EXTENSIONS)
+            DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "extension '%s': this engine has %d already (DP_MAX_EXTENSIONS)",
+                    ext->name ? ext->name : "?", DP_MAX_EXTENSIONS);
+        else if ((state = ext->create(eng, ext->user)) != NULL) {
+            eng->ext[n].key = ext;
+            eng->ext[n].state = state;
+            dp__store(&eng->next_ext, n + 1, DP__RELEASE);
+        }
+    }
+    dp__mutex_unlock(&eng->ext_mtx);
+    return state;
+}
+/* At destroy, every op done: the newest state first, as it may use older ones. */
+static void dp__extensions_destroy(dp_engine *eng) {
+    int32_t i;
+    for (i = dp__load(&eng->next_ext, DP__ACQUIRE) - 1; i >= 0; i--)
+        if (eng->ext[i].key->destroy) eng->ext[i].key->destroy(eng, eng->ext[i].state, eng->ext[i].key->user);
+}
+
+#ifndef DEPENG_NO_NDARRAY
 /* ====================================================================== NDARRAY
    >>files (codec) >>dtypes >>storage >>arrays >>resources >>files >>data
    >>registry >>params >>invoke >>autograd >>builtin operators (element-wise,
    gradients, reductions, nn, random, gemm, dot, copy and the optimizer
    updates). Everything below uses the engine only through its public calls: an array's chunk is a variable, filling
-   and copying are pushed operations, and freeing is a variable delete. */
+   and copying are pushed operations, and freeing is a variable delete.
+   What the layer keeps per engine (storage managers, resources, arrays
+   kept for destroy) is one extension state (dp__nd_state, see >>storage). */
 
 /* Element math that nvcc also compiles for the device (depeng_cuda.h), so
    the CPU tests check the formulas a GPU runs. */
@@ -4411,11 +4493,36 @@ static void dp__device_free(dp_engine *eng, dp_ctx ctx, void *p, size_t size) {
     if (eng->desc.allocator.free) eng->desc.allocator.free(p, size, eng->desc.allocator.user);
     else free(p);
 }
+/* The array layer's part of an engine (its dp_engine_extension state): made
+   with the first array, storage or resource call on the engine, torn down
+   by dp_engine_destroy once every operation is done. m guards making the
+   managers and resources (on first use per device). */
+typedef struct dp__nd_state {
+    dp__mutex m;
+    dp__storage *storage[3][DP__MAX_DEV];           /* [CPU, GPU, pinned][device] */
+    struct dp__resources *resources[2][DP__MAX_DEV]; /* [CPU, GPU][device]: see >>resources */
+    dp__spinlock orphan_lock;
+    struct dp__chunk *orphans;  /* arrays whose release could not be queued: freed at destroy */
+} dp__nd_state;
+static void *dp__nd_state_create(dp_engine *eng, void *user) {
+    dp__nd_state *s = (dp__nd_state *)dp__alloc(eng, sizeof *s);
+    (void)user;
+    if (!s) return NULL;
+    memset(s, 0, sizeof *s);
+    if (dp__mutex_init(&s->m)) { dp__free(eng, s, sizeof *s); return NULL; }
+    return s;
+}
+static void dp__nd_state_destroy(dp_engine *eng, void *state, void *user);   /* after >>resources */
+static const dp_extension dp__nd_extension = {"ndarray", dp__nd_state_create, dp__nd_state_destroy, NULL};
+/* NULL if out of memory */
+static dp__nd_state *dp__nd_state_of(dp_engine *eng) { return (dp__nd_state *)dp_engine_extension(eng, &dp__nd_extension); }
 /* The manager of ctx (made on first use), or NULL if out of memory. */
 static dp__storage *dp__storage_of(dp_engine *eng, dp_ctx ctx) {
-    dp__storage **slot = &eng->storage[ctx.dev_type == DP_DEV_GPU ? 1 : ctx.dev_type == DP_DEV_CPU_PINNED ? 2 : 0][ctx.dev_id];
-    dp__storage *st;
-    dp__mutex_lock(&eng->create_mtx);
+    dp__nd_state *s = dp__nd_state_of(eng);
+    dp__storage **slot, *st;
+    if (!s) return NULL;
+    slot = &s->storage[ctx.dev_type == DP_DEV_GPU ? 1 : ctx.dev_type == DP_DEV_CPU_PINNED ? 2 : 0][ctx.dev_id];
+    dp__mutex_lock(&s->m);
     st = *slot;
     if (!st && (st = (dp__storage *)dp__alloc(eng, sizeof *st)) != NULL) {
         memset(st, 0, sizeof *st);
@@ -4424,7 +4531,7 @@ static dp__storage *dp__storage_of(dp_engine *eng, dp_ctx ctx) {
         if (dp__mutex_init(&st->m)) { dp__free(eng, st, sizeof *st); st = NULL; }
         else *slot = st;
     }
-    dp__mutex_unlock(&eng->create_mtx);
+    dp__mutex_unlock(&s->m);
     return st;
 }
 static void dp__storage_drain(dp_engine *eng, dp__storage *st);
@@ -4549,7 +4656,7 @@ typedef struct dp__chunk {
     size_t size;               /* the block's class size */
     dp_ctx ctx;
     dp__a32 version;           /* writes pushed so far (autograd checks saved arrays) */
-    struct dp__chunk *next_orphan;   /* on eng->orphans, see dp__chunk_release */
+    struct dp__chunk *next_orphan;   /* on the engine's orphans, see dp__chunk_release */
 } dp__chunk;
 struct dp__ag_node;
 struct dp_ndarray {
@@ -4579,18 +4686,19 @@ static void dp__chunk_release(dp__chunk *c) {
     dp_result r = dp_var_delete_fn(c->eng, c->var, dp__chunk_free_op, c, c->ctx);
     if (r == DP_ERROR_INVALID_HANDLE) dp__chunk_free_op(NULL, c);   /* the variable is gone already: nothing can be using the data */
     else if (r != DP_OK) {   /* out of memory: ops may still use the data, so it stays until the engine goes */
+        dp__nd_state *s = dp__nd_state_of(c->eng);     /* made with the chunk's storage: a lookup */
         DP__LOG(c->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "array of %zu bytes kept until the engine is destroyed: its release could not be queued", c->size);
-        dp__spin_lock(&c->eng->orphan_lock);
-        c->next_orphan = c->eng->orphans;
-        c->eng->orphans = c;
-        dp__spin_unlock(&c->eng->orphan_lock);
+        dp__spin_lock(&s->orphan_lock);
+        c->next_orphan = s->orphans;
+        s->orphans = c;
+        dp__spin_unlock(&s->orphan_lock);
     }
 }
 /* At destroy, with every op done: the arrays dp__chunk_release had to keep. */
-static void dp__orphans_free(dp_engine *eng) {
-    while (eng->orphans) {
-        dp__chunk *c = eng->orphans;
-        eng->orphans = c->next_orphan;
+static void dp__orphans_free(dp__nd_state *s) {
+    while (s->orphans) {
+        dp__chunk *c = s->orphans;
+        s->orphans = c->next_orphan;
         dp__chunk_free_op(NULL, c);
     }
 }
@@ -4932,12 +5040,13 @@ static double dp__rng_uniform01(uint64_t *s) { return (double)(dp__rng_next(s) >
    its workspace is device memory (the backend's mem_alloc). */
 static dp__resources *dp__resources_of(dp_engine *eng, dp_ctx ctx) {
     dp__resources *r;
+    dp__nd_state *s;
     int gpu = ctx.dev_type == DP_DEV_GPU;
     if (ctx.dev_type == DP_DEV_CPU_PINNED) { ctx.dev_type = DP_DEV_CPU; ctx.dev_id = 0; }   /* its ops run on CPU 0 */
     if (!eng || (ctx.dev_type != DP_DEV_DEFAULT && ctx.dev_type != DP_DEV_CPU && !gpu) || ctx.dev_id < 0 || ctx.dev_id >= DP__MAX_DEV
-        || (gpu && (ctx.dev_id >= eng->gpu_count || !dp__gpu_memory(eng)))) return NULL;
-    dp__mutex_lock(&eng->create_mtx);
-    r = eng->resources[gpu][ctx.dev_id];
+        || (gpu && (ctx.dev_id >= eng->gpu_count || !dp__gpu_memory(eng))) || (s = dp__nd_state_of(eng)) == NULL) return NULL;
+    dp__mutex_lock(&s->m);
+    r = s->resources[gpu][ctx.dev_id];
     if (!r && (r = (dp__resources *)dp__alloc(eng, sizeof *r)) != NULL) {
         memset(r, 0, sizeof *r);
         r->ctx.dev_type = gpu ? DP_DEV_GPU : DP_DEV_CPU; r->ctx.dev_id = ctx.dev_id;
@@ -4945,15 +5054,28 @@ static dp__resources *dp__resources_of(dp_engine *eng, dp_ctx ctx) {
         r->temp_var = dp_var_create(eng);
         dp__rng_seed(r->rng, 0);
         if (!r->rng_var.id || !r->temp_var.id) { dp__free(eng, r, sizeof *r); r = NULL; }
-        else eng->resources[gpu][ctx.dev_id] = r;
+        else s->resources[gpu][ctx.dev_id] = r;
     }
-    dp__mutex_unlock(&eng->create_mtx);
+    dp__mutex_unlock(&s->m);
     return r;
 }
 static void dp__resources_destroy(dp_engine *eng, dp__resources *r) {
     if (!r) return;
     if (r->temp) dp__device_free(eng, r->ctx, r->temp, r->temp_size);
     dp__free(eng, r, sizeof *r);
+}
+/* The layer's teardown (dp__nd_extension's destroy): every op is done, so the
+   kept arrays go first, then the managers (which report arrays nobody
+   released), then the resources. */
+static void dp__nd_state_destroy(dp_engine *eng, void *state, void *user) {
+    dp__nd_state *s = (dp__nd_state *)state;
+    int i;
+    (void)user;
+    dp__orphans_free(s);
+    for (i = 0; i < 3 * DP__MAX_DEV; i++) dp__storage_destroy(eng, s->storage[i / DP__MAX_DEV][i % DP__MAX_DEV]);
+    for (i = 0; i < DP__MAX_DEV; i++) { dp__resources_destroy(eng, s->resources[0][i]); dp__resources_destroy(eng, s->resources[1][i]); }
+    dp__mutex_destroy(&s->m);
+    dp__free(eng, s, sizeof *s);
 }
 DP_IMPL dp_var dp_random_var(dp_engine *eng, dp_ctx ctx) {
     dp__resources *r = dp__resources_of(eng, ctx);
@@ -7793,6 +7915,7 @@ static void dp__register_builtins(void) {
     dp__register_copy_and_updates();
 }
 
+#endif /* DEPENG_NO_NDARRAY */
 #endif /* DEPENG_IMPLEMENTATION */
 
 /*
