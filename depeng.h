@@ -863,6 +863,13 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #else
 #define DP__PRIVATE static
 #endif
+/* Setup, teardown, diagnostics and error reporting: compiled for size and
+   kept off the hot paths' cache lines (about 5 KB less code per program). */
+#if defined(__GNUC__) || defined(__clang__)
+#define DP__COLD __attribute__((cold))
+#else
+#define DP__COLD
+#endif
 #define DP__DEF(v, d) ((v) == 0 ? (d) : (v))
 #ifndef DEPENG_TEST_HOOK
 #define DEPENG_TEST_HOOK(point) ((void)0)
@@ -1302,7 +1309,7 @@ static const char *dp__item_msgs[] = {
 #undef DP__ITEM_MSG
 };
 
-DP_IMPL void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
+DP__COLD DP_IMPL void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
                            const char *message, uint32_t line, const char *file, void *user) {
     static const char *levels[] = {"panic", "error", "warning", "info"};
     (void)user;
@@ -1311,7 +1318,7 @@ DP_IMPL void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
 }
 
 #define DP__LOG(eng, level, item, ...) dp__log(eng, level, DP_LOGITEM_##item, __LINE__, __VA_ARGS__)
-static void dp__log(const dp_engine *eng, uint32_t level, dp_log_item item, uint32_t line, const char *fmt, ...) {
+DP__COLD static void dp__log(const dp_engine *eng, uint32_t level, dp_log_item item, uint32_t line, const char *fmt, ...) {
     char buf[512];
     va_list ap;
     int n = snprintf(buf, sizeof buf, "%s: ", dp__item_msgs[item]);
@@ -1436,7 +1443,7 @@ static void *dp__table_locate(dp__table *t, uint32_t id) {
 static uint32_t dp__table_id(void *obj, uint32_t idx) {
     return ((uint32_t)dp__load((dp__a32 *)obj, DP__RELAXED) << DP__IDX_BITS) | idx;
 }
-static void dp__table_free_all(dp_engine *eng, dp__table *t) {
+DP__COLD static void dp__table_free_all(dp_engine *eng, dp__table *t) {
     uint32_t c;
     for (c = 0; c < DP__MAX_CHUNKS; c++) {
         void *chunk = dp__load(&t->chunks[c], DP__RELAXED);
@@ -1496,7 +1503,7 @@ static void dp__pool_put_chain(dp__pool *p, dp__block *first, dp__block *last) {
 }
 static dp__pool *dp__pool_of(dp_engine *eng, const dp__block *b) { return &eng->pools[b->stripe][b->cls]; }
 static void dp__pool_put(dp_engine *eng, dp__block *b) { dp__pool_put_chain(dp__pool_of(eng, b), b, b); }
-static void dp__pool_free_all(dp_engine *eng, dp__pool *p) {
+DP__COLD static void dp__pool_free_all(dp_engine *eng, dp__pool *p) {
     void *c = p->chunks;
     while (c) {
         void *next = *(void **)c;
@@ -1509,7 +1516,7 @@ static void dp__pool_free_all(dp_engine *eng, dp__pool *p) {
 static void dp__failure_release(dp_engine *eng, dp__failure *f) {
     if (f && dp__fetch_add(&f->refs, -1, DP__ACQ_REL) == 1) dp__free(eng, f, sizeof *f);
 }
-static dp__failure *dp__failure_new(dp_engine *eng, const char *op_name, int status, const char *message) {
+DP__COLD static dp__failure *dp__failure_new(dp_engine *eng, const char *op_name, int status, const char *message) {
     dp__failure *f = (dp__failure *)dp__alloc(eng, sizeof *f);
     if (!f) return NULL;
     memset(f, 0, sizeof *f);
@@ -1582,7 +1589,7 @@ static dp__block *dp__entry_block(dp__entry e) { return (dp__block *)(e & ~(dp__
 static int dp__entry_is_write(dp__entry e) { return (int)(e & 1u); }
 static int dp__var_waiting(const dp__var *v) { return v->head != v->tail; }
 static dp__entry dp__var_entry(const dp__var *v, uint32_t i) { return v->queue[i & v->mask]; }
-static void dp__trace_var(dp_engine *eng, dp__var *v) {   /* v locked */
+DP__COLD static void dp__trace_var(dp_engine *eng, dp__var *v) {   /* v locked */
     dp_trace_event ev;
     uint32_t i;
     memset(&ev, 0, sizeof ev);
@@ -1598,7 +1605,7 @@ static void dp__trace_var(dp_engine *eng, dp__var *v) {   /* v locked */
     }
     eng->desc.trace.func(&ev, eng->desc.trace.user);
 }
-static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block *b, int status) {
+DP__COLD static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block *b, int status) {
     dp_trace_event ev;
     memset(&ev, 0, sizeof ev);
     ev.kind = kind;
@@ -2370,7 +2377,7 @@ static void dp__worker_main(void *arg) {
         eng->desc.gpu_backend->stream_destroy(w->ctx.dev_id, w->stream, eng->desc.gpu_backend->user);
     dp__tls_worker = NULL;
 }
-static void dp__group_destroy(dp_engine *eng, dp__group *g) {
+DP__COLD static void dp__group_destroy(dp_engine *eng, dp__group *g) {
     int i;
     if (!g) return;
     dp__mutex_lock(&g->q.m);
@@ -2386,7 +2393,7 @@ static void dp__group_destroy(dp_engine *eng, dp__group *g) {
     dp__free(eng, g->workers, (size_t)g->nworkers * sizeof(dp__worker));
     dp__free(eng, g, sizeof *g);
 }
-static dp__group *dp__group_create(dp_engine *eng, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy) {
+DP__COLD static dp__group *dp__group_create(dp_engine *eng, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy) {
     dp__group *g = (dp__group *)dp__alloc(eng, sizeof *g);
     int i;
     if (!g) return NULL;
@@ -2778,7 +2785,7 @@ static int dp__push_inline(dp_engine *eng, const dp_push_desc *d) {
 }
 
 /* >>public ---------------------------------------------------------------- */
-DP_IMPL const char *dp_result_string(dp_result r) {
+DP__COLD DP_IMPL const char *dp_result_string(dp_result r) {
     switch (r) {
     case DP_OK: return "ok";
     case DP_ERROR_INVALID_ARGS: return "invalid arguments";
@@ -2876,7 +2883,7 @@ DP_IMPL dp_result dp_var_delete(dp_engine *eng, dp_var var) {
     dp_ctx cpu = {DP_DEV_CPU, 0};
     return dp_var_delete_fn(eng, var, NULL, NULL, cpu);
 }
-DP_IMPL dp_var_state dp_var_state_get(dp_engine *eng, dp_var var) {
+DP__COLD DP_IMPL dp_var_state dp_var_state_get(dp_engine *eng, dp_var var) {
     dp__var *v = eng ? (dp__var *)dp__table_lookup(&eng->vars, var.id) : NULL;
     dp_var_state st;
     if (!v) return DP_VAR_INVALID;
@@ -2893,7 +2900,7 @@ static void dp__op_unref(dp_engine *eng, dp__opobj *op) {
         dp__table_release(eng, &eng->ops, op->index, op);
     }
 }
-DP_IMPL dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc) {
+DP__COLD DP_IMPL dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc) {
     dp_op h = {0};
     dp__vref *refs;
     dp__opobj *op;
@@ -2961,7 +2968,7 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
     if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op); }
     return r;
 }
-DP_IMPL dp_result dp_op_destroy(dp_engine *eng, dp_op h) {
+DP__COLD DP_IMPL dp_result dp_op_destroy(dp_engine *eng, dp_op h) {
     dp__opobj *op = eng ? (dp__opobj *)dp__table_lookup(&eng->ops, h.id) : NULL;
     int32_t gen = (int32_t)(h.id >> DP__IDX_BITS);
     /* two racing destroys: only the one that moves the generation drops the
@@ -3026,7 +3033,7 @@ DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
 }
 
 /* >>engine ----------------------------------------------------------------- */
-static int dp__env_int(const dp_engine_desc *d, const char *name, int *out) {
+DP__COLD static int dp__env_int(const dp_engine_desc *d, const char *name, int *out) {
     const char *s = d->ignore_env ? NULL : getenv(name);
     char *end;
     long v;
@@ -3036,7 +3043,7 @@ static int dp__env_int(const dp_engine_desc *d, const char *name, int *out) {
     *out = (int)v;
     return 0;
 }
-static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc *in, dp_engine_desc *d) {
+DP__COLD static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc *in, dp_engine_desc *d) {
     const char *t;
     *d = *in;
     if ((d->allocator.alloc == NULL) != (d->allocator.free == NULL)) {
@@ -3077,7 +3084,7 @@ static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc *in, dp_e
     return DP_OK;
 }
 static void dp__extensions_destroy(dp_engine *eng);
-static void dp__engine_free(dp_engine *eng) {
+DP__COLD static void dp__engine_free(dp_engine *eng) {
     int i;
     size_t k;
     dp__failure *f, *next;
@@ -3120,7 +3127,7 @@ static void dp__engine_free(dp_engine *eng) {
     dp__mutex_destroy(&eng->ext_mtx);
     dp__free(eng, eng, sizeof *eng);
 }
-DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) {
+DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) {
     dp_engine_desc zero, resolved;
     dp_engine tmp, *eng;
     dp_result r;
@@ -3170,7 +3177,7 @@ DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) 
     *out = eng;
     return DP_OK;
 }
-DP_IMPL dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure) {
+DP__COLD DP_IMPL dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure) {
     dp_failure f;
     dp_result r;
     if (!eng) return DP_ERROR_INVALID_ARGS;
@@ -3183,13 +3190,13 @@ DP_IMPL dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure) {
     dp__engine_free(eng);
     return r;
 }
-DP_IMPL dp_engine_desc dp_engine_query_desc(const dp_engine *eng) {
+DP__COLD DP_IMPL dp_engine_desc dp_engine_query_desc(const dp_engine *eng) {
     dp_engine_desc d;
     if (eng) return eng->desc;
     memset(&d, 0, sizeof d);
     return d;
 }
-DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
+DP__COLD DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
     int i;
     if (!eng || !out) return;
     memset(out, 0, sizeof *out);
@@ -3213,7 +3220,7 @@ DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
 static dp__spinlock dp__default_lock;
 static dp_engine *dp__default_eng;
 static int dp__default_atexit;
-DP_IMPL void dp_default_engine_shutdown(void) {
+DP__COLD DP_IMPL void dp_default_engine_shutdown(void) {
     dp_engine *e;
     dp__spin_lock(&dp__default_lock);
     e = dp__default_eng;
@@ -3221,8 +3228,8 @@ DP_IMPL void dp_default_engine_shutdown(void) {
     dp__spin_unlock(&dp__default_lock);
     if (e) dp_engine_destroy(e, NULL);
 }
-static void dp__default_at_exit(void) { dp_default_engine_shutdown(); }
-DP_IMPL dp_engine *dp_default_engine(void) {
+DP__COLD static void dp__default_at_exit(void) { dp_default_engine_shutdown(); }
+DP__COLD DP_IMPL dp_engine *dp_default_engine(void) {
     dp_engine *e;
     dp__spin_lock(&dp__default_lock);
     if (!dp__default_eng && dp_engine_create(NULL, &dp__default_eng) != DP_OK) dp__default_eng = NULL;
@@ -3236,7 +3243,7 @@ DP_IMPL dp_engine *dp_default_engine(void) {
 DP_IMPL void dp_profiler_start(dp_engine *eng) { if (eng) dp__store(&eng->profiling, 1, DP__RELAXED); }
 DP_IMPL void dp_profiler_stop(dp_engine *eng) { if (eng) dp__store(&eng->profiling, 0, DP__RELAXED); }
 /* Calls fn for every record buffer (workers' and the pushing threads'). */
-static void dp__prof_each(dp_engine *eng, void (*fn)(dp__prof_buf *, void *), void *user) {
+DP__COLD static void dp__prof_each(dp_engine *eng, void (*fn)(dp__prof_buf *, void *), void *user) {
     dp__group *groups[3 * DP__MAX_DEV + 3];
     int ng = 0, i, j;
     for (i = 0; i < DP__MAX_DEV; i++) {
@@ -3249,18 +3256,18 @@ static void dp__prof_each(dp_engine *eng, void (*fn)(dp__prof_buf *, void *), vo
     for (i = 0; i < ng; i++)
         if (groups[i]) for (j = 0; j < groups[i]->nworkers; j++) fn(&groups[i]->workers[j].prof, user);
 }
-static void dp__prof_clear_one(dp__prof_buf *pb, void *user) { (void)user; dp__mutex_lock(&pb->m); pb->n = 0; dp__mutex_unlock(&pb->m); }
-DP_IMPL void dp_profiler_clear(dp_engine *eng) { if (eng) dp__prof_each(eng, dp__prof_clear_one, NULL); }
+DP__COLD static void dp__prof_clear_one(dp__prof_buf *pb, void *user) { (void)user; dp__mutex_lock(&pb->m); pb->n = 0; dp__mutex_unlock(&pb->m); }
+DP__COLD DP_IMPL void dp_profiler_clear(dp_engine *eng) { if (eng) dp__prof_each(eng, dp__prof_clear_one, NULL); }
 
 typedef struct { FILE *out; int first; uint64_t t0; } dp__chrome_ctx;
-static void dp__prof_min_start(dp__prof_buf *pb, void *user) {
+DP__COLD static void dp__prof_min_start(dp__prof_buf *pb, void *user) {
     size_t i;
     uint64_t *t0 = (uint64_t *)user;
     dp__mutex_lock(&pb->m);
     for (i = 0; i < pb->n; i++) if (pb->recs[i].start < *t0) *t0 = pb->recs[i].start;
     dp__mutex_unlock(&pb->m);
 }
-static void dp__json_string(FILE *out, const char *s) {
+DP__COLD static void dp__json_string(FILE *out, const char *s) {
     fputc('"', out);
     for (; *s; s++) {
         unsigned char c = (unsigned char)*s;
@@ -3270,7 +3277,7 @@ static void dp__json_string(FILE *out, const char *s) {
     }
     fputc('"', out);
 }
-static void dp__prof_chrome_one(dp__prof_buf *pb, void *user) {
+DP__COLD static void dp__prof_chrome_one(dp__prof_buf *pb, void *user) {
     dp__chrome_ctx *c = (dp__chrome_ctx *)user;
     size_t i;
     dp__mutex_lock(&pb->m);
@@ -3285,7 +3292,7 @@ static void dp__prof_chrome_one(dp__prof_buf *pb, void *user) {
     }
     dp__mutex_unlock(&pb->m);
 }
-DP_IMPL dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out) {
+DP__COLD DP_IMPL dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out) {
     dp__chrome_ctx c;
     if (!eng || !out) return DP_ERROR_INVALID_ARGS;
     c.out = out; c.first = 1; c.t0 = UINT64_MAX;
@@ -3297,7 +3304,7 @@ DP_IMPL dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out) {
 }
 typedef struct { char name[40]; uint64_t count, total, min, max; } dp__agg;
 typedef struct { dp__agg *rows; size_t n, cap; const dp_engine *eng; int oom; } dp__agg_ctx;
-static void dp__prof_agg_one(dp__prof_buf *pb, void *user) {
+DP__COLD static void dp__prof_agg_one(dp__prof_buf *pb, void *user) {
     dp__agg_ctx *a = (dp__agg_ctx *)user;
     size_t i, k;
     dp__mutex_lock(&pb->m);
@@ -3318,7 +3325,7 @@ static void dp__prof_agg_one(dp__prof_buf *pb, void *user) {
     }
     dp__mutex_unlock(&pb->m);
 }
-DP_IMPL dp_result dp_profiler_dump_summary(dp_engine *eng, FILE *out) {
+DP__COLD DP_IMPL dp_result dp_profiler_dump_summary(dp_engine *eng, FILE *out) {
     dp__agg_ctx a;
     size_t k;
     if (!eng || !out) return DP_ERROR_INVALID_ARGS;
@@ -3336,7 +3343,7 @@ DP_IMPL dp_result dp_profiler_dump_summary(dp_engine *eng, FILE *out) {
 }
 
 /* >>dot: the pushed ops as a graph, edges by the rule (sequentially). */
-DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
+DP__COLD DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
     size_t i, k, cap;
     uint32_t j;
     struct vs { uint32_t id; uint64_t writer; uint64_t *readers; size_t nreaders; } *st = NULL;
@@ -3386,14 +3393,13 @@ static void *dp__extension_find(dp_engine *eng, const dp_extension *ext) {
     for (i = 0; i < n; i++) if (eng->ext[i].key == ext) return eng->ext[i].state;
     return NULL;
 }
-DP_IMPL void *dp_engine_extension(dp_engine *eng, const dp_extension *ext) {
+DP__COLD static void *dp__extension_make(dp_engine *eng, const dp_extension *ext) {
     void *state;
     int32_t n;
     if (!eng || !ext || !ext->create) {
         DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "dp_engine_extension needs an engine and an extension with a create function");
         return NULL;
     }
-    if ((state = dp__extension_find(eng, ext)) != NULL) return state;
     dp__mutex_lock(&eng->ext_mtx);
     if ((state = dp__extension_find(eng, ext)) == NULL) {
         n = dp__load(&eng->next_ext, DP__RELAXED);
@@ -3408,6 +3414,10 @@ DP_IMPL void *dp_engine_extension(dp_engine *eng, const dp_extension *ext) {
     }
     dp__mutex_unlock(&eng->ext_mtx);
     return state;
+}
+DP_IMPL void *dp_engine_extension(dp_engine *eng, const dp_extension *ext) {
+    void *state = eng && ext ? dp__extension_find(eng, ext) : NULL;
+    return state ? state : dp__extension_make(eng, ext);
 }
 /* At destroy, every op done: the newest state first, as it may use older ones. */
 static void dp__extensions_destroy(dp_engine *eng) {
