@@ -101,8 +101,9 @@
                             every file or in none. It makes the implementation
                             file compile about 3x faster and a program about
                             4x smaller (README, "The engine alone");
-                            desc.storage is then accepted and unused, and -lm
-                            is not needed. depeng_cuda.h needs the array half.
+                            desc.storage is then still checked but unused,
+                            and -lm is not needed. depeng_cuda.h needs the
+                            array half.
      DP_ASSERT(c)           assert macro (default: assert)
      DEPENG_TEST_HOOK(point) tests only: code run at a named point of the
                             scheduler, to widen a race window (default: none)
@@ -864,7 +865,7 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #define DP__PRIVATE static
 #endif
 /* Setup, teardown, diagnostics and error reporting: compiled for size and
-   kept off the hot paths' cache lines (about 5 KB less code per program). */
+   kept off the hot paths' cache lines (about 4 KB less code per program). */
 #if defined(__GNUC__) || defined(__clang__)
 #define DP__COLD __attribute__((cold))
 #else
