@@ -98,9 +98,10 @@
                             NDARRAY, OPERATORS, AUTOGRAD and DATA parts of the
                             API, resources and storage included), in the
                             declarations and the implementation. Define it in
-                            every file or in none. It makes the implementation
-                            file compile about 3x faster and a program about
-                            4x smaller (README, "The engine alone");
+                            every file or in none. The implementation file
+                            then compiles about 3.5x faster and a minimal
+                            program is about 4x smaller (README, "The engine
+                            alone");
                             desc.storage is then still checked but unused,
                             and -lm is not needed. depeng_cuda.h needs the
                             array half.
