@@ -143,6 +143,8 @@
      DEPENG_CUDA_USE_CUBLAS   dot and FullyConnected through cuBLAS (link
                               -lcublas). Define in the implementation file.
                               One cuBLAS handle per thread and device.
+     depeng.h's DEPENG_NO_NDARRAY is refused (#error): the kernels and the
+     memory functions work on arrays, so this header needs the array half.
 
    7. LIMITS AND NON-GOALS
      - Pinned memory is an allocation API, not an array context: arrays on the
@@ -157,6 +159,9 @@
 
 #ifndef DEPENG_H
 #error "include depeng.h before depeng_cuda.h"
+#endif
+#ifdef DEPENG_NO_NDARRAY
+#error "depeng_cuda.h needs depeng.h's array half (its kernels work on arrays): include depeng.h without DEPENG_NO_NDARRAY"
 #endif
 
 #ifdef __cplusplus

@@ -1482,6 +1482,90 @@ static void test_cleanup_pushes_at_destroy(void) {
     }
 }
 
+/* ---- extensions: per-engine state made once, torn down after the work ---- */
+typedef struct ext_box { int creates, destroys, fail_next, order[DP_MAX_EXTENSIONS + 2], norder; int slow_op_done; } ext_box;
+static ext_box g_ext;
+static void *ext_create(dp_engine *eng, void *user) {
+    struct timespec ts = {0, 20000000};
+    (void)eng;
+    if (__atomic_exchange_n(&g_ext.fail_next, 0, __ATOMIC_ACQ_REL)) return NULL;
+    __atomic_fetch_add(&g_ext.creates, 1, __ATOMIC_RELAXED);
+    nanosleep(&ts, NULL);                      /* the other threads ask meanwhile */
+    return user;                               /* the state: the extension's own tag */
+}
+static void ext_destroy(dp_engine *eng, void *state, void *user) {
+    dp_engine_stats st;
+    dp_engine_stats_get(eng, &st);
+    CHECK(state == user);
+    CHECK(st.pending_ops == 0 && st.completed == st.pushed);              /* every op is done */
+    CHECK(__atomic_load_n(&g_ext.slow_op_done, __ATOMIC_ACQUIRE) == 1);
+    g_ext.order[g_ext.norder++] = *(int *)user;
+    g_ext.destroys++;
+}
+static int ext_tags[DP_MAX_EXTENSIONS + 1] = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+static dp_extension ext_defs[DP_MAX_EXTENSIONS + 1];
+typedef struct { dp_engine *e; void *got; int *go; } ext_asker;
+static void *ext_ask(void *p) {
+    ext_asker *a = (ext_asker *)p;
+    while (!__atomic_load_n(a->go, __ATOMIC_ACQUIRE)) sched_yield();
+    a->got = dp_engine_extension(a->e, &ext_defs[0]);
+    return NULL;
+}
+static int ext_in_op(dp_run_ctx *rc, void *arg) {
+    return dp_engine_extension(rc->engine, &ext_defs[1]) == (void *)&ext_tags[1] ? 0 : (*(int *)arg = 1);
+}
+static int ext_slow_op(dp_run_ctx *rc, void *arg) {
+    struct timespec ts = {0, 50000000};
+    (void)rc; (void)arg;
+    nanosleep(&ts, NULL);
+    __atomic_store_n(&g_ext.slow_op_done, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+static void test_extensions(void) {
+    int k, i;
+    for (i = 0; i <= DP_MAX_EXTENSIONS; i++) {
+        ext_defs[i].name = "test"; ext_defs[i].create = ext_create; ext_defs[i].destroy = ext_destroy; ext_defs[i].user = &ext_tags[i];
+    }
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        pthread_t th[4];
+        ext_asker ask[4];
+        dp_extension no_create = {"none", NULL, NULL, NULL};
+        dp_var v = dp_var_create(e);
+        int go = 0, op_failed = 0;
+        memset(&g_ext, 0, sizeof g_ext);
+        for (i = 0; i < 4; i++) { ask[i].e = e; ask[i].got = NULL; ask[i].go = &go; pthread_create(&th[i], NULL, ext_ask, &ask[i]); }
+        __atomic_store_n(&go, 1, __ATOMIC_RELEASE);
+        for (i = 0; i < 4; i++) pthread_join(th[i], NULL);
+        for (i = 0; i < 4; i++) CHECK(ask[i].got == (void *)&ext_tags[0]);
+        CHECK(g_ext.creates == 1);                                       /* made once */
+        CHECK(dp_engine_extension(e, &ext_defs[0]) == (void *)&ext_tags[0] && g_ext.creates == 1);
+        /* a create that fails is tried again by the next call */
+        g_ext.fail_next = 1;
+        CHECK(dp_engine_extension(e, &ext_defs[2]) == NULL);
+        CHECK(dp_engine_extension(e, &ext_defs[2]) == (void *)&ext_tags[2] && g_ext.creates == 2);
+        /* from inside an operation */
+        CHECK(dp_push_sync(e, ext_in_op, &op_failed, NULL, 0, &v, 1) == DP_OK);
+        CHECK(dp_wait_var(e, v, NULL) == DP_OK && !op_failed && g_ext.creates == 3);
+        /* bad input, and one more than the engine has room for */
+        g_last_item = 0;
+        CHECK(dp_engine_extension(NULL, &ext_defs[0]) == NULL);
+        CHECK(dp_engine_extension(e, NULL) == NULL);
+        CHECK(dp_engine_extension(e, &no_create) == NULL && g_last_item == DP_LOGITEM_BAD_DESC);
+        for (i = 3; i < DP_MAX_EXTENSIONS; i++) CHECK(dp_engine_extension(e, &ext_defs[i]) == (void *)&ext_tags[i]);
+        g_last_item = 0;
+        CHECK(dp_engine_extension(e, &ext_defs[DP_MAX_EXTENSIONS]) == NULL && g_last_item == DP_LOGITEM_BAD_DESC);
+        CHECK(g_ext.creates == DP_MAX_EXTENSIONS);
+        /* teardown: after the last op, newest first */
+        CHECK(dp_push_sync(e, ext_slow_op, NULL, NULL, 0, &v, 1) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(g_ext.destroys == DP_MAX_EXTENSIONS);
+        /* made in the order 0, 2, 1, 3, ..., 7 */
+        CHECK(g_ext.order[0] == DP_MAX_EXTENSIONS - 1 && g_ext.order[DP_MAX_EXTENSIONS - 4] == 3);
+        CHECK(g_ext.order[DP_MAX_EXTENSIONS - 3] == 1 && g_ext.order[DP_MAX_EXTENSIONS - 2] == 2 && g_ext.order[DP_MAX_EXTENSIONS - 1] == 0);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"abc_example", test_abc_example}, {"random_oracle", test_random_oracle},
@@ -1503,6 +1587,7 @@ int main(void) {
         {"two_failures_without_memory", test_two_failures_without_memory},
         {"failure_without_memory_stays_cleared", test_failure_without_memory_stays_cleared},
         {"many_abandoned_waits", test_many_abandoned_waits}, {"cleanup_pushes_at_destroy", test_cleanup_pushes_at_destroy},
+        {"extensions", test_extensions},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
