@@ -40,6 +40,9 @@ $(B)/custom_op_example: examples/custom_op.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/train_digits: examples/train_digits.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+# writes profiler traces for tests/chrome_trace_check.sh (Perfetto's reading)
+$(B)/chrome_trace: tests/chrome_trace.c depeng.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 
 # warning-free as C11 on gcc and clang and as C++ (g++ -x c++)
 compile-checks: | $(B)
@@ -50,8 +53,8 @@ compile-checks: | $(B)
 	gcc   $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static.o
 	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
 
-test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build
-	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh
+test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace
+	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh
 
 demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 	./$(B)/walkthrough $(B)/walkthrough.dot

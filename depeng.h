@@ -522,7 +522,14 @@ DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure
 DP_API void dp_profiler_start(dp_engine *eng);
 DP_API void dp_profiler_stop(dp_engine *eng);
 DP_API void dp_profiler_clear(dp_engine *eng);
-/* Chrome trace JSON (chrome://tracing, Perfetto). Call after dp_wait_all. */
+/* Chrome trace JSON (Chrome's Trace Event Format) for Perfetto's UI ("Open
+   trace file") or chrome://tracing ("Load"): one process per device ("cpu 0",
+   "gpu 1": numeric pid with a process_name metadata event) and one thread per
+   worker (numeric tid, thread_name "worker N"); names are escaped and made
+   valid UTF-8. Call after dp_wait_all, from any thread but an op of eng.
+   Errors: DP_ERROR_INVALID_ARGS for a NULL argument or a write error on out;
+   DP_ERROR_OUT_OF_MEMORY (logged) when the thread names could not be kept:
+   the events are written, some metadata is missing. */
 DP_API dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out);
 /* Table: count, total, min, max, mean per op name (microseconds). */
 DP_API dp_result dp_profiler_dump_summary(dp_engine *eng, FILE *out);
@@ -3554,7 +3561,21 @@ static void dp__prof_each(dp_engine *eng, void (*fn)(dp__prof_buf *, void *), vo
 static void dp__prof_clear_one(dp__prof_buf *pb, void *user) { (void)user; dp__mutex_lock(&pb->m); pb->n = 0; dp__mutex_unlock(&pb->m); }
 DP_IMPL void dp_profiler_clear(dp_engine *eng) { if (eng) dp__prof_each(eng, dp__prof_clear_one, NULL); }
 
-typedef struct { FILE *out; int first; uint64_t t0; } dp__chrome_ctx;
+/* Chrome's trace event format (its "Trace Event Format" document) and
+   Perfetto's JSON importer read pid and tid as integers: a string pid such as
+   "cpu 0" becomes pid 0 there, so every device would fall into one process.
+   Each device is a process with a number (CPU d: 1 + d, GPU d: 101 + d) and a
+   process_name metadata event ("ph":"M"); each worker is a thread (its global
+   index + 1) with a thread_name; ops run inline on a caller's thread get one
+   thread per device, numbered past every worker's. */
+#define DP__CHROME_GPU_PID 101
+#define DP__CHROME_INLINE_TID 100000
+typedef struct { int pid, tid; } dp__chrome_thread;
+typedef struct {
+    FILE *out; int first; uint64_t t0;
+    const dp_engine *eng;
+    dp__chrome_thread *seen; size_t nseen, capseen; int oom;
+} dp__chrome_ctx;
 static void dp__prof_min_start(dp__prof_buf *pb, void *user) {
     size_t i;
     uint64_t *t0 = (uint64_t *)user;
@@ -3562,15 +3583,55 @@ static void dp__prof_min_start(dp__prof_buf *pb, void *user) {
     for (i = 0; i < pb->n; i++) if (pb->recs[i].start < *t0) *t0 = pb->recs[i].start;
     dp__mutex_unlock(&pb->m);
 }
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlongs, no
+   surrogates, nothing past U+10FFFF), or 0 when it is not one. */
+static int dp__utf8_len(const unsigned char *s) {
+    int n, k;
+    if (s[0] < 0x80) return 1;
+    if (s[0] >= 0xC2 && s[0] <= 0xDF) n = 2;
+    else if (s[0] >= 0xE0 && s[0] <= 0xEF) n = 3;
+    else if (s[0] >= 0xF0 && s[0] <= 0xF4) n = 4;
+    else return 0;
+    for (k = 1; k < n; k++) if ((s[k] & 0xC0) != 0x80) return 0;
+    if (n == 3 && s[0] == 0xE0 && s[1] < 0xA0) return 0;
+    if (n == 3 && s[0] == 0xED && s[1] >= 0xA0) return 0;
+    if (n == 4 && s[0] == 0xF0 && s[1] < 0x90) return 0;
+    if (n == 4 && s[0] == 0xF4 && s[1] >= 0x90) return 0;
+    return n;
+}
+/* s as a JSON string that is also safe inside an HTML <script>: quotes,
+   backslashes and control characters escaped; <, > and & as \u escapes (so
+   "</script>" or "<!--" cannot end or change the script element), U+2028
+   and U+2029 escaped (line terminators in older JavaScript), and every byte
+   that is not well-formed UTF-8 (e.g. a name cut inside a character)
+   replaced by U+FFFD, so the file is valid UTF-8 JSON whatever the name. */
 static void dp__json_string(FILE *out, const char *s) {
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
     fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    while (*p) {
+        unsigned char c = *p;
+        int n = dp__utf8_len(p);
         if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-        else if (c < 0x20) fprintf(out, "\\u%04x", c);
-        else fputc(c, out);
+        else if (c < 0x20 || c == '<' || c == '>' || c == '&') fprintf(out, "\\u%04x", c);
+        else if (n == 0) fputs("\\ufffd", out);
+        else if (n == 3 && c == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9)) fprintf(out, "\\u%04x", 0x2000 + (p[2] & 0x3F));
+        else fwrite(p, 1, (size_t)n, out);
+        p += n ? n : 1;
     }
     fputc('"', out);
+}
+static int dp__chrome_pid(const dp__prof_rec *r) {
+    return (r->dev_type == DP_DEV_GPU ? DP__CHROME_GPU_PID : 1) + (int)r->dev_id;
+}
+static int dp__chrome_tid(const dp__prof_rec *r) {
+    return r->thread >= 0 ? (int)r->thread + 1 : DP__CHROME_INLINE_TID + dp__chrome_pid(r);
+}
+/* Remembers each (pid, tid) once, for the metadata events. */
+static void dp__chrome_note_thread(dp__chrome_ctx *c, int pid, int tid) {
+    size_t k;
+    for (k = 0; k < c->nseen; k++) if (c->seen[k].pid == pid && c->seen[k].tid == tid) return;
+    if (dp__reserve(c->eng, &c->seen, &c->capseen, c->nseen, sizeof *c->seen, 16)) { c->oom = 1; return; }
+    c->seen[c->nseen].pid = pid; c->seen[c->nseen].tid = tid; c->nseen++;
 }
 static void dp__prof_chrome_one(dp__prof_buf *pb, void *user) {
     dp__chrome_ctx *c = (dp__chrome_ctx *)user;
@@ -3578,23 +3639,53 @@ static void dp__prof_chrome_one(dp__prof_buf *pb, void *user) {
     dp__mutex_lock(&pb->m);
     for (i = 0; i < pb->n; i++) {
         const dp__prof_rec *r = &pb->recs[i];
+        int pid = dp__chrome_pid(r), tid = dp__chrome_tid(r);
         fprintf(c->out, "%s\n{\"name\":", c->first ? "" : ",");
         dp__json_string(c->out, r->name);
-        fprintf(c->out, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":\"%s %d\",\"tid\":%d}",
+        fprintf(c->out, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d}",
                 r->dev_type == DP_DEV_GPU ? "gpu" : "cpu", (double)(r->start - c->t0) / 1000.0,
-                (double)(r->end - r->start) / 1000.0, r->dev_type == DP_DEV_GPU ? "gpu" : "cpu", (int)r->dev_id, (int)r->thread);
+                (double)(r->end - r->start) / 1000.0, pid, tid);
+        dp__chrome_note_thread(c, pid, tid);
         c->first = 0;
     }
     dp__mutex_unlock(&pb->m);
 }
+/* One process_name (and sort index) per device, one thread_name per thread. */
+static void dp__chrome_metadata(dp__chrome_ctx *c) {
+    size_t k, j;
+    for (k = 0; k < c->nseen; k++) {
+        int pid = c->seen[k].pid, tid = c->seen[k].tid, gpu = pid >= DP__CHROME_GPU_PID;
+        for (j = 0; j < k && c->seen[j].pid != pid; j++) {}
+        if (j == k) {
+            fprintf(c->out, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"%s %d\"}}",
+                    c->first ? "" : ",", pid, gpu ? "gpu" : "cpu", pid - (gpu ? DP__CHROME_GPU_PID : 1));
+            fprintf(c->out, ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}", pid, pid);
+            c->first = 0;
+        }
+        if (tid >= DP__CHROME_INLINE_TID)
+            fprintf(c->out, "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"inline (caller's thread)\"}}",
+                    c->first ? "" : ",", pid, tid);
+        else
+            fprintf(c->out, "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"worker %d\"}}",
+                    c->first ? "" : ",", pid, tid, tid - 1);
+        c->first = 0;
+    }
+}
 DP_IMPL dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out) {
     dp__chrome_ctx c;
     if (!eng || !out) return DP_ERROR_INVALID_ARGS;
-    c.out = out; c.first = 1; c.t0 = UINT64_MAX;
+    memset(&c, 0, sizeof c);
+    c.out = out; c.first = 1; c.t0 = UINT64_MAX; c.eng = eng;
     dp__prof_each(eng, dp__prof_min_start, &c.t0);
     fprintf(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
     dp__prof_each(eng, dp__prof_chrome_one, &c);
+    dp__chrome_metadata(&c);
     fprintf(out, "\n]}\n");
+    dp__free(eng, c.seen, c.capseen * sizeof *c.seen);
+    if (c.oom) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_profiler_dump_chrome: thread names left out");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     return ferror(out) ? DP_ERROR_INVALID_ARGS : DP_OK;
 }
 typedef struct { char name[40]; uint64_t count, total, min, max; } dp__agg;
