@@ -3872,7 +3872,7 @@ static int64_t dp__rec_intern(dp_trace_recorder *r, const char *s) {
 }
 DP_IMPL dp_result dp_trace_recorder_create(size_t max_events, dp_trace_recorder **out) {
     dp_trace_recorder *r;
-    if (!out) { DP__LOG(NULL, DP_LOG_ERROR, BAD_DESC, "dp_trace_recorder_create: out is NULL"); return DP_ERROR_INVALID_ARGS; }
+    if (!out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_trace_recorder_create: out"); return DP_ERROR_INVALID_ARGS; }
     *out = NULL;
     if (!(r = (dp_trace_recorder *)dp__alloc(NULL, sizeof *r))) return DP_ERROR_OUT_OF_MEMORY;
     memset(r, 0, sizeof *r);
@@ -3924,7 +3924,8 @@ DP_IMPL dp_result dp_trace_recorder_name_var(dp_trace_recorder *r, dp_var var, c
     int64_t s;
     size_t i;
     uint32_t slot = var.id & DP__IDX_MASK;
-    if (!r || !name || !var.id) { DP__LOG(NULL, DP_LOG_ERROR, BAD_DESC, "dp_trace_recorder_name_var: NULL recorder or name, or variable 0"); return DP_ERROR_INVALID_ARGS; }
+    if (!r || !name) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_trace_recorder_name_var: recorder or name"); return DP_ERROR_INVALID_ARGS; }
+    if (!var.id) { DP__LOG(NULL, DP_LOG_ERROR, INVALID_VAR, "dp_trace_recorder_name_var: variable 0"); return DP_ERROR_INVALID_ARGS; }
     dp__mutex_lock(&r->m);
     for (i = 0; i < r->nvars && r->vars[i].slot != slot; i++) {}
     if ((s = dp__rec_intern(r, name)) < 0 || (i == r->nvars && dp__reserve(NULL, &r->vars, &r->capvars, r->nvars, sizeof *r->vars, 16))) res = DP_ERROR_OUT_OF_MEMORY;
@@ -3938,7 +3939,7 @@ DP_IMPL dp_result dp_trace_recorder_name_var(dp_trace_recorder *r, dp_var var, c
 DP_IMPL dp_result dp_trace_recorder_mark(dp_trace_recorder *r, const char *caption) {
     dp_result res = DP_OK;
     int64_t s;
-    if (!r || !caption) { DP__LOG(NULL, DP_LOG_ERROR, BAD_DESC, "dp_trace_recorder_mark: NULL recorder or caption"); return DP_ERROR_INVALID_ARGS; }
+    if (!r || !caption) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_trace_recorder_mark: recorder or caption"); return DP_ERROR_INVALID_ARGS; }
     dp__mutex_lock(&r->m);
     if ((s = dp__rec_intern(r, caption)) < 0 || dp__reserve(NULL, &r->marks, &r->capmarks, r->nmarks, sizeof *r->marks, 16)) res = DP_ERROR_OUT_OF_MEMORY;
     else { r->marks[r->nmarks].at = r->nev; r->marks[r->nmarks].text = (uint32_t)s; r->nmarks++; }
@@ -4350,7 +4351,7 @@ static const char *const dp__html_tail[] = {
 static void dp__html_lines(FILE *out, const char *const *lines) { for (; *lines; lines++) fputs(*lines, out); }
 DP_IMPL dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *r, const char *title, FILE *out) {
     size_t i, lost;
-    if (!r || !out) { DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "dp_trace_write_html: NULL recorder or file"); return DP_ERROR_INVALID_ARGS; }
+    if (!r || !out) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_trace_write_html: recorder or file"); return DP_ERROR_INVALID_ARGS; }
     dp__mutex_lock(&r->m);
     dp__html_lines(out, dp__html_head);
     fputs("{\"title\":", out);
@@ -4379,7 +4380,7 @@ DP_IMPL dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *r, cons
     dp__html_lines(out, dp__html_tail);
     lost = r->lost;
     dp__mutex_unlock(&r->m);
-    if (ferror(out)) { DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "dp_trace_write_html: write error"); return DP_ERROR_INVALID_ARGS; }
+    if (ferror(out)) { DP__LOG(eng, DP_LOG_ERROR, IO, "dp_trace_write_html: write error"); return DP_ERROR_INVALID_ARGS; }
     if (lost) {
         DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_write_html: %llu trace events were lost; the page says so", (unsigned long long)lost);
         return DP_ERROR_OUT_OF_MEMORY;
