@@ -381,7 +381,8 @@ typedef struct dp_trace_event {
 typedef struct dp_trace {
     void (*func)(const dp_trace_event *ev, void *user);
     void *user;
-    int record_graph;         /* keep pushed ops for dp_trace_write_dot        */
+    int record_graph;         /* keep pushed ops for dp_trace_write_dot and
+                                 dp_trace_write_html's graph                   */
 } dp_trace;
 
 /* How array memory is managed, per device (see dp_nd_* and >>storage). */
@@ -4029,7 +4030,7 @@ static const char *const dp__html_head[] = {
     "#graph svg { display: block; max-width: 100%; height: auto; }\n",
     "#graph .note { color: #6a7385; }\n",
     ".legend { font-size: 13px; color: #4a5468; margin-top: 4px; }\n",
-    "#log { font-family: \"DejaVu Sans Mono\", monospace; font-size: 13px; max-height: 240px; overflow-y: auto; margin: 0; padding-left: 3.2em; }\n",
+    "#log { font-family: \"DejaVu Sans Mono\", monospace; font-size: 13px; max-height: 240px; overflow-y: auto; margin: 0; padding-left: 3.2em; position: relative; }\n",
     "#log li { cursor: pointer; padding: 0 4px; } #log li.past { color: #6a7385; } #log li.cur { background: #1d2330; color: #fff; border-radius: 4px; } #log li.cur::marker { color: #1d2330; font-weight: 700; }\n",
     "#log li.mark { list-style: none; margin-left: -2.6em; font-family: system-ui, \"DejaVu Sans\", sans-serif; font-weight: 600; color: #1d2330; cursor: default; margin-top: 4px; }\n",
     ".help { font-size: 13px; color: #c9cfdb; }\n",
@@ -4288,7 +4289,11 @@ static const char *const dp__html_tail[] = {
     "    });\n",
     "    colourGraph(s, ev);\n",
     "    logItems.forEach(function (li, i) { li.className = i + 1 === cur ? 'cur' : i + 1 < cur ? 'past' : ''; });\n",
-    "    if (cur > 0 && logItems[cur - 1].scrollIntoView) logItems[cur - 1].scrollIntoView({ block: 'nearest' });\n",
+    "    if (cur > 0) {   /* keep the current event in the list's view, without scrolling the page */\n",
+    "      var li = logItems[cur - 1], ol = $('log');\n",
+    "      if (li.offsetTop < ol.scrollTop) ol.scrollTop = li.offsetTop;\n",
+    "      else if (li.offsetTop + li.offsetHeight > ol.scrollTop + ol.clientHeight) ol.scrollTop = li.offsetTop + li.offsetHeight - ol.clientHeight;\n",
+    "    }\n",
     "    /* what the page shows, as text (read by tests through the DOM) */\n",
     "    lines.push('step ' + cur + ' of ' + N);\n",
     "    lines.push('caption: ' + $('caption').textContent);\n",
