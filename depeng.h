@@ -3693,16 +3693,18 @@ static void dp__prof_chrome_one(dp__prof_buf *pb, void *user) {
     }
     dp__mutex_unlock(&pb->m);
 }
-/* One process_name (and sort index) per device, one thread_name per thread. */
+/* One process_name (and sort index) per device, one thread_name per thread.
+   The process's events carry one of its threads' tid: Perfetto's importer
+   makes a thread of every (pid, tid) it reads, and tid 0 is no thread here. */
 static void dp__chrome_metadata(dp__chrome_ctx *c) {
     size_t k, j;
     for (k = 0; k < c->nseen; k++) {
         int pid = c->seen[k].pid, tid = c->seen[k].tid, gpu = pid >= DP__CHROME_GPU_PID;
         for (j = 0; j < k && c->seen[j].pid != pid; j++) {}
         if (j == k) {
-            fprintf(c->out, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"%s %d\"}}",
-                    c->first ? "" : ",", pid, gpu ? "gpu" : "cpu", pid - (gpu ? DP__CHROME_GPU_PID : 1));
-            fprintf(c->out, ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"sort_index\":%d}}", pid, pid);
+            fprintf(c->out, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s %d\"}}",
+                    c->first ? "" : ",", pid, tid, gpu ? "gpu" : "cpu", pid - (gpu ? DP__CHROME_GPU_PID : 1));
+            fprintf(c->out, ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"sort_index\":%d}}", pid, tid, pid);
             c->first = 0;
         }
         if (tid >= DP__CHROME_INLINE_TID)
