@@ -115,8 +115,18 @@ if all(fwd):
           'End, Last and a step past the end show the last step')
     check(shown.get('Home') == fwd[0] and fwd[0]['ops'] == [], 'Home shows the state before the first event')
     k = tables[5][0]
-    direct = pre(chromium(url + '#step=%d' % k, '--dump-dom'), 'dp-state')
+    ddom = chromium(url + '#step=%d' % k, '--dump-dom')
+    direct = pre(ddom, 'dp-state')
     check(direct is not None and parse_state(direct) == fwd[k], '#step=%d opens at that step' % k)
+    # the graph: the DOT file's 6 edges (2 dashed: a reader before a writer),
+    # and each op's box coloured by the state the text trace gives it
+    check(ddom.count('marker-end="url(#arrow)"') == 6 and ddom.count('stroke-dasharray="5 4"') == 2,
+          'the graph has the 6 edges of the DOT output, 2 of them dashed')
+    colours = {'#f4f5f7': 'not pushed', '#fff3cd': 'waiting', '#d6e8ff': 'running', '#e3f6e8': 'done'}
+    boxes = [(n, colours.get(f, f)) for f, n in re.findall(r'<g><rect[^>]*fill="(#[0-9a-f]+)"[^>]*></rect><title>#\d+ (.*?)</title>', ddom)]
+    want = dict((n, st.split(' ')[0]) for n, st in tables[5][3])
+    check(len(boxes) == 5 and all(st == want.get(n, 'not pushed') for n, st in boxes),
+          'the graph colours each op by its state at that step', str(boxes))
 
 # ---- a screenshot for people (and a look by eye)
 png = os.path.join(root, 'build', 'walkthrough.png')
