@@ -548,14 +548,16 @@ DP_API dp_result dp_trace_write_dot(dp_engine *eng, FILE *out);
    last buttons, the arrow, Home and End keys, and "#step=N" in the URL.
    Use: create a recorder, set desc.trace.func = dp_trace_recorder_event and
    desc.trace.user = the recorder, run the program, then write the page.
-   The recorder only copies (it takes its own lock and allocates with
-   malloc), so it keeps the trace callback's contract, and events may come
-   from any thread. */
+   The recorder only copies (under its own lock, with its own allocator),
+   so it keeps the trace callback's contract, and events may come from any
+   thread. */
 typedef struct dp_trace_recorder dp_trace_recorder;
 /* Makes a recorder that keeps up to max_events events (0: 100000); later
-   ones are counted and the page says how many are missing. Any thread.
-   Errors: DP_ERROR_INVALID_ARGS (out NULL), DP_ERROR_OUT_OF_MEMORY. */
-DP_API dp_result dp_trace_recorder_create(size_t max_events, dp_trace_recorder **out);
+   ones are counted and the page says how many are missing. Its memory comes
+   from alloc (NULL or zeroed: malloc/free). Any thread.
+   Errors: DP_ERROR_INVALID_ARGS (out NULL, or an allocator with only one of
+   its functions), DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_trace_recorder_create(const dp_allocator *alloc, size_t max_events, dp_trace_recorder **out);
 /* Frees it (NULL: nothing). Only once no engine traces into it any more:
    after the engine is destroyed or its last traced op has completed. */
 DP_API void dp_trace_recorder_destroy(dp_trace_recorder *rec);
@@ -3830,6 +3832,7 @@ typedef struct dp__rec_event {
 typedef struct { uint32_t slot, name; } dp__rec_var;
 typedef struct { size_t at; uint32_t text; } dp__rec_mark;
 struct dp_trace_recorder {
+    dp_allocator alloc;
     dp__mutex m;
     size_t max_events, dropped, lost;
     dp__rec_event *ev; size_t nev, capev;
@@ -3838,6 +3841,32 @@ struct dp_trace_recorder {
     dp__rec_var *vars; size_t nvars, capvars;
     dp__rec_mark *marks; size_t nmarks, capmarks;
 };
+/* The recorder's memory comes from its own allocator (the engine's may not
+   exist yet when it is made, or be gone when it is freed). */
+static void *dp__rec_alloc(const dp_allocator *a, size_t size) {
+    return a->alloc ? a->alloc(size, 64, a->user) : malloc(size);
+}
+static void dp__rec_free(const dp_allocator *a, void *p, size_t size) {
+    if (!p) return;
+    if (a->free) a->free(p, size, a->user); else free(p);
+}
+/* dp__reserve with the recorder's allocator: room for index n in *arrp. */
+static int dp__rec_reserve(const dp_allocator *a, void *arrp, size_t *cap, size_t n, size_t elem, size_t first) {
+    size_t ncap;
+    void *old, *grown;
+    if (n < *cap) return 0;
+    memcpy(&old, arrp, sizeof old);
+    ncap = *cap ? *cap : first;
+    while (ncap <= n) {
+        if (ncap > SIZE_MAX / 2 / elem) return -1;
+        ncap *= 2;
+    }
+    if (!(grown = dp__rec_alloc(a, ncap * elem))) return -1;
+    if (old) { memcpy(grown, old, *cap * elem); dp__rec_free(a, old, *cap * elem); }
+    memcpy(arrp, &grown, sizeof grown);
+    *cap = ncap;
+    return 0;
+}
 static uint32_t dp__fnv1a(const char *s) {
     uint32_t h = 2166136261u;
     for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
@@ -3846,14 +3875,14 @@ static uint32_t dp__fnv1a(const char *s) {
 /* Doubles the hash table and puts every string back. */
 static int dp__rec_rehash(dp_trace_recorder *r) {
     size_t cap = r->caphash ? r->caphash * 2 : 64, i, k;
-    uint32_t *h = (uint32_t *)dp__alloc(NULL, cap * sizeof *h);
+    uint32_t *h = (uint32_t *)dp__rec_alloc(&r->alloc, cap * sizeof *h);
     if (!h) return -1;
     memset(h, 0, cap * sizeof *h);
     for (i = 0; i < r->nstr; i++) {
         for (k = dp__fnv1a(r->str[i]) & (cap - 1); h[k]; k = (k + 1) & (cap - 1)) {}
         h[k] = (uint32_t)i + 1;
     }
-    dp__free(NULL, r->hash, r->caphash * sizeof *r->hash);
+    dp__rec_free(&r->alloc, r->hash, r->caphash * sizeof *r->hash);
     r->hash = h; r->caphash = cap;
     return 0;
 }
@@ -3865,36 +3894,43 @@ static int64_t dp__rec_intern(dp_trace_recorder *r, const char *s) {
     if ((r->nstr + 1) * 2 > r->caphash && dp__rec_rehash(r)) return -1;
     for (k = dp__fnv1a(s) & (r->caphash - 1); r->hash[k]; k = (k + 1) & (r->caphash - 1))
         if (strcmp(r->str[r->hash[k] - 1], s) == 0) return (int64_t)r->hash[k] - 1;
-    if (r->nstr >= UINT32_MAX - 1 || dp__reserve(NULL, &r->str, &r->capstr, r->nstr, sizeof *r->str, 64)) return -1;
+    if (r->nstr >= UINT32_MAX - 1 || dp__rec_reserve(&r->alloc, &r->str, &r->capstr, r->nstr, sizeof *r->str, 64)) return -1;
     len = strlen(s) + 1;
-    if (!(copy = (char *)dp__alloc(NULL, len))) return -1;
+    if (!(copy = (char *)dp__rec_alloc(&r->alloc, len))) return -1;
     memcpy(copy, s, len);
     r->str[r->nstr] = copy;
     r->hash[k] = (uint32_t)++r->nstr;
     return (int64_t)r->nstr - 1;
 }
-DP_IMPL dp_result dp_trace_recorder_create(size_t max_events, dp_trace_recorder **out) {
+DP_IMPL dp_result dp_trace_recorder_create(const dp_allocator *alloc, size_t max_events, dp_trace_recorder **out) {
+    dp_allocator a;
     dp_trace_recorder *r;
     if (!out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_trace_recorder_create: out"); return DP_ERROR_INVALID_ARGS; }
     *out = NULL;
-    if (!(r = (dp_trace_recorder *)dp__alloc(NULL, sizeof *r))) return DP_ERROR_OUT_OF_MEMORY;
+    memset(&a, 0, sizeof a);
+    if (alloc) a = *alloc;
+    if (!a.alloc != !a.free) { DP__LOG(NULL, DP_LOG_ERROR, BAD_DESC, "dp_trace_recorder_create: allocator needs both alloc and free, or neither"); return DP_ERROR_INVALID_ARGS; }
+    if (!(r = (dp_trace_recorder *)dp__rec_alloc(&a, sizeof *r))) { DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_recorder_create"); return DP_ERROR_OUT_OF_MEMORY; }
     memset(r, 0, sizeof *r);
+    r->alloc = a;
     r->max_events = max_events ? max_events : 100000;
-    if (dp__mutex_init(&r->m)) { dp__free(NULL, r, sizeof *r); return DP_ERROR_OUT_OF_MEMORY; }
+    if (dp__mutex_init(&r->m)) { dp__rec_free(&a, r, sizeof *r); DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_recorder_create: mutex"); return DP_ERROR_OUT_OF_MEMORY; }
     *out = r;
     return DP_OK;
 }
 DP_IMPL void dp_trace_recorder_destroy(dp_trace_recorder *r) {
+    dp_allocator a;
     size_t i;
     if (!r) return;
-    for (i = 0; i < r->nstr; i++) dp__free(NULL, r->str[i], strlen(r->str[i]) + 1);
-    dp__free(NULL, r->str, r->capstr * sizeof *r->str);
-    dp__free(NULL, r->hash, r->caphash * sizeof *r->hash);
-    dp__free(NULL, r->ev, r->capev * sizeof *r->ev);
-    dp__free(NULL, r->vars, r->capvars * sizeof *r->vars);
-    dp__free(NULL, r->marks, r->capmarks * sizeof *r->marks);
+    for (i = 0; i < r->nstr; i++) dp__rec_free(&r->alloc, r->str[i], strlen(r->str[i]) + 1);
+    dp__rec_free(&r->alloc, r->str, r->capstr * sizeof *r->str);
+    dp__rec_free(&r->alloc, r->hash, r->caphash * sizeof *r->hash);
+    dp__rec_free(&r->alloc, r->ev, r->capev * sizeof *r->ev);
+    dp__rec_free(&r->alloc, r->vars, r->capvars * sizeof *r->vars);
+    dp__rec_free(&r->alloc, r->marks, r->capmarks * sizeof *r->marks);
     dp__mutex_destroy(&r->m);
-    dp__free(NULL, r, sizeof *r);
+    a = r->alloc;
+    dp__rec_free(&a, r, sizeof *r);
 }
 /* Copies ev into e; 0, or -1 when a name found no memory. */
 static int dp__rec_copy(dp_trace_recorder *r, const dp_trace_event *ev, dp__rec_event *e) {
@@ -3918,7 +3954,7 @@ DP_IMPL void dp_trace_recorder_event(const dp_trace_event *ev, void *user) {
     if (!r || !ev) return;
     dp__mutex_lock(&r->m);
     if (r->nev >= r->max_events) r->dropped++;
-    else if (dp__reserve(NULL, &r->ev, &r->capev, r->nev, sizeof *r->ev, 256) || dp__rec_copy(r, ev, &r->ev[r->nev])) r->lost++;
+    else if (dp__rec_reserve(&r->alloc, &r->ev, &r->capev, r->nev, sizeof *r->ev, 256) || dp__rec_copy(r, ev, &r->ev[r->nev])) r->lost++;
     else r->nev++;
     dp__mutex_unlock(&r->m);
 }
@@ -3931,7 +3967,7 @@ DP_IMPL dp_result dp_trace_recorder_name_var(dp_trace_recorder *r, dp_var var, c
     if (!var.id) { DP__LOG(NULL, DP_LOG_ERROR, INVALID_VAR, "dp_trace_recorder_name_var: variable 0"); return DP_ERROR_INVALID_ARGS; }
     dp__mutex_lock(&r->m);
     for (i = 0; i < r->nvars && r->vars[i].slot != slot; i++) {}
-    if ((s = dp__rec_intern(r, name)) < 0 || (i == r->nvars && dp__reserve(NULL, &r->vars, &r->capvars, r->nvars, sizeof *r->vars, 16))) res = DP_ERROR_OUT_OF_MEMORY;
+    if ((s = dp__rec_intern(r, name)) < 0 || (i == r->nvars && dp__rec_reserve(&r->alloc, &r->vars, &r->capvars, r->nvars, sizeof *r->vars, 16))) res = DP_ERROR_OUT_OF_MEMORY;
     else {
         r->vars[i].slot = slot; r->vars[i].name = (uint32_t)s;
         if (i == r->nvars) r->nvars++;
@@ -3944,7 +3980,7 @@ DP_IMPL dp_result dp_trace_recorder_mark(dp_trace_recorder *r, const char *capti
     int64_t s;
     if (!r || !caption) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_trace_recorder_mark: recorder or caption"); return DP_ERROR_INVALID_ARGS; }
     dp__mutex_lock(&r->m);
-    if ((s = dp__rec_intern(r, caption)) < 0 || dp__reserve(NULL, &r->marks, &r->capmarks, r->nmarks, sizeof *r->marks, 16)) res = DP_ERROR_OUT_OF_MEMORY;
+    if ((s = dp__rec_intern(r, caption)) < 0 || dp__rec_reserve(&r->alloc, &r->marks, &r->capmarks, r->nmarks, sizeof *r->marks, 16)) res = DP_ERROR_OUT_OF_MEMORY;
     else { r->marks[r->nmarks].at = r->nev; r->marks[r->nmarks].text = (uint32_t)s; r->nmarks++; }
     dp__mutex_unlock(&r->m);
     return res;

@@ -224,7 +224,7 @@ int main(int argc, char **argv) {
     dp_failure fail;
     int i;
 
-    check(dp_trace_recorder_create(0, &recorder), "dp_trace_recorder_create");
+    check(dp_trace_recorder_create(NULL, 0, &recorder), "dp_trace_recorder_create");
     if (!recorder) return 1;
     memset(&desc, 0, sizeof desc);
     desc.type = DP_ENGINE_NAIVE;

@@ -32,7 +32,7 @@ static int write_page(const char *dir, const char *file, size_t max_events, int 
     int bad = 0;
     snprintf(path, sizeof path, "%s/%s", dir, file);
     memset(longname, 'x', 300); longname[300] = 0;
-    if (dp_trace_recorder_create(max_events, &rec) != DP_OK) return 1;
+    if (dp_trace_recorder_create(NULL, max_events, &rec) != DP_OK) return 1;
     memset(&desc, 0, sizeof desc);
     desc.type = DP_ENGINE_NAIVE; desc.ignore_env = 1;
     desc.trace.func = dp_trace_recorder_event; desc.trace.user = rec; desc.trace.record_graph = graph;

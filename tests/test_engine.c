@@ -735,7 +735,8 @@ static void test_profiler(void) {
 }
 
 /* ---- the HTML replay's recorder: bad input, every event kept from several
-   workers at once (TSan runs this too), the cap, and the page's data */
+   workers at once (TSan runs this too), the cap, events lost for lack of
+   memory, and the page's data */
 static size_t count_in_file(FILE *f, const char *needle, char **text_out) {
     long len;
     char *text, *p;
@@ -757,8 +758,16 @@ static void test_trace_html(void) {
     FILE *f;
     char *text = NULL;
     int i;
-    CHECK(dp_trace_recorder_create(0, NULL) == DP_ERROR_INVALID_ARGS);
-    CHECK(dp_trace_recorder_create(0, &rec) == DP_OK && rec);
+    dp_allocator half, counting;
+    memset(&half, 0, sizeof half);
+    half.alloc = failing_alloc;
+    counting = half; counting.free = failing_free;
+    CHECK(dp_trace_recorder_create(NULL, 0, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_trace_recorder_create(&half, 0, &rec) == DP_ERROR_INVALID_ARGS && !rec);
+    __atomic_store_n(&g_fail_alloc, 1, __ATOMIC_RELEASE);
+    CHECK(dp_trace_recorder_create(&counting, 0, &rec) == DP_ERROR_OUT_OF_MEMORY && !rec);
+    __atomic_store_n(&g_fail_alloc, 0, __ATOMIC_RELEASE);
+    CHECK(dp_trace_recorder_create(NULL, 0, &rec) == DP_OK && rec);
     if (!rec) return;
     CHECK(dp_trace_recorder_name_var(NULL, v[0], "x") == DP_ERROR_INVALID_ARGS);
     v[0].id = 0;
@@ -802,7 +811,7 @@ static void test_trace_html(void) {
     dp_trace_recorder_destroy(rec);
 
     /* a cap of 10 events: the rest are counted, the page has 10 */
-    CHECK(dp_trace_recorder_create(10, &rec) == DP_OK);
+    CHECK(dp_trace_recorder_create(NULL, 10, &rec) == DP_OK);
     if (!rec) return;
     desc.trace.user = rec; desc.trace.record_graph = 0;
     CHECK(dp_engine_create(&desc, &e) == DP_OK);
@@ -819,6 +828,33 @@ static void test_trace_html(void) {
     fclose(f);
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     dp_trace_recorder_destroy(rec);
+
+    /* events that find no memory are counted as lost, and the page is still
+       written but the write reports DP_ERROR_OUT_OF_MEMORY; every byte the
+       recorder took from its allocator goes back */
+    {
+        long before = __atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE);
+        CHECK(dp_trace_recorder_create(&counting, 0, &rec) == DP_OK);
+        if (!rec) return;
+        desc.trace.user = rec;
+        CHECK(dp_engine_create(&desc, &e) == DP_OK);
+        if (!e) { dp_trace_recorder_destroy(rec); return; }
+        v[0] = dp_var_create(e);
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        __atomic_store_n(&g_fail_alloc, 1, __ATOMIC_RELEASE);   /* the engine's allocator is malloc */
+        d.name = "a name the recorder has not seen";
+        for (i = 0; i < 3; i++) CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        __atomic_store_n(&g_fail_alloc, 0, __ATOMIC_RELEASE);
+        f = tmpfile();
+        CHECK(dp_trace_write_html(e, rec, NULL, f) == DP_ERROR_OUT_OF_MEMORY);
+        CHECK(count_in_file(f, "\"lost\":0", NULL) == 0 && count_in_file(f, "{\"k\":\"complete\"", NULL) == 1);
+        fclose(f);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        dp_trace_recorder_destroy(rec);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == before);
+    }
 }
 
 /* ---- configuration: env vars, bad values, default engine */
