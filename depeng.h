@@ -556,7 +556,7 @@ typedef struct dp_trace_recorder dp_trace_recorder;
    ones are counted and the page says how many are missing. Its memory comes
    from alloc (NULL or zeroed: malloc/free). Any thread.
    Errors: DP_ERROR_INVALID_ARGS (out NULL, or an allocator with only one of
-   its functions), DP_ERROR_OUT_OF_MEMORY. */
+   its functions), DP_ERROR_OUT_OF_MEMORY, DP_ERROR_THREAD (no lock). */
 DP_API dp_result dp_trace_recorder_create(const dp_allocator *alloc, size_t max_events, dp_trace_recorder **out);
 /* Frees it (NULL: nothing). Only once no engine traces into it any more:
    after the engine is destroyed or its last traced op has completed. */
@@ -578,9 +578,9 @@ DP_API dp_result dp_trace_recorder_mark(dp_trace_recorder *rec, const char *capt
    draws the dependency graph. Every string (op names are user text) is
    JSON-encoded so that it cannot end the page's script. Call when no op is
    being traced (e.g. after dp_wait_all), from any thread but an op of eng.
-   Errors: DP_ERROR_INVALID_ARGS (rec or out NULL, or a write error on out);
-   DP_ERROR_OUT_OF_MEMORY (logged) when events were lost to a failed
-   allocation: the page is written and says so. */
+   Errors (each logged): DP_ERROR_INVALID_ARGS (rec or out NULL);
+   DP_ERROR_IO (a write to out failed); DP_ERROR_OUT_OF_MEMORY when events
+   were lost to a failed allocation: the page is written and says so. */
 DP_API dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *rec, const char *title, FILE *out);
 DP_API const char *dp_result_string(dp_result r);
 /* A logger that prints to stderr; the default for errors. */
@@ -3914,7 +3914,7 @@ DP_IMPL dp_result dp_trace_recorder_create(const dp_allocator *alloc, size_t max
     memset(r, 0, sizeof *r);
     r->alloc = a;
     r->max_events = max_events ? max_events : 100000;
-    if (dp__mutex_init(&r->m)) { dp__rec_free(&a, r, sizeof *r); DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_recorder_create: mutex"); return DP_ERROR_OUT_OF_MEMORY; }
+    if (dp__mutex_init(&r->m)) { dp__rec_free(&a, r, sizeof *r); DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_recorder_create: no lock could be made"); return DP_ERROR_THREAD; }
     *out = r;
     return DP_OK;
 }
@@ -4423,7 +4423,7 @@ DP_IMPL dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *r, cons
     dp__html_lines(out, dp__html_tail);
     lost = r->lost;
     dp__mutex_unlock(&r->m);
-    if (ferror(out)) { DP__LOG(eng, DP_LOG_ERROR, IO, "dp_trace_write_html: write error"); return DP_ERROR_INVALID_ARGS; }
+    if (ferror(out)) { DP__LOG(eng, DP_LOG_ERROR, IO, "dp_trace_write_html: write error"); return DP_ERROR_IO; }
     if (lost) {
         DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_write_html: %llu trace events were lost; the page says so", (unsigned long long)lost);
         return DP_ERROR_OUT_OF_MEMORY;

@@ -775,6 +775,8 @@ static void test_trace_html(void) {
     CHECK(dp_trace_recorder_mark(rec, NULL) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_trace_write_html(NULL, NULL, NULL, stdout) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_trace_write_html(NULL, rec, NULL, NULL) == DP_ERROR_INVALID_ARGS);
+    f = fopen("/dev/null", "r");                /* every write fails */
+    if (f) { CHECK(dp_trace_write_html(NULL, rec, NULL, f) == DP_ERROR_IO); fclose(f); }
     dp_trace_recorder_destroy(NULL);
 
     memset(&desc, 0, sizeof desc);
