@@ -18,7 +18,7 @@
      9. Implementation, its sections in file order: >>config >>platform
         >>atomics >>memory >>handles >>pool >>failures >>trace >>schedule
         >>queues >>execute >>workers >>dispatch >>push >>naive fast path
-        >>public >>waits >>engine >>profiler >>dot >>extensions; then the
+        >>public >>waits >>engine >>profiler >>dot >>html >>extensions; then the
         NDARRAY half (left out by DEPENG_NO_NDARRAY; it attaches to an engine
         through dp_engine_extension only): >>files >>dtypes >>storage >>arrays >>resources >>data >>registry
         >>params >>invoke >>autograd >>builtin operators
@@ -114,6 +114,10 @@
                             desc.storage is then still checked but unused,
                             and -lm is not needed. depeng_cuda.h needs the
                             array half.
+     DEPENG_TRACE_HTML      compile the trace recorder and dp_trace_write_html
+                            (the teaching trace as a replay page). Off by
+                            default: the page's script and styles are ~35 KB
+                            that a program without the page need not carry.
      DP_ASSERT(c)           assert macro (default: assert)
      DEPENG_TEST_HOOK(point) tests only: code run at a named point of the
                             scheduler, to widen a race window (default: none)
@@ -169,7 +173,9 @@ extern "C" {
               dp_engine_dump_pending
      profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
               dp_profiler_dump_summary dp_profiler_clear
-     trace    desc.trace, dp_trace_write_dot
+     trace    desc.trace, dp_trace_write_dot, dp_trace_recorder_create
+              dp_trace_recorder_event dp_trace_recorder_name_var
+              dp_trace_recorder_mark dp_trace_write_html dp_trace_recorder_destroy
      misc     dp_result_string dp_log_stderr
      arrays   dp_dtype_size dp_dtype_name dp_shape_size
               dp_nd_empty dp_nd_zeros dp_nd_ones dp_nd_full dp_nd_arange dp_nd_from_host
@@ -415,7 +421,8 @@ typedef struct dp_trace_event {
 typedef struct dp_trace {
     void (*func)(const dp_trace_event *ev, void *user);
     void *user;
-    int record_graph;         /* keep pushed ops for dp_trace_write_dot        */
+    int record_graph;         /* keep pushed ops for dp_trace_write_dot and
+                                 dp_trace_write_html's graph                   */
 } dp_trace;
 
 /* How array memory is managed, per device (see dp_nd_* and >>storage). */
@@ -561,7 +568,14 @@ DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure
 DP_API void dp_profiler_start(dp_engine *eng);
 DP_API void dp_profiler_stop(dp_engine *eng);
 DP_API void dp_profiler_clear(dp_engine *eng);
-/* Chrome trace JSON (chrome://tracing, Perfetto). Call after dp_wait_all. */
+/* Chrome trace JSON (Chrome's Trace Event Format) for Perfetto's UI ("Open
+   trace file") or chrome://tracing ("Load"): one process per device ("cpu 0",
+   "gpu 1": numeric pid with a process_name metadata event) and one thread per
+   worker (numeric tid, thread_name "worker N"); names are escaped and made
+   valid UTF-8. Call after dp_wait_all, from any thread but an op of eng.
+   Errors: DP_ERROR_INVALID_ARGS for a NULL argument or a write error on out;
+   DP_ERROR_OUT_OF_MEMORY (logged) when the thread names could not be kept:
+   the events are written, some metadata is missing. */
 DP_API dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out);
 /* Table: count, total, min, max, mean per op name (microseconds). */
 DP_API dp_result dp_profiler_dump_summary(dp_engine *eng, FILE *out);
@@ -569,6 +583,51 @@ DP_API dp_result dp_profiler_dump_summary(dp_engine *eng, FILE *out);
 /* ---- trace and misc ---------------------------------------------------- */
 /* Graphviz DOT of the pushed ops (needs desc.trace.record_graph). */
 DP_API dp_result dp_trace_write_dot(dp_engine *eng, FILE *out);
+#ifdef DEPENG_TRACE_HTML     /* see COMPILE-TIME OPTIONS */
+/* HTML replay of a traced program. A recorder keeps a copy of every trace
+   event; dp_trace_write_html writes a self-contained page (inline CSS and
+   JavaScript, nothing fetched) that replays them one by one: each variable's
+   state (ready, read by n ops, being written, deleted) and waiting queue,
+   each operation's state and count of unmet dependencies, the dependency
+   graph (when desc.trace.record_graph is set), with first / back / next /
+   last buttons, the arrow, Home and End keys, and "#step=N" in the URL.
+   Use: create a recorder, set desc.trace.func = dp_trace_recorder_event and
+   desc.trace.user = the recorder, run the program, then write the page.
+   The recorder only copies (under its own lock, with its own allocator),
+   so it keeps the trace callback's contract, and events may come from any
+   thread. */
+typedef struct dp_trace_recorder dp_trace_recorder;
+/* Makes a recorder that keeps up to max_events events (0: 100000); later
+   ones are counted and the page says how many are missing. Its memory comes
+   from alloc (NULL or zeroed: malloc/free). Any thread.
+   Errors: DP_ERROR_INVALID_ARGS (out NULL, or an allocator with only one of
+   its functions), DP_ERROR_OUT_OF_MEMORY, DP_ERROR_THREAD (no lock). */
+DP_API dp_result dp_trace_recorder_create(const dp_allocator *alloc, size_t max_events, dp_trace_recorder **out);
+/* Frees it (NULL: nothing). Only once no engine traces into it any more:
+   after the engine is destroyed or its last traced op has completed. */
+DP_API void dp_trace_recorder_destroy(dp_trace_recorder *rec);
+/* The trace callback: user is the recorder. Copies the event and its names.
+   An event that finds no memory is counted as lost (dp_trace_write_html
+   then fails with DP_ERROR_OUT_OF_MEMORY). */
+DP_API void dp_trace_recorder_event(const dp_trace_event *ev, void *user);
+/* Names a variable on the page ("A"); unnamed ones show as "v<slot>".
+   Any thread. Errors: DP_ERROR_INVALID_ARGS (rec or name NULL, var 0),
+   DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_trace_recorder_name_var(dp_trace_recorder *rec, dp_var var, const char *name);
+/* A caption for the events recorded from now on (e.g. the program line
+   being run); the page shows it above them. Any thread.
+   Errors: DP_ERROR_INVALID_ARGS, DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_trace_recorder_mark(dp_trace_recorder *rec, const char *caption);
+/* Writes the replay page of rec's events to out; title may be NULL. eng may
+   be NULL; with an engine created with desc.trace.record_graph the page also
+   draws the dependency graph. Every string (op names are user text) is
+   JSON-encoded so that it cannot end the page's script. Call when no op is
+   being traced (e.g. after dp_wait_all), from any thread but an op of eng.
+   Errors (each logged): DP_ERROR_INVALID_ARGS (rec or out NULL);
+   DP_ERROR_IO (a write to out failed); DP_ERROR_OUT_OF_MEMORY when events
+   were lost to a failed allocation: the page is written and says so. */
+DP_API dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *rec, const char *title, FILE *out);
+#endif
 DP_API const char *dp_result_string(dp_result r);
 /* A logger that prints to stderr; the default for errors. */
 DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
@@ -3717,7 +3776,21 @@ DP__COLD static void dp__prof_each(dp_engine *eng, void (*fn)(dp__prof_buf *, vo
 DP__COLD static void dp__prof_clear_one(dp__prof_buf *pb, void *user) { (void)user; dp__mutex_lock(&pb->m); pb->n = 0; dp__mutex_unlock(&pb->m); }
 DP__COLD DP_IMPL void dp_profiler_clear(dp_engine *eng) { if (eng) dp__prof_each(eng, dp__prof_clear_one, NULL); }
 
-typedef struct { FILE *out; int first; uint64_t t0; } dp__chrome_ctx;
+/* Chrome's trace event format (its "Trace Event Format" document) and
+   Perfetto's JSON importer read pid and tid as integers: a string pid such as
+   "cpu 0" becomes pid 0 there, so every device would fall into one process.
+   Each device is a process with a number (CPU d: 1 + d, GPU d: 101 + d) and a
+   process_name metadata event ("ph":"M"); each worker is a thread (its global
+   index + 1) with a thread_name; ops run inline on a caller's thread get one
+   thread per device, numbered past every worker's. */
+#define DP__CHROME_GPU_PID 101
+#define DP__CHROME_INLINE_TID 100000
+typedef struct { int pid, tid; } dp__chrome_thread;
+typedef struct {
+    FILE *out; int first; uint64_t t0;
+    const dp_engine *eng;
+    dp__chrome_thread *seen; size_t nseen, capseen; int oom;
+} dp__chrome_ctx;
 DP__COLD static void dp__prof_min_start(dp__prof_buf *pb, void *user) {
     size_t i;
     uint64_t *t0 = (uint64_t *)user;
@@ -3725,15 +3798,55 @@ DP__COLD static void dp__prof_min_start(dp__prof_buf *pb, void *user) {
     for (i = 0; i < pb->n; i++) if (pb->recs[i].start < *t0) *t0 = pb->recs[i].start;
     dp__mutex_unlock(&pb->m);
 }
+/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlongs, no
+   surrogates, nothing past U+10FFFF), or 0 when it is not one. */
+DP__COLD static int dp__utf8_len(const unsigned char *s) {
+    int n, k;
+    if (s[0] < 0x80) return 1;
+    if (s[0] >= 0xC2 && s[0] <= 0xDF) n = 2;
+    else if (s[0] >= 0xE0 && s[0] <= 0xEF) n = 3;
+    else if (s[0] >= 0xF0 && s[0] <= 0xF4) n = 4;
+    else return 0;
+    for (k = 1; k < n; k++) if ((s[k] & 0xC0) != 0x80) return 0;
+    if (n == 3 && s[0] == 0xE0 && s[1] < 0xA0) return 0;
+    if (n == 3 && s[0] == 0xED && s[1] >= 0xA0) return 0;
+    if (n == 4 && s[0] == 0xF0 && s[1] < 0x90) return 0;
+    if (n == 4 && s[0] == 0xF4 && s[1] >= 0x90) return 0;
+    return n;
+}
+/* s as a JSON string that is also safe inside an HTML <script>: quotes,
+   backslashes and control characters escaped; <, > and & as \u escapes (so
+   "</script>" or "<!--" cannot end or change the script element), U+2028
+   and U+2029 escaped (line terminators in older JavaScript), and every byte
+   that is not well-formed UTF-8 (e.g. a name cut inside a character)
+   replaced by U+FFFD, so the file is valid UTF-8 JSON whatever the name. */
 DP__COLD static void dp__json_string(FILE *out, const char *s) {
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
     fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
+    while (*p) {
+        unsigned char c = *p;
+        int n = dp__utf8_len(p);
         if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-        else if (c < 0x20) fprintf(out, "\\u%04x", c);
-        else fputc(c, out);
+        else if (c < 0x20 || c == '<' || c == '>' || c == '&') fprintf(out, "\\u%04x", c);
+        else if (n == 0) fputs("\\ufffd", out);
+        else if (n == 3 && c == 0xE2 && p[1] == 0x80 && (p[2] == 0xA8 || p[2] == 0xA9)) fprintf(out, "\\u%04x", 0x2000 + (p[2] & 0x3F));
+        else fwrite(p, 1, (size_t)n, out);
+        p += n ? n : 1;
     }
     fputc('"', out);
+}
+DP__COLD static int dp__chrome_pid(const dp__prof_rec *r) {
+    return (r->dev_type == DP_DEV_GPU ? DP__CHROME_GPU_PID : 1) + (int)r->dev_id;
+}
+DP__COLD static int dp__chrome_tid(const dp__prof_rec *r) {
+    return r->thread >= 0 ? (int)r->thread + 1 : DP__CHROME_INLINE_TID + dp__chrome_pid(r);
+}
+/* Remembers each (pid, tid) once, for the metadata events. */
+DP__COLD static void dp__chrome_note_thread(dp__chrome_ctx *c, int pid, int tid) {
+    size_t k;
+    for (k = 0; k < c->nseen; k++) if (c->seen[k].pid == pid && c->seen[k].tid == tid) return;
+    if (dp__reserve(c->eng, &c->seen, &c->capseen, c->nseen, sizeof *c->seen, 16)) { c->oom = 1; return; }
+    c->seen[c->nseen].pid = pid; c->seen[c->nseen].tid = tid; c->nseen++;
 }
 DP__COLD static void dp__prof_chrome_one(dp__prof_buf *pb, void *user) {
     dp__chrome_ctx *c = (dp__chrome_ctx *)user;
@@ -3741,23 +3854,55 @@ DP__COLD static void dp__prof_chrome_one(dp__prof_buf *pb, void *user) {
     dp__mutex_lock(&pb->m);
     for (i = 0; i < pb->n; i++) {
         const dp__prof_rec *r = &pb->recs[i];
+        int pid = dp__chrome_pid(r), tid = dp__chrome_tid(r);
         fprintf(c->out, "%s\n{\"name\":", c->first ? "" : ",");
         dp__json_string(c->out, r->name);
-        fprintf(c->out, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":\"%s %d\",\"tid\":%d}",
+        fprintf(c->out, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d}",
                 r->dev_type == DP_DEV_GPU ? "gpu" : "cpu", (double)(r->start - c->t0) / 1000.0,
-                (double)(r->end - r->start) / 1000.0, r->dev_type == DP_DEV_GPU ? "gpu" : "cpu", (int)r->dev_id, (int)r->thread);
+                (double)(r->end - r->start) / 1000.0, pid, tid);
+        dp__chrome_note_thread(c, pid, tid);
         c->first = 0;
     }
     dp__mutex_unlock(&pb->m);
 }
+/* One process_name (and sort index) per device, one thread_name per thread.
+   The process's events carry one of its threads' tid: Perfetto's importer
+   makes a thread of every (pid, tid) it reads, and tid 0 is no thread here. */
+DP__COLD static void dp__chrome_metadata(dp__chrome_ctx *c) {
+    size_t k, j;
+    for (k = 0; k < c->nseen; k++) {
+        int pid = c->seen[k].pid, tid = c->seen[k].tid, gpu = pid >= DP__CHROME_GPU_PID;
+        for (j = 0; j < k && c->seen[j].pid != pid; j++) {}
+        if (j == k) {
+            fprintf(c->out, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"%s %d\"}}",
+                    c->first ? "" : ",", pid, tid, gpu ? "gpu" : "cpu", pid - (gpu ? DP__CHROME_GPU_PID : 1));
+            fprintf(c->out, ",\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"sort_index\":%d}}", pid, tid, pid);
+            c->first = 0;
+        }
+        if (tid >= DP__CHROME_INLINE_TID)
+            fprintf(c->out, "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"inline (caller's thread)\"}}",
+                    c->first ? "" : ",", pid, tid);
+        else
+            fprintf(c->out, "%s\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"worker %d\"}}",
+                    c->first ? "" : ",", pid, tid, tid - 1);
+        c->first = 0;
+    }
+}
 DP__COLD DP_IMPL dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out) {
     dp__chrome_ctx c;
     if (!eng || !out) return DP_ERROR_INVALID_ARGS;
-    c.out = out; c.first = 1; c.t0 = UINT64_MAX;
+    memset(&c, 0, sizeof c);
+    c.out = out; c.first = 1; c.t0 = UINT64_MAX; c.eng = eng;
     dp__prof_each(eng, dp__prof_min_start, &c.t0);
     fprintf(out, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[");
     dp__prof_each(eng, dp__prof_chrome_one, &c);
+    dp__chrome_metadata(&c);
     fprintf(out, "\n]}\n");
+    dp__free(eng, c.seen, c.capseen * sizeof *c.seen);
+    if (c.oom) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_profiler_dump_chrome: thread names left out");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     return ferror(out) ? DP_ERROR_INVALID_ARGS : DP_OK;
 }
 typedef struct { char name[40]; uint64_t count, total, min, max; } dp__agg;
@@ -3841,6 +3986,622 @@ DP__COLD DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
     dp__mutex_unlock(&eng->graph_mtx);
     return DP_OK;
 }
+
+#ifdef DEPENG_TRACE_HTML
+/* >>html: the recorder behind dp_trace_write_html. It copies each event
+   (names interned once in a hash table of its own) under its own mutex, and
+   never calls into the engine, as the trace callback must not. */
+#define DP__REC_QMAX 8
+typedef struct dp__rec_event {
+    uint64_t seq;
+    uint32_t var;                  /* the variable's slot (handle & DP__IDX_MASK) */
+    uint32_t name;                 /* index into the recorder's strings           */
+    uint32_t q[DP__REC_QMAX];      /* the queue's first names                     */
+    int32_t pending, status, readers, qlen;
+    uint8_t kind, nq, qwrite;      /* qwrite: bit k set when q[k] writes          */
+} dp__rec_event;
+typedef struct { uint32_t slot, name; } dp__rec_var;
+typedef struct { size_t at; uint32_t text; } dp__rec_mark;
+struct dp_trace_recorder {
+    dp_allocator alloc;
+    dp__mutex m;
+    size_t max_events, dropped, lost;
+    dp__rec_event *ev; size_t nev, capev;
+    char **str; size_t nstr, capstr;
+    uint32_t *hash; size_t caphash;    /* open addressing: string index + 1, 0 empty */
+    dp__rec_var *vars; size_t nvars, capvars;
+    dp__rec_mark *marks; size_t nmarks, capmarks;
+};
+/* The recorder's memory comes from its own allocator (the engine's may not
+   exist yet when it is made, or be gone when it is freed). */
+static void *dp__rec_alloc(const dp_allocator *a, size_t size) {
+    return a->alloc ? a->alloc(size, 64, a->user) : malloc(size);
+}
+static void dp__rec_free(const dp_allocator *a, void *p, size_t size) {
+    if (!p) return;
+    if (a->free) a->free(p, size, a->user); else free(p);
+}
+/* dp__reserve with the recorder's allocator: room for index n in *arrp. */
+static int dp__rec_reserve(const dp_allocator *a, void *arrp, size_t *cap, size_t n, size_t elem, size_t first) {
+    size_t ncap;
+    void *old, *grown;
+    if (n < *cap) return 0;
+    memcpy(&old, arrp, sizeof old);
+    ncap = *cap ? *cap : first;
+    while (ncap <= n) {
+        if (ncap > SIZE_MAX / 2 / elem) return -1;
+        ncap *= 2;
+    }
+    if (!(grown = dp__rec_alloc(a, ncap * elem))) return -1;
+    if (old) { memcpy(grown, old, *cap * elem); dp__rec_free(a, old, *cap * elem); }
+    memcpy(arrp, &grown, sizeof grown);
+    *cap = ncap;
+    return 0;
+}
+static uint32_t dp__fnv1a(const char *s) {
+    uint32_t h = 2166136261u;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+/* Doubles the hash table and puts every string back. */
+static int dp__rec_rehash(dp_trace_recorder *r) {
+    size_t cap = r->caphash ? r->caphash * 2 : 64, i, k;
+    uint32_t *h = (uint32_t *)dp__rec_alloc(&r->alloc, cap * sizeof *h);
+    if (!h) return -1;
+    memset(h, 0, cap * sizeof *h);
+    for (i = 0; i < r->nstr; i++) {
+        for (k = dp__fnv1a(r->str[i]) & (cap - 1); h[k]; k = (k + 1) & (cap - 1)) {}
+        h[k] = (uint32_t)i + 1;
+    }
+    dp__rec_free(&r->alloc, r->hash, r->caphash * sizeof *r->hash);
+    r->hash = h; r->caphash = cap;
+    return 0;
+}
+/* The index of a copy of s (NULL: "(unnamed)"), or -1 without memory. */
+static int64_t dp__rec_intern(dp_trace_recorder *r, const char *s) {
+    size_t k, len;
+    char *copy;
+    if (!s) s = "(unnamed)";
+    if ((r->nstr + 1) * 2 > r->caphash && dp__rec_rehash(r)) return -1;
+    for (k = dp__fnv1a(s) & (r->caphash - 1); r->hash[k]; k = (k + 1) & (r->caphash - 1))
+        if (strcmp(r->str[r->hash[k] - 1], s) == 0) return (int64_t)r->hash[k] - 1;
+    if (r->nstr >= UINT32_MAX - 1 || dp__rec_reserve(&r->alloc, &r->str, &r->capstr, r->nstr, sizeof *r->str, 64)) return -1;
+    len = strlen(s) + 1;
+    if (!(copy = (char *)dp__rec_alloc(&r->alloc, len))) return -1;
+    memcpy(copy, s, len);
+    r->str[r->nstr] = copy;
+    r->hash[k] = (uint32_t)++r->nstr;
+    return (int64_t)r->nstr - 1;
+}
+DP_IMPL dp_result dp_trace_recorder_create(const dp_allocator *alloc, size_t max_events, dp_trace_recorder **out) {
+    dp_allocator a;
+    dp_trace_recorder *r;
+    if (!out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_trace_recorder_create: out"); return DP_ERROR_INVALID_ARGS; }
+    *out = NULL;
+    memset(&a, 0, sizeof a);
+    if (alloc) a = *alloc;
+    if (!a.alloc != !a.free) { DP__LOG(NULL, DP_LOG_ERROR, BAD_DESC, "dp_trace_recorder_create: allocator needs both alloc and free, or neither"); return DP_ERROR_INVALID_ARGS; }
+    if (!(r = (dp_trace_recorder *)dp__rec_alloc(&a, sizeof *r))) { DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_recorder_create"); return DP_ERROR_OUT_OF_MEMORY; }
+    memset(r, 0, sizeof *r);
+    r->alloc = a;
+    r->max_events = max_events ? max_events : 100000;
+    if (dp__mutex_init(&r->m)) { dp__rec_free(&a, r, sizeof *r); DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_recorder_create: no lock could be made"); return DP_ERROR_THREAD; }
+    *out = r;
+    return DP_OK;
+}
+DP_IMPL void dp_trace_recorder_destroy(dp_trace_recorder *r) {
+    dp_allocator a;
+    size_t i;
+    if (!r) return;
+    for (i = 0; i < r->nstr; i++) dp__rec_free(&r->alloc, r->str[i], strlen(r->str[i]) + 1);
+    dp__rec_free(&r->alloc, r->str, r->capstr * sizeof *r->str);
+    dp__rec_free(&r->alloc, r->hash, r->caphash * sizeof *r->hash);
+    dp__rec_free(&r->alloc, r->ev, r->capev * sizeof *r->ev);
+    dp__rec_free(&r->alloc, r->vars, r->capvars * sizeof *r->vars);
+    dp__rec_free(&r->alloc, r->marks, r->capmarks * sizeof *r->marks);
+    dp__mutex_destroy(&r->m);
+    a = r->alloc;
+    dp__rec_free(&a, r, sizeof *r);
+}
+/* Copies ev into e; 0, or -1 when a name found no memory. */
+static int dp__rec_copy(dp_trace_recorder *r, const dp_trace_event *ev, dp__rec_event *e) {
+    int64_t s;
+    int k;
+    memset(e, 0, sizeof *e);
+    e->kind = (uint8_t)ev->kind; e->seq = ev->op_seq; e->var = ev->var.id & DP__IDX_MASK;
+    e->pending = ev->op_pending; e->status = ev->status; e->readers = ev->var_readers; e->qlen = ev->queue_len;
+    if ((s = dp__rec_intern(r, ev->op_name)) < 0) return -1;
+    e->name = (uint32_t)s;
+    for (k = 0; ev->kind == DP_TRACE_VAR && k < ev->queue_len && k < DP__REC_QMAX; k++) {
+        if ((s = dp__rec_intern(r, ev->queue_names[k])) < 0) return -1;
+        e->q[k] = (uint32_t)s;
+        if (ev->queue_write[k]) e->qwrite |= (uint8_t)(1u << k);
+        e->nq = (uint8_t)(k + 1);
+    }
+    return 0;
+}
+DP_IMPL void dp_trace_recorder_event(const dp_trace_event *ev, void *user) {
+    dp_trace_recorder *r = (dp_trace_recorder *)user;
+    if (!r || !ev) return;
+    dp__mutex_lock(&r->m);
+    if (r->nev >= r->max_events) r->dropped++;
+    else if (dp__rec_reserve(&r->alloc, &r->ev, &r->capev, r->nev, sizeof *r->ev, 256) || dp__rec_copy(r, ev, &r->ev[r->nev])) r->lost++;
+    else r->nev++;
+    dp__mutex_unlock(&r->m);
+}
+DP_IMPL dp_result dp_trace_recorder_name_var(dp_trace_recorder *r, dp_var var, const char *name) {
+    dp_result res = DP_OK;
+    int64_t s;
+    size_t i;
+    uint32_t slot = var.id & DP__IDX_MASK;
+    if (!r || !name) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_trace_recorder_name_var: recorder or name"); return DP_ERROR_INVALID_ARGS; }
+    if (!var.id) { DP__LOG(NULL, DP_LOG_ERROR, INVALID_VAR, "dp_trace_recorder_name_var: variable 0"); return DP_ERROR_INVALID_ARGS; }
+    dp__mutex_lock(&r->m);
+    for (i = 0; i < r->nvars && r->vars[i].slot != slot; i++) {}
+    if ((s = dp__rec_intern(r, name)) < 0 || (i == r->nvars && dp__rec_reserve(&r->alloc, &r->vars, &r->capvars, r->nvars, sizeof *r->vars, 16))) res = DP_ERROR_OUT_OF_MEMORY;
+    else {
+        r->vars[i].slot = slot; r->vars[i].name = (uint32_t)s;
+        if (i == r->nvars) r->nvars++;
+    }
+    dp__mutex_unlock(&r->m);
+    return res;
+}
+DP_IMPL dp_result dp_trace_recorder_mark(dp_trace_recorder *r, const char *caption) {
+    dp_result res = DP_OK;
+    int64_t s;
+    if (!r || !caption) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_trace_recorder_mark: recorder or caption"); return DP_ERROR_INVALID_ARGS; }
+    dp__mutex_lock(&r->m);
+    if ((s = dp__rec_intern(r, caption)) < 0 || dp__rec_reserve(&r->alloc, &r->marks, &r->capmarks, r->nmarks, sizeof *r->marks, 16)) res = DP_ERROR_OUT_OF_MEMORY;
+    else { r->marks[r->nmarks].at = r->nev; r->marks[r->nmarks].text = (uint32_t)s; r->nmarks++; }
+    dp__mutex_unlock(&r->m);
+    return res;
+}
+static void dp__html_event(FILE *out, const dp_trace_recorder *r, const dp__rec_event *e) {
+    static const char *kinds[] = {"push", "var", "run", "complete", "delete", "grant"};
+    int k;
+    fprintf(out, "{\"k\":\"%s\",\"seq\":%llu,\"op\":", e->kind < 6 ? kinds[e->kind] : "unknown", (unsigned long long)e->seq);
+    dp__json_string(out, r->str[e->name]);
+    switch (e->kind) {
+    case DP_TRACE_PUSH: case DP_TRACE_GRANT: fprintf(out, ",\"pending\":%d", (int)e->pending); break;
+    case DP_TRACE_COMPLETE: fprintf(out, ",\"status\":%d", (int)e->status); break;
+    case DP_TRACE_DELETE: fprintf(out, ",\"v\":%u", (unsigned)e->var); break;
+    case DP_TRACE_VAR:
+        fprintf(out, ",\"v\":%u,\"readers\":%d,\"qlen\":%d,\"q\":[", (unsigned)e->var, (int)e->readers, (int)e->qlen);
+        for (k = 0; k < e->nq; k++) {
+            fputs(k ? ",[" : "[", out);
+            dp__json_string(out, r->str[e->q[k]]);
+            fprintf(out, ",%d]", (e->qwrite >> k) & 1);
+        }
+        fputc(']', out);
+        break;
+    default: break;
+    }
+    fputc('}', out);
+}
+/* The recorded ops with their variables' slots, for the page to draw. */
+static void dp__html_graph(FILE *out, dp_engine *eng) {
+    size_t i;
+    uint32_t j;
+    if (!eng || !eng->desc.trace.record_graph) { fputs("null", out); return; }
+    dp__mutex_lock(&eng->graph_mtx);
+    fputc('[', out);
+    for (i = 0; i < eng->ngraph; i++) {
+        const dp__graph_rec *g = &eng->graph[i];
+        fprintf(out, "%s\n{\"seq\":%llu,\"op\":", i ? "," : "", (unsigned long long)g->seq);
+        dp__json_string(out, g->name ? g->name : "(unnamed)");
+        fputs(",\"r\":[", out);
+        for (j = 0; j < g->nread; j++) fprintf(out, "%s%u", j ? "," : "", (unsigned)(g->ids[j] & DP__IDX_MASK));
+        fputs("],\"w\":[", out);
+        for (j = 0; j < g->nwrite; j++) fprintf(out, "%s%u", j ? "," : "", (unsigned)(g->ids[g->nread + j] & DP__IDX_MASK));
+        fputs("]}", out);
+    }
+    fputc(']', out);
+    dp__mutex_unlock(&eng->graph_mtx);
+}
+/* The page up to its data: markup and style. */
+static const char *const dp__html_head[] = {
+    "<!DOCTYPE html>\n",
+    "<html lang=\"en\">\n",
+    "<head>\n",
+    "<meta charset=\"utf-8\">\n",
+    "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
+    "<title>depeng trace</title>\n",
+    "<style>\n",
+    "body { font: 15px/1.4 system-ui, \"DejaVu Sans\", sans-serif; margin: 0; color: #1d2330; background: #f6f7f9; }\n",
+    "header { background: #1d2330; color: #fff; padding: 10px 18px; display: flex; flex-wrap: wrap; align-items: center; gap: 14px; }\n",
+    "header h1 { font-size: 18px; margin: 0; font-weight: 600; flex: 1 1 auto; }\n",
+    ".controls button { font: inherit; padding: 4px 12px; margin: 0 2px; border-radius: 6px; border: 1px solid #8a93a6; background: #2c3447; color: #fff; cursor: pointer; }\n",
+    ".controls button:disabled { opacity: 0.4; cursor: default; }\n",
+    "#pos { display: inline-block; min-width: 120px; text-align: center; font-variant-numeric: tabular-nums; }\n",
+    "#now { background: #fff; border-bottom: 1px solid #d5d9e0; padding: 10px 18px; }\n",
+    "#caption { font-weight: 600; font-size: 16px; min-height: 1.4em; }\n",
+    "#event { font-family: \"DejaVu Sans Mono\", monospace; font-size: 14px; margin-top: 4px; min-height: 1.4em; }\n",
+    "#explain { color: #4a5468; margin-top: 2px; min-height: 1.4em; }\n",
+    "#warn { color: #a02020; font-weight: 600; }\n",
+    "main { display: flex; flex-wrap: wrap; gap: 18px; padding: 14px 18px; align-items: flex-start; }\n",
+    "section { background: #fff; border: 1px solid #d5d9e0; border-radius: 8px; padding: 8px 14px 12px; }\n",
+    "#left { flex: 1 1 480px; } #right { flex: 1 1 520px; }\n",
+    "h2 { font-size: 15px; margin: 8px 0 6px; color: #4a5468; text-transform: uppercase; letter-spacing: 0.04em; }\n",
+    "table { border-collapse: collapse; width: 100%; }\n",
+    "th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid #eceef2; vertical-align: top; }\n",
+    "th { font-size: 13px; color: #6a7385; font-weight: 600; }\n",
+    "td.name { font-weight: 600; white-space: nowrap; }\n",
+    ".badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 13px; white-space: nowrap; }\n",
+    ".free { background: #e3f6e8; color: #17693a; } .reading { background: #e2efff; color: #1f5fae; }\n",
+    ".writing { background: #ffe9d6; color: #a04b00; } .deleted { background: #eceef2; color: #6a7385; }\n",
+    ".waiting { background: #fff3cd; color: #8a6100; } .running { background: #e2efff; color: #1f5fae; }\n",
+    ".done { background: #e3f6e8; color: #17693a; } .failed { background: #fde2e2; color: #a02020; }\n",
+    ".chip { display: inline-block; border: 1px solid #c4cad4; border-radius: 6px; padding: 0 6px; margin: 1px 4px 1px 0; font-size: 13px; background: #fafbfc; }\n",
+    ".chip b { font-size: 11px; margin-left: 4px; color: #fff; border-radius: 3px; padding: 0 3px; }\n",
+    ".chip b.R { background: #1f5fae; } .chip b.W { background: #c05a00; }\n",
+    ".empty { color: #9aa2b1; }\n",
+    "tr.changed td { background: #fffbe6; }\n",
+    "#graph svg { display: block; max-width: 100%; height: auto; }\n",
+    "#graph .note { color: #6a7385; }\n",
+    ".legend { font-size: 13px; color: #4a5468; margin-top: 4px; }\n",
+    "#log { font-family: \"DejaVu Sans Mono\", monospace; font-size: 13px; max-height: 240px; overflow-y: auto; margin: 0; padding-left: 3.2em; position: relative; }\n",
+    "#log li { cursor: pointer; padding: 0 4px; } #log li.past { color: #6a7385; } #log li.cur { background: #1d2330; color: #fff; border-radius: 4px; } #log li.cur::marker { color: #1d2330; font-weight: 700; }\n",
+    "#log li.mark { list-style: none; margin-left: -2.6em; font-family: system-ui, \"DejaVu Sans\", sans-serif; font-weight: 600; color: #1d2330; cursor: default; margin-top: 4px; }\n",
+    ".help { font-size: 13px; color: #c9cfdb; }\n",
+    "</style>\n",
+    "</head>\n",
+    "<body>\n",
+    "<header><h1 id=\"title\">depeng trace</h1>\n",
+    "<div class=\"controls\"><button id=\"first\" title=\"first step (Home)\">&laquo; First</button><button id=\"back\" title=\"back one event (Left arrow)\">&#9664; Back</button><span id=\"pos\"></span><button id=\"next\" title=\"next event (Right arrow)\">Next &#9654;</button><button id=\"last\" title=\"last step (End)\">Last &raquo;</button></div>\n",
+    "<span class=\"help\">keys: &#8592; &#8594; Home End</span></header>\n",
+    "<div id=\"now\"><div id=\"caption\"></div><div id=\"event\"></div><div id=\"explain\"></div><div id=\"warn\"></div></div>\n",
+    "<main>\n",
+    "<section id=\"left\"><h2>Variables</h2><table id=\"vars\"><thead><tr><th>variable</th><th>state</th><th>waiting queue (first in line on the left)</th></tr></thead><tbody></tbody></table>\n",
+    "<h2>Operations</h2><table id=\"ops\"><thead><tr><th>#</th><th>operation</th><th>state</th></tr></thead><tbody></tbody></table></section>\n",
+    "<section id=\"right\"><h2>Dependency graph</h2><div id=\"graph\"></div>\n",
+    "<div class=\"legend\">An arrow leads from an operation to one that must wait for it. Solid: the later op reads or overwrites what the earlier one wrote. Dashed: it overwrites what the earlier one reads. Colours show the state at this step; grey: not pushed yet.</div>\n",
+    "<h2>Events</h2><ol id=\"log\"></ol></section>\n",
+    "</main>\n",
+    "<pre id=\"dp-state\" hidden></pre>\n",
+    "<pre id=\"dp-selftest\" hidden></pre>\n",
+    "<script type=\"application/json\" id=\"dp-trace\">\n",
+    NULL
+};
+/* The page after its data: the replay script, which puts user text on the page
+   only through textContent, never as markup. */
+static const char *const dp__html_tail[] = {
+    "</script>\n",
+    "<script>\n",
+    "(function () {\n",
+    "  'use strict';\n",
+    "  var T = JSON.parse(document.getElementById('dp-trace').textContent);\n",
+    "  var E = T.events, N = E.length, SNAP = 128;\n",
+    "  var names = {}, marks = {}, cur = 0, snaps = [];\n",
+    "  T.vars.forEach(function (v) { names[v[0]] = v[1]; });\n",
+    "  T.marks.forEach(function (m) { marks[m[0]] = m[1]; });\n",
+    "  function $(id) { return document.getElementById(id); }\n",
+    "  function el(tag, cls, text) {\n",
+    "    var e = document.createElement(tag);\n",
+    "    if (cls) e.className = cls;\n",
+    "    if (text !== undefined) e.textContent = text;\n",
+    "    return e;\n",
+    "  }\n",
+    "  function varName(slot) { return Object.prototype.hasOwnProperty.call(names, slot) ? names[slot] : 'v' + slot; }\n",
+    "  function quoted(s) { return '\"' + s + '\"'; }\n",
+    "\n",
+    "  /* ---- the engine's state after the first k events ---- */\n",
+    "  function fresh() {\n",
+    "    var s = { vars: {}, vorder: [], ops: {}, oorder: [] };\n",
+    "    T.vars.forEach(function (v) { addVar(s, v[0]); });\n",
+    "    return s;\n",
+    "  }\n",
+    "  function addVar(s, slot) {\n",
+    "    if (!s.vars[slot]) { s.vars[slot] = { readers: 0, deleted: false, q: [], qlen: 0 }; s.vorder.push(slot); }\n",
+    "    return s.vars[slot];\n",
+    "  }\n",
+    "  function addOp(s, ev) {\n",
+    "    var o = s.ops[ev.seq];\n",
+    "    if (!o) { o = s.ops[ev.seq] = { seq: ev.seq, name: ev.op, state: 'waiting', pending: 0, status: 0 }; s.oorder.push(ev.seq); }\n",
+    "    return o;\n",
+    "  }\n",
+    "  function apply(s, ev) {\n",
+    "    var v, o;\n",
+    "    switch (ev.k) {\n",
+    "    case 'var': v = addVar(s, ev.v); v.deleted = false; v.readers = ev.readers; v.q = ev.q; v.qlen = ev.qlen; break;\n",
+    "    case 'delete': v = addVar(s, ev.v); v.deleted = true; v.readers = 0; v.q = []; v.qlen = 0; break;\n",
+    "    case 'push': o = addOp(s, ev); o.pending = ev.pending; break;\n",
+    "    case 'grant': o = addOp(s, ev); o.pending = ev.pending; break;\n",
+    "    case 'run': o = addOp(s, ev); o.state = 'running'; o.pending = 0; break;\n",
+    "    case 'complete': o = addOp(s, ev); o.state = ev.status ? 'failed' : 'done'; o.status = ev.status; break;\n",
+    "    }\n",
+    "  }\n",
+    "  function clone(s) { return JSON.parse(JSON.stringify(s)); }\n",
+    "  (function () { var s = fresh(), i; snaps.push(clone(s)); for (i = 0; i < N; i++) { apply(s, E[i]); if ((i + 1) % SNAP === 0) snaps.push(clone(s)); } })();\n",
+    "  function stateAt(k) {\n",
+    "    var s = clone(snaps[Math.floor(k / SNAP)]), i;\n",
+    "    for (i = Math.floor(k / SNAP) * SNAP; i < k; i++) apply(s, E[i]);\n",
+    "    return s;\n",
+    "  }\n",
+    "  function captionAt(k) {   /* the last mark at or before event k-1 */\n",
+    "    var i;\n",
+    "    for (i = k - 1; i >= 0; i--) if (Object.prototype.hasOwnProperty.call(marks, i)) return marks[i];\n",
+    "    return k === 0 && Object.prototype.hasOwnProperty.call(marks, 0) ? 'next: ' + marks[0] : '';\n",
+    "  }\n",
+    "\n",
+    "  /* ---- words ---- */\n",
+    "  function varState(v) {\n",
+    "    if (v.deleted) return ['deleted', 'deleted'];\n",
+    "    if (v.readers < 0) return ['being written', 'writing'];\n",
+    "    if (v.readers > 0) return ['ready to read (' + v.readers + ' reader' + (v.readers > 1 ? 's' : '') + ')', 'reading'];\n",
+    "    return ['ready to read+write', 'free'];\n",
+    "  }\n",
+    "  function queueText(v) {\n",
+    "    var t = v.q.map(function (e) { return e[0] + ' (' + (e[1] ? 'W' : 'R') + ')'; });\n",
+    "    if (v.qlen > v.q.length) t.push('... ' + (v.qlen - v.q.length) + ' more');\n",
+    "    return '[' + t.join(', ') + ']';\n",
+    "  }\n",
+    "  function opState(o) {\n",
+    "    if (o.state === 'waiting') return 'waiting {' + o.pending + '}';\n",
+    "    if (o.state === 'failed') return 'failed (status ' + o.status + ')';\n",
+    "    return o.state;\n",
+    "  }\n",
+    "  function describe(ev) {\n",
+    "    switch (ev.k) {\n",
+    "    case 'push': return 'push #' + ev.seq + ' ' + quoted(ev.op) + ': waits for ' + ev.pending;\n",
+    "    case 'var': return 'var ' + varName(ev.v) + ': readers ' + ev.readers + ', queue ' + queueText(ev);\n",
+    "    case 'run': return 'run #' + ev.seq + ' ' + quoted(ev.op);\n",
+    "    case 'complete': return 'complete #' + ev.seq + ' ' + quoted(ev.op) + ': status ' + ev.status;\n",
+    "    case 'delete': return 'delete ' + varName(ev.v) + ' (by ' + quoted(ev.op) + ')';\n",
+    "    case 'grant': return 'grant #' + ev.seq + ' ' + quoted(ev.op) + ': now waits for ' + ev.pending;\n",
+    "    }\n",
+    "    return ev.k;\n",
+    "  }\n",
+    "  function explain(ev) {\n",
+    "    switch (ev.k) {\n",
+    "    case 'push': return ev.pending ? 'The operation joins the queue of each variable it cannot use yet: it waits for ' + ev.pending + ' of them.'\n",
+    "                                   : 'Every variable it uses is free for it: the operation can run at once.';\n",
+    "    case 'var': return ev.readers < 0 ? 'A write holds the variable: nothing else may use it until that write completes.'\n",
+    "                     : ev.readers > 0 ? ev.readers + ' read' + (ev.readers > 1 ? 's run' : ' runs') + ' on the variable; a write must wait until they finish.'\n",
+    "                     : 'Nothing runs on the variable' + (ev.qlen ? ' and its queue moves on.' : '.');\n",
+    "    case 'run': return 'All its dependencies are met: the operation runs.';\n",
+    "    case 'complete': return ev.status ? 'The operation failed (status ' + ev.status + '): ops that use its results are skipped.'\n",
+    "                                      : 'The operation is done: its variables let the next ops in their queues go.';\n",
+    "    case 'delete': return 'The delete ran after every earlier use of the variable: its slot is freed.';\n",
+    "    case 'grant': return ev.pending ? 'One dependency met: the operation still waits for ' + ev.pending + '.' : 'Its last dependency is met: the operation is ready to run.';\n",
+    "    }\n",
+    "    return '';\n",
+    "  }\n",
+    "  function evOp(ev) { return ev.k === 'var' ? null : ev.seq; }\n",
+    "  function evVar(ev) { return ev.k === 'var' || ev.k === 'delete' ? ev.v : null; }\n",
+    "\n",
+    "  /* ---- the dependency graph, drawn once; colours change per step ---- */\n",
+    "  var SVGNS = 'http://www.w3.org/2000/svg', nodes = {};\n",
+    "  function svg(tag, attrs, text) {\n",
+    "    var e = document.createElementNS(SVGNS, tag), a;\n",
+    "    for (a in attrs) if (Object.prototype.hasOwnProperty.call(attrs, a)) e.setAttribute(a, attrs[a]);\n",
+    "    if (text !== undefined) e.textContent = text;\n",
+    "    return e;\n",
+    "  }\n",
+    "  function drawGraph() {\n",
+    "    var box = $('graph'), ops = T.graph, edges = [], last = {}, depth = {}, rows = [], W = 170, H = 38, GX = 26, GY = 64, LM = 70;\n",
+    "    if (!ops) { box.appendChild(el('div', 'note', 'The graph was not recorded (set desc.trace.record_graph).')); return; }\n",
+    "    function slotOf(v) { if (!last[v]) last[v] = { writer: 0, readers: [] }; return last[v]; }\n",
+    "    ops.forEach(function (op) {\n",
+    "      op.r.forEach(function (v) { var s = slotOf(v); if (s.writer && s.writer !== op.seq) edges.push([s.writer, op.seq, v, false]); s.readers.push(op.seq); });\n",
+    "      op.w.forEach(function (v) {\n",
+    "        var s = slotOf(v);\n",
+    "        if (s.writer && s.writer !== op.seq) edges.push([s.writer, op.seq, v, false]);\n",
+    "        s.readers.forEach(function (r) { if (r !== op.seq) edges.push([r, op.seq, v, true]); });\n",
+    "        s.writer = op.seq; s.readers = [];\n",
+    "      });\n",
+    "    });\n",
+    "    ops.forEach(function (op) { depth[op.seq] = 0; });\n",
+    "    edges.forEach(function (e) { if (depth[e[0]] + 1 > depth[e[1]]) depth[e[1]] = depth[e[0]] + 1; });\n",
+    "    ops.forEach(function (op) { var d = depth[op.seq]; (rows[d] = rows[d] || []).push(op); });\n",
+    "    var width = 0, pos = {};\n",
+    "    rows.forEach(function (r, d) {\n",
+    "      r.forEach(function (op, i) { pos[op.seq] = { x: LM + i * (W + GX), y: 16 + d * (H + GY) }; });\n",
+    "      width = Math.max(width, LM + r.length * (W + GX));\n",
+    "    });\n",
+    "    var height = 16 + rows.length * (H + GY) - GY + 16;\n",
+    "    var root = svg('svg', { viewBox: '0 0 ' + width + ' ' + height, width: width, height: height, role: 'img', 'aria-label': 'dependency graph' });\n",
+    "    var defs = svg('defs', {}), mk = svg('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' });\n",
+    "    mk.appendChild(svg('path', { d: 'M 0 0 L 10 5 L 0 10 z', fill: '#5b6578' }));\n",
+    "    defs.appendChild(mk); root.appendChild(defs);\n",
+    "    edges.forEach(function (e) {\n",
+    "      /* next layer: bottom to top; further: around the left side, so it\n",
+    "         passes no op in between; the label sits 70% of the way along */\n",
+    "      var a = pos[e[0]], b = pos[e[1]], far = depth[e[1]] - depth[e[0]] > 1, x1, y1, x2, y2, c1x, c1y, c2x, c2y;\n",
+    "      if (far) { x1 = a.x; y1 = a.y + H / 2; x2 = b.x; y2 = b.y + H / 2; c1x = x1 - LM + 8; c1y = y1 + GY; c2x = x2 - LM + 8; c2y = y2 - GY; }\n",
+    "      else { x1 = a.x + W / 2; y1 = a.y + H; x2 = b.x + W / 2; y2 = b.y; c1x = x1; c1y = (y1 + y2) / 2; c2x = x2; c2y = c1y; }\n",
+    "      var p = svg('path', { d: 'M ' + x1 + ' ' + y1 + ' C ' + c1x + ' ' + c1y + ', ' + c2x + ' ' + c2y + ', ' + x2 + ' ' + y2,\n",
+    "                            fill: 'none', stroke: '#5b6578', 'stroke-width': 1.5, 'marker-end': 'url(#arrow)' });\n",
+    "      if (e[3]) p.setAttribute('stroke-dasharray', '5 4');\n",
+    "      root.appendChild(p);\n",
+    "      var t = 0.7, u = 1 - t;\n",
+    "      var lx = u * u * u * x1 + 3 * u * u * t * c1x + 3 * u * t * t * c2x + t * t * t * x2;\n",
+    "      var ly = u * u * u * y1 + 3 * u * u * t * c1y + 3 * u * t * t * c2y + t * t * t * y2;\n",
+    "      root.appendChild(svg('rect', { x: lx - 11, y: ly - 10, width: 22, height: 18, rx: 4, fill: '#fff', stroke: '#c4cad4' }));\n",
+    "      root.appendChild(svg('text', { x: lx, y: ly + 4, 'text-anchor': 'middle', 'font-size': 12, fill: '#1d2330' }, varName(e[2])));\n",
+    "    });\n",
+    "    ops.forEach(function (op) {\n",
+    "      var p = pos[op.seq], g = svg('g', {}), label = '#' + op.seq + ' ' + op.op;\n",
+    "      if (label.length > 22) label = label.slice(0, 21) + '\\u2026';\n",
+    "      var r = svg('rect', { x: p.x, y: p.y, width: W, height: H, rx: 8, 'stroke-width': 1.5 });\n",
+    "      g.appendChild(r);\n",
+    "      g.appendChild(svg('title', {}, '#' + op.seq + ' ' + op.op));\n",
+    "      var t = svg('text', { x: p.x + W / 2, y: p.y + H / 2 + 5, 'text-anchor': 'middle', 'font-size': 14 }, label);\n",
+    "      g.appendChild(t);\n",
+    "      root.appendChild(g);\n",
+    "      nodes[op.seq] = { rect: r, text: t };\n",
+    "    });\n",
+    "    box.appendChild(root);\n",
+    "  }\n",
+    "  var fills = { future: ['#f4f5f7', '#c4cad4', '#9aa2b1'], waiting: ['#fff3cd', '#d4a017', '#5c4300'], running: ['#d6e8ff', '#1f5fae', '#123a6b'],\n",
+    "                done: ['#e3f6e8', '#2e9e5b', '#17693a'], failed: ['#fde2e2', '#c03030', '#7a1414'] };\n",
+    "  function colourGraph(s, ev) {\n",
+    "    var seq, o, f;\n",
+    "    for (seq in nodes) if (Object.prototype.hasOwnProperty.call(nodes, seq)) {\n",
+    "      o = s.ops[seq];\n",
+    "      f = fills[o ? o.state : 'future'];\n",
+    "      nodes[seq].rect.setAttribute('fill', f[0]);\n",
+    "      nodes[seq].rect.setAttribute('stroke', f[1]);\n",
+    "      nodes[seq].rect.setAttribute('stroke-width', ev && evOp(ev) === Number(seq) ? 4 : 1.5);\n",
+    "      nodes[seq].text.setAttribute('fill', f[2]);\n",
+    "    }\n",
+    "  }\n",
+    "\n",
+    "  /* ---- the events list ---- */\n",
+    "  var logItems = [];\n",
+    "  function buildLog() {\n",
+    "    var ol = $('log');\n",
+    "    E.forEach(function (ev, i) {\n",
+    "      if (Object.prototype.hasOwnProperty.call(marks, i)) ol.appendChild(el('li', 'mark', marks[i]));\n",
+    "      var li = el('li', '', describe(ev));\n",
+    "      li.value = i + 1;\n",
+    "      li.addEventListener('click', function () { go(i + 1); });\n",
+    "      ol.appendChild(li);\n",
+    "      logItems.push(li);\n",
+    "    });\n",
+    "  }\n",
+    "\n",
+    "  /* ---- one step on screen ---- */\n",
+    "  function render() {\n",
+    "    var s = stateAt(cur), ev = cur > 0 ? E[cur - 1] : null, lines = [];\n",
+    "    $('pos').textContent = 'event ' + cur + ' of ' + N;\n",
+    "    $('first').disabled = $('back').disabled = cur === 0;\n",
+    "    $('next').disabled = $('last').disabled = cur === N;\n",
+    "    $('caption').textContent = captionAt(cur);\n",
+    "    $('event').textContent = ev ? describe(ev) : 'Before the first event. Press Next (or the right arrow) to replay.';\n",
+    "    $('explain').textContent = ev ? explain(ev) : '';\n",
+    "    var vb = $('vars').tBodies[0], ob = $('ops').tBodies[0];\n",
+    "    vb.textContent = ''; ob.textContent = '';\n",
+    "    s.vorder.forEach(function (slot) {\n",
+    "      var v = s.vars[slot], st = varState(v), tr = el('tr'), qd = el('td');\n",
+    "      tr.appendChild(el('td', 'name', varName(slot)));\n",
+    "      var sd = el('td'); sd.appendChild(el('span', 'badge ' + st[1], st[0])); tr.appendChild(sd);\n",
+    "      if (!v.q.length) qd.appendChild(el('span', 'empty', 'empty'));\n",
+    "      v.q.forEach(function (e) { var c = el('span', 'chip', e[0]); c.appendChild(el('b', e[1] ? 'W' : 'R', e[1] ? 'W' : 'R')); qd.appendChild(c); });\n",
+    "      if (v.qlen > v.q.length) qd.appendChild(el('span', 'empty', '... ' + (v.qlen - v.q.length) + ' more'));\n",
+    "      tr.appendChild(qd);\n",
+    "      if (ev && evVar(ev) === Number(slot)) tr.className = 'changed';\n",
+    "      tr.setAttribute('data-var', varName(slot));\n",
+    "      tr.setAttribute('data-state', st[0]);\n",
+    "      tr.setAttribute('data-queue', queueText(v));\n",
+    "      vb.appendChild(tr);\n",
+    "    });\n",
+    "    s.oorder.forEach(function (seq) {\n",
+    "      var o = s.ops[seq], tr = el('tr'), sd = el('td');\n",
+    "      tr.appendChild(el('td', '', '#' + seq));\n",
+    "      tr.appendChild(el('td', 'name', o.name));\n",
+    "      sd.appendChild(el('span', 'badge ' + o.state, o.state === 'waiting' ? 'waiting for ' + o.pending : opState(o)));\n",
+    "      tr.appendChild(sd);\n",
+    "      if (ev && evOp(ev) === Number(seq)) tr.className = 'changed';\n",
+    "      tr.setAttribute('data-op', o.name);\n",
+    "      tr.setAttribute('data-state', opState(o));\n",
+    "      ob.appendChild(tr);\n",
+    "    });\n",
+    "    colourGraph(s, ev);\n",
+    "    logItems.forEach(function (li, i) { li.className = i + 1 === cur ? 'cur' : i + 1 < cur ? 'past' : ''; });\n",
+    "    if (cur > 0) {   /* keep the current event in the list's view, without scrolling the page */\n",
+    "      var li = logItems[cur - 1], ol = $('log');\n",
+    "      if (li.offsetTop < ol.scrollTop) ol.scrollTop = li.offsetTop;\n",
+    "      else if (li.offsetTop + li.offsetHeight > ol.scrollTop + ol.clientHeight) ol.scrollTop = li.offsetTop + li.offsetHeight - ol.clientHeight;\n",
+    "    }\n",
+    "    /* what the page shows, as text (read by tests through the DOM) */\n",
+    "    lines.push('step ' + cur + ' of ' + N);\n",
+    "    lines.push('caption: ' + $('caption').textContent);\n",
+    "    lines.push('event: ' + (ev ? $('event').textContent : ''));\n",
+    "    Array.prototype.forEach.call(vb.rows, function (tr) { lines.push('var ' + tr.getAttribute('data-var') + ' | ' + tr.cells[1].textContent + ' | ' + tr.getAttribute('data-queue')); });\n",
+    "    Array.prototype.forEach.call(ob.rows, function (tr) { lines.push('op ' + tr.cells[0].textContent + ' ' + tr.getAttribute('data-op') + ' | ' + tr.getAttribute('data-state')); });\n",
+    "    $('dp-state').textContent = lines.join('\\n') + '\\n';\n",
+    "  }\n",
+    "  function go(k) {\n",
+    "    cur = Math.max(0, Math.min(N, k));\n",
+    "    render();\n",
+    "    if (!selftest) try { history.replaceState(null, '', '#step=' + cur); } catch (e) { /* file: URLs may refuse */ }\n",
+    "  }\n",
+    "  function fromHash() {\n",
+    "    var m = /^#step=(\\d+)$/.exec(location.hash);\n",
+    "    return m ? parseInt(m[1], 10) : null;\n",
+    "  }\n",
+    "\n",
+    "  $('title').textContent = T.title;\n",
+    "  document.title = T.title;\n",
+    "  if (T.dropped || T.lost) $('warn').textContent = (T.dropped + T.lost) + ' events are missing from this replay (' +\n",
+    "      (T.dropped ? T.dropped + ' past the recorder\\'s limit of ' + T.max : '') + (T.dropped && T.lost ? ', ' : '') + (T.lost ? T.lost + ' lost for lack of memory' : '') + '): what follows them may look inconsistent.';\n",
+    "  $('first').addEventListener('click', function () { go(0); });\n",
+    "  $('back').addEventListener('click', function () { go(cur - 1); });\n",
+    "  $('next').addEventListener('click', function () { go(cur + 1); });\n",
+    "  $('last').addEventListener('click', function () { go(N); });\n",
+    "  document.addEventListener('keydown', function (e) {\n",
+    "    var k = { ArrowRight: cur + 1, ArrowLeft: cur - 1, Home: 0, End: N }[e.key];\n",
+    "    if (k === undefined || e.altKey || e.ctrlKey || e.metaKey) return;\n",
+    "    e.preventDefault();\n",
+    "    go(k);\n",
+    "  });\n",
+    "  window.addEventListener('hashchange', function () { var k = fromHash(); if (k !== null && k !== cur) go(k); });\n",
+    "  var selftest = location.hash === '#selftest';\n",
+    "  drawGraph();\n",
+    "  buildLog();\n",
+    "  go(fromHash() || 0);\n",
+    "\n",
+    "  /* #selftest: drives the controls as a person would (keys and buttons)\n",
+    "     and keeps what the page showed after each press, for a browser test. */\n",
+    "  if (selftest) {\n",
+    "    var out = [], i;\n",
+    "    var press = function (key) { document.dispatchEvent(new KeyboardEvent('keydown', { key: key, bubbles: true, cancelable: true })); };\n",
+    "    var keep = function (tag) { out.push('=== ' + tag); out.push($('dp-state').textContent); };\n",
+    "    press('End'); keep('End');\n",
+    "    $('first').click(); keep('First');\n",
+    "    for (i = 1; i <= N; i++) { if (i % 2) press('ArrowRight'); else $('next').click(); keep('forward ' + i); }\n",
+    "    press('ArrowRight'); keep('past the end');\n",
+    "    for (i = N - 1; i >= 0; i--) { if (i % 2) press('ArrowLeft'); else $('back').click(); keep('back ' + i); }\n",
+    "    $('last').click(); keep('Last');\n",
+    "    press('Home'); keep('Home');\n",
+    "    $('dp-selftest').textContent = out.join('\\n');\n",
+    "  }\n",
+    "})();\n",
+    "</script>\n",
+    "</body>\n",
+    "</html>\n",
+    NULL
+};
+static void dp__html_lines(FILE *out, const char *const *lines) { for (; *lines; lines++) fputs(*lines, out); }
+DP_IMPL dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *r, const char *title, FILE *out) {
+    size_t i, lost;
+    if (!r || !out) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_trace_write_html: recorder or file"); return DP_ERROR_INVALID_ARGS; }
+    dp__mutex_lock(&r->m);
+    dp__html_lines(out, dp__html_head);
+    fputs("{\"title\":", out);
+    dp__json_string(out, title ? title : "depeng trace");
+    fprintf(out, ",\"max\":%llu,\"dropped\":%llu,\"lost\":%llu,\n\"vars\":[", (unsigned long long)r->max_events,
+            (unsigned long long)r->dropped, (unsigned long long)r->lost);
+    for (i = 0; i < r->nvars; i++) {
+        fprintf(out, "%s[%u,", i ? "," : "", (unsigned)r->vars[i].slot);
+        dp__json_string(out, r->str[r->vars[i].name]);
+        fputc(']', out);
+    }
+    fputs("],\n\"marks\":[", out);
+    for (i = 0; i < r->nmarks; i++) {
+        fprintf(out, "%s[%llu,", i ? "," : "", (unsigned long long)r->marks[i].at);
+        dp__json_string(out, r->str[r->marks[i].text]);
+        fputc(']', out);
+    }
+    fputs("],\n\"events\":[", out);
+    for (i = 0; i < r->nev; i++) {
+        fputs(i ? ",\n" : "\n", out);
+        dp__html_event(out, r, &r->ev[i]);
+    }
+    fputs("],\n\"graph\":", out);
+    dp__html_graph(out, eng);
+    fputs("}\n", out);
+    dp__html_lines(out, dp__html_tail);
+    lost = r->lost;
+    dp__mutex_unlock(&r->m);
+    if (ferror(out)) { DP__LOG(eng, DP_LOG_ERROR, IO, "dp_trace_write_html: write error"); return DP_ERROR_IO; }
+    if (lost) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_write_html: %llu trace events were lost; the page says so", (unsigned long long)lost);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    return DP_OK;
+}
+#endif /* DEPENG_TRACE_HTML */
 
 /* >>extensions --------------------------------------------------------------
    A lookup reads next_ext (acquire) and scans the published entries, so it

@@ -13,8 +13,13 @@
 
    Build from the repository root:
        gcc -std=c11 -Wall -Wextra -pedantic -I. examples/walkthrough.c -o build/walkthrough -pthread
-       ./build/walkthrough build/walk.dot        (argument optional: DOT output)
+       ./build/walkthrough build/walk.dot build/walk.html
+
+   Both arguments are optional. The first gets the dependency graph as DOT;
+   the second a page that replays the trace in a browser, event by event
+   (dp_trace_recorder_event keeps every event; dp_trace_write_html writes it).
 */
+#define DEPENG_TRACE_HTML      /* the replay page (dp_trace_write_html) */
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 
@@ -40,6 +45,8 @@ static var_view vars[NVARS] = {{"A", {0}, 0, 0, 0, {0}, {0}},
 /* A handle's low 22 bits index its slot; the generation above them changes
    when the variable is deleted, so the trace is matched by slot. */
 #define SLOT(id) ((id) & 0x3FFFFFu)
+static dp_trace_recorder *recorder;   /* every event, for the HTML replay */
+
 static var_view *var_by_id(uint32_t id) {
     int i;
     for (i = 0; i < NVARS; i++)
@@ -94,6 +101,7 @@ static void on_trace(const dp_trace_event *ev, void *user) {
     op_view *o;
     int k;
     (void)user;
+    dp_trace_recorder_event(ev, recorder);   /* it only copies: allowed here */
     switch (ev->kind) {
     case DP_TRACE_PUSH:
         if ((o = op_by_name(ev->op_name)) != NULL) { o->seq = ev->op_seq; if (o->state == ST_NONE) o->state = ST_WAITING; }
@@ -164,7 +172,14 @@ static void check(dp_result r, const char *what) {
     if (r != DP_OK) { fprintf(stderr, "walkthrough: %s: %s\n", what, dp_result_string(r)); failures++; }
 }
 static int step_no;
-static void step(const char *what) { printf("== %d. %s\n", ++step_no, what); }
+/* Prints the step's heading, and gives it to the recorder as a caption for
+   the events that follow. */
+static void step(const char *what) {
+    char caption[120];
+    snprintf(caption, sizeof caption, "%d. %s", ++step_no, what);
+    printf("== %s\n", caption);
+    check(dp_trace_recorder_mark(recorder, caption), "dp_trace_recorder_mark");
+}
 
 static void push(dp_engine *eng, int op, const dp_var *reads, int nr, const dp_var *writes, int nw, const char *what) {
     dp_push_desc d;
@@ -182,7 +197,9 @@ static void push(dp_engine *eng, int op, const dp_var *reads, int nr, const dp_v
 /* Does the op's work, then tells the engine it is done. */
 static void complete(int op) {
     op_view *o = &ops[op];
-    printf("== %d. \"%s\" finishes\n", ++step_no, o->name);
+    char what[64];
+    snprintf(what, sizeof what, "\"%s\" finishes", o->name);
+    step(what);
     if (!o->has_token || o->state != ST_RUNNING) {
         fprintf(stderr, "walkthrough: '%s' is not running\n", o->name);
         failures++;
@@ -208,6 +225,8 @@ int main(int argc, char **argv) {
     dp_failure fail;
     int i;
 
+    check(dp_trace_recorder_create(NULL, 0, &recorder), "dp_trace_recorder_create");
+    if (!recorder) return 1;
     memset(&desc, 0, sizeof desc);
     desc.type = DP_ENGINE_NAIVE;
     desc.ignore_env = 1;
@@ -219,6 +238,9 @@ int main(int argc, char **argv) {
     B = vars[1].handle = dp_var_create(eng);
     C = vars[2].handle = dp_var_create(eng);
     if (!A.id || !B.id || !C.id) { fprintf(stderr, "walkthrough: dp_var_create failed\n"); return 1; }
+    check(dp_trace_recorder_name_var(recorder, A, "A"), "dp_trace_recorder_name_var");
+    check(dp_trace_recorder_name_var(recorder, B, "B"), "dp_trace_recorder_name_var");
+    check(dp_trace_recorder_name_var(recorder, C, "C"), "dp_trace_recorder_name_var");
 
     printf("A = 2; B = 2; B = A + B; C = A + 2; A.del()  -- naive engine, async ops\n");
     printf("readers: running reads (-1: a write runs); queue: (R)ead / (W)rite waiters;\n");
@@ -247,7 +269,17 @@ int main(int argc, char **argv) {
             printf("dependency graph written to %s (dot -Tpng %s -o walk.png)\n", argv[1], argv[1]);
         }
     }
+    if (argc > 2) {
+        FILE *f = fopen(argv[2], "w");
+        if (!f) { fprintf(stderr, "walkthrough: cannot open %s\n", argv[2]); failures++; }
+        else {
+            check(dp_trace_write_html(eng, recorder, "A = 2; B = 2; B = A + B; C = A + 2; A.del()", f), "dp_trace_write_html");
+            if (fclose(f) != 0) failures++;
+            printf("replay page written to %s (open it in a browser; keys: left/right arrow, Home, End)\n", argv[2]);
+        }
+    }
     check(dp_engine_destroy(eng, &fail), "dp_engine_destroy");
+    dp_trace_recorder_destroy(recorder);
 
     printf("run order:");
     for (i = 0; i < nrun; i++) printf(" %s%s", ops[run_order[i]].name, i + 1 < nrun ? "," : "");

@@ -17,6 +17,7 @@ static void test_hook(const char *point) {
     if (strcmp(point, "wait_all_clear") == 0 && g_before_clear) { void (*f)(void) = g_before_clear; g_before_clear = NULL; f(); }
 }
 #define DEPENG_TEST_HOOK(point) test_hook(#point)
+#define DEPENG_TRACE_HTML      /* the replay page (dp_trace_write_html) */
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include "tests/test_common.h"
@@ -733,6 +734,131 @@ static void test_profiler(void) {
     rewind(f); n = fread(buf, 1, sizeof buf - 1, f); buf[n] = 0; fclose(f);
     CHECK(strstr(buf, "prof\"op") != NULL && strstr(buf, " 5 ") != NULL);
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* ---- the HTML replay's recorder: bad input, every event kept from several
+   workers at once (TSan runs this too), the cap, events lost for lack of
+   memory, and the page's data */
+static size_t count_in_file(FILE *f, const char *needle, char **text_out) {
+    long len;
+    char *text, *p;
+    size_t n = 0;
+    fseek(f, 0, SEEK_END); len = ftell(f); rewind(f);
+    text = (char *)malloc((size_t)len + 1);
+    if (!text) return 0;
+    text[fread(text, 1, (size_t)len, f)] = 0;
+    for (p = text; (p = strstr(p, needle)) != NULL; p++) n++;
+    if (text_out) *text_out = text; else free(text);
+    return n;
+}
+static void test_trace_html(void) {
+    dp_trace_recorder *rec = NULL;
+    dp_engine_desc desc;
+    dp_engine *e = NULL;
+    dp_push_desc d;
+    dp_var v[4];
+    FILE *f;
+    char *text = NULL;
+    int i;
+    dp_allocator half, counting;
+    memset(&half, 0, sizeof half);
+    half.alloc = failing_alloc;
+    counting = half; counting.free = failing_free;
+    CHECK(dp_trace_recorder_create(NULL, 0, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_trace_recorder_create(&half, 0, &rec) == DP_ERROR_INVALID_ARGS && !rec);
+    __atomic_store_n(&g_fail_alloc, 1, __ATOMIC_RELEASE);
+    CHECK(dp_trace_recorder_create(&counting, 0, &rec) == DP_ERROR_OUT_OF_MEMORY && !rec);
+    __atomic_store_n(&g_fail_alloc, 0, __ATOMIC_RELEASE);
+    CHECK(dp_trace_recorder_create(NULL, 0, &rec) == DP_OK && rec);
+    if (!rec) return;
+    CHECK(dp_trace_recorder_name_var(NULL, v[0], "x") == DP_ERROR_INVALID_ARGS);
+    v[0].id = 0;
+    CHECK(dp_trace_recorder_name_var(rec, v[0], "x") == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_trace_recorder_mark(rec, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_trace_write_html(NULL, NULL, NULL, stdout) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_trace_write_html(NULL, rec, NULL, NULL) == DP_ERROR_INVALID_ARGS);
+    f = fopen("/dev/null", "r");                /* every write fails */
+    if (f) { CHECK(dp_trace_write_html(NULL, rec, NULL, f) == DP_ERROR_IO); fclose(f); }
+    dp_trace_recorder_destroy(NULL);
+
+    memset(&desc, 0, sizeof desc);
+    desc.type = DP_ENGINE_PERDEVICE; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
+    desc.logger.func = quiet_logger;
+    desc.trace.func = dp_trace_recorder_event; desc.trace.user = rec; desc.trace.record_graph = 1;
+    CHECK(dp_engine_create(&desc, &e) == DP_OK);
+    if (!e) { dp_trace_recorder_destroy(rec); return; }
+    for (i = 0; i < 4; i++) v[i] = dp_var_create(e);
+    CHECK(dp_trace_recorder_name_var(rec, v[0], "first") == DP_OK);
+    CHECK(dp_trace_recorder_name_var(rec, v[0], "renamed") == DP_OK);
+    CHECK(dp_trace_recorder_mark(rec, "500 pushes") == DP_OK);
+    memset(&d, 0, sizeof d);
+    d.fn = nop; d.num_reads = 1; d.num_writes = 1;
+    for (i = 0; i < 500; i++) {
+        d.reads = &v[i % 4]; d.writes = &v[(i + 1) % 4];
+        d.name = i % 2 ? "odd" : NULL;
+        CHECK(dp_push(e, &d) == DP_OK);
+    }
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    f = tmpfile();
+    CHECK(dp_trace_write_html(e, rec, "threads", f) == DP_OK);
+    CHECK(count_in_file(f, "{\"k\":\"push\"", NULL) == 500);
+    CHECK(count_in_file(f, "{\"k\":\"run\"", NULL) == 500);
+    CHECK(count_in_file(f, "{\"k\":\"complete\"", NULL) == 500);
+    CHECK(count_in_file(f, "\"op\":\"(unnamed)\"", NULL) >= 250 * 3);
+    CHECK(count_in_file(f, "\"r\":[", NULL) == 500);            /* the graph */
+    CHECK(count_in_file(f, "\"dropped\":0,\"lost\":0", NULL) == 1);
+    CHECK(count_in_file(f, "\"vars\":[[", &text) == 1);
+    CHECK(text && strstr(text, ",\"renamed\"]]") && !strstr(text, "\"first\"]") && strstr(text, "\"marks\":[[0,\"500 pushes\"]]"));
+    free(text);
+    fclose(f);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    dp_trace_recorder_destroy(rec);
+
+    /* a cap of 10 events: the rest are counted, the page has 10 */
+    CHECK(dp_trace_recorder_create(NULL, 10, &rec) == DP_OK);
+    if (!rec) return;
+    desc.trace.user = rec; desc.trace.record_graph = 0;
+    CHECK(dp_engine_create(&desc, &e) == DP_OK);
+    if (!e) { dp_trace_recorder_destroy(rec); return; }
+    v[0] = dp_var_create(e);
+    d.reads = NULL; d.num_reads = 0; d.writes = &v[0]; d.name = "w";
+    for (i = 0; i < 20; i++) CHECK(dp_push(e, &d) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    f = tmpfile();
+    CHECK(dp_trace_write_html(e, rec, NULL, f) == DP_OK);
+    CHECK(count_in_file(f, "{\"k\":", NULL) == 10);
+    CHECK(count_in_file(f, "\"max\":10,\"dropped\":0", NULL) == 0 && count_in_file(f, "\"max\":10,\"dropped\":", NULL) == 1);
+    CHECK(count_in_file(f, "\"graph\":null}", NULL) == 1);
+    fclose(f);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    dp_trace_recorder_destroy(rec);
+
+    /* events that find no memory are counted as lost, and the page is still
+       written but the write reports DP_ERROR_OUT_OF_MEMORY; every byte the
+       recorder took from its allocator goes back */
+    {
+        long before = __atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE);
+        CHECK(dp_trace_recorder_create(&counting, 0, &rec) == DP_OK);
+        if (!rec) return;
+        desc.trace.user = rec;
+        CHECK(dp_engine_create(&desc, &e) == DP_OK);
+        if (!e) { dp_trace_recorder_destroy(rec); return; }
+        v[0] = dp_var_create(e);
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        __atomic_store_n(&g_fail_alloc, 1, __ATOMIC_RELEASE);   /* the engine's allocator is malloc */
+        d.name = "a name the recorder has not seen";
+        for (i = 0; i < 3; i++) CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        __atomic_store_n(&g_fail_alloc, 0, __ATOMIC_RELEASE);
+        f = tmpfile();
+        CHECK(dp_trace_write_html(e, rec, NULL, f) == DP_ERROR_OUT_OF_MEMORY);
+        CHECK(count_in_file(f, "\"lost\":0", NULL) == 0 && count_in_file(f, "{\"k\":\"complete\"", NULL) == 1);
+        fclose(f);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        dp_trace_recorder_destroy(rec);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == before);
+    }
 }
 
 /* ---- configuration: env vars, bad values, default engine */
@@ -1573,7 +1699,7 @@ int main(void) {
         {"async_other_thread", test_async}, {"delete_pending", test_delete_pending},
         {"priority_pool", test_priority}, {"multi_pusher", test_multi_pusher},
         {"precreated_ops", test_precreated}, {"dedup", test_dedup}, {"gpu_routing_fake", test_gpu_routing},
-        {"profiler", test_profiler}, {"config", test_config}, {"stress_1m", test_stress},
+        {"profiler", test_profiler}, {"trace_html", test_trace_html}, {"config", test_config}, {"stress_1m", test_stress},
         {"long_ops_overlap", test_long_ops_overlap}, {"wake_after_last_look", test_wake_after_last_look},
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
         {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},
