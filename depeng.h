@@ -1751,7 +1751,7 @@ static void dp__failure_link_unreported(dp_engine *eng, dp__failure *f) {   /* f
      before the next clear (dp_wait_all waits for every pushed op), so the
      record cannot be reused in another epoch of its parity under it, and a
      variable it reaches keeps the epoch it was granted in. */
-static void dp__failure_unrecorded_init(dp_engine *eng) {
+DP__COLD static void dp__failure_unrecorded_init(dp_engine *eng) {
     int i;
     for (i = 0; i < 2; i++) {
         dp__failure *f = &eng->unrecorded[i];
@@ -1762,7 +1762,7 @@ static void dp__failure_unrecorded_init(dp_engine *eng) {
                  "an operation failed and there was no memory to record its failure (the log names it)");
     }
 }
-static dp__failure *dp__failure_unrecorded(dp_engine *eng, const char *op_name, int status, const char *message) {
+DP__COLD static dp__failure *dp__failure_unrecorded(dp_engine *eng, const char *op_name, int status, const char *message) {
     dp__failure *f;
     uint32_t epoch;
     DP__LOG(eng, DP_LOG_ERROR, OP_FAILED, "'%s' failed with status %d: %s; no memory to record the failure, "
@@ -2366,7 +2366,7 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
 /* Runs a wait block: report the variable's failure to the waiter, once. A
    waiter that has given up (dp_wait_var_for) is not told: the failure stays
    on the variable, unreported, and the block frees the waiter. */
-static void dp__run_wait(dp_engine *eng, dp__block *b) {
+DP__COLD static void dp__run_wait(dp_engine *eng, dp__block *b) {
     dp__waiter *wt = (dp__waiter *)b->arg;
     dp__failure *f = dp__block_failure(b);   /* what the variable carried */
     int abandoned;
@@ -3319,7 +3319,7 @@ static dp_result dp__check_not_in_op(dp_engine *eng, const char *what) {
    timeout_ms (DP__FOREVER: no limit). A timed wait's waiter lives on the
    heap, because its block may run after the waiter has given up. */
 #define DP__FOREVER UINT64_MAX
-static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t timeout_ms, dp_failure *failure, const char *what) {
+DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t timeout_ms, dp_failure *failure, const char *what) {
     dp_push_desc d;
     dp__waiter stack_waiter, *w = &stack_waiter;
     dp_result r;
@@ -3359,16 +3359,16 @@ static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t timeout_ms, d
     if (w != &stack_waiter) dp__free(eng, w, sizeof *w);
     return r;
 }
-DP_IMPL dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure) {
+DP__COLD DP_IMPL dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure) {
     return dp__wait_var(eng, var, DP__FOREVER, failure, "dp_wait_var");
 }
-DP_IMPL dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t timeout_ms, dp_failure *failure) {
+DP__COLD DP_IMPL dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t timeout_ms, dp_failure *failure) {
     return dp__wait_var(eng, var, timeout_ms, failure, "dp_wait_var_for");
 }
 /* Waits until every op pushed so far is done, for at most timeout_ms
    (DP__FOREVER: no limit); then reports the oldest unreported failure and
    clears every failure. A wait that times out clears nothing. */
-static dp_result dp__wait_all(dp_engine *eng, uint64_t timeout_ms, dp_failure *failure, const char *what) {
+DP__COLD static dp_result dp__wait_all(dp_engine *eng, uint64_t timeout_ms, dp_failure *failure, const char *what) {
     dp_result r;
     dp__failure *f, *next;
     uint64_t deadline = timeout_ms == DP__FOREVER ? 0 : dp__now_ns() + timeout_ms * 1000000u;
@@ -3401,10 +3401,10 @@ static dp_result dp__wait_all(dp_engine *eng, uint64_t timeout_ms, dp_failure *f
     dp__mutex_unlock(&eng->fail_mtx);
     return r;
 }
-DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
+DP__COLD DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
     return dp__wait_all(eng, DP__FOREVER, failure, "dp_wait_all");
 }
-DP_IMPL dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure) {
+DP__COLD DP_IMPL dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure) {
     return dp__wait_all(eng, timeout_ms, failure, "dp_wait_all_for");
 }
 
@@ -3510,7 +3510,7 @@ DP__COLD static void dp__engine_free(dp_engine *eng) {
    still runs, once every pushed op is done: their cleanup functions may
    push. With nothing pending, an op still referenced is referenced by its
    handle alone. Returns how many there were. */
-static int dp__destroy_live_ops(dp_engine *eng) {
+DP__COLD static int dp__destroy_live_ops(dp_engine *eng) {
     uint32_t k, n = (uint32_t)dp__load(&eng->ops.next_index, DP__ACQUIRE);
     int count = 0;
     for (k = 1; k < n; k++) {
@@ -3530,7 +3530,7 @@ typedef struct dp__report {
     void *user;
     int lines, more;
 } dp__report;
-static void dp__report_line(const dp_engine *eng, dp__report *rp, const char *fmt, ...) {
+DP__COLD static void dp__report_line(const dp_engine *eng, dp__report *rp, const char *fmt, ...) {
     char buf[512];
     va_list ap;
     if (rp->lines >= DP__REPORT_LINES) { rp->more++; return; }
@@ -3545,7 +3545,7 @@ static const char *dp__name_or(const char *name) { return name ? name : "(unname
    block is reused only through its own pool, so one seen RUNNING (acquire:
    what its push wrote is visible) keeps its name and number while we look. */
 typedef struct dp__running_op { uint64_t seq; int async; char name[64]; } dp__running_op;
-static void dp__report_running(dp_engine *eng, dp__report *rp) {
+DP__COLD static void dp__report_running(dp_engine *eng, dp__report *rp) {
     dp__running_op found[DP__REPORT_LINES];
     int s, c, n, i, more;
     for (s = 0; s < DP__POOL_STRIPES; s++) {
@@ -3577,7 +3577,7 @@ static void dp__report_running(dp_engine *eng, dp__report *rp) {
 }
 /* Busy variables, each under its lock: a queued op cannot complete while it
    waits there, so its name and number are stable. */
-static void dp__report_vars(dp_engine *eng, dp__report *rp) {
+DP__COLD static void dp__report_vars(dp_engine *eng, dp__report *rp) {
     uint32_t k, n = (uint32_t)dp__load(&eng->vars.next_index, DP__ACQUIRE);
     for (k = 1; k < n; k++) {
         dp__var *v = (dp__var *)dp__table_slot(&eng->vars, k);
@@ -3602,7 +3602,7 @@ static void dp__report_vars(dp_engine *eng, dp__report *rp) {
         dp__report_line(eng, rp, "%s", text);
     }
 }
-static void dp__report_pending(dp_engine *eng, dp__report *rp) {
+DP__COLD static void dp__report_pending(dp_engine *eng, dp__report *rp) {
     uint64_t pushed = (uint64_t)dp__load(&eng->seq, DP__ACQUIRE), done = (uint64_t)dp__load(&eng->done, DP__ACQUIRE);
     dp__report_line(eng, rp, "%llu ops pending (%llu pushed, %llu done)", (unsigned long long)(pushed - done),
                     (unsigned long long)pushed, (unsigned long long)done);
@@ -3610,19 +3610,19 @@ static void dp__report_pending(dp_engine *eng, dp__report *rp) {
     dp__report_vars(eng, rp);
     if (rp->more) { rp->lines = 0; dp__report_line(eng, rp, "... and %d more", rp->more); }
 }
-static void dp__report_to_file(const dp_engine *eng, const char *text, void *user) { (void)eng; fprintf((FILE *)user, "%s\n", text); }
-static void dp__report_to_log(const dp_engine *eng, const char *text, void *user) {
+DP__COLD static void dp__report_to_file(const dp_engine *eng, const char *text, void *user) { (void)eng; fprintf((FILE *)user, "%s\n", text); }
+DP__COLD static void dp__report_to_log(const dp_engine *eng, const char *text, void *user) {
     (void)user;
     DP__LOG(eng, DP_LOG_ERROR, PENDING, "%s", text);
 }
-static void dp__log_pending(dp_engine *eng, int waited_ms) {
+DP__COLD static void dp__log_pending(dp_engine *eng, int waited_ms) {
     dp__report rp;
     memset(&rp, 0, sizeof rp);
     rp.sink = dp__report_to_log;
     DP__LOG(eng, DP_LOG_ERROR, PENDING, "dp_engine_destroy has waited %d ms and goes on waiting for:", waited_ms);
     dp__report_pending(eng, &rp);
 }
-DP_IMPL dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out) {
+DP__COLD DP_IMPL dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out) {
     dp__report rp;
     if (!eng || !out) {
         DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_engine_dump_pending: NULL %s", eng ? "stream" : "engine");
