@@ -51,4 +51,20 @@ static int run_tests(const char *suite, const test_case *tests, int count) {
     printf("%s: %d passed, %d failed\n", suite, passed, failed);
     return failed ? 1 : 0;
 }
+/* The tests' own environment and temporary files, on POSIX and on Windows
+   (which has no setenv/unsetenv and no /tmp). */
+#ifdef _WIN32
+static inline int test_setenv(const char *name, const char *value) { return _putenv_s(name, value); }
+static inline int test_unsetenv(const char *name) { return _putenv_s(name, ""); }   /* "" removes it */
+#else
+static inline int test_setenv(const char *name, const char *value) { return setenv(name, value, 1); }
+static inline int test_unsetenv(const char *name) { return unsetenv(name); }
+#endif
+/* The directory for temporary files: $TMPDIR, %TEMP% or %TMP%, else /tmp. */
+static inline const char *test_temp_dir(void) {
+    const char *names[3] = {"TMPDIR", "TEMP", "TMP"};
+    int i;
+    for (i = 0; i < 3; i++) { const char *d = getenv(names[i]); if (d && *d) return d; }
+    return "/tmp";
+}
 #endif
