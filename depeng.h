@@ -875,8 +875,9 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #endif
 
 #if defined(_WIN32)
-/* <windows.h> with its rarely used parts left out; the two macros are
-   undefined again so a file that includes <windows.h> later gets all of it. */
+/* <windows.h> without its rarely used parts and without the min/max macros.
+   It is included once per file, so a file that needs the rest includes it
+   before the implementation (see COMPILE-TIME OPTIONS). */
 #ifndef WIN32_LEAN_AND_MEAN
 #define WIN32_LEAN_AND_MEAN
 #define DP__UNDEF_LEAN_AND_MEAN
