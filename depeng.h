@@ -4,7 +4,8 @@
    In exactly one C or C++ file:
        #define DEPENG_IMPLEMENTATION
        #include "depeng.h"
-   and link with -pthread -lm.
+   and link with -pthread -lm (on Windows nothing: the Win32 layer needs only
+   kernel32 and the C runtime).
 
    CONTENTS
      1. Quick start
@@ -96,12 +97,29 @@
      DP_ASSERT(c)           assert macro (default: assert)
      DEPENG_TEST_HOOK(point) tests only: code run at a named point of the
                             scheduler, to widen a race window (default: none)
+   The platform layer is chosen by the target unless forced above:
+     Linux and other POSIX  C11 <threads.h> where it exists, else pthreads
+                            (pthreads under ThreadSanitizer)
+     Windows (_WIN32)       Win32: SRW locks, condition variables,
+                            _beginthreadex, QueryPerformanceCounter, Windows
+                            Vista or later. MinGW-w64 (gcc or clang); MSVC
+                            Visual Studio 2022 17.5 or later, with the
+                            implementation file compiled as C with /std:c11
+                            /experimental:c11atomics (MSVC's C++ has no atomics
+                            the header can use; the declarations work from C++).
+                            The implementation includes <windows.h> with
+                            WIN32_LEAN_AND_MEAN and NOMINMAX: a file that needs
+                            the rest of it includes <windows.h> first.
+     macOS (__APPLE__)      pthreads (Apple's libc has no <threads.h>; no
+                            semaphores are used); macOS 10.15 or later
+                            (aligned_alloc; clock_gettime came in 10.12).
 
    7. LIMITS AND NON-GOALS
      At most 4M live variables and 4M pre-created operations per engine; a handle
      slot is retired after 1023 reuses so stale handles stay detectable. No graph
-     optimiser, no symbolic executor, no distributed scheduling. Windows threads
-     are not implemented yet (the pthreads layer is used where available).
+     optimiser, no symbolic executor, no distributed scheduling. Tested on Linux
+     (natively) and Windows (MinGW-w64 builds under Wine); MSVC and macOS are not
+     built by the project's tests (README: platforms).
 */
 #ifndef DEPENG_H
 #define DEPENG_H
@@ -110,6 +128,12 @@
    depeng.h is the first header of the file (else the fallbacks below apply). */
 #if defined(DEPENG_IMPLEMENTATION) && !defined(_WIN32) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)
 #define _POSIX_C_SOURCE 200809L
+#endif
+/* MinGW-w64 can hand the printf family to the system's msvcrt.dll, whose
+   older versions do not know %zu (the log messages use it); its own C99
+   printf is asked for (the default of current MinGW-w64 releases). */
+#if defined(DEPENG_IMPLEMENTATION) && defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
+#define __USE_MINGW_ANSI_STDIO 1
 #endif
 /* Apple's headers hide _SC_NPROCESSORS_ONLN under a plain _POSIX_C_SOURCE */
 #if defined(DEPENG_IMPLEMENTATION) && defined(__APPLE__) && !defined(_DARWIN_C_SOURCE)
