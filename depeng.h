@@ -102,7 +102,7 @@
                             (pthreads under ThreadSanitizer)
      Windows (_WIN32)       Win32: SRW locks, condition variables,
                             _beginthreadex, QueryPerformanceCounter, Windows
-                            Vista or later. MinGW-w64 (gcc or clang); MSVC
+                            7 or later. MinGW-w64 (gcc or clang); MSVC
                             Visual Studio 2022 17.5 or later, with the
                             implementation file compiled as C with /std:c11
                             /experimental:c11atomics (MSVC's C++ has no atomics
@@ -854,9 +854,10 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #endif
 
 /* >>platform ------------------------------------------------------------
-   Threads come from C11 <threads.h> where the platform has it, else from
-   pthreads. __STDC_NO_THREADS__ alone is not reliable (several libcs lack the
-   header without defining it), so __has_include decides where it exists, and
+   Threads come from Win32 on Windows, from C11 <threads.h> where the
+   platform has it, else from pthreads. __STDC_NO_THREADS__ alone is not
+   reliable (several libcs lack the header without defining it), so
+   __has_include decides where it exists, and
    DEPENG_USE_PTHREADS / DEPENG_USE_C11_THREADS force either path. Under
    ThreadSanitizer the default is pthreads. */
 #if defined(DEPENG_USE_PTHREADS) && defined(DEPENG_USE_C11_THREADS)
@@ -870,7 +871,7 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #if defined(__SANITIZE_THREAD__) && !defined(DP__TSAN)
 #define DP__TSAN 1
 #endif
-/* Windows uses its own threads, locks and clocks (Win32, Vista or later)
+/* Windows uses its own threads, locks and clocks (Win32, Windows 7 or later)
    unless a path is forced: MinGW-w64's winpthreads is an optional extra
    library, and MSVC has no pthreads. */
 #if defined(_WIN32) && !defined(DEPENG_USE_PTHREADS) && !defined(DEPENG_USE_C11_THREADS)
