@@ -25,6 +25,7 @@ static void test_hook(const char *point) {
 #include <string.h>
 #include <pthread.h>
 #include <sched.h>
+#include <fenv.h>
 
 
 static dp_engine *make_engine(dp_engine_type type, int nthreads) {
@@ -1067,6 +1068,30 @@ static void test_gpu_events_no_head_of_line(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* ---- workers compute in the floating-point environment of the thread that
+   made them, as POSIX threads inherit it (Windows threads start with the
+   system default: the Win32 layer copies it over) */
+static int record_rounding(dp_run_ctx *rc, void *arg) { (void)rc; *(int *)arg = fegetround(); return 0; }
+static void test_workers_take_fp_env(void) {
+    int k;
+    for (k = 1; k < 3; k++) {                        /* the threaded engines */
+        int seen = -1, i;
+        dp_engine *e;
+        dp_var v;
+        CHECK(fesetround(FE_DOWNWARD) == 0);
+        e = make_engine(kinds[k], 2);
+        v = dp_var_create(e);
+        for (i = 0; i < 4; i++) {                    /* whichever worker runs it */
+            CHECK(dp_push_sync(e, record_rounding, &seen, NULL, 0, &v, 1) == DP_OK);
+            CHECK(dp_wait_var(e, v, NULL) == DP_OK);
+            CHECK(seen == FE_DOWNWARD);
+            if (seen != FE_DOWNWARD) fprintf(stderr, "  %s engine: a worker rounds in mode %d\n", kind_names[k + 1], seen);
+        }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(fesetround(FE_TONEAREST) == 0);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"seed_example", test_seed_example}, {"random_oracle", test_random_oracle},
@@ -1082,6 +1107,7 @@ int main(void) {
         {"queue_growth_and_oom", test_queue_growth_and_oom}, {"ring_wrap_and_overflow", test_ring_wrap_and_overflow},
         {"push_pacing", test_push_pacing},
         {"pacing_many_pushers", test_pacing_many_pushers},
+        {"workers_take_fp_env", test_workers_take_fp_env},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
