@@ -67,4 +67,18 @@ static inline const char *test_temp_dir(void) {
     for (i = 0; i < 3; i++) { const char *d = getenv(names[i]); if (d && *d) return d; }
     return "/tmp";
 }
+/* A temporary file, removed when closed. Microsoft's docs for tmpfile say it
+   creates the file in the root directory, which needs administrator rights
+   since Vista; on Windows the file goes to test_temp_dir() instead, and the
+   C runtime's "D" mode deletes it on close. */
+static inline FILE *test_tmpfile(void) {
+#ifdef _WIN32
+    static int serial;
+    char path[512];
+    snprintf(path, sizeof path, "%s/depeng_tmp_%lu_%d", test_temp_dir(), (unsigned long)GetCurrentProcessId(), serial++);
+    return fopen(path, "w+bD");
+#else
+    return tmpfile();
+#endif
+}
 #endif

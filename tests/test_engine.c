@@ -723,12 +723,12 @@ static void test_profiler(void) {
     for (i = 0; i < 5; i++) dp_push(e, &d);
     CHECK(dp_wait_all(e, NULL) == DP_OK);
     dp_profiler_stop(e);
-    f = tmpfile();
+    f = test_tmpfile();
     CHECK(dp_profiler_dump_chrome(e, f) == DP_OK);
     rewind(f); n = fread(buf, 1, sizeof buf - 1, f); buf[n] = 0; fclose(f);
     CHECK(strstr(buf, "\"traceEvents\"") != NULL && strstr(buf, "prof\\\"op") != NULL);
     { int count = 0; char *p = buf; while ((p = strstr(p, "\"ph\":\"X\"")) != NULL) { count++; p++; } CHECK(count == 5); }
-    f = tmpfile();
+    f = test_tmpfile();
     CHECK(dp_profiler_dump_summary(e, f) == DP_OK);
     rewind(f); n = fread(buf, 1, sizeof buf - 1, f); buf[n] = 0; fclose(f);
     CHECK(strstr(buf, "prof\"op") != NULL && strstr(buf, " 5 ") != NULL);
