@@ -68,7 +68,7 @@ compile-checks-engine-only: | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_cxx.o
 	gcc   $(WARN) -DDEPENG_STATIC -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_static.o
 
-test: compile-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages
+test: compile-checks platform-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages
 	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx tests/walkthrough_check.sh tests/make_check.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh
 
 demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
@@ -171,6 +171,59 @@ cuda-test: cuda
 	  && echo "$$out" | grep -q '^sum(z, axis=1) = \[15 33\]$$' || { echo "FAIL gpu_example: wrong results"; exit 1; }; }
 	@out=$$(./$(B)/bench_gpu -n 1048576 -d 512 -o 2000) || exit 1; echo "$$out"; \
 	  ! echo "$$out" | grep -q '^FAIL'
+
+# ---- Windows (MinGW-w64, run under Wine) and the platform compile checks ---
+# make windows-test: installs MinGW-w64 and Wine when missing
+# (tests/windows_deps.sh), cross-compiles the engine, array and autograd tests
+# and the examples to build/win/*.exe, and runs them under Wine. The library
+# uses its Win32 layer; the tests' own threads come from MinGW's winpthreads
+# (linked statically), the examples link no pthreads at all except make.c.
+MINGW_CC     ?= x86_64-w64-mingw32-gcc
+MINGW_CXX    ?= x86_64-w64-mingw32-g++
+WIN_CFLAGS   ?= -O2
+W            := $(B)/win
+WIN_TESTS    := $(W)/test_engine.exe $(W)/test_ndarray.exe $(W)/test_autograd.exe
+WIN_EXAMPLES := $(W)/walkthrough.exe $(W)/ndarray_example.exe $(W)/custom_op_example.exe $(W)/train_digits.exe $(W)/make_example.exe
+.PHONY: windows-deps windows-build windows-test platform-checks
+windows-deps:
+	tests/windows_deps.sh
+$(W):
+	mkdir -p $(W)
+$(W)/test_%.exe: tests/test_%.c depeng.h tests/test_common.h | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static -lpthread
+$(W)/walkthrough.exe: examples/walkthrough.c depeng.h | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
+$(W)/ndarray_example.exe: examples/ndarray.c depeng.h | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
+$(W)/custom_op_example.exe: examples/custom_op.c depeng.h | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
+$(W)/train_digits.exe: examples/train_digits.c depeng.h | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
+$(W)/make_example.exe: examples/make.c depeng.h | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static -lpthread
+windows-build: $(WIN_TESTS) $(WIN_EXAMPLES)
+windows-test: windows-deps
+	$(MAKE) windows-build
+	tests/windows_test.sh
+
+# make platform-checks: the header compiled for platforms this machine
+# cannot run natively, warning-free (-Werror), with every compiler found:
+# MinGW-w64 gcc as C11 and C++17 (Win32 layer, and the winpthreads path),
+# clang for x86_64-w64-mingw32 as C11 and C++17. -Wvla everywhere: MSVC
+# has no variable-length arrays. make test runs it; a compiler that is not
+# installed is reported and skipped.
+platform-checks: | $(B)
+	@if command -v $(MINGW_CC) >/dev/null 2>&1; then set -x; \
+	  $(MINGW_CC) $(WARN) -Wvla -Wstrict-prototypes -I. -c tests/compile/depeng_impl.c -o $(B)/win_gcc.o && \
+	  $(MINGW_CC) $(WARN) -Wvla -I. -c tests/compile/depeng_static.c -o $(B)/win_gcc_static.o && \
+	  $(MINGW_CC) $(WARN) -Wvla -DDEPENG_USE_PTHREADS -I. -c tests/compile/depeng_impl.c -o $(B)/win_gcc_pthreads.o && \
+	  $(MINGW_CXX) -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -Wvla -I. -c tests/compile/depeng_impl.c -o $(B)/win_gxx.o; \
+	else echo "platform-checks: SKIP MinGW-w64 gcc ($(MINGW_CC) not installed; make windows-deps)"; fi
+	@if command -v clang >/dev/null 2>&1 && [ -d /usr/x86_64-w64-mingw32/include ]; then set -x; \
+	  clang --target=x86_64-w64-mingw32 $(WARN) -Wvla -Wstrict-prototypes -I. -c tests/compile/depeng_impl.c -o $(B)/win_clang.o && \
+	  clang --target=x86_64-w64-mingw32 -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -Wvla -I. -c tests/compile/depeng_impl.c -o $(B)/win_clangxx.o; \
+	else echo "platform-checks: SKIP clang for x86_64-w64-mingw32 (needs clang and the MinGW-w64 headers)"; fi
+	gcc $(WARN) -Wvla -I. -c tests/compile/depeng_impl.c -o $(B)/c_vla.o
 
 clean:
 	rm -rf $(B)

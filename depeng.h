@@ -4,7 +4,8 @@
    In exactly one C or C++ file:
        #define DEPENG_IMPLEMENTATION
        #include "depeng.h"
-   and link with -pthread -lm.
+   and link with -pthread -lm (on Windows nothing: the Win32 layer needs only
+   kernel32 and the C runtime).
 
    CONTENTS
      1. Quick start
@@ -121,12 +122,29 @@
      DP_ASSERT(c)           assert macro (default: assert)
      DEPENG_TEST_HOOK(point) tests only: code run at a named point of the
                             scheduler, to widen a race window (default: none)
+   The platform layer is chosen by the target unless forced above:
+     Linux and other POSIX  C11 <threads.h> where it exists, else pthreads
+                            (pthreads under ThreadSanitizer)
+     Windows (_WIN32)       Win32: SRW locks, condition variables,
+                            _beginthreadex, QueryPerformanceCounter, Windows
+                            7 or later. MinGW-w64 (gcc or clang); MSVC
+                            Visual Studio 2022 17.5 or later, with the
+                            implementation file compiled as C with /std:c11
+                            /experimental:c11atomics (MSVC's C++ has no atomics
+                            the header can use; the declarations work from C++).
+                            The implementation includes <windows.h> with
+                            WIN32_LEAN_AND_MEAN and NOMINMAX: a file that needs
+                            the rest of it includes <windows.h> first.
+     macOS (__APPLE__)      pthreads (Apple's libc has no <threads.h>; no
+                            semaphores are used); macOS 10.15 or later
+                            (aligned_alloc; clock_gettime came in 10.12).
 
    7. LIMITS AND NON-GOALS
      At most 4M live variables and 4M pre-created operations per engine; a handle
      slot is retired after 511 reuses so stale handles stay detectable. No graph
-     optimiser, no symbolic executor, no distributed scheduling. Windows threads
-     are not implemented yet (the pthreads layer is used where available).
+     optimiser, no symbolic executor, no distributed scheduling. Tested on Linux
+     (natively) and Windows (MinGW-w64 builds under Wine); MSVC and macOS are not
+     built by the project's tests (README: platforms).
 */
 #ifndef DEPENG_H
 #define DEPENG_H
@@ -135,6 +153,16 @@
    depeng.h is the first header of the file (else the fallbacks below apply). */
 #if defined(DEPENG_IMPLEMENTATION) && !defined(_WIN32) && !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)
 #define _POSIX_C_SOURCE 200809L
+#endif
+/* MinGW-w64 can hand the printf family to the system's msvcrt.dll, whose
+   older versions do not know %zu (the log messages use it); its own C99
+   printf is asked for (the default of current MinGW-w64 releases). */
+#if defined(DEPENG_IMPLEMENTATION) && defined(__MINGW32__) && !defined(__USE_MINGW_ANSI_STDIO)
+#define __USE_MINGW_ANSI_STDIO 1
+#endif
+/* Apple's headers hide _SC_NPROCESSORS_ONLN under a plain _POSIX_C_SOURCE */
+#if defined(DEPENG_IMPLEMENTATION) && defined(__APPLE__) && !defined(_DARWIN_C_SOURCE)
+#define _DARWIN_C_SOURCE
 #endif
 
 #include <stddef.h>
@@ -1028,9 +1056,10 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #endif
 
 /* >>platform ------------------------------------------------------------
-   Threads come from C11 <threads.h> where the platform has it, else from
-   pthreads. __STDC_NO_THREADS__ alone is not reliable (several libcs lack the
-   header without defining it), so __has_include decides where it exists, and
+   Threads come from Win32 on Windows, from C11 <threads.h> where the
+   platform has it, else from pthreads. __STDC_NO_THREADS__ alone is not
+   reliable (several libcs lack the header without defining it), so
+   __has_include decides where it exists, and
    DEPENG_USE_PTHREADS / DEPENG_USE_C11_THREADS force either path. Under
    ThreadSanitizer the default is pthreads. */
 #if defined(DEPENG_USE_PTHREADS) && defined(DEPENG_USE_C11_THREADS)
@@ -1043,6 +1072,14 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #endif
 #if defined(__SANITIZE_THREAD__) && !defined(DP__TSAN)
 #define DP__TSAN 1
+#endif
+/* Windows uses its own threads, locks and clocks (Win32, Windows 7 or later)
+   unless a path is forced: MinGW-w64's winpthreads is an optional extra
+   library, and MSVC has no pthreads. */
+#if defined(_WIN32) && !defined(DEPENG_USE_PTHREADS) && !defined(DEPENG_USE_C11_THREADS)
+#define DP__WIN32_THREADS 1
+#else
+#define DP__WIN32_THREADS 0
 #endif
 #if defined(DEPENG_USE_PTHREADS)
 #define DP__C11_THREADS 0
@@ -1065,7 +1102,77 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #endif
 
 #include <time.h>
-#if DP__C11_THREADS
+#if defined(_WIN32)
+/* <windows.h> without its rarely used parts and without the min/max macros.
+   It is included once per file, so a file that needs the rest includes it
+   before the implementation (see COMPILE-TIME OPTIONS). */
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#define DP__UNDEF_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#define DP__UNDEF_NOMINMAX
+#endif
+#include <windows.h>
+#include <process.h>
+#include <fenv.h>
+#ifdef DP__UNDEF_LEAN_AND_MEAN
+#undef WIN32_LEAN_AND_MEAN
+#undef DP__UNDEF_LEAN_AND_MEAN
+#endif
+#ifdef DP__UNDEF_NOMINMAX
+#undef NOMINMAX
+#undef DP__UNDEF_NOMINMAX
+#endif
+#endif
+#if DP__WIN32_THREADS
+/* Slim reader/writer locks need no cleanup and cannot fail to initialise;
+   condition variables pair with them (SleepConditionVariableSRW). */
+typedef SRWLOCK dp__mutex;
+typedef CONDITION_VARIABLE dp__cond;
+typedef HANDLE dp__thread;
+DP__PRIVATE int dp__mutex_init(dp__mutex *m) { InitializeSRWLock(m); return 0; }
+DP__PRIVATE void dp__mutex_destroy(dp__mutex *m) { (void)m; }
+DP__PRIVATE void dp__mutex_lock(dp__mutex *m) { AcquireSRWLockExclusive(m); }
+DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { ReleaseSRWLockExclusive(m); }
+DP__PRIVATE int dp__cond_init(dp__cond *c) { InitializeConditionVariable(c); return 0; }
+DP__PRIVATE void dp__cond_destroy(dp__cond *c) { (void)c; }
+DP__PRIVATE void dp__cond_wait(dp__cond *c, dp__mutex *m) { SleepConditionVariableSRW(c, m, INFINITE, 0); }
+/* Waits at most ms milliseconds (spurious wake-ups too: callers re-check
+   their condition and their own deadline). */
+DP__PRIVATE void dp__cond_wait_ms(dp__cond *c, dp__mutex *m, uint32_t ms) { SleepConditionVariableSRW(c, m, ms, 0); }
+DP__PRIVATE void dp__cond_signal(dp__cond *c) { WakeConditionVariable(c); }
+DP__PRIVATE void dp__cond_broadcast(dp__cond *c) { WakeAllConditionVariable(c); }
+/* A new Windows thread starts with the system's default floating-point
+   environment, not its creator's (as POSIX threads do): MinGW's main thread
+   runs the x87 unit at 64-bit precision, new threads at 53, so a libm
+   function that uses it (exp) gave a worker different last bits than the
+   thread that made the engine. The creator's environment is copied over. */
+typedef struct { void (*fn)(void *); void *arg; fenv_t env; } dp__thread_start;
+/* _beginthreadex rather than CreateThread: it sets up the C runtime's
+   per-thread state, which the ops' own C library calls may need. */
+static unsigned __stdcall dp__thread_tramp(void *p) {
+    dp__thread_start s = *(dp__thread_start *)p;
+    free(p);
+    fesetenv(&s.env);
+    s.fn(s.arg);
+    return 0;
+}
+DP__PRIVATE int dp__thread_create(dp__thread *t, void (*fn)(void *), void *arg) {
+    dp__thread_start *s = (dp__thread_start *)malloc(sizeof *s);
+    uintptr_t h;
+    if (!s) return -1;
+    s->fn = fn; s->arg = arg;
+    fegetenv(&s->env);
+    h = _beginthreadex(NULL, 0, dp__thread_tramp, s, 0, NULL);
+    if (h == 0) { free(s); return -1; }
+    *t = (HANDLE)h;
+    return 0;
+}
+DP__PRIVATE void dp__thread_join(dp__thread t) { WaitForSingleObject(t, INFINITE); CloseHandle(t); }
+DP__PRIVATE void dp__thread_yield(void) { SwitchToThread(); }
+#elif DP__C11_THREADS
 #include <threads.h>
 typedef mtx_t dp__mutex;
 typedef cnd_t dp__cond;
@@ -1156,6 +1263,25 @@ DP__PRIVATE void dp__thread_yield(void) { sched_yield(); }
 #define DP__THREAD_LOCAL _Thread_local
 #endif
 
+#if defined(_WIN32)
+/* QueryPerformanceCounter is monotonic; its frequency is fixed at boot. The
+   split into seconds and remainder keeps ticks * 1e9 from overflowing. */
+DP__PRIVATE uint64_t dp__now_ns(void) {
+    LARGE_INTEGER count, freq;
+    uint64_t c, f;
+    QueryPerformanceCounter(&count);
+    QueryPerformanceFrequency(&freq);
+    c = (uint64_t)count.QuadPart; f = (uint64_t)freq.QuadPart;
+    return c / f * 1000000000u + c % f * 1000000000u / f;
+}
+/* Every processor group counts (GetSystemInfo sees only the caller's). */
+DP__PRIVATE int dp__online_cpus(void) {
+    DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
+    return n > 0 ? (int)n : 1;
+}
+DP__PRIVATE void *dp__aligned_alloc(size_t align, size_t size) { return _aligned_malloc(size, align); }
+DP__PRIVATE void dp__aligned_free(void *p) { _aligned_free(p); }
+#else
 #include <time.h>
 #include <unistd.h>
 DP__PRIVATE uint64_t dp__now_ns(void) {
@@ -1171,12 +1297,20 @@ DP__PRIVATE int dp__online_cpus(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)n : 1;
 }
+DP__PRIVATE void *dp__aligned_alloc(size_t align, size_t size) { return aligned_alloc(align, size); }
+DP__PRIVATE void dp__aligned_free(void *p) { free(p); }
+#endif
 
 /* >>atomics ------------------------------------------------------------
    Each atomic is a one-field struct so plain access does not compile. C uses
-   <stdatomic.h>; C++ (nvcc, g++ -x c++) uses the GCC/Clang __atomic builtins,
-   which are the same instructions. */
-#if !defined(__cplusplus)
+   <stdatomic.h> (MSVC: Visual Studio 2022 17.5 or later with /std:c11
+   /experimental:c11atomics); C++ (nvcc, g++ -x c++) uses the GCC/Clang
+   __atomic builtins, which are the same instructions. MSVC's C++ has neither,
+   so with MSVC the implementation file is compiled as C (the declarations
+   work from C++). */
+#if defined(__cplusplus) && defined(_MSC_VER) && !defined(__clang__)
+#error "depeng: with MSVC, compile the DEPENG_IMPLEMENTATION file as C (/std:c11 /experimental:c11atomics)"
+#elif !defined(__cplusplus)
 #include <stdatomic.h>
 typedef struct { _Atomic(int32_t) v; } dp__a32;
 typedef struct { _Atomic(uint64_t) v; } dp__a64;
@@ -1221,6 +1355,8 @@ DP__PRIVATE void dp__cpu_relax(void) {
     __builtin_ia32_pause();
 #elif (defined(__GNUC__) || defined(__clang__)) && defined(__aarch64__)
     __asm__ __volatile__("yield");
+#elif defined(_WIN32)
+    YieldProcessor();
 #endif
 }
 
@@ -5737,14 +5873,14 @@ static void *dp__device_alloc_q(dp_engine *eng, dp_ctx ctx, size_t size, int qui
         return err ? NULL : p;
     }
     if (eng->desc.allocator.alloc) return eng->desc.allocator.alloc(size, 64, eng->desc.allocator.user);
-    return aligned_alloc(64, size);              /* size is a class: a multiple of 64 */
+    return dp__aligned_alloc(64, size);          /* size is a class: a multiple of 64 */
 }
 static void *dp__device_alloc(dp_engine *eng, dp_ctx ctx, size_t size) { return dp__device_alloc_q(eng, ctx, size, 0); }
 static void dp__device_free(dp_engine *eng, dp_ctx ctx, void *p, size_t size) {
     if (ctx.dev_type == DP_DEV_GPU) { eng->desc.gpu_backend->mem_free(ctx.dev_id, p, eng->desc.gpu_backend->user); return; }
     if (ctx.dev_type == DP_DEV_CPU_PINNED) { eng->desc.gpu_backend->host_free(p, eng->desc.gpu_backend->user); return; }
     if (eng->desc.allocator.free) eng->desc.allocator.free(p, size, eng->desc.allocator.user);
-    else free(p);
+    else dp__aligned_free(p);
 }
 /* The array layer's part of an engine (its dp_engine_extension state): made
    with the first array, storage or resource call on the engine, torn down

@@ -9,9 +9,10 @@
    The async function returns at once: a detached helper thread decides
    whether the target is out of date (stat() at run time, since prerequisites
    may just have been rebuilt), runs the command lines with fork/exec of
-   /bin/sh -c, waits for them and calls dp_complete. A blocking compiler
-   therefore never holds an engine worker. Because workers are not held, -j N
-   also bounds the number of running jobs with a small job-slot semaphore.
+   /bin/sh -c (on Windows: system(), so cmd.exe), waits for them and calls
+   dp_complete. A blocking compiler therefore never holds an engine worker.
+   Because workers are not held, -j N also bounds the number of running jobs
+   with a small job-slot semaphore.
 
    Build: gcc -std=c11 -Wall -Wextra -pedantic -I. examples/make.c -o build/make_example -pthread
    Usage: make_example [-j N] [-f rulefile] [-C dir] [target]              */
@@ -25,8 +26,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#ifdef _WIN32
+#include <direct.h>
+#define chdir _chdir
+#else
 #include <sys/wait.h>
 #include <unistd.h>
+#endif
 
 typedef struct node {            /* one file name */
     char *name;
@@ -115,7 +121,11 @@ typedef struct job { rule *r; dp_completion done; } job;
 static int stat_mtime(const char *path, struct timespec *out) {
     struct stat st;
     if (stat(path, &st) != 0) return 0;
+#ifdef _WIN32
+    out->tv_sec = st.st_mtime; out->tv_nsec = 0;   /* Windows' stat has whole seconds */
+#else
     *out = st.st_mtim;
+#endif
     return 1;
 }
 static int ts_less(struct timespec a, struct timespec b) {
@@ -132,6 +142,16 @@ static int up_to_date(const rule *r) {
 }
 
 /* Runs one command line; returns its status as make reports it (0 = ok). */
+#ifdef _WIN32
+/* Windows has no fork: system() runs the line through cmd.exe (%COMSPEC%). */
+static int run_command(const char *cmd) {
+    int quiet = cmd[0] == '@';
+    if (quiet) cmd++;
+    if (!quiet) { printf("%s\n", cmd); }
+    fflush(stdout);
+    return system(cmd);
+}
+#else
 static int run_command(const char *cmd) {
     pid_t pid;
     int ws;
@@ -151,6 +171,7 @@ static int run_command(const char *cmd) {
     if (WIFSIGNALED(ws)) return 128 + WTERMSIG(ws);
     return -1;
 }
+#endif
 
 static void *job_thread(void *arg) {
     job *j = arg;

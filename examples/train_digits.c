@@ -26,7 +26,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef _WIN32
+#include <io.h>
+#define isatty _isatty
+#define fileno _fileno
+#else
 #include <unistd.h>
+#endif
 
 enum { INPUTS = 64, HIDDEN = 64, CLASSES = 10, BATCH = 32 };
 
@@ -36,9 +42,15 @@ typedef struct model {
 } model;
 
 static double now(void) {
+#ifdef _WIN32
+    LARGE_INTEGER c, f;                  /* <windows.h> comes with the implementation */
+    QueryPerformanceCounter(&c); QueryPerformanceFrequency(&f);
+    return (double)c.QuadPart / (double)f.QuadPart;
+#else
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+#endif
 }
 static void die(const char *what) { fprintf(stderr, "train_digits: %s failed\n", what); exit(1); }
 

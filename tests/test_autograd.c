@@ -852,7 +852,7 @@ static void test_bitwise_same_engines(void) {
 
 /* ---- 10. CSV files ---------------------------------------------------------------- */
 static const char *tmp_path(const char *leaf, char *buf, size_t cap) {
-    snprintf(buf, cap, "/tmp/depeng_autograd_%d_%s", (int)getpid(), leaf);
+    snprintf(buf, cap, "%s/depeng_autograd_%d_%s", test_temp_dir(), (int)getpid(), leaf);
     return buf;
 }
 static void write_text(const char *path, const char *text) {
@@ -1139,13 +1139,13 @@ static void *backward_rounds(void *arg) {
 }
 static void test_review_regressions(void) {
     dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, DP_STORAGE_DEFAULT);
-    char path[128];
+    char path[512];
     FILE *f;
     int i;
     {   /* one row of 10,000 numbers, and a second */
         dp_ndarray *d = NULL, *l = NULL;
         float v[3];
-        snprintf(path, sizeof path, "/tmp/depeng_wide_%d.csv", (int)getpid());
+        snprintf(path, sizeof path, "%s/depeng_wide_%d.csv", test_temp_dir(), (int)getpid());
         f = fopen(path, "w");
         for (i = 0; i < 10000; i++) fprintf(f, i ? ",%d" : "%d", i % 7);
         fputc('\n', f);

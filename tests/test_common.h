@@ -65,4 +65,34 @@ static int run_tests(const char *suite, const test_case *tests, int count) {
     printf("%s: %d passed, %d failed\n", suite, passed, failed);
     return failed ? 1 : 0;
 }
+/* The tests' own environment and temporary files, on POSIX and on Windows
+   (which has no setenv/unsetenv and no /tmp). */
+#ifdef _WIN32
+static inline int test_setenv(const char *name, const char *value) { return _putenv_s(name, value); }
+static inline int test_unsetenv(const char *name) { return _putenv_s(name, ""); }   /* "" removes it */
+#else
+static inline int test_setenv(const char *name, const char *value) { return setenv(name, value, 1); }
+static inline int test_unsetenv(const char *name) { return unsetenv(name); }
+#endif
+/* The directory for temporary files: $TMPDIR, %TEMP% or %TMP%, else /tmp. */
+static inline const char *test_temp_dir(void) {
+    const char *names[3] = {"TMPDIR", "TEMP", "TMP"};
+    int i;
+    for (i = 0; i < 3; i++) { const char *d = getenv(names[i]); if (d && *d) return d; }
+    return "/tmp";
+}
+/* A temporary file, removed when closed. Microsoft's docs for tmpfile say it
+   creates the file in the root directory, which needs administrator rights
+   since Vista; on Windows the file goes to test_temp_dir() instead, and the
+   C runtime's "D" mode deletes it on close. */
+static inline FILE *test_tmpfile(void) {
+#ifdef _WIN32
+    static int serial;
+    char path[512];
+    snprintf(path, sizeof path, "%s/depeng_tmp_%lu_%d", test_temp_dir(), (unsigned long)GetCurrentProcessId(), serial++);
+    return fopen(path, "w+bD");
+#else
+    return tmpfile();
+#endif
+}
 #endif

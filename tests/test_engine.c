@@ -26,6 +26,7 @@ static void test_hook(const char *point) {
 #include <string.h>
 #include <pthread.h>
 #include <sched.h>
+#include <fenv.h>
 
 
 static dp_engine *make_engine(dp_engine_type type, int nthreads) {
@@ -724,12 +725,12 @@ static void test_profiler(void) {
     for (i = 0; i < 5; i++) dp_push(e, &d);
     CHECK(dp_wait_all(e, NULL) == DP_OK);
     dp_profiler_stop(e);
-    f = tmpfile();
+    f = test_tmpfile();
     CHECK(dp_profiler_dump_chrome(e, f) == DP_OK);
     rewind(f); n = fread(buf, 1, sizeof buf - 1, f); buf[n] = 0; fclose(f);
     CHECK(strstr(buf, "\"traceEvents\"") != NULL && strstr(buf, "prof\\\"op") != NULL);
     { int count = 0; char *p = buf; while ((p = strstr(p, "\"ph\":\"X\"")) != NULL) { count++; p++; } CHECK(count == 5); }
-    f = tmpfile();
+    f = test_tmpfile();
     CHECK(dp_profiler_dump_summary(e, f) == DP_OK);
     rewind(f); n = fread(buf, 1, sizeof buf - 1, f); buf[n] = 0; fclose(f);
     CHECK(strstr(buf, "prof\"op") != NULL && strstr(buf, " 5 ") != NULL);
@@ -799,7 +800,7 @@ static void test_trace_html(void) {
         CHECK(dp_push(e, &d) == DP_OK);
     }
     CHECK(dp_wait_all(e, NULL) == DP_OK);
-    f = tmpfile();
+    f = test_tmpfile();
     CHECK(dp_trace_write_html(e, rec, "threads", f) == DP_OK);
     CHECK(count_in_file(f, "{\"k\":\"push\"", NULL) == 500);
     CHECK(count_in_file(f, "{\"k\":\"run\"", NULL) == 500);
@@ -824,7 +825,7 @@ static void test_trace_html(void) {
     d.reads = NULL; d.num_reads = 0; d.writes = &v[0]; d.name = "w";
     for (i = 0; i < 20; i++) CHECK(dp_push(e, &d) == DP_OK);
     CHECK(dp_wait_all(e, NULL) == DP_OK);
-    f = tmpfile();
+    f = test_tmpfile();
     CHECK(dp_trace_write_html(e, rec, NULL, f) == DP_OK);
     CHECK(count_in_file(f, "{\"k\":", NULL) == 10);
     CHECK(count_in_file(f, "\"max\":10,\"dropped\":0", NULL) == 0 && count_in_file(f, "\"max\":10,\"dropped\":", NULL) == 1);
@@ -851,7 +852,7 @@ static void test_trace_html(void) {
         for (i = 0; i < 3; i++) CHECK(dp_push(e, &d) == DP_OK);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         __atomic_store_n(&g_fail_alloc, 0, __ATOMIC_RELEASE);
-        f = tmpfile();
+        f = test_tmpfile();
         CHECK(dp_trace_write_html(e, rec, NULL, f) == DP_ERROR_OUT_OF_MEMORY);
         CHECK(count_in_file(f, "\"lost\":0", NULL) == 0 && count_in_file(f, "{\"k\":\"complete\"", NULL) == 1);
         fclose(f);
@@ -867,20 +868,20 @@ static void test_config(void) {
     dp_engine_desc d, q;
     memset(&d, 0, sizeof d);
     d.logger.func = quiet_logger;
-    setenv("DEPENG_ENGINE_TYPE", "Pooled", 1);
-    setenv("DEPENG_CPU_WORKER_NTHREADS", "3", 1);
+    test_setenv("DEPENG_ENGINE_TYPE", "Pooled");
+    test_setenv("DEPENG_CPU_WORKER_NTHREADS", "3");
     CHECK(dp_engine_create(&d, &e) == DP_OK);
     q = dp_engine_query_desc(e);
     CHECK(q.type == DP_ENGINE_POOLED && q.cpu_worker_nthreads == 3 && q.gpu_copy_nthreads == 1);
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
-    setenv("DEPENG_ENGINE_TYPE", "Turbo", 1);
+    test_setenv("DEPENG_ENGINE_TYPE", "Turbo");
     g_last_item = 0;
     CHECK(dp_engine_create(&d, &e) == DP_ERROR_INVALID_ARGS && e == NULL && g_last_item == DP_LOGITEM_BAD_DESC);
-    setenv("DEPENG_ENGINE_TYPE", "Naive", 1);
-    setenv("DEPENG_CPU_WORKER_NTHREADS", "-2", 1);
+    test_setenv("DEPENG_ENGINE_TYPE", "Naive");
+    test_setenv("DEPENG_CPU_WORKER_NTHREADS", "-2");
     CHECK(dp_engine_create(&d, &e) == DP_ERROR_INVALID_ARGS);
-    unsetenv("DEPENG_ENGINE_TYPE");
-    unsetenv("DEPENG_CPU_WORKER_NTHREADS");
+    test_unsetenv("DEPENG_ENGINE_TYPE");
+    test_unsetenv("DEPENG_CPU_WORKER_NTHREADS");
     d.cpu_worker_nthreads = -1;
     CHECK(dp_engine_create(&d, &e) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_default_engine() != NULL && dp_default_engine() == dp_default_engine());
@@ -1453,7 +1454,7 @@ static void test_destroy_reports_pending(void) {
         void *ret;
         char expect[128];
         int ran = 0, waited;
-        FILE *tmp = tmpfile();
+        FILE *tmp = test_tmpfile();
         memset(&desc, 0, sizeof desc);
         desc.type = kinds[k]; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
         desc.logger.func = pending_logger; desc.pending_report_ms = 50;
@@ -1692,6 +1693,30 @@ static void test_extensions(void) {
     }
 }
 
+/* ---- workers compute in the floating-point environment of the thread that
+   made them, as POSIX threads inherit it (Windows threads start with the
+   system default: the Win32 layer copies it over) */
+static int record_rounding(dp_run_ctx *rc, void *arg) { (void)rc; *(int *)arg = fegetround(); return 0; }
+static void test_workers_take_fp_env(void) {
+    int k;
+    for (k = 1; k < 3; k++) {                        /* the threaded engines */
+        int seen = -1, i;
+        dp_engine *e;
+        dp_var v;
+        CHECK(fesetround(FE_DOWNWARD) == 0);
+        e = make_engine(kinds[k], 2);
+        v = dp_var_create(e);
+        for (i = 0; i < 4; i++) {                    /* whichever worker runs it */
+            CHECK(dp_push_sync(e, record_rounding, &seen, NULL, 0, &v, 1) == DP_OK);
+            CHECK(dp_wait_var(e, v, NULL) == DP_OK);
+            CHECK(seen == FE_DOWNWARD);
+            if (seen != FE_DOWNWARD) fprintf(stderr, "  %s engine: a worker rounds in mode %d\n", kind_names[k + 1], seen);
+        }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(fesetround(FE_TONEAREST) == 0);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"abc_example", test_abc_example}, {"random_oracle", test_random_oracle},
@@ -1713,7 +1738,7 @@ int main(void) {
         {"two_failures_without_memory", test_two_failures_without_memory},
         {"failure_without_memory_stays_cleared", test_failure_without_memory_stays_cleared},
         {"many_abandoned_waits", test_many_abandoned_waits}, {"cleanup_pushes_at_destroy", test_cleanup_pushes_at_destroy},
-        {"extensions", test_extensions},
+        {"extensions", test_extensions}, {"workers_take_fp_env", test_workers_take_fp_env},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }

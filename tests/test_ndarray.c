@@ -431,7 +431,7 @@ static void test_resources(void) {
 
 /* ---- .npy and .npz files --------------------------------------------------- */
 static const char *tmp_path(const char *leaf, char *buf, size_t cap) {
-    snprintf(buf, cap, "/tmp/depeng_test_%d_%s", (int)getpid(), leaf);
+    snprintf(buf, cap, "%s/depeng_test_%d_%s", test_temp_dir(), (int)getpid(), leaf);
     return buf;
 }
 static int same_array(dp_ndarray *a, dp_ndarray *b) {
