@@ -23,9 +23,10 @@ $(B)/test_engine_pthreads: tests/test_engine.c depeng.h tests/test_common.h | $(
 # ... and with the header compiled as C++
 $(B)/test_engine_cxx: tests/test_engine.c depeng.h tests/test_common.h | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
-# ... and on the engine alone (DEPENG_NO_NDARRAY: no array half, no -lm)
+# ... and on the engine alone (DEPENG_NO_NDARRAY: no array half; -lm only for
+# the test's own fenv calls)
 $(B)/test_engine_no_ndarray: tests/test_engine.c depeng.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -DDEPENG_NO_NDARRAY -I. $< -o $@ -pthread
+	$(CC) $(WARN) $(CFLAGS) -DDEPENG_NO_NDARRAY -I. $< -o $@ -pthread -lm
 $(B)/test_ndarray: tests/test_ndarray.c depeng.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/test_ndarray_cxx: tests/test_ndarray.c depeng.h tests/test_common.h | $(B)
