@@ -734,6 +734,22 @@ static void test_profiler(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* ---- every call that writes to a FILE * refuses a NULL stream, logged */
+static void test_null_stream(void) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.logger.func = quiet_logger; d.trace.record_graph = 1;
+    CHECK(dp_engine_create(&d, &e) == DP_OK);
+    g_last_item = 0;
+    CHECK(dp_profiler_dump_chrome(e, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_BAD_ARGS);
+    g_last_item = 0;
+    CHECK(dp_profiler_dump_summary(e, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_BAD_ARGS);
+    g_last_item = 0;
+    CHECK(dp_trace_write_dot(e, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_BAD_ARGS);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 /* ---- configuration: env vars, bad values, default engine */
 static void test_config(void) {
     dp_engine *e = NULL;
@@ -1074,7 +1090,7 @@ int main(void) {
         {"async_other_thread", test_async}, {"delete_pending", test_delete_pending},
         {"priority_pool", test_priority}, {"multi_pusher", test_multi_pusher},
         {"precreated_ops", test_precreated}, {"dedup", test_dedup}, {"gpu_routing_fake", test_gpu_routing},
-        {"profiler", test_profiler}, {"config", test_config}, {"stress_1m", test_stress},
+        {"profiler", test_profiler}, {"null_stream", test_null_stream}, {"config", test_config}, {"stress_1m", test_stress},
         {"long_ops_overlap", test_long_ops_overlap}, {"wake_after_last_look", test_wake_after_last_look},
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
         {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},
