@@ -62,11 +62,11 @@ static int node_get(const char *name) {
 }
 
 /* ---- parsing: "target: prereqs" then tab-indented commands -------------- */
-static void parse(const char *path) {
-    FILE *f = fopen(path, "r");
+/* Reads the rules from f (named path in messages). Returns 0, or 2 after
+   printing make's message for a malformed line. */
+static int parse_stream(FILE *f, const char *path) {
     char line[4096];
     int lineno = 0, cur = -1;
-    if (!f) { fprintf(stderr, "make: %s: %s\n", path, strerror(errno)); exit(2); }
     while (fgets(line, sizeof line, f)) {
         char *p, *colon, *tok;
         lineno++;
@@ -75,7 +75,7 @@ static void parse(const char *path) {
             rule *r;
             for (p = line; *p == ' ' || *p == '\t'; p++) {}
             if (*p == '\0' || *p == '#') continue;
-            if (cur < 0) { fprintf(stderr, "make: %s:%d: *** recipe commences before first target.  Stop.\n", path, lineno); exit(2); }
+            if (cur < 0) { fprintf(stderr, "make: %s:%d: *** recipe commences before first target.  Stop.\n", path, lineno); return 2; }
             r = &rules[cur];
             r->cmds = xrealloc(r->cmds, (size_t)(r->ncmds + 1) * sizeof *r->cmds);
             r->cmds[r->ncmds++] = xstrdup(p);
@@ -85,10 +85,10 @@ static void parse(const char *path) {
         for (p = line; *p == ' ' || *p == '\t'; p++) {}
         if (*p == '\0') continue;                     /* blank or comment */
         colon = strchr(p, ':');
-        if (!colon) { fprintf(stderr, "make: %s:%d: *** missing separator.  Stop.\n", path, lineno); exit(2); }
+        if (!colon) { fprintf(stderr, "make: %s:%d: *** missing separator.  Stop.\n", path, lineno); return 2; }
         *colon = '\0';
         tok = strtok(p, " \t");
-        if (!tok || strtok(NULL, " \t")) { fprintf(stderr, "make: %s:%d: *** expected exactly one target.  Stop.\n", path, lineno); exit(2); }
+        if (!tok || strtok(NULL, " \t")) { fprintf(stderr, "make: %s:%d: *** expected exactly one target.  Stop.\n", path, lineno); return 2; }
         {
             int t = node_get(tok);
             if (nodes[t].rule >= 0) cur = nodes[t].rule;        /* extra prerequisites */
@@ -106,7 +106,15 @@ static void parse(const char *path) {
             r->prereqs[r->nprereqs++] = n;
         }
     }
+    return 0;
+}
+static void parse(const char *path) {
+    FILE *f = fopen(path, "r");
+    int status;
+    if (!f) { fprintf(stderr, "make: %s: %s\n", path, strerror(errno)); exit(2); }
+    status = parse_stream(f, path);
     fclose(f);
+    if (status) exit(status);
 }
 
 /* ---- the operation --------------------------------------------------- */
