@@ -5318,6 +5318,11 @@ DP_IMPL dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, d
             r = DP_ERROR_FORMAT;
             break;
         }
+        if (memchr(zm[i].name, 0, nl) != NULL) {       /* it would load under a shorter name */
+            DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: member %d's name holds a NUL byte", path, i);
+            r = DP_ERROR_FORMAT;
+            break;
+        }
         memcpy(out[i].name, zm[i].name, nl);
         out[i].name[nl] = 0;
         snprintf(where, sizeof where, "%s, member '%s'", path, out[i].name);

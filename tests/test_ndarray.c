@@ -517,6 +517,20 @@ static void test_files(void) {
                 if (f) { fseek(f, 80, SEEK_SET); fputc(0x5a, f); fclose(f); }
                 CHECK(dp_nd_load_npz(e, p2, CPU0, out, 3, &n) == DP_ERROR_FORMAT && n == 0);
             }
+            {   /* a member name with a NUL byte (in both headers) is refused, not loaded as "" */
+                FILE *f;
+                CHECK(dp_nd_save_npz(p2, in, 3, NULL) == DP_OK);
+                if ((f = fopen(p2, "r+b")) != NULL) {
+                    unsigned char zip[4096];
+                    size_t len = fread(zip, 1, sizeof zip, f), at;
+                    for (at = 0; at + 11 <= len; at++)
+                        if (memcmp(zip + at, "weights.npy", 11) == 0) { fseek(f, (long)at, SEEK_SET); fputc(0, f); fseek(f, 0, SEEK_CUR); }
+                    fclose(f);
+                }
+                g_last_item = 0;
+                n = -1;
+                CHECK(dp_nd_load_npz(e, p2, CPU0, out, 3, &n) == DP_ERROR_FORMAT && n == 0 && g_last_item == DP_LOGITEM_FORMAT);
+            }
             for (i = 0; i < 3; i++) dp_nd_release(in[i].array);
             in[0].array = NULL;
             CHECK(dp_nd_save_npz(p2, in, 1, NULL) == DP_ERROR_INVALID_ARGS);
