@@ -3335,7 +3335,7 @@ DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
     cap = 1;
     for (i = 0; i < eng->ngraph; i++) cap += eng->graph[i].nread + eng->graph[i].nwrite;
     st = (struct vs *)dp__alloc(eng, cap * sizeof *st);
-    if (!st) { dp__mutex_unlock(&eng->graph_mtx); return DP_ERROR_OUT_OF_MEMORY; }
+    if (!st) { dp__mutex_unlock(&eng->graph_mtx); DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_write_dot: %zu variables", cap); return DP_ERROR_OUT_OF_MEMORY; }
     fprintf(out, "digraph depeng {\n  rankdir=TB;\n  node [shape=box, style=rounded];\n");
     for (i = 0; i < eng->ngraph; i++) {
         const dp__graph_rec *r = &eng->graph[i];

@@ -734,7 +734,8 @@ static void test_profiler(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
-/* ---- every call that writes to a FILE * refuses a NULL stream, logged */
+/* ---- every call that writes to a FILE * refuses a NULL stream and reports
+   a stream that fails, both logged */
 static void test_null_stream(void) {
     dp_engine_desc d;
     dp_engine *e = NULL;
@@ -747,6 +748,19 @@ static void test_null_stream(void) {
     CHECK(dp_profiler_dump_summary(e, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_BAD_ARGS);
     g_last_item = 0;
     CHECK(dp_trace_write_dot(e, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_BAD_ARGS);
+    {   /* a stream that cannot be written: DP_ERROR_IO, logged */
+        FILE *ro = fopen("/dev/null", "r");
+        CHECK(ro != NULL);
+        if (ro) {
+            g_last_item = 0;
+            CHECK(dp_profiler_dump_chrome(e, ro) == DP_ERROR_IO && g_last_item == DP_LOGITEM_IO);
+            clearerr(ro); g_last_item = 0;
+            CHECK(dp_profiler_dump_summary(e, ro) == DP_ERROR_IO && g_last_item == DP_LOGITEM_IO);
+            clearerr(ro); g_last_item = 0;
+            CHECK(dp_trace_write_dot(e, ro) == DP_ERROR_IO && g_last_item == DP_LOGITEM_IO);
+            fclose(ro);
+        }
+    }
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
