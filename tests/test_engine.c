@@ -736,7 +736,7 @@ static void test_profiler(void) {
 
 /* ---- every call that writes to a FILE * refuses a NULL stream and reports
    a stream that fails, both logged */
-static void test_null_stream(void) {
+static void test_bad_stream(void) {
     dp_engine_desc d;
     dp_engine *e = NULL;
     memset(&d, 0, sizeof d);
@@ -1104,7 +1104,7 @@ int main(void) {
         {"async_other_thread", test_async}, {"delete_pending", test_delete_pending},
         {"priority_pool", test_priority}, {"multi_pusher", test_multi_pusher},
         {"precreated_ops", test_precreated}, {"dedup", test_dedup}, {"gpu_routing_fake", test_gpu_routing},
-        {"profiler", test_profiler}, {"null_stream", test_null_stream}, {"config", test_config}, {"stress_1m", test_stress},
+        {"profiler", test_profiler}, {"bad_stream", test_bad_stream}, {"config", test_config}, {"stress_1m", test_stress},
         {"long_ops_overlap", test_long_ops_overlap}, {"wake_after_last_look", test_wake_after_last_look},
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
         {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},
