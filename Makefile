@@ -137,6 +137,24 @@ bench: bench-build
 	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray
 	./$(B)/bench_gpu_emul
 
+# ---- fuzzing (tests/README.md) --------------------------------------------
+# libFuzzer harnesses for the file loaders and examples/make.c's parser,
+# with ASan and UBSan. make fuzz runs each for FUZZ_SECONDS and fails on
+# any crash, leak or broken invariant; make fuzz-build only compiles them.
+# tests/fuzz/deps.sh installs clang's libFuzzer runtime when it is missing.
+FUZZ_SECONDS ?= 60
+FUZZ_CC      := clang -std=c11 -Wall -Wextra -pedantic -Werror -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
+FUZZERS      := $(B)/fuzz_npy $(B)/fuzz_npz $(B)/fuzz_csv $(B)/fuzz_make
+.PHONY: fuzz fuzz-build fuzz-deps
+$(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h depeng.h | $(B) fuzz-deps
+	$(FUZZ_CC) $< -o $@ $(LIBS)
+$(B)/fuzz_make: examples/make.c
+fuzz-deps:
+	@tests/fuzz/deps.sh
+fuzz-build: $(FUZZERS)
+fuzz: fuzz-build
+	tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZERS)
+
 # ---- CUDA (depeng_cuda.h; optional, needs nvcc) ----------------------------
 # make cuda: the CUDA tests (built twice: the tiled GEMM and cuBLAS), the GPU
 # example and the GPU benchmark, with nvcc and the CUDA runtime it ships,

@@ -518,7 +518,9 @@ DP_API dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure);
    the rest. For a timed wait that timed out, or a hang. Any thread, any
    time; it locks each variable and block pool briefly (and writes nothing
    while it holds a lock). Names of running ops are copied while they run:
-   they must stay valid until the op completes, as dp_push_desc.name says. */
+   they must stay valid until the op completes, as dp_push_desc.name says.
+   Errors (each logged): DP_ERROR_INVALID_ARGS for a NULL engine or stream,
+   DP_ERROR_IO when the stream reports a write error. */
 DP_API dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out);
 /* The desc with every default resolved. */
 DP_API dp_engine_desc dp_engine_query_desc(const dp_engine *eng);
@@ -601,15 +603,20 @@ DP_API void dp_profiler_clear(dp_engine *eng);
    "gpu 1": numeric pid with a process_name metadata event) and one thread per
    worker (numeric tid, thread_name "worker N"); names are escaped and made
    valid UTF-8. Call after dp_wait_all, from any thread but an op of eng.
-   Errors: DP_ERROR_INVALID_ARGS for a NULL argument or a write error on out;
-   DP_ERROR_OUT_OF_MEMORY (logged) when the thread names could not be kept:
-   the events are written, some metadata is missing. */
+   Errors (each logged): DP_ERROR_INVALID_ARGS for a NULL engine or stream
+   (item NULL_ARGUMENT); DP_ERROR_IO when the stream reports a write error;
+   DP_ERROR_OUT_OF_MEMORY when the thread names could not be kept: the
+   events are written, some metadata is missing. */
 DP_API dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out);
-/* Table: count, total, min, max, mean per op name (microseconds). */
+/* Table: count, total, min, max, mean per op name (microseconds). Any
+   thread. Errors as dp_profiler_dump_chrome, and DP_ERROR_OUT_OF_MEMORY
+   when some op names could not be aggregated. */
 DP_API dp_result dp_profiler_dump_summary(dp_engine *eng, FILE *out);
 
 /* ---- trace and misc ---------------------------------------------------- */
-/* Graphviz DOT of the pushed ops (needs desc.trace.record_graph). */
+/* Graphviz DOT of the pushed ops (needs desc.trace.record_graph, else
+   DP_ERROR_INVALID_ARGS logged as BAD_DESC). Any thread. Errors as
+   dp_profiler_dump_chrome, and DP_ERROR_OUT_OF_MEMORY. */
 DP_API dp_result dp_trace_write_dot(dp_engine *eng, FILE *out);
 #ifdef DEPENG_TRACE_HTML     /* see COMPILE-TIME OPTIONS */
 /* HTML replay of a traced program. A recorder keeps a copy of every trace
@@ -769,13 +776,20 @@ DP_API void *dp_nd_data(const dp_ndarray *a);
 /* NumPy's .npy (C order, the five dtypes, little-endian) and .npz (an
    uncompressed zip of .npy members, as numpy.savez writes). Saving waits
    for the arrays' pending writes. A corrupt or truncated file is
-   DP_ERROR_FORMAT with the reason logged, never a crash. */
+   DP_ERROR_FORMAT with the reason logged, never a crash; a path that
+   cannot be read (missing, a directory) is DP_ERROR_IO, logged as IO with
+   the path. */
 DP_API dp_result dp_nd_save_npy(dp_ndarray *a, const char *path, dp_failure *failure);
 DP_API dp_result dp_nd_load_npy(dp_engine *eng, const char *path, dp_ctx ctx, dp_ndarray **out);
 typedef struct dp_nd_named { char name[128]; dp_ndarray *array; } dp_nd_named;
 DP_API dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, int count, dp_failure *failure);
 /* Loads up to cap members into out (names without ".npy"); *count is set.
-   On error nothing is left allocated. */
+   Memory is allocated for the members the archive has, whatever cap is.
+   On error nothing is left allocated and *count is 0. Errors (logged):
+   DP_ERROR_INVALID_ARGS for a NULL engine, out or count or a negative cap
+   (ND_ARGS); DP_ERROR_IO when the path cannot be read (a directory, a
+   missing file); DP_ERROR_FORMAT for a corrupt archive or member, or more
+   than cap members. Any thread. */
 DP_API dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp_nd_named *out, int cap, int *count);
 
 /* Resources (MXNet's ResourceManager), one set per device, each guarded by
@@ -981,7 +995,8 @@ DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, i
    label_column (from 0; negative counts from the end, -1 is the last). With
    DP_CSV_NO_LABEL every column is data, (rows, columns), and label may be
    NULL. A ragged row or a field that is not a number is DP_ERROR_FORMAT
-   naming the line and column. */
+   naming the line and column; a path that cannot be read (missing, a
+   directory) is DP_ERROR_IO naming the path. Any thread. */
 DP_API dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx,
                                 dp_ndarray **data, dp_ndarray **label);
 /* Mini-batches of rows (the first axis) of data and label. Zero-initialise:
@@ -1660,6 +1675,17 @@ DP__COLD static void dp__log(const dp_engine *eng, uint32_t level, dp_log_item i
     else if (level <= DP_LOG_ERROR) dp_log_stderr("depeng", level, (uint32_t)item, buf, line, __FILE__, NULL);
 }
 
+/* Logs a NULL engine or stream passed to a call that writes to a FILE *. */
+DP__COLD static dp_result dp__null_stream(const dp_engine *eng, const char *what) {
+    DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "%s: NULL %s", what, eng ? "stream" : "engine");
+    return DP_ERROR_INVALID_ARGS;
+}
+/* A stream that reported a write error: DP_ERROR_IO, logged. */
+DP__COLD static dp_result dp__stream_result(const dp_engine *eng, FILE *out, const char *what) {
+    if (!ferror(out)) return DP_OK;
+    DP__LOG(eng, DP_LOG_ERROR, IO, "%s: the stream reported a write error", what);
+    return DP_ERROR_IO;
+}
 static void *dp__alloc(const dp_engine *eng, size_t size) {
     void *p;
     if (eng && eng->desc.allocator.alloc) p = eng->desc.allocator.alloc(size, 64, eng->desc.allocator.user);
@@ -3760,15 +3786,12 @@ DP__COLD static void dp__log_pending(dp_engine *eng, int waited_ms) {
 }
 DP__COLD DP_IMPL dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out) {
     dp__report rp;
-    if (!eng || !out) {
-        DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_engine_dump_pending: NULL %s", eng ? "stream" : "engine");
-        return DP_ERROR_INVALID_ARGS;
-    }
+    if (!eng || !out) return dp__null_stream(eng, "dp_engine_dump_pending");
     memset(&rp, 0, sizeof rp);
     rp.sink = dp__report_to_file;
     rp.user = out;
     dp__report_pending(eng, &rp);
-    return ferror(out) ? DP_ERROR_IO : DP_OK;
+    return dp__stream_result(eng, out, "dp_engine_dump_pending");
 }
 DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) {
     dp_engine_desc zero, resolved;
@@ -4026,7 +4049,7 @@ DP__COLD static void dp__chrome_metadata(dp__chrome_ctx *c) {
 }
 DP__COLD DP_IMPL dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out) {
     dp__chrome_ctx c;
-    if (!eng || !out) return DP_ERROR_INVALID_ARGS;
+    if (!eng || !out) return dp__null_stream(eng, "dp_profiler_dump_chrome");
     memset(&c, 0, sizeof c);
     c.out = out; c.first = 1; c.t0 = UINT64_MAX; c.eng = eng;
     dp__prof_each(eng, dp__prof_min_start, &c.t0);
@@ -4035,11 +4058,12 @@ DP__COLD DP_IMPL dp_result dp_profiler_dump_chrome(dp_engine *eng, FILE *out) {
     dp__chrome_metadata(&c);
     fprintf(out, "\n]}\n");
     dp__free(eng, c.seen, c.capseen * sizeof *c.seen);
+    if (ferror(out)) return dp__stream_result(eng, out, "dp_profiler_dump_chrome");
     if (c.oom) {
         DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_profiler_dump_chrome: thread names left out");
         return DP_ERROR_OUT_OF_MEMORY;
     }
-    return ferror(out) ? DP_ERROR_INVALID_ARGS : DP_OK;
+    return DP_OK;
 }
 typedef struct { char name[40]; uint64_t count, total, min, max; } dp__agg;
 typedef struct { dp__agg *rows; size_t n, cap; const dp_engine *eng; int oom; } dp__agg_ctx;
@@ -4067,7 +4091,7 @@ DP__COLD static void dp__prof_agg_one(dp__prof_buf *pb, void *user) {
 DP__COLD DP_IMPL dp_result dp_profiler_dump_summary(dp_engine *eng, FILE *out) {
     dp__agg_ctx a;
     size_t k;
-    if (!eng || !out) return DP_ERROR_INVALID_ARGS;
+    if (!eng || !out) return dp__null_stream(eng, "dp_profiler_dump_summary");
     memset(&a, 0, sizeof a);
     a.eng = eng;
     dp__prof_each(eng, dp__prof_agg_one, &a);
@@ -4078,7 +4102,8 @@ DP__COLD DP_IMPL dp_result dp_profiler_dump_summary(dp_engine *eng, FILE *out) {
                 (double)r->total / 1e3, (double)r->min / 1e3, (double)r->max / 1e3, (double)r->total / 1e3 / (double)r->count);
     }
     dp__free(eng, a.rows, a.cap * sizeof *a.rows);
-    return a.oom ? DP_ERROR_OUT_OF_MEMORY : DP_OK;
+    if (a.oom) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_profiler_dump_summary: some op names are left out"); return DP_ERROR_OUT_OF_MEMORY; }
+    return dp__stream_result(eng, out, "dp_profiler_dump_summary");
 }
 
 /* >>dot: the pushed ops as a graph, edges by the rule (sequentially). */
@@ -4087,13 +4112,13 @@ DP__COLD DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
     uint32_t j;
     struct vs { uint32_t id; uint64_t writer; uint64_t *readers; size_t nreaders; } *st = NULL;
     size_t nst = 0;
-    if (!eng || !out) return DP_ERROR_INVALID_ARGS;
+    if (!eng || !out) return dp__null_stream(eng, "dp_trace_write_dot");
     if (!eng->desc.trace.record_graph) { DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "dp_trace_write_dot needs desc.trace.record_graph"); return DP_ERROR_INVALID_ARGS; }
     dp__mutex_lock(&eng->graph_mtx);
     cap = 1;
     for (i = 0; i < eng->ngraph; i++) cap += eng->graph[i].nread + eng->graph[i].nwrite;
     st = (struct vs *)dp__alloc(eng, cap * sizeof *st);
-    if (!st) { dp__mutex_unlock(&eng->graph_mtx); return DP_ERROR_OUT_OF_MEMORY; }
+    if (!st) { dp__mutex_unlock(&eng->graph_mtx); DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_write_dot: %zu variables", cap); return DP_ERROR_OUT_OF_MEMORY; }
     fprintf(out, "digraph depeng {\n  rankdir=TB;\n  node [shape=box, style=rounded];\n");
     for (i = 0; i < eng->ngraph; i++) {
         const dp__graph_rec *r = &eng->graph[i];
@@ -4120,7 +4145,7 @@ DP__COLD DP_IMPL dp_result dp_trace_write_dot(dp_engine *eng, FILE *out) {
     for (k = 0; k < nst; k++) dp__free(eng, st[k].readers, st[k].nreaders * sizeof(uint64_t));
     dp__free(eng, st, cap * sizeof *st);
     dp__mutex_unlock(&eng->graph_mtx);
-    return DP_OK;
+    return dp__stream_result(eng, out, "dp_trace_write_dot");
 }
 
 #ifdef DEPENG_TRACE_HTML
@@ -5746,6 +5771,24 @@ static dp_result dp__zip_read_entry(const dp__zip_reader *z, size_t cd_end, size
     return DP_OK;
 }
 
+/* How many members the archive's end record lists, so a caller can size its
+ * list before dp__zip_read. A count the central directory is too short to
+ * hold is DP_ERROR_FORMAT (so a tiny file cannot ask for a large list). */
+static dp_result dp__zip_count(const unsigned char *buf, size_t len, uint32_t *count, char *msg, size_t msgcap) {
+    dp__zip_reader z;
+    size_t end_at, cd_offset = 0, cd_end = 0;
+    dp_result r;
+    z.buf = buf; z.len = len; z.msg = msg; z.msgcap = msgcap;
+    *count = 0;
+    if (!buf || !dp__zip_find_end(buf, len, &end_at))
+        return dp__npy_fail(msg, msgcap,
+                            "not a zip archive (no end-of-central-directory record): truncated or not an .npz");
+    if ((r = dp__zip_directory(&z, end_at, &cd_offset, &cd_end, count)) != DP_OK) return r;
+    if ((uint64_t)*count * DP__ZIP_CENTRAL_LEN > cd_end - cd_offset)
+        return dp__npy_fail(msg, msgcap, "corrupt .npz: the zip central directory is too short for its entry count");
+    return DP_OK;
+}
+
 /* Lists the members of a stored ZIP (.npz) image held in memory, checking
  * every offset, size, local header and CRC. out[i].name and .data point into
  * buf (names are not NUL-terminated: use name_len). On success *n is the
@@ -6609,16 +6652,29 @@ DP_IMPL dp_result dp_nd_random_normal(dp_engine *eng, double mean, double stddev
 }
 
 /* >>files: arrays to and from .npy / .npz ------------------------------------- */
+/* Whether f can be read at all. A directory opens and seeks like a file on
+   POSIX systems (and may report a size of LONG_MAX), but reading it fails:
+   try one byte before trusting the size. */
+static int dp__file_readable(FILE *f) {
+    int c = getc(f);
+    return !(c == EOF && ferror(f)) && fseek(f, 0, SEEK_SET) == 0;
+}
 /* Reads a whole file into memory it allocates; logs and returns
-   DP_ERROR_IO if it cannot. */
+   DP_ERROR_IO if it cannot, DP_ERROR_OUT_OF_MEMORY (logged) if the file
+   does not fit in memory. */
 static dp_result dp__read_file(dp_engine *eng, const char *path, unsigned char **buf, size_t *len) {
     FILE *f = path ? fopen(path, "rb") : NULL;
     long size = -1;
     *buf = NULL; *len = 0;
     if (!f) { DP__LOG(eng, DP_LOG_ERROR, IO, "cannot open '%s' for reading", path ? path : "(null)"); return DP_ERROR_IO; }
+    if (!dp__file_readable(f)) { fclose(f); DP__LOG(eng, DP_LOG_ERROR, IO, "cannot read '%s' (a directory?)", path); return DP_ERROR_IO; }
     if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
     if (size < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); DP__LOG(eng, DP_LOG_ERROR, IO, "cannot size '%s'", path); return DP_ERROR_IO; }
-    if ((*buf = (unsigned char *)dp__alloc(eng, (size_t)size + 1)) == NULL) { fclose(f); return DP_ERROR_OUT_OF_MEMORY; }
+    if ((*buf = (unsigned char *)dp__alloc(eng, (size_t)size + 1)) == NULL) {
+        fclose(f);
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "'%s' has %ld bytes, more than can be allocated", path, size);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     if (fread(*buf, 1, (size_t)size, f) != (size_t)size) {
         fclose(f); dp__free(eng, *buf, (size_t)size + 1); *buf = NULL;
         DP__LOG(eng, DP_LOG_ERROR, IO, "cannot read '%s'", path);
@@ -6740,15 +6796,25 @@ DP_IMPL dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, d
     size_t len = 0;
     dp__zip_member *zm = NULL;
     char msg[256];
-    int n = 0, i, loaded = 0;
+    uint32_t members = 0;
+    int n = 0, i, loaded = 0, zcap = 0;
     dp_result r;
     if (count) *count = 0;
-    if (!eng || !out || !count || cap < 0) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_npz: NULL engine, out or count"); return DP_ERROR_INVALID_ARGS; }
+    if (!eng || !out || !count) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_npz: NULL engine, out or count"); return DP_ERROR_INVALID_ARGS; }
+    if (cap < 0) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_npz: negative cap %d", cap); return DP_ERROR_INVALID_ARGS; }
     if ((r = dp__read_file(eng, path, &buf, &len)) != DP_OK) return r;
-    if ((zm = (dp__zip_member *)dp__alloc(eng, sizeof *zm * (size_t)(cap ? cap : 1))) == NULL) { r = DP_ERROR_OUT_OF_MEMORY; goto out; }
-    if (dp__zip_read(buf, len, zm, cap, &n, msg, sizeof msg) != DP_OK) {
+    /* room for the members the archive lists (at most cap), not for cap */
+    if (dp__zip_count(buf, len, &members, msg, sizeof msg) != DP_OK) { DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: %s", path, msg); r = DP_ERROR_FORMAT; goto out; }
+    zcap = (int)members < cap ? (int)members : cap;
+    if ((zm = (dp__zip_member *)dp__alloc(eng, sizeof *zm * (size_t)(zcap ? zcap : 1))) == NULL) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s: a list of %d members", path, zcap);
+        r = DP_ERROR_OUT_OF_MEMORY;
+        goto out;
+    }
+    if (dp__zip_read(buf, len, zm, zcap, &n, msg, sizeof msg) != DP_OK) {
         DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: %s", path, msg);
         r = DP_ERROR_FORMAT;
+        n = 0;
         goto out;
     }
     for (i = 0; i < n; i++, loaded++) {
@@ -6757,6 +6823,11 @@ DP_IMPL dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, d
         if (nl > 4 && memcmp(zm[i].name + nl - 4, ".npy", 4) == 0) nl -= 4;
         if (nl == 0 || nl >= sizeof out[i].name) {
             DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: member %d's name is empty or longer than %d characters", path, i, (int)sizeof out[i].name - 1);
+            r = DP_ERROR_FORMAT;
+            break;
+        }
+        if (memchr(zm[i].name, 0, nl) != NULL) {       /* it would load under a shorter name */
+            DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: member %d's name holds a NUL byte", path, i);
             r = DP_ERROR_FORMAT;
             break;
         }
@@ -6771,7 +6842,7 @@ DP_IMPL dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, d
     }
     *count = n;
 out:
-    dp__free(eng, zm, sizeof *zm * (size_t)(cap ? cap : 1));
+    dp__free(eng, zm, sizeof *zm * (size_t)(zcap ? zcap : 1));
     dp__free(eng, buf, len + 1);
     return r;
 }

@@ -68,51 +68,63 @@ static int node_get(const char *name) {
 }
 
 /* ---- parsing: "target: prereqs" then tab-indented commands -------------- */
-static void parse(const char *path) {
-    FILE *f = fopen(path, "r");
-    char line[4096];
-    int lineno = 0, cur = -1;
-    if (!f) { fprintf(stderr, "make: %s: %s\n", path, strerror(errno)); exit(2); }
-    while (fgets(line, sizeof line, f)) {
-        char *p, *colon, *tok;
-        lineno++;
-        line[strcspn(line, "\r\n")] = '\0';
-        if (line[0] == '\t') {                        /* command line */
-            rule *r;
-            for (p = line; *p == ' ' || *p == '\t'; p++) {}
-            if (*p == '\0' || *p == '#') continue;
-            if (cur < 0) { fprintf(stderr, "make: %s:%d: *** recipe commences before first target.  Stop.\n", path, lineno); exit(2); }
-            r = &rules[cur];
-            r->cmds = xrealloc(r->cmds, (size_t)(r->ncmds + 1) * sizeof *r->cmds);
-            r->cmds[r->ncmds++] = xstrdup(p);
-            continue;
-        }
-        if ((p = strchr(line, '#')) != NULL) *p = '\0';
+/* One line; *cur is the rule that command lines belong to (-1: none yet). */
+static int parse_line(char *line, const char *path, int lineno, int *cur) {
+    char *p, *colon, *tok;
+    line[strcspn(line, "\r\n")] = '\0';
+    if (line[0] == '\t') {                            /* command line */
+        rule *r;
         for (p = line; *p == ' ' || *p == '\t'; p++) {}
-        if (*p == '\0') continue;                     /* blank or comment */
-        colon = strchr(p, ':');
-        if (!colon) { fprintf(stderr, "make: %s:%d: *** missing separator.  Stop.\n", path, lineno); exit(2); }
-        *colon = '\0';
-        tok = strtok(p, " \t");
-        if (!tok || strtok(NULL, " \t")) { fprintf(stderr, "make: %s:%d: *** expected exactly one target.  Stop.\n", path, lineno); exit(2); }
-        {
-            int t = node_get(tok);
-            if (nodes[t].rule >= 0) cur = nodes[t].rule;        /* extra prerequisites */
-            else {
-                rules = xrealloc(rules, (size_t)(nrules + 1) * sizeof *rules);
-                memset(&rules[nrules], 0, sizeof *rules);
-                rules[nrules].target = t;
-                nodes[t].rule = cur = nrules++;
-            }
-        }
-        for (tok = strtok(colon + 1, " \t"); tok; tok = strtok(NULL, " \t")) {
-            int n = node_get(tok);                    /* may move nodes; index is stable */
-            rule *r = &rules[cur];
-            r->prereqs = xrealloc(r->prereqs, (size_t)(r->nprereqs + 1) * sizeof *r->prereqs);
-            r->prereqs[r->nprereqs++] = n;
+        if (*p == '\0' || *p == '#') return 0;
+        if (*cur < 0) { fprintf(stderr, "make: %s:%d: *** recipe commences before first target.  Stop.\n", path, lineno); return 2; }
+        r = &rules[*cur];
+        r->cmds = xrealloc(r->cmds, (size_t)(r->ncmds + 1) * sizeof *r->cmds);
+        r->cmds[r->ncmds++] = xstrdup(p);
+        return 0;
+    }
+    if ((p = strchr(line, '#')) != NULL) *p = '\0';
+    for (p = line; *p == ' ' || *p == '\t'; p++) {}
+    if (*p == '\0') return 0;                         /* blank or comment */
+    colon = strchr(p, ':');
+    if (!colon) { fprintf(stderr, "make: %s:%d: *** missing separator.  Stop.\n", path, lineno); return 2; }
+    *colon = '\0';
+    tok = strtok(p, " \t");
+    if (!tok || strtok(NULL, " \t")) { fprintf(stderr, "make: %s:%d: *** expected exactly one target.  Stop.\n", path, lineno); return 2; }
+    {
+        int t = node_get(tok);
+        if (nodes[t].rule >= 0) *cur = nodes[t].rule;           /* extra prerequisites */
+        else {
+            rules = xrealloc(rules, (size_t)(nrules + 1) * sizeof *rules);
+            memset(&rules[nrules], 0, sizeof *rules);
+            rules[nrules].target = t;
+            nodes[t].rule = *cur = nrules++;
         }
     }
+    for (tok = strtok(colon + 1, " \t"); tok; tok = strtok(NULL, " \t")) {
+        int n = node_get(tok);                        /* may move nodes; index is stable */
+        rule *r = &rules[*cur];
+        r->prereqs = xrealloc(r->prereqs, (size_t)(r->nprereqs + 1) * sizeof *r->prereqs);
+        r->prereqs[r->nprereqs++] = n;
+    }
+    return 0;
+}
+/* Reads the rules from f (named path in messages). Returns 0, or 2 after
+   printing make's message for a malformed line. */
+static int parse_stream(FILE *f, const char *path) {
+    char *line = NULL;              /* getline: a line of any length is one line */
+    size_t cap = 0;
+    int lineno = 0, cur = -1, status = 0;
+    while (status == 0 && getline(&line, &cap, f) != -1) status = parse_line(line, path, ++lineno, &cur);
+    free(line);
+    return status;
+}
+static void parse(const char *path) {
+    FILE *f = fopen(path, "r");
+    int status;
+    if (!f) { fprintf(stderr, "make: %s: %s\n", path, strerror(errno)); exit(2); }
+    status = parse_stream(f, path);
     fclose(f);
+    if (status) exit(status);
 }
 
 /* ---- the operation --------------------------------------------------- */

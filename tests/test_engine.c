@@ -1717,6 +1717,42 @@ static void test_workers_take_fp_env(void) {
     }
 }
 
+/* ---- every call that writes to a FILE * refuses a NULL stream and reports
+   a stream that fails, both logged */
+static void test_bad_stream(void) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.logger.func = quiet_logger; d.trace.record_graph = 1;
+    CHECK(dp_engine_create(&d, &e) == DP_OK);
+    g_last_item = 0;
+    CHECK(dp_profiler_dump_chrome(e, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_NULL_ARGUMENT);
+    g_last_item = 0;
+    CHECK(dp_profiler_dump_summary(e, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_NULL_ARGUMENT);
+    g_last_item = 0;
+    CHECK(dp_trace_write_dot(e, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_NULL_ARGUMENT);
+    {   /* a stream that cannot be written: DP_ERROR_IO, logged */
+        char path[512];
+        FILE *ro, *w;
+        snprintf(path, sizeof path, "%s/depeng_read_only_%ld", test_temp_dir(), (long)clock());
+        w = fopen(path, "wb");
+        if (w) fclose(w);
+        ro = fopen(path, "rb");
+        CHECK(ro != NULL);
+        if (ro) {
+            g_last_item = 0;
+            CHECK(dp_profiler_dump_chrome(e, ro) == DP_ERROR_IO && g_last_item == DP_LOGITEM_IO);
+            clearerr(ro); g_last_item = 0;
+            CHECK(dp_profiler_dump_summary(e, ro) == DP_ERROR_IO && g_last_item == DP_LOGITEM_IO);
+            clearerr(ro); g_last_item = 0;
+            CHECK(dp_trace_write_dot(e, ro) == DP_ERROR_IO && g_last_item == DP_LOGITEM_IO);
+            fclose(ro);
+        }
+        remove(path);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"abc_example", test_abc_example}, {"random_oracle", test_random_oracle},
@@ -1724,7 +1760,7 @@ int main(void) {
         {"async_other_thread", test_async}, {"delete_pending", test_delete_pending},
         {"priority_pool", test_priority}, {"multi_pusher", test_multi_pusher},
         {"precreated_ops", test_precreated}, {"dedup", test_dedup}, {"gpu_routing_fake", test_gpu_routing},
-        {"profiler", test_profiler}, {"trace_html", test_trace_html}, {"config", test_config}, {"stress_1m", test_stress},
+        {"profiler", test_profiler}, {"trace_html", test_trace_html}, {"bad_stream", test_bad_stream}, {"config", test_config}, {"stress_1m", test_stress},
         {"long_ops_overlap", test_long_ops_overlap}, {"wake_after_last_look", test_wake_after_last_look},
         {"cleared_failure_stays_cleared", test_cleared_failure_stays_cleared},
         {"no_skip_input_status", test_no_skip_input_status}, {"io_queue", test_io_queue},

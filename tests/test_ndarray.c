@@ -15,6 +15,7 @@
 #include <time.h>
 #include <math.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 
 
@@ -516,6 +517,20 @@ static void test_files(void) {
                 if (f) { fseek(f, 80, SEEK_SET); fputc(0x5a, f); fclose(f); }
                 CHECK(dp_nd_load_npz(e, p2, CPU0, out, 3, &n) == DP_ERROR_FORMAT && n == 0);
             }
+            {   /* a member name with a NUL byte (in both headers) is refused, not loaded as "" */
+                FILE *f;
+                CHECK(dp_nd_save_npz(p2, in, 3, NULL) == DP_OK);
+                if ((f = fopen(p2, "r+b")) != NULL) {
+                    unsigned char zip[4096];
+                    size_t len = fread(zip, 1, sizeof zip, f), at;
+                    for (at = 0; at + 11 <= len; at++)
+                        if (memcmp(zip + at, "weights.npy", 11) == 0) { fseek(f, (long)at, SEEK_SET); fputc(0, f); fseek(f, 0, SEEK_CUR); }
+                    fclose(f);
+                }
+                g_last_item = 0;
+                n = -1;
+                CHECK(dp_nd_load_npz(e, p2, CPU0, out, 3, &n) == DP_ERROR_FORMAT && n == 0 && g_last_item == DP_LOGITEM_FORMAT);
+            }
             for (i = 0; i < 3; i++) dp_nd_release(in[i].array);
             in[0].array = NULL;
             CHECK(dp_nd_save_npz(p2, in, 1, NULL) == DP_ERROR_INVALID_ARGS);
@@ -523,6 +538,88 @@ static void test_files(void) {
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     }
     remove(p1); remove(p2);
+}
+
+/* A path that cannot be read (a directory, a missing file) is DP_ERROR_IO for
+   every loader, logged as IO with the path in the message. */
+static char g_last_message[512];
+static void message_logger(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
+    quiet_logger(tag, level, item, msg, line, file, user);
+    snprintf(g_last_message, sizeof g_last_message, "%s", msg ? msg : "");
+}
+static int io_error_naming(dp_result r, const char *path) {
+    int ok = r == DP_ERROR_IO && g_last_item == DP_LOGITEM_IO && strstr(g_last_message, path) != NULL;
+    g_last_item = 0; g_last_message[0] = 0;
+    return ok;
+}
+static void test_load_unreadable_paths(void) {
+    char dir[128], missing[128];
+    const char *paths[2];
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    int i;
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.logger.func = message_logger;
+    CHECK(dp_engine_create(&d, &e) == DP_OK);
+    tmp_path("a_directory", dir, sizeof dir);
+    tmp_path("missing.npy", missing, sizeof missing);
+    CHECK(mkdir(dir, 0700) == 0);
+    paths[0] = dir; paths[1] = missing;
+    for (i = 0; i < 2; i++) {
+        dp_ndarray *a = NULL, *b = NULL;
+        dp_nd_named out[2];
+        int n = -1;
+        g_last_item = 0; g_last_message[0] = 0;
+        CHECK(io_error_naming(dp_nd_load_npy(e, paths[i], CPU0, &a), paths[i]) && a == NULL);
+        CHECK(io_error_naming(dp_nd_load_npz(e, paths[i], CPU0, out, 2, &n), paths[i]) && n == 0);
+        CHECK(io_error_naming(dp_nd_load_csv(e, paths[i], DP_CSV_NO_LABEL, CPU0, &a, NULL), paths[i]) && a == NULL);
+        CHECK(io_error_naming(dp_nd_load_csv(e, paths[i], 0, CPU0, &a, &b), paths[i]) && a == NULL && b == NULL);
+    }
+    rmdir(dir);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* dp_nd_load_npz allocates for the members the archive has, not for cap:
+   the largest allocation while loading a 3-member archive with a cap of
+   2^20 stays small, and a cap of INT32_MAX loads it too. A negative cap is
+   refused. */
+static size_t g_largest_alloc;
+static void *recording_alloc(size_t size, size_t align, void *user) {
+    size_t seen = __atomic_load_n(&g_largest_alloc, __ATOMIC_RELAXED);
+    while (size > seen && !__atomic_compare_exchange_n(&g_largest_alloc, &seen, size, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return failing_alloc(size, align, user);
+}
+static void test_npz_large_cap(void) {
+    char path[128];
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    dp_nd_named in[3], out[3];
+    dp_shape s = {1, {4}};
+    int i, n = -1;
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.logger.func = quiet_logger;
+    d.allocator.alloc = recording_alloc; d.allocator.free = failing_free;
+    CHECK(dp_engine_create(&d, &e) == DP_OK);
+    tmp_path("cap.npz", path, sizeof path);
+    memset(in, 0, sizeof in);
+    for (i = 0; i < 3; i++) {
+        snprintf(in[i].name, sizeof in[i].name, "m%d", i);
+        CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &in[i].array) == DP_OK);
+    }
+    CHECK(dp_nd_save_npz(path, in, 3, NULL) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    __atomic_store_n(&g_largest_alloc, 0, __ATOMIC_RELAXED);
+    CHECK(dp_nd_load_npz(e, path, CPU0, out, 1 << 20, &n) == DP_OK && n == 3);
+    CHECK(__atomic_load_n(&g_largest_alloc, __ATOMIC_RELAXED) < 4096);
+    for (i = 0; i < n; i++) dp_nd_release(out[i].array);
+    n = -1;
+    CHECK(dp_nd_load_npz(e, path, CPU0, out, INT32_MAX, &n) == DP_OK && n == 3);
+    for (i = 0; i < n; i++) dp_nd_release(out[i].array);
+    g_last_item = 0;
+    CHECK(dp_nd_load_npz(e, path, CPU0, out, -1, &n) == DP_ERROR_INVALID_ARGS && n == 0 && g_last_item == DP_LOGITEM_ND_ARGS);
+    for (i = 0; i < 3; i++) dp_nd_release(in[i].array);
+    remove(path);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
 /* ---- operators ------------------------------------------------------------- */
@@ -1432,7 +1529,8 @@ int main(void) {
     static const test_case tests[] = {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
         {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
-        {"bad_input", test_bad_input}, {"resources", test_resources}, {"files", test_files}, {"operators", test_operators},
+        {"bad_input", test_bad_input}, {"resources", test_resources}, {"files", test_files},
+        {"load_unreadable_paths", test_load_unreadable_paths}, {"npz_large_cap", test_npz_large_cap}, {"operators", test_operators},
         {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"linear", test_linear}, {"same_results_all_engines", test_same_results_all_engines},
         {"gradients", test_gradients}, {"pinned_and_gpu_kernels", test_pinned_and_gpu_kernels},
         {"release_under_oom", test_release_under_oom}, {"int_conversion_reference", test_int_conversion_reference},

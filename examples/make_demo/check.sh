@@ -62,5 +62,14 @@ ok=1
 [ $rc -eq 2 ] && grep -q 'Circular dependency' out.txt && ok=0
 check "dependency cycle" $ok
 
+# 6. a line longer than 4 KiB is one line: a long command with a colon
+#    in it runs as it is, and is not read as a rule
+long=$(head -c 5000 /dev/zero | tr '\0' x)
+printf 'all:\n\t@echo %s:tail > long.out\n' "$long" > long.dp
+"$MK" -f long.dp > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 0 ] && [ "$(cat long.out)" = "$long:tail" ] && ok=0
+check "a 5000-character command line" $ok
+
 [ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
 exit $((fails != 0))
