@@ -191,6 +191,7 @@ typedef struct node {            /* one file name */
     char *stem;                  /* $* when a pattern rule supplied the recipe */
     unsigned is_target : 1, mentioned : 1, phony : 1, implicit_done : 1, missing : 1, on_path : 1;
     int walk;                    /* 0 new, 1 on the walk's stack, 2 done     */
+    int plan_idx;                /* position in the post-order plan          */
     int goal_mark;               /* for the up-to-date report                */
     /* set by the thread that completes the node's op, read after it */
     int remade, ran;
@@ -1130,7 +1131,10 @@ static int parse_buffer_file(mk_make *m, const char *file, const char *buf, size
         }
         rc = parse_line(&r, line.s);
     }
-    if (rc == 0 && r.nconds) { r.line = r.next_line; rc = perr(&r, "missing 'endif'"); }
+    if (rc == 0 && r.nconds) {                   /* GNU make names the line after the last */
+        r.line = r.next_line + (len > 0 && buf[len - 1] == '\n');
+        rc = perr(&r, "missing 'endif'");
+    }
     for (; rc == 0 && first_pattern < m->npats; first_pattern++)
         if (!m->pats[first_pattern].rcp) {
             r.line = m->pats[first_pattern].line;
@@ -1330,6 +1334,7 @@ static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **
                 nst--;
                 if (n->rcp || n->is_target || n->phony || n->missing || n->npre || n->noo) {
                     GROW(*order, *norder, ocap);
+                    n->plan_idx = *norder;
                     (*order)[(*norder)++] = ni;
                 }
             }
@@ -1594,7 +1599,7 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
 /* One async op per target: reads its prerequisites' vars (normal and
    order-only; files without an op are never written, so they are always
    ready and left out), writes its own var. */
-static int push_node(dp_engine *eng, mk_make *m, node *n, dp_var **reads, int *cap) {
+static int push_node(dp_engine *eng, mk_make *m, node *n, int norder, dp_var **reads, int *cap) {
     dp_push_desc d;
     int i, k = 0;
     for (i = 0; i < n->npre + n->noo; i++) {
@@ -1608,6 +1613,12 @@ static int push_node(dp_engine *eng, mk_make *m, node *n, dp_var **reads, int *c
     d.reads = *reads; d.num_reads = k;
     d.writes = &n->var; d.num_writes = 1;
     d.name = n->name;
+    /* The ops run on the engine's priority pool, earliest in the plan first:
+       when one completion makes many rules ready at once (every object after
+       a generated header), they start in the order GNU make would start them,
+       so -j1 builds in the same order and stops at the same place. */
+    d.prop = DP_PROP_CPU_PRIORITIZED;
+    d.priority = norder - n->plan_idx;
     return dp_push(eng, &d) == DP_OK ? 0 : -1;
 }
 
@@ -1651,7 +1662,8 @@ static int build(mk_make *m, const int *goals, int ngoals) {
     if (plan(m, goals, ngoals, opt_keep_going, &order, &norder) != 0) return 2;
     memset(&desc, 0, sizeof desc);
     desc.type = DP_ENGINE_PERDEVICE;
-    desc.cpu_worker_nthreads = opt_jobs > 1 ? 2 : 1;   /* rule_op never blocks */
+    desc.cpu_worker_nthreads = 1;                       /* unused: every op is prioritized */
+    desc.cpu_priority_nthreads = opt_jobs > 1 ? 2 : 1;  /* rule_op never blocks */
     desc.logger.func = quiet_logger;
     if (dp_engine_create(&desc, &eng) != DP_OK) { fprintf(stderr, "make: *** could not create the engine.  Stop.\n"); free(order); return 2; }
     run_mk = m;
@@ -1660,7 +1672,7 @@ static int build(mk_make *m, const int *goals, int ngoals) {
     for (i = 0; i < norder && !failed; i++) {
         node *n = &m->nodes[order[i]];
         n->var = dp_var_create(eng);
-        if (!n->var.id || push_node(eng, m, n, &reads, &rcap) != 0) { fprintf(stderr, "make: *** the engine refused an operation.  Stop.\n"); failed = 1; }
+        if (!n->var.id || push_node(eng, m, n, norder, &reads, &rcap) != 0) { fprintf(stderr, "make: *** the engine refused an operation.  Stop.\n"); failed = 1; }
     }
     for (i = 0; i < ngoals; i++) {
         dp_failure f;
