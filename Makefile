@@ -113,9 +113,10 @@ $(B)/bench_gpu_emul: bench/gpu_emul.c bench/common.h depeng.h | $(B)
 bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray $(B)/bench_gpu_emul
 bench-deps:
 	bench/deps.sh
-bench: bench-build
+bench: bench-build $(B)/make_example
 	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray
 	./$(B)/bench_gpu_emul
+	bench/make.sh $(B)/make_example
 
 # ---- CUDA (depeng_cuda.h; optional, needs nvcc) ----------------------------
 # make cuda: the CUDA tests (built twice: the tiled GEMM and cuBLAS), the GPU

@@ -1500,11 +1500,21 @@ static int newer(const struct stat *a, const struct stat *b) {   /* a's mtime af
     return a->st_mtim.tv_sec > b->st_mtim.tv_sec ||
            (a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec > b->st_mtim.tv_nsec);
 }
-static void add_unique(strbuf *b, const char *w) {
-    size_t pos = 0, wn, n = strlen(w);
-    const char *x;
-    while ((x = next_word(b->s ? b->s : "", &pos, &wn)) != NULL) if (wn == n && strncmp(x, w, n) == 0) return;
-    sb_word(b, w, n);
+/* Small set of node indices, to list each prerequisite once in $^ and $?. */
+typedef struct intset { int *slot; size_t cap; } intset;
+static int intset_add(intset *s, int v) {   /* 1 if v was new */
+    size_t i;
+    if (!s->cap) return 1;
+    for (i = ((size_t)v * 2654435761u) & (s->cap - 1); s->slot[i] >= 0; i = (i + 1) & (s->cap - 1))
+        if (s->slot[i] == v) return 0;
+    s->slot[i] = v;
+    return 1;
+}
+static void intset_init(intset *s, int n) {
+    size_t i;
+    for (s->cap = 16; s->cap < 2 * (size_t)n; s->cap *= 2) {}
+    s->slot = xrealloc(NULL, s->cap * sizeof *s->slot);
+    for (i = 0; i < s->cap; i++) s->slot[i] = -1;
 }
 static void default_stem(const char *name, strbuf *out) {   /* $* of an explicit rule */
     const char *dot = strrchr(name, '.');
@@ -1528,19 +1538,27 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
     if (i) { dp_complete(done, -2, "not started"); return; }
     exists = stat(n->name, &ts) == 0;
     ood = n->phony || !exists;
-    for (i = 0; i < n->npre; i++) {
+    for (i = 0; i < n->npre && !ood; i++) {
         const node *p = &run_mk->nodes[n->pre[i]];
-        int pe = stat(p->name, &ps) == 0;
-        int out = p->phony || !pe || (p->remade && opt_dry_run) || !exists || newer(&ps, &ts);
-        if (out) { ood = 1; add_unique(&qm, p->name); }
-        add_unique(&hat, p->name);
-        sb_word(&plus, p->name, strlen(p->name));
+        ood = p->phony || stat(p->name, &ps) != 0 || (p->remade && opt_dry_run) || newer(&ps, &ts);
     }
     if (!ood || !n->rcp) {
         if (ood) n->remade = 1;
-        free(hat.s); free(plus.s); free(qm.s);
         dp_complete(done, 0, NULL);
         return;
+    }
+    {   /* $^ (each once), $+ (all), $? (the ones newer than the target) */
+        intset seen_hat, seen_qm;
+        intset_init(&seen_hat, n->npre); intset_init(&seen_qm, n->npre);
+        for (i = 0; i < n->npre; i++) {
+            const node *p = &run_mk->nodes[n->pre[i]];
+            size_t len = strlen(p->name);
+            if (!exists || p->phony || stat(p->name, &ps) != 0 || (p->remade && opt_dry_run) || newer(&ps, &ts))
+                if (intset_add(&seen_qm, n->pre[i])) sb_word(&qm, p->name, len);
+            if (intset_add(&seen_hat, n->pre[i])) sb_word(&hat, p->name, len);
+            sb_word(&plus, p->name, len);
+        }
+        free(seen_hat.slot); free(seen_qm.slot);
     }
     for (i = 0; i < n->noo; i++) sb_word(&bar, run_mk->nodes[n->oo[i]].name, strlen(run_mk->nodes[n->oo[i]].name));
     if (n->stem) sb_puts(&star, n->stem); else default_stem(n->name, &star);
