@@ -23,6 +23,8 @@ GNU=$(command -v make) || { echo "SKIP: GNU make not installed"; exit 77; }
 T=$(mktemp -d) || exit 2
 trap 'rm -rf "$T"' EXIT
 now() { date +%s.%N; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", b - a }'; }
+div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 best() { awk 'NR == 1 || $1 < m { m = $1 } END { printf "%.3f", m }'; }
 status=0
 
@@ -32,14 +34,14 @@ awk -v n="$NI" 'BEGIN { printf "all:"; for (i = 0; i < n; i++) printf " t%d", i;
                         for (i = 0; i < n; i++) printf "t%d:\n\t@touch $@\n", i }' > Makefile
 : > gnu.t; : > dp.t
 for r in $(seq "$REPS"); do
-    rm -f t[0-9]*; s=$(now); "$GNU" -j4 > /dev/null 2>&1; e=$(now); echo "$e - $s" | bc >> gnu.t
+    rm -f t[0-9]*; s=$(now); "$GNU" -j4 > /dev/null 2>&1; e=$(now); elapsed "$s" "$e" >> gnu.t
     g=$(ls t[0-9]* | wc -l)
-    rm -f t[0-9]*; s=$(now); "$DP" -j4 > /dev/null 2>&1; e=$(now); echo "$e - $s" | bc >> dp.t
+    rm -f t[0-9]*; s=$(now); "$DP" -j4 > /dev/null 2>&1; e=$(now); elapsed "$s" "$e" >> dp.t
     d=$(ls t[0-9]* | wc -l)
     [ "$g" -eq "$NI" ] && [ "$d" -eq "$NI" ] || { echo "FAIL MAKE-indep: files made: gnu $g, depeng $d, wanted $NI"; status=1; }
 done
 G=$(best < gnu.t); D=$(best < dp.t)
-echo "bench MAKE-indep n=$NI gnu_s=$G depeng_s=$D ratio=$(echo "scale=3; $D / $G" | bc)"
+echo "bench MAKE-indep n=$NI gnu_s=$G depeng_s=$D ratio=$(div "$D" "$G")"
 
 # ---- no-op over up-to-date targets ----------------------------------------
 mkdir -p "$T/noop" && cd "$T/noop" || exit 2
@@ -49,11 +51,11 @@ seq 0 $((NN - 1)) | sed 's/^/s/' | xargs touch
 seq 0 $((NN - 1)) | sed 's/^/t/' | xargs touch
 : > gnu.t; : > gnur.t; : > dp.t
 for r in $(seq "$REPS"); do
-    s=$(now); out=$("$GNU" -j4 2>&1); e=$(now); echo "$e - $s" | bc >> gnu.t
-    s=$(now); "$GNU" -r -j4 > /dev/null 2>&1; e=$(now); echo "$e - $s" | bc >> gnur.t
-    s=$(now); dout=$("$DP" -j4 2>&1); e=$(now); echo "$e - $s" | bc >> dp.t
+    s=$(now); out=$("$GNU" -j4 2>&1); e=$(now); elapsed "$s" "$e" >> gnu.t
+    s=$(now); "$GNU" -r -j4 > /dev/null 2>&1; e=$(now); elapsed "$s" "$e" >> gnur.t
+    s=$(now); dout=$("$DP" -j4 2>&1); e=$(now); elapsed "$s" "$e" >> dp.t
     [ "$out" = "$dout" ] || { echo "FAIL MAKE-noop: GNU make said '$out', depeng's make '$dout'"; status=1; }
 done
 G=$(best < gnu.t); R=$(best < gnur.t); D=$(best < dp.t)
-echo "bench MAKE-noop n=$NN gnu_s=$G gnu_r_s=$R depeng_s=$D ratio=$(echo "scale=3; $D / $G" | bc) ratio_r=$(echo "scale=3; $D / $R" | bc)"
+echo "bench MAKE-noop n=$NN gnu_s=$G gnu_r_s=$R depeng_s=$D ratio=$(div "$D" "$G") ratio_r=$(div "$D" "$R")"
 exit $status

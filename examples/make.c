@@ -74,6 +74,7 @@
    EMBEDDING THE PARSER (used by the fuzz harness)
      Compile with -DMAKE_NO_MAIN to leave main() out, then
         mk_make *m = mk_new();
+        m->refuse_includes = 1;        // input may not open files
         int rc = mk_parse_buffer(m, "fuzz.mk", data, size);  // 0 or -1
         if (rc) puts(mk_error(m));     // "fuzz.mk:3: *** missing separator.  Stop."
         mk_free(m);
@@ -220,6 +221,8 @@ typedef struct mk_make {
     char **files; int nfiles, filecap;      /* names of the files read, for locations */
     int default_goal;
     int include_depth;
+    int refuse_includes;         /* set by a fuzz harness: input may not make the
+                                    parser open files (/dev/stdin would block) */
     strbuf err;                  /* "file:line: *** message.  Stop." */
 } mk_make;
 
@@ -278,7 +281,10 @@ typedef struct xctx {
     const char *file; int line;  /* where the text comes from, for errors */
     const expanding *stack;      /* recursive variables being expanded */
     strbuf *err;
+    int depth;                   /* nesting of references, bounded so that no
+                                    input can run the C stack out */
 } xctx;
+#define MAX_EXPAND_DEPTH 1000
 
 static int expand_n(xctx *x, const char *s, size_t n, strbuf *out);
 static char *expand_str(xctx *x, const char *s) {
@@ -558,8 +564,12 @@ static int expand_ref(xctx *x, const char *s, size_t n, strbuf *out) {
 
 static int expand_n(xctx *x, const char *s, size_t n, strbuf *out) {
     size_t i = 0, run;
+    int rc = 0;
     if (!out->s) sb_add(out, "", 0);
-    while (i < n) {
+    if (!memchr(s, '$', n)) { sb_add(out, s, n); return 0; }
+    if (x->depth >= MAX_EXPAND_DEPTH) return set_error(x->err, x->file, x->line, "references nested more than %d deep", MAX_EXPAND_DEPTH);
+    x->depth++;
+    while (i < n && rc == 0) {
         const char *d = memchr(s + i, '$', n - i);
         run = d ? (size_t)(d - (s + i)) : n - i;
         sb_add(out, s + i, run);
@@ -570,12 +580,13 @@ static int expand_n(xctx *x, const char *s, size_t n, strbuf *out) {
         if (s[i] == '$') { sb_putc(out, '$'); i++; }
         else if (s[i] == '(' || s[i] == '{') {
             size_t e = ref_end(s, n, i);
-            if (e >= n) return set_error(x->err, x->file, x->line, "unterminated variable reference");
-            if (expand_ref(x, s + i + 1, e - i - 1, out) != 0) return -1;
+            if (e >= n) rc = set_error(x->err, x->file, x->line, "unterminated variable reference");
+            else rc = expand_ref(x, s + i + 1, e - i - 1, out);
             i = e + 1;
-        } else { if (expand_var(x, s + i, 1, out) != 0) return -1; i++; }
+        } else { rc = expand_var(x, s + i, 1, out); i++; }
     }
-    return 0;
+    x->depth--;
+    return rc;
 }
 
 /* =================================================================== parsing */
@@ -607,7 +618,7 @@ static int perr(reader *r, const char *fmt, ...) {
 }
 static xctx parse_ctx(reader *r) {
     xctx x;
-    x.m = r->m; x.av = NULL; x.file = r->file; x.line = r->line; x.stack = NULL; x.err = &r->m->err;
+    x.m = r->m; x.av = NULL; x.file = r->file; x.line = r->line; x.stack = NULL; x.err = &r->m->err; x.depth = 0;
     return x;
 }
 
@@ -721,6 +732,7 @@ static int do_include(reader *r, char *args, int optional) {
     const char *w;
     int rc = 0;
     if (!files) return -1;
+    if (r->m->refuse_includes) { free(files); return perr(r, "include is switched off (refuse_includes)"); }
     if (r->m->include_depth >= 64) { free(files); return perr(r, "include nesting too deep"); }
     while (rc == 0 && (w = next_word(files, &pos, &wn)) != NULL) {
         char *path = xstrndup(w, wn), *text = NULL;
@@ -1160,25 +1172,6 @@ void mk_set_cmdline_var(mk_make *m, const char *name, const char *value);
 /* Frees m and everything it holds. */
 void mk_free(mk_make *m);
 
-static void add_builtin_rules(mk_make *m) {
-    pattern *p;
-    recipe *rc = xrealloc(NULL, sizeof *rc);
-    memset(rc, 0, sizeof *rc);
-    rc->file = "<builtin>";
-    rc->cap = rc->n = 1;
-    rc->lines = xrealloc(NULL, sizeof *rc->lines); rc->lineno = xrealloc(NULL, sizeof *rc->lineno);
-    rc->lines[0] = xstrdup("$(CC) $(CFLAGS) $(CPPFLAGS) $(TARGET_ARCH) -c -o $@ $<");
-    rc->lineno[0] = 0;
-    GROW(m->recipes, m->nrecipes, m->recipecap);
-    m->recipes[m->nrecipes++] = rc;
-    GROW(m->pats, m->npats, m->patcap);
-    p = &m->pats[m->npats++];
-    memset(p, 0, sizeof *p);
-    p->target = xstrdup("%.o");
-    p->pre = xrealloc(NULL, sizeof *p->pre); p->pre[0] = xstrdup("%.c"); p->npre = 1;
-    p->rcp = rc; p->file = "<builtin>";
-}
-
 mk_make *mk_new(void) {
     mk_make *m = xrealloc(NULL, sizeof *m);
     memset(m, 0, sizeof *m);
@@ -1220,6 +1213,28 @@ void mk_free(mk_make *m) {
     free(m->vars); free(m->var_map.keys); free(m->var_map.vals);
     free(m->pats); free(m->recipes); free(m->files); free(m->err.s);
     free(m);
+}
+
+/* Everything below runs a build; a harness that only parses leaves it out. */
+#ifndef MAKE_NO_MAIN
+/* GNU make's built-in rule for C objects, after the Makefile's own rules. */
+static void add_builtin_rules(mk_make *m) {
+    pattern *p;
+    recipe *rc = xrealloc(NULL, sizeof *rc);
+    memset(rc, 0, sizeof *rc);
+    rc->file = "<builtin>";
+    rc->cap = rc->n = 1;
+    rc->lines = xrealloc(NULL, sizeof *rc->lines); rc->lineno = xrealloc(NULL, sizeof *rc->lineno);
+    rc->lines[0] = xstrdup("$(CC) $(CFLAGS) $(CPPFLAGS) $(TARGET_ARCH) -c -o $@ $<");
+    rc->lineno[0] = 0;
+    GROW(m->recipes, m->nrecipes, m->recipecap);
+    m->recipes[m->nrecipes++] = rc;
+    GROW(m->pats, m->npats, m->patcap);
+    p = &m->pats[m->npats++];
+    memset(p, 0, sizeof *p);
+    p->target = xstrdup("%.o");
+    p->pre = xrealloc(NULL, sizeof *p->pre); p->pre[0] = xstrdup("%.c"); p->npre = 1;
+    p->rcp = rc; p->file = "<builtin>";
 }
 
 /* ================================================================= planning */
@@ -1369,7 +1384,7 @@ static void print_error_locked(const job *j, int line_idx, const char *what, int
     int line = j->lineno[line_idx];
     fflush(stdout);
     if (line > 0) fprintf(stderr, "make: %s[%s:%d: %s] %s%s\n", ignored ? "" : "*** ", file, line, j->n->name, what, ignored ? " (ignored)" : "");
-    else fprintf(stderr, "make: %s[%s] %s%s\n", ignored ? "" : "*** ", j->n->name, what, ignored ? " (ignored)" : "");
+    else fprintf(stderr, "make: %s[%s: %s] %s%s\n", ignored ? "" : "*** ", file, j->n->name, what, ignored ? " (ignored)" : "");
 }
 
 /* Starts the job's next non-empty command line. Returns 1 if a child is now
@@ -1576,7 +1591,7 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
         xctx x;
         char *c;
         unsigned char fl = 0;
-        x.m = run_mk; x.av = &av; x.file = n->rcp->file; x.line = n->rcp->lineno[i]; x.stack = NULL; x.err = &err;
+        x.m = run_mk; x.av = &av; x.file = n->rcp->file; x.line = n->rcp->lineno[i]; x.stack = NULL; x.err = &err; x.depth = 0;
         if (expand_n(&x, n->rcp->lines[i], strlen(n->rcp->lines[i]), &out) != 0) {
             pthread_mutex_lock(&run_mtx);
             fflush(stdout);
@@ -1719,7 +1734,6 @@ static int build(mk_make *m, const int *goals, int ngoals) {
     return failed ? 2 : 0;
 }
 
-#ifndef MAKE_NO_MAIN
 static int usage(const char *argv0) {
     fprintf(stderr, "usage: %s [-j N] [-k] [-n] [-f file] [-C dir] [VAR=value ...] [goal ...]\n", argv0);
     return 2;
@@ -1784,7 +1798,7 @@ int main(int argc, char **argv) {
             if (dg) {
                 strbuf e = {0};
                 xctx x;
-                x.m = m; x.av = NULL; x.file = NULL; x.line = 0; x.stack = NULL; x.err = &m->err;
+                x.m = m; x.av = NULL; x.file = NULL; x.line = 0; x.stack = NULL; x.err = &m->err; x.depth = 0;
                 if (expand_n(&x, dg->value, strlen(dg->value), &e) == 0 && *trim(e.s)) g = node_get(m, trim(e.s));
                 free(e.s);
             }
