@@ -1692,7 +1692,7 @@ static int build(mk_make *m, const int *goals, int ngoals) {
     pthread_t rth;
     int *order = NULL, norder = 0, i, failed = 0, rcap = 0;
     dp_var *reads = NULL;
-    if (plan(m, goals, ngoals, opt_keep_going, &order, &norder) != 0) return 2;
+    if (plan(m, goals, ngoals, opt_keep_going, &order, &norder) != 0) { free(order); return 2; }
     memset(&desc, 0, sizeof desc);
     desc.type = DP_ENGINE_PERDEVICE;
     desc.cpu_worker_nthreads = 1;                       /* unused: every op is prioritized */
