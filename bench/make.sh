@@ -15,6 +15,8 @@
 #   bench MAKE-noop n=N gnu_s=G gnu_r_s=R depeng_s=D ratio=D/G ratio_r=D/R
 # and "FAIL ..." (exit 1) if the two makes do not produce the same files.
 set -u
+# run from inside a make (make test): the two makes must not see its flags
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES GNUMAKEFLAGS
 cd "$(dirname "$0")/.." || exit 2
 DP=${1:-build/make_example}; NI=${2:-3000}; NN=${3:-10000}; REPS=${4:-2}
 case $DP in /*) ;; *) DP=$(pwd)/$DP ;; esac

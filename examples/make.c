@@ -49,8 +49,8 @@
        exist and intermediate files are never deleted, so they change nothing);
      - `include` and `-include` / `sinclude` (read as they are; a missing
        -include file is ignored, included files are not remade);
-     - recipe prefixes `@` (silent), `-` (ignore errors), `+` (accepted; -n
-       still only prints the line);
+     - recipe prefixes `@` (silent), `-` (ignore errors), `+` (run even
+       under -n);
      - options -f FILE, -C DIR, -j N, -k, -n, several goals, VAR=value; the
        default file is `makefile`, then `Makefile` (GNU make's order, without
        GNUmakefile); the default goal is the first target that does not start
@@ -69,7 +69,8 @@
      `undefine`, `load`, `!=`, and every function not listed above ($(shell),
      $(foreach), $(call), $(eval), $(if) ...). Not implemented at all: the
      jobserver for recursive makes, remaking included Makefiles, chains of
-     pattern rules through intermediate files, -n running `+` lines.
+     pattern rules through intermediate files, -n running lines that mention
+     $(MAKE) (only `+` lines run under -n).
 
    EMBEDDING THE PARSER (used by the fuzz harness)
      Compile with -DMAKE_NO_MAIN to leave main() out, then
@@ -1369,7 +1370,7 @@ typedef struct job {
     int status;
     struct job *qnext;
 } job;
-enum { CMD_SILENT = 1, CMD_IGNORE = 2 };
+enum { CMD_SILENT = 1, CMD_IGNORE = 2, CMD_PLUS = 4 };
 
 static mk_make *run_mk;                  /* read-only while the engine runs */
 static int opt_keep_going, opt_dry_run, opt_jobs = 1;
@@ -1394,8 +1395,10 @@ static int start_next_locked(job *j) {
         int i = j->next++, err;
         char *argv[4];
         pid_t pid;
-        if (!(j->flags[i] & CMD_SILENT)) printf("%s\n", j->cmds[i]);
+        if (!j->cmds[i][0]) continue;
+        if (opt_dry_run || !(j->flags[i] & CMD_SILENT)) printf("%s\n", j->cmds[i]);
         fflush(stdout);
+        if (opt_dry_run && !(j->flags[i] & CMD_PLUS)) continue;   /* -n runs only + lines */
         argv[0] = (char *)"/bin/sh"; argv[1] = (char *)"-c"; argv[2] = j->cmds[i]; argv[3] = NULL;
         err = posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ);
         if (err != 0) {
@@ -1608,6 +1611,7 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
         for (c = out.s; *c && (is_space(*c) || *c == '@' || *c == '-' || *c == '+'); c++) {
             if (*c == '@') fl |= CMD_SILENT;
             else if (*c == '-') fl |= CMD_IGNORE;
+            else if (*c == '+') fl |= CMD_PLUS;
         }
         j->cmds[j->ncmds] = xstrdup(c);
         j->flags[j->ncmds] = fl;
@@ -1617,14 +1621,18 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
     free(hat.s); free(plus.s); free(qm.s); free(bar.s); free(star.s);
     for (i = 0; i < j->ncmds && !j->cmds[i][0]; i++) {}
     if (i == j->ncmds) { j->status = 0; finish_job(j); return; }   /* only empty lines */
-    if (opt_dry_run) {
-        pthread_mutex_lock(&run_mtx);
-        for (i = 0; i < j->ncmds; i++) if (j->cmds[i][0]) printf("%s\n", j->cmds[i]);
-        fflush(stdout);
-        pthread_mutex_unlock(&run_mtx);
-        j->status = 0;
-        finish_job(j);
-        return;
+    if (opt_dry_run) {                           /* print only, unless a line has + */
+        int plus = 0;
+        for (i = 0; i < j->ncmds; i++) plus |= j->flags[i] & CMD_PLUS;
+        if (!plus) {
+            pthread_mutex_lock(&run_mtx);
+            for (i = 0; i < j->ncmds; i++) if (j->cmds[i][0]) printf("%s\n", j->cmds[i]);
+            fflush(stdout);
+            pthread_mutex_unlock(&run_mtx);
+            j->status = 0;
+            finish_job(j);
+            return;
+        }
     }
     submit_job(j);
 }

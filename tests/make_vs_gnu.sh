@@ -8,6 +8,8 @@
 # a line longer than 4,095 characters. Prints PASS/FAIL per check and
 # "make_vs_gnu: N passed, M failed".
 set -u
+# run from inside a make (make test): the two makes must not see its flags
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES GNUMAKEFLAGS
 [ $# -le 1 ] || { echo "usage: $0 [path/to/make_example]" >&2; exit 2; }
 if [ $# -eq 0 ]; then DP=$(cd "$(dirname "$0")/.." && pwd)/build/make_example
 else case $1 in /*) DP=$1 ;; *) DP=$(pwd)/$1 ;; esac; fi
@@ -237,6 +239,12 @@ printf 'LONG := %s\nall: ; @echo $(words $(LONG)) $(lastw)%s\n' "$words" "$words
 [ "$(wc -L < long.mk)" -gt 4095 ] || echo "long.mk has no long line"
 "$GNU" -f long.mk > gnu.out 2>&1; g=$?; "$DP" -f long.mk > dp.out 2>&1; d=$?
 [ $g = 0 ] && [ $d = 0 ] && cmp -s gnu.out dp.out && ok "lines longer than 4,095 characters ($(wc -L < long.mk))" || bad "long lines" gnu.out dp.out
+
+printf 'all: a\na:\n\t+@echo plus\n\t@-false\n\t@echo "x\\\n\ty"\n\techo after\n' > prefix.mk
+for args in "" "-n"; do
+    "$GNU" -f prefix.mk $args > gnu.out 2>&1; g=$?; "$DP" -f prefix.mk $args > dp.out 2>&1; d=$?
+    [ $g = $d ] && cmp -s gnu.out dp.out && ok "recipe prefixes @ - + and a continued recipe line ${args:-without -n}" || bad "recipe prefixes ${args:-without -n}" gnu.out dp.out
+done
 
 echo "make_vs_gnu: $pass passed, $fail failed"
 [ $fail -eq 0 ]
