@@ -72,12 +72,16 @@ tsan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_ndarray.c -o $(B)/test_ndarray_tsan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_autograd.c -o $(B)/test_autograd_tsan $(LIBS)
 	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan $(B)/test_ndarray_tsan $(B)/test_autograd_tsan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. examples/make.c -o $(B)/make_example_tsan $(LIBS)
+	TSAN_OPTIONS=halt_on_error=1 examples/make_demo/check.sh $(B)/make_example_tsan
 asan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_engine.c -o $(B)/test_engine_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_asan_pthreads $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_ndarray.c -o $(B)/test_ndarray_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_autograd.c -o $(B)/test_autograd_asan $(LIBS)
 	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. examples/make.c -o $(B)/make_example_asan $(LIBS)
+	examples/make_demo/check.sh $(B)/make_example_asan
 
 # Allocation-failure injection (tests/faults.c): the allocator fails the k-th
 # allocation (and, second mode, every one from the k-th on) for every k over

@@ -21,6 +21,13 @@
      engine start the rules that read it. So the number of threads is fixed
      (engine workers + the reaper), whatever the number of rules.
 
+     The ops go to the engine's priority pool with the plan position as their
+     priority, so when one completion makes many rules ready at once they
+     start in the order GNU make would start them (at -j1: the same order,
+     and a failure stops the build at the same place). Without -k the first
+     failure stops new jobs (the running ones are waited for); with -k the
+     engine's skipping of failed inputs is exactly GNU make's "keep going".
+
    WHAT IS SUPPORTED (GNU make's behaviour for this subset)
      - rules `t1 t2: p1 p2 | orderonly ; cmd`, recipe lines starting with a tab,
        several targets per rule (each target its own rule, same recipe),
