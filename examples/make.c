@@ -1441,60 +1441,95 @@ static void finish_job(job *j) {
     dp_complete(done, status, status ? "command failed" : NULL);
 }
 
-static void stop_locked(job **finished) {      /* first failure without -k */
+/* Jobs whose ops are to be completed once run_mtx is released. */
+static void finished_push(job **list, job *j) { j->qnext = *list; *list = j; }
+static void finish_all(job *list) { while (list) { job *nx = list->qnext; finish_job(list); list = nx; } }
+
+static void queue_put_locked(job *j) {
+    j->qnext = NULL;
+    if (queue_tail) queue_tail->qnext = j; else queue_head = j;
+    queue_tail = j;
+}
+static job *queue_take_locked(void) {
+    job *q = queue_head;
+    queue_head = q->qnext;
+    if (!queue_head) queue_tail = NULL;
+    return q;
+}
+
+/* The first failure without -k: no job starts any more; the queued ones are
+   completed as "not started" (status -2, no message of their own). */
+static void stop_locked(job **finished) {
     stopping = 1;
     if (nchildren > 0) { fflush(stdout); fprintf(stderr, "make: *** Waiting for unfinished jobs....\n"); }
     while (queue_head) {
-        job *q = queue_head;
-        queue_head = q->qnext;
-        q->status = -2;                        /* never started */
-        q->qnext = *finished; *finished = q;
+        job *q = queue_take_locked();
+        q->status = -2;
+        finished_push(finished, q);
     }
-    queue_tail = NULL;
 }
 
+/* Job j is over (j->status says how): its slot goes to the next queued job.
+   A queued job that is over at once (nothing to run, or /bin/sh could not
+   be started) passes the slot on in turn. Called with run_mtx. */
+static void job_over_locked(job *j, job **finished) {
+    while (j) {
+        finished_push(finished, j);
+        slots_free++;
+        if (j->status > 0 && !opt_keep_going && !stopping) stop_locked(finished);
+        j = NULL;
+        if (!stopping && queue_head) {           /* the freed slot, to one job */
+            job *q = queue_take_locked();
+            slots_free--;
+            if (!start_next_locked(q)) j = q;
+        }
+    }
+}
+
+static job *take_running_locked(pid_t pid) {
+    int i;
+    for (i = 0; i < nrunning; i++)
+        if (running[i]->pid == pid) { job *j = running[i]; running[i] = running[--nrunning]; return j; }
+    return NULL;
+}
+
+/* Reports a command that did not succeed, as GNU make does; returns 1 if it
+   fails the rule (0 for a line with the - prefix). Called with run_mtx. */
+static int command_failed_locked(job *j, int ws) {
+    char what[128];
+    int line = j->next - 1, ignored = (j->flags[line] & CMD_IGNORE) != 0;
+    if (WIFSIGNALED(ws)) snprintf(what, sizeof what, "%s", strsignal(WTERMSIG(ws)));
+    else snprintf(what, sizeof what, "Error %d", WIFEXITED(ws) ? WEXITSTATUS(ws) : 1);
+    print_error_locked(j, line, what, ignored);
+    if (ignored) return 0;
+    j->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
+    if (j->status == 0) j->status = 1;
+    return 1;
+}
+
+/* The one thread that collects children: waitpid(-1) for any of them, then
+   the rule's next command line, or the end of its job (the op completes,
+   the slot goes to the next queued job). Sleeps while no child runs. */
 static void *reaper(void *unused) {
     (void)unused;
     pthread_mutex_lock(&run_mtx);
     for (;;) {
-        job *j = NULL, *finished = NULL;
+        job *j, *finished = NULL;
         pid_t pid;
-        int ws, i, status, failed = 0;
+        int ws;
         while (nchildren == 0 && !reaper_quit) pthread_cond_wait(&reaper_cv, &run_mtx);
         if (nchildren == 0) break;
         pthread_mutex_unlock(&run_mtx);
         pid = waitpid(-1, &ws, 0);
         pthread_mutex_lock(&run_mtx);
         if (pid < 0) { if (errno == ECHILD) nchildren = 0; continue; }
-        for (i = 0; i < nrunning; i++) if (running[i]->pid == pid) { j = running[i]; running[i] = running[--nrunning]; break; }
-        if (!j) continue;                          /* not ours */
+        if ((j = take_running_locked(pid)) == NULL) continue;   /* not ours */
         nchildren--;
-        status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
-        if (status != 0) {
-            char what[128];
-            int ign = (j->flags[j->next - 1] & CMD_IGNORE) != 0;
-            if (WIFSIGNALED(ws)) snprintf(what, sizeof what, "%s", strsignal(WTERMSIG(ws)));
-            else snprintf(what, sizeof what, "Error %d", status);
-            print_error_locked(j, j->next - 1, what, ign);
-            if (!ign) { failed = 1; j->status = status; }
-        }
-        if (!failed && !stopping && start_next_locked(j)) continue;
-        if (!failed && stopping && j->next < j->ncmds) j->status = -2;
-        j->qnext = finished; finished = j;
-        if (j->status != 0 && j->status != -2 && !opt_keep_going && !stopping) stop_locked(&finished);
-        slots_free++;
-        while (!stopping && slots_free > 0 && queue_head) {
-            job *q = queue_head;
-            queue_head = q->qnext;
-            if (!queue_head) queue_tail = NULL;
-            slots_free--;
-            if (!start_next_locked(q)) {
-                q->qnext = finished; finished = q; slots_free++;
-                if (q->status != 0 && !opt_keep_going) stop_locked(&finished);
-            }
-        }
+        /* a job that runs goes on to its end, also after another failed */
+        if (!(ws != 0 && command_failed_locked(j, ws)) && start_next_locked(j)) continue;
+        job_over_locked(j, &finished);
         pthread_mutex_unlock(&run_mtx);
-        while (finished) { job *nx = finished->qnext; finish_job(finished); finished = nx; }
+        finish_all(finished);
         pthread_mutex_lock(&run_mtx);
     }
     pthread_mutex_unlock(&run_mtx);
@@ -1503,22 +1538,13 @@ static void *reaper(void *unused) {
 
 /* Hands a job to the table: started now if a job slot is free, else queued. */
 static void submit_job(job *j) {
-    int over = 0;
+    job *finished = NULL;
     pthread_mutex_lock(&run_mtx);
-    if (stopping) { j->status = -2; over = 1; }
-    else if (slots_free > 0) {
-        slots_free--;
-        if (!start_next_locked(j)) {
-            over = 1; slots_free++;
-            if (j->status != 0 && !opt_keep_going) { job *fin = NULL; stop_locked(&fin); while (fin) { job *nx = fin->qnext; pthread_mutex_unlock(&run_mtx); finish_job(fin); pthread_mutex_lock(&run_mtx); fin = nx; } }
-        }
-    } else {
-        j->qnext = NULL;
-        if (queue_tail) queue_tail->qnext = j; else queue_head = j;
-        queue_tail = j;
-    }
+    if (stopping) { j->status = -2; finished_push(&finished, j); }
+    else if (slots_free > 0) { slots_free--; if (!start_next_locked(j)) job_over_locked(j, &finished); }
+    else queue_put_locked(j);
     pthread_mutex_unlock(&run_mtx);
-    if (over) finish_job(j);
+    finish_all(finished);
 }
 
 static int newer(const struct stat *a, const struct stat *b) {   /* a's mtime after b's */
@@ -1603,12 +1629,13 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
         unsigned char fl = 0;
         x.m = run_mk; x.av = &av; x.file = n->rcp->file; x.line = n->rcp->lineno[i]; x.stack = NULL; x.err = &err; x.depth = 0;
         if (expand_n(&x, n->rcp->lines[i], strlen(n->rcp->lines[i]), &out) != 0) {
+            job *finished = NULL;
             pthread_mutex_lock(&run_mtx);
             fflush(stdout);
             fprintf(stderr, "%s\n", err.s);
-            if (!opt_keep_going) { job *fin = NULL; stop_locked(&fin); pthread_mutex_unlock(&run_mtx);
-                while (fin) { job *nx = fin->qnext; finish_job(fin); fin = nx; } }
-            else pthread_mutex_unlock(&run_mtx);
+            if (!opt_keep_going && !stopping) stop_locked(&finished);
+            pthread_mutex_unlock(&run_mtx);
+            finish_all(finished);
             free(err.s); free(out.s);
             j->ncmds = i; j->status = 2;
             free(hat.s); free(plus.s); free(qm.s); free(bar.s); free(star.s);

@@ -246,5 +246,13 @@ for args in "" "-n"; do
     [ $g = $d ] && cmp -s gnu.out dp.out && ok "recipe prefixes @ - + and a continued recipe line ${args:-without -n}" || bad "recipe prefixes ${args:-without -n}" gnu.out dp.out
 done
 
+# ---- -j N bounds the running jobs: never more than N at once --------------------
+printf 'all: t1 t2 t3 t4 t5 t6 t7 t8\nt1 t2 t3 t4 t5 t6 t7 t8:\n\t@echo + >> conc.log\n\t@sleep 0.2; echo - >> conc.log\n' > conc.mk
+for J in 1 3; do
+    rm -f conc.log; "$DP" -f conc.mk -j$J > dp.out 2>&1
+    most=$(awk '/\+/ { n++; if (n > m) m = n } /-/ { n-- } END { print m + 0 }' conc.log)
+    [ "$most" -eq $J ] && [ "$(grep -c + conc.log)" -eq 8 ] && ok "-j$J runs at most $J jobs at once (saw $most)" || { echo "at most $most at once" >> dp.out; bad "-j$J bounds the running jobs" dp.out; }
+done
+
 echo "make_vs_gnu: $pass passed, $fail failed"
 [ $fail -eq 0 ]
