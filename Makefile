@@ -82,6 +82,8 @@ asan: | $(B)
 	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. examples/make.c -o $(B)/make_example_asan $(LIBS)
 	examples/make_demo/check.sh $(B)/make_example_asan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DMAKE_NO_MAIN -I. tests/make_parse.c -o $(B)/make_parse_asan $(LIBS)
+	./$(B)/make_parse_asan
 
 # Allocation-failure injection (tests/faults.c): the allocator fails the k-th
 # allocation (and, second mode, every one from the k-th on) for every k over

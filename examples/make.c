@@ -878,7 +878,11 @@ static int assignment(reader *r, char *line, char *op_at, const char *op) {
     name = trim(name_raw);
     while (is_space(*value)) value++;
     if (!*name) { free(name_raw); return perr(r, "empty variable name"); }
-    if (strpbrk(name, " \t")) { free(name_raw); return perr(r, "variable name '%s' contains spaces (a directive this make does not support?)", name); }
+    if (strpbrk(name, " \t")) {
+        int rc = perr(r, "variable name '%s' contains spaces (a directive this make does not support?)", name);
+        free(name_raw);
+        return rc;
+    }
     if (strcmp(name, "VPATH") == 0) { free(name_raw); return perr(r, "VPATH is not supported by this make"); }
     if (strcmp(op, "!=") == 0) { free(name_raw); return perr(r, "'!=' (shell assignment) is not supported by this make"); }
     v = var_find(m, name, strlen(name));

@@ -24,6 +24,8 @@ int main(void) {
     expect("missing separator: file:line", "all:\n\techo\nnot a rule\n", "buf.mk:3: *** missing separator.  Stop.");
     expect("include refused when switched off", "include other.mk\n", "buf.mk:1: *** include is switched off (refuse_includes).  Stop.");
     expect("unterminated reference", "X := $(A\n", "buf.mk:1: *** unterminated variable reference.  Stop.");
+    expect("a variable name with spaces names it", "A = a b\n$(A) = 1\n",
+           "buf.mk:2: *** variable name 'a b' contains spaces (a directive this make does not support?).  Stop.");
     /* Y := $($($(...a...))) nested DEEP times: refused, not a stack overflow */
     deep = malloc(3 * DEEP + 32);
     if (!deep) return 2;
