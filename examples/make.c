@@ -14,7 +14,8 @@
      stats the files to decide whether the target is out of date (at run time,
      since a prerequisite may just have been rebuilt), expands the recipe and
      hands it to the job table. The job table starts a command with posix_spawn
-     of /bin/sh -c only when one of the -j N job slots is free. ONE reaper
+     (of /bin/sh -c, or of the command itself when it has no shell syntax, as
+     GNU make does) only when one of the -j N job slots is free. ONE reaper
      thread collects every child with waitpid(-1), starts the rule's next
      command line or the next queued job, and finally calls dp_complete with
      the rule's status; that is what releases the target's var and lets the
@@ -1399,23 +1400,50 @@ static void print_error_locked(const job *j, int line_idx, const char *what, int
     else fprintf(stderr, "make: %s[%s: %s] %s%s\n", ignored ? "" : "*** ", file, j->n->name, what, ignored ? " (ignored)" : "");
 }
 
+/* GNU make runs a command line without /bin/sh when the shell would only
+   split it into words: no character special to the shell, no builtin or
+   keyword first, no assignment. That saves an exec per job. Returns the
+   words (pointing into *copy, which the caller frees), or NULL: use sh -c. */
+static char **direct_argv(const char *cmd, char **copy) {
+    static const char *const builtins[] = { ".", ":", "alias", "bg", "break", "case", "cd", "command",
+        "continue", "eval", "exec", "exit", "export", "fc", "fg", "for", "getopts", "hash", "if", "jobs",
+        "login", "logout", "read", "readonly", "return", "set", "shift", "test", "times", "trap", "type",
+        "ulimit", "umask", "unalias", "unset", "wait", "while", "[", "{", "!", NULL };
+    char **argv = NULL, *w;
+    int n = 0, cap = 0, i;
+    if (strpbrk(cmd, "#;\"'*?[]&|<>(){}$`^~!\\\n")) return NULL;
+    *copy = xstrdup(cmd);
+    for (w = strtok(*copy, " \t"); w; w = strtok(NULL, " \t")) { GROW(argv, n, cap); argv[n++] = w; }
+    if (n == 0 || strchr(argv[0], '=')) { free(argv); free(*copy); *copy = NULL; return NULL; }
+    for (i = 0; builtins[i]; i++) if (strcmp(argv[0], builtins[i]) == 0) { free(argv); free(*copy); *copy = NULL; return NULL; }
+    GROW(argv, n, cap);
+    argv[n] = NULL;
+    return argv;
+}
+
 /* Starts the job's next non-empty command line. Returns 1 if a child is now
    running, 0 if the job is over (j->status says how). Called with run_mtx. */
 static int start_next_locked(job *j) {
     while (j->next < j->ncmds) {
         int i = j->next++, err;
-        char *argv[4];
+        char *argv[4], **direct, *copy = NULL;
         pid_t pid;
         if (!j->cmds[i][0]) continue;
         if (opt_dry_run || !(j->flags[i] & CMD_SILENT)) printf("%s\n", j->cmds[i]);
         fflush(stdout);
         if (opt_dry_run && !(j->flags[i] & CMD_PLUS)) continue;   /* -n runs only + lines */
-        argv[0] = (char *)"/bin/sh"; argv[1] = (char *)"-c"; argv[2] = j->cmds[i]; argv[3] = NULL;
-        err = posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ);
-        if (err != 0) {
-            char what[128];
-            snprintf(what, sizeof what, "could not start /bin/sh: %s", strerror(err));
-            print_error_locked(j, i, what, (j->flags[i] & CMD_IGNORE) != 0);
+        direct = direct_argv(j->cmds[i], &copy);
+        if (direct) {
+            err = posix_spawnp(&pid, direct[0], NULL, NULL, direct, environ);
+            if (err != 0) { fflush(stdout); fprintf(stderr, "make: %s: %s\n", direct[0], strerror(err)); }
+        } else {
+            argv[0] = (char *)"/bin/sh"; argv[1] = (char *)"-c"; argv[2] = j->cmds[i]; argv[3] = NULL;
+            err = posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ);
+            if (err != 0) { fflush(stdout); fprintf(stderr, "make: /bin/sh: %s\n", strerror(err)); }
+        }
+        free(direct); free(copy);
+        if (err != 0) {                            /* as the shell's "not found": 127 */
+            print_error_locked(j, i, "Error 127", (j->flags[i] & CMD_IGNORE) != 0);
             if (j->flags[i] & CMD_IGNORE) continue;
             j->status = 127;
             return 0;
@@ -1741,8 +1769,11 @@ static int build(mk_make *m, const int *goals, int ngoals) {
     if (plan(m, goals, ngoals, opt_keep_going, &order, &norder) != 0) { free(order); return 2; }
     memset(&desc, 0, sizeof desc);
     desc.type = DP_ENGINE_PERDEVICE;
-    desc.cpu_worker_nthreads = 1;                       /* unused: every op is prioritized */
-    desc.cpu_priority_nthreads = opt_jobs > 1 ? 2 : 1;  /* rule_op never blocks */
+    /* Every op goes to the priority pool. One worker is enough whatever -j:
+       rule_op only stats and expands, the commands run in child processes,
+       and a second worker would mostly spin for work on cores they need. */
+    desc.cpu_worker_nthreads = 1;
+    desc.cpu_priority_nthreads = 1;
     desc.logger.func = quiet_logger;
     if (dp_engine_create(&desc, &eng) != DP_OK) { fprintf(stderr, "make: *** could not create the engine.  Stop.\n"); free(order); return 2; }
     run_mk = m;

@@ -224,6 +224,12 @@ printf 'all: a b\n\techo all\na:\n\tfalse\nb: a2\n\techo b\na2:\n\techo a2\n' > 
 printf 'all: a b\na:\n\t@sleep 0.5; echo a1\n\t@echo a2\nb:\n\t@false\n' > running.mk
 "$GNU" -j2 -f running.mk > gnu.out 2>&1; g=$?; "$DP" -j2 -f running.mk > dp.out 2>&1; d=$?
 [ $g = $d ] && cmp -s gnu.out dp.out && ok "after a failure a running job finishes its recipe, as in GNU make" || bad "a running job finishes its recipe" gnu.out dp.out
+printf 'all:\n\tnosuchcmd_xyz a b\n' > notfound.mk
+printf 'all:\n\t-nosuchcmd_xyz a b\n\techo after\n' > notfound2.mk
+for f in notfound.mk notfound2.mk; do
+    "$GNU" -f $f > gnu.out 2>&1; g=$?; "$DP" -f $f > dp.out 2>&1; d=$?
+    [ $g = $d ] && cmp -s gnu.out dp.out && ok "a command that is not found, run without a shell ($f): same as GNU make" || bad "command not found ($f)" gnu.out dp.out
+done
 printf 'all: x\nx: nosuch.c\n\techo x\n' > norule.mk
 "$GNU" -f norule.mk > gnu.out 2>&1; g=$?; "$DP" -f norule.mk > dp.out 2>&1; d=$?
 [ $g = $d ] && cmp -s gnu.out dp.out && ok "no rule to make a prerequisite: same as GNU make" || bad "no rule to make a prerequisite" gnu.out dp.out
