@@ -78,20 +78,22 @@
      $(foreach), $(call), $(eval), $(if) ...). Not implemented at all: the
      jobserver for recursive makes, remaking included Makefiles, chains of
      pattern rules through intermediate files, -n running lines that mention
-     $(MAKE) (only `+` lines run under -n).
+     $(MAKE) (only `+` lines run under -n), deleting the target being made
+     when make is interrupted.
 
    EMBEDDING THE PARSER (used by the fuzz harness)
-     Compile with -DMAKE_NO_MAIN to leave main() out, then
+     Compile with -DMAKE_NO_MAIN (main and the build half are left out) and
+     #include "examples/make.c", then
         mk_make *m = mk_new();
         m->refuse_includes = 1;        // input may not open files
         int rc = mk_parse_buffer(m, "fuzz.mk", data, size);  // 0 or -1
         if (rc) puts(mk_error(m));     // "fuzz.mk:3: *** missing separator.  Stop."
         mk_free(m);
-     mk_parse_file(m, path) reads a file instead. Parsing never exits and
-     never runs a command ($(info)/$(warning) print to stderr); only running
-     out of memory exits.
+     data need not end in a NUL. mk_parse_file(m, path) reads a file instead.
+     Parsing never exits and never runs a command ($(info) prints to stdout,
+     $(warning) to stderr); only running out of memory exits.
 
-   Build: gcc -std=c11 -Wall -Wextra -pedantic -I. examples/make.c -o build/make_example -pthread
+   Build: gcc -std=c11 -Wall -Wextra -pedantic -I. examples/make.c -o build/make_example -pthread -lm
    Usage: make_example [-j N] [-k] [-n] [-f file] [-C dir] [VAR=value ...] [goal ...] */
 #define _POSIX_C_SOURCE 200809L
 #define DEPENG_IMPLEMENTATION
@@ -522,7 +524,7 @@ static int call_function_into(xctx *x, const char *fn, size_t fnn, const char *a
             sb_word(out, t.s, t.len); free(t.s);
         }
         break; }
-    case 15: fprintf(stderr, "%s\n", v[0]); break;               /* info */
+    case 15: printf("%s\n", v[0]); fflush(stdout); break;       /* info: stdout, as in GNU make */
     case 16: if (x->file) fprintf(stderr, "%s:%d: %s\n", x->file, x->line, v[0]); else fprintf(stderr, "make: %s\n", v[0]); break;
     case 17: rc = set_error(x->err, x->file, x->line, "%s", v[0]); break;   /* error */
     }

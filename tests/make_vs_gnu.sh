@@ -224,6 +224,9 @@ printf 'all: a b\n\techo all\na:\n\tfalse\nb: a2\n\techo b\na2:\n\techo a2\n' > 
 printf 'all: a b\na:\n\t@sleep 0.5; echo a1\n\t@echo a2\nb:\n\t@false\n' > running.mk
 "$GNU" -j2 -f running.mk > gnu.out 2>&1; g=$?; "$DP" -j2 -f running.mk > dp.out 2>&1; d=$?
 [ $g = $d ] && cmp -s gnu.out dp.out && ok "after a failure a running job finishes its recipe, as in GNU make" || bad "a running job finishes its recipe" gnu.out dp.out
+printf '$(info hello)\n$(warning careful)\nall:\n\t@echo $(info inrecipe)x\n' > info.mk
+"$GNU" -f info.mk > gnu.out 2> gnu.err; "$DP" -f info.mk > dp.out 2> dp.err
+cmp -s gnu.out dp.out && cmp -s gnu.err dp.err && ok "\$(info) to stdout, \$(warning) with file:line to stderr" || bad "info and warning" gnu.out dp.out gnu.err dp.err
 printf 'all:\n\tnosuchcmd_xyz a b\n' > notfound.mk
 printf 'all:\n\t-nosuchcmd_xyz a b\n\techo after\n' > notfound2.mk
 for f in notfound.mk notfound2.mk; do
