@@ -8,7 +8,7 @@ case $1 in /*) MK=$1 ;; *) MK=$(pwd)/$1 ;; esac
 SRC=$(cd "$(dirname "$0")" && pwd)
 T=$(mktemp -d) || exit 2
 trap 'rm -rf "$T"' EXIT
-cp "$SRC"/Makefile.dp "$SRC"/*.c "$SRC"/*.h "$T"/
+cp "$SRC"/Makefile "$SRC"/*.c "$SRC"/*.h "$T"/
 cd "$T" || exit 2
 fails=0
 check() {   # check NAME CONDITION-RESULT
@@ -24,7 +24,7 @@ check "fresh build" $ok
 # 2. rebuild: nothing runs
 "$MK" -j 2 > out.txt 2>&1; rc=$?
 ok=1
-[ $rc -eq 0 ] && ! grep -q '^cc ' out.txt && grep -q "'hello' is up to date" out.txt && ok=0
+[ $rc -eq 0 ] && ! grep -q '^cc ' out.txt && grep -q "Nothing to be done for 'all'" out.txt && ok=0
 check "second run is up to date" $ok
 
 # 3. touch util.c: only util.o and hello are rebuilt
@@ -46,11 +46,12 @@ good: util.c
 RULES
 "$MK" -j 2 -f broken.dp > out.txt 2>&1; rc=$?
 ok=1
-[ $rc -eq 2 ] && grep -q 'make: \*\*\* \[bad\] Error 1' out.txt \
-    && grep -q "command 'false' exited with status 1" out.txt && ! grep -q linking-all out.txt && ok=0
+[ $rc -eq 2 ] && grep -q 'make: \*\*\* \[broken.dp:4: bad\] Error 1' out.txt \
+    && ! grep -q linking-all out.txt && ok=0
 check "failing command reports Error 1 and exits 2" $ok
 
-# 5. missing prerequisite and a cycle are reported before anything runs
+# 5. a missing prerequisite is reported before anything runs; a cycle is
+#    dropped with a message, as GNU make does
 printf 'a: b nosuch.c\n\techo a-ran\nb:\n\techo b-ran\n' > missing.dp
 "$MK" -f missing.dp > out.txt 2>&1; rc=$?
 ok=1
@@ -59,8 +60,8 @@ check "missing prerequisite" $ok
 printf 'x: y\n\techo x\ny: x\n\techo y\n' > cycle.dp
 "$MK" -f cycle.dp > out.txt 2>&1; rc=$?
 ok=1
-[ $rc -eq 2 ] && grep -q 'Circular dependency' out.txt && ok=0
-check "dependency cycle" $ok
+[ $rc -eq 0 ] && grep -q 'Circular y <- x dependency dropped' out.txt && ok=0
+check "dependency cycle is dropped" $ok
 
 # 6. a line longer than 4 KiB is one line: a long command with a colon
 #    in it runs as it is, and is not read as a rule

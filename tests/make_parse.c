@@ -1,0 +1,41 @@
+/* examples/make.c's parser on its own, as a fuzz harness reaches it:
+   compiled with -DMAKE_NO_MAIN, fed buffers, never exits on bad input.
+   Prints "make_parse: N passed, M failed". */
+#include "examples/make.c"
+
+static int passed, failed;
+
+/* Parses text; want NULL: must succeed, else must fail with exactly want. */
+static void expect(const char *name, const char *text, const char *want) {
+    mk_make *m = mk_new();
+    int rc;
+    m->refuse_includes = 1;
+    rc = mk_parse_buffer(m, "buf.mk", text, strlen(text));
+    if (want ? (rc == -1 && strcmp(mk_error(m), want) == 0) : rc == 0) { printf("PASS %s\n", name); passed++; }
+    else { printf("FAIL %s: got %d '%s'\n", name, rc, mk_error(m)); failed++; }
+    mk_free(m);
+}
+
+int main(void) {
+    enum { DEEP = 100000 };
+    char *deep;
+    int i;
+    expect("a rule with a variable", "A := 1\nall: $(A)\n\techo $@\n", NULL);
+    expect("missing separator: file:line", "all:\n\techo\nnot a rule\n", "buf.mk:3: *** missing separator.  Stop.");
+    expect("include refused when switched off", "include other.mk\n", "buf.mk:1: *** include is switched off (refuse_includes).  Stop.");
+    expect("unterminated reference", "X := $(A\n", "buf.mk:1: *** unterminated variable reference.  Stop.");
+    expect("a variable name with spaces names it", "A = a b\n$(A) = 1\n",
+           "buf.mk:2: *** variable name 'a b' contains spaces (a directive this make does not support?).  Stop.");
+    /* Y := $($($(...a...))) nested DEEP times: refused, not a stack overflow */
+    deep = malloc(3 * DEEP + 32);
+    if (!deep) return 2;
+    strcpy(deep, "Y := ");
+    for (i = 0; i < DEEP; i++) memcpy(deep + 5 + 2 * i, "$(", 2);
+    deep[5 + 2 * DEEP] = 'a';
+    memset(deep + 6 + 2 * DEEP, ')', DEEP);
+    strcpy(deep + 6 + 3 * DEEP, "\n");
+    expect("100,000 nested references are refused", deep, "buf.mk:1: *** references nested more than 1000 deep.  Stop.");
+    free(deep);
+    printf("make_parse: %d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
