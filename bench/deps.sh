@@ -21,19 +21,4 @@ if [ "${#missing[@]}" -eq 0 ]; then
     echo "bench/deps.sh: nothing to install (${want[*]} present)"
     exit 0
 fi
-
-# Root installs directly; otherwise through sudo when it exists.
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then
-        SUDO=(sudo)
-    else
-        echo "bench/deps.sh: need root (or sudo) to install: ${missing[*]}" >&2
-        exit 1
-    fi
-fi
-
-echo "bench/deps.sh: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-${SUDO[@]+"${SUDO[@]}"} apt-get update -q
-${SUDO[@]+"${SUDO[@]}"} apt-get install -y -q --no-install-recommends "${missing[@]}"
+"$(dirname "$0")/../tests/apt_install.sh" bench/deps.sh "${missing[@]}"

@@ -8,19 +8,4 @@ if command -v chromium >/dev/null 2>&1; then
     echo "tests/browser_deps.sh: nothing to install (chromium present)"
     exit 0
 fi
-
-# Root installs directly; otherwise through sudo when it exists.
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then
-        SUDO=(sudo)
-    else
-        echo "tests/browser_deps.sh: need root (or sudo) to install chromium" >&2
-        exit 1
-    fi
-fi
-
-echo "tests/browser_deps.sh: installing chromium"
-export DEBIAN_FRONTEND=noninteractive
-${SUDO[@]+"${SUDO[@]}"} apt-get -o DPkg::Lock::Timeout=900 update -q
-${SUDO[@]+"${SUDO[@]}"} apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends chromium fonts-dejavu-core
+"$(dirname "$0")/apt_install.sh" tests/browser_deps.sh chromium fonts-dejavu-core

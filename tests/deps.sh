@@ -12,18 +12,4 @@ if [ "${#missing[@]}" -eq 0 ]; then
     echo "tests/deps.sh: nothing to install (cmake, pkg-config present)"
     exit 0
 fi
-
-# Root installs directly; otherwise through sudo when it exists.
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then
-        SUDO=(sudo)
-    else
-        echo "tests/deps.sh: need root (or sudo) to install: ${missing[*]}" >&2
-        exit 1
-    fi
-fi
-echo "tests/deps.sh: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-${SUDO[@]+"${SUDO[@]}"} apt-get -o DPkg::Lock::Timeout=300 update -q
-${SUDO[@]+"${SUDO[@]}"} apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends "${missing[@]}"
+"$(dirname "$0")/apt_install.sh" tests/deps.sh "${missing[@]}"

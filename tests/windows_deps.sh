@@ -14,14 +14,4 @@ if [ "${#missing[@]}" -eq 0 ]; then
     echo "tests/windows_deps.sh: nothing to install (MinGW-w64 and Wine present)"
     exit 0
 fi
-
-# Root installs directly; otherwise through sudo when it exists.
-SUDO=()
-if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1; then SUDO=(sudo)
-    else echo "tests/windows_deps.sh: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; fi
-fi
-echo "tests/windows_deps.sh: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-${SUDO[@]+"${SUDO[@]}"} apt-get update -q
-${SUDO[@]+"${SUDO[@]}"} apt-get install -y -q --no-install-recommends "${missing[@]}"
+"$(dirname "$0")/apt_install.sh" tests/windows_deps.sh "${missing[@]}"
