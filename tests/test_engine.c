@@ -38,6 +38,17 @@ static dp_engine *make_engine(dp_engine_type type, int nthreads) {
     if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
     return e;
 }
+/* An engine of type with 2 workers whose memory comes from alloc / free. */
+static dp_engine *make_engine_alloc(dp_engine_type type, void *(*alloc)(size_t, size_t, void *), void (*free_fn)(void *, size_t, void *)) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = 2; d.ignore_env = 1;
+    d.logger.func = quiet_logger;
+    d.allocator.alloc = alloc; d.allocator.free = free_fn;
+    if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    return e;
+}
 static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
 static const char *kind_names[4] = {"default", "naive", "pooled", "perdevice"};
 
@@ -1250,13 +1261,7 @@ static int fail_without_memory(dp_run_ctx *rc, void *a) {
 static void test_failure_without_memory(void) {
     int k, round;
     for (k = 0; k < 3; k++) {
-        dp_engine_desc desc;
-        dp_engine *e = NULL;
-        memset(&desc, 0, sizeof desc);
-        desc.type = kinds[k]; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
-        desc.logger.func = quiet_logger;
-        desc.allocator.alloc = refuse_failure_alloc; desc.allocator.free = refuse_failure_free;
-        CHECK(dp_engine_create(&desc, &e) == DP_OK);
+        dp_engine *e = make_engine_alloc(kinds[k], refuse_failure_alloc, refuse_failure_free);
         for (round = 0; round < 2; round++) {   /* the second after a dp_wait_all cleared the first */
             dp_var x = dp_var_create(e), y = dp_var_create(e), z = dp_var_create(e);
             dp_failure f;
@@ -1500,15 +1505,9 @@ static void test_destroy_reports_pending(void) {
 static void test_two_failures_without_memory(void) {
     int k;
     for (k = 0; k < 3; k++) {
-        dp_engine_desc desc;
-        dp_engine *e = NULL;
+        dp_engine *e = make_engine_alloc(kinds[k], refuse_failure_alloc, refuse_failure_free);
         dp_var x, y;
         dp_failure f;
-        memset(&desc, 0, sizeof desc);
-        desc.type = kinds[k]; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
-        desc.logger.func = quiet_logger;
-        desc.allocator.alloc = refuse_failure_alloc; desc.allocator.free = refuse_failure_free;
-        CHECK(dp_engine_create(&desc, &e) == DP_OK);
         x = dp_var_create(e); y = dp_var_create(e);
         CHECK(dp_push_sync(e, fail_without_memory, NULL, NULL, 0, &x, 1) == DP_OK);
         CHECK(dp_push_sync(e, fail_without_memory, NULL, NULL, 0, &y, 1) == DP_OK);
@@ -1538,13 +1537,9 @@ static void push_failure_during_clear(void) {
     CHECK(dp_push_sync(g_race_eng, nop, NULL, reads, 2, &g_ry, 1) == DP_OK);
 }
 static void test_failure_without_memory_stays_cleared(void) {
-    dp_engine_desc desc;
     dp_var w;
     dp_failure f;
-    memset(&desc, 0, sizeof desc);
-    desc.type = DP_ENGINE_NAIVE; desc.ignore_env = 1; desc.logger.func = quiet_logger;
-    desc.allocator.alloc = refuse_failure_alloc; desc.allocator.free = refuse_failure_free;
-    CHECK(dp_engine_create(&desc, &g_race_eng) == DP_OK);
+    g_race_eng = make_engine_alloc(DP_ENGINE_NAIVE, refuse_failure_alloc, refuse_failure_free);
     g_rx = dp_var_create(g_race_eng); g_rg = dp_var_create(g_race_eng); g_ry = dp_var_create(g_race_eng);
     w = dp_var_create(g_race_eng);
     CHECK(dp_push_sync(g_race_eng, nop, NULL, NULL, 0, &g_rx, 1) == DP_OK);
