@@ -95,4 +95,12 @@ static inline FILE *test_tmpfile(void) {
     return tmpfile();
 #endif
 }
+/* Makes a directory (private to the user where modes exist); 0 on success. */
+#ifdef _WIN32
+#include <direct.h>
+static inline int test_mkdir(const char *path) { return _mkdir(path); }
+#else
+#include <sys/stat.h>
+static inline int test_mkdir(const char *path) { return mkdir(path, 0700); }
+#endif
 #endif

@@ -563,7 +563,7 @@ static void test_load_unreadable_paths(void) {
     CHECK(dp_engine_create(&d, &e) == DP_OK);
     tmp_path("a_directory", dir, sizeof dir);
     tmp_path("missing.npy", missing, sizeof missing);
-    CHECK(mkdir(dir, 0700) == 0);
+    CHECK(test_mkdir(dir) == 0);
     paths[0] = dir; paths[1] = missing;
     for (i = 0; i < 2; i++) {
         dp_ndarray *a = NULL, *b = NULL;
