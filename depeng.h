@@ -676,15 +676,17 @@ DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
    dp_engine_extension returns eng's state for ext, made by
    ext->create(eng, ext->user) on the first call for this engine. create
    runs exactly once per engine even when several threads ask at once (the
-   others wait for it); it may create variables and push operations, but
-   must not call dp_engine_extension (it would wait for itself). It returns
-   the state, or NULL when it cannot make one: then dp_engine_extension
-   returns NULL and a later call tries again.
+   others wait for it); it may create variables, push operations and ask
+   for other extensions (arrays included), but not for its own (refused,
+   logged). It returns the state, or NULL when it cannot make one: then
+   dp_engine_extension returns NULL and a later call tries again.
    Teardown: dp_engine_destroy waits for every operation, then calls
    ext->destroy(eng, state, ext->user) for each state, the newest first,
    while the engine's allocator, logger and desc are still there (and
    before its workers stop and its memory goes). destroy must not push,
-   wait, or create or delete variables. A NULL destroy is fine.
+   wait, or create or delete variables; it may look up older extensions
+   (newer ones are gone: NULL), and none is made any more. A NULL destroy
+   is fine.
    Errors (NULL returned, logged as BAD_DESC): NULL eng or ext, a NULL
    create, more than DP_MAX_EXTENSIONS extensions on one engine.
    Thread safety: any thread, also from inside operations, until
@@ -1554,6 +1556,7 @@ struct dp_engine {
     dp__graph_rec *graph; size_t ngraph, capgraph;
     dp__mutex ext_mtx;          /* making extension states: see >>extensions */
     dp__a32 next_ext;           /* ext[0, next_ext) are made (release-published) */
+    int ext_closed;             /* destroy has begun tearing them down (under ext_mtx) */
     struct { const dp_extension *key; void *state; } ext[DP_MAX_EXTENSIONS];
 };
 
@@ -3647,10 +3650,8 @@ DP__COLD static void dp__engine_free(dp_engine *eng) {
     }
     for (k = 1; k < (size_t)dp__load(&eng->ops.next_index, DP__RELAXED); k++) {
         dp__opobj *op = (dp__opobj *)dp__table_slot(&eng->ops, (uint32_t)k);
-        if (op && dp__load(&op->refs, DP__RELAXED) > 0) {   /* never destroyed */
-            if (op->d.cleanup) op->d.cleanup(op->d.arg);
+        if (op && dp__load(&op->refs, DP__RELAXED) > 0)   /* only on a failed create: destroy frees the rest first */
             dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_ids));
-        }
     }
     for (k = 1; k < (size_t)dp__load(&eng->vars.next_index, DP__RELAXED); k++) {   /* every slot's ring, live or not */
         dp__var *v = (dp__var *)dp__table_slot(&eng->vars, (uint32_t)k);
@@ -3855,7 +3856,7 @@ DP__COLD DP_IMPL dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure
         if (eng->desc.pending_report_ms > 0) dp__log_pending(eng, eng->desc.pending_report_ms);
         r = dp_wait_all(eng, &f);
     }
-    if (dp__destroy_live_ops(eng)) {   /* their cleanups ran, and may have pushed */
+    while (dp__destroy_live_ops(eng)) {   /* their cleanups ran, and may have pushed or made ops */
         dp_failure later;
         if (dp_wait_all(eng, &later) == DP_ERROR_OP_FAILED && r != DP_ERROR_OP_FAILED) { r = DP_ERROR_OP_FAILED; f = later; }
     }
@@ -4767,7 +4768,14 @@ DP_IMPL dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *r, cons
 /* >>extensions --------------------------------------------------------------
    A lookup reads next_ext (acquire) and scans the published entries, so it
    takes no lock; making a state takes ext_mtx, fills the next entry, then
-   publishes it (release). */
+   publishes it (release). A create function may need another extension
+   (the array layer's, when it makes an array), or push an op that the naive
+   engine runs at once and that asks for one: the thread that holds ext_mtx
+   then makes it without locking again, and only a create that asks for its
+   own extension is refused (it would wait for itself). */
+static DP__THREAD_LOCAL const dp_engine *dp__tls_ext_engine;   /* whose ext_mtx this thread holds */
+static DP__THREAD_LOCAL const dp_extension *dp__tls_ext_making[DP_MAX_EXTENSIONS];
+static DP__THREAD_LOCAL int dp__tls_ext_depth;
 static void *dp__extension_find(dp_engine *eng, const dp_extension *ext) {
     int32_t i, n = dp__load(&eng->next_ext, DP__ACQUIRE);
     for (i = 0; i < n; i++) if (eng->ext[i].key == ext) return eng->ext[i].state;
@@ -4780,30 +4788,59 @@ DP__COLD static void *dp__extension_make(dp_engine *eng, const dp_extension *ext
         DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "dp_engine_extension needs an engine and an extension with a create function");
         return NULL;
     }
-    dp__mutex_lock(&eng->ext_mtx);
-    if ((state = dp__extension_find(eng, ext)) == NULL) {
-        n = dp__load(&eng->next_ext, DP__RELAXED);
-        if (n == DP_MAX_EXTENSIONS)
+    int nested = dp__tls_ext_engine == eng, i;
+    const dp_engine *outer = dp__tls_ext_engine;
+    if (!nested) dp__mutex_lock(&eng->ext_mtx);
+    state = dp__extension_find(eng, ext);
+    for (i = 0; !state && i < dp__tls_ext_depth; i++) {
+        if (dp__tls_ext_making[i] == ext) {
+            DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "extension '%s': its create function asks for itself", ext->name ? ext->name : "?");
+            if (!nested) dp__mutex_unlock(&eng->ext_mtx);
+            return NULL;
+        }
+    }
+    if (!state && eng->ext_closed) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "extension '%s' asked for while dp_engine_destroy tears the extensions down", ext->name ? ext->name : "?");
+    } else if (!state && dp__load(&eng->next_ext, DP__RELAXED) == DP_MAX_EXTENSIONS) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "extension '%s': this engine has %d already (DP_MAX_EXTENSIONS)",
+                ext->name ? ext->name : "?", DP_MAX_EXTENSIONS);
+    } else if (!state) {
+        dp__tls_ext_engine = eng;
+        dp__tls_ext_making[dp__tls_ext_depth++] = ext;
+        state = ext->create(eng, ext->user);
+        dp__tls_ext_depth--;
+        dp__tls_ext_engine = outer;
+        n = dp__load(&eng->next_ext, DP__RELAXED);   /* a nested create may have taken a slot */
+        if (state && n == DP_MAX_EXTENSIONS) {
             DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "extension '%s': this engine has %d already (DP_MAX_EXTENSIONS)",
                     ext->name ? ext->name : "?", DP_MAX_EXTENSIONS);
-        else if ((state = ext->create(eng, ext->user)) != NULL) {
+            if (ext->destroy) ext->destroy(eng, state, ext->user);
+            state = NULL;
+        } else if (state) {
             eng->ext[n].key = ext;
             eng->ext[n].state = state;
             dp__store(&eng->next_ext, n + 1, DP__RELEASE);
         }
     }
-    dp__mutex_unlock(&eng->ext_mtx);
+    if (!nested) dp__mutex_unlock(&eng->ext_mtx);
     return state;
 }
 DP_IMPL void *dp_engine_extension(dp_engine *eng, const dp_extension *ext) {
     void *state = eng && ext ? dp__extension_find(eng, ext) : NULL;
     return state ? state : dp__extension_make(eng, ext);
 }
-/* At destroy, every op done: the newest state first, as it may use older ones. */
+/* At destroy, every op done: the newest state first, as it may use older
+   ones. No state is made from here on, and each is unpublished before its
+   destroy runs, so a lookup during teardown finds only live states. */
 static void dp__extensions_destroy(dp_engine *eng) {
     int32_t i;
-    for (i = dp__load(&eng->next_ext, DP__ACQUIRE) - 1; i >= 0; i--)
+    dp__mutex_lock(&eng->ext_mtx);
+    eng->ext_closed = 1;
+    dp__mutex_unlock(&eng->ext_mtx);
+    for (i = dp__load(&eng->next_ext, DP__ACQUIRE) - 1; i >= 0; i--) {
+        dp__store(&eng->next_ext, i, DP__RELEASE);
         if (eng->ext[i].key->destroy) eng->ext[i].key->destroy(eng, eng->ext[i].state, eng->ext[i].key->user);
+    }
 }
 
 #ifndef DEPENG_NO_NDARRAY

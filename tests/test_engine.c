@@ -1748,6 +1748,86 @@ static void test_bad_stream(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* ---- extensions from inside create and during teardown: a create may ask
+   for another extension (also from an op the naive engine runs at once),
+   not for its own; a destroy finds older states, not its own or newer ones,
+   and nothing is made while they are torn down. */
+static int g_nest_destroys, g_nest_lookups_ok;
+static dp_extension nest_inner, nest_outer, nest_self, nest_late;
+static void *nest_make_tag(dp_engine *eng, void *user) { (void)eng; return user; }
+static void nest_destroy_count(dp_engine *eng, void *state, void *user) { (void)eng; (void)state; (void)user; g_nest_destroys++; }
+static int ask_inner_in_op(dp_run_ctx *rc, void *arg) {
+    (void)arg;
+    return dp_engine_extension(rc->engine, &nest_inner) == nest_inner.user ? 0 : 1;
+}
+static void *nest_outer_create(dp_engine *eng, void *user) {
+    dp_var v = dp_var_create(eng);
+    if (dp_push_sync(eng, ask_inner_in_op, NULL, NULL, 0, &v, 1) != DP_OK) return NULL;   /* inline on the naive engine */
+    if (dp_engine_extension(eng, &nest_inner) != nest_inner.user) return NULL;
+    dp_var_delete(eng, v);
+    return user;
+}
+static void *nest_self_create(dp_engine *eng, void *user) { return dp_engine_extension(eng, &nest_self) == NULL ? user : NULL; }
+static void nest_outer_destroy(dp_engine *eng, void *state, void *user) {
+    (void)state; (void)user;
+    /* older (made first, inner) is alive; itself and newer ones are gone; nothing new is made */
+    g_nest_lookups_ok = dp_engine_extension(eng, &nest_inner) == nest_inner.user
+                        && dp_engine_extension(eng, &nest_outer) == NULL
+                        && dp_engine_extension(eng, &nest_late) == NULL;
+    g_nest_destroys++;
+}
+static void test_extensions_nested_and_teardown(void) {
+    static int tags[4];
+    int k;
+    nest_inner.name = "inner"; nest_inner.create = nest_make_tag; nest_inner.destroy = nest_destroy_count; nest_inner.user = &tags[0];
+    nest_outer.name = "outer"; nest_outer.create = nest_outer_create; nest_outer.destroy = nest_outer_destroy; nest_outer.user = &tags[1];
+    nest_self.name = "self"; nest_self.create = nest_self_create; nest_self.user = &tags[2];
+    nest_late.name = "late"; nest_late.create = nest_make_tag; nest_late.destroy = nest_destroy_count; nest_late.user = &tags[3];
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        g_nest_destroys = 0; g_nest_lookups_ok = 0;
+        CHECK(dp_engine_extension(e, &nest_outer) == nest_outer.user);      /* made inner on the way */
+        CHECK(dp_engine_extension(e, &nest_inner) == nest_inner.user);
+        g_last_item = 0;
+        CHECK(dp_engine_extension(e, &nest_self) == nest_self.user);        /* its own: refused inside, logged */
+        CHECK(g_last_item == DP_LOGITEM_BAD_DESC);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(g_nest_destroys == 2 && g_nest_lookups_ok);
+    }
+}
+
+/* ---- a pre-created op made by another's cleanup during destroy is
+   destroyed too, while the engine works: its cleanup's push runs. */
+static dp_engine *g_late_eng;
+static dp_var g_late_var;
+static int g_late_ran;
+static int late_work(dp_run_ctx *rc, void *a) { (void)rc; (void)a; g_late_ran++; return 0; }
+static void late_cleanup_pushes(void *a) {
+    (void)a;
+    CHECK(dp_push_sync(g_late_eng, late_work, NULL, NULL, 0, &g_late_var, 1) == DP_OK);
+}
+static void late_cleanup_makes_op(void *a) {
+    dp_push_desc d;
+    (void)a;
+    memset(&d, 0, sizeof d);
+    d.fn = nop; d.writes = &g_late_var; d.num_writes = 1; d.cleanup = late_cleanup_pushes;
+    CHECK(dp_op_create(g_late_eng, &d).id != 0);
+}
+static void test_cleanup_makes_op_at_destroy(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_push_desc d;
+        g_late_eng = make_engine(kinds[k], 2);
+        g_late_var = dp_var_create(g_late_eng);
+        g_late_ran = 0;
+        memset(&d, 0, sizeof d);
+        d.fn = nop; d.writes = &g_late_var; d.num_writes = 1; d.cleanup = late_cleanup_makes_op;
+        CHECK(dp_op_create(g_late_eng, &d).id != 0);
+        CHECK(dp_engine_destroy(g_late_eng, NULL) == DP_OK);
+        CHECK(g_late_ran == 1);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"abc_example", test_abc_example}, {"random_oracle", test_random_oracle},
@@ -1770,6 +1850,8 @@ int main(void) {
         {"failure_without_memory_stays_cleared", test_failure_without_memory_stays_cleared},
         {"many_abandoned_waits", test_many_abandoned_waits}, {"cleanup_pushes_at_destroy", test_cleanup_pushes_at_destroy},
         {"extensions", test_extensions}, {"workers_take_fp_env", test_workers_take_fp_env},
+        {"extensions_nested_and_teardown", test_extensions_nested_and_teardown},
+        {"cleanup_makes_op_at_destroy", test_cleanup_makes_op_at_destroy},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
