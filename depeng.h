@@ -98,7 +98,9 @@
      then cleared from that variable (dp_wait_all clears all). Recording a
      failure needs no memory: without any, the op's writes carry the engine's
      own out-of-memory failure (status DP_ERROR_OUT_OF_MEMORY, op_name
-     "(unrecorded)") and the log names the op, its status and its message.
+     "(unrecorded)") and the log names the op, its status and its message;
+     dp_wait_all reports such a failure even if a dp_wait_var already did,
+     since one record stands for all of them until dp_wait_all clears it.
 
    6. COMPILE-TIME OPTIONS (define before including, in every file unless noted)
      DEPENG_STATIC          functions are static (one-file use)
