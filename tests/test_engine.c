@@ -1589,7 +1589,9 @@ static void cleanup_that_pushes(void *a) {
     (void)a;
     CHECK(dp_push_sync(g_cleanup_eng, ran_from_cleanup, NULL, NULL, 0, &g_cleanup_var, 1) == DP_OK);
 }
-static void test_cleanup_pushes_at_destroy(void) {
+/* Destroys an engine whose only pre-created op, never destroyed, has the
+   cleanup first; the push that cleanup leads to must run. */
+static void check_cleanup_at_destroy(dp_cleanup_fn first) {
     int k;
     for (k = 0; k < 3; k++) {
         dp_push_desc d;
@@ -1597,12 +1599,13 @@ static void test_cleanup_pushes_at_destroy(void) {
         g_cleanup_var = dp_var_create(g_cleanup_eng);
         g_pushed_from_cleanup_ran = 0;
         memset(&d, 0, sizeof d);
-        d.fn = nop; d.writes = &g_cleanup_var; d.num_writes = 1; d.cleanup = cleanup_that_pushes;
+        d.fn = nop; d.writes = &g_cleanup_var; d.num_writes = 1; d.cleanup = first;
         CHECK(dp_op_create(g_cleanup_eng, &d).id != 0);
         CHECK(dp_engine_destroy(g_cleanup_eng, NULL) == DP_OK);
         CHECK(g_pushed_from_cleanup_ran == 1);
     }
 }
+static void test_cleanup_pushes_at_destroy(void) { check_cleanup_at_destroy(cleanup_that_pushes); }
 
 /* ---- extensions: per-engine state made once, torn down after the work ---- */
 typedef struct ext_box { int creates, destroys, fail_next, order[DP_MAX_EXTENSIONS + 2], norder; int slow_op_done; } ext_box;
@@ -1798,35 +1801,14 @@ static void test_extensions_nested_and_teardown(void) {
 
 /* ---- a pre-created op made by another's cleanup during destroy is
    destroyed too, while the engine works: its cleanup's push runs. */
-static dp_engine *g_late_eng;
-static dp_var g_late_var;
-static int g_late_ran;
-static int late_work(dp_run_ctx *rc, void *a) { (void)rc; (void)a; g_late_ran++; return 0; }
-static void late_cleanup_pushes(void *a) {
-    (void)a;
-    CHECK(dp_push_sync(g_late_eng, late_work, NULL, NULL, 0, &g_late_var, 1) == DP_OK);
-}
-static void late_cleanup_makes_op(void *a) {
+static void cleanup_makes_op(void *a) {
     dp_push_desc d;
     (void)a;
     memset(&d, 0, sizeof d);
-    d.fn = nop; d.writes = &g_late_var; d.num_writes = 1; d.cleanup = late_cleanup_pushes;
-    CHECK(dp_op_create(g_late_eng, &d).id != 0);
+    d.fn = nop; d.writes = &g_cleanup_var; d.num_writes = 1; d.cleanup = cleanup_that_pushes;
+    CHECK(dp_op_create(g_cleanup_eng, &d).id != 0);
 }
-static void test_cleanup_makes_op_at_destroy(void) {
-    int k;
-    for (k = 0; k < 3; k++) {
-        dp_push_desc d;
-        g_late_eng = make_engine(kinds[k], 2);
-        g_late_var = dp_var_create(g_late_eng);
-        g_late_ran = 0;
-        memset(&d, 0, sizeof d);
-        d.fn = nop; d.writes = &g_late_var; d.num_writes = 1; d.cleanup = late_cleanup_makes_op;
-        CHECK(dp_op_create(g_late_eng, &d).id != 0);
-        CHECK(dp_engine_destroy(g_late_eng, NULL) == DP_OK);
-        CHECK(g_late_ran == 1);
-    }
-}
+static void test_cleanup_makes_op_at_destroy(void) { check_cleanup_at_destroy(cleanup_makes_op); }
 
 int main(void) {
     static const test_case tests[] = {
