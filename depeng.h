@@ -1573,10 +1573,11 @@ enum { DP__ST_PENDING, DP__ST_RUNNING, DP__ST_DONE };
 /* A thread in dp_wait_var[_for] and the wait block it pushed. Under the
    engine's wait_mtx: done (the block has reported), claimed (the block is
    reporting: the waiter must stay for it), abandoned (a timed wait gave up:
-   the block leaves the variable's failure for a later wait and frees this). */
+   the block leaves the variable's failure for a later wait and frees this).
+   Once the block has looked under the lock, abandoned no longer changes, so
+   its completion reads it without the lock. */
 typedef struct dp__waiter {
     int done, claimed, abandoned;
-    int keep_failure;          /* the block's own: pass the failure on */
     dp_result result;
     dp_failure failure;
 } dp__waiter;
@@ -2543,8 +2544,7 @@ DP__COLD static void dp__run_wait(dp_engine *eng, dp__block *b) {
     wt->claimed = !abandoned;
     dp__mutex_unlock(&eng->wait_mtx);
     if (abandoned) {
-        wt->keep_failure = 1;
-        dp__finish(eng, b, 0, NULL, NULL);
+        dp__finish(eng, b, 0, NULL, NULL);   /* passes the variable's failure on */
         dp__free(eng, wt, sizeof *wt);
         dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);
         return;
@@ -2698,7 +2698,7 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
            whatever the variable held; a wait reported it and clears it (a
            wait whose waiter gave up leaves it) */
         for (i = b->nread; i < b->nread + b->nwrite; i++)
-            dp__complete_write(eng, vars[i], b->kind == DP__KIND_WAIT && !((dp__waiter *)b->arg)->keep_failure ? NULL : failure, &ready);
+            dp__complete_write(eng, vars[i], b->kind == DP__KIND_WAIT && !((dp__waiter *)b->arg)->abandoned ? NULL : failure, &ready);
     }
     if (failure) { dp__failure_release(eng, failure); dp__store(&b->failure, NULL, DP__RELAXED); }
     if (w) {
@@ -2886,9 +2886,11 @@ static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, i
 
 /* >>dispatch --------------------------------------------------------------
    A ready op goes where its engine, context and property say. */
-static void dp__run_naive(dp_engine *eng, dp__block *b) {
-    /* Naive: run on this thread. Ops made ready while one runs wait in a
-       thread-local list, so a long chain runs in a loop, not a deep recursion. */
+/* Runs b on this thread: every op of the naive engine, and wait blocks on
+   every engine. Ops made ready while one runs wait in a thread-local list,
+   so a long chain runs in a loop, not a deep recursion (also a chain of
+   timed waits that gave up, each of which makes the next one ready). */
+static void dp__run_here(dp_engine *eng, dp__block *b) {
     dp__set_next(b, NULL);
     if (dp__tls_naive_tail) dp__set_next(dp__tls_naive_tail, b); else dp__tls_naive_head = b;
     dp__tls_naive_tail = b;
@@ -2903,33 +2905,9 @@ static void dp__run_naive(dp_engine *eng, dp__block *b) {
     dp__tls_naive_draining = 0;
     (void)eng;
 }
-/* Wait blocks run on the thread that makes them ready. The completion of one
-   can make the next ready (timed waits that gave up queue up on a variable,
-   one per call), which would run it from inside itself, one stack frame per
-   wait; so a thread already running a wait queues the others and runs them
-   one after another. */
-static DP__THREAD_LOCAL dp__block *dp__tls_waits_head, *dp__tls_waits_tail;
-static DP__THREAD_LOCAL int dp__tls_waits_running;
-static void dp__run_waits(dp_engine *eng, dp__block *b) {
-    dp__set_next(b, NULL);
-    if (dp__tls_waits_running) {
-        if (dp__tls_waits_tail) dp__set_next(dp__tls_waits_tail, b); else dp__tls_waits_head = b;
-        dp__tls_waits_tail = b;
-        return;
-    }
-    dp__tls_waits_running = 1;
-    dp__run_wait(eng, b);
-    while ((b = dp__tls_waits_head) != NULL) {
-        dp__tls_waits_head = dp__next(b);
-        if (!dp__tls_waits_head) dp__tls_waits_tail = NULL;
-        dp__run_wait(b->eng, b);
-    }
-    dp__tls_waits_running = 0;
-}
 static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
     dp__group *g;
-    if (b->kind == DP__KIND_WAIT) { dp__run_waits(eng, b); return; }
-    if (eng->desc.type == DP_ENGINE_NAIVE) { dp__run_naive(eng, b); return; }
+    if (b->kind == DP__KIND_WAIT || eng->desc.type == DP_ENGINE_NAIVE) { dp__run_here(eng, b); return; }
     if (dp__prop(b) == DP_PROP_ASYNC && from_pusher) { dp__execute(eng, b, NULL); return; }
     g = dp__route(eng, b);
     if (!g) {   /* could not start the pool: run here rather than lose the op */

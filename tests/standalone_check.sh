@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The repository must make sense on its own: no tracked file may point at
-# files outside it (a sibling ../shared directory) or cite documents by
-# numbers that mean nothing here ("seed 001"); cite public sources by name.
+# a directory beside it or cite internal documents by number, which mean
+# nothing to a user; cite public sources by name.
 cd "$(dirname "$0")/.." || exit 1
 pass=0; fail=0
 check() {   # $1 = what, $2 = extended regular expression
