@@ -26,6 +26,7 @@
         >>gradients of the element-wise operators >>reductions
         >>softmax, transpose, concat, one_hot >>random operators >>gemm
         >>dot and FullyConnected >>copy, reshape and the optimizer updates
+        >>memory planning
 
    1. QUICK START
 
@@ -9404,6 +9405,232 @@ static void dp__register_builtins(void) {
     dp__register_random();
     dp__register_linear();
     dp__register_copy_and_updates();
+}
+
+/* >>memory planning -------------------------------------------------------------
+   A graph that runs many times can take all of its intermediate arrays from
+   one arena, allocated once, if where each array lives in the arena is
+   decided before the first run. One buffer per array is simple and wasteful:
+   most arrays are needed for a short stretch of the run only, and two arrays
+   whose stretches do not overlap can share bytes. This section decides the
+   sharing the way MXNet's graph memory planner does (MXNet's design notes,
+   "Optimizing the Memory Consumption in Deep Learning"). It sees only entry
+   ids, sizes and the nodes' read and write lists, so it is a pure function
+   that the executor calls once per bind.
+
+   Liveness by reference counts. The nodes run in the given order. An entry
+   is born at the node that writes it and dies after the last node that
+   reads it. To find the last read without looking ahead, count first:
+   refs[e] = how many node inputs name e. Walking the nodes, every read takes
+   one off; the read that brings the count to zero is the last one, and from
+   the next node on nobody needs e's bytes. An entry nobody reads (an unused
+   output, the gradient of something that needs none) dies right after its
+   node. An entry that no node writes and the caller does not own (a
+   constant, filled once at bind time) is alive from the start and stays
+   alive: nothing in the graph would fill it again for the next run.
+
+   A pool of blocks. Storage comes in blocks, and a block holds one live entry
+   at a time. When an entry dies its block goes into a pool of free blocks.
+   An output that needs storage looks in the pool first: the best fit is the
+   smallest free block at least as large as the output, but not more than 16
+   times larger (a large block spent on a small array is one a later large
+   array cannot have); failing that, the largest free block of at least a
+   sixteenth of the output's size, which grows to fit (a block's size is the
+   largest entry it ever holds). Only when nothing in that range is free does
+   a new block start. At the end the blocks are laid end to end, each size a
+   multiple of 64 bytes: a block's offset is the sum of the sizes before it,
+   and an entry's offset is its block's.
+
+   Order within a node. A kernel reads its inputs while it writes its
+   outputs, so a node's outputs get their blocks before its inputs that die
+   at this node give theirs back: an output never lands on bytes the same
+   node still reads. The one exception is asked for by the operator.
+
+   In place. Inplace bit i says output 0 may be written over input i (an
+   element-wise kernel reads x[k] before it writes y[k]). The planner uses it
+   when, in addition, this node is input i's last reader (nothing later wants
+   the old values), input i is planned (the caller's arrays are not ours to
+   overwrite, a constant must survive) and input i has at least as many bytes
+   as output 0. Output 0 then takes input i's block over, and the block stays
+   out of the pool when input i dies. A chain of element-wise operators runs
+   in one block.
+
+   Why no two live entries share bytes: a block holds one entry at a time and
+   is given back only after that entry's last reader ran, or handed, at that
+   last reader, to an output the operator allows over it.
+   tests/test_memory_plan.c checks this with its own liveness computation on
+   thousands of random graphs. Cost: O(reads + writes + nodes * pool size). */
+typedef struct dp__plan_node {
+    int num_inputs;  const int *inputs;   /* entry ids read */
+    int num_outputs; const int *outputs;  /* entry ids written */
+    unsigned inplace;                     /* bit i: output 0 may be written over input i's bytes */
+} dp__plan_node;
+enum { DP__PLAN_ALIGN = 64, DP__PLAN_MATCH_RANGE = 16 };
+/* The planner's working arrays, one allocation. */
+typedef struct dp__planner {
+    size_t *need;          /* per entry: its bytes rounded up to 64 */
+    size_t *block_bytes;   /* per block: the largest entry it held */
+    int *refs;             /* per entry: reads still to come */
+    int *writer;           /* per entry: the node that writes it, -1 for none */
+    int *block;            /* per entry: its block, -1 for none yet */
+    int *pool;             /* the free blocks */
+    unsigned char *handed; /* per entry: its block went to an in-place output */
+    int num_blocks, num_free;
+} dp__planner;
+static int dp__plan_is_planned(const unsigned char *external, int e) { return !external || !external[e]; }
+/* Logs a bad argument (node or entry -1: not about one) and returns
+   DP_ERROR_INVALID_ARGS. */
+DP__COLD static dp_result dp__plan_bad(const char *what, int node, int entry) {
+    if (node >= 0) DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "memory planning: node %d, entry %d: %s", node, entry, what);
+    else if (entry >= 0) DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "memory planning: entry %d: %s", entry, what);
+    else DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "memory planning: %s", what);
+    return DP_ERROR_INVALID_ARGS;
+}
+/* Counts, pointers and ids; fills writer[] and refs[]. An entry written
+   twice, or a planned one read before (or by) the node that writes it, is
+   refused: the nodes must be in an order that can run. */
+static dp_result dp__plan_check_graph(dp__planner *p, int num_entries, const unsigned char *external, int num_nodes,
+                                      const dp__plan_node *nodes) {
+    int n, j;
+    for (j = 0; j < num_entries; j++) { p->writer[j] = -1; p->refs[j] = 0; p->block[j] = -1; p->handed[j] = 0; }
+    for (n = 0; n < num_nodes; n++) {
+        const dp__plan_node *d = &nodes[n];
+        if (d->num_inputs < 0 || d->num_outputs < 0 || (d->num_inputs > 0 && !d->inputs) || (d->num_outputs > 0 && !d->outputs))
+            return dp__plan_bad("negative count, or NULL id list with a count", n, -1);
+        for (j = 0; j < d->num_outputs; j++) {
+            int e = d->outputs[j];
+            if (e < 0 || e >= num_entries) return dp__plan_bad("output id out of range", n, e);
+            if (p->writer[e] >= 0) return dp__plan_bad("written by two nodes (or twice by one)", n, e);
+            p->writer[e] = n;
+        }
+        for (j = 0; j < d->num_inputs; j++) {
+            int e = d->inputs[j];
+            if (e < 0 || e >= num_entries) return dp__plan_bad("input id out of range", n, e);
+            p->refs[e]++;
+        }
+    }
+    for (n = 0; n < num_nodes; n++)
+        for (j = 0; j < nodes[n].num_inputs; j++) {
+            int e = nodes[n].inputs[j];
+            if (dp__plan_is_planned(external, e) && p->writer[e] >= n) return dp__plan_bad("read before the node that writes it has run", n, e);
+        }
+    return DP_OK;
+}
+/* A block of at least need bytes from the pool (best fit within a factor of
+   DP__PLAN_MATCH_RANGE, see above), or a new one. */
+static int dp__plan_request(dp__planner *p, size_t need) {
+    int k, up = -1, down = -1, b;
+    for (k = 0; k < p->num_free; k++) {
+        size_t s = p->block_bytes[p->pool[k]];
+        if (s >= need && s / DP__PLAN_MATCH_RANGE <= need) { if (up < 0 || s < p->block_bytes[p->pool[up]]) up = k; }
+        else if (s < need && s >= need / DP__PLAN_MATCH_RANGE) { if (down < 0 || s > p->block_bytes[p->pool[down]]) down = k; }
+    }
+    k = up >= 0 ? up : down;
+    if (k < 0) { p->block_bytes[p->num_blocks] = need; return p->num_blocks++; }
+    b = p->pool[k];
+    p->pool[k] = p->pool[--p->num_free];
+    if (p->block_bytes[b] < need) p->block_bytes[b] = need;
+    return b;
+}
+static void dp__plan_release(dp__planner *p, int e) {
+    if (p->block[e] >= 0 && !p->handed[e]) p->pool[p->num_free++] = p->block[e];
+}
+/* The input whose block node d's output 0 (entry out) may take over, or -1:
+   the operator allows it, the input is planned, written by an earlier node
+   (not a constant), large enough, and read by no later node. */
+static int dp__plan_inplace_source(const dp__planner *p, const size_t *bytes, const unsigned char *external, const dp__plan_node *d, int out) {
+    int i, j;
+    for (i = 0; i < d->num_inputs && i < 32; i++) {
+        int src = d->inputs[i], reads_here = 0;
+        if (!(d->inplace >> i & 1u) || !dp__plan_is_planned(external, src) || p->writer[src] < 0 || p->block[src] < 0 || p->handed[src]
+            || bytes[src] < bytes[out])
+            continue;
+        for (j = 0; j < d->num_inputs; j++) reads_here += d->inputs[j] == src;
+        if (p->refs[src] == reads_here) return src;
+    }
+    return -1;
+}
+/* One node: its outputs get blocks, then the inputs it read last and the
+   outputs nobody reads give theirs back. */
+static void dp__plan_node_step(dp__planner *p, const size_t *bytes, const unsigned char *external, const dp__plan_node *d) {
+    int j;
+    for (j = 0; j < d->num_outputs; j++) {
+        int e = d->outputs[j], src = -1;
+        if (!dp__plan_is_planned(external, e) || p->need[e] == 0) continue;
+        if (j == 0) src = dp__plan_inplace_source(p, bytes, external, d, e);
+        if (src >= 0) { p->block[e] = p->block[src]; p->handed[src] = 1; }
+        else p->block[e] = dp__plan_request(p, p->need[e]);
+    }
+    for (j = 0; j < d->num_inputs; j++) {
+        int e = d->inputs[j];
+        if (dp__plan_is_planned(external, e) && --p->refs[e] == 0 && p->writer[e] >= 0) dp__plan_release(p, e);
+    }
+    for (j = 0; j < d->num_outputs; j++) {
+        int e = d->outputs[j];
+        if (dp__plan_is_planned(external, e) && p->refs[e] == 0) dp__plan_release(p, e);
+    }
+}
+/* Plans the storage of a graph's entries in one arena (see above).
+   Entries 0..num_entries-1 have bytes[e] bytes; external[e] non-zero (or
+   external NULL: none is) marks an entry the caller owns: the arguments,
+   gradients the caller gives, heads that must survive. Those are not
+   planned and their offset is set to -1. nodes are in execution order.
+   Fills offset[e] (bytes from the arena's start, a multiple of 64; the
+   arena itself must be 64-byte aligned) for every planned entry,
+   *arena_bytes (the arena's size) and *unplanned_bytes (the planned
+   entries' sizes, each rounded up to 64, added up: the bytes one buffer per
+   entry would take). Returns DP_OK; DP_ERROR_INVALID_ARGS, logged, for a
+   negative count, a NULL pointer with a count, an id out of range, an entry
+   written twice, a planned entry read before it is written, or sizes that
+   add up past SIZE_MAX or INT64_MAX; DP_ERROR_OUT_OF_MEMORY, logged, when
+   its working memory cannot be allocated. Pure, no engine: any thread. */
+DP__PRIVATE dp_result dp__plan_memory(int num_entries, const size_t *bytes, const unsigned char *external,
+                                      int num_nodes, const dp__plan_node *nodes,
+                                      int64_t *offset, size_t *arena_bytes, size_t *unplanned_bytes) {
+    /* per entry: need, block_bytes (a block per entry at most), five ints, a flag */
+    const size_t per_entry = 2 * sizeof(size_t) + 5 * sizeof(int) + 1;
+    dp__planner p;
+    size_t n_e, work_bytes, total = 0, at = 0;
+    void *mem;
+    dp_result r;
+    int e, n, b;
+    if (num_entries < 0 || num_nodes < 0 || !arena_bytes || !unplanned_bytes || (num_entries > 0 && (!bytes || !offset))
+        || (num_nodes > 0 && !nodes))
+        return dp__plan_bad("negative count, or a required pointer is NULL", -1, -1);
+    n_e = (size_t)num_entries;
+    work_bytes = n_e * per_entry + 1;
+    mem = n_e < (SIZE_MAX - 1) / per_entry ? dp__alloc(NULL, work_bytes) : NULL;
+    if (!mem) {
+        DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "memory planning: %d entries", num_entries);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    p.need = (size_t *)mem; p.block_bytes = p.need + n_e;
+    p.refs = (int *)(void *)(p.block_bytes + n_e); p.writer = p.refs + n_e; p.block = p.writer + n_e; p.pool = p.block + n_e;
+    p.handed = (unsigned char *)(p.pool + n_e);
+    p.num_blocks = p.num_free = 0;
+    r = dp__plan_check_graph(&p, num_entries, external, num_nodes, nodes);
+    for (e = 0; r == DP_OK && e < num_entries; e++) {
+        offset[e] = -1;
+        p.need[e] = 0;
+        if (!dp__plan_is_planned(external, e)) continue;
+        if (bytes[e] > SIZE_MAX - (DP__PLAN_ALIGN - 1)) { r = dp__plan_bad("size too large", -1, e); break; }
+        p.need[e] = (bytes[e] + (DP__PLAN_ALIGN - 1)) & ~(size_t)(DP__PLAN_ALIGN - 1);
+        if (p.need[e] > SIZE_MAX - total || total + p.need[e] > (size_t)INT64_MAX) { r = dp__plan_bad("the sizes add up past SIZE_MAX or INT64_MAX", -1, e); break; }
+        total += p.need[e];
+        if (p.writer[e] < 0 && p.need[e] > 0) p.block[e] = dp__plan_request(&p, p.need[e]);   /* a constant: alive throughout */
+    }
+    for (n = 0; r == DP_OK && n < num_nodes; n++) dp__plan_node_step(&p, bytes, external, &nodes[n]);
+    if (r == DP_OK) {
+        /* blocks end to end; block_bytes becomes each block's offset. The
+           sum cannot pass total: a block is as large as one of its entries. */
+        for (b = 0; b < p.num_blocks; b++) { size_t s = p.block_bytes[b]; p.block_bytes[b] = at; at += s; }
+        for (e = 0; e < num_entries; e++)
+            if (dp__plan_is_planned(external, e)) offset[e] = p.block[e] >= 0 ? (int64_t)p.block_bytes[p.block[e]] : 0;
+        *arena_bytes = at;
+        *unplanned_bytes = total;
+    }
+    dp__free(NULL, mem, work_bytes);
+    return r;
 }
 
 #endif /* DEPENG_NO_NDARRAY */
