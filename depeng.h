@@ -9414,7 +9414,7 @@ static void dp__register_builtins(void) {
    most arrays are needed for a short stretch of the run only, and two arrays
    whose stretches do not overlap can share bytes. This section decides the
    sharing the way MXNet's graph memory planner does (MXNet's design notes,
-   "Optimizing the Memory Consumption in Deep Learning"). It sees only entry
+   "Optimizing Memory Consumption in Deep Learning"). It sees only entry
    ids, sizes and the nodes' read and write lists, so it is a pure function
    that the executor calls once per bind.
 
