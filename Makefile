@@ -136,14 +136,20 @@ $(B)/bench_starpu: bench/starpu.c bench/common.h | $(B)
 	@if pkg-config --exists $(STARPU_PC) 2>/dev/null; then \
 	  set -x; $(CC) $(BENCH_CFLAGS) $< -o $@ $$(pkg-config --cflags --libs $(STARPU_PC)); \
 	else echo "bench: $(STARPU_PC) not installed (make bench-deps); StarPU will be reported as skipped"; rm -f $@; fi
+# oneTBB's driver (C++, g++ -ltbb) is built only where libtbb-dev is installed (bench-deps).
+TBB_HEADER   := /usr/include/oneapi/tbb/task_group.h
+$(B)/bench_tbb: bench/tbb.cpp bench/common.h | $(B)
+	@if [ -f $(TBB_HEADER) ]; then \
+	  set -x; g++ -std=c++17 -O2 -g -I. -Wall -Wextra $< -o $@ -ltbb -pthread; \
+	else echo "bench: libtbb-dev not installed (make bench-deps); oneTBB will be reported as skipped"; rm -f $@; fi
 # GPU completion (events against a synchronisation per op) on an emulated GPU
 $(B)/bench_gpu_emul: bench/gpu_emul.c bench/common.h depeng.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
-bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray $(B)/bench_gpu_emul
+bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_tbb $(B)/bench_ndarray $(B)/bench_gpu_emul
 bench-deps:
 	bench/deps.sh
 bench: bench-build $(B)/make_example
-	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray
+	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_tbb $(B)/bench_ndarray
 	./$(B)/bench_gpu_emul
 	bench/make.sh $(B)/make_example
 

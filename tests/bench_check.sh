@@ -6,7 +6,7 @@
 # its ratio and speedup lines. StarPU's driver is SKIP where StarPU is not
 # installed (make bench-deps). Prints "bench: N passed, M failed, K skipped".
 cd "$(dirname "$0")/.." || exit 1
-out=$(bench/run.sh build/bench_depeng build/bench_seq build/bench_omp build/bench_starpu build/bench_ndarray -- -n 5000 2>&1); rc=$?
+out=$(bench/run.sh build/bench_depeng build/bench_seq build/bench_omp build/bench_starpu build/bench_tbb build/bench_ndarray -- -n 5000 2>&1); rc=$?
 pass=0; fail=0; skip=0
 check() {   # check NAME CONDITION...
     local name=$1; shift
@@ -18,6 +18,8 @@ check "no FAIL line" bash -c '! grep -q "^FAIL" <<<"$1"' _ "$out"
 systems="depeng-naive depeng-pooled depeng-perdevice sequential openmp"
 if [ -x build/bench_starpu ]; then systems="$systems starpu-eager starpu-lws"
 else echo "SKIP starpu: not built (StarPU not installed; make bench-deps)"; skip=$((skip + 1)); fi
+if [ -x build/bench_tbb ]; then systems="$systems tbb-taskgroup tbb-flowgraph"
+else echo "SKIP tbb: not built (libtbb-dev not installed; make bench-deps)"; skip=$((skip + 1)); fi
 for s in $systems; do
     for w in W1 W2 W3 W4 W5-1us W5-10us; do check "$w $s" has "^bench $w system=$s ns_per_task=[0-9.]+ min=[0-9.]+ max=[0-9.]+ reps=5 "; done
 done
