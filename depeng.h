@@ -87,6 +87,24 @@
      yields its core once (sched_yield) on the threaded engines, so that it
      does not hold a busy worker off a shared core. Not from inside an op;
      desc.no_push_yield turns it off.
+     Running on the pusher (desc.push_runs_ops = 1, off by default): under the
+     same conditions, instead of yielding, the pushing thread takes up to 64
+     ready ops from the CPU pool its op goes to and runs them itself before
+     dp_push / dp_op_push returns (OpenMP's task throttling does the same).
+     What that changes in the push contract, with the flag set:
+       - a push may run other ops' functions (sync, or async up to its
+         return) on the calling thread: whatever the caller holds while it
+         pushes (a lock, a resource) is held while they run, so a caller must
+         not push while holding anything an op's function may take, or the
+         op waits for the caller and the caller for the op;
+       - such an op sees dp_run_ctx.worker == -1, and the thread's own state
+         (thread-locals, signal masks, a GPU context) is the pusher's;
+       - a push may take as long as the ops it runs (up to 64 of them);
+       - only ops that are already ready run there, taken from the head of
+         the pool's queue, so the order the rule sets is unchanged, and only
+         CPU ops of the per-device engine's CPU pool (DP_PROP_NORMAL) or the
+         pooled engine's task pool; never from inside an op, never on the
+         naive engine (which always runs ops on the pusher).
 
    5. ERRORS
      Calls return dp_result. Details go to the logger (desc.logger, default
@@ -483,6 +501,10 @@ typedef struct dp_engine_desc {
     dp_storage_kind storage;  /* arrays' memory: DEPENG_STORAGE_POOL=1|0, default pooled */
     int no_push_yield;        /* 1: dp_push never yields the pushing thread's core
                                  (see "pacing" under THREADING MODEL) */
+    int push_runs_ops;        /* 1: a push far ahead of busy workers runs ready
+                                 ops on the pushing thread instead of yielding
+                                 (see "running on the pusher" under THREADING
+                                 MODEL for what that changes); default 0 */
     int pending_report_ms;    /* dp_engine_destroy still waiting after this long
                                  logs what is pending (as dp_engine_dump_pending
                                  writes it), then goes on waiting; 0: 10000,
@@ -497,6 +519,25 @@ typedef struct dp_engine_stats {
     uint64_t queue_bytes;     /* bytes held by the variables' queues: a queue
                                  keeps the room it once needed, also for the
                                  next variable in its slot                    */
+    /* Contention since the engine was created: what limits scaling to many
+       cores (bench/README.md). Always counted: a counter is written only by
+       a thread that found a lock held or must look again, never on the
+       uncontended path. Divide by pushed for a figure per op. */
+    uint64_t var_lock_contended;    /* a variable's lock was held by another
+                                       thread (push, completion, naive run)   */
+    uint64_t queue_lock_contended;  /* a pool's ready queue lock was held: the
+                                       FIFO's take lock, or a priority pool's
+                                       heap mutex (push or take)              */
+    uint64_t queue_busy_retries;    /* a worker found a push half done in a
+                                       FIFO queue and had to look again       */
+    uint64_t worker_wakeups;        /* sleeping workers woken (a system call
+                                       each, by a push or a peer)             */
+    uint64_t pool_cas_retries;      /* failed compare-and-swaps returning
+                                       finished blocks to a block pool        */
+    uint64_t op_ref_cas_retries;    /* failed compare-and-swaps pinning a
+                                       pre-created op in dp_op_push           */
+    uint64_t pusher_ran;            /* ops run on a pushing thread
+                                       (desc.push_runs_ops)                   */
 } dp_engine_stats;
 
 /* ---- engine ----------------------------------------------------------- */
@@ -1154,6 +1195,7 @@ typedef HANDLE dp__thread;
 DP__PRIVATE int dp__mutex_init(dp__mutex *m) { InitializeSRWLock(m); return 0; }
 DP__PRIVATE void dp__mutex_destroy(dp__mutex *m) { (void)m; }
 DP__PRIVATE void dp__mutex_lock(dp__mutex *m) { AcquireSRWLockExclusive(m); }
+DP__PRIVATE int dp__mutex_trylock(dp__mutex *m) { return TryAcquireSRWLockExclusive(m) != 0; }
 DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { ReleaseSRWLockExclusive(m); }
 DP__PRIVATE int dp__cond_init(dp__cond *c) { InitializeConditionVariable(c); return 0; }
 DP__PRIVATE void dp__cond_destroy(dp__cond *c) { (void)c; }
@@ -1199,6 +1241,7 @@ typedef thrd_t dp__thread;
 DP__PRIVATE int dp__mutex_init(dp__mutex *m) { return mtx_init(m, mtx_plain) == thrd_success ? 0 : -1; }
 DP__PRIVATE void dp__mutex_destroy(dp__mutex *m) { mtx_destroy(m); }
 DP__PRIVATE void dp__mutex_lock(dp__mutex *m) { mtx_lock(m); }
+DP__PRIVATE int dp__mutex_trylock(dp__mutex *m) { return mtx_trylock(m) == thrd_success; }
 DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { mtx_unlock(m); }
 DP__PRIVATE int dp__cond_init(dp__cond *c) { return cnd_init(c) == thrd_success ? 0 : -1; }
 DP__PRIVATE void dp__cond_destroy(dp__cond *c) { cnd_destroy(c); }
@@ -1240,6 +1283,7 @@ typedef pthread_t dp__thread;
 DP__PRIVATE int dp__mutex_init(dp__mutex *m) { return pthread_mutex_init(m, NULL) ? -1 : 0; }
 DP__PRIVATE void dp__mutex_destroy(dp__mutex *m) { pthread_mutex_destroy(m); }
 DP__PRIVATE void dp__mutex_lock(dp__mutex *m) { pthread_mutex_lock(m); }
+DP__PRIVATE int dp__mutex_trylock(dp__mutex *m) { return pthread_mutex_trylock(m) == 0; }
 DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { pthread_mutex_unlock(m); }
 DP__PRIVATE int dp__cond_init(dp__cond *c) { return pthread_cond_init(c, NULL) ? -1 : 0; }
 DP__PRIVATE void dp__cond_destroy(dp__cond *c) { pthread_cond_destroy(c); }
@@ -1394,6 +1438,19 @@ DP__PRIVATE void dp__spin_lock(dp__spinlock *l) {
 }
 DP__PRIVATE int dp__spin_trylock(dp__spinlock *l) { return !dp__load(&l->v, DP__RELAXED) && !dp__exchange(&l->v, 1, DP__ACQUIRE); }
 DP__PRIVATE void dp__spin_unlock(dp__spinlock *l) { dp__store(&l->v, 0, DP__RELEASE); }
+/* Contention counting (dp_engine_stats): the lock, adding 1 to *contended
+   when it was held by someone else. Uncontended, the cost is the branch: the
+   counter's line is only written by a thread that is about to wait anyway. */
+DP__PRIVATE void dp__spin_lock_counted(dp__spinlock *l, dp__a64 *contended) {
+    if (!dp__exchange(&l->v, 1, DP__ACQUIRE)) return;
+    dp__fetch_add(contended, 1, DP__RELAXED);
+    dp__spin_lock(l);
+}
+DP__PRIVATE void dp__mutex_lock_counted(dp__mutex *m, dp__a64 *contended) {
+    if (dp__mutex_trylock(m)) return;
+    dp__fetch_add(contended, 1, DP__RELAXED);
+    dp__mutex_lock(m);
+}
 
 /* >>memory -------------------------------------------------------------
    Every allocation goes through dp__alloc / dp__free and the desc allocator.
@@ -1469,6 +1526,7 @@ typedef struct dp__pool {
     size_t obj_size, per_chunk;
     void *chunks;
     dp__a64 bytes;
+    dp__a64 cas_retries;       /* failed CAS on returned (dp_engine_stats) */
     char pad_[64];             /* keep neighbouring stripes off this cache line */
 } dp__pool;
 
@@ -1493,6 +1551,11 @@ typedef struct dp__queue {
     dp__mutex m; dp__cond cv;      /* sleeping, and the heap */
     struct dp__block **heap; size_t nheap, capheap;
     struct dp__block *lhead, *ltail;   /* heap queue's fallback list (no memory) */
+    /* Contention (dp_engine_stats), written only by a thread that waits or
+       looks again anyway: */
+    dp__a64 lock_contended;        /* take_lock or m (heap) found held */
+    dp__a64 busy_retries;          /* a take found a push half done */
+    dp__a64 woken;                 /* sleepers woken (one system call each) */
 } dp__queue;
 
 typedef struct dp__group {             /* a queue and the threads that serve it */
@@ -1538,6 +1601,11 @@ struct dp_engine {
     dp__a64 completed_inline, failed, skipped;
     dp__a64 inline_ops;         /* run by the naive fast path (no seq number) */
     dp__a64 queue_bytes;        /* held by the variables' queues (rings) */
+    char pad_contention_[56];
+    dp__a64 var_lock_contended; /* a variable's lock found held (dp_engine_stats) */
+    dp__a64 op_ref_cas_retries; /* failed CAS pinning a pre-created op */
+    dp__a64 pusher_ran;         /* ops run by pushing threads (desc.push_runs_ops) */
+    char pad_contention_end_[48];
     int inline_ok;              /* naive, no trace callback, no graph: see dp__run_inline */
     dp__mutex wait_mtx; dp__cond wait_cv;
     dp__mutex create_mtx;       /* lazy pools and streams */
@@ -1880,7 +1948,11 @@ static dp__block *dp__pool_get(dp_engine *eng, int cls) {
 /* Returns the chain first..last (linked by next) to pool p, from any thread. */
 static void dp__pool_put_chain(dp__pool *p, dp__block *first, dp__block *last) {
     void *head = dp__load(&p->returned, DP__RELAXED);
-    do { dp__set_next(last, (dp__block *)head); } while (!dp__cas(&p->returned, &head, (void *)first, DP__RELEASE));
+    dp__set_next(last, (dp__block *)head);
+    while (!dp__cas(&p->returned, &head, (void *)first, DP__RELEASE)) {
+        dp__fetch_add(&p->cas_retries, 1, DP__RELAXED);
+        dp__set_next(last, (dp__block *)head);
+    }
 }
 static dp__pool *dp__pool_of(dp_engine *eng, const dp__block *b) { return &eng->pools[b->stripe][b->cls]; }
 static void dp__pool_put(dp_engine *eng, dp__block *b) { dp__pool_put_chain(dp__pool_of(eng, b), b, b); }
@@ -2103,7 +2175,7 @@ static void dp__append(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__
 /* Complete read: the last reader grants the queued write, if any. */
 static void dp__complete_read(dp_engine *eng, dp__var *v, dp__block **ready) {
     dp__block *grant = NULL;
-    dp__spin_lock(&v->lock);
+    dp__spin_lock_counted(&v->lock, &eng->var_lock_contended);
     DP_ASSERT(v->nreaders > 0);
     if (--v->nreaders == 0 && dp__var_waiting(v)) {   /* the queue starts with a write */
         dp__failure *f = dp__var_failure(eng, v);
@@ -2127,7 +2199,7 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
     dp__block *batch[DP__GRANT_BATCH];
     dp__failure *old = NULL, *f;
     int nbatch = 0, i;
-    dp__spin_lock(&v->lock);
+    dp__spin_lock_counted(&v->lock, &eng->var_lock_contended);
     DP_ASSERT(v->nreaders == DP__WRITING);
     if (!dp__var_waiting(v) && !result && !v->failure && !dp__tracing(eng)) {   /* the usual case: nobody waits */
         v->nreaders = 0;
@@ -2288,6 +2360,7 @@ static void dp__queue_wake(dp__queue *q) {
     dp__mutex_lock(&q->m);
     if (dp__load(&q->sleepers, DP__RELAXED) > q->wakeups) {
         q->wakeups++;
+        dp__fetch_add(&q->woken, 1, DP__RELAXED);
         dp__fetch_add(&q->spinning, 1, DP__SEQ_CST);
         dp__cond_signal(&q->cv);
     }
@@ -2298,7 +2371,7 @@ static void dp__queue_wake(dp__queue *q) {
 static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__block *last) {
     if (q->prioritized) {
         dp__block *b = first, *next;
-        dp__mutex_lock(&q->m);
+        dp__mutex_lock_counted(&q->m, &q->lock_contended);
         for (; b; b = next) { next = b == last ? NULL : dp__next(b); dp__heap_insert(eng, q, b); }
         dp__mutex_unlock(&q->m);
     } else dp__fifo_append(q, first, last);
@@ -2323,16 +2396,17 @@ static int dp__queue_peek(dp__queue *q) {
 static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
     dp__block *b;
     if (q->prioritized) {
-        dp__mutex_lock(&q->m);
+        dp__mutex_lock_counted(&q->m, &q->lock_contended);
         b = dp__heap_take(q);
         *more = q->nheap > 0 || q->lhead;
         dp__mutex_unlock(&q->m);
         *busy = 0;
         return b;
     }
-    dp__spin_lock(&q->take_lock);
+    dp__spin_lock_counted(&q->take_lock, &q->lock_contended);
     b = dp__fifo_take(q, busy, more);
     dp__spin_unlock(&q->take_lock);
+    if (*busy) dp__fetch_add(&q->busy_retries, 1, DP__RELAXED);
     return b;
 }
 
@@ -3020,13 +3094,20 @@ static void dp__lock_vars(dp__block *b, int lock) {
         dp__var *v;
         if (w >= n || (r < b->nread && (uintptr_t)vars[r] < (uintptr_t)vars[w])) v = vars[r++];
         else v = vars[w++];
-        if (lock) dp__spin_lock(&v->lock); else dp__spin_unlock(&v->lock);
+        if (lock) dp__spin_lock_counted(&v->lock, &b->eng->var_lock_contended); else dp__spin_unlock(&v->lock);
     }
 }
 /* Adds up the ops g's workers have completed. */
 static void dp__group_completed(dp__group *g, uint64_t *sum) {
     int i;
     if (g) for (i = 0; i < g->nworkers; i++) *sum += dp__load(&g->workers[i].completed, DP__RELAXED);
+}
+/* Adds g's queue contention counters to out. */
+static void dp__group_contention(dp__group *g, dp_engine_stats *out) {
+    if (!g) return;
+    out->queue_lock_contended += (uint64_t)dp__load(&g->q.lock_contended, DP__RELAXED);
+    out->queue_busy_retries += (uint64_t)dp__load(&g->q.busy_retries, DP__RELAXED);
+    out->worker_wakeups += (uint64_t)dp__load(&g->q.woken, DP__RELAXED);
 }
 /* Every op with a push number completed so far, wherever it ran: by a pool's
    workers, or outside them (waits, async completions, the naive engine).
@@ -3053,9 +3134,26 @@ static uint64_t dp__completed_total(dp_engine *eng) {
    pool is running one, the pusher yields its core: a no-op when nothing
    else wants it. Not with a short backlog, and not while a worker looks
    for work or sleeps: a pusher that gave its core away then would let the
-   workers run dry. */
+   workers run dry. With desc.push_runs_ops the pusher works instead of
+   yielding: it runs up to DP__PACE_PUSHES ready ops of that pool, about as
+   many as it pushed since it last looked (see dp__pusher_run). */
 #define DP__PACE_PUSHES 64u
 #define DP__PACE_BACKLOG 2048u
+/* The pusher runs ready ops of g itself (desc.push_runs_ops): up to
+   DP__PACE_PUSHES, taken from the queue's head like a worker's, run as on a
+   thread outside the pool (dp__execute with no worker: ops they make ready
+   go to the queues, completions are counted at once). Stops early when the
+   queue is empty or a push into it is half done. */
+static void dp__pusher_run(dp_engine *eng, dp__group *g) {
+    unsigned i;
+    for (i = 0; i < DP__PACE_PUSHES; i++) {
+        int busy, more;
+        dp__block *b = dp__queue_peek(&g->q) ? dp__queue_try_take(&g->q, &busy, &more) : NULL;
+        if (!b) return;
+        dp__fetch_add(&eng->pusher_ran, 1, DP__RELAXED);
+        dp__execute(eng, b, NULL);
+    }
+}
 /* ctx and prop are the op's, read before the push let go of it: once its
    count is released, another thread may run, recycle and reuse the block. */
 static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
@@ -3067,6 +3165,7 @@ static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
     else return;
     if (!g || dp__load(&g->q.spinning, DP__RELAXED) != 0 || dp__load(&g->q.sleepers, DP__RELAXED) != 0) return;
     if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - dp__completed_total(eng) <= DP__PACE_BACKLOG) return;
+    if (eng->desc.push_runs_ops) { dp__pusher_run(eng, g); return; }
     DEPENG_TEST_HOOK(pusher_yield);
     dp__thread_yield();
 }
@@ -3191,7 +3290,7 @@ static int dp__run_inline(dp_engine *eng, const dp_push_desc *d, const dp__vref 
     dp__block *ready = NULL;
     dp__failure *f = NULL;
     int i, status, ok = 1;
-    for (i = 0; i < n; i++) dp__spin_lock(&refs[i].v->lock);
+    for (i = 0; i < n; i++) dp__spin_lock_counted(&refs[i].v->lock, &eng->var_lock_contended);
     for (i = 0; i < n && ok; i++) {
         dp__var *v = refs[i].v;
         ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen(refs[i].id) && !dp__var_waiting(v) && !dp__var_failure(eng, v)
@@ -3415,7 +3514,11 @@ static dp__opobj *dp__op_acquire(dp_engine *eng, dp_op h) {
     int32_t r;
     if (!op) return NULL;
     r = dp__load(&op->refs, DP__ACQUIRE);
-    do { if (r <= 0) return NULL; } while (!dp__cas(&op->refs, &r, r + 1, DP__ACQ_REL));
+    for (;;) {
+        if (r <= 0) return NULL;
+        if (dp__cas(&op->refs, &r, r + 1, DP__ACQ_REL)) break;
+        dp__fetch_add(&eng->op_ref_cas_retries, 1, DP__RELAXED);
+    }
     if (dp__table_id(&eng->ops, op, op->index) != h.id) { dp__op_unref(eng, op); return NULL; }
     return op;
 }
@@ -3866,7 +3969,21 @@ DP__COLD DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) 
     out->skipped = dp__load(&eng->skipped, DP__RELAXED);
     out->live_vars = dp__load(&eng->vars.live, DP__RELAXED);
     out->queue_bytes = dp__load(&eng->queue_bytes, DP__RELAXED);
-    for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) out->pool_bytes += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].bytes, DP__RELAXED);
+    for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) {
+        out->pool_bytes += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].bytes, DP__RELAXED);
+        out->pool_cas_retries += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].cas_retries, DP__RELAXED);
+    }
+    out->var_lock_contended = dp__load(&eng->var_lock_contended, DP__RELAXED);
+    out->op_ref_cas_retries = dp__load(&eng->op_ref_cas_retries, DP__RELAXED);
+    out->pusher_ran = dp__load(&eng->pusher_ran, DP__RELAXED);
+    for (i = 0; i < DP__MAX_DEV; i++) {
+        dp__group_contention((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), out);
+        dp__group_contention((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), out);
+        dp__group_contention((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), out);
+    }
+    dp__group_contention(eng->prio_group, out);
+    dp__group_contention(eng->task_group, out);
+    dp__group_contention((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), out);
     for (i = 0; i < (int)DP__MAX_CHUNKS; i++) {
         if (dp__load(&eng->vars.chunks[i], DP__RELAXED)) out->handle_bytes += eng->vars.obj_size * DP__CHUNK_SLOTS;
         if (dp__load(&eng->ops.chunks[i], DP__RELAXED)) out->handle_bytes += eng->ops.obj_size * DP__CHUNK_SLOTS;

@@ -1,7 +1,12 @@
 /* bench/depeng.c - depeng's side of `make bench`: the workloads of
    bench/WORKLOADS.md on each engine kind, plus W2-op (one
    pre-created operation pushed N times) and the memory figures.
-   Usage: bench_depeng [-n N] [-e naive|pooled|perdevice] [W1 W2 W2-op W3 W4 W5 mem] */
+   Usage: bench_depeng [-n N] [-e naive|pooled|perdevice] [-w WORKERS] [-c] [-p]
+                       [W1 W2 W2-op W3 W4 W5 mem]
+   -w: CPU workers per pool (default 2). -p: desc.push_runs_ops (the pusher
+   runs ready ops when far ahead). -c: after each workload, a line
+   "contention WORK system=.. workers=K ..." with dp_engine_stats' contention
+   counters over the timed repetitions, per pushed op (bench/scale.sh). */
 #define BENCH_IMPLEMENTATION
 #include "bench/common.h"
 #define DEPENG_IMPLEMENTATION
@@ -11,6 +16,9 @@ static long g_n = BENCH_N;
 static uint64_t g_val[BENCH_W4_VARS];
 static int g_loops = BENCH_W4_LOOPS;
 static int g_failed;
+static int g_workers = 2;
+static int g_contention;
+static int g_push_runs_ops;
 
 static int body_empty(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; empty_body(); return 0; }
 static int body_w4(dp_run_ctx *rc, void *arg) {
@@ -24,7 +32,8 @@ static dp_engine *make_engine(dp_engine_type type) {
     dp_engine *eng = NULL;
     memset(&d, 0, sizeof d);
     d.type = type;
-    d.cpu_worker_nthreads = 2;
+    d.cpu_worker_nthreads = g_workers;
+    d.push_runs_ops = g_push_runs_ops;
     d.cpu_priority_nthreads = 1;
     d.ignore_env = 1;
     if (dp_engine_create(&d, &eng) != DP_OK) { fprintf(stderr, "bench: engine create failed\n"); exit(2); }
@@ -133,13 +142,29 @@ typedef double (*run_fn)(dp_engine *eng, long n);
 static void measure(const char *work, const char *system, dp_engine *eng, run_fn fn, long n, long tasks,
                     int check_w4) {
     double ns[BENCH_REPS];
+    dp_engine_stats s0, s1;
     fn(eng, n); /* warm-up: pools, threads, caches */
     if (check_w4) g_failed |= bench_w4_check(work, system, g_val, g_ref);
+    dp_engine_stats_get(eng, &s0);
     for (int r = 0; r < BENCH_REPS; r++) {
         ns[r] = fn(eng, n);
         if (check_w4) g_failed |= bench_w4_check(work, system, g_val, g_ref);
     }
+    dp_engine_stats_get(eng, &s1);
     bench_report(work, system, ns, BENCH_REPS, tasks, NULL);
+    if (g_contention) {
+        double ops = (double)(s1.pushed - s0.pushed);
+        if (ops < 1) ops = 1;
+        printf("contention %s system=%s workers=%d ops=%.0f var_lock=%.4f queue_lock=%.4f queue_busy=%.4f"
+               " wakeups=%.4f pool_cas=%.4f op_ref_cas=%.4f\n", work, system, g_workers, ops,
+               (double)(s1.var_lock_contended - s0.var_lock_contended) / ops,
+               (double)(s1.queue_lock_contended - s0.queue_lock_contended) / ops,
+               (double)(s1.queue_busy_retries - s0.queue_busy_retries) / ops,
+               (double)(s1.worker_wakeups - s0.worker_wakeups) / ops,
+               (double)(s1.pool_cas_retries - s0.pool_cas_retries) / ops,
+               (double)(s1.op_ref_cas_retries - s0.op_ref_cas_retries) / ops);
+        fflush(stdout);
+    }
 }
 
 /* ---- memory ---------------------------------------------------------- */
@@ -206,7 +231,10 @@ int main(int argc, char **argv) {
     while (first < argc && argv[first][0] == '-') {
         if (strcmp(argv[first], "-n") == 0 && first + 1 < argc) g_n = atol(argv[first + 1]);
         else if (strcmp(argv[first], "-e") == 0 && first + 1 < argc) only = argv[first + 1];
-        else { fprintf(stderr, "usage: %s [-n N] [-e naive|pooled|perdevice] [W1 W2 W2-op W3 W4 W5 mem]\n", argv[0]); return 2; }
+        else if (strcmp(argv[first], "-w") == 0 && first + 1 < argc && atoi(argv[first + 1]) > 0) g_workers = atoi(argv[first + 1]);
+        else if (strcmp(argv[first], "-c") == 0) { g_contention = 1; first += 1; continue; }
+        else if (strcmp(argv[first], "-p") == 0) { g_push_runs_ops = 1; first += 1; continue; }
+        else { fprintf(stderr, "usage: %s [-n N] [-e naive|pooled|perdevice] [-w WORKERS] [-c] [-p] [W1 W2 W2-op W3 W4 W5 mem]\n", argv[0]); return 2; }
         first += 2;
     }
     long n5a = g_n < BENCH_W5_1US_N ? g_n : BENCH_W5_1US_N;

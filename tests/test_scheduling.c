@@ -1,0 +1,197 @@
+/* The scheduler's contention counters (dp_engine_stats) and the opt-in mode
+   in which a pushing thread runs ready ops (desc.push_runs_ops). The last
+   line is "N passed, M failed". */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#define DEPENG_IMPLEMENTATION
+#include "depeng.h"
+#include "tests/test_common.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <sched.h>
+
+static dp_engine *make(dp_engine_type type, int workers, int push_runs_ops) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = workers; d.ignore_env = 1; d.logger.func = quiet_logger;
+    d.push_runs_ops = push_runs_ops;
+    if (dp_engine_create(&d, &e) != DP_OK) return NULL;
+    return e;
+}
+static int noop(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; return 0; }
+
+static uint64_t contention_sum(const dp_engine_stats *s) {
+    return s->var_lock_contended + s->queue_lock_contended + s->queue_busy_retries + s->worker_wakeups
+         + s->pool_cas_retries + s->op_ref_cas_retries + s->pusher_ran;
+}
+
+/* ---- contention counters ------------------------------------------------ */
+/* One thread, no workers: nobody to collide with, every counter stays 0. */
+static void test_contention_zero_alone(void) {
+    dp_engine *e = make(DP_ENGINE_NAIVE, 1, 0);
+    dp_engine_stats s;
+    dp_var x;
+    int i;
+    CHECK(e != NULL);
+    if (!e) return;
+    x = dp_var_create(e);
+    for (i = 0; i < 10000; i++) CHECK(dp_push_sync(e, noop, NULL, NULL, 0, &x, 1) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    dp_engine_stats_get(e, &s);
+    CHECK(s.pushed == 10000);
+    CHECK(contention_sum(&s) == 0);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* Two threads push writes of one variable while the workers complete them:
+   every push and completion takes the variable's lock, so some acquisitions
+   find it held. Repeated until one does (a thread can always be descheduled
+   at the wrong moment), bounded. */
+typedef struct { dp_engine *e; dp_var x; } pusher_arg;
+static void *push_writes(void *arg) {
+    pusher_arg *p = (pusher_arg *)arg;
+    int i;
+    for (i = 0; i < 50000; i++) CHECK(dp_push_sync(p->e, noop, NULL, NULL, 0, &p->x, 1) == DP_OK);
+    return NULL;
+}
+static void test_contention_var_lock_counted(void) {
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 2, 0);
+    dp_engine_stats s;
+    pusher_arg p;
+    pthread_t t;
+    int round;
+    CHECK(e != NULL);
+    if (!e) return;
+    p.e = e;
+    p.x = dp_var_create(e);
+    dp_engine_stats_get(e, &s);
+    CHECK(s.var_lock_contended == 0);
+    for (round = 0; round < 20; round++) {
+        CHECK(pthread_create(&t, NULL, push_writes, &p) == 0);
+        push_writes(&p);
+        pthread_join(t, NULL);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        dp_engine_stats_get(e, &s);
+        if (s.var_lock_contended > 0) break;
+    }
+    CHECK(s.var_lock_contended > 0);
+    CHECK(s.var_lock_contended <= 2 * s.pushed);   /* at most one per push and one per completion */
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* ---- running on the pusher ------------------------------------------------ */
+static int g_release, g_busy;
+static int busy_until_released(dp_run_ctx *rc, void *arg) {
+    (void)rc; (void)arg;
+    __atomic_fetch_add(&g_busy, 1, __ATOMIC_ACQ_REL);
+    while (!__atomic_load_n(&g_release, __ATOMIC_ACQUIRE)) sched_yield();
+    return 0;
+}
+#define CHAIN 3000
+static pthread_t g_main;
+typedef struct { int next, out_of_order, on_main, worker_minus_one; } chain_log;
+static chain_log g_log;
+static int chain_step(dp_run_ctx *rc, void *arg) {
+    int k = (int)(intptr_t)arg;
+    /* the ops write y in push order: each sees the one before it done */
+    if (k != g_log.next) g_log.out_of_order++;
+    g_log.next = k + 1;
+    if (pthread_equal(pthread_self(), g_main)) { g_log.on_main++; g_log.worker_minus_one += rc->worker == -1; }
+    return 0;
+}
+/* Both workers hold an op until released; the main thread pushes a chain of
+   CHAIN writes on y, each of which has to wait, so the backlog grows past
+   the pacing threshold with every worker busy. With push_runs_ops the
+   pusher then runs the chain's ready head itself, and each op it runs makes
+   the next ready: the chain advances on the pushing thread, in order.
+   Returns how many chain ops ran on the main thread. */
+static int chain_on_pusher(dp_engine_type type, int push_runs_ops) {
+    dp_engine *e = make(type, 2, push_runs_ops);
+    dp_var busy[2], y;
+    dp_engine_stats s;
+    int i, on_main;
+    CHECK(e != NULL);
+    if (!e) return -1;
+    g_main = pthread_self();
+    memset(&g_log, 0, sizeof g_log);
+    __atomic_store_n(&g_release, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_busy, 0, __ATOMIC_RELEASE);
+    for (i = 0; i < 2; i++) {
+        busy[i] = dp_var_create(e);
+        CHECK(dp_push_sync(e, busy_until_released, NULL, NULL, 0, &busy[i], 1) == DP_OK);
+    }
+    while (__atomic_load_n(&g_busy, __ATOMIC_ACQUIRE) < 2) sched_yield();
+    y = dp_var_create(e);
+    for (i = 0; i < CHAIN; i++) CHECK(dp_push_sync(e, chain_step, (void *)(intptr_t)i, NULL, 0, &y, 1) == DP_OK);
+    on_main = g_log.on_main;            /* the workers are still held: only the pusher ran chain ops */
+    CHECK(g_log.worker_minus_one == g_log.on_main);
+    __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(g_log.next == CHAIN);
+    CHECK(g_log.out_of_order == 0);
+    dp_engine_stats_get(e, &s);
+    CHECK(s.pusher_ran == (uint64_t)on_main);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    return on_main;
+}
+static void test_push_runs_ops_in_order(void) {
+    int n = chain_on_pusher(DP_ENGINE_PERDEVICE, 1);
+    CHECK(n > 0);
+    CHECK(n <= CHAIN);
+    n = chain_on_pusher(DP_ENGINE_POOLED, 1);
+    CHECK(n > 0);
+}
+static void test_push_runs_ops_off_by_default(void) {
+    CHECK(chain_on_pusher(DP_ENGINE_PERDEVICE, 0) == 0);
+    CHECK(chain_on_pusher(DP_ENGINE_POOLED, 0) == 0);
+}
+
+/* Ops pushed from inside an op never run on that op's thread: a function
+   that pushes must not find itself running someone else's op. */
+typedef struct { dp_var y; } nested_ctx;
+static int nested_outer(dp_run_ctx *rc, void *arg) {
+    nested_ctx *c = (nested_ctx *)arg;
+    int i;
+    for (i = 0; i < CHAIN; i++) dp_push_sync(rc->engine, noop, NULL, NULL, 0, &c->y, 1);
+    __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+static void test_push_runs_ops_not_inside_an_op(void) {
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 2, 1);
+    nested_ctx c;
+    dp_var x;
+    CHECK(e != NULL);
+    if (!e) return;
+    memset(&c, 0, sizeof c);
+    c.y = dp_var_create(e);
+    x = dp_var_create(e);
+    __atomic_store_n(&g_release, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_busy, 0, __ATOMIC_RELEASE);
+    CHECK(dp_push_sync(e, busy_until_released, NULL, NULL, 0, NULL, 0) == DP_OK);   /* the other worker: busy */
+    while (__atomic_load_n(&g_busy, __ATOMIC_ACQUIRE) < 1) sched_yield();
+    CHECK(dp_push_sync(e, nested_outer, &c, NULL, 0, &x, 1) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    /* the outer op pushed a chain far ahead of the workers; from inside an
+       op the pusher-run path must not take any */
+    {
+        dp_engine_stats s;
+        dp_engine_stats_get(e, &s);
+        CHECK(s.pusher_ran == 0);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+int main(void) {
+    static const test_case tests[] = {
+        {"contention counters stay 0 for one thread", test_contention_zero_alone},
+        {"contention: a variable's lock found held is counted", test_contention_var_lock_counted},
+        {"push_runs_ops: the pusher runs a chain's ready ops, in order", test_push_runs_ops_in_order},
+        {"push_runs_ops: off by default, the pusher runs nothing", test_push_runs_ops_off_by_default},
+        {"push_runs_ops: never from inside an op", test_push_runs_ops_not_inside_an_op},
+    };
+    return run_tests("scheduling", tests, (int)(sizeof tests / sizeof tests[0]));
+}
