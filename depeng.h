@@ -1586,6 +1586,8 @@ typedef struct dp__worker {
     uint64_t unflushed;        /* completions not yet added to eng->done */
     struct dp__block *put_first, *put_last;  /* finished blocks on their way */
     struct dp__pool *put_pool; int put_count; /* back to put_pool, in one CAS */
+    struct dp__opobj *unref_op; int32_t unref_count;  /* runs of a pre-created op
+                                  finished here, not yet released from its refs */
     dp__prof_buf prof;
 } dp__worker;
 
@@ -1652,12 +1654,17 @@ typedef struct dp__waiter {
 
 typedef struct dp__opobj {
     dp__a32 gen;
-    dp__a32 refs;              /* 1 for the handle + 1 per pushed run */
     uint32_t index;
     dp_push_desc d;
     uint32_t nread, nwrite;
     struct dp__var **vars;
     uint32_t *var_ids;
+    /* refs apart from what the workers read (vars, d): a pusher's pin would
+       otherwise take the line from the worker reading them on every push */
+    char pad_refs_[64];
+    dp__a32 refs;              /* 1 for the handle + 1 per pushed run not yet
+                                  released (a worker releases in batches:
+                                  dp__worker_unref_op) */
 } dp__opobj;
 
 /* OprBlock: one pushed operation. Followed in memory, for one-shot pushes,
@@ -2414,7 +2421,7 @@ static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
 static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher);
 static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for);
 
-static void dp__op_unref(dp_engine *eng, dp__opobj *op);
+static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n);
 
 static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
     dp__mutex_lock(&pb->m);
@@ -2662,8 +2669,24 @@ static void dp__worker_put(dp_engine *eng, dp__worker *w, dp__block *b) {
     w->put_pool = p;
     w->put_count++;
 }
+/* A worker releases the runs of a pre-created op it finished in one
+   decrement per batch (a run of the same op, at most DP__UNREF_BATCH, or
+   until it goes idle), so the op's count stays in the pushing thread's cache
+   instead of moving to the worker and back on every push. Released before
+   the completions are counted (dp__worker_flush): once dp_wait_all sees
+   every op done, every run's reference is gone. */
+#define DP__UNREF_BATCH 1024
+static void dp__worker_release_ops(dp_engine *eng, dp__worker *w) {
+    if (w->unref_count) { dp__opobj *op = w->unref_op; int32_t n = w->unref_count; w->unref_op = NULL; w->unref_count = 0; dp__op_unref(eng, op, n); }
+}
+static void dp__worker_unref_op(dp_engine *eng, dp__worker *w, dp__opobj *op) {
+    if (w->unref_count && (w->unref_op != op || w->unref_count >= DP__UNREF_BATCH)) dp__worker_release_ops(eng, w);
+    w->unref_op = op;
+    w->unref_count++;
+}
 static void dp__worker_flush(dp_engine *eng, dp__worker *w) {
     if (w->put_count) { dp__pool_put_chain(w->put_pool, w->put_first, w->put_last); w->put_count = 0; }
+    dp__worker_release_ops(eng, w);
     if (w->unflushed) { uint64_t n = w->unflushed; w->unflushed = 0; dp__count_done(eng, n); }
 }
 
@@ -2782,7 +2805,8 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
         dp__fetch_add(&eng->completed_inline, 1, DP__RELAXED);
         dp__pool_put(eng, b);
     }
-    if (op) dp__op_unref(eng, op);
+    if (op && w) dp__worker_unref_op(eng, w, op);
+    else if (op) dp__op_unref(eng, op, 1);
     kept = dp__dispatch_ready(eng, ready, keep_for);
     /* last: a waiter may destroy the engine once every completion is counted */
     if (w) w->unflushed++;
@@ -3456,8 +3480,9 @@ DP__COLD DP_IMPL dp_var_state dp_var_state_get(dp_engine *eng, dp_var var) {
     return st;
 }
 
-static void dp__op_unref(dp_engine *eng, dp__opobj *op) {
-    if (dp__fetch_add(&op->refs, -1, DP__ACQ_REL) == 1) {
+/* Drops n references; the last frees the op (and runs its cleanup). */
+static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n) {
+    if (dp__fetch_add(&op->refs, -n, DP__ACQ_REL) == n) {
         if (op->d.cleanup) op->d.cleanup(op->d.arg);
         dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_ids));
         dp__table_release(eng, &eng->ops, op->index, op);
@@ -3519,7 +3544,7 @@ static dp__opobj *dp__op_acquire(dp_engine *eng, dp_op h) {
         if (dp__cas(&op->refs, &r, r + 1, DP__ACQ_REL)) break;
         dp__fetch_add(&eng->op_ref_cas_retries, 1, DP__RELAXED);
     }
-    if (dp__table_id(&eng->ops, op, op->index) != h.id) { dp__op_unref(eng, op); return NULL; }
+    if (dp__table_id(&eng->ops, op, op->index) != h.id) { dp__op_unref(eng, op, 1); return NULL; }
     return op;
 }
 DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) {
@@ -3531,15 +3556,15 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
     if (!eng) return DP_ERROR_INVALID_ARGS;
     op = dp__op_acquire(eng, h);
     if (!op) { DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "op 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
-    if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op); return r; }
+    if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op, 1); return r; }
     d = op->d; d.ctx = ctx; d.priority = priority;
     d.cleanup = NULL;          /* the op's, run once when the op is freed */
     n = op->nread + op->nwrite;
     b = dp__block_new(eng, n, &d, op->d.fn ? DP__KIND_SYNC : DP__KIND_ASYNC);
-    if (!b) { dp__op_unref(eng, op); return DP_ERROR_OUT_OF_MEMORY; }
+    if (!b) { dp__op_unref(eng, op, 1); return DP_ERROR_OUT_OF_MEMORY; }
     b->op = op; b->nread = (uint16_t)op->nread; b->nwrite = (uint16_t)op->nwrite;
     r = dp__queue_and_go(eng, b, op->var_ids);
-    if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op); }
+    if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op, 1); }
     return r;
 }
 DP__COLD DP_IMPL dp_result dp_op_destroy(dp_engine *eng, dp_op h) {
@@ -3551,7 +3576,7 @@ DP__COLD DP_IMPL dp_result dp_op_destroy(dp_engine *eng, dp_op h) {
         if (eng) DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "dp_op_destroy 0x%08x", (unsigned)h.id);
         return DP_ERROR_INVALID_HANDLE;
     }
-    dp__op_unref(eng, op);
+    dp__op_unref(eng, op, 1);
     return DP_OK;
 }
 

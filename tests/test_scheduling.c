@@ -185,6 +185,64 @@ static void test_push_runs_ops_not_inside_an_op(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* ---- pre-created ops: runs released in batches by the workers ------------ */
+static int g_cleanups;
+static void count_cleanup(void *arg) { (void)arg; __atomic_fetch_add(&g_cleanups, 1, __ATOMIC_ACQ_REL); }
+/* A worker releases the runs of a pre-created op it finished in batches;
+   every batch must be released before dp_wait_all can see the runs done, so
+   that an op destroyed before the wait has run its cleanup when the wait
+   returns. Many short rounds, so a late release would be caught. */
+static void test_op_runs_released_before_wait_all(void) {
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 2, 0);
+    int round, i, bad = 0;
+    CHECK(e != NULL);
+    if (!e) return;
+    for (round = 0; round < 300; round++) {
+        dp_var x = dp_var_create(e);
+        dp_push_desc d;
+        dp_op op;
+        dp_ctx cpu = {DP_DEV_CPU, 0};
+        memset(&d, 0, sizeof d);
+        d.fn = noop; d.writes = &x; d.num_writes = 1; d.cleanup = count_cleanup;
+        __atomic_store_n(&g_cleanups, 0, __ATOMIC_RELEASE);
+        op = dp_op_create(e, &d);
+        CHECK(op.id != 0);
+        for (i = 0; i < 200; i++) CHECK(dp_op_push(e, op, cpu, 0) == DP_OK);
+        CHECK(dp_op_destroy(e, op) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        bad += __atomic_load_n(&g_cleanups, __ATOMIC_ACQUIRE) != 1;
+        dp_var_delete(e, x);
+    }
+    CHECK(bad == 0);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* Two pre-created ops pushed alternately: a worker's batch changes op at
+   every run, and each op's cleanup still runs once, after its last run. */
+static void test_op_runs_of_two_ops(void) {
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 2, 0);
+    dp_var x;
+    dp_push_desc d;
+    dp_op a, b;
+    dp_ctx cpu = {DP_DEV_CPU, 0};
+    int i;
+    CHECK(e != NULL);
+    if (!e) return;
+    x = dp_var_create(e);
+    memset(&d, 0, sizeof d);
+    d.fn = noop; d.writes = &x; d.num_writes = 1; d.cleanup = count_cleanup;
+    __atomic_store_n(&g_cleanups, 0, __ATOMIC_RELEASE);
+    a = dp_op_create(e, &d);
+    b = dp_op_create(e, &d);
+    for (i = 0; i < 5000; i++) { CHECK(dp_op_push(e, a, cpu, 0) == DP_OK); CHECK(dp_op_push(e, b, cpu, 0) == DP_OK); }
+    CHECK(dp_op_destroy(e, a) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(__atomic_load_n(&g_cleanups, __ATOMIC_ACQUIRE) == 1);
+    CHECK(dp_op_destroy(e, b) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(__atomic_load_n(&g_cleanups, __ATOMIC_ACQUIRE) == 2);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"contention counters stay 0 for one thread", test_contention_zero_alone},
@@ -192,6 +250,8 @@ int main(void) {
         {"push_runs_ops: the pusher runs a chain's ready ops, in order", test_push_runs_ops_in_order},
         {"push_runs_ops: off by default, the pusher runs nothing", test_push_runs_ops_off_by_default},
         {"push_runs_ops: never from inside an op", test_push_runs_ops_not_inside_an_op},
+        {"pre-created op: its runs are released before dp_wait_all returns", test_op_runs_released_before_wait_all},
+        {"pre-created ops pushed alternately: each cleanup once, after its last run", test_op_runs_of_two_ops},
     };
     return run_tests("scheduling", tests, (int)(sizeof tests / sizeof tests[0]));
 }
