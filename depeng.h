@@ -216,7 +216,7 @@ extern "C" {
               dp_default_engine dp_default_engine_shutdown
      vars     dp_var_create dp_var_delete dp_var_delete_fn dp_var_state_get
      ops      dp_push dp_push_sync dp_push_async dp_complete dp_set_error
-              dp_op_create dp_op_push dp_op_destroy
+              dp_op_create dp_op_push dp_op_destroy dp_push_batch dp_op_push_n
      waits    dp_wait_var dp_wait_all dp_wait_var_for dp_wait_all_for
               dp_engine_dump_pending
      profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
@@ -611,6 +611,31 @@ DP_API void dp_set_error(dp_run_ctx *rc, const char *message);
 DP_API dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc);
 /* Pushes op on ctx with priority. */
 DP_API dp_result dp_op_push(dp_engine *eng, dp_op op, dp_ctx ctx, int priority);
+/* Batch push: descs[0..count-1] in that order, exactly as count dp_push
+   calls one after another with no other thread's push between them (the
+   order per variable is the array's), but with each variable of the batch
+   locked once for the whole batch (all of them together, in address order),
+   the push numbers taken in one step, and the ops ready at once handed to
+   their pool in one queue append. For a thread that submits ops in runs;
+   the batch holds its variables' locks while it appends, so completions on
+   them wait that long: batches of tens to a few thousand ops. Every op runs
+   as if pushed alone (also on the naive engine, where each runs on this
+   thread once the whole batch is queued; the naive engine's run-at-push
+   shortcut is not taken). count 0 does nothing. On any error nothing is
+   pushed and, as dp_push does, every desc's cleanup is called: NULL engine
+   or descs, negative count (DP_ERROR_INVALID_ARGS), a bad desc (its error,
+   as dp_push reports it), DP_PROP_DELETE_VAR (DP_ERROR_INVALID_ARGS: use
+   dp_var_delete), a deleted or unknown variable (DP_ERROR_INVALID_HANDLE),
+   out of memory. Each is logged. Thread safety: any thread, also from
+   inside operations. */
+DP_API dp_result dp_push_batch(dp_engine *eng, const dp_push_desc *descs, int count);
+/* Pushes op count times on ctx with priority, as count dp_op_push calls
+   would, taking its variables' locks and its reference count once. count 0
+   only checks the handle. Errors: DP_ERROR_INVALID_ARGS (NULL engine,
+   negative count, bad ctx), DP_ERROR_INVALID_HANDLE (op destroyed or never
+   created, or more than 2^31 runs pending), DP_ERROR_OUT_OF_MEMORY; nothing
+   is pushed then. Thread safety: any thread, also from inside operations. */
+DP_API dp_result dp_op_push_n(dp_engine *eng, dp_op op, dp_ctx ctx, int priority, int count);
 /* The handle is invalid at once; the op is freed after its last pushed run. */
 DP_API dp_result dp_op_destroy(dp_engine *eng, dp_op op);
 
@@ -2147,14 +2172,15 @@ static void dp__grant_on_complete(dp_engine *eng, dp__block *b, dp__block **read
 static int dp__must_wait(const dp__var *v, int write) {
     return dp__var_waiting(v) || (write ? v->nreaders != 0 : v->nreaders < 0);
 }
-/* Makes room in v's queue for one more entry (v locked): the push reserves
-   before it appends anything, so running out of memory leaves no trace.
-   Returns -1 when out of memory. */
-static int dp__var_reserve(dp_engine *eng, dp__var *v) {
+/* Makes room in v's queue for `more` more entries (v locked): the push
+   reserves before it appends anything, so running out of memory leaves no
+   trace. Returns -1 when out of memory. */
+static int dp__var_reserve_n(dp_engine *eng, dp__var *v, uint32_t more) {
     uint32_t n = v->tail - v->head, cap = v->queue ? v->mask + 1u : 0u, ncap, i;
     dp__entry *q;
-    if (n < cap) return 0;
-    ncap = cap ? cap * 2u : 8u;
+    if (more <= cap - n) return 0;
+    if (more > (1u << 28) - n) return -1;
+    for (ncap = cap ? cap * 2u : 8u; ncap - n < more; ncap *= 2u) {}
     if (ncap > (1u << 28)) return -1;          /* 2^28 waiting ops: the bytes fit a 32-bit size_t too */
     q = (dp__entry *)dp__alloc(eng, ncap * sizeof *q);
     if (!q) return -1;
@@ -2164,6 +2190,7 @@ static int dp__var_reserve(dp_engine *eng, dp__var *v) {
     v->queue = q; v->head = 0; v->tail = n; v->mask = ncap - 1u;
     return 0;
 }
+static int dp__var_reserve(dp_engine *eng, dp__var *v) { return dp__var_reserve_n(eng, v, 1u); }
 /* Grants an access at once: the op takes the variable's failure, if any. */
 static void dp__grant_now(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__block **ready) {
     dp__failure *f = dp__var_failure(eng, v);
@@ -3260,34 +3287,138 @@ static dp__block *dp__block_new(dp_engine *eng, uint32_t n, const dp_push_desc *
     if (d->cleanup) dp__block_set_cleanup(b, n, d->cleanup);
     return b;
 }
-/* One-shot push of a resolved desc; kind says sync, async, wait or delete. */
-static dp_result dp__push_resolved(dp_engine *eng, const dp_push_desc *d, int kind, dp__waiter *waiter) {
-    dp__vref stack_refs[32], *refs = stack_refs;
-    uint32_t stack_ids[32], *ids = stack_ids;
-    int total = d->num_reads + d->num_writes, n, i, k = 0, pass;
+/* A block for desc d: its variables resolved (refs: room for all of d's),
+   sorted reads first, their handle ids in ids. */
+static dp_result dp__block_prepare(dp_engine *eng, const dp_push_desc *d, int kind, dp__vref *refs, uint32_t *ids,
+                                   dp__block **out) {
+    int n = dp__resolve(eng, d, refs), i, k = 0, pass;
     dp__block *b;
-    dp_result r;
-    if (total > 32) {
-        refs = (dp__vref *)dp__alloc(eng, (size_t)total * (sizeof *refs + sizeof *ids));
-        if (!refs) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "variable list"); return DP_ERROR_OUT_OF_MEMORY; }
-        ids = (uint32_t *)(void *)(refs + total);
-    }
-    n = dp__resolve(eng, d, refs);
-    if (n < 0) { r = (dp_result)n; goto done; }
+    if (n < 0) return (dp_result)n;
     b = dp__block_new(eng, (uint32_t)n, d, kind);
-    if (!b) { r = DP_ERROR_OUT_OF_MEMORY; goto done; }
-    if (kind == DP__KIND_WAIT) b->arg = waiter;
+    if (!b) return DP_ERROR_OUT_OF_MEMORY;
     for (pass = 0; pass < 2; pass++)          /* reads first, then writes */
         for (i = 0; i < n; i++)
             if (refs[i].write == pass) { dp__block_vars(b)[k] = refs[i].v; ids[k] = refs[i].id; k++; }
     b->nread = 0;
     for (i = 0; i < n; i++) b->nread = (uint16_t)(b->nread + (refs[i].write == 0));
     b->nwrite = (uint16_t)(n - b->nread);
+    *out = b;
+    return DP_OK;
+}
+/* One-shot push of a resolved desc; kind says sync, async, wait or delete. */
+static dp_result dp__push_resolved(dp_engine *eng, const dp_push_desc *d, int kind, dp__waiter *waiter) {
+    dp__vref stack_refs[32], *refs = stack_refs;
+    uint32_t stack_ids[32], *ids = stack_ids;
+    int total = d->num_reads + d->num_writes;
+    dp__block *b = NULL;
+    dp_result r;
+    if (total > 32) {
+        refs = (dp__vref *)dp__alloc(eng, (size_t)total * (sizeof *refs + sizeof *ids));
+        if (!refs) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "variable list"); return DP_ERROR_OUT_OF_MEMORY; }
+        ids = (uint32_t *)(void *)(refs + total);
+    }
+    r = dp__block_prepare(eng, d, kind, refs, ids, &b);
+    if (r != DP_OK) goto done;
+    if (kind == DP__KIND_WAIT) b->arg = waiter;
     r = dp__queue_and_go(eng, b, ids);
     if (r != DP_OK) dp__pool_put(eng, b);
 done:
     if (refs != stack_refs) dp__free(eng, refs, (size_t)total * (sizeof *refs + sizeof *ids));
     return r;
+}
+
+/* Batch push: the blocks b[0..count-1] (prepared, not yet on any queue;
+   ids[k] the handle ids of b[k]'s variables) are queued in that order as
+   count single pushes would be, with no other push between them. Every
+   variable of the batch is locked once (all together, in address order,
+   the order single pushes use too), the push numbers are taken in one
+   step, and the ops ready at once reach their pool in one append. On error
+   nothing is queued and the caller keeps the blocks. */
+static int dp__var_ptr_cmp(const void *a, const void *b) {
+    uintptr_t x = (uintptr_t)*(dp__var *const *)a, y = (uintptr_t)*(dp__var *const *)b;
+    return (x > y) - (x < y);
+}
+static void dp__unlock_all(dp__var **vars, size_t n) { size_t i; for (i = 0; i < n; i++) dp__spin_unlock(&vars[i]->lock); }
+static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *const *ids, int count) {
+    dp__var *stack_vars[64], **vars = stack_vars;
+    uint32_t stack_uses[64], *uses = stack_uses;
+    size_t total = 0, nv = 0, i, j;
+    dp__block *ready = NULL, *ready_tail = NULL;
+    uint64_t base;
+    unsigned waited = 0;
+    dp_ctx wctx;
+    dp_prop wprop = DP_PROP_NORMAL;
+    int k;
+    memset(&wctx, 0, sizeof wctx);
+    for (k = 0; k < count; k++) total += (size_t)b[k]->nread + b[k]->nwrite;
+    if (total > 64) {
+        vars = (dp__var **)dp__alloc(eng, total * (sizeof *vars + sizeof *uses));
+        if (!vars) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "batch of %d ops: variable list", count); return DP_ERROR_OUT_OF_MEMORY; }
+        uses = (uint32_t *)(void *)(vars + total);
+    }
+    for (k = 0; k < count; k++) {
+        dp__var **bv = dp__block_vars(b[k]);
+        for (i = 0; i < (size_t)b[k]->nread + b[k]->nwrite; i++) vars[nv++] = bv[i];
+    }
+    qsort(vars, nv, sizeof *vars, dp__var_ptr_cmp);
+    for (i = j = 0; i < nv; i++) {     /* distinct variables, each with its number of uses */
+        if (j > 0 && vars[j - 1] == vars[i]) { uses[j - 1]++; continue; }
+        vars[j] = vars[i]; uses[j] = 1; j++;
+    }
+    for (i = 0; i < j; i++) dp__spin_lock_counted(&vars[i]->lock, &eng->var_lock_contended);
+    for (k = 0; k < count; k++) {
+        dp__var **bv = dp__block_vars(b[k]);
+        for (i = 0; i < (size_t)b[k]->nread + b[k]->nwrite; i++) {
+            if ((uint32_t)dp__load(&bv[i]->gen, DP__RELAXED) != dp__id_gen(ids[k][i])) {
+                dp__unlock_all(vars, j);
+                DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s' (op %d of the batch): var 0x%08x is deleted or was never created",
+                        b[k]->name ? b[k]->name : "(unnamed)", k, (unsigned)ids[k][i]);
+                if (vars != stack_vars) dp__free(eng, vars, total * (sizeof *vars + sizeof *uses));
+                return DP_ERROR_INVALID_HANDLE;
+            }
+        }
+    }
+    /* room for every access that may queue: each use of a variable, but the
+       first when nothing holds or waits for it (that one is granted) */
+    for (i = 0; i < j; i++) {
+        dp__var *v = vars[i];
+        uint32_t more = uses[i] - (!dp__var_waiting(v) && v->nreaders == 0);
+        if (more && dp__var_reserve_n(eng, v, more) != 0) {
+            dp__unlock_all(vars, j);
+            DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "batch of %d ops: queue of var 0x%08x", count, (unsigned)v->handle_id);
+            if (vars != stack_vars) dp__free(eng, vars, total * (sizeof *vars + sizeof *uses));
+            return DP_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    base = dp__fetch_add(&eng->seq, (uint64_t)count, DP__SEQ_CST);
+    for (k = 0; k < count; k++) {
+        dp__var **bv = dp__block_vars(b[k]);
+        dp__block *unused = NULL;
+        dp__store(&b[k]->state, (base + (uint64_t)k + 1u) << 2 | DP__ST_PENDING, DP__RELAXED);
+        for (i = 0; i < (size_t)b[k]->nread + b[k]->nwrite; i++) dp__append(eng, bv[i], b[k], i >= b[k]->nread, &unused);
+        if (eng->desc.trace.record_graph) dp__record_graph(eng, b[k]);
+        if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b[k], 0);
+        (void)unused;   /* grants during a push never reach zero: the pusher holds one */
+    }
+    dp__unlock_all(vars, j);
+    if (vars != stack_vars) dp__free(eng, vars, total * (sizeof *vars + sizeof *uses));
+    /* release the pusher's hold on each, in push order; a block not ready
+       may run and be recycled as soon as its hold is gone */
+    for (k = 0; k < count; k++) {
+        dp__block *x = b[k];
+        dp_ctx ctx = x->ctx;
+        dp_prop prop = dp__prop(x);
+        int direct = prop == DP_PROP_ASYNC || x->kind == DP__KIND_WAIT || eng->desc.type == DP_ENGINE_NAIVE;
+        if (dp__fetch_add(&x->wait, -1, DP__ACQ_REL) != 1) { waited++; wctx = ctx; wprop = prop; continue; }
+        if (direct) { dp__dispatch(eng, x, 1); continue; }
+        dp__set_next(x, NULL);
+        if (ready_tail) dp__set_next(ready_tail, x); else ready = x;
+        ready_tail = x;
+    }
+    if (ready) dp__dispatch_ready(eng, ready, NULL);
+    if (!waited) dp__tls_pushes_waiting = 0;
+    while (waited--) dp__pace_pusher(eng, wctx, wprop);
+    return DP_OK;
 }
 
 /* >>naive fast path -------------------------------------------------------
@@ -3395,6 +3526,53 @@ static dp_result dp__push(dp_engine *eng, const dp_push_desc *desc) {
 DP_IMPL dp_result dp_push(dp_engine *eng, const dp_push_desc *desc) {
     dp_result r = dp__push(eng, desc);
     if (r != DP_OK && desc && desc->cleanup) desc->cleanup(desc->arg);   /* refused: arg is ours to free */
+    return r;
+}
+/* dp_push_batch without the cleanups of a refused batch. */
+static dp_result dp__push_batch(dp_engine *eng, const dp_push_desc *descs, int count) {
+    size_t totv = 0, maxv = 0, off = 0, bytes;
+    dp__block **blocks;
+    uint32_t **ids, *idbuf;
+    dp__vref *refs;
+    dp_result r = DP_OK;
+    int k, made;
+    if (!eng || (count > 0 && !descs)) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_push_batch: NULL %s", eng ? "descs" : "engine"); return DP_ERROR_INVALID_ARGS; }
+    if (count < 0) { DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "dp_push_batch: count %d", count); return DP_ERROR_INVALID_ARGS; }
+    for (k = 0; k < count; k++) {
+        size_t n;
+        if ((r = dp__check_desc(eng, &descs[k])) != DP_OK) return r;
+        if (descs[k].prop == DP_PROP_DELETE_VAR) {
+            DP__LOG(eng, DP_LOG_ERROR, BAD_PROP, "dp_push_batch: op %d deletes a variable (use dp_var_delete)", k);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        n = (size_t)descs[k].num_reads + (size_t)descs[k].num_writes;
+        totv += n;
+        if (n > maxv) maxv = n;
+    }
+    if (count == 0) return DP_OK;
+    bytes = (size_t)count * (sizeof *blocks + sizeof *ids) + maxv * sizeof *refs + totv * sizeof *idbuf;
+    blocks = (dp__block **)dp__alloc(eng, bytes);
+    if (!blocks) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_push_batch: %d ops", count); return DP_ERROR_OUT_OF_MEMORY; }
+    ids = (uint32_t **)(void *)(blocks + count);
+    refs = (dp__vref *)(void *)(ids + count);
+    idbuf = (uint32_t *)(void *)(refs + maxv);
+    for (made = 0; made < count; made++) {
+        const dp_push_desc *d = &descs[made];
+        ids[made] = idbuf + off;
+        r = dp__block_prepare(eng, d, d->fn ? DP__KIND_SYNC : DP__KIND_ASYNC, refs, ids[made], &blocks[made]);
+        if (r != DP_OK) break;
+        off += (size_t)d->num_reads + (size_t)d->num_writes;
+    }
+    if (r == DP_OK) r = dp__queue_batch(eng, blocks, (const uint32_t *const *)ids, count);
+    if (r != DP_OK) for (k = 0; k < made; k++) dp__pool_put(eng, blocks[k]);
+    dp__free(eng, blocks, bytes);
+    return r;
+}
+DP_IMPL dp_result dp_push_batch(dp_engine *eng, const dp_push_desc *descs, int count) {
+    dp_result r = dp__push_batch(eng, descs, count);
+    int k;
+    if (r != DP_OK && descs)   /* refused: every arg is ours to free */
+        for (k = 0; k < count; k++) if (descs[k].cleanup) descs[k].cleanup(descs[k].arg);
     return r;
 }
 static dp_result dp__push_short(dp_engine *eng, dp_sync_fn fn, dp_async_fn afn, void *arg, const dp_var *reads,
@@ -3534,17 +3712,17 @@ static dp_op dp__op_create(dp_engine *eng, const dp_push_desc *desc) {
     return h;
 }
 /* Pins the op for one run: refs + 1 unless it is already being freed. */
-static dp__opobj *dp__op_acquire(dp_engine *eng, dp_op h) {
+static dp__opobj *dp__op_acquire(dp_engine *eng, dp_op h, int32_t runs) {
     dp__opobj *op = (dp__opobj *)dp__table_lookup(&eng->ops, h.id);
     int32_t r;
     if (!op) return NULL;
     r = dp__load(&op->refs, DP__ACQUIRE);
     for (;;) {
-        if (r <= 0) return NULL;
-        if (dp__cas(&op->refs, &r, r + 1, DP__ACQ_REL)) break;
+        if (r <= 0 || r > INT32_MAX - runs) return NULL;
+        if (dp__cas(&op->refs, &r, r + runs, DP__ACQ_REL)) break;
         dp__fetch_add(&eng->op_ref_cas_retries, 1, DP__RELAXED);
     }
-    if (dp__table_id(&eng->ops, op, op->index) != h.id) { dp__op_unref(eng, op, 1); return NULL; }
+    if (dp__table_id(&eng->ops, op, op->index) != h.id) { dp__op_unref(eng, op, runs); return NULL; }
     return op;
 }
 DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) {
@@ -3554,7 +3732,7 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
     dp_result r;
     uint32_t n;
     if (!eng) return DP_ERROR_INVALID_ARGS;
-    op = dp__op_acquire(eng, h);
+    op = dp__op_acquire(eng, h, 1);
     if (!op) { DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "op 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
     if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op, 1); return r; }
     d = op->d; d.ctx = ctx; d.priority = priority;
@@ -3565,6 +3743,42 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
     b->op = op; b->nread = (uint16_t)op->nread; b->nwrite = (uint16_t)op->nwrite;
     r = dp__queue_and_go(eng, b, op->var_ids);
     if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op, 1); }
+    return r;
+}
+DP_IMPL dp_result dp_op_push_n(dp_engine *eng, dp_op h, dp_ctx ctx, int priority, int count) {
+    dp__opobj *op;
+    dp__block **blocks;
+    const uint32_t **ids;
+    dp_push_desc d;
+    dp_result r = DP_OK;
+    int k, made = 0;
+    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if (count < 0) { DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "dp_op_push_n: count %d", count); return DP_ERROR_INVALID_ARGS; }
+    op = dp__op_acquire(eng, h, count > 0 ? count : 1);
+    if (!op) { DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "op 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
+    if (count == 0) { dp__op_unref(eng, op, 1); return DP_OK; }
+    if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op, count); return r; }
+    blocks = (dp__block **)dp__alloc(eng, (size_t)count * (sizeof *blocks + sizeof *ids));
+    if (!blocks) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_op_push_n: %d runs", count);
+        dp__op_unref(eng, op, count);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    ids = (const uint32_t **)(void *)(blocks + count);
+    d = op->d; d.ctx = ctx; d.priority = priority;
+    d.cleanup = NULL;          /* the op's, run once when the op is freed */
+    for (made = 0; made < count; made++) {
+        dp__block *b = dp__block_new(eng, op->nread + op->nwrite, &d, op->d.fn ? DP__KIND_SYNC : DP__KIND_ASYNC);
+        if (!b) { r = DP_ERROR_OUT_OF_MEMORY; break; }
+        b->op = op; b->nread = (uint16_t)op->nread; b->nwrite = (uint16_t)op->nwrite;
+        blocks[made] = b; ids[made] = op->var_ids;
+    }
+    if (r == DP_OK) r = dp__queue_batch(eng, blocks, ids, count);
+    if (r != DP_OK) {
+        for (k = 0; k < made; k++) dp__pool_put(eng, blocks[k]);
+        dp__op_unref(eng, op, count);
+    }
+    dp__free(eng, blocks, (size_t)count * (sizeof *blocks + sizeof *ids));
     return r;
 }
 DP__COLD DP_IMPL dp_result dp_op_destroy(dp_engine *eng, dp_op h) {

@@ -243,6 +243,161 @@ static void test_op_runs_of_two_ops(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* ---- batch push ------------------------------------------------------------ */
+/* A small random graph in the style of the benchmark's W4: 8 variables,
+   each op writes one and reads up to two, the body folds its inputs into
+   its output. Pushed in batches of odd sizes, the result must equal the
+   sequential run's, on every engine kind. */
+#define BG_VARS 8
+#define BG_OPS 3000
+typedef struct { int i, w, r1, r2; } bg_op;
+static uint64_t g_bg_val[BG_VARS];
+static bg_op g_bg_ops[BG_OPS];
+static uint64_t bg_mix(uint64_t z) { z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull; z = (z ^ (z >> 27)) * 0x94D049BB133111EBull; return z ^ (z >> 31); }
+static void bg_body(uint64_t *val, const bg_op *o) {
+    val[o->w] = bg_mix(bg_mix((uint64_t)o->i ^ val[o->r1]) ^ val[o->r2]) + val[o->w];
+}
+static int bg_run(dp_run_ctx *rc, void *arg) { (void)rc; bg_body(g_bg_val, (const bg_op *)arg); return 0; }
+static void bg_generate(void) {
+    uint64_t st = 7;
+    int i;
+    for (i = 0; i < BG_OPS; i++) {
+        st = bg_mix(st + 0x9E3779B97F4A7C15ull);
+        g_bg_ops[i].i = i;
+        g_bg_ops[i].w = (int)(st % BG_VARS);
+        g_bg_ops[i].r1 = (int)((st >> 8) % BG_VARS);
+        g_bg_ops[i].r2 = (int)((st >> 16) % BG_VARS);
+    }
+}
+static void bg_batched(dp_engine_type type, int batch, uint64_t *out) {
+    dp_engine *e = make(type, 2, 0);
+    dp_var v[BG_VARS];
+    dp_push_desc *d = (dp_push_desc *)calloc((size_t)batch, sizeof *d);
+    dp_var (*reads)[2] = (dp_var (*)[2])calloc((size_t)batch, sizeof *reads);
+    int i, k, n = 0;
+    CHECK(e != NULL && d != NULL && reads != NULL);
+    if (!e || !d || !reads) { free(d); free(reads); return; }
+    for (k = 0; k < BG_VARS; k++) { v[k] = dp_var_create(e); g_bg_val[k] = (uint64_t)k; }
+    for (i = 0; i < BG_OPS; i++) {
+        const bg_op *o = &g_bg_ops[i];
+        dp_push_desc *x = &d[n];
+        memset(x, 0, sizeof *x);
+        x->fn = bg_run; x->arg = (void *)o;
+        x->writes = &v[o->w]; x->num_writes = 1;
+        reads[n][0] = v[o->r1]; reads[n][1] = v[o->r2];
+        x->reads = reads[n]; x->num_reads = 2;   /* a read of w too: write wins, as in dp_push */
+        if (++n == batch || i == BG_OPS - 1) { CHECK(dp_push_batch(e, d, n) == DP_OK); n = 0; }
+    }
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    memcpy(out, g_bg_val, sizeof g_bg_val);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    free(d); free(reads);
+}
+static void test_push_batch_keeps_the_order(void) {
+    static const dp_engine_type types[] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+    static const int sizes[] = {1, 7, 64, 1000};
+    uint64_t ref[BG_VARS], got[BG_VARS];
+    size_t t, b;
+    int i;
+    bg_generate();
+    for (i = 0; i < BG_VARS; i++) g_bg_val[i] = (uint64_t)i;
+    for (i = 0; i < BG_OPS; i++) bg_body(g_bg_val, &g_bg_ops[i]);
+    memcpy(ref, g_bg_val, sizeof ref);
+    for (t = 0; t < 3; t++)
+        for (b = 0; b < 4; b++) {
+            memset(got, 0, sizeof got);
+            bg_batched(types[t], sizes[b], got);
+            CHECK(memcmp(got, ref, sizeof ref) == 0);
+        }
+}
+/* A refused batch pushes nothing and hands every arg back (cleanup). */
+static int g_batch_ran;
+static int mark_batch_ran(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; __atomic_fetch_add(&g_batch_ran, 1, __ATOMIC_ACQ_REL); return 0; }
+static void test_push_batch_errors(void) {
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 2, 0);
+    dp_push_desc d[3];
+    dp_var x, gone;
+    dp_engine_stats s0, s1;
+    int i;
+    CHECK(e != NULL);
+    if (!e) return;
+    x = dp_var_create(e);
+    gone = dp_var_create(e);
+    CHECK(dp_var_delete(e, gone) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    memset(d, 0, sizeof d);
+    for (i = 0; i < 3; i++) { d[i].fn = mark_batch_ran; d[i].writes = &x; d[i].num_writes = 1; d[i].cleanup = count_cleanup; }
+    d[2].writes = &gone;
+    __atomic_store_n(&g_batch_ran, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_cleanups, 0, __ATOMIC_RELEASE);
+    dp_engine_stats_get(e, &s0);
+    CHECK(dp_push_batch(e, d, 3) == DP_ERROR_INVALID_HANDLE);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    dp_engine_stats_get(e, &s1);
+    CHECK(__atomic_load_n(&g_batch_ran, __ATOMIC_ACQUIRE) == 0);
+    CHECK(__atomic_load_n(&g_cleanups, __ATOMIC_ACQUIRE) == 3);
+    CHECK(s1.pushed == s0.pushed);
+    d[2].writes = &x; d[1].fn = NULL;             /* no function */
+    CHECK(dp_push_batch(e, d, 3) == DP_ERROR_INVALID_ARGS);
+    d[1].fn = mark_batch_ran; d[1].prop = DP_PROP_DELETE_VAR;
+    CHECK(dp_push_batch(e, d, 3) == DP_ERROR_INVALID_ARGS);
+    d[1].prop = DP_PROP_NORMAL;
+    CHECK(dp_push_batch(e, d, -1) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_push_batch(e, NULL, 2) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_push_batch(NULL, d, 3) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_push_batch(e, d, 0) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(__atomic_load_n(&g_batch_ran, __ATOMIC_ACQUIRE) == 0);
+    for (i = 0; i < 3; i++) d[i].cleanup = NULL;
+    CHECK(dp_push_batch(e, d, 3) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(__atomic_load_n(&g_batch_ran, __ATOMIC_ACQUIRE) == 3);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* One pre-created op pushed count times: each run in push order on its
+   variable, the op's cleanup once after the last, errors refused. */
+static int g_op_runs, g_op_out_of_order;
+static int op_step(dp_run_ctx *rc, void *arg) {
+    int *expect = (int *)arg;
+    (void)rc;
+    if (*expect != g_op_runs) g_op_out_of_order++;
+    g_op_runs++;
+    *expect = g_op_runs;
+    return 0;
+}
+static void test_op_push_n(void) {
+    static const dp_engine_type types[] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+    size_t t;
+    for (t = 0; t < 3; t++) {
+        dp_engine *e = make(types[t], 2, 0);
+        dp_var x;
+        dp_push_desc d;
+        dp_op op;
+        dp_ctx cpu = {DP_DEV_CPU, 0}, bad = {DP_DEV_GPU, 3};
+        int expect = 0, i;
+        CHECK(e != NULL);
+        if (!e) return;
+        x = dp_var_create(e);
+        memset(&d, 0, sizeof d);
+        d.fn = op_step; d.arg = &expect; d.writes = &x; d.num_writes = 1; d.cleanup = count_cleanup;
+        g_op_runs = 0; g_op_out_of_order = 0;
+        __atomic_store_n(&g_cleanups, 0, __ATOMIC_RELEASE);
+        op = dp_op_create(e, &d);
+        for (i = 0; i < 10; i++) CHECK(dp_op_push_n(e, op, cpu, 0, 333) == DP_OK);
+        CHECK(dp_op_push(e, op, cpu, 0) == DP_OK);
+        CHECK(dp_op_push_n(e, op, cpu, 0, 0) == DP_OK);
+        CHECK(dp_op_push_n(e, op, cpu, 0, -1) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_op_push_n(e, op, bad, 0, 5) != DP_OK);
+        CHECK(dp_op_destroy(e, op) == DP_OK);
+        CHECK(dp_op_push_n(e, op, cpu, 0, 5) == DP_ERROR_INVALID_HANDLE);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(g_op_runs == 3331);
+        CHECK(g_op_out_of_order == 0);
+        CHECK(__atomic_load_n(&g_cleanups, __ATOMIC_ACQUIRE) == 1);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"contention counters stay 0 for one thread", test_contention_zero_alone},
@@ -252,6 +407,9 @@ int main(void) {
         {"push_runs_ops: never from inside an op", test_push_runs_ops_not_inside_an_op},
         {"pre-created op: its runs are released before dp_wait_all returns", test_op_runs_released_before_wait_all},
         {"pre-created ops pushed alternately: each cleanup once, after its last run", test_op_runs_of_two_ops},
+        {"dp_push_batch: batches of any size give the sequential result", test_push_batch_keeps_the_order},
+        {"dp_push_batch: a refused batch pushes nothing and calls every cleanup", test_push_batch_errors},
+        {"dp_op_push_n: runs in push order, cleanup once, errors refused", test_op_push_n},
     };
     return run_tests("scheduling", tests, (int)(sizeof tests / sizeof tests[0]));
 }
