@@ -3334,15 +3334,28 @@ done:
    the order single pushes use too), the push numbers are taken in one
    step, and the ops ready at once reach their pool in one append. On error
    nothing is queued and the caller keeps the blocks. */
-static int dp__var_ptr_cmp(const void *a, const void *b) {
-    uintptr_t x = (uintptr_t)*(dp__var *const *)a, y = (uintptr_t)*(dp__var *const *)b;
-    return (x > y) - (x < y);
+/* Sorts vars[0..n) by address, moving uses[] along (Shell's sort, gaps
+   of Ciura's sequence: no call per comparison, a batch has at most a few
+   hundred distinct variables). */
+static void dp__sort_vars(dp__var **vars, uint32_t *uses, size_t n) {
+    static const size_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
+    size_t g, i, j;
+    for (g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
+        size_t gap = gaps[g];
+        for (i = gap; i < n; i++) {
+            dp__var *v = vars[i];
+            uint32_t u = uses[i];
+            for (j = i; j >= gap && (uintptr_t)vars[j - gap] > (uintptr_t)v; j -= gap) { vars[j] = vars[j - gap]; uses[j] = uses[j - gap]; }
+            vars[j] = v; uses[j] = u;
+        }
+    }
 }
 static void dp__unlock_all(dp__var **vars, size_t n) { size_t i; for (i = 0; i < n; i++) dp__spin_unlock(&vars[i]->lock); }
 static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *const *ids, int count) {
     dp__var *stack_vars[64], **vars = stack_vars;
     uint32_t stack_uses[64], *uses = stack_uses;
-    size_t total = 0, nv = 0, i, j;
+    int32_t stack_slots[128], *slots = stack_slots;
+    size_t total = 0, i, j = 0, hcap = 16, bytes = 0;
     dp__block *ready = NULL, *ready_tail = NULL;
     uint64_t base;
     unsigned waited = 0;
@@ -3351,20 +3364,27 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
     int k;
     memset(&wctx, 0, sizeof wctx);
     for (k = 0; k < count; k++) total += (size_t)b[k]->nread + b[k]->nwrite;
+    while (hcap < 2 * total) hcap *= 2;
     if (total > 64) {
-        vars = (dp__var **)dp__alloc(eng, total * (sizeof *vars + sizeof *uses));
+        bytes = total * (sizeof *vars + sizeof *uses) + hcap * sizeof *slots;
+        vars = (dp__var **)dp__alloc(eng, bytes);
         if (!vars) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "batch of %d ops: variable list", count); return DP_ERROR_OUT_OF_MEMORY; }
         uses = (uint32_t *)(void *)(vars + total);
+        slots = (int32_t *)(void *)(uses + total);
     }
+    /* the distinct variables, each with its number of uses (a hash set of
+       indices into vars, open addressing), then in address order */
+    for (i = 0; i < hcap; i++) slots[i] = -1;
     for (k = 0; k < count; k++) {
         dp__var **bv = dp__block_vars(b[k]);
-        for (i = 0; i < (size_t)b[k]->nread + b[k]->nwrite; i++) vars[nv++] = bv[i];
+        for (i = 0; i < (size_t)b[k]->nread + b[k]->nwrite; i++) {
+            size_t h = (size_t)(((uint64_t)(uintptr_t)bv[i] * 0x9E3779B97F4A7C15ull) >> 40) & (hcap - 1);
+            while (slots[h] >= 0 && vars[slots[h]] != bv[i]) h = (h + 1) & (hcap - 1);
+            if (slots[h] >= 0) { uses[slots[h]]++; continue; }
+            slots[h] = (int32_t)j; vars[j] = bv[i]; uses[j] = 1; j++;
+        }
     }
-    qsort(vars, nv, sizeof *vars, dp__var_ptr_cmp);
-    for (i = j = 0; i < nv; i++) {     /* distinct variables, each with its number of uses */
-        if (j > 0 && vars[j - 1] == vars[i]) { uses[j - 1]++; continue; }
-        vars[j] = vars[i]; uses[j] = 1; j++;
-    }
+    dp__sort_vars(vars, uses, j);
     for (i = 0; i < j; i++) dp__spin_lock_counted(&vars[i]->lock, &eng->var_lock_contended);
     for (k = 0; k < count; k++) {
         dp__var **bv = dp__block_vars(b[k]);
@@ -3373,7 +3393,7 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
                 dp__unlock_all(vars, j);
                 DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s' (op %d of the batch): var 0x%08x is deleted or was never created",
                         b[k]->name ? b[k]->name : "(unnamed)", k, (unsigned)ids[k][i]);
-                if (vars != stack_vars) dp__free(eng, vars, total * (sizeof *vars + sizeof *uses));
+                if (vars != stack_vars) dp__free(eng, vars, bytes);
                 return DP_ERROR_INVALID_HANDLE;
             }
         }
@@ -3386,7 +3406,7 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
         if (more && dp__var_reserve_n(eng, v, more) != 0) {
             dp__unlock_all(vars, j);
             DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "batch of %d ops: queue of var 0x%08x", count, (unsigned)v->handle_id);
-            if (vars != stack_vars) dp__free(eng, vars, total * (sizeof *vars + sizeof *uses));
+            if (vars != stack_vars) dp__free(eng, vars, bytes);
             return DP_ERROR_OUT_OF_MEMORY;
         }
     }
@@ -3401,7 +3421,7 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
         (void)unused;   /* grants during a push never reach zero: the pusher holds one */
     }
     dp__unlock_all(vars, j);
-    if (vars != stack_vars) dp__free(eng, vars, total * (sizeof *vars + sizeof *uses));
+    if (vars != stack_vars) dp__free(eng, vars, bytes);
     /* release the pusher's hold on each, in push order; a block not ready
        may run and be recycled as soon as its hold is gone */
     for (k = 0; k < count; k++) {
