@@ -3549,7 +3549,7 @@ DP_IMPL dp_result dp_push(dp_engine *eng, const dp_push_desc *desc) {
     return r;
 }
 /* dp_push_batch without the cleanups of a refused batch. */
-static dp_result dp__push_batch(dp_engine *eng, const dp_push_desc *descs, int count) {
+DP__COLD static dp_result dp__push_batch(dp_engine *eng, const dp_push_desc *descs, int count) {
     size_t totv = 0, maxv = 0, off = 0, bytes;
     dp__block **blocks;
     uint32_t **ids, *idbuf;
@@ -3588,7 +3588,7 @@ static dp_result dp__push_batch(dp_engine *eng, const dp_push_desc *descs, int c
     dp__free(eng, blocks, bytes);
     return r;
 }
-DP_IMPL dp_result dp_push_batch(dp_engine *eng, const dp_push_desc *descs, int count) {
+DP__COLD DP_IMPL dp_result dp_push_batch(dp_engine *eng, const dp_push_desc *descs, int count) {
     dp_result r = dp__push_batch(eng, descs, count);
     int k;
     if (r != DP_OK && descs)   /* refused: every arg is ours to free */
@@ -3765,7 +3765,7 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
     if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op, 1); }
     return r;
 }
-DP_IMPL dp_result dp_op_push_n(dp_engine *eng, dp_op h, dp_ctx ctx, int priority, int count) {
+DP__COLD DP_IMPL dp_result dp_op_push_n(dp_engine *eng, dp_op h, dp_ctx ctx, int priority, int count) {
     dp__opobj *op;
     dp__block **blocks;
     const uint32_t **ids;
