@@ -9,13 +9,16 @@ WARN    := -std=c11 -Wall -Wextra -pedantic -Werror
 B       := build
 LIBS    := -pthread -lm
 
-.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build clean
+.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale clean
 all: $(B)/test_engine $(B)/test_ndarray $(B)/test_autograd $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 
 $(B):
 	mkdir -p $(B)
 
 $(B)/test_engine: tests/test_engine.c depeng.h tests/test_common.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+# the contention counters and running ops on the pushing thread
+$(B)/test_scheduling: tests/test_scheduling.c depeng.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # the same tests on the pthreads fallback, so both platform paths stay tested
 $(B)/test_engine_pthreads: tests/test_engine.c depeng.h tests/test_common.h | $(B)
@@ -74,8 +77,8 @@ compile-checks-engine-only: | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_cxx.o
 	gcc   $(WARN) -DDEPENG_STATIC -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_static.o
 
-test: compile-checks platform-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages
-	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh
+test: compile-checks platform-checks $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages
+	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh
 
 demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 	./$(B)/walkthrough $(B)/walkthrough.dot $(B)/walkthrough.html
@@ -93,7 +96,8 @@ tsan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_tsan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_ndarray.c -o $(B)/test_ndarray_tsan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_autograd.c -o $(B)/test_autograd_tsan $(LIBS)
-	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan $(B)/test_ndarray_tsan $(B)/test_autograd_tsan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_scheduling.c -o $(B)/test_scheduling_tsan $(LIBS)
+	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan $(B)/test_ndarray_tsan $(B)/test_autograd_tsan $(B)/test_scheduling_tsan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. examples/make.c -o $(B)/make_example_tsan $(LIBS)
 	TSAN_OPTIONS=halt_on_error=1 examples/make_demo/check.sh $(B)/make_example_tsan
 asan: | $(B)
@@ -102,7 +106,8 @@ asan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_ndarray.c -o $(B)/test_ndarray_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_autograd.c -o $(B)/test_autograd_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_memory_plan.c -o $(B)/test_memory_plan_asan $(LIBS)
-	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_memory_plan_asan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_scheduling.c -o $(B)/test_scheduling_asan $(LIBS)
+	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_memory_plan_asan $(B)/test_scheduling_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. examples/make.c -o $(B)/make_example_asan $(LIBS)
 	examples/make_demo/check.sh $(B)/make_example_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DMAKE_NO_MAIN -I. tests/make_parse.c -o $(B)/make_parse_asan $(LIBS)
@@ -139,14 +144,24 @@ $(B)/bench_starpu: bench/starpu.c bench/common.h | $(B)
 	@if pkg-config --exists $(STARPU_PC) 2>/dev/null; then \
 	  set -x; $(CC) $(BENCH_CFLAGS) $< -o $@ $$(pkg-config --cflags --libs $(STARPU_PC)); \
 	else echo "bench: $(STARPU_PC) not installed (make bench-deps); StarPU will be reported as skipped"; rm -f $@; fi
+# oneTBB's driver (C++, g++ -ltbb) is built only where libtbb-dev is installed (bench-deps).
+TBB_HEADER   := /usr/include/oneapi/tbb/task_group.h
+$(B)/bench_tbb: bench/tbb.cpp bench/common.h | $(B)
+	@if [ -f $(TBB_HEADER) ]; then \
+	  set -x; g++ -std=c++17 -O2 -g -I. -Wall -Wextra $< -o $@ -ltbb -pthread; \
+	else echo "bench: libtbb-dev not installed (make bench-deps); oneTBB will be reported as skipped"; rm -f $@; fi
 # GPU completion (events against a synchronisation per op) on an emulated GPU
 $(B)/bench_gpu_emul: bench/gpu_emul.c bench/common.h depeng.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
-bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray $(B)/bench_gpu_emul
+bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_tbb $(B)/bench_ndarray $(B)/bench_gpu_emul
 bench-deps:
 	bench/deps.sh
+# contention counters with 2, 4, 8 and 16 CPU workers (bench/README.md, many cores)
+bench-scale: $(B)/bench_depeng
+	bench/scale.sh $(B)/bench_depeng
 bench: bench-build $(B)/make_example
-	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray
+	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_tbb $(B)/bench_ndarray
+	bench/scale.sh $(B)/bench_depeng
 	./$(B)/bench_gpu_emul
 	bench/make.sh $(B)/make_example
 

@@ -88,6 +88,24 @@
      yields its core once (sched_yield) on the threaded engines, so that it
      does not hold a busy worker off a shared core. Not from inside an op;
      desc.no_push_yield turns it off.
+     Running on the pusher (desc.push_runs_ops = 1, off by default): under the
+     same conditions, instead of yielding, the pushing thread takes up to 64
+     ready ops from the CPU pool its op goes to and runs them itself before
+     dp_push / dp_op_push returns (OpenMP's task throttling does the same).
+     What that changes in the push contract, with the flag set:
+       - a push may run other ops' functions (sync, or async up to its
+         return) on the calling thread: whatever the caller holds while it
+         pushes (a lock, a resource) is held while they run, so a caller must
+         not push while holding anything an op's function may take, or the
+         op waits for the caller and the caller for the op;
+       - such an op sees dp_run_ctx.worker == -1, and the thread's own state
+         (thread-locals, signal masks, a GPU context) is the pusher's;
+       - a push may take as long as the ops it runs (up to 64 of them);
+       - only ops that are already ready run there, taken from the head of
+         the pool's queue, so the order the rule sets is unchanged, and only
+         CPU ops of the per-device engine's CPU pool (DP_PROP_NORMAL) or the
+         pooled engine's task pool; never from inside an op, never on the
+         naive engine (which always runs ops on the pusher).
 
    5. ERRORS
      Calls return dp_result. Details go to the logger (desc.logger, default
@@ -199,7 +217,7 @@ extern "C" {
               dp_default_engine dp_default_engine_shutdown
      vars     dp_var_create dp_var_delete dp_var_delete_fn dp_var_state_get
      ops      dp_push dp_push_sync dp_push_async dp_complete dp_set_error
-              dp_op_create dp_op_push dp_op_destroy
+              dp_op_create dp_op_push dp_op_destroy dp_push_batch dp_op_push_n
      waits    dp_wait_var dp_wait_all dp_wait_var_for dp_wait_all_for
               dp_engine_dump_pending
      profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
@@ -484,6 +502,10 @@ typedef struct dp_engine_desc {
     dp_storage_kind storage;  /* arrays' memory: DEPENG_STORAGE_POOL=1|0, default pooled */
     int no_push_yield;        /* 1: dp_push never yields the pushing thread's core
                                  (see "pacing" under THREADING MODEL) */
+    int push_runs_ops;        /* 1: a push far ahead of busy workers runs ready
+                                 ops on the pushing thread instead of yielding
+                                 (see "running on the pusher" under THREADING
+                                 MODEL for what that changes); default 0 */
     int pending_report_ms;    /* dp_engine_destroy still waiting after this long
                                  logs what is pending (as dp_engine_dump_pending
                                  writes it), then goes on waiting; 0: 10000,
@@ -498,6 +520,25 @@ typedef struct dp_engine_stats {
     uint64_t queue_bytes;     /* bytes held by the variables' queues: a queue
                                  keeps the room it once needed, also for the
                                  next variable in its slot                    */
+    /* Contention since the engine was created: what limits scaling to many
+       cores (bench/README.md). Always counted: a counter is written only by
+       a thread that found a lock held or must look again, never on the
+       uncontended path. Divide by pushed for a figure per op. */
+    uint64_t var_lock_contended;    /* a variable's lock was held by another
+                                       thread (push, completion, naive run)   */
+    uint64_t queue_lock_contended;  /* a pool's ready queue lock was held: the
+                                       FIFO's take lock, or a priority pool's
+                                       heap mutex (push or take)              */
+    uint64_t queue_busy_retries;    /* a worker found a push half done in a
+                                       FIFO queue and had to look again       */
+    uint64_t worker_wakeups;        /* sleeping workers woken (a system call
+                                       each, by a push or a peer)             */
+    uint64_t pool_cas_retries;      /* failed compare-and-swaps returning
+                                       finished blocks to a block pool        */
+    uint64_t op_ref_cas_retries;    /* failed compare-and-swaps pinning a
+                                       pre-created op in dp_op_push           */
+    uint64_t pusher_ran;            /* ops run on a pushing thread
+                                       (desc.push_runs_ops)                   */
 } dp_engine_stats;
 
 /* ---- engine ----------------------------------------------------------- */
@@ -571,6 +612,31 @@ DP_API void dp_set_error(dp_run_ctx *rc, const char *message);
 DP_API dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc);
 /* Pushes op on ctx with priority. */
 DP_API dp_result dp_op_push(dp_engine *eng, dp_op op, dp_ctx ctx, int priority);
+/* Batch push: descs[0..count-1] in that order, exactly as count dp_push
+   calls one after another with no other thread's push between them (the
+   order per variable is the array's), but with each variable of the batch
+   locked once for the whole batch (all of them together, in address order),
+   the push numbers taken in one step, and the ops ready at once handed to
+   their pool in one queue append. For a thread that submits ops in runs;
+   the batch holds its variables' locks while it appends, so completions on
+   them wait that long: batches of tens to a few thousand ops. Every op runs
+   as if pushed alone (also on the naive engine, where each runs on this
+   thread once the whole batch is queued; the naive engine's run-at-push
+   shortcut is not taken). count 0 does nothing. On any error nothing is
+   pushed and, as dp_push does, every desc's cleanup is called: NULL engine
+   or descs, negative count (DP_ERROR_INVALID_ARGS), a bad desc (its error,
+   as dp_push reports it), DP_PROP_DELETE_VAR (DP_ERROR_INVALID_ARGS: use
+   dp_var_delete), a deleted or unknown variable (DP_ERROR_INVALID_HANDLE),
+   out of memory. Each is logged. Thread safety: any thread, also from
+   inside operations. */
+DP_API dp_result dp_push_batch(dp_engine *eng, const dp_push_desc *descs, int count);
+/* Pushes op count times on ctx with priority, as count dp_op_push calls
+   would, taking its variables' locks and its reference count once. count 0
+   only checks the handle. Errors: DP_ERROR_INVALID_ARGS (NULL engine,
+   negative count, bad ctx), DP_ERROR_INVALID_HANDLE (op destroyed or never
+   created, or more than 2^31 runs pending), DP_ERROR_OUT_OF_MEMORY; nothing
+   is pushed then. Thread safety: any thread, also from inside operations. */
+DP_API dp_result dp_op_push_n(dp_engine *eng, dp_op op, dp_ctx ctx, int priority, int count);
 /* The handle is invalid at once; the op is freed after its last pushed run. */
 DP_API dp_result dp_op_destroy(dp_engine *eng, dp_op op);
 
@@ -1155,6 +1221,7 @@ typedef HANDLE dp__thread;
 DP__PRIVATE int dp__mutex_init(dp__mutex *m) { InitializeSRWLock(m); return 0; }
 DP__PRIVATE void dp__mutex_destroy(dp__mutex *m) { (void)m; }
 DP__PRIVATE void dp__mutex_lock(dp__mutex *m) { AcquireSRWLockExclusive(m); }
+DP__PRIVATE int dp__mutex_trylock(dp__mutex *m) { return TryAcquireSRWLockExclusive(m) != 0; }
 DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { ReleaseSRWLockExclusive(m); }
 DP__PRIVATE int dp__cond_init(dp__cond *c) { InitializeConditionVariable(c); return 0; }
 DP__PRIVATE void dp__cond_destroy(dp__cond *c) { (void)c; }
@@ -1200,6 +1267,7 @@ typedef thrd_t dp__thread;
 DP__PRIVATE int dp__mutex_init(dp__mutex *m) { return mtx_init(m, mtx_plain) == thrd_success ? 0 : -1; }
 DP__PRIVATE void dp__mutex_destroy(dp__mutex *m) { mtx_destroy(m); }
 DP__PRIVATE void dp__mutex_lock(dp__mutex *m) { mtx_lock(m); }
+DP__PRIVATE int dp__mutex_trylock(dp__mutex *m) { return mtx_trylock(m) == thrd_success; }
 DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { mtx_unlock(m); }
 DP__PRIVATE int dp__cond_init(dp__cond *c) { return cnd_init(c) == thrd_success ? 0 : -1; }
 DP__PRIVATE void dp__cond_destroy(dp__cond *c) { cnd_destroy(c); }
@@ -1241,6 +1309,7 @@ typedef pthread_t dp__thread;
 DP__PRIVATE int dp__mutex_init(dp__mutex *m) { return pthread_mutex_init(m, NULL) ? -1 : 0; }
 DP__PRIVATE void dp__mutex_destroy(dp__mutex *m) { pthread_mutex_destroy(m); }
 DP__PRIVATE void dp__mutex_lock(dp__mutex *m) { pthread_mutex_lock(m); }
+DP__PRIVATE int dp__mutex_trylock(dp__mutex *m) { return pthread_mutex_trylock(m) == 0; }
 DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { pthread_mutex_unlock(m); }
 DP__PRIVATE int dp__cond_init(dp__cond *c) { return pthread_cond_init(c, NULL) ? -1 : 0; }
 DP__PRIVATE void dp__cond_destroy(dp__cond *c) { pthread_cond_destroy(c); }
@@ -1395,6 +1464,19 @@ DP__PRIVATE void dp__spin_lock(dp__spinlock *l) {
 }
 DP__PRIVATE int dp__spin_trylock(dp__spinlock *l) { return !dp__load(&l->v, DP__RELAXED) && !dp__exchange(&l->v, 1, DP__ACQUIRE); }
 DP__PRIVATE void dp__spin_unlock(dp__spinlock *l) { dp__store(&l->v, 0, DP__RELEASE); }
+/* Contention counting (dp_engine_stats): the lock, adding 1 to *contended
+   when it was held by someone else. Uncontended, the cost is the branch: the
+   counter's line is only written by a thread that is about to wait anyway. */
+DP__PRIVATE void dp__spin_lock_counted(dp__spinlock *l, dp__a64 *contended) {
+    if (!dp__exchange(&l->v, 1, DP__ACQUIRE)) return;
+    dp__fetch_add(contended, 1, DP__RELAXED);
+    dp__spin_lock(l);
+}
+DP__PRIVATE void dp__mutex_lock_counted(dp__mutex *m, dp__a64 *contended) {
+    if (dp__mutex_trylock(m)) return;
+    dp__fetch_add(contended, 1, DP__RELAXED);
+    dp__mutex_lock(m);
+}
 
 /* >>memory -------------------------------------------------------------
    Every allocation goes through dp__alloc / dp__free and the desc allocator.
@@ -1470,6 +1552,7 @@ typedef struct dp__pool {
     size_t obj_size, per_chunk;
     void *chunks;
     dp__a64 bytes;
+    dp__a64 cas_retries;       /* failed CAS on returned (dp_engine_stats) */
     char pad_[64];             /* keep neighbouring stripes off this cache line */
 } dp__pool;
 
@@ -1494,6 +1577,11 @@ typedef struct dp__queue {
     dp__mutex m; dp__cond cv;      /* sleeping, and the heap */
     struct dp__block **heap; size_t nheap, capheap;
     struct dp__block *lhead, *ltail;   /* heap queue's fallback list (no memory) */
+    /* Contention (dp_engine_stats), written only by a thread that waits or
+       looks again anyway: */
+    dp__a64 lock_contended;        /* take_lock or m (heap) found held */
+    dp__a64 busy_retries;          /* a take found a push half done */
+    dp__a64 woken;                 /* sleepers woken (one system call each) */
 } dp__queue;
 
 typedef struct dp__group {             /* a queue and the threads that serve it */
@@ -1524,6 +1612,8 @@ typedef struct dp__worker {
     uint64_t unflushed;        /* completions not yet added to eng->done */
     struct dp__block *put_first, *put_last;  /* finished blocks on their way */
     struct dp__pool *put_pool; int put_count; /* back to put_pool, in one CAS */
+    struct dp__opobj *unref_op; int32_t unref_count;  /* runs of a pre-created op
+                                  finished here, not yet released from its refs */
     dp__prof_buf prof;
 } dp__worker;
 
@@ -1539,6 +1629,11 @@ struct dp_engine {
     dp__a64 completed_inline, failed, skipped;
     dp__a64 inline_ops;         /* run by the naive fast path (no seq number) */
     dp__a64 queue_bytes;        /* held by the variables' queues (rings) */
+    char pad_contention_[56];
+    dp__a64 var_lock_contended; /* a variable's lock found held (dp_engine_stats) */
+    dp__a64 op_ref_cas_retries; /* failed CAS pinning a pre-created op */
+    dp__a64 pusher_ran;         /* ops run by pushing threads (desc.push_runs_ops) */
+    char pad_contention_end_[48];
     int inline_ok;              /* naive, no trace callback, no graph: see dp__run_inline */
     dp__mutex wait_mtx; dp__cond wait_cv;
     dp__mutex create_mtx;       /* lazy pools and streams */
@@ -1585,12 +1680,17 @@ typedef struct dp__waiter {
 
 typedef struct dp__opobj {
     dp__a32 gen;
-    dp__a32 refs;              /* 1 for the handle + 1 per pushed run */
     uint32_t index;
     dp_push_desc d;
     uint32_t nread, nwrite;
     struct dp__var **vars;
     uint32_t *var_ids;
+    /* refs apart from what the workers read (vars, d): a pusher's pin would
+       otherwise take the line from the worker reading them on every push */
+    char pad_refs_[64];
+    dp__a32 refs;              /* 1 for the handle + 1 per pushed run not yet
+                                  released (a worker releases in batches:
+                                  dp__worker_unref_op) */
 } dp__opobj;
 
 /* OprBlock: one pushed operation. Followed in memory, for one-shot pushes,
@@ -1881,7 +1981,11 @@ static dp__block *dp__pool_get(dp_engine *eng, int cls) {
 /* Returns the chain first..last (linked by next) to pool p, from any thread. */
 static void dp__pool_put_chain(dp__pool *p, dp__block *first, dp__block *last) {
     void *head = dp__load(&p->returned, DP__RELAXED);
-    do { dp__set_next(last, (dp__block *)head); } while (!dp__cas(&p->returned, &head, (void *)first, DP__RELEASE));
+    dp__set_next(last, (dp__block *)head);
+    while (!dp__cas(&p->returned, &head, (void *)first, DP__RELEASE)) {
+        dp__fetch_add(&p->cas_retries, 1, DP__RELAXED);
+        dp__set_next(last, (dp__block *)head);
+    }
 }
 static dp__pool *dp__pool_of(dp_engine *eng, const dp__block *b) { return &eng->pools[b->stripe][b->cls]; }
 static void dp__pool_put(dp_engine *eng, dp__block *b) { dp__pool_put_chain(dp__pool_of(eng, b), b, b); }
@@ -2069,14 +2173,15 @@ static void dp__grant_on_complete(dp_engine *eng, dp__block *b, dp__block **read
 static int dp__must_wait(const dp__var *v, int write) {
     return dp__var_waiting(v) || (write ? v->nreaders != 0 : v->nreaders < 0);
 }
-/* Makes room in v's queue for one more entry (v locked): the push reserves
-   before it appends anything, so running out of memory leaves no trace.
-   Returns -1 when out of memory. */
-static int dp__var_reserve(dp_engine *eng, dp__var *v) {
+/* Makes room in v's queue for `more` more entries (v locked): the push
+   reserves before it appends anything, so running out of memory leaves no
+   trace. Returns -1 when out of memory. */
+static int dp__var_reserve_n(dp_engine *eng, dp__var *v, uint32_t more) {
     uint32_t n = v->tail - v->head, cap = v->queue ? v->mask + 1u : 0u, ncap, i;
     dp__entry *q;
-    if (n < cap) return 0;
-    ncap = cap ? cap * 2u : 8u;
+    if (more <= cap - n) return 0;
+    if (more > (1u << 28) - n) return -1;
+    for (ncap = cap ? cap * 2u : 8u; ncap - n < more; ncap *= 2u) {}
     if (ncap > (1u << 28)) return -1;          /* 2^28 waiting ops: the bytes fit a 32-bit size_t too */
     q = (dp__entry *)dp__alloc(eng, ncap * sizeof *q);
     if (!q) return -1;
@@ -2086,6 +2191,7 @@ static int dp__var_reserve(dp_engine *eng, dp__var *v) {
     v->queue = q; v->head = 0; v->tail = n; v->mask = ncap - 1u;
     return 0;
 }
+static int dp__var_reserve(dp_engine *eng, dp__var *v) { return dp__var_reserve_n(eng, v, 1u); }
 /* Grants an access at once: the op takes the variable's failure, if any. */
 static void dp__grant_now(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__block **ready) {
     dp__failure *f = dp__var_failure(eng, v);
@@ -2104,7 +2210,7 @@ static void dp__append(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__
 /* Complete read: the last reader grants the queued write, if any. */
 static void dp__complete_read(dp_engine *eng, dp__var *v, dp__block **ready) {
     dp__block *grant = NULL;
-    dp__spin_lock(&v->lock);
+    dp__spin_lock_counted(&v->lock, &eng->var_lock_contended);
     DP_ASSERT(v->nreaders > 0);
     if (--v->nreaders == 0 && dp__var_waiting(v)) {   /* the queue starts with a write */
         dp__failure *f = dp__var_failure(eng, v);
@@ -2128,7 +2234,7 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
     dp__block *batch[DP__GRANT_BATCH];
     dp__failure *old = NULL, *f;
     int nbatch = 0, i;
-    dp__spin_lock(&v->lock);
+    dp__spin_lock_counted(&v->lock, &eng->var_lock_contended);
     DP_ASSERT(v->nreaders == DP__WRITING);
     if (!dp__var_waiting(v) && !result && !v->failure && !dp__tracing(eng)) {   /* the usual case: nobody waits */
         v->nreaders = 0;
@@ -2289,6 +2395,7 @@ static void dp__queue_wake(dp__queue *q) {
     dp__mutex_lock(&q->m);
     if (dp__load(&q->sleepers, DP__RELAXED) > q->wakeups) {
         q->wakeups++;
+        dp__fetch_add(&q->woken, 1, DP__RELAXED);
         dp__fetch_add(&q->spinning, 1, DP__SEQ_CST);
         dp__cond_signal(&q->cv);
     }
@@ -2299,7 +2406,7 @@ static void dp__queue_wake(dp__queue *q) {
 static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__block *last) {
     if (q->prioritized) {
         dp__block *b = first, *next;
-        dp__mutex_lock(&q->m);
+        dp__mutex_lock_counted(&q->m, &q->lock_contended);
         for (; b; b = next) { next = b == last ? NULL : dp__next(b); dp__heap_insert(eng, q, b); }
         dp__mutex_unlock(&q->m);
     } else dp__fifo_append(q, first, last);
@@ -2324,16 +2431,17 @@ static int dp__queue_peek(dp__queue *q) {
 static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
     dp__block *b;
     if (q->prioritized) {
-        dp__mutex_lock(&q->m);
+        dp__mutex_lock_counted(&q->m, &q->lock_contended);
         b = dp__heap_take(q);
         *more = q->nheap > 0 || q->lhead;
         dp__mutex_unlock(&q->m);
         *busy = 0;
         return b;
     }
-    dp__spin_lock(&q->take_lock);
+    dp__spin_lock_counted(&q->take_lock, &q->lock_contended);
     b = dp__fifo_take(q, busy, more);
     dp__spin_unlock(&q->take_lock);
+    if (*busy) dp__fetch_add(&q->busy_retries, 1, DP__RELAXED);
     return b;
 }
 
@@ -2341,7 +2449,7 @@ static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
 static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher);
 static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for);
 
-static void dp__op_unref(dp_engine *eng, dp__opobj *op);
+static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n);
 
 static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
     dp__mutex_lock(&pb->m);
@@ -2589,8 +2697,24 @@ static void dp__worker_put(dp_engine *eng, dp__worker *w, dp__block *b) {
     w->put_pool = p;
     w->put_count++;
 }
+/* A worker releases the runs of a pre-created op it finished in one
+   decrement per batch (a run of the same op, at most DP__UNREF_BATCH, or
+   until it goes idle), so the op's count stays in the pushing thread's cache
+   instead of moving to the worker and back on every push. Released before
+   the completions are counted (dp__worker_flush): once dp_wait_all sees
+   every op done, every run's reference is gone. */
+#define DP__UNREF_BATCH 1024
+static void dp__worker_release_ops(dp_engine *eng, dp__worker *w) {
+    if (w->unref_count) { dp__opobj *op = w->unref_op; int32_t n = w->unref_count; w->unref_op = NULL; w->unref_count = 0; dp__op_unref(eng, op, n); }
+}
+static void dp__worker_unref_op(dp_engine *eng, dp__worker *w, dp__opobj *op) {
+    if (w->unref_count && (w->unref_op != op || w->unref_count >= DP__UNREF_BATCH)) dp__worker_release_ops(eng, w);
+    w->unref_op = op;
+    w->unref_count++;
+}
 static void dp__worker_flush(dp_engine *eng, dp__worker *w) {
     if (w->put_count) { dp__pool_put_chain(w->put_pool, w->put_first, w->put_last); w->put_count = 0; }
+    dp__worker_release_ops(eng, w);
     if (w->unflushed) { uint64_t n = w->unflushed; w->unflushed = 0; dp__count_done(eng, n); }
 }
 
@@ -2709,7 +2833,8 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
         dp__fetch_add(&eng->completed_inline, 1, DP__RELAXED);
         dp__pool_put(eng, b);
     }
-    if (op) dp__op_unref(eng, op);
+    if (op && w) dp__worker_unref_op(eng, w, op);
+    else if (op) dp__op_unref(eng, op, 1);
     kept = dp__dispatch_ready(eng, ready, keep_for);
     /* last: a waiter may destroy the engine once every completion is counted */
     if (w) w->unflushed++;
@@ -3021,13 +3146,20 @@ static void dp__lock_vars(dp__block *b, int lock) {
         dp__var *v;
         if (w >= n || (r < b->nread && (uintptr_t)vars[r] < (uintptr_t)vars[w])) v = vars[r++];
         else v = vars[w++];
-        if (lock) dp__spin_lock(&v->lock); else dp__spin_unlock(&v->lock);
+        if (lock) dp__spin_lock_counted(&v->lock, &b->eng->var_lock_contended); else dp__spin_unlock(&v->lock);
     }
 }
 /* Adds up the ops g's workers have completed. */
 static void dp__group_completed(dp__group *g, uint64_t *sum) {
     int i;
     if (g) for (i = 0; i < g->nworkers; i++) *sum += dp__load(&g->workers[i].completed, DP__RELAXED);
+}
+/* Adds g's queue contention counters to out. */
+static void dp__group_contention(dp__group *g, dp_engine_stats *out) {
+    if (!g) return;
+    out->queue_lock_contended += (uint64_t)dp__load(&g->q.lock_contended, DP__RELAXED);
+    out->queue_busy_retries += (uint64_t)dp__load(&g->q.busy_retries, DP__RELAXED);
+    out->worker_wakeups += (uint64_t)dp__load(&g->q.woken, DP__RELAXED);
 }
 /* Every op with a push number completed so far, wherever it ran: by a pool's
    workers, or outside them (waits, async completions, the naive engine).
@@ -3054,9 +3186,26 @@ static uint64_t dp__completed_total(dp_engine *eng) {
    pool is running one, the pusher yields its core: a no-op when nothing
    else wants it. Not with a short backlog, and not while a worker looks
    for work or sleeps: a pusher that gave its core away then would let the
-   workers run dry. */
+   workers run dry. With desc.push_runs_ops the pusher works instead of
+   yielding: it runs up to DP__PACE_PUSHES ready ops of that pool, about as
+   many as it pushed since it last looked (see dp__pusher_run). */
 #define DP__PACE_PUSHES 64u
 #define DP__PACE_BACKLOG 2048u
+/* The pusher runs ready ops of g itself (desc.push_runs_ops): up to
+   DP__PACE_PUSHES, taken from the queue's head like a worker's, run as on a
+   thread outside the pool (dp__execute with no worker: ops they make ready
+   go to the queues, completions are counted at once). Stops early when the
+   queue is empty or a push into it is half done. */
+static void dp__pusher_run(dp_engine *eng, dp__group *g) {
+    unsigned i;
+    for (i = 0; i < DP__PACE_PUSHES; i++) {
+        int busy, more;
+        dp__block *b = dp__queue_peek(&g->q) ? dp__queue_try_take(&g->q, &busy, &more) : NULL;
+        if (!b) return;
+        dp__fetch_add(&eng->pusher_ran, 1, DP__RELAXED);
+        dp__execute(eng, b, NULL);
+    }
+}
 /* ctx and prop are the op's, read before the push let go of it: once its
    count is released, another thread may run, recycle and reuse the block. */
 static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
@@ -3068,6 +3217,7 @@ static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
     else return;
     if (!g || dp__load(&g->q.spinning, DP__RELAXED) != 0 || dp__load(&g->q.sleepers, DP__RELAXED) != 0) return;
     if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - dp__completed_total(eng) <= DP__PACE_BACKLOG) return;
+    if (eng->desc.push_runs_ops) { dp__pusher_run(eng, g); return; }
     DEPENG_TEST_HOOK(pusher_yield);
     dp__thread_yield();
 }
@@ -3138,34 +3288,158 @@ static dp__block *dp__block_new(dp_engine *eng, uint32_t n, const dp_push_desc *
     if (d->cleanup) dp__block_set_cleanup(b, n, d->cleanup);
     return b;
 }
-/* One-shot push of a resolved desc; kind says sync, async, wait or delete. */
-static dp_result dp__push_resolved(dp_engine *eng, const dp_push_desc *d, int kind, dp__waiter *waiter) {
-    dp__vref stack_refs[32], *refs = stack_refs;
-    uint32_t stack_ids[32], *ids = stack_ids;
-    int total = d->num_reads + d->num_writes, n, i, k = 0, pass;
+/* A block for desc d: its variables resolved (refs: room for all of d's),
+   sorted reads first, their handle ids in ids. */
+static dp_result dp__block_prepare(dp_engine *eng, const dp_push_desc *d, int kind, dp__vref *refs, uint32_t *ids,
+                                   dp__block **out) {
+    int n = dp__resolve(eng, d, refs), i, k = 0, pass;
     dp__block *b;
-    dp_result r;
-    if (total > 32) {
-        refs = (dp__vref *)dp__alloc(eng, (size_t)total * (sizeof *refs + sizeof *ids));
-        if (!refs) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "variable list"); return DP_ERROR_OUT_OF_MEMORY; }
-        ids = (uint32_t *)(void *)(refs + total);
-    }
-    n = dp__resolve(eng, d, refs);
-    if (n < 0) { r = (dp_result)n; goto done; }
+    if (n < 0) return (dp_result)n;
     b = dp__block_new(eng, (uint32_t)n, d, kind);
-    if (!b) { r = DP_ERROR_OUT_OF_MEMORY; goto done; }
-    if (kind == DP__KIND_WAIT) b->arg = waiter;
+    if (!b) return DP_ERROR_OUT_OF_MEMORY;
     for (pass = 0; pass < 2; pass++)          /* reads first, then writes */
         for (i = 0; i < n; i++)
             if (refs[i].write == pass) { dp__block_vars(b)[k] = refs[i].v; ids[k] = refs[i].id; k++; }
     b->nread = 0;
     for (i = 0; i < n; i++) b->nread = (uint16_t)(b->nread + (refs[i].write == 0));
     b->nwrite = (uint16_t)(n - b->nread);
+    *out = b;
+    return DP_OK;
+}
+/* One-shot push of a resolved desc; kind says sync, async, wait or delete. */
+static dp_result dp__push_resolved(dp_engine *eng, const dp_push_desc *d, int kind, dp__waiter *waiter) {
+    dp__vref stack_refs[32], *refs = stack_refs;
+    uint32_t stack_ids[32], *ids = stack_ids;
+    int total = d->num_reads + d->num_writes;
+    dp__block *b = NULL;
+    dp_result r;
+    if (total > 32) {
+        refs = (dp__vref *)dp__alloc(eng, (size_t)total * (sizeof *refs + sizeof *ids));
+        if (!refs) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "variable list"); return DP_ERROR_OUT_OF_MEMORY; }
+        ids = (uint32_t *)(void *)(refs + total);
+    }
+    r = dp__block_prepare(eng, d, kind, refs, ids, &b);
+    if (r != DP_OK) goto done;
+    if (kind == DP__KIND_WAIT) b->arg = waiter;
     r = dp__queue_and_go(eng, b, ids);
     if (r != DP_OK) dp__pool_put(eng, b);
 done:
     if (refs != stack_refs) dp__free(eng, refs, (size_t)total * (sizeof *refs + sizeof *ids));
     return r;
+}
+
+/* Batch push: the blocks b[0..count-1] (prepared, not yet on any queue;
+   ids[k] the handle ids of b[k]'s variables) are queued in that order as
+   count single pushes would be, with no other push between them. Every
+   variable of the batch is locked once (all together, in address order,
+   the order single pushes use too), the push numbers are taken in one
+   step, and the ops ready at once reach their pool in one append. On error
+   nothing is queued and the caller keeps the blocks. */
+/* Sorts vars[0..n) by address, moving uses[] along (Shell's sort, gaps
+   of Ciura's sequence: no call per comparison, a batch has at most a few
+   hundred distinct variables). */
+static void dp__sort_vars(dp__var **vars, uint32_t *uses, size_t n) {
+    static const size_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
+    size_t g, i, j;
+    for (g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
+        size_t gap = gaps[g];
+        for (i = gap; i < n; i++) {
+            dp__var *v = vars[i];
+            uint32_t u = uses[i];
+            for (j = i; j >= gap && (uintptr_t)vars[j - gap] > (uintptr_t)v; j -= gap) { vars[j] = vars[j - gap]; uses[j] = uses[j - gap]; }
+            vars[j] = v; uses[j] = u;
+        }
+    }
+}
+static void dp__unlock_all(dp__var **vars, size_t n) { size_t i; for (i = 0; i < n; i++) dp__spin_unlock(&vars[i]->lock); }
+static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *const *ids, int count) {
+    dp__var *stack_vars[64], **vars = stack_vars;
+    uint32_t stack_uses[64], *uses = stack_uses;
+    int32_t stack_slots[128], *slots = stack_slots;
+    size_t total = 0, i, j = 0, hcap = 16, bytes = 0;
+    dp__block *ready = NULL, *ready_tail = NULL;
+    uint64_t base;
+    unsigned waited = 0;
+    dp_ctx wctx;
+    dp_prop wprop = DP_PROP_NORMAL;
+    int k;
+    memset(&wctx, 0, sizeof wctx);
+    for (k = 0; k < count; k++) total += (size_t)b[k]->nread + b[k]->nwrite;
+    while (hcap < 2 * total) hcap *= 2;
+    if (total > 64) {
+        bytes = total * (sizeof *vars + sizeof *uses) + hcap * sizeof *slots;
+        vars = (dp__var **)dp__alloc(eng, bytes);
+        if (!vars) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "batch of %d ops: variable list", count); return DP_ERROR_OUT_OF_MEMORY; }
+        uses = (uint32_t *)(void *)(vars + total);
+        slots = (int32_t *)(void *)(uses + total);
+    }
+    /* the distinct variables, each with its number of uses (a hash set of
+       indices into vars, open addressing), then in address order */
+    for (i = 0; i < hcap; i++) slots[i] = -1;
+    for (k = 0; k < count; k++) {
+        dp__var **bv = dp__block_vars(b[k]);
+        for (i = 0; i < (size_t)b[k]->nread + b[k]->nwrite; i++) {
+            size_t h = (size_t)(((uint64_t)(uintptr_t)bv[i] * 0x9E3779B97F4A7C15ull) >> 40) & (hcap - 1);
+            while (slots[h] >= 0 && vars[slots[h]] != bv[i]) h = (h + 1) & (hcap - 1);
+            if (slots[h] >= 0) { uses[slots[h]]++; continue; }
+            slots[h] = (int32_t)j; vars[j] = bv[i]; uses[j] = 1; j++;
+        }
+    }
+    dp__sort_vars(vars, uses, j);
+    for (i = 0; i < j; i++) dp__spin_lock_counted(&vars[i]->lock, &eng->var_lock_contended);
+    for (k = 0; k < count; k++) {
+        dp__var **bv = dp__block_vars(b[k]);
+        for (i = 0; i < (size_t)b[k]->nread + b[k]->nwrite; i++) {
+            if ((uint32_t)dp__load(&bv[i]->gen, DP__RELAXED) != dp__id_gen(ids[k][i])) {
+                dp__unlock_all(vars, j);
+                DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s' (op %d of the batch): var 0x%08x is deleted or was never created",
+                        b[k]->name ? b[k]->name : "(unnamed)", k, (unsigned)ids[k][i]);
+                if (vars != stack_vars) dp__free(eng, vars, bytes);
+                return DP_ERROR_INVALID_HANDLE;
+            }
+        }
+    }
+    /* room for every access that may queue: each use of a variable, but the
+       first when nothing holds or waits for it (that one is granted) */
+    for (i = 0; i < j; i++) {
+        dp__var *v = vars[i];
+        uint32_t more = uses[i] - (!dp__var_waiting(v) && v->nreaders == 0);
+        if (more && dp__var_reserve_n(eng, v, more) != 0) {
+            dp__unlock_all(vars, j);
+            DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "batch of %d ops: queue of var 0x%08x", count, (unsigned)v->handle_id);
+            if (vars != stack_vars) dp__free(eng, vars, bytes);
+            return DP_ERROR_OUT_OF_MEMORY;
+        }
+    }
+    base = dp__fetch_add(&eng->seq, (uint64_t)count, DP__SEQ_CST);
+    for (k = 0; k < count; k++) {
+        dp__var **bv = dp__block_vars(b[k]);
+        dp__block *unused = NULL;
+        dp__store(&b[k]->state, (base + (uint64_t)k + 1u) << 2 | DP__ST_PENDING, DP__RELAXED);
+        for (i = 0; i < (size_t)b[k]->nread + b[k]->nwrite; i++) dp__append(eng, bv[i], b[k], i >= b[k]->nread, &unused);
+        if (eng->desc.trace.record_graph) dp__record_graph(eng, b[k]);
+        if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b[k], 0);
+        (void)unused;   /* grants during a push never reach zero: the pusher holds one */
+    }
+    dp__unlock_all(vars, j);
+    if (vars != stack_vars) dp__free(eng, vars, bytes);
+    /* release the pusher's hold on each, in push order; a block not ready
+       may run and be recycled as soon as its hold is gone */
+    for (k = 0; k < count; k++) {
+        dp__block *x = b[k];
+        dp_ctx ctx = x->ctx;
+        dp_prop prop = dp__prop(x);
+        int direct = prop == DP_PROP_ASYNC || x->kind == DP__KIND_WAIT || eng->desc.type == DP_ENGINE_NAIVE;
+        if (dp__fetch_add(&x->wait, -1, DP__ACQ_REL) != 1) { waited++; wctx = ctx; wprop = prop; continue; }
+        if (direct) { dp__dispatch(eng, x, 1); continue; }
+        dp__set_next(x, NULL);
+        if (ready_tail) dp__set_next(ready_tail, x); else ready = x;
+        ready_tail = x;
+    }
+    if (ready) dp__dispatch_ready(eng, ready, NULL);
+    if (!waited) dp__tls_pushes_waiting = 0;
+    while (waited--) dp__pace_pusher(eng, wctx, wprop);
+    return DP_OK;
 }
 
 /* >>naive fast path -------------------------------------------------------
@@ -3192,7 +3466,7 @@ static int dp__run_inline(dp_engine *eng, const dp_push_desc *d, const dp__vref 
     dp__block *ready = NULL;
     dp__failure *f = NULL;
     int i, status, ok = 1;
-    for (i = 0; i < n; i++) dp__spin_lock(&refs[i].v->lock);
+    for (i = 0; i < n; i++) dp__spin_lock_counted(&refs[i].v->lock, &eng->var_lock_contended);
     for (i = 0; i < n && ok; i++) {
         dp__var *v = refs[i].v;
         ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen(refs[i].id) && !dp__var_waiting(v) && !dp__var_failure(eng, v)
@@ -3273,6 +3547,53 @@ static dp_result dp__push(dp_engine *eng, const dp_push_desc *desc) {
 DP_IMPL dp_result dp_push(dp_engine *eng, const dp_push_desc *desc) {
     dp_result r = dp__push(eng, desc);
     if (r != DP_OK && desc && desc->cleanup) desc->cleanup(desc->arg);   /* refused: arg is ours to free */
+    return r;
+}
+/* dp_push_batch without the cleanups of a refused batch. */
+DP__COLD static dp_result dp__push_batch(dp_engine *eng, const dp_push_desc *descs, int count) {
+    size_t totv = 0, maxv = 0, off = 0, bytes;
+    dp__block **blocks;
+    uint32_t **ids, *idbuf;
+    dp__vref *refs;
+    dp_result r = DP_OK;
+    int k, made;
+    if (!eng || (count > 0 && !descs)) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_push_batch: NULL %s", eng ? "descs" : "engine"); return DP_ERROR_INVALID_ARGS; }
+    if (count < 0) { DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "dp_push_batch: count %d", count); return DP_ERROR_INVALID_ARGS; }
+    for (k = 0; k < count; k++) {
+        size_t n;
+        if ((r = dp__check_desc(eng, &descs[k])) != DP_OK) return r;
+        if (descs[k].prop == DP_PROP_DELETE_VAR) {
+            DP__LOG(eng, DP_LOG_ERROR, BAD_PROP, "dp_push_batch: op %d deletes a variable (use dp_var_delete)", k);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        n = (size_t)descs[k].num_reads + (size_t)descs[k].num_writes;
+        totv += n;
+        if (n > maxv) maxv = n;
+    }
+    if (count == 0) return DP_OK;
+    bytes = (size_t)count * (sizeof *blocks + sizeof *ids) + maxv * sizeof *refs + totv * sizeof *idbuf;
+    blocks = (dp__block **)dp__alloc(eng, bytes);
+    if (!blocks) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_push_batch: %d ops", count); return DP_ERROR_OUT_OF_MEMORY; }
+    ids = (uint32_t **)(void *)(blocks + count);
+    refs = (dp__vref *)(void *)(ids + count);
+    idbuf = (uint32_t *)(void *)(refs + maxv);
+    for (made = 0; made < count; made++) {
+        const dp_push_desc *d = &descs[made];
+        ids[made] = idbuf + off;
+        r = dp__block_prepare(eng, d, d->fn ? DP__KIND_SYNC : DP__KIND_ASYNC, refs, ids[made], &blocks[made]);
+        if (r != DP_OK) break;
+        off += (size_t)d->num_reads + (size_t)d->num_writes;
+    }
+    if (r == DP_OK) r = dp__queue_batch(eng, blocks, (const uint32_t *const *)ids, count);
+    if (r != DP_OK) for (k = 0; k < made; k++) dp__pool_put(eng, blocks[k]);
+    dp__free(eng, blocks, bytes);
+    return r;
+}
+DP__COLD DP_IMPL dp_result dp_push_batch(dp_engine *eng, const dp_push_desc *descs, int count) {
+    dp_result r = dp__push_batch(eng, descs, count);
+    int k;
+    if (r != DP_OK && descs)   /* refused: every arg is ours to free */
+        for (k = 0; k < count; k++) if (descs[k].cleanup) descs[k].cleanup(descs[k].arg);
     return r;
 }
 static dp_result dp__push_short(dp_engine *eng, dp_sync_fn fn, dp_async_fn afn, void *arg, const dp_var *reads,
@@ -3358,8 +3679,9 @@ DP__COLD DP_IMPL dp_var_state dp_var_state_get(dp_engine *eng, dp_var var) {
     return st;
 }
 
-static void dp__op_unref(dp_engine *eng, dp__opobj *op) {
-    if (dp__fetch_add(&op->refs, -1, DP__ACQ_REL) == 1) {
+/* Drops n references; the last frees the op (and runs its cleanup). */
+static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n) {
+    if (dp__fetch_add(&op->refs, -n, DP__ACQ_REL) == n) {
         if (op->d.cleanup) op->d.cleanup(op->d.arg);
         dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_ids));
         dp__table_release(eng, &eng->ops, op->index, op);
@@ -3411,13 +3733,17 @@ static dp_op dp__op_create(dp_engine *eng, const dp_push_desc *desc) {
     return h;
 }
 /* Pins the op for one run: refs + 1 unless it is already being freed. */
-static dp__opobj *dp__op_acquire(dp_engine *eng, dp_op h) {
+static dp__opobj *dp__op_acquire(dp_engine *eng, dp_op h, int32_t runs) {
     dp__opobj *op = (dp__opobj *)dp__table_lookup(&eng->ops, h.id);
     int32_t r;
     if (!op) return NULL;
     r = dp__load(&op->refs, DP__ACQUIRE);
-    do { if (r <= 0) return NULL; } while (!dp__cas(&op->refs, &r, r + 1, DP__ACQ_REL));
-    if (dp__table_id(&eng->ops, op, op->index) != h.id) { dp__op_unref(eng, op); return NULL; }
+    for (;;) {
+        if (r <= 0 || r > INT32_MAX - runs) return NULL;
+        if (dp__cas(&op->refs, &r, r + runs, DP__ACQ_REL)) break;
+        dp__fetch_add(&eng->op_ref_cas_retries, 1, DP__RELAXED);
+    }
+    if (dp__table_id(&eng->ops, op, op->index) != h.id) { dp__op_unref(eng, op, runs); return NULL; }
     return op;
 }
 DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) {
@@ -3427,17 +3753,53 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
     dp_result r;
     uint32_t n;
     if (!eng) return DP_ERROR_INVALID_ARGS;
-    op = dp__op_acquire(eng, h);
+    op = dp__op_acquire(eng, h, 1);
     if (!op) { DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "op 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
-    if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op); return r; }
+    if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op, 1); return r; }
     d = op->d; d.ctx = ctx; d.priority = priority;
     d.cleanup = NULL;          /* the op's, run once when the op is freed */
     n = op->nread + op->nwrite;
     b = dp__block_new(eng, n, &d, op->d.fn ? DP__KIND_SYNC : DP__KIND_ASYNC);
-    if (!b) { dp__op_unref(eng, op); return DP_ERROR_OUT_OF_MEMORY; }
+    if (!b) { dp__op_unref(eng, op, 1); return DP_ERROR_OUT_OF_MEMORY; }
     b->op = op; b->nread = (uint16_t)op->nread; b->nwrite = (uint16_t)op->nwrite;
     r = dp__queue_and_go(eng, b, op->var_ids);
-    if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op); }
+    if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op, 1); }
+    return r;
+}
+DP__COLD DP_IMPL dp_result dp_op_push_n(dp_engine *eng, dp_op h, dp_ctx ctx, int priority, int count) {
+    dp__opobj *op;
+    dp__block **blocks;
+    const uint32_t **ids;
+    dp_push_desc d;
+    dp_result r = DP_OK;
+    int k, made = 0;
+    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if (count < 0) { DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "dp_op_push_n: count %d", count); return DP_ERROR_INVALID_ARGS; }
+    op = dp__op_acquire(eng, h, count > 0 ? count : 1);
+    if (!op) { DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "op 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
+    if (count == 0) { dp__op_unref(eng, op, 1); return DP_OK; }
+    if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op, count); return r; }
+    blocks = (dp__block **)dp__alloc(eng, (size_t)count * (sizeof *blocks + sizeof *ids));
+    if (!blocks) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_op_push_n: %d runs", count);
+        dp__op_unref(eng, op, count);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    ids = (const uint32_t **)(void *)(blocks + count);
+    d = op->d; d.ctx = ctx; d.priority = priority;
+    d.cleanup = NULL;          /* the op's, run once when the op is freed */
+    for (made = 0; made < count; made++) {
+        dp__block *b = dp__block_new(eng, op->nread + op->nwrite, &d, op->d.fn ? DP__KIND_SYNC : DP__KIND_ASYNC);
+        if (!b) { r = DP_ERROR_OUT_OF_MEMORY; break; }
+        b->op = op; b->nread = (uint16_t)op->nread; b->nwrite = (uint16_t)op->nwrite;
+        blocks[made] = b; ids[made] = op->var_ids;
+    }
+    if (r == DP_OK) r = dp__queue_batch(eng, blocks, ids, count);
+    if (r != DP_OK) {
+        for (k = 0; k < made; k++) dp__pool_put(eng, blocks[k]);
+        dp__op_unref(eng, op, count);
+    }
+    dp__free(eng, blocks, (size_t)count * (sizeof *blocks + sizeof *ids));
     return r;
 }
 DP__COLD DP_IMPL dp_result dp_op_destroy(dp_engine *eng, dp_op h) {
@@ -3449,7 +3811,7 @@ DP__COLD DP_IMPL dp_result dp_op_destroy(dp_engine *eng, dp_op h) {
         if (eng) DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "dp_op_destroy 0x%08x", (unsigned)h.id);
         return DP_ERROR_INVALID_HANDLE;
     }
-    dp__op_unref(eng, op);
+    dp__op_unref(eng, op, 1);
     return DP_OK;
 }
 
@@ -3867,7 +4229,21 @@ DP__COLD DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) 
     out->skipped = dp__load(&eng->skipped, DP__RELAXED);
     out->live_vars = dp__load(&eng->vars.live, DP__RELAXED);
     out->queue_bytes = dp__load(&eng->queue_bytes, DP__RELAXED);
-    for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) out->pool_bytes += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].bytes, DP__RELAXED);
+    for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) {
+        out->pool_bytes += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].bytes, DP__RELAXED);
+        out->pool_cas_retries += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].cas_retries, DP__RELAXED);
+    }
+    out->var_lock_contended = dp__load(&eng->var_lock_contended, DP__RELAXED);
+    out->op_ref_cas_retries = dp__load(&eng->op_ref_cas_retries, DP__RELAXED);
+    out->pusher_ran = dp__load(&eng->pusher_ran, DP__RELAXED);
+    for (i = 0; i < DP__MAX_DEV; i++) {
+        dp__group_contention((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), out);
+        dp__group_contention((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), out);
+        dp__group_contention((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), out);
+    }
+    dp__group_contention(eng->prio_group, out);
+    dp__group_contention(eng->task_group, out);
+    dp__group_contention((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), out);
     for (i = 0; i < (int)DP__MAX_CHUNKS; i++) {
         if (dp__load(&eng->vars.chunks[i], DP__RELAXED)) out->handle_bytes += eng->vars.obj_size * DP__CHUNK_SLOTS;
         if (dp__load(&eng->ops.chunks[i], DP__RELAXED)) out->handle_bytes += eng->ops.obj_size * DP__CHUNK_SLOTS;

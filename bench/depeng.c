@@ -1,7 +1,14 @@
 /* bench/depeng.c - depeng's side of `make bench`: the workloads of
    bench/WORKLOADS.md on each engine kind, plus W2-op (one
    pre-created operation pushed N times) and the memory figures.
-   Usage: bench_depeng [-n N] [-e naive|pooled|perdevice] [W1 W2 W2-op W3 W4 W5 mem] */
+   Usage: bench_depeng [-n N] [-e naive|pooled|perdevice] [-w WORKERS] [-c] [-p] [-b B]
+                       [W1 W2 W2-op W3 W4 W5 mem]
+   -w: CPU workers per pool (default 2). -p: desc.push_runs_ops (the pusher
+   runs ready ops when far ahead). -b B: push in batches of B ops
+   (dp_push_batch; W2-op: dp_op_push_n), reported as depeng-KIND-batchB.
+   -c: after each workload, a line
+   "contention WORK system=.. workers=K ..." with dp_engine_stats' contention
+   counters over the timed repetitions, per pushed op (bench/scale.sh). */
 #define BENCH_IMPLEMENTATION
 #include "bench/common.h"
 #define DEPENG_IMPLEMENTATION
@@ -11,6 +18,26 @@ static long g_n = BENCH_N;
 static uint64_t g_val[BENCH_W4_VARS];
 static int g_loops = BENCH_W4_LOOPS;
 static int g_failed;
+static int g_workers = 2;
+static int g_contention;
+static int g_push_runs_ops;
+static int g_batch;                 /* -b B: push in batches of B (dp_push_batch, dp_op_push_n) */
+
+/* Pushes d, or with -b collects it into the current batch (a copy, with its
+   reads copied too: the drivers reuse one desc and one reads array). */
+static dp_push_desc *g_bd;
+static dp_var (*g_br)[2];
+static int g_bn;
+static void batch_flush(dp_engine *eng) {
+    if (g_bn && dp_push_batch(eng, g_bd, g_bn) != DP_OK) { printf("FAIL depeng: dp_push_batch refused a batch\n"); g_failed = 1; }
+    g_bn = 0;
+}
+static void push(dp_engine *eng, const dp_push_desc *d) {
+    if (!g_batch) { dp_push(eng, d); return; }
+    g_bd[g_bn] = *d;
+    if (d->num_reads) { memcpy(g_br[g_bn], d->reads, (size_t)d->num_reads * sizeof(dp_var)); g_bd[g_bn].reads = g_br[g_bn]; }
+    if (++g_bn == g_batch) batch_flush(eng);
+}
 
 static int body_empty(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; empty_body(); return 0; }
 static int body_w4(dp_run_ctx *rc, void *arg) {
@@ -24,7 +51,8 @@ static dp_engine *make_engine(dp_engine_type type) {
     dp_engine *eng = NULL;
     memset(&d, 0, sizeof d);
     d.type = type;
-    d.cpu_worker_nthreads = 2;
+    d.cpu_worker_nthreads = g_workers;
+    d.push_runs_ops = g_push_runs_ops;
     d.cpu_priority_nthreads = 1;
     d.ignore_env = 1;
     if (dp_engine_create(&d, &eng) != DP_OK) { fprintf(stderr, "bench: engine create failed\n"); exit(2); }
@@ -32,6 +60,7 @@ static dp_engine *make_engine(dp_engine_type type) {
 }
 
 static void wait_all_or_die(dp_engine *eng) {
+    batch_flush(eng);
     if (dp_wait_all(eng, NULL) != DP_OK) { printf("FAIL depeng: wait_all reported a failure\n"); g_failed = 1; }
 }
 
@@ -41,7 +70,7 @@ static double run_w1(dp_engine *eng, long n) {
     memset(&d, 0, sizeof d);
     d.fn = body_empty;
     double t0 = bench_now_ns();
-    for (long i = 0; i < n; i++) dp_push(eng, &d);
+    for (long i = 0; i < n; i++) push(eng, &d);
     wait_all_or_die(eng);
     return (bench_now_ns() - t0) / (double)n;
 }
@@ -53,7 +82,7 @@ static double run_w2(dp_engine *eng, long n) {
     d.fn = body_empty;
     d.writes = &x; d.num_writes = 1;
     double t0 = bench_now_ns();
-    for (long i = 0; i < n; i++) dp_push(eng, &d);
+    for (long i = 0; i < n; i++) push(eng, &d);
     wait_all_or_die(eng);
     double ns = (bench_now_ns() - t0) / (double)n;
     dp_var_delete(eng, x);
@@ -69,7 +98,10 @@ static double run_w2op(dp_engine *eng, long n) {
     dp_op op = dp_op_create(eng, &d);
     dp_ctx cpu = {DP_DEV_CPU, 0};
     double t0 = bench_now_ns();
-    for (long i = 0; i < n; i++) dp_op_push(eng, op, cpu, 0);
+    if (g_batch)
+        for (long i = 0; i < n; i += g_batch) dp_op_push_n(eng, op, cpu, 0, (int)(n - i < g_batch ? n - i : g_batch));
+    else
+        for (long i = 0; i < n; i++) dp_op_push(eng, op, cpu, 0);
     wait_all_or_die(eng);
     double ns = (bench_now_ns() - t0) / (double)n;
     dp_op_destroy(eng, op);
@@ -88,8 +120,8 @@ static double run_w3(dp_engine *eng, long rounds) {
     r.reads = &x; r.num_reads = 1;
     double t0 = bench_now_ns();
     for (long k = 0; k < rounds; k++) {
-        dp_push(eng, &w);
-        for (int j = 0; j < BENCH_W3_FAN; j++) { r.writes = &y[j]; dp_push(eng, &r); }
+        push(eng, &w);
+        for (int j = 0; j < BENCH_W3_FAN; j++) { r.writes = &y[j]; push(eng, &r); }
     }
     wait_all_or_die(eng);
     double ns = (bench_now_ns() - t0) / (double)(rounds * (BENCH_W3_FAN + 1));
@@ -119,7 +151,7 @@ static double run_w4(dp_engine *eng, long n) {
         d.num_reads = k->nreads;
         reads[0] = v[k->reads[0]];
         reads[1] = v[k->reads[1]];
-        dp_push(eng, &d);
+        push(eng, &d);
     }
     wait_all_or_die(eng);
     double ns = (bench_now_ns() - t0) / (double)n;
@@ -133,13 +165,29 @@ typedef double (*run_fn)(dp_engine *eng, long n);
 static void measure(const char *work, const char *system, dp_engine *eng, run_fn fn, long n, long tasks,
                     int check_w4) {
     double ns[BENCH_REPS];
+    dp_engine_stats s0, s1;
     fn(eng, n); /* warm-up: pools, threads, caches */
     if (check_w4) g_failed |= bench_w4_check(work, system, g_val, g_ref);
+    dp_engine_stats_get(eng, &s0);
     for (int r = 0; r < BENCH_REPS; r++) {
         ns[r] = fn(eng, n);
         if (check_w4) g_failed |= bench_w4_check(work, system, g_val, g_ref);
     }
+    dp_engine_stats_get(eng, &s1);
     bench_report(work, system, ns, BENCH_REPS, tasks, NULL);
+    if (g_contention) {
+        double ops = (double)(s1.pushed - s0.pushed);
+        if (ops < 1) ops = 1;
+        printf("contention %s system=%s workers=%d ops=%.0f var_lock=%.4f queue_lock=%.4f queue_busy=%.4f"
+               " wakeups=%.4f pool_cas=%.4f op_ref_cas=%.4f\n", work, system, g_workers, ops,
+               (double)(s1.var_lock_contended - s0.var_lock_contended) / ops,
+               (double)(s1.queue_lock_contended - s0.queue_lock_contended) / ops,
+               (double)(s1.queue_busy_retries - s0.queue_busy_retries) / ops,
+               (double)(s1.worker_wakeups - s0.worker_wakeups) / ops,
+               (double)(s1.pool_cas_retries - s0.pool_cas_retries) / ops,
+               (double)(s1.op_ref_cas_retries - s0.op_ref_cas_retries) / ops);
+        fflush(stdout);
+    }
 }
 
 /* ---- memory ---------------------------------------------------------- */
@@ -206,8 +254,17 @@ int main(int argc, char **argv) {
     while (first < argc && argv[first][0] == '-') {
         if (strcmp(argv[first], "-n") == 0 && first + 1 < argc) g_n = atol(argv[first + 1]);
         else if (strcmp(argv[first], "-e") == 0 && first + 1 < argc) only = argv[first + 1];
-        else { fprintf(stderr, "usage: %s [-n N] [-e naive|pooled|perdevice] [W1 W2 W2-op W3 W4 W5 mem]\n", argv[0]); return 2; }
+        else if (strcmp(argv[first], "-w") == 0 && first + 1 < argc && atoi(argv[first + 1]) > 0) g_workers = atoi(argv[first + 1]);
+        else if (strcmp(argv[first], "-c") == 0) { g_contention = 1; first += 1; continue; }
+        else if (strcmp(argv[first], "-p") == 0) { g_push_runs_ops = 1; first += 1; continue; }
+        else if (strcmp(argv[first], "-b") == 0 && first + 1 < argc && atoi(argv[first + 1]) > 0) g_batch = atoi(argv[first + 1]);
+        else { fprintf(stderr, "usage: %s [-n N] [-e naive|pooled|perdevice] [-w WORKERS] [-c] [-p] [-b B] [W1 W2 W2-op W3 W4 W5 mem]\n", argv[0]); return 2; }
         first += 2;
+    }
+    if (g_batch) {
+        g_bd = (dp_push_desc *)calloc((size_t)g_batch, sizeof *g_bd);
+        g_br = (dp_var (*)[2])calloc((size_t)g_batch, sizeof *g_br);
+        if (!g_bd || !g_br) { fprintf(stderr, "bench: out of memory\n"); return 2; }
     }
     long n5a = g_n < BENCH_W5_1US_N ? g_n : BENCH_W5_1US_N;
     long n5b = g_n < BENCH_W5_10US_N ? g_n : BENCH_W5_10US_N;
@@ -224,7 +281,8 @@ int main(int argc, char **argv) {
     for (size_t e = 0; e < sizeof kinds / sizeof kinds[0]; e++) {
         char system[64];
         if (only && strcmp(only, kinds[e].name) != 0) continue;
-        snprintf(system, sizeof system, "depeng-%s", kinds[e].name);
+        if (g_batch) snprintf(system, sizeof system, "depeng-%s-batch%d", kinds[e].name, g_batch);
+        else snprintf(system, sizeof system, "depeng-%s", kinds[e].name);
         dp_engine *eng = make_engine(kinds[e].type);
         long rounds = g_n * BENCH_W3_ROUNDS / BENCH_N > 0 ? g_n * BENCH_W3_ROUNDS / BENCH_N : 1;
         if (wanted(argc, argv, first, "W1")) measure("W1", system, eng, run_w1, g_n, g_n, 0);
@@ -247,5 +305,7 @@ int main(int argc, char **argv) {
         dp_engine_destroy(eng, NULL);
     }
     free(g_tasks);
+    free(g_bd);
+    free(g_br);
     return g_failed;
 }

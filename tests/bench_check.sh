@@ -6,7 +6,7 @@
 # its ratio and speedup lines. StarPU's driver is SKIP where StarPU is not
 # installed (make bench-deps). Prints "bench: N passed, M failed, K skipped".
 cd "$(dirname "$0")/.." || exit 1
-out=$(bench/run.sh build/bench_depeng build/bench_seq build/bench_omp build/bench_starpu build/bench_ndarray -- -n 5000 2>&1); rc=$?
+out=$(bench/run.sh build/bench_depeng build/bench_seq build/bench_omp build/bench_starpu build/bench_tbb build/bench_ndarray -- -n 5000 2>&1); rc=$?
 pass=0; fail=0; skip=0
 check() {   # check NAME CONDITION...
     local name=$1; shift
@@ -18,6 +18,8 @@ check "no FAIL line" bash -c '! grep -q "^FAIL" <<<"$1"' _ "$out"
 systems="depeng-naive depeng-pooled depeng-perdevice sequential openmp"
 if [ -x build/bench_starpu ]; then systems="$systems starpu-eager starpu-lws"
 else echo "SKIP starpu: not built (StarPU not installed; make bench-deps)"; skip=$((skip + 1)); fi
+if [ -x build/bench_tbb ]; then systems="$systems tbb-taskgroup tbb-flowgraph"
+else echo "SKIP tbb: not built (libtbb-dev not installed; make bench-deps)"; skip=$((skip + 1)); fi
 for s in $systems; do
     for w in W1 W2 W3 W4 W5-1us W5-10us; do check "$w $s" has "^bench $w system=$s ns_per_task=[0-9.]+ min=[0-9.]+ max=[0-9.]+ reps=5 "; done
 done
@@ -31,6 +33,16 @@ check "NDArray add against the plain loop" has "^ratio ND-add depeng/plain_loop=
 check "NDArray dot, portable kernel" has "^bench ND-dot system=depeng-portable gflops=[0-9.]+ "
 if pkg-config --exists openblas 2>/dev/null; then check "NDArray dot against CBLAS" has "^ratio ND-dot portable/cblas=[0-9.]+$"
 else echo "SKIP NDArray dot against CBLAS: OpenBLAS not installed"; skip=$((skip + 1)); fi
+sc=$(bench/scale.sh build/bench_depeng 2000 2>&1); src=$?
+check "bench/scale.sh runs" test "$src" -eq 0
+for w in 2 4 8 16; do for k in W1 W2 W3 W4; do
+    check "contention $k with $w workers" grep -qE "^contention $k system=depeng-perdevice workers=$w ops=[0-9]+ var_lock=[0-9.]+ queue_lock=[0-9.]+ " <<<"$sc"
+done; done
+bp=$(build/bench_depeng -n 2000 -e perdevice -b 16 W1 W2 W2-op W3 W4 2>&1); brc=$?
+check "batched pushes run (-b 16), DAG checked" test "$brc" -eq 0
+for w in W1 W2 W2-op W3 W4; do check "$w in batches" grep -qE "^bench $w system=depeng-perdevice-batch16 ns_per_task=[0-9.]+ " <<<"$bp"; done
+pp=$(build/bench_depeng -n 2000 -e perdevice -p W4 W5 2>&1); prc=$?
+check "push_runs_ops run (-p), DAG checked" test "$prc" -eq 0
 emul=$(build/bench_gpu_emul -n 2000 2>&1); erc=$?
 check "emulated GPU completion runs" test "$erc" -eq 0
 for w in GPU-ops-1us GPU-ops-10us; do
@@ -40,6 +52,6 @@ mk=$(bench/make.sh build/make_example 200 1000 1 2>&1); mrc=$?
 check "bench/make.sh runs and both makes agree" test "$mrc" -eq 0
 check "MAKE-indep figures" grep -qE "^bench MAKE-indep n=200 gnu_s=[0-9.]+ depeng_s=[0-9.]+ ratio=[0-9.]+$" <<<"$mk"
 check "MAKE-noop figures" grep -qE "^bench MAKE-noop n=1000 gnu_s=[0-9.]+ gnu_r_s=[0-9.]+ depeng_s=[0-9.]+ ratio=[0-9.]+ ratio_r=[0-9.]+$" <<<"$mk"
-if [ "$fail" -ne 0 ]; then printf '%s\n' "$out" "$emul" "$mk" | tail -40; fi
+if [ "$fail" -ne 0 ]; then printf '%s\n' "$out" "$sc" "$bp" "$pp" "$emul" "$mk" | tail -40; fi
 echo "bench: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]
