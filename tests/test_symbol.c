@@ -1,0 +1,583 @@
+/* depeng symbol and executor tests: building graphs, shape inference
+   (forward and backward, errors naming the node), the gradient graph,
+   the executor against the imperative path (random graphs of built-in
+   operators, outputs and gradients, on all three engines), with the
+   built-in memory plan and with a planner that reuses blocks, gradient
+   requests, re-binding to another batch size, steps without allocation,
+   and MXNet's symbol JSON and DOT. The last line is
+   "symbol: N passed, M failed". */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#define DEPENG_IMPLEMENTATION
+#include "depeng.h"
+#include "tests/test_common.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+static const dp_ctx CPU0 = {DP_DEV_CPU, 0};
+
+static dp_engine *make_engine(dp_engine_type type, int counting) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = 2; d.ignore_env = 1;
+    d.logger.func = getenv("SYM_LOG") ? dp_log_stderr : quiet_logger;
+    if (counting) { d.allocator.alloc = failing_alloc; d.allocator.free = failing_free; }
+    if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    return e;
+}
+static dp_shape shp(int ndim, int64_t d0, int64_t d1) {
+    dp_shape s;
+    memset(&s, 0, sizeof s);
+    s.ndim = ndim; s.dims[0] = d0; s.dims[1] = d1;
+    return s;
+}
+static int same_shape(const dp_shape *a, const dp_shape *b) {
+    return a->ndim == b->ndim && memcmp(a->dims, b->dims, sizeof(int64_t) * (size_t)a->ndim) == 0;
+}
+static uint64_t g_rng = 88172645463325252ull;
+static double urand(void) { g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17; return (double)(g_rng >> 11) / 9007199254740992.0; }
+static dp_ndarray *rand_array(dp_engine *e, dp_shape s, dp_dtype dt, double lo, double hi) {
+    int64_t n = dp_shape_size(&s), i;
+    double *v = (double *)malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
+    float *f = (float *)malloc((size_t)(n > 0 ? n : 1) * sizeof *f);
+    dp_ndarray *a = NULL;
+    for (i = 0; i < n; i++) { v[i] = lo + (hi - lo) * urand(); f[i] = (float)v[i]; }
+    CHECK(dp_nd_from_host(e, &s, dt, CPU0, dt == DP_FLOAT64 ? (void *)v : (void *)f, &a) == DP_OK);
+    free(v); free(f);
+    return a;
+}
+/* largest |a - b| relative to max(1, |b|), over float64 or float32 arrays */
+static double max_diff(dp_ndarray *a, dp_ndarray *b) {
+    size_t n = (size_t)dp_shape_size(dp_nd_shape(a)), i;
+    double worst = 0, *x = (double *)calloc(n ? n : 1, 8), *y = (double *)calloc(n ? n : 1, 8);
+    if (dp_nd_dtype(a) == DP_FLOAT64) {
+        CHECK(dp_nd_read(a, x, n * 8, NULL) == DP_OK); CHECK(dp_nd_read(b, y, n * 8, NULL) == DP_OK);
+    } else {
+        float *fx = (float *)calloc(n ? n : 1, 4), *fy = (float *)calloc(n ? n : 1, 4);
+        CHECK(dp_nd_read(a, fx, n * 4, NULL) == DP_OK); CHECK(dp_nd_read(b, fy, n * 4, NULL) == DP_OK);
+        for (i = 0; i < n; i++) { x[i] = fx[i]; y[i] = fy[i]; }
+        free(fx); free(fy);
+    }
+    CHECK(same_shape(dp_nd_shape(a), dp_nd_shape(b)));
+    for (i = 0; i < n; i++) {
+        double d = fabs(x[i] - y[i]) / (fabs(y[i]) > 1 ? fabs(y[i]) : 1);
+        if (!(d <= worst)) worst = d;     /* NaN counts as worst */
+    }
+    free(x); free(y);
+    return worst;
+}
+static dp_symbol *op1(const char *op, const char *name, dp_symbol *a, const char *k, const char *v) {
+    dp_symbol *s = NULL, *in[1];
+    const char *keys[1], *vals[1];
+    in[0] = a; keys[0] = k; vals[0] = v;
+    CHECK(dp_sym_op(op, name, 1, in, k ? 1 : 0, keys, vals, &s) == DP_OK);
+    return s;
+}
+static dp_symbol *op2(const char *op, const char *name, dp_symbol *a, dp_symbol *b) {
+    dp_symbol *s = NULL, *in[2];
+    in[0] = a; in[1] = b;
+    CHECK(dp_sym_op(op, name, 2, in, 0, NULL, NULL, &s) == DP_OK);
+    return s;
+}
+/* data -> FullyConnected(hidden) -> relu -> FullyConnected(classes) -> softmax_cross_entropy(label) */
+static dp_symbol *mlp(int hidden, int classes) {
+    dp_symbol *data, *label, *fc1, *act, *fc2, *loss, *in[3];
+    const char *k[1] = {"num_hidden"}, *v1[1], *v2[1];
+    char h[16], c[16];
+    snprintf(h, sizeof h, "%d", hidden); snprintf(c, sizeof c, "%d", classes);
+    v1[0] = h; v2[0] = c;
+    CHECK(dp_sym_var("data", &data) == DP_OK);
+    CHECK(dp_sym_var("label", &label) == DP_OK);
+    in[0] = data; in[1] = NULL; in[2] = NULL;
+    CHECK(dp_sym_op("FullyConnected", "fc1", 3, in, 1, k, v1, &fc1) == DP_OK);
+    act = op1("Activation", "relu1", fc1, "act_type", "relu");
+    in[0] = act;
+    CHECK(dp_sym_op("FullyConnected", "fc2", 3, in, 1, k, v2, &fc2) == DP_OK);
+    loss = op2("softmax_cross_entropy", "loss", fc2, label);
+    dp_sym_release(data); dp_sym_release(label); dp_sym_release(fc1); dp_sym_release(act); dp_sym_release(fc2);
+    return loss;
+}
+
+/* ---- construction and inference ------------------------------------------------ */
+static void test_construct_and_infer(void) {
+    dp_symbol *loss = mlp(16, 10), *bad = NULL, *x = NULL, *in[3];
+    const char *names[8], *known[1] = {"data"};
+    dp_shape ds = shp(2, 5, 8), args[6], outs[1];
+    dp_dtype at[6];
+    const char *k[1] = {"num_hidden"}, *v[1] = {"abc"};
+    int n = dp_sym_list_arguments(loss, names, 8);
+    CHECK(n == 6);
+    if (n == 6) {
+        CHECK(!strcmp(names[0], "data")); CHECK(!strcmp(names[1], "fc1_weight")); CHECK(!strcmp(names[2], "fc1_bias"));
+        CHECK(!strcmp(names[3], "fc2_weight")); CHECK(!strcmp(names[4], "fc2_bias")); CHECK(!strcmp(names[5], "label"));
+    }
+    CHECK(dp_sym_num_outputs(loss) == 1);
+    CHECK(!strcmp(dp_sym_name(loss), "loss"));
+    /* backward inference: the weights from the data and num_hidden, the label from the scores */
+    CHECK(dp_sym_infer(loss, 1, known, &ds, NULL, args, at, outs, NULL) == DP_OK);
+    CHECK(args[1].ndim == 2 && args[1].dims[0] == 16 && args[1].dims[1] == 8);
+    CHECK(args[2].ndim == 1 && args[2].dims[0] == 16);
+    CHECK(args[3].ndim == 2 && args[3].dims[0] == 10 && args[3].dims[1] == 16);
+    CHECK(args[5].ndim == 1 && args[5].dims[0] == 5);
+    CHECK(outs[0].ndim == 1 && outs[0].dims[0] == 1);
+    CHECK(at[3] == DP_FLOAT32);
+    /* errors name the node */
+    CHECK(dp_sym_var("x", &x) == DP_OK);
+    in[0] = x; in[1] = NULL; in[2] = NULL;
+    CHECK(dp_sym_op("NoSuchOp", "n1", 1, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+    CHECK(dp_sym_op("FullyConnected", "n2", 3, in, 1, k, v, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+    CHECK(dp_sym_op("relu", "n3", 2, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+    CHECK(dp_sym_op("Activation", "n4", 1, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+    {   /* shapes that disagree */
+        dp_symbol *a = NULL, *b = NULL, *s;
+        const char *nm[2] = {"a", "b"};
+        dp_shape sh[2];
+        sh[0] = shp(2, 2, 3); sh[1] = shp(2, 4, 5);
+        CHECK(dp_sym_var("a", &a) == DP_OK); CHECK(dp_sym_var("b", &b) == DP_OK);
+        s = op2("add", "sum_ab", a, b);
+        CHECK(dp_sym_infer(s, 2, nm, sh, NULL, NULL, NULL, NULL, NULL) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_sym_infer(s, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL) == DP_ERROR_INVALID_ARGS);
+        sh[1] = shp(2, 2, 3);
+        CHECK(dp_sym_infer(s, 1, nm, sh, NULL, args, NULL, outs, NULL) == DP_OK);   /* b from a */
+        CHECK(same_shape(&args[1], &sh[0]) && same_shape(&outs[0], &sh[0]));
+        dp_sym_release(a); dp_sym_release(b); dp_sym_release(s);
+    }
+    dp_sym_release(x);
+    dp_sym_release(loss);
+}
+static void test_group_and_outputs(void) {
+    dp_symbol *x = NULL, *y, *z, *g = NULL, *pick = NULL, *parts[2];
+    CHECK(dp_sym_var("x", &x) == DP_OK);
+    y = op1("exp", "e", x, NULL, NULL);
+    z = op1("mul_scalar", "m", x, "scalar", "3");
+    parts[0] = y; parts[1] = z;
+    CHECK(dp_sym_group(2, parts, &g) == DP_OK);
+    CHECK(dp_sym_num_outputs(g) == 2);
+    CHECK(dp_sym_name(g) == NULL);
+    CHECK(dp_sym_list_arguments(g, NULL, 0) == 1);
+    CHECK(dp_sym_output(g, 1, &pick) == DP_OK && !strcmp(dp_sym_name(pick), "m"));
+    CHECK(dp_sym_output(g, 2, &parts[0]) == DP_ERROR_INVALID_ARGS);
+    {
+        dp_symbol *in[1];
+        dp_symbol *bad = NULL;
+        in[0] = g;
+        CHECK(dp_sym_op("relu", "r", 1, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+    }
+    dp_sym_release(x); dp_sym_release(y); dp_sym_release(z); dp_sym_release(g); dp_sym_release(pick);
+}
+
+/* ---- a second planner: reuses freed blocks -------------------------------------
+   First fit over a list of free blocks, liveness from the execution list,
+   in place where allowed: a valid plan whose blocks are shared, so the
+   executor's ordering of overlapping entries is exercised. */
+static dp_result reusing_planner(int ne, const size_t *bytes, const unsigned char *ext, int nn, const dp__plan_node *nodes,
+                                 int64_t *offset, size_t *arena, size_t *unplanned) {
+    int *last = (int *)malloc((size_t)(ne ? ne : 1) * sizeof *last), i, j, k;
+    int64_t *fo = (int64_t *)malloc((size_t)(ne + 1) * 2 * sizeof *fo);
+    size_t *fs = (size_t *)malloc((size_t)(ne + 1) * 2 * sizeof *fs);
+    int nfree = 0;
+    size_t top = 0, un = 0;
+    for (i = 0; i < ne; i++) { last[i] = -1; offset[i] = -1; }
+    for (i = 0; i < nn; i++) for (j = 0; j < nodes[i].num_inputs; j++) last[nodes[i].inputs[j]] = i;
+    for (i = 0; i < nn; i++) {
+        for (j = 0; j < nodes[i].num_outputs; j++) {
+            int e = nodes[i].outputs[j];
+            size_t b = (bytes[e] + 63) / 64 * 64;
+            if (ext[e] || offset[e] >= 0) continue;
+            un += b;
+            if (j == 0)             /* in place over a dying input */
+                for (k = 0; k < nodes[i].num_inputs && k < 32; k++) {
+                    int in = nodes[i].inputs[k];
+                    if ((nodes[i].inplace & (1u << k)) && !ext[in] && offset[in] >= 0 && last[in] == i && bytes[in] == bytes[e]) {
+                        int m, other = 0;
+                        for (m = 0; m < nodes[i].num_inputs; m++) if (m != k && nodes[i].inputs[m] == in) other = 1;
+                        if (!other) { offset[e] = offset[in]; last[in] = -2; break; }
+                    }
+                }
+            if (offset[e] >= 0) continue;
+            for (k = 0; k < nfree && fs[k] < b; k++) {}
+            if (k < nfree) { offset[e] = fo[k]; fo[k] += (int64_t)b; fs[k] -= b; }
+            else { offset[e] = (int64_t)top; top += b; }
+        }
+        /* inputs read for the last time free their blocks after the node */
+        for (j = 0; j < nodes[i].num_inputs; j++) {
+            int e = nodes[i].inputs[j], m, seen = 0;
+            for (m = 0; m < j; m++) if (nodes[i].inputs[m] == e) seen = 1;
+            if (seen || ext[e] || offset[e] < 0 || last[e] != i) continue;
+            fo[nfree] = offset[e]; fs[nfree] = (bytes[e] + 63) / 64 * 64; nfree++;
+        }
+        /* outputs nobody reads die at once */
+        for (j = 0; j < nodes[i].num_outputs; j++) {
+            int e = nodes[i].outputs[j];
+            if (ext[e] || offset[e] < 0 || last[e] != -1) continue;
+            last[e] = -3;
+            fo[nfree] = offset[e]; fs[nfree] = (bytes[e] + 63) / 64 * 64; nfree++;
+        }
+    }
+    for (i = 0; i < ne; i++) if (!ext[i] && offset[i] < 0) { offset[i] = (int64_t)top; top += (bytes[i] + 63) / 64 * 64; un += (bytes[i] + 63) / 64 * 64; }
+    *arena = top; *unplanned = un;
+    free(last); free(fo); free(fs);
+    return DP_OK;
+}
+
+/* ---- executor against the imperative path --------------------------------------- */
+static void test_mlp_matches_autograd(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 0);
+        dp_symbol *loss = mlp(12, 4);
+        dp_ndarray *arg[6], *grad[6], *ag_loss = NULL, *h = NULL, *a = NULL, *o = NULL, *in[3];
+        dp_executor *ex = NULL;
+        const char *key[1] = {"num_hidden"}, *v12[1] = {"12"}, *v4[1] = {"4"};
+        float labels[6] = {0, 1, 2, 3, 1, 2};
+        dp_shape ls = shp(1, 6, 0);
+        int i;
+        g_rng = 1234 + (uint64_t)k;
+        arg[0] = rand_array(e, shp(2, 6, 5), DP_FLOAT32, -1, 1);
+        arg[1] = rand_array(e, shp(2, 12, 5), DP_FLOAT32, -0.5, 0.5);
+        arg[2] = rand_array(e, shp(1, 12, 0), DP_FLOAT32, -0.1, 0.1);
+        arg[3] = rand_array(e, shp(2, 4, 12), DP_FLOAT32, -0.5, 0.5);
+        arg[4] = rand_array(e, shp(1, 4, 0), DP_FLOAT32, -0.1, 0.1);
+        CHECK(dp_nd_from_host(e, &ls, DP_FLOAT32, CPU0, labels, &arg[5]) == DP_OK);
+        for (i = 0; i < 6; i++) grad[i] = NULL;
+        for (i = 1; i < 5; i++) CHECK(dp_nd_zeros(e, dp_nd_shape(arg[i]), DP_FLOAT32, CPU0, &grad[i]) == DP_OK);
+        CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
+        CHECK(dp_exec_forward(ex, 1) == DP_OK);
+        CHECK(dp_exec_backward(ex, 0, NULL) == DP_OK);
+        /* the same through autograd */
+        for (i = 1; i < 5; i++) CHECK(dp_nd_attach_grad(arg[i], DP_REQ_WRITE) == DP_OK);
+        dp_autograd_begin();
+        in[0] = arg[0]; in[1] = arg[1]; in[2] = arg[2];
+        CHECK(dp_op_invoke(e, "FullyConnected", 3, in, 1, key, v12, 0, 1, &h, NULL) == DP_OK);
+        CHECK(dp_op_invoke(e, "relu", 1, &h, 0, NULL, NULL, 0, 1, &a, NULL) == DP_OK);
+        in[0] = a; in[1] = arg[3]; in[2] = arg[4];
+        CHECK(dp_op_invoke(e, "FullyConnected", 3, in, 1, key, v4, 0, 1, &o, NULL) == DP_OK);
+        in[0] = o; in[1] = arg[5];
+        CHECK(dp_op_invoke(e, "softmax_cross_entropy", 2, in, 0, NULL, NULL, 0, 1, &ag_loss, NULL) == DP_OK);
+        dp_autograd_end();
+        CHECK(dp_autograd_backward(ag_loss, NULL, 0) == DP_OK);
+        CHECK(max_diff(dp_exec_output(ex, 0), ag_loss) < 1e-5);
+        for (i = 1; i < 5; i++) CHECK(max_diff(grad[i], dp_nd_grad(arg[i])) < 1e-5);
+        dp_exec_destroy(ex);
+        dp_nd_release(h); dp_nd_release(a); dp_nd_release(o); dp_nd_release(ag_loss);
+        for (i = 0; i < 6; i++) { dp_nd_release(arg[i]); dp_nd_release(grad[i]); }
+        dp_sym_release(loss);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* Random graphs: NARG (3, 4) float64 arguments, then nodes of unary,
+   binary and scalar element-wise operators, softmax and clip on earlier
+   values; the sum of the last few values is the head. The same graph runs
+   imperatively under autograd and through an executor. */
+enum { NARG = 3, MAXN = 24 };
+typedef struct rnode { const char *op; int a, b; const char *key, *val; } rnode;
+static const char *const unary_ops[] = {"negative", "square", "tanh", "sigmoid", "relu", "sin", "exp", "abs"};
+static const char *const binary_ops[] = {"add", "sub", "mul", "maximum", "minimum"};
+static const char *const scalar_ops[] = {"add_scalar", "mul_scalar", "sub_scalar", "rsub_scalar"};
+static int make_random_graph(rnode *nodes) {
+    int n = 6 + (int)(urand() * (MAXN - 6)), i;
+    for (i = 0; i < n; i++) {
+        int avail = NARG + i, kind = (int)(urand() * 10);
+        rnode *x = &nodes[i];
+        x->a = (int)(urand() * avail); x->b = (int)(urand() * avail); x->key = NULL; x->val = NULL;
+        if (kind < 4) { x->op = unary_ops[(int)(urand() * 8)]; if (!strcmp(x->op, "exp")) x->op = "tanh"; }
+        else if (kind < 7) x->op = binary_ops[(int)(urand() * 5)];
+        else if (kind < 8) { x->op = scalar_ops[(int)(urand() * 4)]; x->key = "scalar"; x->val = "0.75"; }
+        else if (kind < 9) { x->op = "softmax"; x->key = "axis"; x->val = "-1"; }
+        else { x->op = "clip"; }
+        if (urand() < 0.5) x->a = avail - 1;      /* long chains too */
+    }
+    return n;
+}
+static int is_binary(const char *op) { size_t i; for (i = 0; i < 5; i++) if (!strcmp(op, binary_ops[i])) return 1; return 0; }
+static void run_random_graph(dp_engine *e, int with_planner) {
+    rnode nodes[MAXN];
+    int n = make_random_graph(nodes), i, nheads = 1 + (int)(urand() * 3);
+    dp_symbol *sv[NARG + MAXN], *heads[4], *sum = NULL, *grp = NULL;
+    dp_ndarray *av[NARG + MAXN], *arg[NARG], *grad[NARG], *out = NULL, *total = NULL;
+    dp_executor *ex = NULL;
+    char name[32];
+    const char *clip_k[2] = {"a_min", "a_max"}, *clip_v[2] = {"-0.8", "0.9"};
+    const char *sum_k[1] = {"axis"}, *sum_v[1] = {"()"};
+    for (i = 0; i < NARG; i++) {
+        snprintf(name, sizeof name, "x%d", i);
+        CHECK(dp_sym_var(name, &sv[i]) == DP_OK);
+        arg[i] = rand_array(e, shp(2, 3, 4), DP_FLOAT64, -1, 1);
+        CHECK(dp_nd_zeros(e, dp_nd_shape(arg[i]), DP_FLOAT64, CPU0, &grad[i]) == DP_OK);
+        CHECK(dp_nd_attach_grad(arg[i], DP_REQ_WRITE) == DP_OK);
+        av[i] = arg[i];
+    }
+    dp_autograd_begin();
+    for (i = 0; i < n; i++) {
+        rnode *x = &nodes[i];
+        dp_symbol *in[2];
+        dp_ndarray *ain[2];
+        int nin = is_binary(x->op) ? 2 : 1;
+        double scalar = x->val && !strcmp(x->key, "scalar") ? 0.75 : 0;
+        const char *k[2], *v[2];
+        int nkw = 0;
+        snprintf(name, sizeof name, "n%d", i);
+        in[0] = sv[x->a]; in[1] = sv[x->b]; ain[0] = av[x->a]; ain[1] = av[x->b];
+        if (!strcmp(x->op, "clip")) { k[0] = clip_k[0]; k[1] = clip_k[1]; v[0] = clip_v[0]; v[1] = clip_v[1]; nkw = 2; }
+        else if (x->key) { k[0] = x->key; v[0] = x->val; nkw = 1; }
+        CHECK(dp_sym_op(x->op, name, nin, in, nkw, k, v, &sv[NARG + i]) == DP_OK);
+        av[NARG + i] = NULL;
+        if (x->key && !strcmp(x->key, "scalar")) nkw = 0;
+        CHECK(dp_op_invoke(e, x->op, nin, ain, nkw, k, v, scalar, 1, &av[NARG + i], NULL) == DP_OK);
+    }
+    for (i = 0; i < nheads; i++) heads[i] = sv[NARG + n - 1 - i];
+    /* imperative: the sum of every head's sum */
+    for (i = 0; i < nheads; i++) {
+        dp_ndarray *s = NULL, *pair[2];
+        CHECK(dp_op_invoke(e, "sum", 1, &av[NARG + n - 1 - i], 1, sum_k, sum_v, 0, 1, &s, NULL) == DP_OK);
+        if (!total) total = s;
+        else { dp_ndarray *t = NULL; pair[0] = total; pair[1] = s; CHECK(dp_op_invoke(e, "add", 2, pair, 0, NULL, NULL, 0, 1, &t, NULL) == DP_OK); dp_nd_release(total); dp_nd_release(s); total = t; }
+    }
+    dp_autograd_end();
+    CHECK(dp_autograd_backward(total, NULL, 0) == DP_OK);
+    /* symbolic: the same sum as a graph */
+    for (i = 0; i < nheads; i++) {
+        dp_symbol *s = op1("sum", NULL, heads[i], "axis", "()");
+        if (!sum) sum = s;
+        else { dp_symbol *t = op2("add", NULL, sum, s); dp_sym_release(sum); dp_sym_release(s); sum = t; }
+    }
+    {   /* a group: the loss and the last value, whose head gradient is then zero */
+        dp_symbol *two[2];
+        two[0] = sum; two[1] = heads[0];
+        CHECK(dp_sym_group(2, two, &grp) == DP_OK);
+    }
+    {
+        const char *names[NARG];
+        dp_ndarray *bound[NARG], *gb[NARG];
+        int na = dp_sym_list_arguments(grp, names, NARG), j;
+        CHECK(na >= 1 && na <= NARG);
+        for (i = 0; i < na; i++) { j = names[i][1] - '0'; bound[i] = arg[j]; gb[i] = grad[j]; }
+        dp__exec_planner = with_planner ? reusing_planner : NULL;
+        CHECK(dp_exec_bind(e, grp, CPU0, na, bound, gb, NULL, &ex) == DP_OK);
+        dp__exec_planner = NULL;
+        if (ex) {
+            dp_ndarray *zero = NULL, *hg[2];
+            dp_exec_memory m;
+            CHECK(dp_nd_zeros(e, dp_nd_shape(dp_exec_output(ex, 1)), DP_FLOAT64, CPU0, &zero) == DP_OK);
+            hg[0] = NULL; hg[1] = zero;
+            CHECK(dp_exec_memory_get(ex, &m) == DP_OK);
+            CHECK(m.planned_bytes <= m.unplanned_bytes);
+            for (j = 0; j < 2; j++) {      /* twice: the second step reuses everything */
+                CHECK(dp_exec_forward(ex, 1) == DP_OK);
+                CHECK(dp_exec_backward(ex, 2, hg) == DP_OK);
+            }
+            CHECK(max_diff(dp_exec_output(ex, 0), total) < 1e-9);
+            CHECK(max_diff(dp_exec_output(ex, 1), av[NARG + n - 1]) < 1e-12);
+            for (i = 0; i < NARG; i++) {
+                if (dp_nd_grad(arg[i]) == NULL) continue;
+                CHECK(max_diff(grad[i], dp_nd_grad(arg[i])) < 1e-9);
+            }
+            dp_nd_release(zero);
+            dp_exec_destroy(ex);
+        }
+        (void)out;
+    }
+    for (i = 0; i < NARG + n; i++) { dp_sym_release(sv[i]); if (i >= NARG) dp_nd_release(av[i]); }
+    for (i = 0; i < NARG; i++) { dp_nd_release(arg[i]); dp_nd_release(grad[i]); }
+    dp_nd_release(total);
+    dp_sym_release(sum); dp_sym_release(grp);
+}
+static void test_random_graphs(void) {
+    int k, t;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 0);
+        g_rng = 99 + (uint64_t)k;
+        for (t = 0; t < 30; t++) run_random_graph(e, t & 1);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* MLP arguments for batch rows: data, weights, label. */
+static void mlp_args(dp_engine *e, int rows, dp_ndarray **arg, dp_ndarray **grad) {
+    float *labels = (float *)malloc((size_t)rows * sizeof *labels);
+    dp_shape ls = shp(1, rows, 0);
+    int i;
+    for (i = 0; i < rows; i++) labels[i] = (float)(i % 4);
+    arg[0] = rand_array(e, shp(2, rows, 5), DP_FLOAT32, -1, 1);
+    arg[1] = rand_array(e, shp(2, 12, 5), DP_FLOAT32, -0.5, 0.5);
+    arg[2] = rand_array(e, shp(1, 12, 0), DP_FLOAT32, -0.1, 0.1);
+    arg[3] = rand_array(e, shp(2, 4, 12), DP_FLOAT32, -0.5, 0.5);
+    arg[4] = rand_array(e, shp(1, 4, 0), DP_FLOAT32, -0.1, 0.1);
+    CHECK(dp_nd_from_host(e, &ls, DP_FLOAT32, CPU0, labels, &arg[5]) == DP_OK);
+    free(labels);
+    for (i = 0; i < 6; i++) grad[i] = NULL;
+    for (i = 1; i < 5; i++) CHECK(dp_nd_zeros(e, dp_nd_shape(arg[i]), DP_FLOAT32, CPU0, &grad[i]) == DP_OK);
+}
+static void release_all(dp_ndarray **a, int n) { int i; for (i = 0; i < n; i++) dp_nd_release(a[i]); }
+
+/* DP_REQ_ADD adds each backward's gradient; DP_REQ_NULL leaves the array alone */
+static void test_grad_requests(void) {
+    dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, 0);
+    dp_symbol *loss = mlp(12, 4);
+    dp_ndarray *arg[6], *grad[6], *once[6], *w1 = NULL;
+    dp_req req[6] = {DP_REQ_NULL, DP_REQ_ADD, DP_REQ_WRITE, DP_REQ_NULL, DP_REQ_WRITE, DP_REQ_NULL};
+    dp_executor *ex = NULL, *ex1 = NULL;
+    float w3[48], z[48];
+    int i;
+    mlp_args(e, 6, arg, grad);
+    for (i = 0; i < 6; i++) once[i] = NULL;
+    for (i = 1; i < 5; i++) CHECK(dp_nd_zeros(e, dp_nd_shape(arg[i]), DP_FLOAT32, CPU0, &once[i]) == DP_OK);
+    CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, once, NULL, &ex1) == DP_OK);
+    CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, req, &ex) == DP_OK);
+    CHECK(dp_exec_forward(ex1, 1) == DP_OK && dp_exec_backward(ex1, 0, NULL) == DP_OK);
+    for (i = 0; i < 3; i++) { CHECK(dp_exec_forward(ex, 1) == DP_OK); CHECK(dp_exec_backward(ex, 0, NULL) == DP_OK); }
+    {   /* w1's gradient added three times, b1's written */
+        const char *k[1] = {"scalar"}, *v[1] = {"3"};
+        CHECK(dp_op_invoke(e, "mul_scalar", 1, &once[1], 0, k, v, 3.0, 1, &w1, NULL) == DP_OK);
+        CHECK(max_diff(grad[1], w1) < 1e-5);
+        CHECK(max_diff(grad[2], once[2]) < 1e-6);
+        CHECK(max_diff(grad[4], once[4]) < 1e-6);
+    }
+    CHECK(dp_nd_read(grad[3], w3, sizeof w3, NULL) == DP_OK);
+    memset(z, 0, sizeof z);
+    CHECK(memcmp(w3, z, sizeof z) == 0);
+    /* bad requests and arrays */
+    {
+        dp_executor *bad = NULL;
+        dp_req inplace[6] = {DP_REQ_NULL, DP_REQ_INPLACE, DP_REQ_NULL, DP_REQ_NULL, DP_REQ_NULL, DP_REQ_NULL};
+        CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, inplace, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+        CHECK(dp_exec_bind(e, loss, CPU0, 5, arg, grad, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+        grad[0] = grad[1];         /* a gradient of the wrong shape */
+        CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+        grad[0] = NULL;
+    }
+    dp_exec_destroy(ex); dp_exec_destroy(ex1);
+    dp_nd_release(w1);
+    release_all(arg, 6); release_all(grad, 6); release_all(once, 6);
+    dp_sym_release(loss);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* a new batch size through dp_exec_rebind gives the same results as a bind */
+static void test_rebind(void) {
+    dp_engine *e = make_engine(DP_ENGINE_POOLED, 0);
+    dp_symbol *loss = mlp(12, 4);
+    dp_ndarray *arg[6], *grad[6], *arg2[6], *grad2[6];
+    dp_executor *ex = NULL, *ex2 = NULL, *fresh = NULL;
+    int i;
+    mlp_args(e, 6, arg, grad);
+    mlp_args(e, 11, arg2, grad2);
+    CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
+    CHECK(dp_exec_rebind(ex, 6, arg2, grad2, &ex2) == DP_OK);
+    CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
+    CHECK(dp_exec_forward(ex2, 1) == DP_OK && dp_exec_backward(ex2, 0, NULL) == DP_OK);
+    {
+        dp_ndarray *g3[6];
+        for (i = 0; i < 6; i++) g3[i] = NULL;
+        for (i = 1; i < 5; i++) CHECK(dp_nd_zeros(e, dp_nd_shape(arg2[i]), DP_FLOAT32, CPU0, &g3[i]) == DP_OK);
+        CHECK(dp_exec_bind(e, loss, CPU0, 6, arg2, g3, NULL, &fresh) == DP_OK);
+        CHECK(dp_exec_forward(fresh, 1) == DP_OK && dp_exec_backward(fresh, 0, NULL) == DP_OK);
+        for (i = 1; i < 5; i++) CHECK(max_diff(grad2[i], g3[i]) < 1e-6);
+        CHECK(max_diff(dp_exec_output(ex2, 0), dp_exec_output(fresh, 0)) < 1e-6);
+        release_all(g3, 6);
+    }
+    dp_exec_destroy(ex); dp_exec_destroy(ex2); dp_exec_destroy(fresh);
+    release_all(arg, 6); release_all(grad, 6); release_all(arg2, 6); release_all(grad2, 6);
+    dp_sym_release(loss);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* after the first step, a step allocates nothing from the engine's allocator */
+static void test_steps_do_not_allocate(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 1);
+        dp_symbol *loss = mlp(12, 4);
+        dp_ndarray *arg[6], *grad[6];
+        dp_executor *ex = NULL;
+        long before;
+        int i;
+        mlp_args(e, 8, arg, grad);
+        CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
+        for (i = 0; i < 200; i++) { dp_exec_forward(ex, 1); dp_exec_backward(ex, 0, NULL); }
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        before = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
+        for (i = 0; i < 20; i++) { CHECK(dp_exec_forward(ex, 1) == DP_OK); CHECK(dp_exec_backward(ex, 0, NULL) == DP_OK); }
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        if (__atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) != before) fprintf(stderr, "  %ld allocations in 20 steps\n", __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) - before);
+        CHECK(__atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) == before);
+        dp_exec_destroy(ex);
+        release_all(arg, 6); release_all(grad, 6);
+        dp_sym_release(loss);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+    }
+}
+/* a reusing plan: less memory, the same results */
+static void test_reusing_plan(void) {
+    dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, 0);
+    dp_symbol *loss = mlp(12, 4);
+    dp_ndarray *arg[6], *grad[6], *grad2[6];
+    dp_executor *ex = NULL, *ex2 = NULL;
+    dp_exec_memory m1, m2;
+    memset(&m1, 0, sizeof m1); memset(&m2, 0, sizeof m2);
+    int i;
+    mlp_args(e, 32, arg, grad);
+    for (i = 0; i < 6; i++) grad2[i] = NULL;
+    for (i = 1; i < 5; i++) CHECK(dp_nd_zeros(e, dp_nd_shape(arg[i]), DP_FLOAT32, CPU0, &grad2[i]) == DP_OK);
+    CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
+    dp__exec_planner = reusing_planner;
+    CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad2, NULL, &ex2) == DP_OK);
+    dp__exec_planner = NULL;
+    CHECK(dp_exec_memory_get(ex, &m1) == DP_OK && dp_exec_memory_get(ex2, &m2) == DP_OK);
+    CHECK(m1.planned_bytes == m1.unplanned_bytes && m1.unplanned_bytes > 0);
+    CHECK(m2.unplanned_bytes == m1.unplanned_bytes && m2.planned_bytes < m2.unplanned_bytes);
+    CHECK(m1.num_nodes == 4 + 4);
+    for (i = 0; i < 5; i++) {
+        dp_exec_forward(ex, 1); dp_exec_backward(ex, 0, NULL);
+        dp_exec_forward(ex2, 1); dp_exec_backward(ex2, 0, NULL);
+    }
+    for (i = 1; i < 5; i++) CHECK(max_diff(grad2[i], grad[i]) == 0);
+    CHECK(max_diff(dp_exec_output(ex2, 0), dp_exec_output(ex, 0)) == 0);
+    dp_exec_destroy(ex); dp_exec_destroy(ex2);
+    release_all(arg, 6); release_all(grad, 6); release_all(grad2, 6);
+    dp_sym_release(loss);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* an operator without a gradient between the loss and a parameter */
+static void test_no_gradient_operator(void) {
+    dp_engine *e = make_engine(DP_ENGINE_NAIVE, 0);
+    dp_symbol *x = NULL, *oh, *s;
+    dp_ndarray *a = NULL, *g = NULL;
+    dp_executor *ex = NULL;
+    dp_shape sh = shp(1, 4, 0);
+    CHECK(dp_sym_var("x", &x) == DP_OK);
+    oh = op1("one_hot", "oh", x, "depth", "3");
+    s = op1("sum", "s", oh, "axis", "()");
+    CHECK(dp_nd_zeros(e, &sh, DP_FLOAT32, CPU0, &a) == DP_OK);
+    CHECK(dp_nd_zeros(e, &sh, DP_FLOAT32, CPU0, &g) == DP_OK);
+    CHECK(dp_exec_bind(e, s, CPU0, 1, &a, &g, NULL, &ex) == DP_ERROR_INVALID_ARGS && !ex);
+    CHECK(dp_exec_bind(e, s, CPU0, 1, &a, NULL, NULL, &ex) == DP_OK);   /* forward only is fine */
+    CHECK(dp_exec_backward(ex, 0, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_exec_forward(ex, 0) == DP_OK);
+    {
+        float v = -1;
+        CHECK(dp_nd_read(dp_exec_output(ex, 0), &v, sizeof v, NULL) == DP_OK && v == 4);
+    }
+    dp_exec_destroy(ex);
+    dp_nd_release(a); dp_nd_release(g);
+    dp_sym_release(x); dp_sym_release(oh); dp_sym_release(s);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+static const test_case tests[] = {
+    {"construct_and_infer", test_construct_and_infer},
+    {"group_and_outputs", test_group_and_outputs},
+    {"mlp_matches_autograd", test_mlp_matches_autograd},
+    {"random_graphs", test_random_graphs},
+    {"grad_requests", test_grad_requests},
+    {"rebind", test_rebind},
+    {"steps_do_not_allocate", test_steps_do_not_allocate},
+    {"reusing_plan", test_reusing_plan},
+    {"no_gradient_operator", test_no_gradient_operator},
+};
+int main(void) { return run_tests("symbol", tests, (int)(sizeof tests / sizeof tests[0])); }
