@@ -26,7 +26,7 @@
         >>gradients of the element-wise operators >>reductions
         >>softmax, transpose, concat, one_hot >>random operators >>gemm
         >>dot and FullyConnected >>copy, reshape and the optimizer updates
-        >>symbol >>graph passes >>memory planning >>executor
+        >>symbol >>graph passes >>symbol JSON and DOT >>memory planning >>executor
 
    1. QUICK START
 
@@ -1046,6 +1046,24 @@ DP_API int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap
    DP_ERROR_OUT_OF_MEMORY. */
 DP_API dp_result dp_sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
                               dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes);
+/* MXNet's symbol JSON: "nodes" (each with "op" ("null" for a variable),
+   "name", "attrs" (the parameters as strings) and "inputs" as [node,
+   output, version]), "arg_nodes", "node_row_ptr" and "heads", so the file
+   opens in the viewers made for MXNet models. Loading also takes MXNet's
+   operator names (see dp_sym_op) and its older "param" / "attr" keys,
+   and ignores attributes starting with "__". Errors: DP_ERROR_IO (a
+   stream or file that fails), DP_ERROR_FORMAT (not such JSON; logged with
+   the reason), the errors of dp_sym_op naming the node, and
+   DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_save_json(const dp_symbol *s, FILE *out);
+DP_API dp_result dp_sym_load_json(const char *json, dp_symbol **out);
+DP_API dp_result dp_sym_save(const dp_symbol *s, const char *path);
+DP_API dp_result dp_sym_load(const char *path, dp_symbol **out);
+/* The graph as Graphviz DOT: variables as ellipses, operators as boxes
+   labelled with their operator and parameters, edges from producer to
+   consumer. Errors: DP_ERROR_INVALID_ARGS, DP_ERROR_IO, DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out);
+
 /* ====================================================================== EXECUTOR
    MXNet's executor: a symbol bound to arrays. Binding infers every shape,
    builds the gradient graph from the registered gradient operators (each
@@ -9518,6 +9536,7 @@ static void dp__register_copy_and_updates(void) {
     op.num_params = 7; op.forward_cpu = dp__k_adam; op.mutate_inputs = 3u << 2;
     dp__register(&op);
 }
+static void dp__register_softmax_output(void);   /* with the symbols (>>symbol) */
 static void dp__register_builtins(void) {
     dp_operator op;
     /* each forward operator with its gradient operator: (ograd, inputs) -> input gradients */
@@ -9545,6 +9564,7 @@ static void dp__register_builtins(void) {
     dp__register_random();
     dp__register_linear();
     dp__register_copy_and_updates();
+    dp__register_softmax_output();
 }
 
 
@@ -9572,6 +9592,74 @@ struct dp__snode {
 };
 struct dp_symbol { dp__a32 refs; int n; dp__sentry *out; };
 
+/* MXNet's SoftmaxOutput, so that its models load and train: the forward is
+   the softmax of data (n, classes) along the classes; the gradient ignores
+   the head gradient and is (softmax - one_hot(label)) * grad_scale, divided
+   by n with normalization "batch" (or "valid", which without ignore_label
+   is the same). The label's gradient is 0. */
+static const dp_param_def dp__softmax_output_params[] = {
+    {"grad_scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient is multiplied by it"},
+    {"normalization", DP_PARAM_ENUM, "null", 0, 0, "null|batch|valid", "batch, valid: the gradient is divided by the rows"},
+};
+static int dp__infer_softmax_output(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                    dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    (void)p; (void)nin; (void)nout;
+    if (is[0].ndim != 2 || is[1].ndim != 1 || is[1].dims[0] != is[0].dims[0] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) {
+        snprintf(msg, cap, "data %s and label %s: data must be float (n, classes) and label (n,)", dp__shape_str(&is[0], s1, sizeof s1), dp__shape_str(&is[1], s2, sizeof s2));
+        return -1;
+    }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+static int dp__k_softmax_output(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    const void *x = dp_nd_data(k->inputs[0]);
+    void *y = dp_nd_data(k->outputs[0]);
+    int64_t rows = s->dims[0], c = s->dims[1], r, j;
+    for (r = 0; r < rows; r++) {
+        double mx = -HUGE_VAL, sum = 0;
+        for (j = 0; j < c; j++) { double v = dp__load_elem(x, t, r * c + j); if (v > mx) mx = v; }
+        for (j = 0; j < c; j++) sum += exp(dp__load_elem(x, t, r * c + j) - mx);
+        for (j = 0; j < c; j++) dp__store_elem(y, t, r * c + j, exp(dp__load_elem(x, t, r * c + j) - mx) / sum, k->req[0]);
+    }
+    return 0;
+}
+/* inputs (data, label, output); outputs (data's gradient, label's) */
+static int dp__kg_softmax_output(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t rows = s->dims[0], c = s->dims[1], r, j, label;
+    double scale = k->params->v[0].f / (k->params->v[1].i && rows ? (double)rows : 1.0);
+    for (r = 0; k->req[0] != DP_REQ_NULL && r < rows; r++) {
+        if (dp__label_at(k, k->inputs[1], r, c, &label)) return -1;
+        for (j = 0; j < c; j++)
+            dp__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, (dp__load_elem(dp_nd_data(k->inputs[2]), t, r * c + j) - (j == label)) * scale, k->req[0]);
+    }
+    for (r = 0; k->req[1] != DP_REQ_NULL && r < rows; r++) dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->outputs[1]), r, 0, k->req[1]);
+    return 0;
+}
+static int dp__infer_softmax_output_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                         dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)p; (void)nin; (void)nout; (void)msg; (void)cap;
+    os[0] = is[0]; ot[0] = it[0]; os[1] = is[1]; ot[1] = it[1];
+    return 0;
+}
+static void dp__register_softmax_output(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "SoftmaxOutput"; op.doc = "softmax of data (n, classes); its gradient is softmax - one_hot(label), whatever the head gradient";
+    op.num_inputs = 2; op.num_outputs = 1; op.params = dp__softmax_output_params; op.num_params = 2;
+    op.infer = dp__infer_softmax_output; op.forward_cpu = dp__k_softmax_output;
+    op.gradient = "_backward_SoftmaxOutput"; op.grad_needs = DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
+    dp__register(&op);
+    memset(&op, 0, sizeof op);
+    op.name = "_backward_SoftmaxOutput"; op.doc = "gradient of SoftmaxOutput: (data, label, output) -> (data's, label's)";
+    op.num_inputs = 3; op.num_outputs = 2; op.params = dp__softmax_output_params; op.num_params = 2;
+    op.infer = dp__infer_softmax_output_grad; op.forward_cpu = dp__kg_softmax_output;
+    dp__register(&op);
+}
 static char *dp__strdup(const char *s) {
     size_t n = strlen(s) + 1;
     char *p = (char *)malloc(n);
@@ -10051,6 +10139,349 @@ DP_IMPL dp_result dp_sym_infer(const dp_symbol *s, int num_known, const char *co
     free(shape); free(dtype); free(known);
     dp__graph_free(&g);
     return r;
+}
+
+/* >>symbol JSON and DOT -----------------------------------------------------------
+   MXNet's symbol file: the nodes in execution order, each input an entry
+   [node, output, version]; arg_nodes lists the variables, node_row_ptr
+   where each node's entries start, heads the outputs. Reading is a small
+   JSON parser into a tree (depth limited), then the nodes are made in
+   order, each from nodes made before it. */
+static void dp__json_str(FILE *out, const char *s) {
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c < 0x20) fprintf(out, "\\u%04x", c);
+        else fputc(c, out);
+    }
+    fputc('"', out);
+}
+DP_IMPL dp_result dp_sym_save_json(const dp_symbol *s, FILE *out) {
+    dp__graph g;
+    dp_result r;
+    int i, j, k;
+    if (!s || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_save_json: a symbol and a stream are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp__graph_build(s, &g)) != DP_OK) return r;
+    fprintf(out, "{\n  \"nodes\": [");
+    for (i = 0; i < g.n; i++) {
+        const dp__snode *x = g.node[i];
+        fprintf(out, "%s\n    {\n      \"op\": ", i ? "," : "");
+        dp__json_str(out, x->op ? x->op->name : "null");
+        fprintf(out, ",\n      \"name\": ");
+        dp__json_str(out, x->name);
+        if (x->nkw) {
+            fprintf(out, ",\n      \"attrs\": {");
+            for (k = 0; k < x->nkw; k++) {
+                fprintf(out, "%s\n        ", k ? "," : "");
+                dp__json_str(out, x->keys[k]); fprintf(out, ": "); dp__json_str(out, x->vals[k]);
+            }
+            fprintf(out, "\n      }");
+        }
+        fprintf(out, ",\n      \"inputs\": [");
+        for (j = 0; j < x->nin; j++) fprintf(out, "%s[%d, %d, 0]", j ? ", " : "", dp__ptrmap_get(&g.map, x->in[j].node), x->in[j].index);
+        fprintf(out, "]\n    }");
+    }
+    fprintf(out, "\n  ],\n  \"arg_nodes\": [");
+    for (i = 0; i < g.narg; i++) fprintf(out, "%s%d", i ? ", " : "", g.arg[i]);
+    fprintf(out, "],\n  \"node_row_ptr\": [");
+    for (i = 0; i <= g.n; i++) fprintf(out, "%s%d", i ? ", " : "", i < g.n ? g.entry0[i] : g.nentries);
+    fprintf(out, "],\n  \"heads\": [");
+    for (i = 0; i < s->n; i++) fprintf(out, "%s[%d, %d, 0]", i ? ", " : "", dp__ptrmap_get(&g.map, s->out[i].node), s->out[i].index);
+    fprintf(out, "],\n  \"attrs\": {\"mxnet_version\": [\"int\", 10600]}\n}\n");
+    dp__graph_free(&g);
+    return dp__stream_result(NULL, out, "dp_sym_save_json");
+}
+DP_IMPL dp_result dp_sym_save(const dp_symbol *s, const char *path) {
+    FILE *f;
+    dp_result r;
+    if (!s || !path) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_save: a symbol and a path are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((f = fopen(path, "wb")) == NULL) { DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_save: cannot open '%s' for writing", path); return DP_ERROR_IO; }
+    r = dp_sym_save_json(s, f);
+    if (fclose(f) != 0 && r == DP_OK) { DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_save: writing '%s' failed", path); r = DP_ERROR_IO; }
+    return r;
+}
+/* A parsed JSON value. Strings are decoded (escapes; \u as UTF-8); a
+   number keeps its text too, since MXNet's attrs are strings but some
+   writers put numbers there. */
+enum { DP__J_NULL, DP__J_BOOL, DP__J_NUM, DP__J_STR, DP__J_ARR, DP__J_OBJ };
+typedef struct dp__jval {
+    int type;
+    double num;
+    char *str;                   /* STR, NUM (its text), an object member's value's key in keys */
+    int n;
+    struct dp__jval *items;      /* ARR, OBJ */
+    char **keys;                 /* OBJ */
+} dp__jval;
+typedef struct dp__jparse { const char *p; const char *start; char err[128]; } dp__jparse;
+static void dp__jfree(dp__jval *v) {
+    int i;
+    for (i = 0; i < v->n; i++) { dp__jfree(&v->items[i]); if (v->keys) free(v->keys[i]); }
+    free(v->items); free(v->keys); free(v->str);
+    memset(v, 0, sizeof *v);
+}
+static void dp__jskip(dp__jparse *ps) { while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r') ps->p++; }
+static int dp__jfail(dp__jparse *ps, const char *why) {
+    if (!ps->err[0]) snprintf(ps->err, sizeof ps->err, "%s at byte %ld", why, (long)(ps->p - ps->start));
+    return -1;
+}
+static int dp__jhex(const char *p, unsigned *out) {
+    int i;
+    *out = 0;
+    for (i = 0; i < 4; i++) {
+        char c = p[i];
+        *out <<= 4;
+        if (c >= '0' && c <= '9') *out |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') *out |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') *out |= (unsigned)(c - 'A' + 10);
+        else return -1;
+    }
+    return 0;
+}
+static int dp__jstring(dp__jparse *ps, char **out) {
+    const char *q = ++ps->p;
+    size_t cap = 0, n = 0;
+    char *s;
+    while (*q && *q != '"') { if (*q == '\\' && q[1]) q++; q++; cap++; }
+    if (*q != '"') return dp__jfail(ps, "unterminated string");
+    if ((s = (char *)malloc(cap * 3 + 1)) == NULL) return dp__jfail(ps, "out of memory");
+    while (*ps->p != '"') {
+        char c = *ps->p++;
+        if (c != '\\') { s[n++] = c; continue; }
+        c = *ps->p++;
+        switch (c) {
+        case 'n': s[n++] = '\n'; break;
+        case 't': s[n++] = '\t'; break;
+        case 'r': s[n++] = '\r'; break;
+        case 'b': s[n++] = '\b'; break;
+        case 'f': s[n++] = '\f'; break;
+        case 'u': {
+            unsigned u;
+            if (dp__jhex(ps->p, &u)) { free(s); return dp__jfail(ps, "bad \\u escape"); }
+            ps->p += 4;
+            if (u < 0x80) s[n++] = (char)u;
+            else if (u < 0x800) { s[n++] = (char)(0xC0 | (u >> 6)); s[n++] = (char)(0x80 | (u & 0x3F)); }
+            else { s[n++] = (char)(0xE0 | (u >> 12)); s[n++] = (char)(0x80 | ((u >> 6) & 0x3F)); s[n++] = (char)(0x80 | (u & 0x3F)); }
+            break;
+        }
+        default: s[n++] = c; break;
+        }
+    }
+    ps->p++;
+    s[n] = 0;
+    if (memchr(s, 0, n)) { free(s); return dp__jfail(ps, "a NUL in a string"); }
+    *out = s;
+    return 0;
+}
+static int dp__jvalue(dp__jparse *ps, dp__jval *v, int depth);
+/* the items of an array or object, up to close */
+static int dp__jitems(dp__jparse *ps, dp__jval *v, int depth, char close) {
+    size_t cap = 0;
+    ps->p++;
+    dp__jskip(ps);
+    if (*ps->p == close) { ps->p++; return 0; }
+    for (;;) {
+        char *key = NULL;
+        dp__jskip(ps);
+        if (close == '}') {
+            if (*ps->p != '"' || dp__jstring(ps, &key)) return dp__jfail(ps, "expected a member name");
+            dp__jskip(ps);
+            if (*ps->p != ':') { free(key); return dp__jfail(ps, "expected ':'"); }
+            ps->p++;
+        }
+        if ((size_t)v->n == cap) {
+            size_t nc = cap ? cap * 2 : 8;
+            dp__jval *items = (dp__jval *)realloc(v->items, nc * sizeof *items);
+            char **keys = close == '}' ? (char **)realloc(v->keys, nc * sizeof *keys) : NULL;
+            if (items) v->items = items;
+            if (keys) v->keys = keys;
+            if (!items || (close == '}' && !keys)) { free(key); return dp__jfail(ps, "out of memory"); }
+            cap = nc;
+        }
+        memset(&v->items[v->n], 0, sizeof v->items[v->n]);
+        if (v->keys) v->keys[v->n] = key;
+        v->n++;
+        if (dp__jvalue(ps, &v->items[v->n - 1], depth + 1)) return -1;
+        dp__jskip(ps);
+        if (*ps->p == ',') { ps->p++; continue; }
+        if (*ps->p == close) { ps->p++; return 0; }
+        return dp__jfail(ps, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+static int dp__jvalue(dp__jparse *ps, dp__jval *v, int depth) {
+    dp__jskip(ps);
+    if (depth > 64) return dp__jfail(ps, "nested too deeply");
+    switch (*ps->p) {
+    case '{': v->type = DP__J_OBJ; return dp__jitems(ps, v, depth, '}');
+    case '[': v->type = DP__J_ARR; return dp__jitems(ps, v, depth, ']');
+    case '"': v->type = DP__J_STR; return dp__jstring(ps, &v->str);
+    default: break;
+    }
+    if (!strncmp(ps->p, "true", 4) || !strncmp(ps->p, "null", 4)) { v->type = ps->p[0] == 't' ? DP__J_BOOL : DP__J_NULL; v->num = 1; ps->p += 4; return 0; }
+    if (!strncmp(ps->p, "false", 5)) { v->type = DP__J_BOOL; ps->p += 5; return 0; }
+    if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9')) {
+        char *end;
+        size_t len;
+        v->type = DP__J_NUM;
+        v->num = strtod(ps->p, &end);
+        if (end == ps->p) return dp__jfail(ps, "bad number");
+        len = (size_t)(end - ps->p);
+        if ((v->str = (char *)malloc(len + 1)) == NULL) return dp__jfail(ps, "out of memory");
+        memcpy(v->str, ps->p, len); v->str[len] = 0;
+        ps->p = end;
+        return 0;
+    }
+    return dp__jfail(ps, "unexpected character");
+}
+static const dp__jval *dp__jget(const dp__jval *obj, const char *key) {
+    int i;
+    if (!obj || obj->type != DP__J_OBJ) return NULL;
+    for (i = 0; i < obj->n; i++) if (!strcmp(obj->keys[i], key)) return &obj->items[i];
+    return NULL;
+}
+/* an entry [node, output(, version)] of a node made before `before` */
+static int dp__jentry(const dp__jval *v, int before, dp__snode **made, dp__sentry *out) {
+    int node, index;
+    if (!v || v->type != DP__J_ARR || v->n < 2 || v->n > 3 || v->items[0].type != DP__J_NUM || v->items[1].type != DP__J_NUM) return -1;
+    node = (int)v->items[0].num; index = (int)v->items[1].num;
+    if ((double)node != v->items[0].num || node < 0 || node >= before || index < 0 || index >= made[node]->nout) return -1;
+    out->node = made[node]; out->index = index;
+    return 0;
+}
+static dp_result dp__jformat(const char *why, int node) {
+    if (node >= 0) DP__LOG(NULL, DP_LOG_ERROR, FORMAT, "symbol JSON: node %d: %s", node, why);
+    else DP__LOG(NULL, DP_LOG_ERROR, FORMAT, "symbol JSON: %s", why);
+    return DP_ERROR_FORMAT;
+}
+/* The symbol of a parsed file. */
+static dp_result dp__sym_from_json(const dp__jval *root, dp_symbol **out) {
+    const dp__jval *nodes = dp__jget(root, "nodes"), *heads = dp__jget(root, "heads");
+    dp__snode **made;
+    dp_result r = DP_OK;
+    int i, j, nmade = 0;
+    if (!nodes || nodes->type != DP__J_ARR || !heads || heads->type != DP__J_ARR || heads->n < 1)
+        return dp__jformat("an object with the arrays \"nodes\" and \"heads\" is needed", -1);
+    if ((made = (dp__snode **)calloc((size_t)(nodes->n ? nodes->n : 1), sizeof *made)) == NULL) return dp__sym_oom("dp_sym_load_json");
+    for (i = 0; i < nodes->n && r == DP_OK; i++) {
+        const dp__jval *x = &nodes->items[i], *op = dp__jget(x, "op"), *name = dp__jget(x, "name"), *in = dp__jget(x, "inputs");
+        const dp__jval *attrs = dp__jget(x, "attrs");
+        dp__sentry ent[DP__MAX_OP_ARRAYS];
+        const char *keys[DP_MAX_PARAMS + 8], *vals[DP_MAX_PARAMS + 8];
+        int nkw = 0;
+        if (!attrs) attrs = dp__jget(x, "param");
+        if (!attrs) attrs = dp__jget(x, "attr");
+        if (!op || op->type != DP__J_STR || !name || name->type != DP__J_STR || !name->str[0] || (in && in->type != DP__J_ARR)
+            || (attrs && attrs->type != DP__J_OBJ)) { r = dp__jformat("each node needs \"op\" and \"name\" strings, \"inputs\" an array, \"attrs\" an object", i); break; }
+        if (!strcmp(op->str, "null")) {
+            if ((made[i] = dp__snode_new(name->str)) == NULL) { r = dp__sym_oom("dp_sym_load_json"); break; }
+            nmade++;
+            continue;
+        }
+        if (in && in->n > DP__MAX_OP_ARRAYS) { r = dp__jformat("too many inputs", i); break; }
+        for (j = 0; in && j < in->n; j++)
+            if (dp__jentry(&in->items[j], i, made, &ent[j])) { r = dp__jformat("an input is not [node, output, version] of an earlier node", i); break; }
+        if (r != DP_OK) break;
+        for (j = 0; attrs && j < attrs->n; j++) {
+            const dp__jval *v = &attrs->items[j];
+            if (v->type != DP__J_STR && v->type != DP__J_NUM) continue;     /* MXNet's nested hints */
+            if (nkw == (int)(sizeof keys / sizeof keys[0])) { r = dp__jformat("too many attributes", i); break; }
+            keys[nkw] = attrs->keys[j]; vals[nkw++] = v->str;
+        }
+        if (r != DP_OK) break;
+        r = dp__sym_make_node(op->str, name->str, in ? in->n : 0, ent, nkw, keys, vals, &made[i]);
+        if (r == DP_OK) nmade++;
+    }
+    if (r == DP_OK && (*out = dp__sym_new(heads->n)) == NULL) r = dp__sym_oom("dp_sym_load_json");
+    for (i = 0; r == DP_OK && i < heads->n; i++) {
+        if (dp__jentry(&heads->items[i], nodes->n, made, &(*out)->out[i])) {
+            r = dp__jformat("a head is not [node, output, version] of a node", -1);
+            (*out)->n = i;
+            dp_sym_release(*out);
+            *out = NULL;
+            break;
+        }
+        dp__snode_ref((*out)->out[i].node);
+    }
+    for (i = 0; i < nmade; i++) dp__snode_unref(made[i]);
+    free(made);
+    return r;
+}
+DP_IMPL dp_result dp_sym_load_json(const char *json, dp_symbol **out) {
+    dp__jparse ps;
+    dp__jval root;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!json || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_load_json: the text and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    memset(&ps, 0, sizeof ps);
+    memset(&root, 0, sizeof root);
+    ps.p = ps.start = json;
+    if (dp__jvalue(&ps, &root, 0) == 0) { dp__jskip(&ps); if (*ps.p) dp__jfail(&ps, "text after the end"); }
+    if (ps.err[0]) r = dp__jformat(ps.err, -1);
+    else r = dp__sym_from_json(&root, out);
+    dp__jfree(&root);
+    return r;
+}
+DP_IMPL dp_result dp_sym_load(const char *path, dp_symbol **out) {
+    FILE *f;
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!path || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_load: a path and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((f = fopen(path, "rb")) == NULL) { DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_load: cannot open '%s'", path); return DP_ERROR_IO; }
+    for (;;) {
+        size_t got;
+        if (n + 4096 + 1 > cap) {
+            char *t = (char *)realloc(text, cap = (cap ? cap * 2 : 8192));
+            if (!t) { free(text); fclose(f); return dp__sym_oom("dp_sym_load"); }
+            text = t;
+        }
+        got = fread(text + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) { free(text); fclose(f); DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_load: reading '%s' failed (a directory?)", path); return DP_ERROR_IO; }
+    fclose(f);
+    text[n] = 0;
+    if (memchr(text, 0, n)) { free(text); return dp__jformat("a NUL byte in the file", -1); }
+    r = dp_sym_load_json(text, out);
+    free(text);
+    return r;
+}
+static void dp__dot_label(FILE *out, const char *s) {
+    for (; *s; s++) { if (*s == '"' || *s == '\\') fputc('\\', out); fputc(*s, out); }
+}
+DP_IMPL dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out) {
+    dp__graph g;
+    dp_result r;
+    int i, j;
+    if (!s || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_write_dot: a symbol and a stream are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp__graph_build(s, &g)) != DP_OK) return r;
+    fprintf(out, "digraph symbol {\n  rankdir=BT;\n  node [fontname=\"Helvetica\", fontsize=10];\n");
+    for (i = 0; i < g.n; i++) {
+        const dp__snode *x = g.node[i];
+        fprintf(out, "  n%d [label=\"", i);
+        dp__dot_label(out, x->name);
+        if (x->op) {
+            fprintf(out, "\\n");
+            dp__dot_label(out, x->op->name);
+            for (j = 0; j < x->nkw; j++) { fprintf(out, "\\n"); dp__dot_label(out, x->keys[j]); fputc('=', out); dp__dot_label(out, x->vals[j]); }
+            fprintf(out, "\", shape=box, style=\"rounded,filled\", fillcolor=\"#cfe2f3\"];\n");
+        } else fprintf(out, "\", shape=ellipse];\n");
+    }
+    for (i = 0; i < g.n; i++)
+        for (j = 0; j < g.node[i]->nin; j++) {
+            const dp__sentry *e = &g.node[i]->in[j];
+            fprintf(out, "  n%d -> n%d", dp__ptrmap_get(&g.map, e->node), i);
+            if (e->node->nout > 1) fprintf(out, " [label=\"%d\"]", e->index);
+            fprintf(out, ";\n");
+        }
+    for (i = 0; i < s->n; i++) {
+        fprintf(out, "  out%d [label=\"output %d\", shape=plaintext];\n  n%d -> out%d;\n", i, i, dp__ptrmap_get(&g.map, s->out[i].node), i);
+    }
+    fprintf(out, "}\n");
+    dp__graph_free(&g);
+    return dp__stream_result(NULL, out, "dp_sym_write_dot");
 }
 
 /* >>memory planning -----------------------------------------------------------

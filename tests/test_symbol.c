@@ -569,6 +569,156 @@ static void test_no_gradient_operator(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* ---- MXNet's symbol JSON and DOT ------------------------------------------------ */
+static char *slurp(FILE *f) {
+    long n;
+    char *t;
+    fflush(f);
+    n = ftell(f);
+    rewind(f);
+    t = (char *)calloc((size_t)n + 1, 1);
+    if (fread(t, 1, (size_t)n, f) != (size_t)n) CHECK(0);
+    return t;
+}
+static void test_json_round_trip(void) {
+    dp_symbol *loss = mlp(12, 4), *back = NULL, *again = NULL;
+    FILE *f = test_tmpfile();
+    char *text, *text2, path[512];
+    const char *a1[8], *a2[8];
+    int n1, n2, i;
+    CHECK(dp_sym_save_json(loss, f) == DP_OK);
+    text = slurp(f);
+    fclose(f);
+    CHECK(strstr(text, "\"nodes\"") && strstr(text, "\"arg_nodes\"") && strstr(text, "\"heads\"") && strstr(text, "\"node_row_ptr\""));
+    CHECK(strstr(text, "\"op\": \"null\"") && strstr(text, "\"num_hidden\": \"12\"") && strstr(text, "[0, 0, 0]"));
+    CHECK(dp_sym_load_json(text, &back) == DP_OK);
+    n1 = dp_sym_list_arguments(loss, a1, 8); n2 = dp_sym_list_arguments(back, a2, 8);
+    CHECK(n1 == 6 && n2 == 6);
+    for (i = 0; i < n1 && i < n2; i++) CHECK(!strcmp(a1[i], a2[i]));
+    snprintf(path, sizeof path, "%s/depeng_symbol_test.json", test_temp_dir());
+    CHECK(dp_sym_save(back, path) == DP_OK);
+    CHECK(dp_sym_load(path, &again) == DP_OK);
+    f = test_tmpfile();
+    CHECK(dp_sym_save_json(again, f) == DP_OK);
+    text2 = slurp(f);
+    fclose(f);
+    CHECK(strcmp(text, text2) == 0);             /* the same file again */
+    remove(path);
+    CHECK(dp_sym_load(path, &again) == DP_ERROR_IO);
+    free(text); free(text2);
+    dp_sym_release(loss); dp_sym_release(back); dp_sym_release(again);
+}
+/* a file as MXNet writes it: its operator names, attrs, hints, versions */
+static const char *mxnet_json =
+    "{\n  \"nodes\": [\n"
+    "    {\"op\": \"null\", \"name\": \"data\", \"inputs\": []},\n"
+    "    {\"op\": \"Flatten\", \"name\": \"flat\", \"inputs\": [[0, 0, 0]]},\n"
+    "    {\"op\": \"null\", \"name\": \"fc1_weight\", \"attrs\": {\"__lr_mult__\": \"1.0\"}, \"inputs\": []},\n"
+    "    {\"op\": \"null\", \"name\": \"fc1_bias\", \"inputs\": []},\n"
+    "    {\"op\": \"FullyConnected\", \"name\": \"fc1\", \"attrs\": {\"flatten\": \"True\", \"no_bias\": \"False\", \"num_hidden\": \"8\"}, \"inputs\": [[1, 0, 0], [2, 0, 0], [3, 0, 0]]},\n"
+    "    {\"op\": \"Activation\", \"name\": \"act1\", \"attrs\": {\"act_type\": \"tanh\"}, \"inputs\": [[4, 0, 0]]},\n"
+    "    {\"op\": \"_mul_scalar\", \"name\": \"half\", \"attrs\": {\"scalar\": \"0.5\"}, \"inputs\": [[5, 0, 0]]},\n"
+    "    {\"op\": \"null\", \"name\": \"softmax_label\", \"inputs\": []},\n"
+    "    {\"op\": \"SoftmaxOutput\", \"name\": \"softmax\", \"param\": {\"normalization\": \"batch\"}, \"inputs\": [[6, 0, 0], [7, 0, 0]]}\n"
+    "  ],\n  \"arg_nodes\": [0, 2, 3, 7],\n  \"node_row_ptr\": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],\n"
+    "  \"heads\": [[8, 0, 0]],\n  \"attrs\": {\"mxnet_version\": [\"int\", 10600]}\n}\n";
+static void test_json_mxnet_names(void) {
+    dp_symbol *s = NULL, *bad = NULL;
+    const char *names[8], *known[1] = {"data"};
+    dp_shape ds, args[4], outs[1];
+    memset(&ds, 0, sizeof ds);
+    ds.ndim = 3; ds.dims[0] = 4; ds.dims[1] = 2; ds.dims[2] = 3;
+    CHECK(dp_sym_load_json(mxnet_json, &s) == DP_OK);
+    CHECK(dp_sym_list_arguments(s, names, 8) == 4);
+    CHECK(!strcmp(names[3], "softmax_label"));
+    CHECK(dp_sym_infer(s, 1, known, &ds, NULL, args, NULL, outs, NULL) == DP_OK);
+    CHECK(args[1].ndim == 2 && args[1].dims[0] == 8 && args[1].dims[1] == 6);       /* the weight after Flatten */
+    CHECK(outs[0].ndim == 2 && outs[0].dims[0] == 4 && outs[0].dims[1] == 8);
+    {   /* malformed files: a clear error, never a crash */
+        static const char *bad_files[] = {
+            "", "{", "[]", "{\"nodes\": [], \"heads\": []}", "{\"nodes\": [{\"op\": \"null\"}], \"heads\": [[0, 0, 0]]}",
+            "{\"nodes\": [{\"op\": \"relu\", \"name\": \"r\", \"inputs\": [[0, 0, 0]]}], \"heads\": [[0, 0, 0]]}",
+            "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}], \"heads\": [[1, 0, 0]]}",
+            "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}], \"heads\": [[0, 0, 0]]} trailing",
+            "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\\u00\"}], \"heads\": [[0, 0, 0]]}",
+            "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+        };
+        size_t i;
+        for (i = 0; i < sizeof bad_files / sizeof bad_files[0]; i++) {
+            dp_result r = dp_sym_load_json(bad_files[i], &bad);
+            if (r != DP_ERROR_FORMAT) fprintf(stderr, "  file %d: %d\n", (int)i, (int)r);
+            CHECK(r == DP_ERROR_FORMAT && !bad);
+        }
+        CHECK(dp_sym_load_json("{\"nodes\": [{\"op\": \"NoSuch\", \"name\": \"q\", \"inputs\": []}], \"heads\": [[0, 0, 0]]}", &bad) == DP_ERROR_INVALID_ARGS && !bad);
+    }
+    dp_sym_release(s);
+}
+static void test_dot(void) {
+    dp_symbol *loss = mlp(12, 4);
+    FILE *f = test_tmpfile();
+    char *text;
+    CHECK(dp_sym_write_dot(loss, f) == DP_OK);
+    text = slurp(f);
+    fclose(f);
+    CHECK(!strncmp(text, "digraph symbol {", 16) && text[strlen(text) - 2] == '}');
+    CHECK(strstr(text, "fc1\\nFullyConnected\\nnum_hidden=12") != NULL);
+    CHECK(strstr(text, "shape=ellipse") != NULL && strstr(text, " -> ") != NULL);
+    free(text);
+    dp_sym_release(loss);
+}
+/* SoftmaxOutput's gradient is softmax_cross_entropy's (normalization null),
+   or that divided by the rows (batch); its output is the softmax */
+static void test_softmax_output(void) {
+    dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, 0);
+    dp_symbol *x = NULL, *y = NULL, *so, *sb, *in[2];
+    dp_ndarray *arg[2], *g[2], *gb[2], *xa, *loss = NULL, *pair[2], *sm = NULL;
+    dp_executor *ex = NULL, *exb = NULL;
+    const char *k[1] = {"normalization"}, *v[1] = {"batch"}, *ak[1] = {"axis"}, *av[1] = {"-1"};
+    float labels[5] = {0, 2, 1, 2, 0};
+    dp_shape ls = shp(1, 5, 0);
+    CHECK(dp_sym_var("x", &x) == DP_OK && dp_sym_var("y", &y) == DP_OK);
+    in[0] = x; in[1] = y;
+    CHECK(dp_sym_op("SoftmaxOutput", "so", 2, in, 0, NULL, NULL, &so) == DP_OK);
+    CHECK(dp_sym_op("SoftmaxOutput", "sb", 2, in, 1, k, v, &sb) == DP_OK);
+    arg[0] = xa = rand_array(e, shp(2, 5, 3), DP_FLOAT64, -2, 2);
+    CHECK(dp_nd_from_host(e, &ls, DP_FLOAT32, CPU0, labels, &arg[1]) == DP_OK);
+    {   /* the label's dtype differs from the data's: convert */
+        dp_ndarray *l64 = NULL;
+        dp_shape s5 = shp(1, 5, 0);
+        double l[5] = {0, 2, 1, 2, 0};
+        CHECK(dp_nd_from_host(e, &s5, DP_FLOAT64, CPU0, l, &l64) == DP_OK);
+        dp_nd_release(arg[1]); arg[1] = l64;
+    }
+    CHECK(dp_nd_zeros(e, dp_nd_shape(xa), DP_FLOAT64, CPU0, &g[0]) == DP_OK); g[1] = NULL;
+    CHECK(dp_nd_zeros(e, dp_nd_shape(xa), DP_FLOAT64, CPU0, &gb[0]) == DP_OK); gb[1] = NULL;
+    CHECK(dp_exec_bind(e, so, CPU0, 2, arg, g, NULL, &ex) == DP_OK);
+    CHECK(dp_exec_bind(e, sb, CPU0, 2, arg, gb, NULL, &exb) == DP_OK);
+    CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
+    CHECK(dp_exec_forward(exb, 1) == DP_OK && dp_exec_backward(exb, 0, NULL) == DP_OK);
+    CHECK(dp_nd_attach_grad(xa, DP_REQ_WRITE) == DP_OK);
+    dp_autograd_begin();
+    pair[0] = xa; pair[1] = arg[1];
+    CHECK(dp_op_invoke(e, "softmax_cross_entropy", 2, pair, 0, NULL, NULL, 0, 1, &loss, NULL) == DP_OK);
+    dp_autograd_end();
+    CHECK(dp_autograd_backward(loss, NULL, 0) == DP_OK);
+    CHECK(dp_op_invoke(e, "softmax", 1, &xa, 1, ak, av, 0, 1, &sm, NULL) == DP_OK);
+    CHECK(max_diff(dp_exec_output(ex, 0), sm) < 1e-12);
+    CHECK(max_diff(g[0], dp_nd_grad(xa)) < 1e-12);
+    {
+        dp_ndarray *scaled = NULL;
+        const char *sk[1] = {"scalar"}, *sv[1] = {"0.2"};
+        CHECK(dp_op_invoke(e, "mul_scalar", 1, &g[0], 0, sk, sv, 0.2, 1, &scaled, NULL) == DP_OK);
+        CHECK(max_diff(gb[0], scaled) < 1e-12);
+        dp_nd_release(scaled);
+    }
+    (void)labels;
+    dp_exec_destroy(ex); dp_exec_destroy(exb);
+    release_all(arg, 2); release_all(g, 2); release_all(gb, 2);
+    dp_nd_release(loss); dp_nd_release(sm);
+    dp_sym_release(x); dp_sym_release(y); dp_sym_release(so); dp_sym_release(sb);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 static const test_case tests[] = {
     {"construct_and_infer", test_construct_and_infer},
     {"group_and_outputs", test_group_and_outputs},
@@ -579,5 +729,9 @@ static const test_case tests[] = {
     {"steps_do_not_allocate", test_steps_do_not_allocate},
     {"reusing_plan", test_reusing_plan},
     {"no_gradient_operator", test_no_gradient_operator},
+    {"json_round_trip", test_json_round_trip},
+    {"json_mxnet_names", test_json_mxnet_names},
+    {"dot", test_dot},
+    {"softmax_output", test_softmax_output},
 };
 int main(void) { return run_tests("symbol", tests, (int)(sizeof tests / sizeof tests[0])); }
