@@ -127,6 +127,9 @@ STARPU_PC    := starpu-1.3
 $(B)/bench_depeng: bench/depeng.c bench/common.h depeng.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 # with OpenBLAS (make bench-deps) it also times CBLAS's sgemm as dot's reference
+# the symbolic path: executor against autograd, per training step
+$(B)/bench_symbolic: bench/symbolic.c bench/common.h depeng.h | $(B)
+	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 $(B)/bench_ndarray: bench/ndarray.c bench/common.h depeng.h | $(B)
 	@if pkg-config --exists openblas 2>/dev/null; then \
 	  set -x; $(CC) $(BENCH_CFLAGS) -DBENCH_HAVE_CBLAS $$(pkg-config --cflags openblas) $< -o $@ $$(pkg-config --libs openblas) $(LIBS); \
@@ -143,12 +146,13 @@ $(B)/bench_starpu: bench/starpu.c bench/common.h | $(B)
 # GPU completion (events against a synchronisation per op) on an emulated GPU
 $(B)/bench_gpu_emul: bench/gpu_emul.c bench/common.h depeng.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
-bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray $(B)/bench_gpu_emul
+bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray $(B)/bench_gpu_emul $(B)/bench_symbolic
 bench-deps:
 	bench/deps.sh
 bench: bench-build $(B)/make_example
 	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray
 	./$(B)/bench_gpu_emul
+	./$(B)/bench_symbolic
 	bench/make.sh $(B)/make_example
 
 # ---- fuzzing (tests/README.md) --------------------------------------------
