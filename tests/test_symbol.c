@@ -604,7 +604,8 @@ static void test_json_round_trip(void) {
     fclose(f);
     CHECK(strcmp(text, text2) == 0);             /* the same file again */
     remove(path);
-    CHECK(dp_sym_load(path, &again) == DP_ERROR_IO);
+    dp_sym_release(again);
+    CHECK(dp_sym_load(path, &again) == DP_ERROR_IO && !again);
     free(text); free(text2);
     dp_sym_release(loss); dp_sym_release(back); dp_sym_release(again);
 }
@@ -719,6 +720,34 @@ static void test_softmax_output(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* every allocation of a bind failing in turn: DP_ERROR_OUT_OF_MEMORY,
+   nothing leaked, and the engine destroys cleanly */
+static void test_bind_out_of_memory(void) {
+    long k;
+    int done = 0;
+    for (k = 1; k < 5000 && !done; k++) {
+        dp_engine *e = make_engine(DP_ENGINE_NAIVE, 1);
+        dp_symbol *loss = mlp(12, 4);
+        dp_ndarray *arg[6], *grad[6];
+        dp_executor *ex = NULL;
+        dp_result r;
+        mlp_args(e, 8, arg, grad);
+        __atomic_store_n(&g_alloc_failures, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&g_fail_at, __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) + k, __ATOMIC_RELEASE);
+        r = dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex);
+        __atomic_store_n(&g_fail_at, 0, __ATOMIC_RELEASE);
+        if (__atomic_load_n(&g_alloc_failures, __ATOMIC_ACQUIRE) == 0) { CHECK(r == DP_OK); done = 1; }
+        else CHECK((r == DP_ERROR_OUT_OF_MEMORY && !ex) || r == DP_OK);
+        if (ex) { CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK); }
+        dp_exec_destroy(ex);
+        release_all(arg, 6); release_all(grad, 6);
+        dp_sym_release(loss);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+    }
+    CHECK(done && k > 10);      /* bind allocates, so some runs failed */
+}
+
 static const test_case tests[] = {
     {"construct_and_infer", test_construct_and_infer},
     {"group_and_outputs", test_group_and_outputs},
@@ -733,5 +762,6 @@ static const test_case tests[] = {
     {"json_mxnet_names", test_json_mxnet_names},
     {"dot", test_dot},
     {"softmax_output", test_softmax_output},
+    {"bind_out_of_memory", test_bind_out_of_memory},
 };
 int main(void) { return run_tests("symbol", tests, (int)(sizeof tests / sizeof tests[0])); }
