@@ -10343,8 +10343,10 @@ static const dp__jval *dp__jget(const dp__jval *obj, const char *key) {
 static int dp__jentry(const dp__jval *v, int before, dp__snode **made, dp__sentry *out) {
     int node, index;
     if (!v || v->type != DP__J_ARR || v->n < 2 || v->n > 3 || v->items[0].type != DP__J_NUM || v->items[1].type != DP__J_NUM) return -1;
+    if (!(v->items[0].num >= 0 && v->items[0].num < (double)before) || !(v->items[1].num >= 0 && v->items[1].num < DP__MAX_OP_ARRAYS))
+        return -1;                                     /* before the casts: a huge or NaN double has no int */
     node = (int)v->items[0].num; index = (int)v->items[1].num;
-    if ((double)node != v->items[0].num || node < 0 || node >= before || index < 0 || index >= made[node]->nout) return -1;
+    if ((double)node != v->items[0].num || (double)index != v->items[1].num || index >= made[node]->nout) return -1;
     out->node = made[node]; out->index = index;
     return 0;
 }

@@ -640,6 +640,8 @@ static void test_json_mxnet_names(void) {
             "", "{", "[]", "{\"nodes\": [], \"heads\": []}", "{\"nodes\": [{\"op\": \"null\"}], \"heads\": [[0, 0, 0]]}",
             "{\"nodes\": [{\"op\": \"relu\", \"name\": \"r\", \"inputs\": [[0, 0, 0]]}], \"heads\": [[0, 0, 0]]}",
             "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}], \"heads\": [[1, 0, 0]]}",
+            "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}], \"heads\": [[0, 1e300, 0]]}",
+            "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}], \"heads\": [[-1e300, 0, 0]]}",
             "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\"}], \"heads\": [[0, 0, 0]]} trailing",
             "{\"nodes\": [{\"op\": \"null\", \"name\": \"x\\u00\"}], \"heads\": [[0, 0, 0]]}",
             "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
@@ -654,6 +656,50 @@ static void test_json_mxnet_names(void) {
     }
     dp_sym_release(s);
 }
+/* damaged files: bytes changed, cut short or doubled; each load either
+   works or fails with an error, never crashes (ASan and UBSan run it) */
+static void test_json_damaged(void) {
+    dp_symbol *loss = mlp(6, 3);
+    FILE *f = test_tmpfile();
+    char *saved, *texts[2];
+    int t, i;
+    CHECK(dp_sym_save_json(loss, f) == DP_OK);
+    saved = slurp(f);
+    fclose(f);
+    texts[0] = saved; texts[1] = (char *)mxnet_json;
+    g_rng = 4242;
+    for (t = 0; t < 2; t++) {
+        size_t n = strlen(texts[t]);
+        char *buf = (char *)malloc(2 * n + 1);
+        for (i = 0; i < 1500; i++) {
+            dp_symbol *s = NULL;
+            dp_result r;
+            int edits = 1 + (int)(urand() * 4), j;
+            static const char pieces[] = "{}[]\",:0123456789e-.\\u \"nullop";
+            memcpy(buf, texts[t], n + 1);
+            for (j = 0; j < edits; j++) {
+                size_t at = (size_t)(urand() * (double)n);
+                double kind = urand();
+                if (kind < 0.6) buf[at] = pieces[(int)(urand() * (sizeof pieces - 1))];
+                else if (kind < 0.8) buf[at] = 0;                              /* cut short */
+                else { memmove(buf + at + 1, buf + at, strlen(buf + at) + 1); buf[at] = buf[at + 1]; }
+                if (strlen(buf) > n) buf[n] = 0;
+            }
+            r = dp_sym_load_json(buf, &s);
+            CHECK((r == DP_OK) == (s != NULL));
+            if (s) {   /* what loads also infers or fails cleanly */
+                const char *known[1] = {"data"};
+                dp_shape ds = shp(2, 4, 5);
+                dp_sym_infer(s, 1, known, &ds, NULL, NULL, NULL, NULL, NULL);
+            }
+            dp_sym_release(s);
+        }
+        free(buf);
+    }
+    free(saved);
+    dp_sym_release(loss);
+}
+
 static void test_dot(void) {
     dp_symbol *loss = mlp(12, 4);
     FILE *f = test_tmpfile();
@@ -760,6 +806,7 @@ static const test_case tests[] = {
     {"no_gradient_operator", test_no_gradient_operator},
     {"json_round_trip", test_json_round_trip},
     {"json_mxnet_names", test_json_mxnet_names},
+    {"json_damaged", test_json_damaged},
     {"dot", test_dot},
     {"softmax_output", test_softmax_output},
     {"bind_out_of_memory", test_bind_out_of_memory},
