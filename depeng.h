@@ -1067,9 +1067,10 @@ DP_API dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out);
 /* ====================================================================== EXECUTOR
    MXNet's executor: a symbol bound to arrays. Binding infers every shape,
    builds the gradient graph from the registered gradient operators (each
-   reading only what its operator's grad_needs declares), plans the memory
-   of every intermediate result (one arena, blocks reused by liveness,
-   in place where an operator's inplace bits allow) and makes every node
+   reading only what its operator's grad_needs declares), places every
+   intermediate result in one arena by the memory plan (>>memory planning;
+   entries alive at the same time never share bytes, an output may take
+   its input's where the operator's inplace bits allow) and makes every node
    one pre-created engine operation (dp_op_create). A step then only pushes
    those operations: no allocation, no parameter parsing, no inference.
    Thread safety: bind, steps and destroy of one executor from one thread
