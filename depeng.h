@@ -10599,9 +10599,9 @@ static int dp__xb_entry(dp__xbuild *b, const dp_shape *s, dp_dtype dt) {
 }
 /* An entry holding an array of the executor's own (filled with value). */
 static int dp__xb_own(dp__xbuild *b, const dp_shape *s, dp_dtype dt, double value) {
-    int e = dp__xb_entry(b, s, dt);
+    int e = dp__xb_entry(b, s, dt);                  /* s may be gone now: the entry's copy is used */
     if (e < 0) return -1;
-    if (dp_nd_full(b->eng, s, dt, b->ctx, value, &b->ent[e].array) != DP_OK) return -1;
+    if (dp_nd_full(b->eng, &b->ent[e].shape, dt, b->ctx, value, &b->ent[e].array) != DP_OK) return -1;
     b->ent[e].external = 1;
     return e;
 }
@@ -10628,7 +10628,6 @@ static int dp__xb_add(dp__xbuild *b, int a, int c, int dst, dp_req req) {
     dp__xnode *x = dp__xb_node(b, dp__find_op("add"), NULL);
     if (!x) return -1;
     if (dst < 0 && (dst = dp__xb_entry(b, &b->ent[a].shape, b->ent[a].dtype)) < 0) return -1;
-    x = &b->node[b->nnode - 1];
     x->nin = 2; x->nout = 1; x->in[0] = a; x->in[1] = c;
     dp__xb_set_out(b, x, 0, dst, req);
     return dst;
@@ -10719,7 +10718,6 @@ static dp_result dp__xb_gradients(dp__xbuild *b, const dp__graph *g, const dp_sy
         for (j = 0; j < x->nin; j++) {
             int fe = dp__graph_entry(g, &x->in[j]), e = dp__xb_entry(b, &b->ent[fe].shape, b->ent[fe].dtype);
             if (e < 0) goto oom;
-            gx = &b->node[b->nnode - 1];
             dp__xb_set_out(b, gx, j, e, need[fe] ? DP_REQ_WRITE : DP_REQ_NULL);
             if (need[fe] && dp__xb_contribute(b, fe, e)) goto oom;
         }

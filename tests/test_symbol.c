@@ -794,12 +794,49 @@ static void test_bind_out_of_memory(void) {
     CHECK(done && k > 10);      /* bind allocates, so some runs failed */
 }
 
+/* a group of many outputs, each with a head gradient of its own: the
+   entries grow while they are made; x's gradient is the sum of the scalars */
+static void test_many_heads(void) {
+    enum { HEADS = 150 };
+    dp_engine *e = make_engine(DP_ENGINE_POOLED, 0);
+    dp_symbol *x = NULL, *parts[HEADS], *grp = NULL;
+    dp_ndarray *a = NULL, *g = NULL;
+    dp_executor *ex = NULL;
+    dp_shape sh = shp(2, 2, 3);
+    double want = 0, got[6];
+    char v[16];
+    int i;
+    CHECK(dp_sym_var("x", &x) == DP_OK);
+    for (i = 0; i < HEADS; i++) {
+        snprintf(v, sizeof v, "%d", i % 7);
+        parts[i] = op1("mul_scalar", NULL, x, "scalar", v);
+        want += i % 7;
+    }
+    CHECK(dp_sym_group(HEADS, parts, &grp) == DP_OK);
+    CHECK(dp_nd_ones(e, &sh, DP_FLOAT64, CPU0, &a) == DP_OK);
+    CHECK(dp_nd_zeros(e, &sh, DP_FLOAT64, CPU0, &g) == DP_OK);
+    CHECK(dp_exec_bind(e, grp, CPU0, 1, &a, &g, NULL, &ex) == DP_OK);
+    if (ex) {
+        CHECK(dp_exec_num_outputs(ex) == HEADS && dp_exec_head_grad(ex, HEADS - 1) != NULL && dp_exec_head_grad(ex, HEADS) == NULL);
+        CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
+        CHECK(dp_nd_read(g, got, sizeof got, NULL) == DP_OK);
+        for (i = 0; i < 6; i++) CHECK(got[i] == want);
+        CHECK(dp_nd_read(dp_exec_output(ex, 12), got, sizeof got, NULL) == DP_OK && got[0] == 12 % 7);
+    }
+    dp_exec_destroy(ex);
+    dp_nd_release(a); dp_nd_release(g);
+    for (i = 0; i < HEADS; i++) dp_sym_release(parts[i]);
+    dp_sym_release(x); dp_sym_release(grp);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 static const test_case tests[] = {
     {"construct_and_infer", test_construct_and_infer},
     {"group_and_outputs", test_group_and_outputs},
     {"mlp_matches_autograd", test_mlp_matches_autograd},
     {"random_graphs", test_random_graphs},
     {"grad_requests", test_grad_requests},
+    {"many_heads", test_many_heads},
     {"rebind", test_rebind},
     {"steps_do_not_allocate", test_steps_do_not_allocate},
     {"reusing_plan", test_reusing_plan},
