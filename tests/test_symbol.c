@@ -289,13 +289,58 @@ static int make_random_graph(rnode *nodes) {
         if (kind < 4) { x->op = unary_ops[(int)(urand() * 8)]; if (!strcmp(x->op, "exp")) x->op = "tanh"; }
         else if (kind < 7) x->op = binary_ops[(int)(urand() * 5)];
         else if (kind < 8) { x->op = scalar_ops[(int)(urand() * 4)]; x->key = "scalar"; x->val = "0.75"; }
-        else if (kind < 9) { x->op = "softmax"; x->key = "axis"; x->val = "-1"; }
-        else { x->op = "clip"; }
+        else if (kind < 9) { x->op = urand() < 0.5 ? "softmax" : "log_softmax"; x->key = "axis"; x->val = urand() < 0.5 ? "-1" : "0"; }
+        else { double c = urand(); x->op = c < 0.34 ? "clip" : c < 0.67 ? "dotmix" : "concatmix"; }
         if (urand() < 0.5) x->a = avail - 1;      /* long chains too */
     }
     return n;
 }
 static int is_binary(const char *op) { size_t i; for (i = 0; i < 5; i++) if (!strcmp(op, binary_ops[i])) return 1; return 0; }
+/* One operator on both paths: a symbol node and an invocation. */
+static void both(const char *op, int nin, dp_symbol **sin, dp_ndarray **ain, int nkw, const char **k, const char **v,
+                 dp_symbol **sout, dp_ndarray **aout) {
+    CHECK(dp_sym_op(op, NULL, nin, sin, nkw, k, v, sout) == DP_OK);
+    *aout = NULL;
+    CHECK(dp_op_invoke(dp_nd_engine(ain[0]), op, nin, ain, nkw, k, v, 0, 1, aout, NULL) == DP_OK);
+}
+/* Composite nodes of (3, 4) values into a (3, 4) value. dotmix: (dot(a,
+   transpose(b)) + dot(a, b, transpose_b)) dot b, times 0.05 (dot both
+   ways, transpose). concatmix: concat(a, b) along 0, reshaped to (2, 12),
+   summed over axis 0, reshaped to (3, 4) (a variadic operator, reshape, a
+   reduction over one axis). */
+static void composite(const char *kind, dp_symbol *sa, dp_symbol *sb, dp_ndarray *a, dp_ndarray *b, dp_symbol **sout, dp_ndarray **aout) {
+    dp_symbol *s[5], *si[2];
+    dp_ndarray *x[5], *ai[2];
+    int i, n;
+    if (!strcmp(kind, "dotmix")) {
+        const char *tk[1] = {"axes"}, *tv[1] = {"()"}, *dk[1] = {"transpose_b"}, *dv[1] = {"true"}, *mk[1] = {"scalar"}, *mv[1] = {"0.05"};
+        si[0] = sb; ai[0] = b;
+        both("transpose", 1, si, ai, 1, tk, tv, &s[0], &x[0]);                 /* (4, 3) */
+        si[0] = sa; si[1] = s[0]; ai[0] = a; ai[1] = x[0];
+        both("dot", 2, si, ai, 0, NULL, NULL, &s[1], &x[1]);                   /* (3, 3) */
+        si[0] = sa; si[1] = sb; ai[0] = a; ai[1] = b;
+        both("dot", 2, si, ai, 1, dk, dv, &s[2], &x[2]);                       /* (3, 3) */
+        si[0] = s[1]; si[1] = s[2]; ai[0] = x[1]; ai[1] = x[2];
+        both("add", 2, si, ai, 0, NULL, NULL, &s[3], &x[3]);
+        si[0] = s[3]; si[1] = sb; ai[0] = x[3]; ai[1] = b;
+        both("dot", 2, si, ai, 0, NULL, NULL, &s[4], &x[4]);                   /* (3, 4) */
+        CHECK(dp_sym_op("mul_scalar", NULL, 1, &s[4], 1, mk, mv, sout) == DP_OK);
+        *aout = NULL;
+        CHECK(dp_op_invoke(dp_nd_engine(a), "mul_scalar", 1, &x[4], 0, NULL, NULL, 0.05, 1, aout, NULL) == DP_OK);
+        n = 5;
+    } else {
+        const char *ck[2] = {"num_args", "dim"}, *cv[2] = {"2", "0"}, *rk[1] = {"shape"}, *r1[1] = {"(2, 12)"}, *r2[1] = {"(3, 4)"};
+        const char *sk[1] = {"axis"}, *sv[1] = {"(0,)"};
+        si[0] = sa; si[1] = sb; ai[0] = a; ai[1] = b;
+        both("concat", 2, si, ai, 2, ck, cv, &s[0], &x[0]);                    /* (6, 4) */
+        both("reshape", 1, &s[0], &x[0], 1, rk, r1, &s[1], &x[1]);             /* (2, 12) */
+        both("sum", 1, &s[1], &x[1], 1, sk, sv, &s[2], &x[2]);                 /* (12,) */
+        both("reshape", 1, &s[2], &x[2], 1, rk, r2, sout, aout);               /* (3, 4) */
+        n = 3;
+    }
+    for (i = 0; i < n; i++) { dp_sym_release(s[i]); dp_nd_release(x[i]); }
+}
+
 static void run_random_graph(dp_engine *e, int with_planner) {
     rnode nodes[MAXN];
     int n = make_random_graph(nodes), i, nheads = 1 + (int)(urand() * 3);
@@ -324,6 +369,10 @@ static void run_random_graph(dp_engine *e, int with_planner) {
         int nkw = 0;
         snprintf(name, sizeof name, "n%d", i);
         in[0] = sv[x->a]; in[1] = sv[x->b]; ain[0] = av[x->a]; ain[1] = av[x->b];
+        if (!strcmp(x->op, "dotmix") || !strcmp(x->op, "concatmix")) {
+            composite(x->op, in[0], in[1], ain[0], ain[1], &sv[NARG + i], &av[NARG + i]);
+            continue;
+        }
         if (!strcmp(x->op, "clip")) { k[0] = clip_k[0]; k[1] = clip_k[1]; v[0] = clip_v[0]; v[1] = clip_v[1]; nkw = 2; }
         else if (x->key) { k[0] = x->key; v[0] = x->val; nkw = 1; }
         CHECK(dp_sym_op(x->op, name, nin, in, nkw, k, v, &sv[NARG + i]) == DP_OK);
