@@ -879,11 +879,66 @@ static void test_many_heads(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* a user's operator, registered once, works in both front ends */
+static int k_cube(const dp_kernel_ctx *k) {
+    const double *x = (const double *)dp_nd_data(k->inputs[0]);
+    double *y = (double *)dp_nd_data(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    for (i = 0; i < n; i++) y[i] = x[i] * x[i] * x[i] * k->params->v[0].f;
+    return 0;
+}
+static int kg_cube(const dp_kernel_ctx *k) {   /* (ograd, x) -> xgrad */
+    const double *og = (const double *)dp_nd_data(k->inputs[0]), *x = (const double *)dp_nd_data(k->inputs[1]);
+    double *g = (double *)dp_nd_data(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[1]));
+    for (i = 0; i < n; i++) {
+        double d = og[i] * 3 * x[i] * x[i] * k->params->v[0].f;
+        g[i] = k->req[0] == DP_REQ_ADD ? g[i] + d : d;
+    }
+    return 0;
+}
+static void test_user_operator(void) {
+    static const dp_param_def scale[1] = {{"scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "multiplies the cube"}};
+    dp_operator op, g;
+    dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, 0);
+    dp_symbol *x = NULL, *c, *t, *sum;
+    dp_ndarray *a, *grad = NULL, *ac = NULL, *at = NULL, *as = NULL;
+    dp_executor *ex = NULL;
+    const char *k[1] = {"scale"}, *v[1] = {"0.5"}, *sk[1] = {"axis"}, *sv[1] = {"()"};
+    memset(&op, 0, sizeof op); memset(&g, 0, sizeof g);
+    op.name = "test_cube"; op.num_inputs = 1; op.num_outputs = 1; op.params = scale; op.num_params = 1;
+    op.forward_cpu = k_cube; op.gradient = "_backward_test_cube"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    g.name = "_backward_test_cube"; g.num_inputs = 2; g.num_outputs = 1; g.params = scale; g.num_params = 1; g.forward_cpu = kg_cube;
+    CHECK(dp_op_register(&op) == DP_OK && dp_op_register(&g) == DP_OK);
+    CHECK(dp_sym_var("x", &x) == DP_OK);
+    c = op1("test_cube", "c", x, "scale", "0.5");
+    t = op1("tanh", "t", c, NULL, NULL);
+    sum = op1("sum", "s", t, "axis", "()");
+    a = rand_array(e, shp(2, 4, 3), DP_FLOAT64, -1.5, 1.5);
+    CHECK(dp_nd_zeros(e, dp_nd_shape(a), DP_FLOAT64, CPU0, &grad) == DP_OK);
+    CHECK(dp_exec_bind(e, sum, CPU0, 1, &a, &grad, NULL, &ex) == DP_OK);
+    CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
+    CHECK(dp_nd_attach_grad(a, DP_REQ_WRITE) == DP_OK);
+    dp_autograd_begin();
+    CHECK(dp_op_invoke(e, "test_cube", 1, &a, 1, k, v, 0, 1, &ac, NULL) == DP_OK);
+    CHECK(dp_op_invoke(e, "tanh", 1, &ac, 0, NULL, NULL, 0, 1, &at, NULL) == DP_OK);
+    CHECK(dp_op_invoke(e, "sum", 1, &at, 1, sk, sv, 0, 1, &as, NULL) == DP_OK);
+    dp_autograd_end();
+    CHECK(dp_autograd_backward(as, NULL, 0) == DP_OK);
+    CHECK(max_diff(dp_exec_output(ex, 0), as) < 1e-12);
+    CHECK(max_diff(grad, dp_nd_grad(a)) < 1e-12);
+    dp_exec_destroy(ex);
+    dp_nd_release(a); dp_nd_release(grad); dp_nd_release(ac); dp_nd_release(at); dp_nd_release(as);
+    dp_sym_release(x); dp_sym_release(c); dp_sym_release(t); dp_sym_release(sum);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 static const test_case tests[] = {
     {"construct_and_infer", test_construct_and_infer},
     {"group_and_outputs", test_group_and_outputs},
     {"mlp_matches_autograd", test_mlp_matches_autograd},
     {"random_graphs", test_random_graphs},
+    {"user_operator", test_user_operator},
     {"grad_requests", test_grad_requests},
     {"many_heads", test_many_heads},
     {"rebind", test_rebind},
