@@ -26,7 +26,7 @@
         >>gradients of the element-wise operators >>reductions
         >>softmax, transpose, concat, one_hot >>random operators >>gemm
         >>dot and FullyConnected >>copy, reshape and the optimizer updates
-        >>memory planning
+        >>symbol >>graph passes >>symbol JSON and DOT >>memory planning >>executor
 
    1. QUICK START
 
@@ -163,7 +163,7 @@
    7. LIMITS AND NON-GOALS
      At most 4M live variables and 4M pre-created operations per engine; a handle
      slot is retired after 511 reuses so stale handles stay detectable. No graph
-     optimiser, no symbolic executor, no distributed scheduling. Tested on Linux
+     optimiser beyond the executor's memory plan, no distributed scheduling. Tested on Linux
      (natively) and Windows (MinGW-w64 builds under Wine); MSVC and macOS are not
      built by the project's tests (README: platforms).
 */
@@ -239,6 +239,11 @@ extern "C" {
               dp_op_parse_params dp_op_invoke
      autograd dp_autograd_begin dp_autograd_end dp_autograd_is_recording
               dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
+     symbol   dp_sym_var dp_sym_op dp_sym_output dp_sym_group dp_sym_retain dp_sym_release
+              dp_sym_num_outputs dp_sym_name dp_sym_list_arguments dp_sym_infer
+              dp_sym_save_json dp_sym_load_json dp_sym_save dp_sym_load dp_sym_write_dot
+     executor dp_exec_bind dp_exec_rebind dp_exec_forward dp_exec_backward dp_exec_num_outputs
+              dp_exec_output dp_exec_head_grad dp_exec_memory_get dp_exec_destroy
      data     dp_nd_load_csv dp_iter_create dp_iter_next dp_iter_reset
               dp_iter_num_batches dp_iter_destroy
      storage  dp_storage_stats_get dp_storage_release_pool
@@ -1055,6 +1060,132 @@ DP_API dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out);
    rewrites the gradients of arrays marked DP_REQ_WRITE, while those marked
    DP_REQ_ADD may hold part of the failed pass's sum. */
 DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, int retain_graph);
+
+/* ====================================================================== SYMBOL
+   MXNet's symbolic front end: a graph is built once from named variables
+   and operator nodes (the same registered operators dp_op_invoke runs),
+   then bound to arrays by an executor that runs it many times. A symbol is
+   a list of outputs of such a graph; symbols share nodes and are
+   immutable, reference counted, and not tied to an engine (their errors go
+   to the default logger, stderr). Any thread may use a symbol; releasing
+   the last reference must not race with other use of that symbol. */
+typedef struct dp_symbol dp_symbol;
+/* A variable (an input or a parameter), bound to an array later. Errors:
+   DP_ERROR_INVALID_ARGS (no name, out NULL), DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_var(const char *name, dp_symbol **out);
+/* A node of operator op_name (a registered name, or MXNet's name for the
+   same operation: Activation with act_type, Flatten, Concat, elemwise_add,
+   _plus_scalar, ...) named name (NULL: the operator's name in lower case
+   and a number). inputs are single-output symbols, one per operator input;
+   a NULL input becomes a new variable "<name>_<input>" (FullyConnected's
+   weight and bias, a loss's label, else "<name>_argN"). Keyword parameters
+   as dp_op_invoke's; "scalar" gives a _scalar operator its scalar. The
+   symbol has the operator's outputs. Errors (logged, naming the node):
+   DP_ERROR_INVALID_ARGS for an unknown operator, a bad parameter, a wrong
+   input count or a multi-output input; DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_op(const char *op_name, const char *name, int num_inputs, dp_symbol *const *inputs, int num_kwargs,
+                           const char *const *keys, const char *const *values, dp_symbol **out);
+/* Output index of s as a symbol of its own; several symbols as one with
+   all their outputs (MXNet's Group). Errors: DP_ERROR_INVALID_ARGS,
+   DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_output(const dp_symbol *s, int index, dp_symbol **out);
+DP_API dp_result dp_sym_group(int num, dp_symbol *const *syms, dp_symbol **out);
+DP_API dp_symbol *dp_sym_retain(dp_symbol *s);     /* one more reference; returns s */
+DP_API void dp_sym_release(dp_symbol *s);          /* NULL is fine */
+DP_API int dp_sym_num_outputs(const dp_symbol *s);
+/* The name of a single-output symbol's node; NULL for a group. Valid while s is. */
+DP_API const char *dp_sym_name(const dp_symbol *s);
+/* The variables of s in MXNet's order (a depth-first walk from the
+   outputs, inputs in order): up to cap names (valid while s is) into
+   names (may be NULL). Returns how many there are, -1 on error. Executors
+   take their arguments in this order. */
+DP_API int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap);
+/* Shape and dtype inference over the whole graph from the shapes (and
+   dtypes; NULL: float32) of the named arguments given: forward through
+   each operator's inference, and backward where an operator can tell an
+   input from what is known (FullyConnected's weight and bias from the data
+   and num_hidden, a loss's label from the data, an element-wise operand
+   from the other). Fills the shapes and dtypes of every argument (in
+   dp_sym_list_arguments order) and output, where those pointers are not
+   NULL. Errors (logged, naming the node and the shapes that disagree, or
+   the argument whose shape cannot be told): DP_ERROR_INVALID_ARGS,
+   DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
+                              dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes);
+/* MXNet's symbol JSON: "nodes" (each with "op" ("null" for a variable),
+   "name", "attrs" (the parameters as strings) and "inputs" as [node,
+   output, version]), "arg_nodes", "node_row_ptr" and "heads", so the file
+   opens in the viewers made for MXNet models. Loading also takes MXNet's
+   operator names (see dp_sym_op) and its older "param" / "attr" keys,
+   and ignores attributes starting with "__". Errors: DP_ERROR_IO (a
+   stream or file that fails), DP_ERROR_FORMAT (not such JSON; logged with
+   the reason), the errors of dp_sym_op naming the node, and
+   DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_save_json(const dp_symbol *s, FILE *out);
+DP_API dp_result dp_sym_load_json(const char *json, dp_symbol **out);
+DP_API dp_result dp_sym_save(const dp_symbol *s, const char *path);
+DP_API dp_result dp_sym_load(const char *path, dp_symbol **out);
+/* The graph as Graphviz DOT: variables as ellipses, operators as boxes
+   labelled with their operator and parameters, edges from producer to
+   consumer. Errors: DP_ERROR_INVALID_ARGS, DP_ERROR_IO, DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out);
+
+/* ====================================================================== EXECUTOR
+   MXNet's executor: a symbol bound to arrays. Binding infers every shape,
+   builds the gradient graph from the registered gradient operators (each
+   reading only what its operator's grad_needs declares), places every
+   intermediate result in one arena by the memory plan (>>memory planning;
+   entries alive at the same time never share bytes, an output may take
+   its input's where the operator's inplace bits allow) and makes every node
+   one pre-created engine operation (dp_op_create). A step then only pushes
+   those operations: no allocation, no parameter parsing, no inference.
+   Thread safety: bind, steps and destroy of one executor from one thread
+   at a time; outputs and gradients are ordinary arrays (any thread). */
+typedef struct dp_executor dp_executor;
+typedef struct dp_exec_memory {
+    size_t planned_bytes;    /* the arena holding every intermediate result */
+    size_t unplanned_bytes;  /* the same results with a buffer each (64-byte rounded) */
+    size_t external_bytes;   /* arguments, gradients, outputs and head gradients */
+    int num_nodes, num_entries;   /* operations (forward + backward) and results */
+} dp_exec_memory;
+/* Binds sym on ctx: args[i] is the array of argument i (dp_sym_list_arguments
+   order), read by every forward; grads[i] (grads NULL: no backward) receives
+   its gradient by grad_reqs[i] (NULL: DP_REQ_WRITE for every non-NULL
+   gradient): DP_REQ_WRITE overwrites, DP_REQ_ADD adds, DP_REQ_NULL or a NULL
+   gradient computes none. The executor keeps references to the arrays;
+   write new values into them (dp_nd_write, an optimizer update) between
+   steps. Errors (logged, nothing is made): DP_ERROR_INVALID_ARGS (argument
+   count, an array of another shape, dtype, engine or device than the
+   graph says, a node without a gradient operator between an output and
+   an argument with a gradient; inference errors name the node),
+   DP_ERROR_BAD_CONTEXT (no kernel on that device), DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
+                              dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out);
+/* A new executor of the same symbol, device and gradient requests on other
+   arrays (e.g. another batch size); ex stays valid. Errors as dp_exec_bind. */
+DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out);
+/* Pushes the forward operations (is_train is for operators that behave
+   differently in training; no built-in one does). Returns at once; read
+   the outputs as any array (dp_nd_read waits). Errors: DP_ERROR_INVALID_ARGS,
+   and dp_op_push's. */
+DP_API dp_result dp_exec_forward(dp_executor *ex, int is_train);
+/* Pushes the gradient operations. head_grads[i] (may be NULL, as may the
+   array itself) is d(objective)/d(output i), copied (one _copy invocation)
+   into the executor's head gradient, which is ones otherwise: a loss
+   output needs none. Errors: DP_ERROR_INVALID_ARGS (bound without
+   gradients, more head gradients than outputs), the copy's errors. */
+DP_API dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarray *const *head_grads);
+DP_API int dp_exec_num_outputs(const dp_executor *ex);
+/* Output index (borrowed: dp_nd_retain to keep it past the executor), NULL if out of range. */
+DP_API dp_ndarray *dp_exec_output(const dp_executor *ex, int index);
+/* The head gradient array of output index (borrowed; ones after bind;
+   the caller may write it), NULL without gradients or out of range. */
+DP_API dp_ndarray *dp_exec_head_grad(const dp_executor *ex, int index);
+/* The memory plan's figures. Errors: DP_ERROR_INVALID_ARGS. */
+DP_API dp_result dp_exec_memory_get(const dp_executor *ex, dp_exec_memory *out);
+/* Destroys the operations (each freed after its last pushed run) and lets
+   go of the arrays; pending work finishes. NULL is fine. */
+DP_API void dp_exec_destroy(dp_executor *ex);
 
 /* ====================================================================== DATA
    Reading a CSV file into arrays, and a mini-batch iterator that prefetches
@@ -6483,6 +6614,7 @@ typedef struct dp__chunk {
     dp_ctx ctx;
     dp__a32 version;           /* writes pushed so far (autograd checks saved arrays) */
     struct dp__chunk *next_orphan;   /* on the engine's orphans, see dp__chunk_release */
+    struct dp__chunk *owner;   /* data borrowed from this chunk (dp__nd_borrow), else NULL */
 } dp__chunk;
 struct dp__ag_node;
 struct dp_ndarray {
@@ -6500,11 +6632,13 @@ static void dp__ag_cut(dp_ndarray *a);
 static void dp__chunk_bump(dp__chunk *c) { dp__fetch_add(&c->version, 1, DP__RELAXED); }
 
 /* Runs once the chunk's variable is free: every operation on it is done. */
+static void dp__chunk_release(dp__chunk *c);
 static int dp__chunk_free_op(dp_run_ctx *rc, void *arg) {
-    dp__chunk *c = (dp__chunk *)arg;
+    dp__chunk *c = (dp__chunk *)arg, *owner = c->owner;
     (void)rc;
-    dp__storage_put(c->eng, c->st, c->data, c->size);
+    if (!owner) dp__storage_put(c->eng, c->st, c->data, c->size);
     dp__free(c->eng, c, sizeof *c);
+    if (owner) dp__chunk_release(owner);     /* the lender's bytes go once no borrower uses them */
     return 0;
 }
 static void dp__chunk_release(dp__chunk *c) {
@@ -6752,6 +6886,31 @@ static dp_result dp__nd_view(dp_ndarray *a, const dp_shape *shape, size_t offset
     dp__store(&v->refs, 1, DP__RELAXED);
     dp__fetch_add(&a->chunk->refs, 1, DP__RELAXED);
     v->chunk = a->chunk; v->offset = offset; v->dtype = a->dtype; v->shape = *shape;
+    *out = v;
+    return DP_OK;
+}
+/* A uint8 array over bytes [offset, offset + bytes) of a's storage with a
+   variable of its own: operations on it are ordered apart from a's. The
+   borrower holds a reference to a's chunk until its own last operation is
+   done. The executor places its intermediate results so. */
+static dp_result dp__nd_borrow(dp_ndarray *a, size_t offset, size_t bytes, dp_ndarray **out) {
+    dp_engine *eng = a->chunk->eng;
+    dp__chunk *c = (dp__chunk *)dp__alloc(eng, sizeof *c);
+    dp_ndarray *v = (dp_ndarray *)dp__alloc(eng, sizeof *v);
+    if (c) memset(c, 0, sizeof *c);
+    if (!c || !v || !(c->var = dp_var_create(eng)).id) {
+        dp__free(eng, c, sizeof *c); dp__free(eng, v, sizeof *v);
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "a part of an array");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    c->eng = eng; c->ctx = a->chunk->ctx; c->size = bytes;
+    c->data = (char *)a->chunk->data + a->offset + offset;
+    c->owner = a->chunk;
+    dp__fetch_add(&a->chunk->refs, 1, DP__RELAXED);
+    dp__store(&c->refs, 1, DP__RELAXED);
+    memset(v, 0, sizeof *v);
+    dp__store(&v->refs, 1, DP__RELAXED);
+    v->chunk = c; v->dtype = DP_UINT8; v->shape.ndim = 1; v->shape.dims[0] = (int64_t)bytes;
     *out = v;
     return DP_OK;
 }
@@ -8665,16 +8824,18 @@ DP__UNARY_OPS(DP__UNARY_GRAD_KERNEL)
 DP__BINARY_OPS(DP__BINARY_GRAD_KERNEL)
 DP__SCALAR_OPS(DP__SCALAR_GRAD_KERNEL)
 /* Registers a differentiable forward operator together with its gradient
-   operator grad_name: inputs (ograd, the forward's inputs), outputs their
-   gradients, with the forward's scalar, parameters and resources. Every
-   built-in gradient reads the output gradient and the inputs. grad_inplace
+   operator grad_name: inputs (ograd, then the forward's inputs, or its
+   outputs when op->grad_needs says DP_GRAD_OUTPUTS), outputs the inputs'
+   gradients, with the forward's scalar, parameters and resources. Unless
+   op->grad_needs is set, the gradient reads the output gradient and the
+   inputs. grad_inplace
    is the gradient operator's inplace bits: 1 for the element-wise ones,
    which read each output-gradient element just before writing it. */
 static void dp__register_differentiable(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel,
                                         unsigned grad_inplace) {
     dp_operator g;
     op->gradient = grad_name;
-    op->grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    if (!op->grad_needs) op->grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
     dp__register(op);
     memset(&g, 0, sizeof g);
     g.name = grad_name; g.doc = grad_doc; g.num_inputs = 1 + op->num_inputs; g.num_outputs = op->num_inputs;
@@ -9754,11 +9915,20 @@ static void dp__register_copy_and_updates(void) {
     op.num_params = 7; op.forward_cpu = dp__k_adam; op.mutate_inputs = 3u << 2;
     dp__register(&op);
 }
+static void dp__register_softmax_output(void);   /* with the symbols (>>symbol) */
+/* What a unary operator's gradient reads besides the output gradient: the
+   input, except for relu, whose derivative is the same taken at its output
+   (y > 0 exactly when x > 0, NaN included). Reading the output (as MXNet's
+   Activation does) leaves the input dead once relu ran, so a planned graph
+   runs relu in place over the layer before it (>>memory planning). */
+static unsigned dp__unary_grad_needs(const char *name) {
+    return DP_GRAD_OUT_GRADS | (strcmp(name, "relu") ? DP_GRAD_INPUTS : DP_GRAD_OUTPUTS);
+}
 static void dp__register_builtins(void) {
     dp_operator op;
     /* each forward operator with its gradient operator: (ograd, inputs) -> input gradients */
 #define DP__REG_UNARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text; op.num_inputs = 1; op.num_outputs = 1; \
-    op.forward_cpu = dp__k_##nm; op.inplace = 1; \
+    op.forward_cpu = dp__k_##nm; op.inplace = 1; op.grad_needs = dp__unary_grad_needs(#nm); \
     dp__register_differentiable(&op, "_backward_" #nm, "gradient of " #nm, dp__kg_##nm, 1);
 #define DP__REG_BINARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text " (NumPy broadcasting)"; op.num_inputs = 2; \
     op.num_outputs = 1; op.infer = dp__infer_broadcast; op.forward_cpu = dp__k_##nm; op.inplace = 3; \
@@ -9781,6 +9951,926 @@ static void dp__register_builtins(void) {
     dp__register_random();
     dp__register_linear();
     dp__register_copy_and_updates();
+    dp__register_softmax_output();
+}
+
+
+/* >>symbol ------------------------------------------------------------------
+   A symbol is a list of output entries (node, output index) of a graph of
+   nodes; a node is a variable (op NULL) or an operator with its parsed
+   parameters, the parameters as given (for JSON) and its input entries.
+   Nodes are immutable once made and reference counted by the symbols and
+   nodes that use them, so symbols share subgraphs freely. Symbols know no
+   engine: their memory comes from malloc, and their errors are logged
+   through the default logger (stderr). */
+typedef struct dp__snode dp__snode;
+typedef struct dp__sentry { dp__snode *node; int index; } dp__sentry;
+struct dp__snode {
+    dp__a32 refs;
+    const dp_operator *op;      /* NULL: a variable */
+    char *name;
+    int nkw;
+    char **keys, **vals;        /* the parameters as given, after MXNet names are translated */
+    dp_params params;
+    double scalar;
+    int nin, nout;
+    dp__sentry *in;
+    dp__snode *next_free;
+};
+struct dp_symbol { dp__a32 refs; int n; dp__sentry *out; };
+
+/* MXNet's SoftmaxOutput, so that its models load and train: the forward is
+   the softmax of data (n, classes) along the classes; the gradient ignores
+   the head gradient and is (softmax - one_hot(label)) * grad_scale, divided
+   by n with normalization "batch" (or "valid", which without ignore_label
+   is the same). The label's gradient is 0. */
+static const dp_param_def dp__softmax_output_params[] = {
+    {"grad_scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient is multiplied by it"},
+    {"normalization", DP_PARAM_ENUM, "null", 0, 0, "null|batch|valid", "batch, valid: the gradient is divided by the rows"},
+};
+static int dp__infer_softmax_output(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                    dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    (void)p; (void)nin; (void)nout;
+    if (is[0].ndim != 2 || is[1].ndim != 1 || is[1].dims[0] != is[0].dims[0] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) {
+        snprintf(msg, cap, "data %s and label %s: data must be float (n, classes) and label (n,)", dp__shape_str(&is[0], s1, sizeof s1), dp__shape_str(&is[1], s2, sizeof s2));
+        return -1;
+    }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+static int dp__k_softmax_output(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    const void *x = dp_nd_data(k->inputs[0]);
+    void *y = dp_nd_data(k->outputs[0]);
+    int64_t rows = s->dims[0], c = s->dims[1], r, j;
+    for (r = 0; r < rows; r++) {
+        double mx = -HUGE_VAL, sum = 0;
+        for (j = 0; j < c; j++) { double v = dp__load_elem(x, t, r * c + j); if (v > mx) mx = v; }
+        for (j = 0; j < c; j++) sum += exp(dp__load_elem(x, t, r * c + j) - mx);
+        for (j = 0; j < c; j++) dp__store_elem(y, t, r * c + j, exp(dp__load_elem(x, t, r * c + j) - mx) / sum, k->req[0]);
+    }
+    return 0;
+}
+/* inputs (data, label, output); outputs (data's gradient, label's) */
+static int dp__kg_softmax_output(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t rows = s->dims[0], c = s->dims[1], r, j, label;
+    double scale = k->params->v[0].f / (k->params->v[1].i && rows ? (double)rows : 1.0);
+    for (r = 0; k->req[0] != DP_REQ_NULL && r < rows; r++) {
+        if (dp__label_at(k, k->inputs[1], r, c, &label)) return -1;
+        for (j = 0; j < c; j++)
+            dp__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, (dp__load_elem(dp_nd_data(k->inputs[2]), t, r * c + j) - (j == label)) * scale, k->req[0]);
+    }
+    for (r = 0; k->req[1] != DP_REQ_NULL && r < rows; r++) dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->outputs[1]), r, 0, k->req[1]);
+    return 0;
+}
+static int dp__infer_softmax_output_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                         dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)p; (void)nin; (void)nout; (void)msg; (void)cap;
+    os[0] = is[0]; ot[0] = it[0]; os[1] = is[1]; ot[1] = it[1];
+    return 0;
+}
+static void dp__register_softmax_output(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "SoftmaxOutput"; op.doc = "softmax of data (n, classes); its gradient is softmax - one_hot(label), whatever the head gradient";
+    op.num_inputs = 2; op.num_outputs = 1; op.params = dp__softmax_output_params; op.num_params = 2;
+    op.infer = dp__infer_softmax_output; op.forward_cpu = dp__k_softmax_output;
+    op.gradient = "_backward_SoftmaxOutput"; op.grad_needs = DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
+    dp__register(&op);
+    memset(&op, 0, sizeof op);
+    op.name = "_backward_SoftmaxOutput"; op.doc = "gradient of SoftmaxOutput: (data, label, output) -> (data's, label's)";
+    op.num_inputs = 3; op.num_outputs = 2; op.params = dp__softmax_output_params; op.num_params = 2;
+    op.infer = dp__infer_softmax_output_grad; op.forward_cpu = dp__kg_softmax_output;
+    dp__register(&op);
+}
+static char *dp__strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = (char *)malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+static dp__snode *dp__snode_ref(dp__snode *n) { dp__fetch_add(&n->refs, 1, DP__RELAXED); return n; }
+/* Drops one reference; frees the nodes nobody uses any more with a work
+   list (a long chain must not overflow the stack). */
+static void dp__snode_unref(dp__snode *n) {
+    dp__snode *todo;
+    if (!n || dp__fetch_add(&n->refs, -1, DP__ACQ_REL) != 1) return;
+    n->next_free = NULL;
+    for (todo = n; todo;) {
+        dp__snode *x = todo;
+        int i;
+        todo = x->next_free;
+        for (i = 0; i < x->nin; i++) {
+            dp__snode *c = x->in[i].node;
+            if (c && dp__fetch_add(&c->refs, -1, DP__ACQ_REL) == 1) { c->next_free = todo; todo = c; }
+        }
+        for (i = 0; i < x->nkw; i++) { free(x->keys[i]); free(x->vals[i]); }
+        free(x->keys); free(x->vals); free(x->in); free(x->name);
+        free(x);
+    }
+}
+static dp_symbol *dp__sym_new(int n) {
+    dp_symbol *s = (dp_symbol *)malloc(sizeof *s);
+    if (!s) return NULL;
+    s->out = (dp__sentry *)calloc((size_t)(n ? n : 1), sizeof *s->out);
+    if (!s->out) { free(s); return NULL; }
+    s->n = n;
+    dp__store(&s->refs, 1, DP__RELAXED);
+    return s;
+}
+static dp_result dp__sym_oom(const char *what) {
+    DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
+    return DP_ERROR_OUT_OF_MEMORY;
+}
+DP_IMPL dp_symbol *dp_sym_retain(dp_symbol *s) { if (s) dp__fetch_add(&s->refs, 1, DP__RELAXED); return s; }
+DP_IMPL void dp_sym_release(dp_symbol *s) {
+    int i;
+    if (!s || dp__fetch_add(&s->refs, -1, DP__ACQ_REL) != 1) return;
+    for (i = 0; i < s->n; i++) dp__snode_unref(s->out[i].node);
+    free(s->out);
+    free(s);
+}
+DP_IMPL int dp_sym_num_outputs(const dp_symbol *s) { return s ? s->n : 0; }
+static dp__snode *dp__snode_new(const char *name) {
+    dp__snode *n = (dp__snode *)calloc(1, sizeof *n);
+    if (!n) return NULL;
+    if ((n->name = dp__strdup(name)) == NULL) { free(n); return NULL; }
+    n->nout = 1;
+    dp__store(&n->refs, 1, DP__RELAXED);
+    return n;
+}
+DP_IMPL dp_result dp_sym_var(const char *name, dp_symbol **out) {
+    dp__snode *n;
+    if (out) *out = NULL;
+    if (!name || !name[0] || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_var: a name and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((n = dp__snode_new(name)) == NULL || (*out = dp__sym_new(1)) == NULL) { dp__snode_unref(n); return dp__sym_oom("dp_sym_var"); }
+    (*out)->out[0].node = n;
+    return DP_OK;
+}
+/* MXNet's operator names and parameters that differ from depeng's for the
+   same operation, translated when a node is made (from C or from JSON). */
+static const struct { const char *mxnet, *depeng; } dp__sym_aliases[] = {
+    {"elemwise_add", "add"}, {"_plus", "add"}, {"_Plus", "add"}, {"broadcast_add", "add"},
+    {"elemwise_sub", "sub"}, {"_minus", "sub"}, {"_Minus", "sub"}, {"broadcast_sub", "sub"},
+    {"elemwise_mul", "mul"}, {"_mul", "mul"}, {"_Mul", "mul"}, {"broadcast_mul", "mul"},
+    {"elemwise_div", "div"}, {"_div", "div"}, {"_Div", "div"}, {"broadcast_div", "div"},
+    {"_plus_scalar", "add_scalar"}, {"_minus_scalar", "sub_scalar"}, {"_mul_scalar", "mul_scalar"},
+    {"_div_scalar", "div_scalar"}, {"_rminus_scalar", "rsub_scalar"}, {"_rdiv_scalar", "rdiv_scalar"},
+    {"_power_scalar", "power_scalar"}, {"_rpower_scalar", "rpower_scalar"}, {"_maximum", "maximum"}, {"_minimum", "minimum"},
+    {"Concat", "concat"}, {"SoftmaxActivation", "softmax"}, {"_copy", "_copy"}, {"identity", "_copy"},
+    {"Reshape", "reshape"}, {"sum_axis", "sum"},
+};
+/* The keyword arguments of a node being made: translated, checked for
+   the operator, with "scalar" taken out for the scalar operators. */
+typedef struct dp__kw { int n; const char *keys[DP_MAX_PARAMS + 8]; const char *vals[DP_MAX_PARAMS + 8]; } dp__kw;
+static int dp__kw_false(const char *v) { return !strcmp(v, "0") || !strcmp(v, "False") || !strcmp(v, "false"); }
+static int dp__kw_true(const char *v) { return !strcmp(v, "1") || !strcmp(v, "True") || !strcmp(v, "true"); }
+/* Resolves op_name (MXNet's names too) to an operator and the keyword
+   arguments it takes; *scalar from "scalar". Logs naming the node. */
+static dp_result dp__sym_resolve(const char *op_name, const char *node, int nkw, const char *const *keys, const char *const *vals,
+                                 const dp_operator **op, dp__kw *kw, double *scalar, int *has_scalar) {
+    const char *name = op_name, *act = NULL;
+    int i;
+    size_t k;
+    kw->n = 0; *scalar = 0; *has_scalar = 0;
+    for (k = 0; k < sizeof dp__sym_aliases / sizeof dp__sym_aliases[0]; k++)
+        if (!strcmp(op_name, dp__sym_aliases[k].mxnet)) name = dp__sym_aliases[k].depeng;
+    if (!strcmp(op_name, "Flatten") || !strcmp(op_name, "flatten")) { name = "reshape"; kw->keys[kw->n] = "shape"; kw->vals[kw->n++] = "(0, -1)"; }
+    for (i = 0; i < nkw; i++) {
+        const char *key = keys[i], *v = vals[i];
+        if (!key || !v) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "symbol node '%s': NULL parameter name or value", node); return DP_ERROR_INVALID_ARGS; }
+        if (key[0] == '_' && key[1] == '_') continue;            /* MXNet's hints (__shape__, __lr_mult__, ...) */
+        if (!strcmp(op_name, "Activation") && !strcmp(key, "act_type")) { act = v; continue; }
+        if (!strcmp(name, "FullyConnected") && ((!strcmp(key, "no_bias") && dp__kw_false(v)) || (!strcmp(key, "flatten") && dp__kw_true(v)))) continue;
+        if (!strcmp(key, "scalar")) { *has_scalar = 1; *scalar = strtod(v, NULL); continue; }
+        if (kw->n == (int)(sizeof kw->keys / sizeof kw->keys[0])) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': too many parameters", node); return DP_ERROR_INVALID_ARGS; }
+        kw->keys[kw->n] = key; kw->vals[kw->n++] = v;
+    }
+    if (!strcmp(op_name, "Activation")) {
+        if (!act || (strcmp(act, "relu") && strcmp(act, "sigmoid") && strcmp(act, "tanh"))) {
+            DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': Activation needs act_type relu, sigmoid or tanh (got %s)", node, act ? act : "none");
+            return DP_ERROR_INVALID_ARGS;
+        }
+        name = act;
+    }
+    if ((*op = dp_op_find(name)) == NULL) {
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': unknown operator '%s'", node, op_name);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (*has_scalar && !(*op)->takes_scalar) {
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': operator '%s' takes no scalar", node, (*op)->name);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return DP_OK;
+}
+/* The name of input i of op, for a variable made for an input not given. */
+static const char *dp__sym_input_name(const dp_operator *op, int i) {
+    static const char *fc[3] = {"data", "weight", "bias"}, *loss[2] = {"data", "label"};
+    if (!strcmp(op->name, "FullyConnected") && i < 3) return fc[i];
+    if ((!strcmp(op->name, "SoftmaxOutput") || !strcmp(op->name, "softmax_cross_entropy")) && i < 2) return loss[i];
+    return NULL;
+}
+static dp__a32 dp__sym_counter;
+/* A node of op on the given input entries (entries with a NULL node get
+   a new variable each); the node has one reference for the caller. */
+static dp_result dp__sym_make_node(const char *op_name, const char *name, int nin, const dp__sentry *in, int nkw,
+                                   const char *const *keys, const char *const *vals, dp__snode **out) {
+    const dp_operator *op;
+    dp__kw kw;
+    dp__snode *n = NULL;
+    char auto_name[96], var_name[160];
+    int i, has_scalar, want, nout;
+    double scalar;
+    dp_result r;
+    *out = NULL;
+    if (!name) {
+        size_t k;
+        snprintf(auto_name, sizeof auto_name, "%s%d", op_name, (int)dp__fetch_add(&dp__sym_counter, 1, DP__RELAXED));
+        for (k = 0; auto_name[k]; k++) if (auto_name[k] >= 'A' && auto_name[k] <= 'Z') auto_name[k] = (char)(auto_name[k] - 'A' + 'a');
+        name = auto_name;
+    }
+    if ((r = dp__sym_resolve(op_name, name, nkw, keys, vals, &op, &kw, &scalar, &has_scalar)) != DP_OK) return r;
+    if ((n = dp__snode_new(name)) == NULL) return dp__sym_oom("symbol node");
+    n->op = op; n->scalar = scalar;
+    if ((r = dp_op_parse_params(NULL, op, kw.n, kw.keys, kw.vals, &n->params)) != DP_OK) {
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': bad parameters for '%s' (see above)", name, op->name);
+        goto fail;
+    }
+    want = dp__arity(op, &n->params, op->num_inputs); nout = dp__arity(op, &n->params, op->num_outputs);
+    if (nin != want || want < 0 || nout < 1) {
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': operator '%s' takes %d inputs, %d given", name, op->name, want, nin);
+        r = DP_ERROR_INVALID_ARGS;
+        goto fail;
+    }
+    n->nout = nout; n->nin = nin; n->nkw = kw.n + has_scalar;
+    n->in = (dp__sentry *)calloc((size_t)(nin ? nin : 1), sizeof *n->in);
+    n->keys = (char **)calloc((size_t)(n->nkw ? n->nkw : 1), sizeof *n->keys);
+    n->vals = (char **)calloc((size_t)(n->nkw ? n->nkw : 1), sizeof *n->vals);
+    if (!n->in || !n->keys || !n->vals) goto oom;
+    for (i = 0; i < kw.n; i++) {
+        n->keys[i] = dp__strdup(kw.keys[i]); n->vals[i] = dp__strdup(kw.vals[i]);
+        if (!n->keys[i] || !n->vals[i]) goto oom;
+    }
+    if (has_scalar) {
+        char buf[40];
+        snprintf(buf, sizeof buf, "%.17g", scalar);
+        n->keys[kw.n] = dp__strdup("scalar"); n->vals[kw.n] = dp__strdup(buf);
+        if (!n->keys[kw.n] || !n->vals[kw.n]) goto oom;
+    }
+    for (i = 0; i < nin; i++) {
+        if (in[i].node) {
+            if (in[i].index < 0 || in[i].index >= in[i].node->nout) {
+                DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': input %d names output %d of '%s', which has %d", name, i,
+                        in[i].index, in[i].node->name, in[i].node->nout);
+                r = DP_ERROR_INVALID_ARGS;
+                goto fail;
+            }
+            n->in[i].node = dp__snode_ref(in[i].node); n->in[i].index = in[i].index;
+            continue;
+        }
+        if (dp__sym_input_name(op, i)) snprintf(var_name, sizeof var_name, "%s_%s", name, dp__sym_input_name(op, i));
+        else snprintf(var_name, sizeof var_name, "%s_arg%d", name, i);
+        if ((n->in[i].node = dp__snode_new(var_name)) == NULL) goto oom;
+    }
+    *out = n;
+    return DP_OK;
+oom:
+    r = dp__sym_oom("symbol node");
+fail:
+    dp__snode_unref(n);
+    return r;
+}
+DP_IMPL dp_result dp_sym_op(const char *op_name, const char *name, int num_inputs, dp_symbol *const *inputs, int num_kwargs,
+                            const char *const *keys, const char *const *values, dp_symbol **out) {
+    dp__sentry in[DP__MAX_OP_ARRAYS];
+    dp__snode *n;
+    dp_result r;
+    int i;
+    if (out) *out = NULL;
+    if (!op_name || !out || num_inputs < 0 || num_inputs > DP__MAX_OP_ARRAYS || (num_inputs && !inputs) || num_kwargs < 0
+        || (num_kwargs && (!keys || !values))) {
+        DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_op '%s': an operator name, out, 0..%d inputs and the keyword arrays are needed",
+                op_name ? op_name : "(null)", DP__MAX_OP_ARRAYS);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < num_inputs; i++) {
+        in[i].node = NULL; in[i].index = 0;
+        if (!inputs[i]) continue;
+        if (inputs[i]->n != 1) {
+            DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': input %d is a symbol of %d outputs; pick one with dp_sym_output",
+                    name ? name : op_name, i, inputs[i]->n);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        in[i] = inputs[i]->out[0];
+    }
+    if ((r = dp__sym_make_node(op_name, name, num_inputs, in, num_kwargs, keys, values, &n)) != DP_OK) return r;
+    if ((*out = dp__sym_new(n->nout)) == NULL) { dp__snode_unref(n); return dp__sym_oom("dp_sym_op"); }
+    for (i = 0; i < n->nout; i++) { (*out)->out[i].node = i ? dp__snode_ref(n) : n; (*out)->out[i].index = i; }
+    return DP_OK;
+}
+DP_IMPL dp_result dp_sym_output(const dp_symbol *s, int index, dp_symbol **out) {
+    if (out) *out = NULL;
+    if (!s || !out || index < 0 || index >= s->n) {
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_sym_output: output %d of a symbol with %d", index, s ? s->n : 0);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((*out = dp__sym_new(1)) == NULL) return dp__sym_oom("dp_sym_output");
+    (*out)->out[0].node = dp__snode_ref(s->out[index].node); (*out)->out[0].index = s->out[index].index;
+    return DP_OK;
+}
+DP_IMPL dp_result dp_sym_group(int num, dp_symbol *const *syms, dp_symbol **out) {
+    int i, j, total = 0;
+    if (out) *out = NULL;
+    for (i = 0; syms && i < num; i++) if (syms[i]) total += syms[i]->n;
+    if (!out || num < 1 || !syms || total < 1) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_group: symbols and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    for (i = 0; i < num; i++) if (!syms[i]) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_group: symbol %d is NULL", i); return DP_ERROR_INVALID_ARGS; }
+    if ((*out = dp__sym_new(total)) == NULL) return dp__sym_oom("dp_sym_group");
+    total = 0;
+    for (i = 0; i < num; i++)
+        for (j = 0; j < syms[i]->n; j++) { (*out)->out[total].node = dp__snode_ref(syms[i]->out[j].node); (*out)->out[total++].index = syms[i]->out[j].index; }
+    return DP_OK;
+}
+
+/* >>graph passes --------------------------------------------------------------
+   A symbol's nodes in execution order (inputs before the nodes that read
+   them, in the order of a depth-first walk from the outputs, as MXNet
+   lists them), each output of each node one entry. Node lookups go
+   through a small pointer map, so a pass never writes into the shared
+   nodes and symbols can be used from several threads at once. */
+typedef struct dp__ptrmap { size_t cap, count; const void **keys; int *vals; } dp__ptrmap;
+static size_t dp__ptr_hash(const void *p, size_t cap) {
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 17) & (cap - 1);
+}
+static int dp__ptrmap_get(const dp__ptrmap *m, const void *key) {
+    size_t i;
+    if (!m->cap) return -1;
+    for (i = dp__ptr_hash(key, m->cap); m->keys[i]; i = (i + 1) & (m->cap - 1)) if (m->keys[i] == key) return m->vals[i];
+    return -1;
+}
+static void dp__ptrmap_free(dp__ptrmap *m) { free(m->keys); free(m->vals); memset(m, 0, sizeof *m); }
+/* 0, or -1 out of memory */
+static int dp__ptrmap_put(dp__ptrmap *m, const void *key, int val) {
+    size_t i;
+    if (2 * (m->count + 1) > m->cap) {
+        dp__ptrmap g;
+        size_t k;
+        g.cap = m->cap ? 2 * m->cap : 64; g.count = 0;
+        g.keys = (const void **)calloc(g.cap, sizeof *g.keys); g.vals = (int *)calloc(g.cap, sizeof *g.vals);
+        if (!g.keys || !g.vals) { free(g.keys); free(g.vals); return -1; }
+        for (k = 0; k < m->cap; k++) if (m->keys[k]) dp__ptrmap_put(&g, m->keys[k], m->vals[k]);
+        dp__ptrmap_free(m);
+        *m = g;
+    }
+    for (i = dp__ptr_hash(key, m->cap); m->keys[i]; i = (i + 1) & (m->cap - 1))
+        if (m->keys[i] == key) { m->vals[i] = val; return 0; }
+    m->keys[i] = key; m->vals[i] = val; m->count++;
+    return 0;
+}
+typedef struct dp__graph {
+    int n, nentries, narg;
+    dp__snode **node;           /* execution order */
+    int *entry0;                /* per node: the entry of its output 0 */
+    int *arg;                   /* the variable nodes, in order */
+    dp__ptrmap map;             /* node -> its place */
+} dp__graph;
+static void dp__graph_free(dp__graph *g) {
+    free(g->node); free(g->entry0); free(g->arg);
+    dp__ptrmap_free(&g->map);
+    memset(g, 0, sizeof *g);
+}
+static int dp__graph_entry(const dp__graph *g, const dp__sentry *e) { return g->entry0[dp__ptrmap_get(&g->map, e->node)] + e->index; }
+/* The nodes of s in execution order: an explicit-stack depth-first walk. */
+static dp_result dp__graph_build(const dp_symbol *s, dp__graph *g) {
+    struct frame { dp__snode *n; int next; } *stack = NULL;
+    size_t nstack = 0, capstack = 0, capnode = 0;
+    int i;
+    memset(g, 0, sizeof *g);
+    for (i = 0; i < s->n; i++) {
+        dp__snode *root = s->out[i].node;
+        if (dp__ptrmap_get(&g->map, root) != -1) continue;
+        if (dp__reserve(NULL, &stack, &capstack, nstack, sizeof *stack, 64) || dp__ptrmap_put(&g->map, root, -2)) goto oom;
+        stack[nstack].n = root; stack[nstack].next = 0; nstack++;
+        while (nstack) {
+            struct frame *f = &stack[nstack - 1];
+            if (f->next < f->n->nin) {
+                dp__snode *c = f->n->in[f->next++].node;
+                if (dp__ptrmap_get(&g->map, c) != -1) continue;
+                if (dp__reserve(NULL, &stack, &capstack, nstack, sizeof *stack, 64) || dp__ptrmap_put(&g->map, c, -2)) goto oom;
+                stack[nstack].n = c; stack[nstack].next = 0; nstack++;
+                continue;
+            }
+            if (dp__reserve(NULL, &g->node, &capnode, (size_t)g->n, sizeof *g->node, 64) || dp__ptrmap_put(&g->map, f->n, g->n)) goto oom;
+            g->node[g->n++] = f->n;
+            nstack--;
+        }
+    }
+    free(stack); stack = NULL;
+    g->entry0 = (int *)malloc((size_t)(g->n ? g->n : 1) * sizeof *g->entry0);
+    g->arg = (int *)malloc((size_t)(g->n ? g->n : 1) * sizeof *g->arg);
+    if (!g->entry0 || !g->arg) goto oom;
+    for (i = 0; i < g->n; i++) {
+        g->entry0[i] = g->nentries;
+        g->nentries += g->node[i]->nout;
+        if (!g->node[i]->op) g->arg[g->narg++] = i;
+    }
+    return DP_OK;
+oom:
+    free(stack);
+    dp__graph_free(g);
+    return dp__sym_oom("symbol graph");
+}
+DP_IMPL int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap) {
+    dp__graph g;
+    int i, n;
+    if (!s || dp__graph_build(s, &g) != DP_OK) return -1;
+    for (i = 0; names && i < cap && i < g.narg; i++) names[i] = g.node[g.arg[i]]->name;
+    n = g.narg;
+    dp__graph_free(&g);
+    return n;
+}
+DP_IMPL const char *dp_sym_name(const dp_symbol *s) { return s && s->n == 1 ? s->out[0].node->name : NULL; }
+
+/* Shape inference, backward: the shapes an operator can tell its unknown
+   inputs from what is known (a FullyConnected's weight and bias from the
+   data and num_hidden, a loss's label from the data, an element-wise
+   operand from the other). Sets known[] for what it fills; returns how
+   many it filled. */
+static int dp__infer_backward(const dp__snode *x, dp_shape *is, dp_dtype *it, unsigned char *known) {
+    const char *nm = x->op->name;
+    int filled = 0, i;
+    if (!strcmp(nm, "FullyConnected") && known[0] && is[0].ndim == 2) {
+        dp_shape w, b;
+        memset(&w, 0, sizeof w); memset(&b, 0, sizeof b);
+        w.ndim = 2; w.dims[0] = x->params.v[0].i; w.dims[1] = is[0].dims[1];
+        b.ndim = 1; b.dims[0] = x->params.v[0].i;
+        if (!known[1]) { is[1] = w; it[1] = it[0]; known[1] = 1; filled++; }
+        if (!known[2]) { is[2] = b; it[2] = it[0]; known[2] = 1; filled++; }
+    } else if ((!strcmp(nm, "softmax_cross_entropy") || !strcmp(nm, "SoftmaxOutput")) && known[0] && !known[1] && is[0].ndim >= 1) {
+        memset(&is[1], 0, sizeof is[1]);
+        is[1].ndim = 1; is[1].dims[0] = is[0].dims[0]; it[1] = it[0]; known[1] = 1; filled++;
+    } else if (x->nin == 2 && x->op->infer == dp__infer_broadcast) {
+        for (i = 0; i < 2; i++) if (known[i] && !known[1 - i]) { is[1 - i] = is[i]; it[1 - i] = it[i]; known[1 - i] = 1; filled++; }
+    }
+    return filled;
+}
+/* Shapes and dtypes of every entry of g from those known[] already (the
+   arguments given), forward through each operator's inference and
+   backward where an operator can, until nothing changes. */
+static dp_result dp__graph_infer(const dp__graph *g, dp_shape *shape, dp_dtype *dtype, unsigned char *known) {
+    dp_shape is[DP__MAX_OP_ARRAYS], os[DP__MAX_OP_ARRAYS];
+    dp_dtype it[DP__MAX_OP_ARRAYS], ot[DP__MAX_OP_ARRAYS];
+    unsigned char ik[DP__MAX_OP_ARRAYS];
+    char msg[256], s1[160], s2[160];
+    int changed = 1, i, j;
+    while (changed) {
+        changed = 0;
+        for (i = 0; i < g->n; i++) {
+            const dp__snode *x = g->node[i];
+            int all = 1, e0 = g->entry0[i];
+            if (!x->op) continue;
+            for (j = 0; j < x->nin; j++) {
+                int e = dp__graph_entry(g, &x->in[j]);
+                is[j] = shape[e]; it[j] = dtype[e]; ik[j] = known[e];
+                all &= known[e];
+            }
+            if (!all && dp__infer_backward(x, is, it, ik)) {
+                for (j = 0; j < x->nin; j++) {
+                    int e = dp__graph_entry(g, &x->in[j]);
+                    if (!known[e] && ik[j]) { shape[e] = is[j]; dtype[e] = it[j]; known[e] = 1; changed = 1; }
+                }
+                all = 1;
+                for (j = 0; j < x->nin; j++) all &= ik[j];
+            }
+            if (!all || known[e0]) continue;
+            msg[0] = 0;
+            if (x->op->infer) {
+                if (x->op->infer(&x->params, x->nin, is, it, x->nout, os, ot, msg, sizeof msg)) {
+                    DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): %s", x->name, x->op->name, msg[0] ? msg : "its input shapes do not fit");
+                    return DP_ERROR_INVALID_ARGS;
+                }
+            } else {
+                if (!x->nin) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): no inputs and no inference", x->name, x->op->name); return DP_ERROR_INVALID_ARGS; }
+                for (j = 0; j < x->nout; j++) { os[j] = is[0]; ot[j] = it[0]; }
+                for (j = 1; j < x->nin; j++)
+                    if (is[j].ndim != is[0].ndim || memcmp(is[j].dims, is[0].dims, sizeof(int64_t) * (size_t)is[0].ndim) != 0 || it[j] != it[0]) {
+                        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): input %d is %s %s, input 0 %s %s", x->name, x->op->name, j,
+                                dp_dtype_name(it[j]), dp__shape_str(&is[j], s1, sizeof s1), dp_dtype_name(it[0]), dp__shape_str(&is[0], s2, sizeof s2));
+                        return DP_ERROR_INVALID_ARGS;
+                    }
+            }
+            for (j = 0; j < x->nout; j++) { shape[e0 + j] = os[j]; dtype[e0 + j] = ot[j]; known[e0 + j] = 1; }
+            changed = 1;
+        }
+    }
+    for (i = 0; i < g->n; i++) {
+        const dp__snode *x = g->node[i];
+        for (j = 0; x->op && j < x->nin; j++)
+            if (!known[dp__graph_entry(g, &x->in[j])]) {
+                DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): input %d ('%s') has no known shape; give it", x->name,
+                        x->op->name, j, x->in[j].node->name);
+                return DP_ERROR_INVALID_ARGS;
+            }
+    }
+    return DP_OK;
+}
+/* The entries' shapes for given argument shapes (by name); fills what the
+   caller asked for. */
+static dp_result dp__sym_infer_entries(const dp__graph *g, int num, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
+                                       dp_shape **shape, dp_dtype **dtype, unsigned char **known) {
+    int i, j;
+    dp_result r;
+    *shape = (dp_shape *)calloc((size_t)(g->nentries ? g->nentries : 1), sizeof **shape);
+    *dtype = (dp_dtype *)calloc((size_t)(g->nentries ? g->nentries : 1), sizeof **dtype);
+    *known = (unsigned char *)calloc((size_t)(g->nentries ? g->nentries : 1), 1);
+    if (!*shape || !*dtype || !*known) return dp__sym_oom("shape inference");
+    for (i = 0; i < num; i++) {
+        for (j = 0; j < g->narg && (!names[i] || strcmp(names[i], g->node[g->arg[j]]->name) != 0); j++) {}
+        if (j == g->narg) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: '%s' is not an argument of the symbol", names[i] ? names[i] : "(null)"); return DP_ERROR_INVALID_ARGS; }
+        j = g->entry0[g->arg[j]];
+        (*shape)[j] = shapes[i]; (*dtype)[j] = dtypes ? dtypes[i] : DP_FLOAT32; (*known)[j] = 1;
+    }
+    if ((r = dp__graph_infer(g, *shape, *dtype, *known)) != DP_OK) return r;
+    for (i = 0; i < g->narg; i++)
+        if (!(*known)[g->entry0[g->arg[i]]]) {
+            DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: argument '%s' reaches no operator that tells its shape; give it", g->node[g->arg[i]]->name);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    return DP_OK;
+}
+DP_IMPL dp_result dp_sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
+                               dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes) {
+    dp__graph g;
+    dp_shape *shape = NULL;
+    dp_dtype *dtype = NULL;
+    unsigned char *known = NULL;
+    dp_result r;
+    int i;
+    if (!s || num_known < 0 || (num_known && (!names || !shapes))) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_infer: a symbol and the known names and shapes are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp__graph_build(s, &g)) != DP_OK) return r;
+    if ((r = dp__sym_infer_entries(&g, num_known, names, shapes, dtypes, &shape, &dtype, &known)) == DP_OK) {
+        for (i = 0; i < g.narg; i++) {
+            if (arg_shapes) arg_shapes[i] = shape[g.entry0[g.arg[i]]];
+            if (arg_dtypes) arg_dtypes[i] = dtype[g.entry0[g.arg[i]]];
+        }
+        for (i = 0; i < s->n; i++) {
+            int e = dp__graph_entry(&g, &s->out[i]);
+            if (out_shapes) out_shapes[i] = shape[e];
+            if (out_dtypes) out_dtypes[i] = dtype[e];
+        }
+    }
+    free(shape); free(dtype); free(known);
+    dp__graph_free(&g);
+    return r;
+}
+
+/* >>symbol JSON and DOT -----------------------------------------------------------
+   MXNet's symbol file: the nodes in execution order, each input an entry
+   [node, output, version]; arg_nodes lists the variables, node_row_ptr
+   where each node's entries start, heads the outputs. Reading is a small
+   JSON parser into a tree (depth limited), then the nodes are made in
+   order, each from nodes made before it. */
+static void dp__json_str(FILE *out, const char *s) {
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c < 0x20) fprintf(out, "\\u%04x", c);
+        else fputc(c, out);
+    }
+    fputc('"', out);
+}
+DP_IMPL dp_result dp_sym_save_json(const dp_symbol *s, FILE *out) {
+    dp__graph g;
+    dp_result r;
+    int i, j, k;
+    if (!s || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_save_json: a symbol and a stream are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp__graph_build(s, &g)) != DP_OK) return r;
+    fprintf(out, "{\n  \"nodes\": [");
+    for (i = 0; i < g.n; i++) {
+        const dp__snode *x = g.node[i];
+        fprintf(out, "%s\n    {\n      \"op\": ", i ? "," : "");
+        dp__json_str(out, x->op ? x->op->name : "null");
+        fprintf(out, ",\n      \"name\": ");
+        dp__json_str(out, x->name);
+        if (x->nkw) {
+            fprintf(out, ",\n      \"attrs\": {");
+            for (k = 0; k < x->nkw; k++) {
+                fprintf(out, "%s\n        ", k ? "," : "");
+                dp__json_str(out, x->keys[k]); fprintf(out, ": "); dp__json_str(out, x->vals[k]);
+            }
+            fprintf(out, "\n      }");
+        }
+        fprintf(out, ",\n      \"inputs\": [");
+        for (j = 0; j < x->nin; j++) fprintf(out, "%s[%d, %d, 0]", j ? ", " : "", dp__ptrmap_get(&g.map, x->in[j].node), x->in[j].index);
+        fprintf(out, "]\n    }");
+    }
+    fprintf(out, "\n  ],\n  \"arg_nodes\": [");
+    for (i = 0; i < g.narg; i++) fprintf(out, "%s%d", i ? ", " : "", g.arg[i]);
+    fprintf(out, "],\n  \"node_row_ptr\": [");
+    for (i = 0; i <= g.n; i++) fprintf(out, "%s%d", i ? ", " : "", i < g.n ? g.entry0[i] : g.nentries);
+    fprintf(out, "],\n  \"heads\": [");
+    for (i = 0; i < s->n; i++) fprintf(out, "%s[%d, %d, 0]", i ? ", " : "", dp__ptrmap_get(&g.map, s->out[i].node), s->out[i].index);
+    fprintf(out, "],\n  \"attrs\": {\"mxnet_version\": [\"int\", 10600]}\n}\n");
+    dp__graph_free(&g);
+    return dp__stream_result(NULL, out, "dp_sym_save_json");
+}
+DP_IMPL dp_result dp_sym_save(const dp_symbol *s, const char *path) {
+    FILE *f;
+    dp_result r;
+    if (!s || !path) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_save: a symbol and a path are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((f = fopen(path, "wb")) == NULL) { DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_save: cannot open '%s' for writing", path); return DP_ERROR_IO; }
+    r = dp_sym_save_json(s, f);
+    if (fclose(f) != 0 && r == DP_OK) { DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_save: writing '%s' failed", path); r = DP_ERROR_IO; }
+    return r;
+}
+/* A parsed JSON value. Strings are decoded (escapes; \u as UTF-8); a
+   number keeps its text too, since MXNet's attrs are strings but some
+   writers put numbers there. */
+enum { DP__J_NULL, DP__J_BOOL, DP__J_NUM, DP__J_STR, DP__J_ARR, DP__J_OBJ };
+typedef struct dp__jval {
+    int type;
+    double num;
+    char *str;                   /* STR, NUM (its text), an object member's value's key in keys */
+    int n;
+    struct dp__jval *items;      /* ARR, OBJ */
+    char **keys;                 /* OBJ */
+} dp__jval;
+typedef struct dp__jparse { const char *p; const char *start; char err[128]; } dp__jparse;
+static void dp__jfree(dp__jval *v) {
+    int i;
+    for (i = 0; i < v->n; i++) { dp__jfree(&v->items[i]); if (v->keys) free(v->keys[i]); }
+    free(v->items); free(v->keys); free(v->str);
+    memset(v, 0, sizeof *v);
+}
+static void dp__jskip(dp__jparse *ps) { while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r') ps->p++; }
+static int dp__jfail(dp__jparse *ps, const char *why) {
+    if (!ps->err[0]) snprintf(ps->err, sizeof ps->err, "%s at byte %ld", why, (long)(ps->p - ps->start));
+    return -1;
+}
+static int dp__jhex(const char *p, unsigned *out) {
+    int i;
+    *out = 0;
+    for (i = 0; i < 4; i++) {
+        char c = p[i];
+        *out <<= 4;
+        if (c >= '0' && c <= '9') *out |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') *out |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') *out |= (unsigned)(c - 'A' + 10);
+        else return -1;
+    }
+    return 0;
+}
+static int dp__jstring(dp__jparse *ps, char **out) {
+    const char *q = ++ps->p;
+    size_t cap = 0, n = 0;
+    char *s;
+    while (*q && *q != '"') { if (*q == '\\' && q[1]) q++; q++; cap++; }
+    if (*q != '"') return dp__jfail(ps, "unterminated string");
+    if ((s = (char *)malloc(cap * 3 + 1)) == NULL) return dp__jfail(ps, "out of memory");
+    while (*ps->p != '"') {
+        char c = *ps->p++;
+        if (c != '\\') { s[n++] = c; continue; }
+        c = *ps->p++;
+        switch (c) {
+        case 'n': s[n++] = '\n'; break;
+        case 't': s[n++] = '\t'; break;
+        case 'r': s[n++] = '\r'; break;
+        case 'b': s[n++] = '\b'; break;
+        case 'f': s[n++] = '\f'; break;
+        case 'u': {
+            unsigned u;
+            if (dp__jhex(ps->p, &u)) { free(s); return dp__jfail(ps, "bad \\u escape"); }
+            ps->p += 4;
+            if (u < 0x80) s[n++] = (char)u;
+            else if (u < 0x800) { s[n++] = (char)(0xC0 | (u >> 6)); s[n++] = (char)(0x80 | (u & 0x3F)); }
+            else { s[n++] = (char)(0xE0 | (u >> 12)); s[n++] = (char)(0x80 | ((u >> 6) & 0x3F)); s[n++] = (char)(0x80 | (u & 0x3F)); }
+            break;
+        }
+        default: s[n++] = c; break;
+        }
+    }
+    ps->p++;
+    s[n] = 0;
+    if (memchr(s, 0, n)) { free(s); return dp__jfail(ps, "a NUL in a string"); }
+    *out = s;
+    return 0;
+}
+static int dp__jvalue(dp__jparse *ps, dp__jval *v, int depth);
+/* the items of an array or object, up to close */
+static int dp__jitems(dp__jparse *ps, dp__jval *v, int depth, char close) {
+    size_t cap = 0;
+    ps->p++;
+    dp__jskip(ps);
+    if (*ps->p == close) { ps->p++; return 0; }
+    for (;;) {
+        char *key = NULL;
+        dp__jskip(ps);
+        if (close == '}') {
+            if (*ps->p != '"' || dp__jstring(ps, &key)) return dp__jfail(ps, "expected a member name");
+            dp__jskip(ps);
+            if (*ps->p != ':') { free(key); return dp__jfail(ps, "expected ':'"); }
+            ps->p++;
+        }
+        if ((size_t)v->n == cap) {
+            size_t nc = cap ? cap * 2 : 8;
+            dp__jval *items = (dp__jval *)realloc(v->items, nc * sizeof *items);
+            char **keys = close == '}' ? (char **)realloc(v->keys, nc * sizeof *keys) : NULL;
+            if (items) v->items = items;
+            if (keys) v->keys = keys;
+            if (!items || (close == '}' && !keys)) { free(key); return dp__jfail(ps, "out of memory"); }
+            cap = nc;
+        }
+        memset(&v->items[v->n], 0, sizeof v->items[v->n]);
+        if (v->keys) v->keys[v->n] = key;
+        v->n++;
+        if (dp__jvalue(ps, &v->items[v->n - 1], depth + 1)) return -1;
+        dp__jskip(ps);
+        if (*ps->p == ',') { ps->p++; continue; }
+        if (*ps->p == close) { ps->p++; return 0; }
+        return dp__jfail(ps, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+static int dp__jvalue(dp__jparse *ps, dp__jval *v, int depth) {
+    dp__jskip(ps);
+    if (depth > 64) return dp__jfail(ps, "nested too deeply");
+    switch (*ps->p) {
+    case '{': v->type = DP__J_OBJ; return dp__jitems(ps, v, depth, '}');
+    case '[': v->type = DP__J_ARR; return dp__jitems(ps, v, depth, ']');
+    case '"': v->type = DP__J_STR; return dp__jstring(ps, &v->str);
+    default: break;
+    }
+    if (!strncmp(ps->p, "true", 4) || !strncmp(ps->p, "null", 4)) { v->type = ps->p[0] == 't' ? DP__J_BOOL : DP__J_NULL; v->num = 1; ps->p += 4; return 0; }
+    if (!strncmp(ps->p, "false", 5)) { v->type = DP__J_BOOL; ps->p += 5; return 0; }
+    if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9')) {
+        char *end;
+        size_t len;
+        v->type = DP__J_NUM;
+        v->num = strtod(ps->p, &end);
+        if (end == ps->p) return dp__jfail(ps, "bad number");
+        len = (size_t)(end - ps->p);
+        if ((v->str = (char *)malloc(len + 1)) == NULL) return dp__jfail(ps, "out of memory");
+        memcpy(v->str, ps->p, len); v->str[len] = 0;
+        ps->p = end;
+        return 0;
+    }
+    return dp__jfail(ps, "unexpected character");
+}
+static const dp__jval *dp__jget(const dp__jval *obj, const char *key) {
+    int i;
+    if (!obj || obj->type != DP__J_OBJ) return NULL;
+    for (i = 0; i < obj->n; i++) if (!strcmp(obj->keys[i], key)) return &obj->items[i];
+    return NULL;
+}
+/* an entry [node, output(, version)] of a node made before `before` */
+static int dp__jentry(const dp__jval *v, int before, dp__snode **made, dp__sentry *out) {
+    int node, index;
+    if (!v || v->type != DP__J_ARR || v->n < 2 || v->n > 3 || v->items[0].type != DP__J_NUM || v->items[1].type != DP__J_NUM) return -1;
+    if (!(v->items[0].num >= 0 && v->items[0].num < (double)before) || !(v->items[1].num >= 0 && v->items[1].num < DP__MAX_OP_ARRAYS))
+        return -1;                                     /* before the casts: a huge or NaN double has no int */
+    node = (int)v->items[0].num; index = (int)v->items[1].num;
+    if ((double)node != v->items[0].num || (double)index != v->items[1].num || index >= made[node]->nout) return -1;
+    out->node = made[node]; out->index = index;
+    return 0;
+}
+static dp_result dp__jformat(const char *why, int node) {
+    if (node >= 0) DP__LOG(NULL, DP_LOG_ERROR, FORMAT, "symbol JSON: node %d: %s", node, why);
+    else DP__LOG(NULL, DP_LOG_ERROR, FORMAT, "symbol JSON: %s", why);
+    return DP_ERROR_FORMAT;
+}
+/* The symbol of a parsed file. */
+static dp_result dp__sym_from_json(const dp__jval *root, dp_symbol **out) {
+    const dp__jval *nodes = dp__jget(root, "nodes"), *heads = dp__jget(root, "heads");
+    dp__snode **made;
+    dp_result r = DP_OK;
+    int i, j, nmade = 0;
+    if (!nodes || nodes->type != DP__J_ARR || !heads || heads->type != DP__J_ARR || heads->n < 1)
+        return dp__jformat("an object with the arrays \"nodes\" and \"heads\" is needed", -1);
+    if ((made = (dp__snode **)calloc((size_t)(nodes->n ? nodes->n : 1), sizeof *made)) == NULL) return dp__sym_oom("dp_sym_load_json");
+    for (i = 0; i < nodes->n && r == DP_OK; i++) {
+        const dp__jval *x = &nodes->items[i], *op = dp__jget(x, "op"), *name = dp__jget(x, "name"), *in = dp__jget(x, "inputs");
+        const dp__jval *attrs = dp__jget(x, "attrs");
+        dp__sentry ent[DP__MAX_OP_ARRAYS];
+        const char *keys[DP_MAX_PARAMS + 8], *vals[DP_MAX_PARAMS + 8];
+        int nkw = 0;
+        if (!attrs) attrs = dp__jget(x, "param");
+        if (!attrs) attrs = dp__jget(x, "attr");
+        if (!op || op->type != DP__J_STR || !name || name->type != DP__J_STR || !name->str[0] || (in && in->type != DP__J_ARR)
+            || (attrs && attrs->type != DP__J_OBJ)) { r = dp__jformat("each node needs \"op\" and \"name\" strings, \"inputs\" an array, \"attrs\" an object", i); break; }
+        if (!strcmp(op->str, "null")) {
+            if ((made[i] = dp__snode_new(name->str)) == NULL) { r = dp__sym_oom("dp_sym_load_json"); break; }
+            nmade++;
+            continue;
+        }
+        if (in && in->n > DP__MAX_OP_ARRAYS) { r = dp__jformat("too many inputs", i); break; }
+        for (j = 0; in && j < in->n; j++)
+            if (dp__jentry(&in->items[j], i, made, &ent[j])) { r = dp__jformat("an input is not [node, output, version] of an earlier node", i); break; }
+        if (r != DP_OK) break;
+        for (j = 0; attrs && j < attrs->n; j++) {
+            const dp__jval *v = &attrs->items[j];
+            if (v->type != DP__J_STR && v->type != DP__J_NUM) continue;     /* MXNet's nested hints */
+            if (nkw == (int)(sizeof keys / sizeof keys[0])) { r = dp__jformat("too many attributes", i); break; }
+            keys[nkw] = attrs->keys[j]; vals[nkw++] = v->str;
+        }
+        if (r != DP_OK) break;
+        r = dp__sym_make_node(op->str, name->str, in ? in->n : 0, ent, nkw, keys, vals, &made[i]);
+        if (r == DP_OK) nmade++;
+    }
+    if (r == DP_OK && (*out = dp__sym_new(heads->n)) == NULL) r = dp__sym_oom("dp_sym_load_json");
+    for (i = 0; r == DP_OK && i < heads->n; i++) {
+        if (dp__jentry(&heads->items[i], nodes->n, made, &(*out)->out[i])) {
+            r = dp__jformat("a head is not [node, output, version] of a node", -1);
+            (*out)->n = i;
+            dp_sym_release(*out);
+            *out = NULL;
+            break;
+        }
+        dp__snode_ref((*out)->out[i].node);
+    }
+    for (i = 0; i < nmade; i++) dp__snode_unref(made[i]);
+    free(made);
+    return r;
+}
+DP_IMPL dp_result dp_sym_load_json(const char *json, dp_symbol **out) {
+    dp__jparse ps;
+    dp__jval root;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!json || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_load_json: the text and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    memset(&ps, 0, sizeof ps);
+    memset(&root, 0, sizeof root);
+    ps.p = ps.start = json;
+    if (dp__jvalue(&ps, &root, 0) == 0) { dp__jskip(&ps); if (*ps.p) dp__jfail(&ps, "text after the end"); }
+    if (ps.err[0]) r = dp__jformat(ps.err, -1);
+    else r = dp__sym_from_json(&root, out);
+    dp__jfree(&root);
+    return r;
+}
+DP_IMPL dp_result dp_sym_load(const char *path, dp_symbol **out) {
+    FILE *f;
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!path || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_load: a path and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((f = fopen(path, "rb")) == NULL) { DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_load: cannot open '%s'", path); return DP_ERROR_IO; }
+    for (;;) {
+        size_t got;
+        if (n + 4096 + 1 > cap) {
+            char *t = (char *)realloc(text, cap = (cap ? cap * 2 : 8192));
+            if (!t) { free(text); fclose(f); return dp__sym_oom("dp_sym_load"); }
+            text = t;
+        }
+        got = fread(text + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) { free(text); fclose(f); DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_load: reading '%s' failed (a directory?)", path); return DP_ERROR_IO; }
+    fclose(f);
+    text[n] = 0;
+    if (memchr(text, 0, n)) { free(text); return dp__jformat("a NUL byte in the file", -1); }
+    r = dp_sym_load_json(text, out);
+    free(text);
+    return r;
+}
+static void dp__dot_label(FILE *out, const char *s) {
+    for (; *s; s++) { if (*s == '"' || *s == '\\') fputc('\\', out); fputc(*s, out); }
+}
+DP_IMPL dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out) {
+    dp__graph g;
+    dp_result r;
+    int i, j;
+    if (!s || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_write_dot: a symbol and a stream are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp__graph_build(s, &g)) != DP_OK) return r;
+    fprintf(out, "digraph symbol {\n  rankdir=BT;\n  node [fontname=\"Helvetica\", fontsize=10];\n");
+    for (i = 0; i < g.n; i++) {
+        const dp__snode *x = g.node[i];
+        fprintf(out, "  n%d [label=\"", i);
+        dp__dot_label(out, x->name);
+        if (x->op) {
+            fprintf(out, "\\n");
+            dp__dot_label(out, x->op->name);
+            for (j = 0; j < x->nkw; j++) { fprintf(out, "\\n"); dp__dot_label(out, x->keys[j]); fputc('=', out); dp__dot_label(out, x->vals[j]); }
+            fprintf(out, "\", shape=box, style=\"rounded,filled\", fillcolor=\"#cfe2f3\"];\n");
+        } else fprintf(out, "\", shape=ellipse];\n");
+    }
+    for (i = 0; i < g.n; i++)
+        for (j = 0; j < g.node[i]->nin; j++) {
+            const dp__sentry *e = &g.node[i]->in[j];
+            fprintf(out, "  n%d -> n%d", dp__ptrmap_get(&g.map, e->node), i);
+            if (e->node->nout > 1) fprintf(out, " [label=\"%d\"]", e->index);
+            fprintf(out, ";\n");
+        }
+    for (i = 0; i < s->n; i++) {
+        fprintf(out, "  out%d [label=\"output %d\", shape=plaintext];\n  n%d -> out%d;\n", i, i, dp__ptrmap_get(&g.map, s->out[i].node), i);
+    }
+    fprintf(out, "}\n");
+    dp__graph_free(&g);
+    return dp__stream_result(NULL, out, "dp_sym_write_dot");
 }
 
 /* >>memory planning -------------------------------------------------------------
@@ -10007,6 +11097,509 @@ DP__PRIVATE dp_result dp__plan_memory(int num_entries, const size_t *bytes, cons
     }
     dp__free(NULL, mem, work_bytes);
     return r;
+}
+
+/* >>executor --------------------------------------------------------------------
+   Binding makes the graph's execution list once: the forward nodes, then
+   (with gradients) the gradient graph, each node reading and writing
+   entries. Entries the caller sees (arguments, their gradients, the
+   outputs, the head gradients) are arrays of their own; the others are
+   views into one arena laid out by the memory plan. Entries whose bytes
+   overlap in the plan share one variable (a chunk over the union of their
+   ranges), so the engine orders every pair of operations that touch the
+   same bytes; other entries have variables of their own and their
+   operations may run in parallel. Each node becomes one pre-created
+   operation that holds references to its arrays; a step pushes them. */
+typedef dp_result (*dp__plan_fn)(int, const size_t *, const unsigned char *, int, const dp__plan_node *, int64_t *, size_t *, size_t *);
+/* Tests set this to bind with another planner; NULL: dp__plan_memory. */
+static dp__plan_fn dp__exec_planner;
+typedef struct dp__xent { dp_shape shape; dp_dtype dtype; dp_ndarray *array; int producer, prod_out; unsigned char external; } dp__xent;
+typedef struct dp__xnode {
+    const dp_operator *op;
+    const dp__snode *src;            /* the forward node it comes from */
+    int nin, nout;
+    int in[3 * DP__MAX_OP_ARRAYS], out[DP__MAX_OP_ARRAYS];
+    dp_req req[DP__MAX_OP_ARRAYS];
+} dp__xnode;
+typedef struct dp__xbuild {
+    dp_engine *eng;
+    dp_ctx ctx;
+    dp__xent *ent; size_t capent; int nent;
+    dp__xnode *node; size_t capnode; int nnode, nfwd;
+    struct dp__xcont { int fe, e; } *cont; size_t capcont; int ncont;   /* gradient contributions to forward entries */
+} dp__xbuild;
+struct dp_executor {
+    dp_engine *eng;
+    dp_ctx ctx;
+    dp_symbol *sym;
+    int narg;
+    dp_req *grad_req;                /* per argument, as bound */
+    int nfwd, nbwd;
+    dp_op *ops;
+    int nout;
+    dp_ndarray **outputs, **head_grads;
+    dp_exec_memory mem;
+};
+/* The operation's argument: a node's kernel, parameters and arrays. */
+typedef struct dp__xrun {
+    dp_engine *eng;
+    size_t bytes;
+    dp_kernel_fn kernel;
+    dp_params params;
+    double scalar;
+    int nin, nout;
+    dp_ndarray **arrays;             /* inputs, then outputs */
+    dp_req req[DP__MAX_OP_ARRAYS];
+} dp__xrun;
+static int dp__xrun_fn(dp_run_ctx *rc, void *arg) {
+    const dp__xrun *x = (const dp__xrun *)arg;
+    dp_kernel_ctx k;
+    k.rc = rc; k.params = &x->params; k.scalar = x->scalar;
+    k.num_inputs = x->nin; k.num_outputs = x->nout;
+    k.inputs = x->arrays; k.outputs = x->arrays + x->nin; k.req = x->req;
+    return x->kernel(&k);
+}
+static void dp__xrun_free(void *arg) {
+    dp__xrun *x = (dp__xrun *)arg;
+    int i;
+    for (i = 0; i < x->nin + x->nout; i++) dp_nd_release(x->arrays[i]);
+    dp__free(x->eng, x, x->bytes);
+}
+/* A new entry; -1 out of memory. */
+static int dp__xb_entry(dp__xbuild *b, const dp_shape *s, dp_dtype dt) {
+    dp_shape copy = *s;                               /* s may point into the entries the reserve moves */
+    if (dp__reserve(b->eng, &b->ent, &b->capent, (size_t)b->nent, sizeof *b->ent, 64)) return -1;
+    memset(&b->ent[b->nent], 0, sizeof b->ent[b->nent]);
+    b->ent[b->nent].shape = copy; b->ent[b->nent].dtype = dt; b->ent[b->nent].producer = -1;
+    return b->nent++;
+}
+/* An entry holding an array of the executor's own (filled with value). */
+static int dp__xb_own(dp__xbuild *b, const dp_shape *s, dp_dtype dt, double value) {
+    int e = dp__xb_entry(b, s, dt);                  /* s may be gone now: the entry's copy is used */
+    if (e < 0) return -1;
+    if (dp_nd_full(b->eng, &b->ent[e].shape, dt, b->ctx, value, &b->ent[e].array) != DP_OK) return -1;
+    b->ent[e].external = 1;
+    return e;
+}
+static dp__xnode *dp__xb_node(dp__xbuild *b, const dp_operator *op, const dp__snode *src) {
+    dp__xnode *x;
+    if (dp__reserve(b->eng, &b->node, &b->capnode, (size_t)b->nnode, sizeof *b->node, 32)) return NULL;
+    x = &b->node[b->nnode++];
+    memset(x, 0, sizeof *x);
+    x->op = op; x->src = src;
+    return x;
+}
+static void dp__xb_set_out(dp__xbuild *b, dp__xnode *x, int j, int e, dp_req req) {
+    x->out[j] = e; x->req[j] = req;
+    b->ent[e].producer = (int)(x - b->node); b->ent[e].prod_out = j;
+}
+/* Records e as one gradient contribution to forward entry fe. */
+static int dp__xb_contribute(dp__xbuild *b, int fe, int e) {
+    if (dp__reserve(b->eng, &b->cont, &b->capcont, (size_t)b->ncont, sizeof *b->cont, 64)) return -1;
+    b->cont[b->ncont].fe = fe; b->cont[b->ncont].e = e; b->ncont++;
+    return 0;
+}
+/* An add node a + b into a new entry (or into dst with req). */
+static int dp__xb_add(dp__xbuild *b, int a, int c, int dst, dp_req req) {
+    dp__xnode *x = dp__xb_node(b, dp__find_op("add"), NULL);
+    if (!x) return -1;
+    if (dst < 0 && (dst = dp__xb_entry(b, &b->ent[a].shape, b->ent[a].dtype)) < 0) return -1;
+    x->nin = 2; x->nout = 1; x->in[0] = a; x->in[1] = c;
+    dp__xb_set_out(b, x, 0, dst, req);
+    return dst;
+}
+/* The sum of forward entry fe's gradient contributions: -1 when there is
+   none, -2 out of memory. With dst >= 0 the sum (or the one contribution,
+   through its producer) is written into dst with req. */
+static int dp__xb_sum(dp__xbuild *b, int fe, int dst, dp_req req) {
+    int k, acc = -1, last = -1;
+    for (k = 0; k < b->ncont; k++) {
+        int e = b->cont[k].e;
+        if (b->cont[k].fe != fe) continue;
+        if (last >= 0) {
+            if (acc < 0) acc = last;
+            else if ((acc = dp__xb_add(b, acc, last, -1, DP_REQ_WRITE)) < 0) return -2;
+        }
+        last = e;
+    }
+    if (last < 0) return -1;
+    if (acc >= 0) return dp__xb_add(b, acc, last, dst, req) < 0 ? -2 : (dst >= 0 ? dst : b->nent - 1);
+    if (dst < 0) return last;
+    if (b->ent[last].producer < 0) {                 /* a head gradient: copied */
+        dp__xnode *x = dp__xb_node(b, dp__find_op("_copy"), NULL);
+        if (!x) return -2;
+        x->nin = 1; x->nout = 1; x->in[0] = last;
+        dp__xb_set_out(b, x, 0, dst, req);
+        return dst;
+    }
+    /* one contribution: its producer writes dst directly */
+    b->node[b->ent[last].producer].out[b->ent[last].prod_out] = dst;
+    b->node[b->ent[last].producer].req[b->ent[last].prod_out] = req;
+    b->ent[dst].producer = b->ent[last].producer; b->ent[dst].prod_out = b->ent[last].prod_out;
+    b->ent[last].producer = -1;
+    return dst;
+}
+/* The gradient graph: per forward node that leads to an argument with a
+   gradient, in reverse, its registered gradient operator on what that
+   declares it reads (grad_needs), its results added up per entry. */
+static dp_result dp__xb_gradients(dp__xbuild *b, const dp__graph *g, const dp_symbol *sym, const int *arg_entry, dp_ndarray *const *grads,
+                                  const dp_req *req, int narg, dp_ndarray **head_grads) {
+    unsigned char *need = (unsigned char *)calloc((size_t)(g->nentries ? g->nentries : 1), 1);
+    int i, j, k;
+    dp_result r = DP_ERROR_OUT_OF_MEMORY;
+    if (!need) return dp__sym_oom("dp_exec_bind");
+    for (i = 0; i < narg; i++) need[arg_entry[i]] = grads[i] && req[i] != DP_REQ_NULL;
+    for (i = 0; i < g->n; i++) {
+        const dp__snode *x = g->node[i];
+        int any = 0;
+        for (j = 0; x->op && j < x->nin; j++) any |= need[dp__graph_entry(g, &x->in[j])];
+        for (j = 0; x->op && j < x->nout; j++) need[g->entry0[i] + j] = (unsigned char)any;
+    }
+    for (i = 0; i < sym->n; i++) {                   /* the head gradients: ones, unless the caller writes them */
+        int e = dp__graph_entry(g, &sym->out[i]), h;
+        if (!need[e]) continue;
+        if ((h = dp__xb_own(b, &b->ent[e].shape, b->ent[e].dtype, 1.0)) < 0 || dp__xb_contribute(b, e, h)) goto oom;
+        head_grads[i] = dp_nd_retain(b->ent[h].array);
+    }
+    for (i = g->n; i-- > 0;) {
+        const dp__snode *x = g->node[i];
+        const dp_operator *gop;
+        dp__xnode *gx;
+        int e0 = g->entry0[i], og[DP__MAX_OP_ARRAYS], nin = 0;
+        unsigned needs;
+        if (!x->op || !need[e0]) continue;
+        needs = x->op->grad_needs;
+        if (!x->op->gradient || (gop = dp__find_op(x->op->gradient)) == NULL) {
+            DP__LOG(b->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: node '%s' (%s) has no gradient operator, and it lies between an output and "
+                    "an argument with a gradient", x->name, x->op->name);
+            r = DP_ERROR_INVALID_ARGS;
+            goto fail;
+        }
+        for (j = 0; (needs & DP_GRAD_OUT_GRADS) && j < x->nout; j++) {
+            og[j] = dp__xb_sum(b, e0 + j, -1, DP_REQ_WRITE);
+            if (og[j] == -2) goto oom;
+            if (og[j] == -1 && (og[j] = dp__xb_own(b, &b->ent[e0 + j].shape, b->ent[e0 + j].dtype, 0.0)) < 0) goto oom;
+        }
+        if ((gx = dp__xb_node(b, gop, x)) == NULL) goto oom;
+        if (needs & DP_GRAD_OUT_GRADS) for (j = 0; j < x->nout; j++) gx->in[nin++] = og[j];
+        if (needs & DP_GRAD_INPUTS) for (j = 0; j < x->nin; j++) gx->in[nin++] = dp__graph_entry(g, &x->in[j]);
+        if (needs & DP_GRAD_OUTPUTS) for (j = 0; j < x->nout; j++) gx->in[nin++] = e0 + j;
+        gx->nin = nin; gx->nout = x->nin;
+        if (nin > DP__MAX_OP_ARRAYS || dp__arity(gop, &x->params, gop->num_inputs) != nin || dp__arity(gop, &x->params, gop->num_outputs) != x->nin) {
+            DP__LOG(b->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: node '%s': gradient operator '%s' does not take what '%s' declares it reads "
+                    "(%d inputs, %d outputs)", x->name, gop->name, x->op->name, nin, x->nin);
+            r = DP_ERROR_INVALID_ARGS;
+            goto fail;
+        }
+        for (j = 0; j < x->nin; j++) {
+            int fe = dp__graph_entry(g, &x->in[j]), e = dp__xb_entry(b, &b->ent[fe].shape, b->ent[fe].dtype);
+            if (e < 0) goto oom;
+            dp__xb_set_out(b, gx, j, e, need[fe] ? DP_REQ_WRITE : DP_REQ_NULL);
+            if (need[fe] && dp__xb_contribute(b, fe, e)) goto oom;
+        }
+    }
+    for (i = 0; i < narg; i++) {                     /* into the caller's gradient arrays */
+        int dst, fe = arg_entry[i];
+        if (!need[fe]) continue;
+        for (k = 0; k < i && arg_entry[k] != fe; k++) {}
+        if (k < i) continue;                         /* an argument listed once per variable node */
+        if ((dst = dp__xb_entry(b, &b->ent[fe].shape, b->ent[fe].dtype)) < 0) goto oom;
+        b->ent[dst].external = 1; b->ent[dst].array = dp_nd_retain(grads[i]);
+        if (dp__xb_sum(b, fe, dst, req[i]) == -2) goto oom;
+    }
+    free(need);
+    return DP_OK;
+oom:
+    r = dp__sym_oom("dp_exec_bind: the gradient graph");
+fail:
+    free(need);
+    return r;
+}
+/* Overlapping planned entries share one borrowed chunk of the arena. */
+typedef struct dp__xspan { int64_t off; int e; } dp__xspan;
+static int dp__xspan_cmp(const void *a, const void *b) {
+    int64_t x = ((const dp__xspan *)a)->off, y = ((const dp__xspan *)b)->off;
+    return x < y ? -1 : x > y;
+}
+/* Arrays for the planned entries: views into the arena at their offsets. */
+static dp_result dp__xb_place(dp__xbuild *b, const int64_t *offset, const size_t *bytes, size_t arena_bytes) {
+    dp_ndarray *arena = NULL, *base = NULL;
+    dp__xspan *span = (dp__xspan *)calloc((size_t)(b->nent ? b->nent : 1), sizeof *span);
+    dp_shape s;
+    int n = 0, i;
+    int64_t start = 0, end = -1;
+    dp_result r = DP_OK;
+    if (!span) return dp__sym_oom("dp_exec_bind: placing entries");
+    for (i = 0; i < b->nent; i++) if (offset[i] >= 0 && bytes[i]) { span[n].off = offset[i]; span[n].e = i; n++; }
+    qsort(span, (size_t)n, sizeof *span, dp__xspan_cmp);
+    memset(&s, 0, sizeof s);
+    s.ndim = 1; s.dims[0] = (int64_t)arena_bytes;
+    if (n && (r = dp_nd_empty(b->eng, &s, DP_UINT8, b->ctx, &arena)) != DP_OK) goto done;
+    for (i = 0; i < b->nent; i++)                   /* empty entries: no bytes to place */
+        if (offset[i] >= 0 && !bytes[i] && (r = dp_nd_empty(b->eng, &b->ent[i].shape, b->ent[i].dtype, b->ctx, &b->ent[i].array)) != DP_OK) goto done;
+    for (i = 0; i < n; i++) {
+        int k, e;
+        if (span[i].off < end) continue;             /* placed with its class */
+        start = span[i].off; end = start + (int64_t)bytes[span[i].e];
+        for (k = i + 1; k < n && span[k].off < end; k++)
+            if (span[k].off + (int64_t)bytes[span[k].e] > end) end = span[k].off + (int64_t)bytes[span[k].e];
+        if ((r = dp__nd_borrow(arena, (size_t)start, (size_t)(end - start), &base)) != DP_OK) goto done;
+        for (k = i; k < n && span[k].off < end; k++) {
+            e = span[k].e;
+            if ((r = dp__nd_view(base, &b->ent[e].shape, (size_t)(span[k].off - start), &b->ent[e].array)) != DP_OK) goto done;
+            b->ent[e].array->dtype = b->ent[e].dtype;
+        }
+        dp_nd_release(base); base = NULL;
+    }
+done:
+    dp_nd_release(base);
+    dp_nd_release(arena);
+    free(span);
+    return r;
+}
+/* Runs the planner on the execution list and checks what it returns. */
+static dp_result dp__xb_plan(dp__xbuild *b, int64_t *offset, size_t *bytes, dp_exec_memory *mem) {
+    dp__plan_node *pn = (dp__plan_node *)calloc((size_t)(b->nnode ? b->nnode : 1), sizeof *pn);
+    unsigned char *ext = (unsigned char *)calloc((size_t)(b->nent ? b->nent : 1), 1);
+    size_t arena = 0, unplanned = 0;
+    dp_result r;
+    int i;
+    if (!pn || !ext) { free(pn); free(ext); return dp__sym_oom("dp_exec_bind: the memory plan"); }
+    for (i = 0; i < b->nent; i++) {
+        const dp__xent *x = &b->ent[i];
+        int orphan = !x->external && x->producer < 0;   /* a result redirected into a gradient array */
+        bytes[i] = orphan ? 0 : (size_t)dp_shape_size(&x->shape) * dp_dtype_size(x->dtype);
+        ext[i] = x->external || orphan;
+        if (x->external) mem->external_bytes += bytes[i];
+    }
+    for (i = 0; i < b->nnode; i++) {
+        pn[i].num_inputs = b->node[i].nin; pn[i].inputs = b->node[i].in;
+        pn[i].num_outputs = b->node[i].nout; pn[i].outputs = b->node[i].out;
+        pn[i].inplace = b->node[i].op->inplace;
+    }
+    r = (dp__exec_planner ? dp__exec_planner : dp__plan_memory)(b->nent, bytes, ext, b->nnode, pn, offset, &arena, &unplanned);
+    for (i = 0; r == DP_OK && i < b->nent; i++)
+        if (!ext[i] && (offset[i] < 0 || offset[i] % 64 || (uint64_t)offset[i] + bytes[i] > arena)) {
+            DP__LOG(b->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: the memory plan put entry %d (%zu bytes) at %lld of an arena of %zu", i,
+                    bytes[i], (long long)offset[i], arena);
+            r = DP_ERROR_INVALID_ARGS;
+        }
+    for (i = 0; i < b->nent; i++) if (ext[i]) offset[i] = -1;
+    mem->planned_bytes = arena; mem->unplanned_bytes = unplanned;
+    free(pn); free(ext);
+    return r;
+}
+/* After placing: output 0 on its input's bytes (allowed by the operator)
+   is written in place. */
+static void dp__xb_mark_inplace(dp__xbuild *b, const int64_t *offset) {
+    int i, j;
+    for (i = 0; i < b->nnode; i++) {
+        dp__xnode *x = &b->node[i];
+        for (j = 0; j < x->nin && j < 32 && x->req[0] == DP_REQ_WRITE && offset[x->out[0]] >= 0; j++)
+            if ((x->op->inplace & (1u << j)) && offset[x->in[j]] == offset[x->out[0]]) x->req[0] = DP_REQ_INPLACE;
+    }
+}
+/* One pre-created operation for node x. */
+static dp_result dp__xb_op(dp__xbuild *b, const dp__xnode *x, dp_op *out) {
+    size_t bytes = sizeof(dp__xrun) + (size_t)(x->nin + x->nout) * sizeof(dp_ndarray *);
+    dp__xrun *run;
+    dp_var reads[3 * DP__MAX_OP_ARRAYS], writes[2 * DP__MAX_OP_ARRAYS + 2];
+    dp_push_desc d;
+    int i, nw = 0;
+    dp_kernel_fn kernel = b->ctx.dev_type == DP_DEV_GPU ? x->op->forward_gpu : x->op->forward_cpu;
+    if (!kernel) {
+        DP__LOG(b->eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_exec_bind: operator '%s' has no kernel for %s", x->op->name, b->ctx.dev_type == DP_DEV_GPU ? "GPUs" : "the CPU");
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if ((run = (dp__xrun *)dp__alloc(b->eng, bytes)) == NULL) return dp__sym_oom("dp_exec_bind: an operation");
+    memset(run, 0, bytes);
+    run->eng = b->eng; run->bytes = bytes; run->kernel = kernel;
+    if (x->src) { run->params = x->src->params; run->scalar = x->src->scalar; }
+    run->nin = x->nin; run->nout = x->nout;
+    run->arrays = (dp_ndarray **)(void *)(run + 1);
+    for (i = 0; i < x->nin; i++) {
+        run->arrays[i] = dp_nd_retain(b->ent[x->in[i]].array);
+        reads[i] = dp_nd_var(run->arrays[i]);
+        if (i < 32 && (x->op->mutate_inputs & (1u << i))) writes[nw++] = reads[i];
+    }
+    for (i = 0; i < x->nout; i++) {
+        run->arrays[x->nin + i] = dp_nd_retain(b->ent[x->out[i]].array);
+        run->req[i] = x->req[i];
+        writes[nw++] = dp_nd_var(run->arrays[x->nin + i]);
+    }
+    if (x->op->resources & DP_RESOURCE_RANDOM) writes[nw++] = dp_random_var(b->eng, b->ctx);
+    if (x->op->resources & DP_RESOURCE_TEMP) writes[nw++] = dp_temp_space_var(b->eng, b->ctx);
+    memset(&d, 0, sizeof d);
+    d.fn = dp__xrun_fn; d.arg = run; d.cleanup = dp__xrun_free;
+    d.reads = reads; d.num_reads = x->nin; d.writes = writes; d.num_writes = nw;
+    d.ctx = b->ctx; d.name = x->op->name;
+    *out = dp_op_create(b->eng, &d);                 /* on failure it ran the cleanup */
+    return out->id ? DP_OK : DP_ERROR_OUT_OF_MEMORY;
+}
+static void dp__xb_free(dp__xbuild *b) {
+    int i;
+    for (i = 0; i < b->nent; i++) dp_nd_release(b->ent[i].array);
+    dp__free(b->eng, b->ent, b->capent * sizeof *b->ent);
+    dp__free(b->eng, b->node, b->capnode * sizeof *b->node);
+    dp__free(b->eng, b->cont, b->capcont * sizeof *b->cont);
+}
+DP_IMPL void dp_exec_destroy(dp_executor *ex) {
+    int i;
+    if (!ex) return;
+    for (i = 0; i < ex->nfwd + ex->nbwd; i++) if (ex->ops[i].id) dp_op_destroy(ex->eng, ex->ops[i]);
+    for (i = 0; i < ex->nout; i++) { dp_nd_release(ex->outputs[i]); dp_nd_release(ex->head_grads[i]); }
+    free(ex->ops); free(ex->outputs); free(ex->head_grads); free(ex->grad_req);
+    dp_sym_release(ex->sym);
+    free(ex);
+}
+/* Checks bind's arrays against the graph's arguments; logs what is wrong. */
+static dp_result dp__exec_check(dp_engine *eng, const dp__graph *g, dp_ctx ctx, int narg, dp_ndarray *const *args,
+                                dp_ndarray *const *grads, const dp_req *req) {
+    char s1[160], s2[160];
+    int i;
+    if (narg != g->narg || (narg && !args)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: %d arguments given, the symbol has %d (dp_sym_list_arguments)", narg, g->narg);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < narg; i++) {
+        const char *name = g->node[g->arg[i]]->name;
+        if (!args[i] || dp_nd_engine(args[i]) != eng || !dp__same_ctx(dp_nd_ctx(args[i]), ctx)) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: argument %d ('%s') is NULL, of another engine or on another device", i, name);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (req && (req[i] < DP_REQ_NULL || req[i] > DP_REQ_ADD || req[i] == DP_REQ_INPLACE)) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: the gradient request of '%s' must be DP_REQ_NULL, DP_REQ_WRITE or DP_REQ_ADD", name);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (grads && grads[i] && (!req || req[i] != DP_REQ_NULL)) {
+            const dp_shape *a = dp_nd_shape(args[i]), *gs = dp_nd_shape(grads[i]);
+            if (dp_nd_engine(grads[i]) != eng || !dp__same_ctx(dp_nd_ctx(grads[i]), ctx) || dp_nd_dtype(grads[i]) != dp_nd_dtype(args[i])
+                || a->ndim != gs->ndim || memcmp(a->dims, gs->dims, sizeof(int64_t) * (size_t)a->ndim) != 0) {
+                DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: the gradient of '%s' is %s %s, the argument %s %s (same engine and device too)", name,
+                        dp_dtype_name(dp_nd_dtype(grads[i])), dp__shape_str(gs, s1, sizeof s1), dp_dtype_name(dp_nd_dtype(args[i])), dp__shape_str(a, s2, sizeof s2));
+                return DP_ERROR_INVALID_ARGS;
+            }
+        }
+    }
+    return DP_OK;
+}
+DP_IMPL dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
+                               dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out) {
+    dp__graph g;
+    dp__xbuild b;
+    dp_executor *ex = NULL;
+    dp_shape *shape = NULL;
+    dp_dtype *dtype = NULL;
+    unsigned char *known = NULL;
+    int64_t *offset = NULL;
+    size_t *bytes = NULL;
+    int *arg_entry = NULL, i, j, with_grads = 0;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!eng || !sym || !out) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_bind: an engine, a symbol and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp__storage_ctx(eng, &ctx, "dp_exec_bind")) != DP_OK) return r;
+    if ((r = dp__graph_build(sym, &g)) != DP_OK) return r;
+    memset(&b, 0, sizeof b);
+    b.eng = eng; b.ctx = ctx;
+    if ((r = dp__exec_check(eng, &g, ctx, num_args, args, grads, grad_reqs)) != DP_OK) goto done;
+    r = DP_ERROR_OUT_OF_MEMORY;
+    shape = (dp_shape *)calloc((size_t)(g.nentries ? g.nentries : 1), sizeof *shape);
+    dtype = (dp_dtype *)calloc((size_t)(g.nentries ? g.nentries : 1), sizeof *dtype);
+    known = (unsigned char *)calloc((size_t)(g.nentries ? g.nentries : 1), 1);
+    arg_entry = (int *)calloc((size_t)(g.narg ? g.narg : 1), sizeof *arg_entry);
+    ex = (dp_executor *)calloc(1, sizeof *ex);
+    if (!shape || !dtype || !known || !arg_entry || !ex) goto oom;
+    ex->eng = eng; ex->ctx = ctx; ex->narg = g.narg; ex->nout = sym->n;
+    ex->grad_req = (dp_req *)calloc((size_t)(g.narg ? g.narg : 1), sizeof *ex->grad_req);
+    ex->outputs = (dp_ndarray **)calloc((size_t)sym->n, sizeof *ex->outputs);
+    ex->head_grads = (dp_ndarray **)calloc((size_t)sym->n, sizeof *ex->head_grads);
+    if (!ex->grad_req || !ex->outputs || !ex->head_grads) goto oom;
+    for (i = 0; i < g.narg; i++) {
+        arg_entry[i] = g.entry0[g.arg[i]];
+        shape[arg_entry[i]] = *dp_nd_shape(args[i]); dtype[arg_entry[i]] = dp_nd_dtype(args[i]); known[arg_entry[i]] = 1;
+        ex->grad_req[i] = grads && grads[i] ? (grad_reqs ? grad_reqs[i] : DP_REQ_WRITE) : DP_REQ_NULL;
+        with_grads |= ex->grad_req[i] != DP_REQ_NULL;
+    }
+    if ((r = dp__graph_infer(&g, shape, dtype, known)) != DP_OK) goto done;
+    r = DP_ERROR_OUT_OF_MEMORY;
+    for (i = 0; i < g.nentries; i++) if (dp__xb_entry(&b, &shape[i], dtype[i]) < 0) goto oom;
+    for (i = 0; i < g.narg; i++) { b.ent[arg_entry[i]].external = 1; if (!b.ent[arg_entry[i]].array) b.ent[arg_entry[i]].array = dp_nd_retain(args[i]); }
+    for (i = 0; i < sym->n; i++) {                   /* the outputs: arrays of their own */
+        dp__xent *e = &b.ent[dp__graph_entry(&g, &sym->out[i])];
+        if (!e->external && dp_nd_empty(eng, &e->shape, e->dtype, ctx, &e->array) != DP_OK) goto oom;
+        e->external = 1;
+        ex->outputs[i] = dp_nd_retain(e->array);
+    }
+    for (i = 0; i < g.n; i++) {                      /* the forward nodes */
+        const dp__snode *x = g.node[i];
+        dp__xnode *xn;
+        if (!x->op) continue;
+        if ((xn = dp__xb_node(&b, x->op, x)) == NULL) goto oom;
+        xn->nin = x->nin; xn->nout = x->nout;
+        for (j = 0; j < x->nin; j++) xn->in[j] = dp__graph_entry(&g, &x->in[j]);
+        for (j = 0; j < x->nout; j++) dp__xb_set_out(&b, xn, j, g.entry0[i] + j, DP_REQ_WRITE);
+    }
+    b.nfwd = b.nnode;
+    if (with_grads && (r = dp__xb_gradients(&b, &g, sym, arg_entry, grads, ex->grad_req, g.narg, ex->head_grads)) != DP_OK) goto done;
+    r = DP_ERROR_OUT_OF_MEMORY;
+    offset = (int64_t *)calloc((size_t)(b.nent ? b.nent : 1), sizeof *offset);
+    bytes = (size_t *)calloc((size_t)(b.nent ? b.nent : 1), sizeof *bytes);
+    if (!offset || !bytes) goto oom;
+    if ((r = dp__xb_plan(&b, offset, bytes, &ex->mem)) != DP_OK || (r = dp__xb_place(&b, offset, bytes, ex->mem.planned_bytes)) != DP_OK) goto done;
+    dp__xb_mark_inplace(&b, offset);
+    ex->mem.num_nodes = b.nnode; ex->mem.num_entries = b.nent;
+    if ((ex->ops = (dp_op *)calloc((size_t)(b.nnode ? b.nnode : 1), sizeof *ex->ops)) == NULL) goto oom;
+    ex->nfwd = b.nfwd; ex->nbwd = b.nnode - b.nfwd;
+    for (i = 0; i < b.nnode; i++) if ((r = dp__xb_op(&b, &b.node[i], &ex->ops[i])) != DP_OK) goto done;
+    ex->sym = dp_sym_retain((dp_symbol *)(uintptr_t)sym);
+    *out = ex;
+    ex = NULL;
+    r = DP_OK;
+    goto done;
+oom:
+    r = dp__sym_oom("dp_exec_bind");
+done:
+    dp_exec_destroy(ex);
+    dp__xb_free(&b);
+    free(shape); free(dtype); free(known); free(arg_entry); free(offset); free(bytes);
+    dp__graph_free(&g);
+    return r;
+}
+DP_IMPL dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out) {
+    if (out) *out = NULL;
+    if (!ex || !out) { DP__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_rebind: an executor and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    return dp_exec_bind(ex->eng, ex->sym, ex->ctx, num_args, args, grads, ex->grad_req, out);
+}
+DP_IMPL dp_result dp_exec_forward(dp_executor *ex, int is_train) {
+    int i;
+    dp_result r;
+    (void)is_train;
+    if (!ex) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_forward: NULL executor"); return DP_ERROR_INVALID_ARGS; }
+    for (i = 0; i < ex->nfwd; i++) if ((r = dp_op_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
+    return DP_OK;
+}
+DP_IMPL dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarray *const *head_grads) {
+    int i;
+    dp_result r;
+    if (!ex || num_head_grads < 0 || num_head_grads > ex->nout || (num_head_grads && !head_grads)) {
+        DP__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_backward: an executor and up to one head gradient per output are needed");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (!ex->nbwd) { DP__LOG(ex->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_backward: the executor was bound without gradients"); return DP_ERROR_INVALID_ARGS; }
+    for (i = 0; i < num_head_grads; i++) {
+        if (!head_grads[i] || !ex->head_grads[i]) continue;
+        if ((r = dp_op_invoke(ex->eng, "_copy", 1, &head_grads[i], 0, NULL, NULL, 0, 1, &ex->head_grads[i], NULL)) != DP_OK) return r;
+    }
+    for (i = ex->nfwd; i < ex->nfwd + ex->nbwd; i++) if ((r = dp_op_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
+    return DP_OK;
+}
+DP_IMPL int dp_exec_num_outputs(const dp_executor *ex) { return ex ? ex->nout : 0; }
+DP_IMPL dp_ndarray *dp_exec_output(const dp_executor *ex, int index) { return ex && index >= 0 && index < ex->nout ? ex->outputs[index] : NULL; }
+DP_IMPL dp_ndarray *dp_exec_head_grad(const dp_executor *ex, int index) { return ex && index >= 0 && index < ex->nout ? ex->head_grads[index] : NULL; }
+DP_IMPL dp_result dp_exec_memory_get(const dp_executor *ex, dp_exec_memory *out) {
+    if (!ex || !out) { DP__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_memory_get: an executor and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    *out = ex->mem;
+    return DP_OK;
 }
 
 #endif /* DEPENG_NO_NDARRAY */

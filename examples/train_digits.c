@@ -16,9 +16,19 @@
    engine runs whatever is ready. The program waits once per epoch, to read
    the loss and the accuracy.
 
+   With --symbolic the same network is a symbol (a graph built once) and
+   each step runs through an executor: binding planned the memory and made
+   every node a pre-created engine operation, so a step only copies the
+   batch in, pushes those operations and the updates. A last batch of
+   another size gets its own executor (dp_exec_rebind). The executor runs
+   the same kernels in the same order as autograd, so both modes end with
+   bitwise the same weights. --graph PREFIX writes the network as MXNet's
+   symbol JSON (PREFIX.json) and as Graphviz DOT (PREFIX.dot).
+
    Build: cc -std=c11 -O2 -I. examples/train_digits.c -o train_digits -pthread -lm
    Run:   ./train_digits [--epochs N] [--engine naive|pooled|perdevice]
                          [--data data/digits.csv] [--min-accuracy 0.95]
+                         [--symbolic] [--graph PREFIX]
    It prints a checksum of the final weights: the same on every engine. */
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
@@ -101,13 +111,14 @@ static void model_release(model *m) {
 }
 /* w -= lr * dw with momentum; the gradient of a batch's summed loss is
    averaged by rescale_grad. */
-static void update(dp_engine *eng, dp_ndarray *w, dp_ndarray *mom, const char *rescale) {
+static void update_with(dp_engine *eng, dp_ndarray *w, dp_ndarray *grad, dp_ndarray *mom, const char *rescale) {
     dp_ndarray *in[3], *out[1];
     const char *keys[4] = {"lr", "momentum", "rescale_grad", "wd"}, *vals[4] = {"0.1", "0.9", NULL, "0.0001"};
     vals[2] = rescale;
-    in[0] = w; in[1] = dp_nd_grad(w); in[2] = mom; out[0] = w;
+    in[0] = w; in[1] = grad; in[2] = mom; out[0] = w;
     if (dp_op_invoke(eng, "sgd_mom_update", 3, in, 4, keys, vals, 0, 1, out, NULL) != DP_OK) die("sgd_mom_update");
 }
+static void update(dp_engine *eng, dp_ndarray *w, dp_ndarray *mom, const char *rescale) { update_with(eng, w, dp_nd_grad(w), mom, rescale); }
 
 /* One pass over the training batches; the summed loss is added up on the
    engine into total (no waiting here). */
@@ -139,6 +150,99 @@ static void train_epoch(dp_engine *eng, model *m, dp_iter *it, dp_ndarray *total
         }
     }
 }
+/* ---- the symbolic path ---------------------------------------------------- */
+/* The network as a graph: scores = fc2(relu(fc1(data))), loss =
+   softmax_cross_entropy(scores, label). Arguments, in order: data,
+   fc1_weight, fc1_bias, fc2_weight, fc2_bias, label. */
+static void build_symbols(dp_symbol **scores, dp_symbol **loss) {
+    dp_symbol *data, *label, *fc1, *act, *in[3];
+    const char *key[1] = {"num_hidden"}, *h[1] = {"64"}, *c[1] = {"10"};
+    if (dp_sym_var("data", &data) != DP_OK || dp_sym_var("label", &label) != DP_OK) die("dp_sym_var");
+    in[0] = data; in[1] = NULL; in[2] = NULL;                 /* weight and bias: new variables */
+    if (dp_sym_op("FullyConnected", "fc1", 3, in, 1, key, h, &fc1) != DP_OK) die("fc1");
+    if (dp_sym_op("relu", "relu1", 1, &fc1, 0, NULL, NULL, &act) != DP_OK) die("relu1");
+    in[0] = act;
+    if (dp_sym_op("FullyConnected", "fc2", 3, in, 1, key, c, scores) != DP_OK) die("fc2");
+    in[0] = *scores; in[1] = label;
+    if (dp_sym_op("softmax_cross_entropy", "loss", 2, in, 0, NULL, NULL, loss) != DP_OK) die("loss");
+    dp_sym_release(data); dp_sym_release(label); dp_sym_release(fc1); dp_sym_release(act);
+}
+typedef struct sym_trainer {
+    dp_symbol *scores, *loss;
+    dp_ndarray *x[2], *y[2];             /* the bound batch arrays: full batches, and the last short one */
+    dp_ndarray *grads[4];                /* the parameters' gradients */
+    dp_executor *ex[2];
+} sym_trainer;
+static void bind_batch(dp_engine *eng, sym_trainer *t, const model *m, int slot, int64_t rows) {
+    dp_ctx cpu = {DP_DEV_CPU, 0};
+    dp_shape sx = {2, {rows, INPUTS}}, sy = {1, {rows}};
+    dp_ndarray *args[6], *grads[6] = {NULL, NULL, NULL, NULL, NULL, NULL};
+    int k;
+    if (dp_nd_zeros(eng, &sx, DP_FLOAT32, cpu, &t->x[slot]) != DP_OK || dp_nd_zeros(eng, &sy, DP_FLOAT32, cpu, &t->y[slot]) != DP_OK) die("batch arrays");
+    args[0] = t->x[slot]; args[1] = m->w1; args[2] = m->b1; args[3] = m->w2; args[4] = m->b2; args[5] = t->y[slot];
+    for (k = 0; k < 4; k++) grads[k + 1] = t->grads[k];
+    if (slot == 0) { if (dp_exec_bind(eng, t->loss, cpu, 6, args, grads, NULL, &t->ex[0]) != DP_OK) die("dp_exec_bind"); }
+    else if (dp_exec_rebind(t->ex[0], 6, args, grads, &t->ex[1]) != DP_OK) die("dp_exec_rebind");
+}
+static void sym_trainer_init(dp_engine *eng, sym_trainer *t, const model *m, const char *graph) {
+    dp_ctx cpu = {DP_DEV_CPU, 0};
+    const dp_ndarray *p[4];
+    int k;
+    memset(t, 0, sizeof *t);
+    build_symbols(&t->scores, &t->loss);
+    p[0] = m->w1; p[1] = m->b1; p[2] = m->w2; p[3] = m->b2;
+    for (k = 0; k < 4; k++) if (dp_nd_zeros(eng, dp_nd_shape(p[k]), DP_FLOAT32, cpu, &t->grads[k]) != DP_OK) die("gradients");
+    bind_batch(eng, t, m, 0, BATCH);
+    if (graph) {
+        char path[1024];
+        FILE *f;
+        snprintf(path, sizeof path, "%s.json", graph);
+        if (dp_sym_save(t->loss, path) != DP_OK) die("writing the graph's JSON");
+        snprintf(path, sizeof path, "%s.dot", graph);
+        if ((f = fopen(path, "w")) == NULL || dp_sym_write_dot(t->loss, f) != DP_OK || fclose(f) != 0) die("writing the graph's DOT");
+        printf("graph written to %s.json and %s.dot\n", graph, graph);
+    }
+    {
+        dp_exec_memory mem;
+        if (dp_exec_memory_get(t->ex[0], &mem) != DP_OK) die("dp_exec_memory_get");
+        printf("executor: %d operations; intermediate results %zu bytes planned, %zu with a buffer each\n", mem.num_nodes,
+               mem.planned_bytes, mem.unplanned_bytes);
+    }
+}
+static void sym_trainer_release(sym_trainer *t) {
+    int k;
+    for (k = 0; k < 2; k++) { dp_exec_destroy(t->ex[k]); dp_nd_release(t->x[k]); dp_nd_release(t->y[k]); }
+    for (k = 0; k < 4; k++) dp_nd_release(t->grads[k]);
+    dp_sym_release(t->scores); dp_sym_release(t->loss);
+}
+/* One epoch through the executor: copy the batch into the bound arrays,
+   forward, backward, the updates. */
+static void train_epoch_symbolic(dp_engine *eng, model *m, sym_trainer *t, dp_iter *it, dp_ndarray *total) {
+    dp_ndarray *x, *y;
+    dp_req add = DP_REQ_ADD;
+    char rescale[32];
+    if (dp_iter_reset(it) != DP_OK) die("dp_iter_reset");
+    while (dp_iter_next(it, &x, &y) == DP_OK && x) {
+        int64_t rows = dp_nd_shape(x)->dims[0];
+        int slot = rows == BATCH ? 0 : 1;
+        if (slot && (!t->ex[1] || dp_nd_shape(t->x[1])->dims[0] != rows)) {
+            dp_exec_destroy(t->ex[1]); dp_nd_release(t->x[1]); dp_nd_release(t->y[1]);
+            bind_batch(eng, t, m, 1, rows);
+        }
+        if (dp_op_invoke(eng, "_copy", 1, &x, 0, NULL, NULL, 0, 1, &t->x[slot], NULL) != DP_OK
+            || dp_op_invoke(eng, "_copy", 1, &y, 0, NULL, NULL, 0, 1, &t->y[slot], NULL) != DP_OK) die("copying the batch");
+        if (dp_exec_forward(t->ex[slot], 1) != DP_OK || dp_exec_backward(t->ex[slot], 0, NULL) != DP_OK) die("executor step");
+        snprintf(rescale, sizeof rescale, "%.9g", 1.0 / (double)rows);
+        update_with(eng, m->w1, t->grads[0], m->m_w1, rescale); update_with(eng, m->b1, t->grads[1], m->m_b1, rescale);
+        update_with(eng, m->w2, t->grads[2], m->m_w2, rescale); update_with(eng, m->b2, t->grads[3], m->m_b2, rescale);
+        {
+            dp_ndarray *loss = dp_exec_output(t->ex[slot], 0);
+            if (dp_op_invoke(eng, "_copy", 1, &loss, 0, NULL, NULL, 0, 1, &total, &add) != DP_OK) die("loss total");
+        }
+        dp_nd_release(x); dp_nd_release(y);
+    }
+}
+
 /* The fraction of rows of x whose highest score is their label. */
 static double accuracy(dp_engine *eng, const model *m, dp_ndarray *x, dp_ndarray *labels) {
     const char *key[1] = {"axis"}, *val[1] = {"1"};
@@ -183,8 +287,9 @@ static void split(dp_engine *eng, dp_ndarray *data, dp_ndarray *label, dp_ndarra
 }
 
 int main(int argc, char **argv) {
-    const char *path = "data/digits.csv", *engine_name = "perdevice";
-    int epochs = 20, i, show_progress;
+    const char *path = "data/digits.csv", *engine_name = "perdevice", *graph = NULL;
+    int epochs = 20, i, show_progress, symbolic = 0;
+    sym_trainer st;
     double min_accuracy = 0, test_acc = 0, t0;
     dp_engine_desc desc;
     dp_engine *eng;
@@ -196,15 +301,18 @@ int main(int argc, char **argv) {
     model m;
     float w[HIDDEN * INPUTS];
     uint64_t checksum = 1469598103934665603ull;
-    for (i = 1; i + 1 < argc; i += 2) {
+    for (i = 1; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--symbolic")) { symbolic = 1; i--; continue; }
+        if (i + 1 >= argc) break;
         if (!strcmp(argv[i], "--epochs")) epochs = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--graph")) graph = argv[i + 1];
         else if (!strcmp(argv[i], "--engine")) engine_name = argv[i + 1];
         else if (!strcmp(argv[i], "--data")) path = argv[i + 1];
         else if (!strcmp(argv[i], "--min-accuracy")) min_accuracy = atof(argv[i + 1]);
         else break;
     }
     if (i < argc || epochs < 1) {
-        fprintf(stderr, "usage: %s [--epochs N] [--engine naive|pooled|perdevice] [--data PATH] [--min-accuracy X]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--epochs N] [--engine naive|pooled|perdevice] [--data PATH] [--min-accuracy X] [--symbolic] [--graph PREFIX]\n", argv[0]);
         return 2;
     }
     memset(&desc, 0, sizeof desc);
@@ -212,10 +320,11 @@ int main(int argc, char **argv) {
     if (dp_engine_create(&desc, &eng) != DP_OK) die("dp_engine_create");
     if (dp_nd_load_csv(eng, path, -1, cpu, &data, &label) != DP_OK) die("loading the CSV (run from the repository root, or pass --data)");
     split(eng, data, label, xs, ys);
-    printf("digits: %lld training and %lld test samples, MLP 64-64-10, %s engine\n", (long long)dp_nd_shape(xs[0])->dims[0],
-           (long long)dp_nd_shape(xs[1])->dims[0], engine_name);
+    printf("digits: %lld training and %lld test samples, MLP 64-64-10, %s engine%s\n", (long long)dp_nd_shape(xs[0])->dims[0],
+           (long long)dp_nd_shape(xs[1])->dims[0], engine_name, symbolic ? ", symbolic (executor)" : "");
     dp_random_seed(eng, cpu, 42);
     model_init(eng, &m);
+    if (symbolic || graph) sym_trainer_init(eng, &st, &m, graph);
     memset(&id, 0, sizeof id);
     id.data = xs[0]; id.label = ys[0]; id.batch_size = BATCH; id.shuffle = 1;
     if (dp_iter_create(&id, &it) != DP_OK) die("dp_iter_create");
@@ -225,7 +334,8 @@ int main(int argc, char **argv) {
     for (i = 1; i <= epochs; i++) {
         float loss_sum = 0, zero = 0;
         double train_acc;
-        train_epoch(eng, &m, it, total, i, epochs, show_progress);
+        if (symbolic) train_epoch_symbolic(eng, &m, &st, it, total);
+        else train_epoch(eng, &m, it, total, i, epochs, show_progress);
         if (dp_nd_read(total, &loss_sum, sizeof loss_sum, NULL) != DP_OK || dp_nd_write(total, &zero, sizeof zero, NULL) != DP_OK) die("loss");
         train_acc = accuracy(eng, &m, xs[0], ys[0]);
         test_acc = accuracy(eng, &m, xs[1], ys[1]);
@@ -244,6 +354,7 @@ int main(int argc, char **argv) {
     }
     printf("test accuracy %.2f%% after %d epochs in %.2f s; weights checksum %016llx\n", 100 * test_acc, epochs, now() - t0, (unsigned long long)checksum);
     dp_iter_destroy(it);
+    if (symbolic || graph) sym_trainer_release(&st);
     model_release(&m);
     dp_nd_release(total); dp_nd_release(data); dp_nd_release(label);
     for (i = 0; i < 2; i++) { dp_nd_release(xs[i]); dp_nd_release(ys[i]); }

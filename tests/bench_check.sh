@@ -48,10 +48,18 @@ check "emulated GPU completion runs" test "$erc" -eq 0
 for w in GPU-ops-1us GPU-ops-10us; do
     check "$w events against a sync per op" grep -qE "^ratio $w sync/events=[0-9.]+ events/ideal=[0-9.]+$" <<<"$emul"
 done
+sym=$(build/bench_symbolic -n 40 2>&1); src=$?
+check "symbolic bench runs" test "$src" -eq 0
+for b in 32 256; do
+    for sys in imperative executor; do check "SYM-step-$b $sys" grep -qE "^bench SYM-step-$b system=$sys us_per_step=[0-9.]+ " <<<"$sym"; done
+    check "SYM-step-$b ratio" grep -qE "^ratio SYM-step-$b imperative/executor=[0-9.]+$" <<<"$sym"
+    check "SYM-step-$b memory" grep -qE "^mem SYM-step-$b planned_bytes=[0-9]+ unplanned_bytes=[0-9]+ planned/unplanned=[0-9.]+ " <<<"$sym"
+done
+check "SYM-mem-deep memory" grep -qE "^mem SYM-mem-deep planned_bytes=[0-9]+ unplanned_bytes=[0-9]+ " <<<"$sym"
 mk=$(bench/make.sh build/make_example 200 1000 1 2>&1); mrc=$?
 check "bench/make.sh runs and both makes agree" test "$mrc" -eq 0
 check "MAKE-indep figures" grep -qE "^bench MAKE-indep n=200 gnu_s=[0-9.]+ depeng_s=[0-9.]+ ratio=[0-9.]+$" <<<"$mk"
 check "MAKE-noop figures" grep -qE "^bench MAKE-noop n=1000 gnu_s=[0-9.]+ gnu_r_s=[0-9.]+ depeng_s=[0-9.]+ ratio=[0-9.]+ ratio_r=[0-9.]+$" <<<"$mk"
-if [ "$fail" -ne 0 ]; then printf '%s\n' "$out" "$sc" "$bp" "$pp" "$emul" "$mk" | tail -40; fi
+if [ "$fail" -ne 0 ]; then printf '%s\n' "$out" "$sc" "$bp" "$pp" "$emul" "$sym" "$mk" | tail -40; fi
 echo "bench: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

@@ -28,6 +28,19 @@ check "train_digits prints loss and accuracy per epoch" '[ "$(grep -c "^epoch .*
 naive=$($bin/train_digits --epochs 2 --engine naive 2>&1 | sed -n "s/.*weights checksum //p")
 perdev=$($bin/train_digits --epochs 2 --engine perdevice 2>&1 | sed -n "s/.*weights checksum //p")
 check "train_digits: naive and per-device engines give bitwise the same weights" '[ -n "$naive" ] && [ "$naive" = "$perdev" ]'
-[ "$fail" -ne 0 ] && printf '%s\n' "$out"
+# the same network through the executor: the same accuracy and bitwise the
+# same weights as autograd, on both engines; its graph as JSON and DOT
+graph=$(mktemp "${TMPDIR:-/tmp}/depeng_digits.XXXXXX")
+sym=$($bin/train_digits --epochs 4 --min-accuracy 0.90 --symbolic --graph "$graph" 2>&1); rc=$?
+check "train_digits --symbolic reaches 90% test accuracy in 4 epochs" '[ $rc -eq 0 ] && grep -q "^test accuracy .* after 4 epochs" <<<"$sym"'
+check "train_digits --symbolic ends with the imperative run's weights" \
+    '[ -n "$(sed -n "s/.*weights checksum //p" <<<"$out")" ] && [ "$(sed -n "s/.*weights checksum //p" <<<"$sym")" = "$(sed -n "s/.*weights checksum //p" <<<"$out")" ]'
+symnaive=$($bin/train_digits --epochs 2 --engine naive --symbolic 2>&1 | sed -n "s/.*weights checksum //p")
+check "train_digits --symbolic on the naive engine: the same weights" '[ -n "$symnaive" ] && [ "$symnaive" = "$naive" ]'
+check "train_digits --graph writes MXNet symbol JSON" \
+    'grep -q "\"op\": \"FullyConnected\"" "$graph.json" && grep -q "\"arg_nodes\": \[0, 1, 2, 5, 6, 8\]" "$graph.json" && grep -q "\"heads\": \[\[9, 0, 0\]\]" "$graph.json"'
+check "train_digits --graph writes Graphviz DOT" 'head -1 "$graph.dot" | grep -q "^digraph symbol {" && grep -q "n3 -> n4;" "$graph.dot"'
+rm -f "$graph" "$graph.json" "$graph.dot"
+[ "$fail" -ne 0 ] && printf '%s\n%s\n' "$out" "$sym"
 echo "examples: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
