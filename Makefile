@@ -154,11 +154,13 @@ bench: bench-build $(B)/make_example
 # tests/fuzz/deps.sh installs clang's libFuzzer runtime when it is missing.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      := clang -std=c11 -Wall -Wextra -pedantic -Werror -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
-FUZZERS      := $(B)/fuzz_npy $(B)/fuzz_npz $(B)/fuzz_csv $(B)/fuzz_make
+FUZZERS      := $(B)/fuzz_npy $(B)/fuzz_npz $(B)/fuzz_csv $(B)/fuzz_make $(B)/fuzz_inflate
 .PHONY: fuzz fuzz-build fuzz-deps
 $(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h depeng.h | $(B) fuzz-deps
 	$(FUZZ_CC) $< -o $@ $(LIBS)
 $(B)/fuzz_make: examples/make.c
+$(B)/fuzz_inflate: tests/fuzz/fuzz_inflate.c depeng.h | $(B) fuzz-deps
+	$(FUZZ_CC) $< -o $@ $(LIBS)
 fuzz-deps:
 	@tests/fuzz/deps.sh
 fuzz-build: $(FUZZERS)

@@ -5911,8 +5911,8 @@ static int dp__deflate_dist_code(uint32_t dist) { /* 0..29 for a distance 1..327
 
 /* A block's two codes and how its code lengths are sent. */
 typedef struct dp__deflate_codes {
-    uint8_t lit_len[286], dist_len[30], clen_len[19];
-    uint16_t lit_code[286], dist_code[30], clen_code[19];
+    uint8_t lit_len[288], dist_len[30], clen_len[19]; /* 288: the fixed code's two reserved ones */
+    uint16_t lit_code[288], dist_code[30], clen_code[19];
     uint8_t rle[286 + 30], rle_extra[286 + 30]; /* code length symbols and their extra bits */
     int nrle, hlit, hdist, hclen;
 } dp__deflate_codes;
@@ -5974,11 +5974,13 @@ static uint64_t dp__deflate_dynamic(dp__deflate_codes *c, const uint32_t *lit_fr
     return bits;
 }
 
+/* The fixed codes; the reserved literal/length symbols 286 and 287 take
+ * part in numbering the codes (RFC 1951 section 3.2.6), though never sent. */
 static void dp__deflate_fixed(dp__deflate_codes *c) {
     int i;
-    for (i = 0; i < 286; i++) c->lit_len[i] = (uint8_t)(i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8);
+    for (i = 0; i < 288; i++) c->lit_len[i] = (uint8_t)(i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8);
     for (i = 0; i < 30; i++) c->dist_len[i] = 5;
-    dp__huff_codes(c->lit_len, 286, c->lit_code);
+    dp__huff_codes(c->lit_len, 288, c->lit_code);
     dp__huff_codes(c->dist_len, 30, c->dist_code);
 }
 
