@@ -206,7 +206,7 @@ extern "C" {
      trace    desc.trace, dp_trace_write_dot, dp_trace_recorder_create
               dp_trace_recorder_event dp_trace_recorder_name_var
               dp_trace_recorder_mark dp_trace_write_html dp_trace_recorder_destroy
-     misc     dp_result_string dp_log_stderr
+     misc     dp_result_string dp_log_stderr dp_last_error dp_last_error_item dp_clear_last_error
      arrays   dp_dtype_size dp_dtype_name dp_shape_size
               dp_nd_empty dp_nd_zeros dp_nd_ones dp_nd_full dp_nd_arange dp_nd_from_host
               dp_nd_read dp_nd_write dp_nd_wait_to_read dp_nd_wait_to_write
@@ -414,7 +414,8 @@ enum { DP_LOG_PANIC = 0, DP_LOG_ERROR = 1, DP_LOG_WARN = 2, DP_LOG_INFO = 3 };
     X(FORMAT, "file contents are malformed or unsupported") \
     X(LEAKED_ARRAYS, "engine destroyed while arrays still hold storage") \
     X(PENDING, "operations are still pending") \
-    X(NULL_ARGUMENT, "a required pointer argument is NULL")
+    X(NULL_ARGUMENT, "a required pointer argument is NULL") \
+    X(UNKNOWN_OPERATOR, "no operator is registered under this name")
 #define DP__ITEM_ENUM(name, msg) DP_LOGITEM_##name,
 typedef enum dp_log_item { DP__LOG_ITEMS(DP__ITEM_ENUM) DP__LOGITEM_COUNT } dp_log_item;
 #undef DP__ITEM_ENUM
@@ -666,6 +667,25 @@ DP_API dp_result dp_trace_recorder_mark(dp_trace_recorder *rec, const char *capt
 DP_API dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *rec, const char *title, FILE *out);
 #endif
 DP_API const char *dp_result_string(dp_result r);
+/* The last error logged on the calling thread, like dlerror or errno: the
+   message of the most recent log line of level DP_LOG_ERROR or
+   DP_LOG_PANIC this thread produced ("<item text>: <details>", as a logger
+   receives it; cut to DP_LAST_ERROR_MAX - 1 bytes), or "" when there was
+   none since the thread started or since dp_clear_last_error. Filled
+   whether or not a logger is installed. Reading it does not clear it, and
+   a call that succeeds leaves it as it was: to tell whether one call
+   logged, clear it before the call. Errors logged by a worker thread (an
+   operation's) are that thread's, not the pusher's. The text is in a
+   thread-local buffer (no allocation) and stays valid until this thread
+   logs another error or calls dp_clear_last_error. Any thread. */
+#define DP_LAST_ERROR_MAX 512
+DP_API const char *dp_last_error(void);
+/* The log item (dp_log_item) of that error, DP_LOGITEM_OK when there is
+   none. Any thread. */
+DP_API uint32_t dp_last_error_item(void);
+/* Forgets the calling thread's last error: dp_last_error gives "" and
+   dp_last_error_item DP_LOGITEM_OK. Any thread. */
+DP_API void dp_clear_last_error(void);
 /* A logger that prints to stderr; the default for errors. */
 DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
                           const char *message, uint32_t line, const char *file, void *user);
@@ -920,8 +940,9 @@ DP_API const dp_operator *dp_op_find(const char *name);     /* NULL if unknown *
 /* Gives a registered operator (a built-in one too) its kernel for a device
    kind (DP_DEV_CPU or DP_DEV_GPU), replacing any: how depeng_cuda.h adds the
    GPU kernels. Call it while setting up, before any thread invokes the
-   operator (invocations read kernels without a lock). Unknown name or
-   kind: DP_ERROR_INVALID_ARGS. */
+   operator (invocations read kernels without a lock). Errors (logged):
+   DP_ERROR_INVALID_ARGS for an unknown name (UNKNOWN_OPERATOR), or a bad
+   kind or missing kernel (ND_ARGS). */
 DP_API dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel);
 /* The registered operators (built-in ones included), up to cap; returns
    how many there are. */
@@ -939,7 +960,9 @@ DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n
    then a given output, or a mutated input, must not be in a graph itself.
    Out of memory is DP_ERROR_OUT_OF_MEMORY (logged) with nothing pushed or
    recorded: outputs it made are released (NULL again), given ones and
-   graphs are as before. */
+   graphs are as before. A name no operator is registered under is
+   DP_ERROR_INVALID_ARGS, logged as UNKNOWN_OPERATOR with the name (see
+   dp_last_error for the text). */
 DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
                               int num_kwargs, const char *const *keys, const char *const *values, double scalar,
                               int num_outputs, dp_ndarray **outputs, const dp_req *req);
@@ -1693,14 +1716,29 @@ DP__COLD DP_IMPL void dp_log_stderr(const char *tag, uint32_t level, uint32_t it
             file ? file : "?", line, message ? message : (item < DP__LOGITEM_COUNT ? dp__item_msgs[item] : ""));
 }
 
+/* The calling thread's last error (see dp_last_error): fixed buffers, so
+   recording one costs a copy and never an allocation. */
+static DP__THREAD_LOCAL char dp__tls_last_error[DP_LAST_ERROR_MAX];
+static DP__THREAD_LOCAL uint32_t dp__tls_last_error_item;
+DP_IMPL const char *dp_last_error(void) { return dp__tls_last_error; }
+DP_IMPL uint32_t dp_last_error_item(void) { return dp__tls_last_error_item; }
+DP_IMPL void dp_clear_last_error(void) {
+    dp__tls_last_error[0] = '\0';
+    dp__tls_last_error_item = DP_LOGITEM_OK;
+}
+
 #define DP__LOG(eng, level, item, ...) dp__log(eng, level, DP_LOGITEM_##item, __LINE__, __VA_ARGS__)
 DP__COLD static void dp__log(const dp_engine *eng, uint32_t level, dp_log_item item, uint32_t line, const char *fmt, ...) {
-    char buf[512];
+    char buf[DP_LAST_ERROR_MAX];
     va_list ap;
     int n = snprintf(buf, sizeof buf, "%s: ", dp__item_msgs[item]);
     va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof buf) vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
     va_end(ap);
+    if (level <= DP_LOG_ERROR) {
+        memcpy(dp__tls_last_error, buf, sizeof buf);
+        dp__tls_last_error_item = (uint32_t)item;
+    }
     if (eng && eng->desc.logger.func) eng->desc.logger.func("depeng", level, (uint32_t)item, buf, line, __FILE__, eng->desc.logger.user);
     else if (level <= DP_LOG_ERROR) dp_log_stderr("depeng", level, (uint32_t)item, buf, line, __FILE__, NULL);
 }
@@ -6088,7 +6126,7 @@ static void dp__deflate_insert(dp__deflate_work *wk, const unsigned char *in, si
  * *dist gets its distance. Returns its length (0 below DP__DEF_MIN_MATCH). */
 static uint32_t dp__deflate_longest(const dp__deflate_work *wk, const unsigned char *in, size_t n, size_t pos,
                                     unsigned max_chain, uint32_t *dist) {
-    size_t limit = n - pos < DP__DEF_MAX_MATCH ? n - pos : DP__DEF_MAX_MATCH;
+    size_t limit = n - pos < (size_t)DP__DEF_MAX_MATCH ? n - pos : (size_t)DP__DEF_MAX_MATCH;
     uint32_t best = 0, link;
     if (limit < DP__DEF_MIN_MATCH) return 0;
     link = wk->head[dp__deflate_hash(in + pos)];
@@ -8074,9 +8112,13 @@ DP_IMPL dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn 
     ok = op && (dev_type == DP_DEV_CPU || dev_type == DP_DEV_GPU) && (kernel || (dev_type == DP_DEV_CPU ? op->forward_gpu : op->forward_cpu));
     if (ok) { if (dev_type == DP_DEV_CPU) op->forward_cpu = kernel; else op->forward_gpu = kernel; }
     dp__spin_unlock(&dp__registry_lock);
+    if (!op) {
+        DP__LOG(NULL, DP_LOG_ERROR, UNKNOWN_OPERATOR, "dp_op_set_kernel '%s'", name ? name : "(null)");
+        return DP_ERROR_INVALID_ARGS;
+    }
     if (!ok) {
-        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_set_kernel '%s': an operator's name, DP_DEV_CPU or DP_DEV_GPU, and a kernel "
-                "(or another device kind's)", name ? name : "(null)");
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_set_kernel '%s': DP_DEV_CPU or DP_DEV_GPU, and a kernel "
+                "(or another device kind's)", name);
         return DP_ERROR_INVALID_ARGS;
     }
     return DP_OK;
@@ -8402,7 +8444,7 @@ DP_IMPL dp_result dp_op_invoke(dp_engine *eng, const char *name, int nin, dp_nda
     dp_params params;
     dp_result r;
     if (!eng) return DP_ERROR_INVALID_ARGS;
-    if ((op = dp_op_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "unknown operator '%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
+    if ((op = dp_op_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, UNKNOWN_OPERATOR, "'%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
     if ((r = dp_op_parse_params(eng, op, nkw, keys, values, &params)) != DP_OK) return r;
     return dp__invoke(eng, op, &params, nin, inputs, scalar, nout, outputs, req, 1);
 }
