@@ -220,7 +220,7 @@ extern "C" {
               dp_op_parse_params dp_op_invoke
      autograd dp_autograd_begin dp_autograd_end dp_autograd_is_recording
               dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
-     data     dp_nd_load_csv dp_iter_create dp_iter_next dp_iter_reset
+     data     dp_nd_load_csv dp_nd_load_csv_opts dp_iter_create dp_iter_next dp_iter_reset
               dp_iter_num_batches dp_iter_destroy
      storage  dp_storage_stats_get dp_storage_release_pool
      layers   dp_engine_extension (per-engine state of a layer, e.g. arrays)   */
@@ -1045,11 +1045,29 @@ DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, i
    arrays: *data (rows, columns - 1) and *label (rows,) from column
    label_column (from 0; negative counts from the end, -1 is the last). With
    DP_CSV_NO_LABEL every column is data, (rows, columns), and label may be
-   NULL. A ragged row or a field that is not a number is DP_ERROR_FORMAT
-   naming the line and column; a path that cannot be read (missing, a
-   directory) is DP_ERROR_IO naming the path. Any thread. */
+   NULL. Numbers are what strtod reads ("nan" and "inf" included), rounded
+   to float32; a finite number beyond float32's range (above about 3.4e38 in
+   magnitude, e.g. 1e39) is refused rather than turned into inf. Errors
+   (logged): DP_ERROR_FORMAT for a ragged row, a field that is not a number
+   or is out of range (naming the file, line, column and field), or no rows;
+   DP_ERROR_IO for a path that cannot be read (missing, a directory), naming
+   it; DP_ERROR_INVALID_ARGS for NULL arguments or a label column out of
+   range (ND_ARGS). Any thread. */
 DP_API dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx,
                                 dp_ndarray **data, dp_ndarray **label);
+/* How dp_nd_load_csv_opts reads; zero-initialise. skip_lines lines (blank
+   ones included) at the start of the file are skipped unread; with
+   skip_lines > 0 no header is guessed, so every line after them must be
+   numbers (or blank): how a header made only of numbers, or several header
+   lines, are skipped. 0 keeps dp_nd_load_csv's header guess. */
+typedef struct dp_csv_options {
+    int skip_lines;
+} dp_csv_options;
+/* dp_nd_load_csv with options (NULL: all zero). A negative skip_lines is
+   DP_ERROR_INVALID_ARGS (ND_ARGS); skipping every line is DP_ERROR_FORMAT
+   (no rows). Any thread. */
+DP_API dp_result dp_nd_load_csv_opts(dp_engine *eng, const char *path, int label_column, const dp_csv_options *opts,
+                                     dp_ctx ctx, dp_ndarray **data, dp_ndarray **label);
 /* Mini-batches of rows (the first axis) of data and label. Zero-initialise:
    shuffle draws a new order every epoch from the random resource of data's
    device (reproducible with dp_random_seed); the last batch is short unless
@@ -1098,6 +1116,7 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <errno.h>
 #include <stdarg.h>
 #ifndef DP_ASSERT
 #include <assert.h>
@@ -7777,21 +7796,31 @@ out:
 }
 
 /* >>data: CSV files and the mini-batch iterator ---------------------------------- */
+/* Why a CSV field was refused, and where it starts. */
+typedef struct dp__csv_bad { const char *field; int out_of_range; } dp__csv_bad;
 /* Parses the fields of one line [p, eol) as numbers into out (up to cap;
    *count is how many the line has). Returns 0, or the 1-based column of
-   the first field that is not a number. */
-static int dp__csv_fields(const char *p, const char *eol, float *out, int cap, int *count) {
+   the first field that is not a number or is a finite number float32
+   cannot hold (then *bad says which, and where). */
+static int dp__csv_fields(const char *p, const char *eol, float *out, int cap, int *count, dp__csv_bad *bad) {
     int col = 0;
     for (;;) {
         char *end;
         double v;
+        float f;
         while (p < eol && (*p == ' ' || *p == '\t')) p++;
+        bad->field = p;
+        bad->out_of_range = 0;
+        errno = 0;
         v = strtod(p, &end);
         if (end == p || end > eol) return col + 1;
+        /* inf from finite text: beyond double (ERANGE) or float32's range */
+        f = (float)v;
+        if ((isinf(v) && errno == ERANGE) || (isinf(f) && !isinf(v))) { bad->out_of_range = 1; return col + 1; }
         p = end;
         while (p < eol && (*p == ' ' || *p == '\t')) p++;
         if (p < eol && *p != ',') return col + 1;
-        if (col < cap) out[col] = (float)v;
+        if (col < cap) out[col] = f;
         col++;
         if (p == eol) break;
         p++;                                   /* the comma */
@@ -7806,12 +7835,25 @@ static int dp__csv_header_like(const char *p, const char *eol) {
     return 0;
 }
 static int dp__blank(const char *p, const char *eol) { while (p < eol && (*p == ' ' || *p == '\t')) p++; return p == eol; }
-/* The values of every data line, row after row, and the row and column
-   counts; a first line that is not numbers is a header. */
-static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, size_t len, float **vals, size_t *cap, int64_t *rows, int *cols) {
+/* Logs a refused field: file, line, column and the field's text. */
+static dp_result dp__csv_bad_field(dp_engine *eng, const char *path, int64_t line, int col, const dp__csv_bad *bad, const char *eol) {
+    const char *stop = bad->field;
+    char shown[40];
+    while (stop < eol && *stop != ',') stop++;
+    while (stop > bad->field && (stop[-1] == ' ' || stop[-1] == '\t')) stop--;
+    dp__npy_printable(shown, sizeof shown, (const unsigned char *)bad->field, (size_t)(stop - bad->field));
+    DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s:%lld: column %d (\"%s\") %s", path, (long long)line, col, shown,
+            bad->out_of_range ? "is out of float32's range (it would be inf)" : "is not a number");
+    return DP_ERROR_FORMAT;
+}
+/* The values of every data line after the first skip lines, row after
+   row, and the row and column counts; with skip 0, a first line that is
+   not numbers is a header. */
+static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, size_t len, int64_t skip, float **vals, size_t *cap, int64_t *rows, int *cols) {
     char *p = text, *end = text + len;
     int64_t line = 0;
     size_t n = 0;
+    dp__csv_bad why;
     *rows = 0; *cols = 0;
     while (p < end) {
         char *eol = (char *)memchr(p, '\n', (size_t)(end - p)), *next;
@@ -7820,16 +7862,16 @@ static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, siz
         next = eol < end ? eol + 1 : end;
         if (eol > p && eol[-1] == '\r') eol--;
         line++;
-        if (dp__blank(p, eol)) { p = next; continue; }
+        if (line <= skip || dp__blank(p, eol)) { p = next; continue; }
         if (dp__reserve(eng, vals, cap, n + (size_t)(*cols > 0 ? *cols : 1024), sizeof **vals, 4096)) return DP_ERROR_OUT_OF_MEMORY;
         *eol = 0;                              /* strtod stops here */
-        bad = dp__csv_fields(p, eol, *vals + n, (int)(*cap - n > (size_t)INT32_MAX ? INT32_MAX : *cap - n), &count);
-        if (bad && *rows == 0 && *cols == 0 && dp__csv_header_like(p, eol)) { *cols = -1; p = next; continue; }
-        if (bad) { DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s:%lld: column %d is not a number", path, (long long)line, bad); return DP_ERROR_FORMAT; }
+        bad = dp__csv_fields(p, eol, *vals + n, (int)(*cap - n > (size_t)INT32_MAX ? INT32_MAX : *cap - n), &count, &why);
+        if (bad && skip == 0 && *rows == 0 && *cols == 0 && !why.out_of_range && dp__csv_header_like(p, eol)) { *cols = -1; p = next; continue; }
+        if (bad) return dp__csv_bad_field(eng, path, line, bad, &why, eol);
         if (*cols <= 0) {
             *cols = count;
             if (dp__reserve(eng, vals, cap, n + (size_t)count, sizeof **vals, 4096)) return DP_ERROR_OUT_OF_MEMORY;
-            if (dp__csv_fields(p, eol, *vals + n, count, &count)) return DP_ERROR_FORMAT;   /* again, all of it */
+            if (dp__csv_fields(p, eol, *vals + n, count, &count, &why)) return DP_ERROR_FORMAT;   /* again, all of it */
         } else if (count != *cols) {
             DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s:%lld: %d columns, the rows before have %d", path, (long long)line, count, *cols);
             return DP_ERROR_FORMAT;
@@ -7838,10 +7880,17 @@ static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, siz
         (*rows)++;
         p = next;
     }
-    if (*rows == 0) { DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: no rows of numbers", path); return DP_ERROR_FORMAT; }
+    if (*rows == 0) {
+        DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: no rows of numbers%s", path, skip > 0 && line <= skip ? " (every line was skipped)" : "");
+        return DP_ERROR_FORMAT;
+    }
     return DP_OK;
 }
 DP_IMPL dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx, dp_ndarray **data, dp_ndarray **label) {
+    return dp_nd_load_csv_opts(eng, path, label_column, NULL, ctx, data, label);
+}
+DP_IMPL dp_result dp_nd_load_csv_opts(dp_engine *eng, const char *path, int label_column, const dp_csv_options *opts, dp_ctx ctx,
+                                      dp_ndarray **data, dp_ndarray **label) {
     unsigned char *buf = NULL;
     float *vals = NULL, *x = NULL, *y = NULL;
     size_t len = 0, cap = 0;
@@ -7855,8 +7904,12 @@ DP_IMPL dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_col
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_csv: NULL engine, path, data, or label (with a label column)");
         return DP_ERROR_INVALID_ARGS;
     }
+    if (opts && opts->skip_lines < 0) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_csv_opts: skip_lines %d is negative", opts->skip_lines);
+        return DP_ERROR_INVALID_ARGS;
+    }
     if ((res = dp__read_file(eng, path, &buf, &len)) != DP_OK) return res;
-    res = dp__csv_parse(eng, path, (char *)buf, len, &vals, &cap, &rows, &cols);
+    res = dp__csv_parse(eng, path, (char *)buf, len, opts ? opts->skip_lines : 0, &vals, &cap, &rows, &cols);
     if (res == DP_OK && label_column != DP_CSV_NO_LABEL) {
         if (lc < 0) lc += cols;
         if (lc < 0 || lc >= cols || cols < 2) {
