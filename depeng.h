@@ -5951,9 +5951,13 @@ static void dp__huff_codes(const uint8_t *lens, int n, uint16_t *codes) {
 }
 
 static int dp__deflate_len_code(uint32_t len) { /* 0..28 for a length 3..258 */
-    int c = 0;
-    while (c < 28 && dp__deflate_len_base[c + 1] <= len) c++;
-    return c;
+    int lo = 0, hi = 28;
+    while (lo < hi) { /* the last base not above len */
+        int mid = (lo + hi + 1) / 2;
+        if (dp__deflate_len_base[mid] <= len) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
 }
 
 static int dp__deflate_dist_code(uint32_t dist) { /* 0..29 for a distance 1..32768 */
@@ -6141,11 +6145,18 @@ static void dp__deflate_insert(dp__deflate_work *wk, const unsigned char *in, si
     wk->head[h] = (uint32_t)pos + 1u;
 }
 
-/* The longest earlier match for pos, following at most max_chain links;
- * *dist gets its distance. Returns its length (0 below DP__DEF_MIN_MATCH). */
+/* How hard each level searches: chain links followed, the match length
+ * that ends a search early, and the longest match still worth trying one
+ * byte later (0: no lazy matching). */
+typedef struct dp__deflate_effort { unsigned max_chain, nice, max_lazy; } dp__deflate_effort;
+
+/* The longest earlier match for pos, following at most max_chain links and
+ * stopping at one of nice bytes; *dist gets its distance. Returns its length
+ * (0 below DP__DEF_MIN_MATCH). */
 static uint32_t dp__deflate_longest(const dp__deflate_work *wk, const unsigned char *in, size_t n, size_t pos,
-                                    unsigned max_chain, uint32_t *dist) {
+                                    const dp__deflate_effort *effort, uint32_t *dist) {
     size_t limit = n - pos < (size_t)DP__DEF_MAX_MATCH ? n - pos : (size_t)DP__DEF_MAX_MATCH;
+    unsigned max_chain = effort->max_chain;
     uint32_t best = 0, link;
     if (limit < DP__DEF_MIN_MATCH) return 0;
     link = wk->head[dp__deflate_hash(in + pos)];
@@ -6157,7 +6168,7 @@ static uint32_t dp__deflate_longest(const dp__deflate_work *wk, const unsigned c
             if (len > best) {
                 best = (uint32_t)len;
                 *dist = (uint32_t)(pos - cand);
-                if (len == limit) break;
+                if (len == limit || len >= effort->nice) break;
             }
         }
         link = wk->prev[cand % DP__DEF_WINDOW];
@@ -6168,32 +6179,38 @@ static uint32_t dp__deflate_longest(const dp__deflate_work *wk, const unsigned c
 
 /* Compresses in[0..n) into out (cap at least dp__deflate_bound(n)) as one
  * raw deflate stream; *out_len gets its size. level 1..9 trades speed for
- * size like zlib's (it sets how far the hash chains are followed; 1-3 take
- * the first good match, 4-9 also try one byte later). DP_ERROR_INVALID_ARGS
- * if cap is too small or n reaches 4 GiB (positions are 32-bit). */
+ * size like zlib's (how far hash chains are followed; 1-3 take the first
+ * good match, 4-9 also try one byte later); other values mean 6.
+ * DP_ERROR_INVALID_ARGS if cap is too small or n reaches 4 GiB (positions
+ * are 32-bit). */
 static dp_result dp__deflate(dp__deflate_work *wk, const unsigned char *in, size_t n, unsigned char *out, size_t cap,
                              int level, size_t *out_len) {
-    static const unsigned chains[10] = {0, 4, 8, 16, 32, 64, 128, 256, 1024, 4096};
+    static const dp__deflate_effort efforts[10] = {{0, 0, 0},      {4, 16, 0},     {8, 32, 0},     {16, 64, 0},
+                                                   {16, 32, 8},    {32, 64, 16},   {96, 128, 24},  {256, 160, 64},
+                                                   {1024, 258, 128}, {4096, 258, 258}};
     dp__bit_writer w;
     size_t pos = 0, block_start = 0;
-    unsigned max_chain;
-    int nsym = 0, lazy, final_written = 0;
+    const dp__deflate_effort *effort;
+    uint32_t next_len = 0, next_dist = 0;
+    int nsym = 0, final_written = 0, have_next = 0;
     *out_len = 0;
     if (!wk || (!in && n > 0) || !out || cap < dp__deflate_bound(n) || (uint64_t)n >= 0xFFFFFFFFu)
         return DP_ERROR_INVALID_ARGS;
     if (level < 1 || level > 9) level = 6;
-    max_chain = chains[level];
-    lazy = level >= 4;
+    effort = &efforts[level];
     memset(wk->head, 0, sizeof wk->head);
     memset(&w, 0, sizeof w);
     w.out = out;
     w.cap = cap;
     while (pos < n) {
-        uint32_t dist = 0, len = dp__deflate_longest(wk, in, n, pos, max_chain, &dist), dist2 = 0, len2 = 0;
+        uint32_t dist = next_dist, len = have_next ? next_len : dp__deflate_longest(wk, in, n, pos, effort, &dist);
+        have_next = 0;
         dp__deflate_insert(wk, in, n, pos);
-        if (len && lazy && len < DP__DEF_MAX_MATCH / 2 && pos + 1 < n)
-            len2 = dp__deflate_longest(wk, in, n, pos + 1, max_chain, &dist2);
-        if (len == 0 || len2 > len) { /* a literal (and, if len2 > len, the longer match next time) */
+        if (len && len < effort->max_lazy && pos + 1 < n) { /* the match one byte later, found as the next step would */
+            next_len = dp__deflate_longest(wk, in, n, pos + 1, effort, &next_dist);
+            have_next = next_len > len;
+        }
+        if (len == 0 || have_next) { /* a literal (and, when have_next, the longer match next) */
             wk->symbols[nsym++] = in[pos++];
         } else {
             wk->symbols[nsym++] = 1u << 31 | len << 16 | dist;
