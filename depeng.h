@@ -101,6 +101,9 @@
      "(unrecorded)") and the log names the op, its status and its message;
      dp_wait_all reports such a failure even if a dp_wait_var already did,
      since one record stands for all of them until dp_wait_all clears it.
+     The text of the last error logged on a thread is also kept for that
+     thread: dp_last_error (like dlerror), dp_last_error_item for its log
+     item, dp_clear_last_error.
 
    6. COMPILE-TIME OPTIONS (define before including, in every file unless noted)
      DEPENG_STATIC          functions are static (one-file use)
@@ -6012,7 +6015,8 @@ static void dp__deflate_rle(dp__deflate_codes *c, uint32_t *clen_freq) {
 }
 
 /* Builds the dynamic codes for the frequencies; returns the block's size in
- * bits with them (header included). */
+ * bits with them (header included), but for the extra bits of lengths and
+ * distances. */
 static uint64_t dp__deflate_dynamic(dp__deflate_codes *c, const uint32_t *lit_freq, const uint32_t *dist_freq) {
     static const uint8_t rle_extra_bits[19] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 7};
     uint32_t clen_freq[19];
@@ -6088,7 +6092,7 @@ static void dp__deflate_block(dp__bit_writer *w, const uint32_t *symbols, int ns
     static const uint8_t fixed_lit_len_bits[4] = {8, 9, 7, 8};
     uint32_t lit_freq[286], dist_freq[30];
     dp__deflate_codes dyn, fixed;
-    uint64_t dyn_bits, fixed_bits = 3, stored_bits;
+    uint64_t dyn_bits, fixed_bits = 3, stored_bits, extra_bits = 0; /* extra bits: the same in both codes */
     int i;
     memset(lit_freq, 0, sizeof lit_freq);
     memset(dist_freq, 0, sizeof dist_freq);
@@ -6099,13 +6103,15 @@ static void dp__deflate_block(dp__bit_writer *w, const uint32_t *symbols, int ns
             int lc = dp__deflate_len_code(s >> 16 & 0x1FFu), dc = dp__deflate_dist_code(s & 0xFFFFu);
             lit_freq[257 + lc]++;
             dist_freq[dc]++;
-            fixed_bits += (uint64_t)dp__deflate_len_extra[lc] + 5u + dp__deflate_dist_extra[dc];
+            extra_bits += (uint64_t)dp__deflate_len_extra[lc] + dp__deflate_dist_extra[dc];
+            fixed_bits += 5u; /* the fixed distance code */
         }
     }
     lit_freq[256] = 1;
     for (i = 0; i < 286; i++)
         fixed_bits += (uint64_t)lit_freq[i] * fixed_lit_len_bits[i < 144 ? 0 : i < 256 ? 1 : i < 280 ? 2 : 3];
-    dyn_bits = dp__deflate_dynamic(&dyn, lit_freq, dist_freq);
+    fixed_bits += extra_bits;
+    dyn_bits = dp__deflate_dynamic(&dyn, lit_freq, dist_freq) + extra_bits;
     stored_bits = 8u * (uint64_t)raw_len + 48u * (raw_len / 65535u + 1u);
     if (stored_bits <= dyn_bits && stored_bits <= fixed_bits) {
         dp__deflate_put_stored(w, raw, raw_len, final);
