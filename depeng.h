@@ -839,8 +839,12 @@ DP_API dp_result dp_nd_save_npz_opts(const char *path, const dp_nd_named *arrays
    On error nothing is left allocated and *count is 0. Errors (logged):
    DP_ERROR_INVALID_ARGS for a NULL engine, out or count or a negative cap
    (ND_ARGS); DP_ERROR_IO when the path cannot be read (a directory, a
-   missing file); DP_ERROR_FORMAT for a corrupt archive or member, or more
-   than cap members. Any thread. */
+   missing file); DP_ERROR_FORMAT for a corrupt archive or member (a
+   deflated member whose stream is malformed or truncated, inflates to
+   another size than the archive declares, or fails its CRC-32), or more
+   than cap members; DP_ERROR_OUT_OF_MEMORY when there is no memory for a
+   deflated member's inflated bytes (held while its array is made). Any
+   thread. */
 DP_API dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp_nd_named *out, int cap, int *count);
 
 /* Resources (MXNet's ResourceManager), one set per device, each guarded by
@@ -4951,7 +4955,7 @@ static DP__HD uint8_t dp__to_uint8(double v) {
 
 
 /* >>files: the .npy / .npz codec ===========================================
- * .npy / .npz codec
+ * .npy / .npz codec, and the deflate codec (RFC 1951) of compressed members
  *
  * Host assumption: LITTLE-ENDIAN. Array bytes are written and read verbatim
  * and the descrs emitted here ('<f4', '<i8', ...) declare little-endian data.
