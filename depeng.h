@@ -683,9 +683,9 @@ DP_API const char *dp_result_string(dp_result r);
    logs another error or calls dp_clear_last_error. Any thread. */
 #define DP_LAST_ERROR_MAX 512
 DP_API const char *dp_last_error(void);
-/* The log item (dp_log_item) of that error, DP_LOGITEM_OK when there is
-   none. Any thread. */
-DP_API uint32_t dp_last_error_item(void);
+/* The log item of that error, DP_LOGITEM_OK when there is none. Any
+   thread. */
+DP_API dp_log_item dp_last_error_item(void);
 /* Forgets the calling thread's last error: dp_last_error gives "" and
    dp_last_error_item DP_LOGITEM_OK. Any thread. */
 DP_API void dp_clear_last_error(void);
@@ -1745,9 +1745,9 @@ DP__COLD DP_IMPL void dp_log_stderr(const char *tag, uint32_t level, uint32_t it
 /* The calling thread's last error (see dp_last_error): fixed buffers, so
    recording one costs a copy and never an allocation. */
 static DP__THREAD_LOCAL char dp__tls_last_error[DP_LAST_ERROR_MAX];
-static DP__THREAD_LOCAL uint32_t dp__tls_last_error_item;
+static DP__THREAD_LOCAL dp_log_item dp__tls_last_error_item;   /* 0: DP_LOGITEM_OK */
 DP_IMPL const char *dp_last_error(void) { return dp__tls_last_error; }
-DP_IMPL uint32_t dp_last_error_item(void) { return dp__tls_last_error_item; }
+DP_IMPL dp_log_item dp_last_error_item(void) { return dp__tls_last_error_item; }
 DP_IMPL void dp_clear_last_error(void) {
     dp__tls_last_error[0] = '\0';
     dp__tls_last_error_item = DP_LOGITEM_OK;
@@ -1763,7 +1763,7 @@ DP__COLD static void dp__log(const dp_engine *eng, uint32_t level, dp_log_item i
     va_end(ap);
     if (level <= DP_LOG_ERROR) {
         memcpy(dp__tls_last_error, buf, sizeof buf);
-        dp__tls_last_error_item = (uint32_t)item;
+        dp__tls_last_error_item = item;
     }
     if (eng && eng->desc.logger.func) eng->desc.logger.func("depeng", level, (uint32_t)item, buf, line, __FILE__, eng->desc.logger.user);
     else if (level <= DP_LOG_ERROR) dp_log_stderr("depeng", level, (uint32_t)item, buf, line, __FILE__, NULL);
