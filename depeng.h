@@ -7710,8 +7710,12 @@ DP_IMPL dp_result dp_nd_save_npz_opts(const char *path, const dp_nd_named *array
         }
     }
     if (count && ((m = (dp__npz_out *)dp__alloc(eng, sizeof *m * (size_t)count)) == NULL
-                  || (z = (dp__zip_piece_member *)dp__alloc(eng, sizeof *z * (size_t)count)) == NULL)) { r = DP_ERROR_OUT_OF_MEMORY; goto out; }
-    if (count && o.compress && (wk = (dp__deflate_work *)dp__alloc(eng, sizeof *wk)) == NULL) { r = DP_ERROR_OUT_OF_MEMORY; goto out; }
+                  || (z = (dp__zip_piece_member *)dp__alloc(eng, sizeof *z * (size_t)count)) == NULL
+                  || (o.compress && (wk = (dp__deflate_work *)dp__alloc(eng, sizeof *wk)) == NULL))) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_nd_save_npz: the list of %d members%s", count, o.compress ? " and the deflater's tables" : "");
+        r = DP_ERROR_OUT_OF_MEMORY;
+        goto out;
+    }
     for (i = 0; i < count && r == DP_OK; i++, done++) {
         dp_ndarray *a = arrays[i].array;
         m[i].packed = NULL; m[i].packed_len = 0; m[i].owned = 0;
@@ -7735,7 +7739,7 @@ DP_IMPL dp_result dp_nd_save_npz_opts(const char *path, const dp_nd_named *array
             r = dp__zip_write_pieces(f, z, count);
             if (fclose(f) != 0 && r == DP_OK) r = DP_ERROR_IO;
         }
-        if (r == DP_ERROR_INVALID_ARGS) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz: '%s' would reach 4 GiB, which needs zip64 (not written)", path);
+        if (r == DP_ERROR_INVALID_ARGS) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz: '%s' would reach 4 GiB, which needs zip64 (not supported)", path);
         else if (r != DP_OK) DP__LOG(eng, DP_LOG_ERROR, IO, "cannot write '%s'", path);
     }
 out:
