@@ -55,6 +55,17 @@ $(B)/custom_op_example: examples/custom_op.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/train_digits: examples/train_digits.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+# deflated .npz (against NumPy where it is installed, else those parts are
+# SKIP), CSV options and refused fields, the per-thread last error
+$(B)/test_files: tests/test_files.c depeng.h tests/test_common.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+# the header's inflater and deflater against zlib, linked for this test only
+# (tests/zlib_deps.sh installs zlib1g-dev when it is missing)
+$(B)/test_inflate_zlib: tests/test_inflate_zlib.c depeng.h tests/test_common.h | $(B) zlib-deps
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS) -lz
+.PHONY: zlib-deps
+zlib-deps:
+	@tests/zlib_deps.sh
 # writes profiler traces for tests/chrome_trace_check.sh (Perfetto's reading)
 $(B)/chrome_trace: tests/chrome_trace.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
@@ -79,8 +90,8 @@ compile-checks-engine-only: | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_cxx.o
 	gcc   $(WARN) -DDEPENG_STATIC -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_static.o
 
-test: compile-checks platform-checks $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages
-	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh
+test: compile-checks platform-checks $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages $(B)/test_files $(B)/test_inflate_zlib
+	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh $(B)/test_files $(B)/test_inflate_zlib
 
 demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 	./$(B)/walkthrough $(B)/walkthrough.dot $(B)/walkthrough.html
@@ -111,7 +122,8 @@ asan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_memory_plan.c -o $(B)/test_memory_plan_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_scheduling.c -o $(B)/test_scheduling_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_symbol.c -o $(B)/test_symbol_asan $(LIBS)
-	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_memory_plan_asan $(B)/test_scheduling_asan $(B)/test_symbol_asan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_files.c -o $(B)/test_files_asan $(LIBS)
+	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_memory_plan_asan $(B)/test_scheduling_asan $(B)/test_symbol_asan $(B)/test_files_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. examples/make.c -o $(B)/make_example_asan $(LIBS)
 	examples/make_demo/check.sh $(B)/make_example_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DMAKE_NO_MAIN -I. tests/make_parse.c -o $(B)/make_parse_asan $(LIBS)
@@ -180,11 +192,13 @@ bench: bench-build $(B)/make_example
 # tests/fuzz/deps.sh installs clang's libFuzzer runtime when it is missing.
 FUZZ_SECONDS ?= 60
 FUZZ_CC      := clang -std=c11 -Wall -Wextra -pedantic -Werror -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
-FUZZERS      := $(B)/fuzz_npy $(B)/fuzz_npz $(B)/fuzz_csv $(B)/fuzz_make
+FUZZERS      := $(B)/fuzz_npy $(B)/fuzz_npz $(B)/fuzz_csv $(B)/fuzz_make $(B)/fuzz_inflate
 .PHONY: fuzz fuzz-build fuzz-deps
 $(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h depeng.h | $(B) fuzz-deps
 	$(FUZZ_CC) $< -o $@ $(LIBS)
 $(B)/fuzz_make: examples/make.c
+$(B)/fuzz_inflate: tests/fuzz/fuzz_inflate.c depeng.h | $(B) fuzz-deps
+	$(FUZZ_CC) $< -o $@ $(LIBS)
 fuzz-deps:
 	@tests/fuzz/deps.sh
 fuzz-build: $(FUZZERS)

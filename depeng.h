@@ -120,6 +120,9 @@
      "(unrecorded)") and the log names the op, its status and its message;
      dp_wait_all reports such a failure even if a dp_wait_var already did,
      since one record stands for all of them until dp_wait_all clears it.
+     The text of the last error logged on a thread is also kept for that
+     thread: dp_last_error (like dlerror), dp_last_error_item for its log
+     item, dp_clear_last_error.
 
    6. COMPILE-TIME OPTIONS (define before including, in every file unless noted)
      DEPENG_STATIC          functions are static (one-file use)
@@ -225,13 +228,13 @@ extern "C" {
      trace    desc.trace, dp_trace_write_dot, dp_trace_recorder_create
               dp_trace_recorder_event dp_trace_recorder_name_var
               dp_trace_recorder_mark dp_trace_write_html dp_trace_recorder_destroy
-     misc     dp_result_string dp_log_stderr
+     misc     dp_result_string dp_log_stderr dp_last_error dp_last_error_item dp_clear_last_error
      arrays   dp_dtype_size dp_dtype_name dp_shape_size
               dp_nd_empty dp_nd_zeros dp_nd_ones dp_nd_full dp_nd_arange dp_nd_from_host
               dp_nd_read dp_nd_write dp_nd_wait_to_read dp_nd_wait_to_write
               dp_nd_reshape dp_nd_slice dp_nd_copy_to dp_nd_retain dp_nd_release
               dp_nd_shape dp_nd_dtype dp_nd_ctx dp_nd_engine dp_nd_bytes dp_nd_var dp_nd_data
-     files    dp_nd_save_npy dp_nd_load_npy dp_nd_save_npz dp_nd_load_npz
+     files    dp_nd_save_npy dp_nd_load_npy dp_nd_save_npz dp_nd_save_npz_opts dp_nd_load_npz
      random   dp_random_seed dp_random_var dp_random_next dp_random_uniform01
               dp_nd_random_uniform dp_nd_random_normal
      temp     dp_temp_space_var dp_temp_space
@@ -244,7 +247,7 @@ extern "C" {
               dp_sym_save_json dp_sym_load_json dp_sym_save dp_sym_load dp_sym_write_dot
      executor dp_exec_bind dp_exec_rebind dp_exec_forward dp_exec_backward dp_exec_num_outputs
               dp_exec_output dp_exec_head_grad dp_exec_memory_get dp_exec_destroy
-     data     dp_nd_load_csv dp_iter_create dp_iter_next dp_iter_reset
+     data     dp_nd_load_csv dp_nd_load_csv_opts dp_iter_create dp_iter_next dp_iter_reset
               dp_iter_num_batches dp_iter_destroy
      storage  dp_storage_stats_get dp_storage_release_pool
      layers   dp_engine_extension (per-engine state of a layer, e.g. arrays)   */
@@ -438,7 +441,8 @@ enum { DP_LOG_PANIC = 0, DP_LOG_ERROR = 1, DP_LOG_WARN = 2, DP_LOG_INFO = 3 };
     X(FORMAT, "file contents are malformed or unsupported") \
     X(LEAKED_ARRAYS, "engine destroyed while arrays still hold storage") \
     X(PENDING, "operations are still pending") \
-    X(NULL_ARGUMENT, "a required pointer argument is NULL")
+    X(NULL_ARGUMENT, "a required pointer argument is NULL") \
+    X(UNKNOWN_OPERATOR, "no operator is registered under this name")
 #define DP__ITEM_ENUM(name, msg) DP_LOGITEM_##name,
 typedef enum dp_log_item { DP__LOG_ITEMS(DP__ITEM_ENUM) DP__LOGITEM_COUNT } dp_log_item;
 #undef DP__ITEM_ENUM
@@ -738,6 +742,25 @@ DP_API dp_result dp_trace_recorder_mark(dp_trace_recorder *rec, const char *capt
 DP_API dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *rec, const char *title, FILE *out);
 #endif
 DP_API const char *dp_result_string(dp_result r);
+/* The last error logged on the calling thread, like dlerror or errno: the
+   message of the most recent log line of level DP_LOG_ERROR or
+   DP_LOG_PANIC this thread produced ("<item text>: <details>", as a logger
+   receives it; cut to DP_LAST_ERROR_MAX - 1 bytes), or "" when there was
+   none since the thread started or since dp_clear_last_error. Filled
+   whether or not a logger is installed. Reading it does not clear it, and
+   a call that succeeds leaves it as it was: to tell whether one call
+   logged, clear it before the call. Errors logged by a worker thread (an
+   operation's) are that thread's, not the pusher's. The text is in a
+   thread-local buffer (no allocation) and stays valid until this thread
+   logs another error or calls dp_clear_last_error. Any thread. */
+#define DP_LAST_ERROR_MAX 512
+DP_API const char *dp_last_error(void);
+/* The log item of that error, DP_LOGITEM_OK when there is none. Any
+   thread. */
+DP_API dp_log_item dp_last_error_item(void);
+/* Forgets the calling thread's last error: dp_last_error gives "" and
+   dp_last_error_item DP_LOGITEM_OK. Any thread. */
+DP_API void dp_clear_last_error(void);
 /* A logger that prints to stderr; the default for errors. */
 DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
                           const char *message, uint32_t line, const char *file, void *user);
@@ -849,23 +872,51 @@ DP_API size_t dp_nd_bytes(const dp_ndarray *a);
 DP_API dp_var dp_nd_var(const dp_ndarray *a);
 DP_API void *dp_nd_data(const dp_ndarray *a);
 
-/* NumPy's .npy (C order, the five dtypes, little-endian) and .npz (an
-   uncompressed zip of .npy members, as numpy.savez writes). Saving waits
-   for the arrays' pending writes. A corrupt or truncated file is
+/* NumPy's .npy (C order, the five dtypes, little-endian) and .npz (a zip
+   of .npy members, stored as numpy.savez writes them or deflated as
+   numpy.savez_compressed does; both are read). Saving waits for the
+   arrays' pending writes. A corrupt or truncated file is
    DP_ERROR_FORMAT with the reason logged, never a crash; a path that
    cannot be read (missing, a directory) is DP_ERROR_IO, logged as IO with
    the path. */
 DP_API dp_result dp_nd_save_npy(dp_ndarray *a, const char *path, dp_failure *failure);
 DP_API dp_result dp_nd_load_npy(dp_engine *eng, const char *path, dp_ctx ctx, dp_ndarray **out);
 typedef struct dp_nd_named { char name[128]; dp_ndarray *array; } dp_nd_named;
+/* Writes count arrays as members "<name>.npy" of an .npz, stored
+   (uncompressed), as numpy.savez does: dp_nd_save_npz_opts with no options.
+   Any thread. */
 DP_API dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, int count, dp_failure *failure);
+/* How dp_nd_save_npz_opts writes; zero-initialise. compress 0 stores the
+   members (numpy.savez), 1 deflates them (numpy.savez_compressed; any
+   reader of .npz files reads them, NumPy's np.load included). level is the
+   deflate effort, 1 (fastest) to 9 (smallest) as in zlib, 0 for the
+   default 6. The deflater is the header's own (no zlib needed). */
+typedef struct dp_npz_options {
+    int compress;
+    int level;
+} dp_npz_options;
+/* dp_nd_save_npz with options (NULL: all zero). Compressing holds, per
+   member in turn, a copy of its bytes and its deflated stream, and keeps
+   every member's deflated stream until the file is written. Errors
+   (logged): DP_ERROR_INVALID_ARGS for a NULL path or arrays, a member
+   without an array or with an empty or unterminated name, compress other
+   than 0 or 1, level outside 0..9 (ND_ARGS), or an archive that would
+   need zip64 (4 GiB); DP_ERROR_OUT_OF_MEMORY; DP_ERROR_IO when the file
+   cannot be written; an array's failed pending write as from
+   dp_wait_var. Any thread. */
+DP_API dp_result dp_nd_save_npz_opts(const char *path, const dp_nd_named *arrays, int count,
+                                     const dp_npz_options *opts, dp_failure *failure);
 /* Loads up to cap members into out (names without ".npy"); *count is set.
    Memory is allocated for the members the archive has, whatever cap is.
    On error nothing is left allocated and *count is 0. Errors (logged):
    DP_ERROR_INVALID_ARGS for a NULL engine, out or count or a negative cap
    (ND_ARGS); DP_ERROR_IO when the path cannot be read (a directory, a
-   missing file); DP_ERROR_FORMAT for a corrupt archive or member, or more
-   than cap members. Any thread. */
+   missing file); DP_ERROR_FORMAT for a corrupt archive or member (a
+   deflated member whose stream is malformed or truncated, inflates to
+   another size than the archive declares, or fails its CRC-32), or more
+   than cap members; DP_ERROR_OUT_OF_MEMORY when there is no memory for a
+   deflated member's inflated bytes (held while its array is made). Any
+   thread. */
 DP_API dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp_nd_named *out, int cap, int *count);
 
 /* Resources (MXNet's ResourceManager), one set per device, each guarded by
@@ -968,8 +1019,9 @@ DP_API const dp_operator *dp_op_find(const char *name);     /* NULL if unknown *
 /* Gives a registered operator (a built-in one too) its kernel for a device
    kind (DP_DEV_CPU or DP_DEV_GPU), replacing any: how depeng_cuda.h adds the
    GPU kernels. Call it while setting up, before any thread invokes the
-   operator (invocations read kernels without a lock). Unknown name or
-   kind: DP_ERROR_INVALID_ARGS. */
+   operator (invocations read kernels without a lock). Errors (logged):
+   DP_ERROR_INVALID_ARGS for an unknown name (UNKNOWN_OPERATOR), or a bad
+   kind or missing kernel (ND_ARGS). */
 DP_API dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel);
 /* The registered operators (built-in ones included), up to cap; returns
    how many there are. */
@@ -987,7 +1039,9 @@ DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n
    then a given output, or a mutated input, must not be in a graph itself.
    Out of memory is DP_ERROR_OUT_OF_MEMORY (logged) with nothing pushed or
    recorded: outputs it made are released (NULL again), given ones and
-   graphs are as before. */
+   graphs are as before. A name no operator is registered under is
+   DP_ERROR_INVALID_ARGS, logged as UNKNOWN_OPERATOR with the name (see
+   dp_last_error for the text). */
 DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
                               int num_kwargs, const char *const *keys, const char *const *values, double scalar,
                               int num_outputs, dp_ndarray **outputs, const dp_req *req);
@@ -1196,11 +1250,29 @@ DP_API void dp_exec_destroy(dp_executor *ex);
    arrays: *data (rows, columns - 1) and *label (rows,) from column
    label_column (from 0; negative counts from the end, -1 is the last). With
    DP_CSV_NO_LABEL every column is data, (rows, columns), and label may be
-   NULL. A ragged row or a field that is not a number is DP_ERROR_FORMAT
-   naming the line and column; a path that cannot be read (missing, a
-   directory) is DP_ERROR_IO naming the path. Any thread. */
+   NULL. Numbers are what strtod reads ("nan" and "inf" included), rounded
+   to float32; a finite number beyond float32's range (above about 3.4e38 in
+   magnitude, e.g. 1e39) is refused rather than turned into inf. Errors
+   (logged): DP_ERROR_FORMAT for a ragged row, a field that is not a number
+   or is out of range (naming the file, line, column and field), or no rows;
+   DP_ERROR_IO for a path that cannot be read (missing, a directory), naming
+   it; DP_ERROR_INVALID_ARGS for NULL arguments or a label column out of
+   range (ND_ARGS). Any thread. */
 DP_API dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx,
                                 dp_ndarray **data, dp_ndarray **label);
+/* How dp_nd_load_csv_opts reads; zero-initialise. skip_lines lines (blank
+   ones included) at the start of the file are skipped unread; with
+   skip_lines > 0 no header is guessed, so every line after them must be
+   numbers (or blank): how a header made only of numbers, or several header
+   lines, are skipped. 0 keeps dp_nd_load_csv's header guess. */
+typedef struct dp_csv_options {
+    int skip_lines;
+} dp_csv_options;
+/* dp_nd_load_csv with options (NULL: all zero). A negative skip_lines is
+   DP_ERROR_INVALID_ARGS (ND_ARGS); skipping every line is DP_ERROR_FORMAT
+   (no rows). Any thread. */
+DP_API dp_result dp_nd_load_csv_opts(dp_engine *eng, const char *path, int label_column, const dp_csv_options *opts,
+                                     dp_ctx ctx, dp_ndarray **data, dp_ndarray **label);
 /* Mini-batches of rows (the first axis) of data and label. Zero-initialise:
    shuffle draws a new order every epoch from the random resource of data's
    device (reproducible with dp_random_seed); the last batch is short unless
@@ -1249,6 +1321,7 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <errno.h>
 #include <stdarg.h>
 #ifndef DP_ASSERT
 #include <assert.h>
@@ -1901,14 +1974,29 @@ DP__COLD DP_IMPL void dp_log_stderr(const char *tag, uint32_t level, uint32_t it
             file ? file : "?", line, message ? message : (item < DP__LOGITEM_COUNT ? dp__item_msgs[item] : ""));
 }
 
+/* The calling thread's last error (see dp_last_error): fixed buffers, so
+   recording one costs a copy and never an allocation. */
+static DP__THREAD_LOCAL char dp__tls_last_error[DP_LAST_ERROR_MAX];
+static DP__THREAD_LOCAL dp_log_item dp__tls_last_error_item;   /* 0: DP_LOGITEM_OK */
+DP_IMPL const char *dp_last_error(void) { return dp__tls_last_error; }
+DP_IMPL dp_log_item dp_last_error_item(void) { return dp__tls_last_error_item; }
+DP_IMPL void dp_clear_last_error(void) {
+    dp__tls_last_error[0] = '\0';
+    dp__tls_last_error_item = DP_LOGITEM_OK;
+}
+
 #define DP__LOG(eng, level, item, ...) dp__log(eng, level, DP_LOGITEM_##item, __LINE__, __VA_ARGS__)
 DP__COLD static void dp__log(const dp_engine *eng, uint32_t level, dp_log_item item, uint32_t line, const char *fmt, ...) {
-    char buf[512];
+    char buf[DP_LAST_ERROR_MAX];
     va_list ap;
     int n = snprintf(buf, sizeof buf, "%s: ", dp__item_msgs[item]);
     va_start(ap, fmt);
     if (n > 0 && (size_t)n < sizeof buf) vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
     va_end(ap);
+    if (level <= DP_LOG_ERROR) {
+        memcpy(dp__tls_last_error, buf, sizeof buf);
+        dp__tls_last_error_item = item;
+    }
     if (eng && eng->desc.logger.func) eng->desc.logger.func("depeng", level, (uint32_t)item, buf, line, __FILE__, eng->desc.logger.user);
     else if (level <= DP_LOG_ERROR) dp_log_stderr("depeng", level, (uint32_t)item, buf, line, __FILE__, NULL);
 }
@@ -5375,7 +5463,7 @@ static DP__HD uint8_t dp__to_uint8(double v) {
 
 
 /* >>files: the .npy / .npz codec ===========================================
- * .npy / .npz codec
+ * .npy / .npz codec, and the deflate codec (RFC 1951) of compressed members
  *
  * Host assumption: LITTLE-ENDIAN. Array bytes are written and read verbatim
  * and the descrs emitted here ('<f4', '<i8', ...) declare little-endian data.
@@ -5905,12 +5993,768 @@ static uint32_t dp__crc32(uint32_t crc, const void *data, size_t len) {
     return ~crc;
 }
 
+/* ---- inflate (RFC 1951) --------------------------------------------------------- */
+
+/* The raw deflate format of ZIP method 8, as numpy.savez_compressed writes
+ * it through Python's zipfile and zlib. Every input bit is read through a
+ * bounds check and every output byte is written through one, so a hostile
+ * stream can only fail: DP_ERROR_FORMAT with a message. Decisions that
+ * zlib makes on malformed streams are made the same way here, so the two
+ * accept and refuse the same inputs: an over-subscribed code, an
+ * incomplete one (except a single code of one bit, or no distance codes at
+ * all), the reserved literal/length symbols 286-287 and distances 30-31,
+ * more than 286 literal/length or 30 distance code lengths, a repeat with
+ * nothing to repeat or running past the lengths, a block without an
+ * end-of-block code, and a distance reaching before the first output byte
+ * are all refused. Bytes after the final block are ignored, as zlib does. */
+enum {
+    DP__HUFF_FAST = 10,     /* bits looked up at once; longer codes are walked */
+    DP__HUFF_MAXBITS = 15,  /* longest code deflate allows */
+    DP__HUFF_MAXSYMS = 288  /* literal/length alphabet incl. the two reserved */
+};
+
+/* A canonical Huffman code for decoding. count[l] codes have length l;
+ * symbol[] lists the symbols by (length, value), the canonical order.
+ * fast[] maps the next DP__HUFF_FAST input bits (first bit lowest) to
+ * length << 9 | symbol for codes that short, or 0: longer, or no code. */
+typedef struct dp__huff {
+    uint16_t fast[1u << DP__HUFF_FAST];
+    uint16_t count[DP__HUFF_MAXBITS + 1];
+    uint16_t symbol[DP__HUFF_MAXSYMS];
+} dp__huff;
+
+static uint32_t dp__bit_reverse(uint32_t code, unsigned len) {
+    uint32_t r = 0;
+    while (len-- > 0) {
+        r = r << 1 | (code & 1u);
+        code >>= 1;
+    }
+    return r;
+}
+
+/* Builds h from the code lengths of n symbols (0: unused). Returns 0 for a
+ * complete code, 1 for an incomplete one, -1 for an over-subscribed one (no
+ * prefix code has these lengths); *max_len gets the longest length. */
+static int dp__huff_build(dp__huff *h, const uint8_t *lens, int n, unsigned *max_len) {
+    uint16_t offset[DP__HUFF_MAXBITS + 2];
+    uint32_t next_code[DP__HUFF_MAXBITS + 1], code = 0;
+    int32_t left = 1;
+    int sym;
+    unsigned l;
+    memset(h, 0, sizeof *h);
+    for (sym = 0; sym < n; sym++) h->count[lens[sym]]++;
+    h->count[0] = 0;
+    *max_len = 0;
+    for (l = 1; l <= DP__HUFF_MAXBITS; l++) {
+        left = left * 2 - h->count[l];
+        if (left < 0) return -1;
+        if (h->count[l]) *max_len = l;
+    }
+    offset[1] = 0;
+    for (l = 1; l <= DP__HUFF_MAXBITS; l++) {
+        offset[l + 1] = (uint16_t)(offset[l] + h->count[l]);
+        code = (code + h->count[l - 1]) << 1;
+        next_code[l] = code;
+    }
+    for (sym = 0; sym < n; sym++) {
+        unsigned len = lens[sym];
+        uint32_t rev, step;
+        if (len == 0) continue;
+        h->symbol[offset[len]++] = (uint16_t)sym;
+        if (len > DP__HUFF_FAST) { next_code[len]++; continue; }
+        rev = dp__bit_reverse(next_code[len]++, len);
+        for (step = 0; (rev | step << len) < (1u << DP__HUFF_FAST); step++)
+            h->fast[rev | step << len] = (uint16_t)(len << 9 | (unsigned)sym);
+    }
+    return left > 0;
+}
+
+typedef struct dp__inflater {
+    const unsigned char *in;
+    size_t in_len, in_pos;
+    uint64_t bits;  /* unread input bits, the next one lowest */
+    unsigned nbits;
+    unsigned char *out;
+    size_t out_cap, out_pos;
+    const char *error; /* set by the step that failed */
+} dp__inflater;
+
+static void dp__inf_refill(dp__inflater *s) {
+    while (s->nbits <= 56 && s->in_pos < s->in_len) {
+        s->bits |= (uint64_t)s->in[s->in_pos++] << s->nbits;
+        s->nbits += 8;
+    }
+}
+
+/* Takes n (at most 32) bits into *v, or fails when the input runs out. */
+static int dp__inf_bits(dp__inflater *s, unsigned n, uint32_t *v) {
+    if (s->nbits < n) dp__inf_refill(s);
+    if (s->nbits < n) {
+        s->error = "the deflate stream is truncated";
+        return 0;
+    }
+    *v = (uint32_t)(s->bits & ((1ull << n) - 1u));
+    s->bits >>= n;
+    s->nbits -= n;
+    return 1;
+}
+
+/* The next symbol of code h, or -1 (s->error set). Missing input bits read
+ * as zeros for the lookup, then the code's length is checked against the
+ * bits there really are. */
+static int dp__inf_symbol(dp__inflater *s, const dp__huff *h) {
+    int code = 0, first = 0, index = 0;
+    unsigned len, e;
+    if (s->nbits < DP__HUFF_MAXBITS) dp__inf_refill(s);
+    e = h->fast[s->bits & ((1u << DP__HUFF_FAST) - 1u)];
+    if (e != 0) {
+        len = e >> 9;
+        if (len > s->nbits) {
+            s->error = "the deflate stream is truncated";
+            return -1;
+        }
+        s->bits >>= len;
+        s->nbits -= len;
+        return (int)(e & 511u);
+    }
+    for (len = 1; len <= DP__HUFF_MAXBITS; len++) { /* canonical codes, first bit first */
+        int count = h->count[len];
+        if (len > s->nbits) {
+            s->error = "the deflate stream is truncated";
+            return -1;
+        }
+        code |= (int)(s->bits >> (len - 1) & 1u);
+        if (code - first < count) {
+            s->bits >>= len;
+            s->nbits -= len;
+            return h->symbol[index + code - first];
+        }
+        index += count;
+        first = (first + count) << 1;
+        code <<= 1;
+    }
+    s->error = "the deflate stream holds a code its Huffman table does not define";
+    return -1;
+}
+
+static const uint16_t dp__deflate_len_base[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
+                                                  31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
+static const uint8_t dp__deflate_len_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
+                                                  2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+static const uint16_t dp__deflate_dist_base[30] = {1,    2,    3,    4,    5,    7,     9,     13,    17,  25,
+                                                   33,   49,   65,   97,   129,  193,   257,   385,   513, 769,
+                                                   1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
+static const uint8_t dp__deflate_dist_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
+                                                   6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
+/* The order in which a dynamic block lists the code length code's lengths. */
+static const uint8_t dp__deflate_clen_order[19] = {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15};
+
+/* A stored block: byte-aligned LEN, its complement NLEN, LEN raw bytes. */
+static int dp__inf_stored(dp__inflater *s) {
+    uint32_t len, nlen;
+    s->bits >>= s->nbits % 8u; /* to a byte boundary */
+    s->nbits -= s->nbits % 8u;
+    if (!dp__inf_bits(s, 16, &len) || !dp__inf_bits(s, 16, &nlen)) return 0;
+    if (len != (~nlen & 0xFFFFu)) {
+        s->error = "a stored deflate block's length fails its complement check";
+        return 0;
+    }
+    s->in_pos -= s->nbits / 8u; /* hand the whole bytes still buffered back */
+    s->bits = 0;
+    s->nbits = 0;
+    if (len > s->in_len - s->in_pos) {
+        s->error = "the deflate stream is truncated inside a stored block";
+        return 0;
+    }
+    if (len > s->out_cap - s->out_pos) {
+        s->error = "the deflate stream inflates to more than the size the archive declares";
+        return 0;
+    }
+    if (len > 0) memcpy(s->out + s->out_pos, s->in + s->in_pos, len);
+    s->in_pos += len;
+    s->out_pos += len;
+    return 1;
+}
+
+/* The symbols of one compressed block, up to its end-of-block code. */
+static int dp__inf_codes(dp__inflater *s, const dp__huff *lit, const dp__huff *dist) {
+    for (;;) {
+        int sym = dp__inf_symbol(s, lit);
+        uint32_t extra, len, d;
+        if (sym < 0) return 0;
+        if (sym < 256) {
+            if (s->out_pos == s->out_cap) {
+                s->error = "the deflate stream inflates to more than the size the archive declares";
+                return 0;
+            }
+            s->out[s->out_pos++] = (unsigned char)sym;
+            continue;
+        }
+        if (sym == 256) return 1;
+        if (sym > 285) {
+            s->error = "the deflate stream uses a reserved length code (286 or 287)";
+            return 0;
+        }
+        if (!dp__inf_bits(s, dp__deflate_len_extra[sym - 257], &extra)) return 0;
+        len = dp__deflate_len_base[sym - 257] + extra;
+        if ((sym = dp__inf_symbol(s, dist)) < 0) return 0;
+        if (sym > 29) {
+            s->error = "the deflate stream uses a reserved distance code (30 or 31)";
+            return 0;
+        }
+        if (!dp__inf_bits(s, dp__deflate_dist_extra[sym], &extra)) return 0;
+        d = dp__deflate_dist_base[sym] + extra;
+        if (d > s->out_pos) {
+            s->error = "the deflate stream refers to data before its start (distance too far back)";
+            return 0;
+        }
+        if (len > s->out_cap - s->out_pos) {
+            s->error = "the deflate stream inflates to more than the size the archive declares";
+            return 0;
+        }
+        {
+            unsigned char *to = s->out + s->out_pos;
+            const unsigned char *from = to - d;
+            uint32_t i;
+            if (d >= len) memcpy(to, from, len);
+            else for (i = 0; i < len; i++) to[i] = from[i]; /* the copy overlaps what it writes */
+            s->out_pos += len;
+        }
+    }
+}
+
+/* zlib's rule: a code may be incomplete only if it is a single code of one
+ * bit (or, for distances, empty: a block of literals only). */
+static int dp__inf_table(dp__inflater *s, dp__huff *h, const uint8_t *lens, int n, int is_lengths_code,
+                         const char *what) {
+    unsigned max_len;
+    int shape = dp__huff_build(h, lens, n, &max_len);
+    if (shape < 0 || (shape > 0 && (is_lengths_code || max_len > 1))) {
+        s->error = what;
+        return 0;
+    }
+    return 1;
+}
+
+/* The code lengths of a dynamic block's two codes: HLIT, HDIST, HCLEN, the
+ * code length code, then the lengths it encodes with repeats. */
+static int dp__inf_dynamic_tables(dp__inflater *s, dp__huff *lit, dp__huff *dist) {
+    uint8_t lens[286 + 30], clens[19];
+    uint32_t hlit, hdist, hclen, v, i = 0;
+    dp__huff clen_code;
+    if (!dp__inf_bits(s, 5, &hlit) || !dp__inf_bits(s, 5, &hdist) || !dp__inf_bits(s, 4, &hclen)) return 0;
+    hlit += 257;
+    hdist += 1;
+    hclen += 4;
+    if (hlit > 286 || hdist > 30) {
+        s->error = "a dynamic deflate block declares more than 286 length or 30 distance codes";
+        return 0;
+    }
+    memset(clens, 0, sizeof clens);
+    for (i = 0; i < hclen; i++) {
+        if (!dp__inf_bits(s, 3, &v)) return 0;
+        clens[dp__deflate_clen_order[i]] = (uint8_t)v;
+    }
+    if (!dp__inf_table(s, &clen_code, clens, 19, 1, "a dynamic deflate block has an invalid code length code"))
+        return 0;
+    for (i = 0; i < hlit + hdist;) {
+        int sym = dp__inf_symbol(s, &clen_code);
+        uint32_t repeat, fill = 0;
+        if (sym < 0) return 0;
+        if (sym < 16) {
+            lens[i++] = (uint8_t)sym;
+            continue;
+        }
+        if (sym == 16) {
+            if (i == 0) {
+                s->error = "a dynamic deflate block repeats a code length before the first one";
+                return 0;
+            }
+            fill = lens[i - 1];
+            if (!dp__inf_bits(s, 2, &repeat)) return 0;
+            repeat += 3;
+        } else if (sym == 17) {
+            if (!dp__inf_bits(s, 3, &repeat)) return 0;
+            repeat += 3;
+        } else {
+            if (!dp__inf_bits(s, 7, &repeat)) return 0;
+            repeat += 11;
+        }
+        if (repeat > hlit + hdist - i) {
+            s->error = "a dynamic deflate block repeats code lengths past the last one";
+            return 0;
+        }
+        while (repeat-- > 0) lens[i++] = (uint8_t)fill;
+    }
+    if (lens[256] == 0) {
+        s->error = "a dynamic deflate block has no end-of-block code";
+        return 0;
+    }
+    if (!dp__inf_table(s, lit, lens, (int)hlit, 0, "a dynamic deflate block has an invalid literal/length code"))
+        return 0;
+    return dp__inf_table(s, dist, lens + hlit, (int)hdist, 0, "a dynamic deflate block has an invalid distance code");
+}
+
+/* The fixed codes of RFC 1951 section 3.2.6, all 288 and 32 symbols so the
+ * reserved ones decode (and are then refused) as in zlib. */
+static void dp__inf_fixed_tables(dp__huff *lit, dp__huff *dist) {
+    uint8_t lens[DP__HUFF_MAXSYMS];
+    unsigned max_len;
+    int i;
+    for (i = 0; i < 288; i++) lens[i] = (uint8_t)(i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8);
+    (void)dp__huff_build(lit, lens, 288, &max_len);
+    for (i = 0; i < 32; i++) lens[i] = 5;
+    (void)dp__huff_build(dist, lens, 32, &max_len);
+}
+
+/* Inflates the raw deflate stream in [in, in + in_len) into out, writing at
+ * most out_cap bytes; *out_len gets how many were written. DP_ERROR_FORMAT
+ * with a message for a malformed or truncated stream, or one that would
+ * write more than out_cap bytes; out's contents are then unspecified. */
+static dp_result dp__inflate(const unsigned char *in, size_t in_len, unsigned char *out, size_t out_cap, size_t *out_len,
+                             char *msg, size_t msgcap) {
+    dp__inflater s;
+    dp__huff lit, dist;
+    uint32_t final = 0, type = 0;
+    memset(&s, 0, sizeof s);
+    s.in = in;
+    s.in_len = in ? in_len : 0;
+    s.out = out;
+    s.out_cap = out ? out_cap : 0;
+    *out_len = 0;
+    do {
+        int ok;
+        if (!dp__inf_bits(&s, 1, &final) || !dp__inf_bits(&s, 2, &type)) break;
+        if (type == 0) ok = dp__inf_stored(&s);
+        else if (type == 1) {
+            dp__inf_fixed_tables(&lit, &dist);
+            ok = dp__inf_codes(&s, &lit, &dist);
+        } else if (type == 2) ok = dp__inf_dynamic_tables(&s, &lit, &dist) && dp__inf_codes(&s, &lit, &dist);
+        else {
+            s.error = "the deflate stream has a block of the reserved type 3";
+            ok = 0;
+        }
+        if (!ok) break;
+    } while (!final);
+    *out_len = s.out_pos;
+    if (s.error) return dp__npy_fail(msg, msgcap, s.error);
+    return DP_OK;
+}
+
+/* ---- deflate (RFC 1951) --------------------------------------------------------- */
+
+/* LZ77 over a 32 KiB window with hash chains (three-byte hashes, positions
+ * chained newest first), one step of lazy matching, and blocks of up to
+ * DP__DEF_BLOCK symbols, each written in whichever form is smallest:
+ * Huffman codes built for the block (dynamic), the fixed codes, or stored.
+ * Because stored is always a candidate, the output never exceeds
+ * dp__deflate_bound(n). The caller owns the working memory. */
+enum {
+    DP__DEF_WINDOW = 32768,
+    DP__DEF_HASH_BITS = 15,
+    DP__DEF_BLOCK = 16384,   /* symbols per block */
+    DP__DEF_MIN_MATCH = 3,
+    DP__DEF_MAX_MATCH = 258
+};
+
+typedef struct dp__deflate_work {
+    uint32_t head[1u << DP__DEF_HASH_BITS]; /* newest position + 1 per hash, 0: none */
+    uint32_t prev[DP__DEF_WINDOW];          /* the position + 1 chained before it */
+    uint32_t symbols[DP__DEF_BLOCK];        /* a literal byte, or 1 << 31 | length << 16 | distance */
+} dp__deflate_work;
+
+/* The most bytes dp__deflate writes for n input bytes: every block is at
+ * most its bytes stored, five bytes of framing per 65535 of them. */
+static size_t dp__deflate_bound(size_t n) {
+    return n + 6u * (n / DP__DEF_BLOCK + n / 65535u + 2u) + 16u;
+}
+
+typedef struct dp__bit_writer {
+    unsigned char *out;
+    size_t cap, pos;
+    uint64_t bits;
+    unsigned nbits;
+    int overflow;
+} dp__bit_writer;
+
+static void dp__bw_put(dp__bit_writer *w, uint32_t value, unsigned n) { /* n <= 32 */
+    w->bits |= (uint64_t)value << w->nbits;
+    w->nbits += n;
+    while (w->nbits >= 8) {
+        if (w->pos < w->cap) w->out[w->pos++] = (unsigned char)w->bits;
+        else w->overflow = 1;
+        w->bits >>= 8;
+        w->nbits -= 8;
+    }
+}
+
+static void dp__bw_align(dp__bit_writer *w) {
+    if (w->nbits % 8u) dp__bw_put(w, 0, 8u - w->nbits % 8u);
+}
+
+/* Code lengths, at most limit bits, for the symbols' frequencies (a Huffman
+ * code; when its longest code is too long, the frequencies are halved and
+ * it is built again, which flattens the tree). At least two symbols get a
+ * code, so every code is complete, as all inflaters accept. */
+static void dp__huff_lengths(const uint32_t *freq_in, int n, unsigned limit, uint8_t *lens) {
+    uint32_t freq[DP__HUFF_MAXSYMS], weight[2 * DP__HUFF_MAXSYMS];
+    uint16_t order[DP__HUFF_MAXSYMS], parent[2 * DP__HUFF_MAXSYMS];
+    uint8_t depth[2 * DP__HUFF_MAXSYMS];
+    int i, used = 0;
+    for (i = 0; i < n; i++) {
+        freq[i] = freq_in[i];
+        lens[i] = 0;
+    }
+    for (i = 0; i < n && used < 2; i++) used += freq[i] != 0;
+    for (i = 0; i < n && used < 2; i++)
+        if (freq[i] == 0) {
+            freq[i] = 1;
+            used++;
+        }
+    for (;;) {
+        int leaves = 0, next_leaf = 0, next_node, nodes, j;
+        unsigned longest = 0;
+        for (i = 0; i < n; i++) /* the used symbols by frequency, ascending (insertion sort: n <= 288) */
+            if (freq[i]) {
+                for (j = leaves++; j > 0 && freq[order[j - 1]] > freq[i]; j--) order[j] = order[j - 1];
+                order[j] = (uint16_t)i;
+            }
+        for (i = 0; i < leaves; i++) weight[i] = freq[order[i]];
+        /* Leaves are nodes 0..leaves-1 in order; merged nodes are appended
+         * in non-decreasing weight, so the two lightest are always at the
+         * fronts of the two queues. */
+        if (leaves < 2) return; /* not reached: two symbols were made used above */
+        next_node = nodes = leaves;
+        for (j = 0; j < leaves - 1; j++) {
+            int pick[2], k;
+            for (k = 0; k < 2; k++) {
+                if (next_leaf < leaves && (next_node == nodes || weight[next_leaf] <= weight[next_node]))
+                    pick[k] = next_leaf++;
+                else pick[k] = next_node++;
+            }
+            weight[nodes] = weight[pick[0]] + weight[pick[1]];
+            parent[pick[0]] = parent[pick[1]] = (uint16_t)nodes;
+            nodes++;
+        }
+        depth[nodes - 1] = 0;
+        for (i = nodes - 2; i >= 0; i--) {
+            depth[i] = (uint8_t)(depth[parent[i]] + 1);
+            if (i < leaves && depth[i] > longest) longest = depth[i];
+        }
+        if (longest <= limit) {
+            for (i = 0; i < leaves; i++) lens[order[i]] = depth[i];
+            return;
+        }
+        for (i = 0; i < n; i++)
+            if (freq[i]) freq[i] = (freq[i] + 1) / 2;
+    }
+}
+
+/* Canonical codes for the lengths (RFC 1951 section 3.2.2), bit-reversed
+ * because deflate sends a Huffman code's first bit first. */
+static void dp__huff_codes(const uint8_t *lens, int n, uint16_t *codes) {
+    uint32_t count[DP__HUFF_MAXBITS + 1], next[DP__HUFF_MAXBITS + 1], code = 0;
+    int i;
+    memset(count, 0, sizeof count);
+    for (i = 0; i < n; i++) count[lens[i]]++;
+    count[0] = 0;
+    for (i = 1; i <= DP__HUFF_MAXBITS; i++) {
+        code = (code + count[i - 1]) << 1;
+        next[i] = code;
+    }
+    for (i = 0; i < n; i++) codes[i] = lens[i] ? (uint16_t)dp__bit_reverse(next[lens[i]]++, lens[i]) : 0;
+}
+
+static int dp__deflate_len_code(uint32_t len) { /* 0..28 for a length 3..258 */
+    int lo = 0, hi = 28;
+    while (lo < hi) { /* the last base not above len */
+        int mid = (lo + hi + 1) / 2;
+        if (dp__deflate_len_base[mid] <= len) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+static int dp__deflate_dist_code(uint32_t dist) { /* 0..29 for a distance 1..32768 */
+    int lo = 0, hi = 29;
+    while (lo < hi) { /* the last base not above dist */
+        int mid = (lo + hi + 1) / 2;
+        if (dp__deflate_dist_base[mid] <= dist) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
+/* A block's two codes and how its code lengths are sent. */
+typedef struct dp__deflate_codes {
+    uint8_t lit_len[288], dist_len[30], clen_len[19]; /* 288: the fixed code's two reserved ones */
+    uint16_t lit_code[288], dist_code[30], clen_code[19];
+    uint8_t rle[286 + 30], rle_extra[286 + 30]; /* code length symbols and their extra bits */
+    int nrle, hlit, hdist, hclen;
+} dp__deflate_codes;
+
+/* Run-length codes the lengths of both codes with symbols 16 (repeat the
+ * previous length 3-6 times), 17 (3-10 zeros) and 18 (11-138 zeros). */
+static void dp__deflate_rle(dp__deflate_codes *c, uint32_t *clen_freq) {
+    uint8_t all[286 + 30];
+    int i = 0, n = c->hlit + c->hdist;
+    memcpy(all, c->lit_len, (size_t)c->hlit);
+    memcpy(all + c->hlit, c->dist_len, (size_t)c->hdist);
+    c->nrle = 0;
+    while (i < n) {
+        int run = 1;
+        while (i + run < n && all[i + run] == all[i]) run++;
+        if (all[i] == 0 && run >= 3) {
+            int take = run > 138 ? 138 : run;
+            c->rle[c->nrle] = (uint8_t)(take >= 11 ? 18 : 17);
+            c->rle_extra[c->nrle++] = (uint8_t)(take - (take >= 11 ? 11 : 3));
+            i += take;
+        } else if (all[i] != 0 && run >= 4) {
+            int take = run - 1 > 6 ? 6 : run - 1;
+            c->rle[c->nrle] = all[i];
+            c->rle_extra[c->nrle++] = 0;
+            c->rle[c->nrle] = 16;
+            c->rle_extra[c->nrle++] = (uint8_t)(take - 3);
+            i += 1 + take;
+        } else {
+            c->rle[c->nrle] = all[i];
+            c->rle_extra[c->nrle++] = 0;
+            i++;
+        }
+    }
+    memset(clen_freq, 0, 19 * sizeof *clen_freq);
+    for (i = 0; i < c->nrle; i++) clen_freq[c->rle[i]]++;
+}
+
+/* Builds the dynamic codes for the frequencies; returns the block's size in
+ * bits with them (header included), but for the extra bits of lengths and
+ * distances. */
+static uint64_t dp__deflate_dynamic(dp__deflate_codes *c, const uint32_t *lit_freq, const uint32_t *dist_freq) {
+    static const uint8_t rle_extra_bits[19] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 3, 7};
+    uint32_t clen_freq[19];
+    uint64_t bits = 3 + 5 + 5 + 4;
+    int i;
+    dp__huff_lengths(lit_freq, 286, 15, c->lit_len);
+    dp__huff_lengths(dist_freq, 30, 15, c->dist_len);
+    for (c->hlit = 286; c->hlit > 257 && c->lit_len[c->hlit - 1] == 0; c->hlit--) {}
+    for (c->hdist = 30; c->hdist > 1 && c->dist_len[c->hdist - 1] == 0; c->hdist--) {}
+    dp__deflate_rle(c, clen_freq);
+    dp__huff_lengths(clen_freq, 19, 7, c->clen_len);
+    for (c->hclen = 19; c->hclen > 4 && c->clen_len[dp__deflate_clen_order[c->hclen - 1]] == 0; c->hclen--) {}
+    dp__huff_codes(c->lit_len, 286, c->lit_code);
+    dp__huff_codes(c->dist_len, 30, c->dist_code);
+    dp__huff_codes(c->clen_len, 19, c->clen_code);
+    bits += 3u * (unsigned)c->hclen;
+    for (i = 0; i < 19; i++) bits += (uint64_t)clen_freq[i] * (c->clen_len[i] + rle_extra_bits[i]);
+    for (i = 0; i < 286; i++) bits += (uint64_t)lit_freq[i] * c->lit_len[i];
+    for (i = 0; i < 30; i++) bits += (uint64_t)dist_freq[i] * c->dist_len[i];
+    return bits;
+}
+
+/* The fixed codes; the reserved literal/length symbols 286 and 287 take
+ * part in numbering the codes (RFC 1951 section 3.2.6), though never sent. */
+static void dp__deflate_fixed(dp__deflate_codes *c) {
+    int i;
+    for (i = 0; i < 288; i++) c->lit_len[i] = (uint8_t)(i < 144 ? 8 : i < 256 ? 9 : i < 280 ? 7 : 8);
+    for (i = 0; i < 30; i++) c->dist_len[i] = 5;
+    dp__huff_codes(c->lit_len, 288, c->lit_code);
+    dp__huff_codes(c->dist_len, 30, c->dist_code);
+}
+
+static void dp__deflate_put_symbols(dp__bit_writer *w, const dp__deflate_codes *c, const uint32_t *symbols, int n) {
+    int i;
+    for (i = 0; i < n; i++) {
+        uint32_t s = symbols[i];
+        if (!(s >> 31)) {
+            dp__bw_put(w, c->lit_code[s], c->lit_len[s]);
+        } else {
+            uint32_t len = s >> 16 & 0x1FFu, dist = s & 0xFFFFu;
+            int lc = dp__deflate_len_code(len), dc = dp__deflate_dist_code(dist);
+            dp__bw_put(w, c->lit_code[257 + lc], c->lit_len[257 + lc]);
+            dp__bw_put(w, len - dp__deflate_len_base[lc], dp__deflate_len_extra[lc]);
+            dp__bw_put(w, c->dist_code[dc], c->dist_len[dc]);
+            dp__bw_put(w, dist - dp__deflate_dist_base[dc], dp__deflate_dist_extra[dc]);
+        }
+    }
+    dp__bw_put(w, c->lit_code[256], c->lit_len[256]);
+}
+
+static void dp__deflate_put_stored(dp__bit_writer *w, const unsigned char *raw, size_t n, int final) {
+    do {
+        size_t take = n > 65535u ? 65535u : n;
+        dp__bw_put(w, (final && take == n) ? 1u : 0u, 1);
+        dp__bw_put(w, 0, 2);
+        dp__bw_align(w);
+        dp__bw_put(w, (uint32_t)take, 16);
+        dp__bw_put(w, (uint32_t)take ^ 0xFFFFu, 16);
+        if (take > w->cap - w->pos) w->overflow = 1;
+        else {
+            if (take) memcpy(w->out + w->pos, raw, take);
+            w->pos += take;
+        }
+        raw += take;
+        n -= take;
+    } while (n > 0);
+}
+
+/* Writes one block of nsym symbols standing for raw[0..raw_len) in the
+ * smallest of the three forms. */
+static void dp__deflate_block(dp__bit_writer *w, const uint32_t *symbols, int nsym, const unsigned char *raw,
+                              size_t raw_len, int final) {
+    static const uint8_t fixed_lit_len_bits[4] = {8, 9, 7, 8};
+    uint32_t lit_freq[286], dist_freq[30];
+    dp__deflate_codes dyn, fixed;
+    uint64_t dyn_bits, fixed_bits = 3, stored_bits, extra_bits = 0; /* extra bits: the same in both codes */
+    int i;
+    memset(lit_freq, 0, sizeof lit_freq);
+    memset(dist_freq, 0, sizeof dist_freq);
+    for (i = 0; i < nsym; i++) {
+        uint32_t s = symbols[i];
+        if (!(s >> 31)) lit_freq[s]++;
+        else {
+            int lc = dp__deflate_len_code(s >> 16 & 0x1FFu), dc = dp__deflate_dist_code(s & 0xFFFFu);
+            lit_freq[257 + lc]++;
+            dist_freq[dc]++;
+            extra_bits += (uint64_t)dp__deflate_len_extra[lc] + dp__deflate_dist_extra[dc];
+            fixed_bits += 5u; /* the fixed distance code */
+        }
+    }
+    lit_freq[256] = 1;
+    for (i = 0; i < 286; i++)
+        fixed_bits += (uint64_t)lit_freq[i] * fixed_lit_len_bits[i < 144 ? 0 : i < 256 ? 1 : i < 280 ? 2 : 3];
+    fixed_bits += extra_bits;
+    dyn_bits = dp__deflate_dynamic(&dyn, lit_freq, dist_freq) + extra_bits;
+    stored_bits = 8u * (uint64_t)raw_len + 48u * (raw_len / 65535u + 1u);
+    if (stored_bits <= dyn_bits && stored_bits <= fixed_bits) {
+        dp__deflate_put_stored(w, raw, raw_len, final);
+        return;
+    }
+    dp__bw_put(w, final ? 1u : 0u, 1);
+    if (fixed_bits <= dyn_bits) {
+        dp__bw_put(w, 1, 2);
+        dp__deflate_fixed(&fixed);
+        dp__deflate_put_symbols(w, &fixed, symbols, nsym);
+        return;
+    }
+    dp__bw_put(w, 2, 2);
+    dp__bw_put(w, (uint32_t)dyn.hlit - 257u, 5);
+    dp__bw_put(w, (uint32_t)dyn.hdist - 1u, 5);
+    dp__bw_put(w, (uint32_t)dyn.hclen - 4u, 4);
+    for (i = 0; i < dyn.hclen; i++) dp__bw_put(w, dyn.clen_len[dp__deflate_clen_order[i]], 3);
+    for (i = 0; i < dyn.nrle; i++) {
+        uint8_t s = dyn.rle[i];
+        dp__bw_put(w, dyn.clen_code[s], dyn.clen_len[s]);
+        if (s >= 16) dp__bw_put(w, dyn.rle_extra[i], s == 16 ? 2u : s == 17 ? 3u : 7u);
+    }
+    dp__deflate_put_symbols(w, &dyn, symbols, nsym);
+}
+
+static uint32_t dp__deflate_hash(const unsigned char *p) {
+    uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16;
+    return (v * 2654435761u) >> (32 - DP__DEF_HASH_BITS);
+}
+
+/* Makes pos findable by later matches (it needs two bytes after it). */
+static void dp__deflate_insert(dp__deflate_work *wk, const unsigned char *in, size_t n, size_t pos) {
+    uint32_t h;
+    if (pos + DP__DEF_MIN_MATCH > n) return;
+    h = dp__deflate_hash(in + pos);
+    wk->prev[pos % DP__DEF_WINDOW] = wk->head[h];
+    wk->head[h] = (uint32_t)pos + 1u;
+}
+
+/* How hard each level searches: chain links followed, the match length
+ * that ends a search early, and the longest match still worth trying one
+ * byte later (0: no lazy matching). */
+typedef struct dp__deflate_effort { unsigned max_chain, nice, max_lazy; } dp__deflate_effort;
+
+/* The longest earlier match for pos, following at most max_chain links and
+ * stopping at one of nice bytes; *dist gets its distance. Returns its length
+ * (0 below DP__DEF_MIN_MATCH). */
+static uint32_t dp__deflate_longest(const dp__deflate_work *wk, const unsigned char *in, size_t n, size_t pos,
+                                    const dp__deflate_effort *effort, uint32_t *dist) {
+    size_t limit = n - pos < (size_t)DP__DEF_MAX_MATCH ? n - pos : (size_t)DP__DEF_MAX_MATCH;
+    unsigned max_chain = effort->max_chain;
+    uint32_t best = 0, link;
+    if (limit < DP__DEF_MIN_MATCH) return 0;
+    link = wk->head[dp__deflate_hash(in + pos)];
+    while (link != 0 && max_chain-- > 0) {
+        size_t cand = link - 1u, len = 0;
+        if (pos - cand > DP__DEF_WINDOW) break;
+        if (in[cand + best] == in[pos + best]) {
+            while (len < limit && in[cand + len] == in[pos + len]) len++;
+            if (len > best) {
+                best = (uint32_t)len;
+                *dist = (uint32_t)(pos - cand);
+                if (len == limit || len >= effort->nice) break;
+            }
+        }
+        link = wk->prev[cand % DP__DEF_WINDOW];
+        if (link > cand) break; /* a slot reused by a newer position: the chain ends */
+    }
+    return best >= DP__DEF_MIN_MATCH ? best : 0;
+}
+
+/* Compresses in[0..n) into out (cap at least dp__deflate_bound(n)) as one
+ * raw deflate stream; *out_len gets its size. level 1..9 trades speed for
+ * size like zlib's (how far hash chains are followed; 1-3 take the first
+ * good match, 4-9 also try one byte later); other values mean 6.
+ * DP_ERROR_INVALID_ARGS if cap is too small or n reaches 4 GiB (positions
+ * are 32-bit). */
+static dp_result dp__deflate(dp__deflate_work *wk, const unsigned char *in, size_t n, unsigned char *out, size_t cap,
+                             int level, size_t *out_len) {
+    static const dp__deflate_effort efforts[10] = {{0, 0, 0},      {4, 16, 0},     {8, 32, 0},     {16, 64, 0},
+                                                   {16, 32, 8},    {32, 64, 16},   {96, 128, 24},  {256, 160, 64},
+                                                   {1024, 258, 128}, {4096, 258, 258}};
+    dp__bit_writer w;
+    size_t pos = 0, block_start = 0;
+    const dp__deflate_effort *effort;
+    uint32_t next_len = 0, next_dist = 0;
+    int nsym = 0, final_written = 0, have_next = 0;
+    *out_len = 0;
+    if (!wk || (!in && n > 0) || !out || cap < dp__deflate_bound(n) || (uint64_t)n >= 0xFFFFFFFFu)
+        return DP_ERROR_INVALID_ARGS;
+    if (level < 1 || level > 9) level = 6;
+    effort = &efforts[level];
+    memset(wk->head, 0, sizeof wk->head);
+    memset(&w, 0, sizeof w);
+    w.out = out;
+    w.cap = cap;
+    while (pos < n) {
+        uint32_t dist = next_dist, len = have_next ? next_len : dp__deflate_longest(wk, in, n, pos, effort, &dist);
+        have_next = 0;
+        dp__deflate_insert(wk, in, n, pos);
+        if (len && len < effort->max_lazy && pos + 1 < n) { /* the match one byte later, found as the next step would */
+            next_len = dp__deflate_longest(wk, in, n, pos + 1, effort, &next_dist);
+            have_next = next_len > len;
+        }
+        if (len == 0 || have_next) { /* a literal (and, when have_next, the longer match next) */
+            wk->symbols[nsym++] = in[pos++];
+        } else {
+            wk->symbols[nsym++] = 1u << 31 | len << 16 | dist;
+            for (pos++; --len > 0; pos++) dp__deflate_insert(wk, in, n, pos);
+        }
+        if (nsym == DP__DEF_BLOCK) {
+            final_written = pos == n;
+            dp__deflate_block(&w, wk->symbols, nsym, in + block_start, pos - block_start, final_written);
+            block_start = pos;
+            nsym = 0;
+        }
+    }
+    if (!final_written) dp__deflate_block(&w, wk->symbols, nsym, in + block_start, n - block_start, 1);
+    dp__bw_align(&w);
+    if (w.overflow) return DP_ERROR_INVALID_ARGS;
+    *out_len = w.pos;
+    return DP_OK;
+}
+
 /* ---- ZIP (the .npz container) ------------------------------------------------ */
 
-/* Only what numpy.savez produces: stored (uncompressed) members, one disk.
- * Writing never uses zip64 or data descriptors; reading also accepts the
- * zip64 extra fields Python's zipfile adds (numpy.savez forces one into
- * every local header) and data descriptors, but not zip64 end records. */
+/* What numpy.savez and numpy.savez_compressed produce: stored (method 0)
+ * or deflated (method 8) members, one disk. Writing never uses zip64 or
+ * data descriptors; reading also accepts the zip64 extra fields Python's
+ * zipfile adds (numpy.savez forces one into every local header) and data
+ * descriptors, but not zip64 end records. */
 enum dp__zip_layout {
     DP__ZIP_LOCAL_SIG = 0x04034b50,
     DP__ZIP_CENTRAL_SIG = 0x02014b50,
@@ -5924,22 +6768,30 @@ enum dp__zip_layout {
 
 /* One member. Writing: name is NUL-terminated and name_len is ignored.
  * Reading: name and data point into the archive buffer, and name is NOT
- * NUL-terminated; use name_len. */
+ * NUL-terminated; use name_len. A deflated member (method 8) read from an
+ * archive is data[0..len) compressed: dp__zip_inflate_member gives its
+ * plain_len bytes and checks them against crc. */
 typedef struct dp__zip_member {
     const char *name;
     const unsigned char *data;
     size_t len;
     size_t name_len;
+    uint32_t method, crc;
+    size_t plain_len;
 } dp__zip_member;
 
 /* A member written from two pieces, e.g. a .npy preamble and the array bytes,
- * so callers need not concatenate them. name is NUL-terminated. */
+ * so callers need not concatenate them. name is NUL-terminated. With packed
+ * set, the member is written deflated (method 8): packed[0..packed_len) is
+ * the raw deflate stream of head then body, which still give its CRC. */
 typedef struct dp__zip_piece_member {
     const char *name;
     const unsigned char *head;
     size_t head_len;
     const unsigned char *body;
     size_t body_len;
+    const unsigned char *packed;
+    size_t packed_len;
 } dp__zip_piece_member;
 
 /* The member list of either writer; exactly one of plain/pieces is used. */
@@ -5973,7 +6825,14 @@ static dp__zip_piece_member dp__zip_entry_at(const dp__zip_entries *list, int i)
     e.head_len = list->plain[i].len;
     e.body = NULL;
     e.body_len = 0;
+    e.packed = NULL;
+    e.packed_len = 0;
     return e;
+}
+
+/* The member's bytes in the archive: compressed or plain. */
+static uint64_t dp__zip_entry_size(const dp__zip_piece_member *e) {
+    return e->packed ? (uint64_t)e->packed_len : (uint64_t)e->head_len + e->body_len;
 }
 
 static uint32_t dp__zip_entry_crc(const dp__zip_piece_member *e) {
@@ -6001,10 +6860,11 @@ static dp_result dp__zip_check_entries(FILE *f, const dp__zip_entries *list) {
         if (!e.name || !e.name[0] || (e.head_len > 0 && !e.head) || (e.body_len > 0 && !e.body))
             return DP_ERROR_INVALID_ARGS;
         name_len = strlen(e.name);
-        if (name_len > 0xFFFF || !dp__zip_fits32(e.head_len) || !dp__zip_fits32(e.body_len))
+        if (name_len > 0xFFFF || !dp__zip_fits32(e.head_len) || !dp__zip_fits32(e.body_len) ||
+            !dp__zip_fits32((uint64_t)e.head_len + e.body_len) || !dp__zip_fits32(e.packed_len))
             return DP_ERROR_INVALID_ARGS;
         /* Each addend is below 2^34, so the running total cannot overflow. */
-        total += DP__ZIP_LOCAL_LEN + DP__ZIP_CENTRAL_LEN + 2 * (uint64_t)name_len + e.head_len + e.body_len;
+        total += DP__ZIP_LOCAL_LEN + DP__ZIP_CENTRAL_LEN + 2 * (uint64_t)name_len + dp__zip_entry_size(&e);
         if (!dp__zip_fits32(total)) return DP_ERROR_INVALID_ARGS; /* offsets must fit in 32 bits */
     }
     return DP_OK;
@@ -6012,13 +6872,13 @@ static dp_result dp__zip_check_entries(FILE *f, const dp__zip_entries *list) {
 
 static void dp__zip_put_common(unsigned char *p, const dp__zip_piece_member *e, uint32_t crc) {
     uint32_t size = (uint32_t)(e->head_len + e->body_len);
-    dp__npy_put_le16(p + 0, 20); /* version needed: 2.0, plain stored files */
+    dp__npy_put_le16(p + 0, 20); /* version needed: 2.0, stored or deflated files */
     dp__npy_put_le16(p + 2, dp__zip_name_flags(e->name));
-    dp__npy_put_le16(p + 4, 0);    /* method: stored */
+    dp__npy_put_le16(p + 4, e->packed ? 8 : 0); /* method: deflated or stored */
     dp__npy_put_le16(p + 6, 0);    /* time 00:00:00, a fixed value keeps output reproducible */
     dp__npy_put_le16(p + 8, 0x21); /* date 1980-01-01, the DOS epoch */
     dp__npy_put_le32(p + 10, crc);
-    dp__npy_put_le32(p + 14, size);
+    dp__npy_put_le32(p + 14, (uint32_t)dp__zip_entry_size(e));
     dp__npy_put_le32(p + 18, size);
     dp__npy_put_le16(p + 22, (uint32_t)strlen(e->name));
     dp__npy_put_le16(p + 24, 0); /* no extra field */
@@ -6040,6 +6900,7 @@ static dp_result dp__zip_write_local(FILE *f, const dp__zip_piece_member *e, uin
     dp__npy_put_le32(rec, DP__ZIP_LOCAL_SIG);
     dp__zip_put_common(rec + 4, e, crc);
     if ((r = dp__zip_write_record(f, rec, sizeof rec, e->name)) != DP_OK) return r;
+    if (e->packed) return dp__zip_fwrite(f, e->packed, e->packed_len);
     if ((r = dp__zip_fwrite(f, e->head, e->head_len)) != DP_OK) return r;
     return dp__zip_fwrite(f, e->body, e->body_len);
 }
@@ -6085,7 +6946,7 @@ static dp_result dp__zip_write_entries(FILE *f, const dp__zip_entries *list) {
         uint32_t crc = dp__zip_entry_crc(&e);
         if (i < DP__ZIP_CRC_CACHE) crc_cache[i] = crc;
         if ((r = dp__zip_write_local(f, &e, crc)) != DP_OK) return r;
-        local_offset += DP__ZIP_LOCAL_LEN + strlen(e.name) + e.head_len + e.body_len;
+        local_offset += DP__ZIP_LOCAL_LEN + strlen(e.name) + dp__zip_entry_size(&e);
     }
     cd_offset = local_offset;
     local_offset = 0;
@@ -6093,7 +6954,7 @@ static dp_result dp__zip_write_entries(FILE *f, const dp__zip_entries *list) {
         dp__zip_piece_member e = dp__zip_entry_at(list, i);
         uint32_t crc = i < DP__ZIP_CRC_CACHE ? crc_cache[i] : dp__zip_entry_crc(&e);
         if ((r = dp__zip_write_central(f, &e, crc, (uint32_t)local_offset)) != DP_OK) return r;
-        local_offset += DP__ZIP_LOCAL_LEN + strlen(e.name) + e.head_len + e.body_len;
+        local_offset += DP__ZIP_LOCAL_LEN + strlen(e.name) + dp__zip_entry_size(&e);
         cd_size += DP__ZIP_CENTRAL_LEN + strlen(e.name);
     }
     if ((r = dp__zip_write_end(f, list->n, cd_offset, cd_size)) != DP_OK) return r;
@@ -6101,7 +6962,7 @@ static dp_result dp__zip_write_entries(FILE *f, const dp__zip_entries *list) {
     return fflush(f) == 0 ? DP_OK : DP_ERROR_IO;
 }
 
-/* Writes a complete stored ZIP archive of n members (n may be 0) to f, which
+/* Writes a complete ZIP archive of n members (n may be 0) to f, which
  * should be at the start of a file (offsets count from there).
  * DP_ERROR_INVALID_ARGS, with nothing written, for bad arguments, an empty
  * or over-long name, more than 65534 members, or an archive that would reach
@@ -6211,18 +7072,27 @@ static dp_result dp__zip_directory(const dp__zip_reader *z, size_t end_at, size_
     return DP_OK;
 }
 
-/* Only what numpy.savez writes can be read: unencrypted stored members. */
+/* Deflate turns each bit into at most 258 / 2 bytes (a length and a
+ * distance code take at least a bit each), so a plain size above this is a
+ * lie, refused before any memory is sized by it. */
+#define DP__DEFLATE_MAX_RATIO 1032u
+
+/* Only what numpy.savez and savez_compressed write can be read: unencrypted
+ * stored or deflated members. */
 static dp_result dp__zip_check_method(const dp__zip_reader *z, const dp__zip_common *cd, const unsigned char *name) {
     char what[160];
     if (cd->flags & 1u) return dp__zip_member_error(z, name, cd->name_len, "is encrypted, which is not supported");
-    if (cd->method != 0) {
+    if (cd->method != 0 && cd->method != 8) {
         snprintf(what, sizeof what,
-                 "is compressed (method %lu); compressed .npz is not supported: use numpy.savez, not savez_compressed",
+                 "is compressed with method %lu; only stored (0) and deflated (8) members are supported",
                  (unsigned long)cd->method);
         return dp__zip_member_error(z, name, cd->name_len, what);
     }
-    if (cd->csize != cd->usize)
+    if (cd->method == 0 && cd->csize != cd->usize)
         return dp__zip_member_error(z, name, cd->name_len, "is stored but its compressed and plain sizes differ");
+    if (cd->method == 8 && cd->usize / DP__DEFLATE_MAX_RATIO > cd->csize)
+        return dp__zip_member_error(z, name, cd->name_len,
+                                    "declares a plain size no deflate stream of its compressed size can reach");
     return DP_OK;
 }
 
@@ -6280,9 +7150,12 @@ static dp_result dp__zip_read_entry(const dp__zip_reader *z, size_t cd_end, size
         return dp__zip_member_error(z, name, cd.name_len, "has a malformed zip64 field in the directory");
     if ((r = dp__zip_check_method(z, &cd, name)) != DP_OK) return r;
     if ((r = dp__zip_check_local(z, local_offset, &cd, name, &data_at)) != DP_OK) return r;
-    if (!dp__npy_fits(data_at, cd.usize, z->len))
+    if (!dp__npy_fits(data_at, cd.csize, z->len))
         return dp__zip_member_error(z, name, cd.name_len, "runs past the end of the file (truncated?)");
-    crc = dp__crc32(0, z->buf + data_at, (size_t)cd.usize);
+    out->method = cd.method;
+    out->crc = cd.crc;
+    out->plain_len = (size_t)cd.usize;
+    crc = cd.method == 0 ? dp__crc32(0, z->buf + data_at, (size_t)cd.usize) : cd.crc; /* deflated: once inflated */
     if (crc != cd.crc) {
         snprintf(what, sizeof what, "fails its CRC-32 check (stored %08lx, computed %08lx): the file is corrupt",
                  (unsigned long)cd.crc, (unsigned long)crc);
@@ -6291,7 +7164,7 @@ static dp_result dp__zip_read_entry(const dp__zip_reader *z, size_t cd_end, size
     out->name = (const char *)name;
     out->name_len = cd.name_len;
     out->data = z->buf + data_at;
-    out->len = (size_t)cd.usize;
+    out->len = (size_t)cd.csize;
     *pos += DP__ZIP_CENTRAL_LEN + cd.name_len + cd.extra_len + comment_len;
     return DP_OK;
 }
@@ -6314,8 +7187,9 @@ static dp_result dp__zip_count(const unsigned char *buf, size_t len, uint32_t *c
     return DP_OK;
 }
 
-/* Lists the members of a stored ZIP (.npz) image held in memory, checking
- * every offset, size, local header and CRC. out[i].name and .data point into
+/* Lists the members of a ZIP (.npz) image held in memory, checking every
+ * offset, size, local header and the CRC of stored members (deflated ones:
+ * see dp__zip_inflate_member). out[i].name and .data point into
  * buf (names are not NUL-terminated: use name_len). On success *n is the
  * member count. If there are more than cap members, returns DP_ERROR_FORMAT
  * with *n set to the count needed; on other errors *n is 0. */
@@ -6350,6 +7224,30 @@ static dp_result dp__zip_read(const unsigned char *buf, size_t len, dp__zip_memb
     for (i = 0; i < count; i++)
         if ((r = dp__zip_read_entry(&z, cd_end, &pos, &out[i])) != DP_OK) return r;
     *n = (int)count;
+    return DP_OK;
+}
+
+/* Inflates deflated member m into out (room for m->plain_len bytes, which
+ * the archive declares and dp__zip_read bounded) and checks that it fills
+ * exactly that much and matches its CRC-32. DP_ERROR_FORMAT with a message
+ * otherwise. */
+static dp_result dp__zip_inflate_member(const dp__zip_member *m, unsigned char *out, char *msg, size_t msgcap) {
+    char reason[160];
+    size_t got = 0;
+    uint32_t crc;
+    if (dp__inflate(m->data, m->len, out, m->plain_len, &got, reason, sizeof reason) != DP_OK) {
+        snprintf(msg, msgcap, "corrupt deflated data: %s", reason);
+        return DP_ERROR_FORMAT;
+    }
+    if (got != m->plain_len) {
+        snprintf(msg, msgcap, "deflated data inflates to %zu bytes, not the %zu the archive declares", got, m->plain_len);
+        return DP_ERROR_FORMAT;
+    }
+    if ((crc = dp__crc32(0, out, got)) != m->crc) {
+        snprintf(msg, msgcap, "fails its CRC-32 check once inflated (stored %08lx, computed %08lx): the file is corrupt",
+                 (unsigned long)m->crc, (unsigned long)crc);
+        return DP_ERROR_FORMAT;
+    }
     return DP_OK;
 }
 
@@ -7302,16 +8200,45 @@ DP_IMPL dp_result dp_nd_load_npy(dp_engine *eng, const char *path, dp_ctx ctx, d
     dp__free(eng, buf, len + 1);
     return r;
 }
-/* One member's bytes while saving: its preamble, name and array bytes. */
-typedef struct dp__npz_out { char head[DP__NPY_HEADER_MAX]; char name[sizeof(((dp_nd_named *)0)->name) + 4]; size_t hlen; const unsigned char *bytes; int owned; } dp__npz_out;
+/* One member's bytes while saving: its preamble, name and array bytes, and
+   its deflated stream when compressing. */
+typedef struct dp__npz_out { char head[DP__NPY_HEADER_MAX]; char name[sizeof(((dp_nd_named *)0)->name) + 4]; size_t hlen; const unsigned char *bytes; int owned; unsigned char *packed; size_t packed_len; } dp__npz_out;
+/* Deflates member m (its preamble then its array bytes) into memory of its
+   own: m->packed, exactly m->packed_len bytes. */
+static dp_result dp__npz_deflate_member(dp_engine *eng, dp__deflate_work *wk, dp__npz_out *m, size_t body_len, int level) {
+    size_t n = m->hlen + body_len, cap = dp__deflate_bound(n), got = 0;
+    unsigned char *plain, *stream;
+    dp_result r;
+    if ((plain = (unsigned char *)dp__alloc(eng, n)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    if ((stream = (unsigned char *)dp__alloc(eng, cap)) == NULL) { dp__free(eng, plain, n); return DP_ERROR_OUT_OF_MEMORY; }
+    memcpy(plain, m->head, m->hlen);
+    if (body_len) memcpy(plain + m->hlen, m->bytes, body_len);
+    r = dp__deflate(wk, plain, n, stream, cap, level, &got);
+    dp__free(eng, plain, n);
+    if (r == DP_OK && (m->packed = (unsigned char *)dp__alloc(eng, got ? got : 1)) == NULL) r = DP_ERROR_OUT_OF_MEMORY;
+    if (r == DP_OK) { memcpy(m->packed, stream, got); m->packed_len = got; }
+    dp__free(eng, stream, cap);
+    return r;
+}
 DP_IMPL dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, int count, dp_failure *failure) {
+    return dp_nd_save_npz_opts(path, arrays, count, NULL, failure);
+}
+DP_IMPL dp_result dp_nd_save_npz_opts(const char *path, const dp_nd_named *arrays, int count, const dp_npz_options *opts, dp_failure *failure) {
     dp_engine *eng = count > 0 && arrays && arrays[0].array ? arrays[0].array->chunk->eng : NULL;
     dp__npz_out *m = NULL;
     dp__zip_piece_member *z = NULL;
+    dp__deflate_work *wk = NULL;
+    dp_npz_options o;
     dp_result r = DP_OK;
     FILE *f = NULL;
     int i, done = 0;
     if (!path || count < 0 || (count && !arrays)) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz: NULL path or arrays"); return DP_ERROR_INVALID_ARGS; }
+    memset(&o, 0, sizeof o);
+    if (opts) o = *opts;
+    if (o.compress < 0 || o.compress > 1 || o.level < 0 || o.level > 9) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz_opts: compress %d (0 or 1), level %d (0..9)", o.compress, o.level);
+        return DP_ERROR_INVALID_ARGS;
+    }
     for (i = 0; i < count; i++) {
         if (!arrays[i].array || !arrays[i].name[0] || memchr(arrays[i].name, 0, sizeof arrays[i].name) == NULL) {
             DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz: member %d needs an array and a name of 1..127 characters", i);
@@ -7319,15 +8246,28 @@ DP_IMPL dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, in
         }
     }
     if (count && ((m = (dp__npz_out *)dp__alloc(eng, sizeof *m * (size_t)count)) == NULL
-                  || (z = (dp__zip_piece_member *)dp__alloc(eng, sizeof *z * (size_t)count)) == NULL)) { r = DP_ERROR_OUT_OF_MEMORY; goto out; }
+                  || (z = (dp__zip_piece_member *)dp__alloc(eng, sizeof *z * (size_t)count)) == NULL
+                  || (o.compress && (wk = (dp__deflate_work *)dp__alloc(eng, sizeof *wk)) == NULL))) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_nd_save_npz: the list of %d members%s", count, o.compress ? " and the deflater's tables" : "");
+        r = DP_ERROR_OUT_OF_MEMORY;
+        goto out;
+    }
     for (i = 0; i < count && r == DP_OK; i++, done++) {
         dp_ndarray *a = arrays[i].array;
+        m[i].packed = NULL; m[i].packed_len = 0; m[i].owned = 0;
         snprintf(m[i].name, sizeof m[i].name, "%s.npy", arrays[i].name);
         if ((r = dp__npy_header(a->dtype, &a->shape, m[i].head, sizeof m[i].head, &m[i].hlen)) != DP_OK) break;
         if ((r = dp__nd_host_bytes(a, &m[i].bytes, &m[i].owned, failure)) != DP_OK) break;
+        if (o.compress && (r = dp__npz_deflate_member(eng, wk, &m[i], dp_nd_bytes(a), o.level)) != DP_OK) {
+            if (r == DP_ERROR_OUT_OF_MEMORY) DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_nd_save_npz_opts: deflating member '%s'", arrays[i].name);
+            else DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz_opts: member '%s' is too large to deflate (4 GiB)", arrays[i].name);
+            done++;
+            break;
+        }
         z[i].name = m[i].name;
         z[i].head = (const unsigned char *)m[i].head; z[i].head_len = m[i].hlen;
         z[i].body = m[i].bytes; z[i].body_len = dp_nd_bytes(a);
+        z[i].packed = m[i].packed; z[i].packed_len = m[i].packed_len;
     }
     if (r == DP_OK) {
         if ((f = fopen(path, "wb")) == NULL) r = DP_ERROR_IO;
@@ -7335,13 +8275,35 @@ DP_IMPL dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, in
             r = dp__zip_write_pieces(f, z, count);
             if (fclose(f) != 0 && r == DP_OK) r = DP_ERROR_IO;
         }
-        if (r != DP_OK) DP__LOG(eng, DP_LOG_ERROR, IO, "cannot write '%s'", path);
+        if (r == DP_ERROR_INVALID_ARGS) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz: '%s' would reach 4 GiB, which needs zip64 (not supported)", path);
+        else if (r != DP_OK) DP__LOG(eng, DP_LOG_ERROR, IO, "cannot write '%s'", path);
     }
 out:
-    for (i = 0; i < done; i++)          /* a staging copy goes back to its own array's engine */
+    for (i = 0; i < done; i++) {         /* a staging copy goes back to its own array's engine */
         if (m[i].owned) dp__free(arrays[i].array->chunk->eng, (void *)(uintptr_t)m[i].bytes, dp_nd_bytes(arrays[i].array) ? dp_nd_bytes(arrays[i].array) : 1);
+        if (m[i].packed) dp__free(eng, m[i].packed, m[i].packed_len ? m[i].packed_len : 1);
+    }
+    dp__free(eng, wk, wk ? sizeof *wk : 0);
     dp__free(eng, m, sizeof *m * (size_t)count);
     dp__free(eng, z, sizeof *z * (size_t)count);
+    return r;
+}
+/* The array of one member: straight from the archive when stored, from
+   memory of its own (plain_len bytes, freed after) when deflated. */
+static dp_result dp__npz_member_array(dp_engine *eng, const dp__zip_member *m, const char *where, dp_ctx ctx, dp_ndarray **out) {
+    unsigned char *plain;
+    char msg[256];
+    dp_result r;
+    if (m->method == 0) return dp__nd_from_npy(eng, m->data, m->len, where, ctx, out);
+    if ((plain = (unsigned char *)dp__alloc(eng, m->plain_len ? m->plain_len : 1)) == NULL) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s: %zu bytes to inflate into", where, m->plain_len);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    if (dp__zip_inflate_member(m, plain, msg, sizeof msg) != DP_OK) {
+        DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: %s", where, msg);
+        r = DP_ERROR_FORMAT;
+    } else r = dp__nd_from_npy(eng, plain, m->plain_len, where, ctx, out);
+    dp__free(eng, plain, m->plain_len ? m->plain_len : 1);
     return r;
 }
 DP_IMPL dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp_nd_named *out, int cap, int *count) {
@@ -7387,7 +8349,7 @@ DP_IMPL dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, d
         memcpy(out[i].name, zm[i].name, nl);
         out[i].name[nl] = 0;
         snprintf(where, sizeof where, "%s, member '%s'", path, out[i].name);
-        if ((r = dp__nd_from_npy(eng, zm[i].data, zm[i].len, where, ctx, &out[i].array)) != DP_OK) break;
+        if ((r = dp__npz_member_array(eng, &zm[i], where, ctx, &out[i].array)) != DP_OK) break;
     }
     if (r != DP_OK) {   /* nothing is left allocated */
         for (i = 0; i < loaded; i++) { dp_nd_release(out[i].array); out[i].array = NULL; }
@@ -7401,21 +8363,31 @@ out:
 }
 
 /* >>data: CSV files and the mini-batch iterator ---------------------------------- */
+/* Why a CSV field was refused, and where it starts. */
+typedef struct dp__csv_bad { const char *field; int out_of_range; } dp__csv_bad;
 /* Parses the fields of one line [p, eol) as numbers into out (up to cap;
    *count is how many the line has). Returns 0, or the 1-based column of
-   the first field that is not a number. */
-static int dp__csv_fields(const char *p, const char *eol, float *out, int cap, int *count) {
+   the first field that is not a number or is a finite number float32
+   cannot hold (then *bad says which, and where). */
+static int dp__csv_fields(const char *p, const char *eol, float *out, int cap, int *count, dp__csv_bad *bad) {
     int col = 0;
     for (;;) {
         char *end;
         double v;
+        float f;
         while (p < eol && (*p == ' ' || *p == '\t')) p++;
+        bad->field = p;
+        bad->out_of_range = 0;
+        errno = 0;
         v = strtod(p, &end);
         if (end == p || end > eol) return col + 1;
+        /* inf from finite text: beyond double (ERANGE) or float32's range */
+        f = (float)v;
+        if ((isinf(v) && errno == ERANGE) || (isinf(f) && !isinf(v))) { bad->out_of_range = 1; return col + 1; }
         p = end;
         while (p < eol && (*p == ' ' || *p == '\t')) p++;
         if (p < eol && *p != ',') return col + 1;
-        if (col < cap) out[col] = (float)v;
+        if (col < cap) out[col] = f;
         col++;
         if (p == eol) break;
         p++;                                   /* the comma */
@@ -7430,12 +8402,25 @@ static int dp__csv_header_like(const char *p, const char *eol) {
     return 0;
 }
 static int dp__blank(const char *p, const char *eol) { while (p < eol && (*p == ' ' || *p == '\t')) p++; return p == eol; }
-/* The values of every data line, row after row, and the row and column
-   counts; a first line that is not numbers is a header. */
-static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, size_t len, float **vals, size_t *cap, int64_t *rows, int *cols) {
+/* Logs a refused field: file, line, column and the field's text. */
+static dp_result dp__csv_bad_field(dp_engine *eng, const char *path, int64_t line, int col, const dp__csv_bad *bad, const char *eol) {
+    const char *stop = bad->field;
+    char shown[40];
+    while (stop < eol && *stop != ',') stop++;
+    while (stop > bad->field && (stop[-1] == ' ' || stop[-1] == '\t')) stop--;
+    dp__npy_printable(shown, sizeof shown, (const unsigned char *)bad->field, (size_t)(stop - bad->field));
+    DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s:%lld: column %d (\"%s\") %s", path, (long long)line, col, shown,
+            bad->out_of_range ? "is out of float32's range (it would be inf)" : "is not a number");
+    return DP_ERROR_FORMAT;
+}
+/* The values of every data line after the first skip lines, row after
+   row, and the row and column counts; with skip 0, a first line that is
+   not numbers is a header. */
+static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, size_t len, int64_t skip, float **vals, size_t *cap, int64_t *rows, int *cols) {
     char *p = text, *end = text + len;
     int64_t line = 0;
     size_t n = 0;
+    dp__csv_bad why;
     *rows = 0; *cols = 0;
     while (p < end) {
         char *eol = (char *)memchr(p, '\n', (size_t)(end - p)), *next;
@@ -7444,16 +8429,16 @@ static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, siz
         next = eol < end ? eol + 1 : end;
         if (eol > p && eol[-1] == '\r') eol--;
         line++;
-        if (dp__blank(p, eol)) { p = next; continue; }
+        if (line <= skip || dp__blank(p, eol)) { p = next; continue; }
         if (dp__reserve(eng, vals, cap, n + (size_t)(*cols > 0 ? *cols : 1024), sizeof **vals, 4096)) return DP_ERROR_OUT_OF_MEMORY;
         *eol = 0;                              /* strtod stops here */
-        bad = dp__csv_fields(p, eol, *vals + n, (int)(*cap - n > (size_t)INT32_MAX ? INT32_MAX : *cap - n), &count);
-        if (bad && *rows == 0 && *cols == 0 && dp__csv_header_like(p, eol)) { *cols = -1; p = next; continue; }
-        if (bad) { DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s:%lld: column %d is not a number", path, (long long)line, bad); return DP_ERROR_FORMAT; }
+        bad = dp__csv_fields(p, eol, *vals + n, (int)(*cap - n > (size_t)INT32_MAX ? INT32_MAX : *cap - n), &count, &why);
+        if (bad && skip == 0 && *rows == 0 && *cols == 0 && !why.out_of_range && dp__csv_header_like(p, eol)) { *cols = -1; p = next; continue; }
+        if (bad) return dp__csv_bad_field(eng, path, line, bad, &why, eol);
         if (*cols <= 0) {
             *cols = count;
             if (dp__reserve(eng, vals, cap, n + (size_t)count, sizeof **vals, 4096)) return DP_ERROR_OUT_OF_MEMORY;
-            if (dp__csv_fields(p, eol, *vals + n, count, &count)) return DP_ERROR_FORMAT;   /* again, all of it */
+            if (dp__csv_fields(p, eol, *vals + n, count, &count, &why)) return DP_ERROR_FORMAT;   /* again, all of it */
         } else if (count != *cols) {
             DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s:%lld: %d columns, the rows before have %d", path, (long long)line, count, *cols);
             return DP_ERROR_FORMAT;
@@ -7462,10 +8447,17 @@ static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, siz
         (*rows)++;
         p = next;
     }
-    if (*rows == 0) { DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: no rows of numbers", path); return DP_ERROR_FORMAT; }
+    if (*rows == 0) {
+        DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: no rows of numbers%s", path, skip > 0 && line <= skip ? " (every line was skipped)" : "");
+        return DP_ERROR_FORMAT;
+    }
     return DP_OK;
 }
 DP_IMPL dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx, dp_ndarray **data, dp_ndarray **label) {
+    return dp_nd_load_csv_opts(eng, path, label_column, NULL, ctx, data, label);
+}
+DP_IMPL dp_result dp_nd_load_csv_opts(dp_engine *eng, const char *path, int label_column, const dp_csv_options *opts, dp_ctx ctx,
+                                      dp_ndarray **data, dp_ndarray **label) {
     unsigned char *buf = NULL;
     float *vals = NULL, *x = NULL, *y = NULL;
     size_t len = 0, cap = 0;
@@ -7479,8 +8471,12 @@ DP_IMPL dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_col
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_csv: NULL engine, path, data, or label (with a label column)");
         return DP_ERROR_INVALID_ARGS;
     }
+    if (opts && opts->skip_lines < 0) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_csv_opts: skip_lines %d is negative", opts->skip_lines);
+        return DP_ERROR_INVALID_ARGS;
+    }
     if ((res = dp__read_file(eng, path, &buf, &len)) != DP_OK) return res;
-    res = dp__csv_parse(eng, path, (char *)buf, len, &vals, &cap, &rows, &cols);
+    res = dp__csv_parse(eng, path, (char *)buf, len, opts ? opts->skip_lines : 0, &vals, &cap, &rows, &cols);
     if (res == DP_OK && label_column != DP_CSV_NO_LABEL) {
         if (lc < 0) lc += cols;
         if (lc < 0 || lc >= cols || cols < 2) {
@@ -7736,9 +8732,13 @@ DP_IMPL dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn 
     ok = op && (dev_type == DP_DEV_CPU || dev_type == DP_DEV_GPU) && (kernel || (dev_type == DP_DEV_CPU ? op->forward_gpu : op->forward_cpu));
     if (ok) { if (dev_type == DP_DEV_CPU) op->forward_cpu = kernel; else op->forward_gpu = kernel; }
     dp__spin_unlock(&dp__registry_lock);
+    if (!op) {
+        DP__LOG(NULL, DP_LOG_ERROR, UNKNOWN_OPERATOR, "dp_op_set_kernel '%s'", name ? name : "(null)");
+        return DP_ERROR_INVALID_ARGS;
+    }
     if (!ok) {
-        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_set_kernel '%s': an operator's name, DP_DEV_CPU or DP_DEV_GPU, and a kernel "
-                "(or another device kind's)", name ? name : "(null)");
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_set_kernel '%s': DP_DEV_CPU or DP_DEV_GPU, and a kernel "
+                "(or another device kind's)", name);
         return DP_ERROR_INVALID_ARGS;
     }
     return DP_OK;
@@ -8064,7 +9064,7 @@ DP_IMPL dp_result dp_op_invoke(dp_engine *eng, const char *name, int nin, dp_nda
     dp_params params;
     dp_result r;
     if (!eng) return DP_ERROR_INVALID_ARGS;
-    if ((op = dp_op_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "unknown operator '%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
+    if ((op = dp_op_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, UNKNOWN_OPERATOR, "'%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
     if ((r = dp_op_parse_params(eng, op, nkw, keys, values, &params)) != DP_OK) return r;
     return dp__invoke(eng, op, &params, nin, inputs, scalar, nout, outputs, req, 1);
 }
@@ -10158,7 +11158,7 @@ static dp_result dp__sym_resolve(const char *op_name, const char *node, int nkw,
         name = act;
     }
     if ((*op = dp_op_find(name)) == NULL) {
-        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': unknown operator '%s'", node, op_name);
+        DP__LOG(NULL, DP_LOG_ERROR, UNKNOWN_OPERATOR, "symbol node '%s': unknown operator '%s'", node, op_name);
         return DP_ERROR_INVALID_ARGS;
     }
     if (*has_scalar && !(*op)->takes_scalar) {

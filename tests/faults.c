@@ -268,13 +268,15 @@ static void file_steps(dp_engine *e) {
     dp_ctx cpu = {0, 0};
     dp_shape s23 = shape2(2, 3);
     dp_ndarray *a = NULL, *b = NULL, *la = NULL, *data = NULL, *label = NULL, *bd = NULL, *bl = NULL;
-    dp_nd_named named[2], loaded[4];
+    dp_nd_named named[2], loaded[4], deflated[4];
+    dp_npz_options deflate;
     dp_iter_desc idesc;
     dp_iter *it = NULL;
     char path[128];
-    int count = 0, i, batch = 0;
+    int count = 0, deflated_count = 0, i, batch = 0;
     FILE *f;
     memset(loaded, 0, sizeof loaded);
+    memset(deflated, 0, sizeof deflated);
     TRY(dp_nd_arange(e, 1, 7, 1, DP_FLOAT64, cpu, &a));
     TRY(dp_nd_full(e, &s23, DP_INT32, cpu, -3, &b));
     snprintf(path, sizeof path, "%s/a.npy", g_dir);
@@ -288,6 +290,13 @@ static void file_steps(dp_engine *e) {
     TRY(dp_nd_load_npz(e, path, cpu, loaded, 4, &count));
     check_int("npz members", count);
     for (i = 0; i < count; i++) TRY(check_array(loaded[i].name, loaded[i].array));
+    snprintf(path, sizeof path, "%s/ab_deflated.npz", g_dir);   /* the deflater's and inflater's memory */
+    memset(&deflate, 0, sizeof deflate);
+    deflate.compress = 1;
+    TRY(dp_nd_save_npz_opts(path, named, 2, &deflate, NULL));
+    TRY(dp_nd_load_npz(e, path, cpu, deflated, 4, &deflated_count));
+    check_int("deflated npz members", deflated_count);
+    for (i = 0; i < deflated_count; i++) TRY(check_array(deflated[i].name, deflated[i].array));
     snprintf(path, sizeof path, "%s/d.csv", g_dir);
     TRY_PTR(f = fopen(path, "w"));
     fprintf(f, "x,y,label\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n9,10,0\n");
@@ -312,6 +321,7 @@ out:
     dp_iter_destroy(it);
     dp_nd_release(bd); dp_nd_release(bl);
     for (i = 0; i < count; i++) dp_nd_release(loaded[i].array);
+    for (i = 0; i < deflated_count; i++) dp_nd_release(deflated[i].array);
     dp_nd_release(a); dp_nd_release(b); dp_nd_release(la); dp_nd_release(data); dp_nd_release(label);
 }
 

@@ -4,7 +4,11 @@
    most mutants (7 in 8; the rest keep their stale CRCs to test that check):
    each local header's member runs to the next ZIP signature, its sizes and
    CRC are rewritten in the local header and in the directory entry that
-   points at it, and the end record points at the directory again. A load
+   points at it, and the end record points at the directory again. A
+   deflated member (method 8) keeps its stream as mutated: when the header's
+   inflater takes it, its plain size and CRC become those of what it
+   inflates to (so mutants get past the CRC check into the .npy parser),
+   and otherwise they are left for the loader to refuse. A load
    that succeeds must give at most cap named members whose arrays' byte
    sizes match their shapes; a failed load must leave *count 0 and have
    logged an error. */
@@ -28,26 +32,46 @@ static int is_sig(const uint8_t *data, size_t size, size_t at) {
     s = get32(data + at);
     return s == LOCAL_SIG || s == CENTRAL_SIG || s == END_SIG;
 }
-/* Writes size and CRC at a header's common fields (h: the CRC field), or
+/* Writes the CRC and sizes at a header's common fields (crc_field: the CRC
+   field; packed: the member's bytes in the archive, plain: inflated), or
    into its zip64 extra field where the 32-bit ones are placeholders. */
-static void set_sizes(uint8_t *crc_field, uint8_t *extra, size_t extra_len, uint32_t crc, uint64_t n) {
+static void set_sizes(uint8_t *crc_field, uint8_t *extra, size_t extra_len, uint32_t crc, uint64_t packed, uint64_t plain) {
     put32(crc_field, crc);
     if (get32(crc_field + 4) == 0xFFFFFFFFu && get32(crc_field + 8) == 0xFFFFFFFFu) {
         size_t pos = 0;
         while (pos + 4 <= extra_len) {
             size_t len = get16(extra + pos + 2);
             if (get16(extra + pos) == 1 && len >= 16 && pos + 4 + len <= extra_len) {
-                put64(extra + pos + 4, n); put64(extra + pos + 12, n);
+                put64(extra + pos + 4, plain); put64(extra + pos + 12, packed);
                 return;
             }
             pos += 4 + len;
         }
     }
-    put32(crc_field + 4, (uint32_t)n); put32(crc_field + 8, (uint32_t)n);
+    put32(crc_field + 4, (uint32_t)packed); put32(crc_field + 8, (uint32_t)plain);
+}
+/* The CRC and plain size of a member's bytes: the bytes themselves when
+   stored, what they inflate to (into at most 1 MiB) when deflated. A
+   stream that does not inflate keeps the member's stored CRC and size. */
+static void member_sums(const uint8_t *method_field, const uint8_t *bytes, size_t n, uint32_t *crc, uint64_t *plain) {
+    static unsigned char room[1u << 20];
+    char msg[160];
+    size_t got = 0;
+    if (get16(method_field) != 8) {
+        *crc = dp__crc32(0, bytes, n);
+        *plain = n;
+    } else if (dp__inflate(bytes, n, room, sizeof room, &got, msg, sizeof msg) == DP_OK) {
+        *crc = dp__crc32(0, room, got);
+        *plain = got;
+    } else {
+        *crc = get32(method_field + 6);
+        *plain = get32(method_field + 14);
+    }
 }
 static void reframe(uint8_t *data, size_t size) {
     size_t local_at[MAX_MEMBERS], data_end[MAX_MEMBERS], pos, cd = 0, end = 0;
     uint32_t crcs[MAX_MEMBERS];
+    uint64_t plains[MAX_MEMBERS];
     int n = 0, entries = 0;
     for (pos = 0; pos + 30 <= size && n < MAX_MEMBERS; pos++) {
         size_t start, stop, name_len, extra_len;
@@ -56,8 +80,8 @@ static void reframe(uint8_t *data, size_t size) {
         start = pos + 30 + name_len + extra_len;
         if (start > size) break;
         for (stop = start; stop < size && !is_sig(data, size, stop); stop++) {}
-        crcs[n] = dp__crc32(0, data + start, stop - start);
-        set_sizes(data + pos + 14, data + pos + 30 + name_len, extra_len, crcs[n], stop - start);
+        member_sums(data + pos + 8, data + start, stop - start, &crcs[n], &plains[n]);
+        set_sizes(data + pos + 14, data + pos + 30 + name_len, extra_len, crcs[n], stop - start, plains[n]);
         local_at[n] = pos; data_end[n++] = stop;
         pos = stop - 1;
     }
@@ -73,7 +97,8 @@ static void reframe(uint8_t *data, size_t size) {
             if (get32(data + pos + 42) != 0xFFFFFFFFu) put32(data + pos + 42, (uint32_t)local_at[k]);
             if (extra_at + extra_len <= size)
                 set_sizes(data + pos + 16, data + extra_at, extra_len, crcs[k],
-                          data_end[k] - (local_at[k] + 30 + get16(data + local_at[k] + 26) + get16(data + local_at[k] + 28)));
+                          data_end[k] - (local_at[k] + 30 + get16(data + local_at[k] + 26) + get16(data + local_at[k] + 28)),
+                          plains[k]);
         }
         end = pos + 46 + name_len + extra_len + comment_len;
     }
