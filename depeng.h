@@ -4924,6 +4924,21 @@ static DP__HD uint16_t dp__half_from_float(float f) {
     if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
     return (uint16_t)(sign | h);
 }
+/* From double in one rounding, as NumPy's cast from float64 (through
+   float32 it could round twice): float32 rounded to odd (toward zero, the
+   last bit set when inexact) keeps enough bits for the second rounding to
+   be the right one. */
+static DP__HD uint16_t dp__half_from_double(double d) {
+    float f = (float)d;
+    if (f == f && (double)f != d) {
+        uint32_t x;
+        memcpy(&x, &f, sizeof x);
+        if ((f < 0 ? -(double)f : (double)f) > (d < 0 ? -d : d)) x -= 1;   /* toward zero */
+        x |= 1u;
+        memcpy(&f, &x, sizeof f);
+    }
+    return dp__half_from_float(f);
+}
 static DP__HD float dp__half_to_float(uint16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, x;
     float f;
@@ -5001,7 +5016,8 @@ static DP__HD void dp__store_int(void *p, dp_dtype dt, int64_t i, int64_t v, dp_
 /* dst[j] = src[i] (or +=, by req), converted from src's dtype to dst's:
    the bytes themselves for one dtype (bit-exact: NaN payloads, -0, int64
    beyond 2^53), integers as integers, an integer into a float rounded once,
-   anything else through double. Every kernel that only moves data uses it. */
+   float64 into float16 rounded once, anything else through double. Every
+   kernel that only moves data uses it. */
 static DP__HD void dp__move_elem(void *dst, dp_dtype dt, int64_t j, const void *src, dp_dtype st, int64_t i, dp_req req) {
     int si = dp__dtype_is_int(st), di = dp__dtype_is_int(dt);
     if (req == DP_REQ_NULL) return;
@@ -5014,6 +5030,7 @@ static DP__HD void dp__move_elem(void *dst, dp_dtype dt, int64_t j, const void *
         }
     }
     if (si && di) dp__store_int(dst, dt, j, dp__load_int(src, st, i), req);
+    else if (st == DP_FLOAT64 && dt == DP_FLOAT16 && req != DP_REQ_ADD) ((uint16_t *)dst)[j] = dp__half_from_double(((const double *)src)[i]);
     else if (si && req != DP_REQ_ADD && dt == DP_FLOAT32) ((float *)dst)[j] = (float)dp__load_int(src, st, i);
     else if (si && req != DP_REQ_ADD && dt == DP_FLOAT16) ((uint16_t *)dst)[j] = dp__half_from_float((float)dp__load_int(src, st, i));
     else dp__store_elem(dst, dt, j, dp__load_elem(src, st, i), req);

@@ -111,7 +111,11 @@
                      GEMM
        optimizers    sgd_update, sgd_mom_update, adam_update
      Like the CPU kernels they compute in double and store in the output's
-     dtype (all five dtypes), and they call the same formulas: depeng.h's
+     dtype (all eight dtypes; float16 stored through float32, as on the
+     CPU); transpose, concat and _copy / reshape / cast move elements with
+     depeng.h's dp__move_elem, bit-exact for one dtype as on the CPU, while
+     integer arithmetic goes through double (exact below 2^53); and they
+     call the same formulas: depeng.h's
      DP__HD functions (dp__f_*, dp__d_*, dp__opt_grad, dp__f_sgd, ...), which
      nvcc compiles for the device too, so the CPU tests check the math the GPU
      runs. Results equal the CPU's up to the order of floating-point sums
@@ -500,10 +504,11 @@ static int dp__cu_check_launch(const dp_kernel_ctx *k) {
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : dp__cu_report(k, "kernel launch", e);
 }
-/* The five dtypes dp__cu_load / dp__cu_store know; a dtype added to depeng
+/* The eight dtypes dp__cu_load / dp__cu_store know; a dtype added to depeng
    later is refused here instead of being misread. */
 static int dp__cu_dtype_known(dp_dtype t) {
-    return t == DP_FLOAT32 || t == DP_FLOAT64 || t == DP_INT32 || t == DP_INT64 || t == DP_UINT8;
+    return t == DP_FLOAT32 || t == DP_FLOAT64 || t == DP_INT32 || t == DP_INT64 || t == DP_UINT8 || t == DP_FLOAT16
+        || t == DP_BOOL || t == DP_INT8;
 }
 /* Every GPU kernel function starts here: the arrays' dtypes checked, the
    operation's device made current (the naive and pooled engines run GPU
@@ -1080,12 +1085,13 @@ static int dp__cu_clip(const dp_kernel_ctx *k, int grad) {
 }
 static int dp__cu_k_clip(const dp_kernel_ctx *k) { return dp__cu_clip(k, 0); }
 static int dp__cu_kg_clip(const dp_kernel_ctx *k) { return dp__cu_clip(k, 1); }
-/* _copy and reshape: y = x (or y += x); the same dtype written whole is one
-   device-to-device copy. Their gradients (_backward__copy,
-   _backward_reshape) copy their ograd, input 0, the same way. */
+/* _copy, reshape and cast: y = x (or y += x), converted as dp__move_elem
+   does; the same dtype written whole is one device-to-device copy. Their
+   gradients (_backward__copy, _backward_reshape, _backward_cast) copy
+   their ograd, input 0, the same way. */
 struct dp__cu_convert_body {
     const void *x; void *y; int xt, yt, req;
-    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, yt, i, dp__cu_load(x, xt, i), req); }
+    DP__CU_HD void operator()(int64_t i) const { dp__move_elem(y, (dp_dtype)yt, i, x, (dp_dtype)xt, i, (dp_req)req); }
 };
 static int dp__cu_k_copy(const dp_kernel_ctx *k) {
     const dp_ndarray *x = k->inputs[0], *y = k->outputs[0];
@@ -1267,7 +1273,7 @@ struct dp__cu_gather_body {
     DP__CU_HD void operator()(int64_t i) const {
         int64_t off[2];
         dp__cu_map_at(m, i, off);
-        dp__cu_store(y, t, i, dp__cu_load(x, t, off[0]), req);
+        dp__move_elem(y, (dp_dtype)t, i, x, (dp_dtype)t, off[0], (dp_req)req);
     }
 };
 static int dp__cu_transpose(const dp_kernel_ctx *k, int grad) {
@@ -1306,8 +1312,8 @@ struct dp__cu_concat_body {
         int64_t o = i / row, at = i - o * row;
         int p = 0;
         while (p < nparts - 1 && at >= start[p] + run[p]) p++;
-        if (!to_parts) dp__cu_store(whole, t, i, dp__cu_load(part[p], t, o * run[p] + at - start[p]), req[0]);
-        else dp__cu_store(part[p], t, o * run[p] + at - start[p], dp__cu_load(whole, t, i), req[p]);
+        if (!to_parts) dp__move_elem(whole, (dp_dtype)t, i, part[p], (dp_dtype)t, o * run[p] + at - start[p], (dp_req)req[0]);
+        else dp__move_elem(part[p], (dp_dtype)t, o * run[p] + at - start[p], whole, (dp_dtype)t, i, (dp_req)req[p]);
     }
 };
 static int dp__cu_concat(const dp_kernel_ctx *k, int grad) {
@@ -1662,6 +1668,7 @@ static const dp__cu_kernel_entry dp__cu_kernels[] = {
     {"dot", dp__cu_k_dot}, {"_backward_dot", dp__cu_kg_dot},
     {"FullyConnected", dp__cu_k_fc}, {"_backward_FullyConnected", dp__cu_kg_fc},
     {"_copy", dp__cu_k_copy}, {"_backward__copy", dp__cu_k_copy}, {"reshape", dp__cu_k_copy}, {"_backward_reshape", dp__cu_k_copy},
+    {"cast", dp__cu_k_copy}, {"_backward_cast", dp__cu_k_copy},
     {"sgd_update", dp__cu_k_sgd}, {"sgd_mom_update", dp__cu_k_sgd_mom}, {"adam_update", dp__cu_k_adam},
 };
 #undef DP__CU_REG_UNARY
