@@ -111,6 +111,10 @@ asan: | $(B)
 	examples/make_demo/check.sh $(B)/make_example_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DMAKE_NO_MAIN -I. tests/make_parse.c -o $(B)/make_parse_asan $(LIBS)
 	./$(B)/make_parse_asan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_kernels_exact.c -o $(B)/test_kernels_exact_asan $(LIBS)
+	tests/run.sh $(B)/test_kernels_exact_asan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/numpy_diff.c -o $(B)/numpy_diff_asan $(LIBS)
+	rm -rf $(B)/numpy_diff_asan.d && mkdir -p $(B)/numpy_diff_asan.d && ./$(B)/numpy_diff_asan $(B)/numpy_diff_asan.d 1 3
 
 # Allocation-failure injection (tests/faults.c): the allocator fails the k-th
 # allocation (and, second mode, every one from the k-th on) for every k over
