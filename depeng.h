@@ -941,8 +941,8 @@ DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n
    same array, or overlapping views of one storage: transpose(x, out=x) is
    fine): the kernel then writes a temporary that the operation copies over
    the output, except for the exact element-wise in place the operator's
-   inplace bits allow; two given outputs that overlap are
-   DP_ERROR_INVALID_ARGS. While this thread records (dp_autograd_begin), an
+   inplace bits allow; two given outputs that overlap, or an output over an
+   input the operator mutates, are DP_ERROR_INVALID_ARGS. While this thread records (dp_autograd_begin), an
    invocation with an input in a graph is recorded for dp_autograd_backward;
    then a given output, or a mutated input, must not be in a graph itself.
    Out of memory is DP_ERROR_OUT_OF_MEMORY (logged) with nothing pushed or
@@ -7528,7 +7528,8 @@ DP_IMPL dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int 
    copying the output in first when the request adds to it). The one
    overlap kept is the element-wise in place the operator declares
    (dp_operator.inplace bit i: output 0 exactly over input i, same dtype
-   and shape). Two outputs that overlap are refused. */
+   and shape). Two outputs that overlap are refused, and so is an output
+   over an input the kernel also writes (dp_operator.mutate_inputs). */
 typedef struct dp__invoke_arg {
     const dp_operator *op;
     dp_kernel_fn kernel;
@@ -7697,6 +7698,11 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
         for (j = 0; outputs[i] && j < i; j++)
             if (outputs[j] && dp__nd_overlap(outputs[i], outputs[j])) {
                 DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': outputs %d and %d share bytes", op->name, j, i);
+                return DP_ERROR_INVALID_ARGS;
+            }
+        for (j = 0; outputs[i] && j < nin && j < 32; j++)    /* the kernel writes both: one would overwrite the other */
+            if ((op->mutate_inputs & (1u << j)) && dp__nd_overlap(outputs[i], inputs[j])) {
+                DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d shares bytes with input %d, which it also writes", op->name, i, j);
                 return DP_ERROR_INVALID_ARGS;
             }
     }

@@ -260,7 +260,8 @@ static void test_output_over_input(void) {
     dp_nd_release(top); dp_nd_release(bottom); dp_nd_release(base);
     stop();
 }
-/* two outputs over the same bytes cannot both be written: refused */
+/* two outputs over the same bytes cannot both be written, nor an output over
+   an input the operator mutates: refused */
 static void test_overlapping_outputs_refused(void) {
     const double v[4] = {1, 2, 3, 4};
     dp_shape s = shape2(2, 2);
@@ -272,6 +273,12 @@ static void test_overlapping_outputs_refused(void) {
     out[0] = og; out[1] = og;
     g_last_item = 0;
     CHECK(dp_op_invoke(eng, "_backward_add", 3, in, 0, NULL, NULL, 0, 2, out, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(g_last_item != 0);
+    /* sgd_mom_update writes its momentum (input 2): the weight's new values cannot go there too */
+    in[0] = x; in[1] = og; in[2] = og;
+    out[0] = og;
+    g_last_item = 0;
+    CHECK(dp_op_invoke(eng, "sgd_mom_update", 3, in, 1, (const char *[]){"lr"}, (const char *[]){"0.1"}, 0, 1, out, NULL) == DP_ERROR_INVALID_ARGS);
     CHECK(g_last_item != 0);
     dp_nd_release(x); dp_nd_release(og);
     stop();
