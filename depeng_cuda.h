@@ -557,16 +557,16 @@ static DP__CU_HD dp__cu_acc dp__cu_identity(int kind) {
     return a;
 }
 /* The CPU kernels scan in order: max and min keep the first NaN they meet,
-   argmax starts with element 0 and moves only to a strictly larger one, so
-   NaN counts only at index 0. dp__cu_candidate turns an element into a
-   partial result with that rule (a NaN elsewhere is "none"), and
+   argmax keeps the first NaN, else the first largest element (NumPy's
+   rule). dp__cu_candidate turns an element into a partial result, and
    dp__cu_combine merges two partial results in any order with the same
-   outcome as the scan: for argmax the lower index wins ties, and a NaN can
-   only be index 0, the scan's start, which nothing replaces. */
+   outcome as the scan: for argmax the lower index wins between two NaNs
+   and between ties, and a NaN wins over any number. */
 static DP__CU_HD dp__cu_acc dp__cu_candidate(int kind, double v, long long i) {
     dp__cu_acc a;
+    (void)kind;
     a.v = v;
-    a.i = kind == DP__CU_ARGMAX && v != v && i != 0 ? -1 : i;
+    a.i = i;
     return a;
 }
 static DP__CU_HD dp__cu_acc dp__cu_combine(int kind, dp__cu_acc a, dp__cu_acc b) {
@@ -581,6 +581,7 @@ static DP__CU_HD dp__cu_acc dp__cu_combine(int kind, dp__cu_acc a, dp__cu_acc b)
     {
         dp__cu_acc first = a.i < b.i ? a : b, later = a.i < b.i ? b : a;
         if (first.v != first.v) return first;
+        if (later.v != later.v) return later;
         return later.v > first.v ? later : first;
     }
 }

@@ -70,6 +70,7 @@ typedef struct op_case {
 } op_case;
 #define FLOATS ((1u << DP_FLOAT32) | (1u << DP_FLOAT64))
 #define INTS_TOO (FLOATS | (1u << DP_INT32))
+#define ALL_DTYPES ((1u << DP__DTYPE_COUNT) - 1u)
 static op_case g_cases[512];
 static int g_ncases;
 
@@ -174,6 +175,7 @@ static void build_cases(void) {
     in(in(in(add_case("_backward_softmax_cross_entropy", sce_kw, FLOATS, 1), S(1, 1), F_POS), S(2, 6, 5), F_ANY), S(1, 6), F_INT + 5);
     in(in(in(add_case("_backward_softmax_cross_entropy", sce_kw, FLOATS, 0), S(1, 1), F_POS), S(2, 3, 100), F_ANY), S(1, 3), F_INT + 100);
     in(add_case("transpose", "axes=(1,2,0)", INTS_TOO, 1), S(3, 2, 3, 4), F_ANY);
+    in(add_case("transpose", "axes=(2,0,1)", ALL_DTYPES, 0), S(3, 2, 3, 4), F_NAN);
     in(add_case("transpose", "", FLOATS, 0), S(3, 2, 3, 4), F_ANY);
     in(in(add_case("_backward_transpose", "axes=(1,2,0)", FLOATS, 1), S(3, 3, 4, 2), F_ANY), S(3, 2, 3, 4), F_ANY);
     in(in(add_case("_backward_transpose", "", FLOATS, 0), S(3, 4, 3, 2), F_ANY), S(3, 2, 3, 4), F_ANY);
@@ -205,6 +207,12 @@ static void build_cases(void) {
     in(in(in(in(c, S(2, 70, 9), F_ANY), S(2, 70, 20), F_ANY), S(2, 9, 20), F_ANY), S(1, 9), F_ANY);
     in(add_case("_copy", "", INTS_TOO, 1), S(2, 3, 4), F_ANY);
     in(add_case("_copy", "", FLOATS, 0), S(2, 3, 4), F_ANY);
+    in(add_case("cast", "dtype=float16", ALL_DTYPES, 1), S(2, 3, 4), F_NAN);
+    in(add_case("cast", "dtype=int8", ALL_DTYPES, 0), S(2, 3, 4), F_NAN);
+    in(add_case("cast", "dtype=bool", ALL_DTYPES, 0), S(2, 3, 4), F_NAN);
+    in(add_case("cast", "dtype=float64", ALL_DTYPES, 1), S(2, 3, 4), F_ANY);
+    in(add_case("cast", "dtype=uint8", ALL_DTYPES, 0), S(2, 3, 4), F_ANY);
+    in(in(add_case("_backward_cast", "dtype=float32", FLOATS, 1), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
     in(in(add_case("_backward__copy", "", FLOATS, 1), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
     in(add_case("reshape", "shape=(4,-1)", FLOATS, 1), S(2, 2, 6), F_ANY);
     in(in(add_case("_backward_reshape", "shape=(4,-1)", FLOATS, 1), S(2, 4, 3), F_ANY), S(2, 2, 6), F_ANY);
@@ -440,7 +448,7 @@ static void test_every_builtin_op_has_gpu_kernel(void) {
 }
 /* The reductions combine partial results in whatever order the warp
    shuffles and slices give; every order must give the CPU scan's answer
-   (max and min: the first NaN; argmax: NaN only at index 0, first of ties). */
+   (max and min: the first NaN; argmax: the first NaN, else the first of ties). */
 static void test_reduction_combine_any_order(void) {
     static const double pool[6] = {NAN, -HUGE_VAL, -1, 0, 1, 2};
     int trial, kind, wrong = 0;
@@ -457,7 +465,7 @@ static void test_reduction_combine_any_order(void) {
             for (i = 0; i < n; i++) {                          /* the CPU's scans */
                 if (kind == DP__CU_MAX && (v[i] > best || v[i] != v[i])) best = v[i];
                 if (kind == DP__CU_MIN && (v[i] < best || v[i] != v[i])) best = v[i];
-                if (kind == DP__CU_ARGMAX && (v[i] > best || idx < 0)) { best = v[i]; idx = i; }
+                if (kind == DP__CU_ARGMAX && (idx < 0 || (best == best && (v[i] > best || v[i] != v[i])))) { best = v[i]; idx = i; }
                 cand[i] = dp__cu_candidate(kind, v[i], i);
             }
             while (left > 1) {                                 /* merge two random ones, in random order */

@@ -440,6 +440,24 @@ static void test_npy_new_dtypes(void) {
     write_npy(path, ">f2", hv, 6, 3);
     CHECK(dp_nd_load_npy(eng, path, cpu, &b) == DP_ERROR_FORMAT && b == NULL);
     remove(path);
+    {   /* the three in one .npz */
+        dp_nd_named members[3], loaded[3];
+        int count = 0;
+        memset(members, 0, sizeof members); memset(loaded, 0, sizeof loaded);
+        for (i = 0; i < 3; i++) { snprintf(members[i].name, sizeof members[i].name, "m%u", i); members[i].array = from(&s, dts[i], datas[i]); }
+        snprintf(path, sizeof path, "%s/depeng_kernels_exact.npz", test_temp_dir());
+        CHECK(dp_nd_save_npz(path, members, 3, NULL) == DP_OK);
+        CHECK(dp_nd_load_npz(eng, path, cpu, loaded, 3, &count) == DP_OK && count == 3);
+        for (i = 0; i < (unsigned)count; i++) {
+            unsigned char got[6];
+            CHECK(dp_nd_dtype(loaded[i].array) == dts[i]);
+            read_back(loaded[i].array, got);
+            CHECK(memcmp(got, datas[i], dp_nd_bytes(loaded[i].array)) == 0);
+            dp_nd_release(loaded[i].array);
+        }
+        for (i = 0; i < 3; i++) dp_nd_release(members[i].array);
+        remove(path);
+    }
     stop();
 }
 /* an integer clip saturates into the dtype: 3e9..4e9 in int32 is INT32_MAX */
