@@ -737,7 +737,8 @@ DP_API void *dp_engine_extension(dp_engine *eng, const dp_extension *ext);
    integral scalar) is done in int64 and wraps around (two's complement,
    modulo the dtype's width) like NumPy's; the other operators on integer
    arrays (div, sqrt, exp, mean, ...) compute in double and store by the
-   rule above. The GPU kernels compute every dtype through double.
+   rule above. The GPU kernels do the same, except that their reductions
+   (sum, max, min, argmax) go through double.
    NaN follows NumPy: it propagates through maximum, minimum (either
    argument, array or scalar form), max, min, sign, relu and clip, and
    argmax returns the index of the first NaN. */
@@ -8256,29 +8257,30 @@ static DP__HD double dp__f_rdiv(double a, double b) { return b / a; }
 static DP__HD double dp__f_rpower(double a, double b) { return pow(b, a); }
 /* The integer forms, modulo 2^64 (narrower dtypes keep the low bits when
    stored). An operator without one (sqrt, div, ...) computes an integer
-   array in double, and its result is stored by the conversion rule. A
+   array in double, and its result is stored by the conversion rule (the
+   GPU kernels use the same forms: depeng_cuda.h's dp__cu_int1/2). A
    negative exponent gives the truncated real power: 1 for base 1, +-1 for
    base -1, else 0 (NumPy refuses it). */
 typedef int64_t (*dp__int_fn1)(int64_t);
 typedef int64_t (*dp__int_fn2)(int64_t, int64_t);
-static int64_t dp__i_add(int64_t a, int64_t b) { return dp__wrap((uint64_t)a + (uint64_t)b); }
-static int64_t dp__i_sub(int64_t a, int64_t b) { return dp__wrap((uint64_t)a - (uint64_t)b); }
-static int64_t dp__i_mul(int64_t a, int64_t b) { return dp__wrap((uint64_t)a * (uint64_t)b); }
-static int64_t dp__i_maximum(int64_t a, int64_t b) { return a >= b ? a : b; }
-static int64_t dp__i_minimum(int64_t a, int64_t b) { return a <= b ? a : b; }
-static int64_t dp__i_power(int64_t a, int64_t b) {
+static DP__HD int64_t dp__i_add(int64_t a, int64_t b) { return dp__wrap((uint64_t)a + (uint64_t)b); }
+static DP__HD int64_t dp__i_sub(int64_t a, int64_t b) { return dp__wrap((uint64_t)a - (uint64_t)b); }
+static DP__HD int64_t dp__i_mul(int64_t a, int64_t b) { return dp__wrap((uint64_t)a * (uint64_t)b); }
+static DP__HD int64_t dp__i_maximum(int64_t a, int64_t b) { return a >= b ? a : b; }
+static DP__HD int64_t dp__i_minimum(int64_t a, int64_t b) { return a <= b ? a : b; }
+static DP__HD int64_t dp__i_power(int64_t a, int64_t b) {
     uint64_t r = 1, x = (uint64_t)a;
     if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
     for (; b; b >>= 1, x *= x) if (b & 1) r *= x;
     return dp__wrap(r);
 }
-static int64_t dp__i_rsub(int64_t a, int64_t b) { return dp__i_sub(b, a); }
-static int64_t dp__i_rpower(int64_t a, int64_t b) { return dp__i_power(b, a); }
-static int64_t dp__i_negative(int64_t x) { return dp__wrap(0u - (uint64_t)x); }
-static int64_t dp__i_abs(int64_t x) { return x < 0 ? dp__i_negative(x) : x; }
-static int64_t dp__i_sign(int64_t x) { return (x > 0) - (x < 0); }
-static int64_t dp__i_square(int64_t x) { return dp__i_mul(x, x); }
-static int64_t dp__i_relu(int64_t x) { return x > 0 ? x : 0; }
+static DP__HD int64_t dp__i_rsub(int64_t a, int64_t b) { return dp__i_sub(b, a); }
+static DP__HD int64_t dp__i_rpower(int64_t a, int64_t b) { return dp__i_power(b, a); }
+static DP__HD int64_t dp__i_negative(int64_t x) { return dp__wrap(0u - (uint64_t)x); }
+static DP__HD int64_t dp__i_abs(int64_t x) { return x < 0 ? dp__i_negative(x) : x; }
+static DP__HD int64_t dp__i_sign(int64_t x) { return (x > 0) - (x < 0); }
+static DP__HD int64_t dp__i_square(int64_t x) { return dp__i_mul(x, x); }
+static DP__HD int64_t dp__i_relu(int64_t x) { return x > 0 ? x : 0; }
 static const dp__int_fn1 dp__i_sqrt = NULL, dp__i_exp = NULL, dp__i_log = NULL, dp__i_sin = NULL, dp__i_cos = NULL,
                          dp__i_tanh = NULL, dp__i_sigmoid = NULL;
 static const dp__int_fn2 dp__i_div = NULL, dp__i_rdiv = NULL;
@@ -8421,7 +8423,7 @@ static int dp__k_clip(const dp_kernel_ctx *k) {
     double lo = k->params->v[0].f, hi = k->params->v[1].f;
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
     if (dp__dtype_is_int(t)) {   /* trunc(clip(x, lo, hi)) = clip(x, trunc lo, trunc hi) for an integer x; exact */
-        int64_t ilo = dp__int_clamp(t, dp__to_int64(lo)), ihi = dp__int_clamp(t, dp__to_int64(hi));
+        int64_t ilo = dp__int_clamp(t, dp__to_int64(lo)), ihi = dp__int_clamp(t, dp__to_int64(hi));   /* as the GPU kernel */
         for (i = 0; i < n; i++) {
             int64_t v = dp__load_int(x, t, i);
             dp__store_int(y, t, i, v < ilo ? ilo : v > ihi ? ihi : v, k->req[0]);

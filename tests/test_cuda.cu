@@ -55,7 +55,7 @@ static dp_shape S(int nd, int64_t a = 0, int64_t b = 0, int64_t c = 0) {
    parameters, the dtypes to run it in, and whether to run it a second time
    adding into the same outputs (req ADD). The element-wise ones come from
    depeng.h's own operator lists, so a new operator there is tested here. */
-enum { F_ANY, F_POS, F_TIES, F_NAN, F_INDEX, F_INT = 100 /* + k: integers 0..k-1 */ };
+enum { F_ANY, F_POS, F_TIES, F_NAN, F_INDEX, F_BIG, F_INT = 100 /* + k: integers 0..k-1 */ };
 #define MAX_IN 5
 #define MAX_OUT 8
 typedef struct op_case {
@@ -145,6 +145,15 @@ static void build_cases(void) {
 #undef BINARY_CASES
 #undef SCALAR_CASES
     in(add_case("clip", "a_min=-0.5;a_max=1", FLOATS, 1), S(2, 3, 5), F_ANY);
+    {   /* integer arithmetic that wraps around in int32, on the GPU as on the CPU */
+        static const char *wrapping[] = {"add", "sub", "mul", "maximum", "power"};
+        for (i = 0; i < 5; i++) in(in(add_case(wrapping[i], "", INTS_TOO, 1), S(2, 3, 4), F_BIG), S(1, 4), i == 4 ? F_INT + 3 : F_BIG);
+        in(add_case("negative", "", INTS_TOO, 1), S(2, 3, 4), F_BIG);
+        in(add_case("add_scalar", "", INTS_TOO, 1), S(2, 3, 4), F_BIG)->scalar = 1073741824.0;
+        in(add_case("mul_scalar", "", INTS_TOO, 0), S(2, 3, 4), F_BIG)->scalar = 3;
+        in(add_case("clip", "a_min=-1e9;a_max=2.5e9", INTS_TOO, 0), S(2, 3, 4), F_BIG);
+        in(add_case("one_hot", "depth=4;dtype=int32", INTS_TOO, 0), S(1, 9), F_INDEX);
+    }
     in(in(add_case("_backward_clip", "a_min=-0.5;a_max=1", FLOATS, 1), S(2, 3, 5), F_ANY), S(2, 3, 5), F_TIES);
     for (i = 0; i < 4; i++) {
         snprintf(grad, sizeof grad, "_backward_%s", red[i]);
@@ -244,6 +253,7 @@ static void make_inputs(int ci, const op_case *c, double **host) {
             case F_TIES: v = floor(u * 4) / 2 - 0.5; break;
             case F_NAN: v = e % 7 == 0 || (e % 5 == 3 && u < 0.5) ? NAN : floor(u * 64) / 16 - 2; break;
             case F_INDEX: v = floor(u * 8) - 1; break;
+            case F_BIG: v = floor(u * 8) * 536870912.0 - 2147483648.0; break;   /* int32's range: sums and products wrap */
             case F_ANY: v = floor(u * 64) / 16 - 2; break;
             default: v = floor(u * (c->fill[i] - F_INT)); break;
             }
