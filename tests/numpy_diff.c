@@ -1,8 +1,9 @@
 /* tests/numpy_diff.c - the driver of the differential test against NumPy
    (tests/numpy_diff.py compares; tests/numpy_diff_check.sh runs both).
 
-   numpy_diff DIR [SEED [ROUNDS]] runs every built-in forward operator (all
-   but the random draws, whose numbers have no NumPy counterpart) over
+   numpy_diff DIR [SEED [ROUNDS]] runs every built-in operator (all but
+   the random draws, whose numbers have no NumPy counterpart; the gradient
+   operators on float32 and float64 at smooth points) over
    random shapes, NumPy broadcasts, every dtype it accepts and edge values
    (NaN, +-inf, +-0, 2^53 + 1, INT64_MAX / MIN, int8 and uint8 ends,
    float16 subnormals, random bit patterns), plus invocations whose output
@@ -37,7 +38,7 @@ static int g_case, g_errors;
 /* Value kinds: WILD mixes edge values and random bit patterns; TAME is
    normal draws (the operators whose reference is a formula); SMALL is
    small integers (exponents, indices near a depth). */
-enum { WILD, TAME, SMALL };
+enum { WILD, TAME, SMALL, POSITIVE };
 
 static double float_edge(void) {
     static const double e[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 9007199254740993.0, 65504.0, 65520.0,
@@ -59,6 +60,7 @@ static void put(void *buf, dp_dtype dt, int64_t i, int kind) {
         else dp__store_elem(buf, dt, i, (double)v + (r == 0 ? 0.5 : 0.0), DP_REQ_WRITE);
         return;
     }
+    if (kind == POSITIVE) { dp__store_elem(buf, dt, i, fabs(rnd_normal()) + 0.5, DP_REQ_WRITE); return; }
     if (kind == TAME) { dp__store_elem(buf, dt, i, dp__dtype_is_int(dt) ? (double)(rnd_int(21) - 10) : rnd_normal() * 3, DP_REQ_WRITE); return; }
     switch (dt) {
     case DP_FLOAT64: {
@@ -114,19 +116,24 @@ static void save(dp_ndarray *a, int n, const char *what, int i) {
     snprintf(path, sizeof path, "%s/case%d_%s%d.npy", g_dir, n, what, i);
     if (dp_nd_save_npy(a, path, NULL) != DP_OK) { fprintf(stderr, "cannot save %s\n", path); g_errors++; }
 }
-/* Runs op; outputs[j] may be given (an alias case) or NULL. */
-static void run(const char *op, int nin, dp_ndarray **in, const char *params, double scalar, int nout, dp_ndarray **out) {
+/* op invoked with params "k=v;k=v" */
+static dp_result invoke(const char *op, int nin, dp_ndarray **in, const char *params, double scalar, int nout, dp_ndarray **out) {
     const char *keys[8], *vals[8];
     char buf[512], *p, *save_p = NULL;
-    int nkw = 0, i, n = g_case++;
+    int nkw = 0;
     snprintf(buf, sizeof buf, "%s", params);
     for (p = strtok_r(buf, ";", &save_p); p && nkw < 8; p = strtok_r(NULL, ";", &save_p)) {
         char *eq = strchr(p, '=');
         *eq = 0;
         keys[nkw] = p; vals[nkw] = eq + 1; nkw++;
     }
+    return dp_op_invoke(g_eng, op, nin, in, nkw, keys, vals, scalar, nout, out, NULL);
+}
+/* Runs op; outputs[j] may be given (an alias case) or NULL. */
+static void run(const char *op, int nin, dp_ndarray **in, const char *params, double scalar, int nout, dp_ndarray **out) {
+    int i, n = g_case++;
     for (i = 0; i < nin; i++) save(in[i], n, "in", i);
-    if (dp_op_invoke(g_eng, op, nin, in, nkw, keys, vals, scalar, nout, out, NULL) != DP_OK) {
+    if (invoke(op, nin, in, params, scalar, nout, out) != DP_OK) {
         fprintf(stderr, "case %d: %s(%s) was refused\n", n, op, params);
         g_errors++;
         return;
@@ -373,6 +380,124 @@ static void nn_cases(void) {
     }
 }
 
+/* The gradient operator of op at inputs in, given a random output gradient
+   of the forward output's shape: (og, inputs) -> the inputs' gradients. */
+static void grad_case(const char *op, int nin, dp_ndarray **in, const char *params, double scalar) {
+    const dp_operator *o = dp_op_find(op);
+    dp_ndarray *y = NULL, *gin[8], *gout[8] = {NULL};
+    int i;
+    if (!o || !o->gradient || invoke(op, nin, in, params, scalar, 1, &y) != DP_OK) { fprintf(stderr, "%s: no gradient case\n", op); g_errors++; return; }
+    gin[0] = make(dp_nd_shape(y), dp_nd_dtype(y), TAME);
+    for (i = 0; i < nin; i++) gin[i + 1] = in[i];
+    run(o->gradient, nin + 1, gin, params, scalar, nin, gout);
+    release(nin, gout);
+    dp_nd_release(gin[0]); dp_nd_release(y);
+}
+/* Every gradient operator, on float32 and float64 (the dtypes autograd
+   marks), at smooth points: no kinks, no ties, logs of positive numbers. */
+static void gradient_cases(void) {
+    static const char *unary[] = {"negative", "abs", "sign", "sqrt", "square", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "_copy"};
+    static const char *binary[] = {"add", "sub", "mul", "div", "maximum", "minimum", "power"};
+    static const char *scalar_ops[] = {"add_scalar", "sub_scalar", "mul_scalar", "div_scalar", "maximum_scalar", "minimum_scalar",
+                                       "power_scalar", "rsub_scalar", "rdiv_scalar", "rpower_scalar"};
+    static const char *red[] = {"sum", "mean", "max", "min"};
+    dp_ndarray *in[4] = {NULL, NULL, NULL, NULL};
+    char params[128], axes[64];
+    int u, t;
+    for (t = 0; t < 2; t++) {
+        dp_dtype dt = t ? DP_FLOAT64 : DP_FLOAT32;
+        for (u = 0; u < (int)(sizeof unary / sizeof unary[0]); u++) {
+            dp_shape s = random_shape(3, 4);
+            in[0] = make(&s, dt, strcmp(unary[u], "sqrt") == 0 || strcmp(unary[u], "log") == 0 ? POSITIVE : TAME);
+            grad_case(unary[u], 1, in, "", 0);
+            release(1, in);
+        }
+        for (u = 0; u < (int)(sizeof binary / sizeof binary[0]); u++) {
+            dp_shape a = random_shape(3, 4), b = broadcast_partner(&a);
+            if (rnd_int(2)) { dp_shape x = a; a = b; b = x; }
+            in[0] = make(&a, dt, strcmp(binary[u], "power") == 0 ? POSITIVE : TAME);
+            in[1] = make(&b, dt, strcmp(binary[u], "div") == 0 ? POSITIVE : TAME);
+            grad_case(binary[u], 2, in, "", 0);
+            release(2, in);
+        }
+        for (u = 0; u < (int)(sizeof scalar_ops / sizeof scalar_ops[0]); u++) {
+            dp_shape s = random_shape(2, 5);
+            int pos = strstr(scalar_ops[u], "power") != NULL || strcmp(scalar_ops[u], "rdiv_scalar") == 0;
+            in[0] = make(&s, dt, pos ? POSITIVE : TAME);
+            grad_case(scalar_ops[u], 1, in, "", pos ? 1.5 + rnd_unit() : rnd_normal() * 2);
+            release(1, in);
+        }
+        {
+            dp_shape s = random_shape(3, 4);
+            in[0] = make(&s, dt, TAME);
+            grad_case("clip", 1, in, "a_min=-1.25;a_max=2.5", 0);
+            grad_case("reshape", 1, in, "shape=(-1,)", 0);
+            grad_case("cast", 1, in, t ? "dtype=float32" : "dtype=float64", 0);
+            release(1, in);
+        }
+        for (u = 0; u < 4; u++) {
+            dp_shape s = random_shape(3, 4);
+            if (u >= 2 && dp_shape_size(&s) == 0) s.ndim = 0;
+            axes_param(&s, axes, sizeof axes, 0);
+            snprintf(params, sizeof params, "axis=%s;keepdims=%d", axes, rnd_int(2));
+            in[0] = make(&s, dt, TAME);
+            grad_case(red[u], 1, in, params, 0);
+            release(1, in);
+        }
+        for (u = 0; u < 2; u++) {
+            dp_shape s = random_shape(3, 4);
+            if (s.ndim == 0 || dp_shape_size(&s) == 0) { s.ndim = 1; s.dims[0] = 3; }
+            snprintf(params, sizeof params, "axis=%d", rnd_int(s.ndim));
+            in[0] = make(&s, dt, TAME);
+            grad_case(u ? "softmax" : "log_softmax", 1, in, params, 0);
+            grad_case("transpose", 1, in, "axes=()", 0);
+            release(1, in);
+        }
+        {
+            int64_t n = 1 + rnd_int(4), c = 1 + rnd_int(5), dims[2], i, lab[8];
+            dp_shape s, ls;
+            dims[0] = n; dims[1] = c;
+            s = shape_of(2, dims); ls = shape_of(1, &n);
+            for (i = 0; i < n; i++) lab[i] = rnd_int((int)c);
+            in[0] = make(&s, dt, TAME);
+            dp_nd_from_host(g_eng, &ls, DP_INT64, (dp_ctx){DP_DEV_CPU, 0}, lab, &in[1]);
+            grad_case("softmax_cross_entropy", 2, in, "", 0);
+            release(2, in);
+        }
+        {
+            dp_shape s = random_shape(3, 3);
+            int nparts = 1 + rnd_int(3), dim, i;
+            if (s.ndim == 0) { s.ndim = 1; s.dims[0] = 2; }
+            dim = rnd_int(s.ndim);
+            for (i = 0; i < nparts; i++) { dp_shape p = s; p.dims[dim] = rnd_int(4); in[i] = make(&p, dt, TAME); }
+            snprintf(params, sizeof params, "num_args=%d;dim=%d", nparts, dim);
+            grad_case("concat", nparts, in, params, 0);
+            release(nparts, in);
+        }
+        for (u = 0; u < 4; u++) {
+            int64_t m = 1 + rnd_int(4), k = 1 + rnd_int(4), n = 1 + rnd_int(4), da[2], db[2];
+            int ta = u & 1, tb = u >> 1;
+            dp_shape a, b;
+            da[0] = ta ? k : m; da[1] = ta ? m : k; db[0] = tb ? n : k; db[1] = tb ? k : n;
+            a = shape_of(2, da); b = shape_of(2, db);
+            in[0] = make(&a, dt, TAME); in[1] = make(&b, dt, TAME);
+            snprintf(params, sizeof params, "transpose_a=%d;transpose_b=%d", ta, tb);
+            grad_case("dot", 2, in, params, 0);
+            release(2, in);
+        }
+        {
+            int64_t batch = 1 + rnd_int(4), inw = 1 + rnd_int(4), h = 1 + rnd_int(4), dd[2], dw[2];
+            dp_shape sd, sw, sb;
+            dd[0] = batch; dd[1] = inw; dw[0] = h; dw[1] = inw;
+            sd = shape_of(2, dd); sw = shape_of(2, dw); sb = shape_of(1, &h);
+            in[0] = make(&sd, dt, TAME); in[1] = make(&sw, dt, TAME); in[2] = make(&sb, dt, TAME);
+            snprintf(params, sizeof params, "num_hidden=%lld", (long long)h);
+            grad_case("FullyConnected", 3, in, params, 0);
+            release(3, in);
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     dp_engine_desc desc;
     char path[512];
@@ -392,6 +517,7 @@ int main(int argc, char **argv) {
         movement_cases();
         alias_cases();
         nn_cases();
+        gradient_cases();
     }
     dp_wait_all(g_eng, NULL);
     dp_engine_destroy(g_eng, NULL);

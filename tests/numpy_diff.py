@@ -3,8 +3,9 @@
 wrote to DIR (manifest.tsv, case<N>_in<i>.npy, case<N>_out<j>.npy) and compares.
 
 What is compared how:
-  bit for bit   data movement: transpose, concat, _copy, reshape, cast to
-                the same dtype, and the outputs written over their input
+  bit for bit   data movement: transpose, concat (and their gradients),
+                _copy, reshape, cast to the same dtype, and the outputs
+                written over their input
   value exact   integer arithmetic (computed in int64, wrapping, then cast
                 to the dtype keeping the low bits, as NumPy's astype), max,
                 min, argmax, maximum, minimum, clip, relu, sign, abs,
@@ -12,9 +13,12 @@ What is compared how:
                 (NumPy computes float16 in float32, as depeng does); NaN
                 equals NaN, -0 equals 0
   tolerance     the transcendental functions, power, sums, means, softmax,
-                dot, FullyConnected and the optimizer updates: within a few
-                units in the last place of the dtype (the relative
-                tolerances in TOL, scaled by the sum of magnitudes for sums)
+                dot, FullyConnected, the optimizer updates and the gradient
+                operators (float32 and float64, at smooth points): within a
+                few units in the last place of the dtype (the relative
+                tolerances in TOL, scaled by the sum of magnitudes for sums);
+                such a float truncated into an integer dtype may differ by
+                that much and 1 more
 The scalar of the _scalar operators stays a double (depeng keeps it one; NumPy
 would round it to the array's dtype first), so those references compute in
 float64 and convert, as depeng's rule says: a float into an integer dtype
@@ -117,8 +121,112 @@ def axes_of(text, ndim):
     return tuple(range(ndim)) if not t else tuple(a % ndim for a in t) if ndim else ()
 
 
+def unbroadcast(g, shape):
+    """g summed back over the axes an input of this shape was broadcast along."""
+    while g.ndim > len(shape):
+        g = g.sum(axis=0)
+    for ax, n in enumerate(shape):
+        if n == 1 and g.shape[ax] != 1:
+            g = g.sum(axis=ax, keepdims=True)
+    return g.reshape(shape)
+
+
+D_UNARY = {
+    "negative": lambda x: -np.ones_like(x), "abs": np.sign, "sign": np.zeros_like, "sqrt": lambda x: 0.5 / np.sqrt(x),
+    "square": lambda x: 2 * x, "exp": np.exp, "log": lambda x: 1 / x, "sin": np.cos, "cos": lambda x: -np.sin(x),
+    "tanh": lambda x: 1 - np.tanh(x) ** 2, "sigmoid": lambda x: (1 / (1 + np.exp(-x))) * (1 - 1 / (1 + np.exp(-x))),
+    "relu": lambda x: (x > 0).astype(np.float64), "_copy": np.ones_like,
+}
+D_BINARY = {   # (d/da, d/db)
+    "add": lambda a, b: (np.ones_like(a * b), np.ones_like(a * b)), "sub": lambda a, b: (np.ones_like(a * b), -np.ones_like(a * b)),
+    "mul": lambda a, b: (b + 0 * a, a + 0 * b), "div": lambda a, b: (1 / b + 0 * a, -a / b ** 2),
+    "maximum": lambda a, b: ((a >= b) * 1.0, (a < b) * 1.0), "minimum": lambda a, b: ((a <= b) * 1.0, (a > b) * 1.0),
+    "power": lambda a, b: (b * a ** (b - 1), a ** b * np.log(a)),
+}
+D_SCALAR = {   # d/dx of the _scalar form at scalar s
+    "add": lambda x, s: np.ones_like(x), "sub": lambda x, s: np.ones_like(x), "mul": lambda x, s: s + 0 * x,
+    "div": lambda x, s: 1 / s + 0 * x, "maximum": lambda x, s: (x >= s) * 1.0, "minimum": lambda x, s: (x <= s) * 1.0,
+    "power": lambda x, s: s * x ** (s - 1), "rsub": lambda x, s: -np.ones_like(x), "rdiv": lambda x, s: -s / x ** 2,
+    "rpower": lambda x, s: s ** x * np.log(s),
+}
+
+
+def softmax(v, axis):
+    e = np.exp(v - np.max(v, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+def gradient_reference(fwd, p, scalar, og, xs):
+    """The inputs' gradients of forward operator fwd, given output gradient og."""
+    o = f64(og)
+    x = xs[0]
+    if fwd in D_UNARY:
+        return [conv(o * D_UNARY[fwd](f64(x)), x.dtype)], "tol"
+    if fwd in ("reshape", "cast"):
+        return [conv(o.reshape(x.shape), x.dtype)], "tol"
+    if fwd == "clip":
+        v = f64(x)
+        return [conv(np.where((v >= float(p["a_min"])) & (v <= float(p["a_max"])), o, 0.0), x.dtype)], "tol"
+    if fwd.endswith("_scalar"):
+        return [conv(o * D_SCALAR[fwd[:-7]](f64(x), scalar), x.dtype)], "tol"
+    if fwd in D_BINARY:
+        a, b = f64(xs[0]), f64(xs[1])
+        da, db = D_BINARY[fwd](a, b)
+        out = [conv(unbroadcast(o * da, a.shape), xs[0].dtype), conv(unbroadcast(o * db, b.shape), xs[1].dtype)]
+        mags = [unbroadcast(np.abs(o * da), a.shape), unbroadcast(np.abs(o * db), b.shape)]
+        return out, [("sum", m) for m in mags]
+    if fwd in ("sum", "mean", "max", "min"):
+        v = f64(x)
+        axes = axes_of(p["axis"], x.ndim)
+        keep = tuple(1 if ax in axes else n for ax, n in enumerate(x.shape))
+        ob = np.broadcast_to(o.reshape(keep), x.shape)
+        if fwd == "mean":
+            ob = ob * (o.size / max(1, x.size))
+        if fwd in ("max", "min"):
+            best = (np.max if fwd == "max" else np.min)(v, axis=axes, keepdims=True) if x.size else v
+            ob = np.where(v == best, ob, 0.0)
+        return [conv(ob, x.dtype)], "tol"
+    if fwd in ("softmax", "log_softmax"):
+        axis = int(p.get("axis", -1))
+        y = softmax(f64(x), axis)
+        g = y * (o - np.sum(o * y, axis=axis, keepdims=True)) if fwd == "softmax" else o - y * np.sum(o, axis=axis, keepdims=True)
+        return [conv(g, x.dtype)], ("sum", np.abs(o) + np.sum(np.abs(o), axis=axis, keepdims=True))
+    if fwd == "softmax_cross_entropy":
+        v, lab = f64(x), xs[1].astype(np.int64)
+        hot = np.zeros_like(v)
+        hot[np.arange(v.shape[0]), lab] = 1
+        return [conv(o[0] * (softmax(v, 1) - hot), x.dtype), np.zeros_like(xs[1])], "tol"
+    if fwd == "transpose":
+        perm = axes_of(p["axes"], x.ndim) if p["axes"].strip("() ") else tuple(reversed(range(x.ndim)))
+        return [np.array(np.transpose(og, np.argsort(perm)), order="C").astype(x.dtype)], "bits"
+    if fwd == "concat":
+        dim = int(p["dim"])
+        cuts = np.cumsum([v.shape[dim] for v in xs])[:-1]
+        return [np.array(part, order="C") for part in np.split(og, cuts, axis=dim)], "bits"
+    if fwd == "dot":
+        ta, tb = p["transpose_a"] == "1", p["transpose_b"] == "1"
+        a = f64(xs[0]).T if ta else f64(xs[0])
+        b = f64(xs[1]).T if tb else f64(xs[1])
+        ga, gb = o @ b.T, a.T @ o
+        ma, mb = np.abs(o) @ np.abs(b).T, np.abs(a).T @ np.abs(o)
+        if ta:
+            ga, ma = ga.T, ma.T
+        if tb:
+            gb, mb = gb.T, mb.T
+        return [conv(ga, xs[0].dtype), conv(gb, xs[1].dtype)], [("sum", ma), ("sum", mb)]
+    if fwd == "FullyConnected":
+        d, w = f64(xs[0]), f64(xs[1])
+        out = [conv(o @ w, xs[0].dtype), conv(o.T @ d, xs[1].dtype), conv(o.sum(axis=0), xs[2].dtype)]
+        mags = [np.abs(o) @ np.abs(w), np.abs(o).T @ np.abs(d), np.abs(o).sum(axis=0)]
+        return out, [("sum", m) for m in mags]
+    raise KeyError("no gradient reference for " + fwd)
+
+
 def reference(op, p, scalar, ins):
-    """(expected outputs, how to compare: 'bits', 'exact' or a tolerance kind)."""
+    """(expected outputs, how to compare: 'bits', 'exact' or a tolerance kind,
+    or a list of those, one per output)."""
+    if op.startswith("_backward_"):
+        return gradient_reference(op[len("_backward_"):], p, scalar, ins[0], ins[1:])
     x = ins[0] if ins else None
     dt = x.dtype if x is not None else None
     if op in ("transpose",):
@@ -233,9 +341,13 @@ def close(got, want, how):
     if how == "bits":
         return None if got.tobytes() == want.tobytes() else "bytes differ"
     if is_int(got.dtype):
-        slack = 1 if how in ("int1",) or isinstance(how, tuple) else 0
+        # a float result truncated into integers: the float's last-place
+        # difference (libm against NumPy's), then 1 for the truncation
         d = np.abs(got.astype(np.float64) - want.astype(np.float64))
-        if isinstance(how, tuple):
+        slack = 0
+        if how == "int1":
+            slack = 1 + 4e-16 * np.abs(want.astype(np.float64))
+        elif isinstance(how, tuple):
             slack = 1 + 1e-12 * np.abs(want.astype(np.float64))
         bad = d > slack
     else:
@@ -275,9 +387,10 @@ def main():
         with np.errstate(all="ignore"):
             try:
                 want, how = reference(op, p, float(scalar), ins)
+                hows = how if isinstance(how, list) else [how] * len(want)
                 why = None
                 for j, (g, w) in enumerate(zip(outs, want)):
-                    why = why or (lambda r: r and "output %d %s" % (j, r))(close(g, np.asarray(w), how))
+                    why = why or (lambda r: r and "output %d %s" % (j, r))(close(g, np.asarray(w), hows[j]))
                 if len(outs) != len(want):
                     why = why or "%d outputs, expected %d" % (len(outs), len(want))
             except Exception as e:  # a reference that cannot run is a failure too
