@@ -8305,10 +8305,8 @@ static DP__HD double dp__d_sce(double og, double y, int is_label) { return og * 
 /* A label names a class: an integer in 0..classes-1. */
 static DP__HD int dp__label_ok(double v, int64_t classes) { return v >= 0 && v < (double)classes && v == (double)(int64_t)v; }
 
-/* The integer loops live in functions of their own, so that the float
-   loops' functions stay small enough for the compiler to inline into each
-   kernel with its formula (measured: relu on 2^22 float32 went from 8 to
-   50 ms when they shared one function). */
+/* The loops of the integer forms: integer arrays in, integer arrays out,
+   exact (dp__load_int, dp__store_int). */
 static int dp__unary_int(const dp_kernel_ctx *k, dp__int_fn1 fi) {
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
