@@ -232,7 +232,7 @@ extern "C" {
      arrays   dp_dtype_size dp_dtype_name dp_shape_size
               dp_nd_empty dp_nd_zeros dp_nd_ones dp_nd_full dp_nd_arange dp_nd_from_host
               dp_nd_read dp_nd_write dp_nd_wait_to_read dp_nd_wait_to_write
-              dp_nd_reshape dp_nd_slice dp_nd_copy_to dp_nd_retain dp_nd_release
+              dp_nd_reshape dp_nd_slice dp_nd_copy_to dp_nd_astype dp_nd_retain dp_nd_release
               dp_nd_shape dp_nd_dtype dp_nd_ctx dp_nd_engine dp_nd_bytes dp_nd_var dp_nd_data
      files    dp_nd_save_npy dp_nd_load_npy dp_nd_save_npz dp_nd_save_npz_opts dp_nd_load_npz
      random   dp_random_seed dp_random_var dp_random_next dp_random_uniform01
@@ -819,8 +819,25 @@ DP_API void *dp_engine_extension(dp_engine *eng, const dp_extension *ext);
    astype do: -0.5 and 255.5 give 0 and 255 in uint8), a value beyond the
    dtype's range saturates to its nearest end (+inf and 1e20 give the max,
    -inf and -1 in uint8 the min), and NaN gives 0. NumPy leaves the last
-   two to the platform; depeng defines them, on the GPU too. */
-typedef enum dp_dtype { DP_FLOAT32 = 0, DP_FLOAT64, DP_INT32, DP_INT64, DP_UINT8, DP__DTYPE_COUNT } dp_dtype;
+   two to the platform; depeng defines them, on the GPU too.
+   dtypes: float16 is IEEE binary16 (MXNet's mixed-precision type), stored
+   as 2 bytes and computed in float32 (through double, rounded to float32
+   then to float16, nearest-even, as NumPy does); bool is one byte, 0 or 1
+   (a store of any non-zero value, NaN included, gives 1); int8 and uint8
+   one byte. On the CPU, operators that only move data (transpose, concat,
+   copy, reshape, cast to the same dtype, clip's and relu's pass-through,
+   max, min, maximum, minimum, argmax, one_hot's index) are exact for every
+   dtype, bit for bit; integer arithmetic on integer arrays (add, sub, mul,
+   power, negative, abs, sign, square, sum, and the _scalar forms with an
+   integral scalar) is done in int64 and wraps around (two's complement,
+   modulo the dtype's width) like NumPy's; the other operators on integer
+   arrays (div, sqrt, exp, mean, ...) compute in double and store by the
+   rule above. The GPU kernels do the same, except that their reductions
+   (sum, max, min, argmax) go through double.
+   NaN follows NumPy: it propagates through maximum, minimum (either
+   argument, array or scalar form), max, min, sign, relu and clip, and
+   argmax returns the index of the first NaN. */
+typedef enum dp_dtype { DP_FLOAT32 = 0, DP_FLOAT64, DP_INT32, DP_INT64, DP_UINT8, DP_FLOAT16, DP_BOOL, DP_INT8, DP__DTYPE_COUNT } dp_dtype;
 #define DP_MAX_DIMS 8
 /* ndim 0 is a scalar (one element); dims beyond ndim are ignored. */
 typedef struct dp_shape { int32_t ndim; int64_t dims[DP_MAX_DIMS]; } dp_shape;
@@ -857,6 +874,13 @@ DP_API dp_result dp_nd_slice(dp_ndarray *a, int64_t begin, int64_t end, dp_ndarr
 /* A new array on ctx with a's contents, copied by a pushed operation (on a
    GPU's copy queue when a GPU is involved). */
 DP_API dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out);
+/* A new array with a's elements converted to dtype, by a pushed "cast"
+   operator (recorded by autograd like any invocation): floats into integers
+   by the conversion rule above, integers into narrower integers keeping the
+   low bits (as NumPy's astype), the same dtype bit for bit. Errors: NULL a
+   or out, an unknown dtype (DP_ERROR_INVALID_ARGS, logged); out of memory.
+   Any thread. */
+DP_API dp_result dp_nd_astype(dp_ndarray *a, dp_dtype dtype, dp_ndarray **out);
 DP_API dp_ndarray *dp_nd_retain(dp_ndarray *a);       /* one more reference; returns a */
 /* One reference less; the last frees the memory once the ops using it are
    done. NULL is fine. Out of memory for the release op, the memory is kept
@@ -872,10 +896,11 @@ DP_API size_t dp_nd_bytes(const dp_ndarray *a);
 DP_API dp_var dp_nd_var(const dp_ndarray *a);
 DP_API void *dp_nd_data(const dp_ndarray *a);
 
-/* NumPy's .npy (C order, the five dtypes, little-endian) and .npz (a zip
-   of .npy members, stored as numpy.savez writes them or deflated as
-   numpy.savez_compressed does; both are read). Saving waits for the
-   arrays' pending writes. A corrupt or truncated file is
+/* NumPy's .npy (C order, the eight dtypes: '<f4' '<f8' '<f2' '<i4' '<i8'
+   '|u1' '|i1' '|b1', little-endian; a one-byte type may carry any
+   byte-order mark, '>u1' too) and .npz (a zip of .npy members, stored as
+   numpy.savez writes them or deflated as numpy.savez_compressed does; both
+   are read). Saving waits for the arrays' pending writes. A corrupt or truncated file is
    DP_ERROR_FORMAT with the reason logged, never a crash; a path that
    cannot be read (missing, a directory) is DP_ERROR_IO, logged as IO with
    the path. */
@@ -1005,8 +1030,10 @@ typedef struct dp_operator {
     dp_kernel_fn forward_cpu, forward_gpu;   /* NULL: not on that device kind */
     const char *gradient;         /* the operator computing the input gradients, or NULL */
     unsigned grad_needs;          /* DP_GRAD_*: what the gradient operator reads, in that order */
-    unsigned inplace;             /* bit i (i < 32): output 0 may share input i's storage (autograd
-                                     uses it on gradient operators: see dp_autograd_backward) */
+    unsigned inplace;             /* bit i (i < 32): output 0 may be exactly input i (same bytes, dtype
+                                     and shape; the kernel reads each element before writing it), with
+                                     no temporary; autograd uses it on gradient operators: see
+                                     dp_autograd_backward */
     unsigned resources;           /* DP_RESOURCE_*: the kernel may use them */
     unsigned mutate_inputs;       /* bit i (i < 32): the kernel also writes input i (an
                                      optimizer's state), so its variable is in the write set */
@@ -1034,7 +1061,12 @@ DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n
    array is made (and returned there); else it must have the inferred shape,
    dtype and a context of the inputs', and is written with req (NULL: all
    DP_REQ_WRITE). An operator without inputs runs on the device of a given
-   output 0 (else CPU 0). While this thread records (dp_autograd_begin), an
+   output 0 (else CPU 0). A given output may share bytes with an input (the
+   same array, or overlapping views of one storage: transpose(x, out=x) is
+   fine): the kernel then writes a temporary that the operation copies over
+   the output, except for the exact element-wise in place the operator's
+   inplace bits allow; two given outputs that overlap, or an output over an
+   input the operator mutates, are DP_ERROR_INVALID_ARGS. While this thread records (dp_autograd_begin), an
    invocation with an input in a graph is recorded for dp_autograd_backward;
    then a given output, or a mutated input, must not be in a graph itself.
    Out of memory is DP_ERROR_OUT_OF_MEMORY (logged) with nothing pushed or
@@ -5460,6 +5492,145 @@ static DP__HD uint8_t dp__to_uint8(double v) {
     if (v >= 255.0) return 255;
     return (uint8_t)v;
 }
+static DP__HD int8_t dp__to_int8(double v) {
+    if (v != v) return 0;
+    if (v >= 127.0) return 127;
+    if (v <= -128.0) return -128;
+    return (int8_t)v;
+}
+/* IEEE binary16 (float16), stored as its 16 bits. From float: rounded to
+   nearest, ties to even, as NumPy's conversion does: values from 65520 on
+   become infinity, values down to 2^-24 become subnormals, NaN stays NaN
+   (its top payload bits kept, the quiet bit set). */
+static DP__HD uint16_t dp__half_from_float(float f) {
+    uint32_t x, sign, ax, h, rem;
+    memcpy(&x, &f, sizeof x);
+    sign = (x >> 16) & 0x8000u; ax = x & 0x7FFFFFFFu;
+    if (ax > 0x7F800000u) return (uint16_t)(sign | 0x7E00u | ((ax >> 13) & 0x3FFu));
+    if (ax >= 0x477FF000u) return (uint16_t)(sign | 0x7C00u);         /* infinity, and what rounds to it */
+    if (ax < 0x38800000u) {                                            /* below 2^-14: subnormal or zero */
+        uint32_t e = ax >> 23, m = (ax & 0x7FFFFFu) | 0x800000u, shift;
+        if (ax <= 0x33000000u) return (uint16_t)sign;                 /* up to 2^-25 (a tie) rounds to 0 */
+        shift = 126u - e;
+        h = m >> shift; rem = m & ((1u << shift) - 1u);
+        if (rem > (1u << (shift - 1u)) || (rem == (1u << (shift - 1u)) && (h & 1u))) h++;
+        return (uint16_t)(sign | h);
+    }
+    h = (ax - 0x38000000u) >> 13; rem = ax & 0x1FFFu;                 /* rebias 127 -> 15 */
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+    return (uint16_t)(sign | h);
+}
+/* From double in one rounding, as NumPy's cast from float64 (through
+   float32 it could round twice): float32 rounded to odd (toward zero, the
+   last bit set when inexact) keeps enough bits for the second rounding to
+   be the right one. */
+static DP__HD uint16_t dp__half_from_double(double d) {
+    float f = (float)d;
+    if (f == f && (double)f != d) {
+        uint32_t x;
+        memcpy(&x, &f, sizeof x);
+        if ((f < 0 ? -(double)f : (double)f) > (d < 0 ? -d : d)) x -= 1;   /* toward zero */
+        x |= 1u;
+        memcpy(&f, &x, sizeof f);
+    }
+    return dp__half_from_float(f);
+}
+static DP__HD float dp__half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu, x;
+    float f;
+    if (e == 0x1Fu) x = sign | 0x7F800000u | (m << 13);
+    else if (e) x = sign | ((e + 112u) << 23) | (m << 13);
+    else if (!m) x = sign;
+    else {                                                             /* subnormal: normalise */
+        e = 113u;
+        while (!(m & 0x400u)) { m <<= 1; e--; }
+        x = sign | (e << 23) | ((m & 0x3FFu) << 13);
+    }
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+/* Element access every kernel shares, in two forms. As double: any dtype
+   loads; a store converts by the rule above (float16 through float32, as
+   NumPy computes it; bool is v != 0, so NaN is true, as NumPy's cast). As
+   int64, for the integer dtypes (bool, int8, uint8, int32, int64): exact,
+   and a store into a narrower dtype keeps the low bits (wraps around, as
+   NumPy's integer arithmetic and casts do); bool stores v != 0. Both
+   compile for the device too: the GPU kernels load and store with them. */
+static DP__HD int dp__dtype_is_int(dp_dtype dt) {
+    return dt == DP_INT32 || dt == DP_INT64 || dt == DP_UINT8 || dt == DP_BOOL || dt == DP_INT8;
+}
+static DP__HD double dp__load_elem(const void *p, dp_dtype dt, int64_t i) {
+    switch (dt) {
+    case DP_FLOAT32: return ((const float *)p)[i];
+    case DP_FLOAT64: return ((const double *)p)[i];
+    case DP_INT32: return ((const int32_t *)p)[i];
+    case DP_INT64: return (double)((const int64_t *)p)[i];
+    case DP_FLOAT16: return dp__half_to_float(((const uint16_t *)p)[i]);
+    case DP_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case DP_INT8: return ((const int8_t *)p)[i];
+    default: return ((const uint8_t *)p)[i];
+    }
+}
+/* Stores v by req: write (and in-place) replaces, add-to adds, null skips. */
+static DP__HD void dp__store_elem(void *p, dp_dtype dt, int64_t i, double v, dp_req req) {
+    if (req == DP_REQ_NULL) return;
+    if (req == DP_REQ_ADD) v += dp__load_elem(p, dt, i);
+    switch (dt) {
+    case DP_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case DP_FLOAT64: ((double *)p)[i] = v; break;
+    case DP_INT32: ((int32_t *)p)[i] = dp__to_int32(v); break;
+    case DP_INT64: ((int64_t *)p)[i] = dp__to_int64(v); break;
+    case DP_FLOAT16: ((uint16_t *)p)[i] = dp__half_from_float((float)v); break;
+    case DP_BOOL: ((uint8_t *)p)[i] = (uint8_t)(v != 0); break;
+    case DP_INT8: ((int8_t *)p)[i] = dp__to_int8(v); break;
+    default: ((uint8_t *)p)[i] = dp__to_uint8(v); break;
+    }
+}
+static DP__HD int64_t dp__load_int(const void *p, dp_dtype dt, int64_t i) {
+    switch (dt) {
+    case DP_INT32: return ((const int32_t *)p)[i];
+    case DP_INT64: return ((const int64_t *)p)[i];
+    case DP_BOOL: return ((const uint8_t *)p)[i] != 0;
+    case DP_INT8: return ((const int8_t *)p)[i];
+    default: return ((const uint8_t *)p)[i];
+    }
+}
+/* Two's complement wrap-around without signed overflow (which C leaves
+   undefined): the sum, difference or product modulo 2^64. */
+static DP__HD int64_t dp__wrap(uint64_t v) { return v <= (uint64_t)INT64_MAX ? (int64_t)v : -(int64_t)(~v) - 1; }
+static DP__HD void dp__store_int(void *p, dp_dtype dt, int64_t i, int64_t v, dp_req req) {
+    if (req == DP_REQ_NULL) return;
+    if (req == DP_REQ_ADD) v = dp__wrap((uint64_t)v + (uint64_t)dp__load_int(p, dt, i));
+    switch (dt) {
+    case DP_INT32: { uint32_t u = (uint32_t)(uint64_t)v; ((int32_t *)p)[i] = u <= 0x7FFFFFFFu ? (int32_t)u : -(int32_t)(~u) - 1; break; }
+    case DP_INT64: ((int64_t *)p)[i] = v; break;
+    case DP_BOOL: ((uint8_t *)p)[i] = (uint8_t)(v != 0); break;
+    case DP_INT8: { uint8_t u = (uint8_t)(uint64_t)v; ((int8_t *)p)[i] = (int8_t)(u <= 127u ? (int)u : (int)u - 256); break; }
+    default: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break;
+    }
+}
+/* dst[j] = src[i] (or +=, by req), converted from src's dtype to dst's:
+   the bytes themselves for one dtype (bit-exact: NaN payloads, -0, int64
+   beyond 2^53), integers as integers, an integer into a float rounded once,
+   float64 into float16 rounded once, anything else through double. Every
+   kernel that only moves data uses it. */
+static DP__HD void dp__move_elem(void *dst, dp_dtype dt, int64_t j, const void *src, dp_dtype st, int64_t i, dp_req req) {
+    int si = dp__dtype_is_int(st), di = dp__dtype_is_int(dt);
+    if (req == DP_REQ_NULL) return;
+    if (dt == st && req != DP_REQ_ADD) {
+        switch (dt) {
+        case DP_FLOAT64: case DP_INT64: ((uint64_t *)dst)[j] = ((const uint64_t *)src)[i]; return;
+        case DP_FLOAT32: case DP_INT32: ((uint32_t *)dst)[j] = ((const uint32_t *)src)[i]; return;
+        case DP_FLOAT16: ((uint16_t *)dst)[j] = ((const uint16_t *)src)[i]; return;
+        default: ((uint8_t *)dst)[j] = ((const uint8_t *)src)[i]; return;
+        }
+    }
+    if (si && di) dp__store_int(dst, dt, j, dp__load_int(src, st, i), req);
+    else if (st == DP_FLOAT64 && dt == DP_FLOAT16 && req != DP_REQ_ADD) ((uint16_t *)dst)[j] = dp__half_from_double(((const double *)src)[i]);
+    else if (si && req != DP_REQ_ADD && dt == DP_FLOAT32) ((float *)dst)[j] = (float)dp__load_int(src, st, i);
+    else if (si && req != DP_REQ_ADD && dt == DP_FLOAT16) ((uint16_t *)dst)[j] = dp__half_from_float((float)dp__load_int(src, st, i));
+    else dp__store_elem(dst, dt, j, dp__load_elem(src, st, i), req);
+}
 
 
 /* >>files: the .npy / .npz codec ===========================================
@@ -5539,6 +5710,9 @@ static const char *dp__npy_descr(dp_dtype dt, size_t *itemsize) {
     case DP_INT32:   *itemsize = 4; return "<i4";
     case DP_INT64:   *itemsize = 8; return "<i8";
     case DP_UINT8:   *itemsize = 1; return "|u1";
+    case DP_FLOAT16: *itemsize = 2; return "<f2";
+    case DP_BOOL:    *itemsize = 1; return "|b1";
+    case DP_INT8:    *itemsize = 1; return "|i1";
     default: break;
     }
     *itemsize = 0;
@@ -5757,7 +5931,8 @@ static int dp__npy_equals(const unsigned char *s, size_t n, const char *lit) {
 }
 
 /* Maps a descr to a dtype: optional byte-order char then a code from
- * dp__npy_descr's table ('<u1' and '|f4' are fine: order is moot or native). */
+ * dp__npy_descr's table ('<u1', '>i1' and '|f4' are fine: order is moot or
+ * native). */
 static dp_result dp__npy_dtype_of(const unsigned char *s, size_t n, dp_dtype *dt, char *msg, size_t msgcap) {
     char shown[40];
     size_t itemsize, skip = (n > 0 && (s[0] == '<' || s[0] == '|' || s[0] == '=' || s[0] == '>')) ? 1 : 0;
@@ -5768,10 +5943,10 @@ static dp_result dp__npy_dtype_of(const unsigned char *s, size_t n, dp_dtype *dt
         if (n - skip == 2 && memcmp(s + skip, known + 1, 2) == 0) break;
     }
     if (i == (int)DP__DTYPE_COUNT) {
-        snprintf(msg, msgcap, "unsupported dtype '%s' (supported: <f4 <f8 <i4 <i8 |u1)", shown);
+        snprintf(msg, msgcap, "unsupported dtype '%s' (supported: <f4 <f8 <f2 <i4 <i8 |u1 |i1 |b1)", shown);
         return DP_ERROR_FORMAT;
     }
-    if (s[0] == '>') {
+    if (s[0] == '>' && itemsize > 1) {     /* one byte has no order: '>u1' is fine */
         snprintf(msg, msgcap, "big-endian dtype '%s' is not supported; save little-endian data (arr.astype('<%s'))",
                  shown, shown + 1);
         return DP_ERROR_FORMAT;
@@ -7252,10 +7427,10 @@ static dp_result dp__zip_inflate_member(const dp__zip_member *m, unsigned char *
 }
 
 /* >>dtypes ----------------------------------------------------------------- */
-static const size_t dp__dtype_sizes[DP__DTYPE_COUNT] = {4, 8, 4, 8, 1};
+static const size_t dp__dtype_sizes[DP__DTYPE_COUNT] = {4, 8, 4, 8, 1, 2, 1, 1};
 DP_IMPL size_t dp_dtype_size(dp_dtype dt) { return (unsigned)dt < DP__DTYPE_COUNT ? dp__dtype_sizes[dt] : 0; }
 DP_IMPL const char *dp_dtype_name(dp_dtype dt) {
-    static const char *names[DP__DTYPE_COUNT] = {"float32", "float64", "int32", "int64", "uint8"};
+    static const char *names[DP__DTYPE_COUNT] = {"float32", "float64", "int32", "int64", "uint8", "float16", "bool", "int8"};
     return (unsigned)dt < DP__DTYPE_COUNT ? names[dt] : "unknown";
 }
 DP_IMPL int64_t dp_shape_size(const dp_shape *s) {
@@ -7637,7 +7812,7 @@ static void dp__fill_host(void *data, dp_dtype dt, int64_t n, double value, doub
     case DP_INT32: for (i = 0; i < n; i++) ((int32_t *)data)[i] = dp__to_int32(value + step * (double)i); break;
     case DP_INT64: for (i = 0; i < n; i++) ((int64_t *)data)[i] = dp__to_int64(value + step * (double)i); break;
     case DP_UINT8: for (i = 0; i < n; i++) ((uint8_t *)data)[i] = dp__to_uint8(value + step * (double)i); break;
-    default: break;
+    default: for (i = 0; i < n; i++) dp__store_elem(data, dt, i, value + step * (double)i, DP_REQ_WRITE); break;
     }
 }
 /* Copies bytes between two places; kind as dp_device_backend.mem_copy, or
@@ -8041,8 +8216,7 @@ static int dp__random_op(dp_run_ctx *rc, void *arg) {
             case DP_FLOAT32: ((float *)x)[i] = (float)v; break;
             case DP_FLOAT64: ((double *)x)[i] = v; break;
             case DP_INT32: ((int32_t *)x)[i] = dp__to_int32(v); break;
-            case DP_INT64: ((int64_t *)x)[i] = dp__to_int64(v); break;
-            default: ((uint8_t *)x)[i] = dp__to_uint8(v); break;
+            default: dp__store_elem(x, a->dtype, i, v, DP_REQ_WRITE); break;
             }
         }
     }
@@ -8882,7 +9056,16 @@ DP_IMPL dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int 
 /* >>invoke --------------------------------------------------------------------
    Everything is checked first; the one pushed operation holds references to
    its arrays and frees its argument whatever happens (NO_SKIP; on failed
-   input it passes the failure on). */
+   input it passes the failure on).
+   Aliasing: a kernel reads its inputs while it writes its outputs, so an
+   output that shares bytes with an input (the same array, or views of one
+   storage that overlap) gets a temporary output of its own; the kernel
+   writes that, and the op copies it over the real output afterwards (after
+   copying the output in first when the request adds to it). The one
+   overlap kept is the element-wise in place the operator declares
+   (dp_operator.inplace bit i: output 0 exactly over input i, same dtype
+   and shape). Two outputs that overlap are refused, and so is an output
+   over an input the kernel also writes (dp_operator.mutate_inputs). */
 typedef struct dp__invoke_arg {
     const dp_operator *op;
     dp_kernel_fn kernel;
@@ -8890,25 +9073,61 @@ typedef struct dp__invoke_arg {
     double scalar;
     int nin, nout;
     dp_ndarray *arrays[2 * DP__MAX_OP_ARRAYS];   /* inputs, then outputs */
+    dp_ndarray *temps[DP__MAX_OP_ARRAYS];        /* per output: where the kernel writes instead, or NULL */
     dp_req req[DP__MAX_OP_ARRAYS];
 } dp__invoke_arg;
 static void dp__invoke_arg_free(dp_engine *eng, dp__invoke_arg *a) {
     int i;
     for (i = 0; i < a->nin + a->nout; i++) dp_nd_release(a->arrays[i]);
+    for (i = 0; i < a->nout; i++) dp_nd_release(a->temps[i]);
     dp__free(eng, a, sizeof *a);
+}
+/* Copies between an output and its temporary (to_temp: output into it). */
+static int dp__invoke_temps_copy(dp_run_ctx *rc, dp__invoke_arg *a, int to_temp) {
+    int i, status = 0;
+    for (i = 0; i < a->nout && !status; i++) {
+        dp_ndarray *out = a->arrays[a->nin + i], *tmp = a->temps[i];
+        int on_gpu = out && out->chunk->ctx.dev_type == DP_DEV_GPU;
+        if (!tmp || a->req[i] == DP_REQ_NULL || (to_temp && a->req[i] != DP_REQ_ADD)) continue;
+        status = dp__copy_bytes(rc->engine, dp_nd_data(to_temp ? tmp : out), dp_nd_data(to_temp ? out : tmp), dp_nd_bytes(out),
+                                on_gpu ? 2 : -1, out->chunk->ctx.dev_id, rc->stream);
+        if (status) dp_set_error(rc, dp__backend_error(rc->engine, status));
+    }
+    return status;
 }
 static int dp__invoke_op(dp_run_ctx *rc, void *arg) {
     dp__invoke_arg *a = (dp__invoke_arg *)arg;
-    int status = rc->input_status;
+    int status = rc->input_status, i;
     if (!status) {
         dp_kernel_ctx k;
+        dp_ndarray *outs[DP__MAX_OP_ARRAYS];
+        for (i = 0; i < a->nout; i++) outs[i] = a->temps[i] ? a->temps[i] : a->arrays[a->nin + i];
         k.rc = rc; k.params = &a->params; k.scalar = a->scalar;
         k.num_inputs = a->nin; k.num_outputs = a->nout;
-        k.inputs = a->arrays; k.outputs = a->arrays + a->nin; k.req = a->req;
-        status = a->kernel(&k);
+        k.inputs = a->arrays; k.outputs = outs; k.req = a->req;
+        status = dp__invoke_temps_copy(rc, a, 1);
+        if (!status) status = a->kernel(&k);
+        if (!status) status = dp__invoke_temps_copy(rc, a, 0);
     }
     dp__invoke_arg_free(rc->engine, a);
     return status;
+}
+/* Whether a's and b's bytes overlap: the same storage, intersecting ranges. */
+static int dp__nd_overlap(const dp_ndarray *a, const dp_ndarray *b) {
+    return a->chunk == b->chunk && dp_nd_bytes(a) && dp_nd_bytes(b)
+        && a->offset < b->offset + dp_nd_bytes(b) && b->offset < a->offset + dp_nd_bytes(a);
+}
+/* Whether output out (index j) must be computed into a temporary: it
+   overlaps an input, other than as the exact in-place alias op allows. */
+static int dp__needs_temp(const dp_operator *op, int nin, dp_ndarray *const *in, int j, const dp_ndarray *out) {
+    int i;
+    for (i = 0; i < nin; i++) {
+        const dp_ndarray *x = in[i];
+        int exact = x->chunk == out->chunk && x->offset == out->offset && x->dtype == out->dtype && x->shape.ndim == out->shape.ndim
+                    && memcmp(x->shape.dims, out->shape.dims, sizeof(int64_t) * (size_t)x->shape.ndim) == 0;
+        if (dp__nd_overlap(x, out) && !(j == 0 && i < 32 && (op->inplace & (1u << i)) && exact)) return 1;
+    }
+    return 0;
 }
 static int dp__same_ctx(dp_ctx a, dp_ctx b) { return a.dev_type == b.dev_type && a.dev_id == b.dev_id; }
 /* An operator's input or output count: as registered, or from num_args
@@ -9000,7 +9219,7 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     dp_kernel_fn kernel;
     dp__invoke_arg *a;
     dp__ag_node *node = NULL;
-    dp_var reads[DP__MAX_OP_ARRAYS], writes[2 * DP__MAX_OP_ARRAYS + 2];
+    dp_var reads[DP__MAX_OP_ARRAYS], writes[3 * DP__MAX_OP_ARRAYS + 2];
     dp_push_desc d;
     dp_ctx ctx = {DP_DEV_CPU, 0};
     int i, made[DP__MAX_OP_ARRAYS] = {0}, nw;
@@ -9009,8 +9228,20 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     if (nin && inputs && inputs[0]) ctx = dp_nd_ctx(inputs[0]);
     else if (!nin && outputs[0]) ctx = dp_nd_ctx(outputs[0]);   /* no inputs: the given output's device */
     if ((r = dp__invoke_check(eng, op, params, nin, inputs, ctx, nout, oshape, odtype, &kernel)) != DP_OK) return r;
-    for (i = 0; i < nout; i++)
+    for (i = 0; i < nout; i++) {
+        int j;
         if (outputs[i] && (r = dp__check_output(eng, op, i, outputs[i], &oshape[i], odtype[i], ctx)) != DP_OK) return r;
+        for (j = 0; outputs[i] && j < i; j++)
+            if (outputs[j] && dp__nd_overlap(outputs[i], outputs[j])) {
+                DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': outputs %d and %d share bytes", op->name, j, i);
+                return DP_ERROR_INVALID_ARGS;
+            }
+        for (j = 0; outputs[i] && j < nin && j < 32; j++)    /* the kernel writes both: one would overwrite the other */
+            if ((op->mutate_inputs & (1u << j)) && dp__nd_overlap(outputs[i], inputs[j])) {
+                DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d shares bytes with input %d, which it also writes", op->name, i, j);
+                return DP_ERROR_INVALID_ARGS;
+            }
+    }
     record = record && dp__ag_should_record(nin, inputs);
     if (record && (r = dp__ag_check_outputs(eng, op, params, nin, inputs, nout, outputs)) != DP_OK) return r;
     if ((a = (dp__invoke_arg *)dp__alloc(eng, sizeof *a)) == NULL) {
@@ -9020,7 +9251,10 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     memset(a, 0, sizeof *a);
     a->params = *params;
     for (i = 0; i < nout; i++) {              /* nothing can fail for bad input from here on */
-        if (outputs[i]) continue;
+        if (outputs[i]) {
+            if (dp__needs_temp(op, nin, inputs, i, outputs[i]) && (r = dp_nd_empty(eng, &oshape[i], odtype[i], ctx, &a->temps[i])) != DP_OK) goto undo;
+            continue;
+        }
         if ((r = dp_nd_empty(eng, &oshape[i], odtype[i], ctx, &outputs[i])) != DP_OK) goto undo;
         made[i] = 1;
     }
@@ -9034,6 +9268,7 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     for (i = 0; i < nout; i++) {
         a->arrays[nin + i] = dp_nd_retain(outputs[i]);
         writes[nw++] = dp_nd_var(outputs[i]);
+        if (a->temps[i]) writes[nw++] = dp_nd_var(a->temps[i]);
         dp__chunk_bump(outputs[i]->chunk);
         a->req[i] = req ? req[i] : DP_REQ_WRITE;
     }
@@ -9054,6 +9289,7 @@ undo_arg:                                   /* nothing was written: the versions
     for (i = 0; i < a->nin + a->nout; i++) dp_nd_release(a->arrays[i]);
 undo:
     for (i = 0; i < nout; i++) if (made[i]) { dp_nd_release(outputs[i]); outputs[i] = NULL; }
+    for (i = 0; i < nout; i++) dp_nd_release(a->temps[i]);
     dp__free(eng, a, sizeof *a);
     return r;
 }
@@ -9527,10 +9763,14 @@ done:
 /* >>builtin operators -----------------------------------------------------------
    The element-wise math is one line per operator, in functions that nvcc
    also compiles for the device (DP__HD), so the CPU tests check the formulas
-   a GPU runs. Kernels compute in double and store in the output's dtype. */
+   a GPU runs. Kernels compute in double and store in the output's dtype,
+   except on integer arrays, where the operators that have an integer form
+   (dp__i_*) compute in int64 and wrap around. NaN propagates as in NumPy:
+   maximum and minimum return the NaN whichever side it is on, sign and
+   relu of NaN are NaN. */
 static DP__HD double dp__f_negative(double x) { return -x; }
 static DP__HD double dp__f_abs(double x) { return x < 0 ? -x : x; }
-static DP__HD double dp__f_sign(double x) { return (double)((x > 0) - (x < 0)); }
+static DP__HD double dp__f_sign(double x) { return x != x ? x : (double)((x > 0) - (x < 0)); }
 static DP__HD double dp__f_sqrt(double x) { return sqrt(x); }
 static DP__HD double dp__f_square(double x) { return x * x; }
 static DP__HD double dp__f_exp(double x) { return exp(x); }
@@ -9539,17 +9779,50 @@ static DP__HD double dp__f_sin(double x) { return sin(x); }
 static DP__HD double dp__f_cos(double x) { return cos(x); }
 static DP__HD double dp__f_tanh(double x) { return tanh(x); }
 static DP__HD double dp__f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-static DP__HD double dp__f_relu(double x) { return x > 0 ? x : 0; }
+/* NaN passes; written so that compilers select without a branch (a branch on
+   the sign, mispredicted on mixed data, made relu 4x slower) */
+static DP__HD double dp__f_relu(double x) { double r = x > 0 ? x : 0; return x != x ? x : r; }
 static DP__HD double dp__f_add(double a, double b) { return a + b; }
 static DP__HD double dp__f_sub(double a, double b) { return a - b; }
 static DP__HD double dp__f_mul(double a, double b) { return a * b; }
 static DP__HD double dp__f_div(double a, double b) { return a / b; }
-static DP__HD double dp__f_maximum(double a, double b) { return a > b ? a : b; }
-static DP__HD double dp__f_minimum(double a, double b) { return a < b ? a : b; }
+/* NumPy's: a on a tie, a NaN on either side wins (written as two selects,
+   which vectorise, rather than with ||, which does not) */
+static DP__HD double dp__f_maximum(double a, double b) { return b != b ? b : b > a ? b : a; }
+static DP__HD double dp__f_minimum(double a, double b) { return b != b ? b : b < a ? b : a; }
 static DP__HD double dp__f_power(double a, double b) { return pow(a, b); }
 static DP__HD double dp__f_rsub(double a, double b) { return b - a; }
 static DP__HD double dp__f_rdiv(double a, double b) { return b / a; }
 static DP__HD double dp__f_rpower(double a, double b) { return pow(b, a); }
+/* The integer forms, modulo 2^64 (narrower dtypes keep the low bits when
+   stored). An operator without one (sqrt, div, ...) computes an integer
+   array in double, and its result is stored by the conversion rule (the
+   GPU kernels use the same forms: depeng_cuda.h's dp__cu_int1/2). A
+   negative exponent gives the truncated real power: 1 for base 1, +-1 for
+   base -1, else 0 (NumPy refuses it). */
+typedef int64_t (*dp__int_fn1)(int64_t);
+typedef int64_t (*dp__int_fn2)(int64_t, int64_t);
+static DP__HD int64_t dp__i_add(int64_t a, int64_t b) { return dp__wrap((uint64_t)a + (uint64_t)b); }
+static DP__HD int64_t dp__i_sub(int64_t a, int64_t b) { return dp__wrap((uint64_t)a - (uint64_t)b); }
+static DP__HD int64_t dp__i_mul(int64_t a, int64_t b) { return dp__wrap((uint64_t)a * (uint64_t)b); }
+static DP__HD int64_t dp__i_maximum(int64_t a, int64_t b) { return a >= b ? a : b; }
+static DP__HD int64_t dp__i_minimum(int64_t a, int64_t b) { return a <= b ? a : b; }
+static DP__HD int64_t dp__i_power(int64_t a, int64_t b) {
+    uint64_t r = 1, x = (uint64_t)a;
+    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    for (; b; b >>= 1, x *= x) if (b & 1) r *= x;
+    return dp__wrap(r);
+}
+static DP__HD int64_t dp__i_rsub(int64_t a, int64_t b) { return dp__i_sub(b, a); }
+static DP__HD int64_t dp__i_rpower(int64_t a, int64_t b) { return dp__i_power(b, a); }
+static DP__HD int64_t dp__i_negative(int64_t x) { return dp__wrap(0u - (uint64_t)x); }
+static DP__HD int64_t dp__i_abs(int64_t x) { return x < 0 ? dp__i_negative(x) : x; }
+static DP__HD int64_t dp__i_sign(int64_t x) { return (x > 0) - (x < 0); }
+static DP__HD int64_t dp__i_square(int64_t x) { return dp__i_mul(x, x); }
+static DP__HD int64_t dp__i_relu(int64_t x) { return x > 0 ? x : 0; }
+static const dp__int_fn1 dp__i_sqrt = NULL, dp__i_exp = NULL, dp__i_log = NULL, dp__i_sin = NULL, dp__i_cos = NULL,
+                         dp__i_tanh = NULL, dp__i_sigmoid = NULL;
+static const dp__int_fn2 dp__i_div = NULL, dp__i_rdiv = NULL;
 /* The rest of the built-in operators' element math, shared with the GPU
    kernels in the same way. clip and its gradient: */
 static DP__HD double dp__f_clip(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
@@ -9567,29 +9840,25 @@ static DP__HD double dp__d_sce(double og, double y, int is_label) { return og * 
 /* A label names a class: an integer in 0..classes-1. */
 static DP__HD int dp__label_ok(double v, int64_t classes) { return v >= 0 && v < (double)classes && v == (double)(int64_t)v; }
 
-static DP__HD double dp__load_elem(const void *p, dp_dtype dt, int64_t i) {
-    switch (dt) {
-    case DP_FLOAT32: return ((const float *)p)[i];
-    case DP_FLOAT64: return ((const double *)p)[i];
-    case DP_INT32: return ((const int32_t *)p)[i];
-    case DP_INT64: return (double)((const int64_t *)p)[i];
-    default: return ((const uint8_t *)p)[i];
-    }
+/* The loops of the integer forms: integer arrays in, integer arrays out,
+   exact (dp__load_int, dp__store_int). */
+static int dp__unary_int(const dp_kernel_ctx *k, dp__int_fn1 fi) {
+    const void *x = dp_nd_data(k->inputs[0]);
+    void *y = dp_nd_data(k->outputs[0]);
+    dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    for (i = 0; i < n; i++) dp__store_int(y, yt, i, fi(dp__load_int(x, xt, i)), k->req[0]);
+    return 0;
 }
-/* Stores v by req: write (and in-place) replaces, add-to adds, null skips.
-   Both compile for the device too: the GPU kernels load and store with them. */
-static DP__HD void dp__store_elem(void *p, dp_dtype dt, int64_t i, double v, dp_req req) {
-    if (req == DP_REQ_NULL) return;
-    if (req == DP_REQ_ADD) v += dp__load_elem(p, dt, i);
-    switch (dt) {
-    case DP_FLOAT32: ((float *)p)[i] = (float)v; break;
-    case DP_FLOAT64: ((double *)p)[i] = v; break;
-    case DP_INT32: ((int32_t *)p)[i] = dp__to_int32(v); break;
-    case DP_INT64: ((int64_t *)p)[i] = dp__to_int64(v); break;
-    default: ((uint8_t *)p)[i] = dp__to_uint8(v); break;
-    }
+static int dp__scalar_int(const dp_kernel_ctx *k, dp__int_fn2 fi) {
+    const void *x = dp_nd_data(k->inputs[0]);
+    void *y = dp_nd_data(k->outputs[0]);
+    dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0])), s = (int64_t)k->scalar;
+    for (i = 0; i < n; i++) dp__store_int(y, yt, i, fi(dp__load_int(x, xt, i), s), k->req[0]);
+    return 0;
 }
-static int dp__unary_apply(const dp_kernel_ctx *k, double (*f)(double)) {
+static int dp__unary_apply(const dp_kernel_ctx *k, double (*f)(double), dp__int_fn1 fi) {
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
     dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
@@ -9598,14 +9867,24 @@ static int dp__unary_apply(const dp_kernel_ctx *k, double (*f)(double)) {
         for (i = 0; i < n; i++) ((float *)y)[i] = (float)f(((const float *)x)[i]);   /* the common case, no dispatch */
         return 0;
     }
+    if (fi && dp__dtype_is_int(xt) && dp__dtype_is_int(yt)) return dp__unary_int(k, fi);
     for (i = 0; i < n; i++) dp__store_elem(y, yt, i, f(dp__load_elem(x, xt, i)), k->req[0]);
     return 0;
 }
-static int dp__scalar_apply(const dp_kernel_ctx *k, double (*f)(double, double)) {
+/* Whether v is an int64 exactly (so an integer array's operation with it
+   can stay in integers). */
+static int dp__double_is_int64(double v) { return v >= -9223372036854775808.0 && v < 9223372036854775808.0 && v == (double)(int64_t)v; }
+/* With an integer array and an integral scalar, in integers; else in double. */
+static int dp__scalar_apply(const dp_kernel_ctx *k, double (*f)(double, double), dp__int_fn2 fi) {
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
     dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    if (fi && dp__dtype_is_int(xt) && dp__dtype_is_int(yt) && dp__double_is_int64(k->scalar)) return dp__scalar_int(k, fi);
+    if (xt == DP_FLOAT32 && yt == DP_FLOAT32 && k->req[0] != DP_REQ_ADD && k->req[0] != DP_REQ_NULL) {
+        for (i = 0; i < n; i++) ((float *)y)[i] = (float)f(((const float *)x)[i], k->scalar);   /* as dp__unary_apply's */
+        return 0;
+    }
     for (i = 0; i < n; i++) dp__store_elem(y, yt, i, f(dp__load_elem(x, xt, i), k->scalar), k->req[0]);
     return 0;
 }
@@ -9661,20 +9940,22 @@ static void dp__broadcast_strides(const dp_shape *os, const dp_shape *as, const 
 /* out[i] = f(a[ia], b[ib]): element offsets walk the output's index with
    stride 0 along an input's broadcast axes. Same shapes: one flat loop
    (the float32 write case has its own loop in each kernel). */
-static int dp__binary_apply(const dp_kernel_ctx *k, double (*f)(double, double)) {
+static int dp__binary_apply(const dp_kernel_ctx *k, double (*f)(double, double), dp__int_fn2 fi) {
     const dp_shape *os = dp_nd_shape(k->outputs[0]), *as = dp_nd_shape(k->inputs[0]), *bs = dp_nd_shape(k->inputs[1]);
     const void *a = dp_nd_data(k->inputs[0]), *b = dp_nd_data(k->inputs[1]);
     void *y = dp_nd_data(k->outputs[0]);
     dp_dtype t = dp_nd_dtype(k->outputs[0]);
     int64_t n = dp_shape_size(os), i, sa[DP_MAX_DIMS], sb[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, ia = 0, ib = 0;
-    int nd = os->ndim;
+    int nd = os->ndim, in_int = fi && dp__dtype_is_int(t);
     if (dp_shape_size(as) == n && dp_shape_size(bs) == n) {
-        for (i = 0; i < n; i++) dp__store_elem(y, t, i, f(dp__load_elem(a, t, i), dp__load_elem(b, t, i)), k->req[0]);
+        if (in_int) for (i = 0; i < n; i++) dp__store_int(y, t, i, fi(dp__load_int(a, t, i), dp__load_int(b, t, i)), k->req[0]);
+        else for (i = 0; i < n; i++) dp__store_elem(y, t, i, f(dp__load_elem(a, t, i), dp__load_elem(b, t, i)), k->req[0]);
         return 0;
     }
     dp__broadcast_strides(os, as, bs, sa, sb);
     for (i = 0; i < n; i++) {
-        dp__store_elem(y, t, i, f(dp__load_elem(a, t, ia), dp__load_elem(b, t, ib)), k->req[0]);
+        if (in_int) dp__store_int(y, t, i, fi(dp__load_int(a, t, ia), dp__load_int(b, t, ib)), k->req[0]);
+        else dp__store_elem(y, t, i, f(dp__load_elem(a, t, ia), dp__load_elem(b, t, ib)), k->req[0]);
         dp__odometer_next(nd, os->dims, idx, sa, &ia, sb, &ib);
     }
     return 0;
@@ -9683,12 +9964,26 @@ static const dp_param_def dp__clip_params[] = {
     {"a_min", DP_PARAM_FLOAT, NULL, 0, 0, NULL, "lower bound"},
     {"a_max", DP_PARAM_FLOAT, NULL, 0, 0, NULL, "upper bound"},
 };
+/* v limited to integer dtype t's range */
+static int64_t dp__int_clamp(dp_dtype t, int64_t v) {
+    int64_t lo = t == DP_INT32 ? INT32_MIN : t == DP_INT8 ? -128 : t == DP_INT64 ? INT64_MIN : 0;
+    int64_t hi = t == DP_INT32 ? INT32_MAX : t == DP_INT8 ? 127 : t == DP_INT64 ? INT64_MAX : t == DP_BOOL ? 1 : 255;
+    return v < lo ? lo : v > hi ? hi : v;
+}
 static int dp__k_clip(const dp_kernel_ctx *k) {
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
     double lo = k->params->v[0].f, hi = k->params->v[1].f;
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    if (dp__dtype_is_int(t)) {   /* trunc(clip(x, lo, hi)) = clip(x, trunc lo, trunc hi) for an integer x; exact */
+        int64_t ilo = dp__int_clamp(t, dp__to_int64(lo)), ihi = dp__int_clamp(t, dp__to_int64(hi));   /* as the GPU kernel */
+        for (i = 0; i < n; i++) {
+            int64_t v = dp__load_int(x, t, i);
+            dp__store_int(y, t, i, v < ilo ? ilo : v > ihi ? ihi : v, k->req[0]);
+        }
+        return 0;
+    }
     for (i = 0; i < n; i++) dp__store_elem(y, t, i, dp__f_clip(dp__load_elem(x, t, i), lo, hi), k->req[0]);
     return 0;
 }
@@ -9707,7 +10002,7 @@ static int dp__infer_clip(const dp_params *p, int nin, const dp_shape *is, const
 #define DP__SCALAR_OPS(X) X(add, "y = x + scalar") X(sub, "y = x - scalar") X(mul, "y = x * scalar") \
     X(div, "y = x / scalar") X(maximum, "y = max(x, scalar)") X(minimum, "y = min(x, scalar)") X(power, "y = x ^ scalar") \
     X(rsub, "y = scalar - x") X(rdiv, "y = scalar / x") X(rpower, "y = scalar ^ x")
-#define DP__UNARY_KERNEL(name, doc) static int dp__k_##name(const dp_kernel_ctx *k) { return dp__unary_apply(k, dp__f_##name); }
+#define DP__UNARY_KERNEL(name, doc) static int dp__k_##name(const dp_kernel_ctx *k) { return dp__unary_apply(k, dp__f_##name, dp__i_##name); }
 /* Same shapes, float32, plain write: the case a tight loop serves. Each
    kernel spells the loop out with its math called directly, so the
    compiler inlines and vectorises it (through a pointer it could do
@@ -9725,8 +10020,8 @@ static int dp__binary_f32_flat(const dp_kernel_ctx *k) {
             for (i = 0; i < n; i++) y[i] = (float)dp__f_##name(a[i], b[i]); \
             return 0; \
         } \
-        return dp__binary_apply(k, dp__f_##name); }
-#define DP__SCALAR_KERNEL(name, doc) static int dp__k_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_apply(k, dp__f_##name); }
+        return dp__binary_apply(k, dp__f_##name, dp__i_##name); }
+#define DP__SCALAR_KERNEL(name, doc) static int dp__k_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_apply(k, dp__f_##name, dp__i_##name); }
 DP__UNARY_OPS(DP__UNARY_KERNEL)
 DP__BINARY_OPS(DP__BINARY_KERNEL)
 DP__SCALAR_OPS(DP__SCALAR_KERNEL)
@@ -9913,6 +10208,20 @@ static void dp__reduce_walk(const void *x, dp_dtype t, const dp_shape *s, int ma
         for (i = 0; i < nout; i++) acc[i] = count ? acc[i] / count : NAN;
     }
 }
+/* The same walk in int64 for an integer array's sum (wrapping), max and
+   min: exact where double would round beyond 2^53. */
+static void dp__reduce_walk_int(const void *x, dp_dtype t, const dp_shape *s, int mask, int kind, int64_t *acc, int64_t nout) {
+    int64_t n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
+    dp__reduce_strides(s, mask, st);
+    for (i = 0; i < nout; i++) acc[i] = kind == DP__RED_MAX ? INT64_MIN : kind == DP__RED_MIN ? INT64_MAX : 0;
+    for (i = 0; i < n; i++) {
+        int64_t v = dp__load_int(x, t, i);
+        if (kind == DP__RED_MAX) { if (v > acc[o]) acc[o] = v; }
+        else if (kind == DP__RED_MIN) { if (v < acc[o]) acc[o] = v; }
+        else acc[o] = dp__i_add(acc[o], v);
+        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
+    }
+}
 /* The reduction's result in a temporary buffer of doubles. */
 static double *dp__reduce_temp(const dp_kernel_ctx *k, int64_t n) {
     return (double *)dp_temp_space(k->rc->engine, k->rc->ctx, sizeof(double) * (size_t)(n ? n : 1));
@@ -9924,6 +10233,12 @@ static int dp__reduce_kernel(const dp_kernel_ctx *k, int kind) {
     char msg[128];
     int mask = dp__reduce_mask(k->params, s, msg, sizeof msg);
     if (!acc) { dp_set_error(k->rc, "out of memory for the reduction"); return DP_ERROR_OUT_OF_MEMORY; }
+    if (kind != DP__RED_MEAN && dp__dtype_is_int(dp_nd_dtype(k->inputs[0])) && dp__dtype_is_int(dp_nd_dtype(k->outputs[0]))) {
+        int64_t *iacc = (int64_t *)(void *)acc;   /* the same 8 bytes per output */
+        dp__reduce_walk_int(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, iacc, nout);
+        for (i = 0; i < nout; i++) dp__store_int(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, iacc[i], k->req[0]);
+        return 0;
+    }
     dp__reduce_walk(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, acc, nout);
     for (i = 0; i < nout; i++) dp__store_elem(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, acc[i], k->req[0]);
     return 0;
@@ -9973,24 +10288,35 @@ static int dp__infer_argmax(const dp_params *p, int nin, const dp_shape *is, con
     *ot = DP_INT64;
     return 0;
 }
+/* The first largest element wins; for floats the first NaN, as NumPy's.
+   Integers compare as integers. Per output: the best value (as the
+   input's dtype says: double or int64, 8 bytes each) and its index. */
 static int dp__k_argmax(const dp_kernel_ctx *k) {
     const dp_shape *s = dp_nd_shape(k->inputs[0]);
     const void *x = dp_nd_data(k->inputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
     int64_t nout = dp_shape_size(dp_nd_shape(k->outputs[0])), n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
     double *best = dp__reduce_temp(k, 2 * nout);
+    int64_t *ibest = (int64_t *)(void *)best, *where = ibest ? ibest + nout : NULL;
     char msg[128];
-    int d, mask = dp__reduce_mask(k->params, s, msg, sizeof msg), axis = -1;
+    int d, mask = dp__reduce_mask(k->params, s, msg, sizeof msg), axis = -1, in_int = dp__dtype_is_int(t);
     if (!best) { dp_set_error(k->rc, "out of memory for argmax"); return DP_ERROR_OUT_OF_MEMORY; }
     for (d = 0; d < s->ndim; d++) if (k->params->v[0].shape.ndim == 1 && (mask & (1 << d))) axis = d;
-    for (i = 0; i < nout; i++) { best[i] = -HUGE_VAL; best[nout + i] = -1; }
+    for (i = 0; i < nout; i++) where[i] = -1;
     dp__reduce_strides(s, mask, st);
     for (i = 0; i < n; i++) {
-        double v = dp__load_elem(x, t, i);
-        if (v > best[o] || best[nout + o] < 0) { best[o] = v; best[nout + o] = (double)(axis >= 0 ? idx[axis] : i); }
+        int better;
+        if (in_int) {
+            int64_t v = dp__load_int(x, t, i);
+            if ((better = where[o] < 0 || v > ibest[o]) != 0) ibest[o] = v;
+        } else {
+            double v = dp__load_elem(x, t, i);
+            if ((better = where[o] < 0 || (best[o] == best[o] && (v > best[o] || v != v))) != 0) best[o] = v;
+        }
+        if (better) where[o] = axis >= 0 ? idx[axis] : i;
         dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
     }
-    for (i = 0; i < nout; i++) dp__store_elem(dp_nd_data(k->outputs[0]), DP_INT64, i, best[nout + i], k->req[0]);
+    for (i = 0; i < nout; i++) dp__store_int(dp_nd_data(k->outputs[0]), DP_INT64, i, where[i], k->req[0]);
     return 0;
 }
 static void dp__register_reductions(void) {
@@ -10185,7 +10511,7 @@ static void dp__permute(const void *src, void *dst, dp_dtype t, const dp_shape *
         else { dims[perm[d]] = s->dims[d]; st[perm[d]] = in_stride[d]; }
     }
     for (i = 0; i < n; i++) {
-        dp__store_elem(dst, t, i, dp__load_elem(src, t, off), req);
+        dp__move_elem(dst, t, i, src, t, off, req);
         dp__odometer_next(nd, dims, idx, st, &off, NULL, NULL);
     }
 }
@@ -10238,7 +10564,7 @@ static void dp__concat_move(dp_ndarray *whole, dp_ndarray *const *parts, int npa
     for (o = 0; o < outer; o++) {
         for (i = 0; i < nparts; i++) {
             int64_t run = dp_nd_shape(parts[i])->dims[dim] * inner;
-            for (j = 0; j < run; j++) dp__store_elem(dp_nd_data(whole), t, off + j, dp__load_elem(dp_nd_data(parts[i]), t, o * run + j), req);
+            for (j = 0; j < run; j++) dp__move_elem(dp_nd_data(whole), t, off + j, dp_nd_data(parts[i]), t, o * run + j, req);
             off += run;
         }
     }
@@ -10261,7 +10587,7 @@ static int dp__kg_concat(const dp_kernel_ctx *k) {
         for (i = 0; i < k->num_outputs; i++) {
             int64_t run = dp_nd_shape(k->outputs[i])->dims[dim] * inner;
             for (j = 0; j < run; j++)
-                dp__store_elem(dp_nd_data(k->outputs[i]), t, o * run + j, dp__load_elem(dp_nd_data(k->inputs[0]), t, off + j), k->req[i]);
+                dp__move_elem(dp_nd_data(k->outputs[i]), t, o * run + j, dp_nd_data(k->inputs[0]), t, off + j, k->req[i]);
             off += run;
         }
     }
@@ -10269,7 +10595,8 @@ static int dp__kg_concat(const dp_kernel_ctx *k) {
 }
 /* The "dtype" parameter of the operators that make arrays from nothing;
    the choices are in dp_dtype's order, so the index is the dtype. */
-#define DP__DTYPE_PARAM {"dtype", DP_PARAM_ENUM, "float32", 0, 0, "float32|float64|int32|int64|uint8", "the output's dtype"}
+#define DP__DTYPE_CHOICES "float32|float64|int32|int64|uint8|float16|bool|int8"
+#define DP__DTYPE_PARAM {"dtype", DP_PARAM_ENUM, "float32", 0, 0, DP__DTYPE_CHOICES, "the output's dtype"}
 /* one_hot(indices, depth): a new last axis of length depth. */
 static const dp_param_def dp__one_hot_params[] = {
     {"depth", DP_PARAM_INT, NULL, 1, 1e9, NULL, "the number of classes"},
@@ -10286,11 +10613,14 @@ static int dp__infer_one_hot(const dp_params *p, int nin, const dp_shape *is, co
 }
 static int dp__k_one_hot(const dp_kernel_ctx *k) {
     int64_t n = dp_shape_size(dp_nd_shape(k->inputs[0])), depth = k->params->v[0].i, i, j;
-    dp_dtype t = dp_nd_dtype(k->outputs[0]);
-    for (i = 0; i < n; i++) {
-        double v = dp__load_elem(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), i);
-        for (j = 0; j < depth; j++)
-            dp__store_elem(dp_nd_data(k->outputs[0]), t, i * depth + j, v == (double)j ? k->params->v[1].f : k->params->v[2].f, k->req[0]);
+    dp_dtype t = dp_nd_dtype(k->outputs[0]), it = dp_nd_dtype(k->inputs[0]);
+    for (i = 0; i < n; i++) {   /* an integer index compares as an integer: 2^53 + 1 is not 2^53 */
+        double v = dp__load_elem(dp_nd_data(k->inputs[0]), it, i);
+        int64_t iv = dp__dtype_is_int(it) ? dp__load_int(dp_nd_data(k->inputs[0]), it, i) : -1;
+        for (j = 0; j < depth; j++) {
+            int on = dp__dtype_is_int(it) ? iv == j : v == (double)j;
+            dp__store_elem(dp_nd_data(k->outputs[0]), t, i * depth + j, on ? k->params->v[1].f : k->params->v[2].f, k->req[0]);
+        }
     }
     return 0;
 }
@@ -10790,7 +11120,7 @@ static int dp__k_copy(const dp_kernel_ctx *k) {
     dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
     int64_t i, n = dp_shape_size(dp_nd_shape(k->outputs[0]));
     if (xt == yt && (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE)) { if (x != y) memcpy(y, x, dp_nd_bytes(k->outputs[0])); return 0; }
-    for (i = 0; i < n; i++) dp__store_elem(y, yt, i, dp__load_elem(x, xt, i), k->req[0]);
+    for (i = 0; i < n; i++) dp__move_elem(y, yt, i, x, xt, i, k->req[0]);
     return 0;
 }
 /* the gradient of reshape and _copy: inputs (ograd, x), ograd copied in x's shape */
@@ -10823,6 +11153,17 @@ static int dp__infer_reshape(const dp_params *p, int nin, const dp_shape *is, co
         return -1;
     }
     *ot = it[0];
+    return 0;
+}
+/* cast(x, dtype): x converted element by element (dp__move_elem: a float
+   into an integer by the conversion rule, integers into narrower ones
+   wrapping, one dtype bit-exact); its gradient is the output gradient cast
+   back to x's dtype. */
+static const dp_param_def dp__cast_params[] = {{"dtype", DP_PARAM_ENUM, NULL, 0, 0, DP__DTYPE_CHOICES, "the output's dtype"}};
+static int dp__infer_cast(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                          dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)nin; (void)nout; (void)it; (void)msg; (void)cap;
+    *os = is[0]; *ot = (dp_dtype)p->v[0].i;
     return 0;
 }
 /* The updates' math, one element at a time, shared with the GPU kernels. */
@@ -10905,6 +11246,10 @@ static void dp__register_copy_and_updates(void) {
     op.params = dp__reshape_params; op.num_params = 1; op.infer = dp__infer_reshape; op.forward_cpu = dp__k_copy;
     dp__register_differentiable(&op, "_backward_reshape", "gradient of reshape", dp__kg_reshape, 0);
     memset(&op, 0, sizeof op);
+    op.name = "cast"; op.doc = "x converted to dtype (see dp_nd_astype)"; op.num_inputs = 1; op.num_outputs = 1;
+    op.params = dp__cast_params; op.num_params = 1; op.infer = dp__infer_cast; op.forward_cpu = dp__k_copy;
+    dp__register_differentiable(&op, "_backward_cast", "gradient of cast", dp__kg_reshape, 0);
+    memset(&op, 0, sizeof op);
     op.name = "sgd_update"; op.doc = "weight - lr * gradient (see the header)"; op.num_inputs = 2; op.num_outputs = 1;
     op.params = dp__sgd_params; op.num_params = 4; op.infer = dp__infer_update; op.forward_cpu = dp__k_sgd; op.inplace = 1;
     dp__register(&op);
@@ -10914,6 +11259,15 @@ static void dp__register_copy_and_updates(void) {
     op.name = "adam_update"; op.doc = "Adam; mutates mean and var (inputs 2, 3)"; op.num_inputs = 4; op.params = dp__adam_params;
     op.num_params = 7; op.forward_cpu = dp__k_adam; op.mutate_inputs = 3u << 2;
     dp__register(&op);
+}
+DP_IMPL dp_result dp_nd_astype(dp_ndarray *a, dp_dtype dtype, dp_ndarray **out) {
+    const char *key = "dtype", *value = dp_dtype_name(dtype);
+    if (out) *out = NULL;
+    if (!a || !out || !dp_dtype_size(dtype)) {
+        DP__LOG(a ? a->chunk->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_astype: NULL array or out, or dtype %d (%s)", (int)dtype, dp_dtype_name(dtype));
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return dp_op_invoke(a->chunk->eng, "cast", 1, &a, 1, &key, &value, 0, 1, out, NULL);
 }
 static void dp__register_softmax_output(void);   /* with the symbols (>>symbol) */
 /* What a unary operator's gradient reads besides the output gradient: the

@@ -111,7 +111,13 @@
                      GEMM
        optimizers    sgd_update, sgd_mom_update, adam_update
      Like the CPU kernels they compute in double and store in the output's
-     dtype (all five dtypes), and they call the same formulas: depeng.h's
+     dtype (all eight dtypes; float16 stored through float32, as on the
+     CPU); transpose, concat and _copy / reshape / cast move elements with
+     depeng.h's dp__move_elem, bit-exact for one dtype as on the CPU, and
+     the element-wise integer arithmetic, clip and one_hot's index are done
+     in int64 as on the CPU, while the reductions (sum, max, min, argmax)
+     compare and add through double (exact below 2^53); and they call the
+     same formulas: depeng.h's
      DP__HD functions (dp__f_*, dp__d_*, dp__opt_grad, dp__f_sgd, ...), which
      nvcc compiles for the device too, so the CPU tests check the math the GPU
      runs. Results equal the CPU's up to the order of floating-point sums
@@ -500,10 +506,11 @@ static int dp__cu_check_launch(const dp_kernel_ctx *k) {
     cudaError_t e = cudaGetLastError();
     return e == cudaSuccess ? 0 : dp__cu_report(k, "kernel launch", e);
 }
-/* The five dtypes dp__cu_load / dp__cu_store know; a dtype added to depeng
+/* The eight dtypes dp__cu_load / dp__cu_store know; a dtype added to depeng
    later is refused here instead of being misread. */
 static int dp__cu_dtype_known(dp_dtype t) {
-    return t == DP_FLOAT32 || t == DP_FLOAT64 || t == DP_INT32 || t == DP_INT64 || t == DP_UINT8;
+    return t == DP_FLOAT32 || t == DP_FLOAT64 || t == DP_INT32 || t == DP_INT64 || t == DP_UINT8 || t == DP_FLOAT16
+        || t == DP_BOOL || t == DP_INT8;
 }
 /* Every GPU kernel function starts here: the arrays' dtypes checked, the
    operation's device made current (the naive and pooled engines run GPU
@@ -552,16 +559,16 @@ static DP__CU_HD dp__cu_acc dp__cu_identity(int kind) {
     return a;
 }
 /* The CPU kernels scan in order: max and min keep the first NaN they meet,
-   argmax starts with element 0 and moves only to a strictly larger one, so
-   NaN counts only at index 0. dp__cu_candidate turns an element into a
-   partial result with that rule (a NaN elsewhere is "none"), and
+   argmax keeps the first NaN, else the first largest element (NumPy's
+   rule). dp__cu_candidate turns an element into a partial result, and
    dp__cu_combine merges two partial results in any order with the same
-   outcome as the scan: for argmax the lower index wins ties, and a NaN can
-   only be index 0, the scan's start, which nothing replaces. */
+   outcome as the scan: for argmax the lower index wins between two NaNs
+   and between ties, and a NaN wins over any number. */
 static DP__CU_HD dp__cu_acc dp__cu_candidate(int kind, double v, long long i) {
     dp__cu_acc a;
+    (void)kind;
     a.v = v;
-    a.i = kind == DP__CU_ARGMAX && v != v && i != 0 ? -1 : i;
+    a.i = i;
     return a;
 }
 static DP__CU_HD dp__cu_acc dp__cu_combine(int kind, dp__cu_acc a, dp__cu_acc b) {
@@ -576,6 +583,7 @@ static DP__CU_HD dp__cu_acc dp__cu_combine(int kind, dp__cu_acc a, dp__cu_acc b)
     {
         dp__cu_acc first = a.i < b.i ? a : b, later = a.i < b.i ? b : a;
         if (first.v != first.v) return first;
+        if (later.v != later.v) return later;
         return later.v > first.v ? later : first;
     }
 }
@@ -952,10 +960,27 @@ static int dp__cu_kg_min(const dp_kernel_ctx *k) { return dp__cu_reduce_grad(k, 
 typedef double (*dp__cu_f1)(double);
 typedef double (*dp__cu_f2)(double, double);
 typedef double (*dp__cu_df2)(double, double, int);
+/* A formula's integer form (depeng.h's dp__i_*), where it has one: integer
+   arrays then compute in int64 and wrap around, as the CPU kernels do. */
+template <dp__cu_f1 F> struct dp__cu_int1 { static const bool has = false; static DP__CU_HD int64_t f(int64_t x) { return x; } };
+template <dp__cu_f2 F> struct dp__cu_int2 { static const bool has = false; static DP__CU_HD int64_t f(int64_t a, int64_t b) { (void)b; return a; } };
+#define DP__CU_INT1(nm) template <> struct dp__cu_int1<dp__f_##nm> { \
+        static const bool has = true; static DP__CU_HD int64_t f(int64_t x) { return dp__i_##nm(x); } };
+#define DP__CU_INT2(nm) template <> struct dp__cu_int2<dp__f_##nm> { \
+        static const bool has = true; static DP__CU_HD int64_t f(int64_t a, int64_t b) { return dp__i_##nm(a, b); } };
+DP__CU_INT1(negative) DP__CU_INT1(abs) DP__CU_INT1(sign) DP__CU_INT1(square) DP__CU_INT1(relu)
+DP__CU_INT2(add) DP__CU_INT2(sub) DP__CU_INT2(mul) DP__CU_INT2(maximum) DP__CU_INT2(minimum) DP__CU_INT2(power)
+DP__CU_INT2(rsub) DP__CU_INT2(rpower)
+#undef DP__CU_INT1
+#undef DP__CU_INT2
 
 template <dp__cu_f1 F> struct dp__cu_unary_body {
     const void *x; void *y; int xt, yt, req;
-    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, yt, i, F(dp__cu_load(x, xt, i)), req); }
+    DP__CU_HD void operator()(int64_t i) const {
+        if (dp__cu_int1<F>::has && dp__dtype_is_int((dp_dtype)xt) && dp__dtype_is_int((dp_dtype)yt))
+            dp__store_int(y, (dp_dtype)yt, i, dp__cu_int1<F>::f(dp__load_int(x, (dp_dtype)xt, i)), (dp_req)req);
+        else dp__cu_store(y, yt, i, F(dp__cu_load(x, xt, i)), req);
+    }
 };
 template <dp__cu_f1 F> static int dp__cu_k_unary(const dp_kernel_ctx *k) {
     dp__cu_unary_body<F> b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), dp_nd_dtype(k->outputs[0]), k->req[0]};
@@ -963,13 +988,18 @@ template <dp__cu_f1 F> static int dp__cu_k_unary(const dp_kernel_ctx *k) {
     DP__CU_TRY(dp__cu_enter(k));
     return dp__cu_each(k, dp__cu_count_of(k->inputs[0]), b);
 }
-/* y = F(x, scalar) */
+/* y = F(x, scalar); in integers for integer arrays and an integral scalar */
 template <dp__cu_f2 F> struct dp__cu_scalar_body {
-    const void *x; void *y; int xt, yt, req; double s;
-    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, yt, i, F(dp__cu_load(x, xt, i), s), req); }
+    const void *x; void *y; int xt, yt, req; double s; int in_int; int64_t si;
+    DP__CU_HD void operator()(int64_t i) const {
+        if (dp__cu_int2<F>::has && in_int) dp__store_int(y, (dp_dtype)yt, i, dp__cu_int2<F>::f(dp__load_int(x, (dp_dtype)xt, i), si), (dp_req)req);
+        else dp__cu_store(y, yt, i, F(dp__cu_load(x, xt, i), s), req);
+    }
 };
 template <dp__cu_f2 F> static int dp__cu_k_scalar(const dp_kernel_ctx *k) {
-    dp__cu_scalar_body<F> b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), dp_nd_dtype(k->outputs[0]), k->req[0], k->scalar};
+    int in_int = dp__dtype_is_int(dp_nd_dtype(k->inputs[0])) && dp__dtype_is_int(dp_nd_dtype(k->outputs[0])) && dp__double_is_int64(k->scalar);
+    dp__cu_scalar_body<F> b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), dp_nd_dtype(k->outputs[0]), k->req[0], k->scalar,
+                               in_int, in_int ? (int64_t)k->scalar : 0};
     if (k->req[0] == DP_REQ_NULL) return 0;
     DP__CU_TRY(dp__cu_enter(k));
     return dp__cu_each(k, dp__cu_count_of(k->inputs[0]), b);
@@ -982,7 +1012,9 @@ template <dp__cu_f2 F> struct dp__cu_binary_body {
     DP__CU_HD void operator()(int64_t i) const {
         int64_t off[2] = {i, i};
         if (!flat) dp__cu_map_at(m, i, off);
-        dp__cu_store(y, t, i, F(dp__cu_load(a, t, off[0]), dp__cu_load(b, t, off[1])), req);
+        if (dp__cu_int2<F>::has && dp__dtype_is_int((dp_dtype)t))
+            dp__store_int(y, (dp_dtype)t, i, dp__cu_int2<F>::f(dp__load_int(a, (dp_dtype)t, off[0]), dp__load_int(b, (dp_dtype)t, off[1])), (dp_req)req);
+        else dp__cu_store(y, t, i, F(dp__cu_load(a, t, off[0]), dp__cu_load(b, t, off[1])), req);
     }
 };
 template <dp__cu_f2 F> static int dp__cu_k_binary(const dp_kernel_ctx *k) {
@@ -1064,28 +1096,34 @@ template <dp__cu_df2 DF> static int dp__cu_kg_binary(const dp_kernel_ctx *k) {
    parameters a_min, a_max. */
 struct dp__cu_clip_body {
     const void *og, *x; void *y; int t, req; double lo, hi;   /* og NULL: forward */
+    int64_t ilo, ihi;                                         /* an integer x's bounds (dp__k_clip's) */
     DP__CU_HD void operator()(int64_t i) const {
         double v = dp__cu_load(x, t, i);
-        if (!og) dp__cu_store(y, t, i, dp__f_clip(v, lo, hi), req);
+        if (!og && dp__dtype_is_int((dp_dtype)t)) {
+            int64_t xi = dp__load_int(x, (dp_dtype)t, i);
+            dp__store_int(y, (dp_dtype)t, i, xi < ilo ? ilo : xi > ihi ? ihi : xi, (dp_req)req);
+        } else if (!og) dp__cu_store(y, t, i, dp__f_clip(v, lo, hi), req);
         else dp__cu_store(y, t, i, dp__d_clip(dp__cu_load(og, t, i), v, lo, hi), req);
     }
 };
 static int dp__cu_clip(const dp_kernel_ctx *k, int grad) {
     const dp_ndarray *x = k->inputs[grad ? 1 : 0];
     dp__cu_clip_body b = {grad ? dp_nd_data(k->inputs[0]) : NULL, dp_nd_data(x), dp_nd_data(k->outputs[0]), dp_nd_dtype(x), k->req[0],
-                          k->params->v[0].f, k->params->v[1].f};
+                          k->params->v[0].f, k->params->v[1].f, 0, 0};
+    if (dp__dtype_is_int((dp_dtype)b.t)) { b.ilo = dp__int_clamp((dp_dtype)b.t, dp__to_int64(b.lo)); b.ihi = dp__int_clamp((dp_dtype)b.t, dp__to_int64(b.hi)); }
     if (k->req[0] == DP_REQ_NULL) return 0;
     DP__CU_TRY(dp__cu_enter(k));
     return dp__cu_each(k, dp__cu_count_of(x), b);
 }
 static int dp__cu_k_clip(const dp_kernel_ctx *k) { return dp__cu_clip(k, 0); }
 static int dp__cu_kg_clip(const dp_kernel_ctx *k) { return dp__cu_clip(k, 1); }
-/* _copy and reshape: y = x (or y += x); the same dtype written whole is one
-   device-to-device copy. Their gradients (_backward__copy,
-   _backward_reshape) copy their ograd, input 0, the same way. */
+/* _copy, reshape and cast: y = x (or y += x), converted as dp__move_elem
+   does; the same dtype written whole is one device-to-device copy. Their
+   gradients (_backward__copy, _backward_reshape, _backward_cast) copy
+   their ograd, input 0, the same way. */
 struct dp__cu_convert_body {
     const void *x; void *y; int xt, yt, req;
-    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, yt, i, dp__cu_load(x, xt, i), req); }
+    DP__CU_HD void operator()(int64_t i) const { dp__move_elem(y, (dp_dtype)yt, i, x, (dp_dtype)xt, i, (dp_req)req); }
 };
 static int dp__cu_k_copy(const dp_kernel_ctx *k) {
     const dp_ndarray *x = k->inputs[0], *y = k->outputs[0];
@@ -1267,7 +1305,7 @@ struct dp__cu_gather_body {
     DP__CU_HD void operator()(int64_t i) const {
         int64_t off[2];
         dp__cu_map_at(m, i, off);
-        dp__cu_store(y, t, i, dp__cu_load(x, t, off[0]), req);
+        dp__move_elem(y, (dp_dtype)t, i, x, (dp_dtype)t, off[0], (dp_req)req);
     }
 };
 static int dp__cu_transpose(const dp_kernel_ctx *k, int grad) {
@@ -1306,8 +1344,8 @@ struct dp__cu_concat_body {
         int64_t o = i / row, at = i - o * row;
         int p = 0;
         while (p < nparts - 1 && at >= start[p] + run[p]) p++;
-        if (!to_parts) dp__cu_store(whole, t, i, dp__cu_load(part[p], t, o * run[p] + at - start[p]), req[0]);
-        else dp__cu_store(part[p], t, o * run[p] + at - start[p], dp__cu_load(whole, t, i), req[p]);
+        if (!to_parts) dp__move_elem(whole, (dp_dtype)t, i, part[p], (dp_dtype)t, o * run[p] + at - start[p], (dp_req)req[0]);
+        else dp__move_elem(part[p], (dp_dtype)t, o * run[p] + at - start[p], whole, (dp_dtype)t, i, (dp_req)req[p]);
     }
 };
 static int dp__cu_concat(const dp_kernel_ctx *k, int grad) {
@@ -1341,7 +1379,8 @@ struct dp__cu_one_hot_body {
     const void *idx; void *y; int it, yt, req; int64_t depth; double on, off;
     DP__CU_HD void operator()(int64_t i) const {
         int64_t r = i / depth, j = i - r * depth;
-        dp__cu_store(y, yt, i, dp__cu_load(idx, it, r) == (double)j ? on : off, req);
+        int hit = dp__dtype_is_int((dp_dtype)it) ? dp__load_int(idx, (dp_dtype)it, r) == j : dp__cu_load(idx, it, r) == (double)j;
+        dp__cu_store(y, yt, i, hit ? on : off, req);
     }
 };
 static int dp__cu_k_one_hot(const dp_kernel_ctx *k) {
@@ -1662,6 +1701,7 @@ static const dp__cu_kernel_entry dp__cu_kernels[] = {
     {"dot", dp__cu_k_dot}, {"_backward_dot", dp__cu_kg_dot},
     {"FullyConnected", dp__cu_k_fc}, {"_backward_FullyConnected", dp__cu_kg_fc},
     {"_copy", dp__cu_k_copy}, {"_backward__copy", dp__cu_k_copy}, {"reshape", dp__cu_k_copy}, {"_backward_reshape", dp__cu_k_copy},
+    {"cast", dp__cu_k_copy}, {"_backward_cast", dp__cu_k_copy},
     {"sgd_update", dp__cu_k_sgd}, {"sgd_mom_update", dp__cu_k_sgd_mom}, {"adam_update", dp__cu_k_adam},
 };
 #undef DP__CU_REG_UNARY

@@ -55,7 +55,7 @@ static dp_shape S(int nd, int64_t a = 0, int64_t b = 0, int64_t c = 0) {
    parameters, the dtypes to run it in, and whether to run it a second time
    adding into the same outputs (req ADD). The element-wise ones come from
    depeng.h's own operator lists, so a new operator there is tested here. */
-enum { F_ANY, F_POS, F_TIES, F_NAN, F_INDEX, F_INT = 100 /* + k: integers 0..k-1 */ };
+enum { F_ANY, F_POS, F_TIES, F_NAN, F_INDEX, F_BIG, F_INT = 100 /* + k: integers 0..k-1 */ };
 #define MAX_IN 5
 #define MAX_OUT 8
 typedef struct op_case {
@@ -70,6 +70,7 @@ typedef struct op_case {
 } op_case;
 #define FLOATS ((1u << DP_FLOAT32) | (1u << DP_FLOAT64))
 #define INTS_TOO (FLOATS | (1u << DP_INT32))
+#define ALL_DTYPES ((1u << DP__DTYPE_COUNT) - 1u)
 static op_case g_cases[512];
 static int g_ncases;
 
@@ -144,6 +145,15 @@ static void build_cases(void) {
 #undef BINARY_CASES
 #undef SCALAR_CASES
     in(add_case("clip", "a_min=-0.5;a_max=1", FLOATS, 1), S(2, 3, 5), F_ANY);
+    {   /* integer arithmetic that wraps around in int32, on the GPU as on the CPU */
+        static const char *wrapping[] = {"add", "sub", "mul", "maximum", "power"};
+        for (i = 0; i < 5; i++) in(in(add_case(wrapping[i], "", INTS_TOO, 1), S(2, 3, 4), F_BIG), S(1, 4), i == 4 ? F_INT + 3 : F_BIG);
+        in(add_case("negative", "", INTS_TOO, 1), S(2, 3, 4), F_BIG);
+        in(add_case("add_scalar", "", INTS_TOO, 1), S(2, 3, 4), F_BIG)->scalar = 1073741824.0;
+        in(add_case("mul_scalar", "", INTS_TOO, 0), S(2, 3, 4), F_BIG)->scalar = 3;
+        in(add_case("clip", "a_min=-1e9;a_max=2.5e9", INTS_TOO, 0), S(2, 3, 4), F_BIG);
+        in(add_case("one_hot", "depth=4;dtype=int32", INTS_TOO, 0), S(1, 9), F_INDEX);
+    }
     in(in(add_case("_backward_clip", "a_min=-0.5;a_max=1", FLOATS, 1), S(2, 3, 5), F_ANY), S(2, 3, 5), F_TIES);
     for (i = 0; i < 4; i++) {
         snprintf(grad, sizeof grad, "_backward_%s", red[i]);
@@ -174,6 +184,7 @@ static void build_cases(void) {
     in(in(in(add_case("_backward_softmax_cross_entropy", sce_kw, FLOATS, 1), S(1, 1), F_POS), S(2, 6, 5), F_ANY), S(1, 6), F_INT + 5);
     in(in(in(add_case("_backward_softmax_cross_entropy", sce_kw, FLOATS, 0), S(1, 1), F_POS), S(2, 3, 100), F_ANY), S(1, 3), F_INT + 100);
     in(add_case("transpose", "axes=(1,2,0)", INTS_TOO, 1), S(3, 2, 3, 4), F_ANY);
+    in(add_case("transpose", "axes=(2,0,1)", ALL_DTYPES, 0), S(3, 2, 3, 4), F_NAN);
     in(add_case("transpose", "", FLOATS, 0), S(3, 2, 3, 4), F_ANY);
     in(in(add_case("_backward_transpose", "axes=(1,2,0)", FLOATS, 1), S(3, 3, 4, 2), F_ANY), S(3, 2, 3, 4), F_ANY);
     in(in(add_case("_backward_transpose", "", FLOATS, 0), S(3, 4, 3, 2), F_ANY), S(3, 2, 3, 4), F_ANY);
@@ -205,6 +216,12 @@ static void build_cases(void) {
     in(in(in(in(c, S(2, 70, 9), F_ANY), S(2, 70, 20), F_ANY), S(2, 9, 20), F_ANY), S(1, 9), F_ANY);
     in(add_case("_copy", "", INTS_TOO, 1), S(2, 3, 4), F_ANY);
     in(add_case("_copy", "", FLOATS, 0), S(2, 3, 4), F_ANY);
+    in(add_case("cast", "dtype=float16", ALL_DTYPES, 1), S(2, 3, 4), F_NAN);
+    in(add_case("cast", "dtype=int8", ALL_DTYPES, 0), S(2, 3, 4), F_NAN);
+    in(add_case("cast", "dtype=bool", ALL_DTYPES, 0), S(2, 3, 4), F_NAN);
+    in(add_case("cast", "dtype=float64", ALL_DTYPES, 1), S(2, 3, 4), F_ANY);
+    in(add_case("cast", "dtype=uint8", ALL_DTYPES, 0), S(2, 3, 4), F_ANY);
+    in(in(add_case("_backward_cast", "dtype=float32", FLOATS, 1), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
     in(in(add_case("_backward__copy", "", FLOATS, 1), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
     in(add_case("reshape", "shape=(4,-1)", FLOATS, 1), S(2, 2, 6), F_ANY);
     in(in(add_case("_backward_reshape", "shape=(4,-1)", FLOATS, 1), S(2, 4, 3), F_ANY), S(2, 2, 6), F_ANY);
@@ -236,6 +253,7 @@ static void make_inputs(int ci, const op_case *c, double **host) {
             case F_TIES: v = floor(u * 4) / 2 - 0.5; break;
             case F_NAN: v = e % 7 == 0 || (e % 5 == 3 && u < 0.5) ? NAN : floor(u * 64) / 16 - 2; break;
             case F_INDEX: v = floor(u * 8) - 1; break;
+            case F_BIG: v = floor(u * 8) * 536870912.0 - 2147483648.0; break;   /* int32's range: sums and products wrap */
             case F_ANY: v = floor(u * 64) / 16 - 2; break;
             default: v = floor(u * (c->fill[i] - F_INT)); break;
             }
@@ -440,7 +458,7 @@ static void test_every_builtin_op_has_gpu_kernel(void) {
 }
 /* The reductions combine partial results in whatever order the warp
    shuffles and slices give; every order must give the CPU scan's answer
-   (max and min: the first NaN; argmax: NaN only at index 0, first of ties). */
+   (max and min: the first NaN; argmax: the first NaN, else the first of ties). */
 static void test_reduction_combine_any_order(void) {
     static const double pool[6] = {NAN, -HUGE_VAL, -1, 0, 1, 2};
     int trial, kind, wrong = 0;
@@ -457,7 +475,7 @@ static void test_reduction_combine_any_order(void) {
             for (i = 0; i < n; i++) {                          /* the CPU's scans */
                 if (kind == DP__CU_MAX && (v[i] > best || v[i] != v[i])) best = v[i];
                 if (kind == DP__CU_MIN && (v[i] < best || v[i] != v[i])) best = v[i];
-                if (kind == DP__CU_ARGMAX && (v[i] > best || idx < 0)) { best = v[i]; idx = i; }
+                if (kind == DP__CU_ARGMAX && (idx < 0 || (best == best && (v[i] > best || v[i] != v[i])))) { best = v[i]; idx = i; }
                 cand[i] = dp__cu_candidate(kind, v[i], i);
             }
             while (left > 1) {                                 /* merge two random ones, in random order */

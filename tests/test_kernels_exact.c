@@ -1,0 +1,496 @@
+/* tests/test_kernels_exact.c - the built-in kernels' rules, each checked on
+   the values that break a kernel computing through double or ignoring
+   aliasing: int64 beyond 2^53 moved and compared exactly, integer
+   arithmetic wrapping, NaN as NumPy treats it, outputs over their own
+   input, the float16 / bool / int8 dtypes (conversions, .npy codes, cast).
+   tests/numpy_diff_check.sh covers the same ground at random against
+   NumPy; these are the fixed cases. */
+#define DEPENG_IMPLEMENTATION
+#include "depeng.h"
+#include "test_common.h"
+#include <math.h>
+#include <string.h>
+
+static dp_engine *eng;
+static const dp_ctx cpu = {DP_DEV_CPU, 0};
+
+static dp_shape shape2(int64_t a, int64_t b) { dp_shape s; memset(&s, 0, sizeof s); s.ndim = 2; s.dims[0] = a; s.dims[1] = b; return s; }
+static dp_shape shape1(int64_t a) { dp_shape s; memset(&s, 0, sizeof s); s.ndim = 1; s.dims[0] = a; return s; }
+static dp_ndarray *from(const dp_shape *s, dp_dtype dt, const void *data) {
+    dp_ndarray *a = NULL;
+    CHECK(dp_nd_from_host(eng, s, dt, cpu, data, &a) == DP_OK);
+    return a;
+}
+/* op on inputs with one "k=v" parameter (or none); the result is *out (made if NULL) */
+static dp_result invoke1(const char *op, int nin, dp_ndarray **in, const char *key, const char *value, double scalar, dp_ndarray **out) {
+    return dp_op_invoke(eng, op, nin, in, key ? 1 : 0, &key, &value, scalar, 1, out, NULL);
+}
+static void read_back(dp_ndarray *a, void *dst) { CHECK(dp_nd_read(a, dst, dp_nd_bytes(a), NULL) == DP_OK); }
+
+static void start(void) {
+    dp_engine_desc d;
+    memset(&d, 0, sizeof d);
+    d.logger.func = quiet_logger;
+    CHECK(dp_engine_create(&d, &eng) == DP_OK);
+}
+static void stop(void) { CHECK(dp_engine_destroy(eng, NULL) == DP_OK); eng = NULL; }
+
+/* transpose([[2^53 + 1, 2^63 - 1]]) kept every bit; concat, clip, relu,
+   max, minimum and add(x, 0) too */
+static void test_int64_exact_movement(void) {
+    const int64_t v[2] = {9007199254740993LL, INT64_MAX};
+    dp_shape s = shape2(1, 2), s1 = shape1(2);
+    dp_ndarray *x, *y = NULL, *parts[2], *x1;
+    int64_t got[4];
+    start();
+    x = from(&s, DP_INT64, v);
+    x1 = from(&s1, DP_INT64, v);
+    CHECK(invoke1("transpose", 1, &x, NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] == v[0] && got[1] == v[1]);
+    dp_nd_release(y); y = NULL;
+    parts[0] = x1; parts[1] = x1;
+    CHECK(dp_op_invoke(eng, "concat", 2, parts, 2, (const char *[]){"num_args", "dim"}, (const char *[]){"2", "0"}, 0, 1, &y, NULL) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] == v[0] && got[1] == v[1] && got[2] == v[0] && got[3] == v[1]);
+    dp_nd_release(y); y = NULL;
+    CHECK(dp_op_invoke(eng, "clip", 1, &x1, 2, (const char *[]){"a_min", "a_max"}, (const char *[]){"0", "1e30"}, 0, 1, &y, NULL) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] == v[0] && got[1] == v[1]);
+    dp_nd_release(y); y = NULL;
+    CHECK(invoke1("relu", 1, &x1, NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] == v[0] && got[1] == v[1]);
+    dp_nd_release(y); y = NULL;
+    CHECK(invoke1("max", 1, &x1, NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] == INT64_MAX);
+    dp_nd_release(y); y = NULL;
+    parts[0] = x1; parts[1] = x1;
+    CHECK(invoke1("minimum", 2, parts, NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] == v[0] && got[1] == v[1]);
+    dp_nd_release(y); y = NULL;
+    CHECK(invoke1("add_scalar", 1, &x1, NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] == v[0] && got[1] == v[1]);
+    dp_nd_release(y); y = NULL;
+    CHECK(invoke1("_copy", 1, &x1, NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] == v[0] && got[1] == v[1]);
+    dp_nd_release(y);
+    dp_nd_release(x); dp_nd_release(x1);
+    stop();
+}
+/* argmax([2^53, 2^53 + 1, 2^53 - 1]) is 1 (through double all three tie) */
+static void test_int64_argmax(void) {
+    const int64_t v[3] = {9007199254740992LL, 9007199254740993LL, 9007199254740991LL};
+    dp_shape s = shape1(3);
+    dp_ndarray *x, *y = NULL;
+    int64_t got = -1;
+    start();
+    x = from(&s, DP_INT64, v);
+    CHECK(invoke1("argmax", 1, &x, NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, &got);
+    CHECK(got == 1);
+    dp_nd_release(x); dp_nd_release(y);
+    stop();
+}
+/* integer arithmetic wraps like NumPy's: INT64_MAX + 1, int8 127 + 1,
+   uint8 0 - 1, int32 overflowing products; sum in int64 */
+static void test_integer_wraparound(void) {
+    const int64_t a64[2] = {INT64_MAX, INT64_MIN}, b64[2] = {1, -1};
+    const int8_t a8[2] = {127, -128}, b8[2] = {1, -1};
+    const uint8_t au[2] = {0, 200}, bu[2] = {1, 100};
+    const int32_t a32[2] = {65536, -2147483647 - 1};
+    dp_shape s = shape1(2);
+    dp_ndarray *in[2], *y = NULL;
+    int64_t g64[2];
+    int8_t g8[2];
+    uint8_t gu[2];
+    int32_t g32[2];
+    start();
+    in[0] = from(&s, DP_INT64, a64); in[1] = from(&s, DP_INT64, b64);
+    CHECK(invoke1("add", 2, in, NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, g64);
+    CHECK(g64[0] == INT64_MIN && g64[1] == INT64_MAX);
+    dp_nd_release(y); y = NULL;
+    CHECK(invoke1("sum", 1, in, NULL, NULL, 0, &y) == DP_OK);    /* INT64_MAX + INT64_MIN */
+    read_back(y, g64);
+    CHECK(g64[0] == -1);
+    dp_nd_release(y); y = NULL;
+    CHECK(invoke1("negative", 1, &in[0], NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, g64);
+    CHECK(g64[0] == -INT64_MAX && g64[1] == INT64_MIN);
+    dp_nd_release(y); y = NULL;
+    dp_nd_release(in[0]); dp_nd_release(in[1]);
+    in[0] = from(&s, DP_INT8, a8); in[1] = from(&s, DP_INT8, b8);
+    CHECK(invoke1("add", 2, in, NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, g8);
+    CHECK(g8[0] == -128 && g8[1] == 127);
+    dp_nd_release(y); y = NULL;
+    dp_nd_release(in[0]); dp_nd_release(in[1]);
+    in[0] = from(&s, DP_UINT8, au); in[1] = from(&s, DP_UINT8, bu);
+    CHECK(invoke1("sub", 2, in, NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, gu);
+    CHECK(gu[0] == 255 && gu[1] == 100);
+    dp_nd_release(y); y = NULL;
+    CHECK(invoke1("mul_scalar", 1, &in[1], NULL, NULL, 3, &y) == DP_OK);   /* 100 * 3 = 300 = 44 mod 256 */
+    read_back(y, gu);
+    CHECK(gu[0] == 3 && gu[1] == 44);
+    dp_nd_release(y); y = NULL;
+    dp_nd_release(in[0]); dp_nd_release(in[1]);
+    in[0] = from(&s, DP_INT32, a32);
+    CHECK(invoke1("square", 1, in, NULL, NULL, 0, &y) == DP_OK);            /* 2^32 wraps to 0, (-2^31)^2 too */
+    read_back(y, g32);
+    CHECK(g32[0] == 0 && g32[1] == 0);
+    dp_nd_release(y); y = NULL;
+    CHECK(invoke1("power_scalar", 1, in, NULL, NULL, 2, &y) == DP_OK);
+    read_back(y, g32);
+    CHECK(g32[0] == 0 && g32[1] == 0);
+    dp_nd_release(y); y = NULL;
+    CHECK(invoke1("div_scalar", 1, in, NULL, NULL, 0, &y) == DP_OK);        /* no integer form: +-inf saturates */
+    read_back(y, g32);
+    CHECK(g32[0] == INT32_MAX && g32[1] == INT32_MIN);
+    dp_nd_release(y);
+    dp_nd_release(in[0]);
+    stop();
+}
+static int same_bits(double a, double b) { return memcmp(&a, &b, sizeof a) == 0 || (a != a && b != b); }
+/* maximum / minimum propagate NaN whichever side it is on, the scalar forms
+   too; sign and relu of NaN are NaN; argmax returns the first NaN */
+static void test_nan_like_numpy(void) {
+    const double a[3] = {NAN, 1, 5}, b[3] = {1, NAN, 2}, c[4] = {1, 7, NAN, NAN};
+    dp_shape s = shape1(3), s4 = shape1(4);
+    dp_ndarray *in[2], *y = NULL, *z;
+    double got[3];
+    int64_t idx = -1;
+    const char *ops[4] = {"maximum", "minimum", "maximum_scalar", "minimum_scalar"};
+    int i;
+    start();
+    in[0] = from(&s, DP_FLOAT64, a); in[1] = from(&s, DP_FLOAT64, b);
+    for (i = 0; i < 2; i++) {
+        CHECK(invoke1(ops[i], 2, in, NULL, NULL, 0, &y) == DP_OK);
+        read_back(y, got);
+        CHECK(got[0] != got[0] && got[1] != got[1] && got[2] == (i ? 2 : 5));
+        dp_nd_release(y); y = NULL;
+    }
+    for (i = 2; i < 4; i++) {
+        CHECK(invoke1(ops[i], 1, &in[1], NULL, NULL, 1.5, &y) == DP_OK);      /* NaN in the array */
+        read_back(y, got);
+        CHECK(got[0] == (i == 2 ? 1.5 : 1) && got[1] != got[1] && got[2] == (i == 2 ? 2 : 1.5));
+        dp_nd_release(y); y = NULL;
+        CHECK(invoke1(ops[i], 1, &in[1], NULL, NULL, NAN, &y) == DP_OK);      /* NaN as the scalar */
+        read_back(y, got);
+        CHECK(got[0] != got[0] && got[1] != got[1] && got[2] != got[2]);
+        dp_nd_release(y); y = NULL;
+    }
+    CHECK(invoke1("sign", 1, &in[0], NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] != got[0] && same_bits(got[1], 1) && same_bits(got[2], 1));
+    dp_nd_release(y); y = NULL;
+    CHECK(invoke1("relu", 1, &in[0], NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] != got[0] && got[1] == 1 && got[2] == 5);
+    dp_nd_release(y); y = NULL;
+    {   /* float32's own loop too */
+        const float f[2] = {NAN, -1};
+        dp_shape s2 = shape1(2);
+        float fg[2];
+        dp_ndarray *xf = from(&s2, DP_FLOAT32, f);
+        CHECK(invoke1("relu", 1, &xf, NULL, NULL, 0, &y) == DP_OK);
+        read_back(y, fg);
+        CHECK(fg[0] != fg[0] && fg[1] == 0);
+        dp_nd_release(y); y = NULL;
+        dp_nd_release(xf);
+    }
+    z = from(&s4, DP_FLOAT64, c);
+    CHECK(invoke1("argmax", 1, &z, NULL, NULL, 0, &y) == DP_OK);
+    read_back(y, &idx);
+    CHECK(idx == 2);
+    dp_nd_release(y); y = NULL;
+    CHECK(invoke1("argmax", 1, &in[0], NULL, NULL, 0, &y) == DP_OK);           /* NaN first */
+    read_back(y, &idx);
+    CHECK(idx == 0);
+    dp_nd_release(y);
+    dp_nd_release(z); dp_nd_release(in[0]); dp_nd_release(in[1]);
+    stop();
+}
+/* transpose(x, out=x) and an output view that overlaps its input's view */
+static void test_output_over_input(void) {
+    const int64_t v[9] = {9007199254740993LL, 2, 3, 4, 5, 6, 7, 8, INT64_MIN};
+    const int64_t want[9] = {9007199254740993LL, 4, 7, 2, 5, 8, 3, 6, INT64_MIN};
+    const float rows[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    dp_shape s = shape2(3, 3), s42 = shape2(4, 2);
+    dp_ndarray *x, *out, *base, *top = NULL, *bottom = NULL, *in2[2];
+    int64_t got[9];
+    float fg[8];
+    start();
+    x = from(&s, DP_INT64, v);
+    out = x;
+    CHECK(invoke1("transpose", 1, &x, NULL, NULL, 0, &out) == DP_OK);
+    CHECK(out == x);
+    read_back(x, got);
+    CHECK(memcmp(got, want, sizeof want) == 0);
+    dp_nd_release(x);
+    /* rows 0..2 transposed into rows 1..3 of the same (4, 2) storage */
+    base = from(&s42, DP_FLOAT32, rows);
+    CHECK(dp_nd_slice(base, 0, 2, &top) == DP_OK);
+    CHECK(dp_nd_slice(base, 1, 3, &bottom) == DP_OK);
+    CHECK(invoke1("transpose", 1, &top, NULL, NULL, 0, &bottom) == DP_OK);
+    read_back(base, fg);
+    CHECK(fg[0] == 1 && fg[1] == 2 && fg[2] == 1 && fg[3] == 3 && fg[4] == 2 && fg[5] == 4 && fg[6] == 7 && fg[7] == 8);
+    /* element-wise but shifted by a row: not the in place it allows */
+    in2[0] = top; in2[1] = top;
+    CHECK(invoke1("add", 2, in2, NULL, NULL, 0, &bottom) == DP_OK);     /* top now (1, 2), (1, 3) */
+    read_back(base, fg);
+    CHECK(fg[0] == 1 && fg[1] == 2 && fg[2] == 2 && fg[3] == 4 && fg[4] == 2 && fg[5] == 6 && fg[6] == 7 && fg[7] == 8);
+    /* the exact in place element-wise operators allow still works */
+    CHECK(invoke1("mul_scalar", 1, &top, NULL, NULL, 10, &top) == DP_OK);
+    read_back(base, fg);
+    CHECK(fg[0] == 10 && fg[1] == 20 && fg[2] == 20 && fg[3] == 40 && fg[4] == 2);
+    /* adding into an overlapping output reads the output before it is written */
+    {
+        dp_req add = DP_REQ_ADD;
+        const char *k = "axes", *val = "()";
+        CHECK(dp_op_invoke(eng, "transpose", 1, &top, 1, &k, &val, 0, 1, &bottom, &add) == DP_OK);   /* bottom += top^T */
+        read_back(base, fg);
+        CHECK(fg[0] == 10 && fg[1] == 20 && fg[2] == 30 && fg[3] == 60 && fg[4] == 22 && fg[5] == 46 && fg[6] == 7);
+    }
+    dp_nd_release(top); dp_nd_release(bottom); dp_nd_release(base);
+    stop();
+}
+/* two outputs over the same bytes cannot both be written, nor an output over
+   an input the operator mutates: refused */
+static void test_overlapping_outputs_refused(void) {
+    const double v[4] = {1, 2, 3, 4};
+    dp_shape s = shape2(2, 2);
+    dp_ndarray *x, *og, *in[3], *out[2];
+    start();
+    x = from(&s, DP_FLOAT64, v);
+    og = from(&s, DP_FLOAT64, v);
+    in[0] = og; in[1] = x; in[2] = x;
+    out[0] = og; out[1] = og;
+    g_last_item = 0;
+    CHECK(dp_op_invoke(eng, "_backward_add", 3, in, 0, NULL, NULL, 0, 2, out, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(g_last_item != 0);
+    /* sgd_mom_update writes its momentum (input 2): the weight's new values cannot go there too */
+    in[0] = x; in[1] = og; in[2] = og;
+    out[0] = og;
+    g_last_item = 0;
+    CHECK(dp_op_invoke(eng, "sgd_mom_update", 3, in, 1, (const char *[]){"lr"}, (const char *[]){"0.1"}, 0, 1, out, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(g_last_item != 0);
+    dp_nd_release(x); dp_nd_release(og);
+    stop();
+}
+static uint16_t half_of(float f) { return dp__half_from_float(f); }
+static float float_of(uint16_t h) { return dp__half_to_float(h); }
+/* float16: round to nearest even, overflow at 65520, subnormals, NaN */
+static void test_float16_conversion(void) {
+    CHECK(half_of(1.0f) == 0x3C00 && half_of(-2.0f) == 0xC000 && half_of(65504.0f) == 0x7BFF);
+    CHECK(half_of(65519.0f) == 0x7BFF && half_of(65520.0f) == 0x7C00 && half_of(INFINITY) == 0x7C00 && half_of(-INFINITY) == 0xFC00);
+    CHECK(half_of(1.0f + 1.0f / 2048) == 0x3C00);                        /* a tie: to even (down) */
+    CHECK(half_of(1.0f + 3.0f / 2048) == 0x3C02);                        /* a tie: to even (up) */
+    CHECK(half_of(5.9604644775390625e-08f) == 0x0001);                   /* 2^-24, the smallest subnormal */
+    CHECK(half_of(2.98023223876953125e-08f) == 0x0000);                  /* 2^-25: a tie, to even (0) */
+    CHECK(half_of(3.0e-08f) == 0x0001);
+    CHECK(half_of(6.097555160522461e-05f) == 0x03FF);                    /* the largest subnormal */
+    CHECK(half_of(-0.0f) == 0x8000);
+    CHECK((half_of(NAN) & 0x7C00) == 0x7C00 && (half_of(NAN) & 0x3FF) != 0);
+    CHECK(float_of(0x0001) == 5.9604644775390625e-08f && float_of(0x03FF) == 6.097555160522461e-05f);
+    CHECK(float_of(0x7BFF) == 65504.0f && float_of(0xFC00) == -INFINITY && float_of(0x7E00) != float_of(0x7E00));
+    {   /* every half survives the round trip */
+        uint32_t h;
+        int bad = 0;
+        for (h = 0; h < 65536; h++) {
+            uint16_t back = half_of(float_of((uint16_t)h));
+            if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF)) bad += (back & 0x7C00) != 0x7C00 || !(back & 0x3FF);
+            else bad += back != h;
+        }
+        CHECK(bad == 0);
+    }
+    /* from double in one rounding: 1 + 2^-11 + 2^-40 is just above a tie,
+       which float32 would round onto the tie (and then to even, down) */
+    CHECK(dp__half_from_double(1.0 + 1.0 / 2048 + 1.0 / 1099511627776.0) == 0x3C01);
+}
+/* the three new dtypes in arrays, kernels, cast and dp_nd_astype */
+static void test_new_dtypes(void) {
+    const double v[6] = {-1.5, 0, 300, NAN, 65520, 1e-8};
+    dp_shape s = shape1(6);
+    dp_ndarray *x, *h = NULL, *b = NULL, *i8 = NULL, *back = NULL, *y = NULL;
+    uint16_t gh[6];
+    uint8_t gb[6];
+    int8_t g8[6];
+    float gf[6];
+    start();
+    CHECK(dp_dtype_size(DP_FLOAT16) == 2 && dp_dtype_size(DP_BOOL) == 1 && dp_dtype_size(DP_INT8) == 1);
+    CHECK(strcmp(dp_dtype_name(DP_FLOAT16), "float16") == 0 && strcmp(dp_dtype_name(DP_BOOL), "bool") == 0 && strcmp(dp_dtype_name(DP_INT8), "int8") == 0);
+    x = from(&s, DP_FLOAT64, v);
+    CHECK(dp_nd_astype(x, DP_FLOAT16, &h) == DP_OK && dp_nd_dtype(h) == DP_FLOAT16);
+    CHECK(dp_nd_astype(x, DP_BOOL, &b) == DP_OK);
+    CHECK(dp_nd_astype(x, DP_INT8, &i8) == DP_OK);
+    read_back(h, gh); read_back(b, gb); read_back(i8, g8);
+    CHECK(gh[0] == 0xBE00 && gh[1] == 0 && gh[2] == 0x5CB0 && (gh[3] & 0x7C00) == 0x7C00 && (gh[3] & 0x3FF) && gh[4] == 0x7C00 && gh[5] == 0);
+    CHECK(gb[0] == 1 && gb[1] == 0 && gb[2] == 1 && gb[3] == 1 && gb[4] == 1 && gb[5] == 1);   /* NaN is true */
+    CHECK(g8[0] == -1 && g8[1] == 0 && g8[2] == 127 && g8[3] == 0 && g8[4] == 127 && g8[5] == 0);   /* truncated, saturated */
+    CHECK(dp_nd_astype(h, DP_FLOAT32, &back) == DP_OK);
+    read_back(back, gf);
+    CHECK(gf[0] == -1.5f && gf[2] == 300.0f && gf[3] != gf[3] && gf[4] == INFINITY);
+    /* float16 arithmetic is float32's, rounded to half: 2049 + 0 rounds to 2048 */
+    {
+        const uint16_t a[2] = {0x6800, 0x3C00};   /* 2048, 1 */
+        dp_shape s2 = shape1(2);
+        dp_ndarray *in[2];
+        in[0] = from(&s2, DP_FLOAT16, a); in[1] = from(&s2, DP_FLOAT16, a);
+        CHECK(invoke1("add_scalar", 1, in, NULL, NULL, 1, &y) == DP_OK);
+        read_back(y, gh);
+        CHECK(gh[0] == 0x6800 && gh[1] == 0x4000);                 /* 2049 -> 2048 (even), 2 */
+        dp_nd_release(y); y = NULL;
+        CHECK(invoke1("sum", 1, in, NULL, NULL, 0, &y) == DP_OK);
+        read_back(y, gh);
+        CHECK(gh[0] == 0x6800);
+        dp_nd_release(y); y = NULL;
+        dp_nd_release(in[0]); dp_nd_release(in[1]);
+    }
+    /* bool: add is or, mul is and */
+    {
+        const uint8_t p[4] = {0, 1, 1, 0}, q[4] = {0, 1, 0, 1};
+        dp_shape s4 = shape1(4);
+        dp_ndarray *in[2];
+        uint8_t g[4];
+        in[0] = from(&s4, DP_BOOL, p); in[1] = from(&s4, DP_BOOL, q);
+        CHECK(invoke1("add", 2, in, NULL, NULL, 0, &y) == DP_OK);
+        read_back(y, g);
+        CHECK(g[0] == 0 && g[1] == 1 && g[2] == 1 && g[3] == 1);
+        dp_nd_release(y); y = NULL;
+        CHECK(invoke1("mul", 2, in, NULL, NULL, 0, &y) == DP_OK);
+        read_back(y, g);
+        CHECK(g[0] == 0 && g[1] == 1 && g[2] == 0 && g[3] == 0);
+        dp_nd_release(y); y = NULL;
+        dp_nd_release(in[0]); dp_nd_release(in[1]);
+    }
+    /* int64 into a narrower integer keeps the low bits, as NumPy's astype */
+    {
+        const int64_t w[2] = {300, -129};
+        dp_shape s2 = shape1(2);
+        dp_ndarray *wi = from(&s2, DP_INT64, w), *w8 = NULL;
+        int8_t g[2];
+        CHECK(dp_nd_astype(wi, DP_INT8, &w8) == DP_OK);
+        read_back(w8, g);
+        CHECK(g[0] == 44 && g[1] == 127);
+        dp_nd_release(w8); dp_nd_release(wi);
+    }
+    g_last_item = 0;
+    CHECK(dp_nd_astype(x, (dp_dtype)99, &y) == DP_ERROR_INVALID_ARGS && y == NULL && g_last_item != 0);
+    CHECK(dp_op_invoke(eng, "cast", 1, &x, 1, (const char *[]){"dtype"}, (const char *[]){"float8"}, 0, 1, &y, NULL) == DP_ERROR_INVALID_ARGS);
+    dp_nd_release(x); dp_nd_release(h); dp_nd_release(b); dp_nd_release(i8); dp_nd_release(back);
+    stop();
+}
+/* .npy: '<f2', '|b1', '|i1' written and read; any byte-order mark on a
+   one-byte type; a big-endian float16 refused */
+static void write_npy(const char *path, const char *descr, const void *data, size_t bytes, int n) {
+    char head[128];
+    size_t len;
+    FILE *f = fopen(path, "wb");
+    int hl = snprintf(head + 10, sizeof head - 10, "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }", descr, n);
+    len = 10 + (size_t)hl;
+    while ((len + 1) % 64) head[len++] = ' ';
+    head[len++] = '\n';
+    memcpy(head, "\x93NUMPY\x01\x00", 8);
+    head[8] = (char)((len - 10) & 0xFF); head[9] = (char)((len - 10) >> 8);
+    fwrite(head, 1, len, f);
+    fwrite(data, 1, bytes, f);
+    fclose(f);
+}
+static void test_npy_new_dtypes(void) {
+    static const char *marks[] = {"|u1", ">u1", "=u1", "<u1", "|i1", ">i1", "=i1", "|b1", ">b1"};
+    const uint8_t raw[3] = {1, 0, 255};
+    char path[512];
+    dp_ndarray *a = NULL, *b = NULL;
+    dp_dtype dts[3] = {DP_FLOAT16, DP_BOOL, DP_INT8};
+    const void *datas[3];
+    const uint16_t hv[3] = {0x3C00, 0x0001, 0x7C00};
+    const uint8_t bv[3] = {1, 0, 1};
+    const int8_t iv[3] = {-128, 0, 127};
+    unsigned i;
+    dp_shape s = shape1(3);
+    start();
+    datas[0] = hv; datas[1] = bv; datas[2] = iv;
+    snprintf(path, sizeof path, "%s/depeng_kernels_exact.npy", test_temp_dir());
+    for (i = 0; i < 3; i++) {   /* round trips */
+        unsigned char got[6];
+        FILE *f;
+        char head[128] = {0};
+        a = from(&s, dts[i], datas[i]);
+        CHECK(dp_nd_save_npy(a, path, NULL) == DP_OK);
+        f = fopen(path, "rb");
+        CHECK(f && fread(head, 1, 60, f) == 60);
+        if (f) fclose(f);
+        CHECK(strstr(head + 10, i == 0 ? "'<f2'" : i == 1 ? "'|b1'" : "'|i1'") != NULL);
+        CHECK(dp_nd_load_npy(eng, path, cpu, &b) == DP_OK && dp_nd_dtype(b) == dts[i]);
+        if (b) { read_back(b, got); CHECK(memcmp(got, datas[i], dp_nd_bytes(b)) == 0); }
+        dp_nd_release(a); dp_nd_release(b); a = b = NULL;
+    }
+    for (i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+        write_npy(path, marks[i], raw, 3, 3);
+        CHECK(dp_nd_load_npy(eng, path, cpu, &b) == DP_OK);
+        CHECK(b && dp_nd_dtype(b) == (marks[i][1] == 'u' ? DP_UINT8 : marks[i][1] == 'i' ? DP_INT8 : DP_BOOL));
+        dp_nd_release(b); b = NULL;
+    }
+    write_npy(path, ">f2", hv, 6, 3);
+    CHECK(dp_nd_load_npy(eng, path, cpu, &b) == DP_ERROR_FORMAT && b == NULL);
+    remove(path);
+    {   /* the three in one .npz */
+        dp_nd_named members[3], loaded[3];
+        int count = 0;
+        memset(members, 0, sizeof members); memset(loaded, 0, sizeof loaded);
+        for (i = 0; i < 3; i++) { snprintf(members[i].name, sizeof members[i].name, "m%u", i); members[i].array = from(&s, dts[i], datas[i]); }
+        snprintf(path, sizeof path, "%s/depeng_kernels_exact.npz", test_temp_dir());
+        CHECK(dp_nd_save_npz(path, members, 3, NULL) == DP_OK);
+        CHECK(dp_nd_load_npz(eng, path, cpu, loaded, 3, &count) == DP_OK && count == 3);
+        for (i = 0; i < (unsigned)count; i++) {
+            unsigned char got[6];
+            CHECK(dp_nd_dtype(loaded[i].array) == dts[i]);
+            read_back(loaded[i].array, got);
+            CHECK(memcmp(got, datas[i], dp_nd_bytes(loaded[i].array)) == 0);
+            dp_nd_release(loaded[i].array);
+        }
+        for (i = 0; i < 3; i++) dp_nd_release(members[i].array);
+        remove(path);
+    }
+    stop();
+}
+/* an integer clip saturates into the dtype: 3e9..4e9 in int32 is INT32_MAX */
+static void test_integer_clip_saturates(void) {
+    const int32_t v[2] = {-5, 7};
+    dp_shape s = shape1(2);
+    dp_ndarray *x, *y = NULL;
+    int32_t got[2];
+    start();
+    x = from(&s, DP_INT32, v);
+    CHECK(dp_op_invoke(eng, "clip", 1, &x, 2, (const char *[]){"a_min", "a_max"}, (const char *[]){"3e9", "4e9"}, 0, 1, &y, NULL) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] == INT32_MAX && got[1] == INT32_MAX);
+    dp_nd_release(y); y = NULL;
+    CHECK(dp_op_invoke(eng, "clip", 1, &x, 2, (const char *[]){"a_min", "a_max"}, (const char *[]){"-2.5", "3.5"}, 0, 1, &y, NULL) == DP_OK);
+    read_back(y, got);
+    CHECK(got[0] == -2 && got[1] == 3);   /* trunc(clip(x)): -2.5 -> -2, 3.5 -> 3 */
+    dp_nd_release(y); dp_nd_release(x);
+    stop();
+}
+
+int main(void) {
+    static const test_case tests[] = {
+        {"int64_exact_movement", test_int64_exact_movement},
+        {"int64_argmax", test_int64_argmax},
+        {"integer_wraparound", test_integer_wraparound},
+        {"nan_like_numpy", test_nan_like_numpy},
+        {"output_over_input", test_output_over_input},
+        {"overlapping_outputs_refused", test_overlapping_outputs_refused},
+        {"float16_conversion", test_float16_conversion},
+        {"new_dtypes", test_new_dtypes},
+        {"npy_new_dtypes", test_npy_new_dtypes},
+        {"integer_clip_saturates", test_integer_clip_saturates},
+    };
+    return run_tests("kernels_exact", tests, (int)(sizeof tests / sizeof tests[0]));
+}
