@@ -216,8 +216,8 @@ extern "C" {
      random   dp_random_seed dp_random_var dp_random_next dp_random_uniform01
               dp_nd_random_uniform dp_nd_random_normal
      temp     dp_temp_space_var dp_temp_space
-     operators dp_op_register dp_op_find dp_op_set_kernel dp_op_list
-              dp_op_parse_params dp_op_invoke
+     operators dp_operator_register dp_operator_find dp_operator_set_kernel dp_operator_list
+              dp_operator_parse_params dp_invoke_strings
      autograd dp_autograd_begin dp_autograd_end dp_autograd_is_recording
               dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
      data     dp_nd_load_csv dp_iter_create dp_iter_next dp_iter_reset
@@ -830,7 +830,7 @@ DP_API dp_result dp_nd_random_normal(dp_engine *eng, double mean, double stddev,
    validation), shape and dtype inference, a kernel per device kind, and
    what autograd needs: the operator that computes its gradient and which
    of the output gradients, inputs and outputs that one reads (MXNet's
-   DeclareBackwardDependency). dp_op_invoke checks everything before it
+   DeclareBackwardDependency). dp_invoke_strings checks everything before it
    pushes anything, then pushes one operation that reads the inputs'
    variables and writes the outputs' (and the resources' it asked for).
    The registry is process-wide; register from one thread, before use. */
@@ -891,20 +891,20 @@ typedef struct dp_operator {
 
 /* Registers op (copied; its strings and params must stay valid). A name
    registered twice is DP_ERROR_INVALID_ARGS. */
-DP_API dp_result dp_op_register(const dp_operator *op);
-DP_API const dp_operator *dp_op_find(const char *name);     /* NULL if unknown */
+DP_API dp_result dp_operator_register(const dp_operator *op);
+DP_API const dp_operator *dp_operator_find(const char *name);     /* NULL if unknown */
 /* Gives a registered operator (a built-in one too) its kernel for a device
    kind (DP_DEV_CPU or DP_DEV_GPU), replacing any: how depeng_cuda.h adds the
    GPU kernels. Call it while setting up, before any thread invokes the
    operator (invocations read kernels without a lock). Unknown name or
    kind: DP_ERROR_INVALID_ARGS. */
-DP_API dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel);
+DP_API dp_result dp_operator_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel);
 /* The registered operators (built-in ones included), up to cap; returns
    how many there are. */
-DP_API int dp_op_list(const dp_operator **out, int cap);
+DP_API int dp_operator_list(const dp_operator **out, int cap);
 /* Parses keyword parameters for op (names and values as strings); on error
    logs and returns DP_ERROR_INVALID_ARGS naming the operator and parameter. */
-DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int num_kwargs, const char *const *keys,
+DP_API dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, int num_kwargs, const char *const *keys,
                                     const char *const *values, dp_params *out);
 /* Runs op on the inputs (MXNet's imperative invoke). outputs[i] NULL: a new
    array is made (and returned there); else it must have the inferred shape,
@@ -916,7 +916,7 @@ DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n
    Out of memory is DP_ERROR_OUT_OF_MEMORY (logged) with nothing pushed or
    recorded: outputs it made are released (NULL again), given ones and
    graphs are as before. */
-DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
+DP_API dp_result dp_invoke_strings(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
                               int num_kwargs, const char *const *keys, const char *const *values, double scalar,
                               int num_outputs, dp_ndarray **outputs, const dp_req *req);
 
@@ -6628,7 +6628,7 @@ static dp_result dp__nd_random_gpu(dp_engine *eng, int kind, double p0, double p
     snprintf(v1, sizeof v1, "%.17g", p0); snprintf(v2, sizeof v2, "%.17g", p1);
     vals[0] = dp__shape_str(shape, sv, sizeof sv); vals[1] = v1; vals[2] = v2; vals[3] = dp_dtype_name(dtype);
     if ((r = dp_nd_empty(eng, shape, dtype, ctx, out)) != DP_OK) return r;
-    if ((r = dp_op_invoke(eng, kind == 0 ? "random_uniform" : "random_normal", 0, NULL, 4, keys, vals, 0, 1, out, NULL)) != DP_OK) {
+    if ((r = dp_invoke_strings(eng, kind == 0 ? "random_uniform" : "random_normal", 0, NULL, 4, keys, vals, 0, 1, out, NULL)) != DP_OK) {
         dp_nd_release(*out);
         *out = NULL;
     }
@@ -7175,13 +7175,13 @@ static dp_result dp__register(const dp_operator *op) {
         has_num_args |= strcmp(op->params[i].name, "num_args") == 0 && op->params[i].type == DP_PARAM_INT;
     }
     if (ok && (op->num_inputs < 0 || op->num_outputs < 0) && !has_num_args) ok = 0;   /* counts from num_args need it */
-    if (!ok) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_register '%s': a name, 1..64 outputs (or -1), 0..64 inputs (or -1, -2 with an int "
+    if (!ok) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_operator_register '%s': a name, 1..64 outputs (or -1), 0..64 inputs (or -1, -2 with an int "
                        "parameter num_args), <= %d valid parameters and a kernel are needed",
                        op && op->name ? op->name : "(null)", DP_MAX_PARAMS); return DP_ERROR_INVALID_ARGS; }
     dp__spin_lock(&dp__registry_lock);
     if (dp__find_op(op->name) || dp__load(&dp__num_operators, DP__RELAXED) == DP__MAX_OPERATORS) {
         dp__spin_unlock(&dp__registry_lock);
-        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_register '%s': %s", op->name, dp__find_op(op->name) ? "registered already" : "the registry is full");
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_operator_register '%s': %s", op->name, dp__find_op(op->name) ? "registered already" : "the registry is full");
         return DP_ERROR_INVALID_ARGS;
     }
     dp__operators[dp__load(&dp__num_operators, DP__RELAXED)] = *op;
@@ -7189,9 +7189,9 @@ static dp_result dp__register(const dp_operator *op) {
     dp__spin_unlock(&dp__registry_lock);
     return DP_OK;
 }
-DP_IMPL dp_result dp_op_register(const dp_operator *op) { dp__ensure_builtins(); return dp__register(op); }
-DP_IMPL const dp_operator *dp_op_find(const char *name) { dp__ensure_builtins(); return dp__find_op(name); }
-DP_IMPL dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel) {
+DP_IMPL dp_result dp_operator_register(const dp_operator *op) { dp__ensure_builtins(); return dp__register(op); }
+DP_IMPL const dp_operator *dp_operator_find(const char *name) { dp__ensure_builtins(); return dp__find_op(name); }
+DP_IMPL dp_result dp_operator_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel) {
     dp_operator *op;
     int ok;
     dp__ensure_builtins();
@@ -7201,13 +7201,13 @@ DP_IMPL dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn 
     if (ok) { if (dev_type == DP_DEV_CPU) op->forward_cpu = kernel; else op->forward_gpu = kernel; }
     dp__spin_unlock(&dp__registry_lock);
     if (!ok) {
-        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_set_kernel '%s': an operator's name, DP_DEV_CPU or DP_DEV_GPU, and a kernel "
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_operator_set_kernel '%s': an operator's name, DP_DEV_CPU or DP_DEV_GPU, and a kernel "
                 "(or another device kind's)", name ? name : "(null)");
         return DP_ERROR_INVALID_ARGS;
     }
     return DP_OK;
 }
-DP_IMPL int dp_op_list(const dp_operator **out, int cap) {
+DP_IMPL int dp_operator_list(const dp_operator **out, int cap) {
     int i, n;
     dp__ensure_builtins();
     n = dp__load(&dp__num_operators, DP__ACQUIRE);
@@ -7301,11 +7301,11 @@ static int dp__parse_param(const dp_param_def *d, const char *s, dp_param_value 
     }
     return 0;
 }
-DP_IMPL dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n, const char *const *keys,
+DP_IMPL dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, int n, const char *const *keys,
                                      const char *const *values, dp_params *out) {
     int seen[DP_MAX_PARAMS] = {0}, i, j;
     char why[96];
-    if (!op || !out || n < 0 || (n && (!keys || !values))) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_op_parse_params: bad arguments"); return DP_ERROR_INVALID_ARGS; }
+    if (!op || !out || n < 0 || (n && (!keys || !values))) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_operator_parse_params: bad arguments"); return DP_ERROR_INVALID_ARGS; }
     memset(out, 0, sizeof *out);
     out->count = op->num_params;
     for (i = 0; i < n; i++) {
@@ -7521,15 +7521,15 @@ undo:
     dp__free(eng, a, sizeof *a);
     return r;
 }
-DP_IMPL dp_result dp_op_invoke(dp_engine *eng, const char *name, int nin, dp_ndarray *const *inputs,
+DP_IMPL dp_result dp_invoke_strings(dp_engine *eng, const char *name, int nin, dp_ndarray *const *inputs,
                                int nkw, const char *const *keys, const char *const *values, double scalar,
                                int nout, dp_ndarray **outputs, const dp_req *req) {
     const dp_operator *op;
     dp_params params;
     dp_result r;
     if (!eng) return DP_ERROR_INVALID_ARGS;
-    if ((op = dp_op_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "unknown operator '%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
-    if ((r = dp_op_parse_params(eng, op, nkw, keys, values, &params)) != DP_OK) return r;
+    if ((op = dp_operator_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "unknown operator '%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp_operator_parse_params(eng, op, nkw, keys, values, &params)) != DP_OK) return r;
     return dp__invoke(eng, op, &params, nin, inputs, scalar, nout, outputs, req, 1);
 }
 

@@ -37,7 +37,7 @@
        dp_cuda_register_kernels();                 // once per process, before invoking on a GPU
        desc.gpu_backend = dp_cuda_backend();
        dp_engine_create(&desc, &eng);
-       // arrays on `gpu` now live in device memory, and dp_op_invoke on them
+       // arrays on `gpu` now live in device memory, and dp_invoke_strings on them
        // runs the CUDA kernels on the GPU workers' streams.
 
    2. WHAT RUNS WHERE
@@ -92,7 +92,7 @@
      device is created.
 
    4. KERNELS
-     dp_cuda_register_kernels attaches a GPU kernel (dp_op_set_kernel with
+     dp_cuda_register_kernels attaches a GPU kernel (dp_operator_set_kernel with
      DP_DEV_GPU) to every built-in operator, forward and gradient:
        element-wise  unary, binary (NumPy broadcasting), scalar, clip, _copy,
                      reshape and their gradients: grid-stride loops
@@ -204,10 +204,10 @@ DP_API int dp_cuda_device_count(char *why, size_t why_cap);
 DP_API dp_result dp_cuda_check_ctx(dp_ctx ctx, char *why, size_t why_cap);
 
 /* Attaches the CUDA kernel of every built-in operator for DP_DEV_GPU
-   (dp_op_set_kernel), replacing any. Calling it again does the same again.
+   (dp_operator_set_kernel), replacing any. Calling it again does the same again.
    Returns: DP_OK, or DP_ERROR_INVALID_ARGS when depeng.h no longer has an
    operator this header knows (its name is logged).
-   Thread safety: like dp_op_register: once, from one thread, before GPU
+   Thread safety: like dp_operator_register: once, from one thread, before GPU
    operators are invoked. It needs no GPU. */
 DP_API dp_result dp_cuda_register_kernels(void);
 
@@ -1671,14 +1671,14 @@ DP_IMPL dp_result dp_cuda_register_kernels(void) {
     dp_result r = DP_OK;
     size_t i;
     for (i = 0; i < sizeof dp__cu_kernels / sizeof dp__cu_kernels[0]; i++)
-        if (dp_op_set_kernel(dp__cu_kernels[i].name, DP_DEV_GPU, dp__cu_kernels[i].fn) != DP_OK) r = DP_ERROR_INVALID_ARGS;   /* logged */
+        if (dp_operator_set_kernel(dp__cu_kernels[i].name, DP_DEV_GPU, dp__cu_kernels[i].fn) != DP_OK) r = DP_ERROR_INVALID_ARGS;   /* logged */
     return r;
 }
 DP_IMPL int dp_cuda_missing_kernels(const char **names, int cap) {
-    int n = dp_op_list(NULL, 0), i, missing = 0;
+    int n = dp_operator_list(NULL, 0), i, missing = 0;
     const dp_operator **ops = (const dp_operator **)malloc(sizeof *ops * (size_t)(n > 0 ? n : 1));
     if (!ops) return -1;
-    n = dp_op_list(ops, n);
+    n = dp_operator_list(ops, n);
     for (i = 0; i < n; i++) {
         if (ops[i]->forward_gpu) continue;
         if (names && missing < cap) names[missing] = ops[i]->name;

@@ -66,7 +66,7 @@ static int register_smooth_l1(void) {
     grad.name = "_backward_smooth_l1"; grad.doc = "gradient of smooth_l1";
     grad.num_inputs = 2; grad.num_outputs = 1; grad.takes_scalar = 1;
     grad.infer = infer_grad; grad.forward_cpu = backward;
-    return dp_op_register(&op) == DP_OK && dp_op_register(&grad) == DP_OK;
+    return dp_operator_register(&op) == DP_OK && dp_operator_register(&grad) == DP_OK;
 }
 
 int main(void) {
@@ -80,14 +80,14 @@ int main(void) {
     int i, ok = 1;
 
     if (!register_smooth_l1() || dp_engine_create(NULL, &eng) != DP_OK) return 1;
-    found = dp_op_find("smooth_l1");
+    found = dp_operator_find("smooth_l1");
     printf("registered %s: %s\n", found->name, found->doc);
 
     dp_nd_from_host(eng, &shape, DP_FLOAT32, cpu, x, &xa);
     dp_nd_from_host(eng, &shape, DP_FLOAT32, cpu, ones, &og);
-    if (dp_op_invoke(eng, "smooth_l1", 1, &xa, 0, NULL, NULL, sigma, 1, &ya, NULL) != DP_OK) return 1;
+    if (dp_invoke_strings(eng, "smooth_l1", 1, &xa, 0, NULL, NULL, sigma, 1, &ya, NULL) != DP_OK) return 1;
     in[0] = og; in[1] = xa;                                   /* dL/dy = 1: the plain derivative */
-    if (dp_op_invoke(eng, found->gradient, 2, in, 0, NULL, NULL, sigma, 1, &ga, NULL) != DP_OK) return 1;
+    if (dp_invoke_strings(eng, found->gradient, 2, in, 0, NULL, NULL, sigma, 1, &ga, NULL) != DP_OK) return 1;
     if (dp_nd_read(ya, y, sizeof y, NULL) != DP_OK || dp_nd_read(ga, g, sizeof g, NULL) != DP_OK) return 1;
 
     printf("     x   smooth_l1   gradient   finite difference\n");

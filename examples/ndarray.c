@@ -11,12 +11,12 @@
 #include "depeng.h"
 #include <stdio.h>
 
-/* dp_op_invoke for the common case: some inputs, no keyword parameters,
+/* dp_invoke_strings for the common case: some inputs, no keyword parameters,
    one new output. */
 static dp_ndarray *apply(dp_engine *eng, const char *op, int n, dp_ndarray *a, dp_ndarray *b, double scalar) {
     dp_ndarray *in[2], *out = NULL;
     in[0] = a; in[1] = b;
-    if (dp_op_invoke(eng, op, n, in, 0, NULL, NULL, scalar, 1, &out, NULL) != DP_OK) return NULL;
+    if (dp_invoke_strings(eng, op, n, in, 0, NULL, NULL, scalar, 1, &out, NULL) != DP_OK) return NULL;
     return out;
 }
 
@@ -44,7 +44,7 @@ int main(int argc, char **argv) {
     if (!z) return 1;
 
     /* A reduction with a keyword parameter, given as a string as in MXNet. */
-    if (dp_op_invoke(eng, "sum", 1, &z, 1, axis_key, axis_val, 0, 1, &row_sums, NULL) != DP_OK) return 1;
+    if (dp_invoke_strings(eng, "sum", 1, &z, 1, axis_key, axis_val, 0, 1, &row_sums, NULL) != DP_OK) return 1;
 
     /* Reading back waits for the operations that write the array. */
     if (dp_nd_read(z, z_host, sizeof z_host, &failure) != DP_OK

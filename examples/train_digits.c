@@ -57,7 +57,7 @@ static void die(const char *what) { fprintf(stderr, "train_digits: %s failed\n",
 /* One operator call with string keyword parameters. */
 static dp_ndarray *invoke(dp_engine *eng, const char *op, int nin, dp_ndarray **in, int nkw, const char **keys, const char **vals) {
     dp_ndarray *out = NULL;
-    if (dp_op_invoke(eng, op, nin, in, nkw, keys, vals, 0, 1, &out, NULL) != DP_OK) die(op);
+    if (dp_invoke_strings(eng, op, nin, in, nkw, keys, vals, 0, 1, &out, NULL) != DP_OK) die(op);
     return out;
 }
 static dp_ndarray *fully_connected(dp_engine *eng, dp_ndarray *x, dp_ndarray *w, dp_ndarray *b, const char *units) {
@@ -106,7 +106,7 @@ static void update(dp_engine *eng, dp_ndarray *w, dp_ndarray *mom, const char *r
     const char *keys[4] = {"lr", "momentum", "rescale_grad", "wd"}, *vals[4] = {"0.1", "0.9", NULL, "0.0001"};
     vals[2] = rescale;
     in[0] = w; in[1] = dp_nd_grad(w); in[2] = mom; out[0] = w;
-    if (dp_op_invoke(eng, "sgd_mom_update", 3, in, 4, keys, vals, 0, 1, out, NULL) != DP_OK) die("sgd_mom_update");
+    if (dp_invoke_strings(eng, "sgd_mom_update", 3, in, 4, keys, vals, 0, 1, out, NULL) != DP_OK) die("sgd_mom_update");
 }
 
 /* One pass over the training batches; the summed loss is added up on the
@@ -128,7 +128,7 @@ static void train_epoch(dp_engine *eng, model *m, dp_iter *it, dp_ndarray *total
         if (dp_autograd_backward(loss, NULL, 0) != DP_OK) die("dp_autograd_backward");
         update(eng, m->w1, m->m_w1, rescale); update(eng, m->b1, m->m_b1, rescale);
         update(eng, m->w2, m->m_w2, rescale); update(eng, m->b2, m->m_b2, rescale);
-        if (dp_op_invoke(eng, "_copy", 1, &loss, 0, NULL, NULL, 0, 1, &total, &add) != DP_OK) die("loss total");
+        if (dp_invoke_strings(eng, "_copy", 1, &loss, 0, NULL, NULL, 0, 1, &total, &add) != DP_OK) die("loss total");
         dp_nd_release(scores); dp_nd_release(loss); dp_nd_release(x); dp_nd_release(y);
         if (show_progress && (++b % 5 == 0 || b == nb)) {
             int done = (int)(20 * b / nb), i;
