@@ -900,25 +900,104 @@ DP_API const dp_operator *dp_operator_find(const char *name);     /* NULL if unk
    kind: DP_ERROR_INVALID_ARGS. */
 DP_API dp_result dp_operator_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel);
 /* The registered operators (built-in ones included), up to cap; returns
-   how many there are. */
+   how many there are. docs/operators.md lists the built-in ones. */
 DP_API int dp_operator_list(const dp_operator **out, int cap);
 /* Parses keyword parameters for op (names and values as strings); on error
    logs and returns DP_ERROR_INVALID_ARGS naming the operator and parameter. */
 DP_API dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, int num_kwargs, const char *const *keys,
-                                    const char *const *values, dp_params *out);
-/* Runs op on the inputs (MXNet's imperative invoke). outputs[i] NULL: a new
-   array is made (and returned there); else it must have the inferred shape,
-   dtype and a context of the inputs', and is written with req (NULL: all
-   DP_REQ_WRITE). An operator without inputs runs on the device of a given
-   output 0 (else CPU 0). While this thread records (dp_autograd_begin), an
-   invocation with an input in a graph is recorded for dp_autograd_backward;
-   then a given output, or a mutated input, must not be in a graph itself.
-   Out of memory is DP_ERROR_OUT_OF_MEMORY (logged) with nothing pushed or
-   recorded: outputs it made are released (NULL again), given ones and
-   graphs are as before. */
+                                          const char *const *values, dp_params *out);
+
+/* ---- invoking an operator ------------------------------------------------
+   dp_invoke runs a registered operator on arrays (MXNet's imperative
+   invoke), described by a zero-initialised desc: only what differs from
+   the defaults is written.
+
+       dp_ndarray *y = NULL;
+       dp_invoke(eng, &(dp_invoke_desc){ .op = "relu", .inputs = {x} }, &y);
+       dp_invoke(eng, &(dp_invoke_desc){                 // w -= 0.1 (g + 1e-4 w)
+           .op = "sgd_update", .inputs = {w, g}, .outputs = {w},
+           .params = {{"lr", .f = 0.1}, {"wd", .f = 1e-4}} }, NULL);
+       dp_invoke(eng, &(dp_invoke_desc){ .op = "sum", .inputs = {x},
+           .params = {{"axis", .shape = {1, {0}}}, {"keepdims", .i = 1}} }, &s);
+       dp_invoke(eng, &(dp_invoke_desc){ .op = "mul_scalar", .inputs = {x}, .scalar = 2 }, &y);
+
+   Keyword parameters (dp_param): a name and one value, in the field of the
+   parameter's type (docs/operators.md lists every operator's parameters,
+   types, defaults and ranges; dp_operator_find(name)->params has them too):
+     INT    .i   (an integral .f is taken too)     BOOL  .i = 0 or 1
+     FLOAT  .f   (or .i)                           SHAPE .shape = {ndim, {dims}}
+     ENUM   .s = "mean": the choice by name
+   or any of them as a string in .s ("0.1", "(1, 2)", "true"), parsed as
+   dp_invoke_strings parses it. A value in a field its type does not read
+   is an error, not ignored. Parameters not given take their defaults; a
+   parameter without a default is required.
+   C++ has neither compound literals nor (before C++20) designated
+   initialisers: declare the desc, value-initialised, and assign fields,
+   with the dp_param_* helpers for the parameters:
+       dp_invoke_desc d = {};
+       d.op = "sgd_update"; d.inputs[0] = w; d.inputs[1] = g; d.outputs[0] = w;
+       d.params[0] = dp_param_float("lr", 0.1);
+       dp_invoke(eng, &d, nullptr);
+   (C++20 also takes dp_invoke_desc d{.op = "relu", .inputs = {x}}, the
+   fields in declaration order and each dp_param either all designated or
+   from dp_param_*; g++ 12's -Wextra then warns about every field left out,
+   which the assignments above avoid.) */
+#define DP_MAX_OP_ARRAYS 64   /* inputs, and outputs, of one invocation */
+typedef struct dp_param {
+    const char *name;         /* NULL ends the list */
+    int64_t i;                /* INT, BOOL */
+    double f;                 /* FLOAT */
+    const char *s;            /* ENUM by name; or any type as a string */
+    dp_shape shape;           /* SHAPE */
+} dp_param;
+typedef struct dp_invoke_desc {
+    const char *op;                          /* the operator's name */
+    dp_ndarray *inputs[DP_MAX_OP_ARRAYS];
+    int num_inputs;                          /* 0: the inputs before the first NULL */
+    dp_param params[DP_MAX_PARAMS];          /* those before the first without a name */
+    double scalar;                           /* the operand of the "_scalar" operators (add_scalar:
+                                                x + scalar); must stay 0 for the others */
+    dp_ndarray *outputs[DP_MAX_OP_ARRAYS];   /* NULL: made by the call (see dp_invoke's out) */
+    int num_outputs;                         /* 0: as many as the operator makes */
+    dp_req req[DP_MAX_OP_ARRAYS];            /* per output; 0 (DP_REQ_NULL) means DP_REQ_WRITE */
+} dp_invoke_desc;
+/* Runs desc->op. A given output must have the inferred shape and dtype and
+   the inputs' device; it is written with req (DP_REQ_ADD adds to it). An
+   output left NULL is made: out must then have room for every output, and
+   out[i] receives the new array (the caller releases it), NULL for the
+   outputs desc gave. An operator without inputs runs on the device of a
+   given output 0 (else CPU 0). The call checks everything (names, counts,
+   parameters, shapes, dtypes, devices), then pushes one operation that
+   reads the inputs' variables and writes the outputs' and returns: wait
+   with dp_nd_read or dp_nd_wait_to_read. While this thread records
+   (dp_autograd_begin), an invocation with an input in a graph is recorded
+   for dp_autograd_backward; then a given output, or a mutated input, must
+   not be in a graph itself.
+   Errors, each logged naming the operator (nothing is pushed or recorded,
+   out[] is all NULL): DP_ERROR_INVALID_ARGS for a NULL eng or desc, an
+   unknown operator, an unknown, repeated, mistyped or out-of-range
+   parameter, a missing required one, a scalar given to an operator that
+   takes none, wrong counts, NULL inputs, shapes or dtypes that do not
+   fit, an output to make with out NULL; DP_ERROR_BAD_CONTEXT when the
+   operator has no kernel for the device; DP_ERROR_OUT_OF_MEMORY.
+   Thread safety: any thread; arrays may be shared between threads (the
+   engine orders the pushed operations by their variables). */
+DP_API dp_result dp_invoke(dp_engine *eng, const dp_invoke_desc *desc, dp_ndarray **out);
+/* The string form, for language bindings: parameters as parallel arrays of
+   names and values (strings, parsed as dp_operator_parse_params does),
+   scalar for the "_scalar" operators (ignored by the others), outputs[i]
+   NULL made and returned there, req NULL: all DP_REQ_WRITE. Otherwise as
+   dp_invoke (same checks, errors and thread rules). */
 DP_API dp_result dp_invoke_strings(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
-                              int num_kwargs, const char *const *keys, const char *const *values, double scalar,
-                              int num_outputs, dp_ndarray **outputs, const dp_req *req);
+                                   int num_kwargs, const char *const *keys, const char *const *values, double scalar,
+                                   int num_outputs, dp_ndarray **outputs, const dp_req *req);
+/* Keyword parameters as expressions, for C++ (and C where a compound
+   literal is not wanted): dp_param_float("lr", 0.1). */
+static inline dp_param dp_param_int(const char *name, int64_t v) { dp_param p = {name, v, 0.0, NULL, {0, {0}}}; return p; }
+static inline dp_param dp_param_bool(const char *name, int v) { return dp_param_int(name, v != 0); }
+static inline dp_param dp_param_float(const char *name, double v) { dp_param p = {name, 0, v, NULL, {0, {0}}}; return p; }
+static inline dp_param dp_param_str(const char *name, const char *v) { dp_param p = {name, 0, 0.0, v, {0, {0}}}; return p; }
+static inline dp_param dp_param_shape(const char *name, const dp_shape *v) { dp_param p = {name, 0, 0.0, NULL, *v}; return p; }
 
 /* Built-in optimizer updates (MXNet's), each an operator that writes the
    weight in place when it is passed as the output as well as input 0 (so
@@ -7143,7 +7222,7 @@ DP_IMPL void dp_iter_destroy(dp_iter *it) {
    A fixed table: registration happens once per process, lookups are reads.
    Built-in operators are registered on first use of the registry. */
 #define DP__MAX_OPERATORS 256
-#define DP__MAX_OP_ARRAYS 64                  /* inputs, and outputs, of one invocation */
+#define DP__MAX_OP_ARRAYS DP_MAX_OP_ARRAYS
 static dp_operator dp__operators[DP__MAX_OPERATORS];
 static dp__a32 dp__num_operators;            /* published with release after the entry is copied */
 static dp__spinlock dp__registry_lock;
@@ -7278,6 +7357,14 @@ static const char *dp__param_type_name(dp_param_type t) {
     static const char *names[] = {"?", "int", "float", "bool", "shape", "choice"};
     return names[(unsigned)t <= DP_PARAM_ENUM ? t : 0];
 }
+static int dp__param_in_range(const dp_param_def *d, const dp_param_value *v, char *why, size_t cap) {
+    if ((d->type == DP_PARAM_INT || d->type == DP_PARAM_FLOAT) && d->min < d->max
+        && (!(v->f >= d->min) || !(v->f <= d->max))) {
+        snprintf(why, cap, "outside [%g, %g]", d->min, d->max);
+        return -1;
+    }
+    return 0;
+}
 /* Parses one value; 0, or -1 with why filled. */
 static int dp__parse_param(const dp_param_def *d, const char *s, dp_param_value *v, char *why, size_t cap) {
     int bad;
@@ -7294,40 +7381,74 @@ static int dp__parse_param(const dp_param_def *d, const char *s, dp_param_value 
         else snprintf(why, cap, "not a valid %s", dp__param_type_name(d->type));
         return -1;
     }
-    if ((d->type == DP_PARAM_INT || d->type == DP_PARAM_FLOAT) && d->min < d->max
-        && (!(v->f >= d->min) || !(v->f <= d->max))) {
-        snprintf(why, cap, "outside [%g, %g]", d->min, d->max);
+    return dp__param_in_range(d, v, why, cap);
+}
+/* One typed value (dp_param): the field of d's type, or the string in .s;
+   a value in a field the type does not read is refused. 0, or -1 with why. */
+static int dp__typed_param(const dp_param_def *d, const dp_param *t, dp_param_value *v, char *why, size_t cap) {
+    int has_i = t->i != 0, has_f = t->f != 0, has_shape = t->shape.ndim != 0, ok;
+    if (t->s) {
+        if (has_i || has_f || has_shape) { snprintf(why, cap, "given both as a string (.s) and as a value"); return -1; }
+        return dp__parse_param(d, t->s, v, why, cap);
+    }
+    memset(v, 0, sizeof *v);
+    switch (d->type) {
+    case DP_PARAM_INT:
+        ok = !has_shape && (!has_f || (!has_i && t->f == floor(t->f) && fabs(t->f) < 9.2e18));
+        v->i = has_f ? (int64_t)t->f : t->i; v->f = (double)v->i;
+        break;
+    case DP_PARAM_FLOAT: ok = !has_shape && !(has_i && has_f); v->f = has_f ? t->f : (double)t->i; break;
+    case DP_PARAM_BOOL: ok = !has_shape && !has_f && (t->i == 0 || t->i == 1); v->i = t->i; break;
+    case DP_PARAM_SHAPE:
+        ok = !has_i && !has_f && t->shape.ndim >= 0 && t->shape.ndim <= DP_MAX_DIMS;
+        if (ok) { v->shape.ndim = t->shape.ndim; memcpy(v->shape.dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.ndim); }
+        break;
+    default: ok = 0; break;              /* ENUM: by name only, an index would go wrong silently */
+    }
+    if (!ok) {
+        static const char *want[] = {"?", ".i (or an integral .f)", ".f (or .i)", ".i = 0 or 1", ".shape = {ndim, {dims}}", ".s, a choice's name"};
+        snprintf(why, cap, "a %s: give %s, or a string in .s", dp__param_type_name(d->type), want[(unsigned)d->type <= DP_PARAM_ENUM ? d->type : 0]);
         return -1;
     }
-    return 0;
+    return dp__param_in_range(d, v, why, cap);
 }
-DP_IMPL dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, int n, const char *const *keys,
-                                     const char *const *values, dp_params *out) {
-    int seen[DP_MAX_PARAMS] = {0}, i, j;
-    char why[96];
-    if (!op || !out || n < 0 || (n && (!keys || !values))) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_operator_parse_params: bad arguments"); return DP_ERROR_INVALID_ARGS; }
-    memset(out, 0, sizeof *out);
-    out->count = op->num_params;
-    for (i = 0; i < n; i++) {
-        for (j = 0; j < op->num_params && (!keys[i] || strcmp(keys[i], op->params[j].name) != 0); j++) {}
-        if (j == op->num_params) {
-            char list[256] = "";
-            size_t len = 0;
-            int m;
-            for (m = 0; m < op->num_params && len < sizeof list; m++)
-                len += (size_t)snprintf(list + len, sizeof list - len, m ? ", %s" : "%s", op->params[m].name);
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': unknown parameter '%s' (it takes: %s)", op->name,
-                    keys[i] ? keys[i] : "(null)", op->num_params ? list : "no parameters");
-            return DP_ERROR_INVALID_ARGS;
-        }
-        if (seen[j]) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' given twice", op->name, keys[i]); return DP_ERROR_INVALID_ARGS; }
-        if (!values[i] || dp__parse_param(&op->params[j], values[i], &out->v[j], why, sizeof why)) {
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' = '%s' is %s", op->name, keys[i],
-                    values[i] ? values[i] : "(null)", values[i] ? why : "missing");
-            return DP_ERROR_INVALID_ARGS;
-        }
-        seen[j] = 1;
+/* A parameter's value from its name, as a string (str) or typed (t, when
+   str is NULL), into out->v; seen marks it. Logs and fails on an unknown,
+   repeated or bad one. */
+static dp_result dp__param_set(dp_engine *eng, const dp_operator *op, const char *key, const char *str, const dp_param *t,
+                               dp_params *out, int *seen) {
+    char why[128];
+    int j;
+    for (j = 0; j < op->num_params && (!key || strcmp(key, op->params[j].name) != 0); j++) {}
+    if (j == op->num_params) {
+        char list[256] = "";
+        size_t len = 0;
+        int m;
+        for (m = 0; m < op->num_params && len < sizeof list; m++)
+            len += (size_t)snprintf(list + len, sizeof list - len, m ? ", %s" : "%s", op->params[m].name);
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': unknown parameter '%s' (it takes: %s)", op->name,
+                key ? key : "(null)", op->num_params ? list : "no parameters");
+        return DP_ERROR_INVALID_ARGS;
     }
+    if (seen[j]) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' given twice", op->name, key); return DP_ERROR_INVALID_ARGS; }
+    if (!t) {
+        if (!str || dp__parse_param(&op->params[j], str, &out->v[j], why, sizeof why)) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' = '%s' is %s", op->name, key,
+                    str ? str : "(null)", str ? why : "missing");
+            return DP_ERROR_INVALID_ARGS;
+        }
+    } else if (dp__typed_param(&op->params[j], t, &out->v[j], why, sizeof why)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s'%s%s%s is %s", op->name, key,
+                t->s ? " = '" : "", t->s ? t->s : "", t->s ? "'" : "", why);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    seen[j] = 1;
+    return DP_OK;
+}
+/* The parameters not given: their defaults, or an error for a required one. */
+static dp_result dp__params_defaults(dp_engine *eng, const dp_operator *op, dp_params *out, const int *seen) {
+    char why[128];
+    int j;
     for (j = 0; j < op->num_params; j++) {
         if (seen[j]) continue;
         if (!op->params[j].default_value) {
@@ -7341,6 +7462,27 @@ DP_IMPL dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op
         }
     }
     return DP_OK;
+}
+DP_IMPL dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, int n, const char *const *keys,
+                                           const char *const *values, dp_params *out) {
+    int seen[DP_MAX_PARAMS] = {0}, i;
+    dp_result r;
+    if (!op || !out || n < 0 || (n && (!keys || !values))) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_operator_parse_params: bad arguments"); return DP_ERROR_INVALID_ARGS; }
+    memset(out, 0, sizeof *out);
+    out->count = op->num_params;
+    for (i = 0; i < n; i++)
+        if ((r = dp__param_set(eng, op, keys[i], values[i], NULL, out, seen)) != DP_OK) return r;
+    return dp__params_defaults(eng, op, out, seen);
+}
+/* dp_invoke_desc's parameters: those before the first without a name. */
+static dp_result dp__params_from_desc(dp_engine *eng, const dp_operator *op, const dp_param *ps, dp_params *out) {
+    int seen[DP_MAX_PARAMS] = {0}, i;
+    dp_result r;
+    memset(out, 0, sizeof *out);
+    out->count = op->num_params;
+    for (i = 0; i < DP_MAX_PARAMS && ps[i].name; i++)
+        if ((r = dp__param_set(eng, op, ps[i].name, NULL, &ps[i], out, seen)) != DP_OK) return r;
+    return dp__params_defaults(eng, op, out, seen);
 }
 
 /* >>invoke --------------------------------------------------------------------
@@ -7521,16 +7663,67 @@ undo:
     dp__free(eng, a, sizeof *a);
     return r;
 }
+static const dp_operator *dp__find_or_log(dp_engine *eng, const char *name) {
+    const dp_operator *op = dp_operator_find(name);
+    if (!op) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "unknown operator '%s'", name ? name : "(null)");
+    return op;
+}
 DP_IMPL dp_result dp_invoke_strings(dp_engine *eng, const char *name, int nin, dp_ndarray *const *inputs,
-                               int nkw, const char *const *keys, const char *const *values, double scalar,
-                               int nout, dp_ndarray **outputs, const dp_req *req) {
+                                    int nkw, const char *const *keys, const char *const *values, double scalar,
+                                    int nout, dp_ndarray **outputs, const dp_req *req) {
     const dp_operator *op;
     dp_params params;
     dp_result r;
     if (!eng) return DP_ERROR_INVALID_ARGS;
-    if ((op = dp_operator_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "unknown operator '%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
+    if ((op = dp__find_or_log(eng, name)) == NULL) return DP_ERROR_INVALID_ARGS;
     if ((r = dp_operator_parse_params(eng, op, nkw, keys, values, &params)) != DP_OK) return r;
     return dp__invoke(eng, op, &params, nin, inputs, scalar, nout, outputs, req, 1);
+}
+/* A desc's count: as given, or the arrays before the first NULL. */
+static int dp__desc_count(int given, dp_ndarray *const *a) {
+    int n = 0;
+    if (given) return given;
+    while (n < DP_MAX_OP_ARRAYS && a[n]) n++;
+    return n;
+}
+DP_IMPL dp_result dp_invoke(dp_engine *eng, const dp_invoke_desc *desc, dp_ndarray **out) {
+    const dp_operator *op;
+    dp_params params;
+    dp_ndarray *outputs[DP_MAX_OP_ARRAYS];
+    dp_req req[DP_MAX_OP_ARRAYS];
+    int nin, nout, i;
+    dp_result r;
+    if (!eng || !desc) {
+        if (eng) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_invoke: NULL desc");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((op = dp__find_or_log(eng, desc->op)) == NULL) return DP_ERROR_INVALID_ARGS;
+    if ((r = dp__params_from_desc(eng, op, desc->params, &params)) != DP_OK) return r;
+    if (desc->scalar != 0 && !op->takes_scalar) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s' takes no scalar (scalar = %g given; the \"_scalar\" operators do)", op->name, desc->scalar);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    nin = dp__desc_count(desc->num_inputs, desc->inputs);
+    nout = desc->num_outputs ? desc->num_outputs : dp__arity(op, &params, op->num_outputs);
+    if (nin < 0 || nin > DP_MAX_OP_ARRAYS || nout < 1 || nout > DP_MAX_OP_ARRAYS) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d inputs and %d outputs: each count must be in 0..%d (outputs from 1)",
+                op->name, nin, nout, DP_MAX_OP_ARRAYS);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < nout; i++) {
+        outputs[i] = desc->outputs[i];
+        req[i] = desc->req[i] == DP_REQ_NULL ? DP_REQ_WRITE : desc->req[i];
+        if (!outputs[i] && !out) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is to be made, but out (where it would go) is NULL", op->name, i);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    }
+    if ((r = dp__invoke(eng, op, &params, nin, desc->inputs, desc->scalar, nout, outputs, req, 1)) != DP_OK) {
+        for (i = 0; out && i < nout; i++) out[i] = NULL;
+        return r;
+    }
+    for (i = 0; out && i < nout; i++) out[i] = desc->outputs[i] ? NULL : outputs[i];
+    return DP_OK;
 }
 
 /* >>autograd ------------------------------------------------------------------
