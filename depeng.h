@@ -26,6 +26,7 @@
         >>gradients of the element-wise operators >>reductions
         >>softmax, transpose, concat, one_hot >>random operators >>gemm
         >>dot and FullyConnected >>copy, reshape and the optimizer updates
+        >>take, accuracy and the optimizer objects
 
    1. QUICK START
 
@@ -216,8 +217,10 @@ extern "C" {
      random   dp_random_seed dp_random_var dp_random_next dp_random_uniform01
               dp_nd_random_uniform dp_nd_random_normal
      temp     dp_temp_space_var dp_temp_space
-     operators dp_operator_register dp_operator_find dp_operator_set_kernel dp_operator_list
-              dp_operator_parse_params dp_invoke_strings
+     operators dp_invoke dp_invoke_strings dp_operator_register dp_operator_find
+              dp_operator_set_kernel dp_operator_list dp_operator_parse_params
+     training dp_optimizer_create dp_optimizer_step dp_optimizer_set_param
+              dp_optimizer_steps dp_optimizer_state dp_optimizer_destroy
      autograd dp_autograd_begin dp_autograd_end dp_autograd_is_recording
               dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
      data     dp_nd_load_csv dp_iter_create dp_iter_next dp_iter_reset
@@ -830,7 +833,7 @@ DP_API dp_result dp_nd_random_normal(dp_engine *eng, double mean, double stddev,
    validation), shape and dtype inference, a kernel per device kind, and
    what autograd needs: the operator that computes its gradient and which
    of the output gradients, inputs and outputs that one reads (MXNet's
-   DeclareBackwardDependency). dp_invoke_strings checks everything before it
+   DeclareBackwardDependency). dp_invoke checks everything before it
    pushes anything, then pushes one operation that reads the inputs'
    variables and writes the outputs' (and the resources' it asked for).
    The registry is process-wide; register from one thread, before use. */
@@ -887,6 +890,8 @@ typedef struct dp_operator {
     unsigned resources;           /* DP_RESOURCE_*: the kernel may use them */
     unsigned mutate_inputs;       /* bit i (i < 32): the kernel also writes input i (an
                                      optimizer's state), so its variable is in the write set */
+    unsigned dtypes;              /* bit (1u << dtype) for each dtype input 0 may have; 0: any
+                                     (documentation: shape inference does the checking) */
 } dp_operator;
 
 /* Registers op (copied; its strings and params must stay valid). A name
@@ -1011,8 +1016,69 @@ static inline dp_param dp_param_shape(const char *name, const dp_shape *v) { dp_
    when clip_gradient > 0 (Adam, as MXNet's: g = rescale_grad * grad +
    wd * w, then limited). mom, mean and var are mutated inputs. Parameters:
    lr (required), wd, rescale_grad, clip_gradient, momentum, beta1, beta2,
-   epsilon. Adam's bias correction is the caller's: pass
-   lr * sqrt(1 - beta2^t) / (1 - beta1^t) at step t. */
+   epsilon, and adam_update's t: the step, from 1, for Adam's bias
+   correction (lr is scaled by sqrt(1 - beta2^t) / (1 - beta1^t)); the
+   default 0 leaves lr as given. A dp_optimizer passes t itself. */
+
+/* ---- training helpers ------------------------------------------------------
+   Operators (invoked like any other):
+     take(data, indices)    rows of data's first axis picked by an int64 (or int32,
+                            uint8) index array of any shape: a train / test split,
+                            a shuffled batch. Result indices.shape + data.shape[1:],
+                            every dtype moved bit for bit. Parameter mode: "raise"
+                            (default: an index outside [0, rows) fails the kernel,
+                            reaching the output as a failure), "clip" or "wrap".
+                            Differentiable in data (rows taken twice add up).
+     accuracy(pred, labels) the fraction (float32, shape ()) of elements where the two
+                            are equal as numbers, e.g. argmax's int64 classes against
+                            float32 labels; both with the same element count.
+   Standardisation, from the reductions with keepdims and broadcasting:
+       mean = mean(x, axis=0, keepdims=1)                  (1, features)
+       d    = subtract(x, mean)                            (n, features)
+       std  = sqrt(mean(square(d), axis=0, keepdims=1))    NumPy's std (ddof 0)
+       z    = divide(d, add_scalar(std, 1e-8))             a constant column stays finite
+   (one dp_invoke each; the test set is standardised with the training set's
+   mean and std).
+
+   An optimizer object owns one weight's update: dp_optimizer_create attaches
+   the weight's gradient (dp_nd_attach_grad, DP_REQ_WRITE, starting over if it
+   was marked) and makes the update's state arrays, zeros of the weight's
+   shape, dtype and device: none for sgd_update, the momentum for
+   sgd_mom_update, the mean and variance for adam_update (any registered
+   operator with inputs (weight, gradient, the states it mutates) and one
+   output works). dp_optimizer_step pushes the update of the weight with its
+   gradient as it is after the backward pass, in place, and counts the step;
+   an update with an INT parameter t (adam_update) gets the step number, so
+   the bias correction needs nothing from the caller.
+       dp_optimizer *opt;
+       dp_optimizer_create(w, &(dp_optimizer_desc){ .update = "adam_update",
+           .params = {{"lr", .f = 1e-3}} }, &opt);
+       ... forward, dp_autograd_backward(loss, NULL, 0);
+       dp_optimizer_step(opt);
+       dp_optimizer_destroy(opt);
+   Errors (logged, DP_ERROR_INVALID_ARGS unless said): NULL arguments, an
+   unknown operator or one that is not an update, parameters as dp_invoke
+   checks them (and t given, which the optimizer counts), a weight that is
+   not float32 / float64, DP_ERROR_OUT_OF_MEMORY; step: the update's errors
+   (nothing pushed, the step not counted).
+   Thread safety: an optimizer is used by one thread at a time; different
+   optimizers from any threads. Destroy it before the weight's engine. */
+typedef struct dp_optimizer_desc {
+    const char *update;                  /* the update operator; NULL: "sgd_update" */
+    dp_param params[DP_MAX_PARAMS];      /* its parameters (lr is required), as dp_invoke's */
+} dp_optimizer_desc;
+typedef struct dp_optimizer dp_optimizer;
+DP_API dp_result dp_optimizer_create(dp_ndarray *weight, const dp_optimizer_desc *desc, dp_optimizer **out);
+DP_API dp_result dp_optimizer_step(dp_optimizer *opt);
+/* Changes one parameter for the next steps (a learning-rate schedule:
+   dp_param_float("lr", lr)); on error the parameters stay as they were. */
+DP_API dp_result dp_optimizer_set_param(dp_optimizer *opt, const dp_param *param);
+DP_API int64_t dp_optimizer_steps(const dp_optimizer *opt);            /* steps pushed so far */
+/* State array i (0: momentum, or Adam's mean; 1: Adam's variance), borrowed;
+   NULL past the last. */
+DP_API dp_ndarray *dp_optimizer_state(const dp_optimizer *opt, int i);
+/* Releases the optimizer's references (the weight keeps its gradient). NULL is fine. */
+DP_API void dp_optimizer_destroy(dp_optimizer *opt);
 
 /* ====================================================================== AUTOGRAD
    MXNet's autograd. Mark the arrays to differentiate by with
@@ -4907,7 +4973,7 @@ static void dp__extensions_destroy(dp_engine *eng) {
    >>files (codec) >>dtypes >>storage >>arrays >>resources >>files >>data
    >>registry >>params >>invoke >>autograd >>builtin operators (element-wise,
    gradients, reductions, nn, random, gemm, dot, copy and the optimizer
-   updates). Everything below uses the engine only through its public calls: an array's chunk is a variable, filling
+   updates, take, accuracy, the optimizer objects). Everything below uses the engine only through its public calls: an array's chunk is a variable, filling
    and copying are pushed operations, and freeing is a variable delete.
    What the layer keeps per engine (storage managers, resources, arrays
    kept for destroy) is one extension state (dp__nd_state, see >>storage). */
@@ -9427,11 +9493,12 @@ static void dp__register_linear(void) {
     memset(&op, 0, sizeof op);
     op.name = "dot"; op.doc = "matrix product of 2-d a and b, each optionally transposed"; op.num_inputs = 2; op.num_outputs = 1;
     op.params = dp__dot_params; op.num_params = 2; op.infer = dp__infer_dot; op.forward_cpu = dp__k_dot;
+    op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
     dp__register_differentiable(&op, "_backward_dot", "gradient of dot", dp__kg_dot, 0);
     memset(&op, 0, sizeof op);
     op.name = "FullyConnected"; op.doc = "data (batch, in) times weight (num_hidden, in) transposed, plus bias (num_hidden,)";
     op.num_inputs = 3; op.num_outputs = 1; op.params = dp__fc_params; op.num_params = 1; op.infer = dp__infer_fc;
-    op.forward_cpu = dp__k_fc;
+    op.forward_cpu = dp__k_fc; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
     dp__register_differentiable(&op, "_backward_FullyConnected", "gradient of FullyConnected", dp__kg_fc, 0);
 }
 /* >>copy, reshape and the optimizer updates -------------------------------------
@@ -9495,6 +9562,16 @@ static DP__HD double dp__f_adam(double *m, double *v, double g, double lr, doubl
     return lr * *m / (sqrt(*v) + eps);
 }
 enum { DP__OPT_SGD, DP__OPT_SGD_MOM, DP__OPT_ADAM };
+/* Adam's bias correction (Kingma and Ba, "Adam", algorithm 1 written with
+   one step size): at step t > 0 (parameter 7), lr times
+   sqrt(1 - beta2^t) / (1 - beta1^t). Host code; the GPU kernels call it too. */
+static void dp__opt_bias_correct(int kind, const dp_params *ps, double *p) {
+    double t, c1;
+    if (kind != DP__OPT_ADAM || ps->count < 8 || ps->v[7].i <= 0) return;
+    t = (double)ps->v[7].i;
+    c1 = 1 - pow(p[4], t);
+    if (c1 > 0) p[0] *= sqrt(1 - pow(p[5], t)) / c1;
+}
 /* One element of an update: the new weight, from weight w and gradient g;
    *s1 (momentum, or Adam's mean) and *s2 (Adam's variance) are updated. p
    is the parameters in order: lr, wd, rescale_grad, clip_gradient, then
@@ -9514,7 +9591,8 @@ static DP__HD double dp__opt_step(int kind, double w, double g, double *s1, doub
 static const dp_param_def dp__sgd_params[] = {DP__OPT_COMMON_PARAMS, {"momentum", DP_PARAM_FLOAT, "0", 0, 0, NULL, "sgd_mom_update: the momentum"}};
 static const dp_param_def dp__adam_params[] = {DP__OPT_COMMON_PARAMS,
     {"beta1", DP_PARAM_FLOAT, "0.9", 0, 1, NULL, "decay of the mean"}, {"beta2", DP_PARAM_FLOAT, "0.999", 0, 1, NULL, "decay of the variance"},
-    {"epsilon", DP_PARAM_FLOAT, "1e-8", 0, 0, NULL, "added to the root of the variance"}};
+    {"epsilon", DP_PARAM_FLOAT, "1e-8", 0, 0, NULL, "added to the root of the variance"},
+    {"t", DP_PARAM_INT, "0", 0, 1e15, NULL, "the step, from 1: lr is scaled by sqrt(1 - beta2^t) / (1 - beta1^t) (bias correction); 0: not"}};
 static int dp__infer_update(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                             dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
     int i;
@@ -9538,6 +9616,7 @@ static int dp__update(const dp_kernel_ctx *k, int kind) {
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
     double p[7] = {0, 0, 0, 0, 0, 0, 0};
     for (i = 0; i < k->params->count && i < 7; i++) p[i] = k->params->v[i].f;
+    dp__opt_bias_correct(kind, k->params, p);
     for (i = 0; i < n; i++) {
         double a = s1 ? dp__load_elem(s1, t, i) : 0, b = s2 ? dp__load_elem(s2, t, i) : 0;
         double wi = dp__opt_step(kind, dp__load_elem(w, t, i), dp__load_elem(g, t, i), &a, &b, p);
@@ -9562,14 +9641,223 @@ static void dp__register_copy_and_updates(void) {
     memset(&op, 0, sizeof op);
     op.name = "sgd_update"; op.doc = "weight - lr * gradient (see the header)"; op.num_inputs = 2; op.num_outputs = 1;
     op.params = dp__sgd_params; op.num_params = 4; op.infer = dp__infer_update; op.forward_cpu = dp__k_sgd; op.inplace = 1;
+    op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
     dp__register(&op);
     op.name = "sgd_mom_update"; op.doc = "momentum SGD; mutates mom (input 2)"; op.num_inputs = 3; op.num_params = 5;
     op.forward_cpu = dp__k_sgd_mom; op.mutate_inputs = 1u << 2;
     dp__register(&op);
     op.name = "adam_update"; op.doc = "Adam; mutates mean and var (inputs 2, 3)"; op.num_inputs = 4; op.params = dp__adam_params;
-    op.num_params = 7; op.forward_cpu = dp__k_adam; op.mutate_inputs = 3u << 2;
+    op.num_params = 8; op.forward_cpu = dp__k_adam; op.mutate_inputs = 3u << 2;
     dp__register(&op);
 }
+/* >>take, accuracy and the optimizer objects ------------------------------------
+   take copies rows of its data (the first axis) picked by an integer index
+   array: bytes are moved, so every dtype stays exact. Its gradient adds
+   each output-gradient row into the row it came from (a row taken twice
+   gets both). accuracy compares two arrays element by element as numbers
+   (argmax's int64 against float labels). An optimizer object owns a
+   weight's update: its gradient, its state arrays and its step count. */
+static const dp_param_def dp__take_params[] = {
+    {"mode", DP_PARAM_ENUM, "raise", 0, 0, "raise|clip|wrap", "an index outside [0, rows): the kernel fails, it is clipped, or taken modulo rows"}};
+static int dp__is_index_dtype(dp_dtype t) { return t == DP_INT64 || t == DP_INT32 || t == DP_UINT8; }
+static int dp__infer_take(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                          dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    int d;
+    (void)p; (void)nin; (void)nout;
+    if (!dp__is_index_dtype(it[1])) { snprintf(msg, cap, "indices are %s: int64, int32 or uint8 needed", dp_dtype_name(it[1])); return -1; }
+    if (is[0].ndim < 1 || is[1].ndim + is[0].ndim - 1 > DP_MAX_DIMS) {
+        snprintf(msg, cap, "data %s, indices %s: data needs an axis, and the result at most %d", dp__shape_str(&is[0], s1, sizeof s1),
+                 dp__shape_str(&is[1], s2, sizeof s2), DP_MAX_DIMS);
+        return -1;
+    }
+    memset(os, 0, sizeof *os);
+    *os = is[1];
+    for (d = 1; d < is[0].ndim; d++) os->dims[os->ndim++] = is[0].dims[d];
+    *ot = it[0];
+    return 0;
+}
+static int64_t dp__load_index(const void *p, dp_dtype t, int64_t i) {
+    if (t == DP_INT64) return ((const int64_t *)p)[i];
+    if (t == DP_INT32) return ((const int32_t *)p)[i];
+    return ((const uint8_t *)p)[i];
+}
+/* The row index j stands for under mode (0 raise, 1 clip, 2 wrap); -1
+   (with the kernel's error set) when it is out of range under raise. */
+static int64_t dp__take_row(const dp_kernel_ctx *k, int64_t j, int64_t rows, int64_t mode) {
+    char msg[128];
+    if (j >= 0 && j < rows) return j;
+    if (rows > 0 && mode == 1) return j < 0 ? 0 : rows - 1;
+    if (rows > 0 && mode == 2) return (j % rows + rows) % rows;
+    snprintf(msg, sizeof msg, "take: index %lld outside [0, %lld)", (long long)j, (long long)rows);
+    dp_set_error(k->rc, msg);
+    return -1;
+}
+static int dp__k_take(const dp_kernel_ctx *k) {
+    const dp_ndarray *x = k->inputs[0], *ix = k->inputs[1];
+    const char *src = (const char *)dp_nd_data(x);
+    char *dst = (char *)dp_nd_data(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(x);
+    int64_t rows = dp_nd_shape(x)->dims[0], n = dp_shape_size(dp_nd_shape(ix)), width = 1, i, e;
+    size_t row_bytes;
+    int d;
+    for (d = 1; d < dp_nd_shape(x)->ndim; d++) width *= dp_nd_shape(x)->dims[d];
+    row_bytes = (size_t)width * dp_dtype_size(t);
+    for (i = 0; i < n; i++) {
+        int64_t r = dp__take_row(k, dp__load_index(dp_nd_data(ix), dp_nd_dtype(ix), i), rows, k->params->v[0].i);
+        if (r < 0) return DP_ERROR_INVALID_ARGS;
+        if (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE) memcpy(dst + (size_t)i * row_bytes, src + (size_t)r * row_bytes, row_bytes);
+        else for (e = 0; e < width; e++) dp__store_elem(dst, t, i * width + e, dp__load_elem(src, t, r * width + e), k->req[0]);
+    }
+    return 0;
+}
+/* inputs (ograd, data, indices) -> (data's gradient, the indices' (zero)) */
+static int dp__kg_take(const dp_kernel_ctx *k) {
+    const dp_ndarray *x = k->inputs[1], *ix = k->inputs[2];
+    const void *og = dp_nd_data(k->inputs[0]);
+    void *g = dp_nd_data(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(x);
+    int64_t rows = dp_nd_shape(x)->dims[0], n = dp_shape_size(dp_nd_shape(ix)), width = 1, i, e;
+    int d;
+    for (d = 1; d < dp_nd_shape(x)->ndim; d++) width *= dp_nd_shape(x)->dims[d];
+    if (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE)
+        for (i = 0; i < rows * width; i++) dp__store_elem(g, t, i, 0, DP_REQ_WRITE);
+    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) {
+        int64_t r = dp__take_row(k, dp__load_index(dp_nd_data(ix), dp_nd_dtype(ix), i), rows, k->params->v[0].i);
+        if (r < 0) return DP_ERROR_INVALID_ARGS;
+        for (e = 0; e < width; e++) dp__store_elem(g, t, r * width + e, dp__load_elem(og, t, i * width + e), DP_REQ_ADD);
+    }
+    for (i = 0; i < n; i++) dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(ix), i, 0, k->req[1]);
+    return 0;
+}
+static int dp__infer_accuracy(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                              dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    (void)p; (void)nin; (void)nout; (void)it;
+    if (dp_shape_size(&is[0]) != dp_shape_size(&is[1])) {
+        snprintf(msg, cap, "predictions %s and labels %s: the same number of elements needed", dp__shape_str(&is[0], s1, sizeof s1),
+                 dp__shape_str(&is[1], s2, sizeof s2));
+        return -1;
+    }
+    memset(os, 0, sizeof *os);
+    *ot = DP_FLOAT32;
+    return 0;
+}
+/* Integers are compared exactly; a float label is compared with the
+   integer's value as a double (class numbers are far below 2^53). */
+static int dp__k_accuracy(const dp_kernel_ctx *k) {
+    const dp_ndarray *a = k->inputs[0], *b = k->inputs[1];
+    dp_dtype ta = dp_nd_dtype(a), tb = dp_nd_dtype(b);
+    int64_t i, n = dp_shape_size(dp_nd_shape(a)), hits = 0;
+    for (i = 0; i < n; i++) {
+        int same = dp__is_index_dtype(ta) && dp__is_index_dtype(tb)
+                 ? dp__load_index(dp_nd_data(a), ta, i) == dp__load_index(dp_nd_data(b), tb, i)
+                 : dp__load_elem(dp_nd_data(a), ta, i) == dp__load_elem(dp_nd_data(b), tb, i);
+        hits += same;
+    }
+    dp__store_elem(dp_nd_data(k->outputs[0]), DP_FLOAT32, 0, n ? (double)hits / (double)n : NAN, k->req[0]);
+    return 0;
+}
+static void dp__register_training(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "take"; op.doc = "rows data[indices] of the first axis: data (rows, ...), integer indices of any shape; result indices.shape + data.shape[1:]";
+    op.num_inputs = 2; op.num_outputs = 1; op.params = dp__take_params; op.num_params = 1; op.infer = dp__infer_take;
+    op.forward_cpu = dp__k_take;
+    dp__register_differentiable(&op, "_backward_take", "gradient of take: the output gradient's rows added into the rows they came from", dp__kg_take, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "accuracy"; op.doc = "the fraction of elements where predictions equal labels, compared as numbers (argmax's int64 against float labels); NaN for none";
+    op.num_inputs = 2; op.num_outputs = 1; op.infer = dp__infer_accuracy; op.forward_cpu = dp__k_accuracy;
+    dp__register(&op);
+}
+
+struct dp_optimizer {
+    dp_engine *eng;
+    const dp_operator *op;
+    dp_params params;
+    int step_param;               /* the update's INT parameter "t", or -1 */
+    int64_t steps;
+    dp_ndarray *arrays[DP_MAX_OP_ARRAYS];   /* weight, its gradient, then the states */
+    int num_arrays;
+};
+DP_IMPL dp_result dp_optimizer_create(dp_ndarray *weight, const dp_optimizer_desc *desc, dp_optimizer **out) {
+    dp_engine *eng = weight ? dp_nd_engine(weight) : NULL;
+    const char *name = desc && desc->update ? desc->update : "sgd_update";
+    const dp_operator *op;
+    dp_optimizer *o;
+    dp_result r;
+    int i, nstate;
+    if (out) *out = NULL;
+    if (!weight || !desc || !out) {
+        if (eng) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: NULL %s", !desc ? "desc" : "out");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((op = dp__find_or_log(eng, name)) == NULL) return DP_ERROR_INVALID_ARGS;
+    nstate = op->num_inputs - 2;
+    if (nstate < 0 || op->num_outputs != 1 || nstate > 30 || op->mutate_inputs != ((1u << nstate) - 1u) << 2) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: '%s' is not an update (inputs weight, gradient, then the states it mutates; one output)", name);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((o = (dp_optimizer *)dp__alloc(eng, sizeof *o)) == NULL) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_optimizer_create");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    memset(o, 0, sizeof *o);
+    o->eng = eng; o->op = op; o->step_param = -1;
+    for (i = 0; i < op->num_params; i++)
+        if (strcmp(op->params[i].name, "t") == 0 && op->params[i].type == DP_PARAM_INT) o->step_param = i;
+    for (i = 0; o->step_param >= 0 && i < DP_MAX_PARAMS && desc->params[i].name; i++)
+        if (strcmp(desc->params[i].name, "t") == 0) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: '%s': the optimizer counts the steps itself, t is not given", name);
+            dp__free(eng, o, sizeof *o);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    if ((r = dp__params_from_desc(eng, op, desc->params, &o->params)) != DP_OK) { dp__free(eng, o, sizeof *o); return r; }
+    if ((r = dp_nd_attach_grad(weight, DP_REQ_WRITE)) != DP_OK) { dp__free(eng, o, sizeof *o); return r; }
+    o->arrays[0] = dp_nd_retain(weight);
+    o->arrays[1] = dp_nd_retain(dp_nd_grad(weight));
+    o->num_arrays = 2;
+    for (i = 0; i < nstate; i++, o->num_arrays++)
+        if ((r = dp_nd_zeros(eng, dp_nd_shape(weight), dp_nd_dtype(weight), dp_nd_ctx(weight), &o->arrays[2 + i])) != DP_OK) {
+            dp_optimizer_destroy(o);
+            return r;
+        }
+    *out = o;
+    return DP_OK;
+}
+DP_IMPL dp_result dp_optimizer_step(dp_optimizer *opt) {
+    dp_ndarray *w;
+    dp_result r;
+    if (!opt) return DP_ERROR_INVALID_ARGS;
+    w = opt->arrays[0];
+    if (opt->step_param >= 0) { opt->params.v[opt->step_param].i = opt->steps + 1; opt->params.v[opt->step_param].f = (double)(opt->steps + 1); }
+    if ((r = dp__invoke(opt->eng, opt->op, &opt->params, opt->num_arrays, opt->arrays, 0, 1, &w, NULL, 0)) == DP_OK) opt->steps++;
+    return r;
+}
+DP_IMPL dp_result dp_optimizer_set_param(dp_optimizer *opt, const dp_param *param) {
+    int seen[DP_MAX_PARAMS] = {0};
+    dp_params p;
+    dp_result r;
+    if (!opt || !param) return DP_ERROR_INVALID_ARGS;
+    if (opt->step_param >= 0 && param->name && strcmp(param->name, "t") == 0) {
+        DP__LOG(opt->eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_set_param: the optimizer counts the steps itself, t is not set");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    p = opt->params;                       /* a failed set leaves them as they were */
+    if ((r = dp__param_set(opt->eng, opt->op, param->name, NULL, param, &p, seen)) == DP_OK) opt->params = p;
+    return r;
+}
+DP_IMPL int64_t dp_optimizer_steps(const dp_optimizer *opt) { return opt ? opt->steps : 0; }
+DP_IMPL dp_ndarray *dp_optimizer_state(const dp_optimizer *opt, int i) {
+    return opt && i >= 0 && i < opt->num_arrays - 2 ? opt->arrays[2 + i] : NULL;
+}
+DP_IMPL void dp_optimizer_destroy(dp_optimizer *opt) {
+    int i;
+    if (!opt) return;
+    for (i = 0; i < opt->num_arrays; i++) dp_nd_release(opt->arrays[i]);
+    dp__free(opt->eng, opt, sizeof *opt);
+}
+
 static void dp__register_builtins(void) {
     dp_operator op;
     /* each forward operator with its gradient operator: (ograd, inputs) -> input gradients */
@@ -9597,6 +9885,7 @@ static void dp__register_builtins(void) {
     dp__register_random();
     dp__register_linear();
     dp__register_copy_and_updates();
+    dp__register_training();
 }
 
 #endif /* DEPENG_NO_NDARRAY */

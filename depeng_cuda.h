@@ -1629,6 +1629,7 @@ static int dp__cu_update(const dp_kernel_ctx *k, int kind) {
     b.s1 = k->num_inputs > 2 ? dp_nd_data(k->inputs[2]) : NULL; b.s2 = k->num_inputs > 3 ? dp_nd_data(k->inputs[3]) : NULL;
     b.out = dp_nd_data(k->outputs[0]); b.t = dp_nd_dtype(k->inputs[0]); b.req = k->req[0]; b.kind = kind;
     for (i = 0; i < 7; i++) b.p[i] = i < k->params->count ? k->params->v[i].f : 0;
+    dp__opt_bias_correct(kind, k->params, b.p);
     return dp__cu_each(k, dp__cu_count_of(k->inputs[0]), b);
 }
 static int dp__cu_k_sgd(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__OPT_SGD); }
