@@ -35,6 +35,9 @@ $(B)/test_autograd: tests/test_autograd.c depeng.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/test_autograd_cxx: tests/test_autograd.c depeng.h tests/test_common.h | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
+# the desc-style invocation, the registry's names and the training helpers
+$(B)/test_invoke: tests/test_invoke.c depeng.h tests/test_common.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/walkthrough: examples/walkthrough.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/make_example: examples/make.c depeng.h | $(B)
@@ -63,6 +66,8 @@ compile-checks: compile-checks-engine-only | $(B)
 	gcc   $(WARN) -DDEPENG_USE_PTHREADS -I. -c tests/compile/depeng_impl.c -o $(B)/c_pthreads.o
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_impl.c -o $(B)/cxx.o
 	gcc   $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static.o
+	g++ -x c++ -std=c++11 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/invoke_cxx.cpp -o $(B)/invoke_cxx11.o
+	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/invoke_cxx.cpp -o $(B)/invoke_cxx17.o
 	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
 # the engine alone (DEPENG_NO_NDARRAY), the same ways, and static
 compile-checks-engine-only: | $(B)
@@ -72,8 +77,8 @@ compile-checks-engine-only: | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_cxx.o
 	gcc   $(WARN) -DDEPENG_STATIC -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_static.o
 
-test: compile-checks platform-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages
-	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh
+test: compile-checks platform-checks $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_invoke docs-check-build $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages
+	tests/run.sh $(B)/test_engine $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_invoke tests/operators_doc_check.sh tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh
 
 demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 	./$(B)/walkthrough $(B)/walkthrough.dot $(B)/walkthrough.html
@@ -99,7 +104,8 @@ asan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_asan_pthreads $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_ndarray.c -o $(B)/test_ndarray_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_autograd.c -o $(B)/test_autograd_asan $(LIBS)
-	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_invoke.c -o $(B)/test_invoke_asan $(LIBS)
+	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_invoke_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. examples/make.c -o $(B)/make_example_asan $(LIBS)
 	examples/make_demo/check.sh $(B)/make_example_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DMAKE_NO_MAIN -I. tests/make_parse.c -o $(B)/make_parse_asan $(LIBS)
@@ -113,6 +119,18 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 faults: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -Werror -O1 -g $(SAN) -I. tests/faults.c -o $(B)/faults $(LIBS)
 	ASAN_OPTIONS=detect_leaks=1 ./$(B)/faults all
+
+# ---- operator reference (docs/operators.md) --------------------------------
+# tools/operators_doc.c prints the reference from the registry itself; make
+# docs rewrites docs/operators.md with it, and tests/operators_doc_check.sh
+# (run by make test) fails when the file differs from what it prints.
+.PHONY: docs docs-check-build
+$(B)/operators_doc: tools/operators_doc.c depeng.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+docs-check-build: $(B)/operators_doc
+docs: $(B)/operators_doc
+	mkdir -p docs
+	./$(B)/operators_doc > docs/operators.md
 
 # ---- benchmark (bench/README.md) -----------------------------------------
 # Every driver runs the workloads of bench/WORKLOADS.md with two

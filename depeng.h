@@ -1033,10 +1033,10 @@ static inline dp_param dp_param_shape(const char *name, const dp_shape *v) { dp_
                             are equal as numbers, e.g. argmax's int64 classes against
                             float32 labels; both with the same element count.
    Standardisation, from the reductions with keepdims and broadcasting:
-       mean = mean(x, axis=0, keepdims=1)                  (1, features)
-       d    = subtract(x, mean)                            (n, features)
-       std  = sqrt(mean(square(d), axis=0, keepdims=1))    NumPy's std (ddof 0)
-       z    = divide(d, add_scalar(std, 1e-8))             a constant column stays finite
+       mean = mean(x, axis=(0,), keepdims=1)               (1, features)
+       d    = sub(x, mean)                                 (n, features)
+       std  = sqrt(mean(square(d), axis=(0,), keepdims=1)) NumPy's std (ddof 0)
+       z    = div(d, add_scalar(std, 1e-8))                a constant column stays finite
    (one dp_invoke each; the test set is standardised with the training set's
    mean and std).
 
