@@ -230,7 +230,7 @@ MINGW_CC     ?= x86_64-w64-mingw32-gcc
 MINGW_CXX    ?= x86_64-w64-mingw32-g++
 WIN_CFLAGS   ?= -O2
 W            := $(B)/win
-WIN_TESTS    := $(W)/test_engine.exe $(W)/test_ndarray.exe $(W)/test_autograd.exe
+WIN_TESTS    := $(W)/test_engine.exe $(W)/test_ndarray.exe $(W)/test_autograd.exe $(W)/test_invoke.exe
 WIN_EXAMPLES := $(W)/walkthrough.exe $(W)/ndarray_example.exe $(W)/custom_op_example.exe $(W)/train_digits.exe
 .PHONY: windows-deps windows-build windows-test platform-checks
 windows-deps:

@@ -979,7 +979,7 @@ typedef struct dp_invoke_desc {
    for dp_autograd_backward; then a given output, or a mutated input, must
    not be in a graph itself.
    Errors, each logged naming the operator (nothing is pushed or recorded,
-   out[] is all NULL): DP_ERROR_INVALID_ARGS for a NULL eng or desc, an
+   out is not written): DP_ERROR_INVALID_ARGS for a NULL eng or desc, an
    unknown operator, an unknown, repeated, mistyped or out-of-range
    parameter, a missing required one, a scalar given to an operator that
    takes none, wrong counts, NULL inputs, shapes or dtypes that do not
@@ -7784,10 +7784,7 @@ DP_IMPL dp_result dp_invoke(dp_engine *eng, const dp_invoke_desc *desc, dp_ndarr
             return DP_ERROR_INVALID_ARGS;
         }
     }
-    if ((r = dp__invoke(eng, op, &params, nin, desc->inputs, desc->scalar, nout, outputs, req, 1)) != DP_OK) {
-        for (i = 0; out && i < nout; i++) out[i] = NULL;
-        return r;
-    }
+    if ((r = dp__invoke(eng, op, &params, nin, desc->inputs, desc->scalar, nout, outputs, req, 1)) != DP_OK) return r;
     for (i = 0; out && i < nout; i++) out[i] = desc->outputs[i] ? NULL : outputs[i];
     return DP_OK;
 }
@@ -9677,18 +9674,24 @@ static int dp__infer_take(const dp_params *p, int nin, const dp_shape *is, const
     *ot = it[0];
     return 0;
 }
-static int64_t dp__load_index(const void *p, dp_dtype t, int64_t i) {
+/* Both compile for the device too: the GPU kernels of take use them. */
+static DP__HD int64_t dp__load_index(const void *p, int t, int64_t i) {
     if (t == DP_INT64) return ((const int64_t *)p)[i];
     if (t == DP_INT32) return ((const int32_t *)p)[i];
     return ((const uint8_t *)p)[i];
 }
-/* The row index j stands for under mode (0 raise, 1 clip, 2 wrap); -1
-   (with the kernel's error set) when it is out of range under raise. */
-static int64_t dp__take_row(const dp_kernel_ctx *k, int64_t j, int64_t rows, int64_t mode) {
-    char msg[128];
+/* The row index j stands for under mode (0 raise, 1 clip, 2 wrap); -1 when
+   it is out of range under raise (or there are no rows). */
+static DP__HD int64_t dp__take_map(int64_t j, int64_t rows, int64_t mode) {
     if (j >= 0 && j < rows) return j;
     if (rows > 0 && mode == 1) return j < 0 ? 0 : rows - 1;
     if (rows > 0 && mode == 2) return (j % rows + rows) % rows;
+    return -1;
+}
+static int64_t dp__take_row(const dp_kernel_ctx *k, int64_t j, int64_t rows, int64_t mode) {
+    char msg[128];
+    int64_t r = dp__take_map(j, rows, mode);
+    if (r >= 0) return r;
     snprintf(msg, sizeof msg, "take: index %lld outside [0, %lld)", (long long)j, (long long)rows);
     dp_set_error(k->rc, msg);
     return -1;
