@@ -931,11 +931,12 @@ DP_API dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op,
    types, defaults and ranges; dp_operator_find(name)->params has them too):
      INT    .i   (an integral .f is taken too)     BOOL  .i = 0 or 1
      FLOAT  .f   (or .i)                           SHAPE .shape = {ndim, {dims}}
-     ENUM   .s = "mean": the choice by name
+     ENUM   .s = "float64": the choice by name
    or any of them as a string in .s ("0.1", "(1, 2)", "true"), parsed as
    dp_invoke_strings parses it. A value in a field its type does not read
-   is an error, not ignored. Parameters not given take their defaults; a
-   parameter without a default is required.
+   is an error, not ignored; a field left zero reads as 0 (a shape as ()),
+   whatever the type. Parameters not given take their defaults;
+   a parameter without a default is required.
    C++ has neither compound literals nor (before C++20) designated
    initialisers: declare the desc, value-initialised, and assign fields,
    with the dp_param_* helpers for the parameters:

@@ -70,6 +70,7 @@ typedef struct op_case {
 } op_case;
 #define FLOATS ((1u << DP_FLOAT32) | (1u << DP_FLOAT64))
 #define INTS_TOO (FLOATS | (1u << DP_INT32))
+#define INDEX_DTYPES ((1u << DP_INT32) | (1u << DP_INT64) | (1u << DP_UINT8))
 static op_case g_cases[512];
 static int g_ncases;
 
@@ -213,6 +214,15 @@ static void build_cases(void) {
     in(in(in(add_case("sgd_mom_update", "lr=0.1;momentum=0.9;wd=0.001", FLOATS, 1), S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_ANY);
     c = add_case("adam_update", "lr=0.01;clip_gradient=1", FLOATS, 1);
     in(in(in(in(c, S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_POS);
+    c = add_case("adam_update", "lr=0.01;t=3", FLOATS, 1);
+    in(in(in(in(c, S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_POS);
+    /* take's indices are integers, so its cases run in the integer dtypes (data too) */
+    in(in(add_case("take", "", INDEX_DTYPES, 1), S(2, 5, 3), F_ANY), S(2, 2, 4), F_INT + 5);
+    in(in(add_case("take", "mode=wrap", INDEX_DTYPES, 0), S(1, 6), F_ANY), S(1, 9), F_INDEX);
+    in(in(add_case("take", "mode=clip", INDEX_DTYPES, 1), S(3, 4, 2, 3), F_ANY), S(1, 7), F_INDEX);
+    in(in(in(add_case("_backward_take", "", INDEX_DTYPES, 1), S(3, 2, 4, 3), F_ANY), S(2, 5, 3), F_ANY), S(2, 2, 4), F_INT + 5);
+    in(in(in(add_case("_backward_take", "mode=wrap", INDEX_DTYPES, 0), S(1, 9), F_ANY), S(1, 6), F_ANY), S(1, 9), F_INDEX);
+    in(in(add_case("accuracy", "", INTS_TOO | INDEX_DTYPES, 0), S(1, 40), F_INT + 3), S(2, 8, 5), F_INT + 3);
 }
 
 /* ---- running a case ---------------------------------------------------------------- */
@@ -578,6 +588,19 @@ static void test_emulated_kernel_errors_match_cpu(void) {
     run_case_emulated(e, &grad, host_g, DP_FLOAT64, &got);
     CHECK(want.status == DP_ERROR_OP_FAILED && same_results(&grad, DP_FLOAT64, &want, &got, "on the host"));
     free_result(&want); free_result(&got);
+    {   /* take: an index outside the rows under mode raise */
+        op_case tk;
+        double rows[3] = {1, 2, 3}, idx[2] = {0, 7};
+        double *host_t[2] = {rows, idx};
+        memset(&tk, 0, sizeof tk);
+        snprintf(tk.op, sizeof tk.op, "take"); tk.kwargs = "";
+        tk.nin = 2; tk.in[0] = S(1, 3); tk.in[1] = S(1, 2);
+        run_case(e, CPU0, &tk, host_t, DP_INT64, &want);
+        run_case_emulated(e, &tk, host_t, DP_INT64, &got);
+        CHECK(want.status == DP_ERROR_OP_FAILED && strcmp(want.failure.message, "take: index 7 outside [0, 3)") == 0);
+        CHECK(same_results(&tk, DP_INT64, &want, &got, "on the host"));
+        free_result(&want); free_result(&got);
+    }
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
