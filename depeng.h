@@ -998,7 +998,9 @@ DP_API dp_result dp_invoke_strings(dp_engine *eng, const char *name, int num_inp
                                    int num_kwargs, const char *const *keys, const char *const *values, double scalar,
                                    int num_outputs, dp_ndarray **outputs, const dp_req *req);
 /* Keyword parameters as expressions, for C++ (and C where a compound
-   literal is not wanted): dp_param_float("lr", 0.1). */
+   literal is not wanted): dp_param_float("lr", 0.1). They only fill the
+   struct (the strings are not copied: keep them alive until the call that
+   uses the dp_param); any thread, no errors. */
 static inline dp_param dp_param_int(const char *name, int64_t v) { dp_param p = {name, v, 0.0, NULL, {0, {0}}}; return p; }
 static inline dp_param dp_param_bool(const char *name, int v) { return dp_param_int(name, v != 0); }
 static inline dp_param dp_param_float(const char *name, double v) { dp_param p = {name, 0, v, NULL, {0, {0}}}; return p; }
