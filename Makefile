@@ -41,6 +41,8 @@ $(B)/test_symbol: tests/test_symbol.c depeng.h tests/test_common.h | $(B)
 $(B)/test_autograd_cxx: tests/test_autograd.c depeng.h tests/test_common.h | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/test_memory_plan: tests/test_memory_plan.c depeng.h tests/test_common.h | $(B)
+# the desc-style invocation, the registry's names and the training helpers
+$(B)/test_invoke: tests/test_invoke.c depeng.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/walkthrough: examples/walkthrough.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
@@ -88,6 +90,8 @@ compile-checks: compile-checks-engine-only | $(B)
 	gcc   $(WARN) -DDEPENG_USE_PTHREADS -I. -c tests/compile/depeng_impl.c -o $(B)/c_pthreads.o
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_impl.c -o $(B)/cxx.o
 	gcc   $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static.o
+	g++ -x c++ -std=c++11 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/invoke_cxx.cpp -o $(B)/invoke_cxx11.o
+	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/invoke_cxx.cpp -o $(B)/invoke_cxx17.o
 	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
 # the engine alone (DEPENG_NO_NDARRAY), the same ways, and static
 compile-checks-engine-only: | $(B)
@@ -97,8 +101,8 @@ compile-checks-engine-only: | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_cxx.o
 	gcc   $(WARN) -DDEPENG_STATIC -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_static.o
 
-test: compile-checks platform-checks $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages $(B)/test_files $(B)/test_inflate_zlib $(B)/numpy_diff $(B)/test_kernels_exact
-	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh $(B)/test_files $(B)/test_inflate_zlib $(B)/test_kernels_exact tests/numpy_diff_check.sh
+test: compile-checks platform-checks $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages $(B)/test_files $(B)/test_inflate_zlib $(B)/numpy_diff $(B)/test_kernels_exact $(B)/test_invoke docs-check-build
+	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh $(B)/test_files $(B)/test_inflate_zlib $(B)/test_kernels_exact tests/numpy_diff_check.sh $(B)/test_invoke tests/operators_doc_check.sh
 
 demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 	./$(B)/walkthrough $(B)/walkthrough.dot $(B)/walkthrough.html
@@ -130,7 +134,8 @@ asan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_scheduling.c -o $(B)/test_scheduling_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_symbol.c -o $(B)/test_symbol_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_files.c -o $(B)/test_files_asan $(LIBS)
-	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_memory_plan_asan $(B)/test_scheduling_asan $(B)/test_symbol_asan $(B)/test_files_asan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_invoke.c -o $(B)/test_invoke_asan $(LIBS)
+	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_memory_plan_asan $(B)/test_scheduling_asan $(B)/test_symbol_asan $(B)/test_files_asan $(B)/test_invoke_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. examples/make.c -o $(B)/make_example_asan $(LIBS)
 	examples/make_demo/check.sh $(B)/make_example_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DMAKE_NO_MAIN -I. tests/make_parse.c -o $(B)/make_parse_asan $(LIBS)
@@ -148,6 +153,18 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 faults: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -Werror -O1 -g $(SAN) -I. tests/faults.c -o $(B)/faults $(LIBS)
 	ASAN_OPTIONS=detect_leaks=1 ./$(B)/faults all
+
+# ---- operator reference (docs/operators.md) --------------------------------
+# tools/operators_doc.c prints the reference from the registry itself; make
+# docs rewrites docs/operators.md with it, and tests/operators_doc_check.sh
+# (run by make test) fails when the file differs from what it prints.
+.PHONY: docs docs-check-build
+$(B)/operators_doc: tools/operators_doc.c depeng.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+docs-check-build: $(B)/operators_doc
+docs: $(B)/operators_doc
+	mkdir -p docs
+	./$(B)/operators_doc > docs/operators.md
 
 # ---- benchmark (bench/README.md) -----------------------------------------
 # Every driver runs the workloads of bench/WORKLOADS.md with two
@@ -263,7 +280,7 @@ MINGW_CC     ?= x86_64-w64-mingw32-gcc
 MINGW_CXX    ?= x86_64-w64-mingw32-g++
 WIN_CFLAGS   ?= -O2
 W            := $(B)/win
-WIN_TESTS    := $(W)/test_engine.exe $(W)/test_ndarray.exe $(W)/test_autograd.exe $(W)/test_symbol.exe
+WIN_TESTS    := $(W)/test_engine.exe $(W)/test_ndarray.exe $(W)/test_autograd.exe $(W)/test_symbol.exe $(W)/test_invoke.exe
 WIN_EXAMPLES := $(W)/walkthrough.exe $(W)/ndarray_example.exe $(W)/custom_op_example.exe $(W)/train_digits.exe
 .PHONY: windows-deps windows-build windows-test platform-checks
 windows-deps:

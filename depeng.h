@@ -26,7 +26,8 @@
         >>gradients of the element-wise operators >>reductions
         >>softmax, transpose, concat, one_hot >>random operators >>gemm
         >>dot and FullyConnected >>copy, reshape and the optimizer updates
-        >>symbol >>graph passes >>symbol JSON and DOT >>memory planning >>executor
+        >>take, accuracy and the optimizer objects >>symbol >>graph passes >>symbol JSON and DOT
+        >>memory planning >>executor
 
    1. QUICK START
 
@@ -238,8 +239,10 @@ extern "C" {
      random   dp_random_seed dp_random_var dp_random_next dp_random_uniform01
               dp_nd_random_uniform dp_nd_random_normal
      temp     dp_temp_space_var dp_temp_space
-     operators dp_op_register dp_op_find dp_op_set_kernel dp_op_list
-              dp_op_parse_params dp_op_invoke
+     operators dp_invoke dp_invoke_strings dp_operator_register dp_operator_find
+              dp_operator_set_kernel dp_operator_list dp_operator_parse_params
+     training dp_optimizer_create dp_optimizer_step dp_optimizer_set_param
+              dp_optimizer_steps dp_optimizer_state dp_optimizer_destroy
      autograd dp_autograd_begin dp_autograd_end dp_autograd_is_recording
               dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
      symbol   dp_sym_var dp_sym_op dp_sym_output dp_sym_group dp_sym_retain dp_sym_release
@@ -978,7 +981,7 @@ DP_API dp_result dp_nd_random_normal(dp_engine *eng, double mean, double stddev,
    validation), shape and dtype inference, a kernel per device kind, and
    what autograd needs: the operator that computes its gradient and which
    of the output gradients, inputs and outputs that one reads (MXNet's
-   DeclareBackwardDependency). dp_op_invoke checks everything before it
+   DeclareBackwardDependency). dp_invoke checks everything before it
    pushes anything, then pushes one operation that reads the inputs'
    variables and writes the outputs' (and the resources' it asked for).
    The registry is process-wide; register from one thread, before use. */
@@ -1037,46 +1040,129 @@ typedef struct dp_operator {
     unsigned resources;           /* DP_RESOURCE_*: the kernel may use them */
     unsigned mutate_inputs;       /* bit i (i < 32): the kernel also writes input i (an
                                      optimizer's state), so its variable is in the write set */
+    unsigned dtypes;              /* bit (1u << dtype) for each dtype input 0 may have; 0: any
+                                     (documentation: shape inference does the checking) */
 } dp_operator;
 
 /* Registers op (copied; its strings and params must stay valid). A name
    registered twice is DP_ERROR_INVALID_ARGS. */
-DP_API dp_result dp_op_register(const dp_operator *op);
-DP_API const dp_operator *dp_op_find(const char *name);     /* NULL if unknown */
+DP_API dp_result dp_operator_register(const dp_operator *op);
+DP_API const dp_operator *dp_operator_find(const char *name);     /* NULL if unknown */
 /* Gives a registered operator (a built-in one too) its kernel for a device
    kind (DP_DEV_CPU or DP_DEV_GPU), replacing any: how depeng_cuda.h adds the
    GPU kernels. Call it while setting up, before any thread invokes the
    operator (invocations read kernels without a lock). Errors (logged):
    DP_ERROR_INVALID_ARGS for an unknown name (UNKNOWN_OPERATOR), or a bad
    kind or missing kernel (ND_ARGS). */
-DP_API dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel);
+DP_API dp_result dp_operator_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel);
 /* The registered operators (built-in ones included), up to cap; returns
-   how many there are. */
-DP_API int dp_op_list(const dp_operator **out, int cap);
+   how many there are. docs/operators.md lists the built-in ones. */
+DP_API int dp_operator_list(const dp_operator **out, int cap);
 /* Parses keyword parameters for op (names and values as strings); on error
    logs and returns DP_ERROR_INVALID_ARGS naming the operator and parameter. */
-DP_API dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int num_kwargs, const char *const *keys,
-                                    const char *const *values, dp_params *out);
-/* Runs op on the inputs (MXNet's imperative invoke). outputs[i] NULL: a new
-   array is made (and returned there); else it must have the inferred shape,
-   dtype and a context of the inputs', and is written with req (NULL: all
-   DP_REQ_WRITE). An operator without inputs runs on the device of a given
-   output 0 (else CPU 0). A given output may share bytes with an input (the
-   same array, or overlapping views of one storage: transpose(x, out=x) is
-   fine): the kernel then writes a temporary that the operation copies over
-   the output, except for the exact element-wise in place the operator's
+DP_API dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, int num_kwargs, const char *const *keys,
+                                          const char *const *values, dp_params *out);
+
+/* ---- invoking an operator ------------------------------------------------
+   dp_invoke runs a registered operator on arrays (MXNet's imperative
+   invoke), described by a zero-initialised desc: only what differs from
+   the defaults is written.
+
+       dp_ndarray *y = NULL;
+       dp_invoke(eng, &(dp_invoke_desc){ .op = "relu", .inputs = {x} }, &y);
+       dp_invoke(eng, &(dp_invoke_desc){                 // w -= 0.1 (g + 1e-4 w)
+           .op = "sgd_update", .inputs = {w, g}, .outputs = {w},
+           .params = {{"lr", .f = 0.1}, {"wd", .f = 1e-4}} }, NULL);
+       dp_invoke(eng, &(dp_invoke_desc){ .op = "sum", .inputs = {x},
+           .params = {{"axis", .shape = {1, {0}}}, {"keepdims", .i = 1}} }, &s);
+       dp_invoke(eng, &(dp_invoke_desc){ .op = "mul_scalar", .inputs = {x}, .scalar = 2 }, &y);
+
+   Keyword parameters (dp_param): a name and one value, in the field of the
+   parameter's type (docs/operators.md lists every operator's parameters,
+   types, defaults and ranges; dp_operator_find(name)->params has them too):
+     INT    .i   (an integral .f is taken too)     BOOL  .i = 0 or 1
+     FLOAT  .f   (or .i)                           SHAPE .shape = {ndim, {dims}}
+     ENUM   .s = "float64": the choice by name
+   or any of them as a string in .s ("0.1", "(1, 2)", "true"), parsed as
+   dp_invoke_strings parses it. A value in a field its type does not read
+   is an error, not ignored; a field left zero reads as 0 (a shape as ()),
+   whatever the type. Parameters not given take their defaults;
+   a parameter without a default is required.
+   C++ has neither compound literals nor (before C++20) designated
+   initialisers: declare the desc, value-initialised, and assign fields,
+   with the dp_param_* helpers for the parameters:
+       dp_invoke_desc d = {};
+       d.op = "sgd_update"; d.inputs[0] = w; d.inputs[1] = g; d.outputs[0] = w;
+       d.params[0] = dp_param_float("lr", 0.1);
+       dp_invoke(eng, &d, nullptr);
+   (C++20 also takes dp_invoke_desc d{.op = "relu", .inputs = {x}}, the
+   fields in declaration order and each dp_param either all designated or
+   from dp_param_*; g++ 12's -Wextra then warns about every field left out,
+   which the assignments above avoid.) */
+#define DP_MAX_OP_ARRAYS 64   /* inputs, and outputs, of one invocation */
+typedef struct dp_param {
+    const char *name;         /* NULL ends the list */
+    int64_t i;                /* INT, BOOL */
+    double f;                 /* FLOAT */
+    const char *s;            /* ENUM by name; or any type as a string */
+    dp_shape shape;           /* SHAPE */
+} dp_param;
+typedef struct dp_invoke_desc {
+    const char *op;                          /* the operator's name */
+    dp_ndarray *inputs[DP_MAX_OP_ARRAYS];
+    int num_inputs;                          /* 0: the inputs before the first NULL */
+    dp_param params[DP_MAX_PARAMS];          /* those before the first without a name */
+    double scalar;                           /* the operand of the "_scalar" operators (add_scalar:
+                                                x + scalar); must stay 0 for the others */
+    dp_ndarray *outputs[DP_MAX_OP_ARRAYS];   /* NULL: made by the call (see dp_invoke's out) */
+    int num_outputs;                         /* 0: as many as the operator makes */
+    dp_req req[DP_MAX_OP_ARRAYS];            /* per output; 0 (DP_REQ_NULL) means DP_REQ_WRITE */
+} dp_invoke_desc;
+/* Runs desc->op. A given output must have the inferred shape and dtype and
+   the inputs' device; it is written with req (DP_REQ_ADD adds to it). An
+   output left NULL is made: out must then have room for every output, and
+   out[i] receives the new array (the caller releases it), NULL for the
+   outputs desc gave. An operator without inputs runs on the device of a
+   given output 0 (else CPU 0). The call checks everything (names, counts,
+   parameters, shapes, dtypes, devices), then pushes one operation that
+   reads the inputs' variables and writes the outputs' and returns: wait
+   with dp_nd_read or dp_nd_wait_to_read. While this thread records
+   (dp_autograd_begin), an invocation with an input in a graph is recorded
+   for dp_autograd_backward; then a given output, or a mutated input, must
+   not be in a graph itself.
+   A given output may share bytes with an input (the same array, or
+   overlapping views of one storage: transpose(x, out=x) is fine): the
+   kernel then writes a temporary that the operation copies over the
+   output, except for the exact element-wise in place the operator's
    inplace bits allow; two given outputs that overlap, or an output over an
-   input the operator mutates, are DP_ERROR_INVALID_ARGS. While this thread records (dp_autograd_begin), an
-   invocation with an input in a graph is recorded for dp_autograd_backward;
-   then a given output, or a mutated input, must not be in a graph itself.
-   Out of memory is DP_ERROR_OUT_OF_MEMORY (logged) with nothing pushed or
-   recorded: outputs it made are released (NULL again), given ones and
-   graphs are as before. A name no operator is registered under is
-   DP_ERROR_INVALID_ARGS, logged as UNKNOWN_OPERATOR with the name (see
-   dp_last_error for the text). */
-DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
-                              int num_kwargs, const char *const *keys, const char *const *values, double scalar,
-                              int num_outputs, dp_ndarray **outputs, const dp_req *req);
+   input the operator mutates, are DP_ERROR_INVALID_ARGS.
+   Errors, each logged naming the operator (nothing is pushed or recorded,
+   out is not written; dp_last_error has the text): DP_ERROR_INVALID_ARGS
+   for a NULL eng or desc, an unknown operator (logged as UNKNOWN_OPERATOR), an unknown, repeated, mistyped or out-of-range
+   parameter, a missing required one, a scalar given to an operator that
+   takes none, wrong counts, NULL inputs, shapes or dtypes that do not
+   fit, an output to make with out NULL; DP_ERROR_BAD_CONTEXT when the
+   operator has no kernel for the device; DP_ERROR_OUT_OF_MEMORY.
+   Thread safety: any thread; arrays may be shared between threads (the
+   engine orders the pushed operations by their variables). */
+DP_API dp_result dp_invoke(dp_engine *eng, const dp_invoke_desc *desc, dp_ndarray **out);
+/* The string form, for language bindings: parameters as parallel arrays of
+   names and values (strings, parsed as dp_operator_parse_params does),
+   scalar for the "_scalar" operators (ignored by the others), outputs[i]
+   NULL made and returned there, req NULL: all DP_REQ_WRITE. Otherwise as
+   dp_invoke (same checks, errors and thread rules). */
+DP_API dp_result dp_invoke_strings(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
+                                   int num_kwargs, const char *const *keys, const char *const *values, double scalar,
+                                   int num_outputs, dp_ndarray **outputs, const dp_req *req);
+/* Keyword parameters as expressions, for C++ (and C where a compound
+   literal is not wanted): dp_param_float("lr", 0.1). They only fill the
+   struct (the strings are not copied: keep them alive until the call that
+   uses the dp_param); any thread, no errors. */
+static inline dp_param dp_param_int(const char *name, int64_t v) { dp_param p = {name, v, 0.0, NULL, {0, {0}}}; return p; }
+static inline dp_param dp_param_bool(const char *name, int v) { return dp_param_int(name, v != 0); }
+static inline dp_param dp_param_float(const char *name, double v) { dp_param p = {name, 0, v, NULL, {0, {0}}}; return p; }
+static inline dp_param dp_param_str(const char *name, const char *v) { dp_param p = {name, 0, 0.0, v, {0, {0}}}; return p; }
+static inline dp_param dp_param_shape(const char *name, const dp_shape *v) { dp_param p = {name, 0, 0.0, NULL, *v}; return p; }
 
 /* Built-in optimizer updates (MXNet's), each an operator that writes the
    weight in place when it is passed as the output as well as input 0 (so
@@ -1090,8 +1176,69 @@ DP_API dp_result dp_op_invoke(dp_engine *eng, const char *name, int num_inputs, 
    when clip_gradient > 0 (Adam, as MXNet's: g = rescale_grad * grad +
    wd * w, then limited). mom, mean and var are mutated inputs. Parameters:
    lr (required), wd, rescale_grad, clip_gradient, momentum, beta1, beta2,
-   epsilon. Adam's bias correction is the caller's: pass
-   lr * sqrt(1 - beta2^t) / (1 - beta1^t) at step t. */
+   epsilon, and adam_update's t: the step, from 1, for Adam's bias
+   correction (lr is scaled by sqrt(1 - beta2^t) / (1 - beta1^t)); the
+   default 0 leaves lr as given. A dp_optimizer passes t itself. */
+
+/* ---- training helpers ------------------------------------------------------
+   Operators (invoked like any other):
+     take(data, indices)    rows of data's first axis picked by an int64 (or int32,
+                            uint8) index array of any shape: a train / test split,
+                            a shuffled batch. Result indices.shape + data.shape[1:],
+                            every dtype moved bit for bit. Parameter mode: "raise"
+                            (default: an index outside [0, rows) fails the kernel,
+                            reaching the output as a failure), "clip" or "wrap".
+                            Differentiable in data (rows taken twice add up).
+     accuracy(pred, labels) the fraction (float32, shape ()) of elements where the two
+                            are equal as numbers, e.g. argmax's int64 classes against
+                            float32 labels; both with the same element count.
+   Standardisation, from the reductions with keepdims and broadcasting:
+       mean = mean(x, axis=(0,), keepdims=1)               (1, features)
+       d    = sub(x, mean)                                 (n, features)
+       std  = sqrt(mean(square(d), axis=(0,), keepdims=1)) NumPy's std (ddof 0)
+       z    = div(d, add_scalar(std, 1e-8))                a constant column stays finite
+   (one dp_invoke each; the test set is standardised with the training set's
+   mean and std).
+
+   An optimizer object owns one weight's update: dp_optimizer_create attaches
+   the weight's gradient (dp_nd_attach_grad, DP_REQ_WRITE, starting over if it
+   was marked) and makes the update's state arrays, zeros of the weight's
+   shape, dtype and device: none for sgd_update, the momentum for
+   sgd_mom_update, the mean and variance for adam_update (any registered
+   operator with inputs (weight, gradient, the states it mutates) and one
+   output works). dp_optimizer_step pushes the update of the weight with its
+   gradient as it is after the backward pass, in place, and counts the step;
+   an update with an INT parameter t (adam_update) gets the step number, so
+   the bias correction needs nothing from the caller.
+       dp_optimizer *opt;
+       dp_optimizer_create(w, &(dp_optimizer_desc){ .update = "adam_update",
+           .params = {{"lr", .f = 1e-3}} }, &opt);
+       ... forward, dp_autograd_backward(loss, NULL, 0);
+       dp_optimizer_step(opt);
+       dp_optimizer_destroy(opt);
+   Errors (logged, DP_ERROR_INVALID_ARGS unless said): NULL arguments, an
+   unknown operator or one that is not an update, parameters as dp_invoke
+   checks them (and t given, which the optimizer counts), a weight that is
+   not float32 / float64, DP_ERROR_OUT_OF_MEMORY; step: the update's errors
+   (nothing pushed, the step not counted).
+   Thread safety: an optimizer is used by one thread at a time; different
+   optimizers from any threads. Destroy it before the weight's engine. */
+typedef struct dp_optimizer_desc {
+    const char *update;                  /* the update operator; NULL: "sgd_update" */
+    dp_param params[DP_MAX_PARAMS];      /* its parameters (lr is required), as dp_invoke's */
+} dp_optimizer_desc;
+typedef struct dp_optimizer dp_optimizer;
+DP_API dp_result dp_optimizer_create(dp_ndarray *weight, const dp_optimizer_desc *desc, dp_optimizer **out);
+DP_API dp_result dp_optimizer_step(dp_optimizer *opt);
+/* Changes one parameter for the next steps (a learning-rate schedule:
+   dp_param_float("lr", lr)); on error the parameters stay as they were. */
+DP_API dp_result dp_optimizer_set_param(dp_optimizer *opt, const dp_param *param);
+DP_API int64_t dp_optimizer_steps(const dp_optimizer *opt);            /* steps pushed so far */
+/* State array i (0: momentum, or Adam's mean; 1: Adam's variance), borrowed;
+   NULL past the last. */
+DP_API dp_ndarray *dp_optimizer_state(const dp_optimizer *opt, int i);
+/* Releases the optimizer's references (the weight keeps its gradient). NULL is fine. */
+DP_API void dp_optimizer_destroy(dp_optimizer *opt);
 
 /* ====================================================================== AUTOGRAD
    MXNet's autograd. Mark the arrays to differentiate by with
@@ -1149,7 +1296,7 @@ DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, i
 
 /* ====================================================================== SYMBOL
    MXNet's symbolic front end: a graph is built once from named variables
-   and operator nodes (the same registered operators dp_op_invoke runs),
+   and operator nodes (the same registered operators dp_invoke_strings runs),
    then bound to arrays by an executor that runs it many times. A symbol is
    a list of outputs of such a graph; symbols share nodes and are
    immutable, reference counted, and not tied to an engine (their errors go
@@ -1165,7 +1312,7 @@ DP_API dp_result dp_sym_var(const char *name, dp_symbol **out);
    and a number). inputs are single-output symbols, one per operator input;
    a NULL input becomes a new variable "<name>_<input>" (FullyConnected's
    weight and bias, a loss's label, else "<name>_argN"). Keyword parameters
-   as dp_op_invoke's; "scalar" gives a _scalar operator its scalar. The
+   as dp_invoke_strings's; "scalar" gives a _scalar operator its scalar. The
    symbol has the operator's outputs. Errors (logged, naming the node):
    DP_ERROR_INVALID_ARGS for an unknown operator, a bad parameter, a wrong
    input count or a multi-output input; DP_ERROR_OUT_OF_MEMORY. */
@@ -5456,7 +5603,7 @@ static void dp__extensions_destroy(dp_engine *eng) {
    >>files (codec) >>dtypes >>storage >>arrays >>resources >>files >>data
    >>registry >>params >>invoke >>autograd >>builtin operators (element-wise,
    gradients, reductions, nn, random, gemm, dot, copy and the optimizer
-   updates). Everything below uses the engine only through its public calls: an array's chunk is a variable, filling
+   updates, take, accuracy, the optimizer objects). Everything below uses the engine only through its public calls: an array's chunk is a variable, filling
    and copying are pushed operations, and freeing is a variable delete.
    What the layer keeps per engine (storage managers, resources, arrays
    kept for destroy) is one extension state (dp__nd_state, see >>storage). */
@@ -8236,7 +8383,7 @@ static dp_result dp__nd_random_gpu(dp_engine *eng, int kind, double p0, double p
     snprintf(v1, sizeof v1, "%.17g", p0); snprintf(v2, sizeof v2, "%.17g", p1);
     vals[0] = dp__shape_str(shape, sv, sizeof sv); vals[1] = v1; vals[2] = v2; vals[3] = dp_dtype_name(dtype);
     if ((r = dp_nd_empty(eng, shape, dtype, ctx, out)) != DP_OK) return r;
-    if ((r = dp_op_invoke(eng, kind == 0 ? "random_uniform" : "random_normal", 0, NULL, 4, keys, vals, 0, 1, out, NULL)) != DP_OK) {
+    if ((r = dp_invoke_strings(eng, kind == 0 ? "random_uniform" : "random_normal", 0, NULL, 4, keys, vals, 0, 1, out, NULL)) != DP_OK) {
         dp_nd_release(*out);
         *out = NULL;
     }
@@ -8849,7 +8996,7 @@ DP_IMPL void dp_iter_destroy(dp_iter *it) {
    A fixed table: registration happens once per process, lookups are reads.
    Built-in operators are registered on first use of the registry. */
 #define DP__MAX_OPERATORS 256
-#define DP__MAX_OP_ARRAYS 64                  /* inputs, and outputs, of one invocation */
+#define DP__MAX_OP_ARRAYS DP_MAX_OP_ARRAYS
 static dp_operator dp__operators[DP__MAX_OPERATORS];
 static dp__a32 dp__num_operators;            /* published with release after the entry is copied */
 static dp__spinlock dp__registry_lock;
@@ -8881,13 +9028,13 @@ static dp_result dp__register(const dp_operator *op) {
         has_num_args |= strcmp(op->params[i].name, "num_args") == 0 && op->params[i].type == DP_PARAM_INT;
     }
     if (ok && (op->num_inputs < 0 || op->num_outputs < 0) && !has_num_args) ok = 0;   /* counts from num_args need it */
-    if (!ok) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_register '%s': a name, 1..64 outputs (or -1), 0..64 inputs (or -1, -2 with an int "
+    if (!ok) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_operator_register '%s': a name, 1..64 outputs (or -1), 0..64 inputs (or -1, -2 with an int "
                        "parameter num_args), <= %d valid parameters and a kernel are needed",
                        op && op->name ? op->name : "(null)", DP_MAX_PARAMS); return DP_ERROR_INVALID_ARGS; }
     dp__spin_lock(&dp__registry_lock);
     if (dp__find_op(op->name) || dp__load(&dp__num_operators, DP__RELAXED) == DP__MAX_OPERATORS) {
         dp__spin_unlock(&dp__registry_lock);
-        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_register '%s': %s", op->name, dp__find_op(op->name) ? "registered already" : "the registry is full");
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_operator_register '%s': %s", op->name, dp__find_op(op->name) ? "registered already" : "the registry is full");
         return DP_ERROR_INVALID_ARGS;
     }
     dp__operators[dp__load(&dp__num_operators, DP__RELAXED)] = *op;
@@ -8895,9 +9042,9 @@ static dp_result dp__register(const dp_operator *op) {
     dp__spin_unlock(&dp__registry_lock);
     return DP_OK;
 }
-DP_IMPL dp_result dp_op_register(const dp_operator *op) { dp__ensure_builtins(); return dp__register(op); }
-DP_IMPL const dp_operator *dp_op_find(const char *name) { dp__ensure_builtins(); return dp__find_op(name); }
-DP_IMPL dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel) {
+DP_IMPL dp_result dp_operator_register(const dp_operator *op) { dp__ensure_builtins(); return dp__register(op); }
+DP_IMPL const dp_operator *dp_operator_find(const char *name) { dp__ensure_builtins(); return dp__find_op(name); }
+DP_IMPL dp_result dp_operator_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel) {
     dp_operator *op;
     int ok;
     dp__ensure_builtins();
@@ -8907,17 +9054,17 @@ DP_IMPL dp_result dp_op_set_kernel(const char *name, int dev_type, dp_kernel_fn 
     if (ok) { if (dev_type == DP_DEV_CPU) op->forward_cpu = kernel; else op->forward_gpu = kernel; }
     dp__spin_unlock(&dp__registry_lock);
     if (!op) {
-        DP__LOG(NULL, DP_LOG_ERROR, UNKNOWN_OPERATOR, "dp_op_set_kernel '%s'", name ? name : "(null)");
+        DP__LOG(NULL, DP_LOG_ERROR, UNKNOWN_OPERATOR, "dp_operator_set_kernel '%s'", name ? name : "(null)");
         return DP_ERROR_INVALID_ARGS;
     }
     if (!ok) {
-        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_op_set_kernel '%s': DP_DEV_CPU or DP_DEV_GPU, and a kernel "
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_operator_set_kernel '%s': DP_DEV_CPU or DP_DEV_GPU, and a kernel "
                 "(or another device kind's)", name);
         return DP_ERROR_INVALID_ARGS;
     }
     return DP_OK;
 }
-DP_IMPL int dp_op_list(const dp_operator **out, int cap) {
+DP_IMPL int dp_operator_list(const dp_operator **out, int cap) {
     int i, n;
     dp__ensure_builtins();
     n = dp__load(&dp__num_operators, DP__ACQUIRE);
@@ -8988,6 +9135,14 @@ static const char *dp__param_type_name(dp_param_type t) {
     static const char *names[] = {"?", "int", "float", "bool", "shape", "choice"};
     return names[(unsigned)t <= DP_PARAM_ENUM ? t : 0];
 }
+static int dp__param_in_range(const dp_param_def *d, const dp_param_value *v, char *why, size_t cap) {
+    if ((d->type == DP_PARAM_INT || d->type == DP_PARAM_FLOAT) && d->min < d->max
+        && (!(v->f >= d->min) || !(v->f <= d->max))) {
+        snprintf(why, cap, "outside [%g, %g]", d->min, d->max);
+        return -1;
+    }
+    return 0;
+}
 /* Parses one value; 0, or -1 with why filled. */
 static int dp__parse_param(const dp_param_def *d, const char *s, dp_param_value *v, char *why, size_t cap) {
     int bad;
@@ -9004,40 +9159,74 @@ static int dp__parse_param(const dp_param_def *d, const char *s, dp_param_value 
         else snprintf(why, cap, "not a valid %s", dp__param_type_name(d->type));
         return -1;
     }
-    if ((d->type == DP_PARAM_INT || d->type == DP_PARAM_FLOAT) && d->min < d->max
-        && (!(v->f >= d->min) || !(v->f <= d->max))) {
-        snprintf(why, cap, "outside [%g, %g]", d->min, d->max);
+    return dp__param_in_range(d, v, why, cap);
+}
+/* One typed value (dp_param): the field of d's type, or the string in .s;
+   a value in a field the type does not read is refused. 0, or -1 with why. */
+static int dp__typed_param(const dp_param_def *d, const dp_param *t, dp_param_value *v, char *why, size_t cap) {
+    int has_i = t->i != 0, has_f = t->f != 0, has_shape = t->shape.ndim != 0, ok;
+    if (t->s) {
+        if (has_i || has_f || has_shape) { snprintf(why, cap, "given both as a string (.s) and as a value"); return -1; }
+        return dp__parse_param(d, t->s, v, why, cap);
+    }
+    memset(v, 0, sizeof *v);
+    switch (d->type) {
+    case DP_PARAM_INT:
+        ok = !has_shape && (!has_f || (!has_i && t->f == floor(t->f) && fabs(t->f) < 9.2e18));
+        v->i = has_f ? (int64_t)t->f : t->i; v->f = (double)v->i;
+        break;
+    case DP_PARAM_FLOAT: ok = !has_shape && !(has_i && has_f); v->f = has_f ? t->f : (double)t->i; break;
+    case DP_PARAM_BOOL: ok = !has_shape && !has_f && (t->i == 0 || t->i == 1); v->i = t->i; break;
+    case DP_PARAM_SHAPE:
+        ok = !has_i && !has_f && t->shape.ndim >= 0 && t->shape.ndim <= DP_MAX_DIMS;
+        if (ok) { v->shape.ndim = t->shape.ndim; memcpy(v->shape.dims, t->shape.dims, sizeof(int64_t) * (size_t)t->shape.ndim); }
+        break;
+    default: ok = 0; break;              /* ENUM: by name only, an index would go wrong silently */
+    }
+    if (!ok) {
+        static const char *want[] = {"?", ".i (or an integral .f)", ".f (or .i)", ".i = 0 or 1", ".shape = {ndim, {dims}}", ".s, a choice's name"};
+        snprintf(why, cap, "a %s: give %s, or a string in .s", dp__param_type_name(d->type), want[(unsigned)d->type <= DP_PARAM_ENUM ? d->type : 0]);
         return -1;
     }
-    return 0;
+    return dp__param_in_range(d, v, why, cap);
 }
-DP_IMPL dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int n, const char *const *keys,
-                                     const char *const *values, dp_params *out) {
-    int seen[DP_MAX_PARAMS] = {0}, i, j;
-    char why[96];
-    if (!op || !out || n < 0 || (n && (!keys || !values))) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_op_parse_params: bad arguments"); return DP_ERROR_INVALID_ARGS; }
-    memset(out, 0, sizeof *out);
-    out->count = op->num_params;
-    for (i = 0; i < n; i++) {
-        for (j = 0; j < op->num_params && (!keys[i] || strcmp(keys[i], op->params[j].name) != 0); j++) {}
-        if (j == op->num_params) {
-            char list[256] = "";
-            size_t len = 0;
-            int m;
-            for (m = 0; m < op->num_params && len < sizeof list; m++)
-                len += (size_t)snprintf(list + len, sizeof list - len, m ? ", %s" : "%s", op->params[m].name);
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': unknown parameter '%s' (it takes: %s)", op->name,
-                    keys[i] ? keys[i] : "(null)", op->num_params ? list : "no parameters");
-            return DP_ERROR_INVALID_ARGS;
-        }
-        if (seen[j]) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' given twice", op->name, keys[i]); return DP_ERROR_INVALID_ARGS; }
-        if (!values[i] || dp__parse_param(&op->params[j], values[i], &out->v[j], why, sizeof why)) {
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' = '%s' is %s", op->name, keys[i],
-                    values[i] ? values[i] : "(null)", values[i] ? why : "missing");
-            return DP_ERROR_INVALID_ARGS;
-        }
-        seen[j] = 1;
+/* A parameter's value from its name, as a string (str) or typed (t, when
+   str is NULL), into out->v; seen marks it. Logs and fails on an unknown,
+   repeated or bad one. */
+static dp_result dp__param_set(dp_engine *eng, const dp_operator *op, const char *key, const char *str, const dp_param *t,
+                               dp_params *out, int *seen) {
+    char why[128];
+    int j;
+    for (j = 0; j < op->num_params && (!key || strcmp(key, op->params[j].name) != 0); j++) {}
+    if (j == op->num_params) {
+        char list[256] = "";
+        size_t len = 0;
+        int m;
+        for (m = 0; m < op->num_params && len < sizeof list; m++)
+            len += (size_t)snprintf(list + len, sizeof list - len, m ? ", %s" : "%s", op->params[m].name);
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': unknown parameter '%s' (it takes: %s)", op->name,
+                key ? key : "(null)", op->num_params ? list : "no parameters");
+        return DP_ERROR_INVALID_ARGS;
     }
+    if (seen[j]) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' given twice", op->name, key); return DP_ERROR_INVALID_ARGS; }
+    if (!t) {
+        if (!str || dp__parse_param(&op->params[j], str, &out->v[j], why, sizeof why)) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' = '%s' is %s", op->name, key,
+                    str ? str : "(null)", str ? why : "missing");
+            return DP_ERROR_INVALID_ARGS;
+        }
+    } else if (dp__typed_param(&op->params[j], t, &out->v[j], why, sizeof why)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s'%s%s%s is %s", op->name, key,
+                t->s ? " = '" : "", t->s ? t->s : "", t->s ? "'" : "", why);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    seen[j] = 1;
+    return DP_OK;
+}
+/* The parameters not given: their defaults, or an error for a required one. */
+static dp_result dp__params_defaults(dp_engine *eng, const dp_operator *op, dp_params *out, const int *seen) {
+    char why[128];
+    int j;
     for (j = 0; j < op->num_params; j++) {
         if (seen[j]) continue;
         if (!op->params[j].default_value) {
@@ -9051,6 +9240,27 @@ DP_IMPL dp_result dp_op_parse_params(dp_engine *eng, const dp_operator *op, int 
         }
     }
     return DP_OK;
+}
+DP_IMPL dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, int n, const char *const *keys,
+                                           const char *const *values, dp_params *out) {
+    int seen[DP_MAX_PARAMS] = {0}, i;
+    dp_result r;
+    if (!op || !out || n < 0 || (n && (!keys || !values))) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_operator_parse_params: bad arguments"); return DP_ERROR_INVALID_ARGS; }
+    memset(out, 0, sizeof *out);
+    out->count = op->num_params;
+    for (i = 0; i < n; i++)
+        if ((r = dp__param_set(eng, op, keys[i], values[i], NULL, out, seen)) != DP_OK) return r;
+    return dp__params_defaults(eng, op, out, seen);
+}
+/* dp_invoke_desc's parameters: those before the first without a name. */
+static dp_result dp__params_from_desc(dp_engine *eng, const dp_operator *op, const dp_param *ps, dp_params *out) {
+    int seen[DP_MAX_PARAMS] = {0}, i;
+    dp_result r;
+    memset(out, 0, sizeof *out);
+    out->count = op->num_params;
+    for (i = 0; i < DP_MAX_PARAMS && ps[i].name; i++)
+        if ((r = dp__param_set(eng, op, ps[i].name, NULL, &ps[i], out, seen)) != DP_OK) return r;
+    return dp__params_defaults(eng, op, out, seen);
 }
 
 /* >>invoke --------------------------------------------------------------------
@@ -9293,16 +9503,64 @@ undo:
     dp__free(eng, a, sizeof *a);
     return r;
 }
-DP_IMPL dp_result dp_op_invoke(dp_engine *eng, const char *name, int nin, dp_ndarray *const *inputs,
-                               int nkw, const char *const *keys, const char *const *values, double scalar,
-                               int nout, dp_ndarray **outputs, const dp_req *req) {
+static const dp_operator *dp__find_or_log(dp_engine *eng, const char *name) {
+    const dp_operator *op = dp_operator_find(name);
+    if (!op) DP__LOG(eng, DP_LOG_ERROR, UNKNOWN_OPERATOR, "'%s'", name ? name : "(null)");
+    return op;
+}
+DP_IMPL dp_result dp_invoke_strings(dp_engine *eng, const char *name, int nin, dp_ndarray *const *inputs,
+                                    int nkw, const char *const *keys, const char *const *values, double scalar,
+                                    int nout, dp_ndarray **outputs, const dp_req *req) {
     const dp_operator *op;
     dp_params params;
     dp_result r;
     if (!eng) return DP_ERROR_INVALID_ARGS;
-    if ((op = dp_op_find(name)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, UNKNOWN_OPERATOR, "'%s'", name ? name : "(null)"); return DP_ERROR_INVALID_ARGS; }
-    if ((r = dp_op_parse_params(eng, op, nkw, keys, values, &params)) != DP_OK) return r;
+    if ((op = dp__find_or_log(eng, name)) == NULL) return DP_ERROR_INVALID_ARGS;
+    if ((r = dp_operator_parse_params(eng, op, nkw, keys, values, &params)) != DP_OK) return r;
     return dp__invoke(eng, op, &params, nin, inputs, scalar, nout, outputs, req, 1);
+}
+/* A desc's count: as given, or the arrays before the first NULL. */
+static int dp__desc_count(int given, dp_ndarray *const *a) {
+    int n = 0;
+    if (given) return given;
+    while (n < DP_MAX_OP_ARRAYS && a[n]) n++;
+    return n;
+}
+DP_IMPL dp_result dp_invoke(dp_engine *eng, const dp_invoke_desc *desc, dp_ndarray **out) {
+    const dp_operator *op;
+    dp_params params;
+    dp_ndarray *outputs[DP_MAX_OP_ARRAYS];
+    dp_req req[DP_MAX_OP_ARRAYS];
+    int nin, nout, i;
+    dp_result r;
+    if (!eng || !desc) {
+        if (eng) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_invoke: NULL desc");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((op = dp__find_or_log(eng, desc->op)) == NULL) return DP_ERROR_INVALID_ARGS;
+    if ((r = dp__params_from_desc(eng, op, desc->params, &params)) != DP_OK) return r;
+    if (desc->scalar != 0 && !op->takes_scalar) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s' takes no scalar (scalar = %g given; the \"_scalar\" operators do)", op->name, desc->scalar);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    nin = dp__desc_count(desc->num_inputs, desc->inputs);
+    nout = desc->num_outputs ? desc->num_outputs : dp__arity(op, &params, op->num_outputs);
+    if (nin < 0 || nin > DP_MAX_OP_ARRAYS || nout < 1 || nout > DP_MAX_OP_ARRAYS) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d inputs and %d outputs: each count must be in 0..%d (outputs from 1)",
+                op->name, nin, nout, DP_MAX_OP_ARRAYS);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < nout; i++) {
+        outputs[i] = desc->outputs[i];
+        req[i] = desc->req[i] == DP_REQ_NULL ? DP_REQ_WRITE : desc->req[i];
+        if (!outputs[i] && !out) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is to be made, but out (where it would go) is NULL", op->name, i);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    }
+    if ((r = dp__invoke(eng, op, &params, nin, desc->inputs, desc->scalar, nout, outputs, req, 1)) != DP_OK) return r;
+    for (i = 0; out && i < nout; i++) out[i] = desc->outputs[i] ? NULL : outputs[i];
+    return DP_OK;
 }
 
 /* >>autograd ------------------------------------------------------------------
@@ -11102,11 +11360,12 @@ static void dp__register_linear(void) {
     memset(&op, 0, sizeof op);
     op.name = "dot"; op.doc = "matrix product of 2-d a and b, each optionally transposed"; op.num_inputs = 2; op.num_outputs = 1;
     op.params = dp__dot_params; op.num_params = 2; op.infer = dp__infer_dot; op.forward_cpu = dp__k_dot;
+    op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
     dp__register_differentiable(&op, "_backward_dot", "gradient of dot", dp__kg_dot, 0);
     memset(&op, 0, sizeof op);
     op.name = "FullyConnected"; op.doc = "data (batch, in) times weight (num_hidden, in) transposed, plus bias (num_hidden,)";
     op.num_inputs = 3; op.num_outputs = 1; op.params = dp__fc_params; op.num_params = 1; op.infer = dp__infer_fc;
-    op.forward_cpu = dp__k_fc;
+    op.forward_cpu = dp__k_fc; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
     dp__register_differentiable(&op, "_backward_FullyConnected", "gradient of FullyConnected", dp__kg_fc, 0);
 }
 /* >>copy, reshape and the optimizer updates -------------------------------------
@@ -11181,6 +11440,16 @@ static DP__HD double dp__f_adam(double *m, double *v, double g, double lr, doubl
     return lr * *m / (sqrt(*v) + eps);
 }
 enum { DP__OPT_SGD, DP__OPT_SGD_MOM, DP__OPT_ADAM };
+/* Adam's bias correction (Kingma and Ba, "Adam", algorithm 1 written with
+   one step size): at step t > 0 (parameter 7), lr times
+   sqrt(1 - beta2^t) / (1 - beta1^t). Host code; the GPU kernels call it too. */
+static void dp__opt_bias_correct(int kind, const dp_params *ps, double *p) {
+    double t, c1;
+    if (kind != DP__OPT_ADAM || ps->count < 8 || ps->v[7].i <= 0) return;
+    t = (double)ps->v[7].i;
+    c1 = 1 - pow(p[4], t);
+    if (c1 > 0) p[0] *= sqrt(1 - pow(p[5], t)) / c1;
+}
 /* One element of an update: the new weight, from weight w and gradient g;
    *s1 (momentum, or Adam's mean) and *s2 (Adam's variance) are updated. p
    is the parameters in order: lr, wd, rescale_grad, clip_gradient, then
@@ -11200,7 +11469,8 @@ static DP__HD double dp__opt_step(int kind, double w, double g, double *s1, doub
 static const dp_param_def dp__sgd_params[] = {DP__OPT_COMMON_PARAMS, {"momentum", DP_PARAM_FLOAT, "0", 0, 0, NULL, "sgd_mom_update: the momentum"}};
 static const dp_param_def dp__adam_params[] = {DP__OPT_COMMON_PARAMS,
     {"beta1", DP_PARAM_FLOAT, "0.9", 0, 1, NULL, "decay of the mean"}, {"beta2", DP_PARAM_FLOAT, "0.999", 0, 1, NULL, "decay of the variance"},
-    {"epsilon", DP_PARAM_FLOAT, "1e-8", 0, 0, NULL, "added to the root of the variance"}};
+    {"epsilon", DP_PARAM_FLOAT, "1e-8", 0, 0, NULL, "added to the root of the variance"},
+    {"t", DP_PARAM_INT, "0", 0, 1e15, NULL, "the step, from 1: lr is scaled by sqrt(1 - beta2^t) / (1 - beta1^t) (bias correction); 0: not"}};
 static int dp__infer_update(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                             dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
     int i;
@@ -11224,6 +11494,7 @@ static int dp__update(const dp_kernel_ctx *k, int kind) {
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
     double p[7] = {0, 0, 0, 0, 0, 0, 0};
     for (i = 0; i < k->params->count && i < 7; i++) p[i] = k->params->v[i].f;
+    dp__opt_bias_correct(kind, k->params, p);
     for (i = 0; i < n; i++) {
         double a = s1 ? dp__load_elem(s1, t, i) : 0, b = s2 ? dp__load_elem(s2, t, i) : 0;
         double wi = dp__opt_step(kind, dp__load_elem(w, t, i), dp__load_elem(g, t, i), &a, &b, p);
@@ -11252,14 +11523,229 @@ static void dp__register_copy_and_updates(void) {
     memset(&op, 0, sizeof op);
     op.name = "sgd_update"; op.doc = "weight - lr * gradient (see the header)"; op.num_inputs = 2; op.num_outputs = 1;
     op.params = dp__sgd_params; op.num_params = 4; op.infer = dp__infer_update; op.forward_cpu = dp__k_sgd; op.inplace = 1;
+    op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
     dp__register(&op);
     op.name = "sgd_mom_update"; op.doc = "momentum SGD; mutates mom (input 2)"; op.num_inputs = 3; op.num_params = 5;
     op.forward_cpu = dp__k_sgd_mom; op.mutate_inputs = 1u << 2;
     dp__register(&op);
     op.name = "adam_update"; op.doc = "Adam; mutates mean and var (inputs 2, 3)"; op.num_inputs = 4; op.params = dp__adam_params;
-    op.num_params = 7; op.forward_cpu = dp__k_adam; op.mutate_inputs = 3u << 2;
+    op.num_params = 8; op.forward_cpu = dp__k_adam; op.mutate_inputs = 3u << 2;
     dp__register(&op);
 }
+/* >>take, accuracy and the optimizer objects ------------------------------------
+   take copies rows of its data (the first axis) picked by an integer index
+   array: bytes are moved, so every dtype stays exact. Its gradient adds
+   each output-gradient row into the row it came from (a row taken twice
+   gets both). accuracy compares two arrays element by element as numbers
+   (argmax's int64 against float labels). An optimizer object owns a
+   weight's update: its gradient, its state arrays and its step count. */
+static const dp_param_def dp__take_params[] = {
+    {"mode", DP_PARAM_ENUM, "raise", 0, 0, "raise|clip|wrap", "an index outside [0, rows): the kernel fails, it is clipped, or taken modulo rows"}};
+static int dp__is_index_dtype(dp_dtype t) { return t == DP_INT64 || t == DP_INT32 || t == DP_UINT8; }
+static int dp__infer_take(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                          dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    int d;
+    (void)p; (void)nin; (void)nout;
+    if (!dp__is_index_dtype(it[1])) { snprintf(msg, cap, "indices are %s: int64, int32 or uint8 needed", dp_dtype_name(it[1])); return -1; }
+    if (is[0].ndim < 1 || is[1].ndim + is[0].ndim - 1 > DP_MAX_DIMS) {
+        snprintf(msg, cap, "data %s, indices %s: data needs an axis, and the result at most %d", dp__shape_str(&is[0], s1, sizeof s1),
+                 dp__shape_str(&is[1], s2, sizeof s2), DP_MAX_DIMS);
+        return -1;
+    }
+    memset(os, 0, sizeof *os);
+    *os = is[1];
+    for (d = 1; d < is[0].ndim; d++) os->dims[os->ndim++] = is[0].dims[d];
+    *ot = it[0];
+    return 0;
+}
+/* Both compile for the device too: the GPU kernels of take use them. */
+static DP__HD int64_t dp__load_index(const void *p, int t, int64_t i) {
+    if (t == DP_INT64) return ((const int64_t *)p)[i];
+    if (t == DP_INT32) return ((const int32_t *)p)[i];
+    return ((const uint8_t *)p)[i];
+}
+/* The row index j stands for under mode (0 raise, 1 clip, 2 wrap); -1 when
+   it is out of range under raise (or there are no rows). */
+static DP__HD int64_t dp__take_map(int64_t j, int64_t rows, int64_t mode) {
+    if (j >= 0 && j < rows) return j;
+    if (rows > 0 && mode == 1) return j < 0 ? 0 : rows - 1;
+    if (rows > 0 && mode == 2) return (j % rows + rows) % rows;
+    return -1;
+}
+static int64_t dp__take_row(const dp_kernel_ctx *k, int64_t j, int64_t rows, int64_t mode) {
+    char msg[128];
+    int64_t r = dp__take_map(j, rows, mode);
+    if (r >= 0) return r;
+    snprintf(msg, sizeof msg, "take: index %lld outside [0, %lld)", (long long)j, (long long)rows);
+    dp_set_error(k->rc, msg);
+    return -1;
+}
+static int dp__k_take(const dp_kernel_ctx *k) {
+    const dp_ndarray *x = k->inputs[0], *ix = k->inputs[1];
+    const char *src = (const char *)dp_nd_data(x);
+    char *dst = (char *)dp_nd_data(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(x);
+    int64_t rows = dp_nd_shape(x)->dims[0], n = dp_shape_size(dp_nd_shape(ix)), width = 1, i, e;
+    size_t row_bytes;
+    int d;
+    for (d = 1; d < dp_nd_shape(x)->ndim; d++) width *= dp_nd_shape(x)->dims[d];
+    row_bytes = (size_t)width * dp_dtype_size(t);
+    for (i = 0; i < n; i++) {
+        int64_t r = dp__take_row(k, dp__load_index(dp_nd_data(ix), dp_nd_dtype(ix), i), rows, k->params->v[0].i);
+        if (r < 0) return DP_ERROR_INVALID_ARGS;
+        if (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE) memcpy(dst + (size_t)i * row_bytes, src + (size_t)r * row_bytes, row_bytes);
+        else for (e = 0; e < width; e++) dp__store_elem(dst, t, i * width + e, dp__load_elem(src, t, r * width + e), k->req[0]);
+    }
+    return 0;
+}
+/* inputs (ograd, data, indices) -> (data's gradient, the indices' (zero)) */
+static int dp__kg_take(const dp_kernel_ctx *k) {
+    const dp_ndarray *x = k->inputs[1], *ix = k->inputs[2];
+    const void *og = dp_nd_data(k->inputs[0]);
+    void *g = dp_nd_data(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(x);
+    int64_t rows = dp_nd_shape(x)->dims[0], n = dp_shape_size(dp_nd_shape(ix)), width = 1, i, e;
+    int d;
+    for (d = 1; d < dp_nd_shape(x)->ndim; d++) width *= dp_nd_shape(x)->dims[d];
+    if (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE)
+        for (i = 0; i < rows * width; i++) dp__store_elem(g, t, i, 0, DP_REQ_WRITE);
+    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) {
+        int64_t r = dp__take_row(k, dp__load_index(dp_nd_data(ix), dp_nd_dtype(ix), i), rows, k->params->v[0].i);
+        if (r < 0) return DP_ERROR_INVALID_ARGS;
+        for (e = 0; e < width; e++) dp__store_elem(g, t, r * width + e, dp__load_elem(og, t, i * width + e), DP_REQ_ADD);
+    }
+    for (i = 0; i < n; i++) dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(ix), i, 0, k->req[1]);
+    return 0;
+}
+static int dp__infer_accuracy(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                              dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    (void)p; (void)nin; (void)nout; (void)it;
+    if (dp_shape_size(&is[0]) != dp_shape_size(&is[1])) {
+        snprintf(msg, cap, "predictions %s and labels %s: the same number of elements needed", dp__shape_str(&is[0], s1, sizeof s1),
+                 dp__shape_str(&is[1], s2, sizeof s2));
+        return -1;
+    }
+    memset(os, 0, sizeof *os);
+    *ot = DP_FLOAT32;
+    return 0;
+}
+/* Integers are compared exactly; a float label is compared with the
+   integer's value as a double (class numbers are far below 2^53). */
+static int dp__k_accuracy(const dp_kernel_ctx *k) {
+    const dp_ndarray *a = k->inputs[0], *b = k->inputs[1];
+    dp_dtype ta = dp_nd_dtype(a), tb = dp_nd_dtype(b);
+    int64_t i, n = dp_shape_size(dp_nd_shape(a)), hits = 0;
+    for (i = 0; i < n; i++) {
+        int same = dp__is_index_dtype(ta) && dp__is_index_dtype(tb)
+                 ? dp__load_index(dp_nd_data(a), ta, i) == dp__load_index(dp_nd_data(b), tb, i)
+                 : dp__load_elem(dp_nd_data(a), ta, i) == dp__load_elem(dp_nd_data(b), tb, i);
+        hits += same;
+    }
+    dp__store_elem(dp_nd_data(k->outputs[0]), DP_FLOAT32, 0, n ? (double)hits / (double)n : NAN, k->req[0]);
+    return 0;
+}
+static void dp__register_training(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "take"; op.doc = "rows data[indices] of the first axis: data (rows, ...), integer indices of any shape; result indices.shape + data.shape[1:]";
+    op.num_inputs = 2; op.num_outputs = 1; op.params = dp__take_params; op.num_params = 1; op.infer = dp__infer_take;
+    op.forward_cpu = dp__k_take;
+    dp__register_differentiable(&op, "_backward_take", "gradient of take: the output gradient's rows added into the rows they came from", dp__kg_take, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "accuracy"; op.doc = "the fraction of elements where predictions equal labels, compared as numbers (argmax's int64 against float labels); NaN for none";
+    op.num_inputs = 2; op.num_outputs = 1; op.infer = dp__infer_accuracy; op.forward_cpu = dp__k_accuracy;
+    dp__register(&op);
+}
+
+struct dp_optimizer {
+    dp_engine *eng;
+    const dp_operator *op;
+    dp_params params;
+    int step_param;               /* the update's INT parameter "t", or -1 */
+    int64_t steps;
+    dp_ndarray *arrays[DP_MAX_OP_ARRAYS];   /* weight, its gradient, then the states */
+    int num_arrays;
+};
+DP_IMPL dp_result dp_optimizer_create(dp_ndarray *weight, const dp_optimizer_desc *desc, dp_optimizer **out) {
+    dp_engine *eng = weight ? dp_nd_engine(weight) : NULL;
+    const char *name = desc && desc->update ? desc->update : "sgd_update";
+    const dp_operator *op;
+    dp_optimizer *o;
+    dp_result r;
+    int i, nstate;
+    if (out) *out = NULL;
+    if (!weight || !desc || !out) {
+        if (eng) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: NULL %s", !desc ? "desc" : "out");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((op = dp__find_or_log(eng, name)) == NULL) return DP_ERROR_INVALID_ARGS;
+    nstate = op->num_inputs - 2;
+    if (nstate < 0 || op->num_outputs != 1 || nstate > 30 || op->mutate_inputs != ((1u << nstate) - 1u) << 2) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: '%s' is not an update (inputs weight, gradient, then the states it mutates; one output)", name);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((o = (dp_optimizer *)dp__alloc(eng, sizeof *o)) == NULL) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_optimizer_create");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    memset(o, 0, sizeof *o);
+    o->eng = eng; o->op = op; o->step_param = -1;
+    for (i = 0; i < op->num_params; i++)
+        if (strcmp(op->params[i].name, "t") == 0 && op->params[i].type == DP_PARAM_INT) o->step_param = i;
+    for (i = 0; o->step_param >= 0 && i < DP_MAX_PARAMS && desc->params[i].name; i++)
+        if (strcmp(desc->params[i].name, "t") == 0) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: '%s': the optimizer counts the steps itself, t is not given", name);
+            dp__free(eng, o, sizeof *o);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    if ((r = dp__params_from_desc(eng, op, desc->params, &o->params)) != DP_OK) { dp__free(eng, o, sizeof *o); return r; }
+    if ((r = dp_nd_attach_grad(weight, DP_REQ_WRITE)) != DP_OK) { dp__free(eng, o, sizeof *o); return r; }
+    o->arrays[0] = dp_nd_retain(weight);
+    o->arrays[1] = dp_nd_retain(dp_nd_grad(weight));
+    o->num_arrays = 2;
+    for (i = 0; i < nstate; i++, o->num_arrays++)
+        if ((r = dp_nd_zeros(eng, dp_nd_shape(weight), dp_nd_dtype(weight), dp_nd_ctx(weight), &o->arrays[2 + i])) != DP_OK) {
+            dp_optimizer_destroy(o);
+            return r;
+        }
+    *out = o;
+    return DP_OK;
+}
+DP_IMPL dp_result dp_optimizer_step(dp_optimizer *opt) {
+    dp_ndarray *w;
+    dp_result r;
+    if (!opt) return DP_ERROR_INVALID_ARGS;
+    w = opt->arrays[0];
+    if (opt->step_param >= 0) { opt->params.v[opt->step_param].i = opt->steps + 1; opt->params.v[opt->step_param].f = (double)(opt->steps + 1); }
+    if ((r = dp__invoke(opt->eng, opt->op, &opt->params, opt->num_arrays, opt->arrays, 0, 1, &w, NULL, 0)) == DP_OK) opt->steps++;
+    return r;
+}
+DP_IMPL dp_result dp_optimizer_set_param(dp_optimizer *opt, const dp_param *param) {
+    int seen[DP_MAX_PARAMS] = {0};
+    dp_params p;
+    dp_result r;
+    if (!opt || !param) return DP_ERROR_INVALID_ARGS;
+    if (opt->step_param >= 0 && param->name && strcmp(param->name, "t") == 0) {
+        DP__LOG(opt->eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_set_param: the optimizer counts the steps itself, t is not set");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    p = opt->params;                       /* a failed set leaves them as they were */
+    if ((r = dp__param_set(opt->eng, opt->op, param->name, NULL, param, &p, seen)) == DP_OK) opt->params = p;
+    return r;
+}
+DP_IMPL int64_t dp_optimizer_steps(const dp_optimizer *opt) { return opt ? opt->steps : 0; }
+DP_IMPL dp_ndarray *dp_optimizer_state(const dp_optimizer *opt, int i) {
+    return opt && i >= 0 && i < opt->num_arrays - 2 ? opt->arrays[2 + i] : NULL;
+}
+DP_IMPL void dp_optimizer_destroy(dp_optimizer *opt) {
+    int i;
+    if (!opt) return;
+    for (i = 0; i < opt->num_arrays; i++) dp_nd_release(opt->arrays[i]);
+    dp__free(opt->eng, opt, sizeof *opt);
+}
+
 DP_IMPL dp_result dp_nd_astype(dp_ndarray *a, dp_dtype dtype, dp_ndarray **out) {
     const char *key = "dtype", *value = dp_dtype_name(dtype);
     if (out) *out = NULL;
@@ -11267,7 +11753,7 @@ DP_IMPL dp_result dp_nd_astype(dp_ndarray *a, dp_dtype dtype, dp_ndarray **out) 
         DP__LOG(a ? a->chunk->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_astype: NULL array or out, or dtype %d (%s)", (int)dtype, dp_dtype_name(dtype));
         return DP_ERROR_INVALID_ARGS;
     }
-    return dp_op_invoke(a->chunk->eng, "cast", 1, &a, 1, &key, &value, 0, 1, out, NULL);
+    return dp_invoke_strings(a->chunk->eng, "cast", 1, &a, 1, &key, &value, 0, 1, out, NULL);
 }
 static void dp__register_softmax_output(void);   /* with the symbols (>>symbol) */
 /* What a unary operator's gradient reads besides the output gradient: the
@@ -11305,6 +11791,7 @@ static void dp__register_builtins(void) {
     dp__register_random();
     dp__register_linear();
     dp__register_copy_and_updates();
+    dp__register_training();
     dp__register_softmax_output();
 }
 
@@ -11511,7 +11998,7 @@ static dp_result dp__sym_resolve(const char *op_name, const char *node, int nkw,
         }
         name = act;
     }
-    if ((*op = dp_op_find(name)) == NULL) {
+    if ((*op = dp_operator_find(name)) == NULL) {
         DP__LOG(NULL, DP_LOG_ERROR, UNKNOWN_OPERATOR, "symbol node '%s': unknown operator '%s'", node, op_name);
         return DP_ERROR_INVALID_ARGS;
     }
@@ -11550,7 +12037,7 @@ static dp_result dp__sym_make_node(const char *op_name, const char *name, int ni
     if ((r = dp__sym_resolve(op_name, name, nkw, keys, vals, &op, &kw, &scalar, &has_scalar)) != DP_OK) return r;
     if ((n = dp__snode_new(name)) == NULL) return dp__sym_oom("symbol node");
     n->op = op; n->scalar = scalar;
-    if ((r = dp_op_parse_params(NULL, op, kw.n, kw.keys, kw.vals, &n->params)) != DP_OK) {
+    if ((r = dp_operator_parse_params(NULL, op, kw.n, kw.keys, kw.vals, &n->params)) != DP_OK) {
         DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': bad parameters for '%s' (see above)", name, op->name);
         goto fail;
     }
@@ -12942,7 +13429,7 @@ DP_IMPL dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarr
     if (!ex->nbwd) { DP__LOG(ex->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_backward: the executor was bound without gradients"); return DP_ERROR_INVALID_ARGS; }
     for (i = 0; i < num_head_grads; i++) {
         if (!head_grads[i] || !ex->head_grads[i]) continue;
-        if ((r = dp_op_invoke(ex->eng, "_copy", 1, &head_grads[i], 0, NULL, NULL, 0, 1, &ex->head_grads[i], NULL)) != DP_OK) return r;
+        if ((r = dp_invoke_strings(ex->eng, "_copy", 1, &head_grads[i], 0, NULL, NULL, 0, 1, &ex->head_grads[i], NULL)) != DP_OK) return r;
     }
     for (i = ex->nfwd; i < ex->nfwd + ex->nbwd; i++) if ((r = dp_op_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
     return DP_OK;

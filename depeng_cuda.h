@@ -24,7 +24,7 @@
      8. API (declarations)
      9. Implementation (sections tagged >>cuda_backend >>cuda_memory
         >>cuda_launch >>cuda_index >>cuda_elementwise >>cuda_reduce
-        >>cuda_nn >>cuda_random >>cuda_gemm >>cuda_linear >>cuda_updates
+        >>cuda_nn >>cuda_take >>cuda_random >>cuda_gemm >>cuda_linear >>cuda_updates
         >>cuda_register)
 
    1. QUICK START
@@ -37,7 +37,7 @@
        dp_cuda_register_kernels();                 // once per process, before invoking on a GPU
        desc.gpu_backend = dp_cuda_backend();
        dp_engine_create(&desc, &eng);
-       // arrays on `gpu` now live in device memory, and dp_op_invoke on them
+       // arrays on `gpu` now live in device memory, and dp_invoke on them
        // runs the CUDA kernels on the GPU workers' streams.
 
    2. WHAT RUNS WHERE
@@ -92,7 +92,7 @@
      device is created.
 
    4. KERNELS
-     dp_cuda_register_kernels attaches a GPU kernel (dp_op_set_kernel with
+     dp_cuda_register_kernels attaches a GPU kernel (dp_operator_set_kernel with
      DP_DEV_GPU) to every built-in operator, forward and gradient:
        element-wise  unary, binary (NumPy broadcasting), scalar, clip, _copy,
                      reshape and their gradients: grid-stride loops
@@ -110,6 +110,10 @@
                      DEPENG_CUDA_USE_CUBLAS, else a 16x16 tiled shared-memory
                      GEMM
        optimizers    sgd_update, sgd_mom_update, adam_update
+       take          take (bytes copied per element; an out-of-range index
+                     under mode raise fails with the CPU's message) and its
+                     gradient (each element sums its row's uses, no atomics);
+                     accuracy (one GPU thread counts)
      Like the CPU kernels they compute in double and store in the output's
      dtype (all eight dtypes; float16 stored through float32, as on the
      CPU); transpose, concat and _copy / reshape / cast move elements with
@@ -210,10 +214,10 @@ DP_API int dp_cuda_device_count(char *why, size_t why_cap);
 DP_API dp_result dp_cuda_check_ctx(dp_ctx ctx, char *why, size_t why_cap);
 
 /* Attaches the CUDA kernel of every built-in operator for DP_DEV_GPU
-   (dp_op_set_kernel), replacing any. Calling it again does the same again.
+   (dp_operator_set_kernel), replacing any. Calling it again does the same again.
    Returns: DP_OK, or DP_ERROR_INVALID_ARGS when depeng.h no longer has an
    operator this header knows (its name is logged).
-   Thread safety: like dp_op_register: once, from one thread, before GPU
+   Thread safety: like dp_operator_register: once, from one thread, before GPU
    operators are invoked. It needs no GPU. */
 DP_API dp_result dp_cuda_register_kernels(void);
 
@@ -1391,6 +1395,101 @@ static int dp__cu_k_one_hot(const dp_kernel_ctx *k) {
     return dp__cu_each(k, dp__cu_count_of(k->outputs[0]), b);
 }
 
+/* >>cuda_take ------------------------------------------------------------------
+   take(data, indices): output element i copies its row's element byte for
+   byte (every dtype exact; req add goes through dp__cu_load/store). An
+   index outside the rows under mode raise records the lowest output row
+   in a flag, read back for the CPU's message (as softmax_cross_entropy's
+   labels). Its gradient: each data-gradient element sums the output
+   gradient over the indices naming its row (no atomics, so the sum's order
+   is fixed: the same on every run). accuracy counts with one GPU thread. */
+struct dp__cu_take_body {
+    const void *x, *idx; void *y; unsigned long long *bad;
+    int t, it, req; int64_t rows, width, mode; size_t esize;
+    DP__CU_HD void operator()(int64_t i) const {
+        int64_t k = i / width, e = i - k * width, r = dp__take_map(dp__load_index(idx, it, k), rows, mode);
+        size_t b;
+        if (r < 0) { dp__cu_flag_row(bad, (unsigned long long)k); return; }
+        if (req == DP_REQ_WRITE || req == DP_REQ_INPLACE)
+            for (b = 0; b < esize; b++)
+                ((unsigned char *)y)[(size_t)i * esize + b] = ((const unsigned char *)x)[(size_t)(r * width + e) * esize + b];
+        else dp__cu_store(y, t, i, dp__cu_load(x, t, r * width + e), req);
+    }
+};
+struct dp__cu_take_grad_body {
+    const void *og, *idx; void *g;
+    int t, it, req; int64_t n, rows, width, mode;
+    DP__CU_HD void operator()(int64_t i) const {
+        int64_t r = i / width, e = i - r * width, k;
+        double sum = 0;
+        for (k = 0; k < n; k++)
+            if (dp__take_map(dp__load_index(idx, it, k), rows, mode) == r) sum += dp__cu_load(og, t, k * width + e);
+        dp__cu_store(g, t, i, sum, req);
+    }
+};
+struct dp__cu_zero_body {
+    void *y; int t, req;
+    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, t, i, 0, req); }
+};
+static int dp__cu_take(const dp_kernel_ctx *k, int grad) {
+    const dp_ndarray *x = k->inputs[grad ? 1 : 0], *ix = k->inputs[grad ? 2 : 1];
+    const dp_shape *s = dp_nd_shape(x);
+    int64_t width = 1, n = dp__cu_count_of(ix);
+    int d;
+    DP__CU_TRY(dp__cu_enter(k));
+    for (d = 1; d < s->ndim; d++) width *= s->dims[d];
+    if (grad) {
+        dp__cu_take_grad_body b = {dp_nd_data(k->inputs[0]), dp_nd_data(ix), dp_nd_data(k->outputs[0]), (int)dp_nd_dtype(x),
+                                   (int)dp_nd_dtype(ix), (int)k->req[0], n, s->dims[0], width, k->params->v[0].i};
+        dp__cu_zero_body z = {dp_nd_data(k->outputs[1]), (int)dp_nd_dtype(ix), (int)k->req[1]};
+        if (k->req[0] != DP_REQ_NULL) DP__CU_TRY(dp__cu_each(k, dp__cu_count_of(x), b));
+        if (k->req[1] != DP_REQ_NULL) DP__CU_TRY(dp__cu_each(k, n, z));
+        return 0;
+    }
+    {
+        dp__cu_take_body b;
+        unsigned long long *bad, bad_row = 0;
+        if (k->req[0] == DP_REQ_NULL) return 0;
+        if ((bad = (unsigned long long *)dp__cu_workspace_get(k, DP__CU_SLOT_KERNEL, sizeof *bad)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+        b.x = dp_nd_data(x); b.idx = dp_nd_data(ix); b.y = dp_nd_data(k->outputs[0]); b.bad = bad;
+        b.t = (int)dp_nd_dtype(x); b.it = (int)dp_nd_dtype(ix); b.req = (int)k->req[0];
+        b.rows = s->dims[0]; b.width = width; b.mode = k->params->v[0].i; b.esize = dp_dtype_size(dp_nd_dtype(x));
+        DP__CU_TRY(dp__cu_fill_bytes(k, bad, 0xFF, sizeof *bad));
+        DP__CU_TRY(dp__cu_each(k, dp__cu_count_of(k->outputs[0]), b));
+        DP__CU_TRY(dp__cu_read_back(k, &bad_row, bad, sizeof bad_row));
+        if (bad_row != ~0ull) {
+            unsigned char raw[8];
+            char msg[128];
+            size_t esize = dp_dtype_size(dp_nd_dtype(ix));
+            DP__CU_TRY(dp__cu_read_back(k, raw, (const unsigned char *)dp_nd_data(ix) + bad_row * esize, esize));
+            snprintf(msg, sizeof msg, "take: index %lld outside [0, %lld)", (long long)dp__load_index(raw, (int)dp_nd_dtype(ix), 0),
+                     (long long)s->dims[0]);
+            dp_set_error(k->rc, msg);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    }
+    return 0;
+}
+static int dp__cu_k_take(const dp_kernel_ctx *k) { return dp__cu_take(k, 0); }
+static int dp__cu_kg_take(const dp_kernel_ctx *k) { return dp__cu_take(k, 1); }
+struct dp__cu_accuracy_body {
+    const void *a, *b; void *y; int ta, tb, req; int64_t n;
+    DP__CU_HD void operator()(int64_t) const {
+        int64_t i, hits = 0;
+        int exact = (ta == DP_INT64 || ta == DP_INT32 || ta == DP_UINT8) && (tb == DP_INT64 || tb == DP_INT32 || tb == DP_UINT8);
+        for (i = 0; i < n; i++)
+            hits += exact ? dp__load_index(a, ta, i) == dp__load_index(b, tb, i) : dp__cu_load(a, ta, i) == dp__cu_load(b, tb, i);
+        dp__cu_store(y, DP_FLOAT32, 0, n ? (double)hits / (double)n : NAN, req);
+    }
+};
+static int dp__cu_k_accuracy(const dp_kernel_ctx *k) {
+    dp__cu_accuracy_body b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[0]), (int)dp_nd_dtype(k->inputs[0]),
+                              (int)dp_nd_dtype(k->inputs[1]), (int)k->req[0], dp__cu_count_of(k->inputs[0])};
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    return dp__cu_each(k, 1, b);
+}
+
 /* >>cuda_random ----------------------------------------------------------------
    Counter-based: element i of a draw is splitmix64's output at position i
    of the stream started at key (key + (i + 1) * golden, mixed), so it is the
@@ -1668,6 +1767,7 @@ static int dp__cu_update(const dp_kernel_ctx *k, int kind) {
     b.s1 = k->num_inputs > 2 ? dp_nd_data(k->inputs[2]) : NULL; b.s2 = k->num_inputs > 3 ? dp_nd_data(k->inputs[3]) : NULL;
     b.out = dp_nd_data(k->outputs[0]); b.t = dp_nd_dtype(k->inputs[0]); b.req = k->req[0]; b.kind = kind;
     for (i = 0; i < 7; i++) b.p[i] = i < k->params->count ? k->params->v[i].f : 0;
+    dp__opt_bias_correct(kind, k->params, b.p);
     return dp__cu_each(k, dp__cu_count_of(k->inputs[0]), b);
 }
 static int dp__cu_k_sgd(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__OPT_SGD); }
@@ -1703,6 +1803,7 @@ static const dp__cu_kernel_entry dp__cu_kernels[] = {
     {"_copy", dp__cu_k_copy}, {"_backward__copy", dp__cu_k_copy}, {"reshape", dp__cu_k_copy}, {"_backward_reshape", dp__cu_k_copy},
     {"cast", dp__cu_k_copy}, {"_backward_cast", dp__cu_k_copy},
     {"sgd_update", dp__cu_k_sgd}, {"sgd_mom_update", dp__cu_k_sgd_mom}, {"adam_update", dp__cu_k_adam},
+    {"take", dp__cu_k_take}, {"_backward_take", dp__cu_kg_take}, {"accuracy", dp__cu_k_accuracy},
 };
 #undef DP__CU_REG_UNARY
 #undef DP__CU_REG_BINARY
@@ -1711,14 +1812,14 @@ DP_IMPL dp_result dp_cuda_register_kernels(void) {
     dp_result r = DP_OK;
     size_t i;
     for (i = 0; i < sizeof dp__cu_kernels / sizeof dp__cu_kernels[0]; i++)
-        if (dp_op_set_kernel(dp__cu_kernels[i].name, DP_DEV_GPU, dp__cu_kernels[i].fn) != DP_OK) r = DP_ERROR_INVALID_ARGS;   /* logged */
+        if (dp_operator_set_kernel(dp__cu_kernels[i].name, DP_DEV_GPU, dp__cu_kernels[i].fn) != DP_OK) r = DP_ERROR_INVALID_ARGS;   /* logged */
     return r;
 }
 DP_IMPL int dp_cuda_missing_kernels(const char **names, int cap) {
-    int n = dp_op_list(NULL, 0), i, missing = 0;
+    int n = dp_operator_list(NULL, 0), i, missing = 0;
     const dp_operator **ops = (const dp_operator **)malloc(sizeof *ops * (size_t)(n > 0 ? n : 1));
     if (!ops) return -1;
-    n = dp_op_list(ops, n);
+    n = dp_operator_list(ops, n);
     for (i = 0; i < n; i++) {
         if (ops[i]->forward_gpu) continue;
         if (names && missing < cap) names[missing] = ops[i]->name;

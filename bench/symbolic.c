@@ -6,7 +6,7 @@
    the gradients) and through an executor bound once (forward, backward:
    pre-created operations pushed), in the same run, on the per-device
    engine with two workers. Both run the same kernels and the same updates
-   (dp_op_invoke of sgd_mom_update), on synthetic data of the digits'
+   (dp_invoke_strings of sgd_mom_update), on synthetic data of the digits'
    shape. Median of 5 timed runs of S steps after a warm-up run; then
    "ratio SYM-step-B imperative/executor=R" (above 1: the executor is
    faster) and the executor's memory figures. SYM-mem-deep: the memory
@@ -60,12 +60,12 @@ static void updates(dp_engine *e, net *n, int from_autograd) {
     for (i = 0; i < 4; i++) {
         dp_ndarray *in[3], *out[1];
         in[0] = n->p[i]; in[1] = from_autograd ? dp_nd_grad(n->p[i]) : n->grad[i]; in[2] = n->mom[i]; out[0] = n->p[i];
-        if (dp_op_invoke(e, "sgd_mom_update", 3, in, 3, keys, vals, 0, 1, out, NULL) != DP_OK) die("sgd_mom_update");
+        if (dp_invoke_strings(e, "sgd_mom_update", 3, in, 3, keys, vals, 0, 1, out, NULL) != DP_OK) die("sgd_mom_update");
     }
 }
 static dp_ndarray *invoke(dp_engine *e, const char *op, int nin, dp_ndarray **in, int nkw, const char **k, const char **v) {
     dp_ndarray *out = NULL;
-    if (dp_op_invoke(e, op, nin, in, nkw, k, v, 0, 1, &out, NULL) != DP_OK) die(op);
+    if (dp_invoke_strings(e, op, nin, in, nkw, k, v, 0, 1, &out, NULL) != DP_OK) die(op);
     return out;
 }
 static void imperative_step(dp_engine *e, net *n) {

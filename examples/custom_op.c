@@ -60,13 +60,14 @@ static int register_smooth_l1(void) {
     op.doc = "smooth L1 loss, element-wise; the scalar is sigma";
     op.num_inputs = 1; op.num_outputs = 1; op.takes_scalar = 1;
     op.forward_cpu = forward;
+    op.dtypes = 1u << DP_FLOAT32;        /* what docs and dp_operator_find tell users */
     op.gradient = "_backward_smooth_l1";
     op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;   /* it reads dL/dy and x, not y */
     op.inplace = 1;
     grad.name = "_backward_smooth_l1"; grad.doc = "gradient of smooth_l1";
     grad.num_inputs = 2; grad.num_outputs = 1; grad.takes_scalar = 1;
     grad.infer = infer_grad; grad.forward_cpu = backward;
-    return dp_op_register(&op) == DP_OK && dp_op_register(&grad) == DP_OK;
+    return dp_operator_register(&op) == DP_OK && dp_operator_register(&grad) == DP_OK;
 }
 
 int main(void) {
@@ -75,19 +76,19 @@ int main(void) {
     dp_shape shape = {1, {6}};
     const double sigma = 1.0;
     float x[6] = {-3, -1, -0.5f, 0.25f, 0.9f, 2}, y[6], g[6], ones[6] = {1, 1, 1, 1, 1, 1};
-    dp_ndarray *xa, *ya = NULL, *in[2], *ga = NULL, *og;
+    dp_ndarray *xa, *ya = NULL, *ga = NULL, *og;
     const dp_operator *found;
     int i, ok = 1;
 
     if (!register_smooth_l1() || dp_engine_create(NULL, &eng) != DP_OK) return 1;
-    found = dp_op_find("smooth_l1");
+    found = dp_operator_find("smooth_l1");
     printf("registered %s: %s\n", found->name, found->doc);
 
     dp_nd_from_host(eng, &shape, DP_FLOAT32, cpu, x, &xa);
     dp_nd_from_host(eng, &shape, DP_FLOAT32, cpu, ones, &og);
-    if (dp_op_invoke(eng, "smooth_l1", 1, &xa, 0, NULL, NULL, sigma, 1, &ya, NULL) != DP_OK) return 1;
-    in[0] = og; in[1] = xa;                                   /* dL/dy = 1: the plain derivative */
-    if (dp_op_invoke(eng, found->gradient, 2, in, 0, NULL, NULL, sigma, 1, &ga, NULL) != DP_OK) return 1;
+    if (dp_invoke(eng, &(dp_invoke_desc){ .op = "smooth_l1", .inputs = {xa}, .scalar = sigma }, &ya) != DP_OK) return 1;
+    /* dL/dy = 1: the plain derivative */
+    if (dp_invoke(eng, &(dp_invoke_desc){ .op = found->gradient, .inputs = {og, xa}, .scalar = sigma }, &ga) != DP_OK) return 1;
     if (dp_nd_read(ya, y, sizeof y, NULL) != DP_OK || dp_nd_read(ga, g, sizeof g, NULL) != DP_OK) return 1;
 
     printf("     x   smooth_l1   gradient   finite difference\n");

@@ -15,12 +15,12 @@
 #include "depeng_cuda.h"
 #include <stdio.h>
 
-/* dp_op_invoke for the common case: some inputs, no keyword parameters,
+/* dp_invoke_strings for the common case: some inputs, no keyword parameters,
    one new output (on the inputs' device). */
 static dp_ndarray *apply(dp_engine *eng, const char *op, int n, dp_ndarray *a, dp_ndarray *b, double scalar) {
     dp_ndarray *in[2], *out = NULL;
     in[0] = a; in[1] = b;
-    if (dp_op_invoke(eng, op, n, in, 0, NULL, NULL, scalar, 1, &out, NULL) != DP_OK) return NULL;
+    if (dp_invoke_strings(eng, op, n, in, 0, NULL, NULL, scalar, 1, &out, NULL) != DP_OK) return NULL;
     return out;
 }
 
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
     if (!z) return 1;
 
     /* A reduction: one thread block per output element on the GPU. */
-    if (dp_op_invoke(eng, "sum", 1, &z, 1, axis_key, axis_val, 0, 1, &row_sums, NULL) != DP_OK) return 1;
+    if (dp_invoke_strings(eng, "sum", 1, &z, 1, axis_key, axis_val, 0, 1, &row_sums, NULL) != DP_OK) return 1;
 
     /* A copy to a CPU array runs on the GPU's copy worker, next to compute. */
     if (dp_nd_copy_to(z, cpu, &z_cpu) != DP_OK) return 1;

@@ -11,23 +11,13 @@
 #include "depeng.h"
 #include <stdio.h>
 
-/* dp_op_invoke for the common case: some inputs, no keyword parameters,
-   one new output. */
-static dp_ndarray *apply(dp_engine *eng, const char *op, int n, dp_ndarray *a, dp_ndarray *b, double scalar) {
-    dp_ndarray *in[2], *out = NULL;
-    in[0] = a; in[1] = b;
-    if (dp_op_invoke(eng, op, n, in, 0, NULL, NULL, scalar, 1, &out, NULL) != DP_OK) return NULL;
-    return out;
-}
-
 int main(int argc, char **argv) {
     const char *path = argc > 1 ? argv[1] : "ndarray_example.npy";
     dp_engine *eng;
     dp_ctx cpu = {DP_DEV_CPU, 0};
     dp_shape shape = {2, {2, 3}};
     float data[6] = {1, 2, 3, 4, 5, 6}, z_host[6], rows[2];
-    const char *axis_key[1] = {"axis"}, *axis_val[1] = {"1"};
-    dp_ndarray *x, *ones, *doubled, *z, *row_sums = NULL;
+    dp_ndarray *x, *ones, *doubled = NULL, *z = NULL, *row_sums = NULL;
     dp_failure failure;
     int i;
 
@@ -38,13 +28,13 @@ int main(int argc, char **argv) {
     if (dp_nd_ones(eng, &shape, DP_FLOAT32, cpu, &ones) != DP_OK) return 1;
 
     /* z = 2 * x + 1: two operations; the second waits for the first because
-       it reads what the first writes. */
-    doubled = apply(eng, "mul_scalar", 1, x, NULL, 2.0);
-    z = doubled ? apply(eng, "add", 2, doubled, ones, 0) : NULL;
-    if (!z) return 1;
+       it reads what the first writes. A desc names the operator and its
+       inputs; the output is made and returned through the last argument. */
+    if (dp_invoke(eng, &(dp_invoke_desc){ .op = "mul_scalar", .inputs = {x}, .scalar = 2 }, &doubled) != DP_OK) return 1;
+    if (dp_invoke(eng, &(dp_invoke_desc){ .op = "add", .inputs = {doubled, ones} }, &z) != DP_OK) return 1;
 
-    /* A reduction with a keyword parameter, given as a string as in MXNet. */
-    if (dp_op_invoke(eng, "sum", 1, &z, 1, axis_key, axis_val, 0, 1, &row_sums, NULL) != DP_OK) return 1;
+    /* A reduction with a keyword parameter (docs/operators.md lists them). */
+    if (dp_invoke(eng, &(dp_invoke_desc){ .op = "sum", .inputs = {z}, .params = {{"axis", .shape = {1, {1}}}} }, &row_sums) != DP_OK) return 1;
 
     /* Reading back waits for the operations that write the array. */
     if (dp_nd_read(z, z_host, sizeof z_host, &failure) != DP_OK

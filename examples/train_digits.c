@@ -8,7 +8,12 @@
      forward   h = relu(FullyConnected(x, W1, b1)); o = FullyConnected(h, W2, b2)
      loss      softmax_cross_entropy(o, labels), recorded by autograd
      backward  dp_autograd_backward(loss) pushes the gradient operators
-     update    sgd_mom_update(W, dW, mom), in place: W is in its write set
+     update    a dp_optimizer per parameter: sgd_mom_update(W, dW, mom), in
+               place (W is in its write set); it made dW and mom
+
+   The split is a row gather (the take operator), the accuracy an operator
+   comparing argmax's classes with the float labels; every operator runs
+   through dp_invoke with a desc naming only what differs from the defaults.
 
    Nothing here waits for the engine inside an epoch: the iterator gathers
    batch b + 1 on the IO pool while batch b trains, and each step's forward,
@@ -47,8 +52,8 @@
 enum { INPUTS = 64, HIDDEN = 64, CLASSES = 10, BATCH = 32 };
 
 typedef struct model {
-    dp_ndarray *w1, *b1, *w2, *b2;       /* parameters, marked for gradients */
-    dp_ndarray *m_w1, *m_b1, *m_w2, *m_b2;   /* their momentum */
+    dp_ndarray *w1, *b1, *w2, *b2;       /* parameters */
+    dp_optimizer *opt[4];                /* their updates (gradient, momentum) */
 } model;
 
 static double now(void) {
@@ -64,23 +69,20 @@ static double now(void) {
 }
 static void die(const char *what) { fprintf(stderr, "train_digits: %s failed\n", what); exit(1); }
 
-/* One operator call with string keyword parameters. */
-static dp_ndarray *invoke(dp_engine *eng, const char *op, int nin, dp_ndarray **in, int nkw, const char **keys, const char **vals) {
+/* One operator call: desc names the operator, inputs and parameters; the
+   single output is made here. */
+static dp_ndarray *invoke(dp_engine *eng, const dp_invoke_desc *desc) {
     dp_ndarray *out = NULL;
-    if (dp_op_invoke(eng, op, nin, in, nkw, keys, vals, 0, 1, &out, NULL) != DP_OK) die(op);
+    if (dp_invoke(eng, desc, &out) != DP_OK) die(desc->op);
     return out;
-}
-static dp_ndarray *fully_connected(dp_engine *eng, dp_ndarray *x, dp_ndarray *w, dp_ndarray *b, const char *units) {
-    dp_ndarray *in[3];
-    const char *key[1] = {"num_hidden"}, *val[1];
-    in[0] = x; in[1] = w; in[2] = b; val[0] = units;
-    return invoke(eng, "FullyConnected", 3, in, 1, key, val);
 }
 /* The network's scores for a batch x (rows, 64). */
 static dp_ndarray *forward(dp_engine *eng, const model *m, dp_ndarray *x) {
-    dp_ndarray *h = fully_connected(eng, x, m->w1, m->b1, "64"), *a, *o;
-    a = invoke(eng, "relu", 1, &h, 0, NULL, NULL);
-    o = fully_connected(eng, a, m->w2, m->b2, "10");
+    dp_ndarray *h = invoke(eng, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {x, m->w1, m->b1},
+                                                   .params = {{"num_hidden", .i = HIDDEN}} });
+    dp_ndarray *a = invoke(eng, &(dp_invoke_desc){ .op = "relu", .inputs = {h} });
+    dp_ndarray *o = invoke(eng, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {a, m->w2, m->b2},
+                                                   .params = {{"num_hidden", .i = CLASSES}} });
     dp_nd_release(h);
     dp_nd_release(a);
     return o;
@@ -94,52 +96,42 @@ static dp_ndarray *param(dp_engine *eng, int rows, int cols, double stddev) {
     return p;
 }
 static void model_init(dp_engine *eng, model *m) {
-    dp_ndarray **all[4];
+    dp_ndarray *all[4];
     int i;
     m->w1 = param(eng, HIDDEN, INPUTS, 0.18);     /* about sqrt(2 / fan-in) */
     m->b1 = param(eng, HIDDEN, 0, 0);
     m->w2 = param(eng, CLASSES, HIDDEN, 0.18);
     m->b2 = param(eng, CLASSES, 0, 0);
-    m->m_w1 = param(eng, HIDDEN, INPUTS, 0); m->m_b1 = param(eng, HIDDEN, 0, 0);
-    m->m_w2 = param(eng, CLASSES, HIDDEN, 0); m->m_b2 = param(eng, CLASSES, 0, 0);
-    all[0] = &m->w1; all[1] = &m->b1; all[2] = &m->w2; all[3] = &m->b2;
-    for (i = 0; i < 4; i++) if (dp_nd_attach_grad(*all[i], DP_REQ_WRITE) != DP_OK) die("attach_grad");
+    all[0] = m->w1; all[1] = m->b1; all[2] = m->w2; all[3] = m->b2;
+    for (i = 0; i < 4; i++)
+        if (dp_optimizer_create(all[i], &(dp_optimizer_desc){ .update = "sgd_mom_update",
+                .params = {{"lr", .f = 0.1}, {"momentum", .f = 0.9}, {"wd", .f = 0.0001}} }, &m->opt[i]) != DP_OK) die("dp_optimizer_create");
 }
 static void model_release(model *m) {
+    int i;
+    for (i = 0; i < 4; i++) dp_optimizer_destroy(m->opt[i]);
     dp_nd_release(m->w1); dp_nd_release(m->b1); dp_nd_release(m->w2); dp_nd_release(m->b2);
-    dp_nd_release(m->m_w1); dp_nd_release(m->m_b1); dp_nd_release(m->m_w2); dp_nd_release(m->m_b2);
 }
-/* w -= lr * dw with momentum; the gradient of a batch's summed loss is
-   averaged by rescale_grad. */
-static void update_with(dp_engine *eng, dp_ndarray *w, dp_ndarray *grad, dp_ndarray *mom, const char *rescale) {
-    dp_ndarray *in[3], *out[1];
-    const char *keys[4] = {"lr", "momentum", "rescale_grad", "wd"}, *vals[4] = {"0.1", "0.9", NULL, "0.0001"};
-    vals[2] = rescale;
-    in[0] = w; in[1] = grad; in[2] = mom; out[0] = w;
-    if (dp_op_invoke(eng, "sgd_mom_update", 3, in, 4, keys, vals, 0, 1, out, NULL) != DP_OK) die("sgd_mom_update");
-}
-static void update(dp_engine *eng, dp_ndarray *w, dp_ndarray *mom, const char *rescale) { update_with(eng, w, dp_nd_grad(w), mom, rescale); }
 
 /* One pass over the training batches; the summed loss is added up on the
    engine into total (no waiting here). */
 static void train_epoch(dp_engine *eng, model *m, dp_iter *it, dp_ndarray *total, int epoch, int epochs, int show_progress) {
     dp_ndarray *x, *y;
-    dp_req add = DP_REQ_ADD;
     int64_t b = 0, nb = dp_iter_num_batches(it);
-    char rescale[32];
+    int i;
     if (dp_iter_reset(it) != DP_OK) die("dp_iter_reset");
     while (dp_iter_next(it, &x, &y) == DP_OK && x) {
-        dp_ndarray *scores, *loss, *pair[2];
-        snprintf(rescale, sizeof rescale, "%.9g", 1.0 / (double)dp_nd_shape(x)->dims[0]);
+        dp_ndarray *scores, *loss;
+        /* the gradient of the batch's summed loss, averaged */
+        dp_param rescale = dp_param_float("rescale_grad", 1.0 / (double)dp_nd_shape(x)->dims[0]);
         dp_autograd_begin();
         scores = forward(eng, m, x);
-        pair[0] = scores; pair[1] = y;
-        loss = invoke(eng, "softmax_cross_entropy", 2, pair, 0, NULL, NULL);
+        loss = invoke(eng, &(dp_invoke_desc){ .op = "softmax_cross_entropy", .inputs = {scores, y} });
         dp_autograd_end();
         if (dp_autograd_backward(loss, NULL, 0) != DP_OK) die("dp_autograd_backward");
-        update(eng, m->w1, m->m_w1, rescale); update(eng, m->b1, m->m_b1, rescale);
-        update(eng, m->w2, m->m_w2, rescale); update(eng, m->b2, m->m_b2, rescale);
-        if (dp_op_invoke(eng, "_copy", 1, &loss, 0, NULL, NULL, 0, 1, &total, &add) != DP_OK) die("loss total");
+        for (i = 0; i < 4; i++)
+            if (dp_optimizer_set_param(m->opt[i], &rescale) != DP_OK || dp_optimizer_step(m->opt[i]) != DP_OK) die("dp_optimizer_step");
+        if (dp_invoke(eng, &(dp_invoke_desc){ .op = "_copy", .inputs = {loss}, .outputs = {total}, .req = {DP_REQ_ADD} }, NULL) != DP_OK) die("loss total");
         dp_nd_release(scores); dp_nd_release(loss); dp_nd_release(x); dp_nd_release(y);
         if (show_progress && (++b % 5 == 0 || b == nb)) {
             int done = (int)(20 * b / nb), i;
@@ -170,7 +162,7 @@ static void build_symbols(dp_symbol **scores, dp_symbol **loss) {
 typedef struct sym_trainer {
     dp_symbol *scores, *loss;
     dp_ndarray *x[2], *y[2];             /* the bound batch arrays: full batches, and the last short one */
-    dp_ndarray *grads[4];                /* the parameters' gradients */
+    dp_ndarray *grads[4];                /* the parameters' gradients (their optimizers'), borrowed */
     dp_executor *ex[2];
 } sym_trainer;
 static void bind_batch(dp_engine *eng, sym_trainer *t, const model *m, int slot, int64_t rows) {
@@ -185,13 +177,12 @@ static void bind_batch(dp_engine *eng, sym_trainer *t, const model *m, int slot,
     else if (dp_exec_rebind(t->ex[0], 6, args, grads, &t->ex[1]) != DP_OK) die("dp_exec_rebind");
 }
 static void sym_trainer_init(dp_engine *eng, sym_trainer *t, const model *m, const char *graph) {
-    dp_ctx cpu = {DP_DEV_CPU, 0};
     const dp_ndarray *p[4];
     int k;
     memset(t, 0, sizeof *t);
     build_symbols(&t->scores, &t->loss);
     p[0] = m->w1; p[1] = m->b1; p[2] = m->w2; p[3] = m->b2;
-    for (k = 0; k < 4; k++) if (dp_nd_zeros(eng, dp_nd_shape(p[k]), DP_FLOAT32, cpu, &t->grads[k]) != DP_OK) die("gradients");
+    for (k = 0; k < 4; k++) t->grads[k] = dp_nd_grad(p[k]);   /* attached by dp_optimizer_create */
     bind_batch(eng, t, m, 0, BATCH);
     if (graph) {
         char path[1024];
@@ -212,15 +203,13 @@ static void sym_trainer_init(dp_engine *eng, sym_trainer *t, const model *m, con
 static void sym_trainer_release(sym_trainer *t) {
     int k;
     for (k = 0; k < 2; k++) { dp_exec_destroy(t->ex[k]); dp_nd_release(t->x[k]); dp_nd_release(t->y[k]); }
-    for (k = 0; k < 4; k++) dp_nd_release(t->grads[k]);
     dp_sym_release(t->scores); dp_sym_release(t->loss);
 }
 /* One epoch through the executor: copy the batch into the bound arrays,
    forward, backward, the updates. */
 static void train_epoch_symbolic(dp_engine *eng, model *m, sym_trainer *t, dp_iter *it, dp_ndarray *total) {
     dp_ndarray *x, *y;
-    dp_req add = DP_REQ_ADD;
-    char rescale[32];
+    int i;
     if (dp_iter_reset(it) != DP_OK) die("dp_iter_reset");
     while (dp_iter_next(it, &x, &y) == DP_OK && x) {
         int64_t rows = dp_nd_shape(x)->dims[0];
@@ -229,61 +218,50 @@ static void train_epoch_symbolic(dp_engine *eng, model *m, sym_trainer *t, dp_it
             dp_exec_destroy(t->ex[1]); dp_nd_release(t->x[1]); dp_nd_release(t->y[1]);
             bind_batch(eng, t, m, 1, rows);
         }
-        if (dp_op_invoke(eng, "_copy", 1, &x, 0, NULL, NULL, 0, 1, &t->x[slot], NULL) != DP_OK
-            || dp_op_invoke(eng, "_copy", 1, &y, 0, NULL, NULL, 0, 1, &t->y[slot], NULL) != DP_OK) die("copying the batch");
+        dp_param rescale = dp_param_float("rescale_grad", 1.0 / (double)rows);
+        if (dp_invoke(eng, &(dp_invoke_desc){ .op = "_copy", .inputs = {x}, .outputs = {t->x[slot]} }, NULL) != DP_OK
+            || dp_invoke(eng, &(dp_invoke_desc){ .op = "_copy", .inputs = {y}, .outputs = {t->y[slot]} }, NULL) != DP_OK) die("copying the batch");
         if (dp_exec_forward(t->ex[slot], 1) != DP_OK || dp_exec_backward(t->ex[slot], 0, NULL) != DP_OK) die("executor step");
-        snprintf(rescale, sizeof rescale, "%.9g", 1.0 / (double)rows);
-        update_with(eng, m->w1, t->grads[0], m->m_w1, rescale); update_with(eng, m->b1, t->grads[1], m->m_b1, rescale);
-        update_with(eng, m->w2, t->grads[2], m->m_w2, rescale); update_with(eng, m->b2, t->grads[3], m->m_b2, rescale);
-        {
-            dp_ndarray *loss = dp_exec_output(t->ex[slot], 0);
-            if (dp_op_invoke(eng, "_copy", 1, &loss, 0, NULL, NULL, 0, 1, &total, &add) != DP_OK) die("loss total");
-        }
+        for (i = 0; i < 4; i++)
+            if (dp_optimizer_set_param(m->opt[i], &rescale) != DP_OK || dp_optimizer_step(m->opt[i]) != DP_OK) die("dp_optimizer_step");
+        if (dp_invoke(eng, &(dp_invoke_desc){ .op = "_copy", .inputs = {dp_exec_output(t->ex[slot], 0)}, .outputs = {total},
+                                               .req = {DP_REQ_ADD} }, NULL) != DP_OK) die("loss total");
         dp_nd_release(x); dp_nd_release(y);
     }
 }
 
 /* The fraction of rows of x whose highest score is their label. */
 static double accuracy(dp_engine *eng, const model *m, dp_ndarray *x, dp_ndarray *labels) {
-    const char *key[1] = {"axis"}, *val[1] = {"1"};
-    int64_t n = dp_nd_shape(x)->dims[0], i, right = 0;
-    dp_ndarray *scores = forward(eng, m, x), *best = invoke(eng, "argmax", 1, &scores, 1, key, val);
-    int64_t *pred = (int64_t *)malloc((size_t)n * sizeof *pred);
-    float *want = (float *)malloc((size_t)n * sizeof *want);
-    if (!pred || !want || dp_nd_read(best, pred, (size_t)n * sizeof *pred, NULL) != DP_OK
-        || dp_nd_read(labels, want, (size_t)n * sizeof *want, NULL) != DP_OK) die("accuracy");
-    for (i = 0; i < n; i++) right += pred[i] == (int64_t)want[i];
-    free(pred); free(want);
-    dp_nd_release(scores); dp_nd_release(best);
-    return (double)right / (double)n;
+    dp_ndarray *scores = forward(eng, m, x);
+    dp_ndarray *best = invoke(eng, &(dp_invoke_desc){ .op = "argmax", .inputs = {scores}, .params = {{"axis", .shape = {1, {1}}}} });
+    dp_ndarray *hits = invoke(eng, &(dp_invoke_desc){ .op = "accuracy", .inputs = {best, labels} });
+    float fraction = 0;
+    if (dp_nd_read(hits, &fraction, sizeof fraction, NULL) != DP_OK) die("accuracy");
+    dp_nd_release(scores); dp_nd_release(best); dp_nd_release(hits);
+    return fraction;
 }
 
-/* Every fifth row to the test set, the rest to training; pixels 0..16
-   scaled to 0..1. */
+/* Every fifth row to the test set, the rest to training, gathered by take;
+   pixels 0..16 scaled to 0..1. */
 static void split(dp_engine *eng, dp_ndarray *data, dp_ndarray *label, dp_ndarray **xs, dp_ndarray **ys) {
     int64_t n = dp_nd_shape(data)->dims[0], i, k[2] = {0, 0};
-    float *x = (float *)malloc((size_t)n * INPUTS * sizeof *x), *y = (float *)malloc((size_t)n * sizeof *y);
-    float *px[2], *py[2];
+    int64_t *rows = (int64_t *)malloc((size_t)n * sizeof *rows);
     dp_ctx cpu = {DP_DEV_CPU, 0};
     int part;
-    if (!x || !y || dp_nd_read(data, x, (size_t)n * INPUTS * sizeof *x, NULL) != DP_OK || dp_nd_read(label, y, (size_t)n * sizeof *y, NULL) != DP_OK) die("reading the data");
+    if (!rows) die("malloc");
+    for (i = 0; i < n; i++) k[i % 5 == 4]++;
     for (part = 0; part < 2; part++) {
-        px[part] = (float *)malloc((size_t)n * INPUTS * sizeof *x);
-        py[part] = (float *)malloc((size_t)n * sizeof *y);
-        if (!px[part] || !py[part]) die("malloc");
+        dp_shape s = {1, {k[part]}};
+        dp_ndarray *idx = NULL, *x;
+        int64_t j = 0;
+        for (i = 0; i < n; i++) if ((i % 5 == 4) == part) rows[j++] = i;
+        if (dp_nd_from_host(eng, &s, DP_INT64, cpu, rows, &idx) != DP_OK) die("split");
+        x = invoke(eng, &(dp_invoke_desc){ .op = "take", .inputs = {data, idx} });
+        xs[part] = invoke(eng, &(dp_invoke_desc){ .op = "mul_scalar", .inputs = {x}, .scalar = 1.0 / 16 });
+        ys[part] = invoke(eng, &(dp_invoke_desc){ .op = "take", .inputs = {label, idx} });
+        dp_nd_release(x); dp_nd_release(idx);
     }
-    for (i = 0; i < n; i++) {
-        int p = i % 5 == 4, j;
-        for (j = 0; j < INPUTS; j++) px[p][k[p] * INPUTS + j] = x[i * INPUTS + j] / 16.0f;
-        py[p][k[p]++] = y[i];
-    }
-    for (part = 0; part < 2; part++) {
-        dp_shape sx = {2, {k[part], INPUTS}}, sy = {1, {k[part]}};
-        if (dp_nd_from_host(eng, &sx, DP_FLOAT32, cpu, px[part], &xs[part]) != DP_OK
-            || dp_nd_from_host(eng, &sy, DP_FLOAT32, cpu, py[part], &ys[part]) != DP_OK) die("split");
-        free(px[part]); free(py[part]);
-    }
-    free(x); free(y);
+    free(rows);
 }
 
 int main(int argc, char **argv) {

@@ -173,7 +173,7 @@ static dp_result invoke(dp_engine *e, const char *name, int nin, dp_ndarray *con
     const char *k[1], *v[1];
     k[0] = key; v[0] = value;
     *out = NULL;
-    return dp_op_invoke(e, name, nin, in, key ? 1 : 0, k, v, scalar, 1, out, NULL);
+    return dp_invoke_strings(e, name, nin, in, key ? 1 : 0, k, v, scalar, 1, out, NULL);
 }
 
 static void array_steps(dp_engine *e) {
@@ -199,7 +199,7 @@ static void array_steps(dp_engine *e) {
     in[0] = x34; in[1] = m;
     {
         const char *k[2] = {"num_args", "dim"}, *v[2] = {"2", "0"};
-        TRY(dp_op_invoke(e, "concat", 2, in, 2, k, v, 0, 1, &cc, NULL));
+        TRY(dp_invoke_strings(e, "concat", 2, in, 2, k, v, 0, 1, &cc, NULL));
     }
     TRY(check_array("concat(x, m)", cc));
     TRY(dp_random_seed(e, cpu, 7));
@@ -247,14 +247,14 @@ static void autograd_and_optimizer_steps(dp_engine *e) {
         const char *km[2] = {"lr", "momentum"}, *vm[2] = {"0.5", "0.9"};
         in[0] = w; in[1] = dp_nd_grad(w);
         out = w;
-        TRY(dp_op_invoke(e, "sgd_update", 2, in, 1, k, v, 0, 1, &out, NULL));
+        TRY(dp_invoke_strings(e, "sgd_update", 2, in, 1, k, v, 0, 1, &out, NULL));
         TRY(dp_nd_zeros(e, &s23, DP_FLOAT32, cpu, &mom));
         in[2] = mom;
-        TRY(dp_op_invoke(e, "sgd_mom_update", 3, in, 2, km, vm, 0, 1, &out, NULL));
+        TRY(dp_invoke_strings(e, "sgd_mom_update", 3, in, 2, km, vm, 0, 1, &out, NULL));
         TRY(dp_nd_zeros(e, &s23, DP_FLOAT32, cpu, &mean));
         TRY(dp_nd_zeros(e, &s23, DP_FLOAT32, cpu, &var));
         in[2] = mean; in[3] = var;
-        TRY(dp_op_invoke(e, "adam_update", 4, in, 1, k, v, 0, 1, &out, NULL));
+        TRY(dp_invoke_strings(e, "adam_update", 4, in, 1, k, v, 0, 1, &out, NULL));
         TRY(check_array("w after sgd, momentum and adam", w));
     }
 out:

@@ -127,7 +127,7 @@ static dp_result invoke(const char *op, int nin, dp_ndarray **in, const char *pa
         *eq = 0;
         keys[nkw] = p; vals[nkw] = eq + 1; nkw++;
     }
-    return dp_op_invoke(g_eng, op, nin, in, nkw, keys, vals, scalar, nout, out, NULL);
+    return dp_invoke_strings(g_eng, op, nin, in, nkw, keys, vals, scalar, nout, out, NULL);
 }
 /* Runs op; outputs[j] may be given (an alias case) or NULL. */
 static void run(const char *op, int nin, dp_ndarray **in, const char *params, double scalar, int nout, dp_ndarray **out) {
@@ -373,7 +373,7 @@ static void nn_cases(void) {
         dp_dtype dt = t & 1 ? DP_FLOAT32 : DP_FLOAT64;
         int k = t % 3, nin = 2 + k, i;
         for (i = 0; i < nin; i++) in[i] = make(&s, dt, TAME);
-        if (k == 2) { dp_ndarray *v = NULL; dp_nd_release(in[3]); dp_op_invoke(g_eng, "square", 1, &in[1], 0, NULL, NULL, 0, 1, &v, NULL); in[3] = v; }
+        if (k == 2) { dp_ndarray *v = NULL; dp_nd_release(in[3]); dp_invoke_strings(g_eng, "square", 1, &in[1], 0, NULL, NULL, 0, 1, &v, NULL); in[3] = v; }
         run(ops[k], nin, in, ps[k], 0, 1, out);
         for (i = 2; i < nin; i++) save(in[i], g_case - 1, "mutated", i);   /* the state after the update */
         release(nin, in); release(1, out);
@@ -383,7 +383,7 @@ static void nn_cases(void) {
 /* The gradient operator of op at inputs in, given a random output gradient
    of the forward output's shape: (og, inputs) -> the inputs' gradients. */
 static void grad_case(const char *op, int nin, dp_ndarray **in, const char *params, double scalar) {
-    const dp_operator *o = dp_op_find(op);
+    const dp_operator *o = dp_operator_find(op);
     dp_ndarray *y = NULL, *gin[8], *gout[8] = {NULL};
     int i;
     if (!o || !o->gradient || invoke(op, nin, in, params, scalar, 1, &y) != DP_OK) { fprintf(stderr, "%s: no gradient case\n", op); g_errors++; return; }

@@ -95,7 +95,7 @@ static int readd(dp_ndarray *a, double *out, int64_t n) {
 static dp_ndarray *inv(dp_engine *e, const char *name, int nin, dp_ndarray *const *in, int nkw, const char *const *keys,
                        const char *const *vals, double scalar) {
     dp_ndarray *out = NULL;
-    dp_result r = dp_op_invoke(e, name, nin, in, nkw, keys, vals, scalar, 1, &out, NULL);
+    dp_result r = dp_invoke_strings(e, name, nin, in, nkw, keys, vals, scalar, 1, &out, NULL);
     if (r != DP_OK) { fprintf(stderr, "  invoke %s: %s\n", name, dp_result_string(r)); CHECK(0); return NULL; }
     return out;
 }
@@ -461,7 +461,7 @@ static void test_errors(void) {
             t = un(e, "sin", x); h = un(e, "sum", t);
             CHECK(dp_autograd_end() == DP_OK);
             out = x;
-            CHECK(dp_op_invoke(e, "_copy", 1, &plain, 0, NULL, NULL, 0, 1, &out, NULL) == DP_OK);
+            CHECK(dp_invoke_strings(e, "_copy", 1, &plain, 0, NULL, NULL, 0, 1, &out, NULL) == DP_OK);
             CHECK(dp_autograd_backward(h, NULL, 0) == DP_ERROR_INVALID_ARGS);
             dp_nd_release(h); dp_nd_release(t);
         }
@@ -482,18 +482,18 @@ static void test_errors(void) {
             CHECK(dp_autograd_begin() == DP_OK);
             dp_engine_stats_get(e, &before);
             g_last_item = 0;
-            CHECK(dp_op_invoke(e, "exp", 1, &x, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS && out == w);
+            CHECK(dp_invoke_strings(e, "exp", 1, &x, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS && out == w);
             dp_engine_stats_get(e, &after);
             CHECK(after.pushed == before.pushed && g_last_item == DP_LOGITEM_ND_ARGS);
             rec = un(e, "exp", x);                     /* a recorded array as the output */
             out = rec;
-            CHECK(dp_op_invoke(e, "sin", 1, &x, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(dp_invoke_strings(e, "sin", 1, &x, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
             {   /* a recorded update whose mutated input (the momentum) is a marked array */
                 const char *lk[1] = {"lr"}, *lv[1] = {"0.1"};
                 dp_ndarray *upd[3];
                 upd[0] = plain; upd[1] = rec; upd[2] = w;
                 out = plain;
-                CHECK(dp_op_invoke(e, "sgd_mom_update", 3, upd, 1, lk, lv, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
+                CHECK(dp_invoke_strings(e, "sgd_mom_update", 3, upd, 1, lk, lv, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
             }
             CHECK(dp_autograd_end() == DP_OK);
             CHECK(readd(plain, g, 6));
@@ -667,7 +667,7 @@ static int update(dp_engine *e, const char *name, dp_ndarray *w, dp_ndarray *g, 
     in[0] = w; in[1] = g;
     if (s1) in[nin++] = s1;
     if (s2) in[nin++] = s2;
-    return dp_op_invoke(e, name, nin, in, nkw, keys, vals, 0, 1, &out, NULL) == DP_OK && out == w;
+    return dp_invoke_strings(e, name, nin, in, nkw, keys, vals, 0, 1, &out, NULL) == DP_OK && out == w;
 }
 static int all_near(dp_ndarray *a, const double *want, int n, double tol) {
     double got[16];
@@ -699,7 +699,7 @@ static void test_optimizers(void) {
                 dp_ndarray *in2[2], *fresh = NULL;
                 double r2[N];
                 in2[0] = w; in2[1] = g;
-                CHECK(dp_op_invoke(e, "sgd_update", 2, in2, 4, keys, vals, 0, 1, &fresh, NULL) == DP_OK && fresh && fresh != w);
+                CHECK(dp_invoke_strings(e, "sgd_update", 2, in2, 4, keys, vals, 0, 1, &fresh, NULL) == DP_OK && fresh && fresh != w);
                 for (i = 0; i < N; i++) r2[i] = rw[i] - 0.1 * (clipd(0.5 * g0[i], 1.0) + 0.01 * rw[i]);
                 CHECK(all_near(fresh, r2, N, 1e-6) && all_near(w, rw, N, 1e-6));
                 dp_nd_release(fresh);
@@ -1171,7 +1171,7 @@ static void test_review_regressions(void) {
             dp_ndarray *x = arr(e, s, DP_FLOAT64, xv), *k = arr(e, s, DP_FLOAT64, c), *y, *h, *l;
             CHECK(dp_nd_attach_grad(x, DP_REQ_WRITE) == DP_OK);
             dp_autograd_begin(); y = un(e, "exp", x); dp_autograd_end();
-            if (how == 0) CHECK(dp_op_invoke(e, "_copy", 1, &k, 0, NULL, NULL, 0, 1, &y, NULL) == DP_OK);
+            if (how == 0) CHECK(dp_invoke_strings(e, "_copy", 1, &k, 0, NULL, NULL, 0, 1, &y, NULL) == DP_OK);
             else CHECK(dp_nd_write(y, c, sizeof c, NULL) == DP_OK);
             dp_autograd_begin(); h = un(e, "sin", y); l = un(e, "sum", h); dp_autograd_end();
             CHECK(l == NULL || dp_autograd_backward(l, NULL, 0) == DP_ERROR_INVALID_ARGS);   /* y is a constant now */
@@ -1256,14 +1256,14 @@ static dp_result oom_step(dp_engine *e, double *g, int *retried) {
     if (r == DP_OK) r = dp_nd_attach_grad(in[3], DP_REQ_WRITE);
     if (r == DP_OK) { r = dp_autograd_begin(); recording = r == DP_OK; }
     fc[0] = in[0]; fc[1] = in[1]; fc[2] = in[2];
-    if (r == DP_OK) r = dp_op_invoke(e, "FullyConnected", 3, fc, 1, nh, v5, 0, 1, &h1, NULL);
-    if (r == DP_OK) r = dp_op_invoke(e, "tanh", 1, &h1, 0, NULL, NULL, 0, 1, &a1, NULL);
+    if (r == DP_OK) r = dp_invoke_strings(e, "FullyConnected", 3, fc, 1, nh, v5, 0, 1, &h1, NULL);
+    if (r == DP_OK) r = dp_invoke_strings(e, "tanh", 1, &h1, 0, NULL, NULL, 0, 1, &a1, NULL);
     pair[0] = a1; pair[1] = a1;
-    if (r == DP_OK) r = dp_op_invoke(e, "mul", 2, pair, 0, NULL, NULL, 0, 1, &sq, NULL);
+    if (r == DP_OK) r = dp_invoke_strings(e, "mul", 2, pair, 0, NULL, NULL, 0, 1, &sq, NULL);
     fc[0] = sq; fc[1] = in[3]; fc[2] = in[4];
-    if (r == DP_OK) r = dp_op_invoke(e, "FullyConnected", 3, fc, 1, nh, v3, 0, 1, &h2, NULL);
+    if (r == DP_OK) r = dp_invoke_strings(e, "FullyConnected", 3, fc, 1, nh, v3, 0, 1, &h2, NULL);
     pair[0] = h2; pair[1] = in[5];
-    if (r == DP_OK) r = dp_op_invoke(e, "softmax_cross_entropy", 2, pair, 0, NULL, NULL, 0, 1, &loss, NULL);
+    if (r == DP_OK) r = dp_invoke_strings(e, "softmax_cross_entropy", 2, pair, 0, NULL, NULL, 0, 1, &loss, NULL);
     if (recording) CHECK(dp_autograd_end() == DP_OK);
     dp_nd_release(h1); dp_nd_release(a1); dp_nd_release(sq); dp_nd_release(h2);
     if (r == DP_OK) {
@@ -1373,7 +1373,7 @@ static void test_failed_invocation_writes_nothing(void) {
         CHECK(dp_nd_detach(y, &d) == DP_OK);
         __atomic_store_n(&g_alloc_calls, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&g_fail_at, k, __ATOMIC_RELEASE);
-        r = dp_op_invoke(e, "exp", 1, &z, 0, NULL, NULL, 0, 1, &d, NULL);   /* over y's values */
+        r = dp_invoke_strings(e, "exp", 1, &z, 0, NULL, NULL, 0, 1, &d, NULL);   /* over y's values */
         __atomic_store_n(&g_fail_at, 0, __ATOMIC_RELEASE);
         CHECK(dp_autograd_end() == DP_OK);
         if (r == DP_OK) {            /* written: backward must refuse to read the new values */

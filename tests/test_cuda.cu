@@ -71,6 +71,7 @@ typedef struct op_case {
 #define FLOATS ((1u << DP_FLOAT32) | (1u << DP_FLOAT64))
 #define INTS_TOO (FLOATS | (1u << DP_INT32))
 #define ALL_DTYPES ((1u << DP__DTYPE_COUNT) - 1u)
+#define INDEX_DTYPES ((1u << DP_INT32) | (1u << DP_INT64) | (1u << DP_UINT8))
 static op_case g_cases[512];
 static int g_ncases;
 
@@ -230,6 +231,15 @@ static void build_cases(void) {
     in(in(in(add_case("sgd_mom_update", "lr=0.1;momentum=0.9;wd=0.001", FLOATS, 1), S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_ANY);
     c = add_case("adam_update", "lr=0.01;clip_gradient=1", FLOATS, 1);
     in(in(in(in(c, S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_POS);
+    c = add_case("adam_update", "lr=0.01;t=3", FLOATS, 1);
+    in(in(in(in(c, S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_POS);
+    /* take's indices are integers, so its cases run in the integer dtypes (data too) */
+    in(in(add_case("take", "", INDEX_DTYPES, 1), S(2, 5, 3), F_ANY), S(2, 2, 4), F_INT + 5);
+    in(in(add_case("take", "mode=wrap", INDEX_DTYPES, 0), S(1, 6), F_ANY), S(1, 9), F_INDEX);
+    in(in(add_case("take", "mode=clip", INDEX_DTYPES, 1), S(3, 4, 2, 3), F_ANY), S(1, 7), F_INDEX);
+    in(in(in(add_case("_backward_take", "", INDEX_DTYPES, 1), S(3, 2, 4, 3), F_ANY), S(2, 5, 3), F_ANY), S(2, 2, 4), F_INT + 5);
+    in(in(in(add_case("_backward_take", "mode=wrap", INDEX_DTYPES, 0), S(1, 9), F_ANY), S(1, 6), F_ANY), S(1, 9), F_INDEX);
+    in(in(add_case("accuracy", "", INTS_TOO | INDEX_DTYPES, 0), S(1, 40), F_INT + 3), S(2, 8, 5), F_INT + 3);
 }
 
 /* ---- running a case ---------------------------------------------------------------- */
@@ -286,7 +296,7 @@ static dp_result read_all(dp_ndarray *a, run_result *r, dp_failure *failure) {
 /* Runs c on ctx (inputs from host, in dtype dt): outputs and mutated inputs
    read back into r. */
 static void run_case(dp_engine *eng, dp_ctx ctx, const op_case *c, double *const *host, dp_dtype dt, run_result *r) {
-    const dp_operator *op = dp_op_find(c->op);
+    const dp_operator *op = dp_operator_find(c->op);
     dp_ndarray *inputs[MAX_IN] = {0}, *outputs[MAX_OUT] = {0};
     dp_req req[MAX_OUT] = {DP_REQ_ADD};
     char kw[256], *keys[8], *vals[8], *p;
@@ -308,10 +318,10 @@ static void run_case(dp_engine *eng, dp_ctx ctx, const op_case *c, double *const
         free(buf);
         if (r->status != DP_OK) goto done;
     }
-    r->status = dp_op_invoke(eng, c->op, c->nin, inputs, nkw, (const char *const *)keys, (const char *const *)vals, c->scalar, nout, outputs, NULL);
+    r->status = dp_invoke_strings(eng, c->op, c->nin, inputs, nkw, (const char *const *)keys, (const char *const *)vals, c->scalar, nout, outputs, NULL);
     if (r->status == DP_OK && c->add) {
         for (i = 0; i < nout; i++) req[i] = DP_REQ_ADD;
-        r->status = dp_op_invoke(eng, c->op, c->nin, inputs, nkw, (const char *const *)keys, (const char *const *)vals, c->scalar, nout, outputs, req);
+        r->status = dp_invoke_strings(eng, c->op, c->nin, inputs, nkw, (const char *const *)keys, (const char *const *)vals, c->scalar, nout, outputs, req);
     }
     if (r->status != DP_OK) goto done;
     for (i = 0; i < nout && r->status == DP_OK; i++) r->status = read_all(outputs[i], r, &r->failure);
@@ -325,12 +335,12 @@ done:
 /* The same case with op's GPU kernel run on the host (chapter 5 of
    depeng_cuda.h): it stands in for the CPU kernel for one run. */
 static void run_case_emulated(dp_engine *eng, const op_case *c, double *const *host, dp_dtype dt, run_result *r) {
-    const dp_operator *op = dp_op_find(c->op);
+    const dp_operator *op = dp_operator_find(c->op);
     dp_kernel_fn cpu_kernel = op ? op->forward_cpu : NULL;
     if (!op || !op->forward_gpu) { memset(r, 0, sizeof *r); r->status = DP_ERROR_BAD_CONTEXT; return; }
-    dp_op_set_kernel(c->op, DP_DEV_CPU, op->forward_gpu);
+    dp_operator_set_kernel(c->op, DP_DEV_CPU, op->forward_gpu);
     run_case(eng, CPU0, c, host, dt, r);
-    dp_op_set_kernel(c->op, DP_DEV_CPU, cpu_kernel);
+    dp_operator_set_kernel(c->op, DP_DEV_CPU, cpu_kernel);
 }
 /* Equal up to the order of floating-point sums (and the device's libm). */
 static int close_enough(double want, double got, dp_dtype dt) {
@@ -441,7 +451,7 @@ static void test_every_builtin_op_has_gpu_kernel(void) {
     const dp_operator *ops[256];
     const char *names[8];
     dp_operator custom;
-    int n = dp_op_list(ops, 256), i, missing;
+    int n = dp_operator_list(ops, 256), i, missing;
     CHECK(dp_cuda_register_kernels() == DP_OK);          /* again: main registered them */
     missing = dp_cuda_missing_kernels(names, 8);
     for (i = 0; i < missing && i < 8; i++) fprintf(stderr, "  no GPU kernel: %s\n", names[i]);
@@ -451,7 +461,7 @@ static void test_every_builtin_op_has_gpu_kernel(void) {
     /* an operator registered with a CPU kernel only is reported */
     memset(&custom, 0, sizeof custom);
     custom.name = "test_cuda_cpu_only"; custom.num_inputs = 1; custom.num_outputs = 1; custom.forward_cpu = cpu_only_kernel;
-    CHECK(dp_op_register(&custom) == DP_OK);
+    CHECK(dp_operator_register(&custom) == DP_OK);
     missing = dp_cuda_missing_kernels(names, 8);
     CHECK(missing == 1 && strcmp(names[0], "test_cuda_cpu_only") == 0);
     CHECK(dp_cuda_missing_kernels(NULL, 0) == 1);
@@ -495,7 +505,7 @@ static void test_reduction_combine_any_order(void) {
 static void test_emulated_kernels_match_cpu(void) {
     dp_engine *cpu = make_engine(DP_ENGINE_PERDEVICE, 0);
     const dp_operator *ops[256];
-    int n = dp_op_list(ops, 256), i, ci;
+    int n = dp_operator_list(ops, 256), i, ci;
     compare_all_cases(cpu, NULL);
     for (i = 0; i < n && i < 256; i++) {                   /* every GPU kernel has a case */
         int found = !ops[i]->forward_gpu || strncmp(ops[i]->name, "random_", 7) == 0;   /* random: its own test */
@@ -519,13 +529,13 @@ static int run_direct(dp_run_ctx *rc, void *p) {
 }
 static dp_result draw(dp_engine *eng, dp_ctx ctx, const char *op_name, int nkw, const char *const *keys, const char *const *vals,
                       dp_ndarray *out, dp_failure *failure) {
-    const dp_operator *op = dp_op_find(op_name);
+    const dp_operator *op = dp_operator_find(op_name);
     direct_arg a;
     dp_var writes[2];
     dp_push_desc d;
     dp_result r;
     a.kernel = op->forward_gpu; a.out = out;
-    if ((r = dp_op_parse_params(eng, op, nkw, keys, vals, &a.params)) != DP_OK) return r;
+    if ((r = dp_operator_parse_params(eng, op, nkw, keys, vals, &a.params)) != DP_OK) return r;
     writes[0] = dp_nd_var(out); writes[1] = dp_random_var(eng, ctx);
     memset(&d, 0, sizeof d);
     d.fn = run_direct; d.arg = &a; d.writes = writes; d.num_writes = 2; d.ctx = ctx; d.name = op_name;
@@ -596,6 +606,19 @@ static void test_emulated_kernel_errors_match_cpu(void) {
     run_case_emulated(e, &grad, host_g, DP_FLOAT64, &got);
     CHECK(want.status == DP_ERROR_OP_FAILED && same_results(&grad, DP_FLOAT64, &want, &got, "on the host"));
     free_result(&want); free_result(&got);
+    {   /* take: an index outside the rows under mode raise */
+        op_case tk;
+        double rows[3] = {1, 2, 3}, idx[2] = {0, 7};
+        double *host_t[2] = {rows, idx};
+        memset(&tk, 0, sizeof tk);
+        snprintf(tk.op, sizeof tk.op, "take"); tk.kwargs = "";
+        tk.nin = 2; tk.in[0] = S(1, 3); tk.in[1] = S(1, 2);
+        run_case(e, CPU0, &tk, host_t, DP_INT64, &want);
+        run_case_emulated(e, &tk, host_t, DP_INT64, &got);
+        CHECK(want.status == DP_ERROR_OP_FAILED && strcmp(want.failure.message, "take: index 7 outside [0, 3)") == 0);
+        CHECK(same_results(&tk, DP_INT64, &want, &got, "on the host"));
+        free_result(&want); free_result(&got);
+    }
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
@@ -776,7 +799,7 @@ static void test_gpu_error_propagation(void) {
     e = make_engine(DP_ENGINE_PERDEVICE, 1);
     CHECK(dp_nd_from_host(e, &ds, DP_FLOAT32, GPU0, data, &x) == DP_OK && dp_nd_from_host(e, &ls, DP_FLOAT32, GPU0, labels, &l) == DP_OK);
     in2[0] = x; in2[1] = l;
-    CHECK(dp_op_invoke(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &out, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &out, NULL) == DP_OK);
     memset(&f, 0, sizeof f);
     CHECK(out && dp_nd_read(out, &loss, sizeof loss, &f) == DP_ERROR_OP_FAILED);
     CHECK(strcmp(f.op_name, "softmax_cross_entropy") == 0 && strcmp(f.message, "label 7 of row 1 is not a class in 0..2") == 0);
@@ -804,9 +827,9 @@ static void small_chain(dp_engine *e, dp_ctx ctx, double *out /* 3 + 12 */) {
     int i;
     for (i = 0; i < 12; i++) x[i] = (i % 5) * 0.25 - 0.5;
     CHECK(dp_nd_from_host(e, &s, DP_FLOAT64, ctx, x, &a) == DP_OK);
-    CHECK(dp_op_invoke(e, "exp", 1, &a, 0, NULL, NULL, 0, 1, &y, NULL) == DP_OK);
-    CHECK(dp_op_invoke(e, "sum", 1, &y, 1, keys, vals, 0, 1, &z, NULL) == DP_OK);
-    CHECK(dp_op_invoke(e, "softmax", 1, &a, 0, NULL, NULL, 0, 1, &sm, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "exp", 1, &a, 0, NULL, NULL, 0, 1, &y, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "sum", 1, &y, 1, keys, vals, 0, 1, &z, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "softmax", 1, &a, 0, NULL, NULL, 0, 1, &sm, NULL) == DP_OK);
     CHECK(z && dp_nd_read(z, out, sizeof(double) * 3, NULL) == DP_OK);
     CHECK(sm && dp_nd_read(sm, out + 3, sizeof(double) * 12, NULL) == DP_OK);
     dp_nd_release(a); dp_nd_release(y); dp_nd_release(z); dp_nd_release(sm);
@@ -850,12 +873,12 @@ static void train_step(dp_engine *e, dp_ctx ctx, double *out /* 4 grads + 4 weig
     }
     CHECK(dp_autograd_begin() == DP_OK);
     in3[0] = x; in3[1] = p[0]; in3[2] = p[1];
-    CHECK(dp_op_invoke(e, "FullyConnected", 3, in3, 1, hk, h6, 0, 1, &h, NULL) == DP_OK);
-    CHECK(dp_op_invoke(e, "relu", 1, &h, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "FullyConnected", 3, in3, 1, hk, h6, 0, 1, &h, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "relu", 1, &h, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
     in3[0] = r; in3[1] = p[2]; in3[2] = p[3];
-    CHECK(dp_op_invoke(e, "FullyConnected", 3, in3, 1, hk, h3, 0, 1, &o, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "FullyConnected", 3, in3, 1, hk, h3, 0, 1, &o, NULL) == DP_OK);
     in2[0] = o; in2[1] = l;
-    CHECK(dp_op_invoke(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &loss, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &loss, NULL) == DP_OK);
     CHECK(dp_autograd_end() == DP_OK);
     CHECK(loss && dp_autograd_backward(loss, NULL, 0) == DP_OK);
     for (i = 0; i < 4; i++) {
@@ -865,7 +888,7 @@ static void train_step(dp_engine *e, dp_ctx ctx, double *out /* 4 grads + 4 weig
     }
     for (i = 0; i < 4; i++) {
         dp_ndarray *upd[2] = {p[i], dp_nd_grad(p[i])}, *same = p[i];
-        CHECK(dp_op_invoke(e, "sgd_update", 2, upd, 1, lk, lv, 0, 1, &same, NULL) == DP_OK);
+        CHECK(dp_invoke_strings(e, "sgd_update", 2, upd, 1, lk, lv, 0, 1, &same, NULL) == DP_OK);
         CHECK(dp_nd_read(p[i], out + at, dp_nd_bytes(p[i]), NULL) == DP_OK);
         at += (int)dp__cu_count_of(p[i]);
     }

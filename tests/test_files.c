@@ -515,7 +515,7 @@ static void *log_on_other_thread(void *arg) {
     dp_engine *e = (dp_engine *)arg;
     dp_ndarray *out = NULL;
     static char seen[DP_LAST_ERROR_MAX];
-    (void)dp_op_invoke(e, "no_such_op_elsewhere", 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL);
+    (void)dp_invoke_strings(e, "no_such_op_elsewhere", 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL);
     snprintf(seen, sizeof seen, "%s", dp_last_error());
     return seen;
 }
@@ -531,10 +531,10 @@ static void test_last_error(void) {
     dp_clear_last_error();
     CHECK(strcmp(dp_last_error(), "") == 0 && dp_last_error_item() == DP_LOGITEM_OK);
     /* an unknown operator has its own item, and its name in the text */
-    CHECK(dp_op_invoke(e, "no_such_op", 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS && out == NULL);
+    CHECK(dp_invoke_strings(e, "no_such_op", 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS && out == NULL);
     CHECK(g_last_item == DP_LOGITEM_UNKNOWN_OPERATOR && dp_last_error_item() == DP_LOGITEM_UNKNOWN_OPERATOR);
     CHECK(strcmp(dp_last_error(), "no operator is registered under this name: 'no_such_op'") == 0);
-    CHECK(dp_op_set_kernel("no_such_op", DP_DEV_CPU, NULL) == DP_ERROR_INVALID_ARGS && dp_last_error_item() == DP_LOGITEM_UNKNOWN_OPERATOR);
+    CHECK(dp_operator_set_kernel("no_such_op", DP_DEV_CPU, NULL) == DP_ERROR_INVALID_ARGS && dp_last_error_item() == DP_LOGITEM_UNKNOWN_OPERATOR);
     /* a call that succeeds leaves it; clearing forgets it */
     CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &out) == DP_OK);
     CHECK(strstr(dp_last_error(), "no_such_op") != NULL);
@@ -547,7 +547,7 @@ static void test_last_error(void) {
     CHECK(dp_last_error()[0] == 0);
     /* a message longer than the buffer is cut, terminated */
     memset(longname, 'n', sizeof longname - 1); longname[sizeof longname - 1] = 0;
-    CHECK(dp_op_invoke(e, longname, 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_invoke_strings(e, longname, 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
     CHECK(strlen(dp_last_error()) == DP_LAST_ERROR_MAX - 1);
     /* warnings and info lines do not count; errors without an engine (no logger: stderr) do */
     dp_clear_last_error();

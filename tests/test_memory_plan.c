@@ -420,7 +420,7 @@ static void test_bad_arguments(void) {
    data (batch, in) -> [FullyConnected -> relu] per hidden layer ->
    FullyConnected (classes) -> softmax_cross_entropy with the labels, then
    the gradient nodes in reverse. Every node's in-place bits and every
-   gradient node's inputs are the registered ones (dp_op_find): a gradient
+   gradient node's inputs are the registered ones (dp_operator_find): a gradient
    operator reads the output gradients (DP_GRAD_OUT_GRADS), then the forward
    inputs (DP_GRAD_INPUTS), then the forward outputs (DP_GRAD_OUTPUTS), and
    writes one gradient per forward input. External: the data, labels,
@@ -433,7 +433,7 @@ static void mlp_graph(graph *g, int batch, int in_dim, const int *hidden, int nh
     fwd_rec rec[64];
     int nrec = 0, layer, x, label, loss, head, cur, curdim = in_dim, i, j;
     int grad_of[MAX_ENTRIES];
-    const dp_operator *fc = dp_op_find("FullyConnected"), *relu = dp_op_find("relu"), *sce = dp_op_find("softmax_cross_entropy");
+    const dp_operator *fc = dp_operator_find("FullyConnected"), *relu = dp_operator_find("relu"), *sce = dp_operator_find("softmax_cross_entropy");
     memset(g, 0, sizeof *g);
     for (i = 0; i < MAX_ENTRIES; i++) grad_of[i] = -1;
     x = add_entry(g, (size_t)batch * (size_t)in_dim * 4, 1);
@@ -461,7 +461,7 @@ static void mlp_graph(graph *g, int batch, int in_dim, const int *hidden, int nh
     head = add_entry(g, 4, 1);
     grad_of[loss] = head;
     for (i = nrec - 1; i >= 0; i--) {   /* the gradient nodes, last forward node first */
-        const dp_operator *gop = dp_op_find(rec[i].op->gradient);
+        const dp_operator *gop = dp_operator_find(rec[i].op->gradient);
         int in[8], nin = 0, out[3], nout = 0;
         unsigned needs = rec[i].op->grad_needs;
         if (needs & DP_GRAD_OUT_GRADS) in[nin++] = grad_of[rec[i].out];
@@ -498,7 +498,7 @@ static void test_mlp_figures(void) {
     static const int digits_hidden[1] = {64}, deep_hidden[8] = {256, 256, 256, 256, 256, 256, 256, 256};
     static const int batches[2] = {32, 256};
     int i;
-    CHECK(dp_op_find("relu")->grad_needs == (DP_GRAD_OUT_GRADS | DP_GRAD_OUTPUTS));
+    CHECK(dp_operator_find("relu")->grad_needs == (DP_GRAD_OUT_GRADS | DP_GRAD_OUTPUTS));
     for (i = 0; i < 2; i++) {
         mlp_figures d = plan_mlp("digits 64-64-10", batches[i], 64, digits_hidden, 1, 10);
         mlp_figures m = plan_mlp("deep 64-8x256-10", batches[i], 64, deep_hidden, 8, 10);

@@ -253,12 +253,12 @@ static void test_mlp_matches_autograd(void) {
         for (i = 1; i < 5; i++) CHECK(dp_nd_attach_grad(arg[i], DP_REQ_WRITE) == DP_OK);
         dp_autograd_begin();
         in[0] = arg[0]; in[1] = arg[1]; in[2] = arg[2];
-        CHECK(dp_op_invoke(e, "FullyConnected", 3, in, 1, key, v12, 0, 1, &h, NULL) == DP_OK);
-        CHECK(dp_op_invoke(e, "relu", 1, &h, 0, NULL, NULL, 0, 1, &a, NULL) == DP_OK);
+        CHECK(dp_invoke_strings(e, "FullyConnected", 3, in, 1, key, v12, 0, 1, &h, NULL) == DP_OK);
+        CHECK(dp_invoke_strings(e, "relu", 1, &h, 0, NULL, NULL, 0, 1, &a, NULL) == DP_OK);
         in[0] = a; in[1] = arg[3]; in[2] = arg[4];
-        CHECK(dp_op_invoke(e, "FullyConnected", 3, in, 1, key, v4, 0, 1, &o, NULL) == DP_OK);
+        CHECK(dp_invoke_strings(e, "FullyConnected", 3, in, 1, key, v4, 0, 1, &o, NULL) == DP_OK);
         in[0] = o; in[1] = arg[5];
-        CHECK(dp_op_invoke(e, "softmax_cross_entropy", 2, in, 0, NULL, NULL, 0, 1, &ag_loss, NULL) == DP_OK);
+        CHECK(dp_invoke_strings(e, "softmax_cross_entropy", 2, in, 0, NULL, NULL, 0, 1, &ag_loss, NULL) == DP_OK);
         dp_autograd_end();
         CHECK(dp_autograd_backward(ag_loss, NULL, 0) == DP_OK);
         CHECK(max_diff(dp_exec_output(ex, 0), ag_loss) < 1e-5);
@@ -301,7 +301,7 @@ static void both(const char *op, int nin, dp_symbol **sin, dp_ndarray **ain, int
                  dp_symbol **sout, dp_ndarray **aout) {
     CHECK(dp_sym_op(op, NULL, nin, sin, nkw, k, v, sout) == DP_OK);
     *aout = NULL;
-    CHECK(dp_op_invoke(dp_nd_engine(ain[0]), op, nin, ain, nkw, k, v, 0, 1, aout, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(dp_nd_engine(ain[0]), op, nin, ain, nkw, k, v, 0, 1, aout, NULL) == DP_OK);
 }
 /* Composite nodes of (3, 4) values into a (3, 4) value. dotmix: (dot(a,
    transpose(b)) + dot(a, b, transpose_b)) dot b, times 0.05 (dot both
@@ -326,7 +326,7 @@ static void composite(const char *kind, dp_symbol *sa, dp_symbol *sb, dp_ndarray
         both("dot", 2, si, ai, 0, NULL, NULL, &s[4], &x[4]);                   /* (3, 4) */
         CHECK(dp_sym_op("mul_scalar", NULL, 1, &s[4], 1, mk, mv, sout) == DP_OK);
         *aout = NULL;
-        CHECK(dp_op_invoke(dp_nd_engine(a), "mul_scalar", 1, &x[4], 0, NULL, NULL, 0.05, 1, aout, NULL) == DP_OK);
+        CHECK(dp_invoke_strings(dp_nd_engine(a), "mul_scalar", 1, &x[4], 0, NULL, NULL, 0.05, 1, aout, NULL) == DP_OK);
         n = 5;
     } else {
         const char *ck[2] = {"num_args", "dim"}, *cv[2] = {"2", "0"}, *rk[1] = {"shape"}, *r1[1] = {"(2, 12)"}, *r2[1] = {"(3, 4)"};
@@ -378,15 +378,15 @@ static void run_random_graph(dp_engine *e, int with_planner) {
         CHECK(dp_sym_op(x->op, name, nin, in, nkw, k, v, &sv[NARG + i]) == DP_OK);
         av[NARG + i] = NULL;
         if (x->key && !strcmp(x->key, "scalar")) nkw = 0;
-        CHECK(dp_op_invoke(e, x->op, nin, ain, nkw, k, v, scalar, 1, &av[NARG + i], NULL) == DP_OK);
+        CHECK(dp_invoke_strings(e, x->op, nin, ain, nkw, k, v, scalar, 1, &av[NARG + i], NULL) == DP_OK);
     }
     for (i = 0; i < nheads; i++) heads[i] = sv[NARG + n - 1 - i];
     /* imperative: the sum of every head's sum */
     for (i = 0; i < nheads; i++) {
         dp_ndarray *s = NULL, *pair[2];
-        CHECK(dp_op_invoke(e, "sum", 1, &av[NARG + n - 1 - i], 1, sum_k, sum_v, 0, 1, &s, NULL) == DP_OK);
+        CHECK(dp_invoke_strings(e, "sum", 1, &av[NARG + n - 1 - i], 1, sum_k, sum_v, 0, 1, &s, NULL) == DP_OK);
         if (!total) total = s;
-        else { dp_ndarray *t = NULL; pair[0] = total; pair[1] = s; CHECK(dp_op_invoke(e, "add", 2, pair, 0, NULL, NULL, 0, 1, &t, NULL) == DP_OK); dp_nd_release(total); dp_nd_release(s); total = t; }
+        else { dp_ndarray *t = NULL; pair[0] = total; pair[1] = s; CHECK(dp_invoke_strings(e, "add", 2, pair, 0, NULL, NULL, 0, 1, &t, NULL) == DP_OK); dp_nd_release(total); dp_nd_release(s); total = t; }
     }
     dp_autograd_end();
     CHECK(dp_autograd_backward(total, NULL, 0) == DP_OK);
@@ -483,7 +483,7 @@ static void test_grad_requests(void) {
     for (i = 0; i < 3; i++) { CHECK(dp_exec_forward(ex, 1) == DP_OK); CHECK(dp_exec_backward(ex, 0, NULL) == DP_OK); }
     {   /* w1's gradient added three times, b1's written */
         const char *k[1] = {"scalar"}, *v[1] = {"3"};
-        CHECK(dp_op_invoke(e, "mul_scalar", 1, &once[1], 0, k, v, 3.0, 1, &w1, NULL) == DP_OK);
+        CHECK(dp_invoke_strings(e, "mul_scalar", 1, &once[1], 0, k, v, 3.0, 1, &w1, NULL) == DP_OK);
         CHECK(max_diff(grad[1], w1) < 1e-5);
         CHECK(max_diff(grad[2], once[2]) < 1e-6);
         CHECK(max_diff(grad[4], once[4]) < 1e-6);
@@ -795,16 +795,16 @@ static void test_softmax_output(void) {
     CHECK(dp_nd_attach_grad(xa, DP_REQ_WRITE) == DP_OK);
     dp_autograd_begin();
     pair[0] = xa; pair[1] = arg[1];
-    CHECK(dp_op_invoke(e, "softmax_cross_entropy", 2, pair, 0, NULL, NULL, 0, 1, &loss, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "softmax_cross_entropy", 2, pair, 0, NULL, NULL, 0, 1, &loss, NULL) == DP_OK);
     dp_autograd_end();
     CHECK(dp_autograd_backward(loss, NULL, 0) == DP_OK);
-    CHECK(dp_op_invoke(e, "softmax", 1, &xa, 1, ak, av, 0, 1, &sm, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "softmax", 1, &xa, 1, ak, av, 0, 1, &sm, NULL) == DP_OK);
     CHECK(max_diff(dp_exec_output(ex, 0), sm) < 1e-12);
     CHECK(max_diff(g[0], dp_nd_grad(xa)) < 1e-12);
     {
         dp_ndarray *scaled = NULL;
         const char *sk[1] = {"scalar"}, *sv[1] = {"0.2"};
-        CHECK(dp_op_invoke(e, "mul_scalar", 1, &g[0], 0, sk, sv, 0.2, 1, &scaled, NULL) == DP_OK);
+        CHECK(dp_invoke_strings(e, "mul_scalar", 1, &g[0], 0, sk, sv, 0.2, 1, &scaled, NULL) == DP_OK);
         CHECK(max_diff(gb[0], scaled) < 1e-12);
         dp_nd_release(scaled);
     }
@@ -910,7 +910,7 @@ static void test_user_operator(void) {
     op.name = "test_cube"; op.num_inputs = 1; op.num_outputs = 1; op.params = scale; op.num_params = 1;
     op.forward_cpu = k_cube; op.gradient = "_backward_test_cube"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
     g.name = "_backward_test_cube"; g.num_inputs = 2; g.num_outputs = 1; g.params = scale; g.num_params = 1; g.forward_cpu = kg_cube;
-    CHECK(dp_op_register(&op) == DP_OK && dp_op_register(&g) == DP_OK);
+    CHECK(dp_operator_register(&op) == DP_OK && dp_operator_register(&g) == DP_OK);
     CHECK(dp_sym_var("x", &x) == DP_OK);
     c = op1("test_cube", "c", x, "scale", "0.5");
     t = op1("tanh", "t", c, NULL, NULL);
@@ -921,9 +921,9 @@ static void test_user_operator(void) {
     CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
     CHECK(dp_nd_attach_grad(a, DP_REQ_WRITE) == DP_OK);
     dp_autograd_begin();
-    CHECK(dp_op_invoke(e, "test_cube", 1, &a, 1, k, v, 0, 1, &ac, NULL) == DP_OK);
-    CHECK(dp_op_invoke(e, "tanh", 1, &ac, 0, NULL, NULL, 0, 1, &at, NULL) == DP_OK);
-    CHECK(dp_op_invoke(e, "sum", 1, &at, 1, sk, sv, 0, 1, &as, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "test_cube", 1, &a, 1, k, v, 0, 1, &ac, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "tanh", 1, &ac, 0, NULL, NULL, 0, 1, &at, NULL) == DP_OK);
+    CHECK(dp_invoke_strings(e, "sum", 1, &at, 1, sk, sv, 0, 1, &as, NULL) == DP_OK);
     dp_autograd_end();
     CHECK(dp_autograd_backward(as, NULL, 0) == DP_OK);
     CHECK(max_diff(dp_exec_output(ex, 0), as) < 1e-12);

@@ -19,5 +19,5 @@ done
 start=$(date +%s)
 tests/wine_run.sh cmd /c "exit 0" > /dev/null 2>&1
 echo "wine: prefix ready in $(( $(date +%s) - start )) s ($(tests/wine_run.sh --version 2>/dev/null | tr -d '\r'))"
-DEPENG_EXAMPLE_BIN=$W tests/run.sh "$W"/test_engine "$W"/test_ndarray "$W"/test_autograd "$W"/test_symbol \
+DEPENG_EXAMPLE_BIN=$W tests/run.sh "$W"/test_engine "$W"/test_ndarray "$W"/test_autograd "$W"/test_symbol "$W"/test_invoke \
     tests/walkthrough_check.sh tests/examples_check.sh tests/windows_make_check.sh
