@@ -153,6 +153,26 @@ bench: bench-build $(B)/make_example
 	./$(B)/bench_gpu_emul
 	bench/make.sh $(B)/make_example
 
+# ---- MPI (depeng_mpi.h; optional, needs mpicc) ----------------------------
+# make mpi-test installs Open MPI with apt-get when missing (tests/mpi_deps.sh),
+# then runs tests/mpi_check.sh: 2 and 4 ranks against one process, a rank
+# that hangs and a rank that is killed. make bench-mpi: allreduce through
+# depeng against MPI_Allreduce, and a training step overlapped or not.
+MPICC ?= mpicc
+.PHONY: mpi-deps mpi-test bench-mpi
+mpi-deps:
+	tests/mpi_deps.sh
+$(B)/mpi_digits: tests/mpi_digits.c tests/kv_digits.h depeng.h depeng_mpi.h | $(B)
+	$(MPICC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/bench_mpi: bench/mpi.c depeng.h depeng_mpi.h | $(B)
+	$(MPICC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+mpi-test: mpi-deps
+	$(MAKE) $(B)/mpi_digits
+	tests/mpi_check.sh $(B)/mpi_digits
+bench-mpi: mpi-deps
+	$(MAKE) $(B)/bench_mpi $(B)/mpi_digits
+	bench/mpi.sh $(B)/bench_mpi $(B)/mpi_digits
+
 # ---- fuzzing (tests/README.md) --------------------------------------------
 # libFuzzer harnesses for the file loaders and examples/make.c's parser,
 # with ASan and UBSan. make fuzz runs each for FUZZ_SECONDS and fails on

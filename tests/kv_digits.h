@@ -26,7 +26,7 @@ enum { KVD_IN = 64, KVD_HIDDEN = 64, KVD_CLASSES = 10, KVD_BATCH = 32, KVD_PARAM
 typedef struct kvd_set { dp_ndarray *x, *y; int64_t rows; } kvd_set;
 
 /* Every fifth row held out for testing; pixels scaled to 0..1. 0 on error. */
-static int kvd_load(dp_engine *eng, const char *path, kvd_set *train, kvd_set *test) {
+static inline int kvd_load(dp_engine *eng, const char *path, kvd_set *train, kvd_set *test) {
     dp_ctx cpu = {DP_DEV_CPU, 0};
     dp_ndarray *data = NULL, *label = NULL;
     float *x = NULL, *y = NULL, *px[2] = {NULL, NULL}, *py[2] = {NULL, NULL};
@@ -56,16 +56,16 @@ static int kvd_load(dp_engine *eng, const char *path, kvd_set *train, kvd_set *t
     dp_nd_release(data); dp_nd_release(label);
     return ok;
 }
-static void kvd_set_release(kvd_set *s) { dp_nd_release(s->x); dp_nd_release(s->y); s->x = s->y = NULL; }
+static inline void kvd_set_release(kvd_set *s) { dp_nd_release(s->x); dp_nd_release(s->y); s->x = s->y = NULL; }
 
-static void kvd_param_shape(int k, dp_shape *s) {
+static inline void kvd_param_shape(int k, dp_shape *s) {
     static const int64_t dims[KVD_PARAMS][2] = {{KVD_HIDDEN, KVD_IN}, {KVD_HIDDEN, 0}, {KVD_CLASSES, KVD_HIDDEN}, {KVD_CLASSES, 0}};
     memset(s, 0, sizeof *s);
     s->ndim = dims[k][1] ? 2 : 1; s->dims[0] = dims[k][0]; s->dims[1] = dims[k][1];
 }
 /* The same initial weights everywhere, from a fixed sequence (no engine
    random state, so every process and context agrees). */
-static void kvd_initial(int k, float *out) {
+static inline void kvd_initial(int k, float *out) {
     dp_shape s;
     int64_t i, n;
     uint64_t state = 0x9e3779b97f4a7c15ull * (uint64_t)(k + 1);
@@ -84,11 +84,11 @@ typedef struct kvd_trainer {
     dp_ndarray *rep[KVD_MAX_DEV][KVD_PARAMS];   /* replicas, marked for gradients */
 } kvd_trainer;
 
-static dp_ctx kvd_ctx(int d) { dp_ctx c = {DP_DEV_CPU, d}; return c; }
+static inline dp_ctx kvd_ctx(int d) { dp_ctx c = {DP_DEV_CPU, d}; return c; }
 
 /* Makes the replicas and initialises the store's keys 0..3 (kv is set up
    by the caller: optimizer, global reduction). 0 on error. */
-static int kvd_trainer_init(kvd_trainer *t, dp_engine *eng, dp_kvstore *kv, int ndev, int parts, int first_part) {
+static inline int kvd_trainer_init(kvd_trainer *t, dp_engine *eng, dp_kvstore *kv, int ndev, int parts, int first_part) {
     float buf[KVD_HIDDEN * KVD_IN];
     int k, d;
     const char *keys[4] = {"lr", "momentum", "rescale_grad", "wd"}, *vals[4] = {"0.1", "0.9", "0.03125", "0.0001"};
@@ -107,12 +107,12 @@ static int kvd_trainer_init(kvd_trainer *t, dp_engine *eng, dp_kvstore *kv, int 
     }
     return 1;
 }
-static void kvd_trainer_release(kvd_trainer *t) {
+static inline void kvd_trainer_release(kvd_trainer *t) {
     int d, k;
     for (d = 0; d < t->ndev; d++) for (k = 0; k < KVD_PARAMS; k++) { dp_nd_release(t->rep[d][k]); t->rep[d][k] = NULL; }
 }
 
-static dp_ndarray *kvd_invoke(dp_engine *eng, const char *op, int nin, dp_ndarray **in, const char *key, const char *val) {
+static inline dp_ndarray *kvd_invoke(dp_engine *eng, const char *op, int nin, dp_ndarray **in, const char *key, const char *val) {
     dp_ndarray *out = NULL;
     const char *keys[1], *vals[1];
     keys[0] = key; vals[0] = val;
@@ -120,7 +120,7 @@ static dp_ndarray *kvd_invoke(dp_engine *eng, const char *op, int nin, dp_ndarra
     return out;
 }
 /* scores of x (rows, 64) under parameters p */
-static dp_ndarray *kvd_forward(dp_engine *eng, dp_ndarray *const *p, dp_ndarray *x) {
+static inline dp_ndarray *kvd_forward(dp_engine *eng, dp_ndarray *const *p, dp_ndarray *x) {
     dp_ndarray *in[3], *h, *a, *o;
     in[0] = x; in[1] = p[0]; in[2] = p[1];
     if ((h = kvd_invoke(eng, "FullyConnected", 3, in, "num_hidden", "64")) == NULL) return NULL;
@@ -133,7 +133,7 @@ static dp_ndarray *kvd_forward(dp_engine *eng, dp_ndarray *const *p, dp_ndarray 
     return o;
 }
 /* One device's forward and backward on rows [begin, end) of set. */
-static int kvd_backward(kvd_trainer *t, int d, const kvd_set *set, int64_t begin, int64_t end) {
+static inline int kvd_backward(kvd_trainer *t, int d, const kvd_set *set, int64_t begin, int64_t end) {
     dp_ndarray *xs = NULL, *ys = NULL, *x = NULL, *y = NULL, *o = NULL, *loss = NULL, *pair[2];
     int ok;
     ok = dp_nd_slice(set->x, begin, end, &xs) == DP_OK && dp_nd_slice(set->y, begin, end, &ys) == DP_OK;
@@ -151,7 +151,7 @@ static int kvd_backward(kvd_trainer *t, int d, const kvd_set *set, int64_t begin
 }
 /* Pushes every replica's gradient of parameter k and pulls the update back
    into every replica. */
-static int kvd_sync(kvd_trainer *t, int k) {
+static inline int kvd_sync(kvd_trainer *t, int k) {
     dp_ndarray *grads[KVD_MAX_DEV], *outs[KVD_MAX_DEV];
     int d;
     for (d = 0; d < t->ndev; d++) { grads[d] = dp_nd_grad(t->rep[d][k]); outs[d] = t->rep[d][k]; }
@@ -159,7 +159,7 @@ static int kvd_sync(kvd_trainer *t, int k) {
 }
 /* One step on global batch b; with barrier, waits for the backward passes
    before any push (communication not overlapped). */
-static int kvd_step(kvd_trainer *t, const kvd_set *train, int64_t b, int barrier) {
+static inline int kvd_step(kvd_trainer *t, const kvd_set *train, int64_t b, int barrier) {
     int64_t slice = KVD_BATCH / t->parts, base = b * KVD_BATCH;
     int d, k;
     for (d = 0; d < t->ndev; d++) {
@@ -171,7 +171,7 @@ static int kvd_step(kvd_trainer *t, const kvd_set *train, int64_t b, int barrier
     return 1;
 }
 /* epochs over the full batches; 0 on error */
-static int kvd_train(kvd_trainer *t, const kvd_set *train, int epochs, int barrier) {
+static inline int kvd_train(kvd_trainer *t, const kvd_set *train, int epochs, int barrier) {
     int64_t b, nb = train->rows / KVD_BATCH;
     int e;
     if (KVD_BATCH % t->parts) return 0;
@@ -180,7 +180,7 @@ static int kvd_train(kvd_trainer *t, const kvd_set *train, int epochs, int barri
     return 1;
 }
 /* The fraction of set classified right by device 0's replica; -1 on error. */
-static double kvd_accuracy(kvd_trainer *t, const kvd_set *set) {
+static inline double kvd_accuracy(kvd_trainer *t, const kvd_set *set) {
     dp_ndarray *scores = kvd_forward(t->eng, t->rep[0], set->x), *best;
     int64_t i, right = 0, n = set->rows;
     int64_t *pred = (int64_t *)malloc((size_t)n * sizeof *pred);
@@ -198,7 +198,7 @@ static double kvd_accuracy(kvd_trainer *t, const kvd_set *set) {
 }
 /* The parameters (device 0's replica) into out, KVD_PARAMS arrays one after
    another; returns how many floats, or 0 on error. */
-static size_t kvd_weights(kvd_trainer *t, float *out) {
+static inline size_t kvd_weights(kvd_trainer *t, float *out) {
     size_t n = 0;
     int k;
     for (k = 0; k < KVD_PARAMS; k++) {
