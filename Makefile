@@ -152,6 +152,8 @@ bench: bench-build $(B)/make_example
 	bench/run.sh $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_ndarray
 	./$(B)/bench_gpu_emul
 	bench/make.sh $(B)/make_example
+	@if command -v $(MPICC) >/dev/null 2>&1; then $(MAKE) bench-mpi; \
+	else echo "bench: $(MPICC) not found (make mpi-deps installs Open MPI); the MPI benchmark is skipped"; fi
 
 # ---- MPI (depeng_mpi.h; optional, needs mpicc) ----------------------------
 # make mpi-test installs Open MPI with apt-get when missing (tests/mpi_deps.sh),

@@ -121,6 +121,9 @@ extern "C" {
 typedef struct dp_mpi dp_mpi;
 typedef struct dp_mpi_desc {
     int timeout_ms;     /* a collective not done by then fails (0: DEPENG_MPI_TIMEOUT_MS, else 60000) */
+    size_t chunk_bytes; /* an allreduce larger than this is started as pieces of about this
+                           size that proceed together (0: DEPENG_MPI_CHUNK_BYTES, else 4 MB;
+                           at most 32 pieces) */
 } dp_mpi_desc;
 /* Starts the progress thread, which initialises MPI (unless the
    application has, with MPI_THREAD_MULTIPLE) and duplicates
@@ -189,13 +192,14 @@ typedef struct dp__mpi_item {
     dp_completion done;          /* allreduce: the engine op to complete */
     int input_status;            /* the failure its input carried: passed on */
     int *barrier_status;         /* barrier: where the result goes (under the lock) */
-    MPI_Request req;
+    int pending;                 /* its requests not done yet */
     double since;                /* handed over (seconds) */
     struct dp__mpi_item *next;
 } dp__mpi_item;
 struct dp_mpi {
     dp_engine *eng;
     int rank, size, timeout_ms;
+    size_t chunk_bytes;          /* a larger allreduce is started in pieces */
     int own_init;                /* MPI was initialised by the progress thread */
     MPI_Comm comm;
     pthread_t thread;
@@ -251,19 +255,55 @@ static void dp__mpi_break(dp_mpi *mpi, const char *why) {
     if (!mpi->broken) { mpi->broken = 1; snprintf(mpi->broken_why, sizeof mpi->broken_why, "%s", why); }
     pthread_mutex_unlock(&mpi->m);
 }
-/* Starts it; on an MPI error completes it as failed. 1 if started. */
-static int dp__mpi_start(dp_mpi *mpi, dp__mpi_item *it) {
+/* The requests started and not yet done; a large allreduce has several
+   (its chunks), all naming its item. */
+enum { DP__MPI_MAX_ACTIVE = 64, DP__MPI_MAX_CHUNKS = 32 };
+typedef struct dp__mpi_active { dp__mpi_item *item[DP__MPI_MAX_ACTIVE]; MPI_Request req[DP__MPI_MAX_ACTIVE]; int n; } dp__mpi_active;
+/* An allreduce of more than chunk_bytes is started as several
+   Iallreduce's of about that size, so that they proceed at once: Open
+   MPI's non-blocking allreduce of one large buffer is slower than its
+   blocking one, and pieces of a few MB are not. Every rank cuts the same. */
+static int dp__mpi_chunks(const dp_mpi *mpi, const dp__mpi_item *it, int *per_chunk) {
+    size_t elem = it->type == MPI_DOUBLE || it->type == MPI_INT64_T ? 8 : it->type == MPI_UINT8_T ? 1 : 4;
+    size_t per = mpi->chunk_bytes / elem, n = (size_t)it->count;
+    int chunks;
+    if (it->kind != DP__MPI_ALLREDUCE || per == 0 || n <= per) { *per_chunk = it->count; return 1; }
+    if ((n + per - 1) / per > DP__MPI_MAX_CHUNKS) per = (n + DP__MPI_MAX_CHUNKS - 1) / DP__MPI_MAX_CHUNKS;
+    chunks = (int)((n + per - 1) / per);
+    *per_chunk = (int)per;
+    return chunks;
+}
+/* Starts it (as its chunks) into a; on an MPI error completes it as
+   failed, abandoning the chunks started (MPI is broken from then on). */
+static void dp__mpi_start(dp_mpi *mpi, dp__mpi_item *it, dp__mpi_active *a) {
     char why[MPI_MAX_ERROR_STRING + 96];
-    int err = it->kind == DP__MPI_ALLREDUCE ? MPI_Iallreduce(MPI_IN_PLACE, it->data, it->count, it->type, MPI_SUM, mpi->comm, &it->req)
-                                            : MPI_Ibarrier(mpi->comm, &it->req);
-    if (err == MPI_SUCCESS) return 1;
+    int per, chunks = dp__mpi_chunks(mpi, it, &per), k, err = MPI_SUCCESS, first = a->n;
+    size_t elem = 0;
+    if (it->kind == DP__MPI_ALLREDUCE) { int sz = 0; MPI_Type_size(it->type, &sz); elem = (size_t)sz; }
+    for (k = 0; k < chunks && err == MPI_SUCCESS; k++) {
+        MPI_Request req;
+        if (it->kind == DP__MPI_ALLREDUCE) {
+            int count = k == chunks - 1 ? it->count - per * k : per;
+            err = MPI_Iallreduce(MPI_IN_PLACE, (char *)it->data + (size_t)per * (size_t)k * elem, count, it->type, MPI_SUM, mpi->comm, &req);
+        } else err = MPI_Ibarrier(mpi->comm, &req);
+        if (err == MPI_SUCCESS) { a->item[a->n] = it; a->req[a->n] = req; a->n++; }
+    }
+    it->pending = chunks;
+    if (err == MPI_SUCCESS) return;
+    a->n = first;
     dp__mpi_error_text(err, why, sizeof why, it->kind == DP__MPI_ALLREDUCE ? "MPI_Iallreduce" : "MPI_Ibarrier");
     dp__mpi_break(mpi, why);
     dp__mpi_finish(mpi, it, DP_ERROR_BACKEND, why);
-    return 0;
 }
-enum { DP__MPI_MAX_ACTIVE = 64 };
-typedef struct dp__mpi_active { dp__mpi_item *item[DP__MPI_MAX_ACTIVE]; MPI_Request req[DP__MPI_MAX_ACTIVE]; int n; } dp__mpi_active;
+/* Finishes every item with a request in a, each once, and empties a. */
+static void dp__mpi_fail_active(dp_mpi *mpi, dp__mpi_active *a, int status, const char *why) {
+    int i, j;
+    for (i = 0; i < a->n; i++) {
+        for (j = 0; j < i && a->item[j] != a->item[i]; j++) {}
+        if (j == i) dp__mpi_finish(mpi, a->item[i], status, why);
+    }
+    a->n = 0;
+}
 /* Takes the next handed-over items in sequence order (under the lock). */
 static dp__mpi_item *dp__mpi_take_next(dp_mpi *mpi, uint64_t seq) {
     dp__mpi_item **p;
@@ -288,11 +328,14 @@ static void dp__mpi_poll(dp_mpi *mpi, dp__mpi_active *a) {
     if (err != MPI_SUCCESS || outcount == MPI_UNDEFINED) {
         dp__mpi_error_text(err, why, sizeof why, "MPI_Testsome");
         dp__mpi_break(mpi, why);
-        for (i = 0; i < a->n; i++) dp__mpi_finish(mpi, a->item[i], DP_ERROR_BACKEND, why);
-        a->n = 0;
+        dp__mpi_fail_active(mpi, a, DP_ERROR_BACKEND, why);
         return;
     }
-    for (i = 0; i < outcount; i++) { dp__mpi_finish(mpi, a->item[idx[i]], 0, NULL); a->item[idx[i]] = NULL; }
+    for (i = 0; i < outcount; i++) {
+        dp__mpi_item *it = a->item[idx[i]];
+        a->item[idx[i]] = NULL;
+        if (--it->pending == 0) dp__mpi_finish(mpi, it, 0, NULL);
+    }
     for (i = j = 0; i < a->n; i++) if (a->item[i]) { a->item[j] = a->item[i]; a->req[j] = a->req[i]; j++; }
     a->n = j;
 }
@@ -306,8 +349,7 @@ static void dp__mpi_expire(dp_mpi *mpi, dp__mpi_active *a) {
     snprintf(why, sizeof why, "rank %d: %s number %llu not done after %d ms: a rank may have died or stopped (DEPENG_MPI_TIMEOUT_MS)",
              mpi->rank, a->item[oldest]->kind == DP__MPI_ALLREDUCE ? "allreduce" : "barrier", (unsigned long long)a->item[oldest]->seq, mpi->timeout_ms);
     dp__mpi_break(mpi, why);
-    for (i = 0; i < a->n; i++) dp__mpi_finish(mpi, a->item[i], DP_ERROR_TIMEOUT, why);   /* their requests are abandoned */
-    a->n = 0;
+    dp__mpi_fail_active(mpi, a, DP_ERROR_TIMEOUT, why);   /* their requests are abandoned */
 }
 static int dp__mpi_init(dp_mpi *mpi) {
     int inited = 0, provided = 0, err;
@@ -370,13 +412,13 @@ static void *dp__mpi_thread(void *arg) {
         pthread_mutex_unlock(&mpi->m);
         if (abort_requested) MPI_Abort(mpi->own_init ? MPI_COMM_WORLD : mpi->comm, mpi->abort_code);
         if (broken) dp__mpi_fail_ready(mpi, mpi->broken_why);
-        while (!broken && active.n < DP__MPI_MAX_ACTIVE) {      /* start what is next in sequence */
+        while (!broken && active.n + DP__MPI_MAX_CHUNKS <= DP__MPI_MAX_ACTIVE) {      /* start what is next in sequence */
             pthread_mutex_lock(&mpi->m);
             it = dp__mpi_take_next(mpi, next_seq);
             pthread_mutex_unlock(&mpi->m);
             if (!it) break;
             next_seq++;
-            if (dp__mpi_start(mpi, it)) { active.item[active.n] = it; active.req[active.n] = it->req; active.n++; }
+            dp__mpi_start(mpi, it, &active);
         }
         dp__mpi_poll(mpi, &active);
         dp__mpi_expire(mpi, &active);
@@ -500,6 +542,8 @@ DP_IMPL dp_result dp_mpi_create(dp_engine *eng, const dp_mpi_desc *desc, dp_mpi 
     if ((mpi = (dp_mpi *)calloc(1, sizeof *mpi)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
     mpi->eng = eng;
     mpi->timeout_ms = desc && desc->timeout_ms ? desc->timeout_ms : env && atoi(env) > 0 ? atoi(env) : 60000;
+    env = getenv("DEPENG_MPI_CHUNK_BYTES");
+    mpi->chunk_bytes = desc && desc->chunk_bytes ? desc->chunk_bytes : env && atol(env) > 0 ? (size_t)atol(env) : (size_t)4 << 20;
     pthread_mutex_init(&mpi->m, NULL);
     pthread_cond_init(&mpi->cv, NULL);
     if (pthread_create(&mpi->thread, NULL, dp__mpi_thread, mpi) != 0) {

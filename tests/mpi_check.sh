@@ -2,7 +2,8 @@
 # tests/mpi_check.sh BINARY - the MPI half under mpirun (make mpi-test):
 #  - 2 and 4 ranks training the digits MLP data-parallel reach the weights of
 #    one process (largest difference <= 1e-4), the same weights on every
-#    rank (checksums) and the same test accuracy;
+#    rank (checksums) and the same test accuracy; also with the allreduce
+#    cut into pieces of 1000 bytes;
 #  - a rank that stops answering: the others fail their collective after
 #    DEPENG_MPI_TIMEOUT_MS and the job exits non-zero within 60 s;
 #  - a rank killed (SIGKILL) mid-training: the job exits non-zero within 60 s.
@@ -34,6 +35,13 @@ for n in 2 4; do
         else ko "$n ranks: ranks $ranks, distinct checksums $sums, accuracy '$accs' against '$ref_acc'" "$log"; fi
     else ko "$n ranks train within tolerance" "$log"; fi
 done
+
+# small chunks: every parameter's allreduce is started as several pieces
+log=$tmp/chunks.log
+if DEPENG_MPI_CHUNK_BYTES=1000 timeout 300 "${MPIRUN[@]}" -x DEPENG_MPI_CHUNK_BYTES -np 2 "$bin" --compare "$tmp/ref.npy" --tol 1e-4 > "$log" 2>&1 \
+   && [ "$(grep -c 'largest difference' "$log")" -eq 2 ]; then
+    ok "2 ranks, allreduce in pieces of 1000 bytes: the one-process weights within 1e-4"
+else ko "2 ranks, allreduce in pieces of 1000 bytes" "$log"; fi
 
 # a rank that hangs: the collective times out on the others
 start=$(date +%s)

@@ -32,6 +32,18 @@ static int check_collectives(dp_engine *eng, dp_mpi *mpi) {
         && dp_mpi_allreduce(mpi, a, 0) == DP_OK && dp_mpi_allreduce(mpi, b, 1) == DP_OK
         && dp_nd_read(a, iv, sizeof iv, NULL) == DP_OK && dp_nd_read(b, dv, sizeof dv, NULL) == DP_OK;
     ok = ok && iv[0] == size * (size - 1) / 2 && iv[1] == size && dv[0] == 0.25 * size * (size - 1) && dv[1] == -size;
+    if (ok) {        /* an odd length, cut into pieces when DEPENG_MPI_CHUNK_BYTES is small */
+        enum { N = 1001 };
+        static float fv[N];
+        dp_shape sf = {1, {N}};
+        dp_ndarray *c = NULL;
+        int k;
+        for (k = 0; k < N; k++) fv[k] = (float)(rank + k);
+        ok = dp_nd_from_host(eng, &sf, DP_FLOAT32, kvd_ctx(0), fv, &c) == DP_OK && dp_mpi_allreduce(mpi, c, 0) == DP_OK
+            && dp_nd_read(c, fv, sizeof fv, NULL) == DP_OK;
+        for (k = 0; ok && k < N; k++) ok = fv[k] == (float)(size * (size - 1) / 2 + size * k);
+        dp_nd_release(c);
+    }
     ok = ok && dp_mpi_barrier(mpi) == DP_OK;
     dp_nd_release(a); dp_nd_release(b);
     printf("rank %d of %d (pid %ld): allreduce and barrier %s\n", rank, size, (long)getpid(), ok ? "ok" : "WRONG");
