@@ -250,6 +250,65 @@ static void test_global_reduce_hook(void) {
     }
 }
 
+/* ---- GPU arrays, on a fake device backend (host memory) ------------------------ */
+static int g_copies[3];     /* by kind: to the device, from it, device to device */
+static int fake_count(void *u) { (void)u; return 2; }
+static int fake_set(int dev, void *u) { (void)dev; (void)u; return 0; }
+static int fake_stream_create(int dev, int is_copy, void **out, void *u) { (void)dev; (void)is_copy; (void)u; *out = (void *)g_copies; return 0; }
+static int fake_stream_destroy(int dev, void *st, void *u) { (void)dev; (void)st; (void)u; return 0; }
+static int fake_sync(int dev, void *st, void *u) { (void)dev; (void)st; (void)u; return 0; }
+static const char *fake_err(int e, void *u) { (void)e; (void)u; return "fake error"; }
+static int fake_alloc(int dev, size_t size, void **out, void *u) { (void)dev; (void)u; *out = malloc(size ? size : 1); return *out ? 0 : 2; }
+static int fake_free(int dev, void *p, void *u) { (void)dev; (void)u; free(p); return 0; }
+static int fake_copy(void *dst, const void *src, size_t n, int kind, int dev, void *stream, void *u) {
+    (void)dev; (void)stream; (void)u;
+    memcpy(dst, src, n);
+    __atomic_fetch_add(&g_copies[kind], 1, __ATOMIC_RELAXED);
+    return 0;
+}
+/* Gradients on two GPUs and the CPU are summed on the CPU (each GPU one
+   copy from the device) and the result copied to each GPU output (one copy
+   to the device each), on all three engines. */
+static void test_gpu_arrays(void) {
+    dp_device_backend be;
+    int e;
+    memset(&be, 0, sizeof be);
+    be.name = "fake"; be.device_count = fake_count; be.set_device = fake_set; be.stream_create = fake_stream_create;
+    be.stream_destroy = fake_stream_destroy; be.stream_synchronize = fake_sync; be.error_string = fake_err;
+    be.mem_alloc = fake_alloc; be.mem_free = fake_free; be.mem_copy = fake_copy;
+    for (e = 0; e < 3; e++) {
+        dp_engine_desc d;
+        dp_engine *eng = NULL;
+        dp_kvstore *kv = NULL;
+        dp_shape s = {2, {3, 5}};
+        dp_ctx gpu0 = {DP_DEV_GPU, 0}, gpu1 = {DP_DEV_GPU, 1};
+        dp_ndarray *w = NULL, *g[3] = {NULL, NULL, NULL}, *out[2] = {NULL, NULL};
+        float v[15];
+        int i, before[3];
+        memset(&d, 0, sizeof d);
+        d.type = engines[e]; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.logger.func = quiet_logger; d.gpu_backend = &be;
+        CHECK(dp_engine_create(&d, &eng) == DP_OK);
+        CHECK(dp_kv_create(eng, NULL, &kv) == DP_OK);
+        CHECK(dp_nd_zeros(eng, &s, DP_FLOAT32, gpu0, &w) == DP_OK && dp_kv_init(kv, 3, w) == DP_OK);
+        CHECK(dp_nd_full(eng, &s, DP_FLOAT32, gpu0, 1, &g[0]) == DP_OK && dp_nd_full(eng, &s, DP_FLOAT32, gpu1, 2, &g[1]) == DP_OK);
+        CHECK(dp_nd_full(eng, &s, DP_FLOAT32, kvd_ctx(0), 4, &g[2]) == DP_OK);
+        CHECK(dp_nd_empty(eng, &s, DP_FLOAT32, gpu0, &out[0]) == DP_OK && dp_nd_empty(eng, &s, DP_FLOAT32, gpu1, &out[1]) == DP_OK);
+        CHECK(dp_wait_all(eng, NULL) == DP_OK);
+        for (i = 0; i < 3; i++) before[i] = __atomic_load_n(&g_copies[i], __ATOMIC_RELAXED);
+        CHECK(dp_kv_push(kv, 3, g, 3, 0) == DP_OK && dp_kv_pull(kv, 3, out, 2, 0) == DP_OK);
+        CHECK(dp_wait_all(eng, NULL) == DP_OK);
+        CHECK(g_copies[1] - before[1] == 2 && g_copies[0] - before[0] == 2 && g_copies[2] == before[2]);
+        for (i = 0; i < 2; i++) {
+            CHECK(dp_nd_read(out[i], v, sizeof v, NULL) == DP_OK && v[0] == 7 && v[14] == 7);
+            CHECK(dp_nd_ctx(out[i]).dev_type == DP_DEV_GPU);
+        }
+        dp_nd_release(w); dp_nd_release(out[0]); dp_nd_release(out[1]);
+        for (i = 0; i < 3; i++) dp_nd_release(g[i]);
+        dp_kv_destroy(kv);
+        CHECK(dp_engine_destroy(eng, NULL) == DP_OK);
+    }
+}
+
 /* ---- failures and bad input ------------------------------------------------ */
 static int fail_op(dp_run_ctx *rc, void *arg) { (void)arg; dp_set_error(rc, "broken gradient"); return 42; }
 static void test_failure_reaches_pulled_arrays(void) {
@@ -353,7 +412,7 @@ static void test_data_parallel_digits(void) {
 int main(void) {
     static const test_case tests[] = {
         {"random_against_reference", test_random_against_reference}, {"pull_waits_for_its_key_only", test_pull_waits_for_its_key_only},
-        {"priorities", test_priorities}, {"global_reduce_hook", test_global_reduce_hook},
+        {"priorities", test_priorities}, {"global_reduce_hook", test_global_reduce_hook}, {"gpu_arrays", test_gpu_arrays},
         {"failure_reaches_pulled_arrays", test_failure_reaches_pulled_arrays}, {"bad_input", test_bad_input},
         {"data_parallel_digits", test_data_parallel_digits},
     };
