@@ -161,7 +161,13 @@ bench: bench-build $(B)/make_example
 # that hangs and a rank that is killed. make bench-mpi: allreduce through
 # depeng against MPI_Allreduce, and a training step overlapped or not.
 MPICC ?= mpicc
-.PHONY: mpi-deps mpi-test bench-mpi
+.PHONY: mpi-deps mpi-test bench-mpi mpi-compile-checks
+# the implementation warning-free as C11 (gcc, clang) and as C++
+mpi-compile-checks: | $(B)
+	printf '#define DEPENG_IMPLEMENTATION\n#define DEPENG_MPI_IMPLEMENTATION\n#include "depeng.h"\n#include "depeng_mpi.h"\n' > $(B)/depeng_mpi_impl.c
+	$(MPICC) $(WARN) -Wstrict-prototypes -I. -c $(B)/depeng_mpi_impl.c -o $(B)/mpi_gcc.o
+	OMPI_CC=clang $(MPICC) $(WARN) -Wstrict-prototypes -I. -c $(B)/depeng_mpi_impl.c -o $(B)/mpi_clang.o
+	OMPI_CC=g++ $(MPICC) -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c $(B)/depeng_mpi_impl.c -o $(B)/mpi_cxx.o
 mpi-deps:
 	tests/mpi_deps.sh
 $(B)/mpi_digits: tests/mpi_digits.c tests/kv_digits.h depeng.h depeng_mpi.h | $(B)
@@ -169,7 +175,7 @@ $(B)/mpi_digits: tests/mpi_digits.c tests/kv_digits.h depeng.h depeng_mpi.h | $(
 $(B)/bench_mpi: bench/mpi.c depeng.h depeng_mpi.h | $(B)
 	$(MPICC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 mpi-test: mpi-deps
-	$(MAKE) $(B)/mpi_digits
+	$(MAKE) mpi-compile-checks $(B)/mpi_digits
 	tests/mpi_check.sh $(B)/mpi_digits
 bench-mpi: mpi-deps
 	$(MAKE) $(B)/bench_mpi $(B)/mpi_digits

@@ -174,6 +174,13 @@ DP_API dp_result dp_mpi_kv_create(dp_mpi *mpi, const dp_kvstore_desc *desc, dp_k
 #if !defined(DEPENG_IMPL_INCLUDED)
 #error "define DEPENG_IMPLEMENTATION in the file that defines DEPENG_MPI_IMPLEMENTATION, and include depeng.h first"
 #endif
+/* the C API only: Open MPI's and MPICH's C++ bindings warn under -Wextra */
+#ifndef OMPI_SKIP_MPICXX
+#define OMPI_SKIP_MPICXX 1
+#endif
+#ifndef MPICH_SKIP_MPICXX
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 #include <pthread.h>
 #include <limits.h>
