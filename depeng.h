@@ -1104,7 +1104,8 @@ DP_API dp_result dp_kv_set_optimizer(dp_kvstore *kv, const char *op_name, int nu
    array as described above. Returns once the ops are pushed. */
 DP_API dp_result dp_kv_push(dp_kvstore *kv, int key, dp_ndarray *const *values, int count, int priority);
 /* Copies the key's array into outs[0..count) (each of its shape and
-   dtype; a GPU output through its copy queue). */
+   dtype; a GPU output through its copy queue; the stored array itself,
+   from dp_kv_stored, is left as it is). */
 DP_API dp_result dp_kv_pull(dp_kvstore *kv, int key, dp_ndarray *const *outs, int count, int priority);
 /* The key's stored array (borrowed: valid until dp_kv_destroy), or NULL. */
 DP_API dp_ndarray *dp_kv_stored(dp_kvstore *kv, int key);
@@ -9775,7 +9776,10 @@ DP_IMPL dp_result dp_kv_pull(dp_kvstore *kv, int key, dp_ndarray *const *outs, i
         return DP_ERROR_INVALID_ARGS;
     }
     for (i = 0; i < count; i++) if (!dp__kv_same(kv, "dp_kv_pull", key, outs[i], e)) return DP_ERROR_INVALID_ARGS;
-    for (i = 0; i < count; i++) if ((r = dp__kv_push_copy(kv, e->stored, outs[i], priority)) != DP_OK) return r;
+    for (i = 0; i < count; i++) {
+        if (outs[i]->chunk == e->stored->chunk && outs[i]->offset == e->stored->offset) continue;   /* the stored array itself */
+        if ((r = dp__kv_push_copy(kv, e->stored, outs[i], priority)) != DP_OK) return r;
+    }
     return DP_OK;
 }
 DP_IMPL dp_ndarray *dp_kv_stored(dp_kvstore *kv, int key) {

@@ -367,6 +367,15 @@ static void test_bad_input(void) {
     CHECK(dp_kv_set_optimizer(kv, "sgd_update", 1, key, val) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_kv_push(NULL, 1, &w, 1, 0) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_kv_stored(kv, 1) != NULL && dp_kv_stored(kv, 2) == NULL && dp_kv_stored(NULL, 1) == NULL);
+    {   /* pulling into the stored array itself pushes no copy (a memcpy onto itself) */
+        dp_ndarray *st = dp_kv_stored(kv, 1);
+        dp_engine_stats before, after;
+        CHECK(dp_wait_all(eng, NULL) == DP_OK);
+        dp_engine_stats_get(eng, &before);
+        CHECK(dp_kv_pull(kv, 1, &st, 1, 0) == DP_OK && dp_nd_wait_to_read(st, NULL) == DP_OK);
+        dp_engine_stats_get(eng, &after);
+        CHECK(after.pushed - before.pushed == 1);     /* the wait's own op only */
+    }
     dp_kv_destroy(NULL);
     dp_nd_release(w); dp_nd_release(w3); dp_nd_release(w64);
     dp_kv_destroy(kv);
