@@ -1048,9 +1048,9 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
    Everything is an engine operation on the arrays' variables, pushed in
    call order: a pull waits for the pushes on its key before it (and for
    nothing else), a dp_nd_read of a pulled array waits for the pull, a
-   push waits for the reads and writes of its inputs pushed before it (so
-   it may follow a backward pass at once, with no wait), and the next
-   write to a pushed input waits for the push. Priorities go to the ops
+   push waits for the writes of its inputs pushed before it (so it may
+   follow a backward pass at once, with no wait), and the next write to a
+   pushed input waits for the push. Priorities go to the ops
    (DP_PROP_CPU_PRIORITIZED on the per-device engine, as MXNet's
    reductions): push the last layer's gradients with a higher priority.
    Reproducible: the sum is taken in the order of the values array (v0 +
@@ -1100,8 +1100,8 @@ DP_API dp_result dp_kv_set_updater(dp_kvstore *kv, dp_kv_updater_fn fn, void *us
    (with its priority). */
 DP_API dp_result dp_kv_set_optimizer(dp_kvstore *kv, const char *op_name, int num_kwargs, const char *const *keys, const char *const *values);
 /* Sums values[0..count) (count >= 1, each of the key's shape and dtype, on
-   any context of kv's engine, the same array at most once) into the key's
-   array as described above. Returns once the ops are pushed. */
+   any context of kv's engine; an array given twice counts twice) into the
+   key's array as described above. Returns once the ops are pushed. */
 DP_API dp_result dp_kv_push(dp_kvstore *kv, int key, dp_ndarray *const *values, int count, int priority);
 /* Copies the key's array into outs[0..count) (each of its shape and
    dtype; a GPU output through its copy queue; the stored array itself,
