@@ -44,6 +44,9 @@ $(B)/test_memory_plan: tests/test_memory_plan.c depeng.h tests/test_common.h | $
 # the desc-style invocation, the registry's names and the training helpers
 $(B)/test_invoke: tests/test_invoke.c depeng.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/test_kvstore: tests/test_kvstore.c tests/kv_digits.h depeng.h tests/test_common.h | $(B)
+$(B)/test_kvstore_cxx: tests/test_kvstore.c tests/kv_digits.h depeng.h tests/test_common.h | $(B)
+	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/walkthrough: examples/walkthrough.c depeng.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/make_example: examples/make.c depeng.h | $(B)
@@ -101,8 +104,8 @@ compile-checks-engine-only: | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_cxx.o
 	gcc   $(WARN) -DDEPENG_STATIC -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_static.o
 
-test: compile-checks platform-checks $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages $(B)/test_files $(B)/test_inflate_zlib $(B)/numpy_diff $(B)/test_kernels_exact $(B)/test_invoke docs-check-build
-	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh $(B)/test_files $(B)/test_inflate_zlib $(B)/test_kernels_exact tests/numpy_diff_check.sh $(B)/test_invoke tests/operators_doc_check.sh
+test: compile-checks platform-checks $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages $(B)/test_files $(B)/test_inflate_zlib $(B)/numpy_diff $(B)/test_kernels_exact $(B)/test_invoke docs-check-build $(B)/test_kvstore $(B)/test_kvstore_cxx
+	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh $(B)/test_files $(B)/test_inflate_zlib $(B)/test_kernels_exact tests/numpy_diff_check.sh $(B)/test_invoke tests/operators_doc_check.sh $(B)/test_kvstore $(B)/test_kvstore_cxx
 
 demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 	./$(B)/walkthrough $(B)/walkthrough.dot $(B)/walkthrough.html
@@ -122,7 +125,8 @@ tsan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_autograd.c -o $(B)/test_autograd_tsan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_scheduling.c -o $(B)/test_scheduling_tsan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_symbol.c -o $(B)/test_symbol_tsan $(LIBS)
-	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan $(B)/test_ndarray_tsan $(B)/test_autograd_tsan $(B)/test_scheduling_tsan $(B)/test_symbol_tsan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_kvstore.c -o $(B)/test_kvstore_tsan $(LIBS)
+	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan $(B)/test_ndarray_tsan $(B)/test_autograd_tsan $(B)/test_scheduling_tsan $(B)/test_symbol_tsan $(B)/test_kvstore_tsan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. examples/make.c -o $(B)/make_example_tsan $(LIBS)
 	TSAN_OPTIONS=halt_on_error=1 examples/make_demo/check.sh $(B)/make_example_tsan
 asan: | $(B)
@@ -135,7 +139,8 @@ asan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_symbol.c -o $(B)/test_symbol_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_files.c -o $(B)/test_files_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_invoke.c -o $(B)/test_invoke_asan $(LIBS)
-	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_memory_plan_asan $(B)/test_scheduling_asan $(B)/test_symbol_asan $(B)/test_files_asan $(B)/test_invoke_asan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_kvstore.c -o $(B)/test_kvstore_asan $(LIBS)
+	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_memory_plan_asan $(B)/test_scheduling_asan $(B)/test_symbol_asan $(B)/test_files_asan $(B)/test_invoke_asan $(B)/test_kvstore_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. examples/make.c -o $(B)/make_example_asan $(LIBS)
 	examples/make_demo/check.sh $(B)/make_example_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DMAKE_NO_MAIN -I. tests/make_parse.c -o $(B)/make_parse_asan $(LIBS)
@@ -212,6 +217,34 @@ bench: bench-build $(B)/make_example
 	./$(B)/bench_gpu_emul
 	./$(B)/bench_symbolic
 	bench/make.sh $(B)/make_example
+	@if command -v $(MPICC) >/dev/null 2>&1; then $(MAKE) bench-mpi; \
+	else echo "bench: $(MPICC) not found (make mpi-deps installs Open MPI); the MPI benchmark is skipped"; fi
+
+# ---- MPI (depeng_mpi.h; optional, needs mpicc) ----------------------------
+# make mpi-test installs Open MPI with apt-get when missing (tests/mpi_deps.sh),
+# then runs tests/mpi_check.sh: 2 and 4 ranks against one process, a rank
+# that hangs and a rank that is killed. make bench-mpi: allreduce through
+# depeng against MPI_Allreduce, and a training step overlapped or not.
+MPICC ?= mpicc
+.PHONY: mpi-deps mpi-test bench-mpi mpi-compile-checks
+# the implementation warning-free as C11 (gcc, clang) and as C++
+mpi-compile-checks: | $(B)
+	printf '#define DEPENG_IMPLEMENTATION\n#define DEPENG_MPI_IMPLEMENTATION\n#include "depeng.h"\n#include "depeng_mpi.h"\n' > $(B)/depeng_mpi_impl.c
+	$(MPICC) $(WARN) -Wstrict-prototypes -I. -c $(B)/depeng_mpi_impl.c -o $(B)/mpi_gcc.o
+	OMPI_CC=clang $(MPICC) $(WARN) -Wstrict-prototypes -I. -c $(B)/depeng_mpi_impl.c -o $(B)/mpi_clang.o
+	OMPI_CC=g++ $(MPICC) -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c $(B)/depeng_mpi_impl.c -o $(B)/mpi_cxx.o
+mpi-deps:
+	tests/mpi_deps.sh
+$(B)/mpi_digits: tests/mpi_digits.c tests/kv_digits.h depeng.h depeng_mpi.h | $(B)
+	$(MPICC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/bench_mpi: bench/mpi.c depeng.h depeng_mpi.h | $(B)
+	$(MPICC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+mpi-test: mpi-deps
+	$(MAKE) mpi-compile-checks $(B)/mpi_digits
+	tests/mpi_check.sh $(B)/mpi_digits
+bench-mpi: mpi-deps
+	$(MAKE) $(B)/bench_mpi $(B)/mpi_digits
+	bench/mpi.sh $(B)/bench_mpi $(B)/mpi_digits
 
 # ---- fuzzing (tests/README.md) --------------------------------------------
 # libFuzzer harnesses for the file loaders and examples/make.c's parser,
@@ -350,10 +383,10 @@ install: | $(B)
 	sed $(DEPENG_SUBST) cmake/depengConfig.cmake.in > $(B)/depengConfig.cmake
 	sed $(DEPENG_SUBST) cmake/depengConfigVersion.cmake.in > $(B)/depengConfigVersion.cmake
 	install -d "$(DESTDIR)$(PREFIX)/include" "$(DESTDIR)$(PKGCONFIGDIR)" "$(DESTDIR)$(CMAKECONFDIR)"
-	install -m 644 depeng.h depeng_cuda.h "$(DESTDIR)$(PREFIX)/include/"
+	install -m 644 depeng.h depeng_cuda.h depeng_mpi.h "$(DESTDIR)$(PREFIX)/include/"
 	install -m 644 $(B)/depeng.pc "$(DESTDIR)$(PKGCONFIGDIR)/"
 	install -m 644 $(B)/depengConfig.cmake $(B)/depengConfigVersion.cmake "$(DESTDIR)$(CMAKECONFDIR)/"
 uninstall:
-	rm -f "$(DESTDIR)$(PREFIX)/include/depeng.h" "$(DESTDIR)$(PREFIX)/include/depeng_cuda.h" "$(DESTDIR)$(PKGCONFIGDIR)/depeng.pc"
+	rm -f "$(DESTDIR)$(PREFIX)/include/depeng.h" "$(DESTDIR)$(PREFIX)/include/depeng_cuda.h" "$(DESTDIR)$(PREFIX)/include/depeng_mpi.h" "$(DESTDIR)$(PKGCONFIGDIR)/depeng.pc"
 	rm -f "$(DESTDIR)$(CMAKECONFDIR)/depengConfig.cmake" "$(DESTDIR)$(CMAKECONFDIR)/depengConfigVersion.cmake"
 	rmdir "$(DESTDIR)$(CMAKECONFDIR)" 2>/dev/null || true   # kept if something else is in it

@@ -27,7 +27,7 @@
         >>softmax, transpose, concat, one_hot >>random operators >>gemm
         >>dot and FullyConnected >>copy, reshape and the optimizer updates
         >>take, accuracy and the optimizer objects >>symbol >>graph passes >>symbol JSON and DOT
-        >>memory planning >>executor
+        >>memory planning >>executor >>kvstore
 
    1. QUICK START
 
@@ -253,6 +253,8 @@ extern "C" {
      data     dp_nd_load_csv dp_nd_load_csv_opts dp_iter_create dp_iter_next dp_iter_reset
               dp_iter_num_batches dp_iter_destroy
      storage  dp_storage_stats_get dp_storage_release_pool
+     kvstore  dp_kv_create dp_kv_destroy dp_kv_init dp_kv_set_updater dp_kv_set_optimizer
+              dp_kv_push dp_kv_pull dp_kv_stored
      layers   dp_engine_extension (per-engine state of a layer, e.g. arrays)   */
 
 /* Result codes. DP_OK is 0; every failure is negative. */
@@ -1480,6 +1482,81 @@ typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocatio
 DP_API dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_stats *out);
 /* Gives the memory kept for reuse back to the allocator. */
 DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
+
+/* ====================================================================== KVSTORE
+   MXNet's KVStore: parameter synchronisation across devices. A store keeps
+   one array per integer key on its context (the CPU: gradients from GPUs
+   are copied to it and the results back, as MXNet's CPU reduction does).
+   dp_kv_push(key, values, n) sums the n arrays (one per device, typically)
+   into the key's merge buffer; then, if the store has a global reduction
+   (desc.global_reduce: depeng_mpi.h's allreduce over processes), that
+   replaces the buffer by the sum over all processes; then the updater, if
+   any, updates the stored array from the buffer, else the buffer replaces
+   it. dp_kv_pull(key, outs, n) copies the stored array into each output.
+   Everything is an engine operation on the arrays' variables, pushed in
+   call order: a pull waits for the pushes on its key before it (and for
+   nothing else), a dp_nd_read of a pulled array waits for the pull, a
+   push waits for the writes of its inputs pushed before it (so it may
+   follow a backward pass at once, with no wait), and the next write to a
+   pushed input waits for the push. Priorities go to the ops
+   (DP_PROP_CPU_PRIORITIZED on the per-device engine, as MXNet's
+   reductions): push the last layer's gradients with a higher priority.
+   Reproducible: the sum is taken in the order of the values array (v0 +
+   v1, then + v2, ...), one element at a time, whatever the engine or the
+   number of worker threads, so the same calls give bitwise the same
+   results. Failures: an op whose input failed passes the failure on to the
+   stored array and the pulled arrays (a dp_nd_read of them reports it).
+   Threads: one thread at a time per store (as MXNet's frontend); different
+   stores are independent. Errors (logged as ND_ARGS unless noted):
+   DP_ERROR_INVALID_ARGS for NULL arguments, an unknown or repeated key,
+   shapes or dtypes that differ from the key's, arrays of another engine, an
+   unknown optimizer; DP_ERROR_BAD_CONTEXT for a store context that is not
+   the CPU; DP_ERROR_OUT_OF_MEMORY (nothing pushed for that call). */
+typedef struct dp_kvstore dp_kvstore;
+/* An updater: pushes the operations that update stored from merged (the
+   summed gradient), e.g. through dp_invoke_strings; called inside dp_kv_push
+   on its thread, after the sum (and the global reduction) is pushed. It
+   must not wait for the engine. Returns DP_OK or an error, which
+   dp_kv_push returns. */
+typedef dp_result (*dp_kv_updater_fn)(dp_kvstore *kv, int key, dp_ndarray *merged, dp_ndarray *stored, int priority, void *user);
+/* A global reduction: pushes operations that replace merged by the sum of
+   merged over every process (in place: they write merged's variable).
+   Called inside dp_kv_push, after the local sum is pushed, before the
+   update. */
+typedef dp_result (*dp_kv_reduce_fn)(dp_kvstore *kv, int key, dp_ndarray *merged, int priority, void *user);
+typedef struct dp_kvstore_desc {
+    dp_ctx ctx;                     /* where stored arrays live: CPU (zeroed: CPU 0) */
+    dp_kv_reduce_fn global_reduce;  /* NULL: this process only ("local") */
+    void *global_user;
+} dp_kvstore_desc;
+/* Makes a store on eng (desc NULL: CPU 0, local). Any thread. */
+DP_API dp_result dp_kv_create(dp_engine *eng, const dp_kvstore_desc *desc, dp_kvstore **out);
+/* Releases the store's arrays (their memory goes once the ops on them are
+   done: no wait). Pulled arrays stay valid. NULL is fine. */
+DP_API void dp_kv_destroy(dp_kvstore *kv);
+/* Adds key with a copy of value (any context; pushed as an op). A key
+   given twice is DP_ERROR_INVALID_ARGS. */
+DP_API dp_result dp_kv_init(dp_kvstore *kv, int key, dp_ndarray *value);
+/* Sets the updater function (NULL: the sum replaces the stored array),
+   replacing an optimizer. Applies to later pushes. */
+DP_API dp_result dp_kv_set_updater(dp_kvstore *kv, dp_kv_updater_fn fn, void *user);
+/* Uses a registered optimizer update as the updater, e.g. "sgd_update"
+   with lr=0.1: an operator whose inputs are (weight, gradient, states...),
+   one output (the weight, written in place), the states mutated inputs;
+   the store keeps zero-initialised states per key. Parameters are parsed
+   now (errors as dp_operator_parse_params). The kernel runs in the store's op
+   (with its priority). */
+DP_API dp_result dp_kv_set_optimizer(dp_kvstore *kv, const char *op_name, int num_kwargs, const char *const *keys, const char *const *values);
+/* Sums values[0..count) (count >= 1, each of the key's shape and dtype, on
+   any context of kv's engine; an array given twice counts twice) into the
+   key's array as described above. Returns once the ops are pushed. */
+DP_API dp_result dp_kv_push(dp_kvstore *kv, int key, dp_ndarray *const *values, int count, int priority);
+/* Copies the key's array into outs[0..count) (each of its shape and
+   dtype; a GPU output through its copy queue; the stored array itself,
+   from dp_kv_stored, is left as it is). */
+DP_API dp_result dp_kv_pull(dp_kvstore *kv, int key, dp_ndarray *const *outs, int count, int priority);
+/* The key's stored array (borrowed: valid until dp_kv_destroy), or NULL. */
+DP_API dp_ndarray *dp_kv_stored(dp_kvstore *kv, int key);
 #endif /* DEPENG_NO_NDARRAY */
 
 #ifdef __cplusplus
@@ -13441,6 +13518,309 @@ DP_IMPL dp_result dp_exec_memory_get(const dp_executor *ex, dp_exec_memory *out)
     if (!ex || !out) { DP__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_memory_get: an executor and out are needed"); return DP_ERROR_INVALID_ARGS; }
     *out = ex->mem;
     return DP_OK;
+}
+
+/* >>kvstore: keys, their stored arrays, and the ops of a push and a pull ---
+   Every op below frees its argument through desc.cleanup, so a skipped op
+   (failed input) frees it too and passes the failure on by being skipped:
+   the merge buffer, the stored array and the pulled arrays carry it. */
+#define DP__KV_MAX_STATES 4
+typedef struct dp__kv_entry {
+    int key;
+    dp_ndarray *stored, *merged;
+    dp_ndarray *state[DP__KV_MAX_STATES];   /* the optimizer's, zeros at first */
+    int nstates;
+} dp__kv_entry;
+struct dp_kvstore {
+    dp_engine *eng;
+    dp_kvstore_desc desc;
+    dp__kv_entry *entries;       /* sorted by key */
+    int count, cap;
+    dp_kv_updater_fn updater;
+    void *updater_user;
+    const dp_operator *opt;      /* an optimizer update operator, or NULL */
+    dp_params opt_params;
+};
+
+static dp__kv_entry *dp__kv_find(dp_kvstore *kv, int key) {
+    int lo = 0, hi = kv->count;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (kv->entries[mid].key < key) lo = mid + 1; else hi = mid;
+    }
+    return lo < kv->count && kv->entries[lo].key == key ? &kv->entries[lo] : NULL;
+}
+/* a's engine, shape and dtype are the key's; logs the mismatch */
+static int dp__kv_same(dp_kvstore *kv, const char *what, int key, const dp_ndarray *a, const dp__kv_entry *e) {
+    char s1[160], s2[160];
+    if (!a) { DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "%s key %d: NULL array", what, key); return 0; }
+    if (dp_nd_engine(a) != kv->eng) { DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "%s key %d: an array of another engine", what, key); return 0; }
+    if (a->dtype != e->stored->dtype || a->shape.ndim != e->stored->shape.ndim
+        || memcmp(a->shape.dims, e->stored->shape.dims, sizeof(int64_t) * (size_t)a->shape.ndim) != 0) {
+        DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "%s key %d: %s %s, the key holds %s %s", what, key, dp_dtype_name(a->dtype),
+                dp__shape_str(&a->shape, s1, sizeof s1), dp_dtype_name(e->stored->dtype), dp__shape_str(&e->stored->shape, s2, sizeof s2));
+        return 0;
+    }
+    return 1;
+}
+static dp_kvstore *dp__kv_checked(dp_kvstore *kv, const char *what) {
+    if (!kv) DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "%s: NULL store", what);
+    return kv;
+}
+
+DP_IMPL dp_result dp_kv_create(dp_engine *eng, const dp_kvstore_desc *desc, dp_kvstore **out) {
+    dp_kvstore *kv;
+    dp_kvstore_desc d;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!eng || !out) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_kv_create: NULL engine or out"); return DP_ERROR_INVALID_ARGS; }
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    if ((r = dp__storage_ctx(eng, &d.ctx, "dp_kv_create")) != DP_OK) return r;
+    if (d.ctx.dev_type != DP_DEV_CPU && d.ctx.dev_type != DP_DEV_CPU_PINNED) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_kv_create: the store reduces on the CPU; its context must be a CPU one");
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if ((kv = (dp_kvstore *)dp__alloc(eng, sizeof *kv)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_create"); return DP_ERROR_OUT_OF_MEMORY; }
+    memset(kv, 0, sizeof *kv);
+    kv->eng = eng;
+    kv->desc = d;
+    *out = kv;
+    return DP_OK;
+}
+static void dp__kv_entry_release(dp__kv_entry *e) {
+    int i;
+    dp_nd_release(e->stored); dp_nd_release(e->merged);
+    for (i = 0; i < e->nstates; i++) dp_nd_release(e->state[i]);
+    e->nstates = 0;
+}
+DP_IMPL void dp_kv_destroy(dp_kvstore *kv) {
+    int i;
+    if (!kv) return;
+    for (i = 0; i < kv->count; i++) dp__kv_entry_release(&kv->entries[i]);
+    dp__free(kv->eng, kv->entries, sizeof *kv->entries * (size_t)kv->cap);
+    dp__free(kv->eng, kv, sizeof *kv);
+}
+DP_IMPL dp_result dp_kv_init(dp_kvstore *kv, int key, dp_ndarray *value) {
+    dp__kv_entry e, *at;
+    dp_result r;
+    int pos;
+    if (!dp__kv_checked(kv, "dp_kv_init")) return DP_ERROR_INVALID_ARGS;
+    if (!value || dp_nd_engine(value) != kv->eng || dp__kv_find(kv, key)) {
+        DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_init key %d: %s", key, !value ? "NULL array" : dp__kv_find(kv, key) ? "initialised already" : "an array of another engine");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (kv->count == kv->cap) {
+        int cap = kv->cap ? 2 * kv->cap : 8;
+        dp__kv_entry *grown = (dp__kv_entry *)dp__realloc(kv->eng, kv->entries, sizeof *grown * (size_t)kv->cap, sizeof *grown * (size_t)cap);
+        if (!grown) { DP__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_init key %d", key); return DP_ERROR_OUT_OF_MEMORY; }
+        kv->entries = grown; kv->cap = cap;
+    }
+    memset(&e, 0, sizeof e);
+    e.key = key;
+    if ((r = dp_nd_copy_to(value, kv->desc.ctx, &e.stored)) != DP_OK
+        || (r = dp_nd_empty(kv->eng, &value->shape, value->dtype, kv->desc.ctx, &e.merged)) != DP_OK) {
+        dp__kv_entry_release(&e);
+        return r;
+    }
+    for (pos = kv->count; pos > 0 && kv->entries[pos - 1].key > key; pos--) kv->entries[pos] = kv->entries[pos - 1];
+    at = &kv->entries[pos];
+    *at = e;
+    kv->count++;
+    return DP_OK;
+}
+DP_IMPL dp_result dp_kv_set_updater(dp_kvstore *kv, dp_kv_updater_fn fn, void *user) {
+    if (!dp__kv_checked(kv, "dp_kv_set_updater")) return DP_ERROR_INVALID_ARGS;
+    kv->updater = fn; kv->updater_user = user;
+    kv->opt = NULL;
+    return DP_OK;
+}
+/* An update operator the store can run: (weight, gradient, states...) in,
+   the weight out, exactly the states mutated, a CPU kernel, no resources. */
+static int dp__kv_usable_optimizer(const dp_operator *op) {
+    int nstates = op->num_inputs - 2;
+    return nstates >= 0 && nstates <= DP__KV_MAX_STATES && op->num_outputs == 1 && op->forward_cpu && !op->resources
+        && !op->takes_scalar && op->mutate_inputs == ((1u << nstates) - 1u) << 2;
+}
+DP_IMPL dp_result dp_kv_set_optimizer(dp_kvstore *kv, const char *op_name, int num_kwargs, const char *const *keys, const char *const *values) {
+    const dp_operator *op;
+    dp_params p;
+    dp_result r;
+    if (!dp__kv_checked(kv, "dp_kv_set_optimizer")) return DP_ERROR_INVALID_ARGS;
+    op = op_name ? dp_operator_find(op_name) : NULL;
+    if (!op || !dp__kv_usable_optimizer(op)) {
+        DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_set_optimizer: '%s' is %s", op_name ? op_name : "(NULL)",
+                op ? "not an update (weight, gradient, mutated states...) -> weight with a CPU kernel" : "not a registered operator");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((r = dp_operator_parse_params(kv->eng, op, num_kwargs, keys, values, &p)) != DP_OK) return r;
+    kv->opt = op; kv->opt_params = p;
+    kv->updater = NULL; kv->updater_user = NULL;
+    return DP_OK;
+}
+
+/* merged = src[0] + src[1] + ... in that order, element by element */
+typedef struct dp__kv_sum_arg {
+    dp_engine *eng;
+    dp_ndarray *dst;
+    dp_ndarray **src;
+    int n;
+} dp__kv_sum_arg;
+static size_t dp__kv_sum_arg_size(int n) { return sizeof(dp__kv_sum_arg) + (size_t)n * (sizeof(dp_ndarray *) + sizeof(dp_var)); }
+static void dp__kv_sum_free(void *arg) {
+    dp__kv_sum_arg *s = (dp__kv_sum_arg *)arg;
+    int i;
+    for (i = 0; i < s->n; i++) dp_nd_release(s->src[i]);
+    dp_nd_release(s->dst);
+    dp__free(s->eng, s, dp__kv_sum_arg_size(s->n));
+}
+#define DP__KV_SUM(T) do { \
+        T *y = (T *)dp_nd_data(s->dst); \
+        for (k = 1; k < s->n; k++) { const T *x = (const T *)dp_nd_data(s->src[k]); for (i = 0; i < n; i++) y[i] = (T)(y[i] + x[i]); } \
+    } while (0)
+static int dp__kv_sum_op(dp_run_ctx *rc, void *arg) {
+    dp__kv_sum_arg *s = (dp__kv_sum_arg *)arg;
+    int64_t i, n = dp_shape_size(&s->dst->shape);
+    int k;
+    (void)rc;
+    if (dp_nd_data(s->dst) != dp_nd_data(s->src[0])) memcpy(dp_nd_data(s->dst), dp_nd_data(s->src[0]), dp_nd_bytes(s->dst));
+    switch (s->dst->dtype) {
+    case DP_FLOAT32: DP__KV_SUM(float); break;
+    case DP_FLOAT64: DP__KV_SUM(double); break;
+    case DP_INT32: DP__KV_SUM(int32_t); break;
+    case DP_INT64: DP__KV_SUM(int64_t); break;
+    default: DP__KV_SUM(uint8_t); break;     /* wraps, as NumPy's uint8 sum does */
+    }
+    return 0;
+}
+#undef DP__KV_SUM
+/* The ops of the store run on the CPU priority pool, highest priority first. */
+static void dp__kv_desc(dp_kvstore *kv, dp_push_desc *d, const char *name, int priority) {
+    memset(d, 0, sizeof *d);
+    d->ctx = kv->desc.ctx; d->prop = DP_PROP_CPU_PRIORITIZED; d->priority = priority; d->name = name;
+}
+/* Pushes merged = sum of values; a GPU value is first copied to the store. */
+static dp_result dp__kv_push_sum(dp_kvstore *kv, dp__kv_entry *e, dp_ndarray *const *values, int count, int priority) {
+    dp__kv_sum_arg *s = (dp__kv_sum_arg *)dp__alloc(kv->eng, dp__kv_sum_arg_size(count));
+    dp_var *reads;
+    dp_push_desc d;
+    dp_result r = DP_OK;
+    int i;
+    if (!s) { DP__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_push key %d", e->key); return DP_ERROR_OUT_OF_MEMORY; }
+    s->eng = kv->eng; s->n = 0;
+    s->src = (dp_ndarray **)(void *)(s + 1);
+    reads = (dp_var *)(void *)(s->src + count);
+    s->dst = dp_nd_retain(e->merged);
+    for (i = 0; i < count && r == DP_OK; i++) {
+        if (values[i]->chunk->ctx.dev_type == DP_DEV_GPU) r = dp_nd_copy_to(values[i], kv->desc.ctx, &s->src[i]);
+        else s->src[i] = dp_nd_retain(values[i]);
+        if (r == DP_OK) { reads[i] = s->src[i]->chunk->var; s->n++; }
+    }
+    if (r != DP_OK) { dp__kv_sum_free(s); return r; }
+    dp__kv_desc(kv, &d, "kvstore_sum", priority);
+    d.fn = dp__kv_sum_op; d.arg = s; d.cleanup = dp__kv_sum_free;
+    d.reads = reads; d.num_reads = count; d.writes = &e->merged->chunk->var; d.num_writes = 1;
+    return dp_push(kv->eng, &d);     /* refused: the cleanup has freed s */
+}
+/* dst = src by one op: dp_nd_copy_to's, on a GPU's copy queue when dst is
+   there, else on the store's priority pool */
+static dp_result dp__kv_push_copy(dp_kvstore *kv, dp_ndarray *src, dp_ndarray *dst, int priority) {
+    dp__copy_arg *c = (dp__copy_arg *)dp__alloc(kv->eng, sizeof *c);
+    dp_push_desc d;
+    dp_result r;
+    if (!c) { DP__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "kvstore copy"); return DP_ERROR_OUT_OF_MEMORY; }
+    c->src = dp_nd_retain(src); c->dst = dp_nd_retain(dst);
+    dp__kv_desc(kv, &d, "kvstore_copy", priority);
+    d.fn = dp__copy_op; d.arg = c; d.no_skip = 1;    /* dp__copy_op frees c and passes a failure on */
+    d.reads = &src->chunk->var; d.num_reads = 1; d.writes = &dst->chunk->var; d.num_writes = 1;
+    if (dst->chunk->ctx.dev_type == DP_DEV_GPU) { d.ctx = dst->chunk->ctx; d.prop = DP_PROP_COPY_TO_GPU; }
+    if ((r = dp_push(kv->eng, &d)) != DP_OK) dp__copy_arg_free(c);
+    return r;
+}
+/* stored = op(stored, merged, states...): the optimizer's kernel in one op */
+typedef struct dp__kv_update_arg {
+    dp_engine *eng;
+    const dp_operator *op;
+    dp_params params;
+    dp_ndarray *in[2 + DP__KV_MAX_STATES];
+    int nin;
+} dp__kv_update_arg;
+static void dp__kv_update_free(void *arg) {
+    dp__kv_update_arg *u = (dp__kv_update_arg *)arg;
+    int i;
+    for (i = 0; i < u->nin; i++) dp_nd_release(u->in[i]);
+    dp__free(u->eng, u, sizeof *u);
+}
+static int dp__kv_update_op(dp_run_ctx *rc, void *arg) {
+    dp__kv_update_arg *u = (dp__kv_update_arg *)arg;
+    dp_req req = DP_REQ_WRITE;
+    dp_kernel_ctx k;
+    memset(&k, 0, sizeof k);
+    k.rc = rc; k.params = &u->params; k.num_inputs = u->nin; k.num_outputs = 1;
+    k.inputs = u->in; k.outputs = u->in; k.req = &req;     /* output 0 is the weight, input 0 */
+    return u->op->forward_cpu(&k);
+}
+/* The key's optimizer states, zeros of its shape, made on first use. */
+static dp_result dp__kv_states(dp_kvstore *kv, dp__kv_entry *e, int nstates) {
+    dp_result r;
+    if (e->nstates == nstates) return DP_OK;
+    while (e->nstates > 0) dp_nd_release(e->state[--e->nstates]);
+    for (; e->nstates < nstates; e->nstates++)
+        if ((r = dp_nd_zeros(kv->eng, &e->stored->shape, e->stored->dtype, kv->desc.ctx, &e->state[e->nstates])) != DP_OK) return r;
+    return DP_OK;
+}
+static dp_result dp__kv_push_optimizer(dp_kvstore *kv, dp__kv_entry *e, int priority) {
+    int i, nstates = kv->opt->num_inputs - 2;
+    dp__kv_update_arg *u;
+    dp_var writes[1 + DP__KV_MAX_STATES];
+    dp_push_desc d;
+    dp_result r;
+    if ((r = dp__kv_states(kv, e, nstates)) != DP_OK) return r;
+    if ((u = (dp__kv_update_arg *)dp__alloc(kv->eng, sizeof *u)) == NULL) { DP__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_push key %d", e->key); return DP_ERROR_OUT_OF_MEMORY; }
+    u->eng = kv->eng; u->op = kv->opt; u->params = kv->opt_params; u->nin = 2 + nstates;
+    u->in[0] = dp_nd_retain(e->stored); u->in[1] = dp_nd_retain(e->merged);
+    writes[0] = e->stored->chunk->var;
+    for (i = 0; i < nstates; i++) { u->in[2 + i] = dp_nd_retain(e->state[i]); writes[1 + i] = e->state[i]->chunk->var; }
+    dp__kv_desc(kv, &d, kv->opt->name, priority);
+    d.fn = dp__kv_update_op; d.arg = u; d.cleanup = dp__kv_update_free;
+    d.reads = &e->merged->chunk->var; d.num_reads = 1; d.writes = writes; d.num_writes = 1 + nstates;
+    return dp_push(kv->eng, &d);
+}
+DP_IMPL dp_result dp_kv_push(dp_kvstore *kv, int key, dp_ndarray *const *values, int count, int priority) {
+    dp__kv_entry *e;
+    dp_result r;
+    int i;
+    if (!dp__kv_checked(kv, "dp_kv_push")) return DP_ERROR_INVALID_ARGS;
+    if ((e = dp__kv_find(kv, key)) == NULL || !values || count < 1) {
+        DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_push key %d: %s", key, !e ? "not initialised (dp_kv_init)" : "no values (NULL, or count < 1)");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < count; i++) if (!dp__kv_same(kv, "dp_kv_push", key, values[i], e)) return DP_ERROR_INVALID_ARGS;
+    if ((r = dp__kv_push_sum(kv, e, values, count, priority)) != DP_OK) return r;
+    if (kv->desc.global_reduce && (r = kv->desc.global_reduce(kv, key, e->merged, priority, kv->desc.global_user)) != DP_OK) return r;
+    if (kv->opt) return dp__kv_push_optimizer(kv, e, priority);
+    if (kv->updater) return kv->updater(kv, key, e->merged, e->stored, priority, kv->updater_user);
+    return dp__kv_push_copy(kv, e->merged, e->stored, priority);
+}
+DP_IMPL dp_result dp_kv_pull(dp_kvstore *kv, int key, dp_ndarray *const *outs, int count, int priority) {
+    dp__kv_entry *e;
+    dp_result r;
+    int i;
+    if (!dp__kv_checked(kv, "dp_kv_pull")) return DP_ERROR_INVALID_ARGS;
+    if ((e = dp__kv_find(kv, key)) == NULL || !outs || count < 1) {
+        DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_pull key %d: %s", key, !e ? "not initialised (dp_kv_init)" : "no outputs (NULL, or count < 1)");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < count; i++) if (!dp__kv_same(kv, "dp_kv_pull", key, outs[i], e)) return DP_ERROR_INVALID_ARGS;
+    for (i = 0; i < count; i++) {
+        if (outs[i]->chunk == e->stored->chunk && outs[i]->offset == e->stored->offset) continue;   /* the stored array itself */
+        if ((r = dp__kv_push_copy(kv, e->stored, outs[i], priority)) != DP_OK) return r;
+    }
+    return DP_OK;
+}
+DP_IMPL dp_ndarray *dp_kv_stored(dp_kvstore *kv, int key) {
+    dp__kv_entry *e = kv ? dp__kv_find(kv, key) : NULL;
+    return e ? e->stored : NULL;
 }
 
 #endif /* DEPENG_NO_NDARRAY */

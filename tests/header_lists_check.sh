@@ -5,10 +5,10 @@
 #  - the CONTENTS entry "9. Implementation" names every section tag, i.e.
 #    every comment line that starts with "/* >>tag", and no tag that is gone.
 # Prints the difference and fails when they disagree.
-# Usage: tests/header_lists_check.sh [header...] (default: depeng.h depeng_cuda.h)
+# Usage: tests/header_lists_check.sh [header...] (default: depeng.h depeng_cuda.h depeng_mpi.h)
 set -u
 cd "$(dirname "$0")/.." || exit 1
-[ $# -gt 0 ] || set -- depeng.h depeng_cuda.h
+[ $# -gt 0 ] || set -- depeng.h depeng_cuda.h depeng_mpi.h
 pass=0; fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
