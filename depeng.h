@@ -1405,10 +1405,13 @@ DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const
    and dp_op_push's. */
 DP_API dp_result dp_exec_forward(dp_executor *ex, int is_train);
 /* Pushes the gradient operations. head_grads[i] (may be NULL, as may the
-   array itself) is d(objective)/d(output i), copied (one _copy invocation)
-   into the executor's head gradient, which is ones otherwise: a loss
-   output needs none. Errors: DP_ERROR_INVALID_ARGS (bound without
-   gradients, more head gradients than outputs), the copy's errors. */
+   array itself) is d(objective)/d(output i), copied (one _copy invocation,
+   which allocates like any invocation) into the executor's head gradient,
+   which is ones otherwise: a loss output needs none. A loop that must not
+   allocate writes its head gradients into dp_exec_head_grad(ex, i) itself
+   (dp_nd_write, or an operator with it as the output) and passes none.
+   Errors: DP_ERROR_INVALID_ARGS (bound without gradients, more head
+   gradients than outputs), the copy's errors. */
 DP_API dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarray *const *head_grads);
 DP_API int dp_exec_num_outputs(const dp_executor *ex);
 /* Output index (borrowed: dp_nd_retain to keep it past the executor), NULL if out of range. */
