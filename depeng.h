@@ -106,7 +106,8 @@
          the pool's queue, so the order the rule sets is unchanged, and only
          CPU ops of the per-device engine's CPU pool (DP_PROP_NORMAL) or the
          pooled engine's task pool; never from inside an op, never on the
-         naive engine (which always runs ops on the pusher).
+         naive engine (which always runs ops on the pusher), never from a
+         wait (dp_wait_var, dp_wait_var_for) or dp_var_delete.
 
    5. ERRORS
      Calls return dp_result. Details go to the logger (desc.logger, default
@@ -3707,6 +3708,7 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
     dp__block *ready = NULL;
     dp_ctx ctx;
     dp_prop prop;
+    int paced;
     for (i = 0; i < n; i++) dp__prefetch(vars[i]);   /* the lines move here in parallel, not one per lock */
     dp__lock_vars(b, 1);
     for (i = 0; i < n; i++) {
@@ -3734,8 +3736,11 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b, 0);
     dp__lock_vars(b, 0);
     ctx = b->ctx; prop = dp__prop(b);
+    /* a wait or a deletion is no op pushed ahead of the workers: it neither
+       paces nor, with push_runs_ops, runs ops on a thread about to wait */
+    paced = b->kind == DP__KIND_SYNC || b->kind == DP__KIND_ASYNC;
     if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { dp__tls_pushes_waiting = 0; dp__dispatch(eng, b, 1); }
-    else dp__pace_pusher(eng, ctx, prop);   /* b may be gone already */
+    else if (paced) dp__pace_pusher(eng, ctx, prop);   /* b may be gone already */
     (void)ready;   /* grants made during a push never reach zero: the pusher holds one */
     return DP_OK;
 }
