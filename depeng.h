@@ -107,7 +107,8 @@
          CPU ops of the per-device engine's CPU pool (DP_PROP_NORMAL) or the
          pooled engine's task pool; never from inside an op, never on the
          naive engine (which always runs ops on the pusher), never from a
-         wait (dp_wait_var, dp_wait_var_for) or dp_var_delete.
+         wait (dp_wait_var, dp_wait_var_for) or dp_var_delete, never on a
+         worker thread (an op's cleanup that pushes).
 
    5. ERRORS
      Calls return dp_result. Details go to the logger (desc.logger, default
@@ -3686,7 +3687,9 @@ static void dp__pusher_run(dp_engine *eng, dp__group *g) {
    count is released, another thread may run, recycle and reuse the block. */
 static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
     dp__group *g;
-    if (eng->desc.no_push_yield || dp__tls_running || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
+    /* a worker pushes outside an op only from a cleanup, in the middle of a
+       completion: it neither gives its core away nor runs ops nested there */
+    if (eng->desc.no_push_yield || dp__tls_running || dp__tls_worker || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
     if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
     else if (eng->desc.type == DP_ENGINE_PERDEVICE && ctx.dev_type == DP_DEV_CPU && prop == DP_PROP_NORMAL)
         g = (dp__group *)dp__load(&eng->cpu_groups[ctx.dev_id], DP__ACQUIRE);
