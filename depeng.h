@@ -92,7 +92,8 @@
      Running on the pusher (desc.push_runs_ops = 1, off by default): under the
      same conditions, instead of yielding, the pushing thread takes up to 64
      ready ops from the CPU pool its op goes to and runs them itself before
-     dp_push / dp_op_push returns (OpenMP's task throttling does the same).
+     dp_push / dp_op_push (or dp_push_batch / dp_op_push_n, up to 64 per
+     waiting op of the batch) returns (OpenMP's task throttling does the same).
      What that changes in the push contract, with the flag set:
        - a push may run other ops' functions (sync, or async up to its
          return) on the calling thread: whatever the caller holds while it
@@ -538,8 +539,10 @@ typedef struct dp_engine_stats {
                                  next variable in its slot                    */
     /* Contention since the engine was created: what limits scaling to many
        cores (bench/README.md). Always counted: a counter is written only by
-       a thread that found a lock held or must look again, never on the
-       uncontended path. Divide by pushed for a figure per op. */
+       a thread that found a lock held or must look again (worker_wakeups:
+       one that wakes a sleeper; pusher_ran: one that runs an op as a
+       pusher), never on the uncontended path. Divide by pushed for a
+       figure per op. */
     uint64_t var_lock_contended;    /* a variable's lock was held by another
                                        thread (push, completion, naive run)   */
     uint64_t queue_lock_contended;  /* a pool's ready queue lock was held: the
