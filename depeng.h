@@ -92,7 +92,8 @@
      Running on the pusher (desc.push_runs_ops = 1, off by default): under the
      same conditions, instead of yielding, the pushing thread takes up to 64
      ready ops from the CPU pool its op goes to and runs them itself before
-     dp_push / dp_op_push returns (OpenMP's task throttling does the same).
+     dp_push / dp_op_push (or dp_push_batch / dp_op_push_n, up to 64 per
+     waiting op of the batch) returns (OpenMP's task throttling does the same).
      What that changes in the push contract, with the flag set:
        - a push may run other ops' functions (sync, or async up to its
          return) on the calling thread: whatever the caller holds while it
@@ -106,7 +107,9 @@
          the pool's queue, so the order the rule sets is unchanged, and only
          CPU ops of the per-device engine's CPU pool (DP_PROP_NORMAL) or the
          pooled engine's task pool; never from inside an op, never on the
-         naive engine (which always runs ops on the pusher).
+         naive engine (which always runs ops on the pusher), never from a
+         wait (dp_wait_var, dp_wait_var_for) or dp_var_delete, never on a
+         worker thread (an op's cleanup that pushes).
 
    5. ERRORS
      Calls return dp_result. Details go to the logger (desc.logger, default
@@ -536,8 +539,10 @@ typedef struct dp_engine_stats {
                                  next variable in its slot                    */
     /* Contention since the engine was created: what limits scaling to many
        cores (bench/README.md). Always counted: a counter is written only by
-       a thread that found a lock held or must look again, never on the
-       uncontended path. Divide by pushed for a figure per op. */
+       a thread that found a lock held or must look again (worker_wakeups:
+       one that wakes a sleeper; pusher_ran: one that runs an op as a
+       pusher), never on the uncontended path. Divide by pushed for a
+       figure per op. */
     uint64_t var_lock_contended;    /* a variable's lock was held by another
                                        thread (push, completion, naive run)   */
     uint64_t queue_lock_contended;  /* a pool's ready queue lock was held: the
@@ -3688,7 +3693,9 @@ static void dp__pusher_run(dp_engine *eng, dp__group *g) {
    count is released, another thread may run, recycle and reuse the block. */
 static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
     dp__group *g;
-    if (eng->desc.no_push_yield || dp__tls_running || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
+    /* a worker pushes outside an op only from a cleanup, in the middle of a
+       completion: it neither gives its core away nor runs ops nested there */
+    if (eng->desc.no_push_yield || dp__tls_running || dp__tls_worker || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
     if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
     else if (eng->desc.type == DP_ENGINE_PERDEVICE && ctx.dev_type == DP_DEV_CPU && prop == DP_PROP_NORMAL)
         g = (dp__group *)dp__load(&eng->cpu_groups[ctx.dev_id], DP__ACQUIRE);
@@ -3710,6 +3717,7 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
     dp__block *ready = NULL;
     dp_ctx ctx;
     dp_prop prop;
+    int paced;
     for (i = 0; i < n; i++) dp__prefetch(vars[i]);   /* the lines move here in parallel, not one per lock */
     dp__lock_vars(b, 1);
     for (i = 0; i < n; i++) {
@@ -3737,8 +3745,11 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b, 0);
     dp__lock_vars(b, 0);
     ctx = b->ctx; prop = dp__prop(b);
+    /* a wait or a deletion is no op pushed ahead of the workers: it neither
+       paces nor, with push_runs_ops, runs ops on a thread about to wait */
+    paced = b->kind == DP__KIND_SYNC || b->kind == DP__KIND_ASYNC;
     if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { dp__tls_pushes_waiting = 0; dp__dispatch(eng, b, 1); }
-    else dp__pace_pusher(eng, ctx, prop);   /* b may be gone already */
+    else if (paced) dp__pace_pusher(eng, ctx, prop);   /* b may be gone already */
     (void)ready;   /* grants made during a push never reach zero: the pusher holds one */
     return DP_OK;
 }

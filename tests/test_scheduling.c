@@ -185,6 +185,94 @@ static void test_push_runs_ops_not_inside_an_op(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* A wait or a variable's deletion is pushed too, and may have to wait like
+   any push; it must not run other ops on the calling thread: a timed wait
+   would then take as long as up to 64 arbitrary ops, whatever its timeout,
+   and the documented contract names only dp_push and dp_op_push. Both
+   workers are held, the backlog is past the pacing threshold with ready
+   ops queued, and the wait (then the deletion) is the 64th waiting push in
+   a row: the point where a push would run ops. */
+static void wait_and_delete_run_no_ops(dp_engine_type type) {
+    dp_engine *e = make(type, 2, 1);
+    dp_var busy[2], y;
+    dp_engine_stats s;
+    int i;
+    CHECK(e != NULL);
+    if (!e) return;
+    __atomic_store_n(&g_release, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_busy, 0, __ATOMIC_RELEASE);
+    for (i = 0; i < 2; i++) {
+        busy[i] = dp_var_create(e);
+        CHECK(dp_push_sync(e, busy_until_released, NULL, NULL, 0, &busy[i], 1) == DP_OK);
+    }
+    while (__atomic_load_n(&g_busy, __ATOMIC_ACQUIRE) < 2) sched_yield();
+    for (i = 0; i < 2100; i++) CHECK(dp_push_sync(e, noop, NULL, NULL, 0, NULL, 0) == DP_OK);   /* ready, queued */
+    y = dp_var_create(e);
+    for (i = 0; i < 64; i++) CHECK(dp_push_sync(e, noop, NULL, NULL, 0, &y, 1) == DP_OK);   /* 1 ready, 63 waiting */
+    CHECK(dp_wait_var_for(e, y, 1, NULL) == DP_ERROR_TIMEOUT);                           /* the 64th waiting push */
+    dp_engine_stats_get(e, &s);
+    CHECK(s.pusher_ran == 0);
+    CHECK(dp_var_delete(e, y) == DP_OK);   /* the 64th again: the wait, not an op, left the count at 63 */
+    dp_engine_stats_get(e, &s);
+    CHECK(s.pusher_ran == 0);
+    __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+static void test_push_runs_ops_not_from_a_wait_or_delete(void) {
+    wait_and_delete_run_no_ops(DP_ENGINE_PERDEVICE);
+    wait_and_delete_run_no_ops(DP_ENGINE_POOLED);   /* its pool takes deletions too */
+}
+
+/* A one-shot op's cleanup runs on the worker that completed the op, in the
+   middle of that completion; a cleanup may push. Those pushes must not run
+   other ops there: the worker would run them nested inside another op's
+   completion, as a "pusher" (rc.worker == -1) though it is a worker. The
+   other worker is held, and the cleanup builds a backlog past the pacing
+   threshold and makes its 64th push in a row wait. */
+typedef struct { dp_engine *e; dp_var y; pthread_t worker; int on_worker; } cleanup_push_ctx;
+static cleanup_push_ctx g_cp;
+static int note_thread(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; g_cp.worker = pthread_self(); return 0; }
+static int note_if_on_worker(dp_run_ctx *rc, void *arg) {
+    (void)rc; (void)arg;
+    if (pthread_equal(pthread_self(), g_cp.worker)) __atomic_fetch_add(&g_cp.on_worker, 1, __ATOMIC_ACQ_REL);
+    return 0;
+}
+static void cleanup_pushes(void *arg) {
+    int i;
+    (void)arg;
+    for (i = 0; i < 2100; i++) dp_push_sync(g_cp.e, note_if_on_worker, NULL, NULL, 0, NULL, 0);   /* ready, queued */
+    for (i = 0; i < 65; i++) dp_push_sync(g_cp.e, noop, NULL, NULL, 0, &g_cp.y, 1);              /* 1 ready, 64 waiting */
+}
+static void test_push_runs_ops_not_from_a_workers_cleanup(void) {
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 2, 1);
+    dp_engine_stats s;
+    dp_push_desc d;
+    dp_var busy, x;
+    CHECK(e != NULL);
+    if (!e) return;
+    memset(&g_cp, 0, sizeof g_cp);
+    g_cp.e = e;
+    g_cp.y = dp_var_create(e);
+    x = dp_var_create(e);
+    busy = dp_var_create(e);
+    __atomic_store_n(&g_release, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_busy, 0, __ATOMIC_RELEASE);
+    CHECK(dp_push_sync(e, busy_until_released, NULL, NULL, 0, &busy, 1) == DP_OK);
+    while (__atomic_load_n(&g_busy, __ATOMIC_ACQUIRE) < 1) sched_yield();
+    memset(&d, 0, sizeof d);
+    d.fn = note_thread; d.cleanup = cleanup_pushes; d.writes = &x; d.num_writes = 1; d.name = "pushes from its cleanup";
+    CHECK(dp_push(e, &d) == DP_OK);
+    CHECK(dp_wait_var(e, x, NULL) == DP_OK);   /* its cleanup ran before x was released */
+    dp_engine_stats_get(e, &s);
+    CHECK(s.pusher_ran == 0);
+    __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    dp_engine_stats_get(e, &s);
+    CHECK(s.pusher_ran == 0);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 /* ---- pre-created ops: runs released in batches by the workers ------------ */
 static int g_cleanups;
 static void count_cleanup(void *arg) { (void)arg; __atomic_fetch_add(&g_cleanups, 1, __ATOMIC_ACQ_REL); }
@@ -405,6 +493,8 @@ int main(void) {
         {"push_runs_ops: the pusher runs a chain's ready ops, in order", test_push_runs_ops_in_order},
         {"push_runs_ops: off by default, the pusher runs nothing", test_push_runs_ops_off_by_default},
         {"push_runs_ops: never from inside an op", test_push_runs_ops_not_inside_an_op},
+        {"push_runs_ops: a wait or a deletion runs no ops", test_push_runs_ops_not_from_a_wait_or_delete},
+        {"push_runs_ops: a worker pushing from a cleanup runs no ops", test_push_runs_ops_not_from_a_workers_cleanup},
         {"pre-created op: its runs are released before dp_wait_all returns", test_op_runs_released_before_wait_all},
         {"pre-created ops pushed alternately: each cleanup once, after its last run", test_op_runs_of_two_ops},
         {"dp_push_batch: batches of any size give the sequential result", test_push_batch_keeps_the_order},
