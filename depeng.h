@@ -4060,8 +4060,9 @@ DP__COLD static dp_result dp__push_batch(dp_engine *eng, const dp_push_desc *des
         if (n > maxv) maxv = n;
     }
     if (count == 0) return DP_OK;
+    /* on a 32-bit target the size could wrap: such a batch is refused as out of memory */
     bytes = (size_t)count * (sizeof *blocks + sizeof *ids) + maxv * sizeof *refs + totv * sizeof *idbuf;
-    blocks = (dp__block **)dp__alloc(eng, bytes);
+    blocks = (size_t)count > SIZE_MAX / 64 || totv > SIZE_MAX / 64 ? NULL : (dp__block **)dp__alloc(eng, bytes);
     if (!blocks) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_push_batch: %d ops", count); return DP_ERROR_OUT_OF_MEMORY; }
     ids = (uint32_t **)(void *)(blocks + count);
     refs = (dp__vref *)(void *)(ids + count);
@@ -4268,7 +4269,9 @@ DP__COLD DP_IMPL dp_result dp_op_push_n(dp_engine *eng, dp_op h, dp_ctx ctx, int
     if (!op) { DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "op 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
     if (count == 0) { dp__op_unref(eng, op, 1); return DP_OK; }
     if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op, count); return r; }
-    blocks = (dp__block **)dp__alloc(eng, (size_t)count * (sizeof *blocks + sizeof *ids));
+    /* the size cannot wrap on a 32-bit target: a count that would is refused as out of memory */
+    blocks = (size_t)count > SIZE_MAX / (sizeof *blocks + sizeof *ids) ? NULL
+           : (dp__block **)dp__alloc(eng, (size_t)count * (sizeof *blocks + sizeof *ids));
     if (!blocks) {
         DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_op_push_n: %d runs", count);
         dp__op_unref(eng, op, count);
