@@ -1300,6 +1300,56 @@ static int dp__cu_sce(const dp_kernel_ctx *k, int grad) {
 static int dp__cu_k_sce(const dp_kernel_ctx *k) { return dp__cu_sce(k, 0); }
 static int dp__cu_kg_sce(const dp_kernel_ctx *k) { return dp__cu_sce(k, 1); }
 
+/* SoftmaxOutput(data (n, c), label (n,)) (MXNet's; >>symbol in depeng.h):
+   the forward is the softmax along the classes; the gradient, from
+   (data, label, output), is (output - one_hot(label)) * scale, whatever the
+   head gradient, and 0 for the label. A label that is not a class fails
+   the operation with the CPU's message, the lowest such row named. */
+static int dp__cu_k_softmax_output(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    dp__cu_softmax_body b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), k->req[0], 0, s->dims[1], 1};
+    return dp__cu_teams(k, s->dims[0], dp__cu_team_size(s->dims[1]), b);
+}
+struct dp__cu_softmax_output_grad_body {
+    const void *y, *label; void *g, *lg; unsigned long long *bad;
+    int t, lt, req, lreq; int64_t c; double scale;
+    DP__CU_HD void operator()(int64_t i) const {
+        int64_t r = i / c, j = i % c;
+        double lv = dp__cu_load(label, lt, r);
+        if (!dp__label_ok(lv, c)) { dp__cu_flag_row(bad, (unsigned long long)r); return; }
+        if (req != DP_REQ_NULL) dp__cu_store(g, t, i, (dp__cu_load(y, t, i) - (double)(j == (int64_t)lv)) * scale, req);
+        if (j == 0 && lreq != DP_REQ_NULL) dp__cu_store(lg, lt, r, 0, lreq);
+    }
+};
+static int dp__cu_kg_softmax_output(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    int64_t rows = s->dims[0], c = s->dims[1];
+    unsigned long long *bad, bad_row = 0;
+    dp__cu_softmax_output_grad_body b;
+    DP__CU_TRY(dp__cu_enter(k));
+    if ((bad = (unsigned long long *)dp__cu_workspace_get(k, DP__CU_SLOT_KERNEL, sizeof *bad)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    memset(&b, 0, sizeof b);
+    b.y = dp_nd_data(k->inputs[2]); b.label = dp_nd_data(k->inputs[1]); b.g = dp_nd_data(k->outputs[0]); b.lg = dp_nd_data(k->outputs[1]);
+    b.bad = bad; b.t = dp_nd_dtype(k->inputs[0]); b.lt = dp_nd_dtype(k->inputs[1]); b.req = k->req[0]; b.lreq = k->req[1]; b.c = c;
+    b.scale = k->params->v[0].f / (k->params->v[1].i && rows ? (double)rows : 1.0);
+    DP__CU_TRY(dp__cu_fill_bytes(k, bad, 0xFF, sizeof *bad));
+    if (c > 0) DP__CU_TRY(dp__cu_each(k, rows * c, b));
+    DP__CU_TRY(dp__cu_read_back(k, &bad_row, bad, sizeof bad_row));
+    if (bad_row != ~0ull) {
+        unsigned char raw[8];
+        char msg[160];
+        size_t esize = dp_dtype_size(dp_nd_dtype(k->inputs[1]));
+        DP__CU_TRY(dp__cu_read_back(k, raw, (const unsigned char *)dp_nd_data(k->inputs[1]) + bad_row * esize, esize));
+        snprintf(msg, sizeof msg, "label %g of row %lld is not a class in 0..%lld", dp__load_elem(raw, dp_nd_dtype(k->inputs[1]), 0),
+                 (long long)bad_row, (long long)c - 1);
+        dp_set_error(k->rc, msg);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return 0;
+}
+
 /* transpose: output element i reads the input at its permuted offset. The
    map is dp__permute's: output dims and the input strides they follow
    (inverse: the opposite permutation, for the gradient). */
@@ -1794,6 +1844,7 @@ static const dp__cu_kernel_entry dp__cu_kernels[] = {
     {"softmax", dp__cu_k_softmax}, {"_backward_softmax", dp__cu_kg_softmax},
     {"log_softmax", dp__cu_k_log_softmax}, {"_backward_log_softmax", dp__cu_kg_log_softmax},
     {"softmax_cross_entropy", dp__cu_k_sce}, {"_backward_softmax_cross_entropy", dp__cu_kg_sce},
+    {"SoftmaxOutput", dp__cu_k_softmax_output}, {"_backward_SoftmaxOutput", dp__cu_kg_softmax_output},
     {"transpose", dp__cu_k_transpose}, {"_backward_transpose", dp__cu_kg_transpose},
     {"concat", dp__cu_k_concat}, {"_backward_concat", dp__cu_kg_concat},
     {"one_hot", dp__cu_k_one_hot},
