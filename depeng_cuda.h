@@ -101,8 +101,9 @@
                      block per output element, combined with warp shuffles
                      (one thread per output for 32 elements or fewer); long
                      reductions split into slices and a second pass
-       nn            softmax, log_softmax, softmax_cross_entropy (one block
-                     per row), transpose, concat, one_hot, with gradients
+       nn            softmax, log_softmax, softmax_cross_entropy, SoftmaxOutput
+                     (one block per row), transpose, concat, one_hot, with
+                     gradients
        random        random_uniform / random_normal: element i is a hash of
                      (key, i) with key = dp_random_next on the host, so the
                      values do not depend on the launch shape
