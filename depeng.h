@@ -675,7 +675,11 @@ DP_API dp_result dp_wait_all(dp_engine *eng, dp_failure *failure);
    times out keeps it (an op block and a small record) until var's earlier
    work is done, and reads pushed after it wait for the reads before it. To
    look at a variable every frame without that, use dp_var_state_get; use
-   these for bounded blocking. Thread safety: any thread;
+   these for bounded blocking. The deadline is kept on the monotonic clock;
+   on the C11 threads path (the default on Linux with <threads.h>) the sleep
+   itself is timed by the wall clock, so setting the clock back during a wait
+   lengthens it by as much (the pthreads path, DEPENG_USE_PTHREADS, and
+   Windows are not affected). Thread safety: any thread;
    DP_ERROR_IN_OPERATION from inside one of the engine's operations. */
 DP_API dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t timeout_ms, dp_failure *failure);
 DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure);
@@ -1742,6 +1746,8 @@ DP__PRIVATE void dp__cond_destroy(dp__cond *c) { cnd_destroy(c); }
 DP__PRIVATE void dp__cond_wait(dp__cond *c, dp__mutex *m) { cnd_wait(c, m); }
 /* Waits at most ms milliseconds (spurious wake-ups too: callers re-check
    their condition and their own deadline). */
+/* C11 offers only TIME_UTC, the wall clock: setting it back while a timed
+   wait sleeps stretches that wait (the pthreads path has no such limit). */
 DP__PRIVATE void dp__cond_wait_ms(dp__cond *c, dp__mutex *m, uint32_t ms) {
     struct timespec ts;
     timespec_get(&ts, TIME_UTC);
@@ -1779,18 +1785,40 @@ DP__PRIVATE void dp__mutex_destroy(dp__mutex *m) { pthread_mutex_destroy(m); }
 DP__PRIVATE void dp__mutex_lock(dp__mutex *m) { pthread_mutex_lock(m); }
 DP__PRIVATE int dp__mutex_trylock(dp__mutex *m) { return pthread_mutex_trylock(m) == 0; }
 DP__PRIVATE void dp__mutex_unlock(dp__mutex *m) { pthread_mutex_unlock(m); }
+/* Timed waits measure on the monotonic clock where the condition variable
+   can be told to (POSIX condattr clocks; macOS has a relative wait instead),
+   so setting the wall clock back does not stretch a dp_wait_var_for. */
+#if defined(__APPLE__) || !defined(CLOCK_MONOTONIC)
+#define DP__COND_CLOCK CLOCK_REALTIME
 DP__PRIVATE int dp__cond_init(dp__cond *c) { return pthread_cond_init(c, NULL) ? -1 : 0; }
+#else
+#define DP__COND_CLOCK CLOCK_MONOTONIC
+DP__PRIVATE int dp__cond_init(dp__cond *c) {
+    pthread_condattr_t attr;
+    int r;
+    if (pthread_condattr_init(&attr)) return -1;
+    r = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) || pthread_cond_init(c, &attr);
+    pthread_condattr_destroy(&attr);
+    return r ? -1 : 0;
+}
+#endif
 DP__PRIVATE void dp__cond_destroy(dp__cond *c) { pthread_cond_destroy(c); }
 DP__PRIVATE void dp__cond_wait(dp__cond *c, dp__mutex *m) { pthread_cond_wait(c, m); }
 /* Waits at most ms milliseconds (spurious wake-ups too: callers re-check
    their condition and their own deadline). */
 DP__PRIVATE void dp__cond_wait_ms(dp__cond *c, dp__mutex *m, uint32_t ms) {
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);   /* the clock pthread_cond_timedwait uses by default */
+#if defined(__APPLE__)
+    ts.tv_sec = (time_t)(ms / 1000u);
+    ts.tv_nsec = (long)(ms % 1000u) * 1000000L;
+    pthread_cond_timedwait_relative_np(c, m, &ts);
+#else
+    clock_gettime(DP__COND_CLOCK, &ts);
     ts.tv_sec += (time_t)(ms / 1000u);
     ts.tv_nsec += (long)(ms % 1000u) * 1000000L;
     if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
     pthread_cond_timedwait(c, m, &ts);
+#endif
 }
 DP__PRIVATE void dp__cond_signal(dp__cond *c) { pthread_cond_signal(c); }
 DP__PRIVATE void dp__cond_broadcast(dp__cond *c) { pthread_cond_broadcast(c); }
