@@ -285,7 +285,7 @@ CUDA_ARCH ?=
 NVFLAGS   := -std=c++17 -O2 -g $(CUDA_ARCH) -Xcompiler -Wall,-Wextra,-Werror -Werror cross-execution-space-call -I.
 NVLIBS    := -Xcompiler -pthread -lm
 .PHONY: cuda cuda-test cuda-compile-checks
-cuda: cuda-compile-checks $(B)/test_cuda $(B)/test_cuda_cublas $(B)/gpu_example $(B)/bench_gpu
+cuda: cuda-compile-checks $(B)/test_cuda $(B)/test_cuda_cublas $(B)/test_cuda_int_reductions $(B)/gpu_example $(B)/bench_gpu
 cuda-compile-checks: | $(B)
 	printf '#include "depeng.h"\n#include "depeng_cuda.h"\nint main(void) { return dp_cuda_backend() == 0; }\n' > $(B)/depeng_cuda_decls.c
 	gcc $(WARN) -Wstrict-prototypes -I. -c $(B)/depeng_cuda_decls.c -o $(B)/depeng_cuda_decls.o
@@ -294,6 +294,8 @@ $(B)/test_cuda: tests/test_cuda.cu depeng_cuda.h depeng.h tests/test_common.h | 
 	$(NVCC) $(NVFLAGS) $< -o $@ $(NVLIBS)
 $(B)/test_cuda_cublas: tests/test_cuda.cu depeng_cuda.h depeng.h tests/test_common.h | $(B)
 	$(NVCC) $(NVFLAGS) -DDEPENG_CUDA_USE_CUBLAS $< -o $@ $(NVLIBS) -lcublas
+$(B)/test_cuda_int_reductions: tests/test_cuda_int_reductions.cu depeng_cuda.h depeng.h tests/test_common.h | $(B)
+	$(NVCC) $(NVFLAGS) $< -o $@ $(NVLIBS)
 $(B)/gpu_example: examples/gpu.cu depeng_cuda.h depeng.h | $(B)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(NVLIBS)
 $(B)/bench_gpu: bench/gpu.cu bench/common.h depeng_cuda.h depeng.h | $(B)
@@ -301,7 +303,7 @@ $(B)/bench_gpu: bench/gpu.cu bench/common.h depeng_cuda.h depeng.h | $(B)
 # the example must print examples/ndarray.c's results (or say there is no
 # GPU), the benchmark smoke must print no FAIL line
 cuda-test: cuda
-	tests/run.sh $(B)/test_cuda $(B)/test_cuda_cublas
+	tests/run.sh $(B)/test_cuda $(B)/test_cuda_cublas $(B)/test_cuda_int_reductions
 	@out=$$(./$(B)/gpu_example $(B)/gpu_example.npy) || exit 1; echo "$$out"; \
 	  echo "$$out" | grep -q '^no GPU to run on' || { echo "$$out" | grep -q '^z        = 2 \* x + 1 = \[3 5 7; 9 11 13\]$$' \
 	  && echo "$$out" | grep -q '^sum(z, axis=1) = \[15 33\]$$' || { echo "FAIL gpu_example: wrong results"; exit 1; }; }

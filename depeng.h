@@ -846,8 +846,8 @@ DP_API void *dp_engine_extension(dp_engine *eng, const dp_extension *ext);
    integral scalar) is done in int64 and wraps around (two's complement,
    modulo the dtype's width) like NumPy's; the other operators on integer
    arrays (div, sqrt, exp, mean, ...) compute in double and store by the
-   rule above. The GPU kernels do the same, except that their reductions
-   (sum, max, min, argmax) go through double.
+   rule above. The GPU kernels (depeng_cuda.h) do the same, their
+   reductions (sum, max, min, argmax) included.
    NaN follows NumPy: it propagates through maximum, minimum (either
    argument, array or scalar form), max, min, sign, relu and clip, and
    argmax returns the index of the first NaN. */

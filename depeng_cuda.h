@@ -120,9 +120,10 @@
      CPU); transpose, concat and _copy / reshape / cast move elements with
      depeng.h's dp__move_elem, bit-exact for one dtype as on the CPU, and
      the element-wise integer arithmetic, clip and one_hot's index are done
-     in int64 as on the CPU, while the reductions (sum, max, min, argmax)
-     compare and add through double (exact below 2^53); and they call the
-     same formulas: depeng.h's
+     in int64 as on the CPU, and so are the reductions of integer arrays
+     (sum, max, min, argmax; exact for every value, int64 beyond 2^53
+     included, sums wrapping around as NumPy's; mean stays a floating-point
+     mean); and they call the same formulas: depeng.h's
      DP__HD functions (dp__f_*, dp__d_*, dp__opt_grad, dp__f_sgd, ...), which
      nvcc compiles for the device too, so the CPU tests check the math the GPU
      runs. Results equal the CPU's up to the order of floating-point sums
@@ -554,12 +555,22 @@ template <class Body> static int dp__cu_each(const dp_kernel_ctx *k, int64_t n, 
 }
 
 /* A partial result of a reduction: a value, and for argmax its index (-1:
-   none yet). Sum, max and min leave i at -1. */
+   none yet). Sum, max and min leave i at -1.
+   The integer kinds (DP__CU_ISUM ..., in the order of the floating-point
+   ones) reduce an integer array as the CPU does: in int64, sums wrapping
+   around. v holds their int64 value's bits (dp__cu_bits_in): it is only
+   moved, never computed with as a double, so warp shuffles and shared
+   memory carry it unchanged and every int64 stays exact. */
 struct dp__cu_acc { double v; long long i; };
-enum { DP__CU_SUM, DP__CU_MAX, DP__CU_MIN, DP__CU_ARGMAX };
+enum { DP__CU_SUM, DP__CU_MAX, DP__CU_MIN, DP__CU_ARGMAX, DP__CU_ISUM, DP__CU_IMAX, DP__CU_IMIN, DP__CU_IARGMAX };
+static int dp__cu_int_kind(int kind) { return kind + (DP__CU_ISUM - DP__CU_SUM); }
+static DP__CU_HD int dp__cu_kind_is_int(int kind) { return kind >= DP__CU_ISUM; }
+static DP__CU_HD double dp__cu_bits_in(int64_t x) { double d; memcpy(&d, &x, sizeof d); return d; }
+static DP__CU_HD int64_t dp__cu_bits_out(double d) { int64_t x; memcpy(&x, &d, sizeof x); return x; }
 static DP__CU_HD dp__cu_acc dp__cu_identity(int kind) {
     dp__cu_acc a;
-    a.v = kind == DP__CU_MIN ? HUGE_VAL : kind == DP__CU_SUM ? 0.0 : -HUGE_VAL;
+    if (dp__cu_kind_is_int(kind)) a.v = dp__cu_bits_in(kind == DP__CU_ISUM ? 0 : kind == DP__CU_IMIN ? INT64_MAX : INT64_MIN);
+    else a.v = kind == DP__CU_MIN ? HUGE_VAL : kind == DP__CU_SUM ? 0.0 : -HUGE_VAL;
     a.i = -1;
     return a;
 }
@@ -576,7 +587,22 @@ static DP__CU_HD dp__cu_acc dp__cu_candidate(int kind, double v, long long i) {
     a.i = i;
     return a;
 }
+/* The same for the integer kinds: v is the element's exact int64 value. */
+static DP__CU_HD dp__cu_acc dp__cu_candidate_int(int kind, int64_t v, long long i) { return dp__cu_candidate(kind, dp__cu_bits_in(v), i); }
+/* Integers have no NaN: max and min keep either of two equal values,
+   argmax the lower index of two equal values. */
+static DP__CU_HD dp__cu_acc dp__cu_combine_int(int kind, dp__cu_acc a, dp__cu_acc b) {
+    int64_t x = dp__cu_bits_out(a.v), y = dp__cu_bits_out(b.v);
+    if (kind == DP__CU_ISUM) { a.v = dp__cu_bits_in(dp__i_add(x, y)); return a; }
+    if (kind == DP__CU_IMAX) return y > x ? b : a;
+    if (kind == DP__CU_IMIN) return y < x ? b : a;
+    if (a.i < 0) return b;
+    if (b.i < 0) return a;
+    if (a.i < b.i) return y > x ? b : a;
+    return x > y ? a : b;
+}
 static DP__CU_HD dp__cu_acc dp__cu_combine(int kind, dp__cu_acc a, dp__cu_acc b) {
+    if (dp__cu_kind_is_int(kind)) return dp__cu_combine_int(kind, a, b);
     if (kind == DP__CU_SUM) { a.v += b.v; return a; }
     if (kind == DP__CU_MAX || kind == DP__CU_MIN) {
         if (a.v != a.v) return a;
@@ -823,7 +849,13 @@ static dp__cu_map dp__cu_map_make(const dp_shape *s, const int64_t *st0, const i
    output; when there are few outputs with long rows, each row is cut into
    slices reduced by their own teams, then a second pass combines the
    slices. elem(o, r) gives a dp__cu_acc (see dp__cu_candidate). Mean is a
-   sum divided by R; argmax stores the index. */
+   sum divided by R; argmax stores the index. Integer results (an index,
+   the integer kinds' values) are stored as integers into an integer
+   array, as the CPU's dp__store_int does (req add wraps around too). */
+static DP__CU_HD void dp__cu_store_exact(void *p, int dt, int64_t i, int64_t v, int req) {
+    if (dp__dtype_is_int((dp_dtype)dt)) dp__store_int(p, (dp_dtype)dt, i, v, (dp_req)req);
+    else dp__cu_store(p, dt, i, (double)v, req);
+}
 template <class Elem> struct dp__cu_reduce_final {
     Elem elem;
     int kind, mean;
@@ -831,8 +863,10 @@ template <class Elem> struct dp__cu_reduce_final {
     void *out; int out_t, req;
     DP__CU_HD void operator()(const dp__cu_team &team, int64_t o) const {
         dp__cu_acc acc = dp__cu_team_reduce(team, kind, elem, o, 0, count);
-        double v = kind == DP__CU_ARGMAX ? (double)acc.i : mean ? (R ? acc.v / (double)R : NAN) : acc.v;
-        if (team.rank() == 0) dp__cu_store(out, out_t, o, v, req);
+        if (team.rank() != 0) return;
+        if (kind == DP__CU_ARGMAX || kind == DP__CU_IARGMAX) dp__cu_store_exact(out, out_t, o, acc.i, req);
+        else if (dp__cu_kind_is_int(kind)) dp__cu_store_exact(out, out_t, o, dp__cu_bits_out(acc.v), req);
+        else dp__cu_store(out, out_t, o, mean ? (R ? acc.v / (double)R : NAN) : acc.v, req);
     }
 };
 template <class Elem> struct dp__cu_reduce_slice {
@@ -886,6 +920,7 @@ struct dp__cu_elem_load {
     DP__CU_HD dp__cu_acc operator()(int64_t o, int64_t r) const {
         int64_t off[2];
         dp__cu_walk_at(w, o, r, off);
+        if (dp__cu_kind_is_int(kind)) return dp__cu_candidate_int(kind, dp__load_int(x, (dp_dtype)t, off[0]), r);
         return dp__cu_candidate(kind, dp__cu_load(x, t, off[0]), r);
     }
 };
@@ -902,11 +937,16 @@ static int dp__cu_reduce_array(const dp_kernel_ctx *k, int kind, int mean, const
     elem.w = dp__cu_walk_make(s->ndim, s->dims, mask, st, NULL);
     return dp__cu_reduce(k, kind, mean, elem, nout, nout ? n / nout : 0, out, out_t, req);
 }
-/* sum, mean, max, min, argmax: (x) -> out */
+/* sum, mean, max, min, argmax: (x) -> out. An integer x is reduced in
+   int64 (not mean: NumPy's mean of integers is a floating-point mean),
+   where the CPU kernels do: sum, max and min into an integer out, argmax
+   always. */
 static int dp__cu_reduce_op(const dp_kernel_ctx *k, int kind, int mean) {
     char msg[128];
     int mask = dp__reduce_mask(k->params, dp_nd_shape(k->inputs[0]), msg, sizeof msg);
+    int in_int = dp__dtype_is_int(dp_nd_dtype(k->inputs[0])), out_int = dp__dtype_is_int(dp_nd_dtype(k->outputs[0]));
     if (mask < 0) { dp_set_error(k->rc, msg); return DP_ERROR_INVALID_ARGS; }
+    if (!mean && in_int && (out_int || kind == DP__CU_ARGMAX)) kind = dp__cu_int_kind(kind);
     DP__CU_TRY(dp__cu_enter(k));
     return dp__cu_reduce_array(k, kind, mean, k->inputs[0], mask, dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), k->req[0]);
 }
