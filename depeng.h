@@ -558,6 +558,18 @@ typedef struct dp_engine_stats {
                                        pre-created op in dp_op_push           */
     uint64_t pusher_ran;            /* ops run on a pushing thread
                                        (desc.push_runs_ops)                   */
+    /* The CPU pools' ready queues (see >>queues), counted on every use, each
+       by the thread that does it in a line of its own: */
+    uint64_t queue_takes;           /* a FIFO pool's shared queue was taken
+                                       from under its take lock, by a worker
+                                       or a pushing thread (found an op or not) */
+    uint64_t deque_pushes;          /* ops a worker put in its own deque (made
+                                       ready by an op it ran)                 */
+    uint64_t deque_overflows;       /* ... that found it full and went to the
+                                       shared queue instead                   */
+    uint64_t steals;                /* ops a worker took from a peer's deque  */
+    uint64_t steal_retries;         /* steals that lost the race for an op
+                                       (a failed compare-and-swap)            */
 } dp_engine_stats;
 
 /* ---- engine ----------------------------------------------------------- */
@@ -2050,6 +2062,7 @@ typedef struct dp__queue {
     dp__a64 lock_contended;        /* take_lock or m (heap) found held */
     dp__a64 busy_retries;          /* a take found a push half done */
     dp__a64 woken;                 /* sleepers woken (one system call each) */
+    dp__a64 outside_takes;         /* queue_takes by pushing threads (push_runs_ops) */
 } dp__queue;
 
 typedef struct dp__group {             /* a queue and the threads that serve it */
@@ -2077,6 +2090,7 @@ typedef struct dp__worker {
     dp__a32 inflight_count;
     dp__spinlock inflight_lock;
     dp__a64 completed;         /* written by this worker only */
+    dp__a64 queue_takes;       /* dp_engine_stats, written by this worker only */
     uint64_t unflushed;        /* completions not yet added to eng->done */
     struct dp__block *put_first, *put_last;  /* finished blocks on their way */
     struct dp__pool *put_pool; int put_count; /* back to put_pool, in one CAS */
@@ -2910,8 +2924,11 @@ static int dp__queue_peek(dp__queue *q) {
     head = (dp__block *)dp__load(&q->head, DP__ACQUIRE);
     return head != q->stub || dp__load(&head->next, DP__ACQUIRE) != NULL;
 }
-/* One attempt to take an op (no sleeping). */
-static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
+/* Adds 1 to a counter only its owner writes (no read-modify-write). */
+static void dp__count_own(dp__a64 *c) { dp__store(c, dp__load(c, DP__RELAXED) + 1, DP__RELAXED); }
+/* One attempt to take an op (no sleeping). A FIFO take is counted in
+   *takes, a counter of the calling worker's own; NULL from a pushing thread. */
+static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more, dp__a64 *takes) {
     dp__block *b;
     if (q->prioritized) {
         dp__mutex_lock_counted(&q->m, &q->lock_contended);
@@ -2921,6 +2938,7 @@ static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
         *busy = 0;
         return b;
     }
+    if (takes) dp__count_own(takes); else dp__fetch_add(&q->outside_takes, 1, DP__RELAXED);
     dp__spin_lock_counted(&q->take_lock, &q->lock_contended);
     b = dp__fifo_take(q, busy, more);
     dp__spin_unlock(&q->take_lock);
@@ -3352,13 +3370,14 @@ static dp__block *dp__worker_found(dp__queue *q, dp__block *b, int more) {
 /* Sleeps until woken (returns 1) or, having looked at the queue once more
    as a registered sleeper, finds work or the stop flag (returns 0, with *b
    or *stop set). Called spinning; returns spinning. */
-static int dp__worker_sleep(dp__queue *q, dp__block **b, int *busy, int *more, int *stop) {
+static int dp__worker_sleep(dp__worker *w, dp__block **b, int *busy, int *more, int *stop) {
+    dp__queue *q = &w->group->q;
     dp__mutex_lock(&q->m);
     dp__fetch_add(&q->sleepers, 1, DP__SEQ_CST);
     dp__fetch_add(&q->spinning, -1, DP__SEQ_CST);
     for (;;) {
         if (q->prioritized) { *b = dp__heap_take(q); *busy = 0; *more = q->nheap > 0 || q->lhead; }
-        else { dp__spin_lock(&q->take_lock); *b = dp__fifo_take(q, busy, more); dp__spin_unlock(&q->take_lock); }
+        else { dp__count_own(&w->queue_takes); dp__spin_lock(&q->take_lock); *b = dp__fifo_take(q, busy, more); dp__spin_unlock(&q->take_lock); }
         *stop = q->stop;
         if (*b || *busy || *stop) break;
         dp__cond_wait(&q->cv, &q->m);
@@ -3384,7 +3403,7 @@ static dp__block *dp__worker_next(dp__worker *w) {
     for (;;) {
         busy = 0;
         if (dp__queue_peek(q)) {
-            b = dp__queue_try_take(q, &busy, &more);
+            b = dp__queue_try_take(q, &busy, &more, &w->queue_takes);
             if (b) return dp__worker_found(q, b, more);
         }
         if (w->nevents) {                                  /* GPU ops in flight here or on a peer: settle, never sleep */
@@ -3397,7 +3416,7 @@ static dp__block *dp__worker_next(dp__worker *w) {
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
         if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
-        if (dp__worker_sleep(q, &b, &busy, &more, &stop)) { spins = 1; continue; }
+        if (dp__worker_sleep(w, &b, &busy, &more, &stop)) { spins = 1; continue; }
         if (b) return dp__worker_found(q, b, more);
         if (stop && !busy) { dp__fetch_add(&q->spinning, -1, DP__SEQ_CST); return NULL; }
         spins = 1;
@@ -3639,7 +3658,10 @@ static void dp__group_completed(dp__group *g, uint64_t *sum) {
 }
 /* Adds g's queue contention counters to out. */
 static void dp__group_contention(dp__group *g, dp_engine_stats *out) {
+    int i;
     if (!g) return;
+    out->queue_takes += (uint64_t)dp__load(&g->q.outside_takes, DP__RELAXED);
+    for (i = 0; i < g->nworkers; i++) out->queue_takes += (uint64_t)dp__load(&g->workers[i].queue_takes, DP__RELAXED);
     out->queue_lock_contended += (uint64_t)dp__load(&g->q.lock_contended, DP__RELAXED);
     out->queue_busy_retries += (uint64_t)dp__load(&g->q.busy_retries, DP__RELAXED);
     out->worker_wakeups += (uint64_t)dp__load(&g->q.woken, DP__RELAXED);
@@ -3683,7 +3705,7 @@ static void dp__pusher_run(dp_engine *eng, dp__group *g) {
     unsigned i;
     for (i = 0; i < DP__PACE_PUSHES; i++) {
         int busy, more;
-        dp__block *b = dp__queue_peek(&g->q) ? dp__queue_try_take(&g->q, &busy, &more) : NULL;
+        dp__block *b = dp__queue_peek(&g->q) ? dp__queue_try_take(&g->q, &busy, &more, NULL) : NULL;
         if (!b) return;
         dp__fetch_add(&eng->pusher_ran, 1, DP__RELAXED);
         dp__execute(eng, b, NULL);
