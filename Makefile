@@ -20,6 +20,9 @@ $(B)/test_engine: tests/test_engine.c depeng.h tests/test_common.h | $(B)
 # the contention counters and running ops on the pushing thread
 $(B)/test_scheduling: tests/test_scheduling.c depeng.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+# the CPU pools' per-worker deques and stealing
+$(B)/test_stealing: tests/test_stealing.c depeng.h tests/test_common.h | $(B)
+	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # the same tests on the pthreads fallback, so both platform paths stay tested
 $(B)/test_engine_pthreads: tests/test_engine.c depeng.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -DDEPENG_USE_PTHREADS -I. $< -o $@ $(LIBS)
@@ -110,8 +113,8 @@ compile-checks-engine-only: | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_cxx.o
 	gcc   $(WARN) -DDEPENG_STATIC -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_static.o
 
-test: compile-checks platform-checks $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_wall_clock $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages $(B)/test_files $(B)/test_inflate_zlib $(B)/numpy_diff $(B)/test_kernels_exact $(B)/test_invoke docs-check-build $(B)/test_kvstore $(B)/test_kvstore_cxx
-	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_engine_pthreads $(B)/test_wall_clock $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh $(B)/test_files $(B)/test_inflate_zlib $(B)/test_kernels_exact tests/numpy_diff_check.sh $(B)/test_invoke tests/operators_doc_check.sh $(B)/test_kvstore $(B)/test_kvstore_cxx
+test: compile-checks platform-checks $(B)/test_engine $(B)/test_scheduling $(B)/test_stealing $(B)/test_engine_pthreads $(B)/test_wall_clock $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages $(B)/test_files $(B)/test_inflate_zlib $(B)/numpy_diff $(B)/test_kernels_exact $(B)/test_invoke docs-check-build $(B)/test_kvstore $(B)/test_kvstore_cxx
+	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_stealing $(B)/test_engine_pthreads $(B)/test_wall_clock $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh $(B)/test_files $(B)/test_inflate_zlib $(B)/test_kernels_exact tests/numpy_diff_check.sh $(B)/test_invoke tests/operators_doc_check.sh $(B)/test_kvstore $(B)/test_kvstore_cxx
 
 demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 	./$(B)/walkthrough $(B)/walkthrough.dot $(B)/walkthrough.html
@@ -132,7 +135,8 @@ tsan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_scheduling.c -o $(B)/test_scheduling_tsan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_symbol.c -o $(B)/test_symbol_tsan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_kvstore.c -o $(B)/test_kvstore_tsan $(LIBS)
-	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan $(B)/test_ndarray_tsan $(B)/test_autograd_tsan $(B)/test_scheduling_tsan $(B)/test_symbol_tsan $(B)/test_kvstore_tsan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_stealing.c -o $(B)/test_stealing_tsan $(LIBS)
+	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan $(B)/test_ndarray_tsan $(B)/test_autograd_tsan $(B)/test_scheduling_tsan $(B)/test_symbol_tsan $(B)/test_kvstore_tsan $(B)/test_stealing_tsan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. examples/make.c -o $(B)/make_example_tsan $(LIBS)
 	TSAN_OPTIONS=halt_on_error=1 examples/make_demo/check.sh $(B)/make_example_tsan
 asan: | $(B)
@@ -146,7 +150,8 @@ asan: | $(B)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_files.c -o $(B)/test_files_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_invoke.c -o $(B)/test_invoke_asan $(LIBS)
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_kvstore.c -o $(B)/test_kvstore_asan $(LIBS)
-	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_memory_plan_asan $(B)/test_scheduling_asan $(B)/test_symbol_asan $(B)/test_files_asan $(B)/test_invoke_asan $(B)/test_kvstore_asan
+	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DDEPENG_USE_PTHREADS -I. tests/test_stealing.c -o $(B)/test_stealing_asan $(LIBS)
+	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_memory_plan_asan $(B)/test_scheduling_asan $(B)/test_symbol_asan $(B)/test_files_asan $(B)/test_invoke_asan $(B)/test_kvstore_asan $(B)/test_stealing_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. examples/make.c -o $(B)/make_example_asan $(LIBS)
 	examples/make_demo/check.sh $(B)/make_example_asan
 	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DMAKE_NO_MAIN -I. tests/make_parse.c -o $(B)/make_parse_asan $(LIBS)

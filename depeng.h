@@ -558,6 +558,18 @@ typedef struct dp_engine_stats {
                                        pre-created op in dp_op_push           */
     uint64_t pusher_ran;            /* ops run on a pushing thread
                                        (desc.push_runs_ops)                   */
+    /* The CPU pools' ready queues (see >>queues), counted on every use, each
+       by the thread that does it in a line of its own: */
+    uint64_t queue_takes;           /* a FIFO pool's shared queue was taken
+                                       from under its take lock, by a worker
+                                       or a pushing thread (found an op or not) */
+    uint64_t deque_pushes;          /* ops a worker put in its own deque (made
+                                       ready by an op it ran)                 */
+    uint64_t deque_overflows;       /* ... that found it full and went to the
+                                       shared queue instead                   */
+    uint64_t steals;                /* ops a worker took from a peer's deque  */
+    uint64_t steal_retries;         /* steals that lost the race for an op
+                                       (a failed compare-and-swap)            */
 } dp_engine_stats;
 
 /* ---- engine ----------------------------------------------------------- */
@@ -2078,7 +2090,24 @@ typedef struct dp__queue {
     dp__a64 lock_contended;        /* take_lock or m (heap) found held */
     dp__a64 busy_retries;          /* a take found a push half done */
     dp__a64 woken;                 /* sleepers woken (one system call each) */
+    dp__a64 outside_takes;         /* queue_takes by pushing threads (push_runs_ops) */
 } dp__queue;
+
+/* A worker's own ready ops in a FIFO pool: a bounded Chase-Lev deque (see
+   >>queues). It holds the ops of indexes [top, bottom), op i in slot
+   i % DP__DEQUE_SLOTS; indexes only grow (64 bits do not wrap). The owner
+   pushes and pops at bottom, which only it writes; thieves take at top with
+   a compare-and-swap. A full deque refuses a push (the op goes to the shared
+   queue), so it never allocates. */
+#define DP__DEQUE_SLOTS 256
+typedef struct dp__deque {
+    char pad0_[64];                /* off the owner's other fields' line */
+    dp__a64 top;                   /* moved up by thieves, and by the owner taking the last op */
+    char pad1_[64 - sizeof(dp__a64)];
+    dp__a64 bottom;                /* written by the owner only */
+    char pad2_[64 - sizeof(dp__a64)];
+    dp__aptr slots[DP__DEQUE_SLOTS];
+} dp__deque;
 
 typedef struct dp__group {             /* a queue and the threads that serve it */
     dp__queue q;
@@ -2105,12 +2134,17 @@ typedef struct dp__worker {
     dp__a32 inflight_count;
     dp__spinlock inflight_lock;
     dp__a64 completed;         /* written by this worker only */
+    /* dp_engine_stats, written by this worker only: */
+    dp__a64 queue_takes, deque_pushes, deque_overflows, steals, steal_retries;
+    uint32_t steal_seed;       /* where the next steal starts looking (xorshift) */
+    int own_streak;            /* ops taken from the own deque in a row */
     uint64_t unflushed;        /* completions not yet added to eng->done */
     struct dp__block *put_first, *put_last;  /* finished blocks on their way */
     struct dp__pool *put_pool; int put_count; /* back to put_pool, in one CAS */
     struct dp__opobj *unref_op; int32_t unref_count;  /* runs of a pre-created op
                                   finished here, not yet released from its refs */
     dp__prof_buf prof;
+    dp__deque deque;           /* FIFO pools only (see >>queues) */
 } dp__worker;
 
 struct dp_engine {
@@ -2783,6 +2817,35 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    cache lines away from the pusher. The priority pools (CPU priority, GPU
    compute, GPU copy) keep a binary heap under the mutex: highest priority
    first, then push order.
+   Deques. Each worker of a FIFO pool also has a deque of its own
+   (dp__deque, a bounded Chase-Lev deque). Ops made ready by a completion on
+   one of the pool's workers stay with that worker: the first runs next
+   (dp__dispatch_ready), the others go to its deque, or to the shared queue
+   when the deque is full. Ops made ready on any other thread (a pusher, a
+   waiter, an async completion or GPU callback) go to the shared queue. A
+   worker looks at its own deque first (newest op first), then the shared
+   queue, then steals a peer's oldest op, trying the peers from a random one
+   on. So the take lock and head serve only ops that came from outside the
+   pool, and a completion's ops spread without them.
+   Order. The owner's end is LIFO: the op made ready last has its inputs in
+   this core's cache, and a fan-out is walked depth first, so few ops are
+   half done; thieves take the oldest, likely the root of the largest piece
+   of work left. A FIFO pool therefore does not run its ops in push order
+   across workers (with several workers it never did strictly), and need
+   not: MXNet's ordering rule is about ops that share a variable, and those
+   are ordered by the variable queues before they become ready. Order that
+   callers ask for, by priority, is the priority pools' (their heaps are
+   unchanged). So that a pushed op does not wait behind an endless run of
+   made-ready ops, every DP__SHARED_EVERY ops taken from its own deque in a
+   row a worker looks at the shared queue first.
+   The deque's memory orders are those of the C11 version proved by Le, Pop,
+   Cohen and Zappa Nardelli ("Correct and Efficient Work-Stealing for Weak
+   Memory Models", PPoPP 2013), except that each of its seq_cst fences is
+   carried by the accesses beside it, made seq_cst (pop: the store lowering
+   bottom and the load of top; steal: the loads of top and bottom): the same
+   instructions on x86, checked by ThreadSanitizer (which does not model
+   fences), and the push's bottom store has to be seq_cst anyway for the
+   wake-up rule below.
    Sleeping. A worker is running an op, spinning (looking for work) or
    asleep on the condition variable. Spinning costs a core, waking costs a
    system call, so the pool keeps one spinner while there is work to find:
@@ -2796,12 +2859,20 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
        there are more threads than cores (the default: one worker per core
        plus the pushing thread): a spinner that shares a core with the
        pusher gives the core back instead of starving the work's source.
+   The pool's work is its shared queue and its workers' deques: a worker
+   that puts ops in its own deque wakes a sleeper by the same rule as a push
+   (the owner would run them in the end, but it may stay busy for long, or
+   even wait for one of them), and spinners and sleepers look at every deque.
    No wake-up is lost: a worker counts itself a sleeper before its last look
-   at the queue, a last spinner leaves the spinning count before it looks
-   for a push, and a pusher appends before it reads either count; all
-   sequentially consistent, so one side always sees the other. */
+   at the shared queue and the peers' deques, a last spinner leaves the
+   spinning count before it looks for a push or an op in a deque, and a
+   pusher appends (a worker stores its deque's bottom) before it reads
+   either count; all sequentially consistent, so one side always sees the
+   other. A worker's own deque needs no such care: only it adds to it, and
+   it looks there before it looks anywhere else. */
 #define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
 #define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
+#define DP__SHARED_EVERY 64        /* own-deque ops in a row before a look at the shared queue */
 
 static int dp__queue_init(dp_engine *eng, dp__queue *q, int prioritized) {
     memset(q, 0, sizeof *q);
@@ -2912,6 +2983,12 @@ static void dp__queue_wake(dp__queue *q) {
     }
     dp__mutex_unlock(&q->m);
 }
+/* After work was added to q's pool (seq_cst, see >>queues): wakes a sleeper
+   if no worker is spinning. Reads sleepers first: its line stays put while
+   the workers are busy, and with nobody asleep there is nobody to wake. */
+static void dp__queue_nudge(dp__queue *q) {
+    if (dp__load(&q->sleepers, DP__SEQ_CST) != 0 && dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q);
+}
 /* Adds the ready ops first..last (linked by next); wakes a worker if none
    is spinning. */
 static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__block *last) {
@@ -2921,9 +2998,7 @@ static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__b
         for (; b; b = next) { next = b == last ? NULL : dp__next(b); dp__heap_insert(eng, q, b); }
         dp__mutex_unlock(&q->m);
     } else dp__fifo_append(q, first, last);
-    /* sleepers first: its line stays put while the workers are busy, and
-       with nobody asleep there is nobody to wake */
-    if (dp__load(&q->sleepers, DP__SEQ_CST) != 0 && dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q);
+    dp__queue_nudge(q);
 }
 /* Whether a FIFO may hold an op, looked at without the take lock: its head
    node has a successor, or is an op itself. Idle workers poll this, not the
@@ -2938,8 +3013,11 @@ static int dp__queue_peek(dp__queue *q) {
     head = (dp__block *)dp__load(&q->head, DP__ACQUIRE);
     return head != q->stub || dp__load(&head->next, DP__ACQUIRE) != NULL;
 }
-/* One attempt to take an op (no sleeping). */
-static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
+/* Adds 1 to a counter only its owner writes (no read-modify-write). */
+static void dp__count_own(dp__a64 *c) { dp__store(c, dp__load(c, DP__RELAXED) + 1, DP__RELAXED); }
+/* One attempt to take an op (no sleeping). A FIFO take is counted in
+   *takes, a counter of the calling worker's own; NULL from a pushing thread. */
+static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more, dp__a64 *takes) {
     dp__block *b;
     if (q->prioritized) {
         dp__mutex_lock_counted(&q->m, &q->lock_contended);
@@ -2949,11 +3027,63 @@ static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more) {
         *busy = 0;
         return b;
     }
+    if (takes) dp__count_own(takes); else dp__fetch_add(&q->outside_takes, 1, DP__RELAXED);
     dp__spin_lock_counted(&q->take_lock, &q->lock_contended);
     b = dp__fifo_take(q, busy, more);
     dp__spin_unlock(&q->take_lock);
     if (*busy) dp__fetch_add(&q->busy_retries, 1, DP__RELAXED);
     return b;
+}
+
+/* The deque (dp__deque). Ops held: bottom - top, as a signed difference,
+   since a pop lowers bottom below top for a moment when a thief won. */
+static int64_t dp__deque_count(uint64_t bottom, uint64_t top) { return (int64_t)(bottom - top); }
+/* Owner: adds x at the bottom; 0 when full. The slot is free: the thief
+   that last read it did so before its CAS moved top past it, and the
+   acquire load of top sees that CAS. The store of bottom publishes the slot
+   to thieves (release) and, seq_cst, comes before the caller's read of the
+   sleep counts (dp__queue_nudge). */
+static int dp__deque_push(dp__deque *d, dp__block *x) {
+    uint64_t b = dp__load(&d->bottom, DP__RELAXED), t = dp__load(&d->top, DP__ACQUIRE);
+    if (dp__deque_count(b, t) >= DP__DEQUE_SLOTS) return 0;
+    dp__store(&d->slots[b % DP__DEQUE_SLOTS], (void *)x, DP__RELAXED);
+    dp__store(&d->bottom, b + 1, DP__SEQ_CST);
+    return 1;
+}
+/* Owner: the newest op, or NULL. The owner claims index b-1 by lowering
+   bottom before it reads top (both seq_cst): a thief that reads top after
+   that reads the lowered bottom and stops short of b-1, so only the last op
+   can be wanted by both sides, and the CAS on top gives it to one. */
+static dp__block *dp__deque_pop(dp__deque *d) {
+    uint64_t b = dp__load(&d->bottom, DP__RELAXED), t = dp__load(&d->top, DP__RELAXED);
+    dp__block *x;
+    if (dp__deque_count(b, t) <= 0) return NULL;     /* top only grows: empty stays empty until we push */
+    b--;
+    dp__store(&d->bottom, b, DP__SEQ_CST);
+    t = dp__load(&d->top, DP__SEQ_CST);
+    if (dp__deque_count(b, t) < 0) {                 /* thieves took everything meanwhile */
+        dp__store(&d->bottom, b + 1, DP__RELEASE);
+        return NULL;
+    }
+    x = (dp__block *)dp__load(&d->slots[b % DP__DEQUE_SLOTS], DP__RELAXED);
+    if (b != t) return x;                            /* not the last: no thief gets this far */
+    if (!dp__cas(&d->top, &t, t + 1, DP__SEQ_CST)) x = NULL;   /* the last: a thief won it */
+    dp__store(&d->bottom, b + 1, DP__RELEASE);       /* empty, top == bottom */
+    return x;
+}
+/* Thief: the oldest op, or NULL. *lost when a CAS failed (another thread
+   took that op; more may be left), *more when ops remain behind the one
+   returned. The slot is read before the CAS: if the owner reused it
+   meanwhile, top has moved on and the CAS fails. Release stores of bottom
+   (acquired by the seq_cst load) make what the owner wrote before visible. */
+static dp__block *dp__deque_steal(dp__deque *d, int *lost, int *more) {
+    uint64_t t = dp__load(&d->top, DP__SEQ_CST), b = dp__load(&d->bottom, DP__SEQ_CST);
+    dp__block *x;
+    if (dp__deque_count(b, t) <= 0) return NULL;
+    x = (dp__block *)dp__load(&d->slots[t % DP__DEQUE_SLOTS], DP__RELAXED);
+    if (!dp__cas(&d->top, &t, t + 1, DP__SEQ_CST)) { *lost = 1; return NULL; }
+    *more = dp__deque_count(b, t + 1) > 0;
+    return x;
 }
 
 /* >>execute --------------------------------------------------------------- */
@@ -3254,19 +3384,27 @@ static dp__group *dp__route(dp_engine *eng, dp__block *b) {
 }
 
 /* Sends the ops a completion made ready (linked by next) on their way. Ops
-   for the same group go in one queue append. If keep_for is a worker, the
-   first op for that worker's own group is returned instead of queued: the
-   worker runs it next, with its data still in cache and no queue round trip
-   (a chain of dependent ops stays on one worker). */
+   for the same group go in one queue append. If keep_for is a worker (the
+   calling thread's), the first op for that worker's own group is returned
+   instead of queued: the worker runs it next, with its data still in cache
+   and no queue round trip (a chain of dependent ops stays on one worker).
+   The others for its group go to its own deque in a FIFO pool (see >>queues). */
 static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worker *keep_for) {
     dp__block *kept = NULL, *first = NULL, *last = NULL;
     dp__group *cur = NULL;
+    int to_deque = 0;
     while (ready) {
         dp__block *b = ready;
         dp__group *g = NULL;
         ready = dp__next(b);
         if (b->kind != DP__KIND_WAIT && eng->desc.type != DP_ENGINE_NAIVE) g = dp__route(eng, b);
-        if (g && keep_for && !kept && g == keep_for->group) { kept = b; continue; }
+        if (g && keep_for && g == keep_for->group) {
+            if (!kept) { kept = b; continue; }
+            if (!g->q.prioritized) {
+                if (dp__deque_push(&keep_for->deque, b)) { dp__count_own(&keep_for->deque_pushes); to_deque = 1; continue; }
+                dp__count_own(&keep_for->deque_overflows);   /* full: to the shared queue below */
+            }
+        }
         if (g != cur || !g) {
             if (first) dp__queue_push(eng, &cur->q, first, last);
             first = NULL; cur = g;
@@ -3276,6 +3414,7 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
         last = b;
     }
     if (first) dp__queue_push(eng, &cur->q, first, last);
+    if (to_deque) dp__queue_nudge(&keep_for->group->q);
     return kept;
 }
 
@@ -3357,36 +3496,90 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
 }
 
 /* >>workers ------------------------------------------------------------- */
-/* Whether a push has come in since the queue was last seen empty. Pairs
-   with dp__queue_push: the pusher appends, then reads `spinning`; the last
-   spinner leaves `spinning`, then calls this; both sequentially consistent,
-   so one of them sees the other. A FIFO whose last op was taken holds only
-   its stub, with the tail pointing at it, until the next push. */
-static int dp__queue_pushed_since(dp__queue *q) {
-    int r;
-    if (!q->prioritized) return dp__load(&q->tail, DP__SEQ_CST) != (void *)q->stub;
+/* Whether g's pool has work since its queue was last seen empty: a push, or
+   an op in a worker's deque. Pairs with dp__queue_push and dp__queue_nudge:
+   the pusher appends (a worker stores its deque's bottom), then reads
+   `spinning`; the last spinner leaves `spinning`, then calls this; all
+   sequentially consistent, so one of them sees the other. A FIFO whose last
+   op was taken holds only its stub, with the tail pointing at it, until the
+   next push. */
+static int dp__group_has_work(dp__group *g) {
+    dp__queue *q = &g->q;
+    int r, i;
+    if (!q->prioritized) {
+        if (dp__load(&q->tail, DP__SEQ_CST) != (void *)q->stub) return 1;
+        for (i = 0; i < g->nworkers; i++) {
+            dp__deque *d = &g->workers[i].deque;
+            uint64_t t = dp__load(&d->top, DP__SEQ_CST);
+            if (dp__deque_count(dp__load(&d->bottom, DP__SEQ_CST), t) > 0) return 1;
+        }
+        return 0;
+    }
     dp__mutex_lock(&q->m);
     r = q->nheap > 0 || q->lhead;
     dp__mutex_unlock(&q->m);
     return r;
 }
 /* The last spinner to find work hands the search on if more is queued:
-   what it saw behind its op, or what a push added since. */
-static dp__block *dp__worker_found(dp__queue *q, dp__block *b, int more) {
+   what it saw behind its op, or what a push or a peer's deque added since. */
+static dp__block *dp__worker_found(dp__group *g, dp__block *b, int more) {
     DEPENG_TEST_HOOK(worker_found);     /* between looking at the queue and leaving `spinning` */
-    if (dp__fetch_add(&q->spinning, -1, DP__SEQ_CST) == 1 && (more || dp__queue_pushed_since(q))) dp__queue_wake(q);
+    if (dp__fetch_add(&g->q.spinning, -1, DP__SEQ_CST) == 1 && (more || dp__group_has_work(g))) dp__queue_wake(&g->q);
+    return b;
+}
+/* Steals an op for w from a peer's deque, trying the peers in turn from a
+   random one, so that thieves spread over the victims. *lost when a steal
+   lost a race (look again rather than sleep), *more when the victim has
+   more. */
+static dp__block *dp__steal(dp__worker *w, int *lost, int *more) {
+    dp__group *g = w->group;
+    int n = g->nworkers, i, start;
+    uint32_t x = w->steal_seed;
+    if (n < 2) return NULL;
+    x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+    w->steal_seed = x;
+    start = (int)(x % (uint32_t)(n - 1));
+    for (i = 0; i < n - 1; i++) {
+        dp__worker *v = &g->workers[(w->index + 1 + (start + i) % (n - 1)) % n];
+        int lost_here = 0;
+        dp__block *b = dp__deque_steal(&v->deque, &lost_here, more);
+        if (b) { dp__count_own(&w->steals); return b; }
+        if (lost_here) { *lost = 1; dp__count_own(&w->steal_retries); }
+    }
+    return NULL;
+}
+/* The next op from w's own deque (FIFO pools), newest first; NULL when it
+   is empty. Every DP__SHARED_EVERY of them in a row, the shared queue first
+   (see >>queues: a pushed op does not wait behind them for ever). */
+static dp__block *dp__worker_own(dp__worker *w) {
+    dp__queue *q = &w->group->q;
+    dp__block *b;
+    if (q->prioritized) return NULL;
+    if (w->own_streak >= DP__SHARED_EVERY) {
+        int busy, more;
+        w->own_streak = 0;
+        if (dp__queue_peek(q) && (b = dp__queue_try_take(q, &busy, &more, &w->queue_takes)) != NULL) return b;
+    }
+    b = dp__deque_pop(&w->deque);
+    w->own_streak = b ? w->own_streak + 1 : 0;
     return b;
 }
 /* Sleeps until woken (returns 1) or, having looked at the queue once more
    as a registered sleeper, finds work or the stop flag (returns 0, with *b
    or *stop set). Called spinning; returns spinning. */
-static int dp__worker_sleep(dp__queue *q, dp__block **b, int *busy, int *more, int *stop) {
+static int dp__worker_sleep(dp__worker *w, dp__block **b, int *busy, int *more, int *stop) {
+    dp__queue *q = &w->group->q;
     dp__mutex_lock(&q->m);
     dp__fetch_add(&q->sleepers, 1, DP__SEQ_CST);
     dp__fetch_add(&q->spinning, -1, DP__SEQ_CST);
     for (;;) {
         if (q->prioritized) { *b = dp__heap_take(q); *busy = 0; *more = q->nheap > 0 || q->lhead; }
-        else { dp__spin_lock(&q->take_lock); *b = dp__fifo_take(q, busy, more); dp__spin_unlock(&q->take_lock); }
+        else {
+            int lost = 0;
+            dp__count_own(&w->queue_takes);
+            dp__spin_lock(&q->take_lock); *b = dp__fifo_take(q, busy, more); dp__spin_unlock(&q->take_lock);
+            if (!*b && !*busy) { *b = dp__steal(w, &lost, more); *busy = lost; }
+        }
         *stop = q->stop;
         if (*b || *busy || *stop) break;
         dp__cond_wait(&q->cv, &q->m);
@@ -3412,21 +3605,27 @@ static dp__block *dp__worker_next(dp__worker *w) {
     for (;;) {
         busy = 0;
         if (dp__queue_peek(q)) {
-            b = dp__queue_try_take(q, &busy, &more);
-            if (b) return dp__worker_found(q, b, more);
+            b = dp__queue_try_take(q, &busy, &more, &w->queue_takes);
+            if (b) return dp__worker_found(w->group, b, more);
+        }
+        if (!q->prioritized) {
+            int lost = 0;
+            b = dp__steal(w, &lost, &more);
+            if (b) return dp__worker_found(w->group, b, more);
+            busy |= lost;
         }
         if (w->nevents) {                                  /* GPU ops in flight here or on a peer: settle, never sleep */
             int pending;
             b = dp__gpu_settle_group(w->eng, w, &pending);
             dp__worker_flush(w->eng, w);                    /* waiters see what settled */
-            if (b) return dp__worker_found(q, b, 0);
+            if (b) return dp__worker_found(w->group, b, 0);
             if (pending && spins >= DP__SPIN_PAUSES) { dp__thread_yield(); continue; }
         }
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
         if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
-        if (dp__worker_sleep(q, &b, &busy, &more, &stop)) { spins = 1; continue; }
-        if (b) return dp__worker_found(q, b, more);
+        if (dp__worker_sleep(w, &b, &busy, &more, &stop)) { spins = 1; continue; }
+        if (b) return dp__worker_found(w->group, b, more);
         if (stop && !busy) { dp__fetch_add(&q->spinning, -1, DP__SEQ_CST); return NULL; }
         spins = 1;
     }
@@ -3447,8 +3646,10 @@ static void dp__worker_main(void *arg) {
             while (w->nevents > 0) { w->nevents--; be->event_destroy(w->ctx.dev_id, w->events[w->nevents], be->user); }
         }
     }
-    while ((b = dp__worker_next(w)) != NULL)
-        do b = dp__execute(eng, b, w); while (b);   /* and whatever it made ready for us */
+    /* its own deque first (not spinning meanwhile: it is at work), then the
+       search; each op, then whatever it made ready for us to run next */
+    while ((b = dp__worker_own(w)) != NULL || (b = dp__worker_next(w)) != NULL)
+        do b = dp__execute(eng, b, w); while (b);
     while (dp__load(&w->inflight_count, DP__ACQUIRE)) {   /* stopped with nothing queued: cannot happen with
                                                            ops in flight (wait_all waits for them), but settle */
         b = dp__gpu_settle(eng, w, w, 1);
@@ -3495,6 +3696,7 @@ DP__COLD static dp__group *dp__group_create(dp_engine *eng, int nthreads, int pr
         w->eng = eng; w->group = g; w->index = i; w->ctx = ctx;
         w->is_gpu = is_gpu; w->is_copy = is_copy;
         w->global_index = dp__fetch_add(&eng->worker_counter, 1, DP__RELAXED);
+        w->steal_seed = 2654435761u * (uint32_t)(w->global_index + 1);   /* xorshift needs it nonzero */
         dp__mutex_init(&w->prof.m);
     }
     for (i = 0; i < nthreads; i++) {
@@ -3667,7 +3869,17 @@ static void dp__group_completed(dp__group *g, uint64_t *sum) {
 }
 /* Adds g's queue contention counters to out. */
 static void dp__group_contention(dp__group *g, dp_engine_stats *out) {
+    int i;
     if (!g) return;
+    out->queue_takes += (uint64_t)dp__load(&g->q.outside_takes, DP__RELAXED);
+    for (i = 0; i < g->nworkers; i++) {
+        dp__worker *w = &g->workers[i];
+        out->queue_takes += (uint64_t)dp__load(&w->queue_takes, DP__RELAXED);
+        out->deque_pushes += (uint64_t)dp__load(&w->deque_pushes, DP__RELAXED);
+        out->deque_overflows += (uint64_t)dp__load(&w->deque_overflows, DP__RELAXED);
+        out->steals += (uint64_t)dp__load(&w->steals, DP__RELAXED);
+        out->steal_retries += (uint64_t)dp__load(&w->steal_retries, DP__RELAXED);
+    }
     out->queue_lock_contended += (uint64_t)dp__load(&g->q.lock_contended, DP__RELAXED);
     out->queue_busy_retries += (uint64_t)dp__load(&g->q.busy_retries, DP__RELAXED);
     out->worker_wakeups += (uint64_t)dp__load(&g->q.woken, DP__RELAXED);
@@ -3711,7 +3923,7 @@ static void dp__pusher_run(dp_engine *eng, dp__group *g) {
     unsigned i;
     for (i = 0; i < DP__PACE_PUSHES; i++) {
         int busy, more;
-        dp__block *b = dp__queue_peek(&g->q) ? dp__queue_try_take(&g->q, &busy, &more) : NULL;
+        dp__block *b = dp__queue_peek(&g->q) ? dp__queue_try_take(&g->q, &busy, &more, NULL) : NULL;
         if (!b) return;
         dp__fetch_add(&eng->pusher_ran, 1, DP__RELAXED);
         dp__execute(eng, b, NULL);

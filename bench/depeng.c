@@ -179,13 +179,18 @@ static void measure(const char *work, const char *system, dp_engine *eng, run_fn
         double ops = (double)(s1.pushed - s0.pushed);
         if (ops < 1) ops = 1;
         printf("contention %s system=%s workers=%d ops=%.0f var_lock=%.4f queue_lock=%.4f queue_busy=%.4f"
-               " wakeups=%.4f pool_cas=%.4f op_ref_cas=%.4f\n", work, system, g_workers, ops,
+               " wakeups=%.4f pool_cas=%.4f op_ref_cas=%.4f queue_takes=%.4f deque_pushes=%.4f steals=%.4f"
+               " steal_retries=%.4f\n", work, system, g_workers, ops,
                (double)(s1.var_lock_contended - s0.var_lock_contended) / ops,
                (double)(s1.queue_lock_contended - s0.queue_lock_contended) / ops,
                (double)(s1.queue_busy_retries - s0.queue_busy_retries) / ops,
                (double)(s1.worker_wakeups - s0.worker_wakeups) / ops,
                (double)(s1.pool_cas_retries - s0.pool_cas_retries) / ops,
-               (double)(s1.op_ref_cas_retries - s0.op_ref_cas_retries) / ops);
+               (double)(s1.op_ref_cas_retries - s0.op_ref_cas_retries) / ops,
+               (double)(s1.queue_takes - s0.queue_takes) / ops,
+               (double)(s1.deque_pushes - s0.deque_pushes) / ops,
+               (double)(s1.steals - s0.steals) / ops,
+               (double)(s1.steal_retries - s0.steal_retries) / ops);
         fflush(stdout);
     }
 }

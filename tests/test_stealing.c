@@ -1,0 +1,318 @@
+/* The CPU pools' per-worker deques and stealing (see >>queues in depeng.h):
+   the deque alone under concurrency, every engine against a sequential
+   reference on workloads whose completions make many ops ready, and work
+   made ready on one worker reaching the others. The last line is
+   "N passed, M failed". */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#define DEPENG_IMPLEMENTATION
+#include "depeng.h"
+#include "tests/test_common.h"
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+
+static dp_engine *make(dp_engine_type type, int workers) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = workers; d.ignore_env = 1; d.logger.func = quiet_logger;
+    if (dp_engine_create(&d, &e) != DP_OK) return NULL;
+    return e;
+}
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+static void spin_ns(uint64_t ns) { uint64_t end = now_ns() + ns; while (now_ns() < end) { } }
+
+/* ---- the deque alone ---------------------------------------------------- */
+/* Items are addresses in one array of blocks (never dereferenced by the
+   deque); an item's number is its index there. */
+static dp__block *items;
+static dp__deque deque_under_test;
+
+/* One thread: LIFO for the owner, FIFO for a thief, and a full deque
+   refuses the push after DP__DEQUE_SLOTS. */
+static void test_deque_order_and_full(void) {
+    dp__deque *d = &deque_under_test;
+    int i, lost = 0, more = 0;
+    memset(d, 0, sizeof *d);
+    items = (dp__block *)calloc(DP__DEQUE_SLOTS + 1, sizeof *items);
+    CHECK(items != NULL);
+    if (!items) return;
+    CHECK(dp__deque_pop(d) == NULL);
+    CHECK(dp__deque_steal(d, &lost, &more) == NULL && !lost);
+    for (i = 0; i < DP__DEQUE_SLOTS; i++) CHECK(dp__deque_push(d, &items[i]) == 1);
+    CHECK(dp__deque_push(d, &items[DP__DEQUE_SLOTS]) == 0);      /* full */
+    CHECK(dp__deque_steal(d, &lost, &more) == &items[0] && more && !lost);   /* oldest */
+    CHECK(dp__deque_pop(d) == &items[DP__DEQUE_SLOTS - 1]);       /* newest */
+    CHECK(dp__deque_push(d, &items[DP__DEQUE_SLOTS]) == 1);       /* room again */
+    CHECK(dp__deque_pop(d) == &items[DP__DEQUE_SLOTS]);
+    for (i = DP__DEQUE_SLOTS - 2; i >= 1; i--) CHECK(dp__deque_pop(d) == &items[i]);
+    CHECK(dp__deque_pop(d) == NULL);
+    more = 1;
+    CHECK(dp__deque_steal(d, &lost, &more) == NULL);
+    free(items);
+    items = NULL;
+}
+
+/* The owner pushes bursts (what does not fit goes to an "overflow" count,
+   as the engine sends it to the shared queue) and pops some back, while
+   thieves steal: every item is taken exactly once. */
+#define DQ_ITEMS 200000
+#define DQ_THIEVES 3
+static atomic_int taken_count[DQ_ITEMS];
+static atomic_int owner_done;
+static atomic_long thief_steals, thief_lost;
+static void take(dp__block *b) { atomic_fetch_add(&taken_count[b - items], 1); }
+static void *thief(void *arg) {
+    (void)arg;
+    for (;;) {
+        int lost = 0, more = 0;
+        dp__block *b = dp__deque_steal(&deque_under_test, &lost, &more);
+        if (b) { take(b); atomic_fetch_add(&thief_steals, 1); continue; }
+        if (lost) { atomic_fetch_add(&thief_lost, 1); continue; }
+        if (atomic_load(&owner_done)) return NULL;   /* the owner finished pushing, and it is empty */
+        sched_yield();
+    }
+}
+static void test_deque_concurrent_exactly_once(void) {
+    pthread_t th[DQ_THIEVES];
+    uint32_t rng = 12345;
+    int next = 0, i, overflow = 0, popped = 0, ok = 1;
+    memset(&deque_under_test, 0, sizeof deque_under_test);
+    items = (dp__block *)calloc(DQ_ITEMS, sizeof *items);
+    CHECK(items != NULL);
+    if (!items) return;
+    for (i = 0; i < DQ_ITEMS; i++) atomic_store(&taken_count[i], 0);
+    atomic_store(&owner_done, 0);
+    atomic_store(&thief_steals, 0);
+    atomic_store(&thief_lost, 0);
+    for (i = 0; i < DQ_THIEVES; i++) CHECK(pthread_create(&th[i], NULL, thief, NULL) == 0);
+    while (next < DQ_ITEMS) {
+        int burst, pops;
+        rng ^= rng << 13; rng ^= rng >> 17; rng ^= rng << 5;
+        burst = 1 + (int)(rng % 400u);          /* now and then more than fits */
+        pops = (int)((rng >> 9) % 300u);
+        for (i = 0; i < burst && next < DQ_ITEMS; i++, next++) {
+            if (!dp__deque_push(&deque_under_test, &items[next])) { take(&items[next]); overflow++; }
+        }
+        for (i = 0; i < pops; i++) {
+            dp__block *b = dp__deque_pop(&deque_under_test);
+            if (!b) break;
+            take(b); popped++;
+        }
+    }
+    for (;;) {   /* the owner's share of what is left */
+        dp__block *b = dp__deque_pop(&deque_under_test);
+        if (!b) break;
+        take(b); popped++;
+    }
+    atomic_store(&owner_done, 1);
+    for (i = 0; i < DQ_THIEVES; i++) pthread_join(th[i], NULL);
+    for (i = 0; i < DQ_ITEMS; i++) if (atomic_load(&taken_count[i]) != 1) { ok = 0; fprintf(stderr, "  item %d taken %d times\n", i, atomic_load(&taken_count[i])); break; }
+    CHECK(ok);
+    CHECK(overflow > 0);                 /* the bursts did fill it */
+    CHECK(popped > 0);
+    CHECK(atomic_load(&thief_steals) > 0);
+    CHECK(popped + overflow + atomic_load(&thief_steals) == DQ_ITEMS);
+    free(items);
+    items = NULL;
+}
+
+/* ---- the engines against a sequential reference ------------------------- */
+/* An op writes one variable from its old value, its inputs and its number;
+   run in push order (the reference) or by an engine, the variables must end
+   the same: the engines may reorder only ops that share no variable. */
+#define MAXV 512
+#define MAXIN 3
+typedef struct { int id, nin, in[MAXIN], out; uint64_t *vals; int body_ns; } sop;
+static void sop_apply(const sop *o) {
+    uint64_t v = o->vals[o->out] * 1000003u + (uint64_t)o->id;
+    int i;
+    for (i = 0; i < o->nin; i++) v ^= o->vals[o->in[i]] * (uint64_t)(i + 7);
+    o->vals[o->out] = v;
+}
+static int sop_fn(dp_run_ctx *rc, void *arg) {
+    const sop *o = (const sop *)arg;
+    (void)rc;
+    if (o->body_ns) spin_ns((uint64_t)o->body_ns);
+    sop_apply(o);
+    return 0;
+}
+typedef struct { sop *ops; int nops, nvars; } workload;
+static int wl_add(workload *w, int out, int nin, const int *in, int body_ns) {
+    sop *o = &w->ops[w->nops];
+    int i;
+    o->id = w->nops; o->out = out; o->nin = nin; o->body_ns = body_ns;
+    for (i = 0; i < nin; i++) o->in[i] = in[i];
+    return w->nops++;
+}
+/* A tree: node k (variable k) reads its parent's variable; fan-out f. */
+static void wl_tree(workload *w, int nodes, int fanout) {
+    int k;
+    w->nvars = nodes;
+    wl_add(w, 0, 0, NULL, 2000);
+    for (k = 1; k < nodes; k++) { int parent = (k - 1) / fanout; wl_add(w, k, 1, &parent, 300); }
+}
+/* Chains: 16 chains, each on its own variable, pushed interleaved, every
+   link also reading the previous chain's variable now and then. */
+static void wl_chains(workload *w, int links) {
+    int k, c;
+    w->nvars = 16;
+    for (k = 0; k < links; k++) for (c = 0; c < 16; c++) {
+        int prev = (c + 15) % 16;
+        wl_add(w, c, k % 5 == 0 ? 1 : 0, &prev, 100);
+    }
+}
+/* A random DAG: each op writes one of nvars variables, reading up to 3. */
+static void wl_random(workload *w, int nops, int nvars, uint32_t seed) {
+    int k;
+    w->nvars = nvars;
+    for (k = 0; k < nops; k++) {
+        int in[MAXIN], nin, i;
+        seed ^= seed << 13; seed ^= seed >> 17; seed ^= seed << 5;
+        nin = (int)(seed % 4u);
+        for (i = 0; i < nin; i++) in[i] = (int)((seed >> (8 + 6 * i)) % (uint32_t)nvars);
+        wl_add(w, (int)((seed >> 26) % (uint32_t)nvars), nin, in, (int)(seed % 7u) * 100);
+    }
+}
+/* Pushes w on e and compares with the sequential run. */
+static int wl_check(dp_engine *e, workload *w, const char *what) {
+    uint64_t ref[MAXV], got[MAXV];
+    dp_var vars[MAXV];
+    int k, i, bad = 0;
+    for (i = 0; i < w->nvars; i++) ref[i] = got[i] = (uint64_t)i + 1;
+    for (k = 0; k < w->nops; k++) { w->ops[k].vals = ref; sop_apply(&w->ops[k]); w->ops[k].vals = got; }
+    for (i = 0; i < w->nvars; i++) vars[i] = dp_var_create(e);
+    for (k = 0; k < w->nops; k++) {
+        const sop *o = &w->ops[k];
+        dp_var in[MAXIN], out = vars[o->out];
+        int nin = 0;
+        for (i = 0; i < o->nin; i++) {   /* a variable is read or written once per op */
+            int j, dup = o->in[i] == o->out;
+            for (j = 0; j < nin; j++) if (in[j].id == vars[o->in[i]].id) dup = 1;
+            if (!dup) in[nin++] = vars[o->in[i]];
+        }
+        if (dp_push_sync(e, sop_fn, &w->ops[k], in, nin, &out, 1) != DP_OK) bad = 1;
+    }
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    for (i = 0; i < w->nvars; i++) { dp_var_delete(e, vars[i]); if (got[i] != ref[i]) bad = 1; }
+    if (bad) fprintf(stderr, "  %s: differs from the sequential run\n", what);
+    return !bad;
+}
+static void test_engines_match_sequential(void) {
+    static const dp_engine_type types[] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+    static sop ops[20000];
+    workload w;
+    int t, round;
+    for (t = 0; t < 3; t++) {
+        for (round = 0; round < 2; round++) {
+            dp_engine *e = make(types[t], round == 0 ? 2 : 4);
+            CHECK(e != NULL);
+            if (!e) continue;
+            memset(&w, 0, sizeof w); w.ops = ops; wl_tree(&w, 500, 8);
+            CHECK(wl_check(e, &w, "tree 1->8"));
+            memset(&w, 0, sizeof w); w.ops = ops; wl_tree(&w, 500, 200);
+            CHECK(wl_check(e, &w, "tree 1->200 (more than a deque holds with the rest)"));
+            memset(&w, 0, sizeof w); w.ops = ops; wl_chains(&w, 300);
+            CHECK(wl_check(e, &w, "chains"));
+            memset(&w, 0, sizeof w); w.ops = ops; wl_random(&w, 20000, 64, 99u + (uint32_t)round);
+            CHECK(wl_check(e, &w, "random DAG"));
+            CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        }
+    }
+}
+
+/* ---- work made ready on one worker reaches the others ------------------- */
+/* One op fans out to many, all made ready by its completion on one worker:
+   they go to that worker's deque, and its peers steal them; the shared
+   queue's take lock is hardly used. */
+static int slow_fn(dp_run_ctx *rc, void *arg) { (void)rc; spin_ns((uint64_t)(size_t)arg); return 0; }
+static void test_fan_out_is_stolen(void) {
+    enum { CHILDREN = 255 };
+    int round, stolen = 0;
+    for (round = 0; round < 10 && !stolen; round++) {
+        dp_engine *e = make(DP_ENGINE_PERDEVICE, 4);
+        dp_engine_stats s;
+        dp_var root, outs[CHILDREN];
+        int k;
+        CHECK(e != NULL);
+        if (!e) return;
+        root = dp_var_create(e);
+        CHECK(dp_push_sync(e, slow_fn, (void *)(size_t)20000000, NULL, 0, &root, 1) == DP_OK);   /* 20 ms */
+        for (k = 0; k < CHILDREN; k++) {
+            outs[k] = dp_var_create(e);
+            CHECK(dp_push_sync(e, slow_fn, (void *)(size_t)20000, &root, 1, &outs[k], 1) == DP_OK);
+        }
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        dp_engine_stats_get(e, &s);
+        if (s.steals > 0) {
+            stolen = 1;
+            CHECK(s.deque_pushes >= CHILDREN - 1 - s.deque_overflows);   /* all but the one run next */
+            CHECK(s.queue_takes < CHILDREN / 2);   /* with one shared queue: one take per child at least */
+        }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+    CHECK(stolen);
+}
+
+/* Two ops made ready by one completion must run at the same time: each
+   waits for the other to start. One runs next on the completing worker, the
+   other sits in its deque: a peer must be woken to steal it, else the first
+   waits for ever (here: gives up after 10 s and fails). */
+typedef struct { atomic_int started; atomic_int gave_up; } meet_state;
+typedef struct { meet_state *st; } meet_arg;
+static int meet_fn(dp_run_ctx *rc, void *arg) {
+    meet_state *st = ((meet_arg *)arg)->st;
+    uint64_t deadline = now_ns() + 10000000000u;
+    (void)rc;
+    atomic_fetch_add(&st->started, 1);
+    while (atomic_load(&st->started) < 2) {
+        if (now_ns() > deadline) { atomic_store(&st->gave_up, 1); return 0; }
+        sched_yield();
+    }
+    return 0;
+}
+static void test_blocked_owner_deque_is_found(void) {
+    int round;
+    for (round = 0; round < 3; round++) {
+        dp_engine *e = make(DP_ENGINE_PERDEVICE, 3);
+        meet_state st;
+        meet_arg a;
+        dp_var root, x, y;
+        CHECK(e != NULL);
+        if (!e) return;
+        atomic_store(&st.started, 0);
+        atomic_store(&st.gave_up, 0);
+        a.st = &st;
+        root = dp_var_create(e); x = dp_var_create(e); y = dp_var_create(e);
+        /* the workers go to sleep; the one woken for root spins no more once
+           it runs it, and its peers, if woken too, sleep again meanwhile */
+        spin_ns(200000000);
+        CHECK(dp_push_sync(e, slow_fn, (void *)(size_t)200000000, NULL, 0, &root, 1) == DP_OK);
+        CHECK(dp_push_sync(e, meet_fn, &a, &root, 1, &x, 1) == DP_OK);
+        CHECK(dp_push_sync(e, meet_fn, &a, &root, 1, &y, 1) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(atomic_load(&st.gave_up) == 0);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+int main(void) {
+    static const test_case tests[] = {
+        {"deque: owner LIFO, thief FIFO, full refuses", test_deque_order_and_full},
+        {"deque: owner and 3 thieves, each item taken exactly once", test_deque_concurrent_exactly_once},
+        {"engines: trees, chains, random DAGs match the sequential run", test_engines_match_sequential},
+        {"stealing: a fan-out made ready on one worker is stolen", test_fan_out_is_stolen},
+        {"stealing: an op in a busy worker's deque wakes a peer", test_blocked_owner_deque_is_found},
+    };
+    return run_tests("stealing", tests, (int)(sizeof tests / sizeof tests[0]));
+}
