@@ -2,7 +2,7 @@
    bench/WORKLOADS.md on each engine kind, plus W2-op (one
    pre-created operation pushed N times) and the memory figures.
    Usage: bench_depeng [-n N] [-e naive|pooled|perdevice] [-w WORKERS] [-c] [-p] [-b B]
-                       [W1 W2 W2-op W3 W4 W5 mem]
+                       [W1 W2 W2-op W3 W4 W5 mem floor]
    -w: CPU workers per pool (default 2). -p: desc.push_runs_ops (the pusher
    runs ready ops when far ahead). -b B: push in batches of B ops
    (dp_push_batch; W2-op: dp_op_push_n), reported as depeng-KIND-batchB.
@@ -11,6 +11,8 @@
    counters over the timed repetitions, per pushed op (bench/scale.sh). */
 #define BENCH_IMPLEMENTATION
 #include "bench/common.h"
+#include <pthread.h>
+#include <stdatomic.h>
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 
@@ -64,13 +66,113 @@ static void wait_all_or_die(dp_engine *eng) {
     if (dp_wait_all(eng, NULL) != DP_OK) { printf("FAIL depeng: wait_all reported a failure\n"); g_failed = 1; }
 }
 
+/* ---- floors: each side of the pipeline on its own --------------------- */
+/* With a pushing thread and workers on different cores, an op costs at
+   least the longer of two things: the pusher's time to push it, and a
+   worker's time to take, run and complete it, plus the cache lines that
+   cross between them. "floor" measures the two sides apart, on the
+   per-device engine:
+     push_ns   every worker is held inside a gate op (blocked on a condition
+               variable, off the CPU), and the main thread pushes the
+               workload's N ops: nothing else runs, so this is the push alone.
+     drain_ns  the gate opens and the workers run the N queued ops with no
+               pusher: wall time per op (W2 runs on one worker at a time,
+               by its own rule; the others may use both).
+     line_ns   two threads hand one atomic back and forth: the time for one
+               cache line to move from one core to the other, the unit every
+               hand-off between pusher and worker pays at least once.
+   Pacing is off (desc.no_push_yield): the pusher would otherwise give its
+   core away every 64 waiting pushes while every worker is busy. */
+static pthread_mutex_t g_gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_gate_cv = PTHREAD_COND_INITIALIZER;
+static int g_gate_open, g_gate_inside;
+static int body_gate(dp_run_ctx *rc, void *arg) {
+    (void)rc; (void)arg;
+    pthread_mutex_lock(&g_gate_mu);
+    g_gate_inside++;
+    pthread_cond_broadcast(&g_gate_cv);
+    while (!g_gate_open) pthread_cond_wait(&g_gate_cv, &g_gate_mu);
+    pthread_mutex_unlock(&g_gate_mu);
+    return 0;
+}
+static void gate_hold(dp_engine *eng, int workers) {
+    dp_push_desc d;
+    memset(&d, 0, sizeof d);
+    d.fn = body_gate;
+    pthread_mutex_lock(&g_gate_mu);
+    g_gate_open = 0;
+    g_gate_inside = 0;
+    pthread_mutex_unlock(&g_gate_mu);
+    for (int i = 0; i < workers; i++) dp_push(eng, &d);
+    pthread_mutex_lock(&g_gate_mu);
+    while (g_gate_inside < workers) pthread_cond_wait(&g_gate_cv, &g_gate_mu);
+    pthread_mutex_unlock(&g_gate_mu);
+}
+static void gate_open(void) {
+    pthread_mutex_lock(&g_gate_mu);
+    g_gate_open = 1;
+    pthread_cond_broadcast(&g_gate_cv);
+    pthread_mutex_unlock(&g_gate_mu);
+}
+
+static _Atomic long g_ball;
+static void *pong_thread(void *arg) {
+    long rounds = *(const long *)arg;
+    for (long i = 0; i < rounds; i++) {
+        while (atomic_load_explicit(&g_ball, memory_order_acquire) != 2 * i + 1) { }
+        atomic_store_explicit(&g_ball, 2 * i + 2, memory_order_release);
+    }
+    return NULL;
+}
+/* ns for one one-way transfer of a cache line between two threads: a
+   round trip is two. Median of BENCH_REPS runs of 200,000 round trips. */
+static double line_transfer_ns(void) {
+    double ns[BENCH_REPS];
+    long rounds = 200000;
+    for (int r = 0; r < BENCH_REPS; r++) {
+        pthread_t t;
+        atomic_store(&g_ball, 0);
+        if (pthread_create(&t, NULL, pong_thread, &rounds) != 0) return -1;
+        double t0 = bench_now_ns();
+        for (long i = 0; i < rounds; i++) {
+            atomic_store_explicit(&g_ball, 2 * i + 1, memory_order_release);
+            while (atomic_load_explicit(&g_ball, memory_order_acquire) != 2 * i + 2) { }
+        }
+        ns[r] = (bench_now_ns() - t0) / (2.0 * (double)rounds);
+        pthread_join(t, NULL);
+    }
+    qsort(ns, BENCH_REPS, sizeof *ns, bench_cmp_double);
+    return ns[BENCH_REPS / 2];
+}
+
+/* Under "floor", each run_* holds the workers before it starts its clock
+   (floor_hold) and, once its last push has returned, notes the time and
+   opens the gate (floor_pushed). */
+static int g_floor;
+static int g_floor_workers;
+static double g_floor_pushed_at;
+static double g_floor_started_at;
+static void floor_hold(dp_engine *eng) {
+    if (!g_floor) return;
+    gate_hold(eng, g_floor_workers);
+    g_floor_started_at = bench_now_ns();
+}
+static void floor_pushed(void) {
+    if (!g_floor) return;
+    g_floor_pushed_at = bench_now_ns();
+    gate_open();
+}
+
+
 /* Each run_* pushes one repetition's tasks and waits; returns ns per task. */
 static double run_w1(dp_engine *eng, long n) {
     dp_push_desc d;
     memset(&d, 0, sizeof d);
     d.fn = body_empty;
+    floor_hold(eng);
     double t0 = bench_now_ns();
     for (long i = 0; i < n; i++) push(eng, &d);
+    floor_pushed();
     wait_all_or_die(eng);
     return (bench_now_ns() - t0) / (double)n;
 }
@@ -81,8 +183,10 @@ static double run_w2(dp_engine *eng, long n) {
     memset(&d, 0, sizeof d);
     d.fn = body_empty;
     d.writes = &x; d.num_writes = 1;
+    floor_hold(eng);
     double t0 = bench_now_ns();
     for (long i = 0; i < n; i++) push(eng, &d);
+    floor_pushed();
     wait_all_or_die(eng);
     double ns = (bench_now_ns() - t0) / (double)n;
     dp_var_delete(eng, x);
@@ -118,11 +222,13 @@ static double run_w3(dp_engine *eng, long rounds) {
     w.writes = &x; w.num_writes = 1;
     r = w;
     r.reads = &x; r.num_reads = 1;
+    floor_hold(eng);
     double t0 = bench_now_ns();
     for (long k = 0; k < rounds; k++) {
         push(eng, &w);
         for (int j = 0; j < BENCH_W3_FAN; j++) { r.writes = &y[j]; push(eng, &r); }
     }
+    floor_pushed();
     wait_all_or_die(eng);
     double ns = (bench_now_ns() - t0) / (double)(rounds * (BENCH_W3_FAN + 1));
     dp_var_delete(eng, x);
@@ -143,6 +249,7 @@ static double run_w4(dp_engine *eng, long n) {
     d.num_writes = 1;
     dp_var reads[2];
     d.reads = reads;
+    floor_hold(eng);
     double t0 = bench_now_ns();
     for (long i = 0; i < n; i++) {
         const bench_w4_task *k = &g_tasks[i];
@@ -153,6 +260,7 @@ static double run_w4(dp_engine *eng, long n) {
         reads[1] = v[k->reads[1]];
         push(eng, &d);
     }
+    floor_pushed();
     wait_all_or_die(eng);
     double ns = (bench_now_ns() - t0) / (double)n;
     for (int k = 0; k < BENCH_W4_VARS; k++) dp_var_delete(eng, v[k]);
@@ -167,11 +275,11 @@ static void measure(const char *work, const char *system, dp_engine *eng, run_fn
     double ns[BENCH_REPS];
     dp_engine_stats s0, s1;
     fn(eng, n); /* warm-up: pools, threads, caches */
-    if (check_w4) g_failed |= bench_w4_check(work, system, g_val, g_ref);
+    if (check_w4) g_failed |= bench_w4_check(system, work, g_val, g_ref);
     dp_engine_stats_get(eng, &s0);
     for (int r = 0; r < BENCH_REPS; r++) {
         ns[r] = fn(eng, n);
-        if (check_w4) g_failed |= bench_w4_check(work, system, g_val, g_ref);
+        if (check_w4) g_failed |= bench_w4_check(system, work, g_val, g_ref);
     }
     dp_engine_stats_get(eng, &s1);
     bench_report(work, system, ns, BENCH_REPS, tasks, NULL);
@@ -194,6 +302,7 @@ static void measure(const char *work, const char *system, dp_engine *eng, run_fn
         fflush(stdout);
     }
 }
+
 
 /* ---- memory ---------------------------------------------------------- */
 static long rss_bytes(void) {
@@ -244,6 +353,54 @@ static void measure_memory(void) {
     dp_engine_destroy(eng, NULL);
 }
 
+/* "floor": the per-device engine's push alone and drain alone for W1-W4
+   (see floor_hold), and the cache-line transfer time; medians of
+   BENCH_REPS repetitions after a warm-up. */
+static void measure_floor(long n) {
+    static const struct { const char *work; run_fn fn; } works[] = {
+        {"W1", run_w1}, {"W2", run_w2}, {"W3", run_w3}, {"W4", run_w4}};
+    double line = line_transfer_ns();
+    g_floor = 1;
+    g_floor_workers = g_workers;
+    g_loops = BENCH_W4_LOOPS;
+    for (size_t w = 0; w < sizeof works / sizeof works[0]; w++) {
+        /* a fresh engine per workload: the order in which an earlier
+           workload's workers freed their blocks decides where the pusher
+           finds its next ones (after W1's held 200,000 ops, W2's push
+           alone measured twice its own) */
+        dp_engine_desc ed;
+        dp_engine *eng = NULL;
+        long arg = n, tasks = n;
+        double push[BENCH_REPS], drain[BENCH_REPS];
+        memset(&ed, 0, sizeof ed);
+        ed.type = DP_ENGINE_PERDEVICE;
+        ed.cpu_worker_nthreads = g_workers;
+        ed.cpu_priority_nthreads = 1;
+        ed.no_push_yield = 1;
+        ed.ignore_env = 1;
+        if (dp_engine_create(&ed, &eng) != DP_OK) { fprintf(stderr, "bench: engine create failed\n"); exit(2); }
+        if (works[w].fn == run_w3) {
+            arg = n * BENCH_W3_ROUNDS / BENCH_N > 0 ? n * BENCH_W3_ROUNDS / BENCH_N : 1;
+            tasks = arg * (BENCH_W3_FAN + 1);
+        }
+        for (int r = -1; r < BENCH_REPS; r++) {   /* r = -1: warm-up */
+            works[w].fn(eng, arg);
+            double end = bench_now_ns();
+            if (works[w].fn == run_w4) g_failed |= bench_w4_check("depeng-perdevice-floor", "W4", g_val, g_ref);
+            if (r < 0) continue;
+            push[r] = (g_floor_pushed_at - g_floor_started_at) / (double)tasks;
+            drain[r] = (end - g_floor_pushed_at) / (double)tasks;
+        }
+        dp_engine_destroy(eng, NULL);
+        qsort(push, BENCH_REPS, sizeof *push, bench_cmp_double);
+        qsort(drain, BENCH_REPS, sizeof *drain, bench_cmp_double);
+        printf("floor %s system=depeng-perdevice push_ns=%.1f drain_ns=%.1f line_transfer_ns=%.1f workers=%d n=%ld\n",
+               works[w].work, push[BENCH_REPS / 2], drain[BENCH_REPS / 2], line, g_workers, tasks);
+        fflush(stdout);
+    }
+    g_floor = 0;
+}
+
 /* ---- main ------------------------------------------------------------ */
 static int wanted(int argc, char **argv, int first, const char *name) {
     if (first >= argc) return 1;
@@ -263,7 +420,7 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[first], "-c") == 0) { g_contention = 1; first += 1; continue; }
         else if (strcmp(argv[first], "-p") == 0) { g_push_runs_ops = 1; first += 1; continue; }
         else if (strcmp(argv[first], "-b") == 0 && first + 1 < argc && atoi(argv[first + 1]) > 0) g_batch = atoi(argv[first + 1]);
-        else { fprintf(stderr, "usage: %s [-n N] [-e naive|pooled|perdevice] [-w WORKERS] [-c] [-p] [-b B] [W1 W2 W2-op W3 W4 W5 mem]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [-n N] [-e naive|pooled|perdevice] [-w WORKERS] [-c] [-p] [-b B] [W1 W2 W2-op W3 W4 W5 mem floor]\n", argv[0]); return 2; }
         first += 2;
     }
     if (g_batch) {
@@ -283,6 +440,10 @@ int main(int argc, char **argv) {
     /* first: RSS growth is only meaningful on a heap that earlier engines
        have not left with free, already-touched pages */
     if (wanted(argc, argv, first, "mem")) measure_memory();
+    if (wanted(argc, argv, first, "floor")) {
+        bench_w4_reference(g_ref, g_tasks, (uint32_t)(g_n < 200000 ? g_n : 200000), BENCH_W4_LOOPS);
+        measure_floor(g_n < 200000 ? g_n : 200000);
+    }
     for (size_t e = 0; e < sizeof kinds / sizeof kinds[0]; e++) {
         char system[64];
         if (only && strcmp(only, kinds[e].name) != 0) continue;

@@ -27,6 +27,7 @@ for w in W5-1us W5-10us; do check "$w ceiling" has "^bench $w system=two-threads
 check "W2-op depeng" has "^bench W2-op system=depeng-perdevice "
 check "memory figures" has "^mem bytes_per_var=[0-9.]+ .*" 
 check "memory per pending op" has "^mem bytes_per_pending_op=[0-9.]+ "
+for w in W1 W2 W3 W4; do check "floor $w: push alone, drain alone" has "^floor $w system=depeng-perdevice push_ns=[0-9.]+ drain_ns=[0-9.]+ line_transfer_ns=[0-9.]+ "; done
 for w in W1 W2 W2-op W3 W4; do check "ratio $w" has "^ratio $w depeng/best_peer=[0-9.]+ best_peer=[a-z]"; done
 for w in W5-1us W5-10us; do check "speedup $w" has "^speedup $w system=depeng-perdevice over_sequential=[0-9.]+$"; done
 check "NDArray add against the plain loop" has "^ratio ND-add depeng/plain_loop=[0-9.]+$"
