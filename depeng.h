@@ -2137,7 +2137,9 @@ typedef struct dp__worker {
     /* dp_engine_stats, written by this worker only: */
     dp__a64 queue_takes, deque_pushes, deque_overflows, steals, steal_retries;
     uint32_t steal_seed;       /* where the next steal starts looking (xorshift) */
-    int own_streak;            /* ops taken from the own deque in a row */
+    int own_streak;            /* ops run in a row from the own deque or run next */
+    int look_turn;             /* which of the shared queue and the own deque's
+                                  oldest op the next look tries first */
     uint64_t unflushed;        /* completions not yet added to eng->done */
     struct dp__block *put_first, *put_last;  /* finished blocks on their way */
     struct dp__pool *put_pool; int put_count; /* back to put_pool, in one CAS */
@@ -2835,9 +2837,17 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    not: MXNet's ordering rule is about ops that share a variable, and those
    are ordered by the variable queues before they become ready. Order that
    callers ask for, by priority, is the priority pools' (their heaps are
-   unchanged). So that a pushed op does not wait behind an endless run of
-   made-ready ops, every DP__SHARED_EVERY ops taken from its own deque in a
-   row a worker looks at the shared queue first.
+   unchanged).
+   Fairness. LIFO at the owner's end and running next could each keep an op
+   waiting for ever while a long run of made-ready ops goes on above it: an
+   op pushed from outside (in the shared queue), or one left at the bottom
+   of the deque when nobody is idle to steal it (one worker, or all busy).
+   So after DP__SHARED_EVERY ops in a row taken from its own deque or run
+   next, a worker takes one op from elsewhere before it goes on: the shared
+   queue's head or its own deque's oldest op (a steal from itself: only a
+   CAS on top, which the owner may do too), each tried first in turn; the op
+   it was about to run next waits on top of its deque meanwhile. Either
+   waits at most about 2 x DP__SHARED_EVERY ops of that worker.
    The deque's memory orders are those of the C11 version proved by Le, Pop,
    Cohen and Zappa Nardelli ("Correct and Efficient Work-Stealing for Weak
    Memory Models", PPoPP 2013), except that each of its seq_cst fences is
@@ -2872,7 +2882,7 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    it looks there before it looks anywhere else. */
 #define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
 #define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
-#define DP__SHARED_EVERY 64        /* own-deque ops in a row before a look at the shared queue */
+#define DP__SHARED_EVERY 64        /* own ops in a row before a look elsewhere (see Fairness) */
 
 static int dp__queue_init(dp_engine *eng, dp__queue *q, int prioritized) {
     memset(q, 0, sizeof *q);
@@ -3548,21 +3558,41 @@ static dp__block *dp__steal(dp__worker *w, int *lost, int *more) {
     }
     return NULL;
 }
-/* The next op from w's own deque (FIFO pools), newest first; NULL when it
-   is empty. Every DP__SHARED_EVERY of them in a row, the shared queue first
-   (see >>queues: a pushed op does not wait behind them for ever). */
-static dp__block *dp__worker_own(dp__worker *w) {
+/* After a streak of own ops: one op from the shared queue's head or from
+   w's own deque's oldest end, each tried first in turn (see Fairness under
+   >>queues); NULL when both are empty. */
+static dp__block *dp__worker_look_elsewhere(dp__worker *w) {
     dp__queue *q = &w->group->q;
-    dp__block *b;
-    if (q->prioritized) return NULL;
-    if (w->own_streak >= DP__SHARED_EVERY) {
-        int busy, more;
-        w->own_streak = 0;
-        if (dp__queue_peek(q) && (b = dp__queue_try_take(q, &busy, &more, &w->queue_takes)) != NULL) return b;
+    dp__block *b = NULL;
+    int busy, more, lost = 0, i;
+    w->own_streak = 0;
+    w->look_turn ^= 1;
+    for (i = 0; i < 2 && !b; i++) {
+        if ((w->look_turn + i) & 1) { if (dp__queue_peek(q)) b = dp__queue_try_take(q, &busy, &more, &w->queue_takes); }
+        else b = dp__deque_steal(&w->deque, &lost, &more);
     }
+    return b;
+}
+/* The next op from w's own deque (FIFO pools), newest first; NULL when it
+   is empty. After DP__SHARED_EVERY own ops in a row, an op from elsewhere
+   first. */
+static dp__block *dp__worker_own(dp__worker *w) {
+    dp__block *b;
+    if (w->group->q.prioritized) return NULL;
+    if (w->own_streak >= DP__SHARED_EVERY && (b = dp__worker_look_elsewhere(w)) != NULL) return b;
     b = dp__deque_pop(&w->deque);
     w->own_streak = b ? w->own_streak + 1 : 0;
     return b;
+}
+/* b is the op w's last completion left it to run next. Counted in w's
+   streak; at DP__SHARED_EVERY it goes on top of w's deque instead (returns
+   1), so that w takes an op from elsewhere before it runs b. A full deque
+   keeps b running next: the look at the deque's oldest op comes anyway. */
+static int dp__worker_defer_next(dp__worker *w, dp__block *b) {
+    if (w->group->q.prioritized || ++w->own_streak < DP__SHARED_EVERY) return 0;
+    if (!dp__deque_push(&w->deque, b)) return 0;
+    dp__count_own(&w->deque_pushes);
+    return 1;
 }
 /* Sleeps until woken (returns 1) or, having looked at the queue once more
    as a registered sleeper, finds work or the stop flag (returns 0, with *b
@@ -3649,7 +3679,7 @@ static void dp__worker_main(void *arg) {
     /* its own deque first (not spinning meanwhile: it is at work), then the
        search; each op, then whatever it made ready for us to run next */
     while ((b = dp__worker_own(w)) != NULL || (b = dp__worker_next(w)) != NULL)
-        do b = dp__execute(eng, b, w); while (b);
+        do b = dp__execute(eng, b, w); while (b && !dp__worker_defer_next(w, b));
     while (dp__load(&w->inflight_count, DP__ACQUIRE)) {   /* stopped with nothing queued: cannot happen with
                                                            ops in flight (wait_all waits for them), but settle */
         b = dp__gpu_settle(eng, w, w, 1);

@@ -315,6 +315,113 @@ static void test_blocked_owner_deque_is_found(void) {
     }
 }
 
+/* ---- nothing waits for ever behind a worker's own run of ops ------------- */
+/* A worker runs next what its completion made ready and pops its deque
+   newest first. Both can go on for as long as the pushes keep coming; an op
+   elsewhere must still get its turn within a bounded number of ops (see
+   Fairness under >>queues). Each test builds a long run on one worker and
+   records how many of the run's ops had finished when the other op ran:
+   without the bound it runs only after the whole run. */
+enum { RUN_LINKS = 3000, RUN_BOUND = 600 };
+static atomic_int run_done, other_ran_after;
+static int link_fn(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; spin_ns(20000); atomic_fetch_add(&run_done, 1); return 0; }
+static int other_fn(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; atomic_store(&other_ran_after, atomic_load(&run_done)); return 0; }
+static int noop_fn(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; return 0; }
+/* Holds its worker until the test has pushed everything (at most 10 s),
+   so that the run is all queued when it starts, however slow the pushes. */
+static atomic_int all_pushed;
+static int hold_fn(dp_run_ctx *rc, void *arg) {
+    uint64_t deadline = now_ns() + 10000000000u;
+    (void)rc; (void)arg;
+    while (!atomic_load(&all_pushed) && now_ns() < deadline) sched_yield();
+    return 0;
+}
+/* Keeps a peer busy until the run is over (at most 10 s). */
+static int busy_fn(dp_run_ctx *rc, void *arg) {
+    uint64_t deadline = now_ns() + 10000000000u;
+    (void)rc;
+    while (atomic_load(&run_done) < *(const int *)arg && now_ns() < deadline) sched_yield();
+    return 0;
+}
+
+/* A chain (every link writes c) runs next, link after link, on the only
+   worker; an unrelated op pushed meanwhile waits in the shared queue. */
+static void test_chain_lets_pushed_op_run(void) {
+    static const dp_engine_type types[] = {DP_ENGINE_PERDEVICE, DP_ENGINE_POOLED};
+    size_t t;
+    for (t = 0; t < sizeof types / sizeof types[0]; t++) {
+        dp_engine *e = make(types[t], 1);
+        dp_var c, z;
+        int i;
+        CHECK(e != NULL);
+        if (!e) return;
+        atomic_store(&run_done, 0);
+        atomic_store(&other_ran_after, -1);
+        atomic_store(&all_pushed, 0);
+        c = dp_var_create(e); z = dp_var_create(e);
+        CHECK(dp_push_sync(e, hold_fn, NULL, NULL, 0, &c, 1) == DP_OK);
+        for (i = 0; i < RUN_LINKS; i++) CHECK(dp_push_sync(e, link_fn, NULL, NULL, 0, &c, 1) == DP_OK);
+        CHECK(dp_push_sync(e, other_fn, NULL, NULL, 0, &z, 1) == DP_OK);
+        atomic_store(&all_pushed, 1);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        if (atomic_load(&other_ran_after) >= RUN_BOUND)
+            printf("  %s: the pushed op ran after %d of %d links\n", types[t] == DP_ENGINE_POOLED ? "pooled" : "per-device",
+                   atomic_load(&other_ran_after), RUN_LINKS);
+        CHECK(atomic_load(&other_ran_after) >= 0 && atomic_load(&other_ran_after) < RUN_BOUND);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* Each link's completion makes two ops ready: a no-op, run next, and the
+   next link, pushed on the deque, popped next (newest first). An op made
+   ready with the first link sits at the bottom of the same deque, under
+   all of them, and no peer is idle to steal it. */
+static void test_deque_bottom_op_runs(void) {
+    static const int workers[] = {1, 2};
+    static const int links = RUN_LINKS + 1;
+    size_t t;
+    for (t = 0; t < sizeof workers / sizeof workers[0]; t++) {
+        dp_engine *e = make(DP_ENGINE_PERDEVICE, workers[t]);
+        dp_var r, x, k, *ys;
+        int i;
+        CHECK(e != NULL);
+        if (!e) return;
+        ys = (dp_var *)malloc((RUN_LINKS + 1) * sizeof *ys);
+        CHECK(ys != NULL);
+        if (!ys) { dp_engine_destroy(e, NULL); return; }
+        atomic_store(&run_done, 0);
+        atomic_store(&other_ran_after, -1);
+        atomic_store(&all_pushed, 0);
+        for (i = 1; i < workers[t]; i++) {   /* the peers stay busy for the whole run */
+            dp_var busy = dp_var_create(e);
+            CHECK(dp_push_sync(e, busy_fn, (void *)&links, NULL, 0, &busy, 1) == DP_OK);
+        }
+        spin_ns(5000000);
+        r = dp_var_create(e); x = dp_var_create(e); k = dp_var_create(e);
+        for (i = 0; i <= RUN_LINKS; i++) ys[i] = dp_var_create(e);
+        CHECK(dp_push_sync(e, hold_fn, NULL, NULL, 0, &r, 1) == DP_OK);
+        /* r's completion makes these three ready; whichever runs next, the
+           other two go on the deque, and the first link's successors pile
+           up above them */
+        CHECK(dp_push_sync(e, link_fn, NULL, &r, 1, &ys[0], 1) == DP_OK);
+        CHECK(dp_push_sync(e, other_fn, NULL, &r, 1, &x, 1) == DP_OK);
+        CHECK(dp_push_sync(e, noop_fn, NULL, &r, 1, &k, 1) == DP_OK);
+        for (i = 0; i < RUN_LINKS; i++) {
+            dp_var a = dp_var_create(e);
+            CHECK(dp_push_sync(e, link_fn, NULL, &ys[i], 1, &ys[i + 1], 1) == DP_OK);
+            CHECK(dp_push_sync(e, noop_fn, NULL, &ys[i], 1, &a, 1) == DP_OK);
+        }
+        atomic_store(&all_pushed, 1);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        if (atomic_load(&other_ran_after) >= RUN_BOUND)
+            printf("  %d worker(s): the op at the bottom ran after %d of %d links\n", workers[t],
+                   atomic_load(&other_ran_after), links);
+        CHECK(atomic_load(&other_ran_after) >= 0 && atomic_load(&other_ran_after) < RUN_BOUND);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        free(ys);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"deque: owner LIFO, thief FIFO, full refuses", test_deque_order_and_full},
@@ -322,6 +429,8 @@ int main(void) {
         {"engines: trees, chains, random DAGs match the sequential run", test_engines_match_sequential},
         {"stealing: a fan-out made ready on one worker is stolen", test_fan_out_is_stolen},
         {"stealing: an op in a busy worker's deque wakes a peer", test_blocked_owner_deque_is_found},
+        {"fairness: a chain run next lets a pushed op run", test_chain_lets_pushed_op_run},
+        {"fairness: the op at the bottom of a busy deque runs", test_deque_bottom_op_runs},
     };
     return run_tests("stealing", tests, (int)(sizeof tests / sizeof tests[0]));
 }
