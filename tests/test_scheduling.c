@@ -150,6 +150,68 @@ static void test_push_runs_ops_off_by_default(void) {
     CHECK(chain_on_pusher(DP_ENGINE_POOLED, 0) == 0);
 }
 
+/* Most of a busy pool's ready ops sit in its workers' deques, not in the
+   shared queue: the pusher must find those too. One worker completes a
+   fan-out (FAN ops made ready at once: one runs next there, the rest go to
+   its deque); every fan-out op holds a worker until released, unless it
+   runs on the pushing thread. Both workers are then held, the shared queue
+   is empty, and the pusher pushes past the pacing threshold behind a
+   writer nobody runs: it can only run the fan-out ops from the deque. */
+#define FAN 40
+static int g_fan_on_main, g_fan_holding;
+static int fan_op(dp_run_ctx *rc, void *arg) {
+    (void)rc; (void)arg;
+    if (pthread_equal(pthread_self(), g_main)) { __atomic_fetch_add(&g_fan_on_main, 1, __ATOMIC_ACQ_REL); return 0; }
+    __atomic_fetch_add(&g_fan_holding, 1, __ATOMIC_ACQ_REL);
+    while (!__atomic_load_n(&g_release, __ATOMIC_ACQUIRE)) sched_yield();
+    return 0;
+}
+static int g_root_go;
+static int fan_root(dp_run_ctx *rc, void *arg) {
+    (void)rc; (void)arg;
+    while (!__atomic_load_n(&g_root_go, __ATOMIC_ACQUIRE)) sched_yield();
+    return 0;
+}
+static dp_completion g_held;
+static void hold_writer(dp_run_ctx *rc, void *arg, dp_completion done) { (void)rc; (void)arg; g_held = done; }
+static void test_push_runs_ops_from_deques(void) {
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 2, 1);
+    dp_var other, root, x, outs[FAN];
+    dp_push_desc hold;
+    dp_engine_stats s;
+    int i;
+    CHECK(e != NULL);
+    if (!e) return;
+    g_main = pthread_self();
+    __atomic_store_n(&g_release, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_root_go, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_fan_on_main, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_fan_holding, 0, __ATOMIC_RELEASE);
+    other = dp_var_create(e); root = dp_var_create(e); x = dp_var_create(e);
+    CHECK(dp_push_sync(e, busy_until_released, NULL, NULL, 0, &other, 1) == DP_OK);   /* one worker */
+    while (__atomic_load_n(&g_busy, __ATOMIC_ACQUIRE) < 1) sched_yield();
+    CHECK(dp_push_sync(e, fan_root, NULL, NULL, 0, &root, 1) == DP_OK);               /* the other */
+    for (i = 0; i < FAN; i++) {
+        outs[i] = dp_var_create(e);
+        CHECK(dp_push_sync(e, fan_op, NULL, &root, 1, &outs[i], 1) == DP_OK);
+    }
+    __atomic_store_n(&g_root_go, 1, __ATOMIC_RELEASE);
+    while (__atomic_load_n(&g_fan_holding, __ATOMIC_ACQUIRE) < 1) sched_yield();   /* the one run next holds it */
+    memset(&hold, 0, sizeof hold);
+    hold.async_fn = hold_writer; hold.prop = DP_PROP_ASYNC; hold.writes = &x; hold.num_writes = 1;
+    CHECK(dp_push(e, &hold) == DP_OK);
+    for (i = 0; i < 2200; i++) CHECK(dp_push_sync(e, noop, NULL, NULL, 0, &x, 1) == DP_OK);   /* each waits */
+    CHECK(__atomic_load_n(&g_fan_on_main, __ATOMIC_ACQUIRE) > 0);
+    __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+    dp_complete(g_held, 0, NULL);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(__atomic_load_n(&g_fan_on_main, __ATOMIC_ACQUIRE) + __atomic_load_n(&g_fan_holding, __ATOMIC_ACQUIRE) == FAN);
+    dp_engine_stats_get(e, &s);
+    CHECK(s.pusher_ran == (uint64_t)__atomic_load_n(&g_fan_on_main, __ATOMIC_ACQUIRE));
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 /* Ops pushed from inside an op never run on that op's thread: a function
    that pushes must not find itself running someone else's op. */
 typedef struct { dp_var y; } nested_ctx;
@@ -492,6 +554,7 @@ int main(void) {
         {"contention: a variable's lock found held is counted", test_contention_var_lock_counted},
         {"push_runs_ops: the pusher runs a chain's ready ops, in order", test_push_runs_ops_in_order},
         {"push_runs_ops: off by default, the pusher runs nothing", test_push_runs_ops_off_by_default},
+        {"push_runs_ops: the pusher finds ready ops in the workers' deques", test_push_runs_ops_from_deques},
         {"push_runs_ops: never from inside an op", test_push_runs_ops_not_inside_an_op},
         {"push_runs_ops: a wait or a deletion runs no ops", test_push_runs_ops_not_from_a_wait_or_delete},
         {"push_runs_ops: a worker pushing from a cleanup runs no ops", test_push_runs_ops_not_from_a_workers_cleanup},
