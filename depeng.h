@@ -2849,8 +2849,10 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    next, a worker takes one op from elsewhere before it goes on: the shared
    queue's head or its own deque's oldest op (a steal from itself: only a
    CAS on top, which the owner may do too), each tried first in turn; the op
-   it was about to run next waits on top of its deque meanwhile. Either
-   waits at most about 2 x DP__SHARED_EVERY ops of that worker.
+   it was about to run next waits on top of its deque meanwhile (in the
+   shared queue when the deque is full). So the shared queue's head and the
+   deque's oldest op each wait at most about 2 x DP__SHARED_EVERY ops of
+   that worker.
    The deque's memory orders are those of the C11 version proved by Le, Pop,
    Cohen and Zappa Nardelli ("Correct and Efficient Work-Stealing for Weak
    Memory Models", PPoPP 2013), except that each of its seq_cst fences is
@@ -2881,8 +2883,11 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    spinning count before it looks for a push or an op in a deque, and a
    pusher appends (a worker stores its deque's bottom) before it reads
    either count; all sequentially consistent, so one side always sees the
-   other. A worker's own deque needs no such care: only it adds to it, and
-   it looks there before it looks anywhere else. */
+   other. A worker's own deque needs no such care when a completion fills
+   it: only the worker adds to it, and it looks there before it looks
+   anywhere else. An op run next that the fairness rule sets aside is
+   announced like a push (dp__worker_defer_next), because the worker then
+   looks elsewhere first and may take the op another thread was woken for. */
 #define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
 #define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
 #define DP__SHARED_EVERY 64        /* own ops in a row before a look elsewhere (see Fairness) */
@@ -3564,7 +3569,7 @@ static dp__block *dp__steal(dp__worker *w, int *lost, int *more) {
 /* After a streak of own ops: one op from the shared queue's head or from
    w's own deque's oldest end, each tried first in turn (see Fairness under
    >>queues); NULL when both are empty. */
-static dp__block *dp__worker_look_elsewhere(dp__worker *w) {
+DP__COLD static dp__block *dp__worker_look_elsewhere(dp__worker *w) {
     dp__queue *q = &w->group->q;
     dp__block *b = NULL;
     int busy, more, lost = 0, i;
@@ -3587,20 +3592,30 @@ static dp__block *dp__worker_own(dp__worker *w) {
     w->own_streak = b ? w->own_streak + 1 : 0;
     return b;
 }
-/* b is the op w's last completion left it to run next. Counted in w's
-   streak; at DP__SHARED_EVERY it goes on top of w's deque instead (returns
-   1), so that w takes an op from elsewhere before it runs b. A full deque
-   keeps b running next: the look at the deque's oldest op comes anyway. */
-static int dp__worker_defer_next(dp__worker *w, dp__block *b) {
-    if (w->group->q.prioritized || ++w->own_streak < DP__SHARED_EVERY) return 0;
-    if (!dp__deque_push(&w->deque, b)) return 0;
+/* Sets b, the op w was about to run next, aside: on top of w's deque, or in
+   the shared queue when the deque is full. Either way it is announced like
+   any op made ready: the op w takes instead may have been the one a spinner
+   or a woken sleeper was looking for, and that one must then find b. */
+DP__COLD static int dp__worker_set_aside(dp__worker *w, dp__block *b) {
+    if (!dp__deque_push(&w->deque, b)) {
+        dp__count_own(&w->deque_overflows);
+        dp__queue_push(w->eng, &w->group->q, b, b);
+        return 1;
+    }
     dp__count_own(&w->deque_pushes);
+    dp__queue_nudge(&w->group->q);
     return 1;
+}
+/* b is the op w's last completion left it to run next. Counted in w's
+   streak; at DP__SHARED_EVERY it is set aside (returns 1), so that w takes
+   an op from elsewhere before it runs b (see Fairness under >>queues). */
+static int dp__worker_defer_next(dp__worker *w, dp__block *b) {
+    return !w->group->q.prioritized && ++w->own_streak >= DP__SHARED_EVERY && dp__worker_set_aside(w, b);
 }
 /* Sleeps until woken (returns 1) or, having looked at the queue once more
    as a registered sleeper, finds work or the stop flag (returns 0, with *b
    or *stop set). Called spinning; returns spinning. */
-static int dp__worker_sleep(dp__worker *w, dp__block **b, int *busy, int *more, int *stop) {
+DP__COLD static int dp__worker_sleep(dp__worker *w, dp__block **b, int *busy, int *more, int *stop) {
     dp__queue *q = &w->group->q;
     dp__mutex_lock(&q->m);
     dp__fetch_add(&q->sleepers, 1, DP__SEQ_CST);
@@ -3868,7 +3883,7 @@ static dp_result dp__check_desc(dp_engine *eng, const dp_push_desc *d) {
     }
     return dp__check_ctx(eng, d->ctx, d->name);
 }
-static void dp__record_graph(dp_engine *eng, dp__block *b) {
+DP__COLD static void dp__record_graph(dp_engine *eng, dp__block *b) {
     uint32_t i, n = b->nread + b->nwrite;
     dp__mutex_lock(&eng->graph_mtx);
     if (dp__reserve(eng, &eng->graph, &eng->capgraph, eng->ngraph, sizeof *eng->graph, 64) == 0) {
@@ -3901,7 +3916,7 @@ static void dp__group_completed(dp__group *g, uint64_t *sum) {
     if (g) for (i = 0; i < g->nworkers; i++) *sum += dp__load(&g->workers[i].completed, DP__RELAXED);
 }
 /* Adds g's queue contention counters to out. */
-static void dp__group_contention(dp__group *g, dp_engine_stats *out) {
+DP__COLD static void dp__group_contention(dp__group *g, dp_engine_stats *out) {
     int i;
     if (!g) return;
     out->queue_takes += (uint64_t)dp__load(&g->q.outside_takes, DP__RELAXED);
@@ -3955,13 +3970,13 @@ static uint64_t dp__completed_total(dp_engine *eng) {
    (dp__execute with no worker: ops they make ready go to the queues,
    completions are counted at once). Stops early when it finds none; returns
    how many it ran. */
-static dp__block *dp__pusher_take(dp__group *g) {
+DP__COLD static dp__block *dp__pusher_take(dp__group *g) {
     int busy, more, lost, i;
     dp__block *b = dp__queue_peek(&g->q) ? dp__queue_try_take(&g->q, &busy, &more, NULL) : NULL;
     for (i = 0; !b && i < g->nworkers; i++) { lost = 0; b = dp__deque_steal(&g->workers[i].deque, &lost, &more); }
     return b;
 }
-static unsigned dp__pusher_run(dp_engine *eng, dp__group *g) {
+DP__COLD static unsigned dp__pusher_run(dp_engine *eng, dp__group *g) {
     unsigned i;
     dp__block *b;
     for (i = 0; i < DP__PACE_PUSHES && (b = dp__pusher_take(g)) != NULL; i++) {

@@ -83,6 +83,7 @@ static void *thief(void *arg) {
         sched_yield();
     }
 }
+static int owner_self_steals;      /* the owner takes some items by stealing its own oldest */
 static void test_deque_concurrent_exactly_once(void) {
     pthread_t th[DQ_THIEVES];
     uint32_t rng = 12345;
@@ -105,7 +106,12 @@ static void test_deque_concurrent_exactly_once(void) {
             if (!dp__deque_push(&deque_under_test, &items[next])) { take(&items[next]); overflow++; }
         }
         for (i = 0; i < pops; i++) {
-            dp__block *b = dp__deque_pop(&deque_under_test);
+            dp__block *b;
+            if (owner_self_steals && ((rng >> (i % 24)) & 1)) {   /* the owner steals its own oldest */
+                int lost = 0, more = 0;
+                b = dp__deque_steal(&deque_under_test, &lost, &more);
+                if (!b && lost) continue;
+            } else b = dp__deque_pop(&deque_under_test);
             if (!b) break;
             take(b); popped++;
         }
@@ -422,15 +428,68 @@ static void test_deque_bottom_op_runs(void) {
     }
 }
 
+/* One worker. hold's completion makes 300 ops ready at once: the first
+   link of a chain runs next, 256 fillers fill the deque and the rest go to
+   the shared queue. Then the chain runs next link after link with the deque
+   full, so the set-aside link has to go to the shared queue, and neither
+   the fillers nor a pushed op may wait for the whole chain. (A completed
+   write grants its first 64 readers last, each put at the head of the
+   ready list: reader 63 comes first and runs next.) */
+static atomic_int filler_first_after;
+static int filler_fn(dp_run_ctx *rc, void *arg) {
+    int none = -1;
+    (void)rc; (void)arg;
+    atomic_compare_exchange_strong(&filler_first_after, &none, atomic_load(&run_done));
+    return 0;
+}
+static void test_full_deque_chain(void) {
+    static const dp_engine_type types[] = {DP_ENGINE_PERDEVICE, DP_ENGINE_POOLED};
+    size_t t;
+    for (t = 0; t < sizeof types / sizeof types[0]; t++) {
+        dp_engine *e = make(types[t], 1);
+        dp_var c, z, r;
+        int i;
+        CHECK(e != NULL);
+        if (!e) return;
+        atomic_store(&run_done, 0);
+        atomic_store(&other_ran_after, -1);
+        atomic_store(&filler_first_after, -1);
+        atomic_store(&all_pushed, 0);
+        c = dp_var_create(e); z = dp_var_create(e); r = dp_var_create(e);
+        CHECK(dp_push_sync(e, hold_fn, NULL, NULL, 0, &r, 1) == DP_OK);
+        for (i = 0; i < 300; i++) {
+            dp_var a = dp_var_create(e);
+            if (i == 63) CHECK(dp_push_sync(e, link_fn, NULL, &r, 1, &c, 1) == DP_OK);
+            else CHECK(dp_push_sync(e, filler_fn, NULL, &r, 1, &a, 1) == DP_OK);
+        }
+        for (i = 0; i < RUN_LINKS; i++) CHECK(dp_push_sync(e, link_fn, NULL, NULL, 0, &c, 1) == DP_OK);
+        CHECK(dp_push_sync(e, other_fn, NULL, NULL, 0, &z, 1) == DP_OK);
+        atomic_store(&all_pushed, 1);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        if (atomic_load(&other_ran_after) >= RUN_BOUND || atomic_load(&filler_first_after) >= RUN_BOUND)
+            printf("  %s: the pushed op ran after %d links, the first filler after %d (of %d)\n",
+                   types[t] == DP_ENGINE_POOLED ? "pooled" : "per-device",
+                   atomic_load(&other_ran_after), atomic_load(&filler_first_after), RUN_LINKS + 1);
+        CHECK(atomic_load(&other_ran_after) >= 0 && atomic_load(&other_ran_after) < RUN_BOUND);
+        CHECK(atomic_load(&filler_first_after) >= 0 && atomic_load(&filler_first_after) < RUN_BOUND);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* The owner may steal from its own deque (the fairness rule does): the
+   exactly-once test again with the owner mixing pops and steals. */
+static void test_deque_self_steal(void) { owner_self_steals = 1; test_deque_concurrent_exactly_once(); owner_self_steals = 0; }
 int main(void) {
     static const test_case tests[] = {
         {"deque: owner LIFO, thief FIFO, full refuses", test_deque_order_and_full},
         {"deque: owner and 3 thieves, each item taken exactly once", test_deque_concurrent_exactly_once},
+        {"deque: owner also steals its own oldest, each item taken exactly once", test_deque_self_steal},
         {"engines: trees, chains, random DAGs match the sequential run", test_engines_match_sequential},
         {"stealing: a fan-out made ready on one worker is stolen", test_fan_out_is_stolen},
         {"stealing: an op in a busy worker's deque wakes a peer", test_blocked_owner_deque_is_found},
         {"fairness: a chain run next lets a pushed op run", test_chain_lets_pushed_op_run},
         {"fairness: the op at the bottom of a busy deque runs", test_deque_bottom_op_runs},
+        {"fairness: a chain run next with a full deque", test_full_deque_chain},
     };
     return run_tests("stealing", tests, (int)(sizeof tests / sizeof tests[0]));
 }
