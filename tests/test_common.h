@@ -65,6 +65,24 @@ static int run_tests(const char *suite, const test_case *tests, int count) {
     printf("%s: %d passed, %d failed\n", suite, passed, failed);
     return failed ? 1 : 0;
 }
+/* As run_tests, for suites in which a test may be unable to run here (a
+   GPU test on a machine without one): such a test sets *skipped and
+   returns, and is counted as skipped, never as passed; `why` names what was
+   missing. The last line is "SUITE: N passed, M failed, K skipped". */
+static inline int run_tests_with_skips(const char *suite, const test_case *tests, int count, int *skipped, const char *why) {
+    int i, passed = 0, failed = 0, nskipped = 0;
+    for (i = 0; i < count; i++) {
+        int before = g_failed_checks;
+        *skipped = 0;
+        tests[i].fn();
+        if (g_failed_checks != before) { failed++; printf("FAIL %s\n", tests[i].name); }
+        else if (*skipped) { nskipped++; printf("SKIP: %s (%s)\n", why, tests[i].name); }
+        else { passed++; printf("PASS %s\n", tests[i].name); }
+        fflush(stdout);
+    }
+    printf("%s: %d passed, %d failed, %d skipped\n", suite, passed, failed, nskipped);
+    return failed ? 1 : 0;
+}
 /* The tests' own environment and temporary files, on POSIX and on Windows
    (which has no setenv/unsetenv and no /tmp). */
 #ifdef _WIN32

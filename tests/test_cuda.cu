@@ -960,22 +960,10 @@ int main(void) {
         {"gpu_autograd_step", test_gpu_autograd_step},
         {"gpu_pinned_memory", test_gpu_pinned_memory},
     };
-    int i, passed = 0, failed = 0, skipped = 0, count = (int)(sizeof tests / sizeof tests[0]);
-    (void)run_tests;      /* test_common.h's runner knows no skips: this file counts them itself, below */
+    (void)run_tests;      /* a test here may be skipped (no GPU): see run_tests_with_skips */
     g_gpus = dp_cuda_device_count(g_no_gpu_why, sizeof g_no_gpu_why);
     if (!g_gpus) printf("%s: the tests that need a GPU are skipped\n", g_no_gpu_why);
     if (dp_cuda_register_kernels() != DP_OK) printf("dp_cuda_register_kernels failed\n");
     build_cases();
-    /* as test_common.h's run_tests, plus skips: a skipped test is never a pass */
-    for (i = 0; i < count; i++) {
-        int before = g_failed_checks;
-        g_skipped = 0;
-        tests[i].fn();
-        if (g_failed_checks != before) { failed++; printf("FAIL %s\n", tests[i].name); }
-        else if (g_skipped) { skipped++; printf("SKIP: no CUDA device (%s)\n", tests[i].name); }
-        else { passed++; printf("PASS %s\n", tests[i].name); }
-        fflush(stdout);
-    }
-    printf("cuda: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
-    return failed ? 1 : 0;
+    return run_tests_with_skips("cuda", tests, (int)(sizeof tests / sizeof tests[0]), &g_skipped, "no CUDA device");
 }

@@ -294,23 +294,14 @@ int main(void) {
         {"host_run_matches_cpu", test_host_run_matches_cpu},
         {"gpu_matches_cpu", test_gpu_matches_cpu},
     };
-    int i, passed = 0, failed = 0, skipped = 0, count = (int)(sizeof tests / sizeof tests[0]);
     char why[256];
-    (void)run_tests;      /* test_common.h's runner knows no skips: this file counts them itself */
+    int i, status;
+    (void)run_tests;      /* a test here may be skipped (no GPU): see run_tests_with_skips */
     g_gpus = dp_cuda_device_count(why, sizeof why);
     if (!g_gpus) printf("%s: the tests that need a GPU are skipped\n", why);
     if (dp_cuda_register_kernels() != DP_OK) printf("dp_cuda_register_kernels failed\n");
     build_cases();
-    for (i = 0; i < count; i++) {
-        int before = g_failed_checks;
-        g_skipped = 0;
-        tests[i].fn();
-        if (g_failed_checks != before) { failed++; printf("FAIL %s\n", tests[i].name); }
-        else if (g_skipped) { skipped++; printf("SKIP: no CUDA device (%s)\n", tests[i].name); }
-        else { passed++; printf("PASS %s\n", tests[i].name); }
-        fflush(stdout);
-    }
+    status = run_tests_with_skips("cuda_int_reductions", tests, (int)(sizeof tests / sizeof tests[0]), &g_skipped, "no CUDA device");
     for (i = 0; i < g_nowned; i++) free(g_owned[i]);
-    printf("cuda_int_reductions: %d passed, %d failed, %d skipped\n", passed, failed, skipped);
-    return failed ? 1 : 0;
+    return status;
 }
