@@ -3999,7 +3999,7 @@ static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
     if (!g || dp__load(&g->q.spinning, DP__RELAXED) != 0 || dp__load(&g->q.sleepers, DP__RELAXED) != 0) return;
     if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - dp__completed_total(eng) <= DP__PACE_BACKLOG) return;
     if (eng->desc.push_runs_ops && dp__pusher_run(eng, g) > 0) return;
-    DEPENG_TEST_HOOK(pusher_yield);    /* nothing it could run: it yields as without the flag */
+    DEPENG_TEST_HOOK(pusher_yield);    /* without push_runs_ops, or with no ready op to run */
     dp__thread_yield();
 }
 /* Queues a prepared block on its variables. All of the op's variables are
