@@ -2851,7 +2851,11 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    it was about to run next waits on top of its deque meanwhile (in the
    shared queue when the deque is full). So the shared queue's head and the
    deque's oldest op each wait at most about 2 x DP__SHARED_EVERY ops of
-   that worker.
+   that worker. In a priority pool (no deques) a worker's run of ops run
+   next is cut the same way: the next one goes back into the heap, so an op
+   of higher priority waits at most DP__SHARED_EVERY ops (one of the same
+   priority still waits for the run: it was pushed later, and the heap's
+   order is priority, then push order).
    The deque's memory orders are those of the C11 version proved by Le, Pop,
    Cohen and Zappa Nardelli ("Correct and Efficient Work-Stealing for Weak
    Memory Models", PPoPP 2013), except that each of its seq_cst fences is
@@ -3585,19 +3589,21 @@ DP__COLD static dp__block *dp__worker_look_elsewhere(dp__worker *w) {
    first. */
 static dp__block *dp__worker_own(dp__worker *w) {
     dp__block *b;
-    if (w->group->q.prioritized) return NULL;
+    if (w->group->q.prioritized) { w->own_streak = 0; return NULL; }   /* no deque: the heap next */
     if (w->own_streak >= DP__SHARED_EVERY && (b = dp__worker_look_elsewhere(w)) != NULL) return b;
     b = dp__deque_pop(&w->deque);
     w->own_streak = b ? w->own_streak + 1 : 0;
     return b;
 }
-/* Sets b, the op w was about to run next, aside: on top of w's deque, or in
-   the shared queue when the deque is full. Either way it is announced like
-   any op made ready: the op w takes instead may have been the one a spinner
-   or a woken sleeper was looking for, and that one must then find b. */
+/* Sets b, the op w was about to run next, aside: in a priority pool back
+   into the heap, where an op of higher priority comes first; in a FIFO pool
+   on top of w's deque, or in the shared queue when the deque is full.
+   Either way it is announced like any op made ready: the op w takes
+   instead may have been the one a spinner or a woken sleeper was looking
+   for, and that one must then find b. */
 DP__COLD static int dp__worker_set_aside(dp__worker *w, dp__block *b) {
-    if (!dp__deque_push(&w->deque, b)) {
-        dp__count_own(&w->deque_overflows);
+    if (w->group->q.prioritized || !dp__deque_push(&w->deque, b)) {
+        if (!w->group->q.prioritized) dp__count_own(&w->deque_overflows);
         dp__queue_push(w->eng, &w->group->q, b, b);
         return 1;
     }
@@ -3609,7 +3615,7 @@ DP__COLD static int dp__worker_set_aside(dp__worker *w, dp__block *b) {
    streak; at DP__SHARED_EVERY it is set aside (returns 1), so that w takes
    an op from elsewhere before it runs b (see Fairness under >>queues). */
 static int dp__worker_defer_next(dp__worker *w, dp__block *b) {
-    return !w->group->q.prioritized && ++w->own_streak >= DP__SHARED_EVERY && dp__worker_set_aside(w, b);
+    return ++w->own_streak >= DP__SHARED_EVERY && dp__worker_set_aside(w, b);
 }
 /* Sleeps until woken (returns 1) or, having looked at the queue once more
    as a registered sleeper, finds work or the stop flag (returns 0, with *b

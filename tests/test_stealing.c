@@ -335,10 +335,11 @@ static int other_fn(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; atomic_sto
 static int noop_fn(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; return 0; }
 /* Holds its worker until the test has pushed everything (at most 10 s),
    so that the run is all queued when it starts, however slow the pushes. */
-static atomic_int all_pushed;
+static atomic_int all_pushed, hold_started;
 static int hold_fn(dp_run_ctx *rc, void *arg) {
     uint64_t deadline = now_ns() + 10000000000u;
     (void)rc; (void)arg;
+    atomic_store(&hold_started, 1);
     while (!atomic_load(&all_pushed) && now_ns() < deadline) sched_yield();
     return 0;
 }
@@ -476,6 +477,44 @@ static void test_full_deque_chain(void) {
     }
 }
 
+/* The priority pool has no deques; its one worker runs a chain (links of
+   priority 0, each writing c) op after op as each completion makes the next
+   ready. An op of higher priority pushed meanwhile waits in the heap; it
+   must come before the rest of the chain. */
+static void test_priority_op_cuts_into_chain(void) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    dp_push_desc p;
+    dp_var c, z;
+    int i;
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_PERDEVICE; d.cpu_worker_nthreads = 1; d.cpu_priority_nthreads = 1;
+    d.ignore_env = 1; d.logger.func = quiet_logger;
+    CHECK(dp_engine_create(&d, &e) == DP_OK);
+    if (!e) return;
+    atomic_store(&run_done, 0);
+    atomic_store(&other_ran_after, -1);
+    atomic_store(&all_pushed, 0);
+    c = dp_var_create(e); z = dp_var_create(e);
+    memset(&p, 0, sizeof p);
+    p.prop = DP_PROP_CPU_PRIORITIZED;
+    p.writes = &c; p.num_writes = 1;
+    p.fn = hold_fn;
+    atomic_store(&hold_started, 0);
+    CHECK(dp_push(e, &p) == DP_OK);
+    while (!atomic_load(&hold_started)) sched_yield();   /* else the priority 10 op may simply go first */
+    p.fn = link_fn;
+    for (i = 0; i < RUN_LINKS; i++) CHECK(dp_push(e, &p) == DP_OK);
+    p.fn = other_fn; p.writes = &z; p.priority = 10;
+    CHECK(dp_push(e, &p) == DP_OK);
+    atomic_store(&all_pushed, 1);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    if (atomic_load(&other_ran_after) >= RUN_BOUND)
+        printf("  the priority 10 op ran after %d of %d links of priority 0\n", atomic_load(&other_ran_after), RUN_LINKS);
+    CHECK(atomic_load(&other_ran_after) >= 0 && atomic_load(&other_ran_after) < RUN_BOUND);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 /* The owner may steal from its own deque (the fairness rule does): the
    exactly-once test again with the owner mixing pops and steals. */
 static void test_deque_self_steal(void) { owner_self_steals = 1; test_deque_concurrent_exactly_once(); owner_self_steals = 0; }
@@ -490,6 +529,7 @@ int main(void) {
         {"fairness: a chain run next lets a pushed op run", test_chain_lets_pushed_op_run},
         {"fairness: the op at the bottom of a busy deque runs", test_deque_bottom_op_runs},
         {"fairness: a chain run next with a full deque", test_full_deque_chain},
+        {"fairness: a higher priority op cuts into a chain on the priority pool", test_priority_op_cuts_into_chain},
     };
     return run_tests("stealing", tests, (int)(sizeof tests / sizeof tests[0]));
 }
