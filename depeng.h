@@ -2854,8 +2854,8 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    that worker. In a priority pool (no deques) a worker's run of ops run
    next is cut the same way: the next one goes back into the heap, so an op
    of higher priority waits at most DP__SHARED_EVERY ops (one of the same
-   priority still waits for the run: it was pushed later, and the heap's
-   order is priority, then push order).
+   priority waits for the run's ops pushed before it: the heap's order is
+   priority, then push order).
    The deque's memory orders are those of the C11 version proved by Le, Pop,
    Cohen and Zappa Nardelli ("Correct and Efficient Work-Stealing for Weak
    Memory Models", PPoPP 2013), except that each of its seq_cst fences is
@@ -2888,9 +2888,10 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    either count; all sequentially consistent, so one side always sees the
    other. A worker's own deque needs no such care when a completion fills
    it: only the worker adds to it, and it looks there before it looks
-   anywhere else. An op run next that the fairness rule sets aside is
-   announced like a push (dp__worker_defer_next), because the worker then
-   looks elsewhere first and may take the op another thread was woken for. */
+   anywhere else. An op run next that the fairness rule sets aside in a
+   FIFO pool is announced like a push (dp__worker_set_aside), because the
+   worker then looks elsewhere first and may take the op another thread was
+   woken for. */
 #define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
 #define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
 #define DP__SHARED_EVERY 64        /* own ops in a row before a look elsewhere (see Fairness) */
@@ -3408,7 +3409,8 @@ static dp__group *dp__route(dp_engine *eng, dp__block *b) {
    for the same group go in one queue append. If keep_for is a worker (the
    calling thread's), the first op for that worker's own group is returned
    instead of queued: the worker runs it next, with its data still in cache
-   and no queue round trip (a chain of dependent ops stays on one worker).
+   and no queue round trip (a chain of dependent ops stays on one worker,
+   cut every DP__SHARED_EVERY ops by the fairness rule: see >>queues).
    The others for its group go to its own deque in a FIFO pool (see >>queues). */
 static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worker *keep_for) {
     dp__block *kept = NULL, *first = NULL, *last = NULL;
@@ -3595,20 +3597,28 @@ static dp__block *dp__worker_own(dp__worker *w) {
     w->own_streak = b ? w->own_streak + 1 : 0;
     return b;
 }
-/* Sets b, the op w was about to run next, aside: in a priority pool back
-   into the heap, where an op of higher priority comes first; in a FIFO pool
-   on top of w's deque, or in the shared queue when the deque is full.
-   Either way it is announced like any op made ready: the op w takes
-   instead may have been the one a spinner or a woken sleeper was looking
-   for, and that one must then find b. */
+/* Sets b, the op w was about to run next, aside. In a priority pool, back
+   into the heap, where an op of higher priority comes first; w takes from
+   the heap next, as any spinner would, so nobody needs waking. In a FIFO
+   pool, on top of w's deque, or in the shared queue when the deque is
+   full, announced like any op made ready: w looks elsewhere first and may
+   take the op a spinner or a woken sleeper was looking for, and that one
+   must then find b. */
 DP__COLD static int dp__worker_set_aside(dp__worker *w, dp__block *b) {
-    if (w->group->q.prioritized || !dp__deque_push(&w->deque, b)) {
-        if (!w->group->q.prioritized) dp__count_own(&w->deque_overflows);
-        dp__queue_push(w->eng, &w->group->q, b, b);
+    dp__queue *q = &w->group->q;
+    if (q->prioritized) {
+        dp__mutex_lock_counted(&q->m, &q->lock_contended);
+        dp__heap_insert(w->eng, q, b);
+        dp__mutex_unlock(&q->m);
+        return 1;
+    }
+    if (!dp__deque_push(&w->deque, b)) {
+        dp__count_own(&w->deque_overflows);
+        dp__queue_push(w->eng, q, b, b);
         return 1;
     }
     dp__count_own(&w->deque_pushes);
-    dp__queue_nudge(&w->group->q);
+    dp__queue_nudge(q);
     return 1;
 }
 /* b is the op w's last completion left it to run next. Counted in w's
