@@ -1,7 +1,9 @@
 /* The CPU pools' per-worker deques and stealing (see >>queues in depeng.h):
-   the deque alone under concurrency, every engine against a sequential
-   reference on workloads whose completions make many ops ready, and work
-   made ready on one worker reaching the others. The last line is
+   the deque alone under concurrency (the owner stealing from itself too),
+   every engine against a sequential reference on workloads whose
+   completions make many ops ready, work made ready on one worker reaching
+   the others, and the fairness bound: no op waits for a whole run of ops
+   on one worker, in a FIFO pool or a priority pool. The last line is
    "N passed, M failed". */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
