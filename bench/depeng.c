@@ -78,7 +78,7 @@ static void wait_all_or_die(dp_engine *eng) {
      drain_ns  the gate opens and the workers run the N queued ops with no
                pusher: wall time per op (W2 runs on one worker at a time,
                by its own rule; the others may use both).
-     line_ns   two threads hand one atomic back and forth: the time for one
+     line_transfer_ns  two threads hand one atomic back and forth: the time for one
                cache line to move from one core to the other, the unit every
                hand-off between pusher and worker pays at least once.
    Pacing is off (desc.no_push_yield): the pusher would otherwise give its
@@ -162,7 +162,6 @@ static void floor_pushed(void) {
     g_floor_pushed_at = bench_now_ns();
     gate_open();
 }
-
 
 /* Each run_* pushes one repetition's tasks and waits; returns ns per task. */
 static double run_w1(dp_engine *eng, long n) {
