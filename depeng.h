@@ -3405,6 +3405,14 @@ static dp__group *dp__route(dp_engine *eng, dp__block *b) {
     }
 }
 
+/* Puts b, made ready on worker w for w's own FIFO pool, on top of w's
+   deque (counted). 0 when the deque is full (counted as an overflow): the
+   caller sends b to the shared queue. */
+static int dp__deque_keep(dp__worker *w, dp__block *b) {
+    if (dp__deque_push(&w->deque, b)) { dp__count_own(&w->deque_pushes); return 1; }
+    dp__count_own(&w->deque_overflows);
+    return 0;
+}
 /* Sends the ops a completion made ready (linked by next) on their way. Ops
    for the same group go in one queue append. If keep_for is a worker (the
    calling thread's), the first op for that worker's own group is returned
@@ -3423,10 +3431,7 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
         if (b->kind != DP__KIND_WAIT && eng->desc.type != DP_ENGINE_NAIVE) g = dp__route(eng, b);
         if (g && keep_for && g == keep_for->group) {
             if (!kept) { kept = b; continue; }
-            if (!g->q.prioritized) {
-                if (dp__deque_push(&keep_for->deque, b)) { dp__count_own(&keep_for->deque_pushes); to_deque = 1; continue; }
-                dp__count_own(&keep_for->deque_overflows);   /* full: to the shared queue below */
-            }
+            if (!g->q.prioritized && dp__deque_keep(keep_for, b)) { to_deque = 1; continue; }   /* full: to the shared queue below */
         }
         if (g != cur || !g) {
             if (first) dp__queue_push(eng, &cur->q, first, last);
@@ -3612,13 +3617,8 @@ DP__COLD static int dp__worker_set_aside(dp__worker *w, dp__block *b) {
         dp__mutex_unlock(&q->m);
         return 1;
     }
-    if (!dp__deque_push(&w->deque, b)) {
-        dp__count_own(&w->deque_overflows);
-        dp__queue_push(w->eng, q, b, b);
-        return 1;
-    }
-    dp__count_own(&w->deque_pushes);
-    dp__queue_nudge(q);
+    if (dp__deque_keep(w, b)) dp__queue_nudge(q);
+    else dp__queue_push(w->eng, q, b, b);
     return 1;
 }
 /* b is the op w's last completion left it to run next. Counted in w's
