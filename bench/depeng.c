@@ -48,18 +48,23 @@ static int body_w4(dp_run_ctx *rc, void *arg) {
     return 0;
 }
 
-static dp_engine *make_engine(dp_engine_type type) {
+/* no_push_yield: pacing off (see measure_floor) */
+static dp_engine *make_engine(dp_engine_type type, int no_push_yield) {
     dp_engine_desc d;
     dp_engine *eng = NULL;
     memset(&d, 0, sizeof d);
     d.type = type;
     d.cpu_worker_nthreads = g_workers;
     d.push_runs_ops = g_push_runs_ops;
+    d.no_push_yield = no_push_yield;
     d.cpu_priority_nthreads = 1;
     d.ignore_env = 1;
     if (dp_engine_create(&d, &eng) != DP_OK) { fprintf(stderr, "bench: engine create failed\n"); exit(2); }
     return eng;
 }
+
+/* W3's rounds for a run of about n tasks, at least one */
+static long w3_rounds(long n) { return n * BENCH_W3_ROUNDS / BENCH_N > 0 ? n * BENCH_W3_ROUNDS / BENCH_N : 1; }
 
 static void wait_all_or_die(dp_engine *eng) {
     batch_flush(eng);
@@ -318,7 +323,7 @@ static void hold_writer(dp_run_ctx *rc, void *arg, dp_completion done) { (void)r
 
 static void measure_memory(void) {
     const long count = 1000000;
-    dp_engine *eng = make_engine(DP_ENGINE_PERDEVICE);
+    dp_engine *eng = make_engine(DP_ENGINE_PERDEVICE, 0);
     dp_var *vars = (dp_var *)malloc(sizeof *vars * (size_t)count);
     if (!vars) exit(2);
     memset(vars, 0, sizeof *vars * (size_t)count);   /* this array's pages are not the engine's */
@@ -367,19 +372,11 @@ static void measure_floor(long n) {
            workload's workers freed their blocks decides where the pusher
            finds its next ones (after W1's held 200,000 ops, W2's push
            alone measured twice its own) */
-        dp_engine_desc ed;
-        dp_engine *eng = NULL;
+        dp_engine *eng = make_engine(DP_ENGINE_PERDEVICE, 1);
         long arg = n, tasks = n;
         double push[BENCH_REPS], drain[BENCH_REPS];
-        memset(&ed, 0, sizeof ed);
-        ed.type = DP_ENGINE_PERDEVICE;
-        ed.cpu_worker_nthreads = g_workers;
-        ed.cpu_priority_nthreads = 1;
-        ed.no_push_yield = 1;
-        ed.ignore_env = 1;
-        if (dp_engine_create(&ed, &eng) != DP_OK) { fprintf(stderr, "bench: engine create failed\n"); exit(2); }
         if (works[w].fn == run_w3) {
-            arg = n * BENCH_W3_ROUNDS / BENCH_N > 0 ? n * BENCH_W3_ROUNDS / BENCH_N : 1;
+            arg = w3_rounds(n);
             tasks = arg * (BENCH_W3_FAN + 1);
         }
         for (int r = -1; r < BENCH_REPS; r++) {   /* r = -1: warm-up */
@@ -448,8 +445,8 @@ int main(int argc, char **argv) {
         if (only && strcmp(only, kinds[e].name) != 0) continue;
         if (g_batch) snprintf(system, sizeof system, "depeng-%s-batch%d", kinds[e].name, g_batch);
         else snprintf(system, sizeof system, "depeng-%s", kinds[e].name);
-        dp_engine *eng = make_engine(kinds[e].type);
-        long rounds = g_n * BENCH_W3_ROUNDS / BENCH_N > 0 ? g_n * BENCH_W3_ROUNDS / BENCH_N : 1;
+        dp_engine *eng = make_engine(kinds[e].type, 0);
+        long rounds = w3_rounds(g_n);
         if (wanted(argc, argv, first, "W1")) measure("W1", system, eng, run_w1, g_n, g_n, 0);
         if (wanted(argc, argv, first, "W2")) measure("W2", system, eng, run_w2, g_n, g_n, 0);
         if (wanted(argc, argv, first, "W2-op")) measure("W2-op", system, eng, run_w2op, g_n, g_n, 0);
