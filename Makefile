@@ -15,84 +15,84 @@ all: $(B)/test_engine $(B)/test_ndarray $(B)/test_autograd $(B)/walkthrough $(B)
 $(B):
 	mkdir -p $(B)
 
-$(B)/test_engine: tests/test_engine.c depeng.h tests/test_common.h | $(B)
+$(B)/test_engine: tests/test_engine.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # the contention counters and running ops on the pushing thread
-$(B)/test_scheduling: tests/test_scheduling.c depeng.h tests/test_common.h | $(B)
+$(B)/test_scheduling: tests/test_scheduling.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # the CPU pools' per-worker deques and stealing
-$(B)/test_stealing: tests/test_stealing.c depeng.h tests/test_common.h | $(B)
+$(B)/test_stealing: tests/test_stealing.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # the same tests on the pthreads fallback, so both platform paths stay tested
-$(B)/test_engine_pthreads: tests/test_engine.c depeng.h tests/test_common.h | $(B)
+$(B)/test_engine_pthreads: tests/test_engine.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -DDEPENG_USE_PTHREADS -I. $< -o $@ $(LIBS)
 # timed waits on the pthreads path keep their length when the wall clock is
 # set back (Linux: the test replaces clock_gettime)
-$(B)/test_wall_clock: tests/test_wall_clock.c depeng.h tests/test_common.h | $(B)
+$(B)/test_wall_clock: tests/test_wall_clock.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -DDEPENG_USE_PTHREADS -I. $< -o $@ $(LIBS)
 # ... and with the header compiled as C++
-$(B)/test_engine_cxx: tests/test_engine.c depeng.h tests/test_common.h | $(B)
+$(B)/test_engine_cxx: tests/test_engine.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
 # ... and on the engine alone (DEPENG_NO_NDARRAY: no array half; -lm only for
 # the test's own fenv calls)
-$(B)/test_engine_no_ndarray: tests/test_engine.c depeng.h tests/test_common.h | $(B)
+$(B)/test_engine_no_ndarray: tests/test_engine.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -DDEPENG_NO_NDARRAY -I. $< -o $@ -pthread -lm
-$(B)/test_ndarray: tests/test_ndarray.c depeng.h tests/test_common.h | $(B)
+$(B)/test_ndarray: tests/test_ndarray.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_ndarray_cxx: tests/test_ndarray.c depeng.h tests/test_common.h | $(B)
+$(B)/test_ndarray_cxx: tests/test_ndarray.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_autograd: tests/test_autograd.c depeng.h tests/test_common.h | $(B)
+$(B)/test_autograd: tests/test_autograd.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_symbol: tests/test_symbol.c depeng.h tests/test_common.h | $(B)
+$(B)/test_symbol: tests/test_symbol.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_autograd_cxx: tests/test_autograd.c depeng.h tests/test_common.h | $(B)
+$(B)/test_autograd_cxx: tests/test_autograd.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_memory_plan: tests/test_memory_plan.c depeng.h tests/test_common.h | $(B)
+$(B)/test_memory_plan: tests/test_memory_plan.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # the desc-style invocation, the registry's names and the training helpers
-$(B)/test_invoke: tests/test_invoke.c depeng.h tests/test_common.h | $(B)
+$(B)/test_invoke: tests/test_invoke.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_kvstore: tests/test_kvstore.c tests/kv_digits.h depeng.h tests/test_common.h | $(B)
+$(B)/test_kvstore: tests/test_kvstore.c tests/kv_digits.h depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_kvstore_cxx: tests/test_kvstore.c tests/kv_digits.h depeng.h tests/test_common.h | $(B)
+$(B)/test_kvstore_cxx: tests/test_kvstore.c tests/kv_digits.h depeng.h depeng_nn.h tests/test_common.h | $(B)
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/walkthrough: examples/walkthrough.c depeng.h | $(B)
+$(B)/walkthrough: examples/walkthrough.c depeng.h depeng_nn.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/make_example: examples/make.c depeng.h | $(B)
+$(B)/make_example: examples/make.c depeng.h depeng_nn.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # make.c's parser alone, built the way a fuzz harness builds it
-$(B)/make_parse: tests/make_parse.c examples/make.c depeng.h | $(B)
+$(B)/make_parse: tests/make_parse.c examples/make.c depeng.h depeng_nn.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -DMAKE_NO_MAIN -I. $< -o $@ $(LIBS)
-$(B)/ndarray_example: examples/ndarray.c depeng.h | $(B)
+$(B)/ndarray_example: examples/ndarray.c depeng.h depeng_nn.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/custom_op_example: examples/custom_op.c depeng.h | $(B)
+$(B)/custom_op_example: examples/custom_op.c depeng.h depeng_nn.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/train_digits: examples/train_digits.c depeng.h | $(B)
+$(B)/train_digits: examples/train_digits.c depeng.h depeng_nn.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # deflated .npz (against NumPy where it is installed, else those parts are
 # SKIP), CSV options and refused fields, the per-thread last error
-$(B)/test_files: tests/test_files.c depeng.h tests/test_common.h | $(B)
+$(B)/test_files: tests/test_files.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # the header's inflater and deflater against zlib, linked for this test only
 # (tests/zlib_deps.sh installs zlib1g-dev when it is missing)
-$(B)/test_inflate_zlib: tests/test_inflate_zlib.c depeng.h tests/test_common.h | $(B) zlib-deps
+$(B)/test_inflate_zlib: tests/test_inflate_zlib.c depeng.h depeng_nn.h tests/test_common.h | $(B) zlib-deps
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS) -lz
 .PHONY: zlib-deps
 zlib-deps:
 	@tests/zlib_deps.sh
 # writes profiler traces for tests/chrome_trace_check.sh (Perfetto's reading)
-$(B)/chrome_trace: tests/chrome_trace.c depeng.h | $(B)
+$(B)/chrome_trace: tests/chrome_trace.c depeng.h depeng_nn.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # replay pages with hostile names for tests/html_check.sh (headless Chromium;
 # tests/browser_deps.sh installs it, else the check is a SKIP)
-$(B)/html_pages: tests/html_pages.c depeng.h | $(B)
+$(B)/html_pages: tests/html_pages.c depeng.h depeng_nn.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 
 # the differential test's driver (tests/numpy_diff_check.sh compares with NumPy)
-$(B)/numpy_diff: tests/numpy_diff.c depeng.h | $(B)
+$(B)/numpy_diff: tests/numpy_diff.c depeng.h depeng_nn.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 # a dedicated test program for the kernels' exactness, NaN and aliasing rules
-$(B)/test_kernels_exact: tests/test_kernels_exact.c depeng.h tests/test_common.h | $(B)
+$(B)/test_kernels_exact: tests/test_kernels_exact.c depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 
 # warning-free as C11 on gcc and clang and as C++ (g++ -x c++)
@@ -114,7 +114,7 @@ compile-checks-engine-only: | $(B)
 	gcc   $(WARN) -DDEPENG_STATIC -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_static.o
 
 test: compile-checks platform-checks $(B)/test_engine $(B)/test_scheduling $(B)/test_stealing $(B)/test_engine_pthreads $(B)/test_wall_clock $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages $(B)/test_files $(B)/test_inflate_zlib $(B)/numpy_diff $(B)/test_kernels_exact $(B)/test_invoke docs-check-build $(B)/test_kvstore $(B)/test_kvstore_cxx
-	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_stealing $(B)/test_engine_pthreads $(B)/test_wall_clock $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh tests/standalone_check.sh $(B)/test_files $(B)/test_inflate_zlib $(B)/test_kernels_exact tests/numpy_diff_check.sh $(B)/test_invoke tests/operators_doc_check.sh $(B)/test_kvstore $(B)/test_kvstore_cxx
+	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_stealing $(B)/test_engine_pthreads $(B)/test_wall_clock $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/layering_check.sh tests/consumer_check.sh tests/standalone_check.sh $(B)/test_files $(B)/test_inflate_zlib $(B)/test_kernels_exact tests/numpy_diff_check.sh $(B)/test_invoke tests/operators_doc_check.sh $(B)/test_kvstore $(B)/test_kvstore_cxx
 
 demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 	./$(B)/walkthrough $(B)/walkthrough.dot $(B)/walkthrough.html
@@ -175,7 +175,7 @@ faults: | $(B)
 # docs rewrites docs/operators.md with it, and tests/operators_doc_check.sh
 # (run by make test) fails when the file differs from what it prints.
 .PHONY: docs docs-check-build
-$(B)/operators_doc: tools/operators_doc.c depeng.h | $(B)
+$(B)/operators_doc: tools/operators_doc.c depeng.h depeng_nn.h | $(B)
 	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 docs-check-build: $(B)/operators_doc
 docs: $(B)/operators_doc
@@ -188,13 +188,13 @@ docs: $(B)/operators_doc
 # installed are reported as skipped, never dropped silently.
 BENCH_CFLAGS := -std=c11 -O2 -g -I. -Wall -Wextra
 STARPU_PC    := starpu-1.3
-$(B)/bench_depeng: bench/depeng.c bench/common.h depeng.h | $(B)
+$(B)/bench_depeng: bench/depeng.c bench/common.h depeng.h depeng_nn.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 # with OpenBLAS (make bench-deps) it also times CBLAS's sgemm as dot's reference
 # the symbolic path: executor against autograd, per training step
-$(B)/bench_symbolic: bench/symbolic.c bench/common.h depeng.h | $(B)
+$(B)/bench_symbolic: bench/symbolic.c bench/common.h depeng.h depeng_nn.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
-$(B)/bench_ndarray: bench/ndarray.c bench/common.h depeng.h | $(B)
+$(B)/bench_ndarray: bench/ndarray.c bench/common.h depeng.h depeng_nn.h | $(B)
 	@if pkg-config --exists openblas 2>/dev/null; then \
 	  set -x; $(CC) $(BENCH_CFLAGS) -DBENCH_HAVE_CBLAS $$(pkg-config --cflags openblas) $< -o $@ $$(pkg-config --libs openblas) $(LIBS); \
 	else set -x; $(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS); fi
@@ -214,7 +214,7 @@ $(B)/bench_tbb: bench/tbb.cpp bench/common.h | $(B)
 	  set -x; g++ -std=c++17 -O2 -g -I. -Wall -Wextra $< -o $@ -ltbb -pthread; \
 	else echo "bench: libtbb-dev not installed (make bench-deps); oneTBB will be reported as skipped"; rm -f $@; fi
 # GPU completion (events against a synchronisation per op) on an emulated GPU
-$(B)/bench_gpu_emul: bench/gpu_emul.c bench/common.h depeng.h | $(B)
+$(B)/bench_gpu_emul: bench/gpu_emul.c bench/common.h depeng.h depeng_nn.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_tbb $(B)/bench_ndarray $(B)/bench_gpu_emul $(B)/bench_symbolic
 bench-deps:
@@ -246,9 +246,9 @@ mpi-compile-checks: | $(B)
 	OMPI_CC=g++ $(MPICC) -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c $(B)/depeng_mpi_impl.c -o $(B)/mpi_cxx.o
 mpi-deps:
 	tests/mpi_deps.sh
-$(B)/mpi_digits: tests/mpi_digits.c tests/kv_digits.h depeng.h depeng_mpi.h | $(B)
+$(B)/mpi_digits: tests/mpi_digits.c tests/kv_digits.h depeng.h depeng_nn.h depeng_mpi.h | $(B)
 	$(MPICC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/bench_mpi: bench/mpi.c depeng.h depeng_mpi.h | $(B)
+$(B)/bench_mpi: bench/mpi.c depeng.h depeng_nn.h depeng_mpi.h | $(B)
 	$(MPICC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 mpi-test: mpi-deps
 	$(MAKE) mpi-compile-checks $(B)/mpi_digits
@@ -266,10 +266,10 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      := clang -std=c11 -Wall -Wextra -pedantic -Werror -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
 FUZZERS      := $(B)/fuzz_npy $(B)/fuzz_npz $(B)/fuzz_csv $(B)/fuzz_make $(B)/fuzz_inflate
 .PHONY: fuzz fuzz-build fuzz-deps
-$(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h depeng.h | $(B) fuzz-deps
+$(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h depeng.h depeng_nn.h | $(B) fuzz-deps
 	$(FUZZ_CC) $< -o $@ $(LIBS)
 $(B)/fuzz_make: examples/make.c
-$(B)/fuzz_inflate: tests/fuzz/fuzz_inflate.c depeng.h | $(B) fuzz-deps
+$(B)/fuzz_inflate: tests/fuzz/fuzz_inflate.c depeng.h depeng_nn.h | $(B) fuzz-deps
 	$(FUZZ_CC) $< -o $@ $(LIBS)
 fuzz-deps:
 	@tests/fuzz/deps.sh
@@ -295,15 +295,15 @@ cuda-compile-checks: | $(B)
 	printf '#include "depeng.h"\n#include "depeng_cuda.h"\nint main(void) { return dp_cuda_backend() == 0; }\n' > $(B)/depeng_cuda_decls.c
 	gcc $(WARN) -Wstrict-prototypes -I. -c $(B)/depeng_cuda_decls.c -o $(B)/depeng_cuda_decls.o
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c $(B)/depeng_cuda_decls.c -o $(B)/depeng_cuda_decls_cxx.o
-$(B)/test_cuda: tests/test_cuda.cu depeng_cuda.h depeng.h tests/test_common.h | $(B)
+$(B)/test_cuda: tests/test_cuda.cu depeng_cuda.h depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(NVLIBS)
-$(B)/test_cuda_cublas: tests/test_cuda.cu depeng_cuda.h depeng.h tests/test_common.h | $(B)
+$(B)/test_cuda_cublas: tests/test_cuda.cu depeng_cuda.h depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(NVCC) $(NVFLAGS) -DDEPENG_CUDA_USE_CUBLAS $< -o $@ $(NVLIBS) -lcublas
-$(B)/test_cuda_int_reductions: tests/test_cuda_int_reductions.cu depeng_cuda.h depeng.h tests/test_common.h | $(B)
+$(B)/test_cuda_int_reductions: tests/test_cuda_int_reductions.cu depeng_cuda.h depeng.h depeng_nn.h tests/test_common.h | $(B)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(NVLIBS)
-$(B)/gpu_example: examples/gpu.cu depeng_cuda.h depeng.h | $(B)
+$(B)/gpu_example: examples/gpu.cu depeng_cuda.h depeng.h depeng_nn.h | $(B)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(NVLIBS)
-$(B)/bench_gpu: bench/gpu.cu bench/common.h depeng_cuda.h depeng.h | $(B)
+$(B)/bench_gpu: bench/gpu.cu bench/common.h depeng_cuda.h depeng.h depeng_nn.h | $(B)
 	$(NVCC) $(NVFLAGS) -DBENCH_HAVE_CUBLAS $< -o $@ $(NVLIBS) -lcublas
 # the example must print examples/ndarray.c's results (or say there is no
 # GPU), the benchmark smoke must print no FAIL line
@@ -333,15 +333,15 @@ windows-deps:
 	tests/windows_deps.sh
 $(W):
 	mkdir -p $(W)
-$(W)/test_%.exe: tests/test_%.c depeng.h tests/test_common.h | $(W)
+$(W)/test_%.exe: tests/test_%.c depeng.h depeng_nn.h tests/test_common.h | $(W)
 	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static -lpthread
-$(W)/walkthrough.exe: examples/walkthrough.c depeng.h | $(W)
+$(W)/walkthrough.exe: examples/walkthrough.c depeng.h depeng_nn.h | $(W)
 	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
-$(W)/ndarray_example.exe: examples/ndarray.c depeng.h | $(W)
+$(W)/ndarray_example.exe: examples/ndarray.c depeng.h depeng_nn.h | $(W)
 	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
-$(W)/custom_op_example.exe: examples/custom_op.c depeng.h | $(W)
+$(W)/custom_op_example.exe: examples/custom_op.c depeng.h depeng_nn.h | $(W)
 	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
-$(W)/train_digits.exe: examples/train_digits.c depeng.h | $(W)
+$(W)/train_digits.exe: examples/train_digits.c depeng.h depeng_nn.h | $(W)
 	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
 windows-build: $(WIN_TESTS) $(WIN_EXAMPLES)
 windows-test: windows-deps
@@ -396,10 +396,10 @@ install: | $(B)
 	sed $(DEPENG_SUBST) cmake/depengConfig.cmake.in > $(B)/depengConfig.cmake
 	sed $(DEPENG_SUBST) cmake/depengConfigVersion.cmake.in > $(B)/depengConfigVersion.cmake
 	install -d "$(DESTDIR)$(PREFIX)/include" "$(DESTDIR)$(PKGCONFIGDIR)" "$(DESTDIR)$(CMAKECONFDIR)"
-	install -m 644 depeng.h depeng_cuda.h depeng_mpi.h "$(DESTDIR)$(PREFIX)/include/"
+	install -m 644 depeng.h depeng_nn.h depeng_cuda.h depeng_mpi.h "$(DESTDIR)$(PREFIX)/include/"
 	install -m 644 $(B)/depeng.pc "$(DESTDIR)$(PKGCONFIGDIR)/"
 	install -m 644 $(B)/depengConfig.cmake $(B)/depengConfigVersion.cmake "$(DESTDIR)$(CMAKECONFDIR)/"
 uninstall:
-	rm -f "$(DESTDIR)$(PREFIX)/include/depeng.h" "$(DESTDIR)$(PREFIX)/include/depeng_cuda.h" "$(DESTDIR)$(PREFIX)/include/depeng_mpi.h" "$(DESTDIR)$(PKGCONFIGDIR)/depeng.pc"
+	rm -f "$(DESTDIR)$(PREFIX)/include/depeng.h" "$(DESTDIR)$(PREFIX)/include/depeng_nn.h" "$(DESTDIR)$(PREFIX)/include/depeng_cuda.h" "$(DESTDIR)$(PREFIX)/include/depeng_mpi.h" "$(DESTDIR)$(PKGCONFIGDIR)/depeng.pc"
 	rm -f "$(DESTDIR)$(CMAKECONFDIR)/depengConfig.cmake" "$(DESTDIR)$(CMAKECONFDIR)/depengConfigVersion.cmake"
 	rmdir "$(DESTDIR)$(CMAKECONFDIR)" 2>/dev/null || true   # kept if something else is in it

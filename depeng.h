@@ -22,12 +22,12 @@
         >>public >>waits >>engine >>profiler >>dot >>html >>extensions; then the
         NDARRAY half (left out by DEPENG_NO_NDARRAY; it attaches to an engine
         through dp_engine_extension only): >>files >>dtypes >>storage >>arrays >>resources >>data >>registry
-        >>params >>invoke >>autograd >>builtin operators
+        >>params >>invoke >>extending >>builtin operators
         >>gradients of the element-wise operators >>reductions
         >>softmax, transpose, concat, one_hot >>random operators >>gemm
-        >>dot and FullyConnected >>copy, reshape and the optimizer updates
-        >>take, accuracy and the optimizer objects >>symbol >>graph passes >>symbol JSON and DOT
-        >>memory planning >>executor >>kvstore
+        >>dot product >>copy, reshape and the optimizer updates >>take and
+        accuracy; training networks (autograd, optimizer objects, layers, symbols, the
+        executor, the KVStore) is depeng_nn.h, built on this header's API.
 
    1. QUICK START
 
@@ -235,6 +235,8 @@ extern "C" {
               dp_trace_recorder_event dp_trace_recorder_name_var
               dp_trace_recorder_mark dp_trace_write_html dp_trace_recorder_destroy
      misc     dp_result_string dp_log_stderr dp_last_error dp_last_error_item dp_clear_last_error
+              dp_set_default_logger dp_log dp_engine_alloc dp_engine_free dp_thread_yield
+              dp_atomic_load dp_atomic_store dp_atomic_add dp_atomic_exchange
      arrays   dp_dtype_size dp_dtype_name dp_shape_size
               dp_nd_empty dp_nd_zeros dp_nd_ones dp_nd_full dp_nd_arange dp_nd_from_host
               dp_nd_read dp_nd_write dp_nd_wait_to_read dp_nd_wait_to_write
@@ -246,20 +248,13 @@ extern "C" {
      temp     dp_temp_space_var dp_temp_space
      operators dp_invoke dp_invoke_strings dp_operator_register dp_operator_find
               dp_operator_set_kernel dp_operator_list dp_operator_parse_params
-     training dp_optimizer_create dp_optimizer_step dp_optimizer_set_param
-              dp_optimizer_steps dp_optimizer_state dp_optimizer_destroy
-     autograd dp_autograd_begin dp_autograd_end dp_autograd_is_recording
-              dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
-     symbol   dp_sym_var dp_sym_op dp_sym_output dp_sym_group dp_sym_retain dp_sym_release
-              dp_sym_num_outputs dp_sym_name dp_sym_list_arguments dp_sym_infer
-              dp_sym_save_json dp_sym_load_json dp_sym_save dp_sym_load dp_sym_write_dot
-     executor dp_exec_bind dp_exec_rebind dp_exec_forward dp_exec_backward dp_exec_num_outputs
-              dp_exec_output dp_exec_head_grad dp_exec_memory_get dp_exec_destroy
-     data     dp_nd_load_csv dp_nd_load_csv_opts dp_iter_create dp_iter_next dp_iter_reset
-              dp_iter_num_batches dp_iter_destroy
+     data     dp_nd_load_csv dp_nd_load_csv_opts
+     extending dp_dtype_load dp_dtype_store dp_shape_format dp_nd_view dp_nd_borrow
+              dp_nd_same_storage dp_nd_version dp_nd_check_ctx dp_nd_copy_into
+              dp_operator_arity dp_operator_params_from_list dp_operator_set_param
+              dp_operator_register_with_gradient dp_invoke_parsed dp_gemm
+              dp_set_tracker dp_nd_tag dp_nd_set_tag
      storage  dp_storage_stats_get dp_storage_release_pool
-     kvstore  dp_kv_create dp_kv_destroy dp_kv_init dp_kv_set_updater dp_kv_set_optimizer
-              dp_kv_push dp_kv_pull dp_kv_stored
      layers   dp_engine_extension (per-engine state of a layer, e.g. arrays)   */
 
 /* Result codes. DP_OK is 0; every failure is negative. */
@@ -792,6 +787,43 @@ DP_API void dp_clear_last_error(void);
 /* A logger that prints to stderr; the default for errors. */
 DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
                           const char *message, uint32_t line, const char *file, void *user);
+/* The logger for messages that have no engine (a NULL engine argument, the
+   operator registry, symbols): NULL restores the default, dp_log_stderr
+   for errors and nothing below. Copied; set it while setting up, before
+   other threads log. An engine's messages go to its desc.logger as
+   before. */
+DP_API void dp_set_default_logger(const dp_logger *logger);
+/* Logs through eng's logger (NULL eng: the default logger) and, for
+   DP_LOG_ERROR and DP_LOG_PANIC, records the text as the thread's last
+   error, exactly as depeng's own messages are: "<item text>: <fmt...>".
+   file and line name the caller's source. For libraries built on depeng.h
+   (depeng_nn.h logs through it). Any thread. */
+DP_API void dp_log(const dp_engine *eng, uint32_t level, dp_log_item item, const char *file, uint32_t line,
+                   const char *fmt, ...)
+#if defined(__GNUC__) || defined(__clang__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+/* Memory from eng's allocator (desc.allocator; a NULL eng or no allocator:
+   malloc), aligned to 64 bytes when an allocator is set. dp_engine_free
+   takes the size that was asked for; NULL is fine. NULL when out of memory
+   (nothing is logged). Any thread. */
+DP_API void *dp_engine_alloc(const dp_engine *eng, size_t size);
+DP_API void dp_engine_free(const dp_engine *eng, void *ptr, size_t size);
+/* Gives up the calling thread's core for a moment (sched_yield,
+   SwitchToThread). Any thread. */
+DP_API void dp_thread_yield(void);
+/* A 32-bit integer shared between threads, for reference counts in
+   libraries built on depeng.h: read and change it only through these
+   (sequentially consistent) calls. Zero-initialise it or store into it
+   before other threads see it. */
+typedef struct dp_atomic_int { int32_t value_; } dp_atomic_int;
+DP_API int32_t dp_atomic_load(const dp_atomic_int *a);
+DP_API void dp_atomic_store(dp_atomic_int *a, int32_t v);
+/* Adds delta; returns the value before. */
+DP_API int32_t dp_atomic_add(dp_atomic_int *a, int32_t delta);
+/* Stores v; returns the value before. */
+DP_API int32_t dp_atomic_exchange(dp_atomic_int *a, int32_t v);
 
 /* ---- extensions -------------------------------------------------------- */
 /* Per-engine state of a layer built on the engine. The array layer below is
@@ -1060,8 +1092,8 @@ typedef struct dp_operator {
     unsigned grad_needs;          /* DP_GRAD_*: what the gradient operator reads, in that order */
     unsigned inplace;             /* bit i (i < 32): output 0 may be exactly input i (same bytes, dtype
                                      and shape; the kernel reads each element before writing it), with
-                                     no temporary; autograd uses it on gradient operators: see
-                                     dp_autograd_backward */
+                                     no temporary; a backward pass may use it on gradient
+                                     operators (depeng_nn.h's autograd does) */
     unsigned resources;           /* DP_RESOURCE_*: the kernel may use them */
     unsigned mutate_inputs;       /* bit i (i < 32): the kernel also writes input i (an
                                      optimizer's state), so its variable is in the write set */
@@ -1151,10 +1183,11 @@ typedef struct dp_invoke_desc {
    given output 0 (else CPU 0). The call checks everything (names, counts,
    parameters, shapes, dtypes, devices), then pushes one operation that
    reads the inputs' variables and writes the outputs' and returns: wait
-   with dp_nd_read or dp_nd_wait_to_read. While this thread records
-   (dp_autograd_begin), an invocation with an input in a graph is recorded
-   for dp_autograd_backward; then a given output, or a mutated input, must
-   not be in a graph itself.
+   with dp_nd_read or dp_nd_wait_to_read. The process's tracker, if one
+   is installed (dp_set_tracker; depeng_nn.h's autograd is one), sees the
+   invocation first and may record it or refuse it (autograd, while this
+   thread records: a given output, or a mutated input, must not be in a
+   recorded graph itself).
    A given output may share bytes with an input (the same array, or
    overlapping views of one storage: transpose(x, out=x) is fine): the
    kernel then writes a temporary that the operation copies over the
@@ -1203,7 +1236,8 @@ static inline dp_param dp_param_shape(const char *name, const dp_shape *v) { dp_
    lr (required), wd, rescale_grad, clip_gradient, momentum, beta1, beta2,
    epsilon, and adam_update's t: the step, from 1, for Adam's bias
    correction (lr is scaled by sqrt(1 - beta2^t) / (1 - beta1^t)); the
-   default 0 leaves lr as given. A dp_optimizer passes t itself. */
+   default 0 leaves lr as given. depeng_nn.h's optimizer objects pass t
+   themselves. */
 
 /* ---- training helpers ------------------------------------------------------
    Operators (invoked like any other):
@@ -1223,234 +1257,10 @@ static inline dp_param dp_param_shape(const char *name, const dp_shape *v) { dp_
        std  = sqrt(mean(square(d), axis=(0,), keepdims=1)) NumPy's std (ddof 0)
        z    = div(d, add_scalar(std, 1e-8))                a constant column stays finite
    (one dp_invoke each; the test set is standardised with the training set's
-   mean and std).
-
-   An optimizer object owns one weight's update: dp_optimizer_create attaches
-   the weight's gradient (dp_nd_attach_grad, DP_REQ_WRITE, starting over if it
-   was marked) and makes the update's state arrays, zeros of the weight's
-   shape, dtype and device: none for sgd_update, the momentum for
-   sgd_mom_update, the mean and variance for adam_update (any registered
-   operator with inputs (weight, gradient, the states it mutates) and one
-   output works). dp_optimizer_step pushes the update of the weight with its
-   gradient as it is after the backward pass, in place, and counts the step;
-   an update with an INT parameter t (adam_update) gets the step number, so
-   the bias correction needs nothing from the caller.
-       dp_optimizer *opt;
-       dp_optimizer_create(w, &(dp_optimizer_desc){ .update = "adam_update",
-           .params = {{"lr", .f = 1e-3}} }, &opt);
-       ... forward, dp_autograd_backward(loss, NULL, 0);
-       dp_optimizer_step(opt);
-       dp_optimizer_destroy(opt);
-   Errors (logged, DP_ERROR_INVALID_ARGS unless said): NULL arguments, an
-   unknown operator or one that is not an update, parameters as dp_invoke
-   checks them (and t given, which the optimizer counts), a weight that is
-   not float32 / float64, DP_ERROR_OUT_OF_MEMORY; step: the update's errors
-   (nothing pushed, the step not counted).
-   Thread safety: an optimizer is used by one thread at a time; different
-   optimizers from any threads. Destroy it before the weight's engine. */
-typedef struct dp_optimizer_desc {
-    const char *update;                  /* the update operator; NULL: "sgd_update" */
-    dp_param params[DP_MAX_PARAMS];      /* its parameters (lr is required), as dp_invoke's */
-} dp_optimizer_desc;
-typedef struct dp_optimizer dp_optimizer;
-DP_API dp_result dp_optimizer_create(dp_ndarray *weight, const dp_optimizer_desc *desc, dp_optimizer **out);
-DP_API dp_result dp_optimizer_step(dp_optimizer *opt);
-/* Changes one parameter for the next steps (a learning-rate schedule:
-   dp_param_float("lr", lr)); on error the parameters stay as they were. */
-DP_API dp_result dp_optimizer_set_param(dp_optimizer *opt, const dp_param *param);
-DP_API int64_t dp_optimizer_steps(const dp_optimizer *opt);            /* steps pushed so far */
-/* State array i (0: momentum, or Adam's mean; 1: Adam's variance), borrowed;
-   NULL past the last. */
-DP_API dp_ndarray *dp_optimizer_state(const dp_optimizer *opt, int i);
-/* Releases the optimizer's references (the weight keeps its gradient). NULL is fine. */
-DP_API void dp_optimizer_destroy(dp_optimizer *opt);
-
-/* ====================================================================== AUTOGRAD
-   MXNet's autograd. Mark the arrays to differentiate by with
-   dp_nd_attach_grad, run the forward pass between dp_autograd_begin and
-   dp_autograd_end (each invocation of a registered operator with a marked
-   or recorded input is recorded), then dp_autograd_backward(loss) pushes
-   each recorded operator's gradient operator through the engine, in
-   reverse, and the gradients land in dp_nd_grad(marked array).
-   What is kept: a recorded operation holds only what its gradient
-   operator declares it reads (grad_needs: the inputs, the outputs) as
-   views of their storage, and its producers; the rest is released when
-   the caller releases it. A backward without retain_graph releases each
-   operation's saved arrays as soon as its gradient is pushed.
-   In place: a gradient operator whose registration allows it (inplace bit
-   j on input j, an output gradient) writes its result over that output
-   gradient when nothing else needs it, instead of a new array.
-   Rules: recording is per thread and nests. Views made by dp_nd_reshape
-   and dp_nd_slice are not recorded (use the reshape operator to keep the
-   gradient flowing). An array saved for a gradient must not be written
-   (dp_nd_write, an output or a mutated input of an invocation) before the
-   backward: backward reports that instead of reading the new values.
-   Build a graph from one thread; backward passes (from any thread) run one
-   at a time, so graphs may share marked arrays. */
-/* Starts / ends recording on this thread; they nest. dp_autograd_end
-   without a begin is DP_ERROR_INVALID_ARGS. */
-DP_API dp_result dp_autograd_begin(void);
-DP_API dp_result dp_autograd_end(void);
-DP_API int dp_autograd_is_recording(void);
-/* Marks a (float32 or float64) for gradients: a zero gradient array of its
-   shape is made, which backward overwrites (DP_REQ_WRITE) or adds to
-   (DP_REQ_ADD). DP_REQ_NULL removes the mark. Marking again starts over
-   with a new zero gradient, and cuts a from the graph that made it. Out
-   of memory: DP_ERROR_OUT_OF_MEMORY (logged), a keeps its earlier mark. */
-DP_API dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req);
-/* a's gradient array (a borrowed reference: dp_nd_retain to keep it past
-   a's release), or NULL if a is not marked. */
-DP_API dp_ndarray *dp_nd_grad(const dp_ndarray *a);
-/* A view of a's storage outside any graph: gradients stop there. */
-DP_API dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out);
-/* Pushes the gradients of head with respect to every marked array it
-   depends on. head_grad is d(objective)/d(head), of head's shape and dtype;
-   NULL means ones (head is usually a scalar loss). A marked head gets
-   head_grad as its gradient. retain_graph non-zero keeps the graph for
-   another backward. Errors (nothing is pushed then): head neither marked
-   nor made by a recorded invocation, no marked array reached, an
-   operator on the path without a gradient, a head_grad of another shape,
-   a saved array written since, a graph freed by an earlier backward. A
-   failing gradient kernel reaches the gradient arrays like any failure.
-   Out of memory (DP_ERROR_OUT_OF_MEMORY, logged) can come after some
-   gradient operators were pushed; the graph is kept whole, as after any
-   error, so the same backward can run again once memory is free: it
-   rewrites the gradients of arrays marked DP_REQ_WRITE, while those marked
-   DP_REQ_ADD may hold part of the failed pass's sum. */
-DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, int retain_graph);
-
-/* ====================================================================== SYMBOL
-   MXNet's symbolic front end: a graph is built once from named variables
-   and operator nodes (the same registered operators dp_invoke_strings runs),
-   then bound to arrays by an executor that runs it many times. A symbol is
-   a list of outputs of such a graph; symbols share nodes and are
-   immutable, reference counted, and not tied to an engine (their errors go
-   to the default logger, stderr). Any thread may use a symbol; releasing
-   the last reference must not race with other use of that symbol. */
-typedef struct dp_symbol dp_symbol;
-/* A variable (an input or a parameter), bound to an array later. Errors:
-   DP_ERROR_INVALID_ARGS (no name, out NULL), DP_ERROR_OUT_OF_MEMORY. */
-DP_API dp_result dp_sym_var(const char *name, dp_symbol **out);
-/* A node of operator op_name (a registered name, or MXNet's name for the
-   same operation: Activation with act_type, Flatten, Concat, elemwise_add,
-   _plus_scalar, ...) named name (NULL: the operator's name in lower case
-   and a number). inputs are single-output symbols, one per operator input;
-   a NULL input becomes a new variable "<name>_<input>" (FullyConnected's
-   weight and bias, a loss's label, else "<name>_argN"). Keyword parameters
-   as dp_invoke_strings's; "scalar" gives a _scalar operator its scalar. The
-   symbol has the operator's outputs. Errors (logged, naming the node):
-   DP_ERROR_INVALID_ARGS for an unknown operator, a bad parameter, a wrong
-   input count or a multi-output input; DP_ERROR_OUT_OF_MEMORY. */
-DP_API dp_result dp_sym_op(const char *op_name, const char *name, int num_inputs, dp_symbol *const *inputs, int num_kwargs,
-                           const char *const *keys, const char *const *values, dp_symbol **out);
-/* Output index of s as a symbol of its own; several symbols as one with
-   all their outputs (MXNet's Group). Errors: DP_ERROR_INVALID_ARGS,
-   DP_ERROR_OUT_OF_MEMORY. */
-DP_API dp_result dp_sym_output(const dp_symbol *s, int index, dp_symbol **out);
-DP_API dp_result dp_sym_group(int num, dp_symbol *const *syms, dp_symbol **out);
-DP_API dp_symbol *dp_sym_retain(dp_symbol *s);     /* one more reference; returns s */
-DP_API void dp_sym_release(dp_symbol *s);          /* NULL is fine */
-DP_API int dp_sym_num_outputs(const dp_symbol *s);
-/* The name of a single-output symbol's node; NULL for a group. Valid while s is. */
-DP_API const char *dp_sym_name(const dp_symbol *s);
-/* The variables of s in MXNet's order (a depth-first walk from the
-   outputs, inputs in order): up to cap names (valid while s is) into
-   names (may be NULL). Returns how many there are, -1 on error. Executors
-   take their arguments in this order. */
-DP_API int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap);
-/* Shape and dtype inference over the whole graph from the shapes (and
-   dtypes; NULL: float32) of the named arguments given: forward through
-   each operator's inference, and backward where an operator can tell an
-   input from what is known (FullyConnected's weight and bias from the data
-   and num_hidden, a loss's label from the data, an element-wise operand
-   from the other). Fills the shapes and dtypes of every argument (in
-   dp_sym_list_arguments order) and output, where those pointers are not
-   NULL. Errors (logged, naming the node and the shapes that disagree, or
-   the argument whose shape cannot be told): DP_ERROR_INVALID_ARGS,
-   DP_ERROR_OUT_OF_MEMORY. */
-DP_API dp_result dp_sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
-                              dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes);
-/* MXNet's symbol JSON: "nodes" (each with "op" ("null" for a variable),
-   "name", "attrs" (the parameters as strings) and "inputs" as [node,
-   output, version]), "arg_nodes", "node_row_ptr" and "heads", so the file
-   opens in the viewers made for MXNet models. Loading also takes MXNet's
-   operator names (see dp_sym_op) and its older "param" / "attr" keys,
-   and ignores attributes starting with "__". Errors: DP_ERROR_IO (a
-   stream or file that fails), DP_ERROR_FORMAT (not such JSON; logged with
-   the reason), the errors of dp_sym_op naming the node, and
-   DP_ERROR_OUT_OF_MEMORY. */
-DP_API dp_result dp_sym_save_json(const dp_symbol *s, FILE *out);
-DP_API dp_result dp_sym_load_json(const char *json, dp_symbol **out);
-DP_API dp_result dp_sym_save(const dp_symbol *s, const char *path);
-DP_API dp_result dp_sym_load(const char *path, dp_symbol **out);
-/* The graph as Graphviz DOT: variables as ellipses, operators as boxes
-   labelled with their operator and parameters, edges from producer to
-   consumer. Errors: DP_ERROR_INVALID_ARGS, DP_ERROR_IO, DP_ERROR_OUT_OF_MEMORY. */
-DP_API dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out);
-
-/* ====================================================================== EXECUTOR
-   MXNet's executor: a symbol bound to arrays. Binding infers every shape,
-   builds the gradient graph from the registered gradient operators (each
-   reading only what its operator's grad_needs declares), places every
-   intermediate result in one arena by the memory plan (>>memory planning;
-   entries alive at the same time never share bytes, an output may take
-   its input's where the operator's inplace bits allow) and makes every node
-   one pre-created engine operation (dp_op_create). A step then only pushes
-   those operations: no allocation, no parameter parsing, no inference.
-   Thread safety: bind, steps and destroy of one executor from one thread
-   at a time; outputs and gradients are ordinary arrays (any thread). */
-typedef struct dp_executor dp_executor;
-typedef struct dp_exec_memory {
-    size_t planned_bytes;    /* the arena holding every intermediate result */
-    size_t unplanned_bytes;  /* the same results with a buffer each (64-byte rounded) */
-    size_t external_bytes;   /* arguments, gradients, outputs and head gradients */
-    int num_nodes, num_entries;   /* operations (forward + backward) and results */
-} dp_exec_memory;
-/* Binds sym on ctx: args[i] is the array of argument i (dp_sym_list_arguments
-   order), read by every forward; grads[i] (grads NULL: no backward) receives
-   its gradient by grad_reqs[i] (NULL: DP_REQ_WRITE for every non-NULL
-   gradient): DP_REQ_WRITE overwrites, DP_REQ_ADD adds, DP_REQ_NULL or a NULL
-   gradient computes none. The executor keeps references to the arrays;
-   write new values into them (dp_nd_write, an optimizer update) between
-   steps. Errors (logged, nothing is made): DP_ERROR_INVALID_ARGS (argument
-   count, an array of another shape, dtype, engine or device than the
-   graph says, a node without a gradient operator between an output and
-   an argument with a gradient; inference errors name the node),
-   DP_ERROR_BAD_CONTEXT (no kernel on that device), DP_ERROR_OUT_OF_MEMORY. */
-DP_API dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
-                              dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out);
-/* A new executor of the same symbol, device and gradient requests on other
-   arrays (e.g. another batch size); ex stays valid. Errors as dp_exec_bind. */
-DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out);
-/* Pushes the forward operations (is_train is for operators that behave
-   differently in training; no built-in one does). Returns at once; read
-   the outputs as any array (dp_nd_read waits). Errors: DP_ERROR_INVALID_ARGS,
-   and dp_op_push's. */
-DP_API dp_result dp_exec_forward(dp_executor *ex, int is_train);
-/* Pushes the gradient operations. head_grads[i] (may be NULL, as may the
-   array itself) is d(objective)/d(output i), copied (one _copy invocation,
-   which allocates like any invocation) into the executor's head gradient,
-   which is ones otherwise: a loss output needs none. A loop that must not
-   allocate writes its head gradients into dp_exec_head_grad(ex, i) itself
-   (dp_nd_write, or an operator with it as the output) and passes none.
-   Errors: DP_ERROR_INVALID_ARGS (bound without gradients, more head
-   gradients than outputs), the copy's errors. */
-DP_API dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarray *const *head_grads);
-DP_API int dp_exec_num_outputs(const dp_executor *ex);
-/* Output index (borrowed: dp_nd_retain to keep it past the executor), NULL if out of range. */
-DP_API dp_ndarray *dp_exec_output(const dp_executor *ex, int index);
-/* The head gradient array of output index (borrowed; ones after bind;
-   the caller may write it), NULL without gradients or out of range. */
-DP_API dp_ndarray *dp_exec_head_grad(const dp_executor *ex, int index);
-/* The memory plan's figures. Errors: DP_ERROR_INVALID_ARGS. */
-DP_API dp_result dp_exec_memory_get(const dp_executor *ex, dp_exec_memory *out);
-/* Destroys the operations (each freed after its last pushed run) and lets
-   go of the arrays; pending work finishes. NULL is fine. */
-DP_API void dp_exec_destroy(dp_executor *ex);
+   mean and std). */
 
 /* ====================================================================== DATA
-   Reading a CSV file into arrays, and a mini-batch iterator that prefetches
-   through the engine. */
+   Reading a CSV file into arrays (depeng_nn.h adds a mini-batch iterator). */
 #define DP_CSV_NO_LABEL (-1000000)
 /* Reads a CSV file of numbers (comma separated; blank lines skipped; a
    first line with words, not numbers, is a header and skipped) into float32
@@ -1480,109 +1290,147 @@ typedef struct dp_csv_options {
    (no rows). Any thread. */
 DP_API dp_result dp_nd_load_csv_opts(dp_engine *eng, const char *path, int label_column, const dp_csv_options *opts,
                                      dp_ctx ctx, dp_ndarray **data, dp_ndarray **label);
-/* Mini-batches of rows (the first axis) of data and label. Zero-initialise:
-   shuffle draws a new order every epoch from the random resource of data's
-   device (reproducible with dp_random_seed); the last batch is short unless
-   drop_last. The next batch is gathered by an operation on the IO pool
-   (DP_PROP_IO) while the caller's work on the current one runs. */
-typedef struct dp_iter_desc {
-    dp_ndarray *data;        /* (n, ...) on the CPU */
-    dp_ndarray *label;       /* (n, ...) or NULL */
-    int batch_size;
-    int shuffle;
-    int drop_last;
-} dp_iter_desc;
-typedef struct dp_iter dp_iter;
-DP_API dp_result dp_iter_create(const dp_iter_desc *desc, dp_iter **out);
-/* The next batch as new arrays (release them when done; they stay valid
-   after later calls). At the end of an epoch *data (and *label) are NULL
-   and DP_OK is returned; dp_iter_reset starts the next epoch. */
-DP_API dp_result dp_iter_next(dp_iter *it, dp_ndarray **data, dp_ndarray **label);
-DP_API dp_result dp_iter_reset(dp_iter *it);
-/* Batches per epoch. */
-DP_API int64_t dp_iter_num_batches(const dp_iter *it);
-DP_API void dp_iter_destroy(dp_iter *it);
-
 /* The storage manager of a device: bytes in arrays, bytes kept for reuse. */
 typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocations, pool_hits; } dp_storage_stats;
 DP_API dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_stats *out);
 /* Gives the memory kept for reuse back to the allocator. */
 DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 
-/* ====================================================================== KVSTORE
-   MXNet's KVStore: parameter synchronisation across devices. A store keeps
-   one array per integer key on its context (the CPU: gradients from GPUs
-   are copied to it and the results back, as MXNet's CPU reduction does).
-   dp_kv_push(key, values, n) sums the n arrays (one per device, typically)
-   into the key's merge buffer; then, if the store has a global reduction
-   (desc.global_reduce: depeng_mpi.h's allreduce over processes), that
-   replaces the buffer by the sum over all processes; then the updater, if
-   any, updates the stored array from the buffer, else the buffer replaces
-   it. dp_kv_pull(key, outs, n) copies the stored array into each output.
-   Everything is an engine operation on the arrays' variables, pushed in
-   call order: a pull waits for the pushes on its key before it (and for
-   nothing else), a dp_nd_read of a pulled array waits for the pull, a
-   push waits for the writes of its inputs pushed before it (so it may
-   follow a backward pass at once, with no wait), and the next write to a
-   pushed input waits for the push. Priorities go to the ops
-   (DP_PROP_CPU_PRIORITIZED on the per-device engine, as MXNet's
-   reductions): push the last layer's gradients with a higher priority.
-   Reproducible: the sum is taken in the order of the values array (v0 +
-   v1, then + v2, ...), one element at a time, whatever the engine or the
-   number of worker threads, so the same calls give bitwise the same
-   results. Failures: an op whose input failed passes the failure on to the
-   stored array and the pulled arrays (a dp_nd_read of them reports it).
-   Threads: one thread at a time per store (as MXNet's frontend); different
-   stores are independent. Errors (logged as ND_ARGS unless noted):
-   DP_ERROR_INVALID_ARGS for NULL arguments, an unknown or repeated key,
-   shapes or dtypes that differ from the key's, arrays of another engine, an
-   unknown optimizer; DP_ERROR_BAD_CONTEXT for a store context that is not
-   the CPU; DP_ERROR_OUT_OF_MEMORY (nothing pushed for that call). */
-typedef struct dp_kvstore dp_kvstore;
-/* An updater: pushes the operations that update stored from merged (the
-   summed gradient), e.g. through dp_invoke_strings; called inside dp_kv_push
-   on its thread, after the sum (and the global reduction) is pushed. It
-   must not wait for the engine. Returns DP_OK or an error, which
-   dp_kv_push returns. */
-typedef dp_result (*dp_kv_updater_fn)(dp_kvstore *kv, int key, dp_ndarray *merged, dp_ndarray *stored, int priority, void *user);
-/* A global reduction: pushes operations that replace merged by the sum of
-   merged over every process (in place: they write merged's variable).
-   Called inside dp_kv_push, after the local sum is pushed, before the
-   update. */
-typedef dp_result (*dp_kv_reduce_fn)(dp_kvstore *kv, int key, dp_ndarray *merged, int priority, void *user);
-typedef struct dp_kvstore_desc {
-    dp_ctx ctx;                     /* where stored arrays live: CPU (zeroed: CPU 0) */
-    dp_kv_reduce_fn global_reduce;  /* NULL: this process only ("local") */
-    void *global_user;
-} dp_kvstore_desc;
-/* Makes a store on eng (desc NULL: CPU 0, local). Any thread. */
-DP_API dp_result dp_kv_create(dp_engine *eng, const dp_kvstore_desc *desc, dp_kvstore **out);
-/* Releases the store's arrays (their memory goes once the ops on them are
-   done: no wait). Pulled arrays stay valid. NULL is fine. */
-DP_API void dp_kv_destroy(dp_kvstore *kv);
-/* Adds key with a copy of value (any context; pushed as an op). A key
-   given twice is DP_ERROR_INVALID_ARGS. */
-DP_API dp_result dp_kv_init(dp_kvstore *kv, int key, dp_ndarray *value);
-/* Sets the updater function (NULL: the sum replaces the stored array),
-   replacing an optimizer. Applies to later pushes. */
-DP_API dp_result dp_kv_set_updater(dp_kvstore *kv, dp_kv_updater_fn fn, void *user);
-/* Uses a registered optimizer update as the updater, e.g. "sgd_update"
-   with lr=0.1: an operator whose inputs are (weight, gradient, states...),
-   one output (the weight, written in place), the states mutated inputs;
-   the store keeps zero-initialised states per key. Parameters are parsed
-   now (errors as dp_operator_parse_params). The kernel runs in the store's op
-   (with its priority). */
-DP_API dp_result dp_kv_set_optimizer(dp_kvstore *kv, const char *op_name, int num_kwargs, const char *const *keys, const char *const *values);
-/* Sums values[0..count) (count >= 1, each of the key's shape and dtype, on
-   any context of kv's engine; an array given twice counts twice) into the
-   key's array as described above. Returns once the ops are pushed. */
-DP_API dp_result dp_kv_push(dp_kvstore *kv, int key, dp_ndarray *const *values, int count, int priority);
-/* Copies the key's array into outs[0..count) (each of its shape and
-   dtype; a GPU output through its copy queue; the stored array itself,
-   from dp_kv_stored, is left as it is). */
-DP_API dp_result dp_kv_pull(dp_kvstore *kv, int key, dp_ndarray *const *outs, int count, int priority);
-/* The key's stored array (borrowed: valid until dp_kv_destroy), or NULL. */
-DP_API dp_ndarray *dp_kv_stored(dp_kvstore *kv, int key);
+/* ====================================================================== EXTENDING
+   What a library built on depeng.h needs besides the calls above, as
+   public calls, so that it never reaches into depeng's internals:
+   depeng_nn.h is built on exactly these (and a test checks that it uses
+   no private name). Besides dp_log, dp_engine_alloc and the dp_atomic_int
+   calls of the engine part:
+     elements     dp_dtype_load dp_dtype_store dp_shape_format
+     storage      dp_nd_view dp_nd_borrow dp_nd_same_storage dp_nd_version
+                  dp_nd_check_ctx dp_nd_copy_into
+     operators    dp_operator_arity dp_operator_params_from_list
+                  dp_operator_set_param dp_operator_register_with_gradient
+                  dp_invoke_parsed dp_gemm
+     tracking     dp_set_tracker dp_nd_tag dp_nd_set_tag (how autograd
+                  records invocations: MXNet's Imperative::RecordOp)
+   Each is documented with who may call it; none allocates except where it
+   says so. */
+/* Element i of data (of dtype t) as a double; a store of v into element i
+   by req (write, add to, or nothing for DP_REQ_NULL), converting as the
+   built-in kernels do: integer dtypes wrap around, bool stores v != 0. Any
+   thread, no errors (an unknown dtype reads and writes as uint8). */
+DP_API double dp_dtype_load(dp_dtype t, const void *data, int64_t i);
+DP_API void dp_dtype_store(dp_dtype t, void *data, int64_t i, double v, dp_req req);
+/* s as "(2, 3)" into buf (cut to cap - 1 bytes); returns buf. Any thread. */
+DP_API const char *dp_shape_format(const dp_shape *s, char *buf, size_t cap);
+/* A view of a's storage: its bytes from byte_offset (past a's own start)
+   as an array of dtype in shape, with a's variable; release it like any
+   array. No tracker tag goes with it. Errors (logged): DP_ERROR_INVALID_ARGS
+   for NULL arguments, an unknown dtype or a view that reaches past the
+   storage's end; DP_ERROR_OUT_OF_MEMORY. Any thread. */
+DP_API dp_result dp_nd_view(dp_ndarray *a, const dp_shape *shape, dp_dtype dtype, size_t byte_offset, dp_ndarray **out);
+/* A 1-d uint8 array over bytes [byte_offset, byte_offset + bytes) of a's
+   storage with a variable of its own, so that operations on it are ordered
+   apart from a's (the caller orders them: it owns those bytes now). It
+   holds a's storage until its own last operation is done. An executor
+   places its intermediate results in one arena so. Errors as dp_nd_view.
+   Any thread. */
+DP_API dp_result dp_nd_borrow(dp_ndarray *a, size_t byte_offset, size_t bytes, dp_ndarray **out);
+/* Whether a and b are views of one storage (not whether their bytes
+   overlap). Any thread. */
+DP_API int dp_nd_same_storage(const dp_ndarray *a, const dp_ndarray *b);
+/* How many writes were pushed to a's storage so far (dp_nd_write, outputs
+   and mutated inputs of invocations): a value saved for later can be
+   checked to be unchanged. Any thread. */
+DP_API int32_t dp_nd_version(const dp_ndarray *a);
+/* Checks that arrays can live on *ctx of eng (DP_DEV_DEFAULT becomes the
+   CPU); logs as `what` and returns DP_ERROR_BAD_CONTEXT if not (an unknown
+   device, a GPU without a backend with memory functions). Any thread. */
+DP_API dp_result dp_nd_check_ctx(dp_engine *eng, dp_ctx *ctx, const char *what);
+/* An operator's input or output count (declared = op->num_inputs or
+   op->num_outputs) for parsed params: as registered, or from num_args (-1:
+   num_args, -2: num_args + 1); -1 when num_args is out of range. */
+DP_API int dp_operator_arity(const dp_operator *op, const dp_params *params, int declared);
+/* Parses a dp_param list (the names before the first NULL one, at most
+   DP_MAX_PARAMS) for op, as dp_invoke does, defaults filled in; errors
+   logged on eng (may be NULL), DP_ERROR_INVALID_ARGS. Any thread. */
+DP_API dp_result dp_operator_params_from_list(dp_engine *eng, const dp_operator *op, const dp_param *list, dp_params *out);
+/* Changes one parameter of parsed params (the others stay); on error
+   (logged, DP_ERROR_INVALID_ARGS) params is unchanged. Any thread. */
+DP_API dp_result dp_operator_set_param(dp_engine *eng, const dp_operator *op, const dp_param *param, dp_params *params);
+/* Registers op with a gradient operator grad_name that has op's
+   parameters, inputs (the output gradient, then op's inputs as
+   op->grad_needs declares; DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS when 0) and
+   one output per input of op, each of that input's shape, computed by
+   grad_kernel; grad_inplace is its inplace bits. Sets op->gradient. Errors
+   as dp_operator_register. Register from one thread, before use. */
+DP_API dp_result dp_operator_register_with_gradient(dp_operator *op, const char *grad_name, const char *grad_doc,
+                                                    dp_kernel_fn grad_kernel, unsigned grad_inplace);
+/* dp_invoke for an operator already looked up and parameters already
+   parsed (a gradient pass or an optimizer step repeats one invocation many
+   times): the same checks, pushes, tracking and errors; outputs[i] NULL
+   are made and returned there; req NULL: all DP_REQ_WRITE. Any thread. */
+DP_API dp_result dp_invoke_parsed(dp_engine *eng, const dp_operator *op, const dp_params *params, int num_inputs,
+                                  dp_ndarray *const *inputs, double scalar, int num_outputs, dp_ndarray **outputs,
+                                  const dp_req *req);
+/* C (m x n, row stride ldc) = op(A) op(B) + beta C in float32 or float64
+   (t), row major, op(X) = X or X transposed (ta, tb non-zero): the kernel
+   of dot, through CBLAS with DEPENG_USE_CBLAS. A kernel's helper: no
+   errors, any thread. */
+DP_API void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                    const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+/* Pushes one operation that copies src's bytes into dst (the same byte
+   size, any devices of one engine), reading src's variable and writing
+   dst's, described by how (NULL: as dp_nd_copy_to's: a GPU end on that
+   GPU's copy queue); from how only ctx, prop, priority and name are used.
+   It runs even when src failed, passing the failure on to dst. Errors
+   (logged): DP_ERROR_INVALID_ARGS (NULL arrays, other sizes or engines),
+   DP_ERROR_OUT_OF_MEMORY, or dp_push's. Any thread. */
+DP_API dp_result dp_nd_copy_into(dp_ndarray *src, dp_ndarray *dst, const dp_push_desc *how);
+/* An invocation as a tracker sees it. */
+typedef struct dp_invocation {
+    dp_engine *eng;
+    const dp_operator *op;
+    const dp_params *params;
+    double scalar;
+    int num_inputs, num_outputs;
+    dp_ndarray *const *inputs;
+    dp_ndarray *const *outputs;   /* in check: NULL for those the call makes */
+} dp_invocation;
+/* A tracker follows every invocation (one per process; autograd is one):
+     check(inv, &record)  after depeng's own checks, before anything is
+                          made or pushed: sets record (1: call record), or
+                          refuses the invocation with an error (logged by
+                          the tracker), which dp_invoke returns;
+     record(inv)          the outputs exist, nothing is pushed yet: returns
+                          the tracker's record, NULL when out of memory
+                          (the invocation then fails with
+                          DP_ERROR_OUT_OF_MEMORY, nothing pushed);
+     pushed(inv, rec)     after the push, rec NULL when not recorded;
+     discard(rec)         the push failed after record: drop it;
+     tag_released(tag)    an array with a tag (dp_nd_set_tag) was released
+                          for the last time;
+     written(a)           dp_nd_write (or a load into a) replaced a's
+                          values outside any invocation.
+   The functions run on the invoking thread, inside the call. */
+typedef struct dp_tracker {
+    dp_result (*check)(const dp_invocation *inv, int *record);
+    void *(*record)(const dp_invocation *inv);
+    void (*pushed)(const dp_invocation *inv, void *rec);
+    void (*discard)(void *rec);
+    void (*tag_released)(void *tag);
+    void (*written)(dp_ndarray *a);
+} dp_tracker;
+/* Installs the process's tracker (copied; every function set), or removes
+   it (NULL). Set it while setting up, before any thread invokes; a tracker
+   already installed is DP_ERROR_INVALID_ARGS (logged) unless t is the
+   same. */
+DP_API dp_result dp_set_tracker(const dp_tracker *t);
+/* The tracker's word on an array: a pointer and an int (autograd: the node
+   that made the array and which output it is), NULL and 0 until set. The
+   tag is the array handle's own, not its storage's: views start with none.
+   dp_nd_set_tag replaces it without telling the tracker of the old one.
+   Use them from the thread that uses the array. */
+DP_API void *dp_nd_tag(const dp_ndarray *a, int *index);
+DP_API void dp_nd_set_tag(dp_ndarray *a, void *tag, int index);
+
 #endif /* DEPENG_NO_NDARRAY */
 
 #ifdef __cplusplus
@@ -2315,20 +2163,34 @@ DP_IMPL void dp_clear_last_error(void) {
     dp__tls_last_error_item = DP_LOGITEM_OK;
 }
 
-#define DP__LOG(eng, level, item, ...) dp__log(eng, level, DP_LOGITEM_##item, __LINE__, __VA_ARGS__)
-DP__COLD static void dp__log(const dp_engine *eng, uint32_t level, dp_log_item item, uint32_t line, const char *fmt, ...) {
+/* The logger for messages without an engine (dp_set_default_logger); func
+   NULL: errors to stderr. Written while setting up, read by any thread. */
+static dp_logger dp__default_logger;
+DP_IMPL void dp_set_default_logger(const dp_logger *logger) {
+    if (logger) dp__default_logger = *logger;
+    else memset(&dp__default_logger, 0, sizeof dp__default_logger);
+}
+/* One message, "<item text>: <fmt...>": kept as the thread's last error
+   when it is one, then handed to the engine's logger, else the default one. */
+DP__COLD static void dp__vlog(const dp_engine *eng, uint32_t level, dp_log_item item, const char *file, uint32_t line,
+                              const char *fmt, va_list ap) {
     char buf[DP_LAST_ERROR_MAX];
-    va_list ap;
-    int n = snprintf(buf, sizeof buf, "%s: ", dp__item_msgs[item]);
-    va_start(ap, fmt);
-    if (n > 0 && (size_t)n < sizeof buf) vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
-    va_end(ap);
+    int n = snprintf(buf, sizeof buf, "%s: ", dp__item_msgs[(unsigned)item < DP__LOGITEM_COUNT ? item : DP_LOGITEM_OK]);
+    if (fmt && n > 0 && (size_t)n < sizeof buf) vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
     if (level <= DP_LOG_ERROR) {
         memcpy(dp__tls_last_error, buf, sizeof buf);
         dp__tls_last_error_item = item;
     }
-    if (eng && eng->desc.logger.func) eng->desc.logger.func("depeng", level, (uint32_t)item, buf, line, __FILE__, eng->desc.logger.user);
-    else if (level <= DP_LOG_ERROR) dp_log_stderr("depeng", level, (uint32_t)item, buf, line, __FILE__, NULL);
+    if (eng && eng->desc.logger.func) eng->desc.logger.func("depeng", level, (uint32_t)item, buf, line, file, eng->desc.logger.user);
+    else if (dp__default_logger.func) dp__default_logger.func("depeng", level, (uint32_t)item, buf, line, file, dp__default_logger.user);
+    else if (level <= DP_LOG_ERROR) dp_log_stderr("depeng", level, (uint32_t)item, buf, line, file, NULL);
+}
+#define DP__LOG(eng, level, item, ...) dp__log(eng, level, DP_LOGITEM_##item, __LINE__, __VA_ARGS__)
+DP__COLD static void dp__log(const dp_engine *eng, uint32_t level, dp_log_item item, uint32_t line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    dp__vlog(eng, level, item, __FILE__, line, fmt, ap);
+    va_end(ap);
 }
 
 /* Logs a NULL engine or stream passed to a call that writes to a FILE *. */
@@ -2359,6 +2221,31 @@ static void *dp__realloc(const dp_engine *eng, void *p, size_t old_size, size_t 
     if (p) { memcpy(q, p, old_size < new_size ? old_size : new_size); dp__free(eng, p, old_size); }
     return q;
 }
+
+DP__COLD DP_IMPL void dp_log(const dp_engine *eng, uint32_t level, dp_log_item item, const char *file, uint32_t line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    dp__vlog(eng, level, item, file ? file : "?", line, fmt, ap);
+    va_end(ap);
+}
+DP_IMPL void *dp_engine_alloc(const dp_engine *eng, size_t size) { return dp__alloc(eng, size); }
+DP_IMPL void dp_engine_free(const dp_engine *eng, void *ptr, size_t size) { dp__free(eng, ptr, size); }
+DP_IMPL void dp_thread_yield(void) { dp__thread_yield(); }
+/* dp_atomic_int: GCC and Clang's __atomic builtins on the plain field (the
+   same instructions as the engine's own atomics); elsewhere (MSVC's C) the
+   engine's atomics over it, which have the same size and alignment. */
+#if defined(__GNUC__) || defined(__clang__)
+DP_IMPL int32_t dp_atomic_load(const dp_atomic_int *a) { return __atomic_load_n(&a->value_, __ATOMIC_SEQ_CST); }
+DP_IMPL void dp_atomic_store(dp_atomic_int *a, int32_t v) { __atomic_store_n(&a->value_, v, __ATOMIC_SEQ_CST); }
+DP_IMPL int32_t dp_atomic_add(dp_atomic_int *a, int32_t delta) { return __atomic_fetch_add(&a->value_, delta, __ATOMIC_SEQ_CST); }
+DP_IMPL int32_t dp_atomic_exchange(dp_atomic_int *a, int32_t v) { return __atomic_exchange_n(&a->value_, v, __ATOMIC_SEQ_CST); }
+#else
+DP_IMPL int32_t dp_atomic_load(const dp_atomic_int *a) { return dp__load((dp__a32 *)(uintptr_t)a, DP__SEQ_CST); }
+DP_IMPL void dp_atomic_store(dp_atomic_int *a, int32_t v) { dp__store((dp__a32 *)(void *)a, v, DP__SEQ_CST); }
+DP_IMPL int32_t dp_atomic_add(dp_atomic_int *a, int32_t delta) { return dp__fetch_add((dp__a32 *)(void *)a, delta, DP__SEQ_CST); }
+DP_IMPL int32_t dp_atomic_exchange(dp_atomic_int *a, int32_t v) { return dp__exchange((dp__a32 *)(void *)a, v, DP__SEQ_CST); }
+#endif
+typedef char dp__atomic_int_fits[sizeof(dp_atomic_int) == sizeof(dp__a32) ? 1 : -1];
 
 /* Makes room for one more element in a growable array (doubling, first
    capacity `first`). Returns 0 when there is room, -1 if out of memory (the
@@ -8238,19 +8125,17 @@ typedef struct dp__chunk {
     struct dp__chunk *next_orphan;   /* on the engine's orphans, see dp__chunk_release */
     struct dp__chunk *owner;   /* data borrowed from this chunk (dp__nd_borrow), else NULL */
 } dp__chunk;
-struct dp__ag_node;
 struct dp_ndarray {
     dp__a32 refs;
     dp__chunk *chunk;
     size_t offset;             /* bytes into the chunk: views */
     dp_shape shape;
     dp_dtype dtype;
-    struct dp__ag_node *ag;    /* autograd: the recorded op that made it, or its
-                                  leaf (dp_nd_attach_grad); NULL outside graphs */
-    int ag_index;              /* which output of ag */
+    void *tag;                 /* the tracker's (autograd's node), see dp_nd_tag */
+    int tag_index;
 };
-static void dp__ag_unref(struct dp__ag_node *n);
-static void dp__ag_cut(dp_ndarray *a);
+/* The process's tracker (dp_set_tracker): set while setting up, then read. */
+static dp_tracker dp__tracker;
 static void dp__chunk_bump(dp__chunk *c) { dp__fetch_add(&c->version, 1, DP__RELAXED); }
 
 /* Runs once the chunk's variable is free: every operation on it is done. */
@@ -8292,7 +8177,7 @@ DP_IMPL void dp_nd_release(dp_ndarray *a) {
     dp__chunk *c;
     if (!a || dp__fetch_add(&a->refs, -1, DP__ACQ_REL) != 1) return;
     c = a->chunk;
-    dp__ag_unref(a->ag);
+    if (a->tag && dp__tracker.tag_released) dp__tracker.tag_released(a->tag);
     dp__free(c->eng, a, sizeof *a);
     dp__chunk_release(c);
 }
@@ -8478,7 +8363,7 @@ static dp_result dp__nd_host_io(dp_ndarray *a, void *host, size_t bytes, int to_
         return DP_ERROR_INVALID_ARGS;
     }
     if ((r = dp_wait_var(eng, a->chunk->var, failure)) != DP_OK) return r;
-    if (!to_host) { dp__chunk_bump(a->chunk); dp__ag_cut(a); }
+    if (!to_host) { dp__chunk_bump(a->chunk); if (dp__tracker.written) dp__tracker.written(a); }
     on_gpu = a->chunk->ctx.dev_type == DP_DEV_GPU;
     if (dp__copy_bytes(eng, to_host ? host : dp_nd_data(a), to_host ? dp_nd_data(a) : host, bytes,
                        on_gpu ? (to_host ? 1 : 0) : -1, a->chunk->ctx.dev_id, NULL)) {
@@ -8610,6 +8495,29 @@ DP_IMPL dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out) {
         d.prop = ctx.dev_type == DP_DEV_GPU ? DP_PROP_COPY_TO_GPU : DP_PROP_COPY_FROM_GPU;
     }
     if ((r = dp_push(eng, &d)) != DP_OK) { dp__copy_arg_free(c); dp_nd_release(*out); *out = NULL; }
+    return r;
+}
+DP_IMPL dp_result dp_nd_copy_into(dp_ndarray *src, dp_ndarray *dst, const dp_push_desc *how) {
+    dp_engine *eng = src ? src->chunk->eng : NULL;
+    dp__copy_arg *c;
+    dp_push_desc d;
+    dp_result r;
+    if (!src || !dst || dst->chunk->eng != eng || dp_nd_bytes(src) != dp_nd_bytes(dst)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_copy_into: NULL arrays, or arrays of other sizes or engines");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((c = (dp__copy_arg *)dp__alloc(eng, sizeof *c)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_nd_copy_into"); return DP_ERROR_OUT_OF_MEMORY; }
+    c->src = dp_nd_retain(src); c->dst = dp_nd_retain(dst);
+    memset(&d, 0, sizeof d);
+    if (how) { d.ctx = how->ctx; d.prop = how->prop; d.priority = how->priority; d.name = how->name; }
+    else if (dp__copy_kind(dst->chunk->ctx, src->chunk->ctx) >= 0) {
+        d.ctx = dst->chunk->ctx.dev_type == DP_DEV_GPU ? dst->chunk->ctx : src->chunk->ctx;
+        d.prop = dst->chunk->ctx.dev_type == DP_DEV_GPU ? DP_PROP_COPY_TO_GPU : DP_PROP_COPY_FROM_GPU;
+    }
+    if (!d.name) d.name = "copy_into";
+    d.fn = dp__copy_op; d.arg = c; d.no_skip = 1;    /* dp__copy_op frees c and passes a failure on */
+    d.reads = &src->chunk->var; d.num_reads = 1; d.writes = &dst->chunk->var; d.num_writes = 1;
+    if ((r = dp_push(eng, &d)) != DP_OK) dp__copy_arg_free(c);
     return r;
 }
 
@@ -9085,7 +8993,7 @@ out:
     return r;
 }
 
-/* >>data: CSV files and the mini-batch iterator ---------------------------------- */
+/* >>data: CSV files ---------------------------------- */
 /* Why a CSV field was refused, and where it starts. */
 typedef struct dp__csv_bad { const char *field; int out_of_range; } dp__csv_bad;
 /* Parses the fields of one line [p, eol) as numbers into out (up to cap;
@@ -9230,168 +9138,6 @@ DP_IMPL dp_result dp_nd_load_csv_opts(dp_engine *eng, const char *path, int labe
     dp__free(eng, vals, cap * sizeof *vals);
     dp__free(eng, buf, len + 1);
     return res;
-}
-
-/* The iterator keeps the order of the rows in an int64 array; its variable
-   orders the shuffles (writes) against the gathers (reads). Each batch is
-   a new pair of arrays, filled by a gather op on the IO pool that is pushed
-   one batch ahead: while the caller's work on batch b runs, batch b + 1
-   is being copied. */
-struct dp_iter {
-    dp_engine *eng;
-    dp_ndarray *data, *label, *order;
-    int64_t n, batch, nbatches, next;   /* next: the batch the prefetched one is */
-    int shuffle, drop_last;
-    dp_ndarray *pre_data, *pre_label;    /* the prefetched batch, or NULL */
-};
-typedef struct dp__gather_arg { dp_ndarray *src[2], *dst[2], *order; int64_t start; } dp__gather_arg;
-static int dp__gather_op(dp_run_ctx *rc, void *arg) {
-    dp__gather_arg *g = (dp__gather_arg *)arg;
-    const int64_t *order = (const int64_t *)dp_nd_data(g->order);
-    int status = rc->input_status, i;
-    for (i = 0; i < 2; i++) {
-        int64_t r, rows;
-        size_t row_bytes;
-        if (!g->src[i]) continue;
-        rows = g->dst[i]->shape.dims[0];
-        row_bytes = dp_nd_bytes(g->src[i]) / (size_t)g->src[i]->shape.dims[0];
-        for (r = 0; !status && r < rows; r++)
-            memcpy((char *)dp_nd_data(g->dst[i]) + (size_t)r * row_bytes, (const char *)dp_nd_data(g->src[i]) + (size_t)order[g->start + r] * row_bytes, row_bytes);
-        dp_nd_release(g->src[i]);
-        dp_nd_release(g->dst[i]);
-    }
-    dp_nd_release(g->order);
-    dp__free(rc->engine, g, sizeof *g);
-    return status;
-}
-typedef struct dp__shuffle_arg { dp_ndarray *order; } dp__shuffle_arg;
-static int dp__shuffle_op(dp_run_ctx *rc, void *arg) {      /* Fisher-Yates with the random resource */
-    dp__shuffle_arg *s = (dp__shuffle_arg *)arg;
-    int64_t *o = (int64_t *)dp_nd_data(s->order), i, n = s->order->shape.dims[0];
-    if (!rc->input_status)
-        for (i = n - 1; i > 0; i--) {
-            int64_t j = (int64_t)(dp_random_next(rc->engine, rc->ctx) % (uint64_t)(i + 1)), t = o[i];
-            o[i] = o[j]; o[j] = t;
-        }
-    dp_nd_release(s->order);
-    dp__free(rc->engine, s, sizeof *s);
-    return rc->input_status;
-}
-/* Makes the arrays of batch b and pushes the gather that fills them. */
-static dp_result dp__iter_prefetch(dp_iter *it) {
-    dp_ndarray *dst[2] = {NULL, NULL}, *src[2];
-    dp__gather_arg *g;
-    dp_var reads[3], writes[2];
-    dp_push_desc d;
-    dp_result r = DP_OK;
-    int i, nw = 0;
-    int64_t start = it->next * it->batch, rows;
-    it->pre_data = it->pre_label = NULL;
-    if (it->next >= it->nbatches) return DP_OK;
-    rows = it->n - start < it->batch ? it->n - start : it->batch;
-    src[0] = it->data; src[1] = it->label;
-    for (i = 0; i < 2 && r == DP_OK; i++) {
-        dp_shape s;
-        if (!src[i]) continue;
-        s = src[i]->shape; s.dims[0] = rows;
-        r = dp_nd_empty(it->eng, &s, src[i]->dtype, src[i]->chunk->ctx, &dst[i]);
-    }
-    if (r != DP_OK || (g = (dp__gather_arg *)dp__alloc(it->eng, sizeof *g)) == NULL) {
-        dp_nd_release(dst[0]); dp_nd_release(dst[1]);
-        return r != DP_OK ? r : DP_ERROR_OUT_OF_MEMORY;
-    }
-    g->order = dp_nd_retain(it->order); g->start = start;
-    reads[0] = dp_nd_var(it->order);
-    for (i = 0; i < 2; i++) {
-        g->src[i] = dp_nd_retain(src[i]); g->dst[i] = dp_nd_retain(dst[i]);
-        if (src[i]) { reads[1 + nw] = dp_nd_var(src[i]); writes[nw++] = dp_nd_var(dst[i]); }
-    }
-    memset(&d, 0, sizeof d);
-    d.fn = dp__gather_op; d.arg = g; d.reads = reads; d.num_reads = 1 + nw; d.writes = writes; d.num_writes = nw;
-    d.prop = DP_PROP_IO; d.no_skip = 1; d.name = "batch_gather";
-    if ((r = dp_push(it->eng, &d)) != DP_OK) {
-        dp_run_ctx rc;
-        memset(&rc, 0, sizeof rc); rc.engine = it->eng; rc.input_status = r;
-        dp__gather_op(&rc, g);                  /* releases what it holds */
-        dp_nd_release(dst[0]); dp_nd_release(dst[1]);
-        return r;
-    }
-    it->pre_data = dst[0]; it->pre_label = dst[1];
-    return DP_OK;
-}
-DP_IMPL dp_result dp_iter_reset(dp_iter *it) {
-    dp__shuffle_arg *s;
-    dp_push_desc d;
-    dp_var writes[2];
-    dp_ctx ctx;
-    dp_result r;
-    if (!it) return DP_ERROR_INVALID_ARGS;
-    dp_nd_release(it->pre_data); dp_nd_release(it->pre_label);
-    it->pre_data = it->pre_label = NULL;
-    it->next = 0;
-    if (it->shuffle) {
-        ctx = dp_nd_ctx(it->order);
-        if ((s = (dp__shuffle_arg *)dp__alloc(it->eng, sizeof *s)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
-        s->order = dp_nd_retain(it->order);
-        writes[0] = dp_nd_var(it->order); writes[1] = dp_random_var(it->eng, ctx);
-        memset(&d, 0, sizeof d);
-        d.fn = dp__shuffle_op; d.arg = s; d.writes = writes; d.num_writes = 2; d.ctx = ctx;
-        d.prop = DP_PROP_IO; d.no_skip = 1; d.name = "batch_shuffle";
-        if ((r = dp_push(it->eng, &d)) != DP_OK) { dp_nd_release(s->order); dp__free(it->eng, s, sizeof *s); return r; }
-    }
-    return dp__iter_prefetch(it);
-}
-DP_IMPL dp_result dp_iter_create(const dp_iter_desc *desc, dp_iter **out) {
-    dp_engine *eng = desc && desc->data ? desc->data->chunk->eng : NULL;
-    dp_iter *it;
-    dp_ctx ctx;
-    dp_result r;
-    int64_t n;
-    if (out) *out = NULL;
-    if (!desc || !out || !desc->data || desc->batch_size <= 0 || desc->data->shape.ndim < 1
-        || (desc->label && (desc->label->shape.ndim < 1 || desc->label->shape.dims[0] != desc->data->shape.dims[0] || desc->label->chunk->eng != eng))) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_iter_create: needs data with at least one axis, a batch_size > 0, and a label (if any) "
-                "with as many rows on the same engine");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    ctx = dp_nd_ctx(desc->data);
-    if (ctx.dev_type == DP_DEV_GPU || (desc->label && dp_nd_ctx(desc->label).dev_type == DP_DEV_GPU)) {
-        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_iter_create: data and label must be CPU arrays (copy batches to the GPU)");
-        return DP_ERROR_BAD_CONTEXT;
-    }
-    if ((it = (dp_iter *)dp__alloc(eng, sizeof *it)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
-    memset(it, 0, sizeof *it);
-    n = desc->data->shape.dims[0];
-    it->eng = eng; it->n = n; it->batch = desc->batch_size; it->shuffle = desc->shuffle; it->drop_last = desc->drop_last;
-    it->nbatches = desc->drop_last ? n / it->batch : (n + it->batch - 1) / it->batch;
-    if ((r = dp_nd_arange(eng, 0, (double)n, 1, DP_INT64, ctx, &it->order)) != DP_OK) { dp__free(eng, it, sizeof *it); return r; }
-    it->data = dp_nd_retain(desc->data);
-    it->label = dp_nd_retain(desc->label);
-    if ((r = dp_iter_reset(it)) != DP_OK) { dp_iter_destroy(it); return r; }
-    *out = it;
-    return DP_OK;
-}
-DP_IMPL dp_result dp_iter_next(dp_iter *it, dp_ndarray **data, dp_ndarray **label) {
-    if (data) *data = NULL;
-    if (label) *label = NULL;
-    if (!it || !data) { DP__LOG(it ? it->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_iter_next: NULL iterator or data"); return DP_ERROR_INVALID_ARGS; }
-    if (!it->pre_data && it->next < it->nbatches) {       /* the last prefetch failed: once more */
-        dp_result r = dp__iter_prefetch(it);
-        if (r != DP_OK) return r;
-    }
-    if (!it->pre_data) return DP_OK;                        /* the epoch is over */
-    *data = it->pre_data;
-    if (label) *label = it->pre_label; else dp_nd_release(it->pre_label);
-    it->next++;
-    (void)dp__iter_prefetch(it);   /* failing, it is tried again (and reported) by the next call */
-    return DP_OK;
-}
-DP_IMPL int64_t dp_iter_num_batches(const dp_iter *it) { return it ? it->nbatches : 0; }
-DP_IMPL void dp_iter_destroy(dp_iter *it) {
-    if (!it) return;
-    dp_nd_release(it->pre_data); dp_nd_release(it->pre_label);
-    dp_nd_release(it->data); dp_nd_release(it->label); dp_nd_release(it->order);
-    dp__free(it->eng, it, sizeof *it);
 }
 
 /* >>registry ----------------------------------------------------------------
@@ -9810,27 +9556,29 @@ static dp_result dp__check_output(dp_engine *eng, const dp_operator *op, int i, 
             dp_dtype_name(dp_nd_dtype(out)), dp__shape_str(have, s1, sizeof s1), dp_dtype_name(dt), dp__shape_str(s, s2, sizeof s2));
     return DP_ERROR_INVALID_ARGS;
 }
-/* Autograd's side of an invocation (see >>autograd): whether to record it,
-   checked before anything is pushed, and the record made after. */
-typedef struct dp__ag_node dp__ag_node;
-static int dp__ag_should_record(int nin, dp_ndarray *const *in);
-static dp_result dp__ag_check_outputs(dp_engine *eng, const dp_operator *op, const dp_params *p, int nin, dp_ndarray *const *in,
-                                      int nout, dp_ndarray *const *out);
-static dp__ag_node *dp__ag_record(dp_engine *eng, const dp_operator *op, const dp_params *p, double scalar, int nin,
-                                  dp_ndarray *const *in, int nout, dp_ndarray *const *out);
-static void dp__ag_attach(dp__ag_node *n, int nout, dp_ndarray *const *out);
-static void dp__ag_cut_written(int nin, dp_ndarray *const *in, unsigned mutated, int nout, dp_ndarray *const *out);
+/* The tracker's side of an invocation (dp_set_tracker; autograd is one):
+   whether to record it, asked before anything is made or pushed, the
+   record made once the outputs exist, and the news after the push. */
+static dp_result dp__track_check(dp_engine *eng, const dp_operator *op, const dp_params *params, int nin, dp_ndarray *const *inputs,
+                                 double scalar, int nout, dp_ndarray *const *outputs, dp_invocation *inv, int *record) {
+    inv->eng = eng; inv->op = op; inv->params = params; inv->scalar = scalar;
+    inv->num_inputs = nin; inv->inputs = inputs; inv->num_outputs = nout; inv->outputs = outputs;
+    *record = 0;
+    return dp__tracker.check ? dp__tracker.check(inv, record) : DP_OK;
+}
 
 /* The invocation after lookup and parsing: checks, makes missing outputs,
    pushes. record: record it when this thread records (not for the
    gradient operators backward pushes). */
 static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_params *params, int nin, dp_ndarray *const *inputs,
-                            double scalar, int nout, dp_ndarray **outputs, const dp_req *req, int record) {
+                            double scalar, int nout, dp_ndarray **outputs, const dp_req *req) {
     dp_shape oshape[DP__MAX_OP_ARRAYS];
     dp_dtype odtype[DP__MAX_OP_ARRAYS];
     dp_kernel_fn kernel;
     dp__invoke_arg *a;
-    dp__ag_node *node = NULL;
+    void *node = NULL;
+    dp_invocation inv;
+    int record;
     dp_var reads[DP__MAX_OP_ARRAYS], writes[3 * DP__MAX_OP_ARRAYS + 2];
     dp_push_desc d;
     dp_ctx ctx = {DP_DEV_CPU, 0};
@@ -9854,8 +9602,7 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
                 return DP_ERROR_INVALID_ARGS;
             }
     }
-    record = record && dp__ag_should_record(nin, inputs);
-    if (record && (r = dp__ag_check_outputs(eng, op, params, nin, inputs, nout, outputs)) != DP_OK) return r;
+    if ((r = dp__track_check(eng, op, params, nin, inputs, scalar, nout, outputs, &inv, &record)) != DP_OK) return r;
     if ((a = (dp__invoke_arg *)dp__alloc(eng, sizeof *a)) == NULL) {
         DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "operator '%s': the invocation", op->name);
         return DP_ERROR_OUT_OF_MEMORY;
@@ -9886,16 +9633,15 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     }
     if (op->resources & DP_RESOURCE_RANDOM) writes[nw++] = dp_random_var(eng, ctx);
     if (op->resources & DP_RESOURCE_TEMP) writes[nw++] = dp_temp_space_var(eng, ctx);
-    if (record && (node = dp__ag_record(eng, op, params, scalar, nin, inputs, nout, outputs)) == NULL) { r = DP_ERROR_OUT_OF_MEMORY; goto undo_arg; }
+    if (record && (node = dp__tracker.record(&inv)) == NULL) { r = DP_ERROR_OUT_OF_MEMORY; goto undo_arg; }
     memset(&d, 0, sizeof d);
     d.fn = dp__invoke_op; d.arg = a; d.reads = reads; d.num_reads = nin; d.writes = writes; d.num_writes = nw;
     d.ctx = ctx; d.prop = DP_PROP_NO_SKIP; d.name = op->name;
     if ((r = dp_push(eng, &d)) != DP_OK) goto undo_arg;
-    if (node) { dp__ag_attach(node, nout, outputs); dp__ag_unref(node); }   /* the outputs hold it now */
-    else dp__ag_cut_written(nin, inputs, op->mutate_inputs, nout, outputs);
+    if (dp__tracker.pushed) dp__tracker.pushed(&inv, node);
     return DP_OK;
 undo_arg:                                   /* nothing was written: the versions go back */
-    dp__ag_unref(node);
+    if (node) dp__tracker.discard(node);
     for (i = 0; i < nin; i++) if (i < 32 && (op->mutate_inputs & (1u << i))) dp__fetch_add(&inputs[i]->chunk->version, -1, DP__RELAXED);
     for (i = 0; i < nout; i++) dp__fetch_add(&outputs[i]->chunk->version, -1, DP__RELAXED);
     for (i = 0; i < a->nin + a->nout; i++) dp_nd_release(a->arrays[i]);
@@ -9919,7 +9665,7 @@ DP_IMPL dp_result dp_invoke_strings(dp_engine *eng, const char *name, int nin, d
     if (!eng) return DP_ERROR_INVALID_ARGS;
     if ((op = dp__find_or_log(eng, name)) == NULL) return DP_ERROR_INVALID_ARGS;
     if ((r = dp_operator_parse_params(eng, op, nkw, keys, values, &params)) != DP_OK) return r;
-    return dp__invoke(eng, op, &params, nin, inputs, scalar, nout, outputs, req, 1);
+    return dp__invoke(eng, op, &params, nin, inputs, scalar, nout, outputs, req);
 }
 /* A desc's count: as given, or the arrays before the first NULL. */
 static int dp__desc_count(int given, dp_ndarray *const *a) {
@@ -9960,464 +9706,90 @@ DP_IMPL dp_result dp_invoke(dp_engine *eng, const dp_invoke_desc *desc, dp_ndarr
             return DP_ERROR_INVALID_ARGS;
         }
     }
-    if ((r = dp__invoke(eng, op, &params, nin, desc->inputs, desc->scalar, nout, outputs, req, 1)) != DP_OK) return r;
+    if ((r = dp__invoke(eng, op, &params, nin, desc->inputs, desc->scalar, nout, outputs, req)) != DP_OK) return r;
     for (i = 0; out && i < nout; i++) out[i] = desc->outputs[i] ? NULL : outputs[i];
     return DP_OK;
 }
 
-/* >>autograd ------------------------------------------------------------------
-   A recorded invocation is a node: its operator, parameters and scalar, the
-   node (and output index) each input came from, and the arrays its
-   gradient operator reads besides the output gradients (grad_needs), kept
-   as views so they hold the storage but not the graph. An array made by a
-   recorded invocation points at its node; a marked array at a leaf node
-   that holds its gradient array. Nodes are reference counted by the arrays
-   that point at them and by the nodes that consume their outputs, so a
-   graph lives exactly as long as something can still reach it. */
-struct dp__ag_node {
-    dp__a32 refs;
-    dp_engine *eng;
-    size_t bytes;                  /* this allocation, with the arrays below */
-    const dp_operator *op;         /* NULL: a leaf */
-    dp_params params;
-    double scalar;
-    dp_ctx ctx;
-    int nin, nout, nsaved;
-    int freed;                     /* saved arrays released by a backward */
-    dp__ag_node **in_node;         /* per input: where it came from, or NULL */
-    int *in_index;
-    dp_ndarray **saved;            /* inputs (DP_GRAD_INPUTS), then outputs (DP_GRAD_OUTPUTS) */
-    int32_t *saved_version;
-    dp_shape *out_shape;           /* for a zero gradient of an unused output */
-    dp_dtype *out_dtype;
-    dp_ndarray *grad;              /* leaf: the gradient array, and how it is written */
-    dp_req grad_req;
-    uint32_t mark;                 /* backward: the pass that visited it, its place */
-    int order;
-    dp__ag_node *next_free;        /* release: the work list */
-};
-static DP__THREAD_LOCAL int dp__tls_recording;
-static dp__a32 dp__ag_pass;          /* numbers backward passes, for node marks */
-static dp__spinlock dp__ag_backward_lock;   /* one backward pass at a time, process-wide */
-
-static dp__ag_node *dp__ag_ref(dp__ag_node *n) { if (n) dp__fetch_add(&n->refs, 1, DP__RELAXED); return n; }
-static void dp__ag_release_saved(dp__ag_node *n) {
-    int i;
-    for (i = 0; i < n->nsaved; i++) { dp_nd_release(n->saved[i]); n->saved[i] = NULL; }
-    n->freed = 1;
-}
-/* Drops one reference; frees the nodes that no longer have any, walking a
-   list instead of recursing (a long chain must not overflow the stack). */
-static void dp__ag_unref(dp__ag_node *n) {
-    dp__ag_node *todo;
-    if (!n || dp__fetch_add(&n->refs, -1, DP__ACQ_REL) != 1) return;
-    n->next_free = NULL;
-    for (todo = n; todo;) {
-        dp__ag_node *x = todo;
-        int i;
-        todo = x->next_free;
-        for (i = 0; i < x->nin; i++) {
-            dp__ag_node *c = x->in_node[i];
-            if (c && dp__fetch_add(&c->refs, -1, DP__ACQ_REL) == 1) { c->next_free = todo; todo = c; }
-        }
-        dp__ag_release_saved(x);
-        dp_nd_release(x->grad);
-        dp__free(x->eng, x, x->bytes);
-    }
-}
-/* One allocation for a node and its arrays. */
-static dp__ag_node *dp__ag_new(dp_engine *eng, int nin, int nout, int nsaved) {
-    size_t bytes = sizeof(dp__ag_node) + (size_t)nin * (sizeof(dp__ag_node *) + sizeof(int))
-                 + (size_t)nsaved * (sizeof(dp_ndarray *) + sizeof(int32_t)) + (size_t)nout * (sizeof(dp_shape) + sizeof(dp_dtype));
-    dp__ag_node *n = (dp__ag_node *)dp__alloc(eng, bytes);
-    char *p;
-    if (!n) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "autograd record"); return NULL; }
-    memset(n, 0, bytes);
-    n->eng = eng; n->bytes = bytes; n->nin = nin; n->nout = nout; n->nsaved = nsaved;
-    p = (char *)(n + 1);     /* pointers first, then the 8-byte-aligned shapes, then the 4-byte fields */
-    n->in_node = (dp__ag_node **)(void *)p; p += (size_t)nin * sizeof(dp__ag_node *);
-    n->saved = (dp_ndarray **)(void *)p; p += (size_t)nsaved * sizeof(dp_ndarray *);
-    n->out_shape = (dp_shape *)(void *)p; p += (size_t)nout * sizeof(dp_shape);
-    n->in_index = (int *)(void *)p; p += (size_t)nin * sizeof(int);
-    n->saved_version = (int32_t *)(void *)p; p += (size_t)nsaved * sizeof(int32_t);
-    n->out_dtype = (dp_dtype *)(void *)p;
-    return n;
-}
-static int dp__ag_should_record(int nin, dp_ndarray *const *in) {
-    int i;
-    if (dp__tls_recording <= 0) return 0;
-    for (i = 0; i < nin; i++) if (in[i]->ag) return 1;
-    return 0;
-}
-/* A recorded invocation must not overwrite an array that is in a graph:
-   the graph would describe values that are gone. */
-static dp_result dp__ag_check_outputs(dp_engine *eng, const dp_operator *op, const dp_params *p, int nin, dp_ndarray *const *in,
-                                      int nout, dp_ndarray *const *out) {
-    int i;
-    (void)p;
-    for (i = 0; i < nout; i++)
-        if (out[i] && out[i]->ag) {
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is in a recorded graph already (marked, or made while "
-                    "recording); writing it while recording would change values its gradient needs", op->name, i);
-            return DP_ERROR_INVALID_ARGS;
-        }
-    for (i = 0; i < nout; i++) {
-        int j;
-        for (j = 0; out[i] && (op->grad_needs & DP_GRAD_INPUTS) && j < nin; j++)
-            if (out[i]->chunk == in[j]->chunk) {
-                DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d writes over input %d, which its gradient reads; "
-                        "use a new output while recording", op->name, i, j);
-                return DP_ERROR_INVALID_ARGS;
-            }
-    }
-    for (i = 0; i < nin; i++)
-        if (i < 32 && (op->mutate_inputs & (1u << i)) && in[i]->ag) {
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s' mutates input %d, which is in a recorded graph; update outside "
-                    "dp_autograd_begin / dp_autograd_end", op->name, i);
-            return DP_ERROR_INVALID_ARGS;
-        }
-    return DP_OK;
-}
-static dp_result dp__ag_save(dp__ag_node *n, int slot, dp_ndarray *a) {
-    dp_result r = dp__nd_view(a, &a->shape, a->offset, &n->saved[slot]);
-    if (r == DP_OK) n->saved_version[slot] = (int32_t)dp__load(&a->chunk->version, DP__RELAXED);
-    return r;
-}
-/* The node for an invocation about to be pushed (its outputs exist), with
-   one reference for the caller. */
-static dp__ag_node *dp__ag_record(dp_engine *eng, const dp_operator *op, const dp_params *p, double scalar, int nin,
-                                  dp_ndarray *const *in, int nout, dp_ndarray *const *out) {
-    int keep_in = (op->grad_needs & DP_GRAD_INPUTS) != 0, keep_out = (op->grad_needs & DP_GRAD_OUTPUTS) != 0, i, k = 0;
-    dp__ag_node *n = dp__ag_new(eng, nin, nout, (keep_in ? nin : 0) + (keep_out ? nout : 0));
-    if (!n) return NULL;
-    n->op = op; n->params = *p; n->scalar = scalar; n->ctx = dp_nd_ctx(in[0]);
-    dp__store(&n->refs, 1, DP__RELAXED);
-    for (i = 0; i < nin; i++) { n->in_node[i] = dp__ag_ref(in[i]->ag); n->in_index[i] = in[i]->ag_index; }
-    for (i = 0; i < nout; i++) { n->out_shape[i] = out[i]->shape; n->out_dtype[i] = out[i]->dtype; }
-    for (i = 0; keep_in && i < nin; i++) if (dp__ag_save(n, k++, in[i]) != DP_OK) goto oom;
-    for (i = 0; keep_out && i < nout; i++) if (dp__ag_save(n, k++, out[i]) != DP_OK) goto oom;
-    return n;
-oom:                                   /* the failed slot is NULL: releasing it is fine */
-    dp__ag_unref(n);
-    return NULL;
-}
-/* After the push: the outputs point at their node. */
-static void dp__ag_attach(dp__ag_node *n, int nout, dp_ndarray *const *out) {
-    int i;
-    for (i = 0; i < nout; i++) {
-        dp__ag_node *old = out[i]->ag;     /* the same array twice among the outputs */
-        out[i]->ag = dp__ag_ref(n); out[i]->ag_index = i;
-        dp__ag_unref(old);
-    }
-}
-/* An invocation that was not recorded overwrote these arrays: a graph that
-   made them no longer describes their values, so they leave it (marked
-   arrays stay marked: an optimizer update writes them). */
-static void dp__ag_cut(dp_ndarray *a) {
-    if (a->ag && a->ag->op) { dp__ag_unref(a->ag); a->ag = NULL; }
-}
-static void dp__ag_cut_written(int nin, dp_ndarray *const *in, unsigned mutated, int nout, dp_ndarray *const *out) {
-    int i;
-    for (i = 0; i < nin && i < 32; i++) if (mutated & (1u << i)) dp__ag_cut(in[i]);
-    for (i = 0; i < nout; i++) dp__ag_cut(out[i]);
-}
-DP_IMPL dp_result dp_autograd_begin(void) { dp__tls_recording++; return DP_OK; }
-DP_IMPL dp_result dp_autograd_end(void) {
-    if (dp__tls_recording <= 0) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_autograd_end without dp_autograd_begin on this thread"); return DP_ERROR_INVALID_ARGS; }
-    dp__tls_recording--;
-    return DP_OK;
-}
-DP_IMPL int dp_autograd_is_recording(void) { return dp__tls_recording > 0; }
-DP_IMPL dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req) {
-    dp_engine *eng = a ? a->chunk->eng : NULL;
-    dp__ag_node *leaf;
+/* >>extending: the calls a library built on depeng.h uses (see EXTENDING) -- */
+static dp_result dp__register_differentiable(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel,
+                                             unsigned grad_inplace);
+DP_IMPL double dp_dtype_load(dp_dtype t, const void *data, int64_t i) { return dp__load_elem(data, t, i); }
+DP_IMPL void dp_dtype_store(dp_dtype t, void *data, int64_t i, double v, dp_req req) { dp__store_elem(data, t, i, v, req); }
+DP_IMPL const char *dp_shape_format(const dp_shape *s, char *buf, size_t cap) { return dp__shape_str(s, buf, cap); }
+DP_IMPL dp_result dp_nd_view(dp_ndarray *a, const dp_shape *shape, dp_dtype dtype, size_t byte_offset, dp_ndarray **out) {
+    int64_t n = shape ? dp_shape_size(shape) : -1;
     dp_result r;
-    if (!a || (req != DP_REQ_NULL && req != DP_REQ_WRITE && req != DP_REQ_ADD)) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_attach_grad: %s", a ? "req must be DP_REQ_WRITE, DP_REQ_ADD or DP_REQ_NULL" : "NULL array");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    if (req != DP_REQ_NULL && a->dtype != DP_FLOAT32 && a->dtype != DP_FLOAT64) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_attach_grad: a %s array has no gradient (float32 or float64 only)", dp_dtype_name(a->dtype));
-        return DP_ERROR_INVALID_ARGS;
-    }
-    leaf = NULL;
-    if (req != DP_REQ_NULL) {
-        if ((leaf = dp__ag_new(eng, 0, 1, 0)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
-        if ((r = dp_nd_zeros(eng, &a->shape, a->dtype, a->chunk->ctx, &leaf->grad)) != DP_OK) { dp__free(eng, leaf, leaf->bytes); return r; }
-        leaf->grad_req = req; leaf->ctx = a->chunk->ctx;
-        leaf->out_shape[0] = a->shape; leaf->out_dtype[0] = a->dtype;
-        dp__store(&leaf->refs, 1, DP__RELAXED);
-    }
-    dp__ag_unref(a->ag);
-    a->ag = leaf; a->ag_index = 0;
-    return DP_OK;
-}
-DP_IMPL dp_ndarray *dp_nd_grad(const dp_ndarray *a) { return a && a->ag && !a->ag->op ? a->ag->grad : NULL; }
-DP_IMPL dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out) {
     if (out) *out = NULL;
-    if (!a || !out) { DP__LOG(a ? a->chunk->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_detach: NULL array or out"); return DP_ERROR_INVALID_ARGS; }
-    return dp__nd_view(a, &a->shape, a->offset, out);
-}
-
-/* Backward, step 1: the nodes head depends on, producers before consumers
-   (a depth-first walk with an explicit stack), each with its place. */
-typedef struct dp__ag_pass_state {
-    dp_engine *eng;
-    dp__ag_node **topo; size_t ntopo, captopo;
-    unsigned char *need;           /* per node: a marked array is reachable from it */
-    size_t *slot0;                 /* per node: where its output gradients start in og */
-    dp_ndarray **og;               /* output gradients so far, per (node, output) */
-    unsigned char *own;            /* og made here (may be written over) */
-    unsigned char *leaf_written;   /* per node: this pass has written the leaf's gradient */
-    size_t nslots;
-} dp__ag_pass_state;
-static dp_result dp__ag_sort(dp__ag_pass_state *ps, dp__ag_node *head) {
-    struct frame { dp__ag_node *n; int next; } *stack = NULL;
-    size_t nstack = 0, capstack = 0;
-    uint32_t pass = (uint32_t)dp__fetch_add(&dp__ag_pass, 1, DP__RELAXED) + 1;
-    if (pass == 0) pass = (uint32_t)dp__fetch_add(&dp__ag_pass, 1, DP__RELAXED) + 1;   /* 0 is a new node's mark */
-    dp_result r = DP_OK;
-    if (dp__reserve(ps->eng, &stack, &capstack, 0, sizeof *stack, 64)) {
-        DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward: the graph's order");
-        return DP_ERROR_OUT_OF_MEMORY;
+    if (!a || !shape || !out || n < 0 || !dp_dtype_size(dtype)
+        || byte_offset > a->chunk->size - a->offset || (uint64_t)n > (a->chunk->size - a->offset - byte_offset) / dp_dtype_size(dtype)) {
+        DP__LOG(a ? a->chunk->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_view: NULL array, shape or out, an unknown dtype, or a view past the storage's end");
+        return DP_ERROR_INVALID_ARGS;
     }
-    head->mark = pass;
-    stack[nstack].n = head; stack[nstack].next = 0; nstack++;
-    while (nstack) {
-        struct frame *f = &stack[nstack - 1];
-        if (f->next < f->n->nin) {
-            dp__ag_node *c = f->n->in_node[f->next++];
-            if (!c || c->mark == pass) continue;
-            c->mark = pass;
-            if (dp__reserve(ps->eng, &stack, &capstack, nstack, sizeof *stack, 64)) { r = DP_ERROR_OUT_OF_MEMORY; break; }
-            stack[nstack].n = c; stack[nstack].next = 0; nstack++;
-            continue;
-        }
-        if (dp__reserve(ps->eng, &ps->topo, &ps->captopo, ps->ntopo, sizeof *ps->topo, 64)) { r = DP_ERROR_OUT_OF_MEMORY; break; }
-        f->n->order = (int)ps->ntopo;
-        ps->topo[ps->ntopo++] = f->n;
-        nstack--;
-    }
-    dp__free(ps->eng, stack, capstack * sizeof *stack);
-    if (r != DP_OK) DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward: the graph's order");
+    if ((r = dp__nd_view(a, shape, a->offset + byte_offset, out)) == DP_OK) (*out)->dtype = dtype;
     return r;
 }
-/* Step 2: which nodes lead to a marked array, their output-gradient slots,
-   and every reason not to run, before anything is pushed. */
-static dp_result dp__ag_plan(dp__ag_pass_state *ps) {
-    size_t i, n = ps->ntopo;
-    int j;
-    ps->need = (unsigned char *)dp__alloc(ps->eng, n * 2);
-    ps->slot0 = (size_t *)dp__alloc(ps->eng, n * sizeof *ps->slot0);
-    if (!ps->need || !ps->slot0) { DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward"); return DP_ERROR_OUT_OF_MEMORY; }
-    memset(ps->need, 0, n * 2);
-    ps->leaf_written = ps->need + n;
-    for (i = 0; i < n; i++) {
-        dp__ag_node *x = ps->topo[i];
-        ps->need[i] = !x->op && x->grad_req != DP_REQ_NULL;
-        for (j = 0; j < x->nin; j++) if (x->in_node[j] && ps->need[x->in_node[j]->order]) ps->need[i] = 1;
-        ps->slot0[i] = ps->nslots;
-        ps->nslots += (size_t)x->nout;
-    }
-    for (i = 0; i < n; i++) {
-        dp__ag_node *x = ps->topo[i];
-        const dp_operator *g;
-        int gin;
-        if (!ps->need[i] || !x->op) continue;
-        if (!x->op->gradient || (g = dp__find_op(x->op->gradient)) == NULL) {
-            DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: operator '%s' has no gradient, and it lies between the head "
-                    "and a marked array (detach its input, or register a gradient)", x->op->name);
-            return DP_ERROR_INVALID_ARGS;
-        }
-        gin = ((x->op->grad_needs & DP_GRAD_OUT_GRADS) ? x->nout : 0) + x->nsaved;
-        if (gin > DP__MAX_OP_ARRAYS) {
-            DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the gradient of '%s' would take %d inputs, more than %d",
-                    x->op->name, gin, DP__MAX_OP_ARRAYS);
-            return DP_ERROR_INVALID_ARGS;
-        }
-        if (dp__arity(g, &x->params, g->num_inputs) != gin || dp__arity(g, &x->params, g->num_outputs) != x->nin) {
-            DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: gradient operator '%s' takes %d inputs and makes %d outputs; "
-                    "'%s' (grad_needs %u) gives it %d and needs %d", g->name, dp__arity(g, &x->params, g->num_inputs),
-                    dp__arity(g, &x->params, g->num_outputs), x->op->name, x->op->grad_needs, gin, x->nin);
-            return DP_ERROR_INVALID_ARGS;
-        }
-        if (!(x->ctx.dev_type == DP_DEV_GPU ? g->forward_gpu : g->forward_cpu)
-            || (x->ctx.dev_type == DP_DEV_GPU && !dp__find_op("_copy")->forward_gpu)) {
-            DP__LOG(ps->eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_autograd_backward: gradient operator '%s' (or _copy) has no kernel for %s",
-                    g->name, x->ctx.dev_type == DP_DEV_GPU ? "GPUs" : "the CPU");
-            return DP_ERROR_BAD_CONTEXT;
-        }
-        if (x->freed) {
-            DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the graph through '%s' was freed by an earlier backward "
-                    "(pass retain_graph to differentiate it again)", x->op->name);
-            return DP_ERROR_INVALID_ARGS;
-        }
-        for (j = 0; j < x->nsaved; j++)
-            if ((int32_t)dp__load(&x->saved[j]->chunk->version, DP__RELAXED) != x->saved_version[j]) {
-                DP__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: an array '%s' saved for its gradient was written after "
-                        "it was recorded; the gradient would read the new values (update after backward)", x->op->name);
-                return DP_ERROR_INVALID_ARGS;
-            }
-    }
-    ps->og = (dp_ndarray **)dp__alloc(ps->eng, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
-    ps->own = (unsigned char *)dp__alloc(ps->eng, ps->nslots ? ps->nslots : 1);
-    if (!ps->og || !ps->own) {        /* dp__ag_pass_free releases og's arrays: never an uninitialised one */
-        dp__free(ps->eng, ps->og, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
-        dp__free(ps->eng, ps->own, ps->nslots ? ps->nslots : 1);
-        ps->og = NULL; ps->own = NULL;
-        DP__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward");
-        return DP_ERROR_OUT_OF_MEMORY;
-    }
-    memset(ps->og, 0, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
-    memset(ps->own, 0, ps->nslots ? ps->nslots : 1);
-    return DP_OK;
+DP_IMPL dp_result dp_nd_borrow(dp_ndarray *a, size_t byte_offset, size_t bytes, dp_ndarray **out) {
+    if (out) *out = NULL;
+    if (!a || !out) { DP__LOG(a ? a->chunk->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_borrow: NULL array or out"); return DP_ERROR_INVALID_ARGS; }
+    return dp__nd_borrow(a, byte_offset, bytes, out);
 }
-static void dp__ag_pass_free(dp__ag_pass_state *ps) {
-    size_t i, n = ps->ntopo;
-    if (ps->og) for (i = 0; i < ps->nslots; i++) dp_nd_release(ps->og[i]);
-    dp__free(ps->eng, ps->og, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
-    dp__free(ps->eng, ps->own, ps->nslots ? ps->nslots : 1);
-    dp__free(ps->eng, ps->need, n * 2);
-    dp__free(ps->eng, ps->slot0, n * sizeof *ps->slot0);
-    dp__free(ps->eng, ps->topo, ps->captopo * sizeof *ps->topo);
+DP_IMPL int dp_nd_same_storage(const dp_ndarray *a, const dp_ndarray *b) { return a && b && a->chunk == b->chunk; }
+DP_IMPL int32_t dp_nd_version(const dp_ndarray *a) { return a ? (int32_t)dp__load(&a->chunk->version, DP__RELAXED) : 0; }
+DP_IMPL dp_result dp_nd_check_ctx(dp_engine *eng, dp_ctx *ctx, const char *what) {
+    if (!ctx) return DP_ERROR_INVALID_ARGS;
+    return dp__storage_ctx(eng, ctx, what ? what : "dp_nd_check_ctx");
 }
-/* Adds src into dst (or writes it, by req) with the _copy operator. */
-static dp_result dp__ag_copy(dp_engine *eng, dp_ndarray *src, dp_ndarray *dst, dp_req req) {
-    dp_params none;
-    memset(&none, 0, sizeof none);
-    return dp__invoke(eng, dp__find_op("_copy"), &none, 1, &src, 0, 1, &dst, &req, 0);
+DP_IMPL int dp_operator_arity(const dp_operator *op, const dp_params *params, int declared) {
+    return op && params ? dp__arity(op, params, declared) : -1;
 }
-/* Where the gradient for input i of x goes: a marked array's gradient
-   (written on the first contribution of this pass if its req is WRITE,
-   else added), the output gradient collected so far (added), or a new
-   array. *slot is the og slot to fill with a new array, or -1. */
-static void dp__ag_target(dp__ag_pass_state *ps, dp__ag_node *x, int i, dp_ndarray **out, dp_req *req, long *slot) {
-    dp__ag_node *c = x->in_node[i];
-    *out = NULL; *req = DP_REQ_WRITE; *slot = -1;
-    if (!c || !ps->need[c->order]) { *req = DP_REQ_NULL; return; }
-    if (!c->op) {
-        *out = c->grad;
-        *req = ps->leaf_written[c->order] || c->grad_req == DP_REQ_ADD ? DP_REQ_ADD : DP_REQ_WRITE;
-        ps->leaf_written[c->order] = 1;
-        return;
-    }
-    *slot = (long)(ps->slot0[c->order] + (size_t)x->in_index[i]);
-    if (ps->og[*slot]) { *out = ps->og[*slot]; *req = DP_REQ_ADD; *slot = -1; }
+DP_IMPL dp_result dp_operator_params_from_list(dp_engine *eng, const dp_operator *op, const dp_param *list, dp_params *out) {
+    if (!op || !list || !out) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_operator_params_from_list: NULL operator, list or out"); return DP_ERROR_INVALID_ARGS; }
+    return dp__params_from_desc(eng, op, list, out);
 }
-/* Step 3, per node: push its gradient operator. */
-static dp_result dp__ag_node_backward(dp__ag_pass_state *ps, dp__ag_node *x) {
-    const dp_operator *g = dp__find_op(x->op->gradient);
-    dp_ndarray *gin[3 * DP__MAX_OP_ARRAYS], *gout[DP__MAX_OP_ARRAYS];
-    dp_req greq[DP__MAX_OP_ARRAYS];
-    int dup_of[DP__MAX_OP_ARRAYS], made[DP__MAX_OP_ARRAYS];
-    long slot[DP__MAX_OP_ARRAYS];
-    size_t s0 = ps->slot0[x->order];
-    int i, j, ngin = 0, ngout = x->nin, inplace_from = -1;
-    dp_result r = DP_OK;
-    for (j = 0; j < x->nout && (x->op->grad_needs & DP_GRAD_OUT_GRADS); j++) {   /* an unused output's is 0 */
-        if (!ps->og[s0 + (size_t)j]) {
-            if ((r = dp_nd_zeros(ps->eng, &x->out_shape[j], x->out_dtype[j], x->ctx, &ps->og[s0 + (size_t)j])) != DP_OK) return r;
-            ps->own[s0 + (size_t)j] = 1;
-        }
-        gin[ngin++] = ps->og[s0 + (size_t)j];
-    }
-    for (j = 0; j < x->nsaved; j++) gin[ngin++] = x->saved[j];
-    for (i = 0; i < x->nin; i++) {
-        int k;
-        dup_of[i] = -1;
-        for (k = 0; k < i; k++)       /* the same entry twice: a new array now, added to the first's after */
-            if (x->in_node[k] && x->in_node[k] == x->in_node[i] && x->in_index[k] == x->in_index[i]) break;
-        if (k < i && greq[k] != DP_REQ_NULL) { dup_of[i] = k; gout[i] = NULL; greq[i] = DP_REQ_WRITE; slot[i] = -1; continue; }
-        dp__ag_target(ps, x, i, &gout[i], &greq[i], &slot[i]);
-    }
-    /* In place: output 0 over an output gradient nobody else reads. */
-    for (j = 0; j < x->nout && gout[0] == NULL && slot[0] >= 0 && ngout > 0 && (x->op->grad_needs & DP_GRAD_OUT_GRADS); j++) {
-        dp_ndarray *o = ps->og[s0 + (size_t)j];
-        if (j < 32 && (g->inplace & (1u << j)) && ps->own[s0 + (size_t)j] && o->dtype == x->out_dtype[j]
-            && dp_nd_ctx(o).dev_type == x->ctx.dev_type) { inplace_from = j; break; }
-    }
-    if (inplace_from >= 0) {   /* it must also have the shape the gradient operator infers: input 0's */
-        const dp_shape *want = &x->in_node[0]->out_shape[x->in_index[0]], *have = &ps->og[s0 + (size_t)inplace_from]->shape;
-        if (want->ndim == have->ndim && memcmp(want->dims, have->dims, sizeof(int64_t) * (size_t)want->ndim) == 0) {
-            gout[0] = ps->og[s0 + (size_t)inplace_from]; greq[0] = DP_REQ_INPLACE;
-        }
-    }
-    for (i = 0; i < ngout; i++) { if (greq[i] == DP_REQ_NULL) gout[i] = NULL; made[i] = gout[i] == NULL; }
-    if ((r = dp__invoke(ps->eng, g, &x->params, ngin, gin, x->scalar, ngout, gout, greq, 0)) != DP_OK) return r;
-    /* gout now holds every result: the made ones are ours to keep in a
-       slot or to release */
-    for (i = 0; i < ngout; i++) {
-        int keep = slot[i] >= 0 && greq[i] != DP_REQ_NULL;
-        if (keep) { ps->og[slot[i]] = made[i] ? gout[i] : dp_nd_retain(gout[i]); ps->own[slot[i]] = 1; }
-        made[i] = made[i] && !keep;                            /* still ours to release */
-    }
-    for (i = 0; i < ngout && r == DP_OK; i++) if (dup_of[i] >= 0) r = dp__ag_copy(ps->eng, gout[i], gout[dup_of[i]], DP_REQ_ADD);
-    for (i = 0; i < ngout; i++) if (made[i]) dp_nd_release(gout[i]);
-    if (r != DP_OK) return r;
-    for (j = 0; j < x->nout; j++) { dp_nd_release(ps->og[s0 + (size_t)j]); ps->og[s0 + (size_t)j] = NULL; }
-    return DP_OK;
-}
-/* Checks head and head_grad; logs what is wrong. */
-static dp_result dp__ag_check_head(dp_ndarray *head, dp_ndarray *head_grad) {
-    dp_engine *eng = head ? head->chunk->eng : NULL;
-    char s1[160], s2[160];
-    if (!head) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: NULL head"); return DP_ERROR_INVALID_ARGS; }
-    if (!head->ag) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the head was not made by a recorded invocation (record the forward "
-                "between dp_autograd_begin and dp_autograd_end, from arrays marked with dp_nd_attach_grad)");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    if (head_grad && (head_grad->chunk->eng != eng || head_grad->dtype != head->dtype || !dp__same_ctx(dp_nd_ctx(head_grad), dp_nd_ctx(head))
-                      || head_grad->shape.ndim != head->shape.ndim
-                      || memcmp(head_grad->shape.dims, head->shape.dims, sizeof(int64_t) * (size_t)head->shape.ndim) != 0)) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: head_grad is %s %s, the head is %s %s (same engine and device too)",
-                dp_dtype_name(head_grad->dtype), dp__shape_str(&head_grad->shape, s1, sizeof s1), dp_dtype_name(head->dtype),
-                dp__shape_str(&head->shape, s2, sizeof s2));
-        return DP_ERROR_INVALID_ARGS;
-    }
-    return DP_OK;
-}
-DP_IMPL dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, int retain_graph) {
-    dp__ag_pass_state ps;
-    dp__ag_node *hn;
-    dp_ndarray *seed = NULL;
+DP_IMPL dp_result dp_operator_set_param(dp_engine *eng, const dp_operator *op, const dp_param *param, dp_params *params) {
+    int seen[DP_MAX_PARAMS] = {0};
+    dp_params p;
     dp_result r;
-    size_t i;
-    if ((r = dp__ag_check_head(head, head_grad)) != DP_OK) return r;
-    dp__spin_lock(&dp__ag_backward_lock);          /* passes keep marks in the nodes, and graphs may share them */
-    memset(&ps, 0, sizeof ps);
-    ps.eng = head->chunk->eng;
-    hn = head->ag;
-    if ((r = dp__ag_sort(&ps, hn)) != DP_OK || (r = dp__ag_plan(&ps)) != DP_OK) goto done;
-    if (!ps.need[hn->order]) {
-        DP__LOG(ps.eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the head depends on no array marked with dp_nd_attach_grad");
-        r = DP_ERROR_INVALID_ARGS;
-        goto done;
-    }
-    /* the seed: head_grad (or ones) as the head's output gradient, or
-       straight into the gradient when the head is a marked array */
-    if (head_grad) seed = dp_nd_retain(head_grad);
-    else if ((r = dp_nd_ones(ps.eng, &head->shape, head->dtype, dp_nd_ctx(head), &seed)) != DP_OK) goto done;
-    if (!hn->op) {
-        r = dp__ag_copy(ps.eng, seed, hn->grad, hn->grad_req == DP_REQ_ADD ? DP_REQ_ADD : DP_REQ_WRITE);
-        dp_nd_release(seed);
-        goto done;
-    }
-    ps.og[ps.slot0[hn->order] + (size_t)head->ag_index] = seed;
-    ps.own[ps.slot0[hn->order] + (size_t)head->ag_index] = head_grad == NULL;
-    for (i = ps.ntopo; i-- > 0;) {                 /* consumers before producers */
-        dp__ag_node *x = ps.topo[i];
-        if (!x->op || !ps.need[i]) continue;
-        if ((r = dp__ag_node_backward(&ps, x)) != DP_OK) break;
-    }
-    /* The pushed gradient operators hold what they read; the graph lets go
-       now (a failure above left it whole, to try again). */
-    for (i = 0; r == DP_OK && !retain_graph && i < ps.ntopo; i++)
-        if (ps.topo[i]->op && ps.need[i]) dp__ag_release_saved(ps.topo[i]);
-done:
-    dp__ag_pass_free(&ps);
-    dp__spin_unlock(&dp__ag_backward_lock);
+    if (!op || !param || !params) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_operator_set_param: NULL operator, parameter or params"); return DP_ERROR_INVALID_ARGS; }
+    p = *params;                           /* a failed set leaves them as they were */
+    if ((r = dp__param_set(eng, op, param->name, NULL, param, &p, seen)) == DP_OK) *params = p;
     return r;
+}
+DP_IMPL dp_result dp_operator_register_with_gradient(dp_operator *op, const char *grad_name, const char *grad_doc,
+                                                    dp_kernel_fn grad_kernel, unsigned grad_inplace) {
+    dp__ensure_builtins();
+    if (!op || !grad_name || !grad_kernel) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_operator_register_with_gradient: NULL operator, gradient name or kernel"); return DP_ERROR_INVALID_ARGS; }
+    return dp__register_differentiable(op, grad_name, grad_doc, grad_kernel, grad_inplace);
+}
+DP_IMPL dp_result dp_invoke_parsed(dp_engine *eng, const dp_operator *op, const dp_params *params, int num_inputs,
+                                  dp_ndarray *const *inputs, double scalar, int num_outputs, dp_ndarray **outputs,
+                                  const dp_req *req) {
+    if (!eng || !op || !params || num_inputs < 0 || num_inputs > DP_MAX_OP_ARRAYS || (num_inputs && !inputs)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_invoke_parsed: NULL engine, operator or params, or %d inputs", num_inputs);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return dp__invoke(eng, op, params, num_inputs, inputs, scalar, num_outputs, outputs, req);
+}
+DP_IMPL dp_result dp_set_tracker(const dp_tracker *t) {
+    if (t && (!t->check || !t->record || !t->pushed || !t->discard || !t->tag_released || !t->written)) {
+        DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_set_tracker: every function of the tracker is needed");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (t && dp__tracker.check && memcmp(t, &dp__tracker, sizeof *t) != 0) {
+        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_set_tracker: another tracker is installed (one per process)");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (t) dp__tracker = *t;
+    else memset(&dp__tracker, 0, sizeof dp__tracker);
+    return DP_OK;
+}
+DP_IMPL void *dp_nd_tag(const dp_ndarray *a, int *index) {
+    if (index) *index = a ? a->tag_index : 0;
+    return a ? a->tag : NULL;
+}
+DP_IMPL void dp_nd_set_tag(dp_ndarray *a, void *tag, int index) {
+    if (a) { a->tag = tag; a->tag_index = index; }
 }
 
 /* >>builtin operators -----------------------------------------------------------
@@ -10786,17 +10158,18 @@ DP__SCALAR_OPS(DP__SCALAR_GRAD_KERNEL)
    inputs. grad_inplace
    is the gradient operator's inplace bits: 1 for the element-wise ones,
    which read each output-gradient element just before writing it. */
-static void dp__register_differentiable(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel,
-                                        unsigned grad_inplace) {
+static dp_result dp__register_differentiable(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel,
+                                             unsigned grad_inplace) {
     dp_operator g;
+    dp_result r;
     op->gradient = grad_name;
     if (!op->grad_needs) op->grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
-    dp__register(op);
+    if ((r = dp__register(op)) != DP_OK) return r;
     memset(&g, 0, sizeof g);
     g.name = grad_name; g.doc = grad_doc; g.num_inputs = 1 + op->num_inputs; g.num_outputs = op->num_inputs;
     g.infer = dp__infer_grad_inputs; g.forward_cpu = grad_kernel; g.takes_scalar = op->takes_scalar;
     g.params = op->params; g.num_params = op->num_params; g.resources = op->resources; g.inplace = grad_inplace;
-    dp__register(&g);
+    return dp__register(&g);
 }
 /* >>reductions ------------------------------------------------------------------
    sum, mean, max, min over the axes in "axis" (a tuple; empty: all axes;
@@ -11643,7 +11016,7 @@ static void dp__gemm_##SUF(int trans_a, int trans_b, int64_t m, int64_t n,     \
 DP__GEMM_DEFINE(float, f32)
 DP__GEMM_DEFINE(double, f64)
 
-/* >>dot and FullyConnected --------------------------------------------------------
+/* >>dot product --------------------------------------------------------
    Both are matrix multiplies: the portable blocked kernel above, or CBLAS
    when DEPENG_USE_CBLAS is defined (link e.g. -lopenblas). */
 #ifdef DEPENG_USE_CBLAS
@@ -11661,6 +11034,10 @@ static void dp__matmul(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t
     if (t == DP_FLOAT32) dp__gemm_f32(ta, tb, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb, (float)beta, (float *)c, ldc);
     else dp__gemm_f64(ta, tb, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb, beta, (double *)c, ldc);
 #endif
+}
+DP_IMPL void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                    const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    dp__matmul(t, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 static double dp__beta_of(dp_req req) { return req == DP_REQ_ADD ? 1.0 : 0.0; }
 static const dp_param_def dp__dot_params[] = {
@@ -11710,53 +11087,6 @@ static int dp__kg_dot(const dp_kernel_ctx *k) {
     }
     return 0;
 }
-/* FullyConnected(data (batch, in), weight (hidden, in), bias (hidden,)) =
-   data weight^T + bias, as MXNet's (with its bias). */
-static const dp_param_def dp__fc_params[] = {{"num_hidden", DP_PARAM_INT, NULL, 1, 1e9, NULL, "outputs per row"}};
-static int dp__infer_fc(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
-                        dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
-    int64_t h = p->v[0].i;
-    char s1[160], s2[160], s3[160];
-    (void)nin; (void)nout;
-    if (it[0] != it[1] || it[0] != it[2] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) { snprintf(msg, cap, "data, weight and bias: all float32 or all float64"); return -1; }
-    if (is[0].ndim != 2 || is[1].ndim != 2 || is[2].ndim != 1 || is[1].dims[0] != h || is[1].dims[1] != is[0].dims[1] || is[2].dims[0] != h) {
-        snprintf(msg, cap, "data %s, weight %s, bias %s: need (batch, in), (%lld, in), (%lld,)", dp__shape_str(&is[0], s1, sizeof s1),
-                 dp__shape_str(&is[1], s2, sizeof s2), dp__shape_str(&is[2], s3, sizeof s3), (long long)h, (long long)h);
-        return -1;
-    }
-    memset(os, 0, sizeof *os);
-    os->ndim = 2; os->dims[0] = is[0].dims[0]; os->dims[1] = h; *ot = it[0];
-    return 0;
-}
-static int dp__k_fc(const dp_kernel_ctx *k) {
-    const dp_shape *ds = dp_nd_shape(k->inputs[0]);
-    dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t batch = ds->dims[0], in = ds->dims[1], h = k->params->v[0].i, r, j;
-    void *y = dp_nd_data(k->outputs[0]);
-    if (k->req[0] == DP_REQ_NULL) return 0;
-    dp__matmul(t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dp__beta_of(k->req[0]), y, h);
-    for (r = 0; r < batch; r++)
-        for (j = 0; j < h; j++) dp__store_elem(y, t, r * h + j, dp__load_elem(dp_nd_data(k->inputs[2]), t, j), DP_REQ_ADD);
-    return 0;
-}
-/* inputs (og, data, weight, bias): d data = og W, d W = og^T data,
-   d bias = og summed over the batch. */
-static int dp__kg_fc(const dp_kernel_ctx *k) {
-    const dp_shape *ds = dp_nd_shape(k->inputs[1]);
-    dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t batch = ds->dims[0], in = ds->dims[1], h = dp_nd_shape(k->inputs[2])->dims[0], r, j;
-    const void *og = dp_nd_data(k->inputs[0]);
-    if (k->req[0] != DP_REQ_NULL) dp__matmul(t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in);
-    if (k->req[1] != DP_REQ_NULL) dp__matmul(t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in);
-    if (k->req[2] != DP_REQ_NULL) {
-        for (j = 0; j < h; j++) {
-            double s = 0;
-            for (r = 0; r < batch; r++) s += dp__load_elem(og, t, r * h + j);
-            dp__store_elem(dp_nd_data(k->outputs[2]), t, j, s, k->req[2]);
-        }
-    }
-    return 0;
-}
 static void dp__register_linear(void) {
     dp_operator op;
     memset(&op, 0, sizeof op);
@@ -11764,11 +11094,6 @@ static void dp__register_linear(void) {
     op.params = dp__dot_params; op.num_params = 2; op.infer = dp__infer_dot; op.forward_cpu = dp__k_dot;
     op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
     dp__register_differentiable(&op, "_backward_dot", "gradient of dot", dp__kg_dot, 0);
-    memset(&op, 0, sizeof op);
-    op.name = "FullyConnected"; op.doc = "data (batch, in) times weight (num_hidden, in) transposed, plus bias (num_hidden,)";
-    op.num_inputs = 3; op.num_outputs = 1; op.params = dp__fc_params; op.num_params = 1; op.infer = dp__infer_fc;
-    op.forward_cpu = dp__k_fc; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
-    dp__register_differentiable(&op, "_backward_FullyConnected", "gradient of FullyConnected", dp__kg_fc, 0);
 }
 /* >>copy, reshape and the optimizer updates -------------------------------------
    _copy writes (or adds, by req) its input into its output; autograd uses
@@ -11934,7 +11259,7 @@ static void dp__register_copy_and_updates(void) {
     op.num_params = 8; op.forward_cpu = dp__k_adam; op.mutate_inputs = 3u << 2;
     dp__register(&op);
 }
-/* >>take, accuracy and the optimizer objects ------------------------------------
+/* >>take and accuracy ------------------------------------
    take copies rows of its data (the first axis) picked by an integer index
    array: bytes are moved, so every dtype stays exact. Its gradient adds
    each output-gradient row into the row it came from (a row taken twice
@@ -12061,93 +11386,6 @@ static void dp__register_training(void) {
     dp__register(&op);
 }
 
-struct dp_optimizer {
-    dp_engine *eng;
-    const dp_operator *op;
-    dp_params params;
-    int step_param;               /* the update's INT parameter "t", or -1 */
-    int64_t steps;
-    dp_ndarray *arrays[DP_MAX_OP_ARRAYS];   /* weight, its gradient, then the states */
-    int num_arrays;
-};
-DP_IMPL dp_result dp_optimizer_create(dp_ndarray *weight, const dp_optimizer_desc *desc, dp_optimizer **out) {
-    dp_engine *eng = weight ? dp_nd_engine(weight) : NULL;
-    const char *name = desc && desc->update ? desc->update : "sgd_update";
-    const dp_operator *op;
-    dp_optimizer *o;
-    dp_result r;
-    int i, nstate;
-    if (out) *out = NULL;
-    if (!weight || !desc || !out) {
-        if (eng) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: NULL %s", !desc ? "desc" : "out");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    if ((op = dp__find_or_log(eng, name)) == NULL) return DP_ERROR_INVALID_ARGS;
-    nstate = op->num_inputs - 2;
-    if (nstate < 0 || op->num_outputs != 1 || nstate > 30 || op->mutate_inputs != ((1u << nstate) - 1u) << 2) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: '%s' is not an update (inputs weight, gradient, then the states it mutates; one output)", name);
-        return DP_ERROR_INVALID_ARGS;
-    }
-    if ((o = (dp_optimizer *)dp__alloc(eng, sizeof *o)) == NULL) {
-        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_optimizer_create");
-        return DP_ERROR_OUT_OF_MEMORY;
-    }
-    memset(o, 0, sizeof *o);
-    o->eng = eng; o->op = op; o->step_param = -1;
-    for (i = 0; i < op->num_params; i++)
-        if (strcmp(op->params[i].name, "t") == 0 && op->params[i].type == DP_PARAM_INT) o->step_param = i;
-    for (i = 0; o->step_param >= 0 && i < DP_MAX_PARAMS && desc->params[i].name; i++)
-        if (strcmp(desc->params[i].name, "t") == 0) {
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: '%s': the optimizer counts the steps itself, t is not given", name);
-            dp__free(eng, o, sizeof *o);
-            return DP_ERROR_INVALID_ARGS;
-        }
-    if ((r = dp__params_from_desc(eng, op, desc->params, &o->params)) != DP_OK) { dp__free(eng, o, sizeof *o); return r; }
-    if ((r = dp_nd_attach_grad(weight, DP_REQ_WRITE)) != DP_OK) { dp__free(eng, o, sizeof *o); return r; }
-    o->arrays[0] = dp_nd_retain(weight);
-    o->arrays[1] = dp_nd_retain(dp_nd_grad(weight));
-    o->num_arrays = 2;
-    for (i = 0; i < nstate; i++, o->num_arrays++)
-        if ((r = dp_nd_zeros(eng, dp_nd_shape(weight), dp_nd_dtype(weight), dp_nd_ctx(weight), &o->arrays[2 + i])) != DP_OK) {
-            dp_optimizer_destroy(o);
-            return r;
-        }
-    *out = o;
-    return DP_OK;
-}
-DP_IMPL dp_result dp_optimizer_step(dp_optimizer *opt) {
-    dp_ndarray *w;
-    dp_result r;
-    if (!opt) return DP_ERROR_INVALID_ARGS;
-    w = opt->arrays[0];
-    if (opt->step_param >= 0) { opt->params.v[opt->step_param].i = opt->steps + 1; opt->params.v[opt->step_param].f = (double)(opt->steps + 1); }
-    if ((r = dp__invoke(opt->eng, opt->op, &opt->params, opt->num_arrays, opt->arrays, 0, 1, &w, NULL, 0)) == DP_OK) opt->steps++;
-    return r;
-}
-DP_IMPL dp_result dp_optimizer_set_param(dp_optimizer *opt, const dp_param *param) {
-    int seen[DP_MAX_PARAMS] = {0};
-    dp_params p;
-    dp_result r;
-    if (!opt || !param) return DP_ERROR_INVALID_ARGS;
-    if (opt->step_param >= 0 && param->name && strcmp(param->name, "t") == 0) {
-        DP__LOG(opt->eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_set_param: the optimizer counts the steps itself, t is not set");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    p = opt->params;                       /* a failed set leaves them as they were */
-    if ((r = dp__param_set(opt->eng, opt->op, param->name, NULL, param, &p, seen)) == DP_OK) opt->params = p;
-    return r;
-}
-DP_IMPL int64_t dp_optimizer_steps(const dp_optimizer *opt) { return opt ? opt->steps : 0; }
-DP_IMPL dp_ndarray *dp_optimizer_state(const dp_optimizer *opt, int i) {
-    return opt && i >= 0 && i < opt->num_arrays - 2 ? opt->arrays[2 + i] : NULL;
-}
-DP_IMPL void dp_optimizer_destroy(dp_optimizer *opt) {
-    int i;
-    if (!opt) return;
-    for (i = 0; i < opt->num_arrays; i++) dp_nd_release(opt->arrays[i]);
-    dp__free(opt->eng, opt, sizeof *opt);
-}
-
 DP_IMPL dp_result dp_nd_astype(dp_ndarray *a, dp_dtype dtype, dp_ndarray **out) {
     const char *key = "dtype", *value = dp_dtype_name(dtype);
     if (out) *out = NULL;
@@ -12157,7 +11395,6 @@ DP_IMPL dp_result dp_nd_astype(dp_ndarray *a, dp_dtype dtype, dp_ndarray **out) 
     }
     return dp_invoke_strings(a->chunk->eng, "cast", 1, &a, 1, &key, &value, 0, 1, out, NULL);
 }
-static void dp__register_softmax_output(void);   /* with the symbols (>>symbol) */
 /* What a unary operator's gradient reads besides the output gradient: the
    input, except for relu, whose derivative is the same taken at its output
    (y > 0 exactly when x > 0, NaN included). Reading the output (as MXNet's
@@ -12194,1959 +11431,8 @@ static void dp__register_builtins(void) {
     dp__register_linear();
     dp__register_copy_and_updates();
     dp__register_training();
-    dp__register_softmax_output();
 }
 
-
-/* >>symbol ------------------------------------------------------------------
-   A symbol is a list of output entries (node, output index) of a graph of
-   nodes; a node is a variable (op NULL) or an operator with its parsed
-   parameters, the parameters as given (for JSON) and its input entries.
-   Nodes are immutable once made and reference counted by the symbols and
-   nodes that use them, so symbols share subgraphs freely. Symbols know no
-   engine: their memory comes from malloc, and their errors are logged
-   through the default logger (stderr). */
-typedef struct dp__snode dp__snode;
-typedef struct dp__sentry { dp__snode *node; int index; } dp__sentry;
-struct dp__snode {
-    dp__a32 refs;
-    const dp_operator *op;      /* NULL: a variable */
-    char *name;
-    int nkw;
-    char **keys, **vals;        /* the parameters as given, after MXNet names are translated */
-    dp_params params;
-    double scalar;
-    int nin, nout;
-    dp__sentry *in;
-    dp__snode *next_free;
-};
-struct dp_symbol { dp__a32 refs; int n; dp__sentry *out; };
-
-/* MXNet's SoftmaxOutput, so that its models load and train: the forward is
-   the softmax of data (n, classes) along the classes; the gradient ignores
-   the head gradient and is (softmax - one_hot(label)) * grad_scale, divided
-   by n with normalization "batch" (or "valid", which without ignore_label
-   is the same). The label's gradient is 0. */
-static const dp_param_def dp__softmax_output_params[] = {
-    {"grad_scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient is multiplied by it"},
-    {"normalization", DP_PARAM_ENUM, "null", 0, 0, "null|batch|valid", "batch, valid: the gradient is divided by the rows"},
-};
-static int dp__infer_softmax_output(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
-                                    dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
-    char s1[160], s2[160];
-    (void)p; (void)nin; (void)nout;
-    if (is[0].ndim != 2 || is[1].ndim != 1 || is[1].dims[0] != is[0].dims[0] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) {
-        snprintf(msg, cap, "data %s and label %s: data must be float (n, classes) and label (n,)", dp__shape_str(&is[0], s1, sizeof s1), dp__shape_str(&is[1], s2, sizeof s2));
-        return -1;
-    }
-    *os = is[0]; *ot = it[0];
-    return 0;
-}
-static int dp__k_softmax_output(const dp_kernel_ctx *k) {
-    const dp_shape *s = dp_nd_shape(k->inputs[0]);
-    dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    const void *x = dp_nd_data(k->inputs[0]);
-    void *y = dp_nd_data(k->outputs[0]);
-    int64_t rows = s->dims[0], c = s->dims[1], r, j;
-    for (r = 0; r < rows; r++) {
-        double mx = -HUGE_VAL, sum = 0;
-        for (j = 0; j < c; j++) { double v = dp__load_elem(x, t, r * c + j); if (v > mx) mx = v; }
-        for (j = 0; j < c; j++) sum += exp(dp__load_elem(x, t, r * c + j) - mx);
-        for (j = 0; j < c; j++) dp__store_elem(y, t, r * c + j, exp(dp__load_elem(x, t, r * c + j) - mx) / sum, k->req[0]);
-    }
-    return 0;
-}
-/* inputs (data, label, output); outputs (data's gradient, label's) */
-static int dp__kg_softmax_output(const dp_kernel_ctx *k) {
-    const dp_shape *s = dp_nd_shape(k->inputs[0]);
-    dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t rows = s->dims[0], c = s->dims[1], r, j, label;
-    double scale = k->params->v[0].f / (k->params->v[1].i && rows ? (double)rows : 1.0);
-    for (r = 0; k->req[0] != DP_REQ_NULL && r < rows; r++) {
-        if (dp__label_at(k, k->inputs[1], r, c, &label)) return -1;
-        for (j = 0; j < c; j++)
-            dp__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, (dp__load_elem(dp_nd_data(k->inputs[2]), t, r * c + j) - (j == label)) * scale, k->req[0]);
-    }
-    for (r = 0; k->req[1] != DP_REQ_NULL && r < rows; r++) dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->outputs[1]), r, 0, k->req[1]);
-    return 0;
-}
-static int dp__infer_softmax_output_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
-                                         dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
-    (void)p; (void)nin; (void)nout; (void)msg; (void)cap;
-    os[0] = is[0]; ot[0] = it[0]; os[1] = is[1]; ot[1] = it[1];
-    return 0;
-}
-static void dp__register_softmax_output(void) {
-    dp_operator op;
-    memset(&op, 0, sizeof op);
-    op.name = "SoftmaxOutput"; op.doc = "softmax of data (n, classes); its gradient is softmax - one_hot(label), whatever the head gradient";
-    op.num_inputs = 2; op.num_outputs = 1; op.params = dp__softmax_output_params; op.num_params = 2;
-    op.infer = dp__infer_softmax_output; op.forward_cpu = dp__k_softmax_output;
-    op.gradient = "_backward_SoftmaxOutput"; op.grad_needs = DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
-    dp__register(&op);
-    memset(&op, 0, sizeof op);
-    op.name = "_backward_SoftmaxOutput"; op.doc = "gradient of SoftmaxOutput: (data, label, output) -> (data's, label's)";
-    op.num_inputs = 3; op.num_outputs = 2; op.params = dp__softmax_output_params; op.num_params = 2;
-    op.infer = dp__infer_softmax_output_grad; op.forward_cpu = dp__kg_softmax_output;
-    dp__register(&op);
-}
-static char *dp__strdup(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *p = (char *)malloc(n);
-    if (p) memcpy(p, s, n);
-    return p;
-}
-static dp__snode *dp__snode_ref(dp__snode *n) { dp__fetch_add(&n->refs, 1, DP__RELAXED); return n; }
-/* Drops one reference; frees the nodes nobody uses any more with a work
-   list (a long chain must not overflow the stack). */
-static void dp__snode_unref(dp__snode *n) {
-    dp__snode *todo;
-    if (!n || dp__fetch_add(&n->refs, -1, DP__ACQ_REL) != 1) return;
-    n->next_free = NULL;
-    for (todo = n; todo;) {
-        dp__snode *x = todo;
-        int i;
-        todo = x->next_free;
-        for (i = 0; i < x->nin; i++) {
-            dp__snode *c = x->in[i].node;
-            if (c && dp__fetch_add(&c->refs, -1, DP__ACQ_REL) == 1) { c->next_free = todo; todo = c; }
-        }
-        for (i = 0; i < x->nkw; i++) { free(x->keys[i]); free(x->vals[i]); }
-        free(x->keys); free(x->vals); free(x->in); free(x->name);
-        free(x);
-    }
-}
-static dp_symbol *dp__sym_new(int n) {
-    dp_symbol *s = (dp_symbol *)malloc(sizeof *s);
-    if (!s) return NULL;
-    s->out = (dp__sentry *)calloc((size_t)(n ? n : 1), sizeof *s->out);
-    if (!s->out) { free(s); return NULL; }
-    s->n = n;
-    dp__store(&s->refs, 1, DP__RELAXED);
-    return s;
-}
-static dp_result dp__sym_oom(const char *what) {
-    DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
-    return DP_ERROR_OUT_OF_MEMORY;
-}
-DP_IMPL dp_symbol *dp_sym_retain(dp_symbol *s) { if (s) dp__fetch_add(&s->refs, 1, DP__RELAXED); return s; }
-DP_IMPL void dp_sym_release(dp_symbol *s) {
-    int i;
-    if (!s || dp__fetch_add(&s->refs, -1, DP__ACQ_REL) != 1) return;
-    for (i = 0; i < s->n; i++) dp__snode_unref(s->out[i].node);
-    free(s->out);
-    free(s);
-}
-DP_IMPL int dp_sym_num_outputs(const dp_symbol *s) { return s ? s->n : 0; }
-static dp__snode *dp__snode_new(const char *name) {
-    dp__snode *n = (dp__snode *)calloc(1, sizeof *n);
-    if (!n) return NULL;
-    if ((n->name = dp__strdup(name)) == NULL) { free(n); return NULL; }
-    n->nout = 1;
-    dp__store(&n->refs, 1, DP__RELAXED);
-    return n;
-}
-DP_IMPL dp_result dp_sym_var(const char *name, dp_symbol **out) {
-    dp__snode *n;
-    if (out) *out = NULL;
-    if (!name || !name[0] || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_var: a name and out are needed"); return DP_ERROR_INVALID_ARGS; }
-    if ((n = dp__snode_new(name)) == NULL || (*out = dp__sym_new(1)) == NULL) { dp__snode_unref(n); return dp__sym_oom("dp_sym_var"); }
-    (*out)->out[0].node = n;
-    return DP_OK;
-}
-/* MXNet's operator names and parameters that differ from depeng's for the
-   same operation, translated when a node is made (from C or from JSON). */
-static const struct { const char *mxnet, *depeng; } dp__sym_aliases[] = {
-    {"elemwise_add", "add"}, {"_plus", "add"}, {"_Plus", "add"}, {"broadcast_add", "add"},
-    {"elemwise_sub", "sub"}, {"_minus", "sub"}, {"_Minus", "sub"}, {"broadcast_sub", "sub"},
-    {"elemwise_mul", "mul"}, {"_mul", "mul"}, {"_Mul", "mul"}, {"broadcast_mul", "mul"},
-    {"elemwise_div", "div"}, {"_div", "div"}, {"_Div", "div"}, {"broadcast_div", "div"},
-    {"_plus_scalar", "add_scalar"}, {"_minus_scalar", "sub_scalar"}, {"_mul_scalar", "mul_scalar"},
-    {"_div_scalar", "div_scalar"}, {"_rminus_scalar", "rsub_scalar"}, {"_rdiv_scalar", "rdiv_scalar"},
-    {"_power_scalar", "power_scalar"}, {"_rpower_scalar", "rpower_scalar"}, {"_maximum", "maximum"}, {"_minimum", "minimum"},
-    {"Concat", "concat"}, {"SoftmaxActivation", "softmax"}, {"_copy", "_copy"}, {"identity", "_copy"},
-    {"Reshape", "reshape"}, {"sum_axis", "sum"},
-};
-/* The keyword arguments of a node being made: translated, checked for
-   the operator, with "scalar" taken out for the scalar operators. */
-typedef struct dp__kw { int n; const char *keys[DP_MAX_PARAMS + 8]; const char *vals[DP_MAX_PARAMS + 8]; } dp__kw;
-static int dp__kw_false(const char *v) { return !strcmp(v, "0") || !strcmp(v, "False") || !strcmp(v, "false"); }
-static int dp__kw_true(const char *v) { return !strcmp(v, "1") || !strcmp(v, "True") || !strcmp(v, "true"); }
-/* Resolves op_name (MXNet's names too) to an operator and the keyword
-   arguments it takes; *scalar from "scalar". Logs naming the node. */
-static dp_result dp__sym_resolve(const char *op_name, const char *node, int nkw, const char *const *keys, const char *const *vals,
-                                 const dp_operator **op, dp__kw *kw, double *scalar, int *has_scalar) {
-    const char *name = op_name, *act = NULL;
-    int i;
-    size_t k;
-    kw->n = 0; *scalar = 0; *has_scalar = 0;
-    for (k = 0; k < sizeof dp__sym_aliases / sizeof dp__sym_aliases[0]; k++)
-        if (!strcmp(op_name, dp__sym_aliases[k].mxnet)) name = dp__sym_aliases[k].depeng;
-    if (!strcmp(op_name, "Flatten") || !strcmp(op_name, "flatten")) { name = "reshape"; kw->keys[kw->n] = "shape"; kw->vals[kw->n++] = "(0, -1)"; }
-    for (i = 0; i < nkw; i++) {
-        const char *key = keys[i], *v = vals[i];
-        if (!key || !v) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "symbol node '%s': NULL parameter name or value", node); return DP_ERROR_INVALID_ARGS; }
-        if (key[0] == '_' && key[1] == '_') continue;            /* MXNet's hints (__shape__, __lr_mult__, ...) */
-        if (!strcmp(op_name, "Activation") && !strcmp(key, "act_type")) { act = v; continue; }
-        if (!strcmp(name, "FullyConnected") && ((!strcmp(key, "no_bias") && dp__kw_false(v)) || (!strcmp(key, "flatten") && dp__kw_true(v)))) continue;
-        if (!strcmp(key, "scalar")) { *has_scalar = 1; *scalar = strtod(v, NULL); continue; }
-        if (kw->n == (int)(sizeof kw->keys / sizeof kw->keys[0])) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': too many parameters", node); return DP_ERROR_INVALID_ARGS; }
-        kw->keys[kw->n] = key; kw->vals[kw->n++] = v;
-    }
-    if (!strcmp(op_name, "Activation")) {
-        if (!act || (strcmp(act, "relu") && strcmp(act, "sigmoid") && strcmp(act, "tanh"))) {
-            DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': Activation needs act_type relu, sigmoid or tanh (got %s)", node, act ? act : "none");
-            return DP_ERROR_INVALID_ARGS;
-        }
-        name = act;
-    }
-    if ((*op = dp_operator_find(name)) == NULL) {
-        DP__LOG(NULL, DP_LOG_ERROR, UNKNOWN_OPERATOR, "symbol node '%s': unknown operator '%s'", node, op_name);
-        return DP_ERROR_INVALID_ARGS;
-    }
-    if (*has_scalar && !(*op)->takes_scalar) {
-        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': operator '%s' takes no scalar", node, (*op)->name);
-        return DP_ERROR_INVALID_ARGS;
-    }
-    return DP_OK;
-}
-/* The name of input i of op, for a variable made for an input not given. */
-static const char *dp__sym_input_name(const dp_operator *op, int i) {
-    static const char *fc[3] = {"data", "weight", "bias"}, *loss[2] = {"data", "label"};
-    if (!strcmp(op->name, "FullyConnected") && i < 3) return fc[i];
-    if ((!strcmp(op->name, "SoftmaxOutput") || !strcmp(op->name, "softmax_cross_entropy")) && i < 2) return loss[i];
-    return NULL;
-}
-static dp__a32 dp__sym_counter;
-/* A node of op on the given input entries (entries with a NULL node get
-   a new variable each); the node has one reference for the caller. */
-static dp_result dp__sym_make_node(const char *op_name, const char *name, int nin, const dp__sentry *in, int nkw,
-                                   const char *const *keys, const char *const *vals, dp__snode **out) {
-    const dp_operator *op;
-    dp__kw kw;
-    dp__snode *n = NULL;
-    char auto_name[96], var_name[160];
-    int i, has_scalar, want, nout;
-    double scalar;
-    dp_result r;
-    *out = NULL;
-    if (!name) {
-        size_t k;
-        snprintf(auto_name, sizeof auto_name, "%s%d", op_name, (int)dp__fetch_add(&dp__sym_counter, 1, DP__RELAXED));
-        for (k = 0; auto_name[k]; k++) if (auto_name[k] >= 'A' && auto_name[k] <= 'Z') auto_name[k] = (char)(auto_name[k] - 'A' + 'a');
-        name = auto_name;
-    }
-    if ((r = dp__sym_resolve(op_name, name, nkw, keys, vals, &op, &kw, &scalar, &has_scalar)) != DP_OK) return r;
-    if ((n = dp__snode_new(name)) == NULL) return dp__sym_oom("symbol node");
-    n->op = op; n->scalar = scalar;
-    if ((r = dp_operator_parse_params(NULL, op, kw.n, kw.keys, kw.vals, &n->params)) != DP_OK) {
-        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': bad parameters for '%s' (see above)", name, op->name);
-        goto fail;
-    }
-    want = dp__arity(op, &n->params, op->num_inputs); nout = dp__arity(op, &n->params, op->num_outputs);
-    if (nin != want || want < 0 || nout < 1) {
-        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': operator '%s' takes %d inputs, %d given", name, op->name, want, nin);
-        r = DP_ERROR_INVALID_ARGS;
-        goto fail;
-    }
-    n->nout = nout; n->nin = nin; n->nkw = kw.n + has_scalar;
-    n->in = (dp__sentry *)calloc((size_t)(nin ? nin : 1), sizeof *n->in);
-    n->keys = (char **)calloc((size_t)(n->nkw ? n->nkw : 1), sizeof *n->keys);
-    n->vals = (char **)calloc((size_t)(n->nkw ? n->nkw : 1), sizeof *n->vals);
-    if (!n->in || !n->keys || !n->vals) goto oom;
-    for (i = 0; i < kw.n; i++) {
-        n->keys[i] = dp__strdup(kw.keys[i]); n->vals[i] = dp__strdup(kw.vals[i]);
-        if (!n->keys[i] || !n->vals[i]) goto oom;
-    }
-    if (has_scalar) {
-        char buf[40];
-        snprintf(buf, sizeof buf, "%.17g", scalar);
-        n->keys[kw.n] = dp__strdup("scalar"); n->vals[kw.n] = dp__strdup(buf);
-        if (!n->keys[kw.n] || !n->vals[kw.n]) goto oom;
-    }
-    for (i = 0; i < nin; i++) {
-        if (in[i].node) {
-            if (in[i].index < 0 || in[i].index >= in[i].node->nout) {
-                DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': input %d names output %d of '%s', which has %d", name, i,
-                        in[i].index, in[i].node->name, in[i].node->nout);
-                r = DP_ERROR_INVALID_ARGS;
-                goto fail;
-            }
-            n->in[i].node = dp__snode_ref(in[i].node); n->in[i].index = in[i].index;
-            continue;
-        }
-        if (dp__sym_input_name(op, i)) snprintf(var_name, sizeof var_name, "%s_%s", name, dp__sym_input_name(op, i));
-        else snprintf(var_name, sizeof var_name, "%s_arg%d", name, i);
-        if ((n->in[i].node = dp__snode_new(var_name)) == NULL) goto oom;
-    }
-    *out = n;
-    return DP_OK;
-oom:
-    r = dp__sym_oom("symbol node");
-fail:
-    dp__snode_unref(n);
-    return r;
-}
-DP_IMPL dp_result dp_sym_op(const char *op_name, const char *name, int num_inputs, dp_symbol *const *inputs, int num_kwargs,
-                            const char *const *keys, const char *const *values, dp_symbol **out) {
-    dp__sentry in[DP__MAX_OP_ARRAYS];
-    dp__snode *n;
-    dp_result r;
-    int i;
-    if (out) *out = NULL;
-    if (!op_name || !out || num_inputs < 0 || num_inputs > DP__MAX_OP_ARRAYS || (num_inputs && !inputs) || num_kwargs < 0
-        || (num_kwargs && (!keys || !values))) {
-        DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_op '%s': an operator name, out, 0..%d inputs and the keyword arrays are needed",
-                op_name ? op_name : "(null)", DP__MAX_OP_ARRAYS);
-        return DP_ERROR_INVALID_ARGS;
-    }
-    for (i = 0; i < num_inputs; i++) {
-        in[i].node = NULL; in[i].index = 0;
-        if (!inputs[i]) continue;
-        if (inputs[i]->n != 1) {
-            DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': input %d is a symbol of %d outputs; pick one with dp_sym_output",
-                    name ? name : op_name, i, inputs[i]->n);
-            return DP_ERROR_INVALID_ARGS;
-        }
-        in[i] = inputs[i]->out[0];
-    }
-    if ((r = dp__sym_make_node(op_name, name, num_inputs, in, num_kwargs, keys, values, &n)) != DP_OK) return r;
-    if ((*out = dp__sym_new(n->nout)) == NULL) { dp__snode_unref(n); return dp__sym_oom("dp_sym_op"); }
-    for (i = 0; i < n->nout; i++) { (*out)->out[i].node = i ? dp__snode_ref(n) : n; (*out)->out[i].index = i; }
-    return DP_OK;
-}
-DP_IMPL dp_result dp_sym_output(const dp_symbol *s, int index, dp_symbol **out) {
-    if (out) *out = NULL;
-    if (!s || !out || index < 0 || index >= s->n) {
-        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_sym_output: output %d of a symbol with %d", index, s ? s->n : 0);
-        return DP_ERROR_INVALID_ARGS;
-    }
-    if ((*out = dp__sym_new(1)) == NULL) return dp__sym_oom("dp_sym_output");
-    (*out)->out[0].node = dp__snode_ref(s->out[index].node); (*out)->out[0].index = s->out[index].index;
-    return DP_OK;
-}
-DP_IMPL dp_result dp_sym_group(int num, dp_symbol *const *syms, dp_symbol **out) {
-    int i, j, total = 0;
-    if (out) *out = NULL;
-    for (i = 0; syms && i < num; i++) if (syms[i]) total += syms[i]->n;
-    if (!out || num < 1 || !syms || total < 1) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_group: symbols and out are needed"); return DP_ERROR_INVALID_ARGS; }
-    for (i = 0; i < num; i++) if (!syms[i]) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_group: symbol %d is NULL", i); return DP_ERROR_INVALID_ARGS; }
-    if ((*out = dp__sym_new(total)) == NULL) return dp__sym_oom("dp_sym_group");
-    total = 0;
-    for (i = 0; i < num; i++)
-        for (j = 0; j < syms[i]->n; j++) { (*out)->out[total].node = dp__snode_ref(syms[i]->out[j].node); (*out)->out[total++].index = syms[i]->out[j].index; }
-    return DP_OK;
-}
-
-/* >>graph passes --------------------------------------------------------------
-   A symbol's nodes in execution order (inputs before the nodes that read
-   them, in the order of a depth-first walk from the outputs, as MXNet
-   lists them), each output of each node one entry. Node lookups go
-   through a small pointer map, so a pass never writes into the shared
-   nodes and symbols can be used from several threads at once. */
-typedef struct dp__ptrmap { size_t cap, count; const void **keys; int *vals; } dp__ptrmap;
-static size_t dp__ptr_hash(const void *p, size_t cap) {
-    uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
-    return (size_t)(h >> 17) & (cap - 1);
-}
-static int dp__ptrmap_get(const dp__ptrmap *m, const void *key) {
-    size_t i;
-    if (!m->cap) return -1;
-    for (i = dp__ptr_hash(key, m->cap); m->keys[i]; i = (i + 1) & (m->cap - 1)) if (m->keys[i] == key) return m->vals[i];
-    return -1;
-}
-static void dp__ptrmap_free(dp__ptrmap *m) { free(m->keys); free(m->vals); memset(m, 0, sizeof *m); }
-/* 0, or -1 out of memory */
-static int dp__ptrmap_put(dp__ptrmap *m, const void *key, int val) {
-    size_t i;
-    if (2 * (m->count + 1) > m->cap) {
-        dp__ptrmap g;
-        size_t k;
-        g.cap = m->cap ? 2 * m->cap : 64; g.count = 0;
-        g.keys = (const void **)calloc(g.cap, sizeof *g.keys); g.vals = (int *)calloc(g.cap, sizeof *g.vals);
-        if (!g.keys || !g.vals) { free(g.keys); free(g.vals); return -1; }
-        for (k = 0; k < m->cap; k++) if (m->keys[k]) dp__ptrmap_put(&g, m->keys[k], m->vals[k]);
-        dp__ptrmap_free(m);
-        *m = g;
-    }
-    for (i = dp__ptr_hash(key, m->cap); m->keys[i]; i = (i + 1) & (m->cap - 1))
-        if (m->keys[i] == key) { m->vals[i] = val; return 0; }
-    m->keys[i] = key; m->vals[i] = val; m->count++;
-    return 0;
-}
-typedef struct dp__graph {
-    int n, nentries, narg;
-    dp__snode **node;           /* execution order */
-    int *entry0;                /* per node: the entry of its output 0 */
-    int *arg;                   /* the variable nodes, in order */
-    dp__ptrmap map;             /* node -> its place */
-} dp__graph;
-static void dp__graph_free(dp__graph *g) {
-    free(g->node); free(g->entry0); free(g->arg);
-    dp__ptrmap_free(&g->map);
-    memset(g, 0, sizeof *g);
-}
-static int dp__graph_entry(const dp__graph *g, const dp__sentry *e) { return g->entry0[dp__ptrmap_get(&g->map, e->node)] + e->index; }
-/* The nodes of s in execution order: an explicit-stack depth-first walk. */
-static dp_result dp__graph_build(const dp_symbol *s, dp__graph *g) {
-    struct frame { dp__snode *n; int next; } *stack = NULL;
-    size_t nstack = 0, capstack = 0, capnode = 0;
-    int i;
-    memset(g, 0, sizeof *g);
-    for (i = 0; i < s->n; i++) {
-        dp__snode *root = s->out[i].node;
-        if (dp__ptrmap_get(&g->map, root) != -1) continue;
-        if (dp__reserve(NULL, &stack, &capstack, nstack, sizeof *stack, 64) || dp__ptrmap_put(&g->map, root, -2)) goto oom;
-        stack[nstack].n = root; stack[nstack].next = 0; nstack++;
-        while (nstack) {
-            struct frame *f = &stack[nstack - 1];
-            if (f->next < f->n->nin) {
-                dp__snode *c = f->n->in[f->next++].node;
-                if (dp__ptrmap_get(&g->map, c) != -1) continue;
-                if (dp__reserve(NULL, &stack, &capstack, nstack, sizeof *stack, 64) || dp__ptrmap_put(&g->map, c, -2)) goto oom;
-                stack[nstack].n = c; stack[nstack].next = 0; nstack++;
-                continue;
-            }
-            if (dp__reserve(NULL, &g->node, &capnode, (size_t)g->n, sizeof *g->node, 64) || dp__ptrmap_put(&g->map, f->n, g->n)) goto oom;
-            g->node[g->n++] = f->n;
-            nstack--;
-        }
-    }
-    free(stack); stack = NULL;
-    g->entry0 = (int *)malloc((size_t)(g->n ? g->n : 1) * sizeof *g->entry0);
-    g->arg = (int *)malloc((size_t)(g->n ? g->n : 1) * sizeof *g->arg);
-    if (!g->entry0 || !g->arg) goto oom;
-    for (i = 0; i < g->n; i++) {
-        g->entry0[i] = g->nentries;
-        g->nentries += g->node[i]->nout;
-        if (!g->node[i]->op) g->arg[g->narg++] = i;
-    }
-    return DP_OK;
-oom:
-    free(stack);
-    dp__graph_free(g);
-    return dp__sym_oom("symbol graph");
-}
-DP_IMPL int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap) {
-    dp__graph g;
-    int i, n;
-    if (!s || dp__graph_build(s, &g) != DP_OK) return -1;
-    for (i = 0; names && i < cap && i < g.narg; i++) names[i] = g.node[g.arg[i]]->name;
-    n = g.narg;
-    dp__graph_free(&g);
-    return n;
-}
-DP_IMPL const char *dp_sym_name(const dp_symbol *s) { return s && s->n == 1 ? s->out[0].node->name : NULL; }
-
-/* Shape inference, backward: the shapes an operator can tell its unknown
-   inputs from what is known (a FullyConnected's weight and bias from the
-   data and num_hidden, a loss's label from the data, an element-wise
-   operand from the other). Sets known[] for what it fills; returns how
-   many it filled. */
-static int dp__infer_backward(const dp__snode *x, dp_shape *is, dp_dtype *it, unsigned char *known) {
-    const char *nm = x->op->name;
-    int filled = 0, i;
-    if (!strcmp(nm, "FullyConnected") && known[0] && is[0].ndim == 2) {
-        dp_shape w, b;
-        memset(&w, 0, sizeof w); memset(&b, 0, sizeof b);
-        w.ndim = 2; w.dims[0] = x->params.v[0].i; w.dims[1] = is[0].dims[1];
-        b.ndim = 1; b.dims[0] = x->params.v[0].i;
-        if (!known[1]) { is[1] = w; it[1] = it[0]; known[1] = 1; filled++; }
-        if (!known[2]) { is[2] = b; it[2] = it[0]; known[2] = 1; filled++; }
-    } else if ((!strcmp(nm, "softmax_cross_entropy") || !strcmp(nm, "SoftmaxOutput")) && known[0] && !known[1] && is[0].ndim >= 1) {
-        memset(&is[1], 0, sizeof is[1]);
-        is[1].ndim = 1; is[1].dims[0] = is[0].dims[0]; it[1] = it[0]; known[1] = 1; filled++;
-    } else if (x->nin == 2 && x->op->infer == dp__infer_broadcast) {
-        for (i = 0; i < 2; i++) if (known[i] && !known[1 - i]) { is[1 - i] = is[i]; it[1 - i] = it[i]; known[1 - i] = 1; filled++; }
-    }
-    return filled;
-}
-/* Shapes and dtypes of every entry of g from those known[] already (the
-   arguments given), forward through each operator's inference and
-   backward where an operator can, until nothing changes. */
-static dp_result dp__graph_infer(const dp__graph *g, dp_shape *shape, dp_dtype *dtype, unsigned char *known) {
-    dp_shape is[DP__MAX_OP_ARRAYS], os[DP__MAX_OP_ARRAYS];
-    dp_dtype it[DP__MAX_OP_ARRAYS], ot[DP__MAX_OP_ARRAYS];
-    unsigned char ik[DP__MAX_OP_ARRAYS];
-    char msg[256], s1[160], s2[160];
-    int changed = 1, i, j;
-    while (changed) {
-        changed = 0;
-        for (i = 0; i < g->n; i++) {
-            const dp__snode *x = g->node[i];
-            int all = 1, e0 = g->entry0[i];
-            if (!x->op) continue;
-            for (j = 0; j < x->nin; j++) {
-                int e = dp__graph_entry(g, &x->in[j]);
-                is[j] = shape[e]; it[j] = dtype[e]; ik[j] = known[e];
-                all &= known[e];
-            }
-            if (!all && dp__infer_backward(x, is, it, ik)) {
-                for (j = 0; j < x->nin; j++) {
-                    int e = dp__graph_entry(g, &x->in[j]);
-                    if (!known[e] && ik[j]) { shape[e] = is[j]; dtype[e] = it[j]; known[e] = 1; changed = 1; }
-                }
-                all = 1;
-                for (j = 0; j < x->nin; j++) all &= ik[j];
-            }
-            if (!all || known[e0]) continue;
-            msg[0] = 0;
-            if (x->op->infer) {
-                if (x->op->infer(&x->params, x->nin, is, it, x->nout, os, ot, msg, sizeof msg)) {
-                    DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): %s", x->name, x->op->name, msg[0] ? msg : "its input shapes do not fit");
-                    return DP_ERROR_INVALID_ARGS;
-                }
-            } else {
-                if (!x->nin) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): no inputs and no inference", x->name, x->op->name); return DP_ERROR_INVALID_ARGS; }
-                for (j = 0; j < x->nout; j++) { os[j] = is[0]; ot[j] = it[0]; }
-                for (j = 1; j < x->nin; j++)
-                    if (is[j].ndim != is[0].ndim || memcmp(is[j].dims, is[0].dims, sizeof(int64_t) * (size_t)is[0].ndim) != 0 || it[j] != it[0]) {
-                        DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): input %d is %s %s, input 0 %s %s", x->name, x->op->name, j,
-                                dp_dtype_name(it[j]), dp__shape_str(&is[j], s1, sizeof s1), dp_dtype_name(it[0]), dp__shape_str(&is[0], s2, sizeof s2));
-                        return DP_ERROR_INVALID_ARGS;
-                    }
-            }
-            for (j = 0; j < x->nout; j++) { shape[e0 + j] = os[j]; dtype[e0 + j] = ot[j]; known[e0 + j] = 1; }
-            changed = 1;
-        }
-    }
-    for (i = 0; i < g->n; i++) {
-        const dp__snode *x = g->node[i];
-        for (j = 0; x->op && j < x->nin; j++)
-            if (!known[dp__graph_entry(g, &x->in[j])]) {
-                DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): input %d ('%s') has no known shape; give it", x->name,
-                        x->op->name, j, x->in[j].node->name);
-                return DP_ERROR_INVALID_ARGS;
-            }
-    }
-    return DP_OK;
-}
-/* The entries' shapes for given argument shapes (by name); fills what the
-   caller asked for. */
-static dp_result dp__sym_infer_entries(const dp__graph *g, int num, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
-                                       dp_shape **shape, dp_dtype **dtype, unsigned char **known) {
-    int i, j;
-    dp_result r;
-    *shape = (dp_shape *)calloc((size_t)(g->nentries ? g->nentries : 1), sizeof **shape);
-    *dtype = (dp_dtype *)calloc((size_t)(g->nentries ? g->nentries : 1), sizeof **dtype);
-    *known = (unsigned char *)calloc((size_t)(g->nentries ? g->nentries : 1), 1);
-    if (!*shape || !*dtype || !*known) return dp__sym_oom("shape inference");
-    for (i = 0; i < num; i++) {
-        for (j = 0; j < g->narg && (!names[i] || strcmp(names[i], g->node[g->arg[j]]->name) != 0); j++) {}
-        if (j == g->narg) { DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: '%s' is not an argument of the symbol", names[i] ? names[i] : "(null)"); return DP_ERROR_INVALID_ARGS; }
-        j = g->entry0[g->arg[j]];
-        (*shape)[j] = shapes[i]; (*dtype)[j] = dtypes ? dtypes[i] : DP_FLOAT32; (*known)[j] = 1;
-    }
-    if ((r = dp__graph_infer(g, *shape, *dtype, *known)) != DP_OK) return r;
-    for (i = 0; i < g->narg; i++)
-        if (!(*known)[g->entry0[g->arg[i]]]) {
-            DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: argument '%s' reaches no operator that tells its shape; give it", g->node[g->arg[i]]->name);
-            return DP_ERROR_INVALID_ARGS;
-        }
-    return DP_OK;
-}
-DP_IMPL dp_result dp_sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
-                               dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes) {
-    dp__graph g;
-    dp_shape *shape = NULL;
-    dp_dtype *dtype = NULL;
-    unsigned char *known = NULL;
-    dp_result r;
-    int i;
-    if (!s || num_known < 0 || (num_known && (!names || !shapes))) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_infer: a symbol and the known names and shapes are needed"); return DP_ERROR_INVALID_ARGS; }
-    if ((r = dp__graph_build(s, &g)) != DP_OK) return r;
-    if ((r = dp__sym_infer_entries(&g, num_known, names, shapes, dtypes, &shape, &dtype, &known)) == DP_OK) {
-        for (i = 0; i < g.narg; i++) {
-            if (arg_shapes) arg_shapes[i] = shape[g.entry0[g.arg[i]]];
-            if (arg_dtypes) arg_dtypes[i] = dtype[g.entry0[g.arg[i]]];
-        }
-        for (i = 0; i < s->n; i++) {
-            int e = dp__graph_entry(&g, &s->out[i]);
-            if (out_shapes) out_shapes[i] = shape[e];
-            if (out_dtypes) out_dtypes[i] = dtype[e];
-        }
-    }
-    free(shape); free(dtype); free(known);
-    dp__graph_free(&g);
-    return r;
-}
-
-/* >>symbol JSON and DOT -----------------------------------------------------------
-   MXNet's symbol file: the nodes in execution order, each input an entry
-   [node, output, version]; arg_nodes lists the variables, node_row_ptr
-   where each node's entries start, heads the outputs. Reading is a small
-   JSON parser into a tree (depth limited), then the nodes are made in
-   order, each from nodes made before it. */
-static void dp__json_str(FILE *out, const char *s) {
-    fputc('"', out);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-        else if (c < 0x20) fprintf(out, "\\u%04x", c);
-        else fputc(c, out);
-    }
-    fputc('"', out);
-}
-DP_IMPL dp_result dp_sym_save_json(const dp_symbol *s, FILE *out) {
-    dp__graph g;
-    dp_result r;
-    int i, j, k;
-    if (!s || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_save_json: a symbol and a stream are needed"); return DP_ERROR_INVALID_ARGS; }
-    if ((r = dp__graph_build(s, &g)) != DP_OK) return r;
-    fprintf(out, "{\n  \"nodes\": [");
-    for (i = 0; i < g.n; i++) {
-        const dp__snode *x = g.node[i];
-        fprintf(out, "%s\n    {\n      \"op\": ", i ? "," : "");
-        dp__json_str(out, x->op ? x->op->name : "null");
-        fprintf(out, ",\n      \"name\": ");
-        dp__json_str(out, x->name);
-        if (x->nkw) {
-            fprintf(out, ",\n      \"attrs\": {");
-            for (k = 0; k < x->nkw; k++) {
-                fprintf(out, "%s\n        ", k ? "," : "");
-                dp__json_str(out, x->keys[k]); fprintf(out, ": "); dp__json_str(out, x->vals[k]);
-            }
-            fprintf(out, "\n      }");
-        }
-        fprintf(out, ",\n      \"inputs\": [");
-        for (j = 0; j < x->nin; j++) fprintf(out, "%s[%d, %d, 0]", j ? ", " : "", dp__ptrmap_get(&g.map, x->in[j].node), x->in[j].index);
-        fprintf(out, "]\n    }");
-    }
-    fprintf(out, "\n  ],\n  \"arg_nodes\": [");
-    for (i = 0; i < g.narg; i++) fprintf(out, "%s%d", i ? ", " : "", g.arg[i]);
-    fprintf(out, "],\n  \"node_row_ptr\": [");
-    for (i = 0; i <= g.n; i++) fprintf(out, "%s%d", i ? ", " : "", i < g.n ? g.entry0[i] : g.nentries);
-    fprintf(out, "],\n  \"heads\": [");
-    for (i = 0; i < s->n; i++) fprintf(out, "%s[%d, %d, 0]", i ? ", " : "", dp__ptrmap_get(&g.map, s->out[i].node), s->out[i].index);
-    fprintf(out, "],\n  \"attrs\": {\"mxnet_version\": [\"int\", 10600]}\n}\n");
-    dp__graph_free(&g);
-    return dp__stream_result(NULL, out, "dp_sym_save_json");
-}
-DP_IMPL dp_result dp_sym_save(const dp_symbol *s, const char *path) {
-    FILE *f;
-    dp_result r;
-    if (!s || !path) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_save: a symbol and a path are needed"); return DP_ERROR_INVALID_ARGS; }
-    if ((f = fopen(path, "wb")) == NULL) { DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_save: cannot open '%s' for writing", path); return DP_ERROR_IO; }
-    r = dp_sym_save_json(s, f);
-    if (fclose(f) != 0 && r == DP_OK) { DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_save: writing '%s' failed", path); r = DP_ERROR_IO; }
-    return r;
-}
-/* A parsed JSON value. Strings are decoded (escapes; \u as UTF-8); a
-   number keeps its text too, since MXNet's attrs are strings but some
-   writers put numbers there. */
-enum { DP__J_NULL, DP__J_BOOL, DP__J_NUM, DP__J_STR, DP__J_ARR, DP__J_OBJ };
-typedef struct dp__jval {
-    int type;
-    double num;
-    char *str;                   /* STR, NUM (its text), an object member's value's key in keys */
-    int n;
-    struct dp__jval *items;      /* ARR, OBJ */
-    char **keys;                 /* OBJ */
-} dp__jval;
-typedef struct dp__jparse { const char *p; const char *start; char err[128]; } dp__jparse;
-static void dp__jfree(dp__jval *v) {
-    int i;
-    for (i = 0; i < v->n; i++) { dp__jfree(&v->items[i]); if (v->keys) free(v->keys[i]); }
-    free(v->items); free(v->keys); free(v->str);
-    memset(v, 0, sizeof *v);
-}
-static void dp__jskip(dp__jparse *ps) { while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r') ps->p++; }
-static int dp__jfail(dp__jparse *ps, const char *why) {
-    if (!ps->err[0]) snprintf(ps->err, sizeof ps->err, "%s at byte %ld", why, (long)(ps->p - ps->start));
-    return -1;
-}
-static int dp__jhex(const char *p, unsigned *out) {
-    int i;
-    *out = 0;
-    for (i = 0; i < 4; i++) {
-        char c = p[i];
-        *out <<= 4;
-        if (c >= '0' && c <= '9') *out |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') *out |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') *out |= (unsigned)(c - 'A' + 10);
-        else return -1;
-    }
-    return 0;
-}
-static int dp__jstring(dp__jparse *ps, char **out) {
-    const char *q = ++ps->p;
-    size_t cap = 0, n = 0;
-    char *s;
-    while (*q && *q != '"') { if (*q == '\\' && q[1]) q++; q++; cap++; }
-    if (*q != '"') return dp__jfail(ps, "unterminated string");
-    if ((s = (char *)malloc(cap * 3 + 1)) == NULL) return dp__jfail(ps, "out of memory");
-    while (*ps->p != '"') {
-        char c = *ps->p++;
-        if (c != '\\') { s[n++] = c; continue; }
-        c = *ps->p++;
-        switch (c) {
-        case 'n': s[n++] = '\n'; break;
-        case 't': s[n++] = '\t'; break;
-        case 'r': s[n++] = '\r'; break;
-        case 'b': s[n++] = '\b'; break;
-        case 'f': s[n++] = '\f'; break;
-        case 'u': {
-            unsigned u;
-            if (dp__jhex(ps->p, &u)) { free(s); return dp__jfail(ps, "bad \\u escape"); }
-            ps->p += 4;
-            if (u < 0x80) s[n++] = (char)u;
-            else if (u < 0x800) { s[n++] = (char)(0xC0 | (u >> 6)); s[n++] = (char)(0x80 | (u & 0x3F)); }
-            else { s[n++] = (char)(0xE0 | (u >> 12)); s[n++] = (char)(0x80 | ((u >> 6) & 0x3F)); s[n++] = (char)(0x80 | (u & 0x3F)); }
-            break;
-        }
-        default: s[n++] = c; break;
-        }
-    }
-    ps->p++;
-    s[n] = 0;
-    if (memchr(s, 0, n)) { free(s); return dp__jfail(ps, "a NUL in a string"); }
-    *out = s;
-    return 0;
-}
-static int dp__jvalue(dp__jparse *ps, dp__jval *v, int depth);
-/* the items of an array or object, up to close */
-static int dp__jitems(dp__jparse *ps, dp__jval *v, int depth, char close) {
-    size_t cap = 0;
-    ps->p++;
-    dp__jskip(ps);
-    if (*ps->p == close) { ps->p++; return 0; }
-    for (;;) {
-        char *key = NULL;
-        dp__jskip(ps);
-        if (close == '}') {
-            if (*ps->p != '"' || dp__jstring(ps, &key)) return dp__jfail(ps, "expected a member name");
-            dp__jskip(ps);
-            if (*ps->p != ':') { free(key); return dp__jfail(ps, "expected ':'"); }
-            ps->p++;
-        }
-        if ((size_t)v->n == cap) {
-            size_t nc = cap ? cap * 2 : 8;
-            dp__jval *items = (dp__jval *)realloc(v->items, nc * sizeof *items);
-            char **keys = close == '}' ? (char **)realloc(v->keys, nc * sizeof *keys) : NULL;
-            if (items) v->items = items;
-            if (keys) v->keys = keys;
-            if (!items || (close == '}' && !keys)) { free(key); return dp__jfail(ps, "out of memory"); }
-            cap = nc;
-        }
-        memset(&v->items[v->n], 0, sizeof v->items[v->n]);
-        if (v->keys) v->keys[v->n] = key;
-        v->n++;
-        if (dp__jvalue(ps, &v->items[v->n - 1], depth + 1)) return -1;
-        dp__jskip(ps);
-        if (*ps->p == ',') { ps->p++; continue; }
-        if (*ps->p == close) { ps->p++; return 0; }
-        return dp__jfail(ps, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
-    }
-}
-static int dp__jvalue(dp__jparse *ps, dp__jval *v, int depth) {
-    dp__jskip(ps);
-    if (depth > 64) return dp__jfail(ps, "nested too deeply");
-    switch (*ps->p) {
-    case '{': v->type = DP__J_OBJ; return dp__jitems(ps, v, depth, '}');
-    case '[': v->type = DP__J_ARR; return dp__jitems(ps, v, depth, ']');
-    case '"': v->type = DP__J_STR; return dp__jstring(ps, &v->str);
-    default: break;
-    }
-    if (!strncmp(ps->p, "true", 4) || !strncmp(ps->p, "null", 4)) { v->type = ps->p[0] == 't' ? DP__J_BOOL : DP__J_NULL; v->num = 1; ps->p += 4; return 0; }
-    if (!strncmp(ps->p, "false", 5)) { v->type = DP__J_BOOL; ps->p += 5; return 0; }
-    if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9')) {
-        char *end;
-        size_t len;
-        v->type = DP__J_NUM;
-        v->num = strtod(ps->p, &end);
-        if (end == ps->p) return dp__jfail(ps, "bad number");
-        len = (size_t)(end - ps->p);
-        if ((v->str = (char *)malloc(len + 1)) == NULL) return dp__jfail(ps, "out of memory");
-        memcpy(v->str, ps->p, len); v->str[len] = 0;
-        ps->p = end;
-        return 0;
-    }
-    return dp__jfail(ps, "unexpected character");
-}
-static const dp__jval *dp__jget(const dp__jval *obj, const char *key) {
-    int i;
-    if (!obj || obj->type != DP__J_OBJ) return NULL;
-    for (i = 0; i < obj->n; i++) if (!strcmp(obj->keys[i], key)) return &obj->items[i];
-    return NULL;
-}
-/* an entry [node, output(, version)] of a node made before `before` */
-static int dp__jentry(const dp__jval *v, int before, dp__snode **made, dp__sentry *out) {
-    int node, index;
-    if (!v || v->type != DP__J_ARR || v->n < 2 || v->n > 3 || v->items[0].type != DP__J_NUM || v->items[1].type != DP__J_NUM) return -1;
-    if (!(v->items[0].num >= 0 && v->items[0].num < (double)before) || !(v->items[1].num >= 0 && v->items[1].num < DP__MAX_OP_ARRAYS))
-        return -1;                                     /* before the casts: a huge or NaN double has no int */
-    node = (int)v->items[0].num; index = (int)v->items[1].num;
-    if ((double)node != v->items[0].num || (double)index != v->items[1].num || index >= made[node]->nout) return -1;
-    out->node = made[node]; out->index = index;
-    return 0;
-}
-static dp_result dp__jformat(const char *why, int node) {
-    if (node >= 0) DP__LOG(NULL, DP_LOG_ERROR, FORMAT, "symbol JSON: node %d: %s", node, why);
-    else DP__LOG(NULL, DP_LOG_ERROR, FORMAT, "symbol JSON: %s", why);
-    return DP_ERROR_FORMAT;
-}
-/* The symbol of a parsed file. */
-static dp_result dp__sym_from_json(const dp__jval *root, dp_symbol **out) {
-    const dp__jval *nodes = dp__jget(root, "nodes"), *heads = dp__jget(root, "heads");
-    dp__snode **made;
-    dp_result r = DP_OK;
-    int i, j, nmade = 0;
-    if (!nodes || nodes->type != DP__J_ARR || !heads || heads->type != DP__J_ARR || heads->n < 1)
-        return dp__jformat("an object with the arrays \"nodes\" and \"heads\" is needed", -1);
-    if ((made = (dp__snode **)calloc((size_t)(nodes->n ? nodes->n : 1), sizeof *made)) == NULL) return dp__sym_oom("dp_sym_load_json");
-    for (i = 0; i < nodes->n && r == DP_OK; i++) {
-        const dp__jval *x = &nodes->items[i], *op = dp__jget(x, "op"), *name = dp__jget(x, "name"), *in = dp__jget(x, "inputs");
-        const dp__jval *attrs = dp__jget(x, "attrs");
-        dp__sentry ent[DP__MAX_OP_ARRAYS];
-        const char *keys[DP_MAX_PARAMS + 8], *vals[DP_MAX_PARAMS + 8];
-        int nkw = 0;
-        if (!attrs) attrs = dp__jget(x, "param");
-        if (!attrs) attrs = dp__jget(x, "attr");
-        if (!op || op->type != DP__J_STR || !name || name->type != DP__J_STR || !name->str[0] || (in && in->type != DP__J_ARR)
-            || (attrs && attrs->type != DP__J_OBJ)) { r = dp__jformat("each node needs \"op\" and \"name\" strings, \"inputs\" an array, \"attrs\" an object", i); break; }
-        if (!strcmp(op->str, "null")) {
-            if ((made[i] = dp__snode_new(name->str)) == NULL) { r = dp__sym_oom("dp_sym_load_json"); break; }
-            nmade++;
-            continue;
-        }
-        if (in && in->n > DP__MAX_OP_ARRAYS) { r = dp__jformat("too many inputs", i); break; }
-        for (j = 0; in && j < in->n; j++)
-            if (dp__jentry(&in->items[j], i, made, &ent[j])) { r = dp__jformat("an input is not [node, output, version] of an earlier node", i); break; }
-        if (r != DP_OK) break;
-        for (j = 0; attrs && j < attrs->n; j++) {
-            const dp__jval *v = &attrs->items[j];
-            if (v->type != DP__J_STR && v->type != DP__J_NUM) continue;     /* MXNet's nested hints */
-            if (nkw == (int)(sizeof keys / sizeof keys[0])) { r = dp__jformat("too many attributes", i); break; }
-            keys[nkw] = attrs->keys[j]; vals[nkw++] = v->str;
-        }
-        if (r != DP_OK) break;
-        r = dp__sym_make_node(op->str, name->str, in ? in->n : 0, ent, nkw, keys, vals, &made[i]);
-        if (r == DP_OK) nmade++;
-    }
-    if (r == DP_OK && (*out = dp__sym_new(heads->n)) == NULL) r = dp__sym_oom("dp_sym_load_json");
-    for (i = 0; r == DP_OK && i < heads->n; i++) {
-        if (dp__jentry(&heads->items[i], nodes->n, made, &(*out)->out[i])) {
-            r = dp__jformat("a head is not [node, output, version] of a node", -1);
-            (*out)->n = i;
-            dp_sym_release(*out);
-            *out = NULL;
-            break;
-        }
-        dp__snode_ref((*out)->out[i].node);
-    }
-    for (i = 0; i < nmade; i++) dp__snode_unref(made[i]);
-    free(made);
-    return r;
-}
-DP_IMPL dp_result dp_sym_load_json(const char *json, dp_symbol **out) {
-    dp__jparse ps;
-    dp__jval root;
-    dp_result r;
-    if (out) *out = NULL;
-    if (!json || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_load_json: the text and out are needed"); return DP_ERROR_INVALID_ARGS; }
-    memset(&ps, 0, sizeof ps);
-    memset(&root, 0, sizeof root);
-    ps.p = ps.start = json;
-    if (dp__jvalue(&ps, &root, 0) == 0) { dp__jskip(&ps); if (*ps.p) dp__jfail(&ps, "text after the end"); }
-    if (ps.err[0]) r = dp__jformat(ps.err, -1);
-    else r = dp__sym_from_json(&root, out);
-    dp__jfree(&root);
-    return r;
-}
-DP_IMPL dp_result dp_sym_load(const char *path, dp_symbol **out) {
-    FILE *f;
-    char *text = NULL;
-    size_t n = 0, cap = 0;
-    dp_result r;
-    if (out) *out = NULL;
-    if (!path || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_load: a path and out are needed"); return DP_ERROR_INVALID_ARGS; }
-    if ((f = fopen(path, "rb")) == NULL) { DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_load: cannot open '%s'", path); return DP_ERROR_IO; }
-    for (;;) {
-        size_t got;
-        if (n + 4096 + 1 > cap) {
-            char *t = (char *)realloc(text, cap = (cap ? cap * 2 : 8192));
-            if (!t) { free(text); fclose(f); return dp__sym_oom("dp_sym_load"); }
-            text = t;
-        }
-        got = fread(text + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-    }
-    if (ferror(f)) { free(text); fclose(f); DP__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_load: reading '%s' failed (a directory?)", path); return DP_ERROR_IO; }
-    fclose(f);
-    text[n] = 0;
-    if (memchr(text, 0, n)) { free(text); return dp__jformat("a NUL byte in the file", -1); }
-    r = dp_sym_load_json(text, out);
-    free(text);
-    return r;
-}
-static void dp__dot_label(FILE *out, const char *s) {
-    for (; *s; s++) { if (*s == '"' || *s == '\\') fputc('\\', out); fputc(*s, out); }
-}
-DP_IMPL dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out) {
-    dp__graph g;
-    dp_result r;
-    int i, j;
-    if (!s || !out) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_write_dot: a symbol and a stream are needed"); return DP_ERROR_INVALID_ARGS; }
-    if ((r = dp__graph_build(s, &g)) != DP_OK) return r;
-    fprintf(out, "digraph symbol {\n  rankdir=BT;\n  node [fontname=\"Helvetica\", fontsize=10];\n");
-    for (i = 0; i < g.n; i++) {
-        const dp__snode *x = g.node[i];
-        fprintf(out, "  n%d [label=\"", i);
-        dp__dot_label(out, x->name);
-        if (x->op) {
-            fprintf(out, "\\n");
-            dp__dot_label(out, x->op->name);
-            for (j = 0; j < x->nkw; j++) { fprintf(out, "\\n"); dp__dot_label(out, x->keys[j]); fputc('=', out); dp__dot_label(out, x->vals[j]); }
-            fprintf(out, "\", shape=box, style=\"rounded,filled\", fillcolor=\"#cfe2f3\"];\n");
-        } else fprintf(out, "\", shape=ellipse];\n");
-    }
-    for (i = 0; i < g.n; i++)
-        for (j = 0; j < g.node[i]->nin; j++) {
-            const dp__sentry *e = &g.node[i]->in[j];
-            fprintf(out, "  n%d -> n%d", dp__ptrmap_get(&g.map, e->node), i);
-            if (e->node->nout > 1) fprintf(out, " [label=\"%d\"]", e->index);
-            fprintf(out, ";\n");
-        }
-    for (i = 0; i < s->n; i++) {
-        fprintf(out, "  out%d [label=\"output %d\", shape=plaintext];\n  n%d -> out%d;\n", i, i, dp__ptrmap_get(&g.map, s->out[i].node), i);
-    }
-    fprintf(out, "}\n");
-    dp__graph_free(&g);
-    return dp__stream_result(NULL, out, "dp_sym_write_dot");
-}
-
-/* >>memory planning -------------------------------------------------------------
-   A graph that runs many times can take all of its intermediate arrays from
-   one arena, allocated once, if where each array lives in the arena is
-   decided before the first run. One buffer per array is simple and wasteful:
-   most arrays are needed for a short stretch of the run only, and two arrays
-   whose stretches do not overlap can share bytes. This section decides the
-   sharing the way MXNet's graph memory planner does (MXNet's design notes,
-   "Optimizing Memory Consumption in Deep Learning"). It sees only entry
-   ids, sizes and the nodes' read and write lists, so it is a pure function
-   that the executor calls once per bind.
-
-   Liveness by reference counts. The nodes run in the given order. An entry
-   is born at the node that writes it and dies after the last node that
-   reads it. To find the last read without looking ahead, count first:
-   refs[e] = how many node inputs name e. Walking the nodes, every read takes
-   one off; the read that brings the count to zero is the last one, and from
-   the next node on nobody needs e's bytes. An entry nobody reads (an unused
-   output, the gradient of something that needs none) dies right after its
-   node. An entry that no node writes and the caller does not own (a
-   constant, filled once at bind time) is alive from the start and stays
-   alive: nothing in the graph would fill it again for the next run.
-
-   A pool of blocks. Storage comes in blocks, and a block holds one live entry
-   at a time. When an entry dies its block goes into a pool of free blocks.
-   An output that needs storage looks in the pool first: the best fit is the
-   smallest free block at least as large as the output, but not more than 16
-   times larger (a large block spent on a small array is one a later large
-   array cannot have); failing that, the largest free block of at least a
-   sixteenth of the output's size, which grows to fit (a block's size is the
-   largest entry it ever holds). Only when nothing in that range is free does
-   a new block start. At the end the blocks are laid end to end, each size a
-   multiple of 64 bytes: a block's offset is the sum of the sizes before it,
-   and an entry's offset is its block's.
-
-   Order within a node. A kernel reads its inputs while it writes its
-   outputs, so a node's outputs get their blocks before its inputs that die
-   at this node give theirs back: an output never lands on bytes the same
-   node still reads. The one exception is asked for by the operator.
-
-   In place. Inplace bit i says output 0 may be written over input i (an
-   element-wise kernel reads x[k] before it writes y[k]). The planner uses it
-   when, in addition, this node is input i's last reader (nothing later wants
-   the old values), input i is planned (the caller's arrays are not ours to
-   overwrite, a constant must survive) and input i has at least as many bytes
-   as output 0. Output 0 then takes input i's block over, and the block stays
-   out of the pool when input i dies. A chain of element-wise operators runs
-   in one block.
-
-   Why no two live entries share bytes: a block holds one entry at a time and
-   is given back only after that entry's last reader ran, or handed, at that
-   last reader, to an output the operator allows over it.
-   tests/test_memory_plan.c checks this with its own liveness computation on
-   thousands of random graphs. Cost: O(reads + writes + nodes * pool size). */
-typedef struct dp__plan_node {
-    int num_inputs;  const int *inputs;   /* entry ids read */
-    int num_outputs; const int *outputs;  /* entry ids written */
-    unsigned inplace;                     /* bit i: output 0 may be written over input i's bytes */
-} dp__plan_node;
-enum { DP__PLAN_ALIGN = 64, DP__PLAN_MATCH_RANGE = 16 };
-/* The planner's working arrays, one allocation. */
-typedef struct dp__planner {
-    size_t *need;          /* per entry: its bytes rounded up to 64 */
-    size_t *block_bytes;   /* per block: the largest entry it held */
-    int *refs;             /* per entry: reads still to come */
-    int *writer;           /* per entry: the node that writes it, -1 for none */
-    int *block;            /* per entry: its block, -1 for none yet */
-    int *pool;             /* the free blocks */
-    unsigned char *handed; /* per entry: its block went to an in-place output */
-    int num_blocks, num_free;
-} dp__planner;
-static int dp__plan_is_planned(const unsigned char *external, int e) { return !external || !external[e]; }
-/* Logs a bad argument (node or entry -1: not about one) and returns
-   DP_ERROR_INVALID_ARGS. */
-DP__COLD static dp_result dp__plan_bad(const char *what, int node, int entry) {
-    if (node >= 0) DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "memory planning: node %d, entry %d: %s", node, entry, what);
-    else if (entry >= 0) DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "memory planning: entry %d: %s", entry, what);
-    else DP__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "memory planning: %s", what);
-    return DP_ERROR_INVALID_ARGS;
-}
-/* Counts, pointers and ids; fills writer[] and refs[]. An entry written
-   twice, or a planned one read before (or by) the node that writes it, is
-   refused: the nodes must be in an order that can run. */
-static dp_result dp__plan_check_graph(dp__planner *p, int num_entries, const unsigned char *external, int num_nodes,
-                                      const dp__plan_node *nodes) {
-    int n, j;
-    for (j = 0; j < num_entries; j++) { p->writer[j] = -1; p->refs[j] = 0; p->block[j] = -1; p->handed[j] = 0; }
-    for (n = 0; n < num_nodes; n++) {
-        const dp__plan_node *d = &nodes[n];
-        if (d->num_inputs < 0 || d->num_outputs < 0 || (d->num_inputs > 0 && !d->inputs) || (d->num_outputs > 0 && !d->outputs))
-            return dp__plan_bad("negative count, or NULL id list with a count", n, -1);
-        for (j = 0; j < d->num_outputs; j++) {
-            int e = d->outputs[j];
-            if (e < 0 || e >= num_entries) return dp__plan_bad("output id out of range", n, e);
-            if (p->writer[e] >= 0) return dp__plan_bad("written by two nodes (or twice by one)", n, e);
-            p->writer[e] = n;
-        }
-        for (j = 0; j < d->num_inputs; j++) {
-            int e = d->inputs[j];
-            if (e < 0 || e >= num_entries) return dp__plan_bad("input id out of range", n, e);
-            p->refs[e]++;
-        }
-    }
-    for (n = 0; n < num_nodes; n++)
-        for (j = 0; j < nodes[n].num_inputs; j++) {
-            int e = nodes[n].inputs[j];
-            if (dp__plan_is_planned(external, e) && p->writer[e] >= n) return dp__plan_bad("read before the node that writes it has run", n, e);
-        }
-    return DP_OK;
-}
-/* A block of at least need bytes from the pool (best fit within a factor of
-   DP__PLAN_MATCH_RANGE, see above), or a new one. */
-static int dp__plan_request(dp__planner *p, size_t need) {
-    int k, up = -1, down = -1, b;
-    for (k = 0; k < p->num_free; k++) {
-        size_t s = p->block_bytes[p->pool[k]];
-        if (s >= need && s / DP__PLAN_MATCH_RANGE <= need) { if (up < 0 || s < p->block_bytes[p->pool[up]]) up = k; }
-        else if (s < need && s >= need / DP__PLAN_MATCH_RANGE) { if (down < 0 || s > p->block_bytes[p->pool[down]]) down = k; }
-    }
-    k = up >= 0 ? up : down;
-    if (k < 0) { p->block_bytes[p->num_blocks] = need; return p->num_blocks++; }
-    b = p->pool[k];
-    p->pool[k] = p->pool[--p->num_free];
-    if (p->block_bytes[b] < need) p->block_bytes[b] = need;
-    return b;
-}
-static void dp__plan_release(dp__planner *p, int e) {
-    if (p->block[e] >= 0 && !p->handed[e]) p->pool[p->num_free++] = p->block[e];
-}
-/* The input whose block node d's output 0 (entry out) may take over, or -1:
-   the operator allows it, the input is planned, written by an earlier node
-   (not a constant), large enough, and read by no later node. */
-static int dp__plan_inplace_source(const dp__planner *p, const size_t *bytes, const unsigned char *external, const dp__plan_node *d, int out) {
-    int i, j;
-    for (i = 0; i < d->num_inputs && i < 32; i++) {
-        int src = d->inputs[i], reads_here = 0;
-        if (!(d->inplace >> i & 1u) || !dp__plan_is_planned(external, src) || p->writer[src] < 0 || p->block[src] < 0 || p->handed[src]
-            || bytes[src] < bytes[out])
-            continue;
-        for (j = 0; j < d->num_inputs; j++) reads_here += d->inputs[j] == src;
-        if (p->refs[src] == reads_here) return src;
-    }
-    return -1;
-}
-/* One node: its outputs get blocks, then the inputs it read last and the
-   outputs nobody reads give theirs back. */
-static void dp__plan_node_step(dp__planner *p, const size_t *bytes, const unsigned char *external, const dp__plan_node *d) {
-    int j;
-    for (j = 0; j < d->num_outputs; j++) {
-        int e = d->outputs[j], src = -1;
-        if (!dp__plan_is_planned(external, e) || p->need[e] == 0) continue;
-        if (j == 0) src = dp__plan_inplace_source(p, bytes, external, d, e);
-        if (src >= 0) { p->block[e] = p->block[src]; p->handed[src] = 1; }
-        else p->block[e] = dp__plan_request(p, p->need[e]);
-    }
-    for (j = 0; j < d->num_inputs; j++) {
-        int e = d->inputs[j];
-        if (dp__plan_is_planned(external, e) && --p->refs[e] == 0 && p->writer[e] >= 0) dp__plan_release(p, e);
-    }
-    for (j = 0; j < d->num_outputs; j++) {
-        int e = d->outputs[j];
-        if (dp__plan_is_planned(external, e) && p->refs[e] == 0) dp__plan_release(p, e);
-    }
-}
-/* Plans the storage of a graph's entries in one arena (see above).
-   Entries 0..num_entries-1 have bytes[e] bytes; external[e] non-zero (or
-   external NULL: none is) marks an entry the caller owns: the arguments,
-   gradients the caller gives, heads that must survive. Those are not
-   planned and their offset is set to -1. nodes are in execution order.
-   Fills offset[e] (bytes from the arena's start, a multiple of 64; the
-   arena itself must be 64-byte aligned) for every planned entry,
-   *arena_bytes (the arena's size) and *unplanned_bytes (the planned
-   entries' sizes, each rounded up to 64, added up: the bytes one buffer per
-   entry would take). Returns DP_OK; DP_ERROR_INVALID_ARGS, logged, for a
-   negative count, a NULL pointer with a count, an id out of range, an entry
-   written twice, a planned entry read before it is written, or sizes that
-   add up past SIZE_MAX or INT64_MAX; DP_ERROR_OUT_OF_MEMORY, logged, when
-   its working memory cannot be allocated. Pure, no engine: any thread. */
-DP__PRIVATE dp_result dp__plan_memory(int num_entries, const size_t *bytes, const unsigned char *external,
-                                      int num_nodes, const dp__plan_node *nodes,
-                                      int64_t *offset, size_t *arena_bytes, size_t *unplanned_bytes) {
-    /* per entry: need, block_bytes (a block per entry at most), five ints, a flag */
-    const size_t per_entry = 2 * sizeof(size_t) + 5 * sizeof(int) + 1;
-    dp__planner p;
-    size_t n_e, work_bytes, total = 0, at = 0;
-    void *mem;
-    dp_result r;
-    int e, n, b;
-    if (num_entries < 0 || num_nodes < 0 || !arena_bytes || !unplanned_bytes || (num_entries > 0 && (!bytes || !offset))
-        || (num_nodes > 0 && !nodes))
-        return dp__plan_bad("negative count, or a required pointer is NULL", -1, -1);
-    n_e = (size_t)num_entries;
-    work_bytes = n_e * per_entry + 1;
-    mem = n_e < (SIZE_MAX - 1) / per_entry ? dp__alloc(NULL, work_bytes) : NULL;
-    if (!mem) {
-        DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "memory planning: %d entries", num_entries);
-        return DP_ERROR_OUT_OF_MEMORY;
-    }
-    p.need = (size_t *)mem; p.block_bytes = p.need + n_e;
-    p.refs = (int *)(void *)(p.block_bytes + n_e); p.writer = p.refs + n_e; p.block = p.writer + n_e; p.pool = p.block + n_e;
-    p.handed = (unsigned char *)(p.pool + n_e);
-    p.num_blocks = p.num_free = 0;
-    r = dp__plan_check_graph(&p, num_entries, external, num_nodes, nodes);
-    for (e = 0; r == DP_OK && e < num_entries; e++) {
-        offset[e] = -1;
-        p.need[e] = 0;
-        if (!dp__plan_is_planned(external, e)) continue;
-        if (bytes[e] > SIZE_MAX - (DP__PLAN_ALIGN - 1)) { r = dp__plan_bad("size too large", -1, e); break; }
-        p.need[e] = (bytes[e] + (DP__PLAN_ALIGN - 1)) & ~(size_t)(DP__PLAN_ALIGN - 1);
-        if (p.need[e] > SIZE_MAX - total || total + p.need[e] > (size_t)INT64_MAX) { r = dp__plan_bad("the sizes add up past SIZE_MAX or INT64_MAX", -1, e); break; }
-        total += p.need[e];
-        if (p.writer[e] < 0 && p.need[e] > 0) p.block[e] = dp__plan_request(&p, p.need[e]);   /* a constant: alive throughout */
-    }
-    for (n = 0; r == DP_OK && n < num_nodes; n++) dp__plan_node_step(&p, bytes, external, &nodes[n]);
-    if (r == DP_OK) {
-        /* blocks end to end; block_bytes becomes each block's offset. The
-           sum cannot pass total: a block is as large as one of its entries. */
-        for (b = 0; b < p.num_blocks; b++) { size_t s = p.block_bytes[b]; p.block_bytes[b] = at; at += s; }
-        for (e = 0; e < num_entries; e++)
-            if (dp__plan_is_planned(external, e)) offset[e] = p.block[e] >= 0 ? (int64_t)p.block_bytes[p.block[e]] : 0;
-        *arena_bytes = at;
-        *unplanned_bytes = total;
-    }
-    dp__free(NULL, mem, work_bytes);
-    return r;
-}
-
-/* >>executor --------------------------------------------------------------------
-   Binding makes the graph's execution list once: the forward nodes, then
-   (with gradients) the gradient graph, each node reading and writing
-   entries. Entries the caller sees (arguments, their gradients, the
-   outputs, the head gradients) are arrays of their own; the others are
-   views into one arena laid out by the memory plan. Entries whose bytes
-   overlap in the plan share one variable (a chunk over the union of their
-   ranges), so the engine orders every pair of operations that touch the
-   same bytes; other entries have variables of their own and their
-   operations may run in parallel. Each node becomes one pre-created
-   operation that holds references to its arrays; a step pushes them. */
-typedef dp_result (*dp__plan_fn)(int, const size_t *, const unsigned char *, int, const dp__plan_node *, int64_t *, size_t *, size_t *);
-/* Tests set this to bind with another planner; NULL: dp__plan_memory. */
-static dp__plan_fn dp__exec_planner;
-typedef struct dp__xent { dp_shape shape; dp_dtype dtype; dp_ndarray *array; int producer, prod_out; unsigned char external; } dp__xent;
-typedef struct dp__xnode {
-    const dp_operator *op;
-    const dp__snode *src;            /* the forward node it comes from */
-    int nin, nout;
-    int in[3 * DP__MAX_OP_ARRAYS], out[DP__MAX_OP_ARRAYS];
-    dp_req req[DP__MAX_OP_ARRAYS];
-} dp__xnode;
-typedef struct dp__xbuild {
-    dp_engine *eng;
-    dp_ctx ctx;
-    dp__xent *ent; size_t capent; int nent;
-    dp__xnode *node; size_t capnode; int nnode, nfwd;
-    struct dp__xcont { int fe, e; } *cont; size_t capcont; int ncont;   /* gradient contributions to forward entries */
-} dp__xbuild;
-struct dp_executor {
-    dp_engine *eng;
-    dp_ctx ctx;
-    dp_symbol *sym;
-    int narg;
-    dp_req *grad_req;                /* per argument, as bound */
-    int nfwd, nbwd;
-    dp_op *ops;
-    int nout;
-    dp_ndarray **outputs, **head_grads;
-    dp_exec_memory mem;
-};
-/* The operation's argument: a node's kernel, parameters and arrays. */
-typedef struct dp__xrun {
-    dp_engine *eng;
-    size_t bytes;
-    dp_kernel_fn kernel;
-    dp_params params;
-    double scalar;
-    int nin, nout;
-    dp_ndarray **arrays;             /* inputs, then outputs */
-    dp_req req[DP__MAX_OP_ARRAYS];
-} dp__xrun;
-static int dp__xrun_fn(dp_run_ctx *rc, void *arg) {
-    const dp__xrun *x = (const dp__xrun *)arg;
-    dp_kernel_ctx k;
-    k.rc = rc; k.params = &x->params; k.scalar = x->scalar;
-    k.num_inputs = x->nin; k.num_outputs = x->nout;
-    k.inputs = x->arrays; k.outputs = x->arrays + x->nin; k.req = x->req;
-    return x->kernel(&k);
-}
-static void dp__xrun_free(void *arg) {
-    dp__xrun *x = (dp__xrun *)arg;
-    int i;
-    for (i = 0; i < x->nin + x->nout; i++) dp_nd_release(x->arrays[i]);
-    dp__free(x->eng, x, x->bytes);
-}
-/* A new entry; -1 out of memory. */
-static int dp__xb_entry(dp__xbuild *b, const dp_shape *s, dp_dtype dt) {
-    dp_shape copy = *s;                               /* s may point into the entries the reserve moves */
-    if (dp__reserve(b->eng, &b->ent, &b->capent, (size_t)b->nent, sizeof *b->ent, 64)) return -1;
-    memset(&b->ent[b->nent], 0, sizeof b->ent[b->nent]);
-    b->ent[b->nent].shape = copy; b->ent[b->nent].dtype = dt; b->ent[b->nent].producer = -1;
-    return b->nent++;
-}
-/* An entry holding an array of the executor's own (filled with value). */
-static int dp__xb_own(dp__xbuild *b, const dp_shape *s, dp_dtype dt, double value) {
-    int e = dp__xb_entry(b, s, dt);                  /* s may be gone now: the entry's copy is used */
-    if (e < 0) return -1;
-    if (dp_nd_full(b->eng, &b->ent[e].shape, dt, b->ctx, value, &b->ent[e].array) != DP_OK) return -1;
-    b->ent[e].external = 1;
-    return e;
-}
-static dp__xnode *dp__xb_node(dp__xbuild *b, const dp_operator *op, const dp__snode *src) {
-    dp__xnode *x;
-    if (dp__reserve(b->eng, &b->node, &b->capnode, (size_t)b->nnode, sizeof *b->node, 32)) return NULL;
-    x = &b->node[b->nnode++];
-    memset(x, 0, sizeof *x);
-    x->op = op; x->src = src;
-    return x;
-}
-static void dp__xb_set_out(dp__xbuild *b, dp__xnode *x, int j, int e, dp_req req) {
-    x->out[j] = e; x->req[j] = req;
-    b->ent[e].producer = (int)(x - b->node); b->ent[e].prod_out = j;
-}
-/* Records e as one gradient contribution to forward entry fe. */
-static int dp__xb_contribute(dp__xbuild *b, int fe, int e) {
-    if (dp__reserve(b->eng, &b->cont, &b->capcont, (size_t)b->ncont, sizeof *b->cont, 64)) return -1;
-    b->cont[b->ncont].fe = fe; b->cont[b->ncont].e = e; b->ncont++;
-    return 0;
-}
-/* An add node a + b into a new entry (or into dst with req). */
-static int dp__xb_add(dp__xbuild *b, int a, int c, int dst, dp_req req) {
-    dp__xnode *x = dp__xb_node(b, dp__find_op("add"), NULL);
-    if (!x) return -1;
-    if (dst < 0 && (dst = dp__xb_entry(b, &b->ent[a].shape, b->ent[a].dtype)) < 0) return -1;
-    x->nin = 2; x->nout = 1; x->in[0] = a; x->in[1] = c;
-    dp__xb_set_out(b, x, 0, dst, req);
-    return dst;
-}
-/* The sum of forward entry fe's gradient contributions: -1 when there is
-   none, -2 out of memory. With dst >= 0 the sum (or the one contribution,
-   through its producer) is written into dst with req. */
-static int dp__xb_sum(dp__xbuild *b, int fe, int dst, dp_req req) {
-    int k, acc = -1, last = -1;
-    for (k = 0; k < b->ncont; k++) {
-        int e = b->cont[k].e;
-        if (b->cont[k].fe != fe) continue;
-        if (last >= 0) {
-            if (acc < 0) acc = last;
-            else if ((acc = dp__xb_add(b, acc, last, -1, DP_REQ_WRITE)) < 0) return -2;
-        }
-        last = e;
-    }
-    if (last < 0) return -1;
-    if (acc >= 0) return dp__xb_add(b, acc, last, dst, req) < 0 ? -2 : (dst >= 0 ? dst : b->nent - 1);
-    if (dst < 0) return last;
-    if (b->ent[last].producer < 0) {                 /* a head gradient: copied */
-        dp__xnode *x = dp__xb_node(b, dp__find_op("_copy"), NULL);
-        if (!x) return -2;
-        x->nin = 1; x->nout = 1; x->in[0] = last;
-        dp__xb_set_out(b, x, 0, dst, req);
-        return dst;
-    }
-    /* one contribution: its producer writes dst directly */
-    b->node[b->ent[last].producer].out[b->ent[last].prod_out] = dst;
-    b->node[b->ent[last].producer].req[b->ent[last].prod_out] = req;
-    b->ent[dst].producer = b->ent[last].producer; b->ent[dst].prod_out = b->ent[last].prod_out;
-    b->ent[last].producer = -1;
-    return dst;
-}
-/* The gradient graph: per forward node that leads to an argument with a
-   gradient, in reverse, its registered gradient operator on what that
-   declares it reads (grad_needs), its results added up per entry. */
-static dp_result dp__xb_gradients(dp__xbuild *b, const dp__graph *g, const dp_symbol *sym, const int *arg_entry, dp_ndarray *const *grads,
-                                  const dp_req *req, int narg, dp_ndarray **head_grads) {
-    unsigned char *need = (unsigned char *)calloc((size_t)(g->nentries ? g->nentries : 1), 1);
-    int i, j, k;
-    dp_result r = DP_ERROR_OUT_OF_MEMORY;
-    if (!need) return dp__sym_oom("dp_exec_bind");
-    for (i = 0; i < narg; i++) need[arg_entry[i]] = grads[i] && req[i] != DP_REQ_NULL;
-    for (i = 0; i < g->n; i++) {
-        const dp__snode *x = g->node[i];
-        int any = 0;
-        for (j = 0; x->op && j < x->nin; j++) any |= need[dp__graph_entry(g, &x->in[j])];
-        for (j = 0; x->op && j < x->nout; j++) need[g->entry0[i] + j] = (unsigned char)any;
-    }
-    for (i = 0; i < sym->n; i++) {                   /* the head gradients: ones, unless the caller writes them */
-        int e = dp__graph_entry(g, &sym->out[i]), h;
-        if (!need[e]) continue;
-        if ((h = dp__xb_own(b, &b->ent[e].shape, b->ent[e].dtype, 1.0)) < 0 || dp__xb_contribute(b, e, h)) goto oom;
-        head_grads[i] = dp_nd_retain(b->ent[h].array);
-    }
-    for (i = g->n; i-- > 0;) {
-        const dp__snode *x = g->node[i];
-        const dp_operator *gop;
-        dp__xnode *gx;
-        int e0 = g->entry0[i], og[DP__MAX_OP_ARRAYS], nin = 0;
-        unsigned needs;
-        if (!x->op || !need[e0]) continue;
-        needs = x->op->grad_needs;
-        if (!x->op->gradient || (gop = dp__find_op(x->op->gradient)) == NULL) {
-            DP__LOG(b->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: node '%s' (%s) has no gradient operator, and it lies between an output and "
-                    "an argument with a gradient", x->name, x->op->name);
-            r = DP_ERROR_INVALID_ARGS;
-            goto fail;
-        }
-        for (j = 0; (needs & DP_GRAD_OUT_GRADS) && j < x->nout; j++) {
-            og[j] = dp__xb_sum(b, e0 + j, -1, DP_REQ_WRITE);
-            if (og[j] == -2) goto oom;
-            if (og[j] == -1 && (og[j] = dp__xb_own(b, &b->ent[e0 + j].shape, b->ent[e0 + j].dtype, 0.0)) < 0) goto oom;
-        }
-        if ((gx = dp__xb_node(b, gop, x)) == NULL) goto oom;
-        if (needs & DP_GRAD_OUT_GRADS) for (j = 0; j < x->nout; j++) gx->in[nin++] = og[j];
-        if (needs & DP_GRAD_INPUTS) for (j = 0; j < x->nin; j++) gx->in[nin++] = dp__graph_entry(g, &x->in[j]);
-        if (needs & DP_GRAD_OUTPUTS) for (j = 0; j < x->nout; j++) gx->in[nin++] = e0 + j;
-        gx->nin = nin; gx->nout = x->nin;
-        if (nin > DP__MAX_OP_ARRAYS || dp__arity(gop, &x->params, gop->num_inputs) != nin || dp__arity(gop, &x->params, gop->num_outputs) != x->nin) {
-            DP__LOG(b->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: node '%s': gradient operator '%s' does not take what '%s' declares it reads "
-                    "(%d inputs, %d outputs)", x->name, gop->name, x->op->name, nin, x->nin);
-            r = DP_ERROR_INVALID_ARGS;
-            goto fail;
-        }
-        for (j = 0; j < x->nin; j++) {
-            int fe = dp__graph_entry(g, &x->in[j]), e = dp__xb_entry(b, &b->ent[fe].shape, b->ent[fe].dtype);
-            if (e < 0) goto oom;
-            dp__xb_set_out(b, gx, j, e, need[fe] ? DP_REQ_WRITE : DP_REQ_NULL);
-            if (need[fe] && dp__xb_contribute(b, fe, e)) goto oom;
-        }
-    }
-    for (i = 0; i < narg; i++) {                     /* into the caller's gradient arrays */
-        int dst, fe = arg_entry[i];
-        if (!need[fe]) continue;
-        for (k = 0; k < i && arg_entry[k] != fe; k++) {}
-        if (k < i) continue;                         /* an argument listed once per variable node */
-        if ((dst = dp__xb_entry(b, &b->ent[fe].shape, b->ent[fe].dtype)) < 0) goto oom;
-        b->ent[dst].external = 1; b->ent[dst].array = dp_nd_retain(grads[i]);
-        if (dp__xb_sum(b, fe, dst, req[i]) == -2) goto oom;
-    }
-    free(need);
-    return DP_OK;
-oom:
-    r = dp__sym_oom("dp_exec_bind: the gradient graph");
-fail:
-    free(need);
-    return r;
-}
-/* Overlapping planned entries share one borrowed chunk of the arena. */
-typedef struct dp__xspan { int64_t off; int e; } dp__xspan;
-static int dp__xspan_cmp(const void *a, const void *b) {
-    int64_t x = ((const dp__xspan *)a)->off, y = ((const dp__xspan *)b)->off;
-    return x < y ? -1 : x > y;
-}
-/* Arrays for the planned entries: views into the arena at their offsets. */
-static dp_result dp__xb_place(dp__xbuild *b, const int64_t *offset, const size_t *bytes, size_t arena_bytes) {
-    dp_ndarray *arena = NULL, *base = NULL;
-    dp__xspan *span = (dp__xspan *)calloc((size_t)(b->nent ? b->nent : 1), sizeof *span);
-    dp_shape s;
-    int n = 0, i;
-    int64_t start = 0, end = -1;
-    dp_result r = DP_OK;
-    if (!span) return dp__sym_oom("dp_exec_bind: placing entries");
-    for (i = 0; i < b->nent; i++) if (offset[i] >= 0 && bytes[i]) { span[n].off = offset[i]; span[n].e = i; n++; }
-    qsort(span, (size_t)n, sizeof *span, dp__xspan_cmp);
-    memset(&s, 0, sizeof s);
-    s.ndim = 1; s.dims[0] = (int64_t)arena_bytes;
-    if (n && (r = dp_nd_empty(b->eng, &s, DP_UINT8, b->ctx, &arena)) != DP_OK) goto done;
-    for (i = 0; i < b->nent; i++)                   /* empty entries: no bytes to place */
-        if (offset[i] >= 0 && !bytes[i] && (r = dp_nd_empty(b->eng, &b->ent[i].shape, b->ent[i].dtype, b->ctx, &b->ent[i].array)) != DP_OK) goto done;
-    for (i = 0; i < n; i++) {
-        int k, e;
-        if (span[i].off < end) continue;             /* placed with its class */
-        start = span[i].off; end = start + (int64_t)bytes[span[i].e];
-        for (k = i + 1; k < n && span[k].off < end; k++)
-            if (span[k].off + (int64_t)bytes[span[k].e] > end) end = span[k].off + (int64_t)bytes[span[k].e];
-        if ((r = dp__nd_borrow(arena, (size_t)start, (size_t)(end - start), &base)) != DP_OK) goto done;
-        for (k = i; k < n && span[k].off < end; k++) {
-            e = span[k].e;
-            if ((r = dp__nd_view(base, &b->ent[e].shape, (size_t)(span[k].off - start), &b->ent[e].array)) != DP_OK) goto done;
-            b->ent[e].array->dtype = b->ent[e].dtype;
-        }
-        dp_nd_release(base); base = NULL;
-    }
-done:
-    dp_nd_release(base);
-    dp_nd_release(arena);
-    free(span);
-    return r;
-}
-/* Runs the planner on the execution list and checks what it returns. */
-static dp_result dp__xb_plan(dp__xbuild *b, int64_t *offset, size_t *bytes, dp_exec_memory *mem) {
-    dp__plan_node *pn = (dp__plan_node *)calloc((size_t)(b->nnode ? b->nnode : 1), sizeof *pn);
-    unsigned char *ext = (unsigned char *)calloc((size_t)(b->nent ? b->nent : 1), 1);
-    size_t arena = 0, unplanned = 0;
-    dp_result r;
-    int i;
-    if (!pn || !ext) { free(pn); free(ext); return dp__sym_oom("dp_exec_bind: the memory plan"); }
-    for (i = 0; i < b->nent; i++) {
-        const dp__xent *x = &b->ent[i];
-        int orphan = !x->external && x->producer < 0;   /* a result redirected into a gradient array */
-        bytes[i] = orphan ? 0 : (size_t)dp_shape_size(&x->shape) * dp_dtype_size(x->dtype);
-        ext[i] = x->external || orphan;
-        if (x->external) mem->external_bytes += bytes[i];
-    }
-    for (i = 0; i < b->nnode; i++) {
-        pn[i].num_inputs = b->node[i].nin; pn[i].inputs = b->node[i].in;
-        pn[i].num_outputs = b->node[i].nout; pn[i].outputs = b->node[i].out;
-        pn[i].inplace = b->node[i].op->inplace;
-    }
-    r = (dp__exec_planner ? dp__exec_planner : dp__plan_memory)(b->nent, bytes, ext, b->nnode, pn, offset, &arena, &unplanned);
-    for (i = 0; r == DP_OK && i < b->nent; i++)
-        if (!ext[i] && (offset[i] < 0 || offset[i] % 64 || (uint64_t)offset[i] + bytes[i] > arena)) {
-            DP__LOG(b->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: the memory plan put entry %d (%zu bytes) at %lld of an arena of %zu", i,
-                    bytes[i], (long long)offset[i], arena);
-            r = DP_ERROR_INVALID_ARGS;
-        }
-    for (i = 0; i < b->nent; i++) if (ext[i]) offset[i] = -1;
-    mem->planned_bytes = arena; mem->unplanned_bytes = unplanned;
-    free(pn); free(ext);
-    return r;
-}
-/* After placing: output 0 on its input's bytes (allowed by the operator)
-   is written in place. */
-static void dp__xb_mark_inplace(dp__xbuild *b, const int64_t *offset) {
-    int i, j;
-    for (i = 0; i < b->nnode; i++) {
-        dp__xnode *x = &b->node[i];
-        for (j = 0; j < x->nin && j < 32 && x->req[0] == DP_REQ_WRITE && offset[x->out[0]] >= 0; j++)
-            if ((x->op->inplace & (1u << j)) && offset[x->in[j]] == offset[x->out[0]]) x->req[0] = DP_REQ_INPLACE;
-    }
-}
-/* One pre-created operation for node x. */
-static dp_result dp__xb_op(dp__xbuild *b, const dp__xnode *x, dp_op *out) {
-    size_t bytes = sizeof(dp__xrun) + (size_t)(x->nin + x->nout) * sizeof(dp_ndarray *);
-    dp__xrun *run;
-    dp_var reads[3 * DP__MAX_OP_ARRAYS], writes[2 * DP__MAX_OP_ARRAYS + 2];
-    dp_push_desc d;
-    int i, nw = 0;
-    dp_kernel_fn kernel = b->ctx.dev_type == DP_DEV_GPU ? x->op->forward_gpu : x->op->forward_cpu;
-    if (!kernel) {
-        DP__LOG(b->eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_exec_bind: operator '%s' has no kernel for %s", x->op->name, b->ctx.dev_type == DP_DEV_GPU ? "GPUs" : "the CPU");
-        return DP_ERROR_BAD_CONTEXT;
-    }
-    if ((run = (dp__xrun *)dp__alloc(b->eng, bytes)) == NULL) return dp__sym_oom("dp_exec_bind: an operation");
-    memset(run, 0, bytes);
-    run->eng = b->eng; run->bytes = bytes; run->kernel = kernel;
-    if (x->src) { run->params = x->src->params; run->scalar = x->src->scalar; }
-    run->nin = x->nin; run->nout = x->nout;
-    run->arrays = (dp_ndarray **)(void *)(run + 1);
-    for (i = 0; i < x->nin; i++) {
-        run->arrays[i] = dp_nd_retain(b->ent[x->in[i]].array);
-        reads[i] = dp_nd_var(run->arrays[i]);
-        if (i < 32 && (x->op->mutate_inputs & (1u << i))) writes[nw++] = reads[i];
-    }
-    for (i = 0; i < x->nout; i++) {
-        run->arrays[x->nin + i] = dp_nd_retain(b->ent[x->out[i]].array);
-        run->req[i] = x->req[i];
-        writes[nw++] = dp_nd_var(run->arrays[x->nin + i]);
-    }
-    if (x->op->resources & DP_RESOURCE_RANDOM) writes[nw++] = dp_random_var(b->eng, b->ctx);
-    if (x->op->resources & DP_RESOURCE_TEMP) writes[nw++] = dp_temp_space_var(b->eng, b->ctx);
-    memset(&d, 0, sizeof d);
-    d.fn = dp__xrun_fn; d.arg = run; d.cleanup = dp__xrun_free;
-    d.reads = reads; d.num_reads = x->nin; d.writes = writes; d.num_writes = nw;
-    d.ctx = b->ctx; d.name = x->op->name;
-    *out = dp_op_create(b->eng, &d);                 /* on failure it ran the cleanup */
-    return out->id ? DP_OK : DP_ERROR_OUT_OF_MEMORY;
-}
-static void dp__xb_free(dp__xbuild *b) {
-    int i;
-    for (i = 0; i < b->nent; i++) dp_nd_release(b->ent[i].array);
-    dp__free(b->eng, b->ent, b->capent * sizeof *b->ent);
-    dp__free(b->eng, b->node, b->capnode * sizeof *b->node);
-    dp__free(b->eng, b->cont, b->capcont * sizeof *b->cont);
-}
-DP_IMPL void dp_exec_destroy(dp_executor *ex) {
-    int i;
-    if (!ex) return;
-    for (i = 0; i < ex->nfwd + ex->nbwd; i++) if (ex->ops[i].id) dp_op_destroy(ex->eng, ex->ops[i]);
-    for (i = 0; i < ex->nout; i++) { dp_nd_release(ex->outputs[i]); dp_nd_release(ex->head_grads[i]); }
-    free(ex->ops); free(ex->outputs); free(ex->head_grads); free(ex->grad_req);
-    dp_sym_release(ex->sym);
-    free(ex);
-}
-/* Checks bind's arrays against the graph's arguments; logs what is wrong. */
-static dp_result dp__exec_check(dp_engine *eng, const dp__graph *g, dp_ctx ctx, int narg, dp_ndarray *const *args,
-                                dp_ndarray *const *grads, const dp_req *req) {
-    char s1[160], s2[160];
-    int i;
-    if (narg != g->narg || (narg && !args)) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: %d arguments given, the symbol has %d (dp_sym_list_arguments)", narg, g->narg);
-        return DP_ERROR_INVALID_ARGS;
-    }
-    for (i = 0; i < narg; i++) {
-        const char *name = g->node[g->arg[i]]->name;
-        if (!args[i] || dp_nd_engine(args[i]) != eng || !dp__same_ctx(dp_nd_ctx(args[i]), ctx)) {
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: argument %d ('%s') is NULL, of another engine or on another device", i, name);
-            return DP_ERROR_INVALID_ARGS;
-        }
-        if (req && (req[i] < DP_REQ_NULL || req[i] > DP_REQ_ADD || req[i] == DP_REQ_INPLACE)) {
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: the gradient request of '%s' must be DP_REQ_NULL, DP_REQ_WRITE or DP_REQ_ADD", name);
-            return DP_ERROR_INVALID_ARGS;
-        }
-        if (grads && grads[i] && (!req || req[i] != DP_REQ_NULL)) {
-            const dp_shape *a = dp_nd_shape(args[i]), *gs = dp_nd_shape(grads[i]);
-            if (dp_nd_engine(grads[i]) != eng || !dp__same_ctx(dp_nd_ctx(grads[i]), ctx) || dp_nd_dtype(grads[i]) != dp_nd_dtype(args[i])
-                || a->ndim != gs->ndim || memcmp(a->dims, gs->dims, sizeof(int64_t) * (size_t)a->ndim) != 0) {
-                DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: the gradient of '%s' is %s %s, the argument %s %s (same engine and device too)", name,
-                        dp_dtype_name(dp_nd_dtype(grads[i])), dp__shape_str(gs, s1, sizeof s1), dp_dtype_name(dp_nd_dtype(args[i])), dp__shape_str(a, s2, sizeof s2));
-                return DP_ERROR_INVALID_ARGS;
-            }
-        }
-    }
-    return DP_OK;
-}
-DP_IMPL dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
-                               dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out) {
-    dp__graph g;
-    dp__xbuild b;
-    dp_executor *ex = NULL;
-    dp_shape *shape = NULL;
-    dp_dtype *dtype = NULL;
-    unsigned char *known = NULL;
-    int64_t *offset = NULL;
-    size_t *bytes = NULL;
-    int *arg_entry = NULL, i, j, with_grads = 0;
-    dp_result r;
-    if (out) *out = NULL;
-    if (!eng || !sym || !out) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_bind: an engine, a symbol and out are needed"); return DP_ERROR_INVALID_ARGS; }
-    if ((r = dp__storage_ctx(eng, &ctx, "dp_exec_bind")) != DP_OK) return r;
-    if ((r = dp__graph_build(sym, &g)) != DP_OK) return r;
-    memset(&b, 0, sizeof b);
-    b.eng = eng; b.ctx = ctx;
-    if ((r = dp__exec_check(eng, &g, ctx, num_args, args, grads, grad_reqs)) != DP_OK) goto done;
-    r = DP_ERROR_OUT_OF_MEMORY;
-    shape = (dp_shape *)calloc((size_t)(g.nentries ? g.nentries : 1), sizeof *shape);
-    dtype = (dp_dtype *)calloc((size_t)(g.nentries ? g.nentries : 1), sizeof *dtype);
-    known = (unsigned char *)calloc((size_t)(g.nentries ? g.nentries : 1), 1);
-    arg_entry = (int *)calloc((size_t)(g.narg ? g.narg : 1), sizeof *arg_entry);
-    ex = (dp_executor *)calloc(1, sizeof *ex);
-    if (!shape || !dtype || !known || !arg_entry || !ex) goto oom;
-    ex->eng = eng; ex->ctx = ctx; ex->narg = g.narg; ex->nout = sym->n;
-    ex->grad_req = (dp_req *)calloc((size_t)(g.narg ? g.narg : 1), sizeof *ex->grad_req);
-    ex->outputs = (dp_ndarray **)calloc((size_t)sym->n, sizeof *ex->outputs);
-    ex->head_grads = (dp_ndarray **)calloc((size_t)sym->n, sizeof *ex->head_grads);
-    if (!ex->grad_req || !ex->outputs || !ex->head_grads) goto oom;
-    for (i = 0; i < g.narg; i++) {
-        arg_entry[i] = g.entry0[g.arg[i]];
-        shape[arg_entry[i]] = *dp_nd_shape(args[i]); dtype[arg_entry[i]] = dp_nd_dtype(args[i]); known[arg_entry[i]] = 1;
-        ex->grad_req[i] = grads && grads[i] ? (grad_reqs ? grad_reqs[i] : DP_REQ_WRITE) : DP_REQ_NULL;
-        with_grads |= ex->grad_req[i] != DP_REQ_NULL;
-    }
-    if ((r = dp__graph_infer(&g, shape, dtype, known)) != DP_OK) goto done;
-    r = DP_ERROR_OUT_OF_MEMORY;
-    for (i = 0; i < g.nentries; i++) if (dp__xb_entry(&b, &shape[i], dtype[i]) < 0) goto oom;
-    for (i = 0; i < g.narg; i++) { b.ent[arg_entry[i]].external = 1; if (!b.ent[arg_entry[i]].array) b.ent[arg_entry[i]].array = dp_nd_retain(args[i]); }
-    for (i = 0; i < sym->n; i++) {                   /* the outputs: arrays of their own */
-        dp__xent *e = &b.ent[dp__graph_entry(&g, &sym->out[i])];
-        if (!e->external && dp_nd_empty(eng, &e->shape, e->dtype, ctx, &e->array) != DP_OK) goto oom;
-        e->external = 1;
-        ex->outputs[i] = dp_nd_retain(e->array);
-    }
-    for (i = 0; i < g.n; i++) {                      /* the forward nodes */
-        const dp__snode *x = g.node[i];
-        dp__xnode *xn;
-        if (!x->op) continue;
-        if ((xn = dp__xb_node(&b, x->op, x)) == NULL) goto oom;
-        xn->nin = x->nin; xn->nout = x->nout;
-        for (j = 0; j < x->nin; j++) xn->in[j] = dp__graph_entry(&g, &x->in[j]);
-        for (j = 0; j < x->nout; j++) dp__xb_set_out(&b, xn, j, g.entry0[i] + j, DP_REQ_WRITE);
-    }
-    b.nfwd = b.nnode;
-    if (with_grads && (r = dp__xb_gradients(&b, &g, sym, arg_entry, grads, ex->grad_req, g.narg, ex->head_grads)) != DP_OK) goto done;
-    r = DP_ERROR_OUT_OF_MEMORY;
-    offset = (int64_t *)calloc((size_t)(b.nent ? b.nent : 1), sizeof *offset);
-    bytes = (size_t *)calloc((size_t)(b.nent ? b.nent : 1), sizeof *bytes);
-    if (!offset || !bytes) goto oom;
-    if ((r = dp__xb_plan(&b, offset, bytes, &ex->mem)) != DP_OK || (r = dp__xb_place(&b, offset, bytes, ex->mem.planned_bytes)) != DP_OK) goto done;
-    dp__xb_mark_inplace(&b, offset);
-    ex->mem.num_nodes = b.nnode; ex->mem.num_entries = b.nent;
-    if ((ex->ops = (dp_op *)calloc((size_t)(b.nnode ? b.nnode : 1), sizeof *ex->ops)) == NULL) goto oom;
-    ex->nfwd = b.nfwd; ex->nbwd = b.nnode - b.nfwd;
-    for (i = 0; i < b.nnode; i++) if ((r = dp__xb_op(&b, &b.node[i], &ex->ops[i])) != DP_OK) goto done;
-    ex->sym = dp_sym_retain((dp_symbol *)(uintptr_t)sym);
-    *out = ex;
-    ex = NULL;
-    r = DP_OK;
-    goto done;
-oom:
-    r = dp__sym_oom("dp_exec_bind");
-done:
-    dp_exec_destroy(ex);
-    dp__xb_free(&b);
-    free(shape); free(dtype); free(known); free(arg_entry); free(offset); free(bytes);
-    dp__graph_free(&g);
-    return r;
-}
-DP_IMPL dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out) {
-    if (out) *out = NULL;
-    if (!ex || !out) { DP__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_rebind: an executor and out are needed"); return DP_ERROR_INVALID_ARGS; }
-    return dp_exec_bind(ex->eng, ex->sym, ex->ctx, num_args, args, grads, ex->grad_req, out);
-}
-DP_IMPL dp_result dp_exec_forward(dp_executor *ex, int is_train) {
-    int i;
-    dp_result r;
-    (void)is_train;
-    if (!ex) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_forward: NULL executor"); return DP_ERROR_INVALID_ARGS; }
-    for (i = 0; i < ex->nfwd; i++) if ((r = dp_op_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
-    return DP_OK;
-}
-DP_IMPL dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarray *const *head_grads) {
-    int i;
-    dp_result r;
-    if (!ex || num_head_grads < 0 || num_head_grads > ex->nout || (num_head_grads && !head_grads)) {
-        DP__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_backward: an executor and up to one head gradient per output are needed");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    if (!ex->nbwd) { DP__LOG(ex->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_backward: the executor was bound without gradients"); return DP_ERROR_INVALID_ARGS; }
-    for (i = 0; i < num_head_grads; i++) {
-        if (!head_grads[i] || !ex->head_grads[i]) continue;
-        if ((r = dp_invoke_strings(ex->eng, "_copy", 1, &head_grads[i], 0, NULL, NULL, 0, 1, &ex->head_grads[i], NULL)) != DP_OK) return r;
-    }
-    for (i = ex->nfwd; i < ex->nfwd + ex->nbwd; i++) if ((r = dp_op_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
-    return DP_OK;
-}
-DP_IMPL int dp_exec_num_outputs(const dp_executor *ex) { return ex ? ex->nout : 0; }
-DP_IMPL dp_ndarray *dp_exec_output(const dp_executor *ex, int index) { return ex && index >= 0 && index < ex->nout ? ex->outputs[index] : NULL; }
-DP_IMPL dp_ndarray *dp_exec_head_grad(const dp_executor *ex, int index) { return ex && index >= 0 && index < ex->nout ? ex->head_grads[index] : NULL; }
-DP_IMPL dp_result dp_exec_memory_get(const dp_executor *ex, dp_exec_memory *out) {
-    if (!ex || !out) { DP__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_memory_get: an executor and out are needed"); return DP_ERROR_INVALID_ARGS; }
-    *out = ex->mem;
-    return DP_OK;
-}
-
-/* >>kvstore: keys, their stored arrays, and the ops of a push and a pull ---
-   Every op below frees its argument through desc.cleanup, so a skipped op
-   (failed input) frees it too and passes the failure on by being skipped:
-   the merge buffer, the stored array and the pulled arrays carry it. */
-#define DP__KV_MAX_STATES 4
-typedef struct dp__kv_entry {
-    int key;
-    dp_ndarray *stored, *merged;
-    dp_ndarray *state[DP__KV_MAX_STATES];   /* the optimizer's, zeros at first */
-    int nstates;
-} dp__kv_entry;
-struct dp_kvstore {
-    dp_engine *eng;
-    dp_kvstore_desc desc;
-    dp__kv_entry *entries;       /* sorted by key */
-    int count, cap;
-    dp_kv_updater_fn updater;
-    void *updater_user;
-    const dp_operator *opt;      /* an optimizer update operator, or NULL */
-    dp_params opt_params;
-};
-
-static dp__kv_entry *dp__kv_find(dp_kvstore *kv, int key) {
-    int lo = 0, hi = kv->count;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (kv->entries[mid].key < key) lo = mid + 1; else hi = mid;
-    }
-    return lo < kv->count && kv->entries[lo].key == key ? &kv->entries[lo] : NULL;
-}
-/* a's engine, shape and dtype are the key's; logs the mismatch */
-static int dp__kv_same(dp_kvstore *kv, const char *what, int key, const dp_ndarray *a, const dp__kv_entry *e) {
-    char s1[160], s2[160];
-    if (!a) { DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "%s key %d: NULL array", what, key); return 0; }
-    if (dp_nd_engine(a) != kv->eng) { DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "%s key %d: an array of another engine", what, key); return 0; }
-    if (a->dtype != e->stored->dtype || a->shape.ndim != e->stored->shape.ndim
-        || memcmp(a->shape.dims, e->stored->shape.dims, sizeof(int64_t) * (size_t)a->shape.ndim) != 0) {
-        DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "%s key %d: %s %s, the key holds %s %s", what, key, dp_dtype_name(a->dtype),
-                dp__shape_str(&a->shape, s1, sizeof s1), dp_dtype_name(e->stored->dtype), dp__shape_str(&e->stored->shape, s2, sizeof s2));
-        return 0;
-    }
-    return 1;
-}
-static dp_kvstore *dp__kv_checked(dp_kvstore *kv, const char *what) {
-    if (!kv) DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "%s: NULL store", what);
-    return kv;
-}
-
-DP_IMPL dp_result dp_kv_create(dp_engine *eng, const dp_kvstore_desc *desc, dp_kvstore **out) {
-    dp_kvstore *kv;
-    dp_kvstore_desc d;
-    dp_result r;
-    if (out) *out = NULL;
-    if (!eng || !out) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_kv_create: NULL engine or out"); return DP_ERROR_INVALID_ARGS; }
-    memset(&d, 0, sizeof d);
-    if (desc) d = *desc;
-    if ((r = dp__storage_ctx(eng, &d.ctx, "dp_kv_create")) != DP_OK) return r;
-    if (d.ctx.dev_type != DP_DEV_CPU && d.ctx.dev_type != DP_DEV_CPU_PINNED) {
-        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_kv_create: the store reduces on the CPU; its context must be a CPU one");
-        return DP_ERROR_BAD_CONTEXT;
-    }
-    if ((kv = (dp_kvstore *)dp__alloc(eng, sizeof *kv)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_create"); return DP_ERROR_OUT_OF_MEMORY; }
-    memset(kv, 0, sizeof *kv);
-    kv->eng = eng;
-    kv->desc = d;
-    *out = kv;
-    return DP_OK;
-}
-static void dp__kv_entry_release(dp__kv_entry *e) {
-    int i;
-    dp_nd_release(e->stored); dp_nd_release(e->merged);
-    for (i = 0; i < e->nstates; i++) dp_nd_release(e->state[i]);
-    e->nstates = 0;
-}
-DP_IMPL void dp_kv_destroy(dp_kvstore *kv) {
-    int i;
-    if (!kv) return;
-    for (i = 0; i < kv->count; i++) dp__kv_entry_release(&kv->entries[i]);
-    dp__free(kv->eng, kv->entries, sizeof *kv->entries * (size_t)kv->cap);
-    dp__free(kv->eng, kv, sizeof *kv);
-}
-DP_IMPL dp_result dp_kv_init(dp_kvstore *kv, int key, dp_ndarray *value) {
-    dp__kv_entry e, *at;
-    dp_result r;
-    int pos;
-    if (!dp__kv_checked(kv, "dp_kv_init")) return DP_ERROR_INVALID_ARGS;
-    if (!value || dp_nd_engine(value) != kv->eng || dp__kv_find(kv, key)) {
-        DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_init key %d: %s", key, !value ? "NULL array" : dp__kv_find(kv, key) ? "initialised already" : "an array of another engine");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    if (kv->count == kv->cap) {
-        int cap = kv->cap ? 2 * kv->cap : 8;
-        dp__kv_entry *grown = (dp__kv_entry *)dp__realloc(kv->eng, kv->entries, sizeof *grown * (size_t)kv->cap, sizeof *grown * (size_t)cap);
-        if (!grown) { DP__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_init key %d", key); return DP_ERROR_OUT_OF_MEMORY; }
-        kv->entries = grown; kv->cap = cap;
-    }
-    memset(&e, 0, sizeof e);
-    e.key = key;
-    if ((r = dp_nd_copy_to(value, kv->desc.ctx, &e.stored)) != DP_OK
-        || (r = dp_nd_empty(kv->eng, &value->shape, value->dtype, kv->desc.ctx, &e.merged)) != DP_OK) {
-        dp__kv_entry_release(&e);
-        return r;
-    }
-    for (pos = kv->count; pos > 0 && kv->entries[pos - 1].key > key; pos--) kv->entries[pos] = kv->entries[pos - 1];
-    at = &kv->entries[pos];
-    *at = e;
-    kv->count++;
-    return DP_OK;
-}
-DP_IMPL dp_result dp_kv_set_updater(dp_kvstore *kv, dp_kv_updater_fn fn, void *user) {
-    if (!dp__kv_checked(kv, "dp_kv_set_updater")) return DP_ERROR_INVALID_ARGS;
-    kv->updater = fn; kv->updater_user = user;
-    kv->opt = NULL;
-    return DP_OK;
-}
-/* An update operator the store can run: (weight, gradient, states...) in,
-   the weight out, exactly the states mutated, a CPU kernel, no resources. */
-static int dp__kv_usable_optimizer(const dp_operator *op) {
-    int nstates = op->num_inputs - 2;
-    return nstates >= 0 && nstates <= DP__KV_MAX_STATES && op->num_outputs == 1 && op->forward_cpu && !op->resources
-        && !op->takes_scalar && op->mutate_inputs == ((1u << nstates) - 1u) << 2;
-}
-DP_IMPL dp_result dp_kv_set_optimizer(dp_kvstore *kv, const char *op_name, int num_kwargs, const char *const *keys, const char *const *values) {
-    const dp_operator *op;
-    dp_params p;
-    dp_result r;
-    if (!dp__kv_checked(kv, "dp_kv_set_optimizer")) return DP_ERROR_INVALID_ARGS;
-    op = op_name ? dp_operator_find(op_name) : NULL;
-    if (!op || !dp__kv_usable_optimizer(op)) {
-        DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_set_optimizer: '%s' is %s", op_name ? op_name : "(NULL)",
-                op ? "not an update (weight, gradient, mutated states...) -> weight with a CPU kernel" : "not a registered operator");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    if ((r = dp_operator_parse_params(kv->eng, op, num_kwargs, keys, values, &p)) != DP_OK) return r;
-    kv->opt = op; kv->opt_params = p;
-    kv->updater = NULL; kv->updater_user = NULL;
-    return DP_OK;
-}
-
-/* merged = src[0] + src[1] + ... in that order, element by element */
-typedef struct dp__kv_sum_arg {
-    dp_engine *eng;
-    dp_ndarray *dst;
-    dp_ndarray **src;
-    int n;
-} dp__kv_sum_arg;
-static size_t dp__kv_sum_arg_size(int n) { return sizeof(dp__kv_sum_arg) + (size_t)n * (sizeof(dp_ndarray *) + sizeof(dp_var)); }
-static void dp__kv_sum_free(void *arg) {
-    dp__kv_sum_arg *s = (dp__kv_sum_arg *)arg;
-    int i;
-    for (i = 0; i < s->n; i++) dp_nd_release(s->src[i]);
-    dp_nd_release(s->dst);
-    dp__free(s->eng, s, dp__kv_sum_arg_size(s->n));
-}
-#define DP__KV_SUM(T) do { \
-        T *y = (T *)dp_nd_data(s->dst); \
-        for (k = 1; k < s->n; k++) { const T *x = (const T *)dp_nd_data(s->src[k]); for (i = 0; i < n; i++) y[i] = (T)(y[i] + x[i]); } \
-    } while (0)
-static int dp__kv_sum_op(dp_run_ctx *rc, void *arg) {
-    dp__kv_sum_arg *s = (dp__kv_sum_arg *)arg;
-    int64_t i, n = dp_shape_size(&s->dst->shape);
-    int k;
-    (void)rc;
-    if (dp_nd_data(s->dst) != dp_nd_data(s->src[0])) memcpy(dp_nd_data(s->dst), dp_nd_data(s->src[0]), dp_nd_bytes(s->dst));
-    switch (s->dst->dtype) {
-    case DP_FLOAT32: DP__KV_SUM(float); break;
-    case DP_FLOAT64: DP__KV_SUM(double); break;
-    case DP_INT32: DP__KV_SUM(int32_t); break;
-    case DP_INT64: DP__KV_SUM(int64_t); break;
-    default: DP__KV_SUM(uint8_t); break;     /* wraps, as NumPy's uint8 sum does */
-    }
-    return 0;
-}
-#undef DP__KV_SUM
-/* The ops of the store run on the CPU priority pool, highest priority first. */
-static void dp__kv_desc(dp_kvstore *kv, dp_push_desc *d, const char *name, int priority) {
-    memset(d, 0, sizeof *d);
-    d->ctx = kv->desc.ctx; d->prop = DP_PROP_CPU_PRIORITIZED; d->priority = priority; d->name = name;
-}
-/* Pushes merged = sum of values; a GPU value is first copied to the store. */
-static dp_result dp__kv_push_sum(dp_kvstore *kv, dp__kv_entry *e, dp_ndarray *const *values, int count, int priority) {
-    dp__kv_sum_arg *s = (dp__kv_sum_arg *)dp__alloc(kv->eng, dp__kv_sum_arg_size(count));
-    dp_var *reads;
-    dp_push_desc d;
-    dp_result r = DP_OK;
-    int i;
-    if (!s) { DP__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_push key %d", e->key); return DP_ERROR_OUT_OF_MEMORY; }
-    s->eng = kv->eng; s->n = 0;
-    s->src = (dp_ndarray **)(void *)(s + 1);
-    reads = (dp_var *)(void *)(s->src + count);
-    s->dst = dp_nd_retain(e->merged);
-    for (i = 0; i < count && r == DP_OK; i++) {
-        if (values[i]->chunk->ctx.dev_type == DP_DEV_GPU) r = dp_nd_copy_to(values[i], kv->desc.ctx, &s->src[i]);
-        else s->src[i] = dp_nd_retain(values[i]);
-        if (r == DP_OK) { reads[i] = s->src[i]->chunk->var; s->n++; }
-    }
-    if (r != DP_OK) { dp__kv_sum_free(s); return r; }
-    dp__kv_desc(kv, &d, "kvstore_sum", priority);
-    d.fn = dp__kv_sum_op; d.arg = s; d.cleanup = dp__kv_sum_free;
-    d.reads = reads; d.num_reads = count; d.writes = &e->merged->chunk->var; d.num_writes = 1;
-    return dp_push(kv->eng, &d);     /* refused: the cleanup has freed s */
-}
-/* dst = src by one op: dp_nd_copy_to's, on a GPU's copy queue when dst is
-   there, else on the store's priority pool */
-static dp_result dp__kv_push_copy(dp_kvstore *kv, dp_ndarray *src, dp_ndarray *dst, int priority) {
-    dp__copy_arg *c = (dp__copy_arg *)dp__alloc(kv->eng, sizeof *c);
-    dp_push_desc d;
-    dp_result r;
-    if (!c) { DP__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "kvstore copy"); return DP_ERROR_OUT_OF_MEMORY; }
-    c->src = dp_nd_retain(src); c->dst = dp_nd_retain(dst);
-    dp__kv_desc(kv, &d, "kvstore_copy", priority);
-    d.fn = dp__copy_op; d.arg = c; d.no_skip = 1;    /* dp__copy_op frees c and passes a failure on */
-    d.reads = &src->chunk->var; d.num_reads = 1; d.writes = &dst->chunk->var; d.num_writes = 1;
-    if (dst->chunk->ctx.dev_type == DP_DEV_GPU) { d.ctx = dst->chunk->ctx; d.prop = DP_PROP_COPY_TO_GPU; }
-    if ((r = dp_push(kv->eng, &d)) != DP_OK) dp__copy_arg_free(c);
-    return r;
-}
-/* stored = op(stored, merged, states...): the optimizer's kernel in one op */
-typedef struct dp__kv_update_arg {
-    dp_engine *eng;
-    const dp_operator *op;
-    dp_params params;
-    dp_ndarray *in[2 + DP__KV_MAX_STATES];
-    int nin;
-} dp__kv_update_arg;
-static void dp__kv_update_free(void *arg) {
-    dp__kv_update_arg *u = (dp__kv_update_arg *)arg;
-    int i;
-    for (i = 0; i < u->nin; i++) dp_nd_release(u->in[i]);
-    dp__free(u->eng, u, sizeof *u);
-}
-static int dp__kv_update_op(dp_run_ctx *rc, void *arg) {
-    dp__kv_update_arg *u = (dp__kv_update_arg *)arg;
-    dp_req req = DP_REQ_WRITE;
-    dp_kernel_ctx k;
-    memset(&k, 0, sizeof k);
-    k.rc = rc; k.params = &u->params; k.num_inputs = u->nin; k.num_outputs = 1;
-    k.inputs = u->in; k.outputs = u->in; k.req = &req;     /* output 0 is the weight, input 0 */
-    return u->op->forward_cpu(&k);
-}
-/* The key's optimizer states, zeros of its shape, made on first use. */
-static dp_result dp__kv_states(dp_kvstore *kv, dp__kv_entry *e, int nstates) {
-    dp_result r;
-    if (e->nstates == nstates) return DP_OK;
-    while (e->nstates > 0) dp_nd_release(e->state[--e->nstates]);
-    for (; e->nstates < nstates; e->nstates++)
-        if ((r = dp_nd_zeros(kv->eng, &e->stored->shape, e->stored->dtype, kv->desc.ctx, &e->state[e->nstates])) != DP_OK) return r;
-    return DP_OK;
-}
-static dp_result dp__kv_push_optimizer(dp_kvstore *kv, dp__kv_entry *e, int priority) {
-    int i, nstates = kv->opt->num_inputs - 2;
-    dp__kv_update_arg *u;
-    dp_var writes[1 + DP__KV_MAX_STATES];
-    dp_push_desc d;
-    dp_result r;
-    if ((r = dp__kv_states(kv, e, nstates)) != DP_OK) return r;
-    if ((u = (dp__kv_update_arg *)dp__alloc(kv->eng, sizeof *u)) == NULL) { DP__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_push key %d", e->key); return DP_ERROR_OUT_OF_MEMORY; }
-    u->eng = kv->eng; u->op = kv->opt; u->params = kv->opt_params; u->nin = 2 + nstates;
-    u->in[0] = dp_nd_retain(e->stored); u->in[1] = dp_nd_retain(e->merged);
-    writes[0] = e->stored->chunk->var;
-    for (i = 0; i < nstates; i++) { u->in[2 + i] = dp_nd_retain(e->state[i]); writes[1 + i] = e->state[i]->chunk->var; }
-    dp__kv_desc(kv, &d, kv->opt->name, priority);
-    d.fn = dp__kv_update_op; d.arg = u; d.cleanup = dp__kv_update_free;
-    d.reads = &e->merged->chunk->var; d.num_reads = 1; d.writes = writes; d.num_writes = 1 + nstates;
-    return dp_push(kv->eng, &d);
-}
-DP_IMPL dp_result dp_kv_push(dp_kvstore *kv, int key, dp_ndarray *const *values, int count, int priority) {
-    dp__kv_entry *e;
-    dp_result r;
-    int i;
-    if (!dp__kv_checked(kv, "dp_kv_push")) return DP_ERROR_INVALID_ARGS;
-    if ((e = dp__kv_find(kv, key)) == NULL || !values || count < 1) {
-        DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_push key %d: %s", key, !e ? "not initialised (dp_kv_init)" : "no values (NULL, or count < 1)");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    for (i = 0; i < count; i++) if (!dp__kv_same(kv, "dp_kv_push", key, values[i], e)) return DP_ERROR_INVALID_ARGS;
-    if ((r = dp__kv_push_sum(kv, e, values, count, priority)) != DP_OK) return r;
-    if (kv->desc.global_reduce && (r = kv->desc.global_reduce(kv, key, e->merged, priority, kv->desc.global_user)) != DP_OK) return r;
-    if (kv->opt) return dp__kv_push_optimizer(kv, e, priority);
-    if (kv->updater) return kv->updater(kv, key, e->merged, e->stored, priority, kv->updater_user);
-    return dp__kv_push_copy(kv, e->merged, e->stored, priority);
-}
-DP_IMPL dp_result dp_kv_pull(dp_kvstore *kv, int key, dp_ndarray *const *outs, int count, int priority) {
-    dp__kv_entry *e;
-    dp_result r;
-    int i;
-    if (!dp__kv_checked(kv, "dp_kv_pull")) return DP_ERROR_INVALID_ARGS;
-    if ((e = dp__kv_find(kv, key)) == NULL || !outs || count < 1) {
-        DP__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_pull key %d: %s", key, !e ? "not initialised (dp_kv_init)" : "no outputs (NULL, or count < 1)");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    for (i = 0; i < count; i++) if (!dp__kv_same(kv, "dp_kv_pull", key, outs[i], e)) return DP_ERROR_INVALID_ARGS;
-    for (i = 0; i < count; i++) {
-        if (outs[i]->chunk == e->stored->chunk && outs[i]->offset == e->stored->offset) continue;   /* the stored array itself */
-        if ((r = dp__kv_push_copy(kv, e->stored, outs[i], priority)) != DP_OK) return r;
-    }
-    return DP_OK;
-}
-DP_IMPL dp_ndarray *dp_kv_stored(dp_kvstore *kv, int key) {
-    dp__kv_entry *e = kv ? dp__kv_find(kv, key) : NULL;
-    return e ? e->stored : NULL;
-}
 
 #endif /* DEPENG_NO_NDARRAY */
 #endif /* DEPENG_IMPLEMENTATION */

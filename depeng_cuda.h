@@ -1903,8 +1903,10 @@ static const dp__cu_kernel_entry dp__cu_kernels[] = {
 DP_IMPL dp_result dp_cuda_register_kernels(void) {
     dp_result r = DP_OK;
     size_t i;
-    for (i = 0; i < sizeof dp__cu_kernels / sizeof dp__cu_kernels[0]; i++)
+    for (i = 0; i < sizeof dp__cu_kernels / sizeof dp__cu_kernels[0]; i++) {
+        if (!dp_operator_find(dp__cu_kernels[i].name)) continue;   /* a layer of depeng_nn.h that is not compiled in */
         if (dp_operator_set_kernel(dp__cu_kernels[i].name, DP_DEV_GPU, dp__cu_kernels[i].fn) != DP_OK) r = DP_ERROR_INVALID_ARGS;   /* logged */
+    }
     return r;
 }
 DP_IMPL int dp_cuda_missing_kernels(const char **names, int cap) {

@@ -8,8 +8,10 @@
        #define DEPENG_IMPLEMENTATION
        #define DEPENG_MPI_IMPLEMENTATION
        #include "depeng.h"
+       #include "depeng_nn.h"
        #include "depeng_mpi.h"
-   Other files include depeng.h then depeng_mpi.h for the declarations
+   Other files include depeng_mpi.h for the declarations (it includes
+   depeng_nn.h, whose KVStore it extends, which includes depeng.h)
    (they need <mpi.h> only in the implementation file). Nothing in depeng.h
    needs MPI. Tested with Open MPI 4.1 (Debian's libopenmpi-dev and
    openmpi-bin; tests/mpi_deps.sh installs them).
@@ -101,9 +103,7 @@
 #ifndef DEPENG_MPI_H
 #define DEPENG_MPI_H
 
-#ifndef DEPENG_H
-#error "include depeng.h before depeng_mpi.h"
-#endif
+#include "depeng_nn.h"
 #ifdef DEPENG_NO_NDARRAY
 #error "depeng_mpi.h needs depeng.h's array half: include depeng.h without DEPENG_NO_NDARRAY"
 #endif

@@ -9,6 +9,7 @@
 #define DEPENG_IMPLEMENTATION
 #define DEPENG_MPI_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include "depeng_mpi.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,6 +17,7 @@
 #include "bench/common.h"
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 
 enum { INPUTS = 64, HIDDEN = 64, CLASSES = 10 };
 static const dp_ctx CPU = {DP_DEV_CPU, 0};

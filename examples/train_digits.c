@@ -37,6 +37,7 @@
    It prints a checksum of the final weights: the same on every engine. */
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -87,7 +87,7 @@ prefix=/opt/depeng-check            # what the package says; the files are in $s
 stage=$tmp/stage
 if "$MAKE" -s -C "$repo" install DESTDIR="$stage" PREFIX="$prefix" > "$tmp/log" 2>&1; then
   files=$(cd "$stage" && find . -type f | sort | tr '\n' ' ')
-  want="./opt/depeng-check/include/depeng.h ./opt/depeng-check/include/depeng_cuda.h ./opt/depeng-check/include/depeng_mpi.h ./opt/depeng-check/share/cmake/depeng/depengConfig.cmake ./opt/depeng-check/share/cmake/depeng/depengConfigVersion.cmake ./opt/depeng-check/share/pkgconfig/depeng.pc "
+  want="./opt/depeng-check/include/depeng.h ./opt/depeng-check/include/depeng_cuda.h ./opt/depeng-check/include/depeng_mpi.h ./opt/depeng-check/include/depeng_nn.h ./opt/depeng-check/share/cmake/depeng/depengConfig.cmake ./opt/depeng-check/share/cmake/depeng/depengConfigVersion.cmake ./opt/depeng-check/share/pkgconfig/depeng.pc "
   if [ "$files" = "$want" ]; then ok "make install DESTDIR PREFIX installs the headers, depeng.pc and the CMake package"
   else echo "  installed: $files"; echo "  expected:  $want"; bad "make install installs other files"; fi
 else

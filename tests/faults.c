@@ -29,6 +29,7 @@
 #endif
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

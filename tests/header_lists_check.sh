@@ -5,10 +5,10 @@
 #  - the CONTENTS entry "9. Implementation" names every section tag, i.e.
 #    every comment line that starts with "/* >>tag", and no tag that is gone.
 # Prints the difference and fails when they disagree.
-# Usage: tests/header_lists_check.sh [header...] (default: depeng.h depeng_cuda.h depeng_mpi.h)
+# Usage: tests/header_lists_check.sh [header...] (default: depeng.h depeng_nn.h depeng_cuda.h depeng_mpi.h)
 set -u
 cd "$(dirname "$0")/.." || exit 1
-[ $# -gt 0 ] || set -- depeng.h depeng_cuda.h depeng_mpi.h
+[ $# -gt 0 ] || set -- depeng.h depeng_nn.h depeng_cuda.h depeng_mpi.h
 pass=0; fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
@@ -47,7 +47,7 @@ for h in "$@"; do
   grep -E '^/\* >>' "$h" | sed -E 's@^/\* >>@@; s@(:| --| ==|\*/).*@@; s@[[:space:]]+$@@' | sort -u > "$tmp/tags"
   # The contents entry: from "9. Implementation" to the blank line after it,
   # one line; each ">>" starts a tag that ends at ';', ')' or the next ">>".
-  awk '/^ +9\. Implementation/ {on = 1} on && /^[[:space:]]*$/ {exit} on {print}' "$h" | tr '\n' ' ' | tr -s ' ' \
+  awk '/^ +[0-9]+\. Implementation/ {on = 1} on && /^[[:space:]]*$/ {exit} on {print}' "$h" | tr '\n' ' ' | tr -s ' ' \
     | awk 'BEGIN {RS = ">>"} NR > 1 {sub(/[;)].*/, ""); sub(/^ +/, ""); sub(/ +$/, ""); print}' | sort -u > "$tmp/contents"
   compare "CONTENTS' section list against the >>tag sections" "$h" "$tmp/tags" "$tmp/contents"
 done

@@ -14,6 +14,7 @@
 #define DEPENG_IMPLEMENTATION
 #define DEPENG_MPI_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include "depeng_mpi.h"
 #include "kv_digits.h"
 #include <stdio.h>

@@ -15,6 +15,7 @@
    its input still has the values it read. */
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -9,6 +9,7 @@
 #endif
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include "tests/test_common.h"
 #include <stdio.h>
 #include <stdlib.h>

@@ -19,6 +19,7 @@
 #define DEPENG_IMPLEMENTATION
 #define DEPENG_CUDA_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include "depeng_cuda.h"
 #include "tests/test_common.h"
 #include <math.h>

@@ -3,6 +3,7 @@
    helpers: take, accuracy, adam_update's t and the optimizer objects. */
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include "test_common.h"
 #include <math.h>
 #include <string.h>

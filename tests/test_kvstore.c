@@ -5,6 +5,7 @@
    input; data-parallel training over two CPU contexts against one. */
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include "test_common.h"
 #include "kv_digits.h"
 #include <string.h>

@@ -1,4 +1,4 @@
-/* depeng memory planning tests: the planner (dp__plan_memory, in the
+/* depeng memory planning tests: the planner (dpn__plan_memory, in the
    header's >>memory planning section) against a checker written here from
    the definition of liveness alone, on hand-made and thousands of random
    graphs; the checker itself shown to reject broken plans; the planner's
@@ -9,6 +9,7 @@
    "memory_plan: N passed, M failed". */
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include "tests/test_common.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,7 @@ typedef struct graph {
     int ne, nn, nids;
     size_t bytes[MAX_ENTRIES];
     unsigned char ext[MAX_ENTRIES];
-    dp__plan_node nodes[MAX_NODES];
+    dpn__plan_node nodes[MAX_NODES];
     int ids[MAX_IDS];
 } graph;
 typedef struct plan {
@@ -37,7 +38,7 @@ static int add_entry(graph *g, size_t bytes, int external) {
     return g->ne++;
 }
 static void add_node(graph *g, int nin, const int *in, int nout, const int *out, unsigned inplace) {
-    dp__plan_node *d;
+    dpn__plan_node *d;
     if (g->nn >= MAX_NODES || g->nids + nin + nout > MAX_IDS) abort();
     d = &g->nodes[g->nn++];
     memcpy(g->ids + g->nids, in, sizeof(int) * (size_t)nin);
@@ -48,7 +49,7 @@ static void add_node(graph *g, int nin, const int *in, int nout, const int *out,
 }
 static void plan_graph(const graph *g, plan *p) {
     p->arena = p->unplanned = 12345;
-    p->rc = dp__plan_memory(g->ne, g->bytes, g->ext, g->nn, g->nodes, p->offset, &p->arena, &p->unplanned);
+    p->rc = dpn__plan_memory(g->ne, g->bytes, g->ext, g->nn, g->nodes, p->offset, &p->arena, &p->unplanned);
 }
 static size_t round64(size_t n) { return (n + 63) / 64 * 64; }
 
@@ -75,7 +76,7 @@ static void compute_liveness(const graph *g, liveness *lv) {
 /* b is output 0 of node n and may sit on a, an input of n (see above). */
 static int legal_inplace(const graph *g, const liveness *lv, const int64_t *off, int a, int b) {
     int n = lv->first[b], i;
-    const dp__plan_node *d;
+    const dpn__plan_node *d;
     if (n < 0 || off[a] != off[b] || lv->last[a] != n || lv->first[a] < 0 || lv->first[a] >= n || g->bytes[b] > g->bytes[a]) return 0;
     d = &g->nodes[n];
     if (d->num_outputs < 1 || d->outputs[0] != b) return 0;
@@ -375,15 +376,15 @@ static void test_bad_arguments(void) {
     add_node(g, 1, &x, 1, &a, 0); add_node(g, 1, &a, 1, &b, 0);
     plan_graph(g, &g_plan);
     CHECK(g_plan.rc == DP_OK);
-    CHECK(dp__plan_memory(-1, g->bytes, g->ext, g->nn, g->nodes, g_plan.offset, &arena, &unplanned) == DP_ERROR_INVALID_ARGS);
-    CHECK(dp__plan_memory(g->ne, g->bytes, g->ext, -1, g->nodes, g_plan.offset, &arena, &unplanned) == DP_ERROR_INVALID_ARGS);
-    CHECK(dp__plan_memory(g->ne, NULL, g->ext, g->nn, g->nodes, g_plan.offset, &arena, &unplanned) == DP_ERROR_INVALID_ARGS);
-    CHECK(dp__plan_memory(g->ne, g->bytes, g->ext, g->nn, NULL, g_plan.offset, &arena, &unplanned) == DP_ERROR_INVALID_ARGS);
-    CHECK(dp__plan_memory(g->ne, g->bytes, g->ext, g->nn, g->nodes, NULL, &arena, &unplanned) == DP_ERROR_INVALID_ARGS);
-    CHECK(dp__plan_memory(g->ne, g->bytes, g->ext, g->nn, g->nodes, g_plan.offset, NULL, &unplanned) == DP_ERROR_INVALID_ARGS);
-    CHECK(dp__plan_memory(g->ne, g->bytes, g->ext, g->nn, g->nodes, g_plan.offset, &arena, NULL) == DP_ERROR_INVALID_ARGS);
-    CHECK(dp__plan_memory(0, NULL, NULL, 0, NULL, NULL, &arena, &unplanned) == DP_OK && arena == 0 && unplanned == 0);
-    CHECK(dp__plan_memory(g->ne, g->bytes, NULL, g->nn, g->nodes, g_plan.offset, &arena, &unplanned) == DP_OK);   /* none external */
+    CHECK(dpn__plan_memory(-1, g->bytes, g->ext, g->nn, g->nodes, g_plan.offset, &arena, &unplanned) == DP_ERROR_INVALID_ARGS);
+    CHECK(dpn__plan_memory(g->ne, g->bytes, g->ext, -1, g->nodes, g_plan.offset, &arena, &unplanned) == DP_ERROR_INVALID_ARGS);
+    CHECK(dpn__plan_memory(g->ne, NULL, g->ext, g->nn, g->nodes, g_plan.offset, &arena, &unplanned) == DP_ERROR_INVALID_ARGS);
+    CHECK(dpn__plan_memory(g->ne, g->bytes, g->ext, g->nn, NULL, g_plan.offset, &arena, &unplanned) == DP_ERROR_INVALID_ARGS);
+    CHECK(dpn__plan_memory(g->ne, g->bytes, g->ext, g->nn, g->nodes, NULL, &arena, &unplanned) == DP_ERROR_INVALID_ARGS);
+    CHECK(dpn__plan_memory(g->ne, g->bytes, g->ext, g->nn, g->nodes, g_plan.offset, NULL, &unplanned) == DP_ERROR_INVALID_ARGS);
+    CHECK(dpn__plan_memory(g->ne, g->bytes, g->ext, g->nn, g->nodes, g_plan.offset, &arena, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(dpn__plan_memory(0, NULL, NULL, 0, NULL, NULL, &arena, &unplanned) == DP_OK && arena == 0 && unplanned == 0);
+    CHECK(dpn__plan_memory(g->ne, g->bytes, NULL, g->nn, g->nodes, g_plan.offset, &arena, &unplanned) == DP_OK);   /* none external */
     CHECK(g_plan.offset[x] == 0 && arena == 3 * 64);   /* x, never written, is a constant now */
     bad = 3; g->ids[0] = bad;        /* input out of range */
     plan_graph(g, &g_plan); CHECK(g_plan.rc == DP_ERROR_INVALID_ARGS);

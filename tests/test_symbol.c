@@ -11,6 +11,7 @@
 #endif
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include "tests/test_common.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -175,7 +176,7 @@ static void test_group_and_outputs(void) {
    First fit over a list of free blocks, liveness from the execution list,
    in place where allowed: a valid plan whose blocks are shared, so the
    executor's ordering of overlapping entries is exercised. */
-static dp_result reusing_planner(int ne, const size_t *bytes, const unsigned char *ext, int nn, const dp__plan_node *nodes,
+static dp_result reusing_planner(int ne, const size_t *bytes, const unsigned char *ext, int nn, const dpn__plan_node *nodes,
                                  int64_t *offset, size_t *arena, size_t *unplanned) {
     int *last = (int *)malloc((size_t)(ne ? ne : 1) * sizeof *last), i, j, k;
     int64_t *fo = (int64_t *)malloc((size_t)(ne + 1) * 2 * sizeof *fo);
@@ -407,9 +408,9 @@ static void run_random_graph(dp_engine *e, int with_planner) {
         int na = dp_sym_list_arguments(grp, names, NARG), j;
         CHECK(na >= 1 && na <= NARG);
         for (i = 0; i < na; i++) { j = names[i][1] - '0'; bound[i] = arg[j]; gb[i] = grad[j]; }
-        dp__exec_planner = with_planner ? reusing_planner : NULL;
+        dpn__exec_planner = with_planner ? reusing_planner : NULL;
         CHECK(dp_exec_bind(e, grp, CPU0, na, bound, gb, NULL, &ex) == DP_OK);
-        dp__exec_planner = NULL;
+        dpn__exec_planner = NULL;
         if (ex) {
             dp_ndarray *zero = NULL, *hg[2];
             dp_exec_memory m;
@@ -575,9 +576,9 @@ static void test_reusing_plan(void) {
     for (i = 0; i < 6; i++) grad2[i] = NULL;
     for (i = 1; i < 5; i++) CHECK(dp_nd_zeros(e, dp_nd_shape(arg[i]), DP_FLOAT32, CPU0, &grad2[i]) == DP_OK);
     CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
-    dp__exec_planner = reusing_planner;
+    dpn__exec_planner = reusing_planner;
     CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad2, NULL, &ex2) == DP_OK);
-    dp__exec_planner = NULL;
+    dpn__exec_planner = NULL;
     CHECK(dp_exec_memory_get(ex, &m1) == DP_OK && dp_exec_memory_get(ex2, &m2) == DP_OK);
     CHECK(m1.planned_bytes < m1.unplanned_bytes && m1.unplanned_bytes > 0);
     CHECK(m2.unplanned_bytes == m1.unplanned_bytes && m2.planned_bytes < m2.unplanned_bytes);

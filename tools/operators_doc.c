@@ -1,10 +1,11 @@
 /* tools/operators_doc.c - prints docs/operators.md, the reference of every
-   operator registered in depeng.h, from the registry itself (names, docs,
+   operator registered by depeng.h and depeng_nn.h, from the registry itself (names, docs,
    counts, parameters with types, defaults, ranges and choices, dtypes,
    gradients, devices, in place and mutated inputs). make docs writes the
    file with it; tests/operators_doc_check.sh fails when they differ. */
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "depeng_nn.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,8 +83,11 @@ static void print_operator(const dp_operator *op) {
 }
 
 int main(void) {
-    int n = dp_operator_list(NULL, 0), i, pass;
-    const dp_operator **ops = (const dp_operator **)malloc(sizeof *ops * (size_t)(n > 0 ? n : 1));
+    int n, i, pass;
+    const dp_operator **ops;
+    dp_nn_register();               /* depeng_nn.h's layers are in the reference too */
+    n = dp_operator_list(NULL, 0);
+    ops = (const dp_operator **)malloc(sizeof *ops * (size_t)(n > 0 ? n : 1));
     if (!ops) return 1;
     n = dp_operator_list(ops, n);
     printf("# Operator reference\n\n"

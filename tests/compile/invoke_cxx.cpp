@@ -3,6 +3,7 @@
    parameters from the dp_param_* helpers. Compiled by make compile-checks
    as C++11 and C++17, -Wall -Wextra -pedantic -Werror. */
 #include "depeng.h"
+#include "depeng_nn.h"
 dp_result invoke_sgd(dp_engine *eng, dp_ndarray *w, dp_ndarray *g);
 dp_result invoke_sgd(dp_engine *eng, dp_ndarray *w, dp_ndarray *g) {
     dp_invoke_desc d = {};

@@ -1,0 +1,3297 @@
+/* depeng_nn.h - training networks on depeng: autograd, optimizers, the
+   network layers, data iterators, symbols and the executor, the local
+   KVStore (MXNet's front end) - built on depeng.h's public API.
+   version 0.2.0 - MIT license (full text at the end of depeng.h)
+
+   In exactly one C or C++ file, the same one that implements depeng.h:
+       #define DEPENG_IMPLEMENTATION
+       #include "depeng.h"
+       #include "depeng_nn.h"
+   Other files include depeng_nn.h for the declarations (it includes
+   depeng.h). Link as for depeng.h (-pthread -lm). Defining
+   DEPENG_NN_IMPLEMENTATION instead compiles this header's implementation
+   alone, against a depeng.h implemented in another file: it needs nothing
+   of depeng.h but its public API (the EXTENDING section names the calls
+   made for libraries like this one), which a test checks by compiling it
+   so.
+
+   CONTENTS
+     1. What it holds, what it needs
+     2. Operators it registers
+     3. API (declarations): OPTIMIZERS, AUTOGRAD, SYMBOL, EXECUTOR, DATA
+        (the mini-batch iterator), KVSTORE, and dp_nn_register
+     4. Implementation, its sections in file order: >>nn prelude
+        >>registration >>data >>layers >>optimizer objects >>autograd
+        >>symbol >>graph passes >>symbol JSON and DOT >>memory planning
+        >>executor >>kvstore
+
+   1. WHAT IT HOLDS, WHAT IT NEEDS
+     depeng.h is the engine and the array layer: variables, operations,
+     thread pools, arrays, files, the operator registry and the array
+     operators (element-wise, reductions, softmax, dot, the optimizer
+     updates...). This header adds what training a network needs on top,
+     and knows depeng.h only through its public API; nothing in depeng.h
+     knows this header. It needs the array half (not DEPENG_NO_NDARRAY).
+     depeng_mpi.h builds on it.
+
+   2. OPERATORS IT REGISTERS
+     FullyConnected (and _backward_FullyConnected) and SoftmaxOutput (and
+     its gradient), through dp_operator_register like any user operator,
+     once per process, before main starts (as MXNet registers its
+     operators by static initialisation: a constructor with GCC, Clang and
+     MSVC, a dynamic initialiser in other C++), so dp_invoke finds them by
+     name from the start. Registering also installs autograd as depeng.h's
+     tracker (dp_set_tracker), which records invocations while a thread
+     records. With a compiler that has none of those, the entry points
+     below register on their first call (dp_nn_register): call it first
+     there to invoke the layers by name. depeng_cuda.h's
+     dp_cuda_register_kernels gives them GPU kernels.
+*/
+#ifndef DEPENG_NN_H
+#define DEPENG_NN_H
+#include "depeng.h"
+#ifdef DEPENG_NO_NDARRAY
+#error "depeng_nn.h needs depeng.h's array half: DEPENG_NO_NDARRAY leaves it out"
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ====================================================================== 3. API
+   At a glance:
+     registry dp_nn_register
+     training dp_optimizer_create dp_optimizer_step dp_optimizer_set_param
+              dp_optimizer_steps dp_optimizer_state dp_optimizer_destroy
+     autograd dp_autograd_begin dp_autograd_end dp_autograd_is_recording
+              dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
+     symbol   dp_sym_var dp_sym_op dp_sym_output dp_sym_group dp_sym_retain dp_sym_release
+              dp_sym_num_outputs dp_sym_name dp_sym_list_arguments dp_sym_infer
+              dp_sym_save_json dp_sym_load_json dp_sym_save dp_sym_load dp_sym_write_dot
+     executor dp_exec_bind dp_exec_rebind dp_exec_forward dp_exec_backward dp_exec_num_outputs
+              dp_exec_output dp_exec_head_grad dp_exec_memory_get dp_exec_destroy
+     data     dp_iter_create dp_iter_next dp_iter_reset dp_iter_num_batches dp_iter_destroy
+     kvstore  dp_kv_create dp_kv_destroy dp_kv_init dp_kv_set_updater dp_kv_set_optimizer
+              dp_kv_push dp_kv_pull dp_kv_stored */
+
+/* Registers this header's operators and installs autograd's tracker, once
+   per process (later calls return at once). Any thread; the entry points
+   below call it themselves. */
+DP_API void dp_nn_register(void);
+
+/* ====================================================================== OPTIMIZERS
+   Optimizer objects (MXNet's Optimizer with its Updater): each owns one
+   weight's update through one of depeng.h's update operators (sgd_update,
+   sgd_mom_update, adam_update).
+   An optimizer object owns one weight's update: dp_optimizer_create attaches
+   the weight's gradient (dp_nd_attach_grad, DP_REQ_WRITE, starting over if it
+   was marked) and makes the update's state arrays, zeros of the weight's
+   shape, dtype and device: none for sgd_update, the momentum for
+   sgd_mom_update, the mean and variance for adam_update (any registered
+   operator with inputs (weight, gradient, the states it mutates) and one
+   output works). dp_optimizer_step pushes the update of the weight with its
+   gradient as it is after the backward pass, in place, and counts the step;
+   an update with an INT parameter t (adam_update) gets the step number, so
+   the bias correction needs nothing from the caller.
+       dp_optimizer *opt;
+       dp_optimizer_create(w, &(dp_optimizer_desc){ .update = "adam_update",
+           .params = {{"lr", .f = 1e-3}} }, &opt);
+       ... forward, dp_autograd_backward(loss, NULL, 0);
+       dp_optimizer_step(opt);
+       dp_optimizer_destroy(opt);
+   Errors (logged, DP_ERROR_INVALID_ARGS unless said): NULL arguments, an
+   unknown operator or one that is not an update, parameters as dp_invoke
+   checks them (and t given, which the optimizer counts), a weight that is
+   not float32 / float64, DP_ERROR_OUT_OF_MEMORY; step: the update's errors
+   (nothing pushed, the step not counted).
+   Thread safety: an optimizer is used by one thread at a time; different
+   optimizers from any threads. Destroy it before the weight's engine. */
+typedef struct dp_optimizer_desc {
+    const char *update;                  /* the update operator; NULL: "sgd_update" */
+    dp_param params[DP_MAX_PARAMS];      /* its parameters (lr is required), as dp_invoke's */
+} dp_optimizer_desc;
+typedef struct dp_optimizer dp_optimizer;
+DP_API dp_result dp_optimizer_create(dp_ndarray *weight, const dp_optimizer_desc *desc, dp_optimizer **out);
+DP_API dp_result dp_optimizer_step(dp_optimizer *opt);
+/* Changes one parameter for the next steps (a learning-rate schedule:
+   dp_param_float("lr", lr)); on error the parameters stay as they were. */
+DP_API dp_result dp_optimizer_set_param(dp_optimizer *opt, const dp_param *param);
+DP_API int64_t dp_optimizer_steps(const dp_optimizer *opt);            /* steps pushed so far */
+/* State array i (0: momentum, or Adam's mean; 1: Adam's variance), borrowed;
+   NULL past the last. */
+DP_API dp_ndarray *dp_optimizer_state(const dp_optimizer *opt, int i);
+/* Releases the optimizer's references (the weight keeps its gradient). NULL is fine. */
+DP_API void dp_optimizer_destroy(dp_optimizer *opt);
+
+/* ====================================================================== AUTOGRAD
+   MXNet's autograd. Mark the arrays to differentiate by with
+   dp_nd_attach_grad, run the forward pass between dp_autograd_begin and
+   dp_autograd_end (each invocation of a registered operator with a marked
+   or recorded input is recorded), then dp_autograd_backward(loss) pushes
+   each recorded operator's gradient operator through the engine, in
+   reverse, and the gradients land in dp_nd_grad(marked array).
+   What is kept: a recorded operation holds only what its gradient
+   operator declares it reads (grad_needs: the inputs, the outputs) as
+   views of their storage, and its producers; the rest is released when
+   the caller releases it. A backward without retain_graph releases each
+   operation's saved arrays as soon as its gradient is pushed.
+   In place: a gradient operator whose registration allows it (inplace bit
+   j on input j, an output gradient) writes its result over that output
+   gradient when nothing else needs it, instead of a new array.
+   Rules: recording is per thread and nests. Views made by dp_nd_reshape
+   and dp_nd_slice are not recorded (use the reshape operator to keep the
+   gradient flowing). An array saved for a gradient must not be written
+   (dp_nd_write, an output or a mutated input of an invocation) before the
+   backward: backward reports that instead of reading the new values.
+   Build a graph from one thread; backward passes (from any thread) run one
+   at a time, so graphs may share marked arrays. */
+/* Starts / ends recording on this thread; they nest. dp_autograd_end
+   without a begin is DP_ERROR_INVALID_ARGS. */
+DP_API dp_result dp_autograd_begin(void);
+DP_API dp_result dp_autograd_end(void);
+DP_API int dp_autograd_is_recording(void);
+/* Marks a (float32 or float64) for gradients: a zero gradient array of its
+   shape is made, which backward overwrites (DP_REQ_WRITE) or adds to
+   (DP_REQ_ADD). DP_REQ_NULL removes the mark. Marking again starts over
+   with a new zero gradient, and cuts a from the graph that made it. Out
+   of memory: DP_ERROR_OUT_OF_MEMORY (logged), a keeps its earlier mark. */
+DP_API dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req);
+/* a's gradient array (a borrowed reference: dp_nd_retain to keep it past
+   a's release), or NULL if a is not marked. */
+DP_API dp_ndarray *dp_nd_grad(const dp_ndarray *a);
+/* A view of a's storage outside any graph: gradients stop there. */
+DP_API dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out);
+/* Pushes the gradients of head with respect to every marked array it
+   depends on. head_grad is d(objective)/d(head), of head's shape and dtype;
+   NULL means ones (head is usually a scalar loss). A marked head gets
+   head_grad as its gradient. retain_graph non-zero keeps the graph for
+   another backward. Errors (nothing is pushed then): head neither marked
+   nor made by a recorded invocation, no marked array reached, an
+   operator on the path without a gradient, a head_grad of another shape,
+   a saved array written since, a graph freed by an earlier backward. A
+   failing gradient kernel reaches the gradient arrays like any failure.
+   Out of memory (DP_ERROR_OUT_OF_MEMORY, logged) can come after some
+   gradient operators were pushed; the graph is kept whole, as after any
+   error, so the same backward can run again once memory is free: it
+   rewrites the gradients of arrays marked DP_REQ_WRITE, while those marked
+   DP_REQ_ADD may hold part of the failed pass's sum. */
+DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, int retain_graph);
+
+/* ====================================================================== SYMBOL
+   MXNet's symbolic front end: a graph is built once from named variables
+   and operator nodes (the same registered operators dp_invoke_strings runs),
+   then bound to arrays by an executor that runs it many times. A symbol is
+   a list of outputs of such a graph; symbols share nodes and are
+   immutable, reference counted, and not tied to an engine (their errors go
+   to the default logger, stderr). Any thread may use a symbol; releasing
+   the last reference must not race with other use of that symbol. */
+typedef struct dp_symbol dp_symbol;
+/* A variable (an input or a parameter), bound to an array later. Errors:
+   DP_ERROR_INVALID_ARGS (no name, out NULL), DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_var(const char *name, dp_symbol **out);
+/* A node of operator op_name (a registered name, or MXNet's name for the
+   same operation: Activation with act_type, Flatten, Concat, elemwise_add,
+   _plus_scalar, ...) named name (NULL: the operator's name in lower case
+   and a number). inputs are single-output symbols, one per operator input;
+   a NULL input becomes a new variable "<name>_<input>" (FullyConnected's
+   weight and bias, a loss's label, else "<name>_argN"). Keyword parameters
+   as dp_invoke_strings's; "scalar" gives a _scalar operator its scalar. The
+   symbol has the operator's outputs. Errors (logged, naming the node):
+   DP_ERROR_INVALID_ARGS for an unknown operator, a bad parameter, a wrong
+   input count or a multi-output input; DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_op(const char *op_name, const char *name, int num_inputs, dp_symbol *const *inputs, int num_kwargs,
+                           const char *const *keys, const char *const *values, dp_symbol **out);
+/* Output index of s as a symbol of its own; several symbols as one with
+   all their outputs (MXNet's Group). Errors: DP_ERROR_INVALID_ARGS,
+   DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_output(const dp_symbol *s, int index, dp_symbol **out);
+DP_API dp_result dp_sym_group(int num, dp_symbol *const *syms, dp_symbol **out);
+DP_API dp_symbol *dp_sym_retain(dp_symbol *s);     /* one more reference; returns s */
+DP_API void dp_sym_release(dp_symbol *s);          /* NULL is fine */
+DP_API int dp_sym_num_outputs(const dp_symbol *s);
+/* The name of a single-output symbol's node; NULL for a group. Valid while s is. */
+DP_API const char *dp_sym_name(const dp_symbol *s);
+/* The variables of s in MXNet's order (a depth-first walk from the
+   outputs, inputs in order): up to cap names (valid while s is) into
+   names (may be NULL). Returns how many there are, -1 on error. Executors
+   take their arguments in this order. */
+DP_API int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap);
+/* Shape and dtype inference over the whole graph from the shapes (and
+   dtypes; NULL: float32) of the named arguments given: forward through
+   each operator's inference, and backward where an operator can tell an
+   input from what is known (FullyConnected's weight and bias from the data
+   and num_hidden, a loss's label from the data, an element-wise operand
+   from the other). Fills the shapes and dtypes of every argument (in
+   dp_sym_list_arguments order) and output, where those pointers are not
+   NULL. Errors (logged, naming the node and the shapes that disagree, or
+   the argument whose shape cannot be told): DP_ERROR_INVALID_ARGS,
+   DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
+                              dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes);
+/* MXNet's symbol JSON: "nodes" (each with "op" ("null" for a variable),
+   "name", "attrs" (the parameters as strings) and "inputs" as [node,
+   output, version]), "arg_nodes", "node_row_ptr" and "heads", so the file
+   opens in the viewers made for MXNet models. Loading also takes MXNet's
+   operator names (see dp_sym_op) and its older "param" / "attr" keys,
+   and ignores attributes starting with "__". Errors: DP_ERROR_IO (a
+   stream or file that fails), DP_ERROR_FORMAT (not such JSON; logged with
+   the reason), the errors of dp_sym_op naming the node, and
+   DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_save_json(const dp_symbol *s, FILE *out);
+DP_API dp_result dp_sym_load_json(const char *json, dp_symbol **out);
+DP_API dp_result dp_sym_save(const dp_symbol *s, const char *path);
+DP_API dp_result dp_sym_load(const char *path, dp_symbol **out);
+/* The graph as Graphviz DOT: variables as ellipses, operators as boxes
+   labelled with their operator and parameters, edges from producer to
+   consumer. Errors: DP_ERROR_INVALID_ARGS, DP_ERROR_IO, DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out);
+
+/* ====================================================================== EXECUTOR
+   MXNet's executor: a symbol bound to arrays. Binding infers every shape,
+   builds the gradient graph from the registered gradient operators (each
+   reading only what its operator's grad_needs declares), places every
+   intermediate result in one arena by the memory plan (>>memory planning;
+   entries alive at the same time never share bytes, an output may take
+   its input's where the operator's inplace bits allow) and makes every node
+   one pre-created engine operation (dp_op_create). A step then only pushes
+   those operations: no allocation, no parameter parsing, no inference.
+   Thread safety: bind, steps and destroy of one executor from one thread
+   at a time; outputs and gradients are ordinary arrays (any thread). */
+typedef struct dp_executor dp_executor;
+typedef struct dp_exec_memory {
+    size_t planned_bytes;    /* the arena holding every intermediate result */
+    size_t unplanned_bytes;  /* the same results with a buffer each (64-byte rounded) */
+    size_t external_bytes;   /* arguments, gradients, outputs and head gradients */
+    int num_nodes, num_entries;   /* operations (forward + backward) and results */
+} dp_exec_memory;
+/* Binds sym on ctx: args[i] is the array of argument i (dp_sym_list_arguments
+   order), read by every forward; grads[i] (grads NULL: no backward) receives
+   its gradient by grad_reqs[i] (NULL: DP_REQ_WRITE for every non-NULL
+   gradient): DP_REQ_WRITE overwrites, DP_REQ_ADD adds, DP_REQ_NULL or a NULL
+   gradient computes none. The executor keeps references to the arrays;
+   write new values into them (dp_nd_write, an optimizer update) between
+   steps. Errors (logged, nothing is made): DP_ERROR_INVALID_ARGS (argument
+   count, an array of another shape, dtype, engine or device than the
+   graph says, a node without a gradient operator between an output and
+   an argument with a gradient; inference errors name the node),
+   DP_ERROR_BAD_CONTEXT (no kernel on that device), DP_ERROR_OUT_OF_MEMORY. */
+DP_API dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
+                              dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out);
+/* A new executor of the same symbol, device and gradient requests on other
+   arrays (e.g. another batch size); ex stays valid. Errors as dp_exec_bind. */
+DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out);
+/* Pushes the forward operations (is_train is for operators that behave
+   differently in training; no built-in one does). Returns at once; read
+   the outputs as any array (dp_nd_read waits). Errors: DP_ERROR_INVALID_ARGS,
+   and dp_op_push's. */
+DP_API dp_result dp_exec_forward(dp_executor *ex, int is_train);
+/* Pushes the gradient operations. head_grads[i] (may be NULL, as may the
+   array itself) is d(objective)/d(output i), copied (one _copy invocation,
+   which allocates like any invocation) into the executor's head gradient,
+   which is ones otherwise: a loss output needs none. A loop that must not
+   allocate writes its head gradients into dp_exec_head_grad(ex, i) itself
+   (dp_nd_write, or an operator with it as the output) and passes none.
+   Errors: DP_ERROR_INVALID_ARGS (bound without gradients, more head
+   gradients than outputs), the copy's errors. */
+DP_API dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarray *const *head_grads);
+DP_API int dp_exec_num_outputs(const dp_executor *ex);
+/* Output index (borrowed: dp_nd_retain to keep it past the executor), NULL if out of range. */
+DP_API dp_ndarray *dp_exec_output(const dp_executor *ex, int index);
+/* The head gradient array of output index (borrowed; ones after bind;
+   the caller may write it), NULL without gradients or out of range. */
+DP_API dp_ndarray *dp_exec_head_grad(const dp_executor *ex, int index);
+/* The memory plan's figures. Errors: DP_ERROR_INVALID_ARGS. */
+DP_API dp_result dp_exec_memory_get(const dp_executor *ex, dp_exec_memory *out);
+/* Destroys the operations (each freed after its last pushed run) and lets
+   go of the arrays; pending work finishes. NULL is fine. */
+DP_API void dp_exec_destroy(dp_executor *ex);
+
+
+/* ====================================================================== DATA
+   A mini-batch iterator that prefetches through the engine (depeng.h reads
+   CSV, .npy and .npz files into arrays). */
+/* Mini-batches of rows (the first axis) of data and label. Zero-initialise:
+   shuffle draws a new order every epoch from the random resource of data's
+   device (reproducible with dp_random_seed); the last batch is short unless
+   drop_last. The next batch is gathered by an operation on the IO pool
+   (DP_PROP_IO) while the caller's work on the current one runs. */
+typedef struct dp_iter_desc {
+    dp_ndarray *data;        /* (n, ...) on the CPU */
+    dp_ndarray *label;       /* (n, ...) or NULL */
+    int batch_size;
+    int shuffle;
+    int drop_last;
+} dp_iter_desc;
+typedef struct dp_iter dp_iter;
+DP_API dp_result dp_iter_create(const dp_iter_desc *desc, dp_iter **out);
+/* The next batch as new arrays (release them when done; they stay valid
+   after later calls). At the end of an epoch *data (and *label) are NULL
+   and DP_OK is returned; dp_iter_reset starts the next epoch. */
+DP_API dp_result dp_iter_next(dp_iter *it, dp_ndarray **data, dp_ndarray **label);
+DP_API dp_result dp_iter_reset(dp_iter *it);
+/* Batches per epoch. */
+DP_API int64_t dp_iter_num_batches(const dp_iter *it);
+DP_API void dp_iter_destroy(dp_iter *it);
+
+
+/* ====================================================================== KVSTORE
+   MXNet's KVStore: parameter synchronisation across devices. A store keeps
+   one array per integer key on its context (the CPU: gradients from GPUs
+   are copied to it and the results back, as MXNet's CPU reduction does).
+   dp_kv_push(key, values, n) sums the n arrays (one per device, typically)
+   into the key's merge buffer; then, if the store has a global reduction
+   (desc.global_reduce: depeng_mpi.h's allreduce over processes), that
+   replaces the buffer by the sum over all processes; then the updater, if
+   any, updates the stored array from the buffer, else the buffer replaces
+   it. dp_kv_pull(key, outs, n) copies the stored array into each output.
+   Everything is an engine operation on the arrays' variables, pushed in
+   call order: a pull waits for the pushes on its key before it (and for
+   nothing else), a dp_nd_read of a pulled array waits for the pull, a
+   push waits for the writes of its inputs pushed before it (so it may
+   follow a backward pass at once, with no wait), and the next write to a
+   pushed input waits for the push. Priorities go to the ops
+   (DP_PROP_CPU_PRIORITIZED on the per-device engine, as MXNet's
+   reductions): push the last layer's gradients with a higher priority.
+   Reproducible: the sum is taken in the order of the values array (v0 +
+   v1, then + v2, ...), one element at a time, whatever the engine or the
+   number of worker threads, so the same calls give bitwise the same
+   results. Failures: an op whose input failed passes the failure on to the
+   stored array and the pulled arrays (a dp_nd_read of them reports it).
+   Threads: one thread at a time per store (as MXNet's frontend); different
+   stores are independent. Errors (logged as ND_ARGS unless noted):
+   DP_ERROR_INVALID_ARGS for NULL arguments, an unknown or repeated key,
+   shapes or dtypes that differ from the key's, arrays of another engine, an
+   unknown optimizer; DP_ERROR_BAD_CONTEXT for a store context that is not
+   the CPU; DP_ERROR_OUT_OF_MEMORY (nothing pushed for that call). */
+typedef struct dp_kvstore dp_kvstore;
+/* An updater: pushes the operations that update stored from merged (the
+   summed gradient), e.g. through dp_invoke_strings; called inside dp_kv_push
+   on its thread, after the sum (and the global reduction) is pushed. It
+   must not wait for the engine. Returns DP_OK or an error, which
+   dp_kv_push returns. */
+typedef dp_result (*dp_kv_updater_fn)(dp_kvstore *kv, int key, dp_ndarray *merged, dp_ndarray *stored, int priority, void *user);
+/* A global reduction: pushes operations that replace merged by the sum of
+   merged over every process (in place: they write merged's variable).
+   Called inside dp_kv_push, after the local sum is pushed, before the
+   update. */
+typedef dp_result (*dp_kv_reduce_fn)(dp_kvstore *kv, int key, dp_ndarray *merged, int priority, void *user);
+typedef struct dp_kvstore_desc {
+    dp_ctx ctx;                     /* where stored arrays live: CPU (zeroed: CPU 0) */
+    dp_kv_reduce_fn global_reduce;  /* NULL: this process only ("local") */
+    void *global_user;
+} dp_kvstore_desc;
+/* Makes a store on eng (desc NULL: CPU 0, local). Any thread. */
+DP_API dp_result dp_kv_create(dp_engine *eng, const dp_kvstore_desc *desc, dp_kvstore **out);
+/* Releases the store's arrays (their memory goes once the ops on them are
+   done: no wait). Pulled arrays stay valid. NULL is fine. */
+DP_API void dp_kv_destroy(dp_kvstore *kv);
+/* Adds key with a copy of value (any context; pushed as an op). A key
+   given twice is DP_ERROR_INVALID_ARGS. */
+DP_API dp_result dp_kv_init(dp_kvstore *kv, int key, dp_ndarray *value);
+/* Sets the updater function (NULL: the sum replaces the stored array),
+   replacing an optimizer. Applies to later pushes. */
+DP_API dp_result dp_kv_set_updater(dp_kvstore *kv, dp_kv_updater_fn fn, void *user);
+/* Uses a registered optimizer update as the updater, e.g. "sgd_update"
+   with lr=0.1: an operator whose inputs are (weight, gradient, states...),
+   one output (the weight, written in place), the states mutated inputs;
+   the store keeps zero-initialised states per key. Parameters are parsed
+   now (errors as dp_operator_parse_params). The kernel runs in the store's op
+   (with its priority). */
+DP_API dp_result dp_kv_set_optimizer(dp_kvstore *kv, const char *op_name, int num_kwargs, const char *const *keys, const char *const *values);
+/* Sums values[0..count) (count >= 1, each of the key's shape and dtype, on
+   any context of kv's engine; an array given twice counts twice) into the
+   key's array as described above. Returns once the ops are pushed. */
+DP_API dp_result dp_kv_push(dp_kvstore *kv, int key, dp_ndarray *const *values, int count, int priority);
+/* Copies the key's array into outs[0..count) (each of its shape and
+   dtype; a GPU output through its copy queue; the stored array itself,
+   from dp_kv_stored, is left as it is). */
+DP_API dp_result dp_kv_pull(dp_kvstore *kv, int key, dp_ndarray *const *outs, int count, int priority);
+/* The key's stored array (borrowed: valid until dp_kv_destroy), or NULL. */
+DP_API dp_ndarray *dp_kv_stored(dp_kvstore *kv, int key);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DEPENG_NN_H */
+
+/* ====================================================================== 4. IMPLEMENTATION */
+#if (defined(DEPENG_IMPLEMENTATION) || defined(DEPENG_NN_IMPLEMENTATION)) && !defined(DEPENG_NN_IMPL_INCLUDED)
+#define DEPENG_NN_IMPL_INCLUDED 1
+#ifdef __cplusplus
+extern "C" {
+#endif
+#define DPN_IMPL
+/* >>nn prelude: what the implementation needs from depeng.h, all public -- */
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <stdarg.h>
+#if defined(__GNUC__) || defined(__clang__)
+#define DPN__PRIVATE static __attribute__((unused))
+#define DPN__COLD __attribute__((cold))
+#else
+#define DPN__PRIVATE static
+#define DPN__COLD
+#endif
+#if defined(__cplusplus)
+#define DPN__THREAD_LOCAL thread_local
+#elif defined(_MSC_VER)
+#define DPN__THREAD_LOCAL __declspec(thread)
+#else
+#define DPN__THREAD_LOCAL _Thread_local
+#endif
+/* depeng_nn.h's messages go where depeng.h's go (dp_log), with its items. */
+#define DPN__LOG(eng, level, item, ...) dp_log(eng, level, DP_LOGITEM_##item, __FILE__, __LINE__, __VA_ARGS__)
+static void *dpn__realloc(const dp_engine *eng, void *p, size_t old_size, size_t new_size) {
+    void *q = dp_engine_alloc(eng, new_size);
+    if (!q) return NULL;
+    if (p) { memcpy(q, p, old_size < new_size ? old_size : new_size); dp_engine_free(eng, p, old_size); }
+    return q;
+}
+/* Makes room for index n in a growable array (doubling, first capacity
+   `first`). Returns 0 when there is room, -1 if out of memory (the array is
+   left as it was). */
+DPN__PRIVATE int dpn__reserve(const dp_engine *eng, void *arrp, size_t *cap, size_t n, size_t elem, size_t first) {
+    size_t ncap;
+    void *old, *grown;
+    if (n < *cap) return 0;
+    memcpy(&old, arrp, sizeof old);           /* arrp points at a T* of any T */
+    ncap = *cap ? *cap : first;
+    while (ncap <= n) {
+        if (ncap > SIZE_MAX / 2 / elem) return -1;
+        ncap *= 2;
+    }
+    grown = dpn__realloc(eng, old, *cap * elem, ncap * elem);
+    if (!grown) return -1;
+    memcpy(arrp, &grown, sizeof grown);
+    *cap = ncap;
+    return 0;
+}
+/* A lock for rare, short sections (one backward pass at a time). */
+static void dpn__spin_lock(dp_atomic_int *l) { while (dp_atomic_exchange(l, 1)) dp_thread_yield(); }
+static void dpn__spin_unlock(dp_atomic_int *l) { dp_atomic_store(l, 0); }
+static double dpn__load_elem(const void *p, dp_dtype t, int64_t i) { return dp_dtype_load(t, p, i); }
+static void dpn__store_elem(void *p, dp_dtype t, int64_t i, double v, dp_req req) { dp_dtype_store(t, p, i, v, req); }
+static const char *dpn__shape_str(const dp_shape *s, char *buf, size_t cap) { return dp_shape_format(s, buf, cap); }
+static int dpn__same_ctx(dp_ctx a, dp_ctx b) { return a.dev_type == b.dev_type && a.dev_id == b.dev_id; }
+/* A binary operator with NumPy broadcasting ("add" and its kin share one
+   shape inference): either input's shape stands for the other's. */
+static int dpn__is_broadcast_binary(const dp_operator *op) {
+    const dp_operator *add = dp_operator_find("add");
+    return add && op->num_inputs == 2 && op->infer == add->infer;
+}
+static double dpn__beta_of(dp_req req) { return req == DP_REQ_ADD ? 1.0 : 0.0; }
+static const dp_operator *dpn__find_or_log(dp_engine *eng, const char *name) {
+    const dp_operator *op = dp_operator_find(name);
+    if (!op) DPN__LOG(eng, DP_LOG_ERROR, UNKNOWN_OPERATOR, "'%s'", name ? name : "(null)");
+    return op;
+}
+/* A stream that reported a write error: DP_ERROR_IO, logged. */
+DPN__COLD static dp_result dpn__stream_result(const dp_engine *eng, FILE *out, const char *what) {
+    if (!ferror(out)) return DP_OK;
+    DPN__LOG(eng, DP_LOG_ERROR, IO, "%s: the stream reported a write error", what);
+    return DP_ERROR_IO;
+}
+/* A label that is a class of 0..classes-1, or the kernel's error. */
+static int dpn__label_at(const dp_kernel_ctx *k, dp_ndarray *label, int64_t r, int64_t classes, int64_t *out) {
+    double v = dp_dtype_load(dp_nd_dtype(label), dp_nd_data(label), r);
+    if (!(v >= 0 && v < (double)classes && v == (double)(int64_t)v)) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "label %g of row %lld is not a class in 0..%lld", v, (long long)r, (long long)classes - 1);
+        dp_set_error(k->rc, msg);
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+/* Autograd as depeng.h's tracker: each invocation is asked whether to be
+   recorded (this thread records, an input is in a graph, and it is not one
+   of autograd's own: a gradient, a seed, an optimizer step), recorded once
+   its outputs exist, and after the push either attached to its outputs or,
+   when not recorded, cut from the graphs of the arrays it overwrote. */
+static DPN__THREAD_LOCAL int dpn__tls_untracked;   /* > 0: autograd's own invocations */
+static dp_result dpn__invoke_untracked(dp_engine *eng, const dp_operator *op, const dp_params *params, int nin,
+                                       dp_ndarray *const *in, double scalar, int nout, dp_ndarray **out, const dp_req *req) {
+    dp_result r;
+    dpn__tls_untracked++;
+    r = dp_invoke_parsed(eng, op, params, nin, in, scalar, nout, out, req);
+    dpn__tls_untracked--;
+    return r;
+}
+/* >>registration: depeng_nn.h's operators and its tracker ---------------------
+   Registered once per process, on the first call of any depeng_nn.h entry
+   point that needs them, or explicitly with dp_nn_register. The tracker
+   (autograd's recorder, dp_set_tracker) is installed at the same time. */
+static dp_atomic_int dpn__registered;     /* 0 not yet, 1 registering, 2 done */
+static dp_atomic_int dpn__registering;
+static void dpn__register_linear(void);
+static void dpn__register_softmax_output(void);
+static void dpn__ag_install_tracker(void);
+DPN_IMPL void dp_nn_register(void) {
+    if (dp_atomic_load(&dpn__registered) == 2) return;
+    if (dp_atomic_exchange(&dpn__registering, 1) == 0) {
+        dpn__register_linear();
+        dpn__register_softmax_output();
+        dpn__ag_install_tracker();
+        dp_atomic_store(&dpn__registered, 2);
+    } else while (dp_atomic_load(&dpn__registered) != 2) dp_thread_yield();
+}
+/* Registered before main, as MXNet's operators register by static
+   initialisation, so that dp_invoke finds them by name from the start: a
+   constructor with GCC and Clang (C and C++), a dynamic initialiser in
+   other C++, a CRT initialiser with MSVC's C. Elsewhere the entry points'
+   own calls of dp_nn_register do it. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((constructor)) static void dpn__register_at_start(void) { dp_nn_register(); }
+#elif defined(__cplusplus)
+static const int dpn__registered_at_start = (dp_nn_register(), 1);
+#elif defined(_MSC_VER)
+#pragma section(".CRT$XCU", read)
+static void __cdecl dpn__register_at_start(void) { dp_nn_register(); }
+__declspec(allocate(".CRT$XCU")) void(__cdecl *dpn__register_at_start_ptr)(void) = dpn__register_at_start;
+#endif
+
+/* >>data: the mini-batch iterator ------------------------------------------- */
+/* The iterator keeps the order of the rows in an int64 array; its variable
+   orders the shuffles (writes) against the gathers (reads). Each batch is
+   a new pair of arrays, filled by a gather op on the IO pool that is pushed
+   one batch ahead: while the caller's work on batch b runs, batch b + 1
+   is being copied. */
+struct dp_iter {
+    dp_engine *eng;
+    dp_ndarray *data, *label, *order;
+    int64_t n, batch, nbatches, next;   /* next: the batch the prefetched one is */
+    int shuffle, drop_last;
+    dp_ndarray *pre_data, *pre_label;    /* the prefetched batch, or NULL */
+};
+typedef struct dpn__gather_arg { dp_ndarray *src[2], *dst[2], *order; int64_t start; } dpn__gather_arg;
+static int dpn__gather_op(dp_run_ctx *rc, void *arg) {
+    dpn__gather_arg *g = (dpn__gather_arg *)arg;
+    const int64_t *order = (const int64_t *)dp_nd_data(g->order);
+    int status = rc->input_status, i;
+    for (i = 0; i < 2; i++) {
+        int64_t r, rows;
+        size_t row_bytes;
+        if (!g->src[i]) continue;
+        rows = (*dp_nd_shape(g->dst[i])).dims[0];
+        row_bytes = dp_nd_bytes(g->src[i]) / (size_t)(*dp_nd_shape(g->src[i])).dims[0];
+        for (r = 0; !status && r < rows; r++)
+            memcpy((char *)dp_nd_data(g->dst[i]) + (size_t)r * row_bytes, (const char *)dp_nd_data(g->src[i]) + (size_t)order[g->start + r] * row_bytes, row_bytes);
+        dp_nd_release(g->src[i]);
+        dp_nd_release(g->dst[i]);
+    }
+    dp_nd_release(g->order);
+    dp_engine_free(rc->engine, g, sizeof *g);
+    return status;
+}
+typedef struct dpn__shuffle_arg { dp_ndarray *order; } dpn__shuffle_arg;
+static int dpn__shuffle_op(dp_run_ctx *rc, void *arg) {      /* Fisher-Yates with the random resource */
+    dpn__shuffle_arg *s = (dpn__shuffle_arg *)arg;
+    int64_t *o = (int64_t *)dp_nd_data(s->order), i, n = (*dp_nd_shape(s->order)).dims[0];
+    if (!rc->input_status)
+        for (i = n - 1; i > 0; i--) {
+            int64_t j = (int64_t)(dp_random_next(rc->engine, rc->ctx) % (uint64_t)(i + 1)), t = o[i];
+            o[i] = o[j]; o[j] = t;
+        }
+    dp_nd_release(s->order);
+    dp_engine_free(rc->engine, s, sizeof *s);
+    return rc->input_status;
+}
+/* Makes the arrays of batch b and pushes the gather that fills them. */
+static dp_result dpn__iter_prefetch(dp_iter *it) {
+    dp_ndarray *dst[2] = {NULL, NULL}, *src[2];
+    dpn__gather_arg *g;
+    dp_var reads[3], writes[2];
+    dp_push_desc d;
+    dp_result r = DP_OK;
+    int i, nw = 0;
+    int64_t start = it->next * it->batch, rows;
+    it->pre_data = it->pre_label = NULL;
+    if (it->next >= it->nbatches) return DP_OK;
+    rows = it->n - start < it->batch ? it->n - start : it->batch;
+    src[0] = it->data; src[1] = it->label;
+    for (i = 0; i < 2 && r == DP_OK; i++) {
+        dp_shape s;
+        if (!src[i]) continue;
+        s = (*dp_nd_shape(src[i])); s.dims[0] = rows;
+        r = dp_nd_empty(it->eng, &s, dp_nd_dtype(src[i]), dp_nd_ctx(src[i]), &dst[i]);
+    }
+    if (r != DP_OK || (g = (dpn__gather_arg *)dp_engine_alloc(it->eng, sizeof *g)) == NULL) {
+        dp_nd_release(dst[0]); dp_nd_release(dst[1]);
+        return r != DP_OK ? r : DP_ERROR_OUT_OF_MEMORY;
+    }
+    g->order = dp_nd_retain(it->order); g->start = start;
+    reads[0] = dp_nd_var(it->order);
+    for (i = 0; i < 2; i++) {
+        g->src[i] = dp_nd_retain(src[i]); g->dst[i] = dp_nd_retain(dst[i]);
+        if (src[i]) { reads[1 + nw] = dp_nd_var(src[i]); writes[nw++] = dp_nd_var(dst[i]); }
+    }
+    memset(&d, 0, sizeof d);
+    d.fn = dpn__gather_op; d.arg = g; d.reads = reads; d.num_reads = 1 + nw; d.writes = writes; d.num_writes = nw;
+    d.prop = DP_PROP_IO; d.no_skip = 1; d.name = "batch_gather";
+    if ((r = dp_push(it->eng, &d)) != DP_OK) {
+        dp_run_ctx rc;
+        memset(&rc, 0, sizeof rc); rc.engine = it->eng; rc.input_status = r;
+        dpn__gather_op(&rc, g);                  /* releases what it holds */
+        dp_nd_release(dst[0]); dp_nd_release(dst[1]);
+        return r;
+    }
+    it->pre_data = dst[0]; it->pre_label = dst[1];
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_iter_reset(dp_iter *it) {
+    dpn__shuffle_arg *s;
+    dp_push_desc d;
+    dp_var writes[2];
+    dp_ctx ctx;
+    dp_result r;
+    if (!it) return DP_ERROR_INVALID_ARGS;
+    dp_nd_release(it->pre_data); dp_nd_release(it->pre_label);
+    it->pre_data = it->pre_label = NULL;
+    it->next = 0;
+    if (it->shuffle) {
+        ctx = dp_nd_ctx(it->order);
+        if ((s = (dpn__shuffle_arg *)dp_engine_alloc(it->eng, sizeof *s)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+        s->order = dp_nd_retain(it->order);
+        writes[0] = dp_nd_var(it->order); writes[1] = dp_random_var(it->eng, ctx);
+        memset(&d, 0, sizeof d);
+        d.fn = dpn__shuffle_op; d.arg = s; d.writes = writes; d.num_writes = 2; d.ctx = ctx;
+        d.prop = DP_PROP_IO; d.no_skip = 1; d.name = "batch_shuffle";
+        if ((r = dp_push(it->eng, &d)) != DP_OK) { dp_nd_release(s->order); dp_engine_free(it->eng, s, sizeof *s); return r; }
+    }
+    return dpn__iter_prefetch(it);
+}
+DPN_IMPL dp_result dp_iter_create(const dp_iter_desc *desc, dp_iter **out) {
+    dp_nn_register();
+    dp_engine *eng = desc && desc->data ? dp_nd_engine(desc->data) : NULL;
+    dp_iter *it;
+    dp_ctx ctx;
+    dp_result r;
+    int64_t n;
+    if (out) *out = NULL;
+    if (!desc || !out || !desc->data || desc->batch_size <= 0 || (*dp_nd_shape(desc->data)).ndim < 1
+        || (desc->label && ((*dp_nd_shape(desc->label)).ndim < 1 || (*dp_nd_shape(desc->label)).dims[0] != (*dp_nd_shape(desc->data)).dims[0] || dp_nd_engine(desc->label) != eng))) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_iter_create: needs data with at least one axis, a batch_size > 0, and a label (if any) "
+                "with as many rows on the same engine");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    ctx = dp_nd_ctx(desc->data);
+    if (ctx.dev_type == DP_DEV_GPU || (desc->label && dp_nd_ctx(desc->label).dev_type == DP_DEV_GPU)) {
+        DPN__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_iter_create: data and label must be CPU arrays (copy batches to the GPU)");
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if ((it = (dp_iter *)dp_engine_alloc(eng, sizeof *it)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    memset(it, 0, sizeof *it);
+    n = (*dp_nd_shape(desc->data)).dims[0];
+    it->eng = eng; it->n = n; it->batch = desc->batch_size; it->shuffle = desc->shuffle; it->drop_last = desc->drop_last;
+    it->nbatches = desc->drop_last ? n / it->batch : (n + it->batch - 1) / it->batch;
+    if ((r = dp_nd_arange(eng, 0, (double)n, 1, DP_INT64, ctx, &it->order)) != DP_OK) { dp_engine_free(eng, it, sizeof *it); return r; }
+    it->data = dp_nd_retain(desc->data);
+    it->label = dp_nd_retain(desc->label);
+    if ((r = dp_iter_reset(it)) != DP_OK) { dp_iter_destroy(it); return r; }
+    *out = it;
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_iter_next(dp_iter *it, dp_ndarray **data, dp_ndarray **label) {
+    if (data) *data = NULL;
+    if (label) *label = NULL;
+    if (!it || !data) { DPN__LOG(it ? it->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_iter_next: NULL iterator or data"); return DP_ERROR_INVALID_ARGS; }
+    if (!it->pre_data && it->next < it->nbatches) {       /* the last prefetch failed: once more */
+        dp_result r = dpn__iter_prefetch(it);
+        if (r != DP_OK) return r;
+    }
+    if (!it->pre_data) return DP_OK;                        /* the epoch is over */
+    *data = it->pre_data;
+    if (label) *label = it->pre_label; else dp_nd_release(it->pre_label);
+    it->next++;
+    (void)dpn__iter_prefetch(it);   /* failing, it is tried again (and reported) by the next call */
+    return DP_OK;
+}
+DPN_IMPL int64_t dp_iter_num_batches(const dp_iter *it) { return it ? it->nbatches : 0; }
+DPN_IMPL void dp_iter_destroy(dp_iter *it) {
+    if (!it) return;
+    dp_nd_release(it->pre_data); dp_nd_release(it->pre_label);
+    dp_nd_release(it->data); dp_nd_release(it->label); dp_nd_release(it->order);
+    dp_engine_free(it->eng, it, sizeof *it);
+}
+
+
+/* >>layers: FullyConnected and SoftmaxOutput, MXNet's, registered like any
+   user operator ------------------------------------------------------------ */
+/* FullyConnected(data (batch, in), weight (hidden, in), bias (hidden,)) =
+   data weight^T + bias, as MXNet's (with its bias). */
+static const dp_param_def dpn__fc_params[] = {{"num_hidden", DP_PARAM_INT, NULL, 1, 1e9, NULL, "outputs per row"}};
+static int dpn__infer_fc(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                        dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int64_t h = p->v[0].i;
+    char s1[160], s2[160], s3[160];
+    (void)nin; (void)nout;
+    if (it[0] != it[1] || it[0] != it[2] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) { snprintf(msg, cap, "data, weight and bias: all float32 or all float64"); return -1; }
+    if (is[0].ndim != 2 || is[1].ndim != 2 || is[2].ndim != 1 || is[1].dims[0] != h || is[1].dims[1] != is[0].dims[1] || is[2].dims[0] != h) {
+        snprintf(msg, cap, "data %s, weight %s, bias %s: need (batch, in), (%lld, in), (%lld,)", dpn__shape_str(&is[0], s1, sizeof s1),
+                 dpn__shape_str(&is[1], s2, sizeof s2), dpn__shape_str(&is[2], s3, sizeof s3), (long long)h, (long long)h);
+        return -1;
+    }
+    memset(os, 0, sizeof *os);
+    os->ndim = 2; os->dims[0] = is[0].dims[0]; os->dims[1] = h; *ot = it[0];
+    return 0;
+}
+static int dpn__k_fc(const dp_kernel_ctx *k) {
+    const dp_shape *ds = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t batch = ds->dims[0], in = ds->dims[1], h = k->params->v[0].i, r, j;
+    void *y = dp_nd_data(k->outputs[0]);
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dp_gemm(t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[0]), y, h);
+    for (r = 0; r < batch; r++)
+        for (j = 0; j < h; j++) dpn__store_elem(y, t, r * h + j, dpn__load_elem(dp_nd_data(k->inputs[2]), t, j), DP_REQ_ADD);
+    return 0;
+}
+/* inputs (og, data, weight, bias): d data = og W, d W = og^T data,
+   d bias = og summed over the batch. */
+static int dpn__kg_fc(const dp_kernel_ctx *k) {
+    const dp_shape *ds = dp_nd_shape(k->inputs[1]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t batch = ds->dims[0], in = ds->dims[1], h = dp_nd_shape(k->inputs[2])->dims[0], r, j;
+    const void *og = dp_nd_data(k->inputs[0]);
+    if (k->req[0] != DP_REQ_NULL) dp_gemm(t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in);
+    if (k->req[1] != DP_REQ_NULL) dp_gemm(t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in);
+    if (k->req[2] != DP_REQ_NULL) {
+        for (j = 0; j < h; j++) {
+            double s = 0;
+            for (r = 0; r < batch; r++) s += dpn__load_elem(og, t, r * h + j);
+            dpn__store_elem(dp_nd_data(k->outputs[2]), t, j, s, k->req[2]);
+        }
+    }
+    return 0;
+}
+static void dpn__register_linear(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "FullyConnected"; op.doc = "data (batch, in) times weight (num_hidden, in) transposed, plus bias (num_hidden,)";
+    op.num_inputs = 3; op.num_outputs = 1; op.params = dpn__fc_params; op.num_params = 1; op.infer = dpn__infer_fc;
+    op.forward_cpu = dpn__k_fc; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    dp_operator_register_with_gradient(&op, "_backward_FullyConnected", "gradient of FullyConnected", dpn__kg_fc, 0);
+}
+/* MXNet's SoftmaxOutput, so that its models load and train: the forward is
+   the softmax of data (n, classes) along the classes; the gradient ignores
+   the head gradient and is (softmax - one_hot(label)) * grad_scale, divided
+   by n with normalization "batch" (or "valid", which without ignore_label
+   is the same). The label's gradient is 0. */
+static const dp_param_def dpn__softmax_output_params[] = {
+    {"grad_scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient is multiplied by it"},
+    {"normalization", DP_PARAM_ENUM, "null", 0, 0, "null|batch|valid", "batch, valid: the gradient is divided by the rows"},
+};
+static int dpn__infer_softmax_output(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                    dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    (void)p; (void)nin; (void)nout;
+    if (is[0].ndim != 2 || is[1].ndim != 1 || is[1].dims[0] != is[0].dims[0] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) {
+        snprintf(msg, cap, "data %s and label %s: data must be float (n, classes) and label (n,)", dpn__shape_str(&is[0], s1, sizeof s1), dpn__shape_str(&is[1], s2, sizeof s2));
+        return -1;
+    }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+static int dpn__k_softmax_output(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    const void *x = dp_nd_data(k->inputs[0]);
+    void *y = dp_nd_data(k->outputs[0]);
+    int64_t rows = s->dims[0], c = s->dims[1], r, j;
+    for (r = 0; r < rows; r++) {
+        double mx = -HUGE_VAL, sum = 0;
+        for (j = 0; j < c; j++) { double v = dpn__load_elem(x, t, r * c + j); if (v > mx) mx = v; }
+        for (j = 0; j < c; j++) sum += exp(dpn__load_elem(x, t, r * c + j) - mx);
+        for (j = 0; j < c; j++) dpn__store_elem(y, t, r * c + j, exp(dpn__load_elem(x, t, r * c + j) - mx) / sum, k->req[0]);
+    }
+    return 0;
+}
+/* inputs (data, label, output); outputs (data's gradient, label's) */
+static int dpn__kg_softmax_output(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t rows = s->dims[0], c = s->dims[1], r, j, label;
+    double scale = k->params->v[0].f / (k->params->v[1].i && rows ? (double)rows : 1.0);
+    for (r = 0; k->req[0] != DP_REQ_NULL && r < rows; r++) {
+        if (dpn__label_at(k, k->inputs[1], r, c, &label)) return -1;
+        for (j = 0; j < c; j++)
+            dpn__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, (dpn__load_elem(dp_nd_data(k->inputs[2]), t, r * c + j) - (j == label)) * scale, k->req[0]);
+    }
+    for (r = 0; k->req[1] != DP_REQ_NULL && r < rows; r++) dpn__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->outputs[1]), r, 0, k->req[1]);
+    return 0;
+}
+static int dpn__infer_softmax_output_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                         dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)p; (void)nin; (void)nout; (void)msg; (void)cap;
+    os[0] = is[0]; ot[0] = it[0]; os[1] = is[1]; ot[1] = it[1];
+    return 0;
+}
+static void dpn__register_softmax_output(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "SoftmaxOutput"; op.doc = "softmax of data (n, classes); its gradient is softmax - one_hot(label), whatever the head gradient";
+    op.num_inputs = 2; op.num_outputs = 1; op.params = dpn__softmax_output_params; op.num_params = 2;
+    op.infer = dpn__infer_softmax_output; op.forward_cpu = dpn__k_softmax_output;
+    op.gradient = "_backward_SoftmaxOutput"; op.grad_needs = DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
+    dp_operator_register(&op);
+    memset(&op, 0, sizeof op);
+    op.name = "_backward_SoftmaxOutput"; op.doc = "gradient of SoftmaxOutput: (data, label, output) -> (data's, label's)";
+    op.num_inputs = 3; op.num_outputs = 2; op.params = dpn__softmax_output_params; op.num_params = 2;
+    op.infer = dpn__infer_softmax_output_grad; op.forward_cpu = dpn__kg_softmax_output;
+    dp_operator_register(&op);
+}
+
+/* >>optimizer objects: one weight's update, its state arrays and its step --- */
+struct dp_optimizer {
+    dp_engine *eng;
+    const dp_operator *op;
+    dp_params params;
+    int step_param;               /* the update's INT parameter "t", or -1 */
+    int64_t steps;
+    dp_ndarray *arrays[DP_MAX_OP_ARRAYS];   /* weight, its gradient, then the states */
+    int num_arrays;
+};
+DPN_IMPL dp_result dp_optimizer_create(dp_ndarray *weight, const dp_optimizer_desc *desc, dp_optimizer **out) {
+    dp_nn_register();
+    dp_engine *eng = weight ? dp_nd_engine(weight) : NULL;
+    const char *name = desc && desc->update ? desc->update : "sgd_update";
+    const dp_operator *op;
+    dp_optimizer *o;
+    dp_result r;
+    int i, nstate;
+    if (out) *out = NULL;
+    if (!weight || !desc || !out) {
+        if (eng) DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: NULL %s", !desc ? "desc" : "out");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((op = dpn__find_or_log(eng, name)) == NULL) return DP_ERROR_INVALID_ARGS;
+    nstate = op->num_inputs - 2;
+    if (nstate < 0 || op->num_outputs != 1 || nstate > 30 || op->mutate_inputs != ((1u << nstate) - 1u) << 2) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: '%s' is not an update (inputs weight, gradient, then the states it mutates; one output)", name);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((o = (dp_optimizer *)dp_engine_alloc(eng, sizeof *o)) == NULL) {
+        DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_optimizer_create");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    memset(o, 0, sizeof *o);
+    o->eng = eng; o->op = op; o->step_param = -1;
+    for (i = 0; i < op->num_params; i++)
+        if (strcmp(op->params[i].name, "t") == 0 && op->params[i].type == DP_PARAM_INT) o->step_param = i;
+    for (i = 0; o->step_param >= 0 && i < DP_MAX_PARAMS && desc->params[i].name; i++)
+        if (strcmp(desc->params[i].name, "t") == 0) {
+            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_create: '%s': the optimizer counts the steps itself, t is not given", name);
+            dp_engine_free(eng, o, sizeof *o);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    if ((r = dp_operator_params_from_list(eng, op, desc->params, &o->params)) != DP_OK) { dp_engine_free(eng, o, sizeof *o); return r; }
+    if ((r = dp_nd_attach_grad(weight, DP_REQ_WRITE)) != DP_OK) { dp_engine_free(eng, o, sizeof *o); return r; }
+    o->arrays[0] = dp_nd_retain(weight);
+    o->arrays[1] = dp_nd_retain(dp_nd_grad(weight));
+    o->num_arrays = 2;
+    for (i = 0; i < nstate; i++, o->num_arrays++)
+        if ((r = dp_nd_zeros(eng, dp_nd_shape(weight), dp_nd_dtype(weight), dp_nd_ctx(weight), &o->arrays[2 + i])) != DP_OK) {
+            dp_optimizer_destroy(o);
+            return r;
+        }
+    *out = o;
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_optimizer_step(dp_optimizer *opt) {
+    dp_ndarray *w;
+    dp_result r;
+    if (!opt) return DP_ERROR_INVALID_ARGS;
+    w = opt->arrays[0];
+    if (opt->step_param >= 0) { opt->params.v[opt->step_param].i = opt->steps + 1; opt->params.v[opt->step_param].f = (double)(opt->steps + 1); }
+    if ((r = dpn__invoke_untracked(opt->eng, opt->op, &opt->params, opt->num_arrays, opt->arrays, 0, 1, &w, NULL)) == DP_OK) opt->steps++;
+    return r;
+}
+DPN_IMPL dp_result dp_optimizer_set_param(dp_optimizer *opt, const dp_param *param) {
+    if (!opt || !param) return DP_ERROR_INVALID_ARGS;
+    if (opt->step_param >= 0 && param->name && strcmp(param->name, "t") == 0) {
+        DPN__LOG(opt->eng, DP_LOG_ERROR, ND_ARGS, "dp_optimizer_set_param: the optimizer counts the steps itself, t is not set");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return dp_operator_set_param(opt->eng, opt->op, param, &opt->params);   /* a failed set leaves them as they were */
+}
+DPN_IMPL int64_t dp_optimizer_steps(const dp_optimizer *opt) { return opt ? opt->steps : 0; }
+DPN_IMPL dp_ndarray *dp_optimizer_state(const dp_optimizer *opt, int i) {
+    return opt && i >= 0 && i < opt->num_arrays - 2 ? opt->arrays[2 + i] : NULL;
+}
+DPN_IMPL void dp_optimizer_destroy(dp_optimizer *opt) {
+    int i;
+    if (!opt) return;
+    for (i = 0; i < opt->num_arrays; i++) dp_nd_release(opt->arrays[i]);
+    dp_engine_free(opt->eng, opt, sizeof *opt);
+}
+
+
+/* >>autograd ------------------------------------------------------------------
+   A recorded invocation is a node: its operator, parameters and scalar, the
+   node (and output index) each input came from, and the arrays its
+   gradient operator reads besides the output gradients (grad_needs), kept
+   as views so they hold the storage but not the graph. An array made by a
+   recorded invocation points at its node; a marked array at a leaf node
+   that holds its gradient array. Nodes are reference counted by the arrays
+   that point at them and by the nodes that consume their outputs, so a
+   graph lives exactly as long as something can still reach it. */
+typedef struct dpn__ag_node dpn__ag_node;
+struct dpn__ag_node {
+    dp_atomic_int refs;
+    dp_engine *eng;
+    size_t bytes;                  /* this allocation, with the arrays below */
+    const dp_operator *op;         /* NULL: a leaf */
+    dp_params params;
+    double scalar;
+    dp_ctx ctx;
+    int nin, nout, nsaved;
+    int freed;                     /* saved arrays released by a backward */
+    dpn__ag_node **in_node;         /* per input: where it came from, or NULL */
+    int *in_index;
+    dp_ndarray **saved;            /* inputs (DP_GRAD_INPUTS), then outputs (DP_GRAD_OUTPUTS) */
+    int32_t *saved_version;
+    dp_shape *out_shape;           /* for a zero gradient of an unused output */
+    dp_dtype *out_dtype;
+    dp_ndarray *grad;              /* leaf: the gradient array, and how it is written */
+    dp_req grad_req;
+    uint32_t mark;                 /* backward: the pass that visited it, its place */
+    int order;
+    dpn__ag_node *next_free;        /* release: the work list */
+};
+/* An array's place in a graph is its tag (dp_nd_tag): the node that made
+   it, or its leaf, and which output of that node it is. */
+static dpn__ag_node *dpn__ag_of(const dp_ndarray *a) { return (dpn__ag_node *)dp_nd_tag(a, NULL); }
+static int dpn__ag_index(const dp_ndarray *a) { int i; dp_nd_tag(a, &i); return i; }
+static DPN__THREAD_LOCAL int dpn__tls_recording;
+static dp_atomic_int dpn__ag_pass;          /* numbers backward passes, for node marks */
+static dp_atomic_int dpn__ag_backward_lock;   /* one backward pass at a time, process-wide */
+
+static dpn__ag_node *dpn__ag_ref(dpn__ag_node *n) { if (n) dp_atomic_add(&n->refs, 1); return n; }
+static void dpn__ag_release_saved(dpn__ag_node *n) {
+    int i;
+    for (i = 0; i < n->nsaved; i++) { dp_nd_release(n->saved[i]); n->saved[i] = NULL; }
+    n->freed = 1;
+}
+/* Drops one reference; frees the nodes that no longer have any, walking a
+   list instead of recursing (a long chain must not overflow the stack). */
+static void dpn__ag_unref(dpn__ag_node *n) {
+    dpn__ag_node *todo;
+    if (!n || dp_atomic_add(&n->refs, -1) != 1) return;
+    n->next_free = NULL;
+    for (todo = n; todo;) {
+        dpn__ag_node *x = todo;
+        int i;
+        todo = x->next_free;
+        for (i = 0; i < x->nin; i++) {
+            dpn__ag_node *c = x->in_node[i];
+            if (c && dp_atomic_add(&c->refs, -1) == 1) { c->next_free = todo; todo = c; }
+        }
+        dpn__ag_release_saved(x);
+        dp_nd_release(x->grad);
+        dp_engine_free(x->eng, x, x->bytes);
+    }
+}
+/* One allocation for a node and its arrays. */
+static dpn__ag_node *dpn__ag_new(dp_engine *eng, int nin, int nout, int nsaved) {
+    size_t bytes = sizeof(dpn__ag_node) + (size_t)nin * (sizeof(dpn__ag_node *) + sizeof(int))
+                 + (size_t)nsaved * (sizeof(dp_ndarray *) + sizeof(int32_t)) + (size_t)nout * (sizeof(dp_shape) + sizeof(dp_dtype));
+    dpn__ag_node *n = (dpn__ag_node *)dp_engine_alloc(eng, bytes);
+    char *p;
+    if (!n) { DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "autograd record"); return NULL; }
+    memset(n, 0, bytes);
+    n->eng = eng; n->bytes = bytes; n->nin = nin; n->nout = nout; n->nsaved = nsaved;
+    p = (char *)(n + 1);     /* pointers first, then the 8-byte-aligned shapes, then the 4-byte fields */
+    n->in_node = (dpn__ag_node **)(void *)p; p += (size_t)nin * sizeof(dpn__ag_node *);
+    n->saved = (dp_ndarray **)(void *)p; p += (size_t)nsaved * sizeof(dp_ndarray *);
+    n->out_shape = (dp_shape *)(void *)p; p += (size_t)nout * sizeof(dp_shape);
+    n->in_index = (int *)(void *)p; p += (size_t)nin * sizeof(int);
+    n->saved_version = (int32_t *)(void *)p; p += (size_t)nsaved * sizeof(int32_t);
+    n->out_dtype = (dp_dtype *)(void *)p;
+    return n;
+}
+static int dpn__ag_should_record(int nin, dp_ndarray *const *in) {
+    int i;
+    if (dpn__tls_recording <= 0) return 0;
+    for (i = 0; i < nin; i++) if (dpn__ag_of(in[i])) return 1;
+    return 0;
+}
+/* A recorded invocation must not overwrite an array that is in a graph:
+   the graph would describe values that are gone. */
+static dp_result dpn__ag_check_outputs(dp_engine *eng, const dp_operator *op, const dp_params *p, int nin, dp_ndarray *const *in,
+                                      int nout, dp_ndarray *const *out) {
+    int i;
+    (void)p;
+    for (i = 0; i < nout; i++)
+        if (out[i] && dpn__ag_of(out[i])) {
+            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is in a recorded graph already (marked, or made while "
+                    "recording); writing it while recording would change values its gradient needs", op->name, i);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    for (i = 0; i < nout; i++) {
+        int j;
+        for (j = 0; out[i] && (op->grad_needs & DP_GRAD_INPUTS) && j < nin; j++)
+            if (dp_nd_same_storage(out[i], in[j])) {
+                DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d writes over input %d, which its gradient reads; "
+                        "use a new output while recording", op->name, i, j);
+                return DP_ERROR_INVALID_ARGS;
+            }
+    }
+    for (i = 0; i < nin; i++)
+        if (i < 32 && (op->mutate_inputs & (1u << i)) && dpn__ag_of(in[i])) {
+            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s' mutates input %d, which is in a recorded graph; update outside "
+                    "dp_autograd_begin / dp_autograd_end", op->name, i);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    return DP_OK;
+}
+static dp_result dpn__ag_save(dpn__ag_node *n, int slot, dp_ndarray *a) {
+    dp_result r = dp_nd_view(a, dp_nd_shape(a), dp_nd_dtype(a), 0, &n->saved[slot]);
+    if (r == DP_OK) n->saved_version[slot] = (int32_t)dp_nd_version(a);
+    return r;
+}
+/* The node for an invocation about to be pushed (its outputs exist), with
+   one reference for the caller. */
+static dpn__ag_node *dpn__ag_record(dp_engine *eng, const dp_operator *op, const dp_params *p, double scalar, int nin,
+                                  dp_ndarray *const *in, int nout, dp_ndarray *const *out) {
+    int keep_in = (op->grad_needs & DP_GRAD_INPUTS) != 0, keep_out = (op->grad_needs & DP_GRAD_OUTPUTS) != 0, i, k = 0;
+    dpn__ag_node *n = dpn__ag_new(eng, nin, nout, (keep_in ? nin : 0) + (keep_out ? nout : 0));
+    if (!n) return NULL;
+    n->op = op; n->params = *p; n->scalar = scalar; n->ctx = dp_nd_ctx(in[0]);
+    dp_atomic_store(&n->refs, 1);
+    for (i = 0; i < nin; i++) { n->in_node[i] = dpn__ag_ref(dpn__ag_of(in[i])); n->in_index[i] = dpn__ag_index(in[i]); }
+    for (i = 0; i < nout; i++) { n->out_shape[i] = (*dp_nd_shape(out[i])); n->out_dtype[i] = dp_nd_dtype(out[i]); }
+    for (i = 0; keep_in && i < nin; i++) if (dpn__ag_save(n, k++, in[i]) != DP_OK) goto oom;
+    for (i = 0; keep_out && i < nout; i++) if (dpn__ag_save(n, k++, out[i]) != DP_OK) goto oom;
+    return n;
+oom:                                   /* the failed slot is NULL: releasing it is fine */
+    dpn__ag_unref(n);
+    return NULL;
+}
+/* After the push: the outputs point at their node. */
+static void dpn__ag_attach(dpn__ag_node *n, int nout, dp_ndarray *const *out) {
+    int i;
+    for (i = 0; i < nout; i++) {
+        dpn__ag_node *old = dpn__ag_of(out[i]);     /* the same array twice among the outputs */
+        dp_nd_set_tag(out[i], dpn__ag_ref(n), i);
+        dpn__ag_unref(old);
+    }
+}
+/* An invocation that was not recorded overwrote these arrays: a graph that
+   made them no longer describes their values, so they leave it (marked
+   arrays stay marked: an optimizer update writes them). */
+static void dpn__ag_cut(dp_ndarray *a) {
+    if (dpn__ag_of(a) && dpn__ag_of(a)->op) { dpn__ag_unref(dpn__ag_of(a)); dp_nd_set_tag(a, NULL, 0); }
+}
+static void dpn__ag_cut_written(int nin, dp_ndarray *const *in, unsigned mutated, int nout, dp_ndarray *const *out) {
+    int i;
+    for (i = 0; i < nin && i < 32; i++) if (mutated & (1u << i)) dpn__ag_cut(in[i]);
+    for (i = 0; i < nout; i++) dpn__ag_cut(out[i]);
+}
+static dp_result dpn__ag_track_check(const dp_invocation *inv, int *record) {
+    *record = !dpn__tls_untracked && dpn__ag_should_record(inv->num_inputs, inv->inputs);
+    if (!*record) return DP_OK;
+    return dpn__ag_check_outputs(inv->eng, inv->op, inv->params, inv->num_inputs, inv->inputs, inv->num_outputs, inv->outputs);
+}
+static void *dpn__ag_track_record(const dp_invocation *inv) {
+    return dpn__ag_record(inv->eng, inv->op, inv->params, inv->scalar, inv->num_inputs, inv->inputs, inv->num_outputs, inv->outputs);
+}
+static void dpn__ag_track_pushed(const dp_invocation *inv, void *rec) {
+    dpn__ag_node *node = (dpn__ag_node *)rec;
+    if (node) { dpn__ag_attach(node, inv->num_outputs, inv->outputs); dpn__ag_unref(node); }   /* the outputs hold it now */
+    else dpn__ag_cut_written(inv->num_inputs, inv->inputs, inv->op->mutate_inputs, inv->num_outputs, inv->outputs);
+}
+static void dpn__ag_track_discard(void *rec) { dpn__ag_unref((dpn__ag_node *)rec); }
+static void dpn__ag_track_tag_released(void *tag) { dpn__ag_unref((dpn__ag_node *)tag); }
+static void dpn__ag_install_tracker(void) {
+    dp_tracker t;
+    t.check = dpn__ag_track_check; t.record = dpn__ag_track_record; t.pushed = dpn__ag_track_pushed;
+    t.discard = dpn__ag_track_discard; t.tag_released = dpn__ag_track_tag_released; t.written = dpn__ag_cut;
+    dp_set_tracker(&t);
+}
+DPN_IMPL dp_result dp_autograd_begin(void) { dp_nn_register(); dpn__tls_recording++; return DP_OK; }
+DPN_IMPL dp_result dp_autograd_end(void) {
+    if (dpn__tls_recording <= 0) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_autograd_end without dp_autograd_begin on this thread"); return DP_ERROR_INVALID_ARGS; }
+    dpn__tls_recording--;
+    return DP_OK;
+}
+DPN_IMPL int dp_autograd_is_recording(void) { return dpn__tls_recording > 0; }
+DPN_IMPL dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req) {
+    dp_nn_register();
+    dp_engine *eng = a ? dp_nd_engine(a) : NULL;
+    dpn__ag_node *leaf;
+    dp_result r;
+    if (!a || (req != DP_REQ_NULL && req != DP_REQ_WRITE && req != DP_REQ_ADD)) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_attach_grad: %s", a ? "req must be DP_REQ_WRITE, DP_REQ_ADD or DP_REQ_NULL" : "NULL array");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (req != DP_REQ_NULL && dp_nd_dtype(a) != DP_FLOAT32 && dp_nd_dtype(a) != DP_FLOAT64) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_attach_grad: a %s array has no gradient (float32 or float64 only)", dp_dtype_name(dp_nd_dtype(a)));
+        return DP_ERROR_INVALID_ARGS;
+    }
+    leaf = NULL;
+    if (req != DP_REQ_NULL) {
+        if ((leaf = dpn__ag_new(eng, 0, 1, 0)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+        if ((r = dp_nd_zeros(eng, dp_nd_shape(a), dp_nd_dtype(a), dp_nd_ctx(a), &leaf->grad)) != DP_OK) { dp_engine_free(eng, leaf, leaf->bytes); return r; }
+        leaf->grad_req = req; leaf->ctx = dp_nd_ctx(a);
+        leaf->out_shape[0] = (*dp_nd_shape(a)); leaf->out_dtype[0] = dp_nd_dtype(a);
+        dp_atomic_store(&leaf->refs, 1);
+    }
+    dpn__ag_unref(dpn__ag_of(a));
+    dp_nd_set_tag(a, leaf, 0);
+    return DP_OK;
+}
+DPN_IMPL dp_ndarray *dp_nd_grad(const dp_ndarray *a) { return a && dpn__ag_of(a) && !dpn__ag_of(a)->op ? dpn__ag_of(a)->grad : NULL; }
+DPN_IMPL dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out) {
+    if (out) *out = NULL;
+    if (!a || !out) { DPN__LOG(a ? dp_nd_engine(a) : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_detach: NULL array or out"); return DP_ERROR_INVALID_ARGS; }
+    return dp_nd_view(a, dp_nd_shape(a), dp_nd_dtype(a), 0, out);
+}
+
+/* Backward, step 1: the nodes head depends on, producers before consumers
+   (a depth-first walk with an explicit stack), each with its place. */
+typedef struct dpn__ag_pass_state {
+    dp_engine *eng;
+    dpn__ag_node **topo; size_t ntopo, captopo;
+    unsigned char *need;           /* per node: a marked array is reachable from it */
+    size_t *slot0;                 /* per node: where its output gradients start in og */
+    dp_ndarray **og;               /* output gradients so far, per (node, output) */
+    unsigned char *own;            /* og made here (may be written over) */
+    unsigned char *leaf_written;   /* per node: this pass has written the leaf's gradient */
+    size_t nslots;
+} dpn__ag_pass_state;
+static dp_result dpn__ag_sort(dpn__ag_pass_state *ps, dpn__ag_node *head) {
+    struct frame { dpn__ag_node *n; int next; } *stack = NULL;
+    size_t nstack = 0, capstack = 0;
+    uint32_t pass = (uint32_t)dp_atomic_add(&dpn__ag_pass, 1) + 1;
+    if (pass == 0) pass = (uint32_t)dp_atomic_add(&dpn__ag_pass, 1) + 1;   /* 0 is a new node's mark */
+    dp_result r = DP_OK;
+    if (dpn__reserve(ps->eng, &stack, &capstack, 0, sizeof *stack, 64)) {
+        DPN__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward: the graph's order");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    head->mark = pass;
+    stack[nstack].n = head; stack[nstack].next = 0; nstack++;
+    while (nstack) {
+        struct frame *f = &stack[nstack - 1];
+        if (f->next < f->n->nin) {
+            dpn__ag_node *c = f->n->in_node[f->next++];
+            if (!c || c->mark == pass) continue;
+            c->mark = pass;
+            if (dpn__reserve(ps->eng, &stack, &capstack, nstack, sizeof *stack, 64)) { r = DP_ERROR_OUT_OF_MEMORY; break; }
+            stack[nstack].n = c; stack[nstack].next = 0; nstack++;
+            continue;
+        }
+        if (dpn__reserve(ps->eng, &ps->topo, &ps->captopo, ps->ntopo, sizeof *ps->topo, 64)) { r = DP_ERROR_OUT_OF_MEMORY; break; }
+        f->n->order = (int)ps->ntopo;
+        ps->topo[ps->ntopo++] = f->n;
+        nstack--;
+    }
+    dp_engine_free(ps->eng, stack, capstack * sizeof *stack);
+    if (r != DP_OK) DPN__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward: the graph's order");
+    return r;
+}
+/* Step 2: which nodes lead to a marked array, their output-gradient slots,
+   and every reason not to run, before anything is pushed. */
+static dp_result dpn__ag_plan(dpn__ag_pass_state *ps) {
+    size_t i, n = ps->ntopo;
+    int j;
+    ps->need = (unsigned char *)dp_engine_alloc(ps->eng, n * 2);
+    ps->slot0 = (size_t *)dp_engine_alloc(ps->eng, n * sizeof *ps->slot0);
+    if (!ps->need || !ps->slot0) { DPN__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward"); return DP_ERROR_OUT_OF_MEMORY; }
+    memset(ps->need, 0, n * 2);
+    ps->leaf_written = ps->need + n;
+    for (i = 0; i < n; i++) {
+        dpn__ag_node *x = ps->topo[i];
+        ps->need[i] = !x->op && x->grad_req != DP_REQ_NULL;
+        for (j = 0; j < x->nin; j++) if (x->in_node[j] && ps->need[x->in_node[j]->order]) ps->need[i] = 1;
+        ps->slot0[i] = ps->nslots;
+        ps->nslots += (size_t)x->nout;
+    }
+    for (i = 0; i < n; i++) {
+        dpn__ag_node *x = ps->topo[i];
+        const dp_operator *g;
+        int gin;
+        if (!ps->need[i] || !x->op) continue;
+        if (!x->op->gradient || (g = dp_operator_find(x->op->gradient)) == NULL) {
+            DPN__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: operator '%s' has no gradient, and it lies between the head "
+                    "and a marked array (detach its input, or register a gradient)", x->op->name);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        gin = ((x->op->grad_needs & DP_GRAD_OUT_GRADS) ? x->nout : 0) + x->nsaved;
+        if (gin > DP_MAX_OP_ARRAYS) {
+            DPN__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the gradient of '%s' would take %d inputs, more than %d",
+                    x->op->name, gin, DP_MAX_OP_ARRAYS);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (dp_operator_arity(g, &x->params, g->num_inputs) != gin || dp_operator_arity(g, &x->params, g->num_outputs) != x->nin) {
+            DPN__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: gradient operator '%s' takes %d inputs and makes %d outputs; "
+                    "'%s' (grad_needs %u) gives it %d and needs %d", g->name, dp_operator_arity(g, &x->params, g->num_inputs),
+                    dp_operator_arity(g, &x->params, g->num_outputs), x->op->name, x->op->grad_needs, gin, x->nin);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (!(x->ctx.dev_type == DP_DEV_GPU ? g->forward_gpu : g->forward_cpu)
+            || (x->ctx.dev_type == DP_DEV_GPU && !dp_operator_find("_copy")->forward_gpu)) {
+            DPN__LOG(ps->eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_autograd_backward: gradient operator '%s' (or _copy) has no kernel for %s",
+                    g->name, x->ctx.dev_type == DP_DEV_GPU ? "GPUs" : "the CPU");
+            return DP_ERROR_BAD_CONTEXT;
+        }
+        if (x->freed) {
+            DPN__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the graph through '%s' was freed by an earlier backward "
+                    "(pass retain_graph to differentiate it again)", x->op->name);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        for (j = 0; j < x->nsaved; j++)
+            if ((int32_t)dp_nd_version(x->saved[j]) != x->saved_version[j]) {
+                DPN__LOG(ps->eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: an array '%s' saved for its gradient was written after "
+                        "it was recorded; the gradient would read the new values (update after backward)", x->op->name);
+                return DP_ERROR_INVALID_ARGS;
+            }
+    }
+    ps->og = (dp_ndarray **)dp_engine_alloc(ps->eng, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
+    ps->own = (unsigned char *)dp_engine_alloc(ps->eng, ps->nslots ? ps->nslots : 1);
+    if (!ps->og || !ps->own) {        /* dpn__ag_pass_free releases og's arrays: never an uninitialised one */
+        dp_engine_free(ps->eng, ps->og, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
+        dp_engine_free(ps->eng, ps->own, ps->nslots ? ps->nslots : 1);
+        ps->og = NULL; ps->own = NULL;
+        DPN__LOG(ps->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_autograd_backward");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    memset(ps->og, 0, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
+    memset(ps->own, 0, ps->nslots ? ps->nslots : 1);
+    return DP_OK;
+}
+static void dpn__ag_pass_free(dpn__ag_pass_state *ps) {
+    size_t i, n = ps->ntopo;
+    if (ps->og) for (i = 0; i < ps->nslots; i++) dp_nd_release(ps->og[i]);
+    dp_engine_free(ps->eng, ps->og, (ps->nslots ? ps->nslots : 1) * sizeof *ps->og);
+    dp_engine_free(ps->eng, ps->own, ps->nslots ? ps->nslots : 1);
+    dp_engine_free(ps->eng, ps->need, n * 2);
+    dp_engine_free(ps->eng, ps->slot0, n * sizeof *ps->slot0);
+    dp_engine_free(ps->eng, ps->topo, ps->captopo * sizeof *ps->topo);
+}
+/* Adds src into dst (or writes it, by req) with the _copy operator. */
+static dp_result dpn__ag_copy(dp_engine *eng, dp_ndarray *src, dp_ndarray *dst, dp_req req) {
+    dp_params none;
+    memset(&none, 0, sizeof none);
+    return dpn__invoke_untracked(eng, dp_operator_find("_copy"), &none, 1, &src, 0, 1, &dst, &req);
+}
+/* Where the gradient for input i of x goes: a marked array's gradient
+   (written on the first contribution of this pass if its req is WRITE,
+   else added), the output gradient collected so far (added), or a new
+   array. *slot is the og slot to fill with a new array, or -1. */
+static void dpn__ag_target(dpn__ag_pass_state *ps, dpn__ag_node *x, int i, dp_ndarray **out, dp_req *req, long *slot) {
+    dpn__ag_node *c = x->in_node[i];
+    *out = NULL; *req = DP_REQ_WRITE; *slot = -1;
+    if (!c || !ps->need[c->order]) { *req = DP_REQ_NULL; return; }
+    if (!c->op) {
+        *out = c->grad;
+        *req = ps->leaf_written[c->order] || c->grad_req == DP_REQ_ADD ? DP_REQ_ADD : DP_REQ_WRITE;
+        ps->leaf_written[c->order] = 1;
+        return;
+    }
+    *slot = (long)(ps->slot0[c->order] + (size_t)x->in_index[i]);
+    if (ps->og[*slot]) { *out = ps->og[*slot]; *req = DP_REQ_ADD; *slot = -1; }
+}
+/* Step 3, per node: push its gradient operator. */
+static dp_result dpn__ag_node_backward(dpn__ag_pass_state *ps, dpn__ag_node *x) {
+    const dp_operator *g = dp_operator_find(x->op->gradient);
+    dp_ndarray *gin[3 * DP_MAX_OP_ARRAYS], *gout[DP_MAX_OP_ARRAYS];
+    dp_req greq[DP_MAX_OP_ARRAYS];
+    int dup_of[DP_MAX_OP_ARRAYS], made[DP_MAX_OP_ARRAYS];
+    long slot[DP_MAX_OP_ARRAYS];
+    size_t s0 = ps->slot0[x->order];
+    int i, j, ngin = 0, ngout = x->nin, inplace_from = -1;
+    dp_result r = DP_OK;
+    for (j = 0; j < x->nout && (x->op->grad_needs & DP_GRAD_OUT_GRADS); j++) {   /* an unused output's is 0 */
+        if (!ps->og[s0 + (size_t)j]) {
+            if ((r = dp_nd_zeros(ps->eng, &x->out_shape[j], x->out_dtype[j], x->ctx, &ps->og[s0 + (size_t)j])) != DP_OK) return r;
+            ps->own[s0 + (size_t)j] = 1;
+        }
+        gin[ngin++] = ps->og[s0 + (size_t)j];
+    }
+    for (j = 0; j < x->nsaved; j++) gin[ngin++] = x->saved[j];
+    for (i = 0; i < x->nin; i++) {
+        int k;
+        dup_of[i] = -1;
+        for (k = 0; k < i; k++)       /* the same entry twice: a new array now, added to the first's after */
+            if (x->in_node[k] && x->in_node[k] == x->in_node[i] && x->in_index[k] == x->in_index[i]) break;
+        if (k < i && greq[k] != DP_REQ_NULL) { dup_of[i] = k; gout[i] = NULL; greq[i] = DP_REQ_WRITE; slot[i] = -1; continue; }
+        dpn__ag_target(ps, x, i, &gout[i], &greq[i], &slot[i]);
+    }
+    /* In place: output 0 over an output gradient nobody else reads. */
+    for (j = 0; j < x->nout && gout[0] == NULL && slot[0] >= 0 && ngout > 0 && (x->op->grad_needs & DP_GRAD_OUT_GRADS); j++) {
+        dp_ndarray *o = ps->og[s0 + (size_t)j];
+        if (j < 32 && (g->inplace & (1u << j)) && ps->own[s0 + (size_t)j] && dp_nd_dtype(o) == x->out_dtype[j]
+            && dp_nd_ctx(o).dev_type == x->ctx.dev_type) { inplace_from = j; break; }
+    }
+    if (inplace_from >= 0) {   /* it must also have the shape the gradient operator infers: input 0's */
+        const dp_shape *want = &x->in_node[0]->out_shape[x->in_index[0]], *have = dp_nd_shape(ps->og[s0 + (size_t)inplace_from]);
+        if (want->ndim == have->ndim && memcmp(want->dims, have->dims, sizeof(int64_t) * (size_t)want->ndim) == 0) {
+            gout[0] = ps->og[s0 + (size_t)inplace_from]; greq[0] = DP_REQ_INPLACE;
+        }
+    }
+    for (i = 0; i < ngout; i++) { if (greq[i] == DP_REQ_NULL) gout[i] = NULL; made[i] = gout[i] == NULL; }
+    if ((r = dpn__invoke_untracked(ps->eng, g, &x->params, ngin, gin, x->scalar, ngout, gout, greq)) != DP_OK) return r;
+    /* gout now holds every result: the made ones are ours to keep in a
+       slot or to release */
+    for (i = 0; i < ngout; i++) {
+        int keep = slot[i] >= 0 && greq[i] != DP_REQ_NULL;
+        if (keep) { ps->og[slot[i]] = made[i] ? gout[i] : dp_nd_retain(gout[i]); ps->own[slot[i]] = 1; }
+        made[i] = made[i] && !keep;                            /* still ours to release */
+    }
+    for (i = 0; i < ngout && r == DP_OK; i++) if (dup_of[i] >= 0) r = dpn__ag_copy(ps->eng, gout[i], gout[dup_of[i]], DP_REQ_ADD);
+    for (i = 0; i < ngout; i++) if (made[i]) dp_nd_release(gout[i]);
+    if (r != DP_OK) return r;
+    for (j = 0; j < x->nout; j++) { dp_nd_release(ps->og[s0 + (size_t)j]); ps->og[s0 + (size_t)j] = NULL; }
+    return DP_OK;
+}
+/* Checks head and head_grad; logs what is wrong. */
+static dp_result dpn__ag_check_head(dp_ndarray *head, dp_ndarray *head_grad) {
+    dp_engine *eng = head ? dp_nd_engine(head) : NULL;
+    char s1[160], s2[160];
+    if (!head) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: NULL head"); return DP_ERROR_INVALID_ARGS; }
+    if (!dpn__ag_of(head)) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the head was not made by a recorded invocation (record the forward "
+                "between dp_autograd_begin and dp_autograd_end, from arrays marked with dp_nd_attach_grad)");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (head_grad && (dp_nd_engine(head_grad) != eng || dp_nd_dtype(head_grad) != dp_nd_dtype(head) || !dpn__same_ctx(dp_nd_ctx(head_grad), dp_nd_ctx(head))
+                      || (*dp_nd_shape(head_grad)).ndim != (*dp_nd_shape(head)).ndim
+                      || memcmp((*dp_nd_shape(head_grad)).dims, (*dp_nd_shape(head)).dims, sizeof(int64_t) * (size_t)(*dp_nd_shape(head)).ndim) != 0)) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: head_grad is %s %s, the head is %s %s (same engine and device too)",
+                dp_dtype_name(dp_nd_dtype(head_grad)), dpn__shape_str(dp_nd_shape(head_grad), s1, sizeof s1), dp_dtype_name(dp_nd_dtype(head)),
+                dpn__shape_str(dp_nd_shape(head), s2, sizeof s2));
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, int retain_graph) {
+    dpn__ag_pass_state ps;
+    dpn__ag_node *hn;
+    dp_ndarray *seed = NULL;
+    dp_result r;
+    size_t i;
+    if ((r = dpn__ag_check_head(head, head_grad)) != DP_OK) return r;
+    dpn__spin_lock(&dpn__ag_backward_lock);          /* passes keep marks in the nodes, and graphs may share them */
+    memset(&ps, 0, sizeof ps);
+    ps.eng = dp_nd_engine(head);
+    hn = dpn__ag_of(head);
+    if ((r = dpn__ag_sort(&ps, hn)) != DP_OK || (r = dpn__ag_plan(&ps)) != DP_OK) goto done;
+    if (!ps.need[hn->order]) {
+        DPN__LOG(ps.eng, DP_LOG_ERROR, ND_ARGS, "dp_autograd_backward: the head depends on no array marked with dp_nd_attach_grad");
+        r = DP_ERROR_INVALID_ARGS;
+        goto done;
+    }
+    /* the seed: head_grad (or ones) as the head's output gradient, or
+       straight into the gradient when the head is a marked array */
+    if (head_grad) seed = dp_nd_retain(head_grad);
+    else if ((r = dp_nd_ones(ps.eng, dp_nd_shape(head), dp_nd_dtype(head), dp_nd_ctx(head), &seed)) != DP_OK) goto done;
+    if (!hn->op) {
+        r = dpn__ag_copy(ps.eng, seed, hn->grad, hn->grad_req == DP_REQ_ADD ? DP_REQ_ADD : DP_REQ_WRITE);
+        dp_nd_release(seed);
+        goto done;
+    }
+    ps.og[ps.slot0[hn->order] + (size_t)dpn__ag_index(head)] = seed;
+    ps.own[ps.slot0[hn->order] + (size_t)dpn__ag_index(head)] = head_grad == NULL;
+    for (i = ps.ntopo; i-- > 0;) {                 /* consumers before producers */
+        dpn__ag_node *x = ps.topo[i];
+        if (!x->op || !ps.need[i]) continue;
+        if ((r = dpn__ag_node_backward(&ps, x)) != DP_OK) break;
+    }
+    /* The pushed gradient operators hold what they read; the graph lets go
+       now (a failure above left it whole, to try again). */
+    for (i = 0; r == DP_OK && !retain_graph && i < ps.ntopo; i++)
+        if (ps.topo[i]->op && ps.need[i]) dpn__ag_release_saved(ps.topo[i]);
+done:
+    dpn__ag_pass_free(&ps);
+    dpn__spin_unlock(&dpn__ag_backward_lock);
+    return r;
+}
+
+
+/* >>symbol ------------------------------------------------------------------
+   A symbol is a list of output entries (node, output index) of a graph of
+   nodes; a node is a variable (op NULL) or an operator with its parsed
+   parameters, the parameters as given (for JSON) and its input entries.
+   Nodes are immutable once made and reference counted by the symbols and
+   nodes that use them, so symbols share subgraphs freely. Symbols know no
+   engine: their memory comes from malloc, and their errors are logged
+   through the default logger (stderr). */
+typedef struct dpn__snode dpn__snode;
+typedef struct dpn__sentry { dpn__snode *node; int index; } dpn__sentry;
+struct dpn__snode {
+    dp_atomic_int refs;
+    const dp_operator *op;      /* NULL: a variable */
+    char *name;
+    int nkw;
+    char **keys, **vals;        /* the parameters as given, after MXNet names are translated */
+    dp_params params;
+    double scalar;
+    int nin, nout;
+    dpn__sentry *in;
+    dpn__snode *next_free;
+};
+struct dp_symbol { dp_atomic_int refs; int n; dpn__sentry *out; };
+
+static char *dpn__strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = (char *)malloc(n);
+    if (p) memcpy(p, s, n);
+    return p;
+}
+static dpn__snode *dpn__snode_ref(dpn__snode *n) { dp_atomic_add(&n->refs, 1); return n; }
+/* Drops one reference; frees the nodes nobody uses any more with a work
+   list (a long chain must not overflow the stack). */
+static void dpn__snode_unref(dpn__snode *n) {
+    dpn__snode *todo;
+    if (!n || dp_atomic_add(&n->refs, -1) != 1) return;
+    n->next_free = NULL;
+    for (todo = n; todo;) {
+        dpn__snode *x = todo;
+        int i;
+        todo = x->next_free;
+        for (i = 0; i < x->nin; i++) {
+            dpn__snode *c = x->in[i].node;
+            if (c && dp_atomic_add(&c->refs, -1) == 1) { c->next_free = todo; todo = c; }
+        }
+        for (i = 0; i < x->nkw; i++) { free(x->keys[i]); free(x->vals[i]); }
+        free(x->keys); free(x->vals); free(x->in); free(x->name);
+        free(x);
+    }
+}
+static dp_symbol *dpn__sym_new(int n) {
+    dp_symbol *s = (dp_symbol *)malloc(sizeof *s);
+    if (!s) return NULL;
+    s->out = (dpn__sentry *)calloc((size_t)(n ? n : 1), sizeof *s->out);
+    if (!s->out) { free(s); return NULL; }
+    s->n = n;
+    dp_atomic_store(&s->refs, 1);
+    return s;
+}
+static dp_result dpn__sym_oom(const char *what) {
+    DPN__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
+    return DP_ERROR_OUT_OF_MEMORY;
+}
+DPN_IMPL dp_symbol *dp_sym_retain(dp_symbol *s) { if (s) dp_atomic_add(&s->refs, 1); return s; }
+DPN_IMPL void dp_sym_release(dp_symbol *s) {
+    int i;
+    if (!s || dp_atomic_add(&s->refs, -1) != 1) return;
+    for (i = 0; i < s->n; i++) dpn__snode_unref(s->out[i].node);
+    free(s->out);
+    free(s);
+}
+DPN_IMPL int dp_sym_num_outputs(const dp_symbol *s) { return s ? s->n : 0; }
+static dpn__snode *dpn__snode_new(const char *name) {
+    dpn__snode *n = (dpn__snode *)calloc(1, sizeof *n);
+    if (!n) return NULL;
+    if ((n->name = dpn__strdup(name)) == NULL) { free(n); return NULL; }
+    n->nout = 1;
+    dp_atomic_store(&n->refs, 1);
+    return n;
+}
+DPN_IMPL dp_result dp_sym_var(const char *name, dp_symbol **out) {
+    dpn__snode *n;
+    if (out) *out = NULL;
+    if (!name || !name[0] || !out) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_var: a name and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((n = dpn__snode_new(name)) == NULL || (*out = dpn__sym_new(1)) == NULL) { dpn__snode_unref(n); return dpn__sym_oom("dp_sym_var"); }
+    (*out)->out[0].node = n;
+    return DP_OK;
+}
+/* MXNet's operator names and parameters that differ from depeng's for the
+   same operation, translated when a node is made (from C or from JSON). */
+static const struct { const char *mxnet, *depeng; } dpn__sym_aliases[] = {
+    {"elemwise_add", "add"}, {"_plus", "add"}, {"_Plus", "add"}, {"broadcast_add", "add"},
+    {"elemwise_sub", "sub"}, {"_minus", "sub"}, {"_Minus", "sub"}, {"broadcast_sub", "sub"},
+    {"elemwise_mul", "mul"}, {"_mul", "mul"}, {"_Mul", "mul"}, {"broadcast_mul", "mul"},
+    {"elemwise_div", "div"}, {"_div", "div"}, {"_Div", "div"}, {"broadcast_div", "div"},
+    {"_plus_scalar", "add_scalar"}, {"_minus_scalar", "sub_scalar"}, {"_mul_scalar", "mul_scalar"},
+    {"_div_scalar", "div_scalar"}, {"_rminus_scalar", "rsub_scalar"}, {"_rdiv_scalar", "rdiv_scalar"},
+    {"_power_scalar", "power_scalar"}, {"_rpower_scalar", "rpower_scalar"}, {"_maximum", "maximum"}, {"_minimum", "minimum"},
+    {"Concat", "concat"}, {"SoftmaxActivation", "softmax"}, {"_copy", "_copy"}, {"identity", "_copy"},
+    {"Reshape", "reshape"}, {"sum_axis", "sum"},
+};
+/* The keyword arguments of a node being made: translated, checked for
+   the operator, with "scalar" taken out for the scalar operators. */
+typedef struct dpn__kw { int n; const char *keys[DP_MAX_PARAMS + 8]; const char *vals[DP_MAX_PARAMS + 8]; } dpn__kw;
+static int dpn__kw_false(const char *v) { return !strcmp(v, "0") || !strcmp(v, "False") || !strcmp(v, "false"); }
+static int dpn__kw_true(const char *v) { return !strcmp(v, "1") || !strcmp(v, "True") || !strcmp(v, "true"); }
+/* Resolves op_name (MXNet's names too) to an operator and the keyword
+   arguments it takes; *scalar from "scalar". Logs naming the node. */
+static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw, const char *const *keys, const char *const *vals,
+                                 const dp_operator **op, dpn__kw *kw, double *scalar, int *has_scalar) {
+    const char *name = op_name, *act = NULL;
+    int i;
+    size_t k;
+    kw->n = 0; *scalar = 0; *has_scalar = 0;
+    for (k = 0; k < sizeof dpn__sym_aliases / sizeof dpn__sym_aliases[0]; k++)
+        if (!strcmp(op_name, dpn__sym_aliases[k].mxnet)) name = dpn__sym_aliases[k].depeng;
+    if (!strcmp(op_name, "Flatten") || !strcmp(op_name, "flatten")) { name = "reshape"; kw->keys[kw->n] = "shape"; kw->vals[kw->n++] = "(0, -1)"; }
+    for (i = 0; i < nkw; i++) {
+        const char *key = keys[i], *v = vals[i];
+        if (!key || !v) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "symbol node '%s': NULL parameter name or value", node); return DP_ERROR_INVALID_ARGS; }
+        if (key[0] == '_' && key[1] == '_') continue;            /* MXNet's hints (__shape__, __lr_mult__, ...) */
+        if (!strcmp(op_name, "Activation") && !strcmp(key, "act_type")) { act = v; continue; }
+        if (!strcmp(name, "FullyConnected") && ((!strcmp(key, "no_bias") && dpn__kw_false(v)) || (!strcmp(key, "flatten") && dpn__kw_true(v)))) continue;
+        if (!strcmp(key, "scalar")) { *has_scalar = 1; *scalar = strtod(v, NULL); continue; }
+        if (kw->n == (int)(sizeof kw->keys / sizeof kw->keys[0])) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': too many parameters", node); return DP_ERROR_INVALID_ARGS; }
+        kw->keys[kw->n] = key; kw->vals[kw->n++] = v;
+    }
+    if (!strcmp(op_name, "Activation")) {
+        if (!act || (strcmp(act, "relu") && strcmp(act, "sigmoid") && strcmp(act, "tanh"))) {
+            DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': Activation needs act_type relu, sigmoid or tanh (got %s)", node, act ? act : "none");
+            return DP_ERROR_INVALID_ARGS;
+        }
+        name = act;
+    }
+    if ((*op = dp_operator_find(name)) == NULL) {
+        DPN__LOG(NULL, DP_LOG_ERROR, UNKNOWN_OPERATOR, "symbol node '%s': unknown operator '%s'", node, op_name);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (*has_scalar && !(*op)->takes_scalar) {
+        DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': operator '%s' takes no scalar", node, (*op)->name);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return DP_OK;
+}
+/* The name of input i of op, for a variable made for an input not given. */
+static const char *dpn__sym_input_name(const dp_operator *op, int i) {
+    static const char *fc[3] = {"data", "weight", "bias"}, *loss[2] = {"data", "label"};
+    if (!strcmp(op->name, "FullyConnected") && i < 3) return fc[i];
+    if ((!strcmp(op->name, "SoftmaxOutput") || !strcmp(op->name, "softmax_cross_entropy")) && i < 2) return loss[i];
+    return NULL;
+}
+static dp_atomic_int dpn__sym_counter;
+/* A node of op on the given input entries (entries with a NULL node get
+   a new variable each); the node has one reference for the caller. */
+static dp_result dpn__sym_make_node(const char *op_name, const char *name, int nin, const dpn__sentry *in, int nkw,
+                                   const char *const *keys, const char *const *vals, dpn__snode **out) {
+    const dp_operator *op;
+    dpn__kw kw;
+    dpn__snode *n = NULL;
+    char auto_name[96], var_name[160];
+    int i, has_scalar, want, nout;
+    double scalar;
+    dp_result r;
+    *out = NULL;
+    if (!name) {
+        size_t k;
+        snprintf(auto_name, sizeof auto_name, "%s%d", op_name, (int)dp_atomic_add(&dpn__sym_counter, 1));
+        for (k = 0; auto_name[k]; k++) if (auto_name[k] >= 'A' && auto_name[k] <= 'Z') auto_name[k] = (char)(auto_name[k] - 'A' + 'a');
+        name = auto_name;
+    }
+    if ((r = dpn__sym_resolve(op_name, name, nkw, keys, vals, &op, &kw, &scalar, &has_scalar)) != DP_OK) return r;
+    if ((n = dpn__snode_new(name)) == NULL) return dpn__sym_oom("symbol node");
+    n->op = op; n->scalar = scalar;
+    if ((r = dp_operator_parse_params(NULL, op, kw.n, kw.keys, kw.vals, &n->params)) != DP_OK) {
+        DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': bad parameters for '%s' (see above)", name, op->name);
+        goto fail;
+    }
+    want = dp_operator_arity(op, &n->params, op->num_inputs); nout = dp_operator_arity(op, &n->params, op->num_outputs);
+    if (nin != want || want < 0 || nout < 1) {
+        DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': operator '%s' takes %d inputs, %d given", name, op->name, want, nin);
+        r = DP_ERROR_INVALID_ARGS;
+        goto fail;
+    }
+    n->nout = nout; n->nin = nin; n->nkw = kw.n + has_scalar;
+    n->in = (dpn__sentry *)calloc((size_t)(nin ? nin : 1), sizeof *n->in);
+    n->keys = (char **)calloc((size_t)(n->nkw ? n->nkw : 1), sizeof *n->keys);
+    n->vals = (char **)calloc((size_t)(n->nkw ? n->nkw : 1), sizeof *n->vals);
+    if (!n->in || !n->keys || !n->vals) goto oom;
+    for (i = 0; i < kw.n; i++) {
+        n->keys[i] = dpn__strdup(kw.keys[i]); n->vals[i] = dpn__strdup(kw.vals[i]);
+        if (!n->keys[i] || !n->vals[i]) goto oom;
+    }
+    if (has_scalar) {
+        char buf[40];
+        snprintf(buf, sizeof buf, "%.17g", scalar);
+        n->keys[kw.n] = dpn__strdup("scalar"); n->vals[kw.n] = dpn__strdup(buf);
+        if (!n->keys[kw.n] || !n->vals[kw.n]) goto oom;
+    }
+    for (i = 0; i < nin; i++) {
+        if (in[i].node) {
+            if (in[i].index < 0 || in[i].index >= in[i].node->nout) {
+                DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': input %d names output %d of '%s', which has %d", name, i,
+                        in[i].index, in[i].node->name, in[i].node->nout);
+                r = DP_ERROR_INVALID_ARGS;
+                goto fail;
+            }
+            n->in[i].node = dpn__snode_ref(in[i].node); n->in[i].index = in[i].index;
+            continue;
+        }
+        if (dpn__sym_input_name(op, i)) snprintf(var_name, sizeof var_name, "%s_%s", name, dpn__sym_input_name(op, i));
+        else snprintf(var_name, sizeof var_name, "%s_arg%d", name, i);
+        if ((n->in[i].node = dpn__snode_new(var_name)) == NULL) goto oom;
+    }
+    *out = n;
+    return DP_OK;
+oom:
+    r = dpn__sym_oom("symbol node");
+fail:
+    dpn__snode_unref(n);
+    return r;
+}
+DPN_IMPL dp_result dp_sym_op(const char *op_name, const char *name, int num_inputs, dp_symbol *const *inputs, int num_kwargs,
+                            const char *const *keys, const char *const *values, dp_symbol **out) {
+    dp_nn_register();
+    dpn__sentry in[DP_MAX_OP_ARRAYS];
+    dpn__snode *n;
+    dp_result r;
+    int i;
+    if (out) *out = NULL;
+    if (!op_name || !out || num_inputs < 0 || num_inputs > DP_MAX_OP_ARRAYS || (num_inputs && !inputs) || num_kwargs < 0
+        || (num_kwargs && (!keys || !values))) {
+        DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_op '%s': an operator name, out, 0..%d inputs and the keyword arrays are needed",
+                op_name ? op_name : "(null)", DP_MAX_OP_ARRAYS);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < num_inputs; i++) {
+        in[i].node = NULL; in[i].index = 0;
+        if (!inputs[i]) continue;
+        if (inputs[i]->n != 1) {
+            DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': input %d is a symbol of %d outputs; pick one with dp_sym_output",
+                    name ? name : op_name, i, inputs[i]->n);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        in[i] = inputs[i]->out[0];
+    }
+    if ((r = dpn__sym_make_node(op_name, name, num_inputs, in, num_kwargs, keys, values, &n)) != DP_OK) return r;
+    if ((*out = dpn__sym_new(n->nout)) == NULL) { dpn__snode_unref(n); return dpn__sym_oom("dp_sym_op"); }
+    for (i = 0; i < n->nout; i++) { (*out)->out[i].node = i ? dpn__snode_ref(n) : n; (*out)->out[i].index = i; }
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_sym_output(const dp_symbol *s, int index, dp_symbol **out) {
+    if (out) *out = NULL;
+    if (!s || !out || index < 0 || index >= s->n) {
+        DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_sym_output: output %d of a symbol with %d", index, s ? s->n : 0);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((*out = dpn__sym_new(1)) == NULL) return dpn__sym_oom("dp_sym_output");
+    (*out)->out[0].node = dpn__snode_ref(s->out[index].node); (*out)->out[0].index = s->out[index].index;
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_sym_group(int num, dp_symbol *const *syms, dp_symbol **out) {
+    int i, j, total = 0;
+    if (out) *out = NULL;
+    for (i = 0; syms && i < num; i++) if (syms[i]) total += syms[i]->n;
+    if (!out || num < 1 || !syms || total < 1) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_group: symbols and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    for (i = 0; i < num; i++) if (!syms[i]) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_group: symbol %d is NULL", i); return DP_ERROR_INVALID_ARGS; }
+    if ((*out = dpn__sym_new(total)) == NULL) return dpn__sym_oom("dp_sym_group");
+    total = 0;
+    for (i = 0; i < num; i++)
+        for (j = 0; j < syms[i]->n; j++) { (*out)->out[total].node = dpn__snode_ref(syms[i]->out[j].node); (*out)->out[total++].index = syms[i]->out[j].index; }
+    return DP_OK;
+}
+
+/* >>graph passes --------------------------------------------------------------
+   A symbol's nodes in execution order (inputs before the nodes that read
+   them, in the order of a depth-first walk from the outputs, as MXNet
+   lists them), each output of each node one entry. Node lookups go
+   through a small pointer map, so a pass never writes into the shared
+   nodes and symbols can be used from several threads at once. */
+typedef struct dpn__ptrmap { size_t cap, count; const void **keys; int *vals; } dpn__ptrmap;
+static size_t dpn__ptr_hash(const void *p, size_t cap) {
+    uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
+    return (size_t)(h >> 17) & (cap - 1);
+}
+static int dpn__ptrmap_get(const dpn__ptrmap *m, const void *key) {
+    size_t i;
+    if (!m->cap) return -1;
+    for (i = dpn__ptr_hash(key, m->cap); m->keys[i]; i = (i + 1) & (m->cap - 1)) if (m->keys[i] == key) return m->vals[i];
+    return -1;
+}
+static void dpn__ptrmap_free(dpn__ptrmap *m) { free(m->keys); free(m->vals); memset(m, 0, sizeof *m); }
+/* 0, or -1 out of memory */
+static int dpn__ptrmap_put(dpn__ptrmap *m, const void *key, int val) {
+    size_t i;
+    if (2 * (m->count + 1) > m->cap) {
+        dpn__ptrmap g;
+        size_t k;
+        g.cap = m->cap ? 2 * m->cap : 64; g.count = 0;
+        g.keys = (const void **)calloc(g.cap, sizeof *g.keys); g.vals = (int *)calloc(g.cap, sizeof *g.vals);
+        if (!g.keys || !g.vals) { free(g.keys); free(g.vals); return -1; }
+        for (k = 0; k < m->cap; k++) if (m->keys[k]) dpn__ptrmap_put(&g, m->keys[k], m->vals[k]);
+        dpn__ptrmap_free(m);
+        *m = g;
+    }
+    for (i = dpn__ptr_hash(key, m->cap); m->keys[i]; i = (i + 1) & (m->cap - 1))
+        if (m->keys[i] == key) { m->vals[i] = val; return 0; }
+    m->keys[i] = key; m->vals[i] = val; m->count++;
+    return 0;
+}
+typedef struct dpn__graph {
+    int n, nentries, narg;
+    dpn__snode **node;           /* execution order */
+    int *entry0;                /* per node: the entry of its output 0 */
+    int *arg;                   /* the variable nodes, in order */
+    dpn__ptrmap map;             /* node -> its place */
+} dpn__graph;
+static void dpn__graph_free(dpn__graph *g) {
+    free(g->node); free(g->entry0); free(g->arg);
+    dpn__ptrmap_free(&g->map);
+    memset(g, 0, sizeof *g);
+}
+static int dpn__graph_entry(const dpn__graph *g, const dpn__sentry *e) { return g->entry0[dpn__ptrmap_get(&g->map, e->node)] + e->index; }
+/* The nodes of s in execution order: an explicit-stack depth-first walk. */
+static dp_result dpn__graph_build(const dp_symbol *s, dpn__graph *g) {
+    struct frame { dpn__snode *n; int next; } *stack = NULL;
+    size_t nstack = 0, capstack = 0, capnode = 0;
+    int i;
+    memset(g, 0, sizeof *g);
+    for (i = 0; i < s->n; i++) {
+        dpn__snode *root = s->out[i].node;
+        if (dpn__ptrmap_get(&g->map, root) != -1) continue;
+        if (dpn__reserve(NULL, &stack, &capstack, nstack, sizeof *stack, 64) || dpn__ptrmap_put(&g->map, root, -2)) goto oom;
+        stack[nstack].n = root; stack[nstack].next = 0; nstack++;
+        while (nstack) {
+            struct frame *f = &stack[nstack - 1];
+            if (f->next < f->n->nin) {
+                dpn__snode *c = f->n->in[f->next++].node;
+                if (dpn__ptrmap_get(&g->map, c) != -1) continue;
+                if (dpn__reserve(NULL, &stack, &capstack, nstack, sizeof *stack, 64) || dpn__ptrmap_put(&g->map, c, -2)) goto oom;
+                stack[nstack].n = c; stack[nstack].next = 0; nstack++;
+                continue;
+            }
+            if (dpn__reserve(NULL, &g->node, &capnode, (size_t)g->n, sizeof *g->node, 64) || dpn__ptrmap_put(&g->map, f->n, g->n)) goto oom;
+            g->node[g->n++] = f->n;
+            nstack--;
+        }
+    }
+    free(stack); stack = NULL;
+    g->entry0 = (int *)malloc((size_t)(g->n ? g->n : 1) * sizeof *g->entry0);
+    g->arg = (int *)malloc((size_t)(g->n ? g->n : 1) * sizeof *g->arg);
+    if (!g->entry0 || !g->arg) goto oom;
+    for (i = 0; i < g->n; i++) {
+        g->entry0[i] = g->nentries;
+        g->nentries += g->node[i]->nout;
+        if (!g->node[i]->op) g->arg[g->narg++] = i;
+    }
+    return DP_OK;
+oom:
+    free(stack);
+    dpn__graph_free(g);
+    return dpn__sym_oom("symbol graph");
+}
+DPN_IMPL int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap) {
+    dpn__graph g;
+    int i, n;
+    if (!s || dpn__graph_build(s, &g) != DP_OK) return -1;
+    for (i = 0; names && i < cap && i < g.narg; i++) names[i] = g.node[g.arg[i]]->name;
+    n = g.narg;
+    dpn__graph_free(&g);
+    return n;
+}
+DPN_IMPL const char *dp_sym_name(const dp_symbol *s) { return s && s->n == 1 ? s->out[0].node->name : NULL; }
+
+/* Shape inference, backward: the shapes an operator can tell its unknown
+   inputs from what is known (a FullyConnected's weight and bias from the
+   data and num_hidden, a loss's label from the data, an element-wise
+   operand from the other). Sets known[] for what it fills; returns how
+   many it filled. */
+static int dpn__infer_backward(const dpn__snode *x, dp_shape *is, dp_dtype *it, unsigned char *known) {
+    const char *nm = x->op->name;
+    int filled = 0, i;
+    if (!strcmp(nm, "FullyConnected") && known[0] && is[0].ndim == 2) {
+        dp_shape w, b;
+        memset(&w, 0, sizeof w); memset(&b, 0, sizeof b);
+        w.ndim = 2; w.dims[0] = x->params.v[0].i; w.dims[1] = is[0].dims[1];
+        b.ndim = 1; b.dims[0] = x->params.v[0].i;
+        if (!known[1]) { is[1] = w; it[1] = it[0]; known[1] = 1; filled++; }
+        if (!known[2]) { is[2] = b; it[2] = it[0]; known[2] = 1; filled++; }
+    } else if ((!strcmp(nm, "softmax_cross_entropy") || !strcmp(nm, "SoftmaxOutput")) && known[0] && !known[1] && is[0].ndim >= 1) {
+        memset(&is[1], 0, sizeof is[1]);
+        is[1].ndim = 1; is[1].dims[0] = is[0].dims[0]; it[1] = it[0]; known[1] = 1; filled++;
+    } else if (x->nin == 2 && dpn__is_broadcast_binary(x->op)) {
+        for (i = 0; i < 2; i++) if (known[i] && !known[1 - i]) { is[1 - i] = is[i]; it[1 - i] = it[i]; known[1 - i] = 1; filled++; }
+    }
+    return filled;
+}
+/* Shapes and dtypes of every entry of g from those known[] already (the
+   arguments given), forward through each operator's inference and
+   backward where an operator can, until nothing changes. */
+static dp_result dpn__graph_infer(const dpn__graph *g, dp_shape *shape, dp_dtype *dtype, unsigned char *known) {
+    dp_shape is[DP_MAX_OP_ARRAYS], os[DP_MAX_OP_ARRAYS];
+    dp_dtype it[DP_MAX_OP_ARRAYS], ot[DP_MAX_OP_ARRAYS];
+    unsigned char ik[DP_MAX_OP_ARRAYS];
+    char msg[256], s1[160], s2[160];
+    int changed = 1, i, j;
+    while (changed) {
+        changed = 0;
+        for (i = 0; i < g->n; i++) {
+            const dpn__snode *x = g->node[i];
+            int all = 1, e0 = g->entry0[i];
+            if (!x->op) continue;
+            for (j = 0; j < x->nin; j++) {
+                int e = dpn__graph_entry(g, &x->in[j]);
+                is[j] = shape[e]; it[j] = dtype[e]; ik[j] = known[e];
+                all &= known[e];
+            }
+            if (!all && dpn__infer_backward(x, is, it, ik)) {
+                for (j = 0; j < x->nin; j++) {
+                    int e = dpn__graph_entry(g, &x->in[j]);
+                    if (!known[e] && ik[j]) { shape[e] = is[j]; dtype[e] = it[j]; known[e] = 1; changed = 1; }
+                }
+                all = 1;
+                for (j = 0; j < x->nin; j++) all &= ik[j];
+            }
+            if (!all || known[e0]) continue;
+            msg[0] = 0;
+            if (x->op->infer) {
+                if (x->op->infer(&x->params, x->nin, is, it, x->nout, os, ot, msg, sizeof msg)) {
+                    DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): %s", x->name, x->op->name, msg[0] ? msg : "its input shapes do not fit");
+                    return DP_ERROR_INVALID_ARGS;
+                }
+            } else {
+                if (!x->nin) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): no inputs and no inference", x->name, x->op->name); return DP_ERROR_INVALID_ARGS; }
+                for (j = 0; j < x->nout; j++) { os[j] = is[0]; ot[j] = it[0]; }
+                for (j = 1; j < x->nin; j++)
+                    if (is[j].ndim != is[0].ndim || memcmp(is[j].dims, is[0].dims, sizeof(int64_t) * (size_t)is[0].ndim) != 0 || it[j] != it[0]) {
+                        DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): input %d is %s %s, input 0 %s %s", x->name, x->op->name, j,
+                                dp_dtype_name(it[j]), dpn__shape_str(&is[j], s1, sizeof s1), dp_dtype_name(it[0]), dpn__shape_str(&is[0], s2, sizeof s2));
+                        return DP_ERROR_INVALID_ARGS;
+                    }
+            }
+            for (j = 0; j < x->nout; j++) { shape[e0 + j] = os[j]; dtype[e0 + j] = ot[j]; known[e0 + j] = 1; }
+            changed = 1;
+        }
+    }
+    for (i = 0; i < g->n; i++) {
+        const dpn__snode *x = g->node[i];
+        for (j = 0; x->op && j < x->nin; j++)
+            if (!known[dpn__graph_entry(g, &x->in[j])]) {
+                DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: node '%s' (%s): input %d ('%s') has no known shape; give it", x->name,
+                        x->op->name, j, x->in[j].node->name);
+                return DP_ERROR_INVALID_ARGS;
+            }
+    }
+    return DP_OK;
+}
+/* The entries' shapes for given argument shapes (by name); fills what the
+   caller asked for. */
+static dp_result dpn__sym_infer_entries(const dpn__graph *g, int num, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
+                                       dp_shape **shape, dp_dtype **dtype, unsigned char **known) {
+    int i, j;
+    dp_result r;
+    *shape = (dp_shape *)calloc((size_t)(g->nentries ? g->nentries : 1), sizeof **shape);
+    *dtype = (dp_dtype *)calloc((size_t)(g->nentries ? g->nentries : 1), sizeof **dtype);
+    *known = (unsigned char *)calloc((size_t)(g->nentries ? g->nentries : 1), 1);
+    if (!*shape || !*dtype || !*known) return dpn__sym_oom("shape inference");
+    for (i = 0; i < num; i++) {
+        for (j = 0; j < g->narg && (!names[i] || strcmp(names[i], g->node[g->arg[j]]->name) != 0); j++) {}
+        if (j == g->narg) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: '%s' is not an argument of the symbol", names[i] ? names[i] : "(null)"); return DP_ERROR_INVALID_ARGS; }
+        j = g->entry0[g->arg[j]];
+        (*shape)[j] = shapes[i]; (*dtype)[j] = dtypes ? dtypes[i] : DP_FLOAT32; (*known)[j] = 1;
+    }
+    if ((r = dpn__graph_infer(g, *shape, *dtype, *known)) != DP_OK) return r;
+    for (i = 0; i < g->narg; i++)
+        if (!(*known)[g->entry0[g->arg[i]]]) {
+            DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: argument '%s' reaches no operator that tells its shape; give it", g->node[g->arg[i]]->name);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
+                               dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes) {
+    dpn__graph g;
+    dp_shape *shape = NULL;
+    dp_dtype *dtype = NULL;
+    unsigned char *known = NULL;
+    dp_result r;
+    int i;
+    if (!s || num_known < 0 || (num_known && (!names || !shapes))) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_infer: a symbol and the known names and shapes are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dpn__graph_build(s, &g)) != DP_OK) return r;
+    if ((r = dpn__sym_infer_entries(&g, num_known, names, shapes, dtypes, &shape, &dtype, &known)) == DP_OK) {
+        for (i = 0; i < g.narg; i++) {
+            if (arg_shapes) arg_shapes[i] = shape[g.entry0[g.arg[i]]];
+            if (arg_dtypes) arg_dtypes[i] = dtype[g.entry0[g.arg[i]]];
+        }
+        for (i = 0; i < s->n; i++) {
+            int e = dpn__graph_entry(&g, &s->out[i]);
+            if (out_shapes) out_shapes[i] = shape[e];
+            if (out_dtypes) out_dtypes[i] = dtype[e];
+        }
+    }
+    free(shape); free(dtype); free(known);
+    dpn__graph_free(&g);
+    return r;
+}
+
+/* >>symbol JSON and DOT -----------------------------------------------------------
+   MXNet's symbol file: the nodes in execution order, each input an entry
+   [node, output, version]; arg_nodes lists the variables, node_row_ptr
+   where each node's entries start, heads the outputs. Reading is a small
+   JSON parser into a tree (depth limited), then the nodes are made in
+   order, each from nodes made before it. */
+static void dpn__json_str(FILE *out, const char *s) {
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+        else if (c < 0x20) fprintf(out, "\\u%04x", c);
+        else fputc(c, out);
+    }
+    fputc('"', out);
+}
+DPN_IMPL dp_result dp_sym_save_json(const dp_symbol *s, FILE *out) {
+    dpn__graph g;
+    dp_result r;
+    int i, j, k;
+    if (!s || !out) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_save_json: a symbol and a stream are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dpn__graph_build(s, &g)) != DP_OK) return r;
+    fprintf(out, "{\n  \"nodes\": [");
+    for (i = 0; i < g.n; i++) {
+        const dpn__snode *x = g.node[i];
+        fprintf(out, "%s\n    {\n      \"op\": ", i ? "," : "");
+        dpn__json_str(out, x->op ? x->op->name : "null");
+        fprintf(out, ",\n      \"name\": ");
+        dpn__json_str(out, x->name);
+        if (x->nkw) {
+            fprintf(out, ",\n      \"attrs\": {");
+            for (k = 0; k < x->nkw; k++) {
+                fprintf(out, "%s\n        ", k ? "," : "");
+                dpn__json_str(out, x->keys[k]); fprintf(out, ": "); dpn__json_str(out, x->vals[k]);
+            }
+            fprintf(out, "\n      }");
+        }
+        fprintf(out, ",\n      \"inputs\": [");
+        for (j = 0; j < x->nin; j++) fprintf(out, "%s[%d, %d, 0]", j ? ", " : "", dpn__ptrmap_get(&g.map, x->in[j].node), x->in[j].index);
+        fprintf(out, "]\n    }");
+    }
+    fprintf(out, "\n  ],\n  \"arg_nodes\": [");
+    for (i = 0; i < g.narg; i++) fprintf(out, "%s%d", i ? ", " : "", g.arg[i]);
+    fprintf(out, "],\n  \"node_row_ptr\": [");
+    for (i = 0; i <= g.n; i++) fprintf(out, "%s%d", i ? ", " : "", i < g.n ? g.entry0[i] : g.nentries);
+    fprintf(out, "],\n  \"heads\": [");
+    for (i = 0; i < s->n; i++) fprintf(out, "%s[%d, %d, 0]", i ? ", " : "", dpn__ptrmap_get(&g.map, s->out[i].node), s->out[i].index);
+    fprintf(out, "],\n  \"attrs\": {\"mxnet_version\": [\"int\", 10600]}\n}\n");
+    dpn__graph_free(&g);
+    return dpn__stream_result(NULL, out, "dp_sym_save_json");
+}
+DPN_IMPL dp_result dp_sym_save(const dp_symbol *s, const char *path) {
+    FILE *f;
+    dp_result r;
+    if (!s || !path) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_save: a symbol and a path are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((f = fopen(path, "wb")) == NULL) { DPN__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_save: cannot open '%s' for writing", path); return DP_ERROR_IO; }
+    r = dp_sym_save_json(s, f);
+    if (fclose(f) != 0 && r == DP_OK) { DPN__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_save: writing '%s' failed", path); r = DP_ERROR_IO; }
+    return r;
+}
+/* A parsed JSON value. Strings are decoded (escapes; \u as UTF-8); a
+   number keeps its text too, since MXNet's attrs are strings but some
+   writers put numbers there. */
+enum { DPN__J_NULL, DPN__J_BOOL, DPN__J_NUM, DPN__J_STR, DPN__J_ARR, DPN__J_OBJ };
+typedef struct dpn__jval {
+    int type;
+    double num;
+    char *str;                   /* STR, NUM (its text), an object member's value's key in keys */
+    int n;
+    struct dpn__jval *items;      /* ARR, OBJ */
+    char **keys;                 /* OBJ */
+} dpn__jval;
+typedef struct dpn__jparse { const char *p; const char *start; char err[128]; } dpn__jparse;
+static void dpn__jfree(dpn__jval *v) {
+    int i;
+    for (i = 0; i < v->n; i++) { dpn__jfree(&v->items[i]); if (v->keys) free(v->keys[i]); }
+    free(v->items); free(v->keys); free(v->str);
+    memset(v, 0, sizeof *v);
+}
+static void dpn__jskip(dpn__jparse *ps) { while (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\n' || *ps->p == '\r') ps->p++; }
+static int dpn__jfail(dpn__jparse *ps, const char *why) {
+    if (!ps->err[0]) snprintf(ps->err, sizeof ps->err, "%s at byte %ld", why, (long)(ps->p - ps->start));
+    return -1;
+}
+static int dpn__jhex(const char *p, unsigned *out) {
+    int i;
+    *out = 0;
+    for (i = 0; i < 4; i++) {
+        char c = p[i];
+        *out <<= 4;
+        if (c >= '0' && c <= '9') *out |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f') *out |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') *out |= (unsigned)(c - 'A' + 10);
+        else return -1;
+    }
+    return 0;
+}
+static int dpn__jstring(dpn__jparse *ps, char **out) {
+    const char *q = ++ps->p;
+    size_t cap = 0, n = 0;
+    char *s;
+    while (*q && *q != '"') { if (*q == '\\' && q[1]) q++; q++; cap++; }
+    if (*q != '"') return dpn__jfail(ps, "unterminated string");
+    if ((s = (char *)malloc(cap * 3 + 1)) == NULL) return dpn__jfail(ps, "out of memory");
+    while (*ps->p != '"') {
+        char c = *ps->p++;
+        if (c != '\\') { s[n++] = c; continue; }
+        c = *ps->p++;
+        switch (c) {
+        case 'n': s[n++] = '\n'; break;
+        case 't': s[n++] = '\t'; break;
+        case 'r': s[n++] = '\r'; break;
+        case 'b': s[n++] = '\b'; break;
+        case 'f': s[n++] = '\f'; break;
+        case 'u': {
+            unsigned u;
+            if (dpn__jhex(ps->p, &u)) { free(s); return dpn__jfail(ps, "bad \\u escape"); }
+            ps->p += 4;
+            if (u < 0x80) s[n++] = (char)u;
+            else if (u < 0x800) { s[n++] = (char)(0xC0 | (u >> 6)); s[n++] = (char)(0x80 | (u & 0x3F)); }
+            else { s[n++] = (char)(0xE0 | (u >> 12)); s[n++] = (char)(0x80 | ((u >> 6) & 0x3F)); s[n++] = (char)(0x80 | (u & 0x3F)); }
+            break;
+        }
+        default: s[n++] = c; break;
+        }
+    }
+    ps->p++;
+    s[n] = 0;
+    if (memchr(s, 0, n)) { free(s); return dpn__jfail(ps, "a NUL in a string"); }
+    *out = s;
+    return 0;
+}
+static int dpn__jvalue(dpn__jparse *ps, dpn__jval *v, int depth);
+/* the items of an array or object, up to close */
+static int dpn__jitems(dpn__jparse *ps, dpn__jval *v, int depth, char close) {
+    size_t cap = 0;
+    ps->p++;
+    dpn__jskip(ps);
+    if (*ps->p == close) { ps->p++; return 0; }
+    for (;;) {
+        char *key = NULL;
+        dpn__jskip(ps);
+        if (close == '}') {
+            if (*ps->p != '"' || dpn__jstring(ps, &key)) return dpn__jfail(ps, "expected a member name");
+            dpn__jskip(ps);
+            if (*ps->p != ':') { free(key); return dpn__jfail(ps, "expected ':'"); }
+            ps->p++;
+        }
+        if ((size_t)v->n == cap) {
+            size_t nc = cap ? cap * 2 : 8;
+            dpn__jval *items = (dpn__jval *)realloc(v->items, nc * sizeof *items);
+            char **keys = close == '}' ? (char **)realloc(v->keys, nc * sizeof *keys) : NULL;
+            if (items) v->items = items;
+            if (keys) v->keys = keys;
+            if (!items || (close == '}' && !keys)) { free(key); return dpn__jfail(ps, "out of memory"); }
+            cap = nc;
+        }
+        memset(&v->items[v->n], 0, sizeof v->items[v->n]);
+        if (v->keys) v->keys[v->n] = key;
+        v->n++;
+        if (dpn__jvalue(ps, &v->items[v->n - 1], depth + 1)) return -1;
+        dpn__jskip(ps);
+        if (*ps->p == ',') { ps->p++; continue; }
+        if (*ps->p == close) { ps->p++; return 0; }
+        return dpn__jfail(ps, close == '}' ? "expected ',' or '}'" : "expected ',' or ']'");
+    }
+}
+static int dpn__jvalue(dpn__jparse *ps, dpn__jval *v, int depth) {
+    dpn__jskip(ps);
+    if (depth > 64) return dpn__jfail(ps, "nested too deeply");
+    switch (*ps->p) {
+    case '{': v->type = DPN__J_OBJ; return dpn__jitems(ps, v, depth, '}');
+    case '[': v->type = DPN__J_ARR; return dpn__jitems(ps, v, depth, ']');
+    case '"': v->type = DPN__J_STR; return dpn__jstring(ps, &v->str);
+    default: break;
+    }
+    if (!strncmp(ps->p, "true", 4) || !strncmp(ps->p, "null", 4)) { v->type = ps->p[0] == 't' ? DPN__J_BOOL : DPN__J_NULL; v->num = 1; ps->p += 4; return 0; }
+    if (!strncmp(ps->p, "false", 5)) { v->type = DPN__J_BOOL; ps->p += 5; return 0; }
+    if (*ps->p == '-' || (*ps->p >= '0' && *ps->p <= '9')) {
+        char *end;
+        size_t len;
+        v->type = DPN__J_NUM;
+        v->num = strtod(ps->p, &end);
+        if (end == ps->p) return dpn__jfail(ps, "bad number");
+        len = (size_t)(end - ps->p);
+        if ((v->str = (char *)malloc(len + 1)) == NULL) return dpn__jfail(ps, "out of memory");
+        memcpy(v->str, ps->p, len); v->str[len] = 0;
+        ps->p = end;
+        return 0;
+    }
+    return dpn__jfail(ps, "unexpected character");
+}
+static const dpn__jval *dpn__jget(const dpn__jval *obj, const char *key) {
+    int i;
+    if (!obj || obj->type != DPN__J_OBJ) return NULL;
+    for (i = 0; i < obj->n; i++) if (!strcmp(obj->keys[i], key)) return &obj->items[i];
+    return NULL;
+}
+/* an entry [node, output(, version)] of a node made before `before` */
+static int dpn__jentry(const dpn__jval *v, int before, dpn__snode **made, dpn__sentry *out) {
+    int node, index;
+    if (!v || v->type != DPN__J_ARR || v->n < 2 || v->n > 3 || v->items[0].type != DPN__J_NUM || v->items[1].type != DPN__J_NUM) return -1;
+    if (!(v->items[0].num >= 0 && v->items[0].num < (double)before) || !(v->items[1].num >= 0 && v->items[1].num < DP_MAX_OP_ARRAYS))
+        return -1;                                     /* before the casts: a huge or NaN double has no int */
+    node = (int)v->items[0].num; index = (int)v->items[1].num;
+    if ((double)node != v->items[0].num || (double)index != v->items[1].num || index >= made[node]->nout) return -1;
+    out->node = made[node]; out->index = index;
+    return 0;
+}
+static dp_result dpn__jformat(const char *why, int node) {
+    if (node >= 0) DPN__LOG(NULL, DP_LOG_ERROR, FORMAT, "symbol JSON: node %d: %s", node, why);
+    else DPN__LOG(NULL, DP_LOG_ERROR, FORMAT, "symbol JSON: %s", why);
+    return DP_ERROR_FORMAT;
+}
+/* The symbol of a parsed file. */
+static dp_result dpn__sym_from_json(const dpn__jval *root, dp_symbol **out) {
+    const dpn__jval *nodes = dpn__jget(root, "nodes"), *heads = dpn__jget(root, "heads");
+    dpn__snode **made;
+    dp_result r = DP_OK;
+    int i, j, nmade = 0;
+    if (!nodes || nodes->type != DPN__J_ARR || !heads || heads->type != DPN__J_ARR || heads->n < 1)
+        return dpn__jformat("an object with the arrays \"nodes\" and \"heads\" is needed", -1);
+    if ((made = (dpn__snode **)calloc((size_t)(nodes->n ? nodes->n : 1), sizeof *made)) == NULL) return dpn__sym_oom("dp_sym_load_json");
+    for (i = 0; i < nodes->n && r == DP_OK; i++) {
+        const dpn__jval *x = &nodes->items[i], *op = dpn__jget(x, "op"), *name = dpn__jget(x, "name"), *in = dpn__jget(x, "inputs");
+        const dpn__jval *attrs = dpn__jget(x, "attrs");
+        dpn__sentry ent[DP_MAX_OP_ARRAYS];
+        const char *keys[DP_MAX_PARAMS + 8], *vals[DP_MAX_PARAMS + 8];
+        int nkw = 0;
+        if (!attrs) attrs = dpn__jget(x, "param");
+        if (!attrs) attrs = dpn__jget(x, "attr");
+        if (!op || op->type != DPN__J_STR || !name || name->type != DPN__J_STR || !name->str[0] || (in && in->type != DPN__J_ARR)
+            || (attrs && attrs->type != DPN__J_OBJ)) { r = dpn__jformat("each node needs \"op\" and \"name\" strings, \"inputs\" an array, \"attrs\" an object", i); break; }
+        if (!strcmp(op->str, "null")) {
+            if ((made[i] = dpn__snode_new(name->str)) == NULL) { r = dpn__sym_oom("dp_sym_load_json"); break; }
+            nmade++;
+            continue;
+        }
+        if (in && in->n > DP_MAX_OP_ARRAYS) { r = dpn__jformat("too many inputs", i); break; }
+        for (j = 0; in && j < in->n; j++)
+            if (dpn__jentry(&in->items[j], i, made, &ent[j])) { r = dpn__jformat("an input is not [node, output, version] of an earlier node", i); break; }
+        if (r != DP_OK) break;
+        for (j = 0; attrs && j < attrs->n; j++) {
+            const dpn__jval *v = &attrs->items[j];
+            if (v->type != DPN__J_STR && v->type != DPN__J_NUM) continue;     /* MXNet's nested hints */
+            if (nkw == (int)(sizeof keys / sizeof keys[0])) { r = dpn__jformat("too many attributes", i); break; }
+            keys[nkw] = attrs->keys[j]; vals[nkw++] = v->str;
+        }
+        if (r != DP_OK) break;
+        r = dpn__sym_make_node(op->str, name->str, in ? in->n : 0, ent, nkw, keys, vals, &made[i]);
+        if (r == DP_OK) nmade++;
+    }
+    if (r == DP_OK && (*out = dpn__sym_new(heads->n)) == NULL) r = dpn__sym_oom("dp_sym_load_json");
+    for (i = 0; r == DP_OK && i < heads->n; i++) {
+        if (dpn__jentry(&heads->items[i], nodes->n, made, &(*out)->out[i])) {
+            r = dpn__jformat("a head is not [node, output, version] of a node", -1);
+            (*out)->n = i;
+            dp_sym_release(*out);
+            *out = NULL;
+            break;
+        }
+        dpn__snode_ref((*out)->out[i].node);
+    }
+    for (i = 0; i < nmade; i++) dpn__snode_unref(made[i]);
+    free(made);
+    return r;
+}
+DPN_IMPL dp_result dp_sym_load_json(const char *json, dp_symbol **out) {
+    dp_nn_register();
+    dpn__jparse ps;
+    dpn__jval root;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!json || !out) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_load_json: the text and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    memset(&ps, 0, sizeof ps);
+    memset(&root, 0, sizeof root);
+    ps.p = ps.start = json;
+    if (dpn__jvalue(&ps, &root, 0) == 0) { dpn__jskip(&ps); if (*ps.p) dpn__jfail(&ps, "text after the end"); }
+    if (ps.err[0]) r = dpn__jformat(ps.err, -1);
+    else r = dpn__sym_from_json(&root, out);
+    dpn__jfree(&root);
+    return r;
+}
+DPN_IMPL dp_result dp_sym_load(const char *path, dp_symbol **out) {
+    FILE *f;
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!path || !out) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_load: a path and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((f = fopen(path, "rb")) == NULL) { DPN__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_load: cannot open '%s'", path); return DP_ERROR_IO; }
+    for (;;) {
+        size_t got;
+        if (n + 4096 + 1 > cap) {
+            char *t = (char *)realloc(text, cap = (cap ? cap * 2 : 8192));
+            if (!t) { free(text); fclose(f); return dpn__sym_oom("dp_sym_load"); }
+            text = t;
+        }
+        got = fread(text + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) { free(text); fclose(f); DPN__LOG(NULL, DP_LOG_ERROR, IO, "dp_sym_load: reading '%s' failed (a directory?)", path); return DP_ERROR_IO; }
+    fclose(f);
+    text[n] = 0;
+    if (memchr(text, 0, n)) { free(text); return dpn__jformat("a NUL byte in the file", -1); }
+    r = dp_sym_load_json(text, out);
+    free(text);
+    return r;
+}
+static void dpn__dot_label(FILE *out, const char *s) {
+    for (; *s; s++) { if (*s == '"' || *s == '\\') fputc('\\', out); fputc(*s, out); }
+}
+DPN_IMPL dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out) {
+    dpn__graph g;
+    dp_result r;
+    int i, j;
+    if (!s || !out) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_write_dot: a symbol and a stream are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dpn__graph_build(s, &g)) != DP_OK) return r;
+    fprintf(out, "digraph symbol {\n  rankdir=BT;\n  node [fontname=\"Helvetica\", fontsize=10];\n");
+    for (i = 0; i < g.n; i++) {
+        const dpn__snode *x = g.node[i];
+        fprintf(out, "  n%d [label=\"", i);
+        dpn__dot_label(out, x->name);
+        if (x->op) {
+            fprintf(out, "\\n");
+            dpn__dot_label(out, x->op->name);
+            for (j = 0; j < x->nkw; j++) { fprintf(out, "\\n"); dpn__dot_label(out, x->keys[j]); fputc('=', out); dpn__dot_label(out, x->vals[j]); }
+            fprintf(out, "\", shape=box, style=\"rounded,filled\", fillcolor=\"#cfe2f3\"];\n");
+        } else fprintf(out, "\", shape=ellipse];\n");
+    }
+    for (i = 0; i < g.n; i++)
+        for (j = 0; j < g.node[i]->nin; j++) {
+            const dpn__sentry *e = &g.node[i]->in[j];
+            fprintf(out, "  n%d -> n%d", dpn__ptrmap_get(&g.map, e->node), i);
+            if (e->node->nout > 1) fprintf(out, " [label=\"%d\"]", e->index);
+            fprintf(out, ";\n");
+        }
+    for (i = 0; i < s->n; i++) {
+        fprintf(out, "  out%d [label=\"output %d\", shape=plaintext];\n  n%d -> out%d;\n", i, i, dpn__ptrmap_get(&g.map, s->out[i].node), i);
+    }
+    fprintf(out, "}\n");
+    dpn__graph_free(&g);
+    return dpn__stream_result(NULL, out, "dp_sym_write_dot");
+}
+
+/* >>memory planning -------------------------------------------------------------
+   A graph that runs many times can take all of its intermediate arrays from
+   one arena, allocated once, if where each array lives in the arena is
+   decided before the first run. One buffer per array is simple and wasteful:
+   most arrays are needed for a short stretch of the run only, and two arrays
+   whose stretches do not overlap can share bytes. This section decides the
+   sharing the way MXNet's graph memory planner does (MXNet's design notes,
+   "Optimizing Memory Consumption in Deep Learning"). It sees only entry
+   ids, sizes and the nodes' read and write lists, so it is a pure function
+   that the executor calls once per bind.
+
+   Liveness by reference counts. The nodes run in the given order. An entry
+   is born at the node that writes it and dies after the last node that
+   reads it. To find the last read without looking ahead, count first:
+   refs[e] = how many node inputs name e. Walking the nodes, every read takes
+   one off; the read that brings the count to zero is the last one, and from
+   the next node on nobody needs e's bytes. An entry nobody reads (an unused
+   output, the gradient of something that needs none) dies right after its
+   node. An entry that no node writes and the caller does not own (a
+   constant, filled once at bind time) is alive from the start and stays
+   alive: nothing in the graph would fill it again for the next run.
+
+   A pool of blocks. Storage comes in blocks, and a block holds one live entry
+   at a time. When an entry dies its block goes into a pool of free blocks.
+   An output that needs storage looks in the pool first: the best fit is the
+   smallest free block at least as large as the output, but not more than 16
+   times larger (a large block spent on a small array is one a later large
+   array cannot have); failing that, the largest free block of at least a
+   sixteenth of the output's size, which grows to fit (a block's size is the
+   largest entry it ever holds). Only when nothing in that range is free does
+   a new block start. At the end the blocks are laid end to end, each size a
+   multiple of 64 bytes: a block's offset is the sum of the sizes before it,
+   and an entry's offset is its block's.
+
+   Order within a node. A kernel reads its inputs while it writes its
+   outputs, so a node's outputs get their blocks before its inputs that die
+   at this node give theirs back: an output never lands on bytes the same
+   node still reads. The one exception is asked for by the operator.
+
+   In place. Inplace bit i says output 0 may be written over input i (an
+   element-wise kernel reads x[k] before it writes y[k]). The planner uses it
+   when, in addition, this node is input i's last reader (nothing later wants
+   the old values), input i is planned (the caller's arrays are not ours to
+   overwrite, a constant must survive) and input i has at least as many bytes
+   as output 0. Output 0 then takes input i's block over, and the block stays
+   out of the pool when input i dies. A chain of element-wise operators runs
+   in one block.
+
+   Why no two live entries share bytes: a block holds one entry at a time and
+   is given back only after that entry's last reader ran, or handed, at that
+   last reader, to an output the operator allows over it.
+   tests/test_memory_plan.c checks this with its own liveness computation on
+   thousands of random graphs. Cost: O(reads + writes + nodes * pool size). */
+typedef struct dpn__plan_node {
+    int num_inputs;  const int *inputs;   /* entry ids read */
+    int num_outputs; const int *outputs;  /* entry ids written */
+    unsigned inplace;                     /* bit i: output 0 may be written over input i's bytes */
+} dpn__plan_node;
+enum { DPN__PLAN_ALIGN = 64, DPN__PLAN_MATCH_RANGE = 16 };
+/* The planner's working arrays, one allocation. */
+typedef struct dpn__planner {
+    size_t *need;          /* per entry: its bytes rounded up to 64 */
+    size_t *block_bytes;   /* per block: the largest entry it held */
+    int *refs;             /* per entry: reads still to come */
+    int *writer;           /* per entry: the node that writes it, -1 for none */
+    int *block;            /* per entry: its block, -1 for none yet */
+    int *pool;             /* the free blocks */
+    unsigned char *handed; /* per entry: its block went to an in-place output */
+    int num_blocks, num_free;
+} dpn__planner;
+static int dpn__plan_is_planned(const unsigned char *external, int e) { return !external || !external[e]; }
+/* Logs a bad argument (node or entry -1: not about one) and returns
+   DP_ERROR_INVALID_ARGS. */
+DPN__COLD static dp_result dpn__plan_bad(const char *what, int node, int entry) {
+    if (node >= 0) DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "memory planning: node %d, entry %d: %s", node, entry, what);
+    else if (entry >= 0) DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "memory planning: entry %d: %s", entry, what);
+    else DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "memory planning: %s", what);
+    return DP_ERROR_INVALID_ARGS;
+}
+/* Counts, pointers and ids; fills writer[] and refs[]. An entry written
+   twice, or a planned one read before (or by) the node that writes it, is
+   refused: the nodes must be in an order that can run. */
+static dp_result dpn__plan_check_graph(dpn__planner *p, int num_entries, const unsigned char *external, int num_nodes,
+                                      const dpn__plan_node *nodes) {
+    int n, j;
+    for (j = 0; j < num_entries; j++) { p->writer[j] = -1; p->refs[j] = 0; p->block[j] = -1; p->handed[j] = 0; }
+    for (n = 0; n < num_nodes; n++) {
+        const dpn__plan_node *d = &nodes[n];
+        if (d->num_inputs < 0 || d->num_outputs < 0 || (d->num_inputs > 0 && !d->inputs) || (d->num_outputs > 0 && !d->outputs))
+            return dpn__plan_bad("negative count, or NULL id list with a count", n, -1);
+        for (j = 0; j < d->num_outputs; j++) {
+            int e = d->outputs[j];
+            if (e < 0 || e >= num_entries) return dpn__plan_bad("output id out of range", n, e);
+            if (p->writer[e] >= 0) return dpn__plan_bad("written by two nodes (or twice by one)", n, e);
+            p->writer[e] = n;
+        }
+        for (j = 0; j < d->num_inputs; j++) {
+            int e = d->inputs[j];
+            if (e < 0 || e >= num_entries) return dpn__plan_bad("input id out of range", n, e);
+            p->refs[e]++;
+        }
+    }
+    for (n = 0; n < num_nodes; n++)
+        for (j = 0; j < nodes[n].num_inputs; j++) {
+            int e = nodes[n].inputs[j];
+            if (dpn__plan_is_planned(external, e) && p->writer[e] >= n) return dpn__plan_bad("read before the node that writes it has run", n, e);
+        }
+    return DP_OK;
+}
+/* A block of at least need bytes from the pool (best fit within a factor of
+   DPN__PLAN_MATCH_RANGE, see above), or a new one. */
+static int dpn__plan_request(dpn__planner *p, size_t need) {
+    int k, up = -1, down = -1, b;
+    for (k = 0; k < p->num_free; k++) {
+        size_t s = p->block_bytes[p->pool[k]];
+        if (s >= need && s / DPN__PLAN_MATCH_RANGE <= need) { if (up < 0 || s < p->block_bytes[p->pool[up]]) up = k; }
+        else if (s < need && s >= need / DPN__PLAN_MATCH_RANGE) { if (down < 0 || s > p->block_bytes[p->pool[down]]) down = k; }
+    }
+    k = up >= 0 ? up : down;
+    if (k < 0) { p->block_bytes[p->num_blocks] = need; return p->num_blocks++; }
+    b = p->pool[k];
+    p->pool[k] = p->pool[--p->num_free];
+    if (p->block_bytes[b] < need) p->block_bytes[b] = need;
+    return b;
+}
+static void dpn__plan_release(dpn__planner *p, int e) {
+    if (p->block[e] >= 0 && !p->handed[e]) p->pool[p->num_free++] = p->block[e];
+}
+/* The input whose block node d's output 0 (entry out) may take over, or -1:
+   the operator allows it, the input is planned, written by an earlier node
+   (not a constant), large enough, and read by no later node. */
+static int dpn__plan_inplace_source(const dpn__planner *p, const size_t *bytes, const unsigned char *external, const dpn__plan_node *d, int out) {
+    int i, j;
+    for (i = 0; i < d->num_inputs && i < 32; i++) {
+        int src = d->inputs[i], reads_here = 0;
+        if (!(d->inplace >> i & 1u) || !dpn__plan_is_planned(external, src) || p->writer[src] < 0 || p->block[src] < 0 || p->handed[src]
+            || bytes[src] < bytes[out])
+            continue;
+        for (j = 0; j < d->num_inputs; j++) reads_here += d->inputs[j] == src;
+        if (p->refs[src] == reads_here) return src;
+    }
+    return -1;
+}
+/* One node: its outputs get blocks, then the inputs it read last and the
+   outputs nobody reads give theirs back. */
+static void dpn__plan_node_step(dpn__planner *p, const size_t *bytes, const unsigned char *external, const dpn__plan_node *d) {
+    int j;
+    for (j = 0; j < d->num_outputs; j++) {
+        int e = d->outputs[j], src = -1;
+        if (!dpn__plan_is_planned(external, e) || p->need[e] == 0) continue;
+        if (j == 0) src = dpn__plan_inplace_source(p, bytes, external, d, e);
+        if (src >= 0) { p->block[e] = p->block[src]; p->handed[src] = 1; }
+        else p->block[e] = dpn__plan_request(p, p->need[e]);
+    }
+    for (j = 0; j < d->num_inputs; j++) {
+        int e = d->inputs[j];
+        if (dpn__plan_is_planned(external, e) && --p->refs[e] == 0 && p->writer[e] >= 0) dpn__plan_release(p, e);
+    }
+    for (j = 0; j < d->num_outputs; j++) {
+        int e = d->outputs[j];
+        if (dpn__plan_is_planned(external, e) && p->refs[e] == 0) dpn__plan_release(p, e);
+    }
+}
+/* Plans the storage of a graph's entries in one arena (see above).
+   Entries 0..num_entries-1 have bytes[e] bytes; external[e] non-zero (or
+   external NULL: none is) marks an entry the caller owns: the arguments,
+   gradients the caller gives, heads that must survive. Those are not
+   planned and their offset is set to -1. nodes are in execution order.
+   Fills offset[e] (bytes from the arena's start, a multiple of 64; the
+   arena itself must be 64-byte aligned) for every planned entry,
+   *arena_bytes (the arena's size) and *unplanned_bytes (the planned
+   entries' sizes, each rounded up to 64, added up: the bytes one buffer per
+   entry would take). Returns DP_OK; DP_ERROR_INVALID_ARGS, logged, for a
+   negative count, a NULL pointer with a count, an id out of range, an entry
+   written twice, a planned entry read before it is written, or sizes that
+   add up past SIZE_MAX or INT64_MAX; DP_ERROR_OUT_OF_MEMORY, logged, when
+   its working memory cannot be allocated. Pure, no engine: any thread. */
+DPN__PRIVATE dp_result dpn__plan_memory(int num_entries, const size_t *bytes, const unsigned char *external,
+                                      int num_nodes, const dpn__plan_node *nodes,
+                                      int64_t *offset, size_t *arena_bytes, size_t *unplanned_bytes) {
+    /* per entry: need, block_bytes (a block per entry at most), five ints, a flag */
+    const size_t per_entry = 2 * sizeof(size_t) + 5 * sizeof(int) + 1;
+    dpn__planner p;
+    size_t n_e, work_bytes, total = 0, at = 0;
+    void *mem;
+    dp_result r;
+    int e, n, b;
+    if (num_entries < 0 || num_nodes < 0 || !arena_bytes || !unplanned_bytes || (num_entries > 0 && (!bytes || !offset))
+        || (num_nodes > 0 && !nodes))
+        return dpn__plan_bad("negative count, or a required pointer is NULL", -1, -1);
+    n_e = (size_t)num_entries;
+    work_bytes = n_e * per_entry + 1;
+    mem = n_e < (SIZE_MAX - 1) / per_entry ? dp_engine_alloc(NULL, work_bytes) : NULL;
+    if (!mem) {
+        DPN__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "memory planning: %d entries", num_entries);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    p.need = (size_t *)mem; p.block_bytes = p.need + n_e;
+    p.refs = (int *)(void *)(p.block_bytes + n_e); p.writer = p.refs + n_e; p.block = p.writer + n_e; p.pool = p.block + n_e;
+    p.handed = (unsigned char *)(p.pool + n_e);
+    p.num_blocks = p.num_free = 0;
+    r = dpn__plan_check_graph(&p, num_entries, external, num_nodes, nodes);
+    for (e = 0; r == DP_OK && e < num_entries; e++) {
+        offset[e] = -1;
+        p.need[e] = 0;
+        if (!dpn__plan_is_planned(external, e)) continue;
+        if (bytes[e] > SIZE_MAX - (DPN__PLAN_ALIGN - 1)) { r = dpn__plan_bad("size too large", -1, e); break; }
+        p.need[e] = (bytes[e] + (DPN__PLAN_ALIGN - 1)) & ~(size_t)(DPN__PLAN_ALIGN - 1);
+        if (p.need[e] > SIZE_MAX - total || total + p.need[e] > (size_t)INT64_MAX) { r = dpn__plan_bad("the sizes add up past SIZE_MAX or INT64_MAX", -1, e); break; }
+        total += p.need[e];
+        if (p.writer[e] < 0 && p.need[e] > 0) p.block[e] = dpn__plan_request(&p, p.need[e]);   /* a constant: alive throughout */
+    }
+    for (n = 0; r == DP_OK && n < num_nodes; n++) dpn__plan_node_step(&p, bytes, external, &nodes[n]);
+    if (r == DP_OK) {
+        /* blocks end to end; block_bytes becomes each block's offset. The
+           sum cannot pass total: a block is as large as one of its entries. */
+        for (b = 0; b < p.num_blocks; b++) { size_t s = p.block_bytes[b]; p.block_bytes[b] = at; at += s; }
+        for (e = 0; e < num_entries; e++)
+            if (dpn__plan_is_planned(external, e)) offset[e] = p.block[e] >= 0 ? (int64_t)p.block_bytes[p.block[e]] : 0;
+        *arena_bytes = at;
+        *unplanned_bytes = total;
+    }
+    dp_engine_free(NULL, mem, work_bytes);
+    return r;
+}
+
+/* >>executor --------------------------------------------------------------------
+   Binding makes the graph's execution list once: the forward nodes, then
+   (with gradients) the gradient graph, each node reading and writing
+   entries. Entries the caller sees (arguments, their gradients, the
+   outputs, the head gradients) are arrays of their own; the others are
+   views into one arena laid out by the memory plan. Entries whose bytes
+   overlap in the plan share one variable (a chunk over the union of their
+   ranges), so the engine orders every pair of operations that touch the
+   same bytes; other entries have variables of their own and their
+   operations may run in parallel. Each node becomes one pre-created
+   operation that holds references to its arrays; a step pushes them. */
+typedef dp_result (*dpn__plan_fn)(int, const size_t *, const unsigned char *, int, const dpn__plan_node *, int64_t *, size_t *, size_t *);
+/* Tests set this to bind with another planner; NULL: dpn__plan_memory. */
+static dpn__plan_fn dpn__exec_planner;
+typedef struct dpn__xent { dp_shape shape; dp_dtype dtype; dp_ndarray *array; int producer, prod_out; unsigned char external; } dpn__xent;
+typedef struct dpn__xnode {
+    const dp_operator *op;
+    const dpn__snode *src;            /* the forward node it comes from */
+    int nin, nout;
+    int in[3 * DP_MAX_OP_ARRAYS], out[DP_MAX_OP_ARRAYS];
+    dp_req req[DP_MAX_OP_ARRAYS];
+} dpn__xnode;
+typedef struct dpn__xbuild {
+    dp_engine *eng;
+    dp_ctx ctx;
+    dpn__xent *ent; size_t capent; int nent;
+    dpn__xnode *node; size_t capnode; int nnode, nfwd;
+    struct dpn__xcont { int fe, e; } *cont; size_t capcont; int ncont;   /* gradient contributions to forward entries */
+} dpn__xbuild;
+struct dp_executor {
+    dp_engine *eng;
+    dp_ctx ctx;
+    dp_symbol *sym;
+    int narg;
+    dp_req *grad_req;                /* per argument, as bound */
+    int nfwd, nbwd;
+    dp_op *ops;
+    int nout;
+    dp_ndarray **outputs, **head_grads;
+    dp_exec_memory mem;
+};
+/* The operation's argument: a node's kernel, parameters and arrays. */
+typedef struct dpn__xrun {
+    dp_engine *eng;
+    size_t bytes;
+    dp_kernel_fn kernel;
+    dp_params params;
+    double scalar;
+    int nin, nout;
+    dp_ndarray **arrays;             /* inputs, then outputs */
+    dp_req req[DP_MAX_OP_ARRAYS];
+} dpn__xrun;
+static int dpn__xrun_fn(dp_run_ctx *rc, void *arg) {
+    const dpn__xrun *x = (const dpn__xrun *)arg;
+    dp_kernel_ctx k;
+    k.rc = rc; k.params = &x->params; k.scalar = x->scalar;
+    k.num_inputs = x->nin; k.num_outputs = x->nout;
+    k.inputs = x->arrays; k.outputs = x->arrays + x->nin; k.req = x->req;
+    return x->kernel(&k);
+}
+static void dpn__xrun_free(void *arg) {
+    dpn__xrun *x = (dpn__xrun *)arg;
+    int i;
+    for (i = 0; i < x->nin + x->nout; i++) dp_nd_release(x->arrays[i]);
+    dp_engine_free(x->eng, x, x->bytes);
+}
+/* A new entry; -1 out of memory. */
+static int dpn__xb_entry(dpn__xbuild *b, const dp_shape *s, dp_dtype dt) {
+    dp_shape copy = *s;                               /* s may point into the entries the reserve moves */
+    if (dpn__reserve(b->eng, &b->ent, &b->capent, (size_t)b->nent, sizeof *b->ent, 64)) return -1;
+    memset(&b->ent[b->nent], 0, sizeof b->ent[b->nent]);
+    b->ent[b->nent].shape = copy; b->ent[b->nent].dtype = dt; b->ent[b->nent].producer = -1;
+    return b->nent++;
+}
+/* An entry holding an array of the executor's own (filled with value). */
+static int dpn__xb_own(dpn__xbuild *b, const dp_shape *s, dp_dtype dt, double value) {
+    int e = dpn__xb_entry(b, s, dt);                  /* s may be gone now: the entry's copy is used */
+    if (e < 0) return -1;
+    if (dp_nd_full(b->eng, &b->ent[e].shape, dt, b->ctx, value, &b->ent[e].array) != DP_OK) return -1;
+    b->ent[e].external = 1;
+    return e;
+}
+static dpn__xnode *dpn__xb_node(dpn__xbuild *b, const dp_operator *op, const dpn__snode *src) {
+    dpn__xnode *x;
+    if (dpn__reserve(b->eng, &b->node, &b->capnode, (size_t)b->nnode, sizeof *b->node, 32)) return NULL;
+    x = &b->node[b->nnode++];
+    memset(x, 0, sizeof *x);
+    x->op = op; x->src = src;
+    return x;
+}
+static void dpn__xb_set_out(dpn__xbuild *b, dpn__xnode *x, int j, int e, dp_req req) {
+    x->out[j] = e; x->req[j] = req;
+    b->ent[e].producer = (int)(x - b->node); b->ent[e].prod_out = j;
+}
+/* Records e as one gradient contribution to forward entry fe. */
+static int dpn__xb_contribute(dpn__xbuild *b, int fe, int e) {
+    if (dpn__reserve(b->eng, &b->cont, &b->capcont, (size_t)b->ncont, sizeof *b->cont, 64)) return -1;
+    b->cont[b->ncont].fe = fe; b->cont[b->ncont].e = e; b->ncont++;
+    return 0;
+}
+/* An add node a + b into a new entry (or into dst with req). */
+static int dpn__xb_add(dpn__xbuild *b, int a, int c, int dst, dp_req req) {
+    dpn__xnode *x = dpn__xb_node(b, dp_operator_find("add"), NULL);
+    if (!x) return -1;
+    if (dst < 0 && (dst = dpn__xb_entry(b, &b->ent[a].shape, b->ent[a].dtype)) < 0) return -1;
+    x->nin = 2; x->nout = 1; x->in[0] = a; x->in[1] = c;
+    dpn__xb_set_out(b, x, 0, dst, req);
+    return dst;
+}
+/* The sum of forward entry fe's gradient contributions: -1 when there is
+   none, -2 out of memory. With dst >= 0 the sum (or the one contribution,
+   through its producer) is written into dst with req. */
+static int dpn__xb_sum(dpn__xbuild *b, int fe, int dst, dp_req req) {
+    int k, acc = -1, last = -1;
+    for (k = 0; k < b->ncont; k++) {
+        int e = b->cont[k].e;
+        if (b->cont[k].fe != fe) continue;
+        if (last >= 0) {
+            if (acc < 0) acc = last;
+            else if ((acc = dpn__xb_add(b, acc, last, -1, DP_REQ_WRITE)) < 0) return -2;
+        }
+        last = e;
+    }
+    if (last < 0) return -1;
+    if (acc >= 0) return dpn__xb_add(b, acc, last, dst, req) < 0 ? -2 : (dst >= 0 ? dst : b->nent - 1);
+    if (dst < 0) return last;
+    if (b->ent[last].producer < 0) {                 /* a head gradient: copied */
+        dpn__xnode *x = dpn__xb_node(b, dp_operator_find("_copy"), NULL);
+        if (!x) return -2;
+        x->nin = 1; x->nout = 1; x->in[0] = last;
+        dpn__xb_set_out(b, x, 0, dst, req);
+        return dst;
+    }
+    /* one contribution: its producer writes dst directly */
+    b->node[b->ent[last].producer].out[b->ent[last].prod_out] = dst;
+    b->node[b->ent[last].producer].req[b->ent[last].prod_out] = req;
+    b->ent[dst].producer = b->ent[last].producer; b->ent[dst].prod_out = b->ent[last].prod_out;
+    b->ent[last].producer = -1;
+    return dst;
+}
+/* The gradient graph: per forward node that leads to an argument with a
+   gradient, in reverse, its registered gradient operator on what that
+   declares it reads (grad_needs), its results added up per entry. */
+static dp_result dpn__xb_gradients(dpn__xbuild *b, const dpn__graph *g, const dp_symbol *sym, const int *arg_entry, dp_ndarray *const *grads,
+                                  const dp_req *req, int narg, dp_ndarray **head_grads) {
+    unsigned char *need = (unsigned char *)calloc((size_t)(g->nentries ? g->nentries : 1), 1);
+    int i, j, k;
+    dp_result r = DP_ERROR_OUT_OF_MEMORY;
+    if (!need) return dpn__sym_oom("dp_exec_bind");
+    for (i = 0; i < narg; i++) need[arg_entry[i]] = grads[i] && req[i] != DP_REQ_NULL;
+    for (i = 0; i < g->n; i++) {
+        const dpn__snode *x = g->node[i];
+        int any = 0;
+        for (j = 0; x->op && j < x->nin; j++) any |= need[dpn__graph_entry(g, &x->in[j])];
+        for (j = 0; x->op && j < x->nout; j++) need[g->entry0[i] + j] = (unsigned char)any;
+    }
+    for (i = 0; i < sym->n; i++) {                   /* the head gradients: ones, unless the caller writes them */
+        int e = dpn__graph_entry(g, &sym->out[i]), h;
+        if (!need[e]) continue;
+        if ((h = dpn__xb_own(b, &b->ent[e].shape, b->ent[e].dtype, 1.0)) < 0 || dpn__xb_contribute(b, e, h)) goto oom;
+        head_grads[i] = dp_nd_retain(b->ent[h].array);
+    }
+    for (i = g->n; i-- > 0;) {
+        const dpn__snode *x = g->node[i];
+        const dp_operator *gop;
+        dpn__xnode *gx;
+        int e0 = g->entry0[i], og[DP_MAX_OP_ARRAYS], nin = 0;
+        unsigned needs;
+        if (!x->op || !need[e0]) continue;
+        needs = x->op->grad_needs;
+        if (!x->op->gradient || (gop = dp_operator_find(x->op->gradient)) == NULL) {
+            DPN__LOG(b->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: node '%s' (%s) has no gradient operator, and it lies between an output and "
+                    "an argument with a gradient", x->name, x->op->name);
+            r = DP_ERROR_INVALID_ARGS;
+            goto fail;
+        }
+        for (j = 0; (needs & DP_GRAD_OUT_GRADS) && j < x->nout; j++) {
+            og[j] = dpn__xb_sum(b, e0 + j, -1, DP_REQ_WRITE);
+            if (og[j] == -2) goto oom;
+            if (og[j] == -1 && (og[j] = dpn__xb_own(b, &b->ent[e0 + j].shape, b->ent[e0 + j].dtype, 0.0)) < 0) goto oom;
+        }
+        if ((gx = dpn__xb_node(b, gop, x)) == NULL) goto oom;
+        if (needs & DP_GRAD_OUT_GRADS) for (j = 0; j < x->nout; j++) gx->in[nin++] = og[j];
+        if (needs & DP_GRAD_INPUTS) for (j = 0; j < x->nin; j++) gx->in[nin++] = dpn__graph_entry(g, &x->in[j]);
+        if (needs & DP_GRAD_OUTPUTS) for (j = 0; j < x->nout; j++) gx->in[nin++] = e0 + j;
+        gx->nin = nin; gx->nout = x->nin;
+        if (nin > DP_MAX_OP_ARRAYS || dp_operator_arity(gop, &x->params, gop->num_inputs) != nin || dp_operator_arity(gop, &x->params, gop->num_outputs) != x->nin) {
+            DPN__LOG(b->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: node '%s': gradient operator '%s' does not take what '%s' declares it reads "
+                    "(%d inputs, %d outputs)", x->name, gop->name, x->op->name, nin, x->nin);
+            r = DP_ERROR_INVALID_ARGS;
+            goto fail;
+        }
+        for (j = 0; j < x->nin; j++) {
+            int fe = dpn__graph_entry(g, &x->in[j]), e = dpn__xb_entry(b, &b->ent[fe].shape, b->ent[fe].dtype);
+            if (e < 0) goto oom;
+            dpn__xb_set_out(b, gx, j, e, need[fe] ? DP_REQ_WRITE : DP_REQ_NULL);
+            if (need[fe] && dpn__xb_contribute(b, fe, e)) goto oom;
+        }
+    }
+    for (i = 0; i < narg; i++) {                     /* into the caller's gradient arrays */
+        int dst, fe = arg_entry[i];
+        if (!need[fe]) continue;
+        for (k = 0; k < i && arg_entry[k] != fe; k++) {}
+        if (k < i) continue;                         /* an argument listed once per variable node */
+        if ((dst = dpn__xb_entry(b, &b->ent[fe].shape, b->ent[fe].dtype)) < 0) goto oom;
+        b->ent[dst].external = 1; b->ent[dst].array = dp_nd_retain(grads[i]);
+        if (dpn__xb_sum(b, fe, dst, req[i]) == -2) goto oom;
+    }
+    free(need);
+    return DP_OK;
+oom:
+    r = dpn__sym_oom("dp_exec_bind: the gradient graph");
+fail:
+    free(need);
+    return r;
+}
+/* Overlapping planned entries share one borrowed chunk of the arena. */
+typedef struct dpn__xspan { int64_t off; int e; } dpn__xspan;
+static int dpn__xspan_cmp(const void *a, const void *b) {
+    int64_t x = ((const dpn__xspan *)a)->off, y = ((const dpn__xspan *)b)->off;
+    return x < y ? -1 : x > y;
+}
+/* Arrays for the planned entries: views into the arena at their offsets. */
+static dp_result dpn__xb_place(dpn__xbuild *b, const int64_t *offset, const size_t *bytes, size_t arena_bytes) {
+    dp_ndarray *arena = NULL, *base = NULL;
+    dpn__xspan *span = (dpn__xspan *)calloc((size_t)(b->nent ? b->nent : 1), sizeof *span);
+    dp_shape s;
+    int n = 0, i;
+    int64_t start = 0, end = -1;
+    dp_result r = DP_OK;
+    if (!span) return dpn__sym_oom("dp_exec_bind: placing entries");
+    for (i = 0; i < b->nent; i++) if (offset[i] >= 0 && bytes[i]) { span[n].off = offset[i]; span[n].e = i; n++; }
+    qsort(span, (size_t)n, sizeof *span, dpn__xspan_cmp);
+    memset(&s, 0, sizeof s);
+    s.ndim = 1; s.dims[0] = (int64_t)arena_bytes;
+    if (n && (r = dp_nd_empty(b->eng, &s, DP_UINT8, b->ctx, &arena)) != DP_OK) goto done;
+    for (i = 0; i < b->nent; i++)                   /* empty entries: no bytes to place */
+        if (offset[i] >= 0 && !bytes[i] && (r = dp_nd_empty(b->eng, &b->ent[i].shape, b->ent[i].dtype, b->ctx, &b->ent[i].array)) != DP_OK) goto done;
+    for (i = 0; i < n; i++) {
+        int k, e;
+        if (span[i].off < end) continue;             /* placed with its class */
+        start = span[i].off; end = start + (int64_t)bytes[span[i].e];
+        for (k = i + 1; k < n && span[k].off < end; k++)
+            if (span[k].off + (int64_t)bytes[span[k].e] > end) end = span[k].off + (int64_t)bytes[span[k].e];
+        if ((r = dp_nd_borrow(arena, (size_t)start, (size_t)(end - start), &base)) != DP_OK) goto done;
+        for (k = i; k < n && span[k].off < end; k++) {
+            e = span[k].e;
+            if ((r = dp_nd_view(base, &b->ent[e].shape, b->ent[e].dtype, (size_t)(span[k].off - start), &b->ent[e].array)) != DP_OK) goto done;
+        }
+        dp_nd_release(base); base = NULL;
+    }
+done:
+    dp_nd_release(base);
+    dp_nd_release(arena);
+    free(span);
+    return r;
+}
+/* Runs the planner on the execution list and checks what it returns. */
+static dp_result dpn__xb_plan(dpn__xbuild *b, int64_t *offset, size_t *bytes, dp_exec_memory *mem) {
+    dpn__plan_node *pn = (dpn__plan_node *)calloc((size_t)(b->nnode ? b->nnode : 1), sizeof *pn);
+    unsigned char *ext = (unsigned char *)calloc((size_t)(b->nent ? b->nent : 1), 1);
+    size_t arena = 0, unplanned = 0;
+    dp_result r;
+    int i;
+    if (!pn || !ext) { free(pn); free(ext); return dpn__sym_oom("dp_exec_bind: the memory plan"); }
+    for (i = 0; i < b->nent; i++) {
+        const dpn__xent *x = &b->ent[i];
+        int orphan = !x->external && x->producer < 0;   /* a result redirected into a gradient array */
+        bytes[i] = orphan ? 0 : (size_t)dp_shape_size(&x->shape) * dp_dtype_size(x->dtype);
+        ext[i] = x->external || orphan;
+        if (x->external) mem->external_bytes += bytes[i];
+    }
+    for (i = 0; i < b->nnode; i++) {
+        pn[i].num_inputs = b->node[i].nin; pn[i].inputs = b->node[i].in;
+        pn[i].num_outputs = b->node[i].nout; pn[i].outputs = b->node[i].out;
+        pn[i].inplace = b->node[i].op->inplace;
+    }
+    r = (dpn__exec_planner ? dpn__exec_planner : dpn__plan_memory)(b->nent, bytes, ext, b->nnode, pn, offset, &arena, &unplanned);
+    for (i = 0; r == DP_OK && i < b->nent; i++)
+        if (!ext[i] && (offset[i] < 0 || offset[i] % 64 || (uint64_t)offset[i] + bytes[i] > arena)) {
+            DPN__LOG(b->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: the memory plan put entry %d (%zu bytes) at %lld of an arena of %zu", i,
+                    bytes[i], (long long)offset[i], arena);
+            r = DP_ERROR_INVALID_ARGS;
+        }
+    for (i = 0; i < b->nent; i++) if (ext[i]) offset[i] = -1;
+    mem->planned_bytes = arena; mem->unplanned_bytes = unplanned;
+    free(pn); free(ext);
+    return r;
+}
+/* After placing: output 0 on its input's bytes (allowed by the operator)
+   is written in place. */
+static void dpn__xb_mark_inplace(dpn__xbuild *b, const int64_t *offset) {
+    int i, j;
+    for (i = 0; i < b->nnode; i++) {
+        dpn__xnode *x = &b->node[i];
+        for (j = 0; j < x->nin && j < 32 && x->req[0] == DP_REQ_WRITE && offset[x->out[0]] >= 0; j++)
+            if ((x->op->inplace & (1u << j)) && offset[x->in[j]] == offset[x->out[0]]) x->req[0] = DP_REQ_INPLACE;
+    }
+}
+/* One pre-created operation for node x. */
+static dp_result dpn__xb_op(dpn__xbuild *b, const dpn__xnode *x, dp_op *out) {
+    size_t bytes = sizeof(dpn__xrun) + (size_t)(x->nin + x->nout) * sizeof(dp_ndarray *);
+    dpn__xrun *run;
+    dp_var reads[3 * DP_MAX_OP_ARRAYS], writes[2 * DP_MAX_OP_ARRAYS + 2];
+    dp_push_desc d;
+    int i, nw = 0;
+    dp_kernel_fn kernel = b->ctx.dev_type == DP_DEV_GPU ? x->op->forward_gpu : x->op->forward_cpu;
+    if (!kernel) {
+        DPN__LOG(b->eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_exec_bind: operator '%s' has no kernel for %s", x->op->name, b->ctx.dev_type == DP_DEV_GPU ? "GPUs" : "the CPU");
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if ((run = (dpn__xrun *)dp_engine_alloc(b->eng, bytes)) == NULL) return dpn__sym_oom("dp_exec_bind: an operation");
+    memset(run, 0, bytes);
+    run->eng = b->eng; run->bytes = bytes; run->kernel = kernel;
+    if (x->src) { run->params = x->src->params; run->scalar = x->src->scalar; }
+    run->nin = x->nin; run->nout = x->nout;
+    run->arrays = (dp_ndarray **)(void *)(run + 1);
+    for (i = 0; i < x->nin; i++) {
+        run->arrays[i] = dp_nd_retain(b->ent[x->in[i]].array);
+        reads[i] = dp_nd_var(run->arrays[i]);
+        if (i < 32 && (x->op->mutate_inputs & (1u << i))) writes[nw++] = reads[i];
+    }
+    for (i = 0; i < x->nout; i++) {
+        run->arrays[x->nin + i] = dp_nd_retain(b->ent[x->out[i]].array);
+        run->req[i] = x->req[i];
+        writes[nw++] = dp_nd_var(run->arrays[x->nin + i]);
+    }
+    if (x->op->resources & DP_RESOURCE_RANDOM) writes[nw++] = dp_random_var(b->eng, b->ctx);
+    if (x->op->resources & DP_RESOURCE_TEMP) writes[nw++] = dp_temp_space_var(b->eng, b->ctx);
+    memset(&d, 0, sizeof d);
+    d.fn = dpn__xrun_fn; d.arg = run; d.cleanup = dpn__xrun_free;
+    d.reads = reads; d.num_reads = x->nin; d.writes = writes; d.num_writes = nw;
+    d.ctx = b->ctx; d.name = x->op->name;
+    *out = dp_op_create(b->eng, &d);                 /* on failure it ran the cleanup */
+    return out->id ? DP_OK : DP_ERROR_OUT_OF_MEMORY;
+}
+static void dpn__xb_free(dpn__xbuild *b) {
+    int i;
+    for (i = 0; i < b->nent; i++) dp_nd_release(b->ent[i].array);
+    dp_engine_free(b->eng, b->ent, b->capent * sizeof *b->ent);
+    dp_engine_free(b->eng, b->node, b->capnode * sizeof *b->node);
+    dp_engine_free(b->eng, b->cont, b->capcont * sizeof *b->cont);
+}
+DPN_IMPL void dp_exec_destroy(dp_executor *ex) {
+    int i;
+    if (!ex) return;
+    for (i = 0; i < ex->nfwd + ex->nbwd; i++) if (ex->ops[i].id) dp_op_destroy(ex->eng, ex->ops[i]);
+    for (i = 0; i < ex->nout; i++) { dp_nd_release(ex->outputs[i]); dp_nd_release(ex->head_grads[i]); }
+    free(ex->ops); free(ex->outputs); free(ex->head_grads); free(ex->grad_req);
+    dp_sym_release(ex->sym);
+    free(ex);
+}
+/* Checks bind's arrays against the graph's arguments; logs what is wrong. */
+static dp_result dpn__exec_check(dp_engine *eng, const dpn__graph *g, dp_ctx ctx, int narg, dp_ndarray *const *args,
+                                dp_ndarray *const *grads, const dp_req *req) {
+    char s1[160], s2[160];
+    int i;
+    if (narg != g->narg || (narg && !args)) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: %d arguments given, the symbol has %d (dp_sym_list_arguments)", narg, g->narg);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < narg; i++) {
+        const char *name = g->node[g->arg[i]]->name;
+        if (!args[i] || dp_nd_engine(args[i]) != eng || !dpn__same_ctx(dp_nd_ctx(args[i]), ctx)) {
+            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: argument %d ('%s') is NULL, of another engine or on another device", i, name);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (req && (req[i] < DP_REQ_NULL || req[i] > DP_REQ_ADD || req[i] == DP_REQ_INPLACE)) {
+            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: the gradient request of '%s' must be DP_REQ_NULL, DP_REQ_WRITE or DP_REQ_ADD", name);
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (grads && grads[i] && (!req || req[i] != DP_REQ_NULL)) {
+            const dp_shape *a = dp_nd_shape(args[i]), *gs = dp_nd_shape(grads[i]);
+            if (dp_nd_engine(grads[i]) != eng || !dpn__same_ctx(dp_nd_ctx(grads[i]), ctx) || dp_nd_dtype(grads[i]) != dp_nd_dtype(args[i])
+                || a->ndim != gs->ndim || memcmp(a->dims, gs->dims, sizeof(int64_t) * (size_t)a->ndim) != 0) {
+                DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: the gradient of '%s' is %s %s, the argument %s %s (same engine and device too)", name,
+                        dp_dtype_name(dp_nd_dtype(grads[i])), dpn__shape_str(gs, s1, sizeof s1), dp_dtype_name(dp_nd_dtype(args[i])), dpn__shape_str(a, s2, sizeof s2));
+                return DP_ERROR_INVALID_ARGS;
+            }
+        }
+    }
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
+                               dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out) {
+    dp_nn_register();
+    dpn__graph g;
+    dpn__xbuild b;
+    dp_executor *ex = NULL;
+    dp_shape *shape = NULL;
+    dp_dtype *dtype = NULL;
+    unsigned char *known = NULL;
+    int64_t *offset = NULL;
+    size_t *bytes = NULL;
+    int *arg_entry = NULL, i, j, with_grads = 0;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!eng || !sym || !out) { DPN__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_bind: an engine, a symbol and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp_nd_check_ctx(eng, &ctx, "dp_exec_bind")) != DP_OK) return r;
+    if ((r = dpn__graph_build(sym, &g)) != DP_OK) return r;
+    memset(&b, 0, sizeof b);
+    b.eng = eng; b.ctx = ctx;
+    if ((r = dpn__exec_check(eng, &g, ctx, num_args, args, grads, grad_reqs)) != DP_OK) goto done;
+    r = DP_ERROR_OUT_OF_MEMORY;
+    shape = (dp_shape *)calloc((size_t)(g.nentries ? g.nentries : 1), sizeof *shape);
+    dtype = (dp_dtype *)calloc((size_t)(g.nentries ? g.nentries : 1), sizeof *dtype);
+    known = (unsigned char *)calloc((size_t)(g.nentries ? g.nentries : 1), 1);
+    arg_entry = (int *)calloc((size_t)(g.narg ? g.narg : 1), sizeof *arg_entry);
+    ex = (dp_executor *)calloc(1, sizeof *ex);
+    if (!shape || !dtype || !known || !arg_entry || !ex) goto oom;
+    ex->eng = eng; ex->ctx = ctx; ex->narg = g.narg; ex->nout = sym->n;
+    ex->grad_req = (dp_req *)calloc((size_t)(g.narg ? g.narg : 1), sizeof *ex->grad_req);
+    ex->outputs = (dp_ndarray **)calloc((size_t)sym->n, sizeof *ex->outputs);
+    ex->head_grads = (dp_ndarray **)calloc((size_t)sym->n, sizeof *ex->head_grads);
+    if (!ex->grad_req || !ex->outputs || !ex->head_grads) goto oom;
+    for (i = 0; i < g.narg; i++) {
+        arg_entry[i] = g.entry0[g.arg[i]];
+        shape[arg_entry[i]] = *dp_nd_shape(args[i]); dtype[arg_entry[i]] = dp_nd_dtype(args[i]); known[arg_entry[i]] = 1;
+        ex->grad_req[i] = grads && grads[i] ? (grad_reqs ? grad_reqs[i] : DP_REQ_WRITE) : DP_REQ_NULL;
+        with_grads |= ex->grad_req[i] != DP_REQ_NULL;
+    }
+    if ((r = dpn__graph_infer(&g, shape, dtype, known)) != DP_OK) goto done;
+    r = DP_ERROR_OUT_OF_MEMORY;
+    for (i = 0; i < g.nentries; i++) if (dpn__xb_entry(&b, &shape[i], dtype[i]) < 0) goto oom;
+    for (i = 0; i < g.narg; i++) { b.ent[arg_entry[i]].external = 1; if (!b.ent[arg_entry[i]].array) b.ent[arg_entry[i]].array = dp_nd_retain(args[i]); }
+    for (i = 0; i < sym->n; i++) {                   /* the outputs: arrays of their own */
+        dpn__xent *e = &b.ent[dpn__graph_entry(&g, &sym->out[i])];
+        if (!e->external && dp_nd_empty(eng, &e->shape, e->dtype, ctx, &e->array) != DP_OK) goto oom;
+        e->external = 1;
+        ex->outputs[i] = dp_nd_retain(e->array);
+    }
+    for (i = 0; i < g.n; i++) {                      /* the forward nodes */
+        const dpn__snode *x = g.node[i];
+        dpn__xnode *xn;
+        if (!x->op) continue;
+        if ((xn = dpn__xb_node(&b, x->op, x)) == NULL) goto oom;
+        xn->nin = x->nin; xn->nout = x->nout;
+        for (j = 0; j < x->nin; j++) xn->in[j] = dpn__graph_entry(&g, &x->in[j]);
+        for (j = 0; j < x->nout; j++) dpn__xb_set_out(&b, xn, j, g.entry0[i] + j, DP_REQ_WRITE);
+    }
+    b.nfwd = b.nnode;
+    if (with_grads && (r = dpn__xb_gradients(&b, &g, sym, arg_entry, grads, ex->grad_req, g.narg, ex->head_grads)) != DP_OK) goto done;
+    r = DP_ERROR_OUT_OF_MEMORY;
+    offset = (int64_t *)calloc((size_t)(b.nent ? b.nent : 1), sizeof *offset);
+    bytes = (size_t *)calloc((size_t)(b.nent ? b.nent : 1), sizeof *bytes);
+    if (!offset || !bytes) goto oom;
+    if ((r = dpn__xb_plan(&b, offset, bytes, &ex->mem)) != DP_OK || (r = dpn__xb_place(&b, offset, bytes, ex->mem.planned_bytes)) != DP_OK) goto done;
+    dpn__xb_mark_inplace(&b, offset);
+    ex->mem.num_nodes = b.nnode; ex->mem.num_entries = b.nent;
+    if ((ex->ops = (dp_op *)calloc((size_t)(b.nnode ? b.nnode : 1), sizeof *ex->ops)) == NULL) goto oom;
+    ex->nfwd = b.nfwd; ex->nbwd = b.nnode - b.nfwd;
+    for (i = 0; i < b.nnode; i++) if ((r = dpn__xb_op(&b, &b.node[i], &ex->ops[i])) != DP_OK) goto done;
+    ex->sym = dp_sym_retain((dp_symbol *)(uintptr_t)sym);
+    *out = ex;
+    ex = NULL;
+    r = DP_OK;
+    goto done;
+oom:
+    r = dpn__sym_oom("dp_exec_bind");
+done:
+    dp_exec_destroy(ex);
+    dpn__xb_free(&b);
+    free(shape); free(dtype); free(known); free(arg_entry); free(offset); free(bytes);
+    dpn__graph_free(&g);
+    return r;
+}
+DPN_IMPL dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out) {
+    if (out) *out = NULL;
+    if (!ex || !out) { DPN__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_rebind: an executor and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    return dp_exec_bind(ex->eng, ex->sym, ex->ctx, num_args, args, grads, ex->grad_req, out);
+}
+DPN_IMPL dp_result dp_exec_forward(dp_executor *ex, int is_train) {
+    int i;
+    dp_result r;
+    (void)is_train;
+    if (!ex) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_forward: NULL executor"); return DP_ERROR_INVALID_ARGS; }
+    for (i = 0; i < ex->nfwd; i++) if ((r = dp_op_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarray *const *head_grads) {
+    int i;
+    dp_result r;
+    if (!ex || num_head_grads < 0 || num_head_grads > ex->nout || (num_head_grads && !head_grads)) {
+        DPN__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_backward: an executor and up to one head gradient per output are needed");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (!ex->nbwd) { DPN__LOG(ex->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_backward: the executor was bound without gradients"); return DP_ERROR_INVALID_ARGS; }
+    for (i = 0; i < num_head_grads; i++) {
+        if (!head_grads[i] || !ex->head_grads[i]) continue;
+        if ((r = dp_invoke_strings(ex->eng, "_copy", 1, &head_grads[i], 0, NULL, NULL, 0, 1, &ex->head_grads[i], NULL)) != DP_OK) return r;
+    }
+    for (i = ex->nfwd; i < ex->nfwd + ex->nbwd; i++) if ((r = dp_op_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
+    return DP_OK;
+}
+DPN_IMPL int dp_exec_num_outputs(const dp_executor *ex) { return ex ? ex->nout : 0; }
+DPN_IMPL dp_ndarray *dp_exec_output(const dp_executor *ex, int index) { return ex && index >= 0 && index < ex->nout ? ex->outputs[index] : NULL; }
+DPN_IMPL dp_ndarray *dp_exec_head_grad(const dp_executor *ex, int index) { return ex && index >= 0 && index < ex->nout ? ex->head_grads[index] : NULL; }
+DPN_IMPL dp_result dp_exec_memory_get(const dp_executor *ex, dp_exec_memory *out) {
+    if (!ex || !out) { DPN__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_memory_get: an executor and out are needed"); return DP_ERROR_INVALID_ARGS; }
+    *out = ex->mem;
+    return DP_OK;
+}
+
+/* >>kvstore: keys, their stored arrays, and the ops of a push and a pull ---
+   Every op below frees its argument through desc.cleanup, so a skipped op
+   (failed input) frees it too and passes the failure on by being skipped:
+   the merge buffer, the stored array and the pulled arrays carry it. */
+#define DPN__KV_MAX_STATES 4
+typedef struct dpn__kv_entry {
+    int key;
+    dp_ndarray *stored, *merged;
+    dp_ndarray *state[DPN__KV_MAX_STATES];   /* the optimizer's, zeros at first */
+    int nstates;
+} dpn__kv_entry;
+struct dp_kvstore {
+    dp_engine *eng;
+    dp_kvstore_desc desc;
+    dpn__kv_entry *entries;       /* sorted by key */
+    int count, cap;
+    dp_kv_updater_fn updater;
+    void *updater_user;
+    const dp_operator *opt;      /* an optimizer update operator, or NULL */
+    dp_params opt_params;
+};
+
+static dpn__kv_entry *dpn__kv_find(dp_kvstore *kv, int key) {
+    int lo = 0, hi = kv->count;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (kv->entries[mid].key < key) lo = mid + 1; else hi = mid;
+    }
+    return lo < kv->count && kv->entries[lo].key == key ? &kv->entries[lo] : NULL;
+}
+/* a's engine, shape and dtype are the key's; logs the mismatch */
+static int dpn__kv_same(dp_kvstore *kv, const char *what, int key, const dp_ndarray *a, const dpn__kv_entry *e) {
+    char s1[160], s2[160];
+    if (!a) { DPN__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "%s key %d: NULL array", what, key); return 0; }
+    if (dp_nd_engine(a) != kv->eng) { DPN__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "%s key %d: an array of another engine", what, key); return 0; }
+    if (dp_nd_dtype(a) != dp_nd_dtype(e->stored) || (*dp_nd_shape(a)).ndim != (*dp_nd_shape(e->stored)).ndim
+        || memcmp((*dp_nd_shape(a)).dims, (*dp_nd_shape(e->stored)).dims, sizeof(int64_t) * (size_t)(*dp_nd_shape(a)).ndim) != 0) {
+        DPN__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "%s key %d: %s %s, the key holds %s %s", what, key, dp_dtype_name(dp_nd_dtype(a)),
+                dpn__shape_str(dp_nd_shape(a), s1, sizeof s1), dp_dtype_name(dp_nd_dtype(e->stored)), dpn__shape_str(dp_nd_shape(e->stored), s2, sizeof s2));
+        return 0;
+    }
+    return 1;
+}
+static dp_kvstore *dpn__kv_checked(dp_kvstore *kv, const char *what) {
+    if (!kv) DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "%s: NULL store", what);
+    return kv;
+}
+
+DPN_IMPL dp_result dp_kv_create(dp_engine *eng, const dp_kvstore_desc *desc, dp_kvstore **out) {
+    dp_nn_register();
+    dp_kvstore *kv;
+    dp_kvstore_desc d;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!eng || !out) { DPN__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_kv_create: NULL engine or out"); return DP_ERROR_INVALID_ARGS; }
+    memset(&d, 0, sizeof d);
+    if (desc) d = *desc;
+    if ((r = dp_nd_check_ctx(eng, &d.ctx, "dp_kv_create")) != DP_OK) return r;
+    if (d.ctx.dev_type != DP_DEV_CPU && d.ctx.dev_type != DP_DEV_CPU_PINNED) {
+        DPN__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_kv_create: the store reduces on the CPU; its context must be a CPU one");
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if ((kv = (dp_kvstore *)dp_engine_alloc(eng, sizeof *kv)) == NULL) { DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_create"); return DP_ERROR_OUT_OF_MEMORY; }
+    memset(kv, 0, sizeof *kv);
+    kv->eng = eng;
+    kv->desc = d;
+    *out = kv;
+    return DP_OK;
+}
+static void dpn__kv_entry_release(dpn__kv_entry *e) {
+    int i;
+    dp_nd_release(e->stored); dp_nd_release(e->merged);
+    for (i = 0; i < e->nstates; i++) dp_nd_release(e->state[i]);
+    e->nstates = 0;
+}
+DPN_IMPL void dp_kv_destroy(dp_kvstore *kv) {
+    int i;
+    if (!kv) return;
+    for (i = 0; i < kv->count; i++) dpn__kv_entry_release(&kv->entries[i]);
+    dp_engine_free(kv->eng, kv->entries, sizeof *kv->entries * (size_t)kv->cap);
+    dp_engine_free(kv->eng, kv, sizeof *kv);
+}
+DPN_IMPL dp_result dp_kv_init(dp_kvstore *kv, int key, dp_ndarray *value) {
+    dpn__kv_entry e, *at;
+    dp_result r;
+    int pos;
+    if (!dpn__kv_checked(kv, "dp_kv_init")) return DP_ERROR_INVALID_ARGS;
+    if (!value || dp_nd_engine(value) != kv->eng || dpn__kv_find(kv, key)) {
+        DPN__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_init key %d: %s", key, !value ? "NULL array" : dpn__kv_find(kv, key) ? "initialised already" : "an array of another engine");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (kv->count == kv->cap) {
+        int cap = kv->cap ? 2 * kv->cap : 8;
+        dpn__kv_entry *grown = (dpn__kv_entry *)dpn__realloc(kv->eng, kv->entries, sizeof *grown * (size_t)kv->cap, sizeof *grown * (size_t)cap);
+        if (!grown) { DPN__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_init key %d", key); return DP_ERROR_OUT_OF_MEMORY; }
+        kv->entries = grown; kv->cap = cap;
+    }
+    memset(&e, 0, sizeof e);
+    e.key = key;
+    if ((r = dp_nd_copy_to(value, kv->desc.ctx, &e.stored)) != DP_OK
+        || (r = dp_nd_empty(kv->eng, dp_nd_shape(value), dp_nd_dtype(value), kv->desc.ctx, &e.merged)) != DP_OK) {
+        dpn__kv_entry_release(&e);
+        return r;
+    }
+    for (pos = kv->count; pos > 0 && kv->entries[pos - 1].key > key; pos--) kv->entries[pos] = kv->entries[pos - 1];
+    at = &kv->entries[pos];
+    *at = e;
+    kv->count++;
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_kv_set_updater(dp_kvstore *kv, dp_kv_updater_fn fn, void *user) {
+    if (!dpn__kv_checked(kv, "dp_kv_set_updater")) return DP_ERROR_INVALID_ARGS;
+    kv->updater = fn; kv->updater_user = user;
+    kv->opt = NULL;
+    return DP_OK;
+}
+/* An update operator the store can run: (weight, gradient, states...) in,
+   the weight out, exactly the states mutated, a CPU kernel, no resources. */
+static int dpn__kv_usable_optimizer(const dp_operator *op) {
+    int nstates = op->num_inputs - 2;
+    return nstates >= 0 && nstates <= DPN__KV_MAX_STATES && op->num_outputs == 1 && op->forward_cpu && !op->resources
+        && !op->takes_scalar && op->mutate_inputs == ((1u << nstates) - 1u) << 2;
+}
+DPN_IMPL dp_result dp_kv_set_optimizer(dp_kvstore *kv, const char *op_name, int num_kwargs, const char *const *keys, const char *const *values) {
+    const dp_operator *op;
+    dp_params p;
+    dp_result r;
+    if (!dpn__kv_checked(kv, "dp_kv_set_optimizer")) return DP_ERROR_INVALID_ARGS;
+    op = op_name ? dp_operator_find(op_name) : NULL;
+    if (!op || !dpn__kv_usable_optimizer(op)) {
+        DPN__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_set_optimizer: '%s' is %s", op_name ? op_name : "(NULL)",
+                op ? "not an update (weight, gradient, mutated states...) -> weight with a CPU kernel" : "not a registered operator");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((r = dp_operator_parse_params(kv->eng, op, num_kwargs, keys, values, &p)) != DP_OK) return r;
+    kv->opt = op; kv->opt_params = p;
+    kv->updater = NULL; kv->updater_user = NULL;
+    return DP_OK;
+}
+
+/* merged = src[0] + src[1] + ... in that order, element by element */
+typedef struct dpn__kv_sum_arg {
+    dp_engine *eng;
+    dp_ndarray *dst;
+    dp_ndarray **src;
+    int n;
+} dpn__kv_sum_arg;
+static size_t dpn__kv_sum_arg_size(int n) { return sizeof(dpn__kv_sum_arg) + (size_t)n * (sizeof(dp_ndarray *) + sizeof(dp_var)); }
+static void dpn__kv_sum_free(void *arg) {
+    dpn__kv_sum_arg *s = (dpn__kv_sum_arg *)arg;
+    int i;
+    for (i = 0; i < s->n; i++) dp_nd_release(s->src[i]);
+    dp_nd_release(s->dst);
+    dp_engine_free(s->eng, s, dpn__kv_sum_arg_size(s->n));
+}
+#define DPN__KV_SUM(T) do { \
+        T *y = (T *)dp_nd_data(s->dst); \
+        for (k = 1; k < s->n; k++) { const T *x = (const T *)dp_nd_data(s->src[k]); for (i = 0; i < n; i++) y[i] = (T)(y[i] + x[i]); } \
+    } while (0)
+static int dpn__kv_sum_op(dp_run_ctx *rc, void *arg) {
+    dpn__kv_sum_arg *s = (dpn__kv_sum_arg *)arg;
+    int64_t i, n = dp_shape_size(dp_nd_shape(s->dst));
+    int k;
+    (void)rc;
+    if (dp_nd_data(s->dst) != dp_nd_data(s->src[0])) memcpy(dp_nd_data(s->dst), dp_nd_data(s->src[0]), dp_nd_bytes(s->dst));
+    switch (dp_nd_dtype(s->dst)) {
+    case DP_FLOAT32: DPN__KV_SUM(float); break;
+    case DP_FLOAT64: DPN__KV_SUM(double); break;
+    case DP_INT32: DPN__KV_SUM(int32_t); break;
+    case DP_INT64: DPN__KV_SUM(int64_t); break;
+    default: DPN__KV_SUM(uint8_t); break;     /* wraps, as NumPy's uint8 sum does */
+    }
+    return 0;
+}
+#undef DPN__KV_SUM
+/* The ops of the store run on the CPU priority pool, highest priority first. */
+static void dpn__kv_desc(dp_kvstore *kv, dp_push_desc *d, const char *name, int priority) {
+    memset(d, 0, sizeof *d);
+    d->ctx = kv->desc.ctx; d->prop = DP_PROP_CPU_PRIORITIZED; d->priority = priority; d->name = name;
+}
+/* Pushes merged = sum of values; a GPU value is first copied to the store. */
+static dp_result dpn__kv_push_sum(dp_kvstore *kv, dpn__kv_entry *e, dp_ndarray *const *values, int count, int priority) {
+    dpn__kv_sum_arg *s = (dpn__kv_sum_arg *)dp_engine_alloc(kv->eng, dpn__kv_sum_arg_size(count));
+    dp_var *reads, merged;
+    dp_push_desc d;
+    dp_result r = DP_OK;
+    int i;
+    if (!s) { DPN__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_push key %d", e->key); return DP_ERROR_OUT_OF_MEMORY; }
+    s->eng = kv->eng; s->n = 0;
+    s->src = (dp_ndarray **)(void *)(s + 1);
+    reads = (dp_var *)(void *)(s->src + count);
+    s->dst = dp_nd_retain(e->merged);
+    for (i = 0; i < count && r == DP_OK; i++) {
+        if (dp_nd_ctx(values[i]).dev_type == DP_DEV_GPU) r = dp_nd_copy_to(values[i], kv->desc.ctx, &s->src[i]);
+        else s->src[i] = dp_nd_retain(values[i]);
+        if (r == DP_OK) { reads[i] = dp_nd_var(s->src[i]); s->n++; }
+    }
+    if (r != DP_OK) { dpn__kv_sum_free(s); return r; }
+    dpn__kv_desc(kv, &d, "kvstore_sum", priority);
+    d.fn = dpn__kv_sum_op; d.arg = s; d.cleanup = dpn__kv_sum_free;
+    merged = dp_nd_var(e->merged);
+    d.reads = reads; d.num_reads = count; d.writes = &merged; d.num_writes = 1;
+    return dp_push(kv->eng, &d);     /* refused: the cleanup has freed s */
+}
+/* dst = src by one op: dp_nd_copy_to's, on a GPU's copy queue when dst is
+   there, else on the store's priority pool */
+static dp_result dpn__kv_push_copy(dp_kvstore *kv, dp_ndarray *src, dp_ndarray *dst, int priority) {
+    dp_push_desc d;
+    dpn__kv_desc(kv, &d, "kvstore_copy", priority);
+    if (dp_nd_ctx(dst).dev_type == DP_DEV_GPU) { d.ctx = dp_nd_ctx(dst); d.prop = DP_PROP_COPY_TO_GPU; }
+    return dp_nd_copy_into(src, dst, &d);
+}
+/* stored = op(stored, merged, states...): the optimizer's kernel in one op */
+typedef struct dpn__kv_update_arg {
+    dp_engine *eng;
+    const dp_operator *op;
+    dp_params params;
+    dp_ndarray *in[2 + DPN__KV_MAX_STATES];
+    int nin;
+} dpn__kv_update_arg;
+static void dpn__kv_update_free(void *arg) {
+    dpn__kv_update_arg *u = (dpn__kv_update_arg *)arg;
+    int i;
+    for (i = 0; i < u->nin; i++) dp_nd_release(u->in[i]);
+    dp_engine_free(u->eng, u, sizeof *u);
+}
+static int dpn__kv_update_op(dp_run_ctx *rc, void *arg) {
+    dpn__kv_update_arg *u = (dpn__kv_update_arg *)arg;
+    dp_req req = DP_REQ_WRITE;
+    dp_kernel_ctx k;
+    memset(&k, 0, sizeof k);
+    k.rc = rc; k.params = &u->params; k.num_inputs = u->nin; k.num_outputs = 1;
+    k.inputs = u->in; k.outputs = u->in; k.req = &req;     /* output 0 is the weight, input 0 */
+    return u->op->forward_cpu(&k);
+}
+/* The key's optimizer states, zeros of its shape, made on first use. */
+static dp_result dpn__kv_states(dp_kvstore *kv, dpn__kv_entry *e, int nstates) {
+    dp_result r;
+    if (e->nstates == nstates) return DP_OK;
+    while (e->nstates > 0) dp_nd_release(e->state[--e->nstates]);
+    for (; e->nstates < nstates; e->nstates++)
+        if ((r = dp_nd_zeros(kv->eng, dp_nd_shape(e->stored), dp_nd_dtype(e->stored), kv->desc.ctx, &e->state[e->nstates])) != DP_OK) return r;
+    return DP_OK;
+}
+static dp_result dpn__kv_push_optimizer(dp_kvstore *kv, dpn__kv_entry *e, int priority) {
+    int i, nstates = kv->opt->num_inputs - 2;
+    dpn__kv_update_arg *u;
+    dp_var writes[1 + DPN__KV_MAX_STATES], merged;
+    dp_push_desc d;
+    dp_result r;
+    if ((r = dpn__kv_states(kv, e, nstates)) != DP_OK) return r;
+    if ((u = (dpn__kv_update_arg *)dp_engine_alloc(kv->eng, sizeof *u)) == NULL) { DPN__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_push key %d", e->key); return DP_ERROR_OUT_OF_MEMORY; }
+    u->eng = kv->eng; u->op = kv->opt; u->params = kv->opt_params; u->nin = 2 + nstates;
+    u->in[0] = dp_nd_retain(e->stored); u->in[1] = dp_nd_retain(e->merged);
+    writes[0] = dp_nd_var(e->stored);
+    for (i = 0; i < nstates; i++) { u->in[2 + i] = dp_nd_retain(e->state[i]); writes[1 + i] = dp_nd_var(e->state[i]); }
+    dpn__kv_desc(kv, &d, kv->opt->name, priority);
+    d.fn = dpn__kv_update_op; d.arg = u; d.cleanup = dpn__kv_update_free;
+    merged = dp_nd_var(e->merged);
+    d.reads = &merged; d.num_reads = 1; d.writes = writes; d.num_writes = 1 + nstates;
+    return dp_push(kv->eng, &d);
+}
+DPN_IMPL dp_result dp_kv_push(dp_kvstore *kv, int key, dp_ndarray *const *values, int count, int priority) {
+    dpn__kv_entry *e;
+    dp_result r;
+    int i;
+    if (!dpn__kv_checked(kv, "dp_kv_push")) return DP_ERROR_INVALID_ARGS;
+    if ((e = dpn__kv_find(kv, key)) == NULL || !values || count < 1) {
+        DPN__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_push key %d: %s", key, !e ? "not initialised (dp_kv_init)" : "no values (NULL, or count < 1)");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < count; i++) if (!dpn__kv_same(kv, "dp_kv_push", key, values[i], e)) return DP_ERROR_INVALID_ARGS;
+    if ((r = dpn__kv_push_sum(kv, e, values, count, priority)) != DP_OK) return r;
+    if (kv->desc.global_reduce && (r = kv->desc.global_reduce(kv, key, e->merged, priority, kv->desc.global_user)) != DP_OK) return r;
+    if (kv->opt) return dpn__kv_push_optimizer(kv, e, priority);
+    if (kv->updater) return kv->updater(kv, key, e->merged, e->stored, priority, kv->updater_user);
+    return dpn__kv_push_copy(kv, e->merged, e->stored, priority);
+}
+DPN_IMPL dp_result dp_kv_pull(dp_kvstore *kv, int key, dp_ndarray *const *outs, int count, int priority) {
+    dpn__kv_entry *e;
+    dp_result r;
+    int i;
+    if (!dpn__kv_checked(kv, "dp_kv_pull")) return DP_ERROR_INVALID_ARGS;
+    if ((e = dpn__kv_find(kv, key)) == NULL || !outs || count < 1) {
+        DPN__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_pull key %d: %s", key, !e ? "not initialised (dp_kv_init)" : "no outputs (NULL, or count < 1)");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < count; i++) if (!dpn__kv_same(kv, "dp_kv_pull", key, outs[i], e)) return DP_ERROR_INVALID_ARGS;
+    for (i = 0; i < count; i++) {
+        if (dp_nd_same_storage(outs[i], e->stored) && dp_nd_data(outs[i]) == dp_nd_data(e->stored)) continue;   /* the stored array itself */
+        if ((r = dpn__kv_push_copy(kv, e->stored, outs[i], priority)) != DP_OK) return r;
+    }
+    return DP_OK;
+}
+DPN_IMPL dp_ndarray *dp_kv_stored(dp_kvstore *kv, int key) {
+    dpn__kv_entry *e = kv ? dpn__kv_find(kv, key) : NULL;
+    return e ? e->stored : NULL;
+}
+
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DEPENG_NN_IMPLEMENTATION */
