@@ -1,5 +1,5 @@
 /* depeng.h - a data-dependency engine (MXNet's execution engine) in one C11 header.
-   version 0.1.0 - MIT license (full text at the end of this file)
+   version 0.2.0 - MIT license (full text at the end of this file)
 
    In exactly one C or C++ file:
        #define DEPENG_IMPLEMENTATION
@@ -200,9 +200,9 @@
 #include <stdio.h>
 
 #define DEPENG_VERSION_MAJOR 0
-#define DEPENG_VERSION_MINOR 1
+#define DEPENG_VERSION_MINOR 2
 #define DEPENG_VERSION_PATCH 0
-#define DEPENG_VERSION_STRING "0.1.0"
+#define DEPENG_VERSION_STRING "0.2.0"
 
 #ifndef DP_API
 #ifdef DEPENG_STATIC
@@ -242,16 +242,16 @@ extern "C" {
               dp_nd_read dp_nd_write dp_nd_wait_to_read dp_nd_wait_to_write
               dp_nd_reshape dp_nd_slice dp_nd_copy_to dp_nd_astype dp_nd_retain dp_nd_release
               dp_nd_shape dp_nd_dtype dp_nd_ctx dp_nd_engine dp_nd_bytes dp_nd_var dp_nd_data
-     files    dp_nd_save_npy dp_nd_load_npy dp_nd_save_npz dp_nd_save_npz_opts dp_nd_load_npz
+     files    dp_nd_save_npy dp_nd_load_npy dp_nd_save_npz dp_nd_load_npz
      random   dp_random_seed dp_random_var dp_random_next dp_random_uniform01
               dp_nd_random_uniform dp_nd_random_normal
      temp     dp_temp_space_var dp_temp_space
-     operators dp_invoke dp_invoke_strings dp_operator_register dp_operator_find
+     operators dp_invoke dp_operator_register dp_operator_find
               dp_operator_set_kernel dp_operator_list dp_operator_parse_params
-     data     dp_nd_load_csv dp_nd_load_csv_opts
+     data     dp_nd_load_csv
      extending dp_dtype_load dp_dtype_store dp_shape_format dp_nd_view dp_nd_borrow
               dp_nd_same_storage dp_nd_version dp_nd_check_ctx dp_nd_copy_into
-              dp_operator_arity dp_operator_params_from_list dp_operator_set_param
+              dp_operator_arity dp_operator_set_param
               dp_operator_register_with_gradient dp_invoke_parsed dp_gemm
               dp_set_tracker dp_nd_tag dp_nd_set_tag
      storage  dp_storage_stats_get dp_storage_release_pool
@@ -967,20 +967,17 @@ DP_API void *dp_nd_data(const dp_ndarray *a);
 DP_API dp_result dp_nd_save_npy(dp_ndarray *a, const char *path, dp_failure *failure);
 DP_API dp_result dp_nd_load_npy(dp_engine *eng, const char *path, dp_ctx ctx, dp_ndarray **out);
 typedef struct dp_nd_named { char name[128]; dp_ndarray *array; } dp_nd_named;
-/* Writes count arrays as members "<name>.npy" of an .npz, stored
-   (uncompressed), as numpy.savez does: dp_nd_save_npz_opts with no options.
-   Any thread. */
-DP_API dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, int count, dp_failure *failure);
-/* How dp_nd_save_npz_opts writes; zero-initialise. compress 0 stores the
+/* How dp_nd_save_npz writes; zero-initialise. compress 0 stores the
    members (numpy.savez), 1 deflates them (numpy.savez_compressed; any
    reader of .npz files reads them, NumPy's np.load included). level is the
    deflate effort, 1 (fastest) to 9 (smallest) as in zlib, 0 for the
    default 6. The deflater is the header's own (no zlib needed). */
-typedef struct dp_npz_options {
+typedef struct dp_npz_desc {
     int compress;
     int level;
-} dp_npz_options;
-/* dp_nd_save_npz with options (NULL: all zero). Compressing holds, per
+} dp_npz_desc;
+/* Writes count arrays as members "<name>.npy" of an .npz, stored as
+   numpy.savez does, or as desc says (NULL: all zero). Compressing holds, per
    member in turn, a copy of its bytes and its deflated stream, and keeps
    every member's deflated stream until the file is written. Errors
    (logged): DP_ERROR_INVALID_ARGS for a NULL path or arrays, a member
@@ -989,8 +986,8 @@ typedef struct dp_npz_options {
    need zip64 (4 GiB); DP_ERROR_OUT_OF_MEMORY; DP_ERROR_IO when the file
    cannot be written; an array's failed pending write as from
    dp_wait_var. Any thread. */
-DP_API dp_result dp_nd_save_npz_opts(const char *path, const dp_nd_named *arrays, int count,
-                                     const dp_npz_options *opts, dp_failure *failure);
+DP_API dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, int count,
+                                const dp_npz_desc *desc, dp_failure *failure);
 /* Loads up to cap members into out (names without ".npy"); *count is set.
    Memory is allocated for the members the archive has, whatever cap is.
    On error nothing is left allocated and *count is 0. Errors (logged):
@@ -1115,10 +1112,6 @@ DP_API dp_result dp_operator_set_kernel(const char *name, int dev_type, dp_kerne
 /* The registered operators (built-in ones included), up to cap; returns
    how many there are. docs/operators.md lists the built-in ones. */
 DP_API int dp_operator_list(const dp_operator **out, int cap);
-/* Parses keyword parameters for op (names and values as strings); on error
-   logs and returns DP_ERROR_INVALID_ARGS naming the operator and parameter. */
-DP_API dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, int num_kwargs, const char *const *keys,
-                                          const char *const *values, dp_params *out);
 
 /* ---- invoking an operator ------------------------------------------------
    dp_invoke runs a registered operator on arrays (MXNet's imperative
@@ -1141,7 +1134,7 @@ DP_API dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op,
      FLOAT  .f   (or .i)                           SHAPE .shape = {ndim, {dims}}
      ENUM   .s = "float64": the choice by name
    or any of them as a string in .s ("0.1", "(1, 2)", "true"), parsed as
-   dp_invoke_strings parses it. A value in a field its type does not read
+   dp_operator_parse_params parses it. A value in a field its type does not read
    is an error, not ignored; a field left zero reads as 0 (a shape as ()),
    whatever the type. Parameters not given take their defaults;
    a parameter without a default is required.
@@ -1204,14 +1197,12 @@ typedef struct dp_invoke_desc {
    Thread safety: any thread; arrays may be shared between threads (the
    engine orders the pushed operations by their variables). */
 DP_API dp_result dp_invoke(dp_engine *eng, const dp_invoke_desc *desc, dp_ndarray **out);
-/* The string form, for language bindings: parameters as parallel arrays of
-   names and values (strings, parsed as dp_operator_parse_params does),
-   scalar for the "_scalar" operators (ignored by the others), outputs[i]
-   NULL made and returned there, req NULL: all DP_REQ_WRITE. Otherwise as
-   dp_invoke (same checks, errors and thread rules). */
-DP_API dp_result dp_invoke_strings(dp_engine *eng, const char *name, int num_inputs, dp_ndarray *const *inputs,
-                                   int num_kwargs, const char *const *keys, const char *const *values, double scalar,
-                                   int num_outputs, dp_ndarray **outputs, const dp_req *req);
+/* Parses keyword parameters for op: the dp_param list (see dp_invoke; the
+   entries before the first with a NULL name, at most DP_MAX_PARAMS; NULL:
+   none), defaults filled in, as dp_invoke parses them. On error logs (on
+   eng, which may be NULL) and returns DP_ERROR_INVALID_ARGS naming the
+   operator and parameter. Any thread. */
+DP_API dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, const dp_param *params, dp_params *out);
 /* Keyword parameters as expressions, for C++ (and C where a compound
    literal is not wanted): dp_param_float("lr", 0.1). They only fill the
    struct (the strings are not copied: keep them alive until the call that
@@ -1275,21 +1266,18 @@ static inline dp_param dp_param_shape(const char *name, const dp_shape *v) { dp_
    DP_ERROR_IO for a path that cannot be read (missing, a directory), naming
    it; DP_ERROR_INVALID_ARGS for NULL arguments or a label column out of
    range (ND_ARGS). Any thread. */
-DP_API dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx,
-                                dp_ndarray **data, dp_ndarray **label);
-/* How dp_nd_load_csv_opts reads; zero-initialise. skip_lines lines (blank
+/* How dp_nd_load_csv reads; zero-initialise (NULL: all zero). skip_lines lines (blank
    ones included) at the start of the file are skipped unread; with
    skip_lines > 0 no header is guessed, so every line after them must be
    numbers (or blank): how a header made only of numbers, or several header
-   lines, are skipped. 0 keeps dp_nd_load_csv's header guess. */
-typedef struct dp_csv_options {
-    int skip_lines;
-} dp_csv_options;
-/* dp_nd_load_csv with options (NULL: all zero). A negative skip_lines is
+   lines, are skipped. 0 keeps the header guess. A negative skip_lines is
    DP_ERROR_INVALID_ARGS (ND_ARGS); skipping every line is DP_ERROR_FORMAT
-   (no rows). Any thread. */
-DP_API dp_result dp_nd_load_csv_opts(dp_engine *eng, const char *path, int label_column, const dp_csv_options *opts,
-                                     dp_ctx ctx, dp_ndarray **data, dp_ndarray **label);
+   (no rows). */
+typedef struct dp_csv_desc {
+    int skip_lines;
+} dp_csv_desc;
+DP_API dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx, const dp_csv_desc *desc,
+                                dp_ndarray **data, dp_ndarray **label);
 /* The storage manager of a device: bytes in arrays, bytes kept for reuse. */
 typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocations, pool_hits; } dp_storage_stats;
 DP_API dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_stats *out);
@@ -1305,8 +1293,7 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
      elements     dp_dtype_load dp_dtype_store dp_shape_format
      storage      dp_nd_view dp_nd_borrow dp_nd_same_storage dp_nd_version
                   dp_nd_check_ctx dp_nd_copy_into
-     operators    dp_operator_arity dp_operator_params_from_list
-                  dp_operator_set_param dp_operator_register_with_gradient
+     operators    dp_operator_arity dp_operator_set_param dp_operator_register_with_gradient
                   dp_invoke_parsed dp_gemm
      tracking     dp_set_tracker dp_nd_tag dp_nd_set_tag (how autograd
                   records invocations: MXNet's Imperative::RecordOp)
@@ -1348,10 +1335,6 @@ DP_API dp_result dp_nd_check_ctx(dp_engine *eng, dp_ctx *ctx, const char *what);
    op->num_outputs) for parsed params: as registered, or from num_args (-1:
    num_args, -2: num_args + 1); -1 when num_args is out of range. */
 DP_API int dp_operator_arity(const dp_operator *op, const dp_params *params, int declared);
-/* Parses a dp_param list (the names before the first NULL one, at most
-   DP_MAX_PARAMS) for op, as dp_invoke does, defaults filled in; errors
-   logged on eng (may be NULL), DP_ERROR_INVALID_ARGS. Any thread. */
-DP_API dp_result dp_operator_params_from_list(dp_engine *eng, const dp_operator *op, const dp_param *list, dp_params *out);
 /* Changes one parameter of parsed params (the others stay); on error
    (logged, DP_ERROR_INVALID_ARGS) params is unchanged. Any thread. */
 DP_API dp_result dp_operator_set_param(dp_engine *eng, const dp_operator *op, const dp_param *param, dp_params *params);
@@ -8686,14 +8669,17 @@ static int dp__random_op(dp_run_ctx *rc, void *arg) {
    host-side generator state. */
 static dp_result dp__nd_random_gpu(dp_engine *eng, int kind, double p0, double p1, const dp_shape *shape, dp_dtype dtype,
                                    dp_ctx ctx, dp_ndarray **out) {
-    const char *keys[4] = {"shape", NULL, NULL, "dtype"}, *vals[4];
-    char sv[160], v1[40], v2[40];
+    dp_invoke_desc d;
     dp_result r;
-    keys[1] = kind == 0 ? "low" : "loc"; keys[2] = kind == 0 ? "high" : "scale";
-    snprintf(v1, sizeof v1, "%.17g", p0); snprintf(v2, sizeof v2, "%.17g", p1);
-    vals[0] = dp__shape_str(shape, sv, sizeof sv); vals[1] = v1; vals[2] = v2; vals[3] = dp_dtype_name(dtype);
+    memset(&d, 0, sizeof d);
+    d.op = kind == 0 ? "random_uniform" : "random_normal";
+    d.params[0].name = "shape"; d.params[0].shape = *shape;
+    d.params[1].name = kind == 0 ? "low" : "loc"; d.params[1].f = p0;
+    d.params[2].name = kind == 0 ? "high" : "scale"; d.params[2].f = p1;
+    d.params[3].name = "dtype"; d.params[3].s = dp_dtype_name(dtype);
     if ((r = dp_nd_empty(eng, shape, dtype, ctx, out)) != DP_OK) return r;
-    if ((r = dp_invoke_strings(eng, kind == 0 ? "random_uniform" : "random_normal", 0, NULL, 4, keys, vals, 0, 1, out, NULL)) != DP_OK) {
+    d.outputs[0] = *out;
+    if ((r = dp_invoke(eng, &d, NULL)) != DP_OK) {
         dp_nd_release(*out);
         *out = NULL;
     }
@@ -8851,15 +8837,12 @@ static dp_result dp__npz_deflate_member(dp_engine *eng, dp__deflate_work *wk, dp
     dp__free(eng, stream, cap);
     return r;
 }
-DP_IMPL dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, int count, dp_failure *failure) {
-    return dp_nd_save_npz_opts(path, arrays, count, NULL, failure);
-}
-DP_IMPL dp_result dp_nd_save_npz_opts(const char *path, const dp_nd_named *arrays, int count, const dp_npz_options *opts, dp_failure *failure) {
+DP_IMPL dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, int count, const dp_npz_desc *opts, dp_failure *failure) {
     dp_engine *eng = count > 0 && arrays && arrays[0].array ? arrays[0].array->chunk->eng : NULL;
     dp__npz_out *m = NULL;
     dp__zip_piece_member *z = NULL;
     dp__deflate_work *wk = NULL;
-    dp_npz_options o;
+    dp_npz_desc o;
     dp_result r = DP_OK;
     FILE *f = NULL;
     int i, done = 0;
@@ -8867,7 +8850,7 @@ DP_IMPL dp_result dp_nd_save_npz_opts(const char *path, const dp_nd_named *array
     memset(&o, 0, sizeof o);
     if (opts) o = *opts;
     if (o.compress < 0 || o.compress > 1 || o.level < 0 || o.level > 9) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz_opts: compress %d (0 or 1), level %d (0..9)", o.compress, o.level);
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz: compress %d (0 or 1), level %d (0..9)", o.compress, o.level);
         return DP_ERROR_INVALID_ARGS;
     }
     for (i = 0; i < count; i++) {
@@ -8890,8 +8873,8 @@ DP_IMPL dp_result dp_nd_save_npz_opts(const char *path, const dp_nd_named *array
         if ((r = dp__npy_header(a->dtype, &a->shape, m[i].head, sizeof m[i].head, &m[i].hlen)) != DP_OK) break;
         if ((r = dp__nd_host_bytes(a, &m[i].bytes, &m[i].owned, failure)) != DP_OK) break;
         if (o.compress && (r = dp__npz_deflate_member(eng, wk, &m[i], dp_nd_bytes(a), o.level)) != DP_OK) {
-            if (r == DP_ERROR_OUT_OF_MEMORY) DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_nd_save_npz_opts: deflating member '%s'", arrays[i].name);
-            else DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz_opts: member '%s' is too large to deflate (4 GiB)", arrays[i].name);
+            if (r == DP_ERROR_OUT_OF_MEMORY) DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_nd_save_npz: deflating member '%s'", arrays[i].name);
+            else DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz: member '%s' is too large to deflate (4 GiB)", arrays[i].name);
             done++;
             break;
         }
@@ -9084,11 +9067,8 @@ static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, siz
     }
     return DP_OK;
 }
-DP_IMPL dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx, dp_ndarray **data, dp_ndarray **label) {
-    return dp_nd_load_csv_opts(eng, path, label_column, NULL, ctx, data, label);
-}
-DP_IMPL dp_result dp_nd_load_csv_opts(dp_engine *eng, const char *path, int label_column, const dp_csv_options *opts, dp_ctx ctx,
-                                      dp_ndarray **data, dp_ndarray **label) {
+DP_IMPL dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx, const dp_csv_desc *opts,
+                                 dp_ndarray **data, dp_ndarray **label) {
     unsigned char *buf = NULL;
     float *vals = NULL, *x = NULL, *y = NULL;
     size_t len = 0, cap = 0;
@@ -9103,7 +9083,7 @@ DP_IMPL dp_result dp_nd_load_csv_opts(dp_engine *eng, const char *path, int labe
         return DP_ERROR_INVALID_ARGS;
     }
     if (opts && opts->skip_lines < 0) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_csv_opts: skip_lines %d is negative", opts->skip_lines);
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_load_csv: skip_lines %d is negative", opts->skip_lines);
         return DP_ERROR_INVALID_ARGS;
     }
     if ((res = dp__read_file(eng, path, &buf, &len)) != DP_OK) return res;
@@ -9389,17 +9369,6 @@ static dp_result dp__params_defaults(dp_engine *eng, const dp_operator *op, dp_p
     }
     return DP_OK;
 }
-DP_IMPL dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, int n, const char *const *keys,
-                                           const char *const *values, dp_params *out) {
-    int seen[DP_MAX_PARAMS] = {0}, i;
-    dp_result r;
-    if (!op || !out || n < 0 || (n && (!keys || !values))) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_operator_parse_params: bad arguments"); return DP_ERROR_INVALID_ARGS; }
-    memset(out, 0, sizeof *out);
-    out->count = op->num_params;
-    for (i = 0; i < n; i++)
-        if ((r = dp__param_set(eng, op, keys[i], values[i], NULL, out, seen)) != DP_OK) return r;
-    return dp__params_defaults(eng, op, out, seen);
-}
 /* dp_invoke_desc's parameters: those before the first without a name. */
 static dp_result dp__params_from_desc(dp_engine *eng, const dp_operator *op, const dp_param *ps, dp_params *out) {
     int seen[DP_MAX_PARAMS] = {0}, i;
@@ -9656,17 +9625,6 @@ static const dp_operator *dp__find_or_log(dp_engine *eng, const char *name) {
     if (!op) DP__LOG(eng, DP_LOG_ERROR, UNKNOWN_OPERATOR, "'%s'", name ? name : "(null)");
     return op;
 }
-DP_IMPL dp_result dp_invoke_strings(dp_engine *eng, const char *name, int nin, dp_ndarray *const *inputs,
-                                    int nkw, const char *const *keys, const char *const *values, double scalar,
-                                    int nout, dp_ndarray **outputs, const dp_req *req) {
-    const dp_operator *op;
-    dp_params params;
-    dp_result r;
-    if (!eng) return DP_ERROR_INVALID_ARGS;
-    if ((op = dp__find_or_log(eng, name)) == NULL) return DP_ERROR_INVALID_ARGS;
-    if ((r = dp_operator_parse_params(eng, op, nkw, keys, values, &params)) != DP_OK) return r;
-    return dp__invoke(eng, op, &params, nin, inputs, scalar, nout, outputs, req);
-}
 /* A desc's count: as given, or the arrays before the first NULL. */
 static int dp__desc_count(int given, dp_ndarray *const *a) {
     int n = 0;
@@ -9743,9 +9701,10 @@ DP_IMPL dp_result dp_nd_check_ctx(dp_engine *eng, dp_ctx *ctx, const char *what)
 DP_IMPL int dp_operator_arity(const dp_operator *op, const dp_params *params, int declared) {
     return op && params ? dp__arity(op, params, declared) : -1;
 }
-DP_IMPL dp_result dp_operator_params_from_list(dp_engine *eng, const dp_operator *op, const dp_param *list, dp_params *out) {
-    if (!op || !list || !out) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_operator_params_from_list: NULL operator, list or out"); return DP_ERROR_INVALID_ARGS; }
-    return dp__params_from_desc(eng, op, list, out);
+DP_IMPL dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, const dp_param *params, dp_params *out) {
+    static const dp_param none = {NULL, 0, 0.0, NULL, {0, {0}}};
+    if (!op || !out) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_operator_parse_params: NULL operator or out"); return DP_ERROR_INVALID_ARGS; }
+    return dp__params_from_desc(eng, op, params ? params : &none, out);
 }
 DP_IMPL dp_result dp_operator_set_param(dp_engine *eng, const dp_operator *op, const dp_param *param, dp_params *params) {
     int seen[DP_MAX_PARAMS] = {0};
@@ -11387,13 +11346,15 @@ static void dp__register_training(void) {
 }
 
 DP_IMPL dp_result dp_nd_astype(dp_ndarray *a, dp_dtype dtype, dp_ndarray **out) {
-    const char *key = "dtype", *value = dp_dtype_name(dtype);
+    dp_invoke_desc d;
     if (out) *out = NULL;
     if (!a || !out || !dp_dtype_size(dtype)) {
         DP__LOG(a ? a->chunk->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_astype: NULL array or out, or dtype %d (%s)", (int)dtype, dp_dtype_name(dtype));
         return DP_ERROR_INVALID_ARGS;
     }
-    return dp_invoke_strings(a->chunk->eng, "cast", 1, &a, 1, &key, &value, 0, 1, out, NULL);
+    memset(&d, 0, sizeof d);
+    d.op = "cast"; d.inputs[0] = a; d.params[0].name = "dtype"; d.params[0].s = dp_dtype_name(dtype);
+    return dp_invoke(a->chunk->eng, &d, out);
 }
 /* What a unary operator's gradient reads besides the output gradient: the
    input, except for relu, whose derivative is the same taken at its output

@@ -1,7 +1,7 @@
 /* depeng_cuda.h - the CUDA half of depeng: a device backend (streams, events,
    device memory, copies) for the engine's GPU workers, and a CUDA kernel for
    every built-in operator of depeng.h.
-   version 0.1.0 - MIT license (full text at the end of depeng.h)
+   version 0.2.0 - MIT license (full text at the end of depeng.h)
 
    In exactly one .cu file, compiled by nvcc:
        #define DEPENG_IMPLEMENTATION

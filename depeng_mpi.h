@@ -2,7 +2,7 @@
    dist_sync key-value store (every rank pushes its gradients for a key,
    every rank pulls the update of the sum over all ranks), allreduce of an
    array as an engine operation, rank, size and a barrier.
-   version 0.1.0 - MIT license (full text at the end of depeng.h)
+   version 0.2.0 - MIT license (full text at the end of depeng.h)
 
    In exactly one C file, compiled with mpicc:
        #define DEPENG_IMPLEMENTATION

@@ -65,7 +65,7 @@ extern "C" {
               dp_optimizer_steps dp_optimizer_state dp_optimizer_destroy
      autograd dp_autograd_begin dp_autograd_end dp_autograd_is_recording
               dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
-     symbol   dp_sym_var dp_sym_op dp_sym_output dp_sym_group dp_sym_retain dp_sym_release
+     symbol   dp_sym_var dp_sym_node dp_sym_output dp_sym_group dp_sym_retain dp_sym_release
               dp_sym_num_outputs dp_sym_name dp_sym_list_arguments dp_sym_infer
               dp_sym_save_json dp_sym_load_json dp_sym_save dp_sym_load dp_sym_write_dot
      executor dp_exec_bind dp_exec_rebind dp_exec_forward dp_exec_backward dp_exec_num_outputs
@@ -179,7 +179,7 @@ DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, i
 
 /* ====================================================================== SYMBOL
    MXNet's symbolic front end: a graph is built once from named variables
-   and operator nodes (the same registered operators dp_invoke_strings runs),
+   and operator nodes (the same registered operators dp_invoke runs),
    then bound to arrays by an executor that runs it many times. A symbol is
    a list of outputs of such a graph; symbols share nodes and are
    immutable, reference counted, and not tied to an engine (their errors go
@@ -189,18 +189,28 @@ typedef struct dp_symbol dp_symbol;
 /* A variable (an input or a parameter), bound to an array later. Errors:
    DP_ERROR_INVALID_ARGS (no name, out NULL), DP_ERROR_OUT_OF_MEMORY. */
 DP_API dp_result dp_sym_var(const char *name, dp_symbol **out);
-/* A node of operator op_name (a registered name, or MXNet's name for the
-   same operation: Activation with act_type, Flatten, Concat, elemwise_add,
-   _plus_scalar, ...) named name (NULL: the operator's name in lower case
-   and a number). inputs are single-output symbols, one per operator input;
-   a NULL input becomes a new variable "<name>_<input>" (FullyConnected's
-   weight and bias, a loss's label, else "<name>_argN"). Keyword parameters
-   as dp_invoke_strings's; "scalar" gives a _scalar operator its scalar. The
+/* A node applying an operator: desc->op is a registered name, or MXNet's
+   name for the same operation (Activation with act_type, Flatten, Concat,
+   elemwise_add, _plus_scalar, ...); desc->name names the node (NULL: the
+   operator's name in lower case and a number). desc->inputs are
+   single-output symbols, one per operator input (num_inputs 0: as many as
+   the operator takes, or for one of a variable count those before the
+   first NULL); a NULL input becomes a new variable "<name>_<input>"
+   (FullyConnected's weight and bias, a loss's label, else "<name>_argN").
+   Keyword parameters as dp_invoke's dp_param list: a string in .s (kept
+   as given, as MXNet's attrs are), or a typed value, written into the
+   symbol's JSON as text; "scalar" gives a _scalar operator its scalar. The
    symbol has the operator's outputs. Errors (logged, naming the node):
    DP_ERROR_INVALID_ARGS for an unknown operator, a bad parameter, a wrong
-   input count or a multi-output input; DP_ERROR_OUT_OF_MEMORY. */
-DP_API dp_result dp_sym_op(const char *op_name, const char *name, int num_inputs, dp_symbol *const *inputs, int num_kwargs,
-                           const char *const *keys, const char *const *values, dp_symbol **out);
+   input count or a multi-output input; DP_ERROR_OUT_OF_MEMORY. Any thread. */
+typedef struct dp_sym_node_desc {
+    const char *op;
+    const char *name;
+    dp_symbol *inputs[DP_MAX_OP_ARRAYS];
+    int num_inputs;
+    dp_param params[DP_MAX_PARAMS];
+} dp_sym_node_desc;
+DP_API dp_result dp_sym_node(const dp_sym_node_desc *desc, dp_symbol **out);
 /* Output index of s as a symbol of its own; several symbols as one with
    all their outputs (MXNet's Group). Errors: DP_ERROR_INVALID_ARGS,
    DP_ERROR_OUT_OF_MEMORY. */
@@ -226,16 +236,25 @@ DP_API int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap
    NULL. Errors (logged, naming the node and the shapes that disagree, or
    the argument whose shape cannot be told): DP_ERROR_INVALID_ARGS,
    DP_ERROR_OUT_OF_MEMORY. */
-DP_API dp_result dp_sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
-                              dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes);
+typedef struct dp_sym_infer_desc {
+    int num_known;                   /* arguments whose shapes are given */
+    const char *const *names;        /* their names */
+    const dp_shape *shapes;          /* their shapes */
+    const dp_dtype *dtypes;          /* their dtypes; NULL: float32 */
+    dp_shape *arg_shapes;            /* results, each may be NULL: per argument */
+    dp_dtype *arg_dtypes;
+    dp_shape *out_shapes;            /* per output */
+    dp_dtype *out_dtypes;
+} dp_sym_infer_desc;
+DP_API dp_result dp_sym_infer(const dp_symbol *s, const dp_sym_infer_desc *desc);
 /* MXNet's symbol JSON: "nodes" (each with "op" ("null" for a variable),
    "name", "attrs" (the parameters as strings) and "inputs" as [node,
    output, version]), "arg_nodes", "node_row_ptr" and "heads", so the file
    opens in the viewers made for MXNet models. Loading also takes MXNet's
-   operator names (see dp_sym_op) and its older "param" / "attr" keys,
+   operator names (see dp_sym_node) and its older "param" / "attr" keys,
    and ignores attributes starting with "__". Errors: DP_ERROR_IO (a
    stream or file that fails), DP_ERROR_FORMAT (not such JSON; logged with
-   the reason), the errors of dp_sym_op naming the node, and
+   the reason), the errors of dp_sym_node naming the node, and
    DP_ERROR_OUT_OF_MEMORY. */
 DP_API dp_result dp_sym_save_json(const dp_symbol *s, FILE *out);
 DP_API dp_result dp_sym_load_json(const char *json, dp_symbol **out);
@@ -275,8 +294,14 @@ typedef struct dp_exec_memory {
    graph says, a node without a gradient operator between an output and
    an argument with a gradient; inference errors name the node),
    DP_ERROR_BAD_CONTEXT (no kernel on that device), DP_ERROR_OUT_OF_MEMORY. */
-DP_API dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
-                              dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out);
+typedef struct dp_exec_desc {
+    dp_ctx ctx;                      /* the device every node runs on (zeroed: CPU 0) */
+    int num_args;                    /* as many as dp_sym_list_arguments gives */
+    dp_ndarray *const *args;         /* args[i]: argument i's array */
+    dp_ndarray *const *grads;        /* NULL: no backward; grads[i] NULL: none for argument i */
+    const dp_req *grad_reqs;         /* NULL: DP_REQ_WRITE for every non-NULL gradient */
+} dp_exec_desc;
+DP_API dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, const dp_exec_desc *desc, dp_executor **out);
 /* A new executor of the same symbol, device and gradient requests on other
    arrays (e.g. another batch size); ex stays valid. Errors as dp_exec_bind. */
 DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out);
@@ -365,7 +390,7 @@ DP_API void dp_iter_destroy(dp_iter *it);
    the CPU; DP_ERROR_OUT_OF_MEMORY (nothing pushed for that call). */
 typedef struct dp_kvstore dp_kvstore;
 /* An updater: pushes the operations that update stored from merged (the
-   summed gradient), e.g. through dp_invoke_strings; called inside dp_kv_push
+   summed gradient), e.g. through dp_invoke; called inside dp_kv_push
    on its thread, after the sum (and the global reduction) is pushed. It
    must not wait for the engine. Returns DP_OK or an error, which
    dp_kv_push returns. */
@@ -397,7 +422,7 @@ DP_API dp_result dp_kv_set_updater(dp_kvstore *kv, dp_kv_updater_fn fn, void *us
    the store keeps zero-initialised states per key. Parameters are parsed
    now (errors as dp_operator_parse_params). The kernel runs in the store's op
    (with its priority). */
-DP_API dp_result dp_kv_set_optimizer(dp_kvstore *kv, const char *op_name, int num_kwargs, const char *const *keys, const char *const *values);
+DP_API dp_result dp_kv_set_optimizer(dp_kvstore *kv, const dp_optimizer_desc *desc);
 /* Sums values[0..count) (count >= 1, each of the key's shape and dtype, on
    any context of kv's engine; an array given twice counts twice) into the
    key's array as described above. Returns once the ops are pushed. */
@@ -885,7 +910,7 @@ DPN_IMPL dp_result dp_optimizer_create(dp_ndarray *weight, const dp_optimizer_de
             dp_engine_free(eng, o, sizeof *o);
             return DP_ERROR_INVALID_ARGS;
         }
-    if ((r = dp_operator_params_from_list(eng, op, desc->params, &o->params)) != DP_OK) { dp_engine_free(eng, o, sizeof *o); return r; }
+    if ((r = dp_operator_parse_params(eng, op, desc->params, &o->params)) != DP_OK) { dp_engine_free(eng, o, sizeof *o); return r; }
     if ((r = dp_nd_attach_grad(weight, DP_REQ_WRITE)) != DP_OK) { dp_engine_free(eng, o, sizeof *o); return r; }
     o->arrays[0] = dp_nd_retain(weight);
     o->arrays[1] = dp_nd_retain(dp_nd_grad(weight));
@@ -1564,6 +1589,18 @@ static const char *dpn__sym_input_name(const dp_operator *op, int i) {
 static dp_atomic_int dpn__sym_counter;
 /* A node of op on the given input entries (entries with a NULL node get
    a new variable each); the node has one reference for the caller. */
+/* A node's parameters, kept as strings for JSON, parsed for the operator. */
+static dp_result dpn__parse_strings(const dp_operator *op, const dpn__kw *kw, dp_params *out) {
+    dp_param list[DP_MAX_PARAMS + 1];
+    int i;
+    if (kw->n > DP_MAX_PARAMS) {
+        DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d parameters, at most %d", op->name, kw->n, DP_MAX_PARAMS);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    memset(list, 0, sizeof list);
+    for (i = 0; i < kw->n; i++) { list[i].name = kw->keys[i]; list[i].s = kw->vals[i]; }
+    return dp_operator_parse_params(NULL, op, list, out);
+}
 static dp_result dpn__sym_make_node(const char *op_name, const char *name, int nin, const dpn__sentry *in, int nkw,
                                    const char *const *keys, const char *const *vals, dpn__snode **out) {
     const dp_operator *op;
@@ -1583,7 +1620,7 @@ static dp_result dpn__sym_make_node(const char *op_name, const char *name, int n
     if ((r = dpn__sym_resolve(op_name, name, nkw, keys, vals, &op, &kw, &scalar, &has_scalar)) != DP_OK) return r;
     if ((n = dpn__snode_new(name)) == NULL) return dpn__sym_oom("symbol node");
     n->op = op; n->scalar = scalar;
-    if ((r = dp_operator_parse_params(NULL, op, kw.n, kw.keys, kw.vals, &n->params)) != DP_OK) {
+    if ((r = dpn__parse_strings(op, &kw, &n->params)) != DP_OK) {
         DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': bad parameters for '%s' (see above)", name, op->name);
         goto fail;
     }
@@ -1631,32 +1668,54 @@ fail:
     dpn__snode_unref(n);
     return r;
 }
-DPN_IMPL dp_result dp_sym_op(const char *op_name, const char *name, int num_inputs, dp_symbol *const *inputs, int num_kwargs,
-                            const char *const *keys, const char *const *values, dp_symbol **out) {
-    dp_nn_register();
+/* A typed dp_param as the text MXNet's symbol JSON keeps: by the type of
+   op's parameter of that name where op has one, else by the field set. */
+static const char *dpn__param_text(const dp_operator *op, const dp_param *p, char *buf, size_t cap) {
+    int j, type = 0;
+    if (p->s) return p->s;
+    for (j = 0; op && j < op->num_params; j++) if (strcmp(op->params[j].name, p->name) == 0) type = op->params[j].type;
+    if (type == DP_PARAM_SHAPE || (!type && p->shape.ndim > 0)) return dp_shape_format(&p->shape, buf, cap);
+    if (type == DP_PARAM_FLOAT || (!type && p->f != 0)) snprintf(buf, cap, "%.17g", p->f != 0 || p->i == 0 ? p->f : (double)p->i);
+    else if (p->f != 0 && p->i == 0) snprintf(buf, cap, "%.17g", p->f);
+    else snprintf(buf, cap, "%lld", (long long)p->i);
+    return buf;
+}
+DPN_IMPL dp_result dp_sym_node(const dp_sym_node_desc *desc, dp_symbol **out) {
     dpn__sentry in[DP_MAX_OP_ARRAYS];
+    const char *keys[DP_MAX_PARAMS], *values[DP_MAX_PARAMS], *op_name = desc ? desc->op : NULL, *name = desc ? desc->name : NULL;
+    char text[DP_MAX_PARAMS][160];
+    const dp_operator *op;
     dpn__snode *n;
     dp_result r;
-    int i;
+    int i, num_inputs, num_kwargs = 0;
+    dp_nn_register();
     if (out) *out = NULL;
-    if (!op_name || !out || num_inputs < 0 || num_inputs > DP_MAX_OP_ARRAYS || (num_inputs && !inputs) || num_kwargs < 0
-        || (num_kwargs && (!keys || !values))) {
-        DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_op '%s': an operator name, out, 0..%d inputs and the keyword arrays are needed",
+    if (!desc || !op_name || !out || desc->num_inputs < 0 || desc->num_inputs > DP_MAX_OP_ARRAYS) {
+        DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_node '%s': a desc with an operator name, out, and 0..%d inputs are needed",
                 op_name ? op_name : "(null)", DP_MAX_OP_ARRAYS);
         return DP_ERROR_INVALID_ARGS;
     }
+    op = dp_operator_find(op_name);       /* NULL for MXNet's names: resolved with the node */
+    num_inputs = desc->num_inputs;
+    if (!num_inputs && op && op->num_inputs >= 0) num_inputs = op->num_inputs;
+    else if (!num_inputs) while (num_inputs < DP_MAX_OP_ARRAYS && desc->inputs[num_inputs]) num_inputs++;
+    for (; num_kwargs < DP_MAX_PARAMS && desc->params[num_kwargs].name; num_kwargs++) {
+        keys[num_kwargs] = desc->params[num_kwargs].name;
+        values[num_kwargs] = dpn__param_text(op, &desc->params[num_kwargs], text[num_kwargs], sizeof text[num_kwargs]);
+    }
     for (i = 0; i < num_inputs; i++) {
+        const dp_symbol *s = desc->inputs[i];
         in[i].node = NULL; in[i].index = 0;
-        if (!inputs[i]) continue;
-        if (inputs[i]->n != 1) {
+        if (!s) continue;
+        if (s->n != 1) {
             DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': input %d is a symbol of %d outputs; pick one with dp_sym_output",
-                    name ? name : op_name, i, inputs[i]->n);
+                    name ? name : op_name, i, s->n);
             return DP_ERROR_INVALID_ARGS;
         }
-        in[i] = inputs[i]->out[0];
+        in[i] = s->out[0];
     }
     if ((r = dpn__sym_make_node(op_name, name, num_inputs, in, num_kwargs, keys, values, &n)) != DP_OK) return r;
-    if ((*out = dpn__sym_new(n->nout)) == NULL) { dpn__snode_unref(n); return dpn__sym_oom("dp_sym_op"); }
+    if ((*out = dpn__sym_new(n->nout)) == NULL) { dpn__snode_unref(n); return dpn__sym_oom("dp_sym_node"); }
     for (i = 0; i < n->nout; i++) { (*out)->out[i].node = i ? dpn__snode_ref(n) : n; (*out)->out[i].index = i; }
     return DP_OK;
 }
@@ -1890,8 +1949,15 @@ static dp_result dpn__sym_infer_entries(const dpn__graph *g, int num, const char
         }
     return DP_OK;
 }
-DPN_IMPL dp_result dp_sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
-                               dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes) {
+static dp_result dpn__sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
+                                dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes);
+DPN_IMPL dp_result dp_sym_infer(const dp_symbol *s, const dp_sym_infer_desc *desc) {
+    if (!desc) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_infer: NULL desc"); return DP_ERROR_INVALID_ARGS; }
+    return dpn__sym_infer(s, desc->num_known, desc->names, desc->shapes, desc->dtypes, desc->arg_shapes, desc->arg_dtypes,
+                          desc->out_shapes, desc->out_dtypes);
+}
+static dp_result dpn__sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
+                                dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes) {
     dpn__graph g;
     dp_shape *shape = NULL;
     dp_dtype *dtype = NULL;
@@ -2871,9 +2937,16 @@ static dp_result dpn__exec_check(dp_engine *eng, const dpn__graph *g, dp_ctx ctx
     }
     return DP_OK;
 }
-DPN_IMPL dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
-                               dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out) {
+static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
+                                dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out);
+DPN_IMPL dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, const dp_exec_desc *desc, dp_executor **out) {
+    static const dp_exec_desc none = {{DP_DEV_CPU, 0}, 0, NULL, NULL, NULL};
+    const dp_exec_desc *d = desc ? desc : &none;
     dp_nn_register();
+    return dpn__exec_bind(eng, sym, d->ctx, d->num_args, d->args, d->grads, d->grad_reqs, out);
+}
+static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
+                                dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out) {
     dpn__graph g;
     dpn__xbuild b;
     dp_executor *ex = NULL;
@@ -2957,7 +3030,7 @@ done:
 DPN_IMPL dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out) {
     if (out) *out = NULL;
     if (!ex || !out) { DPN__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_rebind: an executor and out are needed"); return DP_ERROR_INVALID_ARGS; }
-    return dp_exec_bind(ex->eng, ex->sym, ex->ctx, num_args, args, grads, ex->grad_req, out);
+    return dpn__exec_bind(ex->eng, ex->sym, ex->ctx, num_args, args, grads, ex->grad_req, out);
 }
 DPN_IMPL dp_result dp_exec_forward(dp_executor *ex, int is_train) {
     int i;
@@ -2977,7 +3050,10 @@ DPN_IMPL dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndar
     if (!ex->nbwd) { DPN__LOG(ex->eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_backward: the executor was bound without gradients"); return DP_ERROR_INVALID_ARGS; }
     for (i = 0; i < num_head_grads; i++) {
         if (!head_grads[i] || !ex->head_grads[i]) continue;
-        if ((r = dp_invoke_strings(ex->eng, "_copy", 1, &head_grads[i], 0, NULL, NULL, 0, 1, &ex->head_grads[i], NULL)) != DP_OK) return r;
+        dp_invoke_desc d;
+        memset(&d, 0, sizeof d);
+        d.op = "_copy"; d.inputs[0] = head_grads[i]; d.outputs[0] = ex->head_grads[i];
+        if ((r = dp_invoke(ex->eng, &d, NULL)) != DP_OK) return r;
     }
     for (i = ex->nfwd; i < ex->nfwd + ex->nbwd; i++) if ((r = dp_op_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
     return DP_OK;
@@ -3114,18 +3190,20 @@ static int dpn__kv_usable_optimizer(const dp_operator *op) {
     return nstates >= 0 && nstates <= DPN__KV_MAX_STATES && op->num_outputs == 1 && op->forward_cpu && !op->resources
         && !op->takes_scalar && op->mutate_inputs == ((1u << nstates) - 1u) << 2;
 }
-DPN_IMPL dp_result dp_kv_set_optimizer(dp_kvstore *kv, const char *op_name, int num_kwargs, const char *const *keys, const char *const *values) {
+DPN_IMPL dp_result dp_kv_set_optimizer(dp_kvstore *kv, const dp_optimizer_desc *desc) {
+    const char *op_name = desc && desc->update ? desc->update : "sgd_update";
     const dp_operator *op;
     dp_params p;
     dp_result r;
     if (!dpn__kv_checked(kv, "dp_kv_set_optimizer")) return DP_ERROR_INVALID_ARGS;
-    op = op_name ? dp_operator_find(op_name) : NULL;
+    if (!desc) { DPN__LOG(kv->eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_kv_set_optimizer: NULL desc"); return DP_ERROR_INVALID_ARGS; }
+    op = dp_operator_find(op_name);
     if (!op || !dpn__kv_usable_optimizer(op)) {
         DPN__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_set_optimizer: '%s' is %s", op_name ? op_name : "(NULL)",
                 op ? "not an update (weight, gradient, mutated states...) -> weight with a CPU kernel" : "not a registered operator");
         return DP_ERROR_INVALID_ARGS;
     }
-    if ((r = dp_operator_parse_params(kv->eng, op, num_kwargs, keys, values, &p)) != DP_OK) return r;
+    if ((r = dp_operator_parse_params(kv->eng, op, desc->params, &p)) != DP_OK) return r;
     kv->opt = op; kv->opt_params = p;
     kv->updater = NULL; kv->updater_user = NULL;
     return DP_OK;

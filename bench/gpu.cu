@@ -23,6 +23,7 @@
 #define DEPENG_CUDA_IMPLEMENTATION
 #include "depeng.h"
 #include "depeng_cuda.h"
+#include "tests/test_calls.h"
 #include "bench/common.h"
 #ifdef BENCH_HAVE_CUBLAS
 #include <cublas_v2.h>
@@ -59,7 +60,7 @@ static void bench_add(dp_engine *e, long long n) {
     in[0] = a; in[1] = b;
     for (r = -1; r < BENCH_REPS; r++) {                          /* -1: warm-up */
         t0 = bench_now_ns();
-        if (dp_invoke_strings(e, "add", 2, in, 0, NULL, NULL, 0, 1, &c, NULL) != DP_OK || dp_nd_wait_to_read(c, NULL) != DP_OK) die("add");
+        if (invoke_str(e, "add", 2, in, 0, NULL, NULL, 0, 1, &c, NULL) != DP_OK || dp_nd_wait_to_read(c, NULL) != DP_OK) die("add");
         if (r >= 0) gbps[r] = 3.0 * 4.0 * (double)n / (bench_now_ns() - t0);
     }
     {
@@ -91,7 +92,7 @@ static void bench_dot(dp_engine *e, long long d) {
     in[0] = a; in[1] = b;
     for (r = -1; r < BENCH_REPS; r++) {
         t0 = bench_now_ns();
-        if (dp_invoke_strings(e, "dot", 2, in, 0, NULL, NULL, 0, 1, &c, NULL) != DP_OK || dp_nd_wait_to_read(c, NULL) != DP_OK) die("dot");
+        if (invoke_str(e, "dot", 2, in, 0, NULL, NULL, 0, 1, &c, NULL) != DP_OK || dp_nd_wait_to_read(c, NULL) != DP_OK) die("dot");
         if (r >= 0) gf[r] = flops / (bench_now_ns() - t0);
     }
     {
@@ -139,7 +140,7 @@ static double op_cost(dp_engine *e, int ops, int chain) {
     if (dp_wait_all(e, NULL) != DP_OK) die("wait");
     t0 = bench_now_ns();
     for (i = 0; i < ops; i++)
-        if (dp_invoke_strings(e, "add_scalar", 1, &x, 0, NULL, NULL, 1.0, 1, chain ? &x : &outs[i], NULL) != DP_OK) die("add_scalar");
+        if (invoke_str(e, "add_scalar", 1, &x, 0, NULL, NULL, 1.0, 1, chain ? &x : &outs[i], NULL) != DP_OK) die("add_scalar");
     if (dp_wait_all(e, NULL) != DP_OK) die("wait");
     t0 = (bench_now_ns() - t0) / 1000.0 / ops;
     if (chain) {

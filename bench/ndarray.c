@@ -1,10 +1,10 @@
 /* bench/ndarray.c - the NDArray section of `make bench`.
 
-   ND-add: c = a + b on 2^24 float32 elements, through dp_invoke_strings("add")
+   ND-add: c = a + b on 2^24 float32 elements, through invoke_str("add")
    into a preallocated output plus the wait for it, against the plain C loop
    over the same buffers, in the same run. Median of 5 after a warm-up, in
    milliseconds per addition; the ratio line is depeng / plain loop.
-   ND-dot: dot of two 1024 x 1024 float32 matrices through dp_invoke_strings
+   ND-dot: dot of two 1024 x 1024 float32 matrices through dp_invoke
    (the portable kernel), in GFLOP/s, against OpenBLAS's cblas_sgemm on one
    thread when built with BENCH_HAVE_CBLAS (make bench-deps installs it).
 
@@ -13,6 +13,7 @@
 #include "bench/common.h"
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "tests/test_calls.h"
 #ifdef BENCH_HAVE_CBLAS
 #include <cblas.h>
 void openblas_set_num_threads(int n);   /* OpenBLAS's own: one thread, as the kernel */
@@ -61,7 +62,7 @@ int main(int argc, char **argv) {
         double t0 = bench_now_ns();
         plain_add(ha, hb, hc, n);
         double t1 = bench_now_ns();
-        if (dp_invoke_strings(eng, "add", 2, in, 0, NULL, NULL, 0, 1, &c, NULL) != DP_OK || dp_nd_wait_to_read(c, NULL) != DP_OK) return 2;
+        if (invoke_str(eng, "add", 2, in, 0, NULL, NULL, 0, 1, &c, NULL) != DP_OK || dp_nd_wait_to_read(c, NULL) != DP_OK) return 2;
         double t2 = bench_now_ns();
         if (r >= 0) { plain_ms[r] = (t1 - t0) / 1e6; depeng_ms[r] = (t2 - t1) / 1e6; }
     }
@@ -85,7 +86,7 @@ int main(int argc, char **argv) {
         in2[0] = x; in2[1] = y;
         for (r = -1; r < BENCH_REPS; r++) {
             double t0 = bench_now_ns();
-            if (dp_invoke_strings(eng, "dot", 2, in2, 0, NULL, NULL, 0, 1, &z, NULL) != DP_OK || dp_nd_wait_to_read(z, NULL) != DP_OK) return 2;
+            if (invoke_str(eng, "dot", 2, in2, 0, NULL, NULL, 0, 1, &z, NULL) != DP_OK || dp_nd_wait_to_read(z, NULL) != DP_OK) return 2;
             if (r >= 0) gf[r] = flops / (bench_now_ns() - t0);
         }
         qsort(gf, BENCH_REPS, sizeof *gf, bench_cmp_double);

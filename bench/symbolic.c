@@ -6,7 +6,7 @@
    the gradients) and through an executor bound once (forward, backward:
    pre-created operations pushed), in the same run, on the per-device
    engine with two workers. Both run the same kernels and the same updates
-   (dp_invoke_strings of sgd_mom_update), on synthetic data of the digits'
+   (dp_invoke of sgd_mom_update), on synthetic data of the digits'
    shape. Median of 5 timed runs of S steps after a warm-up run; then
    "ratio SYM-step-B imperative/executor=R" (above 1: the executor is
    faster) and the executor's memory figures. SYM-mem-deep: the memory
@@ -18,6 +18,7 @@
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include "depeng_nn.h"
+#include "tests/test_calls.h"
 
 enum { INPUTS = 64, HIDDEN = 64, CLASSES = 10 };
 static const dp_ctx CPU = {DP_DEV_CPU, 0};
@@ -61,12 +62,12 @@ static void updates(dp_engine *e, net *n, int from_autograd) {
     for (i = 0; i < 4; i++) {
         dp_ndarray *in[3], *out[1];
         in[0] = n->p[i]; in[1] = from_autograd ? dp_nd_grad(n->p[i]) : n->grad[i]; in[2] = n->mom[i]; out[0] = n->p[i];
-        if (dp_invoke_strings(e, "sgd_mom_update", 3, in, 3, keys, vals, 0, 1, out, NULL) != DP_OK) die("sgd_mom_update");
+        if (invoke_str(e, "sgd_mom_update", 3, in, 3, keys, vals, 0, 1, out, NULL) != DP_OK) die("sgd_mom_update");
     }
 }
 static dp_ndarray *invoke(dp_engine *e, const char *op, int nin, dp_ndarray **in, int nkw, const char **k, const char **v) {
     dp_ndarray *out = NULL;
-    if (dp_invoke_strings(e, op, nin, in, nkw, k, v, 0, 1, &out, NULL) != DP_OK) die(op);
+    if (invoke_str(e, op, nin, in, nkw, k, v, 0, 1, &out, NULL) != DP_OK) die(op);
     return out;
 }
 static void imperative_step(dp_engine *e, net *n) {
@@ -96,15 +97,15 @@ static dp_symbol *mlp_symbol(int layers, const int *width) {
         snprintf(name, sizeof name, "fc%d", i + 1);
         snprintf(units, sizeof units, "%d", i < layers ? width[i] : CLASSES);
         in[0] = cur; in[1] = NULL; in[2] = NULL;
-        if (dp_sym_op("FullyConnected", name, 3, in, 1, key, val, &next) != DP_OK) die("FullyConnected");
+        if (sym_op("FullyConnected", name, 3, in, 1, key, val, &next) != DP_OK) die("FullyConnected");
         dp_sym_release(cur); cur = next;
         if (i == layers) break;
         snprintf(name, sizeof name, "relu%d", i + 1);
-        if (dp_sym_op("relu", name, 1, &cur, 0, NULL, NULL, &next) != DP_OK) die("relu");
+        if (sym_op("relu", name, 1, &cur, 0, NULL, NULL, &next) != DP_OK) die("relu");
         dp_sym_release(cur); cur = next;
     }
     in[0] = cur; in[1] = label;
-    if (dp_sym_op("softmax_cross_entropy", "loss", 2, in, 0, NULL, NULL, &next) != DP_OK) die("loss");
+    if (sym_op("softmax_cross_entropy", "loss", 2, in, 0, NULL, NULL, &next) != DP_OK) die("loss");
     dp_sym_release(cur); dp_sym_release(label);
     return next;
 }
@@ -127,7 +128,7 @@ static void run_batch(dp_engine *e, int batch, long steps) {
     args[0] = b.x; args[1] = b.p[0]; args[2] = b.p[1]; args[3] = b.p[2]; args[4] = b.p[3]; args[5] = b.y;
     for (i = 0; i < 4; i++) grads[i + 1] = b.grad[i];
     for (i = 0; i < 4; i++) if (dp_nd_attach_grad(a.p[i], DP_REQ_WRITE) != DP_OK) die("attach_grad");
-    if (dp_exec_bind(e, sym, CPU, 6, args, grads, NULL, &ex) != DP_OK) die("dp_exec_bind");
+    if (exec_bind(e, sym, CPU, 6, args, grads, NULL, &ex) != DP_OK) die("dp_exec_bind");
     for (r = -1; r < BENCH_REPS; r++) {          /* r = -1: warm-up */
         double t0;
         long s;
@@ -167,14 +168,14 @@ static void deep_memory(dp_engine *e) {
     dp_shape shapes[16], ds = {2, {256, INPUTS}};
     const char *known[1] = {"data"};
     int n = dp_sym_list_arguments(sym, names, 16), i;
-    if (n < 2 || n > 16 || dp_sym_infer(sym, 1, known, &ds, NULL, shapes, NULL, NULL, NULL) != DP_OK) die("deep MLP inference");
+    if (n < 2 || n > 16 || sym_infer(sym, 1, known, &ds, NULL, shapes, NULL, NULL, NULL) != DP_OK) die("deep MLP inference");
     for (i = 0; i < n; i++) {
         int is_param = strcmp(names[i], "data") != 0 && strcmp(names[i], "label") != 0;
         if (dp_nd_zeros(e, &shapes[i], DP_FLOAT32, CPU, &args[i]) != DP_OK) die("deep MLP arrays");
         grads[i] = NULL;
         if (is_param && dp_nd_zeros(e, &shapes[i], DP_FLOAT32, CPU, &grads[i]) != DP_OK) die("deep MLP gradients");
     }
-    if (dp_exec_bind(e, sym, CPU, n, args, grads, NULL, &ex) != DP_OK || dp_exec_memory_get(ex, &mem) != DP_OK) die("deep MLP bind");
+    if (exec_bind(e, sym, CPU, n, args, grads, NULL, &ex) != DP_OK || dp_exec_memory_get(ex, &mem) != DP_OK) die("deep MLP bind");
     printf("mem SYM-mem-deep planned_bytes=%zu unplanned_bytes=%zu planned/unplanned=%.2f external_bytes=%zu operations=%d\n",
            mem.planned_bytes, mem.unplanned_bytes, mem.unplanned_bytes ? (double)mem.planned_bytes / (double)mem.unplanned_bytes : 0.0,
            mem.external_bytes, mem.num_nodes);

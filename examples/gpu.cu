@@ -15,12 +15,14 @@
 #include "depeng_cuda.h"
 #include <stdio.h>
 
-/* dp_invoke_strings for the common case: some inputs, no keyword parameters,
-   one new output (on the inputs' device). */
-static dp_ndarray *apply(dp_engine *eng, const char *op, int n, dp_ndarray *a, dp_ndarray *b, double scalar) {
-    dp_ndarray *in[2], *out = NULL;
-    in[0] = a; in[1] = b;
-    if (dp_invoke_strings(eng, op, n, in, 0, NULL, NULL, scalar, 1, &out, NULL) != DP_OK) return NULL;
+/* dp_invoke for the common case: one or two inputs, no keyword parameters,
+   one new output (on the inputs' device). C++: the desc is value-initialised
+   and its fields assigned. */
+static dp_ndarray *apply(dp_engine *eng, const char *op, dp_ndarray *a, dp_ndarray *b, double scalar) {
+    dp_invoke_desc d = {};
+    dp_ndarray *out = NULL;
+    d.op = op; d.inputs[0] = a; d.inputs[1] = b; d.scalar = scalar;
+    if (dp_invoke(eng, &d, &out) != DP_OK) return NULL;
     return out;
 }
 
@@ -31,7 +33,6 @@ int main(int argc, char **argv) {
     dp_ctx gpu = {DP_DEV_GPU, 0}, cpu = {DP_DEV_CPU, 0};
     dp_shape shape = {2, {2, 3}};
     float data[6] = {1, 2, 3, 4, 5, 6}, z_host[6], rows[2], back[6];
-    const char *axis_key[1] = {"axis"}, *axis_val[1] = {"1"};
     dp_ndarray *x, *ones, *doubled, *z, *row_sums = NULL, *z_cpu = NULL;
     dp_storage_stats stats;
     dp_failure failure;
@@ -59,12 +60,14 @@ int main(int argc, char **argv) {
 
     /* z = 2 * x + 1: two kernels on a GPU worker's stream; the second waits
        for the first because it reads what the first writes. */
-    doubled = apply(eng, "mul_scalar", 1, x, NULL, 2.0);
-    z = doubled ? apply(eng, "add", 2, doubled, ones, 0) : NULL;
+    doubled = apply(eng, "mul_scalar", x, NULL, 2.0);
+    z = doubled ? apply(eng, "add", doubled, ones, 0) : NULL;
     if (!z) return 1;
 
     /* A reduction: one thread block per output element on the GPU. */
-    if (dp_invoke_strings(eng, "sum", 1, &z, 1, axis_key, axis_val, 0, 1, &row_sums, NULL) != DP_OK) return 1;
+    dp_invoke_desc sum = {};
+    sum.op = "sum"; sum.inputs[0] = z; sum.params[0] = dp_param_str("axis", "1");
+    if (dp_invoke(eng, &sum, &row_sums) != DP_OK) return 1;
 
     /* A copy to a CPU array runs on the GPU's copy worker, next to compute. */
     if (dp_nd_copy_to(z, cpu, &z_cpu) != DP_OK) return 1;

@@ -148,16 +148,15 @@ static void train_epoch(dp_engine *eng, model *m, dp_iter *it, dp_ndarray *total
    softmax_cross_entropy(scores, label). Arguments, in order: data,
    fc1_weight, fc1_bias, fc2_weight, fc2_bias, label. */
 static void build_symbols(dp_symbol **scores, dp_symbol **loss) {
-    dp_symbol *data, *label, *fc1, *act, *in[3];
-    const char *key[1] = {"num_hidden"}, *h[1] = {"64"}, *c[1] = {"10"};
+    dp_symbol *data, *label, *fc1, *act;
     if (dp_sym_var("data", &data) != DP_OK || dp_sym_var("label", &label) != DP_OK) die("dp_sym_var");
-    in[0] = data; in[1] = NULL; in[2] = NULL;                 /* weight and bias: new variables */
-    if (dp_sym_op("FullyConnected", "fc1", 3, in, 1, key, h, &fc1) != DP_OK) die("fc1");
-    if (dp_sym_op("relu", "relu1", 1, &fc1, 0, NULL, NULL, &act) != DP_OK) die("relu1");
-    in[0] = act;
-    if (dp_sym_op("FullyConnected", "fc2", 3, in, 1, key, c, scores) != DP_OK) die("fc2");
-    in[0] = *scores; in[1] = label;
-    if (dp_sym_op("softmax_cross_entropy", "loss", 2, in, 0, NULL, NULL, loss) != DP_OK) die("loss");
+    /* inputs left NULL (FullyConnected's weight and bias) become new variables */
+    if (dp_sym_node(&(dp_sym_node_desc){ .op = "FullyConnected", .name = "fc1", .inputs = {data},
+                                          .params = {{"num_hidden", .i = 64}} }, &fc1) != DP_OK) die("fc1");
+    if (dp_sym_node(&(dp_sym_node_desc){ .op = "relu", .name = "relu1", .inputs = {fc1} }, &act) != DP_OK) die("relu1");
+    if (dp_sym_node(&(dp_sym_node_desc){ .op = "FullyConnected", .name = "fc2", .inputs = {act},
+                                          .params = {{"num_hidden", .i = 10}} }, scores) != DP_OK) die("fc2");
+    if (dp_sym_node(&(dp_sym_node_desc){ .op = "softmax_cross_entropy", .name = "loss", .inputs = {*scores, label} }, loss) != DP_OK) die("loss");
     dp_sym_release(data); dp_sym_release(label); dp_sym_release(fc1); dp_sym_release(act);
 }
 typedef struct sym_trainer {
@@ -174,7 +173,9 @@ static void bind_batch(dp_engine *eng, sym_trainer *t, const model *m, int slot,
     if (dp_nd_zeros(eng, &sx, DP_FLOAT32, cpu, &t->x[slot]) != DP_OK || dp_nd_zeros(eng, &sy, DP_FLOAT32, cpu, &t->y[slot]) != DP_OK) die("batch arrays");
     args[0] = t->x[slot]; args[1] = m->w1; args[2] = m->b1; args[3] = m->w2; args[4] = m->b2; args[5] = t->y[slot];
     for (k = 0; k < 4; k++) grads[k + 1] = t->grads[k];
-    if (slot == 0) { if (dp_exec_bind(eng, t->loss, cpu, 6, args, grads, NULL, &t->ex[0]) != DP_OK) die("dp_exec_bind"); }
+    if (slot == 0) {
+        if (dp_exec_bind(eng, t->loss, &(dp_exec_desc){ .ctx = cpu, .num_args = 6, .args = args, .grads = grads }, &t->ex[0]) != DP_OK) die("dp_exec_bind");
+    }
     else if (dp_exec_rebind(t->ex[0], 6, args, grads, &t->ex[1]) != DP_OK) die("dp_exec_rebind");
 }
 static void sym_trainer_init(dp_engine *eng, sym_trainer *t, const model *m, const char *graph) {
@@ -297,7 +298,7 @@ int main(int argc, char **argv) {
     memset(&desc, 0, sizeof desc);
     desc.type = !strcmp(engine_name, "naive") ? DP_ENGINE_NAIVE : !strcmp(engine_name, "pooled") ? DP_ENGINE_POOLED : DP_ENGINE_PERDEVICE;
     if (dp_engine_create(&desc, &eng) != DP_OK) die("dp_engine_create");
-    if (dp_nd_load_csv(eng, path, -1, cpu, &data, &label) != DP_OK) die("loading the CSV (run from the repository root, or pass --data)");
+    if (dp_nd_load_csv(eng, path, -1, cpu, NULL, &data, &label) != DP_OK) die("loading the CSV (run from the repository root, or pass --data)");
     split(eng, data, label, xs, ys);
     printf("digits: %lld training and %lld test samples, MLP 64-64-10, %s engine%s\n", (long long)dp_nd_shape(xs[0])->dims[0],
            (long long)dp_nd_shape(xs[1])->dims[0], engine_name, symbolic ? ", symbolic (executor)" : "");

@@ -30,6 +30,7 @@
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include "depeng_nn.h"
+#include "tests/test_calls.h"
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,7 +175,7 @@ static dp_result invoke(dp_engine *e, const char *name, int nin, dp_ndarray *con
     const char *k[1], *v[1];
     k[0] = key; v[0] = value;
     *out = NULL;
-    return dp_invoke_strings(e, name, nin, in, key ? 1 : 0, k, v, scalar, 1, out, NULL);
+    return invoke_str(e, name, nin, in, key ? 1 : 0, k, v, scalar, 1, out, NULL);
 }
 
 static void array_steps(dp_engine *e) {
@@ -200,7 +201,7 @@ static void array_steps(dp_engine *e) {
     in[0] = x34; in[1] = m;
     {
         const char *k[2] = {"num_args", "dim"}, *v[2] = {"2", "0"};
-        TRY(dp_invoke_strings(e, "concat", 2, in, 2, k, v, 0, 1, &cc, NULL));
+        TRY(invoke_str(e, "concat", 2, in, 2, k, v, 0, 1, &cc, NULL));
     }
     TRY(check_array("concat(x, m)", cc));
     TRY(dp_random_seed(e, cpu, 7));
@@ -248,14 +249,14 @@ static void autograd_and_optimizer_steps(dp_engine *e) {
         const char *km[2] = {"lr", "momentum"}, *vm[2] = {"0.5", "0.9"};
         in[0] = w; in[1] = dp_nd_grad(w);
         out = w;
-        TRY(dp_invoke_strings(e, "sgd_update", 2, in, 1, k, v, 0, 1, &out, NULL));
+        TRY(invoke_str(e, "sgd_update", 2, in, 1, k, v, 0, 1, &out, NULL));
         TRY(dp_nd_zeros(e, &s23, DP_FLOAT32, cpu, &mom));
         in[2] = mom;
-        TRY(dp_invoke_strings(e, "sgd_mom_update", 3, in, 2, km, vm, 0, 1, &out, NULL));
+        TRY(invoke_str(e, "sgd_mom_update", 3, in, 2, km, vm, 0, 1, &out, NULL));
         TRY(dp_nd_zeros(e, &s23, DP_FLOAT32, cpu, &mean));
         TRY(dp_nd_zeros(e, &s23, DP_FLOAT32, cpu, &var));
         in[2] = mean; in[3] = var;
-        TRY(dp_invoke_strings(e, "adam_update", 4, in, 1, k, v, 0, 1, &out, NULL));
+        TRY(invoke_str(e, "adam_update", 4, in, 1, k, v, 0, 1, &out, NULL));
         TRY(check_array("w after sgd, momentum and adam", w));
     }
 out:
@@ -270,7 +271,7 @@ static void file_steps(dp_engine *e) {
     dp_shape s23 = shape2(2, 3);
     dp_ndarray *a = NULL, *b = NULL, *la = NULL, *data = NULL, *label = NULL, *bd = NULL, *bl = NULL;
     dp_nd_named named[2], loaded[4], deflated[4];
-    dp_npz_options deflate;
+    dp_npz_desc deflate;
     dp_iter_desc idesc;
     dp_iter *it = NULL;
     char path[128];
@@ -287,14 +288,14 @@ static void file_steps(dp_engine *e) {
     snprintf(named[0].name, sizeof named[0].name, "a"); named[0].array = a;
     snprintf(named[1].name, sizeof named[1].name, "b"); named[1].array = b;
     snprintf(path, sizeof path, "%s/ab.npz", g_dir);
-    TRY(dp_nd_save_npz(path, named, 2, NULL));
+    TRY(dp_nd_save_npz(path, named, 2, NULL, NULL));
     TRY(dp_nd_load_npz(e, path, cpu, loaded, 4, &count));
     check_int("npz members", count);
     for (i = 0; i < count; i++) TRY(check_array(loaded[i].name, loaded[i].array));
     snprintf(path, sizeof path, "%s/ab_deflated.npz", g_dir);   /* the deflater's and inflater's memory */
     memset(&deflate, 0, sizeof deflate);
     deflate.compress = 1;
-    TRY(dp_nd_save_npz_opts(path, named, 2, &deflate, NULL));
+    TRY(dp_nd_save_npz(path, named, 2, &deflate, NULL));
     TRY(dp_nd_load_npz(e, path, cpu, deflated, 4, &deflated_count));
     check_int("deflated npz members", deflated_count);
     for (i = 0; i < deflated_count; i++) TRY(check_array(deflated[i].name, deflated[i].array));
@@ -302,7 +303,7 @@ static void file_steps(dp_engine *e) {
     TRY_PTR(f = fopen(path, "w"));
     fprintf(f, "x,y,label\n1,2,0\n3,4,1\n5,6,0\n7,8,1\n9,10,0\n");
     fclose(f);
-    TRY(dp_nd_load_csv(e, path, -1, cpu, &data, &label));
+    TRY(dp_nd_load_csv(e, path, -1, cpu, NULL, &data, &label));
     TRY(check_array("csv data", data));
     memset(&idesc, 0, sizeof idesc);
     idesc.data = data; idesc.label = label; idesc.batch_size = 2;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "test_calls.h"
 
 enum { KVD_IN = 64, KVD_HIDDEN = 64, KVD_CLASSES = 10, KVD_BATCH = 32, KVD_PARAMS = 4, KVD_MAX_DEV = 4 };
 
@@ -32,7 +33,7 @@ static inline int kvd_load(dp_engine *eng, const char *path, kvd_set *train, kvd
     float *x = NULL, *y = NULL, *px[2] = {NULL, NULL}, *py[2] = {NULL, NULL};
     int64_t n, i, k[2] = {0, 0};
     int part, ok = 0;
-    if (dp_nd_load_csv(eng, path, -1, cpu, &data, &label) != DP_OK) return 0;
+    if (dp_nd_load_csv(eng, path, -1, cpu, NULL, &data, &label) != DP_OK) return 0;
     n = dp_nd_shape(data)->dims[0];
     x = (float *)malloc((size_t)n * KVD_IN * sizeof *x); y = (float *)malloc((size_t)n * sizeof *y);
     for (part = 0; part < 2; part++) { px[part] = (float *)malloc((size_t)n * KVD_IN * sizeof *x); py[part] = (float *)malloc((size_t)n * sizeof *y); }
@@ -94,7 +95,7 @@ static inline int kvd_trainer_init(kvd_trainer *t, dp_engine *eng, dp_kvstore *k
     const char *keys[4] = {"lr", "momentum", "rescale_grad", "wd"}, *vals[4] = {"0.1", "0.9", "0.03125", "0.0001"};
     memset(t, 0, sizeof *t);
     t->eng = eng; t->kv = kv; t->ndev = ndev; t->parts = parts; t->first_part = first_part;
-    if (dp_kv_set_optimizer(kv, "sgd_mom_update", 4, keys, vals) != DP_OK) return 0;
+    if (kv_set_optimizer(kv, "sgd_mom_update", 4, keys, vals) != DP_OK) return 0;
     for (k = 0; k < KVD_PARAMS; k++) {
         dp_shape s;
         dp_ndarray *init = NULL;
@@ -116,7 +117,7 @@ static inline dp_ndarray *kvd_invoke(dp_engine *eng, const char *op, int nin, dp
     dp_ndarray *out = NULL;
     const char *keys[1], *vals[1];
     keys[0] = key; vals[0] = val;
-    if (dp_invoke_strings(eng, op, nin, in, key ? 1 : 0, keys, vals, 0, 1, &out, NULL) != DP_OK) return NULL;
+    if (invoke_str(eng, op, nin, in, key ? 1 : 0, keys, vals, 0, 1, &out, NULL) != DP_OK) return NULL;
     return out;
 }
 /* scores of x (rows, 64) under parameters p */

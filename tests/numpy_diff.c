@@ -16,6 +16,7 @@
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include "depeng_nn.h"
+#include "tests/test_calls.h"
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,7 +129,7 @@ static dp_result invoke(const char *op, int nin, dp_ndarray **in, const char *pa
         *eq = 0;
         keys[nkw] = p; vals[nkw] = eq + 1; nkw++;
     }
-    return dp_invoke_strings(g_eng, op, nin, in, nkw, keys, vals, scalar, nout, out, NULL);
+    return invoke_str(g_eng, op, nin, in, nkw, keys, vals, scalar, nout, out, NULL);
 }
 /* Runs op; outputs[j] may be given (an alias case) or NULL. */
 static void run(const char *op, int nin, dp_ndarray **in, const char *params, double scalar, int nout, dp_ndarray **out) {
@@ -374,7 +375,7 @@ static void nn_cases(void) {
         dp_dtype dt = t & 1 ? DP_FLOAT32 : DP_FLOAT64;
         int k = t % 3, nin = 2 + k, i;
         for (i = 0; i < nin; i++) in[i] = make(&s, dt, TAME);
-        if (k == 2) { dp_ndarray *v = NULL; dp_nd_release(in[3]); dp_invoke_strings(g_eng, "square", 1, &in[1], 0, NULL, NULL, 0, 1, &v, NULL); in[3] = v; }
+        if (k == 2) { dp_ndarray *v = NULL; dp_nd_release(in[3]); invoke_str(g_eng, "square", 1, &in[1], 0, NULL, NULL, 0, 1, &v, NULL); in[3] = v; }
         run(ops[k], nin, in, ps[k], 0, 1, out);
         for (i = 2; i < nin; i++) save(in[i], g_case - 1, "mutated", i);   /* the state after the update */
         release(nin, in); release(1, out);

@@ -96,7 +96,7 @@ static int readd(dp_ndarray *a, double *out, int64_t n) {
 static dp_ndarray *inv(dp_engine *e, const char *name, int nin, dp_ndarray *const *in, int nkw, const char *const *keys,
                        const char *const *vals, double scalar) {
     dp_ndarray *out = NULL;
-    dp_result r = dp_invoke_strings(e, name, nin, in, nkw, keys, vals, scalar, 1, &out, NULL);
+    dp_result r = invoke_str(e, name, nin, in, nkw, keys, vals, scalar, 1, &out, NULL);
     if (r != DP_OK) { fprintf(stderr, "  invoke %s: %s\n", name, dp_result_string(r)); CHECK(0); return NULL; }
     return out;
 }
@@ -462,7 +462,7 @@ static void test_errors(void) {
             t = un(e, "sin", x); h = un(e, "sum", t);
             CHECK(dp_autograd_end() == DP_OK);
             out = x;
-            CHECK(dp_invoke_strings(e, "_copy", 1, &plain, 0, NULL, NULL, 0, 1, &out, NULL) == DP_OK);
+            CHECK(invoke_str(e, "_copy", 1, &plain, 0, NULL, NULL, 0, 1, &out, NULL) == DP_OK);
             CHECK(dp_autograd_backward(h, NULL, 0) == DP_ERROR_INVALID_ARGS);
             dp_nd_release(h); dp_nd_release(t);
         }
@@ -483,18 +483,18 @@ static void test_errors(void) {
             CHECK(dp_autograd_begin() == DP_OK);
             dp_engine_stats_get(e, &before);
             g_last_item = 0;
-            CHECK(dp_invoke_strings(e, "exp", 1, &x, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS && out == w);
+            CHECK(invoke_str(e, "exp", 1, &x, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS && out == w);
             dp_engine_stats_get(e, &after);
             CHECK(after.pushed == before.pushed && g_last_item == DP_LOGITEM_ND_ARGS);
             rec = un(e, "exp", x);                     /* a recorded array as the output */
             out = rec;
-            CHECK(dp_invoke_strings(e, "sin", 1, &x, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(invoke_str(e, "sin", 1, &x, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
             {   /* a recorded update whose mutated input (the momentum) is a marked array */
                 const char *lk[1] = {"lr"}, *lv[1] = {"0.1"};
                 dp_ndarray *upd[3];
                 upd[0] = plain; upd[1] = rec; upd[2] = w;
                 out = plain;
-                CHECK(dp_invoke_strings(e, "sgd_mom_update", 3, upd, 1, lk, lv, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
+                CHECK(invoke_str(e, "sgd_mom_update", 3, upd, 1, lk, lv, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
             }
             CHECK(dp_autograd_end() == DP_OK);
             CHECK(readd(plain, g, 6));
@@ -668,7 +668,7 @@ static int update(dp_engine *e, const char *name, dp_ndarray *w, dp_ndarray *g, 
     in[0] = w; in[1] = g;
     if (s1) in[nin++] = s1;
     if (s2) in[nin++] = s2;
-    return dp_invoke_strings(e, name, nin, in, nkw, keys, vals, 0, 1, &out, NULL) == DP_OK && out == w;
+    return invoke_str(e, name, nin, in, nkw, keys, vals, 0, 1, &out, NULL) == DP_OK && out == w;
 }
 static int all_near(dp_ndarray *a, const double *want, int n, double tol) {
     double got[16];
@@ -700,7 +700,7 @@ static void test_optimizers(void) {
                 dp_ndarray *in2[2], *fresh = NULL;
                 double r2[N];
                 in2[0] = w; in2[1] = g;
-                CHECK(dp_invoke_strings(e, "sgd_update", 2, in2, 4, keys, vals, 0, 1, &fresh, NULL) == DP_OK && fresh && fresh != w);
+                CHECK(invoke_str(e, "sgd_update", 2, in2, 4, keys, vals, 0, 1, &fresh, NULL) == DP_OK && fresh && fresh != w);
                 for (i = 0; i < N; i++) r2[i] = rw[i] - 0.1 * (clipd(0.5 * g0[i], 1.0) + 0.01 * rw[i]);
                 CHECK(all_near(fresh, r2, N, 1e-6) && all_near(w, rw, N, 1e-6));
                 dp_nd_release(fresh);
@@ -875,59 +875,59 @@ static void test_csv(void) {
         dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT);
         dp_ndarray *d = NULL, *l = NULL;
         double v[12], lv[3];
-        CHECK(dp_nd_load_csv(e, p, -1, CPU0, &d, &l) == DP_OK && shape_is(d, 2, 3, 3) && shape_is(l, 1, 3, 0));
+        CHECK(dp_nd_load_csv(e, p, -1, CPU0, NULL, &d, &l) == DP_OK && shape_is(d, 2, 3, 3) && shape_is(l, 1, 3, 0));
         CHECK(readd(d, v, 9) && readd(l, lv, 3));
         for (i = 0; i < 3; i++) {
             for (j = 0; j < 3; j++) CHECK(v[i * 3 + j] == rows[i][j]);
             CHECK(lv[i] == rows[i][3]);
         }
         dp_nd_release(d); dp_nd_release(l); d = l = NULL;
-        CHECK(dp_nd_load_csv(e, p, 0, CPU0, &d, &l) == DP_OK && shape_is(d, 2, 3, 3) && shape_is(l, 1, 3, 0));
+        CHECK(dp_nd_load_csv(e, p, 0, CPU0, NULL, &d, &l) == DP_OK && shape_is(d, 2, 3, 3) && shape_is(l, 1, 3, 0));
         CHECK(readd(d, v, 9) && readd(l, lv, 3));
         for (i = 0; i < 3; i++) {
             for (j = 0; j < 3; j++) CHECK(v[i * 3 + j] == rows[i][j + 1]);
             CHECK(lv[i] == rows[i][0]);
         }
         dp_nd_release(d); dp_nd_release(l); d = l = NULL;
-        CHECK(dp_nd_load_csv(e, p, 1, CPU0, &d, &l) == DP_OK && readd(d, v, 9) && readd(l, lv, 3));   /* a middle column */
+        CHECK(dp_nd_load_csv(e, p, 1, CPU0, NULL, &d, &l) == DP_OK && readd(d, v, 9) && readd(l, lv, 3));   /* a middle column */
         CHECK(v[3] == 4.5 && v[4] == 60 && v[5] == 1 && lv[1] == -5);
         dp_nd_release(d); dp_nd_release(l); d = l = NULL;
-        CHECK(dp_nd_load_csv(e, p, -3, CPU0, &d, &l) == DP_OK && readd(l, lv, 3) && lv[1] == -5);     /* -3 of 4 columns: 1 */
+        CHECK(dp_nd_load_csv(e, p, -3, CPU0, NULL, &d, &l) == DP_OK && readd(l, lv, 3) && lv[1] == -5);     /* -3 of 4 columns: 1 */
         dp_nd_release(d); dp_nd_release(l); d = l = NULL;
-        CHECK(dp_nd_load_csv(e, p, DP_CSV_NO_LABEL, CPU0, &d, NULL) == DP_OK && shape_is(d, 2, 3, 4) && readd(d, v, 12));
+        CHECK(dp_nd_load_csv(e, p, DP_CSV_NO_LABEL, CPU0, NULL, &d, NULL) == DP_OK && shape_is(d, 2, 3, 4) && readd(d, v, 12));
         for (i = 0; i < 12; i++) CHECK(v[i] == rows[i / 4][i % 4]);
         dp_nd_release(d); d = NULL;
-        CHECK(dp_nd_load_csv(e, p, DP_CSV_NO_LABEL, CPU0, &d, &l) == DP_OK && shape_is(d, 2, 3, 4) && l == NULL);
+        CHECK(dp_nd_load_csv(e, p, DP_CSV_NO_LABEL, CPU0, NULL, &d, &l) == DP_OK && shape_is(d, 2, 3, 4) && l == NULL);
         dp_nd_release(d); d = NULL;
         /* no header: the first line is data */
         write_text(bad, "0.5,1\n-2,3\n");
-        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, &d, &l) == DP_OK && shape_is(d, 2, 2, 1) && readd(d, v, 2) && readd(l, lv, 2));
+        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, NULL, &d, &l) == DP_OK && shape_is(d, 2, 2, 1) && readd(d, v, 2) && readd(l, lv, 2));
         CHECK(v[0] == 0.5 && v[1] == -2 && lv[0] == 1 && lv[1] == 3);
         dp_nd_release(d); dp_nd_release(l); d = l = NULL;
         /* CRLF line ends */
         write_text(bad, "x,y\r\n0.5,1\r\n-2,3\r\n");
-        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, &d, &l) == DP_OK && shape_is(d, 2, 2, 1) && readd(d, v, 2) && readd(l, lv, 2));
+        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, NULL, &d, &l) == DP_OK && shape_is(d, 2, 2, 1) && readd(d, v, 2) && readd(l, lv, 2));
         CHECK(v[0] == 0.5 && v[1] == -2 && lv[0] == 1 && lv[1] == 3);
         dp_nd_release(d); dp_nd_release(l); d = l = NULL;
         /* malformed files */
         write_text(bad, "a,b,c\n1,2,3\n4,5\n7,8,9\n");
         g_last_item = 0;
-        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, &d, &l) == DP_ERROR_FORMAT && d == NULL && l == NULL && g_last_item == DP_LOGITEM_FORMAT);
+        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, NULL, &d, &l) == DP_ERROR_FORMAT && d == NULL && l == NULL && g_last_item == DP_LOGITEM_FORMAT);
         write_text(bad, "1,2,3\n4,abc,6\n");
         g_last_item = 0;
-        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, &d, &l) == DP_ERROR_FORMAT && d == NULL && g_last_item == DP_LOGITEM_FORMAT);
+        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, NULL, &d, &l) == DP_ERROR_FORMAT && d == NULL && g_last_item == DP_LOGITEM_FORMAT);
         write_text(bad, "1,2,3\n4,5x,6\n");
-        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, &d, &l) == DP_ERROR_FORMAT && d == NULL);
+        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, NULL, &d, &l) == DP_ERROR_FORMAT && d == NULL);
         write_text(bad, "1,2,3\n4,,6\n");
-        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, &d, &l) == DP_ERROR_FORMAT && d == NULL);
+        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, NULL, &d, &l) == DP_ERROR_FORMAT && d == NULL);
         write_text(bad, "1,2,3\n4,5,6,7\n");
-        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, &d, &l) == DP_ERROR_FORMAT && d == NULL);
-        CHECK(dp_nd_load_csv(e, p, 4, CPU0, &d, &l) != DP_OK && d == NULL);       /* no column 4 */
-        CHECK(dp_nd_load_csv(e, p, -5, CPU0, &d, &l) != DP_OK && d == NULL);
+        CHECK(dp_nd_load_csv(e, bad, -1, CPU0, NULL, &d, &l) == DP_ERROR_FORMAT && d == NULL);
+        CHECK(dp_nd_load_csv(e, p, 4, CPU0, NULL, &d, &l) != DP_OK && d == NULL);       /* no column 4 */
+        CHECK(dp_nd_load_csv(e, p, -5, CPU0, NULL, &d, &l) != DP_OK && d == NULL);
         g_last_item = 0;
-        CHECK(dp_nd_load_csv(e, "/nonexistent/dir/x.csv", -1, CPU0, &d, &l) == DP_ERROR_IO && d == NULL && g_last_item == DP_LOGITEM_IO);
-        CHECK(dp_nd_load_csv(e, p, -1, CPU0, NULL, &l) == DP_ERROR_INVALID_ARGS);
-        CHECK(dp_nd_load_csv(e, p, -1, CPU0, &d, NULL) == DP_ERROR_INVALID_ARGS && d == NULL);   /* a label column needs a place */
+        CHECK(dp_nd_load_csv(e, "/nonexistent/dir/x.csv", -1, CPU0, NULL, &d, &l) == DP_ERROR_IO && d == NULL && g_last_item == DP_LOGITEM_IO);
+        CHECK(dp_nd_load_csv(e, p, -1, CPU0, NULL, NULL, &l) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_nd_load_csv(e, p, -1, CPU0, NULL, &d, NULL) == DP_ERROR_INVALID_ARGS && d == NULL);   /* a label column needs a place */
         if (k == 2) {   /* the digits data, when the repository has it */
             const char *path = getenv("DEPENG_TEST_DIGITS") ? getenv("DEPENG_TEST_DIGITS") : "data/digits.csv";
             FILE *f = fopen(path, "rb");
@@ -935,7 +935,7 @@ static void test_csv(void) {
                 static double dv[1797 * 64], dl[1797];
                 int count[10] = {0}, okl = 1;
                 fclose(f);
-                CHECK(dp_nd_load_csv(e, path, -1, CPU0, &d, &l) == DP_OK && shape_is(d, 2, 1797, 64) && shape_is(l, 1, 1797, 0));
+                CHECK(dp_nd_load_csv(e, path, -1, CPU0, NULL, &d, &l) == DP_OK && shape_is(d, 2, 1797, 64) && shape_is(l, 1, 1797, 0));
                 CHECK(readd(d, dv, 1797 * 64) && readd(l, dl, 1797));
                 for (i = 0; i < 1797; i++) {
                     if (dl[i] < 0 || dl[i] > 9 || dl[i] != floor(dl[i])) okl = 0;
@@ -1153,7 +1153,7 @@ static void test_review_regressions(void) {
         for (i = 0; i < 10000; i++) fprintf(f, i ? ",%d" : "%d", 1);
         fputc('\n', f);
         fclose(f);
-        CHECK(dp_nd_load_csv(e, path, -1, CPU0, &d, &l) == DP_OK);
+        CHECK(dp_nd_load_csv(e, path, -1, CPU0, NULL, &d, &l) == DP_OK);
         CHECK(d && dp_nd_shape(d)->ndim == 2 && dp_nd_shape(d)->dims[0] == 2 && dp_nd_shape(d)->dims[1] == 9999);
         CHECK(l && dp_nd_read(l, v, 2 * sizeof(float), NULL) == DP_OK && v[0] == (float)(9999 % 7) && v[1] == 1);
         dp_nd_release(d); dp_nd_release(l);
@@ -1161,7 +1161,7 @@ static void test_review_regressions(void) {
         f = fopen(path, "w");                       /* an empty field in the first row is an error, not a header */
         fputs("1,,3\n4,5,6\n", f);
         fclose(f);
-        CHECK(dp_nd_load_csv(e, path, -1, CPU0, &d, &l) == DP_ERROR_FORMAT);
+        CHECK(dp_nd_load_csv(e, path, -1, CPU0, NULL, &d, &l) == DP_ERROR_FORMAT);
         remove(path);
     }
     {   /* y = exp(x) recorded, then overwritten by an unrecorded write: y leaves the graph */
@@ -1172,7 +1172,7 @@ static void test_review_regressions(void) {
             dp_ndarray *x = arr(e, s, DP_FLOAT64, xv), *k = arr(e, s, DP_FLOAT64, c), *y, *h, *l;
             CHECK(dp_nd_attach_grad(x, DP_REQ_WRITE) == DP_OK);
             dp_autograd_begin(); y = un(e, "exp", x); dp_autograd_end();
-            if (how == 0) CHECK(dp_invoke_strings(e, "_copy", 1, &k, 0, NULL, NULL, 0, 1, &y, NULL) == DP_OK);
+            if (how == 0) CHECK(invoke_str(e, "_copy", 1, &k, 0, NULL, NULL, 0, 1, &y, NULL) == DP_OK);
             else CHECK(dp_nd_write(y, c, sizeof c, NULL) == DP_OK);
             dp_autograd_begin(); h = un(e, "sin", y); l = un(e, "sum", h); dp_autograd_end();
             CHECK(l == NULL || dp_autograd_backward(l, NULL, 0) == DP_ERROR_INVALID_ARGS);   /* y is a constant now */
@@ -1257,14 +1257,14 @@ static dp_result oom_step(dp_engine *e, double *g, int *retried) {
     if (r == DP_OK) r = dp_nd_attach_grad(in[3], DP_REQ_WRITE);
     if (r == DP_OK) { r = dp_autograd_begin(); recording = r == DP_OK; }
     fc[0] = in[0]; fc[1] = in[1]; fc[2] = in[2];
-    if (r == DP_OK) r = dp_invoke_strings(e, "FullyConnected", 3, fc, 1, nh, v5, 0, 1, &h1, NULL);
-    if (r == DP_OK) r = dp_invoke_strings(e, "tanh", 1, &h1, 0, NULL, NULL, 0, 1, &a1, NULL);
+    if (r == DP_OK) r = invoke_str(e, "FullyConnected", 3, fc, 1, nh, v5, 0, 1, &h1, NULL);
+    if (r == DP_OK) r = invoke_str(e, "tanh", 1, &h1, 0, NULL, NULL, 0, 1, &a1, NULL);
     pair[0] = a1; pair[1] = a1;
-    if (r == DP_OK) r = dp_invoke_strings(e, "mul", 2, pair, 0, NULL, NULL, 0, 1, &sq, NULL);
+    if (r == DP_OK) r = invoke_str(e, "mul", 2, pair, 0, NULL, NULL, 0, 1, &sq, NULL);
     fc[0] = sq; fc[1] = in[3]; fc[2] = in[4];
-    if (r == DP_OK) r = dp_invoke_strings(e, "FullyConnected", 3, fc, 1, nh, v3, 0, 1, &h2, NULL);
+    if (r == DP_OK) r = invoke_str(e, "FullyConnected", 3, fc, 1, nh, v3, 0, 1, &h2, NULL);
     pair[0] = h2; pair[1] = in[5];
-    if (r == DP_OK) r = dp_invoke_strings(e, "softmax_cross_entropy", 2, pair, 0, NULL, NULL, 0, 1, &loss, NULL);
+    if (r == DP_OK) r = invoke_str(e, "softmax_cross_entropy", 2, pair, 0, NULL, NULL, 0, 1, &loss, NULL);
     if (recording) CHECK(dp_autograd_end() == DP_OK);
     dp_nd_release(h1); dp_nd_release(a1); dp_nd_release(sq); dp_nd_release(h2);
     if (r == DP_OK) {
@@ -1374,7 +1374,7 @@ static void test_failed_invocation_writes_nothing(void) {
         CHECK(dp_nd_detach(y, &d) == DP_OK);
         __atomic_store_n(&g_alloc_calls, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&g_fail_at, k, __ATOMIC_RELEASE);
-        r = dp_invoke_strings(e, "exp", 1, &z, 0, NULL, NULL, 0, 1, &d, NULL);   /* over y's values */
+        r = invoke_str(e, "exp", 1, &z, 0, NULL, NULL, 0, 1, &d, NULL);   /* over y's values */
         __atomic_store_n(&g_fail_at, 0, __ATOMIC_RELEASE);
         CHECK(dp_autograd_end() == DP_OK);
         if (r == DP_OK) {            /* written: backward must refuse to read the new values */

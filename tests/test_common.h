@@ -7,6 +7,7 @@
 #define DEPENG_TEST_COMMON_H
 #include <stdio.h>
 #include <stdlib.h>
+#include "test_calls.h"
 
 static int g_failed_checks;
 #define CHECK(c) do { if (!(c)) { g_failed_checks++; fprintf(stderr, "  CHECK failed %s:%d: %s\n", __FILE__, __LINE__, #c); } } while (0)

@@ -324,10 +324,10 @@ static void run_case(dp_engine *eng, dp_ctx ctx, const op_case *c, double *const
         free(buf);
         if (r->status != DP_OK) goto done;
     }
-    r->status = dp_invoke_strings(eng, c->op, c->nin, inputs, nkw, (const char *const *)keys, (const char *const *)vals, c->scalar, nout, outputs, NULL);
+    r->status = invoke_str(eng, c->op, c->nin, inputs, nkw, (const char *const *)keys, (const char *const *)vals, c->scalar, nout, outputs, NULL);
     if (r->status == DP_OK && c->add) {
         for (i = 0; i < nout; i++) req[i] = DP_REQ_ADD;
-        r->status = dp_invoke_strings(eng, c->op, c->nin, inputs, nkw, (const char *const *)keys, (const char *const *)vals, c->scalar, nout, outputs, req);
+        r->status = invoke_str(eng, c->op, c->nin, inputs, nkw, (const char *const *)keys, (const char *const *)vals, c->scalar, nout, outputs, req);
     }
     if (r->status != DP_OK) goto done;
     for (i = 0; i < nout && r->status == DP_OK; i++) r->status = read_all(outputs[i], r, &r->failure);
@@ -541,7 +541,7 @@ static dp_result draw(dp_engine *eng, dp_ctx ctx, const char *op_name, int nkw, 
     dp_push_desc d;
     dp_result r;
     a.kernel = op->forward_gpu; a.out = out;
-    if ((r = dp_operator_parse_params(eng, op, nkw, keys, vals, &a.params)) != DP_OK) return r;
+    if ((r = parse_params_str(eng, op, nkw, keys, vals, &a.params)) != DP_OK) return r;
     writes[0] = dp_nd_var(out); writes[1] = dp_random_var(eng, ctx);
     memset(&d, 0, sizeof d);
     d.fn = run_direct; d.arg = &a; d.writes = writes; d.num_writes = 2; d.ctx = ctx; d.name = op_name;
@@ -805,7 +805,7 @@ static void test_gpu_error_propagation(void) {
     e = make_engine(DP_ENGINE_PERDEVICE, 1);
     CHECK(dp_nd_from_host(e, &ds, DP_FLOAT32, GPU0, data, &x) == DP_OK && dp_nd_from_host(e, &ls, DP_FLOAT32, GPU0, labels, &l) == DP_OK);
     in2[0] = x; in2[1] = l;
-    CHECK(dp_invoke_strings(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &out, NULL) == DP_OK);
+    CHECK(invoke_str(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &out, NULL) == DP_OK);
     memset(&f, 0, sizeof f);
     CHECK(out && dp_nd_read(out, &loss, sizeof loss, &f) == DP_ERROR_OP_FAILED);
     CHECK(strcmp(f.op_name, "softmax_cross_entropy") == 0 && strcmp(f.message, "label 7 of row 1 is not a class in 0..2") == 0);
@@ -833,9 +833,9 @@ static void small_chain(dp_engine *e, dp_ctx ctx, double *out /* 3 + 12 */) {
     int i;
     for (i = 0; i < 12; i++) x[i] = (i % 5) * 0.25 - 0.5;
     CHECK(dp_nd_from_host(e, &s, DP_FLOAT64, ctx, x, &a) == DP_OK);
-    CHECK(dp_invoke_strings(e, "exp", 1, &a, 0, NULL, NULL, 0, 1, &y, NULL) == DP_OK);
-    CHECK(dp_invoke_strings(e, "sum", 1, &y, 1, keys, vals, 0, 1, &z, NULL) == DP_OK);
-    CHECK(dp_invoke_strings(e, "softmax", 1, &a, 0, NULL, NULL, 0, 1, &sm, NULL) == DP_OK);
+    CHECK(invoke_str(e, "exp", 1, &a, 0, NULL, NULL, 0, 1, &y, NULL) == DP_OK);
+    CHECK(invoke_str(e, "sum", 1, &y, 1, keys, vals, 0, 1, &z, NULL) == DP_OK);
+    CHECK(invoke_str(e, "softmax", 1, &a, 0, NULL, NULL, 0, 1, &sm, NULL) == DP_OK);
     CHECK(z && dp_nd_read(z, out, sizeof(double) * 3, NULL) == DP_OK);
     CHECK(sm && dp_nd_read(sm, out + 3, sizeof(double) * 12, NULL) == DP_OK);
     dp_nd_release(a); dp_nd_release(y); dp_nd_release(z); dp_nd_release(sm);
@@ -879,12 +879,12 @@ static void train_step(dp_engine *e, dp_ctx ctx, double *out /* 4 grads + 4 weig
     }
     CHECK(dp_autograd_begin() == DP_OK);
     in3[0] = x; in3[1] = p[0]; in3[2] = p[1];
-    CHECK(dp_invoke_strings(e, "FullyConnected", 3, in3, 1, hk, h6, 0, 1, &h, NULL) == DP_OK);
-    CHECK(dp_invoke_strings(e, "relu", 1, &h, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+    CHECK(invoke_str(e, "FullyConnected", 3, in3, 1, hk, h6, 0, 1, &h, NULL) == DP_OK);
+    CHECK(invoke_str(e, "relu", 1, &h, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
     in3[0] = r; in3[1] = p[2]; in3[2] = p[3];
-    CHECK(dp_invoke_strings(e, "FullyConnected", 3, in3, 1, hk, h3, 0, 1, &o, NULL) == DP_OK);
+    CHECK(invoke_str(e, "FullyConnected", 3, in3, 1, hk, h3, 0, 1, &o, NULL) == DP_OK);
     in2[0] = o; in2[1] = l;
-    CHECK(dp_invoke_strings(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &loss, NULL) == DP_OK);
+    CHECK(invoke_str(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &loss, NULL) == DP_OK);
     CHECK(dp_autograd_end() == DP_OK);
     CHECK(loss && dp_autograd_backward(loss, NULL, 0) == DP_OK);
     for (i = 0; i < 4; i++) {
@@ -894,7 +894,7 @@ static void train_step(dp_engine *e, dp_ctx ctx, double *out /* 4 grads + 4 weig
     }
     for (i = 0; i < 4; i++) {
         dp_ndarray *upd[2] = {p[i], dp_nd_grad(p[i])}, *same = p[i];
-        CHECK(dp_invoke_strings(e, "sgd_update", 2, upd, 1, lk, lv, 0, 1, &same, NULL) == DP_OK);
+        CHECK(invoke_str(e, "sgd_update", 2, upd, 1, lk, lv, 0, 1, &same, NULL) == DP_OK);
         CHECK(dp_nd_read(p[i], out + at, dp_nd_bytes(p[i]), NULL) == DP_OK);
         at += (int)dp__cu_count_of(p[i]);
     }

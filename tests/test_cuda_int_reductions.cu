@@ -80,9 +80,9 @@ static void run(dp_engine *eng, dp_ctx ctx, const int_case *c, int gpu_kernel_on
     for (i = 0; i < n; i++) dp__store_int(buf, c->dt, i, c->v[i], DP_REQ_WRITE);
     if (gpu_kernel_on_host) dp_operator_set_kernel(c->op, DP_DEV_CPU, op->forward_gpu);
     r->status = dp_nd_from_host(eng, &c->shape, c->dt, ctx, buf, &x);
-    if (r->status == DP_OK) r->status = dp_invoke_strings(eng, c->op, 1, &x, 1, keys, vals, 0, 1, &out, NULL);
+    if (r->status == DP_OK) r->status = invoke_str(eng, c->op, 1, &x, 1, keys, vals, 0, 1, &out, NULL);
     if (r->status == DP_OK) { r->dt = dp_nd_dtype(out); read_bytes(out, &r->written, r); }
-    if (r->status == DP_OK) r->status = dp_invoke_strings(eng, c->op, 1, &x, 1, keys, vals, 0, 1, &out, &add);
+    if (r->status == DP_OK) r->status = invoke_str(eng, c->op, 1, &x, 1, keys, vals, 0, 1, &out, &add);
     if (r->status == DP_OK) read_bytes(out, &r->added, r);
     if (gpu_kernel_on_host) dp_operator_set_kernel(c->op, DP_DEV_CPU, cpu_kernel);
     dp_nd_release(x); dp_nd_release(out);

@@ -121,7 +121,7 @@ static void test_npz_compressed_round_trip_numpy(void) {
     dp_engine *e;
     dp_ndarray *x[5] = {NULL, NULL, NULL, NULL, NULL};
     dp_nd_named in[5], back[5];
-    dp_npz_options o;
+    dp_npz_desc o;
     dp_shape s2 = {2, {400, 250}}, s1 = {1, {1000}}, s0 = {0, {0}};
     size_t zlen = 0, slen = 0;
     unsigned char *z, *st;
@@ -138,8 +138,8 @@ static void test_npz_compressed_round_trip_numpy(void) {
     for (i = 0; i < 5; i++) { snprintf(in[i].name, sizeof in[i].name, "m%d", i); in[i].array = x[i]; }
     memset(&o, 0, sizeof o);
     o.compress = 1;
-    CHECK(dp_nd_save_npz_opts(path, in, 5, &o, NULL) == DP_OK);
-    CHECK(dp_nd_save_npz(stored, in, 5, NULL) == DP_OK);
+    CHECK(dp_nd_save_npz(path, in, 5, &o, NULL) == DP_OK);
+    CHECK(dp_nd_save_npz(stored, in, 5, NULL, NULL) == DP_OK);
     z = read_all(path, &zlen); st = read_all(stored, &slen);
     CHECK(z && st && zlen < slen / 2);               /* it compresses */
     CHECK(z && zlen > 10 && z[8] == 8 && z[9] == 0);   /* the first local header says deflated */
@@ -176,7 +176,7 @@ static void test_npz_options_checked(void) {
     dp_engine *e = make_engine();
     dp_ndarray *a = NULL;
     dp_nd_named m;
-    dp_npz_options o;
+    dp_npz_desc o;
     dp_shape s = {1, {4}};
     FILE *f;
     temp_path(path, sizeof path, "opts.npz");
@@ -185,15 +185,15 @@ static void test_npz_options_checked(void) {
     snprintf(m.name, sizeof m.name, "a"); m.array = a;
     memset(&o, 0, sizeof o);
     o.compress = 2;
-    CHECK(dp_nd_save_npz_opts(path, &m, 1, &o, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+    CHECK(dp_nd_save_npz(path, &m, 1, &o, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
     o.compress = 1; o.level = 10;
-    CHECK(dp_nd_save_npz_opts(path, &m, 1, &o, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_nd_save_npz(path, &m, 1, &o, NULL) == DP_ERROR_INVALID_ARGS);
     CHECK((f = fopen(path, "rb")) == NULL);
     if (f) fclose(f);
     for (o.level = 0; o.level <= 9; o.level++) {            /* every level round-trips */
         dp_nd_named back;
         int n = 0;
-        CHECK(dp_nd_save_npz_opts(path, &m, 1, &o, NULL) == DP_OK);
+        CHECK(dp_nd_save_npz(path, &m, 1, &o, NULL) == DP_OK);
         CHECK(dp_nd_load_npz(e, path, CPU0, &back, 1, &n) == DP_OK && n == 1 && same_array(back.array, a));
         release_all(&back, n);
     }
@@ -343,7 +343,7 @@ static void test_npz_refuses_corrupt_members(void) {
     dp_engine *e = make_engine();
     dp_ndarray *a = NULL;
     dp_nd_named m;
-    dp_npz_options o;
+    dp_npz_desc o;
     dp_shape s = {1, {5000}};
     unsigned char *z, *c;
     size_t len = 0, cd = 0, data_len;
@@ -354,7 +354,7 @@ static void test_npz_refuses_corrupt_members(void) {
     (void)s;
     snprintf(m.name, sizeof m.name, "a"); m.array = a;
     memset(&o, 0, sizeof o); o.compress = 1;
-    CHECK(dp_nd_save_npz_opts(path, &m, 1, &o, NULL) == DP_OK);
+    CHECK(dp_nd_save_npz(path, &m, 1, &o, NULL) == DP_OK);
     z = read_all(path, &len);
     CHECK(z != NULL && (cd = central_at(z, len)) > LOCAL_DATA);
     if (!z || !cd) { dp_nd_release(a); dp_engine_destroy(e, NULL); return; }
@@ -411,7 +411,7 @@ static void test_deflate_ratio_and_speed(void) {
     float *sig;
     int which;
     CHECK(e != NULL);
-    if (dp_nd_load_csv(e, "data/digits.csv", -1, CPU0, &d, &l) != DP_OK) { CHECK(!"data/digits.csv (run from the repository root)"); dp_engine_destroy(e, NULL); return; }
+    if (dp_nd_load_csv(e, "data/digits.csv", -1, CPU0, NULL, &d, &l) != DP_OK) { CHECK(!"data/digits.csv (run from the repository root)"); dp_engine_destroy(e, NULL); return; }
     n = 1u << 22;
     sig = (float *)malloc(n);
     for (k = 0; k < n / 4; k++) sig[k] = (float)(sin((double)k / 500.0) * 50.0 + (double)(rand() % 100) / 10.0);
@@ -448,35 +448,35 @@ static void test_csv_skip_lines(void) {
     char path[400];
     dp_engine *e = make_engine();
     dp_ndarray *d = NULL, *l = NULL;
-    dp_csv_options o;
+    dp_csv_desc o;
     float v[8];
     temp_path(path, sizeof path, "skip.csv");
     CHECK(e && write_text(path, "2018,2019,2020\n1,2,3\n4,5,6\n"));
     /* without skipping, a header of numbers is data */
-    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, &d, NULL) == DP_OK && dp_nd_shape(d)->dims[0] == 3);
+    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, NULL, &d, NULL) == DP_OK && dp_nd_shape(d)->dims[0] == 3);
     dp_nd_release(d); d = NULL;
     memset(&o, 0, sizeof o);
     o.skip_lines = 1;
-    CHECK(dp_nd_load_csv_opts(e, path, -1, &o, CPU0, &d, &l) == DP_OK && dp_nd_shape(d)->dims[0] == 2 && dp_nd_shape(d)->dims[1] == 2);
+    CHECK(dp_nd_load_csv(e, path, -1, CPU0, &o, &d, &l) == DP_OK && dp_nd_shape(d)->dims[0] == 2 && dp_nd_shape(d)->dims[1] == 2);
     CHECK(d && read_floats(d, v, 4) && v[0] == 1 && v[1] == 2 && v[2] == 4 && v[3] == 5);
     CHECK(l && read_floats(l, v, 2) && v[0] == 3 && v[1] == 6);
     dp_nd_release(d); dp_nd_release(l); d = l = NULL;
     /* several header lines, blank ones counted; after skipping no header is guessed */
     CHECK(write_text(path, "# made by a tool\n\nx,y\n1,2\n"));
     o.skip_lines = 3;
-    CHECK(dp_nd_load_csv_opts(e, path, DP_CSV_NO_LABEL, &o, CPU0, &d, NULL) == DP_OK && dp_nd_shape(d)->dims[0] == 1);
+    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, &o, &d, NULL) == DP_OK && dp_nd_shape(d)->dims[0] == 1);
     dp_nd_release(d); d = NULL;
     o.skip_lines = 2;                                      /* "x,y" is then a data line: refused */
     dp_clear_last_error();
-    CHECK(dp_nd_load_csv_opts(e, path, DP_CSV_NO_LABEL, &o, CPU0, &d, NULL) == DP_ERROR_FORMAT && d == NULL);
+    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, &o, &d, NULL) == DP_ERROR_FORMAT && d == NULL);
     CHECK(strstr(dp_last_error(), ":3: column 1 (\"x\") is not a number") != NULL);
     o.skip_lines = 4;
-    CHECK(dp_nd_load_csv_opts(e, path, DP_CSV_NO_LABEL, &o, CPU0, &d, NULL) == DP_ERROR_FORMAT && d == NULL);
+    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, &o, &d, NULL) == DP_ERROR_FORMAT && d == NULL);
     CHECK(strstr(dp_last_error(), "every line was skipped") != NULL);
     o.skip_lines = -1;
-    CHECK(dp_nd_load_csv_opts(e, path, DP_CSV_NO_LABEL, &o, CPU0, &d, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, &o, &d, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
     CHECK(write_text(path, "x,y\n1,2\n"));
-    CHECK(dp_nd_load_csv_opts(e, path, DP_CSV_NO_LABEL, NULL, CPU0, &d, NULL) == DP_OK);   /* NULL: the header guess */
+    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, NULL, &d, NULL) == DP_OK);   /* NULL: the header guess */
     dp_nd_release(d);
     dp_engine_destroy(e, NULL);
     remove(path);
@@ -490,19 +490,19 @@ static void test_csv_refused_fields(void) {
     temp_path(path, sizeof path, "fields.csv");
     CHECK(e && write_text(path, "1,2\n3, 4x ,5\n"));
     dp_clear_last_error();
-    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, &d, NULL) == DP_ERROR_FORMAT && d == NULL);
+    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, NULL, &d, NULL) == DP_ERROR_FORMAT && d == NULL);
     snprintf(want, sizeof want, "%s:2: column 2 (\"4x\") is not a number", path);
     CHECK(dp_last_error_item() == DP_LOGITEM_FORMAT && strstr(dp_last_error(), want) != NULL);
     /* finite numbers beyond float32 are refused, not read as inf */
     CHECK(write_text(path, "1,2\n3,1e39\n"));
-    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, &d, NULL) == DP_ERROR_FORMAT && d == NULL);
+    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, NULL, &d, NULL) == DP_ERROR_FORMAT && d == NULL);
     snprintf(want, sizeof want, "%s:2: column 2 (\"1e39\") is out of float32's range", path);
     CHECK(strstr(dp_last_error(), want) != NULL);
     CHECK(write_text(path, "-1e400,2\n"));
-    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, &d, NULL) == DP_ERROR_FORMAT && strstr(dp_last_error(), ":1: column 1 (\"-1e400\") is out of") != NULL);
+    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, NULL, &d, NULL) == DP_ERROR_FORMAT && strstr(dp_last_error(), ":1: column 1 (\"-1e400\") is out of") != NULL);
     /* what float32 holds still loads: its largest value as NumPy prints it, inf and nan spelled out, tiny values */
     CHECK(write_text(path, "3.4028235e+38,-inf,nan,1e-50\n"));
-    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, &d, NULL) == DP_OK && read_floats(d, v, 4));
+    CHECK(dp_nd_load_csv(e, path, DP_CSV_NO_LABEL, CPU0, NULL, &d, NULL) == DP_OK && read_floats(d, v, 4));
     CHECK(v[0] == FLT_MAX && isinf(v[1]) && v[1] < 0 && isnan(v[2]) && v[3] == 0);
     dp_nd_release(d);
     dp_engine_destroy(e, NULL);
@@ -515,7 +515,7 @@ static void *log_on_other_thread(void *arg) {
     dp_engine *e = (dp_engine *)arg;
     dp_ndarray *out = NULL;
     static char seen[DP_LAST_ERROR_MAX];
-    (void)dp_invoke_strings(e, "no_such_op_elsewhere", 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL);
+    (void)invoke_str(e, "no_such_op_elsewhere", 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL);
     snprintf(seen, sizeof seen, "%s", dp_last_error());
     return seen;
 }
@@ -531,7 +531,7 @@ static void test_last_error(void) {
     dp_clear_last_error();
     CHECK(strcmp(dp_last_error(), "") == 0 && dp_last_error_item() == DP_LOGITEM_OK);
     /* an unknown operator has its own item, and its name in the text */
-    CHECK(dp_invoke_strings(e, "no_such_op", 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS && out == NULL);
+    CHECK(invoke_str(e, "no_such_op", 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS && out == NULL);
     CHECK(g_last_item == DP_LOGITEM_UNKNOWN_OPERATOR && dp_last_error_item() == DP_LOGITEM_UNKNOWN_OPERATOR);
     CHECK(strcmp(dp_last_error(), "no operator is registered under this name: 'no_such_op'") == 0);
     CHECK(dp_operator_set_kernel("no_such_op", DP_DEV_CPU, NULL) == DP_ERROR_INVALID_ARGS && dp_last_error_item() == DP_LOGITEM_UNKNOWN_OPERATOR);
@@ -547,7 +547,7 @@ static void test_last_error(void) {
     CHECK(dp_last_error()[0] == 0);
     /* a message longer than the buffer is cut, terminated */
     memset(longname, 'n', sizeof longname - 1); longname[sizeof longname - 1] = 0;
-    CHECK(dp_invoke_strings(e, longname, 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(invoke_str(e, longname, 0, NULL, 0, NULL, NULL, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
     CHECK(strlen(dp_last_error()) == DP_LAST_ERROR_MAX - 1);
     /* warnings and info lines do not count; errors without an engine (no logger: stderr) do */
     dp_clear_last_error();

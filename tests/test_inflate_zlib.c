@@ -169,7 +169,7 @@ static void test_ratio_next_to_zlib(void) {
     memset(&d, 0, sizeof d);
     d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.logger.func = quiet_logger;
     CHECK(dp_engine_create(&d, &e) == DP_OK);
-    CHECK(dp_nd_load_csv(e, "data/digits.csv", -1, cpu, &x, &y) == DP_OK);
+    CHECK(dp_nd_load_csv(e, "data/digits.csv", -1, cpu, NULL, &x, &y) == DP_OK);
     for (k = 0; k < n / 4; k++) sig[k] = (float)(sin((double)k / 500.0) * 50.0 + (double)(rnd() % 100) / 10.0);
     for (which = 0; x && which < 2; which++) {
         const unsigned char *in = which == 0 ? (const unsigned char *)dp_nd_data(x) : (const unsigned char *)sig;

@@ -125,7 +125,7 @@ static void test_desc_matches_strings(void) {
     in[0] = w2; in[1] = g;
     CHECK(dp_invoke(e, &(dp_invoke_desc){ .op = "sgd_update", .inputs = {w1, g}, .outputs = {w1},
               .params = {{"lr", .f = 0.1}, {"wd", .f = 0.01}, {"clip_gradient", .i = 1}} }, NULL) == DP_OK);
-    CHECK(dp_invoke_strings(e, "sgd_update", 2, in, 3, keys, vals, 0, 1, &w2, NULL) == DP_OK);
+    CHECK(invoke_str(e, "sgd_update", 2, in, 3, keys, vals, 0, 1, &w2, NULL) == DP_OK);
     CHECK(dp_nd_read(w1, a, sizeof a, NULL) == DP_OK && dp_nd_read(w2, b, sizeof b, NULL) == DP_OK);
     CHECK(memcmp(a, b, sizeof a) == 0 && a[0] != 1.0f);
     /* the assignment form C++ uses */
@@ -133,7 +133,7 @@ static void test_desc_matches_strings(void) {
     d.op = "sgd_update"; d.inputs[0] = w1; d.inputs[1] = g; d.outputs[0] = w1;
     d.params[0] = dp_param_float("lr", 0.1); d.params[1] = dp_param_float("wd", 0.01); d.params[2] = dp_param_int("clip_gradient", 1);
     CHECK(dp_invoke(e, &d, NULL) == DP_OK);
-    CHECK(dp_invoke_strings(e, "sgd_update", 2, in, 3, keys, vals, 0, 1, &w2, NULL) == DP_OK);
+    CHECK(invoke_str(e, "sgd_update", 2, in, 3, keys, vals, 0, 1, &w2, NULL) == DP_OK);
     CHECK(dp_nd_read(w1, a, sizeof a, NULL) == DP_OK && dp_nd_read(w2, b, sizeof b, NULL) == DP_OK);
     CHECK(memcmp(a, b, sizeof a) == 0);
     dp_nd_release(w1); dp_nd_release(w2); dp_nd_release(g);

@@ -23,7 +23,7 @@ static dp_ndarray *from(const dp_shape *s, dp_dtype dt, const void *data) {
 }
 /* op on inputs with one "k=v" parameter (or none); the result is *out (made if NULL) */
 static dp_result invoke1(const char *op, int nin, dp_ndarray **in, const char *key, const char *value, double scalar, dp_ndarray **out) {
-    return dp_invoke_strings(eng, op, nin, in, key ? 1 : 0, &key, &value, scalar, 1, out, NULL);
+    return invoke_str(eng, op, nin, in, key ? 1 : 0, &key, &value, scalar, 1, out, NULL);
 }
 static void read_back(dp_ndarray *a, void *dst) { CHECK(dp_nd_read(a, dst, dp_nd_bytes(a), NULL) == DP_OK); }
 
@@ -50,11 +50,11 @@ static void test_int64_exact_movement(void) {
     CHECK(got[0] == v[0] && got[1] == v[1]);
     dp_nd_release(y); y = NULL;
     parts[0] = x1; parts[1] = x1;
-    CHECK(dp_invoke_strings(eng, "concat", 2, parts, 2, (const char *[]){"num_args", "dim"}, (const char *[]){"2", "0"}, 0, 1, &y, NULL) == DP_OK);
+    CHECK(invoke_str(eng, "concat", 2, parts, 2, (const char *[]){"num_args", "dim"}, (const char *[]){"2", "0"}, 0, 1, &y, NULL) == DP_OK);
     read_back(y, got);
     CHECK(got[0] == v[0] && got[1] == v[1] && got[2] == v[0] && got[3] == v[1]);
     dp_nd_release(y); y = NULL;
-    CHECK(dp_invoke_strings(eng, "clip", 1, &x1, 2, (const char *[]){"a_min", "a_max"}, (const char *[]){"0", "1e30"}, 0, 1, &y, NULL) == DP_OK);
+    CHECK(invoke_str(eng, "clip", 1, &x1, 2, (const char *[]){"a_min", "a_max"}, (const char *[]){"0", "1e30"}, 0, 1, &y, NULL) == DP_OK);
     read_back(y, got);
     CHECK(got[0] == v[0] && got[1] == v[1]);
     dp_nd_release(y); y = NULL;
@@ -253,7 +253,7 @@ static void test_output_over_input(void) {
     {
         dp_req add = DP_REQ_ADD;
         const char *k = "axes", *val = "()";
-        CHECK(dp_invoke_strings(eng, "transpose", 1, &top, 1, &k, &val, 0, 1, &bottom, &add) == DP_OK);   /* bottom += top^T */
+        CHECK(invoke_str(eng, "transpose", 1, &top, 1, &k, &val, 0, 1, &bottom, &add) == DP_OK);   /* bottom += top^T */
         read_back(base, fg);
         CHECK(fg[0] == 10 && fg[1] == 20 && fg[2] == 30 && fg[3] == 60 && fg[4] == 22 && fg[5] == 46 && fg[6] == 7);
     }
@@ -272,13 +272,13 @@ static void test_overlapping_outputs_refused(void) {
     in[0] = og; in[1] = x; in[2] = x;
     out[0] = og; out[1] = og;
     g_last_item = 0;
-    CHECK(dp_invoke_strings(eng, "_backward_add", 3, in, 0, NULL, NULL, 0, 2, out, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(invoke_str(eng, "_backward_add", 3, in, 0, NULL, NULL, 0, 2, out, NULL) == DP_ERROR_INVALID_ARGS);
     CHECK(g_last_item != 0);
     /* sgd_mom_update writes its momentum (input 2): the weight's new values cannot go there too */
     in[0] = x; in[1] = og; in[2] = og;
     out[0] = og;
     g_last_item = 0;
-    CHECK(dp_invoke_strings(eng, "sgd_mom_update", 3, in, 1, (const char *[]){"lr"}, (const char *[]){"0.1"}, 0, 1, out, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(invoke_str(eng, "sgd_mom_update", 3, in, 1, (const char *[]){"lr"}, (const char *[]){"0.1"}, 0, 1, out, NULL) == DP_ERROR_INVALID_ARGS);
     CHECK(g_last_item != 0);
     dp_nd_release(x); dp_nd_release(og);
     stop();
@@ -382,7 +382,7 @@ static void test_new_dtypes(void) {
     }
     g_last_item = 0;
     CHECK(dp_nd_astype(x, (dp_dtype)99, &y) == DP_ERROR_INVALID_ARGS && y == NULL && g_last_item != 0);
-    CHECK(dp_invoke_strings(eng, "cast", 1, &x, 1, (const char *[]){"dtype"}, (const char *[]){"float8"}, 0, 1, &y, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(invoke_str(eng, "cast", 1, &x, 1, (const char *[]){"dtype"}, (const char *[]){"float8"}, 0, 1, &y, NULL) == DP_ERROR_INVALID_ARGS);
     dp_nd_release(x); dp_nd_release(h); dp_nd_release(b); dp_nd_release(i8); dp_nd_release(back);
     stop();
 }
@@ -446,7 +446,7 @@ static void test_npy_new_dtypes(void) {
         memset(members, 0, sizeof members); memset(loaded, 0, sizeof loaded);
         for (i = 0; i < 3; i++) { snprintf(members[i].name, sizeof members[i].name, "m%u", i); members[i].array = from(&s, dts[i], datas[i]); }
         snprintf(path, sizeof path, "%s/depeng_kernels_exact.npz", test_temp_dir());
-        CHECK(dp_nd_save_npz(path, members, 3, NULL) == DP_OK);
+        CHECK(dp_nd_save_npz(path, members, 3, NULL, NULL) == DP_OK);
         CHECK(dp_nd_load_npz(eng, path, cpu, loaded, 3, &count) == DP_OK && count == 3);
         for (i = 0; i < (unsigned)count; i++) {
             unsigned char got[6];
@@ -468,11 +468,11 @@ static void test_integer_clip_saturates(void) {
     int32_t got[2];
     start();
     x = from(&s, DP_INT32, v);
-    CHECK(dp_invoke_strings(eng, "clip", 1, &x, 2, (const char *[]){"a_min", "a_max"}, (const char *[]){"3e9", "4e9"}, 0, 1, &y, NULL) == DP_OK);
+    CHECK(invoke_str(eng, "clip", 1, &x, 2, (const char *[]){"a_min", "a_max"}, (const char *[]){"3e9", "4e9"}, 0, 1, &y, NULL) == DP_OK);
     read_back(y, got);
     CHECK(got[0] == INT32_MAX && got[1] == INT32_MAX);
     dp_nd_release(y); y = NULL;
-    CHECK(dp_invoke_strings(eng, "clip", 1, &x, 2, (const char *[]){"a_min", "a_max"}, (const char *[]){"-2.5", "3.5"}, 0, 1, &y, NULL) == DP_OK);
+    CHECK(invoke_str(eng, "clip", 1, &x, 2, (const char *[]){"a_min", "a_max"}, (const char *[]){"-2.5", "3.5"}, 0, 1, &y, NULL) == DP_OK);
     read_back(y, got);
     CHECK(got[0] == -2 && got[1] == 3);   /* trunc(clip(x)): -2.5 -> -2, 3.5 -> 3 */
     dp_nd_release(y); dp_nd_release(x);

@@ -38,7 +38,7 @@ static dp_result add_updater(dp_kvstore *kv, int key, dp_ndarray *merged, dp_nda
     dp_req add = DP_REQ_ADD;
     (void)kv; (void)key; (void)priority; (void)user;
     g_updater_calls++;
-    return dp_invoke_strings(dp_nd_engine(stored), "_copy", 1, &merged, 0, NULL, NULL, 0, 1, &stored, &add);
+    return invoke_str(dp_nd_engine(stored), "_copy", 1, &merged, 0, NULL, NULL, 0, 1, &stored, &add);
 }
 
 typedef struct ref_key { int key; dp_shape shape; int64_t n; float *value; } ref_key;
@@ -56,7 +56,7 @@ static void random_trial(dp_engine_type type, int mode, int trial) {
     CHECK(dp_kv_create(eng, NULL, &kv) == DP_OK);
     if (mode == MODE_SGD) {
         const char *key[1] = {"lr"}, *val[1] = {"0.1"};
-        CHECK(dp_kv_set_optimizer(kv, "sgd_update", 1, key, val) == DP_OK);
+        CHECK(kv_set_optimizer(kv, "sgd_update", 1, key, val) == DP_OK);
     } else if (mode == MODE_FN) CHECK(dp_kv_set_updater(kv, add_updater, NULL) == DP_OK);
     for (k = 0; k < nkeys; k++) {
         dp_ndarray *init = NULL;
@@ -223,7 +223,7 @@ static dp_result triple_reduce(dp_kvstore *kv, int key, dp_ndarray *merged, int 
     g_hook_calls++;
     CHECK(key == 7 && user == (void *)&g_hook_calls);
     /* three processes that pushed the same: merged *= 3, in place */
-    return dp_invoke_strings(dp_nd_engine(merged), "mul_scalar", 1, &merged, 0, NULL, NULL, 3, 1, &merged, NULL);
+    return invoke_str(dp_nd_engine(merged), "mul_scalar", 1, &merged, 0, NULL, NULL, 3, 1, &merged, NULL);
 }
 static void test_global_reduce_hook(void) {
     int e;
@@ -238,7 +238,7 @@ static void test_global_reduce_hook(void) {
         memset(&kd, 0, sizeof kd);
         kd.global_reduce = triple_reduce; kd.global_user = &g_hook_calls;
         g_hook_calls = 0;
-        CHECK(dp_kv_create(eng, &kd, &kv) == DP_OK && dp_kv_set_optimizer(kv, "sgd_update", 1, key, val) == DP_OK);
+        CHECK(dp_kv_create(eng, &kd, &kv) == DP_OK && kv_set_optimizer(kv, "sgd_update", 1, key, val) == DP_OK);
         CHECK(dp_nd_full(eng, &s, DP_FLOAT32, kvd_ctx(0), 10, &w) == DP_OK && dp_kv_init(kv, 7, w) == DP_OK);
         CHECK(dp_nd_full(eng, &s, DP_FLOAT32, kvd_ctx(0), 1, &g[0]) == DP_OK && dp_nd_full(eng, &s, DP_FLOAT32, kvd_ctx(1), 2, &g[1]) == DP_OK);
         CHECK(dp_nd_zeros(eng, &s, DP_FLOAT32, kvd_ctx(1), &out) == DP_OK);
@@ -362,10 +362,10 @@ static void test_bad_input(void) {
     CHECK(dp_kv_push(kv, 1, NULL, 1, 0) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_kv_pull(kv, 1, &w3, 1, 0) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_kv_pull(kv, 9, &w, 1, 0) == DP_ERROR_INVALID_ARGS);
-    CHECK(dp_kv_set_optimizer(kv, "no_such_update", 0, NULL, NULL) == DP_ERROR_INVALID_ARGS);
-    CHECK(dp_kv_set_optimizer(kv, "relu", 0, NULL, NULL) == DP_ERROR_INVALID_ARGS);    /* not an update */
-    CHECK(dp_kv_set_optimizer(kv, "sgd_update", 0, NULL, NULL) == DP_ERROR_INVALID_ARGS);   /* lr is required */
-    CHECK(dp_kv_set_optimizer(kv, "sgd_update", 1, key, val) == DP_ERROR_INVALID_ARGS);
+    CHECK(kv_set_optimizer(kv, "no_such_update", 0, NULL, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(kv_set_optimizer(kv, "relu", 0, NULL, NULL) == DP_ERROR_INVALID_ARGS);    /* not an update */
+    CHECK(kv_set_optimizer(kv, "sgd_update", 0, NULL, NULL) == DP_ERROR_INVALID_ARGS);   /* lr is required */
+    CHECK(kv_set_optimizer(kv, "sgd_update", 1, key, val) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_kv_push(NULL, 1, &w, 1, 0) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_kv_stored(kv, 1) != NULL && dp_kv_stored(kv, 2) == NULL && dp_kv_stored(NULL, 1) == NULL);
     {   /* pulling into the stored array itself pushes no copy (a memcpy onto itself) */

@@ -511,7 +511,7 @@ static void test_files(void) {
             CHECK(dp_nd_random_normal(e, 0, 1, &s2, DP_FLOAT32, CPU0, &in[0].array) == DP_OK);
             CHECK(dp_nd_zeros(e, &s2, DP_FLOAT64, CPU0, &in[1].array) == DP_OK);
             CHECK(dp_nd_arange(e, 0, 10, 1, DP_INT64, CPU0, &in[2].array) == DP_OK);
-            CHECK(dp_nd_save_npz(p2, in, 3, NULL) == DP_OK);
+            CHECK(dp_nd_save_npz(p2, in, 3, NULL, NULL) == DP_OK);
             CHECK(dp_nd_load_npz(e, p2, CPU0, out, 3, &n) == DP_OK && n == 3);
             for (i = 0; i < 3 && n == 3; i++) CHECK(strcmp(in[i].name, out[i].name) == 0 && same_array(in[i].array, out[i].array));
             for (i = 0; i < n; i++) dp_nd_release(out[i].array);
@@ -523,7 +523,7 @@ static void test_files(void) {
             }
             {   /* a member name with a NUL byte (in both headers) is refused, not loaded as "" */
                 FILE *f;
-                CHECK(dp_nd_save_npz(p2, in, 3, NULL) == DP_OK);
+                CHECK(dp_nd_save_npz(p2, in, 3, NULL, NULL) == DP_OK);
                 if ((f = fopen(p2, "r+b")) != NULL) {
                     unsigned char zip[4096];
                     size_t len = fread(zip, 1, sizeof zip, f), at;
@@ -537,7 +537,7 @@ static void test_files(void) {
             }
             for (i = 0; i < 3; i++) dp_nd_release(in[i].array);
             in[0].array = NULL;
-            CHECK(dp_nd_save_npz(p2, in, 1, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(dp_nd_save_npz(p2, in, 1, NULL, NULL) == DP_ERROR_INVALID_ARGS);
         }
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     }
@@ -576,8 +576,8 @@ static void test_load_unreadable_paths(void) {
         g_last_item = 0; g_last_message[0] = 0;
         CHECK(io_error_naming(dp_nd_load_npy(e, paths[i], CPU0, &a), paths[i]) && a == NULL);
         CHECK(io_error_naming(dp_nd_load_npz(e, paths[i], CPU0, out, 2, &n), paths[i]) && n == 0);
-        CHECK(io_error_naming(dp_nd_load_csv(e, paths[i], DP_CSV_NO_LABEL, CPU0, &a, NULL), paths[i]) && a == NULL);
-        CHECK(io_error_naming(dp_nd_load_csv(e, paths[i], 0, CPU0, &a, &b), paths[i]) && a == NULL && b == NULL);
+        CHECK(io_error_naming(dp_nd_load_csv(e, paths[i], DP_CSV_NO_LABEL, CPU0, NULL, &a, NULL), paths[i]) && a == NULL);
+        CHECK(io_error_naming(dp_nd_load_csv(e, paths[i], 0, CPU0, NULL, &a, &b), paths[i]) && a == NULL && b == NULL);
     }
     rmdir(dir);
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
@@ -610,7 +610,7 @@ static void test_npz_large_cap(void) {
         snprintf(in[i].name, sizeof in[i].name, "m%d", i);
         CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &in[i].array) == DP_OK);
     }
-    CHECK(dp_nd_save_npz(path, in, 3, NULL) == DP_OK);
+    CHECK(dp_nd_save_npz(path, in, 3, NULL, NULL) == DP_OK);
     CHECK(dp_wait_all(e, NULL) == DP_OK);
     __atomic_store_n(&g_largest_alloc, 0, __ATOMIC_RELAXED);
     CHECK(dp_nd_load_npz(e, path, CPU0, out, 1 << 20, &n) == DP_OK && n == 3);
@@ -684,7 +684,7 @@ static void test_operators(void) {
         int slot = 0;
         for (i = 0; i < (int)(sizeof unary / sizeof unary[0]); i++) {
             dp_ndarray *r = NULL;
-            CHECK(dp_invoke_strings(e, unary[i].name, 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+            CHECK(invoke_str(e, unary[i].name, 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
             CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
             for (j = 0; j < 6; j++) { if (!close_to(out[j], unary[i].f(xs[j]))) { fprintf(stderr, "  %s(%g)\n", unary[i].name, xs[j]); CHECK(0); } }
             results[k][slot++] = out[3];
@@ -693,12 +693,12 @@ static void test_operators(void) {
         for (i = 0; i < (int)(sizeof binary / sizeof binary[0]); i++) {
             dp_ndarray *in2[2], *r = NULL;
             in2[0] = x; in2[1] = y;           /* (2, 3) with (3,): the row repeats */
-            CHECK(dp_invoke_strings(e, binary[i].name, 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+            CHECK(invoke_str(e, binary[i].name, 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
             CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
             for (j = 0; j < 6; j++) CHECK(close_to(out[j], binary[i].f(xs[j], ys[j % 3])));
             dp_nd_release(r); r = NULL;
             in2[1] = col;                     /* (2, 3) with (2, 1): the column repeats */
-            CHECK(dp_invoke_strings(e, binary[i].name, 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+            CHECK(invoke_str(e, binary[i].name, 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
             CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
             for (j = 0; j < 6; j++) CHECK(close_to(out[j], binary[i].f(xs[j], ys[j / 3])));
             results[k][slot++] = out[4];
@@ -706,7 +706,7 @@ static void test_operators(void) {
         }
         for (i = 0; i < (int)(sizeof scalar / sizeof scalar[0]); i++) {
             dp_ndarray *r = NULL;
-            CHECK(dp_invoke_strings(e, scalar[i].name, 1, &x, 0, NULL, NULL, 2.5, 1, &r, NULL) == DP_OK);
+            CHECK(invoke_str(e, scalar[i].name, 1, &x, 0, NULL, NULL, 2.5, 1, &r, NULL) == DP_OK);
             CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
             for (j = 0; j < 6; j++) CHECK(close_to(out[j], scalar[i].f(xs[j], 2.5)));
             results[k][slot++] = out[1];
@@ -716,13 +716,13 @@ static void test_operators(void) {
             const char *keys[2] = {"a_min", "a_max"}, *vals[2] = {"1", "3"}, *bad[2] = {"3", "1"}, *junk[2] = {"1", "x"};
             const char *unknown[1] = {"a_mid"};
             dp_ndarray *r = NULL;
-            CHECK(dp_invoke_strings(e, "clip", 1, &x, 2, keys, vals, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
+            CHECK(invoke_str(e, "clip", 1, &x, 2, keys, vals, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
             CHECK(out[0] == 1 && out[1] == 1.5 && out[3] == 3 && out[5] == 3);
             g_last_item = 0;
-            CHECK(dp_invoke_strings(e, "clip", 1, &x, 2, keys, bad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
-            CHECK(dp_invoke_strings(e, "clip", 1, &x, 2, keys, junk, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
-            CHECK(dp_invoke_strings(e, "clip", 1, &x, 1, keys, vals, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);       /* a_max missing */
-            CHECK(dp_invoke_strings(e, "clip", 1, &x, 1, unknown, vals, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(invoke_str(e, "clip", 1, &x, 2, keys, bad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+            CHECK(invoke_str(e, "clip", 1, &x, 2, keys, junk, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(invoke_str(e, "clip", 1, &x, 1, keys, vals, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);       /* a_max missing */
+            CHECK(invoke_str(e, "clip", 1, &x, 1, unknown, vals, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
             dp_nd_release(r);
         }
         {   /* write requests: add-to accumulates, in-place reuses the input */
@@ -730,9 +730,9 @@ static void test_operators(void) {
             dp_req add = DP_REQ_ADD;
             CHECK(dp_nd_full(e, &s23, DP_FLOAT64, CPU0, 10, &acc) == DP_OK);
             in2[0] = x; in2[1] = x;
-            CHECK(dp_invoke_strings(e, "mul", 2, in2, 0, NULL, NULL, 0, 1, &acc, &add) == DP_OK);
+            CHECK(invoke_str(e, "mul", 2, in2, 0, NULL, NULL, 0, 1, &acc, &add) == DP_OK);
             CHECK(dp_nd_read(acc, out, sizeof out, NULL) == DP_OK && close_to(out[2], 14) && close_to(out[5], 26));
-            CHECK(dp_invoke_strings(e, "negative", 1, &acc, 0, NULL, NULL, 0, 1, &acc, NULL) == DP_OK);   /* in place */
+            CHECK(invoke_str(e, "negative", 1, &acc, 0, NULL, NULL, 0, 1, &acc, NULL) == DP_OK);   /* in place */
             CHECK(dp_nd_read(acc, out, sizeof out, NULL) == DP_OK && close_to(out[2], -14));
             dp_nd_release(acc);
         }
@@ -743,13 +743,13 @@ static void test_operators(void) {
             dp_engine_stats_get(e, &before);
             in2[0] = x; in2[1] = vec(e, s4, xs);
             g_last_item = 0;
-            CHECK(dp_invoke_strings(e, "add", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && r == NULL);  /* (2,3) + (4,) */
+            CHECK(invoke_str(e, "add", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && r == NULL);  /* (2,3) + (4,) */
             CHECK(g_last_item == DP_LOGITEM_ND_ARGS);
-            CHECK(dp_invoke_strings(e, "no_such_op", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
-            CHECK(dp_invoke_strings(e, "add", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
-            CHECK(dp_invoke_strings(e, "exp", 1, &x, 0, NULL, NULL, 0, 2, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(invoke_str(e, "no_such_op", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(invoke_str(e, "add", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(invoke_str(e, "exp", 1, &x, 0, NULL, NULL, 0, 2, &r, NULL) == DP_ERROR_INVALID_ARGS);
             wrong = in2[1];
-            CHECK(dp_invoke_strings(e, "exp", 1, &x, 0, NULL, NULL, 0, 1, &wrong, NULL) == DP_ERROR_INVALID_ARGS);  /* output shape */
+            CHECK(invoke_str(e, "exp", 1, &x, 0, NULL, NULL, 0, 1, &wrong, NULL) == DP_ERROR_INVALID_ARGS);  /* output shape */
             dp_engine_stats_get(e, &after);
             CHECK(after.pushed == before.pushed);
             dp_nd_release(in2[1]);
@@ -778,21 +778,21 @@ static void test_operators(void) {
                 dp_ndarray *none = NULL;
                 var.name = "variadic_unbounded"; var.num_inputs = -1; var.params = vp; var.num_params = 1;
                 if (!dp_operator_find(var.name)) CHECK(dp_operator_register(&var) == DP_OK);
-                CHECK(dp_invoke_strings(e, var.name, 1, &x, 1, nk, huge, 0, 1, &none, NULL) == DP_ERROR_INVALID_ARGS && none == NULL);
+                CHECK(invoke_str(e, var.name, 1, &x, 1, nk, huge, 0, 1, &none, NULL) == DP_ERROR_INVALID_ARGS && none == NULL);
             }
-            CHECK(dp_invoke_strings(e, "my_double", 1, &x, 1, key, val, 0, 1, &r, NULL) == DP_OK);
+            CHECK(invoke_str(e, "my_double", 1, &x, 1, key, val, 0, 1, &r, NULL) == DP_OK);
             CHECK(dp_nd_read(r, out, sizeof out, NULL) == DP_OK && out[0] == 3 && out[5] == 24);
-            CHECK(dp_invoke_strings(e, "my_double", 1, &x, 1, key, big, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* range */
+            CHECK(invoke_str(e, "my_double", 1, &x, 1, key, big, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* range */
             dp_nd_release(r);
             memset(&op, 0, sizeof op);
             op.name = "always_fails"; op.num_inputs = 1; op.num_outputs = 1; op.forward_cpu = failing_kernel;
             if (!dp_operator_find("always_fails")) CHECK(dp_operator_register(&op) == DP_OK);
             r = NULL;
-            CHECK(dp_invoke_strings(e, "always_fails", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+            CHECK(invoke_str(e, "always_fails", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
             {
                 dp_failure f;
                 dp_ndarray *r2 = NULL;
-                CHECK(dp_invoke_strings(e, "exp", 1, &r, 0, NULL, NULL, 0, 1, &r2, NULL) == DP_OK);   /* downstream of the failure */
+                CHECK(invoke_str(e, "exp", 1, &r, 0, NULL, NULL, 0, 1, &r2, NULL) == DP_OK);   /* downstream of the failure */
                 memset(&f, 0, sizeof f);
                 CHECK(dp_nd_read(r2, out, sizeof out, &f) == DP_ERROR_OP_FAILED && f.status == 9 && strcmp(f.op_name, "always_fails") == 0);
                 dp_nd_release(r2);
@@ -821,7 +821,7 @@ static void test_reductions(void) {
         x = vec(e, s234, v);
         {   /* sum over axis 1, keeping it: shape (2, 1, 4) */
             const char *kv[2] = {"(1,)", "true"};
-            CHECK(dp_invoke_strings(e, "sum", 1, &x, 2, ax, kv, 0, 1, &r, NULL) == DP_OK);
+            CHECK(invoke_str(e, "sum", 1, &x, 2, ax, kv, 0, 1, &r, NULL) == DP_OK);
             CHECK(dp_nd_shape(r)->ndim == 3 && dp_nd_shape(r)->dims[1] == 1 && dp_nd_read(r, out, sizeof(double) * 8, NULL) == DP_OK);
             CHECK(out[0] == v[0] + v[4] + v[8] && out[7] == v[15] + v[19] + v[23]);
             dp_nd_release(r); r = NULL;
@@ -829,7 +829,7 @@ static void test_reductions(void) {
         {   /* mean over the last two axes (negative axis), dropped: shape (2,) */
             const char *kv[1] = {"(-1, 1)"};
             double want = 0;
-            CHECK(dp_invoke_strings(e, "mean", 1, &x, 1, all, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->ndim == 1);
+            CHECK(invoke_str(e, "mean", 1, &x, 1, all, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->ndim == 1);
             CHECK(dp_nd_read(r, out, sizeof(double) * 2, NULL) == DP_OK);
             for (i = 12; i < 24; i++) want += v[i];
             CHECK(fabs(out[1] - want / 12) < 1e-12);
@@ -839,12 +839,12 @@ static void test_reductions(void) {
             const char *kv[1] = {"2"};
             double mx = -1e9, mn = 1e9;
             for (i = 0; i < 24; i++) { if (v[i] > mx) mx = v[i]; if (v[i] < mn) mn = v[i]; }
-            CHECK(dp_invoke_strings(e, "max", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->ndim == 0);
+            CHECK(invoke_str(e, "max", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->ndim == 0);
             CHECK(dp_nd_read(r, out, sizeof(double), NULL) == DP_OK && out[0] == mx);
             dp_nd_release(r); r = NULL;
-            CHECK(dp_invoke_strings(e, "min", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double), NULL) == DP_OK && out[0] == mn);
+            CHECK(invoke_str(e, "min", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double), NULL) == DP_OK && out[0] == mn);
             dp_nd_release(r); r = NULL;
-            CHECK(dp_invoke_strings(e, "argmax", 1, &x, 1, all, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_dtype(r) == DP_INT64);
+            CHECK(invoke_str(e, "argmax", 1, &x, 1, all, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_dtype(r) == DP_INT64);
             CHECK(dp_nd_read(r, idx, sizeof(int64_t) * 6, NULL) == DP_OK);
             for (i = 0; i < 6; i++) {
                 int j, best = 0;
@@ -856,9 +856,9 @@ static void test_reductions(void) {
         {   /* bad axes are refused before anything runs */
             const char *bad[1] = {"(3,)"}, *twice[1] = {"(1, 1)"}, *two[1] = {"(0, 1)"};
             g_last_item = 0;
-            CHECK(dp_invoke_strings(e, "sum", 1, &x, 1, all, bad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
-            CHECK(dp_invoke_strings(e, "sum", 1, &x, 1, all, twice, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
-            CHECK(dp_invoke_strings(e, "argmax", 1, &x, 1, all, two, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(invoke_str(e, "sum", 1, &x, 1, all, bad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+            CHECK(invoke_str(e, "sum", 1, &x, 1, all, twice, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(invoke_str(e, "argmax", 1, &x, 1, all, two, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
         }
         dp_nd_release(x);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
@@ -875,48 +875,48 @@ static void test_nn_ops(void) {
         double out[18], want;
         dp_ndarray *x = vec(e, s23, v), *labels = vec(e, s2, lab), *r = NULL, *in2[3];
         int i, j;
-        CHECK(dp_invoke_strings(e, "softmax", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double) * 6, NULL) == DP_OK);
+        CHECK(invoke_str(e, "softmax", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double) * 6, NULL) == DP_OK);
         for (i = 0; i < 2; i++) {
             double sum = 0, z = exp(v[i * 3]) + exp(v[i * 3 + 1]) + exp(v[i * 3 + 2]);
             for (j = 0; j < 3; j++) { sum += out[i * 3 + j]; CHECK(close_to(out[i * 3 + j], exp(v[i * 3 + j]) / z)); }
             CHECK(fabs(sum - 1) < 1e-12);
         }
         dp_nd_release(r); r = NULL;
-        CHECK(dp_invoke_strings(e, "log_softmax", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double) * 6, NULL) == DP_OK);
+        CHECK(invoke_str(e, "log_softmax", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double) * 6, NULL) == DP_OK);
         CHECK(close_to(out[4], v[4] - log(exp(-1.0) + exp(0.0) + exp(4.0))));
         dp_nd_release(r); r = NULL;
         in2[0] = x; in2[1] = labels;
-        CHECK(dp_invoke_strings(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double), NULL) == DP_OK);
+        CHECK(invoke_str(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof(double), NULL) == DP_OK);
         want = -(v[2] - log(exp(1.0) + exp(2.0) + exp(3.0))) - (v[3] - log(exp(-1.0) + exp(0.0) + exp(4.0)));
         CHECK(close_to(out[0], want));
         dp_nd_release(r); r = NULL;
-        CHECK(dp_invoke_strings(e, "transpose", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->dims[0] == 3);
+        CHECK(invoke_str(e, "transpose", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->dims[0] == 3);
         CHECK(dp_nd_read(r, out, sizeof(double) * 6, NULL) == DP_OK && out[1] == v[3] && out[4] == v[2]);
         dp_nd_release(r); r = NULL;
         {   /* concat along 0 and along 1 */
             const char *keys[2] = {"num_args", "dim"}, *d0[2] = {"3", "0"}, *d1[2] = {"2", "1"};
             dp_ndarray *row = vec(e, s13, v);
             in2[0] = x; in2[1] = row; in2[2] = x;
-            CHECK(dp_invoke_strings(e, "concat", 3, in2, 2, keys, d0, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->dims[0] == 5);
+            CHECK(invoke_str(e, "concat", 3, in2, 2, keys, d0, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->dims[0] == 5);
             CHECK(dp_nd_read(r, out, sizeof(double) * 15, NULL) == DP_OK && out[6] == v[0] && out[9] == v[0] && out[14] == v[5]);
             dp_nd_release(r); r = NULL;
             in2[1] = x;
-            CHECK(dp_invoke_strings(e, "concat", 2, in2, 2, keys, d1, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->dims[1] == 6);
+            CHECK(invoke_str(e, "concat", 2, in2, 2, keys, d1, 0, 1, &r, NULL) == DP_OK && dp_nd_shape(r)->dims[1] == 6);
             CHECK(dp_nd_read(r, out, sizeof(double) * 12, NULL) == DP_OK && out[3] == v[0] && out[6] == v[3] && out[11] == v[5]);
             dp_nd_release(r); r = NULL;
             in2[1] = row;   /* (2, 3) and (1, 3) along dim 1: refused */
             g_last_item = 0;
-            CHECK(dp_invoke_strings(e, "concat", 2, in2, 2, keys, d1, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
-            CHECK(dp_invoke_strings(e, "concat", 3, in2, 2, keys, d1, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* 3 given, num_args 2 */
+            CHECK(invoke_str(e, "concat", 2, in2, 2, keys, d1, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+            CHECK(invoke_str(e, "concat", 3, in2, 2, keys, d1, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* 3 given, num_args 2 */
             dp_nd_release(row);
         }
         {   /* one_hot */
             const char *keys[2] = {"depth", "dtype"}, *kv[2] = {"3", "int32"};
             int32_t oh[6];
-            CHECK(dp_invoke_strings(e, "one_hot", 1, &labels, 2, keys, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_dtype(r) == DP_INT32);
+            CHECK(invoke_str(e, "one_hot", 1, &labels, 2, keys, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_dtype(r) == DP_INT32);
             CHECK(dp_nd_read(r, oh, sizeof oh, NULL) == DP_OK && oh[0] == 0 && oh[2] == 1 && oh[3] == 1 && oh[5] == 0);
             dp_nd_release(r); r = NULL;
-            CHECK(dp_invoke_strings(e, "one_hot", 1, &labels, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* depth required */
+            CHECK(invoke_str(e, "one_hot", 1, &labels, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* depth required */
         }
         {   /* random operators: same seed, same draws as dp_nd_random_uniform */
             const char *keys[4] = {"shape", "low", "high", "dtype"}, *kv[4] = {"(2, 3)", "-1", "3", "float64"};
@@ -924,24 +924,24 @@ static void test_nn_ops(void) {
             double direct[6];
             dp_ndarray *d = NULL;
             CHECK(dp_random_seed(e, CPU0, 11) == DP_OK);
-            CHECK(dp_invoke_strings(e, "random_uniform", 0, NULL, 4, keys, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_dtype(r) == DP_FLOAT64);
+            CHECK(invoke_str(e, "random_uniform", 0, NULL, 4, keys, kv, 0, 1, &r, NULL) == DP_OK && dp_nd_dtype(r) == DP_FLOAT64);
             CHECK(dp_random_seed(e, CPU0, 11) == DP_OK && dp_nd_random_uniform(e, -1, 3, &s23, DP_FLOAT64, CPU0, &d) == DP_OK);
             CHECK(dp_nd_read(r, out, sizeof(double) * 6, NULL) == DP_OK && dp_nd_read(d, direct, sizeof direct, NULL) == DP_OK);
             CHECK(memcmp(out, direct, sizeof direct) == 0 && out[0] >= -1 && out[0] < 3);
             dp_nd_release(r); dp_nd_release(d); r = NULL;
-            CHECK(dp_invoke_strings(e, "random_normal", 0, NULL, 2, nkeys, nbad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
-            CHECK(dp_invoke_strings(e, "random_normal", 0, NULL, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* shape required */
+            CHECK(invoke_str(e, "random_normal", 0, NULL, 2, nkeys, nbad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(invoke_str(e, "random_normal", 0, NULL, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* shape required */
         }
         {   /* bad axis, bad labels */
             const char *ax[1] = {"axis"}, *bad[1] = {"2"};
             double badlab[2] = {3, 0};
             dp_ndarray *bl = vec(e, s2, badlab);
             dp_failure f;
-            CHECK(dp_invoke_strings(e, "softmax", 1, &x, 1, ax, bad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+            CHECK(invoke_str(e, "softmax", 1, &x, 1, ax, bad, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
             in2[0] = x; in2[1] = x;
-            CHECK(dp_invoke_strings(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* label shape */
+            CHECK(invoke_str(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);   /* label shape */
             in2[1] = bl;       /* a label out of range fails in the kernel, reported to the reader */
-            CHECK(dp_invoke_strings(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
+            CHECK(invoke_str(e, "softmax_cross_entropy", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK);
             memset(&f, 0, sizeof f);
             CHECK(dp_nd_read(r, out, sizeof(double), &f) == DP_ERROR_OP_FAILED && strstr(f.message, "label 3") != NULL);
             dp_nd_release(r); r = NULL;
@@ -981,18 +981,18 @@ static void test_linear(void) {
             double maxerr = 0;
             in[0] = vec(e, sa, a); in[1] = vec(e, sb, b);
             ref_dot(a, b, want, M, N, K, ta, tb);
-            CHECK(dp_invoke_strings(e, "dot", 2, in, 2, keys, flags[f], 0, 1, &r, NULL) == DP_OK);
+            CHECK(invoke_str(e, "dot", 2, in, 2, keys, flags[f], 0, 1, &r, NULL) == DP_OK);
             CHECK(dp_nd_shape(r)->dims[0] == M && dp_nd_shape(r)->dims[1] == N && dp_nd_read(r, got, sizeof got, NULL) == DP_OK);
             for (i = 0; i < M * N; i++) if (fabs(got[i] - want[i]) > maxerr) maxerr = fabs(got[i] - want[i]);
             CHECK(maxerr < 1e-12);
             {   /* add-to: r += a b */
                 dp_req add = DP_REQ_ADD;
-                CHECK(dp_invoke_strings(e, "dot", 2, in, 2, keys, flags[f], 0, 1, &r, &add) == DP_OK && dp_nd_read(r, got, sizeof got, NULL) == DP_OK);
+                CHECK(invoke_str(e, "dot", 2, in, 2, keys, flags[f], 0, 1, &r, &add) == DP_OK && dp_nd_read(r, got, sizeof got, NULL) == DP_OK);
                 CHECK(fabs(got[7] - 2 * want[7]) < 1e-12 && fabs(got[M * N - 1] - 2 * want[M * N - 1]) < 1e-12);
             }
             dp_nd_release(in[0]); dp_nd_release(in[1]);
             CHECK(dp_nd_from_host(e, &sa, DP_FLOAT32, CPU0, af, &in[0]) == DP_OK && dp_nd_from_host(e, &sb, DP_FLOAT32, CPU0, bf, &in[1]) == DP_OK);
-            CHECK(dp_invoke_strings(e, "dot", 2, in, 2, keys, flags[f], 0, 1, &rf, NULL) == DP_OK && dp_nd_read(rf, gotf, sizeof gotf, NULL) == DP_OK);
+            CHECK(invoke_str(e, "dot", 2, in, 2, keys, flags[f], 0, 1, &rf, NULL) == DP_OK && dp_nd_read(rf, gotf, sizeof gotf, NULL) == DP_OK);
             for (maxerr = 0, i = 0; i < M * N; i++) if (fabs(gotf[i] - want[i]) > maxerr) maxerr = fabs(gotf[i] - want[i]);
             CHECK(maxerr < 1e-4);
             dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(r); dp_nd_release(rf);
@@ -1004,17 +1004,17 @@ static void test_linear(void) {
             dp_ndarray *in[3], *r = NULL;
             double out[8];
             in[0] = vec(e, sd, data); in[1] = vec(e, sw, w); in[2] = vec(e, sbias, bias);
-            CHECK(dp_invoke_strings(e, "FullyConnected", 3, in, 1, nh, two, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
+            CHECK(invoke_str(e, "FullyConnected", 3, in, 1, nh, two, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, out, sizeof out, NULL) == DP_OK);
             for (i = 0; i < 4; i++) {
                 CHECK(close_to(out[i * 2], data[i * 3] - data[i * 3 + 2] + 10));
                 CHECK(close_to(out[i * 2 + 1], 0.5 * (data[i * 3] + data[i * 3 + 1] + data[i * 3 + 2]) - 10));
             }
             g_last_item = 0;
-            CHECK(dp_invoke_strings(e, "FullyConnected", 3, in, 1, nh, three, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
+            CHECK(invoke_str(e, "FullyConnected", 3, in, 1, nh, three, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);
             {
                 dp_ndarray *weight = in[1];
                 in[1] = in[0];             /* dot of (4, 3) and (4, 3): inner sizes differ */
-                CHECK(dp_invoke_strings(e, "dot", 2, in, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
+                CHECK(invoke_str(e, "dot", 2, in, 0, NULL, NULL, 0, 1, &r, NULL) == DP_ERROR_INVALID_ARGS);
                 dp_nd_release(weight);
             }
             dp_nd_release(in[0]); dp_nd_release(in[2]); dp_nd_release(r);
@@ -1034,12 +1034,12 @@ static void run_program(dp_engine *e, double *out, int64_t *best) {
     {   dp_shape sw = {2, {3, 5}}; CHECK(dp_nd_random_uniform(e, -1, 1, &sw, DP_FLOAT64, CPU0, &w) == DP_OK); }
     CHECK(dp_nd_random_uniform(e, -1, 1, &sb, DP_FLOAT64, CPU0, &b) == DP_OK);
     in[0] = x; in[1] = x;
-    CHECK(dp_invoke_strings(e, "dot", 2, in, 2, tk, tv, 0, 1, &xx, NULL) == DP_OK);            /* (8, 8) */
-    CHECK(dp_invoke_strings(e, "softmax", 1, &xx, 1, ak, av, 0, 1, &sm, NULL) == DP_OK);
+    CHECK(invoke_str(e, "dot", 2, in, 2, tk, tv, 0, 1, &xx, NULL) == DP_OK);            /* (8, 8) */
+    CHECK(invoke_str(e, "softmax", 1, &xx, 1, ak, av, 0, 1, &sm, NULL) == DP_OK);
     in[0] = x; in[1] = w; in[2] = b;
-    CHECK(dp_invoke_strings(e, "FullyConnected", 3, in, 1, nh, nv, 0, 1, &fc, NULL) == DP_OK);  /* (8, 3) */
-    CHECK(dp_invoke_strings(e, "sum", 1, &sm, 0, NULL, NULL, 0, 1, &tot, NULL) == DP_OK);
-    CHECK(dp_invoke_strings(e, "argmax", 1, &fc, 1, ak, av, 0, 1, &am, NULL) == DP_OK);
+    CHECK(invoke_str(e, "FullyConnected", 3, in, 1, nh, nv, 0, 1, &fc, NULL) == DP_OK);  /* (8, 3) */
+    CHECK(invoke_str(e, "sum", 1, &sm, 0, NULL, NULL, 0, 1, &tot, NULL) == DP_OK);
+    CHECK(invoke_str(e, "argmax", 1, &fc, 1, ak, av, 0, 1, &am, NULL) == DP_OK);
     CHECK(dp_nd_read(fc, out, sizeof(double) * 24, NULL) == DP_OK && dp_nd_read(tot, out + 24, sizeof(double), NULL) == DP_OK);
     CHECK(dp_nd_read(sm, out + 25, sizeof(double) * 64, NULL) == DP_OK && dp_nd_read(am, best, sizeof(int64_t) * 8, NULL) == DP_OK);
     dp_nd_release(x); dp_nd_release(w); dp_nd_release(b); dp_nd_release(xx); dp_nd_release(sm);
@@ -1067,7 +1067,7 @@ static double weighted_out(dp_engine *e, const char *name, int nin, const dp_sha
     double out[64], sum = 0;
     int i;
     for (i = 0; i < nin; i++) in[i] = vec(e, shapes[i], vals[i]);
-    CHECK(dp_invoke_strings(e, name, nin, in, nkw, keys, kv, scalar, 1, &y, NULL) == DP_OK);
+    CHECK(invoke_str(e, name, nin, in, nkw, keys, kv, scalar, 1, &y, NULL) == DP_OK);
     CHECK(y && dp_shape_size(dp_nd_shape(y)) == nw && dp_nd_read(y, out, sizeof(double) * (size_t)nw, NULL) == DP_OK);
     for (i = 0; i < nw; i++) sum += w[i] * out[i];
     for (i = 0; i < nin; i++) dp_nd_release(in[i]);
@@ -1085,11 +1085,11 @@ static int check_grad_n(dp_engine *e, const char *name, int nin, int nvary, cons
     int ok = 1;
     if (!op || !op->gradient) return 0;
     for (i = 0; i < nin; i++) in[i + 1] = vec(e, shapes[i], vals[i]);
-    CHECK(dp_invoke_strings(e, name, nin, in + 1, nkw, keys, kv, scalar, 1, &y, NULL) == DP_OK);
+    CHECK(invoke_str(e, name, nin, in + 1, nkw, keys, kv, scalar, 1, &y, NULL) == DP_OK);
     nw = dp_shape_size(dp_nd_shape(y));
     for (j = 0; j < nw; j++) w[j] = 0.3 + 0.17 * (double)j;           /* the output gradient */
     in[0] = vec(e, *dp_nd_shape(y), w);
-    CHECK(dp_invoke_strings(e, op->gradient, nin + 1, in, nkw, keys, kv, scalar, nin, grads, NULL) == DP_OK);
+    CHECK(invoke_str(e, op->gradient, nin + 1, in, nkw, keys, kv, scalar, nin, grads, NULL) == DP_OK);
     for (i = 0; i < nvary; i++) {
         int64_t n = dp_shape_size(&shapes[i]);
         CHECK(grads[i] && dp_nd_read(grads[i], g, sizeof(double) * (size_t)n, NULL) == DP_OK);
@@ -1217,21 +1217,21 @@ static void test_pinned_and_gpu_kernels(void) {
         dp_storage_stats st;
         CHECK(dp_nd_from_host(e, &s, DP_FLOAT64, pinned, x, &a) == DP_OK && dp_nd_ctx(a).dev_type == DP_DEV_CPU_PINNED);
         CHECK(dp_nd_ones(e, &s, DP_FLOAT64, pinned, &b) == DP_OK);
-        { dp_ndarray *in[2]; in[0] = a; in[1] = b; CHECK(dp_invoke_strings(e, "add", 2, in, 0, NULL, NULL, 0, 1, &sum, NULL) == DP_OK); }
+        { dp_ndarray *in[2]; in[0] = a; in[1] = b; CHECK(invoke_str(e, "add", 2, in, 0, NULL, NULL, 0, 1, &sum, NULL) == DP_OK); }
         CHECK(sum && dp_nd_ctx(sum).dev_type == DP_DEV_CPU_PINNED && dp_nd_read(sum, y, sizeof y, NULL) == DP_OK && y[0] == 2 && y[3] == 5);
         {   /* operators that take a resource (the temporary workspace, the generator) run on pinned arrays too */
             dp_ndarray *r = NULL, *am = NULL;
             double total = 0;
             int64_t best = -1;
-            CHECK(dp_invoke_strings(e, "sum", 1, &a, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, &total, sizeof total, NULL) == DP_OK && total == 10);
-            CHECK(dp_invoke_strings(e, "argmax", 1, &a, 0, NULL, NULL, 0, 1, &am, NULL) == DP_OK && dp_nd_read(am, &best, sizeof best, NULL) == DP_OK && best == 3);
+            CHECK(invoke_str(e, "sum", 1, &a, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && dp_nd_read(r, &total, sizeof total, NULL) == DP_OK && total == 10);
+            CHECK(invoke_str(e, "argmax", 1, &a, 0, NULL, NULL, 0, 1, &am, NULL) == DP_OK && dp_nd_read(am, &best, sizeof best, NULL) == DP_OK && best == 3);
             dp_nd_release(r); dp_nd_release(am);
         }
         CHECK(dp_nd_copy_to(a, gpu0, &g) == DP_OK && dp_nd_copy_to(g, pinned, &back) == DP_OK);
         CHECK(dp_nd_read(back, y, sizeof y, NULL) == DP_OK && memcmp(x, y, sizeof x) == 0);
         CHECK(dp_wait_all(e, NULL) == DP_OK);   /* r and am give their memory back in an op of their own */
         CHECK(dp_storage_stats_get(e, pinned, &st) == DP_OK && st.bytes_in_use == 4 * 64);
-        CHECK(dp_invoke_strings(e, "exp", 1, &g, 0, NULL, NULL, 0, 1, &eg, NULL) == DP_OK && eg && dp_nd_ctx(eg).dev_type == DP_DEV_GPU);
+        CHECK(invoke_str(e, "exp", 1, &g, 0, NULL, NULL, 0, 1, &eg, NULL) == DP_OK && eg && dp_nd_ctx(eg).dev_type == DP_DEV_GPU);
         CHECK(dp_nd_read(eg, y, sizeof y, NULL) == DP_OK && fabs(y[1] - exp(2.0)) < 1e-12);
         CHECK(dp_random_seed(e, gpu0, 7) == DP_OK && dp_random_seed(e, CPU0, 7) == DP_OK);   /* the same generator on both */
         CHECK(dp_nd_random_uniform(e, -1, 1, &s, DP_FLOAT64, gpu0, &ug) == DP_OK && dp_nd_ctx(ug).dev_type == DP_DEV_GPU);
@@ -1422,16 +1422,16 @@ static void test_int_conversion_random(void) {
             dp_nd_release(f); dp_nd_release(a); f = a = NULL;
             /* the operators */
             uvals[3] = "float64"; nvals[3] = "float64";
-            CHECK(dp_random_seed(e, CPU0, 13) == DP_OK && dp_invoke_strings(e, "random_uniform", 0, NULL, 4, keys, uvals, 0, 1, &f, NULL) == DP_OK);
+            CHECK(dp_random_seed(e, CPU0, 13) == DP_OK && invoke_str(e, "random_uniform", 0, NULL, 4, keys, uvals, 0, 1, &f, NULL) == DP_OK);
             CHECK(dp_nd_read(f, ref, sizeof ref, NULL) == DP_OK);
             uvals[3] = dtype_names[t];
-            CHECK(dp_random_seed(e, CPU0, 13) == DP_OK && dp_invoke_strings(e, "random_uniform", 0, NULL, 4, keys, uvals, 0, 1, &a, NULL) == DP_OK);
+            CHECK(dp_random_seed(e, CPU0, 13) == DP_OK && invoke_str(e, "random_uniform", 0, NULL, 4, keys, uvals, 0, 1, &a, NULL) == DP_OK);
             CHECK(dp_nd_dtype(a) == dt && ints_are(a, ref, N));
             dp_nd_release(f); f = NULL;
-            CHECK(dp_random_seed(e, CPU0, 14) == DP_OK && dp_invoke_strings(e, "random_normal", 0, NULL, 4, nkeys, nvals, 0, 1, &f, NULL) == DP_OK);
+            CHECK(dp_random_seed(e, CPU0, 14) == DP_OK && invoke_str(e, "random_normal", 0, NULL, 4, nkeys, nvals, 0, 1, &f, NULL) == DP_OK);
             CHECK(dp_nd_read(f, ref, sizeof ref, NULL) == DP_OK);
             nvals[3] = dtype_names[t];
-            CHECK(dp_random_seed(e, CPU0, 14) == DP_OK && dp_invoke_strings(e, "random_normal", 0, NULL, 4, nkeys, nvals, 0, 1, &b, NULL) == DP_OK);
+            CHECK(dp_random_seed(e, CPU0, 14) == DP_OK && invoke_str(e, "random_normal", 0, NULL, 4, nkeys, nvals, 0, 1, &b, NULL) == DP_OK);
             CHECK(dp_nd_dtype(b) == dt && ints_are(b, ref, N));
             dp_nd_release(f); dp_nd_release(a); dp_nd_release(b);
         }
@@ -1467,31 +1467,31 @@ static void test_int_conversion_operators(void) {
             dp_ndarray *x = ints(e, dt, 4, xv), *z = ints(e, dt, 4, zero), *r = NULL, *in2[2];
             {   /* log(0) = -inf, exp(100) beyond every integer type */
                 const double want_log[4] = {-HUGE_VAL, 0, log(2.0), log(100.0)}, want_exp[4] = {1, exp(1.0), exp(2.0), exp(100.0)};
-                CHECK(dp_invoke_strings(e, "log", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_log, 4));
+                CHECK(invoke_str(e, "log", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_log, 4));
                 dp_nd_release(r); r = NULL;
-                CHECK(dp_invoke_strings(e, "exp", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_exp, 4));
+                CHECK(invoke_str(e, "exp", 1, &x, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_exp, 4));
                 dp_nd_release(r); r = NULL;
             }
             {   /* 0 / 0 = NaN, 1 / 0 = +inf, and -x / 0 = -inf */
                 const double want_div[4] = {NAN, HUGE_VAL, HUGE_VAL, HUGE_VAL}, want_neg[4] = {NAN, -HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
                 dp_ndarray *n = NULL;
                 in2[0] = x; in2[1] = z;
-                CHECK(dp_invoke_strings(e, "div", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_div, 4));
+                CHECK(invoke_str(e, "div", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_div, 4));
                 dp_nd_release(r); r = NULL;
-                CHECK(dp_invoke_strings(e, "mul_scalar", 1, &x, 0, NULL, NULL, -1, 1, &n, NULL) == DP_OK);
+                CHECK(invoke_str(e, "mul_scalar", 1, &x, 0, NULL, NULL, -1, 1, &n, NULL) == DP_OK);
                 in2[0] = n;
-                if (dt != DP_UINT8) CHECK(dp_invoke_strings(e, "div", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_neg, 4));
+                if (dt != DP_UINT8) CHECK(invoke_str(e, "div", 2, in2, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_neg, 4));
                 dp_nd_release(r); dp_nd_release(n); r = NULL;
             }
             {   /* sqrt(-x) is NaN; scalars past both ends */
                 const double want_sqrt[4] = {0, NAN, NAN, NAN}, want_big[4] = {0, 1e30, 2e30, 1e32}, want_sub[4] = {-1e30, 1 - 1e30, 2 - 1e30, 100 - 1e30};
                 dp_ndarray *n = NULL;
-                CHECK(dp_invoke_strings(e, "rsub_scalar", 1, &x, 0, NULL, NULL, 0, 1, &n, NULL) == DP_OK);
-                CHECK(dp_invoke_strings(e, "sqrt", 1, &n, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && (dt == DP_UINT8 || ints_are(r, want_sqrt, 4)));
+                CHECK(invoke_str(e, "rsub_scalar", 1, &x, 0, NULL, NULL, 0, 1, &n, NULL) == DP_OK);
+                CHECK(invoke_str(e, "sqrt", 1, &n, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && (dt == DP_UINT8 || ints_are(r, want_sqrt, 4)));
                 dp_nd_release(r); dp_nd_release(n); r = NULL;
-                CHECK(dp_invoke_strings(e, "mul_scalar", 1, &x, 0, NULL, NULL, 1e30, 1, &r, NULL) == DP_OK && ints_are(r, want_big, 4));
+                CHECK(invoke_str(e, "mul_scalar", 1, &x, 0, NULL, NULL, 1e30, 1, &r, NULL) == DP_OK && ints_are(r, want_big, 4));
                 dp_nd_release(r); r = NULL;
-                CHECK(dp_invoke_strings(e, "sub_scalar", 1, &x, 0, NULL, NULL, 1e30, 1, &r, NULL) == DP_OK && ints_are(r, want_sub, 4));
+                CHECK(invoke_str(e, "sub_scalar", 1, &x, 0, NULL, NULL, 1e30, 1, &r, NULL) == DP_OK && ints_are(r, want_sub, 4));
                 dp_nd_release(r); r = NULL;
             }
             {   /* add-to saturates: the output holds the top already */
@@ -1499,7 +1499,7 @@ static void test_int_conversion_operators(void) {
                 dp_req add = DP_REQ_ADD;
                 const double want_add[4] = {1e20, 1e20, 1e20, 1e20};
                 CHECK(dp_nd_full(e, dp_nd_shape(x), dt, CPU0, 1e20, &top) == DP_OK);
-                CHECK(dp_invoke_strings(e, "mul_scalar", 1, &x, 0, NULL, NULL, 1e30, 1, &top, &add) == DP_OK && ints_are(top, want_add, 4));
+                CHECK(invoke_str(e, "mul_scalar", 1, &x, 0, NULL, NULL, 1e30, 1, &top, &add) == DP_OK && ints_are(top, want_add, 4));
                 dp_nd_release(top);
             }
             {   /* reductions: a sum past the top wraps around in integers (4 * max is -4, or
@@ -1508,10 +1508,10 @@ static void test_int_conversion_operators(void) {
                 dp_shape s0 = {1, {0}};
                 const double want_sum[1] = {dt == DP_UINT8 ? 252.0 : -4.0}, want_mean[1] = {NAN};
                 CHECK(dp_nd_full(e, dp_nd_shape(x), dt, CPU0, 1e20, &big) == DP_OK);
-                CHECK(dp_invoke_strings(e, "sum", 1, &big, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_sum, 1));
+                CHECK(invoke_str(e, "sum", 1, &big, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_sum, 1));
                 dp_nd_release(r); r = NULL;
                 CHECK(dp_nd_zeros(e, &s0, dt, CPU0, &empty) == DP_OK);
-                CHECK(dp_invoke_strings(e, "mean", 1, &empty, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_mean, 1));
+                CHECK(invoke_str(e, "mean", 1, &empty, 0, NULL, NULL, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_mean, 1));
                 dp_nd_release(r); dp_nd_release(s); dp_nd_release(big); dp_nd_release(empty); r = NULL;
             }
             {   /* one_hot with on / off values past the ends and NaN */
@@ -1520,12 +1520,12 @@ static void test_int_conversion_operators(void) {
                 dp_ndarray *idx = ints(e, dt, 2, xv);
                 const double want_oh[4] = {1e20, NAN, NAN, 1e20};
                 vals[3] = names[t];
-                CHECK(dp_invoke_strings(e, "one_hot", 1, &idx, 4, keys, vals, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_oh, 4));
+                CHECK(invoke_str(e, "one_hot", 1, &idx, 4, keys, vals, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_oh, 4));
                 vals[1] = "-inf";
                 {
                     const double want_neg[4] = {-HUGE_VAL, NAN, NAN, -HUGE_VAL};
                     dp_nd_release(r); r = NULL;
-                    CHECK(dp_invoke_strings(e, "one_hot", 1, &idx, 4, keys, vals, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_neg, 4));
+                    CHECK(invoke_str(e, "one_hot", 1, &idx, 4, keys, vals, 0, 1, &r, NULL) == DP_OK && ints_are(r, want_neg, 4));
                 }
                 dp_nd_release(r); dp_nd_release(idx); r = NULL;
             }

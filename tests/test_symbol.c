@@ -76,13 +76,13 @@ static dp_symbol *op1(const char *op, const char *name, dp_symbol *a, const char
     dp_symbol *s = NULL, *in[1];
     const char *keys[1], *vals[1];
     in[0] = a; keys[0] = k; vals[0] = v;
-    CHECK(dp_sym_op(op, name, 1, in, k ? 1 : 0, keys, vals, &s) == DP_OK);
+    CHECK(sym_op(op, name, 1, in, k ? 1 : 0, keys, vals, &s) == DP_OK);
     return s;
 }
 static dp_symbol *op2(const char *op, const char *name, dp_symbol *a, dp_symbol *b) {
     dp_symbol *s = NULL, *in[2];
     in[0] = a; in[1] = b;
-    CHECK(dp_sym_op(op, name, 2, in, 0, NULL, NULL, &s) == DP_OK);
+    CHECK(sym_op(op, name, 2, in, 0, NULL, NULL, &s) == DP_OK);
     return s;
 }
 /* data -> FullyConnected(hidden) -> relu -> FullyConnected(classes) -> softmax_cross_entropy(label) */
@@ -95,10 +95,10 @@ static dp_symbol *mlp(int hidden, int classes) {
     CHECK(dp_sym_var("data", &data) == DP_OK);
     CHECK(dp_sym_var("label", &label) == DP_OK);
     in[0] = data; in[1] = NULL; in[2] = NULL;
-    CHECK(dp_sym_op("FullyConnected", "fc1", 3, in, 1, k, v1, &fc1) == DP_OK);
+    CHECK(sym_op("FullyConnected", "fc1", 3, in, 1, k, v1, &fc1) == DP_OK);
     act = op1("Activation", "relu1", fc1, "act_type", "relu");
     in[0] = act;
-    CHECK(dp_sym_op("FullyConnected", "fc2", 3, in, 1, k, v2, &fc2) == DP_OK);
+    CHECK(sym_op("FullyConnected", "fc2", 3, in, 1, k, v2, &fc2) == DP_OK);
     loss = op2("softmax_cross_entropy", "loss", fc2, label);
     dp_sym_release(data); dp_sym_release(label); dp_sym_release(fc1); dp_sym_release(act); dp_sym_release(fc2);
     return loss;
@@ -120,7 +120,7 @@ static void test_construct_and_infer(void) {
     CHECK(dp_sym_num_outputs(loss) == 1);
     CHECK(!strcmp(dp_sym_name(loss), "loss"));
     /* backward inference: the weights from the data and num_hidden, the label from the scores */
-    CHECK(dp_sym_infer(loss, 1, known, &ds, NULL, args, at, outs, NULL) == DP_OK);
+    CHECK(sym_infer(loss, 1, known, &ds, NULL, args, at, outs, NULL) == DP_OK);
     CHECK(args[1].ndim == 2 && args[1].dims[0] == 16 && args[1].dims[1] == 8);
     CHECK(args[2].ndim == 1 && args[2].dims[0] == 16);
     CHECK(args[3].ndim == 2 && args[3].dims[0] == 10 && args[3].dims[1] == 16);
@@ -130,10 +130,10 @@ static void test_construct_and_infer(void) {
     /* errors name the node */
     CHECK(dp_sym_var("x", &x) == DP_OK);
     in[0] = x; in[1] = NULL; in[2] = NULL;
-    CHECK(dp_sym_op("NoSuchOp", "n1", 1, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
-    CHECK(dp_sym_op("FullyConnected", "n2", 3, in, 1, k, v, &bad) == DP_ERROR_INVALID_ARGS && !bad);
-    CHECK(dp_sym_op("relu", "n3", 2, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
-    CHECK(dp_sym_op("Activation", "n4", 1, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+    CHECK(sym_op("NoSuchOp", "n1", 1, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+    CHECK(sym_op("FullyConnected", "n2", 3, in, 1, k, v, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+    CHECK(sym_op("relu", "n3", 2, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+    CHECK(sym_op("Activation", "n4", 1, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
     {   /* shapes that disagree */
         dp_symbol *a = NULL, *b = NULL, *s;
         const char *nm[2] = {"a", "b"};
@@ -141,10 +141,10 @@ static void test_construct_and_infer(void) {
         sh[0] = shp(2, 2, 3); sh[1] = shp(2, 4, 5);
         CHECK(dp_sym_var("a", &a) == DP_OK); CHECK(dp_sym_var("b", &b) == DP_OK);
         s = op2("add", "sum_ab", a, b);
-        CHECK(dp_sym_infer(s, 2, nm, sh, NULL, NULL, NULL, NULL, NULL) == DP_ERROR_INVALID_ARGS);
-        CHECK(dp_sym_infer(s, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL) == DP_ERROR_INVALID_ARGS);
+        CHECK(sym_infer(s, 2, nm, sh, NULL, NULL, NULL, NULL, NULL) == DP_ERROR_INVALID_ARGS);
+        CHECK(sym_infer(s, 0, NULL, NULL, NULL, NULL, NULL, NULL, NULL) == DP_ERROR_INVALID_ARGS);
         sh[1] = shp(2, 2, 3);
-        CHECK(dp_sym_infer(s, 1, nm, sh, NULL, args, NULL, outs, NULL) == DP_OK);   /* b from a */
+        CHECK(sym_infer(s, 1, nm, sh, NULL, args, NULL, outs, NULL) == DP_OK);   /* b from a */
         CHECK(same_shape(&args[1], &sh[0]) && same_shape(&outs[0], &sh[0]));
         dp_sym_release(a); dp_sym_release(b); dp_sym_release(s);
     }
@@ -167,7 +167,7 @@ static void test_group_and_outputs(void) {
         dp_symbol *in[1];
         dp_symbol *bad = NULL;
         in[0] = g;
-        CHECK(dp_sym_op("relu", "r", 1, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+        CHECK(sym_op("relu", "r", 1, in, 0, NULL, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
     }
     dp_sym_release(x); dp_sym_release(y); dp_sym_release(z); dp_sym_release(g); dp_sym_release(pick);
 }
@@ -247,19 +247,19 @@ static void test_mlp_matches_autograd(void) {
         CHECK(dp_nd_from_host(e, &ls, DP_FLOAT32, CPU0, labels, &arg[5]) == DP_OK);
         for (i = 0; i < 6; i++) grad[i] = NULL;
         for (i = 1; i < 5; i++) CHECK(dp_nd_zeros(e, dp_nd_shape(arg[i]), DP_FLOAT32, CPU0, &grad[i]) == DP_OK);
-        CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
+        CHECK(exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
         CHECK(dp_exec_forward(ex, 1) == DP_OK);
         CHECK(dp_exec_backward(ex, 0, NULL) == DP_OK);
         /* the same through autograd */
         for (i = 1; i < 5; i++) CHECK(dp_nd_attach_grad(arg[i], DP_REQ_WRITE) == DP_OK);
         dp_autograd_begin();
         in[0] = arg[0]; in[1] = arg[1]; in[2] = arg[2];
-        CHECK(dp_invoke_strings(e, "FullyConnected", 3, in, 1, key, v12, 0, 1, &h, NULL) == DP_OK);
-        CHECK(dp_invoke_strings(e, "relu", 1, &h, 0, NULL, NULL, 0, 1, &a, NULL) == DP_OK);
+        CHECK(invoke_str(e, "FullyConnected", 3, in, 1, key, v12, 0, 1, &h, NULL) == DP_OK);
+        CHECK(invoke_str(e, "relu", 1, &h, 0, NULL, NULL, 0, 1, &a, NULL) == DP_OK);
         in[0] = a; in[1] = arg[3]; in[2] = arg[4];
-        CHECK(dp_invoke_strings(e, "FullyConnected", 3, in, 1, key, v4, 0, 1, &o, NULL) == DP_OK);
+        CHECK(invoke_str(e, "FullyConnected", 3, in, 1, key, v4, 0, 1, &o, NULL) == DP_OK);
         in[0] = o; in[1] = arg[5];
-        CHECK(dp_invoke_strings(e, "softmax_cross_entropy", 2, in, 0, NULL, NULL, 0, 1, &ag_loss, NULL) == DP_OK);
+        CHECK(invoke_str(e, "softmax_cross_entropy", 2, in, 0, NULL, NULL, 0, 1, &ag_loss, NULL) == DP_OK);
         dp_autograd_end();
         CHECK(dp_autograd_backward(ag_loss, NULL, 0) == DP_OK);
         CHECK(max_diff(dp_exec_output(ex, 0), ag_loss) < 1e-5);
@@ -300,9 +300,9 @@ static int is_binary(const char *op) { size_t i; for (i = 0; i < 5; i++) if (!st
 /* One operator on both paths: a symbol node and an invocation. */
 static void both(const char *op, int nin, dp_symbol **sin, dp_ndarray **ain, int nkw, const char **k, const char **v,
                  dp_symbol **sout, dp_ndarray **aout) {
-    CHECK(dp_sym_op(op, NULL, nin, sin, nkw, k, v, sout) == DP_OK);
+    CHECK(sym_op(op, NULL, nin, sin, nkw, k, v, sout) == DP_OK);
     *aout = NULL;
-    CHECK(dp_invoke_strings(dp_nd_engine(ain[0]), op, nin, ain, nkw, k, v, 0, 1, aout, NULL) == DP_OK);
+    CHECK(invoke_str(dp_nd_engine(ain[0]), op, nin, ain, nkw, k, v, 0, 1, aout, NULL) == DP_OK);
 }
 /* Composite nodes of (3, 4) values into a (3, 4) value. dotmix: (dot(a,
    transpose(b)) + dot(a, b, transpose_b)) dot b, times 0.05 (dot both
@@ -325,9 +325,9 @@ static void composite(const char *kind, dp_symbol *sa, dp_symbol *sb, dp_ndarray
         both("add", 2, si, ai, 0, NULL, NULL, &s[3], &x[3]);
         si[0] = s[3]; si[1] = sb; ai[0] = x[3]; ai[1] = b;
         both("dot", 2, si, ai, 0, NULL, NULL, &s[4], &x[4]);                   /* (3, 4) */
-        CHECK(dp_sym_op("mul_scalar", NULL, 1, &s[4], 1, mk, mv, sout) == DP_OK);
+        CHECK(sym_op("mul_scalar", NULL, 1, &s[4], 1, mk, mv, sout) == DP_OK);
         *aout = NULL;
-        CHECK(dp_invoke_strings(dp_nd_engine(a), "mul_scalar", 1, &x[4], 0, NULL, NULL, 0.05, 1, aout, NULL) == DP_OK);
+        CHECK(invoke_str(dp_nd_engine(a), "mul_scalar", 1, &x[4], 0, NULL, NULL, 0.05, 1, aout, NULL) == DP_OK);
         n = 5;
     } else {
         const char *ck[2] = {"num_args", "dim"}, *cv[2] = {"2", "0"}, *rk[1] = {"shape"}, *r1[1] = {"(2, 12)"}, *r2[1] = {"(3, 4)"};
@@ -376,18 +376,18 @@ static void run_random_graph(dp_engine *e, int with_planner) {
         }
         if (!strcmp(x->op, "clip")) { k[0] = clip_k[0]; k[1] = clip_k[1]; v[0] = clip_v[0]; v[1] = clip_v[1]; nkw = 2; }
         else if (x->key) { k[0] = x->key; v[0] = x->val; nkw = 1; }
-        CHECK(dp_sym_op(x->op, name, nin, in, nkw, k, v, &sv[NARG + i]) == DP_OK);
+        CHECK(sym_op(x->op, name, nin, in, nkw, k, v, &sv[NARG + i]) == DP_OK);
         av[NARG + i] = NULL;
         if (x->key && !strcmp(x->key, "scalar")) nkw = 0;
-        CHECK(dp_invoke_strings(e, x->op, nin, ain, nkw, k, v, scalar, 1, &av[NARG + i], NULL) == DP_OK);
+        CHECK(invoke_str(e, x->op, nin, ain, nkw, k, v, scalar, 1, &av[NARG + i], NULL) == DP_OK);
     }
     for (i = 0; i < nheads; i++) heads[i] = sv[NARG + n - 1 - i];
     /* imperative: the sum of every head's sum */
     for (i = 0; i < nheads; i++) {
         dp_ndarray *s = NULL, *pair[2];
-        CHECK(dp_invoke_strings(e, "sum", 1, &av[NARG + n - 1 - i], 1, sum_k, sum_v, 0, 1, &s, NULL) == DP_OK);
+        CHECK(invoke_str(e, "sum", 1, &av[NARG + n - 1 - i], 1, sum_k, sum_v, 0, 1, &s, NULL) == DP_OK);
         if (!total) total = s;
-        else { dp_ndarray *t = NULL; pair[0] = total; pair[1] = s; CHECK(dp_invoke_strings(e, "add", 2, pair, 0, NULL, NULL, 0, 1, &t, NULL) == DP_OK); dp_nd_release(total); dp_nd_release(s); total = t; }
+        else { dp_ndarray *t = NULL; pair[0] = total; pair[1] = s; CHECK(invoke_str(e, "add", 2, pair, 0, NULL, NULL, 0, 1, &t, NULL) == DP_OK); dp_nd_release(total); dp_nd_release(s); total = t; }
     }
     dp_autograd_end();
     CHECK(dp_autograd_backward(total, NULL, 0) == DP_OK);
@@ -409,7 +409,7 @@ static void run_random_graph(dp_engine *e, int with_planner) {
         CHECK(na >= 1 && na <= NARG);
         for (i = 0; i < na; i++) { j = names[i][1] - '0'; bound[i] = arg[j]; gb[i] = grad[j]; }
         dpn__exec_planner = with_planner ? reusing_planner : NULL;
-        CHECK(dp_exec_bind(e, grp, CPU0, na, bound, gb, NULL, &ex) == DP_OK);
+        CHECK(exec_bind(e, grp, CPU0, na, bound, gb, NULL, &ex) == DP_OK);
         dpn__exec_planner = NULL;
         if (ex) {
             dp_ndarray *zero = NULL, *hg[2];
@@ -478,13 +478,13 @@ static void test_grad_requests(void) {
     mlp_args(e, 6, arg, grad);
     for (i = 0; i < 6; i++) once[i] = NULL;
     for (i = 1; i < 5; i++) CHECK(dp_nd_zeros(e, dp_nd_shape(arg[i]), DP_FLOAT32, CPU0, &once[i]) == DP_OK);
-    CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, once, NULL, &ex1) == DP_OK);
-    CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, req, &ex) == DP_OK);
+    CHECK(exec_bind(e, loss, CPU0, 6, arg, once, NULL, &ex1) == DP_OK);
+    CHECK(exec_bind(e, loss, CPU0, 6, arg, grad, req, &ex) == DP_OK);
     CHECK(dp_exec_forward(ex1, 1) == DP_OK && dp_exec_backward(ex1, 0, NULL) == DP_OK);
     for (i = 0; i < 3; i++) { CHECK(dp_exec_forward(ex, 1) == DP_OK); CHECK(dp_exec_backward(ex, 0, NULL) == DP_OK); }
     {   /* w1's gradient added three times, b1's written */
         const char *k[1] = {"scalar"}, *v[1] = {"3"};
-        CHECK(dp_invoke_strings(e, "mul_scalar", 1, &once[1], 0, k, v, 3.0, 1, &w1, NULL) == DP_OK);
+        CHECK(invoke_str(e, "mul_scalar", 1, &once[1], 0, k, v, 3.0, 1, &w1, NULL) == DP_OK);
         CHECK(max_diff(grad[1], w1) < 1e-5);
         CHECK(max_diff(grad[2], once[2]) < 1e-6);
         CHECK(max_diff(grad[4], once[4]) < 1e-6);
@@ -496,10 +496,10 @@ static void test_grad_requests(void) {
     {
         dp_executor *bad = NULL;
         dp_req inplace[6] = {DP_REQ_NULL, DP_REQ_INPLACE, DP_REQ_NULL, DP_REQ_NULL, DP_REQ_NULL, DP_REQ_NULL};
-        CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, inplace, &bad) == DP_ERROR_INVALID_ARGS && !bad);
-        CHECK(dp_exec_bind(e, loss, CPU0, 5, arg, grad, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+        CHECK(exec_bind(e, loss, CPU0, 6, arg, grad, inplace, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+        CHECK(exec_bind(e, loss, CPU0, 5, arg, grad, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
         grad[0] = grad[1];         /* a gradient of the wrong shape */
-        CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
+        CHECK(exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &bad) == DP_ERROR_INVALID_ARGS && !bad);
         grad[0] = NULL;
     }
     dp_exec_destroy(ex); dp_exec_destroy(ex1);
@@ -517,7 +517,7 @@ static void test_rebind(void) {
     int i;
     mlp_args(e, 6, arg, grad);
     mlp_args(e, 11, arg2, grad2);
-    CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
+    CHECK(exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
     CHECK(dp_exec_rebind(ex, 6, arg2, grad2, &ex2) == DP_OK);
     CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
     CHECK(dp_exec_forward(ex2, 1) == DP_OK && dp_exec_backward(ex2, 0, NULL) == DP_OK);
@@ -525,7 +525,7 @@ static void test_rebind(void) {
         dp_ndarray *g3[6];
         for (i = 0; i < 6; i++) g3[i] = NULL;
         for (i = 1; i < 5; i++) CHECK(dp_nd_zeros(e, dp_nd_shape(arg2[i]), DP_FLOAT32, CPU0, &g3[i]) == DP_OK);
-        CHECK(dp_exec_bind(e, loss, CPU0, 6, arg2, g3, NULL, &fresh) == DP_OK);
+        CHECK(exec_bind(e, loss, CPU0, 6, arg2, g3, NULL, &fresh) == DP_OK);
         CHECK(dp_exec_forward(fresh, 1) == DP_OK && dp_exec_backward(fresh, 0, NULL) == DP_OK);
         for (i = 1; i < 5; i++) CHECK(max_diff(grad2[i], g3[i]) < 1e-6);
         CHECK(max_diff(dp_exec_output(ex2, 0), dp_exec_output(fresh, 0)) < 1e-6);
@@ -547,7 +547,7 @@ static void test_steps_do_not_allocate(void) {
         long before;
         int i;
         mlp_args(e, 8, arg, grad);
-        CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
+        CHECK(exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
         for (i = 0; i < 200; i++) { dp_exec_forward(ex, 1); dp_exec_backward(ex, 0, NULL); }
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         before = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
@@ -575,9 +575,9 @@ static void test_reusing_plan(void) {
     mlp_args(e, 32, arg, grad);
     for (i = 0; i < 6; i++) grad2[i] = NULL;
     for (i = 1; i < 5; i++) CHECK(dp_nd_zeros(e, dp_nd_shape(arg[i]), DP_FLOAT32, CPU0, &grad2[i]) == DP_OK);
-    CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
+    CHECK(exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex) == DP_OK);
     dpn__exec_planner = reusing_planner;
-    CHECK(dp_exec_bind(e, loss, CPU0, 6, arg, grad2, NULL, &ex2) == DP_OK);
+    CHECK(exec_bind(e, loss, CPU0, 6, arg, grad2, NULL, &ex2) == DP_OK);
     dpn__exec_planner = NULL;
     CHECK(dp_exec_memory_get(ex, &m1) == DP_OK && dp_exec_memory_get(ex2, &m2) == DP_OK);
     CHECK(m1.planned_bytes < m1.unplanned_bytes && m1.unplanned_bytes > 0);
@@ -606,8 +606,8 @@ static void test_no_gradient_operator(void) {
     s = op1("sum", "s", oh, "axis", "()");
     CHECK(dp_nd_zeros(e, &sh, DP_FLOAT32, CPU0, &a) == DP_OK);
     CHECK(dp_nd_zeros(e, &sh, DP_FLOAT32, CPU0, &g) == DP_OK);
-    CHECK(dp_exec_bind(e, s, CPU0, 1, &a, &g, NULL, &ex) == DP_ERROR_INVALID_ARGS && !ex);
-    CHECK(dp_exec_bind(e, s, CPU0, 1, &a, NULL, NULL, &ex) == DP_OK);   /* forward only is fine */
+    CHECK(exec_bind(e, s, CPU0, 1, &a, &g, NULL, &ex) == DP_ERROR_INVALID_ARGS && !ex);
+    CHECK(exec_bind(e, s, CPU0, 1, &a, NULL, NULL, &ex) == DP_OK);   /* forward only is fine */
     CHECK(dp_exec_backward(ex, 0, NULL) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_exec_forward(ex, 0) == DP_OK);
     {
@@ -683,7 +683,7 @@ static void test_json_mxnet_names(void) {
     CHECK(dp_sym_load_json(mxnet_json, &s) == DP_OK);
     CHECK(dp_sym_list_arguments(s, names, 8) == 4);
     CHECK(!strcmp(names[3], "softmax_label"));
-    CHECK(dp_sym_infer(s, 1, known, &ds, NULL, args, NULL, outs, NULL) == DP_OK);
+    CHECK(sym_infer(s, 1, known, &ds, NULL, args, NULL, outs, NULL) == DP_OK);
     CHECK(args[1].ndim == 2 && args[1].dims[0] == 8 && args[1].dims[1] == 6);       /* the weight after Flatten */
     CHECK(outs[0].ndim == 2 && outs[0].dims[0] == 4 && outs[0].dims[1] == 8);
     {   /* malformed files: a clear error, never a crash */
@@ -741,7 +741,7 @@ static void test_json_damaged(void) {
             if (s) {   /* what loads also infers or fails cleanly */
                 const char *known[1] = {"data"};
                 dp_shape ds = shp(2, 4, 5);
-                dp_sym_infer(s, 1, known, &ds, NULL, NULL, NULL, NULL, NULL);
+                sym_infer(s, 1, known, &ds, NULL, NULL, NULL, NULL, NULL);
             }
             dp_sym_release(s);
         }
@@ -776,8 +776,8 @@ static void test_softmax_output(void) {
     dp_shape ls = shp(1, 5, 0);
     CHECK(dp_sym_var("x", &x) == DP_OK && dp_sym_var("y", &y) == DP_OK);
     in[0] = x; in[1] = y;
-    CHECK(dp_sym_op("SoftmaxOutput", "so", 2, in, 0, NULL, NULL, &so) == DP_OK);
-    CHECK(dp_sym_op("SoftmaxOutput", "sb", 2, in, 1, k, v, &sb) == DP_OK);
+    CHECK(sym_op("SoftmaxOutput", "so", 2, in, 0, NULL, NULL, &so) == DP_OK);
+    CHECK(sym_op("SoftmaxOutput", "sb", 2, in, 1, k, v, &sb) == DP_OK);
     arg[0] = xa = rand_array(e, shp(2, 5, 3), DP_FLOAT64, -2, 2);
     CHECK(dp_nd_from_host(e, &ls, DP_FLOAT32, CPU0, labels, &arg[1]) == DP_OK);
     {   /* the label's dtype differs from the data's: convert */
@@ -789,23 +789,23 @@ static void test_softmax_output(void) {
     }
     CHECK(dp_nd_zeros(e, dp_nd_shape(xa), DP_FLOAT64, CPU0, &g[0]) == DP_OK); g[1] = NULL;
     CHECK(dp_nd_zeros(e, dp_nd_shape(xa), DP_FLOAT64, CPU0, &gb[0]) == DP_OK); gb[1] = NULL;
-    CHECK(dp_exec_bind(e, so, CPU0, 2, arg, g, NULL, &ex) == DP_OK);
-    CHECK(dp_exec_bind(e, sb, CPU0, 2, arg, gb, NULL, &exb) == DP_OK);
+    CHECK(exec_bind(e, so, CPU0, 2, arg, g, NULL, &ex) == DP_OK);
+    CHECK(exec_bind(e, sb, CPU0, 2, arg, gb, NULL, &exb) == DP_OK);
     CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
     CHECK(dp_exec_forward(exb, 1) == DP_OK && dp_exec_backward(exb, 0, NULL) == DP_OK);
     CHECK(dp_nd_attach_grad(xa, DP_REQ_WRITE) == DP_OK);
     dp_autograd_begin();
     pair[0] = xa; pair[1] = arg[1];
-    CHECK(dp_invoke_strings(e, "softmax_cross_entropy", 2, pair, 0, NULL, NULL, 0, 1, &loss, NULL) == DP_OK);
+    CHECK(invoke_str(e, "softmax_cross_entropy", 2, pair, 0, NULL, NULL, 0, 1, &loss, NULL) == DP_OK);
     dp_autograd_end();
     CHECK(dp_autograd_backward(loss, NULL, 0) == DP_OK);
-    CHECK(dp_invoke_strings(e, "softmax", 1, &xa, 1, ak, av, 0, 1, &sm, NULL) == DP_OK);
+    CHECK(invoke_str(e, "softmax", 1, &xa, 1, ak, av, 0, 1, &sm, NULL) == DP_OK);
     CHECK(max_diff(dp_exec_output(ex, 0), sm) < 1e-12);
     CHECK(max_diff(g[0], dp_nd_grad(xa)) < 1e-12);
     {
         dp_ndarray *scaled = NULL;
         const char *sk[1] = {"scalar"}, *sv[1] = {"0.2"};
-        CHECK(dp_invoke_strings(e, "mul_scalar", 1, &g[0], 0, sk, sv, 0.2, 1, &scaled, NULL) == DP_OK);
+        CHECK(invoke_str(e, "mul_scalar", 1, &g[0], 0, sk, sv, 0.2, 1, &scaled, NULL) == DP_OK);
         CHECK(max_diff(gb[0], scaled) < 1e-12);
         dp_nd_release(scaled);
     }
@@ -831,7 +831,7 @@ static void test_bind_out_of_memory(void) {
         mlp_args(e, 8, arg, grad);
         __atomic_store_n(&g_alloc_failures, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&g_fail_at, __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) + k, __ATOMIC_RELEASE);
-        r = dp_exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex);
+        r = exec_bind(e, loss, CPU0, 6, arg, grad, NULL, &ex);
         __atomic_store_n(&g_fail_at, 0, __ATOMIC_RELEASE);
         if (__atomic_load_n(&g_alloc_failures, __ATOMIC_ACQUIRE) == 0) { CHECK(r == DP_OK); done = 1; }
         else CHECK((r == DP_ERROR_OUT_OF_MEMORY && !ex) || r == DP_OK);
@@ -866,7 +866,7 @@ static void test_many_heads(void) {
     CHECK(dp_sym_group(HEADS, parts, &grp) == DP_OK);
     CHECK(dp_nd_ones(e, &sh, DP_FLOAT64, CPU0, &a) == DP_OK);
     CHECK(dp_nd_zeros(e, &sh, DP_FLOAT64, CPU0, &g) == DP_OK);
-    CHECK(dp_exec_bind(e, grp, CPU0, 1, &a, &g, NULL, &ex) == DP_OK);
+    CHECK(exec_bind(e, grp, CPU0, 1, &a, &g, NULL, &ex) == DP_OK);
     if (ex) {
         CHECK(dp_exec_num_outputs(ex) == HEADS && dp_exec_head_grad(ex, HEADS - 1) != NULL && dp_exec_head_grad(ex, HEADS) == NULL);
         CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
@@ -918,13 +918,13 @@ static void test_user_operator(void) {
     sum = op1("sum", "s", t, "axis", "()");
     a = rand_array(e, shp(2, 4, 3), DP_FLOAT64, -1.5, 1.5);
     CHECK(dp_nd_zeros(e, dp_nd_shape(a), DP_FLOAT64, CPU0, &grad) == DP_OK);
-    CHECK(dp_exec_bind(e, sum, CPU0, 1, &a, &grad, NULL, &ex) == DP_OK);
+    CHECK(exec_bind(e, sum, CPU0, 1, &a, &grad, NULL, &ex) == DP_OK);
     CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
     CHECK(dp_nd_attach_grad(a, DP_REQ_WRITE) == DP_OK);
     dp_autograd_begin();
-    CHECK(dp_invoke_strings(e, "test_cube", 1, &a, 1, k, v, 0, 1, &ac, NULL) == DP_OK);
-    CHECK(dp_invoke_strings(e, "tanh", 1, &ac, 0, NULL, NULL, 0, 1, &at, NULL) == DP_OK);
-    CHECK(dp_invoke_strings(e, "sum", 1, &at, 1, sk, sv, 0, 1, &as, NULL) == DP_OK);
+    CHECK(invoke_str(e, "test_cube", 1, &a, 1, k, v, 0, 1, &ac, NULL) == DP_OK);
+    CHECK(invoke_str(e, "tanh", 1, &ac, 0, NULL, NULL, 0, 1, &at, NULL) == DP_OK);
+    CHECK(invoke_str(e, "sum", 1, &at, 1, sk, sv, 0, 1, &as, NULL) == DP_OK);
     dp_autograd_end();
     CHECK(dp_autograd_backward(as, NULL, 0) == DP_OK);
     CHECK(max_diff(dp_exec_output(ex, 0), as) < 1e-12);

@@ -93,7 +93,7 @@ int main(void) {
     printf("# Operator reference\n\n"
            "Generated from depeng's operator registry by `tools/operators_doc.c` (`make docs`);\n"
            "`make test` fails when this file differs from what the registry says. Every operator is\n"
-           "run with `dp_invoke` (or `dp_invoke_strings`); see \"invoking an operator\" in `depeng.h`\n"
+           "run with `dp_invoke`; see \"invoking an operator\" in `depeng.h`\n"
            "for the parameter fields (`.i`, `.f`, `.s`, `.shape`) and the defaults' rules.\n\n"
            "- **input dtypes**: the dtypes input 0 may have (\"any\": every dtype of the array layer).\n"
            "- **devices**: the kernels of a build of `depeng.h` alone; `depeng_cuda.h`'s\n"

@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     default: label_column = (int)(data[0] >> 2) - 32; break;
     }
     path = fuzz_write_input(".csv", data + 1, size - 1);
-    r = dp_nd_load_csv(eng, path, label_column, cpu, &x, label_column == DP_CSV_NO_LABEL ? NULL : &y);
+    r = dp_nd_load_csv(eng, path, label_column, cpu, NULL, &x, label_column == DP_CSV_NO_LABEL ? NULL : &y);
     if (r != DP_OK) {
         FUZZ_CHECK(x == NULL && y == NULL && fuzz_errors_logged > logged);
         return 0;
