@@ -672,10 +672,12 @@ DP_API dp_result dp_op_destroy(dp_engine *eng, dp_op op);
 /* Blocks until every op pushed so far that reads or writes var is done.
    Returns DP_ERROR_OP_FAILED (and fills *failure) if var failed, then clears
    that variable's failure. From inside one of this engine's operations it
-   returns DP_ERROR_IN_OPERATION instead of deadlocking. */
+   returns DP_ERROR_IN_OPERATION instead of deadlocking. Thread safety: any
+   thread (several may wait at once), not from an operation's cleanup. */
 DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
 /* Blocks until every op pushed so far is done. Returns the first failure not
-   yet reported and clears every variable's failure. Same deadlock rule. */
+   yet reported and clears every variable's failure. Same deadlock rule and
+   threads. */
 DP_API dp_result dp_wait_all(dp_engine *eng, dp_failure *failure);
 /* The same, waiting at most timeout_ms milliseconds (0: only look). If the
    work is not done by then they return DP_ERROR_TIMEOUT (not logged) and
@@ -695,7 +697,8 @@ DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure
 
 /* ---- profiler ---------------------------------------------------------- */
 /* While started, each executed op's name, worker, device, start and end time
-   are recorded. Off, it costs one branch per op. */
+   are recorded. Off, it costs one branch per op. Any thread; the engine has
+   one profiler, so the last start or stop wins. */
 DP_API void dp_profiler_start(dp_engine *eng);
 DP_API void dp_profiler_stop(dp_engine *eng);
 DP_API void dp_profiler_clear(dp_engine *eng);
@@ -903,13 +906,14 @@ typedef enum dp_dtype { DP_FLOAT32 = 0, DP_FLOAT64, DP_INT32, DP_INT64, DP_UINT8
 typedef struct dp_shape { int32_t ndim; int64_t dims[DP_MAX_DIMS]; } dp_shape;
 typedef struct dp_ndarray dp_ndarray;
 
-DP_API size_t dp_dtype_size(dp_dtype dt);             /* bytes per element; 0 if unknown */
-DP_API const char *dp_dtype_name(dp_dtype dt);        /* "float32", ...; "unknown"    */
-DP_API int64_t dp_shape_size(const dp_shape *shape);  /* elements; -1 if invalid      */
+DP_API size_t dp_dtype_size(dp_dtype dt);             /* bytes per element; 0 if unknown; any thread */
+DP_API const char *dp_dtype_name(dp_dtype dt);        /* "float32", ...; "unknown"; any thread */
+DP_API int64_t dp_shape_size(const dp_shape *shape);  /* elements; -1 if invalid; any thread */
 
 /* New arrays on ctx (a zeroed dp_ctx is CPU 0). empty leaves the contents
    undefined; full sets every element to value (converted to dtype); arange
-   is start, start + step, ... below stop (above it for a negative step). */
+   is start, start + step, ... below stop (above it for a negative step).
+   Any thread. */
 DP_API dp_result dp_nd_empty(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
 DP_API dp_result dp_nd_zeros(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
 DP_API dp_result dp_nd_ones(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
@@ -920,19 +924,22 @@ DP_API dp_result dp_nd_arange(dp_engine *eng, double start, double stop, double 
 DP_API dp_result dp_nd_from_host(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, const void *data, dp_ndarray **out);
 /* Waits for the array's pending operations, then copies its bytes to dst /
    from src; bytes must be the array's size. A failure of an operation that
-   wrote the array is returned (and filled into *failure) instead. */
+   wrote the array is returned (and filled into *failure) instead. Any
+   thread, not from inside one of the engine's operations (they wait). */
 DP_API dp_result dp_nd_read(dp_ndarray *a, void *dst, size_t bytes, dp_failure *failure);
 DP_API dp_result dp_nd_write(dp_ndarray *a, const void *src, size_t bytes, dp_failure *failure);
 /* MXNet's WaitToRead / WaitToWrite. Both wait for every pending operation on
-   the array's chunk (depeng has one kind of variable wait). */
+   the array's chunk (depeng has one kind of variable wait). Threads as
+   dp_nd_read. */
 DP_API dp_result dp_nd_wait_to_read(dp_ndarray *a, dp_failure *failure);
 DP_API dp_result dp_nd_wait_to_write(dp_ndarray *a, dp_failure *failure);
 /* Views sharing a's storage and variable: the same elements in another
-   shape (same element count), or rows [begin, end) of the first axis. */
+   shape (same element count), or rows [begin, end) of the first axis. Any
+   thread. */
 DP_API dp_result dp_nd_reshape(dp_ndarray *a, const dp_shape *shape, dp_ndarray **out);
 DP_API dp_result dp_nd_slice(dp_ndarray *a, int64_t begin, int64_t end, dp_ndarray **out);
 /* A new array on ctx with a's contents, copied by a pushed operation (on a
-   GPU's copy queue when a GPU is involved). */
+   GPU's copy queue when a GPU is involved). Any thread. */
 DP_API dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out);
 /* A new array with a's elements converted to dtype, by a pushed "cast"
    operator (recorded by autograd like any invocation): floats into integers
@@ -963,7 +970,7 @@ DP_API void *dp_nd_data(const dp_ndarray *a);
    are read). Saving waits for the arrays' pending writes. A corrupt or truncated file is
    DP_ERROR_FORMAT with the reason logged, never a crash; a path that
    cannot be read (missing, a directory) is DP_ERROR_IO, logged as IO with
-   the path. */
+   the path. Any thread; saving waits, so not from inside an operation. */
 DP_API dp_result dp_nd_save_npy(dp_ndarray *a, const char *path, dp_failure *failure);
 DP_API dp_result dp_nd_load_npy(dp_engine *eng, const char *path, dp_ctx ctx, dp_ndarray **out);
 typedef struct dp_nd_named { char name[128]; dp_ndarray *array; } dp_nd_named;
@@ -1012,11 +1019,12 @@ DP_API dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp
    demand, 64-byte aligned; NULL if out of memory). On a GPU the
    generator's state is on the host (a kernel takes a key with
    dp_random_next and draws on the device) and the workspace is device
-   memory. An unknown device gives id 0 / NULL. Link with -lm. */
+   memory. An unknown device gives id 0 / NULL. Link with -lm. Seeding and
+   the variables: any thread (a seed is a pushed operation). */
 DP_API dp_result dp_random_seed(dp_engine *eng, dp_ctx ctx, uint64_t seed);
 DP_API dp_var dp_random_var(dp_engine *eng, dp_ctx ctx);
-/* Inside an operation that writes dp_random_var(eng, ctx): the next 64
-   random bits, and a double uniform in [0, 1). */
+/* Inside an operation that writes dp_random_var(eng, ctx), on its thread
+   only: the next 64 random bits, and a double uniform in [0, 1). */
 DP_API uint64_t dp_random_next(dp_engine *eng, dp_ctx ctx);
 DP_API double dp_random_uniform01(dp_engine *eng, dp_ctx ctx);
 DP_API dp_var dp_temp_space_var(dp_engine *eng, dp_ctx ctx);
@@ -1025,7 +1033,7 @@ DP_API void *dp_temp_space(dp_engine *eng, dp_ctx ctx, size_t bytes);
    integer dtypes the draw is converted as dp_dtype says (truncated,
    saturated: uniform in [-5, 5) into uint8 gives 0..4). On a GPU they run the
    random operators' GPU kernels (depeng_cuda.h; without them
-   DP_ERROR_BAD_CONTEXT); not on DP_DEV_CPU_PINNED. */
+   DP_ERROR_BAD_CONTEXT); not on DP_DEV_CPU_PINNED. Any thread. */
 DP_API dp_result dp_nd_random_uniform(dp_engine *eng, double low, double high, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
 DP_API dp_result dp_nd_random_normal(dp_engine *eng, double mean, double stddev, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
 
@@ -1099,7 +1107,8 @@ typedef struct dp_operator {
 } dp_operator;
 
 /* Registers op (copied; its strings and params must stay valid). A name
-   registered twice is DP_ERROR_INVALID_ARGS. */
+   registered twice is DP_ERROR_INVALID_ARGS. Register from one thread
+   while setting up, before other threads invoke; find from any thread. */
 DP_API dp_result dp_operator_register(const dp_operator *op);
 DP_API const dp_operator *dp_operator_find(const char *name);     /* NULL if unknown */
 /* Gives a registered operator (a built-in one too) its kernel for a device

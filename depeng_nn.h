@@ -262,7 +262,8 @@ DP_API dp_result dp_sym_save(const dp_symbol *s, const char *path);
 DP_API dp_result dp_sym_load(const char *path, dp_symbol **out);
 /* The graph as Graphviz DOT: variables as ellipses, operators as boxes
    labelled with their operator and parameters, edges from producer to
-   consumer. Errors: DP_ERROR_INVALID_ARGS, DP_ERROR_IO, DP_ERROR_OUT_OF_MEMORY. */
+   consumer. Errors: DP_ERROR_INVALID_ARGS, DP_ERROR_IO, DP_ERROR_OUT_OF_MEMORY.
+   Any thread. */
 DP_API dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out);
 
 /* ====================================================================== EXECUTOR
@@ -339,7 +340,9 @@ DP_API void dp_exec_destroy(dp_executor *ex);
    shuffle draws a new order every epoch from the random resource of data's
    device (reproducible with dp_random_seed); the last batch is short unless
    drop_last. The next batch is gathered by an operation on the IO pool
-   (DP_PROP_IO) while the caller's work on the current one runs. */
+   (DP_PROP_IO) while the caller's work on the current one runs. Thread
+   safety: one thread at a time per iterator (create from any); the
+   batches are ordinary arrays. */
 typedef struct dp_iter_desc {
     dp_ndarray *data;        /* (n, ...) on the CPU */
     dp_ndarray *label;       /* (n, ...) or NULL */
@@ -354,7 +357,8 @@ DP_API dp_result dp_iter_create(const dp_iter_desc *desc, dp_iter **out);
    and DP_OK is returned; dp_iter_reset starts the next epoch. */
 DP_API dp_result dp_iter_next(dp_iter *it, dp_ndarray **data, dp_ndarray **label);
 DP_API dp_result dp_iter_reset(dp_iter *it);
-/* Batches per epoch. */
+/* Batches per epoch; and the iterator's end (its pending gathers finish on
+   their own). The iterator's thread. */
 DP_API int64_t dp_iter_num_batches(const dp_iter *it);
 DP_API void dp_iter_destroy(dp_iter *it);
 
