@@ -142,8 +142,7 @@
                             then compiles about 3.5x faster and a minimal
                             program is about 4x smaller (README, "The engine
                             alone");
-                            desc.storage is then still checked but unused,
-                            and -lm is not needed. depeng_cuda.h needs the
+                            -lm is then not needed. depeng_cuda.h needs the
                             array half.
      DEPENG_TRACE_HTML      compile the trace recorder and dp_trace_write_html
                             (the teaching trace as a replay page). Off by
@@ -235,7 +234,8 @@ extern "C" {
               dp_trace_recorder_event dp_trace_recorder_name_var
               dp_trace_recorder_mark dp_trace_write_html dp_trace_recorder_destroy
      misc     dp_result_string dp_log_stderr dp_last_error dp_last_error_item dp_clear_last_error
-              dp_set_default_logger dp_log dp_engine_alloc dp_engine_free dp_thread_yield
+              dp_set_default_logger dp_log_add_items dp_log dp_engine_alloc dp_engine_free dp_thread_yield
+              dp_engine_gpu_count
               dp_atomic_load dp_atomic_store dp_atomic_add dp_atomic_exchange
      arrays   dp_dtype_size dp_dtype_name dp_shape_size
               dp_nd_empty dp_nd_zeros dp_nd_ones dp_nd_full dp_nd_arange dp_nd_from_host
@@ -254,7 +254,7 @@ extern "C" {
               dp_operator_arity dp_operator_set_param
               dp_operator_register_with_gradient dp_invoke_parsed dp_gemm
               dp_set_tracker dp_nd_tag dp_nd_set_tag
-     storage  dp_storage_stats_get dp_storage_release_pool
+     storage  dp_storage_configure dp_storage_stats_get dp_storage_release_pool
      layers   dp_engine_extension (per-engine state of a layer, e.g. arrays)   */
 
 /* Result codes. DP_OK is 0; every failure is negative. */
@@ -289,7 +289,8 @@ typedef struct dp_engine dp_engine;
    DP_DEV_CPU_PINNED is host memory the GPU backend page-locks (MXNet's
    cpu_pinned): arrays there are CPU arrays whose copies to and from a GPU
    run at full bus speed, asynchronously; operations on them run on CPU
-   device 0's workers. It needs a backend with host_alloc / host_free. */
+   device 0's workers. Arrays there need host_alloc / host_free
+   (dp_storage_configure). */
 enum { DP_DEV_DEFAULT = 0, DP_DEV_CPU = 1, DP_DEV_GPU = 2, DP_DEV_CPU_PINNED = 3 };
 typedef struct dp_ctx { int32_t dev_type; int32_t dev_id; } dp_ctx;
 
@@ -375,8 +376,10 @@ typedef enum dp_engine_type {
     DP_ENGINE_DEFAULT = 0, DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE
 } dp_engine_type;
 
-/* Device backend (one per engine, for DP_DEV_GPU). Each function returns 0 on
-   success or a backend error code; error_string turns a code into text.
+/* Device backend (one per engine, for DP_DEV_GPU): what the engine needs
+   to run operations on a GPU, its streams and events. Each function returns
+   0 on success or a backend error code; error_string turns a code into
+   text. Memory for arrays is the array layer's (dp_memory_backend).
    depeng_cuda.h provides the CUDA one; tests use a fake one on the CPU. */
 typedef struct dp_device_backend {
     const char *name;
@@ -387,16 +390,6 @@ typedef struct dp_device_backend {
     int (*stream_synchronize)(int dev_id, void *stream, void *user);
     const char *(*error_string)(int err, void *user);
     void *user;
-    /* Device memory, for arrays on DP_DEV_GPU (optional: without them such
-       arrays are refused). mem_copy copies bytes between host and device
-       (kind 0: host to device, 1: device to host, 2: device to device) on
-       stream, or synchronously when stream is NULL. */
-    int (*mem_alloc)(int dev_id, size_t size, void **out, void *user);
-    int (*mem_free)(int dev_id, void *ptr, void *user);
-    int (*mem_copy)(void *dst, const void *src, size_t bytes, int kind, int dev_id, void *stream, void *user);
-    /* Pinned host memory, for arrays on DP_DEV_CPU_PINNED (optional). */
-    int (*host_alloc)(size_t size, void **out, void *user);
-    int (*host_free)(void *ptr, void *user);
     /* Events (optional, all four or none). With them a GPU worker does not
        wait for its stream after each op: it records an event, takes its
        next op, and completes the first one when event_query says the event
@@ -441,15 +434,17 @@ enum { DP_LOG_PANIC = 0, DP_LOG_ERROR = 1, DP_LOG_WARN = 2, DP_LOG_INFO = 3 };
     X(UNREPORTED_FAILURE, "engine destroyed with a failure nobody waited for") \
     X(BAD_DESC, "engine desc or environment variable has an invalid value") \
     X(HANDLES_EXHAUSTED, "no free handle slots") \
-    X(ND_ARGS, "invalid array argument (shape, dtype, size or context)") \
     X(IO, "file could not be opened, read or written") \
-    X(FORMAT, "file contents are malformed or unsupported") \
-    X(LEAKED_ARRAYS, "engine destroyed while arrays still hold storage") \
     X(PENDING, "operations are still pending") \
-    X(NULL_ARGUMENT, "a required pointer argument is NULL") \
-    X(UNKNOWN_OPERATOR, "no operator is registered under this name")
+    X(NULL_ARGUMENT, "a required pointer argument is NULL")
 #define DP__ITEM_ENUM(name, msg) DP_LOGITEM_##name,
-typedef enum dp_log_item { DP__LOG_ITEMS(DP__ITEM_ENUM) DP__LOGITEM_COUNT } dp_log_item;
+/* Items from DP_LOGITEM_EXTENSION on belong to the layers built on the
+   engine (the array layer's are DP_LOGITEM_ND_ARGS and the others below;
+   add yours with dp_log_add_items). */
+typedef enum dp_log_item {
+    DP__LOG_ITEMS(DP__ITEM_ENUM) DP__LOGITEM_COUNT,
+    DP_LOGITEM_EXTENSION = 64, DP_LOGITEM_LAST = 127
+} dp_log_item;
 #undef DP__ITEM_ENUM
 
 /* Logger. Called from worker threads too: it must be reentrant. */
@@ -488,8 +483,6 @@ typedef struct dp_trace {
                                  dp_trace_write_html's graph                   */
 } dp_trace;
 
-/* How array memory is managed, per device (see dp_nd_* and >>storage). */
-typedef enum dp_storage_kind { DP_STORAGE_DEFAULT = 0, DP_STORAGE_POOLED, DP_STORAGE_PLAIN } dp_storage_kind;
 
 /* Engine desc. Zero means default; a zero thread count reads the MXNet-style
    environment variable first (unless ignore_env):
@@ -513,7 +506,6 @@ typedef struct dp_engine_desc {
     dp_logger logger;
     dp_trace trace;
     int ignore_env;
-    dp_storage_kind storage;  /* arrays' memory: DEPENG_STORAGE_POOL=1|0, default pooled */
     int no_push_yield;        /* 1: dp_push never yields the pushing thread's core
                                  (see "pacing" under THREADING MODEL) */
     int push_runs_ops;        /* 1: a push far ahead of busy workers runs ready
@@ -801,6 +793,13 @@ DP_API void dp_set_default_logger(const dp_logger *logger);
    error, exactly as depeng's own messages are: "<item text>: <fmt...>".
    file and line name the caller's source. For libraries built on depeng.h
    (depeng_nn.h logs through it). Any thread. */
+/* Gives log items first .. first + count - 1 (within DP_LOGITEM_EXTENSION ..
+   DP_LOGITEM_LAST) their texts, which dp_log puts before each message of
+   theirs (the strings must outlive their use). The array layer registers
+   its own (from DP_LOGITEM_EXTENSION) on first use. Setting up: call it
+   before other threads log those items. DP_ERROR_INVALID_ARGS (logged) for
+   a range outside the extension items or NULL texts. */
+DP_API dp_result dp_log_add_items(int first, int count, const char *const *texts);
 DP_API void dp_log(const dp_engine *eng, uint32_t level, dp_log_item item, const char *file, uint32_t line,
                    const char *fmt, ...)
 #if defined(__GNUC__) || defined(__clang__)
@@ -816,6 +815,9 @@ DP_API void dp_engine_free(const dp_engine *eng, void *ptr, size_t size);
 /* Gives up the calling thread's core for a moment (sched_yield,
    SwitchToThread). Any thread. */
 DP_API void dp_thread_yield(void);
+/* How many GPUs eng's backend reported (desc.gpu_backend's device_count,
+   at most 16); 0 without a backend. Any thread. */
+DP_API int dp_engine_gpu_count(const dp_engine *eng);
 /* A 32-bit integer shared between threads, for reference counts in
    libraries built on depeng.h: read and change it only through these
    (sequentially consistent) calls. Zero-initialise it or store into it
@@ -1287,11 +1289,51 @@ typedef struct dp_csv_desc {
 } dp_csv_desc;
 DP_API dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_column, dp_ctx ctx, const dp_csv_desc *desc,
                                 dp_ndarray **data, dp_ndarray **label);
+/* How array memory is managed, per device (see dp_nd_* and >>storage). */
+typedef enum dp_storage_kind { DP_STORAGE_DEFAULT = 0, DP_STORAGE_POOLED, DP_STORAGE_PLAIN } dp_storage_kind;
+/* Memory for arrays off the plain CPU, from the device's runtime: a GPU's
+   device memory (mem_alloc, mem_free, and mem_copy with kind 0 host to
+   device, 1 device to host, 2 device to device, asynchronously on stream
+   when it is not NULL) and page-locked host memory for DP_DEV_CPU_PINNED
+   (host_alloc, host_free; optional). Each returns 0 or an error code that
+   the engine's GPU backend's error_string explains. depeng_cuda.h's
+   dp_cuda_memory() is one. */
+typedef struct dp_memory_backend {
+    int (*mem_alloc)(int dev_id, size_t size, void **out, void *user);
+    int (*mem_free)(int dev_id, void *ptr, void *user);
+    int (*mem_copy)(void *dst, const void *src, size_t bytes, int kind, int dev_id, void *stream, void *user);
+    int (*host_alloc)(size_t size, void **out, void *user);
+    int (*host_free)(void *ptr, void *user);
+    void *user;
+} dp_memory_backend;
+/* How the arrays of an engine get their memory; zero-initialise. kind:
+   DP_STORAGE_POOLED keeps released blocks for reuse (MXNet's pooled storage
+   manager), DP_STORAGE_PLAIN gives every release back at once, DEFAULT
+   reads DEPENG_STORAGE_POOL=1|0 from the environment (unless the engine's
+   desc.ignore_env), else pooled. memory: NULL, arrays on the CPU only. */
+typedef struct dp_storage_desc {
+    dp_storage_kind kind;
+    const dp_memory_backend *memory;   /* copied */
+} dp_storage_desc;
+/* Sets eng's array storage (MXNet's storage manager). Call it once, before
+   the first array, storage or random call on eng; without it every array
+   is on the CPU, pooled unless DEPENG_STORAGE_POOL=0. Errors (logged):
+   DP_ERROR_INVALID_ARGS for a NULL engine or desc, a kind out of range or
+   a bad DEPENG_STORAGE_POOL (BAD_DESC), or a call after the engine's arrays
+   started (ND_ARGS); DP_ERROR_OUT_OF_MEMORY. Any thread. */
+DP_API dp_result dp_storage_configure(dp_engine *eng, const dp_storage_desc *desc);
 /* The storage manager of a device: bytes in arrays, bytes kept for reuse. */
 typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocations, pool_hits; } dp_storage_stats;
 DP_API dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_stats *out);
 /* Gives the memory kept for reuse back to the allocator. */
 DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
+
+/* The array layer's log items (extension items, registered on the layer's
+   first use). */
+#define DP_LOGITEM_ND_ARGS ((dp_log_item)(DP_LOGITEM_EXTENSION + 0))          /* invalid array argument */
+#define DP_LOGITEM_FORMAT ((dp_log_item)(DP_LOGITEM_EXTENSION + 1))           /* malformed file contents */
+#define DP_LOGITEM_LEAKED_ARRAYS ((dp_log_item)(DP_LOGITEM_EXTENSION + 2))    /* arrays alive at destroy */
+#define DP_LOGITEM_UNKNOWN_OPERATOR ((dp_log_item)(DP_LOGITEM_EXTENSION + 3)) /* no such registered operator */
 
 /* ====================================================================== EXTENDING
    What a library built on depeng.h needs besides the calls above, as
@@ -2135,13 +2177,22 @@ static const char *dp__item_msgs[] = {
     DP__LOG_ITEMS(DP__ITEM_MSG)
 #undef DP__ITEM_MSG
 };
+/* The texts of the extension items (dp_log_add_items), written while
+   setting up. */
+static const char *dp__ext_item_msgs[DP_LOGITEM_LAST - DP_LOGITEM_EXTENSION + 1];
+static const char *dp__item_text(uint32_t item) {
+    const char *t = NULL;
+    if (item < DP__LOGITEM_COUNT) t = dp__item_msgs[item];
+    else if (item >= DP_LOGITEM_EXTENSION && item <= DP_LOGITEM_LAST) t = dp__ext_item_msgs[item - DP_LOGITEM_EXTENSION];
+    return t ? t : "";
+}
 
 DP__COLD DP_IMPL void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
                            const char *message, uint32_t line, const char *file, void *user) {
     static const char *levels[] = {"panic", "error", "warning", "info"};
     (void)user;
     fprintf(stderr, "[%s][%s][id:%u] %s:%u: %s\n", tag, levels[level < 4 ? level : 3], item,
-            file ? file : "?", line, message ? message : (item < DP__LOGITEM_COUNT ? dp__item_msgs[item] : ""));
+            file ? file : "?", line, message ? message : dp__item_text(item));
 }
 
 /* The calling thread's last error (see dp_last_error): fixed buffers, so
@@ -2167,7 +2218,7 @@ DP_IMPL void dp_set_default_logger(const dp_logger *logger) {
 DP__COLD static void dp__vlog(const dp_engine *eng, uint32_t level, dp_log_item item, const char *file, uint32_t line,
                               const char *fmt, va_list ap) {
     char buf[DP_LAST_ERROR_MAX];
-    int n = snprintf(buf, sizeof buf, "%s: ", dp__item_msgs[(unsigned)item < DP__LOGITEM_COUNT ? item : DP_LOGITEM_OK]);
+    int n = snprintf(buf, sizeof buf, "%s: ", dp__item_text((uint32_t)item));
     if (fmt && n > 0 && (size_t)n < sizeof buf) vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
     if (level <= DP_LOG_ERROR) {
         memcpy(dp__tls_last_error, buf, sizeof buf);
@@ -2214,6 +2265,16 @@ static void *dp__realloc(const dp_engine *eng, void *p, size_t old_size, size_t 
     return q;
 }
 
+DP__COLD DP_IMPL dp_result dp_log_add_items(int first, int count, const char *const *texts) {
+    int i;
+    if (!texts || count < 0 || first < DP_LOGITEM_EXTENSION || first > DP_LOGITEM_LAST + 1 - count) {
+        DP__LOG(NULL, DP_LOG_ERROR, BAD_DESC, "dp_log_add_items: items %d..%d (extension items are %d..%d) or NULL texts",
+                first, first + count - 1, (int)DP_LOGITEM_EXTENSION, (int)DP_LOGITEM_LAST);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i < count; i++) dp__ext_item_msgs[first - DP_LOGITEM_EXTENSION + i] = texts[i];
+    return DP_OK;
+}
 DP__COLD DP_IMPL void dp_log(const dp_engine *eng, uint32_t level, dp_log_item item, const char *file, uint32_t line, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -2223,6 +2284,17 @@ DP__COLD DP_IMPL void dp_log(const dp_engine *eng, uint32_t level, dp_log_item i
 DP_IMPL void *dp_engine_alloc(const dp_engine *eng, size_t size) { return dp__alloc(eng, size); }
 DP_IMPL void dp_engine_free(const dp_engine *eng, void *ptr, size_t size) { dp__free(eng, ptr, size); }
 DP_IMPL void dp_thread_yield(void) { dp__thread_yield(); }
+DP_IMPL int dp_engine_gpu_count(const dp_engine *eng) { return eng ? eng->gpu_count : 0; }
+/* 64-byte aligned memory (array storage): the allocator's, else the
+   platform's aligned allocation. */
+static void *dp__alloc_aligned(const dp_engine *eng, size_t size) {
+    if (eng->desc.allocator.alloc) return eng->desc.allocator.alloc(size, 64, eng->desc.allocator.user);
+    return dp__aligned_alloc(64, size);
+}
+static void dp__free_aligned(const dp_engine *eng, void *p, size_t size) {
+    if (eng->desc.allocator.free) eng->desc.allocator.free(p, size, eng->desc.allocator.user);
+    else dp__aligned_free(p);
+}
 /* dp_atomic_int: GCC and Clang's __atomic builtins on the plain field (the
    same instructions as the engine's own atomics); elsewhere (MSVC's C) the
    engine's atomics over it, which have the same size and alignment. */
@@ -3707,14 +3779,13 @@ static int dp__vref_cmp(const void *a, const void *b) {
     if (x->v != y->v) return (uintptr_t)x->v < (uintptr_t)y->v ? -1 : 1;
     return y->write - x->write;     /* the write sorts first among duplicates */
 }
-static int dp__pinned_memory(const dp_engine *eng) {
-    const dp_device_backend *be = eng->desc.gpu_backend;
-    return be && be->host_alloc && be->host_free;
-}
+/* A device the engine can run on. DP_DEV_CPU_PINNED is host memory: its
+   ops run on CPU 0 (whether such memory can be had is the array layer's
+   question). */
 static dp_result dp__check_ctx(dp_engine *eng, dp_ctx c, const char *name) {
     if ((c.dev_type == DP_DEV_DEFAULT || c.dev_type == DP_DEV_CPU) && c.dev_id >= 0 && c.dev_id < DP__MAX_DEV) return DP_OK;
     if (c.dev_type == DP_DEV_GPU && eng->desc.gpu_backend && c.dev_id >= 0 && c.dev_id < eng->gpu_count) return DP_OK;
-    if (c.dev_type == DP_DEV_CPU_PINNED && dp__pinned_memory(eng) && c.dev_id >= 0 && c.dev_id < DP__MAX_DEV) return DP_OK;
+    if (c.dev_type == DP_DEV_CPU_PINNED && c.dev_id >= 0 && c.dev_id < DP__MAX_DEV) return DP_OK;
     DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "'%s': device type %d id %d (%d GPUs)", name ? name : "(unnamed)",
             (int)c.dev_type, (int)c.dev_id, eng->gpu_count);
     return DP_ERROR_BAD_CONTEXT;
@@ -4633,13 +4704,6 @@ DP__COLD static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc 
         DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "thread counts must be 0 (default) to 1024");
         return DP_ERROR_INVALID_ARGS;
     }
-    if (d->storage == DP_STORAGE_DEFAULT && !d->ignore_env && (t = getenv("DEPENG_STORAGE_POOL")) != NULL && *t) {
-        if (!strcmp(t, "1")) d->storage = DP_STORAGE_POOLED;
-        else if (!strcmp(t, "0")) d->storage = DP_STORAGE_PLAIN;
-        else { DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "DEPENG_STORAGE_POOL='%s' (1 or 0)", t); return DP_ERROR_INVALID_ARGS; }
-    }
-    if ((int)d->storage < 0 || d->storage > DP_STORAGE_PLAIN) { DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "storage %d", (int)d->storage); return DP_ERROR_INVALID_ARGS; }
-    d->storage = (dp_storage_kind)DP__DEF(d->storage, DP_STORAGE_POOLED);
     d->cpu_worker_nthreads = DP__DEF(d->cpu_worker_nthreads, dp__online_cpus());
     d->cpu_priority_nthreads = DP__DEF(d->cpu_priority_nthreads, 1);
     d->gpu_worker_nthreads = DP__DEF(d->gpu_worker_nthreads, 2);
@@ -5882,12 +5946,41 @@ static void dp__extensions_destroy(dp_engine *eng) {
 #ifndef DEPENG_NO_NDARRAY
 /* ====================================================================== NDARRAY
    >>files (codec) >>dtypes >>storage >>arrays >>resources >>files >>data
-   >>registry >>params >>invoke >>autograd >>builtin operators (element-wise,
+   >>registry >>params >>invoke >>extending >>builtin operators (element-wise,
    gradients, reductions, nn, random, gemm, dot, copy and the optimizer
-   updates, take, accuracy, the optimizer objects). Everything below uses the engine only through its public calls: an array's chunk is a variable, filling
-   and copying are pushed operations, and freeing is a variable delete.
-   What the layer keeps per engine (storage managers, resources, arrays
-   kept for destroy) is one extension state (dp__nd_state, see >>storage). */
+   updates, take, accuracy). The layer drives the engine through its public
+   calls: an array's chunk is a variable, filling and copying are pushed
+   operations, and freeing is a variable delete. It shares the engine's
+   private helpers (allocation, atomics, locks, logging) but reads none of
+   an engine's fields. What it keeps per engine (its storage settings,
+   storage managers, resources, arrays kept for destroy) is one extension
+   state (dp__nd_state, see >>storage). */
+
+/* The layer's log items (DP_LOGITEM_ND_ARGS...): their texts are
+   registered once, before the layer's first message. */
+static const char *const dp__nd_item_msgs[] = {
+    "invalid array argument (shape, dtype, size or context)",
+    "file contents are malformed or unsupported",
+    "engine destroyed while arrays still hold storage",
+    "no operator is registered under this name",
+};
+static dp__a32 dp__nd_items_state, dp__nd_items_claim;    /* 2: registered */
+static void dp__nd_items_once(void) {
+    if (dp__load(&dp__nd_items_state, DP__ACQUIRE) == 2) return;
+    if (dp__exchange(&dp__nd_items_claim, 1, DP__ACQ_REL) == 0) {
+        dp_log_add_items(DP_LOGITEM_EXTENSION, (int)(sizeof dp__nd_item_msgs / sizeof dp__nd_item_msgs[0]), dp__nd_item_msgs);
+        dp__store(&dp__nd_items_state, 2, DP__RELEASE);
+    } else while (dp__load(&dp__nd_items_state, DP__ACQUIRE) != 2) dp__thread_yield();
+}
+DP__COLD static void dp__nd_log(const dp_engine *eng, uint32_t level, dp_log_item item, uint32_t line, const char *fmt, ...) {
+    va_list ap;
+    dp__nd_items_once();
+    va_start(ap, fmt);
+    dp__vlog(eng, level, item, __FILE__, line, fmt, ap);
+    va_end(ap);
+}
+#undef DP__LOG
+#define DP__LOG(eng, level, item, ...) dp__nd_log(eng, level, DP_LOGITEM_##item, __LINE__, __VA_ARGS__)
 
 /* Element math that nvcc also compiles for the device (depeng_cuda.h), so
    the CPU tests check the formulas a GPU runs. */
@@ -7900,6 +7993,7 @@ typedef struct dp__storage {
     dp__mutex m;
     dp_ctx ctx;
     int pooled;
+    const dp_memory_backend *memory;             /* the state's, for device memory; NULL on the CPU */
     dp__free_node *small[DP__STORAGE_SMALL_CLASSES];
     dp__free_node *large;                        /* any class above 1 MiB */
     dp_storage_stats stats;
@@ -7921,35 +8015,40 @@ static dp__free_node **dp__storage_list(dp__storage *st, size_t cls) {
     while (((size_t)64 << k) < cls) k++;
     return &st->small[k];
 }
-static int dp__gpu_memory(const dp_engine *eng) {
-    const dp_device_backend *be = eng->desc.gpu_backend;
-    return be && be->mem_alloc && be->mem_free && be->mem_copy;
+static const dp_memory_backend *dp__memory(dp_engine *eng);   /* with the state, below */
+static int dp__gpu_memory(dp_engine *eng) {
+    const dp_memory_backend *m = dp__memory(eng);
+    return m && m->mem_alloc && m->mem_free && m->mem_copy;
+}
+static int dp__pinned_memory(dp_engine *eng) {
+    const dp_memory_backend *m = dp__memory(eng);
+    return m && m->host_alloc && m->host_free;
 }
 /* quiet: a failure is not logged (the caller will try again) */
-static void *dp__device_alloc_q(dp_engine *eng, dp_ctx ctx, size_t size, int quiet) {
+/* Device memory comes from m (the state's dp_memory_backend: the state is
+   unpublished while it is torn down, so it is handed in, not looked up). */
+static void *dp__device_alloc_q(dp_engine *eng, const dp_memory_backend *m, dp_ctx ctx, size_t size, int quiet) {
     if (ctx.dev_type == DP_DEV_GPU) {
-        const dp_device_backend *be = eng->desc.gpu_backend;
+        const dp_memory_backend *be = m;
         void *p = NULL;
         int err = be->mem_alloc(ctx.dev_id, size, &p, be->user);
         if (err && !quiet) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d: allocating %zu bytes: %s", (int)ctx.dev_id, size, dp__backend_error(eng, err));
         return err ? NULL : p;
     }
     if (ctx.dev_type == DP_DEV_CPU_PINNED) {
-        const dp_device_backend *be = eng->desc.gpu_backend;
+        const dp_memory_backend *be = m;
         void *p = NULL;
         int err = be->host_alloc(size, &p, be->user);
         if (err && !quiet) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "pinned host memory: allocating %zu bytes: %s", size, dp__backend_error(eng, err));
         return err ? NULL : p;
     }
-    if (eng->desc.allocator.alloc) return eng->desc.allocator.alloc(size, 64, eng->desc.allocator.user);
-    return dp__aligned_alloc(64, size);          /* size is a class: a multiple of 64 */
+    return dp__alloc_aligned(eng, size);          /* size is a class: a multiple of 64 */
 }
-static void *dp__device_alloc(dp_engine *eng, dp_ctx ctx, size_t size) { return dp__device_alloc_q(eng, ctx, size, 0); }
-static void dp__device_free(dp_engine *eng, dp_ctx ctx, void *p, size_t size) {
-    if (ctx.dev_type == DP_DEV_GPU) { eng->desc.gpu_backend->mem_free(ctx.dev_id, p, eng->desc.gpu_backend->user); return; }
-    if (ctx.dev_type == DP_DEV_CPU_PINNED) { eng->desc.gpu_backend->host_free(p, eng->desc.gpu_backend->user); return; }
-    if (eng->desc.allocator.free) eng->desc.allocator.free(p, size, eng->desc.allocator.user);
-    else dp__aligned_free(p);
+static void *dp__device_alloc(dp_engine *eng, const dp_memory_backend *m, dp_ctx ctx, size_t size) { return dp__device_alloc_q(eng, m, ctx, size, 0); }
+static void dp__device_free(dp_engine *eng, const dp_memory_backend *m, dp_ctx ctx, void *p, size_t size) {
+    if (ctx.dev_type == DP_DEV_GPU) { m->mem_free(ctx.dev_id, p, m->user); return; }
+    if (ctx.dev_type == DP_DEV_CPU_PINNED) { m->host_free(p, m->user); return; }
+    dp__free_aligned(eng, p, size);
 }
 /* The array layer's part of an engine (its dp_engine_extension state): made
    with the first array, storage or resource call on the engine, torn down
@@ -7957,16 +8056,29 @@ static void dp__device_free(dp_engine *eng, dp_ctx ctx, void *p, size_t size) {
    managers and resources (on first use per device). */
 typedef struct dp__nd_state {
     dp__mutex m;
+    int pooled;                     /* dp_storage_desc.kind, resolved */
+    int has_memory, started;        /* started: an array or manager exists, so no more configuring */
+    dp_memory_backend memory;
     dp__storage *storage[3][DP__MAX_DEV];           /* [CPU, GPU, pinned][device] */
     struct dp__resources *resources[2][DP__MAX_DEV]; /* [CPU, GPU][device]: see >>resources */
     dp__spinlock orphan_lock;
     struct dp__chunk *orphans;  /* arrays whose release could not be queued: freed at destroy */
 } dp__nd_state;
+/* DEPENG_STORAGE_POOL, unless the engine ignores the environment: 1
+   pooled, 0 plain, unset pooled; -1 (logged) for anything else. */
+static int dp__storage_pool_env(dp_engine *eng) {
+    const char *t = dp_engine_query_desc(eng).ignore_env ? NULL : getenv("DEPENG_STORAGE_POOL");
+    if (!t || !*t || !strcmp(t, "1")) return 1;
+    if (!strcmp(t, "0")) return 0;
+    DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "DEPENG_STORAGE_POOL='%s' (1 or 0)", t);
+    return -1;
+}
 static void *dp__nd_state_create(dp_engine *eng, void *user) {
     dp__nd_state *s = (dp__nd_state *)dp__alloc(eng, sizeof *s);
     (void)user;
     if (!s) return NULL;
     memset(s, 0, sizeof *s);
+    s->pooled = dp__storage_pool_env(eng) != 0;    /* a bad value was logged: the default stands */
     if (dp__mutex_init(&s->m)) { dp__free(eng, s, sizeof *s); return NULL; }
     return s;
 }
@@ -7974,6 +8086,33 @@ static void dp__nd_state_destroy(dp_engine *eng, void *state, void *user);   /* 
 static const dp_extension dp__nd_extension = {"ndarray", dp__nd_state_create, dp__nd_state_destroy, NULL};
 /* NULL if out of memory */
 static dp__nd_state *dp__nd_state_of(dp_engine *eng) { return (dp__nd_state *)dp_engine_extension(eng, &dp__nd_extension); }
+/* The memory functions dp_storage_configure gave, or NULL. */
+static const dp_memory_backend *dp__memory(dp_engine *eng) {
+    dp__nd_state *s = dp__nd_state_of(eng);
+    return s && s->has_memory ? &s->memory : NULL;
+}
+DP_IMPL dp_result dp_storage_configure(dp_engine *eng, const dp_storage_desc *desc) {
+    dp__nd_state *s;
+    dp_result r = DP_OK;
+    int pooled;
+    if (!eng || !desc || (int)desc->kind < 0 || desc->kind > DP_STORAGE_PLAIN) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_storage_configure: NULL engine or desc, or storage kind %d", desc ? (int)desc->kind : -1);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    pooled = desc->kind == DP_STORAGE_DEFAULT ? dp__storage_pool_env(eng) : desc->kind == DP_STORAGE_POOLED;
+    if (pooled < 0) return DP_ERROR_INVALID_ARGS;
+    if ((s = dp__nd_state_of(eng)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_storage_configure"); return DP_ERROR_OUT_OF_MEMORY; }
+    dp__mutex_lock(&s->m);
+    if (s->started) r = DP_ERROR_INVALID_ARGS;
+    else {
+        s->pooled = pooled;
+        s->has_memory = desc->memory != NULL;
+        if (desc->memory) s->memory = *desc->memory;
+    }
+    dp__mutex_unlock(&s->m);
+    if (r != DP_OK) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_storage_configure: the engine's arrays have started; configure storage before the first one");
+    return r;
+}
 /* The manager of ctx (made on first use), or NULL if out of memory. */
 static dp__storage *dp__storage_of(dp_engine *eng, dp_ctx ctx) {
     dp__nd_state *s = dp__nd_state_of(eng);
@@ -7981,11 +8120,13 @@ static dp__storage *dp__storage_of(dp_engine *eng, dp_ctx ctx) {
     if (!s) return NULL;
     slot = &s->storage[ctx.dev_type == DP_DEV_GPU ? 1 : ctx.dev_type == DP_DEV_CPU_PINNED ? 2 : 0][ctx.dev_id];
     dp__mutex_lock(&s->m);
+    s->started = 1;
     st = *slot;
     if (!st && (st = (dp__storage *)dp__alloc(eng, sizeof *st)) != NULL) {
         memset(st, 0, sizeof *st);
         st->ctx = ctx;
-        st->pooled = eng->desc.storage == DP_STORAGE_POOLED;
+        st->pooled = s->pooled;
+        st->memory = s->has_memory && ctx.dev_type != DP_DEV_CPU ? &s->memory : NULL;
         if (dp__mutex_init(&st->m)) { dp__free(eng, st, sizeof *st); st = NULL; }
         else *slot = st;
     }
@@ -8017,10 +8158,10 @@ static void *dp__storage_get(dp_engine *eng, dp__storage *st, size_t bytes, size
         dp__mutex_lock(&st->m);
         pooled = st->stats.bytes_pooled > 0;
         dp__mutex_unlock(&st->m);
-        if ((p = dp__device_alloc_q(eng, st->ctx, cls, pooled)) != NULL) goto got;
+        if ((p = dp__device_alloc_q(eng, st->memory, st->ctx, cls, pooled)) != NULL) goto got;
         if (!pooled) return NULL;
         dp__storage_drain(eng, st);      /* as MXNet's pool: give the kept blocks back, then try once more */
-        if ((p = dp__device_alloc(eng, st->ctx, cls)) == NULL) return NULL;
+        if ((p = dp__device_alloc(eng, st->memory, st->ctx, cls)) == NULL) return NULL;
     }
 got:
     dp__mutex_lock(&st->m);
@@ -8041,7 +8182,7 @@ static void dp__storage_put(dp_engine *eng, dp__storage *st, void *p, size_t siz
         st->stats.bytes_pooled += size;
     }
     dp__mutex_unlock(&st->m);
-    if (!n) dp__device_free(eng, st->ctx, p, size);   /* plain, or no memory for a node */
+    if (!n) dp__device_free(eng, st->memory, st->ctx, p, size);   /* plain, or no memory for a node */
 }
 static void dp__storage_drain(dp_engine *eng, dp__storage *st) {
     int k;
@@ -8054,7 +8195,7 @@ static void dp__storage_drain(dp_engine *eng, dp__storage *st) {
         for (; n; ) {
             dp__free_node *next = n->next;
             st->stats.bytes_pooled -= n->size;
-            dp__device_free(eng, st->ctx, n->ptr, n->size);
+            dp__device_free(eng, st->memory, st->ctx, n->ptr, n->size);
             dp__free(eng, n, sizeof *n);
             n = next;
         }
@@ -8076,7 +8217,11 @@ static dp_result dp__storage_ctx(dp_engine *eng, dp_ctx *ctx, const char *what) 
     if ((r = dp__check_ctx(eng, *ctx, what)) != DP_OK) return r;
     if (ctx->dev_type == DP_DEV_DEFAULT) ctx->dev_type = DP_DEV_CPU;
     if (ctx->dev_type == DP_DEV_GPU && !dp__gpu_memory(eng)) {
-        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: the GPU backend has no memory functions (mem_alloc, mem_free, mem_copy)", what);
+        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: no memory functions for GPU arrays (dp_storage_configure with mem_alloc, mem_free, mem_copy)", what);
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if (ctx->dev_type == DP_DEV_CPU_PINNED && !dp__pinned_memory(eng)) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: no memory functions for pinned arrays (dp_storage_configure with host_alloc, host_free)", what);
         return DP_ERROR_BAD_CONTEXT;
     }
     return DP_OK;
@@ -8244,9 +8389,10 @@ static void dp__fill_host(void *data, dp_dtype dt, int64_t n, double value, doub
 /* Copies bytes between two places; kind as dp_device_backend.mem_copy, or
    -1 for host to host. */
 static int dp__copy_bytes(dp_engine *eng, void *dst, const void *src, size_t bytes, int kind, int dev, void *stream) {
-    const dp_device_backend *be = eng->desc.gpu_backend;
+    const dp_memory_backend *m;
     if (kind < 0) { if (bytes) memcpy(dst, src, bytes); return 0; }
-    return be->mem_copy(dst, src, bytes, kind, dev, stream, be->user);
+    m = dp__memory(eng);
+    return m->mem_copy(dst, src, bytes, kind, dev, stream, m->user);
 }
 static int dp__copy_kind(dp_ctx dst, dp_ctx src) {
     if (dst.dev_type == DP_DEV_GPU) return src.dev_type == DP_DEV_GPU ? 2 : 0;
@@ -8267,7 +8413,7 @@ static int dp__fill_op(dp_run_ctx *rc, void *arg) {
         if (!host) { dp_set_error(rc, "out of memory for the fill buffer"); status = DP_ERROR_OUT_OF_MEMORY; }
         else {
             dp__fill_host(host, a->dtype, dp_shape_size(&a->shape), f->value, f->step);
-            const dp_device_backend *be = eng->desc.gpu_backend;
+            const dp_device_backend *be = dp_engine_query_desc(eng).gpu_backend;
             status = dp__copy_bytes(eng, dp_nd_data(a), host, bytes, 0, a->chunk->ctx.dev_id, rc->stream);
             if (!status && rc->stream && be->stream_synchronize)   /* before the host buffer goes */
                 status = be->stream_synchronize(a->chunk->ctx.dev_id, rc->stream, be->user);
@@ -8519,6 +8665,7 @@ DP_IMPL dp_result dp_nd_copy_into(dp_ndarray *src, dp_ndarray *dst, const dp_pus
    grant of its variable, so it needs no lock. */
 typedef struct dp__resources {
     dp_ctx ctx;
+    const dp_memory_backend *memory;             /* as the storage's */
     dp_var rng_var, temp_var;
     uint64_t rng[4];
     void *temp; size_t temp_size;
@@ -8551,12 +8698,14 @@ static dp__resources *dp__resources_of(dp_engine *eng, dp_ctx ctx) {
     int gpu = ctx.dev_type == DP_DEV_GPU;
     if (ctx.dev_type == DP_DEV_CPU_PINNED) { ctx.dev_type = DP_DEV_CPU; ctx.dev_id = 0; }   /* its ops run on CPU 0 */
     if (!eng || (ctx.dev_type != DP_DEV_DEFAULT && ctx.dev_type != DP_DEV_CPU && !gpu) || ctx.dev_id < 0 || ctx.dev_id >= DP__MAX_DEV
-        || (gpu && (ctx.dev_id >= eng->gpu_count || !dp__gpu_memory(eng))) || (s = dp__nd_state_of(eng)) == NULL) return NULL;
+        || (gpu && (ctx.dev_id >= dp_engine_gpu_count(eng) || !dp__gpu_memory(eng))) || (s = dp__nd_state_of(eng)) == NULL) return NULL;
     dp__mutex_lock(&s->m);
+    s->started = 1;
     r = s->resources[gpu][ctx.dev_id];
     if (!r && (r = (dp__resources *)dp__alloc(eng, sizeof *r)) != NULL) {
         memset(r, 0, sizeof *r);
         r->ctx.dev_type = gpu ? DP_DEV_GPU : DP_DEV_CPU; r->ctx.dev_id = ctx.dev_id;
+        r->memory = gpu && s->has_memory ? &s->memory : NULL;
         r->rng_var = dp_var_create(eng);
         r->temp_var = dp_var_create(eng);
         dp__rng_seed(r->rng, 0);
@@ -8568,7 +8717,7 @@ static dp__resources *dp__resources_of(dp_engine *eng, dp_ctx ctx) {
 }
 static void dp__resources_destroy(dp_engine *eng, dp__resources *r) {
     if (!r) return;
-    if (r->temp) dp__device_free(eng, r->ctx, r->temp, r->temp_size);
+    if (r->temp) dp__device_free(eng, r->memory, r->ctx, r->temp, r->temp_size);
     dp__free(eng, r, sizeof *r);
 }
 /* The layer's teardown (dp__nd_extension's destroy): every op is done, so the
@@ -8607,9 +8756,9 @@ DP_IMPL void *dp_temp_space(dp_engine *eng, dp_ctx ctx, size_t bytes) {
     if (!r) return NULL;
     if (bytes > r->temp_size) {   /* grow: the old contents need not survive */
         size_t size = dp__storage_class(bytes);
-        void *p = size ? dp__device_alloc(eng, r->ctx, size) : NULL;   /* 64-byte aligned on the CPU */
+        void *p = size ? dp__device_alloc(eng, r->memory, r->ctx, size) : NULL;   /* 64-byte aligned on the CPU */
         if (!p) return NULL;
-        if (r->temp) dp__device_free(eng, r->ctx, r->temp, r->temp_size);
+        if (r->temp) dp__device_free(eng, r->memory, r->ctx, r->temp, r->temp_size);
         r->temp = p; r->temp_size = size;
     }
     return r->temp;
@@ -9141,6 +9290,7 @@ static dp__a32 dp__builtins_state;           /* 0 not yet, 1 registering, 2 done
 static void dp__register_builtins(void);
 static void dp__ensure_builtins(void) {
     int32_t expect = 0;
+    dp__nd_items_once();        /* layers above log the array items from their start */
     if (dp__load(&dp__builtins_state, DP__ACQUIRE) == 2) return;
     if (dp__cas(&dp__builtins_state, &expect, 1, DP__ACQ_REL)) {
         dp__register_builtins();

@@ -35,8 +35,10 @@
        dp_ctx gpu = {DP_DEV_GPU, 0};
        if (dp_cuda_check_ctx(gpu, why, sizeof why) != DP_OK) { puts(why); return 0; }  // no GPU here
        dp_cuda_register_kernels();                 // once per process, before invoking on a GPU
-       desc.gpu_backend = dp_cuda_backend();
+       desc.gpu_backend = dp_cuda_backend();       // streams and events, for the engine
        dp_engine_create(&desc, &eng);
+       dp_storage_desc mem = {DP_STORAGE_DEFAULT, dp_cuda_memory()};
+       dp_storage_configure(eng, &mem);            // device memory, for the arrays
        // arrays on `gpu` now live in device memory, and dp_invoke on them
        // runs the CUDA kernels on the GPU workers' streams.
 
@@ -184,18 +186,23 @@ extern "C" {
    At a glance:
      backend   dp_cuda_backend dp_cuda_device_count dp_cuda_check_ctx
      kernels   dp_cuda_register_kernels dp_cuda_missing_kernels
-     memory    dp_cuda_pinned_alloc dp_cuda_pinned_free                       */
+     memory    dp_cuda_memory dp_cuda_pinned_alloc dp_cuda_pinned_free        */
 
 /* The most GPUs the backend reports (depeng's device limit). */
 #define DP_CUDA_MAX_DEVICES 16
 
 /* The CUDA device backend, for dp_engine_desc.gpu_backend: device discovery,
-   one non-blocking stream per GPU worker, events for completion, device
-   memory and copies (see chapters 2 and 3). Its error codes are cudaError_t
-   values (event_query answers DP_EVENT_PENDING for "not yet").
-   Returns: a pointer to a constant that lives as long as the process.
-   Thread safety: any thread. */
+   one non-blocking stream per GPU worker, events for completion (see
+   chapter 2). Its error codes are cudaError_t values (event_query answers
+   DP_EVENT_PENDING for "not yet"). Returns: a pointer to a constant that
+   lives as long as the process. Thread safety: any thread. */
 DP_API const dp_device_backend *dp_cuda_backend(void);
+/* CUDA's memory for arrays, for dp_storage_configure's desc.memory: device
+   memory (cudaMalloc, cudaFree), copies (cudaMemcpyAsync on the op's
+   stream), and page-locked host memory for DP_DEV_CPU_PINNED (see chapter
+   3). Returns a pointer to a constant that lives as long as the process.
+   Thread safety: any thread. */
+DP_API const dp_memory_backend *dp_cuda_memory(void);
 
 /* How many CUDA devices there are (at most DP_CUDA_MAX_DEVICES).
    Parameters: why (out, optional, why_cap bytes): when the answer is 0, the
@@ -422,16 +429,25 @@ static dp_device_backend dp__cu_make_backend(void) {
     b.event_destroy = dp__cu_event_destroy;
     b.event_record = dp__cu_event_record;
     b.event_query = dp__cu_event_query;
-    b.mem_alloc = dp__cu_mem_alloc;
-    b.mem_free = dp__cu_mem_free;
-    b.mem_copy = dp__cu_mem_copy;
-    b.host_alloc = dp__cu_host_alloc;
-    b.host_free = dp__cu_host_free;
     return b;
+}
+static dp_memory_backend dp__cu_make_memory(void) {
+    dp_memory_backend m;
+    memset(&m, 0, sizeof m);
+    m.mem_alloc = dp__cu_mem_alloc;
+    m.mem_free = dp__cu_mem_free;
+    m.mem_copy = dp__cu_mem_copy;
+    m.host_alloc = dp__cu_host_alloc;
+    m.host_free = dp__cu_host_free;
+    return m;
 }
 DP_IMPL const dp_device_backend *dp_cuda_backend(void) {
     static const dp_device_backend backend = dp__cu_make_backend();   /* thread-safe since C++11 */
     return &backend;
+}
+DP_IMPL const dp_memory_backend *dp_cuda_memory(void) {
+    static const dp_memory_backend memory = dp__cu_make_memory();
+    return &memory;
 }
 DP_IMPL int dp_cuda_device_count(char *why, size_t why_cap) { return dp__cu_count(why, why_cap); }
 DP_IMPL dp_result dp_cuda_check_ctx(dp_ctx ctx, char *why, size_t why_cap) {

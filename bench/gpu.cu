@@ -43,6 +43,10 @@ static dp_engine *make_engine(const dp_device_backend *be) {
     memset(&d, 0, sizeof d);
     d.gpu_backend = be; d.cpu_worker_nthreads = 2; d.ignore_env = 1;
     if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    dp_storage_desc sd;
+    memset(&sd, 0, sizeof sd);
+    sd.memory = dp_cuda_memory();
+    if (dp_storage_configure(e, &sd) != DP_OK) { fprintf(stderr, "storage configure failed\n"); exit(1); }
     return e;
 }
 static void die(const char *what) { fprintf(stderr, "bench_gpu: %s failed\n", what); exit(1); }

@@ -50,8 +50,11 @@ int main(int argc, char **argv) {
        workers use the CUDA backend (a stream each, device memory, copies). */
     if (dp_cuda_register_kernels() != DP_OK) return 1;
     memset(&desc, 0, sizeof desc);
-    desc.gpu_backend = dp_cuda_backend();
+    desc.gpu_backend = dp_cuda_backend();          /* streams and events, for the engine */
     if (dp_engine_create(&desc, &eng) != DP_OK) return 1;
+    dp_storage_desc storage = {};
+    storage.memory = dp_cuda_memory();              /* device memory, for the arrays */
+    if (dp_storage_configure(eng, &storage) != DP_OK) return 1;
 
     /* Two arrays in device memory: one copied from the host now, one
        filled by the engine. */

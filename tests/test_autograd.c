@@ -35,9 +35,15 @@ static dp_engine *make_engine(dp_engine_type type, dp_storage_kind storage) {
     dp_engine_desc d;
     dp_engine *e = NULL;
     memset(&d, 0, sizeof d);
-    d.type = type; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.storage = storage;
+    d.type = type; d.cpu_worker_nthreads = 2; d.ignore_env = 1;
     d.logger.func = test_logger;
     if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    if (storage != DP_STORAGE_DEFAULT) {
+        dp_storage_desc sd;
+        memset(&sd, 0, sizeof sd);
+        sd.kind = storage;
+        if (dp_storage_configure(e, &sd) != DP_OK) { fprintf(stderr, "storage configure failed\n"); exit(1); }
+    }
     return e;
 }
 /* every array must be released by now: destroy is clean and logs no leak */

@@ -42,6 +42,12 @@ static dp_engine *make_engine(dp_engine_type type, int with_cuda) {
     d.logger.func = quiet_logger;
     if (with_cuda) d.gpu_backend = dp_cuda_backend();
     if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    if (with_cuda) {
+        dp_storage_desc sd;
+        memset(&sd, 0, sizeof sd);
+        sd.memory = dp_cuda_memory();
+        if (dp_storage_configure(e, &sd) != DP_OK) { fprintf(stderr, "storage configure failed\n"); exit(1); }
+    }
     return e;
 }
 static dp_shape S(int nd, int64_t a = 0, int64_t b = 0, int64_t c = 0) {
@@ -411,6 +417,7 @@ static void compare_all_cases(dp_engine *cpu, dp_engine *gpu) {
 static int do_nothing(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; return 0; }
 static void test_no_gpu_reported_cleanly(void) {
     const dp_device_backend *be = dp_cuda_backend();
+    const dp_memory_backend *mb = dp_cuda_memory();
     char why[256];
     int n = dp_cuda_device_count(why, sizeof why);
     dp_ctx bad = {DP_DEV_GPU, n};
@@ -422,8 +429,8 @@ static void test_no_gpu_reported_cleanly(void) {
     void *p = (void *)&p;
     CHECK(n == g_gpus && be && strcmp(be->name, "cuda") == 0 && be->device_count(be->user) == n);
     CHECK(be->set_device && be->stream_create && be->stream_destroy && be->stream_synchronize && be->error_string);
-    CHECK(be->host_alloc && be->host_free);                    /* the pinned context */
-    CHECK(be->mem_alloc && be->mem_free && be->mem_copy && be->event_create && be->event_destroy && be->event_record && be->event_query);
+    CHECK(mb && mb->host_alloc && mb->host_free);              /* the pinned context */
+    CHECK(mb->mem_alloc && mb->mem_free && mb->mem_copy && be->event_create && be->event_destroy && be->event_record && be->event_query);
     CHECK(strcmp(be->error_string((int)cudaErrorInsufficientDriver, be->user), cudaGetErrorString(cudaErrorInsufficientDriver)) == 0);
     /* a GPU that is not there: refused, with the reason */
     CHECK(dp_cuda_check_ctx(bad, why, sizeof why) == DP_ERROR_BAD_CONTEXT && why[0]);
@@ -438,7 +445,7 @@ static void test_no_gpu_reported_cleanly(void) {
         CHECK(strncmp(g_no_gpu_why, "no CUDA device", 14) == 0);
         CHECK(dp_cuda_check_ctx(GPU0, why, sizeof why) == DP_ERROR_BAD_CONTEXT && strncmp(why, "no CUDA device", 14) == 0);
         CHECK(be->set_device(0, be->user) != 0 && be->error_string(be->set_device(0, be->user), be->user)[0]);
-        CHECK(be->mem_alloc(0, 64, &p, be->user) != 0);
+        CHECK(mb->mem_alloc(0, 64, &p, mb->user) != 0);
         CHECK(be->stream_create(0, 0, &p, be->user) != 0);
         CHECK(be->event_create(0, &p, be->user) != 0);
         CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, GPU0, &a) == DP_ERROR_BAD_CONTEXT && a == NULL);
@@ -719,6 +726,7 @@ static int note_stream(dp_run_ctx *rc, void *arg) {
 }
 static void test_gpu_streams_and_events(void) {
     const dp_device_backend *be = dp_cuda_backend();
+    const dp_memory_backend *mb = dp_cuda_memory();
     void *s1 = NULL, *s2 = NULL, *ev = NULL, *mem = NULL;
     unsigned flags = 0;
     dp_engine *e;
@@ -728,11 +736,11 @@ static void test_gpu_streams_and_events(void) {
     NEED_GPU();
     CHECK(be->stream_create(0, 0, &s1, be->user) == 0 && be->stream_create(0, 1, &s2, be->user) == 0 && s1 && s2 && s1 != s2);
     CHECK(cudaStreamGetFlags((cudaStream_t)s1, &flags) == cudaSuccess && flags == cudaStreamNonBlocking);
-    CHECK(be->mem_alloc(0, 1 << 24, &mem, be->user) == 0);
+    CHECK(mb->mem_alloc(0, 1 << 24, &mem, mb->user) == 0);
     CHECK(cudaMemsetAsync(mem, 1, 1 << 24, (cudaStream_t)s1) == cudaSuccess);
     CHECK(be->event_create(0, &ev, be->user) == 0 && be->event_record(0, ev, s1, be->user) == 0);
     CHECK(be->stream_synchronize(0, s1, be->user) == 0 && be->event_query(0, ev, be->user) == 0);
-    CHECK(be->event_destroy(0, ev, be->user) == 0 && be->mem_free(0, mem, be->user) == 0);
+    CHECK(be->event_destroy(0, ev, be->user) == 0 && mb->mem_free(0, mem, mb->user) == 0);
     CHECK(be->stream_destroy(0, s1, be->user) == 0 && be->stream_destroy(0, s2, be->user) == 0);
     e = make_engine(DP_ENGINE_PERDEVICE, 1);
     for (i = 0; i < 20; i++) {

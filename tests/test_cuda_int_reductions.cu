@@ -38,6 +38,12 @@ static dp_engine *make_engine(int with_cuda) {
     d.logger.func = quiet_logger;
     if (with_cuda) d.gpu_backend = dp_cuda_backend();
     if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    if (with_cuda) {
+        dp_storage_desc sd;
+        memset(&sd, 0, sizeof sd);
+        sd.memory = dp_cuda_memory();
+        if (dp_storage_configure(e, &sd) != DP_OK) { fprintf(stderr, "storage configure failed\n"); exit(1); }
+    }
     return e;
 }
 

@@ -272,11 +272,14 @@ static int fake_copy(void *dst, const void *src, size_t n, int kind, int dev, vo
    to the device each), on all three engines. */
 static void test_gpu_arrays(void) {
     dp_device_backend be;
+    dp_memory_backend mem;
+    dp_storage_desc sd;
     int e;
-    memset(&be, 0, sizeof be);
+    memset(&be, 0, sizeof be); memset(&mem, 0, sizeof mem); memset(&sd, 0, sizeof sd);
     be.name = "fake"; be.device_count = fake_count; be.set_device = fake_set; be.stream_create = fake_stream_create;
     be.stream_destroy = fake_stream_destroy; be.stream_synchronize = fake_sync; be.error_string = fake_err;
-    be.mem_alloc = fake_alloc; be.mem_free = fake_free; be.mem_copy = fake_copy;
+    mem.mem_alloc = fake_alloc; mem.mem_free = fake_free; mem.mem_copy = fake_copy;
+    sd.memory = &mem;
     for (e = 0; e < 3; e++) {
         dp_engine_desc d;
         dp_engine *eng = NULL;
@@ -288,7 +291,7 @@ static void test_gpu_arrays(void) {
         int i, before[3];
         memset(&d, 0, sizeof d);
         d.type = engines[e]; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.logger.func = quiet_logger; d.gpu_backend = &be;
-        CHECK(dp_engine_create(&d, &eng) == DP_OK);
+        CHECK(dp_engine_create(&d, &eng) == DP_OK && dp_storage_configure(eng, &sd) == DP_OK);
         CHECK(dp_kv_create(eng, NULL, &kv) == DP_OK);
         CHECK(dp_nd_zeros(eng, &s, DP_FLOAT32, gpu0, &w) == DP_OK && dp_kv_init(kv, 3, w) == DP_OK);
         CHECK(dp_nd_full(eng, &s, DP_FLOAT32, gpu0, 1, &g[0]) == DP_OK && dp_nd_full(eng, &s, DP_FLOAT32, gpu1, 2, &g[1]) == DP_OK);

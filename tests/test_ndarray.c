@@ -42,16 +42,23 @@ static int fake_copy(void *dst, const void *src, size_t n, int kind, int dev, vo
     return 0;
 }
 static dp_device_backend g_fake_gpu;
+static dp_memory_backend g_fake_memory;   /* the fake GPU's memory: host memory */
 
 static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
 static dp_engine *make_engine(dp_engine_type type, dp_storage_kind storage, int with_gpu) {
     dp_engine_desc d;
     dp_engine *e = NULL;
     memset(&d, 0, sizeof d);
-    d.type = type; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.storage = storage;
+    d.type = type; d.cpu_worker_nthreads = 2; d.ignore_env = 1;
     d.logger.func = quiet_logger;
     if (with_gpu) d.gpu_backend = &g_fake_gpu;
     if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    if (storage != DP_STORAGE_DEFAULT || with_gpu) {
+        dp_storage_desc sd;
+        memset(&sd, 0, sizeof sd);
+        sd.kind = storage; sd.memory = with_gpu ? &g_fake_memory : NULL;
+        if (dp_storage_configure(e, &sd) != DP_OK) { fprintf(stderr, "storage configure failed\n"); exit(1); }
+    }
     return e;
 }
 static const dp_ctx CPU0 = {DP_DEV_CPU, 0};
@@ -294,17 +301,30 @@ static void test_copies(void) {
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
         CHECK(g_gpu_live_blocks == 0);         /* pooled GPU blocks went back at destroy */
     }
-    {   /* a GPU backend without memory functions cannot hold arrays */
-        dp_device_backend no_mem = g_fake_gpu;
+    {   /* a GPU without memory functions for arrays cannot hold arrays, and
+           storage is configured before the first array or not at all */
+        dp_memory_backend no_mem = g_fake_memory;
+        dp_storage_desc sd;
         dp_engine_desc d;
         dp_engine *e = NULL;
         dp_ctx gpu0 = {DP_DEV_GPU, 0};
         dp_shape s = {1, {5}};
-        dp_ndarray *a = (dp_ndarray *)&d;
+        dp_ndarray *a = (dp_ndarray *)&d, *b = NULL;
         no_mem.mem_alloc = NULL;
         memset(&d, 0, sizeof d);
-        d.ignore_env = 1; d.logger.func = quiet_logger; d.gpu_backend = &no_mem;
+        d.ignore_env = 1; d.logger.func = quiet_logger; d.gpu_backend = &g_fake_gpu;
         CHECK(dp_engine_create(&d, &e) == DP_OK);
+        memset(&sd, 0, sizeof sd);
+        sd.memory = &no_mem;
+        CHECK(dp_storage_configure(e, &sd) == DP_OK);
+        sd.kind = (dp_storage_kind)7;
+        CHECK(dp_storage_configure(e, &sd) == DP_ERROR_INVALID_ARGS && dp_storage_configure(NULL, &sd) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_storage_configure(e, NULL) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &b) == DP_OK);
+        sd.kind = DP_STORAGE_PLAIN;
+        g_last_item = 0;
+        CHECK(dp_storage_configure(e, &sd) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_ARGS);   /* too late */
+        dp_nd_release(b);
         g_last_item = 0;
         CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, gpu0, &a) == DP_ERROR_BAD_CONTEXT && a == NULL && g_last_item == DP_LOGITEM_BAD_CONTEXT);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
@@ -1205,7 +1225,7 @@ static int fake_host_free(void *p, void *u) { (void)u; free(p); __atomic_fetch_s
 static void test_pinned_and_gpu_kernels(void) {
     int k;
     dp_kernel_fn cpu_uniform = dp_operator_find("random_uniform")->forward_cpu, cpu_exp = dp_operator_find("exp")->forward_cpu;
-    g_fake_gpu.host_alloc = fake_host_alloc; g_fake_gpu.host_free = fake_host_free;
+    g_fake_memory.host_alloc = fake_host_alloc; g_fake_memory.host_free = fake_host_free;
     CHECK(dp_operator_set_kernel("random_uniform", DP_DEV_GPU, cpu_uniform) == DP_OK && dp_operator_set_kernel("exp", DP_DEV_GPU, cpu_exp) == DP_OK);
     CHECK(dp_operator_set_kernel("no_such_op", DP_DEV_GPU, cpu_exp) == DP_ERROR_INVALID_ARGS && dp_operator_set_kernel("exp", 7, cpu_exp) == DP_ERROR_INVALID_ARGS);
     for (k = 0; k < 3; k++) {
@@ -1249,7 +1269,7 @@ static void test_pinned_and_gpu_kernels(void) {
         dp_ctx pinned = {DP_DEV_CPU_PINNED, 0}, gpu0 = {DP_DEV_GPU, 0};
         dp_shape s = {1, {4}};
         dp_ndarray *a = NULL;
-        g_fake_gpu.host_alloc = NULL; g_fake_gpu.host_free = NULL;
+        g_fake_memory.host_alloc = NULL; g_fake_memory.host_free = NULL;
         e = make_engine(DP_ENGINE_PERDEVICE, DP_STORAGE_DEFAULT, 1);
         CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, pinned, &a) == DP_ERROR_BAD_CONTEXT && a == NULL);
         CHECK(dp_nd_random_uniform(e, 0, 1, &s, DP_FLOAT32, gpu0, &a) == DP_ERROR_BAD_CONTEXT && a == NULL);
@@ -1550,7 +1570,7 @@ int main(void) {
     };
     g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.stream_create = fake_stream_create;
     g_fake_gpu.stream_destroy = fake_stream_destroy; g_fake_gpu.stream_synchronize = fake_sync;
-    g_fake_gpu.error_string = fake_err; g_fake_gpu.mem_alloc = fake_alloc; g_fake_gpu.mem_free = fake_free;
-    g_fake_gpu.mem_copy = fake_copy;
+    g_fake_gpu.error_string = fake_err;
+    g_fake_memory.mem_alloc = fake_alloc; g_fake_memory.mem_free = fake_free; g_fake_memory.mem_copy = fake_copy;
     return run_tests("ndarray", tests, (int)(sizeof tests / sizeof tests[0]));
 }
