@@ -2702,6 +2702,22 @@ DP__COLD static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block 
     eng->desc.trace.func(&ev, eng->desc.trace.user);
 }
 
+DP__COLD static void dp__record_graph(dp_engine *eng, dp__block *b) {
+    uint32_t i, n = b->nread + b->nwrite;
+    dp__mutex_lock(&eng->graph_mtx);
+    if (dp__reserve(eng, &eng->graph, &eng->capgraph, eng->ngraph, sizeof *eng->graph, 64) == 0) {
+        dp__graph_rec *r = &eng->graph[eng->ngraph];
+        r->ids = (uint32_t *)dp__alloc(eng, (n ? n : 1) * sizeof(uint32_t));
+        if (r->ids) {
+            dp__var **vars = dp__block_vars(b);
+            r->seq = dp__block_seq(b); r->name = b->name; r->nread = b->nread; r->nwrite = b->nwrite;
+            for (i = 0; i < n; i++) r->ids[i] = vars[i]->handle_id;
+            eng->ngraph++;
+        }
+    }
+    dp__mutex_unlock(&eng->graph_mtx);
+}
+
 /* >>schedule -------------------------------------------------------------
    The dependency algorithm. Each function below is one line of the table in
    the header comment. "Grant" = one dependency of an op is met. A grant
@@ -3108,25 +3124,10 @@ static dp__block *dp__deque_steal(dp__deque *d, int *lost, int *more) {
     return x;
 }
 
+
 /* >>execute --------------------------------------------------------------- */
-static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher);
 static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for);
-
-static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n);
-
-static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
-    dp__mutex_lock(&pb->m);
-    if (dp__reserve(eng, &pb->recs, &pb->cap, pb->n, sizeof *pb->recs, 1024) == 0) {
-        dp__prof_rec *r = &pb->recs[pb->n++];
-        snprintf(r->name, sizeof r->name, "%s", b->name ? b->name : "(unnamed)");
-        r->dev_type = b->ctx.dev_type ? b->ctx.dev_type : DP_DEV_CPU;
-        r->dev_id = b->ctx.dev_id;
-        r->thread = thread;
-        r->start = b->t_start;
-        r->end = end;
-    }
-    dp__mutex_unlock(&pb->m);
-}
+static dp__block *dp__gpu_in_flight(dp_engine *eng, dp__worker *w, dp__block *b);
 
 /* The stream for a GPU op run outside a GPU worker (naive / pooled engines):
    one per device, made on first use. */
@@ -3157,91 +3158,6 @@ static void *dp__block_stream(dp__block *b) {
 
 /* What dp_set_error writes to while a sync function runs. */
 typedef struct dp__run_state { dp__block *block; int has_message; char message[256]; } dp__run_state;
-
-/* GPU ops in flight (MXNet's ThreadedEnginePerDevice, with events instead of a
-   stream synchronisation per op). An op is complete only when its stream
-   work is done, but the worker need not wait for that: it records an event
-   behind the op's work and takes its next op. Ops on one stream finish in
-   order, so the oldest in-flight op is the only one worth asking about.
-   While the owner runs another op's function, its idle peers in the group
-   settle its ring, so a completion never waits for unrelated host work.
-   dp__gpu_settle completes w's ops whose events have passed (waiting for
-   all of them when `all`; a peer only tries the lock); it returns an op
-   their completion made ready for `self` to run next. */
-static dp__block *dp__gpu_settle(dp_engine *eng, dp__worker *w, dp__worker *self, int all) {
-    const dp_device_backend *be = eng->desc.gpu_backend;
-    dp__block *mine = NULL;
-    while (dp__load(&w->inflight_count, DP__ACQUIRE) > 0) {
-        dp__block *b, *next;
-        char msg[200];
-        int slot, err;
-        if (w != self) { if (!dp__spin_trylock(&w->inflight_lock)) break; }
-        else dp__spin_lock(&w->inflight_lock);
-        if (dp__load(&w->inflight_count, DP__RELAXED) == 0) { dp__spin_unlock(&w->inflight_lock); break; }
-        slot = w->inflight_head;
-        err = be->event_query(w->ctx.dev_id, w->events[slot], be->user);
-        if (err == DP_EVENT_PENDING) {
-            dp__spin_unlock(&w->inflight_lock);
-            if (!all) break;
-            dp__thread_yield();
-            continue;
-        }
-        b = w->inflight[slot];
-        w->inflight_head = (slot + 1) % DP__GPU_INFLIGHT;
-        dp__fetch_add(&w->inflight_count, -1, DP__RELEASE);
-        dp__spin_unlock(&w->inflight_lock);
-        if (err) snprintf(msg, sizeof msg, "GPU %d stream work: %s", (int)w->ctx.dev_id, dp__backend_error(eng, err));
-        next = dp__finish(eng, b, err ? DP_ERROR_BACKEND : 0, err ? msg : NULL, self);
-        if (next && mine) dp__dispatch(eng, next, 0);    /* run one, queue the rest */
-        else if (next) mine = next;
-    }
-    return mine;
-}
-/* An idle worker settles its group's rings (its own first); an op made
-   ready for it is returned. *pending: some ring still has ops in flight. */
-static dp__block *dp__gpu_settle_group(dp_engine *eng, dp__worker *self, int *pending) {
-    dp__group *g = self->group;
-    dp__block *mine = NULL;
-    int i;
-    *pending = 0;
-    for (i = -1; i < g->nworkers; i++) {
-        dp__worker *w = i < 0 ? self : &g->workers[i];
-        dp__block *next;
-        if ((i >= 0 && w == self) || !dp__load(&w->inflight_count, DP__ACQUIRE)) continue;   /* (a peer's nevents is its own) */
-        next = dp__gpu_settle(eng, w, self, 0);
-        if (next && mine) dp__dispatch(eng, next, 0); else if (next) mine = next;
-        *pending |= dp__load(&w->inflight_count, DP__ACQUIRE) > 0;
-    }
-    return mine;
-}
-/* Puts b in flight behind an event on w's stream; NULL, or an op to run
-   next that settling older ones made ready. Recording failed: complete b
-   the old way, with a stream synchronisation. */
-static dp__block *dp__gpu_in_flight(dp_engine *eng, dp__worker *w, dp__block *b) {
-    const dp_device_backend *be = eng->desc.gpu_backend;
-    int slot, err;
-    while (dp__load(&w->inflight_count, DP__ACQUIRE) == DP__GPU_INFLIGHT) {   /* full: the oldest must pass first */
-        dp__block *next = dp__gpu_settle(eng, w, w, 0);
-        if (next) dp__dispatch(eng, next, 0);
-        else if (dp__load(&w->inflight_count, DP__ACQUIRE) == DP__GPU_INFLIGHT) dp__thread_yield();
-    }
-    dp__spin_lock(&w->inflight_lock);
-    slot = (w->inflight_head + dp__load(&w->inflight_count, DP__RELAXED)) % DP__GPU_INFLIGHT;
-    err = be->event_record(w->ctx.dev_id, w->events[slot], w->stream, be->user);
-    if (!err) {
-        w->inflight[slot] = b;
-        dp__fetch_add(&w->inflight_count, 1, DP__RELEASE);
-    }
-    dp__spin_unlock(&w->inflight_lock);
-    if (!err) dp__queue_wake(&w->group->q);   /* a sleeping peer settles it if this worker gets busy */
-    if (err) {
-        int sync = be->stream_synchronize ? be->stream_synchronize(w->ctx.dev_id, w->stream, be->user) : 0;
-        char msg[200];
-        if (sync) snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, sync));
-        return dp__finish(eng, b, sync ? DP_ERROR_BACKEND : 0, sync ? msg : NULL, w);
-    }
-    return dp__gpu_settle(eng, w, w, 0);
-}
 
 /* Runs one ready op on this thread (w is NULL on a pushing thread). On a
    worker, returns an op that the completion made ready and that this worker
@@ -3335,6 +3251,24 @@ DP__COLD static void dp__run_wait(dp_engine *eng, dp__block *b) {
     dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);
 }
 
+/* >>completion ------------------------------------------------------------ */
+static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worker *keep_for);
+static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n);
+
+static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
+    dp__mutex_lock(&pb->m);
+    if (dp__reserve(eng, &pb->recs, &pb->cap, pb->n, sizeof *pb->recs, 1024) == 0) {
+        dp__prof_rec *r = &pb->recs[pb->n++];
+        snprintf(r->name, sizeof r->name, "%s", b->name ? b->name : "(unnamed)");
+        r->dev_type = b->ctx.dev_type ? b->ctx.dev_type : DP_DEV_CPU;
+        r->dev_id = b->ctx.dev_id;
+        r->thread = thread;
+        r->start = b->t_start;
+        r->end = end;
+    }
+    dp__mutex_unlock(&pb->m);
+}
+
 /* Counts n completions. When someone waits for everything and nothing is
    left, wake them. */
 static void dp__count_done(dp_engine *eng, uint64_t n) {
@@ -3379,71 +3313,6 @@ static void dp__worker_flush(dp_engine *eng, dp__worker *w) {
     if (w->put_count) { dp__pool_put_chain(w->put_pool, w->put_first, w->put_last); w->put_count = 0; }
     dp__worker_release_ops(eng, w);
     if (w->unflushed) { uint64_t n = w->unflushed; w->unflushed = 0; dp__count_done(eng, n); }
-}
-
-static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy);
-/* Where a ready op runs on the threaded engines: its group, or NULL if that
-   group's threads could not be started. */
-static dp__group *dp__route(dp_engine *eng, dp__block *b) {
-    dp_prop prop = dp__prop(b);
-    int copy = prop == DP_PROP_COPY_TO_GPU || prop == DP_PROP_COPY_FROM_GPU;
-    const dp_engine_desc *d = &eng->desc;
-    if (d->type == DP_ENGINE_POOLED) return copy || prop == DP_PROP_IO ? (dp__group *)dp__load(&eng->io_group, DP__ACQUIRE) : eng->task_group;
-    if (prop == DP_PROP_IO) {   /* one IO pool, started by the first IO op, whatever the device */
-        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = 0;
-        return dp__lazy_group(eng, &eng->io_group, d->gpu_copy_nthreads, 0, c, 0, 0);
-    }
-    if (b->ctx.dev_type == DP_DEV_GPU) {
-        int dev = b->ctx.dev_id;
-        if (copy) return dp__lazy_group(eng, &eng->copy_groups[dev], d->gpu_copy_nthreads, 1, b->ctx, 1, 1);
-        return dp__lazy_group(eng, &eng->gpu_groups[dev], d->gpu_worker_nthreads, 1, b->ctx, 1, 0);
-    }
-    if (prop == DP_PROP_CPU_PRIORITIZED) return eng->prio_group;
-    {
-        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = b->ctx.dev_type == DP_DEV_CPU_PINNED ? 0 : b->ctx.dev_id;
-        return dp__lazy_group(eng, &eng->cpu_groups[c.dev_id], d->cpu_worker_nthreads, 0, c, 0, 0);
-    }
-}
-
-/* Puts b, made ready on worker w for w's own FIFO pool, on top of w's
-   deque (counted). 0 when the deque is full (counted as an overflow): the
-   caller sends b to the shared queue. */
-static int dp__deque_keep(dp__worker *w, dp__block *b) {
-    if (dp__deque_push(&w->deque, b)) { dp__count_own(&w->deque_pushes); return 1; }
-    dp__count_own(&w->deque_overflows);
-    return 0;
-}
-/* Sends the ops a completion made ready (linked by next) on their way. Ops
-   for the same group go in one queue append. If keep_for is a worker (the
-   calling thread's), the first op for that worker's own group is returned
-   instead of queued: the worker runs it next, with its data still in cache
-   and no queue round trip (a chain of dependent ops stays on one worker,
-   cut every DP__SHARED_EVERY ops by the fairness rule: see >>queues).
-   The others for its group go to its own deque in a FIFO pool (see >>queues). */
-static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worker *keep_for) {
-    dp__block *kept = NULL, *first = NULL, *last = NULL;
-    dp__group *cur = NULL;
-    int to_deque = 0;
-    while (ready) {
-        dp__block *b = ready;
-        dp__group *g = NULL;
-        ready = dp__next(b);
-        if (b->kind != DP__KIND_WAIT && eng->desc.type != DP_ENGINE_NAIVE) g = dp__route(eng, b);
-        if (g && keep_for && g == keep_for->group) {
-            if (!kept) { kept = b; continue; }
-            if (!g->q.prioritized && dp__deque_keep(keep_for, b)) { to_deque = 1; continue; }   /* full: to the shared queue below */
-        }
-        if (g != cur || !g) {
-            if (first) dp__queue_push(eng, &cur->q, first, last);
-            first = NULL; cur = g;
-        }
-        if (!g) { dp__dispatch(eng, b, 0); continue; }   /* waits, naive, or a pool that failed to start */
-        if (first) dp__set_next(last, b); else first = b;
-        last = b;
-    }
-    if (first) dp__queue_push(eng, &cur->q, first, last);
-    if (to_deque) dp__queue_nudge(&keep_for->group->q);
-    return kept;
 }
 
 /* Completion: record failure, release every variable, dispatch what became
@@ -3523,7 +3392,111 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
     return kept;
 }
 
+/* >>dispatch --------------------------------------------------------------
+   A ready op goes where its engine, context and property say. */
+static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy);
+/* Where a ready op runs on the threaded engines: its group, or NULL if that
+   group's threads could not be started. */
+static dp__group *dp__route(dp_engine *eng, dp__block *b) {
+    dp_prop prop = dp__prop(b);
+    int copy = prop == DP_PROP_COPY_TO_GPU || prop == DP_PROP_COPY_FROM_GPU;
+    const dp_engine_desc *d = &eng->desc;
+    if (d->type == DP_ENGINE_POOLED) return copy || prop == DP_PROP_IO ? (dp__group *)dp__load(&eng->io_group, DP__ACQUIRE) : eng->task_group;
+    if (prop == DP_PROP_IO) {   /* one IO pool, started by the first IO op, whatever the device */
+        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = 0;
+        return dp__lazy_group(eng, &eng->io_group, d->gpu_copy_nthreads, 0, c, 0, 0);
+    }
+    if (b->ctx.dev_type == DP_DEV_GPU) {
+        int dev = b->ctx.dev_id;
+        if (copy) return dp__lazy_group(eng, &eng->copy_groups[dev], d->gpu_copy_nthreads, 1, b->ctx, 1, 1);
+        return dp__lazy_group(eng, &eng->gpu_groups[dev], d->gpu_worker_nthreads, 1, b->ctx, 1, 0);
+    }
+    if (prop == DP_PROP_CPU_PRIORITIZED) return eng->prio_group;
+    {
+        dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = b->ctx.dev_type == DP_DEV_CPU_PINNED ? 0 : b->ctx.dev_id;
+        return dp__lazy_group(eng, &eng->cpu_groups[c.dev_id], d->cpu_worker_nthreads, 0, c, 0, 0);
+    }
+}
+
+/* Runs b on this thread: every op of the naive engine, and wait blocks on
+   every engine. Ops made ready while one runs wait in a thread-local list,
+   so a long chain runs in a loop, not a deep recursion (also a chain of
+   timed waits that gave up, each of which makes the next one ready). */
+static void dp__run_here(dp_engine *eng, dp__block *b) {
+    dp__set_next(b, NULL);
+    if (dp__tls_naive_tail) dp__set_next(dp__tls_naive_tail, b); else dp__tls_naive_head = b;
+    dp__tls_naive_tail = b;
+    if (dp__tls_naive_draining) return;
+    dp__tls_naive_draining = 1;
+    while (dp__tls_naive_head) {
+        dp__block *x = dp__tls_naive_head;
+        dp__tls_naive_head = dp__next(x);
+        if (!dp__tls_naive_head) dp__tls_naive_tail = NULL;
+        if (x->kind == DP__KIND_WAIT) dp__run_wait(x->eng, x); else dp__execute(x->eng, x, NULL);
+    }
+    dp__tls_naive_draining = 0;
+    (void)eng;
+}
+static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
+    dp__group *g;
+    if (b->kind == DP__KIND_WAIT || eng->desc.type == DP_ENGINE_NAIVE) { dp__run_here(eng, b); return; }
+    if (dp__prop(b) == DP_PROP_ASYNC && from_pusher) { dp__execute(eng, b, NULL); return; }
+    g = dp__route(eng, b);
+    if (!g) {   /* could not start the pool: run here rather than lose the op */
+        DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "running '%s' on the calling thread", b->name ? b->name : "(unnamed)");
+        dp__execute(eng, b, NULL);
+        return;
+    }
+    dp__queue_push(eng, &g->q, b, b);
+}
+
+/* Puts b, made ready on worker w for w's own FIFO pool, on top of w's
+   deque (counted). 0 when the deque is full (counted as an overflow): the
+   caller sends b to the shared queue. */
+static int dp__deque_keep(dp__worker *w, dp__block *b) {
+    if (dp__deque_push(&w->deque, b)) { dp__count_own(&w->deque_pushes); return 1; }
+    dp__count_own(&w->deque_overflows);
+    return 0;
+}
+/* Sends the ops a completion made ready (linked by next) on their way. Ops
+   for the same group go in one queue append. If keep_for is a worker (the
+   calling thread's), the first op for that worker's own group is returned
+   instead of queued: the worker runs it next, with its data still in cache
+   and no queue round trip (a chain of dependent ops stays on one worker,
+   cut every DP__SHARED_EVERY ops by the fairness rule: see >>queues).
+   The others for its group go to its own deque in a FIFO pool (see >>queues). */
+static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worker *keep_for) {
+    dp__block *kept = NULL, *first = NULL, *last = NULL;
+    dp__group *cur = NULL;
+    int to_deque = 0;
+    while (ready) {
+        dp__block *b = ready;
+        dp__group *g = NULL;
+        ready = dp__next(b);
+        if (b->kind != DP__KIND_WAIT && eng->desc.type != DP_ENGINE_NAIVE) g = dp__route(eng, b);
+        if (g && keep_for && g == keep_for->group) {
+            if (!kept) { kept = b; continue; }
+            if (!g->q.prioritized && dp__deque_keep(keep_for, b)) { to_deque = 1; continue; }   /* full: to the shared queue below */
+        }
+        if (g != cur || !g) {
+            if (first) dp__queue_push(eng, &cur->q, first, last);
+            first = NULL; cur = g;
+        }
+        if (!g) { dp__dispatch(eng, b, 0); continue; }   /* waits, naive, or a pool that failed to start */
+        if (first) dp__set_next(last, b); else first = b;
+        last = b;
+    }
+    if (first) dp__queue_push(eng, &cur->q, first, last);
+    if (to_deque) dp__queue_nudge(&keep_for->group->q);
+    return kept;
+}
+
+
 /* >>workers ------------------------------------------------------------- */
+static dp__block *dp__gpu_settle(dp_engine *eng, dp__worker *w, dp__worker *self, int all);
+static dp__block *dp__gpu_settle_group(dp_engine *eng, dp__worker *self, int *pending);
+static dp__block *dp__worker_look_elsewhere(dp__worker *w);
+static int dp__worker_defer_next(dp__worker *w, dp__block *b);
 /* Whether g's pool has work since its queue was last seen empty: a push, or
    an op in a worker's deque. Pairs with dp__queue_push and dp__queue_nudge:
    the pusher appends (a worker stores its deque's bottom), then reads
@@ -3576,21 +3549,6 @@ static dp__block *dp__steal(dp__worker *w, int *lost, int *more) {
     }
     return NULL;
 }
-/* After a streak of own ops: one op from the shared queue's head or from
-   w's own deque's oldest end, each tried first in turn (see Fairness under
-   >>queues); NULL when both are empty. */
-DP__COLD static dp__block *dp__worker_look_elsewhere(dp__worker *w) {
-    dp__queue *q = &w->group->q;
-    dp__block *b = NULL;
-    int busy, more, lost = 0, i;
-    w->own_streak = 0;
-    w->look_turn ^= 1;
-    for (i = 0; i < 2 && !b; i++) {
-        if ((w->look_turn + i) & 1) { if (dp__queue_peek(q)) b = dp__queue_try_take(q, &busy, &more, &w->queue_takes); }
-        else b = dp__deque_steal(&w->deque, &lost, &more);
-    }
-    return b;
-}
 /* The next op from w's own deque (FIFO pools), newest first; NULL when it
    is empty. After DP__SHARED_EVERY own ops in a row, an op from elsewhere
    first. */
@@ -3601,31 +3559,6 @@ static dp__block *dp__worker_own(dp__worker *w) {
     b = dp__deque_pop(&w->deque);
     w->own_streak = b ? w->own_streak + 1 : 0;
     return b;
-}
-/* Sets b, the op w was about to run next, aside. In a priority pool, back
-   into the heap, where an op of higher priority comes first; w takes from
-   the heap next, as any spinner would, so nobody needs waking. In a FIFO
-   pool, on top of w's deque, or in the shared queue when the deque is
-   full, announced like any op made ready: w looks elsewhere first and may
-   take the op a spinner or a woken sleeper was looking for, and that one
-   must then find b. */
-DP__COLD static int dp__worker_set_aside(dp__worker *w, dp__block *b) {
-    dp__queue *q = &w->group->q;
-    if (q->prioritized) {
-        dp__mutex_lock_counted(&q->m, &q->lock_contended);
-        dp__heap_insert(w->eng, q, b);
-        dp__mutex_unlock(&q->m);
-        return 1;
-    }
-    if (dp__deque_keep(w, b)) dp__queue_nudge(q);
-    else dp__queue_push(w->eng, q, b, b);
-    return 1;
-}
-/* b is the op w's last completion left it to run next. Counted in w's
-   streak; at DP__SHARED_EVERY it is set aside (returns 1), so that w takes
-   an op from elsewhere before it runs b (see Fairness under >>queues). */
-static int dp__worker_defer_next(dp__worker *w, dp__block *b) {
-    return ++w->own_streak >= DP__SHARED_EVERY && dp__worker_set_aside(w, b);
 }
 /* Sleeps until woken (returns 1) or, having looked at the queue once more
    as a registered sleeper, finds work or the stop flag (returns 0, with *b
@@ -3786,39 +3719,6 @@ static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, i
     return g;
 }
 
-/* >>dispatch --------------------------------------------------------------
-   A ready op goes where its engine, context and property say. */
-/* Runs b on this thread: every op of the naive engine, and wait blocks on
-   every engine. Ops made ready while one runs wait in a thread-local list,
-   so a long chain runs in a loop, not a deep recursion (also a chain of
-   timed waits that gave up, each of which makes the next one ready). */
-static void dp__run_here(dp_engine *eng, dp__block *b) {
-    dp__set_next(b, NULL);
-    if (dp__tls_naive_tail) dp__set_next(dp__tls_naive_tail, b); else dp__tls_naive_head = b;
-    dp__tls_naive_tail = b;
-    if (dp__tls_naive_draining) return;
-    dp__tls_naive_draining = 1;
-    while (dp__tls_naive_head) {
-        dp__block *x = dp__tls_naive_head;
-        dp__tls_naive_head = dp__next(x);
-        if (!dp__tls_naive_head) dp__tls_naive_tail = NULL;
-        if (x->kind == DP__KIND_WAIT) dp__run_wait(x->eng, x); else dp__execute(x->eng, x, NULL);
-    }
-    dp__tls_naive_draining = 0;
-    (void)eng;
-}
-static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
-    dp__group *g;
-    if (b->kind == DP__KIND_WAIT || eng->desc.type == DP_ENGINE_NAIVE) { dp__run_here(eng, b); return; }
-    if (dp__prop(b) == DP_PROP_ASYNC && from_pusher) { dp__execute(eng, b, NULL); return; }
-    g = dp__route(eng, b);
-    if (!g) {   /* could not start the pool: run here rather than lose the op */
-        DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "running '%s' on the calling thread", b->name ? b->name : "(unnamed)");
-        dp__execute(eng, b, NULL);
-        return;
-    }
-    dp__queue_push(eng, &g->q, b, b);
-}
 
 /* >>push ------------------------------------------------------------------ */
 typedef struct dp__vref { dp__var *v; uint32_t id; int write; } dp__vref;   /* id: the handle, generation included */
@@ -3898,21 +3798,6 @@ static dp_result dp__check_desc(dp_engine *eng, const dp_push_desc *d) {
     }
     return dp__check_ctx(eng, d->ctx, d->name);
 }
-DP__COLD static void dp__record_graph(dp_engine *eng, dp__block *b) {
-    uint32_t i, n = b->nread + b->nwrite;
-    dp__mutex_lock(&eng->graph_mtx);
-    if (dp__reserve(eng, &eng->graph, &eng->capgraph, eng->ngraph, sizeof *eng->graph, 64) == 0) {
-        dp__graph_rec *r = &eng->graph[eng->ngraph];
-        r->ids = (uint32_t *)dp__alloc(eng, (n ? n : 1) * sizeof(uint32_t));
-        if (r->ids) {
-            dp__var **vars = dp__block_vars(b);
-            r->seq = dp__block_seq(b); r->name = b->name; r->nread = b->nread; r->nwrite = b->nwrite;
-            for (i = 0; i < n; i++) r->ids[i] = vars[i]->handle_id;
-            eng->ngraph++;
-        }
-    }
-    dp__mutex_unlock(&eng->graph_mtx);
-}
 /* Locks (or unlocks) an op's variables in address order: reads and writes are
    each sorted, so walking both runs merged gives the global order. */
 static void dp__lock_vars(dp__block *b, int lock) {
@@ -3925,95 +3810,7 @@ static void dp__lock_vars(dp__block *b, int lock) {
         if (lock) dp__spin_lock_counted(&v->lock, &b->eng->var_lock_contended); else dp__spin_unlock(&v->lock);
     }
 }
-/* Adds up the ops g's workers have completed. */
-static void dp__group_completed(dp__group *g, uint64_t *sum) {
-    int i;
-    if (g) for (i = 0; i < g->nworkers; i++) *sum += dp__load(&g->workers[i].completed, DP__RELAXED);
-}
-/* Adds g's queue contention counters to out. */
-DP__COLD static void dp__group_contention(dp__group *g, dp_engine_stats *out) {
-    int i;
-    if (!g) return;
-    out->queue_takes += (uint64_t)dp__load(&g->q.outside_takes, DP__RELAXED);
-    for (i = 0; i < g->nworkers; i++) {
-        dp__worker *w = &g->workers[i];
-        out->queue_takes += (uint64_t)dp__load(&w->queue_takes, DP__RELAXED);
-        out->deque_pushes += (uint64_t)dp__load(&w->deque_pushes, DP__RELAXED);
-        out->deque_overflows += (uint64_t)dp__load(&w->deque_overflows, DP__RELAXED);
-        out->steals += (uint64_t)dp__load(&w->steals, DP__RELAXED);
-        out->steal_retries += (uint64_t)dp__load(&w->steal_retries, DP__RELAXED);
-    }
-    out->queue_lock_contended += (uint64_t)dp__load(&g->q.lock_contended, DP__RELAXED);
-    out->queue_busy_retries += (uint64_t)dp__load(&g->q.busy_retries, DP__RELAXED);
-    out->worker_wakeups += (uint64_t)dp__load(&g->q.woken, DP__RELAXED);
-}
-/* Every op with a push number completed so far, wherever it ran: by a pool's
-   workers, or outside them (waits, async completions, the naive engine).
-   Read without stopping anyone, so a moment old. */
-static uint64_t dp__completed_total(dp_engine *eng) {
-    uint64_t sum = dp__load(&eng->completed_inline, DP__RELAXED);
-    int i;
-    for (i = 0; i < DP__MAX_DEV; i++) {
-        dp__group_completed((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), &sum);
-        dp__group_completed((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), &sum);
-        dp__group_completed((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), &sum);
-    }
-    dp__group_completed(eng->prio_group, &sum);
-    dp__group_completed(eng->task_group, &sum);
-    dp__group_completed((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), &sum);
-    return sum;
-}
-/* Pacing. A thread whose pushes keep having to wait is ahead of the
-   workers: what it pushes now cannot run before what they are running.
-   When the machine has no core to spare, it competes with them for one,
-   and a worker it pushes off the core holds an op that the other workers
-   soon wait for. So every DP__PACE_PUSHES waiting pushes in a row, while
-   more than DP__PACE_BACKLOG ops are pending and every worker of the op's
-   pool is running one, the pusher yields its core: a no-op when nothing
-   else wants it. Not with a short backlog, and not while a worker looks
-   for work or sleeps: a pusher that gave its core away then would let the
-   workers run dry. With desc.push_runs_ops the pusher works instead of
-   yielding: it runs up to DP__PACE_PUSHES ready ops of that pool, about as
-   many as it pushed since it last looked (see dp__pusher_run). */
-#define DP__PACE_PUSHES 64u
-#define DP__PACE_BACKLOG 2048u
-/* The pusher runs ready ops of g itself (desc.push_runs_ops): up to
-   DP__PACE_PUSHES, taken from the shared queue's head like a worker's, run
-   as on a thread outside the pool (dp__execute with no worker: ops they make
-   ready go to the queues, completions are counted at once). Not from the
-   workers' deques: those ops were made ready by a completion on that worker,
-   which has their data in its cache and will run them soon; taken by the
-   pusher on a machine without a spare core, W4 ran 11% slower. Stops early
-   when the queue is empty or a push into it is half done; returns how many
-   it ran. */
-DP__COLD static unsigned dp__pusher_run(dp_engine *eng, dp__group *g) {
-    unsigned i;
-    for (i = 0; i < DP__PACE_PUSHES; i++) {
-        int busy, more;
-        dp__block *b = dp__queue_peek(&g->q) ? dp__queue_try_take(&g->q, &busy, &more, NULL) : NULL;
-        if (!b) break;
-        dp__fetch_add(&eng->pusher_ran, 1, DP__RELAXED);
-        dp__execute(eng, b, NULL);
-    }
-    return i;
-}
-/* ctx and prop are the op's, read before the push let go of it: once its
-   count is released, another thread may run, recycle and reuse the block. */
-static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
-    dp__group *g;
-    /* a worker pushes outside an op only from a cleanup, in the middle of a
-       completion: it neither gives its core away nor runs ops nested there */
-    if (eng->desc.no_push_yield || dp__tls_running || dp__tls_worker || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
-    if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
-    else if (eng->desc.type == DP_ENGINE_PERDEVICE && ctx.dev_type == DP_DEV_CPU && prop == DP_PROP_NORMAL)
-        g = (dp__group *)dp__load(&eng->cpu_groups[ctx.dev_id], DP__ACQUIRE);
-    else return;
-    if (!g || dp__load(&g->q.spinning, DP__RELAXED) != 0 || dp__load(&g->q.sleepers, DP__RELAXED) != 0) return;
-    if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - dp__completed_total(eng) <= DP__PACE_BACKLOG) return;
-    if (eng->desc.push_runs_ops && dp__pusher_run(eng, g) > 0) return;
-    DEPENG_TEST_HOOK(pusher_yield);    /* without push_runs_ops, or with no ready op to run */
-    dp__thread_yield();
-}
+static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop);
 /* Queues a prepared block on its variables. All of the op's variables are
    locked together, in address order, so that two pushes from different
    threads are ordered the same way on every variable they share (no cycle,
@@ -4239,6 +4036,7 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
     return DP_OK;
 }
 
+
 /* >>naive fast path -------------------------------------------------------
    The naive engine runs an op on the pushing thread. When a sync op's
    variables are all free at push time, it runs at once, without an operation
@@ -4306,6 +4104,228 @@ static int dp__push_inline(dp_engine *eng, const dp_push_desc *d) {
     dp__vref refs[DP__INLINE_MAX_VARS];
     int n = dp__resolve(eng, d, refs);
     return n >= 0 && dp__run_inline(eng, d, refs, n);
+}
+
+/* >>gpu -------------------------------------------------------------------- */
+/* GPU ops in flight (MXNet's ThreadedEnginePerDevice, with events instead of a
+   stream synchronisation per op). An op is complete only when its stream
+   work is done, but the worker need not wait for that: it records an event
+   behind the op's work and takes its next op. Ops on one stream finish in
+   order, so the oldest in-flight op is the only one worth asking about.
+   While the owner runs another op's function, its idle peers in the group
+   settle its ring, so a completion never waits for unrelated host work.
+   dp__gpu_settle completes w's ops whose events have passed (waiting for
+   all of them when `all`; a peer only tries the lock); it returns an op
+   their completion made ready for `self` to run next. */
+static dp__block *dp__gpu_settle(dp_engine *eng, dp__worker *w, dp__worker *self, int all) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    dp__block *mine = NULL;
+    while (dp__load(&w->inflight_count, DP__ACQUIRE) > 0) {
+        dp__block *b, *next;
+        char msg[200];
+        int slot, err;
+        if (w != self) { if (!dp__spin_trylock(&w->inflight_lock)) break; }
+        else dp__spin_lock(&w->inflight_lock);
+        if (dp__load(&w->inflight_count, DP__RELAXED) == 0) { dp__spin_unlock(&w->inflight_lock); break; }
+        slot = w->inflight_head;
+        err = be->event_query(w->ctx.dev_id, w->events[slot], be->user);
+        if (err == DP_EVENT_PENDING) {
+            dp__spin_unlock(&w->inflight_lock);
+            if (!all) break;
+            dp__thread_yield();
+            continue;
+        }
+        b = w->inflight[slot];
+        w->inflight_head = (slot + 1) % DP__GPU_INFLIGHT;
+        dp__fetch_add(&w->inflight_count, -1, DP__RELEASE);
+        dp__spin_unlock(&w->inflight_lock);
+        if (err) snprintf(msg, sizeof msg, "GPU %d stream work: %s", (int)w->ctx.dev_id, dp__backend_error(eng, err));
+        next = dp__finish(eng, b, err ? DP_ERROR_BACKEND : 0, err ? msg : NULL, self);
+        if (next && mine) dp__dispatch(eng, next, 0);    /* run one, queue the rest */
+        else if (next) mine = next;
+    }
+    return mine;
+}
+/* An idle worker settles its group's rings (its own first); an op made
+   ready for it is returned. *pending: some ring still has ops in flight. */
+static dp__block *dp__gpu_settle_group(dp_engine *eng, dp__worker *self, int *pending) {
+    dp__group *g = self->group;
+    dp__block *mine = NULL;
+    int i;
+    *pending = 0;
+    for (i = -1; i < g->nworkers; i++) {
+        dp__worker *w = i < 0 ? self : &g->workers[i];
+        dp__block *next;
+        if ((i >= 0 && w == self) || !dp__load(&w->inflight_count, DP__ACQUIRE)) continue;   /* (a peer's nevents is its own) */
+        next = dp__gpu_settle(eng, w, self, 0);
+        if (next && mine) dp__dispatch(eng, next, 0); else if (next) mine = next;
+        *pending |= dp__load(&w->inflight_count, DP__ACQUIRE) > 0;
+    }
+    return mine;
+}
+/* Puts b in flight behind an event on w's stream; NULL, or an op to run
+   next that settling older ones made ready. Recording failed: complete b
+   the old way, with a stream synchronisation. */
+static dp__block *dp__gpu_in_flight(dp_engine *eng, dp__worker *w, dp__block *b) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    int slot, err;
+    while (dp__load(&w->inflight_count, DP__ACQUIRE) == DP__GPU_INFLIGHT) {   /* full: the oldest must pass first */
+        dp__block *next = dp__gpu_settle(eng, w, w, 0);
+        if (next) dp__dispatch(eng, next, 0);
+        else if (dp__load(&w->inflight_count, DP__ACQUIRE) == DP__GPU_INFLIGHT) dp__thread_yield();
+    }
+    dp__spin_lock(&w->inflight_lock);
+    slot = (w->inflight_head + dp__load(&w->inflight_count, DP__RELAXED)) % DP__GPU_INFLIGHT;
+    err = be->event_record(w->ctx.dev_id, w->events[slot], w->stream, be->user);
+    if (!err) {
+        w->inflight[slot] = b;
+        dp__fetch_add(&w->inflight_count, 1, DP__RELEASE);
+    }
+    dp__spin_unlock(&w->inflight_lock);
+    if (!err) dp__queue_wake(&w->group->q);   /* a sleeping peer settles it if this worker gets busy */
+    if (err) {
+        int sync = be->stream_synchronize ? be->stream_synchronize(w->ctx.dev_id, w->stream, be->user) : 0;
+        char msg[200];
+        if (sync) snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, sync));
+        return dp__finish(eng, b, sync ? DP_ERROR_BACKEND : 0, sync ? msg : NULL, w);
+    }
+    return dp__gpu_settle(eng, w, w, 0);
+}
+
+
+/* >>statistics ------------------------------------------------------------- */
+/* Adds up the ops g's workers have completed. */
+static void dp__group_completed(dp__group *g, uint64_t *sum) {
+    int i;
+    if (g) for (i = 0; i < g->nworkers; i++) *sum += dp__load(&g->workers[i].completed, DP__RELAXED);
+}
+/* Adds g's queue contention counters to out. */
+DP__COLD static void dp__group_contention(dp__group *g, dp_engine_stats *out) {
+    int i;
+    if (!g) return;
+    out->queue_takes += (uint64_t)dp__load(&g->q.outside_takes, DP__RELAXED);
+    for (i = 0; i < g->nworkers; i++) {
+        dp__worker *w = &g->workers[i];
+        out->queue_takes += (uint64_t)dp__load(&w->queue_takes, DP__RELAXED);
+        out->deque_pushes += (uint64_t)dp__load(&w->deque_pushes, DP__RELAXED);
+        out->deque_overflows += (uint64_t)dp__load(&w->deque_overflows, DP__RELAXED);
+        out->steals += (uint64_t)dp__load(&w->steals, DP__RELAXED);
+        out->steal_retries += (uint64_t)dp__load(&w->steal_retries, DP__RELAXED);
+    }
+    out->queue_lock_contended += (uint64_t)dp__load(&g->q.lock_contended, DP__RELAXED);
+    out->queue_busy_retries += (uint64_t)dp__load(&g->q.busy_retries, DP__RELAXED);
+    out->worker_wakeups += (uint64_t)dp__load(&g->q.woken, DP__RELAXED);
+}
+/* Every op with a push number completed so far, wherever it ran: by a pool's
+   workers, or outside them (waits, async completions, the naive engine).
+   Read without stopping anyone, so a moment old. */
+static uint64_t dp__completed_total(dp_engine *eng) {
+    uint64_t sum = dp__load(&eng->completed_inline, DP__RELAXED);
+    int i;
+    for (i = 0; i < DP__MAX_DEV; i++) {
+        dp__group_completed((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), &sum);
+        dp__group_completed((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), &sum);
+        dp__group_completed((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), &sum);
+    }
+    dp__group_completed(eng->prio_group, &sum);
+    dp__group_completed(eng->task_group, &sum);
+    dp__group_completed((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), &sum);
+    return sum;
+}
+
+/* >>pacing ----------------------------------------------------------------- */
+/* Pacing. A thread whose pushes keep having to wait is ahead of the
+   workers: what it pushes now cannot run before what they are running.
+   When the machine has no core to spare, it competes with them for one,
+   and a worker it pushes off the core holds an op that the other workers
+   soon wait for. So every DP__PACE_PUSHES waiting pushes in a row, while
+   more than DP__PACE_BACKLOG ops are pending and every worker of the op's
+   pool is running one, the pusher yields its core: a no-op when nothing
+   else wants it. Not with a short backlog, and not while a worker looks
+   for work or sleeps: a pusher that gave its core away then would let the
+   workers run dry. With desc.push_runs_ops the pusher works instead of
+   yielding: it runs up to DP__PACE_PUSHES ready ops of that pool, about as
+   many as it pushed since it last looked (see dp__pusher_run). */
+#define DP__PACE_PUSHES 64u
+#define DP__PACE_BACKLOG 2048u
+/* The pusher runs ready ops of g itself (desc.push_runs_ops): up to
+   DP__PACE_PUSHES, taken from the shared queue's head like a worker's, run
+   as on a thread outside the pool (dp__execute with no worker: ops they make
+   ready go to the queues, completions are counted at once). Not from the
+   workers' deques: those ops were made ready by a completion on that worker,
+   which has their data in its cache and will run them soon; taken by the
+   pusher on a machine without a spare core, W4 ran 11% slower. Stops early
+   when the queue is empty or a push into it is half done; returns how many
+   it ran. */
+DP__COLD static unsigned dp__pusher_run(dp_engine *eng, dp__group *g) {
+    unsigned i;
+    for (i = 0; i < DP__PACE_PUSHES; i++) {
+        int busy, more;
+        dp__block *b = dp__queue_peek(&g->q) ? dp__queue_try_take(&g->q, &busy, &more, NULL) : NULL;
+        if (!b) break;
+        dp__fetch_add(&eng->pusher_ran, 1, DP__RELAXED);
+        dp__execute(eng, b, NULL);
+    }
+    return i;
+}
+/* ctx and prop are the op's, read before the push let go of it: once its
+   count is released, another thread may run, recycle and reuse the block. */
+static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
+    dp__group *g;
+    /* a worker pushes outside an op only from a cleanup, in the middle of a
+       completion: it neither gives its core away nor runs ops nested there */
+    if (eng->desc.no_push_yield || dp__tls_running || dp__tls_worker || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
+    if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
+    else if (eng->desc.type == DP_ENGINE_PERDEVICE && ctx.dev_type == DP_DEV_CPU && prop == DP_PROP_NORMAL)
+        g = (dp__group *)dp__load(&eng->cpu_groups[ctx.dev_id], DP__ACQUIRE);
+    else return;
+    if (!g || dp__load(&g->q.spinning, DP__RELAXED) != 0 || dp__load(&g->q.sleepers, DP__RELAXED) != 0) return;
+    if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - dp__completed_total(eng) <= DP__PACE_BACKLOG) return;
+    if (eng->desc.push_runs_ops && dp__pusher_run(eng, g) > 0) return;
+    DEPENG_TEST_HOOK(pusher_yield);    /* without push_runs_ops, or with no ready op to run */
+    dp__thread_yield();
+}
+
+/* >>fairness --------------------------------------------------------------- */
+/* After a streak of own ops: one op from the shared queue's head or from
+   w's own deque's oldest end, each tried first in turn (see Fairness under
+   >>queues); NULL when both are empty. */
+DP__COLD static dp__block *dp__worker_look_elsewhere(dp__worker *w) {
+    dp__queue *q = &w->group->q;
+    dp__block *b = NULL;
+    int busy, more, lost = 0, i;
+    w->own_streak = 0;
+    w->look_turn ^= 1;
+    for (i = 0; i < 2 && !b; i++) {
+        if ((w->look_turn + i) & 1) { if (dp__queue_peek(q)) b = dp__queue_try_take(q, &busy, &more, &w->queue_takes); }
+        else b = dp__deque_steal(&w->deque, &lost, &more);
+    }
+    return b;
+}
+/* Sets b, the op w was about to run next, aside. In a priority pool, back
+   into the heap, where an op of higher priority comes first; w takes from
+   the heap next, as any spinner would, so nobody needs waking. In a FIFO
+   pool, on top of w's deque, or in the shared queue when the deque is
+   full, announced like any op made ready: w looks elsewhere first and may
+   take the op a spinner or a woken sleeper was looking for, and that one
+   must then find b. */
+DP__COLD static int dp__worker_set_aside(dp__worker *w, dp__block *b) {
+    dp__queue *q = &w->group->q;
+    if (q->prioritized) {
+        dp__mutex_lock_counted(&q->m, &q->lock_contended);
+        dp__heap_insert(w->eng, q, b);
+        dp__mutex_unlock(&q->m);
+        return 1;
+    }
+    if (dp__deque_keep(w, b)) dp__queue_nudge(q);
+    else dp__queue_push(w->eng, q, b, b);
+    return 1;
+}
+/* b is the op w's last completion left it to run next. Counted in w's
+   streak; at DP__SHARED_EVERY it is set aside (returns 1), so that w takes
+   an op from elsewhere before it runs b (see Fairness under >>queues). */
+static int dp__worker_defer_next(dp__worker *w, dp__block *b) {
+    return ++w->own_streak >= DP__SHARED_EVERY && dp__worker_set_aside(w, b);
 }
 
 /* >>public ---------------------------------------------------------------- */
