@@ -2718,11 +2718,26 @@ DP__COLD static void dp__record_graph(dp_engine *eng, dp__block *b) {
     dp__mutex_unlock(&eng->graph_mtx);
 }
 
-/* >>schedule -------------------------------------------------------------
-   The dependency algorithm. Each function below is one line of the table in
-   the header comment. "Grant" = one dependency of an op is met. A grant
-   also hands the op the failure its variable carries (see >>failures), so a
-   running op never needs to look at its variables. */
+/* >>rule ------------------------------------------------------------------
+   The dependency algorithm, MXNet's ThreadedVar in four functions: append
+   read, append write, complete read, complete write. They work on one
+   variable, under its lock, and on the count of unmet dependencies of the
+   op they name (b->wait, MXNet's OprBlock::wait):
+
+     variable v                          op b (dp__block)
+       nreaders  granted reads running,    wait  unmet dependencies: one per
+                 or DP__WRITING while a          variable, + 1 held by the
+                 granted write runs              pusher until its push is done
+       queue     FIFO of the ops waiting
+                 for v (head..tail), the
+                 low bit set for a write
+
+   "Grant" = one dependency of an op is met: its count goes down by one, and
+   the grant that takes it to zero makes the op ready (it is put on the
+   caller's `ready` list, for dispatch). A grant also hands the op the
+   failure its variable carries (see >>failures), so a running op never
+   needs to look at its variables. Everything else in the engine is about
+   getting ready ops to threads and back. */
 static void dp__grant(dp__block *b, dp__block **ready) {
     if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { dp__set_next(b, *ready); *ready = b; }
 }
@@ -2733,10 +2748,17 @@ static void dp__grant_on_complete(dp_engine *eng, dp__block *b, dp__block **read
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_GRANT, b, 0);
     dp__grant(b, ready);
 }
-/* Whether an access must wait: a read waits behind a running write or any
-   waiting op, a write behind any running or waiting op. */
+/* The grant rule: whether an access must wait. A read waits behind a
+   running write or any waiting op, a write behind any running or waiting op.
+   (Reads queue only behind a write, so "any waiting op" means a write is
+   pending: MXNet's pending_write_.) */
 static int dp__must_wait(const dp__var *v, int write) {
     return dp__var_waiting(v) || (write ? v->nreaders != 0 : v->nreaders < 0);
+}
+/* The variable's side of a grant made at once: one more running read, or
+   the running write. */
+static void dp__var_take(dp__var *v, int write) {
+    if (write) v->nreaders = DP__WRITING; else v->nreaders++;
 }
 /* Makes room in v's queue for `more` more entries (v locked): the push
    reserves before it appends anything, so running out of memory leaves no
@@ -2761,16 +2783,30 @@ static int dp__var_reserve(dp_engine *eng, dp__var *v) { return dp__var_reserve_
 static void dp__grant_now(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__block **ready) {
     dp__failure *f = dp__var_failure(eng, v);
     if (f) dp__grant_failure(eng, b, f);
-    if (write) v->nreaders = DP__WRITING; else v->nreaders++;
+    dp__var_take(v, write);
     dp__grant(b, ready);
 }
-/* Append read: granted at once when nobody writes and nobody waits.
-   Append write: granted at once when nobody reads, writes or waits.
-   Otherwise queued (room reserved by the caller). */
-static void dp__append(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__block **ready) {
-    if (!dp__must_wait(v, write)) dp__grant_now(eng, v, b, write, ready);
-    else v->queue[v->tail++ & v->mask] = (dp__entry)b | (dp__entry)(write != 0);
+/* Queues an access at the tail of v's FIFO (room reserved by the caller). */
+static void dp__enqueue(dp__var *v, dp__block *b, int write) {
+    v->queue[v->tail++ & v->mask] = (dp__entry)b | (dp__entry)(write != 0);
+}
+/* Append read: granted at once when nobody writes and nobody waits, else
+   queued. */
+static void dp__append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__block **ready) {
+    if (!dp__must_wait(v, 0)) dp__grant_now(eng, v, b, 0, ready);
+    else dp__enqueue(v, b, 0);
     if (dp__tracing(eng)) dp__trace_var(eng, v);
+}
+/* Append write: granted at once when nobody reads, writes or waits, else
+   queued. */
+static void dp__append_write(dp_engine *eng, dp__var *v, dp__block *b, dp__block **ready) {
+    if (!dp__must_wait(v, 1)) dp__grant_now(eng, v, b, 1, ready);
+    else dp__enqueue(v, b, 1);
+    if (dp__tracing(eng)) dp__trace_var(eng, v);
+}
+/* A push appends each of its variables: reads come first in its list. */
+static void dp__append(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__block **ready) {
+    if (write) dp__append_write(eng, v, b, ready); else dp__append_read(eng, v, b, ready);
 }
 /* Complete read: the last reader grants the queued write, if any. */
 static void dp__complete_read(dp_engine *eng, dp__var *v, dp__block **ready) {
@@ -4048,45 +4084,56 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
    op) takes the normal path, which also reports every error. */
 #define DP__INLINE_MAX_VARS 4
 
-/* Runs fn(arg) now if every variable in refs (sorted by address) can be
-   granted at once; returns 0, having done nothing, otherwise. */
-static int dp__run_inline(dp_engine *eng, const dp_push_desc *d, const dp__vref *refs, int n) {
-    dp_sync_fn fn = d->fn;
-    void *arg = d->arg;
-    const char *name = d->name;
-    dp_ctx ctx = d->ctx;
-    dp_run_ctx rc;
-    dp__run_state rs;
-    dp_engine *prev_running = dp__tls_running;
-    dp__block *ready = NULL;
-    dp__failure *f = NULL;
-    int i, status, ok = 1;
+/* Takes the grants of every variable in refs (sorted by address) at once,
+   by the rule (dp__must_wait), or none: 0 when one is busy, deleted or
+   carries a failure. */
+static int dp__inline_grant_all(dp_engine *eng, const dp__vref *refs, int n) {
+    int i, ok = 1;
     for (i = 0; i < n; i++) dp__spin_lock_counted(&refs[i].v->lock, &eng->var_lock_contended);
     for (i = 0; i < n && ok; i++) {
         dp__var *v = refs[i].v;
-        ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen(refs[i].id) && !dp__var_waiting(v) && !dp__var_failure(eng, v)
-             && (refs[i].write ? v->nreaders == 0 : v->nreaders >= 0);
+        ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen(refs[i].id) && !dp__must_wait(v, refs[i].write)
+             && !dp__var_failure(eng, v);
     }
-    for (i = 0; ok && i < n; i++) {
-        if (refs[i].write) refs[i].v->nreaders = DP__WRITING; else refs[i].v->nreaders++;
-    }
+    for (i = 0; ok && i < n; i++) dp__var_take(refs[i].v, refs[i].write);
     for (i = n - 1; i >= 0; i--) dp__spin_unlock(&refs[i].v->lock);
-    if (!ok) return 0;
-    dp__fetch_add(&eng->inline_ops, 1, DP__RELAXED);
-    rc.engine = eng; rc.ctx = ctx; rc.ctx.dev_type = DP_DEV_CPU; rc.stream = NULL; rc.worker = -1; rc.input_status = 0;
-    rs.block = NULL; rs.has_message = 0;
-    rc.internal = &rs;
-    dp__tls_running = eng;
-    status = fn(&rc, arg);
-    dp__tls_running = prev_running;
-    if (d->cleanup) d->cleanup(arg);
-    if (status) f = dp__failure_new(eng, name, status, rs.has_message ? rs.message : NULL);
-    for (i = 0; i < n; i++) {    /* give the grants back like any completing op */
+    return ok;
+}
+/* Gives the grants back as any completing op does (f: the op's failure, or
+   NULL), then runs or queues what that made ready. */
+static void dp__inline_release_all(dp_engine *eng, const dp__vref *refs, int n, dp__failure *f) {
+    dp__block *ready = NULL;
+    int i;
+    for (i = 0; i < n; i++) {
         if (refs[i].write) dp__complete_write(eng, refs[i].v, f, &ready);
         else dp__complete_read(eng, refs[i].v, &ready);
     }
     if (f) dp__failure_release(eng, f);           /* the reference an op block would hold */
     if (ready) dp__dispatch_ready(eng, ready, NULL);   /* last: runs what we made ready */
+}
+/* Runs fn(arg) now if every variable in refs can be granted at once;
+   returns 0, having done nothing, otherwise. */
+static int dp__run_inline(dp_engine *eng, const dp_push_desc *d, const dp__vref *refs, int n) {
+    dp_sync_fn fn = d->fn;        /* copied: the op may change or free the memory d is in */
+    void *arg = d->arg;
+    const char *name = d->name;
+    dp_cleanup_fn cleanup = d->cleanup;
+    dp_run_ctx rc;
+    dp__run_state rs;
+    dp_engine *prev_running = dp__tls_running;
+    dp__failure *f = NULL;
+    int status;
+    if (!dp__inline_grant_all(eng, refs, n)) return 0;
+    dp__fetch_add(&eng->inline_ops, 1, DP__RELAXED);
+    rc.engine = eng; rc.ctx = d->ctx; rc.ctx.dev_type = DP_DEV_CPU; rc.stream = NULL; rc.worker = -1; rc.input_status = 0;
+    rs.block = NULL; rs.has_message = 0;
+    rc.internal = &rs;
+    dp__tls_running = eng;
+    status = fn(&rc, arg);
+    dp__tls_running = prev_running;
+    if (cleanup) cleanup(arg);
+    if (status) f = dp__failure_new(eng, name, status, rs.has_message ? rs.message : NULL);
+    dp__inline_release_all(eng, refs, n, f);
     return 1;
 }
 /* Whether a push may try the fast path. The checks mirror dp__check_desc's
