@@ -2702,6 +2702,8 @@ DP__COLD static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block 
     eng->desc.trace.func(&ev, eng->desc.trace.user);
 }
 
+/* desc.trace.record_graph: every pushed op with its variables, in push
+   order, for dp_trace_write_dot and the replay page. */
 DP__COLD static void dp__record_graph(dp_engine *eng, dp__block *b) {
     uint32_t i, n = b->nread + b->nwrite;
     dp__mutex_lock(&eng->graph_mtx);
@@ -2716,6 +2718,15 @@ DP__COLD static void dp__record_graph(dp_engine *eng, dp__block *b) {
         }
     }
     dp__mutex_unlock(&eng->graph_mtx);
+}
+DP__COLD static void dp__trace_delete(dp_engine *eng, dp__block *b, dp__var *v) {
+    dp_trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.op_seq = dp__block_seq(b);
+    ev.kind = DP_TRACE_DELETE;
+    ev.var.id = v->handle_id;
+    ev.op_name = b->name;
+    eng->desc.trace.func(&ev, eng->desc.trace.user);
 }
 
 /* >>rule ------------------------------------------------------------------
@@ -3287,24 +3298,53 @@ DP__COLD static void dp__run_wait(dp_engine *eng, dp__block *b) {
     dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);
 }
 
-/* >>completion ------------------------------------------------------------ */
+/* >>completion ------------------------------------------------------------
+   When an op is done (its function returned, dp_complete was called, or its
+   GPU work passed its event) dp__finish completes it: MXNet's
+   ThreadedEngine::OnComplete. The algorithm is dp__release_vars; the rest is
+   bookkeeping, each part in a function of its own. */
 static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worker *keep_for);
 static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n);
 
-static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
-    dp__mutex_lock(&pb->m);
-    if (dp__reserve(eng, &pb->recs, &pb->cap, pb->n, sizeof *pb->recs, 1024) == 0) {
-        dp__prof_rec *r = &pb->recs[pb->n++];
-        snprintf(r->name, sizeof r->name, "%s", b->name ? b->name : "(unnamed)");
-        r->dev_type = b->ctx.dev_type ? b->ctx.dev_type : DP_DEV_CPU;
-        r->dev_id = b->ctx.dev_id;
-        r->thread = thread;
-        r->start = b->t_start;
-        r->end = end;
-    }
-    dp__mutex_unlock(&pb->m);
+/* The algorithm: complete every read, then every write, of op b. Each
+   completion may grant ops that wait for the variable; those whose last
+   dependency that was are added to *ready. What a write leaves on its
+   variable: the op's failure, passed on, or none (a good write replaces
+   whatever the variable held); a wait reported the failure, so it clears
+   it, unless its waiter gave up (then it stays for a later wait). */
+static void dp__release_vars(dp_engine *eng, dp__block *b, dp__failure *failure, dp__block **ready) {
+    dp__var **vars = dp__block_vars(b);
+    dp__failure *left = failure;
+    uint32_t i;
+    if (b->kind == DP__KIND_WAIT && !((dp__waiter *)b->arg)->abandoned) left = NULL;
+    for (i = 0; i < b->nread; i++) dp__complete_read(eng, vars[i], ready);
+    for (i = b->nread; i < b->nread + b->nwrite; i++) dp__complete_write(eng, vars[i], left, ready);
+}
+/* A deletion (MXNet's DeleteVariable) is a write that retires its variable
+   instead of completing: no op can wait behind it, since the handle died
+   when it was pushed. It drops the variable's failure and frees the slot. */
+static void dp__retire_var(dp_engine *eng, dp__block *b) {
+    dp__var *v = dp__block_vars(b)[0];
+    dp__failure *old;
+    dp__spin_lock(&v->lock);          /* dp_var_state_get may be looking */
+    old = dp__var_swap_failure(eng, v, NULL);
+    dp__spin_unlock(&v->lock);
+    dp__failure_release(eng, old);
+    if (dp__tracing(eng)) dp__trace_delete(eng, b, v);
+    v->nreaders = 0;
+    dp__table_release(eng, &eng->vars, v->handle_id & DP__IDX_MASK, v);
 }
 
+/* Bookkeeping. Entering and leaving: a finisher on a thread that is not one
+   of this engine's workers (an async completion, the naive engine) may
+   still touch eng after the last completion is counted, so destroy waits
+   until none is left. Workers are joined before the engine is freed, so
+   they need no count. Returns the calling worker, or NULL. */
+static dp__worker *dp__finish_enter(dp_engine *eng) {
+    dp__worker *w = dp__tls_worker && dp__tls_worker->eng == eng ? dp__tls_worker : NULL;
+    if (!w) dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);
+    return w;
+}
 /* Counts n completions. When someone waits for everything and nothing is
    left, wake them. */
 static void dp__count_done(dp_engine *eng, uint64_t n) {
@@ -3350,23 +3390,22 @@ static void dp__worker_flush(dp_engine *eng, dp__worker *w) {
     dp__worker_release_ops(eng, w);
     if (w->unflushed) { uint64_t n = w->unflushed; w->unflushed = 0; dp__count_done(eng, n); }
 }
-
-/* Completion: record failure, release every variable, dispatch what became
-   ready, recycle the block. Returns the op this worker should run next (see
-   dp__dispatch_ready), if keep_for is set. */
-static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for) {
-    dp__block *ready = NULL, *kept;
-    uint32_t i;
-    dp__opobj *op = b->op;
-    dp__var **vars = dp__block_vars(b);
-    /* A finisher on a thread that is not one of this engine's workers (an
-       async completion, the naive engine) may still touch eng after the last
-       completion is counted; destroy waits until none is left. Workers are
-       joined before the engine is freed, so they need no count. */
-    dp__worker *w = dp__tls_worker && dp__tls_worker->eng == eng ? dp__tls_worker : NULL;
-    if (!w) dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);
+/* Counts the completion: the last thing a finisher does, since a waiter may
+   destroy the engine once every completion is counted (a worker's count
+   waits for dp__worker_flush). */
+static void dp__finish_leave(dp_engine *eng, dp__worker *w) {
+    if (w) w->unflushed++;
+    else {
+        dp__count_done(eng, 1);
+        dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);   /* last touch of eng */
+    }
+}
+/* Failure: what b completes with, held by b until dp__drop_failure. Its
+   own when it failed (status != 0), else what a grant passed on from an
+   input, unless it is a NO_SKIP op that made good outputs of failed input. */
+static dp__failure *dp__settle_failure(dp_engine *eng, dp__block *b, int status, const char *message) {
     dp__failure *failure = dp__block_failure(b);
-    if (failure && status == 0 && dp__no_skip(b)) {   /* made good outputs of failed input */
+    if (failure && status == 0 && dp__no_skip(b)) {
         dp__failure_release(eng, failure);
         failure = NULL;
         dp__store(&b->failure, NULL, DP__RELAXED);
@@ -3375,40 +3414,38 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
         failure = dp__failure_new(eng, b->name, status, message);
         dp__store(&b->failure, (void *)failure, DP__RELAXED);
     }
+    return failure;
+}
+static void dp__drop_failure(dp_engine *eng, dp__block *b, dp__failure *failure) {
+    if (failure) { dp__failure_release(eng, failure); dp__store(&b->failure, NULL, DP__RELAXED); }
+}
+/* Profiling: one record per run, from when dp__execute started it (only
+   while the profiler was on: t_start is 0 otherwise) until now. */
+static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
+    dp__mutex_lock(&pb->m);
+    if (dp__reserve(eng, &pb->recs, &pb->cap, pb->n, sizeof *pb->recs, 1024) == 0) {
+        dp__prof_rec *r = &pb->recs[pb->n++];
+        snprintf(r->name, sizeof r->name, "%s", b->name ? b->name : "(unnamed)");
+        r->dev_type = b->ctx.dev_type ? b->ctx.dev_type : DP_DEV_CPU;
+        r->dev_id = b->ctx.dev_id;
+        r->thread = thread;
+        r->start = b->t_start;
+        r->end = end;
+    }
+    dp__mutex_unlock(&pb->m);
+}
+static void dp__profile_end(dp_engine *eng, dp__block *b) {
     if (b->t_start && b->kind != DP__KIND_WAIT) {
         dp__worker *bw = b->worker;
         dp__prof_add(bw ? &bw->prof : &eng->inline_prof, eng, b, bw ? bw->global_index : -1, dp__now_ns());
     }
-    dp__block_cleanup(b);      /* before the variables: a waiter sees it done */
-    if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_COMPLETE, b, status);
-    dp__block_set_state(b, DP__ST_DONE, DP__RELAXED);
-    if (b->kind == DP__KIND_DELETE) {
-        dp__var *v = vars[0];
-        dp__failure *old;
-        dp__spin_lock(&v->lock);          /* dp_var_state_get may be looking */
-        old = dp__var_swap_failure(eng, v, NULL);
-        dp__spin_unlock(&v->lock);
-        dp__failure_release(eng, old);
-        if (dp__tracing(eng)) {
-            dp_trace_event ev;
-            memset(&ev, 0, sizeof ev);
-            ev.op_seq = dp__block_seq(b);
-            ev.kind = DP_TRACE_DELETE;
-            ev.var.id = v->handle_id;
-            ev.op_name = b->name;
-            eng->desc.trace.func(&ev, eng->desc.trace.user);
-        }
-        v->nreaders = 0;
-        dp__table_release(eng, &eng->vars, v->handle_id & DP__IDX_MASK, v);
-    } else {
-        for (i = 0; i < b->nread; i++) dp__complete_read(eng, vars[i], &ready);
-        /* a failed write passes its failure on, a good write replaces
-           whatever the variable held; a wait reported it and clears it (a
-           wait whose waiter gave up leaves it) */
-        for (i = b->nread; i < b->nread + b->nwrite; i++)
-            dp__complete_write(eng, vars[i], b->kind == DP__KIND_WAIT && !((dp__waiter *)b->arg)->abandoned ? NULL : failure, &ready);
-    }
-    if (failure) { dp__failure_release(eng, failure); dp__store(&b->failure, NULL, DP__RELAXED); }
+}
+/* Block return and counters: the block goes back to its pool, and the
+   pre-created op it ran (if any) loses the run's reference; on a worker
+   both in batches. Once back in its pool the block may be reused by
+   another push at once. */
+static void dp__recycle_block(dp_engine *eng, dp__block *b, dp__worker *w) {
+    dp__opobj *op = b->op;
     if (w) {
         dp__store(&w->completed, dp__load(&w->completed, DP__RELAXED) + 1, DP__RELAXED);
         dp__worker_put(eng, w, b);
@@ -3418,13 +3455,28 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
     }
     if (op && w) dp__worker_unref_op(eng, w, op);
     else if (op) dp__op_unref(eng, op, 1);
+}
+
+/* Completes b: settles its failure, releases its variables (which may make
+   ops ready) and dispatches those; returns the one this worker should run
+   next (see dp__dispatch_ready), if keep_for is set. The order matters: the
+   cleanup runs before the variables are released, so a waiter sees it
+   done; the block is recycled before the ops it made ready are dispatched;
+   the completion is counted last. */
+static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for) {
+    dp__worker *w = dp__finish_enter(eng);
+    dp__block *ready = NULL, *kept;
+    dp__failure *failure = dp__settle_failure(eng, b, status, message);
+    dp__profile_end(eng, b);
+    dp__block_cleanup(b);
+    if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_COMPLETE, b, status);
+    dp__block_set_state(b, DP__ST_DONE, DP__RELAXED);
+    if (b->kind == DP__KIND_DELETE) dp__retire_var(eng, b);
+    else dp__release_vars(eng, b, failure, &ready);
+    dp__drop_failure(eng, b, failure);
+    dp__recycle_block(eng, b, w);
     kept = dp__dispatch_ready(eng, ready, keep_for);
-    /* last: a waiter may destroy the engine once every completion is counted */
-    if (w) w->unflushed++;
-    else {
-        dp__count_done(eng, 1);
-        dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);   /* last touch of eng */
-    }
+    dp__finish_leave(eng, w);
     return kept;
 }
 
