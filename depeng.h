@@ -2876,89 +2876,10 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
 }
 
 /* >>queues ---------------------------------------------------------------
-   A group's ready queue. FIFO groups (the CPU pools) use Vyukov's intrusive
-   queue: a producer appends with one atomic exchange of the tail, so pushing
-   threads never wait for each other or for a worker; consumers take from the
-   head one at a time under a spinlock, and an idle worker first peeks at the
-   head without it (dp__queue_peek), so polling an empty queue does not take
-   cache lines away from the pusher. The priority pools (CPU priority, GPU
-   compute, GPU copy) keep a binary heap under the mutex: highest priority
-   first, then push order.
-   Deques. Each worker of a FIFO pool also has a deque of its own
-   (dp__deque, a bounded Chase-Lev deque). Ops made ready by a completion on
-   one of the pool's workers stay with that worker: the first runs next
-   (dp__dispatch_ready), the others go to its deque, or to the shared queue
-   when the deque is full. Ops made ready on any other thread (a pusher, a
-   waiter, an async completion or GPU callback) go to the shared queue. A
-   worker looks at its own deque first (newest op first), then the shared
-   queue, then steals a peer's oldest op, trying the peers from a random one
-   on. So the take lock and head serve only ops that came from outside the
-   pool, and a completion's ops spread without them.
-   Order. The owner's end is LIFO: the op made ready last has its inputs in
-   this core's cache, and a fan-out is walked depth first, so few ops are
-   half done; thieves take the oldest, likely the root of the largest piece
-   of work left. A FIFO pool therefore does not run its ops in push order
-   across workers (with several workers it never did strictly), and need
-   not: MXNet's ordering rule is about ops that share a variable, and those
-   are ordered by the variable queues before they become ready. Order that
-   callers ask for, by priority, is the priority pools' (their heaps are
-   unchanged).
-   Fairness. LIFO at the owner's end and running next could each keep an op
-   waiting for ever while a long run of made-ready ops goes on above it: an
-   op pushed from outside (in the shared queue), or one left at the bottom
-   of the deque when nobody is idle to steal it (one worker, or all busy).
-   So after DP__SHARED_EVERY ops in a row taken from its own deque or run
-   next, a worker takes one op from elsewhere before it goes on: the shared
-   queue's head or its own deque's oldest op (a steal from itself: only a
-   CAS on top, which the owner may do too), each tried first in turn; the op
-   it was about to run next waits on top of its deque meanwhile (in the
-   shared queue when the deque is full). So the shared queue's head and the
-   deque's oldest op each wait at most about 2 x DP__SHARED_EVERY ops of
-   that worker. In a priority pool (no deques) a worker's run of ops run
-   next is cut the same way: the next one goes back into the heap, so an op
-   of higher priority waits at most DP__SHARED_EVERY ops (one of the same
-   priority waits for the run's ops pushed before it: the heap's order is
-   priority, then push order).
-   The deque's memory orders are those of the C11 version proved by Le, Pop,
-   Cohen and Zappa Nardelli ("Correct and Efficient Work-Stealing for Weak
-   Memory Models", PPoPP 2013), except that each of its seq_cst fences is
-   carried by the accesses beside it, made seq_cst (pop: the store lowering
-   bottom and the load of top; steal: the loads of top and bottom): the same
-   instructions on x86, checked by ThreadSanitizer (which does not model
-   fences), and the push's bottom store has to be seq_cst anyway for the
-   wake-up rule below.
-   Sleeping. A worker is running an op, spinning (looking for work) or
-   asleep on the condition variable. Spinning costs a core, waking costs a
-   system call, so the pool keeps one spinner while there is work to find:
-     - a push wakes a sleeper only when no worker is spinning (a spinner will
-       find the op; a worker that is running one might not for a long time);
-     - the last spinner to find work, if more is queued behind it or a push
-       came in since it looked, wakes one sleeper to take over the search,
-       so a burst spreads over the pool;
-     - a spinner that finds nothing pauses DP__SPIN_PAUSES times, then
-       yields DP__SPIN_YIELDS times, then sleeps. The yields matter when
-       there are more threads than cores (the default: one worker per core
-       plus the pushing thread): a spinner that shares a core with the
-       pusher gives the core back instead of starving the work's source.
-   The pool's work is its shared queue and its workers' deques: a worker
-   that puts ops in its own deque wakes a sleeper by the same rule as a push
-   (the owner would run them in the end, but it may stay busy for long, or
-   even wait for one of them), and spinners and sleepers look at every deque.
-   No wake-up is lost: a worker counts itself a sleeper before its last look
-   at the shared queue and the peers' deques, a last spinner leaves the
-   spinning count before it looks for a push or an op in a deque, and a
-   pusher appends (a worker stores its deque's bottom) before it reads
-   either count; all sequentially consistent, so one side always sees the
-   other. A worker's own deque needs no such care when a completion fills
-   it: only the worker adds to it, and it looks there before it looks
-   anywhere else. An op run next that the fairness rule sets aside in a
-   FIFO pool is announced like a push (dp__worker_set_aside), because the
-   worker then looks elsewhere first and may take the op another thread was
-   woken for. */
-#define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
-#define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
-#define DP__SHARED_EVERY 64        /* own ops in a row before a look elsewhere (see Fairness) */
-
+   Where ready ops wait for a worker (MXNet's task queues of a
+   ThreadWorkerBlock). Each group has one shared queue: a FIFO in the CPU
+   and IO pools, a priority heap in the priority pools. Each worker of a
+   FIFO pool also has a deque of its own (below). */
 static int dp__queue_init(dp_engine *eng, dp__queue *q, int prioritized) {
     memset(q, 0, sizeof *q);
     q->prioritized = prioritized;
@@ -2980,6 +2901,12 @@ static void dp__queue_destroy(dp_engine *eng, dp__queue *q) {
     dp__mutex_destroy(&q->m);
 }
 
+/* The FIFO: Vyukov's intrusive queue. A producer appends with one atomic
+   exchange of the tail, so pushing threads never wait for each other or
+   for a worker; consumers take from the head one at a time under a
+   spinlock, and an idle worker first peeks at the head without it
+   (dp__queue_peek), so polling an empty queue does not take cache lines
+   away from the pusher. */
 /* FIFO producer: appends the chain first..last (linked by next). The
    exchange is the moment the ops are in the queue; the link from the old
    tail follows, and a consumer that sees the tail moved but no link yet
@@ -3016,6 +2943,8 @@ static dp__block *dp__fifo_take(dp__queue *q, int *busy, int *more) {
     return NULL;
 }
 
+/* The heap of a priority pool (CPU priority, GPU compute, GPU copy), under
+   the queue's mutex: highest priority first, then push order. */
 static int dp__before(dp__block *a, dp__block *b) {  /* a runs first */
     int ap = dp__prop(a) == DP_PROP_GPU_PRIORITIZED, bp = dp__prop(b) == DP_PROP_GPU_PRIORITIZED;
     if (ap != bp) return ap > bp;
@@ -3054,6 +2983,14 @@ static dp__block *dp__heap_take(dp__queue *q) {   /* q->m held */
     return b;
 }
 
+/* Waking. Spinning costs a core, waking costs a system call, so a pool
+   keeps one spinning worker while there is work to find (see >>workers): a
+   push wakes a sleeper only when no worker is spinning (a spinner will find
+   the op; a worker that is running one might not for a long time). The
+   pool's work is its shared queue and its workers' deques, so a worker that
+   puts ops in its own deque wakes a sleeper by the same rule (the owner
+   would run them in the end, but it may stay busy for long, or even wait
+   for one of them). */
 /* Wakes one sleeper, if any is left unclaimed. The woken worker counts as
    spinning at once, so the next push does not wake a second one for the
    same work. */
@@ -3068,7 +3005,7 @@ static void dp__queue_wake(dp__queue *q) {
     }
     dp__mutex_unlock(&q->m);
 }
-/* After work was added to q's pool (seq_cst, see >>queues): wakes a sleeper
+/* After work was added to q's pool (seq_cst, see Waking above): wakes a sleeper
    if no worker is spinning. Reads sleepers first: its line stays put while
    the workers are busy, and with nobody asleep there is nobody to wake. */
 static void dp__queue_nudge(dp__queue *q) {
@@ -3120,8 +3057,36 @@ static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more, dp__a64
     return b;
 }
 
-/* The deque (dp__deque). Ops held: bottom - top, as a signed difference,
-   since a pop lowers bottom below top for a moment when a thief won. */
+/* The deques. Each worker of a FIFO pool has one (dp__deque, a bounded
+   Chase-Lev deque). Ops made ready by a completion on one of the pool's
+   workers stay with that worker: the first runs next (dp__dispatch_ready),
+   the others go to its deque, or to the shared queue when the deque is
+   full. Ops made ready on any other thread (a pusher, a waiter, an async
+   completion or GPU callback) go to the shared queue. A worker looks at its
+   own deque first (newest op first), then the shared queue, then steals a
+   peer's oldest op (>>workers). So the take lock and head serve only ops
+   that came from outside the pool, and a completion's ops spread without
+   them.
+   Order. The owner's end is LIFO: the op made ready last has its inputs in
+   this core's cache, and a fan-out is walked depth first, so few ops are
+   half done; thieves take the oldest, likely the root of the largest piece
+   of work left. A FIFO pool therefore does not run its ops in push order
+   across workers (with several workers it never did strictly), and need
+   not: MXNet's ordering rule is about ops that share a variable, and those
+   are ordered by the variable queues before they become ready. Order that
+   callers ask for, by priority, is the priority pools' heaps'. An op that
+   LIFO would keep waiting for ever is taken by the fairness rule
+   (>>fairness).
+   Memory orders: those of the C11 version proved by Le, Pop, Cohen and
+   Zappa Nardelli ("Correct and Efficient Work-Stealing for Weak Memory
+   Models", PPoPP 2013), except that each of its seq_cst fences is carried
+   by the accesses beside it, made seq_cst (pop: the store lowering bottom
+   and the load of top; steal: the loads of top and bottom): the same
+   instructions on x86, checked by ThreadSanitizer (which does not model
+   fences), and the push's bottom store has to be seq_cst anyway for the
+   wake-up rule (see Waking).
+   Ops held: bottom - top, as a signed difference, since a pop lowers bottom
+   below top for a moment when a thief won. */
 static int64_t dp__deque_count(uint64_t bottom, uint64_t top) { return (int64_t)(bottom - top); }
 /* Owner: adds x at the bottom; 0 when full. The slot is free: the thief
    that last read it did so before its CAS moved top past it, and the
@@ -3551,7 +3516,7 @@ static int dp__deque_keep(dp__worker *w, dp__block *b) {
    calling thread's), the first op for that worker's own group is returned
    instead of queued: the worker runs it next, with its data still in cache
    and no queue round trip (a chain of dependent ops stays on one worker,
-   cut every DP__SHARED_EVERY ops by the fairness rule: see >>queues).
+   cut every DP__SHARED_EVERY ops by the fairness rule: see >>fairness).
    The others for its group go to its own deque in a FIFO pool (see >>queues). */
 static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worker *keep_for) {
     dp__block *kept = NULL, *first = NULL, *last = NULL;
@@ -3580,10 +3545,33 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
 }
 
 
-/* >>workers ------------------------------------------------------------- */
+/* >>workers -------------------------------------------------------------
+   A worker thread (MXNet's ThreadedEnginePerDevice worker loop): takes a
+   ready op, runs it (dp__execute), and runs next what its completion made
+   ready for it. Between ops it is spinning (looking for work) or asleep on
+   its queue's condition variable:
+     - it looks at its own deque, the shared queue and its peers' deques;
+     - the last spinner to find work, if more is queued behind it or a push
+       came in since it looked, wakes one sleeper to take over the search,
+       so a burst spreads over the pool;
+     - a spinner that finds nothing pauses DP__SPIN_PAUSES times, then
+       yields DP__SPIN_YIELDS times, then sleeps. The yields matter when
+       there are more threads than cores (the default: one worker per core
+       plus the pushing thread): a spinner that shares a core with the
+       pusher gives the core back instead of starving the work's source.
+   No wake-up is lost: a worker counts itself a sleeper before its last look
+   at the shared queue and the peers' deques, a last spinner leaves the
+   spinning count before it looks for a push or an op in a deque, and a
+   pusher appends (a worker stores its deque's bottom) before it reads
+   either count; all sequentially consistent, so one side always sees the
+   other. A worker's own deque needs no such care when a completion fills
+   it: only the worker adds to it, and it looks there before it looks
+   anywhere else. */
+#define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
+#define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
 static dp__block *dp__gpu_settle(dp_engine *eng, dp__worker *w, dp__worker *self, int all);
 static dp__block *dp__gpu_settle_group(dp_engine *eng, dp__worker *self, int *pending);
-static dp__block *dp__worker_look_elsewhere(dp__worker *w);
+static dp__block *dp__worker_fair_turn(dp__worker *w);
 static int dp__worker_defer_next(dp__worker *w, dp__block *b);
 /* Whether g's pool has work since its queue was last seen empty: a push, or
    an op in a worker's deque. Pairs with dp__queue_push and dp__queue_nudge:
@@ -3643,7 +3631,7 @@ static dp__block *dp__steal(dp__worker *w, int *lost, int *more) {
 static dp__block *dp__worker_own(dp__worker *w) {
     dp__block *b;
     if (w->group->q.prioritized) { w->own_streak = 0; return NULL; }   /* no deque: the heap next */
-    if (w->own_streak >= DP__SHARED_EVERY && (b = dp__worker_look_elsewhere(w)) != NULL) return b;
+    if ((b = dp__worker_fair_turn(w)) != NULL) return b;
     b = dp__deque_pop(&w->deque);
     w->own_streak = b ? w->own_streak + 1 : 0;
     return b;
@@ -3679,7 +3667,7 @@ DP__COLD static int dp__worker_sleep(dp__worker *w, dp__block **b, int *busy, in
     dp__mutex_unlock(&q->m);
     return 0;
 }
-/* The next op for worker w: spin a little, then sleep (see >>queues).
+/* The next op for worker w: spin a little, then sleep (see the top of >>workers).
    NULL once the group is stopped and empty. */
 static dp__block *dp__worker_next(dp__worker *w) {
     dp__queue *q = &w->group->q;
@@ -4385,10 +4373,30 @@ static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
     dp__thread_yield();
 }
 
-/* >>fairness --------------------------------------------------------------- */
+/* >>fairness ---------------------------------------------------------------
+   LIFO at the owner's end of a deque and running next could each keep an op
+   waiting for ever while a long run of made-ready ops goes on above it: an
+   op pushed from outside (in the shared queue), or one left at the bottom
+   of the deque when nobody is idle to steal it (one worker, or all busy).
+   So after DP__SHARED_EVERY ops in a row taken from its own deque or run
+   next, a worker takes one op from elsewhere before it goes on: the shared
+   queue's head or its own deque's oldest op (a steal from itself: only a
+   CAS on top, which the owner may do too), each tried first in turn; the op
+   it was about to run next waits on top of its deque meanwhile (in the
+   shared queue when the deque is full). So the shared queue's head and the
+   deque's oldest op each wait at most about 2 x DP__SHARED_EVERY ops of
+   that worker. In a priority pool (no deques) a worker's run of ops run
+   next is cut the same way: the next one goes back into the heap, so an op
+   of higher priority waits at most DP__SHARED_EVERY ops (one of the same
+   priority waits for the run's ops pushed before it: the heap's order is
+   priority, then push order).
+   An op run next that this rule sets aside in a FIFO pool is announced like
+   a push (dp__worker_set_aside), because the worker then looks elsewhere
+   first and may take the op another thread was woken for. */
+#define DP__SHARED_EVERY 64        /* own ops in a row before a look elsewhere */
 /* After a streak of own ops: one op from the shared queue's head or from
-   w's own deque's oldest end, each tried first in turn (see Fairness under
-   >>queues); NULL when both are empty. */
+   w's own deque's oldest end, each tried first in turn; NULL when both are
+   empty. */
 DP__COLD static dp__block *dp__worker_look_elsewhere(dp__worker *w) {
     dp__queue *q = &w->group->q;
     dp__block *b = NULL;
@@ -4400,6 +4408,11 @@ DP__COLD static dp__block *dp__worker_look_elsewhere(dp__worker *w) {
         else b = dp__deque_steal(&w->deque, &lost, &more);
     }
     return b;
+}
+/* Whether w's streak of own ops has reached DP__SHARED_EVERY: then an op
+   from elsewhere, or NULL when there is none (the streak starts again). */
+static dp__block *dp__worker_fair_turn(dp__worker *w) {
+    return w->own_streak >= DP__SHARED_EVERY ? dp__worker_look_elsewhere(w) : NULL;
 }
 /* Sets b, the op w was about to run next, aside. In a priority pool, back
    into the heap, where an op of higher priority comes first; w takes from
@@ -4422,7 +4435,7 @@ DP__COLD static int dp__worker_set_aside(dp__worker *w, dp__block *b) {
 }
 /* b is the op w's last completion left it to run next. Counted in w's
    streak; at DP__SHARED_EVERY it is set aside (returns 1), so that w takes
-   an op from elsewhere before it runs b (see Fairness under >>queues). */
+   an op from elsewhere before it runs b. */
 static int dp__worker_defer_next(dp__worker *w, dp__block *b) {
     return ++w->own_streak >= DP__SHARED_EVERY && dp__worker_set_aside(w, b);
 }
