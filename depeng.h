@@ -3139,34 +3139,9 @@ static dp__block *dp__deque_steal(dp__deque *d, int *lost, int *more) {
 
 /* >>execute --------------------------------------------------------------- */
 static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for);
-static dp__block *dp__gpu_in_flight(dp_engine *eng, dp__worker *w, dp__block *b);
-
-/* The stream for a GPU op run outside a GPU worker (naive / pooled engines):
-   one per device, made on first use. */
-static void *dp__shared_stream(dp_engine *eng, int dev, int *err) {
-    const dp_device_backend *be = eng->desc.gpu_backend;
-    dp__mutex_lock(&eng->create_mtx);
-    if (!eng->shared_stream_ok[dev]) {
-        *err = be->set_device ? be->set_device(dev, be->user) : 0;
-        if (!*err) *err = be->stream_create(dev, 0, &eng->shared_stream[dev], be->user);
-        if (!*err) eng->shared_stream_ok[dev] = 1;
-    } else *err = 0;
-    dp__mutex_unlock(&eng->create_mtx);
-    return eng->shared_stream[dev];
-}
-
-static const char *dp__backend_error(const dp_engine *eng, int err) {
-    const dp_device_backend *be = eng->desc.gpu_backend;
-    return be && be->error_string ? be->error_string(err, be->user) : "device backend error";
-}
-
-/* The stream a GPU op runs on: its GPU worker's own, or (naive and pooled
-   engines) the device's shared one; NULL for CPU ops. */
-static void *dp__block_stream(dp__block *b) {
-    if (b->ctx.dev_type != DP_DEV_GPU) return NULL;
-    if (b->worker && b->worker->is_gpu) return b->worker->stream;
-    return b->eng->shared_stream[b->ctx.dev_id];
-}
+static void *dp__gpu_stream(dp_engine *eng, dp__block *b, dp__worker *w, int *err);
+static dp__block *dp__gpu_no_stream(dp_engine *eng, dp__block *b, dp__worker *w, int err);
+static dp__block *dp__gpu_finish(dp_engine *eng, dp__block *b, dp__worker *w, void *stream, int status, const char *message);
 
 /* What dp_set_error writes to while a sync function runs. */
 typedef struct dp__run_state { dp__block *block; int has_message; char message[256]; } dp__run_state;
@@ -3193,16 +3168,10 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     rs.has_message = 0;
     rc.internal = &rs;
     b->worker = w;
-    if (b->ctx.dev_type == DP_DEV_GPU) {
+    if (b->ctx.dev_type == DP_DEV_GPU) {   /* see >>gpu */
         int err = 0;
-        if (w && w->is_gpu) { rc.stream = w->stream; err = w->stream_err; }
-        else rc.stream = dp__shared_stream(eng, b->ctx.dev_id, &err);
-        if (err) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "stream for GPU %d: %s", (int)b->ctx.dev_id, dp__backend_error(eng, err));
-            dp__block_set_state(b, DP__ST_RUNNING, DP__RELEASE);
-            return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
-        }
+        rc.stream = dp__gpu_stream(eng, b, w, &err);
+        if (err) return dp__gpu_no_stream(eng, b, w, err);
     }
     if (dp__load(&eng->profiling, DP__RELAXED)) b->t_start = dp__now_ns();
     else b->t_start = 0;
@@ -3219,15 +3188,7 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     }
     if (b->fn) status = b->fn(&rc, b->arg);
     dp__tls_running = prev_running;
-    if (rc.stream && status == 0 && w && w->nevents) return dp__gpu_in_flight(eng, w, b);   /* a message of a good op is dropped, as dp__finish does */
-    if (rc.stream && eng->desc.gpu_backend->stream_synchronize) {
-        int err = eng->desc.gpu_backend->stream_synchronize(b->ctx.dev_id, rc.stream, eng->desc.gpu_backend->user);
-        if (err && status == 0) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, err));
-            return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
-        }
-    }
+    if (rc.stream) return dp__gpu_finish(eng, b, w, rc.stream, status, rs.has_message ? rs.message : NULL);
     return dp__finish(eng, b, status, rs.has_message ? rs.message : NULL, w);
 }
 
@@ -3569,8 +3530,10 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
    anywhere else. */
 #define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
 #define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
-static dp__block *dp__gpu_settle(dp_engine *eng, dp__worker *w, dp__worker *self, int all);
 static dp__block *dp__gpu_settle_group(dp_engine *eng, dp__worker *self, int *pending);
+static void dp__gpu_worker_start(dp__worker *w);
+static void dp__gpu_worker_drain(dp__worker *w);
+static void dp__gpu_worker_end(dp__worker *w);
 static dp__block *dp__worker_fair_turn(dp__worker *w);
 static int dp__worker_defer_next(dp__worker *w, dp__block *b);
 /* Whether g's pool has work since its queue was last seen empty: a push, or
@@ -3707,30 +3670,14 @@ static void dp__worker_main(void *arg) {
     dp_engine *eng = w->eng;
     dp__block *b;
     dp__tls_worker = w;
-    if (w->is_gpu) {   /* each GPU worker owns its stream, as in MXNet's per-device engine */
-        const dp_device_backend *be = eng->desc.gpu_backend;
-        w->stream_err = be->set_device ? be->set_device(w->ctx.dev_id, be->user) : 0;
-        if (!w->stream_err) w->stream_err = be->stream_create(w->ctx.dev_id, w->is_copy, &w->stream, be->user);
-        if (w->stream_err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d worker: %s", (int)w->ctx.dev_id, dp__backend_error(eng, w->stream_err));
-        else if (be->event_create && be->event_destroy && be->event_record && be->event_query)
-            while (w->nevents < DP__GPU_INFLIGHT && be->event_create(w->ctx.dev_id, &w->events[w->nevents], be->user) == 0) w->nevents++;
-        if (w->nevents && w->nevents < DP__GPU_INFLIGHT) {   /* all or none: a short ring would complicate the slots */
-            while (w->nevents > 0) { w->nevents--; be->event_destroy(w->ctx.dev_id, w->events[w->nevents], be->user); }
-        }
-    }
+    if (w->is_gpu) dp__gpu_worker_start(w);
     /* its own deque first (not spinning meanwhile: it is at work), then the
        search; each op, then whatever it made ready for us to run next */
     while ((b = dp__worker_own(w)) != NULL || (b = dp__worker_next(w)) != NULL)
         do b = dp__execute(eng, b, w); while (b && !dp__worker_defer_next(w, b));
-    while (dp__load(&w->inflight_count, DP__ACQUIRE)) {   /* stopped with nothing queued: cannot happen with
-                                                           ops in flight (wait_all waits for them), but settle */
-        b = dp__gpu_settle(eng, w, w, 1);
-        while (b) b = dp__execute(eng, b, w);
-    }
-    while (w->nevents > 0) { w->nevents--; eng->desc.gpu_backend->event_destroy(w->ctx.dev_id, w->events[w->nevents], eng->desc.gpu_backend->user); }
+    if (w->is_gpu) dp__gpu_worker_drain(w);
     dp__worker_flush(eng, w);
-    if (w->is_gpu && !w->stream_err && eng->desc.gpu_backend->stream_destroy)
-        eng->desc.gpu_backend->stream_destroy(w->ctx.dev_id, w->stream, eng->desc.gpu_backend->user);
+    if (w->is_gpu) dp__gpu_worker_end(w);
     dp__tls_worker = NULL;
 }
 DP__COLD static void dp__group_destroy(dp_engine *eng, dp__group *g) {
@@ -4193,7 +4140,66 @@ static int dp__push_inline(dp_engine *eng, const dp_push_desc *d) {
     return n >= 0 && dp__run_inline(eng, d, refs, n);
 }
 
-/* >>gpu -------------------------------------------------------------------- */
+/* >>gpu --------------------------------------------------------------------
+   GPU ops. Each GPU worker owns a stream, as in MXNet's per-device engine;
+   a GPU op run outside a GPU worker (naive and pooled engines) uses its
+   device's shared stream. An op is complete when its stream work is done:
+   known from an event recorded behind it (the event ring, below), or from a
+   stream synchronisation. */
+/* The stream for a GPU op run outside a GPU worker (naive / pooled engines):
+   one per device, made on first use. */
+static void *dp__shared_stream(dp_engine *eng, int dev, int *err) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    dp__mutex_lock(&eng->create_mtx);
+    if (!eng->shared_stream_ok[dev]) {
+        *err = be->set_device ? be->set_device(dev, be->user) : 0;
+        if (!*err) *err = be->stream_create(dev, 0, &eng->shared_stream[dev], be->user);
+        if (!*err) eng->shared_stream_ok[dev] = 1;
+    } else *err = 0;
+    dp__mutex_unlock(&eng->create_mtx);
+    return eng->shared_stream[dev];
+}
+
+static const char *dp__backend_error(const dp_engine *eng, int err) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    return be && be->error_string ? be->error_string(err, be->user) : "device backend error";
+}
+
+/* The stream a GPU op runs on: its GPU worker's own, or (naive and pooled
+   engines) the device's shared one; NULL for CPU ops. */
+static void *dp__block_stream(dp__block *b) {
+    if (b->ctx.dev_type != DP_DEV_GPU) return NULL;
+    if (b->worker && b->worker->is_gpu) return b->worker->stream;
+    return b->eng->shared_stream[b->ctx.dev_id];
+}
+
+/* The stream b runs on (*err: the backend's error making it). */
+static void *dp__gpu_stream(dp_engine *eng, dp__block *b, dp__worker *w, int *err) {
+    if (w && w->is_gpu) { *err = w->stream_err; return w->stream; }
+    return dp__shared_stream(eng, b->ctx.dev_id, err);
+}
+/* Completes b as failed: it has no stream to run on. */
+static dp__block *dp__gpu_no_stream(dp_engine *eng, dp__block *b, dp__worker *w, int err) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "stream for GPU %d: %s", (int)b->ctx.dev_id, dp__backend_error(eng, err));
+    dp__block_set_state(b, DP__ST_RUNNING, DP__RELEASE);
+    return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
+}
+/* Sets up a GPU worker: its stream and, when the backend has events, its
+   ring of DP__GPU_INFLIGHT events (all or none: a short ring would
+   complicate the slots). */
+static void dp__gpu_worker_start(dp__worker *w) {
+    dp_engine *eng = w->eng;
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    w->stream_err = be->set_device ? be->set_device(w->ctx.dev_id, be->user) : 0;
+    if (!w->stream_err) w->stream_err = be->stream_create(w->ctx.dev_id, w->is_copy, &w->stream, be->user);
+    if (w->stream_err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d worker: %s", (int)w->ctx.dev_id, dp__backend_error(eng, w->stream_err));
+    else if (be->event_create && be->event_destroy && be->event_record && be->event_query)
+        while (w->nevents < DP__GPU_INFLIGHT && be->event_create(w->ctx.dev_id, &w->events[w->nevents], be->user) == 0) w->nevents++;
+    if (w->nevents && w->nevents < DP__GPU_INFLIGHT) {
+        while (w->nevents > 0) { w->nevents--; be->event_destroy(w->ctx.dev_id, w->events[w->nevents], be->user); }
+    }
+}
 /* GPU ops in flight (MXNet's ThreadedEnginePerDevice, with events instead of a
    stream synchronisation per op). An op is complete only when its stream
    work is done, but the worker need not wait for that: it records an event
@@ -4279,6 +4285,41 @@ static dp__block *dp__gpu_in_flight(dp_engine *eng, dp__worker *w, dp__block *b)
     return dp__gpu_settle(eng, w, w, 0);
 }
 
+
+/* Completes b after its function returned status, whose work was queued on
+   stream: a good op on a worker with events goes in flight (its message, if
+   any, is dropped, as dp__finish does); otherwise the stream is
+   synchronised first. */
+static dp__block *dp__gpu_finish(dp_engine *eng, dp__block *b, dp__worker *w, void *stream, int status, const char *message) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    if (status == 0 && w && w->nevents) return dp__gpu_in_flight(eng, w, b);
+    if (be->stream_synchronize) {
+        int err = be->stream_synchronize(b->ctx.dev_id, stream, be->user);
+        if (err && status == 0) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, err));
+            return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
+        }
+    }
+    return dp__finish(eng, b, status, message, w);
+}
+/* A stopped GPU worker completes what it still has in flight (this cannot
+   happen: dp_wait_all waits for those ops before a destroy stops it; but
+   settle), then frees its events. */
+static void dp__gpu_worker_drain(dp__worker *w) {
+    dp_engine *eng = w->eng;
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    while (dp__load(&w->inflight_count, DP__ACQUIRE)) {
+        dp__block *b = dp__gpu_settle(eng, w, w, 1);
+        while (b) b = dp__execute(eng, b, w);
+    }
+    while (w->nevents > 0) { w->nevents--; be->event_destroy(w->ctx.dev_id, w->events[w->nevents], be->user); }
+}
+/* Last, after the worker's completions are counted: its stream goes. */
+static void dp__gpu_worker_end(dp__worker *w) {
+    const dp_device_backend *be = w->eng->desc.gpu_backend;
+    if (!w->stream_err && be->stream_destroy) be->stream_destroy(w->ctx.dev_id, w->stream, be->user);
+}
 
 /* >>statistics ------------------------------------------------------------- */
 /* Adds up the ops g's workers have completed. */
