@@ -16,10 +16,12 @@
      6. Compile-time options
      7. Limits and non-goals
      8. API (declarations)
-     9. Implementation, its sections in file order: >>config >>platform
-        >>atomics >>memory >>handles >>pool >>failures >>trace >>schedule
-        >>queues >>execute >>workers >>dispatch >>push >>naive fast path
-        >>public >>waits >>engine >>profiler >>dot >>html >>extensions; then the
+     9. Implementation, its sections in file order: >>mxnet names >>config
+        >>platform >>atomics >>memory >>handles >>pool >>failures >>trace;
+        the engine's core: >>rule >>queues >>execute >>completion >>dispatch
+        >>workers >>push >>naive fast path; after it: >>gpu >>statistics
+        >>pacing >>fairness >>public >>waits >>engine >>profiler >>dot >>html
+        >>extensions; then the
         NDARRAY half (left out by DEPENG_NO_NDARRAY; it attaches to an engine
         through dp_engine_extension only): >>files >>dtypes >>storage >>arrays >>resources >>data >>registry
         >>params >>invoke >>autograd >>builtin operators
@@ -1599,6 +1601,71 @@ DP_API dp_ndarray *dp_kv_stored(dp_kvstore *kv, int key);
 #if defined(DEPENG_IMPLEMENTATION) && !defined(DEPENG_IMPL_INCLUDED)
 #define DEPENG_IMPL_INCLUDED 1
 
+/* >>mxnet names ----------------------------------------------------------
+   For a reader who knows MXNet's engine (src/engine/threaded_engine.h and
+   its neighbours): each of its names, and what implements it here.
+
+   MXNet                                   depeng
+   Engine::NewVariable / DeleteVariable    dp_var_create / dp_var_delete: a
+                                           DP__KIND_DELETE block, dp__retire_var
+   ThreadedVar                             dp__var (>>memory)
+   ThreadedVar::head_, VersionedVarBlock   v->queue[head..tail): a ring of
+     list (pending ops, next, trigger,     dp__entry, each an op's block
+     write flag)                           address with the low bit for write
+   ThreadedVar::num_pending_reads_         v->nreaders (> 0: running reads)
+   kWriteTriggered                         DP__WRITING in v->nreaders
+   ThreadedVar::pending_write_             "a write is pending": the running
+                                           write or any queued entry (reads
+                                           queue only behind a write); the
+                                           test is dp__must_wait (>>rule)
+   ThreadedVar::AppendReadDependency       dp__append_read   (>>rule)
+   ThreadedVar::AppendWriteDependency      dp__append_write  (>>rule)
+   ThreadedVar::CompleteReadDependency     dp__complete_read (>>rule)
+   ThreadedVar::CompleteWriteDependency    dp__complete_write (>>rule)
+   ThreadedVar::to_delete_                 the handle's generation, bumped
+                                           when the deletion is pushed
+   ThreadedVar::var_exception,             dp__failure on the variable, the
+     OprBlock::opr_exception               op's block, and the engine's
+                                           unreported list (>>failures)
+   OprBlock                                dp__block (>>memory)
+   OprBlock::wait                          b->wait: unmet dependencies
+   OprBlock::decr_wait                     dp__grant (>>rule)
+   OprBlock::opr, ctx, priority            b->op or b->fn/afn, b->ctx,
+                                           b->priority
+   ThreadedOpr (NewOperator,               dp__opobj (dp_op_create,
+     DeleteOperator)                       dp_op_destroy); its const_vars and
+                                           mutable_vars: op->vars, reads first
+   ThreadedEngine::Push                    dp_op_push, dp__queue_and_go (>>push)
+   ThreadedEngine::PushAsync / PushSync    dp_push_async / dp_push_sync
+                                           (dp_push, >>push)
+   ThreadedEngine::PushToExecute           dp__dispatch, dp__dispatch_ready,
+                                           dp__route (>>dispatch)
+   ThreadedEngine::ExecuteOprBlock         dp__execute (>>execute)
+   ThreadedEngine::OnComplete              dp__finish; its loop over the
+                                           variables: dp__release_vars
+                                           (>>completion)
+   CallbackOnComplete / OnCompleteStatic   dp_completion / dp_complete
+   ThreadedEngine::WaitForVar              dp_wait_var: a DP__KIND_WAIT block
+                                           that writes the variable (>>waits)
+   ThreadedEngine::WaitForAll, pending_,   dp_wait_all, eng->seq - eng->done,
+     finished_cv_                          eng->wait_cv
+   ThreadedEnginePerDevice                 DP_ENGINE_PERDEVICE: the pools of
+                                           dp__route; a worker: dp__worker_main
+     ThreadWorkerBlock, its task queue     dp__group, dp__queue (>>queues)
+     (dmlc::ConcurrentBlockingQueue)
+     a GPU worker's stream (and events)    dp__worker.stream, the event ring
+                                           (>>gpu)
+   ThreadedEnginePooled                    DP_ENGINE_POOLED: task_group and
+                                           io_group (dp__route)
+   NaiveEngine                             DP_ENGINE_NAIVE: dp__run_here and
+                                           the naive fast path (>>naive fast
+                                           path)
+   FnProperty (kNormal, kCopyToGPU, ...)   dp_prop
+   RunContext                              dp_run_ctx
+   MXNET_CPU_WORKER_NTHREADS and the like  DEPENG_CPU_WORKER_NTHREADS, ...
+   Not in MXNet: per-worker deques and work stealing (>>queues), the
+   fairness rule (>>fairness), pacing of pushers (>>pacing). */
+
 /* >>config ------------------------------------------------------------- */
 #include <stdlib.h>
 #include <string.h>
@@ -3137,7 +3204,13 @@ static dp__block *dp__deque_steal(dp__deque *d, int *lost, int *more) {
 }
 
 
-/* >>execute --------------------------------------------------------------- */
+/* >>execute ---------------------------------------------------------------
+   The op runs (MXNet's ExecuteOprBlock). An op whose input failed is
+   skipped and passes the failure on; a sync function's return completes
+   it at once (dp__finish), an async function's op is completed by
+   dp_complete, from any thread, when its work is done; a GPU op's stream
+   work is waited for first (>>gpu). A wait block runs here too: it reports
+   its variable's failure to the thread in dp_wait_var. */
 static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for);
 static void *dp__gpu_stream(dp_engine *eng, dp__block *b, dp__worker *w, int *err);
 static dp__block *dp__gpu_no_stream(dp_engine *eng, dp__block *b, dp__worker *w, int err);
@@ -3407,7 +3480,11 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
 }
 
 /* >>dispatch --------------------------------------------------------------
-   A ready op goes where its engine, context and property say. */
+   Every route of a ready op (MXNet's PushToExecute): a wait block, and every
+   op of the naive engine, runs on the thread that made it ready; an op of
+   the threaded engines goes to the queue of the pool its engine, context
+   and property name (dp__route), or, made ready by a completion on a worker
+   of that pool, stays with that worker (dp__dispatch_ready). */
 static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy);
 /* Where a ready op runs on the threaded engines: its group, or NULL if that
    group's threads could not be started. */
@@ -3451,10 +3528,20 @@ static void dp__run_here(dp_engine *eng, dp__block *b) {
     dp__tls_naive_draining = 0;
     (void)eng;
 }
+/* Whether b runs on the thread that made it ready rather than in a pool. */
+static int dp__runs_here(const dp_engine *eng, const dp__block *b) {
+    return b->kind == DP__KIND_WAIT || eng->desc.type == DP_ENGINE_NAIVE;
+}
+/* Whether b, made ready by its own push, starts on the pushing thread: also
+   a DP_PROP_ASYNC op of the threaded engines. */
+static int dp__runs_on_pusher(const dp_engine *eng, const dp__block *b) {
+    return dp__runs_here(eng, b) || dp__prop(b) == DP_PROP_ASYNC;
+}
+/* Sends one ready op on its way; from_pusher: its own push made it ready. */
 static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
     dp__group *g;
-    if (b->kind == DP__KIND_WAIT || eng->desc.type == DP_ENGINE_NAIVE) { dp__run_here(eng, b); return; }
-    if (dp__prop(b) == DP_PROP_ASYNC && from_pusher) { dp__execute(eng, b, NULL); return; }
+    if (dp__runs_here(eng, b)) { dp__run_here(eng, b); return; }
+    if (from_pusher && dp__runs_on_pusher(eng, b)) { dp__execute(eng, b, NULL); return; }
     g = dp__route(eng, b);
     if (!g) {   /* could not start the pool: run here rather than lose the op */
         DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "running '%s' on the calling thread", b->name ? b->name : "(unnamed)");
@@ -3487,7 +3574,7 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
         dp__block *b = ready;
         dp__group *g = NULL;
         ready = dp__next(b);
-        if (b->kind != DP__KIND_WAIT && eng->desc.type != DP_ENGINE_NAIVE) g = dp__route(eng, b);
+        if (!dp__runs_here(eng, b)) g = dp__route(eng, b);
         if (g && keep_for && g == keep_for->group) {
             if (!kept) { kept = b; continue; }
             if (!g->q.prioritized && dp__deque_keep(keep_for, b)) { to_deque = 1; continue; }   /* full: to the shared queue below */
@@ -3743,7 +3830,16 @@ static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, i
 }
 
 
-/* >>push ------------------------------------------------------------------ */
+/* >>push ------------------------------------------------------------------
+   A push (MXNet's ThreadedEngine::Push and PushAsync): the op's variables
+   are resolved, deduplicated and sorted by address, a block is taken from
+   a pool with its count of unmet dependencies set to one per variable plus
+   one, the pusher's hold; then, with all of the op's variables locked, it
+   is appended to each (append read, append write) and gets its push
+   number. Grants made meanwhile never make it ready: the hold keeps it.
+   Releasing the hold last makes it ready if every variable granted at
+   once, and it is dispatched; otherwise the last grant, made by some op's
+   completion, makes it ready. */
 typedef struct dp__vref { dp__var *v; uint32_t id; int write; } dp__vref;   /* id: the handle, generation included */
 
 static int dp__vref_cmp(const void *a, const void *b) {
@@ -4046,7 +4142,7 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
         dp__block *x = b[k];
         dp_ctx ctx = x->ctx;
         dp_prop prop = dp__prop(x);
-        int direct = prop == DP_PROP_ASYNC || x->kind == DP__KIND_WAIT || eng->desc.type == DP_ENGINE_NAIVE;
+        int direct = dp__runs_on_pusher(eng, x);
         if (dp__fetch_add(&x->wait, -1, DP__ACQ_REL) != 1) { waited++; wctx = ctx; wprop = prop; continue; }
         if (direct) { dp__dispatch(eng, x, 1); continue; }
         dp__set_next(x, NULL);
@@ -4321,7 +4417,9 @@ static void dp__gpu_worker_end(dp__worker *w) {
     if (!w->stream_err && be->stream_destroy) be->stream_destroy(w->ctx.dev_id, w->stream, be->user);
 }
 
-/* >>statistics ------------------------------------------------------------- */
+/* >>statistics -------------------------------------------------------------
+   dp_engine_stats: counters kept where the work happens (each worker's own,
+   each queue's, the engine's), added up only when asked for. */
 /* Adds up the ops g's workers have completed. */
 static void dp__group_completed(dp__group *g, uint64_t *sum) {
     int i;
@@ -4360,10 +4458,43 @@ static uint64_t dp__completed_total(dp_engine *eng) {
     dp__group_completed((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), &sum);
     return sum;
 }
+DP__COLD DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
+    int i;
+    if (!eng || !out) return;
+    memset(out, 0, sizeof *out);
+    out->completed = dp__completed_total(eng);
+    out->pushed = dp__load(&eng->seq, DP__RELAXED);
+    out->pending_ops = out->pushed - dp__load(&eng->done, DP__RELAXED);
+    out->pushed += dp__load(&eng->inline_ops, DP__RELAXED);
+    out->completed += dp__load(&eng->inline_ops, DP__RELAXED);
+    out->failed = dp__load(&eng->failed, DP__RELAXED);
+    out->skipped = dp__load(&eng->skipped, DP__RELAXED);
+    out->live_vars = dp__load(&eng->vars.live, DP__RELAXED);
+    out->queue_bytes = dp__load(&eng->queue_bytes, DP__RELAXED);
+    for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) {
+        out->pool_bytes += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].bytes, DP__RELAXED);
+        out->pool_cas_retries += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].cas_retries, DP__RELAXED);
+    }
+    out->var_lock_contended = dp__load(&eng->var_lock_contended, DP__RELAXED);
+    out->op_ref_cas_retries = dp__load(&eng->op_ref_cas_retries, DP__RELAXED);
+    out->pusher_ran = dp__load(&eng->pusher_ran, DP__RELAXED);
+    for (i = 0; i < DP__MAX_DEV; i++) {
+        dp__group_contention((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), out);
+        dp__group_contention((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), out);
+        dp__group_contention((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), out);
+    }
+    dp__group_contention(eng->prio_group, out);
+    dp__group_contention(eng->task_group, out);
+    dp__group_contention((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), out);
+    for (i = 0; i < (int)DP__MAX_CHUNKS; i++) {
+        if (dp__load(&eng->vars.chunks[i], DP__RELAXED)) out->handle_bytes += eng->vars.obj_size * DP__CHUNK_SLOTS;
+        if (dp__load(&eng->ops.chunks[i], DP__RELAXED)) out->handle_bytes += eng->ops.obj_size * DP__CHUNK_SLOTS;
+    }
+}
 
-/* >>pacing ----------------------------------------------------------------- */
-/* Pacing. A thread whose pushes keep having to wait is ahead of the
-   workers: what it pushes now cannot run before what they are running.
+/* >>pacing -----------------------------------------------------------------
+   A thread whose pushes keep having to wait is ahead of the workers: what
+   it pushes now cannot run before what they are running.
    When the machine has no core to spare, it competes with them for one,
    and a worker it pushes off the core holds an op that the other workers
    soon wait for. So every DP__PACE_PUSHES waiting pushes in a row, while
@@ -5188,39 +5319,6 @@ DP__COLD DP_IMPL dp_engine_desc dp_engine_query_desc(const dp_engine *eng) {
     if (eng) return eng->desc;
     memset(&d, 0, sizeof d);
     return d;
-}
-DP__COLD DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
-    int i;
-    if (!eng || !out) return;
-    memset(out, 0, sizeof *out);
-    out->completed = dp__completed_total(eng);
-    out->pushed = dp__load(&eng->seq, DP__RELAXED);
-    out->pending_ops = out->pushed - dp__load(&eng->done, DP__RELAXED);
-    out->pushed += dp__load(&eng->inline_ops, DP__RELAXED);
-    out->completed += dp__load(&eng->inline_ops, DP__RELAXED);
-    out->failed = dp__load(&eng->failed, DP__RELAXED);
-    out->skipped = dp__load(&eng->skipped, DP__RELAXED);
-    out->live_vars = dp__load(&eng->vars.live, DP__RELAXED);
-    out->queue_bytes = dp__load(&eng->queue_bytes, DP__RELAXED);
-    for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) {
-        out->pool_bytes += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].bytes, DP__RELAXED);
-        out->pool_cas_retries += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].cas_retries, DP__RELAXED);
-    }
-    out->var_lock_contended = dp__load(&eng->var_lock_contended, DP__RELAXED);
-    out->op_ref_cas_retries = dp__load(&eng->op_ref_cas_retries, DP__RELAXED);
-    out->pusher_ran = dp__load(&eng->pusher_ran, DP__RELAXED);
-    for (i = 0; i < DP__MAX_DEV; i++) {
-        dp__group_contention((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), out);
-        dp__group_contention((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), out);
-        dp__group_contention((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), out);
-    }
-    dp__group_contention(eng->prio_group, out);
-    dp__group_contention(eng->task_group, out);
-    dp__group_contention((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), out);
-    for (i = 0; i < (int)DP__MAX_CHUNKS; i++) {
-        if (dp__load(&eng->vars.chunks[i], DP__RELAXED)) out->handle_bytes += eng->vars.obj_size * DP__CHUNK_SLOTS;
-        if (dp__load(&eng->ops.chunks[i], DP__RELAXED)) out->handle_bytes += eng->ops.obj_size * DP__CHUNK_SLOTS;
-    }
 }
 
 /* The optional process-wide engine. */
