@@ -5788,6 +5788,8 @@ static void dp__html_graph(FILE *out, dp_engine *eng) {
     fputc(']', out);
     dp__mutex_unlock(&eng->graph_mtx);
 }
+/* BEGIN GENERATED from tools/trace_page.html by tools/gen_trace_page.py
+   (make trace-page): edit the page there, not these lines. */
 /* The page up to its data: markup and style. */
 static const char *const dp__html_head[] = {
     "<!DOCTYPE html>\n",
@@ -5852,8 +5854,8 @@ static const char *const dp__html_head[] = {
     "<script type=\"application/json\" id=\"dp-trace\">\n",
     NULL
 };
-/* The page after its data: the replay script, which puts user text on the page
-   only through textContent, never as markup. */
+/* The page after its data: the replay script, which puts user text on the
+   page only through textContent, never as markup. */
 static const char *const dp__html_tail[] = {
     "</script>\n",
     "<script>\n",
@@ -6152,6 +6154,7 @@ static const char *const dp__html_tail[] = {
     "</html>\n",
     NULL
 };
+/* END GENERATED from tools/trace_page.html */
 static void dp__html_lines(FILE *out, const char *const *lines) { for (; *lines; lines++) fputs(*lines, out); }
 DP_IMPL dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *r, const char *title, FILE *out) {
     size_t i, lost;
