@@ -2882,10 +2882,6 @@ static void dp__append_write(dp_engine *eng, dp__var *v, dp__block *b, dp__block
     else dp__enqueue(v, b, 1);
     if (dp__tracing(eng)) dp__trace_var(eng, v);
 }
-/* A push appends each of its variables: reads come first in its list. */
-static void dp__append(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__block **ready) {
-    if (write) dp__append_write(eng, v, b, ready); else dp__append_read(eng, v, b, ready);
-}
 /* Complete read: the last reader grants the queued write, if any. */
 static void dp__complete_read(dp_engine *eng, dp__var *v, dp__block **ready) {
     dp__block *grant = NULL;
@@ -3917,6 +3913,14 @@ static dp_result dp__check_desc(dp_engine *eng, const dp_push_desc *d) {
     }
     return dp__check_ctx(eng, d->ctx, d->name);
 }
+/* Appends b to every one of its variables (they are locked): its reads,
+   then its writes. */
+static void dp__append_vars(dp_engine *eng, dp__block *b, dp__block **ready) {
+    dp__var **vars = dp__block_vars(b);
+    uint32_t i, n = (uint32_t)b->nread + b->nwrite;
+    for (i = 0; i < b->nread; i++) dp__append_read(eng, vars[i], b, ready);
+    for (; i < n; i++) dp__append_write(eng, vars[i], b, ready);
+}
 /* Locks (or unlocks) an op's variables in address order: reads and writes are
    each sorted, so walking both runs merged gives the global order. */
 static void dp__lock_vars(dp__block *b, int lock) {
@@ -3963,7 +3967,7 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
     }
     /* the push number; counting it makes the op pending for dp_wait_all */
     dp__store(&b->state, (dp__fetch_add(&eng->seq, 1, DP__SEQ_CST) + 1) << 2 | DP__ST_PENDING, DP__RELAXED);
-    for (i = 0; i < n; i++) dp__append(eng, vars[i], b, i >= b->nread, &ready);
+    dp__append_vars(eng, b, &ready);
     if (b->kind == DP__KIND_DELETE) dp__table_invalidate(vars[0]);  /* handle dies now */
     if (eng->desc.trace.record_graph) dp__record_graph(eng, b);
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b, 0);
@@ -4126,10 +4130,9 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
     }
     base = dp__fetch_add(&eng->seq, (uint64_t)count, DP__SEQ_CST);
     for (k = 0; k < count; k++) {
-        dp__var **bv = dp__block_vars(b[k]);
         dp__block *unused = NULL;
         dp__store(&b[k]->state, (base + (uint64_t)k + 1u) << 2 | DP__ST_PENDING, DP__RELAXED);
-        for (i = 0; i < (size_t)b[k]->nread + b[k]->nwrite; i++) dp__append(eng, bv[i], b[k], i >= b[k]->nread, &unused);
+        dp__append_vars(eng, b[k], &unused);
         if (eng->desc.trace.record_graph) dp__record_graph(eng, b[k]);
         if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b[k], 0);
         (void)unused;   /* grants during a push never reach zero: the pusher holds one */
