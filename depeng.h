@@ -1669,9 +1669,11 @@ DP_API dp_ndarray *dp_kv_stored(dp_kvstore *kv, int key);
 /* >>config ------------------------------------------------------------- */
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
+#if !defined(DEPENG_NO_NDARRAY)   /* the engine needs neither */
 #include <math.h>
 #include <errno.h>
-#include <stdarg.h>
+#endif
 #ifndef DP_ASSERT
 #include <assert.h>
 #define DP_ASSERT(c) assert(c)
