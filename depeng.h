@@ -2816,8 +2816,10 @@ DP__COLD static void dp__trace_delete(dp_engine *eng, dp__block *b, dp__var *v) 
    the grant that takes it to zero makes the op ready (it is put on the
    caller's `ready` list, for dispatch). A grant also hands the op the
    failure its variable carries (see >>failures), so a running op never
-   needs to look at its variables. Everything else in the engine is about
-   getting ready ops to threads and back. */
+   needs to look at its variables. The appends run with the variable
+   locked by the push (which locks all of an op's variables together, see
+   >>push); a completion locks its variable itself. Everything else in the
+   engine is about getting ready ops to threads and back. */
 static void dp__grant(dp__block *b, dp__block **ready) {
     if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { dp__set_next(b, *ready); *ready = b; }
 }
