@@ -3306,11 +3306,11 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
 static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n);
 
 /* The algorithm: complete every read, then every write, of op b. Each
-   completion may grant ops that wait for the variable; those whose last
-   dependency that was are added to *ready. What a write leaves on its
-   variable: the op's failure, passed on, or none (a good write replaces
-   whatever the variable held); a wait reported the failure, so it clears
-   it, unless its waiter gave up (then it stays for a later wait). */
+   completion may grant ops that wait for the variable; an op granted its
+   last unmet dependency is ready and goes on *ready. What a write leaves
+   on its variable: the op's failure, passed on, or none (a good write
+   replaces whatever the variable held); a wait reported the failure, so it
+   clears it, unless its waiter gave up (then it stays for a later wait). */
 static void dp__release_vars(dp_engine *eng, dp__block *b, dp__failure *failure, dp__block **ready) {
     dp__var **vars = dp__block_vars(b);
     dp__failure *left = failure;
