@@ -3937,7 +3937,7 @@ static void dp__lock_vars(dp__block *b, int lock) {
         if (lock) dp__spin_lock_counted(&v->lock, &b->eng->var_lock_contended); else dp__spin_unlock(&v->lock);
     }
 }
-static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop);
+static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop);   /* >>pacing */
 /* Queues a prepared block on its variables. All of the op's variables are
    locked together, in address order, so that two pushes from different
    threads are ordered the same way on every variable they share (no cycle,
