@@ -403,3 +403,11 @@ uninstall:
 	rm -f "$(DESTDIR)$(PREFIX)/include/depeng.h" "$(DESTDIR)$(PREFIX)/include/depeng_nn.h" "$(DESTDIR)$(PREFIX)/include/depeng_cuda.h" "$(DESTDIR)$(PREFIX)/include/depeng_mpi.h" "$(DESTDIR)$(PKGCONFIGDIR)/depeng.pc"
 	rm -f "$(DESTDIR)$(CMAKECONFDIR)/depengConfig.cmake" "$(DESTDIR)$(CMAKECONFDIR)/depengConfigVersion.cmake"
 	rmdir "$(DESTDIR)$(CMAKECONFDIR)" 2>/dev/null || true   # kept if something else is in it
+
+# ---- trace page
+# The replay page of dp_trace_write_html is edited in tools/trace_page.html;
+# this regenerates its string literals in depeng.h (tests/trace_page_check.sh
+# fails while the two disagree).
+.PHONY: trace-page
+trace-page:
+	python3 tools/gen_trace_page.py depeng.h tools/trace_page.html

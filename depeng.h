@@ -16,10 +16,12 @@
      6. Compile-time options
      7. Limits and non-goals
      8. API (declarations)
-     9. Implementation, its sections in file order: >>config >>platform
-        >>atomics >>memory >>handles >>pool >>failures >>trace >>schedule
-        >>queues >>execute >>workers >>dispatch >>push >>naive fast path
-        >>public >>waits >>engine >>profiler >>dot >>html >>extensions; then the
+     9. Implementation, its sections in file order: >>mxnet names >>config
+        >>platform >>atomics >>memory >>handles >>pool >>failures >>trace;
+        the engine's core: >>rule >>queues >>execute >>completion >>dispatch
+        >>workers >>push >>naive fast path; after it: >>gpu >>statistics
+        >>pacing >>fairness >>public >>waits >>engine >>profiler >>dot >>html
+        >>extensions; then the
         NDARRAY half (left out by DEPENG_NO_NDARRAY; it attaches to an engine
         through dp_engine_extension only): >>files >>dtypes >>storage >>arrays >>resources >>data >>registry
         >>params >>invoke >>extending >>builtin operators
@@ -1481,12 +1483,79 @@ DP_API void dp_nd_set_tag(dp_ndarray *a, void *tag, int index);
 #if defined(DEPENG_IMPLEMENTATION) && !defined(DEPENG_IMPL_INCLUDED)
 #define DEPENG_IMPL_INCLUDED 1
 
+/* >>mxnet names ----------------------------------------------------------
+   For a reader who knows MXNet's engine (src/engine/threaded_engine.h and
+   its neighbours): each of its names, and what implements it here.
+
+   MXNet                                   depeng
+   Engine::NewVariable / DeleteVariable    dp_var_create / dp_var_delete: a
+                                           DP__KIND_DELETE block, dp__retire_var
+   ThreadedVar                             dp__var (>>memory)
+   ThreadedVar::head_, VersionedVarBlock   v->queue[head..tail): a ring of
+     list (pending ops, next, trigger,     dp__entry, each an op's block
+     write flag)                           address with the low bit for write
+   ThreadedVar::num_pending_reads_         v->nreaders (> 0: running reads)
+   kWriteTriggered                         DP__WRITING in v->nreaders
+   ThreadedVar::pending_write_             "a write is pending": the running
+                                           write or any queued entry (reads
+                                           queue only behind a write); the
+                                           test is dp__must_wait (>>rule)
+   ThreadedVar::AppendReadDependency       dp__append_read   (>>rule)
+   ThreadedVar::AppendWriteDependency      dp__append_write  (>>rule)
+   ThreadedVar::CompleteReadDependency     dp__complete_read (>>rule)
+   ThreadedVar::CompleteWriteDependency    dp__complete_write (>>rule)
+   ThreadedVar::to_delete_                 the handle's generation, bumped
+                                           when the deletion is pushed
+   ThreadedVar::var_exception,             dp__failure on the variable, the
+     OprBlock::opr_exception               op's block, and the engine's
+                                           unreported list (>>failures)
+   OprBlock                                dp__block (>>memory)
+   OprBlock::wait                          b->wait: unmet dependencies
+   OprBlock::decr_wait                     dp__grant (>>rule)
+   OprBlock::opr, ctx, priority            b->op or b->fn/afn, b->ctx,
+                                           b->priority
+   ThreadedOpr (NewOperator,               dp__opobj (dp_op_create,
+     DeleteOperator)                       dp_op_destroy); its const_vars and
+                                           mutable_vars: op->vars, reads first
+   ThreadedEngine::Push                    dp_op_push, dp__queue_and_go (>>push)
+   ThreadedEngine::PushAsync / PushSync    dp_push_async / dp_push_sync
+                                           (dp_push, >>push)
+   ThreadedEngine::PushToExecute           dp__dispatch, dp__dispatch_ready,
+                                           dp__route (>>dispatch)
+   ThreadedEngine::ExecuteOprBlock         dp__execute (>>execute)
+   ThreadedEngine::OnComplete              dp__finish; its loop over the
+                                           variables: dp__release_vars
+                                           (>>completion)
+   CallbackOnComplete / OnCompleteStatic   dp_completion / dp_complete
+   ThreadedEngine::WaitForVar              dp_wait_var: a DP__KIND_WAIT block
+                                           that writes the variable (>>waits)
+   ThreadedEngine::WaitForAll, pending_,   dp_wait_all, eng->seq - eng->done,
+     finished_cv_                          eng->wait_cv
+   ThreadedEnginePerDevice                 DP_ENGINE_PERDEVICE: the pools of
+                                           dp__route; a worker: dp__worker_main
+     ThreadWorkerBlock, its task queue     dp__group, dp__queue (>>queues)
+     (dmlc::ConcurrentBlockingQueue)
+     a GPU worker's stream (and events)    dp__worker.stream, the event ring
+                                           (>>gpu)
+   ThreadedEnginePooled                    DP_ENGINE_POOLED: task_group and
+                                           io_group (dp__route)
+   NaiveEngine                             DP_ENGINE_NAIVE: dp__run_here and
+                                           the naive fast path (>>naive fast
+                                           path)
+   FnProperty (kNormal, kCopyToGPU, ...)   dp_prop
+   RunContext                              dp_run_ctx
+   MXNET_CPU_WORKER_NTHREADS and the like  DEPENG_CPU_WORKER_NTHREADS, ...
+   Not in MXNet: per-worker deques and work stealing (>>queues), the
+   fairness rule (>>fairness), pacing of pushers (>>pacing). */
+
 /* >>config ------------------------------------------------------------- */
 #include <stdlib.h>
 #include <string.h>
+#include <stdarg.h>
+#if !defined(DEPENG_NO_NDARRAY)   /* the engine needs neither */
 #include <math.h>
 #include <errno.h>
-#include <stdarg.h>
+#endif
 #ifndef DP_ASSERT
 #include <assert.h>
 #define DP_ASSERT(c) assert(c)
@@ -2653,11 +2722,55 @@ DP__COLD static void dp__trace_op(dp_engine *eng, dp_trace_kind kind, dp__block 
     eng->desc.trace.func(&ev, eng->desc.trace.user);
 }
 
-/* >>schedule -------------------------------------------------------------
-   The dependency algorithm. Each function below is one line of the table in
-   the header comment. "Grant" = one dependency of an op is met. A grant
-   also hands the op the failure its variable carries (see >>failures), so a
-   running op never needs to look at its variables. */
+/* desc.trace.record_graph: every pushed op with its variables, in push
+   order, for dp_trace_write_dot and the replay page. */
+DP__COLD static void dp__record_graph(dp_engine *eng, dp__block *b) {
+    uint32_t i, n = b->nread + b->nwrite;
+    dp__mutex_lock(&eng->graph_mtx);
+    if (dp__reserve(eng, &eng->graph, &eng->capgraph, eng->ngraph, sizeof *eng->graph, 64) == 0) {
+        dp__graph_rec *r = &eng->graph[eng->ngraph];
+        r->ids = (uint32_t *)dp__alloc(eng, (n ? n : 1) * sizeof(uint32_t));
+        if (r->ids) {
+            dp__var **vars = dp__block_vars(b);
+            r->seq = dp__block_seq(b); r->name = b->name; r->nread = b->nread; r->nwrite = b->nwrite;
+            for (i = 0; i < n; i++) r->ids[i] = vars[i]->handle_id;
+            eng->ngraph++;
+        }
+    }
+    dp__mutex_unlock(&eng->graph_mtx);
+}
+DP__COLD static void dp__trace_delete(dp_engine *eng, dp__block *b, dp__var *v) {
+    dp_trace_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.op_seq = dp__block_seq(b);
+    ev.kind = DP_TRACE_DELETE;
+    ev.var.id = v->handle_id;
+    ev.op_name = b->name;
+    eng->desc.trace.func(&ev, eng->desc.trace.user);
+}
+
+/* >>rule ------------------------------------------------------------------
+   The dependency algorithm, MXNet's ThreadedVar in four functions: append
+   read, append write, complete read, complete write. They work on one
+   variable, under its lock, and on the count of unmet dependencies of the
+   op they name (b->wait, MXNet's OprBlock::wait):
+
+     variable v                          op b (dp__block)
+       nreaders  granted reads running,    wait  unmet dependencies: one per
+                 or DP__WRITING while a          variable, + 1 held by the
+                 granted write runs              pusher until its push is done
+       queue     FIFO of the ops waiting
+                 for v (head..tail), the
+                 low bit set for a write
+
+   "Grant" = one dependency of an op is met: its count goes down by one, and
+   the grant that takes it to zero makes the op ready (it is put on the
+   caller's `ready` list, for dispatch). A grant also hands the op the
+   failure its variable carries (see >>failures), so a running op never
+   needs to look at its variables. The appends run with the variable
+   locked by the push (which locks all of an op's variables together, see
+   >>push); a completion locks its variable itself. Everything else in the
+   engine is about getting ready ops to threads and back. */
 static void dp__grant(dp__block *b, dp__block **ready) {
     if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { dp__set_next(b, *ready); *ready = b; }
 }
@@ -2668,10 +2781,17 @@ static void dp__grant_on_complete(dp_engine *eng, dp__block *b, dp__block **read
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_GRANT, b, 0);
     dp__grant(b, ready);
 }
-/* Whether an access must wait: a read waits behind a running write or any
-   waiting op, a write behind any running or waiting op. */
+/* The grant rule: whether an access must wait. A read waits behind a
+   running write or any waiting op, a write behind any running or waiting op.
+   (Reads queue only behind a write, so "any waiting op" means a write is
+   pending: MXNet's pending_write_.) */
 static int dp__must_wait(const dp__var *v, int write) {
     return dp__var_waiting(v) || (write ? v->nreaders != 0 : v->nreaders < 0);
+}
+/* The variable's side of a grant made at once: one more running read, or
+   the running write. */
+static void dp__var_take(dp__var *v, int write) {
+    if (write) v->nreaders = DP__WRITING; else v->nreaders++;
 }
 /* Makes room in v's queue for `more` more entries (v locked): the push
    reserves before it appends anything, so running out of memory leaves no
@@ -2696,15 +2816,25 @@ static int dp__var_reserve(dp_engine *eng, dp__var *v) { return dp__var_reserve_
 static void dp__grant_now(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__block **ready) {
     dp__failure *f = dp__var_failure(eng, v);
     if (f) dp__grant_failure(eng, b, f);
-    if (write) v->nreaders = DP__WRITING; else v->nreaders++;
+    dp__var_take(v, write);
     dp__grant(b, ready);
 }
-/* Append read: granted at once when nobody writes and nobody waits.
-   Append write: granted at once when nobody reads, writes or waits.
-   Otherwise queued (room reserved by the caller). */
-static void dp__append(dp_engine *eng, dp__var *v, dp__block *b, int write, dp__block **ready) {
-    if (!dp__must_wait(v, write)) dp__grant_now(eng, v, b, write, ready);
-    else v->queue[v->tail++ & v->mask] = (dp__entry)b | (dp__entry)(write != 0);
+/* Queues an access at the tail of v's FIFO (room reserved by the caller). */
+static void dp__enqueue(dp__var *v, dp__block *b, int write) {
+    v->queue[v->tail++ & v->mask] = (dp__entry)b | (dp__entry)(write != 0);
+}
+/* Append read: granted at once when nobody writes and nobody waits, else
+   queued. */
+static void dp__append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__block **ready) {
+    if (!dp__must_wait(v, 0)) dp__grant_now(eng, v, b, 0, ready);
+    else dp__enqueue(v, b, 0);
+    if (dp__tracing(eng)) dp__trace_var(eng, v);
+}
+/* Append write: granted at once when nobody reads, writes or waits, else
+   queued. */
+static void dp__append_write(dp_engine *eng, dp__var *v, dp__block *b, dp__block **ready) {
+    if (!dp__must_wait(v, 1)) dp__grant_now(eng, v, b, 1, ready);
+    else dp__enqueue(v, b, 1);
     if (dp__tracing(eng)) dp__trace_var(eng, v);
 }
 /* Complete read: the last reader grants the queued write, if any. */
@@ -2764,89 +2894,10 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
 }
 
 /* >>queues ---------------------------------------------------------------
-   A group's ready queue. FIFO groups (the CPU pools) use Vyukov's intrusive
-   queue: a producer appends with one atomic exchange of the tail, so pushing
-   threads never wait for each other or for a worker; consumers take from the
-   head one at a time under a spinlock, and an idle worker first peeks at the
-   head without it (dp__queue_peek), so polling an empty queue does not take
-   cache lines away from the pusher. The priority pools (CPU priority, GPU
-   compute, GPU copy) keep a binary heap under the mutex: highest priority
-   first, then push order.
-   Deques. Each worker of a FIFO pool also has a deque of its own
-   (dp__deque, a bounded Chase-Lev deque). Ops made ready by a completion on
-   one of the pool's workers stay with that worker: the first runs next
-   (dp__dispatch_ready), the others go to its deque, or to the shared queue
-   when the deque is full. Ops made ready on any other thread (a pusher, a
-   waiter, an async completion or GPU callback) go to the shared queue. A
-   worker looks at its own deque first (newest op first), then the shared
-   queue, then steals a peer's oldest op, trying the peers from a random one
-   on. So the take lock and head serve only ops that came from outside the
-   pool, and a completion's ops spread without them.
-   Order. The owner's end is LIFO: the op made ready last has its inputs in
-   this core's cache, and a fan-out is walked depth first, so few ops are
-   half done; thieves take the oldest, likely the root of the largest piece
-   of work left. A FIFO pool therefore does not run its ops in push order
-   across workers (with several workers it never did strictly), and need
-   not: MXNet's ordering rule is about ops that share a variable, and those
-   are ordered by the variable queues before they become ready. Order that
-   callers ask for, by priority, is the priority pools' (their heaps are
-   unchanged).
-   Fairness. LIFO at the owner's end and running next could each keep an op
-   waiting for ever while a long run of made-ready ops goes on above it: an
-   op pushed from outside (in the shared queue), or one left at the bottom
-   of the deque when nobody is idle to steal it (one worker, or all busy).
-   So after DP__SHARED_EVERY ops in a row taken from its own deque or run
-   next, a worker takes one op from elsewhere before it goes on: the shared
-   queue's head or its own deque's oldest op (a steal from itself: only a
-   CAS on top, which the owner may do too), each tried first in turn; the op
-   it was about to run next waits on top of its deque meanwhile (in the
-   shared queue when the deque is full). So the shared queue's head and the
-   deque's oldest op each wait at most about 2 x DP__SHARED_EVERY ops of
-   that worker. In a priority pool (no deques) a worker's run of ops run
-   next is cut the same way: the next one goes back into the heap, so an op
-   of higher priority waits at most DP__SHARED_EVERY ops (one of the same
-   priority waits for the run's ops pushed before it: the heap's order is
-   priority, then push order).
-   The deque's memory orders are those of the C11 version proved by Le, Pop,
-   Cohen and Zappa Nardelli ("Correct and Efficient Work-Stealing for Weak
-   Memory Models", PPoPP 2013), except that each of its seq_cst fences is
-   carried by the accesses beside it, made seq_cst (pop: the store lowering
-   bottom and the load of top; steal: the loads of top and bottom): the same
-   instructions on x86, checked by ThreadSanitizer (which does not model
-   fences), and the push's bottom store has to be seq_cst anyway for the
-   wake-up rule below.
-   Sleeping. A worker is running an op, spinning (looking for work) or
-   asleep on the condition variable. Spinning costs a core, waking costs a
-   system call, so the pool keeps one spinner while there is work to find:
-     - a push wakes a sleeper only when no worker is spinning (a spinner will
-       find the op; a worker that is running one might not for a long time);
-     - the last spinner to find work, if more is queued behind it or a push
-       came in since it looked, wakes one sleeper to take over the search,
-       so a burst spreads over the pool;
-     - a spinner that finds nothing pauses DP__SPIN_PAUSES times, then
-       yields DP__SPIN_YIELDS times, then sleeps. The yields matter when
-       there are more threads than cores (the default: one worker per core
-       plus the pushing thread): a spinner that shares a core with the
-       pusher gives the core back instead of starving the work's source.
-   The pool's work is its shared queue and its workers' deques: a worker
-   that puts ops in its own deque wakes a sleeper by the same rule as a push
-   (the owner would run them in the end, but it may stay busy for long, or
-   even wait for one of them), and spinners and sleepers look at every deque.
-   No wake-up is lost: a worker counts itself a sleeper before its last look
-   at the shared queue and the peers' deques, a last spinner leaves the
-   spinning count before it looks for a push or an op in a deque, and a
-   pusher appends (a worker stores its deque's bottom) before it reads
-   either count; all sequentially consistent, so one side always sees the
-   other. A worker's own deque needs no such care when a completion fills
-   it: only the worker adds to it, and it looks there before it looks
-   anywhere else. An op run next that the fairness rule sets aside in a
-   FIFO pool is announced like a push (dp__worker_set_aside), because the
-   worker then looks elsewhere first and may take the op another thread was
-   woken for. */
-#define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
-#define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
-#define DP__SHARED_EVERY 64        /* own ops in a row before a look elsewhere (see Fairness) */
-
+   Where ready ops wait for a worker (MXNet's task queues of a
+   ThreadWorkerBlock). Each group has one shared queue: a FIFO in the CPU
+   and IO pools, a priority heap in the priority pools. Each worker of a
+   FIFO pool also has a deque of its own (below). */
 static int dp__queue_init(dp_engine *eng, dp__queue *q, int prioritized) {
     memset(q, 0, sizeof *q);
     q->prioritized = prioritized;
@@ -2868,6 +2919,12 @@ static void dp__queue_destroy(dp_engine *eng, dp__queue *q) {
     dp__mutex_destroy(&q->m);
 }
 
+/* The FIFO: Vyukov's intrusive queue. A producer appends with one atomic
+   exchange of the tail, so pushing threads never wait for each other or
+   for a worker; consumers take from the head one at a time under a
+   spinlock, and an idle worker first peeks at the head without it
+   (dp__queue_peek), so polling an empty queue does not take cache lines
+   away from the pusher. */
 /* FIFO producer: appends the chain first..last (linked by next). The
    exchange is the moment the ops are in the queue; the link from the old
    tail follows, and a consumer that sees the tail moved but no link yet
@@ -2904,6 +2961,8 @@ static dp__block *dp__fifo_take(dp__queue *q, int *busy, int *more) {
     return NULL;
 }
 
+/* The heap of a priority pool (CPU priority, GPU compute, GPU copy), under
+   the queue's mutex: highest priority first, then push order. */
 static int dp__before(dp__block *a, dp__block *b) {  /* a runs first */
     int ap = dp__prop(a) == DP_PROP_GPU_PRIORITIZED, bp = dp__prop(b) == DP_PROP_GPU_PRIORITIZED;
     if (ap != bp) return ap > bp;
@@ -2942,6 +3001,14 @@ static dp__block *dp__heap_take(dp__queue *q) {   /* q->m held */
     return b;
 }
 
+/* Waking. Spinning costs a core, waking costs a system call, so a pool
+   keeps one spinning worker while there is work to find (see >>workers): a
+   push wakes a sleeper only when no worker is spinning (a spinner will find
+   the op; a worker that is running one might not for a long time). The
+   pool's work is its shared queue and its workers' deques, so a worker that
+   puts ops in its own deque wakes a sleeper by the same rule (the owner
+   would run them in the end, but it may stay busy for long, or even wait
+   for one of them). */
 /* Wakes one sleeper, if any is left unclaimed. The woken worker counts as
    spinning at once, so the next push does not wake a second one for the
    same work. */
@@ -2956,7 +3023,7 @@ static void dp__queue_wake(dp__queue *q) {
     }
     dp__mutex_unlock(&q->m);
 }
-/* After work was added to q's pool (seq_cst, see >>queues): wakes a sleeper
+/* After work was added to q's pool (seq_cst, see Waking above): wakes a sleeper
    if no worker is spinning. Reads sleepers first: its line stays put while
    the workers are busy, and with nobody asleep there is nobody to wake. */
 static void dp__queue_nudge(dp__queue *q) {
@@ -3008,8 +3075,36 @@ static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more, dp__a64
     return b;
 }
 
-/* The deque (dp__deque). Ops held: bottom - top, as a signed difference,
-   since a pop lowers bottom below top for a moment when a thief won. */
+/* The deques. Each worker of a FIFO pool has one (dp__deque, a bounded
+   Chase-Lev deque). Ops made ready by a completion on one of the pool's
+   workers stay with that worker: the first runs next (dp__dispatch_ready),
+   the others go to its deque, or to the shared queue when the deque is
+   full. Ops made ready on any other thread (a pusher, a waiter, an async
+   completion or GPU callback) go to the shared queue. A worker looks at its
+   own deque first (newest op first), then the shared queue, then steals a
+   peer's oldest op (>>workers). So the take lock and head serve only ops
+   that came from outside the pool, and a completion's ops spread without
+   them.
+   Order. The owner's end is LIFO: the op made ready last has its inputs in
+   this core's cache, and a fan-out is walked depth first, so few ops are
+   half done; thieves take the oldest, likely the root of the largest piece
+   of work left. A FIFO pool therefore does not run its ops in push order
+   across workers (with several workers it never did strictly), and need
+   not: MXNet's ordering rule is about ops that share a variable, and those
+   are ordered by the variable queues before they become ready. Order that
+   callers ask for, by priority, is the priority pools' heaps'. An op that
+   LIFO would keep waiting for ever is taken by the fairness rule
+   (>>fairness).
+   Memory orders: those of the C11 version proved by Le, Pop, Cohen and
+   Zappa Nardelli ("Correct and Efficient Work-Stealing for Weak Memory
+   Models", PPoPP 2013), except that each of its seq_cst fences is carried
+   by the accesses beside it, made seq_cst (pop: the store lowering bottom
+   and the load of top; steal: the loads of top and bottom): the same
+   instructions on x86, checked by ThreadSanitizer (which does not model
+   fences), and the push's bottom store has to be seq_cst anyway for the
+   wake-up rule (see Waking).
+   Ops held: bottom - top, as a signed difference, since a pop lowers bottom
+   below top for a moment when a thief won. */
 static int64_t dp__deque_count(uint64_t bottom, uint64_t top) { return (int64_t)(bottom - top); }
 /* Owner: adds x at the bottom; 0 when full. The slot is free: the thief
    that last read it did so before its CAS moved top past it, and the
@@ -3059,140 +3154,21 @@ static dp__block *dp__deque_steal(dp__deque *d, int *lost, int *more) {
     return x;
 }
 
-/* >>execute --------------------------------------------------------------- */
-static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher);
+
+/* >>execute ---------------------------------------------------------------
+   The op runs (MXNet's ExecuteOprBlock). An op whose input failed is
+   skipped and passes the failure on; a sync function's return completes
+   it at once (dp__finish), an async function's op is completed by
+   dp_complete, from any thread, when its work is done; a GPU op's stream
+   work is waited for first (>>gpu). A wait block runs here too: it reports
+   its variable's failure to the thread in dp_wait_var. */
 static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for);
-
-static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n);
-
-static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
-    dp__mutex_lock(&pb->m);
-    if (dp__reserve(eng, &pb->recs, &pb->cap, pb->n, sizeof *pb->recs, 1024) == 0) {
-        dp__prof_rec *r = &pb->recs[pb->n++];
-        snprintf(r->name, sizeof r->name, "%s", b->name ? b->name : "(unnamed)");
-        r->dev_type = b->ctx.dev_type ? b->ctx.dev_type : DP_DEV_CPU;
-        r->dev_id = b->ctx.dev_id;
-        r->thread = thread;
-        r->start = b->t_start;
-        r->end = end;
-    }
-    dp__mutex_unlock(&pb->m);
-}
-
-/* The stream for a GPU op run outside a GPU worker (naive / pooled engines):
-   one per device, made on first use. */
-static void *dp__shared_stream(dp_engine *eng, int dev, int *err) {
-    const dp_device_backend *be = eng->desc.gpu_backend;
-    dp__mutex_lock(&eng->create_mtx);
-    if (!eng->shared_stream_ok[dev]) {
-        *err = be->set_device ? be->set_device(dev, be->user) : 0;
-        if (!*err) *err = be->stream_create(dev, 0, &eng->shared_stream[dev], be->user);
-        if (!*err) eng->shared_stream_ok[dev] = 1;
-    } else *err = 0;
-    dp__mutex_unlock(&eng->create_mtx);
-    return eng->shared_stream[dev];
-}
-
-static const char *dp__backend_error(const dp_engine *eng, int err) {
-    const dp_device_backend *be = eng->desc.gpu_backend;
-    return be && be->error_string ? be->error_string(err, be->user) : "device backend error";
-}
-
-/* The stream a GPU op runs on: its GPU worker's own, or (naive and pooled
-   engines) the device's shared one; NULL for CPU ops. */
-static void *dp__block_stream(dp__block *b) {
-    if (b->ctx.dev_type != DP_DEV_GPU) return NULL;
-    if (b->worker && b->worker->is_gpu) return b->worker->stream;
-    return b->eng->shared_stream[b->ctx.dev_id];
-}
+static void *dp__gpu_stream(dp_engine *eng, dp__block *b, dp__worker *w, int *err);
+static dp__block *dp__gpu_no_stream(dp_engine *eng, dp__block *b, dp__worker *w, int err);
+static dp__block *dp__gpu_finish(dp_engine *eng, dp__block *b, dp__worker *w, void *stream, int status, const char *message);
 
 /* What dp_set_error writes to while a sync function runs. */
 typedef struct dp__run_state { dp__block *block; int has_message; char message[256]; } dp__run_state;
-
-/* GPU ops in flight (MXNet's ThreadedEnginePerDevice, with events instead of a
-   stream synchronisation per op). An op is complete only when its stream
-   work is done, but the worker need not wait for that: it records an event
-   behind the op's work and takes its next op. Ops on one stream finish in
-   order, so the oldest in-flight op is the only one worth asking about.
-   While the owner runs another op's function, its idle peers in the group
-   settle its ring, so a completion never waits for unrelated host work.
-   dp__gpu_settle completes w's ops whose events have passed (waiting for
-   all of them when `all`; a peer only tries the lock); it returns an op
-   their completion made ready for `self` to run next. */
-static dp__block *dp__gpu_settle(dp_engine *eng, dp__worker *w, dp__worker *self, int all) {
-    const dp_device_backend *be = eng->desc.gpu_backend;
-    dp__block *mine = NULL;
-    while (dp__load(&w->inflight_count, DP__ACQUIRE) > 0) {
-        dp__block *b, *next;
-        char msg[200];
-        int slot, err;
-        if (w != self) { if (!dp__spin_trylock(&w->inflight_lock)) break; }
-        else dp__spin_lock(&w->inflight_lock);
-        if (dp__load(&w->inflight_count, DP__RELAXED) == 0) { dp__spin_unlock(&w->inflight_lock); break; }
-        slot = w->inflight_head;
-        err = be->event_query(w->ctx.dev_id, w->events[slot], be->user);
-        if (err == DP_EVENT_PENDING) {
-            dp__spin_unlock(&w->inflight_lock);
-            if (!all) break;
-            dp__thread_yield();
-            continue;
-        }
-        b = w->inflight[slot];
-        w->inflight_head = (slot + 1) % DP__GPU_INFLIGHT;
-        dp__fetch_add(&w->inflight_count, -1, DP__RELEASE);
-        dp__spin_unlock(&w->inflight_lock);
-        if (err) snprintf(msg, sizeof msg, "GPU %d stream work: %s", (int)w->ctx.dev_id, dp__backend_error(eng, err));
-        next = dp__finish(eng, b, err ? DP_ERROR_BACKEND : 0, err ? msg : NULL, self);
-        if (next && mine) dp__dispatch(eng, next, 0);    /* run one, queue the rest */
-        else if (next) mine = next;
-    }
-    return mine;
-}
-/* An idle worker settles its group's rings (its own first); an op made
-   ready for it is returned. *pending: some ring still has ops in flight. */
-static dp__block *dp__gpu_settle_group(dp_engine *eng, dp__worker *self, int *pending) {
-    dp__group *g = self->group;
-    dp__block *mine = NULL;
-    int i;
-    *pending = 0;
-    for (i = -1; i < g->nworkers; i++) {
-        dp__worker *w = i < 0 ? self : &g->workers[i];
-        dp__block *next;
-        if ((i >= 0 && w == self) || !dp__load(&w->inflight_count, DP__ACQUIRE)) continue;   /* (a peer's nevents is its own) */
-        next = dp__gpu_settle(eng, w, self, 0);
-        if (next && mine) dp__dispatch(eng, next, 0); else if (next) mine = next;
-        *pending |= dp__load(&w->inflight_count, DP__ACQUIRE) > 0;
-    }
-    return mine;
-}
-/* Puts b in flight behind an event on w's stream; NULL, or an op to run
-   next that settling older ones made ready. Recording failed: complete b
-   the old way, with a stream synchronisation. */
-static dp__block *dp__gpu_in_flight(dp_engine *eng, dp__worker *w, dp__block *b) {
-    const dp_device_backend *be = eng->desc.gpu_backend;
-    int slot, err;
-    while (dp__load(&w->inflight_count, DP__ACQUIRE) == DP__GPU_INFLIGHT) {   /* full: the oldest must pass first */
-        dp__block *next = dp__gpu_settle(eng, w, w, 0);
-        if (next) dp__dispatch(eng, next, 0);
-        else if (dp__load(&w->inflight_count, DP__ACQUIRE) == DP__GPU_INFLIGHT) dp__thread_yield();
-    }
-    dp__spin_lock(&w->inflight_lock);
-    slot = (w->inflight_head + dp__load(&w->inflight_count, DP__RELAXED)) % DP__GPU_INFLIGHT;
-    err = be->event_record(w->ctx.dev_id, w->events[slot], w->stream, be->user);
-    if (!err) {
-        w->inflight[slot] = b;
-        dp__fetch_add(&w->inflight_count, 1, DP__RELEASE);
-    }
-    dp__spin_unlock(&w->inflight_lock);
-    if (!err) dp__queue_wake(&w->group->q);   /* a sleeping peer settles it if this worker gets busy */
-    if (err) {
-        int sync = be->stream_synchronize ? be->stream_synchronize(w->ctx.dev_id, w->stream, be->user) : 0;
-        char msg[200];
-        if (sync) snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, sync));
-        return dp__finish(eng, b, sync ? DP_ERROR_BACKEND : 0, sync ? msg : NULL, w);
-    }
-    return dp__gpu_settle(eng, w, w, 0);
-}
 
 /* Runs one ready op on this thread (w is NULL on a pushing thread). On a
    worker, returns an op that the completion made ready and that this worker
@@ -3216,16 +3192,10 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     rs.has_message = 0;
     rc.internal = &rs;
     b->worker = w;
-    if (b->ctx.dev_type == DP_DEV_GPU) {
+    if (b->ctx.dev_type == DP_DEV_GPU) {   /* see >>gpu */
         int err = 0;
-        if (w && w->is_gpu) { rc.stream = w->stream; err = w->stream_err; }
-        else rc.stream = dp__shared_stream(eng, b->ctx.dev_id, &err);
-        if (err) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "stream for GPU %d: %s", (int)b->ctx.dev_id, dp__backend_error(eng, err));
-            dp__block_set_state(b, DP__ST_RUNNING, DP__RELEASE);
-            return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
-        }
+        rc.stream = dp__gpu_stream(eng, b, w, &err);
+        if (err) return dp__gpu_no_stream(eng, b, w, err);
     }
     if (dp__load(&eng->profiling, DP__RELAXED)) b->t_start = dp__now_ns();
     else b->t_start = 0;
@@ -3242,15 +3212,7 @@ static dp__block *dp__execute(dp_engine *eng, dp__block *b, dp__worker *w) {
     }
     if (b->fn) status = b->fn(&rc, b->arg);
     dp__tls_running = prev_running;
-    if (rc.stream && status == 0 && w && w->nevents) return dp__gpu_in_flight(eng, w, b);   /* a message of a good op is dropped, as dp__finish does */
-    if (rc.stream && eng->desc.gpu_backend->stream_synchronize) {
-        int err = eng->desc.gpu_backend->stream_synchronize(b->ctx.dev_id, rc.stream, eng->desc.gpu_backend->user);
-        if (err && status == 0) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, err));
-            return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
-        }
-    }
+    if (rc.stream) return dp__gpu_finish(eng, b, w, rc.stream, status, rs.has_message ? rs.message : NULL);
     return dp__finish(eng, b, status, rs.has_message ? rs.message : NULL, w);
 }
 
@@ -3286,6 +3248,53 @@ DP__COLD static void dp__run_wait(dp_engine *eng, dp__block *b) {
     dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);
 }
 
+/* >>completion ------------------------------------------------------------
+   When an op is done (its function returned, dp_complete was called, or its
+   GPU work passed its event) dp__finish completes it: MXNet's
+   ThreadedEngine::OnComplete. The algorithm is dp__release_vars; the rest is
+   bookkeeping, each part in a function of its own. */
+static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worker *keep_for);
+static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n);
+
+/* The algorithm: complete every read, then every write, of op b. Each
+   completion may grant ops that wait for the variable; an op granted its
+   last unmet dependency is ready and goes on *ready. What a write leaves
+   on its variable: the op's failure, passed on, or none (a good write
+   replaces whatever the variable held); a wait reported the failure, so it
+   clears it, unless its waiter gave up (then it stays for a later wait). */
+static void dp__release_vars(dp_engine *eng, dp__block *b, dp__failure *failure, dp__block **ready) {
+    dp__var **vars = dp__block_vars(b);
+    dp__failure *left = failure;
+    uint32_t i;
+    if (b->kind == DP__KIND_WAIT && !((dp__waiter *)b->arg)->abandoned) left = NULL;
+    for (i = 0; i < b->nread; i++) dp__complete_read(eng, vars[i], ready);
+    for (i = b->nread; i < b->nread + b->nwrite; i++) dp__complete_write(eng, vars[i], left, ready);
+}
+/* A deletion (MXNet's DeleteVariable) is a write that retires its variable
+   instead of completing: no op can wait behind it, since the handle died
+   when it was pushed. It drops the variable's failure and frees the slot. */
+static void dp__retire_var(dp_engine *eng, dp__block *b) {
+    dp__var *v = dp__block_vars(b)[0];
+    dp__failure *old;
+    dp__spin_lock(&v->lock);          /* dp_var_state_get may be looking */
+    old = dp__var_swap_failure(eng, v, NULL);
+    dp__spin_unlock(&v->lock);
+    dp__failure_release(eng, old);
+    if (dp__tracing(eng)) dp__trace_delete(eng, b, v);
+    v->nreaders = 0;
+    dp__table_release(eng, &eng->vars, v->handle_id & DP__IDX_MASK, v);
+}
+
+/* Bookkeeping. Entering and leaving: a finisher on a thread that is not one
+   of this engine's workers (an async completion, the naive engine) may
+   still touch eng after the last completion is counted, so destroy waits
+   until none is left. Workers are joined before the engine is freed, so
+   they need no count. Returns the calling worker, or NULL. */
+static dp__worker *dp__finish_enter(dp_engine *eng) {
+    dp__worker *w = dp__tls_worker && dp__tls_worker->eng == eng ? dp__tls_worker : NULL;
+    if (!w) dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);
+    return w;
+}
 /* Counts n completions. When someone waits for everything and nothing is
    left, wake them. */
 static void dp__count_done(dp_engine *eng, uint64_t n) {
@@ -3331,7 +3340,102 @@ static void dp__worker_flush(dp_engine *eng, dp__worker *w) {
     dp__worker_release_ops(eng, w);
     if (w->unflushed) { uint64_t n = w->unflushed; w->unflushed = 0; dp__count_done(eng, n); }
 }
+/* Counts the completion: the last thing a finisher does, since a waiter may
+   destroy the engine once every completion is counted (a worker's count
+   waits for dp__worker_flush). */
+static void dp__finish_leave(dp_engine *eng, dp__worker *w) {
+    if (w) w->unflushed++;
+    else {
+        dp__count_done(eng, 1);
+        dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);   /* last touch of eng */
+    }
+}
+/* Failure: what b completes with, held by b until dp__drop_failure. Its
+   own when it failed (status != 0), else what a grant passed on from an
+   input, unless it is a NO_SKIP op that made good outputs of failed input. */
+static dp__failure *dp__settle_failure(dp_engine *eng, dp__block *b, int status, const char *message) {
+    dp__failure *failure = dp__block_failure(b);
+    if (failure && status == 0 && dp__no_skip(b)) {
+        dp__failure_release(eng, failure);
+        failure = NULL;
+        dp__store(&b->failure, NULL, DP__RELAXED);
+    }
+    if (status != 0 && !failure) {
+        failure = dp__failure_new(eng, b->name, status, message);
+        dp__store(&b->failure, (void *)failure, DP__RELAXED);
+    }
+    return failure;
+}
+static void dp__drop_failure(dp_engine *eng, dp__block *b, dp__failure *failure) {
+    if (failure) { dp__failure_release(eng, failure); dp__store(&b->failure, NULL, DP__RELAXED); }
+}
+/* Profiling: one record per run, from when dp__execute started it (only
+   while the profiler was on: t_start is 0 otherwise) until now. */
+static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block *b, int thread, uint64_t end) {
+    dp__mutex_lock(&pb->m);
+    if (dp__reserve(eng, &pb->recs, &pb->cap, pb->n, sizeof *pb->recs, 1024) == 0) {
+        dp__prof_rec *r = &pb->recs[pb->n++];
+        snprintf(r->name, sizeof r->name, "%s", b->name ? b->name : "(unnamed)");
+        r->dev_type = b->ctx.dev_type ? b->ctx.dev_type : DP_DEV_CPU;
+        r->dev_id = b->ctx.dev_id;
+        r->thread = thread;
+        r->start = b->t_start;
+        r->end = end;
+    }
+    dp__mutex_unlock(&pb->m);
+}
+static void dp__profile_end(dp_engine *eng, dp__block *b) {
+    if (b->t_start && b->kind != DP__KIND_WAIT) {
+        dp__worker *bw = b->worker;
+        dp__prof_add(bw ? &bw->prof : &eng->inline_prof, eng, b, bw ? bw->global_index : -1, dp__now_ns());
+    }
+}
+/* Block return and counters: the block goes back to its pool, and the
+   pre-created op it ran (if any) loses the run's reference; on a worker
+   both in batches. Once back in its pool the block may be reused by
+   another push at once. */
+static void dp__recycle_block(dp_engine *eng, dp__block *b, dp__worker *w) {
+    dp__opobj *op = b->op;
+    if (w) {
+        dp__store(&w->completed, dp__load(&w->completed, DP__RELAXED) + 1, DP__RELAXED);
+        dp__worker_put(eng, w, b);
+    } else {
+        dp__fetch_add(&eng->completed_inline, 1, DP__RELAXED);
+        dp__pool_put(eng, b);
+    }
+    if (op && w) dp__worker_unref_op(eng, w, op);
+    else if (op) dp__op_unref(eng, op, 1);
+}
 
+/* Completes b: settles its failure, releases its variables (which may make
+   ops ready) and dispatches those; returns the one this worker should run
+   next (see dp__dispatch_ready), if keep_for is set. The order matters: the
+   cleanup runs before the variables are released, so a waiter sees it
+   done; the block is recycled before the ops it made ready are dispatched;
+   the completion is counted last. */
+static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for) {
+    dp__worker *w = dp__finish_enter(eng);
+    dp__block *ready = NULL, *kept;
+    dp__failure *failure = dp__settle_failure(eng, b, status, message);
+    dp__profile_end(eng, b);
+    dp__block_cleanup(b);
+    if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_COMPLETE, b, status);
+    dp__block_set_state(b, DP__ST_DONE, DP__RELAXED);
+    if (b->kind == DP__KIND_DELETE) dp__retire_var(eng, b);
+    else dp__release_vars(eng, b, failure, &ready);
+    dp__drop_failure(eng, b, failure);
+    dp__recycle_block(eng, b, w);
+    kept = dp__dispatch_ready(eng, ready, keep_for);
+    dp__finish_leave(eng, w);
+    return kept;
+}
+
+/* >>dispatch --------------------------------------------------------------
+   Every route of a ready op (MXNet's PushToExecute): a wait block, and every
+   op of the naive engine, runs on the thread that made it ready; an op of
+   the threaded engines goes to the queue of the pool its engine, context
+   and property name (dp__route), or, made ready by a completion on a worker
+   of that pool, stays with that worker (dp__dispatch_ready). */
 static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy);
 /* Where a ready op runs on the threaded engines: its group, or NULL if that
    group's threads could not be started. */
@@ -3356,6 +3460,48 @@ static dp__group *dp__route(dp_engine *eng, dp__block *b) {
     }
 }
 
+/* Runs b on this thread: every op of the naive engine, and wait blocks on
+   every engine. Ops made ready while one runs wait in a thread-local list,
+   so a long chain runs in a loop, not a deep recursion (also a chain of
+   timed waits that gave up, each of which makes the next one ready). */
+static void dp__run_here(dp_engine *eng, dp__block *b) {
+    dp__set_next(b, NULL);
+    if (dp__tls_naive_tail) dp__set_next(dp__tls_naive_tail, b); else dp__tls_naive_head = b;
+    dp__tls_naive_tail = b;
+    if (dp__tls_naive_draining) return;
+    dp__tls_naive_draining = 1;
+    while (dp__tls_naive_head) {
+        dp__block *x = dp__tls_naive_head;
+        dp__tls_naive_head = dp__next(x);
+        if (!dp__tls_naive_head) dp__tls_naive_tail = NULL;
+        if (x->kind == DP__KIND_WAIT) dp__run_wait(x->eng, x); else dp__execute(x->eng, x, NULL);
+    }
+    dp__tls_naive_draining = 0;
+    (void)eng;
+}
+/* Whether b runs on the thread that made it ready rather than in a pool. */
+static int dp__runs_here(const dp_engine *eng, const dp__block *b) {
+    return b->kind == DP__KIND_WAIT || eng->desc.type == DP_ENGINE_NAIVE;
+}
+/* Whether b, made ready by its own push, starts on the pushing thread: also
+   a DP_PROP_ASYNC op of the threaded engines. */
+static int dp__runs_on_pusher(const dp_engine *eng, const dp__block *b) {
+    return dp__runs_here(eng, b) || dp__prop(b) == DP_PROP_ASYNC;
+}
+/* Sends one ready op on its way; from_pusher: its own push made it ready. */
+static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
+    dp__group *g;
+    if (dp__runs_here(eng, b)) { dp__run_here(eng, b); return; }
+    if (from_pusher && dp__runs_on_pusher(eng, b)) { dp__execute(eng, b, NULL); return; }
+    g = dp__route(eng, b);
+    if (!g) {   /* could not start the pool: run here rather than lose the op */
+        DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "running '%s' on the calling thread", b->name ? b->name : "(unnamed)");
+        dp__execute(eng, b, NULL);
+        return;
+    }
+    dp__queue_push(eng, &g->q, b, b);
+}
+
 /* Puts b, made ready on worker w for w's own FIFO pool, on top of w's
    deque (counted). 0 when the deque is full (counted as an overflow): the
    caller sends b to the shared queue. */
@@ -3369,7 +3515,7 @@ static int dp__deque_keep(dp__worker *w, dp__block *b) {
    calling thread's), the first op for that worker's own group is returned
    instead of queued: the worker runs it next, with its data still in cache
    and no queue round trip (a chain of dependent ops stays on one worker,
-   cut every DP__SHARED_EVERY ops by the fairness rule: see >>queues).
+   cut every DP__SHARED_EVERY ops by the fairness rule: see >>fairness).
    The others for its group go to its own deque in a FIFO pool (see >>queues). */
 static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worker *keep_for) {
     dp__block *kept = NULL, *first = NULL, *last = NULL;
@@ -3379,7 +3525,7 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
         dp__block *b = ready;
         dp__group *g = NULL;
         ready = dp__next(b);
-        if (b->kind != DP__KIND_WAIT && eng->desc.type != DP_ENGINE_NAIVE) g = dp__route(eng, b);
+        if (!dp__runs_here(eng, b)) g = dp__route(eng, b);
         if (g && keep_for && g == keep_for->group) {
             if (!kept) { kept = b; continue; }
             if (!g->q.prioritized && dp__deque_keep(keep_for, b)) { to_deque = 1; continue; }   /* full: to the shared queue below */
@@ -3397,84 +3543,37 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
     return kept;
 }
 
-/* Completion: record failure, release every variable, dispatch what became
-   ready, recycle the block. Returns the op this worker should run next (see
-   dp__dispatch_ready), if keep_for is set. */
-static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for) {
-    dp__block *ready = NULL, *kept;
-    uint32_t i;
-    dp__opobj *op = b->op;
-    dp__var **vars = dp__block_vars(b);
-    /* A finisher on a thread that is not one of this engine's workers (an
-       async completion, the naive engine) may still touch eng after the last
-       completion is counted; destroy waits until none is left. Workers are
-       joined before the engine is freed, so they need no count. */
-    dp__worker *w = dp__tls_worker && dp__tls_worker->eng == eng ? dp__tls_worker : NULL;
-    if (!w) dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);
-    dp__failure *failure = dp__block_failure(b);
-    if (failure && status == 0 && dp__no_skip(b)) {   /* made good outputs of failed input */
-        dp__failure_release(eng, failure);
-        failure = NULL;
-        dp__store(&b->failure, NULL, DP__RELAXED);
-    }
-    if (status != 0 && !failure) {
-        failure = dp__failure_new(eng, b->name, status, message);
-        dp__store(&b->failure, (void *)failure, DP__RELAXED);
-    }
-    if (b->t_start && b->kind != DP__KIND_WAIT) {
-        dp__worker *bw = b->worker;
-        dp__prof_add(bw ? &bw->prof : &eng->inline_prof, eng, b, bw ? bw->global_index : -1, dp__now_ns());
-    }
-    dp__block_cleanup(b);      /* before the variables: a waiter sees it done */
-    if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_COMPLETE, b, status);
-    dp__block_set_state(b, DP__ST_DONE, DP__RELAXED);
-    if (b->kind == DP__KIND_DELETE) {
-        dp__var *v = vars[0];
-        dp__failure *old;
-        dp__spin_lock(&v->lock);          /* dp_var_state_get may be looking */
-        old = dp__var_swap_failure(eng, v, NULL);
-        dp__spin_unlock(&v->lock);
-        dp__failure_release(eng, old);
-        if (dp__tracing(eng)) {
-            dp_trace_event ev;
-            memset(&ev, 0, sizeof ev);
-            ev.op_seq = dp__block_seq(b);
-            ev.kind = DP_TRACE_DELETE;
-            ev.var.id = v->handle_id;
-            ev.op_name = b->name;
-            eng->desc.trace.func(&ev, eng->desc.trace.user);
-        }
-        v->nreaders = 0;
-        dp__table_release(eng, &eng->vars, v->handle_id & DP__IDX_MASK, v);
-    } else {
-        for (i = 0; i < b->nread; i++) dp__complete_read(eng, vars[i], &ready);
-        /* a failed write passes its failure on, a good write replaces
-           whatever the variable held; a wait reported it and clears it (a
-           wait whose waiter gave up leaves it) */
-        for (i = b->nread; i < b->nread + b->nwrite; i++)
-            dp__complete_write(eng, vars[i], b->kind == DP__KIND_WAIT && !((dp__waiter *)b->arg)->abandoned ? NULL : failure, &ready);
-    }
-    if (failure) { dp__failure_release(eng, failure); dp__store(&b->failure, NULL, DP__RELAXED); }
-    if (w) {
-        dp__store(&w->completed, dp__load(&w->completed, DP__RELAXED) + 1, DP__RELAXED);
-        dp__worker_put(eng, w, b);
-    } else {
-        dp__fetch_add(&eng->completed_inline, 1, DP__RELAXED);
-        dp__pool_put(eng, b);
-    }
-    if (op && w) dp__worker_unref_op(eng, w, op);
-    else if (op) dp__op_unref(eng, op, 1);
-    kept = dp__dispatch_ready(eng, ready, keep_for);
-    /* last: a waiter may destroy the engine once every completion is counted */
-    if (w) w->unflushed++;
-    else {
-        dp__count_done(eng, 1);
-        dp__fetch_add(&eng->outside_finishers, -1, DP__RELEASE);   /* last touch of eng */
-    }
-    return kept;
-}
 
-/* >>workers ------------------------------------------------------------- */
+/* >>workers -------------------------------------------------------------
+   A worker thread (MXNet's ThreadedEnginePerDevice worker loop): takes a
+   ready op, runs it (dp__execute), and runs next what its completion made
+   ready for it. Between ops it is spinning (looking for work) or asleep on
+   its queue's condition variable:
+     - it looks at its own deque, the shared queue and its peers' deques;
+     - the last spinner to find work, if more is queued behind it or a push
+       came in since it looked, wakes one sleeper to take over the search,
+       so a burst spreads over the pool;
+     - a spinner that finds nothing pauses DP__SPIN_PAUSES times, then
+       yields DP__SPIN_YIELDS times, then sleeps. The yields matter when
+       there are more threads than cores (the default: one worker per core
+       plus the pushing thread): a spinner that shares a core with the
+       pusher gives the core back instead of starving the work's source.
+   No wake-up is lost: a worker counts itself a sleeper before its last look
+   at the shared queue and the peers' deques, a last spinner leaves the
+   spinning count before it looks for a push or an op in a deque, and a
+   pusher appends (a worker stores its deque's bottom) before it reads
+   either count; all sequentially consistent, so one side always sees the
+   other. A worker's own deque needs no such care when a completion fills
+   it: only the worker adds to it, and it looks there before it looks
+   anywhere else. */
+#define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
+#define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
+static dp__block *dp__gpu_settle_group(dp_engine *eng, dp__worker *self, int *pending);
+static void dp__gpu_worker_start(dp__worker *w);
+static void dp__gpu_worker_drain(dp__worker *w);
+static void dp__gpu_worker_end(dp__worker *w);
+static dp__block *dp__worker_fair_turn(dp__worker *w);
+static int dp__worker_defer_next(dp__worker *w, dp__block *b);
 /* Whether g's pool has work since its queue was last seen empty: a push, or
    an op in a worker's deque. Pairs with dp__queue_push and dp__queue_nudge:
    the pusher appends (a worker stores its deque's bottom), then reads
@@ -3527,56 +3626,16 @@ static dp__block *dp__steal(dp__worker *w, int *lost, int *more) {
     }
     return NULL;
 }
-/* After a streak of own ops: one op from the shared queue's head or from
-   w's own deque's oldest end, each tried first in turn (see Fairness under
-   >>queues); NULL when both are empty. */
-DP__COLD static dp__block *dp__worker_look_elsewhere(dp__worker *w) {
-    dp__queue *q = &w->group->q;
-    dp__block *b = NULL;
-    int busy, more, lost = 0, i;
-    w->own_streak = 0;
-    w->look_turn ^= 1;
-    for (i = 0; i < 2 && !b; i++) {
-        if ((w->look_turn + i) & 1) { if (dp__queue_peek(q)) b = dp__queue_try_take(q, &busy, &more, &w->queue_takes); }
-        else b = dp__deque_steal(&w->deque, &lost, &more);
-    }
-    return b;
-}
 /* The next op from w's own deque (FIFO pools), newest first; NULL when it
    is empty. After DP__SHARED_EVERY own ops in a row, an op from elsewhere
    first. */
 static dp__block *dp__worker_own(dp__worker *w) {
     dp__block *b;
     if (w->group->q.prioritized) { w->own_streak = 0; return NULL; }   /* no deque: the heap next */
-    if (w->own_streak >= DP__SHARED_EVERY && (b = dp__worker_look_elsewhere(w)) != NULL) return b;
+    if ((b = dp__worker_fair_turn(w)) != NULL) return b;
     b = dp__deque_pop(&w->deque);
     w->own_streak = b ? w->own_streak + 1 : 0;
     return b;
-}
-/* Sets b, the op w was about to run next, aside. In a priority pool, back
-   into the heap, where an op of higher priority comes first; w takes from
-   the heap next, as any spinner would, so nobody needs waking. In a FIFO
-   pool, on top of w's deque, or in the shared queue when the deque is
-   full, announced like any op made ready: w looks elsewhere first and may
-   take the op a spinner or a woken sleeper was looking for, and that one
-   must then find b. */
-DP__COLD static int dp__worker_set_aside(dp__worker *w, dp__block *b) {
-    dp__queue *q = &w->group->q;
-    if (q->prioritized) {
-        dp__mutex_lock_counted(&q->m, &q->lock_contended);
-        dp__heap_insert(w->eng, q, b);
-        dp__mutex_unlock(&q->m);
-        return 1;
-    }
-    if (dp__deque_keep(w, b)) dp__queue_nudge(q);
-    else dp__queue_push(w->eng, q, b, b);
-    return 1;
-}
-/* b is the op w's last completion left it to run next. Counted in w's
-   streak; at DP__SHARED_EVERY it is set aside (returns 1), so that w takes
-   an op from elsewhere before it runs b (see Fairness under >>queues). */
-static int dp__worker_defer_next(dp__worker *w, dp__block *b) {
-    return ++w->own_streak >= DP__SHARED_EVERY && dp__worker_set_aside(w, b);
 }
 /* Sleeps until woken (returns 1) or, having looked at the queue once more
    as a registered sleeper, finds work or the stop flag (returns 0, with *b
@@ -3609,7 +3668,7 @@ DP__COLD static int dp__worker_sleep(dp__worker *w, dp__block **b, int *busy, in
     dp__mutex_unlock(&q->m);
     return 0;
 }
-/* The next op for worker w: spin a little, then sleep (see >>queues).
+/* The next op for worker w: spin a little, then sleep (see the top of >>workers).
    NULL once the group is stopped and empty. */
 static dp__block *dp__worker_next(dp__worker *w) {
     dp__queue *q = &w->group->q;
@@ -3649,30 +3708,14 @@ static void dp__worker_main(void *arg) {
     dp_engine *eng = w->eng;
     dp__block *b;
     dp__tls_worker = w;
-    if (w->is_gpu) {   /* each GPU worker owns its stream, as in MXNet's per-device engine */
-        const dp_device_backend *be = eng->desc.gpu_backend;
-        w->stream_err = be->set_device ? be->set_device(w->ctx.dev_id, be->user) : 0;
-        if (!w->stream_err) w->stream_err = be->stream_create(w->ctx.dev_id, w->is_copy, &w->stream, be->user);
-        if (w->stream_err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d worker: %s", (int)w->ctx.dev_id, dp__backend_error(eng, w->stream_err));
-        else if (be->event_create && be->event_destroy && be->event_record && be->event_query)
-            while (w->nevents < DP__GPU_INFLIGHT && be->event_create(w->ctx.dev_id, &w->events[w->nevents], be->user) == 0) w->nevents++;
-        if (w->nevents && w->nevents < DP__GPU_INFLIGHT) {   /* all or none: a short ring would complicate the slots */
-            while (w->nevents > 0) { w->nevents--; be->event_destroy(w->ctx.dev_id, w->events[w->nevents], be->user); }
-        }
-    }
+    if (w->is_gpu) dp__gpu_worker_start(w);
     /* its own deque first (not spinning meanwhile: it is at work), then the
        search; each op, then whatever it made ready for us to run next */
     while ((b = dp__worker_own(w)) != NULL || (b = dp__worker_next(w)) != NULL)
         do b = dp__execute(eng, b, w); while (b && !dp__worker_defer_next(w, b));
-    while (dp__load(&w->inflight_count, DP__ACQUIRE)) {   /* stopped with nothing queued: cannot happen with
-                                                           ops in flight (wait_all waits for them), but settle */
-        b = dp__gpu_settle(eng, w, w, 1);
-        while (b) b = dp__execute(eng, b, w);
-    }
-    while (w->nevents > 0) { w->nevents--; eng->desc.gpu_backend->event_destroy(w->ctx.dev_id, w->events[w->nevents], eng->desc.gpu_backend->user); }
+    if (w->is_gpu) dp__gpu_worker_drain(w);
     dp__worker_flush(eng, w);
-    if (w->is_gpu && !w->stream_err && eng->desc.gpu_backend->stream_destroy)
-        eng->desc.gpu_backend->stream_destroy(w->ctx.dev_id, w->stream, eng->desc.gpu_backend->user);
+    if (w->is_gpu) dp__gpu_worker_end(w);
     dp__tls_worker = NULL;
 }
 DP__COLD static void dp__group_destroy(dp_engine *eng, dp__group *g) {
@@ -3737,41 +3780,17 @@ static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, i
     return g;
 }
 
-/* >>dispatch --------------------------------------------------------------
-   A ready op goes where its engine, context and property say. */
-/* Runs b on this thread: every op of the naive engine, and wait blocks on
-   every engine. Ops made ready while one runs wait in a thread-local list,
-   so a long chain runs in a loop, not a deep recursion (also a chain of
-   timed waits that gave up, each of which makes the next one ready). */
-static void dp__run_here(dp_engine *eng, dp__block *b) {
-    dp__set_next(b, NULL);
-    if (dp__tls_naive_tail) dp__set_next(dp__tls_naive_tail, b); else dp__tls_naive_head = b;
-    dp__tls_naive_tail = b;
-    if (dp__tls_naive_draining) return;
-    dp__tls_naive_draining = 1;
-    while (dp__tls_naive_head) {
-        dp__block *x = dp__tls_naive_head;
-        dp__tls_naive_head = dp__next(x);
-        if (!dp__tls_naive_head) dp__tls_naive_tail = NULL;
-        if (x->kind == DP__KIND_WAIT) dp__run_wait(x->eng, x); else dp__execute(x->eng, x, NULL);
-    }
-    dp__tls_naive_draining = 0;
-    (void)eng;
-}
-static void dp__dispatch(dp_engine *eng, dp__block *b, int from_pusher) {
-    dp__group *g;
-    if (b->kind == DP__KIND_WAIT || eng->desc.type == DP_ENGINE_NAIVE) { dp__run_here(eng, b); return; }
-    if (dp__prop(b) == DP_PROP_ASYNC && from_pusher) { dp__execute(eng, b, NULL); return; }
-    g = dp__route(eng, b);
-    if (!g) {   /* could not start the pool: run here rather than lose the op */
-        DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "running '%s' on the calling thread", b->name ? b->name : "(unnamed)");
-        dp__execute(eng, b, NULL);
-        return;
-    }
-    dp__queue_push(eng, &g->q, b, b);
-}
 
-/* >>push ------------------------------------------------------------------ */
+/* >>push ------------------------------------------------------------------
+   A push (MXNet's ThreadedEngine::Push and PushAsync): the op's variables
+   are resolved, deduplicated and sorted by address, a block is taken from
+   a pool with its count of unmet dependencies set to one per variable plus
+   one, the pusher's hold; then, with all of the op's variables locked, it
+   is appended to each (append read, append write) and gets its push
+   number. Grants made meanwhile never make it ready: the hold keeps it.
+   Releasing the hold last makes it ready if every variable granted at
+   once, and it is dispatched; otherwise the last grant, made by some op's
+   completion, makes it ready. */
 typedef struct dp__vref { dp__var *v; uint32_t id; int write; } dp__vref;   /* id: the handle, generation included */
 
 static int dp__vref_cmp(const void *a, const void *b) {
@@ -3848,20 +3867,13 @@ static dp_result dp__check_desc(dp_engine *eng, const dp_push_desc *d) {
     }
     return dp__check_ctx(eng, d->ctx, d->name);
 }
-DP__COLD static void dp__record_graph(dp_engine *eng, dp__block *b) {
-    uint32_t i, n = b->nread + b->nwrite;
-    dp__mutex_lock(&eng->graph_mtx);
-    if (dp__reserve(eng, &eng->graph, &eng->capgraph, eng->ngraph, sizeof *eng->graph, 64) == 0) {
-        dp__graph_rec *r = &eng->graph[eng->ngraph];
-        r->ids = (uint32_t *)dp__alloc(eng, (n ? n : 1) * sizeof(uint32_t));
-        if (r->ids) {
-            dp__var **vars = dp__block_vars(b);
-            r->seq = dp__block_seq(b); r->name = b->name; r->nread = b->nread; r->nwrite = b->nwrite;
-            for (i = 0; i < n; i++) r->ids[i] = vars[i]->handle_id;
-            eng->ngraph++;
-        }
-    }
-    dp__mutex_unlock(&eng->graph_mtx);
+/* Appends b to every one of its variables (they are locked): its reads,
+   then its writes. */
+static void dp__append_vars(dp_engine *eng, dp__block *b, dp__block **ready) {
+    dp__var **vars = dp__block_vars(b);
+    uint32_t i, n = (uint32_t)b->nread + b->nwrite;
+    for (i = 0; i < b->nread; i++) dp__append_read(eng, vars[i], b, ready);
+    for (; i < n; i++) dp__append_write(eng, vars[i], b, ready);
 }
 /* Locks (or unlocks) an op's variables in address order: reads and writes are
    each sorted, so walking both runs merged gives the global order. */
@@ -3875,95 +3887,7 @@ static void dp__lock_vars(dp__block *b, int lock) {
         if (lock) dp__spin_lock_counted(&v->lock, &b->eng->var_lock_contended); else dp__spin_unlock(&v->lock);
     }
 }
-/* Adds up the ops g's workers have completed. */
-static void dp__group_completed(dp__group *g, uint64_t *sum) {
-    int i;
-    if (g) for (i = 0; i < g->nworkers; i++) *sum += dp__load(&g->workers[i].completed, DP__RELAXED);
-}
-/* Adds g's queue contention counters to out. */
-DP__COLD static void dp__group_contention(dp__group *g, dp_engine_stats *out) {
-    int i;
-    if (!g) return;
-    out->queue_takes += (uint64_t)dp__load(&g->q.outside_takes, DP__RELAXED);
-    for (i = 0; i < g->nworkers; i++) {
-        dp__worker *w = &g->workers[i];
-        out->queue_takes += (uint64_t)dp__load(&w->queue_takes, DP__RELAXED);
-        out->deque_pushes += (uint64_t)dp__load(&w->deque_pushes, DP__RELAXED);
-        out->deque_overflows += (uint64_t)dp__load(&w->deque_overflows, DP__RELAXED);
-        out->steals += (uint64_t)dp__load(&w->steals, DP__RELAXED);
-        out->steal_retries += (uint64_t)dp__load(&w->steal_retries, DP__RELAXED);
-    }
-    out->queue_lock_contended += (uint64_t)dp__load(&g->q.lock_contended, DP__RELAXED);
-    out->queue_busy_retries += (uint64_t)dp__load(&g->q.busy_retries, DP__RELAXED);
-    out->worker_wakeups += (uint64_t)dp__load(&g->q.woken, DP__RELAXED);
-}
-/* Every op with a push number completed so far, wherever it ran: by a pool's
-   workers, or outside them (waits, async completions, the naive engine).
-   Read without stopping anyone, so a moment old. */
-static uint64_t dp__completed_total(dp_engine *eng) {
-    uint64_t sum = dp__load(&eng->completed_inline, DP__RELAXED);
-    int i;
-    for (i = 0; i < DP__MAX_DEV; i++) {
-        dp__group_completed((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), &sum);
-        dp__group_completed((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), &sum);
-        dp__group_completed((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), &sum);
-    }
-    dp__group_completed(eng->prio_group, &sum);
-    dp__group_completed(eng->task_group, &sum);
-    dp__group_completed((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), &sum);
-    return sum;
-}
-/* Pacing. A thread whose pushes keep having to wait is ahead of the
-   workers: what it pushes now cannot run before what they are running.
-   When the machine has no core to spare, it competes with them for one,
-   and a worker it pushes off the core holds an op that the other workers
-   soon wait for. So every DP__PACE_PUSHES waiting pushes in a row, while
-   more than DP__PACE_BACKLOG ops are pending and every worker of the op's
-   pool is running one, the pusher yields its core: a no-op when nothing
-   else wants it. Not with a short backlog, and not while a worker looks
-   for work or sleeps: a pusher that gave its core away then would let the
-   workers run dry. With desc.push_runs_ops the pusher works instead of
-   yielding: it runs up to DP__PACE_PUSHES ready ops of that pool, about as
-   many as it pushed since it last looked (see dp__pusher_run). */
-#define DP__PACE_PUSHES 64u
-#define DP__PACE_BACKLOG 2048u
-/* The pusher runs ready ops of g itself (desc.push_runs_ops): up to
-   DP__PACE_PUSHES, taken from the shared queue's head like a worker's, run
-   as on a thread outside the pool (dp__execute with no worker: ops they make
-   ready go to the queues, completions are counted at once). Not from the
-   workers' deques: those ops were made ready by a completion on that worker,
-   which has their data in its cache and will run them soon; taken by the
-   pusher on a machine without a spare core, W4 ran 11% slower. Stops early
-   when the queue is empty or a push into it is half done; returns how many
-   it ran. */
-DP__COLD static unsigned dp__pusher_run(dp_engine *eng, dp__group *g) {
-    unsigned i;
-    for (i = 0; i < DP__PACE_PUSHES; i++) {
-        int busy, more;
-        dp__block *b = dp__queue_peek(&g->q) ? dp__queue_try_take(&g->q, &busy, &more, NULL) : NULL;
-        if (!b) break;
-        dp__fetch_add(&eng->pusher_ran, 1, DP__RELAXED);
-        dp__execute(eng, b, NULL);
-    }
-    return i;
-}
-/* ctx and prop are the op's, read before the push let go of it: once its
-   count is released, another thread may run, recycle and reuse the block. */
-static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
-    dp__group *g;
-    /* a worker pushes outside an op only from a cleanup, in the middle of a
-       completion: it neither gives its core away nor runs ops nested there */
-    if (eng->desc.no_push_yield || dp__tls_running || dp__tls_worker || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
-    if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
-    else if (eng->desc.type == DP_ENGINE_PERDEVICE && ctx.dev_type == DP_DEV_CPU && prop == DP_PROP_NORMAL)
-        g = (dp__group *)dp__load(&eng->cpu_groups[ctx.dev_id], DP__ACQUIRE);
-    else return;
-    if (!g || dp__load(&g->q.spinning, DP__RELAXED) != 0 || dp__load(&g->q.sleepers, DP__RELAXED) != 0) return;
-    if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - dp__completed_total(eng) <= DP__PACE_BACKLOG) return;
-    if (eng->desc.push_runs_ops && dp__pusher_run(eng, g) > 0) return;
-    DEPENG_TEST_HOOK(pusher_yield);    /* without push_runs_ops, or with no ready op to run */
-    dp__thread_yield();
-}
+static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop);   /* >>pacing */
 /* Queues a prepared block on its variables. All of the op's variables are
    locked together, in address order, so that two pushes from different
    threads are ordered the same way on every variable they share (no cycle,
@@ -3997,7 +3921,7 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
     }
     /* the push number; counting it makes the op pending for dp_wait_all */
     dp__store(&b->state, (dp__fetch_add(&eng->seq, 1, DP__SEQ_CST) + 1) << 2 | DP__ST_PENDING, DP__RELAXED);
-    for (i = 0; i < n; i++) dp__append(eng, vars[i], b, i >= b->nread, &ready);
+    dp__append_vars(eng, b, &ready);
     if (b->kind == DP__KIND_DELETE) dp__table_invalidate(vars[0]);  /* handle dies now */
     if (eng->desc.trace.record_graph) dp__record_graph(eng, b);
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b, 0);
@@ -4160,10 +4084,9 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
     }
     base = dp__fetch_add(&eng->seq, (uint64_t)count, DP__SEQ_CST);
     for (k = 0; k < count; k++) {
-        dp__var **bv = dp__block_vars(b[k]);
         dp__block *unused = NULL;
         dp__store(&b[k]->state, (base + (uint64_t)k + 1u) << 2 | DP__ST_PENDING, DP__RELAXED);
-        for (i = 0; i < (size_t)b[k]->nread + b[k]->nwrite; i++) dp__append(eng, bv[i], b[k], i >= b[k]->nread, &unused);
+        dp__append_vars(eng, b[k], &unused);
         if (eng->desc.trace.record_graph) dp__record_graph(eng, b[k]);
         if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b[k], 0);
         (void)unused;   /* grants during a push never reach zero: the pusher holds one */
@@ -4176,7 +4099,7 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
         dp__block *x = b[k];
         dp_ctx ctx = x->ctx;
         dp_prop prop = dp__prop(x);
-        int direct = prop == DP_PROP_ASYNC || x->kind == DP__KIND_WAIT || eng->desc.type == DP_ENGINE_NAIVE;
+        int direct = dp__runs_on_pusher(eng, x);
         if (dp__fetch_add(&x->wait, -1, DP__ACQ_REL) != 1) { waited++; wctx = ctx; wprop = prop; continue; }
         if (direct) { dp__dispatch(eng, x, 1); continue; }
         dp__set_next(x, NULL);
@@ -4189,6 +4112,7 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
     return DP_OK;
 }
 
+
 /* >>naive fast path -------------------------------------------------------
    The naive engine runs an op on the pushing thread. When a sync op's
    variables are all free at push time, it runs at once, without an operation
@@ -4200,45 +4124,56 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
    op) takes the normal path, which also reports every error. */
 #define DP__INLINE_MAX_VARS 4
 
-/* Runs fn(arg) now if every variable in refs (sorted by address) can be
-   granted at once; returns 0, having done nothing, otherwise. */
-static int dp__run_inline(dp_engine *eng, const dp_push_desc *d, const dp__vref *refs, int n) {
-    dp_sync_fn fn = d->fn;
-    void *arg = d->arg;
-    const char *name = d->name;
-    dp_ctx ctx = d->ctx;
-    dp_run_ctx rc;
-    dp__run_state rs;
-    dp_engine *prev_running = dp__tls_running;
-    dp__block *ready = NULL;
-    dp__failure *f = NULL;
-    int i, status, ok = 1;
+/* Takes the grants of every variable in refs (sorted by address) at once,
+   by the rule (dp__must_wait), or none: 0 when one is busy, deleted or
+   carries a failure. */
+static int dp__inline_grant_all(dp_engine *eng, const dp__vref *refs, int n) {
+    int i, ok = 1;
     for (i = 0; i < n; i++) dp__spin_lock_counted(&refs[i].v->lock, &eng->var_lock_contended);
     for (i = 0; i < n && ok; i++) {
         dp__var *v = refs[i].v;
-        ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen(refs[i].id) && !dp__var_waiting(v) && !dp__var_failure(eng, v)
-             && (refs[i].write ? v->nreaders == 0 : v->nreaders >= 0);
+        ok = (uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen(refs[i].id) && !dp__must_wait(v, refs[i].write)
+             && !dp__var_failure(eng, v);
     }
-    for (i = 0; ok && i < n; i++) {
-        if (refs[i].write) refs[i].v->nreaders = DP__WRITING; else refs[i].v->nreaders++;
-    }
+    for (i = 0; ok && i < n; i++) dp__var_take(refs[i].v, refs[i].write);
     for (i = n - 1; i >= 0; i--) dp__spin_unlock(&refs[i].v->lock);
-    if (!ok) return 0;
-    dp__fetch_add(&eng->inline_ops, 1, DP__RELAXED);
-    rc.engine = eng; rc.ctx = ctx; rc.ctx.dev_type = DP_DEV_CPU; rc.stream = NULL; rc.worker = -1; rc.input_status = 0;
-    rs.block = NULL; rs.has_message = 0;
-    rc.internal = &rs;
-    dp__tls_running = eng;
-    status = fn(&rc, arg);
-    dp__tls_running = prev_running;
-    if (d->cleanup) d->cleanup(arg);
-    if (status) f = dp__failure_new(eng, name, status, rs.has_message ? rs.message : NULL);
-    for (i = 0; i < n; i++) {    /* give the grants back like any completing op */
+    return ok;
+}
+/* Gives the grants back as any completing op does (f: the op's failure, or
+   NULL), then runs or queues what that made ready. */
+static void dp__inline_release_all(dp_engine *eng, const dp__vref *refs, int n, dp__failure *f) {
+    dp__block *ready = NULL;
+    int i;
+    for (i = 0; i < n; i++) {
         if (refs[i].write) dp__complete_write(eng, refs[i].v, f, &ready);
         else dp__complete_read(eng, refs[i].v, &ready);
     }
     if (f) dp__failure_release(eng, f);           /* the reference an op block would hold */
     if (ready) dp__dispatch_ready(eng, ready, NULL);   /* last: runs what we made ready */
+}
+/* Runs fn(arg) now if every variable in refs can be granted at once;
+   returns 0, having done nothing, otherwise. */
+static int dp__run_inline(dp_engine *eng, const dp_push_desc *d, const dp__vref *refs, int n) {
+    dp_sync_fn fn = d->fn;        /* copied: the op may change or free the memory d is in */
+    void *arg = d->arg;
+    const char *name = d->name;
+    dp_cleanup_fn cleanup = d->cleanup;
+    dp_run_ctx rc;
+    dp__run_state rs;
+    dp_engine *prev_running = dp__tls_running;
+    dp__failure *f = NULL;
+    int status;
+    if (!dp__inline_grant_all(eng, refs, n)) return 0;
+    dp__fetch_add(&eng->inline_ops, 1, DP__RELAXED);
+    rc.engine = eng; rc.ctx = d->ctx; rc.ctx.dev_type = DP_DEV_CPU; rc.stream = NULL; rc.worker = -1; rc.input_status = 0;
+    rs.block = NULL; rs.has_message = 0;
+    rc.internal = &rs;
+    dp__tls_running = eng;
+    status = fn(&rc, arg);
+    dp__tls_running = prev_running;
+    if (cleanup) cleanup(arg);
+    if (status) f = dp__failure_new(eng, name, status, rs.has_message ? rs.message : NULL);
+    dp__inline_release_all(eng, refs, n, f);
     return 1;
 }
 /* Whether a push may try the fast path. The checks mirror dp__check_desc's
@@ -4256,6 +4191,382 @@ static int dp__push_inline(dp_engine *eng, const dp_push_desc *d) {
     dp__vref refs[DP__INLINE_MAX_VARS];
     int n = dp__resolve(eng, d, refs);
     return n >= 0 && dp__run_inline(eng, d, refs, n);
+}
+
+/* >>gpu --------------------------------------------------------------------
+   GPU ops. Each GPU worker owns a stream, as in MXNet's per-device engine;
+   a GPU op run outside a GPU worker (naive and pooled engines) uses its
+   device's shared stream. An op is complete when its stream work is done:
+   known from an event recorded behind it (the event ring, below), or from a
+   stream synchronisation. */
+/* The stream for a GPU op run outside a GPU worker (naive / pooled engines):
+   one per device, made on first use. */
+static void *dp__shared_stream(dp_engine *eng, int dev, int *err) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    dp__mutex_lock(&eng->create_mtx);
+    if (!eng->shared_stream_ok[dev]) {
+        *err = be->set_device ? be->set_device(dev, be->user) : 0;
+        if (!*err) *err = be->stream_create(dev, 0, &eng->shared_stream[dev], be->user);
+        if (!*err) eng->shared_stream_ok[dev] = 1;
+    } else *err = 0;
+    dp__mutex_unlock(&eng->create_mtx);
+    return eng->shared_stream[dev];
+}
+
+static const char *dp__backend_error(const dp_engine *eng, int err) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    return be && be->error_string ? be->error_string(err, be->user) : "device backend error";
+}
+
+/* The stream a GPU op runs on: its GPU worker's own, or (naive and pooled
+   engines) the device's shared one; NULL for CPU ops. */
+static void *dp__block_stream(dp__block *b) {
+    if (b->ctx.dev_type != DP_DEV_GPU) return NULL;
+    if (b->worker && b->worker->is_gpu) return b->worker->stream;
+    return b->eng->shared_stream[b->ctx.dev_id];
+}
+
+/* The stream b runs on (*err: the backend's error making it). */
+static void *dp__gpu_stream(dp_engine *eng, dp__block *b, dp__worker *w, int *err) {
+    if (w && w->is_gpu) { *err = w->stream_err; return w->stream; }
+    return dp__shared_stream(eng, b->ctx.dev_id, err);
+}
+/* Completes b as failed: it has no stream to run on. */
+static dp__block *dp__gpu_no_stream(dp_engine *eng, dp__block *b, dp__worker *w, int err) {
+    char msg[200];
+    snprintf(msg, sizeof msg, "stream for GPU %d: %s", (int)b->ctx.dev_id, dp__backend_error(eng, err));
+    dp__block_set_state(b, DP__ST_RUNNING, DP__RELEASE);
+    return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
+}
+/* Sets up a GPU worker: its stream and, when the backend has events, its
+   ring of DP__GPU_INFLIGHT events (all or none: a short ring would
+   complicate the slots). */
+static void dp__gpu_worker_start(dp__worker *w) {
+    dp_engine *eng = w->eng;
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    w->stream_err = be->set_device ? be->set_device(w->ctx.dev_id, be->user) : 0;
+    if (!w->stream_err) w->stream_err = be->stream_create(w->ctx.dev_id, w->is_copy, &w->stream, be->user);
+    if (w->stream_err) DP__LOG(eng, DP_LOG_ERROR, BACKEND, "GPU %d worker: %s", (int)w->ctx.dev_id, dp__backend_error(eng, w->stream_err));
+    else if (be->event_create && be->event_destroy && be->event_record && be->event_query)
+        while (w->nevents < DP__GPU_INFLIGHT && be->event_create(w->ctx.dev_id, &w->events[w->nevents], be->user) == 0) w->nevents++;
+    if (w->nevents && w->nevents < DP__GPU_INFLIGHT) {
+        while (w->nevents > 0) { w->nevents--; be->event_destroy(w->ctx.dev_id, w->events[w->nevents], be->user); }
+    }
+}
+/* GPU ops in flight (MXNet's ThreadedEnginePerDevice, with events instead of a
+   stream synchronisation per op). An op is complete only when its stream
+   work is done, but the worker need not wait for that: it records an event
+   behind the op's work and takes its next op. Ops on one stream finish in
+   order, so the oldest in-flight op is the only one worth asking about.
+   While the owner runs another op's function, its idle peers in the group
+   settle its ring, so a completion never waits for unrelated host work.
+   dp__gpu_settle completes w's ops whose events have passed (waiting for
+   all of them when `all`; a peer only tries the lock); it returns an op
+   their completion made ready for `self` to run next. */
+static dp__block *dp__gpu_settle(dp_engine *eng, dp__worker *w, dp__worker *self, int all) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    dp__block *mine = NULL;
+    while (dp__load(&w->inflight_count, DP__ACQUIRE) > 0) {
+        dp__block *b, *next;
+        char msg[200];
+        int slot, err;
+        if (w != self) { if (!dp__spin_trylock(&w->inflight_lock)) break; }
+        else dp__spin_lock(&w->inflight_lock);
+        if (dp__load(&w->inflight_count, DP__RELAXED) == 0) { dp__spin_unlock(&w->inflight_lock); break; }
+        slot = w->inflight_head;
+        err = be->event_query(w->ctx.dev_id, w->events[slot], be->user);
+        if (err == DP_EVENT_PENDING) {
+            dp__spin_unlock(&w->inflight_lock);
+            if (!all) break;
+            dp__thread_yield();
+            continue;
+        }
+        b = w->inflight[slot];
+        w->inflight_head = (slot + 1) % DP__GPU_INFLIGHT;
+        dp__fetch_add(&w->inflight_count, -1, DP__RELEASE);
+        dp__spin_unlock(&w->inflight_lock);
+        if (err) snprintf(msg, sizeof msg, "GPU %d stream work: %s", (int)w->ctx.dev_id, dp__backend_error(eng, err));
+        next = dp__finish(eng, b, err ? DP_ERROR_BACKEND : 0, err ? msg : NULL, self);
+        if (next && mine) dp__dispatch(eng, next, 0);    /* run one, queue the rest */
+        else if (next) mine = next;
+    }
+    return mine;
+}
+/* An idle worker settles its group's rings (its own first); an op made
+   ready for it is returned. *pending: some ring still has ops in flight. */
+static dp__block *dp__gpu_settle_group(dp_engine *eng, dp__worker *self, int *pending) {
+    dp__group *g = self->group;
+    dp__block *mine = NULL;
+    int i;
+    *pending = 0;
+    for (i = -1; i < g->nworkers; i++) {
+        dp__worker *w = i < 0 ? self : &g->workers[i];
+        dp__block *next;
+        if ((i >= 0 && w == self) || !dp__load(&w->inflight_count, DP__ACQUIRE)) continue;   /* (a peer's nevents is its own) */
+        next = dp__gpu_settle(eng, w, self, 0);
+        if (next && mine) dp__dispatch(eng, next, 0); else if (next) mine = next;
+        *pending |= dp__load(&w->inflight_count, DP__ACQUIRE) > 0;
+    }
+    return mine;
+}
+/* Puts b in flight behind an event on w's stream; NULL, or an op to run
+   next that settling older ones made ready. Recording failed: complete b
+   the old way, with a stream synchronisation. */
+static dp__block *dp__gpu_in_flight(dp_engine *eng, dp__worker *w, dp__block *b) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    int slot, err;
+    while (dp__load(&w->inflight_count, DP__ACQUIRE) == DP__GPU_INFLIGHT) {   /* full: the oldest must pass first */
+        dp__block *next = dp__gpu_settle(eng, w, w, 0);
+        if (next) dp__dispatch(eng, next, 0);
+        else if (dp__load(&w->inflight_count, DP__ACQUIRE) == DP__GPU_INFLIGHT) dp__thread_yield();
+    }
+    dp__spin_lock(&w->inflight_lock);
+    slot = (w->inflight_head + dp__load(&w->inflight_count, DP__RELAXED)) % DP__GPU_INFLIGHT;
+    err = be->event_record(w->ctx.dev_id, w->events[slot], w->stream, be->user);
+    if (!err) {
+        w->inflight[slot] = b;
+        dp__fetch_add(&w->inflight_count, 1, DP__RELEASE);
+    }
+    dp__spin_unlock(&w->inflight_lock);
+    if (!err) dp__queue_wake(&w->group->q);   /* a sleeping peer settles it if this worker gets busy */
+    if (err) {
+        int sync = be->stream_synchronize ? be->stream_synchronize(w->ctx.dev_id, w->stream, be->user) : 0;
+        char msg[200];
+        if (sync) snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, sync));
+        return dp__finish(eng, b, sync ? DP_ERROR_BACKEND : 0, sync ? msg : NULL, w);
+    }
+    return dp__gpu_settle(eng, w, w, 0);
+}
+
+
+/* Completes b after its function returned status, whose work was queued on
+   stream: a good op on a worker with events goes in flight (its message, if
+   any, is dropped, as dp__finish does); otherwise the stream is
+   synchronised first. */
+static dp__block *dp__gpu_finish(dp_engine *eng, dp__block *b, dp__worker *w, void *stream, int status, const char *message) {
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    if (status == 0 && w && w->nevents) return dp__gpu_in_flight(eng, w, b);
+    if (be->stream_synchronize) {
+        int err = be->stream_synchronize(b->ctx.dev_id, stream, be->user);
+        if (err && status == 0) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "stream synchronize: %s", dp__backend_error(eng, err));
+            return dp__finish(eng, b, DP_ERROR_BACKEND, msg, w);
+        }
+    }
+    return dp__finish(eng, b, status, message, w);
+}
+/* A stopped GPU worker completes what it still has in flight (this cannot
+   happen: dp_wait_all waits for those ops before a destroy stops it; but
+   settle), then frees its events. */
+static void dp__gpu_worker_drain(dp__worker *w) {
+    dp_engine *eng = w->eng;
+    const dp_device_backend *be = eng->desc.gpu_backend;
+    while (dp__load(&w->inflight_count, DP__ACQUIRE)) {
+        dp__block *b = dp__gpu_settle(eng, w, w, 1);
+        while (b) b = dp__execute(eng, b, w);
+    }
+    while (w->nevents > 0) { w->nevents--; be->event_destroy(w->ctx.dev_id, w->events[w->nevents], be->user); }
+}
+/* Last, after the worker's completions are counted: its stream goes. */
+static void dp__gpu_worker_end(dp__worker *w) {
+    const dp_device_backend *be = w->eng->desc.gpu_backend;
+    if (!w->stream_err && be->stream_destroy) be->stream_destroy(w->ctx.dev_id, w->stream, be->user);
+}
+
+/* >>statistics -------------------------------------------------------------
+   dp_engine_stats: counters kept where the work happens (each worker's own,
+   each queue's, the engine's), added up only when asked for. */
+/* Adds up the ops g's workers have completed. */
+static void dp__group_completed(dp__group *g, uint64_t *sum) {
+    int i;
+    if (g) for (i = 0; i < g->nworkers; i++) *sum += dp__load(&g->workers[i].completed, DP__RELAXED);
+}
+/* Adds g's queue contention counters to out. */
+DP__COLD static void dp__group_contention(dp__group *g, dp_engine_stats *out) {
+    int i;
+    if (!g) return;
+    out->queue_takes += (uint64_t)dp__load(&g->q.outside_takes, DP__RELAXED);
+    for (i = 0; i < g->nworkers; i++) {
+        dp__worker *w = &g->workers[i];
+        out->queue_takes += (uint64_t)dp__load(&w->queue_takes, DP__RELAXED);
+        out->deque_pushes += (uint64_t)dp__load(&w->deque_pushes, DP__RELAXED);
+        out->deque_overflows += (uint64_t)dp__load(&w->deque_overflows, DP__RELAXED);
+        out->steals += (uint64_t)dp__load(&w->steals, DP__RELAXED);
+        out->steal_retries += (uint64_t)dp__load(&w->steal_retries, DP__RELAXED);
+    }
+    out->queue_lock_contended += (uint64_t)dp__load(&g->q.lock_contended, DP__RELAXED);
+    out->queue_busy_retries += (uint64_t)dp__load(&g->q.busy_retries, DP__RELAXED);
+    out->worker_wakeups += (uint64_t)dp__load(&g->q.woken, DP__RELAXED);
+}
+/* Every op with a push number completed so far, wherever it ran: by a pool's
+   workers, or outside them (waits, async completions, the naive engine).
+   Read without stopping anyone, so a moment old. */
+static uint64_t dp__completed_total(dp_engine *eng) {
+    uint64_t sum = dp__load(&eng->completed_inline, DP__RELAXED);
+    int i;
+    for (i = 0; i < DP__MAX_DEV; i++) {
+        dp__group_completed((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), &sum);
+        dp__group_completed((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), &sum);
+        dp__group_completed((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), &sum);
+    }
+    dp__group_completed(eng->prio_group, &sum);
+    dp__group_completed(eng->task_group, &sum);
+    dp__group_completed((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), &sum);
+    return sum;
+}
+DP__COLD DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
+    int i;
+    if (!eng || !out) return;
+    memset(out, 0, sizeof *out);
+    out->completed = dp__completed_total(eng);
+    out->pushed = dp__load(&eng->seq, DP__RELAXED);
+    out->pending_ops = out->pushed - dp__load(&eng->done, DP__RELAXED);
+    out->pushed += dp__load(&eng->inline_ops, DP__RELAXED);
+    out->completed += dp__load(&eng->inline_ops, DP__RELAXED);
+    out->failed = dp__load(&eng->failed, DP__RELAXED);
+    out->skipped = dp__load(&eng->skipped, DP__RELAXED);
+    out->live_vars = dp__load(&eng->vars.live, DP__RELAXED);
+    out->queue_bytes = dp__load(&eng->queue_bytes, DP__RELAXED);
+    for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) {
+        out->pool_bytes += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].bytes, DP__RELAXED);
+        out->pool_cas_retries += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].cas_retries, DP__RELAXED);
+    }
+    out->var_lock_contended = dp__load(&eng->var_lock_contended, DP__RELAXED);
+    out->op_ref_cas_retries = dp__load(&eng->op_ref_cas_retries, DP__RELAXED);
+    out->pusher_ran = dp__load(&eng->pusher_ran, DP__RELAXED);
+    for (i = 0; i < DP__MAX_DEV; i++) {
+        dp__group_contention((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), out);
+        dp__group_contention((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), out);
+        dp__group_contention((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), out);
+    }
+    dp__group_contention(eng->prio_group, out);
+    dp__group_contention(eng->task_group, out);
+    dp__group_contention((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), out);
+    for (i = 0; i < (int)DP__MAX_CHUNKS; i++) {
+        if (dp__load(&eng->vars.chunks[i], DP__RELAXED)) out->handle_bytes += eng->vars.obj_size * DP__CHUNK_SLOTS;
+        if (dp__load(&eng->ops.chunks[i], DP__RELAXED)) out->handle_bytes += eng->ops.obj_size * DP__CHUNK_SLOTS;
+    }
+}
+
+/* >>pacing -----------------------------------------------------------------
+   A thread whose pushes keep having to wait is ahead of the workers: what
+   it pushes now cannot run before what they are running.
+   When the machine has no core to spare, it competes with them for one,
+   and a worker it pushes off the core holds an op that the other workers
+   soon wait for. So every DP__PACE_PUSHES waiting pushes in a row, while
+   more than DP__PACE_BACKLOG ops are pending and every worker of the op's
+   pool is running one, the pusher yields its core: a no-op when nothing
+   else wants it. Not with a short backlog, and not while a worker looks
+   for work or sleeps: a pusher that gave its core away then would let the
+   workers run dry. With desc.push_runs_ops the pusher works instead of
+   yielding: it runs up to DP__PACE_PUSHES ready ops of that pool, about as
+   many as it pushed since it last looked (see dp__pusher_run). */
+#define DP__PACE_PUSHES 64u
+#define DP__PACE_BACKLOG 2048u
+/* The pusher runs ready ops of g itself (desc.push_runs_ops): up to
+   DP__PACE_PUSHES, taken from the shared queue's head like a worker's, run
+   as on a thread outside the pool (dp__execute with no worker: ops they make
+   ready go to the queues, completions are counted at once). Not from the
+   workers' deques: those ops were made ready by a completion on that worker,
+   which has their data in its cache and will run them soon; taken by the
+   pusher on a machine without a spare core, W4 ran 11% slower. Stops early
+   when the queue is empty or a push into it is half done; returns how many
+   it ran. */
+DP__COLD static unsigned dp__pusher_run(dp_engine *eng, dp__group *g) {
+    unsigned i;
+    for (i = 0; i < DP__PACE_PUSHES; i++) {
+        int busy, more;
+        dp__block *b = dp__queue_peek(&g->q) ? dp__queue_try_take(&g->q, &busy, &more, NULL) : NULL;
+        if (!b) break;
+        dp__fetch_add(&eng->pusher_ran, 1, DP__RELAXED);
+        dp__execute(eng, b, NULL);
+    }
+    return i;
+}
+/* ctx and prop are the op's, read before the push let go of it: once its
+   count is released, another thread may run, recycle and reuse the block. */
+static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
+    dp__group *g;
+    /* a worker pushes outside an op only from a cleanup, in the middle of a
+       completion: it neither gives its core away nor runs ops nested there */
+    if (eng->desc.no_push_yield || dp__tls_running || dp__tls_worker || ++dp__tls_pushes_waiting % DP__PACE_PUSHES != 0) return;
+    if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
+    else if (eng->desc.type == DP_ENGINE_PERDEVICE && ctx.dev_type == DP_DEV_CPU && prop == DP_PROP_NORMAL)
+        g = (dp__group *)dp__load(&eng->cpu_groups[ctx.dev_id], DP__ACQUIRE);
+    else return;
+    if (!g || dp__load(&g->q.spinning, DP__RELAXED) != 0 || dp__load(&g->q.sleepers, DP__RELAXED) != 0) return;
+    if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - dp__completed_total(eng) <= DP__PACE_BACKLOG) return;
+    if (eng->desc.push_runs_ops && dp__pusher_run(eng, g) > 0) return;
+    DEPENG_TEST_HOOK(pusher_yield);    /* without push_runs_ops, or with no ready op to run */
+    dp__thread_yield();
+}
+
+/* >>fairness ---------------------------------------------------------------
+   LIFO at the owner's end of a deque and running next could each keep an op
+   waiting for ever while a long run of made-ready ops goes on above it: an
+   op pushed from outside (in the shared queue), or one left at the bottom
+   of the deque when nobody is idle to steal it (one worker, or all busy).
+   So after DP__SHARED_EVERY ops in a row taken from its own deque or run
+   next, a worker takes one op from elsewhere before it goes on: the shared
+   queue's head or its own deque's oldest op (a steal from itself: only a
+   CAS on top, which the owner may do too), each tried first in turn; the op
+   it was about to run next waits on top of its deque meanwhile (in the
+   shared queue when the deque is full). So the shared queue's head and the
+   deque's oldest op each wait at most about 2 x DP__SHARED_EVERY ops of
+   that worker. In a priority pool (no deques) a worker's run of ops run
+   next is cut the same way: the next one goes back into the heap, so an op
+   of higher priority waits at most DP__SHARED_EVERY ops (one of the same
+   priority waits for the run's ops pushed before it: the heap's order is
+   priority, then push order).
+   An op run next that this rule sets aside in a FIFO pool is announced like
+   a push (dp__worker_set_aside), because the worker then looks elsewhere
+   first and may take the op another thread was woken for. */
+#define DP__SHARED_EVERY 64        /* own ops in a row before a look elsewhere */
+/* After a streak of own ops: one op from the shared queue's head or from
+   w's own deque's oldest end, each tried first in turn; NULL when both are
+   empty. */
+DP__COLD static dp__block *dp__worker_look_elsewhere(dp__worker *w) {
+    dp__queue *q = &w->group->q;
+    dp__block *b = NULL;
+    int busy, more, lost = 0, i;
+    w->own_streak = 0;
+    w->look_turn ^= 1;
+    for (i = 0; i < 2 && !b; i++) {
+        if ((w->look_turn + i) & 1) { if (dp__queue_peek(q)) b = dp__queue_try_take(q, &busy, &more, &w->queue_takes); }
+        else b = dp__deque_steal(&w->deque, &lost, &more);
+    }
+    return b;
+}
+/* Whether w's streak of own ops has reached DP__SHARED_EVERY: then an op
+   from elsewhere, or NULL when there is none (the streak starts again). */
+static dp__block *dp__worker_fair_turn(dp__worker *w) {
+    return w->own_streak >= DP__SHARED_EVERY ? dp__worker_look_elsewhere(w) : NULL;
+}
+/* Sets b, the op w was about to run next, aside. In a priority pool, back
+   into the heap, where an op of higher priority comes first; w takes from
+   the heap next, as any spinner would, so nobody needs waking. In a FIFO
+   pool, on top of w's deque, or in the shared queue when the deque is
+   full, announced like any op made ready: w looks elsewhere first and may
+   take the op a spinner or a woken sleeper was looking for, and that one
+   must then find b. */
+DP__COLD static int dp__worker_set_aside(dp__worker *w, dp__block *b) {
+    dp__queue *q = &w->group->q;
+    if (q->prioritized) {
+        dp__mutex_lock_counted(&q->m, &q->lock_contended);
+        dp__heap_insert(w->eng, q, b);
+        dp__mutex_unlock(&q->m);
+        return 1;
+    }
+    if (dp__deque_keep(w, b)) dp__queue_nudge(q);
+    else dp__queue_push(w->eng, q, b, b);
+    return 1;
+}
+/* b is the op w's last completion left it to run next. Counted in w's
+   streak; at DP__SHARED_EVERY it is set aside (returns 1), so that w takes
+   an op from elsewhere before it runs b. */
+static int dp__worker_defer_next(dp__worker *w, dp__block *b) {
+    return ++w->own_streak >= DP__SHARED_EVERY && dp__worker_set_aside(w, b);
 }
 
 /* >>public ---------------------------------------------------------------- */
@@ -4959,39 +5270,6 @@ DP__COLD DP_IMPL dp_engine_desc dp_engine_query_desc(const dp_engine *eng) {
     memset(&d, 0, sizeof d);
     return d;
 }
-DP__COLD DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
-    int i;
-    if (!eng || !out) return;
-    memset(out, 0, sizeof *out);
-    out->completed = dp__completed_total(eng);
-    out->pushed = dp__load(&eng->seq, DP__RELAXED);
-    out->pending_ops = out->pushed - dp__load(&eng->done, DP__RELAXED);
-    out->pushed += dp__load(&eng->inline_ops, DP__RELAXED);
-    out->completed += dp__load(&eng->inline_ops, DP__RELAXED);
-    out->failed = dp__load(&eng->failed, DP__RELAXED);
-    out->skipped = dp__load(&eng->skipped, DP__RELAXED);
-    out->live_vars = dp__load(&eng->vars.live, DP__RELAXED);
-    out->queue_bytes = dp__load(&eng->queue_bytes, DP__RELAXED);
-    for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) {
-        out->pool_bytes += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].bytes, DP__RELAXED);
-        out->pool_cas_retries += dp__load(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES].cas_retries, DP__RELAXED);
-    }
-    out->var_lock_contended = dp__load(&eng->var_lock_contended, DP__RELAXED);
-    out->op_ref_cas_retries = dp__load(&eng->op_ref_cas_retries, DP__RELAXED);
-    out->pusher_ran = dp__load(&eng->pusher_ran, DP__RELAXED);
-    for (i = 0; i < DP__MAX_DEV; i++) {
-        dp__group_contention((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), out);
-        dp__group_contention((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), out);
-        dp__group_contention((dp__group *)dp__load(&eng->copy_groups[i], DP__ACQUIRE), out);
-    }
-    dp__group_contention(eng->prio_group, out);
-    dp__group_contention(eng->task_group, out);
-    dp__group_contention((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), out);
-    for (i = 0; i < (int)DP__MAX_CHUNKS; i++) {
-        if (dp__load(&eng->vars.chunks[i], DP__RELAXED)) out->handle_bytes += eng->vars.obj_size * DP__CHUNK_SLOTS;
-        if (dp__load(&eng->ops.chunks[i], DP__RELAXED)) out->handle_bytes += eng->ops.obj_size * DP__CHUNK_SLOTS;
-    }
-}
 
 /* The optional process-wide engine. */
 static dp__spinlock dp__default_lock;
@@ -5460,6 +5738,8 @@ static void dp__html_graph(FILE *out, dp_engine *eng) {
     fputc(']', out);
     dp__mutex_unlock(&eng->graph_mtx);
 }
+/* BEGIN GENERATED from tools/trace_page.html by tools/gen_trace_page.py
+   (make trace-page): edit the page there, not these lines. */
 /* The page up to its data: markup and style. */
 static const char *const dp__html_head[] = {
     "<!DOCTYPE html>\n",
@@ -5524,8 +5804,8 @@ static const char *const dp__html_head[] = {
     "<script type=\"application/json\" id=\"dp-trace\">\n",
     NULL
 };
-/* The page after its data: the replay script, which puts user text on the page
-   only through textContent, never as markup. */
+/* The page after its data: the replay script, which puts user text on the
+   page only through textContent, never as markup. */
 static const char *const dp__html_tail[] = {
     "</script>\n",
     "<script>\n",
@@ -5824,6 +6104,7 @@ static const char *const dp__html_tail[] = {
     "</html>\n",
     NULL
 };
+/* END GENERATED from tools/trace_page.html */
 static void dp__html_lines(FILE *out, const char *const *lines) { for (; *lines; lines++) fputs(*lines, out); }
 DP_IMPL dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *r, const char *title, FILE *out) {
     size_t i, lost;
