@@ -21,15 +21,15 @@
         the engine's core: >>rule >>queues >>execute >>completion >>dispatch
         >>workers >>push >>naive fast path; after it: >>gpu >>statistics
         >>pacing >>fairness >>public >>waits >>engine >>profiler >>dot >>html
-        >>extensions; then the
-        NDARRAY half (left out by DEPENG_NO_NDARRAY; it attaches to an engine
-        through dp_engine_extension only): >>files >>dtypes >>storage >>arrays >>resources >>data >>registry
-        >>params >>invoke >>extending >>builtin operators
-        >>gradients of the element-wise operators >>reductions
-        >>softmax, transpose, concat, one_hot >>random operators >>gemm
-        >>dot product >>copy, reshape and the optimizer updates >>take and
-        accuracy; training networks (autograd, optimizer objects, layers, symbols, the
-        executor, the KVStore) is depeng_nn.h, built on this header's API.
+        >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
+        it attaches to an engine through dp_engine_extension only): >>files
+        >>dtypes >>storage >>arrays >>resources >>data >>registry >>params
+        >>invoke >>extending >>builtin operators >>gradients of the
+        element-wise operators >>reductions >>softmax, transpose, concat,
+        one_hot >>random operators >>gemm >>dot product >>copy, reshape and
+        the optimizer updates >>take and accuracy; training networks
+        (autograd, optimizer objects, layers, symbols, the executor, the
+        KVStore) is depeng_nn.h, built on this header's API.
 
    1. QUICK START
 
@@ -237,8 +237,7 @@ extern "C" {
               dp_trace_recorder_mark dp_trace_write_html dp_trace_recorder_destroy
      misc     dp_result_string dp_log_stderr dp_last_error dp_last_error_item dp_clear_last_error
               dp_set_default_logger dp_log_add_items dp_log dp_engine_alloc dp_engine_free dp_thread_yield
-              dp_engine_gpu_count
-              dp_atomic_load dp_atomic_store dp_atomic_add dp_atomic_exchange
+              dp_engine_gpu_count (and, inline, the four atomic calls)
      arrays   dp_dtype_size dp_dtype_name dp_shape_size
               dp_nd_empty dp_nd_zeros dp_nd_ones dp_nd_full dp_nd_arange dp_nd_from_host
               dp_nd_read dp_nd_write dp_nd_wait_to_read dp_nd_wait_to_write
@@ -825,12 +824,22 @@ DP_API int dp_engine_gpu_count(const dp_engine *eng);
    (sequentially consistent) calls. Zero-initialise it or store into it
    before other threads see it. */
 typedef struct dp_atomic_int { int32_t value_; } dp_atomic_int;
-DP_API int32_t dp_atomic_load(const dp_atomic_int *a);
-DP_API void dp_atomic_store(dp_atomic_int *a, int32_t v);
-/* Adds delta; returns the value before. */
-DP_API int32_t dp_atomic_add(dp_atomic_int *a, int32_t delta);
-/* Stores v; returns the value before. */
-DP_API int32_t dp_atomic_exchange(dp_atomic_int *a, int32_t v);
+/* load, store, add (returns the value before) and exchange (the same):
+   inline, so a program that uses none carries none. */
+#if defined(__GNUC__) || defined(__clang__)
+static inline int32_t dp_atomic_load(const dp_atomic_int *a) { return __atomic_load_n(&a->value_, __ATOMIC_SEQ_CST); }
+static inline void dp_atomic_store(dp_atomic_int *a, int32_t v) { __atomic_store_n(&a->value_, v, __ATOMIC_SEQ_CST); }
+static inline int32_t dp_atomic_add(dp_atomic_int *a, int32_t d) { return __atomic_fetch_add(&a->value_, d, __ATOMIC_SEQ_CST); }
+static inline int32_t dp_atomic_exchange(dp_atomic_int *a, int32_t v) { return __atomic_exchange_n(&a->value_, v, __ATOMIC_SEQ_CST); }
+#elif defined(_MSC_VER)
+#include <intrin.h>
+static __inline int32_t dp_atomic_load(const dp_atomic_int *a) { return (int32_t)_InterlockedOr((volatile long *)(uintptr_t)&a->value_, 0); }
+static __inline void dp_atomic_store(dp_atomic_int *a, int32_t v) { (void)_InterlockedExchange((volatile long *)&a->value_, v); }
+static __inline int32_t dp_atomic_add(dp_atomic_int *a, int32_t d) { return (int32_t)_InterlockedExchangeAdd((volatile long *)&a->value_, d); }
+static __inline int32_t dp_atomic_exchange(dp_atomic_int *a, int32_t v) { return (int32_t)_InterlockedExchange((volatile long *)&a->value_, v); }
+#else
+#error "depeng: dp_atomic_int needs GCC, Clang or MSVC atomics"
+#endif
 
 /* ---- extensions -------------------------------------------------------- */
 /* Per-engine state of a layer built on the engine. The array layer below is
@@ -2356,29 +2365,14 @@ DP_IMPL void dp_thread_yield(void) { dp__thread_yield(); }
 DP_IMPL int dp_engine_gpu_count(const dp_engine *eng) { return eng ? eng->gpu_count : 0; }
 /* 64-byte aligned memory (array storage): the allocator's, else the
    platform's aligned allocation. */
-static void *dp__alloc_aligned(const dp_engine *eng, size_t size) {
+DP__PRIVATE void *dp__alloc_aligned(const dp_engine *eng, size_t size) {
     if (eng->desc.allocator.alloc) return eng->desc.allocator.alloc(size, 64, eng->desc.allocator.user);
     return dp__aligned_alloc(64, size);
 }
-static void dp__free_aligned(const dp_engine *eng, void *p, size_t size) {
+DP__PRIVATE void dp__free_aligned(const dp_engine *eng, void *p, size_t size) {
     if (eng->desc.allocator.free) eng->desc.allocator.free(p, size, eng->desc.allocator.user);
     else dp__aligned_free(p);
 }
-/* dp_atomic_int: GCC and Clang's __atomic builtins on the plain field (the
-   same instructions as the engine's own atomics); elsewhere (MSVC's C) the
-   engine's atomics over it, which have the same size and alignment. */
-#if defined(__GNUC__) || defined(__clang__)
-DP_IMPL int32_t dp_atomic_load(const dp_atomic_int *a) { return __atomic_load_n(&a->value_, __ATOMIC_SEQ_CST); }
-DP_IMPL void dp_atomic_store(dp_atomic_int *a, int32_t v) { __atomic_store_n(&a->value_, v, __ATOMIC_SEQ_CST); }
-DP_IMPL int32_t dp_atomic_add(dp_atomic_int *a, int32_t delta) { return __atomic_fetch_add(&a->value_, delta, __ATOMIC_SEQ_CST); }
-DP_IMPL int32_t dp_atomic_exchange(dp_atomic_int *a, int32_t v) { return __atomic_exchange_n(&a->value_, v, __ATOMIC_SEQ_CST); }
-#else
-DP_IMPL int32_t dp_atomic_load(const dp_atomic_int *a) { return dp__load((dp__a32 *)(uintptr_t)a, DP__SEQ_CST); }
-DP_IMPL void dp_atomic_store(dp_atomic_int *a, int32_t v) { dp__store((dp__a32 *)(void *)a, v, DP__SEQ_CST); }
-DP_IMPL int32_t dp_atomic_add(dp_atomic_int *a, int32_t delta) { return dp__fetch_add((dp__a32 *)(void *)a, delta, DP__SEQ_CST); }
-DP_IMPL int32_t dp_atomic_exchange(dp_atomic_int *a, int32_t v) { return dp__exchange((dp__a32 *)(void *)a, v, DP__SEQ_CST); }
-#endif
-typedef char dp__atomic_int_fits[sizeof(dp_atomic_int) == sizeof(dp__a32) ? 1 : -1];
 
 /* Makes room for one more element in a growable array (doubling, first
    capacity `first`). Returns 0 when there is room, -1 if out of memory (the
