@@ -94,8 +94,8 @@
      Running on the pusher (desc.push_runs_ops = 1, off by default): under the
      same conditions, instead of yielding, the pushing thread takes up to 64
      ready ops from the shared queue of the CPU pool its op goes to and runs
-     them itself before dp_push / dp_op_push (or dp_push_batch /
-     dp_op_push_n, up to 64 per waiting op of the batch) returns (OpenMP's
+     them itself before dp_push / dp_opr_push (or dp_push_batch /
+     dp_opr_push_n, up to 64 per waiting op of the batch) returns (OpenMP's
      task throttling does the same); when that queue has none (the pool's
      work may all be in its workers' deques), it yields as without the flag.
      What that changes in the push contract, with the flag set:
@@ -223,11 +223,11 @@ extern "C" {
 
 /* ====================================================================== 8. API
    At a glance:
-     engine   dp_engine_create dp_engine_destroy dp_engine_query_desc dp_engine_stats_get
+     engine   dp_engine_create dp_engine_destroy dp_engine_desc_get dp_engine_stats_get
               dp_default_engine dp_default_engine_shutdown
      vars     dp_var_create dp_var_delete dp_var_delete_fn dp_var_state_get
      ops      dp_push dp_push_sync dp_push_async dp_complete dp_set_error
-              dp_op_create dp_op_push dp_op_destroy dp_push_batch dp_op_push_n
+              dp_opr_create dp_opr_push dp_opr_destroy dp_push_batch dp_opr_push_n
      waits    dp_wait_var dp_wait_all dp_wait_var_for dp_wait_all_for
               dp_engine_dump_pending
      profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
@@ -282,7 +282,7 @@ typedef enum dp_result {
    variable's (a cast, or an id copied through a binding) and the reverse.
    Id 0 is never valid, so a zero-initialised handle is "none". */
 typedef struct dp_var { uint32_t id; } dp_var;
-typedef struct dp_op { uint32_t id; } dp_op;
+typedef struct dp_opr { uint32_t id; } dp_opr;
 
 typedef struct dp_engine dp_engine;
 
@@ -360,9 +360,9 @@ typedef struct dp_push_desc {
                              completes it, before its variables are released
                              (so a wait on them returns after it); or inside
                              dp_push, before it returns an error, when the push
-                             is refused. dp_op_create: once the op is destroyed
+                             is refused. dp_opr_create: once the op is destroyed
                              and its last pushed run is done (or at engine
-                             destroy), or inside dp_op_create when it fails.
+                             destroy), or inside dp_opr_create when it fails.
                              It may push, but must not wait on the engine. */
 } dp_push_desc;
 
@@ -545,7 +545,7 @@ typedef struct dp_engine_stats {
     uint64_t pool_cas_retries;      /* failed compare-and-swaps returning
                                        finished blocks to a block pool        */
     uint64_t op_ref_cas_retries;    /* failed compare-and-swaps pinning a
-                                       pre-created op in dp_op_push           */
+                                       pre-created op in dp_opr_push           */
     uint64_t pusher_ran;            /* ops run on a pushing thread
                                        (desc.push_runs_ops)                   */
     /* The CPU pools' ready queues (see >>queues), counted on every use, each
@@ -587,10 +587,12 @@ DP_API dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure);
    Errors (each logged): DP_ERROR_INVALID_ARGS for a NULL engine or stream,
    DP_ERROR_IO when the stream reports a write error. */
 DP_API dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out);
-/* The desc with every default resolved. */
-DP_API dp_engine_desc dp_engine_query_desc(const dp_engine *eng);
-/* Counters (approximate while work runs). */
-DP_API void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out);
+/* The getters: each fills *out and returns DP_OK, or DP_ERROR_INVALID_ARGS
+   for a NULL engine or out (*out zeroed when out is given). Any thread.
+   dp_engine_desc_get: the desc with every default resolved;
+   dp_engine_stats_get: counters (approximate while work runs). */
+DP_API dp_result dp_engine_desc_get(const dp_engine *eng, dp_engine_desc *out);
+DP_API dp_result dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out);
 /* The process-wide engine (MXNet's Engine::Get), created with defaults on first
    use; NULL if that failed. dp_default_engine_shutdown destroys it (also run
    at exit). Thread safety: any thread. */
@@ -609,8 +611,11 @@ DP_API dp_result dp_var_delete_fn(dp_engine *eng, dp_var var, dp_sync_fn fn, voi
 typedef enum dp_var_state {
     DP_VAR_INVALID = 0, DP_VAR_READY, DP_VAR_BUSY, DP_VAR_FAILED
 } dp_var_state;
-/* A snapshot: READY (no work on it), BUSY (ops running or waiting), FAILED. */
-DP_API dp_var_state dp_var_state_get(dp_engine *eng, dp_var var);
+/* A snapshot into *out: READY (no work on it), BUSY (ops running or
+   waiting), FAILED; INVALID with DP_ERROR_INVALID_HANDLE for a deleted or
+   unknown variable, DP_ERROR_INVALID_ARGS for a NULL engine or out. Any
+   thread. */
+DP_API dp_result dp_var_state_get(dp_engine *eng, dp_var var, dp_var_state *out);
 
 /* ---- operations ------------------------------------------------------- */
 /* Pushes one operation. On any error nothing is pushed. Thread safety: any
@@ -630,9 +635,9 @@ DP_API void dp_complete(dp_completion done, int status, const char *message);
 DP_API void dp_set_error(dp_run_ctx *rc, const char *message);
 /* Pre-created operation (MXNet's NewOperator): validated once, pushed many
    times without allocation. Returns id 0 on error (logged). */
-DP_API dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc);
+DP_API dp_opr dp_opr_create(dp_engine *eng, const dp_push_desc *desc);
 /* Pushes op on ctx with priority. */
-DP_API dp_result dp_op_push(dp_engine *eng, dp_op op, dp_ctx ctx, int priority);
+DP_API dp_result dp_opr_push(dp_engine *eng, dp_opr op, dp_ctx ctx, int priority);
 /* Batch push: descs[0..count-1] in that order, exactly as count dp_push
    calls one after another with no other thread's push between them (the
    order per variable is the array's), but with each variable of the batch
@@ -651,15 +656,15 @@ DP_API dp_result dp_op_push(dp_engine *eng, dp_op op, dp_ctx ctx, int priority);
    out of memory. Each is logged. Thread safety: any thread, also from
    inside operations. */
 DP_API dp_result dp_push_batch(dp_engine *eng, const dp_push_desc *descs, int count);
-/* Pushes op count times on ctx with priority, as count dp_op_push calls
+/* Pushes op count times on ctx with priority, as count dp_opr_push calls
    would, taking its variables' locks and its reference count once. count 0
    only checks the handle. Errors: DP_ERROR_INVALID_ARGS (NULL engine,
    negative count, bad ctx), DP_ERROR_INVALID_HANDLE (op destroyed or never
    created, or more than 2^31 runs pending), DP_ERROR_OUT_OF_MEMORY; nothing
    is pushed then. Thread safety: any thread, also from inside operations. */
-DP_API dp_result dp_op_push_n(dp_engine *eng, dp_op op, dp_ctx ctx, int priority, int count);
+DP_API dp_result dp_opr_push_n(dp_engine *eng, dp_opr op, dp_ctx ctx, int priority, int count);
 /* The handle is invalid at once; the op is freed after its last pushed run. */
-DP_API dp_result dp_op_destroy(dp_engine *eng, dp_op op);
+DP_API dp_result dp_opr_destroy(dp_engine *eng, dp_opr op);
 
 /* ---- waits ------------------------------------------------------------- */
 /* Blocks until every op pushed so far that reads or writes var is done.
@@ -913,7 +918,12 @@ DP_API void *dp_engine_extension(dp_engine *eng, const dp_extension *ext);
    NaN follows NumPy: it propagates through maximum, minimum (either
    argument, array or scalar form), max, min, sign, relu and clip, and
    argmax returns the index of the first NaN. */
-typedef enum dp_dtype { DP_FLOAT32 = 0, DP_FLOAT64, DP_INT32, DP_INT64, DP_UINT8, DP_FLOAT16, DP_BOOL, DP_INT8, DP__DTYPE_COUNT } dp_dtype;
+/* DP_DTYPE_COUNT: how many there are; DP_DTYPE_INVALID: what dp_nd_dtype
+   answers for no array. */
+typedef enum dp_dtype {
+    DP_FLOAT32 = 0, DP_FLOAT64, DP_INT32, DP_INT64, DP_UINT8, DP_FLOAT16, DP_BOOL, DP_INT8,
+    DP_DTYPE_COUNT, DP_DTYPE_INVALID = DP_DTYPE_COUNT
+} dp_dtype;
 #define DP_MAX_DIMS 8
 /* ndim 0 is a scalar (one element); dims beyond ndim are ignored. */
 typedef struct dp_shape { int32_t ndim; int64_t dims[DP_MAX_DIMS]; } dp_shape;
@@ -1523,10 +1533,10 @@ DP_API void dp_nd_set_tag(dp_ndarray *a, void *tag, int index);
    OprBlock::decr_wait                     dp__grant (>>rule)
    OprBlock::opr, ctx, priority            b->op or b->fn/afn, b->ctx,
                                            b->priority
-   ThreadedOpr (NewOperator,               dp__opobj (dp_op_create,
-     DeleteOperator)                       dp_op_destroy); its const_vars and
+   ThreadedOpr (NewOperator,               dp__opobj (dp_opr_create,
+     DeleteOperator)                       dp_opr_destroy); its const_vars and
                                            mutable_vars: op->vars, reads first
-   ThreadedEngine::Push                    dp_op_push, dp__queue_and_go (>>push)
+   ThreadedEngine::Push                    dp_opr_push, dp__queue_and_go (>>push)
    ThreadedEngine::PushAsync / PushSync    dp_push_async / dp_push_sync
                                            (dp_push, >>push)
    ThreadedEngine::PushToExecute           dp__dispatch, dp__dispatch_ready,
@@ -4409,10 +4419,10 @@ static uint64_t dp__completed_total(dp_engine *eng) {
     dp__group_completed((dp__group *)dp__load(&eng->io_group, DP__ACQUIRE), &sum);
     return sum;
 }
-DP__COLD DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
+DP__COLD DP_IMPL dp_result dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
     int i;
-    if (!eng || !out) return;
-    memset(out, 0, sizeof *out);
+    if (out) memset(out, 0, sizeof *out);
+    if (!eng || !out) return DP_ERROR_INVALID_ARGS;
     out->completed = dp__completed_total(eng);
     out->pushed = dp__load(&eng->seq, DP__RELAXED);
     out->pending_ops = out->pushed - dp__load(&eng->done, DP__RELAXED);
@@ -4441,6 +4451,7 @@ DP__COLD DP_IMPL void dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) 
         if (dp__load(&eng->vars.chunks[i], DP__RELAXED)) out->handle_bytes += eng->vars.obj_size * DP__CHUNK_SLOTS;
         if (dp__load(&eng->ops.chunks[i], DP__RELAXED)) out->handle_bytes += eng->ops.obj_size * DP__CHUNK_SLOTS;
     }
+    return DP_OK;
 }
 
 /* >>pacing -----------------------------------------------------------------
@@ -4721,15 +4732,16 @@ DP_IMPL dp_result dp_var_delete(dp_engine *eng, dp_var var) {
     dp_ctx cpu = {DP_DEV_CPU, 0};
     return dp_var_delete_fn(eng, var, NULL, NULL, cpu);
 }
-DP__COLD DP_IMPL dp_var_state dp_var_state_get(dp_engine *eng, dp_var var) {
+DP__COLD DP_IMPL dp_result dp_var_state_get(dp_engine *eng, dp_var var, dp_var_state *out) {
     dp__var *v = eng ? (dp__var *)dp__table_lookup(&eng->vars, var.id) : NULL;
-    dp_var_state st;
-    if (!v) return DP_VAR_INVALID;
+    if (!out || !eng) { if (out) *out = DP_VAR_INVALID; return DP_ERROR_INVALID_ARGS; }
+    *out = DP_VAR_INVALID;
+    if (!v) return DP_ERROR_INVALID_HANDLE;
     dp__spin_lock(&v->lock);
-    if (v->nreaders != 0 || dp__var_waiting(v)) st = DP_VAR_BUSY;
-    else st = dp__var_failure(eng, v) ? DP_VAR_FAILED : DP_VAR_READY;
+    if (v->nreaders != 0 || dp__var_waiting(v)) *out = DP_VAR_BUSY;
+    else *out = dp__var_failure(eng, v) ? DP_VAR_FAILED : DP_VAR_READY;
     dp__spin_unlock(&v->lock);
-    return st;
+    return DP_OK;
 }
 
 /* Drops n references; the last frees the op (and runs its cleanup). */
@@ -4740,14 +4752,14 @@ static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n) {
         dp__table_release(eng, &eng->ops, op->index, op);
     }
 }
-static dp_op dp__op_create(dp_engine *eng, const dp_push_desc *desc);
-DP__COLD DP_IMPL dp_op dp_op_create(dp_engine *eng, const dp_push_desc *desc) {
-    dp_op h = dp__op_create(eng, desc);
+static dp_opr dp__op_create(dp_engine *eng, const dp_push_desc *desc);
+DP__COLD DP_IMPL dp_opr dp_opr_create(dp_engine *eng, const dp_push_desc *desc) {
+    dp_opr h = dp__op_create(eng, desc);
     if (!h.id && desc && desc->cleanup) desc->cleanup(desc->arg);   /* refused: arg is ours to free */
     return h;
 }
-static dp_op dp__op_create(dp_engine *eng, const dp_push_desc *desc) {
-    dp_op h = {0};
+static dp_opr dp__op_create(dp_engine *eng, const dp_push_desc *desc) {
+    dp_opr h = {0};
     dp__vref *refs;
     dp__opobj *op;
     uint32_t idx, k = 0;
@@ -4756,7 +4768,7 @@ static dp_op dp__op_create(dp_engine *eng, const dp_push_desc *desc) {
     if (desc->prop == DP_PROP_DELETE_VAR) { DP__LOG(eng, DP_LOG_ERROR, BAD_PROP, "pre-created op cannot delete a var"); return h; }
     total = desc->num_reads + desc->num_writes;
     refs = (dp__vref *)dp__alloc(eng, (size_t)(total ? total : 1) * sizeof *refs);
-    if (!refs) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_op_create"); return h; }
+    if (!refs) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_opr_create"); return h; }
     n = dp__resolve(eng, desc, refs);
     for (i = 0; i < n; i++)      /* resolve leaves generations to the push; an op checks them now */
         if (!dp__table_lookup(&eng->vars, refs[i].id)) { n = dp__invalid_var(eng, desc, refs[i].id); break; }
@@ -4771,7 +4783,7 @@ static dp_op dp__op_create(dp_engine *eng, const dp_push_desc *desc) {
         dp__table_invalidate(op);
         dp__table_release(eng, &eng->ops, idx, op);
         dp__free(eng, refs, (size_t)(total ? total : 1) * sizeof *refs);
-        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_op_create");
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_opr_create");
         return h;
     }
     op->var_ids = (uint32_t *)(void *)(op->vars + (n ? n : 1));
@@ -4786,7 +4798,7 @@ static dp_op dp__op_create(dp_engine *eng, const dp_push_desc *desc) {
     return h;
 }
 /* Pins the op for one run: refs + 1 unless it is already being freed. */
-static dp__opobj *dp__op_acquire(dp_engine *eng, dp_op h, int32_t runs) {
+static dp__opobj *dp__op_acquire(dp_engine *eng, dp_opr h, int32_t runs) {
     dp__opobj *op = (dp__opobj *)dp__table_lookup(&eng->ops, h.id);
     int32_t r;
     if (!op) return NULL;
@@ -4799,7 +4811,7 @@ static dp__opobj *dp__op_acquire(dp_engine *eng, dp_op h, int32_t runs) {
     if (dp__table_id(&eng->ops, op, op->index) != h.id) { dp__op_unref(eng, op, runs); return NULL; }
     return op;
 }
-DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) {
+DP_IMPL dp_result dp_opr_push(dp_engine *eng, dp_opr h, dp_ctx ctx, int priority) {
     dp__opobj *op;
     dp__block *b;
     dp_push_desc d;
@@ -4819,7 +4831,7 @@ DP_IMPL dp_result dp_op_push(dp_engine *eng, dp_op h, dp_ctx ctx, int priority) 
     if (r != DP_OK) { dp__pool_put(eng, b); dp__op_unref(eng, op, 1); }
     return r;
 }
-DP__COLD DP_IMPL dp_result dp_op_push_n(dp_engine *eng, dp_op h, dp_ctx ctx, int priority, int count) {
+DP__COLD DP_IMPL dp_result dp_opr_push_n(dp_engine *eng, dp_opr h, dp_ctx ctx, int priority, int count) {
     dp__opobj *op;
     dp__block **blocks;
     const uint32_t **ids;
@@ -4827,7 +4839,7 @@ DP__COLD DP_IMPL dp_result dp_op_push_n(dp_engine *eng, dp_op h, dp_ctx ctx, int
     dp_result r = DP_OK;
     int k, made = 0;
     if (!eng) return DP_ERROR_INVALID_ARGS;
-    if (count < 0) { DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "dp_op_push_n: count %d", count); return DP_ERROR_INVALID_ARGS; }
+    if (count < 0) { DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "dp_opr_push_n: count %d", count); return DP_ERROR_INVALID_ARGS; }
     op = dp__op_acquire(eng, h, count > 0 ? count : 1);
     if (!op) { DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "op 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
     if (count == 0) { dp__op_unref(eng, op, 1); return DP_OK; }
@@ -4836,7 +4848,7 @@ DP__COLD DP_IMPL dp_result dp_op_push_n(dp_engine *eng, dp_op h, dp_ctx ctx, int
     blocks = (size_t)count > SIZE_MAX / (sizeof *blocks + sizeof *ids) ? NULL
            : (dp__block **)dp__alloc(eng, (size_t)count * (sizeof *blocks + sizeof *ids));
     if (!blocks) {
-        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_op_push_n: %d runs", count);
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_opr_push_n: %d runs", count);
         dp__op_unref(eng, op, count);
         return DP_ERROR_OUT_OF_MEMORY;
     }
@@ -4857,13 +4869,13 @@ DP__COLD DP_IMPL dp_result dp_op_push_n(dp_engine *eng, dp_op h, dp_ctx ctx, int
     dp__free(eng, blocks, (size_t)count * (sizeof *blocks + sizeof *ids));
     return r;
 }
-DP__COLD DP_IMPL dp_result dp_op_destroy(dp_engine *eng, dp_op h) {
+DP__COLD DP_IMPL dp_result dp_opr_destroy(dp_engine *eng, dp_opr h) {
     dp__opobj *op = eng ? (dp__opobj *)dp__table_lookup(&eng->ops, h.id) : NULL;
     int32_t gen = (int32_t)dp__id_gen(h.id);
     /* two racing destroys: only the one that moves the generation drops the
        handle's reference */
     if (!op || !dp__cas(&op->gen, &gen, (uint32_t)gen >= DP__GEN_MAX ? 0 : gen + 1, DP__ACQ_REL)) {
-        if (eng) DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "dp_op_destroy 0x%08x", (unsigned)h.id);
+        if (eng) DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "dp_opr_destroy 0x%08x", (unsigned)h.id);
         return DP_ERROR_INVALID_HANDLE;
     }
     dp__op_unref(eng, op, 1);
@@ -5069,10 +5081,10 @@ DP__COLD static int dp__destroy_live_ops(dp_engine *eng) {
     int count = 0;
     for (k = 1; k < n; k++) {
         dp__opobj *op = (dp__opobj *)dp__table_slot(&eng->ops, k);
-        dp_op h;
+        dp_opr h;
         if (!op || dp__load(&op->gen, DP__ACQUIRE) == 0 || dp__load(&op->refs, DP__ACQUIRE) <= 0) continue;
         h.id = dp__table_id(&eng->ops, op, k);
-        if (dp_op_destroy(eng, h) == DP_OK) count++;
+        if (dp_opr_destroy(eng, h) == DP_OK) count++;
     }
     return count;
 }
@@ -5258,11 +5270,11 @@ DP__COLD DP_IMPL dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure
     dp__engine_free(eng);
     return r;
 }
-DP__COLD DP_IMPL dp_engine_desc dp_engine_query_desc(const dp_engine *eng) {
-    dp_engine_desc d;
-    if (eng) return eng->desc;
-    memset(&d, 0, sizeof d);
-    return d;
+DP__COLD DP_IMPL dp_result dp_engine_desc_get(const dp_engine *eng, dp_engine_desc *out) {
+    if (!out) return DP_ERROR_INVALID_ARGS;
+    if (!eng) { memset(out, 0, sizeof *out); return DP_ERROR_INVALID_ARGS; }
+    *out = eng->desc;
+    return DP_OK;
 }
 
 /* The optional process-wide engine. */
@@ -6734,11 +6746,11 @@ static dp_result dp__npy_dtype_of(const unsigned char *s, size_t n, dp_dtype *dt
     size_t itemsize, skip = (n > 0 && (s[0] == '<' || s[0] == '|' || s[0] == '=' || s[0] == '>')) ? 1 : 0;
     int i;
     dp__npy_printable(shown, sizeof shown, s, n);
-    for (i = 0; i < (int)DP__DTYPE_COUNT; i++) {
+    for (i = 0; i < (int)DP_DTYPE_COUNT; i++) {
         const char *known = dp__npy_descr((dp_dtype)i, &itemsize);
         if (n - skip == 2 && memcmp(s + skip, known + 1, 2) == 0) break;
     }
-    if (i == (int)DP__DTYPE_COUNT) {
+    if (i == (int)DP_DTYPE_COUNT) {
         snprintf(msg, msgcap, "unsupported dtype '%s' (supported: <f4 <f8 <f2 <i4 <i8 |u1 |i1 |b1)", shown);
         return DP_ERROR_FORMAT;
     }
@@ -8223,11 +8235,11 @@ static dp_result dp__zip_inflate_member(const dp__zip_member *m, unsigned char *
 }
 
 /* >>dtypes ----------------------------------------------------------------- */
-static const size_t dp__dtype_sizes[DP__DTYPE_COUNT] = {4, 8, 4, 8, 1, 2, 1, 1};
-DP_IMPL size_t dp_dtype_size(dp_dtype dt) { return (unsigned)dt < DP__DTYPE_COUNT ? dp__dtype_sizes[dt] : 0; }
+static const size_t dp__dtype_sizes[DP_DTYPE_COUNT] = {4, 8, 4, 8, 1, 2, 1, 1};
+DP_IMPL size_t dp_dtype_size(dp_dtype dt) { return (unsigned)dt < DP_DTYPE_COUNT ? dp__dtype_sizes[dt] : 0; }
 DP_IMPL const char *dp_dtype_name(dp_dtype dt) {
-    static const char *names[DP__DTYPE_COUNT] = {"float32", "float64", "int32", "int64", "uint8", "float16", "bool", "int8"};
-    return (unsigned)dt < DP__DTYPE_COUNT ? names[dt] : "unknown";
+    static const char *names[DP_DTYPE_COUNT] = {"float32", "float64", "int32", "int64", "uint8", "float16", "bool", "int8"};
+    return (unsigned)dt < DP_DTYPE_COUNT ? names[dt] : "unknown";
 }
 DP_IMPL int64_t dp_shape_size(const dp_shape *s) {
     int64_t n = 1;
@@ -8342,7 +8354,8 @@ typedef struct dp__nd_state {
 /* DEPENG_STORAGE_POOL, unless the engine ignores the environment: 1
    pooled, 0 plain, unset pooled; -1 (logged) for anything else. */
 static int dp__storage_pool_env(dp_engine *eng) {
-    const char *t = dp_engine_query_desc(eng).ignore_env ? NULL : getenv("DEPENG_STORAGE_POOL");
+    dp_engine_desc d;
+    const char *t = dp_engine_desc_get(eng, &d) != DP_OK || d.ignore_env ? NULL : getenv("DEPENG_STORAGE_POOL");
     if (!t || !*t || !strcmp(t, "1")) return 1;
     if (!strcmp(t, "0")) return 0;
     DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "DEPENG_STORAGE_POOL='%s' (1 or 0)", t);
@@ -8594,7 +8607,7 @@ DP_IMPL void dp_nd_release(dp_ndarray *a) {
     dp__chunk_release(c);
 }
 DP_IMPL const dp_shape *dp_nd_shape(const dp_ndarray *a) { return a ? &a->shape : NULL; }
-DP_IMPL dp_dtype dp_nd_dtype(const dp_ndarray *a) { return a ? a->dtype : DP__DTYPE_COUNT; }
+DP_IMPL dp_dtype dp_nd_dtype(const dp_ndarray *a) { return a ? a->dtype : DP_DTYPE_INVALID; }
 DP_IMPL dp_ctx dp_nd_ctx(const dp_ndarray *a) { dp_ctx none = {0, 0}; return a ? a->chunk->ctx : none; }
 DP_IMPL dp_engine *dp_nd_engine(const dp_ndarray *a) { return a ? a->chunk->eng : NULL; }
 DP_IMPL dp_var dp_nd_var(const dp_ndarray *a) { dp_var none = {0}; return a ? a->chunk->var : none; }
@@ -8688,7 +8701,8 @@ static int dp__fill_op(dp_run_ctx *rc, void *arg) {
         if (!host) { dp_set_error(rc, "out of memory for the fill buffer"); status = DP_ERROR_OUT_OF_MEMORY; }
         else {
             dp__fill_host(host, a->dtype, dp_shape_size(&a->shape), f->value, f->step);
-            const dp_device_backend *be = dp_engine_query_desc(eng).gpu_backend;
+            dp_engine_desc d;
+            const dp_device_backend *be = dp_engine_desc_get(eng, &d) == DP_OK ? d.gpu_backend : NULL;
             status = dp__copy_bytes(eng, dp_nd_data(a), host, bytes, 0, a->chunk->ctx.dev_id, rc->stream);
             if (!status && rc->stream && be->stream_synchronize)   /* before the host buffer goes */
                 status = be->stream_synchronize(a->chunk->ctx.dev_id, rc->stream, be->user);

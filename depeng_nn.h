@@ -273,7 +273,7 @@ DP_API dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out);
    intermediate result in one arena by the memory plan (>>memory planning;
    entries alive at the same time never share bytes, an output may take
    its input's where the operator's inplace bits allow) and makes every node
-   one pre-created engine operation (dp_op_create). A step then only pushes
+   one pre-created engine operation (dp_opr_create). A step then only pushes
    those operations: no allocation, no parameter parsing, no inference.
    Thread safety: bind, steps and destroy of one executor from one thread
    at a time; outputs and gradients are ordinary arrays (any thread). */
@@ -309,7 +309,7 @@ DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const
 /* Pushes the forward operations (is_train is for operators that behave
    differently in training; no built-in one does). Returns at once; read
    the outputs as any array (dp_nd_read waits). Errors: DP_ERROR_INVALID_ARGS,
-   and dp_op_push's. */
+   and dp_opr_push's. */
 DP_API dp_result dp_exec_forward(dp_executor *ex, int is_train);
 /* Pushes the gradient operations. head_grads[i] (may be NULL, as may the
    array itself) is d(objective)/d(output i), copied (one _copy invocation,
@@ -2594,7 +2594,7 @@ struct dp_executor {
     int narg;
     dp_req *grad_req;                /* per argument, as bound */
     int nfwd, nbwd;
-    dp_op *ops;
+    dp_opr *ops;
     int nout;
     dp_ndarray **outputs, **head_grads;
     dp_exec_memory mem;
@@ -2858,7 +2858,7 @@ static void dpn__xb_mark_inplace(dpn__xbuild *b, const int64_t *offset) {
     }
 }
 /* One pre-created operation for node x. */
-static dp_result dpn__xb_op(dpn__xbuild *b, const dpn__xnode *x, dp_op *out) {
+static dp_result dpn__xb_op(dpn__xbuild *b, const dpn__xnode *x, dp_opr *out) {
     size_t bytes = sizeof(dpn__xrun) + (size_t)(x->nin + x->nout) * sizeof(dp_ndarray *);
     dpn__xrun *run;
     dp_var reads[3 * DP_MAX_OP_ARRAYS], writes[2 * DP_MAX_OP_ARRAYS + 2];
@@ -2891,7 +2891,7 @@ static dp_result dpn__xb_op(dpn__xbuild *b, const dpn__xnode *x, dp_op *out) {
     d.fn = dpn__xrun_fn; d.arg = run; d.cleanup = dpn__xrun_free;
     d.reads = reads; d.num_reads = x->nin; d.writes = writes; d.num_writes = nw;
     d.ctx = b->ctx; d.name = x->op->name;
-    *out = dp_op_create(b->eng, &d);                 /* on failure it ran the cleanup */
+    *out = dp_opr_create(b->eng, &d);                 /* on failure it ran the cleanup */
     return out->id ? DP_OK : DP_ERROR_OUT_OF_MEMORY;
 }
 static void dpn__xb_free(dpn__xbuild *b) {
@@ -2904,7 +2904,7 @@ static void dpn__xb_free(dpn__xbuild *b) {
 DPN_IMPL void dp_exec_destroy(dp_executor *ex) {
     int i;
     if (!ex) return;
-    for (i = 0; i < ex->nfwd + ex->nbwd; i++) if (ex->ops[i].id) dp_op_destroy(ex->eng, ex->ops[i]);
+    for (i = 0; i < ex->nfwd + ex->nbwd; i++) if (ex->ops[i].id) dp_opr_destroy(ex->eng, ex->ops[i]);
     for (i = 0; i < ex->nout; i++) { dp_nd_release(ex->outputs[i]); dp_nd_release(ex->head_grads[i]); }
     free(ex->ops); free(ex->outputs); free(ex->head_grads); free(ex->grad_req);
     dp_sym_release(ex->sym);
@@ -3014,7 +3014,7 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
     if ((r = dpn__xb_plan(&b, offset, bytes, &ex->mem)) != DP_OK || (r = dpn__xb_place(&b, offset, bytes, ex->mem.planned_bytes)) != DP_OK) goto done;
     dpn__xb_mark_inplace(&b, offset);
     ex->mem.num_nodes = b.nnode; ex->mem.num_entries = b.nent;
-    if ((ex->ops = (dp_op *)calloc((size_t)(b.nnode ? b.nnode : 1), sizeof *ex->ops)) == NULL) goto oom;
+    if ((ex->ops = (dp_opr *)calloc((size_t)(b.nnode ? b.nnode : 1), sizeof *ex->ops)) == NULL) goto oom;
     ex->nfwd = b.nfwd; ex->nbwd = b.nnode - b.nfwd;
     for (i = 0; i < b.nnode; i++) if ((r = dpn__xb_op(&b, &b.node[i], &ex->ops[i])) != DP_OK) goto done;
     ex->sym = dp_sym_retain((dp_symbol *)(uintptr_t)sym);
@@ -3041,7 +3041,7 @@ DPN_IMPL dp_result dp_exec_forward(dp_executor *ex, int is_train) {
     dp_result r;
     (void)is_train;
     if (!ex) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_forward: NULL executor"); return DP_ERROR_INVALID_ARGS; }
-    for (i = 0; i < ex->nfwd; i++) if ((r = dp_op_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
+    for (i = 0; i < ex->nfwd; i++) if ((r = dp_opr_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
     return DP_OK;
 }
 DPN_IMPL dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarray *const *head_grads) {
@@ -3059,7 +3059,7 @@ DPN_IMPL dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndar
         d.op = "_copy"; d.inputs[0] = head_grads[i]; d.outputs[0] = ex->head_grads[i];
         if ((r = dp_invoke(ex->eng, &d, NULL)) != DP_OK) return r;
     }
-    for (i = ex->nfwd; i < ex->nfwd + ex->nbwd; i++) if ((r = dp_op_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
+    for (i = ex->nfwd; i < ex->nfwd + ex->nbwd; i++) if ((r = dp_opr_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
     return DP_OK;
 }
 DPN_IMPL int dp_exec_num_outputs(const dp_executor *ex) { return ex ? ex->nout : 0; }

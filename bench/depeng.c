@@ -5,7 +5,7 @@
                        [W1 W2 W2-op W3 W4 W5 mem floor]
    -w: CPU workers per pool (default 2). -p: desc.push_runs_ops (the pusher
    runs ready ops when far ahead). -b B: push in batches of B ops
-   (dp_push_batch; W2-op: dp_op_push_n), reported as depeng-KIND-batchB.
+   (dp_push_batch; W2-op: dp_opr_push_n), reported as depeng-KIND-batchB.
    -c: after each workload, a line
    "contention WORK system=.. workers=K ..." with dp_engine_stats' contention
    counters over the timed repetitions, per pushed op (bench/scale.sh). */
@@ -23,7 +23,7 @@ static int g_failed;
 static int g_workers = 2;
 static int g_contention;
 static int g_push_runs_ops;
-static int g_batch;                 /* -b B: push in batches of B (dp_push_batch, dp_op_push_n) */
+static int g_batch;                 /* -b B: push in batches of B (dp_push_batch, dp_opr_push_n) */
 
 /* Pushes d, or with -b collects it into the current batch (a copy, with its
    reads copied too: the drivers reuse one desc and one reads array). */
@@ -203,16 +203,16 @@ static double run_w2op(dp_engine *eng, long n) {
     memset(&d, 0, sizeof d);
     d.fn = body_empty;
     d.writes = &x; d.num_writes = 1;
-    dp_op op = dp_op_create(eng, &d);
+    dp_opr op = dp_opr_create(eng, &d);
     dp_ctx cpu = {DP_DEV_CPU, 0};
     double t0 = bench_now_ns();
     if (g_batch)
-        for (long i = 0; i < n; i += g_batch) dp_op_push_n(eng, op, cpu, 0, (int)(n - i < g_batch ? n - i : g_batch));
+        for (long i = 0; i < n; i += g_batch) dp_opr_push_n(eng, op, cpu, 0, (int)(n - i < g_batch ? n - i : g_batch));
     else
-        for (long i = 0; i < n; i++) dp_op_push(eng, op, cpu, 0);
+        for (long i = 0; i < n; i++) dp_opr_push(eng, op, cpu, 0);
     wait_all_or_die(eng);
     double ns = (bench_now_ns() - t0) / (double)n;
-    dp_op_destroy(eng, op);
+    dp_opr_destroy(eng, op);
     dp_var_delete(eng, x);
     return ns;
 }

@@ -134,7 +134,7 @@ static void engine_steps(dp_engine *e) {
     static cells c;
     dp_var a = dp_var_create(e), b = dp_var_create(e), cv = dp_var_create(e), n = dp_var_create(e);
     dp_push_desc d;
-    dp_op op = {0};
+    dp_opr op = {0};
     int i, *owned;
     memset(&c, 0, sizeof c);
     TRY_PTR(a.id && b.id && cv.id && n.id);
@@ -148,9 +148,9 @@ static void engine_steps(dp_engine *e) {
     check_int("C = A + 2", c.c);
     memset(&d, 0, sizeof d);
     d.fn = count_up; d.arg = &c; d.writes = &n; d.num_writes = 1; d.name = "count_up";
-    op = dp_op_create(e, &d);
+    op = dp_opr_create(e, &d);
     TRY_PTR(op.id);
-    for (i = 0; i < 3; i++) TRY(dp_op_push(e, op, d.ctx, 0));
+    for (i = 0; i < 3; i++) TRY(dp_opr_push(e, op, d.ctx, 0));
     TRY(dp_push_async(e, async_double, &c, NULL, 0, &n, 1));
     owned = (int *)malloc(sizeof *owned);
     TRY_PTR(owned);
@@ -161,7 +161,7 @@ static void engine_steps(dp_engine *e) {
     TRY(dp_wait_all_for(e, 10000, NULL));
     check_int("3 pushes of a pre-created op, doubled", c.count);
 out:
-    if (op.id) dp_op_destroy(e, op);
+    if (op.id) dp_opr_destroy(e, op);
     if (a.id) dp_var_delete(e, a);
     if (b.id) dp_var_delete(e, b);
     if (cv.id) dp_var_delete(e, cv);

@@ -8,6 +8,7 @@
 #define DEPENG_TEST_CALLS_H
 #include <string.h>
 
+#ifndef DEPENG_NO_NDARRAY
 /* dp_invoke with string parameters; outputs[i] NULL are made and returned
    there; scalar is given only to an operator that takes one; req NULL:
    DP_REQ_WRITE. */
@@ -35,6 +36,14 @@ static inline dp_result invoke_str(dp_engine *eng, const char *name, int nin, dp
     for (i = 0; r == DP_OK && i < nout; i++) if (!outputs[i]) outputs[i] = made[i];
     return r;
 }
+#endif
+/* dp_var_state_get's answer (DP_VAR_INVALID when it fails). */
+static inline dp_var_state var_state(dp_engine *eng, dp_var var) {
+    dp_var_state st = DP_VAR_INVALID;
+    (void)dp_var_state_get(eng, var, &st);
+    return st;
+}
+#ifndef DEPENG_NO_NDARRAY
 /* dp_operator_parse_params from parallel arrays of strings. */
 static inline dp_result parse_params_str(dp_engine *eng, const dp_operator *op, int n, const char *const *keys,
                                          const char *const *values, dp_params *out) {
@@ -45,6 +54,7 @@ static inline dp_result parse_params_str(dp_engine *eng, const dp_operator *op, 
     for (i = 0; i < n; i++) { list[i].name = keys[i]; list[i].s = values[i]; }
     return dp_operator_parse_params(eng, op, list, out);
 }
+#endif
 
 #ifdef DEPENG_NN_H
 /* dp_sym_node with its inputs counted and string parameters. */

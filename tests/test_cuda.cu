@@ -77,7 +77,7 @@ typedef struct op_case {
 } op_case;
 #define FLOATS ((1u << DP_FLOAT32) | (1u << DP_FLOAT64))
 #define INTS_TOO (FLOATS | (1u << DP_INT32))
-#define ALL_DTYPES ((1u << DP__DTYPE_COUNT) - 1u)
+#define ALL_DTYPES ((1u << DP_DTYPE_COUNT) - 1u)
 #define INDEX_DTYPES ((1u << DP_INT32) | (1u << DP_INT64) | (1u << DP_UINT8))
 static op_case g_cases[512];
 static int g_ncases;
@@ -395,7 +395,7 @@ static void compare_all_cases(dp_engine *cpu, dp_engine *gpu) {
         double *host[MAX_IN] = {0};
         int dt, i;
         make_inputs(ci, c, host);
-        for (dt = 0; dt < DP__DTYPE_COUNT; dt++) {
+        for (dt = 0; dt < DP_DTYPE_COUNT; dt++) {
             run_result want, got;
             if (!(c->dtypes & (1u << dt))) continue;
             run_case(cpu, CPU0, c, host, (dp_dtype)dt, &want);

@@ -78,8 +78,8 @@ static void test_abc_example(void) {
         CHECK(vB == 4);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         CHECK(vC == 4 && deleted_a == 1);
-        CHECK(dp_var_state_get(e, A) == DP_VAR_INVALID);
-        CHECK(dp_var_state_get(e, B) == DP_VAR_READY);
+        CHECK(var_state(e, A) == DP_VAR_INVALID);
+        CHECK(var_state(e, B) == DP_VAR_READY);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     }
 }
@@ -160,7 +160,7 @@ static void test_failures(void) {
         CHECK(dp_wait_var(e, y, NULL) == DP_OK);                  /* reported once, then cleared */
         CHECK(dp_wait_var(e, z, NULL) == DP_OK);                  /* NO_SKIP ran: z is fine */
         CHECK(ran_after_fail == 0 && ran_noskip == 1);
-        CHECK(dp_var_state_get(e, x) == DP_VAR_FAILED);
+        CHECK(var_state(e, x) == DP_VAR_FAILED);
         CHECK(dp_wait_var(e, x, &f) == DP_ERROR_OP_FAILED);
         CHECK(dp_wait_all(e, NULL) == DP_OK);                      /* already reported */
         /* a program that never waits for the var still hears of it */
@@ -168,7 +168,7 @@ static void test_failures(void) {
         d.fn = fail_fn; d.writes = &x; d.num_writes = 1; d.name = "second";
         CHECK(dp_push(e, &d) == DP_OK);
         CHECK(dp_wait_all(e, &f) == DP_ERROR_OP_FAILED && strcmp(f.op_name, "second") == 0);
-        CHECK(dp_var_state_get(e, x) == DP_VAR_READY);             /* wait_all cleared it */
+        CHECK(var_state(e, x) == DP_VAR_READY);             /* wait_all cleared it */
         CHECK(dp_push_sync(e, mark_ran, &ran_after_fail, &x, 1, &y, 1) == DP_OK);
         CHECK(dp_wait_all(e, NULL) == DP_OK && ran_after_fail == 1);
         CHECK(dp_push(e, &d) == DP_OK);
@@ -184,7 +184,7 @@ static void test_bad_input(void) {
         dp_engine *e = make_engine(kinds[k], 2);
         dp_var v = dp_var_create(e), never = {12345}, zero = {0};
         dp_push_desc d;
-        dp_op op;
+        dp_opr op;
         dp_engine_stats st;
         CHECK(dp_var_delete(e, v) == DP_OK);
         g_last_item = 0;
@@ -215,18 +215,18 @@ static void test_bad_input(void) {
         dp_engine_stats_get(e, &st);
         CHECK(st.pushed == 1);   /* only the delete: every failed call pushed nothing */
         d.prop = DP_PROP_NORMAL;
-        op = dp_op_create(e, &d);
+        op = dp_opr_create(e, &d);
         CHECK(op.id != 0);
-        CHECK(dp_op_destroy(e, op) == DP_OK);
+        CHECK(dp_opr_destroy(e, op) == DP_OK);
         g_last_item = 0;
-        CHECK(dp_op_push(e, op, d.ctx, 0) == DP_ERROR_INVALID_HANDLE && g_last_item == DP_LOGITEM_INVALID_OP);
-        CHECK(dp_op_destroy(e, op) == DP_ERROR_INVALID_HANDLE);
+        CHECK(dp_opr_push(e, op, d.ctx, 0) == DP_ERROR_INVALID_HANDLE && g_last_item == DP_LOGITEM_INVALID_OP);
+        CHECK(dp_opr_destroy(e, op) == DP_ERROR_INVALID_HANDLE);
         {   /* a pre-created op over a deleted variable is refused at creation */
             dp_var gone = dp_var_create(e);
             CHECK(dp_var_delete(e, gone) == DP_OK);
             d.writes = &gone;
             g_last_item = 0;
-            op = dp_op_create(e, &d);
+            op = dp_opr_create(e, &d);
             CHECK(op.id == 0 && g_last_item == DP_LOGITEM_INVALID_VAR);
             d.writes = &v;
         }
@@ -348,7 +348,7 @@ static void test_queue_growth_and_oom(void) {
         counter = 0;
         CHECK(dp_push(e, &hold) == DP_OK);
         for (i = 0; i < 1000; i++) CHECK(dp_push_sync(e, count_ran, &counter, &x, 1, NULL, 0) == DP_OK);
-        CHECK(dp_var_state_get(e, x) == DP_VAR_BUSY);
+        CHECK(var_state(e, x) == DP_VAR_BUSY);
         CHECK(__atomic_load_n(&counter, __ATOMIC_ACQUIRE) == 0);
         {
             dp_engine_stats st;
@@ -366,13 +366,13 @@ static void test_queue_growth_and_oom(void) {
         g_last_item = 0;
         CHECK(dp_push_sync(e, count_ran, &counter, &x, 1, &y, 1) == DP_ERROR_OUT_OF_MEMORY);
         CHECK(g_last_item == DP_LOGITEM_OUT_OF_MEMORY);
-        CHECK(dp_var_state_get(e, x) == DP_VAR_READY);   /* its read of x was not left behind */
+        CHECK(var_state(e, x) == DP_VAR_READY);   /* its read of x was not left behind */
         __atomic_store_n(&g_fail_alloc, 0, __ATOMIC_RELEASE);
         CHECK(dp_push_sync(e, count_ran, &counter, &x, 1, &y, 1) == DP_OK);
         dp_complete(g_held_writer, 0, NULL);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         CHECK(counter == 1001);
-        CHECK(dp_var_state_get(e, y) == DP_VAR_READY);
+        CHECK(var_state(e, y) == DP_VAR_READY);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     }
 }
@@ -590,13 +590,13 @@ static void test_precreated(void) {
         dp_engine *e = make_engine(kinds[k], 2);
         dp_var v = dp_var_create(e);
         dp_push_desc d;
-        dp_op op;
+        dp_opr op;
         dp_ctx cpu = {0, 0};
         dp_engine_stats s1, s2;
         memset(&d, 0, sizeof d);
         counter = 0;
         d.fn = mark_ran; d.arg = &counter; d.writes = &v; d.num_writes = 1; d.name = "inc";
-        op = dp_op_create(e, &d);
+        op = dp_opr_create(e, &d);
         CHECK(op.id != 0);
         /* each round holds 10,000 runs behind one unfinished async writer, so
            both rounds need exactly as many blocks: the second allocates none */
@@ -605,10 +605,10 @@ static void test_precreated(void) {
             memset(&box, 0, sizeof box);
             pthread_mutex_init(&box.m, NULL);
             CHECK(dp_push_async(e, async_record, &box, NULL, 0, &v, 1) == DP_OK);
-            for (i = 0; i < 10000; i++) CHECK(dp_op_push(e, op, cpu, 0) == DP_OK);
+            for (i = 0; i < 10000; i++) CHECK(dp_opr_push(e, op, cpu, 0) == DP_OK);
             while (!__atomic_load_n(&box.n, __ATOMIC_ACQUIRE)) sched_yield();
             dp_complete(box.done[0], 0, NULL);
-            if (round == 1) CHECK(dp_op_destroy(e, op) == DP_OK);   /* freed after its last run */
+            if (round == 1) CHECK(dp_opr_destroy(e, op) == DP_OK);   /* freed after its last run */
             CHECK(dp_wait_all(e, NULL) == DP_OK);
             dp_engine_stats_get(e, round ? &s2 : &s1);
             pthread_mutex_destroy(&box.m);
@@ -882,7 +882,7 @@ static void test_config(void) {
     test_setenv("DEPENG_ENGINE_TYPE", "Pooled");
     test_setenv("DEPENG_CPU_WORKER_NTHREADS", "3");
     CHECK(dp_engine_create(&d, &e) == DP_OK);
-    q = dp_engine_query_desc(e);
+    CHECK(dp_engine_desc_get(e, &q) == DP_OK);
     CHECK(q.type == DP_ENGINE_POOLED && q.cpu_worker_nthreads == 3 && q.gpu_copy_nthreads == 1);
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     test_setenv("DEPENG_ENGINE_TYPE", "Turbo");
@@ -995,7 +995,7 @@ static void test_cleared_failure_stays_cleared(void) {
         CHECK(g_before_clear == NULL);          /* the hook ran */
         dp_complete(g_gate, 0, NULL);           /* B runs now, after the clear */
         CHECK(dp_wait_var(e, g_cy, NULL) == DP_OK);
-        CHECK(dp_var_state_get(e, g_cy) == DP_VAR_READY);
+        CHECK(var_state(e, g_cy) == DP_VAR_READY);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     }
@@ -1215,27 +1215,27 @@ static void test_handle_kinds(void) {
         dp_engine *e = make_engine(kinds[k], 2);
         dp_var v = dp_var_create(e), op_as_var;
         dp_push_desc d;
-        dp_op op, var_as_op;
+        dp_opr op, var_as_op;
         memset(&d, 0, sizeof d);
         d.fn = nop; d.writes = &v; d.num_writes = 1;
-        op = dp_op_create(e, &d);
+        op = dp_opr_create(e, &d);
         CHECK(v.id != 0 && op.id != 0 && v.id != op.id);
         op_as_var.id = op.id; var_as_op.id = v.id;
         g_last_item = 0;
         CHECK(dp_push_sync(e, nop, NULL, &op_as_var, 1, NULL, 0) == DP_ERROR_INVALID_HANDLE && g_last_item == DP_LOGITEM_INVALID_VAR);
         CHECK(dp_push_sync(e, nop, NULL, NULL, 0, &op_as_var, 1) == DP_ERROR_INVALID_HANDLE);
         CHECK(dp_wait_var(e, op_as_var, NULL) == DP_ERROR_INVALID_HANDLE);
-        CHECK(dp_var_state_get(e, op_as_var) == DP_VAR_INVALID);
+        CHECK(var_state(e, op_as_var) == DP_VAR_INVALID);
         CHECK(dp_var_delete(e, op_as_var) == DP_ERROR_INVALID_HANDLE);
         d.writes = &op_as_var;
-        CHECK(dp_op_create(e, &d).id == 0);
+        CHECK(dp_opr_create(e, &d).id == 0);
         g_last_item = 0;
-        CHECK(dp_op_push(e, var_as_op, d.ctx, 0) == DP_ERROR_INVALID_HANDLE && g_last_item == DP_LOGITEM_INVALID_OP);
-        CHECK(dp_op_destroy(e, var_as_op) == DP_ERROR_INVALID_HANDLE);
+        CHECK(dp_opr_push(e, var_as_op, d.ctx, 0) == DP_ERROR_INVALID_HANDLE && g_last_item == DP_LOGITEM_INVALID_OP);
+        CHECK(dp_opr_destroy(e, var_as_op) == DP_ERROR_INVALID_HANDLE);
         /* the real handles still work */
-        CHECK(dp_op_push(e, op, d.ctx, 0) == DP_OK);
+        CHECK(dp_opr_push(e, op, d.ctx, 0) == DP_OK);
         CHECK(dp_wait_var(e, v, NULL) == DP_OK);
-        CHECK(dp_op_destroy(e, op) == DP_OK);
+        CHECK(dp_opr_destroy(e, op) == DP_OK);
         CHECK(dp_var_delete(e, v) == DP_OK);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     }
@@ -1277,14 +1277,14 @@ static void test_failure_without_memory(void) {
             CHECK(ran == 0);   /* the wait ordered its skip before us */
             CHECK(g_last_item == DP_LOGITEM_OP_FAILED);
             __atomic_store_n(&g_refuse_failure, 0, __ATOMIC_RELEASE);
-            if (round == 0) CHECK(dp_var_state_get(e, x) == DP_VAR_FAILED);
+            if (round == 0) CHECK(var_state(e, x) == DP_VAR_FAILED);
             CHECK(dp_push_sync(e, nop, NULL, NULL, 0, &z, 1) == DP_OK);   /* an unrelated good write */
             CHECK(dp_wait_var(e, z, NULL) == DP_OK);
             /* a dp_wait_var's report leaves the shared record for dp_wait_all,
                which reports it again rather than miss another failure in it */
             if (round == 0) CHECK(dp_wait_all(e, &f) == DP_ERROR_OP_FAILED && f.status == DP_ERROR_OUT_OF_MEMORY);
             CHECK(dp_wait_all(e, NULL) == DP_OK);             /* then cleared */
-            CHECK(dp_var_state_get(e, x) == DP_VAR_READY);
+            CHECK(var_state(e, x) == DP_VAR_READY);
             CHECK(dp_wait_var(e, y, NULL) == DP_OK);
         }
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
@@ -1314,7 +1314,7 @@ static void test_cleanup_exactly_once(void) {
         owned_arg ran = {0, 0, 0}, skipped = {0, 0, 0}, async = {0, 0, 0}, refused = {0, 0, 0}, deleted = {0, 0, 0};
         owned_arg op_arg = {0, 0, 0}, op_refused = {0, 0, 0}, op_left = {0, 0, 0};
         dp_push_desc d;
-        dp_op op, left;
+        dp_opr op, left;
         pthread_t th;
         int i;
         memset(&d, 0, sizeof d);
@@ -1352,23 +1352,23 @@ static void test_cleanup_exactly_once(void) {
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         CHECK(owned_cleanups(&deleted) == 1 && deleted.ran_before_cleanup == 1);
         d.prop = DP_PROP_NORMAL; d.writes = &x;
-        /* pre-created: once, after dp_op_destroy and the last of its runs */
+        /* pre-created: once, after dp_opr_destroy and the last of its runs */
         d.arg = &op_arg;
-        op = dp_op_create(e, &d);
+        op = dp_opr_create(e, &d);
         CHECK(op.id != 0);
-        for (i = 0; i < 3; i++) CHECK(dp_op_push(e, op, d.ctx, 0) == DP_OK);
+        for (i = 0; i < 3; i++) CHECK(dp_opr_push(e, op, d.ctx, 0) == DP_OK);
         CHECK(dp_wait_var(e, x, NULL) == DP_OK);
         CHECK(owned_cleanups(&op_arg) == 0);
-        CHECK(dp_op_push(e, op, d.ctx, 0) == DP_OK);
-        CHECK(dp_op_destroy(e, op) == DP_OK);
+        CHECK(dp_opr_push(e, op, d.ctx, 0) == DP_OK);
+        CHECK(dp_opr_destroy(e, op) == DP_OK);
         CHECK(dp_wait_var(e, x, NULL) == DP_OK);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         CHECK(owned_cleanups(&op_arg) == 1 && op_arg.ran == 4);
         d.arg = &op_refused; d.writes = &gone;
-        CHECK(dp_op_create(e, &d).id == 0);
+        CHECK(dp_opr_create(e, &d).id == 0);
         CHECK(owned_cleanups(&op_refused) == 1);
         d.arg = &op_left; d.writes = &x;
-        left = dp_op_create(e, &d);
+        left = dp_opr_create(e, &d);
         CHECK(left.id != 0);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
         CHECK(owned_cleanups(&op_left) == 1);
@@ -1405,14 +1405,14 @@ static void test_timed_waits(void) {
         t0 = ms_now();
         CHECK(dp_wait_all_for(e, 20, &f) == DP_ERROR_TIMEOUT);
         CHECK(ms_now() - t0 >= 20);
-        CHECK(dp_var_state_get(e, x) == DP_VAR_BUSY && ran == 0);
+        CHECK(var_state(e, x) == DP_VAR_BUSY && ran == 0);
         dp_complete(g_held, 9, "held op failed");
         /* the abandoned waits neither reported nor cleared the failure */
         CHECK(dp_wait_var_for(e, y, 10000, &f) == DP_ERROR_OP_FAILED);
         CHECK(f.status == 9 && strcmp(f.op_name, "held") == 0 && ran == 0);
         CHECK(dp_wait_var(e, x, &f) == DP_ERROR_OP_FAILED && f.status == 9);
         CHECK(dp_wait_all_for(e, 10000, NULL) == DP_OK);    /* y reported it; nothing left */
-        CHECK(dp_var_state_get(e, x) == DP_VAR_READY);
+        CHECK(var_state(e, x) == DP_VAR_READY);
         /* a failure behind an abandoned wait still reaches dp_wait_all */
         CHECK(dp_push(e, &d) == DP_OK);
         CHECK(dp_wait_var_for(e, x, 1, NULL) == DP_ERROR_TIMEOUT);
@@ -1464,7 +1464,11 @@ static void test_destroy_reports_pending(void) {
         desc.type = kinds[k]; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
         desc.logger.func = pending_logger; desc.pending_report_ms = 50;
         CHECK(dp_engine_create(&desc, &e) == DP_OK);
-        CHECK(dp_engine_query_desc(e).pending_report_ms == 50);
+        {
+            dp_engine_desc got;
+            CHECK(dp_engine_desc_get(e, &got) == DP_OK && got.pending_report_ms == 50);
+            CHECK(dp_engine_desc_get(NULL, &got) == DP_ERROR_INVALID_ARGS && dp_engine_desc_get(e, NULL) == DP_ERROR_INVALID_ARGS);
+        }
         x = dp_var_create(e); y = dp_var_create(e);
         memset(&d, 0, sizeof d);
         d.async_fn = hold_op; d.writes = &x; d.num_writes = 1; d.prop = DP_PROP_ASYNC; d.name = "never_done";
@@ -1600,7 +1604,7 @@ static void check_cleanup_at_destroy(dp_cleanup_fn first) {
         g_pushed_from_cleanup_ran = 0;
         memset(&d, 0, sizeof d);
         d.fn = nop; d.writes = &g_cleanup_var; d.num_writes = 1; d.cleanup = first;
-        CHECK(dp_op_create(g_cleanup_eng, &d).id != 0);
+        CHECK(dp_opr_create(g_cleanup_eng, &d).id != 0);
         CHECK(dp_engine_destroy(g_cleanup_eng, NULL) == DP_OK);
         CHECK(g_pushed_from_cleanup_ran == 1);
     }
@@ -1806,7 +1810,7 @@ static void cleanup_makes_op(void *a) {
     (void)a;
     memset(&d, 0, sizeof d);
     d.fn = nop; d.writes = &g_cleanup_var; d.num_writes = 1; d.cleanup = cleanup_that_pushes;
-    CHECK(dp_op_create(g_cleanup_eng, &d).id != 0);
+    CHECK(dp_opr_create(g_cleanup_eng, &d).id != 0);
 }
 static void test_cleanup_makes_op_at_destroy(void) { check_cleanup_at_destroy(cleanup_makes_op); }
 

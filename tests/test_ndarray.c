@@ -105,7 +105,7 @@ static void test_create(void) {
     int k, t;
     for (k = 0; k < 3; k++) {
         dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
-        for (t = 0; t < DP__DTYPE_COUNT; t++) {
+        for (t = 0; t < DP_DTYPE_COUNT; t++) {
             dp_dtype dt = (dp_dtype)t;
             dp_shape s = {3, {2, 3, 4}}, scalar = {0, {0}}, empty = {2, {0, 7}};
             dp_ndarray *z, *o, *f, *r, *sc, *em, *e1;
@@ -480,7 +480,7 @@ static void test_files(void) {
     tmp_path("b.npz", p2, sizeof p2);
     for (k = 0; k < 3; k++) {
         dp_engine *e = make_engine(kinds[k], DP_STORAGE_DEFAULT, 0);
-        for (t = 0; t < DP__DTYPE_COUNT; t++) {
+        for (t = 0; t < DP_DTYPE_COUNT; t++) {
             dp_shape shapes[3] = {{3, {2, 3, 4}}, {0, {0}}, {2, {0, 5}}};
             int j;
             for (j = 0; j < 3; j++) {
@@ -1297,7 +1297,7 @@ static void test_release_under_oom(void) {
         d.allocator.alloc = failing_alloc; d.allocator.free = failing_free;
         CHECK(dp_engine_create(&d, &e) == DP_OK);
         CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &a) == DP_OK);
-        while (dp_var_state_get(e, dp_nd_var(a)) != DP_VAR_READY) sched_yield();   /* no wait op: the variable never queued */
+        while (var_state(e, dp_nd_var(a)) != DP_VAR_READY) sched_yield();   /* no wait op: the variable never queued */
         v = dp_nd_var(a);
         g_nd_target = (float *)dp_nd_data(a);
         memset(&hold, 0, sizeof hold);

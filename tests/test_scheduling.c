@@ -261,7 +261,7 @@ static void test_push_runs_ops_not_inside_an_op(void) {
 /* A wait or a variable's deletion is pushed too, and may have to wait like
    any push; it must not run other ops on the calling thread: a timed wait
    would then take as long as up to 64 arbitrary ops, whatever its timeout,
-   and the documented contract names only dp_push and dp_op_push. Both
+   and the documented contract names only dp_push and dp_opr_push. Both
    workers are held, the backlog is past the pacing threshold with ready
    ops queued, and the wait (then the deletion) is the 64th waiting push in
    a row: the point where a push would run ops. */
@@ -361,15 +361,15 @@ static void test_op_runs_released_before_wait_all(void) {
     for (round = 0; round < 300; round++) {
         dp_var x = dp_var_create(e);
         dp_push_desc d;
-        dp_op op;
+        dp_opr op;
         dp_ctx cpu = {DP_DEV_CPU, 0};
         memset(&d, 0, sizeof d);
         d.fn = noop; d.writes = &x; d.num_writes = 1; d.cleanup = count_cleanup;
         __atomic_store_n(&g_cleanups, 0, __ATOMIC_RELEASE);
-        op = dp_op_create(e, &d);
+        op = dp_opr_create(e, &d);
         CHECK(op.id != 0);
-        for (i = 0; i < 200; i++) CHECK(dp_op_push(e, op, cpu, 0) == DP_OK);
-        CHECK(dp_op_destroy(e, op) == DP_OK);
+        for (i = 0; i < 200; i++) CHECK(dp_opr_push(e, op, cpu, 0) == DP_OK);
+        CHECK(dp_opr_destroy(e, op) == DP_OK);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         bad += __atomic_load_n(&g_cleanups, __ATOMIC_ACQUIRE) != 1;
         dp_var_delete(e, x);
@@ -383,7 +383,7 @@ static void test_op_runs_of_two_ops(void) {
     dp_engine *e = make(DP_ENGINE_PERDEVICE, 2, 0);
     dp_var x;
     dp_push_desc d;
-    dp_op a, b;
+    dp_opr a, b;
     dp_ctx cpu = {DP_DEV_CPU, 0};
     int i;
     CHECK(e != NULL);
@@ -392,13 +392,13 @@ static void test_op_runs_of_two_ops(void) {
     memset(&d, 0, sizeof d);
     d.fn = noop; d.writes = &x; d.num_writes = 1; d.cleanup = count_cleanup;
     __atomic_store_n(&g_cleanups, 0, __ATOMIC_RELEASE);
-    a = dp_op_create(e, &d);
-    b = dp_op_create(e, &d);
-    for (i = 0; i < 5000; i++) { CHECK(dp_op_push(e, a, cpu, 0) == DP_OK); CHECK(dp_op_push(e, b, cpu, 0) == DP_OK); }
-    CHECK(dp_op_destroy(e, a) == DP_OK);
+    a = dp_opr_create(e, &d);
+    b = dp_opr_create(e, &d);
+    for (i = 0; i < 5000; i++) { CHECK(dp_opr_push(e, a, cpu, 0) == DP_OK); CHECK(dp_opr_push(e, b, cpu, 0) == DP_OK); }
+    CHECK(dp_opr_destroy(e, a) == DP_OK);
     CHECK(dp_wait_all(e, NULL) == DP_OK);
     CHECK(__atomic_load_n(&g_cleanups, __ATOMIC_ACQUIRE) == 1);
-    CHECK(dp_op_destroy(e, b) == DP_OK);
+    CHECK(dp_opr_destroy(e, b) == DP_OK);
     CHECK(dp_wait_all(e, NULL) == DP_OK);
     CHECK(__atomic_load_n(&g_cleanups, __ATOMIC_ACQUIRE) == 2);
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
@@ -533,7 +533,7 @@ static void test_op_push_n(void) {
         dp_engine *e = make(types[t], 2, 0);
         dp_var x;
         dp_push_desc d;
-        dp_op op;
+        dp_opr op;
         dp_ctx cpu = {DP_DEV_CPU, 0}, bad = {DP_DEV_GPU, 3};
         int expect = 0, i;
         CHECK(e != NULL);
@@ -543,14 +543,14 @@ static void test_op_push_n(void) {
         d.fn = op_step; d.arg = &expect; d.writes = &x; d.num_writes = 1; d.cleanup = count_cleanup;
         g_op_runs = 0; g_op_out_of_order = 0;
         __atomic_store_n(&g_cleanups, 0, __ATOMIC_RELEASE);
-        op = dp_op_create(e, &d);
-        for (i = 0; i < 10; i++) CHECK(dp_op_push_n(e, op, cpu, 0, 333) == DP_OK);
-        CHECK(dp_op_push(e, op, cpu, 0) == DP_OK);
-        CHECK(dp_op_push_n(e, op, cpu, 0, 0) == DP_OK);
-        CHECK(dp_op_push_n(e, op, cpu, 0, -1) == DP_ERROR_INVALID_ARGS);
-        CHECK(dp_op_push_n(e, op, bad, 0, 5) != DP_OK);
-        CHECK(dp_op_destroy(e, op) == DP_OK);
-        CHECK(dp_op_push_n(e, op, cpu, 0, 5) == DP_ERROR_INVALID_HANDLE);
+        op = dp_opr_create(e, &d);
+        for (i = 0; i < 10; i++) CHECK(dp_opr_push_n(e, op, cpu, 0, 333) == DP_OK);
+        CHECK(dp_opr_push(e, op, cpu, 0) == DP_OK);
+        CHECK(dp_opr_push_n(e, op, cpu, 0, 0) == DP_OK);
+        CHECK(dp_opr_push_n(e, op, cpu, 0, -1) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_opr_push_n(e, op, bad, 0, 5) != DP_OK);
+        CHECK(dp_opr_destroy(e, op) == DP_OK);
+        CHECK(dp_opr_push_n(e, op, cpu, 0, 5) == DP_ERROR_INVALID_HANDLE);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         CHECK(g_op_runs == 3331);
         CHECK(g_op_out_of_order == 0);
@@ -573,7 +573,7 @@ int main(void) {
         {"pre-created ops pushed alternately: each cleanup once, after its last run", test_op_runs_of_two_ops},
         {"dp_push_batch: batches of any size give the sequential result", test_push_batch_keeps_the_order},
         {"dp_push_batch: a refused batch pushes nothing and calls every cleanup", test_push_batch_errors},
-        {"dp_op_push_n: runs in push order, cleanup once, errors refused", test_op_push_n},
+        {"dp_opr_push_n: runs in push order, cleanup once, errors refused", test_op_push_n},
     };
     return run_tests("scheduling", tests, (int)(sizeof tests / sizeof tests[0]));
 }
