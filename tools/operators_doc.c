@@ -56,7 +56,7 @@ static void print_params(const dp_operator *op) {
 static void print_dtypes(unsigned mask) {
     int t, first = 1;
     if (!mask) { printf("any"); return; }
-    for (t = 0; t < DP__DTYPE_COUNT; t++) if (mask & (1u << t)) { printf(first ? "%s" : ", %s", dp_dtype_name((dp_dtype)t)); first = 0; }
+    for (t = 0; t < DP_DTYPE_COUNT; t++) if (mask & (1u << t)) { printf(first ? "%s" : ", %s", dp_dtype_name((dp_dtype)t)); first = 0; }
 }
 static void print_operator(const dp_operator *op) {
     printf("### `%s`\n\n", op->name);
