@@ -39,6 +39,9 @@
    implementation included. The repository's Makefile and CMake define
    DEPENG_EXAMPLE_SEPARATE_IMPL and link the implementation compiled once
    (tests/impl/depeng_impl.c) instead. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime, fileno */
+#endif
 #ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
 #endif
