@@ -16,8 +16,9 @@ HEADERS := depeng.h $(wildcard depeng_nn.h)
 
 # Every core by default, so that a plain `make test` or `make demo` compiles
 # side by side; an explicit -j (-j1 included) wins. tests/run.sh's summary is
-# still the last line: it is the last recipe of `test`.
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+# still the last line: it is the last recipe of `test`. Only the top-level
+# make decides: a sub-make ($(MAKE) windows-build) shares its jobs.
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
 endif
 # no built-in implicit rules: every program below has its own rule
@@ -220,7 +221,7 @@ BENCH_CFLAGS := -std=c11 -O2 -g -I. -Wall -Wextra
 STARPU_PC    := starpu-1.3
 # the drivers that use depeng link build/impl/bench.o (tests/impl/depeng_impl.c
 # with these flags); each defines DEPENG_IMPLEMENTATION when built alone
-BENCH_IMPL   := -DDEPENG_EXAMPLE_SEPARATE_IMPL $< -x none $(B)/impl/bench.o
+BENCH_IMPL    = -DDEPENG_EXAMPLE_SEPARATE_IMPL $< -x none $(B)/impl/bench.o
 $(B)/bench_depeng: bench/depeng.c bench/common.h $(B)/impl/bench.o $(HEADERS) | $(B)
 	$(CC) $(BENCH_CFLAGS) $(BENCH_IMPL) -o $@ $(LIBS)
 # with OpenBLAS (make bench-deps) it also times CBLAS's sgemm as dot's reference

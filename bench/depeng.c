@@ -16,6 +16,7 @@
 #include "bench/common.h"
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>    /* sysconf */
 #ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
 #endif

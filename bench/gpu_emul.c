@@ -25,6 +25,9 @@
    make builds it with DEPENG_EXAMPLE_SEPARATE_IMPL defined and links the
    implementation compiled once (build/impl/bench.o); alone, one cc
    command builds it with the implementation included. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime (bench/common.h) */
+#endif
 #ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
 #endif
