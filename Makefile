@@ -2,121 +2,183 @@
 # make asan, make faults (allocation-failure injection), make bench (depeng
 # against its peers; make bench-deps installs StarPU first), make cuda /
 # make cuda-test (depeng_cuda.h; needs nvcc), make install / make uninstall
-# (PREFIX, DESTDIR), make clean.
+# (PREFIX, DESTDIR), make clean. tests/README.md maps the tests.
 CC      ?= cc
 CFLAGS  ?= -O2 -g
 WARN    := -std=c11 -Wall -Wextra -pedantic -Werror
+CXXWARN := -std=c++17 -Wall -Wextra -pedantic -Werror
 B       := build
 LIBS    := -pthread -lm
+# What every program's implementation is compiled from: a change to one
+# rebuilds everything (depeng_nn.h's implementation goes in the same
+# translation unit as depeng.h's, tests/impl/depeng_impl.c).
+HEADERS := depeng.h depeng_nn.h
+
+# Every core by default, so that a plain `make test` or `make demo` compiles
+# side by side; an explicit -j (-j1 included) wins. tests/run.sh's summary is
+# still the last line: it is the last recipe of `test`. Only the top-level
+# make decides: a sub-make ($(MAKE) windows-build) shares its jobs.
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
+# no built-in implicit rules: every program below has its own rule
+MAKEFLAGS += -r
+.SUFFIXES:
 
 .PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale clean
-all: $(B)/test_engine $(B)/test_ndarray $(B)/test_autograd $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
 
-$(B):
-	mkdir -p $(B)
+# ---- the implementation, compiled once per configuration ------------------
+# tests/impl/depeng_impl.c is depeng.h's implementation alone. build/impl/
+# <cfg>.o is that file compiled by COMPILE_<cfg>; each program of that
+# configuration is compiled by the same command, includes depeng.h for its
+# declarations only, and links the object (instead of every program
+# compiling the 14,000 lines again, as it used to: 40 times for make test).
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+COMPILE_c             = $(CC) $(WARN) $(CFLAGS)
+COMPILE_pthreads      = $(CC) $(WARN) $(CFLAGS) -DDEPENG_USE_PTHREADS
+COMPILE_cxx           = g++ -x c++ $(CXXWARN) $(CFLAGS)
+# the engine alone (no array half; -lm only for the test's own fenv calls)
+COMPILE_no_ndarray    = $(CC) $(WARN) $(CFLAGS) -DDEPENG_NO_NDARRAY
+# ThreadSanitizer does not support C11 thrd_create (SEGV, gcc 12 / clang 14),
+# so the sanitizer build uses the pthreads path.
+COMPILE_tsan          = clang $(WARN) -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS
+COMPILE_asan          = clang $(WARN) -O1 -g $(SAN)
+COMPILE_asan_pthreads = clang $(WARN) -O1 -g $(SAN) -DDEPENG_USE_PTHREADS
+# the benchmarks' own object: their flags, and no test hook in the scheduler
+COMPILE_bench         = $(CC) $(BENCH_CFLAGS) -DDEPENG_IMPL_NO_TEST_HOOK
+IMPL_SRC := tests/impl/depeng_impl.c tests/impl/test_hook.h $(HEADERS)
+$(B)/impl/%.o: $(IMPL_SRC) | $(B)/impl
+	$(COMPILE_$*) -I. -c $< -o $@
+$(B) $(B)/impl:
+	mkdir -p $@
 
-$(B)/test_engine: tests/test_engine.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-# the contention counters and running ops on the pushing thread
-$(B)/test_scheduling: tests/test_scheduling.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-# the CPU pools' per-worker deques and stealing
-$(B)/test_stealing: tests/test_stealing.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-# the same tests on the pthreads fallback, so both platform paths stay tested
-$(B)/test_engine_pthreads: tests/test_engine.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -DDEPENG_USE_PTHREADS -I. $< -o $@ $(LIBS)
+# ---- the tests --------------------------------------------------------------
+# TESTS: every test program make test runs (tests/run.sh sums their
+# "N passed, M failed" lines). A name says how it is built: test_X_<cfg> is
+# tests/test_X.c in configuration <cfg> (pthreads, cxx, no_ndarray, tsan,
+# asan, asan_pthreads); a name without such a suffix is tests/<name>.c in the
+# default configuration (c), unless CFG_<name> or SRC_<name> say otherwise.
+# Adding a test: add tests/test_X.c and its name here; CMakeLists.txt reads
+# this list too.
+TESTS := test_engine test_scheduling test_stealing test_engine_pthreads test_wall_clock \
+         test_engine_cxx test_engine_no_ndarray test_ndarray test_ndarray_cxx \
+         test_autograd test_autograd_cxx test_memory_plan test_symbol make_parse \
+         test_files test_inflate_zlib test_kernels_exact test_invoke test_kvstore test_kvstore_cxx
+# the check scripts make test runs after them (each prints its own
+# "name: N passed, M failed" line), and the programs the scripts run
+CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh tests/readme_check.sh \
+          tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh \
+          tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh \
+          tests/standalone_check.sh tests/numpy_diff_check.sh tests/operators_doc_check.sh \
+          tests/layering_check.sh tests/trace_page_check.sh tests/api_docs_check.sh tests/readme_toc_check.sh
+EXAMPLES := walkthrough make_example ndarray_example custom_op_example train_digits
+CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff operators_doc
+# under the sanitizers (make tsan, make asan): the unit tests, and
+# examples/make.c run by examples/make_demo/check.sh
+TSAN_TESTS := $(addsuffix _tsan,test_engine test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing)
+ASAN_TESTS := $(addsuffix _asan,test_engine test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
+                                 test_files test_invoke test_kvstore test_kernels_exact make_parse) \
+              test_engine_asan_pthreads test_stealing_asan_pthreads
+
+# White-box programs: they read the implementation's private (static) dp__
+# functions and types, so they include the implementation themselves (with
+# DEPENG_IMPLEMENTATION) and link no object; each is one more compile of
+# the header, in each configuration it is built in.
+#   test_stealing       the per-worker deques (dp__deque_push/pop/steal)
+#   test_memory_plan    the executor's memory planner (dp__plan_memory)
+#   test_symbol         binds with a planner of its own (dp__exec_planner)
+#   test_files          hand-made deflate streams (dp__bw_put, dp__inflate)
+#   test_inflate_zlib   the inflater and deflater against zlib
+#   test_kernels_exact  float16 conversions (dp__half_from_float, ...)
+#   numpy_diff          stores results by dtype (dp__store_elem)
+#   fuzz_npz, fuzz_inflate  CRC and inflater (dp__crc, dp__inflate)
+WHITEBOX := test_stealing test_memory_plan test_symbol test_files test_inflate_zlib test_kernels_exact \
+            numpy_diff fuzz_npz fuzz_inflate
+
+# the programs whose source is not tests/<name>.c, and their extra flags
+SRC_walkthrough       := examples/walkthrough.c
+SRC_make_example      := examples/make.c
+SRC_ndarray_example   := examples/ndarray.c
+SRC_custom_op_example := examples/custom_op.c
+SRC_train_digits      := examples/train_digits.c
+SRC_operators_doc     := tools/operators_doc.c
+FLAGS_make_parse      := -DMAKE_NO_MAIN
 # timed waits on the pthreads path keep their length when the wall clock is
-# set back (Linux: the test replaces clock_gettime)
-$(B)/test_wall_clock: tests/test_wall_clock.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -DDEPENG_USE_PTHREADS -I. $< -o $@ $(LIBS)
-# ... and with the header compiled as C++
-$(B)/test_engine_cxx: tests/test_engine.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
-# ... and on the engine alone (DEPENG_NO_NDARRAY: no array half; -lm only for
-# the test's own fenv calls)
-$(B)/test_engine_no_ndarray: tests/test_engine.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -DDEPENG_NO_NDARRAY -I. $< -o $@ -pthread -lm
-$(B)/test_ndarray: tests/test_ndarray.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_ndarray_cxx: tests/test_ndarray.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_autograd: tests/test_autograd.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_symbol: tests/test_symbol.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_autograd_cxx: tests/test_autograd.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_memory_plan: tests/test_memory_plan.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-# the desc-style invocation, the registry's names and the training helpers
-$(B)/test_invoke: tests/test_invoke.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_kvstore: tests/test_kvstore.c tests/kv_digits.h depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/test_kvstore_cxx: tests/test_kvstore.c tests/kv_digits.h depeng.h depeng_nn.h tests/test_common.h | $(B)
-	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/walkthrough: examples/walkthrough.c depeng.h depeng_nn.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/make_example: examples/make.c depeng.h depeng_nn.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-# make.c's parser alone, built the way a fuzz harness builds it
-$(B)/make_parse: tests/make_parse.c examples/make.c depeng.h depeng_nn.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -DMAKE_NO_MAIN -I. $< -o $@ $(LIBS)
-$(B)/ndarray_example: examples/ndarray.c depeng.h depeng_nn.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/custom_op_example: examples/custom_op.c depeng.h depeng_nn.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/train_digits: examples/train_digits.c depeng.h depeng_nn.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-# deflated .npz (against NumPy where it is installed, else those parts are
-# SKIP), CSV options and refused fields, the per-thread last error
-$(B)/test_files: tests/test_files.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+# set back (Linux: the test replaces clock_gettime, which the object's calls
+# then reach too)
+CFG_test_wall_clock   := pthreads
+# allocation-failure injection runs under ASan + UBSan (make faults)
+CFG_faults            := asan
 # the header's inflater and deflater against zlib, linked for this test only
 # (tests/zlib_deps.sh installs zlib1g-dev when it is missing)
-$(B)/test_inflate_zlib: tests/test_inflate_zlib.c depeng.h depeng_nn.h tests/test_common.h | $(B) zlib-deps
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS) -lz
+LIBS_test_inflate_zlib := -lz
+
+# a program's configuration: CFG_<name>, else the suffix its name ends with
+# (the longest first), else c; its base name is the name less that suffix
+SUFFIX_CFGS := asan_pthreads no_ndarray pthreads tsan asan cxx
+cfg_of  = $(or $(CFG_$(1)),$(firstword $(foreach c,$(SUFFIX_CFGS),$(if $(filter %_$(c),$(1)),$(c)))),c)
+base_of = $(if $(CFG_$(1)),$(1),$(patsubst %_$(call cfg_of,$(1)),%,$(1)))
+src_of  = $(or $(SRC_$(1)),tests/$(1).c)
+white   = $(filter $(1),$(WHITEBOX))
+TEST_DEPS := tests/test_common.h tests/test_calls.h tests/impl/test_hook.h tests/kv_digits.h $(HEADERS)
+# One rule per program, all from this recipe: the configuration's compiler,
+# then (unless white-box) DEPENG_EXAMPLE_SEPARATE_IMPL, which keeps an
+# example's own DEPENG_IMPLEMENTATION out, and the object (-x none: g++ -x
+# c++ would read the object as C++ source).
+define PROGRAM_RULE
+$(B)/$(1): $(call src_of,$(call base_of,$(1))) $(if $(call white,$(call base_of,$(1))),,$(B)/impl/$(call cfg_of,$(1)).o) $(TEST_DEPS) | $(B)
+	$$(COMPILE_$(call cfg_of,$(1))) $(FLAGS_$(call base_of,$(1))) $(if $(call white,$(call base_of,$(1))),,-DDEPENG_EXAMPLE_SEPARATE_IMPL) -I. $$< $(if $(call white,$(call base_of,$(1))),,-x none $(B)/impl/$(call cfg_of,$(1)).o) -o $$@ $$(LIBS) $(LIBS_$(call base_of,$(1)))
+endef
+PROGRAMS := $(sort $(TESTS) $(CHECK_PROGRAMS) $(TSAN_TESTS) $(ASAN_TESTS) make_example_tsan make_example_asan numpy_diff_asan faults)
+$(foreach p,$(PROGRAMS),$(eval $(call PROGRAM_RULE,$(p))))
+$(B)/make_parse $(B)/make_parse_asan $(B)/make_example_tsan $(B)/make_example_asan: examples/make.c
+$(B)/test_inflate_zlib: | zlib-deps
 .PHONY: zlib-deps
 zlib-deps:
 	@tests/zlib_deps.sh
-# writes profiler traces for tests/chrome_trace_check.sh (Perfetto's reading)
-$(B)/chrome_trace: tests/chrome_trace.c depeng.h depeng_nn.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-# replay pages with hostile names for tests/html_check.sh (headless Chromium;
-# tests/browser_deps.sh installs it, else the check is a SKIP)
-$(B)/html_pages: tests/html_pages.c depeng.h depeng_nn.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 
-# the differential test's driver (tests/numpy_diff_check.sh compares with NumPy)
-$(B)/numpy_diff: tests/numpy_diff.c depeng.h depeng_nn.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-# a dedicated test program for the kernels' exactness, NaN and aliasing rules
-$(B)/test_kernels_exact: tests/test_kernels_exact.c depeng.h depeng_nn.h tests/test_common.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+all: $(addprefix $(B)/,$(TESTS) $(EXAMPLES))
 
-# warning-free as C11 on gcc and clang and as C++ (g++ -x c++)
-compile-checks: compile-checks-engine-only | $(B)
-	gcc   $(WARN) -Wstrict-prototypes -I. -c tests/compile/depeng_impl.c -o $(B)/c_gcc.o
-	clang $(WARN) -Wstrict-prototypes -I. -c tests/compile/depeng_impl.c -o $(B)/c_clang.o
-	gcc   $(WARN) -DDEPENG_USE_PTHREADS -I. -c tests/compile/depeng_impl.c -o $(B)/c_pthreads.o
-	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_impl.c -o $(B)/cxx.o
-	gcc   $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static.o
-	g++ -x c++ -std=c++11 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/invoke_cxx.cpp -o $(B)/invoke_cxx11.o
-	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/invoke_cxx.cpp -o $(B)/invoke_cxx17.o
-	clang $(WARN) -I. -c tests/compile/depeng_static.c -o $(B)/c_static_clang.o
+# warning-free as C11 on gcc and clang and as C++ (g++ -x c++); one file
+# each, so that make -j compiles them side by side
+COMPILE_CHECKS := $(addprefix $(B)/,c_gcc.o c_clang.o c_pthreads.o cxx.o c_static.o invoke_cxx11.o invoke_cxx17.o c_static_clang.o)
+COMPILE_CHECKS_EO := $(addprefix $(B)/,eo_gcc.o eo_clang.o eo_pthreads.o eo_cxx.o eo_static.o)
+compile-checks: $(COMPILE_CHECKS) compile-checks-engine-only
+$(B)/c_gcc.o: tests/compile/depeng_impl.c $(HEADERS) | $(B)
+	gcc   $(WARN) -Wstrict-prototypes -I. -c $< -o $@
+$(B)/c_clang.o: tests/compile/depeng_impl.c $(HEADERS) | $(B)
+	clang $(WARN) -Wstrict-prototypes -I. -c $< -o $@
+$(B)/c_pthreads.o: tests/compile/depeng_impl.c $(HEADERS) | $(B)
+	gcc   $(WARN) -DDEPENG_USE_PTHREADS -I. -c $< -o $@
+$(B)/cxx.o: tests/compile/depeng_impl.c $(HEADERS) | $(B)
+	g++ -x c++ $(CXXWARN) -I. -c $< -o $@
+$(B)/c_static.o: tests/compile/depeng_static.c $(HEADERS) | $(B)
+	gcc   $(WARN) -I. -c $< -o $@
+$(B)/invoke_cxx11.o: tests/compile/invoke_cxx.cpp $(HEADERS) | $(B)
+	g++ -x c++ -std=c++11 -Wall -Wextra -pedantic -Werror -I. -c $< -o $@
+$(B)/invoke_cxx17.o: tests/compile/invoke_cxx.cpp $(HEADERS) | $(B)
+	g++ -x c++ $(CXXWARN) -I. -c $< -o $@
+$(B)/c_static_clang.o: tests/compile/depeng_static.c $(HEADERS) | $(B)
+	clang $(WARN) -I. -c $< -o $@
 # the engine alone (DEPENG_NO_NDARRAY), the same ways, and static
-compile-checks-engine-only: | $(B)
-	gcc   $(WARN) -Wstrict-prototypes -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_gcc.o
-	clang $(WARN) -Wstrict-prototypes -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_clang.o
-	gcc   $(WARN) -DDEPENG_USE_PTHREADS -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_pthreads.o
-	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_cxx.o
-	gcc   $(WARN) -DDEPENG_STATIC -I. -c tests/compile/depeng_engine_only.c -o $(B)/eo_static.o
+compile-checks-engine-only: $(COMPILE_CHECKS_EO)
+$(B)/eo_gcc.o: tests/compile/depeng_engine_only.c $(HEADERS) | $(B)
+	gcc   $(WARN) -Wstrict-prototypes -I. -c $< -o $@
+$(B)/eo_clang.o: tests/compile/depeng_engine_only.c $(HEADERS) | $(B)
+	clang $(WARN) -Wstrict-prototypes -I. -c $< -o $@
+$(B)/eo_pthreads.o: tests/compile/depeng_engine_only.c $(HEADERS) | $(B)
+	gcc   $(WARN) -DDEPENG_USE_PTHREADS -I. -c $< -o $@
+$(B)/eo_cxx.o: tests/compile/depeng_engine_only.c $(HEADERS) | $(B)
+	g++ -x c++ $(CXXWARN) -I. -c $< -o $@
+$(B)/eo_static.o: tests/compile/depeng_engine_only.c $(HEADERS) | $(B)
+	gcc   $(WARN) -DDEPENG_STATIC -I. -c $< -o $@
 
-test: compile-checks platform-checks $(B)/test_engine $(B)/test_scheduling $(B)/test_stealing $(B)/test_engine_pthreads $(B)/test_wall_clock $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol $(B)/walkthrough $(B)/make_example $(B)/make_parse $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits bench-build $(B)/chrome_trace $(B)/html_pages $(B)/test_files $(B)/test_inflate_zlib $(B)/numpy_diff $(B)/test_kernels_exact $(B)/test_invoke docs-check-build $(B)/test_kvstore $(B)/test_kvstore_cxx
-	tests/run.sh $(B)/test_engine $(B)/test_scheduling $(B)/test_stealing $(B)/test_engine_pthreads $(B)/test_wall_clock $(B)/test_engine_cxx $(B)/test_engine_no_ndarray $(B)/test_ndarray $(B)/test_ndarray_cxx $(B)/test_autograd $(B)/test_autograd_cxx $(B)/test_memory_plan $(B)/test_symbol tests/walkthrough_check.sh tests/make_check.sh $(B)/make_parse tests/make_vs_gnu.sh tests/readme_check.sh tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/layering_check.sh tests/trace_page_check.sh tests/api_docs_check.sh tests/readme_toc_check.sh tests/consumer_check.sh tests/standalone_check.sh $(B)/test_files $(B)/test_inflate_zlib $(B)/test_kernels_exact tests/numpy_diff_check.sh $(B)/test_invoke tests/operators_doc_check.sh $(B)/test_kvstore $(B)/test_kvstore_cxx
+# RUN_JOBS: how many test programs tests/run.sh runs at a time
+RUN_JOBS ?= 1
+test: compile-checks platform-checks $(addprefix $(B)/,$(TESTS) $(CHECK_PROGRAMS)) bench-build docs-check-build
+	tests/run.sh -j $(RUN_JOBS) $(addprefix $(B)/,$(TESTS)) $(CHECKS)
 
-demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_example $(B)/train_digits
+demo: $(addprefix $(B)/,$(EXAMPLES))
 	./$(B)/walkthrough $(B)/walkthrough.dot $(B)/walkthrough.html
 	@echo "the walkthrough's replay page: file://$(CURDIR)/$(B)/walkthrough.html (open it in a browser)"
 	./$(B)/make_example -j 2 -C examples/make_demo
@@ -126,48 +188,20 @@ demo: $(B)/walkthrough $(B)/make_example $(B)/ndarray_example $(B)/custom_op_exa
 	./$(B)/custom_op_example
 	./$(B)/train_digits
 
-# ThreadSanitizer does not support C11 thrd_create (SEGV, gcc 12 / clang 14),
-# so the sanitizer build uses the pthreads path.
-tsan: | $(B)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_tsan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_ndarray.c -o $(B)/test_ndarray_tsan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_autograd.c -o $(B)/test_autograd_tsan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_scheduling.c -o $(B)/test_scheduling_tsan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_symbol.c -o $(B)/test_symbol_tsan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_kvstore.c -o $(B)/test_kvstore_tsan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. tests/test_stealing.c -o $(B)/test_stealing_tsan $(LIBS)
-	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(B)/test_engine_tsan $(B)/test_ndarray_tsan $(B)/test_autograd_tsan $(B)/test_scheduling_tsan $(B)/test_symbol_tsan $(B)/test_kvstore_tsan $(B)/test_stealing_tsan
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=thread -DDEPENG_USE_PTHREADS -I. examples/make.c -o $(B)/make_example_tsan $(LIBS)
+tsan: $(addprefix $(B)/,$(TSAN_TESTS) make_example_tsan)
+	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(addprefix $(B)/,$(TSAN_TESTS))
 	TSAN_OPTIONS=halt_on_error=1 examples/make_demo/check.sh $(B)/make_example_tsan
-asan: | $(B)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_engine.c -o $(B)/test_engine_asan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DDEPENG_USE_PTHREADS -I. tests/test_engine.c -o $(B)/test_engine_asan_pthreads $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_ndarray.c -o $(B)/test_ndarray_asan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_autograd.c -o $(B)/test_autograd_asan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_memory_plan.c -o $(B)/test_memory_plan_asan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_scheduling.c -o $(B)/test_scheduling_asan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_symbol.c -o $(B)/test_symbol_asan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_files.c -o $(B)/test_files_asan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_invoke.c -o $(B)/test_invoke_asan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_kvstore.c -o $(B)/test_kvstore_asan $(LIBS)
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DDEPENG_USE_PTHREADS -I. tests/test_stealing.c -o $(B)/test_stealing_asan $(LIBS)
-	tests/run.sh $(B)/test_engine_asan $(B)/test_engine_asan_pthreads $(B)/test_ndarray_asan $(B)/test_autograd_asan $(B)/test_memory_plan_asan $(B)/test_scheduling_asan $(B)/test_symbol_asan $(B)/test_files_asan $(B)/test_invoke_asan $(B)/test_kvstore_asan $(B)/test_stealing_asan
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. examples/make.c -o $(B)/make_example_asan $(LIBS)
+asan: $(addprefix $(B)/,$(ASAN_TESTS) make_example_asan numpy_diff_asan)
+	tests/run.sh $(addprefix $(B)/,$(ASAN_TESTS))
 	examples/make_demo/check.sh $(B)/make_example_asan
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -DMAKE_NO_MAIN -I. tests/make_parse.c -o $(B)/make_parse_asan $(LIBS)
-	./$(B)/make_parse_asan
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/test_kernels_exact.c -o $(B)/test_kernels_exact_asan $(LIBS)
-	tests/run.sh $(B)/test_kernels_exact_asan
-	clang -std=c11 -Wall -Wextra -pedantic -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. tests/numpy_diff.c -o $(B)/numpy_diff_asan $(LIBS)
 	rm -rf $(B)/numpy_diff_asan.d && mkdir -p $(B)/numpy_diff_asan.d && ./$(B)/numpy_diff_asan $(B)/numpy_diff_asan.d 1 3
 
 # Allocation-failure injection (tests/faults.c): the allocator fails the k-th
 # allocation (and, second mode, every one from the k-th on) for every k over
 # a workload of the whole API, on all three engines, under ASan + UBSan +
-# LeakSanitizer; each run in a child with a watchdog. .ci/run runs it.
-SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
-faults: | $(B)
-	clang -std=c11 -Wall -Wextra -pedantic -Werror -O1 -g $(SAN) -I. tests/faults.c -o $(B)/faults $(LIBS)
+# LeakSanitizer; each run in a child with a watchdog. .ci/run runs it. It
+# links make asan's object (build/impl/asan.o).
+faults: $(B)/faults
 	ASAN_OPTIONS=detect_leaks=1 ./$(B)/faults all
 
 # ---- operator reference (docs/operators.md) --------------------------------
@@ -175,8 +209,6 @@ faults: | $(B)
 # docs rewrites docs/operators.md with it, and tests/operators_doc_check.sh
 # (run by make test) fails when the file differs from what it prints.
 .PHONY: docs docs-check-build
-$(B)/operators_doc: tools/operators_doc.c depeng.h depeng_nn.h | $(B)
-	$(CC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 docs-check-build: $(B)/operators_doc
 docs: $(B)/operators_doc
 	mkdir -p docs
@@ -188,16 +220,19 @@ docs: $(B)/operators_doc
 # installed are reported as skipped, never dropped silently.
 BENCH_CFLAGS := -std=c11 -O2 -g -I. -Wall -Wextra
 STARPU_PC    := starpu-1.3
-$(B)/bench_depeng: bench/depeng.c bench/common.h depeng.h depeng_nn.h | $(B)
-	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+# the drivers that use depeng link build/impl/bench.o (tests/impl/depeng_impl.c
+# with these flags); each defines DEPENG_IMPLEMENTATION when built alone
+BENCH_IMPL    = -DDEPENG_EXAMPLE_SEPARATE_IMPL $< -x none $(B)/impl/bench.o
+$(B)/bench_depeng: bench/depeng.c bench/common.h $(B)/impl/bench.o $(HEADERS) | $(B)
+	$(CC) $(BENCH_CFLAGS) $(BENCH_IMPL) -o $@ $(LIBS)
 # with OpenBLAS (make bench-deps) it also times CBLAS's sgemm as dot's reference
 # the symbolic path: executor against autograd, per training step
-$(B)/bench_symbolic: bench/symbolic.c bench/common.h depeng.h depeng_nn.h | $(B)
-	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
-$(B)/bench_ndarray: bench/ndarray.c bench/common.h depeng.h depeng_nn.h | $(B)
+$(B)/bench_symbolic: bench/symbolic.c bench/common.h $(B)/impl/bench.o $(HEADERS) | $(B)
+	$(CC) $(BENCH_CFLAGS) $(BENCH_IMPL) -o $@ $(LIBS)
+$(B)/bench_ndarray: bench/ndarray.c bench/common.h $(B)/impl/bench.o $(HEADERS) | $(B)
 	@if pkg-config --exists openblas 2>/dev/null; then \
-	  set -x; $(CC) $(BENCH_CFLAGS) -DBENCH_HAVE_CBLAS $$(pkg-config --cflags openblas) $< -o $@ $$(pkg-config --libs openblas) $(LIBS); \
-	else set -x; $(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS); fi
+	  set -x; $(CC) $(BENCH_CFLAGS) -DBENCH_HAVE_CBLAS $$(pkg-config --cflags openblas) $(BENCH_IMPL) -o $@ $$(pkg-config --libs openblas) $(LIBS); \
+	else set -x; $(CC) $(BENCH_CFLAGS) $(BENCH_IMPL) -o $@ $(LIBS); fi
 $(B)/bench_seq: bench/seq.c bench/common.h | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 $(B)/bench_omp: bench/omp.c bench/common.h | $(B)
@@ -214,8 +249,8 @@ $(B)/bench_tbb: bench/tbb.cpp bench/common.h | $(B)
 	  set -x; g++ -std=c++17 -O2 -g -I. -Wall -Wextra $< -o $@ -ltbb -pthread; \
 	else echo "bench: libtbb-dev not installed (make bench-deps); oneTBB will be reported as skipped"; rm -f $@; fi
 # GPU completion (events against a synchronisation per op) on an emulated GPU
-$(B)/bench_gpu_emul: bench/gpu_emul.c bench/common.h depeng.h depeng_nn.h | $(B)
-	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+$(B)/bench_gpu_emul: bench/gpu_emul.c bench/common.h $(B)/impl/bench.o $(HEADERS) | $(B)
+	$(CC) $(BENCH_CFLAGS) $(BENCH_IMPL) -o $@ $(LIBS)
 bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_tbb $(B)/bench_ndarray $(B)/bench_gpu_emul $(B)/bench_symbolic
 bench-deps:
 	bench/deps.sh
@@ -240,15 +275,15 @@ MPICC ?= mpicc
 .PHONY: mpi-deps mpi-test bench-mpi mpi-compile-checks
 # the implementation warning-free as C11 (gcc, clang) and as C++
 mpi-compile-checks: | $(B)
-	printf '#define DEPENG_IMPLEMENTATION\n#define DEPENG_MPI_IMPLEMENTATION\n#include "depeng.h"\n#include "depeng_mpi.h"\n' > $(B)/depeng_mpi_impl.c
+	printf '#define DEPENG_IMPLEMENTATION\n#define DEPENG_MPI_IMPLEMENTATION\n#include "depeng.h"\n#include "depeng_nn.h"\n#include "depeng_mpi.h"\n' > $(B)/depeng_mpi_impl.c
 	$(MPICC) $(WARN) -Wstrict-prototypes -I. -c $(B)/depeng_mpi_impl.c -o $(B)/mpi_gcc.o
 	OMPI_CC=clang $(MPICC) $(WARN) -Wstrict-prototypes -I. -c $(B)/depeng_mpi_impl.c -o $(B)/mpi_clang.o
 	OMPI_CC=g++ $(MPICC) -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c $(B)/depeng_mpi_impl.c -o $(B)/mpi_cxx.o
 mpi-deps:
 	tests/mpi_deps.sh
-$(B)/mpi_digits: tests/mpi_digits.c tests/kv_digits.h depeng.h depeng_nn.h depeng_mpi.h | $(B)
+$(B)/mpi_digits: tests/mpi_digits.c tests/kv_digits.h tests/test_calls.h $(HEADERS) depeng_mpi.h | $(B)
 	$(MPICC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
-$(B)/bench_mpi: bench/mpi.c depeng.h depeng_nn.h depeng_mpi.h | $(B)
+$(B)/bench_mpi: bench/mpi.c $(HEADERS) depeng_mpi.h | $(B)
 	$(MPICC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 mpi-test: mpi-deps
 	$(MAKE) mpi-compile-checks $(B)/mpi_digits
@@ -266,11 +301,13 @@ FUZZ_SECONDS ?= 60
 FUZZ_CC      := clang -std=c11 -Wall -Wextra -pedantic -Werror -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
 FUZZERS      := $(B)/fuzz_npy $(B)/fuzz_npz $(B)/fuzz_csv $(B)/fuzz_make $(B)/fuzz_inflate
 .PHONY: fuzz fuzz-build fuzz-deps
-$(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h depeng.h depeng_nn.h | $(B) fuzz-deps
-	$(FUZZ_CC) $< -o $@ $(LIBS)
+# the harnesses link build/impl/fuzz.o, but for the white-box ones
+# (WHITEBOX: fuzz_npz, fuzz_inflate), which include the implementation
+COMPILE_fuzz := $(FUZZ_CC)
+$(B)/impl/fuzz.o: | fuzz-deps
+$(B)/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz_common.h $(B)/impl/fuzz.o $(HEADERS) | $(B) fuzz-deps
+	$(FUZZ_CC) $(if $(call white,fuzz_$*),$<,-DDEPENG_EXAMPLE_SEPARATE_IMPL $< -x none $(B)/impl/fuzz.o) -o $@ $(LIBS)
 $(B)/fuzz_make: examples/make.c
-$(B)/fuzz_inflate: tests/fuzz/fuzz_inflate.c depeng.h depeng_nn.h | $(B) fuzz-deps
-	$(FUZZ_CC) $< -o $@ $(LIBS)
 fuzz-deps:
 	@tests/fuzz/deps.sh
 fuzz-build: $(FUZZERS)
@@ -295,15 +332,15 @@ cuda-compile-checks: | $(B)
 	printf '#include "depeng.h"\n#include "depeng_cuda.h"\nint main(void) { return dp_cuda_backend() == 0; }\n' > $(B)/depeng_cuda_decls.c
 	gcc $(WARN) -Wstrict-prototypes -I. -c $(B)/depeng_cuda_decls.c -o $(B)/depeng_cuda_decls.o
 	g++ -x c++ -std=c++17 -Wall -Wextra -pedantic -Werror -I. -c $(B)/depeng_cuda_decls.c -o $(B)/depeng_cuda_decls_cxx.o
-$(B)/test_cuda: tests/test_cuda.cu depeng_cuda.h depeng.h depeng_nn.h tests/test_common.h | $(B)
+$(B)/test_cuda: tests/test_cuda.cu depeng_cuda.h $(HEADERS) tests/test_common.h tests/test_calls.h | $(B)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(NVLIBS)
-$(B)/test_cuda_cublas: tests/test_cuda.cu depeng_cuda.h depeng.h depeng_nn.h tests/test_common.h | $(B)
+$(B)/test_cuda_cublas: tests/test_cuda.cu depeng_cuda.h $(HEADERS) tests/test_common.h tests/test_calls.h | $(B)
 	$(NVCC) $(NVFLAGS) -DDEPENG_CUDA_USE_CUBLAS $< -o $@ $(NVLIBS) -lcublas
-$(B)/test_cuda_int_reductions: tests/test_cuda_int_reductions.cu depeng_cuda.h depeng.h depeng_nn.h tests/test_common.h | $(B)
+$(B)/test_cuda_int_reductions: tests/test_cuda_int_reductions.cu depeng_cuda.h $(HEADERS) tests/test_common.h tests/test_calls.h | $(B)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(NVLIBS)
-$(B)/gpu_example: examples/gpu.cu depeng_cuda.h depeng.h depeng_nn.h | $(B)
+$(B)/gpu_example: examples/gpu.cu depeng_cuda.h $(HEADERS) | $(B)
 	$(NVCC) $(NVFLAGS) $< -o $@ $(NVLIBS)
-$(B)/bench_gpu: bench/gpu.cu bench/common.h depeng_cuda.h depeng.h depeng_nn.h | $(B)
+$(B)/bench_gpu: bench/gpu.cu bench/common.h tests/test_calls.h depeng_cuda.h $(HEADERS) | $(B)
 	$(NVCC) $(NVFLAGS) -DBENCH_HAVE_CUBLAS $< -o $@ $(NVLIBS) -lcublas
 # the example must print examples/ndarray.c's results (or say there is no
 # GPU), the benchmark smoke must print no FAIL line
@@ -333,16 +370,21 @@ windows-deps:
 	tests/windows_deps.sh
 $(W):
 	mkdir -p $(W)
-$(W)/test_%.exe: tests/test_%.c depeng.h depeng_nn.h tests/test_common.h | $(W)
-	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static -lpthread
-$(W)/walkthrough.exe: examples/walkthrough.c depeng.h depeng_nn.h | $(W)
-	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
-$(W)/ndarray_example.exe: examples/ndarray.c depeng.h depeng_nn.h | $(W)
-	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
-$(W)/custom_op_example.exe: examples/custom_op.c depeng.h depeng_nn.h | $(W)
-	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
-$(W)/train_digits.exe: examples/train_digits.c depeng.h depeng_nn.h | $(W)
-	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $< -o $@ -static
+# the implementation once for Windows (build/win/impl.o), linked into the
+# programs but the white-box ones (test_symbol)
+WIN_IMPL = $(if $(call white,$(basename $(notdir $@))),$<,-DDEPENG_EXAMPLE_SEPARATE_IMPL $< -x none $(W)/impl.o)
+$(W)/impl.o: $(IMPL_SRC) | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. -c $< -o $@
+$(W)/test_%.exe: tests/test_%.c $(W)/impl.o $(TEST_DEPS) | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $(WIN_IMPL) -o $@ -static -lpthread
+$(W)/walkthrough.exe: examples/walkthrough.c $(W)/impl.o $(HEADERS) | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $(WIN_IMPL) -o $@ -static
+$(W)/ndarray_example.exe: examples/ndarray.c $(W)/impl.o $(HEADERS) | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $(WIN_IMPL) -o $@ -static
+$(W)/custom_op_example.exe: examples/custom_op.c $(W)/impl.o $(HEADERS) | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $(WIN_IMPL) -o $@ -static
+$(W)/train_digits.exe: examples/train_digits.c $(W)/impl.o $(HEADERS) | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $(WIN_IMPL) -o $@ -static
 windows-build: $(WIN_TESTS) $(WIN_EXAMPLES)
 windows-test: windows-deps
 	$(MAKE) windows-build

@@ -8,12 +8,18 @@
    (dp_push_batch; W2-op: dp_opr_push_n), reported as depeng-KIND-batchB.
    -c: after each workload, a line
    "contention WORK system=.. workers=K ..." with dp_engine_stats' contention
-   counters over the timed repetitions, per pushed op (bench/scale.sh). */
+   counters over the timed repetitions, per pushed op (bench/scale.sh).
+   make builds it with DEPENG_EXAMPLE_SEPARATE_IMPL defined and links the
+   implementation compiled once (build/impl/bench.o); alone, one cc
+   command builds it with the implementation included. */
 #define BENCH_IMPLEMENTATION
 #include "bench/common.h"
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>    /* sysconf */
+#ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
+#endif
 #include "depeng.h"
 
 static long g_n = BENCH_N;

@@ -21,8 +21,16 @@
    reps=5 n=N", and "ratio GPU-ops-1us sync/events=..".
 
    Build: cc -std=c11 -O2 -I. bench/gpu_emul.c -o bench_gpu_emul -pthread -lm   (make bench-build)
-   Run:   ./bench_gpu_emul [-n OPS] */
+   Run:   ./bench_gpu_emul [-n OPS]
+   make builds it with DEPENG_EXAMPLE_SEPARATE_IMPL defined and links the
+   implementation compiled once (build/impl/bench.o); alone, one cc
+   command builds it with the implementation included. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime (bench/common.h) */
+#endif
+#ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
+#endif
 #include "depeng.h"
 #define BENCH_IMPLEMENTATION
 #include "bench/common.h"

@@ -8,10 +8,15 @@
    (the portable kernel), in GFLOP/s, against OpenBLAS's cblas_sgemm on one
    thread when built with BENCH_HAVE_CBLAS (make bench-deps installs it).
 
-   Usage: bench_ndarray [-n ELEMENTS] (also scales dot's size down) */
+   Usage: bench_ndarray [-n ELEMENTS] (also scales dot's size down)
+   make builds it with DEPENG_EXAMPLE_SEPARATE_IMPL defined and links the
+   implementation compiled once (build/impl/bench.o); alone, one cc
+   command builds it with the implementation included. */
 #define BENCH_IMPLEMENTATION
 #include "bench/common.h"
+#ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
+#endif
 #include "depeng.h"
 #include "tests/test_calls.h"
 #ifdef BENCH_HAVE_CBLAS

@@ -12,10 +12,15 @@
    faster) and the executor's memory figures. SYM-mem-deep: the memory
    plan of a deeper MLP (64 -> 4 x 256 -> 10) at batch 256.
 
-   Usage: bench_symbolic [-n STEPS] (default 2000) */
+   Usage: bench_symbolic [-n STEPS] (default 2000)
+   make builds it with DEPENG_EXAMPLE_SEPARATE_IMPL defined and links the
+   implementation compiled once (build/impl/bench.o); alone, one cc
+   command builds it with the implementation included. */
 #define BENCH_IMPLEMENTATION
 #include "bench/common.h"
+#ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
+#endif
 #include "depeng.h"
 #include "depeng_nn.h"
 #include "tests/test_calls.h"

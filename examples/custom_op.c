@@ -10,8 +10,14 @@
    registered with a forward and a gradient operator, then used like the
    built-in ones. The gradient is checked against finite differences.
 
-   Build: cc -std=c11 -I. examples/custom_op.c -o custom_op -pthread -lm */
+   Build: cc -std=c11 -I. examples/custom_op.c -o custom_op -pthread -lm
+   The file is a whole program: the one command above builds it, the
+   implementation included. The repository's Makefile and CMake define
+   DEPENG_EXAMPLE_SEPARATE_IMPL and link the implementation compiled once
+   (tests/impl/depeng_impl.c) instead. */
+#ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
+#endif
 #include "depeng.h"
 #include <math.h>
 #include <stdio.h>

@@ -94,9 +94,15 @@
      $(warning) to stderr); only running out of memory exits.
 
    Build: gcc -std=c11 -Wall -Wextra -pedantic -I. examples/make.c -o build/make_example -pthread -lm
-   Usage: make_example [-j N] [-k] [-n] [-f file] [-C dir] [VAR=value ...] [goal ...] */
+   Usage: make_example [-j N] [-k] [-n] [-f file] [-C dir] [VAR=value ...] [goal ...]
+   The file is a whole program: the one command above builds it, the
+   implementation included. The repository's Makefile and CMake define
+   DEPENG_EXAMPLE_SEPARATE_IMPL and link the implementation compiled once
+   (tests/impl/depeng_impl.c) instead. */
 #define _POSIX_C_SOURCE 200809L
+#ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
+#endif
 #include "depeng.h"
 
 #include <errno.h>

@@ -6,8 +6,14 @@
    only waits where it reads a result back (dp_nd_read) or saves it.
 
    Build: cc -std=c11 -I. examples/ndarray.c -o ndarray -pthread -lm
-   Run:   ./ndarray [out.npy]      (default: ndarray_example.npy) */
+   Run:   ./ndarray [out.npy]      (default: ndarray_example.npy)
+   The file is a whole program: the one command above builds it, the
+   implementation included. The repository's Makefile and CMake define
+   DEPENG_EXAMPLE_SEPARATE_IMPL and link the implementation compiled once
+   (tests/impl/depeng_impl.c) instead. */
+#ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
+#endif
 #include "depeng.h"
 #include <stdio.h>
 

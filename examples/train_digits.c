@@ -34,8 +34,17 @@
    Run:   ./train_digits [--epochs N] [--engine naive|pooled|perdevice]
                          [--data data/digits.csv] [--min-accuracy 0.95]
                          [--symbolic] [--graph PREFIX]
-   It prints a checksum of the final weights: the same on every engine. */
+   It prints a checksum of the final weights: the same on every engine.
+   The file is a whole program: the one command above builds it, the
+   implementation included. The repository's Makefile and CMake define
+   DEPENG_EXAMPLE_SEPARATE_IMPL and link the implementation compiled once
+   (tests/impl/depeng_impl.c) instead. */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L   /* clock_gettime, fileno */
+#endif
+#ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
+#endif
 #include "depeng.h"
 #include "depeng_nn.h"
 #include <stdio.h>

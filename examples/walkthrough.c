@@ -18,9 +18,14 @@
    Both arguments are optional. The first gets the dependency graph as DOT;
    the second a page that replays the trace in a browser, event by event
    (dp_trace_recorder_event keeps every event; dp_trace_write_html writes it).
-*/
+   The file is a whole program: the one command above builds it, the
+   implementation included. The repository's Makefile and CMake define
+   DEPENG_EXAMPLE_SEPARATE_IMPL and link the implementation compiled once
+   (tests/impl/depeng_impl.c) instead. */
 #define DEPENG_TRACE_HTML      /* the replay page (dp_trace_write_html) */
+#ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
+#endif
 #include "depeng.h"
 
 #include <stdlib.h>

@@ -8,7 +8,9 @@ if ! pkg-config --exists openblas 2>/dev/null; then
     echo "cblas: 0 passed, 0 failed, 1 skipped"
     exit 0
 fi
-cc -std=c11 -Wall -Wextra -pedantic -Werror -O2 -DDEPENG_USE_CBLAS $(pkg-config --cflags openblas) -I. tests/test_ndarray.c \
+# test_ndarray.c links the implementation (tests/impl/depeng_impl.c), here
+# compiled alongside it with the same DEPENG_USE_CBLAS
+cc -std=c11 -Wall -Wextra -pedantic -Werror -O2 -DDEPENG_USE_CBLAS $(pkg-config --cflags openblas) -I. tests/test_ndarray.c tests/impl/depeng_impl.c \
    -o build/test_ndarray_cblas -pthread $(pkg-config --libs openblas) -lm || { echo "cblas: 0 passed, 1 failed"; exit 1; }
 out=$(OPENBLAS_NUM_THREADS=1 build/test_ndarray_cblas 2>&1); rc=$?
 printf '%s\n' "$out" | grep -E '^FAIL' || true

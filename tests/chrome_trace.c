@@ -5,7 +5,6 @@
    quote, a backslash, a control character, "</script>", U+2028 and a
    multi-byte character cut by the profiler's 39-byte name limit.
    Usage: chrome_trace PERDEVICE.json NAIVE.json */
-#define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 
 #include <string.h>

@@ -27,7 +27,6 @@
 #if !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
-#define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include "depeng_nn.h"
 #include "tests/test_calls.h"

@@ -6,7 +6,6 @@
      DIR/html_capped.html   a recorder capped at 5 events, no graph recorded.
    Usage: html_pages DIR */
 #define DEPENG_TRACE_HTML      /* the replay page (dp_trace_write_html) */
-#define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 
 #include <string.h>

@@ -2,10 +2,31 @@
 # Runs every test program given on the command line; each prints a line
 # "<name>: N passed, M failed" (", K skipped" may follow: tests that cannot
 # run here, e.g. a peer that is not installed). Sums them into the last line.
+# tests/run.sh -j N ...: N programs at a time (default 1). Each one's output
+# is kept apart and reported in the order given, as soon as it and those
+# before it have finished, so the report reads the same as with -j 1 and
+# the summary stays the last line.
 set -u
+jobs=1
+if [ "${1:-}" = "-j" ]; then jobs=$2; shift 2; fi
 total_pass=0; total_fail=0; total_skip=0
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/depeng_run.XXXXXX") || exit 1
+launcher=
+trap 'rm -rf "$tmp"; [ -z "$launcher" ] || kill "$launcher" 2>/dev/null' EXIT
+# output to $tmp/I.out; $tmp/I.rc appears (renamed into place) when it is done
+run_one() { "$2" >"$tmp/$1.out" 2>&1; echo $? >"$tmp/$1.rc.part"; mv "$tmp/$1.rc.part" "$tmp/$1.rc"; }
+if [ "$jobs" -gt 1 ]; then
+  ( i=0; for t in "$@"; do
+      while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+      run_one "$i" "$t" & i=$((i + 1))
+    done; wait ) &
+  launcher=$!
+fi
+i=0
 for t in "$@"; do
-  out=$("$t" 2>&1); rc=$?
+  if [ "$jobs" -gt 1 ]; then while [ ! -f "$tmp/$i.rc" ]; do sleep 0.1; done
+  else run_one "$i" "$t"; fi
+  out=$(cat "$tmp/$i.out"); rc=$(cat "$tmp/$i.rc"); i=$((i + 1))
   printf '%s\n' "$out" | grep -E '^(PASS|FAIL|SKIP)|passed, .* failed' | grep -v '^PASS' || true
   line=$(printf '%s\n' "$out" | grep -E '[0-9]+ passed, [0-9]+ failed' | tail -1)
   if [ -z "$line" ]; then

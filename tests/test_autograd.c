@@ -7,7 +7,6 @@
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
-#define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include "depeng_nn.h"
 #include "tests/test_common.h"

@@ -16,10 +16,12 @@ static void test_hook(const char *point) {
     if (strcmp(point, "pusher_yield") == 0) __atomic_fetch_add(&g_pusher_yields, 1, __ATOMIC_RELAXED);
     if (strcmp(point, "wait_all_clear") == 0 && g_before_clear) { void (*f)(void) = g_before_clear; g_before_clear = NULL; f(); }
 }
-#define DEPENG_TEST_HOOK(point) test_hook(#point)
+/* test_hook runs at the scheduler's DEPENG_TEST_HOOK points: the
+   implementation this test links (tests/impl/depeng_impl.c) calls it
+   through dp_test_hook_fn, which main sets. */
 #define DEPENG_TRACE_HTML      /* the replay page (dp_trace_write_html) */
-#define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "tests/impl/test_hook.h"
 #include "tests/test_common.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -1249,7 +1251,7 @@ static void test_handle_kinds(void) {
 static int g_refuse_failure;
 static void *refuse_failure_alloc(size_t size, size_t align, void *user) {
     (void)align; (void)user;
-    if (size == sizeof(dp__failure) && __atomic_load_n(&g_refuse_failure, __ATOMIC_ACQUIRE)) return NULL;
+    if (size == dp_test_failure_size && __atomic_load_n(&g_refuse_failure, __ATOMIC_ACQUIRE)) return NULL;
     return malloc(size);
 }
 static void refuse_failure_free(void *p, size_t size, void *user) { (void)size; (void)user; free(p); }
@@ -1815,6 +1817,7 @@ static void cleanup_makes_op(void *a) {
 static void test_cleanup_makes_op_at_destroy(void) { check_cleanup_at_destroy(cleanup_makes_op); }
 
 int main(void) {
+    dp_test_hook_fn = test_hook;   /* before any engine starts a thread */
     static const test_case tests[] = {
         {"abc_example", test_abc_example}, {"random_oracle", test_random_oracle},
         {"failures", test_failures}, {"bad_input", test_bad_input}, {"wait_inside_op", test_wait_inside},

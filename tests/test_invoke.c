@@ -1,7 +1,9 @@
 /* tests/test_invoke.c - the desc-style invocation (dp_invoke, typed keyword
    parameters, the string form), the registry's names, and the training
    helpers: take, accuracy, adam_update's t and the optimizer objects. */
-#define DEPENG_IMPLEMENTATION
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L   /* setenv (test_common.h) */
+#endif
 #include "depeng.h"
 #include "depeng_nn.h"
 #include "test_common.h"

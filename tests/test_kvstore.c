@@ -3,11 +3,14 @@
    push/pull orders on the three engines; that a pull waits for its key's
    pushes only; priorities; the global reduction hook; failures and bad
    input; data-parallel training over two CPU contexts against one. */
-#define DEPENG_IMPLEMENTATION
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L   /* sched_yield */
+#endif
 #include "depeng.h"
 #include "depeng_nn.h"
 #include "test_common.h"
 #include "kv_digits.h"
+#include <sched.h>    /* sched_yield: the waits below spin on a flag */
 #include <string.h>
 
 static dp_engine *make_engine(dp_engine_type type) {
@@ -165,7 +168,7 @@ static void test_pull_waits_for_its_key_only(void) {
         CHECK(dp_kv_push(kv, 2, &gb, 1, 0) == DP_OK && dp_kv_pull(kv, 2, &out_b, 1, 0) == DP_OK);
         CHECK(dp_nd_read(out_b, v, sizeof v, NULL) == DP_OK && v[0] == 5);         /* key 2: not held up by key 1 */
         CHECK(dp_wait_var_for(eng, dp_nd_var(out_a), 50, NULL) == DP_ERROR_TIMEOUT); /* key 1: waits */
-        while (!__atomic_load_n(&g_holding, __ATOMIC_ACQUIRE)) dp__thread_yield();
+        while (!__atomic_load_n(&g_holding, __ATOMIC_ACQUIRE)) sched_yield();
         dp_complete(g_held, 0, NULL);
         CHECK(dp_nd_read(out_a, v, sizeof v, NULL) == DP_OK && v[0] == 3);
         dp_nd_release(a); dp_nd_release(b); dp_nd_release(ga); dp_nd_release(gb); dp_nd_release(out_a); dp_nd_release(out_b);
@@ -179,7 +182,7 @@ static int g_order[4], g_norder;
 static volatile int g_release_pool;
 static int block_pool(dp_run_ctx *rc, void *arg) {
     (void)rc; (void)arg;
-    while (!__atomic_load_n(&g_release_pool, __ATOMIC_ACQUIRE)) dp__thread_yield();
+    while (!__atomic_load_n(&g_release_pool, __ATOMIC_ACQUIRE)) sched_yield();
     return 0;
 }
 static int record_key(dp_run_ctx *rc, void *arg) { (void)rc; g_order[g_norder++] = (int)(intptr_t)arg; return 0; }

@@ -10,9 +10,8 @@ static int g_pusher_yields;
 static void test_hook(const char *point) {
     if (strcmp(point, "pusher_yield") == 0) __atomic_fetch_add(&g_pusher_yields, 1, __ATOMIC_RELAXED);
 }
-#define DEPENG_TEST_HOOK(point) test_hook(#point)
-#define DEPENG_IMPLEMENTATION
 #include "depeng.h"
+#include "tests/impl/test_hook.h"   /* main points dp_test_hook_fn at test_hook */
 #include "tests/test_common.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -560,6 +559,7 @@ static void test_op_push_n(void) {
 }
 
 int main(void) {
+    dp_test_hook_fn = test_hook;   /* before any engine starts a thread */
     static const test_case tests[] = {
         {"contention counters stay 0 for one thread", test_contention_zero_alone},
         {"contention: a variable's lock found held is counted", test_contention_var_lock_counted},

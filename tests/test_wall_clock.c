@@ -9,10 +9,11 @@
    engine's condition variables live in libc, which reads the clock through
    its own internal calls, so only the engine sees the shifted time. */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-#define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include "test_common.h"
 

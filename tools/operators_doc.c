@@ -3,7 +3,6 @@
    counts, parameters with types, defaults, ranges and choices, dtypes,
    gradients, devices, in place and mutated inputs). make docs writes the
    file with it; tests/operators_doc_check.sh fails when they differ. */
-#define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include "depeng_nn.h"
 #include <stdlib.h>

@@ -4,7 +4,6 @@
    float32 (rows, columns) data array and a (rows,) label array with
    matching byte sizes; a load that fails must leave both NULL and have
    logged an error. */
-#define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include "tests/fuzz/fuzz_common.h"
 

@@ -3,7 +3,6 @@
    dp_nd_bytes bytes (the .npy data runs to the end of the file), and whose
    save and reload give the same array back; a load that fails must leave
    *out NULL and have logged an error. */
-#define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include "tests/fuzz/fuzz_common.h"
 
