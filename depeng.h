@@ -808,7 +808,9 @@ DP_API void dp_set_default_logger(const dp_logger *logger);
 DP_API dp_result dp_log_add_items(int first, int count, const char *const *texts);
 DP_API void dp_log(const dp_engine *eng, uint32_t level, dp_log_item item, const char *file, uint32_t line,
                    const char *fmt, ...)
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__MINGW32__) && !defined(__clang__)
+    __attribute__((format(gnu_printf, 6, 7)))   /* the implementation asks MinGW for C99 printf */
+#elif defined(__GNUC__) || defined(__clang__)
     __attribute__((format(printf, 6, 7)))
 #endif
     ;
