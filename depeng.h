@@ -217,6 +217,12 @@
 #endif
 #endif
 
+/* The inline dp_atomic_int calls use MSVC's intrinsics there; the header is
+   included outside the C linkage block, as C++ needs. */
+#if defined(_MSC_VER) && !defined(__clang__) && !defined(__GNUC__)
+#include <intrin.h>
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -788,11 +794,11 @@ DP_API void dp_clear_last_error(void);
 /* A logger that prints to stderr; the default for errors. */
 DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
                           const char *message, uint32_t line, const char *file, void *user);
-/* The logger for messages that have no engine (a NULL engine argument, the
-   operator registry, symbols): NULL restores the default, dp_log_stderr
-   for errors and nothing below. Copied; set it while setting up, before
-   other threads log. An engine's messages go to its desc.logger as
-   before. */
+/* The process-wide logger: for messages that have no engine (a NULL
+   engine argument, the operator registry, symbols) and for an engine whose
+   desc.logger is not set. NULL restores the default, dp_log_stderr for
+   errors and nothing below. Copied; set it while setting up, before other
+   threads log. */
 DP_API void dp_set_default_logger(const dp_logger *logger);
 /* Logs through eng's logger (NULL eng: the default logger) and, for
    DP_LOG_ERROR and DP_LOG_PANIC, records the text as the thread's last
@@ -802,9 +808,11 @@ DP_API void dp_set_default_logger(const dp_logger *logger);
 /* Gives log items first .. first + count - 1 (within DP_LOGITEM_EXTENSION ..
    DP_LOGITEM_LAST) their texts, which dp_log puts before each message of
    theirs (the strings must outlive their use). The array layer registers
-   its own (from DP_LOGITEM_EXTENSION) on first use. Setting up: call it
-   before other threads log those items. DP_ERROR_INVALID_ARGS (logged) for
-   a range outside the extension items or NULL texts. */
+   its own (DP_LOGITEM_EXTENSION up to DP_LOGITEM_ND_END) on first use:
+   another layer starts at DP_LOGITEM_ND_END. Setting up: call it before
+   other threads log those items. DP_ERROR_INVALID_ARGS (logged) for a range
+   outside the extension items, NULL texts, or an item that has another
+   text already. */
 DP_API dp_result dp_log_add_items(int first, int count, const char *const *texts);
 DP_API void dp_log(const dp_engine *eng, uint32_t level, dp_log_item item, const char *file, uint32_t line,
                    const char *fmt, ...)
@@ -839,7 +847,6 @@ static inline void dp_atomic_store(dp_atomic_int *a, int32_t v) { __atomic_store
 static inline int32_t dp_atomic_add(dp_atomic_int *a, int32_t d) { return __atomic_fetch_add(&a->value_, d, __ATOMIC_SEQ_CST); }
 static inline int32_t dp_atomic_exchange(dp_atomic_int *a, int32_t v) { return __atomic_exchange_n(&a->value_, v, __ATOMIC_SEQ_CST); }
 #elif defined(_MSC_VER)
-#include <intrin.h>
 static __inline int32_t dp_atomic_load(const dp_atomic_int *a) { return (int32_t)_InterlockedOr((volatile long *)(uintptr_t)&a->value_, 0); }
 static __inline void dp_atomic_store(dp_atomic_int *a, int32_t v) { (void)_InterlockedExchange((volatile long *)&a->value_, v); }
 static __inline int32_t dp_atomic_add(dp_atomic_int *a, int32_t d) { return (int32_t)_InterlockedExchangeAdd((volatile long *)&a->value_, d); }
@@ -1357,6 +1364,7 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #define DP_LOGITEM_FORMAT ((dp_log_item)(DP_LOGITEM_EXTENSION + 1))           /* malformed file contents */
 #define DP_LOGITEM_LEAKED_ARRAYS ((dp_log_item)(DP_LOGITEM_EXTENSION + 2))    /* arrays alive at destroy */
 #define DP_LOGITEM_UNKNOWN_OPERATOR ((dp_log_item)(DP_LOGITEM_EXTENSION + 3)) /* no such registered operator */
+#define DP_LOGITEM_ND_END ((int)DP_LOGITEM_EXTENSION + 4)                      /* the first item after the layer's */
 
 /* ====================================================================== EXTENDING
    What a library built on depeng.h needs besides the calls above, as
@@ -1381,18 +1389,19 @@ DP_API double dp_dtype_load(dp_dtype t, const void *data, int64_t i);
 DP_API void dp_dtype_store(dp_dtype t, void *data, int64_t i, double v, dp_req req);
 /* s as "(2, 3)" into buf (cut to cap - 1 bytes); returns buf. Any thread. */
 DP_API const char *dp_shape_format(const dp_shape *s, char *buf, size_t cap);
-/* A view of a's storage: its bytes from byte_offset (past a's own start)
-   as an array of dtype in shape, with a's variable; release it like any
-   array. No tracker tag goes with it. Errors (logged): DP_ERROR_INVALID_ARGS
-   for NULL arguments, an unknown dtype or a view that reaches past the
-   storage's end; DP_ERROR_OUT_OF_MEMORY. Any thread. */
+/* A view of a's bytes: from byte_offset (past a's own start) as an array
+   of dtype in shape, with a's variable; release it like any array. No
+   tracker tag goes with it. Errors (logged): DP_ERROR_INVALID_ARGS for
+   NULL arguments, an unknown dtype, a view that reaches past a's last byte
+   or does not start at a multiple of the dtype's size;
+   DP_ERROR_OUT_OF_MEMORY. Any thread. */
 DP_API dp_result dp_nd_view(dp_ndarray *a, const dp_shape *shape, dp_dtype dtype, size_t byte_offset, dp_ndarray **out);
-/* A 1-d uint8 array over bytes [byte_offset, byte_offset + bytes) of a's
-   storage with a variable of its own, so that operations on it are ordered
+/* A 1-d uint8 array over bytes [byte_offset, byte_offset + bytes) of a
+   (within a's own bytes) with a variable of its own, so that operations on it are ordered
    apart from a's (the caller orders them: it owns those bytes now). It
    holds a's storage until its own last operation is done. An executor
-   places its intermediate results in one arena so. Errors as dp_nd_view.
-   Any thread. */
+   places its intermediate results in one arena so. Errors as dp_nd_view
+   (any byte offset is aligned enough for uint8). Any thread. */
 DP_API dp_result dp_nd_borrow(dp_ndarray *a, size_t byte_offset, size_t bytes, dp_ndarray **out);
 /* Whether a and b are views of one storage (not whether their bytes
    overlap). Any thread. */
@@ -1437,9 +1446,11 @@ DP_API void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k,
    size, any devices of one engine), reading src's variable and writing
    dst's, described by how (NULL: as dp_nd_copy_to's: a GPU end on that
    GPU's copy queue); from how only ctx, prop, priority and name are used.
-   It runs even when src failed, passing the failure on to dst. Errors
-   (logged): DP_ERROR_INVALID_ARGS (NULL arrays, other sizes or engines),
-   DP_ERROR_OUT_OF_MEMORY, or dp_push's. Any thread. */
+   It runs even when src failed, passing the failure on to dst. dst counts
+   as written (dp_nd_version; the tracker hears of it, as of dp_nd_write).
+   Errors (logged): DP_ERROR_INVALID_ARGS (NULL arrays, other sizes or
+   engines, overlapping bytes), DP_ERROR_OUT_OF_MEMORY, or dp_push's. Any
+   thread. */
 DP_API dp_result dp_nd_copy_into(dp_ndarray *src, dp_ndarray *dst, const dp_push_desc *how);
 /* An invocation as a tracker sees it. */
 typedef struct dp_invocation {
@@ -1466,7 +1477,12 @@ typedef struct dp_invocation {
                           for the last time;
      written(a)           dp_nd_write (or a load into a) replaced a's
                           values outside any invocation.
-   The functions run on the invoking thread, inside the call. */
+   check, record, pushed and discard run on the invoking thread, inside the
+   call; tag_released runs wherever the array's last reference goes (any
+   thread, an engine worker too, inside the engine): it must not wait for
+   the engine. written runs in dp_nd_write (or dp_nd_copy_into) on its
+   caller's thread. Removing the tracker (NULL) while arrays carry tags
+   leaks what the tags hold. */
 typedef struct dp_tracker {
     dp_result (*check)(const dp_invocation *inv, int *record);
     void *(*record)(const dp_invocation *inv);
@@ -2337,17 +2353,20 @@ DP__COLD static dp_result dp__stream_result(const dp_engine *eng, FILE *out, con
     DP__LOG(eng, DP_LOG_ERROR, IO, "%s: the stream reported a write error", what);
     return DP_ERROR_IO;
 }
-static void *dp__alloc(const dp_engine *eng, size_t size) {
-    void *p;
-    if (eng && eng->desc.allocator.alloc) p = eng->desc.allocator.alloc(size, 64, eng->desc.allocator.user);
-    else p = malloc(size);
-    return p;
+/* Every allocation of the engine and the layers on it: the engine's
+   allocator (desc.allocator), else malloc. Out of line: one copy serves the
+   engine's many call sites and dp_engine_alloc. */
+DP_IMPL void *dp_engine_alloc(const dp_engine *eng, size_t size) {
+    if (eng && eng->desc.allocator.alloc) return eng->desc.allocator.alloc(size, 64, eng->desc.allocator.user);
+    return malloc(size);
 }
-static void dp__free(const dp_engine *eng, void *p, size_t size) {
+DP_IMPL void dp_engine_free(const dp_engine *eng, void *p, size_t size) {
     if (!p) return;
     if (eng && eng->desc.allocator.free) eng->desc.allocator.free(p, size, eng->desc.allocator.user);
     else free(p);
 }
+#define dp__alloc(eng, size) dp_engine_alloc(eng, size)
+#define dp__free(eng, p, size) dp_engine_free(eng, p, size)
 static void *dp__realloc(const dp_engine *eng, void *p, size_t old_size, size_t new_size) {
     void *q = dp__alloc(eng, new_size);
     if (!q) return NULL;
@@ -2362,6 +2381,13 @@ DP__COLD DP_IMPL dp_result dp_log_add_items(int first, int count, const char *co
                 first, first + count - 1, (int)DP_LOGITEM_EXTENSION, (int)DP_LOGITEM_LAST);
         return DP_ERROR_INVALID_ARGS;
     }
+    for (i = 0; i < count; i++) {
+        const char *had = dp__ext_item_msgs[first - DP_LOGITEM_EXTENSION + i];
+        if (had && had != texts[i] && strcmp(had, texts[i] ? texts[i] : "") != 0) {
+            DP__LOG(NULL, DP_LOG_ERROR, BAD_DESC, "dp_log_add_items: item %d has a text already (\"%s\")", first + i, had);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    }
     for (i = 0; i < count; i++) dp__ext_item_msgs[first - DP_LOGITEM_EXTENSION + i] = texts[i];
     return DP_OK;
 }
@@ -2371,8 +2397,6 @@ DP__COLD DP_IMPL void dp_log(const dp_engine *eng, uint32_t level, dp_log_item i
     dp__vlog(eng, level, item, file ? file : "?", line, fmt, ap);
     va_end(ap);
 }
-DP_IMPL void *dp_engine_alloc(const dp_engine *eng, size_t size) { return dp__alloc(eng, size); }
-DP_IMPL void dp_engine_free(const dp_engine *eng, void *ptr, size_t size) { dp__free(eng, ptr, size); }
 DP_IMPL void dp_thread_yield(void) { dp__thread_yield(); }
 DP_IMPL int dp_engine_gpu_count(const dp_engine *eng) { return eng ? eng->gpu_count : 0; }
 /* 64-byte aligned memory (array storage): the allocator's, else the
@@ -8346,7 +8370,8 @@ static void dp__device_free(dp_engine *eng, const dp_memory_backend *m, dp_ctx c
 typedef struct dp__nd_state {
     dp__mutex m;
     int pooled;                     /* dp_storage_desc.kind, resolved */
-    int has_memory, started;        /* started: an array or manager exists, so no more configuring */
+    dp__a32 has_memory;             /* set (release) after memory is written: read without m */
+    int started;                    /* under m: an array or manager exists, so no more configuring */
     dp_memory_backend memory;
     dp__storage *storage[3][DP__MAX_DEV];           /* [CPU, GPU, pinned][device] */
     struct dp__resources *resources[2][DP__MAX_DEV]; /* [CPU, GPU][device]: see >>resources */
@@ -8379,7 +8404,7 @@ static dp__nd_state *dp__nd_state_of(dp_engine *eng) { return (dp__nd_state *)dp
 /* The memory functions dp_storage_configure gave, or NULL. */
 static const dp_memory_backend *dp__memory(dp_engine *eng) {
     dp__nd_state *s = dp__nd_state_of(eng);
-    return s && s->has_memory ? &s->memory : NULL;
+    return s && dp__load(&s->has_memory, DP__ACQUIRE) ? &s->memory : NULL;
 }
 DP_IMPL dp_result dp_storage_configure(dp_engine *eng, const dp_storage_desc *desc) {
     dp__nd_state *s;
@@ -8396,8 +8421,8 @@ DP_IMPL dp_result dp_storage_configure(dp_engine *eng, const dp_storage_desc *de
     if (s->started) r = DP_ERROR_INVALID_ARGS;
     else {
         s->pooled = pooled;
-        s->has_memory = desc->memory != NULL;
-        if (desc->memory) s->memory = *desc->memory;
+        dp__store(&s->has_memory, 0, DP__RELAXED);
+        if (desc->memory) { s->memory = *desc->memory; dp__store(&s->has_memory, 1, DP__RELEASE); }
     }
     dp__mutex_unlock(&s->m);
     if (r != DP_OK) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_storage_configure: the engine's arrays have started; configure storage before the first one");
@@ -8416,7 +8441,7 @@ static dp__storage *dp__storage_of(dp_engine *eng, dp_ctx ctx) {
         memset(st, 0, sizeof *st);
         st->ctx = ctx;
         st->pooled = s->pooled;
-        st->memory = s->has_memory && ctx.dev_type != DP_DEV_CPU ? &s->memory : NULL;
+        st->memory = dp__load(&s->has_memory, DP__RELAXED) && ctx.dev_type != DP_DEV_CPU ? &s->memory : NULL;
         if (dp__mutex_init(&st->m)) { dp__free(eng, st, sizeof *st); st = NULL; }
         else *slot = st;
     }
@@ -8926,13 +8951,14 @@ DP_IMPL dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out) {
     if ((r = dp_push(eng, &d)) != DP_OK) { dp__copy_arg_free(c); dp_nd_release(*out); *out = NULL; }
     return r;
 }
+static int dp__nd_overlap(const dp_ndarray *a, const dp_ndarray *b);   /* with the invocation, below */
 DP_IMPL dp_result dp_nd_copy_into(dp_ndarray *src, dp_ndarray *dst, const dp_push_desc *how) {
     dp_engine *eng = src ? src->chunk->eng : NULL;
     dp__copy_arg *c;
     dp_push_desc d;
     dp_result r;
-    if (!src || !dst || dst->chunk->eng != eng || dp_nd_bytes(src) != dp_nd_bytes(dst)) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_copy_into: NULL arrays, or arrays of other sizes or engines");
+    if (!src || !dst || dst->chunk->eng != eng || dp_nd_bytes(src) != dp_nd_bytes(dst) || dp__nd_overlap(src, dst)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_copy_into: NULL arrays, arrays of other sizes or engines, or overlapping bytes");
         return DP_ERROR_INVALID_ARGS;
     }
     if ((c = (dp__copy_arg *)dp__alloc(eng, sizeof *c)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_nd_copy_into"); return DP_ERROR_OUT_OF_MEMORY; }
@@ -8946,8 +8972,10 @@ DP_IMPL dp_result dp_nd_copy_into(dp_ndarray *src, dp_ndarray *dst, const dp_pus
     if (!d.name) d.name = "copy_into";
     d.fn = dp__copy_op; d.arg = c; d.no_skip = 1;    /* dp__copy_op frees c and passes a failure on */
     d.reads = &src->chunk->var; d.num_reads = 1; d.writes = &dst->chunk->var; d.num_writes = 1;
-    if ((r = dp_push(eng, &d)) != DP_OK) dp__copy_arg_free(c);
-    return r;
+    dp__chunk_bump(dst->chunk);                      /* a value saved from dst is stale from here */
+    if ((r = dp_push(eng, &d)) != DP_OK) { dp__copy_arg_free(c); dp__fetch_add(&dst->chunk->version, -1, DP__RELAXED); return r; }
+    if (dp__tracker.written) dp__tracker.written(dst);
+    return DP_OK;
 }
 
 /* >>resources ---------------------------------------------------------------
@@ -8996,7 +9024,7 @@ static dp__resources *dp__resources_of(dp_engine *eng, dp_ctx ctx) {
     if (!r && (r = (dp__resources *)dp__alloc(eng, sizeof *r)) != NULL) {
         memset(r, 0, sizeof *r);
         r->ctx.dev_type = gpu ? DP_DEV_GPU : DP_DEV_CPU; r->ctx.dev_id = ctx.dev_id;
-        r->memory = gpu && s->has_memory ? &s->memory : NULL;
+        r->memory = gpu && dp__load(&s->has_memory, DP__RELAXED) ? &s->memory : NULL;
         r->rng_var = dp_var_create(eng);
         r->temp_var = dp_var_create(eng);
         dp__rng_seed(r->rng, 0);
@@ -9986,9 +10014,8 @@ static dp_result dp__track_check(dp_engine *eng, const dp_operator *op, const dp
     return dp__tracker.check ? dp__tracker.check(inv, record) : DP_OK;
 }
 
-/* The invocation after lookup and parsing: checks, makes missing outputs,
-   pushes. record: record it when this thread records (not for the
-   gradient operators backward pushes). */
+/* The invocation after lookup and parsing: checks, asks the tracker,
+   makes missing outputs, pushes. */
 static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_params *params, int nin, dp_ndarray *const *inputs,
                             double scalar, int nout, dp_ndarray **outputs, const dp_req *req) {
     dp_shape oshape[DP__MAX_OP_ARRAYS];
@@ -10130,8 +10157,10 @@ DP_IMPL dp_result dp_nd_view(dp_ndarray *a, const dp_shape *shape, dp_dtype dtyp
     dp_result r;
     if (out) *out = NULL;
     if (!a || !shape || !out || n < 0 || !dp_dtype_size(dtype)
-        || byte_offset > a->chunk->size - a->offset || (uint64_t)n > (a->chunk->size - a->offset - byte_offset) / dp_dtype_size(dtype)) {
-        DP__LOG(a ? a->chunk->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_view: NULL array, shape or out, an unknown dtype, or a view past the storage's end");
+        || byte_offset > dp_nd_bytes(a) || (uint64_t)n > (dp_nd_bytes(a) - byte_offset) / dp_dtype_size(dtype)
+        || (a->offset + byte_offset) % dp_dtype_size(dtype) != 0) {
+        DP__LOG(a ? a->chunk->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_view: NULL array, shape or out, an unknown dtype, or a view past "
+                "the storage's end or not aligned to its dtype");
         return DP_ERROR_INVALID_ARGS;
     }
     if ((r = dp__nd_view(a, shape, a->offset + byte_offset, out)) == DP_OK) (*out)->dtype = dtype;
@@ -10139,7 +10168,12 @@ DP_IMPL dp_result dp_nd_view(dp_ndarray *a, const dp_shape *shape, dp_dtype dtyp
 }
 DP_IMPL dp_result dp_nd_borrow(dp_ndarray *a, size_t byte_offset, size_t bytes, dp_ndarray **out) {
     if (out) *out = NULL;
-    if (!a || !out) { DP__LOG(a ? a->chunk->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_borrow: NULL array or out"); return DP_ERROR_INVALID_ARGS; }
+    if (!a || !out || byte_offset > dp_nd_bytes(a) || bytes > dp_nd_bytes(a) - byte_offset
+        || (uint64_t)bytes > (uint64_t)INT64_MAX) {
+        DP__LOG(a ? a->chunk->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_nd_borrow: NULL array or out, or bytes [%zu, %zu + %zu) past the storage's end",
+                byte_offset, byte_offset, bytes);
+        return DP_ERROR_INVALID_ARGS;
+    }
     return dp__nd_borrow(a, byte_offset, bytes, out);
 }
 DP_IMPL int dp_nd_same_storage(const dp_ndarray *a, const dp_ndarray *b) { return a && b && a->chunk == b->chunk; }
@@ -10174,8 +10208,9 @@ DP_IMPL dp_result dp_operator_register_with_gradient(dp_operator *op, const char
 DP_IMPL dp_result dp_invoke_parsed(dp_engine *eng, const dp_operator *op, const dp_params *params, int num_inputs,
                                   dp_ndarray *const *inputs, double scalar, int num_outputs, dp_ndarray **outputs,
                                   const dp_req *req) {
-    if (!eng || !op || !params || num_inputs < 0 || num_inputs > DP_MAX_OP_ARRAYS || (num_inputs && !inputs)) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_invoke_parsed: NULL engine, operator or params, or %d inputs", num_inputs);
+    if (!eng || !op || !params || params->count != op->num_params || num_inputs < 0 || num_inputs > DP_MAX_OP_ARRAYS || (num_inputs && !inputs)) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_invoke_parsed: NULL engine, operator or params, params not parsed for '%s', or %d inputs",
+                op && op->name ? op->name : "(null)", num_inputs);
         return DP_ERROR_INVALID_ARGS;
     }
     return dp__invoke(eng, op, params, num_inputs, inputs, scalar, num_outputs, outputs, req);

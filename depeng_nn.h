@@ -568,8 +568,9 @@ DPN_IMPL void dp_nn_register(void) {
 /* Registered before main, as MXNet's operators register by static
    initialisation, so that dp_invoke finds them by name from the start: a
    constructor with GCC and Clang (C and C++), a dynamic initialiser in
-   other C++, a CRT initialiser with MSVC's C. Elsewhere the entry points'
-   own calls of dp_nn_register do it. */
+   other C++, a CRT initialiser with MSVC's C (not built by the project's
+   tests; an optimising link may drop it). Elsewhere, and then, the entry
+   points' own calls of dp_nn_register do it. */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((constructor)) static void dpn__register_at_start(void) { dp_nn_register(); }
 #elif defined(__cplusplus)
@@ -577,7 +578,7 @@ static const int dpn__registered_at_start = (dp_nn_register(), 1);
 #elif defined(_MSC_VER)
 #pragma section(".CRT$XCU", read)
 static void __cdecl dpn__register_at_start(void) { dp_nn_register(); }
-__declspec(allocate(".CRT$XCU")) void(__cdecl *dpn__register_at_start_ptr)(void) = dpn__register_at_start;
+__declspec(allocate(".CRT$XCU")) static void(__cdecl *dpn__register_at_start_ptr)(void) = dpn__register_at_start;
 #endif
 
 /* >>data: the mini-batch iterator ------------------------------------------- */
@@ -1132,13 +1133,26 @@ static void dpn__ag_track_pushed(const dp_invocation *inv, void *rec) {
 }
 static void dpn__ag_track_discard(void *rec) { dpn__ag_unref((dpn__ag_node *)rec); }
 static void dpn__ag_track_tag_released(void *tag) { dpn__ag_unref((dpn__ag_node *)tag); }
+static int dpn__ag_tracking;     /* autograd is the process's tracker (written once, in dp_nn_register) */
 static void dpn__ag_install_tracker(void) {
     dp_tracker t;
     t.check = dpn__ag_track_check; t.record = dpn__ag_track_record; t.pushed = dpn__ag_track_pushed;
     t.discard = dpn__ag_track_discard; t.tag_released = dpn__ag_track_tag_released; t.written = dpn__ag_cut;
-    dp_set_tracker(&t);
+    dpn__ag_tracking = dp_set_tracker(&t) == DP_OK;      /* another tracker first: logged there */
 }
-DPN_IMPL dp_result dp_autograd_begin(void) { dp_nn_register(); dpn__tls_recording++; return DP_OK; }
+/* Recording needs autograd to be the tracker: another one installed first
+   would leave every graph empty and backward's error misleading. */
+static dp_result dpn__ag_ready(const char *what) {
+    dp_nn_register();
+    if (dpn__ag_tracking) return DP_OK;
+    DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "%s: another tracker was installed (dp_set_tracker) before autograd's: nothing can be recorded", what);
+    return DP_ERROR_INVALID_ARGS;
+}
+DPN_IMPL dp_result dp_autograd_begin(void) {
+    dp_result r = dpn__ag_ready("dp_autograd_begin");
+    if (r == DP_OK) dpn__tls_recording++;
+    return r;
+}
 DPN_IMPL dp_result dp_autograd_end(void) {
     if (dpn__tls_recording <= 0) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_autograd_end without dp_autograd_begin on this thread"); return DP_ERROR_INVALID_ARGS; }
     dpn__tls_recording--;
@@ -1146,10 +1160,10 @@ DPN_IMPL dp_result dp_autograd_end(void) {
 }
 DPN_IMPL int dp_autograd_is_recording(void) { return dpn__tls_recording > 0; }
 DPN_IMPL dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req) {
-    dp_nn_register();
     dp_engine *eng = a ? dp_nd_engine(a) : NULL;
     dpn__ag_node *leaf;
     dp_result r;
+    if ((r = dpn__ag_ready("dp_nd_attach_grad")) != DP_OK) return r;
     if (!a || (req != DP_REQ_NULL && req != DP_REQ_WRITE && req != DP_REQ_ADD)) {
         DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_attach_grad: %s", a ? "req must be DP_REQ_WRITE, DP_REQ_ADD or DP_REQ_NULL" : "NULL array");
         return DP_ERROR_INVALID_ARGS;
@@ -1540,6 +1554,15 @@ static const struct { const char *mxnet, *depeng; } dpn__sym_aliases[] = {
     {"Concat", "concat"}, {"SoftmaxActivation", "softmax"}, {"_copy", "_copy"}, {"identity", "_copy"},
     {"Reshape", "reshape"}, {"sum_axis", "sum"},
 };
+/* The registered operator an MXNet name stands for (NULL: none, or
+   Activation, whose operator its act_type names). */
+static const dp_operator *dpn__sym_target(const char *op_name) {
+    size_t k;
+    if (!strcmp(op_name, "Flatten") || !strcmp(op_name, "flatten")) return dp_operator_find("reshape");
+    for (k = 0; k < sizeof dpn__sym_aliases / sizeof dpn__sym_aliases[0]; k++)
+        if (!strcmp(op_name, dpn__sym_aliases[k].mxnet)) return dp_operator_find(dpn__sym_aliases[k].depeng);
+    return dp_operator_find(op_name);
+}
 /* The keyword arguments of a node being made: translated, checked for
    the operator, with "scalar" taken out for the scalar operators. */
 typedef struct dpn__kw { int n; const char *keys[DP_MAX_PARAMS + 8]; const char *vals[DP_MAX_PARAMS + 8]; } dpn__kw;
@@ -1699,7 +1722,7 @@ DPN_IMPL dp_result dp_sym_node(const dp_sym_node_desc *desc, dp_symbol **out) {
                 op_name ? op_name : "(null)", DP_MAX_OP_ARRAYS);
         return DP_ERROR_INVALID_ARGS;
     }
-    op = dp_operator_find(op_name);       /* NULL for MXNet's names: resolved with the node */
+    op = dpn__sym_target(op_name);        /* what a typed parameter's text is for (MXNet's names too) */
     num_inputs = desc->num_inputs;
     if (!num_inputs && op && op->num_inputs >= 0) num_inputs = op->num_inputs;
     else if (!num_inputs) while (num_inputs < DP_MAX_OP_ARRAYS && desc->inputs[num_inputs]) num_inputs++;

@@ -391,12 +391,56 @@ static void test_standardise_recipe(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* The EXTENDING calls refuse what would reach past an array's storage or
+   lose a write, and dp_sym_node types its parameters by the operator an
+   MXNet name stands for. */
+static void test_extending(void) {
+    static const char *const texts[2] = {"first", "second"}, *const other[1] = {"another"};
+    const double v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    dp_engine *e = make_engine(DP_ENGINE_PERDEVICE);
+    dp_ndarray *a = arr(e, shp(1, 8, 0), DP_FLOAT32, v), *b = arr(e, shp(1, 8, 0), DP_FLOAT32, v), *view = NULL, *more = NULL;
+    dp_shape four = shp(1, 4, 0), nine = shp(1, 9, 0), all_axes = shp(0, 0, 0);
+    dp_symbol *x = NULL, *s = NULL;
+    dp_shape in_shape = shp(2, 2, 3), out_shape;
+    const char *name = "x";
+    int32_t before;
+    /* views and borrowed bytes stay inside the 32 bytes, and aligned */
+    CHECK(dp_nd_view(a, &four, DP_FLOAT32, 16, &view) == DP_OK && view);
+    dp_nd_release(view); view = NULL;
+    CHECK(dp_nd_view(a, &four, DP_FLOAT32, 20, &view) == DP_ERROR_INVALID_ARGS && !view);    /* past the end */
+    CHECK(dp_nd_view(a, &nine, DP_FLOAT32, 0, &view) == DP_ERROR_INVALID_ARGS && !view);
+    CHECK(dp_nd_view(a, &four, DP_FLOAT32, 2, &view) == DP_ERROR_INVALID_ARGS && !view);     /* not aligned */
+    CHECK(dp_nd_borrow(a, 8, 24, &more) == DP_OK && more && dp_nd_bytes(more) == 24);
+    dp_nd_release(more); more = NULL;
+    CHECK(dp_nd_borrow(a, 0, 4096, &more) == DP_ERROR_INVALID_ARGS && !more);
+    CHECK(dp_nd_borrow(a, 40, 0, &more) == DP_ERROR_INVALID_ARGS && !more);
+    /* a copy counts as a write; overlapping views are refused */
+    before = dp_nd_version(b);
+    CHECK(dp_nd_copy_into(a, b, NULL) == DP_OK && dp_nd_version(b) == before + 1);
+    CHECK(dp_nd_view(a, &four, DP_FLOAT32, 4, &view) == DP_OK && dp_nd_view(a, &four, DP_FLOAT32, 8, &more) == DP_OK);
+    CHECK(dp_nd_copy_into(view, more, NULL) == DP_ERROR_INVALID_ARGS);
+    dp_nd_release(view); dp_nd_release(more);
+    /* extension log items: a range outside them, or a text taken, is refused */
+    CHECK(dp_log_add_items(DP_LOGITEM_ND_END, 2, texts) == DP_OK && dp_log_add_items(DP_LOGITEM_ND_END, 2, texts) == DP_OK);
+    CHECK(dp_log_add_items(DP_LOGITEM_ND_END, 1, other) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_log_add_items((int)DP_LOGITEM_EXTENSION, 1, other) == DP_ERROR_INVALID_ARGS);   /* the array layer's */
+    CHECK(dp_log_add_items(DP_LOGITEM_LAST, 2, texts) == DP_ERROR_INVALID_ARGS && dp_log_add_items(3, 1, texts) == DP_ERROR_INVALID_ARGS);
+    /* MXNet's sum_axis with axis () typed as an empty shape: all axes */
+    CHECK(dp_sym_var("x", &x) == DP_OK);
+    CHECK(dp_sym_node(&(dp_sym_node_desc){ .op = "sum_axis", .inputs = {x}, .params = {{"axis", .shape = all_axes}} }, &s) == DP_OK);
+    CHECK(s && dp_sym_infer(s, &(dp_sym_infer_desc){ .num_known = 1, .names = &name, .shapes = &in_shape, .out_shapes = &out_shape }) == DP_OK);
+    CHECK(out_shape.ndim == 0);
+    dp_sym_release(s); dp_sym_release(x);
+    dp_nd_release(a); dp_nd_release(b);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"desc_invocation", test_desc_invocation}, {"desc_matches_strings", test_desc_matches_strings},
         {"desc_errors", test_desc_errors}, {"registry_names", test_registry_names}, {"take", test_take},
         {"accuracy", test_accuracy}, {"adam_bias_correction", test_adam_bias_correction}, {"optimizer", test_optimizer},
-        {"standardise_recipe", test_standardise_recipe},
+        {"standardise_recipe", test_standardise_recipe}, {"extending", test_extending},
     };
     return run_tests("invoke", tests, (int)(sizeof tests / sizeof tests[0]));
 }
