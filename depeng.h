@@ -2375,18 +2375,16 @@ static void *dp__realloc(const dp_engine *eng, void *p, size_t old_size, size_t 
 }
 
 DP__COLD DP_IMPL dp_result dp_log_add_items(int first, int count, const char *const *texts) {
-    int i;
-    if (!texts || count < 0 || first < DP_LOGITEM_EXTENSION || first > DP_LOGITEM_LAST + 1 - count) {
-        DP__LOG(NULL, DP_LOG_ERROR, BAD_DESC, "dp_log_add_items: items %d..%d (extension items are %d..%d) or NULL texts",
-                first, first + count - 1, (int)DP_LOGITEM_EXTENSION, (int)DP_LOGITEM_LAST);
-        return DP_ERROR_INVALID_ARGS;
-    }
-    for (i = 0; i < count; i++) {
+    int i, taken = -1;
+    int ok = texts && count >= 0 && first >= DP_LOGITEM_EXTENSION && first <= DP_LOGITEM_LAST + 1 - count;
+    for (i = 0; ok && i < count && taken < 0; i++) {      /* a text may be given again, not replaced */
         const char *had = dp__ext_item_msgs[first - DP_LOGITEM_EXTENSION + i];
-        if (had && had != texts[i] && strcmp(had, texts[i] ? texts[i] : "") != 0) {
-            DP__LOG(NULL, DP_LOG_ERROR, BAD_DESC, "dp_log_add_items: item %d has a text already (\"%s\")", first + i, had);
-            return DP_ERROR_INVALID_ARGS;
-        }
+        if (had && (!texts[i] || strcmp(had, texts[i]) != 0)) taken = first + i;
+    }
+    if (!ok || taken >= 0) {
+        DP__LOG(NULL, DP_LOG_ERROR, BAD_DESC, "dp_log_add_items: items %d..%d (extension items are %d..%d), NULL texts, or item %d "
+                "has another text", first, first + count - 1, (int)DP_LOGITEM_EXTENSION, (int)DP_LOGITEM_LAST, taken);
+        return DP_ERROR_INVALID_ARGS;
     }
     for (i = 0; i < count; i++) dp__ext_item_msgs[first - DP_LOGITEM_EXTENSION + i] = texts[i];
     return DP_OK;

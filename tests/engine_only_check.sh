@@ -13,10 +13,13 @@ set -u
 cd "$(dirname "$0")/.."
 CC=${CC:-cc}
 RUNS=${ENGINE_CHECK_RUNS:-3}
-TEXT_SECTION_TARGET=${ENGINE_TEXT_SECTION_TARGET:-40960}   # .text of the engine-only program (40 KiB)
+# .text of the engine-only program: 40.5 KiB. It was 40 KiB (40,318 B) until
+# 0.2.0 gave the engine part the calls other layers build on (dp_log,
+# dp_log_add_items, the default logger, getters that report errors): 41,038 B.
+TEXT_SECTION_TARGET=${ENGINE_TEXT_SECTION_TARGET:-41472}
 TEXT_TARGET=40960                                            # size's text column: the goal, reported
 TEXT_BOUND=${ENGINE_TEXT_BOUND:-59392}                       # size's text column: no growth past 58 KiB (57,026 B when set; the goal is missed, README)
-TIME_TARGET=1.2                                              # s at -O2, engine-only implementation file
+TIME_TARGET=1.0                                              # s at -O2, engine-only implementation file (the goal; reported)
 TIME_BOUND=${ENGINE_TIME_BOUND:-3.6}                         # 3x the target: a loaded machine still passes
 RATIO_BOUND=0.6                                              # engine-only / full header, same run
 other=${1:-}
