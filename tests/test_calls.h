@@ -30,7 +30,12 @@ static inline dp_result invoke_str(dp_engine *eng, const char *name, int nin, dp
     for (i = 0; i < nkw; i++) { d.params[i].name = keys ? keys[i] : NULL; d.params[i].s = values ? values[i] : NULL; }
     if (op && op->takes_scalar) d.scalar = scalar;
     d.num_outputs = nout;
-    for (i = 0; i < nout && outputs; i++) { d.outputs[i] = outputs[i]; d.req[i] = req ? req[i] : DP_REQ_WRITE; }
+    /* a count the operator does not have is refused by dp_invoke; read no
+       more outputs than the operator makes (the caller's array may hold no more) */
+    for (i = 0; i < nout && outputs && !(op && op->num_outputs >= 0 && i >= op->num_outputs); i++) {
+        d.outputs[i] = outputs[i];
+        d.req[i] = req ? req[i] : DP_REQ_WRITE;
+    }
     if (!outputs) return dp_invoke(eng, &d, NULL);
     r = dp_invoke(eng, &d, made);
     for (i = 0; r == DP_OK && i < nout; i++) if (!outputs[i]) outputs[i] = made[i];
