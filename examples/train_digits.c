@@ -52,6 +52,10 @@
 #include <string.h>
 #include <time.h>
 #ifdef _WIN32
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>                     /* QueryPerformanceCounter */
 #include <io.h>
 #define isatty _isatty
 #define fileno _fileno
@@ -68,7 +72,7 @@ typedef struct model {
 
 static double now(void) {
 #ifdef _WIN32
-    LARGE_INTEGER c, f;                  /* <windows.h> comes with the implementation */
+    LARGE_INTEGER c, f;
     QueryPerformanceCounter(&c); QueryPerformanceFrequency(&f);
     return (double)c.QuadPart / (double)f.QuadPart;
 #else

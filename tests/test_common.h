@@ -104,6 +104,12 @@ static inline const char *test_temp_dir(void) {
    creates the file in the root directory, which needs administrator rights
    since Vista; on Windows the file goes to test_temp_dir() instead, and the
    C runtime's "D" mode deletes it on close. */
+#ifdef _WIN32
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#include <windows.h>    /* GetCurrentProcessId: the implementation's own include is in another file now */
+#endif
 static inline FILE *test_tmpfile(void) {
 #ifdef _WIN32
     static int serial;
