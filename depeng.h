@@ -10656,6 +10656,27 @@ static int dp__infer_reduce(const dp_params *p, int nin, const dp_shape *is, con
     *ot = it[0];
     return 0;
 }
+/* max, min and argmax have no identity: reducing an empty axis into a
+   non-empty result is refused, as NumPy refuses it ("zero-size array to
+   reduction operation maximum which has no identity"); an empty result
+   reduces nothing and is fine. Returns -1 with msg. */
+static int dp__no_identity_check(const char *what, const dp_shape *s, int mask, const dp_shape *out, char *msg, size_t cap) {
+    int d;
+    char sb[160];
+    if (dp_shape_size(out) == 0) return 0;
+    for (d = 0; d < s->ndim; d++)
+        if ((mask & (1 << d)) && s->dims[d] == 0) {
+            snprintf(msg, cap, "%s over axis %d of shape %s, which is empty: there is no identity to give (NumPy refuses it too)", what, d,
+                     dp__shape_str(s, sb, sizeof sb));
+            return -1;
+        }
+    return 0;
+}
+static int dp__infer_reduce_no_identity(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                        dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    if (dp__infer_reduce(p, nin, is, it, nout, os, ot, msg, cap)) return -1;
+    return dp__no_identity_check("max or min", &is[0], dp__reduce_mask(p, &is[0], msg, cap), os, msg, cap);
+}
 /* Output-element strides over the input's axes (0 on reduced axes). */
 static void dp__reduce_strides(const dp_shape *s, int mask, int64_t *st) {
     int64_t acc = 1;
@@ -10761,7 +10782,7 @@ static int dp__infer_argmax(const dp_params *p, int nin, const dp_shape *is, con
     if ((mask = dp__reduce_mask(p, &is[0], msg, cap)) < 0) return -1;
     dp__reduced_shape(&is[0], mask, (int)p->v[1].i, os);
     *ot = DP_INT64;
-    return 0;
+    return dp__no_identity_check("argmax", &is[0], mask, os, msg, cap);
 }
 /* The first largest element wins; for floats the first NaN, as NumPy's.
    Integers compare as integers. Per output: the best value (as the
@@ -10797,19 +10818,22 @@ static int dp__k_argmax(const dp_kernel_ctx *k) {
 static void dp__register_reductions(void) {
     static const struct { const char *name, *doc; dp_kernel_fn fwd, grad; } r[] = {
         {"sum", "the sum over the axes", dp__k_sum, dp__kg_sum}, {"mean", "the mean over the axes", dp__k_mean, dp__kg_mean},
-        {"max", "the maximum over the axes", dp__k_max, dp__kg_max}, {"min", "the minimum over the axes", dp__k_min, dp__kg_min}};
+        {"max", "the maximum over the axes; an empty axis (with a non-empty result) is refused, as NumPy refuses it", dp__k_max, dp__kg_max},
+        {"min", "the minimum over the axes; an empty axis (with a non-empty result) is refused, as NumPy refuses it", dp__k_min, dp__kg_min}};
     static const char *grad_names[4] = {"_backward_sum", "_backward_mean", "_backward_max", "_backward_min"};
     dp_operator op;
     int i;
     for (i = 0; i < 4; i++) {
         memset(&op, 0, sizeof op);
         op.name = r[i].name; op.doc = r[i].doc; op.num_inputs = 1; op.num_outputs = 1;
-        op.params = dp__reduce_params; op.num_params = 2; op.infer = dp__infer_reduce; op.forward_cpu = r[i].fwd;
+        op.params = dp__reduce_params; op.num_params = 2; op.infer = i < 2 ? dp__infer_reduce : dp__infer_reduce_no_identity;
+        op.forward_cpu = r[i].fwd;
         op.resources = DP_RESOURCE_TEMP;
         dp__register_differentiable(&op, grad_names[i], "gradient of a reduction", r[i].grad, 0);
     }
     memset(&op, 0, sizeof op);
-    op.name = "argmax"; op.doc = "the index of the largest element along one axis (or of the flattened array), as int64";
+    op.name = "argmax"; op.doc = "the index of the largest element along one axis (or of the flattened array), as int64; an empty axis "
+                                 "(with a non-empty result) is refused, as NumPy refuses it";
     op.num_inputs = 1; op.num_outputs = 1; op.params = dp__reduce_params; op.num_params = 2;
     op.infer = dp__infer_argmax; op.forward_cpu = dp__k_argmax; op.resources = DP_RESOURCE_TEMP;
     dp__register(&op);

@@ -435,12 +435,40 @@ static void test_extending(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* max, min and argmax have no identity: an empty axis reduced into a
+   non-empty result is refused (NumPy raises); sum keeps its identity, and
+   an empty result reduces nothing. */
+static void test_empty_axis_reductions(void) {
+    dp_engine *e = make_engine(DP_ENGINE_NAIVE);
+    dp_ndarray *rows_empty = NULL, *no_rows = NULL, *r = NULL;
+    dp_shape s30 = shp(2, 3, 0), s03 = shp(2, 0, 3);
+    double got[3];
+    const char *ops[3] = {"max", "min", "argmax"};
+    int i;
+    CHECK(dp_nd_zeros(e, &s30, DP_FLOAT32, (dp_ctx){0, 0}, &rows_empty) == DP_OK && dp_nd_zeros(e, &s03, DP_INT32, (dp_ctx){0, 0}, &no_rows) == DP_OK);
+    for (i = 0; i < 3; i++) {
+        r = NULL;
+        CHECK(dp_invoke(e, &(dp_invoke_desc){ .op = ops[i], .inputs = {rows_empty}, .params = {{"axis", .shape = {1, {1}}}} }, &r) == DP_ERROR_INVALID_ARGS && !r);
+        CHECK(strstr(dp_last_error(), "empty") != NULL);
+        CHECK(dp_invoke(e, &(dp_invoke_desc){ .op = ops[i], .inputs = {no_rows} }, &r) == DP_ERROR_INVALID_ARGS && !r);   /* all axes */
+        CHECK(dp_invoke(e, &(dp_invoke_desc){ .op = ops[i], .inputs = {no_rows}, .params = {{"axis", .shape = {1, {1}}}} }, &r) == DP_OK);
+        CHECK(r && dp_shape_size(dp_nd_shape(r)) == 0);                                   /* nothing to reduce */
+        dp_nd_release(r);
+    }
+    r = NULL;
+    CHECK(dp_invoke(e, &(dp_invoke_desc){ .op = "sum", .inputs = {rows_empty}, .params = {{"axis", .shape = {1, {1}}}} }, &r) == DP_OK);
+    CHECK(values(r, got, 3) == 3 && got[0] == 0 && got[2] == 0);                        /* sum's identity */
+    dp_nd_release(r); dp_nd_release(rows_empty); dp_nd_release(no_rows);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"desc_invocation", test_desc_invocation}, {"desc_matches_strings", test_desc_matches_strings},
         {"desc_errors", test_desc_errors}, {"registry_names", test_registry_names}, {"take", test_take},
         {"accuracy", test_accuracy}, {"adam_bias_correction", test_adam_bias_correction}, {"optimizer", test_optimizer},
         {"standardise_recipe", test_standardise_recipe}, {"extending", test_extending},
+        {"empty_axis_reductions", test_empty_axis_reductions},
     };
     return run_tests("invoke", tests, (int)(sizeof tests / sizeof tests[0]));
 }
