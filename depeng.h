@@ -609,10 +609,10 @@ DP_API void dp_default_engine_shutdown(void);
 /* A new variable; id 0 if out of memory or handles. Thread safety: any. */
 DP_API dp_var dp_var_create(dp_engine *eng);
 /* Schedules deletion: runs after every op pushed before it on var. The handle
-   is invalid from this call on. */
+   is invalid from this call on. It pushes and returns: threads as dp_push. */
 DP_API dp_result dp_var_delete(dp_engine *eng, dp_var var);
 /* Same, and fn(rc, arg) runs (on ctx) once the variable is free, like MXNet's
-   DeleteVariable(delete_fn, ctx, var). fn may be NULL. */
+   DeleteVariable(delete_fn, ctx, var). fn may be NULL. Threads as dp_push. */
 DP_API dp_result dp_var_delete_fn(dp_engine *eng, dp_var var, dp_sync_fn fn, void *arg, dp_ctx ctx);
 typedef enum dp_var_state {
     DP_VAR_INVALID = 0, DP_VAR_READY, DP_VAR_BUSY, DP_VAR_FAILED
@@ -627,7 +627,7 @@ DP_API dp_result dp_var_state_get(dp_engine *eng, dp_var var, dp_var_state *out)
 /* Pushes one operation. On any error nothing is pushed. Thread safety: any
    thread, also from inside operations. */
 DP_API dp_result dp_push(dp_engine *eng, const dp_push_desc *desc);
-/* Shorthands: CPU, normal property, priority 0, no name. */
+/* Shorthands: CPU, normal property, priority 0, no name. Threads as dp_push. */
 DP_API dp_result dp_push_sync(dp_engine *eng, dp_sync_fn fn, void *arg,
                               const dp_var *reads, int num_reads,
                               const dp_var *writes, int num_writes);
@@ -637,12 +637,14 @@ DP_API dp_result dp_push_async(dp_engine *eng, dp_async_fn fn, void *arg,
 /* Ends an async operation; status 0 is success, message may be NULL. A second
    call for the same operation is reported and ignored. Any thread. */
 DP_API void dp_complete(dp_completion done, int status, const char *message);
-/* Inside a sync function: sets the message that goes with a non-zero return. */
+/* Inside a sync function, on its thread: sets the message that goes with a
+   non-zero return. */
 DP_API void dp_set_error(dp_run_ctx *rc, const char *message);
 /* Pre-created operation (MXNet's NewOperator): validated once, pushed many
-   times without allocation. Returns id 0 on error (logged). */
+   times without allocation. Returns id 0 on error (logged). Any thread,
+   also from inside operations. */
 DP_API dp_opr dp_opr_create(dp_engine *eng, const dp_push_desc *desc);
-/* Pushes op on ctx with priority. */
+/* Pushes op on ctx with priority. Threads as dp_push. */
 DP_API dp_result dp_opr_push(dp_engine *eng, dp_opr op, dp_ctx ctx, int priority);
 /* Batch push: descs[0..count-1] in that order, exactly as count dp_push
    calls one after another with no other thread's push between them (the
@@ -669,7 +671,8 @@ DP_API dp_result dp_push_batch(dp_engine *eng, const dp_push_desc *descs, int co
    created, or more than 2^31 runs pending), DP_ERROR_OUT_OF_MEMORY; nothing
    is pushed then. Thread safety: any thread, also from inside operations. */
 DP_API dp_result dp_opr_push_n(dp_engine *eng, dp_opr op, dp_ctx ctx, int priority, int count);
-/* The handle is invalid at once; the op is freed after its last pushed run. */
+/* The handle is invalid at once; the op is freed after its last pushed run.
+   Any thread, also from inside operations. */
 DP_API dp_result dp_opr_destroy(dp_engine *eng, dp_opr op);
 
 /* ---- waits ------------------------------------------------------------- */
@@ -747,11 +750,13 @@ typedef struct dp_trace_recorder dp_trace_recorder;
    its functions), DP_ERROR_OUT_OF_MEMORY, DP_ERROR_THREAD (no lock). */
 DP_API dp_result dp_trace_recorder_create(const dp_allocator *alloc, size_t max_events, dp_trace_recorder **out);
 /* Frees it (NULL: nothing). Only once no engine traces into it any more:
-   after the engine is destroyed or its last traced op has completed. */
+   after the engine is destroyed or its last traced op has completed. Any
+   thread then. */
 DP_API void dp_trace_recorder_destroy(dp_trace_recorder *rec);
 /* The trace callback: user is the recorder. Copies the event and its names.
    An event that finds no memory is counted as lost (dp_trace_write_html
-   then fails with DP_ERROR_OUT_OF_MEMORY). */
+   then fails with DP_ERROR_OUT_OF_MEMORY). The engine calls it, from any of
+   its threads (the recorder locks). */
 DP_API void dp_trace_recorder_event(const dp_trace_event *ev, void *user);
 /* Names a variable on the page ("A"); unnamed ones show as "v<slot>".
    Any thread. Errors: DP_ERROR_INVALID_ARGS (rec or name NULL, var 0),
@@ -791,7 +796,8 @@ DP_API dp_log_item dp_last_error_item(void);
 /* Forgets the calling thread's last error: dp_last_error gives "" and
    dp_last_error_item DP_LOGITEM_OK. Any thread. */
 DP_API void dp_clear_last_error(void);
-/* A logger that prints to stderr; the default for errors. */
+/* A logger that prints to stderr; the default for errors. Any thread
+   (reentrant). */
 DP_API void dp_log_stderr(const char *tag, uint32_t level, uint32_t item,
                           const char *message, uint32_t line, const char *file, void *user);
 /* The process-wide logger: for messages that have no engine (a NULL
@@ -952,7 +958,7 @@ DP_API dp_result dp_nd_ones(dp_engine *eng, const dp_shape *shape, dp_dtype dtyp
 DP_API dp_result dp_nd_full(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, double value, dp_ndarray **out);
 DP_API dp_result dp_nd_arange(dp_engine *eng, double start, double stop, double step, dp_dtype dtype, dp_ctx ctx, dp_ndarray **out);
 /* A new array holding a copy of data (C order, dp_shape_size * dp_dtype_size
-   bytes), copied before the call returns. */
+   bytes), copied before the call returns. Any thread. */
 DP_API dp_result dp_nd_from_host(dp_engine *eng, const dp_shape *shape, dp_dtype dtype, dp_ctx ctx, const void *data, dp_ndarray **out);
 /* Waits for the array's pending operations, then copies its bytes to dst /
    from src; bytes must be the array's size. A failure of an operation that
@@ -983,15 +989,17 @@ DP_API dp_result dp_nd_astype(dp_ndarray *a, dp_dtype dtype, dp_ndarray **out);
 DP_API dp_ndarray *dp_nd_retain(dp_ndarray *a);       /* one more reference; returns a */
 /* One reference less; the last frees the memory once the ops using it are
    done. NULL is fine. Out of memory for the release op, the memory is kept
-   (logged) until the engine is destroyed, never freed under a running op. */
+   (logged) until the engine is destroyed, never freed under a running op.
+   Any thread, also from inside operations. */
 DP_API void dp_nd_release(dp_ndarray *a);
+/* An array's shape, dtype, device, engine and size in bytes. Any thread. */
 DP_API const dp_shape *dp_nd_shape(const dp_ndarray *a);
 DP_API dp_dtype dp_nd_dtype(const dp_ndarray *a);
 DP_API dp_ctx dp_nd_ctx(const dp_ndarray *a);
 DP_API dp_engine *dp_nd_engine(const dp_ndarray *a);
 DP_API size_t dp_nd_bytes(const dp_ndarray *a);
-/* The variable to list in an operation's reads or writes, and the first
-   element, for use inside such an operation only. */
+/* The variable to list in an operation's reads or writes (any thread), and
+   the first element, for use inside such an operation only (its thread). */
 DP_API dp_var dp_nd_var(const dp_ndarray *a);
 DP_API void *dp_nd_data(const dp_ndarray *a);
 
@@ -1151,7 +1159,8 @@ DP_API const dp_operator *dp_operator_find(const char *name);     /* NULL if unk
    kind or missing kernel (ND_ARGS). */
 DP_API dp_result dp_operator_set_kernel(const char *name, int dev_type, dp_kernel_fn kernel);
 /* The registered operators (built-in ones included), up to cap; returns
-   how many there are. docs/operators.md lists the built-in ones. */
+   how many there are. docs/operators.md lists the built-in ones. Any
+   thread. */
 DP_API int dp_operator_list(const dp_operator **out, int cap);
 
 /* ---- invoking an operator ------------------------------------------------
@@ -1354,8 +1363,10 @@ typedef struct dp_storage_desc {
 DP_API dp_result dp_storage_configure(dp_engine *eng, const dp_storage_desc *desc);
 /* The storage manager of a device: bytes in arrays, bytes kept for reuse. */
 typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocations, pool_hits; } dp_storage_stats;
+/* The counters of ctx's storage manager (approximate while work runs).
+   Any thread. */
 DP_API dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_stats *out);
-/* Gives the memory kept for reuse back to the allocator. */
+/* Gives the memory kept for reuse back to the allocator. Any thread. */
 DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 
 /* The array layer's log items (extension items, registered on the layer's
@@ -1416,7 +1427,8 @@ DP_API int32_t dp_nd_version(const dp_ndarray *a);
 DP_API dp_result dp_nd_check_ctx(dp_engine *eng, dp_ctx *ctx, const char *what);
 /* An operator's input or output count (declared = op->num_inputs or
    op->num_outputs) for parsed params: as registered, or from num_args (-1:
-   num_args, -2: num_args + 1); -1 when num_args is out of range. */
+   num_args, -2: num_args + 1); -1 when num_args is out of range. Any
+   thread. */
 DP_API int dp_operator_arity(const dp_operator *op, const dp_params *params, int declared);
 /* Changes one parameter of parsed params (the others stay); on error
    (logged, DP_ERROR_INVALID_ARGS) params is unchanged. Any thread. */

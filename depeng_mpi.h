@@ -155,12 +155,13 @@ DP_API dp_result dp_mpi_allreduce(dp_mpi *mpi, dp_ndarray *a, int priority);
 /* Blocks until every rank has called it (MPI_Ibarrier, in sequence after
    the collectives pushed before it, so also after those have started).
    Errors: DP_ERROR_TIMEOUT, DP_ERROR_BACKEND (MPI's text logged), or the
-   failure of an earlier collective. Not from inside an engine operation. */
+   failure of an earlier collective. Not from inside an engine operation;
+   one thread at a time per dp_mpi. */
 DP_API dp_result dp_mpi_barrier(dp_mpi *mpi);
 /* A dist_sync store: dp_kv_create on mpi's engine with the global
    reduction set to dp_mpi_allreduce (desc->global_reduce must be NULL;
    desc NULL: CPU 0). Initialise every key with the same array on every
-   rank. */
+   rank. The dp_mpi's thread; the store then as dp_kv_create's. */
 DP_API dp_result dp_mpi_kv_create(dp_mpi *mpi, const dp_kvstore_desc *desc, dp_kvstore **out);
 
 #ifdef __cplusplus

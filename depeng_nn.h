@@ -114,13 +114,16 @@ typedef struct dp_optimizer dp_optimizer;
 DP_API dp_result dp_optimizer_create(dp_ndarray *weight, const dp_optimizer_desc *desc, dp_optimizer **out);
 DP_API dp_result dp_optimizer_step(dp_optimizer *opt);
 /* Changes one parameter for the next steps (a learning-rate schedule:
-   dp_param_float("lr", lr)); on error the parameters stay as they were. */
+   dp_param_float("lr", lr)); on error the parameters stay as they were.
+   The optimizer's thread (one at a time per optimizer). */
 DP_API dp_result dp_optimizer_set_param(dp_optimizer *opt, const dp_param *param);
-DP_API int64_t dp_optimizer_steps(const dp_optimizer *opt);            /* steps pushed so far */
+/* Steps pushed so far. The optimizer's thread. */
+DP_API int64_t dp_optimizer_steps(const dp_optimizer *opt);
 /* State array i (0: momentum, or Adam's mean; 1: Adam's variance), borrowed;
-   NULL past the last. */
+   NULL past the last. The optimizer's thread. */
 DP_API dp_ndarray *dp_optimizer_state(const dp_optimizer *opt, int i);
-/* Releases the optimizer's references (the weight keeps its gradient). NULL is fine. */
+/* Releases the optimizer's references (the weight keeps its gradient). NULL
+   is fine. The optimizer's thread. */
 DP_API void dp_optimizer_destroy(dp_optimizer *opt);
 
 /* ====================================================================== AUTOGRAD
@@ -154,12 +157,14 @@ DP_API int dp_autograd_is_recording(void);
    shape is made, which backward overwrites (DP_REQ_WRITE) or adds to
    (DP_REQ_ADD). DP_REQ_NULL removes the mark. Marking again starts over
    with a new zero gradient, and cuts a from the graph that made it. Out
-   of memory: DP_ERROR_OUT_OF_MEMORY (logged), a keeps its earlier mark. */
+   of memory: DP_ERROR_OUT_OF_MEMORY (logged), a keeps its earlier mark.
+   The thread that builds the graph. */
 DP_API dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req);
 /* a's gradient array (a borrowed reference: dp_nd_retain to keep it past
-   a's release), or NULL if a is not marked. */
+   a's release), or NULL if a is not marked. Any thread. */
 DP_API dp_ndarray *dp_nd_grad(const dp_ndarray *a);
-/* A view of a's storage outside any graph: gradients stop there. */
+/* A view of a's storage outside any graph: gradients stop there. Any
+   thread. */
 DP_API dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out);
 /* Pushes the gradients of head with respect to every marked array it
    depends on. head_grad is d(objective)/d(head), of head's shape and dtype;
@@ -174,7 +179,8 @@ DP_API dp_result dp_nd_detach(dp_ndarray *a, dp_ndarray **out);
    gradient operators were pushed; the graph is kept whole, as after any
    error, so the same backward can run again once memory is free: it
    rewrites the gradients of arrays marked DP_REQ_WRITE, while those marked
-   DP_REQ_ADD may hold part of the failed pass's sum. */
+   DP_REQ_ADD may hold part of the failed pass's sum. Any thread; passes
+   run one at a time. */
 DP_API dp_result dp_autograd_backward(dp_ndarray *head, dp_ndarray *head_grad, int retain_graph);
 
 /* ====================================================================== SYMBOL
@@ -213,18 +219,21 @@ typedef struct dp_sym_node_desc {
 DP_API dp_result dp_sym_node(const dp_sym_node_desc *desc, dp_symbol **out);
 /* Output index of s as a symbol of its own; several symbols as one with
    all their outputs (MXNet's Group). Errors: DP_ERROR_INVALID_ARGS,
-   DP_ERROR_OUT_OF_MEMORY. */
+   DP_ERROR_OUT_OF_MEMORY. Any thread. */
 DP_API dp_result dp_sym_output(const dp_symbol *s, int index, dp_symbol **out);
 DP_API dp_result dp_sym_group(int num, dp_symbol *const *syms, dp_symbol **out);
-DP_API dp_symbol *dp_sym_retain(dp_symbol *s);     /* one more reference; returns s */
-DP_API void dp_sym_release(dp_symbol *s);          /* NULL is fine */
+/* One more reference (returns s); one less (NULL is fine; the last must not
+   race with other use of s); the outputs' count. Any thread. */
+DP_API dp_symbol *dp_sym_retain(dp_symbol *s);
+DP_API void dp_sym_release(dp_symbol *s);
 DP_API int dp_sym_num_outputs(const dp_symbol *s);
-/* The name of a single-output symbol's node; NULL for a group. Valid while s is. */
+/* The name of a single-output symbol's node; NULL for a group. Valid while
+   s is. Any thread. */
 DP_API const char *dp_sym_name(const dp_symbol *s);
 /* The variables of s in MXNet's order (a depth-first walk from the
    outputs, inputs in order): up to cap names (valid while s is) into
    names (may be NULL). Returns how many there are, -1 on error. Executors
-   take their arguments in this order. */
+   take their arguments in this order. Any thread. */
 DP_API int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap);
 /* Shape and dtype inference over the whole graph from the shapes (and
    dtypes; NULL: float32) of the named arguments given: forward through
@@ -246,6 +255,7 @@ typedef struct dp_sym_infer_desc {
     dp_shape *out_shapes;            /* per output */
     dp_dtype *out_dtypes;
 } dp_sym_infer_desc;
+/* Any thread. */
 DP_API dp_result dp_sym_infer(const dp_symbol *s, const dp_sym_infer_desc *desc);
 /* MXNet's symbol JSON: "nodes" (each with "op" ("null" for a variable),
    "name", "attrs" (the parameters as strings) and "inputs" as [node,
@@ -255,7 +265,7 @@ DP_API dp_result dp_sym_infer(const dp_symbol *s, const dp_sym_infer_desc *desc)
    and ignores attributes starting with "__". Errors: DP_ERROR_IO (a
    stream or file that fails), DP_ERROR_FORMAT (not such JSON; logged with
    the reason), the errors of dp_sym_node naming the node, and
-   DP_ERROR_OUT_OF_MEMORY. */
+   DP_ERROR_OUT_OF_MEMORY. Any thread. */
 DP_API dp_result dp_sym_save_json(const dp_symbol *s, FILE *out);
 DP_API dp_result dp_sym_load_json(const char *json, dp_symbol **out);
 DP_API dp_result dp_sym_save(const dp_symbol *s, const char *path);
@@ -304,12 +314,13 @@ typedef struct dp_exec_desc {
 } dp_exec_desc;
 DP_API dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, const dp_exec_desc *desc, dp_executor **out);
 /* A new executor of the same symbol, device and gradient requests on other
-   arrays (e.g. another batch size); ex stays valid. Errors as dp_exec_bind. */
+   arrays (e.g. another batch size); ex stays valid. Errors as dp_exec_bind.
+   The executor's thread (one at a time per executor). */
 DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out);
 /* Pushes the forward operations (is_train is for operators that behave
    differently in training; no built-in one does). Returns at once; read
    the outputs as any array (dp_nd_read waits). Errors: DP_ERROR_INVALID_ARGS,
-   and dp_opr_push's. */
+   and dp_opr_push's. The executor's thread. */
 DP_API dp_result dp_exec_forward(dp_executor *ex, int is_train);
 /* Pushes the gradient operations. head_grads[i] (may be NULL, as may the
    array itself) is d(objective)/d(output i), copied (one _copy invocation,
@@ -318,18 +329,22 @@ DP_API dp_result dp_exec_forward(dp_executor *ex, int is_train);
    allocate writes its head gradients into dp_exec_head_grad(ex, i) itself
    (dp_nd_write, or an operator with it as the output) and passes none.
    Errors: DP_ERROR_INVALID_ARGS (bound without gradients, more head
-   gradients than outputs), the copy's errors. */
+   gradients than outputs), the copy's errors. The executor's thread. */
 DP_API dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarray *const *head_grads);
+/* How many outputs; any thread. */
 DP_API int dp_exec_num_outputs(const dp_executor *ex);
-/* Output index (borrowed: dp_nd_retain to keep it past the executor), NULL if out of range. */
+/* Output index (borrowed: dp_nd_retain to keep it past the executor), NULL
+   if out of range. Any thread. */
 DP_API dp_ndarray *dp_exec_output(const dp_executor *ex, int index);
 /* The head gradient array of output index (borrowed; ones after bind;
-   the caller may write it), NULL without gradients or out of range. */
+   the caller may write it), NULL without gradients or out of range. Any
+   thread. */
 DP_API dp_ndarray *dp_exec_head_grad(const dp_executor *ex, int index);
-/* The memory plan's figures. Errors: DP_ERROR_INVALID_ARGS. */
+/* The memory plan's figures. Errors: DP_ERROR_INVALID_ARGS. Any thread. */
 DP_API dp_result dp_exec_memory_get(const dp_executor *ex, dp_exec_memory *out);
 /* Destroys the operations (each freed after its last pushed run) and lets
-   go of the arrays; pending work finishes. NULL is fine. */
+   go of the arrays; pending work finishes. NULL is fine. The executor's
+   thread. */
 DP_API void dp_exec_destroy(dp_executor *ex);
 
 
@@ -354,7 +369,8 @@ typedef struct dp_iter dp_iter;
 DP_API dp_result dp_iter_create(const dp_iter_desc *desc, dp_iter **out);
 /* The next batch as new arrays (release them when done; they stay valid
    after later calls). At the end of an epoch *data (and *label) are NULL
-   and DP_OK is returned; dp_iter_reset starts the next epoch. */
+   and DP_OK is returned; dp_iter_reset starts the next epoch. The
+   iterator's thread (one at a time per iterator). */
 DP_API dp_result dp_iter_next(dp_iter *it, dp_ndarray **data, dp_ndarray **label);
 DP_API dp_result dp_iter_reset(dp_iter *it);
 /* Batches per epoch; and the iterator's end (its pending gathers finish on
@@ -412,30 +428,33 @@ typedef struct dp_kvstore_desc {
 /* Makes a store on eng (desc NULL: CPU 0, local). Any thread. */
 DP_API dp_result dp_kv_create(dp_engine *eng, const dp_kvstore_desc *desc, dp_kvstore **out);
 /* Releases the store's arrays (their memory goes once the ops on them are
-   done: no wait). Pulled arrays stay valid. NULL is fine. */
+   done: no wait). Pulled arrays stay valid. NULL is fine. The store's
+   thread (one at a time per store, as every dp_kv_ call below). */
 DP_API void dp_kv_destroy(dp_kvstore *kv);
 /* Adds key with a copy of value (any context; pushed as an op). A key
-   given twice is DP_ERROR_INVALID_ARGS. */
+   given twice is DP_ERROR_INVALID_ARGS. The store's thread. */
 DP_API dp_result dp_kv_init(dp_kvstore *kv, int key, dp_ndarray *value);
 /* Sets the updater function (NULL: the sum replaces the stored array),
-   replacing an optimizer. Applies to later pushes. */
+   replacing an optimizer. Applies to later pushes. The store's thread. */
 DP_API dp_result dp_kv_set_updater(dp_kvstore *kv, dp_kv_updater_fn fn, void *user);
 /* Uses a registered optimizer update as the updater, e.g. "sgd_update"
    with lr=0.1: an operator whose inputs are (weight, gradient, states...),
    one output (the weight, written in place), the states mutated inputs;
    the store keeps zero-initialised states per key. Parameters are parsed
    now (errors as dp_operator_parse_params). The kernel runs in the store's op
-   (with its priority). */
+   (with its priority). The store's thread. */
 DP_API dp_result dp_kv_set_optimizer(dp_kvstore *kv, const dp_optimizer_desc *desc);
 /* Sums values[0..count) (count >= 1, each of the key's shape and dtype, on
    any context of kv's engine; an array given twice counts twice) into the
-   key's array as described above. Returns once the ops are pushed. */
+   key's array as described above. Returns once the ops are pushed. The
+   store's thread. */
 DP_API dp_result dp_kv_push(dp_kvstore *kv, int key, dp_ndarray *const *values, int count, int priority);
 /* Copies the key's array into outs[0..count) (each of its shape and
    dtype; a GPU output through its copy queue; the stored array itself,
-   from dp_kv_stored, is left as it is). */
+   from dp_kv_stored, is left as it is). The store's thread. */
 DP_API dp_result dp_kv_pull(dp_kvstore *kv, int key, dp_ndarray *const *outs, int count, int priority);
-/* The key's stored array (borrowed: valid until dp_kv_destroy), or NULL. */
+/* The key's stored array (borrowed: valid until dp_kv_destroy), or NULL.
+   The store's thread. */
 DP_API dp_ndarray *dp_kv_stored(dp_kvstore *kv, int key);
 
 #ifdef __cplusplus

@@ -14,9 +14,10 @@ for h in "$@"; do
     /^DP_API / && match($0, /dp_[A-Za-z0-9_]+\(/) {
       name = substr($0, RSTART, RLENGTH - 1)
       if (block !~ /[Tt]hread/ && $0 !~ /[Tt]hread/) print name
-      next                                  # the block goes on for the next declaration
+      after = 1; next                       # declarations right below share the block
     }
-    /^[[:space:]]*$/ { block = ""; next }   # a blank line ends a comment block
+    /^[[:space:]]*$/ { block = ""; after = 0; next }     # a blank line ends a comment block
+    /^[[:space:]]*\/\*/ && after { block = ""; after = 0 }   # so does the next comment
     { block = block "\n" $0 }
   ' "$h")
   if [ -z "$missing" ]; then echo "PASS $h: every public function says from which threads it may be called"; pass=$((pass + 1))

@@ -166,7 +166,8 @@ static void build_cases(void) {
     for (i = 0; i < 4; i++) {
         snprintf(grad, sizeof grad, "_backward_%s", red[i]);
         for (j = 0; j < sizeof red_shapes / sizeof red_shapes[0]; j++) {
-            in(add_case(red[i], red_shapes[j].kw, FLOATS, 1), red_shapes[j].x, red_shapes[j].fill);
+            /* max and min refuse an empty axis (no identity, as NumPy): only their gradients run there */
+            if (!(i >= 2 && dp_shape_size(&red_shapes[j].x) == 0)) in(add_case(red[i], red_shapes[j].kw, FLOATS, 1), red_shapes[j].x, red_shapes[j].fill);
             in(in(add_case(grad, red_shapes[j].kw, FLOATS, 1), red_shapes[j].og, F_ANY), red_shapes[j].x, red_shapes[j].fill);
         }
     }
@@ -174,7 +175,7 @@ static void build_cases(void) {
     in(add_case("argmax", "axis=()", FLOATS, 0), S(3, 3, 4, 5), F_ANY);
     in(add_case("argmax", "axis=1;keepdims=true", INTS_TOO, 1), S(2, 4, 7), F_TIES);
     in(add_case("argmax", "axis=1", FLOATS, 0), S(2, 6, 9), F_NAN);
-    in(add_case("argmax", "axis=0", FLOATS, 0), S(2, 0, 3), F_ANY);
+    in(add_case("argmax", "axis=1", FLOATS, 0), S(2, 0, 3), F_ANY);            /* empty rows, an empty result */
     in(add_case("argmax", "axis=1", FLOATS, 0), S(2, 2, 20000), F_TIES);      /* slices: ties across them */
     in(add_case("argmax", "axis=()", FLOATS, 0), S(1, 3000), F_TIES);          /* one team */
     for (i = 0; i < 2; i++) {
