@@ -8936,54 +8936,48 @@ static int dp__copy_op(dp_run_ctx *rc, void *arg) {
     dp__copy_arg_free(c);
     return status;
 }
-DP_IMPL dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out) {
-    dp_engine *eng = a ? a->chunk->eng : NULL;
+/* Pushes the op that copies src's bytes into dst: routed as how says
+   (NULL: a GPU end on that GPU's copy queue), named name unless how names
+   it. The caller has checked the arrays. */
+static dp_result dp__push_copy(dp_engine *eng, dp_ndarray *src, dp_ndarray *dst, const dp_push_desc *how, const char *name) {
     dp__copy_arg *c;
     dp_push_desc d;
-    dp_var reads[1];
+    dp_result r;
+    if ((c = (dp__copy_arg *)dp__alloc(eng, sizeof *c)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", name); return DP_ERROR_OUT_OF_MEMORY; }
+    c->src = dp_nd_retain(src); c->dst = dp_nd_retain(dst);
+    memset(&d, 0, sizeof d);
+    if (how) { d.ctx = how->ctx; d.prop = how->prop; d.priority = how->priority; d.name = how->name; }
+    else if (dp__copy_kind(dst->chunk->ctx, src->chunk->ctx) >= 0) {          /* a GPU end: its copy queue */
+        d.ctx = dst->chunk->ctx.dev_type == DP_DEV_GPU ? dst->chunk->ctx : src->chunk->ctx;
+        d.prop = dst->chunk->ctx.dev_type == DP_DEV_GPU ? DP_PROP_COPY_TO_GPU : DP_PROP_COPY_FROM_GPU;
+    }
+    if (!d.name) d.name = name;
+    d.fn = dp__copy_op; d.arg = c; d.no_skip = 1;    /* dp__copy_op frees c and passes a failure on */
+    d.reads = &src->chunk->var; d.num_reads = 1; d.writes = &dst->chunk->var; d.num_writes = 1;
+    if ((r = dp_push(eng, &d)) != DP_OK) dp__copy_arg_free(c);
+    return r;
+}
+DP_IMPL dp_result dp_nd_copy_to(dp_ndarray *a, dp_ctx ctx, dp_ndarray **out) {
+    dp_engine *eng = a ? a->chunk->eng : NULL;
     size_t bytes;
     dp_result r;
     if (out) *out = NULL;
     if (!a) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_copy_to: NULL array"); return DP_ERROR_INVALID_ARGS; }
     if ((r = dp__nd_check(eng, "dp_nd_copy_to", &a->shape, a->dtype, &ctx, out, &bytes)) != DP_OK) return r;
     if ((r = dp__nd_new(eng, &a->shape, a->dtype, ctx, bytes, out)) != DP_OK) return r;
-    if ((c = (dp__copy_arg *)dp__alloc(eng, sizeof *c)) == NULL) { dp_nd_release(*out); *out = NULL; return DP_ERROR_OUT_OF_MEMORY; }
-    c->src = dp_nd_retain(a); c->dst = dp_nd_retain(*out);
-    memset(&d, 0, sizeof d);
-    reads[0] = a->chunk->var;
-    d.fn = dp__copy_op; d.arg = c; d.reads = reads; d.num_reads = 1; d.writes = &(*out)->chunk->var; d.num_writes = 1;
-    d.name = "copy_to";
-    d.no_skip = 1;
-    if (dp__copy_kind(ctx, a->chunk->ctx) >= 0) {                 /* a GPU end: its copy queue */
-        d.ctx = ctx.dev_type == DP_DEV_GPU ? ctx : a->chunk->ctx;
-        d.prop = ctx.dev_type == DP_DEV_GPU ? DP_PROP_COPY_TO_GPU : DP_PROP_COPY_FROM_GPU;
-    }
-    if ((r = dp_push(eng, &d)) != DP_OK) { dp__copy_arg_free(c); dp_nd_release(*out); *out = NULL; }
+    if ((r = dp__push_copy(eng, a, *out, NULL, "copy_to")) != DP_OK) { dp_nd_release(*out); *out = NULL; }
     return r;
 }
 static int dp__nd_overlap(const dp_ndarray *a, const dp_ndarray *b);   /* with the invocation, below */
 DP_IMPL dp_result dp_nd_copy_into(dp_ndarray *src, dp_ndarray *dst, const dp_push_desc *how) {
     dp_engine *eng = src ? src->chunk->eng : NULL;
-    dp__copy_arg *c;
-    dp_push_desc d;
     dp_result r;
     if (!src || !dst || dst->chunk->eng != eng || dp_nd_bytes(src) != dp_nd_bytes(dst) || dp__nd_overlap(src, dst)) {
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_copy_into: NULL arrays, arrays of other sizes or engines, or overlapping bytes");
         return DP_ERROR_INVALID_ARGS;
     }
-    if ((c = (dp__copy_arg *)dp__alloc(eng, sizeof *c)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_nd_copy_into"); return DP_ERROR_OUT_OF_MEMORY; }
-    c->src = dp_nd_retain(src); c->dst = dp_nd_retain(dst);
-    memset(&d, 0, sizeof d);
-    if (how) { d.ctx = how->ctx; d.prop = how->prop; d.priority = how->priority; d.name = how->name; }
-    else if (dp__copy_kind(dst->chunk->ctx, src->chunk->ctx) >= 0) {
-        d.ctx = dst->chunk->ctx.dev_type == DP_DEV_GPU ? dst->chunk->ctx : src->chunk->ctx;
-        d.prop = dst->chunk->ctx.dev_type == DP_DEV_GPU ? DP_PROP_COPY_TO_GPU : DP_PROP_COPY_FROM_GPU;
-    }
-    if (!d.name) d.name = "copy_into";
-    d.fn = dp__copy_op; d.arg = c; d.no_skip = 1;    /* dp__copy_op frees c and passes a failure on */
-    d.reads = &src->chunk->var; d.num_reads = 1; d.writes = &dst->chunk->var; d.num_writes = 1;
     dp__chunk_bump(dst->chunk);                      /* a value saved from dst is stale from here */
-    if ((r = dp_push(eng, &d)) != DP_OK) { dp__copy_arg_free(c); dp__fetch_add(&dst->chunk->version, -1, DP__RELAXED); return r; }
+    if ((r = dp__push_copy(eng, src, dst, how, "copy_into")) != DP_OK) { dp__fetch_add(&dst->chunk->version, -1, DP__RELAXED); return r; }
     if (dp__tracker.written) dp__tracker.written(dst);
     return DP_OK;
 }

@@ -1573,14 +1573,14 @@ static const struct { const char *mxnet, *depeng; } dpn__sym_aliases[] = {
     {"Concat", "concat"}, {"SoftmaxActivation", "softmax"}, {"_copy", "_copy"}, {"identity", "_copy"},
     {"Reshape", "reshape"}, {"sum_axis", "sum"},
 };
-/* The registered operator an MXNet name stands for (NULL: none, or
-   Activation, whose operator its act_type names). */
-static const dp_operator *dpn__sym_target(const char *op_name) {
+/* depeng's name for an operator name (MXNet's names too; Activation is
+   named by its act_type, later). */
+static const char *dpn__sym_alias(const char *op_name) {
     size_t k;
-    if (!strcmp(op_name, "Flatten") || !strcmp(op_name, "flatten")) return dp_operator_find("reshape");
+    if (!strcmp(op_name, "Flatten") || !strcmp(op_name, "flatten")) return "reshape";
     for (k = 0; k < sizeof dpn__sym_aliases / sizeof dpn__sym_aliases[0]; k++)
-        if (!strcmp(op_name, dpn__sym_aliases[k].mxnet)) return dp_operator_find(dpn__sym_aliases[k].depeng);
-    return dp_operator_find(op_name);
+        if (!strcmp(op_name, dpn__sym_aliases[k].mxnet)) return dpn__sym_aliases[k].depeng;
+    return op_name;
 }
 /* The keyword arguments of a node being made: translated, checked for
    the operator, with "scalar" taken out for the scalar operators. */
@@ -1591,13 +1591,10 @@ static int dpn__kw_true(const char *v) { return !strcmp(v, "1") || !strcmp(v, "T
    arguments it takes; *scalar from "scalar". Logs naming the node. */
 static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw, const char *const *keys, const char *const *vals,
                                  const dp_operator **op, dpn__kw *kw, double *scalar, int *has_scalar) {
-    const char *name = op_name, *act = NULL;
+    const char *name = dpn__sym_alias(op_name), *act = NULL;
     int i;
-    size_t k;
     kw->n = 0; *scalar = 0; *has_scalar = 0;
-    for (k = 0; k < sizeof dpn__sym_aliases / sizeof dpn__sym_aliases[0]; k++)
-        if (!strcmp(op_name, dpn__sym_aliases[k].mxnet)) name = dpn__sym_aliases[k].depeng;
-    if (!strcmp(op_name, "Flatten") || !strcmp(op_name, "flatten")) { name = "reshape"; kw->keys[kw->n] = "shape"; kw->vals[kw->n++] = "(0, -1)"; }
+    if (!strcmp(op_name, "Flatten") || !strcmp(op_name, "flatten")) { kw->keys[kw->n] = "shape"; kw->vals[kw->n++] = "(0, -1)"; }
     for (i = 0; i < nkw; i++) {
         const char *key = keys[i], *v = vals[i];
         if (!key || !v) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "symbol node '%s': NULL parameter name or value", node); return DP_ERROR_INVALID_ARGS; }
@@ -1741,7 +1738,7 @@ DPN_IMPL dp_result dp_sym_node(const dp_sym_node_desc *desc, dp_symbol **out) {
                 op_name ? op_name : "(null)", DP_MAX_OP_ARRAYS);
         return DP_ERROR_INVALID_ARGS;
     }
-    op = dpn__sym_target(op_name);        /* what a typed parameter's text is for (MXNet's names too) */
+    op = dp_operator_find(dpn__sym_alias(op_name));   /* what a typed parameter's text is for */
     num_inputs = desc->num_inputs;
     if (!num_inputs && op && op->num_inputs >= 0) num_inputs = op->num_inputs;
     else if (!num_inputs) while (num_inputs < DP_MAX_OP_ARRAYS && desc->inputs[num_inputs]) num_inputs++;
