@@ -415,7 +415,15 @@ typedef struct dp_device_backend {
 #define DP_EVENT_PENDING (-1)   /* dp_device_backend.event_query: not passed yet */
 
 /* Allocator: both functions or neither. alloc gets the alignment (a power of
-   two); free gets the size that was asked for. */
+   two); free gets the size that was asked for. An engine's allocator
+   (dp_engine_desc.allocator) serves every allocation the engine and the
+   layers on it make for it: its tables, queues and operation blocks, its
+   threads' start records, arrays and their storage, resources, executors,
+   KV stores. Only what belongs to no engine uses malloc: symbols
+   (depeng_nn.h), and a trace recorder made with a NULL allocator. When
+   alloc returns NULL the call that needed the memory fails with
+   DP_ERROR_OUT_OF_MEMORY and an OUT_OF_MEMORY log line; make faults fails
+   every allocation in turn to show it. */
 typedef struct dp_allocator {
     void *(*alloc)(size_t size, size_t align, void *user);
     void (*free)(void *ptr, size_t size, void *user);
@@ -1727,19 +1735,16 @@ typedef struct { void (*fn)(void *); void *arg; fenv_t env; } dp__thread_start;
    per-thread state, which the ops' own C library calls may need. */
 static unsigned __stdcall dp__thread_tramp(void *p) {
     dp__thread_start s = *(dp__thread_start *)p;
-    free(p);
     fesetenv(&s.env);
     s.fn(s.arg);
     return 0;
 }
-DP__PRIVATE int dp__thread_create(dp__thread *t, void (*fn)(void *), void *arg) {
-    dp__thread_start *s = (dp__thread_start *)malloc(sizeof *s);
+DP__PRIVATE int dp__thread_create(dp__thread *t, dp__thread_start *s, void (*fn)(void *), void *arg) {
     uintptr_t h;
-    if (!s) return -1;
     s->fn = fn; s->arg = arg;
     fegetenv(&s->env);
     h = _beginthreadex(NULL, 0, dp__thread_tramp, s, 0, NULL);
-    if (h == 0) { free(s); return -1; }
+    if (h == 0) return -1;
     *t = (HANDLE)h;
     return 0;
 }
@@ -1775,16 +1780,12 @@ DP__PRIVATE void dp__cond_broadcast(dp__cond *c) { cnd_broadcast(c); }
 typedef struct { void (*fn)(void *); void *arg; } dp__thread_start;
 static int dp__thread_tramp(void *p) {
     dp__thread_start s = *(dp__thread_start *)p;
-    free(p);
     s.fn(s.arg);
     return 0;
 }
-DP__PRIVATE int dp__thread_create(dp__thread *t, void (*fn)(void *), void *arg) {
-    dp__thread_start *s = (dp__thread_start *)malloc(sizeof *s);
-    if (!s) return -1;
+DP__PRIVATE int dp__thread_create(dp__thread *t, dp__thread_start *s, void (*fn)(void *), void *arg) {
     s->fn = fn; s->arg = arg;
-    if (thrd_create(t, dp__thread_tramp, s) != thrd_success) { free(s); return -1; }
-    return 0;
+    return thrd_create(t, dp__thread_tramp, s) == thrd_success ? 0 : -1;
 }
 DP__PRIVATE void dp__thread_join(dp__thread t) { thrd_join(t, NULL); }
 DP__PRIVATE void dp__thread_yield(void) { thrd_yield(); }
@@ -1839,16 +1840,12 @@ DP__PRIVATE void dp__cond_broadcast(dp__cond *c) { pthread_cond_broadcast(c); }
 typedef struct { void (*fn)(void *); void *arg; } dp__thread_start;
 static void *dp__thread_tramp(void *p) {
     dp__thread_start s = *(dp__thread_start *)p;
-    free(p);
     s.fn(s.arg);
     return NULL;
 }
-DP__PRIVATE int dp__thread_create(dp__thread *t, void (*fn)(void *), void *arg) {
-    dp__thread_start *s = (dp__thread_start *)malloc(sizeof *s);
-    if (!s) return -1;
+DP__PRIVATE int dp__thread_create(dp__thread *t, dp__thread_start *s, void (*fn)(void *), void *arg) {
     s->fn = fn; s->arg = arg;
-    if (pthread_create(t, NULL, dp__thread_tramp, s)) { free(s); return -1; }
-    return 0;
+    return pthread_create(t, NULL, dp__thread_tramp, s) ? -1 : 0;
 }
 DP__PRIVATE void dp__thread_join(dp__thread t) { pthread_join(t, NULL); }
 DP__PRIVATE void dp__thread_yield(void) { sched_yield(); }
@@ -2122,6 +2119,9 @@ typedef struct dp__worker {
     dp_engine *eng;
     dp__group *group;
     dp__thread thread;
+    dp__thread_start start;    /* what the new thread reads as it starts: kept
+                                  here, so starting a thread allocates nothing
+                                  beside the engine's allocator */
     int index, global_index, started;
     dp_ctx ctx;
     int is_gpu, is_copy;
@@ -2938,19 +2938,21 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    ThreadWorkerBlock). Each group has one shared queue: a FIFO in the CPU
    and IO pools, a priority heap in the priority pools. Each worker of a
    FIFO pool also has a deque of its own (below). */
-static int dp__queue_init(dp_engine *eng, dp__queue *q, int prioritized) {
+/* DP_OK, DP_ERROR_OUT_OF_MEMORY, or DP_ERROR_THREAD (no lock); the
+   caller logs. */
+static dp_result dp__queue_init(dp_engine *eng, dp__queue *q, int prioritized) {
     memset(q, 0, sizeof *q);
     q->prioritized = prioritized;
     if (!prioritized) {
         q->stub = (struct dp__block *)dp__alloc(eng, sizeof(dp__block));
-        if (!q->stub) return -1;
+        if (!q->stub) return DP_ERROR_OUT_OF_MEMORY;
         memset(q->stub, 0, sizeof(dp__block));
         dp__store(&q->head, (void *)q->stub, DP__RELAXED);
         dp__store(&q->tail, (void *)q->stub, DP__RELAXED);
     }
-    if (dp__mutex_init(&q->m)) { dp__free(eng, q->stub, sizeof(dp__block)); return -1; }
-    if (dp__cond_init(&q->cv)) { dp__mutex_destroy(&q->m); dp__free(eng, q->stub, sizeof(dp__block)); return -1; }
-    return 0;
+    if (dp__mutex_init(&q->m)) { dp__free(eng, q->stub, sizeof(dp__block)); return DP_ERROR_THREAD; }
+    if (dp__cond_init(&q->cv)) { dp__mutex_destroy(&q->m); dp__free(eng, q->stub, sizeof(dp__block)); return DP_ERROR_THREAD; }
+    return DP_OK;
 }
 static void dp__queue_destroy(dp_engine *eng, dp__queue *q) {
     dp__free(eng, q->heap, q->capheap * sizeof(dp__block *));
@@ -3774,13 +3776,19 @@ DP__COLD static void dp__group_destroy(dp_engine *eng, dp__group *g) {
     dp__free(eng, g->workers, (size_t)g->nworkers * sizeof(dp__worker));
     dp__free(eng, g, sizeof *g);
 }
-DP__COLD static dp__group *dp__group_create(dp_engine *eng, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy) {
+/* A pool of nthreads started workers, or NULL with *why set and logged:
+   DP_ERROR_OUT_OF_MEMORY, or DP_ERROR_THREAD when the system refused a
+   thread or a lock (the threads started so far are stopped again). */
+DP__COLD static dp__group *dp__group_create(dp_engine *eng, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy, dp_result *why) {
     dp__group *g = (dp__group *)dp__alloc(eng, sizeof *g);
     int i;
-    if (!g) return NULL;
+    *why = DP_ERROR_OUT_OF_MEMORY;
+    if (!g) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "a pool of %d workers", nthreads); return NULL; }
     memset(g, 0, sizeof *g);
     g->workers = (dp__worker *)dp__alloc(eng, (size_t)nthreads * sizeof(dp__worker));
-    if (!g->workers || dp__queue_init(eng, &g->q, prioritized)) {
+    if (!g->workers || (*why = dp__queue_init(eng, &g->q, prioritized)) != DP_OK) {
+        if (*why == DP_ERROR_THREAD) DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "the queue lock of a pool of %d workers", nthreads);
+        else DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "a pool of %d workers", nthreads);
         dp__free(eng, g->workers, (size_t)nthreads * sizeof(dp__worker));
         dp__free(eng, g, sizeof *g);
         return NULL;
@@ -3797,23 +3805,26 @@ DP__COLD static dp__group *dp__group_create(dp_engine *eng, int nthreads, int pr
         dp__mutex_init(&w->prof.m);
     }
     for (i = 0; i < nthreads; i++) {
-        if (dp__thread_create(&g->workers[i].thread, dp__worker_main, &g->workers[i])) {
+        if (dp__thread_create(&g->workers[i].thread, &g->workers[i].start, dp__worker_main, &g->workers[i])) {
             DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "worker %d of %d", i, nthreads);
             dp__group_destroy(eng, g);
+            *why = DP_ERROR_THREAD;
             return NULL;
         }
         g->workers[i].started = 1;
     }
+    *why = DP_OK;
     return g;
 }
 /* A lazily created pool: the first op on a device starts its workers. */
 static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, int prioritized, dp_ctx ctx, int is_gpu, int is_copy) {
     dp__group *g = (dp__group *)dp__load(slot, DP__ACQUIRE);
+    dp_result why;
     if (g) return g;
     dp__mutex_lock(&eng->create_mtx);
     g = (dp__group *)dp__load(slot, DP__ACQUIRE);
     if (!g) {
-        g = dp__group_create(eng, nthreads, prioritized, ctx, is_gpu, is_copy);
+        g = dp__group_create(eng, nthreads, prioritized, ctx, is_gpu, is_copy, &why);
         if (g) dp__store(slot, (void *)g, DP__RELEASE);
     }
     dp__mutex_unlock(&eng->create_mtx);
@@ -5246,7 +5257,7 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
     if ((r = dp__resolve_desc(&tmp, desc ? desc : &zero, &resolved)) != DP_OK) return r;
     tmp.desc = resolved;
     eng = (dp_engine *)dp__alloc(&tmp, sizeof *eng);
-    if (!eng) return DP_ERROR_OUT_OF_MEMORY;
+    if (!eng) { DP__LOG(&tmp, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_engine_create: the engine (%u bytes)", (unsigned)sizeof *eng); return DP_ERROR_OUT_OF_MEMORY; }
     memset(eng, 0, sizeof *eng);
     eng->desc = resolved;
     eng->inline_ok = resolved.type == DP_ENGINE_NAIVE && !resolved.trace.func && !resolved.trace.record_graph;
@@ -5271,15 +5282,22 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
     }
     if (resolved.type == DP_ENGINE_PERDEVICE) {
         dp_ctx cpu0 = {DP_DEV_CPU, 0};
-        eng->prio_group = dp__group_create(eng, resolved.cpu_priority_nthreads, 1, cpu0, 0, 0);
-        if (!eng->prio_group || !dp__lazy_group(eng, &eng->cpu_groups[0], resolved.cpu_worker_nthreads, 0, cpu0, 0, 0)) {
+        dp__group *cpu;
+        if ((eng->prio_group = dp__group_create(eng, resolved.cpu_priority_nthreads, 1, cpu0, 0, 0, &r)) == NULL
+            || (cpu = dp__group_create(eng, resolved.cpu_worker_nthreads, 0, cpu0, 0, 0, &r)) == NULL) {
             dp__engine_free(eng);
-            return DP_ERROR_THREAD;
+            return r;
         }
+        dp__store(&eng->cpu_groups[0], (void *)cpu, DP__RELEASE);
     } else if (resolved.type == DP_ENGINE_POOLED) {
         dp_ctx cpu0 = {DP_DEV_CPU, 0};
-        eng->task_group = dp__group_create(eng, resolved.cpu_worker_nthreads, 0, cpu0, 0, 0);
-        if (!eng->task_group || !dp__lazy_group(eng, &eng->io_group, resolved.gpu_copy_nthreads, 0, cpu0, 0, 0)) { dp__engine_free(eng); return DP_ERROR_THREAD; }
+        dp__group *io;
+        if ((eng->task_group = dp__group_create(eng, resolved.cpu_worker_nthreads, 0, cpu0, 0, 0, &r)) == NULL
+            || (io = dp__group_create(eng, resolved.gpu_copy_nthreads, 0, cpu0, 0, 0, &r)) == NULL) {
+            dp__engine_free(eng);
+            return r;
+        }
+        dp__store(&eng->io_group, (void *)io, DP__RELEASE);
     }
     *out = eng;
     return DP_OK;
@@ -5667,7 +5685,7 @@ DP_IMPL dp_result dp_trace_recorder_create(const dp_allocator *alloc, size_t max
     memset(r, 0, sizeof *r);
     r->alloc = a;
     r->max_events = max_events ? max_events : 100000;
-    if (dp__mutex_init(&r->m)) { dp__rec_free(&a, r, sizeof *r); DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_recorder_create: no lock could be made"); return DP_ERROR_THREAD; }
+    if (dp__mutex_init(&r->m)) { dp__rec_free(&a, r, sizeof *r); DP__LOG(NULL, DP_LOG_ERROR, THREAD_CREATE, "dp_trace_recorder_create: no lock could be made"); return DP_ERROR_THREAD; }
     *out = r;
     return DP_OK;
 }
@@ -5726,6 +5744,7 @@ DP_IMPL dp_result dp_trace_recorder_name_var(dp_trace_recorder *r, dp_var var, c
         if (i == r->nvars) r->nvars++;
     }
     dp__mutex_unlock(&r->m);
+    if (res != DP_OK) DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_recorder_name_var");
     return res;
 }
 DP_IMPL dp_result dp_trace_recorder_mark(dp_trace_recorder *r, const char *caption) {
@@ -5736,6 +5755,7 @@ DP_IMPL dp_result dp_trace_recorder_mark(dp_trace_recorder *r, const char *capti
     if ((s = dp__rec_intern(r, caption)) < 0 || dp__rec_reserve(&r->alloc, &r->marks, &r->capmarks, r->nmarks, sizeof *r->marks, 16)) res = DP_ERROR_OUT_OF_MEMORY;
     else { r->marks[r->nmarks].at = r->nev; r->marks[r->nmarks].text = (uint32_t)s; r->nmarks++; }
     dp__mutex_unlock(&r->m);
+    if (res != DP_OK) DP__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_trace_recorder_mark");
     return res;
 }
 static void dp__html_event(FILE *out, const dp_trace_recorder *r, const dp__rec_event *e) {
@@ -8557,7 +8577,7 @@ DP_IMPL dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_st
     if (!out) return DP_ERROR_INVALID_ARGS;
     memset(out, 0, sizeof *out);
     if ((r = dp__storage_ctx(eng, &ctx, "dp_storage_stats_get")) != DP_OK) return r;
-    if ((st = dp__storage_of(eng, ctx)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    if ((st = dp__storage_of(eng, ctx)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_storage_stats_get"); return DP_ERROR_OUT_OF_MEMORY; }
     dp__mutex_lock(&st->m);
     *out = st->stats;
     dp__mutex_unlock(&st->m);
@@ -8567,7 +8587,7 @@ DP_IMPL dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx) {
     dp__storage *st;
     dp_result r;
     if ((r = dp__storage_ctx(eng, &ctx, "dp_storage_release_pool")) != DP_OK) return r;
-    if ((st = dp__storage_of(eng, ctx)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    if ((st = dp__storage_of(eng, ctx)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_storage_release_pool"); return DP_ERROR_OUT_OF_MEMORY; }
     dp__storage_drain(eng, st);
     return DP_OK;
 }
@@ -9011,17 +9031,27 @@ static uint64_t dp__rng_next(uint64_t *s) {
     return result;
 }
 static double dp__rng_uniform01(uint64_t *s) { return (double)(dp__rng_next(s) >> 11) * (1.0 / 9007199254740992.0); }
-/* The resources of a device (made on first use), or NULL. A GPU's random
-   generator state lives on the host: a GPU kernel takes a key from it
-   (dp_random_next) and draws from a counter-based generator on the device;
-   its workspace is device memory (the backend's mem_alloc). */
-static dp__resources *dp__resources_of(dp_engine *eng, dp_ctx ctx) {
+/* The resources of a device, made on first use. A GPU's random generator
+   state lives on the host: a GPU kernel takes a key from it (dp_random_next)
+   and draws from a counter-based generator on the device; its workspace is
+   device memory (the backend's mem_alloc). Errors, logged for what:
+   DP_ERROR_INVALID_ARGS (no engine), DP_ERROR_BAD_CONTEXT (a device with no
+   resources: unknown, or a GPU without a memory backend),
+   DP_ERROR_OUT_OF_MEMORY (nothing made: a variable made before the failure
+   is deleted again). */
+static dp_result dp__resources_get(dp_engine *eng, dp_ctx ctx, const char *what, dp__resources **out) {
     dp__resources *r;
     dp__nd_state *s;
     int gpu = ctx.dev_type == DP_DEV_GPU;
+    *out = NULL;
+    if (!eng) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "%s: NULL engine", what); return DP_ERROR_INVALID_ARGS; }
     if (ctx.dev_type == DP_DEV_CPU_PINNED) { ctx.dev_type = DP_DEV_CPU; ctx.dev_id = 0; }   /* its ops run on CPU 0 */
-    if (!eng || (ctx.dev_type != DP_DEV_DEFAULT && ctx.dev_type != DP_DEV_CPU && !gpu) || ctx.dev_id < 0 || ctx.dev_id >= DP__MAX_DEV
-        || (gpu && (ctx.dev_id >= dp_engine_gpu_count(eng) || !dp__gpu_memory(eng))) || (s = dp__nd_state_of(eng)) == NULL) return NULL;
+    if ((ctx.dev_type != DP_DEV_DEFAULT && ctx.dev_type != DP_DEV_CPU && !gpu) || ctx.dev_id < 0 || ctx.dev_id >= DP__MAX_DEV
+        || (gpu && (ctx.dev_id >= dp_engine_gpu_count(eng) || !dp__gpu_memory(eng)))) {
+        DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: no such device (%d, %d), or a GPU without a memory backend", what, (int)ctx.dev_type, ctx.dev_id);
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if ((s = dp__nd_state_of(eng)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s: the array layer's state", what); return DP_ERROR_OUT_OF_MEMORY; }
     dp__mutex_lock(&s->m);
     s->started = 1;
     r = s->resources[gpu][ctx.dev_id];
@@ -9032,10 +9062,23 @@ static dp__resources *dp__resources_of(dp_engine *eng, dp_ctx ctx) {
         r->rng_var = dp_var_create(eng);
         r->temp_var = dp_var_create(eng);
         dp__rng_seed(r->rng, 0);
-        if (!r->rng_var.id || !r->temp_var.id) { dp__free(eng, r, sizeof *r); r = NULL; }
-        else s->resources[gpu][ctx.dev_id] = r;
+        if (!r->rng_var.id || !r->temp_var.id) {
+            if (r->rng_var.id) dp_var_delete(eng, r->rng_var);
+            if (r->temp_var.id) dp_var_delete(eng, r->temp_var);
+            dp__free(eng, r, sizeof *r);
+            r = NULL;
+        } else s->resources[gpu][ctx.dev_id] = r;
     }
     dp__mutex_unlock(&s->m);
+    if (!r) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s: the device's resources", what); return DP_ERROR_OUT_OF_MEMORY; }
+    *out = r;
+    return DP_OK;
+}
+/* The resources for the calls that return a handle or a pointer: NULL on
+   an error, which is logged. */
+static dp__resources *dp__resources_of(dp_engine *eng, dp_ctx ctx, const char *what) {
+    dp__resources *r;
+    dp__resources_get(eng, ctx, what, &r);
     return r;
 }
 static void dp__resources_destroy(dp_engine *eng, dp__resources *r) {
@@ -9057,25 +9100,25 @@ static void dp__nd_state_destroy(dp_engine *eng, void *state, void *user) {
     dp__free(eng, s, sizeof *s);
 }
 DP_IMPL dp_var dp_random_var(dp_engine *eng, dp_ctx ctx) {
-    dp__resources *r = dp__resources_of(eng, ctx);
+    dp__resources *r = dp__resources_of(eng, ctx, "dp_random_var");
     dp_var none = {0};
     return r ? r->rng_var : none;
 }
 DP_IMPL uint64_t dp_random_next(dp_engine *eng, dp_ctx ctx) {
-    dp__resources *r = dp__resources_of(eng, ctx);
+    dp__resources *r = dp__resources_of(eng, ctx, "dp_random_next");
     return r ? dp__rng_next(r->rng) : 0;
 }
 DP_IMPL double dp_random_uniform01(dp_engine *eng, dp_ctx ctx) {
-    dp__resources *r = dp__resources_of(eng, ctx);
+    dp__resources *r = dp__resources_of(eng, ctx, "dp_random_uniform01");
     return r ? dp__rng_uniform01(r->rng) : 0.0;
 }
 DP_IMPL dp_var dp_temp_space_var(dp_engine *eng, dp_ctx ctx) {
-    dp__resources *r = dp__resources_of(eng, ctx);
+    dp__resources *r = dp__resources_of(eng, ctx, "dp_temp_space_var");
     dp_var none = {0};
     return r ? r->temp_var : none;
 }
 DP_IMPL void *dp_temp_space(dp_engine *eng, dp_ctx ctx, size_t bytes) {
-    dp__resources *r = dp__resources_of(eng, ctx);
+    dp__resources *r = dp__resources_of(eng, ctx, "dp_temp_space");
     if (!r) return NULL;
     if (bytes > r->temp_size) {   /* grow: the old contents need not survive */
         size_t size = dp__storage_class(bytes);
@@ -9094,12 +9137,12 @@ static int dp__seed_op(dp_run_ctx *rc, void *arg) {
     return 0;
 }
 DP_IMPL dp_result dp_random_seed(dp_engine *eng, dp_ctx ctx, uint64_t seed) {
-    dp__resources *r = dp__resources_of(eng, ctx);
+    dp__resources *r;
     dp__seed_arg *a;
     dp_push_desc d;
-    dp_result res;
-    if (!r) { DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_random_seed: no such device (or a GPU without a memory backend)"); return eng ? DP_ERROR_BAD_CONTEXT : DP_ERROR_INVALID_ARGS; }
-    if ((a = (dp__seed_arg *)dp__alloc(eng, sizeof *a)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    dp_result res = dp__resources_get(eng, ctx, "dp_random_seed", &r);
+    if (res != DP_OK) return res;
+    if ((a = (dp__seed_arg *)dp__alloc(eng, sizeof *a)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_random_seed"); return DP_ERROR_OUT_OF_MEMORY; }
     a->r = r; a->seed = seed;
     memset(&d, 0, sizeof d);
     d.fn = dp__seed_op; d.arg = a; d.writes = &r->rng_var; d.num_writes = 1; d.prop = DP_PROP_NO_SKIP; d.name = "random_seed";
@@ -9180,12 +9223,17 @@ static dp_result dp__nd_random(dp_engine *eng, const char *what, int kind, doubl
         return DP_ERROR_INVALID_ARGS;
     }
     if (ctx.dev_type == DP_DEV_GPU) return dp__nd_random_gpu(eng, kind, p0, p1, shape, dtype, ctx, out);
-    if (ctx.dev_type != DP_DEV_CPU || (res = dp__resources_of(eng, ctx)) == NULL) {   /* the fill writes host memory */
+    if (ctx.dev_type != DP_DEV_CPU) {   /* the fill writes host memory */
         DP__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: random arrays are made on CPU or GPU devices", what);
         return DP_ERROR_BAD_CONTEXT;
     }
+    if ((r = dp__resources_get(eng, ctx, what, &res)) != DP_OK) return r;
     if ((r = dp__nd_new(eng, shape, dtype, ctx, bytes, out)) != DP_OK) return r;
-    if ((g = (dp__random_arg *)dp__alloc(eng, sizeof *g)) == NULL) { dp_nd_release(*out); *out = NULL; return DP_ERROR_OUT_OF_MEMORY; }
+    if ((g = (dp__random_arg *)dp__alloc(eng, sizeof *g)) == NULL) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
+        dp_nd_release(*out); *out = NULL;
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     g->a = dp_nd_retain(*out); g->r = res; g->kind = kind; g->p0 = p0; g->p1 = p1;
     writes[0] = (*out)->chunk->var; writes[1] = res->rng_var;      /* a draw writes the generator */
     memset(&d, 0, sizeof d);
@@ -9511,6 +9559,10 @@ static dp_result dp__csv_bad_field(dp_engine *eng, const char *path, int64_t lin
 /* The values of every data line after the first skip lines, row after
    row, and the row and column counts; with skip 0, a first line that is
    not numbers is a header. */
+static dp_result dp__csv_oom(dp_engine *eng, const char *path, int64_t rows) {
+    DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_nd_load_csv '%s': the values after %lld rows", path, (long long)rows);
+    return DP_ERROR_OUT_OF_MEMORY;
+}
 static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, size_t len, int64_t skip, float **vals, size_t *cap, int64_t *rows, int *cols) {
     char *p = text, *end = text + len;
     int64_t line = 0;
@@ -9525,14 +9577,14 @@ static dp_result dp__csv_parse(dp_engine *eng, const char *path, char *text, siz
         if (eol > p && eol[-1] == '\r') eol--;
         line++;
         if (line <= skip || dp__blank(p, eol)) { p = next; continue; }
-        if (dp__reserve(eng, vals, cap, n + (size_t)(*cols > 0 ? *cols : 1024), sizeof **vals, 4096)) return DP_ERROR_OUT_OF_MEMORY;
+        if (dp__reserve(eng, vals, cap, n + (size_t)(*cols > 0 ? *cols : 1024), sizeof **vals, 4096)) return dp__csv_oom(eng, path, *rows);
         *eol = 0;                              /* strtod stops here */
         bad = dp__csv_fields(p, eol, *vals + n, (int)(*cap - n > (size_t)INT32_MAX ? INT32_MAX : *cap - n), &count, &why);
         if (bad && skip == 0 && *rows == 0 && *cols == 0 && !why.out_of_range && dp__csv_header_like(p, eol)) { *cols = -1; p = next; continue; }
         if (bad) return dp__csv_bad_field(eng, path, line, bad, &why, eol);
         if (*cols <= 0) {
             *cols = count;
-            if (dp__reserve(eng, vals, cap, n + (size_t)count, sizeof **vals, 4096)) return DP_ERROR_OUT_OF_MEMORY;
+            if (dp__reserve(eng, vals, cap, n + (size_t)count, sizeof **vals, 4096)) return dp__csv_oom(eng, path, *rows);
             if (dp__csv_fields(p, eol, *vals + n, count, &count, &why)) return DP_ERROR_FORMAT;   /* again, all of it */
         } else if (count != *cols) {
             DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s:%lld: %d columns, the rows before have %d", path, (long long)line, count, *cols);
@@ -9580,7 +9632,7 @@ DP_IMPL dp_result dp_nd_load_csv(dp_engine *eng, const char *path, int label_col
         int dcols = cols - 1;
         x = (float *)dp__alloc(eng, (size_t)rows * (size_t)dcols * sizeof *x);
         y = (float *)dp__alloc(eng, (size_t)rows * sizeof *y);
-        if (!x || !y) res = DP_ERROR_OUT_OF_MEMORY;
+        if (!x || !y) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_nd_load_csv '%s': %lld rows", path, (long long)rows); res = DP_ERROR_OUT_OF_MEMORY; }
         for (r = 0; res == DP_OK && r < rows; r++)
             for (c = 0, k = 0; c < cols; c++) {
                 float v = vals[(size_t)r * (size_t)cols + (size_t)c];
@@ -10081,8 +10133,12 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
         dp__chunk_bump(outputs[i]->chunk);
         a->req[i] = req ? req[i] : DP_REQ_WRITE;
     }
-    if (op->resources & DP_RESOURCE_RANDOM) writes[nw++] = dp_random_var(eng, ctx);
-    if (op->resources & DP_RESOURCE_TEMP) writes[nw++] = dp_temp_space_var(eng, ctx);
+    if (op->resources & (DP_RESOURCE_RANDOM | DP_RESOURCE_TEMP)) {
+        dp__resources *res;
+        if ((r = dp__resources_get(eng, ctx, op->name, &res)) != DP_OK) goto undo_arg;
+        if (op->resources & DP_RESOURCE_RANDOM) writes[nw++] = res->rng_var;
+        if (op->resources & DP_RESOURCE_TEMP) writes[nw++] = res->temp_var;
+    }
     if (record && (node = dp__tracker.record(&inv)) == NULL) { r = DP_ERROR_OUT_OF_MEMORY; goto undo_arg; }
     memset(&d, 0, sizeof d);
     d.fn = dp__invoke_op; d.arg = a; d.reads = reads; d.num_reads = nin; d.writes = writes; d.num_writes = nw;
@@ -11193,7 +11249,7 @@ static int dp__infer_normal(const dp_params *p, int nin, const dp_shape *is, con
     return 0;
 }
 static int dp__random_kernel(const dp_kernel_ctx *k, int kind) {
-    dp__resources *res = dp__resources_of(k->rc->engine, k->rc->ctx);
+    dp__resources *res = dp__resources_of(k->rc->engine, k->rc->ctx, kind ? "random_normal" : "random_uniform");
     dp__random_arg g;
     int64_t i, n = dp_shape_size(dp_nd_shape(k->outputs[0]));
     double spare = 0;

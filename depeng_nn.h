@@ -496,6 +496,29 @@ static void *dpn__realloc(const dp_engine *eng, void *p, size_t old_size, size_t
     if (p) { memcpy(q, p, old_size < new_size ? old_size : new_size); dp_engine_free(eng, p, old_size); }
     return q;
 }
+/* Zeroed room for n elements from the engine's allocator, remembering its
+   size so that dpn__zfree needs none: the executor's tables, which are
+   freed far from where their sizes were known. The 64-byte header keeps
+   the allocator's alignment. NULL when out of memory (or n * elem
+   overflows); the caller logs. */
+DPN__PRIVATE void *dpn__zalloc(const dp_engine *eng, size_t n, size_t elem) {
+    size_t bytes;
+    unsigned char *p;
+    if (elem && n > (SIZE_MAX - 64) / elem) return NULL;
+    bytes = 64 + n * elem;
+    if ((p = (unsigned char *)dp_engine_alloc(eng, bytes)) == NULL) return NULL;
+    memset(p, 0, bytes);
+    memcpy(p, &bytes, sizeof bytes);
+    return p + 64;
+}
+DPN__PRIVATE void dpn__zfree(const dp_engine *eng, void *q) {
+    unsigned char *p = (unsigned char *)q;
+    size_t bytes;
+    if (!p) return;
+    p -= 64;
+    memcpy(&bytes, p, sizeof bytes);
+    dp_engine_free(eng, p, bytes);
+}
 /* Makes room for index n in a growable array (doubling, first capacity
    `first`). Returns 0 when there is room, -1 if out of memory (the array is
    left as it was). */
@@ -667,7 +690,9 @@ static dp_result dpn__iter_prefetch(dp_iter *it) {
     }
     if (r != DP_OK || (g = (dpn__gather_arg *)dp_engine_alloc(it->eng, sizeof *g)) == NULL) {
         dp_nd_release(dst[0]); dp_nd_release(dst[1]);
-        return r != DP_OK ? r : DP_ERROR_OUT_OF_MEMORY;
+        if (r != DP_OK) return r;
+        DPN__LOG(it->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_iter_next: the batch's gather");
+        return DP_ERROR_OUT_OF_MEMORY;
     }
     g->order = dp_nd_retain(it->order); g->start = start;
     reads[0] = dp_nd_var(it->order);
@@ -700,7 +725,7 @@ DPN_IMPL dp_result dp_iter_reset(dp_iter *it) {
     it->next = 0;
     if (it->shuffle) {
         ctx = dp_nd_ctx(it->order);
-        if ((s = (dpn__shuffle_arg *)dp_engine_alloc(it->eng, sizeof *s)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+        if ((s = (dpn__shuffle_arg *)dp_engine_alloc(it->eng, sizeof *s)) == NULL) { DPN__LOG(it->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_iter_reset: the shuffle"); return DP_ERROR_OUT_OF_MEMORY; }
         s->order = dp_nd_retain(it->order);
         writes[0] = dp_nd_var(it->order); writes[1] = dp_random_var(it->eng, ctx);
         memset(&d, 0, sizeof d);
@@ -729,7 +754,7 @@ DPN_IMPL dp_result dp_iter_create(const dp_iter_desc *desc, dp_iter **out) {
         DPN__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_iter_create: data and label must be CPU arrays (copy batches to the GPU)");
         return DP_ERROR_BAD_CONTEXT;
     }
-    if ((it = (dp_iter *)dp_engine_alloc(eng, sizeof *it)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    if ((it = (dp_iter *)dp_engine_alloc(eng, sizeof *it)) == NULL) { DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_iter_create"); return DP_ERROR_OUT_OF_MEMORY; }
     memset(it, 0, sizeof *it);
     n = (*dp_nd_shape(desc->data)).dims[0];
     it->eng = eng; it->n = n; it->batch = desc->batch_size; it->shuffle = desc->shuffle; it->drop_last = desc->drop_last;
@@ -1193,7 +1218,7 @@ DPN_IMPL dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req) {
     }
     leaf = NULL;
     if (req != DP_REQ_NULL) {
-        if ((leaf = dpn__ag_new(eng, 0, 1, 0)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+        if ((leaf = dpn__ag_new(eng, 0, 1, 0)) == NULL) return DP_ERROR_OUT_OF_MEMORY;   /* logged by dpn__ag_new */
         if ((r = dp_nd_zeros(eng, dp_nd_shape(a), dp_nd_dtype(a), dp_nd_ctx(a), &leaf->grad)) != DP_OK) { dp_engine_free(eng, leaf, leaf->bytes); return r; }
         leaf->grad_req = req; leaf->ctx = dp_nd_ctx(a);
         leaf->out_shape[0] = (*dp_nd_shape(a)); leaf->out_dtype[0] = dp_nd_dtype(a);
@@ -1533,6 +1558,11 @@ static dp_symbol *dpn__sym_new(int n) {
 }
 static dp_result dpn__sym_oom(const char *what) {
     DPN__LOG(NULL, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
+    return DP_ERROR_OUT_OF_MEMORY;
+}
+/* The executor's out of memory: logged to the engine's logger. */
+static dp_result dpn__exec_oom(const dp_engine *eng, const char *what) {
+    DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
     return DP_ERROR_OUT_OF_MEMORY;
 }
 DPN_IMPL dp_symbol *dp_sym_retain(dp_symbol *s) { if (s) dp_atomic_add(&s->refs, 1); return s; }
@@ -2742,10 +2772,10 @@ static int dpn__xb_sum(dpn__xbuild *b, int fe, int dst, dp_req req) {
    declares it reads (grad_needs), its results added up per entry. */
 static dp_result dpn__xb_gradients(dpn__xbuild *b, const dpn__graph *g, const dp_symbol *sym, const int *arg_entry, dp_ndarray *const *grads,
                                   const dp_req *req, int narg, dp_ndarray **head_grads) {
-    unsigned char *need = (unsigned char *)calloc((size_t)(g->nentries ? g->nentries : 1), 1);
+    unsigned char *need = (unsigned char *)dpn__zalloc(b->eng, (size_t)(g->nentries ? g->nentries : 1), 1);
     int i, j, k;
     dp_result r = DP_ERROR_OUT_OF_MEMORY;
-    if (!need) return dpn__sym_oom("dp_exec_bind");
+    if (!need) return dpn__exec_oom(b->eng, "dp_exec_bind");
     for (i = 0; i < narg; i++) need[arg_entry[i]] = grads[i] && req[i] != DP_REQ_NULL;
     for (i = 0; i < g->n; i++) {
         const dpn__snode *x = g->node[i];
@@ -2805,12 +2835,12 @@ static dp_result dpn__xb_gradients(dpn__xbuild *b, const dpn__graph *g, const dp
         b->ent[dst].external = 1; b->ent[dst].array = dp_nd_retain(grads[i]);
         if (dpn__xb_sum(b, fe, dst, req[i]) == -2) goto oom;
     }
-    free(need);
+    dpn__zfree(b->eng, need);
     return DP_OK;
 oom:
-    r = dpn__sym_oom("dp_exec_bind: the gradient graph");
+    r = dpn__exec_oom(b->eng, "dp_exec_bind: the gradient graph");
 fail:
-    free(need);
+    dpn__zfree(b->eng, need);
     return r;
 }
 /* Overlapping planned entries share one borrowed chunk of the arena. */
@@ -2822,12 +2852,12 @@ static int dpn__xspan_cmp(const void *a, const void *b) {
 /* Arrays for the planned entries: views into the arena at their offsets. */
 static dp_result dpn__xb_place(dpn__xbuild *b, const int64_t *offset, const size_t *bytes, size_t arena_bytes) {
     dp_ndarray *arena = NULL, *base = NULL;
-    dpn__xspan *span = (dpn__xspan *)calloc((size_t)(b->nent ? b->nent : 1), sizeof *span);
+    dpn__xspan *span = (dpn__xspan *)dpn__zalloc(b->eng, (size_t)(b->nent ? b->nent : 1), sizeof *span);
     dp_shape s;
     int n = 0, i;
     int64_t start = 0, end = -1;
     dp_result r = DP_OK;
-    if (!span) return dpn__sym_oom("dp_exec_bind: placing entries");
+    if (!span) return dpn__exec_oom(b->eng, "dp_exec_bind: placing entries");
     for (i = 0; i < b->nent; i++) if (offset[i] >= 0 && bytes[i]) { span[n].off = offset[i]; span[n].e = i; n++; }
     qsort(span, (size_t)n, sizeof *span, dpn__xspan_cmp);
     memset(&s, 0, sizeof s);
@@ -2851,17 +2881,17 @@ static dp_result dpn__xb_place(dpn__xbuild *b, const int64_t *offset, const size
 done:
     dp_nd_release(base);
     dp_nd_release(arena);
-    free(span);
+    dpn__zfree(b->eng, span);
     return r;
 }
 /* Runs the planner on the execution list and checks what it returns. */
 static dp_result dpn__xb_plan(dpn__xbuild *b, int64_t *offset, size_t *bytes, dp_exec_memory *mem) {
-    dpn__plan_node *pn = (dpn__plan_node *)calloc((size_t)(b->nnode ? b->nnode : 1), sizeof *pn);
-    unsigned char *ext = (unsigned char *)calloc((size_t)(b->nent ? b->nent : 1), 1);
+    dpn__plan_node *pn = (dpn__plan_node *)dpn__zalloc(b->eng, (size_t)(b->nnode ? b->nnode : 1), sizeof *pn);
+    unsigned char *ext = (unsigned char *)dpn__zalloc(b->eng, (size_t)(b->nent ? b->nent : 1), 1);
     size_t arena = 0, unplanned = 0;
     dp_result r;
     int i;
-    if (!pn || !ext) { free(pn); free(ext); return dpn__sym_oom("dp_exec_bind: the memory plan"); }
+    if (!pn || !ext) { dpn__zfree(b->eng, pn); dpn__zfree(b->eng, ext); return dpn__exec_oom(b->eng, "dp_exec_bind: the memory plan"); }
     for (i = 0; i < b->nent; i++) {
         const dpn__xent *x = &b->ent[i];
         int orphan = !x->external && x->producer < 0;   /* a result redirected into a gradient array */
@@ -2883,7 +2913,7 @@ static dp_result dpn__xb_plan(dpn__xbuild *b, int64_t *offset, size_t *bytes, dp
         }
     for (i = 0; i < b->nent; i++) if (ext[i]) offset[i] = -1;
     mem->planned_bytes = arena; mem->unplanned_bytes = unplanned;
-    free(pn); free(ext);
+    dpn__zfree(b->eng, pn); dpn__zfree(b->eng, ext);
     return r;
 }
 /* After placing: output 0 on its input's bytes (allowed by the operator)
@@ -2908,7 +2938,7 @@ static dp_result dpn__xb_op(dpn__xbuild *b, const dpn__xnode *x, dp_opr *out) {
         DPN__LOG(b->eng, DP_LOG_ERROR, BAD_CONTEXT, "dp_exec_bind: operator '%s' has no kernel for %s", x->op->name, b->ctx.dev_type == DP_DEV_GPU ? "GPUs" : "the CPU");
         return DP_ERROR_BAD_CONTEXT;
     }
-    if ((run = (dpn__xrun *)dp_engine_alloc(b->eng, bytes)) == NULL) return dpn__sym_oom("dp_exec_bind: an operation");
+    if ((run = (dpn__xrun *)dp_engine_alloc(b->eng, bytes)) == NULL) return dpn__exec_oom(b->eng, "dp_exec_bind: an operation");
     memset(run, 0, bytes);
     run->eng = b->eng; run->bytes = bytes; run->kernel = kernel;
     if (x->src) { run->params = x->src->params; run->scalar = x->src->scalar; }
@@ -2944,10 +2974,13 @@ DPN_IMPL void dp_exec_destroy(dp_executor *ex) {
     int i;
     if (!ex) return;
     for (i = 0; i < ex->nfwd + ex->nbwd; i++) if (ex->ops[i].id) dp_opr_destroy(ex->eng, ex->ops[i]);
-    for (i = 0; i < ex->nout; i++) { dp_nd_release(ex->outputs[i]); dp_nd_release(ex->head_grads[i]); }
-    free(ex->ops); free(ex->outputs); free(ex->head_grads); free(ex->grad_req);
+    for (i = 0; i < ex->nout; i++) {   /* a bind that ran out of memory may not have made these */
+        if (ex->outputs) dp_nd_release(ex->outputs[i]);
+        if (ex->head_grads) dp_nd_release(ex->head_grads[i]);
+    }
+    dpn__zfree(ex->eng, ex->ops); dpn__zfree(ex->eng, ex->outputs); dpn__zfree(ex->eng, ex->head_grads); dpn__zfree(ex->eng, ex->grad_req);
     dp_sym_release(ex->sym);
-    free(ex);
+    dpn__zfree(ex->eng, ex);
 }
 /* Checks bind's arrays against the graph's arguments; logs what is wrong. */
 static dp_result dpn__exec_check(dp_engine *eng, const dpn__graph *g, dp_ctx ctx, int narg, dp_ndarray *const *args,
@@ -3008,16 +3041,16 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
     b.eng = eng; b.ctx = ctx;
     if ((r = dpn__exec_check(eng, &g, ctx, num_args, args, grads, grad_reqs)) != DP_OK) goto done;
     r = DP_ERROR_OUT_OF_MEMORY;
-    shape = (dp_shape *)calloc((size_t)(g.nentries ? g.nentries : 1), sizeof *shape);
-    dtype = (dp_dtype *)calloc((size_t)(g.nentries ? g.nentries : 1), sizeof *dtype);
-    known = (unsigned char *)calloc((size_t)(g.nentries ? g.nentries : 1), 1);
-    arg_entry = (int *)calloc((size_t)(g.narg ? g.narg : 1), sizeof *arg_entry);
-    ex = (dp_executor *)calloc(1, sizeof *ex);
+    shape = (dp_shape *)dpn__zalloc(eng, (size_t)(g.nentries ? g.nentries : 1), sizeof *shape);
+    dtype = (dp_dtype *)dpn__zalloc(eng, (size_t)(g.nentries ? g.nentries : 1), sizeof *dtype);
+    known = (unsigned char *)dpn__zalloc(eng, (size_t)(g.nentries ? g.nentries : 1), 1);
+    arg_entry = (int *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *arg_entry);
+    ex = (dp_executor *)dpn__zalloc(eng, 1, sizeof *ex);
+    if (ex) { ex->eng = eng; ex->ctx = ctx; ex->narg = g.narg; ex->nout = sym->n; }   /* eng first: dp_exec_destroy frees with it */
     if (!shape || !dtype || !known || !arg_entry || !ex) goto oom;
-    ex->eng = eng; ex->ctx = ctx; ex->narg = g.narg; ex->nout = sym->n;
-    ex->grad_req = (dp_req *)calloc((size_t)(g.narg ? g.narg : 1), sizeof *ex->grad_req);
-    ex->outputs = (dp_ndarray **)calloc((size_t)sym->n, sizeof *ex->outputs);
-    ex->head_grads = (dp_ndarray **)calloc((size_t)sym->n, sizeof *ex->head_grads);
+    ex->grad_req = (dp_req *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *ex->grad_req);
+    ex->outputs = (dp_ndarray **)dpn__zalloc(eng, (size_t)sym->n, sizeof *ex->outputs);
+    ex->head_grads = (dp_ndarray **)dpn__zalloc(eng, (size_t)sym->n, sizeof *ex->head_grads);
     if (!ex->grad_req || !ex->outputs || !ex->head_grads) goto oom;
     for (i = 0; i < g.narg; i++) {
         arg_entry[i] = g.entry0[g.arg[i]];
@@ -3047,13 +3080,13 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
     b.nfwd = b.nnode;
     if (with_grads && (r = dpn__xb_gradients(&b, &g, sym, arg_entry, grads, ex->grad_req, g.narg, ex->head_grads)) != DP_OK) goto done;
     r = DP_ERROR_OUT_OF_MEMORY;
-    offset = (int64_t *)calloc((size_t)(b.nent ? b.nent : 1), sizeof *offset);
-    bytes = (size_t *)calloc((size_t)(b.nent ? b.nent : 1), sizeof *bytes);
+    offset = (int64_t *)dpn__zalloc(eng, (size_t)(b.nent ? b.nent : 1), sizeof *offset);
+    bytes = (size_t *)dpn__zalloc(eng, (size_t)(b.nent ? b.nent : 1), sizeof *bytes);
     if (!offset || !bytes) goto oom;
     if ((r = dpn__xb_plan(&b, offset, bytes, &ex->mem)) != DP_OK || (r = dpn__xb_place(&b, offset, bytes, ex->mem.planned_bytes)) != DP_OK) goto done;
     dpn__xb_mark_inplace(&b, offset);
     ex->mem.num_nodes = b.nnode; ex->mem.num_entries = b.nent;
-    if ((ex->ops = (dp_opr *)calloc((size_t)(b.nnode ? b.nnode : 1), sizeof *ex->ops)) == NULL) goto oom;
+    if ((ex->ops = (dp_opr *)dpn__zalloc(eng, (size_t)(b.nnode ? b.nnode : 1), sizeof *ex->ops)) == NULL) goto oom;
     ex->nfwd = b.nfwd; ex->nbwd = b.nnode - b.nfwd;
     for (i = 0; i < b.nnode; i++) if ((r = dpn__xb_op(&b, &b.node[i], &ex->ops[i])) != DP_OK) goto done;
     ex->sym = dp_sym_retain((dp_symbol *)(uintptr_t)sym);
@@ -3062,11 +3095,11 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
     r = DP_OK;
     goto done;
 oom:
-    r = dpn__sym_oom("dp_exec_bind");
+    r = dpn__exec_oom(eng, "dp_exec_bind");
 done:
     dp_exec_destroy(ex);
     dpn__xb_free(&b);
-    free(shape); free(dtype); free(known); free(arg_entry); free(offset); free(bytes);
+    dpn__zfree(eng, shape); dpn__zfree(eng, dtype); dpn__zfree(eng, known); dpn__zfree(eng, arg_entry); dpn__zfree(eng, offset); dpn__zfree(eng, bytes);
     dpn__graph_free(&g);
     return r;
 }

@@ -4,7 +4,8 @@
    The workload uses most of depeng through its public API: engine create,
    variables, sync and async pushes, pre-created ops, variable deletes, waits
    (plain and timed), arrays, a dozen operators, autograd backward, the three
-   optimizers, .npy / .npz / CSV save and load, the batch iterator, destroy.
+   optimizers, a bound executor, .npy / .npz / CSV save and load, the batch
+   iterator, destroy.
    It runs once with no failure, as the reference; every value a read hands
    back is recorded. Then, on each engine kind and in two modes, it runs
    again with the allocator of dp_engine_desc failing
@@ -62,8 +63,12 @@ static void fault_free(void *p, size_t size, void *user) {
     if (p) __atomic_sub_fetch(&g_outstanding, (long)size, __ATOMIC_RELAXED);
     free(p);
 }
+/* Counts the error lines, so a failed call can be checked for having said
+   why. */
+static long g_error_lines;
 static void quiet(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
-    (void)tag; (void)level; (void)item; (void)msg; (void)line; (void)file; (void)user;
+    (void)tag; (void)item; (void)msg; (void)line; (void)file; (void)user;
+    if (level <= DP_LOG_ERROR) __atomic_add_fetch(&g_error_lines, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- checkpoints: what the reference run read, and the checks against it ---- */
@@ -117,7 +122,18 @@ static dp_result check_array(const char *name, dp_ndarray *a) {
 static void check_int(const char *name, int value) { double v = value; record_or_compare(name, &v, 1); }
 
 /* ---- the workload ------------------------------------------------------------ */
-#define TRY(call) do { if ((call) != DP_OK) goto out; } while (0)
+/* A call that fails while allocations are refused must fail for that
+   reason and say so: DP_ERROR_OUT_OF_MEMORY with an error line, or
+   DP_ERROR_OP_FAILED (an operation failed for want of memory; its failure
+   was logged where it happened). Any other code is counted as wrong: a
+   misleading error is a lost failure too. */
+static void check_failure(const char *call, dp_result r, long lines_before) {
+    if (r == DP_ERROR_OP_FAILED) return;
+    if (r != DP_ERROR_OUT_OF_MEMORY) { fprintf(stderr, "  %s: %s, not out of memory\n", call, dp_result_string(r)); g_wrong++; }
+    else if (__atomic_load_n(&g_error_lines, __ATOMIC_RELAXED) == lines_before) { fprintf(stderr, "  %s: out of memory, not logged\n", call); g_wrong++; }
+}
+#define TRY(call) do { long lines_ = __atomic_load_n(&g_error_lines, __ATOMIC_RELAXED); dp_result r_ = (call); \
+                       if (r_ != DP_OK) { check_failure(#call, r_, lines_); goto out; } } while (0)
 #define TRY_PTR(p) do { if (!(p)) goto out; } while (0)
 typedef struct { int a, b, c, count; } cells;
 static int set_a(dp_run_ctx *rc, void *p) { (void)rc; ((cells *)p)->a = 2; return 0; }
@@ -264,6 +280,41 @@ out:
     dp_nd_release(loss); dp_nd_release(mom); dp_nd_release(mean); dp_nd_release(var);
 }
 
+/* A symbol bound to an executor: forward, backward, the outputs and the
+   gradients read. The symbols belong to no engine (the C library's
+   malloc); the executor's tables, arrays and ops come from the engine. */
+static void executor_steps(dp_engine *e) {
+    static const float xs[12] = {0.1f, 0.2f, -0.3f, 0.4f, 0.5f, -0.6f, 0.7f, 0.8f, 0.9f, -1.0f, 1.1f, 1.2f};
+    static const float ws[6] = {0.05f, -0.1f, 0.15f, 0.2f, 0.1f, -0.05f};
+    const char *k[1] = {"num_hidden"}, *v[1] = {"2"};
+    dp_ctx cpu = {0, 0};
+    dp_shape s43 = shape2(4, 3), s23 = shape2(2, 3), s2 = shape1(2);
+    dp_symbol *sx = NULL, *sw = NULL, *sb = NULL, *fc = NULL, *t = NULL, *in[3];
+    dp_ndarray *args[3] = {NULL, NULL, NULL}, *grads[3] = {NULL, NULL, NULL};
+    dp_executor *ex = NULL;
+    TRY(dp_sym_var("x", &sx));
+    TRY(dp_sym_var("w", &sw));
+    TRY(dp_sym_var("b", &sb));
+    in[0] = sx; in[1] = sw; in[2] = sb;
+    TRY(sym_op("FullyConnected", "fc", 3, in, 1, k, v, &fc));
+    TRY(sym_op("tanh", "t", 1, &fc, 0, NULL, NULL, &t));
+    TRY(dp_nd_from_host(e, &s43, DP_FLOAT32, cpu, xs, &args[0]));
+    TRY(dp_nd_from_host(e, &s23, DP_FLOAT32, cpu, ws, &args[1]));
+    TRY(dp_nd_zeros(e, &s2, DP_FLOAT32, cpu, &args[2]));
+    TRY(dp_nd_zeros(e, &s23, DP_FLOAT32, cpu, &grads[1]));
+    TRY(dp_nd_zeros(e, &s2, DP_FLOAT32, cpu, &grads[2]));
+    TRY(exec_bind(e, t, cpu, 3, args, grads, NULL, &ex));
+    TRY(dp_exec_forward(ex, 1));
+    TRY(dp_exec_backward(ex, 0, NULL));
+    TRY(check_array("executor output", dp_exec_output(ex, 0)));
+    TRY(check_array("executor d w", grads[1]));
+    TRY(check_array("executor d b", grads[2]));
+out:
+    dp_exec_destroy(ex);
+    dp_sym_release(sx); dp_sym_release(sw); dp_sym_release(sb); dp_sym_release(fc); dp_sym_release(t);
+    dp_nd_release(args[0]); dp_nd_release(args[1]); dp_nd_release(args[2]); dp_nd_release(grads[1]); dp_nd_release(grads[2]);
+}
+
 static char g_dir[64];
 static void file_steps(dp_engine *e) {
     dp_ctx cpu = {0, 0};
@@ -337,10 +388,13 @@ static int run_workload(dp_engine_type type) {
     desc.type = type; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
     desc.allocator.alloc = fault_alloc; desc.allocator.free = fault_free;
     desc.logger.func = quiet;
-    if (dp_engine_create(&desc, &e) == DP_OK) {
+    r = dp_engine_create(&desc, &e);
+    if (r != DP_OK) check_failure("dp_engine_create", r, 0);
+    else {
         engine_steps(e);
         array_steps(e);
         autograd_and_optimizer_steps(e);
+        executor_steps(e);
         file_steps(e);
         r = dp_engine_destroy(e, NULL);
         if (r != DP_OK && r != DP_ERROR_OP_FAILED) { fprintf(stderr, "  destroy: %s\n", dp_result_string(r)); return RUN_DESTROY; }

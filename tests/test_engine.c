@@ -1816,6 +1816,49 @@ static void cleanup_makes_op(void *a) {
 }
 static void test_cleanup_makes_op_at_destroy(void) { check_cleanup_at_destroy(cleanup_makes_op); }
 
+/* Every allocation dp_engine_create makes, failed in turn on each engine
+   kind: the answer is DP_ERROR_OUT_OF_MEMORY with an OUT_OF_MEMORY log
+   line (not DP_ERROR_THREAD, not silence), and nothing stays allocated.
+   The threads' start records come from the engine's allocator too: with
+   every allocation failing no thread can start (pooled and per-device
+   start theirs in create). */
+static void test_create_out_of_memory(void) {
+    static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+    int k;
+    for (k = 0; k < 3; k++) {
+        long at, calls = 0;
+        for (at = 1; at < 100; at++) {
+            dp_engine_desc d;
+            dp_engine *e = NULL;
+            dp_result r;
+            memset(&d, 0, sizeof d);
+            d.type = kinds[k]; d.cpu_worker_nthreads = 2; d.ignore_env = 1;
+            d.logger.func = quiet_logger;
+            d.allocator.alloc = failing_alloc; d.allocator.free = failing_free;
+            __atomic_store_n(&g_alloc_calls, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_alloc_failures, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_fail_at, at, __ATOMIC_RELEASE);
+            g_last_item = 0;
+            r = dp_engine_create(&d, &e);
+            __atomic_store_n(&g_fail_at, 0, __ATOMIC_RELEASE);
+            if (__atomic_load_n(&g_alloc_failures, __ATOMIC_ACQUIRE) == 0) {   /* past the last allocation */
+                CHECK(r == DP_OK && e);
+                calls = at - 1;
+                if (e) dp_engine_destroy(e, NULL);
+                break;
+            }
+            if (r == DP_OK) { dp_engine_destroy(e, NULL); continue; }   /* a failure create recovers from */
+            CHECK(r == DP_ERROR_OUT_OF_MEMORY && !e);
+            CHECK(g_last_item == DP_LOGITEM_OUT_OF_MEMORY);
+            if (r != DP_ERROR_OUT_OF_MEMORY || g_last_item != DP_LOGITEM_OUT_OF_MEMORY)
+                fprintf(stderr, "  kind %d, allocation %ld failed: %s, log item %u\n", (int)kinds[k], at, dp_result_string(r), (unsigned)g_last_item);
+            CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+        }
+        CHECK(calls > 0);
+        if (kinds[k] != DP_ENGINE_NAIVE) CHECK(calls >= 4);   /* at least two threads' pools and their records */
+    }
+}
+
 int main(void) {
     dp_test_hook_fn = test_hook;   /* before any engine starts a thread */
     static const test_case tests[] = {
@@ -1841,6 +1884,7 @@ int main(void) {
         {"extensions", test_extensions}, {"workers_take_fp_env", test_workers_take_fp_env},
         {"extensions_nested_and_teardown", test_extensions_nested_and_teardown},
         {"cleanup_makes_op_at_destroy", test_cleanup_makes_op_at_destroy},
+        {"create_out_of_memory", test_create_out_of_memory},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }

@@ -1565,11 +1565,60 @@ static void test_int_conversion_operators(void) {
     }
 }
 
+/* The device's resources (random generator, workspace) are made on first
+   use: when that allocation fails, the caller hears DP_ERROR_OUT_OF_MEMORY
+   with an OUT_OF_MEMORY log line, never "no such device". Every allocation
+   of the first dp_random_seed, dp_nd_random_uniform and a random operator's
+   invocation is failed in turn, each on a fresh engine. */
+static void test_resources_out_of_memory(void) {
+    int which;
+    for (which = 0; which < 3; which++) {
+        long at;
+        int failed_some = 0;
+        for (at = 1; at < 200; at++) {
+            dp_engine_desc d;
+            dp_engine *e = NULL;
+            dp_ndarray *a = NULL;
+            dp_ctx cpu = {DP_DEV_CPU, 0};
+            dp_shape s = {1, {4}};
+            dp_result r;
+            memset(&d, 0, sizeof d);
+            d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.logger.func = quiet_logger;
+            d.allocator.alloc = failing_alloc; d.allocator.free = failing_free;
+            if (dp_engine_create(&d, &e) != DP_OK) { CHECK(0); return; }
+            __atomic_store_n(&g_alloc_calls, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_alloc_failures, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_fail_at, at, __ATOMIC_RELEASE);
+            g_last_item = 0;
+            if (which == 0) r = dp_random_seed(e, cpu, 7);
+            else if (which == 1) r = dp_nd_random_uniform(e, 0, 1, &s, DP_FLOAT32, cpu, &a);
+            else {
+                dp_invoke_desc inv;
+                memset(&inv, 0, sizeof inv);
+                inv.op = "random_uniform"; inv.params[0].name = "shape"; inv.params[0].s = "(4,)";
+                r = dp_invoke(e, &inv, &a);
+            }
+            __atomic_store_n(&g_fail_at, 0, __ATOMIC_RELEASE);
+            if (r != DP_OK) {
+                failed_some = 1;
+                CHECK(r == DP_ERROR_OUT_OF_MEMORY && g_last_item == DP_LOGITEM_OUT_OF_MEMORY);
+                if (r != DP_ERROR_OUT_OF_MEMORY || g_last_item != DP_LOGITEM_OUT_OF_MEMORY)
+                    fprintf(stderr, "  call %d, allocation %ld failed: %s, log item %u\n", which, at, dp_result_string(r), (unsigned)g_last_item);
+            }
+            dp_nd_release(a);
+            dp_engine_destroy(e, NULL);
+            CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+            if (__atomic_load_n(&g_alloc_failures, __ATOMIC_ACQUIRE) == 0) break;   /* past the last allocation */
+        }
+        CHECK(failed_some);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
         {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
-        {"bad_input", test_bad_input}, {"resources", test_resources}, {"files", test_files},
+        {"bad_input", test_bad_input}, {"resources", test_resources}, {"resources_out_of_memory", test_resources_out_of_memory}, {"files", test_files},
         {"load_unreadable_paths", test_load_unreadable_paths}, {"npz_large_cap", test_npz_large_cap}, {"operators", test_operators},
         {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"linear", test_linear}, {"same_results_all_engines", test_same_results_all_engines},
         {"gradients", test_gradients}, {"pinned_and_gpu_kernels", test_pinned_and_gpu_kernels},
