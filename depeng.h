@@ -6498,8 +6498,10 @@ static DP__HD void dp__move_elem(void *dst, dp_dtype dt, int64_t j, const void *
 /* >>files: the .npy / .npz codec ===========================================
  * .npy / .npz codec, and the deflate codec (RFC 1951) of compressed members
  *
- * Host assumption: LITTLE-ENDIAN. Array bytes are written and read verbatim
- * and the descrs emitted here ('<f4', '<i8', ...) declare little-endian data.
+ * Host assumption: LITTLE-ENDIAN. Array bytes are written verbatim and the
+ * descrs emitted here ('<f4', '<i8', ...) declare little-endian data; read
+ * back verbatim too, but for big-endian or Fortran-order files, which
+ * dp__npy_to_c_order rearranges.
  * (The integer fields of the .npy preamble and of ZIP records are packed
  * byte by byte, so those alone would be right on any host.)
  *
