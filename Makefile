@@ -417,7 +417,10 @@ clean:
 # include/, depeng.pc in share/pkgconfig, depengConfig.cmake and
 # depengConfigVersion.cmake in share/cmake/depeng (the library is header-only,
 # so its files are the same on every architecture). CMake's install() makes
-# the same files from the same templates in cmake/. make uninstall removes them.
+# the same files from the same templates in cmake/. make uninstall removes them,
+# and then the folders install made (from share/cmake/depeng up to PREFIX) that
+# are left empty; a folder with anything else in it is kept, and nothing
+# above PREFIX (in DESTDIR) is touched.
 PREFIX        ?= /usr/local
 DESTDIR       ?=
 PKGCONFIGDIR  := $(PREFIX)/share/pkgconfig
@@ -444,7 +447,11 @@ install: | $(B)
 uninstall:
 	rm -f "$(DESTDIR)$(PREFIX)/include/depeng.h" "$(DESTDIR)$(PREFIX)/include/depeng_nn.h" "$(DESTDIR)$(PREFIX)/include/depeng_cuda.h" "$(DESTDIR)$(PREFIX)/include/depeng_mpi.h" "$(DESTDIR)$(PKGCONFIGDIR)/depeng.pc"
 	rm -f "$(DESTDIR)$(CMAKECONFDIR)/depengConfig.cmake" "$(DESTDIR)$(CMAKECONFDIR)/depengConfigVersion.cmake"
-	rmdir "$(DESTDIR)$(CMAKECONFDIR)" 2>/dev/null || true   # kept if something else is in it
+	@# the folders install -d made, deepest first, each only if empty (another package's files keep theirs)
+	@for d in "$(DESTDIR)$(CMAKECONFDIR)" "$(DESTDIR)$(PREFIX)/share/cmake" "$(DESTDIR)$(PKGCONFIGDIR)" \
+	          "$(DESTDIR)$(PREFIX)/share" "$(DESTDIR)$(PREFIX)/include" "$(DESTDIR)$(PREFIX)"; do \
+	  if [ -d "$$d" ] && [ -z "$$(ls -A "$$d")" ]; then echo "rmdir $$d"; rmdir "$$d" || exit 1; fi; \
+	done
 
 # ---- trace page
 # The replay page of dp_trace_write_html is edited in tools/trace_page.html;

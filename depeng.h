@@ -1011,14 +1011,25 @@ DP_API size_t dp_nd_bytes(const dp_ndarray *a);
 DP_API dp_var dp_nd_var(const dp_ndarray *a);
 DP_API void *dp_nd_data(const dp_ndarray *a);
 
-/* NumPy's .npy (C order, the eight dtypes: '<f4' '<f8' '<f2' '<i4' '<i8'
-   '|u1' '|i1' '|b1', little-endian; a one-byte type may carry any
-   byte-order mark, '>u1' too) and .npz (a zip of .npy members, stored as
-   numpy.savez writes them or deflated as numpy.savez_compressed does; both
-   are read). Saving waits for the arrays' pending writes. A corrupt or truncated file is
-   DP_ERROR_FORMAT with the reason logged, never a crash; a path that
-   cannot be read (missing, a directory) is DP_ERROR_IO, logged as IO with
-   the path. Any thread; saving waits, so not from inside an operation. */
+/* NumPy's .npy (the eight dtypes: '<f4' '<f8' '<f2' '<i4' '<i8' '|u1'
+   '|i1' '|b1') and .npz (a zip of .npy members, stored as numpy.savez
+   writes them or deflated as numpy.savez_compressed does; both are read).
+   Saving writes C order, little-endian. Loading also takes what NumPy
+   writes otherwise and converts it: Fortran order ('fortran_order': True,
+   as np.save writes a transposed array) becomes the C-order array with the
+   same values at the same indices, and big-endian data ('>f4', '>i8', ...;
+   a one-byte type may carry any byte-order mark) is byte-swapped; such a
+   file takes a second copy of its data while it is converted. Limits:
+   format versions 1.0, 2.0 and 3.0; at most DP_MAX_DIMS (8) dimensions; a
+   header as long as the version allows (65,535 bytes in 1.0, 4 GiB - 1 in
+   2.0 and 3.0); the data must be exactly what the shape holds. A file is
+   read to its end whatever size it reports (/proc files and pipes are read
+   whole). Saving waits for the arrays' pending writes. A corrupt or
+   truncated file is DP_ERROR_FORMAT with the reason logged, never a crash;
+   a path that cannot be read (missing, a directory) is DP_ERROR_IO, logged
+   as IO with the path; no memory for the file or its conversion is
+   DP_ERROR_OUT_OF_MEMORY (logged). Any thread; saving waits, so not from
+   inside an operation. */
 DP_API dp_result dp_nd_save_npy(dp_ndarray *a, const char *path, dp_failure *failure);
 DP_API dp_result dp_nd_load_npy(dp_engine *eng, const char *path, dp_ctx ctx, dp_ndarray **out);
 typedef struct dp_nd_named { char name[128]; dp_ndarray *array; } dp_nd_named;
@@ -1034,10 +1045,12 @@ typedef struct dp_npz_desc {
 /* Writes count arrays as members "<name>.npy" of an .npz, stored as
    numpy.savez does, or as desc says (NULL: all zero). Compressing holds, per
    member in turn, a copy of its bytes and its deflated stream, and keeps
-   every member's deflated stream until the file is written. Errors
-   (logged): DP_ERROR_INVALID_ARGS for a NULL path or arrays, a member
-   without an array or with an empty or unterminated name, compress other
-   than 0 or 1, level outside 0..9 (ND_ARGS), or an archive that would
+   every member's deflated stream until the file is written. Limits: 65,534
+   members; names of 1 to 127 bytes, no two the same; under 4 GiB in all
+   (no zip64). Errors (logged): DP_ERROR_INVALID_ARGS for a NULL path or
+   arrays, a member without an array or with an empty or unterminated
+   name, two members of the same name (naming it and both indices), compress
+   other than 0 or 1, level outside 0..9 (ND_ARGS), or an archive that would
    need zip64 (4 GiB); DP_ERROR_OUT_OF_MEMORY; DP_ERROR_IO when the file
    cannot be written; an array's failed pending write as from
    dp_wait_var. Any thread. */
@@ -1050,10 +1063,14 @@ DP_API dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, int
    (ND_ARGS); DP_ERROR_IO when the path cannot be read (a directory, a
    missing file); DP_ERROR_FORMAT for a corrupt archive or member (a
    deflated member whose stream is malformed or truncated, inflates to
-   another size than the archive declares, or fails its CRC-32), or more
-   than cap members; DP_ERROR_OUT_OF_MEMORY when there is no memory for a
-   deflated member's inflated bytes (held while its array is made). Any
-   thread. */
+   another size than the archive declares, or fails its CRC-32), two
+   members whose names (less ".npy") are the same (naming it, both indices
+   and the file), a name empty or over 127 bytes, or more than cap members;
+   DP_ERROR_OUT_OF_MEMORY when there is no memory for the file, a deflated
+   member's inflated bytes or a converted member (held while its array is
+   made). Members are .npy images as dp_nd_load_npy reads them (Fortran
+   order and big-endian converted); no zip64 end records (65,534 members,
+   4 GiB at most). Any thread. */
 DP_API dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp_nd_named *out, int cap, int *count);
 
 /* Resources (MXNet's ResourceManager), one set per device, each guarded by
@@ -1320,7 +1337,8 @@ static inline dp_param dp_param_shape(const char *name, const dp_shape *v) { dp_
    to float32; a finite number beyond float32's range (above about 3.4e38 in
    magnitude, e.g. 1e39) is refused rather than turned into inf. Errors
    (logged): DP_ERROR_FORMAT for a ragged row, a field that is not a number
-   or is out of range (naming the file, line, column and field), or no rows;
+   or is out of range (naming the file, line, column and field), or no rows
+   (the file is read to its end whatever size it reports: pipes too);
    DP_ERROR_IO for a path that cannot be read (missing, a directory), naming
    it; DP_ERROR_INVALID_ARGS for NULL arguments or a label column out of
    range (ND_ARGS). Any thread. */
@@ -6500,8 +6518,10 @@ static DP__HD void dp__move_elem(void *dst, dp_dtype dt, int64_t j, const void *
 /* >>files: the .npy / .npz codec ===========================================
  * .npy / .npz codec, and the deflate codec (RFC 1951) of compressed members
  *
- * Host assumption: LITTLE-ENDIAN. Array bytes are written and read verbatim
- * and the descrs emitted here ('<f4', '<i8', ...) declare little-endian data.
+ * Host assumption: LITTLE-ENDIAN. Array bytes are written verbatim and the
+ * descrs emitted here ('<f4', '<i8', ...) declare little-endian data; read
+ * back verbatim too, but for big-endian or Fortran-order files, which
+ * dp__npy_to_c_order rearranges.
  * (The integer fields of the .npy preamble and of ZIP records are packed
  * byte by byte, so those alone would be right on any host.)
  *
@@ -6726,8 +6746,10 @@ typedef struct dp__npy_cursor {
 typedef struct dp__npy_fields {
     dp_dtype dtype;
     dp_shape shape;
+    unsigned convert; /* DP__NPY_FORTRAN, DP__NPY_SWAP: how the data differs from C order, little-endian */
     int seen_descr, seen_order, seen_shape;
 } dp__npy_fields;
+enum { DP__NPY_FORTRAN = 1u, DP__NPY_SWAP = 2u };
 
 static int dp__npy_is_space(unsigned char ch) {
     return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
@@ -6796,8 +6818,8 @@ static int dp__npy_equals(const unsigned char *s, size_t n, const char *lit) {
 
 /* Maps a descr to a dtype: optional byte-order char then a code from
  * dp__npy_descr's table ('<u1', '>i1' and '|f4' are fine: order is moot or
- * native). */
-static dp_result dp__npy_dtype_of(const unsigned char *s, size_t n, dp_dtype *dt, char *msg, size_t msgcap) {
+ * native). A big-endian type of more than one byte sets *swap. */
+static dp_result dp__npy_dtype_of(const unsigned char *s, size_t n, dp_dtype *dt, int *swap, char *msg, size_t msgcap) {
     char shown[40];
     size_t itemsize, skip = (n > 0 && (s[0] == '<' || s[0] == '|' || s[0] == '=' || s[0] == '>')) ? 1 : 0;
     int i;
@@ -6810,11 +6832,7 @@ static dp_result dp__npy_dtype_of(const unsigned char *s, size_t n, dp_dtype *dt
         snprintf(msg, msgcap, "unsupported dtype '%s' (supported: <f4 <f8 <f2 <i4 <i8 |u1 |i1 |b1)", shown);
         return DP_ERROR_FORMAT;
     }
-    if (s[0] == '>' && itemsize > 1) {     /* one byte has no order: '>u1' is fine */
-        snprintf(msg, msgcap, "big-endian dtype '%s' is not supported; save little-endian data (arr.astype('<%s'))",
-                 shown, shown + 1);
-        return DP_ERROR_FORMAT;
-    }
+    *swap = s[0] == '>' && itemsize > 1;  /* one byte has no order: '>u1' is as is */
     *dt = (dp_dtype)i;
     return DP_OK;
 }
@@ -6878,19 +6896,22 @@ static dp_result dp__npy_value(dp__npy_cursor *c, const unsigned char *key, size
     dp_result r;
     char shown[40];
     if (dp__npy_equals(key, key_len, "descr")) {
+        int swap = 0;
         if ((r = dp__npy_first_time(c, &f->seen_descr, "descr")) != DP_OK) return r;
         if (dp__npy_accept(c, '['))
             return dp__npy_fail(c->msg, c->msgcap, "structured dtypes (a list as 'descr') are not supported");
         if ((r = dp__npy_string(c, "a dtype string for 'descr'", &s, &n)) != DP_OK) return r;
-        return dp__npy_dtype_of(s, n, &f->dtype, c->msg, c->msgcap);
+        if ((r = dp__npy_dtype_of(s, n, &f->dtype, &swap, c->msg, c->msgcap)) != DP_OK) return r;
+        if (swap) f->convert |= DP__NPY_SWAP;
+        return DP_OK;
     }
     if (dp__npy_equals(key, key_len, "fortran_order")) {
         if ((r = dp__npy_first_time(c, &f->seen_order, "fortran_order")) != DP_OK) return r;
         if (dp__npy_accept_word(c, "False")) return DP_OK;
-        if (dp__npy_accept_word(c, "True"))
-            return dp__npy_fail(c->msg, c->msgcap,
-                                "fortran_order is True: column-major .npy files are not supported "
-                                "(save np.ascontiguousarray(arr) instead)");
+        if (dp__npy_accept_word(c, "True")) {
+            f->convert |= DP__NPY_FORTRAN;
+            return DP_OK;
+        }
         return dp__npy_syntax_error(c, "True or False for 'fortran_order'");
     }
     if (dp__npy_equals(key, key_len, "shape")) {
@@ -6976,13 +6997,15 @@ static dp_result dp__npy_check_data(const dp__npy_fields *f, size_t data_len, ch
     return DP_OK;
 }
 
-/* Parses a whole .npy file image. On success fills *dt, *s and
- * *data_offset (where the array bytes start; they run to buf + len). On bad
- * input returns DP_ERROR_FORMAT with a message and leaves the outputs alone.
- * Versions 1.0, 2.0 and 3.0; little-endian (or byte-order-free) dtypes of
- * the five supported kinds; C order only. */
+/* Parses a whole .npy file image. On success fills *dt, *s,
+ * *data_offset (where the array bytes start; they run to buf + len) and
+ * *convert (DP__NPY_FORTRAN for column-major data, DP__NPY_SWAP for
+ * big-endian elements: dp__npy_to_c_order makes them C order,
+ * little-endian). On bad input returns DP_ERROR_FORMAT with a message and
+ * leaves the outputs alone. Versions 1.0, 2.0 and 3.0; the eight dtypes of
+ * dp__npy_descr's table in either byte order; C or Fortran order. */
 static dp_result dp__npy_parse(const unsigned char *buf, size_t len, dp_dtype *dt, dp_shape *s, size_t *data_offset,
-                               char *msg, size_t msgcap) {
+                               unsigned *convert, char *msg, size_t msgcap) {
     size_t prefix_len = 0, header_len = 0;
     dp__npy_cursor c;
     dp__npy_fields f;
@@ -6990,7 +7013,7 @@ static dp_result dp__npy_parse(const unsigned char *buf, size_t len, dp_dtype *d
 
     if (!msg) msgcap = 0;
     if (msgcap > 0) msg[0] = '\0';
-    if ((!buf && len > 0) || !dt || !s || !data_offset) {
+    if ((!buf && len > 0) || !dt || !s || !data_offset || !convert) {
         dp__npy_fail(msg, msgcap, "invalid arguments to the .npy parser");
         return DP_ERROR_INVALID_ARGS;
     }
@@ -7007,7 +7030,35 @@ static dp_result dp__npy_parse(const unsigned char *buf, size_t len, dp_dtype *d
     *dt = f.dtype;
     *s = f.shape;
     *data_offset = prefix_len + header_len;
+    *convert = f.convert;
     return DP_OK;
+}
+
+/* Writes the nbytes of array data at src, laid out as convert says, to dst
+ * in C order and little-endian (dst and src do not overlap). dst[i] is the
+ * element at the i-th multi-index in C order (the last index fastest); in
+ * Fortran order that element is at sum(index[d] * stride[d]) with the first
+ * index fastest, which `off` follows as the C-order index counts up. Every
+ * read is below nbytes: off <= the element count - 1. */
+static void dp__npy_to_c_order(const unsigned char *src, unsigned char *dst, size_t nbytes, dp_dtype dt,
+                               const dp_shape *s, unsigned convert) {
+    size_t k = dp_dtype_size(dt), n = k ? nbytes / k : 0, stride[DP_MAX_DIMS], index[DP_MAX_DIMS], off = 0, i, b;
+    int d, nd = s->ndim, swap = (convert & DP__NPY_SWAP) != 0, fortran = (convert & DP__NPY_FORTRAN) != 0;
+    for (d = 0, i = 1; d < nd; d++) {
+        stride[d] = i;
+        index[d] = 0;
+        i *= (size_t)s->dims[d];
+    }
+    for (i = 0; i < n; i++) {
+        const unsigned char *from = src + (fortran ? off : i) * k;
+        for (b = 0; b < k; b++) dst[i * k + b] = from[swap ? k - 1 - b : b];
+        for (d = nd - 1; fortran && d >= 0; d--) {  /* the next C-order index, and its Fortran offset */
+            off += stride[d];
+            if (++index[d] < (size_t)s->dims[d]) break;
+            off -= stride[d] * index[d];
+            index[d] = 0;
+        }
+    }
 }
 
 /* ---- CRC-32 ------------------------------------------------------------------- */
@@ -9249,37 +9300,50 @@ DP_IMPL dp_result dp_nd_random_normal(dp_engine *eng, double mean, double stddev
 }
 
 /* >>files: arrays to and from .npy / .npz ------------------------------------- */
-/* Whether f can be read at all. A directory opens and seeks like a file on
+/* Reads a whole file into memory it allocates (*len bytes, and one more:
+   free *len + 1). The size the file reports is only a first guess: reading
+   goes on to the end of the file, so files that report 0 or no size at all
+   (/proc files, pipes) are read whole too, and a file that grows while it
+   is read is read to where it then ends. A directory opens like a file on
    POSIX systems (and may report a size of LONG_MAX), but reading it fails:
-   try one byte before trusting the size. */
-static int dp__file_readable(FILE *f) {
-    int c = getc(f);
-    return !(c == EOF && ferror(f)) && fseek(f, 0, SEEK_SET) == 0;
-}
-/* Reads a whole file into memory it allocates; logs and returns
-   DP_ERROR_IO if it cannot, DP_ERROR_OUT_OF_MEMORY (logged) if the file
-   does not fit in memory. */
+   one byte is read before the guess is trusted. Logs and returns
+   DP_ERROR_IO if the file cannot be read, DP_ERROR_OUT_OF_MEMORY (logged)
+   if it does not fit in memory. */
 static dp_result dp__read_file(dp_engine *eng, const char *path, unsigned char **buf, size_t *len) {
     FILE *f = path ? fopen(path, "rb") : NULL;
     long size = -1;
+    size_t cap, want, n = 0;
+    unsigned char *more = NULL;
+    int c, failed;
     *buf = NULL; *len = 0;
     if (!f) { DP__LOG(eng, DP_LOG_ERROR, IO, "cannot open '%s' for reading", path ? path : "(null)"); return DP_ERROR_IO; }
-    if (!dp__file_readable(f)) { fclose(f); DP__LOG(eng, DP_LOG_ERROR, IO, "cannot read '%s' (a directory?)", path); return DP_ERROR_IO; }
     if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) { fclose(f); DP__LOG(eng, DP_LOG_ERROR, IO, "cannot size '%s'", path); return DP_ERROR_IO; }
-    if ((*buf = (unsigned char *)dp__alloc(eng, (size_t)size + 1)) == NULL) {
-        fclose(f);
-        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "'%s' has %ld bytes, more than can be allocated", path, size);
-        return DP_ERROR_OUT_OF_MEMORY;
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) { size = 0; clearerr(f); }   /* a pipe: no size */
+    if ((c = getc(f)) == EOF && ferror(f)) { fclose(f); DP__LOG(eng, DP_LOG_ERROR, IO, "cannot read '%s' (a directory?)", path); return DP_ERROR_IO; }
+    want = cap = size > 0 ? (size_t)size + 1 : 4096;   /* + 1: the end is seen without growing */
+    if ((*buf = (unsigned char *)dp__alloc(eng, cap)) != NULL) {
+        if (c != EOF) (*buf)[n++] = (unsigned char)c;
+        while ((n += fread(*buf + n, 1, cap - n, f)) == cap
+               && (want = cap <= SIZE_MAX / 2 ? cap * 2 : SIZE_MAX) != SIZE_MAX
+               && (more = (unsigned char *)dp__realloc(eng, *buf, cap, want)) != NULL) {
+            *buf = more;
+            cap = want;
+        }
+        /* the callers free *len + 1 bytes */
+        if (n < cap && !ferror(f) && (cap == (want = n + 1) || (more = (unsigned char *)dp__realloc(eng, *buf, cap, want)) != NULL)) {
+            fclose(f);
+            if (cap != want) *buf = more;
+            *len = n;
+            return DP_OK;
+        }
     }
-    if (fread(*buf, 1, (size_t)size, f) != (size_t)size) {
-        fclose(f); dp__free(eng, *buf, (size_t)size + 1); *buf = NULL;
-        DP__LOG(eng, DP_LOG_ERROR, IO, "cannot read '%s'", path);
-        return DP_ERROR_IO;
-    }
+    failed = ferror(f);
     fclose(f);
-    *len = (size_t)size;
-    return DP_OK;
+    dp__free(eng, *buf, cap);
+    *buf = NULL;
+    if (failed) { DP__LOG(eng, DP_LOG_ERROR, IO, "cannot read '%s'", path); return DP_ERROR_IO; }
+    DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "reading '%s': no memory for %zu bytes", path, want);
+    return DP_ERROR_OUT_OF_MEMORY;
 }
 /* a's bytes in host memory, once its writes are done: the array's own for a
    CPU array, else a staging copy (*owned set: free it with dp__free). */
@@ -9323,17 +9387,30 @@ DP_IMPL dp_result dp_nd_save_npy(dp_ndarray *a, const char *path, dp_failure *fa
     if (bad) { DP__LOG(eng, DP_LOG_ERROR, IO, "cannot write '%s'", path); return DP_ERROR_IO; }
     return DP_OK;
 }
-/* An array from a whole .npy image (a file, or an .npz member). */
+/* An array from a whole .npy image (a file, or an .npz member). Fortran
+   order or big-endian data is converted through a copy of its own. */
 static dp_result dp__nd_from_npy(dp_engine *eng, const unsigned char *buf, size_t len, const char *where, dp_ctx ctx, dp_ndarray **out) {
     char msg[256];
     dp_dtype dt;
     dp_shape shape;
-    size_t offset;
-    if (dp__npy_parse(buf, len, &dt, &shape, &offset, msg, sizeof msg) != DP_OK) {
+    size_t offset, n;
+    unsigned convert;
+    unsigned char *c_order;
+    dp_result r;
+    if (dp__npy_parse(buf, len, &dt, &shape, &offset, &convert, msg, sizeof msg) != DP_OK) {
         DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: %s", where, msg);
         return DP_ERROR_FORMAT;
     }
-    return dp_nd_from_host(eng, &shape, dt, ctx, buf + offset, out);
+    if (!convert || (n = len - offset) == 0) return dp_nd_from_host(eng, &shape, dt, ctx, buf + offset, out);
+    if ((c_order = (unsigned char *)dp__alloc(eng, n)) == NULL) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s: %zu bytes to convert %s data into", where, n,
+                convert & DP__NPY_FORTRAN ? "Fortran-order" : "big-endian");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    dp__npy_to_c_order(buf + offset, c_order, n, dt, &shape, convert);
+    r = dp_nd_from_host(eng, &shape, dt, ctx, c_order, out);
+    dp__free(eng, c_order, n);
+    return r;
 }
 DP_IMPL dp_result dp_nd_load_npy(dp_engine *eng, const char *path, dp_ctx ctx, dp_ndarray **out) {
     unsigned char *buf;
@@ -9345,6 +9422,30 @@ DP_IMPL dp_result dp_nd_load_npy(dp_engine *eng, const char *path, dp_ctx ctx, d
     r = dp__nd_from_npy(eng, buf, len, path, ctx, out);
     dp__free(eng, buf, len + 1);
     return r;
+}
+/* Two of m[0..n) with the same name: *first < *second, the pair whose
+   second comes first in m. 1 if there are, 0 if not, -1 without memory for
+   the sort (n log n, so a large archive is not n squared string compares). */
+static int dp__npz_cmp_named(const void *a, const void *b) {
+    const dp_nd_named *x = *(const dp_nd_named *const *)a, *y = *(const dp_nd_named *const *)b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : x < y ? -1 : x > y;
+}
+static int dp__npz_duplicate(dp_engine *eng, const dp_nd_named *m, int n, int *first, int *second) {
+    const dp_nd_named **by_name;
+    int i, found = 0;
+    if (n < 2) return 0;
+    if ((by_name = (const dp_nd_named **)dp__alloc(eng, sizeof *by_name * (size_t)n)) == NULL) return -1;
+    for (i = 0; i < n; i++) by_name[i] = &m[i];
+    qsort((void *)by_name, (size_t)n, sizeof *by_name, dp__npz_cmp_named);
+    for (i = 1; i < n; i++)
+        if (strcmp(by_name[i - 1]->name, by_name[i]->name) == 0 && (!found || by_name[i] - m < *second)) {
+            found = 1;
+            *first = (int)(by_name[i - 1] - m);
+            *second = (int)(by_name[i] - m);
+        }
+    dp__free(eng, (void *)by_name, sizeof *by_name * (size_t)n);
+    return found;
 }
 /* One member's bytes while saving: its preamble, name and array bytes, and
    its deflated stream when compressing. */
@@ -9387,6 +9488,15 @@ DP_IMPL dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, in
             DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz: member %d needs an array and a name of 1..127 characters", i);
             return DP_ERROR_INVALID_ARGS;
         }
+    }
+    switch (dp__npz_duplicate(eng, arrays, count, &i, &done)) {   /* a reader would load one of them, or refuse */
+    case 1:
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_nd_save_npz: members %d and %d are both named '%s'", i, done, arrays[i].name);
+        return DP_ERROR_INVALID_ARGS;
+    case -1:
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_nd_save_npz: sorting %d member names", count);
+        return DP_ERROR_OUT_OF_MEMORY;
+    default: done = 0; break;
     }
     if (count && ((m = (dp__npz_out *)dp__alloc(eng, sizeof *m * (size_t)count)) == NULL
                   || (z = (dp__zip_piece_member *)dp__alloc(eng, sizeof *z * (size_t)count)) == NULL
@@ -9475,22 +9585,37 @@ DP_IMPL dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, d
         n = 0;
         goto out;
     }
-    for (i = 0; i < n; i++, loaded++) {
+    for (i = 0; i < n && r == DP_OK; i++) {   /* the names, all checked before any array is made */
         size_t nl = zm[i].name_len;
-        char where[300];
         if (nl > 4 && memcmp(zm[i].name + nl - 4, ".npy", 4) == 0) nl -= 4;
         if (nl == 0 || nl >= sizeof out[i].name) {
             DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: member %d's name is empty or longer than %d characters", path, i, (int)sizeof out[i].name - 1);
             r = DP_ERROR_FORMAT;
-            break;
-        }
-        if (memchr(zm[i].name, 0, nl) != NULL) {       /* it would load under a shorter name */
+        } else if (memchr(zm[i].name, 0, nl) != NULL) {       /* it would load under a shorter name */
             DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: member %d's name holds a NUL byte", path, i);
             r = DP_ERROR_FORMAT;
-            break;
+        } else {
+            memcpy(out[i].name, zm[i].name, nl);
+            out[i].name[nl] = 0;
+            out[i].array = NULL;
         }
-        memcpy(out[i].name, zm[i].name, nl);
-        out[i].name[nl] = 0;
+    }
+    if (r == DP_OK) {
+        int first = 0, second = 0;
+        switch (dp__npz_duplicate(eng, out, n, &first, &second)) {   /* which one would the caller get? */
+        case 1:
+            DP__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: members %d and %d are both named '%s'", path, first, second, out[first].name);
+            r = DP_ERROR_FORMAT;
+            break;
+        case -1:
+            DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s: sorting %d member names", path, n);
+            r = DP_ERROR_OUT_OF_MEMORY;
+            break;
+        default: break;
+        }
+    }
+    for (i = 0; i < n && r == DP_OK; i++, loaded++) {
+        char where[300];
         snprintf(where, sizeof where, "%s, member '%s'", path, out[i].name);
         if ((r = dp__npz_member_array(eng, &zm[i], where, ctx, &out[i].array)) != DP_OK) break;
     }

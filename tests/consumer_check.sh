@@ -9,7 +9,9 @@
 #   add_subdirectory  a CMake project that adds this repository
 # and checks that CMake's install() makes the same files as `make install`,
 # that a version this depeng does not satisfy is refused, and that `make
-# uninstall` removes what was installed. Any failure fails the check.
+# uninstall` removes what was installed and the folders install made (all
+# of them in a fresh prefix; a folder holding another package's file is
+# kept). CMake has no uninstall target. Any failure fails the check.
 # CMake and pkg-config are installed by tests/deps.sh when missing.
 set -u
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -178,11 +180,28 @@ else
 fi
 
 # ---- make uninstall ---------------------------------------------------------------
+# Into a fresh prefix: every file and every folder install made goes, so
+# nothing is left of the prefix.
 if "$MAKE" -s -C "$repo" uninstall DESTDIR="$stage" PREFIX="$prefix" > "$tmp/log" 2>&1; then
   left=$(find "$stage" -type f)
   if [ -z "$left" ]; then ok "make uninstall removes every installed file"
   else echo "  left: $left"; bad "make uninstall leaves files"; fi
+  if [ ! -e "$stage$prefix" ]; then ok "make uninstall removes the folders make install made in a fresh prefix"
+  else echo "  left: $(cd "$stage" && find . -mindepth 1 | tr '\n' ' ')"; bad "make uninstall leaves folders in a fresh prefix"; fi
 else
   bad_log "make uninstall failed"
+fi
+# Into a prefix whose include/ already holds another file: that folder and
+# its file stay; the folders install made (share/...) go.
+stage2=$tmp/stage2
+mkdir -p "$stage2$prefix/include" && echo "/* another package */" > "$stage2$prefix/include/other.h"
+if "$MAKE" -s -C "$repo" install DESTDIR="$stage2" PREFIX="$prefix" > "$tmp/log" 2>&1 \
+   && "$MAKE" -s -C "$repo" uninstall DESTDIR="$stage2" PREFIX="$prefix" >> "$tmp/log" 2>&1; then
+  left=$(cd "$stage2" && find . -mindepth 1 | sort | tr '\n' ' ')
+  want="./opt ./opt/depeng-check ./opt/depeng-check/include ./opt/depeng-check/include/other.h "
+  if [ "$left" = "$want" ]; then ok "make uninstall keeps a folder that holds another package's file, and removes the rest"
+  else echo "  left:     $left"; echo "  expected: $want"; bad "make uninstall into a used prefix"; fi
+else
+  bad_log "make install / uninstall into a prefix with include/other.h failed"
 fi
 finish

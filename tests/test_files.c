@@ -1,7 +1,9 @@
 /* depeng file tests: deflated .npz members (read from NumPy's
    savez_compressed, written for NumPy's np.load, and the header's own
-   inflater on corrupt streams), CSV options and refused fields, and the
-   per-thread last error. The parts that need NumPy run /usr/bin/python3
+   inflater on corrupt streams), Fortran-order and big-endian .npy files
+   and members converted on load, files that report no size (/proc, a
+   FIFO) read to their end, duplicate .npz member names refused, CSV
+   options and refused fields, and the per-thread last error. The parts that need NumPy run /usr/bin/python3
    and are reported as SKIP where NumPy is not installed. The last line is
    "test_files: N passed, M failed, K skipped". */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
@@ -13,10 +15,12 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const dp_ctx CPU0 = {DP_DEV_CPU, 0};
@@ -399,6 +403,377 @@ static void test_npz_refuses_corrupt_members(void) {
     remove(path); remove(bad);
 }
 
+/* ---- .npy: Fortran order and big-endian data, converted on load --------------- */
+
+/* A .npy image in memory: version 1.0, the dict NumPy writes, padded to 64. */
+static size_t npy_image(unsigned char *buf, size_t cap, const char *descr, int fortran, const char *shape,
+                        const void *data, size_t bytes) {
+    char dict[256];
+    size_t dl = (size_t)snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }", descr,
+                                 fortran ? "True" : "False", shape), head = 10 + dl + 1;
+    head = (head + 63) / 64 * 64;
+    if (head + bytes > cap) return 0;
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (unsigned char)((head - 10) & 0xFF); buf[9] = (unsigned char)((head - 10) >> 8);
+    memset(buf + 10, ' ', head - 10);
+    memcpy(buf + 10, dict, dl);
+    buf[head - 1] = '\n';
+    if (bytes) memcpy(buf + head, data, bytes);
+    return head + bytes;
+}
+static void put_be(unsigned char *p, uint64_t v, int k) { int b; for (b = k - 1; b >= 0; b--, v >>= 8) p[b] = (unsigned char)v; }
+/* Whether a loads as dtype dt, shape dims[0..nd) and, in C order, the bytes want. */
+static int loaded_as(dp_ndarray *a, dp_dtype dt, int nd, const int64_t *dims, const void *want, size_t bytes) {
+    const dp_shape *s = a ? dp_nd_shape(a) : NULL;
+    return a && dp_nd_dtype(a) == dt && s->ndim == nd && memcmp(s->dims, dims, sizeof *dims * (size_t)nd) == 0
+        && dp_nd_bytes(a) == bytes && (bytes == 0 || memcmp(dp_nd_data(a), want, bytes) == 0);
+}
+/* A zip of members built here, bypassing dp_nd_save_npz: names as given
+   (two may be the same), each member stored or deflated. */
+static int write_zip(const char *path, const char *const *names, unsigned char *const *images, const size_t *lens,
+                     const int *deflated, int n) {
+    dp__zip_piece_member z[8];
+    unsigned char *packed[8] = {0};
+    dp__deflate_work *wk = (dp__deflate_work *)malloc(sizeof *wk);
+    FILE *f;
+    int i, ok = wk != NULL && n <= 8;
+    for (i = 0; ok && i < n; i++) {
+        size_t cap = dp__deflate_bound(lens[i]), got = 0;
+        memset(&z[i], 0, sizeof z[i]);
+        z[i].name = names[i];
+        z[i].head = images[i]; z[i].head_len = lens[i];
+        if (!deflated[i]) continue;
+        ok = (packed[i] = (unsigned char *)malloc(cap)) != NULL && dp__deflate(wk, images[i], lens[i], packed[i], cap, 6, &got) == DP_OK;
+        z[i].packed = packed[i]; z[i].packed_len = got;
+    }
+    if (ok && (f = fopen(path, "wb")) != NULL) { ok = dp__zip_write_pieces(f, z, n) == DP_OK; ok &= fclose(f) == 0; }
+    else ok = 0;
+    for (i = 0; i < n; i++) free(packed[i]);
+    free(wk);
+    return ok;
+}
+
+/* Files built byte by byte (no NumPy needed): Fortran order in 2 and 3
+   dimensions, big-endian in every multi-byte dtype, both at once, 0-d,
+   empty and one-byte types; as .npy files and as stored and deflated
+   .npz members. */
+static void test_npy_fortran_big_endian_built(void) {
+    char path[400], zpath[400];
+    dp_engine *e = make_engine();
+    unsigned char img[6][4096];
+    size_t lens[6];
+    int32_t want_i4[24], f_i4[24];
+    double want_f8[6], f_f8[6];
+    unsigned char be_i4[24 * 4], be_f8[6 * 8], buf[64];
+    dp_ndarray *a = NULL;
+    int i, j, k;
+    static const int64_t d23[2] = {2, 3}, d234[3] = {2, 3, 4}, d20[2] = {2, 0};
+    CHECK(e != NULL);
+    temp_path(path, sizeof path, "built.npy");
+    temp_path(zpath, sizeof zpath, "built.npz");
+    /* (2, 3, 4) int32, value 100 i + 10 j + k at (i, j, k); Fortran order puts it at i + 2 j + 6 k */
+    for (i = 0; i < 2; i++) for (j = 0; j < 3; j++) for (k = 0; k < 4; k++) {
+        want_i4[i * 12 + j * 4 + k] = 100 * i + 10 * j + k;
+        f_i4[i + 2 * j + 6 * k] = 100 * i + 10 * j + k;
+    }
+    for (i = 0; i < 24; i++) put_be(be_i4 + 4 * i, (uint32_t)f_i4[i], 4);
+    for (i = 0; i < 2; i++) for (j = 0; j < 3; j++) { want_f8[i * 3 + j] = i - 0.25 * j; f_f8[i + 2 * j] = i - 0.25 * j; }
+    for (i = 0; i < 6; i++) { uint64_t u; memcpy(&u, &f_f8[i], 8); put_be(be_f8 + 8 * i, u, 8); }
+    lens[0] = npy_image(img[0], sizeof img[0], "<i4", 1, "(2, 3, 4)", f_i4, sizeof f_i4);     /* Fortran */
+    lens[1] = npy_image(img[1], sizeof img[1], ">i4", 1, "(2, 3, 4)", be_i4, sizeof be_i4);   /* both */
+    lens[2] = npy_image(img[2], sizeof img[2], ">f8", 1, "(2, 3)", be_f8, sizeof be_f8);
+    lens[3] = npy_image(img[3], sizeof img[3], "<f8", 1, "(2, 3)", f_f8, sizeof f_f8);
+    lens[4] = npy_image(img[4], sizeof img[4], ">f8", 1, "(2, 0)", NULL, 0);                  /* empty */
+    {   /* (2, 3) '>u1' in Fortran order: only the order changes */
+        unsigned char u[6] = {0, 3, 1, 4, 2, 5};
+        lens[5] = npy_image(img[5], sizeof img[5], ">u1", 1, "(2, 3)", u, 6);
+    }
+    for (i = 0; i < 6; i++) {
+        static const unsigned char want_u1[6] = {0, 1, 2, 3, 4, 5};
+        int ok;
+        CHECK(lens[i] > 0 && write_bytes(path, img[i], lens[i]));
+        CHECK(dp_nd_load_npy(e, path, CPU0, &a) == DP_OK);
+        ok = i < 2 ? loaded_as(a, DP_INT32, 3, d234, want_i4, sizeof want_i4)
+           : i < 4 ? loaded_as(a, DP_FLOAT64, 2, d23, want_f8, sizeof want_f8)
+           : i == 4 ? loaded_as(a, DP_FLOAT64, 2, d20, NULL, 0) : loaded_as(a, DP_UINT8, 2, d23, want_u1, 6);
+        if (!ok) printf("  image %d does not load as the C-order array\n", i);
+        CHECK(ok);
+        dp_nd_release(a); a = NULL;
+    }
+    {   /* every multi-byte dtype big-endian, C order, and a 0-d one */
+        static const char *descr[5] = {">f4", ">f8", ">i4", ">i8", ">f2"};
+        static const dp_dtype dts[5] = {DP_FLOAT32, DP_FLOAT64, DP_INT32, DP_INT64, DP_FLOAT16};
+        static const int64_t d3[1] = {3};
+        for (i = 0; i < 5; i++) {
+            size_t sz = dp_dtype_size(dts[i]), n;
+            unsigned char le[24], be[24], im[256];
+            for (j = 0; j < 3 * (int)sz; j++) le[j] = (unsigned char)(0x11 * (j + 1) + i);
+            for (j = 0; j < 3; j++) for (k = 0; k < (int)sz; k++) be[j * (int)sz + k] = le[j * (int)sz + (int)sz - 1 - k];
+            n = npy_image(im, sizeof im, descr[i], 0, "(3,)", be, 3 * sz);
+            CHECK(write_bytes(path, im, n) && dp_nd_load_npy(e, path, CPU0, &a) == DP_OK && loaded_as(a, dts[i], 1, d3, le, 3 * sz));
+            dp_nd_release(a); a = NULL;
+            n = npy_image(im, sizeof im, descr[i], 1, "()", be, sz);
+            CHECK(write_bytes(path, im, n) && dp_nd_load_npy(e, path, CPU0, &a) == DP_OK && loaded_as(a, dts[i], 0, d3, le, sz));
+            dp_nd_release(a); a = NULL;
+        }
+    }
+    /* the truncated and the over-long: refused as before, converted or not */
+    CHECK(write_bytes(path, img[1], lens[1] - 1) && dp_nd_load_npy(e, path, CPU0, &a) == DP_ERROR_FORMAT && a == NULL);
+    memcpy(buf, img[2], 8);
+    CHECK(write_bytes(path, buf, 8) && dp_nd_load_npy(e, path, CPU0, &a) == DP_ERROR_FORMAT && a == NULL);
+    {   /* .npz members, stored and deflated */
+        static const char *names[6] = {"fortran.npy", "both.npy", "be.npy", "f8.npy", "empty.npy", "u1.npy"};
+        unsigned char *images[6];
+        dp_nd_named out[6];
+        int n = 0, pass;
+        for (i = 0; i < 6; i++) images[i] = img[i];
+        for (pass = 0; pass < 2; pass++) {
+            int deflated[6];
+            for (i = 0; i < 6; i++) deflated[i] = pass == 1 || i % 2 == 1;
+            CHECK(write_zip(zpath, names, images, lens, deflated, 6));
+            CHECK(dp_nd_load_npz(e, zpath, CPU0, out, 6, &n) == DP_OK && n == 6);
+            for (i = 0; i < n && n == 6; i++) {
+                static const unsigned char want_u1[6] = {0, 1, 2, 3, 4, 5};
+                int ok = i < 2 ? loaded_as(out[i].array, DP_INT32, 3, d234, want_i4, sizeof want_i4)
+                       : i < 4 ? loaded_as(out[i].array, DP_FLOAT64, 2, d23, want_f8, sizeof want_f8)
+                       : i == 4 ? loaded_as(out[i].array, DP_FLOAT64, 2, d20, NULL, 0)
+                       : loaded_as(out[i].array, DP_UINT8, 2, d23, want_u1, 6);
+                if (!ok) printf("  member %s (%s) does not load as the C-order array\n", names[i], deflated[i] ? "deflated" : "stored");
+                CHECK(ok);
+            }
+            release_all(out, n);
+        }
+    }
+    dp_engine_destroy(e, NULL);
+    remove(path); remove(zpath);
+}
+
+/* Files NumPy writes: np.save of transposed arrays (Fortran order), of
+   big-endian arrays and of both, in every dtype and several shapes, and
+   np.savez / np.savez_compressed of them; each loads as the array NumPy
+   saves for np.ascontiguousarray(x).astype(native). */
+static void test_npy_fortran_big_endian_numpy(void) {
+    char dir[400], script[4096], list[500], line[256];
+    dp_engine *e;
+    FILE *f;
+    int cases = 0;
+    if (!have_numpy()) return;
+    temp_path(dir, sizeof dir, "numpy_orders");
+    snprintf(script, sizeof script,
+             "import numpy as np, os\n"
+             "d = '%s'\n"
+             "os.makedirs(d, exist_ok=True)\n"
+             "r = np.random.default_rng(7)\n"
+             "names = []\n"
+             "def case(name, x):\n"
+             "    np.save(os.path.join(d, name + '_x.npy'), x)\n"
+             "    np.save(os.path.join(d, name + '_ref.npy'), np.array(x, order='C').astype(np.asarray(x).dtype.newbyteorder('<')))\n"
+             "    names.append(name)\n"
+             "shapes = [(3, 4), (2, 3, 4), (2, 1, 3, 1, 2), (1, 2, 1, 2, 1, 2, 1, 2), (7,), (), (2, 0, 3), (1, 5), (61, 37)]\n"
+             "for t in ['f4', 'f8', 'f2', 'i4', 'i8', 'u1', 'i1', 'b1']:\n"
+             "    for si, s in enumerate(shapes):\n"
+             "        x = (r.standard_normal(s) * 100).astype(t) if t[0] == 'f' else r.integers(-300, 300, s).astype(t)\n"
+             "        for order in '<>':\n"
+             "            y = x.astype(x.dtype.newbyteorder(order))\n"
+             "            case('%%s%%s_%%d_c' %% ('be' if order == '>' else 'le', t, si), y)\n"
+             "            case('%%s%%s_%%d_t' %% ('be' if order == '>' else 'le', t, si), y.T)\n"
+             "            case('%%s%%s_%%d_f' %% ('be' if order == '>' else 'le', t, si), np.array(y, order='F'))\n"
+             "x = np.arange(24, dtype='>i4').reshape(2, 3, 4)\n"
+             "mem = dict(t=x.T, f=np.asfortranarray(x), be=x, le_t=np.arange(6, dtype='<f8').reshape(2, 3).T)\n"
+             "np.savez(os.path.join(d, 'members.npz'), **mem)\n"
+             "np.savez_compressed(os.path.join(d, 'members_z.npz'), **mem)\n"
+             "np.savez(os.path.join(d, 'members_ref.npz'), **{k: np.ascontiguousarray(v).astype(v.dtype.newbyteorder('<')) for k, v in mem.items()})\n"
+             "assert b\"'fortran_order': True\" in open(os.path.join(d, 'lef4_0_t_x.npy'), 'rb').read(128)\n"
+             "assert b\"'descr': '>f8', 'fortran_order': True\" in open(os.path.join(d, 'bef8_1_f_x.npy'), 'rb').read(128)\n"
+             "open(os.path.join(d, 'list.txt'), 'w').write('\\n'.join(names) + '\\n')\n", dir);
+    CHECK(run_python(script));
+    CHECK((e = make_engine()) != NULL);
+    snprintf(list, sizeof list, "%s/list.txt", dir);
+    if ((f = fopen(list, "r")) != NULL) {
+        while (fgets(line, sizeof line, f)) {
+            char px[800], pr[800];
+            dp_ndarray *x = NULL, *ref = NULL;
+            line[strcspn(line, "\n")] = 0;
+            if (!line[0]) continue;
+            snprintf(px, sizeof px, "%s/%s_x.npy", dir, line);
+            snprintf(pr, sizeof pr, "%s/%s_ref.npy", dir, line);
+            CHECK(dp_nd_load_npy(e, px, CPU0, &x) == DP_OK && dp_nd_load_npy(e, pr, CPU0, &ref) == DP_OK);
+            if (x && ref && !same_array(x, ref)) { printf("  %s: not the C-order array NumPy saves\n", line); CHECK(0); }
+            dp_nd_release(x); dp_nd_release(ref);
+            remove(px); remove(pr);
+            cases++;
+        }
+        fclose(f);
+        remove(list);
+    }
+    CHECK(cases == 8 * 9 * 2 * 3);
+    {
+        static const char *zips[2] = {"members.npz", "members_z.npz"};
+        dp_nd_named got[4], ref[4];
+        char pz[800], pr[800];
+        int z, n = 0, nr = 0, i, j;
+        snprintf(pr, sizeof pr, "%s/members_ref.npz", dir);
+        CHECK(dp_nd_load_npz(e, pr, CPU0, ref, 4, &nr) == DP_OK && nr == 4);
+        for (z = 0; z < 2; z++) {
+            snprintf(pz, sizeof pz, "%s/%s", dir, zips[z]);
+            CHECK(dp_nd_load_npz(e, pz, CPU0, got, 4, &n) == DP_OK && n == 4);
+            for (i = 0; i < n && nr == 4; i++)
+                for (j = 0; j < nr; j++)
+                    if (strcmp(got[i].name, ref[j].name) == 0) CHECK(same_array(got[i].array, ref[j].array));
+            release_all(got, n);
+            remove(pz);
+        }
+        release_all(ref, nr);
+        remove(pr);
+    }
+    rmdir(dir);
+    dp_engine_destroy(e, NULL);
+}
+
+/* ---- files that report no size ----------------------------------------------- */
+
+typedef struct fifo_writer { const char *path; const unsigned char *bytes; size_t n; } fifo_writer;
+static void *write_fifo(void *arg) {
+    fifo_writer *w = (fifo_writer *)arg;
+    FILE *f = fopen(w->path, "wb");     /* blocks until the loader opens it */
+    if (f) { fwrite(w->bytes, 1, w->n, f); fclose(f); }
+    return NULL;
+}
+/* Loads through a FIFO that a thread writes: no size, no seeking. */
+static dp_result load_through_fifo(dp_engine *e, const char *fifo, const unsigned char *bytes, size_t n, int kind,
+                                   dp_ndarray **a, dp_ndarray **b, dp_nd_named *m, int *count) {
+    fifo_writer w;
+    pthread_t t;
+    dp_result r;
+    w.path = fifo; w.bytes = bytes; w.n = n;
+    if (pthread_create(&t, NULL, write_fifo, &w) != 0) return DP_ERROR_THREAD;
+    r = kind == 0 ? dp_nd_load_npy(e, fifo, CPU0, a)
+      : kind == 1 ? dp_nd_load_npz(e, fifo, CPU0, m, 4, count) : dp_nd_load_csv(e, fifo, -1, CPU0, NULL, a, b);
+    pthread_join(t, NULL);
+    return r;
+}
+
+/* /proc files report a size of 0 and pipes none: every loader reads to the
+   end of the file, then says what is wrong with what it read. */
+static void test_files_read_to_their_end(void) {
+    dp_engine *e = make_engine();
+    dp_ndarray *a = NULL, *b = NULL;
+    dp_nd_named m[4];
+    int n = -1;
+    CHECK(e != NULL);
+#ifdef __linux__
+    dp_clear_last_error();
+    CHECK(dp_nd_load_npy(e, "/proc/self/status", CPU0, &a) == DP_ERROR_FORMAT && a == NULL);
+    if (!strstr(dp_last_error(), "bad magic")) printf("  /proc/self/status as .npy: %s\n", dp_last_error());
+    CHECK(strstr(dp_last_error(), "bad magic") != NULL);
+    CHECK(dp_nd_load_npz(e, "/proc/self/status", CPU0, m, 4, &n) == DP_ERROR_FORMAT && n == 0);
+    if (!strstr(dp_last_error(), "not a zip archive")) printf("  /proc/self/status as .npz: %s\n", dp_last_error());
+    CHECK(strstr(dp_last_error(), "not a zip archive") != NULL);
+    /* its first line ("Name:\t...") is a header; the second ("Umask:\t0022") is not numbers */
+    CHECK(dp_nd_load_csv(e, "/proc/self/status", DP_CSV_NO_LABEL, CPU0, NULL, &a, NULL) == DP_ERROR_FORMAT && a == NULL);
+    if (!strstr(dp_last_error(), "status:2: column 1")) printf("  /proc/self/status as CSV: %s\n", dp_last_error());
+    CHECK(strstr(dp_last_error(), "status:2: column 1") != NULL);
+#endif
+    {   /* a FIFO: a .npy, an .npz and a CSV file, each longer than the first read */
+        char fifo[400], p[400];
+        void (*was)(int) = signal(SIGPIPE, SIG_IGN);   /* a loader that stops early fails the writer, not the test */
+        unsigned char *bytes = NULL;
+        size_t len = 0;
+        dp_shape s = {2, {300, 40}};
+        dp_nd_named in[2];
+        temp_path(fifo, sizeof fifo, "fifo");
+        temp_path(p, sizeof p, "fifo_src");
+        remove(fifo);
+        CHECK(mkfifo(fifo, 0600) == 0);
+        CHECK(dp_nd_random_normal(e, 0, 1, &s, DP_FLOAT64, CPU0, &a) == DP_OK);
+        CHECK(dp_nd_save_npy(a, p, NULL) == DP_OK && (bytes = read_all(p, &len)) != NULL);
+        if (bytes) {
+            CHECK(load_through_fifo(e, fifo, bytes, len, 0, &b, NULL, NULL, NULL) == DP_OK && b && same_array(a, b));
+            dp_nd_release(b); b = NULL;
+            free(bytes);
+        }
+        memset(in, 0, sizeof in);
+        strcpy(in[0].name, "x"); in[0].array = a;
+        strcpy(in[1].name, "y"); in[1].array = a;
+        bytes = NULL;
+        CHECK(dp_nd_save_npz(p, in, 2, NULL, NULL) == DP_OK && (bytes = read_all(p, &len)) != NULL);
+        if (bytes) {
+            CHECK(load_through_fifo(e, fifo, bytes, len, 1, NULL, NULL, m, &n) == DP_OK && n == 2);
+            if (n == 2) CHECK(same_array(a, m[0].array) && same_array(a, m[1].array) && strcmp(m[1].name, "y") == 0);
+            release_all(m, n);
+            free(bytes);
+        }
+        dp_nd_release(a); a = NULL;
+        {
+            char csv[20000];
+            size_t at = 0;
+            int r;
+            for (r = 0; r < 1000; r++) at += (size_t)snprintf(csv + at, sizeof csv - at, "%d,%d.5\n", r, r % 7);
+            CHECK(load_through_fifo(e, fifo, (const unsigned char *)csv, at, 2, &a, &b, NULL, NULL) == DP_OK);
+            CHECK(a && b && dp_nd_shape(a)->dims[0] == 1000 && ((float *)dp_nd_data(a))[999] == 999.0f && ((float *)dp_nd_data(b))[999] == 5.5f);
+            dp_nd_release(a); dp_nd_release(b); a = b = NULL;
+        }
+        /* an empty pipe is an empty file */
+        dp_clear_last_error();
+        CHECK(load_through_fifo(e, fifo, (const unsigned char *)"", 0, 0, &a, NULL, NULL, NULL) == DP_ERROR_FORMAT && a == NULL);
+        CHECK(strstr(dp_last_error(), "empty file") != NULL);
+        remove(fifo); remove(p);
+        signal(SIGPIPE, was);
+    }
+    dp_engine_destroy(e, NULL);
+}
+
+/* ---- .npz: two members of the same name ------------------------------------- */
+
+static void test_npz_duplicate_names_refused(void) {
+    char path[400];
+    dp_engine *e = make_engine();
+    dp_nd_named in[3], out[4];
+    dp_shape s = {1, {4}};
+    int n = -1, i;
+    CHECK(e != NULL);
+    temp_path(path, sizeof path, "dup.npz");
+    memset(in, 0, sizeof in);
+    strcpy(in[0].name, "w"); strcpy(in[1].name, "b"); strcpy(in[2].name, "w");
+    for (i = 0; i < 3; i++) CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &in[i].array) == DP_OK);
+    /* on save: refused, naming the name and both members, and nothing written */
+    remove(path);
+    dp_clear_last_error();
+    CHECK(dp_nd_save_npz(path, in, 3, NULL, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(dp_last_error_item() == DP_LOGITEM_ND_ARGS && strstr(dp_last_error(), "members 0 and 2") && strstr(dp_last_error(), "'w'"));
+    {
+        FILE *f = fopen(path, "rb");
+        CHECK(f == NULL);
+        if (f) fclose(f);
+    }
+    strcpy(in[2].name, "w2");
+    CHECK(dp_nd_save_npz(path, in, 3, NULL, NULL) == DP_OK);
+    /* on load: a zip written here with two members "a.npy" (and one "a", the same array name) */
+    {
+        static const char *twice[3] = {"a.npy", "b.npy", "a.npy"}, *alias[2] = {"a", "a.npy"};
+        unsigned char img[2][256], *images[3];
+        size_t lens[3];
+        float v[4] = {1, 2, 3, 4};
+        int stored[3] = {0, 1, 0};
+        lens[0] = lens[2] = npy_image(img[0], sizeof img[0], "<f4", 0, "(4,)", v, sizeof v);
+        lens[1] = npy_image(img[1], sizeof img[1], "<f4", 0, "(2,)", v, 8);
+        images[0] = images[2] = img[0]; images[1] = img[1];
+        CHECK(write_zip(path, twice, images, lens, stored, 3));
+        dp_clear_last_error();
+        CHECK(dp_nd_load_npz(e, path, CPU0, out, 4, &n) == DP_ERROR_FORMAT && n == 0);
+        CHECK(strstr(dp_last_error(), "members 0 and 2") && strstr(dp_last_error(), "'a'") && strstr(dp_last_error(), path));
+        CHECK(write_zip(path, alias, images, lens, stored, 2));
+        CHECK(dp_nd_load_npz(e, path, CPU0, out, 4, &n) == DP_ERROR_FORMAT && n == 0 && strstr(dp_last_error(), "members 0 and 1"));
+        /* two different names load */
+        CHECK(write_zip(path, twice, images, lens, stored, 2));
+        CHECK(dp_nd_load_npz(e, path, CPU0, out, 4, &n) == DP_OK && n == 2);
+        release_all(out, n);
+    }
+    for (i = 0; i < 3; i++) dp_nd_release(in[i].array);
+    dp_engine_destroy(e, NULL);
+    remove(path);
+}
+
 /* How much and how fast the deflater compresses arrays like those people
    save: the digits data set (data/digits.csv, 1797 x 64 float32) and a
    float32 signal with noise. Prints the figures; checks that it compresses. */
@@ -562,6 +937,10 @@ int main(void) {
         {"npz_options_checked", test_npz_options_checked},
         {"inflate_refuses_corrupt_streams", test_inflate_refuses_corrupt_streams},
         {"npz_refuses_corrupt_members", test_npz_refuses_corrupt_members},
+        {"npy_fortran_big_endian_built", test_npy_fortran_big_endian_built},
+        {"npy_fortran_big_endian_numpy", test_npy_fortran_big_endian_numpy},
+        {"files_read_to_their_end", test_files_read_to_their_end},
+        {"npz_duplicate_names_refused", test_npz_duplicate_names_refused},
         {"deflate_ratio_and_speed", test_deflate_ratio_and_speed},
         {"csv_skip_lines", test_csv_skip_lines},
         {"csv_refused_fields", test_csv_refused_fields},
