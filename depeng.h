@@ -9359,7 +9359,7 @@ static dp_result dp__nd_host_bytes(dp_ndarray *a, const unsigned char **bytes, i
     }
     {
         unsigned char *copy = (unsigned char *)dp__alloc(eng, n ? n : 1);
-        if (!copy) return DP_ERROR_OUT_OF_MEMORY;
+        if (!copy) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "the host copy of a GPU array (%zu bytes) to save", n); return DP_ERROR_OUT_OF_MEMORY; }
         if ((r = dp_nd_read(a, copy, n, failure)) != DP_OK) { dp__free(eng, copy, n ? n : 1); return r; }
         *bytes = copy; *owned = 1;
         return DP_OK;
