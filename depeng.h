@@ -10057,8 +10057,12 @@ static dp_result dp__check_output(dp_engine *eng, const dp_operator *op, int i, 
     int same = dp_nd_engine(out) == eng && have->ndim == s->ndim && dp_nd_dtype(out) == dt
                && dp__same_ctx(dp_nd_ctx(out), ctx) && memcmp(have->dims, s->dims, sizeof(int64_t) * (size_t)s->ndim) == 0;
     if (same) return DP_OK;
-    DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is %s %s, it must be %s %s on the inputs' device", op->name, i,
-            dp_dtype_name(dp_nd_dtype(out)), dp__shape_str(have, s1, sizeof s1), dp_dtype_name(dt), dp__shape_str(s, s2, sizeof s2));
+    if (dp_nd_engine(out) != eng) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is an array of another engine", op->name, i);
+    else if (!dp__same_ctx(dp_nd_ctx(out), ctx))
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is on %s %d, the operation runs on %s %d", op->name, i,
+                dp_nd_ctx(out).dev_type == DP_DEV_GPU ? "GPU" : "CPU", dp_nd_ctx(out).dev_id, ctx.dev_type == DP_DEV_GPU ? "GPU" : "CPU", ctx.dev_id);
+    else DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is %s %s, it must be %s %s", op->name, i,
+                 dp_dtype_name(dp_nd_dtype(out)), dp__shape_str(have, s1, sizeof s1), dp_dtype_name(dt), dp__shape_str(s, s2, sizeof s2));
     return DP_ERROR_INVALID_ARGS;
 }
 /* The tracker's side of an invocation (dp_set_tracker; autograd is one):

@@ -497,6 +497,16 @@ static void test_invoke_messages(void) {
         "outputs 0 and 1 share bytes");
     MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "sum", .inputs = {x}, .params = {{"axis", .s = "(0"}} }, &y), DP_LOGITEM_ND_PARAM,
         "invalid operator parameter");
+    {   /* an output of another engine is that, not a shape to fix ("float32 (4,), it must be float32 (4,)") */
+        dp_engine *e2 = make_engine(DP_ENGINE_NAIVE);
+        dp_ndarray *z = arr(e2, shp(1, 4, 0), DP_FLOAT32, xv), *w = arr(e, shp(1, 3, 0), DP_FLOAT32, xv);
+        MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "relu", .inputs = {x}, .outputs = {z} }, NULL), DP_LOGITEM_ND_ARGS,
+            "output 0 is an array of another engine");
+        MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "relu", .inputs = {x}, .outputs = {w} }, NULL), DP_LOGITEM_ND_ARGS,
+            "output 0 is float32 (3,), it must be float32 (4,)");
+        dp_nd_release(z); dp_nd_release(w);
+        CHECK(dp_engine_destroy(e2, NULL) == DP_OK);
+    }
     CHECK(y == NULL);
 #undef MSG
     dp_nd_release(x);
