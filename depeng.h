@@ -10206,6 +10206,10 @@ DP_IMPL dp_result dp_invoke(dp_engine *eng, const dp_invoke_desc *desc, dp_ndarr
     }
     nin = dp__desc_count(desc->num_inputs, desc->inputs);
     nout = desc->num_outputs ? desc->num_outputs : dp__arity(op, &params, op->num_outputs);
+    if (!desc->num_outputs && nout < 0) {     /* an operator registered without a range for num_args */
+        DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "operator '%s': num_args must be in 0..%d", op->name, DP_MAX_OP_ARRAYS);
+        return DP_ERROR_INVALID_ARGS;
+    }
     if (nin < 0 || nin > DP_MAX_OP_ARRAYS || nout < 1 || nout > DP_MAX_OP_ARRAYS) {
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d inputs and %d outputs: each count must be in 0..%d (outputs from 1)",
                 op->name, nin, nout, DP_MAX_OP_ARRAYS);

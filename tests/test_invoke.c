@@ -466,6 +466,7 @@ static void test_empty_axis_reductions(void) {
    is, with a message that names what was wrong: a NULL list is NULL (not
    "2 inputs given, it takes 2"), a parameter is a parameter (not "invalid
    array argument"), overlapping writes are an overlap. */
+static int nop_kernel(const dp_kernel_ctx *k) { (void)k; return 0; }
 static void test_invoke_messages(void) {
     dp_engine *e = make_engine(DP_ENGINE_NAIVE);
     static const double xv[4] = {1, 2, 3, 4};
@@ -497,6 +498,18 @@ static void test_invoke_messages(void) {
         "outputs 0 and 1 share bytes");
     MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "sum", .inputs = {x}, .params = {{"axis", .s = "(0"}} }, &y), DP_LOGITEM_ND_PARAM,
         "invalid operator parameter");
+    {   /* num_args beyond 64 for an operator registered without a range: a parameter error, not "-1 outputs" */
+        static const dp_param_def defs[] = {{"num_args", DP_PARAM_INT, "1", 0, 0, NULL, "how many"}};
+        dp_operator op;
+        memset(&op, 0, sizeof op);
+        op.name = "test_messages_variadic"; op.num_inputs = -1; op.num_outputs = -1; op.params = defs; op.num_params = 1;
+        op.forward_cpu = nop_kernel;
+        CHECK(dp_operator_register(&op) == DP_OK);
+        MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "test_messages_variadic", .inputs = {x}, .params = {{"num_args", .i = 100}} }, &y),
+            DP_LOGITEM_ND_PARAM, "num_args must be in 0..64");
+        MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "test_messages_variadic", .inputs = {x}, .params = {{"num_args", .i = 100}}, .num_outputs = 1,
+            .outputs = {x} }, &y), DP_LOGITEM_ND_PARAM, "num_args must be in 0..64");
+    }
     {   /* an output of another engine is that, not a shape to fix ("float32 (4,), it must be float32 (4,)") */
         dp_engine *e2 = make_engine(DP_ENGINE_NAIVE);
         dp_ndarray *z = arr(e2, shp(1, 4, 0), DP_FLOAT32, xv), *w = arr(e, shp(1, 3, 0), DP_FLOAT32, xv);
