@@ -1166,13 +1166,18 @@ typedef struct dp_operator {
                                      operators (depeng_nn.h's autograd does) */
     unsigned resources;           /* DP_RESOURCE_*: the kernel may use them */
     unsigned mutate_inputs;       /* bit i (i < 32): the kernel also writes input i (an
-                                     optimizer's state), so its variable is in the write set */
+                                     optimizer's state), so its variable is in the write set;
+                                     overlapping another input, it goes through a temporary
+                                     (see dp_invoke's overlap rules) */
     unsigned dtypes;              /* bit (1u << dtype) for each dtype input 0 may have; 0: any
                                      (documentation: shape inference does the checking) */
 } dp_operator;
 
 /* Registers op (copied; its strings and params must stay valid). A name
-   registered twice is DP_ERROR_INVALID_ARGS. Register from one thread
+   registered twice is DP_ERROR_INVALID_ARGS, and so is an operator beyond
+   the registry's 256 (the built-in ones included: dp_operator_list counts
+   them), or one with more than DP_MAX_PARAMS parameters or 64 inputs or
+   outputs (all logged). Register from one thread
    while setting up, before other threads invoke; find from any thread. */
 DP_API dp_result dp_operator_register(const dp_operator *op);
 DP_API const dp_operator *dp_operator_find(const char *name);     /* NULL if unknown */
@@ -1256,27 +1261,45 @@ typedef struct dp_invoke_desc {
    invocation first and may record it or refuse it (autograd, while this
    thread records: a given output, or a mutated input, must not be in a
    recorded graph itself).
-   A given output may share bytes with an input (the same array, or
-   overlapping views of one storage: transpose(x, out=x) is fine): the
-   kernel then writes a temporary that the operation copies over the
-   output, except for the exact element-wise in place the operator's
-   inplace bits allow; two given outputs that overlap, or an output over an
-   input the operator mutates, are DP_ERROR_INVALID_ARGS.
+   Overlap: every input is read as it was before the operation, as
+   NumPy's out= reads it. A given output may share bytes with an input
+   (the same array, or overlapping views of one storage: transpose(x,
+   out=x) is fine), and an input the operator updates in place
+   (dp_operator.mutate_inputs: an optimizer's state) may share bytes with
+   an input it reads: the kernel then works on a temporary from the
+   engine's storage that the operation copies over the array afterwards
+   and frees. The one overlap without a temporary is the exact
+   element-wise in place the operator's inplace bits allow (output 0
+   exactly over input i, same dtype and shape); without overlap nothing
+   is allocated. What the operator writes cannot overlap itself: two given
+   outputs that share bytes, an output over an input the operator
+   updates, and two inputs it updates that share bytes (adam_update's mean
+   and var as one array) are DP_ERROR_INVALID_ARGS (logged as ND_OVERLAP,
+   naming the two). docs/operators.md says which inputs each operator
+   updates and which in place it allows.
+   Limits: at most DP_MAX_OP_ARRAYS (64) inputs and as many outputs, at
+   most DP_MAX_PARAMS (12) parameters (desc.params holds 12); the inplace
+   and mutate_inputs bits cover inputs 0..31. Names (operator, parameter)
+   have no length limit.
    Errors, each logged naming the operator (nothing is pushed or recorded,
    out is not written; dp_last_error has the text): DP_ERROR_INVALID_ARGS
-   for a NULL eng or desc, an unknown operator (logged as UNKNOWN_OPERATOR), an unknown, repeated, mistyped or out-of-range
+   for a NULL eng or desc (NULL_ARGUMENT), an unknown operator
+   (UNKNOWN_OPERATOR); an unknown, repeated, mistyped or out-of-range
    parameter, a missing required one, a scalar given to an operator that
-   takes none, wrong counts, NULL inputs, shapes or dtypes that do not
-   fit, an output to make with out NULL; DP_ERROR_BAD_CONTEXT when the
-   operator has no kernel for the device; DP_ERROR_OUT_OF_MEMORY.
+   takes none (ND_PARAM); overlapping writes (ND_OVERLAP); wrong counts,
+   NULL inputs, shapes or dtypes that do not fit, arrays of another
+   engine or device, an output to make with out NULL (ND_ARGS);
+   DP_ERROR_BAD_CONTEXT when the operator has no kernel for the device;
+   DP_ERROR_OUT_OF_MEMORY.
    Thread safety: any thread; arrays may be shared between threads (the
    engine orders the pushed operations by their variables). */
 DP_API dp_result dp_invoke(dp_engine *eng, const dp_invoke_desc *desc, dp_ndarray **out);
 /* Parses keyword parameters for op: the dp_param list (see dp_invoke; the
    entries before the first with a NULL name, at most DP_MAX_PARAMS; NULL:
    none), defaults filled in, as dp_invoke parses them. On error logs (on
-   eng, which may be NULL) and returns DP_ERROR_INVALID_ARGS naming the
-   operator and parameter. Any thread. */
+   eng, which may be NULL; item ND_PARAM, NULL_ARGUMENT for a NULL op or
+   out) and returns DP_ERROR_INVALID_ARGS naming the operator and
+   parameter. Any thread. */
 DP_API dp_result dp_operator_parse_params(dp_engine *eng, const dp_operator *op, const dp_param *params, dp_params *out);
 /* Keyword parameters as expressions, for C++ (and C where a compound
    literal is not wanted): dp_param_float("lr", 0.1). They only fill the
@@ -1401,7 +1424,9 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 #define DP_LOGITEM_FORMAT ((dp_log_item)(DP_LOGITEM_EXTENSION + 1))           /* malformed file contents */
 #define DP_LOGITEM_LEAKED_ARRAYS ((dp_log_item)(DP_LOGITEM_EXTENSION + 2))    /* arrays alive at destroy */
 #define DP_LOGITEM_UNKNOWN_OPERATOR ((dp_log_item)(DP_LOGITEM_EXTENSION + 3)) /* no such registered operator */
-#define DP_LOGITEM_ND_END ((int)DP_LOGITEM_EXTENSION + 4)                      /* the first item after the layer's */
+#define DP_LOGITEM_ND_PARAM ((dp_log_item)(DP_LOGITEM_EXTENSION + 4))       /* invalid operator parameter or scalar */
+#define DP_LOGITEM_ND_OVERLAP ((dp_log_item)(DP_LOGITEM_EXTENSION + 5))     /* arrays an operator writes share bytes */
+#define DP_LOGITEM_ND_END ((int)DP_LOGITEM_EXTENSION + 6)                      /* the first item after the layer's */
 
 /* ====================================================================== EXTENDING
    What a library built on depeng.h needs besides the calls above, as
@@ -1457,7 +1482,8 @@ DP_API dp_result dp_nd_check_ctx(dp_engine *eng, dp_ctx *ctx, const char *what);
    thread. */
 DP_API int dp_operator_arity(const dp_operator *op, const dp_params *params, int declared);
 /* Changes one parameter of parsed params (the others stay); on error
-   (logged, DP_ERROR_INVALID_ARGS) params is unchanged. Any thread. */
+   (logged as ND_PARAM, DP_ERROR_INVALID_ARGS) params is unchanged. Any
+   thread. */
 DP_API dp_result dp_operator_set_param(dp_engine *eng, const dp_operator *op, const dp_param *param, dp_params *params);
 /* Registers op with a gradient operator grad_name that has op's
    parameters, inputs (the output gradient, then op's inputs as
@@ -1469,8 +1495,12 @@ DP_API dp_result dp_operator_register_with_gradient(dp_operator *op, const char 
                                                     dp_kernel_fn grad_kernel, unsigned grad_inplace);
 /* dp_invoke for an operator already looked up and parameters already
    parsed (a gradient pass or an optimizer step repeats one invocation many
-   times): the same checks, pushes, tracking and errors; outputs[i] NULL
-   are made and returned there; req NULL: all DP_REQ_WRITE. Any thread. */
+   times): the same checks, overlap rules, pushes, tracking, limits and
+   errors; outputs[i] NULL are made and returned there; req NULL: all
+   DP_REQ_WRITE. num_inputs is 0..DP_MAX_OP_ARRAYS and num_outputs
+   1..DP_MAX_OP_ARRAYS. Also DP_ERROR_INVALID_ARGS for a NULL eng, op,
+   params, outputs, or inputs with num_inputs > 0 (NULL_ARGUMENT), and
+   params not parsed for op (ND_PARAM). Any thread. */
 DP_API dp_result dp_invoke_parsed(dp_engine *eng, const dp_operator *op, const dp_params *params, int num_inputs,
                                   dp_ndarray *const *inputs, double scalar, int num_outputs, dp_ndarray **outputs,
                                   const dp_req *req);
@@ -6320,10 +6350,12 @@ static void dp__extensions_destroy(dp_engine *eng) {
 /* The layer's log items (DP_LOGITEM_ND_ARGS...): their texts are
    registered once, before the layer's first message. */
 static const char *const dp__nd_item_msgs[] = {
-    "invalid array argument (shape, dtype, size or context)",
+    "invalid array argument (shape, dtype, size, count or context)",
     "file contents are malformed or unsupported",
     "engine destroyed while arrays still hold storage",
     "no operator is registered under this name",
+    "invalid operator parameter (unknown, repeated, missing, mistyped or out of range)",
+    "arrays that an operator writes share bytes",
 };
 static dp__a32 dp__nd_items_state, dp__nd_items_claim;    /* 2: registered */
 static void dp__nd_items_once(void) {
@@ -9991,19 +10023,19 @@ static dp_result dp__param_set(dp_engine *eng, const dp_operator *op, const char
         int m;
         for (m = 0; m < op->num_params && len < sizeof list; m++)
             len += (size_t)snprintf(list + len, sizeof list - len, m ? ", %s" : "%s", op->params[m].name);
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': unknown parameter '%s' (it takes: %s)", op->name,
+        DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "operator '%s': unknown parameter '%s' (it takes: %s)", op->name,
                 key ? key : "(null)", op->num_params ? list : "no parameters");
         return DP_ERROR_INVALID_ARGS;
     }
-    if (seen[j]) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' given twice", op->name, key); return DP_ERROR_INVALID_ARGS; }
+    if (seen[j]) { DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "operator '%s': parameter '%s' given twice", op->name, key); return DP_ERROR_INVALID_ARGS; }
     if (!t) {
         if (!str || dp__parse_param(&op->params[j], str, &out->v[j], why, sizeof why)) {
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' = '%s' is %s", op->name, key,
+            DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "operator '%s': parameter '%s' = '%s' is %s", op->name, key,
                     str ? str : "(null)", str ? why : "missing");
             return DP_ERROR_INVALID_ARGS;
         }
     } else if (dp__typed_param(&op->params[j], t, &out->v[j], why, sizeof why)) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s'%s%s%s is %s", op->name, key,
+        DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "operator '%s': parameter '%s'%s%s%s is %s", op->name, key,
                 t->s ? " = '" : "", t->s ? t->s : "", t->s ? "'" : "", why);
         return DP_ERROR_INVALID_ARGS;
     }
@@ -10017,12 +10049,12 @@ static dp_result dp__params_defaults(dp_engine *eng, const dp_operator *op, dp_p
     for (j = 0; j < op->num_params; j++) {
         if (seen[j]) continue;
         if (!op->params[j].default_value) {
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': parameter '%s' (%s) is required", op->name, op->params[j].name,
+            DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "operator '%s': parameter '%s' (%s) is required", op->name, op->params[j].name,
                     dp__param_type_name(op->params[j].type));
             return DP_ERROR_INVALID_ARGS;
         }
         if (dp__parse_param(&op->params[j], op->params[j].default_value, &out->v[j], why, sizeof why)) {
-            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': the default of '%s' is %s", op->name, op->params[j].name, why);
+            DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "operator '%s': the default of '%s' is %s", op->name, op->params[j].name, why);
             return DP_ERROR_INVALID_ARGS;
         }
     }
@@ -10043,15 +10075,23 @@ static dp_result dp__params_from_desc(dp_engine *eng, const dp_operator *op, con
    Everything is checked first; the one pushed operation holds references to
    its arrays and frees its argument whatever happens (NO_SKIP; on failed
    input it passes the failure on).
-   Aliasing: a kernel reads its inputs while it writes its outputs, so an
-   output that shares bytes with an input (the same array, or views of one
-   storage that overlap) gets a temporary output of its own; the kernel
-   writes that, and the op copies it over the real output afterwards (after
-   copying the output in first when the request adds to it). The one
-   overlap kept is the element-wise in place the operator declares
-   (dp_operator.inplace bit i: output 0 exactly over input i, same dtype
-   and shape). Two outputs that overlap are refused, and so is an output
-   over an input the kernel also writes (dp_operator.mutate_inputs). */
+   Aliasing: a kernel reads its inputs while it writes its outputs and the
+   inputs it mutates, so what it writes must not overlap what it reads, or
+   it would read values it has already overwritten. An output that shares
+   bytes with an input (the same array, or views of one storage that
+   overlap), and a mutated input (dp_operator.mutate_inputs) that shares
+   bytes with another input, get a temporary of their own: the kernel sees
+   the temporary in its place, and the op copies it over the real array
+   afterwards (copying the real array in first when the kernel reads it: a
+   mutated input, an output whose request adds). The kernel thus reads
+   every input as it was, as NumPy's out= does. The one overlap kept is the
+   element-wise in place the operator declares (dp_operator.inplace bit i:
+   output 0 exactly over input i, same dtype and shape); nothing declares a
+   mutated input's alias safe, so any overlap of one, the exact one too,
+   goes through a temporary. What the kernel writes must not overlap
+   itself: two outputs, an output and a mutated input, or two mutated
+   inputs that share bytes are refused. Without overlap nothing is
+   allocated. */
 typedef struct dp__invoke_arg {
     const dp_operator *op;
     dp_kernel_fn kernel;
@@ -10059,24 +10099,25 @@ typedef struct dp__invoke_arg {
     double scalar;
     int nin, nout;
     dp_ndarray *arrays[2 * DP__MAX_OP_ARRAYS];   /* inputs, then outputs */
-    dp_ndarray *temps[DP__MAX_OP_ARRAYS];        /* per output: where the kernel writes instead, or NULL */
+    dp_ndarray *temps[2 * DP__MAX_OP_ARRAYS];    /* per array: where the kernel reads and writes instead, or NULL */
     dp_req req[DP__MAX_OP_ARRAYS];
 } dp__invoke_arg;
 static void dp__invoke_arg_free(dp_engine *eng, dp__invoke_arg *a) {
     int i;
-    for (i = 0; i < a->nin + a->nout; i++) dp_nd_release(a->arrays[i]);
-    for (i = 0; i < a->nout; i++) dp_nd_release(a->temps[i]);
+    for (i = 0; i < a->nin + a->nout; i++) { dp_nd_release(a->arrays[i]); dp_nd_release(a->temps[i]); }
     dp__free(eng, a, sizeof *a);
 }
-/* Copies between an output and its temporary (to_temp: output into it). */
+/* Copies between the arrays and their temporaries (to_temp: the array
+   into its temporary, where the kernel reads it: a mutated input, an
+   output it adds to). */
 static int dp__invoke_temps_copy(dp_run_ctx *rc, dp__invoke_arg *a, int to_temp) {
     int i, status = 0;
-    for (i = 0; i < a->nout && !status; i++) {
-        dp_ndarray *out = a->arrays[a->nin + i], *tmp = a->temps[i];
-        int on_gpu = out && out->chunk->ctx.dev_type == DP_DEV_GPU;
-        if (!tmp || a->req[i] == DP_REQ_NULL || (to_temp && a->req[i] != DP_REQ_ADD)) continue;
-        status = dp__copy_bytes(rc->engine, dp_nd_data(to_temp ? tmp : out), dp_nd_data(to_temp ? out : tmp), dp_nd_bytes(out),
-                                on_gpu ? 2 : -1, out->chunk->ctx.dev_id, rc->stream);
+    for (i = 0; i < a->nin + a->nout && !status; i++) {
+        dp_ndarray *x = a->arrays[i], *tmp = a->temps[i];
+        dp_req req = i < a->nin ? DP_REQ_ADD : a->req[i - a->nin];
+        if (!tmp || req == DP_REQ_NULL || (to_temp && req != DP_REQ_ADD)) continue;
+        status = dp__copy_bytes(rc->engine, dp_nd_data(to_temp ? tmp : x), dp_nd_data(to_temp ? x : tmp), dp_nd_bytes(x),
+                                x->chunk->ctx.dev_type == DP_DEV_GPU ? 2 : -1, x->chunk->ctx.dev_id, rc->stream);
         if (status) dp_set_error(rc, dp__backend_error(rc->engine, status));
     }
     return status;
@@ -10086,11 +10127,11 @@ static int dp__invoke_op(dp_run_ctx *rc, void *arg) {
     int status = rc->input_status, i;
     if (!status) {
         dp_kernel_ctx k;
-        dp_ndarray *outs[DP__MAX_OP_ARRAYS];
-        for (i = 0; i < a->nout; i++) outs[i] = a->temps[i] ? a->temps[i] : a->arrays[a->nin + i];
+        dp_ndarray *seen[2 * DP__MAX_OP_ARRAYS];    /* the arrays as the kernel sees them */
+        for (i = 0; i < a->nin + a->nout; i++) seen[i] = a->temps[i] ? a->temps[i] : a->arrays[i];
         k.rc = rc; k.params = &a->params; k.scalar = a->scalar;
         k.num_inputs = a->nin; k.num_outputs = a->nout;
-        k.inputs = a->arrays; k.outputs = outs; k.req = a->req;
+        k.inputs = seen; k.outputs = seen + a->nin; k.req = a->req;
         status = dp__invoke_temps_copy(rc, a, 1);
         if (!status) status = a->kernel(&k);
         if (!status) status = dp__invoke_temps_copy(rc, a, 0);
@@ -10103,15 +10144,17 @@ static int dp__nd_overlap(const dp_ndarray *a, const dp_ndarray *b) {
     return a->chunk == b->chunk && dp_nd_bytes(a) && dp_nd_bytes(b)
         && a->offset < b->offset + dp_nd_bytes(b) && b->offset < a->offset + dp_nd_bytes(a);
 }
-/* Whether output out (index j) must be computed into a temporary: it
-   overlaps an input, other than as the exact in-place alias op allows. */
-static int dp__needs_temp(const dp_operator *op, int nin, dp_ndarray *const *in, int j, const dp_ndarray *out) {
+/* Whether x, which the kernel writes (array j of the invocation: input j
+   it mutates when j < nin, else output j - nin), must be a temporary: it
+   overlaps an input other than itself, and not as the exact in place
+   the operator allows for output 0. */
+static int dp__needs_temp(const dp_operator *op, int nin, dp_ndarray *const *in, int j, const dp_ndarray *x) {
     int i;
     for (i = 0; i < nin; i++) {
-        const dp_ndarray *x = in[i];
-        int exact = x->chunk == out->chunk && x->offset == out->offset && x->dtype == out->dtype && x->shape.ndim == out->shape.ndim
-                    && memcmp(x->shape.dims, out->shape.dims, sizeof(int64_t) * (size_t)x->shape.ndim) == 0;
-        if (dp__nd_overlap(x, out) && !(j == 0 && i < 32 && (op->inplace & (1u << i)) && exact)) return 1;
+        const dp_ndarray *y = in[i];
+        int exact = y->chunk == x->chunk && y->offset == x->offset && y->dtype == x->dtype && y->shape.ndim == x->shape.ndim
+                    && memcmp(y->shape.dims, x->shape.dims, sizeof(int64_t) * (size_t)y->shape.ndim) == 0;
+        if (i != j && dp__nd_overlap(y, x) && !(j == nin && i < 32 && (op->inplace & (1u << i)) && exact)) return 1;
     }
     return 0;
 }
@@ -10132,7 +10175,15 @@ static dp_result dp__invoke_check(dp_engine *eng, const dp_operator *op, const d
     dp_dtype idtype[DP__MAX_OP_ARRAYS];
     char msg[256], sb[160];
     int want = dp__arity(op, p, op->num_inputs), want_out = dp__arity(op, p, op->num_outputs), i;
-    if (nin != want || nin > DP__MAX_OP_ARRAYS || (nin && !in)) {
+    if (nin > 0 && !in) {
+        DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "operator '%s': the input list is NULL (%d inputs given)", op->name, nin);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (want < 0 || want_out < 0) {           /* an operator registered without a range for num_args */
+        DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "operator '%s': num_args must be in 0..%d", op->name, DP__MAX_OP_ARRAYS);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (nin != want) {
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d inputs given, it takes %d", op->name, nin, want);
         return DP_ERROR_INVALID_ARGS;
     }
@@ -10141,7 +10192,10 @@ static dp_result dp__invoke_check(dp_engine *eng, const dp_operator *op, const d
         return DP_ERROR_INVALID_ARGS;
     }
     for (i = 0; i < nin; i++) {
-        if (!in[i] || dp_nd_engine(in[i]) != eng) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': input %d is NULL or of another engine", op->name, i); return DP_ERROR_INVALID_ARGS; }
+        if (!in[i] || dp_nd_engine(in[i]) != eng) {
+            DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': input %d is %s", op->name, i, in[i] ? "an array of another engine" : "NULL");
+            return DP_ERROR_INVALID_ARGS;
+        }
         if (i && !dp__same_ctx(dp_nd_ctx(in[i]), dp_nd_ctx(in[0]))) {
             DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': input %d is on another device than input 0", op->name, i);
             return DP_ERROR_INVALID_ARGS;
@@ -10180,8 +10234,12 @@ static dp_result dp__check_output(dp_engine *eng, const dp_operator *op, int i, 
     int same = dp_nd_engine(out) == eng && have->ndim == s->ndim && dp_nd_dtype(out) == dt
                && dp__same_ctx(dp_nd_ctx(out), ctx) && memcmp(have->dims, s->dims, sizeof(int64_t) * (size_t)s->ndim) == 0;
     if (same) return DP_OK;
-    DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is %s %s, it must be %s %s on the inputs' device", op->name, i,
-            dp_dtype_name(dp_nd_dtype(out)), dp__shape_str(have, s1, sizeof s1), dp_dtype_name(dt), dp__shape_str(s, s2, sizeof s2));
+    if (dp_nd_engine(out) != eng) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is an array of another engine", op->name, i);
+    else if (!dp__same_ctx(dp_nd_ctx(out), ctx))
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is on %s %d, the operation runs on %s %d", op->name, i,
+                dp_nd_ctx(out).dev_type == DP_DEV_GPU ? "GPU" : "CPU", dp_nd_ctx(out).dev_id, ctx.dev_type == DP_DEV_GPU ? "GPU" : "CPU", ctx.dev_id);
+    else DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d is %s %s, it must be %s %s", op->name, i,
+                 dp_dtype_name(dp_nd_dtype(out)), dp__shape_str(have, s1, sizeof s1), dp_dtype_name(dt), dp__shape_str(s, s2, sizeof s2));
     return DP_ERROR_INVALID_ARGS;
 }
 /* The tracker's side of an invocation (dp_set_tracker; autograd is one):
@@ -10206,12 +10264,17 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     void *node = NULL;
     dp_invocation inv;
     int record;
-    dp_var reads[DP__MAX_OP_ARRAYS], writes[3 * DP__MAX_OP_ARRAYS + 2];
+    dp_var reads[DP__MAX_OP_ARRAYS], writes[2 * 32 + 2 * DP__MAX_OP_ARRAYS + 2];   /* mutated inputs and their temporaries,
+                                                                                 outputs and theirs, two resources */
     dp_push_desc d;
     dp_ctx ctx = {DP_DEV_CPU, 0};
     int i, made[DP__MAX_OP_ARRAYS] = {0}, nw;
     dp_result r;
-    if (!outputs || nout < 1 || nout > DP__MAX_OP_ARRAYS) { DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': an outputs array of 1..%d is needed", op->name, DP__MAX_OP_ARRAYS); return DP_ERROR_INVALID_ARGS; }
+    if (!outputs) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "operator '%s': the output list is NULL", op->name); return DP_ERROR_INVALID_ARGS; }
+    if (nout < 1 || nout > DP__MAX_OP_ARRAYS) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d outputs given, 1..%d are allowed", op->name, nout, DP__MAX_OP_ARRAYS);
+        return DP_ERROR_INVALID_ARGS;
+    }
     if (nin && inputs && inputs[0]) ctx = dp_nd_ctx(inputs[0]);
     else if (!nin && outputs[0]) ctx = dp_nd_ctx(outputs[0]);   /* no inputs: the given output's device */
     if ((r = dp__invoke_check(eng, op, params, nin, inputs, ctx, nout, oshape, odtype, &kernel)) != DP_OK) return r;
@@ -10220,12 +10283,21 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
         if (outputs[i] && (r = dp__check_output(eng, op, i, outputs[i], &oshape[i], odtype[i], ctx)) != DP_OK) return r;
         for (j = 0; outputs[i] && j < i; j++)
             if (outputs[j] && dp__nd_overlap(outputs[i], outputs[j])) {
-                DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': outputs %d and %d share bytes", op->name, j, i);
+                DP__LOG(eng, DP_LOG_ERROR, ND_OVERLAP, "operator '%s': outputs %d and %d share bytes", op->name, j, i);
                 return DP_ERROR_INVALID_ARGS;
             }
         for (j = 0; outputs[i] && j < nin && j < 32; j++)    /* the kernel writes both: one would overwrite the other */
             if ((op->mutate_inputs & (1u << j)) && dp__nd_overlap(outputs[i], inputs[j])) {
-                DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': output %d shares bytes with input %d, which it also writes", op->name, i, j);
+                DP__LOG(eng, DP_LOG_ERROR, ND_OVERLAP, "operator '%s': output %d shares bytes with input %d, which it updates in place too",
+                        op->name, i, j);
+                return DP_ERROR_INVALID_ARGS;
+            }
+    }
+    for (i = 0; i < nin && i < 32; i++) {
+        int j;
+        for (j = i + 1; (op->mutate_inputs & (1u << i)) && j < nin && j < 32; j++)
+            if ((op->mutate_inputs & (1u << j)) && dp__nd_overlap(inputs[i], inputs[j])) {
+                DP__LOG(eng, DP_LOG_ERROR, ND_OVERLAP, "operator '%s': inputs %d and %d share bytes, and it updates both in place", op->name, i, j);
                 return DP_ERROR_INVALID_ARGS;
             }
     }
@@ -10236,9 +10308,13 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
     }
     memset(a, 0, sizeof *a);
     a->params = *params;
-    for (i = 0; i < nout; i++) {              /* nothing can fail for bad input from here on */
+    for (i = 0; i < nin && i < 32; i++)       /* nothing can fail for bad input from here on */
+        if ((op->mutate_inputs & (1u << i)) && dp__needs_temp(op, nin, inputs, i, inputs[i])
+            && (r = dp_nd_empty(eng, dp_nd_shape(inputs[i]), dp_nd_dtype(inputs[i]), ctx, &a->temps[i])) != DP_OK) goto undo;
+    for (i = 0; i < nout; i++) {
         if (outputs[i]) {
-            if (dp__needs_temp(op, nin, inputs, i, outputs[i]) && (r = dp_nd_empty(eng, &oshape[i], odtype[i], ctx, &a->temps[i])) != DP_OK) goto undo;
+            if (dp__needs_temp(op, nin, inputs, nin + i, outputs[i])
+                && (r = dp_nd_empty(eng, &oshape[i], odtype[i], ctx, &a->temps[nin + i])) != DP_OK) goto undo;
             continue;
         }
         if ((r = dp_nd_empty(eng, &oshape[i], odtype[i], ctx, &outputs[i])) != DP_OK) goto undo;
@@ -10250,11 +10326,12 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
         a->arrays[i] = dp_nd_retain(inputs[i]);
         reads[i] = dp_nd_var(inputs[i]);
         if (i < 32 && (op->mutate_inputs & (1u << i))) { writes[nw++] = reads[i]; dp__chunk_bump(inputs[i]->chunk); }
+        if (a->temps[i]) writes[nw++] = dp_nd_var(a->temps[i]);
     }
     for (i = 0; i < nout; i++) {
         a->arrays[nin + i] = dp_nd_retain(outputs[i]);
         writes[nw++] = dp_nd_var(outputs[i]);
-        if (a->temps[i]) writes[nw++] = dp_nd_var(a->temps[i]);
+        if (a->temps[nin + i]) writes[nw++] = dp_nd_var(a->temps[nin + i]);
         dp__chunk_bump(outputs[i]->chunk);
         a->req[i] = req ? req[i] : DP_REQ_WRITE;
     }
@@ -10278,7 +10355,7 @@ undo_arg:                                   /* nothing was written: the versions
     for (i = 0; i < a->nin + a->nout; i++) dp_nd_release(a->arrays[i]);
 undo:
     for (i = 0; i < nout; i++) if (made[i]) { dp_nd_release(outputs[i]); outputs[i] = NULL; }
-    for (i = 0; i < nout; i++) dp_nd_release(a->temps[i]);
+    for (i = 0; i < nin + nout; i++) dp_nd_release(a->temps[i]);
     dp__free(eng, a, sizeof *a);
     return r;
 }
@@ -10301,18 +10378,19 @@ DP_IMPL dp_result dp_invoke(dp_engine *eng, const dp_invoke_desc *desc, dp_ndarr
     dp_req req[DP_MAX_OP_ARRAYS];
     int nin, nout, i;
     dp_result r;
-    if (!eng || !desc) {
-        if (eng) DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_invoke: NULL desc");
-        return DP_ERROR_INVALID_ARGS;
-    }
+    if (!eng || !desc) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_invoke: NULL %s", eng ? "desc" : "engine"); return DP_ERROR_INVALID_ARGS; }
     if ((op = dp__find_or_log(eng, desc->op)) == NULL) return DP_ERROR_INVALID_ARGS;
     if ((r = dp__params_from_desc(eng, op, desc->params, &params)) != DP_OK) return r;
     if (desc->scalar != 0 && !op->takes_scalar) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s' takes no scalar (scalar = %g given; the \"_scalar\" operators do)", op->name, desc->scalar);
+        DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "operator '%s' takes no scalar (scalar = %g given; the \"_scalar\" operators do)", op->name, desc->scalar);
         return DP_ERROR_INVALID_ARGS;
     }
     nin = dp__desc_count(desc->num_inputs, desc->inputs);
     nout = desc->num_outputs ? desc->num_outputs : dp__arity(op, &params, op->num_outputs);
+    if (!desc->num_outputs && nout < 0) {     /* an operator registered without a range for num_args */
+        DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "operator '%s': num_args must be in 0..%d", op->name, DP_MAX_OP_ARRAYS);
+        return DP_ERROR_INVALID_ARGS;
+    }
     if (nin < 0 || nin > DP_MAX_OP_ARRAYS || nout < 1 || nout > DP_MAX_OP_ARRAYS) {
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d inputs and %d outputs: each count must be in 0..%d (outputs from 1)",
                 op->name, nin, nout, DP_MAX_OP_ARRAYS);
@@ -10393,9 +10471,17 @@ DP_IMPL dp_result dp_operator_register_with_gradient(dp_operator *op, const char
 DP_IMPL dp_result dp_invoke_parsed(dp_engine *eng, const dp_operator *op, const dp_params *params, int num_inputs,
                                   dp_ndarray *const *inputs, double scalar, int num_outputs, dp_ndarray **outputs,
                                   const dp_req *req) {
-    if (!eng || !op || !params || params->count != op->num_params || num_inputs < 0 || num_inputs > DP_MAX_OP_ARRAYS || (num_inputs && !inputs)) {
-        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_invoke_parsed: NULL engine, operator or params, params not parsed for '%s', or %d inputs",
-                op && op->name ? op->name : "(null)", num_inputs);
+    if (!eng || !op || !params) {
+        DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_invoke_parsed: NULL %s", !eng ? "engine" : !op ? "operator" : "params");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (params->count != op->num_params) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "dp_invoke_parsed: params hold %d values, operator '%s' has %d parameters: parse them for it "
+                "(dp_operator_parse_params)", params->count, op->name, op->num_params);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (num_inputs < 0 || num_inputs > DP_MAX_OP_ARRAYS) {
+        DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "operator '%s': %d inputs given, 0..%d are allowed", op->name, num_inputs, DP_MAX_OP_ARRAYS);
         return DP_ERROR_INVALID_ARGS;
     }
     return dp__invoke(eng, op, params, num_inputs, inputs, scalar, num_outputs, outputs, req);

@@ -7,7 +7,8 @@
    random shapes, NumPy broadcasts, every dtype it accepts and edge values
    (NaN, +-inf, +-0, 2^53 + 1, INT64_MAX / MIN, int8 and uint8 ends,
    float16 subnormals, random bit patterns), plus invocations whose output
-   is the input or an overlapping view of it. Each case's inputs and outputs
+   is the input or an overlapping view of it, and optimizer updates whose
+   weight or state is a view over their gradient's storage. Each case's inputs and outputs
    go to DIR as case<N>_in<i>.npy / case<N>_out<j>.npy, and one line per
    case to DIR/manifest.tsv:
        N <tab> operator <tab> key=value;key=value <tab> scalar <tab> inputs <tab> outputs
@@ -379,6 +380,26 @@ static void nn_cases(void) {
         run(ops[k], nin, in, ps[k], 0, 1, out);
         for (i = 2; i < nin; i++) save(in[i], g_case - 1, "mutated", i);   /* the state after the update */
         release(nin, in); release(1, out);
+    }
+    for (t = 0; t < 6; t++) {   /* the updates over views of one storage, shifted by a row: read as NumPy's out= reads */
+        static const char *ops[] = {"sgd_update", "sgd_mom_update", "adam_update"};
+        static const char *ps[] = {"lr=0.1;wd=0.01", "lr=0.5;momentum=0.9", "lr=0.01;beta1=0.8;beta2=0.99;epsilon=1e-6"};
+        int64_t n = 2 + rnd_int(4), c = 1 + rnd_int(4), dims[2];
+        dp_dtype dt = t & 1 ? DP_FLOAT32 : DP_FLOAT64;
+        int k = t % 3, nin = 2 + k, i;
+        dp_ndarray *base;
+        dp_shape s, whole;
+        dims[0] = n; dims[1] = c; s = shape_of(2, dims);
+        dims[0] = 2 * n + 1; whole = shape_of(2, dims);
+        base = make(&whole, dt, TAME);
+        dp_nd_slice(base, 0, n, &in[1]);                                 /* the gradient: rows 0..n-1 */
+        if (k == 0) dp_nd_slice(base, 1, n + 1, &in[0]);                 /* the weight over it, written in place */
+        else { dp_nd_slice(base, n + 1, 2 * n + 1, &in[0]); dp_nd_slice(base, 1, n + 1, &in[2]); }   /* the state over the gradient */
+        if (k == 2) { dp_ndarray *g = make(&s, dt, TAME); invoke_str(g_eng, "square", 1, &g, 0, NULL, NULL, 0, 1, &in[3], NULL); dp_nd_release(g); }
+        out[0] = dp_nd_retain(in[0]);
+        run(ops[k], nin, in, ps[k], 0, 1, out);
+        for (i = 2; i < nin; i++) save(in[i], g_case - 1, "mutated", i);
+        release(nin, in); release(1, out); dp_nd_release(base);
     }
 }
 

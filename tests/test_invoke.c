@@ -462,13 +462,77 @@ static void test_empty_axis_reductions(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* Each invocation error is logged under the item that says what kind it
+   is, with a message that names what was wrong: a NULL list is NULL (not
+   "2 inputs given, it takes 2"), a parameter is a parameter (not "invalid
+   array argument"), overlapping writes are an overlap. */
+static int nop_kernel(const dp_kernel_ctx *k) { (void)k; return 0; }
+static void test_invoke_messages(void) {
+    dp_engine *e = make_engine(DP_ENGINE_NAIVE);
+    static const double xv[4] = {1, 2, 3, 4};
+    dp_ndarray *x = arr(e, shp(1, 4, 0), DP_FLOAT32, xv), *y = NULL, *outs[2] = {NULL, NULL};
+    const dp_operator *add = dp_operator_find("add"), *sum = dp_operator_find("sum");
+    dp_params none, p;
+    int n = 0;
+#define MSG(call, item, text) do { dp_clear_last_error(); n++; CHECK((call) == DP_ERROR_INVALID_ARGS); \
+        if (dp_last_error_item() != (item) || !strstr(dp_last_error(), text)) { \
+            fprintf(stderr, "  case %d: item %d, '%s'\n", n, (int)dp_last_error_item(), dp_last_error()); CHECK(0); } } while (0)
+    CHECK(add && sum && dp_operator_parse_params(e, add, NULL, &none) == DP_OK);
+    MSG(dp_invoke_parsed(e, add, &none, 2, NULL, 0, 1, outs, NULL), DP_LOGITEM_NULL_ARGUMENT, "the input list is NULL (2 inputs given)");
+    MSG(dp_invoke_parsed(e, add, &none, 2, (dp_ndarray *[]){x, x}, 0, 1, NULL, NULL), DP_LOGITEM_NULL_ARGUMENT, "the output list is NULL");
+    MSG(dp_invoke_parsed(e, add, &none, 2, (dp_ndarray *[]){x, NULL}, 0, 1, outs, NULL), DP_LOGITEM_ND_ARGS, "input 1 is NULL");
+    MSG(dp_invoke_parsed(e, add, &none, 65, (dp_ndarray *[]){x, x}, 0, 1, outs, NULL), DP_LOGITEM_ND_ARGS, "65 inputs given, 0..64");
+    CHECK(dp_operator_parse_params(e, sum, NULL, &p) == DP_OK);
+    MSG(dp_invoke_parsed(e, add, &p, 2, (dp_ndarray *[]){x, x}, 0, 1, outs, NULL), DP_LOGITEM_ND_PARAM, "operator 'add' has 0 parameters");
+    MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "sum", .inputs = {x}, .params = {{"axes", .i = 0}} }, &y), DP_LOGITEM_ND_PARAM,
+        "unknown parameter 'axes'");
+    MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "sum", .inputs = {x}, .params = {{"keepdims", .s = "maybe"}} }, &y), DP_LOGITEM_ND_PARAM,
+        "parameter 'keepdims' = 'maybe' is not a valid bool");
+    MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "sgd_update", .inputs = {x, x}, .outputs = {x} }, &y), DP_LOGITEM_ND_PARAM, "'lr' (float) is required");
+    MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "relu", .inputs = {x}, .scalar = 2 }, &y), DP_LOGITEM_ND_PARAM, "takes no scalar");
+    MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "add", .inputs = {x} }, &y), DP_LOGITEM_ND_ARGS, "1 inputs given, it takes 2");
+    MSG(dp_invoke(e, NULL, &y), DP_LOGITEM_NULL_ARGUMENT, "dp_invoke: NULL desc");
+    MSG(dp_invoke(NULL, &(dp_invoke_desc){ .op = "relu", .inputs = {x} }, &y), DP_LOGITEM_NULL_ARGUMENT, "dp_invoke: NULL engine");
+    outs[0] = x; outs[1] = x;
+    MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "_backward_add", .inputs = {x, x, x}, .outputs = {x, x} }, NULL), DP_LOGITEM_ND_OVERLAP,
+        "outputs 0 and 1 share bytes");
+    MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "sum", .inputs = {x}, .params = {{"axis", .s = "(0"}} }, &y), DP_LOGITEM_ND_PARAM,
+        "invalid operator parameter");
+    {   /* num_args beyond 64 for an operator registered without a range: a parameter error, not "-1 outputs" */
+        static const dp_param_def defs[] = {{"num_args", DP_PARAM_INT, "1", 0, 0, NULL, "how many"}};
+        dp_operator op;
+        memset(&op, 0, sizeof op);
+        op.name = "test_messages_variadic"; op.num_inputs = -1; op.num_outputs = -1; op.params = defs; op.num_params = 1;
+        op.forward_cpu = nop_kernel;
+        CHECK(dp_operator_register(&op) == DP_OK);
+        MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "test_messages_variadic", .inputs = {x}, .params = {{"num_args", .i = 100}} }, &y),
+            DP_LOGITEM_ND_PARAM, "num_args must be in 0..64");
+        MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "test_messages_variadic", .inputs = {x}, .params = {{"num_args", .i = 100}}, .num_outputs = 1,
+            .outputs = {x} }, &y), DP_LOGITEM_ND_PARAM, "num_args must be in 0..64");
+    }
+    {   /* an output of another engine is that, not a shape to fix ("float32 (4,), it must be float32 (4,)") */
+        dp_engine *e2 = make_engine(DP_ENGINE_NAIVE);
+        dp_ndarray *z = arr(e2, shp(1, 4, 0), DP_FLOAT32, xv), *w = arr(e, shp(1, 3, 0), DP_FLOAT32, xv);
+        MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "relu", .inputs = {x}, .outputs = {z} }, NULL), DP_LOGITEM_ND_ARGS,
+            "output 0 is an array of another engine");
+        MSG(dp_invoke(e, &(dp_invoke_desc){ .op = "relu", .inputs = {x}, .outputs = {w} }, NULL), DP_LOGITEM_ND_ARGS,
+            "output 0 is float32 (3,), it must be float32 (4,)");
+        dp_nd_release(z); dp_nd_release(w);
+        CHECK(dp_engine_destroy(e2, NULL) == DP_OK);
+    }
+    CHECK(y == NULL);
+#undef MSG
+    dp_nd_release(x);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"desc_invocation", test_desc_invocation}, {"desc_matches_strings", test_desc_matches_strings},
         {"desc_errors", test_desc_errors}, {"registry_names", test_registry_names}, {"take", test_take},
         {"accuracy", test_accuracy}, {"adam_bias_correction", test_adam_bias_correction}, {"optimizer", test_optimizer},
         {"standardise_recipe", test_standardise_recipe}, {"extending", test_extending},
-        {"empty_axis_reductions", test_empty_axis_reductions},
+        {"empty_axis_reductions", test_empty_axis_reductions}, {"invoke_messages", test_invoke_messages},
     };
     return run_tests("invoke", tests, (int)(sizeof tests / sizeof tests[0]));
 }

@@ -283,6 +283,73 @@ static void test_overlapping_outputs_refused(void) {
     dp_nd_release(x); dp_nd_release(og);
     stop();
 }
+/* An input the operator updates in place over an input it reads (at any
+   offset, exactly too) is computed as if the inputs were read first, as
+   NumPy's out= reads them, through a temporary that is freed; two inputs
+   it updates that share bytes, or an output over one, are refused. */
+static int near(double a, double b) { return fabs(a - b) < 1e-12; }
+static void test_updated_inputs_overlap(void) {
+    const double six[6] = {0, 1, 2, 3, 4, 5}, four[4] = {1, 2, 3, 4};
+    dp_shape s6 = shape1(6), s4 = shape1(4);
+    const char *mk[2] = {"lr", "momentum"}, *mv[2] = {"0.5", "0.9"};
+    dp_ndarray *base, *in[4], *out, *m = NULL, *v = NULL, *made = NULL;
+    dp_storage_stats st0, st1, st2;
+    double got[6];
+    int i;
+    start();
+    /* sgd_mom_update(w = base[0:2], grad = base[2:4], mom = base[3:5], out = w): mom[0] is grad[1]'s
+       element; reading grad after mom[0] is written gave w[1] = 3.75, mom[1] = 2.75 */
+    base = from(&s6, DP_FLOAT64, six);
+    CHECK(dp_nd_slice(base, 0, 2, &in[0]) == DP_OK && dp_nd_slice(base, 2, 4, &in[1]) == DP_OK && dp_nd_slice(base, 3, 5, &in[2]) == DP_OK);
+    CHECK(dp_wait_all(eng, NULL) == DP_OK && dp_storage_stats_get(eng, cpu, &st0) == DP_OK);
+    out = in[0];
+    CHECK(invoke_str(eng, "sgd_mom_update", 3, in, 2, mk, mv, 0, 1, &out, NULL) == DP_OK && out == in[0]);
+    read_back(base, got);
+    CHECK(near(got[0], 1.7) && near(got[1], 3.1) && got[2] == 2 && near(got[3], 1.7) && near(got[4], 2.1) && got[5] == 5);
+    CHECK(dp_wait_all(eng, NULL) == DP_OK && dp_storage_stats_get(eng, cpu, &st1) == DP_OK);
+    CHECK(st1.allocations == st0.allocations + 1 && st1.bytes_in_use == st0.bytes_in_use);   /* one temporary, freed */
+    /* without overlap nothing is allocated: w = base[0:2] in place, grad = base[2:4], mom = base[4:6] */
+    for (i = 1; i < 3; i++) dp_nd_release(in[i]);
+    CHECK(dp_nd_slice(base, 2, 4, &in[1]) == DP_OK && dp_nd_slice(base, 4, 6, &in[2]) == DP_OK);
+    CHECK(invoke_str(eng, "sgd_mom_update", 3, in, 2, mk, mv, 0, 1, &out, NULL) == DP_OK);
+    CHECK(dp_wait_all(eng, NULL) == DP_OK && dp_storage_stats_get(eng, cpu, &st2) == DP_OK);
+    CHECK(st2.allocations == st1.allocations && st2.bytes_in_use == st1.bytes_in_use);
+    for (i = 0; i < 3; i++) dp_nd_release(in[i]);
+    dp_nd_release(base);
+    /* mom exactly the gradient array, the result made: mom = 0.9 g - 0.5 g, w + mom */
+    in[0] = from(&s4, DP_FLOAT64, four); in[1] = from(&s4, DP_FLOAT64, four); in[2] = in[1];
+    CHECK(invoke_str(eng, "sgd_mom_update", 3, in, 2, mk, mv, 0, 1, &made, NULL) == DP_OK);
+    read_back(made, got);
+    CHECK(near(got[0], 1.4) && near(got[1], 2.8) && near(got[3], 5.6));
+    read_back(in[1], got);
+    CHECK(near(got[0], 0.4) && near(got[3], 1.6));
+    dp_nd_release(made); made = NULL;
+    /* adam_update with mean and var the same array lost mean's update: refused, naming both inputs */
+    m = from(&s4, DP_FLOAT64, four);
+    in[2] = m; in[3] = m;
+    g_last_item = 0;
+    CHECK(invoke_str(eng, "adam_update", 4, in, 1, mk, mv, 0, 1, &made, NULL) == DP_ERROR_INVALID_ARGS && made == NULL);
+    CHECK(g_last_item == DP_LOGITEM_ND_OVERLAP && strstr(dp_last_error(), "'adam_update'") && strstr(dp_last_error(), "inputs 2 and 3"));
+    /* mean and var overlapping views, shifted by one element: refused too */
+    base = from(&s6, DP_FLOAT64, six);
+    CHECK(dp_nd_slice(base, 0, 4, &in[2]) == DP_OK && dp_nd_slice(base, 1, 5, &in[3]) == DP_OK);
+    g_last_item = 0;
+    CHECK(invoke_str(eng, "adam_update", 4, in, 1, mk, mv, 0, 1, &made, NULL) == DP_ERROR_INVALID_ARGS && g_last_item == DP_LOGITEM_ND_OVERLAP);
+    dp_nd_release(in[2]); dp_nd_release(in[3]);
+    /* adam's mean over the gradient shifted by one element: mean and var as if read first */
+    dp_nd_release(in[1]);
+    CHECK(dp_nd_slice(base, 0, 4, &in[1]) == DP_OK && dp_nd_slice(base, 1, 5, &in[2]) == DP_OK);
+    v = from(&s4, DP_FLOAT64, four);
+    in[3] = v;
+    CHECK(invoke_str(eng, "adam_update", 4, in, 1, mk, mv, 0, 1, &made, NULL) == DP_OK);
+    read_back(base, got);   /* mean = 0.9 mean + 0.1 g with g = (0, 1, 2, 3), mean = (1, 2, 3, 4) as read */
+    CHECK(got[0] == 0 && near(got[1], 0.9) && near(got[2], 1.9) && near(got[3], 2.9) && near(got[4], 3.9) && got[5] == 5);
+    read_back(v, got);      /* var = 0.999 var + 0.001 g^2 */
+    CHECK(near(got[0], 0.999) && near(got[1], 1.999) && near(got[2], 2.997 + 0.004) && near(got[3], 3.996 + 0.009));
+    dp_nd_release(in[1]); dp_nd_release(in[2]); dp_nd_release(made); made = NULL;
+    dp_nd_release(v); dp_nd_release(m); dp_nd_release(base); dp_nd_release(in[0]);
+    stop();
+}
 static uint16_t half_of(float f) { return dp__half_from_float(f); }
 static float float_of(uint16_t h) { return dp__half_to_float(h); }
 /* float16: round to nearest even, overflow at 65520, subnormals, NaN */
@@ -493,6 +560,7 @@ int main(void) {
         {"nan_like_numpy", test_nan_like_numpy},
         {"output_over_input", test_output_over_input},
         {"overlapping_outputs_refused", test_overlapping_outputs_refused},
+        {"updated_inputs_overlap", test_updated_inputs_overlap},
         {"float16_conversion", test_float16_conversion},
         {"new_dtypes", test_new_dtypes},
         {"npy_new_dtypes", test_npy_new_dtypes},

@@ -75,7 +75,7 @@ static void print_operator(const dp_operator *op) {
     } else printf("none");
     printf("\n- devices: %s%s%s\n", op->forward_cpu ? "CPU" : "", op->forward_cpu && op->forward_gpu ? ", " : "", op->forward_gpu ? "GPU" : "");
     printf("- in place (output 0 may share the storage of input): "); print_bits(op->inplace);
-    if (op->mutate_inputs) { printf("\n- mutates inputs: "); print_bits(op->mutate_inputs); }
+    if (op->mutate_inputs) { printf("\n- mutates inputs (updated in place; they must not share bytes with each other or an output): "); print_bits(op->mutate_inputs); }
     if (op->resources) printf("\n- resources: %s%s%s", op->resources & DP_RESOURCE_RANDOM ? "random" : "",
                               op->resources == (DP_RESOURCE_RANDOM | DP_RESOURCE_TEMP) ? ", " : "", op->resources & DP_RESOURCE_TEMP ? "temporary space" : "");
     printf("\n\n");
@@ -100,6 +100,26 @@ int main(void) {
            "  names the ones it lacks).\n"
            "- Operators whose name starts with `_` are used by autograd (gradients, copies); they are\n"
            "  listed after the others.\n\n"
+           "## Overlapping arrays\n\n"
+           "An operator reads every input as it was before it ran, as NumPy's `out=` does, whatever\n"
+           "bytes its arrays share (the same array, or views of one storage, at any offset):\n\n"
+           "- A given output that shares bytes with an input is computed into a temporary from the\n"
+           "  engine's storage, copied over the output afterwards and freed. The exception is an\n"
+           "  operator's **in place** list: output 0 exactly over one of those inputs (the same\n"
+           "  bytes, dtype and shape) is written directly, since that kernel reads element i before it\n"
+           "  writes element i. Any other overlap, a view shifted by one element included, goes\n"
+           "  through the temporary.\n"
+           "- An input the operator updates in place (**mutates inputs**: an optimizer's state) that\n"
+           "  shares bytes with another input goes through a temporary the same way (copied in,\n"
+           "  updated, copied back), exact aliases too: no operator declares its state's aliases safe.\n"
+           "- Without overlap nothing is allocated.\n\n"
+           "What an operator writes must not overlap itself. Refused with `DP_ERROR_INVALID_ARGS`,\n"
+           "logged as `DP_LOGITEM_ND_OVERLAP` naming the operator and the two arrays:\n\n"
+           "- two given outputs that share bytes;\n"
+           "- an output over an input the operator updates (`sgd_mom_update`'s weight, updated by\n"
+           "  passing it as the output too, cannot share bytes with its `mom`);\n"
+           "- two inputs the operator updates that share bytes (`adam_update`'s mean and var as one\n"
+           "  array, or overlapping views).\n\n"
            "%d operators.\n\n", n);
     for (pass = 0; pass < 2; pass++) {
         printf(pass ? "## Internal operators\n\n" : "## Operators\n\n");
