@@ -254,6 +254,50 @@ static void test_global_reduce_hook(void) {
     }
 }
 
+/* ---- the global initialisation hook ---------------------------------------- */
+/* What the hook saw: each dp_kv_init calls it once, failed ones too (local
+   set, stored NULL), so that a distributed store's processes all take part
+   in its collective; its error is dp_kv_init's and the key is not added. */
+typedef struct { int calls, key, had_stored; dp_result local; } init_seen;
+static dp_result refuse_key_2(dp_kvstore *kv, int key, dp_ndarray *stored, dp_result local, void *user) {
+    init_seen *seen = (init_seen *)user;
+    (void)kv;
+    seen->calls++; seen->key = key; seen->had_stored = stored != NULL; seen->local = local;
+    if (local == DP_OK && key == 3)   /* the agreed value: 5 + 37, pushed as an op on stored */
+        return invoke_str(dp_nd_engine(stored), "add_scalar", 1, &stored, 0, NULL, NULL, 37, 1, &stored, NULL);
+    return key == 2 ? DP_ERROR_INVALID_ARGS : DP_OK;
+}
+static void test_global_init_hook(void) {
+    int e;
+    for (e = 0; e < 3; e++) {
+        dp_engine *eng = make_engine(engines[e]);
+        dp_kvstore *kv = NULL;
+        dp_kvstore_desc kd;
+        init_seen seen;
+        dp_shape s = {1, {3}};
+        dp_ndarray *w = NULL, *out = NULL;
+        float v[3];
+        memset(&kd, 0, sizeof kd); memset(&seen, 0, sizeof seen);
+        kd.global_init = refuse_key_2; kd.global_user = &seen;
+        CHECK(dp_kv_create(eng, &kd, &kv) == DP_OK);
+        CHECK(dp_nd_full(eng, &s, DP_FLOAT32, kvd_ctx(1), 5, &w) == DP_OK && dp_nd_zeros(eng, &s, DP_FLOAT32, kvd_ctx(0), &out) == DP_OK);
+        CHECK(dp_kv_init(kv, 1, w) == DP_OK && dp_kv_stored(kv, 1) != NULL);
+        CHECK(seen.calls == 1 && seen.key == 1 && seen.had_stored && seen.local == DP_OK);
+        CHECK(dp_kv_init(kv, 2, w) == DP_ERROR_INVALID_ARGS && dp_kv_stored(kv, 2) == NULL);   /* refused by the hook */
+        CHECK(seen.calls == 2 && seen.key == 2 && seen.had_stored && seen.local == DP_OK);
+        CHECK(dp_kv_init(kv, 1, w) == DP_ERROR_INVALID_ARGS);                                  /* a local failure reaches it */
+        CHECK(seen.calls == 3 && seen.key == 1 && !seen.had_stored && seen.local == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_kv_init(kv, 4, NULL) == DP_ERROR_INVALID_ARGS && dp_kv_stored(kv, 4) == NULL);
+        CHECK(seen.calls == 4 && seen.key == 4 && !seen.had_stored && seen.local == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_kv_init(kv, 3, w) == DP_OK && dp_kv_pull(kv, 3, &out, 1, 0) == DP_OK);        /* the hook's value, not w's */
+        CHECK(dp_nd_read(out, v, sizeof v, NULL) == DP_OK && v[0] == 42 && v[2] == 42);
+        CHECK(dp_kv_pull(kv, 1, &out, 1, 0) == DP_OK && dp_nd_read(out, v, sizeof v, NULL) == DP_OK && v[0] == 5 && v[2] == 5);
+        dp_nd_release(w); dp_nd_release(out);
+        dp_kv_destroy(kv);
+        CHECK(dp_engine_destroy(eng, NULL) == DP_OK);
+    }
+}
+
 /* ---- GPU arrays, on a fake device backend (host memory) ------------------------ */
 static int g_copies[3];     /* by kind: to the device, from it, device to device */
 static int fake_count(void *u) { (void)u; return 2; }
@@ -428,7 +472,8 @@ static void test_data_parallel_digits(void) {
 int main(void) {
     static const test_case tests[] = {
         {"random_against_reference", test_random_against_reference}, {"pull_waits_for_its_key_only", test_pull_waits_for_its_key_only},
-        {"priorities", test_priorities}, {"global_reduce_hook", test_global_reduce_hook}, {"gpu_arrays", test_gpu_arrays},
+        {"priorities", test_priorities}, {"global_reduce_hook", test_global_reduce_hook},
+        {"global_init_hook", test_global_init_hook}, {"gpu_arrays", test_gpu_arrays},
         {"failure_reaches_pulled_arrays", test_failure_reaches_pulled_arrays}, {"bad_input", test_bad_input},
         {"data_parallel_digits", test_data_parallel_digits},
     };
