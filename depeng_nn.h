@@ -407,7 +407,10 @@ DP_API void dp_iter_destroy(dp_iter *it);
    DP_ERROR_INVALID_ARGS for NULL arguments, an unknown or repeated key,
    shapes or dtypes that differ from the key's, arrays of another engine, an
    unknown optimizer; DP_ERROR_BAD_CONTEXT for a store context that is not
-   the CPU; DP_ERROR_OUT_OF_MEMORY (nothing pushed for that call). */
+   the CPU; DP_ERROR_OUT_OF_MEMORY, logged (a failed dp_kv_init adds no key;
+   a failed push may have pushed its sum without the update, so the stored
+   array stays as it was, and a failed pull the outputs before the one that
+   failed). */
 typedef struct dp_kvstore dp_kvstore;
 /* An updater: pushes the operations that update stored from merged (the
    summed gradient), e.g. through dp_invoke; called inside dp_kv_push
@@ -3282,7 +3285,8 @@ typedef struct dpn__kv_sum_arg {
     dp_engine *eng;
     dp_ndarray *dst;
     dp_ndarray **src;
-    int n;
+    int n;          /* sources held so far */
+    int cap;        /* sources allocated for: the size it is freed with */
 } dpn__kv_sum_arg;
 static size_t dpn__kv_sum_arg_size(int n) { return sizeof(dpn__kv_sum_arg) + (size_t)n * (sizeof(dp_ndarray *) + sizeof(dp_var)); }
 static void dpn__kv_sum_free(void *arg) {
@@ -3290,7 +3294,7 @@ static void dpn__kv_sum_free(void *arg) {
     int i;
     for (i = 0; i < s->n; i++) dp_nd_release(s->src[i]);
     dp_nd_release(s->dst);
-    dp_engine_free(s->eng, s, dpn__kv_sum_arg_size(s->n));
+    dp_engine_free(s->eng, s, dpn__kv_sum_arg_size(s->cap));
 }
 #define DPN__KV_SUM(T) do { \
         T *y = (T *)dp_nd_data(s->dst); \
@@ -3325,7 +3329,7 @@ static dp_result dpn__kv_push_sum(dp_kvstore *kv, dpn__kv_entry *e, dp_ndarray *
     dp_result r = DP_OK;
     int i;
     if (!s) { DPN__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_push key %d", e->key); return DP_ERROR_OUT_OF_MEMORY; }
-    s->eng = kv->eng; s->n = 0;
+    s->eng = kv->eng; s->n = 0; s->cap = count;
     s->src = (dp_ndarray **)(void *)(s + 1);
     reads = (dp_var *)(void *)(s->src + count);
     s->dst = dp_nd_retain(e->merged);
