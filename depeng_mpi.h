@@ -104,7 +104,9 @@
      value's op failed: DP_ERROR_OP_FAILED, more than INT_MAX elements)
      logs why, and every rank returns that rank's code, the others logging
      "rank Q failed to initialise key K". A NULL store fails on its rank
-     alone: the others' dp_kv_init then times out. Functions
+     alone: the others' dp_kv_init then times out. A dp_kv_push that
+     failed (out of memory) may have left this rank's stored array behind
+     the others': end the job. Functions
      return dp_result as depeng.h's do, and log through the engine's
      logger.
 
@@ -119,7 +121,9 @@
      CPU arrays only (a GPU gradient is summed into the store's CPU copy
      first, which depeng.h's store does); no CUDA-aware MPI. One dp_mpi per
      process, one communicator (MPI_COMM_WORLD's duplicate). Arrays and
-     dist_sync keys of at most INT_MAX elements. Synchronous data parallelism only (dist_sync);
+     dist_sync keys of at most INT_MAX elements. Sums (allreduce, and so a
+     dist_sync push) of float32, float64, int32, int64, uint8 and int8
+     only: a float16 or bool array is refused. Synchronous data parallelism only (dist_sync);
      no parameter server, no asynchronous updates. */
 #ifndef DEPENG_MPI_H
 #define DEPENG_MPI_H
@@ -166,12 +170,14 @@ DP_API void dp_mpi_abort(dp_mpi *mpi, int code);
 /* This process's rank and the number of ranks (-1 for NULL). Any thread. */
 DP_API int dp_mpi_rank(const dp_mpi *mpi);
 DP_API int dp_mpi_size(const dp_mpi *mpi);
-/* Pushes an operation that replaces a (a CPU array of any dtype, at most
-   INT_MAX elements) by its sum over all ranks, in place, as described
+/* Pushes an operation that replaces a (a CPU array of float32, float64,
+   int32, int64, uint8 or int8, at most INT_MAX elements; integers wrap
+   around) by its sum over all ranks, in place, as described
    above. Returns once it is pushed. Every rank must make the same
    collective calls in the same order. Errors: DP_ERROR_INVALID_ARGS (NULL,
-   a GPU array, too many elements), the errors of dp_push. One thread at a
-   time per dp_mpi. */
+   a GPU array, too many elements, a float16 or bool array: MPI has no
+   half-precision sum, and a sum of bools is no bool), the errors of
+   dp_push. One thread at a time per dp_mpi. */
 DP_API dp_result dp_mpi_allreduce(dp_mpi *mpi, dp_ndarray *a, int priority);
 /* Blocks until every rank has called it (MPI_Ibarrier, in sequence after
    the collectives pushed before it, so also after those have started).
@@ -267,13 +273,17 @@ static void dp__mpi_error_text(int err, char *buf, size_t cap, const char *what)
 static const char *dp__mpi_kind_name(int kind) {
     return kind == DP__MPI_ALLREDUCE ? "allreduce" : kind == DP__MPI_BARRIER ? "barrier" : kind == DP__MPI_ALLGATHER ? "allgather" : "broadcast";
 }
+/* The MPI type that sums dtype t; MPI_DATATYPE_NULL for float16 (MPI has
+   no half-precision sum) and bool (a sum of bools is not a bool). */
 static MPI_Datatype dp__mpi_type(dp_dtype t) {
     switch (t) {
     case DP_FLOAT32: return MPI_FLOAT;
     case DP_FLOAT64: return MPI_DOUBLE;
     case DP_INT32: return MPI_INT32_T;
     case DP_INT64: return MPI_INT64_T;
-    default: return MPI_UINT8_T;
+    case DP_UINT8: return MPI_UINT8_T;
+    case DP_INT8: return MPI_INT8_T;
+    default: return MPI_DATATYPE_NULL;
     }
 }
 
@@ -532,6 +542,11 @@ DP_IMPL dp_result dp_mpi_allreduce(dp_mpi *mpi, dp_ndarray *a, int priority) {
     dp_result r;
     if (!mpi || !a || dp_nd_ctx(a).dev_type == DP_DEV_GPU || dp_shape_size(dp_nd_shape(a)) > INT_MAX || dp_nd_engine(a) != mpi->eng) {
         DP__LOG(mpi ? mpi->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_mpi_allreduce: %s", !mpi || !a ? "NULL argument" : "a CPU array of at most INT_MAX elements on the dp_mpi's engine is needed");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (dp__mpi_type(dp_nd_dtype(a)) == MPI_DATATYPE_NULL) {
+        DP__LOG(mpi->eng, DP_LOG_ERROR, ND_ARGS, "dp_mpi_allreduce: MPI cannot sum %s arrays (float32, float64, int32, int64, uint8 and int8 it can)",
+                dp_dtype_name(dp_nd_dtype(a)));
         return DP_ERROR_INVALID_ARGS;
     }
     if ((o = (dp__mpi_op_arg *)malloc(sizeof *o)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
