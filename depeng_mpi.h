@@ -123,8 +123,9 @@
      process, one communicator (MPI_COMM_WORLD's duplicate). Arrays and
      dist_sync keys of at most INT_MAX elements. Sums (allreduce, and so a
      dist_sync push) of float32, float64, int32, int64, uint8 and int8
-     only: a float16 or bool array is refused. Synchronous data parallelism only (dist_sync);
-     no parameter server, no asynchronous updates. */
+     only: a float16 or bool array is refused. Synchronous data
+     parallelism only (dist_sync); no parameter server, no asynchronous
+     updates. */
 #ifndef DEPENG_MPI_H
 #define DEPENG_MPI_H
 
@@ -549,7 +550,10 @@ DP_IMPL dp_result dp_mpi_allreduce(dp_mpi *mpi, dp_ndarray *a, int priority) {
                 dp_dtype_name(dp_nd_dtype(a)));
         return DP_ERROR_INVALID_ARGS;
     }
-    if ((o = (dp__mpi_op_arg *)malloc(sizeof *o)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    if ((o = (dp__mpi_op_arg *)malloc(sizeof *o)) == NULL) {
+        DP__LOG(mpi->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "rank %d: dp_mpi_allreduce: out of memory for its operation", mpi->rank);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     o->mpi = mpi; o->a = dp_nd_retain(a);
     pthread_mutex_lock(&mpi->m);
     o->seq = mpi->next_push_seq;
@@ -690,7 +694,7 @@ DP_IMPL dp_result dp_mpi_create(dp_engine *eng, const dp_mpi_desc *desc, dp_mpi 
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_mpi_create: %s", dp__mpi_exists ? "one dp_mpi per process" : "NULL engine or out, or a negative timeout");
         return DP_ERROR_INVALID_ARGS;
     }
-    if ((mpi = (dp_mpi *)calloc(1, sizeof *mpi)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    if ((mpi = (dp_mpi *)calloc(1, sizeof *mpi)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_mpi_create"); return DP_ERROR_OUT_OF_MEMORY; }
     mpi->eng = eng;
     mpi->timeout_ms = desc && desc->timeout_ms ? desc->timeout_ms : env && atoi(env) > 0 ? atoi(env) : 60000;
     env = getenv("DEPENG_MPI_CHUNK_BYTES");
@@ -698,6 +702,7 @@ DP_IMPL dp_result dp_mpi_create(dp_engine *eng, const dp_mpi_desc *desc, dp_mpi 
     pthread_mutex_init(&mpi->m, NULL);
     pthread_cond_init(&mpi->cv, NULL);
     if (pthread_create(&mpi->thread, NULL, dp__mpi_thread, mpi) != 0) {
+        DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "dp_mpi_create: the progress thread could not be started");
         pthread_mutex_destroy(&mpi->m); pthread_cond_destroy(&mpi->cv); free(mpi);
         return DP_ERROR_THREAD;
     }
