@@ -268,8 +268,9 @@ bench: bench-build $(B)/make_example
 
 # ---- MPI (depeng_mpi.h; optional, needs mpicc) ----------------------------
 # make mpi-test installs Open MPI with apt-get when missing (tests/mpi_deps.sh),
-# then runs tests/mpi_check.sh: 2 and 4 ranks against one process, a rank
-# that hangs and a rank that is killed. make bench-mpi: allreduce through
+# then runs tests/mpi_check.sh: 2 and 4 ranks against one process, ranks
+# that initialise a key differently, a rank that hangs and a rank that is
+# killed. make bench-mpi: allreduce through
 # depeng against MPI_Allreduce, and a training step overlapped or not.
 MPICC ?= mpicc
 .PHONY: mpi-deps mpi-test bench-mpi mpi-compile-checks
@@ -283,11 +284,13 @@ mpi-deps:
 	tests/mpi_deps.sh
 $(B)/mpi_digits: tests/mpi_digits.c tests/kv_digits.h tests/test_calls.h $(HEADERS) depeng_mpi.h | $(B)
 	$(MPICC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
+$(B)/mpi_kv_init: tests/mpi_kv_init.c $(HEADERS) depeng_mpi.h | $(B)
+	$(MPICC) $(WARN) $(CFLAGS) -I. $< -o $@ $(LIBS)
 $(B)/bench_mpi: bench/mpi.c $(HEADERS) depeng_mpi.h | $(B)
 	$(MPICC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 mpi-test: mpi-deps
-	$(MAKE) mpi-compile-checks $(B)/mpi_digits
-	tests/mpi_check.sh $(B)/mpi_digits
+	$(MAKE) mpi-compile-checks $(B)/mpi_digits $(B)/mpi_kv_init
+	tests/mpi_check.sh $(B)/mpi_digits $(B)/mpi_kv_init
 bench-mpi: mpi-deps
 	$(MAKE) $(B)/bench_mpi $(B)/mpi_digits
 	bench/mpi.sh $(B)/bench_mpi $(B)/mpi_digits

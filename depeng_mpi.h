@@ -1,6 +1,7 @@
 /* depeng_mpi.h - the MPI half of depeng: training across processes. A
-   dist_sync key-value store (every rank pushes its gradients for a key,
-   every rank pulls the update of the sum over all ranks), allreduce of an
+   dist_sync key-value store (every rank initialises a key and gets rank
+   0's value, every rank pushes its gradients for a key, every rank pulls
+   the update of the sum over all ranks), allreduce of an
    array as an engine operation, rank, size and a barrier.
    version 0.2.0 - MIT license (full text at the end of depeng.h)
 
@@ -34,7 +35,7 @@
        dp_mpi_create(eng, NULL, &mpi);            // initialises MPI
        dp_mpi_kv_create(mpi, NULL, &kv);          // dist_sync store
        dp_kv_set_optimizer(kv, "sgd_update", 1, keys, values);
-       dp_kv_init(kv, 0, w);                      // the same w on every rank
+       dp_kv_init(kv, 0, w);                      // every rank: rank 0's w
        ... backward on this rank's share of the batch ...
        dp_kv_push(kv, 0, &grad, 1, 0);            // sum over devices, then ranks
        dp_kv_pull(kv, 0, &w, 1, 0);
@@ -59,6 +60,16 @@
      thread starts them strictly in that order. Hence the rule: every rank
      makes the same collective calls in the same order (as with MPI
      itself); the engine is free to compute in any order.
+     Initialisation: dp_kv_init on the dist_sync store is collective and
+     blocking. It waits for the value, then one allgather gives every rank
+     every rank's key, shape, dtype and outcome, so that all reach the same
+     verdict: a key, shape or dtype that differs from rank 0's, or a
+     failure on any rank, fails the call on every rank and adds the key
+     nowhere; otherwise rank 0's value is broadcast into every rank's
+     stored copy (MXNet's rule: the store holds rank 0's initial values,
+     whatever the others passed). It allocates nothing on the way, so a
+     rank never drops out of the sequence of collectives for want of
+     memory.
      Thread level: all MPI calls are made by the progress thread. When
      dp_mpi_create initialises MPI it does so on that thread and asks for
      MPI_THREAD_FUNNELED (the least level that allows a second thread in
@@ -83,7 +94,19 @@
      After such a failure, call dp_mpi_abort: it ends every rank of the
      job (MPI_Abort) with the code given. A rank killed by a signal is
      usually noticed by mpirun first, which then ends the others; the
-     timeout covers a rank that hangs, and runtimes that do not. Functions
+     timeout covers a rank that hangs, and runtimes that do not.
+     dp_kv_init's verdicts (every rank returns the same code, and the
+     collectives stay paired, so the program can go on): a key, shape or
+     dtype that differs from rank 0's is DP_ERROR_INVALID_ARGS, logged on
+     every rank as "rank R: dp_kv_init key K: rank Q gives float32 (3, 2),
+     rank 0 gives float32 (2, 3): ..." (or the two keys); a rank whose own
+     call failed (NULL value, key initialised already, out of memory, the
+     value's op failed: DP_ERROR_OP_FAILED, more than INT_MAX elements)
+     logs why, and every rank returns that rank's code, the others logging
+     "rank Q failed to initialise key K". A NULL store fails on its rank
+     alone: the others' dp_kv_init then times out. A dp_kv_push that
+     failed (out of memory) may have left this rank's stored array behind
+     the others': end the job. Functions
      return dp_result as depeng.h's do, and log through the engine's
      logger.
 
@@ -97,9 +120,12 @@
    5. LIMITS
      CPU arrays only (a GPU gradient is summed into the store's CPU copy
      first, which depeng.h's store does); no CUDA-aware MPI. One dp_mpi per
-     process, one communicator (MPI_COMM_WORLD's duplicate). Arrays of at
-     most INT_MAX elements. Synchronous data parallelism only (dist_sync);
-     no parameter server, no asynchronous updates. */
+     process, one communicator (MPI_COMM_WORLD's duplicate). Arrays and
+     dist_sync keys of at most INT_MAX elements. Sums (allreduce, and so a
+     dist_sync push) of float32, float64, int32, int64, uint8 and int8
+     only: a float16 or bool array is refused. Synchronous data
+     parallelism only (dist_sync); no parameter server, no asynchronous
+     updates. */
 #ifndef DEPENG_MPI_H
 #define DEPENG_MPI_H
 
@@ -145,12 +171,14 @@ DP_API void dp_mpi_abort(dp_mpi *mpi, int code);
 /* This process's rank and the number of ranks (-1 for NULL). Any thread. */
 DP_API int dp_mpi_rank(const dp_mpi *mpi);
 DP_API int dp_mpi_size(const dp_mpi *mpi);
-/* Pushes an operation that replaces a (a CPU array of any dtype, at most
-   INT_MAX elements) by its sum over all ranks, in place, as described
+/* Pushes an operation that replaces a (a CPU array of float32, float64,
+   int32, int64, uint8 or int8, at most INT_MAX elements; integers wrap
+   around) by its sum over all ranks, in place, as described
    above. Returns once it is pushed. Every rank must make the same
    collective calls in the same order. Errors: DP_ERROR_INVALID_ARGS (NULL,
-   a GPU array, too many elements), the errors of dp_push. One thread at a
-   time per dp_mpi. */
+   a GPU array, too many elements, a float16 or bool array: MPI has no
+   half-precision sum, and a sum of bools is no bool), the errors of
+   dp_push. One thread at a time per dp_mpi. */
 DP_API dp_result dp_mpi_allreduce(dp_mpi *mpi, dp_ndarray *a, int priority);
 /* Blocks until every rank has called it (MPI_Ibarrier, in sequence after
    the collectives pushed before it, so also after those have started).
@@ -159,9 +187,13 @@ DP_API dp_result dp_mpi_allreduce(dp_mpi *mpi, dp_ndarray *a, int priority);
    one thread at a time per dp_mpi. */
 DP_API dp_result dp_mpi_barrier(dp_mpi *mpi);
 /* A dist_sync store: dp_kv_create on mpi's engine with the global
-   reduction set to dp_mpi_allreduce (desc->global_reduce must be NULL;
-   desc NULL: CPU 0). Initialise every key with the same array on every
-   rank. The dp_mpi's thread; the store then as dp_kv_create's. */
+   reduction set to dp_mpi_allreduce and the global initialisation to the
+   check and broadcast of section 2 (desc->global_reduce and global_init
+   must be NULL; desc NULL: CPU 0). Every rank calls dp_kv_init for the
+   same keys in the same order, not from inside an engine operation; each
+   key then holds rank 0's value on every rank. Errors:
+   DP_ERROR_INVALID_ARGS (NULL mpi, a hook set), dp_kv_create's. The
+   dp_mpi's thread; the store then as dp_kv_create's. */
 DP_API dp_result dp_mpi_kv_create(dp_mpi *mpi, const dp_kvstore_desc *desc, dp_kvstore **out);
 
 #ifdef __cplusplus
@@ -190,16 +222,20 @@ DP_API dp_result dp_mpi_kv_create(dp_mpi *mpi, const dp_kvstore_desc *desc, dp_k
 #include <unistd.h>
 
 /* >>mpi_state: the queue between engine ops and the progress thread ------ */
-enum { DP__MPI_ALLREDUCE, DP__MPI_BARRIER };
+/* An allreduce completes an engine op; the others are blocking: their
+   caller waits on wait_status (its item lives on the caller's stack). */
+enum { DP__MPI_ALLREDUCE, DP__MPI_BARRIER, DP__MPI_ALLGATHER, DP__MPI_BCAST };
 typedef struct dp__mpi_item {
     int kind;
     uint64_t seq;                /* the order in which every rank starts it */
-    void *data;                  /* allreduce: the array's memory, in place */
+    void *data;                  /* allreduce: the array's memory, in place; bcast: the
+                                    buffer (rank 0's is sent); allgather: this rank's block */
+    void *recv;                  /* allgather: every rank's block, in rank order */
     int count;
     MPI_Datatype type;
     dp_completion done;          /* allreduce: the engine op to complete */
     int input_status;            /* the failure its input carried: passed on */
-    int *barrier_status;         /* barrier: where the result goes (under the lock) */
+    int *wait_status;            /* blocking kinds: where the result goes (under the lock) */
     int pending;                 /* its requests not done yet */
     double since;                /* handed over (seconds) */
     struct dp__mpi_item *next;
@@ -219,6 +255,8 @@ struct dp_mpi {
     char init_error[MPI_MAX_ERROR_STRING + 64];
     int broken;                  /* a collective failed: every later one fails */
     char broken_why[MPI_MAX_ERROR_STRING + 96];
+    int64_t *init_records;       /* dp_kv_init's allgather: size records, made with the
+                                    dp_mpi so that the check allocates nothing */
 };
 static int dp__mpi_exists;       /* one dp_mpi per process */
 
@@ -233,13 +271,20 @@ static void dp__mpi_error_text(int err, char *buf, size_t cap, const char *what)
     if (MPI_Error_string(err, text, &len) != MPI_SUCCESS) snprintf(text, sizeof text, "MPI error %d", err);
     snprintf(buf, cap, "%s: %s", what, text);
 }
+static const char *dp__mpi_kind_name(int kind) {
+    return kind == DP__MPI_ALLREDUCE ? "allreduce" : kind == DP__MPI_BARRIER ? "barrier" : kind == DP__MPI_ALLGATHER ? "allgather" : "broadcast";
+}
+/* The MPI type that sums dtype t; MPI_DATATYPE_NULL for float16 (MPI has
+   no half-precision sum) and bool (a sum of bools is not a bool). */
 static MPI_Datatype dp__mpi_type(dp_dtype t) {
     switch (t) {
     case DP_FLOAT32: return MPI_FLOAT;
     case DP_FLOAT64: return MPI_DOUBLE;
     case DP_INT32: return MPI_INT32_T;
     case DP_INT64: return MPI_INT64_T;
-    default: return MPI_UINT8_T;
+    case DP_UINT8: return MPI_UINT8_T;
+    case DP_INT8: return MPI_INT8_T;
+    default: return MPI_DATATYPE_NULL;
     }
 }
 
@@ -253,8 +298,8 @@ static void dp__mpi_finish(dp_mpi *mpi, dp__mpi_item *it, int status, const char
         free(it);
         return;
     }
-    pthread_mutex_lock(&mpi->m);              /* the barrier's caller frees it */
-    *it->barrier_status = status ? status : 1;
+    pthread_mutex_lock(&mpi->m);              /* its caller owns it */
+    *it->wait_status = status ? status : 1;
     pthread_cond_broadcast(&mpi->cv);
     pthread_mutex_unlock(&mpi->m);
 }
@@ -272,10 +317,12 @@ typedef struct dp__mpi_active { dp__mpi_item *item[DP__MPI_MAX_ACTIVE]; MPI_Requ
    MPI's non-blocking allreduce of one large buffer is slower than its
    blocking one, and pieces of a few MB are not. Every rank cuts the same. */
 static int dp__mpi_chunks(const dp_mpi *mpi, const dp__mpi_item *it, int *per_chunk) {
-    size_t elem = it->type == MPI_DOUBLE || it->type == MPI_INT64_T ? 8 : it->type == MPI_UINT8_T ? 1 : 4;
-    size_t per = mpi->chunk_bytes / elem, n = (size_t)it->count;
+    int sz = 1;
+    size_t per, n = (size_t)it->count;
     int chunks;
-    if (it->kind != DP__MPI_ALLREDUCE || per == 0 || n <= per) { *per_chunk = it->count; return 1; }
+    if (it->kind == DP__MPI_ALLREDUCE || it->kind == DP__MPI_BCAST) MPI_Type_size(it->type, &sz);
+    per = mpi->chunk_bytes / (size_t)(sz > 0 ? sz : 1);
+    if ((it->kind != DP__MPI_ALLREDUCE && it->kind != DP__MPI_BCAST) || per == 0 || n <= per) { *per_chunk = it->count; return 1; }
     if ((n + per - 1) / per > DP__MPI_MAX_CHUNKS) per = (n + DP__MPI_MAX_CHUNKS - 1) / DP__MPI_MAX_CHUNKS;
     chunks = (int)((n + per - 1) / per);
     *per_chunk = (int)per;
@@ -287,19 +334,22 @@ static void dp__mpi_start(dp_mpi *mpi, dp__mpi_item *it, dp__mpi_active *a) {
     char why[MPI_MAX_ERROR_STRING + 96];
     int per, chunks = dp__mpi_chunks(mpi, it, &per), k, err = MPI_SUCCESS, first = a->n;
     size_t elem = 0;
-    if (it->kind == DP__MPI_ALLREDUCE) { int sz = 0; MPI_Type_size(it->type, &sz); elem = (size_t)sz; }
+    if (it->kind == DP__MPI_ALLREDUCE || it->kind == DP__MPI_BCAST) { int sz = 0; MPI_Type_size(it->type, &sz); elem = (size_t)sz; }
     for (k = 0; k < chunks && err == MPI_SUCCESS; k++) {
         MPI_Request req;
-        if (it->kind == DP__MPI_ALLREDUCE) {
-            int count = k == chunks - 1 ? it->count - per * k : per;
-            err = MPI_Iallreduce(MPI_IN_PLACE, (char *)it->data + (size_t)per * (size_t)k * elem, count, it->type, MPI_SUM, mpi->comm, &req);
-        } else err = MPI_Ibarrier(mpi->comm, &req);
+        int count = k == chunks - 1 ? it->count - per * k : per;
+        void *at = it->data ? (char *)it->data + (size_t)per * (size_t)k * elem : NULL;
+        if (it->kind == DP__MPI_ALLREDUCE) err = MPI_Iallreduce(MPI_IN_PLACE, at, count, it->type, MPI_SUM, mpi->comm, &req);
+        else if (it->kind == DP__MPI_BCAST) err = MPI_Ibcast(at, count, it->type, 0, mpi->comm, &req);
+        else if (it->kind == DP__MPI_ALLGATHER) err = MPI_Iallgather(it->data, it->count, it->type, it->recv, it->count, it->type, mpi->comm, &req);
+        else err = MPI_Ibarrier(mpi->comm, &req);
         if (err == MPI_SUCCESS) { a->item[a->n] = it; a->req[a->n] = req; a->n++; }
     }
     it->pending = chunks;
     if (err == MPI_SUCCESS) return;
     a->n = first;
-    dp__mpi_error_text(err, why, sizeof why, it->kind == DP__MPI_ALLREDUCE ? "MPI_Iallreduce" : "MPI_Ibarrier");
+    dp__mpi_error_text(err, why, sizeof why, it->kind == DP__MPI_ALLREDUCE ? "MPI_Iallreduce" : it->kind == DP__MPI_BCAST ? "MPI_Ibcast"
+                       : it->kind == DP__MPI_ALLGATHER ? "MPI_Iallgather" : "MPI_Ibarrier");
     dp__mpi_break(mpi, why);
     dp__mpi_finish(mpi, it, DP_ERROR_BACKEND, why);
 }
@@ -355,7 +405,7 @@ static void dp__mpi_expire(dp_mpi *mpi, dp__mpi_active *a) {
     for (i = 0; i < a->n; i++) if (now - a->item[i]->since > limit && (oldest < 0 || a->item[i]->seq < a->item[oldest]->seq)) oldest = i;
     if (oldest < 0) return;
     snprintf(why, sizeof why, "rank %d: %s number %llu not done after %d ms: a rank may have died or stopped (DEPENG_MPI_TIMEOUT_MS)",
-             mpi->rank, a->item[oldest]->kind == DP__MPI_ALLREDUCE ? "allreduce" : "barrier", (unsigned long long)a->item[oldest]->seq, mpi->timeout_ms);
+             mpi->rank, dp__mpi_kind_name(a->item[oldest]->kind), (unsigned long long)a->item[oldest]->seq, mpi->timeout_ms);
     dp__mpi_break(mpi, why);
     dp__mpi_fail_active(mpi, a, DP_ERROR_TIMEOUT, why);   /* their requests are abandoned */
 }
@@ -495,7 +545,15 @@ DP_IMPL dp_result dp_mpi_allreduce(dp_mpi *mpi, dp_ndarray *a, int priority) {
         DP__LOG(mpi ? mpi->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_mpi_allreduce: %s", !mpi || !a ? "NULL argument" : "a CPU array of at most INT_MAX elements on the dp_mpi's engine is needed");
         return DP_ERROR_INVALID_ARGS;
     }
-    if ((o = (dp__mpi_op_arg *)malloc(sizeof *o)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    if (dp__mpi_type(dp_nd_dtype(a)) == MPI_DATATYPE_NULL) {
+        DP__LOG(mpi->eng, DP_LOG_ERROR, ND_ARGS, "dp_mpi_allreduce: MPI cannot sum %s arrays (float32, float64, int32, int64, uint8 and int8 it can)",
+                dp_dtype_name(dp_nd_dtype(a)));
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if ((o = (dp__mpi_op_arg *)malloc(sizeof *o)) == NULL) {
+        DP__LOG(mpi->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "rank %d: dp_mpi_allreduce: out of memory for its operation", mpi->rank);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     o->mpi = mpi; o->a = dp_nd_retain(a);
     pthread_mutex_lock(&mpi->m);
     o->seq = mpi->next_push_seq;
@@ -512,31 +570,120 @@ DP_IMPL dp_result dp_mpi_allreduce(dp_mpi *mpi, dp_ndarray *a, int priority) {
     pthread_mutex_unlock(&mpi->m);
     return DP_OK;
 }
-DP_IMPL dp_result dp_mpi_barrier(dp_mpi *mpi) {
-    dp__mpi_item *it;
+/* Runs a blocking collective (it on the caller's stack: nothing to
+   allocate, so a rank never drops out of the sequence for want of memory)
+   and waits for it; the progress thread times it out. DP_OK, else
+   DP_ERROR_TIMEOUT or DP_ERROR_BACKEND, logged with what (MPI's text). */
+static dp_result dp__mpi_blocking(dp_mpi *mpi, dp__mpi_item *it, const char *what) {
     int status = 0;
     char why[sizeof mpi->broken_why];
-    if (!mpi) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_mpi_barrier: NULL dp_mpi"); return DP_ERROR_INVALID_ARGS; }
-    if ((it = (dp__mpi_item *)calloc(1, sizeof *it)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
-    it->kind = DP__MPI_BARRIER; it->barrier_status = &status;
+    it->wait_status = &status;
     pthread_mutex_lock(&mpi->m);
     it->seq = mpi->next_push_seq++;
     pthread_mutex_unlock(&mpi->m);
     dp__mpi_hand_over(mpi, it);
     pthread_mutex_lock(&mpi->m);
-    while (!status) pthread_cond_wait(&mpi->cv, &mpi->m);     /* the progress thread times it out */
+    while (!status) pthread_cond_wait(&mpi->cv, &mpi->m);
     memcpy(why, mpi->broken_why, sizeof why);
     pthread_mutex_unlock(&mpi->m);
-    free(it);
     if (status == 1) return DP_OK;
-    DP__LOG(mpi->eng, DP_LOG_ERROR, BACKEND, "rank %d: dp_mpi_barrier: %s", mpi->rank, why);
+    DP__LOG(mpi->eng, DP_LOG_ERROR, BACKEND, "rank %d: %s: %s", mpi->rank, what, why);
     return status == DP_ERROR_TIMEOUT ? DP_ERROR_TIMEOUT : DP_ERROR_BACKEND;
+}
+DP_IMPL dp_result dp_mpi_barrier(dp_mpi *mpi) {
+    dp__mpi_item it;
+    if (!mpi) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_mpi_barrier: NULL dp_mpi"); return DP_ERROR_INVALID_ARGS; }
+    memset(&it, 0, sizeof it);
+    it.kind = DP__MPI_BARRIER;
+    return dp__mpi_blocking(mpi, &it, "dp_mpi_barrier");
 }
 
 /* >>mpi_public: setup, ranks, the dist_sync store ------------------------------ */
 static dp_result dp__mpi_kv_reduce(dp_kvstore *kv, int key, dp_ndarray *merged, int priority, void *user) {
     (void)kv; (void)key;
     return dp_mpi_allreduce((dp_mpi *)user, merged, priority);
+}
+/* dp_kv_init's record of a rank: key, status (dp_result), dtype, ndim, dims */
+enum { DP__MPI_REC_KEY, DP__MPI_REC_STATUS, DP__MPI_REC_DTYPE, DP__MPI_REC_NDIM, DP__MPI_REC_DIMS, DP__MPI_REC = DP__MPI_REC_DIMS + DP_MAX_DIMS };
+static void dp__mpi_rec_text(const int64_t *rec, char *buf, size_t cap) {
+    dp_shape s;
+    char sb[160];
+    int i;
+    memset(&s, 0, sizeof s);
+    s.ndim = (int32_t)rec[DP__MPI_REC_NDIM];
+    for (i = 0; i < s.ndim && i < DP_MAX_DIMS; i++) s.dims[i] = rec[DP__MPI_REC_DIMS + i];
+    snprintf(buf, cap, "%s %s", dp_dtype_name((dp_dtype)rec[DP__MPI_REC_DTYPE]), dp_shape_format(&s, sb, sizeof sb));
+}
+/* The dist_sync store's global initialisation: every rank's key, shape,
+   dtype and outcome go to every rank (one allgather), so every rank reaches
+   the same verdict; then rank 0's value is broadcast into stored. The value
+   is waited for first, so that its failure counts as this rank's. */
+static dp_result dp__mpi_kv_init(dp_kvstore *kv, int key, dp_ndarray *stored, dp_result local, void *user) {
+    dp_mpi *mpi = (dp_mpi *)user;
+    int64_t rec[DP__MPI_REC];
+    const int64_t *all = mpi->init_records, *bad = NULL;
+    dp__mpi_item it;
+    dp_failure f;
+    dp_result r;
+    char mine[200], theirs[200];
+    int q, i;
+    (void)kv;
+    memset(rec, 0, sizeof rec);
+    rec[DP__MPI_REC_KEY] = key; rec[DP__MPI_REC_STATUS] = local;
+    if (local == DP_OK && dp_shape_size(dp_nd_shape(stored)) > INT_MAX) {
+        DP__LOG(mpi->eng, DP_LOG_ERROR, ND_ARGS, "rank %d: dp_kv_init key %d: more than INT_MAX elements, the limit of a dist_sync key", mpi->rank, key);
+        rec[DP__MPI_REC_STATUS] = DP_ERROR_INVALID_ARGS;
+    }
+    memset(&f, 0, sizeof f);
+    if (rec[DP__MPI_REC_STATUS] == DP_OK && dp_wait_var(mpi->eng, dp_nd_var(stored), &f) != DP_OK) {
+        DP__LOG(mpi->eng, DP_LOG_ERROR, ND_ARGS, "rank %d: dp_kv_init key %d: its value failed (%s: %s)", mpi->rank, key,
+                f.op_name[0] ? f.op_name : "?", f.message[0] ? f.message : "no message");
+        rec[DP__MPI_REC_STATUS] = DP_ERROR_OP_FAILED;
+    }
+    if (stored) {
+        rec[DP__MPI_REC_DTYPE] = dp_nd_dtype(stored); rec[DP__MPI_REC_NDIM] = dp_nd_shape(stored)->ndim;
+        for (i = 0; i < dp_nd_shape(stored)->ndim; i++) rec[DP__MPI_REC_DIMS + i] = dp_nd_shape(stored)->dims[i];
+    }
+    memset(&it, 0, sizeof it);
+    it.kind = DP__MPI_ALLGATHER; it.data = rec; it.recv = mpi->init_records; it.count = DP__MPI_REC; it.type = MPI_INT64_T;
+    if ((r = dp__mpi_blocking(mpi, &it, "dp_kv_init")) != DP_OK) return r;
+    for (q = 0; q < mpi->size && !bad; q++) if (all[q * DP__MPI_REC + DP__MPI_REC_STATUS] != DP_OK) bad = all + q * DP__MPI_REC;
+    if (bad) {
+        q = (int)((bad - all) / DP__MPI_REC);
+        r = (dp_result)bad[DP__MPI_REC_STATUS];
+        if (q != mpi->rank)
+            DP__LOG(mpi->eng, DP_LOG_ERROR, ND_ARGS, "rank %d: dp_kv_init key %d: rank %d failed to initialise key %lld (%s, logged there), so no rank adds it",
+                    mpi->rank, key, q, (long long)bad[DP__MPI_REC_KEY], dp_result_string(r));
+        return r;
+    }
+    for (q = 1; q < mpi->size && !bad; q++) {
+        const int64_t *o = all + q * DP__MPI_REC;
+        if (o[DP__MPI_REC_KEY] != all[DP__MPI_REC_KEY] || o[DP__MPI_REC_DTYPE] != all[DP__MPI_REC_DTYPE] || o[DP__MPI_REC_NDIM] != all[DP__MPI_REC_NDIM]
+            || memcmp(o + DP__MPI_REC_DIMS, all + DP__MPI_REC_DIMS, sizeof *o * (size_t)all[DP__MPI_REC_NDIM]) != 0) bad = o;
+    }
+    if (bad) {
+        q = (int)((bad - all) / DP__MPI_REC);
+        dp__mpi_rec_text(all, mine, sizeof mine); dp__mpi_rec_text(bad, theirs, sizeof theirs);
+        if (bad[DP__MPI_REC_KEY] != all[DP__MPI_REC_KEY])
+            DP__LOG(mpi->eng, DP_LOG_ERROR, ND_ARGS, "rank %d: dp_kv_init: rank %d initialises key %lld (%s) where rank 0 initialises key %lld (%s): "
+                    "every rank must initialise the same keys in the same order; no rank adds either", mpi->rank, q, (long long)bad[DP__MPI_REC_KEY], theirs,
+                    (long long)all[DP__MPI_REC_KEY], mine);
+        else
+            DP__LOG(mpi->eng, DP_LOG_ERROR, ND_ARGS, "rank %d: dp_kv_init key %d: rank %d gives %s, rank 0 gives %s: every rank must initialise a key "
+                    "with the same shape and dtype; no rank adds it", mpi->rank, key, q, theirs, mine);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    /* every rank agrees: rank 0's value into stored, which nothing else
+       uses yet (the key is not in the store, its copy is done) */
+    memset(&it, 0, sizeof it);
+    it.kind = DP__MPI_BCAST; it.data = dp_nd_data(stored); it.count = (int)dp_shape_size(dp_nd_shape(stored));
+    switch (dp_dtype_size(dp_nd_dtype(stored))) {
+    case 8: it.type = MPI_UINT64_T; break;
+    case 4: it.type = MPI_UINT32_T; break;
+    case 2: it.type = MPI_UINT16_T; break;
+    default: it.type = MPI_UINT8_T; break;
+    }
+    return dp__mpi_blocking(mpi, &it, "dp_kv_init");
 }
 DP_IMPL dp_result dp_mpi_create(dp_engine *eng, const dp_mpi_desc *desc, dp_mpi **out) {
     dp_mpi *mpi;
@@ -547,7 +694,7 @@ DP_IMPL dp_result dp_mpi_create(dp_engine *eng, const dp_mpi_desc *desc, dp_mpi 
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_mpi_create: %s", dp__mpi_exists ? "one dp_mpi per process" : "NULL engine or out, or a negative timeout");
         return DP_ERROR_INVALID_ARGS;
     }
-    if ((mpi = (dp_mpi *)calloc(1, sizeof *mpi)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    if ((mpi = (dp_mpi *)calloc(1, sizeof *mpi)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_mpi_create"); return DP_ERROR_OUT_OF_MEMORY; }
     mpi->eng = eng;
     mpi->timeout_ms = desc && desc->timeout_ms ? desc->timeout_ms : env && atoi(env) > 0 ? atoi(env) : 60000;
     env = getenv("DEPENG_MPI_CHUNK_BYTES");
@@ -555,6 +702,7 @@ DP_IMPL dp_result dp_mpi_create(dp_engine *eng, const dp_mpi_desc *desc, dp_mpi 
     pthread_mutex_init(&mpi->m, NULL);
     pthread_cond_init(&mpi->cv, NULL);
     if (pthread_create(&mpi->thread, NULL, dp__mpi_thread, mpi) != 0) {
+        DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "dp_mpi_create: the progress thread could not be started");
         pthread_mutex_destroy(&mpi->m); pthread_cond_destroy(&mpi->cv); free(mpi);
         return DP_ERROR_THREAD;
     }
@@ -569,6 +717,11 @@ DP_IMPL dp_result dp_mpi_create(dp_engine *eng, const dp_mpi_desc *desc, dp_mpi 
         return DP_ERROR_BACKEND;
     }
     dp__mpi_exists = 1;
+    if ((mpi->init_records = (int64_t *)calloc((size_t)mpi->size, sizeof(int64_t) * DP__MPI_REC)) == NULL) {
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_mpi_create: out of memory for %d ranks' records", mpi->size);
+        dp_mpi_destroy(mpi);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
     *out = mpi;
     return DP_OK;
 }
@@ -583,6 +736,7 @@ DP_IMPL dp_result dp_mpi_destroy(dp_mpi *mpi) {
     broken = mpi->broken;
     if (broken) DP__LOG(mpi->eng, DP_LOG_ERROR, BACKEND, "rank %d: MPI left unfinalised after a failed collective: %s", mpi->rank, mpi->broken_why);
     pthread_mutex_destroy(&mpi->m); pthread_cond_destroy(&mpi->cv);
+    free(mpi->init_records);
     free(mpi);
     dp__mpi_exists = 0;
     return broken ? DP_ERROR_BACKEND : DP_OK;
@@ -602,13 +756,13 @@ DP_IMPL int dp_mpi_size(const dp_mpi *mpi) { return mpi ? mpi->size : -1; }
 DP_IMPL dp_result dp_mpi_kv_create(dp_mpi *mpi, const dp_kvstore_desc *desc, dp_kvstore **out) {
     dp_kvstore_desc d;
     if (out) *out = NULL;
-    if (!mpi || (desc && desc->global_reduce)) {
-        DP__LOG(mpi ? mpi->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_mpi_kv_create: %s", !mpi ? "NULL dp_mpi" : "desc->global_reduce is set already");
+    if (!mpi || (desc && (desc->global_reduce || desc->global_init))) {
+        DP__LOG(mpi ? mpi->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_mpi_kv_create: %s", !mpi ? "NULL dp_mpi" : "desc->global_reduce or global_init is set already");
         return DP_ERROR_INVALID_ARGS;
     }
     memset(&d, 0, sizeof d);
     if (desc) d = *desc;
-    d.global_reduce = dp__mpi_kv_reduce; d.global_user = mpi;
+    d.global_reduce = dp__mpi_kv_reduce; d.global_init = dp__mpi_kv_init; d.global_user = mpi;
     return dp_kv_create(mpi->eng, &d, out);
 }
 #endif /* DEPENG_MPI_IMPLEMENTATION */

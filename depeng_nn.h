@@ -407,7 +407,10 @@ DP_API void dp_iter_destroy(dp_iter *it);
    DP_ERROR_INVALID_ARGS for NULL arguments, an unknown or repeated key,
    shapes or dtypes that differ from the key's, arrays of another engine, an
    unknown optimizer; DP_ERROR_BAD_CONTEXT for a store context that is not
-   the CPU; DP_ERROR_OUT_OF_MEMORY (nothing pushed for that call). */
+   the CPU; DP_ERROR_OUT_OF_MEMORY, logged (a failed dp_kv_init adds no key;
+   a failed push may have pushed its sum without the update, so the stored
+   array stays as it was, and a failed pull the outputs before the one that
+   failed). */
 typedef struct dp_kvstore dp_kvstore;
 /* An updater: pushes the operations that update stored from merged (the
    summed gradient), e.g. through dp_invoke; called inside dp_kv_push
@@ -420,10 +423,21 @@ typedef dp_result (*dp_kv_updater_fn)(dp_kvstore *kv, int key, dp_ndarray *merge
    Called inside dp_kv_push, after the local sum is pushed, before the
    update. */
 typedef dp_result (*dp_kv_reduce_fn)(dp_kvstore *kv, int key, dp_ndarray *merged, int priority, void *user);
+/* A global initialisation: makes every process agree on a key's initial
+   value (depeng_mpi.h's checks shapes and dtypes across processes and
+   broadcasts process 0's). Called inside dp_kv_init on every call, failed
+   ones included, with this process's outcome so far: local DP_OK and
+   stored the key's new array (the copy of the value pushed, perhaps not
+   done), or local the error dp_kv_init is about to return and stored
+   NULL. Returns DP_OK to add the key (stored then holds the agreed value,
+   or ops pushed on it will write it), else the error dp_kv_init returns;
+   it must not fail on one process and succeed on another. */
+typedef dp_result (*dp_kv_init_fn)(dp_kvstore *kv, int key, dp_ndarray *stored, dp_result local, void *user);
 typedef struct dp_kvstore_desc {
     dp_ctx ctx;                     /* where stored arrays live: CPU (zeroed: CPU 0) */
     dp_kv_reduce_fn global_reduce;  /* NULL: this process only ("local") */
-    void *global_user;
+    void *global_user;              /* passed to both hooks */
+    dp_kv_init_fn global_init;      /* NULL: dp_kv_init keeps this process's value */
 } dp_kvstore_desc;
 /* Makes a store on eng (desc NULL: CPU 0, local). Any thread. */
 DP_API dp_result dp_kv_create(dp_engine *eng, const dp_kvstore_desc *desc, dp_kvstore **out);
@@ -432,7 +446,15 @@ DP_API dp_result dp_kv_create(dp_engine *eng, const dp_kvstore_desc *desc, dp_kv
    thread (one at a time per store, as every dp_kv_ call below). */
 DP_API void dp_kv_destroy(dp_kvstore *kv);
 /* Adds key with a copy of value (any context; pushed as an op). A key
-   given twice is DP_ERROR_INVALID_ARGS. The store's thread. */
+   given twice is DP_ERROR_INVALID_ARGS. With a global initialisation
+   (desc.global_init; dp_mpi_kv_create's dist_sync store has one) every
+   process must call it for the same keys in the same order: the key then
+   holds process 0's value on every process, whatever the others passed
+   (MXNet's rule), and a key, shape or dtype that differs from process 0's,
+   or a failure on any process, fails the call on every process with the
+   same code (depeng_mpi.h says which) and adds the key nowhere. The
+   store's thread; with a global initialisation not from inside an engine
+   operation (it may block until every process has called it). */
 DP_API dp_result dp_kv_init(dp_kvstore *kv, int key, dp_ndarray *value);
 /* Sets the updater function (NULL: the sum replaces the stored array),
    replacing an optimizer. Applies to later pushes. The store's thread. */
@@ -3216,6 +3238,7 @@ static void dpn__kv_entry_release(dpn__kv_entry *e) {
     int i;
     dp_nd_release(e->stored); dp_nd_release(e->merged);
     for (i = 0; i < e->nstates; i++) dp_nd_release(e->state[i]);
+    e->stored = e->merged = NULL;
     e->nstates = 0;
 }
 DPN_IMPL void dp_kv_destroy(dp_kvstore *kv) {
@@ -3225,28 +3248,33 @@ DPN_IMPL void dp_kv_destroy(dp_kvstore *kv) {
     dp_engine_free(kv->eng, kv->entries, sizeof *kv->entries * (size_t)kv->cap);
     dp_engine_free(kv->eng, kv, sizeof *kv);
 }
+/* Every failure is decided before the global initialisation, which every
+   process reaches (a process that returned early would leave the others
+   waiting for it); after it nothing can fail. */
 DPN_IMPL dp_result dp_kv_init(dp_kvstore *kv, int key, dp_ndarray *value) {
     dpn__kv_entry e, *at;
-    dp_result r;
+    dp_result r = DP_OK;
     int pos;
     if (!dpn__kv_checked(kv, "dp_kv_init")) return DP_ERROR_INVALID_ARGS;
-    if (!value || dp_nd_engine(value) != kv->eng || dpn__kv_find(kv, key)) {
-        DPN__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_init key %d: %s", key, !value ? "NULL array" : dpn__kv_find(kv, key) ? "initialised already" : "an array of another engine");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    if (kv->count == kv->cap) {
-        int cap = kv->cap ? 2 * kv->cap : 8;
-        dpn__kv_entry *grown = (dpn__kv_entry *)dpn__realloc(kv->eng, kv->entries, sizeof *grown * (size_t)kv->cap, sizeof *grown * (size_t)cap);
-        if (!grown) { DPN__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_init key %d", key); return DP_ERROR_OUT_OF_MEMORY; }
-        kv->entries = grown; kv->cap = cap;
-    }
     memset(&e, 0, sizeof e);
     e.key = key;
-    if ((r = dp_nd_copy_to(value, kv->desc.ctx, &e.stored)) != DP_OK
-        || (r = dp_nd_empty(kv->eng, dp_nd_shape(value), dp_nd_dtype(value), kv->desc.ctx, &e.merged)) != DP_OK) {
-        dpn__kv_entry_release(&e);
-        return r;
+    if (!value || dp_nd_engine(value) != kv->eng || dpn__kv_find(kv, key)) {
+        DPN__LOG(kv->eng, DP_LOG_ERROR, ND_ARGS, "dp_kv_init key %d: %s", key, !value ? "NULL array" : dpn__kv_find(kv, key) ? "initialised already" : "an array of another engine");
+        r = DP_ERROR_INVALID_ARGS;
+    } else if (kv->count == kv->cap) {
+        int cap = kv->cap ? 2 * kv->cap : 8;
+        dpn__kv_entry *grown = (dpn__kv_entry *)dpn__realloc(kv->eng, kv->entries, sizeof *grown * (size_t)kv->cap, sizeof *grown * (size_t)cap);
+        if (!grown) { DPN__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_init key %d", key); r = DP_ERROR_OUT_OF_MEMORY; }
+        else { kv->entries = grown; kv->cap = cap; }
     }
+    if (r == DP_OK && ((r = dp_nd_copy_to(value, kv->desc.ctx, &e.stored)) != DP_OK
+                       || (r = dp_nd_empty(kv->eng, dp_nd_shape(value), dp_nd_dtype(value), kv->desc.ctx, &e.merged)) != DP_OK))
+        dpn__kv_entry_release(&e);
+    if (kv->desc.global_init) {
+        dp_result g = kv->desc.global_init(kv, key, r == DP_OK ? e.stored : NULL, r, kv->desc.global_user);
+        if (r == DP_OK && g != DP_OK) { dpn__kv_entry_release(&e); r = g; }
+    }
+    if (r != DP_OK) return r;
     for (pos = kv->count; pos > 0 && kv->entries[pos - 1].key > key; pos--) kv->entries[pos] = kv->entries[pos - 1];
     at = &kv->entries[pos];
     *at = e;
@@ -3290,7 +3318,8 @@ typedef struct dpn__kv_sum_arg {
     dp_engine *eng;
     dp_ndarray *dst;
     dp_ndarray **src;
-    int n;
+    int n;          /* sources held so far */
+    int cap;        /* sources allocated for: the size it is freed with */
 } dpn__kv_sum_arg;
 static size_t dpn__kv_sum_arg_size(int n) { return sizeof(dpn__kv_sum_arg) + (size_t)n * (sizeof(dp_ndarray *) + sizeof(dp_var)); }
 static void dpn__kv_sum_free(void *arg) {
@@ -3298,7 +3327,7 @@ static void dpn__kv_sum_free(void *arg) {
     int i;
     for (i = 0; i < s->n; i++) dp_nd_release(s->src[i]);
     dp_nd_release(s->dst);
-    dp_engine_free(s->eng, s, dpn__kv_sum_arg_size(s->n));
+    dp_engine_free(s->eng, s, dpn__kv_sum_arg_size(s->cap));
 }
 #define DPN__KV_SUM(T) do { \
         T *y = (T *)dp_nd_data(s->dst); \
@@ -3333,7 +3362,7 @@ static dp_result dpn__kv_push_sum(dp_kvstore *kv, dpn__kv_entry *e, dp_ndarray *
     dp_result r = DP_OK;
     int i;
     if (!s) { DPN__LOG(kv->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_kv_push key %d", e->key); return DP_ERROR_OUT_OF_MEMORY; }
-    s->eng = kv->eng; s->n = 0;
+    s->eng = kv->eng; s->n = 0; s->cap = count;
     s->src = (dp_ndarray **)(void *)(s + 1);
     reads = (dp_var *)(void *)(s->src + count);
     s->dst = dp_nd_retain(e->merged);

@@ -4,7 +4,8 @@
    The workload uses most of depeng through its public API: engine create,
    variables, sync and async pushes, pre-created ops, variable deletes, waits
    (plain and timed), arrays, a dozen operators, autograd backward, the three
-   optimizers, a bound executor, .npy / .npz / CSV save and load, the batch
+   optimizers, a bound executor, the KVStore (two stores, an optimizer,
+   values on two CPU devices), .npy / .npz / CSV save and load, the batch
    iterator, destroy.
    It runs once with no failure, as the reference; every value a read hands
    back is recorded. Then, on each engine kind and in two modes, it runs
@@ -17,7 +18,8 @@
    the number the reference run made). Each run is a
    child process with a watchdog. A run passes when it did not crash or hang,
    every read that returned DP_OK gave the reference's values (a wrong "OK" is
-   a lost failure), nothing is outstanding in the allocator after
+   a lost failure), every dp_kv_ call that failed said out of memory and
+   logged it, nothing is outstanding in the allocator after
    dp_engine_destroy, and LeakSanitizer (in the sanitizer build) finds no
    leak. A workload step whose call returns an error stops that step: the
    caller was told, so what depends on it is not checked.
@@ -69,6 +71,29 @@ static long g_error_lines;
 static void quiet(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
     (void)tag; (void)item; (void)msg; (void)line; (void)file; (void)user;
     if (level <= DP_LOG_ERROR) __atomic_add_fetch(&g_error_lines, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- two fake GPUs whose memory is host memory (the KVStore's GPU paths) ---- */
+static int fake_count(void *u) { (void)u; return 2; }
+static int fake_set(int dev, void *u) { (void)dev; (void)u; return 0; }
+static int fake_stream_create(int dev, int is_copy, void **out, void *u) { static int stream; (void)dev; (void)is_copy; (void)u; *out = &stream; return 0; }
+static int fake_stream_destroy(int dev, void *st, void *u) { (void)dev; (void)st; (void)u; return 0; }
+static int fake_sync(int dev, void *st, void *u) { (void)dev; (void)st; (void)u; return 0; }
+static const char *fake_err(int e, void *u) { (void)e; (void)u; return "fake GPU error"; }
+static int fake_mem_alloc(int dev, size_t size, void **out, void *u) { (void)dev; (void)u; *out = malloc(size ? size : 1); return *out ? 0 : 2; }
+static int fake_mem_free(int dev, void *p, void *u) { (void)dev; (void)u; free(p); return 0; }
+static int fake_copy(void *dst, const void *src, size_t n, int kind, int dev, void *stream, void *u) {
+    (void)kind; (void)dev; (void)stream; (void)u;
+    memcpy(dst, src, n);
+    return 0;
+}
+static dp_device_backend g_fake_gpu;
+static dp_memory_backend g_fake_gpu_memory;
+static void fake_gpu_setup(void) {
+    g_fake_gpu.name = "fake"; g_fake_gpu.device_count = fake_count; g_fake_gpu.set_device = fake_set;
+    g_fake_gpu.stream_create = fake_stream_create; g_fake_gpu.stream_destroy = fake_stream_destroy;
+    g_fake_gpu.stream_synchronize = fake_sync; g_fake_gpu.error_string = fake_err;
+    g_fake_gpu_memory.mem_alloc = fake_mem_alloc; g_fake_gpu_memory.mem_free = fake_mem_free; g_fake_gpu_memory.mem_copy = fake_copy;
 }
 
 /* ---- checkpoints: what the reference run read, and the checks against it ---- */
@@ -315,6 +340,67 @@ out:
     dp_nd_release(args[0]); dp_nd_release(args[1]); dp_nd_release(args[2]); dp_nd_release(grads[1]); dp_nd_release(grads[2]);
 }
 
+/* The KVStore: a store with an optimizer (momentum: states made on the first
+   push), a value from a (fake) GPU, gradients on two CPU devices and a GPU
+   summed into it and pulled back to a CPU device and a GPU (through its copy
+   queue); a second store, on CPU 1, with no updater and nine int32 keys
+   initialised in descending order (its key table grows past 8 and stays
+   sorted). Every dp_kv_ call that fails must return
+   DP_ERROR_OUT_OF_MEMORY with a log line (KV_TRY): allocation is all that
+   can fail here. */
+static long g_bad_codes;
+static void kv_refused(const char *call, dp_result r) {
+    const char *msg = dp_last_error();
+    if (r == DP_ERROR_OUT_OF_MEMORY && msg[0]) return;
+    fprintf(stderr, "  %s: %s, %s%s\n", call, dp_result_string(r), msg[0] ? "logged " : "no log line", msg);
+    g_bad_codes++;
+}
+#define KV_TRY(call) do { dp_result r_; dp_clear_last_error(); if ((r_ = (call)) != DP_OK) { kv_refused(#call, r_); goto out; } } while (0)
+static void kvstore_steps(dp_engine *e) {
+    static const float w0[6] = {1, 2, 3, 4, 5, 6};
+    static const float g0[6] = {0.5f, -1, 1.5f, -2, 2.5f, -3}, g1[6] = {0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f};
+    static const float g2[6] = {1, 1, 1, -1, -1, -1};
+    dp_ctx cpu0 = {DP_DEV_CPU, 0}, cpu1 = {DP_DEV_CPU, 1}, gpu0 = {DP_DEV_GPU, 0}, gpu1 = {DP_DEV_GPU, 1};
+    dp_shape s23 = shape2(2, 3), s4 = shape1(4);
+    dp_kvstore *kv = NULL, *sums = NULL;
+    dp_kvstore_desc sd;
+    dp_optimizer_desc opt;
+    dp_ndarray *w = NULL, *g[3] = {NULL, NULL, NULL}, *outs[2] = {NULL, NULL}, *iv = NULL, *twice[2], *isum = NULL;
+    int step, key;
+    KV_TRY(dp_kv_create(e, NULL, &kv));
+    memset(&opt, 0, sizeof opt);
+    opt.update = "sgd_mom_update"; opt.params[0] = dp_param_float("lr", 0.5); opt.params[1] = dp_param_float("momentum", 0.9);
+    KV_TRY(dp_kv_set_optimizer(kv, &opt));
+    TRY(dp_nd_from_host(e, &s23, DP_FLOAT32, gpu1, w0, &w));
+    KV_TRY(dp_kv_init(kv, 3, w));                     /* copied from GPU 1 to the store's CPU 0 */
+    TRY(dp_nd_from_host(e, &s23, DP_FLOAT32, cpu0, g0, &g[0]));
+    TRY(dp_nd_from_host(e, &s23, DP_FLOAT32, cpu1, g1, &g[1]));
+    TRY(dp_nd_from_host(e, &s23, DP_FLOAT32, gpu0, g2, &g[2]));
+    TRY(dp_nd_zeros(e, &s23, DP_FLOAT32, cpu1, &outs[0]));
+    TRY(dp_nd_zeros(e, &s23, DP_FLOAT32, gpu0, &outs[1]));
+    for (step = 0; step < 2; step++) {
+        KV_TRY(dp_kv_push(kv, 3, g, 3, step));        /* three devices' gradients, summed */
+        KV_TRY(dp_kv_pull(kv, 3, outs, 2, step));     /* the update back to a CPU device and a GPU */
+    }
+    TRY(check_array("kv: w after 2 momentum steps, CPU 1", outs[0]));
+    TRY(check_array("kv: w after 2 momentum steps, GPU 0", outs[1]));
+    memset(&sd, 0, sizeof sd);
+    sd.ctx = cpu1;
+    KV_TRY(dp_kv_create(e, &sd, &sums));
+    TRY(dp_nd_arange(e, 0, 4, 1, DP_INT32, cpu0, &iv));
+    for (key = 9; key >= 1; key--) KV_TRY(dp_kv_init(sums, key, iv));
+    TRY(dp_nd_zeros(e, &s4, DP_INT32, cpu0, &isum));
+    twice[0] = twice[1] = iv;
+    KV_TRY(dp_kv_push(sums, 5, twice, 2, 0));
+    KV_TRY(dp_kv_pull(sums, 5, &isum, 1, 0));
+    TRY(check_array("kv: int32 key 5 after a push of it twice", isum));
+    TRY(check_array("kv: int32 key 9 as initialised", dp_kv_stored(sums, 9)));
+out:
+    dp_kv_destroy(kv); dp_kv_destroy(sums);
+    dp_nd_release(w); dp_nd_release(g[0]); dp_nd_release(g[1]); dp_nd_release(g[2]); dp_nd_release(outs[0]); dp_nd_release(outs[1]);
+    dp_nd_release(iv); dp_nd_release(isum);
+}
+
 static char g_dir[64];
 static void file_steps(dp_engine *e) {
     dp_ctx cpu = {0, 0};
@@ -379,7 +465,7 @@ out:
 
 /* One run of the workload on an engine kind. Returns the exit status the
    parent reads (clear of the sanitizers' 1 and LeakSanitizer's 23). */
-enum { RUN_PASSED = 0, RUN_NOTHING_REFUSED = 10, RUN_WRONG = 11, RUN_OUTSTANDING = 12, RUN_DESTROY = 14 };
+enum { RUN_PASSED = 0, RUN_NOTHING_REFUSED = 10, RUN_WRONG = 11, RUN_OUTSTANDING = 12, RUN_DESTROY = 14, RUN_BAD_CODE = 15 };
 static int run_workload(dp_engine_type type) {
     dp_engine_desc desc;
     dp_engine *e = NULL;
@@ -388,18 +474,25 @@ static int run_workload(dp_engine_type type) {
     desc.type = type; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
     desc.allocator.alloc = fault_alloc; desc.allocator.free = fault_free;
     desc.logger.func = quiet;
+    desc.gpu_backend = &g_fake_gpu;
     r = dp_engine_create(&desc, &e);
     if (r != DP_OK) check_failure("dp_engine_create", r, 0);
     else {
+        dp_storage_desc sd;
+        memset(&sd, 0, sizeof sd);
+        sd.memory = &g_fake_gpu_memory;
+        dp_storage_configure(e, &sd);    /* refused: the GPU arrays below fail, and their steps stop */
         engine_steps(e);
         array_steps(e);
         autograd_and_optimizer_steps(e);
         executor_steps(e);
+        kvstore_steps(e);
         file_steps(e);
         r = dp_engine_destroy(e, NULL);
         if (r != DP_OK && r != DP_ERROR_OP_FAILED) { fprintf(stderr, "  destroy: %s\n", dp_result_string(r)); return RUN_DESTROY; }
     }
     if (g_wrong) return RUN_WRONG;
+    if (g_bad_codes) return RUN_BAD_CODE;
     if (__atomic_load_n(&g_outstanding, __ATOMIC_RELAXED) != 0) {
         fprintf(stderr, "  %ld bytes outstanding after destroy\n", g_outstanding);
         return RUN_OUTSTANDING;
@@ -412,7 +505,7 @@ static int run_workload(dp_engine_type type) {
 static const char *kind_name(dp_engine_type t) {
     return t == DP_ENGINE_NAIVE ? "naive" : t == DP_ENGINE_POOLED ? "pooled" : "perdevice";
 }
-typedef struct { long tried, crashes, hangs, leaks, wrong, destroy; } tally;
+typedef struct { long tried, crashes, hangs, leaks, wrong, destroy, codes; } tally;
 /* Runs k in a child; 1 when k was past the workload's last allocation. */
 static int run_one(dp_engine_type type, int mode, long k, tally *t) {
     pid_t pid;
@@ -438,6 +531,7 @@ static int run_one(dp_engine_type type, int mode, long k, tally *t) {
     case RUN_WRONG: t->wrong++; break;
     case RUN_OUTSTANDING: t->leaks++; break;
     case RUN_DESTROY: t->destroy++; break;
+    case RUN_BAD_CODE: t->codes++; break;
     case 23: t->leaks++; break;      /* LeakSanitizer */
     default: t->crashes++; break;    /* a sanitizer's report */
     }
@@ -450,6 +544,7 @@ int main(int argc, char **argv) {
     const char *which = argc > 1 ? argv[1] : "all";
     long max_k = argc > 2 ? atol(argv[2]) : 100000;
     int passed = 0, failed = 0, i, mode;
+    fake_gpu_setup();
     snprintf(g_dir, sizeof g_dir, "/tmp/depeng_faults_%ld", (long)getpid());
     if (mkdir(g_dir, 0700) != 0) { perror(g_dir); return 1; }
     if (argc > 3) {   /* faults KIND K only|from: one run, in this process (for a debugger) */
@@ -488,10 +583,10 @@ int main(int argc, char **argv) {
                tried, then on until a run refuses nothing */
             for (k = 1; k <= max_k; k++)
                 if (run_one(type, mode, k, &t) && k > ref_allocs) break;
-            ok = !t.crashes && !t.hangs && !t.leaks && !t.wrong && !t.destroy && k <= max_k;
+            ok = !t.crashes && !t.hangs && !t.leaks && !t.wrong && !t.destroy && !t.codes && k <= max_k;
             printf("%s %s %s: k = 1..%ld (%ld allocations in the reference run): %ld crashes, %ld hangs, %ld leaks, "
-                   "%ld lost failures, %ld bad destroys%s\n", ok ? "PASS" : "FAIL", kind_name(type),
-                   mode == MODE_ONLY_K ? "only-k" : "from-k", t.tried, ref_allocs, t.crashes, t.hangs, t.leaks, t.wrong, t.destroy,
+                   "%ld lost failures, %ld bad destroys, %ld wrong codes%s\n", ok ? "PASS" : "FAIL", kind_name(type),
+                   mode == MODE_ONLY_K ? "only-k" : "from-k", t.tried, ref_allocs, t.crashes, t.hangs, t.leaks, t.wrong, t.destroy, t.codes,
                    k > max_k ? " (stopped at max_k)" : "");
             if (ok) passed++; else failed++;
         }

@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
-# tests/mpi_check.sh BINARY - the MPI half under mpirun (make mpi-test):
+# tests/mpi_check.sh MPI_DIGITS [MPI_KV_INIT] - the MPI half under mpirun
+# (make mpi-test):
 #  - 2 and 4 ranks training the digits MLP data-parallel reach the weights of
 #    one process (largest difference <= 1e-4), the same weights on every
 #    rank (checksums) and the same test accuracy; also with the allreduce
 #    cut into pieces of 1000 bytes;
+#  - 2 and 4 ranks initialising the dist_sync store's keys differently
+#    (MPI_KV_INIT, default: mpi_kv_init beside MPI_DIGITS): different values
+#    give every rank rank 0's, and training stays identical; a different
+#    shape, dtype or key, or a failure on one rank, fails dp_kv_init on every
+#    rank with a log line, and the program ends cleanly well before the
+#    collectives' timeout (so nothing waited for it);
 #  - a rank that stops answering: the others fail their collective after
 #    DEPENG_MPI_TIMEOUT_MS and the job exits non-zero within 60 s;
 #  - a rank killed (SIGKILL) mid-training: the job exits non-zero within 60 s.
 # Runs as root in CI, and 4 ranks on 2 cores: mpirun gets --allow-run-as-root
 # and --oversubscribe (and Open MPI's OMPI_ALLOW_RUN_AS_ROOT variables).
 set -u
-bin=${1:?usage: tests/mpi_check.sh build/mpi_digits}
+bin=${1:?usage: tests/mpi_check.sh build/mpi_digits [build/mpi_kv_init]}
+kv_init_bin=${2:-$(dirname "$bin")/mpi_kv_init}
 cd "$(dirname "$0")/.." || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 MPIRUN=(mpirun --allow-run-as-root --oversubscribe --bind-to none)
@@ -42,6 +50,24 @@ if DEPENG_MPI_CHUNK_BYTES=1000 timeout 300 "${MPIRUN[@]}" -x DEPENG_MPI_CHUNK_BY
    && [ "$(grep -c 'largest difference' "$log")" -eq 2 ]; then
     ok "2 ranks, allreduce in pieces of 1000 bytes: the one-process weights within 1e-4"
 else ko "2 ranks, allreduce in pieces of 1000 bytes" "$log"; fi
+
+# ranks that initialise a key differently: each dp_kv_init fails on every
+# rank or gives every rank rank 0's value; a hang would end in the 30 s
+# timeout ("not done after"), so the run must be done well before it; with
+# 4 ranks the broadcast goes in pieces of 8 bytes
+for n in 2 4; do
+    log=$tmp/kv_init$n.log
+    chunk=0; [ $n -eq 4 ] && chunk=8
+    start=$(date +%s)
+    DEPENG_MPI_CHUNK_BYTES=$chunk DEPENG_MPI_TIMEOUT_MS=30000 timeout 120 "${MPIRUN[@]}" -x DEPENG_MPI_TIMEOUT_MS -x DEPENG_MPI_CHUNK_BYTES \
+        -np $n "$kv_init_bin" > "$log" 2>&1
+    rc=$?; took=$(( $(date +%s) - start ))
+    passed=$(grep -c '^rank [0-9]*: kv init checks passed' "$log")
+    refused=$(grep -c '^rank [0-9]*: dp_kv_init key [0-9]*: invalid arguments' "$log")
+    if [ $rc -eq 0 ] && [ "$passed" -eq $n ] && [ "$refused" -eq $((4 * n)) ] && [ $took -lt 25 ] && ! grep -q 'not done after' "$log"; then
+        ok "$n ranks initialising differently: rank 0's value everywhere, identical training, 4 mismatches refused on every rank, clean exit in ${took} s$([ $chunk -gt 0 ] && echo " (broadcast in pieces of $chunk bytes)")"
+    else ko "$n ranks initialising differently (exit $rc after ${took} s, $passed ranks passed, $refused refusals of $((4 * n)))" "$log"; fi
+done
 
 # a rank that hangs: the collective times out on the others
 start=$(date +%s)

@@ -1,5 +1,6 @@
 /* tests/mpi_digits.c - the MPI half under mpirun (tests/mpi_check.sh runs
-   it): first allreduce of int32 and float64 arrays and a barrier, checked;
+   it): first allreduce of int32, float64, float32 and int8 arrays (float16
+   and bool refused) and a barrier, checked;
    then data-parallel training of the digits MLP (tests/kv_digits.h) with a
    dist_sync store: each of the N ranks trains 1/N of every batch.
      --epochs E        epochs (default 2)
@@ -44,6 +45,16 @@ static int check_collectives(dp_engine *eng, dp_mpi *mpi) {
             && dp_nd_read(c, fv, sizeof fv, NULL) == DP_OK;
         for (k = 0; ok && k < N; k++) ok = fv[k] == (float)(size * (size - 1) / 2 + size * k);
         dp_nd_release(c);
+    }
+    if (ok) {        /* int8 wraps around as NumPy's sum; float16 and bool have no MPI sum: refused on every rank */
+        int8_t i8[2] = {100, -100};
+        dp_shape s2 = {1, {2}};
+        dp_ndarray *c = NULL, *h = NULL, *bl = NULL;
+        ok = dp_nd_from_host(eng, &s2, DP_INT8, kvd_ctx(0), i8, &c) == DP_OK && dp_mpi_allreduce(mpi, c, 0) == DP_OK
+            && dp_nd_read(c, i8, sizeof i8, NULL) == DP_OK && i8[0] == (int8_t)(uint8_t)(100 * size) && i8[1] == (int8_t)(uint8_t)(-100 * size);
+        ok = ok && dp_nd_zeros(eng, &s2, DP_FLOAT16, kvd_ctx(0), &h) == DP_OK && dp_mpi_allreduce(mpi, h, 0) == DP_ERROR_INVALID_ARGS
+            && dp_nd_zeros(eng, &s2, DP_BOOL, kvd_ctx(0), &bl) == DP_OK && dp_mpi_allreduce(mpi, bl, 0) == DP_ERROR_INVALID_ARGS;
+        dp_nd_release(c); dp_nd_release(h); dp_nd_release(bl);
     }
     ok = ok && dp_mpi_barrier(mpi) == DP_OK;
     dp_nd_release(a); dp_nd_release(b);

@@ -10,6 +10,7 @@
 #include "depeng_nn.h"
 #include "test_common.h"
 #include "kv_digits.h"
+#include <limits.h>
 #include <sched.h>    /* sched_yield: the waits below spin on a flag */
 #include <string.h>
 
@@ -254,6 +255,50 @@ static void test_global_reduce_hook(void) {
     }
 }
 
+/* ---- the global initialisation hook ---------------------------------------- */
+/* What the hook saw: each dp_kv_init calls it once, failed ones too (local
+   set, stored NULL), so that a distributed store's processes all take part
+   in its collective; its error is dp_kv_init's and the key is not added. */
+typedef struct { int calls, key, had_stored; dp_result local; } init_seen;
+static dp_result refuse_key_2(dp_kvstore *kv, int key, dp_ndarray *stored, dp_result local, void *user) {
+    init_seen *seen = (init_seen *)user;
+    (void)kv;
+    seen->calls++; seen->key = key; seen->had_stored = stored != NULL; seen->local = local;
+    if (local == DP_OK && key == 3)   /* the agreed value: 5 + 37, pushed as an op on stored */
+        return invoke_str(dp_nd_engine(stored), "add_scalar", 1, &stored, 0, NULL, NULL, 37, 1, &stored, NULL);
+    return key == 2 ? DP_ERROR_INVALID_ARGS : DP_OK;
+}
+static void test_global_init_hook(void) {
+    int e;
+    for (e = 0; e < 3; e++) {
+        dp_engine *eng = make_engine(engines[e]);
+        dp_kvstore *kv = NULL;
+        dp_kvstore_desc kd;
+        init_seen seen;
+        dp_shape s = {1, {3}};
+        dp_ndarray *w = NULL, *out = NULL;
+        float v[3];
+        memset(&kd, 0, sizeof kd); memset(&seen, 0, sizeof seen);
+        kd.global_init = refuse_key_2; kd.global_user = &seen;
+        CHECK(dp_kv_create(eng, &kd, &kv) == DP_OK);
+        CHECK(dp_nd_full(eng, &s, DP_FLOAT32, kvd_ctx(1), 5, &w) == DP_OK && dp_nd_zeros(eng, &s, DP_FLOAT32, kvd_ctx(0), &out) == DP_OK);
+        CHECK(dp_kv_init(kv, 1, w) == DP_OK && dp_kv_stored(kv, 1) != NULL);
+        CHECK(seen.calls == 1 && seen.key == 1 && seen.had_stored && seen.local == DP_OK);
+        CHECK(dp_kv_init(kv, 2, w) == DP_ERROR_INVALID_ARGS && dp_kv_stored(kv, 2) == NULL);   /* refused by the hook */
+        CHECK(seen.calls == 2 && seen.key == 2 && seen.had_stored && seen.local == DP_OK);
+        CHECK(dp_kv_init(kv, 1, w) == DP_ERROR_INVALID_ARGS);                                  /* a local failure reaches it */
+        CHECK(seen.calls == 3 && seen.key == 1 && !seen.had_stored && seen.local == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_kv_init(kv, 4, NULL) == DP_ERROR_INVALID_ARGS && dp_kv_stored(kv, 4) == NULL);
+        CHECK(seen.calls == 4 && seen.key == 4 && !seen.had_stored && seen.local == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_kv_init(kv, 3, w) == DP_OK && dp_kv_pull(kv, 3, &out, 1, 0) == DP_OK);        /* the hook's value, not w's */
+        CHECK(dp_nd_read(out, v, sizeof v, NULL) == DP_OK && v[0] == 42 && v[2] == 42);
+        CHECK(dp_kv_pull(kv, 1, &out, 1, 0) == DP_OK && dp_nd_read(out, v, sizeof v, NULL) == DP_OK && v[0] == 5 && v[2] == 5);
+        dp_nd_release(w); dp_nd_release(out);
+        dp_kv_destroy(kv);
+        CHECK(dp_engine_destroy(eng, NULL) == DP_OK);
+    }
+}
+
 /* ---- GPU arrays, on a fake device backend (host memory) ------------------------ */
 static int g_copies[3];     /* by kind: to the device, from it, device to device */
 static int fake_count(void *u) { (void)u; return 2; }
@@ -314,6 +359,78 @@ static void test_gpu_arrays(void) {
         dp_kv_destroy(kv);
         CHECK(dp_engine_destroy(eng, NULL) == DP_OK);
     }
+}
+
+/* Out of memory in a push whose gradients are on GPUs: each allocation
+   from the k-th on refused, for every k until the push and pull go through.
+   Every block must be freed with the size it was allocated with (an
+   allocator may rely on it; the sum's record was freed as if it held only
+   the gradients copied before the failure), every failure must be
+   DP_ERROR_OUT_OF_MEMORY, and nothing may be left after destroy. */
+enum { SIZED_MAX = 4096 };
+static struct { void *p[SIZED_MAX]; size_t size[SIZED_MAX]; int n; long allocs, fail_from, wrong_size, outstanding; } g_sized;
+static void *sized_alloc(size_t size, size_t align, void *user) {
+    void *p;
+    (void)align; (void)user;
+    if (++g_sized.allocs >= g_sized.fail_from || g_sized.n == SIZED_MAX || (p = malloc(size ? size : 1)) == NULL) return NULL;
+    g_sized.p[g_sized.n] = p; g_sized.size[g_sized.n++] = size;
+    g_sized.outstanding += (long)size;
+    return p;
+}
+static void sized_free(void *p, size_t size, void *user) {
+    int i;
+    (void)user;
+    if (!p) return;
+    for (i = 0; i < g_sized.n && g_sized.p[i] != p; i++) {}
+    if (i == g_sized.n || g_sized.size[i] != size) g_sized.wrong_size++;
+    if (i < g_sized.n) { g_sized.outstanding -= (long)g_sized.size[i]; g_sized.p[i] = g_sized.p[--g_sized.n]; g_sized.size[i] = g_sized.size[g_sized.n]; }
+    free(p);
+}
+static void test_out_of_memory_in_gpu_push(void) {
+    dp_device_backend be;
+    dp_memory_backend mem;
+    dp_storage_desc sd;
+    long k;
+    int done = 0, failures = 0;
+    memset(&be, 0, sizeof be); memset(&mem, 0, sizeof mem); memset(&sd, 0, sizeof sd);
+    be.name = "fake"; be.device_count = fake_count; be.set_device = fake_set; be.stream_create = fake_stream_create;
+    be.stream_destroy = fake_stream_destroy; be.stream_synchronize = fake_sync; be.error_string = fake_err;
+    mem.mem_alloc = fake_alloc; mem.mem_free = fake_free; mem.mem_copy = fake_copy;
+    sd.memory = &mem;
+    for (k = 0; k < 200 && !done; k++) {
+        dp_engine_desc d;
+        dp_engine *eng = NULL;
+        dp_kvstore *kv = NULL;
+        dp_shape s = {1, {4}};
+        dp_ctx gpu0 = {DP_DEV_GPU, 0}, gpu1 = {DP_DEV_GPU, 1};
+        dp_ndarray *w = NULL, *g[3] = {NULL, NULL, NULL}, *out = NULL;
+        dp_result r;
+        int i;
+        memset(&g_sized, 0, sizeof g_sized);
+        g_sized.fail_from = LONG_MAX;
+        memset(&d, 0, sizeof d);
+        d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.logger.func = quiet_logger; d.gpu_backend = &be;
+        d.allocator.alloc = sized_alloc; d.allocator.free = sized_free;
+        CHECK(dp_engine_create(&d, &eng) == DP_OK && dp_storage_configure(eng, &sd) == DP_OK && dp_kv_create(eng, NULL, &kv) == DP_OK);
+        CHECK(dp_nd_zeros(eng, &s, DP_FLOAT32, kvd_ctx(0), &w) == DP_OK && dp_kv_init(kv, 0, w) == DP_OK);
+        CHECK(dp_nd_full(eng, &s, DP_FLOAT32, kvd_ctx(0), 1, &g[0]) == DP_OK && dp_nd_full(eng, &s, DP_FLOAT32, gpu0, 2, &g[1]) == DP_OK);
+        CHECK(dp_nd_full(eng, &s, DP_FLOAT32, gpu1, 3, &g[2]) == DP_OK && dp_nd_zeros(eng, &s, DP_FLOAT32, gpu0, &out) == DP_OK);
+        CHECK(dp_wait_all(eng, NULL) == DP_OK);
+        g_sized.fail_from = g_sized.allocs + 1 + k;         /* from the push's k-th allocation on */
+        r = dp_kv_push(kv, 0, g, 3, 0);
+        if (r == DP_OK) r = dp_kv_pull(kv, 0, &out, 1, 0);
+        if (r == DP_OK && g_sized.allocs < g_sized.fail_from) done = 1;   /* nothing refused: past the last k */
+        if (r != DP_OK) { failures++; CHECK(r == DP_ERROR_OUT_OF_MEMORY); }
+        g_sized.fail_from = LONG_MAX;
+        dp_wait_all(eng, NULL);
+        dp_nd_release(w); dp_nd_release(out);
+        for (i = 0; i < 3; i++) dp_nd_release(g[i]);
+        dp_kv_destroy(kv);
+        dp_engine_destroy(eng, NULL);
+        if (g_sized.wrong_size || g_sized.outstanding) printf("  k = %ld: %ld blocks freed with the wrong size, %ld bytes left\n", k, g_sized.wrong_size, g_sized.outstanding);
+        CHECK(g_sized.wrong_size == 0 && g_sized.outstanding == 0);
+    }
+    CHECK(done && failures > 3);
 }
 
 /* ---- failures and bad input ------------------------------------------------ */
@@ -428,8 +545,9 @@ static void test_data_parallel_digits(void) {
 int main(void) {
     static const test_case tests[] = {
         {"random_against_reference", test_random_against_reference}, {"pull_waits_for_its_key_only", test_pull_waits_for_its_key_only},
-        {"priorities", test_priorities}, {"global_reduce_hook", test_global_reduce_hook}, {"gpu_arrays", test_gpu_arrays},
-        {"failure_reaches_pulled_arrays", test_failure_reaches_pulled_arrays}, {"bad_input", test_bad_input},
+        {"priorities", test_priorities}, {"global_reduce_hook", test_global_reduce_hook},
+        {"global_init_hook", test_global_init_hook}, {"gpu_arrays", test_gpu_arrays},
+        {"failure_reaches_pulled_arrays", test_failure_reaches_pulled_arrays}, {"out_of_memory_in_gpu_push", test_out_of_memory_in_gpu_push}, {"bad_input", test_bad_input},
         {"data_parallel_digits", test_data_parallel_digits},
     };
     return run_tests("kvstore", tests, (int)(sizeof tests / sizeof tests[0]));
