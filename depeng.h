@@ -381,7 +381,9 @@ typedef struct dp_push_desc {
                              is refused. dp_opr_create: once the op is destroyed
                              and its last pushed run is done (or at engine
                              destroy), or inside dp_opr_create when it fails.
-                             It may push, but must not wait on the engine. */
+                             It may push; a wait on its engine or a destroy of
+                             it from a cleanup returns DP_ERROR_IN_OPERATION
+                             (logged), as from inside an op. */
 } dp_push_desc;
 
 /* A failure as reported by a wait. */
@@ -583,16 +585,24 @@ typedef struct dp_engine_stats {
 
 /* ---- engine ----------------------------------------------------------- */
 /* Creates an engine. desc may be NULL (all defaults). Returns DP_OK and sets
-   *out, or an error (bad desc, out of memory, threads). Thread safety: any. */
+   *out, or an error (bad desc, out of memory, threads; a NULL out is
+   DP_ERROR_INVALID_ARGS), each logged. Thread safety: any. */
 DP_API dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out);
 /* Waits for all pushed work, stops the workers and frees everything. Returns
    the first failure nobody has waited for (also copied into *failure if not
    NULL), or DP_ERROR_IN_OPERATION when called from one of its own operations
-   (nothing is destroyed then). An op that never completes (an async op whose
-   dp_complete never comes) makes it wait forever; after desc.pending_report_ms
-   it logs what it waits for (level error, item PENDING). To give up instead,
-   wait first with dp_wait_all_for. Thread safety: no other call on this
-   engine may run concurrently or afterwards, but ops may still complete. */
+   or their cleanups (nothing is destroyed then). An op that never completes
+   (an async op whose dp_complete never comes) makes it wait forever; after
+   desc.pending_report_ms it logs what it waits for (level error, item
+   PENDING). To give up instead, wait first with dp_wait_all_for. A NULL
+   engine is DP_ERROR_INVALID_ARGS (logged). Thread safety: no other call on
+   this engine may run concurrently or afterwards, but ops may still
+   complete; a second dp_engine_destroy of it that starts while the first
+   runs, or finds it destroyed, is detected: it returns
+   DP_ERROR_INVALID_ARGS with item ENGINE_NOT_LIVE, to the default logger
+   (dp_set_default_logger; the engine may be gone), and touches nothing.
+   Only a destroy of an address that a newer engine has taken since cannot
+   be told apart: that destroys the newer engine. */
 DP_API dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure);
 /* Writes what the engine still waits for, one line each: how many ops are
    pending, every running op (push number, name, sync or async; not the
@@ -608,7 +618,8 @@ DP_API dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure);
 DP_API dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out);
 /* The getters: each fills *out and returns DP_OK, or DP_ERROR_INVALID_ARGS
    for a NULL engine or out (*out zeroed when out is given). Any thread.
-   dp_engine_desc_get: the desc with every default resolved;
+   dp_engine_desc_get: the desc with every default resolved, and the
+   threads the engine has (the naive engine: 0 of each kind);
    dp_engine_stats_get: counters (approximate while work runs). */
 DP_API dp_result dp_engine_desc_get(const dp_engine *eng, dp_engine_desc *out);
 DP_API dp_result dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out);
@@ -619,7 +630,8 @@ DP_API dp_engine *dp_default_engine(void);
 DP_API void dp_default_engine_shutdown(void);
 
 /* ---- variables -------------------------------------------------------- */
-/* A new variable; id 0 if out of memory or handles. Thread safety: any. */
+/* A new variable; id 0 if out of memory or handles, or for a NULL engine
+   (each logged). Thread safety: any. */
 DP_API dp_var dp_var_create(dp_engine *eng);
 /* Schedules deletion: runs after every op pushed before it on var. The handle
    is invalid from this call on. It pushes and returns: threads as dp_push. */
@@ -632,15 +644,18 @@ typedef enum dp_var_state {
 } dp_var_state;
 /* A snapshot into *out: READY (no work on it), BUSY (ops running or
    waiting), FAILED; INVALID with DP_ERROR_INVALID_HANDLE for a deleted or
-   unknown variable, DP_ERROR_INVALID_ARGS for a NULL engine or out. Any
+   unknown variable or another engine's, DP_ERROR_INVALID_ARGS for a NULL
+   engine or out (each logged). It takes no memory and pushes nothing. Any
    thread. */
 DP_API dp_result dp_var_state_get(dp_engine *eng, dp_var var, dp_var_state *out);
 
 /* ---- operations ------------------------------------------------------- */
-/* Pushes one operation. On any error nothing is pushed. Thread safety: any
-   thread, also from inside operations. */
+/* Pushes one operation. At most DP_PUSH_MAX_VARS (30,000) reads and as
+   many writes (see dp_push_desc). On any error nothing is pushed. Thread
+   safety: any thread, also from inside operations. */
 DP_API dp_result dp_push(dp_engine *eng, const dp_push_desc *desc);
-/* Shorthands: CPU, normal property, priority 0, no name. Threads as dp_push. */
+/* Shorthands: CPU, normal property, priority 0, no name; limits (at most
+   DP_PUSH_MAX_VARS reads and as many writes) and threads as dp_push. */
 DP_API dp_result dp_push_sync(dp_engine *eng, dp_sync_fn fn, void *arg,
                               const dp_var *reads, int num_reads,
                               const dp_var *writes, int num_writes);
@@ -648,14 +663,16 @@ DP_API dp_result dp_push_async(dp_engine *eng, dp_async_fn fn, void *arg,
                                const dp_var *reads, int num_reads,
                                const dp_var *writes, int num_writes);
 /* Ends an async operation; status 0 is success, message may be NULL. A second
-   call for the same operation is reported and ignored. Any thread. */
+   call for the same operation, or a zeroed token, is logged and ignored. Any
+   thread. */
 DP_API void dp_complete(dp_completion done, int status, const char *message);
 /* Inside a sync function, on its thread: sets the message that goes with a
    non-zero return. */
 DP_API void dp_set_error(dp_run_ctx *rc, const char *message);
 /* Pre-created operation (MXNet's NewOperator): validated once, pushed many
-   times without allocation. Returns id 0 on error (logged). Any thread,
-   also from inside operations. */
+   times without allocation. At most DP_PUSH_MAX_VARS reads and as many
+   writes. Returns id 0 on error (logged). Any thread, also from inside
+   operations. */
 DP_API dp_opr dp_opr_create(dp_engine *eng, const dp_push_desc *desc);
 /* Pushes op on ctx with priority. Threads as dp_push. */
 DP_API dp_result dp_opr_push(dp_engine *eng, dp_opr op, dp_ctx ctx, int priority);
@@ -669,7 +686,8 @@ DP_API dp_result dp_opr_push(dp_engine *eng, dp_opr op, dp_ctx ctx, int priority
    them wait that long: batches of tens to a few thousand ops. Every op runs
    as if pushed alone (also on the naive engine, where each runs on this
    thread once the whole batch is queued; the naive engine's run-at-push
-   shortcut is not taken). count 0 does nothing. On any error nothing is
+   shortcut is not taken). count 0 does nothing. Each desc as dp_push's (at
+   most DP_PUSH_MAX_VARS reads and as many writes). On any error nothing is
    pushed and, as dp_push does, every desc's cleanup is called: NULL engine
    or descs, negative count (DP_ERROR_INVALID_ARGS), a bad desc (its error,
    as dp_push reports it), DP_PROP_DELETE_VAR (DP_ERROR_INVALID_ARGS: use
@@ -691,9 +709,9 @@ DP_API dp_result dp_opr_destroy(dp_engine *eng, dp_opr op);
 /* ---- waits ------------------------------------------------------------- */
 /* Blocks until every op pushed so far that reads or writes var is done.
    Returns DP_ERROR_OP_FAILED (and fills *failure) if var failed, then clears
-   that variable's failure. From inside one of this engine's operations it
-   returns DP_ERROR_IN_OPERATION instead of deadlocking. Thread safety: any
-   thread (several may wait at once), not from an operation's cleanup. */
+   that variable's failure. From inside one of this engine's operations or
+   their cleanups it returns DP_ERROR_IN_OPERATION (logged) instead of
+   deadlocking. Thread safety: any thread (several may wait at once). */
 DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
 /* Blocks until every op pushed so far is done. Returns the first failure not
    yet reported and clears every variable's failure. Same deadlock rule and
@@ -701,17 +719,20 @@ DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
 DP_API dp_result dp_wait_all(dp_engine *eng, dp_failure *failure);
 /* The same, waiting at most timeout_ms milliseconds (0: only look). If the
    work is not done by then they return DP_ERROR_TIMEOUT (not logged) and
-   report and clear nothing: a failure stays for a later wait. A wait on a
-   variable takes a write position in its queue, like dp_wait_var: one that
-   times out keeps it (an op block and a small record) until var's earlier
-   work is done, and reads pushed after it wait for the reads before it. To
-   look at a variable every frame without that, use dp_var_state_get; use
-   these for bounded blocking. The deadline is kept on the monotonic clock;
+   report and clear nothing: a failure stays for a later wait. A timeout of
+   0 on a busy variable only looks at it: nothing is pushed, nothing kept. A
+   longer wait on a variable takes a write position in its queue, like
+   dp_wait_var: one that times out keeps it (an op block and a small record)
+   until var's earlier work is done, and reads pushed after it wait for the
+   reads before it; the next timed wait on var takes that position over
+   when nothing was pushed on var since, so a loop of timed waits keeps one
+   per variable, not one per call. The deadline is kept on the monotonic clock;
    on the C11 threads path (the default on Linux with <threads.h>) the sleep
    itself is timed by the wall clock, so setting the clock back during a wait
    lengthens it by as much (the pthreads path, DEPENG_USE_PTHREADS, and
    Windows are not affected). Thread safety: any thread;
-   DP_ERROR_IN_OPERATION from inside one of the engine's operations. */
+   DP_ERROR_IN_OPERATION from inside one of the engine's operations or
+   their cleanups. */
 DP_API dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t timeout_ms, dp_failure *failure);
 DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure);
 
@@ -2297,7 +2318,7 @@ typedef struct dp__var {
     dp__a32 gen;               /* handle generation; 0 = retired slot */
     dp__spinlock lock;
     int32_t nreaders;          /* granted reads running, or DP__WRITING */
-    uint32_t handle_id;        /* the id handed out; its low bits are the slot */
+    uint32_t handle_id;        /* the handle's low 32 bits (no salt); its low bits are the slot */
     dp__entry *queue;          /* ops waiting for this variable; NULL until needed */
     uint32_t head, tail;
     uint32_t mask;             /* ring capacity - 1 (0 without a ring) */
@@ -3885,7 +3906,7 @@ static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, i
    Releasing the hold last makes it ready if every variable granted at
    once, and it is dispatched; otherwise the last grant, made by some op's
    completion, makes it ready. */
-typedef struct dp__vref { dp__var *v; uint32_t id; int write; } dp__vref;   /* id: the handle, generation included */
+typedef struct dp__vref { dp__var *v; uint32_t id; int write; } dp__vref;   /* id: the handle's low 32 bits, generation included (its salt was checked) */
 
 static int dp__vref_cmp(const void *a, const void *b) {
     const dp__vref *x = (const dp__vref *)a, *y = (const dp__vref *)b;
