@@ -285,9 +285,12 @@ typedef enum dp_result {
    (never 0), so two engines alive in one process have different numbers
    until 2^32 engines have been created, and a handle of another engine,
    live or destroyed, is refused with DP_ERROR_INVALID_HANDLE and a log line
-   naming both engines ("handle of engine #7 given to engine #9"). Only an
-   engine created 2^32 engines after the handle's could take it for its own
-   (then the slot and generation below must match too). The low 32 bits: 22
+   naming both engines ("handle of engine #7 given to engine #9"). So 32
+   bits identify the engine, and the chance that another engine's handle
+   goes undetected is 0 while fewer than 2^32 engines have been created in
+   the process: only an engine created 2^32 engines after the handle's
+   could take it for its own (and then its slot, generation and kind must
+   match a live object too). The low 32 bits: 22
    bits index a slot, the next 9 bits are that slot's generation, the top
    bit says whether it names an operation or a variable. Deleting bumps the
    generation, so an old handle no longer matches its slot and every call

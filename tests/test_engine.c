@@ -1758,13 +1758,14 @@ static void cleanup_that_waits(void *a) {
     dp_result r[5];
     int i, ok = 1;
     (void)a;
-    g_last_item = 0;
-    r[0] = dp_wait_all(g_wc_eng, NULL);
-    ok = ok && g_last_item == DP_LOGITEM_WAIT_IN_OP;
-    r[1] = dp_wait_var(g_wc_eng, g_wc_var, NULL);
-    r[2] = dp_wait_var_for(g_wc_eng, g_wc_var, 10, NULL);
-    r[3] = dp_wait_all_for(g_wc_eng, 10, NULL);
-    r[4] = dp_engine_destroy(g_wc_eng, NULL);
+    /* each refusal is logged: this thread's last error says so */
+#define REFUSED_LOGGED(k, call) do { dp_clear_last_error(); r[k] = call; ok = ok && dp_last_error_item() == DP_LOGITEM_WAIT_IN_OP; } while (0)
+    REFUSED_LOGGED(0, dp_wait_all(g_wc_eng, NULL));
+    REFUSED_LOGGED(1, dp_wait_var(g_wc_eng, g_wc_var, NULL));
+    REFUSED_LOGGED(2, dp_wait_var_for(g_wc_eng, g_wc_var, 10, NULL));
+    REFUSED_LOGGED(3, dp_wait_all_for(g_wc_eng, 10, NULL));
+    REFUSED_LOGGED(4, dp_engine_destroy(g_wc_eng, NULL));
+#undef REFUSED_LOGGED
     for (i = 0; i < 5; i++) ok = ok && r[i] == DP_ERROR_IN_OPERATION;
     __atomic_fetch_add(&g_wc_calls, 1, __ATOMIC_ACQ_REL);
     if (!ok) __atomic_fetch_add(&g_wc_refused, 1, __ATOMIC_ACQ_REL);
