@@ -280,15 +280,27 @@ typedef enum dp_result {
     DP_ERROR_TIMEOUT = -11        /* a timed wait ended before the work did    */
 } dp_result;
 
-/* Handles. A handle is one 32-bit id: the low 22 bits index a slot, the next
-   9 bits are that slot's generation, the top bit says whether it names an
-   operation or a variable. Deleting bumps the generation, so an old handle
-   no longer matches its slot and every call reports DP_ERROR_INVALID_HANDLE
-   instead of touching reused memory; so does an op's id used as a
-   variable's (a cast, or an id copied through a binding) and the reverse.
-   Id 0 is never valid, so a zero-initialised handle is "none". */
-typedef struct dp_var { uint32_t id; } dp_var;
-typedef struct dp_opr { uint32_t id; } dp_opr;
+/* Handles. A handle is one 64-bit id. Its high 32 bits name the engine that
+   made it: each engine takes the next number of a process-wide counter
+   (never 0), so two engines alive in one process have different numbers
+   until 2^32 engines have been created, and a handle of another engine,
+   live or destroyed, is refused with DP_ERROR_INVALID_HANDLE and a log line
+   naming both engines ("handle of engine #7 given to engine #9"). So 32
+   bits identify the engine, and the chance that another engine's handle
+   goes undetected is 0 while fewer than 2^32 engines have been created in
+   the process: only an engine created 2^32 engines after the handle's
+   could take it for its own (and then its slot, generation and kind must
+   match a live object too). The low 32 bits: 22
+   bits index a slot, the next 9 bits are that slot's generation, the top
+   bit says whether it names an operation or a variable. Deleting bumps the
+   generation, so an old handle no longer matches its slot and every call
+   reports DP_ERROR_INVALID_HANDLE instead of touching reused memory; so does
+   an op's id used as a variable's (a cast, or an id copied through a
+   binding) and the reverse. Id 0 is never valid, so a zero-initialised
+   handle is "none". Trace events and messages show the low 32 bits
+   ("variable 0x00400001"). */
+typedef struct dp_var { uint64_t id; } dp_var;
+typedef struct dp_opr { uint64_t id; } dp_opr;
 
 typedef struct dp_engine dp_engine;
 
@@ -345,8 +357,11 @@ typedef void (*dp_cleanup_fn)(void *arg);
 
 /* Everything about one operation. Zero-initialise, then set what you need:
    exactly one of fn / async_fn; reads/writes may list a var twice or in both
-   sets (deduplicated, write wins). name must stay valid until the op
-   completes (a string literal is the usual choice). */
+   sets (deduplicated, write wins), each list at most DP_PUSH_MAX_VARS
+   (30,000) entries (more: DP_ERROR_INVALID_ARGS, item NEGATIVE_COUNT). name
+   must stay valid until the op completes (a string literal is the usual
+   choice). */
+#define DP_PUSH_MAX_VARS 30000
 typedef struct dp_push_desc {
     dp_sync_fn fn;
     dp_async_fn async_fn;
@@ -369,7 +384,9 @@ typedef struct dp_push_desc {
                              is refused. dp_opr_create: once the op is destroyed
                              and its last pushed run is done (or at engine
                              destroy), or inside dp_opr_create when it fails.
-                             It may push, but must not wait on the engine. */
+                             It may push; a wait on its engine or a destroy of
+                             it from a cleanup returns DP_ERROR_IN_OPERATION
+                             (logged), as from inside an op. */
 } dp_push_desc;
 
 /* A failure as reported by a wait. */
@@ -437,12 +454,12 @@ enum { DP_LOG_PANIC = 0, DP_LOG_ERROR = 1, DP_LOG_WARN = 2, DP_LOG_INFO = 3 };
     X(INVALID_VAR, "variable handle is deleted or was never created") \
     X(INVALID_OP, "operation handle is deleted or was never created") \
     X(NULL_FUNCTION, "push needs exactly one of fn / async_fn") \
-    X(NEGATIVE_COUNT, "negative read or write count, or NULL array with a count") \
+    X(NEGATIVE_COUNT, "bad read or write count (negative, over 30000, or with a NULL array)") \
     X(BAD_CONTEXT, "unknown device type or device id") \
     X(BAD_PROP, "unknown property, or DELETE_VAR without exactly one write") \
     X(OUT_OF_MEMORY, "out of memory") \
     X(OP_FAILED, "an operation failed") \
-    X(WAIT_IN_OP, "waiting for or destroying the engine from inside one of its operations would deadlock") \
+    X(WAIT_IN_OP, "waiting for or destroying the engine from inside one of its operations or cleanups would deadlock") \
     X(DOUBLE_COMPLETE, "dp_complete called twice for one operation") \
     X(THREAD_CREATE, "could not start a worker thread") \
     X(BACKEND, "the device backend reported an error") \
@@ -451,7 +468,8 @@ enum { DP_LOG_PANIC = 0, DP_LOG_ERROR = 1, DP_LOG_WARN = 2, DP_LOG_INFO = 3 };
     X(HANDLES_EXHAUSTED, "no free handle slots") \
     X(IO, "file could not be opened, read or written") \
     X(PENDING, "operations are still pending") \
-    X(NULL_ARGUMENT, "a required pointer argument is NULL")
+    X(NULL_ARGUMENT, "a required pointer argument is NULL") \
+    X(ENGINE_NOT_LIVE, "engine is destroyed, or being destroyed by another thread")
 #define DP__ITEM_ENUM(name, msg) DP_LOGITEM_##name,
 /* Items from DP_LOGITEM_EXTENSION on belong to the layers built on the
    engine (the array layer's are DP_LOGITEM_ND_ARGS and the others below;
@@ -578,16 +596,24 @@ typedef struct dp_engine_stats {
 
 /* ---- engine ----------------------------------------------------------- */
 /* Creates an engine. desc may be NULL (all defaults). Returns DP_OK and sets
-   *out, or an error (bad desc, out of memory, threads). Thread safety: any. */
+   *out, or an error (bad desc, out of memory, threads; a NULL out is
+   DP_ERROR_INVALID_ARGS), each logged. Thread safety: any. */
 DP_API dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out);
 /* Waits for all pushed work, stops the workers and frees everything. Returns
    the first failure nobody has waited for (also copied into *failure if not
    NULL), or DP_ERROR_IN_OPERATION when called from one of its own operations
-   (nothing is destroyed then). An op that never completes (an async op whose
-   dp_complete never comes) makes it wait forever; after desc.pending_report_ms
-   it logs what it waits for (level error, item PENDING). To give up instead,
-   wait first with dp_wait_all_for. Thread safety: no other call on this
-   engine may run concurrently or afterwards, but ops may still complete. */
+   or their cleanups (nothing is destroyed then). An op that never completes
+   (an async op whose dp_complete never comes) makes it wait forever; after
+   desc.pending_report_ms it logs what it waits for (level error, item
+   PENDING). To give up instead, wait first with dp_wait_all_for. A NULL
+   engine is DP_ERROR_INVALID_ARGS (logged). Thread safety: no other call on
+   this engine may run concurrently or afterwards, but ops may still
+   complete; a second dp_engine_destroy of it that starts while the first
+   runs, or finds it destroyed, is detected: it returns
+   DP_ERROR_INVALID_ARGS with item ENGINE_NOT_LIVE, to the default logger
+   (dp_set_default_logger; the engine may be gone), and touches nothing.
+   Only a destroy of an address that a newer engine has taken since cannot
+   be told apart: that destroys the newer engine. */
 DP_API dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure);
 /* Writes what the engine still waits for, one line each: how many ops are
    pending, every running op (push number, name, sync or async; not the
@@ -603,7 +629,8 @@ DP_API dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure);
 DP_API dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out);
 /* The getters: each fills *out and returns DP_OK, or DP_ERROR_INVALID_ARGS
    for a NULL engine or out (*out zeroed when out is given). Any thread.
-   dp_engine_desc_get: the desc with every default resolved;
+   dp_engine_desc_get: the desc with every default resolved, and the
+   threads the engine has (the naive engine: 0 of each kind);
    dp_engine_stats_get: counters (approximate while work runs). */
 DP_API dp_result dp_engine_desc_get(const dp_engine *eng, dp_engine_desc *out);
 DP_API dp_result dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out);
@@ -614,7 +641,8 @@ DP_API dp_engine *dp_default_engine(void);
 DP_API void dp_default_engine_shutdown(void);
 
 /* ---- variables -------------------------------------------------------- */
-/* A new variable; id 0 if out of memory or handles. Thread safety: any. */
+/* A new variable; id 0 if out of memory or handles, or for a NULL engine
+   (each logged). Thread safety: any. */
 DP_API dp_var dp_var_create(dp_engine *eng);
 /* Schedules deletion: runs after every op pushed before it on var. The handle
    is invalid from this call on. It pushes and returns: threads as dp_push. */
@@ -627,15 +655,18 @@ typedef enum dp_var_state {
 } dp_var_state;
 /* A snapshot into *out: READY (no work on it), BUSY (ops running or
    waiting), FAILED; INVALID with DP_ERROR_INVALID_HANDLE for a deleted or
-   unknown variable, DP_ERROR_INVALID_ARGS for a NULL engine or out. Any
+   unknown variable or another engine's, DP_ERROR_INVALID_ARGS for a NULL
+   engine or out (each logged). It takes no memory and pushes nothing. Any
    thread. */
 DP_API dp_result dp_var_state_get(dp_engine *eng, dp_var var, dp_var_state *out);
 
 /* ---- operations ------------------------------------------------------- */
-/* Pushes one operation. On any error nothing is pushed. Thread safety: any
-   thread, also from inside operations. */
+/* Pushes one operation. At most DP_PUSH_MAX_VARS (30,000) reads and as
+   many writes (see dp_push_desc). On any error nothing is pushed. Thread
+   safety: any thread, also from inside operations. */
 DP_API dp_result dp_push(dp_engine *eng, const dp_push_desc *desc);
-/* Shorthands: CPU, normal property, priority 0, no name. Threads as dp_push. */
+/* Shorthands: CPU, normal property, priority 0, no name; limits (at most
+   DP_PUSH_MAX_VARS reads and as many writes) and threads as dp_push. */
 DP_API dp_result dp_push_sync(dp_engine *eng, dp_sync_fn fn, void *arg,
                               const dp_var *reads, int num_reads,
                               const dp_var *writes, int num_writes);
@@ -643,14 +674,16 @@ DP_API dp_result dp_push_async(dp_engine *eng, dp_async_fn fn, void *arg,
                                const dp_var *reads, int num_reads,
                                const dp_var *writes, int num_writes);
 /* Ends an async operation; status 0 is success, message may be NULL. A second
-   call for the same operation is reported and ignored. Any thread. */
+   call for the same operation, or a zeroed token, is logged and ignored. Any
+   thread. */
 DP_API void dp_complete(dp_completion done, int status, const char *message);
 /* Inside a sync function, on its thread: sets the message that goes with a
    non-zero return. */
 DP_API void dp_set_error(dp_run_ctx *rc, const char *message);
 /* Pre-created operation (MXNet's NewOperator): validated once, pushed many
-   times without allocation. Returns id 0 on error (logged). Any thread,
-   also from inside operations. */
+   times without allocation. At most DP_PUSH_MAX_VARS reads and as many
+   writes. Returns id 0 on error (logged). Any thread, also from inside
+   operations. */
 DP_API dp_opr dp_opr_create(dp_engine *eng, const dp_push_desc *desc);
 /* Pushes op on ctx with priority. Threads as dp_push. */
 DP_API dp_result dp_opr_push(dp_engine *eng, dp_opr op, dp_ctx ctx, int priority);
@@ -664,7 +697,8 @@ DP_API dp_result dp_opr_push(dp_engine *eng, dp_opr op, dp_ctx ctx, int priority
    them wait that long: batches of tens to a few thousand ops. Every op runs
    as if pushed alone (also on the naive engine, where each runs on this
    thread once the whole batch is queued; the naive engine's run-at-push
-   shortcut is not taken). count 0 does nothing. On any error nothing is
+   shortcut is not taken). count 0 does nothing. Each desc as dp_push's (at
+   most DP_PUSH_MAX_VARS reads and as many writes). On any error nothing is
    pushed and, as dp_push does, every desc's cleanup is called: NULL engine
    or descs, negative count (DP_ERROR_INVALID_ARGS), a bad desc (its error,
    as dp_push reports it), DP_PROP_DELETE_VAR (DP_ERROR_INVALID_ARGS: use
@@ -686,9 +720,9 @@ DP_API dp_result dp_opr_destroy(dp_engine *eng, dp_opr op);
 /* ---- waits ------------------------------------------------------------- */
 /* Blocks until every op pushed so far that reads or writes var is done.
    Returns DP_ERROR_OP_FAILED (and fills *failure) if var failed, then clears
-   that variable's failure. From inside one of this engine's operations it
-   returns DP_ERROR_IN_OPERATION instead of deadlocking. Thread safety: any
-   thread (several may wait at once), not from an operation's cleanup. */
+   that variable's failure. From inside one of this engine's operations or
+   their cleanups it returns DP_ERROR_IN_OPERATION (logged) instead of
+   deadlocking. Thread safety: any thread (several may wait at once). */
 DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
 /* Blocks until every op pushed so far is done. Returns the first failure not
    yet reported and clears every variable's failure. Same deadlock rule and
@@ -696,17 +730,20 @@ DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
 DP_API dp_result dp_wait_all(dp_engine *eng, dp_failure *failure);
 /* The same, waiting at most timeout_ms milliseconds (0: only look). If the
    work is not done by then they return DP_ERROR_TIMEOUT (not logged) and
-   report and clear nothing: a failure stays for a later wait. A wait on a
-   variable takes a write position in its queue, like dp_wait_var: one that
-   times out keeps it (an op block and a small record) until var's earlier
-   work is done, and reads pushed after it wait for the reads before it. To
-   look at a variable every frame without that, use dp_var_state_get; use
-   these for bounded blocking. The deadline is kept on the monotonic clock;
+   report and clear nothing: a failure stays for a later wait. A timeout of
+   0 on a busy variable only looks at it: nothing is pushed, nothing kept. A
+   longer wait on a variable takes a write position in its queue, like
+   dp_wait_var: one that times out keeps it (an op block and a small record)
+   until var's earlier work is done, and reads pushed after it wait for the
+   reads before it; the next timed wait on var takes that position over
+   when nothing was pushed on var since, so a loop of timed waits keeps one
+   per variable, not one per call. The deadline is kept on the monotonic clock;
    on the C11 threads path (the default on Linux with <threads.h>) the sleep
    itself is timed by the wall clock, so setting the clock back during a wait
    lengthens it by as much (the pthreads path, DEPENG_USE_PTHREADS, and
    Windows are not affected). Thread safety: any thread;
-   DP_ERROR_IN_OPERATION from inside one of the engine's operations. */
+   DP_ERROR_IN_OPERATION from inside one of the engine's operations or
+   their cleanups. */
 DP_API dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t timeout_ms, dp_failure *failure);
 DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure);
 
@@ -2092,6 +2129,7 @@ typedef struct dp__table {
     uint32_t *free_idx; uint32_t nfree, cap_free;
     dp__a64 live;
     uint32_t kind;             /* 0 for variables, DP__KIND_OP for operations */
+    uint32_t salt;             /* the engine's number: a handle's high 32 bits */
 } dp__table;
 
 /* A pool of blocks of one size class. Frees from any thread go to an atomic
@@ -2238,6 +2276,8 @@ struct dp_engine {
     dp__a32 next_ext;           /* ext[0, next_ext) are made (release-published) */
     int ext_closed;             /* destroy has begun tearing them down (under ext_mtx) */
     struct { const dp_extension *key; void *state; } ext[DP_MAX_EXTENSIONS];
+    struct dp_engine *next_live; /* the live engines' list, and destroy's claim on */
+    int destroying;              /* this one: both under dp__engines_lock (>>engine) */
 };
 
 /* An entry of a variable's queue: the waiting block's address, with the low
@@ -2250,12 +2290,17 @@ enum { DP__ST_PENDING, DP__ST_RUNNING, DP__ST_DONE };
 
 /* A thread in dp_wait_var[_for] and the wait block it pushed. Under the
    engine's wait_mtx: done (the block has reported), claimed (the block is
-   reporting: the waiter must stay for it), abandoned (a timed wait gave up:
-   the block leaves the variable's failure for a later wait and frees this).
-   Once the block has looked under the lock, abandoned no longer changes, so
-   its completion reads it without the lock. */
+   reporting: the waiter must stay for it). abandoned: a timed wait gave up
+   (set under wait_mtx): the block leaves the variable's failure for a later
+   wait and frees this, unless a later timed wait on the variable takes it
+   over first (dp__adopt_wait: back to 0, under the variable's lock, while
+   the block still waits in the queue, so before the block looks). Once the
+   block has looked under wait_mtx it no longer changes, so its completion
+   reads it without the lock. Only a timed wait (a heap waiter) ever sets
+   it. */
 typedef struct dp__waiter {
-    int done, claimed, abandoned;
+    int done, claimed;
+    dp__a32 abandoned;
     dp_result result;
     dp_failure failure;
 } dp__waiter;
@@ -2280,7 +2325,7 @@ typedef struct dp__opobj {
 typedef struct dp__block {
     dp__a32 wait;              /* unmet dependencies, +1 while being pushed */
     uint8_t kind, prop, cls, stripe;  /* stripe, cls: the pool it returns to */
-    uint16_t nread, nwrite;    /* a push has at most 30000 of each */
+    uint16_t nread, nwrite;    /* a push has at most DP_PUSH_MAX_VARS of each */
     int32_t priority;
     dp__a64 state;             /* (push seq << 2) | DP__ST_*: one word, so a stale
                                   completion token can never match a reused block */
@@ -2324,7 +2369,7 @@ typedef struct dp__var {
     dp__a32 gen;               /* handle generation; 0 = retired slot */
     dp__spinlock lock;
     int32_t nreaders;          /* granted reads running, or DP__WRITING */
-    uint32_t handle_id;        /* the id handed out; its low bits are the slot */
+    uint32_t handle_id;        /* the handle's low 32 bits (no salt); its low bits are the slot */
     dp__entry *queue;          /* ops waiting for this variable; NULL until needed */
     uint32_t head, tail;
     uint32_t mask;             /* ring capacity - 1 (0 without a ring) */
@@ -2333,6 +2378,7 @@ typedef struct dp__var {
 } dp__var;
 
 static DP__THREAD_LOCAL dp_engine *dp__tls_running;   /* engine whose op runs here */
+static DP__THREAD_LOCAL dp_engine *dp__tls_cleaning;  /* engine whose cleanup runs here */
 static DP__THREAD_LOCAL dp__worker *dp__tls_worker;
 static DP__THREAD_LOCAL dp__block *dp__tls_naive_head, *dp__tls_naive_tail;
 static DP__THREAD_LOCAL int dp__tls_naive_draining;
@@ -2405,6 +2451,12 @@ DP__COLD static void dp__log(const dp_engine *eng, uint32_t level, dp_log_item i
 /* Logs a NULL engine or stream passed to a call that writes to a FILE *. */
 DP__COLD static dp_result dp__null_stream(const dp_engine *eng, const char *what) {
     DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "%s: NULL %s", what, eng ? "stream" : "engine");
+    return DP_ERROR_INVALID_ARGS;
+}
+/* Logs a NULL engine (or another NULL pointer argument, `what`), to the
+   default logger when there is no engine. */
+DP__COLD static dp_result dp__null_arg(const dp_engine *eng, const char *call, const char *what) {
+    DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "%s: NULL %s", call, what);
     return DP_ERROR_INVALID_ARGS;
 }
 /* A stream that reported a write error: DP_ERROR_IO, logged. */
@@ -2549,10 +2601,13 @@ static void dp__table_release(dp_engine *eng, dp__table *t, uint32_t idx, void *
     t->free_idx[t->nfree++] = idx;
     dp__spin_unlock(&t->lock);
 }
-static void *dp__table_lookup(dp__table *t, uint32_t id) {
-    uint32_t idx = id & DP__IDX_MASK, gen = dp__id_gen(id);
+/* Lookups take the whole handle: one of another engine (its high 32 bits
+   are not this engine's salt) names nothing here. */
+static void *dp__table_lookup(dp__table *t, uint64_t handle) {
+    uint32_t id = (uint32_t)handle, idx = id & DP__IDX_MASK, gen = dp__id_gen(id);
     void *obj;
-    if (idx == 0 || gen == 0 || !dp__id_kind_ok(t, id) || idx >= (uint32_t)dp__load(&t->next_index, DP__ACQUIRE)) return NULL;
+    if ((uint32_t)(handle >> 32) != t->salt || idx == 0 || gen == 0 || !dp__id_kind_ok(t, id)
+        || idx >= (uint32_t)dp__load(&t->next_index, DP__ACQUIRE)) return NULL;
     obj = dp__table_slot(t, idx);
     if (!obj || (uint32_t)dp__load((dp__a32 *)obj, DP__ACQUIRE) != gen) return NULL;
     return obj;
@@ -2560,13 +2615,25 @@ static void *dp__table_lookup(dp__table *t, uint32_t id) {
 /* The slot an id names, without reading the slot: the push path checks the
    generation under the variable's lock, so each variable's cache line is
    touched once per push. NULL if the index was never handed out. */
-static void *dp__table_locate(dp__table *t, uint32_t id) {
-    uint32_t idx = id & DP__IDX_MASK;
-    if (idx == 0 || dp__id_gen(id) == 0 || !dp__id_kind_ok(t, id) || idx >= (uint32_t)dp__load(&t->next_index, DP__ACQUIRE)) return NULL;
+static void *dp__table_locate(dp__table *t, uint64_t handle) {
+    uint32_t id = (uint32_t)handle, idx = id & DP__IDX_MASK;
+    if ((uint32_t)(handle >> 32) != t->salt || idx == 0 || dp__id_gen(id) == 0 || !dp__id_kind_ok(t, id)
+        || idx >= (uint32_t)dp__load(&t->next_index, DP__ACQUIRE)) return NULL;
     return dp__table_slot(t, idx);
 }
-static uint32_t dp__table_id(const dp__table *t, void *obj, uint32_t idx) {
-    return t->kind | ((uint32_t)dp__load((dp__a32 *)obj, DP__RELAXED) << DP__IDX_BITS) | idx;
+/* A handle from its low 32 bits (the engine keeps only those: the salt is
+   the same for all of its handles). */
+static uint64_t dp__table_handle(const dp__table *t, uint32_t id) { return (uint64_t)t->salt << 32 | id; }
+static uint64_t dp__table_id(const dp__table *t, void *obj, uint32_t idx) {
+    return dp__table_handle(t, t->kind | ((uint32_t)dp__load((dp__a32 *)obj, DP__RELAXED) << DP__IDX_BITS) | idx);
+}
+/* Logs a handle this engine does not know: another engine's (naming both),
+   or a stale or made-up one of its own (`what` and the low 32 bits). */
+DP__COLD static void dp__log_bad_handle(const dp_engine *eng, const dp__table *t, dp_log_item item, const char *what, uint64_t handle) {
+    uint32_t salt = (uint32_t)(handle >> 32);
+    if (salt != t->salt && handle != 0)
+        dp__log(eng, DP_LOG_ERROR, item, __LINE__, "%s 0x%08x: handle of engine #%u given to engine #%u", what, (unsigned)(uint32_t)handle, (unsigned)salt, (unsigned)t->salt);
+    else dp__log(eng, DP_LOG_ERROR, item, __LINE__, "%s 0x%08x", what, (unsigned)(uint32_t)handle);
 }
 DP__COLD static void dp__table_free_all(dp_engine *eng, dp__table *t) {
     uint32_t c;
@@ -2588,11 +2655,22 @@ static void dp__block_set_cleanup(dp__block *b, uint32_t nvars, dp_cleanup_fn fn
     b->prop |= DP__CLEANUP_BIT;
     memcpy((void *)(dp__block_vars(b) + nvars), &fn, sizeof fn);
 }
+/* Every cleanup runs through here, so that a wait it makes on its engine is
+   refused (dp__check_not_in_op) instead of waiting for the op being
+   cleaned up, which is not counted done until its cleanup returns. The
+   previous value is restored: a cleanup may push to a naive engine whose
+   ops run (and clean up) inside the push. */
+static void dp__run_cleanup(dp_engine *eng, dp_cleanup_fn fn, void *arg) {
+    dp_engine *prev = dp__tls_cleaning;
+    dp__tls_cleaning = eng;
+    fn(arg);
+    dp__tls_cleaning = prev;
+}
 static void dp__block_cleanup(dp__block *b) {
     dp_cleanup_fn fn;
     if (!(b->prop & DP__CLEANUP_BIT)) return;
     memcpy(&fn, (const void *)(dp__block_vars(b) + b->nread + b->nwrite), sizeof fn);
-    fn(b->arg);
+    dp__run_cleanup(b->eng, fn, b->arg);
 }
 static int dp__class_for(uint32_t n) { int c = 0; while (dp__class_cap(c) < n) c++; return c; }
 
@@ -2787,7 +2865,7 @@ DP__COLD static void dp__trace_var(dp_engine *eng, dp__var *v) {   /* v locked *
     uint32_t i;
     memset(&ev, 0, sizeof ev);
     ev.kind = DP_TRACE_VAR;
-    ev.var.id = v->handle_id;
+    ev.var.id = dp__table_handle(&eng->vars, v->handle_id);
     ev.var_readers = v->nreaders;
     for (i = v->head; i != v->tail; i++) {
         if (ev.queue_len < 8) {
@@ -2832,7 +2910,7 @@ DP__COLD static void dp__trace_delete(dp_engine *eng, dp__block *b, dp__var *v) 
     memset(&ev, 0, sizeof ev);
     ev.op_seq = dp__block_seq(b);
     ev.kind = DP_TRACE_DELETE;
-    ev.var.id = v->handle_id;
+    ev.var.id = dp__table_handle(&eng->vars, v->handle_id);
     ev.op_name = b->name;
     eng->desc.trace.func(&ev, eng->desc.trace.user);
 }
@@ -3315,7 +3393,7 @@ DP__COLD static void dp__run_wait(dp_engine *eng, dp__block *b) {
     int abandoned;
     dp__fetch_add(&eng->outside_finishers, 1, DP__ACQ_REL);   /* see dp__finish */
     dp__mutex_lock(&eng->wait_mtx);
-    abandoned = wt->abandoned;
+    abandoned = dp__load(&wt->abandoned, DP__RELAXED);
     wt->claimed = !abandoned;
     dp__mutex_unlock(&eng->wait_mtx);
     if (abandoned) {
@@ -3356,7 +3434,7 @@ static void dp__release_vars(dp_engine *eng, dp__block *b, dp__failure *failure,
     dp__var **vars = dp__block_vars(b);
     dp__failure *left = failure;
     uint32_t i;
-    if (b->kind == DP__KIND_WAIT && !((dp__waiter *)b->arg)->abandoned) left = NULL;
+    if (b->kind == DP__KIND_WAIT && !dp__load(&((dp__waiter *)b->arg)->abandoned, DP__RELAXED)) left = NULL;
     for (i = 0; i < b->nread; i++) dp__complete_read(eng, vars[i], ready);
     for (i = b->nread; i < b->nread + b->nwrite; i++) dp__complete_write(eng, vars[i], left, ready);
 }
@@ -3890,7 +3968,7 @@ static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, i
    Releasing the hold last makes it ready if every variable granted at
    once, and it is dispatched; otherwise the last grant, made by some op's
    completion, makes it ready. */
-typedef struct dp__vref { dp__var *v; uint32_t id; int write; } dp__vref;   /* id: the handle, generation included */
+typedef struct dp__vref { dp__var *v; uint32_t id; int write; } dp__vref;   /* id: the handle's low 32 bits, generation included (its salt was checked) */
 
 static int dp__vref_cmp(const void *a, const void *b) {
     const dp__vref *x = (const dp__vref *)a, *y = (const dp__vref *)b;
@@ -3913,21 +3991,24 @@ static dp_result dp__check_ctx(dp_engine *eng, dp_ctx c, const char *name) {
    Returns the number of distinct variables, or a negative dp_result. The
    usual handful of variables is insertion-sorted as it is looked up.
    Generations are checked later, under the variables' locks. */
-static int dp__invalid_var(dp_engine *eng, const dp_push_desc *d, uint32_t id) {
-    DP__LOG(eng, DP_LOG_ERROR, INVALID_VAR, "'%s': var 0x%08x", d->name ? d->name : "(unnamed)", (unsigned)id);
+DP__COLD static int dp__invalid_var(dp_engine *eng, const dp_push_desc *d, uint64_t handle) {
+    char what[96];
+    snprintf(what, sizeof what, "'%s': var", d->name ? d->name : "(unnamed)");
+    dp__log_bad_handle(eng, &eng->vars, DP_LOGITEM_INVALID_VAR, what, handle);
     return DP_ERROR_INVALID_HANDLE;
 }
 static int dp__resolve(dp_engine *eng, const dp_push_desc *d, dp__vref *refs) {
     int i, j, n = 0, total = d->num_reads + d->num_writes;
     for (i = 0; i < total; i++) {
         int write = i >= d->num_reads;
-        uint32_t id = write ? d->writes[i - d->num_reads].id : d->reads[i].id;
-        dp__var *v = (dp__var *)dp__table_locate(&eng->vars, id);
-        if (!v) return dp__invalid_var(eng, d, id);
+        uint64_t handle = write ? d->writes[i - d->num_reads].id : d->reads[i].id;
+        dp__var *v = (dp__var *)dp__table_locate(&eng->vars, handle);
+        uint32_t id = (uint32_t)handle;    /* the salt matched: the low bits are the rest */
+        if (!v) return dp__invalid_var(eng, d, handle);
         if (total > 8) j = n;               /* sorted below */
         else {
             for (j = 0; j < n && refs[j].v != v; j++) {}
-            if (j < n && refs[j].id != id) return dp__invalid_var(eng, d, id);   /* one of the two is stale */
+            if (j < n && refs[j].id != id) return dp__invalid_var(eng, d, handle);   /* one of the two is stale */
             if (j < n) { refs[j].write |= write; continue; }    /* listed twice: write wins */
             for (j = n; j > 0 && (uintptr_t)refs[j - 1].v > (uintptr_t)v; j--) refs[j] = refs[j - 1];
         }
@@ -3939,7 +4020,7 @@ static int dp__resolve(dp_engine *eng, const dp_push_desc *d, dp__vref *refs) {
         qsort(refs, (size_t)n, sizeof *refs, dp__vref_cmp);     /* the write sorts first among duplicates */
         for (i = 0; i < n; i++) {
             if (out > 0 && refs[out - 1].v == refs[i].v) {
-                if (refs[out - 1].id != refs[i].id) return dp__invalid_var(eng, d, refs[i].id);
+                if (refs[out - 1].id != refs[i].id) return dp__invalid_var(eng, d, dp__table_handle(&eng->vars, refs[i].id));
                 continue;
             }
             refs[out++] = refs[i];
@@ -3956,8 +4037,12 @@ static dp_result dp__check_desc(dp_engine *eng, const dp_push_desc *d) {
         return DP_ERROR_INVALID_ARGS;
     }
     if (d->num_reads < 0 || d->num_writes < 0 || (d->num_reads && !d->reads) || (d->num_writes && !d->writes)
-        || d->num_reads > 30000 || d->num_writes > 30000) {
-        DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "'%s': %d reads, %d writes", name, d->num_reads, d->num_writes);
+        || d->num_reads > DP_PUSH_MAX_VARS || d->num_writes > DP_PUSH_MAX_VARS) {
+        if (d->num_reads >= 0 && d->num_writes >= 0 && (d->num_reads > DP_PUSH_MAX_VARS || d->num_writes > DP_PUSH_MAX_VARS))
+            DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "'%s': %d reads, %d writes: a list holds at most %d variables",
+                    name, d->num_reads, d->num_writes, DP_PUSH_MAX_VARS);
+        else DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "'%s': %d reads, %d writes: %s", name, d->num_reads, d->num_writes,
+                     d->num_reads < 0 || d->num_writes < 0 ? "a count is negative" : "a NULL array with a count");
         return DP_ERROR_INVALID_ARGS;
     }
     if ((int)d->prop < 0 || d->prop >= DP__PROP_COUNT) {
@@ -4270,7 +4355,7 @@ static int dp__run_inline(dp_engine *eng, const dp_push_desc *d, const dp__vref 
     dp__tls_running = eng;
     status = fn(&rc, arg);
     dp__tls_running = prev_running;
-    if (cleanup) cleanup(arg);
+    if (cleanup) dp__run_cleanup(eng, cleanup, arg);
     if (status) f = dp__failure_new(eng, name, status, rs.has_message ? rs.message : NULL);
     dp__inline_release_all(eng, refs, n, f);
     return 1;
@@ -4517,7 +4602,7 @@ static uint64_t dp__completed_total(dp_engine *eng) {
 DP__COLD DP_IMPL dp_result dp_engine_stats_get(dp_engine *eng, dp_engine_stats *out) {
     int i;
     if (out) memset(out, 0, sizeof *out);
-    if (!eng || !out) return DP_ERROR_INVALID_ARGS;
+    if (!eng || !out) return dp__null_arg(eng, "dp_engine_stats_get", eng ? "out" : "engine");
     out->completed = dp__completed_total(eng);
     out->pushed = dp__load(&eng->seq, DP__RELAXED);
     out->pending_ops = out->pushed - dp__load(&eng->done, DP__RELAXED);
@@ -4704,7 +4789,7 @@ static dp_result dp__push(dp_engine *eng, const dp_push_desc *desc) {
 }
 DP_IMPL dp_result dp_push(dp_engine *eng, const dp_push_desc *desc) {
     dp_result r = dp__push(eng, desc);
-    if (r != DP_OK && desc && desc->cleanup) desc->cleanup(desc->arg);   /* refused: arg is ours to free */
+    if (r != DP_OK && desc && desc->cleanup) dp__run_cleanup(eng, desc->cleanup, desc->arg);   /* refused: arg is ours to free */
     return r;
 }
 /* dp_push_batch without the cleanups of a refused batch. */
@@ -4752,7 +4837,7 @@ DP__COLD DP_IMPL dp_result dp_push_batch(dp_engine *eng, const dp_push_desc *des
     dp_result r = dp__push_batch(eng, descs, count);
     int k;
     if (r != DP_OK && descs)   /* refused: every arg is ours to free */
-        for (k = 0; k < count; k++) if (descs[k].cleanup) descs[k].cleanup(descs[k].arg);
+        for (k = 0; k < count; k++) if (descs[k].cleanup) dp__run_cleanup(eng, descs[k].cleanup, descs[k].arg);
     return r;
 }
 static dp_result dp__push_short(dp_engine *eng, dp_sync_fn fn, dp_async_fn afn, void *arg, const dp_var *reads,
@@ -4775,7 +4860,7 @@ DP_IMPL void dp_complete(dp_completion done, int status, const char *message) {
     dp__block *b = (dp__block *)done.block;
     uint64_t expect = (done.seq << 2) | DP__ST_RUNNING;
     void *stream;
-    if (!b) return;
+    if (!b) { dp__null_arg(NULL, "dp_complete", "completion token (zeroed, or not the one passed to the op)"); return; }
     /* seq and state change together: a second call, or a token whose block
        was reused by a later op, fails the CAS */
     if (!dp__cas(&b->state, &expect, (done.seq << 2) | DP__ST_DONE, DP__ACQ_REL)) {
@@ -4792,7 +4877,7 @@ DP_IMPL void dp_complete(dp_completion done, int status, const char *message) {
 }
 DP_IMPL void dp_set_error(dp_run_ctx *rc, const char *message) {
     dp__run_state *rs = rc ? (dp__run_state *)rc->internal : NULL;
-    if (!rs || !message) return;
+    if (!rs || !message) { dp__null_arg(rc ? rc->engine : NULL, "dp_set_error", rs ? "message" : "run context (call it inside a sync function)"); return; }
     snprintf(rs->message, sizeof rs->message, "%s", message);
     rs->has_message = 1;
 }
@@ -4801,18 +4886,18 @@ DP_IMPL dp_var dp_var_create(dp_engine *eng) {
     dp_var h = {0};
     uint32_t idx;
     dp__var *v;
-    if (!eng) return h;
+    if (!eng) { dp__null_arg(NULL, "dp_var_create", "engine"); return h; }
     v = (dp__var *)dp__table_alloc(eng, &eng->vars, &idx);
     if (!v) { DP__LOG(eng, DP_LOG_ERROR, HANDLES_EXHAUSTED, "variable table"); return h; }
     v->nreaders = 0; v->head = v->tail = 0; v->failure = NULL;   /* a reused slot keeps its ring */
     h.id = dp__table_id(&eng->vars, v, idx);
-    v->handle_id = h.id;
+    v->handle_id = (uint32_t)h.id;
     return h;
 }
 static dp_result dp__var_delete(dp_engine *eng, dp_var var, dp_sync_fn fn, void *arg, dp_ctx ctx, dp_cleanup_fn cleanup) {
     dp_push_desc d;
     dp_result r;
-    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if (!eng) return dp__null_arg(NULL, "dp_var_delete", "engine");
     memset(&d, 0, sizeof d);
     d.fn = fn; d.arg = arg; d.writes = &var; d.num_writes = 1; d.ctx = ctx; d.name = "delete_var";
     d.cleanup = cleanup;
@@ -4829,9 +4914,9 @@ DP_IMPL dp_result dp_var_delete(dp_engine *eng, dp_var var) {
 }
 DP__COLD DP_IMPL dp_result dp_var_state_get(dp_engine *eng, dp_var var, dp_var_state *out) {
     dp__var *v = eng ? (dp__var *)dp__table_lookup(&eng->vars, var.id) : NULL;
-    if (!out || !eng) { if (out) *out = DP_VAR_INVALID; return DP_ERROR_INVALID_ARGS; }
+    if (!out || !eng) { if (out) *out = DP_VAR_INVALID; return dp__null_arg(eng, "dp_var_state_get", eng ? "out" : "engine"); }
     *out = DP_VAR_INVALID;
-    if (!v) return DP_ERROR_INVALID_HANDLE;
+    if (!v) { dp__log_bad_handle(eng, &eng->vars, DP_LOGITEM_INVALID_VAR, "dp_var_state_get: var", var.id); return DP_ERROR_INVALID_HANDLE; }
     dp__spin_lock(&v->lock);
     if (v->nreaders != 0 || dp__var_waiting(v)) *out = DP_VAR_BUSY;
     else *out = dp__var_failure(eng, v) ? DP_VAR_FAILED : DP_VAR_READY;
@@ -4842,7 +4927,7 @@ DP__COLD DP_IMPL dp_result dp_var_state_get(dp_engine *eng, dp_var var, dp_var_s
 /* Drops n references; the last frees the op (and runs its cleanup). */
 static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n) {
     if (dp__fetch_add(&op->refs, -n, DP__ACQ_REL) == n) {
-        if (op->d.cleanup) op->d.cleanup(op->d.arg);
+        if (op->d.cleanup) dp__run_cleanup(eng, op->d.cleanup, op->d.arg);
         dp__free(eng, op->vars, (op->nread + op->nwrite) * (sizeof *op->vars + sizeof *op->var_ids));
         dp__table_release(eng, &eng->ops, op->index, op);
     }
@@ -4850,7 +4935,7 @@ static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n) {
 static dp_opr dp__op_create(dp_engine *eng, const dp_push_desc *desc);
 DP__COLD DP_IMPL dp_opr dp_opr_create(dp_engine *eng, const dp_push_desc *desc) {
     dp_opr h = dp__op_create(eng, desc);
-    if (!h.id && desc && desc->cleanup) desc->cleanup(desc->arg);   /* refused: arg is ours to free */
+    if (!h.id && desc && desc->cleanup) dp__run_cleanup(eng, desc->cleanup, desc->arg);   /* refused: arg is ours to free */
     return h;
 }
 static dp_opr dp__op_create(dp_engine *eng, const dp_push_desc *desc) {
@@ -4866,7 +4951,7 @@ static dp_opr dp__op_create(dp_engine *eng, const dp_push_desc *desc) {
     if (!refs) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_opr_create"); return h; }
     n = dp__resolve(eng, desc, refs);
     for (i = 0; i < n; i++)      /* resolve leaves generations to the push; an op checks them now */
-        if (!dp__table_lookup(&eng->vars, refs[i].id)) { n = dp__invalid_var(eng, desc, refs[i].id); break; }
+        if (!dp__table_lookup(&eng->vars, dp__table_handle(&eng->vars, refs[i].id))) { n = dp__invalid_var(eng, desc, dp__table_handle(&eng->vars, refs[i].id)); break; }
     if (n < 0) { dp__free(eng, refs, (size_t)(total ? total : 1) * sizeof *refs); return h; }
     op = (dp__opobj *)dp__table_alloc(eng, &eng->ops, &idx);
     if (!op) { dp__free(eng, refs, (size_t)(total ? total : 1) * sizeof *refs); DP__LOG(eng, DP_LOG_ERROR, HANDLES_EXHAUSTED, "op table"); return h; }
@@ -4912,9 +4997,9 @@ DP_IMPL dp_result dp_opr_push(dp_engine *eng, dp_opr h, dp_ctx ctx, int priority
     dp_push_desc d;
     dp_result r;
     uint32_t n;
-    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if (!eng) return dp__null_arg(NULL, "dp_opr_push", "engine");
     op = dp__op_acquire(eng, h, 1);
-    if (!op) { DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "op 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
+    if (!op) { dp__log_bad_handle(eng, &eng->ops, DP_LOGITEM_INVALID_OP, "op", h.id); return DP_ERROR_INVALID_HANDLE; }
     if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op, 1); return r; }
     d = op->d; d.ctx = ctx; d.priority = priority;
     d.cleanup = NULL;          /* the op's, run once when the op is freed */
@@ -4933,10 +5018,10 @@ DP__COLD DP_IMPL dp_result dp_opr_push_n(dp_engine *eng, dp_opr h, dp_ctx ctx, i
     dp_push_desc d;
     dp_result r = DP_OK;
     int k, made = 0;
-    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if (!eng) return dp__null_arg(NULL, "dp_opr_push_n", "engine");
     if (count < 0) { DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "dp_opr_push_n: count %d", count); return DP_ERROR_INVALID_ARGS; }
     op = dp__op_acquire(eng, h, count > 0 ? count : 1);
-    if (!op) { DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "op 0x%08x", (unsigned)h.id); return DP_ERROR_INVALID_HANDLE; }
+    if (!op) { dp__log_bad_handle(eng, &eng->ops, DP_LOGITEM_INVALID_OP, "op", h.id); return DP_ERROR_INVALID_HANDLE; }
     if (count == 0) { dp__op_unref(eng, op, 1); return DP_OK; }
     if ((r = dp__check_ctx(eng, ctx, op->d.name)) != DP_OK) { dp__op_unref(eng, op, count); return r; }
     /* the size cannot wrap on a 32-bit target: a count that would is refused as out of memory */
@@ -4966,11 +5051,12 @@ DP__COLD DP_IMPL dp_result dp_opr_push_n(dp_engine *eng, dp_opr h, dp_ctx ctx, i
 }
 DP__COLD DP_IMPL dp_result dp_opr_destroy(dp_engine *eng, dp_opr h) {
     dp__opobj *op = eng ? (dp__opobj *)dp__table_lookup(&eng->ops, h.id) : NULL;
-    int32_t gen = (int32_t)dp__id_gen(h.id);
+    int32_t gen = (int32_t)dp__id_gen((uint32_t)h.id);
     /* two racing destroys: only the one that moves the generation drops the
        handle's reference */
     if (!op || !dp__cas(&op->gen, &gen, (uint32_t)gen >= DP__GEN_MAX ? 0 : gen + 1, DP__ACQ_REL)) {
-        if (eng) DP__LOG(eng, DP_LOG_ERROR, INVALID_OP, "dp_opr_destroy 0x%08x", (unsigned)h.id);
+        if (!eng) return dp__null_arg(NULL, "dp_opr_destroy", "engine");
+        dp__log_bad_handle(eng, &eng->ops, DP_LOGITEM_INVALID_OP, "dp_opr_destroy", h.id);
         return DP_ERROR_INVALID_HANDLE;
     }
     dp__op_unref(eng, op, 1);
@@ -4978,12 +5064,47 @@ DP__COLD DP_IMPL dp_result dp_opr_destroy(dp_engine *eng, dp_opr h) {
 }
 
 /* >>waits ------------------------------------------------------------------ */
+/* A wait (or destroy) from inside one of eng's ops, or one of its cleanups,
+   would wait for the op it is called from. */
 static dp_result dp__check_not_in_op(dp_engine *eng, const char *what) {
-    if (dp__tls_running == eng) {
-        DP__LOG(eng, DP_LOG_ERROR, WAIT_IN_OP, "%s", what);
+    if (dp__tls_running == eng || dp__tls_cleaning == eng) {
+        DP__LOG(eng, DP_LOG_ERROR, WAIT_IN_OP, "%s from inside %s", what, dp__tls_running == eng ? "an operation" : "a cleanup");
         return DP_ERROR_IN_OPERATION;
     }
     return DP_OK;
+}
+/* A timed wait that gives up must leave nothing behind that outlives it
+   but a bounded amount per variable (a frame loop polls with it). So, under
+   var's lock, before anything is pushed:
+   - busy and a timeout of 0: the answer is DP_ERROR_TIMEOUT, and nothing
+     is pushed (*busy_now = 1);
+   - the last entry of var's queue is the wait block of a timed wait that
+     gave up: nothing was pushed on var after it, so it waits for exactly
+     what a new one would. The caller takes it over (returned; its waiter's
+     abandoned back to 0) instead of pushing another, so give-ups in a row
+     keep one block and one waiter per variable, however many there are.
+     The block cannot run or be recycled meanwhile: it leaves the queue
+     (granted) only under this lock, and its waiter is freed only after it
+     has run.
+   Returns NULL (push a new wait) otherwise, also for a handle that is not
+   var's (the push reports it). */
+DP__COLD static dp__waiter *dp__adopt_wait(dp_engine *eng, dp_var var, int zero_timeout, int *busy_now) {
+    dp__var *v = (dp__var *)dp__table_lookup(&eng->vars, var.id);
+    dp__waiter *taken = NULL;
+    if (!v) return NULL;
+    dp__spin_lock(&v->lock);
+    if ((uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen((uint32_t)var.id)) {   /* not deleted since */
+        if (zero_timeout) *busy_now = v->nreaders != 0 || dp__var_waiting(v);
+        else if (dp__var_waiting(v)) {
+            dp__entry e = dp__var_entry(v, v->tail - 1);
+            dp__block *b = dp__entry_block(e);
+            int32_t one = 1;
+            if (b->kind == DP__KIND_WAIT && dp__cas(&((dp__waiter *)b->arg)->abandoned, &one, 0, DP__ACQ_REL))
+                taken = (dp__waiter *)b->arg;
+        }
+    }
+    dp__spin_unlock(&v->lock);
+    return taken;
 }
 /* Pushes a wait block for var and waits for its report, for at most
    timeout_ms (DP__FOREVER: no limit). A timed wait's waiter lives on the
@@ -4994,11 +5115,15 @@ DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t time
     dp__waiter stack_waiter, *w = &stack_waiter;
     dp_result r;
     uint64_t deadline = 0;
-    int gave_up = 0;
-    if (!eng) return DP_ERROR_INVALID_ARGS;
+    int gave_up = 0, busy_now = 0;
+    if (!eng) return dp__null_arg(NULL, what, "engine");
     if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
     if (timeout_ms != DP__FOREVER) {
+        dp__waiter *taken;
         deadline = dp__now_ns() + timeout_ms * 1000000u;
+        taken = dp__adopt_wait(eng, var, timeout_ms == 0, &busy_now);
+        if (busy_now) return DP_ERROR_TIMEOUT;
+        if (taken) { w = taken; goto wait; }
         if ((w = (dp__waiter *)dp__alloc(eng, sizeof *w)) == NULL) {
             DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
             return DP_ERROR_OUT_OF_MEMORY;
@@ -5014,12 +5139,17 @@ DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t time
         if (w != &stack_waiter) dp__free(eng, w, sizeof *w);
         return r;
     }
+wait:
     dp__mutex_lock(&eng->wait_mtx);
     while (!w->done) {
         uint64_t now;
         if (timeout_ms == DP__FOREVER || w->claimed) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); continue; }
         now = dp__now_ns();
-        if (now >= deadline) { gave_up = w->abandoned = 1; break; }   /* from here on the block owns w */
+        if (now >= deadline) {   /* from here on the block owns w (or a later timed wait takes it over) */
+            gave_up = 1;
+            dp__store(&w->abandoned, 1, DP__RELEASE);
+            break;
+        }
         dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, (uint32_t)((deadline - now) / 1000000u) + 1u);
     }
     dp__mutex_unlock(&eng->wait_mtx);
@@ -5043,7 +5173,7 @@ DP__COLD static dp_result dp__wait_all(dp_engine *eng, uint64_t timeout_ms, dp_f
     dp__failure *f, *next;
     uint64_t deadline = timeout_ms == DP__FOREVER ? 0 : dp__now_ns() + timeout_ms * 1000000u;
     int timed_out = 0;
-    if (!eng) return DP_ERROR_INVALID_ARGS;
+    if (!eng) return dp__null_arg(NULL, what, "engine");
     if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
     dp__mutex_lock(&eng->wait_mtx);
     dp__fetch_add(&eng->nwaiters_all, 1, DP__SEQ_CST);
@@ -5078,7 +5208,40 @@ DP__COLD DP_IMPL dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, 
     return dp__wait_all(eng, timeout_ms, failure, "dp_wait_all_for");
 }
 
-/* >>engine ----------------------------------------------------------------- */
+/* >>engine -----------------------------------------------------------------
+   Every engine gets a number of its own, the salt in its handles' high 32
+   bits (see "Handles" at dp_var): the next value of a process-wide counter,
+   skipping 0 so that no handle of a live engine is 0. */
+static dp__a64 dp__engine_count;
+DP__COLD static uint32_t dp__new_salt(void) {
+    uint32_t s;
+    do s = (uint32_t)(dp__fetch_add(&dp__engine_count, 1, DP__RELAXED) + 1u); while (s == 0);
+    return s;
+}
+/* The live engines: a list through dp_engine.next_live, from the end of
+   dp_engine_create to just before dp_engine_destroy frees the engine. A
+   destroy claims its engine here (destroying = 1) under the lock, so of two
+   concurrent destroys exactly one goes on; the other is answered without
+   touching the engine's memory after the lock is released, since the first
+   may free it at any moment (so it logs to the default logger). A destroy
+   after the first has returned finds no such engine: the same error, unless
+   a new engine has been given the same address since, which no check can
+   tell from a live engine. */
+static dp__spinlock dp__engines_lock;
+static dp_engine *dp__engines;
+DP__COLD static dp_result dp__claim_destroy(dp_engine *eng) {
+    dp_engine *e;
+    uint32_t salt = 0;
+    int state = 0;                          /* 0 not live, 1 claimed now, 2 claimed already */
+    dp__spin_lock(&dp__engines_lock);
+    for (e = dp__engines; e && e != eng; e = e->next_live) {}
+    if (e) { state = e->destroying ? 2 : 1; e->destroying = 1; salt = e->vars.salt; }
+    dp__spin_unlock(&dp__engines_lock);
+    if (state == 1) return DP_OK;
+    if (state == 2) DP__LOG(NULL, DP_LOG_ERROR, ENGINE_NOT_LIVE, "dp_engine_destroy: engine #%u is being destroyed by another thread", (unsigned)salt);
+    else DP__LOG(NULL, DP_LOG_ERROR, ENGINE_NOT_LIVE, "dp_engine_destroy: %p is not a live engine (destroyed already?)", (void *)eng);
+    return DP_ERROR_INVALID_ARGS;
+}
 DP__COLD static int dp__env_int(const dp_engine_desc *d, const char *name, int *out) {
     const char *s = d->ignore_env ? NULL : getenv(name);
     char *end;
@@ -5120,6 +5283,8 @@ DP__COLD static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc 
     d->cpu_priority_nthreads = DP__DEF(d->cpu_priority_nthreads, 1);
     d->gpu_worker_nthreads = DP__DEF(d->gpu_worker_nthreads, 2);
     d->gpu_copy_nthreads = DP__DEF(d->gpu_copy_nthreads, 1);
+    if (d->type == DP_ENGINE_NAIVE)    /* it starts no thread: say so (dp_engine_desc_get) */
+        d->cpu_worker_nthreads = d->cpu_priority_nthreads = d->gpu_worker_nthreads = d->gpu_copy_nthreads = 0;
     d->pending_report_ms = DP__DEF(d->pending_report_ms, 10000);
     return DP_OK;
 }
@@ -5297,7 +5462,7 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
     dp_engine tmp, *eng;
     dp_result r;
     int i;
-    if (!out) return DP_ERROR_INVALID_ARGS;
+    if (!out) return dp__null_arg(NULL, "dp_engine_create", "out");
     *out = NULL;
     memset(&zero, 0, sizeof zero);
     memset(&tmp, 0, sizeof tmp);
@@ -5311,6 +5476,7 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
     eng->inline_ok = resolved.type == DP_ENGINE_NAIVE && !resolved.trace.func && !resolved.trace.record_graph;
     dp__table_init(&eng->vars, sizeof(dp__var), 0);
     dp__table_init(&eng->ops, sizeof(dp__opobj), DP__KIND_OP);
+    eng->vars.salt = eng->ops.salt = dp__new_salt();
     for (i = 0; i < DP__NUM_CLASSES * DP__POOL_STRIPES; i++) dp__pool_init(&eng->pools[i / DP__NUM_CLASSES][i % DP__NUM_CLASSES], i % DP__NUM_CLASSES);
     dp__mutex_init(&eng->wait_mtx); dp__cond_init(&eng->wait_cv);
     dp__mutex_init(&eng->create_mtx); dp__mutex_init(&eng->fail_mtx);
@@ -5347,14 +5513,20 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
         }
         dp__store(&eng->io_group, (void *)io, DP__RELEASE);
     }
+    dp__spin_lock(&dp__engines_lock);
+    eng->next_live = dp__engines;
+    dp__engines = eng;
+    dp__spin_unlock(&dp__engines_lock);
     *out = eng;
     return DP_OK;
 }
 DP__COLD DP_IMPL dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure) {
     dp_failure f;
     dp_result r;
-    if (!eng) return DP_ERROR_INVALID_ARGS;
+    dp_engine **link;
+    if (!eng) return dp__null_arg(NULL, "dp_engine_destroy", "engine");
     if ((r = dp__check_not_in_op(eng, "dp_engine_destroy")) != DP_OK) return r;
+    if ((r = dp__claim_destroy(eng)) != DP_OK) return r;
     r = DP_ERROR_TIMEOUT;
     if (eng->desc.pending_report_ms > 0) r = dp__wait_all(eng, (uint64_t)eng->desc.pending_report_ms, &f, "dp_engine_destroy");
     if (r == DP_ERROR_TIMEOUT) {
@@ -5369,12 +5541,18 @@ DP__COLD DP_IMPL dp_result dp_engine_destroy(dp_engine *eng, dp_failure *failure
         DP__LOG(eng, DP_LOG_WARN, UNREPORTED_FAILURE, "'%s': %s", f.op_name, f.message);
         if (failure) *failure = f;
     }
+    /* off the list before the memory goes: a second destroy either found it
+       claimed (and left without touching it) or will not find it at all */
+    dp__spin_lock(&dp__engines_lock);
+    for (link = &dp__engines; *link != eng; link = &(*link)->next_live) {}
+    *link = eng->next_live;
+    dp__spin_unlock(&dp__engines_lock);
     dp__engine_free(eng);
     return r;
 }
 DP__COLD DP_IMPL dp_result dp_engine_desc_get(const dp_engine *eng, dp_engine_desc *out) {
-    if (!out) return DP_ERROR_INVALID_ARGS;
-    if (!eng) { memset(out, 0, sizeof *out); return DP_ERROR_INVALID_ARGS; }
+    if (!out) return dp__null_arg(eng, "dp_engine_desc_get", "out");
+    if (!eng) { memset(out, 0, sizeof *out); return dp__null_arg(NULL, "dp_engine_desc_get", "engine"); }
     *out = eng->desc;
     return DP_OK;
 }
@@ -5403,8 +5581,8 @@ DP__COLD DP_IMPL dp_engine *dp_default_engine(void) {
 }
 
 /* >>profiler --------------------------------------------------------------- */
-DP_IMPL void dp_profiler_start(dp_engine *eng) { if (eng) dp__store(&eng->profiling, 1, DP__RELAXED); }
-DP_IMPL void dp_profiler_stop(dp_engine *eng) { if (eng) dp__store(&eng->profiling, 0, DP__RELAXED); }
+DP_IMPL void dp_profiler_start(dp_engine *eng) { if (eng) dp__store(&eng->profiling, 1, DP__RELAXED); else dp__null_arg(NULL, "dp_profiler_start", "engine"); }
+DP_IMPL void dp_profiler_stop(dp_engine *eng) { if (eng) dp__store(&eng->profiling, 0, DP__RELAXED); else dp__null_arg(NULL, "dp_profiler_stop", "engine"); }
 /* Calls fn for every record buffer (workers' and the pushing threads'). */
 DP__COLD static void dp__prof_each(dp_engine *eng, void (*fn)(dp__prof_buf *, void *), void *user) {
     dp__group *groups[3 * DP__MAX_DEV + 3];
@@ -5420,7 +5598,7 @@ DP__COLD static void dp__prof_each(dp_engine *eng, void (*fn)(dp__prof_buf *, vo
         if (groups[i]) for (j = 0; j < groups[i]->nworkers; j++) fn(&groups[i]->workers[j].prof, user);
 }
 DP__COLD static void dp__prof_clear_one(dp__prof_buf *pb, void *user) { (void)user; dp__mutex_lock(&pb->m); pb->n = 0; dp__mutex_unlock(&pb->m); }
-DP__COLD DP_IMPL void dp_profiler_clear(dp_engine *eng) { if (eng) dp__prof_each(eng, dp__prof_clear_one, NULL); }
+DP__COLD DP_IMPL void dp_profiler_clear(dp_engine *eng) { if (eng) dp__prof_each(eng, dp__prof_clear_one, NULL); else dp__null_arg(NULL, "dp_profiler_clear", "engine"); }
 
 /* Chrome's trace event format (its "Trace Event Format" document) and
    Perfetto's JSON importer read pid and tid as integers: a string pid such as
@@ -5756,7 +5934,7 @@ static int dp__rec_copy(dp_trace_recorder *r, const dp_trace_event *ev, dp__rec_
     int64_t s;
     int k;
     memset(e, 0, sizeof *e);
-    e->kind = (uint8_t)ev->kind; e->seq = ev->op_seq; e->var = ev->var.id & DP__IDX_MASK;
+    e->kind = (uint8_t)ev->kind; e->seq = ev->op_seq; e->var = (uint32_t)ev->var.id & DP__IDX_MASK;
     e->pending = ev->op_pending; e->status = ev->status; e->readers = ev->var_readers; e->qlen = ev->queue_len;
     if ((s = dp__rec_intern(r, ev->op_name)) < 0) return -1;
     e->name = (uint32_t)s;
@@ -5781,7 +5959,7 @@ DP_IMPL dp_result dp_trace_recorder_name_var(dp_trace_recorder *r, dp_var var, c
     dp_result res = DP_OK;
     int64_t s;
     size_t i;
-    uint32_t slot = var.id & DP__IDX_MASK;
+    uint32_t slot = (uint32_t)var.id & DP__IDX_MASK;
     if (!r || !name) { DP__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_trace_recorder_name_var: recorder or name"); return DP_ERROR_INVALID_ARGS; }
     if (!var.id) { DP__LOG(NULL, DP_LOG_ERROR, INVALID_VAR, "dp_trace_recorder_name_var: variable 0"); return DP_ERROR_INVALID_ARGS; }
     dp__mutex_lock(&r->m);

@@ -52,7 +52,7 @@ static var_view vars[NVARS] = {{"A", {0}, 0, 0, 0, {0}, {0}},
 #define SLOT(id) ((id) & 0x3FFFFFu)
 static dp_trace_recorder *recorder;   /* every event, for the HTML replay */
 
-static var_view *var_by_id(uint32_t id) {
+static var_view *var_by_id(uint64_t id) {
     int i;
     for (i = 0; i < NVARS; i++)
         if (vars[i].handle.id && SLOT(vars[i].handle.id) == SLOT(id)) return &vars[i];

@@ -1561,9 +1561,11 @@ static void test_failure_without_memory_stays_cleared(void) {
     CHECK(dp_engine_destroy(g_race_eng, NULL) == DP_OK);
 }
 
-/* ---- timed waits that give up pile up on a busy variable: thousands of them
-   must neither overflow the stack when the variable frees up (each wait's
-   completion makes the next one ready) nor leak. */
+/* ---- timed waits that give up on a busy variable, each after a read was
+   pushed behind the one before (so none can take the last one's place):
+   a chain of wait blocks that must neither overflow the stack when the
+   variable frees up (each wait's completion makes the next op ready) nor
+   leak. */
 static void test_many_abandoned_waits(void) {
     int k, i;
     for (k = 0; k < 3; k++) {
@@ -1574,14 +1576,340 @@ static void test_many_abandoned_waits(void) {
         memset(&d, 0, sizeof d);
         d.async_fn = hold_op; d.writes = &x; d.num_writes = 1; d.prop = DP_PROP_ASYNC;
         CHECK(dp_push(e, &d) == DP_OK);
-        for (i = 0; i < 50000; i++) CHECK(dp_wait_var_for(e, x, 0, NULL) == DP_ERROR_TIMEOUT);
+        for (i = 0; i < 300; i++) {
+            CHECK(dp_wait_var_for(e, x, 1, NULL) == DP_ERROR_TIMEOUT);
+            CHECK(dp_push_sync(e, nop, NULL, &x, 1, NULL, 0) == DP_OK);
+        }
         dp_engine_stats_get(e, &st);
-        CHECK(st.pending_ops == 50001);
+        CHECK(st.pending_ops == 601);
         dp_complete(g_held, 0, NULL);
         CHECK(dp_wait_var(e, x, NULL) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);   /* workers count the reads' completions in batches */
         dp_engine_stats_get(e, &st);
         CHECK(st.pending_ops == 0);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- issue 26: a frame loop polling a busy variable with a timed wait
+   keeps no memory per poll. A million polls with a timeout of 0 (a look at
+   the variable: nothing is pushed) and a thousand with 1 ms (each takes over
+   the wait block the one before left, as nothing was pushed after it) leave
+   the engine's allocation count where it was after the first timed wait;
+   before, each poll kept a wait block and a record (~460 bytes) until the
+   variable's work was done. */
+static void *complete_failed_later(void *a) {
+    struct timespec ts = {0, 20000000};
+    (void)a;
+    nanosleep(&ts, NULL);
+    dp_complete(g_owned_done, 3, "held op failed");
+    return NULL;
+}
+static void test_polls_keep_no_memory(void) {
+    int k, i;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine_alloc(kinds[k], failing_alloc, failing_free);
+        dp_var x = dp_var_create(e);
+        dp_push_desc d;
+        dp_engine_stats st;
+        long before;
+        int timeouts = 0;
+        memset(&d, 0, sizeof d);
+        d.async_fn = hold_op; d.writes = &x; d.num_writes = 1; d.prop = DP_PROP_ASYNC;
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_var_for(e, x, 1, NULL) == DP_ERROR_TIMEOUT);   /* the one wait block, made here */
+        before = __atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE);
+        for (i = 0; i < 1000000; i++) timeouts += dp_wait_var_for(e, x, 0, NULL) == DP_ERROR_TIMEOUT;
+        CHECK(timeouts == 1000000);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) - before < 1024);
+        for (i = 0, timeouts = 0; i < 1000; i++) timeouts += dp_wait_var_for(e, x, 1, NULL) == DP_ERROR_TIMEOUT;
+        CHECK(timeouts == 1000);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) - before < 1024);
+        dp_engine_stats_get(e, &st);
+        CHECK(st.pending_ops == 2);                                  /* the held op and one wait */
+        dp_complete(g_held, 0, NULL);
+        CHECK(dp_wait_var_for(e, x, 10000, NULL) == DP_OK);
+        CHECK(dp_wait_var_for(e, x, 0, NULL) == DP_OK);              /* idle: done at once */
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        dp_engine_stats_get(e, &st);
+        CHECK(st.pending_ops == 0);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+    }
+}
+/* A timed wait that takes over an abandoned wait block reports what that
+   block finds: the held write's failure, once. */
+static void test_adopted_wait_reports_failure(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var x = dp_var_create(e);
+        dp_push_desc d;
+        dp_failure f;
+        memset(&d, 0, sizeof d);
+        memset(&f, 0, sizeof f);
+        d.async_fn = hold_op; d.writes = &x; d.num_writes = 1; d.prop = DP_PROP_ASYNC; d.name = "held";
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_wait_var_for(e, x, 1, NULL) == DP_ERROR_TIMEOUT);
+        CHECK(dp_wait_var_for(e, x, 1, NULL) == DP_ERROR_TIMEOUT);
+        {
+            pthread_t th;
+            g_owned_done = g_held;
+            pthread_create(&th, NULL, complete_failed_later, NULL);
+            CHECK(dp_wait_var_for(e, x, 10000, &f) == DP_ERROR_OP_FAILED && f.status == 3 && strcmp(f.op_name, "held") == 0);
+            pthread_join(th, NULL);
+        }
+        CHECK(dp_wait_var_for(e, x, 0, NULL) == DP_OK);              /* reported: cleared */
+        CHECK(dp_wait_all(e, NULL) == DP_OK);                        /* reported once */
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* ---- issue 26: a handle of another engine, live or destroyed, names
+   nothing here: every call refuses it, logs both engines' numbers, and
+   this engine's own object in the same slot is untouched. */
+static int g_b_writes;
+static int count_b_write(dp_run_ctx *rc, void *a) { (void)rc; (void)a; g_b_writes++; return 0; }
+static int last_error_names_two_engines(void) {
+    return strstr(dp_last_error(), "handle of engine #") != NULL && strstr(dp_last_error(), "given to engine #") != NULL;
+}
+static void check_foreign(dp_engine *b, dp_var va, dp_opr oa, dp_var vb) {
+    dp_push_desc d;
+    dp_var_state st;
+    dp_var both[2];
+    dp_ctx cpu = {DP_DEV_CPU, 0};
+    memset(&d, 0, sizeof d);
+    d.fn = count_b_write; d.writes = &va; d.num_writes = 1;
+    dp_clear_last_error();
+    CHECK(dp_push_sync(b, count_b_write, NULL, NULL, 0, &va, 1) == DP_ERROR_INVALID_HANDLE && last_error_names_two_engines());
+    dp_clear_last_error();
+    CHECK(dp_push_sync(b, count_b_write, NULL, &va, 1, &vb, 1) == DP_ERROR_INVALID_HANDLE && last_error_names_two_engines());
+    both[0] = vb; both[1] = va;
+    dp_clear_last_error();
+    CHECK(dp_push_sync(b, count_b_write, NULL, both, 2, NULL, 0) == DP_ERROR_INVALID_HANDLE && last_error_names_two_engines());
+    dp_clear_last_error();
+    CHECK(dp_push_batch(b, &d, 1) == DP_ERROR_INVALID_HANDLE && last_error_names_two_engines());
+    dp_clear_last_error();
+    CHECK(dp_opr_create(b, &d).id == 0 && last_error_names_two_engines());
+    dp_clear_last_error();
+    CHECK(dp_var_delete(b, va) == DP_ERROR_INVALID_HANDLE && last_error_names_two_engines());
+    dp_clear_last_error();
+    CHECK(dp_wait_var(b, va, NULL) == DP_ERROR_INVALID_HANDLE && last_error_names_two_engines());
+    dp_clear_last_error();
+    CHECK(dp_wait_var_for(b, va, 0, NULL) == DP_ERROR_INVALID_HANDLE && last_error_names_two_engines());
+    dp_clear_last_error();
+    CHECK(dp_wait_var_for(b, va, 5, NULL) == DP_ERROR_INVALID_HANDLE && last_error_names_two_engines());
+    dp_clear_last_error();
+    CHECK(dp_var_state_get(b, va, &st) == DP_ERROR_INVALID_HANDLE && st == DP_VAR_INVALID && last_error_names_two_engines());
+    dp_clear_last_error();
+    CHECK(dp_opr_push(b, oa, cpu, 0) == DP_ERROR_INVALID_HANDLE && last_error_names_two_engines());
+    dp_clear_last_error();
+    CHECK(dp_opr_push_n(b, oa, cpu, 0, 3) == DP_ERROR_INVALID_HANDLE && last_error_names_two_engines());
+    dp_clear_last_error();
+    CHECK(dp_opr_destroy(b, oa) == DP_ERROR_INVALID_HANDLE && last_error_names_two_engines());
+    /* b's own variable in the same slot: still there, never written */
+    CHECK(dp_wait_all(b, NULL) == DP_OK && g_b_writes == 0);
+    CHECK(dp_var_state_get(b, vb, &st) == DP_OK && st == DP_VAR_READY);
+}
+static void test_foreign_handles(void) {
+    int ka, kb;
+    for (ka = 0; ka < 3; ka++) {
+        for (kb = 0; kb < 3; kb++) {
+            dp_engine *a = make_engine(kinds[ka], 2), *b = make_engine(kinds[kb], 2);
+            dp_var va = dp_var_create(a), vb = dp_var_create(b);
+            dp_push_desc d;
+            dp_opr oa, ob;
+            char expect[96];
+            dp_ctx cpu = {DP_DEV_CPU, 0};
+            memset(&d, 0, sizeof d);
+            d.fn = count_b_write; d.writes = &va; d.num_writes = 1;
+            oa = dp_opr_create(a, &d);
+            d.writes = &vb;
+            ob = dp_opr_create(b, &d);
+            /* the same slot in both engines: only the engine part tells them apart */
+            CHECK((uint32_t)va.id == (uint32_t)vb.id && (uint32_t)oa.id == (uint32_t)ob.id);
+            CHECK(va.id != vb.id && oa.id != ob.id && ((uint64_t)va.id >> 32) != 0 && ((uint64_t)vb.id >> 32) != 0);
+            g_b_writes = 0;
+            check_foreign(b, va, oa, vb);
+            snprintf(expect, sizeof expect, "handle of engine #%u given to engine #%u", (unsigned)((uint64_t)va.id >> 32), (unsigned)((uint64_t)vb.id >> 32));
+            dp_clear_last_error();
+            CHECK(dp_var_delete(b, va) == DP_ERROR_INVALID_HANDLE && strstr(dp_last_error(), expect) != NULL);
+            CHECK(dp_opr_destroy(a, oa) == DP_OK);
+            d.writes = &va;
+            oa = dp_opr_create(a, &d);
+            CHECK(dp_engine_destroy(a, NULL) == DP_OK);
+            check_foreign(b, va, oa, vb);     /* a is gone: its handles still name nothing in b */
+            CHECK(dp_opr_push(b, ob, cpu, 0) == DP_OK);
+            CHECK(dp_wait_all(b, NULL) == DP_OK && g_b_writes == 1);
+            CHECK(dp_engine_destroy(b, NULL) == DP_OK);
+        }
+    }
+}
+
+/* ---- issue 26: a blocking call made from a cleanup returns
+   DP_ERROR_IN_OPERATION (logged), as from inside an op, on every engine
+   and for every way a cleanup runs: after a pushed op, when a refused push
+   hands the arg back, when a pre-created op is freed. It used to wait for
+   the op being cleaned up, for ever, on the threaded engines. */
+static dp_engine *g_wc_eng;
+static dp_var g_wc_var;
+static int g_wc_calls, g_wc_refused;
+static void cleanup_that_waits(void *a) {
+    dp_result r[5];
+    int i, ok = 1;
+    (void)a;
+    /* each refusal is logged: this thread's last error says so */
+#define REFUSED_LOGGED(k, call) do { dp_clear_last_error(); r[k] = call; ok = ok && dp_last_error_item() == DP_LOGITEM_WAIT_IN_OP; } while (0)
+    REFUSED_LOGGED(0, dp_wait_all(g_wc_eng, NULL));
+    REFUSED_LOGGED(1, dp_wait_var(g_wc_eng, g_wc_var, NULL));
+    REFUSED_LOGGED(2, dp_wait_var_for(g_wc_eng, g_wc_var, 10, NULL));
+    REFUSED_LOGGED(3, dp_wait_all_for(g_wc_eng, 10, NULL));
+    REFUSED_LOGGED(4, dp_engine_destroy(g_wc_eng, NULL));
+#undef REFUSED_LOGGED
+    for (i = 0; i < 5; i++) ok = ok && r[i] == DP_ERROR_IN_OPERATION;
+    __atomic_fetch_add(&g_wc_calls, 1, __ATOMIC_ACQ_REL);
+    if (!ok) __atomic_fetch_add(&g_wc_refused, 1, __ATOMIC_ACQ_REL);
+}
+static void complete_at_once(dp_run_ctx *rc, void *a, dp_completion done) { (void)rc; (void)a; dp_complete(done, 0, NULL); }
+static void test_wait_in_cleanup(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_push_desc d;
+        dp_opr op;
+        dp_var gone;
+        dp_ctx cpu = {DP_DEV_CPU, 0};
+        g_wc_eng = make_engine(kinds[k], 2);
+        g_wc_var = dp_var_create(g_wc_eng);
+        g_wc_calls = g_wc_refused = 0;
+        memset(&d, 0, sizeof d);
+        d.fn = nop; d.writes = &g_wc_var; d.num_writes = 1; d.cleanup = cleanup_that_waits;
+        CHECK(dp_push(g_wc_eng, &d) == DP_OK);                       /* after the op */
+        d.fn = NULL; d.async_fn = complete_at_once;
+        CHECK(dp_push(g_wc_eng, &d) == DP_OK);                       /* inside dp_complete */
+        d.async_fn = NULL; d.fn = nop;
+        gone = dp_var_create(g_wc_eng);
+        CHECK(dp_var_delete(g_wc_eng, gone) == DP_OK);
+        d.writes = &gone;
+        CHECK(dp_push(g_wc_eng, &d) == DP_ERROR_INVALID_HANDLE);     /* refused: inside dp_push */
+        d.writes = &g_wc_var;
+        op = dp_opr_create(g_wc_eng, &d);
+        CHECK(op.id != 0 && dp_opr_push(g_wc_eng, op, cpu, 0) == DP_OK);
+        CHECK(dp_opr_destroy(g_wc_eng, op) == DP_OK);                /* when its last run is done */
+        CHECK(dp_wait_all_for(g_wc_eng, 10000, NULL) == DP_OK);
+        CHECK(g_wc_calls == 4 && g_wc_refused == 0);
+        CHECK(dp_engine_destroy(g_wc_eng, NULL) == DP_OK);
+    }
+}
+
+/* ---- issue 26: two threads destroy one engine at once. One destroys it;
+   the other gets DP_ERROR_INVALID_ARGS (item ENGINE_NOT_LIVE, to the
+   default logger) without touching it: no crash (the naive engine freed it
+   twice), no hang (the threaded ones waited for ever). A slow op keeps the
+   first destroy busy while the second comes. */
+static pthread_barrier_t g_destroy_barrier;
+static int slow_op(dp_run_ctx *rc, void *a) {
+    struct timespec ts = {0, 5000000};
+    (void)rc; (void)a;
+    nanosleep(&ts, NULL);
+    return 0;
+}
+static void *destroy_after_barrier(void *a) {
+    pthread_barrier_wait(&g_destroy_barrier);
+    return (void *)(intptr_t)dp_engine_destroy((dp_engine *)a, NULL);
+}
+static void test_destroy_from_two_threads(void) {
+    int k, round;
+    dp_logger quiet = {quiet_logger, NULL};
+    dp_set_default_logger(&quiet);
+    for (k = 0; k < 3; k++) {
+        for (round = 0; round < 20; round++) {
+            dp_engine *e = make_engine(kinds[k], 2);
+            dp_var x = dp_var_create(e);
+            pthread_t th[2];
+            void *r[2];
+            int i;
+            for (i = 0; i < 3; i++) dp_push_sync(e, slow_op, NULL, NULL, 0, &x, 1);
+            pthread_barrier_init(&g_destroy_barrier, NULL, 2);
+            g_last_item = 0;
+            for (i = 0; i < 2; i++) pthread_create(&th[i], NULL, destroy_after_barrier, e);
+            for (i = 0; i < 2; i++) pthread_join(th[i], &r[i]);
+            pthread_barrier_destroy(&g_destroy_barrier);
+            CHECK(((intptr_t)r[0] == DP_OK) != ((intptr_t)r[1] == DP_OK));
+            CHECK((intptr_t)r[0] == DP_ERROR_INVALID_ARGS || (intptr_t)r[1] == DP_ERROR_INVALID_ARGS);
+            CHECK(g_last_item == DP_LOGITEM_ENGINE_NOT_LIVE);
+        }
+    }
+    dp_set_default_logger(NULL);
+}
+
+/* ---- issue 26: NULL where an engine or a token belongs is logged (to the
+   default logger) as well as refused. */
+static void test_null_misuse_logged(void) {
+    dp_logger quiet = {quiet_logger, NULL};
+    dp_var v = {1};
+    dp_opr op = {1};
+    dp_completion none;
+    dp_var_state st;
+    dp_engine_desc desc;
+    dp_engine_stats stats;
+    dp_ctx cpu = {DP_DEV_CPU, 0};
+    memset(&none, 0, sizeof none);
+    dp_set_default_logger(&quiet);
+#define LOGGED(call) do { g_last_item = 0; call; CHECK(g_last_item == DP_LOGITEM_NULL_ARGUMENT); } while (0)
+    LOGGED(CHECK(dp_engine_create(NULL, NULL) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_engine_destroy(NULL, NULL) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_var_delete(NULL, v) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_var_delete_fn(NULL, v, NULL, NULL, cpu) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_var_create(NULL).id == 0));
+    LOGGED(dp_complete(none, 0, NULL));
+    LOGGED(CHECK(dp_var_state_get(NULL, v, &st) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_opr_push(NULL, op, cpu, 0) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_opr_push_n(NULL, op, cpu, 0, 1) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_opr_destroy(NULL, op) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_wait_var(NULL, v, NULL) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_wait_var_for(NULL, v, 0, NULL) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_wait_all(NULL, NULL) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_wait_all_for(NULL, 0, NULL) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_engine_desc_get(NULL, &desc) == DP_ERROR_INVALID_ARGS));
+    LOGGED(CHECK(dp_engine_stats_get(NULL, &stats) == DP_ERROR_INVALID_ARGS));
+    LOGGED(dp_profiler_start(NULL));
+    LOGGED(dp_profiler_stop(NULL));
+    LOGGED(dp_profiler_clear(NULL));
+    LOGGED(dp_set_error(NULL, "x"));
+#undef LOGGED
+    dp_set_default_logger(NULL);
+}
+
+/* ---- issue 26: a read or write list holds at most DP_PUSH_MAX_VARS
+   variables, and the message says so, with the count given; the naive
+   engine reports the threads it has: none. */
+static void test_push_limit_and_naive_desc(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine(kinds[k], 2);
+        dp_var *many = (dp_var *)malloc((DP_PUSH_MAX_VARS + 1) * sizeof *many);
+        dp_var x = dp_var_create(e);
+        dp_engine_desc q;
+        int i;
+        for (i = 0; i < DP_PUSH_MAX_VARS + 1; i++) many[i] = x;
+        CHECK(dp_push_sync(e, nop, NULL, many, DP_PUSH_MAX_VARS, NULL, 0) == DP_OK);
+        dp_clear_last_error();
+        CHECK(dp_push_sync(e, nop, NULL, many, DP_PUSH_MAX_VARS + 1, NULL, 0) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_last_error_item() == DP_LOGITEM_NEGATIVE_COUNT && strstr(dp_last_error(), "30001 reads") && strstr(dp_last_error(), "at most 30000"));
+        dp_clear_last_error();
+        CHECK(dp_push_sync(e, nop, NULL, NULL, 0, many, DP_PUSH_MAX_VARS + 1) == DP_ERROR_INVALID_ARGS);
+        CHECK(strstr(dp_last_error(), "30001 writes") && strstr(dp_last_error(), "at most 30000"));
+        dp_clear_last_error();
+        CHECK(dp_push_sync(e, nop, NULL, NULL, -1, NULL, 0) == DP_ERROR_INVALID_ARGS && strstr(dp_last_error(), "negative"));
+        dp_clear_last_error();
+        CHECK(dp_push_sync(e, nop, NULL, NULL, 2, NULL, 0) == DP_ERROR_INVALID_ARGS && strstr(dp_last_error(), "NULL array"));
+        CHECK(dp_engine_desc_get(e, &q) == DP_OK);
+        if (kinds[k] == DP_ENGINE_NAIVE)
+            CHECK(q.cpu_worker_nthreads == 0 && q.cpu_priority_nthreads == 0 && q.gpu_worker_nthreads == 0 && q.gpu_copy_nthreads == 0);
+        else CHECK(q.cpu_worker_nthreads == 2 && q.cpu_priority_nthreads == 1);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        free(many);
     }
 }
 
@@ -1885,6 +2213,10 @@ int main(void) {
         {"extensions_nested_and_teardown", test_extensions_nested_and_teardown},
         {"cleanup_makes_op_at_destroy", test_cleanup_makes_op_at_destroy},
         {"create_out_of_memory", test_create_out_of_memory},
+        {"foreign_handles", test_foreign_handles}, {"wait_in_cleanup", test_wait_in_cleanup},
+        {"polls_keep_no_memory", test_polls_keep_no_memory}, {"adopted_wait_reports_failure", test_adopted_wait_reports_failure},
+        {"destroy_from_two_threads", test_destroy_from_two_threads}, {"null_misuse_logged", test_null_misuse_logged},
+        {"push_limit_and_naive_desc", test_push_limit_and_naive_desc},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
