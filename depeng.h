@@ -3909,13 +3909,13 @@ DP__COLD static dp__group *dp__group_create(dp_engine *eng, int nthreads, int pr
     dp__group *g = (dp__group *)dp__alloc(eng, sizeof *g);
     int i;
     *why = DP_ERROR_OUT_OF_MEMORY;
-    if (!g) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "a pool of %d workers", nthreads); return NULL; }
-    memset(g, 0, sizeof *g);
-    g->workers = (dp__worker *)dp__alloc(eng, (size_t)nthreads * sizeof(dp__worker));
-    if (!g->workers || (*why = dp__queue_init(eng, &g->q, prioritized)) != DP_OK) {
-        if (*why == DP_ERROR_THREAD) DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "the queue lock of a pool of %d workers", nthreads);
-        else DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "a pool of %d workers", nthreads);
-        dp__free(eng, g->workers, (size_t)nthreads * sizeof(dp__worker));
+    if (g) {
+        memset(g, 0, sizeof *g);
+        if ((g->workers = (dp__worker *)dp__alloc(eng, (size_t)nthreads * sizeof(dp__worker))) != NULL) *why = dp__queue_init(eng, &g->q, prioritized);
+    }
+    if (*why != DP_OK) {
+        dp__log(eng, DP_LOG_ERROR, *why == DP_ERROR_THREAD ? DP_LOGITEM_THREAD_CREATE : DP_LOGITEM_OUT_OF_MEMORY, __LINE__, "a pool of %d workers", nthreads);
+        if (g) dp__free(eng, g->workers, (size_t)nthreads * sizeof(dp__worker));
         dp__free(eng, g, sizeof *g);
         return NULL;
     }
