@@ -297,8 +297,8 @@ typedef enum dp_result {
    reports DP_ERROR_INVALID_HANDLE instead of touching reused memory; so does
    an op's id used as a variable's (a cast, or an id copied through a
    binding) and the reverse. Id 0 is never valid, so a zero-initialised
-   handle is "none". Trace events and messages show the low 32 bits
-   ("variable 0x00400001"). */
+   handle is "none". Trace events carry the whole id; messages, the DOT
+   output and the replay page show its low 32 bits ("variable 0x00400001"). */
 typedef struct dp_var { uint64_t id; } dp_var;
 typedef struct dp_opr { uint64_t id; } dp_opr;
 
@@ -736,8 +736,8 @@ DP_API dp_result dp_wait_all(dp_engine *eng, dp_failure *failure);
    dp_wait_var: one that times out keeps it (an op block and a small record)
    until var's earlier work is done, and reads pushed after it wait for the
    reads before it; the next timed wait on var takes that position over
-   when nothing was pushed on var since, so a loop of timed waits keeps one
-   per variable, not one per call. The deadline is kept on the monotonic clock;
+   when nothing but other waits was pushed on var since, so a loop of timed
+   waits keeps one per polling thread and variable, not one per call. The deadline is kept on the monotonic clock;
    on the C11 threads path (the default on Linux with <threads.h>) the sleep
    itself is timed by the wall clock, so setting the clock back during a wait
    lengthens it by as much (the pthreads path, DEPENG_USE_PTHREADS, and
@@ -2382,6 +2382,12 @@ static DP__THREAD_LOCAL dp_engine *dp__tls_cleaning;  /* engine whose cleanup ru
 static DP__THREAD_LOCAL dp__worker *dp__tls_worker;
 static DP__THREAD_LOCAL dp__block *dp__tls_naive_head, *dp__tls_naive_tail;
 static DP__THREAD_LOCAL int dp__tls_naive_draining;
+/* The waiter of the wait block this thread is pushing (dp__wait_var). A
+   thread that drains a naive engine's ready list and, from an op or a
+   cleanup there, waits on another engine's variable would find that wait
+   block queued behind the op it is running, and block for ever; so the
+   block runs at once (it runs no user code). */
+static DP__THREAD_LOCAL void *dp__tls_own_wait;
 static DP__THREAD_LOCAL unsigned dp__tls_pushes_waiting;   /* see dp__pace_pusher */
 
 static const char *dp__item_msgs[] = {
@@ -3633,6 +3639,10 @@ static dp__group *dp__route(dp_engine *eng, dp__block *b) {
    so a long chain runs in a loop, not a deep recursion (also a chain of
    timed waits that gave up, each of which makes the next one ready). */
 static void dp__run_here(dp_engine *eng, dp__block *b) {
+    if (b->kind == DP__KIND_WAIT && b->arg == dp__tls_own_wait) {   /* this thread blocks on it next: it cannot wait in the list */
+        dp__run_wait(b->eng, b);
+        return;
+    }
     dp__set_next(b, NULL);
     if (dp__tls_naive_tail) dp__set_next(dp__tls_naive_tail, b); else dp__tls_naive_head = b;
     dp__tls_naive_tail = b;
@@ -5078,11 +5088,15 @@ static dp_result dp__check_not_in_op(dp_engine *eng, const char *what) {
    var's lock, before anything is pushed:
    - busy and a timeout of 0: the answer is DP_ERROR_TIMEOUT, and nothing
      is pushed (*busy_now = 1);
-   - the last entry of var's queue is the wait block of a timed wait that
-     gave up: nothing was pushed on var after it, so it waits for exactly
-     what a new one would. The caller takes it over (returned; its waiter's
-     abandoned back to 0) instead of pushing another, so give-ups in a row
-     keep one block and one waiter per variable, however many there are.
+   - among the wait blocks at the end of var's queue (one per thread
+     waiting on var now, at most) is one of a timed wait that gave up: only
+     wait blocks, which do no work, were pushed on var after it, so it waits
+     for exactly what a new one would. The caller takes it over (returned;
+     its waiter's abandoned back to 0) instead of pushing another, so
+     give-ups in a row keep at most one block and one waiter per polling
+     thread and variable, however many there are (two threads polling one
+     variable each find the other's live block last: looking at the last
+     entry alone queued a block per call).
      The block cannot run or be recycled meanwhile: it leaves the queue
      (granted) only under this lock, and its waiter is freed only after it
      has run.
@@ -5095,12 +5109,14 @@ DP__COLD static dp__waiter *dp__adopt_wait(dp_engine *eng, dp_var var, int zero_
     dp__spin_lock(&v->lock);
     if ((uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen((uint32_t)var.id)) {   /* not deleted since */
         if (zero_timeout) *busy_now = v->nreaders != 0 || dp__var_waiting(v);
-        else if (dp__var_waiting(v)) {
-            dp__entry e = dp__var_entry(v, v->tail - 1);
-            dp__block *b = dp__entry_block(e);
-            int32_t one = 1;
-            if (b->kind == DP__KIND_WAIT && dp__cas(&((dp__waiter *)b->arg)->abandoned, &one, 0, DP__ACQ_REL))
-                taken = (dp__waiter *)b->arg;
+        else {   /* the queue's trailing wait blocks (one per thread waiting now, at most): any abandoned one will do */
+            uint32_t i;
+            for (i = v->tail; i != v->head && !taken; i--) {
+                dp__block *b = dp__entry_block(dp__var_entry(v, i - 1));
+                int32_t one = 1;
+                if (b->kind != DP__KIND_WAIT) break;   /* work after it: it would return too early */
+                if (dp__cas(&((dp__waiter *)b->arg)->abandoned, &one, 0, DP__ACQ_REL)) taken = (dp__waiter *)b->arg;
+            }
         }
     }
     dp__spin_unlock(&v->lock);
@@ -5134,7 +5150,9 @@ DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t time
     d.writes = &var; d.num_writes = 1; d.name = "wait_var";
     /* The wait takes a write position: it comes after every earlier reader
        and writer of var, and it runs inline, so it costs no worker. */
+    dp__tls_own_wait = w;
     r = dp__push_resolved(eng, &d, DP__KIND_WAIT, w);
+    dp__tls_own_wait = NULL;
     if (r != DP_OK) {
         if (w != &stack_waiter) dp__free(eng, w, sizeof *w);
         return r;

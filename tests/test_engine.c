@@ -2186,6 +2186,81 @@ static void test_create_out_of_memory(void) {
         if (kinds[k] != DP_ENGINE_NAIVE) CHECK(calls >= 4);   /* at least two threads' pools and their records */
     }
 }
+/* Two threads polling one busy variable with timed waits: each takes over
+   an abandoned wait block, its own or the other's, rather than queue a new
+   one behind the other's live wait (which queued one block per call). */
+typedef struct { dp_engine *e; dp_var x; int timeouts; } poller_arg;
+static pthread_barrier_t g_poll_barrier;
+static void *poll_busy(void *p) {
+    poller_arg *a = (poller_arg *)p;
+    int i;
+    for (i = 0; i < 100; i++) a->timeouts += dp_wait_var_for(a->e, a->x, 1, NULL) == DP_ERROR_TIMEOUT;
+    pthread_barrier_wait(&g_poll_barrier);   /* warm: the block pools of these threads are made */
+    pthread_barrier_wait(&g_poll_barrier);   /* the main thread has counted the bytes */
+    for (i = 0; i < 1000; i++) a->timeouts += dp_wait_var_for(a->e, a->x, 1, NULL) == DP_ERROR_TIMEOUT;
+    return NULL;
+}
+static void test_two_pollers_keep_no_memory(void) {
+    int k, t;
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_engine_alloc(kinds[k], failing_alloc, failing_free);
+        dp_var x = dp_var_create(e);
+        dp_push_desc d;
+        dp_engine_stats st;
+        pthread_t th[2];
+        poller_arg pa[2];
+        long before;
+        memset(&d, 0, sizeof d);
+        d.async_fn = hold_op; d.writes = &x; d.num_writes = 1; d.prop = DP_PROP_ASYNC;
+        CHECK(dp_push(e, &d) == DP_OK);
+        pthread_barrier_init(&g_poll_barrier, NULL, 3);
+        for (t = 0; t < 2; t++) { pa[t].e = e; pa[t].x = x; pa[t].timeouts = 0; pthread_create(&th[t], NULL, poll_busy, &pa[t]); }
+        pthread_barrier_wait(&g_poll_barrier);
+        before = __atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE);
+        pthread_barrier_wait(&g_poll_barrier);
+        for (t = 0; t < 2; t++) pthread_join(th[t], NULL);
+        pthread_barrier_destroy(&g_poll_barrier);
+        CHECK(pa[0].timeouts == 1100 && pa[1].timeouts == 1100);
+        dp_engine_stats_get(e, &st);
+        CHECK(st.pending_ops <= 3);                                  /* the held op and a wait per poller */
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) - before < 1024);
+        dp_complete(g_held, 0, NULL);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+    }
+}
+/* A cleanup run while a naive engine drains its ready list (tracing makes
+   every op go through that list) waits on another engine's variable: the
+   wait block that engine grants at once runs at once. It was queued behind
+   the op whose cleanup was waiting, and the thread blocked for ever. */
+static dp_engine *g_other;
+static dp_var g_other_var;
+static int g_other_wait;
+static void wait_on_other(void *arg) { (void)arg; g_other_wait = dp_wait_var(g_other, g_other_var, NULL) == DP_OK ? 1 : -1; }
+static int nothing(dp_run_ctx *rc, void *a) { (void)rc; (void)a; return 0; }
+static void test_cleanup_waits_on_other_engine(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine_desc desc;
+        dp_engine *a = NULL;
+        dp_var va;
+        dp_push_desc d;
+        memset(&desc, 0, sizeof desc);
+        desc.type = DP_ENGINE_NAIVE; desc.ignore_env = 1; desc.logger.func = quiet_logger; desc.trace.record_graph = 1;
+        CHECK(dp_engine_create(&desc, &a) == DP_OK);
+        g_other = make_engine(kinds[k], 1);
+        g_other_var = dp_var_create(g_other);
+        va = dp_var_create(a);
+        g_other_wait = 0;
+        memset(&d, 0, sizeof d);
+        d.fn = nothing; d.writes = &va; d.num_writes = 1; d.cleanup = wait_on_other;
+        CHECK(dp_push(a, &d) == DP_OK);
+        CHECK(g_other_wait == 1);
+        CHECK(dp_engine_destroy(a, NULL) == DP_OK);
+        CHECK(dp_engine_destroy(g_other, NULL) == DP_OK);
+    }
+}
 
 int main(void) {
     dp_test_hook_fn = test_hook;   /* before any engine starts a thread */
@@ -2217,6 +2292,8 @@ int main(void) {
         {"polls_keep_no_memory", test_polls_keep_no_memory}, {"adopted_wait_reports_failure", test_adopted_wait_reports_failure},
         {"destroy_from_two_threads", test_destroy_from_two_threads}, {"null_misuse_logged", test_null_misuse_logged},
         {"push_limit_and_naive_desc", test_push_limit_and_naive_desc},
+        {"two_pollers_keep_no_memory", test_two_pollers_keep_no_memory},
+        {"cleanup_waits_on_other_engine", test_cleanup_waits_on_other_engine},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
 }
