@@ -295,7 +295,7 @@ static void dp__mpi_finish(dp_mpi *mpi, dp__mpi_item *it, int status, const char
     if (it->kind == DP__MPI_ALLREDUCE) {
         if (!status && it->input_status) { status = it->input_status; why = "an input of the allreduce had failed"; }
         dp_complete(it->done, status, why);
-        free(it);
+        dp_engine_free(mpi->eng, it, sizeof *it);
         return;
     }
     pthread_mutex_lock(&mpi->m);              /* its caller owns it */
@@ -506,7 +506,7 @@ typedef struct dp__mpi_op_arg { dp_mpi *mpi; dp_ndarray *a; uint64_t seq; } dp__
 static void dp__mpi_op_free(void *arg) {
     dp__mpi_op_arg *o = (dp__mpi_op_arg *)arg;
     dp_nd_release(o->a);
-    free(o);
+    dp_engine_free(o->mpi->eng, o, sizeof *o);
 }
 /* Hands the item to the progress thread (or fails it when MPI is broken). */
 static void dp__mpi_hand_over(dp_mpi *mpi, dp__mpi_item *it) {
@@ -526,7 +526,8 @@ static void dp__mpi_hand_over(dp_mpi *mpi, dp__mpi_item *it) {
    broken, the later collectives fail. */
 static void dp__mpi_allreduce_op(dp_run_ctx *rc, void *arg, dp_completion done) {
     dp__mpi_op_arg *o = (dp__mpi_op_arg *)arg;
-    dp__mpi_item *it = (dp__mpi_item *)calloc(1, sizeof *it);
+    dp__mpi_item *it = (dp__mpi_item *)dp_engine_alloc(o->mpi->eng, sizeof *it);
+    if (it) memset(it, 0, sizeof *it);
     if (!it) {
         dp__mpi_break(o->mpi, "allreduce: out of memory for its record");
         dp_complete(done, DP_ERROR_OUT_OF_MEMORY, "allreduce: out of memory");
@@ -550,7 +551,7 @@ DP_IMPL dp_result dp_mpi_allreduce(dp_mpi *mpi, dp_ndarray *a, int priority) {
                 dp_dtype_name(dp_nd_dtype(a)));
         return DP_ERROR_INVALID_ARGS;
     }
-    if ((o = (dp__mpi_op_arg *)malloc(sizeof *o)) == NULL) {
+    if ((o = (dp__mpi_op_arg *)dp_engine_alloc(mpi->eng, sizeof *o)) == NULL) {
         DP__LOG(mpi->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "rank %d: dp_mpi_allreduce: out of memory for its operation", mpi->rank);
         return DP_ERROR_OUT_OF_MEMORY;
     }
@@ -685,6 +686,8 @@ static dp_result dp__mpi_kv_init(dp_kvstore *kv, int key, dp_ndarray *stored, dp
     }
     return dp__mpi_blocking(mpi, &it, "dp_kv_init");
 }
+/* The init check's records: DP__MPI_REC numbers per rank. */
+static size_t dp__mpi_records_bytes(const dp_mpi *mpi) { return (size_t)mpi->size * sizeof(int64_t) * DP__MPI_REC; }
 DP_IMPL dp_result dp_mpi_create(dp_engine *eng, const dp_mpi_desc *desc, dp_mpi **out) {
     dp_mpi *mpi;
     const char *env = getenv("DEPENG_MPI_TIMEOUT_MS");
@@ -694,7 +697,8 @@ DP_IMPL dp_result dp_mpi_create(dp_engine *eng, const dp_mpi_desc *desc, dp_mpi 
         DP__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_mpi_create: %s", dp__mpi_exists ? "one dp_mpi per process" : "NULL engine or out, or a negative timeout");
         return DP_ERROR_INVALID_ARGS;
     }
-    if ((mpi = (dp_mpi *)calloc(1, sizeof *mpi)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_mpi_create"); return DP_ERROR_OUT_OF_MEMORY; }
+    if ((mpi = (dp_mpi *)dp_engine_alloc(eng, sizeof *mpi)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_mpi_create"); return DP_ERROR_OUT_OF_MEMORY; }
+    memset(mpi, 0, sizeof *mpi);
     mpi->eng = eng;
     mpi->timeout_ms = desc && desc->timeout_ms ? desc->timeout_ms : env && atoi(env) > 0 ? atoi(env) : 60000;
     env = getenv("DEPENG_MPI_CHUNK_BYTES");
@@ -703,7 +707,7 @@ DP_IMPL dp_result dp_mpi_create(dp_engine *eng, const dp_mpi_desc *desc, dp_mpi 
     pthread_cond_init(&mpi->cv, NULL);
     if (pthread_create(&mpi->thread, NULL, dp__mpi_thread, mpi) != 0) {
         DP__LOG(eng, DP_LOG_ERROR, THREAD_CREATE, "dp_mpi_create: the progress thread could not be started");
-        pthread_mutex_destroy(&mpi->m); pthread_cond_destroy(&mpi->cv); free(mpi);
+        pthread_mutex_destroy(&mpi->m); pthread_cond_destroy(&mpi->cv); dp_engine_free(eng, mpi, sizeof *mpi);
         return DP_ERROR_THREAD;
     }
     pthread_mutex_lock(&mpi->m);
@@ -713,11 +717,11 @@ DP_IMPL dp_result dp_mpi_create(dp_engine *eng, const dp_mpi_desc *desc, dp_mpi 
     if (!ok) {
         DP__LOG(eng, DP_LOG_ERROR, BACKEND, "dp_mpi_create: %s", mpi->init_error);
         pthread_join(mpi->thread, NULL);
-        pthread_mutex_destroy(&mpi->m); pthread_cond_destroy(&mpi->cv); free(mpi);
+        pthread_mutex_destroy(&mpi->m); pthread_cond_destroy(&mpi->cv); dp_engine_free(eng, mpi, sizeof *mpi);
         return DP_ERROR_BACKEND;
     }
     dp__mpi_exists = 1;
-    if ((mpi->init_records = (int64_t *)calloc((size_t)mpi->size, sizeof(int64_t) * DP__MPI_REC)) == NULL) {
+    if ((mpi->init_records = (int64_t *)dp_engine_alloc(eng, dp__mpi_records_bytes(mpi))) == NULL) {
         DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_mpi_create: out of memory for %d ranks' records", mpi->size);
         dp_mpi_destroy(mpi);
         return DP_ERROR_OUT_OF_MEMORY;
@@ -736,8 +740,8 @@ DP_IMPL dp_result dp_mpi_destroy(dp_mpi *mpi) {
     broken = mpi->broken;
     if (broken) DP__LOG(mpi->eng, DP_LOG_ERROR, BACKEND, "rank %d: MPI left unfinalised after a failed collective: %s", mpi->rank, mpi->broken_why);
     pthread_mutex_destroy(&mpi->m); pthread_cond_destroy(&mpi->cv);
-    free(mpi->init_records);
-    free(mpi);
+    dp_engine_free(mpi->eng, mpi->init_records, dp__mpi_records_bytes(mpi));
+    dp_engine_free(mpi->eng, mpi, sizeof *mpi);
     dp__mpi_exists = 0;
     return broken ? DP_ERROR_BACKEND : DP_OK;
 }
