@@ -386,7 +386,11 @@ typedef struct dp_push_desc {
                              destroy), or inside dp_opr_create when it fails.
                              It may push; a wait on its engine or a destroy of
                              it from a cleanup returns DP_ERROR_IN_OPERATION
-                             (logged), as from inside an op. */
+                             (logged), as from inside an op, also where the
+                             cleanup runs on the caller's thread (a refused
+                             push). The check sees the cleanup's own thread
+                             only: a cleanup that blocks on another thread
+                             which waits on the engine still deadlocks. */
 } dp_push_desc;
 
 /* A failure as reported by a wait. */
