@@ -2238,7 +2238,6 @@ static dp_engine *g_other;
 static dp_var g_other_var;
 static int g_other_wait;
 static void wait_on_other(void *arg) { (void)arg; g_other_wait = dp_wait_var(g_other, g_other_var, NULL) == DP_OK ? 1 : -1; }
-static int nothing(dp_run_ctx *rc, void *a) { (void)rc; (void)a; return 0; }
 static void test_cleanup_waits_on_other_engine(void) {
     int k;
     for (k = 0; k < 3; k++) {
@@ -2254,7 +2253,7 @@ static void test_cleanup_waits_on_other_engine(void) {
         va = dp_var_create(a);
         g_other_wait = 0;
         memset(&d, 0, sizeof d);
-        d.fn = nothing; d.writes = &va; d.num_writes = 1; d.cleanup = wait_on_other;
+        d.fn = nop; d.writes = &va; d.num_writes = 1; d.cleanup = wait_on_other;
         CHECK(dp_push(a, &d) == DP_OK);
         CHECK(g_other_wait == 1);
         CHECK(dp_engine_destroy(a, NULL) == DP_OK);
