@@ -4111,8 +4111,12 @@ DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *d) {
     dp__worker *w = dp__tls_worker;
     int threads = 1, slot;
     int64_t s;
-    if (!eng || !d || !d->fn || d->n < 0 || d->grain < 0) {
-        DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_parallel_for: %s", !eng ? "NULL engine" : !d ? "NULL desc" : !d->fn ? "NULL fn" : "negative n or grain");
+    if (!eng || !d || !d->fn) {
+        DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_parallel_for: NULL %s", !eng ? "engine" : !d ? "desc" : "fn");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (d->n < 0 || d->grain < 0) {
+        DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "dp_parallel_for: n %lld, grain %lld (neither may be negative)", (long long)d->n, (long long)d->grain);
         return DP_ERROR_INVALID_ARGS;
     }
     if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
