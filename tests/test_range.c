@@ -15,6 +15,19 @@
 #include <pthread.h>
 #include <time.h>
 
+/* Under ASan, a helper that touched a range after its caller returned is a
+   stack-use-after-return (the range lives on the caller's stack): have ASan
+   look for it. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RANGE_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(RANGE_ASAN)
+const char *__asan_default_options(void);
+const char *__asan_default_options(void) { return "detect_stack_use_after_return=1"; }
+#endif
+
 static dp_engine *make(dp_engine_type type, int workers) {
     dp_engine_desc d;
     dp_engine *e = NULL;
