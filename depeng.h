@@ -114,6 +114,13 @@
          naive engine (which always runs ops on the pusher), never from a
          wait (dp_wait_var, dp_wait_var_for) or dp_var_delete, never on a
          worker thread (an op's cleanup that pushes).
+     Ranges (dp_parallel_for): data parallelism inside an op, or anywhere,
+     on the same workers, with no second pool. The calling thread runs
+     chunks; a CPU worker that finds no op to run (its deque, the shared
+     queue and its peers' deques empty) helps with open ranges of its pool,
+     chunk by chunk, and goes back to ops as soon as one is queued. So ops
+     keep their priority over chunks, independent ops still overlap, and a
+     range never waits for a busy worker: its caller runs what nobody took.
 
    5. ERRORS
      Calls return dp_result. Details go to the logger (desc.logger, default
@@ -236,6 +243,7 @@ extern "C" {
               dp_opr_create dp_opr_push dp_opr_destroy dp_push_batch dp_opr_push_n
      waits    dp_wait_var dp_wait_all dp_wait_var_for dp_wait_all_for
               dp_engine_dump_pending
+     ranges   dp_parallel_for
      profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
               dp_profiler_dump_summary dp_profiler_clear
      trace    desc.trace, dp_trace_write_dot, dp_trace_recorder_create
@@ -3802,7 +3810,7 @@ static void dp__gpu_worker_drain(dp__worker *w);
 static void dp__gpu_worker_end(dp__worker *w);
 static dp__block *dp__worker_fair_turn(dp__worker *w);
 static int dp__worker_defer_next(dp__worker *w, dp__block *b);
-static int dp__range_help(dp__worker *w);            /* >>ranges */
+DP__COLD static int dp__range_help(dp__worker *w);            /* >>ranges */
 static int dp__range_open_any(dp__group *g);
 /* Whether g's pool has work since its queue was last seen empty: a push, or
    an op in a worker's deque. Pairs with dp__queue_push and dp__queue_nudge:
@@ -4082,7 +4090,7 @@ static void dp__range_run(dp__range *r, dp__queue *q) {
 }
 /* Worker w, spinning and idle, helps the open ranges of its pool; 1 if it
    ran any chunk. It leaves the spinning count while it runs them. */
-static int dp__range_help(dp__worker *w) {
+DP__COLD static int dp__range_help(dp__worker *w) {
     dp__group *g = w->group;
     int i, helped = 0;
     for (i = 0; i < DP__RANGE_SLOTS; i++) {
@@ -4111,12 +4119,10 @@ DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *d) {
     dp__worker *w = dp__tls_worker;
     int threads = 1, slot;
     int64_t s;
-    if (!eng || !d || !d->fn) {
-        DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_parallel_for: NULL %s", !eng ? "engine" : !d ? "desc" : "fn");
-        return DP_ERROR_INVALID_ARGS;
-    }
-    if (d->n < 0 || d->grain < 0) {
-        DP__LOG(eng, DP_LOG_ERROR, NEGATIVE_COUNT, "dp_parallel_for: n %lld, grain %lld (neither may be negative)", (long long)d->n, (long long)d->grain);
+    if (!eng || !d || !d->fn || (d->n | d->grain) < 0) {
+        int null = !eng || !d || !d->fn;
+        dp__log(eng, DP_LOG_ERROR, null ? DP_LOGITEM_NULL_ARGUMENT : DP_LOGITEM_NEGATIVE_COUNT, __LINE__, "dp_parallel_for: %s",
+                !eng ? "NULL engine" : !d ? "NULL desc" : !d->fn ? "NULL fn" : "negative n or grain");
         return DP_ERROR_INVALID_ARGS;
     }
     if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
@@ -4128,14 +4134,13 @@ DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *d) {
         }
     }
     if (g) threads += g->nworkers;
-    if (d->deterministic) s = d->grain ? d->grain : d->n / 64 + (d->n % 64 != 0);
-    else {
-        int64_t t = 8 * (int64_t)threads;
-        s = d->n / t + (d->n % t != 0);
-        if (s < d->grain) s = d->grain;
+    s = d->grain;
+    if (!d->deterministic || !s) {
+        int64_t t = d->deterministic ? 64 : 8 * (int64_t)threads, c = d->n / t + (d->n % t != 0);
+        if (s < c) s = c;
     }
     if (s < 1) s = 1;
-    memset(&r, 0, sizeof r);
+    dp__store(&r.next, 0, DP__RELAXED);
     r.fn = d->fn; r.user = d->user; r.n = d->n; r.size = s;
     r.nchunks = d->n / s + (d->n % s != 0);
     slot = DP__RANGE_SLOTS;
