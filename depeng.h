@@ -773,11 +773,11 @@ DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure
    caller runs every chunk itself.
    Chunks. Chunk k is [k*s, min(n, (k+1)*s)), k = 0 .. ceil(n/s)-1, each
    one fn call, in no set order and on any of those threads. With
-   deterministic set, s = grain, or ceil(n/64) when grain is 0: the chunk
+   deterministic set, s = grain, or ceil(n/256) when grain is 0: the chunk
    boundaries then depend on n and grain only, never on timing, the worker
    count or the engine type, so a reduction that keeps one partial result
    per chunk (index begin/s) and combines them in chunk order afterwards is
-   bitwise reproducible. Without it s = max(grain, ceil(n / (8 * threads))),
+   bitwise reproducible. Without it s = max(grain, ceil(n / (64 * threads))),
    threads being the pool's workers plus the caller (grain 0 counts as 1):
    coarser chunks when fewer threads can help.
    fn must not wait for the engine's work (on a worker, as inside an op,
@@ -4136,7 +4136,7 @@ DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *d) {
     if (g) threads += g->nworkers;
     s = d->grain;
     if (!d->deterministic || !s) {
-        int64_t t = d->deterministic ? 64 : 8 * (int64_t)threads, c = d->n / t + (d->n % t != 0);
+        int64_t t = d->deterministic ? 256 : 64 * (int64_t)threads, c = d->n / t + (d->n % t != 0);
         if (s < c) s = c;
     }
     if (s < 1) s = 1;

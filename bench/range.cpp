@@ -4,7 +4,7 @@
                                           and a ~1 us body on this machine
      build/bench_range SYSTEM LOOPS [N] [REPS]
    SYSTEM: depeng (per-device engine, chunks sized automatically), depeng-det
-   (deterministic chunks, 64 of them), tbb (tbb::parallel_for, auto
+   (deterministic chunks, 256 of them), tbb (tbb::parallel_for, auto
    partitioner, grain 1), omp (#pragma omp parallel for, static schedule).
    Every system runs on 2 threads: the calling thread and one more (depeng:
    cpu_worker_nthreads 1; oneTBB: global_control; OpenMP: num_threads(2)).

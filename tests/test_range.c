@@ -62,7 +62,7 @@ static void count_fn(int64_t b, int64_t e, void *u) {
 static int run_count(dp_engine *e, int64_t n, int64_t grain, int det, long us) {
     count_job j;
     dp_range_desc d;
-    int64_t i, s = det ? (grain ? grain : n / 64 + (n % 64 != 0)) : 0;
+    int64_t i, s = det ? (grain ? grain : n / 256 + (n % 256 != 0)) : 0;
     int ok = 1;
     memset(&j, 0, sizeof j);
     j.n = n; j.size = det && n ? (s < 1 ? 1 : s) : 0; j.us = us;
@@ -82,7 +82,7 @@ static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_EN
 
 /* ---- correctness --------------------------------------------------------- */
 static void test_every_index_once(void) {
-    static const int64_t ns[] = {0, 1, 2, 7, 63, 64, 65, 1000, 100003};
+    static const int64_t ns[] = {0, 1, 2, 7, 63, 64, 65, 255, 256, 257, 1000, 100003};
     static const int64_t grains[] = {0, 1, 3, 64, 1000000};
     int k, a, b, det, w;
     for (k = 0; k < 3; k++)
@@ -132,7 +132,7 @@ static double reduce(dp_engine *e, int64_t n, int64_t grain) {
     dp_range_desc d;
     int64_t k, nch;
     double s = 0;
-    r.size = grain ? grain : n / 64 + (n % 64 != 0);
+    r.size = grain ? grain : n / 256 + (n % 256 != 0);
     nch = n / r.size + (n % r.size != 0);
     r.part = (double *)calloc((size_t)nch, sizeof(double));
     memset(&d, 0, sizeof d);
