@@ -3924,7 +3924,6 @@ static dp__block *dp__worker_next(dp__worker *w) {
             b = dp__steal(w, &lost, &more);
             if (b) return dp__worker_found(w->group, b, more);
             busy |= lost;
-            if (dp__range_help(w)) { spins = 0; continue; }   /* idle: help a range (>>ranges) */
         }
         if (w->nevents) {                                  /* GPU ops in flight here or on a peer: settle, never sleep */
             int pending;
@@ -3934,6 +3933,7 @@ static dp__block *dp__worker_next(dp__worker *w) {
             if (pending && spins >= DP__SPIN_PAUSES) { dp__thread_yield(); continue; }
         }
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
+        if (!q->prioritized && dp__range_help(w)) { spins = 0; continue; }   /* idle and settled: help a range (>>ranges) */
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
         if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
         if (dp__worker_sleep(w, &b, &busy, &more, &stop)) { spins = 1; continue; }
@@ -4037,7 +4037,8 @@ static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, i
    fetch-and-add on the range's next index, so each runs exactly once, and
    the caller, claiming too, never waits for one nobody has started.
    Idle workers (dp__worker_next, after the queues and the peers' deques
-   came up empty: between ops) look at the slots and help.
+   came up empty and their finished ops were counted: between ops) look at
+   the slots and help.
    Why the stack is safe. A helper counts itself in the slot's users
    (range_users, in the group, which lives as long as the engine) BEFORE it
    loads the slot's range pointer, and touches the range only between that
