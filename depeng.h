@@ -3933,7 +3933,7 @@ static dp__block *dp__worker_next(dp__worker *w) {
             if (pending && spins >= DP__SPIN_PAUSES) { dp__thread_yield(); continue; }
         }
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
-        if (!q->prioritized && dp__range_help(w)) { spins = 0; continue; }   /* idle and settled: help a range (>>ranges) */
+        if (!q->prioritized && dp__range_open_any(w->group) && dp__range_help(w)) { spins = 0; continue; }   /* idle and settled: help a range (>>ranges); the cold call only when one is open */
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
         if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
         if (dp__worker_sleep(w, &b, &busy, &more, &stop)) { spins = 1; continue; }
