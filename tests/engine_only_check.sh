@@ -23,10 +23,10 @@ RUNS=${ENGINE_CHECK_RUNS:-3}
 # out of memory was told apart from a refused thread in dp_engine_create
 # and logged: 42,606 B; then 41.75 KiB until the range loop (dp_parallel_for,
 # a public call, and the idle workers' path that helps run its chunks) added
-# 1.5 KB: 44,110 B.
+# 1.5 KB: 44,158 B.
 TEXT_SECTION_TARGET=${ENGINE_TEXT_SECTION_TARGET:-44288}
 TEXT_TARGET=40960                                            # size's text column: the goal, reported
-TEXT_BOUND=${ENGINE_TEXT_BOUND:-64512}                       # size's text column: no growth past 63 KiB (57,026 B when 58 KiB was set, 61,738 B after issue 26's misuse checks, 63,818 B with the range loop; the goal is missed, README)
+TEXT_BOUND=${ENGINE_TEXT_BOUND:-64512}                       # size's text column: no growth past 63 KiB (57,026 B when 58 KiB was set, 61,738 B after issue 26's misuse checks, 63,866 B with the range loop; the goal is missed, README)
 TIME_TARGET=1.0                                              # s at -O2, engine-only implementation file (the goal; reported)
 TIME_BOUND=${ENGINE_TIME_BOUND:-3.6}                         # 3x the target: a loaded machine still passes
 RATIO_BOUND=0.6                                              # engine-only / full header, same run
