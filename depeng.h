@@ -19,7 +19,7 @@
      9. Implementation, its sections in file order: >>mxnet names >>config
         >>platform >>atomics >>memory >>handles >>pool >>failures >>trace;
         the engine's core: >>rule >>queues >>execute >>completion >>dispatch
-        >>workers >>push >>naive fast path; after it: >>gpu >>statistics
+        >>workers >>ranges >>push >>naive fast path; after it: >>gpu >>statistics
         >>pacing >>fairness >>public >>waits >>engine >>profiler >>dot >>html
         >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
         it attaches to an engine through dp_engine_extension only): >>files
@@ -114,6 +114,13 @@
          naive engine (which always runs ops on the pusher), never from a
          wait (dp_wait_var, dp_wait_var_for) or dp_var_delete, never on a
          worker thread (an op's cleanup that pushes).
+     Ranges (dp_parallel_for): data parallelism inside an op, or anywhere,
+     on the same workers, with no second pool. The calling thread runs
+     chunks; a CPU worker that finds no op to run (its deque, the shared
+     queue and its peers' deques empty) helps with open ranges of its pool,
+     chunk by chunk, and goes back to ops as soon as one is queued. So ops
+     keep their priority over chunks, independent ops still overlap, and a
+     range never waits for a busy worker: its caller runs what nobody took.
 
    5. ERRORS
      Calls return dp_result. Details go to the logger (desc.logger, default
@@ -236,6 +243,7 @@ extern "C" {
               dp_opr_create dp_opr_push dp_opr_destroy dp_push_batch dp_opr_push_n
      waits    dp_wait_var dp_wait_all dp_wait_var_for dp_wait_all_for
               dp_engine_dump_pending
+     ranges   dp_parallel_for
      profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
               dp_profiler_dump_summary dp_profiler_clear
      trace    desc.trace, dp_trace_write_dot, dp_trace_recorder_create
@@ -750,6 +758,47 @@ DP_API dp_result dp_wait_all(dp_engine *eng, dp_failure *failure);
    their cleanups. */
 DP_API dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t timeout_ms, dp_failure *failure);
 DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure);
+
+/* ---- ranges ------------------------------------------------------------ */
+/* A data-parallel loop over the engine's CPU workers (like oneTBB's
+   parallel_for, enkiTS's task sets, Taskflow's for_each): [0, n) is cut
+   into chunks, and fn(begin, end, user) runs once for each chunk, on the
+   calling thread and on idle workers of the engine's CPU pool (the pool of
+   the calling worker's device when called from a CPU worker, else CPU
+   device 0's, started if it was not yet). It returns when every chunk has
+   run. The caller always runs chunks itself and never waits for a chunk
+   nobody has started: busy workers are not waited for (the caller runs
+   what they do not take), and a worker helps only between ops, never in
+   the middle of one, and stops taking chunks as soon as an op is queued
+   for its pool. So it may be called from inside an op (a kernel splitting
+   its work), nested in another range's fn, and from many threads at once,
+   without extra threads or deadlock. On the naive engine, with one
+   chunk only, or while the pool already serves 4 other ranges, the
+   caller runs every chunk itself.
+   Chunks. Chunk k is [k*s, min(n, (k+1)*s)), k = 0 .. ceil(n/s)-1, each
+   one fn call, in no set order and on any of those threads. With
+   deterministic set, s = grain, or ceil(n/256) when grain is 0: the chunk
+   boundaries then depend on n and grain only, never on timing, the worker
+   count or the engine type, so a reduction that keeps one partial result
+   per chunk (index begin/s) and combines them in chunk order afterwards is
+   bitwise reproducible. Without it s = max(grain, ceil(n / (64 * threads))),
+   threads being the pool's workers plus the caller (grain 0 counts as 1):
+   coarser chunks when fewer threads can help.
+   fn must not wait for the engine's work (on a worker, as inside an op,
+   dp_wait_* return DP_ERROR_IN_OPERATION); it may push ops and call
+   dp_parallel_for again. Nothing is allocated: the range's state lives on
+   the caller's stack. Errors (each logged, nothing run): DP_ERROR_INVALID_ARGS
+   for a NULL engine, desc or fn, or a negative n or grain. Thread safety:
+   any thread, also from inside operations and from fn. */
+typedef void (*dp_range_fn)(int64_t begin, int64_t end, void *user);
+typedef struct dp_range_desc {
+    int64_t n;              /* the range is [0, n); 0 runs nothing */
+    int64_t grain;          /* chunk size (see above); 0: automatic */
+    dp_range_fn fn;
+    void *user;             /* passed to fn */
+    int deterministic;      /* 1: boundaries from n and grain only */
+} dp_range_desc;
+DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *desc);
 
 /* ---- profiler ---------------------------------------------------------- */
 /* While started, each executed op's name, worker, device, start and end time
@@ -2198,10 +2247,19 @@ typedef struct dp__deque {
     dp__aptr slots[DP__DEQUE_SLOTS];
 } dp__deque;
 
+#define DP__RANGE_SLOTS 4               /* ranges a pool serves at once (>>ranges) */
+typedef struct dp__range_user {        /* helpers inside a slot's range, a line each */
+    dp__a32 n;
+    char pad_[64 - sizeof(dp__a32)];
+} dp__range_user;
 typedef struct dp__group {             /* a queue and the threads that serve it */
     dp__queue q;
     struct dp__worker *workers;
     int nworkers;
+    char pad_range_[64];
+    dp__aptr range_job[DP__RANGE_SLOTS];   /* ranges open for helpers (>>ranges) */
+    char pad_range_end_[64 - DP__RANGE_SLOTS * sizeof(dp__aptr)];
+    dp__range_user range_users[DP__RANGE_SLOTS];
 } dp__group;
 
 #define DP__GPU_INFLIGHT 8
@@ -3756,6 +3814,8 @@ static void dp__gpu_worker_drain(dp__worker *w);
 static void dp__gpu_worker_end(dp__worker *w);
 static dp__block *dp__worker_fair_turn(dp__worker *w);
 static int dp__worker_defer_next(dp__worker *w, dp__block *b);
+DP__COLD static int dp__range_help(dp__worker *w);            /* >>ranges */
+static int dp__range_open_any(dp__group *g);
 /* Whether g's pool has work since its queue was last seen empty: a push, or
    an op in a worker's deque. Pairs with dp__queue_push and dp__queue_nudge:
    the pusher appends (a worker stores its deque's bottom), then reads
@@ -3833,7 +3893,7 @@ DP__COLD static int dp__worker_sleep(dp__worker *w, dp__block **b, int *busy, in
             int lost = 0;
             dp__count_own(&w->queue_takes);
             dp__spin_lock(&q->take_lock); *b = dp__fifo_take(q, busy, more); dp__spin_unlock(&q->take_lock);
-            if (!*b && !*busy) { *b = dp__steal(w, &lost, more); *busy = lost; }
+            if (!*b && !*busy) { *b = dp__steal(w, &lost, more); *busy = lost || dp__range_open_any(w->group); }
         }
         *stop = q->stop;
         if (*b || *busy || *stop) break;
@@ -3877,6 +3937,7 @@ static dp__block *dp__worker_next(dp__worker *w) {
             if (pending && spins >= DP__SPIN_PAUSES) { dp__thread_yield(); continue; }
         }
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
+        if (!q->prioritized && dp__range_open_any(w->group) && dp__range_help(w)) { spins = 0; continue; }   /* idle and settled: help a range (>>ranges); the cold call only when one is open */
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
         if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
         if (dp__worker_sleep(w, &b, &busy, &more, &stop)) { spins = 1; continue; }
@@ -3969,6 +4030,139 @@ static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, i
     }
     dp__mutex_unlock(&eng->create_mtx);
     return g;
+}
+
+
+/* >>ranges ----------------------------------------------------------------
+   dp_parallel_for. The range's state (dp__range) lives on the caller's
+   stack; the caller opens it in one of its pool's DP__RANGE_SLOTS slots
+   (a compare-and-swap from NULL), runs chunks, closes the slot, waits for
+   its helpers and frees the slot. Chunks are claimed one at a time by a
+   fetch-and-add on the range's next index, so each runs exactly once, and
+   the caller, claiming too, never waits for one nobody has started.
+   Idle workers (dp__worker_next, after the queues and the peers' deques
+   came up empty and their finished ops were counted: between ops) look at
+   the slots and help.
+   Why the stack is safe. A helper counts itself in the slot's users
+   (range_users, in the group, which lives as long as the engine) BEFORE it
+   loads the slot's range pointer, and touches the range only between that
+   and leaving users. The caller stores DP__RANGE_CLOSED in the slot and
+   THEN reads users, waiting until it is 0. All four accesses are
+   sequentially consistent, so in their single order: a helper that loaded
+   the range pointer counted itself before the close, and the caller's
+   read of users after the close sees it, and waits until it leaves (its
+   release pairs with the caller's acquire, so what fn wrote is visible when
+   dp_parallel_for returns). A helper that counted itself after the close
+   loads DP__RANGE_CLOSED or NULL and touches nothing. The slot stays
+   closed, not reusable, until users was seen 0, so the count never mixes
+   two ranges, and the wait is for the caller's own chunks only: a helper
+   claims no chunk after the close's count is exhausted, and the chunks
+   already claimed end.
+   No deadlock. A thread waits only for helpers running chunks of the range
+   it opened; a helper waits only in a nested range of its own chunk's fn.
+   The caller does not help other ranges while it waits, so every wait is
+   on a deeper level of nesting and the chain ends.
+   Waking. Opening a slot, like a push, wakes a sleeper when none is
+   spinning (dp__queue_nudge, after the seq_cst CAS); a helper that was the
+   last spinner wakes the next one while chunks remain; a sleeper's last
+   look sees an open slot (dp__range_open_any) and stays up. */
+typedef struct dp__range {
+    dp__a64 next;               /* the next chunk to claim */
+    char pad_[64 - sizeof(dp__a64)];
+    dp_range_fn fn; void *user;
+    int64_t n, size, nchunks;
+} dp__range;
+static const char dp__range_closed_mark = 0;
+#define DP__RANGE_CLOSED ((void *)&dp__range_closed_mark)
+static int dp__range_is_open(void *p) { return p != NULL && p != DP__RANGE_CLOSED; }
+/* Whether a slot of g holds an open range: a look at the slot pointers only. */
+static int dp__range_open_any(dp__group *g) {
+    int i;
+    for (i = 0; i < DP__RANGE_SLOTS; i++) if (dp__range_is_open(dp__load(&g->range_job[i], DP__SEQ_CST))) return 1;
+    return 0;
+}
+/* Runs chunks of r until none is left, or, for a helper (q set), until an
+   op is queued for its pool: ops come first, the caller runs the rest. */
+static void dp__range_run(dp__range *r, dp__queue *q) {
+    for (;;) {
+        int64_t k, b;
+        if (q && dp__queue_peek(q)) return;
+        k = (int64_t)dp__fetch_add(&r->next, 1, DP__RELAXED);
+        if (k >= r->nchunks) return;
+        b = k * r->size;
+        r->fn(b, r->n - b <= r->size ? r->n : b + r->size, r->user);
+    }
+}
+/* Worker w, spinning and idle, helps the open ranges of its pool; 1 if it
+   ran any chunk. It leaves the spinning count while it runs them. */
+DP__COLD static int dp__range_help(dp__worker *w) {
+    dp__group *g = w->group;
+    int i, helped = 0;
+    for (i = 0; i < DP__RANGE_SLOTS; i++) {
+        dp__range *r;
+        if (!dp__range_is_open(dp__load(&g->range_job[i], DP__RELAXED))) continue;
+        dp__fetch_add(&g->range_users[i].n, 1, DP__SEQ_CST);
+        r = (dp__range *)dp__load(&g->range_job[i], DP__SEQ_CST);
+        if (dp__range_is_open(r) && (int64_t)dp__load(&r->next, DP__RELAXED) < r->nchunks) {
+            dp_engine *prev = dp__tls_running;
+            if (dp__fetch_add(&g->q.spinning, -1, DP__SEQ_CST) == 1
+                && ((int64_t)dp__load(&r->next, DP__RELAXED) + 1 < r->nchunks || dp__group_has_work(g)))
+                dp__queue_wake(&g->q);
+            dp__tls_running = w->eng;   /* fn's waits are refused, as inside an op */
+            dp__range_run(r, &g->q);
+            dp__tls_running = prev;
+            dp__fetch_add(&g->q.spinning, 1, DP__SEQ_CST);
+            helped = 1;
+        }
+        dp__fetch_add(&g->range_users[i].n, -1, DP__SEQ_CST);   /* r is not touched after this */
+    }
+    return helped;
+}
+DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *d) {
+    dp__range r;
+    dp__group *g = NULL;
+    dp__worker *w = dp__tls_worker;
+    int threads = 1, slot;
+    int64_t s;
+    if (!eng || !d || !d->fn || (d->n | d->grain) < 0) {
+        int null = !eng || !d || !d->fn;
+        dp__log(eng, DP_LOG_ERROR, null ? DP_LOGITEM_NULL_ARGUMENT : DP_LOGITEM_NEGATIVE_COUNT, __LINE__, "dp_parallel_for: %s",
+                !eng ? "NULL engine" : !d ? "NULL desc" : !d->fn ? "NULL fn" : "negative n or grain");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
+    else if (eng->desc.type != DP_ENGINE_NAIVE) {
+        if (w && w->eng == eng && !w->is_gpu && !w->group->q.prioritized) g = w->group;
+        else if (eng->desc.cpu_worker_nthreads > 0) {
+            dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = 0;
+            g = dp__lazy_group(eng, &eng->cpu_groups[0], eng->desc.cpu_worker_nthreads, 0, c, 0, 0);
+        }
+    }
+    if (g) threads += g->nworkers;
+    s = d->grain;
+    if (!d->deterministic || !s) {
+        int64_t t = d->deterministic ? 256 : 64 * (int64_t)threads, c = d->n / t + (d->n % t != 0);
+        if (s < c) s = c;
+    }
+    if (s < 1) s = 1;
+    dp__store(&r.next, 0, DP__RELAXED);
+    r.fn = d->fn; r.user = d->user; r.n = d->n; r.size = s;
+    r.nchunks = d->n / s + (d->n % s != 0);
+    slot = DP__RANGE_SLOTS;
+    if (g && r.nchunks > 1)
+        for (slot = 0; slot < DP__RANGE_SLOTS; slot++) {
+            void *expect = NULL;
+            if (dp__cas(&g->range_job[slot], &expect, (void *)&r, DP__SEQ_CST)) { dp__queue_nudge(&g->q); break; }
+        }
+    dp__range_run(&r, NULL);
+    if (slot < DP__RANGE_SLOTS) {
+        int spins = 0;
+        dp__store(&g->range_job[slot], DP__RANGE_CLOSED, DP__SEQ_CST);
+        while (dp__load(&g->range_users[slot].n, DP__SEQ_CST) != 0)
+            if (++spins < DP__SPIN_PAUSES) dp__cpu_relax(); else dp__thread_yield();
+        dp__store(&g->range_job[slot], NULL, DP__RELEASE);
+    }
+    return DP_OK;
 }
 
 
