@@ -21,10 +21,14 @@ RUNS=${ENGINE_CHECK_RUNS:-3}
 # destroy detected, timed waits that take over an abandoned wait, NULL
 # arguments logged, limits named in messages): 42,414 B; then 41.5 KiB until
 # out of memory was told apart from a refused thread in dp_engine_create
-# and logged: 42,606 B.
-TEXT_SECTION_TARGET=${ENGINE_TEXT_SECTION_TARGET:-42752}
+# and logged: 42,606 B; then 42.75 KiB for the frame-driven mode of issue 29
+# (dp_run_ready, waits that run ops when the CPU pools have no workers,
+# pools of no threads routed to the CPU pool): 43,630 B, about 1 KiB of new
+# public behaviour, its code kept in two cold functions and the waits'
+# shared loop step.
+TEXT_SECTION_TARGET=${ENGINE_TEXT_SECTION_TARGET:-43776}
 TEXT_TARGET=40960                                            # size's text column: the goal, reported
-TEXT_BOUND=${ENGINE_TEXT_BOUND:-62464}                       # size's text column: no growth past 61 KiB (57,026 B when 58 KiB was set, 61,738 B after issue 26's misuse checks; the goal is missed, README)
+TEXT_BOUND=${ENGINE_TEXT_BOUND:-64512}                       # size's text column: no growth past 63 KiB (57,026 B when 58 KiB was set, 61,738 B after issue 26's misuse checks, 63,362 B with issue 29's frame-driven mode; the goal is missed, README)
 TIME_TARGET=1.0                                              # s at -O2, engine-only implementation file (the goal; reported)
 TIME_BOUND=${ENGINE_TIME_BOUND:-3.6}                         # 3x the target: a loaded machine still passes
 RATIO_BOUND=0.6                                              # engine-only / full header, same run
