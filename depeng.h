@@ -2470,11 +2470,12 @@ static DP__THREAD_LOCAL dp_engine *dp__tls_cleaning;  /* engine whose cleanup ru
 static DP__THREAD_LOCAL dp__worker *dp__tls_worker;
 static DP__THREAD_LOCAL dp__block *dp__tls_naive_head, *dp__tls_naive_tail;
 static DP__THREAD_LOCAL int dp__tls_naive_draining;
-/* The waiter of the wait block this thread is pushing (dp__wait_var). A
-   thread that drains a naive engine's ready list and, from an op or a
-   cleanup there, waits on another engine's variable would find that wait
-   block queued behind the op it is running, and block for ever; so the
-   block runs at once (it runs no user code). */
+/* The waiter of the wait block this thread is pushing or waiting for
+   (dp__wait_var). A thread that drains a naive engine's ready list and,
+   from an op or a cleanup there, waits on another engine's variable would
+   find that wait block queued behind the op it is running, and block for
+   ever; so the block runs at once (it runs no user code). Granted at its
+   push, or later by an op the wait itself runs (dp__wait_help). */
 static DP__THREAD_LOCAL void *dp__tls_own_wait;
 static DP__THREAD_LOCAL unsigned dp__tls_pushes_waiting;   /* see dp__pace_pusher */
 
@@ -5298,6 +5299,7 @@ DP__COLD static int dp__wait_step(dp_engine *eng, int helps, uint64_t deadline) 
 DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t timeout_ms, dp_failure *failure, const char *what) {
     dp_push_desc d;
     dp__waiter stack_waiter, *w = &stack_waiter;
+    void *prev_own = dp__tls_own_wait;   /* a wait from an op that a wait runs */
     dp_result r;
     uint64_t deadline = DP__FOREVER;
     int gave_up = 0, busy_now = 0, helps;
@@ -5321,13 +5323,14 @@ DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t time
        and writer of var, and it runs inline, so it costs no worker. */
     dp__tls_own_wait = w;
     r = dp__push_resolved(eng, &d, DP__KIND_WAIT, w);
-    dp__tls_own_wait = NULL;
+    dp__tls_own_wait = prev_own;
     if (r != DP_OK) {
         if (w != &stack_waiter) dp__free(eng, w, sizeof *w);
         return r;
     }
 wait:
     if ((helps = dp__waits_help(eng)) != 0) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
+    dp__tls_own_wait = w;   /* a wait that runs ops may grant its block itself */
     dp__mutex_lock(&eng->wait_mtx);
     while (!w->done) {
         if (dp__wait_step(eng, helps, w->claimed ? DP__FOREVER : deadline)) {
@@ -5337,6 +5340,7 @@ wait:
         }
     }
     dp__mutex_unlock(&eng->wait_mtx);
+    dp__tls_own_wait = prev_own;
     if (helps) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
     if (gave_up) return DP_ERROR_TIMEOUT;   /* w may be freed already */
     r = w->result;
