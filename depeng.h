@@ -810,8 +810,8 @@ typedef struct dp_run_report {
    desc says stop or none is ready, and fills *report (may be NULL). The
    ops are taken from the shared queues of the threaded engines' CPU pools
    (the per-device engine's priority pool first, then each CPU device's
-   pool; the pooled engine's task pool), as a worker takes them; never from
-   the IO or GPU pools. Only ops that are ready run, so the order the rule
+   pool; the pooled engine's task pool, its GPU ops included), as a worker
+   takes them; never from the IO, copy or per-device GPU pools. Only ops that are ready run, so the order the rule
    sets is unchanged, and each runs as push_runs_ops runs one (see "running
    on the pusher" under THREADING MODEL: dp_run_ctx.worker is -1, the
    caller's locks are held while it runs). Made for cpu_worker_nthreads =
@@ -5238,7 +5238,9 @@ static dp__group *dp__cpu_pool(dp_engine *eng, int i) {
 /* A ready op of the CPU pools (of those without workers if pumped_only),
    taken off its queue; NULL if none, with *busy set when a push was half
    done (look again). A pool without workers (a FIFO) is looked at by its
-   tail, not dp__queue_peek: see dp__wait_help. */
+   tail too, not only dp__queue_peek: see dp__wait_help. Its tail alone is
+   not enough either: a take that puts the stub back behind the last op can
+   leave the tail at the stub with a later op at the head. */
 static dp__block *dp__caller_take(dp_engine *eng, int pumped_only, int *busy) {
     int i;
     for (i = 0; i <= DP__MAX_DEV; i++) {
@@ -5246,7 +5248,7 @@ static dp__block *dp__caller_take(dp_engine *eng, int pumped_only, int *busy) {
         int b_busy = 0, more;
         dp__block *b;
         if (!g || (pumped_only && !g->q.pumped)
-            || !(g->q.pumped ? dp__load(&g->q.tail, DP__SEQ_CST) != (void *)g->q.stub : dp__queue_peek(&g->q))) continue;
+            || !(dp__queue_peek(&g->q) || (g->q.pumped && dp__load(&g->q.tail, DP__SEQ_CST) != (void *)g->q.stub))) continue;
         if ((b = dp__queue_try_take(&g->q, &b_busy, &more, NULL)) != NULL) return b;
         *busy |= b_busy;
     }
@@ -5265,11 +5267,16 @@ static int dp__waits_help(const dp_engine *eng) {
    a ready op of the pools without workers and runs it with wait_mtx
    released, and returns 1 (also when a push was half done: it yields and
    the caller looks again); or returns 0 when those pools are empty, and
-   the caller may sleep. No wake-up is lost: the wait counted itself before
-   it looks at the queues' tails here, and a push into such a pool swaps
+   the caller may sleep. A push is not missed: the wait counted itself
+   before it looks at the queues here, and a push into such a pool swaps
    the tail before it reads the count (dp__pump_wake), all sequentially
    consistent; the push's broadcast takes wait_mtx, which the wait holds
-   from this look until it sleeps. */
+   from this look until it sleeps. An op that another caller's take left
+   at the head while putting the stub back (dp__fifo_take) is seen by the
+   head only, which that caller stored with release ordering, not
+   sequentially consistent; so a helping wait also sleeps at most
+   DP__HELP_SLEEP_MS at a time and looks again. */
+#define DP__HELP_SLEEP_MS 5u
 DP__COLD static int dp__wait_help(dp_engine *eng) {
     int busy = 0;
     dp__block *b = dp__caller_take(eng, 1, &busy);
@@ -5287,10 +5294,12 @@ DP__COLD static int dp__wait_help(dp_engine *eng) {
    woken or the deadline, and returns 0. */
 DP__COLD static int dp__wait_step(dp_engine *eng, int helps, uint64_t deadline) {
     uint64_t now = 0;
+    uint32_t ms;
     if (deadline != DP__FOREVER && (now = dp__now_ns()) >= deadline) return 1;
     if (helps && dp__wait_help(eng)) return 0;
-    if (deadline == DP__FOREVER) dp__cond_wait(&eng->wait_cv, &eng->wait_mtx);
-    else dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, (uint32_t)((deadline - now) / 1000000u) + 1u);
+    if (deadline == DP__FOREVER && !helps) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); return 0; }
+    ms = deadline == DP__FOREVER ? DP__HELP_SLEEP_MS : (uint32_t)((deadline - now) / 1000000u) + 1u;
+    dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, helps && ms > DP__HELP_SLEEP_MS ? DP__HELP_SLEEP_MS : ms);
     return 0;
 }
 /* Pushes a wait block for var and waits for its report, for at most
