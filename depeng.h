@@ -20,8 +20,8 @@
         >>platform >>atomics >>memory >>handles >>pool >>failures >>trace;
         the engine's core: >>rule >>queues >>execute >>completion >>dispatch
         >>workers >>push >>naive fast path; after it: >>gpu >>statistics
-        >>pacing >>fairness >>public >>waits >>engine >>profiler >>dot >>html
-        >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
+        >>pacing >>fairness >>public >>waits >>callers >>engine >>profiler
+        >>dot >>html >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
         it attaches to an engine through dp_engine_extension only): >>files
         >>dtypes >>storage >>arrays >>resources >>data >>registry >>params
         >>invoke >>extending >>builtin operators >>gradients of the

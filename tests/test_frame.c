@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sched.h>
 #include <time.h>
 #ifdef __linux__
 #include <dirent.h>
