@@ -20,8 +20,8 @@
         >>platform >>atomics >>memory >>handles >>pool >>failures >>trace;
         the engine's core: >>rule >>queues >>execute >>completion >>dispatch
         >>workers >>ranges >>push >>naive fast path; after it: >>gpu >>statistics
-        >>pacing >>fairness >>public >>waits >>engine >>profiler >>dot >>html
-        >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
+        >>pacing >>fairness >>public >>waits >>callers >>engine >>profiler
+        >>dot >>html >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
         it attaches to an engine through dp_engine_extension only): >>files
         >>dtypes >>storage >>arrays >>resources >>data >>registry >>params
         >>invoke >>extending >>builtin operators >>gradients of the
@@ -121,6 +121,14 @@
      chunk by chunk, and goes back to ops as soon as one is queued. So ops
      keep their priority over chunks, independent ops still overlap, and a
      range never waits for a busy worker: its caller runs what nobody took.
+     Frame-driven use (cpu_worker_nthreads = DP_NO_THREADS, and no priority
+     and copy threads either: see dp_engine_desc): the threaded engines keep
+     their queues and the rule but start no thread; CPU ops wait in their
+     pool's queue until the application runs them from its own loop with
+     dp_run_ready (until a variable is ready, a count of ops, or a time
+     budget) or waits (each wait then runs ready ops while it waits). The
+     same guarantees as running on the pusher hold: only ready ops, oldest
+     first, never from inside an op.
 
    5. ERRORS
      Calls return dp_result. Details go to the logger (desc.logger, default
@@ -242,7 +250,7 @@ extern "C" {
      ops      dp_push dp_push_sync dp_push_async dp_complete dp_set_error
               dp_opr_create dp_opr_push dp_opr_destroy dp_push_batch dp_opr_push_n
      waits    dp_wait_var dp_wait_all dp_wait_var_for dp_wait_all_for
-              dp_engine_dump_pending
+              dp_engine_dump_pending dp_run_ready
      ranges   dp_parallel_for
      profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
               dp_profiler_dump_summary dp_profiler_clear
@@ -539,7 +547,28 @@ typedef struct dp_trace {
      gpu_copy_nthreads      DEPENG_GPU_COPY_NTHREADS       1
      gpu_backend            -                              none (no GPUs)
      allocator              -                              malloc/free
-     logger                 -                              errors to stderr  */
+     logger                 -                              errors to stderr
+   DP_NO_THREADS (-1) asks for no thread at all in cpu_worker_nthreads,
+   cpu_priority_nthreads and gpu_copy_nthreads (dp_engine_desc_get then
+   says 0; passed back to dp_engine_create, 0 is the default again):
+     - no CPU workers: the CPU ops wait in their pool's queue until a thread
+       runs them: dp_run_ready, or any dp_wait_* (which then always runs
+       ready ops while it waits; see dp_run_ready) - frame-driven use;
+     - no priority threads: DP_PROP_CPU_PRIORITIZED ops go to the CPU pool
+       of their device, in its FIFO order (their priority is not kept);
+     - no copy threads: DP_PROP_IO ops go to the CPU pool of their device
+       (the pooled engine: to its task pool), and GPU copies to the GPU
+       device's compute pool.
+   The threads an engine starts, and when (the naive engine starts none):
+     PerDevice  cpu_worker_nthreads    create (CPU 0), first op on CPU n
+                cpu_priority_nthreads  create
+                gpu_copy_nthreads      first DP_PROP_IO op (one IO pool),
+                                       first copy op per GPU (copy pool)
+                gpu_worker_nthreads    first op per GPU
+     Pooled     cpu_worker_nthreads    create (the task pool: CPU and GPU)
+                gpu_copy_nthreads      create (the IO and copy pool)
+   Nothing else starts a thread (no timer, no helper thread).  */
+#define DP_NO_THREADS (-1)
 typedef struct dp_engine_desc {
     dp_engine_type type;
     int cpu_worker_nthreads;
@@ -592,6 +621,8 @@ typedef struct dp_engine_stats {
                                        pre-created op in dp_opr_push           */
     uint64_t pusher_ran;            /* ops run on a pushing thread
                                        (desc.push_runs_ops)                   */
+    uint64_t caller_ran;            /* ops run by dp_run_ready or a wait on
+                                       the calling thread                     */
     /* The CPU pools' ready queues (see >>queues), counted on every use, each
        by the thread that does it in a line of its own: */
     uint64_t queue_takes;           /* a FIFO pool's shared queue was taken
@@ -734,7 +765,11 @@ DP_API dp_result dp_opr_destroy(dp_engine *eng, dp_opr op);
    Returns DP_ERROR_OP_FAILED (and fills *failure) if var failed, then clears
    that variable's failure. From inside one of this engine's operations or
    their cleanups it returns DP_ERROR_IN_OPERATION (logged) instead of
-   deadlocking. Thread safety: any thread (several may wait at once). */
+   deadlocking. On a threaded engine without CPU workers (cpu_worker_nthreads
+   = DP_NO_THREADS) every wait below runs ready CPU ops on the waiting thread
+   while what it waits for is not done, as dp_run_ready does (nothing else
+   would run them), and sleeps only while none is ready. Thread safety: any
+   thread (several may wait at once). */
 DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
 /* Blocks until every op pushed so far is done. Returns the first failure not
    yet reported and clears every variable's failure. Same deadlock rule and
@@ -799,6 +834,54 @@ typedef struct dp_range_desc {
     int deterministic;      /* 1: boundaries from n and grain only */
 } dp_range_desc;
 DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *desc);
+
+/* ---- running ready ops on the caller (frame-driven use) ---------------- */
+/* What dp_run_ready does: it stops at the first of these that holds, looked
+   at before each op (so an op that runs long overruns the budget). */
+typedef struct dp_run_desc {
+    dp_var until;             /* stop once this variable is ready: no op
+                                 pushed on it so far is waiting or running
+                                 (dp_var_state_get says READY or FAILED);
+                                 id 0: no variable                          */
+    uint32_t max_ops;         /* stop after this many ops; 0: no limit      */
+    uint32_t budget_us;       /* stop once this many microseconds have
+                                 passed since the call; 0: no limit         */
+} dp_run_desc;
+typedef enum dp_run_stop {
+    DP_RUN_IDLE = 0,          /* no ready op left that this thread may run
+                                 (others may still wait or run elsewhere)   */
+    DP_RUN_VAR_READY,         /* desc.until is ready                        */
+    DP_RUN_MAX_OPS,           /* desc.max_ops ops ran                       */
+    DP_RUN_BUDGET             /* desc.budget_us passed                      */
+} dp_run_stop;
+typedef struct dp_run_report {
+    uint32_t ops_run;         /* ops this call ran (skipped ones included)  */
+    uint32_t elapsed_us;      /* time the call took                         */
+    dp_run_stop stop;         /* why it returned                            */
+} dp_run_report;
+/* Runs ready CPU ops of eng on the calling thread, oldest first, until
+   desc says stop or none is ready, and fills *report (may be NULL). The
+   ops are taken from the shared queues of the threaded engines' CPU pools
+   (the per-device engine's priority pool first, then each CPU device's
+   pool; the pooled engine's task pool, its GPU ops included), as a worker
+   takes them; never from the IO, copy or per-device GPU pools. Only ops that are ready run, so the order the rule
+   sets is unchanged, and each runs as push_runs_ops runs one (see "running
+   on the pusher" under THREADING MODEL: dp_run_ctx.worker is -1, the
+   caller's locks are held while it runs). Made for cpu_worker_nthreads =
+   DP_NO_THREADS, where nothing else runs CPU ops but the waits; with
+   workers it competes with them. Several threads may call it at once. The
+   naive engine has nothing queued (it runs ops inside dp_push): DP_RUN_IDLE
+   or DP_RUN_VAR_READY at once. A failed op's failure is reported by the
+   waits, not here. To poll a variable without running anything, use
+   dp_var_state_get. Returns DP_OK; DP_ERROR_INVALID_ARGS for a NULL engine
+   or desc; DP_ERROR_INVALID_HANDLE for a desc.until that is not one of
+   eng's live variables (also one deleted while the call runs: *report
+   then says what ran until then; logged by dp_var_state_get);
+   DP_ERROR_IN_OPERATION from inside one of eng's operations or their
+   cleanups (it would run ops inside an op), with *report zeroed; each
+   logged. Thread safety: any thread outside eng's
+   operations and cleanups. */
+DP_API dp_result dp_run_ready(dp_engine *eng, const dp_run_desc *desc, dp_run_report *report);
 
 /* ---- profiler ---------------------------------------------------------- */
 /* While started, each executed op's name, worker, device, start and end time
@@ -1769,6 +1852,7 @@ DP_API void dp_nd_set_tag(dp_ndarray *a, void *tag, int index);
 #define DP__COLD
 #endif
 #define DP__DEF(v, d) ((v) == 0 ? (d) : (v))
+#define DP__NTH(v, d) ((v) == DP_NO_THREADS ? 0 : DP__DEF(v, d))   /* a thread count */
 #ifndef DEPENG_TEST_HOOK
 #define DEPENG_TEST_HOOK(point) ((void)0)
 #endif
@@ -2220,6 +2304,8 @@ typedef struct dp__queue {
     dp__a32 sleepers;              /* workers asleep or about to be (written under m) */
     int wakeups;                   /* wake tokens not yet taken (under m) */
     int prioritized, stop;
+    int pumped;                    /* a pool without workers: callers run its
+                                      ops (dp_run_ready, the waits) */
     dp__mutex m; dp__cond cv;      /* sleeping, and the heap */
     struct dp__block **heap; size_t nheap, capheap;
     struct dp__block *lhead, *ltail;   /* heap queue's fallback list (no memory) */
@@ -2315,7 +2401,9 @@ struct dp_engine {
     dp__a64 var_lock_contended; /* a variable's lock found held (dp_engine_stats) */
     dp__a64 op_ref_cas_retries; /* failed CAS pinning a pre-created op */
     dp__a64 pusher_ran;         /* ops run by pushing threads (desc.push_runs_ops) */
-    char pad_contention_end_[48];
+    dp__a64 caller_ran;         /* ops run by dp_run_ready and waits */
+    char pad_contention_end_[40];
+    dp__a32 nhelpers;           /* waits that run ops of pools without workers */
     int inline_ok;              /* naive, no trace callback, no graph: see dp__run_inline */
     dp__mutex wait_mtx; dp__cond wait_cv;
     dp__mutex create_mtx;       /* lazy pools and streams */
@@ -2444,11 +2532,12 @@ static DP__THREAD_LOCAL dp_engine *dp__tls_cleaning;  /* engine whose cleanup ru
 static DP__THREAD_LOCAL dp__worker *dp__tls_worker;
 static DP__THREAD_LOCAL dp__block *dp__tls_naive_head, *dp__tls_naive_tail;
 static DP__THREAD_LOCAL int dp__tls_naive_draining;
-/* The waiter of the wait block this thread is pushing (dp__wait_var). A
-   thread that drains a naive engine's ready list and, from an op or a
-   cleanup there, waits on another engine's variable would find that wait
-   block queued behind the op it is running, and block for ever; so the
-   block runs at once (it runs no user code). */
+/* The waiter of the wait block this thread is pushing or waiting for
+   (dp__wait_var). A thread that drains a naive engine's ready list and,
+   from an op or a cleanup there, waits on another engine's variable would
+   find that wait block queued behind the op it is running, and block for
+   ever; so the block runs at once (it runs no user code). Granted at its
+   push, or later by an op the wait itself runs (dp__wait_help). */
 static DP__THREAD_LOCAL void *dp__tls_own_wait;
 static DP__THREAD_LOCAL unsigned dp__tls_pushes_waiting;   /* see dp__pace_pusher */
 
@@ -3265,8 +3354,16 @@ static void dp__queue_wake(dp__queue *q) {
 static void dp__queue_nudge(dp__queue *q) {
     if (dp__load(&q->sleepers, DP__SEQ_CST) != 0 && dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q);
 }
+/* After a push into a pool without workers: wakes the waits that run its
+   ops (see dp__wait_help). */
+DP__COLD static void dp__pump_wake(dp_engine *eng) {
+    if (dp__load(&eng->nhelpers, DP__SEQ_CST) == 0) return;
+    dp__mutex_lock(&eng->wait_mtx);
+    dp__cond_broadcast(&eng->wait_cv);
+    dp__mutex_unlock(&eng->wait_mtx);
+}
 /* Adds the ready ops first..last (linked by next); wakes a worker if none
-   is spinning. */
+   is spinning, or the waits if the pool has no worker. */
 static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__block *last) {
     if (q->prioritized) {
         dp__block *b = first, *next;
@@ -3275,6 +3372,7 @@ static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__b
         dp__mutex_unlock(&q->m);
     } else dp__fifo_append(q, first, last);
     dp__queue_nudge(q);
+    if (q->pumped) dp__pump_wake(eng);
 }
 /* Whether a FIFO may hold an op, looked at without the take lock: its head
    node has a successor, or is an op itself. Idle workers poll this, not the
@@ -3679,17 +3777,17 @@ static dp__group *dp__route(dp_engine *eng, dp__block *b) {
     dp_prop prop = dp__prop(b);
     int copy = prop == DP_PROP_COPY_TO_GPU || prop == DP_PROP_COPY_FROM_GPU;
     const dp_engine_desc *d = &eng->desc;
-    if (d->type == DP_ENGINE_POOLED) return copy || prop == DP_PROP_IO ? (dp__group *)dp__load(&eng->io_group, DP__ACQUIRE) : eng->task_group;
-    if (prop == DP_PROP_IO) {   /* one IO pool, started by the first IO op, whatever the device */
+    if (d->type == DP_ENGINE_POOLED) return (copy || prop == DP_PROP_IO) && d->gpu_copy_nthreads ? (dp__group *)dp__load(&eng->io_group, DP__ACQUIRE) : eng->task_group;
+    if (prop == DP_PROP_IO && d->gpu_copy_nthreads) {   /* one IO pool, started by the first IO op, whatever the device */
         dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = 0;
         return dp__lazy_group(eng, &eng->io_group, d->gpu_copy_nthreads, 0, c, 0, 0);
     }
     if (b->ctx.dev_type == DP_DEV_GPU) {
         int dev = b->ctx.dev_id;
-        if (copy) return dp__lazy_group(eng, &eng->copy_groups[dev], d->gpu_copy_nthreads, 1, b->ctx, 1, 1);
+        if (copy && d->gpu_copy_nthreads) return dp__lazy_group(eng, &eng->copy_groups[dev], d->gpu_copy_nthreads, 1, b->ctx, 1, 1);
         return dp__lazy_group(eng, &eng->gpu_groups[dev], d->gpu_worker_nthreads, 1, b->ctx, 1, 0);
     }
-    if (prop == DP_PROP_CPU_PRIORITIZED) return eng->prio_group;
+    if (prop == DP_PROP_CPU_PRIORITIZED && eng->prio_group) return eng->prio_group;
     {
         dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = b->ctx.dev_type == DP_DEV_CPU_PINNED ? 0 : b->ctx.dev_id;
         return dp__lazy_group(eng, &eng->cpu_groups[c.dev_id], d->cpu_worker_nthreads, 0, c, 0, 0);
@@ -3986,7 +4084,7 @@ DP__COLD static dp__group *dp__group_create(dp_engine *eng, int nthreads, int pr
     *why = DP_ERROR_OUT_OF_MEMORY;
     if (g) {
         memset(g, 0, sizeof *g);
-        if ((g->workers = (dp__worker *)dp__alloc(eng, (size_t)nthreads * sizeof(dp__worker))) != NULL) *why = dp__queue_init(eng, &g->q, prioritized);
+        if (!nthreads || (g->workers = (dp__worker *)dp__alloc(eng, (size_t)nthreads * sizeof(dp__worker))) != NULL) *why = dp__queue_init(eng, &g->q, prioritized);
     }
     if (*why != DP_OK) {
         dp__log(eng, DP_LOG_ERROR, *why == DP_ERROR_THREAD ? DP_LOGITEM_THREAD_CREATE : DP_LOGITEM_OUT_OF_MEMORY, __LINE__, "a pool of %d workers", nthreads);
@@ -3994,8 +4092,9 @@ DP__COLD static dp__group *dp__group_create(dp_engine *eng, int nthreads, int pr
         dp__free(eng, g, sizeof *g);
         return NULL;
     }
-    memset(g->workers, 0, (size_t)nthreads * sizeof(dp__worker));
+    if (nthreads) memset(g->workers, 0, (size_t)nthreads * sizeof(dp__worker));
     g->nworkers = nthreads;
+    g->q.pumped = !nthreads;
 
     for (i = 0; i < nthreads; i++) {
         dp__worker *w = &g->workers[i];
@@ -4827,6 +4926,7 @@ DP__COLD DP_IMPL dp_result dp_engine_stats_get(dp_engine *eng, dp_engine_stats *
     out->var_lock_contended = dp__load(&eng->var_lock_contended, DP__RELAXED);
     out->op_ref_cas_retries = dp__load(&eng->op_ref_cas_retries, DP__RELAXED);
     out->pusher_ran = dp__load(&eng->pusher_ran, DP__RELAXED);
+    out->caller_ran = dp__load(&eng->caller_ran, DP__RELAXED);
     for (i = 0; i < DP__MAX_DEV; i++) {
         dp__group_contention((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), out);
         dp__group_contention((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), out);
@@ -5320,16 +5420,96 @@ DP__COLD static dp__waiter *dp__adopt_wait(dp_engine *eng, dp_var var, int zero_
     dp__spin_unlock(&v->lock);
     return taken;
 }
+/* >>callers: the threads that run ops of the threaded engines' CPU pools
+   besides their workers: dp_run_ready, and the waits of an engine whose CPU
+   pools have no workers (cpu_worker_nthreads = DP_NO_THREADS). They take
+   ready ops from the pools' shared queues as a pushing thread does with
+   push_runs_ops (dp__pusher_run), so the same guarantees hold: never from
+   inside one of the engine's ops (dp__check_not_in_op), only ops already
+   ready, oldest first. The pools, in the order they are looked at: index 0
+   is the per-device engine's priority pool or the pooled engine's task
+   pool, 1 + n the per-device engine's pool of CPU n. */
+static dp__group *dp__cpu_pool(dp_engine *eng, int i) {
+    if (eng->desc.type == DP_ENGINE_POOLED) return i ? NULL : eng->task_group;
+    return i ? (dp__group *)dp__load(&eng->cpu_groups[i - 1], DP__ACQUIRE) : eng->prio_group;
+}
+/* A ready op of the CPU pools (of those without workers if pumped_only),
+   taken off its queue; NULL if none, with *busy set when a push was half
+   done (look again). A pool without workers (a FIFO) is looked at by its
+   tail too, not only dp__queue_peek: see dp__wait_help. Its tail alone is
+   not enough either: a take that puts the stub back behind the last op can
+   leave the tail at the stub with a later op at the head. */
+static dp__block *dp__caller_take(dp_engine *eng, int pumped_only, int *busy) {
+    int i;
+    for (i = 0; i <= DP__MAX_DEV; i++) {
+        dp__group *g = dp__cpu_pool(eng, i);
+        int b_busy = 0, more;
+        dp__block *b;
+        if (!g || (pumped_only && !g->q.pumped)
+            || !(dp__queue_peek(&g->q) || (g->q.pumped && dp__load(&g->q.tail, DP__SEQ_CST) != (void *)g->q.stub))) continue;
+        if ((b = dp__queue_try_take(&g->q, &b_busy, &more, NULL)) != NULL) return b;
+        *busy |= b_busy;
+    }
+    return NULL;
+}
+static void dp__caller_run(dp_engine *eng, dp__block *b) {
+    dp__fetch_add(&eng->caller_ran, 1, DP__RELAXED);
+    dp__execute(eng, b, NULL);
+}
+/* Whether eng's waits run ops: it has CPU pools without workers. */
+static int dp__waits_help(const dp_engine *eng) {
+    return eng->desc.type != DP_ENGINE_NAIVE && eng->desc.cpu_worker_nthreads == 0;
+}
+/* A wait whose condition does not hold yet, on an engine whose waits help
+   (counted in eng->nhelpers for the whole wait), with wait_mtx held: takes
+   a ready op of the pools without workers and runs it with wait_mtx
+   released, and returns 1 (also when a push was half done: it yields and
+   the caller looks again); or returns 0 when those pools are empty, and
+   the caller may sleep. A push is not missed: the wait counted itself
+   before it looks at the queues here, and a push into such a pool swaps
+   the tail before it reads the count (dp__pump_wake), all sequentially
+   consistent; the push's broadcast takes wait_mtx, which the wait holds
+   from this look until it sleeps. An op that another caller's take left
+   at the head while putting the stub back (dp__fifo_take) is seen by the
+   head only, which that caller stored with release ordering, not
+   sequentially consistent; so a helping wait also sleeps at most
+   DP__HELP_SLEEP_MS at a time and looks again. */
+#define DP__HELP_SLEEP_MS 5u
+DP__COLD static int dp__wait_help(dp_engine *eng) {
+    int busy = 0;
+    dp__block *b = dp__caller_take(eng, 1, &busy);
+    if (!b && !busy) return 0;
+    dp__mutex_unlock(&eng->wait_mtx);
+    if (b) dp__caller_run(eng, b); else dp__thread_yield();
+    dp__mutex_lock(&eng->wait_mtx);
+    return 1;
+}
+
+#define DP__FOREVER UINT64_MAX
+/* One step of a wait whose condition does not hold, with wait_mtx held:
+   returns 1 once the deadline (on dp__now_ns's clock; DP__FOREVER: none)
+   has passed; else runs an op (helps: see dp__wait_help) or sleeps until
+   woken or the deadline, and returns 0. */
+DP__COLD static int dp__wait_step(dp_engine *eng, int helps, uint64_t deadline) {
+    uint64_t now = 0;
+    uint32_t ms;
+    if (deadline != DP__FOREVER && (now = dp__now_ns()) >= deadline) return 1;
+    if (helps && dp__wait_help(eng)) return 0;
+    if (deadline == DP__FOREVER && !helps) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); return 0; }
+    ms = deadline == DP__FOREVER ? DP__HELP_SLEEP_MS : (uint32_t)((deadline - now) / 1000000u) + 1u;
+    dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, helps && ms > DP__HELP_SLEEP_MS ? DP__HELP_SLEEP_MS : ms);
+    return 0;
+}
 /* Pushes a wait block for var and waits for its report, for at most
    timeout_ms (DP__FOREVER: no limit). A timed wait's waiter lives on the
    heap, because its block may run after the waiter has given up. */
-#define DP__FOREVER UINT64_MAX
 DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t timeout_ms, dp_failure *failure, const char *what) {
     dp_push_desc d;
     dp__waiter stack_waiter, *w = &stack_waiter;
+    void *prev_own = dp__tls_own_wait;   /* a wait from an op that a wait runs */
     dp_result r;
-    uint64_t deadline = 0;
-    int gave_up = 0, busy_now = 0;
+    uint64_t deadline = DP__FOREVER;
+    int gave_up = 0, busy_now = 0, helps;
     if (!eng) return dp__null_arg(NULL, what, "engine");
     if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
     if (timeout_ms != DP__FOREVER) {
@@ -5350,25 +5530,25 @@ DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t time
        and writer of var, and it runs inline, so it costs no worker. */
     dp__tls_own_wait = w;
     r = dp__push_resolved(eng, &d, DP__KIND_WAIT, w);
-    dp__tls_own_wait = NULL;
+    dp__tls_own_wait = prev_own;
     if (r != DP_OK) {
         if (w != &stack_waiter) dp__free(eng, w, sizeof *w);
         return r;
     }
 wait:
+    if ((helps = dp__waits_help(eng)) != 0) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
+    dp__tls_own_wait = w;   /* a wait that runs ops may grant its block itself */
     dp__mutex_lock(&eng->wait_mtx);
     while (!w->done) {
-        uint64_t now;
-        if (timeout_ms == DP__FOREVER || w->claimed) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); continue; }
-        now = dp__now_ns();
-        if (now >= deadline) {   /* from here on the block owns w (or a later timed wait takes it over) */
-            gave_up = 1;
+        if (dp__wait_step(eng, helps, w->claimed ? DP__FOREVER : deadline)) {
+            gave_up = 1;   /* from here on the block owns w (or a later timed wait takes it over) */
             dp__store(&w->abandoned, 1, DP__RELEASE);
             break;
         }
-        dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, (uint32_t)((deadline - now) / 1000000u) + 1u);
     }
     dp__mutex_unlock(&eng->wait_mtx);
+    dp__tls_own_wait = prev_own;
+    if (helps) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
     if (gave_up) return DP_ERROR_TIMEOUT;   /* w may be freed already */
     r = w->result;
     if (r != DP_OK && failure) *failure = w->failure;
@@ -5387,21 +5567,18 @@ DP__COLD DP_IMPL dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t 
 DP__COLD static dp_result dp__wait_all(dp_engine *eng, uint64_t timeout_ms, dp_failure *failure, const char *what) {
     dp_result r;
     dp__failure *f, *next;
-    uint64_t deadline = timeout_ms == DP__FOREVER ? 0 : dp__now_ns() + timeout_ms * 1000000u;
-    int timed_out = 0;
+    uint64_t deadline = timeout_ms == DP__FOREVER ? DP__FOREVER : dp__now_ns() + timeout_ms * 1000000u;
+    int timed_out = 0, helps;
     if (!eng) return dp__null_arg(NULL, what, "engine");
     if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
+    if ((helps = dp__waits_help(eng)) != 0) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
     dp__mutex_lock(&eng->wait_mtx);
     dp__fetch_add(&eng->nwaiters_all, 1, DP__SEQ_CST);
-    while (dp__load(&eng->done, DP__SEQ_CST) != dp__load(&eng->seq, DP__SEQ_CST)) {
-        uint64_t now;
-        if (timeout_ms == DP__FOREVER) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); continue; }
-        now = dp__now_ns();
-        if (now >= deadline) { timed_out = 1; break; }
-        dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, (uint32_t)((deadline - now) / 1000000u) + 1u);
-    }
+    while (dp__load(&eng->done, DP__SEQ_CST) != dp__load(&eng->seq, DP__SEQ_CST))
+        if (dp__wait_step(eng, helps, deadline)) { timed_out = 1; break; }
     dp__fetch_add(&eng->nwaiters_all, -1, DP__SEQ_CST);
     dp__mutex_unlock(&eng->wait_mtx);
+    if (helps) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
     if (timed_out) return DP_ERROR_TIMEOUT;
     /* report the oldest unreported failure, then clear every failure (the
        list is released under the lock: the engine's own out-of-memory
@@ -5422,6 +5599,32 @@ DP__COLD DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
 }
 DP__COLD DP_IMPL dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure) {
     return dp__wait_all(eng, timeout_ms, failure, "dp_wait_all_for");
+}
+DP__COLD DP_IMPL dp_result dp_run_ready(dp_engine *eng, const dp_run_desc *desc, dp_run_report *report) {
+    dp_run_report rep;
+    dp_result r;
+    uint64_t start = dp__now_ns();
+    memset(&rep, 0, sizeof rep);
+    if (report) *report = rep;
+    if (!eng || !desc) return dp__null_arg(eng, "dp_run_ready", eng ? "desc" : "engine");
+    if ((r = dp__check_not_in_op(eng, "dp_run_ready")) != DP_OK) return r;
+    for (;;) {
+        int busy = 0;
+        dp__block *b;
+        dp_var_state vs;
+        if (desc->until.id) {
+            if ((r = dp_var_state_get(eng, desc->until, &vs)) != DP_OK) break;   /* logged */
+            if (vs != DP_VAR_BUSY) { rep.stop = DP_RUN_VAR_READY; break; }
+        }
+        if (desc->max_ops && rep.ops_run >= desc->max_ops) { rep.stop = DP_RUN_MAX_OPS; break; }
+        if (desc->budget_us && dp__now_ns() - start >= (uint64_t)desc->budget_us * 1000u) { rep.stop = DP_RUN_BUDGET; break; }
+        if ((b = dp__caller_take(eng, 0, &busy)) != NULL) { dp__caller_run(eng, b); rep.ops_run++; }
+        else if (busy) dp__cpu_relax();
+        else break;   /* DP_RUN_IDLE */
+    }
+    rep.elapsed_us = (uint32_t)((dp__now_ns() - start) / 1000u);
+    if (report) *report = rep;
+    return r;
 }
 
 /* >>engine -----------------------------------------------------------------
@@ -5490,15 +5693,15 @@ DP__COLD static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc 
         DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "a DEPENG_*_NTHREADS variable is not an integer in 1..1024");
         return DP_ERROR_INVALID_ARGS;
     }
-    if (d->cpu_worker_nthreads < 0 || d->cpu_priority_nthreads < 0 || d->gpu_worker_nthreads < 0 || d->gpu_copy_nthreads < 0
+    if (d->cpu_worker_nthreads < DP_NO_THREADS || d->cpu_priority_nthreads < DP_NO_THREADS || d->gpu_worker_nthreads < 0 || d->gpu_copy_nthreads < DP_NO_THREADS
         || d->cpu_worker_nthreads > 1024 || d->cpu_priority_nthreads > 1024 || d->gpu_worker_nthreads > 1024 || d->gpu_copy_nthreads > 1024) {
-        DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "thread counts must be 0 (default) to 1024");
+        DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "thread counts must be 0 (default) to 1024, or DP_NO_THREADS (not gpu_worker_nthreads)");
         return DP_ERROR_INVALID_ARGS;
     }
-    d->cpu_worker_nthreads = DP__DEF(d->cpu_worker_nthreads, dp__online_cpus());
-    d->cpu_priority_nthreads = DP__DEF(d->cpu_priority_nthreads, 1);
+    d->cpu_worker_nthreads = DP__NTH(d->cpu_worker_nthreads, dp__online_cpus());
+    d->cpu_priority_nthreads = DP__NTH(d->cpu_priority_nthreads, 1);
     d->gpu_worker_nthreads = DP__DEF(d->gpu_worker_nthreads, 2);
-    d->gpu_copy_nthreads = DP__DEF(d->gpu_copy_nthreads, 1);
+    d->gpu_copy_nthreads = DP__NTH(d->gpu_copy_nthreads, 1);
     if (d->type == DP_ENGINE_NAIVE)    /* it starts no thread: say so (dp_engine_desc_get) */
         d->cpu_worker_nthreads = d->cpu_priority_nthreads = d->gpu_worker_nthreads = d->gpu_copy_nthreads = 0;
     d->pending_report_ms = DP__DEF(d->pending_report_ms, 10000);
@@ -5713,7 +5916,7 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
     if (resolved.type == DP_ENGINE_PERDEVICE) {
         dp_ctx cpu0 = {DP_DEV_CPU, 0};
         dp__group *cpu;
-        if ((eng->prio_group = dp__group_create(eng, resolved.cpu_priority_nthreads, 1, cpu0, 0, 0, &r)) == NULL
+        if ((resolved.cpu_priority_nthreads && (eng->prio_group = dp__group_create(eng, resolved.cpu_priority_nthreads, 1, cpu0, 0, 0, &r)) == NULL)
             || (cpu = dp__group_create(eng, resolved.cpu_worker_nthreads, 0, cpu0, 0, 0, &r)) == NULL) {
             dp__engine_free(eng);
             return r;
@@ -5722,8 +5925,9 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
     } else if (resolved.type == DP_ENGINE_POOLED) {
         dp_ctx cpu0 = {DP_DEV_CPU, 0};
         dp__group *io;
+        io = NULL;
         if ((eng->task_group = dp__group_create(eng, resolved.cpu_worker_nthreads, 0, cpu0, 0, 0, &r)) == NULL
-            || (io = dp__group_create(eng, resolved.gpu_copy_nthreads, 0, cpu0, 0, 0, &r)) == NULL) {
+            || (resolved.gpu_copy_nthreads && (io = dp__group_create(eng, resolved.gpu_copy_nthreads, 0, cpu0, 0, 0, &r)) == NULL)) {
             dp__engine_free(eng);
             return r;
         }
