@@ -2344,7 +2344,8 @@ typedef struct dp__group {             /* a queue and the threads that serve it 
     int nworkers;
     char pad_range_[64];
     dp__aptr range_job[DP__RANGE_SLOTS];   /* ranges open for helpers (>>ranges) */
-    char pad_range_end_[64 - DP__RANGE_SLOTS * sizeof(dp__aptr)];
+    char pad_range_end_[64];           /* whatever the group's alignment (malloc's 16
+                                          bytes), the users' first line is not the slots' */
     dp__range_user range_users[DP__RANGE_SLOTS];
 } dp__group;
 
@@ -3942,7 +3943,7 @@ static int dp__group_has_work(dp__group *g) {
    what it saw behind its op, or what a push or a peer's deque added since. */
 static dp__block *dp__worker_found(dp__group *g, dp__block *b, int more) {
     DEPENG_TEST_HOOK(worker_found);     /* between looking at the queue and leaving `spinning` */
-    if (dp__fetch_add(&g->q.spinning, -1, DP__SEQ_CST) == 1 && (more || dp__group_has_work(g))) dp__queue_wake(&g->q);
+    if (dp__fetch_add(&g->q.spinning, -1, DP__SEQ_CST) == 1 && (more || dp__group_has_work(g) || dp__range_open_any(g))) dp__queue_wake(&g->q);
     return b;
 }
 /* Steals an op for w from a peer's deque, trying the peers in turn from a
@@ -4170,6 +4171,7 @@ typedef struct dp__range {
     char pad_[64 - sizeof(dp__a64)];
     dp_range_fn fn; void *user;
     int64_t n, size, nchunks;
+    dp__aptr *job;              /* its slot once opened, else NULL */
 } dp__range;
 static const char dp__range_closed_mark = 0;
 #define DP__RANGE_CLOSED ((void *)&dp__range_closed_mark)
@@ -4180,14 +4182,22 @@ static int dp__range_open_any(dp__group *g) {
     for (i = 0; i < DP__RANGE_SLOTS; i++) if (dp__range_is_open(dp__load(&g->range_job[i], DP__SEQ_CST))) return 1;
     return 0;
 }
-/* Runs chunks of r until none is left, or, for a helper (q set), until an
-   op is queued for its pool: ops come first, the caller runs the rest. */
-static void dp__range_run(dp__range *r, dp__queue *q) {
+/* Runs chunks of r until none is left, or, for a helper (g set), until an
+   op is ready for its pool, in the shared queue or a worker's deque (where
+   a completion leaves what it made ready): ops come first, the caller runs
+   the rest; returns 1 then. Whoever claims the last chunk closes the slot
+   (the caller's own close later is the same store), so idle workers stop
+   looking at a range with nothing left to take and may sleep. */
+static int dp__range_run(dp__range *r, dp__group *g) {
     for (;;) {
         int64_t k, b;
-        if (q && dp__queue_peek(q)) return;
+        if (g && dp__group_has_work(g)) return 1;
         k = (int64_t)dp__fetch_add(&r->next, 1, DP__RELAXED);
-        if (k >= r->nchunks) return;
+        if (k >= r->nchunks) return 0;
+        if (k == r->nchunks - 1 && r->job) {
+            void *open = (void *)r;
+            dp__cas(r->job, &open, DP__RANGE_CLOSED, DP__SEQ_CST);
+        }
         b = k * r->size;
         r->fn(b, r->n - b <= r->size ? r->n : b + r->size, r->user);
     }
@@ -4196,7 +4206,7 @@ static void dp__range_run(dp__range *r, dp__queue *q) {
    ran any chunk. It leaves the spinning count while it runs them. */
 DP__COLD static int dp__range_help(dp__worker *w) {
     dp__group *g = w->group;
-    int i, helped = 0;
+    int i, helped = 0, stop = 0;
     for (i = 0; i < DP__RANGE_SLOTS; i++) {
         dp__range *r;
         if (!dp__range_is_open(dp__load(&g->range_job[i], DP__RELAXED))) continue;
@@ -4208,12 +4218,13 @@ DP__COLD static int dp__range_help(dp__worker *w) {
                 && ((int64_t)dp__load(&r->next, DP__RELAXED) + 1 < r->nchunks || dp__group_has_work(g)))
                 dp__queue_wake(&g->q);
             dp__tls_running = w->eng;   /* fn's waits are refused, as inside an op */
-            dp__range_run(r, &g->q);
+            stop = dp__range_run(r, g);
             dp__tls_running = prev;
             dp__fetch_add(&g->q.spinning, 1, DP__SEQ_CST);
             helped = 1;
         }
         dp__fetch_add(&g->range_users[i].n, -1, DP__SEQ_CST);   /* r is not touched after this */
+        if (stop) break;   /* an op is ready: back to the ops */
     }
     return helped;
 }
@@ -4231,7 +4242,8 @@ DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *d) {
     }
     if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
     else if (eng->desc.type != DP_ENGINE_NAIVE) {
-        if (w && w->eng == eng && !w->is_gpu && !w->group->q.prioritized) g = w->group;
+        if (w && w->eng == eng && !w->is_gpu && w->group == (dp__group *)dp__load(&eng->cpu_groups[w->ctx.dev_id], DP__ACQUIRE))
+            g = w->group;   /* a CPU pool's worker: its own pool (not the IO or priority pool) */
         else if (eng->desc.cpu_worker_nthreads > 0) {
             dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = 0;
             g = dp__lazy_group(eng, &eng->cpu_groups[0], eng->desc.cpu_worker_nthreads, 0, c, 0, 0);
@@ -4247,11 +4259,14 @@ DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *d) {
     dp__store(&r.next, 0, DP__RELAXED);
     r.fn = d->fn; r.user = d->user; r.n = d->n; r.size = s;
     r.nchunks = d->n / s + (d->n % s != 0);
+    r.job = NULL;
     slot = DP__RANGE_SLOTS;
     if (g && r.nchunks > 1)
         for (slot = 0; slot < DP__RANGE_SLOTS; slot++) {
             void *expect = NULL;
+            r.job = &g->range_job[slot];   /* published by the CAS that opens it */
             if (dp__cas(&g->range_job[slot], &expect, (void *)&r, DP__SEQ_CST)) { dp__queue_nudge(&g->q); break; }
+            r.job = NULL;
         }
     dp__range_run(&r, NULL);
     if (slot < DP__RANGE_SLOTS) {
