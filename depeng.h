@@ -557,8 +557,9 @@ typedef struct dp_trace {
      - no priority threads: DP_PROP_CPU_PRIORITIZED ops go to the CPU pool
        of their device, in its FIFO order (their priority is not kept);
      - no copy threads: DP_PROP_IO ops go to the CPU pool of their device
-       (the pooled engine: to its task pool), and GPU copies to the GPU
-       device's compute pool.
+       (the pooled engine: to its task pool; an IO op on a GPU device, to
+       that GPU's compute pool), and GPU copies to the GPU device's compute
+       pool.
    The threads an engine starts, and when (the naive engine starts none):
      PerDevice  cpu_worker_nthreads    create (CPU 0), first op on CPU n
                 cpu_priority_nthreads  create
@@ -859,7 +860,8 @@ typedef struct dp_run_report {
     uint32_t elapsed_us;      /* time the call took                         */
     dp_run_stop stop;         /* why it returned                            */
 } dp_run_report;
-/* Runs ready CPU ops of eng on the calling thread, oldest first, until
+/* Runs ready CPU ops of eng on the calling thread, oldest first within each
+   pool (the pools in a fixed order: priority pool, then CPU 0, 1, ...), until
    desc says stop or none is ready, and fills *report (may be NULL). The
    ops are taken from the shared queues of the threaded engines' CPU pools
    (the per-device engine's priority pool first, then each CPU device's
@@ -5004,6 +5006,7 @@ static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
         g = (dp__group *)dp__load(&eng->cpu_groups[ctx.dev_id], DP__ACQUIRE);
     else return;
     if (!g || dp__load(&g->q.spinning, DP__RELAXED) != 0 || dp__load(&g->q.sleepers, DP__RELAXED) != 0) return;
+    if (g->q.pumped && !eng->desc.push_runs_ops) return;   /* no worker to give the core to */
     if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - dp__completed_total(eng) <= DP__PACE_BACKLOG) return;
     if (eng->desc.push_runs_ops && dp__pusher_run(eng, g) > 0) return;
     DEPENG_TEST_HOOK(pusher_yield);    /* without push_runs_ops, or with no ready op to run */
@@ -5460,16 +5463,29 @@ static dp__block *dp__caller_take(dp_engine *eng, int pumped_only, int *busy) {
         dp__group *g = dp__cpu_pool(eng, i);
         int b_busy = 0, more;
         dp__block *b;
-        if (!g || (pumped_only && !g->q.pumped)
-            || !(dp__queue_peek(&g->q) || (g->q.pumped && dp__load(&g->q.tail, DP__SEQ_CST) != (void *)g->q.stub))) continue;
+        /* a pool without workers is always tried under its take lock: a look
+           without it could see the head as another taker left it a moment
+           ago (a relaxed store) and call a queue with an op in it empty */
+        if (!g || (pumped_only && !g->q.pumped) || (!g->q.pumped && !dp__queue_peek(&g->q))) continue;
         if ((b = dp__queue_try_take(&g->q, &b_busy, &more, NULL)) != NULL) return b;
         *busy |= b_busy;
     }
     return NULL;
 }
+/* Runs b on the caller. The thread may be inside a naive engine's op, its
+   ready list being drained further up the stack: b runs with a list of its
+   own, so what b's completion makes ready here (another thread's wait
+   block, a naive op b pushed and then waits for) runs before b returns
+   instead of waiting for the outer op to end, which could be never. */
 static void dp__caller_run(dp_engine *eng, dp__block *b) {
+    dp__block *head = dp__tls_naive_head, *tail = dp__tls_naive_tail;
+    int draining = dp__tls_naive_draining;
+    dp__tls_naive_head = dp__tls_naive_tail = NULL;
+    dp__tls_naive_draining = 0;
     dp__fetch_add(&eng->caller_ran, 1, DP__RELAXED);
     dp__execute(eng, b, NULL);
+    dp__tls_naive_head = head; dp__tls_naive_tail = tail;
+    dp__tls_naive_draining = draining;
 }
 /* Whether eng's waits run ops: it has CPU pools without workers. */
 static int dp__waits_help(const dp_engine *eng) {

@@ -515,8 +515,63 @@ static void test_no_threads_mixed_ops(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* A thread inside a naive engine's op (tracing on: every op runs from the
+   thread's ready list) waits on an engine without threads, and its helping
+   runs an op whose completion grants ANOTHER thread's wait block. That
+   block must run then, not wait in this thread's ready list until the
+   outer op returns: the other thread completes the async op this thread
+   waits for, so neither would ever return (found by review). */
+static dp_engine *g_e1, *g_naive;
+static dp_var g_a, g_b, g_c;
+static int g_ob_started, g_t1_result, g_t2_result, g_have_done;
+static dp_completion g_async_done;
+static int slow_ob(dp_run_ctx *rc, void *x) {
+    struct timespec t = {0, 100000000L};
+    (void)rc; (void)x;
+    __atomic_store_n(&g_ob_started, 1, __ATOMIC_RELEASE);
+    nanosleep(&t, NULL);
+    return 0;
+}
+static void keep_done(dp_run_ctx *rc, void *x, dp_completion d) {
+    (void)rc; (void)x;
+    g_async_done = d;
+    __atomic_store_n(&g_have_done, 1, __ATOMIC_RELEASE);
+}
+static int nothing_op(dp_run_ctx *rc, void *x) { (void)rc; (void)x; return 0; }
+static void *second_waiter(void *x) {
+    (void)x;
+    while (!__atomic_load_n(&g_ob_started, __ATOMIC_ACQUIRE)) sched_yield();
+    g_t2_result = dp_wait_var_for(g_e1, g_b, 4000, NULL);
+    while (!__atomic_load_n(&g_have_done, __ATOMIC_ACQUIRE)) sched_yield();
+    dp_complete(g_async_done, 0, NULL);
+    return NULL;
+}
+static int wait_from_naive_op(dp_run_ctx *rc, void *x) { (void)rc; (void)x; g_t1_result = dp_wait_var_for(g_e1, g_a, 2000, NULL); return 0; }
+static void test_helping_wait_inside_naive_op_grants_other_waits(void) {
+    dp_engine_desc d;
+    pthread_t th;
+    dp_var va;
+    g_e1 = make(DP_ENGINE_PERDEVICE, DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS);
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.trace.record_graph = 1;
+    if (!g_e1 || dp_engine_create(&d, &g_naive) != DP_OK) { CHECK(0); return; }
+    g_ob_started = g_have_done = 0; g_t1_result = g_t2_result = -99;
+    g_a = dp_var_create(g_e1); g_b = dp_var_create(g_e1); g_c = dp_var_create(g_e1); va = dp_var_create(g_naive);
+    CHECK(dp_push_sync(g_e1, slow_ob, NULL, NULL, 0, &g_b, 1) == DP_OK);
+    CHECK(dp_push_async(g_e1, keep_done, NULL, NULL, 0, &g_c, 1) == DP_OK);
+    CHECK(dp_push_sync(g_e1, nothing_op, NULL, &g_c, 1, &g_a, 1) == DP_OK);
+    pthread_create(&th, NULL, second_waiter, NULL);
+    CHECK(dp_push_sync(g_naive, wait_from_naive_op, NULL, NULL, 0, &va, 1) == DP_OK);
+    pthread_join(th, NULL);
+    CHECK(g_t2_result == DP_OK);
+    CHECK(g_t1_result == DP_OK);
+    CHECK(dp_engine_destroy(g_naive, NULL) == DP_OK);
+    CHECK(dp_engine_destroy(g_e1, NULL) == DP_OK);
+}
+
 int main(void) {
     static const test_case tests[] = {
+        {"a helping wait inside a naive engine's op runs the wait blocks it grants to other threads", test_helping_wait_inside_naive_op_grants_other_waits},
         {"frame loop: per-device engine without threads, 60 frames pumped with a 2 ms budget", test_frame_loop_perdevice},
         {"frame loop: pooled engine without threads, 60 frames pumped with a 2 ms budget", test_frame_loop_pooled},
         {"no workers: the waits and destroy run the ops (per-device)", test_waits_run_ops_perdevice},
