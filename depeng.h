@@ -5745,6 +5745,7 @@ DP__COLD static void dp__engine_free(dp_engine *eng) {
     dp__failure *f, *next;
     while (dp__load(&eng->outside_finishers, DP__ACQUIRE) != 0) dp__thread_yield();
     dp__extensions_destroy(eng);   /* every op is done; workers, pools and the allocator still there */
+    DEPENG_TEST_HOOK(extensions_destroyed);   /* an op pushed by a teardown would run about now */
     for (i = 0; i < DP__MAX_DEV; i++) {
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->cpu_groups[i], DP__RELAXED));
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->gpu_groups[i], DP__RELAXED));
@@ -9355,12 +9356,20 @@ static void dp__chunk_release(dp__chunk *c) {
         dp__spin_unlock(&s->orphan_lock);
     }
 }
-/* At destroy, with every op done: the arrays dp__chunk_release had to keep. */
+/* At destroy, with every op done: the arrays dp__chunk_release had to keep.
+   A kept array that was its lender's last borrower frees the lender here
+   too, not through dp__chunk_release: a delete pushed now would be run by
+   a worker after the storage managers are gone. */
 static void dp__orphans_free(dp__nd_state *s) {
     while (s->orphans) {
         dp__chunk *c = s->orphans;
         s->orphans = c->next_orphan;
-        dp__chunk_free_op(NULL, c);
+        while (c) {
+            dp__chunk *owner = c->owner;
+            if (!owner) dp__storage_put(c->eng, c->st, c->data, c->size);
+            dp__free(c->eng, c, sizeof *c);
+            c = owner && dp__fetch_add(&owner->refs, -1, DP__ACQ_REL) == 1 ? owner : NULL;
+        }
     }
 }
 DP_IMPL dp_ndarray *dp_nd_retain(dp_ndarray *a) {
