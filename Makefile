@@ -60,10 +60,11 @@ $(B) $(B)/impl:
 # default configuration (c), unless CFG_<name> or SRC_<name> say otherwise.
 # Adding a test: add tests/test_X.c and its name here; CMakeLists.txt reads
 # this list too.
-TESTS := test_engine test_scheduling test_stealing test_engine_pthreads test_wall_clock \
+TESTS := test_engine test_scheduling test_stealing test_range test_engine_pthreads test_wall_clock \
          test_engine_cxx test_engine_no_ndarray test_ndarray test_ndarray_cxx \
          test_autograd test_autograd_cxx test_memory_plan test_symbol make_parse \
-         test_files test_inflate_zlib test_kernels_exact test_invoke test_kvstore test_kvstore_cxx
+         test_files test_inflate_zlib test_kernels_exact test_invoke test_kvstore test_kvstore_cxx \
+         test_frame test_frame_pthreads
 # the check scripts make test runs after them (each prints its own
 # "name: N passed, M failed" line), and the programs the scripts run
 CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh tests/readme_check.sh \
@@ -75,9 +76,9 @@ EXAMPLES := walkthrough make_example ndarray_example custom_op_example train_dig
 CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff operators_doc
 # under the sanitizers (make tsan, make asan): the unit tests, and
 # examples/make.c run by examples/make_demo/check.sh
-TSAN_TESTS := $(addsuffix _tsan,test_engine test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing)
-ASAN_TESTS := $(addsuffix _asan,test_engine test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
-                                 test_files test_invoke test_kvstore test_kernels_exact make_parse) \
+TSAN_TESTS := $(addsuffix _tsan,test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame)
+ASAN_TESTS := $(addsuffix _asan,test_engine test_range test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
+                                 test_files test_invoke test_kvstore test_kernels_exact make_parse test_frame) \
               test_engine_asan_pthreads test_stealing_asan_pthreads
 
 # White-box programs: they read the implementation's private (static) dp__

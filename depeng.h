@@ -19,9 +19,9 @@
      9. Implementation, its sections in file order: >>mxnet names >>config
         >>platform >>atomics >>memory >>handles >>pool >>failures >>trace;
         the engine's core: >>rule >>queues >>execute >>completion >>dispatch
-        >>workers >>push >>naive fast path; after it: >>gpu >>statistics
-        >>pacing >>fairness >>public >>waits >>engine >>profiler >>dot >>html
-        >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
+        >>workers >>ranges >>push >>naive fast path; after it: >>gpu >>statistics
+        >>pacing >>fairness >>public >>waits >>callers >>engine >>profiler
+        >>dot >>html >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
         it attaches to an engine through dp_engine_extension only): >>files
         >>dtypes >>storage >>arrays >>resources >>data >>registry >>params
         >>invoke >>extending >>builtin operators >>gradients of the
@@ -114,6 +114,21 @@
          naive engine (which always runs ops on the pusher), never from a
          wait (dp_wait_var, dp_wait_var_for) or dp_var_delete, never on a
          worker thread (an op's cleanup that pushes).
+     Ranges (dp_parallel_for): data parallelism inside an op, or anywhere,
+     on the same workers, with no second pool. The calling thread runs
+     chunks; a CPU worker that finds no op to run (its deque, the shared
+     queue and its peers' deques empty) helps with open ranges of its pool,
+     chunk by chunk, and goes back to ops as soon as one is queued. So ops
+     keep their priority over chunks, independent ops still overlap, and a
+     range never waits for a busy worker: its caller runs what nobody took.
+     Frame-driven use (cpu_worker_nthreads = DP_NO_THREADS, and no priority
+     and copy threads either: see dp_engine_desc): the threaded engines keep
+     their queues and the rule but start no thread; CPU ops wait in their
+     pool's queue until the application runs them from its own loop with
+     dp_run_ready (until a variable is ready, a count of ops, or a time
+     budget) or waits (each wait then runs ready ops while it waits). The
+     same guarantees as running on the pusher hold: only ready ops, oldest
+     first, never from inside an op.
 
    5. ERRORS
      Calls return dp_result. Details go to the logger (desc.logger, default
@@ -235,7 +250,8 @@ extern "C" {
      ops      dp_push dp_push_sync dp_push_async dp_complete dp_set_error
               dp_opr_create dp_opr_push dp_opr_destroy dp_push_batch dp_opr_push_n
      waits    dp_wait_var dp_wait_all dp_wait_var_for dp_wait_all_for
-              dp_engine_dump_pending
+              dp_engine_dump_pending dp_run_ready
+     ranges   dp_parallel_for
      profiler dp_profiler_start dp_profiler_stop dp_profiler_dump_chrome
               dp_profiler_dump_summary dp_profiler_clear
      trace    desc.trace, dp_trace_write_dot, dp_trace_recorder_create
@@ -531,7 +547,29 @@ typedef struct dp_trace {
      gpu_copy_nthreads      DEPENG_GPU_COPY_NTHREADS       1
      gpu_backend            -                              none (no GPUs)
      allocator              -                              malloc/free
-     logger                 -                              errors to stderr  */
+     logger                 -                              errors to stderr
+   DP_NO_THREADS (-1) asks for no thread at all in cpu_worker_nthreads,
+   cpu_priority_nthreads and gpu_copy_nthreads (dp_engine_desc_get then
+   says 0; passed back to dp_engine_create, 0 is the default again):
+     - no CPU workers: the CPU ops wait in their pool's queue until a thread
+       runs them: dp_run_ready, or any dp_wait_* (which then always runs
+       ready ops while it waits; see dp_run_ready) - frame-driven use;
+     - no priority threads: DP_PROP_CPU_PRIORITIZED ops go to the CPU pool
+       of their device, in its FIFO order (their priority is not kept);
+     - no copy threads: DP_PROP_IO ops go to the CPU pool of their device
+       (the pooled engine: to its task pool; an IO op on a GPU device, to
+       that GPU's compute pool), and GPU copies to the GPU device's compute
+       pool.
+   The threads an engine starts, and when (the naive engine starts none):
+     PerDevice  cpu_worker_nthreads    create (CPU 0), first op on CPU n
+                cpu_priority_nthreads  create
+                gpu_copy_nthreads      first DP_PROP_IO op (one IO pool),
+                                       first copy op per GPU (copy pool)
+                gpu_worker_nthreads    first op per GPU
+     Pooled     cpu_worker_nthreads    create (the task pool: CPU and GPU)
+                gpu_copy_nthreads      create (the IO and copy pool)
+   Nothing else starts a thread (no timer, no helper thread).  */
+#define DP_NO_THREADS (-1)
 typedef struct dp_engine_desc {
     dp_engine_type type;
     int cpu_worker_nthreads;
@@ -584,6 +622,8 @@ typedef struct dp_engine_stats {
                                        pre-created op in dp_opr_push           */
     uint64_t pusher_ran;            /* ops run on a pushing thread
                                        (desc.push_runs_ops)                   */
+    uint64_t caller_ran;            /* ops run by dp_run_ready or a wait on
+                                       the calling thread                     */
     /* The CPU pools' ready queues (see >>queues), counted on every use, each
        by the thread that does it in a line of its own: */
     uint64_t queue_takes;           /* a FIFO pool's shared queue was taken
@@ -726,7 +766,11 @@ DP_API dp_result dp_opr_destroy(dp_engine *eng, dp_opr op);
    Returns DP_ERROR_OP_FAILED (and fills *failure) if var failed, then clears
    that variable's failure. From inside one of this engine's operations or
    their cleanups it returns DP_ERROR_IN_OPERATION (logged) instead of
-   deadlocking. Thread safety: any thread (several may wait at once). */
+   deadlocking. On a threaded engine without CPU workers (cpu_worker_nthreads
+   = DP_NO_THREADS) every wait below runs ready CPU ops on the waiting thread
+   while what it waits for is not done, as dp_run_ready does (nothing else
+   would run them), and sleeps only while none is ready. Thread safety: any
+   thread (several may wait at once). */
 DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
 /* Blocks until every op pushed so far is done. Returns the first failure not
    yet reported and clears every variable's failure. Same deadlock rule and
@@ -750,6 +794,96 @@ DP_API dp_result dp_wait_all(dp_engine *eng, dp_failure *failure);
    their cleanups. */
 DP_API dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t timeout_ms, dp_failure *failure);
 DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure);
+
+/* ---- ranges ------------------------------------------------------------ */
+/* A data-parallel loop over the engine's CPU workers (like oneTBB's
+   parallel_for, enkiTS's task sets, Taskflow's for_each): [0, n) is cut
+   into chunks, and fn(begin, end, user) runs once for each chunk, on the
+   calling thread and on idle workers of the engine's CPU pool (the pool of
+   the calling worker's device when called from a CPU worker, else CPU
+   device 0's, started if it was not yet). It returns when every chunk has
+   run. The caller always runs chunks itself and never waits for a chunk
+   nobody has started: busy workers are not waited for (the caller runs
+   what they do not take), and a worker helps only between ops, never in
+   the middle of one, and stops taking chunks as soon as an op is queued
+   for its pool. So it may be called from inside an op (a kernel splitting
+   its work), nested in another range's fn, and from many threads at once,
+   without extra threads or deadlock. On the naive engine, with one
+   chunk only, or while the pool already serves 4 other ranges, the
+   caller runs every chunk itself.
+   Chunks. Chunk k is [k*s, min(n, (k+1)*s)), k = 0 .. ceil(n/s)-1, each
+   one fn call, in no set order and on any of those threads. With
+   deterministic set, s = grain, or ceil(n/256) when grain is 0: the chunk
+   boundaries then depend on n and grain only, never on timing, the worker
+   count or the engine type, so a reduction that keeps one partial result
+   per chunk (index begin/s) and combines them in chunk order afterwards is
+   bitwise reproducible. Without it s = max(grain, ceil(n / (64 * threads))),
+   threads being the pool's workers plus the caller (grain 0 counts as 1):
+   coarser chunks when fewer threads can help.
+   fn must not wait for the engine's work (on a worker, as inside an op,
+   dp_wait_* return DP_ERROR_IN_OPERATION); it may push ops and call
+   dp_parallel_for again. Nothing is allocated: the range's state lives on
+   the caller's stack. Errors (each logged, nothing run): DP_ERROR_INVALID_ARGS
+   for a NULL engine, desc or fn, or a negative n or grain. Thread safety:
+   any thread, also from inside operations and from fn. */
+typedef void (*dp_range_fn)(int64_t begin, int64_t end, void *user);
+typedef struct dp_range_desc {
+    int64_t n;              /* the range is [0, n); 0 runs nothing */
+    int64_t grain;          /* chunk size (see above); 0: automatic */
+    dp_range_fn fn;
+    void *user;             /* passed to fn */
+    int deterministic;      /* 1: boundaries from n and grain only */
+} dp_range_desc;
+DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *desc);
+
+/* ---- running ready ops on the caller (frame-driven use) ---------------- */
+/* What dp_run_ready does: it stops at the first of these that holds, looked
+   at before each op (so an op that runs long overruns the budget). */
+typedef struct dp_run_desc {
+    dp_var until;             /* stop once this variable is ready: no op
+                                 pushed on it so far is waiting or running
+                                 (dp_var_state_get says READY or FAILED);
+                                 id 0: no variable                          */
+    uint32_t max_ops;         /* stop after this many ops; 0: no limit      */
+    uint32_t budget_us;       /* stop once this many microseconds have
+                                 passed since the call; 0: no limit         */
+} dp_run_desc;
+typedef enum dp_run_stop {
+    DP_RUN_IDLE = 0,          /* no ready op left that this thread may run
+                                 (others may still wait or run elsewhere)   */
+    DP_RUN_VAR_READY,         /* desc.until is ready                        */
+    DP_RUN_MAX_OPS,           /* desc.max_ops ops ran                       */
+    DP_RUN_BUDGET             /* desc.budget_us passed                      */
+} dp_run_stop;
+typedef struct dp_run_report {
+    uint32_t ops_run;         /* ops this call ran (skipped ones included)  */
+    uint32_t elapsed_us;      /* time the call took                         */
+    dp_run_stop stop;         /* why it returned                            */
+} dp_run_report;
+/* Runs ready CPU ops of eng on the calling thread, oldest first within each
+   pool (the pools in a fixed order: priority pool, then CPU 0, 1, ...), until
+   desc says stop or none is ready, and fills *report (may be NULL). The
+   ops are taken from the shared queues of the threaded engines' CPU pools
+   (the per-device engine's priority pool first, then each CPU device's
+   pool; the pooled engine's task pool, its GPU ops included), as a worker
+   takes them; never from the IO, copy or per-device GPU pools. Only ops that are ready run, so the order the rule
+   sets is unchanged, and each runs as push_runs_ops runs one (see "running
+   on the pusher" under THREADING MODEL: dp_run_ctx.worker is -1, the
+   caller's locks are held while it runs). Made for cpu_worker_nthreads =
+   DP_NO_THREADS, where nothing else runs CPU ops but the waits; with
+   workers it competes with them. Several threads may call it at once. The
+   naive engine has nothing queued (it runs ops inside dp_push): DP_RUN_IDLE
+   or DP_RUN_VAR_READY at once. A failed op's failure is reported by the
+   waits, not here. To poll a variable without running anything, use
+   dp_var_state_get. Returns DP_OK; DP_ERROR_INVALID_ARGS for a NULL engine
+   or desc; DP_ERROR_INVALID_HANDLE for a desc.until that is not one of
+   eng's live variables (also one deleted while the call runs: *report
+   then says what ran until then; logged by dp_var_state_get);
+   DP_ERROR_IN_OPERATION from inside one of eng's operations or their
+   cleanups (it would run ops inside an op), with *report zeroed; each
+   logged. Thread safety: any thread outside eng's
+   operations and cleanups. */
+DP_API dp_result dp_run_ready(dp_engine *eng, const dp_run_desc *desc, dp_run_report *report);
 
 /* ---- profiler ---------------------------------------------------------- */
 /* While started, each executed op's name, worker, device, start and end time
@@ -1720,6 +1854,7 @@ DP_API void dp_nd_set_tag(dp_ndarray *a, void *tag, int index);
 #define DP__COLD
 #endif
 #define DP__DEF(v, d) ((v) == 0 ? (d) : (v))
+#define DP__NTH(v, d) ((v) == DP_NO_THREADS ? 0 : DP__DEF(v, d))   /* a thread count */
 #ifndef DEPENG_TEST_HOOK
 #define DEPENG_TEST_HOOK(point) ((void)0)
 #endif
@@ -2171,6 +2306,8 @@ typedef struct dp__queue {
     dp__a32 sleepers;              /* workers asleep or about to be (written under m) */
     int wakeups;                   /* wake tokens not yet taken (under m) */
     int prioritized, stop;
+    int pumped;                    /* a pool without workers: callers run its
+                                      ops (dp_run_ready, the waits) */
     dp__mutex m; dp__cond cv;      /* sleeping, and the heap */
     struct dp__block **heap; size_t nheap, capheap;
     struct dp__block *lhead, *ltail;   /* heap queue's fallback list (no memory) */
@@ -2198,10 +2335,20 @@ typedef struct dp__deque {
     dp__aptr slots[DP__DEQUE_SLOTS];
 } dp__deque;
 
+#define DP__RANGE_SLOTS 4               /* ranges a pool serves at once (>>ranges) */
+typedef struct dp__range_user {        /* helpers inside a slot's range, a line each */
+    dp__a32 n;
+    char pad_[64 - sizeof(dp__a32)];
+} dp__range_user;
 typedef struct dp__group {             /* a queue and the threads that serve it */
     dp__queue q;
     struct dp__worker *workers;
     int nworkers;
+    char pad_range_[64];
+    dp__aptr range_job[DP__RANGE_SLOTS];   /* ranges open for helpers (>>ranges) */
+    char pad_range_end_[64];           /* whatever the group's alignment (malloc's 16
+                                          bytes), the users' first line is not the slots' */
+    dp__range_user range_users[DP__RANGE_SLOTS];
 } dp__group;
 
 #define DP__GPU_INFLIGHT 8
@@ -2257,7 +2404,9 @@ struct dp_engine {
     dp__a64 var_lock_contended; /* a variable's lock found held (dp_engine_stats) */
     dp__a64 op_ref_cas_retries; /* failed CAS pinning a pre-created op */
     dp__a64 pusher_ran;         /* ops run by pushing threads (desc.push_runs_ops) */
-    char pad_contention_end_[48];
+    dp__a64 caller_ran;         /* ops run by dp_run_ready and waits */
+    char pad_contention_end_[40];
+    dp__a32 nhelpers;           /* waits that run ops of pools without workers */
     int inline_ok;              /* naive, no trace callback, no graph: see dp__run_inline */
     dp__mutex wait_mtx; dp__cond wait_cv;
     dp__mutex create_mtx;       /* lazy pools and streams */
@@ -2386,11 +2535,12 @@ static DP__THREAD_LOCAL dp_engine *dp__tls_cleaning;  /* engine whose cleanup ru
 static DP__THREAD_LOCAL dp__worker *dp__tls_worker;
 static DP__THREAD_LOCAL dp__block *dp__tls_naive_head, *dp__tls_naive_tail;
 static DP__THREAD_LOCAL int dp__tls_naive_draining;
-/* The waiter of the wait block this thread is pushing (dp__wait_var). A
-   thread that drains a naive engine's ready list and, from an op or a
-   cleanup there, waits on another engine's variable would find that wait
-   block queued behind the op it is running, and block for ever; so the
-   block runs at once (it runs no user code). */
+/* The waiter of the wait block this thread is pushing or waiting for
+   (dp__wait_var). A thread that drains a naive engine's ready list and,
+   from an op or a cleanup there, waits on another engine's variable would
+   find that wait block queued behind the op it is running, and block for
+   ever; so the block runs at once (it runs no user code). Granted at its
+   push, or later by an op the wait itself runs (dp__wait_help). */
 static DP__THREAD_LOCAL void *dp__tls_own_wait;
 static DP__THREAD_LOCAL unsigned dp__tls_pushes_waiting;   /* see dp__pace_pusher */
 
@@ -3207,8 +3357,16 @@ static void dp__queue_wake(dp__queue *q) {
 static void dp__queue_nudge(dp__queue *q) {
     if (dp__load(&q->sleepers, DP__SEQ_CST) != 0 && dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q);
 }
+/* After a push into a pool without workers: wakes the waits that run its
+   ops (see dp__wait_help). */
+DP__COLD static void dp__pump_wake(dp_engine *eng) {
+    if (dp__load(&eng->nhelpers, DP__SEQ_CST) == 0) return;
+    dp__mutex_lock(&eng->wait_mtx);
+    dp__cond_broadcast(&eng->wait_cv);
+    dp__mutex_unlock(&eng->wait_mtx);
+}
 /* Adds the ready ops first..last (linked by next); wakes a worker if none
-   is spinning. */
+   is spinning, or the waits if the pool has no worker. */
 static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__block *last) {
     if (q->prioritized) {
         dp__block *b = first, *next;
@@ -3217,6 +3375,7 @@ static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__b
         dp__mutex_unlock(&q->m);
     } else dp__fifo_append(q, first, last);
     dp__queue_nudge(q);
+    if (q->pumped) dp__pump_wake(eng);
 }
 /* Whether a FIFO may hold an op, looked at without the take lock: its head
    node has a successor, or is an op itself. Idle workers poll this, not the
@@ -3621,17 +3780,17 @@ static dp__group *dp__route(dp_engine *eng, dp__block *b) {
     dp_prop prop = dp__prop(b);
     int copy = prop == DP_PROP_COPY_TO_GPU || prop == DP_PROP_COPY_FROM_GPU;
     const dp_engine_desc *d = &eng->desc;
-    if (d->type == DP_ENGINE_POOLED) return copy || prop == DP_PROP_IO ? (dp__group *)dp__load(&eng->io_group, DP__ACQUIRE) : eng->task_group;
-    if (prop == DP_PROP_IO) {   /* one IO pool, started by the first IO op, whatever the device */
+    if (d->type == DP_ENGINE_POOLED) return (copy || prop == DP_PROP_IO) && d->gpu_copy_nthreads ? (dp__group *)dp__load(&eng->io_group, DP__ACQUIRE) : eng->task_group;
+    if (prop == DP_PROP_IO && d->gpu_copy_nthreads) {   /* one IO pool, started by the first IO op, whatever the device */
         dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = 0;
         return dp__lazy_group(eng, &eng->io_group, d->gpu_copy_nthreads, 0, c, 0, 0);
     }
     if (b->ctx.dev_type == DP_DEV_GPU) {
         int dev = b->ctx.dev_id;
-        if (copy) return dp__lazy_group(eng, &eng->copy_groups[dev], d->gpu_copy_nthreads, 1, b->ctx, 1, 1);
+        if (copy && d->gpu_copy_nthreads) return dp__lazy_group(eng, &eng->copy_groups[dev], d->gpu_copy_nthreads, 1, b->ctx, 1, 1);
         return dp__lazy_group(eng, &eng->gpu_groups[dev], d->gpu_worker_nthreads, 1, b->ctx, 1, 0);
     }
-    if (prop == DP_PROP_CPU_PRIORITIZED) return eng->prio_group;
+    if (prop == DP_PROP_CPU_PRIORITIZED && eng->prio_group) return eng->prio_group;
     {
         dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = b->ctx.dev_type == DP_DEV_CPU_PINNED ? 0 : b->ctx.dev_id;
         return dp__lazy_group(eng, &eng->cpu_groups[c.dev_id], d->cpu_worker_nthreads, 0, c, 0, 0);
@@ -3756,6 +3915,8 @@ static void dp__gpu_worker_drain(dp__worker *w);
 static void dp__gpu_worker_end(dp__worker *w);
 static dp__block *dp__worker_fair_turn(dp__worker *w);
 static int dp__worker_defer_next(dp__worker *w, dp__block *b);
+DP__COLD static int dp__range_help(dp__worker *w);            /* >>ranges */
+static int dp__range_open_any(dp__group *g);
 /* Whether g's pool has work since its queue was last seen empty: a push, or
    an op in a worker's deque. Pairs with dp__queue_push and dp__queue_nudge:
    the pusher appends (a worker stores its deque's bottom), then reads
@@ -3784,7 +3945,7 @@ static int dp__group_has_work(dp__group *g) {
    what it saw behind its op, or what a push or a peer's deque added since. */
 static dp__block *dp__worker_found(dp__group *g, dp__block *b, int more) {
     DEPENG_TEST_HOOK(worker_found);     /* between looking at the queue and leaving `spinning` */
-    if (dp__fetch_add(&g->q.spinning, -1, DP__SEQ_CST) == 1 && (more || dp__group_has_work(g))) dp__queue_wake(&g->q);
+    if (dp__fetch_add(&g->q.spinning, -1, DP__SEQ_CST) == 1 && (more || dp__group_has_work(g) || dp__range_open_any(g))) dp__queue_wake(&g->q);
     return b;
 }
 /* Steals an op for w from a peer's deque, trying the peers in turn from a
@@ -3833,7 +3994,7 @@ DP__COLD static int dp__worker_sleep(dp__worker *w, dp__block **b, int *busy, in
             int lost = 0;
             dp__count_own(&w->queue_takes);
             dp__spin_lock(&q->take_lock); *b = dp__fifo_take(q, busy, more); dp__spin_unlock(&q->take_lock);
-            if (!*b && !*busy) { *b = dp__steal(w, &lost, more); *busy = lost; }
+            if (!*b && !*busy) { *b = dp__steal(w, &lost, more); *busy = lost || dp__range_open_any(w->group); }
         }
         *stop = q->stop;
         if (*b || *busy || *stop) break;
@@ -3877,6 +4038,7 @@ static dp__block *dp__worker_next(dp__worker *w) {
             if (pending && spins >= DP__SPIN_PAUSES) { dp__thread_yield(); continue; }
         }
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
+        if (!q->prioritized && dp__range_open_any(w->group) && dp__range_help(w)) { spins = 0; continue; }   /* idle and settled: help a range (>>ranges); the cold call only when one is open */
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
         if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
         if (dp__worker_sleep(w, &b, &busy, &more, &stop)) { spins = 1; continue; }
@@ -3925,7 +4087,7 @@ DP__COLD static dp__group *dp__group_create(dp_engine *eng, int nthreads, int pr
     *why = DP_ERROR_OUT_OF_MEMORY;
     if (g) {
         memset(g, 0, sizeof *g);
-        if ((g->workers = (dp__worker *)dp__alloc(eng, (size_t)nthreads * sizeof(dp__worker))) != NULL) *why = dp__queue_init(eng, &g->q, prioritized);
+        if (!nthreads || (g->workers = (dp__worker *)dp__alloc(eng, (size_t)nthreads * sizeof(dp__worker))) != NULL) *why = dp__queue_init(eng, &g->q, prioritized);
     }
     if (*why != DP_OK) {
         dp__log(eng, DP_LOG_ERROR, *why == DP_ERROR_THREAD ? DP_LOGITEM_THREAD_CREATE : DP_LOGITEM_OUT_OF_MEMORY, __LINE__, "a pool of %d workers", nthreads);
@@ -3933,8 +4095,9 @@ DP__COLD static dp__group *dp__group_create(dp_engine *eng, int nthreads, int pr
         dp__free(eng, g, sizeof *g);
         return NULL;
     }
-    memset(g->workers, 0, (size_t)nthreads * sizeof(dp__worker));
+    if (nthreads) memset(g->workers, 0, (size_t)nthreads * sizeof(dp__worker));
     g->nworkers = nthreads;
+    g->q.pumped = !nthreads;
 
     for (i = 0; i < nthreads; i++) {
         dp__worker *w = &g->workers[i];
@@ -3969,6 +4132,153 @@ static dp__group *dp__lazy_group(dp_engine *eng, dp__aptr *slot, int nthreads, i
     }
     dp__mutex_unlock(&eng->create_mtx);
     return g;
+}
+
+
+/* >>ranges ----------------------------------------------------------------
+   dp_parallel_for. The range's state (dp__range) lives on the caller's
+   stack; the caller opens it in one of its pool's DP__RANGE_SLOTS slots
+   (a compare-and-swap from NULL), runs chunks, closes the slot, waits for
+   its helpers and frees the slot. Chunks are claimed one at a time by a
+   fetch-and-add on the range's next index, so each runs exactly once, and
+   the caller, claiming too, never waits for one nobody has started.
+   Idle workers (dp__worker_next, after the queues and the peers' deques
+   came up empty and their finished ops were counted: between ops) look at
+   the slots and help.
+   Why the stack is safe. A helper counts itself in the slot's users
+   (range_users, in the group, which lives as long as the engine) BEFORE it
+   loads the slot's range pointer, and touches the range only between that
+   and leaving users. The caller stores DP__RANGE_CLOSED in the slot and
+   THEN reads users, waiting until it is 0. All four accesses are
+   sequentially consistent, so in their single order: a helper that loaded
+   the range pointer counted itself before the close, and the caller's
+   read of users after the close sees it, and waits until it leaves (its
+   release pairs with the caller's acquire, so what fn wrote is visible when
+   dp_parallel_for returns). A helper that counted itself after the close
+   loads DP__RANGE_CLOSED or NULL and touches nothing. The slot stays
+   closed, not reusable, until users was seen 0, so the count never mixes
+   two ranges, and the wait is for the caller's own chunks only: a helper
+   claims no chunk after the close's count is exhausted, and the chunks
+   already claimed end.
+   No deadlock. A thread waits only for helpers running chunks of the range
+   it opened; a helper waits only in a nested range of its own chunk's fn.
+   The caller does not help other ranges while it waits, so every wait is
+   on a deeper level of nesting and the chain ends.
+   Waking. Opening a slot, like a push, wakes a sleeper when none is
+   spinning (dp__queue_nudge, after the seq_cst CAS); a helper that was the
+   last spinner wakes the next one while chunks remain; a sleeper's last
+   look sees an open slot (dp__range_open_any) and stays up. */
+typedef struct dp__range {
+    dp__a64 next;               /* the next chunk to claim */
+    char pad_[64 - sizeof(dp__a64)];
+    dp_range_fn fn; void *user;
+    int64_t n, size, nchunks;
+    dp__aptr *job;              /* its slot once opened, else NULL */
+} dp__range;
+static const char dp__range_closed_mark = 0;
+#define DP__RANGE_CLOSED ((void *)&dp__range_closed_mark)
+static int dp__range_is_open(void *p) { return p != NULL && p != DP__RANGE_CLOSED; }
+/* Whether a slot of g holds an open range: a look at the slot pointers only. */
+static int dp__range_open_any(dp__group *g) {
+    int i;
+    for (i = 0; i < DP__RANGE_SLOTS; i++) if (dp__range_is_open(dp__load(&g->range_job[i], DP__SEQ_CST))) return 1;
+    return 0;
+}
+/* Runs chunks of r until none is left, or, for a helper (g set), until an
+   op is ready for its pool, in the shared queue or a worker's deque (where
+   a completion leaves what it made ready): ops come first, the caller runs
+   the rest; returns 1 then. Whoever claims the last chunk closes the slot
+   (the caller's own close later is the same store), so idle workers stop
+   looking at a range with nothing left to take and may sleep. */
+static int dp__range_run(dp__range *r, dp__group *g) {
+    for (;;) {
+        int64_t k, b;
+        if (g && dp__group_has_work(g)) return 1;
+        k = (int64_t)dp__fetch_add(&r->next, 1, DP__RELAXED);
+        if (k >= r->nchunks) return 0;
+        if (k == r->nchunks - 1 && r->job) {
+            void *open = (void *)r;
+            dp__cas(r->job, &open, DP__RANGE_CLOSED, DP__SEQ_CST);
+        }
+        b = k * r->size;
+        r->fn(b, r->n - b <= r->size ? r->n : b + r->size, r->user);
+    }
+}
+/* Worker w, spinning and idle, helps the open ranges of its pool; 1 if it
+   ran any chunk. It leaves the spinning count while it runs them. */
+DP__COLD static int dp__range_help(dp__worker *w) {
+    dp__group *g = w->group;
+    int i, helped = 0, stop = 0;
+    for (i = 0; i < DP__RANGE_SLOTS; i++) {
+        dp__range *r;
+        if (!dp__range_is_open(dp__load(&g->range_job[i], DP__RELAXED))) continue;
+        dp__fetch_add(&g->range_users[i].n, 1, DP__SEQ_CST);
+        r = (dp__range *)dp__load(&g->range_job[i], DP__SEQ_CST);
+        if (dp__range_is_open(r) && (int64_t)dp__load(&r->next, DP__RELAXED) < r->nchunks) {
+            dp_engine *prev = dp__tls_running;
+            if (dp__fetch_add(&g->q.spinning, -1, DP__SEQ_CST) == 1
+                && ((int64_t)dp__load(&r->next, DP__RELAXED) + 1 < r->nchunks || dp__group_has_work(g)))
+                dp__queue_wake(&g->q);
+            dp__tls_running = w->eng;   /* fn's waits are refused, as inside an op */
+            stop = dp__range_run(r, g);
+            dp__tls_running = prev;
+            dp__fetch_add(&g->q.spinning, 1, DP__SEQ_CST);
+            helped = 1;
+        }
+        dp__fetch_add(&g->range_users[i].n, -1, DP__SEQ_CST);   /* r is not touched after this */
+        if (stop) break;   /* an op is ready: back to the ops */
+    }
+    return helped;
+}
+DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *d) {
+    dp__range r;
+    dp__group *g = NULL;
+    dp__worker *w = dp__tls_worker;
+    int threads = 1, slot;
+    int64_t s;
+    if (!eng || !d || !d->fn || (d->n | d->grain) < 0) {
+        int null = !eng || !d || !d->fn;
+        dp__log(eng, DP_LOG_ERROR, null ? DP_LOGITEM_NULL_ARGUMENT : DP_LOGITEM_NEGATIVE_COUNT, __LINE__, "dp_parallel_for: %s",
+                !eng ? "NULL engine" : !d ? "NULL desc" : !d->fn ? "NULL fn" : "negative n or grain");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
+    else if (eng->desc.type != DP_ENGINE_NAIVE) {
+        if (w && w->eng == eng && !w->is_gpu && w->group == (dp__group *)dp__load(&eng->cpu_groups[w->ctx.dev_id], DP__ACQUIRE))
+            g = w->group;   /* a CPU pool's worker: its own pool (not the IO or priority pool) */
+        else if (eng->desc.cpu_worker_nthreads > 0) {
+            dp_ctx c; c.dev_type = DP_DEV_CPU; c.dev_id = 0;
+            g = dp__lazy_group(eng, &eng->cpu_groups[0], eng->desc.cpu_worker_nthreads, 0, c, 0, 0);
+        }
+    }
+    if (g) threads += g->nworkers;
+    s = d->grain;
+    if (!d->deterministic || !s) {
+        int64_t t = d->deterministic ? 256 : 64 * (int64_t)threads, c = d->n / t + (d->n % t != 0);
+        if (s < c) s = c;
+    }
+    if (s < 1) s = 1;
+    dp__store(&r.next, 0, DP__RELAXED);
+    r.fn = d->fn; r.user = d->user; r.n = d->n; r.size = s;
+    r.nchunks = d->n / s + (d->n % s != 0);
+    r.job = NULL;
+    slot = DP__RANGE_SLOTS;
+    if (g && r.nchunks > 1)
+        for (slot = 0; slot < DP__RANGE_SLOTS; slot++) {
+            void *expect = NULL;
+            r.job = &g->range_job[slot];   /* published by the CAS that opens it */
+            if (dp__cas(&g->range_job[slot], &expect, (void *)&r, DP__SEQ_CST)) { dp__queue_nudge(&g->q); break; }
+            r.job = NULL;
+        }
+    dp__range_run(&r, NULL);
+    if (slot < DP__RANGE_SLOTS) {
+        int spins = 0;
+        dp__store(&g->range_job[slot], DP__RANGE_CLOSED, DP__SEQ_CST);
+        while (dp__load(&g->range_users[slot].n, DP__SEQ_CST) != 0)
+            if (++spins < DP__SPIN_PAUSES) dp__cpu_relax(); else dp__thread_yield();
+        dp__store(&g->range_job[slot], NULL, DP__RELEASE);
+    }
+    return DP_OK;
 }
 
 
@@ -4633,6 +4943,7 @@ DP__COLD DP_IMPL dp_result dp_engine_stats_get(dp_engine *eng, dp_engine_stats *
     out->var_lock_contended = dp__load(&eng->var_lock_contended, DP__RELAXED);
     out->op_ref_cas_retries = dp__load(&eng->op_ref_cas_retries, DP__RELAXED);
     out->pusher_ran = dp__load(&eng->pusher_ran, DP__RELAXED);
+    out->caller_ran = dp__load(&eng->caller_ran, DP__RELAXED);
     for (i = 0; i < DP__MAX_DEV; i++) {
         dp__group_contention((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), out);
         dp__group_contention((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), out);
@@ -4695,6 +5006,7 @@ static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop) {
         g = (dp__group *)dp__load(&eng->cpu_groups[ctx.dev_id], DP__ACQUIRE);
     else return;
     if (!g || dp__load(&g->q.spinning, DP__RELAXED) != 0 || dp__load(&g->q.sleepers, DP__RELAXED) != 0) return;
+    if (g->q.pumped && !eng->desc.push_runs_ops) return;   /* no worker to give the core to */
     if ((uint64_t)dp__load(&eng->seq, DP__RELAXED) - dp__completed_total(eng) <= DP__PACE_BACKLOG) return;
     if (eng->desc.push_runs_ops && dp__pusher_run(eng, g) > 0) return;
     DEPENG_TEST_HOOK(pusher_yield);    /* without push_runs_ops, or with no ready op to run */
@@ -5126,16 +5438,109 @@ DP__COLD static dp__waiter *dp__adopt_wait(dp_engine *eng, dp_var var, int zero_
     dp__spin_unlock(&v->lock);
     return taken;
 }
+/* >>callers: the threads that run ops of the threaded engines' CPU pools
+   besides their workers: dp_run_ready, and the waits of an engine whose CPU
+   pools have no workers (cpu_worker_nthreads = DP_NO_THREADS). They take
+   ready ops from the pools' shared queues as a pushing thread does with
+   push_runs_ops (dp__pusher_run), so the same guarantees hold: never from
+   inside one of the engine's ops (dp__check_not_in_op), only ops already
+   ready, oldest first. The pools, in the order they are looked at: index 0
+   is the per-device engine's priority pool or the pooled engine's task
+   pool, 1 + n the per-device engine's pool of CPU n. */
+static dp__group *dp__cpu_pool(dp_engine *eng, int i) {
+    if (eng->desc.type == DP_ENGINE_POOLED) return i ? NULL : eng->task_group;
+    return i ? (dp__group *)dp__load(&eng->cpu_groups[i - 1], DP__ACQUIRE) : eng->prio_group;
+}
+/* A ready op of the CPU pools (of those without workers if pumped_only),
+   taken off its queue; NULL if none, with *busy set when a push was half
+   done (look again). A pool without workers (a FIFO) is looked at by its
+   tail too, not only dp__queue_peek: see dp__wait_help. Its tail alone is
+   not enough either: a take that puts the stub back behind the last op can
+   leave the tail at the stub with a later op at the head. */
+static dp__block *dp__caller_take(dp_engine *eng, int pumped_only, int *busy) {
+    int i;
+    for (i = 0; i <= DP__MAX_DEV; i++) {
+        dp__group *g = dp__cpu_pool(eng, i);
+        int b_busy = 0, more;
+        dp__block *b;
+        /* a pool without workers is always tried under its take lock: a look
+           without it could see the head as another taker left it a moment
+           ago (a relaxed store) and call a queue with an op in it empty */
+        if (!g || (pumped_only && !g->q.pumped) || (!g->q.pumped && !dp__queue_peek(&g->q))) continue;
+        if ((b = dp__queue_try_take(&g->q, &b_busy, &more, NULL)) != NULL) return b;
+        *busy |= b_busy;
+    }
+    return NULL;
+}
+/* Runs b on the caller. The thread may be inside a naive engine's op, its
+   ready list being drained further up the stack: b runs with a list of its
+   own, so what b's completion makes ready here (another thread's wait
+   block, a naive op b pushed and then waits for) runs before b returns
+   instead of waiting for the outer op to end, which could be never. */
+static void dp__caller_run(dp_engine *eng, dp__block *b) {
+    dp__block *head = dp__tls_naive_head, *tail = dp__tls_naive_tail;
+    int draining = dp__tls_naive_draining;
+    dp__tls_naive_head = dp__tls_naive_tail = NULL;
+    dp__tls_naive_draining = 0;
+    dp__fetch_add(&eng->caller_ran, 1, DP__RELAXED);
+    dp__execute(eng, b, NULL);
+    dp__tls_naive_head = head; dp__tls_naive_tail = tail;
+    dp__tls_naive_draining = draining;
+}
+/* Whether eng's waits run ops: it has CPU pools without workers. */
+static int dp__waits_help(const dp_engine *eng) {
+    return eng->desc.type != DP_ENGINE_NAIVE && eng->desc.cpu_worker_nthreads == 0;
+}
+/* A wait whose condition does not hold yet, on an engine whose waits help
+   (counted in eng->nhelpers for the whole wait), with wait_mtx held: takes
+   a ready op of the pools without workers and runs it with wait_mtx
+   released, and returns 1 (also when a push was half done: it yields and
+   the caller looks again); or returns 0 when those pools are empty, and
+   the caller may sleep. A push is not missed: the wait counted itself
+   before it looks at the queues here, and a push into such a pool swaps
+   the tail before it reads the count (dp__pump_wake), all sequentially
+   consistent; the push's broadcast takes wait_mtx, which the wait holds
+   from this look until it sleeps. An op that another caller's take left
+   at the head while putting the stub back (dp__fifo_take) is seen by the
+   head only, which that caller stored with release ordering, not
+   sequentially consistent; so a helping wait also sleeps at most
+   DP__HELP_SLEEP_MS at a time and looks again. */
+#define DP__HELP_SLEEP_MS 5u
+DP__COLD static int dp__wait_help(dp_engine *eng) {
+    int busy = 0;
+    dp__block *b = dp__caller_take(eng, 1, &busy);
+    if (!b && !busy) return 0;
+    dp__mutex_unlock(&eng->wait_mtx);
+    if (b) dp__caller_run(eng, b); else dp__thread_yield();
+    dp__mutex_lock(&eng->wait_mtx);
+    return 1;
+}
+
+#define DP__FOREVER UINT64_MAX
+/* One step of a wait whose condition does not hold, with wait_mtx held:
+   returns 1 once the deadline (on dp__now_ns's clock; DP__FOREVER: none)
+   has passed; else runs an op (helps: see dp__wait_help) or sleeps until
+   woken or the deadline, and returns 0. */
+DP__COLD static int dp__wait_step(dp_engine *eng, int helps, uint64_t deadline) {
+    uint64_t now = 0;
+    uint32_t ms;
+    if (deadline != DP__FOREVER && (now = dp__now_ns()) >= deadline) return 1;
+    if (helps && dp__wait_help(eng)) return 0;
+    if (deadline == DP__FOREVER && !helps) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); return 0; }
+    ms = deadline == DP__FOREVER ? DP__HELP_SLEEP_MS : (uint32_t)((deadline - now) / 1000000u) + 1u;
+    dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, helps && ms > DP__HELP_SLEEP_MS ? DP__HELP_SLEEP_MS : ms);
+    return 0;
+}
 /* Pushes a wait block for var and waits for its report, for at most
    timeout_ms (DP__FOREVER: no limit). A timed wait's waiter lives on the
    heap, because its block may run after the waiter has given up. */
-#define DP__FOREVER UINT64_MAX
 DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t timeout_ms, dp_failure *failure, const char *what) {
     dp_push_desc d;
     dp__waiter stack_waiter, *w = &stack_waiter;
+    void *prev_own = dp__tls_own_wait;   /* a wait from an op that a wait runs */
     dp_result r;
-    uint64_t deadline = 0;
-    int gave_up = 0, busy_now = 0;
+    uint64_t deadline = DP__FOREVER;
+    int gave_up = 0, busy_now = 0, helps;
     if (!eng) return dp__null_arg(NULL, what, "engine");
     if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
     if (timeout_ms != DP__FOREVER) {
@@ -5156,25 +5561,25 @@ DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t time
        and writer of var, and it runs inline, so it costs no worker. */
     dp__tls_own_wait = w;
     r = dp__push_resolved(eng, &d, DP__KIND_WAIT, w);
-    dp__tls_own_wait = NULL;
+    dp__tls_own_wait = prev_own;
     if (r != DP_OK) {
         if (w != &stack_waiter) dp__free(eng, w, sizeof *w);
         return r;
     }
 wait:
+    if ((helps = dp__waits_help(eng)) != 0) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
+    dp__tls_own_wait = w;   /* a wait that runs ops may grant its block itself */
     dp__mutex_lock(&eng->wait_mtx);
     while (!w->done) {
-        uint64_t now;
-        if (timeout_ms == DP__FOREVER || w->claimed) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); continue; }
-        now = dp__now_ns();
-        if (now >= deadline) {   /* from here on the block owns w (or a later timed wait takes it over) */
-            gave_up = 1;
+        if (dp__wait_step(eng, helps, w->claimed ? DP__FOREVER : deadline)) {
+            gave_up = 1;   /* from here on the block owns w (or a later timed wait takes it over) */
             dp__store(&w->abandoned, 1, DP__RELEASE);
             break;
         }
-        dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, (uint32_t)((deadline - now) / 1000000u) + 1u);
     }
     dp__mutex_unlock(&eng->wait_mtx);
+    dp__tls_own_wait = prev_own;
+    if (helps) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
     if (gave_up) return DP_ERROR_TIMEOUT;   /* w may be freed already */
     r = w->result;
     if (r != DP_OK && failure) *failure = w->failure;
@@ -5193,21 +5598,18 @@ DP__COLD DP_IMPL dp_result dp_wait_var_for(dp_engine *eng, dp_var var, uint32_t 
 DP__COLD static dp_result dp__wait_all(dp_engine *eng, uint64_t timeout_ms, dp_failure *failure, const char *what) {
     dp_result r;
     dp__failure *f, *next;
-    uint64_t deadline = timeout_ms == DP__FOREVER ? 0 : dp__now_ns() + timeout_ms * 1000000u;
-    int timed_out = 0;
+    uint64_t deadline = timeout_ms == DP__FOREVER ? DP__FOREVER : dp__now_ns() + timeout_ms * 1000000u;
+    int timed_out = 0, helps;
     if (!eng) return dp__null_arg(NULL, what, "engine");
     if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
+    if ((helps = dp__waits_help(eng)) != 0) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
     dp__mutex_lock(&eng->wait_mtx);
     dp__fetch_add(&eng->nwaiters_all, 1, DP__SEQ_CST);
-    while (dp__load(&eng->done, DP__SEQ_CST) != dp__load(&eng->seq, DP__SEQ_CST)) {
-        uint64_t now;
-        if (timeout_ms == DP__FOREVER) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); continue; }
-        now = dp__now_ns();
-        if (now >= deadline) { timed_out = 1; break; }
-        dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, (uint32_t)((deadline - now) / 1000000u) + 1u);
-    }
+    while (dp__load(&eng->done, DP__SEQ_CST) != dp__load(&eng->seq, DP__SEQ_CST))
+        if (dp__wait_step(eng, helps, deadline)) { timed_out = 1; break; }
     dp__fetch_add(&eng->nwaiters_all, -1, DP__SEQ_CST);
     dp__mutex_unlock(&eng->wait_mtx);
+    if (helps) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
     if (timed_out) return DP_ERROR_TIMEOUT;
     /* report the oldest unreported failure, then clear every failure (the
        list is released under the lock: the engine's own out-of-memory
@@ -5228,6 +5630,32 @@ DP__COLD DP_IMPL dp_result dp_wait_all(dp_engine *eng, dp_failure *failure) {
 }
 DP__COLD DP_IMPL dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure *failure) {
     return dp__wait_all(eng, timeout_ms, failure, "dp_wait_all_for");
+}
+DP__COLD DP_IMPL dp_result dp_run_ready(dp_engine *eng, const dp_run_desc *desc, dp_run_report *report) {
+    dp_run_report rep;
+    dp_result r;
+    uint64_t start = dp__now_ns();
+    memset(&rep, 0, sizeof rep);
+    if (report) *report = rep;
+    if (!eng || !desc) return dp__null_arg(eng, "dp_run_ready", eng ? "desc" : "engine");
+    if ((r = dp__check_not_in_op(eng, "dp_run_ready")) != DP_OK) return r;
+    for (;;) {
+        int busy = 0;
+        dp__block *b;
+        dp_var_state vs;
+        if (desc->until.id) {
+            if ((r = dp_var_state_get(eng, desc->until, &vs)) != DP_OK) break;   /* logged */
+            if (vs != DP_VAR_BUSY) { rep.stop = DP_RUN_VAR_READY; break; }
+        }
+        if (desc->max_ops && rep.ops_run >= desc->max_ops) { rep.stop = DP_RUN_MAX_OPS; break; }
+        if (desc->budget_us && dp__now_ns() - start >= (uint64_t)desc->budget_us * 1000u) { rep.stop = DP_RUN_BUDGET; break; }
+        if ((b = dp__caller_take(eng, 0, &busy)) != NULL) { dp__caller_run(eng, b); rep.ops_run++; }
+        else if (busy) dp__cpu_relax();
+        else break;   /* DP_RUN_IDLE */
+    }
+    rep.elapsed_us = (uint32_t)((dp__now_ns() - start) / 1000u);
+    if (report) *report = rep;
+    return r;
 }
 
 /* >>engine -----------------------------------------------------------------
@@ -5296,15 +5724,15 @@ DP__COLD static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc 
         DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "a DEPENG_*_NTHREADS variable is not an integer in 1..1024");
         return DP_ERROR_INVALID_ARGS;
     }
-    if (d->cpu_worker_nthreads < 0 || d->cpu_priority_nthreads < 0 || d->gpu_worker_nthreads < 0 || d->gpu_copy_nthreads < 0
+    if (d->cpu_worker_nthreads < DP_NO_THREADS || d->cpu_priority_nthreads < DP_NO_THREADS || d->gpu_worker_nthreads < 0 || d->gpu_copy_nthreads < DP_NO_THREADS
         || d->cpu_worker_nthreads > 1024 || d->cpu_priority_nthreads > 1024 || d->gpu_worker_nthreads > 1024 || d->gpu_copy_nthreads > 1024) {
-        DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "thread counts must be 0 (default) to 1024");
+        DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "thread counts must be 0 (default) to 1024, or DP_NO_THREADS (not gpu_worker_nthreads)");
         return DP_ERROR_INVALID_ARGS;
     }
-    d->cpu_worker_nthreads = DP__DEF(d->cpu_worker_nthreads, dp__online_cpus());
-    d->cpu_priority_nthreads = DP__DEF(d->cpu_priority_nthreads, 1);
+    d->cpu_worker_nthreads = DP__NTH(d->cpu_worker_nthreads, dp__online_cpus());
+    d->cpu_priority_nthreads = DP__NTH(d->cpu_priority_nthreads, 1);
     d->gpu_worker_nthreads = DP__DEF(d->gpu_worker_nthreads, 2);
-    d->gpu_copy_nthreads = DP__DEF(d->gpu_copy_nthreads, 1);
+    d->gpu_copy_nthreads = DP__NTH(d->gpu_copy_nthreads, 1);
     if (d->type == DP_ENGINE_NAIVE)    /* it starts no thread: say so (dp_engine_desc_get) */
         d->cpu_worker_nthreads = d->cpu_priority_nthreads = d->gpu_worker_nthreads = d->gpu_copy_nthreads = 0;
     d->pending_report_ms = DP__DEF(d->pending_report_ms, 10000);
@@ -5317,6 +5745,7 @@ DP__COLD static void dp__engine_free(dp_engine *eng) {
     dp__failure *f, *next;
     while (dp__load(&eng->outside_finishers, DP__ACQUIRE) != 0) dp__thread_yield();
     dp__extensions_destroy(eng);   /* every op is done; workers, pools and the allocator still there */
+    DEPENG_TEST_HOOK(extensions_destroyed);   /* an op pushed by a teardown would run about now */
     for (i = 0; i < DP__MAX_DEV; i++) {
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->cpu_groups[i], DP__RELAXED));
         dp__group_destroy(eng, (dp__group *)dp__load(&eng->gpu_groups[i], DP__RELAXED));
@@ -5519,7 +5948,7 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
     if (resolved.type == DP_ENGINE_PERDEVICE) {
         dp_ctx cpu0 = {DP_DEV_CPU, 0};
         dp__group *cpu;
-        if ((eng->prio_group = dp__group_create(eng, resolved.cpu_priority_nthreads, 1, cpu0, 0, 0, &r)) == NULL
+        if ((resolved.cpu_priority_nthreads && (eng->prio_group = dp__group_create(eng, resolved.cpu_priority_nthreads, 1, cpu0, 0, 0, &r)) == NULL)
             || (cpu = dp__group_create(eng, resolved.cpu_worker_nthreads, 0, cpu0, 0, 0, &r)) == NULL) {
             dp__engine_free(eng);
             return r;
@@ -5528,8 +5957,9 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
     } else if (resolved.type == DP_ENGINE_POOLED) {
         dp_ctx cpu0 = {DP_DEV_CPU, 0};
         dp__group *io;
+        io = NULL;
         if ((eng->task_group = dp__group_create(eng, resolved.cpu_worker_nthreads, 0, cpu0, 0, 0, &r)) == NULL
-            || (io = dp__group_create(eng, resolved.gpu_copy_nthreads, 0, cpu0, 0, 0, &r)) == NULL) {
+            || (resolved.gpu_copy_nthreads && (io = dp__group_create(eng, resolved.gpu_copy_nthreads, 0, cpu0, 0, 0, &r)) == NULL)) {
             dp__engine_free(eng);
             return r;
         }
@@ -8926,12 +9356,20 @@ static void dp__chunk_release(dp__chunk *c) {
         dp__spin_unlock(&s->orphan_lock);
     }
 }
-/* At destroy, with every op done: the arrays dp__chunk_release had to keep. */
+/* At destroy, with every op done: the arrays dp__chunk_release had to keep.
+   A kept array that was its lender's last borrower frees the lender here
+   too, not through dp__chunk_release: a delete pushed now would be run by
+   a worker after the storage managers are gone. */
 static void dp__orphans_free(dp__nd_state *s) {
     while (s->orphans) {
         dp__chunk *c = s->orphans;
         s->orphans = c->next_orphan;
-        dp__chunk_free_op(NULL, c);
+        while (c) {
+            dp__chunk *owner = c->owner;
+            if (!owner) dp__storage_put(c->eng, c->st, c->data, c->size);
+            dp__free(c->eng, c, sizeof *c);
+            c = owner && dp__fetch_add(&owner->refs, -1, DP__ACQ_REL) == 1 ? owner : NULL;
+        }
     }
 }
 DP_IMPL dp_ndarray *dp_nd_retain(dp_ndarray *a) {

@@ -61,6 +61,14 @@ mk=$(bench/make.sh build/make_example 200 1000 1 2>&1); mrc=$?
 check "bench/make.sh runs and both makes agree" test "$mrc" -eq 0
 check "MAKE-indep figures" grep -qE "^bench MAKE-indep n=200 gnu_s=[0-9.]+ depeng_s=[0-9.]+ ratio=[0-9.]+$" <<<"$mk"
 check "MAKE-noop figures" grep -qE "^bench MAKE-noop n=1000 gnu_s=[0-9.]+ gnu_r_s=[0-9.]+ depeng_s=[0-9.]+ ratio=[0-9.]+ ratio_r=[0-9.]+$" <<<"$mk"
-if [ "$fail" -ne 0 ]; then printf '%s\n' "$out" "$sc" "$bp" "$pp" "$emul" "$sym" "$mk" | tail -40; fi
+rg=""
+if [ -f /usr/include/oneapi/tbb/parallel_for.h ]; then
+    rg=$(bench/range.sh 1 20000 2>&1); rrc=$?
+    check "bench/range.sh runs, results checked" test "$rrc" -eq 0
+    for b in 100ns 1us; do for sys in depeng depeng-det omp; do
+        check "range $b $sys against oneTBB" grep -qE "^ratio body=$b $sys/tbb=[0-9.]+$" <<<"$rg"
+    done; done
+else echo "SKIP range loop: oneTBB headers not installed (make bench-deps)"; skip=$((skip + 1)); fi
+if [ "$fail" -ne 0 ]; then printf '%s\n' "$out" "$sc" "$bp" "$pp" "$emul" "$sym" "$mk" "$rg" | tail -40; fi
 echo "bench: $pass passed, $fail failed, $skip skipped"
 [ "$fail" -eq 0 ]

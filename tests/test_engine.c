@@ -895,7 +895,7 @@ static void test_config(void) {
     CHECK(dp_engine_create(&d, &e) == DP_ERROR_INVALID_ARGS);
     test_unsetenv("DEPENG_ENGINE_TYPE");
     test_unsetenv("DEPENG_CPU_WORKER_NTHREADS");
-    d.cpu_worker_nthreads = -1;
+    d.cpu_worker_nthreads = -2;   /* -1 is DP_NO_THREADS */
     CHECK(dp_engine_create(&d, &e) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_default_engine() != NULL && dp_default_engine() == dp_default_engine());
     dp_default_engine_shutdown();

@@ -8,6 +8,7 @@
 #include "depeng.h"
 #include "depeng_nn.h"
 #include "tests/test_common.h"
+#include "tests/impl/test_hook.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <sched.h>
@@ -1618,11 +1619,57 @@ static void test_resources_out_of_memory(void) {
     }
 }
 
+/* An array whose release could not be queued (out of memory) is kept until
+   dp_engine_destroy. When it borrowed from another array (dp_nd_borrow) and
+   was the lender's last user, destroy must free the lender there and then:
+   a delete pushed at that point is run by a worker after the storage is
+   gone. The hook holds destroy just after the teardown, so a late op would
+   touch freed memory (ASan) or leave the lender unfreed. */
+static void storage_gone_hook(const char *point) {
+    if (strcmp(point, "extensions_destroyed") == 0) {
+        struct timespec ts = {0, 30 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+static void test_kept_borrower_at_destroy(void) {
+    int type, kept = 0;
+    for (type = 0; type < 2; type++) {
+        long from;
+        for (from = 1; from < 64; from++) {
+            dp_engine_desc d;
+            dp_engine *e = NULL;
+            dp_ndarray *lender = NULL, *borrower = NULL;
+            dp_ctx cpu = {DP_DEV_CPU, 0};
+            dp_shape s = {1, {256}};
+            memset(&d, 0, sizeof d);
+            d.type = type ? DP_ENGINE_PERDEVICE : DP_ENGINE_POOLED; d.ignore_env = 1; d.cpu_worker_nthreads = 1;
+            d.logger.func = quiet_logger;
+            d.allocator.alloc = failing_alloc; d.allocator.free = failing_free;
+            if (dp_engine_create(&d, &e) != DP_OK) { CHECK(0); return; }
+            if (dp_nd_empty(e, &s, DP_FLOAT32, cpu, &lender) != DP_OK || dp_nd_borrow(lender, 0, 512, &borrower) != DP_OK) { CHECK(0); return; }
+            dp_nd_release(lender);                  /* the borrower holds it now */
+            __atomic_store_n(&g_alloc_calls, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_alloc_failures, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_fail_from, from, __ATOMIC_RELEASE);
+            g_last_item = 0;
+            dp_nd_release(borrower);
+            __atomic_store_n(&g_fail_from, 0, __ATOMIC_RELEASE);
+            if (g_last_item == DP_LOGITEM_OUT_OF_MEMORY) kept++;
+            dp_test_hook_fn = storage_gone_hook;
+            CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+            dp_test_hook_fn = NULL;
+            CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+            if (__atomic_load_n(&g_alloc_failures, __ATOMIC_ACQUIRE) == 0) break;   /* past the release's last allocation */
+        }
+    }
+    CHECK(kept > 0);   /* the case was reached */
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
         {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
-        {"bad_input", test_bad_input}, {"resources", test_resources}, {"resources_out_of_memory", test_resources_out_of_memory}, {"files", test_files},
+        {"bad_input", test_bad_input}, {"resources", test_resources}, {"resources_out_of_memory", test_resources_out_of_memory}, {"kept_borrower_at_destroy", test_kept_borrower_at_destroy}, {"files", test_files},
         {"load_unreadable_paths", test_load_unreadable_paths}, {"npz_large_cap", test_npz_large_cap}, {"operators", test_operators},
         {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"linear", test_linear}, {"same_results_all_engines", test_same_results_all_engines},
         {"gradients", test_gradients}, {"pinned_and_gpu_kernels", test_pinned_and_gpu_kernels},

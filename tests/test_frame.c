@@ -1,0 +1,588 @@
+/* The engine as a frame loop's job system: threaded engines with no thread
+   of their own (cpu_worker_nthreads, cpu_priority_nthreads and
+   gpu_copy_nthreads = DP_NO_THREADS), driven by dp_run_ready and the waits
+   on the caller's thread; and the priority and IO ops' route when their
+   pools have no threads. The last line is "N passed, M failed". */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "depeng.h"
+#include "tests/test_common.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <sched.h>
+#include <time.h>
+#ifdef __linux__
+#include <dirent.h>
+#endif
+
+/* The threads of this process (Linux: /proc/self/task); -1 elsewhere. */
+static int count_threads(void) {
+#ifdef __linux__
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    int n = 0;
+    if (!d) return -1;
+    while ((e = readdir(d)) != NULL) if (e->d_name[0] != '.') n++;
+    closedir(d);
+    return n;
+#else
+    return -1;
+#endif
+}
+static void sleep_ms(int ms) {
+    struct timespec ts;
+    ts.tv_sec = ms / 1000; ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+    nanosleep(&ts, NULL);
+}
+/* A joined thread may stay listed in /proc/self/task for a moment: the
+   count once it is n (or whatever it is after a second). */
+static int threads_now(int n) {
+    int i, c = count_threads();
+    for (i = 0; i < 100 && c != n; i++) { sleep_ms(10); c = count_threads(); }
+    return c;
+}
+/* The count before a test: once it holds still for 20 ms. */
+static int threads_before(void) {
+    int i, c = count_threads();
+    for (i = 0; i < 100; i++) { int d; sleep_ms(20); if ((d = count_threads()) == c) break; c = d; }
+    return c;
+}
+
+static dp_engine *make(dp_engine_type type, int workers, int prio, int copy) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.ignore_env = 1; d.logger.func = quiet_logger;
+    d.cpu_worker_nthreads = workers; d.cpu_priority_nthreads = prio; d.gpu_copy_nthreads = copy;
+    if (dp_engine_create(&d, &e) != DP_OK) return NULL;
+    return e;
+}
+
+/* ---- a frame's jobs ------------------------------------------------------
+   NCHAIN chains of CHAIN_LEN dependent jobs, each job of a chain after the
+   first also reading the next chain's variable (a DAG across the chains),
+   some of them prioritized, some IO; then one job summing every chain into
+   the frame's result. 10 x 10 + 1 = 101 jobs. The expected values come from
+   running the same jobs in push order on one thread: the rule says the
+   engine's result is the same. */
+#define NCHAIN 10
+#define CHAIN_LEN 10
+#define NJOBS (NCHAIN * CHAIN_LEN)
+typedef struct job { long *out; const long *in; long k; } job;
+static int job_fn(dp_run_ctx *rc, void *arg) {
+    job *j = (job *)arg;
+    (void)rc;
+    *j->out = (*j->out * 31 + (j->in ? *j->in : 0) + j->k) % 1000003;
+    return 0;
+}
+typedef struct sum_job { long *out; const long *in; } sum_job;
+static int sum_fn(dp_run_ctx *rc, void *arg) {
+    sum_job *s = (sum_job *)arg;
+    int i;
+    (void)rc;
+    *s->out = 0;
+    for (i = 0; i < NCHAIN; i++) *s->out += s->in[i];
+    return 0;
+}
+typedef struct frame {
+    dp_var chain[NCHAIN], result;
+    long vals[NCHAIN], result_val;
+    job jobs[NJOBS];
+    sum_job sum;
+} frame;
+/* Pushes frame f's jobs and returns the result they must give. */
+static long push_frame(dp_engine *e, frame *fr, int f) {
+    long ref[NCHAIN];
+    int c, k;
+    for (c = 0; c < NCHAIN; c++) ref[c] = fr->vals[c];
+    for (k = 0; k < CHAIN_LEN; k++) {
+        for (c = 0; c < NCHAIN; c++) {
+            job *j = &fr->jobs[k * NCHAIN + c];
+            dp_push_desc d;
+            int next = (c + 1) % NCHAIN;
+            memset(&d, 0, sizeof d);
+            j->out = &fr->vals[c]; j->in = k ? &fr->vals[next] : NULL; j->k = f * 1000 + k * NCHAIN + c;
+            d.fn = job_fn; d.arg = j; d.name = "job";
+            d.writes = &fr->chain[c]; d.num_writes = 1;
+            if (k) { d.reads = &fr->chain[next]; d.num_reads = 1; }
+            d.prop = (k * NCHAIN + c) % 7 == 3 ? DP_PROP_CPU_PRIORITIZED : (k * NCHAIN + c) % 11 == 5 ? DP_PROP_IO : DP_PROP_NORMAL;
+            d.priority = c;
+            CHECK(dp_push(e, &d) == DP_OK);
+            ref[c] = (ref[c] * 31 + (k ? ref[next] : 0) + j->k) % 1000003;
+        }
+    }
+    {
+        dp_push_desc d;
+        long sum = 0;
+        memset(&d, 0, sizeof d);
+        fr->sum.out = &fr->result_val; fr->sum.in = fr->vals;
+        d.fn = sum_fn; d.arg = &fr->sum; d.name = "sum";
+        d.reads = fr->chain; d.num_reads = NCHAIN;
+        d.writes = &fr->result; d.num_writes = 1;
+        CHECK(dp_push(e, &d) == DP_OK);
+        for (c = 0; c < NCHAIN; c++) sum += ref[c];
+        return sum;
+    }
+}
+static void frame_init(dp_engine *e, frame *fr) {
+    int c;
+    memset(fr, 0, sizeof *fr);
+    for (c = 0; c < NCHAIN; c++) { fr->chain[c] = dp_var_create(e); fr->vals[c] = c; }
+    fr->result = dp_var_create(e);
+}
+
+/* 60 frames, each pumped with a 2 ms budget until its result is ready; no
+   engine thread at any time. */
+static void frame_loop(dp_engine_type type) {
+    int before = threads_before(), f, pumps = 0, bad_stop = 0, wrong = 0;
+    dp_engine *e = make(type, DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS);
+    static frame fr;
+    dp_engine_desc got;
+    dp_engine_stats st;
+    CHECK(e != NULL);
+    if (!e) return;
+    CHECK(count_threads() == before);
+    CHECK(dp_engine_desc_get(e, &got) == DP_OK);
+    CHECK(got.cpu_worker_nthreads == 0 && got.cpu_priority_nthreads == 0 && got.gpu_copy_nthreads == 0);
+    frame_init(e, &fr);
+    for (f = 0; f < 60; f++) {
+        long expect = push_frame(e, &fr, f);
+        dp_run_desc rd;
+        dp_run_report rep;
+        dp_var_state s = DP_VAR_INVALID;
+        int guard = 0;
+        memset(&rd, 0, sizeof rd);
+        rd.until = fr.result; rd.budget_us = 2000;
+        do {
+            CHECK(dp_run_ready(e, &rd, &rep) == DP_OK);
+            pumps++;
+            if (rep.stop != DP_RUN_VAR_READY && rep.stop != DP_RUN_BUDGET) bad_stop++;   /* nothing else runs them: never idle */
+        } while (rep.stop != DP_RUN_VAR_READY && ++guard < 100000);
+        CHECK(dp_var_state_get(e, fr.result, &s) == DP_OK && s == DP_VAR_READY);
+        if (fr.result_val != expect) wrong++;
+        if (f == 30) CHECK(count_threads() == before);
+    }
+    CHECK(bad_stop == 0);
+    CHECK(wrong == 0);
+    CHECK(pumps >= 60);
+    CHECK(count_threads() == before);
+    CHECK(dp_engine_stats_get(e, &st) == DP_OK);
+    CHECK(st.caller_ran == 60u * (NJOBS + 1));
+    CHECK(st.completed == 60u * (NJOBS + 1));
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    CHECK(threads_now(before) == before);
+}
+static void test_frame_loop_perdevice(void) { frame_loop(DP_ENGINE_PERDEVICE); }
+static void test_frame_loop_pooled(void) { frame_loop(DP_ENGINE_POOLED); }
+
+/* With no workers, the waits run the ops: dp_wait_var, dp_wait_var_for,
+   dp_wait_all and destroy each finish a frame. */
+static void waits_run_ops(dp_engine_type type) {
+    int before = threads_before(), f;
+    dp_engine *e = make(type, DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS);
+    static frame fr;
+    CHECK(e != NULL);
+    if (!e) return;
+    frame_init(e, &fr);
+    for (f = 0; f < 4; f++) {
+        long expect = push_frame(e, &fr, f);
+        if (f == 0) CHECK(dp_wait_var(e, fr.result, NULL) == DP_OK);
+        if (f == 1) CHECK(dp_wait_var_for(e, fr.result, 60000, NULL) == DP_OK);
+        if (f == 2) CHECK(dp_wait_all(e, NULL) == DP_OK);
+        if (f == 3) CHECK(dp_wait_all_for(e, 60000, NULL) == DP_OK);
+        CHECK(fr.result_val == expect);
+    }
+    push_frame(e, &fr, 4);                   /* destroy waits for it: runs it */
+    CHECK(count_threads() == before);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+static void test_waits_run_ops_perdevice(void) { waits_run_ops(DP_ENGINE_PERDEVICE); }
+static void test_waits_run_ops_pooled(void) { waits_run_ops(DP_ENGINE_POOLED); }
+
+/* A wait asleep while nothing is ready is woken when an op becomes ready on
+   another thread (an async op completed there): it then runs it. Without
+   the wake-up the timed wait sleeps until its timeout. */
+typedef struct async_job { dp_completion done; int started; } async_job;
+static void async_start(dp_run_ctx *rc, void *arg, dp_completion done) {
+    async_job *a = (async_job *)arg;
+    (void)rc;
+    a->done = done;
+    __atomic_store_n(&a->started, 1, __ATOMIC_RELEASE);
+}
+static void *async_completer(void *arg) {
+    async_job *a = (async_job *)arg;
+    while (!__atomic_load_n(&a->started, __ATOMIC_ACQUIRE)) sleep_ms(1);
+    sleep_ms(50);                            /* the wait is asleep by now */
+    dp_complete(a->done, 0, NULL);
+    return NULL;
+}
+static int add_one(dp_run_ctx *rc, void *arg) { (void)rc; (*(long *)arg)++; return 0; }
+static void test_wait_woken_by_async_completion(void) {
+    dp_engine_type types[2] = {DP_ENGINE_PERDEVICE, DP_ENGINE_POOLED};
+    int t;
+    for (t = 0; t < 2; t++) {
+        dp_engine *e = make(types[t], DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS);
+        async_job a;
+        long n = 0;
+        int i;
+        pthread_t th;
+        dp_var x, y;
+        CHECK(e != NULL);
+        if (!e) return;
+        memset(&a, 0, sizeof a);
+        x = dp_var_create(e); y = dp_var_create(e);
+        CHECK(dp_push_async(e, async_start, &a, NULL, 0, &x, 1) == DP_OK);   /* starts on this thread at push */
+        for (i = 0; i < 5; i++) CHECK(dp_push_sync(e, add_one, &n, &x, 1, &y, 1) == DP_OK);
+        CHECK(pthread_create(&th, NULL, async_completer, &a) == 0);
+        CHECK(dp_wait_var_for(e, y, 10000, NULL) == DP_OK);
+        CHECK(n == 5);
+        pthread_join(th, NULL);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* Threads push and wait on one engine without workers while a third pumps
+   with dp_run_ready: every chain's result is right (TSan: no race). */
+#define MT_OPS 2000
+typedef struct mt_arg { dp_engine *e; dp_var v; long val; int ok; } mt_arg;
+static int mt_step(dp_run_ctx *rc, void *arg) { long *p = (long *)arg; (void)rc; *p = *p * 3 % 1000003 + 1; return 0; }
+static void *mt_pusher(void *p) {
+    mt_arg *a = (mt_arg *)p;
+    long ref = 0;
+    int i;
+    for (i = 0; i < MT_OPS; i++) {
+        if (dp_push_sync(a->e, mt_step, &a->val, NULL, 0, &a->v, 1) != DP_OK) return NULL;
+        ref = ref * 3 % 1000003 + 1;
+        if (i % 500 == 499 && dp_wait_var(a->e, a->v, NULL) != DP_OK) return NULL;
+    }
+    if (dp_wait_var(a->e, a->v, NULL) != DP_OK) return NULL;
+    a->ok = a->val == ref;
+    return NULL;
+}
+static int g_mt_stop;
+static void *mt_pump(void *p) {
+    dp_engine *e = (dp_engine *)p;
+    dp_run_desc rd;
+    memset(&rd, 0, sizeof rd);
+    rd.max_ops = 16;
+    while (!__atomic_load_n(&g_mt_stop, __ATOMIC_ACQUIRE)) {
+        dp_run_report rep;
+        if (dp_run_ready(e, &rd, &rep) != DP_OK) break;
+        if (rep.stop == DP_RUN_IDLE) sched_yield();
+    }
+    return NULL;
+}
+static void test_threads_pump_and_wait(void) {
+    dp_engine_type types[2] = {DP_ENGINE_PERDEVICE, DP_ENGINE_POOLED};
+    int t;
+    for (t = 0; t < 2; t++) {
+        dp_engine *e = make(types[t], DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS);
+        mt_arg a[2];
+        pthread_t th[3];
+        int i;
+        CHECK(e != NULL);
+        if (!e) return;
+        __atomic_store_n(&g_mt_stop, 0, __ATOMIC_RELEASE);
+        for (i = 0; i < 2; i++) { a[i].e = e; a[i].v = dp_var_create(e); a[i].val = 0; a[i].ok = 0; }
+        CHECK(pthread_create(&th[2], NULL, mt_pump, e) == 0);
+        for (i = 0; i < 2; i++) CHECK(pthread_create(&th[i], NULL, mt_pusher, &a[i]) == 0);
+        for (i = 0; i < 2; i++) pthread_join(th[i], NULL);
+        __atomic_store_n(&g_mt_stop, 1, __ATOMIC_RELEASE);
+        pthread_join(th[2], NULL);
+        CHECK(a[0].ok && a[1].ok);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* An op that a naive engine runs from its ready list (tracing sends every
+   op through it) waits on an engine without workers: the wait runs that
+   engine's ops, and the last one grants the wait's own block on this
+   thread, which runs at once (queued behind the op that waits, it never
+   ran: the timed wait gave up). */
+static dp_engine *g_other;
+static dp_var g_other_var;
+static long g_other_n;
+static int g_other_wait;
+static int wait_on_other(dp_run_ctx *rc, void *arg) {
+    int i;
+    (void)rc; (void)arg;
+    for (i = 0; i < 3; i++) dp_push_sync(g_other, add_one, &g_other_n, NULL, 0, &g_other_var, 1);
+    g_other_wait = dp_wait_var_for(g_other, g_other_var, 3000, NULL) == DP_OK ? 1 : -1;
+    return 0;
+}
+static void test_naive_op_waits_on_engine_without_workers(void) {
+    dp_engine_type types[2] = {DP_ENGINE_PERDEVICE, DP_ENGINE_POOLED};
+    int t;
+    for (t = 0; t < 2; t++) {
+        dp_engine_desc desc;
+        dp_engine *a = NULL;
+        dp_var va;
+        memset(&desc, 0, sizeof desc);
+        desc.type = DP_ENGINE_NAIVE; desc.ignore_env = 1; desc.logger.func = quiet_logger; desc.trace.record_graph = 1;
+        CHECK(dp_engine_create(&desc, &a) == DP_OK);
+        g_other = make(types[t], DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS);
+        CHECK(a != NULL && g_other != NULL);
+        if (!a || !g_other) return;
+        g_other_var = dp_var_create(g_other);
+        g_other_n = 0; g_other_wait = 0;
+        va = dp_var_create(a);
+        CHECK(dp_push_sync(a, wait_on_other, NULL, NULL, 0, &va, 1) == DP_OK);
+        CHECK(g_other_wait == 1 && g_other_n == 3);
+        CHECK(dp_engine_destroy(a, NULL) == DP_OK);
+        CHECK(dp_engine_destroy(g_other, NULL) == DP_OK);
+    }
+}
+
+/* max_ops and the budget stop it; with nothing queued it is idle; the
+   naive engine has nothing to run. */
+static int sleep_1ms(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; sleep_ms(1); return 0; }
+static void test_run_ready_limits(void) {
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS);
+    dp_run_desc rd;
+    dp_run_report rep;
+    long n = 0;
+    int i;
+    dp_var x;
+    CHECK(e != NULL);
+    if (!e) return;
+    x = dp_var_create(e);
+    for (i = 0; i < 100; i++) CHECK(dp_push_sync(e, add_one, &n, NULL, 0, &x, 1) == DP_OK);
+    memset(&rd, 0, sizeof rd);
+    rd.max_ops = 10;
+    CHECK(dp_run_ready(e, &rd, &rep) == DP_OK);
+    CHECK(rep.ops_run == 10 && rep.stop == DP_RUN_MAX_OPS && n == 10);
+    rd.max_ops = 0; rd.until = x;
+    CHECK(dp_run_ready(e, &rd, &rep) == DP_OK);
+    CHECK(rep.ops_run == 90 && rep.stop == DP_RUN_VAR_READY && n == 100);
+    CHECK(dp_run_ready(e, &rd, &rep) == DP_OK);                     /* ready already */
+    CHECK(rep.ops_run == 0 && rep.stop == DP_RUN_VAR_READY);
+    memset(&rd, 0, sizeof rd);
+    CHECK(dp_run_ready(e, &rd, &rep) == DP_OK);                     /* nothing queued */
+    CHECK(rep.ops_run == 0 && rep.stop == DP_RUN_IDLE);
+    for (i = 0; i < 50; i++) CHECK(dp_push_sync(e, sleep_1ms, NULL, NULL, 0, &x, 1) == DP_OK);
+    rd.budget_us = 5000;
+    CHECK(dp_run_ready(e, &rd, &rep) == DP_OK);
+    CHECK(rep.stop == DP_RUN_BUDGET && rep.ops_run >= 1 && rep.ops_run < 50 && rep.elapsed_us >= 5000);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+
+    e = make(DP_ENGINE_NAIVE, 0, 0, 0);
+    CHECK(e != NULL);
+    if (!e) return;
+    x = dp_var_create(e);
+    CHECK(dp_push_sync(e, add_one, &n, NULL, 0, &x, 1) == DP_OK);   /* ran inside the push */
+    memset(&rd, 0, sizeof rd);
+    rd.until = x;
+    CHECK(dp_run_ready(e, &rd, &rep) == DP_OK);
+    CHECK(rep.ops_run == 0 && rep.stop == DP_RUN_VAR_READY);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* Bad calls: each refused with its code and log item. */
+static dp_result g_nested;
+static int run_ready_inside(dp_run_ctx *rc, void *arg) {
+    dp_run_desc rd;
+    (void)arg;
+    memset(&rd, 0, sizeof rd);
+    g_nested = dp_run_ready(rc->engine, &rd, NULL);
+    return 0;
+}
+static void test_run_ready_errors(void) {
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS), *e2;
+    dp_run_desc rd;
+    dp_run_report rep;
+    dp_var x, gone;
+    dp_engine_desc d;
+    CHECK(e != NULL);
+    if (!e) return;
+    memset(&rd, 0, sizeof rd);
+    memset(&rep, 0xff, sizeof rep);
+    CHECK(dp_run_ready(NULL, &rd, &rep) == DP_ERROR_INVALID_ARGS);
+    CHECK(rep.ops_run == 0 && rep.stop == DP_RUN_IDLE);
+    CHECK(dp_run_ready(e, NULL, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(g_last_item == DP_LOGITEM_NULL_ARGUMENT);
+    gone = dp_var_create(e);
+    CHECK(dp_var_delete(e, gone) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    rd.until = gone;
+    CHECK(dp_run_ready(e, &rd, &rep) == DP_ERROR_INVALID_HANDLE);
+    CHECK(g_last_item == DP_LOGITEM_INVALID_VAR);
+    memset(&rd, 0, sizeof rd);
+    x = dp_var_create(e);
+    g_nested = DP_OK;
+    CHECK(dp_push_sync(e, run_ready_inside, NULL, NULL, 0, &x, 1) == DP_OK);
+    CHECK(dp_wait_var(e, x, NULL) == DP_OK);                        /* runs it */
+    CHECK(g_nested == DP_ERROR_IN_OPERATION);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+
+    /* DP_NO_THREADS is for the CPU workers, priority and copy threads only */
+    memset(&d, 0, sizeof d);
+    d.ignore_env = 1; d.logger.func = quiet_logger;
+    d.gpu_worker_nthreads = DP_NO_THREADS;
+    e2 = NULL;
+    CHECK(dp_engine_create(&d, &e2) == DP_ERROR_INVALID_ARGS && e2 == NULL);
+    CHECK(g_last_item == DP_LOGITEM_BAD_DESC);
+    d.gpu_worker_nthreads = 0; d.cpu_worker_nthreads = -2;
+    CHECK(dp_engine_create(&d, &e2) == DP_ERROR_INVALID_ARGS && e2 == NULL);
+}
+
+/* ---- no thread the user did not ask for -------------------------------- */
+/* With 0 priority and 0 IO threads, prioritized and IO ops run on the CPU
+   workers, in the order the rule sets; the engine has exactly its workers.
+   The default per-device engine has one priority thread more, and starts
+   its IO thread at the first IO op (the table at dp_engine_desc). */
+typedef struct order_arg { long *val; long k; } order_arg;
+static int order_fn(dp_run_ctx *rc, void *arg) {
+    order_arg *o = (order_arg *)arg;
+    (void)rc;
+    *o->val = *o->val * 7 % 1000003 + o->k;
+    return 0;
+}
+static void push_mixed(dp_engine *e, dp_var x, long *val, order_arg *args, int n) {
+    int i;
+    for (i = 0; i < n; i++) {
+        dp_push_desc d;
+        memset(&d, 0, sizeof d);
+        args[i].val = val; args[i].k = i;
+        d.fn = order_fn; d.arg = &args[i]; d.name = "mixed";
+        d.writes = &x; d.num_writes = 1;
+        d.prop = i % 3 == 0 ? DP_PROP_CPU_PRIORITIZED : i % 3 == 1 ? DP_PROP_IO : DP_PROP_NORMAL;
+        d.priority = i % 5;
+        CHECK(dp_push(e, &d) == DP_OK);
+    }
+}
+static void test_no_priority_no_io_threads(void) {
+    dp_engine_type types[2] = {DP_ENGINE_PERDEVICE, DP_ENGINE_POOLED};
+    static order_arg args[3000];
+    int t;
+    for (t = 0; t < 2; t++) {
+        int before = threads_before(), i;
+        dp_engine *e = make(types[t], 2, DP_NO_THREADS, DP_NO_THREADS);
+        long val = 0, ref = 0;
+        dp_var x;
+        dp_engine_stats st;
+        CHECK(e != NULL);
+        if (!e) return;
+        x = dp_var_create(e);
+        push_mixed(e, x, &val, args, 3000);
+        for (i = 0; i < 3000; i++) ref = ref * 7 % 1000003 + i;
+        CHECK(dp_wait_var(e, x, NULL) == DP_OK);
+        CHECK(val == ref);
+        if (before >= 0) CHECK(threads_now(before + 2) == before + 2);
+        CHECK(dp_engine_stats_get(e, &st) == DP_OK && st.caller_ran == 0);   /* the workers ran them */
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(threads_now(before) == before);
+    }
+    {   /* the defaults, for comparison: a priority thread at create, an IO thread at the first IO op */
+        int before = threads_before();
+        dp_engine *e = make(DP_ENGINE_PERDEVICE, 2, 0, 0);
+        long val = 0;
+        dp_var x;
+        CHECK(e != NULL);
+        if (!e) return;
+        if (before >= 0) CHECK(threads_now(before + 3) == before + 3);
+        x = dp_var_create(e);
+        push_mixed(e, x, &val, args, 3);
+        CHECK(dp_wait_var(e, x, NULL) == DP_OK);
+        if (before >= 0) CHECK(threads_now(before + 4) == before + 4);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+/* No threads at all: prioritized and IO ops run in the pump too. */
+static void test_no_threads_mixed_ops(void) {
+    static order_arg args[500];
+    int before = threads_before(), i;
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS);
+    long val = 0, ref = 0;
+    dp_var x;
+    dp_run_desc rd;
+    dp_run_report rep;
+    CHECK(e != NULL);
+    if (!e) return;
+    x = dp_var_create(e);
+    push_mixed(e, x, &val, args, 500);
+    for (i = 0; i < 500; i++) ref = ref * 7 % 1000003 + i;
+    CHECK(count_threads() == before);
+    memset(&rd, 0, sizeof rd);
+    rd.until = x;
+    CHECK(dp_run_ready(e, &rd, &rep) == DP_OK);
+    CHECK(rep.stop == DP_RUN_VAR_READY && rep.ops_run == 500 && val == ref);
+    CHECK(count_threads() == before);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* A thread inside a naive engine's op (tracing on: every op runs from the
+   thread's ready list) waits on an engine without threads, and its helping
+   runs an op whose completion grants ANOTHER thread's wait block. That
+   block must run then, not wait in this thread's ready list until the
+   outer op returns: the other thread completes the async op this thread
+   waits for, so neither would ever return (found by review). */
+static dp_engine *g_e1, *g_naive;
+static dp_var g_a, g_b, g_c;
+static int g_ob_started, g_t1_result, g_t2_result, g_have_done;
+static dp_completion g_async_done;
+static int slow_ob(dp_run_ctx *rc, void *x) {
+    struct timespec t = {0, 100000000L};
+    (void)rc; (void)x;
+    __atomic_store_n(&g_ob_started, 1, __ATOMIC_RELEASE);
+    nanosleep(&t, NULL);
+    return 0;
+}
+static void keep_done(dp_run_ctx *rc, void *x, dp_completion d) {
+    (void)rc; (void)x;
+    g_async_done = d;
+    __atomic_store_n(&g_have_done, 1, __ATOMIC_RELEASE);
+}
+static int nothing_op(dp_run_ctx *rc, void *x) { (void)rc; (void)x; return 0; }
+static void *second_waiter(void *x) {
+    (void)x;
+    while (!__atomic_load_n(&g_ob_started, __ATOMIC_ACQUIRE)) sched_yield();
+    g_t2_result = dp_wait_var_for(g_e1, g_b, 4000, NULL);
+    while (!__atomic_load_n(&g_have_done, __ATOMIC_ACQUIRE)) sched_yield();
+    dp_complete(g_async_done, 0, NULL);
+    return NULL;
+}
+static int wait_from_naive_op(dp_run_ctx *rc, void *x) { (void)rc; (void)x; g_t1_result = dp_wait_var_for(g_e1, g_a, 2000, NULL); return 0; }
+static void test_helping_wait_inside_naive_op_grants_other_waits(void) {
+    dp_engine_desc d;
+    pthread_t th;
+    dp_var va;
+    g_e1 = make(DP_ENGINE_PERDEVICE, DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS);
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.trace.record_graph = 1;
+    if (!g_e1 || dp_engine_create(&d, &g_naive) != DP_OK) { CHECK(0); return; }
+    g_ob_started = g_have_done = 0; g_t1_result = g_t2_result = -99;
+    g_a = dp_var_create(g_e1); g_b = dp_var_create(g_e1); g_c = dp_var_create(g_e1); va = dp_var_create(g_naive);
+    CHECK(dp_push_sync(g_e1, slow_ob, NULL, NULL, 0, &g_b, 1) == DP_OK);
+    CHECK(dp_push_async(g_e1, keep_done, NULL, NULL, 0, &g_c, 1) == DP_OK);
+    CHECK(dp_push_sync(g_e1, nothing_op, NULL, &g_c, 1, &g_a, 1) == DP_OK);
+    pthread_create(&th, NULL, second_waiter, NULL);
+    CHECK(dp_push_sync(g_naive, wait_from_naive_op, NULL, NULL, 0, &va, 1) == DP_OK);
+    pthread_join(th, NULL);
+    CHECK(g_t2_result == DP_OK);
+    CHECK(g_t1_result == DP_OK);
+    CHECK(dp_engine_destroy(g_naive, NULL) == DP_OK);
+    CHECK(dp_engine_destroy(g_e1, NULL) == DP_OK);
+}
+
+int main(void) {
+    static const test_case tests[] = {
+        {"a helping wait inside a naive engine's op runs the wait blocks it grants to other threads", test_helping_wait_inside_naive_op_grants_other_waits},
+        {"frame loop: per-device engine without threads, 60 frames pumped with a 2 ms budget", test_frame_loop_perdevice},
+        {"frame loop: pooled engine without threads, 60 frames pumped with a 2 ms budget", test_frame_loop_pooled},
+        {"no workers: the waits and destroy run the ops (per-device)", test_waits_run_ops_perdevice},
+        {"no workers: the waits and destroy run the ops (pooled)", test_waits_run_ops_pooled},
+        {"no workers: a sleeping wait is woken by an op made ready elsewhere", test_wait_woken_by_async_completion},
+        {"no workers: threads push and wait while another pumps", test_threads_pump_and_wait},
+        {"no workers: a wait from an op a naive engine drains runs its own block", test_naive_op_waits_on_engine_without_workers},
+        {"dp_run_ready: max_ops, until, budget, idle, naive", test_run_ready_limits},
+        {"dp_run_ready: bad calls refused; DP_NO_THREADS only where allowed", test_run_ready_errors},
+        {"0 priority and 0 IO threads: their ops run on the CPU workers, in order", test_no_priority_no_io_threads},
+        {"no threads: prioritized and IO ops run in the pump", test_no_threads_mixed_ops},
+    };
+    return run_tests("frame", tests, (int)(sizeof tests / sizeof tests[0]));
+}
