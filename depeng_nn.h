@@ -1127,8 +1127,12 @@ static void dpn__bias_grad(dp_dtype t, const void *og, void *db, int64_t n, int6
    [kh,] kw), bias (num_filter,)) as MXNet's. no_bias drops the bias input;
    the registry counts inputs by num_args, so no_bias = 1 goes with
    num_args = 2 (a symbol node or MXNet's JSON sets it from no_bias). */
+/* the parameters' indices, Convolution's and Deconvolution's in one enum
+   (C++ refuses a conditional between two) */
 enum { DPN__CV_KERNEL, DPN__CV_STRIDE, DPN__CV_DILATE, DPN__CV_PAD, DPN__CV_FILTER, DPN__CV_GROUP, DPN__CV_WORKSPACE, DPN__CV_NO_BIAS,
-       DPN__CV_NUM_ARGS, DPN__CV_ALGO };
+       DPN__CV_NUM_ARGS, DPN__CV_ALGO,
+       DPN__DC_KERNEL = 0, DPN__DC_STRIDE, DPN__DC_DILATE, DPN__DC_PAD, DPN__DC_ADJ, DPN__DC_TARGET, DPN__DC_FILTER, DPN__DC_GROUP,
+       DPN__DC_WORKSPACE, DPN__DC_NO_BIAS, DPN__DC_NUM_ARGS, DPN__DC_ALGO };
 static const dp_param_def dpn__conv_params[] = {
     {"kernel", DP_PARAM_SHAPE, NULL, 0, 0, NULL, "the window, (w,) or (h, w)"},
     {"stride", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the step per spatial axis; () for 1"},
@@ -1145,8 +1149,6 @@ static const dp_param_def dpn__conv_params[] = {
    / num_group, [kh,] kw) for data with c channels; output size per axis
    stride (in - 1) + dilate (kernel - 1) + 1 - 2 pad + adj, or target_shape
    when given (pad and adj then follow from it, as MXNet computes them). */
-enum { DPN__DC_KERNEL, DPN__DC_STRIDE, DPN__DC_DILATE, DPN__DC_PAD, DPN__DC_ADJ, DPN__DC_TARGET, DPN__DC_FILTER, DPN__DC_GROUP,
-       DPN__DC_WORKSPACE, DPN__DC_NO_BIAS, DPN__DC_NUM_ARGS, DPN__DC_ALGO };
 static const dp_param_def dpn__deconv_params[] = {
     {"kernel", DP_PARAM_SHAPE, NULL, 0, 0, NULL, "the window, (w,) or (h, w)"},
     {"stride", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the step per spatial axis; () for 1"},
