@@ -70,10 +70,10 @@ TESTS := test_layers test_engine test_scheduling test_stealing test_range test_e
 CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh tests/readme_check.sh \
           tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh \
           tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh \
-          tests/standalone_check.sh tests/numpy_diff_check.sh tests/operators_doc_check.sh \
+          tests/standalone_check.sh tests/numpy_diff_check.sh tests/torch_diff_check.sh tests/operators_doc_check.sh \
           tests/layering_check.sh tests/trace_page_check.sh tests/api_docs_check.sh tests/readme_toc_check.sh
 EXAMPLES := walkthrough make_example ndarray_example custom_op_example train_digits
-CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff operators_doc
+CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff torch_diff operators_doc
 # under the sanitizers (make tsan, make asan): the unit tests, and
 # examples/make.c run by examples/make_demo/check.sh
 TSAN_TESTS := $(addsuffix _tsan,test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame)
