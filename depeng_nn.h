@@ -21,7 +21,7 @@
      3. API (declarations): OPTIMIZERS, AUTOGRAD, SYMBOL, EXECUTOR, DATA
         (the mini-batch iterator), KVSTORE, and dp_nn_register
      4. Implementation, its sections in file order: >>nn prelude
-        >>registration >>data >>layers >>optimizer objects >>autograd
+        >>registration >>data >>layers >>conv layers >>optimizer objects >>autograd
         >>symbol >>graph passes >>symbol JSON and DOT >>memory planning
         >>executor >>kvstore
 
@@ -35,8 +35,25 @@
      depeng_mpi.h builds on it.
 
    2. OPERATORS IT REGISTERS
-     FullyConnected (and _backward_FullyConnected) and SoftmaxOutput (and
-     its gradient), through dp_operator_register like any user operator,
+     FullyConnected and SoftmaxOutput, and the layers of a convolutional
+     network with MXNet's names, parameters and semantics: Convolution and
+     Deconvolution (1-D and 2-D, NCW / NCHW; stride, pad, dilate,
+     num_group, no_bias; Deconvolution's adj and target_shape), Pooling
+     (max, avg, sum; global_pool; pooling_convention valid or full;
+     count_include_pad), Activation (relu, sigmoid, tanh, softrelu,
+     softsign), LeakyReLU (leaky, elu, selu, gelu, prelu) and Flatten, each
+     with its gradient operator (_backward_<name>); docs/operators.md lists
+     their parameters. A layer whose bias (or prelu's gamma) is optional
+     counts its inputs by num_args, as the registry does: 2 with no_bias
+     (a symbol node and MXNet's symbol JSON set it from no_bias or
+     act_type). Convolution and Deconvolution have two implementations,
+     chosen by their algo parameter: im2col + GEMM (dp_gemm; one image's
+     columns in the temporary space, dp_temp_space, MXNet's kTempSpace) or
+     direct loops; algo auto takes im2col unless a GEMM column would be
+     shorter than 8 elements or one image's columns would take more than
+     the workspace parameter's MiB (a 1x1, stride 1, unpadded convolution
+     needs no columns and always takes GEMM). They are all registered
+     through dp_operator_register like any user operator,
      once per process, before main starts (as MXNet registers its
      operators by static initialisation: a constructor with GCC, Clang and
      MSVC, a dynamic initialiser in other C++), so dp_invoke finds them by
@@ -202,7 +219,12 @@ DP_API dp_result dp_sym_var(const char *name, dp_symbol **out);
    single-output symbols, one per operator input (num_inputs 0: as many as
    the operator takes, or for one of a variable count those before the
    first NULL); a NULL input becomes a new variable "<name>_<input>"
-   (FullyConnected's weight and bias, a loss's label, else "<name>_argN").
+   (FullyConnected's, Convolution's and Deconvolution's weight and bias, a
+   loss's label, LeakyReLU prelu's gamma, else "<name>_argN"). MXNet's
+   Convolution, Deconvolution and LeakyReLU take no num_args: it is set
+   from no_bias (act_type prelu); their cuDNN keys (cudnn_tune,
+   cudnn_off), Pooling's p_value and the layouts NCW and NCHW (depeng's
+   only) are accepted and dropped, another layout refused.
    Keyword parameters as dp_invoke's dp_param list: a string in .s (kept
    as given, as MXNet's attrs are), or a typed value, written into the
    symbol's JSON as text; "scalar" gives a _scalar operator its scalar. The
@@ -1143,7 +1165,8 @@ static const dp_param_def dpn__conv_params[] = {
     {"workspace", DP_PARAM_INT, "1024", 0, 1e9, NULL, "MiB of temporary space the im2col columns may take before algo auto goes direct"},
     {"no_bias", DP_PARAM_BOOL, "false", 0, 0, NULL, "no bias input (give num_args 2 with it)"},
     {"num_args", DP_PARAM_INT, "3", 2, 3, NULL, "inputs: 3 (data, weight, bias), or 2 with no_bias"},
-    {"algo", DP_PARAM_ENUM, "auto", 0, 0, "auto|im2col|direct", "the implementation: im2col + GEMM, direct loops, or auto (see the header)"},
+    {"algo", DP_PARAM_ENUM, "auto", 0, 0, "auto|im2col|direct", "the implementation: im2col + GEMM, direct loops, or auto: im2col unless "
+     "(c / num_group) kh kw < 8 or one image's columns exceed workspace MiB (1x1, stride 1, no pad: always GEMM, no columns)"},
 };
 /* Deconvolution: MXNet's, the transposed convolution. weight (c, num_filter
    / num_group, [kh,] kw) for data with c channels; output size per axis
@@ -2434,6 +2457,20 @@ static int dpn__sym_layer_key(const char *name, const char *node, const char *ke
     }
     return 0;
 }
+/* The input count of a Convolution, Deconvolution or LeakyReLU node with
+   these keywords (num_args, or from no_bias / act_type); 0 for another
+   operator. */
+static int dpn__layer_arity(const char *name, int n, const char *const *keys, const char *const *vals) {
+    int counted = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution"), bias = !strcmp(name, "Convolution"), given = 0, i;
+    if (!counted && strcmp(name, "LeakyReLU")) return 0;
+    for (i = 0; i < n; i++) {
+        if (!keys[i] || !vals[i]) return 0;
+        if (!strcmp(keys[i], "num_args")) given = atoi(vals[i]);
+        if (!strcmp(keys[i], "no_bias")) bias = dpn__kw_false(vals[i]);
+        if (!strcmp(keys[i], "act_type")) bias = !strcmp(vals[i], "prelu");
+    }
+    return given > 0 ? given : (counted ? 2 : 1) + bias;
+}
 /* Resolves op_name (MXNet's names too) to an operator and the keyword
    arguments it takes; *scalar from "scalar". Logs naming the node. */
 static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw, const char *const *keys, const char *const *vals,
@@ -2600,13 +2637,14 @@ DPN_IMPL dp_result dp_sym_node(const dp_sym_node_desc *desc, dp_symbol **out) {
         return DP_ERROR_INVALID_ARGS;
     }
     op = dp_operator_find(dpn__sym_alias(op_name));   /* what a typed parameter's text is for */
-    num_inputs = desc->num_inputs;
-    if (!num_inputs && op && op->num_inputs >= 0) num_inputs = op->num_inputs;
-    else if (!num_inputs) while (num_inputs < DP_MAX_OP_ARRAYS && desc->inputs[num_inputs]) num_inputs++;
     for (; num_kwargs < DP_MAX_PARAMS && desc->params[num_kwargs].name; num_kwargs++) {
         keys[num_kwargs] = desc->params[num_kwargs].name;
         values[num_kwargs] = dpn__param_text(op, &desc->params[num_kwargs], text[num_kwargs], sizeof text[num_kwargs]);
     }
+    num_inputs = desc->num_inputs;
+    if (!num_inputs && op && op->num_inputs >= 0) num_inputs = op->num_inputs;
+    else if (!num_inputs && op && (num_inputs = dpn__layer_arity(op->name, num_kwargs, keys, values)) > 0) {}
+    else if (!num_inputs) while (num_inputs < DP_MAX_OP_ARRAYS && desc->inputs[num_inputs]) num_inputs++;
     for (i = 0; i < num_inputs; i++) {
         const dp_symbol *s = desc->inputs[i];
         in[i].node = NULL; in[i].index = 0;

@@ -459,6 +459,15 @@ static void symbol_nodes(void) {
     CHECK(sym_op("LeakyReLU", "p", 2, in, 1, pk, pv, &p) == DP_OK);
     CHECK(p && dp_sym_list_arguments(p, names, 8) == 3 && !strcmp(names[2], "p_gamma"));
     dp_sym_release(p); p = NULL;
+    {   /* num_inputs 0: as many as the layer takes (weight and bias made) */
+        dp_sym_node_desc d;
+        memset(&d, 0, sizeof d);
+        d.op = "Convolution"; d.name = "c3"; d.inputs[0] = x;
+        d.params[0].name = "kernel"; d.params[0].s = "(3, 3)"; d.params[1].name = "num_filter"; d.params[1].i = 4;
+        CHECK(dp_sym_node(&d, &p) == DP_OK);
+        CHECK(p && dp_sym_list_arguments(p, names, 8) == 3 && !strcmp(names[2], "c3_bias"));
+        dp_sym_release(p); p = NULL;
+    }
     g_msg[0] = 0;
     in[0] = x;
     CHECK(sym_op("Convolution", "bad", 3, in, 3, lk, lv, &p) == DP_ERROR_INVALID_ARGS && !p);
