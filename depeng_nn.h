@@ -21,7 +21,8 @@
      3. API (declarations): OPTIMIZERS, AUTOGRAD, SYMBOL, EXECUTOR, DATA
         (the mini-batch iterator), KVSTORE, and dp_nn_register
      4. Implementation, its sections in file order: >>nn prelude
-        >>registration >>data >>layers >>conv layers >>optimizer objects >>autograd
+        >>registration >>data >>layers >>conv layers >>tensor layers
+        >>optimizer objects >>autograd
         >>symbol >>graph passes >>symbol JSON and DOT >>memory planning
         >>executor >>kvstore
 
@@ -642,6 +643,7 @@ static dp_atomic_int dpn__registering;
 static void dpn__register_linear(void);
 static void dpn__register_softmax_output(void);
 static void dpn__register_layers(void);
+static void dpn__register_tensor_layers(void);
 static void dpn__ag_install_tracker(void);
 DPN_IMPL void dp_nn_register(void) {
     if (dp_atomic_load(&dpn__registered) == 2) return;
@@ -649,6 +651,7 @@ DPN_IMPL void dp_nn_register(void) {
         dpn__register_linear();
         dpn__register_softmax_output();
         dpn__register_layers();
+        dpn__register_tensor_layers();
         dpn__ag_install_tracker();
         dp_atomic_store(&dpn__registered, 2);
     } else while (dp_atomic_load(&dpn__registered) != 2) dp_thread_yield();
@@ -1735,6 +1738,504 @@ static void dpn__register_layers(void) {
     dp_operator_register_with_gradient(&op, "_backward_Flatten", "gradient of Flatten: the output gradient in data's shape", dpn__kg_flatten, 0);
 }
 
+/* >>tensor layers: MXNet's BlockGrad, MakeLoss, the regression outputs,
+   Embedding, expand_dims, slice_axis, broadcast_to, where, batch_dot,
+   stack and SliceChannel ---------------------------------------------------- */
+/* BlockGrad: the identity whose gradient is 0 (MXNet's stop_gradient). */
+static int dpn__k_identity(const dp_kernel_ctx *k) {
+    dpn__copy_by_req(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_shape_size(dp_nd_shape(k->inputs[0])),
+                     dp_nd_bytes(k->inputs[0]), k->req[0]);
+    return 0;
+}
+static void dpn__fill_by_req(dp_ndarray *a, double v, dp_req req) {
+    int64_t i, n = dp_shape_size(dp_nd_shape(a));
+    for (i = 0; req != DP_REQ_NULL && i < n; i++) dpn__store_elem(dp_nd_data(a), dp_nd_dtype(a), i, v, req);
+}
+static int dpn__kg_block(const dp_kernel_ctx *k) {
+    int i;
+    for (i = 0; i < k->num_outputs; i++) dpn__fill_by_req(k->outputs[i], 0, k->req[i]);
+    return 0;
+}
+/* MakeLoss(data): the identity forward; its gradient ignores the head
+   gradient: grad_scale, divided by the batch (normalization batch) or by
+   the elements above valid_thresh (valid), as MXNet's. */
+static const dp_param_def dpn__make_loss_params[] = {
+    {"grad_scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient of each element"},
+    {"valid_thresh", DP_PARAM_FLOAT, "0", 0, 0, NULL, "normalization valid: elements above it count"},
+    {"normalization", DP_PARAM_ENUM, "null", 0, 0, "null|batch|valid", "the gradient divided by nothing, the batch, or the valid elements"},
+};
+static int dpn__kg_make_loss(const dp_kernel_ctx *k) {
+    dp_ndarray *x = k->inputs[1];
+    int64_t i, n = dp_shape_size(dp_nd_shape(x)), valid = 0;
+    double g = k->params->v[0].f;
+    if (k->params->v[2].i == 1 && dp_nd_shape(x)->ndim > 0 && dp_nd_shape(x)->dims[0] > 0) g /= (double)dp_nd_shape(x)->dims[0];
+    if (k->params->v[2].i == 2) {
+        for (i = 0; i < n; i++) valid += dpn__load_elem(dp_nd_data(x), dp_nd_dtype(x), i) > k->params->v[1].f;
+        g /= valid > 0 ? (double)valid : 1.0;
+    }
+    dpn__fill_by_req(k->outputs[0], g, k->req[0]);
+    return 0;
+}
+/* LinearRegressionOutput, LogisticRegressionOutput, MAERegressionOutput
+   (data, label): the forward is the identity, the sigmoid, the identity;
+   the data's gradient ignores the head gradient: (out - label), the same,
+   sign(out - label), times grad_scale / (the elements per row), as
+   MXNet's; the label's is 0. label holds as many elements as data. */
+static const dp_param_def dpn__regression_params[] = {
+    {"grad_scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient is multiplied by it"},
+};
+static int dpn__infer_regression(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                 dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    (void)p; (void)nin; (void)nout;
+    if (dpn__infer_float(it, msg, cap)) return -1;
+    if (dp_shape_size(&is[0]) != dp_shape_size(&is[1]) || is[0].ndim < 1) {
+        snprintf(msg, cap, "data %s and label %s: as many elements in each", dpn__shape_str(&is[0], s1, sizeof s1), dpn__shape_str(&is[1], s2, sizeof s2));
+        return -1;
+    }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+static double dpn__regression_out(int kind, double x) { return kind == 1 ? 1 / (1 + exp(-x)) : x; }
+#define DPN__REGRESSION(nm, kind) \
+    static int dpn__k_##nm(const dp_kernel_ctx *k) { \
+        dp_dtype t = dp_nd_dtype(k->inputs[0]); \
+        int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0])); \
+        for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) \
+            dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, dpn__regression_out(kind, dpn__load_elem(dp_nd_data(k->inputs[0]), t, i)), k->req[0]); \
+        return 0; \
+    } \
+    static int dpn__kg_##nm(const dp_kernel_ctx *k) { \
+        dp_ndarray *x = k->inputs[1], *l = k->inputs[2]; \
+        dp_dtype t = dp_nd_dtype(x); \
+        int64_t i, n = dp_shape_size(dp_nd_shape(x)), rows = dp_nd_shape(x)->dims[0]; \
+        double scale = k->params->v[0].f / (rows > 0 && n / rows > 0 ? (double)(n / rows) : 1.0); \
+        for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) { \
+            double d = dpn__regression_out(kind, dpn__load_elem(dp_nd_data(x), t, i)) - dpn__load_elem(dp_nd_data(l), dp_nd_dtype(l), i); \
+            dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, (kind == 2 ? (double)((d > 0) - (d < 0)) : d) * scale, k->req[0]); \
+        } \
+        dpn__fill_by_req(k->outputs[1], 0, k->req[1]); \
+        return 0; \
+    }
+DPN__REGRESSION(linear_regression, 0)
+DPN__REGRESSION(logistic_regression, 1)
+DPN__REGRESSION(mae_regression, 2)
+#undef DPN__REGRESSION
+
+/* Embedding(data, weight (input_dim, output_dim)): rows of weight picked
+   by data's values (any shape; integral values in 0..input_dim-1, else the
+   kernel fails naming the index); result data.shape + (output_dim,). The
+   weight's gradient adds the output gradient's rows into the rows they
+   came from; the data's is 0. */
+static const dp_param_def dpn__embedding_params[] = {
+    {"input_dim", DP_PARAM_INT, NULL, 1, 1e12, NULL, "rows of weight (the vocabulary)"},
+    {"output_dim", DP_PARAM_INT, NULL, 1, 1e12, NULL, "columns of weight (the embedding's size)"},
+    {"dtype", DP_PARAM_ENUM, "float32", 0, 0, "float32|float64", "the weight's and output's dtype"},
+    {"sparse_grad", DP_PARAM_BOOL, "false", 0, 0, NULL, "MXNet's row-sparse gradient: accepted, the gradient is dense"},
+};
+static int dpn__infer_embedding(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    (void)nin; (void)nout;
+    if (is[1].ndim != 2 || is[1].dims[0] != p->v[0].i || is[1].dims[1] != p->v[1].i || is[0].ndim >= DP_MAX_DIMS
+        || it[1] != (p->v[2].i ? DP_FLOAT64 : DP_FLOAT32)) {
+        snprintf(msg, cap, "weight %s %s: needs (input_dim %lld, output_dim %lld) of dtype %s (data %s)", dp_dtype_name(it[1]),
+                 dpn__shape_str(&is[1], s1, sizeof s1), (long long)p->v[0].i, (long long)p->v[1].i, p->v[2].i ? "float64" : "float32",
+                 dpn__shape_str(&is[0], s2, sizeof s2));
+        return -1;
+    }
+    *os = is[0];
+    os->dims[os->ndim++] = p->v[1].i;
+    *ot = it[1];
+    return 0;
+}
+/* The row data[i] names, or -1 with the kernel's error. */
+static int64_t dpn__embedding_row(const dp_kernel_ctx *k, dp_ndarray *data, int64_t i, int64_t rows) {
+    double v = dpn__load_elem(dp_nd_data(data), dp_nd_dtype(data), i);
+    if (!(v >= 0 && v < (double)rows && v == (double)(int64_t)v)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "Embedding: index %g (element %lld of data) is not a row of 0..%lld", v, (long long)i, (long long)rows - 1);
+        dp_set_error(k->rc, msg);
+        return -1;
+    }
+    return (int64_t)v;
+}
+static int dpn__k_embedding(const dp_kernel_ctx *k) {
+    dp_ndarray *data = k->inputs[0], *w = k->inputs[1];
+    int64_t rows = dp_nd_shape(w)->dims[0], d = dp_nd_shape(w)->dims[1], n = dp_shape_size(dp_nd_shape(data)), i, j, r;
+    dp_dtype t = dp_nd_dtype(w);
+    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) {
+        if ((r = dpn__embedding_row(k, data, i, rows)) < 0) return DP_ERROR_INVALID_ARGS;
+        for (j = 0; j < d; j++) dpn__store_elem(dp_nd_data(k->outputs[0]), t, i * d + j, dpn__load_elem(dp_nd_data(w), t, r * d + j), k->req[0]);
+    }
+    return 0;
+}
+static int dpn__kg_embedding(const dp_kernel_ctx *k) {
+    dp_ndarray *data = k->inputs[1], *w = k->inputs[2];
+    int64_t rows = dp_nd_shape(w)->dims[0], d = dp_nd_shape(w)->dims[1], n = dp_shape_size(dp_nd_shape(data)), i, j, r;
+    dp_dtype t = dp_nd_dtype(w);
+    dpn__fill_by_req(k->outputs[0], 0, k->req[0]);
+    if (k->req[1] == DP_REQ_NULL) return 0;
+    dpn__clear_for(k->outputs[1], k->req[1]);
+    for (i = 0; i < n; i++) {
+        if ((r = dpn__embedding_row(k, data, i, rows)) < 0) return DP_ERROR_INVALID_ARGS;
+        for (j = 0; j < d; j++) dpn__store_elem(dp_nd_data(k->outputs[1]), t, r * d + j, dpn__load_elem(dp_nd_data(k->inputs[0]), t, i * d + j), DP_REQ_ADD);
+    }
+    return 0;
+}
+
+/* An axis parameter against ndim (negative counts from the end); -1 with msg. */
+static int dpn__axis_of(int64_t axis, int ndim, const char *what, const dp_shape *s, char *msg, size_t cap) {
+    char s1[160];
+    int64_t a = axis < 0 ? axis + ndim : axis;
+    if (a < 0 || a >= ndim) { snprintf(msg, cap, "axis %lld: out of range for %s %s", (long long)axis, what, dpn__shape_str(s, s1, sizeof s1)); return -1; }
+    return (int)a;
+}
+/* expand_dims(data, axis): a new axis of size 1 at axis (-ndim-1..ndim). */
+static const dp_param_def dpn__expand_dims_params[] = {{"axis", DP_PARAM_INT, NULL, 0, 0, NULL, "where the new axis goes; negative counts from the end"}};
+static int dpn__infer_expand_dims(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                  dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int a, d;
+    (void)nin; (void)nout;
+    if (is[0].ndim >= DP_MAX_DIMS) { snprintf(msg, cap, "data has %d axes already (at most %d)", is[0].ndim, DP_MAX_DIMS); return -1; }
+    if ((a = dpn__axis_of(p->v[0].i, is[0].ndim + 1, "data", &is[0], msg, cap)) < 0) return -1;
+    memset(os, 0, sizeof *os);
+    os->ndim = is[0].ndim + 1;
+    for (d = 0; d < os->ndim; d++) os->dims[d] = d < a ? is[0].dims[d] : d == a ? 1 : is[0].dims[d - 1];
+    *ot = it[0];
+    return 0;
+}
+/* slice_axis(data, axis, begin, end): [begin, end) of one axis (negative
+   counts from the end; end () is the axis's end, MXNet's None). */
+static const dp_param_def dpn__slice_axis_params[] = {
+    {"axis", DP_PARAM_INT, NULL, 0, 0, NULL, "the axis sliced; negative counts from the end"},
+    {"begin", DP_PARAM_INT, NULL, 0, 0, NULL, "the first index; negative counts from the end"},
+    {"end", DP_PARAM_SHAPE, "()", 0, 0, NULL, "one past the last index; () (MXNet's None) for the axis's end"},
+};
+static int dpn__slice_range(const dp_params *p, const dp_shape *s, int *axis, int64_t *b, int64_t *e, char *msg, size_t cap) {
+    char s1[160];
+    int64_t n;
+    if ((*axis = dpn__axis_of(p->v[0].i, s->ndim, "data", s, msg, cap)) < 0) return -1;
+    n = s->dims[*axis];
+    *b = p->v[1].i < 0 ? p->v[1].i + n : p->v[1].i;
+    *e = p->v[2].shape.ndim == 0 ? n : p->v[2].shape.dims[0] < 0 ? p->v[2].shape.dims[0] + n : p->v[2].shape.dims[0];
+    if (p->v[2].shape.ndim > 1 || *b < 0 || *e > n || *b >= *e) {
+        snprintf(msg, cap, "begin %lld, end %s: not a non-empty range of axis %d of data %s", (long long)p->v[1].i,
+                 p->v[2].shape.ndim ? "given" : "None", *axis, dpn__shape_str(s, s1, sizeof s1));
+        return -1;
+    }
+    return 0;
+}
+static int dpn__infer_slice_axis(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                 dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int axis;
+    int64_t b, e;
+    (void)nin; (void)nout;
+    if (dpn__slice_range(p, &is[0], &axis, &b, &e, msg, cap)) return -1;
+    *os = is[0]; os->dims[axis] = e - b; *ot = it[0];
+    return 0;
+}
+/* Copies between a block of [outer, n, inner] and its slice [outer, m,
+   inner] from offset b: to the slice (dir 0, by req) or back (dir 1, added). */
+static void dpn__slice_copy(dp_dtype t, const void *src, void *dst, int64_t outer, int64_t n, int64_t m, int64_t inner, int64_t b, int dir, dp_req req) {
+    int64_t o, i, j;
+    for (o = 0; o < outer; o++) for (i = 0; i < m; i++) for (j = 0; j < inner; j++) {
+        int64_t big = (o * n + b + i) * inner + j, small = (o * m + i) * inner + j;
+        if (dir == 0) dpn__store_elem(dst, t, small, dpn__load_elem(src, t, big), req);
+        else dpn__store_elem(dst, t, big, dpn__load_elem(src, t, small), DP_REQ_ADD);
+    }
+}
+static void dpn__split_axis(const dp_shape *s, int axis, int64_t *outer, int64_t *inner) {
+    int d;
+    *outer = *inner = 1;
+    for (d = 0; d < axis; d++) *outer *= s->dims[d];
+    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dims[d];
+}
+static int dpn__k_slice_axis(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    int axis;
+    int64_t b, e, outer, inner;
+    char msg[8];
+    dpn__slice_range(k->params, s, &axis, &b, &e, msg, sizeof msg);
+    dpn__split_axis(s, axis, &outer, &inner);
+    if (k->req[0] != DP_REQ_NULL)
+        dpn__slice_copy(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), outer, s->dims[axis], e - b, inner, b, 0, k->req[0]);
+    return 0;
+}
+static int dpn__kg_slice_axis(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[1]);
+    int axis;
+    int64_t b, e, outer, inner;
+    char msg[8];
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__slice_range(k->params, s, &axis, &b, &e, msg, sizeof msg);
+    dpn__split_axis(s, axis, &outer, &inner);
+    dpn__clear_for(k->outputs[0], k->req[0]);
+    dpn__slice_copy(dp_nd_dtype(k->inputs[1]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), outer, s->dims[axis], e - b, inner, b, 1, k->req[0]);
+    return 0;
+}
+/* broadcast_to(data, shape): axes of size 1 repeated to shape's (0 keeps
+   the axis); the gradient sums over the repeats. */
+static const dp_param_def dpn__broadcast_to_params[] = {{"shape", DP_PARAM_SHAPE, NULL, 0, 0, NULL, "the result's shape; 0 keeps data's axis"}};
+static int dpn__infer_broadcast_to(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                   dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    const dp_shape *t = &p->v[0].shape;
+    char s1[160], s2[160];
+    int d;
+    (void)nin; (void)nout;
+    *os = is[0];
+    for (d = 0; d < is[0].ndim && t->ndim == is[0].ndim; d++) {
+        int64_t want = t->dims[d] == 0 ? is[0].dims[d] : t->dims[d];
+        if (want < 1 || (is[0].dims[d] != want && is[0].dims[d] != 1)) break;
+        os->dims[d] = want;
+    }
+    if (t->ndim != is[0].ndim || d < is[0].ndim) {
+        snprintf(msg, cap, "shape %s: data %s broadcasts only its axes of size 1, to as many axes", dpn__shape_str(t, s1, sizeof s1),
+                 dpn__shape_str(&is[0], s2, sizeof s2));
+        return -1;
+    }
+    *ot = it[0];
+    return 0;
+}
+/* The input element of output element i (small: the input's shape). */
+static int64_t dpn__broadcast_src(const dp_shape *small, const dp_shape *big, int64_t i) {
+    int64_t src = 0, stride = 1;
+    int d;
+    for (d = big->ndim - 1; d >= 0; d--) {
+        int64_t c = i % big->dims[d];
+        i /= big->dims[d];
+        if (small->dims[d] != 1) src += c * stride;
+        stride *= small->dims[d];
+    }
+    return src;
+}
+static int dpn__k_broadcast_to(const dp_kernel_ctx *k) {
+    const dp_shape *xs = dp_nd_shape(k->inputs[0]), *ys = dp_nd_shape(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t i, n = dp_shape_size(ys);
+    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++)
+        dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, dpn__load_elem(dp_nd_data(k->inputs[0]), t, dpn__broadcast_src(xs, ys, i)), k->req[0]);
+    return 0;
+}
+static int dpn__kg_broadcast_to(const dp_kernel_ctx *k) {
+    const dp_shape *xs = dp_nd_shape(k->inputs[1]), *ys = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t i, n = dp_shape_size(ys);
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__clear_for(k->outputs[0], k->req[0]);
+    for (i = 0; i < n; i++)
+        dpn__store_elem(dp_nd_data(k->outputs[0]), t, dpn__broadcast_src(xs, ys, i), dpn__load_elem(dp_nd_data(k->inputs[0]), t, i), DP_REQ_ADD);
+    return 0;
+}
+/* where(condition, x, y): x where condition is non-zero, else y; all of
+   one shape, or condition (n,) choosing whole rows of x and y (n, ...). */
+static int dpn__infer_where(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                            dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160], s3[160];
+    int same_xy = is[1].ndim == is[2].ndim && !memcmp(is[1].dims, is[2].dims, sizeof(int64_t) * (size_t)is[1].ndim);
+    int cond_ok = (is[0].ndim == is[1].ndim && !memcmp(is[0].dims, is[1].dims, sizeof(int64_t) * (size_t)is[0].ndim))
+               || (is[0].ndim == 1 && is[1].ndim >= 1 && is[0].dims[0] == is[1].dims[0]);
+    (void)p; (void)nin; (void)nout;
+    if (!same_xy || !cond_ok || it[1] != it[2]) {
+        snprintf(msg, cap, "condition %s, x %s, y %s: x and y of one shape and dtype, condition of theirs or (rows,)", dpn__shape_str(&is[0], s1, sizeof s1),
+                 dpn__shape_str(&is[1], s2, sizeof s2), dpn__shape_str(&is[2], s3, sizeof s3));
+        return -1;
+    }
+    *os = is[1]; *ot = it[1];
+    return 0;
+}
+static int dpn__where_pick(dp_ndarray *cond, dp_ndarray *x, int64_t i) {
+    int64_t per = dp_shape_size(dp_nd_shape(cond)) == dp_shape_size(dp_nd_shape(x)) ? 1
+                : dp_shape_size(dp_nd_shape(x)) / (dp_nd_shape(x)->dims[0] ? dp_nd_shape(x)->dims[0] : 1);
+    return dpn__load_elem(dp_nd_data(cond), dp_nd_dtype(cond), i / per) != 0;
+}
+static int dpn__k_where(const dp_kernel_ctx *k) {
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[1]));
+    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++)
+        dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, dpn__load_elem(dp_nd_data(k->inputs[dpn__where_pick(k->inputs[0], k->inputs[1], i) ? 1 : 2]), t, i), k->req[0]);
+    return 0;
+}
+/* inputs (og, condition, x, y); outputs (d condition = 0, d x, d y) */
+static int dpn__kg_where(const dp_kernel_ctx *k) {
+    dp_dtype t = dp_nd_dtype(k->inputs[2]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[2]));
+    dpn__fill_by_req(k->outputs[0], 0, k->req[0]);
+    for (i = 0; i < n; i++) {
+        int pick = dpn__where_pick(k->inputs[1], k->inputs[2], i);
+        double g = dpn__load_elem(dp_nd_data(k->inputs[0]), t, i);
+        dpn__store_elem(dp_nd_data(k->outputs[1]), t, i, pick ? g : 0, k->req[1]);
+        dpn__store_elem(dp_nd_data(k->outputs[2]), t, i, pick ? 0 : g, k->req[2]);
+    }
+    return 0;
+}
+/* batch_dot(a (B, M, K), b (B, K, N)) = (B, M, N), each of a batch by
+   dp_gemm; transpose_a, transpose_b transpose each matrix first. */
+static const dp_param_def dpn__batch_dot_params[] = {
+    {"transpose_a", DP_PARAM_BOOL, "false", 0, 0, NULL, "each of a's matrices transposed"},
+    {"transpose_b", DP_PARAM_BOOL, "false", 0, 0, NULL, "each of b's matrices transposed"},
+};
+static int dpn__infer_batch_dot(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int ta = (int)p->v[0].i, tb = (int)p->v[1].i;
+    char s1[160], s2[160];
+    (void)nin; (void)nout;
+    if (it[0] != it[1] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64) || is[0].ndim != 3 || is[1].ndim != 3 || is[0].dims[0] != is[1].dims[0]
+        || is[0].dims[ta ? 1 : 2] != is[1].dims[tb ? 2 : 1]) {
+        snprintf(msg, cap, "a %s, b %s (transpose_a %d, transpose_b %d): float (B, M, K) and (B, K, N) of one dtype", dpn__shape_str(&is[0], s1, sizeof s1),
+                 dpn__shape_str(&is[1], s2, sizeof s2), ta, tb);
+        return -1;
+    }
+    memset(os, 0, sizeof *os);
+    os->ndim = 3; os->dims[0] = is[0].dims[0]; os->dims[1] = is[0].dims[ta ? 2 : 1]; os->dims[2] = is[1].dims[tb ? 1 : 2];
+    *ot = it[0];
+    return 0;
+}
+static void dpn__batch_gemm(dp_dtype t, int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t kk, const void *a, int64_t lda,
+                            const void *b, int64_t ldb, double beta, void *c) {
+    size_t e = dp_dtype_size(t);
+    int64_t i;
+    for (i = 0; i < batch; i++)
+        dp_gemm(t, ta, tb, m, n, kk, (const char *)a + (size_t)(i * m * kk) * e, lda, (const char *)b + (size_t)(i * kk * n) * e, ldb, beta,
+                (char *)c + (size_t)(i * m * n) * e, n);
+}
+static int dpn__k_batch_dot(const dp_kernel_ctx *k) {
+    const dp_shape *as = dp_nd_shape(k->inputs[0]), *ys = dp_nd_shape(k->outputs[0]);
+    int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
+    int64_t kk = as->dims[ta ? 1 : 2];
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__batch_gemm(dp_nd_dtype(k->inputs[0]), ys->dims[0], ta, tb, ys->dims[1], ys->dims[2], kk, dp_nd_data(k->inputs[0]), as->dims[2],
+                    dp_nd_data(k->inputs[1]), dp_nd_shape(k->inputs[1])->dims[2], dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
+    return 0;
+}
+/* inputs (og (B, M, N), a, b): d a = og op(b)^T (transposed back when
+   transpose_a), d b = op(a)^T og (likewise). */
+static int dpn__kg_batch_dot(const dp_kernel_ctx *k) {
+    const dp_shape *gs = dp_nd_shape(k->inputs[0]), *as = dp_nd_shape(k->inputs[1]), *bs = dp_nd_shape(k->inputs[2]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
+    int64_t B = gs->dims[0], M = gs->dims[1], N = gs->dims[2], K = as->dims[ta ? 1 : 2];
+    const void *og = dp_nd_data(k->inputs[0]), *a = dp_nd_data(k->inputs[1]), *b = dp_nd_data(k->inputs[2]);
+    if (k->req[0] != DP_REQ_NULL) {
+        if (!ta) dpn__batch_gemm(t, B, 0, !tb, M, K, N, og, N, b, bs->dims[2], dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
+        else dpn__batch_gemm(t, B, tb, 1, K, M, N, b, bs->dims[2], og, N, dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
+    }
+    if (k->req[1] != DP_REQ_NULL) {
+        if (!tb) dpn__batch_gemm(t, B, !ta, 0, K, N, M, a, as->dims[2], og, N, dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]));
+        else dpn__batch_gemm(t, B, 1, ta, N, K, M, og, N, a, as->dims[2], dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]));
+    }
+    return 0;
+}
+/* stack(num_args arrays of one shape, axis): joined along a new axis. */
+static const dp_param_def dpn__stack_params[] = {
+    {"num_args", DP_PARAM_INT, NULL, 1, 64, NULL, "how many arrays"},
+    {"axis", DP_PARAM_INT, "0", 0, 0, NULL, "the new axis's place; negative counts from the end"},
+};
+static int dpn__infer_stack(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                            dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    int a, d, i;
+    (void)nout;
+    for (i = 1; i < nin; i++)
+        if (it[i] != it[0] || is[i].ndim != is[0].ndim || memcmp(is[i].dims, is[0].dims, sizeof(int64_t) * (size_t)is[0].ndim)) {
+            snprintf(msg, cap, "input %d %s and input 0 %s: one shape and dtype", i, dpn__shape_str(&is[i], s1, sizeof s1), dpn__shape_str(&is[0], s2, sizeof s2));
+            return -1;
+        }
+    if (is[0].ndim >= DP_MAX_DIMS) { snprintf(msg, cap, "inputs have %d axes already (at most %d)", is[0].ndim, DP_MAX_DIMS); return -1; }
+    if ((a = dpn__axis_of(p->v[1].i, is[0].ndim + 1, "input 0", &is[0], msg, cap)) < 0) return -1;
+    memset(os, 0, sizeof *os);
+    os->ndim = is[0].ndim + 1;
+    for (d = 0; d < os->ndim; d++) os->dims[d] = d < a ? is[0].dims[d] : d == a ? nin : is[0].dims[d - 1];
+    *ot = it[0];
+    return 0;
+}
+/* The stacked output as [outer, num_args, inner]: outer the inputs' axes
+   before axis, inner those from it on. */
+static void dpn__stack_dims(const dp_params *p, const dp_shape *in, int64_t *outer, int64_t *inner) {
+    int a = (int)(p->v[1].i < 0 ? p->v[1].i + in->ndim + 1 : p->v[1].i), d;
+    *outer = 1;
+    for (d = 0; d < a; d++) *outer *= in->dims[d];
+    *inner = *outer ? dp_shape_size(in) / *outer : 0;
+}
+static int dpn__k_stack(const dp_kernel_ctx *k) {
+    int64_t outer, inner, o, j;
+    int i, n = k->num_inputs;
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    dpn__stack_dims(k->params, dp_nd_shape(k->inputs[0]), &outer, &inner);
+    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++)
+        for (o = 0; o < outer; o++) for (j = 0; j < inner; j++)
+            dpn__store_elem(dp_nd_data(k->outputs[0]), t, (o * n + i) * inner + j, dpn__load_elem(dp_nd_data(k->inputs[i]), t, o * inner + j), k->req[0]);
+    return 0;
+}
+/* inputs (og, the num_args arrays); outputs their gradients */
+static int dpn__kg_stack(const dp_kernel_ctx *k) {
+    int64_t outer, inner, o, j;
+    int i, n = k->num_outputs;
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    dpn__stack_dims(k->params, dp_nd_shape(k->inputs[1]), &outer, &inner);
+    for (i = 0; i < n; i++)
+        for (o = 0; k->req[i] != DP_REQ_NULL && o < outer; o++) for (j = 0; j < inner; j++)
+            dpn__store_elem(dp_nd_data(k->outputs[i]), t, o * inner + j, dpn__load_elem(dp_nd_data(k->inputs[0]), t, (o * n + i) * inner + j), k->req[i]);
+    return 0;
+}
+static int dpn__k_reshaped_copy(const dp_kernel_ctx *k) { return dpn__k_flatten(k); }
+static int dpn__kg_reshaped_copy(const dp_kernel_ctx *k) { return dpn__kg_flatten(k); }
+static void dpn__register_tensor_layers(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "BlockGrad"; op.doc = "MXNet's BlockGrad (stop_gradient): the identity, whose gradient is 0";
+    op.num_inputs = 1; op.num_outputs = 1; op.forward_cpu = dpn__k_identity;
+    dp_operator_register_with_gradient(&op, "_backward_BlockGrad", "gradient of BlockGrad: 0", dpn__kg_block, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "MakeLoss"; op.doc = "MXNet's MakeLoss: the identity, as a loss: its gradient is grad_scale (normalized), whatever the head gradient";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dpn__make_loss_params; op.num_params = 3; op.infer = dpn__infer_act;
+    op.forward_cpu = dpn__k_identity; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    dp_operator_register_with_gradient(&op, "_backward_MakeLoss", "gradient of MakeLoss", dpn__kg_make_loss, 0);
+#define DPN__REG_REGRESSION(NAME, nm, text) \
+    memset(&op, 0, sizeof op); \
+    op.name = NAME; op.doc = text; op.num_inputs = 2; op.num_outputs = 1; op.params = dpn__regression_params; op.num_params = 1; \
+    op.infer = dpn__infer_regression; op.forward_cpu = dpn__k_##nm; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64; \
+    dp_operator_register_with_gradient(&op, "_backward_" NAME, "gradient of " NAME " (the label's is 0)", dpn__kg_##nm, 0);
+    DPN__REG_REGRESSION("LinearRegressionOutput", linear_regression, "MXNet's LinearRegressionOutput(data, label): the identity; gradient (out - label) grad_scale / (elements per row), whatever the head gradient")
+    DPN__REG_REGRESSION("LogisticRegressionOutput", logistic_regression, "MXNet's LogisticRegressionOutput(data, label): the sigmoid; gradient (out - label) grad_scale / (elements per row), whatever the head gradient")
+    DPN__REG_REGRESSION("MAERegressionOutput", mae_regression, "MXNet's MAERegressionOutput(data, label): the identity; gradient sign(out - label) grad_scale / (elements per row), whatever the head gradient")
+#undef DPN__REG_REGRESSION
+    memset(&op, 0, sizeof op);
+    op.name = "Embedding"; op.doc = "MXNet's Embedding(data, weight (input_dim, output_dim)): weight's rows at data's values (0..input_dim-1, else the op fails); data.shape + (output_dim,)";
+    op.num_inputs = 2; op.num_outputs = 1; op.params = dpn__embedding_params; op.num_params = 4; op.infer = dpn__infer_embedding;
+    op.forward_cpu = dpn__k_embedding;
+    dp_operator_register_with_gradient(&op, "_backward_Embedding", "gradient of Embedding: the output gradient's rows added into weight's; data's is 0", dpn__kg_embedding, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "expand_dims"; op.doc = "a new axis of size 1 at axis";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dpn__expand_dims_params; op.num_params = 1; op.infer = dpn__infer_expand_dims;
+    op.forward_cpu = dpn__k_reshaped_copy;
+    dp_operator_register_with_gradient(&op, "_backward_expand_dims", "gradient of expand_dims", dpn__kg_reshaped_copy, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "slice_axis"; op.doc = "[begin, end) along one axis";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dpn__slice_axis_params; op.num_params = 3; op.infer = dpn__infer_slice_axis;
+    op.forward_cpu = dpn__k_slice_axis;
+    dp_operator_register_with_gradient(&op, "_backward_slice_axis", "gradient of slice_axis: the output gradient in its place, 0 elsewhere", dpn__kg_slice_axis, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "broadcast_to"; op.doc = "axes of size 1 repeated to shape (0 keeps an axis)";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dpn__broadcast_to_params; op.num_params = 1; op.infer = dpn__infer_broadcast_to;
+    op.forward_cpu = dpn__k_broadcast_to;
+    dp_operator_register_with_gradient(&op, "_backward_broadcast_to", "gradient of broadcast_to: sums over the repeats", dpn__kg_broadcast_to, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "where"; op.doc = "where(condition, x, y): x where condition is non-zero, else y; condition of x's shape or (rows,)";
+    op.num_inputs = 3; op.num_outputs = 1; op.infer = dpn__infer_where; op.forward_cpu = dpn__k_where;
+    dp_operator_register_with_gradient(&op, "_backward_where", "gradient of where (condition's is 0)", dpn__kg_where, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "batch_dot"; op.doc = "a (B, M, K) times b (B, K, N), matrix by matrix: (B, M, N)";
+    op.num_inputs = 2; op.num_outputs = 1; op.params = dpn__batch_dot_params; op.num_params = 2; op.infer = dpn__infer_batch_dot;
+    op.forward_cpu = dpn__k_batch_dot; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    dp_operator_register_with_gradient(&op, "_backward_batch_dot", "gradient of batch_dot", dpn__kg_batch_dot, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "stack"; op.doc = "num_args arrays of one shape joined along a new axis";
+    op.num_inputs = -1; op.num_outputs = 1; op.params = dpn__stack_params; op.num_params = 2; op.infer = dpn__infer_stack;
+    op.forward_cpu = dpn__k_stack;
+    dpn__register_counted(&op, "_backward_stack", "gradient of stack: the output gradient's slices", dpn__kg_stack);
+}
+
 /* >>optimizer objects: one weight's update, its state arrays and its step --- */
 struct dp_optimizer {
     dp_engine *eng;
@@ -2420,7 +2921,7 @@ static const struct { const char *mxnet, *depeng; } dpn__sym_aliases[] = {
     {"_div_scalar", "div_scalar"}, {"_rminus_scalar", "rsub_scalar"}, {"_rdiv_scalar", "rdiv_scalar"},
     {"_power_scalar", "power_scalar"}, {"_rpower_scalar", "rpower_scalar"}, {"_maximum", "maximum"}, {"_minimum", "minimum"},
     {"Concat", "concat"}, {"SoftmaxActivation", "softmax"}, {"_copy", "_copy"}, {"identity", "_copy"},
-    {"Reshape", "reshape"}, {"sum_axis", "sum"},
+    {"Reshape", "reshape"}, {"sum_axis", "sum"}, {"stop_gradient", "BlockGrad"},
 };
 /* depeng's name for an operator name (MXNet's names too; Activation is
    named by its act_type, later). */
@@ -2485,7 +2986,7 @@ static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw
         if (key[0] == '_' && key[1] == '_') continue;            /* MXNet's hints (__shape__, __lr_mult__, ...) */
         if (!strcmp(op_name, "Activation") && !strcmp(key, "act_type")) { act = v; continue; }
         if ((drop = dpn__sym_layer_key(name, node, key, v, &bias, &has_num_args)) < 0) return DP_ERROR_INVALID_ARGS;
-        if (drop) continue;
+        if (drop || (!strcmp(name, "slice_axis") && !strcmp(key, "end") && !strcmp(v, "None"))) continue;   /* None: the axis's end */
         if (!strcmp(name, "FullyConnected") && ((!strcmp(key, "no_bias") && dpn__kw_false(v)) || (!strcmp(key, "flatten") && dpn__kw_true(v)))) continue;
         if (!strcmp(key, "scalar")) { *has_scalar = 1; *scalar = strtod(v, NULL); continue; }
         if (kw->n == (int)(sizeof kw->keys / sizeof kw->keys[0])) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': too many parameters", node); return DP_ERROR_INVALID_ARGS; }

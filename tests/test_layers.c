@@ -66,6 +66,8 @@ typedef struct lcase {
     int nin;
     int64_t in[3][6];
     const char *kw[24];            /* key, value, ..., NULL */
+    unsigned fixed;                /* inputs holding integers in 0..range-1, not differentiated */
+    int range;
 } lcase;
 static int nkw(const lcase *c) { int n = 0; while (c->kw[2 * n]) n++; return n; }
 static const char *kv(const lcase *c, int i, int v) { return c->kw[2 * i + v]; }
@@ -105,7 +107,7 @@ static void grad_check(const lcase *c, const char *algo) {
     for (k = 0; k < c->nin; k++) {
         { dp_shape s = shape_of(c->in[k]); n[k] = dp_shape_size(&s); }
         v[k] = (double *)malloc(sizeof(double) * (size_t)n[k]);
-        for (i = 0; i < n[k]; i++) v[k][i] = urand();
+        for (i = 0; i < n[k]; i++) v[k][i] = c->fixed >> k & 1 ? (double)(int)((urand() + 1) / 2 * c->range) : urand();
         in[k] = from(e, shape_of(c->in[k]), DP_FLOAT64, v[k]);
         CHECK(dp_nd_attach_grad(in[k], DP_REQ_WRITE) == DP_OK);
     }
@@ -119,6 +121,7 @@ static void grad_check(const lcase *c, const char *algo) {
     head = from(e, *dp_nd_shape(y), DP_FLOAT64, r);
     CHECK(dp_autograd_backward(y, head, 0) == DP_OK);
     for (k = 0; k < c->nin && !bad; k++) {
+        if (c->fixed >> k & 1) continue;
         g = (double *)malloc(sizeof(double) * (size_t)n[k]);
         CHECK(read_all(dp_nd_grad(in[k]), g));
         for (i = 0; i < n[k] && !bad; i++) {
@@ -143,49 +146,109 @@ done:
 }
 
 static const lcase conv_cases[] = {
-    {"conv2d plain", "Convolution", 3, {{2, 3, 5, 6}, {4, 3, 3, 3}, {4}}, {"kernel", "(3, 3)", "num_filter", "4", NULL}},
-    {"conv2d stride pad", "Convolution", 3, {{1, 2, 6, 5}, {3, 2, 3, 2}, {3}}, {"kernel", "(3, 2)", "num_filter", "3", "stride", "(2, 1)", "pad", "(1, 2)", NULL}},
-    {"conv2d dilate", "Convolution", 3, {{1, 2, 7, 7}, {2, 2, 3, 3}, {2}}, {"kernel", "(3, 3)", "num_filter", "2", "dilate", "(2, 1)", "pad", "(1, 1)", NULL}},
-    {"conv2d groups no_bias", "Convolution", 2, {{2, 4, 5, 5}, {6, 2, 2, 3}}, {"kernel", "(2, 3)", "num_filter", "6", "num_group", "2", "no_bias", "True", "num_args", "2", "stride", "(1, 2)", NULL}},
-    {"conv2d pointwise", "Convolution", 3, {{2, 3, 4, 4}, {5, 3, 1, 1}, {5}}, {"kernel", "(1, 1)", "num_filter", "5", NULL}},
-    {"conv1d", "Convolution", 3, {{2, 3, 9}, {4, 3, 3}, {4}}, {"kernel", "(3,)", "num_filter", "4", "stride", "(2,)", "pad", "(1,)", "dilate", "(2,)", NULL}},
-    {"conv1d groups", "Convolution", 3, {{1, 6, 7}, {3, 2, 2}, {3}}, {"kernel", "(2,)", "num_filter", "3", "num_group", "3", NULL}},
-    {"deconv2d plain", "Deconvolution", 2, {{2, 3, 3, 4}, {3, 2, 3, 3}}, {"kernel", "(3, 3)", "num_filter", "2", NULL}},
-    {"deconv2d stride pad adj bias", "Deconvolution", 3, {{1, 2, 3, 3}, {2, 3, 3, 2}, {3}}, {"kernel", "(3, 2)", "num_filter", "3", "stride", "(2, 2)", "pad", "(1, 0)", "adj", "(1, 1)", "no_bias", "false", "num_args", "3", NULL}},
-    {"deconv2d groups dilate", "Deconvolution", 2, {{1, 4, 3, 3}, {4, 1, 2, 2}, {0}}, {"kernel", "(2, 2)", "num_filter", "2", "num_group", "2", "dilate", "(2, 2)", NULL}},
-    {"deconv2d target_shape", "Deconvolution", 2, {{1, 2, 3, 3}, {2, 2, 4, 4}, {0}}, {"kernel", "(4, 4)", "num_filter", "2", "stride", "(2, 2)", "target_shape", "(6, 7)", NULL}},
-    {"deconv1d", "Deconvolution", 2, {{2, 2, 4}, {2, 3, 3}, {0}}, {"kernel", "(3,)", "num_filter", "3", "stride", "(2,)", "pad", "(1,)", NULL}},
+    {"conv2d plain", "Convolution", 3, {{2, 3, 5, 6}, {4, 3, 3, 3}, {4}}, {"kernel", "(3, 3)", "num_filter", "4", NULL}, 0, 0},
+    {"conv2d stride pad", "Convolution", 3, {{1, 2, 6, 5}, {3, 2, 3, 2}, {3}}, {"kernel", "(3, 2)", "num_filter", "3", "stride", "(2, 1)", "pad", "(1, 2)", NULL}, 0, 0},
+    {"conv2d dilate", "Convolution", 3, {{1, 2, 7, 7}, {2, 2, 3, 3}, {2}}, {"kernel", "(3, 3)", "num_filter", "2", "dilate", "(2, 1)", "pad", "(1, 1)", NULL}, 0, 0},
+    {"conv2d groups no_bias", "Convolution", 2, {{2, 4, 5, 5}, {6, 2, 2, 3}}, {"kernel", "(2, 3)", "num_filter", "6", "num_group", "2", "no_bias", "True", "num_args", "2", "stride", "(1, 2)", NULL}, 0, 0},
+    {"conv2d pointwise", "Convolution", 3, {{2, 3, 4, 4}, {5, 3, 1, 1}, {5}}, {"kernel", "(1, 1)", "num_filter", "5", NULL}, 0, 0},
+    {"conv1d", "Convolution", 3, {{2, 3, 9}, {4, 3, 3}, {4}}, {"kernel", "(3,)", "num_filter", "4", "stride", "(2,)", "pad", "(1,)", "dilate", "(2,)", NULL}, 0, 0},
+    {"conv1d groups", "Convolution", 3, {{1, 6, 7}, {3, 2, 2}, {3}}, {"kernel", "(2,)", "num_filter", "3", "num_group", "3", NULL}, 0, 0},
+    {"deconv2d plain", "Deconvolution", 2, {{2, 3, 3, 4}, {3, 2, 3, 3}}, {"kernel", "(3, 3)", "num_filter", "2", NULL}, 0, 0},
+    {"deconv2d stride pad adj bias", "Deconvolution", 3, {{1, 2, 3, 3}, {2, 3, 3, 2}, {3}}, {"kernel", "(3, 2)", "num_filter", "3", "stride", "(2, 2)", "pad", "(1, 0)", "adj", "(1, 1)", "no_bias", "false", "num_args", "3", NULL}, 0, 0},
+    {"deconv2d groups dilate", "Deconvolution", 2, {{1, 4, 3, 3}, {4, 1, 2, 2}, {0}}, {"kernel", "(2, 2)", "num_filter", "2", "num_group", "2", "dilate", "(2, 2)", NULL}, 0, 0},
+    {"deconv2d target_shape", "Deconvolution", 2, {{1, 2, 3, 3}, {2, 2, 4, 4}, {0}}, {"kernel", "(4, 4)", "num_filter", "2", "stride", "(2, 2)", "target_shape", "(6, 7)", NULL}, 0, 0},
+    {"deconv1d", "Deconvolution", 2, {{2, 2, 4}, {2, 3, 3}, {0}}, {"kernel", "(3,)", "num_filter", "3", "stride", "(2,)", "pad", "(1,)", NULL}, 0, 0},
 };
 static void conv_gradients_im2col(void) { size_t i; for (i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) grad_check(&conv_cases[i], "im2col"); }
 static void conv_gradients_direct(void) { size_t i; for (i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) grad_check(&conv_cases[i], "direct"); }
 
 static const lcase pool_cases[] = {
-    {"max 2x2 s2", "Pooling", 1, {{2, 2, 4, 5}}, {"kernel", "(2, 2)", "stride", "(2, 2)", "pool_type", "max", NULL}},
-    {"max 3x3 s2 pad full", "Pooling", 1, {{1, 2, 6, 5}}, {"kernel", "(3, 3)", "stride", "(2, 2)", "pad", "(1, 1)", "pooling_convention", "full", NULL}},
-    {"avg pad include", "Pooling", 1, {{1, 2, 5, 5}}, {"kernel", "(3, 2)", "stride", "(2, 1)", "pad", "(1, 1)", "pool_type", "avg", NULL}},
-    {"avg pad exclude full", "Pooling", 1, {{1, 2, 6, 5}}, {"kernel", "(3, 3)", "stride", "(2, 2)", "pad", "(1, 1)", "pool_type", "avg", "count_include_pad", "False", "pooling_convention", "full", NULL}},
-    {"sum full", "Pooling", 1, {{2, 1, 5, 4}}, {"kernel", "(2, 3)", "stride", "(2, 2)", "pool_type", "sum", "pooling_convention", "full", NULL}},
-    {"global max", "Pooling", 1, {{2, 3, 3, 4}}, {"global_pool", "True", "pool_type", "max", NULL}},
-    {"global avg 1d", "Pooling", 1, {{2, 3, 5}}, {"global_pool", "True", "pool_type", "avg", NULL}},
-    {"max 1d", "Pooling", 1, {{2, 2, 7}}, {"kernel", "(3,)", "stride", "(2,)", "pad", "(1,)", NULL}},
-    {"avg 1d full", "Pooling", 1, {{1, 2, 8}}, {"kernel", "(3,)", "stride", "(2,)", "pool_type", "avg", "pooling_convention", "full", NULL}},
+    {"max 2x2 s2", "Pooling", 1, {{2, 2, 4, 5}}, {"kernel", "(2, 2)", "stride", "(2, 2)", "pool_type", "max", NULL}, 0, 0},
+    {"max 3x3 s2 pad full", "Pooling", 1, {{1, 2, 6, 5}}, {"kernel", "(3, 3)", "stride", "(2, 2)", "pad", "(1, 1)", "pooling_convention", "full", NULL}, 0, 0},
+    {"avg pad include", "Pooling", 1, {{1, 2, 5, 5}}, {"kernel", "(3, 2)", "stride", "(2, 1)", "pad", "(1, 1)", "pool_type", "avg", NULL}, 0, 0},
+    {"avg pad exclude full", "Pooling", 1, {{1, 2, 6, 5}}, {"kernel", "(3, 3)", "stride", "(2, 2)", "pad", "(1, 1)", "pool_type", "avg", "count_include_pad", "False", "pooling_convention", "full", NULL}, 0, 0},
+    {"sum full", "Pooling", 1, {{2, 1, 5, 4}}, {"kernel", "(2, 3)", "stride", "(2, 2)", "pool_type", "sum", "pooling_convention", "full", NULL}, 0, 0},
+    {"global max", "Pooling", 1, {{2, 3, 3, 4}}, {"global_pool", "True", "pool_type", "max", NULL}, 0, 0},
+    {"global avg 1d", "Pooling", 1, {{2, 3, 5}}, {"global_pool", "True", "pool_type", "avg", NULL}, 0, 0},
+    {"max 1d", "Pooling", 1, {{2, 2, 7}}, {"kernel", "(3,)", "stride", "(2,)", "pad", "(1,)", NULL}, 0, 0},
+    {"avg 1d full", "Pooling", 1, {{1, 2, 8}}, {"kernel", "(3,)", "stride", "(2,)", "pool_type", "avg", "pooling_convention", "full", NULL}, 0, 0},
 };
 static void pool_gradients(void) { size_t i; for (i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) grad_check(&pool_cases[i], NULL); }
 
 static const lcase act_cases[] = {
-    {"relu", "Activation", 1, {{3, 4}}, {"act_type", "relu", NULL}},
-    {"sigmoid", "Activation", 1, {{3, 4}}, {"act_type", "sigmoid", NULL}},
-    {"tanh", "Activation", 1, {{3, 4}}, {"act_type", "tanh", NULL}},
-    {"softrelu", "Activation", 1, {{3, 4}}, {"act_type", "softrelu", NULL}},
-    {"softsign", "Activation", 1, {{3, 4}}, {"act_type", "softsign", NULL}},
-    {"leaky", "LeakyReLU", 1, {{3, 4}}, {"act_type", "leaky", "slope", "0.1", NULL}},
-    {"elu", "LeakyReLU", 1, {{3, 4}}, {"act_type", "elu", "slope", "0.7", NULL}},
-    {"selu", "LeakyReLU", 1, {{3, 4}}, {"act_type", "selu", NULL}},
-    {"gelu", "LeakyReLU", 1, {{3, 4}}, {"act_type", "gelu", NULL}},
-    {"prelu per channel", "LeakyReLU", 2, {{2, 3, 2, 2}, {3}}, {"act_type", "prelu", "num_args", "2", NULL}},
-    {"prelu shared", "LeakyReLU", 2, {{2, 3}, {1}}, {"act_type", "prelu", "num_args", "2", NULL}},
-    {"flatten", "Flatten", 1, {{2, 3, 2, 2}}, {NULL}},
+    {"relu", "Activation", 1, {{3, 4}}, {"act_type", "relu", NULL}, 0, 0},
+    {"sigmoid", "Activation", 1, {{3, 4}}, {"act_type", "sigmoid", NULL}, 0, 0},
+    {"tanh", "Activation", 1, {{3, 4}}, {"act_type", "tanh", NULL}, 0, 0},
+    {"softrelu", "Activation", 1, {{3, 4}}, {"act_type", "softrelu", NULL}, 0, 0},
+    {"softsign", "Activation", 1, {{3, 4}}, {"act_type", "softsign", NULL}, 0, 0},
+    {"leaky", "LeakyReLU", 1, {{3, 4}}, {"act_type", "leaky", "slope", "0.1", NULL}, 0, 0},
+    {"elu", "LeakyReLU", 1, {{3, 4}}, {"act_type", "elu", "slope", "0.7", NULL}, 0, 0},
+    {"selu", "LeakyReLU", 1, {{3, 4}}, {"act_type", "selu", NULL}, 0, 0},
+    {"gelu", "LeakyReLU", 1, {{3, 4}}, {"act_type", "gelu", NULL}, 0, 0},
+    {"prelu per channel", "LeakyReLU", 2, {{2, 3, 2, 2}, {3}}, {"act_type", "prelu", "num_args", "2", NULL}, 0, 0},
+    {"prelu shared", "LeakyReLU", 2, {{2, 3}, {1}}, {"act_type", "prelu", "num_args", "2", NULL}, 0, 0},
+    {"flatten", "Flatten", 1, {{2, 3, 2, 2}}, {NULL}, 0, 0},
 };
+static const lcase tensor_cases[] = {
+    {"expand_dims", "expand_dims", 1, {{2, 3}}, {"axis", "-1", NULL}, 0, 0},
+    {"slice_axis", "slice_axis", 1, {{3, 5, 2}}, {"axis", "1", "begin", "-4", "end", "4", NULL}, 0, 0},
+    {"slice_axis to the end", "slice_axis", 1, {{4, 3}}, {"axis", "0", "begin", "1", NULL}, 0, 0},
+    {"broadcast_to", "broadcast_to", 1, {{1, 3, 1}}, {"shape", "(2, 0, 4)", NULL}, 0, 0},
+    {"where", "where", 3, {{3, 4}, {3, 4}, {3, 4}}, {NULL}, 1, 2},
+    {"where rows", "where", 3, {{3}, {3, 2}, {3, 2}}, {NULL}, 1, 2},
+    {"batch_dot", "batch_dot", 2, {{2, 3, 4}, {2, 4, 2}}, {NULL}, 0, 0},
+    {"batch_dot ta", "batch_dot", 2, {{2, 4, 3}, {2, 4, 2}}, {"transpose_a", "true", NULL}, 0, 0},
+    {"batch_dot tb", "batch_dot", 2, {{2, 3, 4}, {2, 2, 4}}, {"transpose_b", "true", NULL}, 0, 0},
+    {"batch_dot ta tb", "batch_dot", 2, {{2, 4, 3}, {2, 2, 4}}, {"transpose_a", "true", "transpose_b", "true", NULL}, 0, 0},
+    {"stack axis 0", "stack", 2, {{2, 3}, {2, 3}}, {"num_args", "2", NULL}, 0, 0},
+    {"stack axis -1", "stack", 3, {{2, 3}, {2, 3}, {2, 3}}, {"num_args", "3", "axis", "-1", NULL}, 0, 0},
+    {"stack axis 1", "stack", 2, {{2, 3}, {2, 3}}, {"num_args", "2", "axis", "1", NULL}, 0, 0},
+    {"Embedding", "Embedding", 2, {{2, 3}, {5, 4}}, {"input_dim", "5", "output_dim", "4", "dtype", "float64", NULL}, 1, 5},
+};
+static void tensor_gradients(void) { size_t i; for (i = 0; i < sizeof tensor_cases / sizeof tensor_cases[0]; i++) grad_check(&tensor_cases[i], NULL); }
+/* The losses' gradients, which ignore the head gradient; BlockGrad's 0;
+   Embedding refusing an index out of range. */
+static void losses_and_blocks(void) {
+    dp_engine *e = make_engine();
+    int64_t sd[6] = {2, 2}, ld[6] = {2, 2};
+    double xv[4] = {0.5, -1, 2, 0}, lv[4] = {1, 0, 1, 0}, g[4], y[4];
+    const char *names[5] = {"LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput", "MakeLoss", "BlockGrad"};
+    int k, i;
+    for (k = 0; k < 5; k++) {
+        dp_ndarray *in[2], *out = NULL, *head;
+        const char *gk[2] = {"grad_scale", "normalization"}, *gv[2] = {"3", "batch"};
+        int nin = k < 3 ? 2 : 1;
+        in[0] = from(e, shape_of(sd), DP_FLOAT64, xv); in[1] = from(e, shape_of(ld), DP_FLOAT64, lv);
+        head = from(e, shape_of(sd), DP_FLOAT64, lv);     /* ignored by the losses */
+        CHECK(dp_nd_attach_grad(in[0], DP_REQ_WRITE) == DP_OK);
+        CHECK(dp_autograd_begin() == DP_OK);
+        CHECK(invoke_str(e, names[k], nin, in, k < 4 ? (k == 3 ? 2 : 1) : 0, gk, gv, 0, 1, &out, NULL) == DP_OK);
+        CHECK(dp_autograd_end() == DP_OK);
+        CHECK(out && dp_autograd_backward(out, head, 0) == DP_OK);
+        CHECK(out && read_all(out, y) && read_all(dp_nd_grad(in[0]), g));
+        for (i = 0; i < 4; i++) {
+            double o = k == 1 ? 1 / (1 + exp(-xv[i])) : xv[i], d = o - lv[i];
+            double want = k == 0 || k == 1 ? d * 3 / 2 : k == 2 ? (d > 0 ? 1.5 : d < 0 ? -1.5 : 0) : k == 3 ? 1.5 : 0;
+            if (fabs(y[i] - o) > 1e-12 || fabs(g[i] - want) > 1e-12) { fprintf(stderr, "  %s [%d]: y %g (want %g), grad %g (want %g)\n", names[k], i, y[i], o, g[i], want); CHECK(0); }
+        }
+        dp_nd_release(out); dp_nd_release(head); dp_nd_release(in[0]); dp_nd_release(in[1]);
+    }
+    {
+        int64_t dd[6] = {3}, wd[6] = {4, 2};
+        double idx[3] = {1, 4, 0}, w[8] = {0};
+        dp_ndarray *in[2], *out = NULL;
+        const char *ek[2] = {"input_dim", "output_dim"}, *ev[2] = {"4", "2"};
+        dp_failure f;
+        in[0] = from(e, shape_of(dd), DP_FLOAT32, idx); in[1] = from(e, shape_of(wd), DP_FLOAT32, w);
+        CHECK(invoke_str(e, "Embedding", 2, in, 2, ek, ev, 0, 1, &out, NULL) == DP_OK);
+        memset(&f, 0, sizeof f);
+        CHECK(out && dp_nd_wait_to_read(out, &f) != DP_OK);
+        CHECK(strstr(f.message, "Embedding") && strstr(f.message, "index 4"));
+        if (!strstr(f.message, "index 4")) fprintf(stderr, "  got: %s\n", f.message);
+        dp_nd_release(out); dp_nd_release(in[0]); dp_nd_release(in[1]);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
 static void activation_gradients(void) { size_t i; for (i = 0; i < sizeof act_cases / sizeof act_cases[0]; i++) grad_check(&act_cases[i], NULL); }
 
 /* im2col + GEMM and the direct loops agree, forward and backward, in
@@ -482,6 +545,8 @@ int main(void) {
         {"conv_gradients_direct", conv_gradients_direct},
         {"pool_gradients", pool_gradients},
         {"activation_gradients", activation_gradients},
+        {"tensor_gradients", tensor_gradients},
+        {"losses_and_blocks", losses_and_blocks},
         {"conv_implementations_agree", conv_implementations_agree},
         {"bad_parameters_refused", bad_parameters_refused},
         {"mxnet_json_lenet", mxnet_json_lenet},
