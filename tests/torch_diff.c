@@ -3,8 +3,8 @@
    and Deconvolution (1-D and 2-D, strides, pads, dilation, groups, bias,
    adj, target_shape), Pooling (max, avg with and without the padding in
    the divisor, sum; valid and full; global; 1-D and 2-D), LeakyReLU
-   (leaky, elu, selu, gelu, prelu) and Activation (softrelu, softsign), in
-   float32. Each case N is a line of DIR/manifest.txt ("N op key=value ...")
+   (leaky, elu, selu, gelu, prelu), Activation (softrelu, softsign),
+   Embedding and the regression outputs (linear, logistic, MAE), in float32. Each case N is a line of DIR/manifest.txt ("N op key=value ...")
    and its arrays DIR/caseN_<name>.npy: the inputs (data, weight, bias,
    gamma), the head gradient og, the output y and the gradients d_<input>
    (depeng's forward operator and its gradient operator, invoked). */
@@ -166,6 +166,50 @@ static int act_case(dp_engine *e, FILE *man, const char *dir, int id) {
     return rc;
 }
 
+/* Embedding: data of integral values below input_dim (float32, as MXNet's). */
+static int embedding_case(dp_engine *e, FILE *man, const char *dir, int id) {
+    static const char *names[2] = {"data", "weight"};
+    int64_t dd[2], wd[2], i;
+    dp_ndarray *in[2];
+    kwlist l;
+    float *v;
+    int rc;
+    memset(&l, 0, sizeof l);
+    dd[0] = pick(1, 4); dd[1] = pick(1, 5); wd[0] = pick(1, 7); wd[1] = pick(1, 6);
+    kwi(&l, "input_dim", wd[0]); kwi(&l, "output_dim", wd[1]);
+    v = (float *)malloc(sizeof(float) * (size_t)(dd[0] * dd[1]));
+    for (i = 0; i < dd[0] * dd[1]; i++) v[i] = (float)pick(0, wd[0] - 1);
+    {
+        dp_shape s;
+        memset(&s, 0, sizeof s);
+        s.ndim = 2; s.dims[0] = dd[0]; s.dims[1] = dd[1];
+        in[0] = NULL;
+        if (dp_nd_from_host(e, &s, DP_FLOAT32, CPU0, v, &in[0]) != DP_OK) { free(v); return -1; }
+    }
+    free(v);
+    in[1] = rand_array(e, 2, wd, 1);
+    rc = run_case(e, man, dir, id, "Embedding", 2, in, names, &l);
+    dp_nd_release(in[0]); dp_nd_release(in[1]);
+    return rc;
+}
+/* The regression outputs: label in [0, 1) for the logistic one. */
+static int regression_case(dp_engine *e, FILE *man, const char *dir, int id) {
+    static const char *names[2] = {"data", "label"}, *ops[3] = {"LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput"};
+    int64_t xd[3];
+    int which = (int)pick(0, 2), rc;
+    char scale[32];
+    dp_ndarray *in[2];
+    kwlist l;
+    memset(&l, 0, sizeof l);
+    xd[0] = pick(1, 4); xd[1] = pick(1, 5); xd[2] = pick(1, 3);
+    snprintf(scale, sizeof scale, "%.3f", 0.5 + (urand() + 1));
+    kw(&l, "grad_scale", scale);
+    in[0] = rand_array(e, 3, xd, 2); in[1] = rand_array(e, 3, xd, which == 1 ? 0.5 : 2);
+    rc = run_case(e, man, dir, id, ops[which], 2, in, names, &l);
+    dp_nd_release(in[0]); dp_nd_release(in[1]);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     dp_engine_desc d;
     dp_engine *e = NULL;
@@ -181,9 +225,10 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/manifest.txt", argv[1]);
     if ((man = fopen(path, "w")) == NULL) { fprintf(stderr, "torch_diff: cannot write %s\n", path); return 1; }
     for (i = 0; i < cases; i++) {
-        int kind = i % 4;
+        int kind = i % 6;
         int rc = kind == 0 ? conv_case(e, man, argv[1], i, 0) : kind == 1 ? conv_case(e, man, argv[1], i, 1)
-               : kind == 2 ? pool_case(e, man, argv[1], i) : act_case(e, man, argv[1], i);
+               : kind == 2 ? pool_case(e, man, argv[1], i) : kind == 3 ? act_case(e, man, argv[1], i)
+               : kind == 4 ? embedding_case(e, man, argv[1], i) : regression_case(e, man, argv[1], i);
         bad |= rc != 0;
     }
     fclose(man);

@@ -9,7 +9,12 @@ MXNet's parameters map to PyTorch's functions: Convolution to conv1d/conv2d
 pooling_convention full is ceil_mode; sum is avg_pool2d with
 divisor_override 1; global_pool a window over the whole plane), LeakyReLU to
 leaky_relu, elu, selu, gelu (erf form) and prelu, Activation softrelu to
-softplus (both return x above 20) and softsign to softsign.
+softplus (both return x above 20) and softsign to softsign, Embedding to
+embedding. The regression outputs' data gradients (which ignore the head
+gradient, as MXNet's) are those of losses whose gradient MXNet's is: half
+the squared error, the logistic loss, the absolute error, each times
+grad_scale over the elements per row. The gradients MXNet defines as 0 (an
+Embedding's indices, a regression's label) are compared with zeros.
 
 Tolerance: every element within 1e-4 relative of PyTorch's, where relative
 means to the larger of the element's magnitude and a tenth of the array's
@@ -85,7 +90,22 @@ def reference(op, kw, x):
         return F.prelu(d, x["gamma"])
     if op == "Activation":
         return F.softplus(x["data"]) if kw["act_type"] == "softrelu" else F.softsign(x["data"])
+    if op == "Embedding":
+        return F.embedding(x["data"].detach().long(), x["weight"])
     raise ValueError("unknown operator " + op)
+
+
+def regression(op, kw, x):
+    """The output, and the loss whose gradient MXNet's regression output
+    gives the data: grad_scale / (elements per row) times (out - label)
+    (the squared error's half, the logistic loss) or sign(out - label)."""
+    d, lab = x["data"], x["label"].detach()
+    scale = float(kw.get("grad_scale", "1")) / (d[0].numel() if d.shape[0] else 1)
+    if op == "LinearRegressionOutput":
+        return d, scale * 0.5 * ((d - lab) ** 2).sum()
+    if op == "LogisticRegressionOutput":
+        return torch.sigmoid(d), scale * F.binary_cross_entropy_with_logits(d, lab, reduction="sum")
+    return d, scale * (d - lab).abs().sum()
 
 
 def close(got, want):
@@ -121,8 +141,16 @@ def main():
             else:
                 kw[last] += " " + chunk
         x = {n: load(case, n).requires_grad_(True) for n in inputs}
-        y = reference(op, kw, x)
-        y.backward(load(case, "og"))
+        # inputs without a gradient in MXNet (indices, labels): depeng's is 0
+        zero_grad = {"Embedding": ["data"]}.get(op, ["label"] if op.endswith("RegressionOutput") else [])
+        if op.endswith("RegressionOutput"):
+            y, loss = regression(op, kw, x)
+            loss.backward()            # the head gradient is ignored, as MXNet's
+        else:
+            y = reference(op, kw, x)
+            y.backward(load(case, "og"))
+        for n in zero_grad:
+            x[n].grad = torch.zeros_like(x[n])
         what = "case %d %s %s" % (case, op, " ".join(parts[2:]))
         problems = []
         msg = close(load(case, "y"), y.detach())
