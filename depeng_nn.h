@@ -2178,6 +2178,61 @@ static int dpn__kg_stack(const dp_kernel_ctx *k) {
             dpn__store_elem(dp_nd_data(k->outputs[i]), t, o * inner + j, dpn__load_elem(dp_nd_data(k->inputs[0]), t, (o * n + i) * inner + j), k->req[i]);
     return 0;
 }
+/* SliceChannel (split): data cut along axis into num_args equal parts
+   (MXNet's num_outputs), each an output; squeeze_axis drops the axis when
+   the parts have one element along it. */
+static const dp_param_def dpn__slice_channel_params[] = {
+    {"num_args", DP_PARAM_INT, NULL, 1, 64, NULL, "how many parts (MXNet's num_outputs, which a symbol node takes too)"},
+    {"axis", DP_PARAM_INT, "1", 0, 0, NULL, "the axis cut; negative counts from the end"},
+    {"squeeze_axis", DP_PARAM_BOOL, "false", 0, 0, NULL, "drop the axis from the parts (it must be num_args long)"},
+};
+static int dpn__infer_slice_channel(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                    dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160];
+    int a, i, d;
+    int64_t n = p->v[0].i;
+    (void)nin;
+    if ((a = dpn__axis_of(p->v[1].i, is[0].ndim, "data", &is[0], msg, cap)) < 0) return -1;
+    if (is[0].dims[a] % n || (p->v[2].i && is[0].dims[a] != n)) {
+        snprintf(msg, cap, "num_outputs %lld does not divide axis %d of data %s%s", (long long)n, a, dpn__shape_str(&is[0], s1, sizeof s1),
+                 p->v[2].i ? " into parts of 1 (squeeze_axis)" : "");
+        return -1;
+    }
+    for (i = 0; i < nout; i++) {
+        os[i] = is[0]; ot[i] = it[0];
+        os[i].dims[a] = is[0].dims[a] / n;
+        if (p->v[2].i) { for (d = a; d + 1 < is[0].ndim; d++) os[i].dims[d] = is[0].dims[d + 1]; os[i].ndim--; }
+    }
+    return 0;
+}
+static int dpn__k_slice_channel(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    int a = (int)(k->params->v[1].i < 0 ? k->params->v[1].i + s->ndim : k->params->v[1].i), i;
+    int64_t outer, inner, m = s->dims[a] / k->num_outputs;
+    dpn__split_axis(s, a, &outer, &inner);
+    for (i = 0; i < k->num_outputs; i++)
+        if (k->req[i] != DP_REQ_NULL)
+            dpn__slice_copy(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[i]), outer, s->dims[a], m, inner, i * m, 0, k->req[i]);
+    return 0;
+}
+/* inputs (the num_args output gradients, data); output d data */
+static int dpn__kg_slice_channel(const dp_kernel_ctx *k) {
+    dp_ndarray *x = k->inputs[k->num_inputs - 1];
+    const dp_shape *s = dp_nd_shape(x);
+    int n = k->num_inputs - 1, a = (int)(k->params->v[1].i < 0 ? k->params->v[1].i + s->ndim : k->params->v[1].i), i;
+    int64_t outer, inner, m = s->dims[a] / n;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__split_axis(s, a, &outer, &inner);
+    dpn__clear_for(k->outputs[0], k->req[0]);
+    for (i = 0; i < n; i++) dpn__slice_copy(dp_nd_dtype(x), dp_nd_data(k->inputs[i]), dp_nd_data(k->outputs[0]), outer, s->dims[a], m, inner, i * m, 1, k->req[0]);
+    return 0;
+}
+static int dpn__infer_slice_channel_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                         dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)p; (void)nout; (void)msg; (void)cap;
+    os[0] = is[nin - 1]; ot[0] = it[nin - 1];
+    return 0;
+}
 static int dpn__k_reshaped_copy(const dp_kernel_ctx *k) { return dpn__k_flatten(k); }
 static int dpn__kg_reshaped_copy(const dp_kernel_ctx *k) { return dpn__kg_flatten(k); }
 static void dpn__register_tensor_layers(void) {
@@ -2234,6 +2289,16 @@ static void dpn__register_tensor_layers(void) {
     op.num_inputs = -1; op.num_outputs = 1; op.params = dpn__stack_params; op.num_params = 2; op.infer = dpn__infer_stack;
     op.forward_cpu = dpn__k_stack;
     dpn__register_counted(&op, "_backward_stack", "gradient of stack: the output gradient's slices", dpn__kg_stack);
+    memset(&op, 0, sizeof op);
+    op.name = "SliceChannel"; op.doc = "MXNet's SliceChannel (split): data cut along axis into num_args equal parts, one output each";
+    op.num_inputs = 1; op.num_outputs = -1; op.params = dpn__slice_channel_params; op.num_params = 3; op.infer = dpn__infer_slice_channel;
+    op.forward_cpu = dpn__k_slice_channel; op.gradient = "_backward_SliceChannel"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    dp_operator_register(&op);
+    memset(&op, 0, sizeof op);
+    op.name = "_backward_SliceChannel"; op.doc = "gradient of SliceChannel: (the parts' gradients, data) -> data's";
+    op.num_inputs = -2; op.num_outputs = 1; op.params = dpn__slice_channel_params; op.num_params = 3;
+    op.infer = dpn__infer_slice_channel_grad; op.forward_cpu = dpn__kg_slice_channel;
+    dp_operator_register(&op);
 }
 
 /* >>optimizer objects: one weight's update, its state arrays and its step --- */
@@ -2921,7 +2986,7 @@ static const struct { const char *mxnet, *depeng; } dpn__sym_aliases[] = {
     {"_div_scalar", "div_scalar"}, {"_rminus_scalar", "rsub_scalar"}, {"_rdiv_scalar", "rdiv_scalar"},
     {"_power_scalar", "power_scalar"}, {"_rpower_scalar", "rpower_scalar"}, {"_maximum", "maximum"}, {"_minimum", "minimum"},
     {"Concat", "concat"}, {"SoftmaxActivation", "softmax"}, {"_copy", "_copy"}, {"identity", "_copy"},
-    {"Reshape", "reshape"}, {"sum_axis", "sum"}, {"stop_gradient", "BlockGrad"},
+    {"Reshape", "reshape"}, {"sum_axis", "sum"}, {"stop_gradient", "BlockGrad"}, {"split", "SliceChannel"},
 };
 /* depeng's name for an operator name (MXNet's names too; Activation is
    named by its act_type, later). */
@@ -2989,6 +3054,7 @@ static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw
         if (drop || (!strcmp(name, "slice_axis") && !strcmp(key, "end") && !strcmp(v, "None"))) continue;   /* None: the axis's end */
         if (!strcmp(name, "FullyConnected") && ((!strcmp(key, "no_bias") && dpn__kw_false(v)) || (!strcmp(key, "flatten") && dpn__kw_true(v)))) continue;
         if (!strcmp(key, "scalar")) { *has_scalar = 1; *scalar = strtod(v, NULL); continue; }
+        if (!strcmp(name, "SliceChannel") && !strcmp(key, "num_outputs")) key = "num_args";     /* MXNet's name for the count */
         if (kw->n == (int)(sizeof kw->keys / sizeof kw->keys[0])) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': too many parameters", node); return DP_ERROR_INVALID_ARGS; }
         kw->keys[kw->n] = key; kw->vals[kw->n++] = v;
     }

@@ -249,6 +249,60 @@ static void losses_and_blocks(void) {
     }
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
+/* SliceChannel: three parts of axis 1, one unused; the gradient puts each
+   part's head gradient in its place (0 for the unused one); squeeze_axis;
+   MXNet's num_outputs in a symbol node. */
+static void slice_channel(void) {
+    dp_engine *e = make_engine();
+    int64_t xd[6] = {2, 6, 2}, pd[6] = {2, 2, 2};
+    double xv[24], r0[8], r2[8], g[24], y[8];
+    dp_ndarray *x, *parts[3] = {NULL, NULL, NULL}, *h0 = NULL, *h2 = NULL, *h = NULL, *a0, *a2, *ones;
+    const char *k[2] = {"num_args", "axis"}, *v[2] = {"3", "1"};
+    int i, j, c;
+    for (i = 0; i < 24; i++) xv[i] = urand();
+    for (i = 0; i < 8; i++) { r0[i] = urand(); r2[i] = urand(); y[i] = 1; }
+    x = from(e, shape_of(xd), DP_FLOAT64, xv);
+    a0 = from(e, shape_of(pd), DP_FLOAT64, r0); a2 = from(e, shape_of(pd), DP_FLOAT64, r2); ones = from(e, shape_of(pd), DP_FLOAT64, y);
+    CHECK(dp_nd_attach_grad(x, DP_REQ_WRITE) == DP_OK);
+    CHECK(dp_autograd_begin() == DP_OK);
+    CHECK(invoke_str(e, "SliceChannel", 1, &x, 2, k, v, 0, 3, parts, NULL) == DP_OK);
+    if (parts[0] && parts[2]) {
+        dp_ndarray *in[2];
+        in[0] = parts[0]; in[1] = a0; CHECK(invoke_str(e, "mul", 2, in, 0, NULL, NULL, 0, 1, &h0, NULL) == DP_OK);
+        in[0] = parts[2]; in[1] = a2; CHECK(invoke_str(e, "mul", 2, in, 0, NULL, NULL, 0, 1, &h2, NULL) == DP_OK);
+        in[0] = h0; in[1] = h2; CHECK(invoke_str(e, "add", 2, in, 0, NULL, NULL, 0, 1, &h, NULL) == DP_OK);
+    }
+    CHECK(dp_autograd_end() == DP_OK);
+    CHECK(h && dp_autograd_backward(h, ones, 0) == DP_OK);
+    CHECK(read_all(parts[1], y) && read_all(dp_nd_grad(x), g));
+    for (i = 0; i < 2; i++) for (c = 0; c < 6; c++) for (j = 0; j < 2; j++) {
+        int part = c / 2, pi = (i * 2 + c % 2) * 2 + j;
+        double want = part == 0 ? r0[pi] : part == 2 ? r2[pi] : 0, got = g[(i * 6 + c) * 2 + j];
+        if (got != want) { fprintf(stderr, "  d x [%d, %d, %d]: %g, want %g\n", i, c, j, got, want); CHECK(0); }
+        if (part == 1 && y[pi] != xv[(i * 6 + c) * 2 + j]) { fprintf(stderr, "  part 1 [%d]: %g\n", pi, y[pi]); CHECK(0); }
+    }
+    for (i = 0; i < 3; i++) dp_nd_release(parts[i]);
+    dp_nd_release(h0); dp_nd_release(h2); dp_nd_release(h); dp_nd_release(a0); dp_nd_release(a2); dp_nd_release(ones); dp_nd_release(x);
+    {   /* squeeze_axis: (2, 3) into 3 parts of (2,) */
+        int64_t sd[6] = {2, 3};
+        const char *k2[3] = {"num_args", "axis", "squeeze_axis"}, *v2[3] = {"3", "-1", "true"};
+        dp_ndarray *p3[3] = {NULL, NULL, NULL};
+        x = from(e, shape_of(sd), DP_FLOAT64, xv);
+        CHECK(invoke_str(e, "SliceChannel", 1, &x, 3, k2, v2, 0, 3, p3, NULL) == DP_OK);
+        CHECK(p3[1] && dp_nd_shape(p3[1])->ndim == 1 && read_all(p3[1], y) && y[0] == xv[1] && y[1] == xv[4]);
+        for (i = 0; i < 3; i++) dp_nd_release(p3[i]);
+        dp_nd_release(x);
+    }
+    {   /* a symbol node with MXNet's spelling */
+        dp_symbol *sx = NULL, *sp = NULL;
+        const char *k3[2] = {"num_outputs", "axis"}, *v3[2] = {"4", "0"};
+        CHECK(dp_sym_var("x", &sx) == DP_OK);
+        CHECK(sym_op("split", "sp", 1, &sx, 2, k3, v3, &sp) == DP_OK);
+        CHECK(sp && dp_sym_num_outputs(sp) == 4);
+        dp_sym_release(sp); dp_sym_release(sx);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
 static void activation_gradients(void) { size_t i; for (i = 0; i < sizeof act_cases / sizeof act_cases[0]; i++) grad_check(&act_cases[i], NULL); }
 
 /* im2col + GEMM and the direct loops agree, forward and backward, in
@@ -547,6 +601,7 @@ int main(void) {
         {"activation_gradients", activation_gradients},
         {"tensor_gradients", tensor_gradients},
         {"losses_and_blocks", losses_and_blocks},
+        {"slice_channel", slice_channel},
         {"conv_implementations_agree", conv_implementations_agree},
         {"bad_parameters_refused", bad_parameters_refused},
         {"mxnet_json_lenet", mxnet_json_lenet},
