@@ -1015,8 +1015,12 @@ static void dpn__cgeo_set(dpn__cgeo *g, const dpn__win *w, int64_t n, int64_t c,
 }
 /* The spatial sizes of an NC... shape as 2-D (a 1-D one has height 1). */
 static void dpn__spatial(const dp_shape *s, int nd, int64_t *h, int64_t *w) { *h = nd == 2 ? s->dims[2] : 1; *w = s->dims[1 + nd]; }
-/* A pointwise convolution (1x1, stride 1, no pad): its columns are its input. */
-static int dpn__cgeo_pointwise(const dpn__cgeo *g) { return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0; }
+/* A pointwise convolution (1x1, stride 1, no pad, each input element an
+   output's): its columns are its input. A deconvolution's adj makes its
+   convolution's input larger than the output: not pointwise then. */
+static int dpn__cgeo_pointwise(const dpn__cgeo *g) {
+    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->h == g->oh && g->w == g->ow;
+}
 /* The typed kernels: y += conv(x, w), dx += conv^T(og, w), dw += the
    correlation of og and x, each for every image and group, by im2col and
    GEMM (col: room for one image's columns, (c/g) kh kw x oh ow) or by
@@ -1586,8 +1590,36 @@ static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) 
     }
     return 0;
 }
-static int dpn__k_act(const dp_kernel_ctx *k) { return dpn__act_apply(k, (int)k->params->v[0].i, 0, 0); }
-static int dpn__kg_act(const dp_kernel_ctx *k) { return dpn__act_apply(k, (int)k->params->v[0].i, 0, 1); }
+/* sigmoid and tanh in float32, the common case of a network's layers, in
+   float arithmetic: the forward with expf / tanhf, the gradient from the
+   output (y (1 - y), 1 - y^2) as MXNet's, so the gradient computes no
+   function at all. 0 when not that case. */
+static int dpn__act_f32(const dp_kernel_ctx *k, int type, int grad) {
+    const float *x = (const float *)dp_nd_data(k->inputs[grad]), *og = grad ? (const float *)dp_nd_data(k->inputs[0]) : NULL;
+    const float *y = grad ? (const float *)dp_nd_data(k->inputs[2]) : NULL;
+    float *out = (float *)dp_nd_data(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[grad]));
+    int add = k->req[0] == DP_REQ_ADD;
+    if (dp_nd_dtype(k->inputs[grad]) != DP_FLOAT32 || (type != 1 && type != 2) || k->req[0] == DP_REQ_NULL) return 0;
+    for (i = 0; i < n; i++) {
+        float v = grad ? og[i] * (type == 2 ? 1.0f - y[i] * y[i] : y[i] * (1.0f - y[i])) : type == 2 ? tanhf(x[i]) : 1.0f / (1.0f + expf(-x[i]));
+        out[i] = add ? out[i] + v : v;
+    }
+    return 1;
+}
+static int dpn__k_act(const dp_kernel_ctx *k) {
+    return dpn__act_f32(k, (int)k->params->v[0].i, 0) ? 0 : dpn__act_apply(k, (int)k->params->v[0].i, 0, 0);
+}
+/* inputs (og, data, output) */
+static int dpn__kg_act(const dp_kernel_ctx *k) {
+    return dpn__act_f32(k, (int)k->params->v[0].i, 1) ? 0 : dpn__act_apply(k, (int)k->params->v[0].i, 0, 1);
+}
+static int dpn__infer_act_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                               dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)p; (void)nin; (void)nout; (void)msg; (void)cap;
+    os[0] = is[1]; ot[0] = it[1];
+    return 0;
+}
 static int dpn__infer_leaky(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                             dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
     int prelu = p->v[DPN__LR_TYPE].i == 4;
@@ -1723,8 +1755,14 @@ static void dpn__register_layers(void) {
     op.name = "Activation";
     op.doc = "MXNet's Activation: relu, sigmoid, tanh, softrelu (log(1 + e^x)) or softsign (x / (1 + |x|)), element-wise";
     op.num_inputs = 1; op.num_outputs = 1; op.params = dpn__act_params; op.num_params = 1; op.infer = dpn__infer_act;
-    op.forward_cpu = dpn__k_act; op.inplace = 1; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
-    dp_operator_register_with_gradient(&op, "_backward_Activation", "gradient of Activation", dpn__kg_act, 0);
+    op.forward_cpu = dpn__k_act; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    op.gradient = "_backward_Activation"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
+    dp_operator_register(&op);
+    memset(&op, 0, sizeof op);
+    op.name = "_backward_Activation"; op.doc = "gradient of Activation: (og, data, output) -> data's (sigmoid and tanh from the output)";
+    op.num_inputs = 3; op.num_outputs = 1; op.params = dpn__act_params; op.num_params = 1; op.infer = dpn__infer_act_grad;
+    op.forward_cpu = dpn__kg_act;
+    dp_operator_register(&op);
     memset(&op, 0, sizeof op);
     op.name = "LeakyReLU";
     op.doc = "MXNet's LeakyReLU: leaky (x < 0: slope x), elu (slope (e^x - 1)), selu, gelu (erf form), or prelu (x < 0: gamma[channel] x, "

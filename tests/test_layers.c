@@ -157,6 +157,8 @@ static const lcase conv_cases[] = {
     {"deconv2d stride pad adj bias", "Deconvolution", 3, {{1, 2, 3, 3}, {2, 3, 3, 2}, {3}}, {"kernel", "(3, 2)", "num_filter", "3", "stride", "(2, 2)", "pad", "(1, 0)", "adj", "(1, 1)", "no_bias", "false", "num_args", "3", NULL}, 0, 0},
     {"deconv2d groups dilate", "Deconvolution", 2, {{1, 4, 3, 3}, {4, 1, 2, 2}, {0}}, {"kernel", "(2, 2)", "num_filter", "2", "num_group", "2", "dilate", "(2, 2)", NULL}, 0, 0},
     {"deconv2d target_shape", "Deconvolution", 2, {{1, 2, 3, 3}, {2, 2, 4, 4}, {0}}, {"kernel", "(4, 4)", "num_filter", "2", "stride", "(2, 2)", "target_shape", "(6, 7)", NULL}, 0, 0},
+    {"deconv1d 1x1 adj", "Deconvolution", 2, {{1, 2, 3}, {2, 2, 1}, {0}}, {"kernel", "(1,)", "num_filter", "2", "dilate", "(2,)", "adj", "(1,)", NULL}, 0, 0},
+    {"deconv2d 1x1 adj", "Deconvolution", 2, {{1, 2, 2, 3}, {2, 3, 1, 1}, {0}}, {"kernel", "(1, 1)", "num_filter", "3", "stride", "(2, 1)", "adj", "(1, 0)", NULL}, 0, 0},
     {"deconv1d", "Deconvolution", 2, {{2, 2, 4}, {2, 3, 3}, {0}}, {"kernel", "(3,)", "num_filter", "3", "stride", "(2,)", "pad", "(1,)", NULL}, 0, 0},
 };
 static void conv_gradients_im2col(void) { size_t i; for (i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) grad_check(&conv_cases[i], "im2col"); }
@@ -310,13 +312,13 @@ static void activation_gradients(void) { size_t i; for (i = 0; i < sizeof act_ca
 static void conv_implementations_agree(void) {
     dp_engine *e = make_engine();
     int trial, bad = 0;
-    for (trial = 0; trial < 60 && !bad; trial++) {
+    for (trial = 0; trial < 90 && !bad; trial++) {
         int deconv = trial % 3 == 2, nd = 1 + (trial % 2), a, k;
         dp_dtype t = trial % 4 < 2 ? DP_FLOAT32 : DP_FLOAT64;
         int64_t g = 1 + (int64_t)((urand() + 1) * 1.5), c = g * (1 + (int64_t)((urand() + 1) * 1.5)), f = g * (1 + (int64_t)((urand() + 1) * 1.5));
-        int64_t kk[2], st[2], pd[2], dl[2], sp[2], n = 1 + (trial % 3);
-        char ks[48], ss[48], ps[48], ds[48], fs[24], gs[24];
-        const char *keys[8], *vals[8];
+        int64_t kk[2], st[2], pd[2], dl[2], sp[2], aj[2], n = 1 + (trial % 3);
+        char ks[48], ss[48], ps[48], ds[48], as[48], fs[24], gs[24];
+        const char *keys[9], *vals[9];
         dp_shape xs, ws;
         dp_ndarray *in[2], *y[2], *og, *gr[2][2];
         double *ref, *got;
@@ -324,7 +326,10 @@ static void conv_implementations_agree(void) {
         for (a = 0; a < nd; a++) {
             kk[a] = 1 + (int64_t)((urand() + 1) * 1.5); st[a] = 1 + (int64_t)((urand() + 1)); dl[a] = 1 + (int64_t)(urand() + 1);
             pd[a] = (int64_t)((urand() + 1) * kk[a] / 2); sp[a] = dl[a] * (kk[a] - 1) + 1 + (int64_t)((urand() + 1) * 3);
+            aj[a] = (int64_t)((urand() + 1) / 2 * (double)(st[a] > dl[a] ? st[a] : dl[a]));   /* below stride or dilate */
         }
+        if (nd == 2) snprintf(as, sizeof as, "(%lld, %lld)", (long long)aj[0], (long long)aj[1]);
+        else snprintf(as, sizeof as, "(%lld,)", (long long)aj[0]);
         if (nd == 2) { snprintf(ks, sizeof ks, "(%lld, %lld)", (long long)kk[0], (long long)kk[1]); snprintf(ss, sizeof ss, "(%lld, %lld)", (long long)st[0], (long long)st[1]);
                        snprintf(ps, sizeof ps, "(%lld, %lld)", (long long)pd[0], (long long)pd[1]); snprintf(ds, sizeof ds, "(%lld, %lld)", (long long)dl[0], (long long)dl[1]); }
         else { snprintf(ks, sizeof ks, "(%lld,)", (long long)kk[0]); snprintf(ss, sizeof ss, "(%lld,)", (long long)st[0]);
@@ -335,6 +340,7 @@ static void conv_implementations_agree(void) {
         for (a = 0; a < nd; a++) { xs.dims[2 + a] = sp[a]; ws.dims[2 + a] = kk[a]; }
         keys[0] = "kernel"; vals[0] = ks; keys[1] = "stride"; vals[1] = ss; keys[2] = "pad"; vals[2] = deconv ? "()" : ps; keys[3] = "dilate"; vals[3] = ds;
         keys[4] = "num_filter"; vals[4] = fs; keys[5] = "num_group"; vals[5] = gs; keys[6] = "num_args"; vals[6] = "2"; keys[7] = "no_bias"; vals[7] = "true";
+        keys[8] = deconv ? "adj" : "workspace"; vals[8] = deconv ? as : "1024";
         {
             double *xv = (double *)malloc(sizeof(double) * (size_t)dp_shape_size(&xs)), *wv = (double *)malloc(sizeof(double) * (size_t)dp_shape_size(&ws));
             for (i = 0; i < dp_shape_size(&xs); i++) xv[i] = urand();
@@ -343,11 +349,11 @@ static void conv_implementations_agree(void) {
             free(xv); free(wv);
         }
         for (k = 0; k < 2; k++) {
-            const char *kk2[9], *vv2[9];
+            const char *kk2[10], *vv2[10];
             memcpy(kk2, keys, sizeof keys); memcpy(vv2, vals, sizeof vals);
-            kk2[8] = "algo"; vv2[8] = k ? "direct" : "im2col";
+            kk2[9] = "algo"; vv2[9] = k ? "direct" : "im2col";
             y[k] = NULL;
-            if (invoke_str(e, deconv ? "Deconvolution" : "Convolution", 2, in, 9, kk2, vv2, 0, 1, &y[k], NULL) != DP_OK) {
+            if (invoke_str(e, deconv ? "Deconvolution" : "Convolution", 2, in, 10, kk2, vv2, 0, 1, &y[k], NULL) != DP_OK) {
                 fprintf(stderr, "  trial %d: %s\n", trial, g_msg); bad = 1; break;
             }
         }
@@ -360,13 +366,13 @@ static void conv_implementations_agree(void) {
             free(ov);
         }
         for (k = 0; k < 2; k++) {       /* the gradient operator, invoked directly */
-            const char *kk2[9], *vv2[9];
+            const char *kk2[10], *vv2[10];
             dp_ndarray *gin[3];
             memcpy(kk2, keys, sizeof keys); memcpy(vv2, vals, sizeof vals);
-            kk2[8] = "algo"; vv2[8] = k ? "direct" : "im2col";
+            kk2[9] = "algo"; vv2[9] = k ? "direct" : "im2col";
             gin[0] = og; gin[1] = in[0]; gin[2] = in[1];
             gr[k][0] = gr[k][1] = NULL;
-            CHECK(invoke_str(e, deconv ? "_backward_Deconvolution" : "_backward_Convolution", 3, gin, 9, kk2, vv2, 0, 2, gr[k], NULL) == DP_OK);
+            CHECK(invoke_str(e, deconv ? "_backward_Deconvolution" : "_backward_Convolution", 3, gin, 10, kk2, vv2, 0, 2, gr[k], NULL) == DP_OK);
         }
         for (k = 0; k < 3 && !bad; k++) {
             dp_ndarray *p = k == 0 ? y[0] : gr[0][k - 1], *q = k == 0 ? y[1] : gr[1][k - 1];

@@ -3,7 +3,7 @@
    and Deconvolution (1-D and 2-D, strides, pads, dilation, groups, bias,
    adj, target_shape), Pooling (max, avg with and without the padding in
    the divisor, sum; valid and full; global; 1-D and 2-D), LeakyReLU
-   (leaky, elu, selu, gelu, prelu), Activation (softrelu, softsign),
+   (leaky, elu, selu, gelu, prelu), Activation (all five act_types),
    Embedding and the regression outputs (linear, logistic, MAE), in float32. Each case N is a line of DIR/manifest.txt ("N op key=value ...")
    and its arrays DIR/caseN_<name>.npy: the inputs (data, weight, bias,
    gamma), the head gradient og, the output y and the gradients d_<input>
@@ -63,8 +63,9 @@ static int run_case(dp_engine *e, FILE *man, const char *dir, int id, const char
     if (dp_invoke(e, &d, &y) != DP_OK) { fprintf(stderr, "torch_diff: case %d: %s refused\n", id, op); goto done; }
     if ((og = rand_array(e, dp_nd_shape(y)->ndim, dp_nd_shape(y)->dims, 1)) == NULL) goto done;
     snprintf(gname, sizeof gname, "_backward_%s", op);
-    d.op = gname; d.num_inputs = nin + 1; d.inputs[0] = og;
+    d.op = gname; d.num_inputs = nin + 1; d.inputs[0] = og;        /* (og, inputs[, output]) as grad_needs says */
     for (i = 0; i < nin; i++) d.inputs[i + 1] = in[i];
+    if (dp_operator_find(op)->grad_needs & DP_GRAD_OUTPUTS) d.inputs[d.num_inputs++] = y;
     if (dp_invoke(e, &d, grads) != DP_OK) { fprintf(stderr, "torch_diff: case %d: %s refused\n", id, gname); goto done; }
     for (i = 0; i < nin; i++) {
         char nm[64];
@@ -145,8 +146,8 @@ static int pool_case(dp_engine *e, FILE *man, const char *dir, int id) {
     return rc;
 }
 static int act_case(dp_engine *e, FILE *man, const char *dir, int id) {
-    static const char *names[2] = {"data", "gamma"}, *leaky[5] = {"leaky", "elu", "selu", "gelu", "prelu"}, *acts[2] = {"softrelu", "softsign"};
-    int which = (int)pick(0, 6), nin = 1;
+    static const char *names[2] = {"data", "gamma"}, *leaky[5] = {"leaky", "elu", "selu", "gelu", "prelu"}, *acts[5] = {"softrelu", "softsign", "sigmoid", "tanh", "relu"};
+    int which = (int)pick(0, 9), nin = 1;
     int64_t xd[4], gd[1];
     dp_ndarray *in[2] = {NULL, NULL};
     kwlist l;

@@ -9,7 +9,7 @@ MXNet's parameters map to PyTorch's functions: Convolution to conv1d/conv2d
 pooling_convention full is ceil_mode; sum is avg_pool2d with
 divisor_override 1; global_pool a window over the whole plane), LeakyReLU to
 leaky_relu, elu, selu, gelu (erf form) and prelu, Activation softrelu to
-softplus (both return x above 20) and softsign to softsign, Embedding to
+softplus (both return x above 20), softsign, sigmoid, tanh and relu to theirs, Embedding to
 embedding. The regression outputs' data gradients (which ignore the head
 gradient, as MXNet's) are those of losses whose gradient MXNet's is: half
 the squared error, the logistic loss, the absolute error, each times
@@ -89,7 +89,8 @@ def reference(op, kw, x):
             return F.gelu(d)
         return F.prelu(d, x["gamma"])
     if op == "Activation":
-        return F.softplus(x["data"]) if kw["act_type"] == "softrelu" else F.softsign(x["data"])
+        fn = {"softrelu": F.softplus, "softsign": F.softsign, "sigmoid": torch.sigmoid, "tanh": torch.tanh, "relu": F.relu}
+        return fn[kw["act_type"]](x["data"])
     if op == "Embedding":
         return F.embedding(x["data"].detach().long(), x["weight"])
     raise ValueError("unknown operator " + op)
