@@ -564,6 +564,112 @@ static void mxnet_json_lenet(void) {
     }
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
+/* The LeNet JSON above trained one step three ways on every engine kind:
+   the executor, and autograd invoking the same operators; every gradient
+   bitwise the same. */
+static dp_engine *engine_of(dp_engine_type type) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.logger.func = msg_logger;
+    if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    return e;
+}
+#define LENET_ARGS 7
+/* gradients of the 7 arguments (in dp_sym_list_arguments' order) into g[i] */
+static void lenet_grads(dp_engine_type type, int use_executor, const dp_shape *shapes, const char *const *names, double *const *vals, double **g) {
+    dp_engine *e = engine_of(type);
+    dp_ndarray *args[LENET_ARGS], *grads[LENET_ARGS];
+    int i;
+    for (i = 0; i < LENET_ARGS; i++) args[i] = from(e, shapes[i], DP_FLOAT32, vals[i]);
+    if (use_executor) {
+        dp_symbol *s = NULL;
+        dp_executor *ex = NULL;
+        dp_req reqs[LENET_ARGS];
+        CHECK(dp_sym_load_json(lenet_json, &s) == DP_OK);
+        for (i = 0; i < LENET_ARGS; i++) { grads[i] = NULL; reqs[i] = DP_REQ_WRITE; CHECK(dp_nd_zeros(e, &shapes[i], DP_FLOAT32, CPU0, &grads[i]) == DP_OK); }
+        CHECK(exec_bind(e, s, CPU0, LENET_ARGS, args, grads, reqs, &ex) == DP_OK);
+        CHECK(ex && dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
+        for (i = 0; i < LENET_ARGS; i++) CHECK(read_all(grads[i], g[i]));
+        dp_exec_destroy(ex);
+        dp_sym_release(s);
+        for (i = 0; i < LENET_ARGS; i++) dp_nd_release(grads[i]);
+    } else {
+        dp_ndarray *a[LENET_ARGS + 1], *t[12];
+        const char *ck1[2] = {"kernel", "num_filter"}, *cv1[2] = {"(5, 5)", "20"};
+        const char *ck2[4] = {"kernel", "num_filter", "no_bias", "num_args"}, *cv2[4] = {"(5, 5)", "50", "True", "2"};
+        const char *pk1[3] = {"kernel", "pool_type", "stride"}, *pv1[3] = {"(2, 2)", "max", "(2, 2)"};
+        const char *pk2[4] = {"kernel", "pool_type", "stride", "pooling_convention"}, *pv2[4] = {"(2, 2)", "avg", "(2, 2)", "full"};
+        const char *ak[1] = {"act_type"}, *av[1] = {"softrelu"}, *lk[2] = {"act_type", "slope"}, *lv[2] = {"leaky", "0.1"};
+        const char *fk[1] = {"num_hidden"}, *fv[1] = {"10"};
+        dp_ndarray *in[3];
+        int k;
+        for (i = 0; i < LENET_ARGS; i++) {             /* by name: data, conv1_weight, conv1_bias, conv2_weight, fc1_weight, fc1_bias, softmax_label */
+            const char *order[LENET_ARGS] = {"data", "conv1_weight", "conv1_bias", "conv2_weight", "fc1_weight", "fc1_bias", "softmax_label"};
+            for (k = 0; k < LENET_ARGS; k++) if (!strcmp(names[k], order[i])) a[i] = args[k];
+        }
+        for (i = 1; i < 6; i++) CHECK(dp_nd_attach_grad(a[i], DP_REQ_WRITE) == DP_OK);
+        CHECK(dp_nd_attach_grad(a[0], DP_REQ_WRITE) == DP_OK);
+        memset(t, 0, sizeof t);
+        CHECK(dp_autograd_begin() == DP_OK);
+        in[0] = a[0]; in[1] = a[1]; in[2] = a[2]; CHECK(invoke_str(e, "Convolution", 3, in, 2, ck1, cv1, 0, 1, &t[0], NULL) == DP_OK);
+        CHECK(invoke_str(e, "tanh", 1, &t[0], 0, NULL, NULL, 0, 1, &t[1], NULL) == DP_OK);
+        CHECK(invoke_str(e, "Pooling", 1, &t[1], 3, pk1, pv1, 0, 1, &t[2], NULL) == DP_OK);
+        in[0] = t[2]; in[1] = a[3]; CHECK(invoke_str(e, "Convolution", 2, in, 4, ck2, cv2, 0, 1, &t[3], NULL) == DP_OK);
+        CHECK(invoke_str(e, "Activation", 1, &t[3], 1, ak, av, 0, 1, &t[4], NULL) == DP_OK);
+        CHECK(invoke_str(e, "Pooling", 1, &t[4], 4, pk2, pv2, 0, 1, &t[5], NULL) == DP_OK);
+        CHECK(invoke_str(e, "Flatten", 1, &t[5], 0, NULL, NULL, 0, 1, &t[6], NULL) == DP_OK);
+        CHECK(invoke_str(e, "LeakyReLU", 1, &t[6], 2, lk, lv, 0, 1, &t[7], NULL) == DP_OK);
+        in[0] = t[7]; in[1] = a[4]; in[2] = a[5]; CHECK(invoke_str(e, "FullyConnected", 3, in, 1, fk, fv, 0, 1, &t[8], NULL) == DP_OK);
+        in[0] = t[8]; in[1] = a[6]; CHECK(invoke_str(e, "SoftmaxOutput", 2, in, 0, NULL, NULL, 0, 1, &t[9], NULL) == DP_OK);
+        CHECK(dp_autograd_end() == DP_OK);
+        CHECK(t[9] && dp_autograd_backward(t[9], NULL, 0) == DP_OK);
+        for (i = 0; i < LENET_ARGS; i++) {
+            if (!strcmp(names[i], "softmax_label")) { int64_t j, n = dp_shape_size(&shapes[i]); for (j = 0; j < n; j++) g[i][j] = 0; continue; }
+            CHECK(read_all(dp_nd_grad(args[i]), g[i]));
+        }
+        for (i = 0; i < 12; i++) dp_nd_release(t[i]);
+    }
+    for (i = 0; i < LENET_ARGS; i++) dp_nd_release(args[i]);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+static void same_gradients_everywhere(void) {
+    static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+    dp_symbol *s = NULL;
+    const char *names[16], *dn[1] = {"data"};
+    dp_shape ds, shapes[16], out_shapes[1];
+    dp_dtype dts[16], out_dtypes[1];
+    double *vals[LENET_ARGS], *ref[LENET_ARGS], *got[LENET_ARGS];
+    int i, k, mode;
+    memset(&ds, 0, sizeof ds);
+    ds.ndim = 4; ds.dims[0] = 3; ds.dims[1] = 1; ds.dims[2] = 28; ds.dims[3] = 28;
+    CHECK(dp_sym_load_json(lenet_json, &s) == DP_OK);
+    CHECK(s && dp_sym_list_arguments(s, names, 16) == LENET_ARGS);
+    CHECK(sym_infer(s, 1, dn, &ds, NULL, shapes, dts, out_shapes, out_dtypes) == DP_OK);
+    for (i = 0; i < LENET_ARGS; i++) {
+        int64_t n = dp_shape_size(&shapes[i]), j;
+        vals[i] = (double *)malloc(sizeof(double) * (size_t)n); ref[i] = (double *)malloc(sizeof(double) * (size_t)n);
+        got[i] = (double *)malloc(sizeof(double) * (size_t)n);
+        for (j = 0; j < n; j++) vals[i][j] = strcmp(names[i], "softmax_label") ? 0.2 * urand() : (double)(j % 10);
+    }
+    lenet_grads(DP_ENGINE_NAIVE, 1, shapes, names, vals, ref);
+    for (mode = 0; mode < 2; mode++) for (k = 0; k < 3; k++) {
+        if (mode == 1 && k == 0) continue;
+        lenet_grads(kinds[k], mode == 0, shapes, names, vals, got);
+        for (i = 0; i < LENET_ARGS; i++)
+            if (memcmp(ref[i], got[i], sizeof(double) * (size_t)dp_shape_size(&shapes[i]))) {
+                fprintf(stderr, "  %s, engine %d: the gradient of %s differs from the naive executor's\n", mode ? "executor" : "autograd", k, names[i]);
+                CHECK(0);
+            }
+    }
+    {   /* and not all zero */
+        int64_t j, nz = 0;
+        for (i = 0; i < LENET_ARGS; i++) for (j = 0; j < dp_shape_size(&shapes[i]); j++) nz += ref[i][j] != 0;
+        CHECK(nz > 1000);
+    }
+    for (i = 0; i < LENET_ARGS; i++) { free(vals[i]); free(ref[i]); free(got[i]); }
+    dp_sym_release(s);
+}
 /* A symbol node with MXNet's parameters: no_bias sets the input count,
    prelu makes a gamma variable, an unsupported layout is refused. */
 static void symbol_nodes(void) {
@@ -612,6 +718,7 @@ int main(void) {
         {"bad_parameters_refused", bad_parameters_refused},
         {"mxnet_json_lenet", mxnet_json_lenet},
         {"symbol_nodes", symbol_nodes},
+        {"same_gradients_everywhere", same_gradients_everywhere},
     };
     lg.func = msg_logger; lg.user = NULL;
     dp_set_default_logger(&lg);
