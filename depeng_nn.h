@@ -42,9 +42,11 @@
      num_group, no_bias; Deconvolution's adj and target_shape), Pooling
      (max, avg, sum; global_pool; pooling_convention valid or full;
      count_include_pad), Activation (relu, sigmoid, tanh, softrelu,
-     softsign), LeakyReLU (leaky, elu, selu, gelu, prelu) and Flatten, each
-     with its gradient operator (_backward_<name>); docs/operators.md lists
-     their parameters. A layer whose bias (or prelu's gamma) is optional
+     softsign), LeakyReLU (leaky, elu, selu, gelu, prelu), Flatten,
+     Embedding, MakeLoss, the regression outputs (linear, logistic, MAE),
+     BlockGrad, expand_dims, slice_axis, broadcast_to, where, batch_dot,
+     stack and SliceChannel, each with its gradient operator
+     (_backward_<name>); docs/operators.md lists their parameters. A layer whose bias (or prelu's gamma) is optional
      counts its inputs by num_args, as the registry does: 2 with no_bias
      (a symbol node and MXNet's symbol JSON set it from no_bias or
      act_type). Convolution and Deconvolution have two implementations,
@@ -1494,6 +1496,9 @@ static void dpn__pool_run(const dp_params *p, dp_dtype t, const dp_shape *xs, co
     int64_t out[2], h, wd, oh, ow, plane, o, oy, ox, iy, ix;
     int type = (int)p->v[DPN__PL_TYPE].i, incl = (int)p->v[DPN__PL_INCLUDE_PAD].i;
     char msg[8];
+    /* element access inlined (float32 or float64), not through dp_dtype_load */
+#define DPN__LD(a, i) (t == DP_FLOAT32 ? (double)((const float *)(a))[i] : ((const double *)(a))[i])
+#define DPN__ADD(a, i, v) (t == DP_FLOAT32 ? (void)(((float *)(a))[i] += (float)(v)) : (void)(((double *)(a))[i] += (v)))
     dpn__pool_window(p, xs, &w, out, msg, sizeof msg);
     dpn__spatial(xs, w.nd, &h, &wd);
     dpn__spatial(ys, w.nd, &oh, &ow);
@@ -1508,13 +1513,15 @@ static void dpn__pool_run(const dp_params *p, dp_dtype t, const dp_shape *xs, co
         div = type == 1 ? (double)(incl ? padded : (yi1 - yi0) * (xi1 - xi0)) : 1.0;
         for (iy = yi0; iy < yi1; iy++) for (ix = xi0; ix < xi1; ix++) {
             int64_t xi = (o * h + iy) * wd + ix;
-            if (type == 0) { double v = dpn__load_elem(x, t, xi); if (best < 0 || v > acc || (v != v && acc == acc)) { acc = v; best = xi; } }
-            else if (mode == 0) acc += dpn__load_elem(x, t, xi);
-            else dpn__store_elem(dx, t, xi, dpn__load_elem(og, t, yo) / div, DP_REQ_ADD);
+            if (type == 0) { double v = DPN__LD(x, xi); if (best < 0 || v > acc || (v != v && acc == acc)) { acc = v; best = xi; } }
+            else if (mode == 0) acc += DPN__LD(x, xi);
+            else DPN__ADD(dx, xi, DPN__LD(og, yo) / div);
         }
         if (mode == 0) dpn__store_elem(y, t, yo, type == 0 ? acc : acc / div, req);
-        else if (type == 0) dpn__store_elem(dx, t, best, dpn__load_elem(og, t, yo), DP_REQ_ADD);
+        else if (type == 0) DPN__ADD(dx, best, DPN__LD(og, yo));
     }
+#undef DPN__LD
+#undef DPN__ADD
 }
 static int dpn__k_pool(const dp_kernel_ctx *k) {
     if (k->req[0] == DP_REQ_NULL) return 0;
