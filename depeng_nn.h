@@ -1187,7 +1187,7 @@ static const dp_param_def dpn__deconv_params[] = {
     {"dilate", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the spacing of the window's taps; () for 1"},
     {"pad", DP_PARAM_SHAPE, "()", 0, 0, NULL, "cropped from both sides of each spatial axis; () for 0"},
     {"adj", DP_PARAM_SHAPE, "()", 0, 0, NULL, "added at the end of each spatial axis (less than stride or dilate); () for 0"},
-    {"target_shape", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the output's spatial size; pad and adj are then computed from it"},
+    {"target_shape", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the output's spatial size; pad and adj are then computed from it (() or all 0: not given)"},
     {"num_filter", DP_PARAM_INT, NULL, 1, 1e9, NULL, "output channels"},
     {"num_group", DP_PARAM_INT, "1", 1, 1e9, NULL, "groups: channels and filters split into that many independent parts"},
     {"workspace", DP_PARAM_INT, "512", 0, 1e9, NULL, "MiB of temporary space the columns may take before algo auto goes direct"},
@@ -1319,7 +1319,7 @@ static int dpn__kg_conv(const dp_kernel_ctx *k) {
 static int dpn__deconv_window(const dp_params *p, const dp_shape *data, dpn__win *w, int64_t adj[2], int64_t out[2], char *msg, size_t cap) {
     const dp_shape *as = &p->v[DPN__DC_ADJ].shape, *ts = &p->v[DPN__DC_TARGET].shape;
     char s1[160], s2[160], s3[160];
-    int a;
+    int a, target;
     if (dpn__win_parse(&p->v[DPN__DC_KERNEL].shape, &p->v[DPN__DC_STRIDE].shape, &p->v[DPN__DC_DILATE].shape, &p->v[DPN__DC_PAD].shape, w, msg, cap)) return -1;
     if ((as->ndim && as->ndim != w->nd) || (ts->ndim && ts->ndim != w->nd)) {
         snprintf(msg, cap, "adj %s, target_shape %s: () or one entry per spatial axis (%d)", dpn__shape_str(as, s1, sizeof s1),
@@ -1327,10 +1327,12 @@ static int dpn__deconv_window(const dp_params *p, const dp_shape *data, dpn__win
         return -1;
     }
     adj[0] = adj[1] = 0; out[0] = out[1] = 1;
+    for (a = 0; a < ts->ndim && ts->dims[a] == 0; a++) {}
+    target = a < ts->ndim;                   /* all zeros: not given, as MXNet reads it */
     for (a = 2 - w->nd; a < 2; a++) {
         int64_t in = data->dims[2 + a - (2 - w->nd)], span = w->d[a] * (w->k[a] - 1) + 1, full = w->s[a] * (in - 1) + span;
         int q = a - (2 - w->nd);
-        if (ts->ndim) {
+        if (target) {
             int64_t total = full - ts->dims[q];
             if (ts->dims[q] < 1 || total < 0) {
                 snprintf(msg, cap, "target_shape %s: axis %d must be 1..%lld for data %s", dpn__shape_str(ts, s1, sizeof s1), q, (long long)full,

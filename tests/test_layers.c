@@ -159,6 +159,7 @@ static const lcase conv_cases[] = {
     {"deconv2d target_shape", "Deconvolution", 2, {{1, 2, 3, 3}, {2, 2, 4, 4}, {0}}, {"kernel", "(4, 4)", "num_filter", "2", "stride", "(2, 2)", "target_shape", "(6, 7)", NULL}, 0, 0},
     {"deconv1d 1x1 adj", "Deconvolution", 2, {{1, 2, 3}, {2, 2, 1}, {0}}, {"kernel", "(1,)", "num_filter", "2", "dilate", "(2,)", "adj", "(1,)", NULL}, 0, 0},
     {"deconv2d 1x1 adj", "Deconvolution", 2, {{1, 2, 2, 3}, {2, 3, 1, 1}, {0}}, {"kernel", "(1, 1)", "num_filter", "3", "stride", "(2, 1)", "adj", "(1, 0)", NULL}, 0, 0},
+    {"deconv2d target_shape zeros", "Deconvolution", 2, {{1, 2, 2, 2}, {2, 2, 3, 3}, {0}}, {"kernel", "(3, 3)", "num_filter", "2", "stride", "(2, 2)", "pad", "(1, 1)", "target_shape", "(0, 0)", NULL}, 0, 0},
     {"deconv1d", "Deconvolution", 2, {{2, 2, 4}, {2, 3, 3}, {0}}, {"kernel", "(3,)", "num_filter", "3", "stride", "(2,)", "pad", "(1,)", NULL}, 0, 0},
 };
 static void conv_gradients_im2col(void) { size_t i; for (i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) grad_check(&conv_cases[i], "im2col"); }
