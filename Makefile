@@ -60,7 +60,7 @@ $(B) $(B)/impl:
 # default configuration (c), unless CFG_<name> or SRC_<name> say otherwise.
 # Adding a test: add tests/test_X.c and its name here; CMakeLists.txt reads
 # this list too.
-TESTS := test_engine test_scheduling test_stealing test_range test_engine_pthreads test_wall_clock \
+TESTS := test_layers test_engine test_scheduling test_stealing test_range test_engine_pthreads test_wall_clock \
          test_engine_cxx test_engine_no_ndarray test_ndarray test_ndarray_cxx \
          test_autograd test_autograd_cxx test_memory_plan test_symbol make_parse \
          test_files test_inflate_zlib test_kernels_exact test_invoke test_kvstore test_kvstore_cxx \
@@ -70,14 +70,14 @@ TESTS := test_engine test_scheduling test_stealing test_range test_engine_pthrea
 CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh tests/readme_check.sh \
           tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh \
           tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh \
-          tests/standalone_check.sh tests/numpy_diff_check.sh tests/operators_doc_check.sh \
+          tests/standalone_check.sh tests/numpy_diff_check.sh tests/torch_diff_check.sh tests/operators_doc_check.sh \
           tests/layering_check.sh tests/trace_page_check.sh tests/api_docs_check.sh tests/readme_toc_check.sh
 EXAMPLES := walkthrough make_example ndarray_example custom_op_example train_digits
-CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff operators_doc
+CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff torch_diff operators_doc
 # under the sanitizers (make tsan, make asan): the unit tests, and
 # examples/make.c run by examples/make_demo/check.sh
-TSAN_TESTS := $(addsuffix _tsan,test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame)
-ASAN_TESTS := $(addsuffix _asan,test_engine test_range test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
+TSAN_TESTS := $(addsuffix _tsan,test_layers test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame)
+ASAN_TESTS := $(addsuffix _asan,test_layers test_engine test_range test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
                                  test_files test_invoke test_kvstore test_kernels_exact make_parse test_frame) \
               test_engine_asan_pthreads test_stealing_asan_pthreads
 
@@ -130,7 +130,7 @@ define PROGRAM_RULE
 $(B)/$(1): $(call src_of,$(call base_of,$(1))) $(if $(call white,$(call base_of,$(1))),,$(B)/impl/$(call cfg_of,$(1)).o) $(TEST_DEPS) | $(B)
 	$$(COMPILE_$(call cfg_of,$(1))) $(FLAGS_$(call base_of,$(1))) $(if $(call white,$(call base_of,$(1))),,-DDEPENG_EXAMPLE_SEPARATE_IMPL) -I. $$< $(if $(call white,$(call base_of,$(1))),,-x none $(B)/impl/$(call cfg_of,$(1)).o) -o $$@ $$(LIBS) $(LIBS_$(call base_of,$(1)))
 endef
-PROGRAMS := $(sort $(TESTS) $(CHECK_PROGRAMS) $(TSAN_TESTS) $(ASAN_TESTS) make_example_tsan make_example_asan numpy_diff_asan faults)
+PROGRAMS := $(sort $(TESTS) $(CHECK_PROGRAMS) $(TSAN_TESTS) $(ASAN_TESTS) make_example_tsan make_example_asan numpy_diff_asan torch_diff_asan faults)
 $(foreach p,$(PROGRAMS),$(eval $(call PROGRAM_RULE,$(p))))
 $(B)/make_parse $(B)/make_parse_asan $(B)/make_example_tsan $(B)/make_example_asan: examples/make.c
 $(B)/test_inflate_zlib: | zlib-deps
@@ -192,10 +192,11 @@ demo: $(addprefix $(B)/,$(EXAMPLES))
 tsan: $(addprefix $(B)/,$(TSAN_TESTS) make_example_tsan)
 	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(addprefix $(B)/,$(TSAN_TESTS))
 	TSAN_OPTIONS=halt_on_error=1 examples/make_demo/check.sh $(B)/make_example_tsan
-asan: $(addprefix $(B)/,$(ASAN_TESTS) make_example_asan numpy_diff_asan)
+asan: $(addprefix $(B)/,$(ASAN_TESTS) make_example_asan numpy_diff_asan torch_diff_asan)
 	tests/run.sh $(addprefix $(B)/,$(ASAN_TESTS))
 	examples/make_demo/check.sh $(B)/make_example_asan
 	rm -rf $(B)/numpy_diff_asan.d && mkdir -p $(B)/numpy_diff_asan.d && ./$(B)/numpy_diff_asan $(B)/numpy_diff_asan.d 1 3
+	rm -rf $(B)/torch_diff_asan.d && mkdir -p $(B)/torch_diff_asan.d && ./$(B)/torch_diff_asan $(B)/torch_diff_asan.d 1 200
 
 # Allocation-failure injection (tests/faults.c): the allocator fails the k-th
 # allocation (and, second mode, every one from the k-th on) for every k over

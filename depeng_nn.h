@@ -21,7 +21,8 @@
      3. API (declarations): OPTIMIZERS, AUTOGRAD, SYMBOL, EXECUTOR, DATA
         (the mini-batch iterator), KVSTORE, and dp_nn_register
      4. Implementation, its sections in file order: >>nn prelude
-        >>registration >>data >>layers >>optimizer objects >>autograd
+        >>registration >>data >>layers >>conv layers >>tensor layers
+        >>optimizer objects >>autograd
         >>symbol >>graph passes >>symbol JSON and DOT >>memory planning
         >>executor >>kvstore
 
@@ -35,8 +36,27 @@
      depeng_mpi.h builds on it.
 
    2. OPERATORS IT REGISTERS
-     FullyConnected (and _backward_FullyConnected) and SoftmaxOutput (and
-     its gradient), through dp_operator_register like any user operator,
+     FullyConnected and SoftmaxOutput, and the layers of a convolutional
+     network with MXNet's names, parameters and semantics: Convolution and
+     Deconvolution (1-D and 2-D, NCW / NCHW; stride, pad, dilate,
+     num_group, no_bias; Deconvolution's adj and target_shape), Pooling
+     (max, avg, sum; global_pool; pooling_convention valid or full;
+     count_include_pad), Activation (relu, sigmoid, tanh, softrelu,
+     softsign), LeakyReLU (leaky, elu, selu, gelu, prelu), Flatten,
+     Embedding, MakeLoss, the regression outputs (linear, logistic, MAE),
+     BlockGrad, expand_dims, slice_axis, broadcast_to, where, batch_dot,
+     stack and SliceChannel, each with its gradient operator
+     (_backward_<name>); docs/operators.md lists their parameters. A layer whose bias (or prelu's gamma) is optional
+     counts its inputs by num_args, as the registry does: 2 with no_bias
+     (a symbol node and MXNet's symbol JSON set it from no_bias or
+     act_type). Convolution and Deconvolution have two implementations,
+     chosen by their algo parameter: im2col + GEMM (dp_gemm; one image's
+     columns in the temporary space, dp_temp_space, MXNet's kTempSpace) or
+     direct loops; algo auto takes im2col unless a GEMM column would be
+     shorter than 8 elements or one image's columns would take more than
+     the workspace parameter's MiB (a 1x1, stride 1, unpadded convolution
+     needs no columns and always takes GEMM). They are all registered
+     through dp_operator_register like any user operator,
      once per process, before main starts (as MXNet registers its
      operators by static initialisation: a constructor with GCC, Clang and
      MSVC, a dynamic initialiser in other C++), so dp_invoke finds them by
@@ -202,7 +222,12 @@ DP_API dp_result dp_sym_var(const char *name, dp_symbol **out);
    single-output symbols, one per operator input (num_inputs 0: as many as
    the operator takes, or for one of a variable count those before the
    first NULL); a NULL input becomes a new variable "<name>_<input>"
-   (FullyConnected's weight and bias, a loss's label, else "<name>_argN").
+   (FullyConnected's, Convolution's and Deconvolution's weight and bias, a
+   loss's label, LeakyReLU prelu's gamma, else "<name>_argN"). MXNet's
+   Convolution, Deconvolution and LeakyReLU take no num_args: it is set
+   from no_bias (act_type prelu); their cuDNN keys (cudnn_tune,
+   cudnn_off), Pooling's p_value and the layouts NCW and NCHW (depeng's
+   only) are accepted and dropped, another layout refused.
    Keyword parameters as dp_invoke's dp_param list: a string in .s (kept
    as given, as MXNet's attrs are), or a typed value, written into the
    symbol's JSON as text; "scalar" gives a _scalar operator its scalar. The
@@ -619,12 +644,16 @@ static dp_atomic_int dpn__registered;     /* 0 not yet, 1 registering, 2 done */
 static dp_atomic_int dpn__registering;
 static void dpn__register_linear(void);
 static void dpn__register_softmax_output(void);
+static void dpn__register_layers(void);
+static void dpn__register_tensor_layers(void);
 static void dpn__ag_install_tracker(void);
 DPN_IMPL void dp_nn_register(void) {
     if (dp_atomic_load(&dpn__registered) == 2) return;
     if (dp_atomic_exchange(&dpn__registering, 1) == 0) {
         dpn__register_linear();
         dpn__register_softmax_output();
+        dpn__register_layers();
+        dpn__register_tensor_layers();
         dpn__ag_install_tracker();
         dp_atomic_store(&dpn__registered, 2);
     } else while (dp_atomic_load(&dpn__registered) != 2) dp_thread_yield();
@@ -935,6 +964,1387 @@ static void dpn__register_softmax_output(void) {
     op.name = "_backward_SoftmaxOutput"; op.doc = "gradient of SoftmaxOutput: (data, label, output) -> (data's, label's)";
     op.num_inputs = 3; op.num_outputs = 2; op.params = dpn__softmax_output_params; op.num_params = 2;
     op.infer = dpn__infer_softmax_output_grad; op.forward_cpu = dpn__kg_softmax_output;
+    dp_operator_register(&op);
+}
+
+/* >>conv layers: Convolution, Deconvolution, Pooling, Activation,
+   LeakyReLU and Flatten, MXNet's, registered like any user operator -----
+   Layout NCHW (NCW for 1-D); a 1-D window is a 2-D one of height 1, so one
+   set of kernels serves both. Parameters follow MXNet's (kernel, stride,
+   dilate, pad as tuples with one entry per spatial axis; an empty tuple
+   means 1 for stride and dilate, 0 for pad). Shape inference refuses bad
+   geometry naming the parameter and the shapes; invoked, the log line
+   names the operator, and in a symbol the node too. */
+typedef struct dpn__win { int nd; int64_t k[2], s[2], d[2], p[2]; } dpn__win;
+/* The window of kernel/stride/dilate/pad (dilate NULL: 1), or -1 with msg. */
+static int dpn__win_parse(const dp_shape *kernel, const dp_shape *stride, const dp_shape *dilate, const dp_shape *pad,
+                          dpn__win *w, char *msg, size_t cap) {
+    const dp_shape *t[3];
+    const char *names[3] = {"stride", "dilate", "pad"};
+    char s1[160];
+    int a, j, nd = kernel->ndim;
+    t[0] = stride; t[1] = dilate; t[2] = pad;
+    if (nd < 1 || nd > 2) { snprintf(msg, cap, "kernel %s: one or two spatial axes (1-D or 2-D)", dpn__shape_str(kernel, s1, sizeof s1)); return -1; }
+    w->nd = nd;
+    for (a = 0; a < 2; a++) { w->k[a] = 1; w->s[a] = 1; w->d[a] = 1; w->p[a] = 0; }
+    for (a = 0; a < nd; a++) {
+        if (kernel->dims[a] < 1) { snprintf(msg, cap, "kernel %s: every axis must be >= 1", dpn__shape_str(kernel, s1, sizeof s1)); return -1; }
+        w->k[2 - nd + a] = kernel->dims[a];
+    }
+    for (j = 0; j < 3; j++) {
+        if (!t[j]) continue;
+        if (t[j]->ndim != 0 && t[j]->ndim != nd) {
+            snprintf(msg, cap, "%s %s: needs %d entries, as kernel has", names[j], dpn__shape_str(t[j], s1, sizeof s1), nd);
+            return -1;
+        }
+        for (a = 0; a < t[j]->ndim; a++) {
+            int64_t v = t[j]->dims[a];
+            if (j < 2 ? v < 1 : v < 0) {
+                snprintf(msg, cap, "%s %s: every entry must be %s", names[j], dpn__shape_str(t[j], s1, sizeof s1), j < 2 ? ">= 1" : ">= 0");
+                return -1;
+            }
+            (j == 0 ? w->s : j == 1 ? w->d : w->p)[2 - nd + a] = v;
+        }
+    }
+    return 0;
+}
+/* A convolution's geometry: its input (n, c, h, w), output (n, f, oh, ow),
+   groups and window; a 1-D one has h = oh = 1 and a window of height 1. */
+typedef struct dpn__cgeo { int64_t n, c, h, w, f, oh, ow, g, kh, kw, sh, sw, ph, pw, dh, dw; int nd; } dpn__cgeo;
+static void dpn__cgeo_set(dpn__cgeo *g, const dpn__win *w, int64_t n, int64_t c, int64_t h, int64_t wd, int64_t f, int64_t oh, int64_t ow, int64_t groups) {
+    g->n = n; g->c = c; g->h = h; g->w = wd; g->f = f; g->oh = oh; g->ow = ow; g->g = groups; g->nd = w->nd;
+    g->kh = w->k[0]; g->kw = w->k[1]; g->sh = w->s[0]; g->sw = w->s[1]; g->ph = w->p[0]; g->pw = w->p[1]; g->dh = w->d[0]; g->dw = w->d[1];
+}
+/* The spatial sizes of an NC... shape as 2-D (a 1-D one has height 1). */
+static void dpn__spatial(const dp_shape *s, int nd, int64_t *h, int64_t *w) { *h = nd == 2 ? s->dims[2] : 1; *w = s->dims[1 + nd]; }
+/* A pointwise convolution (1x1, stride 1, no pad, each input element an
+   output's): its columns are its input. A deconvolution's adj makes its
+   convolution's input larger than the output: not pointwise then. */
+static int dpn__cgeo_pointwise(const dpn__cgeo *g) {
+    return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->h == g->oh && g->w == g->ow;
+}
+/* The typed kernels: y += conv(x, w), dx += conv^T(og, w), dw += the
+   correlation of og and x, each for every image and group, by im2col and
+   GEMM (col: room for one image's columns, (c/g) kh kw x oh ow) or by
+   direct loops. */
+#define DPN__CONV_KERNELS(T, S, DT) \
+static void dpn__im2col_##S(const dpn__cgeo *g, const T *x, T *col) { \
+    int64_t ci, i, j, oy, ox, cg = g->c / g->g, P = g->oh * g->ow; \
+    for (ci = 0; ci < cg; ci++) for (i = 0; i < g->kh; i++) for (j = 0; j < g->kw; j++) { \
+        T *row = col + ((ci * g->kh + i) * g->kw + j) * P; \
+        for (oy = 0; oy < g->oh; oy++) { \
+            int64_t iy = oy * g->sh - g->ph + i * g->dh; \
+            for (ox = 0; ox < g->ow; ox++) { \
+                int64_t ix = ox * g->sw - g->pw + j * g->dw; \
+                row[oy * g->ow + ox] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? x[(ci * g->h + iy) * g->w + ix] : (T)0; \
+            } \
+        } \
+    } \
+} \
+static void dpn__col2im_##S(const dpn__cgeo *g, const T *col, T *x) { \
+    int64_t ci, i, j, oy, ox, cg = g->c / g->g, P = g->oh * g->ow; \
+    for (ci = 0; ci < cg; ci++) for (i = 0; i < g->kh; i++) for (j = 0; j < g->kw; j++) { \
+        const T *row = col + ((ci * g->kh + i) * g->kw + j) * P; \
+        for (oy = 0; oy < g->oh; oy++) { \
+            int64_t iy = oy * g->sh - g->ph + i * g->dh; \
+            if (iy < 0 || iy >= g->h) continue; \
+            for (ox = 0; ox < g->ow; ox++) { \
+                int64_t ix = ox * g->sw - g->pw + j * g->dw; \
+                if (ix >= 0 && ix < g->w) x[(ci * g->h + iy) * g->w + ix] += row[oy * g->ow + ox]; \
+            } \
+        } \
+    } \
+} \
+/* mode 0: y += conv(x, w); 1: x += conv^T(y, w); 2: w += corr(y, x) */ \
+static void dpn__conv_direct_##S(const dpn__cgeo *g, int mode, T *x, T *w, T *y) { \
+    int64_t n, o, oy, ox, ci, i, j, cg = g->c / g->g, fg = g->f / g->g; \
+    for (n = 0; n < g->n; n++) for (o = 0; o < g->f; o++) { \
+        T *xg = x + (n * g->c + (o / fg) * cg) * g->h * g->w, *wo = w + o * cg * g->kh * g->kw; \
+        for (oy = 0; oy < g->oh; oy++) for (ox = 0; ox < g->ow; ox++) { \
+            T *yo = y + ((n * g->f + o) * g->oh + oy) * g->ow + ox, acc = 0; \
+            for (ci = 0; ci < cg; ci++) for (i = 0; i < g->kh; i++) { \
+                int64_t iy = oy * g->sh - g->ph + i * g->dh; \
+                if (iy < 0 || iy >= g->h) continue; \
+                for (j = 0; j < g->kw; j++) { \
+                    int64_t ix = ox * g->sw - g->pw + j * g->dw, wi = (ci * g->kh + i) * g->kw + j; \
+                    T *xe; \
+                    if (ix < 0 || ix >= g->w) continue; \
+                    xe = xg + (ci * g->h + iy) * g->w + ix; \
+                    if (mode == 0) acc += wo[wi] * *xe; \
+                    else if (mode == 1) *xe += wo[wi] * *yo; \
+                    else wo[wi] += *yo * *xe; \
+                } \
+            } \
+            if (mode == 0) *yo += acc; \
+        } \
+    } \
+} \
+static void dpn__conv_gemm_##S(const dpn__cgeo *g, int mode, T *x, T *w, T *y, T *col) { \
+    int64_t n, gi, cg = g->c / g->g, fg = g->f / g->g, K = cg * g->kh * g->kw, P = g->oh * g->ow; \
+    int pw = dpn__cgeo_pointwise(g); \
+    for (n = 0; n < g->n; n++) for (gi = 0; gi < g->g; gi++) { \
+        T *xg = x + (n * g->c + gi * cg) * g->h * g->w, *wg = w + gi * fg * K, *yg = y + (n * g->f + gi * fg) * P; \
+        T *cols = pw ? xg : col; \
+        if (mode == 1) { \
+            dp_gemm(DT, 1, 0, K, P, fg, wg, K, yg, P, pw ? 1.0 : 0.0, cols, P); \
+            if (!pw) dpn__col2im_##S(g, cols, xg); \
+            continue; \
+        } \
+        if (!pw) dpn__im2col_##S(g, xg, cols); \
+        if (mode == 0) dp_gemm(DT, 0, 0, fg, P, K, wg, K, cols, P, 1.0, yg, P); \
+        else dp_gemm(DT, 0, 1, fg, K, P, yg, P, cols, P, 1.0, wg, K); \
+    } \
+}
+DPN__CONV_KERNELS(float, f32, DP_FLOAT32)
+DPN__CONV_KERNELS(double, f64, DP_FLOAT64)
+#undef DPN__CONV_KERNELS
+/* One of the three products on arrays of dtype t: x (n, c, h, w), w, y
+   (n, f, oh, ow); the written one (y, x or w by mode) is added to. col:
+   the im2col room, NULL for the direct loops. */
+static void dpn__conv_run(dp_dtype t, const dpn__cgeo *g, int mode, void *x, void *w, void *y, void *col, int direct) {
+    if (t == DP_FLOAT32) {
+        if (direct) dpn__conv_direct_f32(g, mode, (float *)x, (float *)w, (float *)y);
+        else dpn__conv_gemm_f32(g, mode, (float *)x, (float *)w, (float *)y, (float *)col);
+    } else {
+        if (direct) dpn__conv_direct_f64(g, mode, (double *)x, (double *)w, (double *)y);
+        else dpn__conv_gemm_f64(g, mode, (double *)x, (double *)w, (double *)y, (double *)col);
+    }
+}
+/* Which implementation (algo auto|im2col|direct): auto takes im2col + GEMM
+   unless a column of the GEMM is shorter than 8 elements ((c/g) kh kw: too
+   little work per element copied) or one image's columns would take more
+   than workspace MiB (MXNet's limit on the temporary space); a pointwise
+   convolution needs no columns and always takes GEMM. Returns 1 for direct. */
+static int dpn__conv_direct(const dpn__cgeo *g, int64_t algo, int64_t workspace_mib, size_t elem) {
+    double K = (double)(g->c / g->g) * (double)g->kh * (double)g->kw, bytes = K * (double)g->oh * (double)g->ow * (double)elem;
+    if (algo == 1) return 0;
+    if (algo == 2) return 1;
+    if (dpn__cgeo_pointwise(g)) return 0;
+    return K < 8 || bytes > (double)workspace_mib * 1048576.0;
+}
+/* The temporary space for one image's columns (none for direct or
+   pointwise); NULL with the kernel's error when there is no memory. */
+static int dpn__conv_temp(const dp_kernel_ctx *k, const dpn__cgeo *g, int direct, size_t elem, void **col) {
+    size_t n = (size_t)((g->c / g->g) * g->kh * g->kw * g->oh * g->ow);
+    *col = NULL;
+    if (direct || dpn__cgeo_pointwise(g) || !n) return 0;
+    if ((*col = dp_temp_space(k->rc->engine, k->rc->ctx, n * elem)) == NULL) {
+        dp_set_error(k->rc, "convolution: no memory for the im2col columns (the temporary space)");
+        return -1;
+    }
+    return 0;
+}
+/* out = 0 unless req adds (the products all add to what is there). */
+static void dpn__clear_for(dp_ndarray *a, dp_req req) { if (req != DP_REQ_ADD && req != DP_REQ_NULL) memset(dp_nd_data(a), 0, dp_nd_bytes(a)); }
+/* y (n, f, P) += b per channel; db (f) = the sum of og (n, f, P) per channel, by req. */
+static void dpn__bias_add(dp_dtype t, void *y, const void *b, int64_t n, int64_t f, int64_t P) {
+    int64_t i, o, p;
+    for (i = 0; i < n; i++) for (o = 0; o < f; o++) {
+        double v = dpn__load_elem(b, t, o);
+        if (t == DP_FLOAT32) { float *yo = (float *)y + (i * f + o) * P; for (p = 0; p < P; p++) yo[p] += (float)v; }
+        else { double *yo = (double *)y + (i * f + o) * P; for (p = 0; p < P; p++) yo[p] += v; }
+    }
+}
+static void dpn__bias_grad(dp_dtype t, const void *og, void *db, int64_t n, int64_t f, int64_t P, dp_req req) {
+    int64_t i, o, p;
+    for (o = 0; o < f; o++) {
+        double s = 0;
+        for (i = 0; i < n; i++) for (p = 0; p < P; p++) s += dpn__load_elem(og, t, (i * f + o) * P + p);
+        dpn__store_elem(db, t, o, s, req);
+    }
+}
+
+/* Convolution(data (n, c, [h,] w), weight (num_filter, c / num_group,
+   [kh,] kw), bias (num_filter,)) as MXNet's. no_bias drops the bias input;
+   the registry counts inputs by num_args, so no_bias = 1 goes with
+   num_args = 2 (a symbol node or MXNet's JSON sets it from no_bias). */
+/* the parameters' indices, Convolution's and Deconvolution's in one enum
+   (C++ refuses a conditional between two) */
+enum { DPN__CV_KERNEL, DPN__CV_STRIDE, DPN__CV_DILATE, DPN__CV_PAD, DPN__CV_FILTER, DPN__CV_GROUP, DPN__CV_WORKSPACE, DPN__CV_NO_BIAS,
+       DPN__CV_NUM_ARGS, DPN__CV_ALGO,
+       DPN__DC_KERNEL = 0, DPN__DC_STRIDE, DPN__DC_DILATE, DPN__DC_PAD, DPN__DC_ADJ, DPN__DC_TARGET, DPN__DC_FILTER, DPN__DC_GROUP,
+       DPN__DC_WORKSPACE, DPN__DC_NO_BIAS, DPN__DC_NUM_ARGS, DPN__DC_ALGO };
+static const dp_param_def dpn__conv_params[] = {
+    {"kernel", DP_PARAM_SHAPE, NULL, 0, 0, NULL, "the window, (w,) or (h, w)"},
+    {"stride", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the step per spatial axis; () for 1"},
+    {"dilate", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the spacing of the window's taps; () for 1"},
+    {"pad", DP_PARAM_SHAPE, "()", 0, 0, NULL, "zeros added on both sides of each spatial axis; () for 0"},
+    {"num_filter", DP_PARAM_INT, NULL, 1, 1e9, NULL, "output channels"},
+    {"num_group", DP_PARAM_INT, "1", 1, 1e9, NULL, "groups: channels and filters split into that many independent convolutions"},
+    {"workspace", DP_PARAM_INT, "1024", 0, 1e9, NULL, "MiB of temporary space the im2col columns may take before algo auto goes direct"},
+    {"no_bias", DP_PARAM_BOOL, "false", 0, 0, NULL, "no bias input (give num_args 2 with it)"},
+    {"num_args", DP_PARAM_INT, "3", 2, 3, NULL, "inputs: 3 (data, weight, bias), or 2 with no_bias"},
+    {"algo", DP_PARAM_ENUM, "auto", 0, 0, "auto|im2col|direct", "the implementation: im2col + GEMM, direct loops, or auto: im2col unless "
+     "(c / num_group) kh kw < 8 or one image's columns exceed workspace MiB (1x1, stride 1, no pad: always GEMM, no columns)"},
+};
+/* Deconvolution: MXNet's, the transposed convolution. weight (c, num_filter
+   / num_group, [kh,] kw) for data with c channels; output size per axis
+   stride (in - 1) + dilate (kernel - 1) + 1 - 2 pad + adj, or target_shape
+   when given (pad and adj then follow from it, as MXNet computes them). */
+static const dp_param_def dpn__deconv_params[] = {
+    {"kernel", DP_PARAM_SHAPE, NULL, 0, 0, NULL, "the window, (w,) or (h, w)"},
+    {"stride", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the step per spatial axis; () for 1"},
+    {"dilate", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the spacing of the window's taps; () for 1"},
+    {"pad", DP_PARAM_SHAPE, "()", 0, 0, NULL, "cropped from both sides of each spatial axis; () for 0"},
+    {"adj", DP_PARAM_SHAPE, "()", 0, 0, NULL, "added at the end of each spatial axis (less than stride or dilate); () for 0"},
+    {"target_shape", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the output's spatial size; pad and adj are then computed from it (() or all 0: not given)"},
+    {"num_filter", DP_PARAM_INT, NULL, 1, 1e9, NULL, "output channels"},
+    {"num_group", DP_PARAM_INT, "1", 1, 1e9, NULL, "groups: channels and filters split into that many independent parts"},
+    {"workspace", DP_PARAM_INT, "512", 0, 1e9, NULL, "MiB of temporary space the columns may take before algo auto goes direct"},
+    {"no_bias", DP_PARAM_BOOL, "true", 0, 0, NULL, "no bias input (MXNet's default; give num_args 3 with no_bias false)"},
+    {"num_args", DP_PARAM_INT, "2", 2, 3, NULL, "inputs: 2 (data, weight), or 3 with a bias"},
+    {"algo", DP_PARAM_ENUM, "auto", 0, 0, "auto|im2col|direct", "the implementation, as Convolution's"},
+};
+/* Checks what Convolution and Deconvolution share: the window, the dtypes,
+   data's rank, the groups, no_bias against num_args, and the weight and
+   bias shapes; fills *w, *groups, *filters, and the channels of data. */
+static int dpn__conv_common(const dp_params *p, int deconv, int nin, const dp_shape *is, const dp_dtype *it, dpn__win *w,
+                            char *msg, size_t cap) {
+    int ik = deconv ? DPN__DC_KERNEL : DPN__CV_KERNEL, ig = deconv ? DPN__DC_GROUP : DPN__CV_GROUP;
+    int ifl = deconv ? DPN__DC_FILTER : DPN__CV_FILTER, inb = deconv ? DPN__DC_NO_BIAS : DPN__CV_NO_BIAS;
+    int64_t groups = p->v[ig].i, f = p->v[ifl].i, c;
+    dp_shape ws;
+    char s1[160], s2[160], s3[160];
+    int a, i;
+    if (dpn__win_parse(&p->v[ik].shape, &p->v[ik + 1].shape, &p->v[ik + 2].shape, &p->v[ik + 3].shape, w, msg, cap)) return -1;
+    if ((p->v[inb].i != 0) != (nin == 2)) {
+        snprintf(msg, cap, "no_bias %d with %d inputs: no_bias 1 takes (data, weight) with num_args 2, no_bias 0 takes (data, weight, bias) with num_args 3",
+                 (int)p->v[inb].i, nin);
+        return -1;
+    }
+    for (i = 0; i < nin; i++)
+        if (it[i] != it[0] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) { snprintf(msg, cap, "data, weight and bias: all float32 or all float64"); return -1; }
+    if (is[0].ndim != w->nd + 2) {
+        snprintf(msg, cap, "data %s: a %d-D window (kernel %s) needs data of %d axes (batch, channel, %s)", dpn__shape_str(&is[0], s1, sizeof s1),
+                 w->nd, dpn__shape_str(&p->v[ik].shape, s2, sizeof s2), w->nd + 2, w->nd == 2 ? "height, width" : "width");
+        return -1;
+    }
+    c = is[0].dims[1];
+    if (c % groups || f % groups) {
+        snprintf(msg, cap, "num_group %lld does not divide %s (data %s, num_filter %lld)", (long long)groups,
+                 c % groups ? "data's channels" : "num_filter", dpn__shape_str(&is[0], s1, sizeof s1), (long long)f);
+        return -1;
+    }
+    memset(&ws, 0, sizeof ws);
+    ws.ndim = w->nd + 2;
+    ws.dims[0] = deconv ? c : f; ws.dims[1] = deconv ? f / groups : c / groups;
+    for (a = 0; a < w->nd; a++) ws.dims[2 + a] = w->k[2 - w->nd + a];
+    if (is[1].ndim != ws.ndim || memcmp(is[1].dims, ws.dims, sizeof(int64_t) * (size_t)ws.ndim)) {
+        snprintf(msg, cap, "weight %s: needs %s for data %s", dpn__shape_str(&is[1], s1, sizeof s1), dpn__shape_str(&ws, s2, sizeof s2),
+                 dpn__shape_str(&is[0], s3, sizeof s3));
+        return -1;
+    }
+    if (nin == 3 && (is[2].ndim != 1 || is[2].dims[0] != f)) {
+        snprintf(msg, cap, "bias %s: needs (%lld,) (num_filter)", dpn__shape_str(&is[2], s1, sizeof s1), (long long)f);
+        return -1;
+    }
+    return 0;
+}
+/* The output spatial size of a convolution along one axis, or -1 with msg. */
+static int64_t dpn__conv_out(const char *axis, int64_t in, int64_t k, int64_t s, int64_t d, int64_t p, const dp_shape *data,
+                             char *msg, size_t cap) {
+    int64_t span = d * (k - 1) + 1;
+    char s1[160];
+    if (span > in + 2 * p) {
+        snprintf(msg, cap, "kernel %lld (dilated: %lld) along %s is larger than the padded input %lld (data %s, pad %lld)", (long long)k,
+                 (long long)span, axis, (long long)(in + 2 * p), dpn__shape_str(data, s1, sizeof s1), (long long)p);
+        return -1;
+    }
+    return (in + 2 * p - span) / s + 1;
+}
+static int dpn__infer_conv(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                           dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    dpn__win w;
+    int64_t h, wd, oh = 1, ow;
+    (void)nout;
+    if (dpn__conv_common(p, 0, nin, is, it, &w, msg, cap)) return -1;
+    dpn__spatial(&is[0], w.nd, &h, &wd);
+    if (w.nd == 2 && (oh = dpn__conv_out("height", h, w.k[0], w.s[0], w.d[0], w.p[0], &is[0], msg, cap)) < 0) return -1;
+    if ((ow = dpn__conv_out("width", wd, w.k[1], w.s[1], w.d[1], w.p[1], &is[0], msg, cap)) < 0) return -1;
+    *os = is[0];
+    os->dims[1] = p->v[DPN__CV_FILTER].i;
+    if (w.nd == 2) { os->dims[2] = oh; os->dims[3] = ow; } else os->dims[2] = ow;
+    *ot = it[0];
+    return 0;
+}
+/* The geometry of a Convolution from its data's shape and parameters
+   (already checked by the inference); *direct: the implementation. */
+static void dpn__conv_geo_of(const dp_params *p, const dp_shape *data, const dp_shape *out, dpn__cgeo *g) {
+    dpn__win w;
+    char msg[8];
+    int64_t h, wd, oh, ow;
+    dpn__win_parse(&p->v[DPN__CV_KERNEL].shape, &p->v[DPN__CV_STRIDE].shape, &p->v[DPN__CV_DILATE].shape, &p->v[DPN__CV_PAD].shape, &w, msg, sizeof msg);
+    dpn__spatial(data, w.nd, &h, &wd);
+    dpn__spatial(out, w.nd, &oh, &ow);
+    dpn__cgeo_set(g, &w, data->dims[0], data->dims[1], h, wd, p->v[DPN__CV_FILTER].i, oh, ow, p->v[DPN__CV_GROUP].i);
+}
+static int dpn__k_conv(const dp_kernel_ctx *k) {
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    size_t elem = dp_dtype_size(t);
+    dpn__cgeo g;
+    void *col;
+    int direct;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__conv_geo_of(k->params, dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), &g);
+    direct = dpn__conv_direct(&g, k->params->v[DPN__CV_ALGO].i, k->params->v[DPN__CV_WORKSPACE].i, elem);
+    if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
+    dpn__clear_for(k->outputs[0], k->req[0]);
+    dpn__conv_run(t, &g, 0, dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[0]), col, direct);
+    if (k->num_inputs == 3) dpn__bias_add(t, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), g.n, g.f, g.oh * g.ow);
+    return 0;
+}
+/* inputs (og, data, weight[, bias]); outputs (d data, d weight[, d bias]) */
+static int dpn__kg_conv(const dp_kernel_ctx *k) {
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    size_t elem = dp_dtype_size(t);
+    dpn__cgeo g;
+    void *col, *og = dp_nd_data(k->inputs[0]);
+    int direct;
+    dpn__conv_geo_of(k->params, dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), &g);
+    direct = dpn__conv_direct(&g, k->params->v[DPN__CV_ALGO].i, k->params->v[DPN__CV_WORKSPACE].i, elem);
+    if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
+    if (k->req[1] != DP_REQ_NULL) {
+        dpn__clear_for(k->outputs[1], k->req[1]);
+        dpn__conv_run(t, &g, 2, dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[1]), og, col, direct);
+    }
+    if (k->req[0] != DP_REQ_NULL) {
+        dpn__clear_for(k->outputs[0], k->req[0]);
+        dpn__conv_run(t, &g, 1, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), og, col, direct);
+    }
+    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) dpn__bias_grad(t, og, dp_nd_data(k->outputs[2]), g.n, g.f, g.oh * g.ow, k->req[2]);
+    return 0;
+}
+/* The window of a Deconvolution with its effective pad and adj (from
+   target_shape when given), and its output size; -1 with msg. */
+static int dpn__deconv_window(const dp_params *p, const dp_shape *data, dpn__win *w, int64_t adj[2], int64_t out[2], char *msg, size_t cap) {
+    const dp_shape *as = &p->v[DPN__DC_ADJ].shape, *ts = &p->v[DPN__DC_TARGET].shape;
+    char s1[160], s2[160], s3[160];
+    int a, target;
+    if (dpn__win_parse(&p->v[DPN__DC_KERNEL].shape, &p->v[DPN__DC_STRIDE].shape, &p->v[DPN__DC_DILATE].shape, &p->v[DPN__DC_PAD].shape, w, msg, cap)) return -1;
+    if ((as->ndim && as->ndim != w->nd) || (ts->ndim && ts->ndim != w->nd)) {
+        snprintf(msg, cap, "adj %s, target_shape %s: () or one entry per spatial axis (%d)", dpn__shape_str(as, s1, sizeof s1),
+                 dpn__shape_str(ts, s2, sizeof s2), w->nd);
+        return -1;
+    }
+    adj[0] = adj[1] = 0; out[0] = out[1] = 1;
+    for (a = 0; a < ts->ndim && ts->dims[a] == 0; a++) {}
+    target = a < ts->ndim;                   /* all zeros: not given, as MXNet reads it */
+    for (a = 2 - w->nd; a < 2; a++) {
+        int64_t in = data->dims[2 + a - (2 - w->nd)], span = w->d[a] * (w->k[a] - 1) + 1, full = w->s[a] * (in - 1) + span;
+        int q = a - (2 - w->nd);
+        if (target) {
+            int64_t total = full - ts->dims[q];
+            if (ts->dims[q] < 1 || total < 0) {
+                snprintf(msg, cap, "target_shape %s: axis %d must be 1..%lld for data %s", dpn__shape_str(ts, s1, sizeof s1), q, (long long)full,
+                         dpn__shape_str(data, s2, sizeof s2));
+                return -1;
+            }
+            adj[a] = total % 2; w->p[a] = (total + 1) / 2;
+        } else if (as->ndim) {
+            adj[a] = as->dims[q];
+            if (adj[a] < 0 || (adj[a] >= w->s[a] && adj[a] >= w->d[a])) {
+                snprintf(msg, cap, "adj %s: each entry must be below stride or dilate", dpn__shape_str(as, s1, sizeof s1));
+                return -1;
+            }
+        }
+        out[a] = full - 2 * w->p[a] + adj[a];
+        if (out[a] < 1) {
+            snprintf(msg, cap, "pad %s crops the whole output (data %s, kernel %s)", dpn__shape_str(&p->v[DPN__DC_PAD].shape, s1, sizeof s1),
+                     dpn__shape_str(data, s2, sizeof s2), dpn__shape_str(&p->v[DPN__DC_KERNEL].shape, s3, sizeof s3));
+            return -1;
+        }
+    }
+    return 0;
+}
+static int dpn__infer_deconv(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                             dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    dpn__win w;
+    int64_t adj[2], out[2];
+    (void)nout;
+    if (dpn__conv_common(p, 1, nin, is, it, &w, msg, cap) || dpn__deconv_window(p, &is[0], &w, adj, out, msg, cap)) return -1;
+    *os = is[0];
+    os->dims[1] = p->v[DPN__DC_FILTER].i;
+    if (w.nd == 2) { os->dims[2] = out[0]; os->dims[3] = out[1]; } else os->dims[2] = out[1];
+    *ot = it[0];
+    return 0;
+}
+/* A deconvolution is the convolution whose input is its output: that
+   convolution's geometry (input = the deconvolution's output, with the
+   bottom and right adj rows beyond what the convolution reads). */
+static void dpn__deconv_geo_of(const dp_params *p, const dp_shape *data, const dp_shape *out, dpn__cgeo *g) {
+    dpn__win w;
+    int64_t adj[2], o[2], h, wd, oh, ow;
+    char msg[8];
+    dpn__deconv_window(p, data, &w, adj, o, msg, sizeof msg);
+    dpn__spatial(out, w.nd, &oh, &ow);
+    dpn__spatial(data, w.nd, &h, &wd);
+    dpn__cgeo_set(g, &w, data->dims[0], out->dims[1], oh, ow, data->dims[1], h, wd, p->v[DPN__DC_GROUP].i);
+}
+static int dpn__k_deconv(const dp_kernel_ctx *k) {
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    size_t elem = dp_dtype_size(t);
+    dpn__cgeo g;
+    void *col;
+    int direct;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__deconv_geo_of(k->params, dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), &g);
+    direct = dpn__conv_direct(&g, k->params->v[DPN__DC_ALGO].i, k->params->v[DPN__DC_WORKSPACE].i, elem);
+    if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
+    dpn__clear_for(k->outputs[0], k->req[0]);
+    dpn__conv_run(t, &g, 1, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->inputs[0]), col, direct);
+    if (k->num_inputs == 3) dpn__bias_add(t, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), g.n, g.c, g.h * g.w);
+    return 0;
+}
+static int dpn__kg_deconv(const dp_kernel_ctx *k) {
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    size_t elem = dp_dtype_size(t);
+    dpn__cgeo g;
+    void *col, *og = dp_nd_data(k->inputs[0]);
+    int direct;
+    dpn__deconv_geo_of(k->params, dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), &g);
+    direct = dpn__conv_direct(&g, k->params->v[DPN__DC_ALGO].i, k->params->v[DPN__DC_WORKSPACE].i, elem);
+    if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
+    if (k->req[1] != DP_REQ_NULL) {
+        dpn__clear_for(k->outputs[1], k->req[1]);
+        dpn__conv_run(t, &g, 2, og, dp_nd_data(k->outputs[1]), dp_nd_data(k->inputs[1]), col, direct);
+    }
+    if (k->req[0] != DP_REQ_NULL) {
+        dpn__clear_for(k->outputs[0], k->req[0]);
+        dpn__conv_run(t, &g, 0, og, dp_nd_data(k->inputs[2]), dp_nd_data(k->outputs[0]), col, direct);
+    }
+    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) dpn__bias_grad(t, og, dp_nd_data(k->outputs[2]), g.n, g.c, g.h * g.w, k->req[2]);
+    return 0;
+}
+/* A gradient operator's outputs: the shapes of the forward's inputs (its
+   inputs after the output gradient). */
+static int dpn__infer_grad_of_inputs(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                     dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int i;
+    (void)p; (void)msg; (void)cap;
+    if (nin != nout + 1) return -1;
+    for (i = 0; i < nout; i++) { os[i] = is[i + 1]; ot[i] = it[i + 1]; }
+    return 0;
+}
+
+/* Pooling, MXNet's: max, avg or sum over windows of data (n, c, [h,] w);
+   global_pool takes the whole plane. pooling_convention valid rounds the
+   output size down, full up (a last window may then reach past the padded
+   input: it covers what it reaches). Padding is never a maximum; avg
+   divides by the window's size within the padded input
+   (count_include_pad, MXNet's default) or by its elements in the input. A
+   window with no input element gives 0. */
+enum { DPN__PL_KERNEL, DPN__PL_TYPE, DPN__PL_GLOBAL, DPN__PL_CONV, DPN__PL_STRIDE, DPN__PL_PAD, DPN__PL_INCLUDE_PAD };
+static const dp_param_def dpn__pool_params[] = {
+    {"kernel", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the window, (w,) or (h, w); ignored with global_pool"},
+    {"pool_type", DP_PARAM_ENUM, "max", 0, 0, "max|avg|sum", "what a window gives"},
+    {"global_pool", DP_PARAM_BOOL, "false", 0, 0, NULL, "one window over each whole plane"},
+    {"pooling_convention", DP_PARAM_ENUM, "valid", 0, 0, "valid|full", "output size rounded down (valid) or up (full)"},
+    {"stride", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the step per spatial axis; () for 1"},
+    {"pad", DP_PARAM_SHAPE, "()", 0, 0, NULL, "padding on both sides of each spatial axis; () for 0"},
+    {"count_include_pad", DP_PARAM_BOOL, "true", 0, 0, NULL, "avg: padding counts in the divisor"},
+};
+/* The pooling window for data of shape s (global: the whole plane). */
+static int dpn__pool_window(const dp_params *p, const dp_shape *s, dpn__win *w, int64_t out[2], char *msg, size_t cap) {
+    char s1[160], s2[160], s3[160];
+    int a;
+    if (p->v[DPN__PL_GLOBAL].i) {
+        if (s->ndim != 3 && s->ndim != 4) { snprintf(msg, cap, "data %s: global_pool needs (n, c, w) or (n, c, h, w)", dpn__shape_str(s, s1, sizeof s1)); return -1; }
+        w->nd = s->ndim - 2;
+        w->k[0] = s->ndim == 4 ? s->dims[2] : 1; w->k[1] = s->dims[s->ndim - 1];
+        w->s[0] = w->s[1] = w->d[0] = w->d[1] = 1; w->p[0] = w->p[1] = 0;
+        out[0] = out[1] = 1;
+        return 0;
+    }
+    if (dpn__win_parse(&p->v[DPN__PL_KERNEL].shape, &p->v[DPN__PL_STRIDE].shape, NULL, &p->v[DPN__PL_PAD].shape, w, msg, cap)) return -1;
+    if (s->ndim != w->nd + 2) {
+        snprintf(msg, cap, "data %s: a %d-D window (kernel %s) needs data of %d axes", dpn__shape_str(s, s1, sizeof s1), w->nd,
+                 dpn__shape_str(&p->v[DPN__PL_KERNEL].shape, s2, sizeof s2), w->nd + 2);
+        return -1;
+    }
+    out[0] = 1;
+    for (a = 2 - w->nd; a < 2; a++) {
+        int64_t in = s->dims[2 + a - (2 - w->nd)], room = in + 2 * w->p[a] - w->k[a];
+        if (w->p[a] >= w->k[a]) {
+            snprintf(msg, cap, "pad %s: each entry must be below the kernel's %s", dpn__shape_str(&p->v[DPN__PL_PAD].shape, s1, sizeof s1),
+                     dpn__shape_str(&p->v[DPN__PL_KERNEL].shape, s2, sizeof s2));
+            return -1;
+        }
+        if (room < 0) {
+            snprintf(msg, cap, "kernel %s is larger than the padded input (data %s, pad %s)", dpn__shape_str(&p->v[DPN__PL_KERNEL].shape, s1, sizeof s1),
+                     dpn__shape_str(s, s2, sizeof s2), dpn__shape_str(&p->v[DPN__PL_PAD].shape, s3, sizeof s3));
+            return -1;
+        }
+        out[a] = 1 + (p->v[DPN__PL_CONV].i ? (room + w->s[a] - 1) / w->s[a] : room / w->s[a]);
+    }
+    return 0;
+}
+static int dpn__infer_pool(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                           dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    dpn__win w;
+    int64_t out[2];
+    (void)nin; (void)nout;
+    if (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64) { snprintf(msg, cap, "data: float32 or float64"); return -1; }
+    if (dpn__pool_window(p, &is[0], &w, out, msg, cap)) return -1;
+    *os = is[0];
+    if (w.nd == 2) { os->dims[2] = out[0]; os->dims[3] = out[1]; } else os->dims[2] = out[1];
+    *ot = it[0];
+    return 0;
+}
+/* Walks every window: forward (mode 0) writes y by req; backward (mode 1)
+   adds og's share into dx (cleared first unless req adds). */
+static void dpn__pool_run(const dp_params *p, dp_dtype t, const dp_shape *xs, const dp_shape *ys, const void *x, void *y, const void *og,
+                          void *dx, int mode, dp_req req) {
+    dpn__win w;
+    int64_t out[2], h, wd, oh, ow, plane, o, oy, ox, iy, ix;
+    int type = (int)p->v[DPN__PL_TYPE].i, incl = (int)p->v[DPN__PL_INCLUDE_PAD].i;
+    char msg[8];
+    /* element access inlined (float32 or float64), not through dp_dtype_load */
+#define DPN__LD(a, i) (t == DP_FLOAT32 ? (double)((const float *)(a))[i] : ((const double *)(a))[i])
+#define DPN__ADD(a, i, v) (t == DP_FLOAT32 ? (void)(((float *)(a))[i] += (float)(v)) : (void)(((double *)(a))[i] += (v)))
+    dpn__pool_window(p, xs, &w, out, msg, sizeof msg);
+    dpn__spatial(xs, w.nd, &h, &wd);
+    dpn__spatial(ys, w.nd, &oh, &ow);
+    plane = xs->dims[0] * xs->dims[1];
+    for (o = 0; o < plane; o++) for (oy = 0; oy < oh; oy++) for (ox = 0; ox < ow; ox++) {
+        int64_t y0 = oy * w.s[0] - w.p[0], x0 = ox * w.s[1] - w.p[1];
+        int64_t y1 = y0 + w.k[0] < h + w.p[0] ? y0 + w.k[0] : h + w.p[0], x1 = x0 + w.k[1] < wd + w.p[1] ? x0 + w.k[1] : wd + w.p[1];
+        int64_t padded = (y1 - y0) * (x1 - x0), yi0 = y0 < 0 ? 0 : y0, xi0 = x0 < 0 ? 0 : x0;
+        int64_t yi1 = y1 < h ? y1 : h, xi1 = x1 < wd ? x1 : wd, yo = (o * oh + oy) * ow + ox, best = -1;
+        double acc = 0, div;
+        if (yi1 <= yi0 || xi1 <= xi0) { if (mode == 0) dpn__store_elem(y, t, yo, 0, req); continue; }
+        div = type == 1 ? (double)(incl ? padded : (yi1 - yi0) * (xi1 - xi0)) : 1.0;
+        for (iy = yi0; iy < yi1; iy++) for (ix = xi0; ix < xi1; ix++) {
+            int64_t xi = (o * h + iy) * wd + ix;
+            if (type == 0) { double v = DPN__LD(x, xi); if (best < 0 || v > acc || (v != v && acc == acc)) { acc = v; best = xi; } }
+            else if (mode == 0) acc += DPN__LD(x, xi);
+            else DPN__ADD(dx, xi, DPN__LD(og, yo) / div);
+        }
+        if (mode == 0) dpn__store_elem(y, t, yo, type == 0 ? acc : acc / div, req);
+        else if (type == 0) DPN__ADD(dx, best, DPN__LD(og, yo));
+    }
+#undef DPN__LD
+#undef DPN__ADD
+}
+static int dpn__k_pool(const dp_kernel_ctx *k) {
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__pool_run(k->params, dp_nd_dtype(k->inputs[0]), dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), dp_nd_data(k->inputs[0]),
+                  dp_nd_data(k->outputs[0]), NULL, NULL, 0, k->req[0]);
+    return 0;
+}
+/* inputs (og, data); output d data */
+static int dpn__kg_pool(const dp_kernel_ctx *k) {
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__clear_for(k->outputs[0], k->req[0]);
+    dpn__pool_run(k->params, dp_nd_dtype(k->inputs[1]), dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), dp_nd_data(k->inputs[1]),
+                  NULL, dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), 1, k->req[0]);
+    return 0;
+}
+
+/* Activation (act_type relu, sigmoid, tanh, softrelu, softsign) and
+   LeakyReLU (leaky, elu, selu, gelu, prelu), MXNet's, element by element;
+   the gradients read the input. LeakyReLU prelu takes gamma, one slope per
+   channel (axis 1) or one for all, as its second input (num_args 2). */
+static const dp_param_def dpn__act_params[] = {
+    {"act_type", DP_PARAM_ENUM, NULL, 0, 0, "relu|sigmoid|tanh|softrelu|softsign", "the function"},
+};
+enum { DPN__LR_TYPE, DPN__LR_SLOPE, DPN__LR_LOWER, DPN__LR_UPPER, DPN__LR_NUM_ARGS };
+static const dp_param_def dpn__leaky_params[] = {
+    {"act_type", DP_PARAM_ENUM, "leaky", 0, 0, "leaky|elu|selu|gelu|prelu", "the function"},
+    {"slope", DP_PARAM_FLOAT, "0.25", 0, 0, NULL, "leaky: the slope below 0; elu: the scale of exp(x) - 1"},
+    {"lower_bound", DP_PARAM_FLOAT, "0.125", 0, 0, NULL, "MXNet's rrelu bound (rrelu is not offered; accepted for its files)"},
+    {"upper_bound", DP_PARAM_FLOAT, "0.334", 0, 0, NULL, "MXNet's rrelu bound (accepted for its files)"},
+    {"num_args", DP_PARAM_INT, "1", 1, 2, NULL, "inputs: 1, or 2 for prelu (data, gamma)"},
+};
+/* f(x) (grad 0) or f'(x) (grad 1) of activation `type` (Activation's 0..4,
+   LeakyReLU's 10 + its index), slope a. */
+static double dpn__act_fn(int type, double x, double a, int grad) {
+    static const double selu_l = 1.0507009873554804934, selu_a = 1.6732632423543772848;
+    double s;
+    switch (type) {
+    case 0: return grad ? (x > 0) : (x > 0 ? x : 0);
+    case 1: s = 1 / (1 + exp(-x)); return grad ? s * (1 - s) : s;
+    case 2: s = tanh(x); return grad ? 1 - s * s : s;
+    case 3: return grad ? 1 / (1 + exp(-x)) : (x > 20 ? x : log1p(exp(x)));
+    case 4: s = 1 + fabs(x); return grad ? 1 / (s * s) : x / s;
+    case 10: return grad ? (x > 0 ? 1 : a) : (x > 0 ? x : a * x);
+    case 11: return grad ? (x > 0 ? 1 : a * exp(x)) : (x > 0 ? x : a * expm1(x));
+    case 12: return grad ? selu_l * (x > 0 ? 1 : selu_a * exp(x)) : selu_l * (x > 0 ? x : selu_a * expm1(x));
+    case 13: s = 0.5 * (1 + erf(x / sqrt(2.0)));
+        return grad ? s + x * exp(-0.5 * x * x) / sqrt(2 * 3.14159265358979323846) : x * s;
+    }
+    return 0;
+}
+static int dpn__infer_float(const dp_dtype *it, char *msg, size_t cap) {
+    if (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64) { snprintf(msg, cap, "data: float32 or float64"); return -1; }
+    return 0;
+}
+static int dpn__infer_act(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                          dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)p; (void)nin; (void)nout;
+    if (dpn__infer_float(it, msg, cap)) return -1;
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+/* Element-wise forward (grad 0: y = f(x)) or gradient (dx = og f'(x)). */
+static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) {
+    dp_ndarray *x = k->inputs[grad];
+    dp_dtype t = dp_nd_dtype(x);
+    const void *xd = dp_nd_data(x), *og = grad ? dp_nd_data(k->inputs[0]) : NULL;
+    void *y = dp_nd_data(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(x));
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    for (i = 0; i < n; i++) {
+        double v = dpn__act_fn(type, dpn__load_elem(xd, t, i), a, grad);
+        dpn__store_elem(y, t, i, grad ? v * dpn__load_elem(og, t, i) : v, k->req[0]);
+    }
+    return 0;
+}
+/* sigmoid and tanh in float32, the common case of a network's layers, in
+   float arithmetic: the forward with expf / tanhf, the gradient from the
+   output (y (1 - y), 1 - y^2) as MXNet's, so the gradient computes no
+   function at all. 0 when not that case. */
+static int dpn__act_f32(const dp_kernel_ctx *k, int type, int grad) {
+    const float *x = (const float *)dp_nd_data(k->inputs[grad]), *og = grad ? (const float *)dp_nd_data(k->inputs[0]) : NULL;
+    const float *y = grad ? (const float *)dp_nd_data(k->inputs[2]) : NULL;
+    float *out = (float *)dp_nd_data(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[grad]));
+    int add = k->req[0] == DP_REQ_ADD;
+    if (dp_nd_dtype(k->inputs[grad]) != DP_FLOAT32 || (type != 1 && type != 2) || k->req[0] == DP_REQ_NULL) return 0;
+    for (i = 0; i < n; i++) {
+        float v = grad ? og[i] * (type == 2 ? 1.0f - y[i] * y[i] : y[i] * (1.0f - y[i])) : type == 2 ? tanhf(x[i]) : 1.0f / (1.0f + expf(-x[i]));
+        out[i] = add ? out[i] + v : v;
+    }
+    return 1;
+}
+static int dpn__k_act(const dp_kernel_ctx *k) {
+    return dpn__act_f32(k, (int)k->params->v[0].i, 0) ? 0 : dpn__act_apply(k, (int)k->params->v[0].i, 0, 0);
+}
+/* inputs (og, data, output) */
+static int dpn__kg_act(const dp_kernel_ctx *k) {
+    return dpn__act_f32(k, (int)k->params->v[0].i, 1) ? 0 : dpn__act_apply(k, (int)k->params->v[0].i, 0, 1);
+}
+static int dpn__infer_act_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                               dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)p; (void)nin; (void)nout; (void)msg; (void)cap;
+    os[0] = is[1]; ot[0] = it[1];
+    return 0;
+}
+static int dpn__infer_leaky(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                            dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int prelu = p->v[DPN__LR_TYPE].i == 4;
+    char s1[160], s2[160];
+    (void)nout;
+    if (dpn__infer_float(it, msg, cap)) return -1;
+    if (prelu != (nin == 2)) {
+        snprintf(msg, cap, "act_type %s with %d inputs: prelu takes (data, gamma) with num_args 2, the others data alone", prelu ? "prelu" : "other than prelu", nin);
+        return -1;
+    }
+    if (prelu && (it[1] != it[0] || is[1].ndim != 1 || (is[1].dims[0] != 1 && (is[0].ndim < 2 || is[1].dims[0] != is[0].dims[1])))) {
+        snprintf(msg, cap, "gamma %s: prelu needs (channels,) = (data.shape[1],) or (1,), of data's dtype (data %s)", dpn__shape_str(&is[1], s1, sizeof s1),
+                 dpn__shape_str(&is[0], s2, sizeof s2));
+        return -1;
+    }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+/* prelu: y = x > 0 ? x : gamma[channel] x; the channel of element i. */
+static int64_t dpn__prelu_channel(const dp_shape *s, int64_t gamma_n, int64_t i) {
+    int64_t inner = 1;
+    int d;
+    if (gamma_n == 1) return 0;
+    for (d = 2; d < s->ndim; d++) inner *= s->dims[d];
+    return (i / inner) % s->dims[1];
+}
+static int dpn__k_leaky(const dp_kernel_ctx *k) {
+    int type = (int)k->params->v[DPN__LR_TYPE].i;
+    if (type != 4) return dpn__act_apply(k, 10 + type, k->params->v[DPN__LR_SLOPE].f, 0);
+    {
+        dp_ndarray *x = k->inputs[0], *gm = k->inputs[1];
+        dp_dtype t = dp_nd_dtype(x);
+        int64_t i, n = dp_shape_size(dp_nd_shape(x)), gn = dp_nd_shape(gm)->dims[0];
+        if (k->req[0] == DP_REQ_NULL) return 0;
+        for (i = 0; i < n; i++) {
+            double v = dpn__load_elem(dp_nd_data(x), t, i);
+            dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, v > 0 ? v : v * dpn__load_elem(dp_nd_data(gm), t, dpn__prelu_channel(dp_nd_shape(x), gn, i)), k->req[0]);
+        }
+    }
+    return 0;
+}
+/* inputs (og, data[, gamma]); outputs (d data[, d gamma]) */
+static int dpn__kg_leaky(const dp_kernel_ctx *k) {
+    int type = (int)k->params->v[DPN__LR_TYPE].i;
+    dp_ndarray *x = k->inputs[1];
+    dp_dtype t = dp_nd_dtype(x);
+    int64_t i, n = dp_shape_size(dp_nd_shape(x)), gn, c;
+    (void)c;
+    const void *og = dp_nd_data(k->inputs[0]), *gm;
+    if (type != 4) return dpn__act_apply(k, 10 + type, k->params->v[DPN__LR_SLOPE].f, 1);
+    gm = dp_nd_data(k->inputs[2]); gn = dp_nd_shape(k->inputs[2])->dims[0];
+    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) {
+        double v = dpn__load_elem(dp_nd_data(x), t, i), g = dpn__load_elem(og, t, i);
+        dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, v > 0 ? g : g * dpn__load_elem(gm, t, dpn__prelu_channel(dp_nd_shape(x), gn, i)), k->req[0]);
+    }
+    if (k->req[1] != DP_REQ_NULL) {
+        if (k->req[1] != DP_REQ_ADD) for (c = 0; c < gn; c++) dpn__store_elem(dp_nd_data(k->outputs[1]), t, c, 0, DP_REQ_WRITE);
+        for (i = 0; i < n; i++) {
+            double v = dpn__load_elem(dp_nd_data(x), t, i);
+            if (v <= 0) dpn__store_elem(dp_nd_data(k->outputs[1]), t, dpn__prelu_channel(dp_nd_shape(x), gn, i), v * dpn__load_elem(og, t, i), DP_REQ_ADD);
+        }
+    }
+    return 0;
+}
+
+/* Flatten, MXNet's: (n, d1, d2, ...) to (n, d1 d2 ...), a copy. */
+static int dpn__infer_flatten(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                              dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int64_t rest = 1;
+    int d;
+    char s1[160];
+    (void)p; (void)nin; (void)nout;
+    if (is[0].ndim < 1) { snprintf(msg, cap, "data %s: at least one axis", dpn__shape_str(&is[0], s1, sizeof s1)); return -1; }
+    for (d = 1; d < is[0].ndim; d++) rest *= is[0].dims[d];
+    memset(os, 0, sizeof *os);
+    os->ndim = 2; os->dims[0] = is[0].dims[0]; os->dims[1] = rest; *ot = it[0];
+    return 0;
+}
+static void dpn__copy_by_req(dp_dtype t, const void *src, void *dst, int64_t n, size_t bytes, dp_req req) {
+    int64_t i;
+    if (req == DP_REQ_NULL) return;
+    if (req != DP_REQ_ADD) { if (src != dst) memmove(dst, src, bytes); return; }
+    for (i = 0; i < n; i++) dpn__store_elem(dst, t, i, dpn__load_elem(src, t, i), DP_REQ_ADD);
+}
+static int dpn__k_flatten(const dp_kernel_ctx *k) {
+    dpn__copy_by_req(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_shape_size(dp_nd_shape(k->inputs[0])),
+                     dp_nd_bytes(k->inputs[0]), k->req[0]);
+    return 0;
+}
+static int dpn__kg_flatten(const dp_kernel_ctx *k) {
+    dpn__copy_by_req(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_shape_size(dp_nd_shape(k->inputs[0])),
+                     dp_nd_bytes(k->inputs[0]), k->req[0]);
+    return 0;
+}
+
+/* The forward and gradient operators of a layer whose inputs counts come
+   from num_args: registered by hand, as the gradient's counts are
+   num_args + 1 and num_args. */
+static void dpn__register_counted(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel) {
+    dp_operator g;
+    op->gradient = grad_name; op->grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    dp_operator_register(op);
+    memset(&g, 0, sizeof g);
+    g.name = grad_name; g.doc = grad_doc; g.num_inputs = -2; g.num_outputs = -1;
+    g.params = op->params; g.num_params = op->num_params; g.infer = dpn__infer_grad_of_inputs; g.forward_cpu = grad_kernel;
+    g.resources = op->resources;
+    dp_operator_register(&g);
+}
+static void dpn__register_layers(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "Convolution";
+    op.doc = "MXNet's Convolution, 1-D or 2-D (NCW, NCHW): data (n, c, [h,] w), weight (num_filter, c / num_group, [kh,] kw), "
+             "bias (num_filter,) unless no_bias; im2col + GEMM or direct loops (algo)";
+    op.num_inputs = -1; op.num_outputs = 1; op.params = dpn__conv_params; op.num_params = 10; op.infer = dpn__infer_conv;
+    op.forward_cpu = dpn__k_conv; op.resources = DP_RESOURCE_TEMP; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    dpn__register_counted(&op, "_backward_Convolution", "gradient of Convolution: (og, data, weight[, bias]) -> their gradients", dpn__kg_conv);
+    memset(&op, 0, sizeof op);
+    op.name = "Deconvolution";
+    op.doc = "MXNet's Deconvolution (the transposed convolution), 1-D or 2-D: data (n, c, [h,] w), weight (c, num_filter / num_group, "
+             "[kh,] kw), bias (num_filter,) with no_bias false";
+    op.num_inputs = -1; op.num_outputs = 1; op.params = dpn__deconv_params; op.num_params = 12; op.infer = dpn__infer_deconv;
+    op.forward_cpu = dpn__k_deconv; op.resources = DP_RESOURCE_TEMP; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    dpn__register_counted(&op, "_backward_Deconvolution", "gradient of Deconvolution: (og, data, weight[, bias]) -> their gradients", dpn__kg_deconv);
+    memset(&op, 0, sizeof op);
+    op.name = "Pooling";
+    op.doc = "MXNet's Pooling, 1-D or 2-D: max, avg or sum over windows of data (n, c, [h,] w); padding is never a maximum; "
+             "a window with no input element gives 0";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dpn__pool_params; op.num_params = 7; op.infer = dpn__infer_pool;
+    op.forward_cpu = dpn__k_pool; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    dp_operator_register_with_gradient(&op, "_backward_Pooling", "gradient of Pooling (max: to the first maximum of each window)", dpn__kg_pool, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "Activation";
+    op.doc = "MXNet's Activation: relu, sigmoid, tanh, softrelu (log(1 + e^x)) or softsign (x / (1 + |x|)), element-wise";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dpn__act_params; op.num_params = 1; op.infer = dpn__infer_act;
+    op.forward_cpu = dpn__k_act; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    op.gradient = "_backward_Activation"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
+    dp_operator_register(&op);
+    memset(&op, 0, sizeof op);
+    op.name = "_backward_Activation"; op.doc = "gradient of Activation: (og, data, output) -> data's (sigmoid and tanh from the output)";
+    op.num_inputs = 3; op.num_outputs = 1; op.params = dpn__act_params; op.num_params = 1; op.infer = dpn__infer_act_grad;
+    op.forward_cpu = dpn__kg_act;
+    dp_operator_register(&op);
+    memset(&op, 0, sizeof op);
+    op.name = "LeakyReLU";
+    op.doc = "MXNet's LeakyReLU: leaky (x < 0: slope x), elu (slope (e^x - 1)), selu, gelu (erf form), or prelu (x < 0: gamma[channel] x, "
+             "gamma the second input, num_args 2)";
+    op.num_inputs = -1; op.num_outputs = 1; op.params = dpn__leaky_params; op.num_params = 5; op.infer = dpn__infer_leaky;
+    op.forward_cpu = dpn__k_leaky; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    dpn__register_counted(&op, "_backward_LeakyReLU", "gradient of LeakyReLU: (og, data[, gamma]) -> their gradients", dpn__kg_leaky);
+    memset(&op, 0, sizeof op);
+    op.name = "Flatten"; op.doc = "MXNet's Flatten: (n, d1, d2, ...) to (n, d1 d2 ...)";
+    op.num_inputs = 1; op.num_outputs = 1; op.infer = dpn__infer_flatten; op.forward_cpu = dpn__k_flatten;
+    dp_operator_register_with_gradient(&op, "_backward_Flatten", "gradient of Flatten: the output gradient in data's shape", dpn__kg_flatten, 0);
+}
+
+/* >>tensor layers: MXNet's BlockGrad, MakeLoss, the regression outputs,
+   Embedding, expand_dims, slice_axis, broadcast_to, where, batch_dot,
+   stack and SliceChannel ---------------------------------------------------- */
+/* BlockGrad: the identity whose gradient is 0 (MXNet's stop_gradient). */
+static int dpn__k_identity(const dp_kernel_ctx *k) {
+    dpn__copy_by_req(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_shape_size(dp_nd_shape(k->inputs[0])),
+                     dp_nd_bytes(k->inputs[0]), k->req[0]);
+    return 0;
+}
+static void dpn__fill_by_req(dp_ndarray *a, double v, dp_req req) {
+    int64_t i, n = dp_shape_size(dp_nd_shape(a));
+    for (i = 0; req != DP_REQ_NULL && i < n; i++) dpn__store_elem(dp_nd_data(a), dp_nd_dtype(a), i, v, req);
+}
+static int dpn__kg_block(const dp_kernel_ctx *k) {
+    int i;
+    for (i = 0; i < k->num_outputs; i++) dpn__fill_by_req(k->outputs[i], 0, k->req[i]);
+    return 0;
+}
+/* MakeLoss(data): the identity forward; its gradient ignores the head
+   gradient: grad_scale, divided by the batch (normalization batch) or by
+   the elements above valid_thresh (valid), as MXNet's. */
+static const dp_param_def dpn__make_loss_params[] = {
+    {"grad_scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient of each element"},
+    {"valid_thresh", DP_PARAM_FLOAT, "0", 0, 0, NULL, "normalization valid: elements above it count"},
+    {"normalization", DP_PARAM_ENUM, "null", 0, 0, "null|batch|valid", "the gradient divided by nothing, the batch, or the valid elements"},
+};
+static int dpn__kg_make_loss(const dp_kernel_ctx *k) {
+    dp_ndarray *x = k->inputs[1];
+    int64_t i, n = dp_shape_size(dp_nd_shape(x)), valid = 0;
+    double g = k->params->v[0].f;
+    if (k->params->v[2].i == 1 && dp_nd_shape(x)->ndim > 0 && dp_nd_shape(x)->dims[0] > 0) g /= (double)dp_nd_shape(x)->dims[0];
+    if (k->params->v[2].i == 2) {
+        for (i = 0; i < n; i++) valid += dpn__load_elem(dp_nd_data(x), dp_nd_dtype(x), i) > k->params->v[1].f;
+        g /= valid > 0 ? (double)valid : 1.0;
+    }
+    dpn__fill_by_req(k->outputs[0], g, k->req[0]);
+    return 0;
+}
+/* LinearRegressionOutput, LogisticRegressionOutput, MAERegressionOutput
+   (data, label): the forward is the identity, the sigmoid, the identity;
+   the data's gradient ignores the head gradient: (out - label), the same,
+   sign(out - label), times grad_scale / (the elements per row), as
+   MXNet's; the label's is 0. label holds as many elements as data. */
+static const dp_param_def dpn__regression_params[] = {
+    {"grad_scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient is multiplied by it"},
+};
+static int dpn__infer_regression(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                 dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    (void)p; (void)nin; (void)nout;
+    if (dpn__infer_float(it, msg, cap)) return -1;
+    if (dp_shape_size(&is[0]) != dp_shape_size(&is[1]) || is[0].ndim < 1) {
+        snprintf(msg, cap, "data %s and label %s: as many elements in each", dpn__shape_str(&is[0], s1, sizeof s1), dpn__shape_str(&is[1], s2, sizeof s2));
+        return -1;
+    }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+static double dpn__regression_out(int kind, double x) { return kind == 1 ? 1 / (1 + exp(-x)) : x; }
+#define DPN__REGRESSION(nm, kind) \
+    static int dpn__k_##nm(const dp_kernel_ctx *k) { \
+        dp_dtype t = dp_nd_dtype(k->inputs[0]); \
+        int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0])); \
+        for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) \
+            dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, dpn__regression_out(kind, dpn__load_elem(dp_nd_data(k->inputs[0]), t, i)), k->req[0]); \
+        return 0; \
+    } \
+    static int dpn__kg_##nm(const dp_kernel_ctx *k) { \
+        dp_ndarray *x = k->inputs[1], *l = k->inputs[2]; \
+        dp_dtype t = dp_nd_dtype(x); \
+        int64_t i, n = dp_shape_size(dp_nd_shape(x)), rows = dp_nd_shape(x)->dims[0]; \
+        double scale = k->params->v[0].f / (rows > 0 && n / rows > 0 ? (double)(n / rows) : 1.0); \
+        for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) { \
+            double d = dpn__regression_out(kind, dpn__load_elem(dp_nd_data(x), t, i)) - dpn__load_elem(dp_nd_data(l), dp_nd_dtype(l), i); \
+            dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, (kind == 2 ? (double)((d > 0) - (d < 0)) : d) * scale, k->req[0]); \
+        } \
+        dpn__fill_by_req(k->outputs[1], 0, k->req[1]); \
+        return 0; \
+    }
+DPN__REGRESSION(linear_regression, 0)
+DPN__REGRESSION(logistic_regression, 1)
+DPN__REGRESSION(mae_regression, 2)
+#undef DPN__REGRESSION
+
+/* Embedding(data, weight (input_dim, output_dim)): rows of weight picked
+   by data's values (any shape; integral values in 0..input_dim-1, else the
+   kernel fails naming the index); result data.shape + (output_dim,). The
+   weight's gradient adds the output gradient's rows into the rows they
+   came from; the data's is 0. */
+static const dp_param_def dpn__embedding_params[] = {
+    {"input_dim", DP_PARAM_INT, NULL, 1, 1e12, NULL, "rows of weight (the vocabulary)"},
+    {"output_dim", DP_PARAM_INT, NULL, 1, 1e12, NULL, "columns of weight (the embedding's size)"},
+    {"dtype", DP_PARAM_ENUM, "float32", 0, 0, "float32|float64", "the weight's and output's dtype"},
+    {"sparse_grad", DP_PARAM_BOOL, "false", 0, 0, NULL, "MXNet's row-sparse gradient: accepted, the gradient is dense"},
+};
+static int dpn__infer_embedding(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    (void)nin; (void)nout;
+    if (is[1].ndim != 2 || is[1].dims[0] != p->v[0].i || is[1].dims[1] != p->v[1].i || is[0].ndim >= DP_MAX_DIMS
+        || it[1] != (p->v[2].i ? DP_FLOAT64 : DP_FLOAT32)) {
+        snprintf(msg, cap, "weight %s %s: needs (input_dim %lld, output_dim %lld) of dtype %s (data %s)", dp_dtype_name(it[1]),
+                 dpn__shape_str(&is[1], s1, sizeof s1), (long long)p->v[0].i, (long long)p->v[1].i, p->v[2].i ? "float64" : "float32",
+                 dpn__shape_str(&is[0], s2, sizeof s2));
+        return -1;
+    }
+    *os = is[0];
+    os->dims[os->ndim++] = p->v[1].i;
+    *ot = it[1];
+    return 0;
+}
+/* The row data[i] names, or -1 with the kernel's error. */
+static int64_t dpn__embedding_row(const dp_kernel_ctx *k, dp_ndarray *data, int64_t i, int64_t rows) {
+    double v = dpn__load_elem(dp_nd_data(data), dp_nd_dtype(data), i);
+    if (!(v >= 0 && v < (double)rows && v == (double)(int64_t)v)) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "Embedding: index %g (element %lld of data) is not a row of 0..%lld", v, (long long)i, (long long)rows - 1);
+        dp_set_error(k->rc, msg);
+        return -1;
+    }
+    return (int64_t)v;
+}
+static int dpn__k_embedding(const dp_kernel_ctx *k) {
+    dp_ndarray *data = k->inputs[0], *w = k->inputs[1];
+    int64_t rows = dp_nd_shape(w)->dims[0], d = dp_nd_shape(w)->dims[1], n = dp_shape_size(dp_nd_shape(data)), i, j, r;
+    dp_dtype t = dp_nd_dtype(w);
+    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) {
+        if ((r = dpn__embedding_row(k, data, i, rows)) < 0) return DP_ERROR_INVALID_ARGS;
+        for (j = 0; j < d; j++) dpn__store_elem(dp_nd_data(k->outputs[0]), t, i * d + j, dpn__load_elem(dp_nd_data(w), t, r * d + j), k->req[0]);
+    }
+    return 0;
+}
+static int dpn__kg_embedding(const dp_kernel_ctx *k) {
+    dp_ndarray *data = k->inputs[1], *w = k->inputs[2];
+    int64_t rows = dp_nd_shape(w)->dims[0], d = dp_nd_shape(w)->dims[1], n = dp_shape_size(dp_nd_shape(data)), i, j, r;
+    dp_dtype t = dp_nd_dtype(w);
+    dpn__fill_by_req(k->outputs[0], 0, k->req[0]);
+    if (k->req[1] == DP_REQ_NULL) return 0;
+    dpn__clear_for(k->outputs[1], k->req[1]);
+    for (i = 0; i < n; i++) {
+        if ((r = dpn__embedding_row(k, data, i, rows)) < 0) return DP_ERROR_INVALID_ARGS;
+        for (j = 0; j < d; j++) dpn__store_elem(dp_nd_data(k->outputs[1]), t, r * d + j, dpn__load_elem(dp_nd_data(k->inputs[0]), t, i * d + j), DP_REQ_ADD);
+    }
+    return 0;
+}
+
+/* An axis parameter against ndim (negative counts from the end); -1 with msg. */
+static int dpn__axis_of(int64_t axis, int ndim, const char *what, const dp_shape *s, char *msg, size_t cap) {
+    char s1[160];
+    int64_t a = axis < 0 ? axis + ndim : axis;
+    if (a < 0 || a >= ndim) { snprintf(msg, cap, "axis %lld: out of range for %s %s", (long long)axis, what, dpn__shape_str(s, s1, sizeof s1)); return -1; }
+    return (int)a;
+}
+/* expand_dims(data, axis): a new axis of size 1 at axis (-ndim-1..ndim). */
+static const dp_param_def dpn__expand_dims_params[] = {{"axis", DP_PARAM_INT, NULL, 0, 0, NULL, "where the new axis goes; negative counts from the end"}};
+static int dpn__infer_expand_dims(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                  dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int a, d;
+    (void)nin; (void)nout;
+    if (is[0].ndim >= DP_MAX_DIMS) { snprintf(msg, cap, "data has %d axes already (at most %d)", is[0].ndim, DP_MAX_DIMS); return -1; }
+    if ((a = dpn__axis_of(p->v[0].i, is[0].ndim + 1, "data", &is[0], msg, cap)) < 0) return -1;
+    memset(os, 0, sizeof *os);
+    os->ndim = is[0].ndim + 1;
+    for (d = 0; d < os->ndim; d++) os->dims[d] = d < a ? is[0].dims[d] : d == a ? 1 : is[0].dims[d - 1];
+    *ot = it[0];
+    return 0;
+}
+/* slice_axis(data, axis, begin, end): [begin, end) of one axis (negative
+   counts from the end; end () is the axis's end, MXNet's None). */
+static const dp_param_def dpn__slice_axis_params[] = {
+    {"axis", DP_PARAM_INT, NULL, 0, 0, NULL, "the axis sliced; negative counts from the end"},
+    {"begin", DP_PARAM_INT, NULL, 0, 0, NULL, "the first index; negative counts from the end"},
+    {"end", DP_PARAM_SHAPE, "()", 0, 0, NULL, "one past the last index; () (MXNet's None) for the axis's end"},
+};
+static int dpn__slice_range(const dp_params *p, const dp_shape *s, int *axis, int64_t *b, int64_t *e, char *msg, size_t cap) {
+    char s1[160];
+    int64_t n;
+    if ((*axis = dpn__axis_of(p->v[0].i, s->ndim, "data", s, msg, cap)) < 0) return -1;
+    n = s->dims[*axis];
+    *b = p->v[1].i < 0 ? p->v[1].i + n : p->v[1].i;
+    *e = p->v[2].shape.ndim == 0 ? n : p->v[2].shape.dims[0] < 0 ? p->v[2].shape.dims[0] + n : p->v[2].shape.dims[0];
+    if (p->v[2].shape.ndim > 1 || *b < 0 || *e > n || *b >= *e) {
+        snprintf(msg, cap, "begin %lld, end %s: not a non-empty range of axis %d of data %s", (long long)p->v[1].i,
+                 p->v[2].shape.ndim ? "given" : "None", *axis, dpn__shape_str(s, s1, sizeof s1));
+        return -1;
+    }
+    return 0;
+}
+static int dpn__infer_slice_axis(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                 dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int axis;
+    int64_t b, e;
+    (void)nin; (void)nout;
+    if (dpn__slice_range(p, &is[0], &axis, &b, &e, msg, cap)) return -1;
+    *os = is[0]; os->dims[axis] = e - b; *ot = it[0];
+    return 0;
+}
+/* Copies between a block of [outer, n, inner] and its slice [outer, m,
+   inner] from offset b: to the slice (dir 0, by req) or back (dir 1, added). */
+static void dpn__slice_copy(dp_dtype t, const void *src, void *dst, int64_t outer, int64_t n, int64_t m, int64_t inner, int64_t b, int dir, dp_req req) {
+    int64_t o, i, j;
+    for (o = 0; o < outer; o++) for (i = 0; i < m; i++) for (j = 0; j < inner; j++) {
+        int64_t big = (o * n + b + i) * inner + j, small = (o * m + i) * inner + j;
+        if (dir == 0) dpn__store_elem(dst, t, small, dpn__load_elem(src, t, big), req);
+        else dpn__store_elem(dst, t, big, dpn__load_elem(src, t, small), DP_REQ_ADD);
+    }
+}
+static void dpn__split_axis(const dp_shape *s, int axis, int64_t *outer, int64_t *inner) {
+    int d;
+    *outer = *inner = 1;
+    for (d = 0; d < axis; d++) *outer *= s->dims[d];
+    for (d = axis + 1; d < s->ndim; d++) *inner *= s->dims[d];
+}
+static int dpn__k_slice_axis(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    int axis;
+    int64_t b, e, outer, inner;
+    char msg[8];
+    dpn__slice_range(k->params, s, &axis, &b, &e, msg, sizeof msg);
+    dpn__split_axis(s, axis, &outer, &inner);
+    if (k->req[0] != DP_REQ_NULL)
+        dpn__slice_copy(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), outer, s->dims[axis], e - b, inner, b, 0, k->req[0]);
+    return 0;
+}
+static int dpn__kg_slice_axis(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[1]);
+    int axis;
+    int64_t b, e, outer, inner;
+    char msg[8];
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__slice_range(k->params, s, &axis, &b, &e, msg, sizeof msg);
+    dpn__split_axis(s, axis, &outer, &inner);
+    dpn__clear_for(k->outputs[0], k->req[0]);
+    dpn__slice_copy(dp_nd_dtype(k->inputs[1]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), outer, s->dims[axis], e - b, inner, b, 1, k->req[0]);
+    return 0;
+}
+/* broadcast_to(data, shape): axes of size 1 repeated to shape's (0 keeps
+   the axis); the gradient sums over the repeats. */
+static const dp_param_def dpn__broadcast_to_params[] = {{"shape", DP_PARAM_SHAPE, NULL, 0, 0, NULL, "the result's shape; 0 keeps data's axis"}};
+static int dpn__infer_broadcast_to(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                   dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    const dp_shape *t = &p->v[0].shape;
+    char s1[160], s2[160];
+    int d;
+    (void)nin; (void)nout;
+    *os = is[0];
+    for (d = 0; d < is[0].ndim && t->ndim == is[0].ndim; d++) {
+        int64_t want = t->dims[d] == 0 ? is[0].dims[d] : t->dims[d];
+        if (want < 1 || (is[0].dims[d] != want && is[0].dims[d] != 1)) break;
+        os->dims[d] = want;
+    }
+    if (t->ndim != is[0].ndim || d < is[0].ndim) {
+        snprintf(msg, cap, "shape %s: data %s broadcasts only its axes of size 1, to as many axes", dpn__shape_str(t, s1, sizeof s1),
+                 dpn__shape_str(&is[0], s2, sizeof s2));
+        return -1;
+    }
+    *ot = it[0];
+    return 0;
+}
+/* The input element of output element i (small: the input's shape). */
+static int64_t dpn__broadcast_src(const dp_shape *small, const dp_shape *big, int64_t i) {
+    int64_t src = 0, stride = 1;
+    int d;
+    for (d = big->ndim - 1; d >= 0; d--) {
+        int64_t c = i % big->dims[d];
+        i /= big->dims[d];
+        if (small->dims[d] != 1) src += c * stride;
+        stride *= small->dims[d];
+    }
+    return src;
+}
+static int dpn__k_broadcast_to(const dp_kernel_ctx *k) {
+    const dp_shape *xs = dp_nd_shape(k->inputs[0]), *ys = dp_nd_shape(k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t i, n = dp_shape_size(ys);
+    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++)
+        dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, dpn__load_elem(dp_nd_data(k->inputs[0]), t, dpn__broadcast_src(xs, ys, i)), k->req[0]);
+    return 0;
+}
+static int dpn__kg_broadcast_to(const dp_kernel_ctx *k) {
+    const dp_shape *xs = dp_nd_shape(k->inputs[1]), *ys = dp_nd_shape(k->inputs[0]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t i, n = dp_shape_size(ys);
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__clear_for(k->outputs[0], k->req[0]);
+    for (i = 0; i < n; i++)
+        dpn__store_elem(dp_nd_data(k->outputs[0]), t, dpn__broadcast_src(xs, ys, i), dpn__load_elem(dp_nd_data(k->inputs[0]), t, i), DP_REQ_ADD);
+    return 0;
+}
+/* where(condition, x, y): x where condition is non-zero, else y; all of
+   one shape, or condition (n,) choosing whole rows of x and y (n, ...). */
+static int dpn__infer_where(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                            dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160], s3[160];
+    int same_xy = is[1].ndim == is[2].ndim && !memcmp(is[1].dims, is[2].dims, sizeof(int64_t) * (size_t)is[1].ndim);
+    int cond_ok = (is[0].ndim == is[1].ndim && !memcmp(is[0].dims, is[1].dims, sizeof(int64_t) * (size_t)is[0].ndim))
+               || (is[0].ndim == 1 && is[1].ndim >= 1 && is[0].dims[0] == is[1].dims[0]);
+    (void)p; (void)nin; (void)nout;
+    if (!same_xy || !cond_ok || it[1] != it[2]) {
+        snprintf(msg, cap, "condition %s, x %s, y %s: x and y of one shape and dtype, condition of theirs or (rows,)", dpn__shape_str(&is[0], s1, sizeof s1),
+                 dpn__shape_str(&is[1], s2, sizeof s2), dpn__shape_str(&is[2], s3, sizeof s3));
+        return -1;
+    }
+    *os = is[1]; *ot = it[1];
+    return 0;
+}
+static int dpn__where_pick(dp_ndarray *cond, dp_ndarray *x, int64_t i) {
+    int64_t per = dp_shape_size(dp_nd_shape(cond)) == dp_shape_size(dp_nd_shape(x)) ? 1
+                : dp_shape_size(dp_nd_shape(x)) / (dp_nd_shape(x)->dims[0] ? dp_nd_shape(x)->dims[0] : 1);
+    return dpn__load_elem(dp_nd_data(cond), dp_nd_dtype(cond), i / per) != 0;
+}
+static int dpn__k_where(const dp_kernel_ctx *k) {
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[1]));
+    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++)
+        dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, dpn__load_elem(dp_nd_data(k->inputs[dpn__where_pick(k->inputs[0], k->inputs[1], i) ? 1 : 2]), t, i), k->req[0]);
+    return 0;
+}
+/* inputs (og, condition, x, y); outputs (d condition = 0, d x, d y) */
+static int dpn__kg_where(const dp_kernel_ctx *k) {
+    dp_dtype t = dp_nd_dtype(k->inputs[2]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[2]));
+    dpn__fill_by_req(k->outputs[0], 0, k->req[0]);
+    for (i = 0; i < n; i++) {
+        int pick = dpn__where_pick(k->inputs[1], k->inputs[2], i);
+        double g = dpn__load_elem(dp_nd_data(k->inputs[0]), t, i);
+        dpn__store_elem(dp_nd_data(k->outputs[1]), t, i, pick ? g : 0, k->req[1]);
+        dpn__store_elem(dp_nd_data(k->outputs[2]), t, i, pick ? 0 : g, k->req[2]);
+    }
+    return 0;
+}
+/* batch_dot(a (B, M, K), b (B, K, N)) = (B, M, N), each of a batch by
+   dp_gemm; transpose_a, transpose_b transpose each matrix first. */
+static const dp_param_def dpn__batch_dot_params[] = {
+    {"transpose_a", DP_PARAM_BOOL, "false", 0, 0, NULL, "each of a's matrices transposed"},
+    {"transpose_b", DP_PARAM_BOOL, "false", 0, 0, NULL, "each of b's matrices transposed"},
+};
+static int dpn__infer_batch_dot(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int ta = (int)p->v[0].i, tb = (int)p->v[1].i;
+    char s1[160], s2[160];
+    (void)nin; (void)nout;
+    if (it[0] != it[1] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64) || is[0].ndim != 3 || is[1].ndim != 3 || is[0].dims[0] != is[1].dims[0]
+        || is[0].dims[ta ? 1 : 2] != is[1].dims[tb ? 2 : 1]) {
+        snprintf(msg, cap, "a %s, b %s (transpose_a %d, transpose_b %d): float (B, M, K) and (B, K, N) of one dtype", dpn__shape_str(&is[0], s1, sizeof s1),
+                 dpn__shape_str(&is[1], s2, sizeof s2), ta, tb);
+        return -1;
+    }
+    memset(os, 0, sizeof *os);
+    os->ndim = 3; os->dims[0] = is[0].dims[0]; os->dims[1] = is[0].dims[ta ? 2 : 1]; os->dims[2] = is[1].dims[tb ? 1 : 2];
+    *ot = it[0];
+    return 0;
+}
+static void dpn__batch_gemm(dp_dtype t, int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t kk, const void *a, int64_t lda,
+                            const void *b, int64_t ldb, double beta, void *c) {
+    size_t e = dp_dtype_size(t);
+    int64_t i;
+    for (i = 0; i < batch; i++)
+        dp_gemm(t, ta, tb, m, n, kk, (const char *)a + (size_t)(i * m * kk) * e, lda, (const char *)b + (size_t)(i * kk * n) * e, ldb, beta,
+                (char *)c + (size_t)(i * m * n) * e, n);
+}
+static int dpn__k_batch_dot(const dp_kernel_ctx *k) {
+    const dp_shape *as = dp_nd_shape(k->inputs[0]), *ys = dp_nd_shape(k->outputs[0]);
+    int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
+    int64_t kk = as->dims[ta ? 1 : 2];
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__batch_gemm(dp_nd_dtype(k->inputs[0]), ys->dims[0], ta, tb, ys->dims[1], ys->dims[2], kk, dp_nd_data(k->inputs[0]), as->dims[2],
+                    dp_nd_data(k->inputs[1]), dp_nd_shape(k->inputs[1])->dims[2], dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
+    return 0;
+}
+/* inputs (og (B, M, N), a, b): d a = og op(b)^T (transposed back when
+   transpose_a), d b = op(a)^T og (likewise). */
+static int dpn__kg_batch_dot(const dp_kernel_ctx *k) {
+    const dp_shape *gs = dp_nd_shape(k->inputs[0]), *as = dp_nd_shape(k->inputs[1]), *bs = dp_nd_shape(k->inputs[2]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
+    int64_t B = gs->dims[0], M = gs->dims[1], N = gs->dims[2], K = as->dims[ta ? 1 : 2];
+    const void *og = dp_nd_data(k->inputs[0]), *a = dp_nd_data(k->inputs[1]), *b = dp_nd_data(k->inputs[2]);
+    if (k->req[0] != DP_REQ_NULL) {
+        if (!ta) dpn__batch_gemm(t, B, 0, !tb, M, K, N, og, N, b, bs->dims[2], dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
+        else dpn__batch_gemm(t, B, tb, 1, K, M, N, b, bs->dims[2], og, N, dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
+    }
+    if (k->req[1] != DP_REQ_NULL) {
+        if (!tb) dpn__batch_gemm(t, B, !ta, 0, K, N, M, a, as->dims[2], og, N, dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]));
+        else dpn__batch_gemm(t, B, 1, ta, N, K, M, og, N, a, as->dims[2], dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]));
+    }
+    return 0;
+}
+/* stack(num_args arrays of one shape, axis): joined along a new axis. */
+static const dp_param_def dpn__stack_params[] = {
+    {"num_args", DP_PARAM_INT, NULL, 1, 64, NULL, "how many arrays"},
+    {"axis", DP_PARAM_INT, "0", 0, 0, NULL, "the new axis's place; negative counts from the end"},
+};
+static int dpn__infer_stack(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                            dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160], s2[160];
+    int a, d, i;
+    (void)nout;
+    for (i = 1; i < nin; i++)
+        if (it[i] != it[0] || is[i].ndim != is[0].ndim || memcmp(is[i].dims, is[0].dims, sizeof(int64_t) * (size_t)is[0].ndim)) {
+            snprintf(msg, cap, "input %d %s and input 0 %s: one shape and dtype", i, dpn__shape_str(&is[i], s1, sizeof s1), dpn__shape_str(&is[0], s2, sizeof s2));
+            return -1;
+        }
+    if (is[0].ndim >= DP_MAX_DIMS) { snprintf(msg, cap, "inputs have %d axes already (at most %d)", is[0].ndim, DP_MAX_DIMS); return -1; }
+    if ((a = dpn__axis_of(p->v[1].i, is[0].ndim + 1, "input 0", &is[0], msg, cap)) < 0) return -1;
+    memset(os, 0, sizeof *os);
+    os->ndim = is[0].ndim + 1;
+    for (d = 0; d < os->ndim; d++) os->dims[d] = d < a ? is[0].dims[d] : d == a ? nin : is[0].dims[d - 1];
+    *ot = it[0];
+    return 0;
+}
+/* The stacked output as [outer, num_args, inner]: outer the inputs' axes
+   before axis, inner those from it on. */
+static void dpn__stack_dims(const dp_params *p, const dp_shape *in, int64_t *outer, int64_t *inner) {
+    int a = (int)(p->v[1].i < 0 ? p->v[1].i + in->ndim + 1 : p->v[1].i), d;
+    *outer = 1;
+    for (d = 0; d < a; d++) *outer *= in->dims[d];
+    *inner = *outer ? dp_shape_size(in) / *outer : 0;
+}
+static int dpn__k_stack(const dp_kernel_ctx *k) {
+    int64_t outer, inner, o, j;
+    int i, n = k->num_inputs;
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    dpn__stack_dims(k->params, dp_nd_shape(k->inputs[0]), &outer, &inner);
+    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++)
+        for (o = 0; o < outer; o++) for (j = 0; j < inner; j++)
+            dpn__store_elem(dp_nd_data(k->outputs[0]), t, (o * n + i) * inner + j, dpn__load_elem(dp_nd_data(k->inputs[i]), t, o * inner + j), k->req[0]);
+    return 0;
+}
+/* inputs (og, the num_args arrays); outputs their gradients */
+static int dpn__kg_stack(const dp_kernel_ctx *k) {
+    int64_t outer, inner, o, j;
+    int i, n = k->num_outputs;
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    dpn__stack_dims(k->params, dp_nd_shape(k->inputs[1]), &outer, &inner);
+    for (i = 0; i < n; i++)
+        for (o = 0; k->req[i] != DP_REQ_NULL && o < outer; o++) for (j = 0; j < inner; j++)
+            dpn__store_elem(dp_nd_data(k->outputs[i]), t, o * inner + j, dpn__load_elem(dp_nd_data(k->inputs[0]), t, (o * n + i) * inner + j), k->req[i]);
+    return 0;
+}
+/* SliceChannel (split): data cut along axis into num_args equal parts
+   (MXNet's num_outputs), each an output; squeeze_axis drops the axis when
+   the parts have one element along it. */
+static const dp_param_def dpn__slice_channel_params[] = {
+    {"num_args", DP_PARAM_INT, NULL, 1, 64, NULL, "how many parts (MXNet's num_outputs, which a symbol node takes too)"},
+    {"axis", DP_PARAM_INT, "1", 0, 0, NULL, "the axis cut; negative counts from the end"},
+    {"squeeze_axis", DP_PARAM_BOOL, "false", 0, 0, NULL, "drop the axis from the parts (it must be num_args long)"},
+};
+static int dpn__infer_slice_channel(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                    dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    char s1[160];
+    int a, i, d;
+    int64_t n = p->v[0].i;
+    (void)nin;
+    if ((a = dpn__axis_of(p->v[1].i, is[0].ndim, "data", &is[0], msg, cap)) < 0) return -1;
+    if (is[0].dims[a] % n || (p->v[2].i && is[0].dims[a] != n)) {
+        snprintf(msg, cap, "num_outputs %lld does not divide axis %d of data %s%s", (long long)n, a, dpn__shape_str(&is[0], s1, sizeof s1),
+                 p->v[2].i ? " into parts of 1 (squeeze_axis)" : "");
+        return -1;
+    }
+    for (i = 0; i < nout; i++) {
+        os[i] = is[0]; ot[i] = it[0];
+        os[i].dims[a] = is[0].dims[a] / n;
+        if (p->v[2].i) { for (d = a; d + 1 < is[0].ndim; d++) os[i].dims[d] = is[0].dims[d + 1]; os[i].ndim--; }
+    }
+    return 0;
+}
+static int dpn__k_slice_channel(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    int a = (int)(k->params->v[1].i < 0 ? k->params->v[1].i + s->ndim : k->params->v[1].i), i;
+    int64_t outer, inner, m = s->dims[a] / k->num_outputs;
+    dpn__split_axis(s, a, &outer, &inner);
+    for (i = 0; i < k->num_outputs; i++)
+        if (k->req[i] != DP_REQ_NULL)
+            dpn__slice_copy(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[i]), outer, s->dims[a], m, inner, i * m, 0, k->req[i]);
+    return 0;
+}
+/* inputs (the num_args output gradients, data); output d data */
+static int dpn__kg_slice_channel(const dp_kernel_ctx *k) {
+    dp_ndarray *x = k->inputs[k->num_inputs - 1];
+    const dp_shape *s = dp_nd_shape(x);
+    int n = k->num_inputs - 1, a = (int)(k->params->v[1].i < 0 ? k->params->v[1].i + s->ndim : k->params->v[1].i), i;
+    int64_t outer, inner, m = s->dims[a] / n;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dpn__split_axis(s, a, &outer, &inner);
+    dpn__clear_for(k->outputs[0], k->req[0]);
+    for (i = 0; i < n; i++) dpn__slice_copy(dp_nd_dtype(x), dp_nd_data(k->inputs[i]), dp_nd_data(k->outputs[0]), outer, s->dims[a], m, inner, i * m, 1, k->req[0]);
+    return 0;
+}
+static int dpn__infer_slice_channel_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                         dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)p; (void)nout; (void)msg; (void)cap;
+    os[0] = is[nin - 1]; ot[0] = it[nin - 1];
+    return 0;
+}
+static int dpn__k_reshaped_copy(const dp_kernel_ctx *k) { return dpn__k_flatten(k); }
+static int dpn__kg_reshaped_copy(const dp_kernel_ctx *k) { return dpn__kg_flatten(k); }
+static void dpn__register_tensor_layers(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "BlockGrad"; op.doc = "MXNet's BlockGrad (stop_gradient): the identity, whose gradient is 0";
+    op.num_inputs = 1; op.num_outputs = 1; op.forward_cpu = dpn__k_identity;
+    dp_operator_register_with_gradient(&op, "_backward_BlockGrad", "gradient of BlockGrad: 0", dpn__kg_block, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "MakeLoss"; op.doc = "MXNet's MakeLoss: the identity, as a loss: its gradient is grad_scale (normalized), whatever the head gradient";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dpn__make_loss_params; op.num_params = 3; op.infer = dpn__infer_act;
+    op.forward_cpu = dpn__k_identity; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    dp_operator_register_with_gradient(&op, "_backward_MakeLoss", "gradient of MakeLoss", dpn__kg_make_loss, 0);
+#define DPN__REG_REGRESSION(NAME, nm, text) \
+    memset(&op, 0, sizeof op); \
+    op.name = NAME; op.doc = text; op.num_inputs = 2; op.num_outputs = 1; op.params = dpn__regression_params; op.num_params = 1; \
+    op.infer = dpn__infer_regression; op.forward_cpu = dpn__k_##nm; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64; \
+    dp_operator_register_with_gradient(&op, "_backward_" NAME, "gradient of " NAME " (the label's is 0)", dpn__kg_##nm, 0);
+    DPN__REG_REGRESSION("LinearRegressionOutput", linear_regression, "MXNet's LinearRegressionOutput(data, label): the identity; gradient (out - label) grad_scale / (elements per row), whatever the head gradient")
+    DPN__REG_REGRESSION("LogisticRegressionOutput", logistic_regression, "MXNet's LogisticRegressionOutput(data, label): the sigmoid; gradient (out - label) grad_scale / (elements per row), whatever the head gradient")
+    DPN__REG_REGRESSION("MAERegressionOutput", mae_regression, "MXNet's MAERegressionOutput(data, label): the identity; gradient sign(out - label) grad_scale / (elements per row), whatever the head gradient")
+#undef DPN__REG_REGRESSION
+    memset(&op, 0, sizeof op);
+    op.name = "Embedding"; op.doc = "MXNet's Embedding(data, weight (input_dim, output_dim)): weight's rows at data's values (0..input_dim-1, else the op fails); data.shape + (output_dim,)";
+    op.num_inputs = 2; op.num_outputs = 1; op.params = dpn__embedding_params; op.num_params = 4; op.infer = dpn__infer_embedding;
+    op.forward_cpu = dpn__k_embedding;
+    dp_operator_register_with_gradient(&op, "_backward_Embedding", "gradient of Embedding: the output gradient's rows added into weight's; data's is 0", dpn__kg_embedding, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "expand_dims"; op.doc = "a new axis of size 1 at axis";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dpn__expand_dims_params; op.num_params = 1; op.infer = dpn__infer_expand_dims;
+    op.forward_cpu = dpn__k_reshaped_copy;
+    dp_operator_register_with_gradient(&op, "_backward_expand_dims", "gradient of expand_dims", dpn__kg_reshaped_copy, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "slice_axis"; op.doc = "[begin, end) along one axis";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dpn__slice_axis_params; op.num_params = 3; op.infer = dpn__infer_slice_axis;
+    op.forward_cpu = dpn__k_slice_axis;
+    dp_operator_register_with_gradient(&op, "_backward_slice_axis", "gradient of slice_axis: the output gradient in its place, 0 elsewhere", dpn__kg_slice_axis, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "broadcast_to"; op.doc = "axes of size 1 repeated to shape (0 keeps an axis)";
+    op.num_inputs = 1; op.num_outputs = 1; op.params = dpn__broadcast_to_params; op.num_params = 1; op.infer = dpn__infer_broadcast_to;
+    op.forward_cpu = dpn__k_broadcast_to;
+    dp_operator_register_with_gradient(&op, "_backward_broadcast_to", "gradient of broadcast_to: sums over the repeats", dpn__kg_broadcast_to, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "where"; op.doc = "where(condition, x, y): x where condition is non-zero, else y; condition of x's shape or (rows,)";
+    op.num_inputs = 3; op.num_outputs = 1; op.infer = dpn__infer_where; op.forward_cpu = dpn__k_where;
+    dp_operator_register_with_gradient(&op, "_backward_where", "gradient of where (condition's is 0)", dpn__kg_where, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "batch_dot"; op.doc = "a (B, M, K) times b (B, K, N), matrix by matrix: (B, M, N)";
+    op.num_inputs = 2; op.num_outputs = 1; op.params = dpn__batch_dot_params; op.num_params = 2; op.infer = dpn__infer_batch_dot;
+    op.forward_cpu = dpn__k_batch_dot; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    dp_operator_register_with_gradient(&op, "_backward_batch_dot", "gradient of batch_dot", dpn__kg_batch_dot, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "stack"; op.doc = "num_args arrays of one shape joined along a new axis";
+    op.num_inputs = -1; op.num_outputs = 1; op.params = dpn__stack_params; op.num_params = 2; op.infer = dpn__infer_stack;
+    op.forward_cpu = dpn__k_stack;
+    dpn__register_counted(&op, "_backward_stack", "gradient of stack: the output gradient's slices", dpn__kg_stack);
+    memset(&op, 0, sizeof op);
+    op.name = "SliceChannel"; op.doc = "MXNet's SliceChannel (split): data cut along axis into num_args equal parts, one output each";
+    op.num_inputs = 1; op.num_outputs = -1; op.params = dpn__slice_channel_params; op.num_params = 3; op.infer = dpn__infer_slice_channel;
+    op.forward_cpu = dpn__k_slice_channel; op.gradient = "_backward_SliceChannel"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS;
+    dp_operator_register(&op);
+    memset(&op, 0, sizeof op);
+    op.name = "_backward_SliceChannel"; op.doc = "gradient of SliceChannel: (the parts' gradients, data) -> data's";
+    op.num_inputs = -2; op.num_outputs = 1; op.params = dpn__slice_channel_params; op.num_params = 3;
+    op.infer = dpn__infer_slice_channel_grad; op.forward_cpu = dpn__kg_slice_channel;
     dp_operator_register(&op);
 }
 
@@ -1623,13 +3033,13 @@ static const struct { const char *mxnet, *depeng; } dpn__sym_aliases[] = {
     {"_div_scalar", "div_scalar"}, {"_rminus_scalar", "rsub_scalar"}, {"_rdiv_scalar", "rdiv_scalar"},
     {"_power_scalar", "power_scalar"}, {"_rpower_scalar", "rpower_scalar"}, {"_maximum", "maximum"}, {"_minimum", "minimum"},
     {"Concat", "concat"}, {"SoftmaxActivation", "softmax"}, {"_copy", "_copy"}, {"identity", "_copy"},
-    {"Reshape", "reshape"}, {"sum_axis", "sum"},
+    {"Reshape", "reshape"}, {"sum_axis", "sum"}, {"stop_gradient", "BlockGrad"}, {"split", "SliceChannel"},
 };
 /* depeng's name for an operator name (MXNet's names too; Activation is
    named by its act_type, later). */
 static const char *dpn__sym_alias(const char *op_name) {
     size_t k;
-    if (!strcmp(op_name, "Flatten") || !strcmp(op_name, "flatten")) return "reshape";
+    if (!strcmp(op_name, "flatten")) return "Flatten";
     for (k = 0; k < sizeof dpn__sym_aliases / sizeof dpn__sym_aliases[0]; k++)
         if (!strcmp(op_name, dpn__sym_aliases[k].mxnet)) return dpn__sym_aliases[k].depeng;
     return op_name;
@@ -1639,6 +3049,41 @@ static const char *dpn__sym_alias(const char *op_name) {
 typedef struct dpn__kw { int n; const char *keys[DP_MAX_PARAMS + 8]; const char *vals[DP_MAX_PARAMS + 8]; } dpn__kw;
 static int dpn__kw_false(const char *v) { return !strcmp(v, "0") || !strcmp(v, "False") || !strcmp(v, "false"); }
 static int dpn__kw_true(const char *v) { return !strcmp(v, "1") || !strcmp(v, "True") || !strcmp(v, "true"); }
+/* A keyword of a Convolution, Deconvolution, Pooling or LeakyReLU node:
+   1 when it is dropped (cuDNN's tuning, Pooling's p_value, the NCHW / NCW
+   layout: depeng's only one), 0 when kept, -1 (logged) for a layout
+   depeng lacks. Notes whether it says there is a bias (no_bias; *bias
+   starts at the operator's default) or a gamma (act_type prelu), and
+   whether num_args was given. */
+static int dpn__sym_layer_key(const char *name, const char *node, const char *key, const char *v, int *bias, int *has_num_args) {
+    int layer = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution") || !strcmp(name, "Pooling");
+    if (!layer && strcmp(name, "LeakyReLU")) return 0;
+    if (!strcmp(key, "num_args")) *has_num_args = 1;
+    if (!strcmp(key, "no_bias")) *bias = dpn__kw_false(v);
+    if (!strcmp(key, "act_type")) *bias = !strcmp(v, "prelu");
+    if (!layer) return 0;
+    if (!strcmp(key, "cudnn_tune") || !strcmp(key, "cudnn_off") || !strcmp(key, "p_value")) return 1;
+    if (!strcmp(key, "layout")) {
+        if (!strcmp(v, "None") || !strcmp(v, "NCHW") || !strcmp(v, "NCW")) return 1;
+        DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': %s layout %s: NCW and NCHW only", node, name, v);
+        return -1;
+    }
+    return 0;
+}
+/* The input count of a Convolution, Deconvolution or LeakyReLU node with
+   these keywords (num_args, or from no_bias / act_type); 0 for another
+   operator. */
+static int dpn__layer_arity(const char *name, int n, const char *const *keys, const char *const *vals) {
+    int counted = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution"), bias = !strcmp(name, "Convolution"), given = 0, i;
+    if (!counted && strcmp(name, "LeakyReLU")) return 0;
+    for (i = 0; i < n; i++) {
+        if (!keys[i] || !vals[i]) return 0;
+        if (!strcmp(keys[i], "num_args")) given = atoi(vals[i]);
+        if (!strcmp(keys[i], "no_bias")) bias = dpn__kw_false(vals[i]);
+        if (!strcmp(keys[i], "act_type")) bias = !strcmp(vals[i], "prelu");
+    }
+    return given > 0 ? given : (counted ? 2 : 1) + bias;
+}
 /* Resolves op_name (MXNet's names too) to an operator and the keyword
    arguments it takes; *scalar from "scalar". Logs naming the node. */
 static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw, const char *const *keys, const char *const *vals,
@@ -1646,23 +3091,37 @@ static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw
     const char *name = dpn__sym_alias(op_name), *act = NULL;
     int i;
     kw->n = 0; *scalar = 0; *has_scalar = 0;
-    if (!strcmp(op_name, "Flatten") || !strcmp(op_name, "flatten")) { kw->keys[kw->n] = "shape"; kw->vals[kw->n++] = "(0, -1)"; }
+    int counted = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution"), bias = !strcmp(name, "Convolution"), has_num_args = 0, drop;
     for (i = 0; i < nkw; i++) {
         const char *key = keys[i], *v = vals[i];
         if (!key || !v) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "symbol node '%s': NULL parameter name or value", node); return DP_ERROR_INVALID_ARGS; }
         if (key[0] == '_' && key[1] == '_') continue;            /* MXNet's hints (__shape__, __lr_mult__, ...) */
         if (!strcmp(op_name, "Activation") && !strcmp(key, "act_type")) { act = v; continue; }
+        if ((drop = dpn__sym_layer_key(name, node, key, v, &bias, &has_num_args)) < 0) return DP_ERROR_INVALID_ARGS;
+        if (drop || (!strcmp(name, "slice_axis") && !strcmp(key, "end") && !strcmp(v, "None"))) continue;   /* None: the axis's end */
         if (!strcmp(name, "FullyConnected") && ((!strcmp(key, "no_bias") && dpn__kw_false(v)) || (!strcmp(key, "flatten") && dpn__kw_true(v)))) continue;
         if (!strcmp(key, "scalar")) { *has_scalar = 1; *scalar = strtod(v, NULL); continue; }
+        if (!strcmp(name, "SliceChannel") && !strcmp(key, "num_outputs")) key = "num_args";     /* MXNet's name for the count */
         if (kw->n == (int)(sizeof kw->keys / sizeof kw->keys[0])) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': too many parameters", node); return DP_ERROR_INVALID_ARGS; }
         kw->keys[kw->n] = key; kw->vals[kw->n++] = v;
     }
     if (!strcmp(op_name, "Activation")) {
-        if (!act || (strcmp(act, "relu") && strcmp(act, "sigmoid") && strcmp(act, "tanh"))) {
-            DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': Activation needs act_type relu, sigmoid or tanh (got %s)", node, act ? act : "none");
+        if (!act || (strcmp(act, "relu") && strcmp(act, "sigmoid") && strcmp(act, "tanh") && strcmp(act, "softrelu") && strcmp(act, "softsign"))) {
+            DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': Activation needs act_type relu, sigmoid, tanh, softrelu or softsign (got %s)",
+                     node, act ? act : "none");
             return DP_ERROR_INVALID_ARGS;
         }
-        name = act;
+        /* relu, sigmoid and tanh as depeng's own operators (relu's gradient
+           reads its output, so the planner runs it in place) */
+        if (!strcmp(act, "softrelu") || !strcmp(act, "softsign")) { kw->keys[kw->n] = "act_type"; kw->vals[kw->n++] = act; }
+        else name = act;
+    }
+    /* the input count of a layer whose bias or gamma is optional, from
+       no_bias or act_type, as MXNet's files leave it (num_args is depeng's) */
+    if ((counted || !strcmp(name, "LeakyReLU")) && !has_num_args) {
+        static const char *const counts[4] = {"0", "1", "2", "3"};
+        if (kw->n == (int)(sizeof kw->keys / sizeof kw->keys[0])) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': too many parameters", node); return DP_ERROR_INVALID_ARGS; }
+        kw->keys[kw->n] = "num_args"; kw->vals[kw->n++] = counts[(counted ? 2 : 1) + bias];
     }
     if ((*op = dp_operator_find(name)) == NULL) {
         DPN__LOG(NULL, DP_LOG_ERROR, UNKNOWN_OPERATOR, "symbol node '%s': unknown operator '%s'", node, op_name);
@@ -1676,8 +3135,9 @@ static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw
 }
 /* The name of input i of op, for a variable made for an input not given. */
 static const char *dpn__sym_input_name(const dp_operator *op, int i) {
-    static const char *fc[3] = {"data", "weight", "bias"}, *loss[2] = {"data", "label"};
-    if (!strcmp(op->name, "FullyConnected") && i < 3) return fc[i];
+    static const char *fc[3] = {"data", "weight", "bias"}, *loss[2] = {"data", "label"}, *prelu[2] = {"data", "gamma"};
+    if ((!strcmp(op->name, "FullyConnected") || !strcmp(op->name, "Convolution") || !strcmp(op->name, "Deconvolution")) && i < 3) return fc[i];
+    if (!strcmp(op->name, "LeakyReLU") && i < 2) return prelu[i];
     if ((!strcmp(op->name, "SoftmaxOutput") || !strcmp(op->name, "softmax_cross_entropy")) && i < 2) return loss[i];
     return NULL;
 }
@@ -1791,13 +3251,14 @@ DPN_IMPL dp_result dp_sym_node(const dp_sym_node_desc *desc, dp_symbol **out) {
         return DP_ERROR_INVALID_ARGS;
     }
     op = dp_operator_find(dpn__sym_alias(op_name));   /* what a typed parameter's text is for */
-    num_inputs = desc->num_inputs;
-    if (!num_inputs && op && op->num_inputs >= 0) num_inputs = op->num_inputs;
-    else if (!num_inputs) while (num_inputs < DP_MAX_OP_ARRAYS && desc->inputs[num_inputs]) num_inputs++;
     for (; num_kwargs < DP_MAX_PARAMS && desc->params[num_kwargs].name; num_kwargs++) {
         keys[num_kwargs] = desc->params[num_kwargs].name;
         values[num_kwargs] = dpn__param_text(op, &desc->params[num_kwargs], text[num_kwargs], sizeof text[num_kwargs]);
     }
+    num_inputs = desc->num_inputs;
+    if (!num_inputs && op && op->num_inputs >= 0) num_inputs = op->num_inputs;
+    else if (!num_inputs && op && (num_inputs = dpn__layer_arity(op->name, num_kwargs, keys, values)) > 0) {}
+    else if (!num_inputs) while (num_inputs < DP_MAX_OP_ARRAYS && desc->inputs[num_inputs]) num_inputs++;
     for (i = 0; i < num_inputs; i++) {
         const dp_symbol *s = desc->inputs[i];
         in[i].node = NULL; in[i].index = 0;
@@ -1942,6 +3403,32 @@ DPN_IMPL const char *dp_sym_name(const dp_symbol *s) { return s && s->n == 1 ? s
    data and num_hidden, a loss's label from the data, an element-wise
    operand from the other). Sets known[] for what it fills; returns how
    many it filled. */
+/* The backward inference of the layers above: a Convolution's or
+   Deconvolution's weight and bias, a prelu's gamma, from the data's shape.
+   Returns whether op is one of them. */
+static int dpn__layer_infer_backward(const dp_operator *op, const dp_params *p, int nin, dp_shape *is, dp_dtype *it, unsigned char *known, int *filled) {
+    int deconv = !strcmp(op->name, "Deconvolution"), i, a;
+    dp_shape want[3];
+    dpn__win w;
+    char msg[8];
+    if (!known[0]) return 0;
+    memset(want, 0, sizeof want);
+    if (!strcmp(op->name, "LeakyReLU")) {
+        if (nin != 2 || is[0].ndim < 2) return 1;
+        want[1].ndim = 1; want[1].dims[0] = is[0].dims[1];
+    } else if (deconv || !strcmp(op->name, "Convolution")) {
+        int64_t groups = p->v[deconv ? DPN__DC_GROUP : DPN__CV_GROUP].i, f = p->v[deconv ? DPN__DC_FILTER : DPN__CV_FILTER].i;
+        int ik = deconv ? DPN__DC_KERNEL : DPN__CV_KERNEL;
+        if (dpn__win_parse(&p->v[ik].shape, NULL, NULL, NULL, &w, msg, sizeof msg) || is[0].ndim != w.nd + 2) return 1;
+        want[1].ndim = w.nd + 2;
+        want[1].dims[0] = deconv ? is[0].dims[1] : f; want[1].dims[1] = deconv ? f / groups : is[0].dims[1] / groups;
+        for (a = 0; a < w.nd; a++) want[1].dims[2 + a] = w.k[2 - w.nd + a];
+        want[2].ndim = 1; want[2].dims[0] = f;
+    } else return 0;
+    for (i = 1; i < nin && i < 3; i++)
+        if (!known[i]) { is[i] = want[i]; it[i] = it[0]; known[i] = 1; (*filled)++; }
+    return 1;
+}
 static int dpn__infer_backward(const dpn__snode *x, dp_shape *is, dp_dtype *it, unsigned char *known) {
     const char *nm = x->op->name;
     int filled = 0, i;
@@ -1955,6 +3442,7 @@ static int dpn__infer_backward(const dpn__snode *x, dp_shape *is, dp_dtype *it, 
     } else if ((!strcmp(nm, "softmax_cross_entropy") || !strcmp(nm, "SoftmaxOutput")) && known[0] && !known[1] && is[0].ndim >= 1) {
         memset(&is[1], 0, sizeof is[1]);
         is[1].ndim = 1; is[1].dims[0] = is[0].dims[0]; it[1] = it[0]; known[1] = 1; filled++;
+    } else if (dpn__layer_infer_backward(x->op, &x->params, x->nin, is, it, known, &filled)) {
     } else if (x->nin == 2 && dpn__is_broadcast_binary(x->op)) {
         for (i = 0; i < 2; i++) if (known[i] && !known[1 - i]) { is[1 - i] = is[i]; it[1 - i] = it[i]; known[1 - i] = 1; filled++; }
     }

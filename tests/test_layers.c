@@ -1,0 +1,727 @@
+/* depeng_nn.h's layers: Convolution, Deconvolution, Pooling, Activation,
+   LeakyReLU, Flatten. Gradients against finite differences over every
+   parameter class (strides, pads, dilation, groups, no_bias, adj and
+   target_shape, pooling types and conventions, 1-D and 2-D), through
+   autograd; Convolution's two implementations against each other; bad
+   parameters refused with the operator (or node), the parameter and the
+   shapes in the log line; MXNet symbol JSON with MXNet's spellings loaded,
+   inferred, bound and run. The last line is "layers: N passed, M failed". */
+#if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
+#define _POSIX_C_SOURCE 200809L
+#endif
+#include "depeng.h"
+#include "depeng_nn.h"
+#include "tests/test_common.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+
+static const dp_ctx CPU0 = {DP_DEV_CPU, 0};
+static char g_msg[1024];     /* the last error line logged */
+static void msg_logger(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
+    quiet_logger(tag, level, item, msg, line, file, user);
+    if (level == DP_LOG_ERROR) snprintf(g_msg, sizeof g_msg, "%s", msg);
+}
+static dp_engine *make_engine(void) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.logger.func = msg_logger;
+    if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    return e;
+}
+static uint64_t g_rng = 88172645463325252ull;
+static double urand(void) {      /* uniform in [-1, 1) */
+    g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17;
+    return (double)(g_rng >> 11) / 9007199254740992.0 * 2 - 1;
+}
+static dp_shape shape_of(const int64_t *d) {
+    dp_shape s;
+    memset(&s, 0, sizeof s);
+    while (s.ndim < 6 && d[s.ndim] > 0) { s.dims[s.ndim] = d[s.ndim]; s.ndim++; }
+    return s;
+}
+static dp_ndarray *from(dp_engine *e, dp_shape s, dp_dtype t, const double *v) {
+    int64_t n = dp_shape_size(&s), i;
+    void *buf = malloc((size_t)(n ? n : 1) * 8);
+    dp_ndarray *a = NULL;
+    for (i = 0; i < n; i++) { if (t == DP_FLOAT32) ((float *)buf)[i] = (float)v[i]; else ((double *)buf)[i] = v[i]; }
+    CHECK(dp_nd_from_host(e, &s, t, CPU0, buf, &a) == DP_OK);
+    free(buf);
+    return a;
+}
+static int read_all(dp_ndarray *a, double *out) {
+    int64_t n = dp_shape_size(dp_nd_shape(a)), i;
+    void *buf = malloc(dp_nd_bytes(a) ? dp_nd_bytes(a) : 1);
+    int ok = dp_nd_read(a, buf, dp_nd_bytes(a), NULL) == DP_OK;
+    for (i = 0; ok && i < n; i++) out[i] = dp_nd_dtype(a) == DP_FLOAT32 ? ((float *)buf)[i] : ((double *)buf)[i];
+    free(buf);
+    return ok;
+}
+
+/* A layer invocation: operator, input shapes (0-ended), parameters. */
+typedef struct lcase {
+    const char *name, *op;
+    int nin;
+    int64_t in[3][6];
+    const char *kw[24];            /* key, value, ..., NULL */
+    unsigned fixed;                /* inputs holding integers in 0..range-1, not differentiated */
+    int range;
+} lcase;
+static int nkw(const lcase *c) { int n = 0; while (c->kw[2 * n]) n++; return n; }
+static const char *kv(const lcase *c, int i, int v) { return c->kw[2 * i + v]; }
+static dp_ndarray *run(dp_engine *e, const lcase *c, dp_ndarray *const *in, const char *algo) {
+    const char *keys[DP_MAX_PARAMS], *vals[DP_MAX_PARAMS];
+    dp_ndarray *out = NULL;
+    int i, n = nkw(c);
+    for (i = 0; i < n; i++) { keys[i] = kv(c, i, 0); vals[i] = kv(c, i, 1); }
+    if (algo) { keys[n] = "algo"; vals[n++] = algo; }
+    if (invoke_str(e, c->op, c->nin, in, n, keys, vals, 0, 1, &out, NULL) != DP_OK) { fprintf(stderr, "  %s: invoke failed: %s\n", c->name, g_msg); return NULL; }
+    return out;
+}
+/* sum(op(inputs) * r), computed without recording */
+static double objective(dp_engine *e, const lcase *c, double *const *v, const double *r, const char *algo) {
+    dp_ndarray *in[3], *y;
+    double *out, s = 0;
+    int64_t n, i;
+    int k;
+    for (k = 0; k < c->nin; k++) in[k] = from(e, shape_of(c->in[k]), DP_FLOAT64, v[k]);
+    y = run(e, c, in, algo);
+    for (k = 0; k < c->nin; k++) dp_nd_release(in[k]);
+    if (!y) return NAN;
+    n = dp_shape_size(dp_nd_shape(y));
+    out = (double *)malloc(sizeof(double) * (size_t)n);
+    CHECK(read_all(y, out));
+    for (i = 0; i < n; i++) s += out[i] * r[i];
+    free(out); dp_nd_release(y);
+    return s;
+}
+/* The gradients autograd gives (head gradient r) against central differences. */
+static void grad_check(const lcase *c, const char *algo) {
+    dp_engine *e = make_engine();
+    dp_ndarray *in[3], *y, *head;
+    double *v[3], *r, *g;
+    int64_t n[3], ny, i;
+    int k, bad = 0;
+    for (k = 0; k < c->nin; k++) {
+        { dp_shape s = shape_of(c->in[k]); n[k] = dp_shape_size(&s); }
+        v[k] = (double *)malloc(sizeof(double) * (size_t)n[k]);
+        for (i = 0; i < n[k]; i++) v[k][i] = c->fixed >> k & 1 ? (double)(int)((urand() + 1) / 2 * c->range) : urand();
+        in[k] = from(e, shape_of(c->in[k]), DP_FLOAT64, v[k]);
+        CHECK(dp_nd_attach_grad(in[k], DP_REQ_WRITE) == DP_OK);
+    }
+    CHECK(dp_autograd_begin() == DP_OK);
+    y = run(e, c, in, algo);
+    CHECK(dp_autograd_end() == DP_OK);
+    if (!y) { CHECK(0); goto done; }
+    ny = dp_shape_size(dp_nd_shape(y));
+    r = (double *)malloc(sizeof(double) * (size_t)ny);
+    for (i = 0; i < ny; i++) r[i] = urand();
+    head = from(e, *dp_nd_shape(y), DP_FLOAT64, r);
+    CHECK(dp_autograd_backward(y, head, 0) == DP_OK);
+    for (k = 0; k < c->nin && !bad; k++) {
+        if (c->fixed >> k & 1) continue;
+        g = (double *)malloc(sizeof(double) * (size_t)n[k]);
+        CHECK(read_all(dp_nd_grad(in[k]), g));
+        for (i = 0; i < n[k] && !bad; i++) {
+            double keep = v[k][i], up, down, num, h = 1e-6;
+            v[k][i] = keep + h; up = objective(e, c, v, r, algo);
+            v[k][i] = keep - h; down = objective(e, c, v, r, algo);
+            v[k][i] = keep;
+            num = (up - down) / (2 * h);
+            if (!(fabs(num - g[i]) <= 1e-5 * (1 + fabs(num)))) {
+                fprintf(stderr, "  %s%s%s: d/d input %d [%lld]: autograd %.10g, numeric %.10g\n", c->name, algo ? " algo " : "", algo ? algo : "",
+                        k, (long long)i, g[i], num);
+                bad = 1;
+            }
+        }
+        free(g);
+    }
+    CHECK(!bad);
+    free(r); dp_nd_release(head); dp_nd_release(y);
+done:
+    for (k = 0; k < c->nin; k++) { dp_nd_release(in[k]); free(v[k]); }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+static const lcase conv_cases[] = {
+    {"conv2d plain", "Convolution", 3, {{2, 3, 5, 6}, {4, 3, 3, 3}, {4}}, {"kernel", "(3, 3)", "num_filter", "4", NULL}, 0, 0},
+    {"conv2d stride pad", "Convolution", 3, {{1, 2, 6, 5}, {3, 2, 3, 2}, {3}}, {"kernel", "(3, 2)", "num_filter", "3", "stride", "(2, 1)", "pad", "(1, 2)", NULL}, 0, 0},
+    {"conv2d dilate", "Convolution", 3, {{1, 2, 7, 7}, {2, 2, 3, 3}, {2}}, {"kernel", "(3, 3)", "num_filter", "2", "dilate", "(2, 1)", "pad", "(1, 1)", NULL}, 0, 0},
+    {"conv2d groups no_bias", "Convolution", 2, {{2, 4, 5, 5}, {6, 2, 2, 3}}, {"kernel", "(2, 3)", "num_filter", "6", "num_group", "2", "no_bias", "True", "num_args", "2", "stride", "(1, 2)", NULL}, 0, 0},
+    {"conv2d pointwise", "Convolution", 3, {{2, 3, 4, 4}, {5, 3, 1, 1}, {5}}, {"kernel", "(1, 1)", "num_filter", "5", NULL}, 0, 0},
+    {"conv1d", "Convolution", 3, {{2, 3, 9}, {4, 3, 3}, {4}}, {"kernel", "(3,)", "num_filter", "4", "stride", "(2,)", "pad", "(1,)", "dilate", "(2,)", NULL}, 0, 0},
+    {"conv1d groups", "Convolution", 3, {{1, 6, 7}, {3, 2, 2}, {3}}, {"kernel", "(2,)", "num_filter", "3", "num_group", "3", NULL}, 0, 0},
+    {"deconv2d plain", "Deconvolution", 2, {{2, 3, 3, 4}, {3, 2, 3, 3}}, {"kernel", "(3, 3)", "num_filter", "2", NULL}, 0, 0},
+    {"deconv2d stride pad adj bias", "Deconvolution", 3, {{1, 2, 3, 3}, {2, 3, 3, 2}, {3}}, {"kernel", "(3, 2)", "num_filter", "3", "stride", "(2, 2)", "pad", "(1, 0)", "adj", "(1, 1)", "no_bias", "false", "num_args", "3", NULL}, 0, 0},
+    {"deconv2d groups dilate", "Deconvolution", 2, {{1, 4, 3, 3}, {4, 1, 2, 2}, {0}}, {"kernel", "(2, 2)", "num_filter", "2", "num_group", "2", "dilate", "(2, 2)", NULL}, 0, 0},
+    {"deconv2d target_shape", "Deconvolution", 2, {{1, 2, 3, 3}, {2, 2, 4, 4}, {0}}, {"kernel", "(4, 4)", "num_filter", "2", "stride", "(2, 2)", "target_shape", "(6, 7)", NULL}, 0, 0},
+    {"deconv1d 1x1 adj", "Deconvolution", 2, {{1, 2, 3}, {2, 2, 1}, {0}}, {"kernel", "(1,)", "num_filter", "2", "dilate", "(2,)", "adj", "(1,)", NULL}, 0, 0},
+    {"deconv2d 1x1 adj", "Deconvolution", 2, {{1, 2, 2, 3}, {2, 3, 1, 1}, {0}}, {"kernel", "(1, 1)", "num_filter", "3", "stride", "(2, 1)", "adj", "(1, 0)", NULL}, 0, 0},
+    {"deconv2d target_shape zeros", "Deconvolution", 2, {{1, 2, 2, 2}, {2, 2, 3, 3}, {0}}, {"kernel", "(3, 3)", "num_filter", "2", "stride", "(2, 2)", "pad", "(1, 1)", "target_shape", "(0, 0)", NULL}, 0, 0},
+    {"deconv1d", "Deconvolution", 2, {{2, 2, 4}, {2, 3, 3}, {0}}, {"kernel", "(3,)", "num_filter", "3", "stride", "(2,)", "pad", "(1,)", NULL}, 0, 0},
+};
+static void conv_gradients_im2col(void) { size_t i; for (i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) grad_check(&conv_cases[i], "im2col"); }
+static void conv_gradients_direct(void) { size_t i; for (i = 0; i < sizeof conv_cases / sizeof conv_cases[0]; i++) grad_check(&conv_cases[i], "direct"); }
+
+static const lcase pool_cases[] = {
+    {"max 2x2 s2", "Pooling", 1, {{2, 2, 4, 5}}, {"kernel", "(2, 2)", "stride", "(2, 2)", "pool_type", "max", NULL}, 0, 0},
+    {"max 3x3 s2 pad full", "Pooling", 1, {{1, 2, 6, 5}}, {"kernel", "(3, 3)", "stride", "(2, 2)", "pad", "(1, 1)", "pooling_convention", "full", NULL}, 0, 0},
+    {"avg pad include", "Pooling", 1, {{1, 2, 5, 5}}, {"kernel", "(3, 2)", "stride", "(2, 1)", "pad", "(1, 1)", "pool_type", "avg", NULL}, 0, 0},
+    {"avg pad exclude full", "Pooling", 1, {{1, 2, 6, 5}}, {"kernel", "(3, 3)", "stride", "(2, 2)", "pad", "(1, 1)", "pool_type", "avg", "count_include_pad", "False", "pooling_convention", "full", NULL}, 0, 0},
+    {"sum full", "Pooling", 1, {{2, 1, 5, 4}}, {"kernel", "(2, 3)", "stride", "(2, 2)", "pool_type", "sum", "pooling_convention", "full", NULL}, 0, 0},
+    {"global max", "Pooling", 1, {{2, 3, 3, 4}}, {"global_pool", "True", "pool_type", "max", NULL}, 0, 0},
+    {"global avg 1d", "Pooling", 1, {{2, 3, 5}}, {"global_pool", "True", "pool_type", "avg", NULL}, 0, 0},
+    {"max 1d", "Pooling", 1, {{2, 2, 7}}, {"kernel", "(3,)", "stride", "(2,)", "pad", "(1,)", NULL}, 0, 0},
+    {"avg 1d full", "Pooling", 1, {{1, 2, 8}}, {"kernel", "(3,)", "stride", "(2,)", "pool_type", "avg", "pooling_convention", "full", NULL}, 0, 0},
+};
+static void pool_gradients(void) { size_t i; for (i = 0; i < sizeof pool_cases / sizeof pool_cases[0]; i++) grad_check(&pool_cases[i], NULL); }
+
+static const lcase act_cases[] = {
+    {"relu", "Activation", 1, {{3, 4}}, {"act_type", "relu", NULL}, 0, 0},
+    {"sigmoid", "Activation", 1, {{3, 4}}, {"act_type", "sigmoid", NULL}, 0, 0},
+    {"tanh", "Activation", 1, {{3, 4}}, {"act_type", "tanh", NULL}, 0, 0},
+    {"softrelu", "Activation", 1, {{3, 4}}, {"act_type", "softrelu", NULL}, 0, 0},
+    {"softsign", "Activation", 1, {{3, 4}}, {"act_type", "softsign", NULL}, 0, 0},
+    {"leaky", "LeakyReLU", 1, {{3, 4}}, {"act_type", "leaky", "slope", "0.1", NULL}, 0, 0},
+    {"elu", "LeakyReLU", 1, {{3, 4}}, {"act_type", "elu", "slope", "0.7", NULL}, 0, 0},
+    {"selu", "LeakyReLU", 1, {{3, 4}}, {"act_type", "selu", NULL}, 0, 0},
+    {"gelu", "LeakyReLU", 1, {{3, 4}}, {"act_type", "gelu", NULL}, 0, 0},
+    {"prelu per channel", "LeakyReLU", 2, {{2, 3, 2, 2}, {3}}, {"act_type", "prelu", "num_args", "2", NULL}, 0, 0},
+    {"prelu shared", "LeakyReLU", 2, {{2, 3}, {1}}, {"act_type", "prelu", "num_args", "2", NULL}, 0, 0},
+    {"flatten", "Flatten", 1, {{2, 3, 2, 2}}, {NULL}, 0, 0},
+};
+static const lcase tensor_cases[] = {
+    {"expand_dims", "expand_dims", 1, {{2, 3}}, {"axis", "-1", NULL}, 0, 0},
+    {"slice_axis", "slice_axis", 1, {{3, 5, 2}}, {"axis", "1", "begin", "-4", "end", "4", NULL}, 0, 0},
+    {"slice_axis to the end", "slice_axis", 1, {{4, 3}}, {"axis", "0", "begin", "1", NULL}, 0, 0},
+    {"broadcast_to", "broadcast_to", 1, {{1, 3, 1}}, {"shape", "(2, 0, 4)", NULL}, 0, 0},
+    {"where", "where", 3, {{3, 4}, {3, 4}, {3, 4}}, {NULL}, 1, 2},
+    {"where rows", "where", 3, {{3}, {3, 2}, {3, 2}}, {NULL}, 1, 2},
+    {"batch_dot", "batch_dot", 2, {{2, 3, 4}, {2, 4, 2}}, {NULL}, 0, 0},
+    {"batch_dot ta", "batch_dot", 2, {{2, 4, 3}, {2, 4, 2}}, {"transpose_a", "true", NULL}, 0, 0},
+    {"batch_dot tb", "batch_dot", 2, {{2, 3, 4}, {2, 2, 4}}, {"transpose_b", "true", NULL}, 0, 0},
+    {"batch_dot ta tb", "batch_dot", 2, {{2, 4, 3}, {2, 2, 4}}, {"transpose_a", "true", "transpose_b", "true", NULL}, 0, 0},
+    {"stack axis 0", "stack", 2, {{2, 3}, {2, 3}}, {"num_args", "2", NULL}, 0, 0},
+    {"stack axis -1", "stack", 3, {{2, 3}, {2, 3}, {2, 3}}, {"num_args", "3", "axis", "-1", NULL}, 0, 0},
+    {"stack axis 1", "stack", 2, {{2, 3}, {2, 3}}, {"num_args", "2", "axis", "1", NULL}, 0, 0},
+    {"Embedding", "Embedding", 2, {{2, 3}, {5, 4}}, {"input_dim", "5", "output_dim", "4", "dtype", "float64", NULL}, 1, 5},
+};
+static void tensor_gradients(void) { size_t i; for (i = 0; i < sizeof tensor_cases / sizeof tensor_cases[0]; i++) grad_check(&tensor_cases[i], NULL); }
+/* The losses' gradients, which ignore the head gradient; BlockGrad's 0;
+   Embedding refusing an index out of range. */
+static void losses_and_blocks(void) {
+    dp_engine *e = make_engine();
+    int64_t sd[6] = {2, 2}, ld[6] = {2, 2};
+    double xv[4] = {0.5, -1, 2, 0}, lv[4] = {1, 0, 1, 0}, g[4], y[4];
+    const char *names[5] = {"LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput", "MakeLoss", "BlockGrad"};
+    int k, i;
+    for (k = 0; k < 5; k++) {
+        dp_ndarray *in[2], *out = NULL, *head;
+        const char *gk[2] = {"grad_scale", "normalization"}, *gv[2] = {"3", "batch"};
+        int nin = k < 3 ? 2 : 1;
+        in[0] = from(e, shape_of(sd), DP_FLOAT64, xv); in[1] = from(e, shape_of(ld), DP_FLOAT64, lv);
+        head = from(e, shape_of(sd), DP_FLOAT64, lv);     /* ignored by the losses */
+        CHECK(dp_nd_attach_grad(in[0], DP_REQ_WRITE) == DP_OK);
+        CHECK(dp_autograd_begin() == DP_OK);
+        CHECK(invoke_str(e, names[k], nin, in, k < 4 ? (k == 3 ? 2 : 1) : 0, gk, gv, 0, 1, &out, NULL) == DP_OK);
+        CHECK(dp_autograd_end() == DP_OK);
+        CHECK(out && dp_autograd_backward(out, head, 0) == DP_OK);
+        CHECK(out && read_all(out, y) && read_all(dp_nd_grad(in[0]), g));
+        for (i = 0; i < 4; i++) {
+            double o = k == 1 ? 1 / (1 + exp(-xv[i])) : xv[i], d = o - lv[i];
+            double want = k == 0 || k == 1 ? d * 3 / 2 : k == 2 ? (d > 0 ? 1.5 : d < 0 ? -1.5 : 0) : k == 3 ? 1.5 : 0;
+            if (fabs(y[i] - o) > 1e-12 || fabs(g[i] - want) > 1e-12) { fprintf(stderr, "  %s [%d]: y %g (want %g), grad %g (want %g)\n", names[k], i, y[i], o, g[i], want); CHECK(0); }
+        }
+        dp_nd_release(out); dp_nd_release(head); dp_nd_release(in[0]); dp_nd_release(in[1]);
+    }
+    {
+        int64_t dd[6] = {3}, wd[6] = {4, 2};
+        double idx[3] = {1, 4, 0}, w[8] = {0};
+        dp_ndarray *in[2], *out = NULL;
+        const char *ek[2] = {"input_dim", "output_dim"}, *ev[2] = {"4", "2"};
+        dp_failure f;
+        in[0] = from(e, shape_of(dd), DP_FLOAT32, idx); in[1] = from(e, shape_of(wd), DP_FLOAT32, w);
+        CHECK(invoke_str(e, "Embedding", 2, in, 2, ek, ev, 0, 1, &out, NULL) == DP_OK);
+        memset(&f, 0, sizeof f);
+        CHECK(out && dp_nd_wait_to_read(out, &f) != DP_OK);
+        CHECK(strstr(f.message, "Embedding") && strstr(f.message, "index 4"));
+        if (!strstr(f.message, "index 4")) fprintf(stderr, "  got: %s\n", f.message);
+        dp_nd_release(out); dp_nd_release(in[0]); dp_nd_release(in[1]);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* SliceChannel: three parts of axis 1, one unused; the gradient puts each
+   part's head gradient in its place (0 for the unused one); squeeze_axis;
+   MXNet's num_outputs in a symbol node. */
+static void slice_channel(void) {
+    dp_engine *e = make_engine();
+    int64_t xd[6] = {2, 6, 2}, pd[6] = {2, 2, 2};
+    double xv[24], r0[8], r2[8], g[24], y[8];
+    dp_ndarray *x, *parts[3] = {NULL, NULL, NULL}, *h0 = NULL, *h2 = NULL, *h = NULL, *a0, *a2, *ones;
+    const char *k[2] = {"num_args", "axis"}, *v[2] = {"3", "1"};
+    int i, j, c;
+    for (i = 0; i < 24; i++) xv[i] = urand();
+    for (i = 0; i < 8; i++) { r0[i] = urand(); r2[i] = urand(); y[i] = 1; }
+    x = from(e, shape_of(xd), DP_FLOAT64, xv);
+    a0 = from(e, shape_of(pd), DP_FLOAT64, r0); a2 = from(e, shape_of(pd), DP_FLOAT64, r2); ones = from(e, shape_of(pd), DP_FLOAT64, y);
+    CHECK(dp_nd_attach_grad(x, DP_REQ_WRITE) == DP_OK);
+    CHECK(dp_autograd_begin() == DP_OK);
+    CHECK(invoke_str(e, "SliceChannel", 1, &x, 2, k, v, 0, 3, parts, NULL) == DP_OK);
+    if (parts[0] && parts[2]) {
+        dp_ndarray *in[2];
+        in[0] = parts[0]; in[1] = a0; CHECK(invoke_str(e, "mul", 2, in, 0, NULL, NULL, 0, 1, &h0, NULL) == DP_OK);
+        in[0] = parts[2]; in[1] = a2; CHECK(invoke_str(e, "mul", 2, in, 0, NULL, NULL, 0, 1, &h2, NULL) == DP_OK);
+        in[0] = h0; in[1] = h2; CHECK(invoke_str(e, "add", 2, in, 0, NULL, NULL, 0, 1, &h, NULL) == DP_OK);
+    }
+    CHECK(dp_autograd_end() == DP_OK);
+    CHECK(h && dp_autograd_backward(h, ones, 0) == DP_OK);
+    CHECK(read_all(parts[1], y) && read_all(dp_nd_grad(x), g));
+    for (i = 0; i < 2; i++) for (c = 0; c < 6; c++) for (j = 0; j < 2; j++) {
+        int part = c / 2, pi = (i * 2 + c % 2) * 2 + j;
+        double want = part == 0 ? r0[pi] : part == 2 ? r2[pi] : 0, got = g[(i * 6 + c) * 2 + j];
+        if (got != want) { fprintf(stderr, "  d x [%d, %d, %d]: %g, want %g\n", i, c, j, got, want); CHECK(0); }
+        if (part == 1 && y[pi] != xv[(i * 6 + c) * 2 + j]) { fprintf(stderr, "  part 1 [%d]: %g\n", pi, y[pi]); CHECK(0); }
+    }
+    for (i = 0; i < 3; i++) dp_nd_release(parts[i]);
+    dp_nd_release(h0); dp_nd_release(h2); dp_nd_release(h); dp_nd_release(a0); dp_nd_release(a2); dp_nd_release(ones); dp_nd_release(x);
+    {   /* squeeze_axis: (2, 3) into 3 parts of (2,) */
+        int64_t sd[6] = {2, 3};
+        const char *k2[3] = {"num_args", "axis", "squeeze_axis"}, *v2[3] = {"3", "-1", "true"};
+        dp_ndarray *p3[3] = {NULL, NULL, NULL};
+        x = from(e, shape_of(sd), DP_FLOAT64, xv);
+        CHECK(invoke_str(e, "SliceChannel", 1, &x, 3, k2, v2, 0, 3, p3, NULL) == DP_OK);
+        CHECK(p3[1] && dp_nd_shape(p3[1])->ndim == 1 && read_all(p3[1], y) && y[0] == xv[1] && y[1] == xv[4]);
+        for (i = 0; i < 3; i++) dp_nd_release(p3[i]);
+        dp_nd_release(x);
+    }
+    {   /* a symbol node with MXNet's spelling */
+        dp_symbol *sx = NULL, *sp = NULL;
+        const char *k3[2] = {"num_outputs", "axis"}, *v3[2] = {"4", "0"};
+        CHECK(dp_sym_var("x", &sx) == DP_OK);
+        CHECK(sym_op("split", "sp", 1, &sx, 2, k3, v3, &sp) == DP_OK);
+        CHECK(sp && dp_sym_num_outputs(sp) == 4);
+        dp_sym_release(sp); dp_sym_release(sx);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+static void activation_gradients(void) { size_t i; for (i = 0; i < sizeof act_cases / sizeof act_cases[0]; i++) grad_check(&act_cases[i], NULL); }
+
+/* im2col + GEMM and the direct loops agree, forward and backward, in
+   float32 and float64, over random geometries. */
+static void conv_implementations_agree(void) {
+    dp_engine *e = make_engine();
+    int trial, bad = 0;
+    for (trial = 0; trial < 90 && !bad; trial++) {
+        int deconv = trial % 3 == 2, nd = 1 + (trial % 2), a, k;
+        dp_dtype t = trial % 4 < 2 ? DP_FLOAT32 : DP_FLOAT64;
+        int64_t g = 1 + (int64_t)((urand() + 1) * 1.5), c = g * (1 + (int64_t)((urand() + 1) * 1.5)), f = g * (1 + (int64_t)((urand() + 1) * 1.5));
+        int64_t kk[2], st[2], pd[2], dl[2], sp[2], aj[2], n = 1 + (trial % 3);
+        char ks[48], ss[48], ps[48], ds[48], as[48], fs[24], gs[24];
+        const char *keys[9], *vals[9];
+        dp_shape xs, ws;
+        dp_ndarray *in[2], *y[2], *og, *gr[2][2];
+        double *ref, *got;
+        int64_t m, i;
+        for (a = 0; a < nd; a++) {
+            kk[a] = 1 + (int64_t)((urand() + 1) * 1.5); st[a] = 1 + (int64_t)((urand() + 1)); dl[a] = 1 + (int64_t)(urand() + 1);
+            pd[a] = (int64_t)((urand() + 1) * kk[a] / 2); sp[a] = dl[a] * (kk[a] - 1) + 1 + (int64_t)((urand() + 1) * 3);
+            aj[a] = (int64_t)((urand() + 1) / 2 * (double)(st[a] > dl[a] ? st[a] : dl[a]));   /* below stride or dilate */
+        }
+        if (nd == 2) snprintf(as, sizeof as, "(%lld, %lld)", (long long)aj[0], (long long)aj[1]);
+        else snprintf(as, sizeof as, "(%lld,)", (long long)aj[0]);
+        if (nd == 2) { snprintf(ks, sizeof ks, "(%lld, %lld)", (long long)kk[0], (long long)kk[1]); snprintf(ss, sizeof ss, "(%lld, %lld)", (long long)st[0], (long long)st[1]);
+                       snprintf(ps, sizeof ps, "(%lld, %lld)", (long long)pd[0], (long long)pd[1]); snprintf(ds, sizeof ds, "(%lld, %lld)", (long long)dl[0], (long long)dl[1]); }
+        else { snprintf(ks, sizeof ks, "(%lld,)", (long long)kk[0]); snprintf(ss, sizeof ss, "(%lld,)", (long long)st[0]);
+               snprintf(ps, sizeof ps, "(%lld,)", (long long)pd[0]); snprintf(ds, sizeof ds, "(%lld,)", (long long)dl[0]); }
+        snprintf(fs, sizeof fs, "%lld", (long long)f); snprintf(gs, sizeof gs, "%lld", (long long)g);
+        memset(&xs, 0, sizeof xs); memset(&ws, 0, sizeof ws);
+        xs.ndim = ws.ndim = nd + 2; xs.dims[0] = n; xs.dims[1] = c; ws.dims[0] = deconv ? c : f; ws.dims[1] = deconv ? f / g : c / g;
+        for (a = 0; a < nd; a++) { xs.dims[2 + a] = sp[a]; ws.dims[2 + a] = kk[a]; }
+        keys[0] = "kernel"; vals[0] = ks; keys[1] = "stride"; vals[1] = ss; keys[2] = "pad"; vals[2] = deconv ? "()" : ps; keys[3] = "dilate"; vals[3] = ds;
+        keys[4] = "num_filter"; vals[4] = fs; keys[5] = "num_group"; vals[5] = gs; keys[6] = "num_args"; vals[6] = "2"; keys[7] = "no_bias"; vals[7] = "true";
+        keys[8] = deconv ? "adj" : "workspace"; vals[8] = deconv ? as : "1024";
+        {
+            double *xv = (double *)malloc(sizeof(double) * (size_t)dp_shape_size(&xs)), *wv = (double *)malloc(sizeof(double) * (size_t)dp_shape_size(&ws));
+            for (i = 0; i < dp_shape_size(&xs); i++) xv[i] = urand();
+            for (i = 0; i < dp_shape_size(&ws); i++) wv[i] = urand();
+            in[0] = from(e, xs, t, xv); in[1] = from(e, ws, t, wv);
+            free(xv); free(wv);
+        }
+        for (k = 0; k < 2; k++) {
+            const char *kk2[10], *vv2[10];
+            memcpy(kk2, keys, sizeof keys); memcpy(vv2, vals, sizeof vals);
+            kk2[9] = "algo"; vv2[9] = k ? "direct" : "im2col";
+            y[k] = NULL;
+            if (invoke_str(e, deconv ? "Deconvolution" : "Convolution", 2, in, 10, kk2, vv2, 0, 1, &y[k], NULL) != DP_OK) {
+                fprintf(stderr, "  trial %d: %s\n", trial, g_msg); bad = 1; break;
+            }
+        }
+        if (bad) { dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(y[0]); break; }
+        m = dp_shape_size(dp_nd_shape(y[0]));
+        {
+            double *ov = (double *)malloc(sizeof(double) * (size_t)m);
+            for (i = 0; i < m; i++) ov[i] = urand();
+            og = from(e, *dp_nd_shape(y[0]), t, ov);
+            free(ov);
+        }
+        for (k = 0; k < 2; k++) {       /* the gradient operator, invoked directly */
+            const char *kk2[10], *vv2[10];
+            dp_ndarray *gin[3];
+            memcpy(kk2, keys, sizeof keys); memcpy(vv2, vals, sizeof vals);
+            kk2[9] = "algo"; vv2[9] = k ? "direct" : "im2col";
+            gin[0] = og; gin[1] = in[0]; gin[2] = in[1];
+            gr[k][0] = gr[k][1] = NULL;
+            CHECK(invoke_str(e, deconv ? "_backward_Deconvolution" : "_backward_Convolution", 3, gin, 10, kk2, vv2, 0, 2, gr[k], NULL) == DP_OK);
+        }
+        for (k = 0; k < 3 && !bad; k++) {
+            dp_ndarray *p = k == 0 ? y[0] : gr[0][k - 1], *q = k == 0 ? y[1] : gr[1][k - 1];
+            int64_t cnt = p && q ? dp_shape_size(dp_nd_shape(p)) : 0;
+            double scale = 0;
+            ref = (double *)malloc(sizeof(double) * (size_t)(cnt + 1)); got = (double *)malloc(sizeof(double) * (size_t)(cnt + 1));
+            CHECK(p && q && read_all(p, ref) && read_all(q, got));
+            for (i = 0; i < cnt; i++) if (fabs(ref[i]) > scale) scale = fabs(ref[i]);
+            for (i = 0; i < cnt; i++)
+                if (!(fabs(ref[i] - got[i]) <= (t == DP_FLOAT32 ? 1e-5 : 1e-12) * (1 + scale))) {
+                    fprintf(stderr, "  trial %d (%s %dd, %s): %s [%lld]: im2col %.9g, direct %.9g\n", trial, deconv ? "deconv" : "conv", nd,
+                            dp_dtype_name(t), k == 0 ? "output" : k == 1 ? "d data" : "d weight", (long long)i, ref[i], got[i]);
+                    bad = 1;
+                    break;
+                }
+            free(ref); free(got);
+        }
+        for (k = 0; k < 2; k++) { dp_nd_release(y[k]); dp_nd_release(gr[k][0]); dp_nd_release(gr[k][1]); dp_nd_release(in[k]); }
+        dp_nd_release(og);
+    }
+    CHECK(!bad);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* Bad parameters: refused before anything runs, the log line naming the
+   operator, the parameter and the shapes. */
+static void expect_refused(dp_engine *e, const char *op, int nin, dp_ndarray *const *in, int n, const char *const *keys, const char *const *vals,
+                           const char *const *must) {
+    dp_ndarray *out = NULL;
+    int i;
+    g_msg[0] = 0;
+    CHECK(invoke_str(e, op, nin, in, n, keys, vals, 0, 1, &out, NULL) == DP_ERROR_INVALID_ARGS);
+    CHECK(out == NULL);
+    for (i = 0; must[i]; i++)
+        if (!strstr(g_msg, must[i])) { fprintf(stderr, "  %s: \"%s\" not in: %s\n", op, must[i], g_msg); CHECK(0); }
+    dp_nd_release(out);
+}
+static void bad_parameters_refused(void) {
+    dp_engine *e = make_engine();
+    int64_t xd[6] = {1, 4, 3, 3}, wd[6] = {2, 4, 5, 5}, bd[6] = {2}, wg[6] = {2, 2, 1, 1};
+    dp_ndarray *in[3];
+    double z[400] = {0};
+    in[0] = from(e, shape_of(xd), DP_FLOAT32, z); in[1] = from(e, shape_of(wd), DP_FLOAT32, z); in[2] = from(e, shape_of(bd), DP_FLOAT32, z);
+    {   /* kernel larger than the padded input */
+        const char *k[3] = {"kernel", "num_filter", "pad"}, *v[3] = {"(5, 5)", "2", "(0, 0)"};
+        const char *must[] = {"Convolution", "kernel", "padded input", "(1, 4, 3, 3)", NULL};
+        expect_refused(e, "Convolution", 3, in, 3, k, v, must);
+    }
+    {   /* a zero stride */
+        const char *k[3] = {"kernel", "num_filter", "stride"}, *v[3] = {"(1, 1)", "2", "(0, 1)"};
+        const char *must[] = {"Convolution", "stride", "(0, 1)", NULL};
+        dp_ndarray *w1 = from(e, shape_of(wg), DP_FLOAT32, z), *in2[3];
+        in2[0] = in[0]; in2[1] = w1; in2[2] = in[2];
+        expect_refused(e, "Convolution", 3, in2, 3, k, v, must);
+        dp_nd_release(w1);
+    }
+    {   /* groups that do not divide the channels */
+        const char *k[3] = {"kernel", "num_filter", "num_group"}, *v[3] = {"(1, 1)", "3", "3"};
+        const char *must[] = {"Convolution", "num_group 3", "channels", "(1, 4, 3, 3)", NULL};
+        expect_refused(e, "Convolution", 3, in, 3, k, v, must);
+    }
+    {   /* a weight of the wrong shape */
+        const char *k[2] = {"kernel", "num_filter"}, *v[2] = {"(3, 3)", "2"};
+        const char *must[] = {"Convolution", "weight", "(2, 4, 5, 5)", "(2, 4, 3, 3)", NULL};
+        expect_refused(e, "Convolution", 3, in, 2, k, v, must);
+    }
+    {   /* no_bias with a bias input */
+        const char *k[3] = {"kernel", "num_filter", "no_bias"}, *v[3] = {"(1, 1)", "2", "true"};
+        const char *must[] = {"Convolution", "no_bias", NULL};
+        dp_ndarray *w1 = from(e, shape_of(wg), DP_FLOAT32, z), *in2[3];
+        in2[0] = in[0]; in2[1] = w1; in2[2] = in[2];
+        expect_refused(e, "Convolution", 3, in2, 3, k, v, must);
+        dp_nd_release(w1);
+    }
+    {   /* Pooling: kernel larger than the padded input, zero stride */
+        const char *k[2] = {"kernel", "pad"}, *v[2] = {"(4, 4)", "(0, 0)"};
+        const char *must[] = {"Pooling", "kernel (4, 4)", "padded input", "(1, 4, 3, 3)", NULL};
+        const char *k2[2] = {"kernel", "stride"}, *v2[2] = {"(2, 2)", "(1, 0)"};
+        const char *must2[] = {"Pooling", "stride (1, 0)", NULL};
+        expect_refused(e, "Pooling", 1, in, 2, k, v, must);
+        expect_refused(e, "Pooling", 1, in, 2, k2, v2, must2);
+    }
+    {   /* Deconvolution: groups, adj */
+        const char *k[3] = {"kernel", "num_filter", "num_group"}, *v[3] = {"(2, 2)", "2", "3"};
+        const char *must[] = {"Deconvolution", "num_group 3", NULL};
+        const char *k2[4] = {"kernel", "num_filter", "stride", "adj"}, *v2[4] = {"(2, 2)", "2", "(2, 2)", "(2, 2)"};
+        const char *must2[] = {"Deconvolution", "adj (2, 2)", NULL};
+        int64_t dw[6] = {4, 2, 2, 2};
+        dp_ndarray *w1 = from(e, shape_of(dw), DP_FLOAT32, z), *in2[2];
+        in2[0] = in[0]; in2[1] = w1;
+        expect_refused(e, "Deconvolution", 2, in2, 3, k, v, must);
+        expect_refused(e, "Deconvolution", 2, in2, 4, k2, v2, must2);
+        dp_nd_release(w1);
+    }
+    {   /* LeakyReLU prelu without gamma; an unknown act_type */
+        const char *k[1] = {"act_type"}, *v[1] = {"prelu"}, *v2[1] = {"rrelu"};
+        const char *must[] = {"LeakyReLU", "prelu", NULL}, *must2[] = {"LeakyReLU", "act_type", "rrelu", NULL};
+        expect_refused(e, "LeakyReLU", 1, in, 1, k, v, must);
+        expect_refused(e, "LeakyReLU", 1, in, 1, k, v2, must2);
+    }
+    dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(in[2]);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* LeNet as MXNet writes it (parameters as strings in MXNet's spelling, a
+   no_bias convolution, cuDNN and layout keys), loaded, inferred from the
+   data's shape alone, bound, run forward and backward; a bad node named. */
+static const char *lenet_json =
+    "{\"nodes\": ["
+    "{\"op\": \"null\", \"name\": \"data\", \"inputs\": []},"
+    "{\"op\": \"null\", \"name\": \"conv1_weight\", \"attrs\": {\"kernel\": \"(5, 5)\", \"num_filter\": \"20\"}, \"inputs\": []},"
+    "{\"op\": \"null\", \"name\": \"conv1_bias\", \"attrs\": {\"kernel\": \"(5, 5)\", \"num_filter\": \"20\"}, \"inputs\": []},"
+    "{\"op\": \"Convolution\", \"name\": \"conv1\", \"attrs\": {\"kernel\": \"(5, 5)\", \"num_filter\": \"20\", \"cudnn_tune\": \"fastest\", \"layout\": \"NCHW\"}, \"inputs\": [[0, 0, 0], [1, 0, 0], [2, 0, 0]]},"
+    "{\"op\": \"Activation\", \"name\": \"tanh1\", \"attrs\": {\"act_type\": \"tanh\"}, \"inputs\": [[3, 0, 0]]},"
+    "{\"op\": \"Pooling\", \"name\": \"pool1\", \"attrs\": {\"kernel\": \"(2, 2)\", \"pool_type\": \"max\", \"stride\": \"(2, 2)\", \"cudnn_off\": \"False\"}, \"inputs\": [[4, 0, 0]]},"
+    "{\"op\": \"null\", \"name\": \"conv2_weight\", \"inputs\": []},"
+    "{\"op\": \"Convolution\", \"name\": \"conv2\", \"attrs\": {\"kernel\": \"(5, 5)\", \"num_filter\": \"50\", \"no_bias\": \"True\"}, \"inputs\": [[5, 0, 0], [6, 0, 0]]},"
+    "{\"op\": \"Activation\", \"name\": \"act2\", \"attrs\": {\"act_type\": \"softrelu\"}, \"inputs\": [[7, 0, 0]]},"
+    "{\"op\": \"Pooling\", \"name\": \"pool2\", \"attrs\": {\"kernel\": \"(2, 2)\", \"pool_type\": \"avg\", \"stride\": \"(2, 2)\", \"pooling_convention\": \"full\"}, \"inputs\": [[8, 0, 0]]},"
+    "{\"op\": \"Flatten\", \"name\": \"flatten\", \"inputs\": [[9, 0, 0]]},"
+    "{\"op\": \"LeakyReLU\", \"name\": \"leaky\", \"attrs\": {\"act_type\": \"leaky\", \"slope\": \"0.1\"}, \"inputs\": [[10, 0, 0]]},"
+    "{\"op\": \"null\", \"name\": \"fc1_weight\", \"inputs\": []},"
+    "{\"op\": \"null\", \"name\": \"fc1_bias\", \"inputs\": []},"
+    "{\"op\": \"FullyConnected\", \"name\": \"fc1\", \"attrs\": {\"num_hidden\": \"10\"}, \"inputs\": [[11, 0, 0], [12, 0, 0], [13, 0, 0]]},"
+    "{\"op\": \"null\", \"name\": \"softmax_label\", \"inputs\": []},"
+    "{\"op\": \"SoftmaxOutput\", \"name\": \"softmax\", \"inputs\": [[14, 0, 0], [15, 0, 0]]}"
+    "], \"arg_nodes\": [0, 1, 2, 6, 12, 13, 15], \"heads\": [[16, 0, 0]], \"attrs\": {\"mxnet_version\": [\"int\", 10500]}}";
+static void mxnet_json_lenet(void) {
+    dp_engine *e = make_engine();
+    dp_symbol *s = NULL;
+    const char *names[16], *dn[1] = {"data"};
+    dp_shape ds, arg_shapes[16], out_shapes[1];
+    dp_dtype arg_dtypes[16], out_dtypes[1];
+    int nargs, i;
+    memset(&ds, 0, sizeof ds);
+    ds.ndim = 4; ds.dims[0] = 2; ds.dims[1] = 1; ds.dims[2] = 28; ds.dims[3] = 28;
+    CHECK(dp_sym_load_json(lenet_json, &s) == DP_OK);
+    if (!s) { fprintf(stderr, "  %s\n", g_msg); dp_engine_destroy(e, NULL); return; }
+    nargs = dp_sym_list_arguments(s, names, 16);
+    CHECK(nargs == 7);
+    CHECK(sym_infer(s, 1, dn, &ds, NULL, arg_shapes, arg_dtypes, out_shapes, out_dtypes) == DP_OK);
+    for (i = 0; i < nargs && nargs <= 16; i++) {
+        if (!strcmp(names[i], "conv2_weight")) CHECK(arg_shapes[i].ndim == 4 && arg_shapes[i].dims[0] == 50 && arg_shapes[i].dims[1] == 20 && arg_shapes[i].dims[3] == 5);
+        if (!strcmp(names[i], "fc1_weight")) CHECK(arg_shapes[i].ndim == 2 && arg_shapes[i].dims[1] == 50 * 4 * 4);
+    }
+    CHECK(out_shapes[0].ndim == 2 && out_shapes[0].dims[0] == 2 && out_shapes[0].dims[1] == 10);
+    {
+        dp_ndarray *args[16], *grads[16];
+        dp_req reqs[16];
+        dp_executor *ex = NULL;
+        double out[20];
+        for (i = 0; i < nargs; i++) {
+            int64_t n = dp_shape_size(&arg_shapes[i]), j;
+            double *v = (double *)malloc(sizeof(double) * (size_t)n);
+            for (j = 0; j < n; j++) v[j] = strcmp(names[i], "softmax_label") ? 0.1 * urand() : (double)(j % 10);
+            args[i] = from(e, arg_shapes[i], DP_FLOAT32, v);
+            free(v);
+            grads[i] = NULL; reqs[i] = DP_REQ_WRITE;
+            CHECK(dp_nd_zeros(e, &arg_shapes[i], DP_FLOAT32, CPU0, &grads[i]) == DP_OK);
+        }
+        CHECK(exec_bind(e, s, CPU0, nargs, args, grads, reqs, &ex) == DP_OK);
+        if (ex) {
+            double sum = 0;
+            CHECK(dp_exec_forward(ex, 1) == DP_OK);
+            CHECK(dp_exec_backward(ex, 0, NULL) == DP_OK);
+            CHECK(read_all(dp_exec_output(ex, 0), out));
+            for (i = 0; i < 20; i++) sum += out[i];
+            CHECK(fabs(sum - 2) < 1e-4);            /* two rows of probabilities */
+            for (i = 0; i < nargs; i++) if (!strcmp(names[i], "conv1_weight")) {
+                double g[500];
+                int j, nz = 0;
+                CHECK(read_all(grads[i], g));
+                for (j = 0; j < 500; j++) nz += g[j] != 0;
+                CHECK(nz > 0);
+            }
+            dp_exec_destroy(ex);
+        }
+        for (i = 0; i < nargs; i++) { dp_nd_release(args[i]); dp_nd_release(grads[i]); }
+    }
+    dp_sym_release(s);
+    {   /* a 3x3 input is too small for conv1's 5x5 kernel: the node is named */
+        ds.dims[2] = ds.dims[3] = 3;
+        CHECK(dp_sym_load_json(lenet_json, &s) == DP_OK);
+        g_msg[0] = 0;
+        CHECK(sym_infer(s, 1, dn, &ds, NULL, arg_shapes, arg_dtypes, out_shapes, out_dtypes) == DP_ERROR_INVALID_ARGS);
+        CHECK(strstr(g_msg, "conv1") && strstr(g_msg, "Convolution") && strstr(g_msg, "kernel") && strstr(g_msg, "(2, 1, 3, 3)"));
+        if (!strstr(g_msg, "conv1")) fprintf(stderr, "  got: %s\n", g_msg);
+        dp_sym_release(s);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* The LeNet JSON above trained one step three ways on every engine kind:
+   the executor, and autograd invoking the same operators; every gradient
+   bitwise the same. */
+static dp_engine *engine_of(dp_engine_type type) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.logger.func = msg_logger;
+    if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    return e;
+}
+#define LENET_ARGS 7
+/* gradients of the 7 arguments (in dp_sym_list_arguments' order) into g[i] */
+static void lenet_grads(dp_engine_type type, int use_executor, const dp_shape *shapes, const char *const *names, double *const *vals, double **g) {
+    dp_engine *e = engine_of(type);
+    dp_ndarray *args[LENET_ARGS], *grads[LENET_ARGS];
+    int i;
+    for (i = 0; i < LENET_ARGS; i++) args[i] = from(e, shapes[i], DP_FLOAT32, vals[i]);
+    if (use_executor) {
+        dp_symbol *s = NULL;
+        dp_executor *ex = NULL;
+        dp_req reqs[LENET_ARGS];
+        CHECK(dp_sym_load_json(lenet_json, &s) == DP_OK);
+        for (i = 0; i < LENET_ARGS; i++) { grads[i] = NULL; reqs[i] = DP_REQ_WRITE; CHECK(dp_nd_zeros(e, &shapes[i], DP_FLOAT32, CPU0, &grads[i]) == DP_OK); }
+        CHECK(exec_bind(e, s, CPU0, LENET_ARGS, args, grads, reqs, &ex) == DP_OK);
+        CHECK(ex && dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
+        for (i = 0; i < LENET_ARGS; i++) CHECK(read_all(grads[i], g[i]));
+        dp_exec_destroy(ex);
+        dp_sym_release(s);
+        for (i = 0; i < LENET_ARGS; i++) dp_nd_release(grads[i]);
+    } else {
+        dp_ndarray *a[LENET_ARGS + 1], *t[12];
+        const char *ck1[2] = {"kernel", "num_filter"}, *cv1[2] = {"(5, 5)", "20"};
+        const char *ck2[4] = {"kernel", "num_filter", "no_bias", "num_args"}, *cv2[4] = {"(5, 5)", "50", "True", "2"};
+        const char *pk1[3] = {"kernel", "pool_type", "stride"}, *pv1[3] = {"(2, 2)", "max", "(2, 2)"};
+        const char *pk2[4] = {"kernel", "pool_type", "stride", "pooling_convention"}, *pv2[4] = {"(2, 2)", "avg", "(2, 2)", "full"};
+        const char *ak[1] = {"act_type"}, *av[1] = {"softrelu"}, *lk[2] = {"act_type", "slope"}, *lv[2] = {"leaky", "0.1"};
+        const char *fk[1] = {"num_hidden"}, *fv[1] = {"10"};
+        dp_ndarray *in[3];
+        int k;
+        for (i = 0; i < LENET_ARGS; i++) {             /* by name: data, conv1_weight, conv1_bias, conv2_weight, fc1_weight, fc1_bias, softmax_label */
+            const char *order[LENET_ARGS] = {"data", "conv1_weight", "conv1_bias", "conv2_weight", "fc1_weight", "fc1_bias", "softmax_label"};
+            for (k = 0; k < LENET_ARGS; k++) if (!strcmp(names[k], order[i])) a[i] = args[k];
+        }
+        for (i = 1; i < 6; i++) CHECK(dp_nd_attach_grad(a[i], DP_REQ_WRITE) == DP_OK);
+        CHECK(dp_nd_attach_grad(a[0], DP_REQ_WRITE) == DP_OK);
+        memset(t, 0, sizeof t);
+        CHECK(dp_autograd_begin() == DP_OK);
+        in[0] = a[0]; in[1] = a[1]; in[2] = a[2]; CHECK(invoke_str(e, "Convolution", 3, in, 2, ck1, cv1, 0, 1, &t[0], NULL) == DP_OK);
+        CHECK(invoke_str(e, "tanh", 1, &t[0], 0, NULL, NULL, 0, 1, &t[1], NULL) == DP_OK);
+        CHECK(invoke_str(e, "Pooling", 1, &t[1], 3, pk1, pv1, 0, 1, &t[2], NULL) == DP_OK);
+        in[0] = t[2]; in[1] = a[3]; CHECK(invoke_str(e, "Convolution", 2, in, 4, ck2, cv2, 0, 1, &t[3], NULL) == DP_OK);
+        CHECK(invoke_str(e, "Activation", 1, &t[3], 1, ak, av, 0, 1, &t[4], NULL) == DP_OK);
+        CHECK(invoke_str(e, "Pooling", 1, &t[4], 4, pk2, pv2, 0, 1, &t[5], NULL) == DP_OK);
+        CHECK(invoke_str(e, "Flatten", 1, &t[5], 0, NULL, NULL, 0, 1, &t[6], NULL) == DP_OK);
+        CHECK(invoke_str(e, "LeakyReLU", 1, &t[6], 2, lk, lv, 0, 1, &t[7], NULL) == DP_OK);
+        in[0] = t[7]; in[1] = a[4]; in[2] = a[5]; CHECK(invoke_str(e, "FullyConnected", 3, in, 1, fk, fv, 0, 1, &t[8], NULL) == DP_OK);
+        in[0] = t[8]; in[1] = a[6]; CHECK(invoke_str(e, "SoftmaxOutput", 2, in, 0, NULL, NULL, 0, 1, &t[9], NULL) == DP_OK);
+        CHECK(dp_autograd_end() == DP_OK);
+        CHECK(t[9] && dp_autograd_backward(t[9], NULL, 0) == DP_OK);
+        for (i = 0; i < LENET_ARGS; i++) {
+            if (!strcmp(names[i], "softmax_label")) { int64_t j, n = dp_shape_size(&shapes[i]); for (j = 0; j < n; j++) g[i][j] = 0; continue; }
+            CHECK(read_all(dp_nd_grad(args[i]), g[i]));
+        }
+        for (i = 0; i < 12; i++) dp_nd_release(t[i]);
+    }
+    for (i = 0; i < LENET_ARGS; i++) dp_nd_release(args[i]);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+static void same_gradients_everywhere(void) {
+    static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+    dp_symbol *s = NULL;
+    const char *names[16], *dn[1] = {"data"};
+    dp_shape ds, shapes[16], out_shapes[1];
+    dp_dtype dts[16], out_dtypes[1];
+    double *vals[LENET_ARGS], *ref[LENET_ARGS], *got[LENET_ARGS];
+    int i, k, mode;
+    memset(&ds, 0, sizeof ds);
+    ds.ndim = 4; ds.dims[0] = 3; ds.dims[1] = 1; ds.dims[2] = 28; ds.dims[3] = 28;
+    CHECK(dp_sym_load_json(lenet_json, &s) == DP_OK);
+    CHECK(s && dp_sym_list_arguments(s, names, 16) == LENET_ARGS);
+    CHECK(sym_infer(s, 1, dn, &ds, NULL, shapes, dts, out_shapes, out_dtypes) == DP_OK);
+    for (i = 0; i < LENET_ARGS; i++) {
+        int64_t n = dp_shape_size(&shapes[i]), j;
+        vals[i] = (double *)malloc(sizeof(double) * (size_t)n); ref[i] = (double *)malloc(sizeof(double) * (size_t)n);
+        got[i] = (double *)malloc(sizeof(double) * (size_t)n);
+        for (j = 0; j < n; j++) vals[i][j] = strcmp(names[i], "softmax_label") ? 0.2 * urand() : (double)(j % 10);
+    }
+    lenet_grads(DP_ENGINE_NAIVE, 1, shapes, names, vals, ref);
+    for (mode = 0; mode < 2; mode++) for (k = 0; k < 3; k++) {
+        if (mode == 1 && k == 0) continue;
+        lenet_grads(kinds[k], mode == 0, shapes, names, vals, got);
+        for (i = 0; i < LENET_ARGS; i++)
+            if (memcmp(ref[i], got[i], sizeof(double) * (size_t)dp_shape_size(&shapes[i]))) {
+                fprintf(stderr, "  %s, engine %d: the gradient of %s differs from the naive executor's\n", mode ? "executor" : "autograd", k, names[i]);
+                CHECK(0);
+            }
+    }
+    {   /* and not all zero */
+        int64_t j, nz = 0;
+        for (i = 0; i < LENET_ARGS; i++) for (j = 0; j < dp_shape_size(&shapes[i]); j++) nz += ref[i][j] != 0;
+        CHECK(nz > 1000);
+    }
+    for (i = 0; i < LENET_ARGS; i++) { free(vals[i]); free(ref[i]); free(got[i]); }
+    dp_sym_release(s);
+}
+/* A symbol node with MXNet's parameters: no_bias sets the input count,
+   prelu makes a gamma variable, an unsupported layout is refused. */
+static void symbol_nodes(void) {
+    dp_symbol *x = NULL, *c = NULL, *p = NULL;
+    const char *names[8];
+    const char *ck[3] = {"kernel", "num_filter", "no_bias"}, *cv[3] = {"(3, 3)", "8", "True"};
+    const char *pk[1] = {"act_type"}, *pv[1] = {"prelu"};
+    const char *lk[3] = {"kernel", "num_filter", "layout"}, *lv[3] = {"(3, 3)", "8", "NHWC"};
+    dp_symbol *in[3] = {NULL, NULL, NULL};
+    CHECK(dp_sym_var("x", &x) == DP_OK);
+    in[0] = x;
+    CHECK(sym_op("Convolution", "c", 2, in, 3, ck, cv, &c) == DP_OK);
+    CHECK(c && dp_sym_list_arguments(c, names, 8) == 2);
+    CHECK(c && !strcmp(names[1], "c_weight"));
+    in[0] = c;
+    CHECK(sym_op("LeakyReLU", "p", 2, in, 1, pk, pv, &p) == DP_OK);
+    CHECK(p && dp_sym_list_arguments(p, names, 8) == 3 && !strcmp(names[2], "p_gamma"));
+    dp_sym_release(p); p = NULL;
+    {   /* num_inputs 0: as many as the layer takes (weight and bias made) */
+        dp_sym_node_desc d;
+        memset(&d, 0, sizeof d);
+        d.op = "Convolution"; d.name = "c3"; d.inputs[0] = x;
+        d.params[0].name = "kernel"; d.params[0].s = "(3, 3)"; d.params[1].name = "num_filter"; d.params[1].i = 4;
+        CHECK(dp_sym_node(&d, &p) == DP_OK);
+        CHECK(p && dp_sym_list_arguments(p, names, 8) == 3 && !strcmp(names[2], "c3_bias"));
+        dp_sym_release(p); p = NULL;
+    }
+    g_msg[0] = 0;
+    in[0] = x;
+    CHECK(sym_op("Convolution", "bad", 3, in, 3, lk, lv, &p) == DP_ERROR_INVALID_ARGS && !p);
+    CHECK(strstr(g_msg, "bad") && strstr(g_msg, "NHWC"));
+    dp_sym_release(c); dp_sym_release(x);
+}
+
+int main(void) {
+    dp_logger lg;
+    static const test_case tests[] = {
+        {"conv_gradients_im2col", conv_gradients_im2col},
+        {"conv_gradients_direct", conv_gradients_direct},
+        {"pool_gradients", pool_gradients},
+        {"activation_gradients", activation_gradients},
+        {"tensor_gradients", tensor_gradients},
+        {"losses_and_blocks", losses_and_blocks},
+        {"slice_channel", slice_channel},
+        {"conv_implementations_agree", conv_implementations_agree},
+        {"bad_parameters_refused", bad_parameters_refused},
+        {"mxnet_json_lenet", mxnet_json_lenet},
+        {"symbol_nodes", symbol_nodes},
+        {"same_gradients_everywhere", same_gradients_everywhere},
+    };
+    lg.func = msg_logger; lg.user = NULL;
+    dp_set_default_logger(&lg);
+    return run_tests("layers", tests, (int)(sizeof tests / sizeof tests[0]));
+}
