@@ -22,8 +22,8 @@
         (the mini-batch iterator), KVSTORE, and dp_nn_register
      4. Implementation, its sections in file order: >>nn prelude
         >>registration >>data >>image data >>checkpoints
-        >>layers >>optimizer objects >>autograd
-        >>symbol >>graph passes >>symbol JSON and DOT >>memory planning
+        >>layers >>optimizer objects >>more optimizers >>autograd
+        >>symbol >>graph passes >>symbol JSON and DOT >>initialisers >>memory planning
         >>executor >>kvstore
 
    1. WHAT IT HOLDS, WHAT IT NEEDS
@@ -76,6 +76,8 @@ extern "C" {
               dp_image_iter_reset dp_image_iter_num_batches dp_image_iter_destroy
      checkpoint dp_nd_save_params dp_nd_load_params dp_checkpoint_save dp_checkpoint_load
               dp_checkpoint_free
+     init     dp_init_parse dp_init_array dp_init_params dp_sym_var_attr
+     schedules dp_lr_check dp_lr_at dp_clip_global_norm
      kvstore  dp_kv_create dp_kv_destroy dp_kv_init dp_kv_set_updater dp_kv_set_optimizer
               dp_kv_push dp_kv_pull dp_kv_stored */
 
@@ -568,6 +570,146 @@ DP_API dp_result dp_checkpoint_load(dp_engine *eng, const char *prefix, int epoc
    NULL is fine. Any thread. */
 DP_API void dp_checkpoint_free(dp_checkpoint *ck);
 
+/* ====================================================================== INITIALISERS
+   MXNet's mx.init: how a parameter array gets its first values. A weight
+   (a name ending in "weight") gets the initializer's own rule:
+     ZERO, ONE, CONSTANT   0, 1, value
+     UNIFORM               uniform in [-scale, scale]          (MXNet 0.07)
+     NORMAL                normal(0, sigma)                    (MXNet 0.01)
+     XAVIER                rnd_type uniform in [-s, s] or gaussian (0, s),
+                           s = sqrt(magnitude / factor), factor the fan-in
+                           (shape[1] * the product of shape[2:]), the
+                           fan-out (shape[0] * that product) or their mean
+                           (factor_type in / out / avg)  (MXNet uniform, avg, 3)
+     MSRA                  MSRAPrelu: XAVIER gaussian with magnitude
+                           2 / (1 + slope^2)             (MXNet avg, slope 0.25)
+   Other parameters by their name's end, as MXNet's Initializer does: bias,
+   beta, moving_mean, moving_inv_var, moving_avg and min 0; gamma,
+   moving_var and max 1; any other name is refused (MXNet's "unknown
+   initialization pattern"). A variable's "__init__" attribute (MXNet's
+   init= of a Variable, kept by dp_sym_load_json) overrides both: that
+   initializer's weight rule fills the array, whatever its name.
+   Random draws come from the random resource of the array's device
+   (dp_random_seed makes them reproducible). */
+typedef enum dp_init_kind { DP_INIT_ZERO = 0, DP_INIT_ONE, DP_INIT_CONSTANT, DP_INIT_UNIFORM, DP_INIT_NORMAL, DP_INIT_XAVIER, DP_INIT_MSRA } dp_init_kind;
+typedef enum dp_init_rnd { DP_INIT_RND_UNIFORM = 0, DP_INIT_RND_GAUSSIAN } dp_init_rnd;
+typedef enum dp_init_factor { DP_INIT_FACTOR_AVG = 0, DP_INIT_FACTOR_IN, DP_INIT_FACTOR_OUT } dp_init_factor;
+typedef struct dp_initializer {
+    dp_init_kind kind;
+    double value;               /* CONSTANT */
+    double scale;               /* UNIFORM */
+    double sigma;               /* NORMAL */
+    dp_init_rnd rnd_type;       /* XAVIER */
+    dp_init_factor factor_type; /* XAVIER, MSRA */
+    double magnitude;           /* XAVIER */
+    double slope;               /* MSRA */
+} dp_initializer;
+/* An initializer from MXNet's text for it: what Initializer.dumps() writes
+   and a Variable's "__init__" attribute holds, '["xavier", {"rnd_type":
+   "gaussian", "factor_type": "in", "magnitude": 2}]', or a bare name
+   ("xavier"). Names (any case): zero / zeros, one / ones, constant,
+   uniform, normal, xavier, msraprelu; keys: value, scale, sigma, rnd_type,
+   factor_type, magnitude, slope (numbers as numbers or strings); a key not
+   given takes MXNet's default. Errors (logged, ND_ARGS):
+   DP_ERROR_INVALID_ARGS for NULL arguments, text that is neither form,
+   an unknown name, key or value (naming it). Any thread. */
+DP_API dp_result dp_init_parse(const char *text, dp_initializer *out);
+/* Fills arr as the rules above say for a parameter called name, with hint
+   (a variable's "__init__" text, or NULL / "") taking precedence. Pushes
+   the fill; returns at once. Errors (logged, ND_ARGS):
+   DP_ERROR_INVALID_ARGS for NULL init, name or arr, a name no rule knows,
+   XAVIER or MSRA on an array of fewer than 2 dimensions or a fan of 0,
+   an unknown kind, a hint dp_init_parse refuses; DP_ERROR_OUT_OF_MEMORY.
+   Any thread. */
+DP_API dp_result dp_init_array(const dp_initializer *init, const char *name, const char *hint, dp_ndarray *arr);
+/* Fills each of num named arrays by dp_init_array, with the "__init__"
+   attribute of sym's variable of that name (if any) as the hint; stops at
+   the first error. Errors: dp_init_array's; DP_ERROR_INVALID_ARGS for NULL
+   arguments or a negative num. Any thread. */
+DP_API dp_result dp_init_params(const dp_initializer *init, const dp_symbol *sym, const dp_nd_named *params, int num);
+/* The attribute key of sym's variable called var as loaded from MXNet's
+   JSON ("__init__", "__shape__", "__lr_mult__", "__wd_mult__", ... and the
+   old "attr" object's entries), or NULL when the variable or the
+   attribute is not there. Valid while sym is. Any thread. */
+DP_API const char *dp_sym_var_attr(const dp_symbol *sym, const char *var, const char *key);
+
+/* ====================================================================== SCHEDULES AND CLIPPING
+   More optimizer updates, registered like depeng.h's sgd_update and
+   adam_update (inputs weight, gradient, then the states they mutate; the
+   weight written in place; any of them drives a dp_optimizer or a
+   KVStore's dp_kv_set_optimizer; float32 / float64; CPU kernels). Each
+   first takes g = rescale_grad * gradient, limited to [-clip_gradient,
+   clip_gradient] when clip_gradient > 0, then (but for adagrad_update and
+   adamw_update) adds wd * w, as MXNet's kernels do:
+     rmsprop_update(w, g, n)            n = (1 - gamma1) g^2 + gamma1 n;
+                                        w -= lr g / sqrt(n + epsilon)
+     rmspropalex_update(w, g, n, m, d)  centered (Graves 2013): n as above,
+                                        m = (1 - gamma1) g + gamma1 m,
+                                        d = gamma2 d - lr g / sqrt(n - m^2 + epsilon);
+                                        w += d
+     adagrad_update(w, g, h)            h += g^2; w -= lr (g / sqrt(h + epsilon) + wd w)
+     nag_mom_update(w, g, mom)          mom = momentum mom + g; w -= lr (g + momentum mom)
+     adamw_update(w, g, m, v)           m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
+                                        w -= eta (lr m / (sqrt(v) + epsilon) + wd w), lr
+                                        bias-corrected by the step t as adam_update's
+   MXNet's defaults: rmsprop gamma1 0.95, epsilon 1e-8 (rmspropalex also
+   gamma2 0.9); adagrad epsilon 1e-7; nag momentum 0; adamw beta1 0.9,
+   beta2 0.999, epsilon 1e-8, eta 1 (MXNet's _contrib_adamw_update, Loshchilov
+   and Hutter's decoupled weight decay). */
+/* MXNet's learning-rate schedules (mx.lr_scheduler), as a function of the
+   update count num_update (MXNet's, from 0 or 1 as the caller counts):
+     FACTOR       base_lr * factor^k, k = floor((num_update - 1) / step)
+                  for num_update > 0 (so the first change is after step
+                  updates), never below stop_factor_lr
+     MULTIFACTOR  base_lr * factor^k, k the steps[] below num_update
+                  (steps increasing)
+     COSINE       final_lr + (base_lr - final_lr) (1 + cos(pi (num_update -
+                  warmup_steps) / (max_update - warmup_steps))) / 2 up to
+                  max_update, final_lr after
+     CONSTANT     base_lr
+   and before warmup_steps updates (every kind) the warm-up: linear from
+   warmup_begin_lr to base_lr (begin + (base_lr - begin) num_update /
+   warmup_steps), or constant warmup_begin_lr. */
+typedef enum dp_lr_kind { DP_LR_CONSTANT = 0, DP_LR_FACTOR, DP_LR_MULTIFACTOR, DP_LR_COSINE } dp_lr_kind;
+typedef enum dp_lr_warmup { DP_LR_WARMUP_LINEAR = 0, DP_LR_WARMUP_CONSTANT } dp_lr_warmup;
+typedef struct dp_lr_schedule {
+    dp_lr_kind kind;
+    double base_lr;
+    int64_t step;                  /* FACTOR: > 0 */
+    double factor;                 /* FACTOR, MULTIFACTOR: <= 1 */
+    double stop_factor_lr;         /* FACTOR (MXNet 1e-8) */
+    const int64_t *steps;          /* MULTIFACTOR: num_steps increasing counts >= 1 */
+    int num_steps;
+    int64_t max_update;            /* COSINE: > warmup_steps */
+    double final_lr;               /* COSINE */
+    int64_t warmup_steps;          /* >= 0 */
+    double warmup_begin_lr;
+    dp_lr_warmup warmup_mode;
+} dp_lr_schedule;
+/* Checks a schedule: DP_ERROR_INVALID_ARGS (logged, ND_ARGS, naming the
+   field) for NULL, an unknown kind or warm-up mode, a FACTOR step <= 0 or
+   factor > 1, MULTIFACTOR steps not increasing from 1 (or NULL with
+   num_steps > 0) or factor > 1, a COSINE max_update <= warmup_steps, a
+   negative warmup_steps. Any thread. */
+DP_API dp_result dp_lr_check(const dp_lr_schedule *s);
+/* The learning rate at num_update (a negative count is taken as 0) for a
+   schedule dp_lr_check accepts; NaN for one it refuses (not logged). Pure:
+   any thread, no allocation. */
+DP_API double dp_lr_at(const dp_lr_schedule *s, int64_t num_update);
+/* Global-norm clipping (MXNet's gluon.utils.clip_global_norm): with
+   total = sqrt(the sum of every element's square over all num arrays),
+   when total > max_norm every array is multiplied by max_norm / (total +
+   1e-8); total (before clipping; NaN or inf when an element is) goes to
+   norm_out when it is not NULL (a float32 or float64 array of one
+   element). One operation writing every array (and norm_out), pushed
+   with the arrays' reads and writes ordered as usual; returns at once.
+   Arrays: float32 or float64, CPU, of one engine; views of one storage
+   are written once. Errors (logged, ND_ARGS): DP_ERROR_INVALID_ARGS for
+   NULL arrays, num outside 1..64, max_norm <= 0 or NaN, another dtype or
+   engine, a norm_out that is not one float element; DP_ERROR_BAD_CONTEXT
+   for a GPU array; the push's errors. Any thread. */
+DP_API dp_result dp_clip_global_norm(dp_ndarray *const *arrays, int num, double max_norm, dp_ndarray *norm_out);
+
 
 /* ====================================================================== KVSTORE
    MXNet's KVStore: parameter synchronisation across devices. A store keeps
@@ -809,12 +951,14 @@ static dp_atomic_int dpn__registered;     /* 0 not yet, 1 registering, 2 done */
 static dp_atomic_int dpn__registering;
 static void dpn__register_linear(void);
 static void dpn__register_softmax_output(void);
+static void dpn__register_optimizers(void);
 static void dpn__ag_install_tracker(void);
 DPN_IMPL void dp_nn_register(void) {
     if (dp_atomic_load(&dpn__registered) == 2) return;
     if (dp_atomic_exchange(&dpn__registering, 1) == 0) {
         dpn__register_linear();
         dpn__register_softmax_output();
+        dpn__register_optimizers();
         dpn__ag_install_tracker();
         dp_atomic_store(&dpn__registered, 2);
     } else while (dp_atomic_load(&dpn__registered) != 2) dp_thread_yield();
@@ -1928,6 +2072,224 @@ DPN_IMPL void dp_optimizer_destroy(dp_optimizer *opt) {
     if (!opt) return;
     for (i = 0; i < opt->num_arrays; i++) dp_nd_release(opt->arrays[i]);
     dp_engine_free(opt->eng, opt, sizeof *opt);
+}
+
+/* >>more optimizers: RMSProp, AdaGrad, NAG, AdamW, schedules, clipping -------- */
+#define DPN__OPT_COMMON \
+    {"lr", DP_PARAM_FLOAT, NULL, 0, 0, NULL, "learning rate"}, \
+    {"wd", DP_PARAM_FLOAT, "0", 0, 0, NULL, "weight decay"}, \
+    {"rescale_grad", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient is multiplied by it first"}, \
+    {"clip_gradient", DP_PARAM_FLOAT, "-1", 0, 0, NULL, "then limited to [-clip, clip] if > 0"}
+enum { DPN__OPT_RMSPROP, DPN__OPT_RMSPROPALEX, DPN__OPT_ADAGRAD, DPN__OPT_NAG, DPN__OPT_ADAMW };
+static const dp_param_def dpn__rmsprop_params[] = {DPN__OPT_COMMON,
+    {"gamma1", DP_PARAM_FLOAT, "0.95", 0, 1, NULL, "decay of the squared gradient's mean"},
+    {"epsilon", DP_PARAM_FLOAT, "1e-8", 0, 0, NULL, "added under the root"},
+    {"gamma2", DP_PARAM_FLOAT, "0.9", 0, 1, NULL, "rmspropalex_update: the momentum of the step"}};
+static const dp_param_def dpn__adagrad_params[] = {DPN__OPT_COMMON, {"epsilon", DP_PARAM_FLOAT, "1e-7", 0, 0, NULL, "added under the root"}};
+static const dp_param_def dpn__nag_params[] = {DPN__OPT_COMMON, {"momentum", DP_PARAM_FLOAT, "0", 0, 0, NULL, "the momentum"}};
+static const dp_param_def dpn__adamw_params[] = {DPN__OPT_COMMON,
+    {"beta1", DP_PARAM_FLOAT, "0.9", 0, 1, NULL, "decay of the mean"}, {"beta2", DP_PARAM_FLOAT, "0.999", 0, 1, NULL, "decay of the variance"},
+    {"epsilon", DP_PARAM_FLOAT, "1e-8", 0, 0, NULL, "added to the root of the variance"},
+    {"eta", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the schedule multiplier of the whole step (decay included)"},
+    {"t", DP_PARAM_INT, "0", 0, 1e15, NULL, "the step, from 1: lr is scaled by sqrt(1 - beta2^t) / (1 - beta1^t); 0: not"}};
+static int dpn__infer_update(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                             dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int i;
+    char s1[160], s2[160];
+    (void)p; (void)nout;
+    for (i = 1; i < nin; i++)
+        if (it[i] != it[0] || is[i].ndim != is[0].ndim || memcmp(is[i].dims, is[0].dims, sizeof(int64_t) * (size_t)is[0].ndim) != 0) {
+            snprintf(msg, cap, "input %d is %s %s, the weight %s %s: they must match", i, dp_dtype_name(it[i]), dpn__shape_str(&is[i], s1, sizeof s1),
+                     dp_dtype_name(it[0]), dpn__shape_str(&is[0], s2, sizeof s2));
+            return -1;
+        }
+    if (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64) { snprintf(msg, cap, "the weight must be float32 or float64"); return -1; }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+static int dpn__update(const dp_kernel_ctx *k, int kind) {
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    const void *w = dp_nd_data(k->inputs[0]), *gr = dp_nd_data(k->inputs[1]);
+    void *st[3] = {NULL, NULL, NULL}, *out = dp_nd_data(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    const dp_params *p = k->params;
+    double lr = p->v[0].f, wd = p->v[1].f, rescale = p->v[2].f, clip = p->v[3].f;
+    int j;
+    for (j = 0; j < 3 && j + 2 < k->num_inputs; j++) st[j] = dp_nd_data(k->inputs[2 + j]);
+    if (kind == DPN__OPT_ADAMW && p->v[8].i > 0) {
+        double c1 = 1 - pow(p->v[4].f, (double)p->v[8].i);
+        if (c1 > 0) lr *= sqrt(1 - pow(p->v[5].f, (double)p->v[8].i)) / c1;
+    }
+    for (i = 0; i < n; i++) {
+        double wi = dp_dtype_load(t, w, i), g = rescale * dp_dtype_load(t, gr, i), a = st[0] ? dp_dtype_load(t, st[0], i) : 0;
+        double b = st[1] ? dp_dtype_load(t, st[1], i) : 0, c = st[2] ? dp_dtype_load(t, st[2], i) : 0;
+        if (clip > 0) g = g < -clip ? -clip : g > clip ? clip : g;
+        if (kind != DPN__OPT_ADAGRAD && kind != DPN__OPT_ADAMW) g += wd * wi;
+        switch (kind) {
+        case DPN__OPT_RMSPROP:
+            a = (1 - p->v[4].f) * g * g + p->v[4].f * a;
+            wi -= lr * g / sqrt(a + p->v[5].f);
+            break;
+        case DPN__OPT_RMSPROPALEX:
+            a = (1 - p->v[4].f) * g * g + p->v[4].f * a;
+            b = (1 - p->v[4].f) * g + p->v[4].f * b;
+            c = p->v[6].f * c - lr * g / sqrt(a - b * b + p->v[5].f);
+            wi += c;
+            break;
+        case DPN__OPT_ADAGRAD:
+            a += g * g;
+            wi -= lr * (g / sqrt(a + p->v[4].f) + wd * wi);
+            break;
+        case DPN__OPT_NAG:
+            a = p->v[4].f * a + g;
+            wi -= lr * (g + p->v[4].f * a);
+            break;
+        default:                                   /* AdamW */
+            a = p->v[4].f * a + (1 - p->v[4].f) * g;
+            b = p->v[5].f * b + (1 - p->v[5].f) * g * g;
+            wi -= p->v[7].f * (lr * a / (sqrt(b) + p->v[6].f) + wd * wi);
+            break;
+        }
+        if (st[0]) dp_dtype_store(t, st[0], i, a, DP_REQ_WRITE);
+        if (st[1]) dp_dtype_store(t, st[1], i, b, DP_REQ_WRITE);
+        if (st[2]) dp_dtype_store(t, st[2], i, c, DP_REQ_WRITE);
+        dp_dtype_store(t, out, i, wi, k->req[0]);
+    }
+    return 0;
+}
+static int dpn__k_rmsprop(const dp_kernel_ctx *k) { return dpn__update(k, DPN__OPT_RMSPROP); }
+static int dpn__k_rmspropalex(const dp_kernel_ctx *k) { return dpn__update(k, DPN__OPT_RMSPROPALEX); }
+static int dpn__k_adagrad(const dp_kernel_ctx *k) { return dpn__update(k, DPN__OPT_ADAGRAD); }
+static int dpn__k_nag(const dp_kernel_ctx *k) { return dpn__update(k, DPN__OPT_NAG); }
+static int dpn__k_adamw(const dp_kernel_ctx *k) { return dpn__update(k, DPN__OPT_ADAMW); }
+static void dpn__register_optimizers(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.num_outputs = 1; op.infer = dpn__infer_update; op.inplace = 1; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    op.name = "rmsprop_update"; op.doc = "RMSProp; mutates n (input 2)"; op.num_inputs = 3; op.mutate_inputs = 1u << 2;
+    op.params = dpn__rmsprop_params; op.num_params = 6; op.forward_cpu = dpn__k_rmsprop;
+    dp_operator_register(&op);
+    op.name = "rmspropalex_update"; op.doc = "centered RMSProp; mutates n, g, delta (inputs 2-4)"; op.num_inputs = 5; op.mutate_inputs = 7u << 2;
+    op.num_params = 7; op.forward_cpu = dpn__k_rmspropalex;
+    dp_operator_register(&op);
+    op.name = "adagrad_update"; op.doc = "AdaGrad; mutates history (input 2)"; op.num_inputs = 3; op.mutate_inputs = 1u << 2;
+    op.params = dpn__adagrad_params; op.num_params = 5; op.forward_cpu = dpn__k_adagrad;
+    dp_operator_register(&op);
+    op.name = "nag_mom_update"; op.doc = "Nesterov momentum; mutates mom (input 2)"; op.params = dpn__nag_params; op.forward_cpu = dpn__k_nag;
+    dp_operator_register(&op);
+    op.name = "adamw_update"; op.doc = "AdamW (decoupled weight decay); mutates mean and var (inputs 2, 3)"; op.num_inputs = 4; op.mutate_inputs = 3u << 2;
+    op.params = dpn__adamw_params; op.num_params = 9; op.forward_cpu = dpn__k_adamw;
+    dp_operator_register(&op);
+}
+static dp_result dpn__lr_bad(const char *why) {
+    DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_lr_check: %s", why);
+    return DP_ERROR_INVALID_ARGS;
+}
+static const char *dpn__lr_problem(const dp_lr_schedule *s) {
+    int i;
+    if (!s) return "NULL schedule";
+    if ((unsigned)s->kind > (unsigned)DP_LR_COSINE) return "unknown kind";
+    if ((unsigned)s->warmup_mode > (unsigned)DP_LR_WARMUP_CONSTANT) return "unknown warmup_mode";
+    if (s->warmup_steps < 0) return "warmup_steps is negative";
+    if (s->kind == DP_LR_FACTOR && (s->step <= 0 || !(s->factor <= 1))) return "FACTOR needs step > 0 and factor <= 1";
+    if (s->kind == DP_LR_MULTIFACTOR) {
+        if (!(s->factor <= 1) || s->num_steps < 0 || (s->num_steps && !s->steps)) return "MULTIFACTOR needs factor <= 1 and its steps";
+        for (i = 0; i < s->num_steps; i++) if (s->steps[i] < 1 || (i && s->steps[i] <= s->steps[i - 1])) return "MULTIFACTOR's steps must increase from 1";
+    }
+    if (s->kind == DP_LR_COSINE && s->max_update <= s->warmup_steps) return "COSINE needs max_update > warmup_steps";
+    return NULL;
+}
+DPN_IMPL dp_result dp_lr_check(const dp_lr_schedule *s) {
+    const char *why = dpn__lr_problem(s);
+    return why ? dpn__lr_bad(why) : DP_OK;
+}
+DPN_IMPL double dp_lr_at(const dp_lr_schedule *s, int64_t t) {
+    double lr;
+    int64_t k;
+    int i;
+    if (dpn__lr_problem(s)) return NAN;
+    if (t < 0) t = 0;
+    if (t < s->warmup_steps)
+        return s->warmup_mode == DP_LR_WARMUP_CONSTANT ? s->warmup_begin_lr
+             : s->warmup_begin_lr + (s->base_lr - s->warmup_begin_lr) * (double)t / (double)s->warmup_steps;
+    switch (s->kind) {
+    case DP_LR_FACTOR:
+        lr = s->base_lr;
+        for (k = t > 0 ? (t - 1) / s->step : 0; k > 0 && lr > s->stop_factor_lr; k--) lr *= s->factor;
+        return lr < s->stop_factor_lr ? s->stop_factor_lr : lr;
+    case DP_LR_MULTIFACTOR:
+        lr = s->base_lr;
+        for (i = 0; i < s->num_steps && t > s->steps[i]; i++) lr *= s->factor;
+        return lr;
+    case DP_LR_COSINE:
+        if (t > s->max_update) return s->final_lr;
+        return s->final_lr + (s->base_lr - s->final_lr) * (1 + cos(3.14159265358979323846 * (double)(t - s->warmup_steps) / (double)(s->max_update - s->warmup_steps))) / 2;
+    default: return s->base_lr;
+    }
+}
+#define DPN__CLIP_MAX 64
+typedef struct dpn__clip_arg { dp_ndarray *a[DPN__CLIP_MAX]; dp_ndarray *norm; int n; double max_norm; } dpn__clip_arg;
+static void dpn__clip_free(void *arg) {
+    dpn__clip_arg *c = (dpn__clip_arg *)arg;
+    dp_engine *eng = dp_nd_engine(c->a[0]);
+    int i;
+    for (i = 0; i < c->n; i++) dp_nd_release(c->a[i]);
+    dp_nd_release(c->norm);
+    dp_engine_free(eng, c, sizeof *c);
+}
+static int dpn__clip_op(dp_run_ctx *rc, void *arg) {
+    dpn__clip_arg *c = (dpn__clip_arg *)arg;
+    double sum = 0, total, scale;
+    int64_t i, n;
+    int j, s;
+    if (rc->input_status) return rc->input_status;
+    for (j = 0; j < c->n; j++) {                       /* views of one storage count once */
+        for (s = 0; s < j && !dp_nd_same_storage(c->a[s], c->a[j]); s++) {}
+        if (s < j) continue;
+        for (i = 0, n = dp_shape_size(dp_nd_shape(c->a[j])); i < n; i++) { double v = dp_dtype_load(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i); sum += v * v; }
+    }
+    total = sqrt(sum);
+    if (c->norm) dp_dtype_store(dp_nd_dtype(c->norm), dp_nd_data(c->norm), 0, total, DP_REQ_WRITE);
+    if (!(total > c->max_norm)) return 0;              /* NaN too: MXNet leaves the arrays as they are */
+    scale = c->max_norm / (total + 1e-8);
+    for (j = 0; j < c->n; j++) {
+        for (s = 0; s < j && !dp_nd_same_storage(c->a[s], c->a[j]); s++) {}
+        if (s < j) continue;
+        for (i = 0, n = dp_shape_size(dp_nd_shape(c->a[j])); i < n; i++)
+            dp_dtype_store(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i, dp_dtype_load(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i) * scale, DP_REQ_WRITE);
+    }
+    return 0;
+}
+DPN_IMPL dp_result dp_clip_global_norm(dp_ndarray *const *arrays, int num, double max_norm, dp_ndarray *norm_out) {
+    static const char *what = "dp_clip_global_norm";
+    dp_engine *eng = num > 0 && arrays && arrays[0] ? dp_nd_engine(arrays[0]) : NULL;
+    dp_var writes[DPN__CLIP_MAX + 1];
+    dpn__clip_arg *c;
+    dp_push_desc d;
+    int i, j, nw = 0;
+    if (!arrays || num < 1 || num > DPN__CLIP_MAX || !(max_norm > 0) || !eng) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: needs 1 to %d arrays and max_norm > 0 (num %d, max_norm %g)", what, DPN__CLIP_MAX, num, max_norm);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i <= num; i++) {
+        dp_ndarray *a = i < num ? arrays[i] : norm_out;
+        if (!a) { if (i < num) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: array %d is NULL", what, i); return DP_ERROR_INVALID_ARGS; } continue; }
+        if (dp_nd_engine(a) != eng || (dp_nd_dtype(a) != DP_FLOAT32 && dp_nd_dtype(a) != DP_FLOAT64) || (i == num && dp_shape_size(dp_nd_shape(a)) != 1)) {
+            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: %s %d: float32 or float64 on the first array's engine%s", what, i < num ? "array" : "norm_out", i,
+                     i == num ? ", one element" : "");
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (dp_nd_ctx(a).dev_type == DP_DEV_GPU) { DPN__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: %s %d is on a GPU (CPU arrays only)", what, i < num ? "array" : "norm_out", i); return DP_ERROR_BAD_CONTEXT; }
+        for (j = 0; j < nw && writes[j].id != dp_nd_var(a).id; j++) {}
+        if (j == nw) writes[nw++] = dp_nd_var(a);
+    }
+    if ((c = (dpn__clip_arg *)dp_engine_alloc(eng, sizeof *c)) == NULL) { DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what); return DP_ERROR_OUT_OF_MEMORY; }
+    memset(c, 0, sizeof *c);
+    for (i = 0; i < num; i++) c->a[i] = dp_nd_retain(arrays[i]);
+    c->n = num; c->norm = dp_nd_retain(norm_out); c->max_norm = max_norm;
+    memset(&d, 0, sizeof d);
+    d.fn = dpn__clip_op; d.arg = c; d.cleanup = dpn__clip_free; d.writes = writes; d.num_writes = nw; d.name = "clip_global_norm";
+    return dp_push(eng, &d);
 }
 
 
@@ -3200,6 +3562,24 @@ static dp_result dpn__jformat(const char *why, int node) {
     return DP_ERROR_FORMAT;
 }
 /* The symbol of a parsed file. */
+/* A variable's attributes as loaded (MXNet's "__init__", "__shape__",
+   "__lr_mult__", ...: strings, or numbers as their text), kept so that
+   dp_sym_var_attr finds them and saving writes them back. -1 out of memory. */
+static int dpn__snode_keep_attrs(dpn__snode *n, const dpn__jval *attrs) {
+    int j;
+    if (!attrs->n) return 0;
+    n->keys = (char **)calloc((size_t)attrs->n, sizeof *n->keys);
+    n->vals = (char **)calloc((size_t)attrs->n, sizeof *n->vals);
+    if (!n->keys || !n->vals) return -1;
+    for (j = 0; j < attrs->n; j++) {
+        const dpn__jval *v = &attrs->items[j];
+        if (v->type != DPN__J_STR && v->type != DPN__J_NUM) continue;
+        n->keys[n->nkw] = dpn__strdup(attrs->keys[j]); n->vals[n->nkw] = dpn__strdup(v->str);
+        if (!n->keys[n->nkw] || !n->vals[n->nkw]) { free(n->keys[n->nkw]); free(n->vals[n->nkw]); return -1; }
+        n->nkw++;
+    }
+    return 0;
+}
 static dp_result dpn__sym_from_json(const dpn__jval *root, dp_symbol **out) {
     const dpn__jval *nodes = dpn__jget(root, "nodes"), *heads = dpn__jget(root, "heads");
     dpn__snode **made;
@@ -3221,6 +3601,7 @@ static dp_result dpn__sym_from_json(const dpn__jval *root, dp_symbol **out) {
         if (!strcmp(op->str, "null")) {
             if ((made[i] = dpn__snode_new(name->str)) == NULL) { r = dpn__sym_oom("dp_sym_load_json"); break; }
             nmade++;
+            if (attrs && dpn__snode_keep_attrs(made[i], attrs)) { r = dpn__sym_oom("dp_sym_load_json"); break; }
             continue;
         }
         if (in && in->n > DP_MAX_OP_ARRAYS) { r = dpn__jformat("too many inputs", i); break; }
@@ -3329,6 +3710,160 @@ DPN_IMPL dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out) {
     fprintf(out, "}\n");
     dpn__graph_free(&g);
     return dpn__stream_result(NULL, out, "dp_sym_write_dot");
+}
+
+/* >>initialisers: MXNet's mx.init, by name and by __init__ hints ------------- */
+static int dpn__ieq(const char *a, const char *b) {
+    for (; *a && *b; a++, b++) if ((*a | 0x20) != (*b | 0x20)) return 0;
+    return *a == *b;
+}
+static dp_result dpn__init_bad(const char *why, const char *what) {
+    DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_init_parse: %s%s%s", why, what ? " " : "", what ? what : "");
+    return DP_ERROR_INVALID_ARGS;
+}
+static int dpn__init_num(const dpn__jval *v, double *out) {
+    char *end;
+    if (v->type != DPN__J_NUM && v->type != DPN__J_STR) return 0;
+    *out = strtod(v->str, &end);
+    return end != v->str && *end == 0;
+}
+static dp_result dpn__init_named(const char *name, dp_initializer *o) {
+    memset(o, 0, sizeof *o);
+    o->scale = 0.07; o->sigma = 0.01; o->magnitude = 3; o->slope = 0.25;
+    if (dpn__ieq(name, "zero") || dpn__ieq(name, "zeros")) o->kind = DP_INIT_ZERO;
+    else if (dpn__ieq(name, "one") || dpn__ieq(name, "ones")) o->kind = DP_INIT_ONE;
+    else if (dpn__ieq(name, "constant")) o->kind = DP_INIT_CONSTANT;
+    else if (dpn__ieq(name, "uniform")) o->kind = DP_INIT_UNIFORM;
+    else if (dpn__ieq(name, "normal")) o->kind = DP_INIT_NORMAL;
+    else if (dpn__ieq(name, "xavier")) o->kind = DP_INIT_XAVIER;
+    else if (dpn__ieq(name, "msraprelu") || dpn__ieq(name, "msra")) o->kind = DP_INIT_MSRA;
+    else return dpn__init_bad("unknown initializer", name);
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_init_parse(const char *text, dp_initializer *out) {
+    dpn__jparse ps;
+    dpn__jval root;
+    dp_result r;
+    int i;
+    if (!text || !out) return dpn__init_bad("NULL text or out", NULL);
+    while (*text == ' ' || *text == '\t' || *text == '\n') text++;
+    if (*text != '[') return dpn__init_named(text, out);
+    memset(&ps, 0, sizeof ps);
+    memset(&root, 0, sizeof root);
+    ps.p = ps.start = text;
+    if (dpn__jvalue(&ps, &root, 0) == 0) { dpn__jskip(&ps); if (*ps.p) dpn__jfail(&ps, "text after the end"); }
+    if (ps.err[0]) { dpn__jfree(&root); return dpn__init_bad(ps.err, text); }
+    if (root.type != DPN__J_ARR || root.n < 1 || root.n > 2 || root.items[0].type != DPN__J_STR || (root.n == 2 && root.items[1].type != DPN__J_OBJ)) {
+        dpn__jfree(&root);
+        return dpn__init_bad("not [\"name\", {kwargs}]:", text);
+    }
+    r = dpn__init_named(root.items[0].str, out);
+    for (i = 0; r == DP_OK && root.n == 2 && i < root.items[1].n; i++) {
+        const char *k = root.items[1].keys[i];
+        const dpn__jval *v = &root.items[1].items[i];
+        double x = 0;
+        if (!strcmp(k, "rnd_type") || !strcmp(k, "factor_type")) {
+            const char *s = v->type == DPN__J_STR ? v->str : "";
+            if (!strcmp(k, "rnd_type") && !strcmp(s, "uniform")) out->rnd_type = DP_INIT_RND_UNIFORM;
+            else if (!strcmp(k, "rnd_type") && !strcmp(s, "gaussian")) out->rnd_type = DP_INIT_RND_GAUSSIAN;
+            else if (!strcmp(k, "factor_type") && !strcmp(s, "avg")) out->factor_type = DP_INIT_FACTOR_AVG;
+            else if (!strcmp(k, "factor_type") && !strcmp(s, "in")) out->factor_type = DP_INIT_FACTOR_IN;
+            else if (!strcmp(k, "factor_type") && !strcmp(s, "out")) out->factor_type = DP_INIT_FACTOR_OUT;
+            else r = dpn__init_bad(k, "has an unknown value (rnd_type: uniform, gaussian; factor_type: avg, in, out)");
+        } else if (!dpn__init_num(v, &x)) r = dpn__init_bad(k, "needs a number");
+        else if (!strcmp(k, "value")) out->value = x;
+        else if (!strcmp(k, "scale")) out->scale = x;
+        else if (!strcmp(k, "sigma")) out->sigma = x;
+        else if (!strcmp(k, "magnitude")) out->magnitude = x;
+        else if (!strcmp(k, "slope")) out->slope = x;
+        else r = dpn__init_bad("unknown key", k);
+    }
+    dpn__jfree(&root);
+    return r;
+}
+static int dpn__ends_with(const char *s, const char *end) {
+    size_t a = strlen(s), b = strlen(end);
+    return a >= b && !strcmp(s + a - b, end);
+}
+/* arr = value, or draws: uniform in [lo, hi] (gauss 0) or normal(0, hi) */
+static dp_result dpn__init_fill(dp_ndarray *arr, int kind, double lo, double hi) {
+    dp_engine *eng = dp_nd_engine(arr);
+    dp_ndarray *tmp = NULL;
+    dp_result r;
+    if (kind == 0) r = dp_nd_full(eng, dp_nd_shape(arr), dp_nd_dtype(arr), dp_nd_ctx(arr), lo, &tmp);
+    else if (kind == 1) r = dp_nd_random_uniform(eng, lo, hi, dp_nd_shape(arr), dp_nd_dtype(arr), dp_nd_ctx(arr), &tmp);
+    else r = dp_nd_random_normal(eng, 0, hi, dp_nd_shape(arr), dp_nd_dtype(arr), dp_nd_ctx(arr), &tmp);
+    if (r == DP_OK) r = dp_nd_copy_into(tmp, arr, NULL);
+    dp_nd_release(tmp);
+    return r;
+}
+static dp_result dpn__init_weight(const dp_initializer *in, const char *name, dp_ndarray *arr) {
+    const dp_shape *s = dp_nd_shape(arr);
+    double fan_in, fan_out, hw = 1, factor, mag, sc;
+    int k;
+    switch (in->kind) {
+    case DP_INIT_ZERO: return dpn__init_fill(arr, 0, 0, 0);
+    case DP_INIT_ONE: return dpn__init_fill(arr, 0, 1, 0);
+    case DP_INIT_CONSTANT: return dpn__init_fill(arr, 0, in->value, 0);
+    case DP_INIT_UNIFORM: return dpn__init_fill(arr, 1, -in->scale, in->scale);
+    case DP_INIT_NORMAL: return dpn__init_fill(arr, 2, 0, in->sigma);
+    case DP_INIT_XAVIER: case DP_INIT_MSRA: break;
+    default:
+        DPN__LOG(dp_nd_engine(arr), DP_LOG_ERROR, ND_ARGS, "dp_init_array: '%s': unknown initializer kind %d", name, (int)in->kind);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (s->ndim < 2) {
+        DPN__LOG(dp_nd_engine(arr), DP_LOG_ERROR, ND_ARGS, "dp_init_array: Xavier initializer cannot be applied to vector '%s' (%d-d): it needs at least 2 dimensions", name, (int)s->ndim);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (k = 2; k < s->ndim; k++) hw *= (double)s->dims[k];
+    fan_in = (double)s->dims[1] * hw; fan_out = (double)s->dims[0] * hw;
+    factor = in->factor_type == DP_INIT_FACTOR_IN ? fan_in : in->factor_type == DP_INIT_FACTOR_OUT ? fan_out : (fan_in + fan_out) / 2;
+    mag = in->kind == DP_INIT_MSRA ? 2.0 / (1 + in->slope * in->slope) : in->magnitude;
+    if (!(factor > 0)) {
+        DPN__LOG(dp_nd_engine(arr), DP_LOG_ERROR, ND_ARGS, "dp_init_array: '%s': a fan of 0 (an empty array) has no Xavier scale", name);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    sc = sqrt(mag / factor);
+    return in->kind == DP_INIT_MSRA || in->rnd_type == DP_INIT_RND_GAUSSIAN ? dpn__init_fill(arr, 2, 0, sc) : dpn__init_fill(arr, 1, -sc, sc);
+}
+DPN_IMPL dp_result dp_init_array(const dp_initializer *init, const char *name, const char *hint, dp_ndarray *arr) {
+    static const char *const zero[] = {"bias", "beta", "moving_mean", "moving_inv_var", "moving_avg", "min"};
+    static const char *const one[] = {"gamma", "moving_var", "max"};
+    size_t i;
+    if (!init || !name || !arr) { DPN__LOG(arr ? dp_nd_engine(arr) : NULL, DP_LOG_ERROR, ND_ARGS, "dp_init_array: NULL init, name or array"); return DP_ERROR_INVALID_ARGS; }
+    if (hint && hint[0]) {
+        dp_initializer h;
+        dp_result r = dp_init_parse(hint, &h);
+        if (r != DP_OK) { DPN__LOG(dp_nd_engine(arr), DP_LOG_ERROR, ND_ARGS, "dp_init_array: '%s': its __init__ hint is refused", name); return r; }
+        return dpn__init_weight(&h, name, arr);
+    }
+    if (dpn__ends_with(name, "weight")) return dpn__init_weight(init, name, arr);
+    for (i = 0; i < sizeof zero / sizeof zero[0]; i++) if (dpn__ends_with(name, zero[i])) return dpn__init_fill(arr, 0, 0, 0);
+    for (i = 0; i < sizeof one / sizeof one[0]; i++) if (dpn__ends_with(name, one[i])) return dpn__init_fill(arr, 0, 1, 0);
+    DPN__LOG(dp_nd_engine(arr), DP_LOG_ERROR, ND_ARGS, "dp_init_array: unknown initialization pattern for '%s' (names end in weight, bias, gamma, beta, "
+             "moving_mean, moving_var, moving_inv_var, moving_avg, min or max, or the variable has an __init__ hint)", name);
+    return DP_ERROR_INVALID_ARGS;
+}
+DPN_IMPL const char *dp_sym_var_attr(const dp_symbol *sym, const char *var, const char *key) {
+    dpn__graph g;
+    const char *found = NULL;
+    int i, k;
+    if (!sym || !var || !key || dpn__graph_build(sym, &g) != DP_OK) return NULL;
+    for (i = 0; i < g.n && !found; i++) {
+        const dpn__snode *x = g.node[i];
+        if (x->op || strcmp(x->name, var) != 0) continue;
+        for (k = 0; k < x->nkw && !found; k++) if (!strcmp(x->keys[k], key)) found = x->vals[k];
+    }
+    dpn__graph_free(&g);
+    return found;
+}
+DPN_IMPL dp_result dp_init_params(const dp_initializer *init, const dp_symbol *sym, const dp_nd_named *params, int num) {
+    int i;
+    dp_result r = DP_OK;
+    if (!init || !sym || num < 0 || (num && !params)) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_init_params: NULL init, symbol or params, or a negative num"); return DP_ERROR_INVALID_ARGS; }
+    for (i = 0; i < num && r == DP_OK; i++) r = dp_init_array(init, params[i].name, dp_sym_var_attr(sym, params[i].name, "__init__"), params[i].array);
+    return r;
 }
 
 /* >>memory planning -------------------------------------------------------------
