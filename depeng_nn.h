@@ -19,7 +19,9 @@
      1. What it holds, what it needs
      2. Operators it registers
      3. API (declarations): OPTIMIZERS, AUTOGRAD, SYMBOL, EXECUTOR, DATA
-        (the mini-batch iterator), KVSTORE, and dp_nn_register
+        (the mini-batch iterator, idx files, the image iterator),
+        CHECKPOINTS (.params files), INITIALISERS, SCHEDULES AND CLIPPING,
+        KVSTORE, and dp_nn_register
      4. Implementation, its sections in file order: >>nn prelude
         >>registration >>data >>image data >>checkpoints
         >>layers >>optimizer objects >>more optimizers >>autograd
@@ -37,7 +39,9 @@
 
    2. OPERATORS IT REGISTERS
      FullyConnected (and _backward_FullyConnected) and SoftmaxOutput (and
-     its gradient), through dp_operator_register like any user operator,
+     its gradient), and the optimizer updates rmsprop_update,
+     rmspropalex_update, adagrad_update, nag_mom_update and adamw_update
+     (see SCHEDULES AND CLIPPING), through dp_operator_register like any user operator,
      once per process, before main starts (as MXNet registers its
      operators by static initialisation: a constructor with GCC, Clang and
      MSVC, a dynamic initialiser in other C++), so dp_invoke finds them by
@@ -89,7 +93,9 @@ DP_API void dp_nn_register(void);
 /* ====================================================================== OPTIMIZERS
    Optimizer objects (MXNet's Optimizer with its Updater): each owns one
    weight's update through one of depeng.h's update operators (sgd_update,
-   sgd_mom_update, adam_update).
+   sgd_mom_update, adam_update) or this header's (rmsprop_update,
+   rmspropalex_update, adagrad_update, nag_mom_update, adamw_update; see
+   SCHEDULES AND CLIPPING, with the learning-rate schedules).
    An optimizer object owns one weight's update: dp_optimizer_create attaches
    the weight's gradient (dp_nd_attach_grad, DP_REQ_WRITE, starting over if it
    was marked) and makes the update's state arrays, zeros of the weight's
