@@ -709,6 +709,86 @@ static void test_checkpoint(void) {
     CHECK(dp_engine_destroy(eng, NULL) == DP_OK);
 }
 
+/* Out of memory at every allocation of each call in turn (a fresh engine
+   whose allocator fails the k-th allocation, for every k until one run
+   fails none): each call returns DP_OK or DP_ERROR_OUT_OF_MEMORY with an
+   OUT_OF_MEMORY log line, and destroy gets every byte back. */
+static void test_out_of_memory(void) {
+    dp_engine *eng = make_engine(DP_ENGINE_NAIVE);
+    char gz[600], params[512], prefix[512];
+    bytes_t o, g;
+    uint32_t dims[3] = {5, 2, 3};
+    unsigned char px[30];
+    dp_nd_named arg[2];
+    dp_shape ws = {2, {3, 4}}, bs = {1, {3}};
+    dp_symbol *net = small_net();
+    int which, i;
+    for (i = 0; i < 30; i++) px[i] = (unsigned char)i;
+    temp_path(gz, sizeof gz, "oom.idx.gz"); temp_path(params, sizeof params, "oom.params"); temp_path(prefix, sizeof prefix, "oomnet");
+    idx_header(&o, 0x08, 3, dims); put(&o, px, 30); gzip_stored(&g, o.b, o.n);
+    CHECK(write_bytes(gz, g.b, g.n));
+    snprintf(arg[0].name, sizeof arg[0].name, "fc1_weight"); snprintf(arg[1].name, sizeof arg[1].name, "fc1_bias");
+    CHECK(dp_nd_zeros(eng, &ws, DP_FLOAT32, CPU0, &arg[0].array) == DP_OK && dp_nd_zeros(eng, &bs, DP_FLOAT32, CPU0, &arg[1].array) == DP_OK);
+    CHECK(dp_nd_save_params(params, arg, 2, NULL) == DP_OK && dp_checkpoint_save(prefix, 1, net, arg, 2, NULL, 0, NULL) == DP_OK);
+    dp_nd_release(arg[0].array); dp_nd_release(arg[1].array);
+    CHECK(dp_engine_destroy(eng, NULL) == DP_OK);
+    for (which = 0; which < 4; which++) {
+        long at;
+        int failed_some = 0;
+        for (at = 1; at < 400; at++) {
+            dp_engine_desc d;
+            dp_engine *e = NULL;
+            dp_result r = DP_OK;
+            memset(&d, 0, sizeof d);
+            d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.logger.func = quiet_logger;
+            d.allocator.alloc = failing_alloc; d.allocator.free = failing_free;
+            if (dp_engine_create(&d, &e) != DP_OK) { CHECK(0); return; }
+            __atomic_store_n(&g_alloc_calls, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_alloc_failures, 0, __ATOMIC_RELEASE);
+            __atomic_store_n(&g_fail_at, at, __ATOMIC_RELEASE);
+            g_last_item = 0;
+            if (which == 0) { dp_ndarray *a = NULL; r = dp_nd_load_idx(e, gz, CPU0, &a); CHECK((r == DP_OK) == (a != NULL)); dp_nd_release(a); }
+            else if (which == 1) { dp_nd_named got[2]; int n = 0; r = dp_nd_load_params(e, params, CPU0, got, 2, &n); for (i = 0; i < n; i++) dp_nd_release(got[i].array); }
+            else if (which == 2) { dp_checkpoint ck; r = dp_checkpoint_load(e, prefix, 1, CPU0, NULL, &ck); dp_checkpoint_free(&ck); }
+            else {
+                dp_ndarray *data = NULL, *x = NULL, *y = NULL;
+                dp_shape s = {3, {5, 2, 3}};
+                dp_image_iter *it = NULL;
+                dp_image_iter_desc id;
+                __atomic_store_n(&g_fail_at, 0, __ATOMIC_RELEASE);
+                CHECK(dp_nd_from_host(e, &s, DP_UINT8, CPU0, px, &data) == DP_OK);
+                __atomic_store_n(&g_alloc_calls, 0, __ATOMIC_RELEASE);
+                __atomic_store_n(&g_fail_at, at, __ATOMIC_RELEASE);
+                memset(&id, 0, sizeof id);
+                id.data = data; id.batch_size = 2; id.shuffle = 1;
+                r = dp_image_iter_create(&id, &it);
+                for (i = 0; r == DP_OK && i < 4; i++) {
+                    r = dp_image_iter_next(it, &x, &y, NULL);
+                    dp_nd_release(x); dp_nd_release(y); x = y = NULL;
+                }
+                dp_image_iter_destroy(it);
+                dp_nd_release(data);
+            }
+            __atomic_store_n(&g_fail_at, 0, __ATOMIC_RELEASE);
+            if (r != DP_OK) {
+                failed_some = 1;
+                if (r != DP_ERROR_OUT_OF_MEMORY || g_last_item != DP_LOGITEM_OUT_OF_MEMORY) {
+                    fprintf(stderr, "  call %d, allocation %ld failed: %s, log item %u\n", which, at, dp_result_string(r), (unsigned)g_last_item);
+                    CHECK(0);
+                }
+            }
+            CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+            CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+            if (__atomic_load_n(&g_alloc_failures, __ATOMIC_ACQUIRE) == 0) break;   /* past the last allocation */
+        }
+        CHECK(failed_some);
+    }
+    remove(gz); remove(params);
+    snprintf(gz, sizeof gz, "%s-0001.params", prefix); remove(gz);
+    snprintf(gz, sizeof gz, "%s-symbol.json", prefix); remove(gz);
+    dp_sym_release(net);
+}
+
 int main(void) {
     dp_logger quiet;
     static const test_case tests[] = {
@@ -725,6 +805,7 @@ int main(void) {
         {"params_round_trip", test_params_round_trip},
         {"params_malformed", test_params_malformed},
         {"checkpoint", test_checkpoint},
+        {"out_of_memory", test_out_of_memory},
     };
     memset(&quiet, 0, sizeof quiet);
     quiet.func = quiet_logger;

@@ -316,7 +316,7 @@ static void test_clip_global_norm(void) {
     const float a0[2] = {3, 0}, b0[1] = {4};
     const double c0[2] = {0, 0};
     dp_ndarray *a = NULL, *b = NULL, *c = NULL, *norm = NULL, *arr[3];
-    float av[2], bv[1], nv;
+    float av[2] = {0, 0}, bv[1] = {0}, nv = 0;
     CHECK(dp_nd_from_host(eng, &s2, DP_FLOAT32, CPU0, a0, &a) == DP_OK && dp_nd_from_host(eng, &s1, DP_FLOAT32, CPU0, b0, &b) == DP_OK);
     CHECK(dp_nd_from_host(eng, &s2, DP_FLOAT64, CPU0, c0, &c) == DP_OK && dp_nd_zeros(eng, &s0, DP_FLOAT32, CPU0, &norm) == DP_OK);
     arr[0] = a; arr[1] = b; arr[2] = c;
