@@ -644,9 +644,11 @@ DP_API const char *dp_sym_var_attr(const dp_symbol *sym, const char *var, const 
    adam_update (inputs weight, gradient, then the states they mutate; the
    weight written in place; any of them drives a dp_optimizer or a
    KVStore's dp_kv_set_optimizer; float32 / float64; CPU kernels). Each
-   first takes g = rescale_grad * gradient, limited to [-clip_gradient,
-   clip_gradient] when clip_gradient > 0, then (but for adagrad_update and
-   adamw_update) adds wd * w, as MXNet's kernels do:
+   first takes g = rescale_grad * gradient, then, as MXNet's kernels do:
+   for the two RMSProps adds wd * w and limits g to [-clip_gradient,
+   clip_gradient] (when clip_gradient > 0); for nag_mom_update limits it,
+   then adds wd * w; adagrad_update and adamw_update limit it and apply wd
+   in the step:
      rmsprop_update(w, g, n)            n = (1 - gamma1) g^2 + gamma1 n;
                                         w -= lr g / sqrt(n + epsilon)
      rmspropalex_update(w, g, n, m, d)  centered (Graves 2013): n as above,
@@ -654,7 +656,7 @@ DP_API const char *dp_sym_var_attr(const dp_symbol *sym, const char *var, const 
                                         d = gamma2 d - lr g / sqrt(n - m^2 + epsilon);
                                         w += d
      adagrad_update(w, g, h)            h += g^2; w -= lr (g / sqrt(h + epsilon) + wd w)
-     nag_mom_update(w, g, mom)          mom = momentum mom + g; w -= lr (g + momentum mom)
+     nag_mom_update(w, g, mom)          mom = momentum mom - lr g; w += momentum mom - lr g
      adamw_update(w, g, m, v)           m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
                                         w -= eta (lr m / (sqrt(v) + epsilon) + wd w), lr
                                         bias-corrected by the step t as adam_update's
@@ -2129,8 +2131,9 @@ static int dpn__update(const dp_kernel_ctx *k, int kind) {
     for (i = 0; i < n; i++) {
         double wi = dp_dtype_load(t, w, i), g = rescale * dp_dtype_load(t, gr, i), a = st[0] ? dp_dtype_load(t, st[0], i) : 0;
         double b = st[1] ? dp_dtype_load(t, st[1], i) : 0, c = st[2] ? dp_dtype_load(t, st[2], i) : 0;
+        if (kind == DPN__OPT_RMSPROP || kind == DPN__OPT_RMSPROPALEX) g += wd * wi;    /* MXNet's RMSProp clips after the decay */
         if (clip > 0) g = g < -clip ? -clip : g > clip ? clip : g;
-        if (kind != DPN__OPT_ADAGRAD && kind != DPN__OPT_ADAMW) g += wd * wi;
+        if (kind == DPN__OPT_NAG) g += wd * wi;
         switch (kind) {
         case DPN__OPT_RMSPROP:
             a = (1 - p->v[4].f) * g * g + p->v[4].f * a;
@@ -2146,9 +2149,9 @@ static int dpn__update(const dp_kernel_ctx *k, int kind) {
             a += g * g;
             wi -= lr * (g / sqrt(a + p->v[4].f) + wd * wi);
             break;
-        case DPN__OPT_NAG:
-            a = p->v[4].f * a + g;
-            wi -= lr * (g + p->v[4].f * a);
+        case DPN__OPT_NAG:                         /* MXNet's kernel: the momentum holds lr */
+            a = p->v[4].f * a - lr * g;
+            wi += p->v[4].f * a - lr * g;
             break;
         default:                                   /* AdamW */
             a = p->v[4].f * a + (1 - p->v[4].f) * g;
@@ -2220,8 +2223,8 @@ DPN_IMPL double dp_lr_at(const dp_lr_schedule *s, int64_t t) {
              : s->warmup_begin_lr + (s->base_lr - s->warmup_begin_lr) * (double)t / (double)s->warmup_steps;
     switch (s->kind) {
     case DP_LR_FACTOR:
-        lr = s->base_lr;
-        for (k = t > 0 ? (t - 1) / s->step : 0; k > 0 && lr > s->stop_factor_lr; k--) lr *= s->factor;
+        k = t > 0 ? (t - 1) / s->step : 0;
+        lr = s->base_lr * pow(s->factor, (double)k);
         return lr < s->stop_factor_lr ? s->stop_factor_lr : lr;
     case DP_LR_MULTIFACTOR:
         lr = s->base_lr;

@@ -171,8 +171,10 @@ static void test_lr_schedules(void) {
     CHECK(dp_lr_at(&s, 2) == 0.01 && dp_lr_at(&s, 4) == 0.5 && dp_lr_at(&s, 5) == 0.25);   /* MXNet counts from 0, warm-up included */
     /* refused */
     dp_clear_last_error();
+    s.factor = 1; s.warmup_steps = 0;                           /* MXNet's default factor: no change, at any count */
+    CHECK(dp_lr_at(&s, INT64_MAX) == 1 && dp_lr_at(&s, -5) == 1);
     s.step = 0; CHECK(dp_lr_check(&s) == DP_ERROR_INVALID_ARGS && strstr(dp_last_error(), "FACTOR") && isnan(dp_lr_at(&s, 1)));
-    s.kind = DP_LR_COSINE; s.max_update = 4; CHECK(dp_lr_check(&s) == DP_ERROR_INVALID_ARGS);
+    s.kind = DP_LR_COSINE; s.max_update = 0; CHECK(dp_lr_check(&s) == DP_ERROR_INVALID_ARGS);
     steps[1] = 3; s.kind = DP_LR_MULTIFACTOR; CHECK(dp_lr_check(&s) == DP_ERROR_INVALID_ARGS);
     s.kind = (dp_lr_kind)9; CHECK(dp_lr_check(&s) == DP_ERROR_INVALID_ARGS);
     CHECK(dp_lr_check(NULL) == DP_ERROR_INVALID_ARGS);
@@ -205,14 +207,14 @@ static void test_optimizer_steps(void) {
     const double w0[2] = {1.0, -2.0}, g1[2] = {0.5, -3.0}, g2[2] = {-1.0, 0.25};
     double w[2], st[3][2], e[2], n[2], m[2], d[2], lr = 0.1, wd = 0.01;
     int i;
-    /* rmsprop_update: gamma1 0.9, epsilon 1e-8, wd, clip 2 (g1[1] = -3 is clipped to -2) */
+    /* rmsprop_update: gamma1 0.9, epsilon 1e-8, wd, clip 2 (g1[1] + wd w = -3.02 is clipped to -2, after the decay as MXNet's) */
     {
         opt_case c = {"rmsprop_update", 1, {{"lr", 0, 0.1, NULL, {0, {0}}}, {"wd", 0, 0.01, NULL, {0, {0}}}, {"gamma1", 0, 0.9, NULL, {0, {0}}}, {"clip_gradient", 0, 2, NULL, {0, {0}}}}};
         run_two_steps(eng, &c, w0, g1, g2, w, st);
         for (i = 0; i < 2; i++) {
             double x = w0[i], g, nn = 0;
-            g = fmax(-2, fmin(2, g1[i])) + wd * x; nn = 0.1 * g * g + 0.9 * nn; x -= lr * g / sqrt(nn + 1e-8);
-            g = fmax(-2, fmin(2, g2[i])) + wd * x; nn = 0.1 * g * g + 0.9 * nn; x -= lr * g / sqrt(nn + 1e-8);
+            g = fmax(-2, fmin(2, g1[i] + wd * x)); nn = 0.1 * g * g + 0.9 * nn; x -= lr * g / sqrt(nn + 1e-8);
+            g = fmax(-2, fmin(2, g2[i] + wd * x)); nn = 0.1 * g * g + 0.9 * nn; x -= lr * g / sqrt(nn + 1e-8);
             e[i] = x; n[i] = nn;
         }
         CHECK(near(w[0], e[0], 1e-14) && near(w[1], e[1], 1e-14) && near(st[0][0], n[0], 1e-14) && near(st[0][1], n[1], 1e-14));
@@ -241,14 +243,16 @@ static void test_optimizer_steps(void) {
         }
         CHECK(near(w[0], e[0], 1e-14) && near(w[1], e[1], 1e-14) && near(st[0][0], n[0], 1e-14) && near(st[0][1], n[1], 1e-14));
     }
-    /* nag_mom_update: momentum 0.9, wd */
+    /* nag_mom_update: momentum 0.9, wd, clip 2 (before the decay); MXNet's
+       kernel keeps lr in the momentum */
     {
-        opt_case c = {"nag_mom_update", 1, {{"lr", 0, 0.1, NULL, {0, {0}}}, {"wd", 0, 0.01, NULL, {0, {0}}}, {"momentum", 0, 0.9, NULL, {0, {0}}}}};
+        opt_case c = {"nag_mom_update", 1, {{"lr", 0, 0.1, NULL, {0, {0}}}, {"wd", 0, 0.01, NULL, {0, {0}}}, {"momentum", 0, 0.9, NULL, {0, {0}}},
+                                            {"clip_gradient", 0, 2, NULL, {0, {0}}}}};
         run_two_steps(eng, &c, w0, g1, g2, w, st);
         for (i = 0; i < 2; i++) {
             double x = w0[i], mom = 0, g;
-            g = g1[i] + wd * x; mom = 0.9 * mom + g; x -= lr * (g + 0.9 * mom);
-            g = g2[i] + wd * x; mom = 0.9 * mom + g; x -= lr * (g + 0.9 * mom);
+            g = fmax(-2, fmin(2, g1[i])) + wd * x; mom = 0.9 * mom - lr * g; x += 0.9 * mom - lr * g;
+            g = fmax(-2, fmin(2, g2[i])) + wd * x; mom = 0.9 * mom - lr * g; x += 0.9 * mom - lr * g;
             e[i] = x; n[i] = mom;
         }
         CHECK(near(w[0], e[0], 1e-14) && near(w[1], e[1], 1e-14) && near(st[0][0], n[0], 1e-14));
