@@ -711,8 +711,10 @@ DP_API double dp_lr_at(const dp_lr_schedule *s, int64_t num_update);
    norm_out when it is not NULL (a float32 or float64 array of one
    element). One operation writing every array (and norm_out), pushed
    with the arrays' reads and writes ordered as usual; returns at once.
-   Arrays: float32 or float64, CPU, of one engine; views of one storage
-   are written once. Errors (logged, ND_ARGS): DP_ERROR_INVALID_ARGS for
+   Arrays: float32 or float64, CPU, of one engine; an array given twice
+   (or a view of exactly its elements) counts and is scaled once, views of
+   one storage that overlap only in part are not supported (their common
+   elements would count and be scaled twice). Errors (logged, ND_ARGS): DP_ERROR_INVALID_ARGS for
    NULL arrays, num outside 1..64, max_norm <= 0 or NaN, another dtype or
    engine, a norm_out that is not one float element; DP_ERROR_BAD_CONTEXT
    for a GPU array; the push's errors. Any thread. */
@@ -2246,15 +2248,22 @@ static void dpn__clip_free(void *arg) {
     dp_nd_release(c->norm);
     dp_engine_free(eng, c, sizeof *c);
 }
+/* Array j is an earlier one's bytes again (the same array, or a view of
+   exactly its elements): inside the op, where the data pointers may be read. */
+static int dpn__clip_repeat(const dpn__clip_arg *c, int j) {
+    int s;
+    for (s = 0; s < j; s++)
+        if (dp_nd_data(c->a[s]) == dp_nd_data(c->a[j]) && dp_nd_bytes(c->a[s]) == dp_nd_bytes(c->a[j]) && dp_nd_dtype(c->a[s]) == dp_nd_dtype(c->a[j])) return 1;
+    return 0;
+}
 static int dpn__clip_op(dp_run_ctx *rc, void *arg) {
     dpn__clip_arg *c = (dpn__clip_arg *)arg;
     double sum = 0, total, scale;
     int64_t i, n;
-    int j, s;
+    int j;
     if (rc->input_status) return rc->input_status;
-    for (j = 0; j < c->n; j++) {                       /* views of one storage count once */
-        for (s = 0; s < j && !dp_nd_same_storage(c->a[s], c->a[j]); s++) {}
-        if (s < j) continue;
+    for (j = 0; j < c->n; j++) {                       /* the same bytes given twice count once */
+        if (dpn__clip_repeat(c, j)) continue;
         for (i = 0, n = dp_shape_size(dp_nd_shape(c->a[j])); i < n; i++) { double v = dp_dtype_load(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i); sum += v * v; }
     }
     total = sqrt(sum);
@@ -2262,8 +2271,7 @@ static int dpn__clip_op(dp_run_ctx *rc, void *arg) {
     if (!(total > c->max_norm)) return 0;              /* NaN too: MXNet leaves the arrays as they are */
     scale = c->max_norm / (total + 1e-8);
     for (j = 0; j < c->n; j++) {
-        for (s = 0; s < j && !dp_nd_same_storage(c->a[s], c->a[j]); s++) {}
-        if (s < j) continue;
+        if (dpn__clip_repeat(c, j)) continue;
         for (i = 0, n = dp_shape_size(dp_nd_shape(c->a[j])); i < n; i++)
             dp_dtype_store(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i, dp_dtype_load(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i) * scale, DP_REQ_WRITE);
     }

@@ -341,6 +341,19 @@ static void test_clip_global_norm(void) {
         CHECK(dp_nd_read(a, av, sizeof av, NULL) == DP_OK && av[1] == (float)(4 * 2.5 / (5 + 1e-8)));
         dp_nd_release(v);
     }
+    /* two disjoint views of one storage are two sets of elements */
+    {
+        dp_ndarray *lo = NULL, *hi = NULL, *two[2];
+        dp_shape s4 = {1, {4}};
+        dp_ndarray *q = NULL;
+        const float q0[4] = {3, 0, 0, 4};
+        float qv[4];
+        CHECK(dp_nd_from_host(eng, &s4, DP_FLOAT32, CPU0, q0, &q) == DP_OK && dp_nd_slice(q, 0, 2, &lo) == DP_OK && dp_nd_slice(q, 2, 4, &hi) == DP_OK);
+        two[0] = lo; two[1] = hi;
+        CHECK(dp_clip_global_norm(two, 2, 1.0, norm) == DP_OK && dp_nd_read(norm, &nv, sizeof nv, NULL) == DP_OK && nv == 5);
+        CHECK(dp_nd_read(q, qv, sizeof qv, NULL) == DP_OK && qv[0] == (float)(3 / (5 + 1e-8)) && qv[3] == (float)(4 / (5 + 1e-8)));
+        dp_nd_release(lo); dp_nd_release(hi); dp_nd_release(q);
+    }
     /* refused */
     dp_clear_last_error();
     CHECK(dp_clip_global_norm(arr, 3, 0, NULL) == DP_ERROR_INVALID_ARGS && dp_last_error_item() == DP_LOGITEM_ND_ARGS);
