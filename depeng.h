@@ -265,7 +265,7 @@ extern "C" {
               dp_nd_read dp_nd_write dp_nd_wait_to_read dp_nd_wait_to_write
               dp_nd_reshape dp_nd_slice dp_nd_copy_to dp_nd_astype dp_nd_retain dp_nd_release
               dp_nd_shape dp_nd_dtype dp_nd_ctx dp_nd_engine dp_nd_bytes dp_nd_var dp_nd_data
-     files    dp_nd_save_npy dp_nd_load_npy dp_nd_save_npz dp_nd_load_npz
+     files    dp_nd_save_npy dp_nd_load_npy dp_nd_save_npz dp_nd_load_npz dp_inflate dp_crc32
      random   dp_random_seed dp_random_var dp_random_next dp_random_uniform01
               dp_nd_random_uniform dp_nd_random_normal
      temp     dp_temp_space_var dp_temp_space
@@ -1247,6 +1247,19 @@ DP_API dp_result dp_nd_save_npz(const char *path, const dp_nd_named *arrays, int
    order and big-endian converted); no zip64 end records (65,534 members,
    4 GiB at most). Any thread. */
 DP_API dp_result dp_nd_load_npz(dp_engine *eng, const char *path, dp_ctx ctx, dp_nd_named *out, int cap, int *count);
+/* The header's own inflater and CRC-32, for the layers that read other
+   compressed files (depeng_nn.h's gzipped MNIST files). dp_inflate inflates
+   the raw deflate stream (RFC 1951) in [in, in + in_len) into out, writing
+   at most out_cap bytes; *out_len gets how many it wrote. A malformed or
+   truncated stream, or one that inflates to more than out_cap bytes, is
+   DP_ERROR_FORMAT with the reason in msg (msgcap bytes, NUL-terminated;
+   msg may be NULL when msgcap is 0), and out's contents are then
+   unspecified; NULL in or out with a non-zero length, or a NULL out_len,
+   is DP_ERROR_INVALID_ARGS. It allocates nothing and logs nothing (the
+   caller knows the file). dp_crc32 is zlib's crc32(): start with 0 and
+   pass each result back in to continue. Any thread. */
+DP_API dp_result dp_inflate(const void *in, size_t in_len, void *out, size_t out_cap, size_t *out_len, char *msg, size_t msgcap);
+DP_API uint32_t dp_crc32(uint32_t crc, const void *data, size_t len);
 
 /* Resources (MXNet's ResourceManager), one set per device, each guarded by
    a variable of its own. The random generator: an operation that draws
@@ -8092,6 +8105,15 @@ static dp_result dp__inflate(const unsigned char *in, size_t in_len, unsigned ch
     if (s.error) return dp__npy_fail(msg, msgcap, s.error);
     return DP_OK;
 }
+DP_IMPL dp_result dp_inflate(const void *in, size_t in_len, void *out, size_t out_cap, size_t *out_len, char *msg, size_t msgcap) {
+    if (!out_len || (!in && in_len) || (!out && out_cap)) {
+        if (out_len) *out_len = 0;
+        if (msgcap > 0) snprintf(msg, msgcap, "dp_inflate: NULL in, out or out_len");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    return dp__inflate((const unsigned char *)in, in_len, (unsigned char *)out, out_cap, out_len, msg, msgcap) == DP_OK ? DP_OK : DP_ERROR_FORMAT;
+}
+DP_IMPL uint32_t dp_crc32(uint32_t crc, const void *data, size_t len) { return data ? dp__crc32(crc, data, len) : crc; }
 
 /* ---- deflate (RFC 1951) --------------------------------------------------------- */
 

@@ -19,11 +19,14 @@
      1. What it holds, what it needs
      2. Operators it registers
      3. API (declarations): OPTIMIZERS, AUTOGRAD, SYMBOL, EXECUTOR, DATA
-        (the mini-batch iterator), KVSTORE, and dp_nn_register
+        (the mini-batch iterator, idx files, the image iterator),
+        CHECKPOINTS (.params files), INITIALISERS, SCHEDULES AND CLIPPING,
+        KVSTORE, and dp_nn_register
      4. Implementation, its sections in file order: >>nn prelude
-        >>registration >>data >>layers >>conv layers >>tensor layers
-        >>optimizer objects >>autograd
-        >>symbol >>graph passes >>symbol JSON and DOT >>memory planning
+        >>registration >>data >>image data >>checkpoints
+        >>layers >>conv layers >>tensor layers >>optimizer objects >>more optimizers
+        >>autograd >>symbol >>graph passes >>symbol JSON and DOT >>initialisers
+        >>memory planning
         >>executor >>kvstore
 
    1. WHAT IT HOLDS, WHAT IT NEEDS
@@ -55,7 +58,9 @@
      direct loops; algo auto takes im2col unless a GEMM column would be
      shorter than 8 elements or one image's columns would take more than
      the workspace parameter's MiB (a 1x1, stride 1, unpadded convolution
-     needs no columns and always takes GEMM). They are all registered
+     needs no columns and always takes GEMM). So are the optimizer updates
+     rmsprop_update, rmspropalex_update, adagrad_update, nag_mom_update and
+     adamw_update (see SCHEDULES AND CLIPPING). They are all registered
      through dp_operator_register like any user operator,
      once per process, before main starts (as MXNet registers its
      operators by static initialisation: a constructor with GCC, Clang and
@@ -91,6 +96,12 @@ extern "C" {
      executor dp_exec_bind dp_exec_rebind dp_exec_forward dp_exec_backward dp_exec_num_outputs
               dp_exec_output dp_exec_head_grad dp_exec_memory_get dp_exec_destroy
      data     dp_iter_create dp_iter_next dp_iter_reset dp_iter_num_batches dp_iter_destroy
+              dp_nd_load_idx dp_nd_load_mnist dp_image_iter_create dp_image_iter_next
+              dp_image_iter_reset dp_image_iter_num_batches dp_image_iter_destroy
+     checkpoint dp_nd_save_params dp_nd_load_params dp_checkpoint_save dp_checkpoint_load
+              dp_checkpoint_free
+     init     dp_init_parse dp_init_array dp_init_params dp_sym_var_attr
+     schedules dp_lr_check dp_lr_at dp_clip_global_norm
      kvstore  dp_kv_create dp_kv_destroy dp_kv_init dp_kv_set_updater dp_kv_set_optimizer
               dp_kv_push dp_kv_pull dp_kv_stored */
 
@@ -102,7 +113,9 @@ DP_API void dp_nn_register(void);
 /* ====================================================================== OPTIMIZERS
    Optimizer objects (MXNet's Optimizer with its Updater): each owns one
    weight's update through one of depeng.h's update operators (sgd_update,
-   sgd_mom_update, adam_update).
+   sgd_mom_update, adam_update) or this header's (rmsprop_update,
+   rmspropalex_update, adagrad_update, nag_mom_update, adamw_update; see
+   SCHEDULES AND CLIPPING, with the learning-rate schedules).
    An optimizer object owns one weight's update: dp_optimizer_create attaches
    the weight's gradient (dp_nd_attach_grad, DP_REQ_WRITE, starting over if it
    was marked) and makes the update's state arrays, zeros of the weight's
@@ -403,6 +416,335 @@ DP_API dp_result dp_iter_reset(dp_iter *it);
 DP_API int64_t dp_iter_num_batches(const dp_iter *it);
 DP_API void dp_iter_destroy(dp_iter *it);
 
+/* MNIST's idx files (LeCun's format, also Fashion-MNIST's), gzipped or
+   not: a file whose first two bytes are gzip's (0x1f 0x8b) is inflated
+   first (RFC 1952, one member, with depeng.h's dp_inflate; its CRC-32 and
+   size are checked). The idx header is two zero bytes, a type byte (0x08
+   uint8, 0x09 int8, 0x0B int16, 0x0C int32, 0x0D float32, 0x0E float64),
+   the number of dimensions, then each dimension as a big-endian 32-bit
+   size; the data follow, big-endian, in C order. The array has that shape
+   and the type's dtype (int16 widens to int32); it is made on ctx.
+   Limits: 1 to DP_MAX_DIMS (8) dimensions; the data exactly what the shape
+   holds (trailing bytes are refused too); a gzip file under 4 GiB
+   inflated, and declaring at most 1,032 times its compressed size (what
+   deflate can reach); the whole file and its inflated bytes are held while
+   loading. Errors (logged with the file's name and what is wrong):
+   DP_ERROR_INVALID_ARGS for NULL arguments (ND_ARGS); DP_ERROR_IO when the
+   file cannot be read; DP_ERROR_FORMAT for a truncated file (the bytes
+   the header or shape needs and those present), a bad magic, an unknown
+   type byte, zero or too many dimensions, a size mismatch (bytes past the
+   data), or a bad gzip stream, CRC or size; DP_ERROR_OUT_OF_MEMORY.
+   *out is NULL after an error. Any thread. */
+DP_API dp_result dp_nd_load_idx(dp_engine *eng, const char *path, dp_ctx ctx, dp_ndarray **out);
+/* An MNIST-style pair: images (n, rows, cols) and labels (n,) from two
+   idx files (as dp_nd_load_idx reads them; the dtypes as stored, uint8
+   for MNIST). Besides dp_nd_load_idx's errors, DP_ERROR_FORMAT when the
+   images are not 3-d or 4-d, the labels not 1-d, or the counts differ
+   (logged naming both files and both counts). Both are NULL after an
+   error. Any thread. */
+DP_API dp_result dp_nd_load_mnist(dp_engine *eng, const char *images, const char *labels, dp_ctx ctx,
+                                  dp_ndarray **data, dp_ndarray **label);
+
+/* An image iterator (MXNet's ImageRecordIter / MNISTIter over arrays in
+   memory, with NDArrayIter's last-batch handling): batches of float32
+   images (batch, channels, crop_h, crop_w), or (batch, channels * crop_h *
+   crop_w) with flat, from images (n, h, w) (one channel) or (n, c, h, w)
+   of any dtype, and float32 labels (batch, ...) from label rows.
+   Order: rows [n * part_index / num_parts, n * (part_index + 1) /
+   num_parts) of the data form this worker's part (MXNet's num_parts /
+   part_index sharding: the parts of 0 .. num_parts - 1 cover every row
+   once); with shuffle the part's order is a new permutation every epoch.
+   Every batch holds batch_size images; the last, short one is handled as
+   last_batch says (MXNet's NDArrayIter last_batch_handle):
+     DP_LAST_BATCH_PAD       filled up with the epoch's first images (in
+                             the epoch's order; *pad says how many)
+     DP_LAST_BATCH_DISCARD   dropped
+     DP_LAST_BATCH_ROLL_OVER kept for the next epoch, whose first batch
+                             starts with them (when the epoch was read to
+                             its end; a reset earlier drops them)
+   Augmentation, per image, in this order: pad pixels of fill_value on
+   every side, a crop of crop_h x crop_w (0: the input's size) at a
+   random offset (rand_crop) or the centre, a horizontal flip with
+   probability 1/2 (rand_mirror); then each channel ch is normalised:
+   (x - mean[ch]) / std[ch] * scale (mean NULL: 0, std NULL: 1, scale 0:
+   1), as ImageRecordIter's mean_r.../std_r.../scale.
+   Every draw (the permutations, the crop offsets, the flips) comes from the
+   iterator's own generator seeded with seed, in the caller's thread, so
+   the batches are the same for a seed whatever the engine. The next batch
+   is decoded and augmented by an operation pushed on the IO pool
+   (DP_PROP_IO) while the caller works on the current one.
+   Thread safety: one thread at a time per iterator (create from any); the
+   batches are ordinary arrays. */
+typedef enum dp_last_batch { DP_LAST_BATCH_PAD = 0, DP_LAST_BATCH_DISCARD, DP_LAST_BATCH_ROLL_OVER } dp_last_batch;
+typedef struct dp_image_iter_desc {
+    dp_ndarray *data;        /* (n, h, w) or (n, c, h, w), CPU */
+    dp_ndarray *label;       /* (n, ...) or NULL, CPU, same engine */
+    int batch_size;          /* > 0 */
+    int shuffle;
+    uint64_t seed;
+    dp_last_batch last_batch;
+    int crop_h, crop_w;      /* 0: the input's height / width */
+    int pad;                 /* >= 0 */
+    double fill_value;       /* the padding's pixels, before normalising */
+    int rand_crop, rand_mirror;
+    const float *mean, *std; /* channels values each, or NULL; std non-zero */
+    double scale;            /* 0: 1 */
+    int num_parts, part_index;   /* 0 parts: 1 */
+    int flat;
+} dp_image_iter_desc;
+typedef struct dp_image_iter dp_image_iter;
+/* Errors (logged, ND_ARGS): DP_ERROR_INVALID_ARGS for NULL desc or out,
+   data not 3-d or 4-d, a label with other rows or on another engine,
+   batch_size <= 0, an unknown last_batch, a negative pad, a crop larger
+   than the padded image, a zero std, part_index outside 0 ..
+   num_parts - 1 or a part without rows, DISCARD with fewer rows than a
+   batch; DP_ERROR_BAD_CONTEXT for GPU arrays; DP_ERROR_OUT_OF_MEMORY.
+   Makes the first batch's operation. Any thread. */
+DP_API dp_result dp_image_iter_create(const dp_image_iter_desc *desc, dp_image_iter **out);
+/* The next batch as new arrays (release them when done). pad (may be
+   NULL) gets how many images at its end repeat the epoch's first ones
+   (PAD's last batch), else 0. At the end of an epoch *data (and *label)
+   are NULL and DP_OK is returned; dp_image_iter_reset starts the next
+   one. The iterator's thread. */
+DP_API dp_result dp_image_iter_next(dp_image_iter *it, dp_ndarray **data, dp_ndarray **label, int *pad);
+/* Starts the next epoch: a new permutation with shuffle, the rolled-over
+   images first with ROLL_OVER. The iterator's thread. */
+DP_API dp_result dp_image_iter_reset(dp_image_iter *it);
+/* Batches in this epoch (ROLL_OVER: it depends on what rolled over). The
+   iterator's thread. */
+DP_API int64_t dp_image_iter_num_batches(const dp_image_iter *it);
+/* Ends the iterator (its pending operation finishes on its own). NULL is
+   fine. The iterator's thread. */
+DP_API void dp_image_iter_destroy(dp_image_iter *it);
+
+/* ====================================================================== CHECKPOINTS
+   MXNet's parameter files: mx.nd.save's format (a ".params" file) and
+   mx.model.save_checkpoint's pair PREFIX-symbol.json + PREFIX-%04d.params,
+   whose names are "arg:NAME" for arguments and "aux:NAME" for auxiliary
+   states. The file (little-endian): uint64 0x112 (the list's magic),
+   uint64 0; uint64 count, then each array as NDArray::Save writes it
+   (version 2: uint32 0xF993fac9, int32 storage type 0 (dense), the shape
+   as uint32 ndim then ndim int64 dims, the context as int32 dev_type and
+   dev_id, int32 type flag (mshadow's: 0 float32, 1 float64, 2 float16,
+   3 uint8, 4 int32, 5 int8, 6 int64, 7 bool), the bytes in C order);
+   uint64 name count (0 or count), then each name as uint64 length and
+   its bytes. */
+/* Writes count arrays with their names (all named, or all with empty
+   names: MXNet's unnamed list) as version-2 arrays (a 0-d array as
+   version 3, which alone can say "scalar") with each array's own
+   device (MXNet's dev_type: 1 CPU, 2 GPU, 3 pinned). Waits for the
+   arrays' pending writes (copying a GPU array to the host first). Limits:
+   names of at most 127 bytes (dp_nd_named's). Errors (logged):
+   DP_ERROR_INVALID_ARGS for a NULL path or arrays, a negative count, a
+   member without an array, some names empty and others not (ND_ARGS);
+   DP_ERROR_IO when the file cannot be written; DP_ERROR_OUT_OF_MEMORY;
+   an array's failed write as from dp_nd_read. Any thread, not from inside
+   an operation (it waits). */
+DP_API dp_result dp_nd_save_params(const char *path, const dp_nd_named *arrays, int count, dp_failure *failure);
+/* Loads up to cap arrays of a .params file onto ctx (whatever device
+   the file names); *count is set. Reads versions 1 (0xF993fac8), 2 and 3
+   (0xF993faca, NumPy shape semantics: ndim 0 a scalar) and MXNet's
+   oldest layout (a uint32 ndim first, uint32 dims); names stay empty for
+   an unnamed list. Errors (logged with the file and, for an array, its
+   index and name): DP_ERROR_INVALID_ARGS for NULL arguments or a
+   negative cap; DP_ERROR_IO when the file cannot be read; DP_ERROR_FORMAT
+   for a bad list magic, a truncated file, an unknown array magic, sparse
+   storage (row_sparse, csr), a none array, more than DP_MAX_DIMS
+   dimensions, a negative dimension, an unknown device type or type flag
+   (int16, uint16, bfloat16, ... have no dtype here), a name count other
+   than 0 or the array count, a name longer than 127 bytes, bytes past the
+   last name, or more than cap arrays; DP_ERROR_OUT_OF_MEMORY. On error
+   nothing is left allocated and *count is 0. Any thread. */
+DP_API dp_result dp_nd_load_params(dp_engine *eng, const char *path, dp_ctx ctx, dp_nd_named *out, int cap, int *count);
+/* A checkpoint: the symbol, its arguments and auxiliary states (names
+   without the "arg:" / "aux:" prefix). */
+typedef struct dp_checkpoint {
+    dp_symbol *symbol;
+    dp_nd_named *args;  int num_args;
+    dp_nd_named *aux;   int num_aux;
+} dp_checkpoint;
+/* mx.model.save_checkpoint: writes PREFIX-symbol.json (dp_sym_save) and
+   PREFIX-EPOCH.params (epoch as %04d) holding the arguments as
+   "arg:NAME" and the auxiliary states as "aux:NAME". Limits: names of at
+   most 123 bytes (the prefix takes 4 of dp_nd_named's 127), a path of at
+   most 4,095 bytes. Errors: dp_sym_save's and dp_nd_save_params's, and
+   DP_ERROR_INVALID_ARGS for NULL arguments, a negative epoch or count, a
+   name too long (ND_ARGS). Any thread, not from inside an operation. */
+DP_API dp_result dp_checkpoint_save(const char *prefix, int epoch, const dp_symbol *sym, const dp_nd_named *args, int num_args,
+                                    const dp_nd_named *aux, int num_aux, dp_failure *failure);
+/* What dp_checkpoint_load checks the parameters' shapes against: the
+   shapes of the symbol's inputs (e.g. the data's and the label's, as
+   dp_sym_infer takes them), from which every argument's shape is
+   inferred, so that a parameter of another shape is refused naming it and
+   both shapes. NULL or zeroed: the shapes are not checked (the executor's
+   bind checks them later), only that every "arg:" name is an argument of
+   the symbol. */
+typedef struct dp_checkpoint_desc {
+    int num_inputs;
+    const char *const *input_names;
+    const dp_shape *input_shapes;
+} dp_checkpoint_desc;
+/* mx.model.load_checkpoint: the symbol from PREFIX-symbol.json and the
+   parameters from PREFIX-EPOCH.params onto ctx, into *out (free it with
+   dp_checkpoint_free). Errors (logged): those of dp_sym_load and
+   dp_nd_load_params; DP_ERROR_FORMAT for a name without "arg:" or "aux:",
+   an "arg:" name that is not an argument of the symbol (naming it), a
+   parameter whose shape is not the one the symbol infers from desc's
+   inputs (naming the parameter and both shapes), or input shapes the
+   symbol's inference refuses;
+   DP_ERROR_INVALID_ARGS for NULL arguments or a negative epoch;
+   DP_ERROR_OUT_OF_MEMORY. *out is zeroed after an error. Limits: 65,536
+   parameters. Any thread. */
+DP_API dp_result dp_checkpoint_load(dp_engine *eng, const char *prefix, int epoch, dp_ctx ctx, const dp_checkpoint_desc *desc,
+                                    dp_checkpoint *out);
+/* Releases the symbol and the arrays and frees the lists; zeroes *ck.
+   NULL is fine. Any thread. */
+DP_API void dp_checkpoint_free(dp_checkpoint *ck);
+
+/* ====================================================================== INITIALISERS
+   MXNet's mx.init: how a parameter array gets its first values. A weight
+   (a name ending in "weight") gets the initializer's own rule:
+     ZERO, ONE, CONSTANT   0, 1, value
+     UNIFORM               uniform in [-scale, scale]          (MXNet 0.07)
+     NORMAL                normal(0, sigma)                    (MXNet 0.01)
+     XAVIER                rnd_type uniform in [-s, s] or gaussian (0, s),
+                           s = sqrt(magnitude / factor), factor the fan-in
+                           (shape[1] * the product of shape[2:]), the
+                           fan-out (shape[0] * that product) or their mean
+                           (factor_type in / out / avg)  (MXNet uniform, avg, 3)
+     MSRA                  MSRAPrelu: XAVIER gaussian with magnitude
+                           2 / (1 + slope^2)             (MXNet avg, slope 0.25)
+   Other parameters by their name's end, as MXNet's Initializer does: bias,
+   beta, moving_mean, moving_inv_var, moving_avg and min 0; gamma,
+   moving_var and max 1; any other name is refused (MXNet's "unknown
+   initialization pattern"). A variable's "__init__" attribute (MXNet's
+   init= of a Variable, kept by dp_sym_load_json) overrides both: that
+   initializer's weight rule fills the array, whatever its name.
+   Random draws come from the random resource of the array's device
+   (dp_random_seed makes them reproducible). */
+typedef enum dp_init_kind { DP_INIT_ZERO = 0, DP_INIT_ONE, DP_INIT_CONSTANT, DP_INIT_UNIFORM, DP_INIT_NORMAL, DP_INIT_XAVIER, DP_INIT_MSRA } dp_init_kind;
+typedef enum dp_init_rnd { DP_INIT_RND_UNIFORM = 0, DP_INIT_RND_GAUSSIAN } dp_init_rnd;
+typedef enum dp_init_factor { DP_INIT_FACTOR_AVG = 0, DP_INIT_FACTOR_IN, DP_INIT_FACTOR_OUT } dp_init_factor;
+typedef struct dp_initializer {
+    dp_init_kind kind;
+    double value;               /* CONSTANT */
+    double scale;               /* UNIFORM */
+    double sigma;               /* NORMAL */
+    dp_init_rnd rnd_type;       /* XAVIER */
+    dp_init_factor factor_type; /* XAVIER, MSRA */
+    double magnitude;           /* XAVIER */
+    double slope;               /* MSRA */
+} dp_initializer;
+/* An initializer from MXNet's text for it: what Initializer.dumps() writes
+   and a Variable's "__init__" attribute holds, '["xavier", {"rnd_type":
+   "gaussian", "factor_type": "in", "magnitude": 2}]', or a bare name
+   ("xavier"). Names (any case): zero / zeros, one / ones, constant,
+   uniform, normal, xavier, msraprelu; keys: value, scale, sigma, rnd_type,
+   factor_type, magnitude, slope (numbers as numbers or strings); a key not
+   given takes MXNet's default. Errors (logged, ND_ARGS):
+   DP_ERROR_INVALID_ARGS for NULL arguments, text that is neither form,
+   an unknown name, key or value (naming it). Any thread. */
+DP_API dp_result dp_init_parse(const char *text, dp_initializer *out);
+/* Fills arr as the rules above say for a parameter called name, with hint
+   (a variable's "__init__" text, or NULL / "") taking precedence. Pushes
+   the fill; returns at once. Errors (logged, ND_ARGS):
+   DP_ERROR_INVALID_ARGS for NULL init, name or arr, a name no rule knows,
+   XAVIER or MSRA on an array of fewer than 2 dimensions or a fan of 0,
+   an unknown kind, a hint dp_init_parse refuses; DP_ERROR_OUT_OF_MEMORY.
+   Any thread. */
+DP_API dp_result dp_init_array(const dp_initializer *init, const char *name, const char *hint, dp_ndarray *arr);
+/* Fills each of num named arrays by dp_init_array, with the "__init__"
+   attribute of sym's variable of that name (if any) as the hint; stops at
+   the first error. Errors: dp_init_array's; DP_ERROR_INVALID_ARGS for NULL
+   arguments or a negative num. Any thread. */
+DP_API dp_result dp_init_params(const dp_initializer *init, const dp_symbol *sym, const dp_nd_named *params, int num);
+/* The attribute key of sym's variable called var as loaded from MXNet's
+   JSON ("__init__", "__shape__", "__lr_mult__", "__wd_mult__", ... and the
+   old "attr" object's entries), or NULL when the variable or the
+   attribute is not there. Valid while sym is. Any thread. */
+DP_API const char *dp_sym_var_attr(const dp_symbol *sym, const char *var, const char *key);
+
+/* ====================================================================== SCHEDULES AND CLIPPING
+   More optimizer updates, registered like depeng.h's sgd_update and
+   adam_update (inputs weight, gradient, then the states they mutate; the
+   weight written in place; any of them drives a dp_optimizer or a
+   KVStore's dp_kv_set_optimizer; float32 / float64; CPU kernels). Each
+   first takes g = rescale_grad * gradient, then, as MXNet's kernels do:
+   for the two RMSProps adds wd * w and limits g to [-clip_gradient,
+   clip_gradient] (when clip_gradient > 0); for nag_mom_update limits it,
+   then adds wd * w; adagrad_update and adamw_update limit it and apply wd
+   in the step:
+     rmsprop_update(w, g, n)            n = (1 - gamma1) g^2 + gamma1 n;
+                                        w -= lr g / sqrt(n + epsilon)
+     rmspropalex_update(w, g, n, m, d)  centered (Graves 2013): n as above,
+                                        m = (1 - gamma1) g + gamma1 m,
+                                        d = gamma2 d - lr g / sqrt(n - m^2 + epsilon);
+                                        w += d
+     adagrad_update(w, g, h)            h += g^2; w -= lr (g / sqrt(h + epsilon) + wd w)
+     nag_mom_update(w, g, mom)          mom = momentum mom - lr g; w += momentum mom - lr g
+     adamw_update(w, g, m, v)           m = beta1 m + (1 - beta1) g; v = beta2 v + (1 - beta2) g^2;
+                                        w -= eta (lr m / (sqrt(v) + epsilon) + wd w), lr
+                                        bias-corrected by the step t as adam_update's
+   MXNet's defaults: rmsprop gamma1 0.95, epsilon 1e-8 (rmspropalex also
+   gamma2 0.9); adagrad epsilon 1e-7; nag momentum 0; adamw beta1 0.9,
+   beta2 0.999, epsilon 1e-8, eta 1 (MXNet's _contrib_adamw_update, Loshchilov
+   and Hutter's decoupled weight decay). */
+/* MXNet's learning-rate schedules (mx.lr_scheduler), as a function of the
+   update count num_update (MXNet's, from 0 or 1 as the caller counts):
+     FACTOR       base_lr * factor^k, k = floor((num_update - 1) / step)
+                  for num_update > 0 (so the first change is after step
+                  updates), never below stop_factor_lr
+     MULTIFACTOR  base_lr * factor^k, k the steps[] below num_update
+                  (steps increasing)
+     COSINE       final_lr + (base_lr - final_lr) (1 + cos(pi (num_update -
+                  warmup_steps) / (max_update - warmup_steps))) / 2 up to
+                  max_update, final_lr after
+     CONSTANT     base_lr
+   and before warmup_steps updates (every kind) the warm-up: linear from
+   warmup_begin_lr to base_lr (begin + (base_lr - begin) num_update /
+   warmup_steps), or constant warmup_begin_lr. */
+typedef enum dp_lr_kind { DP_LR_CONSTANT = 0, DP_LR_FACTOR, DP_LR_MULTIFACTOR, DP_LR_COSINE } dp_lr_kind;
+typedef enum dp_lr_warmup { DP_LR_WARMUP_LINEAR = 0, DP_LR_WARMUP_CONSTANT } dp_lr_warmup;
+typedef struct dp_lr_schedule {
+    dp_lr_kind kind;
+    double base_lr;
+    int64_t step;                  /* FACTOR: > 0 */
+    double factor;                 /* FACTOR, MULTIFACTOR: <= 1 */
+    double stop_factor_lr;         /* FACTOR (MXNet 1e-8) */
+    const int64_t *steps;          /* MULTIFACTOR: num_steps increasing counts >= 1 */
+    int num_steps;
+    int64_t max_update;            /* COSINE: > warmup_steps */
+    double final_lr;               /* COSINE */
+    int64_t warmup_steps;          /* >= 0 */
+    double warmup_begin_lr;
+    dp_lr_warmup warmup_mode;
+} dp_lr_schedule;
+/* Checks a schedule: DP_ERROR_INVALID_ARGS (logged, ND_ARGS, naming the
+   field) for NULL, an unknown kind or warm-up mode, a FACTOR step <= 0 or
+   factor > 1, MULTIFACTOR steps not increasing from 1 (or NULL with
+   num_steps > 0) or factor > 1, a COSINE max_update <= warmup_steps, a
+   negative warmup_steps. Any thread. */
+DP_API dp_result dp_lr_check(const dp_lr_schedule *s);
+/* The learning rate at num_update (a negative count is taken as 0) for a
+   schedule dp_lr_check accepts; NaN for one it refuses (not logged). Pure:
+   any thread, no allocation. */
+DP_API double dp_lr_at(const dp_lr_schedule *s, int64_t num_update);
+/* Global-norm clipping (MXNet's gluon.utils.clip_global_norm): with
+   total = sqrt(the sum of every element's square over all num arrays),
+   when total > max_norm every array is multiplied by max_norm / (total +
+   1e-8); total (before clipping; NaN or inf when an element is) goes to
+   norm_out when it is not NULL (a float32 or float64 array of one
+   element). One operation writing every array (and norm_out), pushed
+   with the arrays' reads and writes ordered as usual; returns at once.
+   Arrays: float32 or float64, CPU, of one engine; an array given twice
+   (or a view of exactly its elements) counts and is scaled once, views of
+   one storage that overlap only in part are not supported (their common
+   elements would count and be scaled twice). Errors (logged, ND_ARGS): DP_ERROR_INVALID_ARGS for
+   NULL arrays, num outside 1..64, max_norm <= 0 or NaN, another dtype or
+   engine, a norm_out that is not one float element; DP_ERROR_BAD_CONTEXT
+   for a GPU array; the push's errors. Any thread. */
+DP_API dp_result dp_clip_global_norm(dp_ndarray *const *arrays, int num, double max_norm, dp_ndarray *norm_out);
+
 
 /* ====================================================================== KVSTORE
    MXNet's KVStore: parameter synchronisation across devices. A store keeps
@@ -646,6 +988,7 @@ static void dpn__register_linear(void);
 static void dpn__register_softmax_output(void);
 static void dpn__register_layers(void);
 static void dpn__register_tensor_layers(void);
+static void dpn__register_optimizers(void);
 static void dpn__ag_install_tracker(void);
 DPN_IMPL void dp_nn_register(void) {
     if (dp_atomic_load(&dpn__registered) == 2) return;
@@ -654,6 +997,7 @@ DPN_IMPL void dp_nn_register(void) {
         dpn__register_softmax_output();
         dpn__register_layers();
         dpn__register_tensor_layers();
+        dpn__register_optimizers();
         dpn__ag_install_tracker();
         dp_atomic_store(&dpn__registered, 2);
     } else while (dp_atomic_load(&dpn__registered) != 2) dp_thread_yield();
@@ -838,6 +1182,724 @@ DPN_IMPL void dp_iter_destroy(dp_iter *it) {
     dp_nd_release(it->pre_data); dp_nd_release(it->pre_label);
     dp_nd_release(it->data); dp_nd_release(it->label); dp_nd_release(it->order);
     dp_engine_free(it->eng, it, sizeof *it);
+}
+
+/* >>image data: idx files (MNIST), gzip, the image iterator ------------------ */
+/* Reads a whole file into memory from the engine's allocator (*cap: the
+   size to free it with), to its end whatever size the file reports. */
+static dp_result dpn__read_file(dp_engine *eng, const char *what, const char *path, unsigned char **buf, size_t *len, size_t *cap) {
+    FILE *f;
+    size_t got;
+    *buf = NULL; *len = 0; *cap = 0;
+    if ((f = fopen(path, "rb")) == NULL) {
+        DPN__LOG(eng, DP_LOG_ERROR, IO, "%s: %s: cannot open the file", what, path);
+        return DP_ERROR_IO;
+    }
+    for (;;) {
+        if (*len == *cap && dpn__reserve(eng, buf, cap, *len, 1, 65536) != 0) {
+            fclose(f);
+            if (*buf) dp_engine_free(eng, *buf, *cap);
+            *buf = NULL; *cap = 0;
+            DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s: %s: the file's bytes", what, path);
+            return DP_ERROR_OUT_OF_MEMORY;
+        }
+        got = fread(*buf + *len, 1, *cap - *len, f);
+        *len += got;
+        if (got == 0) break;
+    }
+    if (ferror(f)) {
+        fclose(f);
+        if (*buf) dp_engine_free(eng, *buf, *cap);
+        *buf = NULL; *cap = 0;
+        DPN__LOG(eng, DP_LOG_ERROR, IO, "%s: %s: the file cannot be read (a directory?)", what, path);
+        return DP_ERROR_IO;
+    }
+    fclose(f);
+    return DP_OK;
+}
+static uint32_t dpn__get_le32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint32_t dpn__get_be32(const unsigned char *p) { return (uint32_t)p[3] | (uint32_t)p[2] << 8 | (uint32_t)p[1] << 16 | (uint32_t)p[0] << 24; }
+static uint64_t dpn__get_le64(const unsigned char *p) { return (uint64_t)dpn__get_le32(p) | (uint64_t)dpn__get_le32(p + 4) << 32; }
+DPN__COLD static dp_result dpn__format(dp_engine *eng, const char *what, const char *path, const char *fmt, ...) {
+    char msg[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    DPN__LOG(eng, DP_LOG_ERROR, FORMAT, "%s: %s: %s", what, path, msg);
+    return DP_ERROR_FORMAT;
+}
+/* One gzip member (RFC 1952) inflated into new bytes (*cap: their size to
+   free). The declared size is bounded by deflate's best ratio (1032:1), so
+   a forged trailer cannot ask for gigabytes from a small file. */
+static dp_result dpn__gunzip(dp_engine *eng, const char *what, const char *path, const unsigned char *in, size_t len,
+                             unsigned char **out, size_t *out_len, size_t *cap) {
+    size_t pos = 10, got = 0, isize;
+    unsigned flg;
+    uint32_t crc;
+    char why[160];
+    *out = NULL; *out_len = 0; *cap = 0;
+    if (len < 18) return dpn__format(eng, what, path, "truncated gzip file (%zu bytes; header and trailer need 18)", len);
+    if (in[2] != 8) return dpn__format(eng, what, path, "gzip compression method %u (only 8, deflate, exists)", in[2]);
+    flg = in[3];
+    if (flg & 0xE0u) return dpn__format(eng, what, path, "gzip header sets reserved flag bits (0x%02x)", flg);
+    if (flg & 4u) {                                   /* FEXTRA */
+        if (len - 8 < pos + 2) return dpn__format(eng, what, path, "truncated gzip header (its extra field)");
+        pos += 2 + ((size_t)in[pos] | (size_t)in[pos + 1] << 8);
+    }
+    if (flg & 8u) { while (pos < len - 8 && in[pos]) pos++; pos++; }     /* FNAME */
+    if (flg & 16u) { while (pos < len - 8 && in[pos]) pos++; pos++; }    /* FCOMMENT */
+    if (flg & 2u) pos += 2;                                              /* FHCRC */
+    if (pos > len - 8) return dpn__format(eng, what, path, "truncated gzip header (its optional fields run into the trailer)");
+    crc = dpn__get_le32(in + len - 8);
+    isize = dpn__get_le32(in + len - 4);
+    if (isize / 1032 > len - 8 - pos)
+        return dpn__format(eng, what, path, "the gzip trailer declares %zu bytes, more than its %zu compressed bytes can inflate to (truncated?)", isize, len - 8 - pos);
+    *cap = isize ? isize : 1;
+    if ((*out = (unsigned char *)dp_engine_alloc(eng, *cap)) == NULL) {
+        *cap = 0;
+        DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s: %s: %zu inflated bytes", what, path, isize);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    if (dp_inflate(in + pos, len - 8 - pos, *out, isize, &got, why, sizeof why) != DP_OK)
+        snprintf(why + strlen(why), sizeof why - strlen(why), " (gzip)");
+    else if (got != isize) snprintf(why, sizeof why, "the gzip stream inflates to %zu bytes, its trailer says %zu (truncated?)", got, isize);
+    else if (dp_crc32(0, *out, got) != crc) snprintf(why, sizeof why, "the gzip stream fails its CRC-32 (0x%08x, the trailer says 0x%08x)", (unsigned)dp_crc32(0, *out, got), (unsigned)crc);
+    else { *out_len = got; return DP_OK; }
+    dp_engine_free(eng, *out, *cap);
+    *out = NULL; *cap = 0;
+    return dpn__format(eng, what, path, "%s", why);
+}
+/* A file's bytes, inflated when it is gzip (both freed with the sizes
+   kept in *cap). */
+static dp_result dpn__read_maybe_gz(dp_engine *eng, const char *what, const char *path, unsigned char **buf, size_t *len, size_t *cap) {
+    unsigned char *raw, *plain;
+    size_t rlen, rcap, plen, pcap;
+    dp_result r = dpn__read_file(eng, what, path, &raw, &rlen, &rcap);
+    if (r != DP_OK) return r;
+    if (rlen < 2 || raw[0] != 0x1f || raw[1] != 0x8b) { *buf = raw; *len = rlen; *cap = rcap; return DP_OK; }
+    r = dpn__gunzip(eng, what, path, raw, rlen, &plain, &plen, &pcap);
+    dp_engine_free(eng, raw, rcap);
+    *buf = plain; *len = plen; *cap = pcap;
+    return r;
+}
+DPN_IMPL dp_result dp_nd_load_idx(dp_engine *eng, const char *path, dp_ctx ctx, dp_ndarray **out) {
+    static const char *what = "dp_nd_load_idx";
+    unsigned char *buf, *conv = NULL;
+    size_t len, cap, esize, need, conv_bytes = 0;
+    dp_shape shape;
+    dp_dtype dt;
+    dp_result r;
+    int64_t count = 1, i;
+    int k, type;
+    if (out) *out = NULL;
+    if (!eng || !path || !out) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: NULL engine, path or out", what); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dpn__read_maybe_gz(eng, what, path, &buf, &len, &cap)) != DP_OK) return r;
+    if (len < 4) { r = dpn__format(eng, what, path, "truncated: %zu bytes, less than the 4-byte magic", len); goto done; }
+    if (buf[0] || buf[1]) { r = dpn__format(eng, what, path, "bad magic 0x%02x%02x%02x%02x (an idx file starts with two zero bytes)", buf[0], buf[1], buf[2], buf[3]); goto done; }
+    type = buf[2];
+    switch (type) {
+    case 0x08: dt = DP_UINT8; esize = 1; break;
+    case 0x09: dt = DP_INT8; esize = 1; break;
+    case 0x0B: dt = DP_INT32; esize = 2; break;
+    case 0x0C: dt = DP_INT32; esize = 4; break;
+    case 0x0D: dt = DP_FLOAT32; esize = 4; break;
+    case 0x0E: dt = DP_FLOAT64; esize = 8; break;
+    default: r = dpn__format(eng, what, path, "unknown data type byte 0x%02x (0x08, 0x09, 0x0B, 0x0C, 0x0D or 0x0E)", (unsigned)type); goto done;
+    }
+    memset(&shape, 0, sizeof shape);
+    shape.ndim = buf[3];
+    if (shape.ndim < 1 || shape.ndim > DP_MAX_DIMS) { r = dpn__format(eng, what, path, "%d dimensions (1 to %d are read)", (int)shape.ndim, DP_MAX_DIMS); goto done; }
+    if (len < 4 + 4 * (size_t)shape.ndim) { r = dpn__format(eng, what, path, "truncated: %zu bytes, the header of %d dimensions needs %zu", len, (int)shape.ndim, 4 + 4 * (size_t)shape.ndim); goto done; }
+    for (k = 0; k < shape.ndim; k++) {
+        shape.dims[k] = dpn__get_be32(buf + 4 + 4 * k);
+        if (shape.dims[k] && count > INT64_MAX / 8 / shape.dims[k]) { r = dpn__format(eng, what, path, "the shape's size overflows"); goto done; }
+        count *= shape.dims[k];
+    }
+    need = (size_t)count * esize;
+    if (len - 4 - 4 * (size_t)shape.ndim != need) {
+        char sbuf[160];
+        size_t have = len - 4 - 4 * (size_t)shape.ndim;
+        r = dpn__format(eng, what, path, "%s: the shape %s needs %zu bytes of data, the file has %zu", have < need ? "truncated" : "size mismatch",
+                        dpn__shape_str(&shape, sbuf, sizeof sbuf), need, have);
+        goto done;
+    }
+    if (esize > 1) {                  /* big-endian to the host's values, byte by byte (any host) */
+        const unsigned char *p = buf + 4 + 4 * (size_t)shape.ndim;
+        conv_bytes = (size_t)count * dp_dtype_size(dt);
+        if ((conv = (unsigned char *)dp_engine_alloc(eng, conv_bytes ? conv_bytes : 1)) == NULL) {
+            DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s: %s: the converted data", what, path);
+            r = DP_ERROR_OUT_OF_MEMORY;
+            goto done;
+        }
+        for (i = 0; i < count; i++, p += esize) {
+            if (type == 0x0B) { int32_t v = (int16_t)(uint16_t)((unsigned)p[0] << 8 | p[1]); memcpy(conv + 4 * i, &v, 4); }
+            else if (esize == 4) { uint32_t v = dpn__get_be32(p); memcpy(conv + 4 * i, &v, 4); }
+            else { uint64_t v = (uint64_t)dpn__get_be32(p) << 32 | dpn__get_be32(p + 4); memcpy(conv + 8 * i, &v, 8); }
+        }
+    }
+    r = dp_nd_from_host(eng, &shape, dt, ctx, conv ? conv : buf + 4 + 4 * (size_t)shape.ndim, out);
+done:
+    if (conv) dp_engine_free(eng, conv, conv_bytes ? conv_bytes : 1);
+    dp_engine_free(eng, buf, cap);
+    return r;
+}
+DPN_IMPL dp_result dp_nd_load_mnist(dp_engine *eng, const char *images, const char *labels, dp_ctx ctx, dp_ndarray **data, dp_ndarray **label) {
+    static const char *what = "dp_nd_load_mnist";
+    dp_result r;
+    if (data) *data = NULL;
+    if (label) *label = NULL;
+    if (!eng || !images || !labels || !data || !label) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: NULL argument", what); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp_nd_load_idx(eng, images, ctx, data)) != DP_OK) return r;
+    if ((r = dp_nd_load_idx(eng, labels, ctx, label)) != DP_OK) { dp_nd_release(*data); *data = NULL; return r; }
+    if (dp_nd_shape(*data)->ndim < 3 || dp_nd_shape(*data)->ndim > 4) r = dpn__format(eng, what, images, "images of %d dimensions (need (n, rows, cols) or (n, c, rows, cols))", (int)dp_nd_shape(*data)->ndim);
+    else if (dp_nd_shape(*label)->ndim != 1) r = dpn__format(eng, what, labels, "labels of %d dimensions (need (n,))", (int)dp_nd_shape(*label)->ndim);
+    else if (dp_nd_shape(*data)->dims[0] != dp_nd_shape(*label)->dims[0])
+        r = dpn__format(eng, what, images, "labels/images count mismatch: %lld images, but %s holds %lld labels",
+                        (long long)dp_nd_shape(*data)->dims[0], labels, (long long)dp_nd_shape(*label)->dims[0]);
+    if (r != DP_OK) { dp_nd_release(*data); dp_nd_release(*label); *data = *label = NULL; }
+    return r;
+}
+
+/* The image iterator. The epoch's sequence is the rolled-over images, then
+   the part's order; batch b is its items [b * batch, (b + 1) * batch),
+   PAD's last one completed from the order's start. Each batch's rows, crop
+   offsets and flips are drawn in the caller's thread when its operation
+   is pushed (one batch ahead), and the operation (IO pool) decodes and
+   augments into new arrays. */
+struct dp_image_iter {
+    dp_engine *eng;
+    dp_ndarray *data, *label;
+    int64_t lo, n, c, h, w, oh, ow, label_row;   /* label_row: label elements per row */
+    int batch, shuffle, pad, rand_crop, rand_mirror, flat;
+    dp_last_batch last;
+    double fill, scale;
+    float *norm;                /* mean[c] then std[c] */
+    int64_t *order, *carry;     /* order: n rows; carry: up to batch - 1 rows */
+    int64_t ncarry, nbatches, next, epoch;
+    uint64_t rng;
+    dp_ndarray *pre_data, *pre_label;
+    int pre_pad;
+};
+typedef struct dpn__imgbatch_arg {
+    dp_ndarray *src, *src_label, *dst, *dst_label;
+    int64_t c, h, w, oh, ow, label_row;
+    int batch, pad;
+    double fill, scale;
+    float *norm;               /* a copy: 2 * c */
+    int64_t *rows;             /* batch rows, then offy, offx, flip per image */
+} dpn__imgbatch_arg;
+static uint64_t dpn__rng_next(uint64_t *s) {        /* splitmix64 */
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static int64_t dpn__rng_below(uint64_t *s, int64_t k) { return k <= 1 ? 0 : (int64_t)(dpn__rng_next(s) % (uint64_t)k); }
+static size_t dpn__imgbatch_size(int64_t batch, int64_t c) { return sizeof(dpn__imgbatch_arg) + (size_t)c * 2 * sizeof(float) + (size_t)batch * 4 * sizeof(int64_t); }
+static void dpn__imgbatch_free(void *arg) {
+    dpn__imgbatch_arg *a = (dpn__imgbatch_arg *)arg;
+    dp_engine *eng = dp_nd_engine(a->dst);
+    dp_nd_release(a->src); dp_nd_release(a->src_label); dp_nd_release(a->dst); dp_nd_release(a->dst_label);
+    dp_engine_free(eng, a, dpn__imgbatch_size(a->batch, a->c));
+}
+static int dpn__imgbatch_op(dp_run_ctx *rc, void *arg) {
+    dpn__imgbatch_arg *a = (dpn__imgbatch_arg *)arg;
+    dp_dtype st = dp_nd_dtype(a->src);
+    const void *src = dp_nd_data(a->src);
+    float *dst = (float *)dp_nd_data(a->dst);
+    int64_t b, ch, y, x, plane = a->h * a->w, oplane = a->oh * a->ow;
+    if (rc->input_status) return rc->input_status;
+    for (b = 0; b < a->batch; b++) {
+        int64_t row = a->rows[b], oy = a->rows[a->batch + b], ox = a->rows[2 * a->batch + b], flip = a->rows[3 * a->batch + b];
+        for (ch = 0; ch < a->c; ch++) {
+            double mean = a->norm[ch], inv = a->scale / a->norm[a->c + ch];
+            int64_t base = (row * a->c + ch) * plane;
+            float *o = dst + (b * a->c + ch) * oplane;
+            for (y = 0; y < a->oh; y++) {
+                int64_t sy = y + oy - a->pad;
+                for (x = 0; x < a->ow; x++) {
+                    int64_t sx = (flip ? a->ow - 1 - x : x) + ox - a->pad;
+                    double v = sy >= 0 && sy < a->h && sx >= 0 && sx < a->w ? (st == DP_UINT8 ? (double)((const unsigned char *)src)[base + sy * a->w + sx]
+                                                                                                : dp_dtype_load(st, src, base + sy * a->w + sx)) : a->fill;
+                    o[y * a->ow + x] = (float)((v - mean) * inv);
+                }
+            }
+        }
+        if (a->dst_label) {
+            int64_t j;
+            for (j = 0; j < a->label_row; j++)
+                ((float *)dp_nd_data(a->dst_label))[b * a->label_row + j] = (float)dp_dtype_load(dp_nd_dtype(a->src_label), dp_nd_data(a->src_label), row * a->label_row + j);
+        }
+    }
+    return 0;
+}
+/* The epoch's item i (rolled-over rows first; PAD wraps around the order). */
+static int64_t dpn__imgiter_item(const dp_image_iter *it, int64_t i) {
+    if (i < it->ncarry) return it->carry[i];
+    return it->order[(i - it->ncarry) % it->n];
+}
+static dp_result dpn__imgiter_prefetch(dp_image_iter *it) {
+    dpn__imgbatch_arg *a;
+    dp_shape s;
+    dp_var reads[2], writes[2];
+    dp_push_desc d;
+    dp_ctx cpu;
+    dp_result r;
+    int64_t b, first = it->next * it->batch, total = it->ncarry + it->n;
+    size_t bytes = dpn__imgbatch_size(it->batch, it->c);
+    it->pre_data = it->pre_label = NULL; it->pre_pad = 0;
+    if (it->next >= it->nbatches) return DP_OK;
+    if ((a = (dpn__imgbatch_arg *)dp_engine_alloc(it->eng, bytes)) == NULL) {
+        DPN__LOG(it->eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_image_iter_next: the batch's operation");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    memset(a, 0, sizeof *a);
+    a->norm = (float *)(a + 1);
+    a->rows = (int64_t *)(void *)(a->norm + 2 * it->c);
+    memcpy(a->norm, it->norm, (size_t)it->c * 2 * sizeof(float));
+    a->c = it->c; a->h = it->h; a->w = it->w; a->oh = it->oh; a->ow = it->ow; a->label_row = it->label_row;
+    a->batch = it->batch; a->pad = it->pad; a->fill = it->fill; a->scale = it->scale;
+    for (b = 0; b < it->batch; b++) {
+        a->rows[b] = it->lo + dpn__imgiter_item(it, first + b);
+        a->rows[it->batch + b] = it->rand_crop ? dpn__rng_below(&it->rng, it->h + 2 * it->pad - it->oh + 1) : (it->h + 2 * it->pad - it->oh) / 2;
+        a->rows[2 * it->batch + b] = it->rand_crop ? dpn__rng_below(&it->rng, it->w + 2 * it->pad - it->ow + 1) : (it->w + 2 * it->pad - it->ow) / 2;
+        a->rows[3 * it->batch + b] = it->rand_mirror ? (int64_t)(dpn__rng_next(&it->rng) >> 63) : 0;
+    }
+    memset(&s, 0, sizeof s);
+    if (it->flat) { s.ndim = 2; s.dims[0] = it->batch; s.dims[1] = it->c * it->oh * it->ow; }
+    else { s.ndim = 4; s.dims[0] = it->batch; s.dims[1] = it->c; s.dims[2] = it->oh; s.dims[3] = it->ow; }
+    cpu = dp_nd_ctx(it->data);
+    if ((r = dp_nd_empty(it->eng, &s, DP_FLOAT32, cpu, &a->dst)) != DP_OK) { dp_engine_free(it->eng, a, bytes); return r; }
+    if (it->label) {
+        s = *dp_nd_shape(it->label); s.dims[0] = it->batch;
+        if ((r = dp_nd_empty(it->eng, &s, DP_FLOAT32, cpu, &a->dst_label)) != DP_OK) { dp_nd_release(a->dst); dp_engine_free(it->eng, a, bytes); return r; }
+    }
+    a->src = dp_nd_retain(it->data); a->src_label = dp_nd_retain(it->label);
+    reads[0] = dp_nd_var(it->data); writes[0] = dp_nd_var(a->dst);
+    if (it->label) { reads[1] = dp_nd_var(it->label); writes[1] = dp_nd_var(a->dst_label); }
+    memset(&d, 0, sizeof d);
+    d.fn = dpn__imgbatch_op; d.arg = a; d.cleanup = dpn__imgbatch_free; d.reads = reads; d.writes = writes;
+    d.num_reads = d.num_writes = it->label ? 2 : 1; d.ctx = cpu; d.prop = DP_PROP_IO; d.name = "image_batch";
+    it->pre_data = dp_nd_retain(a->dst); it->pre_label = dp_nd_retain(a->dst_label);
+    it->pre_pad = first + it->batch > total ? (int)(first + it->batch - total) : 0;
+    if ((r = dp_push(it->eng, &d)) != DP_OK) {     /* the cleanup has run */
+        dp_nd_release(it->pre_data); dp_nd_release(it->pre_label);
+        it->pre_data = it->pre_label = NULL; it->pre_pad = 0;
+    }
+    return r;
+}
+static void dpn__imgiter_count(dp_image_iter *it) {
+    int64_t total = it->ncarry + it->n;
+    it->nbatches = it->last == DP_LAST_BATCH_PAD ? (total + it->batch - 1) / it->batch : total / it->batch;
+}
+DPN_IMPL dp_result dp_image_iter_reset(dp_image_iter *it) {
+    int64_t i, total;
+    if (!it) return DP_ERROR_INVALID_ARGS;
+    dp_nd_release(it->pre_data); dp_nd_release(it->pre_label);
+    it->pre_data = it->pre_label = NULL;
+    total = it->ncarry + it->n;
+    if (it->last == DP_LAST_BATCH_ROLL_OVER && it->epoch > 0 && it->next >= it->nbatches && it->nbatches * it->batch < total) {
+        int64_t k = 0, *tmp = it->carry + it->batch;   /* the second half: room to build the new carry */
+        for (i = it->nbatches * it->batch; i < total; i++) tmp[k++] = dpn__imgiter_item(it, i);
+        memcpy(it->carry, tmp, (size_t)k * sizeof *tmp);
+        it->ncarry = k;
+    } else it->ncarry = 0;
+    for (i = 0; i < it->n; i++) it->order[i] = i;
+    for (i = it->n - 1; it->shuffle && i > 0; i--) {
+        int64_t j = dpn__rng_below(&it->rng, i + 1), t = it->order[i];
+        it->order[i] = it->order[j]; it->order[j] = t;
+    }
+    it->next = 0;
+    it->epoch++;
+    dpn__imgiter_count(it);
+    return dpn__imgiter_prefetch(it);
+}
+static size_t dpn__imgiter_bytes(int64_t n, int64_t batch, int64_t c) { return sizeof(dp_image_iter) + (size_t)(n + 2 * batch) * sizeof(int64_t) + (size_t)c * 2 * sizeof(float); }
+DPN_IMPL dp_result dp_image_iter_create(const dp_image_iter_desc *desc, dp_image_iter **out) {
+    static const char *what = "dp_image_iter_create";
+    dp_engine *eng = desc && desc->data ? dp_nd_engine(desc->data) : NULL;
+    const dp_shape *ds;
+    dp_image_iter *it;
+    int64_t c, h, w, N, lo, hi, oh, ow, k;
+    int parts, part;
+    dp_result r;
+    if (out) *out = NULL;
+    if (!desc || !out || !desc->data) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: NULL desc, out or data", what); return DP_ERROR_INVALID_ARGS; }
+    ds = dp_nd_shape(desc->data);
+    if (ds->ndim != 3 && ds->ndim != 4) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: data of %d dimensions (need (n, h, w) or (n, c, h, w))", what, (int)ds->ndim); return DP_ERROR_INVALID_ARGS; }
+    N = ds->dims[0]; c = ds->ndim == 4 ? ds->dims[1] : 1; h = ds->dims[ds->ndim - 2]; w = ds->dims[ds->ndim - 1];
+    if (dp_nd_ctx(desc->data).dev_type == DP_DEV_GPU || (desc->label && dp_nd_ctx(desc->label).dev_type == DP_DEV_GPU)) {
+        DPN__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: data and label must be CPU arrays (copy batches to the GPU)", what);
+        return DP_ERROR_BAD_CONTEXT;
+    }
+    if (desc->label && (dp_nd_shape(desc->label)->ndim < 1 || dp_nd_shape(desc->label)->dims[0] != N || dp_nd_engine(desc->label) != eng)) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: the label needs %lld rows, like the data, on the same engine", what, (long long)N);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (desc->batch_size <= 0 || desc->pad < 0 || (unsigned)desc->last_batch > (unsigned)DP_LAST_BATCH_ROLL_OVER || desc->crop_h < 0 || desc->crop_w < 0) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: batch_size %d (> 0), pad %d (>= 0), crop %d x %d (>= 0), last_batch %d (PAD, DISCARD or ROLL_OVER)",
+                 what, desc->batch_size, desc->pad, desc->crop_h, desc->crop_w, (int)desc->last_batch);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    oh = desc->crop_h ? desc->crop_h : h; ow = desc->crop_w ? desc->crop_w : w;
+    if (oh > h + 2 * (int64_t)desc->pad || ow > w + 2 * (int64_t)desc->pad) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: a crop of %lld x %lld is larger than the padded image (%lld x %lld with pad %d)", what,
+                 (long long)oh, (long long)ow, (long long)(h + 2 * desc->pad), (long long)(w + 2 * desc->pad), desc->pad);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    parts = desc->num_parts ? desc->num_parts : 1; part = desc->part_index;
+    if (parts < 0 || part < 0 || part >= parts) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: part_index %d of num_parts %d (need 0 <= part_index < num_parts)", what, part, parts); return DP_ERROR_INVALID_ARGS; }
+    lo = N * part / parts; hi = N * (part + 1) / parts;
+    if (hi <= lo || (desc->last_batch == DP_LAST_BATCH_DISCARD && hi - lo < desc->batch_size)) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: part %d of %d holds %lld rows (of %lld): %s", what, part, parts, (long long)(hi - lo), (long long)N,
+                 hi <= lo ? "none" : "fewer than a batch, and DISCARD would give no batch");
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (k = 0; desc->std && k < c; k++)
+        if (!(desc->std[k] != 0)) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: std[%lld] is %g (must be non-zero)", what, (long long)k, (double)desc->std[k]); return DP_ERROR_INVALID_ARGS; }
+    if ((it = (dp_image_iter *)dp_engine_alloc(eng, dpn__imgiter_bytes(hi - lo, desc->batch_size, c))) == NULL) {
+        DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    memset(it, 0, sizeof *it);
+    it->eng = eng; it->lo = lo; it->n = hi - lo; it->c = c; it->h = h; it->w = w; it->oh = oh; it->ow = ow;
+    it->label_row = desc->label ? dp_shape_size(dp_nd_shape(desc->label)) / (N ? N : 1) : 0;
+    it->batch = desc->batch_size; it->shuffle = desc->shuffle; it->pad = desc->pad; it->rand_crop = desc->rand_crop;
+    it->rand_mirror = desc->rand_mirror; it->flat = desc->flat; it->last = desc->last_batch; it->fill = desc->fill_value;
+    it->scale = desc->scale != 0 ? desc->scale : 1.0; it->rng = desc->seed;
+    it->order = (int64_t *)(void *)(it + 1);
+    it->carry = it->order + it->n;
+    it->norm = (float *)(void *)(it->carry + 2 * (int64_t)it->batch);
+    for (k = 0; k < c; k++) { it->norm[k] = desc->mean ? desc->mean[k] : 0.0f; it->norm[c + k] = desc->std ? desc->std[k] : 1.0f; }
+    it->data = dp_nd_retain(desc->data); it->label = dp_nd_retain(desc->label);
+    if ((r = dp_image_iter_reset(it)) != DP_OK) { dp_image_iter_destroy(it); return r; }
+    *out = it;
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_image_iter_next(dp_image_iter *it, dp_ndarray **data, dp_ndarray **label, int *pad) {
+    if (data) *data = NULL;
+    if (label) *label = NULL;
+    if (pad) *pad = 0;
+    if (!it || !data) { DPN__LOG(it ? it->eng : NULL, DP_LOG_ERROR, ND_ARGS, "dp_image_iter_next: NULL iterator or data"); return DP_ERROR_INVALID_ARGS; }
+    if (!it->pre_data && it->next < it->nbatches) {     /* the last push failed: once more */
+        dp_result r = dpn__imgiter_prefetch(it);
+        if (r != DP_OK) return r;
+    }
+    if (!it->pre_data) return DP_OK;
+    *data = it->pre_data;
+    if (label) *label = it->pre_label; else dp_nd_release(it->pre_label);
+    if (pad) *pad = it->pre_pad;
+    it->next++;
+    (void)dpn__imgiter_prefetch(it);   /* failing, it is tried again (and reported) by the next call */
+    return DP_OK;
+}
+DPN_IMPL int64_t dp_image_iter_num_batches(const dp_image_iter *it) { return it ? it->nbatches : 0; }
+DPN_IMPL void dp_image_iter_destroy(dp_image_iter *it) {
+    if (!it) return;
+    dp_nd_release(it->pre_data); dp_nd_release(it->pre_label);
+    dp_nd_release(it->data); dp_nd_release(it->label);
+    dp_engine_free(it->eng, it, dpn__imgiter_bytes(it->n, it->batch, it->c));
+}
+
+/* >>checkpoints: MXNet's .params files and the symbol + parameters pair ---- */
+#define DPN__PARAMS_LIST_MAGIC 0x112u
+#define DPN__ND_V1_MAGIC 0xF993fac8u
+#define DPN__ND_V2_MAGIC 0xF993fac9u
+#define DPN__ND_V3_MAGIC 0xF993facau
+/* mshadow's type flags of the dtypes, in dp_dtype order */
+static const int32_t dpn__mx_type_flag[DP_DTYPE_COUNT] = {0, 1, 4, 6, 3, 2, 7, 5};
+static int dpn__dtype_of_mx_flag(int32_t flag, dp_dtype *out) {
+    int t;
+    for (t = 0; t < DP_DTYPE_COUNT; t++) if (dpn__mx_type_flag[t] == flag) { *out = (dp_dtype)t; return 1; }
+    return 0;
+}
+static void dpn__put_le(unsigned char *p, uint64_t v, int bytes) { int i; for (i = 0; i < bytes; i++) p[i] = (unsigned char)(v >> (8 * i)); }
+static int dpn__fput_le(FILE *f, uint64_t v, int bytes) { unsigned char b[8]; dpn__put_le(b, v, bytes); return fwrite(b, 1, (size_t)bytes, f) == (size_t)bytes; }
+DPN_IMPL dp_result dp_nd_save_params(const char *path, const dp_nd_named *arrays, int count, dp_failure *failure) {
+    static const char *what = "dp_nd_save_params";
+    dp_engine *eng = count > 0 && arrays && arrays[0].array ? dp_nd_engine(arrays[0].array) : NULL;
+    FILE *f;
+    int i, named = 0, ok;
+    dp_result r = DP_OK;
+    if (failure) memset(failure, 0, sizeof *failure);
+    if (!path || count < 0 || (count > 0 && !arrays)) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: NULL path or arrays, or a negative count", what); return DP_ERROR_INVALID_ARGS; }
+    for (i = 0; i < count; i++) {
+        if (!arrays[i].array) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: %s: array %d ('%.127s') is NULL", what, path, i, arrays[i].name); return DP_ERROR_INVALID_ARGS; }
+        if (arrays[i].name[0]) named++;
+    }
+    if (named && named != count) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: %s: %d of %d arrays are named (all or none)", what, path, named, count); return DP_ERROR_INVALID_ARGS; }
+    if ((f = fopen(path, "wb")) == NULL) { DPN__LOG(eng, DP_LOG_ERROR, IO, "%s: %s: cannot open the file for writing", what, path); return DP_ERROR_IO; }
+    ok = dpn__fput_le(f, DPN__PARAMS_LIST_MAGIC, 8) && dpn__fput_le(f, 0, 8) && dpn__fput_le(f, (uint64_t)count, 8);
+    for (i = 0; ok && r == DP_OK && i < count; i++) {
+        dp_ndarray *a = arrays[i].array;
+        const dp_shape *s = dp_nd_shape(a);
+        dp_ctx c = dp_nd_ctx(a);
+        size_t bytes = dp_nd_bytes(a);
+        void *host;
+        int k;
+        /* version 2 cannot say "scalar" (its ndim 0 is a none array): a 0-d array is written as version 3 */
+        ok = dpn__fput_le(f, s->ndim ? DPN__ND_V2_MAGIC : DPN__ND_V3_MAGIC, 4) && dpn__fput_le(f, 0, 4) && dpn__fput_le(f, (uint64_t)(uint32_t)s->ndim, 4);
+        for (k = 0; ok && k < s->ndim; k++) ok = dpn__fput_le(f, (uint64_t)s->dims[k], 8);
+        ok = ok && dpn__fput_le(f, (uint64_t)(uint32_t)(c.dev_type ? c.dev_type : DP_DEV_CPU), 4) && dpn__fput_le(f, (uint64_t)(uint32_t)c.dev_id, 4)
+                && dpn__fput_le(f, (uint64_t)(uint32_t)dpn__mx_type_flag[dp_nd_dtype(a)], 4);
+        if (!ok) break;
+        if ((host = dp_engine_alloc(dp_nd_engine(a), bytes ? bytes : 1)) == NULL) {
+            DPN__LOG(dp_nd_engine(a), DP_LOG_ERROR, OUT_OF_MEMORY, "%s: %s: array %d's bytes", what, path, i);
+            r = DP_ERROR_OUT_OF_MEMORY;
+            break;
+        }
+        if ((r = dp_nd_read(a, host, bytes, failure)) == DP_OK) ok = fwrite(host, 1, bytes, f) == bytes;
+        dp_engine_free(dp_nd_engine(a), host, bytes ? bytes : 1);
+    }
+    ok = ok && dpn__fput_le(f, (uint64_t)named, 8);
+    for (i = 0; ok && i < named; i++) {
+        size_t n = strlen(arrays[i].name);
+        ok = dpn__fput_le(f, n, 8) && fwrite(arrays[i].name, 1, n, f) == n;
+    }
+    if (fclose(f) != 0) ok = 0;
+    if (r != DP_OK) return r;
+    if (!ok) { DPN__LOG(eng, DP_LOG_ERROR, IO, "%s: %s: the file cannot be written", what, path); return DP_ERROR_IO; }
+    return DP_OK;
+}
+typedef struct dpn__rd { const unsigned char *p; size_t len, pos; } dpn__rd;
+static int dpn__rd_take(dpn__rd *rd, size_t n, const unsigned char **out) {
+    if (rd->len - rd->pos < n) return 0;
+    *out = rd->p + rd->pos; rd->pos += n;
+    return 1;
+}
+static int dpn__rd_u32(dpn__rd *rd, uint32_t *v) { const unsigned char *b; if (!dpn__rd_take(rd, 4, &b)) return 0; *v = dpn__get_le32(b); return 1; }
+static int dpn__rd_u64(dpn__rd *rd, uint64_t *v) { const unsigned char *b; if (!dpn__rd_take(rd, 8, &b)) return 0; *v = dpn__get_le64(b); return 1; }
+/* One array at rd: its shape, dtype and bytes (a pointer into the file).
+   Returns NULL or the reason it is refused. */
+static const char *dpn__params_array(dpn__rd *rd, dp_shape *shape, dp_dtype *dt, const unsigned char **bytes, size_t *nbytes, char *why, size_t cap) {
+    uint32_t magic, u, ndim;
+    int32_t dev_type, flag;
+    int legacy, k;
+    int64_t count = 1;
+    memset(shape, 0, sizeof *shape);
+    if (!dpn__rd_u32(rd, &magic)) return "truncated (an array's magic)";
+    legacy = magic != DPN__ND_V1_MAGIC && magic != DPN__ND_V2_MAGIC && magic != DPN__ND_V3_MAGIC;
+    if (legacy && magic > DP_MAX_DIMS) { snprintf(why, cap, "unknown array magic 0x%08x (0xF993fac8, 0xF993fac9, 0xF993faca, or an old file's ndim)", (unsigned)magic); return why; }
+    if (magic == DPN__ND_V2_MAGIC || magic == DPN__ND_V3_MAGIC) {
+        if (!dpn__rd_u32(rd, &u)) return "truncated (an array's storage type)";
+        if (u != 0) { snprintf(why, cap, "storage type %d (sparse: row_sparse 1, csr 2) is not read; only dense (0)", (int)(int32_t)u); return why; }
+    }
+    if (legacy) ndim = magic;
+    else if (!dpn__rd_u32(rd, &ndim)) return "truncated (an array's ndim)";
+    if (ndim == 0xFFFFFFFFu || (ndim == 0 && magic != DPN__ND_V3_MAGIC)) return "a none array (no shape) is not read";
+    if (ndim > DP_MAX_DIMS) { snprintf(why, cap, "%u dimensions (at most %d)", (unsigned)ndim, DP_MAX_DIMS); return why; }
+    shape->ndim = (int32_t)ndim;
+    for (k = 0; k < (int)ndim; k++) {
+        uint64_t d;
+        if (legacy) { if (!dpn__rd_u32(rd, &u)) return "truncated (an array's shape)"; d = u; }
+        else if (!dpn__rd_u64(rd, &d)) return "truncated (an array's shape)";
+        if (d > (uint64_t)INT64_MAX) { snprintf(why, cap, "dimension %d is negative (%lld)", k, (long long)(int64_t)d); return why; }
+        shape->dims[k] = (int64_t)d;
+        if (d && count > INT64_MAX / 8 / (int64_t)d) return "the shape's size overflows";
+        count *= (int64_t)d;
+    }
+    if (!dpn__rd_u32(rd, &u)) return "truncated (an array's device type)";
+    dev_type = (int32_t)u;
+    if (!dpn__rd_u32(rd, &u)) return "truncated (an array's device id)";
+    if (dev_type != 1 && dev_type != 2 && dev_type != 3 && dev_type != 5) { snprintf(why, cap, "unknown device type %d (1 cpu, 2 gpu, 3 cpu_pinned, 5 cpu_shared)", (int)dev_type); return why; }
+    if (!dpn__rd_u32(rd, &u)) return "truncated (an array's type flag)";
+    flag = (int32_t)u;
+    if (!dpn__dtype_of_mx_flag(flag, dt)) { snprintf(why, cap, "type flag %d has no dtype here (0-7: float32, float64, float16, uint8, int32, int8, int64, bool)", (int)flag); return why; }
+    *nbytes = (size_t)count * dp_dtype_size(*dt);
+    if (!dpn__rd_take(rd, *nbytes, bytes)) { snprintf(why, cap, "truncated: its data needs %zu bytes, %zu are left", *nbytes, rd->len - rd->pos); return why; }
+    return NULL;
+}
+static void dpn__named_release(dp_nd_named *a, int n) { int i; for (i = 0; i < n; i++) { dp_nd_release(a[i].array); a[i].array = NULL; a[i].name[0] = 0; } }
+DPN_IMPL dp_result dp_nd_load_params(dp_engine *eng, const char *path, dp_ctx ctx, dp_nd_named *out, int cap, int *count) {
+    static const char *what = "dp_nd_load_params";
+    unsigned char *buf;
+    size_t len, bufcap;
+    dpn__rd rd;
+    uint64_t magic, reserved, n, nnames, i;
+    dp_result r;
+    char why[200];
+    const char *bad = NULL;
+    int made = 0;
+    if (count) *count = 0;
+    if (!eng || !path || (!out && cap > 0) || !count || cap < 0) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: NULL engine, path, out or count, or a negative cap", what); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dpn__read_file(eng, what, path, &buf, &len, &bufcap)) != DP_OK) return r;
+    rd.p = buf; rd.len = len; rd.pos = 0;
+    if (!dpn__rd_u64(&rd, &magic) || !dpn__rd_u64(&rd, &reserved) || !dpn__rd_u64(&rd, &n)) { r = dpn__format(eng, what, path, "truncated: %zu bytes, the header needs 24", len); goto fail; }
+    if (magic != DPN__PARAMS_LIST_MAGIC) { r = dpn__format(eng, what, path, "bad magic 0x%llx (an NDArray list starts with 0x112)", (unsigned long long)magic); goto fail; }
+    if (n > (uint64_t)cap) { r = dpn__format(eng, what, path, "%llu arrays, more than the %d asked for", (unsigned long long)n, cap); goto fail; }
+    for (i = 0; i < n; i++) {
+        dp_shape s;
+        dp_dtype dt;
+        const unsigned char *bytes;
+        size_t nbytes;
+        if ((bad = dpn__params_array(&rd, &s, &dt, &bytes, &nbytes, why, sizeof why)) != NULL) { r = dpn__format(eng, what, path, "array %llu: %s", (unsigned long long)i, bad); goto fail; }
+        out[i].name[0] = 0;
+        if ((r = dp_nd_from_host(eng, &s, dt, ctx, bytes, &out[i].array)) != DP_OK) goto fail;
+        made++;
+    }
+    if (!dpn__rd_u64(&rd, &nnames)) { r = dpn__format(eng, what, path, "truncated (the name count)"); goto fail; }
+    if (nnames != 0 && nnames != n) { r = dpn__format(eng, what, path, "%llu names for %llu arrays (need 0 or as many)", (unsigned long long)nnames, (unsigned long long)n); goto fail; }
+    for (i = 0; i < nnames; i++) {
+        uint64_t nl;
+        const unsigned char *b;
+        if (!dpn__rd_u64(&rd, &nl) || !dpn__rd_take(&rd, nl > rd.len ? rd.len + 1 : (size_t)nl, &b)) { r = dpn__format(eng, what, path, "truncated (name %llu)", (unsigned long long)i); goto fail; }
+        if (nl > 127) { r = dpn__format(eng, what, path, "name %llu is %llu bytes (at most 127)", (unsigned long long)i, (unsigned long long)nl); goto fail; }
+        memcpy(out[i].name, b, (size_t)nl); out[i].name[nl] = 0;
+        if (strlen(out[i].name) != nl) { r = dpn__format(eng, what, path, "name %llu holds a NUL byte", (unsigned long long)i); goto fail; }
+    }
+    if (rd.pos != rd.len) { r = dpn__format(eng, what, path, "%zu bytes past the last name", rd.len - rd.pos); goto fail; }
+    dp_engine_free(eng, buf, bufcap);
+    *count = made;
+    return DP_OK;
+fail:
+    dpn__named_release(out, made);
+    dp_engine_free(eng, buf, bufcap);
+    return r;
+}
+static int dpn__ckpt_paths(const char *prefix, int epoch, char *json, char *params, size_t cap) {
+    int a = snprintf(json, cap, "%s-symbol.json", prefix), b = snprintf(params, cap, "%s-%04d.params", prefix, epoch);
+    return a > 0 && b > 0 && (size_t)a < cap && (size_t)b < cap;
+}
+DPN_IMPL dp_result dp_checkpoint_save(const char *prefix, int epoch, const dp_symbol *sym, const dp_nd_named *args, int num_args,
+                                      const dp_nd_named *aux, int num_aux, dp_failure *failure) {
+    static const char *what = "dp_checkpoint_save";
+    char json[4096], params[4096];
+    dp_nd_named *all;
+    dp_engine *eng = num_args > 0 && args && args[0].array ? dp_nd_engine(args[0].array) : num_aux > 0 && aux && aux[0].array ? dp_nd_engine(aux[0].array) : NULL;
+    dp_result r;
+    int i, n = num_args + num_aux;
+    if (failure) memset(failure, 0, sizeof *failure);
+    if (!prefix || !sym || epoch < 0 || num_args < 0 || num_aux < 0 || (num_args && !args) || (num_aux && !aux) || !eng) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: NULL prefix, symbol or lists, no parameter at all, or a negative epoch or count", what);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (!dpn__ckpt_paths(prefix, epoch, json, params, sizeof json)) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: the prefix is too long", what); return DP_ERROR_INVALID_ARGS; }
+    for (i = 0; i < n; i++) {
+        const dp_nd_named *p = i < num_args ? &args[i] : &aux[i - num_args];
+        if (strlen(p->name) > 123 || !p->name[0] || !p->array) {
+            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: parameter %d ('%.127s'): a name of 1 to 123 bytes and an array", what, i, p->name);
+            return DP_ERROR_INVALID_ARGS;
+        }
+    }
+    if ((r = dp_sym_save(sym, json)) != DP_OK) return r;
+    if ((all = (dp_nd_named *)dp_engine_alloc(eng, (size_t)n * sizeof *all)) == NULL) { DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what); return DP_ERROR_OUT_OF_MEMORY; }
+    for (i = 0; i < n; i++) {
+        const dp_nd_named *p = i < num_args ? &args[i] : &aux[i - num_args];
+        memcpy(all[i].name, i < num_args ? "arg:" : "aux:", 4);
+        memcpy(all[i].name + 4, p->name, strlen(p->name) + 1);     /* at most 123 bytes, checked above */
+        all[i].array = p->array;
+    }
+    r = dp_nd_save_params(params, all, n, failure);
+    dp_engine_free(eng, all, (size_t)n * sizeof *all);
+    return r;
+}
+DPN_IMPL void dp_checkpoint_free(dp_checkpoint *ck) {
+    dp_engine *eng;
+    if (!ck) return;
+    eng = ck->num_args ? dp_nd_engine(ck->args[0].array) : ck->num_aux ? dp_nd_engine(ck->aux[0].array) : NULL;
+    dpn__named_release(ck->args, ck->num_args);
+    dpn__named_release(ck->aux, ck->num_aux);
+    if (ck->args) dp_engine_free(eng, ck->args, (size_t)ck->num_args * sizeof *ck->args);
+    if (ck->aux) dp_engine_free(eng, ck->aux, (size_t)ck->num_aux * sizeof *ck->aux);
+    dp_sym_release(ck->symbol);
+    memset(ck, 0, sizeof *ck);
+}
+/* Every "arg:" parameter is an argument of the symbol, and (given the
+   inputs' shapes) its shape the one inference gives from them. */
+static dp_result dpn__ckpt_check(dp_engine *eng, const char *path, const dp_checkpoint *ck, const dp_checkpoint_desc *desc) {
+    static const char *what = "dp_checkpoint_load";
+    int nargs = dp_sym_list_arguments(ck->symbol, NULL, 0), i, j, nknown = 0, kcap;
+    const char **names, **known;
+    dp_shape *shapes, *kshapes;
+    dp_sym_infer_desc inf;
+    dp_result r = DP_OK;
+    if (nargs < 0) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: the symbol's arguments", what); return DP_ERROR_INVALID_ARGS; }
+    kcap = 1 + (desc && desc->num_inputs > ck->num_args ? desc->num_inputs : ck->num_args);
+    /* one block: the known shapes, the arguments' shapes, then the names */
+    if ((kshapes = (dp_shape *)dpn__zalloc(eng, (size_t)(kcap + nargs + 1), sizeof(dp_shape) + sizeof(char *))) == NULL) {
+        DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    shapes = kshapes + kcap;
+    known = (const char **)(void *)(shapes + nargs + 1);
+    names = known + kcap;
+    dp_sym_list_arguments(ck->symbol, names, nargs);
+    for (i = 0; i < ck->num_args; i++) {
+        for (j = 0; j < nargs && strcmp(names[j], ck->args[i].name) != 0; j++) {}
+        if (j == nargs) { r = dpn__format(eng, what, path, "parameter 'arg:%s' is not an argument of the symbol", ck->args[i].name); goto done; }
+    }
+    if (!desc || desc->num_inputs <= 0) goto done;          /* nothing to infer the shapes from */
+    for (i = 0; i < desc->num_inputs; i++) { known[nknown] = desc->input_names[i]; kshapes[nknown++] = desc->input_shapes[i]; }
+    memset(&inf, 0, sizeof inf);
+    inf.num_known = nknown; inf.names = known; inf.shapes = kshapes; inf.arg_shapes = shapes;
+    if (dp_sym_infer(ck->symbol, &inf) != DP_OK) { r = dpn__format(eng, what, path, "the inputs' shapes do not fit the symbol (the inference error is logged before this)"); goto done; }
+    for (i = 0; i < ck->num_args; i++) {
+        for (j = 0; j < nargs && strcmp(names[j], ck->args[i].name) != 0; j++) {}
+        {
+            const dp_shape *have = dp_nd_shape(ck->args[i].array), *need = &shapes[j];
+            int k, same = have->ndim == need->ndim;
+            for (k = 0; same && k < have->ndim; k++) same = have->dims[k] == need->dims[k];
+            if (!same) {
+                char s1[160], s2[160];
+                r = dpn__format(eng, what, path, "parameter 'arg:%s' has shape %s, the symbol needs %s", ck->args[i].name,
+                                dpn__shape_str(have, s1, sizeof s1), dpn__shape_str(need, s2, sizeof s2));
+                goto done;
+            }
+        }
+    }
+done:
+    dpn__zfree(eng, kshapes);
+    return r;
+}
+DPN_IMPL dp_result dp_checkpoint_load(dp_engine *eng, const char *prefix, int epoch, dp_ctx ctx, const dp_checkpoint_desc *desc, dp_checkpoint *out) {
+    static const char *what = "dp_checkpoint_load";
+    char json[4096], params[4096];
+    dp_nd_named *all = NULL;
+    int cap = 1, n = 0, i, na = 0, nx = 0;
+    unsigned char head[24];
+    FILE *f;
+    dp_result r;
+    if (out) memset(out, 0, sizeof *out);
+    if (!eng || !prefix || !out || epoch < 0 || (desc && desc->num_inputs > 0 && (!desc->input_names || !desc->input_shapes))) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: NULL engine, prefix, out or input lists, or a negative epoch", what);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (!dpn__ckpt_paths(prefix, epoch, json, params, sizeof json)) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: the prefix is too long", what); return DP_ERROR_INVALID_ARGS; }
+    if ((r = dp_sym_load(json, &out->symbol)) != DP_OK) return r;
+    if ((f = fopen(params, "rb")) != NULL) {          /* the list's count, for the room to load it into */
+        if (fread(head, 1, sizeof head, f) == sizeof head) { uint64_t c = dpn__get_le64(head + 16); cap = c > 65536 ? 65536 : c ? (int)c : 1; }
+        fclose(f);
+    }
+    if ((all = (dp_nd_named *)dpn__zalloc(eng, (size_t)cap, sizeof *all)) == NULL) { r = DP_ERROR_OUT_OF_MEMORY; DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what); goto fail; }
+    if ((r = dp_nd_load_params(eng, params, ctx, all, cap, &n)) != DP_OK) goto fail;
+    for (i = 0; i < n; i++) {
+        if (!strncmp(all[i].name, "arg:", 4)) na++;
+        else if (!strncmp(all[i].name, "aux:", 4)) nx++;
+        else { r = dpn__format(eng, what, params, "parameter %d is named '%s' (need arg:NAME or aux:NAME)", i, all[i].name); goto fail; }
+    }
+    if ((na && (out->args = (dp_nd_named *)dp_engine_alloc(eng, (size_t)na * sizeof *out->args)) == NULL) ||
+        (nx && (out->aux = (dp_nd_named *)dp_engine_alloc(eng, (size_t)nx * sizeof *out->aux)) == NULL)) {
+        DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
+        r = DP_ERROR_OUT_OF_MEMORY;
+        if (out->args) dp_engine_free(eng, out->args, (size_t)na * sizeof *out->args);
+        out->args = NULL;
+        goto fail;
+    }
+    for (i = 0; i < n; i++) {
+        dp_nd_named *d = all[i].name[1] == 'r' ? &out->args[out->num_args++] : &out->aux[out->num_aux++];
+        memcpy(d->name, all[i].name + 4, strlen(all[i].name + 4) + 1);
+        d->array = all[i].array;
+        all[i].array = NULL;
+    }
+    dpn__zfree(eng, all);
+    all = NULL;
+    if ((r = dpn__ckpt_check(eng, params, out, desc)) != DP_OK) goto fail;
+    return DP_OK;
+fail:
+    if (all) { dpn__named_release(all, n); dpn__zfree(eng, all); }
+    dp_checkpoint_free(out);
+    return r;
 }
 
 
@@ -2432,6 +3494,231 @@ DPN_IMPL void dp_optimizer_destroy(dp_optimizer *opt) {
     dp_engine_free(opt->eng, opt, sizeof *opt);
 }
 
+/* >>more optimizers: RMSProp, AdaGrad, NAG, AdamW, schedules, clipping -------- */
+#define DPN__OPT_COMMON \
+    {"lr", DP_PARAM_FLOAT, NULL, 0, 0, NULL, "learning rate"}, \
+    {"wd", DP_PARAM_FLOAT, "0", 0, 0, NULL, "weight decay"}, \
+    {"rescale_grad", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient is multiplied by it first"}, \
+    {"clip_gradient", DP_PARAM_FLOAT, "-1", 0, 0, NULL, "then limited to [-clip, clip] if > 0"}
+enum { DPN__OPT_RMSPROP, DPN__OPT_RMSPROPALEX, DPN__OPT_ADAGRAD, DPN__OPT_NAG, DPN__OPT_ADAMW };
+static const dp_param_def dpn__rmsprop_params[] = {DPN__OPT_COMMON,
+    {"gamma1", DP_PARAM_FLOAT, "0.95", 0, 1, NULL, "decay of the squared gradient's mean"},
+    {"epsilon", DP_PARAM_FLOAT, "1e-8", 0, 0, NULL, "added under the root"},
+    {"gamma2", DP_PARAM_FLOAT, "0.9", 0, 1, NULL, "rmspropalex_update: the momentum of the step"}};
+static const dp_param_def dpn__adagrad_params[] = {DPN__OPT_COMMON, {"epsilon", DP_PARAM_FLOAT, "1e-7", 0, 0, NULL, "added under the root"}};
+static const dp_param_def dpn__nag_params[] = {DPN__OPT_COMMON, {"momentum", DP_PARAM_FLOAT, "0", 0, 0, NULL, "the momentum"}};
+static const dp_param_def dpn__adamw_params[] = {DPN__OPT_COMMON,
+    {"beta1", DP_PARAM_FLOAT, "0.9", 0, 1, NULL, "decay of the mean"}, {"beta2", DP_PARAM_FLOAT, "0.999", 0, 1, NULL, "decay of the variance"},
+    {"epsilon", DP_PARAM_FLOAT, "1e-8", 0, 0, NULL, "added to the root of the variance"},
+    {"eta", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the schedule multiplier of the whole step (decay included)"},
+    {"t", DP_PARAM_INT, "0", 0, 1e15, NULL, "the step, from 1: lr is scaled by sqrt(1 - beta2^t) / (1 - beta1^t); 0: not"}};
+static int dpn__infer_update(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                             dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    int i;
+    char s1[160], s2[160];
+    (void)p; (void)nout;
+    for (i = 1; i < nin; i++)
+        if (it[i] != it[0] || is[i].ndim != is[0].ndim || memcmp(is[i].dims, is[0].dims, sizeof(int64_t) * (size_t)is[0].ndim) != 0) {
+            snprintf(msg, cap, "input %d is %s %s, the weight %s %s: they must match", i, dp_dtype_name(it[i]), dpn__shape_str(&is[i], s1, sizeof s1),
+                     dp_dtype_name(it[0]), dpn__shape_str(&is[0], s2, sizeof s2));
+            return -1;
+        }
+    if (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64) { snprintf(msg, cap, "the weight must be float32 or float64"); return -1; }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+static int dpn__update(const dp_kernel_ctx *k, int kind) {
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    const void *w = dp_nd_data(k->inputs[0]), *gr = dp_nd_data(k->inputs[1]);
+    void *st[3] = {NULL, NULL, NULL}, *out = dp_nd_data(k->outputs[0]);
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    const dp_params *p = k->params;
+    double lr = p->v[0].f, wd = p->v[1].f, rescale = p->v[2].f, clip = p->v[3].f;
+    int j;
+    for (j = 0; j < 3 && j + 2 < k->num_inputs; j++) st[j] = dp_nd_data(k->inputs[2 + j]);
+    if (kind == DPN__OPT_ADAMW && p->v[8].i > 0) {
+        double c1 = 1 - pow(p->v[4].f, (double)p->v[8].i);
+        if (c1 > 0) lr *= sqrt(1 - pow(p->v[5].f, (double)p->v[8].i)) / c1;
+    }
+    for (i = 0; i < n; i++) {
+        double wi = dp_dtype_load(t, w, i), g = rescale * dp_dtype_load(t, gr, i), a = st[0] ? dp_dtype_load(t, st[0], i) : 0;
+        double b = st[1] ? dp_dtype_load(t, st[1], i) : 0, c = st[2] ? dp_dtype_load(t, st[2], i) : 0;
+        if (kind == DPN__OPT_RMSPROP || kind == DPN__OPT_RMSPROPALEX) g += wd * wi;    /* MXNet's RMSProp clips after the decay */
+        if (clip > 0) g = g < -clip ? -clip : g > clip ? clip : g;
+        if (kind == DPN__OPT_NAG) g += wd * wi;
+        switch (kind) {
+        case DPN__OPT_RMSPROP:
+            a = (1 - p->v[4].f) * g * g + p->v[4].f * a;
+            wi -= lr * g / sqrt(a + p->v[5].f);
+            break;
+        case DPN__OPT_RMSPROPALEX:
+            a = (1 - p->v[4].f) * g * g + p->v[4].f * a;
+            b = (1 - p->v[4].f) * g + p->v[4].f * b;
+            c = p->v[6].f * c - lr * g / sqrt(a - b * b + p->v[5].f);
+            wi += c;
+            break;
+        case DPN__OPT_ADAGRAD:
+            a += g * g;
+            wi -= lr * (g / sqrt(a + p->v[4].f) + wd * wi);
+            break;
+        case DPN__OPT_NAG:                         /* MXNet's kernel: the momentum holds lr */
+            a = p->v[4].f * a - lr * g;
+            wi += p->v[4].f * a - lr * g;
+            break;
+        default:                                   /* AdamW */
+            a = p->v[4].f * a + (1 - p->v[4].f) * g;
+            b = p->v[5].f * b + (1 - p->v[5].f) * g * g;
+            wi -= p->v[7].f * (lr * a / (sqrt(b) + p->v[6].f) + wd * wi);
+            break;
+        }
+        if (st[0]) dp_dtype_store(t, st[0], i, a, DP_REQ_WRITE);
+        if (st[1]) dp_dtype_store(t, st[1], i, b, DP_REQ_WRITE);
+        if (st[2]) dp_dtype_store(t, st[2], i, c, DP_REQ_WRITE);
+        dp_dtype_store(t, out, i, wi, k->req[0]);
+    }
+    return 0;
+}
+static int dpn__k_rmsprop(const dp_kernel_ctx *k) { return dpn__update(k, DPN__OPT_RMSPROP); }
+static int dpn__k_rmspropalex(const dp_kernel_ctx *k) { return dpn__update(k, DPN__OPT_RMSPROPALEX); }
+static int dpn__k_adagrad(const dp_kernel_ctx *k) { return dpn__update(k, DPN__OPT_ADAGRAD); }
+static int dpn__k_nag(const dp_kernel_ctx *k) { return dpn__update(k, DPN__OPT_NAG); }
+static int dpn__k_adamw(const dp_kernel_ctx *k) { return dpn__update(k, DPN__OPT_ADAMW); }
+static void dpn__register_optimizers(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.num_outputs = 1; op.infer = dpn__infer_update; op.inplace = 1; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    op.name = "rmsprop_update"; op.doc = "RMSProp; mutates n (input 2)"; op.num_inputs = 3; op.mutate_inputs = 1u << 2;
+    op.params = dpn__rmsprop_params; op.num_params = 6; op.forward_cpu = dpn__k_rmsprop;
+    dp_operator_register(&op);
+    op.name = "rmspropalex_update"; op.doc = "centered RMSProp; mutates n, g, delta (inputs 2-4)"; op.num_inputs = 5; op.mutate_inputs = 7u << 2;
+    op.num_params = 7; op.forward_cpu = dpn__k_rmspropalex;
+    dp_operator_register(&op);
+    op.name = "adagrad_update"; op.doc = "AdaGrad; mutates history (input 2)"; op.num_inputs = 3; op.mutate_inputs = 1u << 2;
+    op.params = dpn__adagrad_params; op.num_params = 5; op.forward_cpu = dpn__k_adagrad;
+    dp_operator_register(&op);
+    op.name = "nag_mom_update"; op.doc = "Nesterov momentum; mutates mom (input 2)"; op.params = dpn__nag_params; op.forward_cpu = dpn__k_nag;
+    dp_operator_register(&op);
+    op.name = "adamw_update"; op.doc = "AdamW (decoupled weight decay); mutates mean and var (inputs 2, 3)"; op.num_inputs = 4; op.mutate_inputs = 3u << 2;
+    op.params = dpn__adamw_params; op.num_params = 9; op.forward_cpu = dpn__k_adamw;
+    dp_operator_register(&op);
+}
+static dp_result dpn__lr_bad(const char *why) {
+    DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_lr_check: %s", why);
+    return DP_ERROR_INVALID_ARGS;
+}
+static const char *dpn__lr_problem(const dp_lr_schedule *s) {
+    int i;
+    if (!s) return "NULL schedule";
+    if ((unsigned)s->kind > (unsigned)DP_LR_COSINE) return "unknown kind";
+    if ((unsigned)s->warmup_mode > (unsigned)DP_LR_WARMUP_CONSTANT) return "unknown warmup_mode";
+    if (s->warmup_steps < 0) return "warmup_steps is negative";
+    if (s->kind == DP_LR_FACTOR && (s->step <= 0 || !(s->factor <= 1))) return "FACTOR needs step > 0 and factor <= 1";
+    if (s->kind == DP_LR_MULTIFACTOR) {
+        if (!(s->factor <= 1) || s->num_steps < 0 || (s->num_steps && !s->steps)) return "MULTIFACTOR needs factor <= 1 and its steps";
+        for (i = 0; i < s->num_steps; i++) if (s->steps[i] < 1 || (i && s->steps[i] <= s->steps[i - 1])) return "MULTIFACTOR's steps must increase from 1";
+    }
+    if (s->kind == DP_LR_COSINE && s->max_update <= s->warmup_steps) return "COSINE needs max_update > warmup_steps";
+    return NULL;
+}
+DPN_IMPL dp_result dp_lr_check(const dp_lr_schedule *s) {
+    const char *why = dpn__lr_problem(s);
+    return why ? dpn__lr_bad(why) : DP_OK;
+}
+DPN_IMPL double dp_lr_at(const dp_lr_schedule *s, int64_t t) {
+    double lr;
+    int64_t k;
+    int i;
+    if (dpn__lr_problem(s)) return NAN;
+    if (t < 0) t = 0;
+    if (t < s->warmup_steps)
+        return s->warmup_mode == DP_LR_WARMUP_CONSTANT ? s->warmup_begin_lr
+             : s->warmup_begin_lr + (s->base_lr - s->warmup_begin_lr) * (double)t / (double)s->warmup_steps;
+    switch (s->kind) {
+    case DP_LR_FACTOR:
+        k = t > 0 ? (t - 1) / s->step : 0;
+        lr = s->base_lr * pow(s->factor, (double)k);
+        return lr < s->stop_factor_lr ? s->stop_factor_lr : lr;
+    case DP_LR_MULTIFACTOR:
+        lr = s->base_lr;
+        for (i = 0; i < s->num_steps && t > s->steps[i]; i++) lr *= s->factor;
+        return lr;
+    case DP_LR_COSINE:
+        if (t > s->max_update) return s->final_lr;
+        return s->final_lr + (s->base_lr - s->final_lr) * (1 + cos(3.14159265358979323846 * (double)(t - s->warmup_steps) / (double)(s->max_update - s->warmup_steps))) / 2;
+    default: return s->base_lr;
+    }
+}
+#define DPN__CLIP_MAX 64
+typedef struct dpn__clip_arg { dp_ndarray *a[DPN__CLIP_MAX]; dp_ndarray *norm; int n; double max_norm; } dpn__clip_arg;
+static void dpn__clip_free(void *arg) {
+    dpn__clip_arg *c = (dpn__clip_arg *)arg;
+    dp_engine *eng = dp_nd_engine(c->a[0]);
+    int i;
+    for (i = 0; i < c->n; i++) dp_nd_release(c->a[i]);
+    dp_nd_release(c->norm);
+    dp_engine_free(eng, c, sizeof *c);
+}
+/* Array j is an earlier one's bytes again (the same array, or a view of
+   exactly its elements): inside the op, where the data pointers may be read. */
+static int dpn__clip_repeat(const dpn__clip_arg *c, int j) {
+    int s;
+    for (s = 0; s < j; s++)
+        if (dp_nd_data(c->a[s]) == dp_nd_data(c->a[j]) && dp_nd_bytes(c->a[s]) == dp_nd_bytes(c->a[j]) && dp_nd_dtype(c->a[s]) == dp_nd_dtype(c->a[j])) return 1;
+    return 0;
+}
+static int dpn__clip_op(dp_run_ctx *rc, void *arg) {
+    dpn__clip_arg *c = (dpn__clip_arg *)arg;
+    double sum = 0, total, scale;
+    int64_t i, n;
+    int j;
+    if (rc->input_status) return rc->input_status;
+    for (j = 0; j < c->n; j++) {                       /* the same bytes given twice count once */
+        if (dpn__clip_repeat(c, j)) continue;
+        for (i = 0, n = dp_shape_size(dp_nd_shape(c->a[j])); i < n; i++) { double v = dp_dtype_load(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i); sum += v * v; }
+    }
+    total = sqrt(sum);
+    if (c->norm) dp_dtype_store(dp_nd_dtype(c->norm), dp_nd_data(c->norm), 0, total, DP_REQ_WRITE);
+    if (!(total > c->max_norm)) return 0;              /* NaN too: MXNet leaves the arrays as they are */
+    scale = c->max_norm / (total + 1e-8);
+    for (j = 0; j < c->n; j++) {
+        if (dpn__clip_repeat(c, j)) continue;
+        for (i = 0, n = dp_shape_size(dp_nd_shape(c->a[j])); i < n; i++)
+            dp_dtype_store(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i, dp_dtype_load(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i) * scale, DP_REQ_WRITE);
+    }
+    return 0;
+}
+DPN_IMPL dp_result dp_clip_global_norm(dp_ndarray *const *arrays, int num, double max_norm, dp_ndarray *norm_out) {
+    static const char *what = "dp_clip_global_norm";
+    dp_engine *eng = num > 0 && arrays && arrays[0] ? dp_nd_engine(arrays[0]) : NULL;
+    dp_var writes[DPN__CLIP_MAX + 1];
+    dpn__clip_arg *c;
+    dp_push_desc d;
+    int i, j, nw = 0;
+    if (!arrays || num < 1 || num > DPN__CLIP_MAX || !(max_norm > 0) || !eng) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: needs 1 to %d arrays and max_norm > 0 (num %d, max_norm %g)", what, DPN__CLIP_MAX, num, max_norm);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (i = 0; i <= num; i++) {
+        dp_ndarray *a = i < num ? arrays[i] : norm_out;
+        if (!a) { if (i < num) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: array %d is NULL", what, i); return DP_ERROR_INVALID_ARGS; } continue; }
+        if (dp_nd_engine(a) != eng || (dp_nd_dtype(a) != DP_FLOAT32 && dp_nd_dtype(a) != DP_FLOAT64) || (i == num && dp_shape_size(dp_nd_shape(a)) != 1)) {
+            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: %s %d: float32 or float64 on the first array's engine%s", what, i < num ? "array" : "norm_out", i,
+                     i == num ? ", one element" : "");
+            return DP_ERROR_INVALID_ARGS;
+        }
+        if (dp_nd_ctx(a).dev_type == DP_DEV_GPU) { DPN__LOG(eng, DP_LOG_ERROR, BAD_CONTEXT, "%s: %s %d is on a GPU (CPU arrays only)", what, i < num ? "array" : "norm_out", i); return DP_ERROR_BAD_CONTEXT; }
+        for (j = 0; j < nw && writes[j].id != dp_nd_var(a).id; j++) {}
+        if (j == nw) writes[nw++] = dp_nd_var(a);
+    }
+    if ((c = (dpn__clip_arg *)dp_engine_alloc(eng, sizeof *c)) == NULL) { DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what); return DP_ERROR_OUT_OF_MEMORY; }
+    memset(c, 0, sizeof *c);
+    for (i = 0; i < num; i++) c->a[i] = dp_nd_retain(arrays[i]);
+    c->n = num; c->norm = dp_nd_retain(norm_out); c->max_norm = max_norm;
+    memset(&d, 0, sizeof d);
+    d.fn = dpn__clip_op; d.arg = c; d.cleanup = dpn__clip_free; d.writes = writes; d.num_writes = nw; d.name = "clip_global_norm";
+    return dp_push(eng, &d);
+}
+
 
 /* >>autograd ------------------------------------------------------------------
    A recorded invocation is a node: its operator, parameters and scalar, the
@@ -3780,6 +5067,24 @@ static dp_result dpn__jformat(const char *why, int node) {
     return DP_ERROR_FORMAT;
 }
 /* The symbol of a parsed file. */
+/* A variable's attributes as loaded (MXNet's "__init__", "__shape__",
+   "__lr_mult__", ...: strings, or numbers as their text), kept so that
+   dp_sym_var_attr finds them and saving writes them back. -1 out of memory. */
+static int dpn__snode_keep_attrs(dpn__snode *n, const dpn__jval *attrs) {
+    int j;
+    if (!attrs->n) return 0;
+    n->keys = (char **)calloc((size_t)attrs->n, sizeof *n->keys);
+    n->vals = (char **)calloc((size_t)attrs->n, sizeof *n->vals);
+    if (!n->keys || !n->vals) return -1;
+    for (j = 0; j < attrs->n; j++) {
+        const dpn__jval *v = &attrs->items[j];
+        if (v->type != DPN__J_STR && v->type != DPN__J_NUM) continue;
+        n->keys[n->nkw] = dpn__strdup(attrs->keys[j]); n->vals[n->nkw] = dpn__strdup(v->str);
+        if (!n->keys[n->nkw] || !n->vals[n->nkw]) { free(n->keys[n->nkw]); free(n->vals[n->nkw]); return -1; }
+        n->nkw++;
+    }
+    return 0;
+}
 static dp_result dpn__sym_from_json(const dpn__jval *root, dp_symbol **out) {
     const dpn__jval *nodes = dpn__jget(root, "nodes"), *heads = dpn__jget(root, "heads");
     dpn__snode **made;
@@ -3801,6 +5106,7 @@ static dp_result dpn__sym_from_json(const dpn__jval *root, dp_symbol **out) {
         if (!strcmp(op->str, "null")) {
             if ((made[i] = dpn__snode_new(name->str)) == NULL) { r = dpn__sym_oom("dp_sym_load_json"); break; }
             nmade++;
+            if (attrs && dpn__snode_keep_attrs(made[i], attrs)) { r = dpn__sym_oom("dp_sym_load_json"); break; }
             continue;
         }
         if (in && in->n > DP_MAX_OP_ARRAYS) { r = dpn__jformat("too many inputs", i); break; }
@@ -3909,6 +5215,160 @@ DPN_IMPL dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out) {
     fprintf(out, "}\n");
     dpn__graph_free(&g);
     return dpn__stream_result(NULL, out, "dp_sym_write_dot");
+}
+
+/* >>initialisers: MXNet's mx.init, by name and by __init__ hints ------------- */
+static int dpn__ieq(const char *a, const char *b) {
+    for (; *a && *b; a++, b++) if ((*a | 0x20) != (*b | 0x20)) return 0;
+    return *a == *b;
+}
+static dp_result dpn__init_bad(const char *why, const char *what) {
+    DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_init_parse: %s%s%s", why, what ? " " : "", what ? what : "");
+    return DP_ERROR_INVALID_ARGS;
+}
+static int dpn__init_num(const dpn__jval *v, double *out) {
+    char *end;
+    if (v->type != DPN__J_NUM && v->type != DPN__J_STR) return 0;
+    *out = strtod(v->str, &end);
+    return end != v->str && *end == 0;
+}
+static dp_result dpn__init_named(const char *name, dp_initializer *o) {
+    memset(o, 0, sizeof *o);
+    o->scale = 0.07; o->sigma = 0.01; o->magnitude = 3; o->slope = 0.25;
+    if (dpn__ieq(name, "zero") || dpn__ieq(name, "zeros")) o->kind = DP_INIT_ZERO;
+    else if (dpn__ieq(name, "one") || dpn__ieq(name, "ones")) o->kind = DP_INIT_ONE;
+    else if (dpn__ieq(name, "constant")) o->kind = DP_INIT_CONSTANT;
+    else if (dpn__ieq(name, "uniform")) o->kind = DP_INIT_UNIFORM;
+    else if (dpn__ieq(name, "normal")) o->kind = DP_INIT_NORMAL;
+    else if (dpn__ieq(name, "xavier")) o->kind = DP_INIT_XAVIER;
+    else if (dpn__ieq(name, "msraprelu") || dpn__ieq(name, "msra")) o->kind = DP_INIT_MSRA;
+    else return dpn__init_bad("unknown initializer", name);
+    return DP_OK;
+}
+DPN_IMPL dp_result dp_init_parse(const char *text, dp_initializer *out) {
+    dpn__jparse ps;
+    dpn__jval root;
+    dp_result r;
+    int i;
+    if (!text || !out) return dpn__init_bad("NULL text or out", NULL);
+    while (*text == ' ' || *text == '\t' || *text == '\n') text++;
+    if (*text != '[') return dpn__init_named(text, out);
+    memset(&ps, 0, sizeof ps);
+    memset(&root, 0, sizeof root);
+    ps.p = ps.start = text;
+    if (dpn__jvalue(&ps, &root, 0) == 0) { dpn__jskip(&ps); if (*ps.p) dpn__jfail(&ps, "text after the end"); }
+    if (ps.err[0]) { dpn__jfree(&root); return dpn__init_bad(ps.err, text); }
+    if (root.type != DPN__J_ARR || root.n < 1 || root.n > 2 || root.items[0].type != DPN__J_STR || (root.n == 2 && root.items[1].type != DPN__J_OBJ)) {
+        dpn__jfree(&root);
+        return dpn__init_bad("not [\"name\", {kwargs}]:", text);
+    }
+    r = dpn__init_named(root.items[0].str, out);
+    for (i = 0; r == DP_OK && root.n == 2 && i < root.items[1].n; i++) {
+        const char *k = root.items[1].keys[i];
+        const dpn__jval *v = &root.items[1].items[i];
+        double x = 0;
+        if (!strcmp(k, "rnd_type") || !strcmp(k, "factor_type")) {
+            const char *s = v->type == DPN__J_STR ? v->str : "";
+            if (!strcmp(k, "rnd_type") && !strcmp(s, "uniform")) out->rnd_type = DP_INIT_RND_UNIFORM;
+            else if (!strcmp(k, "rnd_type") && !strcmp(s, "gaussian")) out->rnd_type = DP_INIT_RND_GAUSSIAN;
+            else if (!strcmp(k, "factor_type") && !strcmp(s, "avg")) out->factor_type = DP_INIT_FACTOR_AVG;
+            else if (!strcmp(k, "factor_type") && !strcmp(s, "in")) out->factor_type = DP_INIT_FACTOR_IN;
+            else if (!strcmp(k, "factor_type") && !strcmp(s, "out")) out->factor_type = DP_INIT_FACTOR_OUT;
+            else r = dpn__init_bad(k, "has an unknown value (rnd_type: uniform, gaussian; factor_type: avg, in, out)");
+        } else if (!dpn__init_num(v, &x)) r = dpn__init_bad(k, "needs a number");
+        else if (!strcmp(k, "value")) out->value = x;
+        else if (!strcmp(k, "scale")) out->scale = x;
+        else if (!strcmp(k, "sigma")) out->sigma = x;
+        else if (!strcmp(k, "magnitude")) out->magnitude = x;
+        else if (!strcmp(k, "slope")) out->slope = x;
+        else r = dpn__init_bad("unknown key", k);
+    }
+    dpn__jfree(&root);
+    return r;
+}
+static int dpn__ends_with(const char *s, const char *end) {
+    size_t a = strlen(s), b = strlen(end);
+    return a >= b && !strcmp(s + a - b, end);
+}
+/* arr = value, or draws: uniform in [lo, hi] (gauss 0) or normal(0, hi) */
+static dp_result dpn__init_fill(dp_ndarray *arr, int kind, double lo, double hi) {
+    dp_engine *eng = dp_nd_engine(arr);
+    dp_ndarray *tmp = NULL;
+    dp_result r;
+    if (kind == 0) r = dp_nd_full(eng, dp_nd_shape(arr), dp_nd_dtype(arr), dp_nd_ctx(arr), lo, &tmp);
+    else if (kind == 1) r = dp_nd_random_uniform(eng, lo, hi, dp_nd_shape(arr), dp_nd_dtype(arr), dp_nd_ctx(arr), &tmp);
+    else r = dp_nd_random_normal(eng, 0, hi, dp_nd_shape(arr), dp_nd_dtype(arr), dp_nd_ctx(arr), &tmp);
+    if (r == DP_OK) r = dp_nd_copy_into(tmp, arr, NULL);
+    dp_nd_release(tmp);
+    return r;
+}
+static dp_result dpn__init_weight(const dp_initializer *in, const char *name, dp_ndarray *arr) {
+    const dp_shape *s = dp_nd_shape(arr);
+    double fan_in, fan_out, hw = 1, factor, mag, sc;
+    int k;
+    switch (in->kind) {
+    case DP_INIT_ZERO: return dpn__init_fill(arr, 0, 0, 0);
+    case DP_INIT_ONE: return dpn__init_fill(arr, 0, 1, 0);
+    case DP_INIT_CONSTANT: return dpn__init_fill(arr, 0, in->value, 0);
+    case DP_INIT_UNIFORM: return dpn__init_fill(arr, 1, -in->scale, in->scale);
+    case DP_INIT_NORMAL: return dpn__init_fill(arr, 2, 0, in->sigma);
+    case DP_INIT_XAVIER: case DP_INIT_MSRA: break;
+    default:
+        DPN__LOG(dp_nd_engine(arr), DP_LOG_ERROR, ND_ARGS, "dp_init_array: '%s': unknown initializer kind %d", name, (int)in->kind);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    if (s->ndim < 2) {
+        DPN__LOG(dp_nd_engine(arr), DP_LOG_ERROR, ND_ARGS, "dp_init_array: Xavier initializer cannot be applied to vector '%s' (%d-d): it needs at least 2 dimensions", name, (int)s->ndim);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    for (k = 2; k < s->ndim; k++) hw *= (double)s->dims[k];
+    fan_in = (double)s->dims[1] * hw; fan_out = (double)s->dims[0] * hw;
+    factor = in->factor_type == DP_INIT_FACTOR_IN ? fan_in : in->factor_type == DP_INIT_FACTOR_OUT ? fan_out : (fan_in + fan_out) / 2;
+    mag = in->kind == DP_INIT_MSRA ? 2.0 / (1 + in->slope * in->slope) : in->magnitude;
+    if (!(factor > 0)) {
+        DPN__LOG(dp_nd_engine(arr), DP_LOG_ERROR, ND_ARGS, "dp_init_array: '%s': a fan of 0 (an empty array) has no Xavier scale", name);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    sc = sqrt(mag / factor);
+    return in->kind == DP_INIT_MSRA || in->rnd_type == DP_INIT_RND_GAUSSIAN ? dpn__init_fill(arr, 2, 0, sc) : dpn__init_fill(arr, 1, -sc, sc);
+}
+DPN_IMPL dp_result dp_init_array(const dp_initializer *init, const char *name, const char *hint, dp_ndarray *arr) {
+    static const char *const zero[] = {"bias", "beta", "moving_mean", "moving_inv_var", "moving_avg", "min"};
+    static const char *const one[] = {"gamma", "moving_var", "max"};
+    size_t i;
+    if (!init || !name || !arr) { DPN__LOG(arr ? dp_nd_engine(arr) : NULL, DP_LOG_ERROR, ND_ARGS, "dp_init_array: NULL init, name or array"); return DP_ERROR_INVALID_ARGS; }
+    if (hint && hint[0]) {
+        dp_initializer h;
+        dp_result r = dp_init_parse(hint, &h);
+        if (r != DP_OK) { DPN__LOG(dp_nd_engine(arr), DP_LOG_ERROR, ND_ARGS, "dp_init_array: '%s': its __init__ hint is refused", name); return r; }
+        return dpn__init_weight(&h, name, arr);
+    }
+    if (dpn__ends_with(name, "weight")) return dpn__init_weight(init, name, arr);
+    for (i = 0; i < sizeof zero / sizeof zero[0]; i++) if (dpn__ends_with(name, zero[i])) return dpn__init_fill(arr, 0, 0, 0);
+    for (i = 0; i < sizeof one / sizeof one[0]; i++) if (dpn__ends_with(name, one[i])) return dpn__init_fill(arr, 0, 1, 0);
+    DPN__LOG(dp_nd_engine(arr), DP_LOG_ERROR, ND_ARGS, "dp_init_array: unknown initialization pattern for '%s' (names end in weight, bias, gamma, beta, "
+             "moving_mean, moving_var, moving_inv_var, moving_avg, min or max, or the variable has an __init__ hint)", name);
+    return DP_ERROR_INVALID_ARGS;
+}
+DPN_IMPL const char *dp_sym_var_attr(const dp_symbol *sym, const char *var, const char *key) {
+    dpn__graph g;
+    const char *found = NULL;
+    int i, k;
+    if (!sym || !var || !key || dpn__graph_build(sym, &g) != DP_OK) return NULL;
+    for (i = 0; i < g.n && !found; i++) {
+        const dpn__snode *x = g.node[i];
+        if (x->op || strcmp(x->name, var) != 0) continue;
+        for (k = 0; k < x->nkw && !found; k++) if (!strcmp(x->keys[k], key)) found = x->vals[k];
+    }
+    dpn__graph_free(&g);
+    return found;
+}
+DPN_IMPL dp_result dp_init_params(const dp_initializer *init, const dp_symbol *sym, const dp_nd_named *params, int num) {
+    int i;
+    dp_result r = DP_OK;
+    if (!init || !sym || num < 0 || (num && !params)) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "dp_init_params: NULL init, symbol or params, or a negative num"); return DP_ERROR_INVALID_ARGS; }
+    for (i = 0; i < num && r == DP_OK; i++) r = dp_init_array(init, params[i].name, dp_sym_var_attr(sym, params[i].name, "__init__"), params[i].array);
+    return r;
 }
 
 /* >>memory planning -------------------------------------------------------------
