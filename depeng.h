@@ -114,6 +114,23 @@
          naive engine (which always runs ops on the pusher), never from a
          wait (dp_wait_var, dp_wait_var_for) or dp_var_delete, never on a
          worker thread (an op's cleanup that pushes).
+     The waiting thread (default; desc.no_wait_help = 1 turns it off): a
+     wait on a threaded engine (dp_wait_var, dp_wait_var_for, dp_wait_all,
+     dp_wait_all_for, and dp_engine_destroy's) does not idle while ops are
+     ready: until its condition holds it takes ready CPU ops from the shared
+     queues (as dp_run_ready does, see there) and runs them, looking at its
+     condition again after each; it sleeps only while none is ready. So the
+     thread that waits for a frame's work is one more worker (oneTBB's wait,
+     Taskflow's corun and enkiTS's WaitforTask do the same). The same
+     guarantees as running on the pusher hold: only ready ops, oldest
+     first, never from inside an op. It helps only from a thread that runs
+     no op or cleanup of any engine and is no engine's worker: a wait from
+     inside another engine's op sleeps rather than start unrelated ops
+     nested in that op. What it changes, as for push_runs_ops: such an op
+     sees dp_run_ctx.worker == -1 and the waiting thread's state (its locks
+     held while it waits, its thread-locals); a wait may return up to one
+     op's duration after its condition came to hold, and a timed wait up
+     to one op's duration after its timeout.
      Ranges (dp_parallel_for): data parallelism inside an op, or anywhere,
      on the same workers, with no second pool. The calling thread runs
      chunks; a CPU worker that finds no op to run (its deque, the shared
@@ -591,6 +608,10 @@ typedef struct dp_engine_desc {
                                  logs what is pending (as dp_engine_dump_pending
                                  writes it), then goes on waiting; 0: 10000,
                                  negative: never */
+    int no_wait_help;         /* 1: a wait on a threaded engine with workers
+                                 sleeps instead of running ready CPU ops on
+                                 the waiting thread (see "the waiting thread"
+                                 under THREADING MODEL); default 0 */
 } dp_engine_desc;
 
 typedef struct dp_engine_stats {
@@ -766,11 +787,14 @@ DP_API dp_result dp_opr_destroy(dp_engine *eng, dp_opr op);
    Returns DP_ERROR_OP_FAILED (and fills *failure) if var failed, then clears
    that variable's failure. From inside one of this engine's operations or
    their cleanups it returns DP_ERROR_IN_OPERATION (logged) instead of
-   deadlocking. On a threaded engine without CPU workers (cpu_worker_nthreads
-   = DP_NO_THREADS) every wait below runs ready CPU ops on the waiting thread
-   while what it waits for is not done, as dp_run_ready does (nothing else
-   would run them), and sleeps only while none is ready. Thread safety: any
-   thread (several may wait at once). */
+   deadlocking. On the threaded engines every wait below runs ready CPU ops
+   on the waiting thread while what it waits for is not done, as
+   dp_run_ready does, and sleeps only while none is ready ("the waiting
+   thread" under THREADING MODEL: only outside every op and cleanup, and
+   not on a worker thread; desc.no_wait_help turns it off where the engine
+   has CPU workers; without them, cpu_worker_nthreads = DP_NO_THREADS, the
+   waits always run ops, as nothing else would). Thread safety: any thread
+   (several may wait at once). */
 DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
 /* Blocks until every op pushed so far is done. Returns the first failure not
    yet reported and clears every variable's failure. Same deadlock rule and
@@ -871,7 +895,7 @@ typedef struct dp_run_report {
    on the pusher" under THREADING MODEL: dp_run_ctx.worker is -1, the
    caller's locks are held while it runs). Made for cpu_worker_nthreads =
    DP_NO_THREADS, where nothing else runs CPU ops but the waits; with
-   workers it competes with them. Several threads may call it at once. The
+   workers it works beside them. Several threads may call it at once. The
    naive engine has nothing queued (it runs ops inside dp_push): DP_RUN_IDLE
    or DP_RUN_VAR_READY at once. A failed op's failure is reported by the
    waits, not here. To poll a variable without running anything, use
@@ -5439,8 +5463,9 @@ DP__COLD static dp__waiter *dp__adopt_wait(dp_engine *eng, dp_var var, int zero_
     return taken;
 }
 /* >>callers: the threads that run ops of the threaded engines' CPU pools
-   besides their workers: dp_run_ready, and the waits of an engine whose CPU
-   pools have no workers (cpu_worker_nthreads = DP_NO_THREADS). They take
+   besides their workers: dp_run_ready, and the waits (dp__waits_help says
+   which: on every threaded engine unless desc.no_wait_help, always where
+   the CPU pools have no workers, cpu_worker_nthreads = DP_NO_THREADS). They take
    ready ops from the pools' shared queues as a pushing thread does with
    push_runs_ops (dp__pusher_run), so the same guarantees hold: never from
    inside one of the engine's ops (dp__check_not_in_op), only ops already
@@ -5487,16 +5512,31 @@ static void dp__caller_run(dp_engine *eng, dp__block *b) {
     dp__tls_naive_head = head; dp__tls_naive_tail = tail;
     dp__tls_naive_draining = draining;
 }
-/* Whether eng's waits run ops: it has CPU pools without workers. */
+/* Which ready ops eng's waits run on the waiting thread (bits):
+   DP__HELP_PUMPED  those of pools without workers (cpu_worker_nthreads =
+                    DP_NO_THREADS): nobody else would run them;
+   DP__HELP_ANY     those of every CPU pool: while its condition does not
+                    hold, the waiting thread has a core to give (the
+                    default; desc.no_wait_help turns it off).
+                    Only on a thread that runs no op or cleanup and is no
+                    engine's worker: a wait from inside an op (of another
+                    engine) does not start unrelated ops nested in it. */
+enum { DP__HELP_PUMPED = 1, DP__HELP_ANY = 2 };
 static int dp__waits_help(const dp_engine *eng) {
-    return eng->desc.type != DP_ENGINE_NAIVE && eng->desc.cpu_worker_nthreads == 0;
+    int pumped = eng->desc.type != DP_ENGINE_NAIVE && eng->desc.cpu_worker_nthreads == 0;
+    int any = eng->desc.type != DP_ENGINE_NAIVE && !eng->desc.no_wait_help
+              && !dp__tls_running && !dp__tls_cleaning && !dp__tls_worker;
+    return (pumped ? DP__HELP_PUMPED : 0) | (any ? DP__HELP_ANY : 0);
 }
 /* A wait whose condition does not hold yet, on an engine whose waits help
-   (counted in eng->nhelpers for the whole wait), with wait_mtx held: takes
-   a ready op of the pools without workers and runs it with wait_mtx
-   released, and returns 1 (also when a push was half done: it yields and
-   the caller looks again); or returns 0 when those pools are empty, and
-   the caller may sleep. A push is not missed: the wait counted itself
+   (helps: dp__waits_help's bits), with wait_mtx held: takes a ready op of
+   the pools it helps and runs it with wait_mtx released, and returns 1
+   (also when a push was half done: it yields and the caller looks again);
+   or returns 0 when those pools are empty, and the caller may sleep. A
+   wait that helps pools with workers may sleep through a push: a worker
+   runs that op. One that helps pools without workers (DP__HELP_PUMPED,
+   counted in eng->nhelpers for the whole wait) must not, and does not:
+   the wait counted itself
    before it looks at the queues here, and a push into such a pool swaps
    the tail before it reads the count (dp__pump_wake), all sequentially
    consistent; the push's broadcast takes wait_mtx, which the wait holds
@@ -5506,9 +5546,9 @@ static int dp__waits_help(const dp_engine *eng) {
    sequentially consistent; so a helping wait also sleeps at most
    DP__HELP_SLEEP_MS at a time and looks again. */
 #define DP__HELP_SLEEP_MS 5u
-DP__COLD static int dp__wait_help(dp_engine *eng) {
+DP__COLD static int dp__wait_help(dp_engine *eng, int helps) {
     int busy = 0;
-    dp__block *b = dp__caller_take(eng, 1, &busy);
+    dp__block *b = dp__caller_take(eng, !(helps & DP__HELP_ANY), &busy);
     if (!b && !busy) return 0;
     dp__mutex_unlock(&eng->wait_mtx);
     if (b) dp__caller_run(eng, b); else dp__thread_yield();
@@ -5524,11 +5564,13 @@ DP__COLD static int dp__wait_help(dp_engine *eng) {
 DP__COLD static int dp__wait_step(dp_engine *eng, int helps, uint64_t deadline) {
     uint64_t now = 0;
     uint32_t ms;
+    int pumped;
     if (deadline != DP__FOREVER && (now = dp__now_ns()) >= deadline) return 1;
-    if (helps && dp__wait_help(eng)) return 0;
-    if (deadline == DP__FOREVER && !helps) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); return 0; }
+    if (helps && dp__wait_help(eng, helps)) return 0;
+    pumped = helps & DP__HELP_PUMPED;
+    if (deadline == DP__FOREVER && !pumped) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); return 0; }
     ms = deadline == DP__FOREVER ? DP__HELP_SLEEP_MS : (uint32_t)((deadline - now) / 1000000u) + 1u;
-    dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, helps && ms > DP__HELP_SLEEP_MS ? DP__HELP_SLEEP_MS : ms);
+    dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, pumped && ms > DP__HELP_SLEEP_MS ? DP__HELP_SLEEP_MS : ms);
     return 0;
 }
 /* Pushes a wait block for var and waits for its report, for at most
@@ -5567,7 +5609,7 @@ DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t time
         return r;
     }
 wait:
-    if ((helps = dp__waits_help(eng)) != 0) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
+    if ((helps = dp__waits_help(eng)) & DP__HELP_PUMPED) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
     dp__tls_own_wait = w;   /* a wait that runs ops may grant its block itself */
     dp__mutex_lock(&eng->wait_mtx);
     while (!w->done) {
@@ -5579,7 +5621,7 @@ wait:
     }
     dp__mutex_unlock(&eng->wait_mtx);
     dp__tls_own_wait = prev_own;
-    if (helps) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
+    if (helps & DP__HELP_PUMPED) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
     if (gave_up) return DP_ERROR_TIMEOUT;   /* w may be freed already */
     r = w->result;
     if (r != DP_OK && failure) *failure = w->failure;
@@ -5602,14 +5644,14 @@ DP__COLD static dp_result dp__wait_all(dp_engine *eng, uint64_t timeout_ms, dp_f
     int timed_out = 0, helps;
     if (!eng) return dp__null_arg(NULL, what, "engine");
     if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
-    if ((helps = dp__waits_help(eng)) != 0) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
+    if ((helps = dp__waits_help(eng)) & DP__HELP_PUMPED) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
     dp__mutex_lock(&eng->wait_mtx);
     dp__fetch_add(&eng->nwaiters_all, 1, DP__SEQ_CST);
     while (dp__load(&eng->done, DP__SEQ_CST) != dp__load(&eng->seq, DP__SEQ_CST))
         if (dp__wait_step(eng, helps, deadline)) { timed_out = 1; break; }
     dp__fetch_add(&eng->nwaiters_all, -1, DP__SEQ_CST);
     dp__mutex_unlock(&eng->wait_mtx);
-    if (helps) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
+    if (helps & DP__HELP_PUMPED) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
     if (timed_out) return DP_ERROR_TIMEOUT;
     /* report the oldest unreported failure, then clear every failure (the
        list is released under the lock: the engine's own out-of-memory
