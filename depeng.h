@@ -114,6 +114,33 @@
          naive engine (which always runs ops on the pusher), never from a
          wait (dp_wait_var, dp_wait_var_for) or dp_var_delete, never on a
          worker thread (an op's cleanup that pushes).
+     The waiting thread (default; desc.no_wait_help = 1 turns it off): a
+     wait on a threaded engine (dp_wait_var, dp_wait_all, and
+     dp_engine_destroy's) does not idle while ops are ready and every CPU
+     worker is busy: until its condition holds it takes ready ops from the
+     shared queue of a CPU pool whose workers are all running ops (as
+     dp_run_ready does, see there) and runs them, looking at its condition
+     again after each. While a worker is free it leaves the op to it, and
+     it does not look into the workers' deques (the ops their completions
+     made ready) and is not woken by pushes: it sleeps until what it waits
+     for is done, and looks again whenever an op it waits for completes.
+     So on a machine where the workers cannot keep up, the thread that
+     waits for a frame's work is one more worker (oneTBB's wait,
+     Taskflow's corun and enkiTS's WaitforTask do the same). The same
+     guarantees as running on the pusher hold: only ready ops, each
+     pool's oldest first, never from inside an op. Not from the timed
+     waits (dp_wait_var_for, dp_wait_all_for): a caller that polls may
+     itself feed, between polls, the op it would be running. Not on the
+     pooled engine with a GPU backend (its task pool has the GPU ops). Not
+     from a thread that runs an op, a range chunk, a cleanup or an
+     extension's create, or is a worker, of any engine: a wait from there
+     sleeps rather than start unrelated ops nested in it. What it changes,
+     as for push_runs_ops: such an op sees dp_run_ctx.worker == -1 and the
+     waiting thread's state (its locks held while it waits, its
+     thread-locals); a wait may return up to one op's duration after its
+     condition came to hold; an op must never wait for something only the
+     thread that waits on its engine would do (without the helping, that
+     wait would block for ever anyway).
      Ranges (dp_parallel_for): data parallelism inside an op, or anywhere,
      on the same workers, with no second pool. The calling thread runs
      chunks; a CPU worker that finds no op to run (its deque, the shared
@@ -591,6 +618,11 @@ typedef struct dp_engine_desc {
                                  logs what is pending (as dp_engine_dump_pending
                                  writes it), then goes on waiting; 0: 10000,
                                  negative: never */
+    int no_wait_help;         /* 1: dp_wait_var / dp_wait_all on a threaded
+                                 engine with workers sleep instead of running
+                                 ready CPU ops on the waiting thread while the
+                                 workers are busy (see "the waiting thread"
+                                 under THREADING MODEL); default 0 */
 } dp_engine_desc;
 
 typedef struct dp_engine_stats {
@@ -612,7 +644,7 @@ typedef struct dp_engine_stats {
     uint64_t queue_lock_contended;  /* a pool's ready queue lock was held: the
                                        FIFO's take lock, or a priority pool's
                                        heap mutex (push or take)              */
-    uint64_t queue_busy_retries;    /* a worker found a push half done in a
+    uint64_t queue_busy_retries;    /* a taker found a push half done in a
                                        FIFO queue and had to look again       */
     uint64_t worker_wakeups;        /* sleeping workers woken (a system call
                                        each, by a push or a peer)             */
@@ -627,8 +659,9 @@ typedef struct dp_engine_stats {
     /* The CPU pools' ready queues (see >>queues), counted on every use, each
        by the thread that does it in a line of its own: */
     uint64_t queue_takes;           /* a FIFO pool's shared queue was taken
-                                       from under its take lock, by a worker
-                                       or a pushing thread (found an op or not) */
+                                       from under its take lock, by a worker,
+                                       a pushing thread, dp_run_ready or a
+                                       wait (found an op or not) */
     uint64_t deque_pushes;          /* ops a worker put in its own deque (made
                                        ready by an op it ran)                 */
     uint64_t deque_overflows;       /* ... that found it full and went to the
@@ -766,11 +799,15 @@ DP_API dp_result dp_opr_destroy(dp_engine *eng, dp_opr op);
    Returns DP_ERROR_OP_FAILED (and fills *failure) if var failed, then clears
    that variable's failure. From inside one of this engine's operations or
    their cleanups it returns DP_ERROR_IN_OPERATION (logged) instead of
-   deadlocking. On a threaded engine without CPU workers (cpu_worker_nthreads
-   = DP_NO_THREADS) every wait below runs ready CPU ops on the waiting thread
-   while what it waits for is not done, as dp_run_ready does (nothing else
-   would run them), and sleeps only while none is ready. Thread safety: any
-   thread (several may wait at once). */
+   deadlocking. On the threaded engines dp_wait_var and dp_wait_all run
+   ready CPU ops on the waiting thread while what they wait for is not done
+   and every CPU worker of a pool is busy, as dp_run_ready does ("the
+   waiting thread" under THREADING MODEL: only outside every op, chunk and
+   cleanup, not on a worker thread; desc.no_wait_help turns it off). Without
+   CPU workers (cpu_worker_nthreads = DP_NO_THREADS) every wait below, timed
+   ones too, runs ready CPU ops, as nothing else would, and sleeps only
+   while none is ready. Thread safety: any thread (several may wait at
+   once). */
 DP_API dp_result dp_wait_var(dp_engine *eng, dp_var var, dp_failure *failure);
 /* Blocks until every op pushed so far is done. Returns the first failure not
    yet reported and clears every variable's failure. Same deadlock rule and
@@ -820,7 +857,7 @@ DP_API dp_result dp_wait_all_for(dp_engine *eng, uint32_t timeout_ms, dp_failure
    bitwise reproducible. Without it s = max(grain, ceil(n / (64 * threads))),
    threads being the pool's workers plus the caller (grain 0 counts as 1):
    coarser chunks when fewer threads can help.
-   fn must not wait for the engine's work (on a worker, as inside an op,
+   fn must not wait for the engine's work (on any thread, as inside an op,
    dp_wait_* return DP_ERROR_IN_OPERATION); it may push ops and call
    dp_parallel_for again. Nothing is allocated: the range's state lives on
    the caller's stack. Errors (each logged, nothing run): DP_ERROR_INVALID_ARGS
@@ -871,7 +908,7 @@ typedef struct dp_run_report {
    on the pusher" under THREADING MODEL: dp_run_ctx.worker is -1, the
    caller's locks are held while it runs). Made for cpu_worker_nthreads =
    DP_NO_THREADS, where nothing else runs CPU ops but the waits; with
-   workers it competes with them. Several threads may call it at once. The
+   workers it works beside them. Several threads may call it at once. The
    naive engine has nothing queued (it runs ops inside dp_push): DP_RUN_IDLE
    or DP_RUN_VAR_READY at once. A failed op's failure is reported by the
    waits, not here. To poll a variable without running anything, use
@@ -2329,7 +2366,7 @@ typedef struct dp__queue {
     dp__a64 lock_contended;        /* take_lock or m (heap) found held */
     dp__a64 busy_retries;          /* a take found a push half done */
     dp__a64 woken;                 /* sleepers woken (one system call each) */
-    dp__a64 outside_takes;         /* queue_takes by pushing threads (push_runs_ops) */
+    dp__a64 outside_takes;         /* queue_takes by other threads (push_runs_ops, callers) */
 } dp__queue;
 
 /* A worker's own ready ops in a FIFO pool: a bounded Chase-Lev deque (see
@@ -2357,6 +2394,7 @@ typedef struct dp__group {             /* a queue and the threads that serve it 
     dp__queue q;
     struct dp__worker *workers;
     int nworkers;
+    dp__a32 entered;                   /* workers that have reached their loop */
     char pad_range_[64];
     dp__aptr range_job[DP__RANGE_SLOTS];   /* ranges open for helpers (>>ranges) */
     char pad_range_end_[64];           /* whatever the group's alignment (malloc's 16
@@ -2544,6 +2582,9 @@ typedef struct dp__var {
 } dp__var;
 
 static DP__THREAD_LOCAL dp_engine *dp__tls_running;   /* engine whose op runs here */
+static DP__THREAD_LOCAL const dp_engine *dp__tls_ext_engine;   /* whose ext_mtx this thread holds (>>extensions) */
+static DP__THREAD_LOCAL const dp_extension *dp__tls_ext_making[DP_MAX_EXTENSIONS];
+static DP__THREAD_LOCAL int dp__tls_ext_depth;
 static DP__THREAD_LOCAL dp_engine *dp__tls_cleaning;  /* engine whose cleanup runs here */
 static DP__THREAD_LOCAL dp__worker *dp__tls_worker;
 static DP__THREAD_LOCAL dp__block *dp__tls_naive_head, *dp__tls_naive_tail;
@@ -4065,6 +4106,7 @@ static void dp__worker_main(void *arg) {
     dp_engine *eng = w->eng;
     dp__block *b;
     dp__tls_worker = w;
+    dp__fetch_add(&w->group->entered, 1, DP__SEQ_CST);   /* see dp__pool_all_busy */
     if (w->is_gpu) dp__gpu_worker_start(w);
     /* its own deque first (not spinning meanwhile: it is at work), then the
        search; each op, then whatever it made ready for us to run next */
@@ -4283,7 +4325,12 @@ DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *d) {
             if (dp__cas(&g->range_job[slot], &expect, (void *)&r, DP__SEQ_CST)) { dp__queue_nudge(&g->q); break; }
             r.job = NULL;
         }
-    dp__range_run(&r, NULL);
+    {   /* the caller's chunks count as inside an op, as a worker's do: fn's waits are refused */
+        dp_engine *prev = dp__tls_running;
+        if (!prev) dp__tls_running = eng;
+        dp__range_run(&r, NULL);
+        dp__tls_running = prev;
+    }
     if (slot < DP__RANGE_SLOTS) {
         int spins = 0;
         dp__store(&g->range_job[slot], DP__RANGE_CLOSED, DP__SEQ_CST);
@@ -5452,8 +5499,9 @@ DP__COLD static dp__waiter *dp__adopt_wait(dp_engine *eng, dp_var var, int zero_
     return taken;
 }
 /* >>callers: the threads that run ops of the threaded engines' CPU pools
-   besides their workers: dp_run_ready, and the waits of an engine whose CPU
-   pools have no workers (cpu_worker_nthreads = DP_NO_THREADS). They take
+   besides their workers: dp_run_ready, and the waits (dp__waits_help says
+   which: on every threaded engine unless desc.no_wait_help, always where
+   the CPU pools have no workers, cpu_worker_nthreads = DP_NO_THREADS). They take
    ready ops from the pools' shared queues as a pushing thread does with
    push_runs_ops (dp__pusher_run), so the same guarantees hold: never from
    inside one of the engine's ops (dp__check_not_in_op), only ops already
@@ -5464,13 +5512,25 @@ static dp__group *dp__cpu_pool(dp_engine *eng, int i) {
     if (eng->desc.type == DP_ENGINE_POOLED) return i ? NULL : eng->task_group;
     return i ? (dp__group *)dp__load(&eng->cpu_groups[i - 1], DP__ACQUIRE) : eng->prio_group;
 }
-/* A ready op of the CPU pools (of those without workers if pumped_only),
-   taken off its queue; NULL if none, with *busy set when a push was half
+/* Whether every worker of g is running an op: all have started, and none
+   is looking for work or asleep. A wait helps such a pool only (below):
+   while a worker is free the op is left to it, which starts it as soon,
+   keeps the ops a worker's completion makes ready on that worker's deque,
+   and leaves the waiting thread free to return the moment its condition
+   holds. */
+static int dp__pool_all_busy(dp__group *g) {
+    return dp__load(&g->entered, DP__SEQ_CST) == g->nworkers && dp__load(&g->q.spinning, DP__SEQ_CST) == 0
+        && dp__load(&g->q.sleepers, DP__SEQ_CST) == 0;
+}
+enum { DP__TAKE_ALL, DP__TAKE_PUMPED, DP__TAKE_BUSY_POOLS };
+/* A ready op of the CPU pools (which: of every pool, of those without
+   workers, or of those and the pools whose workers are all busy), taken
+   off its queue; NULL if none, with *busy set when a push was half
    done (look again). A pool without workers (a FIFO) is looked at by its
    tail too, not only dp__queue_peek: see dp__wait_help. Its tail alone is
    not enough either: a take that puts the stub back behind the last op can
    leave the tail at the stub with a later op at the head. */
-static dp__block *dp__caller_take(dp_engine *eng, int pumped_only, int *busy) {
+static dp__block *dp__caller_take(dp_engine *eng, int which, int *busy) {
     int i;
     for (i = 0; i <= DP__MAX_DEV; i++) {
         dp__group *g = dp__cpu_pool(eng, i);
@@ -5479,7 +5539,8 @@ static dp__block *dp__caller_take(dp_engine *eng, int pumped_only, int *busy) {
         /* a pool without workers is always tried under its take lock: a look
            without it could see the head as another taker left it a moment
            ago (a relaxed store) and call a queue with an op in it empty */
-        if (!g || (pumped_only && !g->q.pumped) || (!g->q.pumped && !dp__queue_peek(&g->q))) continue;
+        if (!g || (which == DP__TAKE_PUMPED && !g->q.pumped) || (!g->q.pumped && !dp__queue_peek(&g->q))) continue;
+        if (which == DP__TAKE_BUSY_POOLS && !g->q.pumped && !dp__pool_all_busy(g)) continue;
         if ((b = dp__queue_try_take(&g->q, &b_busy, &more, NULL)) != NULL) return b;
         *busy |= b_busy;
     }
@@ -5500,16 +5561,36 @@ static void dp__caller_run(dp_engine *eng, dp__block *b) {
     dp__tls_naive_head = head; dp__tls_naive_tail = tail;
     dp__tls_naive_draining = draining;
 }
-/* Whether eng's waits run ops: it has CPU pools without workers. */
-static int dp__waits_help(const dp_engine *eng) {
-    return eng->desc.type != DP_ENGINE_NAIVE && eng->desc.cpu_worker_nthreads == 0;
+/* Which ready ops eng's waits run on the waiting thread (bits):
+   DP__HELP_PUMPED  those of pools without workers (cpu_worker_nthreads =
+                    DP_NO_THREADS): nobody else would run them;
+   DP__HELP_ANY     also those of pools whose workers are all busy: while
+                    its condition does not hold, the waiting thread has a
+                    core to give (the default; desc.no_wait_help turns it
+                    off). Not for a timed wait: a caller that polls may
+                    feed, between its polls, the op it would be running.
+                    Not on the pooled engine with a GPU backend: its task
+                    pool has GPU ops, which would set the caller's device.
+                    Only on a thread that runs no op, chunk, cleanup or
+                    extension create and is no engine's worker: a wait
+                    from there does not start unrelated ops nested in it. */
+enum { DP__HELP_PUMPED = 1, DP__HELP_ANY = 2 };
+static int dp__waits_help(const dp_engine *eng, int timed) {
+    int pumped = eng->desc.type != DP_ENGINE_NAIVE && eng->desc.cpu_worker_nthreads == 0;
+    int any = eng->desc.type != DP_ENGINE_NAIVE && !eng->desc.no_wait_help && !timed
+              && !(eng->desc.type == DP_ENGINE_POOLED && eng->desc.gpu_backend)
+              && !dp__tls_running && !dp__tls_cleaning && !dp__tls_worker && !dp__tls_ext_depth;
+    return (pumped ? DP__HELP_PUMPED : 0) | (any ? DP__HELP_ANY : 0);
 }
 /* A wait whose condition does not hold yet, on an engine whose waits help
-   (counted in eng->nhelpers for the whole wait), with wait_mtx held: takes
-   a ready op of the pools without workers and runs it with wait_mtx
-   released, and returns 1 (also when a push was half done: it yields and
-   the caller looks again); or returns 0 when those pools are empty, and
-   the caller may sleep. A push is not missed: the wait counted itself
+   (helps: dp__waits_help's bits), with wait_mtx held: takes a ready op of
+   the pools it helps and runs it with wait_mtx released, and returns 1
+   (also when a push was half done: it yields and the caller looks again);
+   or returns 0 when those pools are empty, and the caller may sleep. A
+   wait that helps pools with workers may sleep through a push: a worker
+   runs that op. One that helps pools without workers (DP__HELP_PUMPED,
+   counted in eng->nhelpers for the whole wait) must not, and does not:
+   the wait counted itself
    before it looks at the queues here, and a push into such a pool swaps
    the tail before it reads the count (dp__pump_wake), all sequentially
    consistent; the push's broadcast takes wait_mtx, which the wait holds
@@ -5519,9 +5600,9 @@ static int dp__waits_help(const dp_engine *eng) {
    sequentially consistent; so a helping wait also sleeps at most
    DP__HELP_SLEEP_MS at a time and looks again. */
 #define DP__HELP_SLEEP_MS 5u
-DP__COLD static int dp__wait_help(dp_engine *eng) {
+DP__COLD static int dp__wait_help(dp_engine *eng, int helps) {
     int busy = 0;
-    dp__block *b = dp__caller_take(eng, 1, &busy);
+    dp__block *b = dp__caller_take(eng, (helps & DP__HELP_ANY) ? DP__TAKE_BUSY_POOLS : DP__TAKE_PUMPED, &busy);
     if (!b && !busy) return 0;
     dp__mutex_unlock(&eng->wait_mtx);
     if (b) dp__caller_run(eng, b); else dp__thread_yield();
@@ -5537,11 +5618,13 @@ DP__COLD static int dp__wait_help(dp_engine *eng) {
 DP__COLD static int dp__wait_step(dp_engine *eng, int helps, uint64_t deadline) {
     uint64_t now = 0;
     uint32_t ms;
+    int pumped;
     if (deadline != DP__FOREVER && (now = dp__now_ns()) >= deadline) return 1;
-    if (helps && dp__wait_help(eng)) return 0;
-    if (deadline == DP__FOREVER && !helps) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); return 0; }
+    if (helps && dp__wait_help(eng, helps)) return 0;
+    pumped = helps & DP__HELP_PUMPED;
+    if (deadline == DP__FOREVER && !pumped) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); return 0; }
     ms = deadline == DP__FOREVER ? DP__HELP_SLEEP_MS : (uint32_t)((deadline - now) / 1000000u) + 1u;
-    dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, helps && ms > DP__HELP_SLEEP_MS ? DP__HELP_SLEEP_MS : ms);
+    dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, pumped && ms > DP__HELP_SLEEP_MS ? DP__HELP_SLEEP_MS : ms);
     return 0;
 }
 /* Pushes a wait block for var and waits for its report, for at most
@@ -5580,7 +5663,7 @@ DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t time
         return r;
     }
 wait:
-    if ((helps = dp__waits_help(eng)) != 0) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
+    if ((helps = dp__waits_help(eng, timeout_ms != DP__FOREVER)) & DP__HELP_PUMPED) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
     dp__tls_own_wait = w;   /* a wait that runs ops may grant its block itself */
     dp__mutex_lock(&eng->wait_mtx);
     while (!w->done) {
@@ -5592,7 +5675,7 @@ wait:
     }
     dp__mutex_unlock(&eng->wait_mtx);
     dp__tls_own_wait = prev_own;
-    if (helps) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
+    if (helps & DP__HELP_PUMPED) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
     if (gave_up) return DP_ERROR_TIMEOUT;   /* w may be freed already */
     r = w->result;
     if (r != DP_OK && failure) *failure = w->failure;
@@ -5615,14 +5698,14 @@ DP__COLD static dp_result dp__wait_all(dp_engine *eng, uint64_t timeout_ms, dp_f
     int timed_out = 0, helps;
     if (!eng) return dp__null_arg(NULL, what, "engine");
     if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
-    if ((helps = dp__waits_help(eng)) != 0) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
+    if ((helps = dp__waits_help(eng, timeout_ms != DP__FOREVER)) & DP__HELP_PUMPED) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
     dp__mutex_lock(&eng->wait_mtx);
     dp__fetch_add(&eng->nwaiters_all, 1, DP__SEQ_CST);
     while (dp__load(&eng->done, DP__SEQ_CST) != dp__load(&eng->seq, DP__SEQ_CST))
         if (dp__wait_step(eng, helps, deadline)) { timed_out = 1; break; }
     dp__fetch_add(&eng->nwaiters_all, -1, DP__SEQ_CST);
     dp__mutex_unlock(&eng->wait_mtx);
-    if (helps) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
+    if (helps & DP__HELP_PUMPED) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);
     if (timed_out) return DP_ERROR_TIMEOUT;
     /* report the oldest unreported failure, then clear every failure (the
        list is released under the lock: the engine's own out-of-memory
@@ -5662,7 +5745,7 @@ DP__COLD DP_IMPL dp_result dp_run_ready(dp_engine *eng, const dp_run_desc *desc,
         }
         if (desc->max_ops && rep.ops_run >= desc->max_ops) { rep.stop = DP_RUN_MAX_OPS; break; }
         if (desc->budget_us && dp__now_ns() - start >= (uint64_t)desc->budget_us * 1000u) { rep.stop = DP_RUN_BUDGET; break; }
-        if ((b = dp__caller_take(eng, 0, &busy)) != NULL) { dp__caller_run(eng, b); rep.ops_run++; }
+        if ((b = dp__caller_take(eng, DP__TAKE_ALL, &busy)) != NULL) { dp__caller_run(eng, b); rep.ops_run++; }
         else if (busy) dp__cpu_relax();
         else break;   /* DP_RUN_IDLE */
     }
@@ -6907,9 +6990,6 @@ DP_IMPL dp_result dp_trace_write_html(dp_engine *eng, dp_trace_recorder *r, cons
    engine runs at once and that asks for one: the thread that holds ext_mtx
    then makes it without locking again, and only a create that asks for its
    own extension is refused (it would wait for itself). */
-static DP__THREAD_LOCAL const dp_engine *dp__tls_ext_engine;   /* whose ext_mtx this thread holds */
-static DP__THREAD_LOCAL const dp_extension *dp__tls_ext_making[DP_MAX_EXTENSIONS];
-static DP__THREAD_LOCAL int dp__tls_ext_depth;
 static void *dp__extension_find(dp_engine *eng, const dp_extension *ext) {
     int32_t i, n = dp__load(&eng->next_ext, DP__ACQUIRE);
     for (i = 0; i < n; i++) if (eng->ext[i].key == ext) return eng->ext[i].state;

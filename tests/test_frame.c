@@ -51,15 +51,17 @@ static int threads_before(void) {
     return c;
 }
 
-static dp_engine *make(dp_engine_type type, int workers, int prio, int copy) {
+static dp_engine *make_with(dp_engine_type type, int workers, int prio, int copy, int no_wait_help) {
     dp_engine_desc d;
     dp_engine *e = NULL;
     memset(&d, 0, sizeof d);
     d.type = type; d.ignore_env = 1; d.logger.func = quiet_logger;
     d.cpu_worker_nthreads = workers; d.cpu_priority_nthreads = prio; d.gpu_copy_nthreads = copy;
+    d.no_wait_help = no_wait_help;
     if (dp_engine_create(&d, &e) != DP_OK) return NULL;
     return e;
 }
+static dp_engine *make(dp_engine_type type, int workers, int prio, int copy) { return make_with(type, workers, prio, copy, 0); }
 
 /* ---- a frame's jobs ------------------------------------------------------
    NCHAIN chains of CHAIN_LEN dependent jobs, each job of a chain after the
@@ -461,7 +463,7 @@ static void test_no_priority_no_io_threads(void) {
     int t;
     for (t = 0; t < 2; t++) {
         int before = threads_before(), i;
-        dp_engine *e = make(types[t], 2, DP_NO_THREADS, DP_NO_THREADS);
+        dp_engine *e = make_with(types[t], 2, DP_NO_THREADS, DP_NO_THREADS, 1);   /* the waits do not help: every op on a worker */
         long val = 0, ref = 0;
         dp_var x;
         dp_engine_stats st;
@@ -569,9 +571,224 @@ static void test_helping_wait_inside_naive_op_grants_other_waits(void) {
     CHECK(dp_engine_destroy(g_e1, NULL) == DP_OK);
 }
 
+/* ---- the waiting thread helps (engines with workers) ------------------ */
+/* A blocker occupies the engine's only CPU worker until `release` is set;
+   the other ops count where they ran (dp_run_ctx.worker -1: the caller). */
+static int g_blocker_started, g_release, g_ran_on_caller, g_ran_on_worker, g_ran_total;
+static int blocker_op(dp_run_ctx *rc, void *arg) {
+    (void)rc; (void)arg;
+    __atomic_store_n(&g_blocker_started, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&g_release, __ATOMIC_ACQUIRE)) sched_yield();
+    return 0;
+}
+static int where_op(dp_run_ctx *rc, void *arg) {
+    (void)arg;
+    if (rc->worker < 0) __atomic_add_fetch(&g_ran_on_caller, 1, __ATOMIC_ACQ_REL);
+    else __atomic_add_fetch(&g_ran_on_worker, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch(&g_ran_total, 1, __ATOMIC_ACQ_REL);
+    return 0;
+}
+/* Releases the blocker after 10 s unless stopped first: a wait that does
+   not help then ends, and the test fails instead of hanging. */
+static int g_watchdog_stop;
+static void *watchdog(void *arg) {
+    int i;
+    (void)arg;
+    for (i = 0; i < 1000 && !__atomic_load_n(&g_watchdog_stop, __ATOMIC_ACQUIRE); i++) sleep_ms(10);
+    __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+static pthread_t start_watchdog(void) {
+    pthread_t t;
+    __atomic_store_n(&g_watchdog_stop, 0, __ATOMIC_RELEASE);
+    pthread_create(&t, NULL, watchdog, NULL);
+    return t;
+}
+static void stop_watchdog(pthread_t t) {
+    __atomic_store_n(&g_watchdog_stop, 1, __ATOMIC_RELEASE);
+    pthread_join(t, NULL);
+}
+static dp_engine *make_helping(dp_engine_type type, int no_wait_help) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.ignore_env = 1; d.logger.func = quiet_logger;
+    d.cpu_worker_nthreads = 1; d.cpu_priority_nthreads = 1; d.no_wait_help = no_wait_help;
+    if (dp_engine_create(&d, &e) != DP_OK) return NULL;
+    return e;
+}
+/* Pushes the blocker on its own variable and returns once a worker runs it. */
+static void start_blocker(dp_engine *e, dp_var v) {
+    dp_push_desc d;
+    memset(&d, 0, sizeof d);
+    __atomic_store_n(&g_blocker_started, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_release, 0, __ATOMIC_RELEASE);
+    g_ran_on_caller = g_ran_on_worker = g_ran_total = 0;
+    d.fn = blocker_op; d.writes = &v; d.num_writes = 1; d.name = "blocker";
+    CHECK(dp_push(e, &d) == DP_OK);
+    while (!__atomic_load_n(&g_blocker_started, __ATOMIC_ACQUIRE)) sched_yield();
+}
+static void push_where(dp_engine *e, dp_var v, int n) {
+    int i;
+    for (i = 0; i < n; i++) {
+        dp_push_desc d;
+        memset(&d, 0, sizeof d);
+        d.fn = where_op; d.writes = &v; d.num_writes = 1; d.name = "where";
+        CHECK(dp_push(e, &d) == DP_OK);
+    }
+}
+/* The one worker is busy: a wait finishes the queued ops on the waiting
+   thread (default), or sleeps with desc.no_wait_help until the worker is free. */
+static void waiting_thread_helps(dp_engine_type type) {
+    int off;
+    for (off = 0; off < 2; off++) {
+        dp_engine *e = make_helping(type, off);
+        dp_var busy, v, w;
+        if (!e) { CHECK(0); return; }
+        busy = dp_var_create(e); v = dp_var_create(e); w = dp_var_create(e);
+        CHECK(busy.id && v.id && w.id);
+        start_blocker(e, busy);
+        push_where(e, v, 50);
+        if (!off) {
+            pthread_t t = start_watchdog();
+            CHECK(dp_wait_var(e, v, NULL) == DP_OK);
+            CHECK(g_ran_on_caller == 50 && g_ran_on_worker == 0);
+            push_where(e, w, 20);
+            CHECK(dp_wait_var(e, w, NULL) == DP_OK);
+            CHECK(g_ran_on_caller == 70);         /* every op but the blocker ran here */
+            stop_watchdog(t);
+        } else {
+            CHECK(dp_wait_var_for(e, v, 100, NULL) == DP_ERROR_TIMEOUT);
+            CHECK(g_ran_total == 0);
+        }
+        __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        if (off) CHECK(g_ran_on_worker == 50 && g_ran_on_caller == 0);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+static void test_waiting_thread_helps_perdevice(void) { waiting_thread_helps(DP_ENGINE_PERDEVICE); }
+static void test_waiting_thread_helps_pooled(void) { waiting_thread_helps(DP_ENGINE_POOLED); }
+/* A wait stops helping as soon as what it waits for is done: ops queued
+   after it, on other variables, are left to the workers. */
+static void test_helping_wait_stops_when_done(void) {
+    dp_engine *e = make_helping(DP_ENGINE_PERDEVICE, 0);
+    dp_var busy, v, w;
+    if (!e) { CHECK(0); return; }
+    busy = dp_var_create(e); v = dp_var_create(e); w = dp_var_create(e);
+        CHECK(busy.id && v.id && w.id);
+    start_blocker(e, busy);
+    push_where(e, v, 1);
+    push_where(e, w, 30);
+    {
+        pthread_t t = start_watchdog();
+        CHECK(dp_wait_var(e, v, NULL) == DP_OK);
+        CHECK(g_ran_on_caller == 1);      /* v's op, the oldest, and nothing after it */
+        stop_watchdog(t);
+    }
+    __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(g_ran_total == 31);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* A wait from inside an op of another engine does not run unrelated ops
+   nested in that op: it sleeps (here until its timeout). */
+static int g_inner_result;
+static dp_engine *g_inner_engine;
+static int wait_other_engine_op(dp_run_ctx *rc, void *arg) {
+    (void)rc; (void)arg;
+    g_inner_result = dp_wait_all_for(g_inner_engine, 100, NULL);
+    return 0;
+}
+static void test_wait_inside_op_does_not_help(void) {
+    dp_engine *e = make_helping(DP_ENGINE_PERDEVICE, 0), *outer = make(DP_ENGINE_NAIVE, 0, 0, 0);
+    dp_var busy, v, o;
+    dp_push_desc d;
+    if (!e || !outer) { CHECK(0); return; }
+    busy = dp_var_create(e); v = dp_var_create(e); o = dp_var_create(outer);
+    CHECK(busy.id && v.id && o.id);
+    start_blocker(e, busy);
+    push_where(e, v, 5);
+    g_inner_engine = e;
+    memset(&d, 0, sizeof d);
+    d.fn = wait_other_engine_op; d.writes = &o; d.num_writes = 1; d.name = "waits on the other engine";
+    CHECK(dp_push(outer, &d) == DP_OK);    /* the naive engine runs it here, inside dp_push */
+    CHECK(g_inner_result == DP_ERROR_TIMEOUT && g_ran_total == 0);
+    __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+    CHECK(dp_wait_all(e, NULL) == DP_OK && g_ran_total == 5);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK && dp_engine_destroy(outer, NULL) == DP_OK);
+}
+
+/* A timed wait does not run ops: a caller that polls may feed, between its
+   polls, the very op it would run (here an op that spins until fed). */
+static int g_fed;
+static int spin_until_fed(dp_run_ctx *rc, void *arg) {
+    int i;
+    (void)arg;
+    for (i = 0; i < 1000 && !__atomic_load_n(&g_fed, __ATOMIC_ACQUIRE); i++) sleep_ms(2);   /* 2 s at least, if never fed */
+    if (rc->worker < 0) __atomic_add_fetch(&g_ran_on_caller, 1, __ATOMIC_ACQ_REL);
+    return 0;
+}
+static void test_timed_wait_does_not_help(void) {
+    dp_engine *e = make_helping(DP_ENGINE_PERDEVICE, 0);
+    dp_var busy, v;
+    dp_push_desc d;
+    int polls = 0;
+    if (!e) { CHECK(0); return; }
+    busy = dp_var_create(e); v = dp_var_create(e);
+    start_blocker(e, busy);
+    __atomic_store_n(&g_fed, 0, __ATOMIC_RELEASE);
+    memset(&d, 0, sizeof d);
+    d.fn = spin_until_fed; d.writes = &v; d.num_writes = 1; d.name = "consumer";
+    CHECK(dp_push(e, &d) == DP_OK);
+    while (dp_wait_var_for(e, v, 10, NULL) == DP_ERROR_TIMEOUT) {
+        if (++polls == 3) { __atomic_store_n(&g_fed, 1, __ATOMIC_RELEASE); __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE); }
+    }
+    __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);   /* also when a wait ran the consumer and it gave up */
+    CHECK(polls >= 3 && g_ran_on_caller == 0);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* While a worker is free, a wait leaves the ready ops to the workers: a
+   slow op pushed before the waited-for one runs on a worker, not on the
+   waiting thread (which would hold the wait for the slow op's time). */
+static int slow_op(dp_run_ctx *rc, void *arg) {
+    (void)arg;
+    sleep_ms(50);
+    if (rc->worker < 0) __atomic_add_fetch(&g_ran_on_caller, 1, __ATOMIC_ACQ_REL);
+    return 0;
+}
+static void test_wait_leaves_ops_to_idle_workers(void) {
+    int round;
+    dp_engine_desc desc;
+    dp_engine *e = NULL;
+    memset(&desc, 0, sizeof desc);
+    desc.type = DP_ENGINE_PERDEVICE; desc.ignore_env = 1; desc.logger.func = quiet_logger; desc.cpu_worker_nthreads = 2;
+    if (dp_engine_create(&desc, &e) != DP_OK) { CHECK(0); return; }
+    g_ran_on_caller = g_ran_on_worker = g_ran_total = 0;
+    for (round = 0; round < 5; round++) {
+        dp_var x = dp_var_create(e), v = dp_var_create(e);
+        dp_push_desc d;
+        memset(&d, 0, sizeof d);
+        d.fn = slow_op; d.writes = &x; d.num_writes = 1; d.name = "slow";
+        CHECK(dp_push(e, &d) == DP_OK);
+        push_where(e, v, 1);
+        CHECK(dp_wait_var(e, v, NULL) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+    }
+    CHECK(g_ran_on_caller == 0);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"a helping wait inside a naive engine's op runs the wait blocks it grants to other threads", test_helping_wait_inside_naive_op_grants_other_waits},
+        {"the waiting thread runs ready ops while the worker is busy; not with no_wait_help (per-device)", test_waiting_thread_helps_perdevice},
+        {"the waiting thread runs ready ops while the worker is busy; not with no_wait_help (pooled)", test_waiting_thread_helps_pooled},
+        {"a helping wait stops as soon as its variable is ready", test_helping_wait_stops_when_done},
+        {"a wait inside another engine's op does not run ops nested in it", test_wait_inside_op_does_not_help},
+        {"a timed wait runs no ops (a poller may feed the op it would run)", test_timed_wait_does_not_help},
+        {"a wait leaves ready ops to idle workers", test_wait_leaves_ops_to_idle_workers},
         {"frame loop: per-device engine without threads, 60 frames pumped with a 2 ms budget", test_frame_loop_perdevice},
         {"frame loop: pooled engine without threads, 60 frames pumped with a 2 ms budget", test_frame_loop_pooled},
         {"no workers: the waits and destroy run the ops (per-device)", test_waits_run_ops_perdevice},

@@ -263,13 +263,19 @@ static void test_push_runs_ops_not_inside_an_op(void) {
    and the documented contract names only dp_push and dp_opr_push. Both
    workers are held, the backlog is past the pacing threshold with ready
    ops queued, and the wait (then the deletion) is the 64th waiting push in
-   a row: the point where a push would run ops. */
+   a row: the point where a push would run ops. The waits' own helping
+   (desc.no_wait_help = 0, test_frame) is turned off here: it runs queued
+   ops by design, counted in caller_ran, not pusher_ran. */
 static void wait_and_delete_run_no_ops(dp_engine_type type) {
-    dp_engine *e = make(type, 2, 1);
+    dp_engine_desc desc;
+    dp_engine *e = NULL;
     dp_var busy[2], y;
     dp_engine_stats s;
     int i;
-    CHECK(e != NULL);
+    memset(&desc, 0, sizeof desc);
+    desc.type = type; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1; desc.logger.func = quiet_logger;
+    desc.push_runs_ops = 1; desc.no_wait_help = 1;
+    CHECK(dp_engine_create(&desc, &e) == DP_OK);
     if (!e) return;
     __atomic_store_n(&g_release, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&g_busy, 0, __ATOMIC_RELEASE);
