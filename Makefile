@@ -64,7 +64,7 @@ TESTS := test_engine test_scheduling test_stealing test_range test_engine_pthrea
          test_engine_cxx test_engine_no_ndarray test_ndarray test_ndarray_cxx \
          test_autograd test_autograd_cxx test_memory_plan test_symbol make_parse \
          test_files test_inflate_zlib test_kernels_exact test_invoke test_kvstore test_kvstore_cxx \
-         test_frame test_frame_pthreads
+         test_frame test_frame_pthreads test_gemm test_gemm_cxx
 # the check scripts make test runs after them (each prints its own
 # "name: N passed, M failed" line), and the programs the scripts run
 CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh tests/readme_check.sh \
@@ -76,9 +76,9 @@ EXAMPLES := walkthrough make_example ndarray_example custom_op_example train_dig
 CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff operators_doc
 # under the sanitizers (make tsan, make asan): the unit tests, and
 # examples/make.c run by examples/make_demo/check.sh
-TSAN_TESTS := $(addsuffix _tsan,test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame)
+TSAN_TESTS := $(addsuffix _tsan,test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame test_gemm)
 ASAN_TESTS := $(addsuffix _asan,test_engine test_range test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
-                                 test_files test_invoke test_kvstore test_kernels_exact make_parse test_frame) \
+                                 test_files test_invoke test_kvstore test_kernels_exact make_parse test_frame test_gemm) \
               test_engine_asan_pthreads test_stealing_asan_pthreads
 
 # White-box programs: they read the implementation's private (static) dp__
@@ -92,9 +92,10 @@ ASAN_TESTS := $(addsuffix _asan,test_engine test_range test_ndarray test_autogra
 #   test_inflate_zlib   the inflater and deflater against zlib
 #   test_kernels_exact  float16 conversions (dp__half_from_float, ...)
 #   numpy_diff          stores results by dtype (dp__store_elem)
+#   test_gemm           the portable GEMM kernel on any CPU (dp__gemm2_*), the updates' reference (dp__opt_step)
 #   fuzz_npz, fuzz_inflate  CRC and inflater (dp__crc, dp__inflate)
 WHITEBOX := test_stealing test_memory_plan test_symbol test_files test_inflate_zlib test_kernels_exact \
-            numpy_diff fuzz_npz fuzz_inflate
+            test_gemm numpy_diff fuzz_npz fuzz_inflate
 
 # the programs whose source is not tests/<name>.c, and their extra flags
 SRC_walkthrough       := examples/walkthrough.c
