@@ -25,7 +25,7 @@ endif
 MAKEFLAGS += -r
 .SUFFIXES:
 
-.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale clean
+.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale bench-gemm bench-kernels clean
 
 # ---- the implementation, compiled once per configuration ------------------
 # tests/impl/depeng_impl.c is depeng.h's implementation alone. build/impl/
@@ -256,6 +256,21 @@ $(B)/bench_gpu_emul: bench/gpu_emul.c bench/common.h $(B)/impl/bench.o $(HEADERS
 bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_tbb $(B)/bench_ndarray $(B)/bench_gpu_emul $(B)/bench_symbolic
 bench-deps:
 	bench/deps.sh
+# the GEMM against OpenBLAS and the optimizer updates against memcpy
+# (bench/README.md, "GEMM and the kernels"); each driver includes the
+# implementation itself (it times private loops), OpenBLAS where pkg-config
+# finds it, else a named SKIP. BENCH_ROUNDS rounds, alternated.
+BENCH_ROUNDS ?= 3
+$(B)/bench_gemm: bench/gemm.c bench/common.h $(HEADERS) | $(B)
+	@if pkg-config --exists openblas 2>/dev/null; then \
+	  set -x; $(CC) $(BENCH_CFLAGS) -DBENCH_HAVE_CBLAS $$(pkg-config --cflags openblas) $< -o $@ $$(pkg-config --libs openblas) $(LIBS); \
+	else set -x; $(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS); fi
+$(B)/bench_kernels: bench/kernels.c bench/common.h $(HEADERS) | $(B)
+	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+bench-gemm: $(B)/bench_gemm
+	$(B)/bench_gemm $(BENCH_ROUNDS) 1 2
+bench-kernels: $(B)/bench_kernels
+	$(B)/bench_kernels $(BENCH_ROUNDS)
 # contention counters with 2, 4, 8 and 16 CPU workers (bench/README.md, many cores)
 bench-scale: $(B)/bench_depeng
 	bench/scale.sh $(B)/bench_depeng

@@ -12423,6 +12423,9 @@ DP__GEMM_DEFINE(double, f64)
 #define DP__GEMM2_MR 6
 #define DP__GEMM2_KC 256          /* depth of a slice: the A block MC x KC stays in L2 */
 #define DP__GEMM2_NC 4096         /* columns packed at once */
+#ifndef DP__GEMM2_MC
+#  define DP__GEMM2_MC 384         /* bytes x rows of a tile: 96 float / 48 double rows, 96 KiB of A at KC */
+#endif
 #define DP__GEMM2_PAR_MIN (1 << 18)   /* m n k from which the range loop is used */
 #define DP__GEMM2_TILES 16        /* tiles aimed at per slice (fixed: not the thread count) */
 
@@ -12493,22 +12496,36 @@ static void dp__gemm2_pack_##SUF(int64_t begin, int64_t end, void *user) {      
     for (it = begin; it < end; it++) {                                                                        \
         if (it < j->slivers) {                                                                                \
             const int64_t r0 = it * DP__GEMM2_MR, mr = dp__gemm_min(DP__GEMM2_MR, j->m - r0);                 \
-            const T *src = j->a + r0 * j->a_rs + j->pc * j->a_cs;                                             \
+            const int64_t rs = j->a_rs, cs = j->a_cs;                                                         \
+            const T *src = j->a + r0 * rs + j->pc * cs;                                                       \
             T *out = j->a_pack + it * DP__GEMM2_MR * j->lanes * j->kc;                                        \
+            if (mr == DP__GEMM2_MR && j->lanes == 1) {          /* the common case, unrolled */               \
+                for (p = 0; p < j->kc; p++, out += DP__GEMM2_MR, src += cs) {                                 \
+                    out[0] = src[0]; out[1] = src[rs]; out[2] = src[2 * rs];                                  \
+                    out[3] = src[3 * rs]; out[4] = src[4 * rs]; out[5] = src[5 * rs];                         \
+                }                                                                                             \
+                continue;                                                                                     \
+            }                                                                                                 \
             for (p = 0; p < j->kc; p++)                                                                       \
                 for (i = 0; i < DP__GEMM2_MR; i++) {                                                          \
-                    const T v = i < mr ? src[i * j->a_rs + p * j->a_cs] : (T)0;                               \
+                    const T v = i < mr ? src[i * rs + p * cs] : (T)0;                                         \
                     for (l = 0; l < j->lanes; l++) *out++ = v;                                                \
                 }                                                                                             \
         } else {                                                                                              \
             const int64_t c0 = (it - j->slivers) * j->nr, w = dp__gemm_min(j->nr, j->nc - c0);                \
-            const T *src = j->b + j->pc * j->b_rs + (j->jc + c0) * j->b_cs;                                   \
-            T *out = j->b_pack + (it - j->slivers) * j->nr * j->kc;                                           \
-            for (p = 0; p < j->kc; p++, out += j->nr) {                                                       \
-                const T *row = src + p * j->b_rs;                                                             \
-                if (j->b_cs == 1 && w == j->nr) memcpy(out, row, sizeof(T) * (size_t)w);                      \
-                else for (i = 0; i < j->nr; i++) out[i] = i < w ? row[i * j->b_cs] : (T)0;                    \
-            }                                                                                                 \
+            const int64_t rs = j->b_rs, cs = j->b_cs, nr = j->nr;                                             \
+            const T *src = j->b + j->pc * rs + (j->jc + c0) * cs;                                             \
+            T *out = j->b_pack + (it - j->slivers) * nr * j->kc;                                              \
+            if (w == nr && cs == 1 && nr == 16)                 /* constant sizes: inlined moves */           \
+                for (p = 0; p < j->kc; p++, out += 16, src += rs) memcpy(out, src, 16 * sizeof(T));           \
+            else if (w == nr && cs == 1 && nr == 8)                                                           \
+                for (p = 0; p < j->kc; p++, out += 8, src += rs) memcpy(out, src, 8 * sizeof(T));             \
+            else if (w == nr && rs == 1)                        /* B transposed: read each column in order */ \
+                for (i = 0; i < nr; i++)                                                                      \
+                    for (p = 0; p < j->kc; p++) out[p * nr + i] = src[i * cs + p];                            \
+            else                                                                                              \
+                for (p = 0; p < j->kc; p++, out += nr)                                                        \
+                    for (i = 0; i < nr; i++) out[i] = i < w ? src[p * rs + i * cs] : (T)0;                    \
         }                                                                                                     \
     }                                                                                                         \
 }                                                                                                             \
@@ -12558,7 +12575,7 @@ static void dp__gemm2_##SUF(dp_engine *eng, int simd, int ta, int tb, int64_t m,
     if (k <= 0 || alpha == (T)0) { dp__gemm_scale_##SUF(m, n, beta, c, ldc); return; }                       \
     memset(&j, 0, sizeof j);                                                                                  \
     j.kernel = dp__gemm_kernel_##SUF; j.nr = DP__GEMM_NR(T); j.lanes = DP__GEMM_LANES(T);                     \
-    j.mc = sizeof(T) == 4 ? 96 : 48;                                                                          \
+    j.mc = DP__GEMM2_MC / (int64_t)sizeof(T);                                                                 \
     (void)simd;                                                                                               \
     DP__GEMM2_PICK_##SUF                                                                                      \
     j.m = m; j.n = n; j.k = k; j.alpha = alpha; j.a = a; j.b = b; j.c = c; j.ldc = ldc;                       \
@@ -12822,34 +12839,37 @@ static int dp__infer_update(const dp_params *p, int nin, const dp_shape *is, con
 #else
 #  define DP__VEC_LOOPS
 #endif
-#define DP__UPDATE_LOOPS(T, SUF, SQRT)                                                                          \
-DP__VEC_LOOPS static void dp__upd_sgd_##SUF(int64_t n, T *w, const T *g, const T *p) {                          \
+#define DP__UPDATE_LOOPS(T, SUF, SQRT, ATTR)                                                                     \
+DP__VEC_LOOPS ATTR static void dp__upd_sgd_##SUF(int64_t n, T *w, const T *g, const T *p) {                          \
     const T lr = p[0], wd = p[1], rs = p[2], clip = p[3];                                                       \
     int64_t i;                                                                                                  \
     for (i = 0; i < n; i++) {                                                                                   \
         T gi = g[i] * rs;                                                                                       \
-        gi = gi < -clip ? -clip : gi > clip ? clip : gi;                                                        \
+        gi = -clip > gi ? -clip : gi;   /* one max and one min, NaN kept */                                     \
+        gi = clip < gi ? clip : gi;                                                                             \
         w[i] = w[i] - lr * (gi + wd * w[i]);                                                                    \
     }                                                                                                           \
 }                                                                                                               \
-DP__VEC_LOOPS static void dp__upd_sgd_mom_##SUF(int64_t n, T *w, const T *g, T *mom, const T *p) {              \
+DP__VEC_LOOPS ATTR static void dp__upd_sgd_mom_##SUF(int64_t n, T *w, const T *g, T *mom, const T *p) {              \
     const T lr = p[0], wd = p[1], rs = p[2], clip = p[3], momentum = p[4];                                      \
     int64_t i;                                                                                                  \
     for (i = 0; i < n; i++) {                                                                                   \
         T gi = g[i] * rs, m;                                                                                    \
-        gi = gi < -clip ? -clip : gi > clip ? clip : gi;                                                        \
+        gi = -clip > gi ? -clip : gi;   /* one max and one min, NaN kept */                                     \
+        gi = clip < gi ? clip : gi;                                                                             \
         m = momentum * mom[i] - lr * (gi + wd * w[i]);                                                          \
         mom[i] = m;                                                                                             \
         w[i] = w[i] + m;                                                                                        \
     }                                                                                                           \
 }                                                                                                               \
-DP__VEC_LOOPS static void dp__upd_adam_##SUF(int64_t n, T *w, const T *g, T *mean, T *var, const T *p) {        \
+DP__VEC_LOOPS ATTR static void dp__upd_adam_##SUF(int64_t n, T *w, const T *g, T *mean, T *var, const T *p) {        \
     const T lr = p[0], wd = p[1], rs = p[2], clip = p[3], b1 = p[4], b2 = p[5], eps = p[6];                     \
     const T c1 = p[7], c2 = p[8];                                                                               \
     int64_t i;                                                                                                  \
     for (i = 0; i < n; i++) {                                                                                   \
         T gi = g[i] * rs + wd * w[i], m, v;                                                                     \
-        gi = gi < -clip ? -clip : gi > clip ? clip : gi;                                                        \
+        gi = -clip > gi ? -clip : gi;   /* one max and one min, NaN kept */                                     \
+        gi = clip < gi ? clip : gi;                                                                             \
         m = b1 * mean[i] + c1 * gi;                                                                             \
         v = b2 * var[i] + c2 * gi * gi;                                                                         \
         mean[i] = m;                                                                                            \
@@ -12857,8 +12877,38 @@ DP__VEC_LOOPS static void dp__upd_adam_##SUF(int64_t n, T *w, const T *g, T *mea
         w[i] = w[i] - lr * m / (SQRT(v) + eps);                                                                 \
     }                                                                                                           \
 }
-DP__UPDATE_LOOPS(float, f32, sqrtf)
-DP__UPDATE_LOOPS(double, f64, sqrt)
+DP__UPDATE_LOOPS(float, f32, sqrtf, )
+DP__UPDATE_LOOPS(double, f64, sqrt, )
+#ifdef DP__GEMM_X86
+/* The same loops in 256-bit vectors for CPUs with AVX2 (picked when run).
+   Not FMA: gcc may contract a * b + c into one rounding where FMA is
+   allowed, and the results must not depend on the CPU's features. */
+DP__UPDATE_LOOPS(float, f32_avx2, sqrtf, __attribute__((target("avx2"))))
+DP__UPDATE_LOOPS(double, f64_avx2, sqrt, __attribute__((target("avx2"))))
+#  define DP__UPD_CALL(NAME, ARGS) do { if (dp__cpu_avx2_fma()) NAME##_avx2 ARGS; else NAME ARGS; } while (0)
+/* gcc vectorises no sqrt that may set errno, whatever the function's
+   optimize attribute says: Adam's float32 loop is written out. Every
+   operation as in the loop above, in its order, so the bits are the same. */
+__attribute__((target("avx2"))) static void dp__upd_adam_f32_avx2v(int64_t n, float *w, const float *g, float *mean, float *var, const float *p) {
+    const __m256 lr = _mm256_set1_ps(p[0]), wd = _mm256_set1_ps(p[1]), rs = _mm256_set1_ps(p[2]), clip = _mm256_set1_ps(p[3]);
+    const __m256 nclip = _mm256_set1_ps(-p[3]), b1 = _mm256_set1_ps(p[4]), b2 = _mm256_set1_ps(p[5]), eps = _mm256_set1_ps(p[6]);
+    const __m256 c1 = _mm256_set1_ps(p[7]), c2 = _mm256_set1_ps(p[8]);
+    int64_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 wi = _mm256_loadu_ps(w + i), gi, m, v;
+        gi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(g + i), rs), _mm256_mul_ps(wd, wi));
+        gi = _mm256_min_ps(clip, _mm256_max_ps(nclip, gi));     /* (a > b ? a : b), NaN gi kept */
+        m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(mean + i)), _mm256_mul_ps(c1, gi));
+        v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(var + i)), _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
+        _mm256_storeu_ps(mean + i, m);
+        _mm256_storeu_ps(var + i, v);
+        _mm256_storeu_ps(w + i, _mm256_sub_ps(wi, _mm256_div_ps(_mm256_mul_ps(lr, m), _mm256_add_ps(_mm256_sqrt_ps(v), eps))));
+    }
+    dp__upd_adam_f32_avx2(n - i, w + i, g + i, mean + i, var + i, p);
+}
+#else
+#  define DP__UPD_CALL(NAME, ARGS) NAME ARGS
+#endif
 /* One chunk of an update, [begin, end) (a dp_range_fn). */
 typedef struct dp__upd_job {
     int kind;
@@ -12874,15 +12924,18 @@ static void dp__upd_range(int64_t begin, int64_t end, void *user) {
     if (j->t == DP_FLOAT32) {
         float *w = (float *)j->w + begin, *s1 = j->s1 ? (float *)j->s1 + begin : NULL, *s2 = j->s2 ? (float *)j->s2 + begin : NULL;
         const float *g = (const float *)j->g + begin;
-        if (j->kind == DP__OPT_SGD) dp__upd_sgd_f32(n, w, g, j->pf);
-        else if (j->kind == DP__OPT_SGD_MOM) dp__upd_sgd_mom_f32(n, w, g, s1, j->pf);
+        if (j->kind == DP__OPT_SGD) DP__UPD_CALL(dp__upd_sgd_f32, (n, w, g, j->pf));
+        else if (j->kind == DP__OPT_SGD_MOM) DP__UPD_CALL(dp__upd_sgd_mom_f32, (n, w, g, s1, j->pf));
+#ifdef DP__GEMM_X86
+        else if (dp__cpu_avx2_fma()) dp__upd_adam_f32_avx2v(n, w, g, s1, s2, j->pf);
+#endif
         else dp__upd_adam_f32(n, w, g, s1, s2, j->pf);
     } else {
         double *w = (double *)j->w + begin, *s1 = j->s1 ? (double *)j->s1 + begin : NULL, *s2 = j->s2 ? (double *)j->s2 + begin : NULL;
         const double *g = (const double *)j->g + begin;
-        if (j->kind == DP__OPT_SGD) dp__upd_sgd_f64(n, w, g, j->pd);
-        else if (j->kind == DP__OPT_SGD_MOM) dp__upd_sgd_mom_f64(n, w, g, s1, j->pd);
-        else dp__upd_adam_f64(n, w, g, s1, s2, j->pd);
+        if (j->kind == DP__OPT_SGD) DP__UPD_CALL(dp__upd_sgd_f64, (n, w, g, j->pd));
+        else if (j->kind == DP__OPT_SGD_MOM) DP__UPD_CALL(dp__upd_sgd_mom_f64, (n, w, g, s1, j->pd));
+        else DP__UPD_CALL(dp__upd_adam_f64, (n, w, g, s1, s2, j->pd));
     }
 }
 /* Element-wise kernels split their work over the engine's range loop from
@@ -12890,8 +12943,8 @@ static void dp__upd_range(int64_t begin, int64_t end, void *user) {
    in chunks of DP__PAR_GRAIN, fixed by n alone: each element is computed
    the same way in any chunk, so results are bitwise the same at any worker
    count. */
-#define DP__PAR_MIN (1 << 16)
-#define DP__PAR_GRAIN (1 << 14)
+#define DP__PAR_MIN (1 << 17)
+#define DP__PAR_GRAIN (1 << 15)
 /* Runs fn over [0, n) on k's engine's range loop when n is large enough and
    k runs on an engine, else on the calling thread. */
 static void dp__kernel_range(const dp_kernel_ctx *k, int64_t n, dp_range_fn fn, void *user) {
