@@ -12473,6 +12473,50 @@ DP__TARGET_AVX2 static void dp__gemm_avx2_f64(int64_t kc, const double *a, const
 }
 #undef DP__AVX_ROW
 #undef DP__AVX_STORE
+/* 8x8 float transpose: column q of rows r0..r7 into o[q]. */
+#define DP__AVX_TRANSPOSE8(r, o)                                                                              \
+    { __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);                        \
+      __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);                        \
+      __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);                        \
+      __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);                        \
+      __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);                      \
+      __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);                      \
+      __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);                      \
+      __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);                      \
+      o[0] = _mm256_permute2f128_ps(u0, u4, 0x20); o[1] = _mm256_permute2f128_ps(u1, u5, 0x20);               \
+      o[2] = _mm256_permute2f128_ps(u2, u6, 0x20); o[3] = _mm256_permute2f128_ps(u3, u7, 0x20);               \
+      o[4] = _mm256_permute2f128_ps(u0, u4, 0x31); o[5] = _mm256_permute2f128_ps(u1, u5, 0x31);               \
+      o[6] = _mm256_permute2f128_ps(u2, u6, 0x31); o[7] = _mm256_permute2f128_ps(u3, u7, 0x31); }
+/* Packing by 8x8 transposes where the source runs along k: a B panel of
+   16 columns stored as rows (B transposed: column i at src + i cs), and an
+   A sliver of 6 rows (A not transposed: row i at src + i rs). The packed
+   layouts are the scalar loops' (dp__gemm2_pack_*): out[p * 16 + i] and
+   out[p * 6 + i]; a tail of kc % 8 is left to the caller. */
+DP__TARGET_AVX2 static int64_t dp__pack_rows16_avx2(const float *src, int64_t cs, int64_t kc, float *out) {
+    int64_t p, h, q;
+    for (p = 0; p + 8 <= kc; p += 8)
+        for (h = 0; h < 16; h += 8) {
+            __m256 r[8], o[8];
+            for (q = 0; q < 8; q++) r[q] = _mm256_loadu_ps(src + (h + q) * cs + p);
+            DP__AVX_TRANSPOSE8(r, o)
+            for (q = 0; q < 8; q++) _mm256_store_ps(out + (p + q) * 16 + h, o[q]);
+        }
+    return p;
+}
+DP__TARGET_AVX2 static int64_t dp__pack_rows6_avx2(const float *src, int64_t rs, int64_t kc, float *out) {
+    const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+    int64_t p, q;
+    for (p = 0; p + 8 <= kc; p += 8) {
+        __m256 r[8], o[8];
+        for (q = 0; q < 6; q++) r[q] = _mm256_loadu_ps(src + q * rs + p);
+        r[6] = r[7] = _mm256_setzero_ps();
+        DP__AVX_TRANSPOSE8(r, o)
+        /* 6 of each 8 lanes: the masked store keeps the next sliver's bytes */
+        for (q = 0; q < 8; q++) _mm256_maskstore_ps(out + (p + q) * 6, six, o[q]);
+    }
+    return p;
+}
+#undef DP__AVX_TRANSPOSE8
 /* Whether this CPU runs the AVX2 kernels (gcc's and clang's CPU check). */
 static int dp__cpu_avx2_fma(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #endif
@@ -12500,7 +12544,9 @@ static void dp__gemm2_pack_##SUF(int64_t begin, int64_t end, void *user) {      
             const T *src = j->a + r0 * rs + j->pc * cs;                                                       \
             T *out = j->a_pack + it * DP__GEMM2_MR * j->lanes * j->kc;                                        \
             if (mr == DP__GEMM2_MR && j->lanes == 1) {          /* the common case, unrolled */               \
-                for (p = 0; p < j->kc; p++, out += DP__GEMM2_MR, src += cs) {                                 \
+                p = 0;                                                                                        \
+                DP__GEMM2_PACK_A6_##SUF                                                                       \
+                for (; p < j->kc; p++, out += DP__GEMM2_MR, src += cs) {                                      \
                     out[0] = src[0]; out[1] = src[rs]; out[2] = src[2 * rs];                                  \
                     out[3] = src[3 * rs]; out[4] = src[4 * rs]; out[5] = src[5 * rs];                         \
                 }                                                                                             \
@@ -12520,9 +12566,12 @@ static void dp__gemm2_pack_##SUF(int64_t begin, int64_t end, void *user) {      
                 for (p = 0; p < j->kc; p++, out += 16, src += rs) memcpy(out, src, 16 * sizeof(T));           \
             else if (w == nr && cs == 1 && nr == 8)                                                           \
                 for (p = 0; p < j->kc; p++, out += 8, src += rs) memcpy(out, src, 8 * sizeof(T));             \
-            else if (w == nr && rs == 1)                        /* B transposed: read each column in order */ \
+            else if (w == nr && rs == 1) {                      /* B transposed: read each column in order */ \
+                int64_t p0 = 0;                                                                               \
+                DP__GEMM2_PACK_B16_##SUF                                                                      \
                 for (i = 0; i < nr; i++)                                                                      \
-                    for (p = 0; p < j->kc; p++) out[p * nr + i] = src[i * cs + p];                            \
+                    for (p = p0; p < j->kc; p++) out[p * nr + i] = src[i * cs + p];                           \
+            }                                                                                                 \
             else                                                                                              \
                 for (p = 0; p < j->kc; p++, out += nr)                                                        \
                     for (i = 0; i < nr; i++) out[i] = i < w ? src[p * rs + i * cs] : (T)0;                    \
@@ -12611,12 +12660,18 @@ static void dp__gemm2_##SUF(dp_engine *eng, int simd, int ta, int tb, int64_t m,
 }
 
 #ifdef DP__GEMM_X86
+#  define DP__GEMM2_PACK_A6_f32 if (cs == 1 && j->kernel == dp__gemm_avx2_f32) { p = dp__pack_rows6_avx2(src, rs, j->kc, out); out += p * 6; src += p; }
+#  define DP__GEMM2_PACK_B16_f32 if (nr == 16 && j->kernel == dp__gemm_avx2_f32) p0 = dp__pack_rows16_avx2(src, cs, j->kc, out);
 #  define DP__GEMM2_PICK_f32 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f32; j.nr = 16; j.lanes = 1; }
 #  define DP__GEMM2_PICK_f64 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f64; j.nr = 8; j.lanes = 1; }
 #else
+#  define DP__GEMM2_PACK_A6_f32
+#  define DP__GEMM2_PACK_B16_f32
 #  define DP__GEMM2_PICK_f32
 #  define DP__GEMM2_PICK_f64
 #endif
+#define DP__GEMM2_PACK_A6_f64
+#define DP__GEMM2_PACK_B16_f64
 DP__GEMM2_DEFINE(float, f32)
 DP__GEMM2_DEFINE(double, f64)
 
