@@ -11150,6 +11150,24 @@ DP_IMPL void dp_nd_set_tag(dp_ndarray *a, void *tag, int index) {
     if (a) { a->tag = tag; a->tag_index = index; }
 }
 
+/* Element-wise kernels split their work over the engine's range loop from
+   this many elements on (below it one core is faster than waking helpers),
+   in chunks of DP__PAR_GRAIN, fixed by n alone: each element is computed
+   the same way in any chunk, so results are bitwise the same at any worker
+   count. */
+#define DP__PAR_MIN (1 << 17)
+#define DP__PAR_GRAIN (1 << 15)
+/* Runs fn over [0, n) on k's engine's range loop when n is large enough and
+   k runs on an engine, else on the calling thread. */
+static void dp__kernel_range(const dp_kernel_ctx *k, int64_t n, dp_range_fn fn, void *user) {
+    dp_engine *eng = k->rc ? k->rc->engine : NULL;
+    if (n >= DP__PAR_MIN && eng) {
+        dp_range_desc d;
+        d.n = n; d.grain = DP__PAR_GRAIN; d.fn = fn; d.user = user; d.deterministic = 1;
+        if (dp_parallel_for(eng, &d) == DP_OK) return;
+    }
+    if (n > 0) fn(0, n, user);
+}
 /* >>builtin operators -----------------------------------------------------------
    The element-wise math is one line per operator, in functions that nvcc
    also compiles for the device (DP__HD), so the CPU tests check the formulas
@@ -11248,13 +11266,40 @@ static int dp__scalar_int(const dp_kernel_ctx *k, dp__int_fn2 fi) {
     for (i = 0; i < n; i++) dp__store_int(y, yt, i, fi(dp__load_int(x, xt, i), s), k->req[0]);
     return 0;
 }
+/* The float32 fast paths' chunks (dp_range_fn): y[i] = f(a[i]),
+   f(a[i], s), or, in DP__BINARY_KERNEL, f(a[i], b[i]); y may be a or b. */
+typedef struct dp__ew_job {
+    const float *a, *b;
+    float *y;
+    double (*f1)(double);
+    double (*f2)(double, double);
+    double s;
+} dp__ew_job;
+static void dp__ew_unary_range(int64_t begin, int64_t end, void *user) {
+    const dp__ew_job *j = (const dp__ew_job *)user;
+    const float *a = j->a;
+    float *y = j->y;
+    double (*f)(double) = j->f1;
+    int64_t i;
+    for (i = begin; i < end; i++) y[i] = (float)f(a[i]);
+}
+static void dp__ew_scalar_range(int64_t begin, int64_t end, void *user) {
+    const dp__ew_job *j = (const dp__ew_job *)user;
+    const float *a = j->a;
+    float *y = j->y;
+    double (*f)(double, double) = j->f2, s = j->s;
+    int64_t i;
+    for (i = begin; i < end; i++) y[i] = (float)f(a[i], s);
+}
 static int dp__unary_apply(const dp_kernel_ctx *k, double (*f)(double), dp__int_fn1 fi) {
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
     dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
     if (xt == DP_FLOAT32 && yt == DP_FLOAT32 && k->req[0] != DP_REQ_ADD && k->req[0] != DP_REQ_NULL) {
-        for (i = 0; i < n; i++) ((float *)y)[i] = (float)f(((const float *)x)[i]);   /* the common case, no dispatch */
+        dp__ew_job j;                                       /* the common case, no dispatch */
+        j.a = (const float *)x; j.b = NULL; j.y = (float *)y; j.f1 = f; j.f2 = NULL; j.s = 0;
+        dp__kernel_range(k, n, dp__ew_unary_range, &j);
         return 0;
     }
     if (fi && dp__dtype_is_int(xt) && dp__dtype_is_int(yt)) return dp__unary_int(k, fi);
@@ -11272,7 +11317,9 @@ static int dp__scalar_apply(const dp_kernel_ctx *k, double (*f)(double, double),
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
     if (fi && dp__dtype_is_int(xt) && dp__dtype_is_int(yt) && dp__double_is_int64(k->scalar)) return dp__scalar_int(k, fi);
     if (xt == DP_FLOAT32 && yt == DP_FLOAT32 && k->req[0] != DP_REQ_ADD && k->req[0] != DP_REQ_NULL) {
-        for (i = 0; i < n; i++) ((float *)y)[i] = (float)f(((const float *)x)[i], k->scalar);   /* as dp__unary_apply's */
+        dp__ew_job j;                                       /* as dp__unary_apply's */
+        j.a = (const float *)x; j.b = NULL; j.y = (float *)y; j.f1 = NULL; j.f2 = f; j.s = k->scalar;
+        dp__kernel_range(k, n, dp__ew_scalar_range, &j);
         return 0;
     }
     for (i = 0; i < n; i++) dp__store_elem(y, yt, i, f(dp__load_elem(x, xt, i), k->scalar), k->req[0]);
@@ -11402,12 +11449,20 @@ static int dp__binary_f32_flat(const dp_kernel_ctx *k) {
     return dp_nd_dtype(k->outputs[0]) == DP_FLOAT32 && k->req[0] == DP_REQ_WRITE
         && dp_shape_size(dp_nd_shape(k->inputs[0])) == n && dp_shape_size(dp_nd_shape(k->inputs[1])) == n;
 }
-#define DP__BINARY_KERNEL(name, doc) static int dp__k_##name(const dp_kernel_ctx *k) { \
+#define DP__BINARY_KERNEL(name, doc) \
+    static void dp__r_##name(int64_t begin, int64_t end, void *user) { \
+        const dp__ew_job *j = (const dp__ew_job *)user; \
+        const float *a = j->a, *b = j->b; \
+        float *y = j->y; \
+        int64_t i; \
+        for (i = begin; i < end; i++) y[i] = (float)dp__f_##name(a[i], b[i]); \
+    } \
+    static int dp__k_##name(const dp_kernel_ctx *k) { \
         if (dp__binary_f32_flat(k)) { \
-            const float *a = (const float *)dp_nd_data(k->inputs[0]), *b = (const float *)dp_nd_data(k->inputs[1]); \
-            float *y = (float *)dp_nd_data(k->outputs[0]); \
-            int64_t i, n = dp_shape_size(dp_nd_shape(k->outputs[0])); \
-            for (i = 0; i < n; i++) y[i] = (float)dp__f_##name(a[i], b[i]); \
+            dp__ew_job j; \
+            j.a = (const float *)dp_nd_data(k->inputs[0]); j.b = (const float *)dp_nd_data(k->inputs[1]); \
+            j.y = (float *)dp_nd_data(k->outputs[0]); j.f1 = NULL; j.f2 = NULL; j.s = 0; \
+            dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->outputs[0])), dp__r_##name, &j); \
             return 0; \
         } \
         return dp__binary_apply(k, dp__f_##name, dp__i_##name); }
@@ -12415,7 +12470,7 @@ DP__GEMM_DEFINE(double, f64)
    The workspace (about (m + NC) x KC elements) is one malloc per call, on
    the stack when small; when malloc fails the stack-only path above runs
    instead, so the GEMM never fails. */
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(__CUDACC__) && !defined(DP_GEMM_NO_SIMD)
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(__CUDACC__) && !defined(DEPENG_NO_SIMD)
 #  define DP__GEMM_X86 1
 #  include <immintrin.h>
 #  define DP__TARGET_AVX2 __attribute__((target("avx2,fma")))
@@ -12992,24 +13047,6 @@ static void dp__upd_range(int64_t begin, int64_t end, void *user) {
         else if (j->kind == DP__OPT_SGD_MOM) DP__UPD_CALL(dp__upd_sgd_mom_f64, (n, w, g, s1, j->pd));
         else DP__UPD_CALL(dp__upd_adam_f64, (n, w, g, s1, s2, j->pd));
     }
-}
-/* Element-wise kernels split their work over the engine's range loop from
-   this many elements on (below it one core is faster than waking helpers),
-   in chunks of DP__PAR_GRAIN, fixed by n alone: each element is computed
-   the same way in any chunk, so results are bitwise the same at any worker
-   count. */
-#define DP__PAR_MIN (1 << 17)
-#define DP__PAR_GRAIN (1 << 15)
-/* Runs fn over [0, n) on k's engine's range loop when n is large enough and
-   k runs on an engine, else on the calling thread. */
-static void dp__kernel_range(const dp_kernel_ctx *k, int64_t n, dp_range_fn fn, void *user) {
-    dp_engine *eng = k->rc ? k->rc->engine : NULL;
-    if (n >= DP__PAR_MIN && eng) {
-        dp_range_desc d;
-        d.n = n; d.grain = DP__PAR_GRAIN; d.fn = fn; d.user = user; d.deterministic = 1;
-        if (dp_parallel_for(eng, &d) == DP_OK) return;
-    }
-    if (n > 0) fn(0, n, user);
 }
 static int dp__update(const dp_kernel_ctx *k, int kind) {
     dp_dtype t = dp_nd_dtype(k->inputs[0]);

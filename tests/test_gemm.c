@@ -264,6 +264,42 @@ static void test_updates(void) {
     CHECK(diff_from_double > 0);    /* the float32 reference is not the double one: the test tells them apart */
 }
 
+/* the float32 element-wise fast paths (unary, scalar, binary of one shape)
+   split over the range loop: every element computed as one loop computes
+   it, on 0, 1 and 2 workers */
+#define EW_N 300007
+static void test_elementwise_split(void) {
+    static const int workers[3] = {DP_NO_THREADS, 1, 2};
+    static const dp_ctx cpu = {DP_DEV_CPU, 0};
+    float *x = (float *)malloc(sizeof(float) * EW_N), *z = (float *)malloc(sizeof(float) * EW_N);
+    float *got = (float *)malloc(sizeof(float) * EW_N), *want = (float *)malloc(sizeof(float) * EW_N);
+    int w, op, i;
+    for (i = 0; i < EW_N; i++) { x[i] = (float)rnd() * 3; z[i] = (float)rnd(); }
+    for (w = 0; w < 3; w++) {
+        dp_engine *e = make(DP_ENGINE_PERDEVICE, workers[w]);
+        dp_shape s;
+        dp_ndarray *in[2] = {NULL, NULL};
+        CHECK(e != NULL);
+        if (!e) continue;
+        memset(&s, 0, sizeof s); s.ndim = 1; s.dims[0] = EW_N;
+        CHECK(dp_nd_from_host(e, &s, DP_FLOAT32, cpu, x, &in[0]) == DP_OK);
+        CHECK(dp_nd_from_host(e, &s, DP_FLOAT32, cpu, z, &in[1]) == DP_OK);
+        for (op = 0; op < 3; op++) {
+            dp_ndarray *y = NULL;
+            const char *name = op == 0 ? "tanh" : op == 1 ? "mul_scalar" : "maximum";
+            CHECK(invoke_str(e, name, op == 2 ? 2 : 1, in, 0, NULL, NULL, 1.5, 1, &y, NULL) == DP_OK);
+            CHECK(dp_nd_read(y, got, sizeof(float) * EW_N, NULL) == DP_OK);
+            for (i = 0; i < EW_N; i++)
+                want[i] = op == 0 ? (float)tanh((double)x[i]) : op == 1 ? (float)((double)x[i] * 1.5) : (float)dp__f_maximum(x[i], z[i]);
+            CHECK(memcmp(got, want, sizeof(float) * EW_N) == 0);
+            dp_nd_release(y);
+        }
+        dp_nd_release(in[0]); dp_nd_release(in[1]);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+    free(x); free(z); free(got); free(want);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"dp_gemm against a naive product: shapes, edges, transposes, alpha, beta, both kernels, both dtypes", test_against_naive},
@@ -271,6 +307,7 @@ int main(void) {
         {"dp_gemm_on bitwise the same with no engine and 0, 1, 2 workers, every engine kind", test_bitwise_any_workers},
         {"dot and its gradient bitwise the same on 0, 1, 2 workers", test_dot_operator_bitwise},
         {"updates: float32 in float32, float64 unchanged, bitwise the same on 0, 1, 2 workers", test_updates},
+        {"float32 element-wise ops split over the range loop: every element as one loop computes it", test_elementwise_split},
     };
     return run_tests("gemm", tests, (int)(sizeof tests / sizeof tests[0]));
 }
