@@ -121,6 +121,13 @@
      chunk by chunk, and goes back to ops as soon as one is queued. So ops
      keep their priority over chunks, independent ops still overlap, and a
      range never waits for a busy worker: its caller runs what nobody took.
+     The built-in kernels use it (dot and FullyConnected's GEMM, the
+     optimizer updates, the float32 element-wise ops): above a size
+     threshold they split their work in chunks fixed by the shape, so results
+     are bitwise the same at any worker count; independent ops still run on
+     separate workers, and a worker that is running an op is never drafted
+     into another op's range, so the two kinds of parallelism share the
+     workers without oversubscription.
      Frame-driven use (cpu_worker_nthreads = DP_NO_THREADS, and no priority
      and copy threads either: see dp_engine_desc): the threaded engines keep
      their queues and the rule but start no thread; CPU ops wait in their
@@ -1501,7 +1508,12 @@ static inline dp_param dp_param_shape(const char *name, const dp_shape *v) { dp_
    epsilon, and adam_update's t: the step, from 1, for Adam's bias
    correction (lr is scaled by sqrt(1 - beta2^t) / (1 - beta1^t)); the
    default 0 leaves lr as given. depeng_nn.h's optimizer objects pass t
-   themselves. */
+   themselves. On the CPU each is one vectorised pass per dtype over its
+   arrays, in the arrays' precision (float32 in float32, as PyTorch does;
+   float64 as before, bit for bit), with arrays of 2^17 elements or more
+   split over the engine's range loop (dp_parallel_for) in chunks fixed by
+   the size: the same bits at any worker count. An output other than the
+   weight itself takes a slower per-element loop, in double. */
 
 /* ---- training helpers ------------------------------------------------------
    Operators (invoked like any other):
@@ -12668,7 +12680,7 @@ static void dp__gemm2_run_##SUF(dp_engine *eng, int par, int64_t n, dp_range_fn 
 }                                                                                                             \
 /* C = alpha op(A) op(B) + beta C; simd 0 forces the portable kernel; eng   \
    NULL runs on the caller alone. */                                                                          \
-static void dp__gemm2_##SUF(dp_engine *eng, int simd, int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, \
+DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, \
                             const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc) {     \
     dp__gemm_job_##SUF j;                                                                                     \
     unsigned char local[16384 + 64], *mem, *heap = NULL;                                                      \
