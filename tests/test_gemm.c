@@ -264,6 +264,31 @@ static void test_updates(void) {
     CHECK(diff_from_double > 0);    /* the float32 reference is not the double one: the test tells them apart */
 }
 
+/* the updates' loops give the same bits with and without AVX2 (the
+   portable loops run on CPUs without it; the AVX2 ones use no FMA) */
+static void test_update_loops_same_on_every_cpu(void) {
+#ifdef DP__GEMM_X86
+    enum { N = 1037 };
+    static float w[2][N], g[N], m[2][N], v[2][N];
+    float p[9] = {0.1f, 0.01f, 0.5f, 0.3f, 0.9f, 0.999f, 1e-8f, 0.1f, 0.001f};
+    int i, kind, r;
+    if (!dp__cpu_avx2_fma()) return;
+    for (kind = 0; kind < 3; kind++) {
+        for (i = 0; i < N; i++) {
+            w[0][i] = w[1][i] = (float)rnd(); g[i] = (float)rnd() * 2;
+            m[0][i] = m[1][i] = (float)rnd() * 0.1f; v[0][i] = v[1][i] = (float)fabs(rnd()) * 0.01f;
+        }
+        g[5] = NAN; g[6] = INFINITY; g[7] = -INFINITY;
+        for (r = 0; r < 2; r++) {
+            if (kind == 0) { if (r) dp__upd_sgd_f32_avx2(N, w[r], g, p); else dp__upd_sgd_f32(N, w[r], g, p); }
+            else if (kind == 1) { if (r) dp__upd_sgd_mom_f32_avx2(N, w[r], g, m[r], p); else dp__upd_sgd_mom_f32(N, w[r], g, m[r], p); }
+            else { if (r) dp__upd_adam_f32_avx2v(N, w[r], g, m[r], v[r], p); else dp__upd_adam_f32(N, w[r], g, m[r], v[r], p); }
+        }
+        CHECK(memcmp(w[0], w[1], sizeof w[0]) == 0 && memcmp(m[0], m[1], sizeof m[0]) == 0 && memcmp(v[0], v[1], sizeof v[0]) == 0);
+    }
+#endif
+}
+
 /* the float32 element-wise fast paths (unary, scalar, binary of one shape)
    split over the range loop: every element computed as one loop computes
    it, on 0, 1 and 2 workers */
@@ -307,6 +332,7 @@ int main(void) {
         {"dp_gemm_on bitwise the same with no engine and 0, 1, 2 workers, every engine kind", test_bitwise_any_workers},
         {"dot and its gradient bitwise the same on 0, 1, 2 workers", test_dot_operator_bitwise},
         {"updates: float32 in float32, float64 unchanged, bitwise the same on 0, 1, 2 workers", test_updates},
+        {"the updates' loops: the same bits with and without AVX2, NaN and infinities included", test_update_loops_same_on_every_cpu},
         {"float32 element-wise ops split over the range loop: every element as one loop computes it", test_elementwise_split},
     };
     return run_tests("gemm", tests, (int)(sizeof tests / sizeof tests[0]));
