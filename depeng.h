@@ -1698,7 +1698,7 @@ DP_API dp_result dp_invoke_parsed(dp_engine *eng, const dp_operator *op, const d
    x86 CPUs that have it, with gcc or clang; else portable C the compiler
    vectorises); its workspace, about (m + min(n, 4096)) x 256 elements, is
    malloc'd per call (on the stack when under 16 KiB; if malloc fails, a
-   slower stack-only path runs). Results are bitwise the same for the same
+   slower stack-only path runs; at most about 80 KiB of stack in all). Results are bitwise the same for the same
    arguments on the same CPU; not across CPUs with and without AVX2. m, n,
    k, lda, ldb, ldc fit int with DEPENG_USE_CBLAS. A kernel's helper: no
    errors, any thread. dp_gemm runs on the calling thread. */
@@ -11162,6 +11162,16 @@ DP_IMPL void dp_nd_set_tag(dp_ndarray *a, void *tag, int index) {
     if (a) { a->tag = tag; a->tag_index = index; }
 }
 
+/* gcc's -O2 vectorises only loops that need no run-time alias check; the
+   update loops ask for the full cost model (and errno off, so sqrt may
+   vectorise where gcc allows it). Not for loops that call the DP__HD
+   element functions: gcc inlines nothing into a function whose optimize
+   options differ. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && !defined(__INTEL_COMPILER)
+#  define DP__VEC_LOOPS __attribute__((optimize("tree-loop-vectorize", "vect-cost-model=dynamic", "no-math-errno")))
+#else
+#  define DP__VEC_LOOPS
+#endif
 /* Element-wise kernels split their work over the engine's range loop from
    this many elements on (below it one core is faster than waking helpers),
    in chunks of DP__PAR_GRAIN, fixed by n alone: each element is computed
@@ -12956,11 +12966,6 @@ static int dp__infer_update(const dp_params *p, int nin, const dp_shape *is, con
    no run-time alias check, hence DP__VEC_LOOPS (errno off so sqrt
    vectorises: the variance is never negative). A clip of 0 or less is
    turned into +infinity, which limits nothing (NaN stays NaN either way). */
-#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && !defined(__INTEL_COMPILER)
-#  define DP__VEC_LOOPS __attribute__((optimize("tree-loop-vectorize", "vect-cost-model=dynamic", "no-math-errno")))
-#else
-#  define DP__VEC_LOOPS
-#endif
 #define DP__UPDATE_LOOPS(T, SUF, SQRT, ATTR)                                                                     \
 DP__VEC_LOOPS ATTR static void dp__upd_sgd_##SUF(int64_t n, T *w, const T *g, const T *p) {                          \
     const T lr = p[0], wd = p[1], rs = p[2], clip = p[3];                                                       \
