@@ -25,7 +25,7 @@ endif
 MAKEFLAGS += -r
 .SUFFIXES:
 
-.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale clean
+.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale bench-gemm bench-kernels clean
 
 # ---- the implementation, compiled once per configuration ------------------
 # tests/impl/depeng_impl.c is depeng.h's implementation alone. build/impl/
@@ -64,7 +64,7 @@ TESTS := test_layers test_data test_train test_engine test_scheduling test_steal
          test_engine_cxx test_engine_no_ndarray test_ndarray test_ndarray_cxx \
          test_autograd test_autograd_cxx test_memory_plan test_symbol make_parse \
          test_files test_inflate_zlib test_kernels_exact test_invoke test_kvstore test_kvstore_cxx \
-         test_frame test_frame_pthreads
+         test_frame test_frame_pthreads test_gemm test_gemm_cxx
 # the check scripts make test runs after them (each prints its own
 # "name: N passed, M failed" line), and the programs the scripts run
 CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh tests/readme_check.sh \
@@ -76,9 +76,9 @@ EXAMPLES := walkthrough make_example ndarray_example custom_op_example train_dig
 CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff torch_diff operators_doc
 # under the sanitizers (make tsan, make asan): the unit tests, and
 # examples/make.c run by examples/make_demo/check.sh
-TSAN_TESTS := $(addsuffix _tsan,test_layers test_data test_train test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame)
+TSAN_TESTS := $(addsuffix _tsan,test_layers test_data test_train test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame test_gemm)
 ASAN_TESTS := $(addsuffix _asan,test_layers test_data test_train test_engine test_range test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
-                                 test_files test_invoke test_kvstore test_kernels_exact make_parse test_frame) \
+                                 test_files test_invoke test_kvstore test_kernels_exact make_parse test_frame test_gemm) \
               test_engine_asan_pthreads test_stealing_asan_pthreads
 
 # White-box programs: they read the implementation's private (static) dp__
@@ -92,9 +92,10 @@ ASAN_TESTS := $(addsuffix _asan,test_layers test_data test_train test_engine tes
 #   test_inflate_zlib   the inflater and deflater against zlib
 #   test_kernels_exact  float16 conversions (dp__half_from_float, ...)
 #   numpy_diff          stores results by dtype (dp__store_elem)
+#   test_gemm           the portable GEMM kernel on any CPU (dp__gemm2_*), the updates' reference (dp__opt_step)
 #   fuzz_npz, fuzz_inflate  CRC and inflater (dp__crc, dp__inflate)
 WHITEBOX := test_stealing test_memory_plan test_symbol test_files test_inflate_zlib test_kernels_exact \
-            numpy_diff fuzz_npz fuzz_inflate
+            test_gemm numpy_diff fuzz_npz fuzz_inflate
 
 # the programs whose source is not tests/<name>.c, and their extra flags
 SRC_walkthrough       := examples/walkthrough.c
@@ -256,6 +257,21 @@ $(B)/bench_gpu_emul: bench/gpu_emul.c bench/common.h $(B)/impl/bench.o $(HEADERS
 bench-build: $(B)/bench_depeng $(B)/bench_seq $(B)/bench_omp $(B)/bench_starpu $(B)/bench_tbb $(B)/bench_ndarray $(B)/bench_gpu_emul $(B)/bench_symbolic
 bench-deps:
 	bench/deps.sh
+# the GEMM against OpenBLAS and the optimizer updates against memcpy
+# (bench/README.md, "GEMM and the kernels"); each driver includes the
+# implementation itself (it times private loops), OpenBLAS where pkg-config
+# finds it, else a named SKIP. BENCH_ROUNDS rounds, alternated.
+BENCH_ROUNDS ?= 3
+$(B)/bench_gemm: bench/gemm.c bench/common.h $(HEADERS) | $(B)
+	@if pkg-config --exists openblas 2>/dev/null; then \
+	  set -x; $(CC) $(BENCH_CFLAGS) -DBENCH_HAVE_CBLAS $$(pkg-config --cflags openblas) $< -o $@ $$(pkg-config --libs openblas) $(LIBS); \
+	else set -x; $(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS); fi
+$(B)/bench_kernels: bench/kernels.c bench/common.h $(HEADERS) | $(B)
+	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+bench-gemm: $(B)/bench_gemm
+	$(B)/bench_gemm $(BENCH_ROUNDS) 1 2
+bench-kernels: $(B)/bench_kernels
+	$(B)/bench_kernels $(BENCH_ROUNDS)
 # contention counters with 2, 4, 8 and 16 CPU workers (bench/README.md, many cores)
 bench-scale: $(B)/bench_depeng
 	bench/scale.sh $(B)/bench_depeng

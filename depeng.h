@@ -148,6 +148,13 @@
      chunk by chunk, and goes back to ops as soon as one is queued. So ops
      keep their priority over chunks, independent ops still overlap, and a
      range never waits for a busy worker: its caller runs what nobody took.
+     The built-in kernels use it (dot and FullyConnected's GEMM, the
+     optimizer updates, the float32 element-wise ops): above a size
+     threshold they split their work in chunks fixed by the shape, so results
+     are bitwise the same at any worker count; independent ops still run on
+     separate workers, and a worker that is running an op is never drafted
+     into another op's range, so the two kinds of parallelism share the
+     workers without oversubscription.
      Frame-driven use (cpu_worker_nthreads = DP_NO_THREADS, and no priority
      and copy threads either: see dp_engine_desc): the threaded engines keep
      their queues and the rule but start no thread; CPU ops wait in their
@@ -302,7 +309,7 @@ extern "C" {
      extending dp_dtype_load dp_dtype_store dp_shape_format dp_nd_view dp_nd_borrow
               dp_nd_same_storage dp_nd_version dp_nd_check_ctx dp_nd_copy_into
               dp_operator_arity dp_operator_set_param
-              dp_operator_register_with_gradient dp_invoke_parsed dp_gemm
+              dp_operator_register_with_gradient dp_invoke_parsed dp_gemm dp_gemm_on
               dp_set_tracker dp_nd_tag dp_nd_set_tag
      storage  dp_storage_configure dp_storage_stats_get dp_storage_release_pool
      layers   dp_engine_extension (per-engine state of a layer, e.g. arrays)   */
@@ -1551,7 +1558,12 @@ static inline dp_param dp_param_shape(const char *name, const dp_shape *v) { dp_
    epsilon, and adam_update's t: the step, from 1, for Adam's bias
    correction (lr is scaled by sqrt(1 - beta2^t) / (1 - beta1^t)); the
    default 0 leaves lr as given. depeng_nn.h's optimizer objects pass t
-   themselves. */
+   themselves. On the CPU each is one vectorised pass per dtype over its
+   arrays, in the arrays' precision (float32 in float32, as PyTorch does;
+   float64 as before, bit for bit), with arrays of 2^17 elements or more
+   split over the engine's range loop (dp_parallel_for) in chunks fixed by
+   the size: the same bits at any worker count. An output other than the
+   weight itself takes a slower per-element loop, in double. */
 
 /* ---- training helpers ------------------------------------------------------
    Operators (invoked like any other):
@@ -1663,7 +1675,7 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
      storage      dp_nd_view dp_nd_borrow dp_nd_same_storage dp_nd_version
                   dp_nd_check_ctx dp_nd_copy_into
      operators    dp_operator_arity dp_operator_set_param dp_operator_register_with_gradient
-                  dp_invoke_parsed dp_gemm
+                  dp_invoke_parsed dp_gemm dp_gemm_on
      tracking     dp_set_tracker dp_nd_tag dp_nd_set_tag (how autograd
                   records invocations: MXNet's Imperative::RecordOp)
    Each is documented with who may call it; none allocates except where it
@@ -1731,10 +1743,24 @@ DP_API dp_result dp_invoke_parsed(dp_engine *eng, const dp_operator *op, const d
                                   const dp_req *req);
 /* C (m x n, row stride ldc) = op(A) op(B) + beta C in float32 or float64
    (t), row major, op(X) = X or X transposed (ta, tb non-zero): the kernel
-   of dot, through CBLAS with DEPENG_USE_CBLAS. A kernel's helper: no
-   errors, any thread. */
+   of dot, through CBLAS with DEPENG_USE_CBLAS. Without it, a packed,
+   cache-blocked GEMM whose micro-kernel is picked when called (AVX2+FMA on
+   x86 CPUs that have it, with gcc or clang; else portable C the compiler
+   vectorises); its workspace, about (m + min(n, 4096)) x 256 elements, is
+   malloc'd per call (on the stack when under 16 KiB; if malloc fails, a
+   slower stack-only path runs; at most about 80 KiB of stack in all). Results are bitwise the same for the same
+   arguments on the same CPU; not across CPUs with and without AVX2. m, n,
+   k, lda, ldb, ldc fit int with DEPENG_USE_CBLAS. A kernel's helper: no
+   errors, any thread. dp_gemm runs on the calling thread. */
 DP_API void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                     const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+/* dp_gemm split over eng's range loop (dp_parallel_for: the caller and
+   idle CPU workers; from inside an op, pass its dp_run_ctx's engine) when
+   m n k >= 2^18, in tiles fixed by the shape alone: the result is bitwise
+   the same as dp_gemm's at any worker count. eng NULL: dp_gemm. No
+   errors; any thread, also from inside operations. */
+DP_API void dp_gemm_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                       const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 /* Pushes one operation that copies src's bytes into dst (the same byte
    size, any devices of one engine), reading src's variable and writing
    dst's, described by how (NULL: as dp_nd_copy_to's: a GPU end on that
@@ -11247,6 +11273,34 @@ DP_IMPL void dp_nd_set_tag(dp_ndarray *a, void *tag, int index) {
     if (a) { a->tag = tag; a->tag_index = index; }
 }
 
+/* gcc's -O2 vectorises only loops that need no run-time alias check; the
+   update loops ask for the full cost model (and errno off, so sqrt may
+   vectorise where gcc allows it). Not for loops that call the DP__HD
+   element functions: gcc inlines nothing into a function whose optimize
+   options differ. */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && !defined(__INTEL_COMPILER)
+#  define DP__VEC_LOOPS __attribute__((optimize("tree-loop-vectorize", "vect-cost-model=dynamic", "no-math-errno")))
+#else
+#  define DP__VEC_LOOPS
+#endif
+/* Element-wise kernels split their work over the engine's range loop from
+   this many elements on (below it one core is faster than waking helpers),
+   in chunks of DP__PAR_GRAIN, fixed by n alone: each element is computed
+   the same way in any chunk, so results are bitwise the same at any worker
+   count. */
+#define DP__PAR_MIN (1 << 17)
+#define DP__PAR_GRAIN (1 << 15)
+/* Runs fn over [0, n) on k's engine's range loop when n is large enough and
+   k runs on an engine, else on the calling thread. */
+static void dp__kernel_range(const dp_kernel_ctx *k, int64_t n, dp_range_fn fn, void *user) {
+    dp_engine *eng = k->rc ? k->rc->engine : NULL;
+    if (n >= DP__PAR_MIN && eng) {
+        dp_range_desc d;
+        d.n = n; d.grain = DP__PAR_GRAIN; d.fn = fn; d.user = user; d.deterministic = 1;
+        if (dp_parallel_for(eng, &d) == DP_OK) return;
+    }
+    if (n > 0) fn(0, n, user);
+}
 /* >>builtin operators -----------------------------------------------------------
    The element-wise math is one line per operator, in functions that nvcc
    also compiles for the device (DP__HD), so the CPU tests check the formulas
@@ -11345,13 +11399,40 @@ static int dp__scalar_int(const dp_kernel_ctx *k, dp__int_fn2 fi) {
     for (i = 0; i < n; i++) dp__store_int(y, yt, i, fi(dp__load_int(x, xt, i), s), k->req[0]);
     return 0;
 }
+/* The float32 fast paths' chunks (dp_range_fn): y[i] = f(a[i]),
+   f(a[i], s), or, in DP__BINARY_KERNEL, f(a[i], b[i]); y may be a or b. */
+typedef struct dp__ew_job {
+    const float *a, *b;
+    float *y;
+    double (*f1)(double);
+    double (*f2)(double, double);
+    double s;
+} dp__ew_job;
+static void dp__ew_unary_range(int64_t begin, int64_t end, void *user) {
+    const dp__ew_job *j = (const dp__ew_job *)user;
+    const float *a = j->a;
+    float *y = j->y;
+    double (*f)(double) = j->f1;
+    int64_t i;
+    for (i = begin; i < end; i++) y[i] = (float)f(a[i]);
+}
+static void dp__ew_scalar_range(int64_t begin, int64_t end, void *user) {
+    const dp__ew_job *j = (const dp__ew_job *)user;
+    const float *a = j->a;
+    float *y = j->y;
+    double (*f)(double, double) = j->f2, s = j->s;
+    int64_t i;
+    for (i = begin; i < end; i++) y[i] = (float)f(a[i], s);
+}
 static int dp__unary_apply(const dp_kernel_ctx *k, double (*f)(double), dp__int_fn1 fi) {
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
     dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
     if (xt == DP_FLOAT32 && yt == DP_FLOAT32 && k->req[0] != DP_REQ_ADD && k->req[0] != DP_REQ_NULL) {
-        for (i = 0; i < n; i++) ((float *)y)[i] = (float)f(((const float *)x)[i]);   /* the common case, no dispatch */
+        dp__ew_job j;                                       /* the common case, no dispatch */
+        j.a = (const float *)x; j.b = NULL; j.y = (float *)y; j.f1 = f; j.f2 = NULL; j.s = 0;
+        dp__kernel_range(k, n, dp__ew_unary_range, &j);
         return 0;
     }
     if (fi && dp__dtype_is_int(xt) && dp__dtype_is_int(yt)) return dp__unary_int(k, fi);
@@ -11369,7 +11450,9 @@ static int dp__scalar_apply(const dp_kernel_ctx *k, double (*f)(double, double),
     int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
     if (fi && dp__dtype_is_int(xt) && dp__dtype_is_int(yt) && dp__double_is_int64(k->scalar)) return dp__scalar_int(k, fi);
     if (xt == DP_FLOAT32 && yt == DP_FLOAT32 && k->req[0] != DP_REQ_ADD && k->req[0] != DP_REQ_NULL) {
-        for (i = 0; i < n; i++) ((float *)y)[i] = (float)f(((const float *)x)[i], k->scalar);   /* as dp__unary_apply's */
+        dp__ew_job j;                                       /* as dp__unary_apply's */
+        j.a = (const float *)x; j.b = NULL; j.y = (float *)y; j.f1 = NULL; j.f2 = f; j.s = k->scalar;
+        dp__kernel_range(k, n, dp__ew_scalar_range, &j);
         return 0;
     }
     for (i = 0; i < n; i++) dp__store_elem(y, yt, i, f(dp__load_elem(x, xt, i), k->scalar), k->req[0]);
@@ -11499,12 +11582,20 @@ static int dp__binary_f32_flat(const dp_kernel_ctx *k) {
     return dp_nd_dtype(k->outputs[0]) == DP_FLOAT32 && k->req[0] == DP_REQ_WRITE
         && dp_shape_size(dp_nd_shape(k->inputs[0])) == n && dp_shape_size(dp_nd_shape(k->inputs[1])) == n;
 }
-#define DP__BINARY_KERNEL(name, doc) static int dp__k_##name(const dp_kernel_ctx *k) { \
+#define DP__BINARY_KERNEL(name, doc) \
+    static void dp__r_##name(int64_t begin, int64_t end, void *user) { \
+        const dp__ew_job *j = (const dp__ew_job *)user; \
+        const float *a = j->a, *b = j->b; \
+        float *y = j->y; \
+        int64_t i; \
+        for (i = begin; i < end; i++) y[i] = (float)dp__f_##name(a[i], b[i]); \
+    } \
+    static int dp__k_##name(const dp_kernel_ctx *k) { \
         if (dp__binary_f32_flat(k)) { \
-            const float *a = (const float *)dp_nd_data(k->inputs[0]), *b = (const float *)dp_nd_data(k->inputs[1]); \
-            float *y = (float *)dp_nd_data(k->outputs[0]); \
-            int64_t i, n = dp_shape_size(dp_nd_shape(k->outputs[0])); \
-            for (i = 0; i < n; i++) y[i] = (float)dp__f_##name(a[i], b[i]); \
+            dp__ew_job j; \
+            j.a = (const float *)dp_nd_data(k->inputs[0]); j.b = (const float *)dp_nd_data(k->inputs[1]); \
+            j.y = (float *)dp_nd_data(k->outputs[0]); j.f1 = NULL; j.f2 = NULL; j.s = 0; \
+            dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->outputs[0])), dp__r_##name, &j); \
             return 0; \
         } \
         return dp__binary_apply(k, dp__f_##name, dp__i_##name); }
@@ -12495,28 +12586,311 @@ static void dp__gemm_##SUF(int trans_a, int trans_b, int64_t m, int64_t n,     \
 DP__GEMM_DEFINE(float, f32)
 DP__GEMM_DEFINE(double, f64)
 
+/* The packed GEMM (Goto / BLIS structure, as above) with a run-time
+   selected micro-kernel and the engine's range loop. Per KC-deep slice of
+   k and NC-wide block of columns it packs all of op(A)'s rows and op(B)'s
+   columns once into one workspace (phase 1, the slivers and panels split
+   over the range loop), then computes C in tiles of MC rows by a fixed
+   number of NR-wide panels (phase 2): each tile's A block stays in L2 and
+   each B panel in L1 while the slivers of the tile pass over it. Every C
+   element is summed over k in the same order whatever the tiles are, and
+   the tiles are fixed by the shape alone, so the result is bitwise the same
+   at any worker count (and with no engine). The micro-kernel is chosen
+   when called: on x86 (gcc, clang) with AVX2 and FMA, 6x16 float / 6x8
+   double tiles of 256-bit FMAs (functions compiled for that target only,
+   so the rest of the program needs no -mavx2); else the portable kernel
+   above (which the compiler vectorises for its own target: SSE2, NEON).
+   The workspace (about (m + NC) x KC elements) is one malloc per call, on
+   the stack when small; when malloc fails the stack-only path above runs
+   instead, so the GEMM never fails. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(__CUDACC__) && !defined(DEPENG_NO_SIMD)
+#  define DP__GEMM_X86 1
+#  include <immintrin.h>
+#  define DP__TARGET_AVX2 __attribute__((target("avx2,fma")))
+#endif
+#define DP__GEMM2_MR 6
+#define DP__GEMM2_KC 256          /* depth of a slice: the A block MC x KC stays in L2 */
+#define DP__GEMM2_NC 4096         /* columns packed at once */
+#ifndef DP__GEMM2_MC
+#  define DP__GEMM2_MC 384         /* bytes x rows of a tile: 96 float / 48 double rows, 96 KiB of A at KC */
+#endif
+#define DP__GEMM2_PAR_MIN (1 << 18)   /* m n k from which the range loop is used */
+#define DP__GEMM2_TILES 16        /* tiles aimed at per slice (fixed: not the thread count) */
+
+#ifdef DP__GEMM_X86
+/* C (6 x 16) = alpha acc + beta C, acc = sum over kc of a (6 per step) x b (16 per step). */
+#define DP__AVX_ROW(i)                                                          \
+    { __m256 ai = _mm256_broadcast_ss(a + (i));                                 \
+      c##i##0 = _mm256_fmadd_ps(ai, b0, c##i##0); c##i##1 = _mm256_fmadd_ps(ai, b1, c##i##1); }
+#define DP__AVX_STORE(i)                                                        \
+    { float *ci = c + (i) * ldc;                                                \
+      if (beta == 0.0f) { _mm256_storeu_ps(ci, _mm256_mul_ps(va, c##i##0)); _mm256_storeu_ps(ci + 8, _mm256_mul_ps(va, c##i##1)); } \
+      else { _mm256_storeu_ps(ci, _mm256_fmadd_ps(va, c##i##0, _mm256_mul_ps(vb, _mm256_loadu_ps(ci))));  \
+             _mm256_storeu_ps(ci + 8, _mm256_fmadd_ps(va, c##i##1, _mm256_mul_ps(vb, _mm256_loadu_ps(ci + 8)))); } }
+DP__TARGET_AVX2 static void dp__gemm_avx2_f32(int64_t kc, const float *a, const float *b, float alpha, float beta, float *c, int64_t ldc) {
+    __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256 c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, va, vb;
+    int64_t p;
+    for (p = 0; p < kc; p++, a += 6, b += 16) {
+        __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+        DP__AVX_ROW(0) DP__AVX_ROW(1) DP__AVX_ROW(2) DP__AVX_ROW(3) DP__AVX_ROW(4) DP__AVX_ROW(5)
+    }
+    va = _mm256_set1_ps(alpha); vb = _mm256_set1_ps(beta);
+    DP__AVX_STORE(0) DP__AVX_STORE(1) DP__AVX_STORE(2) DP__AVX_STORE(3) DP__AVX_STORE(4) DP__AVX_STORE(5)
+}
+#undef DP__AVX_ROW
+#undef DP__AVX_STORE
+#define DP__AVX_ROW(i)                                                          \
+    { __m256d ai = _mm256_broadcast_sd(a + (i));                                \
+      c##i##0 = _mm256_fmadd_pd(ai, b0, c##i##0); c##i##1 = _mm256_fmadd_pd(ai, b1, c##i##1); }
+#define DP__AVX_STORE(i)                                                        \
+    { double *ci = c + (i) * ldc;                                               \
+      if (beta == 0.0) { _mm256_storeu_pd(ci, _mm256_mul_pd(va, c##i##0)); _mm256_storeu_pd(ci + 4, _mm256_mul_pd(va, c##i##1)); } \
+      else { _mm256_storeu_pd(ci, _mm256_fmadd_pd(va, c##i##0, _mm256_mul_pd(vb, _mm256_loadu_pd(ci))));  \
+             _mm256_storeu_pd(ci + 4, _mm256_fmadd_pd(va, c##i##1, _mm256_mul_pd(vb, _mm256_loadu_pd(ci + 4)))); } }
+DP__TARGET_AVX2 static void dp__gemm_avx2_f64(int64_t kc, const double *a, const double *b, double alpha, double beta, double *c, int64_t ldc) {
+    __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00;
+    __m256d c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00, va, vb;
+    int64_t p;
+    for (p = 0; p < kc; p++, a += 6, b += 8) {
+        __m256d b0 = _mm256_load_pd(b), b1 = _mm256_load_pd(b + 4);
+        DP__AVX_ROW(0) DP__AVX_ROW(1) DP__AVX_ROW(2) DP__AVX_ROW(3) DP__AVX_ROW(4) DP__AVX_ROW(5)
+    }
+    va = _mm256_set1_pd(alpha); vb = _mm256_set1_pd(beta);
+    DP__AVX_STORE(0) DP__AVX_STORE(1) DP__AVX_STORE(2) DP__AVX_STORE(3) DP__AVX_STORE(4) DP__AVX_STORE(5)
+}
+#undef DP__AVX_ROW
+#undef DP__AVX_STORE
+/* 8x8 float transpose: column q of rows r0..r7 into o[q]. */
+#define DP__AVX_TRANSPOSE8(r, o)                                                                              \
+    { __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);                        \
+      __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);                        \
+      __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);                        \
+      __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);                        \
+      __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);                      \
+      __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);                      \
+      __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);                      \
+      __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);                      \
+      o[0] = _mm256_permute2f128_ps(u0, u4, 0x20); o[1] = _mm256_permute2f128_ps(u1, u5, 0x20);               \
+      o[2] = _mm256_permute2f128_ps(u2, u6, 0x20); o[3] = _mm256_permute2f128_ps(u3, u7, 0x20);               \
+      o[4] = _mm256_permute2f128_ps(u0, u4, 0x31); o[5] = _mm256_permute2f128_ps(u1, u5, 0x31);               \
+      o[6] = _mm256_permute2f128_ps(u2, u6, 0x31); o[7] = _mm256_permute2f128_ps(u3, u7, 0x31); }
+/* Packing by 8x8 transposes where the source runs along k: a B panel of
+   16 columns stored as rows (B transposed: column i at src + i cs), and an
+   A sliver of 6 rows (A not transposed: row i at src + i rs). The packed
+   layouts are the scalar loops' (dp__gemm2_pack_*): out[p * 16 + i] and
+   out[p * 6 + i]; a tail of kc % 8 is left to the caller. */
+DP__TARGET_AVX2 static int64_t dp__pack_rows16_avx2(const float *src, int64_t cs, int64_t kc, float *out) {
+    int64_t p, h, q;
+    for (p = 0; p + 8 <= kc; p += 8)
+        for (h = 0; h < 16; h += 8) {
+            __m256 r[8], o[8];
+            for (q = 0; q < 8; q++) r[q] = _mm256_loadu_ps(src + (h + q) * cs + p);
+            DP__AVX_TRANSPOSE8(r, o)
+            for (q = 0; q < 8; q++) _mm256_store_ps(out + (p + q) * 16 + h, o[q]);
+        }
+    return p;
+}
+DP__TARGET_AVX2 static int64_t dp__pack_rows6_avx2(const float *src, int64_t rs, int64_t kc, float *out) {
+    const __m256i six = _mm256_setr_epi32(-1, -1, -1, -1, -1, -1, 0, 0);
+    int64_t p, q;
+    for (p = 0; p + 8 <= kc; p += 8) {
+        __m256 r[8], o[8];
+        for (q = 0; q < 6; q++) r[q] = _mm256_loadu_ps(src + q * rs + p);
+        r[6] = r[7] = _mm256_setzero_ps();
+        DP__AVX_TRANSPOSE8(r, o)
+        /* 6 of each 8 lanes: the masked store keeps the next sliver's bytes */
+        for (q = 0; q < 8; q++) _mm256_maskstore_ps(out + (p + q) * 6, six, o[q]);
+    }
+    return p;
+}
+#undef DP__AVX_TRANSPOSE8
+/* Whether this CPU runs the AVX2 kernels (gcc's and clang's CPU check). */
+static int dp__cpu_avx2_fma(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#endif
+
+#define DP__GEMM2_DEFINE(T, SUF)                                                                              \
+typedef void (*dp__gemm_kernel_fn_##SUF)(int64_t kc, const T *a, const T *b, T alpha, T beta, T *c, int64_t ldc); \
+/* One GEMM call's state: the micro-kernel's shape, the operands, the slice   \
+   being worked on and the tiles (see above). */                                                              \
+typedef struct dp__gemm_job_##SUF {                                                                           \
+    dp__gemm_kernel_fn_##SUF kernel;                                                                          \
+    int64_t nr, lanes, mc;            /* panel width, copies of each A value, rows per tile */                \
+    int64_t m, n, k, a_rs, a_cs, b_rs, b_cs, ldc;                                                             \
+    const T *a, *b;                                                                                           \
+    T *c, *a_pack, *b_pack, alpha, beta;                                                                      \
+    int64_t jc, nc, pc, kc, slivers, panels, tile_cols, tiles_c;  /* the slice */                             \
+} dp__gemm_job_##SUF;                                                                                         \
+/* Phase 1: item i < slivers packs A sliver i, the others B panel i - slivers. */                             \
+static void dp__gemm2_pack_##SUF(int64_t begin, int64_t end, void *user) {                                    \
+    const dp__gemm_job_##SUF *j = (const dp__gemm_job_##SUF *)user;                                           \
+    int64_t it, p, i, l;                                                                                      \
+    for (it = begin; it < end; it++) {                                                                        \
+        if (it < j->slivers) {                                                                                \
+            const int64_t r0 = it * DP__GEMM2_MR, mr = dp__gemm_min(DP__GEMM2_MR, j->m - r0);                 \
+            const int64_t rs = j->a_rs, cs = j->a_cs;                                                         \
+            const T *src = j->a + r0 * rs + j->pc * cs;                                                       \
+            T *out = j->a_pack + it * DP__GEMM2_MR * j->lanes * j->kc;                                        \
+            if (mr == DP__GEMM2_MR && j->lanes == 1) {          /* the common case, unrolled */               \
+                p = 0;                                                                                        \
+                DP__GEMM2_PACK_A6_##SUF                                                                       \
+                for (; p < j->kc; p++, out += DP__GEMM2_MR, src += cs) {                                      \
+                    out[0] = src[0]; out[1] = src[rs]; out[2] = src[2 * rs];                                  \
+                    out[3] = src[3 * rs]; out[4] = src[4 * rs]; out[5] = src[5 * rs];                         \
+                }                                                                                             \
+                continue;                                                                                     \
+            }                                                                                                 \
+            for (p = 0; p < j->kc; p++)                                                                       \
+                for (i = 0; i < DP__GEMM2_MR; i++) {                                                          \
+                    const T v = i < mr ? src[i * rs + p * cs] : (T)0;                                         \
+                    for (l = 0; l < j->lanes; l++) *out++ = v;                                                \
+                }                                                                                             \
+        } else {                                                                                              \
+            const int64_t c0 = (it - j->slivers) * j->nr, w = dp__gemm_min(j->nr, j->nc - c0);                \
+            const int64_t rs = j->b_rs, cs = j->b_cs, nr = j->nr;                                             \
+            const T *src = j->b + j->pc * rs + (j->jc + c0) * cs;                                             \
+            T *out = j->b_pack + (it - j->slivers) * nr * j->kc;                                              \
+            if (w == nr && cs == 1 && nr == 16)                 /* constant sizes: inlined moves */           \
+                for (p = 0; p < j->kc; p++, out += 16, src += rs) memcpy(out, src, 16 * sizeof(T));           \
+            else if (w == nr && cs == 1 && nr == 8)                                                           \
+                for (p = 0; p < j->kc; p++, out += 8, src += rs) memcpy(out, src, 8 * sizeof(T));             \
+            else if (w == nr && rs == 1) {                      /* B transposed: read each column in order */ \
+                int64_t p0 = 0;                                                                               \
+                DP__GEMM2_PACK_B16_##SUF                                                                      \
+                for (i = 0; i < nr; i++)                                                                      \
+                    for (p = p0; p < j->kc; p++) out[p * nr + i] = src[i * cs + p];                           \
+            }                                                                                                 \
+            else                                                                                              \
+                for (p = 0; p < j->kc; p++, out += nr)                                                        \
+                    for (i = 0; i < nr; i++) out[i] = i < w ? src[p * rs + i * cs] : (T)0;                    \
+        }                                                                                                     \
+    }                                                                                                         \
+}                                                                                                             \
+/* Phase 2: tile t, MC rows by tile_cols panels; B panels outer so each stays \
+   in L1 while the tile's A slivers pass. Edge tiles go through a local tile. */                              \
+static void dp__gemm2_tiles_##SUF(int64_t begin, int64_t end, void *user) {                                   \
+    const dp__gemm_job_##SUF *j = (const dp__gemm_job_##SUF *)user;                                           \
+    T edge[DP__GEMM2_MR * 16];                                                                                \
+    int64_t t, jr, ir, i, q;                                                                                  \
+    for (t = begin; t < end; t++) {                                                                           \
+        const int64_t r0 = (t / j->tiles_c) * j->mc, r1 = dp__gemm_min(j->m, r0 + j->mc);                     \
+        const int64_t p0 = (t % j->tiles_c) * j->tile_cols, p1 = dp__gemm_min(j->panels, p0 + j->tile_cols);  \
+        for (jr = p0; jr < p1; jr++) {                                                                        \
+            const T *bp = j->b_pack + jr * j->nr * j->kc;                                                     \
+            const int64_t col = j->jc + jr * j->nr, w = dp__gemm_min(j->nr, j->n - col);                      \
+            for (ir = r0; ir < r1; ir += DP__GEMM2_MR) {                                                      \
+                const T *ap = j->a_pack + ir * j->lanes * j->kc;                                              \
+                const int64_t mr = dp__gemm_min(DP__GEMM2_MR, j->m - ir);                                     \
+                T *ct = j->c + ir * j->ldc + col;                                                             \
+                if (mr == DP__GEMM2_MR && w == j->nr) { j->kernel(j->kc, ap, bp, j->alpha, j->beta, ct, j->ldc); continue; } \
+                j->kernel(j->kc, ap, bp, j->alpha, (T)0, edge, j->nr);                                        \
+                for (i = 0; i < mr; i++, ct += j->ldc)                                                        \
+                    for (q = 0; q < w; q++)                                                                   \
+                        ct[q] = j->beta == (T)0 ? edge[i * j->nr + q] : edge[i * j->nr + q] + j->beta * ct[q]; \
+            }                                                                                                 \
+        }                                                                                                     \
+    }                                                                                                         \
+}                                                                                                             \
+static void dp__gemm2_run_##SUF(dp_engine *eng, int par, int64_t n, dp_range_fn fn, void *job) {              \
+    if (par && n > 1) {                                                                                       \
+        dp_range_desc d;                                                                                      \
+        d.n = n; d.grain = 1; d.fn = fn; d.user = job; d.deterministic = 1;                                   \
+        if (dp_parallel_for(eng, &d) == DP_OK) return;                                                        \
+    }                                                                                                         \
+    fn(0, n, job);                                                                                            \
+}                                                                                                             \
+/* C = alpha op(A) op(B) + beta C; simd 0 forces the portable kernel; eng   \
+   NULL runs on the caller alone. */                                                                          \
+DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, \
+                            const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc) {     \
+    dp__gemm_job_##SUF j;                                                                                     \
+    unsigned char local[16384 + 64], *mem, *heap = NULL;                                                      \
+    int64_t kc_max, nc_max, nslices, a_elems, b_elems;                                                        \
+    size_t bytes;                                                                                             \
+    int par;                                                                                                  \
+    if (m <= 0 || n <= 0) return;                                                                             \
+    if (k <= 0 || alpha == (T)0) { dp__gemm_scale_##SUF(m, n, beta, c, ldc); return; }                       \
+    memset(&j, 0, sizeof j);                                                                                  \
+    j.kernel = dp__gemm_kernel_##SUF; j.nr = DP__GEMM_NR(T); j.lanes = DP__GEMM_LANES(T);                     \
+    j.mc = DP__GEMM2_MC / (int64_t)sizeof(T);                                                                 \
+    (void)simd;                                                                                               \
+    DP__GEMM2_PICK_##SUF                                                                                      \
+    j.m = m; j.n = n; j.k = k; j.alpha = alpha; j.a = a; j.b = b; j.c = c; j.ldc = ldc;                       \
+    j.a_rs = ta ? 1 : lda; j.a_cs = ta ? lda : 1; j.b_rs = tb ? 1 : ldb; j.b_cs = tb ? ldb : 1;               \
+    nslices = (k + DP__GEMM2_KC - 1) / DP__GEMM2_KC;                                                          \
+    kc_max = (k + nslices - 1) / nslices;               /* even slices: no thin last one */                   \
+    nc_max = dp__gemm_min(n, DP__GEMM2_NC);                                                                   \
+    a_elems = ((m + DP__GEMM2_MR - 1) / DP__GEMM2_MR * DP__GEMM2_MR * j.lanes * kc_max + 15) / 16 * 16;       \
+    b_elems = (nc_max + j.nr - 1) / j.nr * j.nr * kc_max;                                                     \
+    bytes = sizeof(T) * (size_t)(a_elems + b_elems) + 64;                                                     \
+    if (bytes <= sizeof local) mem = local;                                                                   \
+    else if ((heap = (unsigned char *)malloc(bytes)) != NULL) mem = heap;                                     \
+    else { dp__gemm_##SUF(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return; }                    \
+    j.a_pack = (T *)(void *)(mem + (64 - (uintptr_t)mem % 64) % 64);                                          \
+    j.b_pack = j.a_pack + a_elems;                                                                            \
+    par = eng != NULL && (double)m * (double)n * (double)k >= DP__GEMM2_PAR_MIN;                              \
+    j.slivers = (m + DP__GEMM2_MR - 1) / DP__GEMM2_MR;                                                        \
+    for (j.jc = 0; j.jc < n; j.jc += DP__GEMM2_NC) {                                                          \
+        int64_t tiles_r = (m + j.mc - 1) / j.mc;                                                              \
+        j.nc = dp__gemm_min(DP__GEMM2_NC, n - j.jc);                                                          \
+        j.panels = (j.nc + j.nr - 1) / j.nr;                                                                  \
+        j.tiles_c = dp__gemm_min(j.panels, (DP__GEMM2_TILES + tiles_r - 1) / tiles_r);                        \
+        j.tile_cols = (j.panels + j.tiles_c - 1) / j.tiles_c;                                                 \
+        j.tiles_c = (j.panels + j.tile_cols - 1) / j.tile_cols;                                               \
+        for (j.pc = 0; j.pc < k; j.pc += j.kc) {                                                              \
+            j.kc = dp__gemm_min(kc_max, k - j.pc);                                                            \
+            j.beta = j.pc == 0 ? beta : (T)1;                                                                 \
+            dp__gemm2_run_##SUF(eng, par, j.slivers + j.panels, dp__gemm2_pack_##SUF, &j);                    \
+            dp__gemm2_run_##SUF(eng, par, tiles_r * j.tiles_c, dp__gemm2_tiles_##SUF, &j);                    \
+        }                                                                                                     \
+    }                                                                                                         \
+    free(heap);                                                                                               \
+}
+
+#ifdef DP__GEMM_X86
+#  define DP__GEMM2_PACK_A6_f32 if (cs == 1 && j->kernel == dp__gemm_avx2_f32) { p = dp__pack_rows6_avx2(src, rs, j->kc, out); out += p * 6; src += p; }
+#  define DP__GEMM2_PACK_B16_f32 if (nr == 16 && j->kernel == dp__gemm_avx2_f32) p0 = dp__pack_rows16_avx2(src, cs, j->kc, out);
+#  define DP__GEMM2_PICK_f32 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f32; j.nr = 16; j.lanes = 1; }
+#  define DP__GEMM2_PICK_f64 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f64; j.nr = 8; j.lanes = 1; }
+#else
+#  define DP__GEMM2_PACK_A6_f32
+#  define DP__GEMM2_PACK_B16_f32
+#  define DP__GEMM2_PICK_f32
+#  define DP__GEMM2_PICK_f64
+#endif
+#define DP__GEMM2_PACK_A6_f64
+#define DP__GEMM2_PACK_B16_f64
+DP__GEMM2_DEFINE(float, f32)
+DP__GEMM2_DEFINE(double, f64)
+
 /* >>dot product --------------------------------------------------------
    Both are matrix multiplies: the portable blocked kernel above, or CBLAS
    when DEPENG_USE_CBLAS is defined (link e.g. -lopenblas). */
 #ifdef DEPENG_USE_CBLAS
 #include <cblas.h>
 #endif
-/* C (m x n, row stride ldc) = op(A) op(B) + beta * C, float32 or float64. */
-static void dp__matmul(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+/* C (m x n, row stride ldc) = op(A) op(B) + beta * C, float32 or float64,
+   over eng's range loop when eng is not NULL (see dp__gemm2_*). */
+static void dp__matmul(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                        const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
 #ifdef DEPENG_USE_CBLAS
+    (void)eng;
     if (t == DP_FLOAT32) cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
                                      1.0f, (const float *)a, (int)lda, (const float *)b, (int)ldb, (float)beta, (float *)c, (int)ldc);
     else cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
                      1.0, (const double *)a, (int)lda, (const double *)b, (int)ldb, beta, (double *)c, (int)ldc);
 #else
-    if (t == DP_FLOAT32) dp__gemm_f32(ta, tb, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb, (float)beta, (float *)c, ldc);
-    else dp__gemm_f64(ta, tb, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb, beta, (double *)c, ldc);
+    if (t == DP_FLOAT32) dp__gemm2_f32(eng, 1, ta, tb, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb, (float)beta, (float *)c, ldc);
+    else dp__gemm2_f64(eng, 1, ta, tb, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb, beta, (double *)c, ldc);
 #endif
 }
 DP_IMPL void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                     const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
-    dp__matmul(t, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    dp__matmul(NULL, t, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+}
+DP_IMPL void dp_gemm_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                        const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
+    dp__matmul(eng, t, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
 static double dp__beta_of(dp_req req) { return req == DP_REQ_ADD ? 1.0 : 0.0; }
 static const dp_param_def dp__dot_params[] = {
@@ -12544,7 +12918,7 @@ static int dp__k_dot(const dp_kernel_ctx *k) {
     int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
     int64_t m = as->dims[ta ? 1 : 0], kk = as->dims[ta ? 0 : 1], n = bs->dims[tb ? 0 : 1];
     if (k->req[0] == DP_REQ_NULL) return 0;
-    dp__matmul(dp_nd_dtype(k->inputs[0]), ta, tb, m, n, kk, dp_nd_data(k->inputs[0]), as->dims[1], dp_nd_data(k->inputs[1]),
+    dp__matmul(k->rc ? k->rc->engine : NULL, dp_nd_dtype(k->inputs[0]), ta, tb, m, n, kk, dp_nd_data(k->inputs[0]), as->dims[1], dp_nd_data(k->inputs[1]),
                bs->dims[1], dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), n);
     return 0;
 }
@@ -12554,15 +12928,16 @@ static int dp__kg_dot(const dp_kernel_ctx *k) {
     const dp_shape *as = dp_nd_shape(k->inputs[1]), *bs = dp_nd_shape(k->inputs[2]);
     const void *og = dp_nd_data(k->inputs[0]), *a = dp_nd_data(k->inputs[1]), *b = dp_nd_data(k->inputs[2]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    dp_engine *e = k->rc ? k->rc->engine : NULL;
     int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
     int64_t m = as->dims[ta ? 1 : 0], kk = as->dims[ta ? 0 : 1], n = bs->dims[tb ? 0 : 1];
     if (k->req[0] != DP_REQ_NULL) {
-        if (!ta) dp__matmul(t, 0, !tb, m, kk, n, og, n, b, bs->dims[1], dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), kk);
-        else dp__matmul(t, tb, 1, kk, m, n, b, bs->dims[1], og, n, dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), m);
+        if (!ta) dp__matmul(e, t, 0, !tb, m, kk, n, og, n, b, bs->dims[1], dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), kk);
+        else dp__matmul(e, t, tb, 1, kk, m, n, b, bs->dims[1], og, n, dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), m);
     }
     if (k->req[1] != DP_REQ_NULL) {
-        if (!tb) dp__matmul(t, !ta, 0, kk, n, m, a, as->dims[1], og, n, dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), n);
-        else dp__matmul(t, 1, ta, n, kk, m, og, n, a, as->dims[1], dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), kk);
+        if (!tb) dp__matmul(e, t, !ta, 0, kk, n, m, a, as->dims[1], og, n, dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), n);
+        else dp__matmul(e, t, 1, ta, n, kk, m, og, n, a, as->dims[1], dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), kk);
     }
     return 0;
 }
@@ -12692,6 +13067,115 @@ static int dp__infer_update(const dp_params *p, int nin, const dp_shape *is, con
     *os = is[0]; *ot = it[0];
     return 0;
 }
+/* The updates on the CPU, one loop per kind and element type: no type
+   switch per element, float32 computed in float32 (as PyTorch does; the
+   float64 loops compute exactly what dp__opt_step does, so float64 results
+   are unchanged), the rescale, clip, weight decay and state read and
+   written in one pass over the arrays, the weight updated in place (out ==
+   w; another output takes the generic loop below). The loops are plain C
+   that gcc and clang vectorise; gcc's -O2 vectorises only loops that need
+   no run-time alias check, hence DP__VEC_LOOPS (errno off so sqrt
+   vectorises: the variance is never negative). A clip of 0 or less is
+   turned into +infinity, which limits nothing (NaN stays NaN either way). */
+#define DP__UPDATE_LOOPS(T, SUF, SQRT, ATTR)                                                                     \
+DP__VEC_LOOPS ATTR static void dp__upd_sgd_##SUF(int64_t n, T *w, const T *g, const T *p) {                          \
+    const T lr = p[0], wd = p[1], rs = p[2], clip = p[3];                                                       \
+    int64_t i;                                                                                                  \
+    for (i = 0; i < n; i++) {                                                                                   \
+        T gi = g[i] * rs;                                                                                       \
+        gi = -clip > gi ? -clip : gi;   /* one max and one min, NaN kept */                                     \
+        gi = clip < gi ? clip : gi;                                                                             \
+        w[i] = w[i] - lr * (gi + wd * w[i]);                                                                    \
+    }                                                                                                           \
+}                                                                                                               \
+DP__VEC_LOOPS ATTR static void dp__upd_sgd_mom_##SUF(int64_t n, T *w, const T *g, T *mom, const T *p) {              \
+    const T lr = p[0], wd = p[1], rs = p[2], clip = p[3], momentum = p[4];                                      \
+    int64_t i;                                                                                                  \
+    for (i = 0; i < n; i++) {                                                                                   \
+        T gi = g[i] * rs, m;                                                                                    \
+        gi = -clip > gi ? -clip : gi;   /* one max and one min, NaN kept */                                     \
+        gi = clip < gi ? clip : gi;                                                                             \
+        m = momentum * mom[i] - lr * (gi + wd * w[i]);                                                          \
+        mom[i] = m;                                                                                             \
+        w[i] = w[i] + m;                                                                                        \
+    }                                                                                                           \
+}                                                                                                               \
+DP__VEC_LOOPS ATTR static void dp__upd_adam_##SUF(int64_t n, T *w, const T *g, T *mean, T *var, const T *p) {        \
+    const T lr = p[0], wd = p[1], rs = p[2], clip = p[3], b1 = p[4], b2 = p[5], eps = p[6];                     \
+    const T c1 = p[7], c2 = p[8];                                                                               \
+    int64_t i;                                                                                                  \
+    for (i = 0; i < n; i++) {                                                                                   \
+        T gi = g[i] * rs + wd * w[i], m, v;                                                                     \
+        gi = -clip > gi ? -clip : gi;   /* one max and one min, NaN kept */                                     \
+        gi = clip < gi ? clip : gi;                                                                             \
+        m = b1 * mean[i] + c1 * gi;                                                                             \
+        v = b2 * var[i] + c2 * gi * gi;                                                                         \
+        mean[i] = m;                                                                                            \
+        var[i] = v;                                                                                             \
+        w[i] = w[i] - lr * m / (SQRT(v) + eps);                                                                 \
+    }                                                                                                           \
+}
+DP__UPDATE_LOOPS(float, f32, sqrtf, )
+DP__UPDATE_LOOPS(double, f64, sqrt, )
+#ifdef DP__GEMM_X86
+/* The same loops in 256-bit vectors for CPUs with AVX2 (picked when run).
+   Not FMA: gcc may contract a * b + c into one rounding where FMA is
+   allowed, and the results must not depend on the CPU's features. */
+DP__UPDATE_LOOPS(float, f32_avx2, sqrtf, __attribute__((target("avx2"))))
+DP__UPDATE_LOOPS(double, f64_avx2, sqrt, __attribute__((target("avx2"))))
+#  define DP__UPD_CALL(NAME, ARGS) do { if (dp__cpu_avx2_fma()) NAME##_avx2 ARGS; else NAME ARGS; } while (0)
+/* gcc vectorises no sqrt that may set errno, whatever the function's
+   optimize attribute says: Adam's float32 loop is written out. Every
+   operation as in the loop above, in its order, so the bits are the same. */
+__attribute__((target("avx2"))) static void dp__upd_adam_f32_avx2v(int64_t n, float *w, const float *g, float *mean, float *var, const float *p) {
+    const __m256 lr = _mm256_set1_ps(p[0]), wd = _mm256_set1_ps(p[1]), rs = _mm256_set1_ps(p[2]), clip = _mm256_set1_ps(p[3]);
+    const __m256 nclip = _mm256_set1_ps(-p[3]), b1 = _mm256_set1_ps(p[4]), b2 = _mm256_set1_ps(p[5]), eps = _mm256_set1_ps(p[6]);
+    const __m256 c1 = _mm256_set1_ps(p[7]), c2 = _mm256_set1_ps(p[8]);
+    int64_t i;
+    for (i = 0; i + 8 <= n; i += 8) {
+        __m256 wi = _mm256_loadu_ps(w + i), gi, m, v;
+        gi = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(g + i), rs), _mm256_mul_ps(wd, wi));
+        gi = _mm256_min_ps(clip, _mm256_max_ps(nclip, gi));     /* (a > b ? a : b), NaN gi kept */
+        m = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(mean + i)), _mm256_mul_ps(c1, gi));
+        v = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(var + i)), _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
+        _mm256_storeu_ps(mean + i, m);
+        _mm256_storeu_ps(var + i, v);
+        _mm256_storeu_ps(w + i, _mm256_sub_ps(wi, _mm256_div_ps(_mm256_mul_ps(lr, m), _mm256_add_ps(_mm256_sqrt_ps(v), eps))));
+    }
+    dp__upd_adam_f32_avx2(n - i, w + i, g + i, mean + i, var + i, p);
+}
+#else
+#  define DP__UPD_CALL(NAME, ARGS) NAME ARGS
+#endif
+/* One chunk of an update, [begin, end) (a dp_range_fn). */
+typedef struct dp__upd_job {
+    int kind;
+    dp_dtype t;
+    void *w, *s1, *s2;
+    const void *g;
+    float pf[9];
+    double pd[9];
+} dp__upd_job;
+static void dp__upd_range(int64_t begin, int64_t end, void *user) {
+    const dp__upd_job *j = (const dp__upd_job *)user;
+    int64_t n = end - begin;
+    if (j->t == DP_FLOAT32) {
+        float *w = (float *)j->w + begin, *s1 = j->s1 ? (float *)j->s1 + begin : NULL, *s2 = j->s2 ? (float *)j->s2 + begin : NULL;
+        const float *g = (const float *)j->g + begin;
+        if (j->kind == DP__OPT_SGD) DP__UPD_CALL(dp__upd_sgd_f32, (n, w, g, j->pf));
+        else if (j->kind == DP__OPT_SGD_MOM) DP__UPD_CALL(dp__upd_sgd_mom_f32, (n, w, g, s1, j->pf));
+#ifdef DP__GEMM_X86
+        else if (dp__cpu_avx2_fma()) dp__upd_adam_f32_avx2v(n, w, g, s1, s2, j->pf);
+#endif
+        else dp__upd_adam_f32(n, w, g, s1, s2, j->pf);
+    } else {
+        double *w = (double *)j->w + begin, *s1 = j->s1 ? (double *)j->s1 + begin : NULL, *s2 = j->s2 ? (double *)j->s2 + begin : NULL;
+        const double *g = (const double *)j->g + begin;
+        if (j->kind == DP__OPT_SGD) DP__UPD_CALL(dp__upd_sgd_f64, (n, w, g, j->pd));
+        else if (j->kind == DP__OPT_SGD_MOM) DP__UPD_CALL(dp__upd_sgd_mom_f64, (n, w, g, s1, j->pd));
+        else DP__UPD_CALL(dp__upd_adam_f64, (n, w, g, s1, s2, j->pd));
+    }
+}
 static int dp__update(const dp_kernel_ctx *k, int kind) {
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
     const void *w = dp_nd_data(k->inputs[0]), *g = dp_nd_data(k->inputs[1]);
@@ -12701,6 +13185,17 @@ static int dp__update(const dp_kernel_ctx *k, int kind) {
     double p[7] = {0, 0, 0, 0, 0, 0, 0};
     for (i = 0; i < k->params->count && i < 7; i++) p[i] = k->params->v[i].f;
     dp__opt_bias_correct(kind, k->params, p);
+    if (out == w && (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE) && (t == DP_FLOAT32 || t == DP_FLOAT64)) {
+        dp__upd_job j;
+        memset(&j, 0, sizeof j);
+        j.kind = kind; j.t = t; j.w = out; j.g = g; j.s1 = s1; j.s2 = s2;
+        for (i = 0; i < 7; i++) j.pd[i] = p[i];
+        if (j.pd[3] <= 0) j.pd[3] = HUGE_VAL;                 /* no clip */
+        j.pd[7] = 1 - p[4]; j.pd[8] = 1 - p[5];               /* Adam's (1 - beta) */
+        for (i = 0; i < 9; i++) j.pf[i] = (float)j.pd[i];
+        dp__kernel_range(k, n, dp__upd_range, &j);
+        return 0;
+    }
     for (i = 0; i < n; i++) {
         double a = s1 ? dp__load_elem(s1, t, i) : 0, b = s2 ? dp__load_elem(s2, t, i) : 0;
         double wi = dp__opt_step(kind, dp__load_elem(w, t, i), dp__load_elem(g, t, i), &a, &b, p);

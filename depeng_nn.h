@@ -1929,7 +1929,7 @@ static int dpn__k_fc(const dp_kernel_ctx *k) {
     int64_t batch = ds->dims[0], in = ds->dims[1], h = k->params->v[0].i, r, j;
     void *y = dp_nd_data(k->outputs[0]);
     if (k->req[0] == DP_REQ_NULL) return 0;
-    dp_gemm(t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[0]), y, h);
+    dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[0]), y, h);
     for (r = 0; r < batch; r++)
         for (j = 0; j < h; j++) dpn__store_elem(y, t, r * h + j, dpn__load_elem(dp_nd_data(k->inputs[2]), t, j), DP_REQ_ADD);
     return 0;
@@ -1941,8 +1941,8 @@ static int dpn__kg_fc(const dp_kernel_ctx *k) {
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
     int64_t batch = ds->dims[0], in = ds->dims[1], h = dp_nd_shape(k->inputs[2])->dims[0], r, j;
     const void *og = dp_nd_data(k->inputs[0]);
-    if (k->req[0] != DP_REQ_NULL) dp_gemm(t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in);
-    if (k->req[1] != DP_REQ_NULL) dp_gemm(t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in);
+    if (k->req[0] != DP_REQ_NULL) dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in);
+    if (k->req[1] != DP_REQ_NULL) dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in);
     if (k->req[2] != DP_REQ_NULL) {
         for (j = 0; j < h; j++) {
             double s = 0;

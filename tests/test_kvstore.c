@@ -95,8 +95,9 @@ static void random_trial(dp_engine_type type, int mode, int trial) {
                 CHECK(dp_nd_write(arrays[d], host, (size_t)r->n * sizeof(float), NULL) == DP_OK);
                 dp_nd_release(arrays[d]);
             }
+            /* sgd_update computes a float32 weight in float32 (lr 0.1, wd 0: w - 0.1f * g) */
             for (i = 0; i < r->n; i++)
-                r->value[i] = mode == MODE_SUM ? sum[i] : mode == MODE_SGD ? (float)((double)r->value[i] - 0.1 * (double)sum[i]) : r->value[i] + sum[i];
+                r->value[i] = mode == MODE_SUM ? sum[i] : mode == MODE_SGD ? r->value[i] - 0.1f * sum[i] : r->value[i] + sum[i];
             free(sum);
         } else {                               /* pull into count arrays, read at the end */
             for (d = 0; d < count && npulls < 64; d++) {

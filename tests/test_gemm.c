@@ -1,0 +1,339 @@
+/* tests/test_gemm.c - the GEMM and the optimizer updates' CPU loops:
+   dp_gemm against a naive product over shapes, transposes, alpha and beta
+   (edge sizes around the tiles included), with the run-time picked
+   micro-kernel and with the portable one; dp_gemm_on and the dot operator
+   bitwise the same with no engine and on engines with DP_NO_THREADS, 1
+   and 2 workers; the updates computed in the array's precision (float32
+   in float32, float64 as before) and bitwise the same at every worker
+   count. White-box: it calls dp__gemm2_* to force the portable kernel. */
+#define DEPENG_IMPLEMENTATION
+#include "depeng.h"
+#include "test_common.h"
+#include "test_calls.h"
+#include <math.h>
+#include <string.h>
+#include <stdlib.h>
+
+static uint64_t g_rng = 88172645463325252ull;
+static double rnd(void) {
+    g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17;
+    return (double)(g_rng >> 11) / 9007199254740992.0 * 2 - 1;
+}
+static dp_engine *make(dp_engine_type type, int workers) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = workers; d.ignore_env = 1; d.logger.func = quiet_logger;
+    if (dp_engine_create(&d, &e) != DP_OK) return NULL;
+    return e;
+}
+
+/* C = alpha op(A) op(B) + beta C in long double, compared with what the
+   GEMM wrote: |error| <= tol (sum of |terms| + |beta C|). */
+static int check_one(int is64, int simd, int ta, int tb, int64_t m, int64_t n, int64_t k, double alpha, double beta) {
+    int64_t lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 2, i, j, p;
+    int64_t asz = (ta ? k : m) * lda, bsz = (tb ? n : k) * ldb, csz = m * ldc;
+    double *a = (double *)malloc(sizeof(double) * (size_t)(asz + 1)), *b = (double *)malloc(sizeof(double) * (size_t)(bsz + 1));
+    double *c0 = (double *)malloc(sizeof(double) * (size_t)(csz + 1)), *cd = (double *)malloc(sizeof(double) * (size_t)(csz + 1));
+    float *af = (float *)malloc(sizeof(float) * (size_t)(asz + 1)), *bf = (float *)malloc(sizeof(float) * (size_t)(bsz + 1));
+    float *cf = (float *)malloc(sizeof(float) * (size_t)(csz + 1));
+    int bad = 0;
+    for (i = 0; i < asz; i++) { af[i] = (float)rnd(); a[i] = af[i]; }
+    for (i = 0; i < bsz; i++) { bf[i] = (float)rnd(); b[i] = bf[i]; }
+    for (i = 0; i < csz; i++) { cf[i] = (float)rnd(); c0[i] = cf[i]; cd[i] = c0[i]; }
+    if (beta == 0) for (i = 0; i < m; i++) { cf[i * ldc] = NAN; cd[i * ldc] = NAN; }   /* beta 0 never reads C */
+    if (is64) dp__gemm2_f64(NULL, simd, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cd, ldc);
+    else dp__gemm2_f32(NULL, simd, ta, tb, m, n, k, (float)alpha, af, lda, bf, ldb, (float)beta, cf, ldc);
+    for (i = 0; i < m && !bad; i++)
+        for (j = 0; j < ldc; j++) {
+            long double s = 0, mag = 0, got = is64 ? (long double)cd[i * ldc + j] : (long double)cf[i * ldc + j], want;
+            if (j >= n) { if (got != (long double)c0[i * ldc + j]) bad = 1; continue; }   /* the padding is not touched */
+            for (p = 0; p < k; p++) {
+                long double t = (long double)a[ta ? p * lda + i : i * lda + p] * b[tb ? j * ldb + p : p * ldb + j];
+                s += t; mag += fabsl(t);
+            }
+            want = (long double)alpha * s + (beta == 0 ? 0 : (long double)beta * c0[i * ldc + j]);
+            mag = fabsl((long double)alpha) * mag + fabsl((long double)beta * c0[i * ldc + j]) + 1e-30L;
+            if (!(fabsl(got - want) <= mag * (is64 ? 1e-14L : 1e-5L))) bad = 1;
+        }
+    if (bad) fprintf(stderr, "  gemm %s simd %d ta %d tb %d m %lld n %lld k %lld alpha %g beta %g wrong\n", is64 ? "f64" : "f32", simd, ta, tb,
+                     (long long)m, (long long)n, (long long)k, alpha, beta);
+    free(a); free(b); free(c0); free(cd); free(af); free(bf); free(cf);
+    return !bad;
+}
+
+static void test_against_naive(void) {
+    static const int64_t sizes[] = {1, 2, 5, 6, 7, 15, 16, 17, 33, 97};
+    static const int64_t deep[][3] = {{64, 128, 784}, {96, 130, 257}, {200, 40, 513}, {7, 300, 600}, {103, 17, 1}};
+    static const double ab[][2] = {{1, 0}, {1, 1}, {0.5, -2}, {0, 0.25}, {-1.5, 0}};
+    int is64, simd, ta, tb, x, y, z, q;
+    for (is64 = 0; is64 < 2; is64++)
+        for (simd = 0; simd < 2; simd++)
+            for (ta = 0; ta < 2; ta++)
+                for (tb = 0; tb < 2; tb++) {
+                    for (x = 0; x < 10; x += 3)
+                        for (y = 0; y < 10; y += 2)
+                            for (z = 0; z < 10; z += 4)
+                                CHECK(check_one(is64, simd, ta, tb, sizes[x], sizes[y], sizes[z], ab[(x + y + z) % 5][0], ab[(x + y + z) % 5][1]));
+                    for (q = 0; q < 5; q++) CHECK(check_one(is64, simd, ta, tb, deep[q][0], deep[q][1], deep[q][2], ab[q][0], ab[q][1]));
+                }
+}
+
+/* m = 0 or n = 0 writes nothing; k = 0 scales C by beta (0: zeros, even over NaN) */
+static void test_empty_and_k0(void) {
+    float c[6] = {1, 2, 3, 4, 5, NAN}, a[1] = {7}, b[1] = {9};
+    dp_gemm(DP_FLOAT32, 0, 0, 0, 3, 4, a, 1, b, 1, 0.0, c, 3);
+    CHECK(c[0] == 1 && isnan(c[5]));
+    dp_gemm(DP_FLOAT32, 0, 0, 2, 3, 0, a, 1, b, 1, 2.0, c, 3);
+    CHECK(c[0] == 2 && c[4] == 10 && isnan(c[5]));
+    dp_gemm(DP_FLOAT32, 0, 0, 2, 3, 0, a, 1, b, 1, 0.0, c, 3);
+    CHECK(c[0] == 0 && c[5] == 0);
+}
+
+/* dp_gemm_on: bitwise the same result with no engine, and on every engine
+   kind with DP_NO_THREADS, 1 and 2 workers, at shapes over the threshold
+   (sizes that are not multiples of the tiles), both dtypes */
+static void test_bitwise_any_workers(void) {
+    static const int64_t shapes[][3] = {{256, 256, 256}, {64, 128, 784}, {251, 199, 301}, {1000, 10, 64}};
+    static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+    static const int workers[3] = {DP_NO_THREADS, 1, 2};
+    int s, is64, t, k, w;
+    for (s = 0; s < 4; s++)
+        for (is64 = 0; is64 < 2; is64++)
+            for (t = 0; t < 4; t++) {
+                int64_t m = shapes[s][0], n = shapes[s][1], kk = shapes[s][2], i;
+                size_t es = is64 ? 8 : 4, asz = (size_t)(m * kk), bsz = (size_t)(kk * n), csz = (size_t)(m * n);
+                unsigned char *a = (unsigned char *)malloc(es * asz), *b = (unsigned char *)malloc(es * bsz);
+                unsigned char *ref = (unsigned char *)malloc(es * csz), *c = (unsigned char *)malloc(es * csz);
+                int ta = t & 1, tb = t >> 1;
+                for (i = 0; i < (int64_t)asz; i++) dp__store_elem(a, is64 ? DP_FLOAT64 : DP_FLOAT32, i, rnd(), DP_REQ_WRITE);
+                for (i = 0; i < (int64_t)bsz; i++) dp__store_elem(b, is64 ? DP_FLOAT64 : DP_FLOAT32, i, rnd(), DP_REQ_WRITE);
+                for (i = 0; i < (int64_t)csz; i++) dp__store_elem(ref, is64 ? DP_FLOAT64 : DP_FLOAT32, i, rnd(), DP_REQ_WRITE);
+                memcpy(c, ref, es * csz);
+                dp_gemm(is64 ? DP_FLOAT64 : DP_FLOAT32, ta, tb, m, n, kk, a, ta ? m : kk, b, tb ? kk : n, 1.0, ref, n);
+                for (k = 0; k < 3; k++)
+                    for (w = 0; w < 3; w++) {
+                        dp_engine *e = make(kinds[k], workers[w]);
+                        unsigned char *c2 = (unsigned char *)malloc(es * csz);
+                        CHECK(e != NULL);
+                        memcpy(c2, c, es * csz);
+                        dp_gemm_on(e, is64 ? DP_FLOAT64 : DP_FLOAT32, ta, tb, m, n, kk, a, ta ? m : kk, b, tb ? kk : n, 1.0, c2, n);
+                        CHECK(memcmp(c2, ref, es * csz) == 0);
+                        free(c2);
+                        if (e) CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+                    }
+                free(a); free(b); free(ref); free(c);
+            }
+}
+
+/* the dot operator (its kernel splits the product over the engine's
+   workers) and its gradient: the same bits on 0, 1 and 2 workers */
+static void dot_bits(dp_engine *e, float *out, float *ga, float *gb) {
+    static const dp_ctx cpu = {DP_DEV_CPU, 0};
+    dp_shape sa, sb;
+    dp_ndarray *in[3], *y = NULL, *og = NULL, *g[2] = {NULL, NULL};
+    float *da = (float *)malloc(sizeof(float) * 300 * 200), *db = (float *)malloc(sizeof(float) * 200 * 150);
+    const char *key = "transpose_b", *val = "false";
+    int i;
+    g_rng = 12345;
+    for (i = 0; i < 300 * 200; i++) da[i] = (float)rnd();
+    for (i = 0; i < 200 * 150; i++) db[i] = (float)rnd();
+    memset(&sa, 0, sizeof sa); sa.ndim = 2; sa.dims[0] = 300; sa.dims[1] = 200;
+    memset(&sb, 0, sizeof sb); sb.ndim = 2; sb.dims[0] = 200; sb.dims[1] = 150;
+    CHECK(dp_nd_from_host(e, &sa, DP_FLOAT32, cpu, da, &in[1]) == DP_OK);
+    CHECK(dp_nd_from_host(e, &sb, DP_FLOAT32, cpu, db, &in[2]) == DP_OK);
+    CHECK(invoke_str(e, "dot", 2, in + 1, 1, &key, &val, 0, 1, &y, NULL) == DP_OK);
+    CHECK(dp_nd_read(y, out, sizeof(float) * 300 * 150, NULL) == DP_OK);
+    in[0] = y;
+    CHECK(invoke_str(e, "_backward_dot", 3, in, 1, &key, &val, 0, 2, g, NULL) == DP_OK);
+    CHECK(dp_nd_read(g[0], ga, sizeof(float) * 300 * 200, NULL) == DP_OK);
+    CHECK(dp_nd_read(g[1], gb, sizeof(float) * 200 * 150, NULL) == DP_OK);
+    dp_nd_release(in[1]); dp_nd_release(in[2]); dp_nd_release(y); dp_nd_release(g[0]); dp_nd_release(g[1]);
+    (void)og;
+    free(da); free(db);
+}
+static void test_dot_operator_bitwise(void) {
+    static const int workers[3] = {DP_NO_THREADS, 1, 2};
+    float *ref = (float *)malloc(sizeof(float) * 300 * 150), *out = (float *)malloc(sizeof(float) * 300 * 150);
+    float *rga = (float *)malloc(sizeof(float) * 300 * 200), *ga = (float *)malloc(sizeof(float) * 300 * 200);
+    float *rgb = (float *)malloc(sizeof(float) * 200 * 150), *gb = (float *)malloc(sizeof(float) * 200 * 150);
+    int w;
+    for (w = 0; w < 3; w++) {
+        dp_engine *e = make(DP_ENGINE_PERDEVICE, workers[w]);
+        CHECK(e != NULL);
+        if (!e) continue;
+        dot_bits(e, w ? out : ref, w ? ga : rga, w ? gb : rgb);
+        if (w) CHECK(memcmp(out, ref, sizeof(float) * 300 * 150) == 0 && memcmp(ga, rga, sizeof(float) * 300 * 200) == 0 &&
+                     memcmp(gb, rgb, sizeof(float) * 200 * 150) == 0);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+    free(ref); free(out); free(rga); free(ga); free(rgb); free(gb);
+}
+
+/* The updates: float32 computed in float32 (each element as the float
+   expression below computes it; the old loop computed in double and
+   rounded once, which differs in the last bit for some elements), float64
+   exactly as dp__opt_step, and the same bits on 0, 1 and 2 workers for an
+   array split over the range loop (n over DP__PAR_MIN). */
+#define UPD_N 200003
+static void run_update(dp_engine *e, const char *op, dp_dtype t, int nstate, void *w, const void *g, void *s1, void *s2) {
+    static const dp_ctx cpu = {DP_DEV_CPU, 0};
+    static const char *keys[] = {"lr", "wd", "rescale_grad", "clip_gradient", "momentum"};
+    static const char *vals[] = {"0.1", "0.01", "0.5", "0.3", "0.9"};
+    static const char *akeys[] = {"lr", "wd", "rescale_grad", "clip_gradient", "t"};
+    static const char *avals[] = {"0.01", "0.001", "0.7", "-1", "3"};
+    dp_shape s;
+    dp_ndarray *in[4] = {NULL, NULL, NULL, NULL}, *out[1];
+    size_t bytes = (size_t)UPD_N * (t == DP_FLOAT32 ? 4 : 8);
+    int i, adam = nstate == 2;
+    memset(&s, 0, sizeof s); s.ndim = 1; s.dims[0] = UPD_N;
+    CHECK(dp_nd_from_host(e, &s, t, cpu, w, &in[0]) == DP_OK);
+    CHECK(dp_nd_from_host(e, &s, t, cpu, g, &in[1]) == DP_OK);
+    if (nstate > 0) CHECK(dp_nd_from_host(e, &s, t, cpu, s1, &in[2]) == DP_OK);
+    if (nstate > 1) CHECK(dp_nd_from_host(e, &s, t, cpu, s2, &in[3]) == DP_OK);
+    out[0] = in[0];
+    CHECK(invoke_str(e, op, 2 + nstate, in, adam ? 5 : nstate ? 5 : 4, adam ? akeys : keys, adam ? avals : vals, 0, 1, out, NULL) == DP_OK);
+    CHECK(dp_nd_read(in[0], w, bytes, NULL) == DP_OK);
+    if (nstate > 0) CHECK(dp_nd_read(in[2], s1, bytes, NULL) == DP_OK);
+    if (nstate > 1) CHECK(dp_nd_read(in[3], s2, bytes, NULL) == DP_OK);
+    for (i = 0; i < 4; i++) if (in[i]) dp_nd_release(in[i]);
+}
+static void test_updates(void) {
+    static const char *ops[3] = {"sgd_update", "sgd_mom_update", "adam_update"};
+    static const int workers[3] = {DP_NO_THREADS, 1, 2};
+    int o, is64, w, i, diff_from_double = 0;
+    for (o = 0; o < 3; o++)
+        for (is64 = 0; is64 < 2; is64++) {
+            dp_dtype t = is64 ? DP_FLOAT64 : DP_FLOAT32;
+            size_t es = is64 ? 8 : 4, bytes = es * UPD_N;
+            unsigned char *w0 = (unsigned char *)malloc(bytes), *g = (unsigned char *)malloc(bytes), *m0 = (unsigned char *)malloc(bytes);
+            unsigned char *v0 = (unsigned char *)malloc(bytes), *rw = (unsigned char *)malloc(bytes), *rm = (unsigned char *)malloc(bytes);
+            unsigned char *rv = (unsigned char *)malloc(bytes), *ww = (unsigned char *)malloc(bytes), *mm = (unsigned char *)malloc(bytes);
+            unsigned char *vv = (unsigned char *)malloc(bytes);
+            int nstate = o;
+            for (i = 0; i < UPD_N; i++) {
+                dp__store_elem(w0, t, i, rnd(), DP_REQ_WRITE); dp__store_elem(g, t, i, rnd() * 2, DP_REQ_WRITE);
+                dp__store_elem(m0, t, i, rnd() * 0.1, DP_REQ_WRITE); dp__store_elem(v0, t, i, fabs(rnd()) * 0.01, DP_REQ_WRITE);
+            }
+            /* the reference, element by element */
+            memcpy(rw, w0, bytes); memcpy(rm, m0, bytes); memcpy(rv, v0, bytes);
+            for (i = 0; i < UPD_N; i++) {
+                if (is64) {
+                    double p[7] = {0.1, 0.01, 0.5, 0.3, 0.9, 0, 0}, a = ((double *)rm)[i], b = ((double *)rv)[i];
+                    dp_params ps;
+                    if (o == 2) {
+                        p[0] = 0.01; p[1] = 0.001; p[2] = 0.7; p[3] = -1; p[4] = 0.9; p[5] = 0.999; p[6] = 1e-8;
+                        memset(&ps, 0, sizeof ps); ps.count = 8; ps.v[7].i = 3;
+                        dp__opt_bias_correct(DP__OPT_ADAM, &ps, p);
+                    }
+                    ((double *)rw)[i] = dp__opt_step(o, ((double *)rw)[i], ((double *)g)[i], &a, &b, p);
+                    ((double *)rm)[i] = a; ((double *)rv)[i] = b;
+                } else {
+                    float *W = (float *)rw + i, G = ((float *)g)[i], *M = (float *)rm + i, *V = (float *)rv + i;
+                    double dw = *W, dm = *M, dv = *V, pd[7] = {0.1, 0.01, 0.5, 0.3, 0.9, 0, 0};
+                    if (o < 2) {
+                        float gi = G * 0.5f;
+                        gi = gi < -0.3f ? -0.3f : gi > 0.3f ? 0.3f : gi;
+                        if (o == 0) *W = *W - 0.1f * (gi + 0.01f * *W);
+                        else { *M = 0.9f * *M - 0.1f * (gi + 0.01f * *W); *W = *W + *M; }
+                    } else {
+                        double lr = 0.01 * sqrt(1 - pow(0.999, 3)) / (1 - pow(0.9, 3));
+                        float gi = G * 0.7f + 0.001f * *W;
+                        *M = 0.9f * *M + (float)(1 - 0.9) * gi;
+                        *V = 0.999f * *V + (float)(1 - 0.999) * gi * gi;
+                        *W = *W - (float)lr * *M / (sqrtf(*V) + 1e-8f);
+                        pd[0] = lr; pd[1] = 0.001; pd[2] = 0.7; pd[3] = -1; pd[4] = 0.9; pd[5] = 0.999; pd[6] = 1e-8;
+                    }
+                    dw = dp__opt_step(o, dw, G, &dm, &dv, pd);
+                    if ((float)dw != *W) diff_from_double++;
+                }
+            }
+            for (w = 0; w < 3; w++) {
+                dp_engine *e = make(DP_ENGINE_PERDEVICE, workers[w]);
+                CHECK(e != NULL);
+                if (!e) continue;
+                memcpy(ww, w0, bytes); memcpy(mm, m0, bytes); memcpy(vv, v0, bytes);
+                run_update(e, ops[o], t, nstate, ww, g, mm, vv);
+                CHECK(memcmp(ww, rw, bytes) == 0);
+                if (nstate > 0) CHECK(memcmp(mm, rm, bytes) == 0);
+                if (nstate > 1) CHECK(memcmp(vv, rv, bytes) == 0);
+                CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+            }
+            free(w0); free(g); free(m0); free(v0); free(rw); free(rm); free(rv); free(ww); free(mm); free(vv);
+        }
+    CHECK(diff_from_double > 0);    /* the float32 reference is not the double one: the test tells them apart */
+}
+
+/* the updates' loops give the same bits with and without AVX2 (the
+   portable loops run on CPUs without it; the AVX2 ones use no FMA) */
+static void test_update_loops_same_on_every_cpu(void) {
+#ifdef DP__GEMM_X86
+    enum { N = 1037 };
+    static float w[2][N], g[N], m[2][N], v[2][N];
+    float p[9] = {0.1f, 0.01f, 0.5f, 0.3f, 0.9f, 0.999f, 1e-8f, 0.1f, 0.001f};
+    int i, kind, r;
+    if (!dp__cpu_avx2_fma()) return;
+    for (kind = 0; kind < 3; kind++) {
+        for (i = 0; i < N; i++) {
+            w[0][i] = w[1][i] = (float)rnd(); g[i] = (float)rnd() * 2;
+            m[0][i] = m[1][i] = (float)rnd() * 0.1f; v[0][i] = v[1][i] = (float)fabs(rnd()) * 0.01f;
+        }
+        g[5] = NAN; g[6] = INFINITY; g[7] = -INFINITY;
+        for (r = 0; r < 2; r++) {
+            if (kind == 0) { if (r) dp__upd_sgd_f32_avx2(N, w[r], g, p); else dp__upd_sgd_f32(N, w[r], g, p); }
+            else if (kind == 1) { if (r) dp__upd_sgd_mom_f32_avx2(N, w[r], g, m[r], p); else dp__upd_sgd_mom_f32(N, w[r], g, m[r], p); }
+            else { if (r) dp__upd_adam_f32_avx2v(N, w[r], g, m[r], v[r], p); else dp__upd_adam_f32(N, w[r], g, m[r], v[r], p); }
+        }
+        CHECK(memcmp(w[0], w[1], sizeof w[0]) == 0 && memcmp(m[0], m[1], sizeof m[0]) == 0 && memcmp(v[0], v[1], sizeof v[0]) == 0);
+    }
+#endif
+}
+
+/* the float32 element-wise fast paths (unary, scalar, binary of one shape)
+   split over the range loop: every element computed as one loop computes
+   it, on 0, 1 and 2 workers */
+#define EW_N 300007
+static void test_elementwise_split(void) {
+    static const int workers[3] = {DP_NO_THREADS, 1, 2};
+    static const dp_ctx cpu = {DP_DEV_CPU, 0};
+    float *x = (float *)malloc(sizeof(float) * EW_N), *z = (float *)malloc(sizeof(float) * EW_N);
+    float *got = (float *)malloc(sizeof(float) * EW_N), *want = (float *)malloc(sizeof(float) * EW_N);
+    int w, op, i;
+    for (i = 0; i < EW_N; i++) { x[i] = (float)rnd() * 3; z[i] = (float)rnd(); }
+    for (w = 0; w < 3; w++) {
+        dp_engine *e = make(DP_ENGINE_PERDEVICE, workers[w]);
+        dp_shape s;
+        dp_ndarray *in[2] = {NULL, NULL};
+        CHECK(e != NULL);
+        if (!e) continue;
+        memset(&s, 0, sizeof s); s.ndim = 1; s.dims[0] = EW_N;
+        CHECK(dp_nd_from_host(e, &s, DP_FLOAT32, cpu, x, &in[0]) == DP_OK);
+        CHECK(dp_nd_from_host(e, &s, DP_FLOAT32, cpu, z, &in[1]) == DP_OK);
+        for (op = 0; op < 3; op++) {
+            dp_ndarray *y = NULL;
+            const char *name = op == 0 ? "tanh" : op == 1 ? "mul_scalar" : "maximum";
+            CHECK(invoke_str(e, name, op == 2 ? 2 : 1, in, 0, NULL, NULL, 1.5, 1, &y, NULL) == DP_OK);
+            CHECK(dp_nd_read(y, got, sizeof(float) * EW_N, NULL) == DP_OK);
+            for (i = 0; i < EW_N; i++)
+                want[i] = op == 0 ? (float)tanh((double)x[i]) : op == 1 ? (float)((double)x[i] * 1.5) : (float)dp__f_maximum(x[i], z[i]);
+            CHECK(memcmp(got, want, sizeof(float) * EW_N) == 0);
+            dp_nd_release(y);
+        }
+        dp_nd_release(in[0]); dp_nd_release(in[1]);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+    free(x); free(z); free(got); free(want);
+}
+
+int main(void) {
+    static const test_case tests[] = {
+        {"dp_gemm against a naive product: shapes, edges, transposes, alpha, beta, both kernels, both dtypes", test_against_naive},
+        {"m or n 0 writes nothing, k 0 scales C by beta", test_empty_and_k0},
+        {"dp_gemm_on bitwise the same with no engine and 0, 1, 2 workers, every engine kind", test_bitwise_any_workers},
+        {"dot and its gradient bitwise the same on 0, 1, 2 workers", test_dot_operator_bitwise},
+        {"updates: float32 in float32, float64 unchanged, bitwise the same on 0, 1, 2 workers", test_updates},
+        {"the updates' loops: the same bits with and without AVX2, NaN and infinities included", test_update_loops_same_on_every_cpu},
+        {"float32 element-wise ops split over the range loop: every element as one loop computes it", test_elementwise_split},
+    };
+    return run_tests("gemm", tests, (int)(sizeof tests / sizeof tests[0]));
+}
