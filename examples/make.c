@@ -204,14 +204,23 @@ typedef struct recipe {          /* command lines, unexpanded, with their place 
     const char *file;
 } recipe;
 
+/* A target-specific (or pattern-specific) variable: `t: [override] NAME op value`. */
+typedef struct tvar { char *pat; char *name, *value; char op; int ovr; } tvar;   /* op: = : + ? */
+
 typedef struct node {            /* one file name */
     char *name;
     int *pre; int npre, precap;  /* normal prerequisites (node indices)      */
     int *oo; int noo, oocap;     /* order-only prerequisites                 */
     recipe *rcp;                 /* NULL: no recipe (yet)                    */
     char *stem;                  /* $* when a pattern rule supplied the recipe */
+    char *fname;                 /* the file found through VPATH/vpath, NULL: name */
+    tvar *tvars; int ntvars, tvarcap;   /* target-specific variables */
+    int walk_parent;             /* the target that first needed this one (-1: a goal) */
     unsigned is_target : 1, mentioned : 1, phony : 1, implicit_done : 1, missing : 1, on_path : 1;
     unsigned silent : 1, ignore : 1, precious : 1;   /* .SILENT .IGNORE .PRECIOUS */
+    unsigned dc_main : 1, dcolon : 1;   /* a :: target; one of its :: rules */
+    int ndc;                     /* :: rules so far */
+    char *alias_key;             /* a :: rule's node: its key in the map (name is the file's) */
     int walk;                    /* 0 new, 1 on the walk's stack, 2 done     */
     int gstate;                  /* -j1 gate: 0 not over, 1 made, 2 failed or skipped */
     int is_goal;
@@ -229,6 +238,7 @@ typedef struct pattern {         /* %.o: %.c */
     recipe *rcp;
     const char *file; int line;
     int builtin;                 /* one of GNU make's built-in rules */
+    int suffix;                  /* from a suffix rule (.c.o:) */
 } pattern;
 
 /* Where a variable's value came from, lowest precedence first (GNU make's
@@ -255,7 +265,11 @@ typedef struct mk_make {
     int default_goal;
     int include_depth;
     int export_all;              /* `export` alone: every variable goes to the commands */
-    int silent_all, ignore_all, notparallel, delete_on_error, posix, oneshell;   /* special targets */
+    int silent_all, ignore_all, notparallel, delete_on_error, posix;   /* special targets */
+    char **suffixes; int nsuffixes, suffixcap;   /* .SUFFIXES, GNU's list to start with */
+    struct tvar *pvars; int npvars, pvarcap;     /* pattern-specific variables (%.o: X = y) */
+    char **cancels; int ncancels, cancelcap;     /* "%.o %.c": rules cancelled by a recipe-less pattern rule */
+    struct vpath { char *pat, *dirs; } *vpaths; int nvpaths, vpathcap;   /* vpath directives */
     /* runs a command for $(shell) and !=, returns its output (newlines made
        spaces, the last one dropped), malloc'ed; NULL: commands may not run
        (the parse-only build, a fuzz harness) and both are refused */
@@ -282,6 +296,7 @@ static int node_get_n(mk_make *m, const char *name, size_t n) {
     return m->nnodes++;
 }
 static int node_get(mk_make *m, const char *name) { return node_get_n(m, name, strlen(name)); }
+#define NFILE(n) ((n)->fname ? (n)->fname : (n)->name)   /* the file: found through vpath, or the name */
 
 static var *var_find(const mk_make *m, const char *name, size_t n) {
     int i = map_get(&m->var_map, name, n);
@@ -323,7 +338,7 @@ typedef struct autovars { const char *at, *lt, *hat, *plus, *qm, *star, *bar; } 
 typedef struct expanding { const var *v; const struct expanding *up; } expanding;
 /* A name bound by $(foreach) or $(call) ($(0) $(1) ...) while its text is
    expanded: looked at before the variables, never stored in them. */
-typedef struct local { const char *name; size_t n; const char *value; const struct local *up; } local;
+typedef struct local { const char *name; size_t n; const char *value; const struct local *up; int recursive; } local;
 struct reader;
 typedef struct xctx {
     const mk_make *m;
@@ -427,7 +442,10 @@ static int expand_var(xctx *x, const char *name, size_t n, strbuf *out) {
     xctx sub;
     const local *l;
     for (l = x->locals; l; l = l->up)
-        if (l->n == n && strncmp(l->name, name, n) == 0) { sb_puts(out, l->value); return 0; }
+        if (l->n == n && strncmp(l->name, name, n) == 0) {
+            if (!l->recursive) { sb_puts(out, l->value); return 0; }
+            return expand_n(x, l->value, strlen(l->value), out);   /* bounded by MAX_EXPAND_DEPTH */
+        }
     if (auto_value(x, name, n, out)) return 0;
     v = var_find(x->m, name, n);
     if (!v) return 0;
@@ -554,7 +572,7 @@ static int lazy_function(xctx *x, const char *fn, size_t fnn, const char *args, 
                 xctx sub = *x;
                 char *val = xstrndup(w, wn);
                 strbuf t = {0};
-                l.name = name; l.n = strlen(name); l.value = val; l.up = x->locals;
+                l.name = name; l.n = strlen(name); l.value = val; l.up = x->locals; l.recursive = 0;
                 sub.locals = &l;
                 rc = expand_n(&sub, a[2], an[2], &t);
                 if (rc == 0) { if (!first) sb_putc(out, ' '); sb_add(out, t.s, t.len); first = 0; }
@@ -586,7 +604,7 @@ static int lazy_function(xctx *x, const char *fn, size_t fnn, const char *args, 
             else { snprintf(numbuf[i], sizeof numbuf[i], "%d", i); ls[i].name = numbuf[i]; }
             ls[i].n = strlen(ls[i].name);
             ls[i].value = i == 0 ? name : i < k ? vals[i] : "";
-            ls[i].up = up; up = &ls[i];
+            ls[i].up = up; ls[i].recursive = 0; up = &ls[i];
         }
         if (v && !v->undefined) {
             xctx sub = *x;
@@ -1115,7 +1133,6 @@ static int assignment(reader *r, char *line, char *op_at, const char *op, int ov
         free(name_raw);
         return rc;
     }
-    if (strcmp(name, "VPATH") == 0) { free(name_raw); return perr(r, "VPATH is not supported by this make"); }
     v = var_find(m, name, strlen(name));
     if (v && exp) v->exported = 1;
     if (v && !ovr && (v->origin == O_CMDLINE || v->origin == O_OVERRIDE || v->origin == O_ENV_OVERRIDE)) {
@@ -1159,17 +1176,25 @@ static const char *const default_suffixes[] = {
     ".out", ".a", ".ln", ".o", ".c", ".cc", ".C", ".cpp", ".p", ".f", ".F", ".m", ".r", ".y", ".l",
     ".ym", ".yl", ".s", ".S", ".mod", ".sym", ".def", ".h", ".info", ".dvi", ".tex", ".texinfo",
     ".texi", ".txinfo", ".w", ".ch", ".web", ".sh", ".elc", ".el", NULL };
-static int known_suffix(const char *s, size_t n) {
+static int known_suffix(const char *s, size_t n) {   /* GNU's default list ($* of an explicit rule) */
     int i;
     for (i = 0; default_suffixes[i]; i++) if (strlen(default_suffixes[i]) == n && strncmp(default_suffixes[i], s, n) == 0) return 1;
     return 0;
 }
-static int is_suffix_rule(const char *t) {
-    const char *second;
-    if (t[0] != '.' || strchr(t, '/')) return 0;
-    second = strchr(t + 1, '.');
-    if (!second) return known_suffix(t, strlen(t));
-    return known_suffix(t, (size_t)(second - t)) && known_suffix(second, strlen(second));
+static int in_suffixes(const mk_make *m, const char *s, size_t n) {
+    int i;
+    for (i = 0; i < m->nsuffixes; i++) if (strlen(m->suffixes[i]) == n && strncmp(m->suffixes[i], s, n) == 0) return 1;
+    return 0;
+}
+/* A suffix rule `.c.o:` (or single-suffix `.c:`) by the current .SUFFIXES:
+   sets *split to the second suffix (or to the end). */
+static int is_suffix_rule(const mk_make *m, const char *t, size_t *split) {
+    size_t n = strlen(t), k;
+    if (t[0] != '.' || strchr(t, '/') || strchr(t, '%')) return 0;
+    if (in_suffixes(m, t, n)) { *split = n; return 1; }
+    for (k = 1; k < n; k++)
+        if (t[k] == '.' && in_suffixes(m, t, k) && in_suffixes(m, t + k, n - k)) { *split = k; return 1; }
+    return 0;
 }
 
 /* Splits words into *list, globbing words with wildcard characters. */
@@ -1233,16 +1258,139 @@ static void add_recipe_line(reader *r, const char *text) {
     rc->lineno[rc->n++] = r->line;
 }
 
-static int rule_line(reader *r, char *line, char *colon) {
+/* `targets: [override] [export] NAME op value`: a variable with this value
+   while the targets' recipes (and those of their prerequisites) are
+   expanded. A target with % makes a pattern-specific variable. := is
+   expanded now, as in GNU make; = += ?= when the recipe is expanded. */
+static int target_var(reader *r, char *targets, char *def) {
+    mk_make *m = r->m;
+    xctx x = parse_ctx(r);
+    char *tt, *eq, *name, *nm_exp = NULL, *val, op = '=';
+    char **tg = NULL;
+    int ntg = 0, tgcap = 0, i, ovr = 0;
+    r->in_rule = 0;
+    r->nctx = 0; r->ctx_pattern = -1; r->ctx_recipe = NULL;
+    for (;;) {
+        while (is_space(*def)) def++;
+        if (strncmp(def, "override", 8) == 0 && is_space(def[8])) { ovr = 1; def += 8; continue; }
+        if (strncmp(def, "export", 6) == 0 && is_space(def[6])) { def += 6; continue; }
+        if (strncmp(def, "private", 7) == 0 && is_space(def[7])) return perr(r, "'private' target-specific variables are not supported by this make");
+        break;
+    }
+    eq = find_top(def, "=");
+    if (!eq) return perr(r, "missing '=' in a target-specific variable");
+    val = eq + 1;
+    if (eq > def && (eq[-1] == '+' || eq[-1] == '?' || eq[-1] == ':' || eq[-1] == '!')) {
+        op = eq[-1]; eq--;
+        if (op == ':' && eq > def && eq[-1] == ':') eq--;
+        if (op == '!') return perr(r, "'!=' in a target-specific variable is not supported by this make");
+    }
+    *eq = '\0';
+    while (is_space(*val)) val++;
+    nm_exp = expand_str(&x, def);
+    if (!nm_exp) return -1;
+    name = trim(nm_exp);
+    if (!*name || strpbrk(name, " \t")) { free(nm_exp); return perr(r, "invalid variable name in a target-specific variable"); }
+    tt = expand_str(&x, targets);
+    if (!tt) { free(nm_exp); return -1; }
+    {
+        char *v = op == ':' ? expand_str(&x, val) : xstrdup(val);
+        if (!v) { free(nm_exp); free(tt); return -1; }
+        words_to_list(tt, &tg, &ntg, &tgcap);
+        for (i = 0; i < ntg; i++) {
+            tvar *tv;
+            if (strchr(tg[i], '%')) {
+                GROW(m->pvars, m->npvars, m->pvarcap);
+                tv = &m->pvars[m->npvars++];
+                tv->pat = xstrdup(tg[i]);
+            } else {
+                int ni = node_get(m, tg[i]);          /* may move m->nodes */
+                node *n = &m->nodes[ni];
+                GROW(n->tvars, n->ntvars, n->tvarcap);
+                tv = &n->tvars[n->ntvars++];
+                tv->pat = NULL;
+            }
+            tv->name = xstrdup(name); tv->value = xstrdup(v); tv->op = op; tv->ovr = ovr;
+        }
+        free(v);
+    }
+    free_list(tg, ntg); free(tt); free(nm_exp);
+    return 0;
+}
+
+/* `targets: target-pattern: prereq-patterns`: an explicit rule for each
+   target, its prerequisites the patterns with % replaced by its stem. */
+static int static_pattern_rule(reader *r, char *targets, char *tpat_text, char *colon2, char *inline_cmd) {
+    mk_make *m = r->m;
+    xctx x = parse_ctx(r);
+    char *tt = NULL, *tp = NULL, *pp = NULL, *bar, **tg = NULL, **pre = NULL, **oo = NULL;
+    int ntg = 0, tgcap = 0, npre = 0, precap = 0, noo = 0, oocap = 0, i, j, rc = 0;
+    *colon2 = '\0';
+    r->nctx = 0; r->ctx_npre = 0; r->ctx_pattern = -1; r->ctx_recipe = NULL; r->in_rule = 1;
+    tt = expand_str(&x, targets);
+    tp = tt ? expand_str(&x, tpat_text) : NULL;
+    pp = tp ? expand_str(&x, colon2 + 1) : NULL;
+    if (!pp) { rc = -1; goto done; }
+    if (!strchr(tp, '%')) { rc = perr(r, "target pattern contains no '%%'"); goto done; }
+    bar = strchr(pp, '|');
+    if (bar) { *bar = '\0'; words_to_list(bar + 1, &oo, &noo, &oocap); }
+    words_to_list(pp, &pre, &npre, &precap);
+    words_to_list(tt, &tg, &ntg, &tgcap);
+    {
+        char *pat = trim(tp);
+        strbuf b = {0};
+        for (i = 0; i < ntg; i++) {
+            size_t so, sn;
+            int ti;
+            node *t;
+            if (!pat_match(pat, tg[i], strlen(tg[i]), &so, &sn)) {
+                fprintf(stderr, "%s:%d: target '%s' doesn't match the target pattern\n", r->file, r->line, tg[i]);
+                continue;
+            }
+            ti = node_get(m, tg[i]);
+            t = &m->nodes[ti];
+            t->is_target = 1; t->mentioned = 1;
+            free(t->stem); t->stem = xstrndup(tg[i] + so, sn);
+            if (m->default_goal < 0 && (tg[i][0] != '.' || strchr(tg[i], '/'))) m->default_goal = ti;
+            GROW(r->ctx_targets, r->nctx, r->ctxcap);
+            r->ctx_targets[r->nctx++] = ti;
+            for (j = 0; j < npre + noo; j++) {
+                int pi;
+                b.len = 0; sb_add(&b, "", 0);
+                pat_subst(&b, j < npre ? pre[j] : oo[j - npre], tg[i] + so, sn);
+                pi = node_get(m, b.s);
+                m->nodes[pi].mentioned = 1;
+                t = &m->nodes[ti];
+                if (j < npre) add_prereq(&t->pre, &t->npre, &t->precap, pi);
+                else add_prereq(&t->oo, &t->noo, &t->oocap, pi);
+            }
+        }
+        free(b.s);
+    }
+    r->ctx_npre = npre;
+    if (inline_cmd) {
+        while (is_space(*inline_cmd)) inline_cmd++;
+        add_recipe_line(r, inline_cmd);
+    }
+done:
+    free_list(tg, ntg); free_list(pre, npre); free_list(oo, noo);
+    free(tt); free(tp); free(pp);
+    return rc;
+}
+
+static int rule_line(reader *r, char *line, char *colon, int dcolon) {
     mk_make *m = r->m;
     xctx x = parse_ctx(r);
     char *tgt_text, *pre_text, *semi, *inline_cmd = NULL, *bar;
     char **tg = NULL, **pre = NULL, **oo = NULL;
     int ntg = 0, tgcap = 0, npre = 0, precap = 0, noo = 0, oocap = 0, i, j, rc = 0, npat = 0;
+    char *eq, *colon2;
     *colon = '\0';
-    if ((semi = find_top(colon + 1, ";")) != NULL) { *semi = '\0'; inline_cmd = semi + 1; }
-    if (find_top(colon + 1, "=")) return perr(r, "target-specific variables are not supported by this make");
-    if (find_top(colon + 1, ":")) return perr(r, "static pattern rules (targets: %%.o: %%.c) are not supported by this make");
+    eq = find_top(colon + 1, "=");
+    semi = find_top(colon + 1, ";");
+    if (eq && (!semi || eq < semi)) return target_var(r, line, colon + 1);
+    if (semi) { *semi = '\0'; inline_cmd = semi + 1; }
+    if ((colon2 = find_top(colon + 1, ":")) != NULL) return static_pattern_rule(r, line, colon + 1, colon2, inline_cmd);
     tgt_text = expand_str(&x, line);
     if (!tgt_text) return -1;
     pre_text = expand_str(&x, colon + 1);
@@ -1271,20 +1419,73 @@ static int rule_line(reader *r, char *line, char *colon) {
         for (i = 0; i < ntg; i++) {
             const char *t = tg[i];
             int ti;
-            if (strcmp(t, ".PHONY") == 0) {
-                for (j = 0; j < npre; j++) { int k = node_get(m, pre[j]); m->nodes[k].phony = 1; }
+            size_t split;
+            if (strcmp(t, ".PHONY") == 0 || strcmp(t, ".SILENT") == 0 || strcmp(t, ".IGNORE") == 0) {
+                if (!npre && t[1] == 'S') m->silent_all = 1;
+                if (!npre && t[1] == 'I') m->ignore_all = 1;
+                for (j = 0; j < npre; j++) {
+                    int k = node_get(m, pre[j]);
+                    if (t[1] == 'P') m->nodes[k].phony = 1; else if (t[1] == 'S') m->nodes[k].silent = 1; else m->nodes[k].ignore = 1;
+                }
                 continue;
             }
-            if (strcmp(t, ".SUFFIXES") == 0 || strcmp(t, ".PRECIOUS") == 0 || strcmp(t, ".SECONDARY") == 0) continue;
-            if (is_suffix_rule(t)) { rc = perr(r, "suffix rules (%s:) are not supported by this make; write a pattern rule such as %%.o: %%.c", t); goto done; }
-            if (t[0] == '.' && t[1] >= 'A' && t[1] <= 'Z' && !strchr(t, '/') && !strchr(t + 1, '.')) {
+            if (strcmp(t, ".SUFFIXES") == 0) {
+                if (!npre) { free_list(m->suffixes, m->nsuffixes); m->suffixes = NULL; m->nsuffixes = m->suffixcap = 0; }
+                for (j = 0; j < npre; j++) { GROW(m->suffixes, m->nsuffixes, m->suffixcap); m->suffixes[m->nsuffixes++] = xstrdup(pre[j]); }
+                continue;
+            }
+            if (strcmp(t, ".NOTPARALLEL") == 0) { m->notparallel = 1; continue; }
+            if (strcmp(t, ".DELETE_ON_ERROR") == 0) { m->delete_on_error = 1; continue; }
+            if (strcmp(t, ".POSIX") == 0) { m->posix = 1; continue; }
+            if (strcmp(t, ".EXPORT_ALL_VARIABLES") == 0) { m->export_all = 1; continue; }
+            if (strcmp(t, ".PRECIOUS") == 0 || strcmp(t, ".SECONDARY") == 0 || strcmp(t, ".INTERMEDIATE") == 0 ||
+                strcmp(t, ".NOTINTERMEDIATE") == 0 || strcmp(t, ".LOW_RESOLUTION_TIME") == 0) {
+                for (j = 0; j < npre; j++) { int k = node_get(m, pre[j]); m->nodes[k].precious = 1; }
+                continue;                          /* intermediate files are never deleted here */
+            }
+            if (npre == 0 && noo == 0 && is_suffix_rule(m, t, &split)) {   /* .c.o: is %.o: %.c */
+                pattern *p;
+                strbuf tp = {0}, pp = {0};
+                sb_putc(&tp, '%'); sb_puts(&tp, t + split);
+                sb_putc(&pp, '%'); sb_add(&pp, t, split);
+                GROW(m->pats, m->npats, m->patcap);
+                p = &m->pats[m->npats];
+                memset(p, 0, sizeof *p);
+                p->target = sb_take(&tp);
+                p->pre = xrealloc(NULL, sizeof *p->pre); p->pre[0] = sb_take(&pp); p->npre = 1;
+                p->file = r->file; p->line = r->line; p->suffix = 1;
+                r->ctx_pattern = m->npats++;
+                continue;
+            }
+            if (strcmp(t, ".DEFAULT") != 0 && t[0] == '.' && t[1] >= 'A' && t[1] <= 'Z' && !strchr(t, '/') && !strchr(t + 1, '.')) {
                 size_t k;
                 for (k = 1; t[k] && ((t[k] >= 'A' && t[k] <= 'Z') || t[k] == '_'); k++) {}
                 if (!t[k]) { rc = perr(r, "special target '%s' is not supported by this make", t); goto done; }
             }
             ti = node_get(m, t);
+            if (m->nodes[ti].is_target && m->nodes[ti].dc_main != dcolon) { rc = perr(r, "target file '%s' has both : and :: entries", t); goto done; }
             m->nodes[ti].is_target = 1; m->nodes[ti].mentioned = 1;
             if (m->default_goal < 0 && (t[0] != '.' || strchr(t, '/'))) m->default_goal = ti;
+            if (dcolon) {
+                /* each :: rule is a node of its own (same file name), a
+                   prerequisite of the target's node, in the order written */
+                char key[32];
+                int si;
+                node *sub;
+                m->nodes[ti].dc_main = 1;
+                snprintf(key, sizeof key, "\001%d", m->nodes[ti].ndc++);
+                {
+                    strbuf k = {0};
+                    sb_puts(&k, t); sb_puts(&k, key);
+                    si = node_get(m, k.s);
+                    free(k.s);
+                }
+                sub = &m->nodes[si];
+                sub->alias_key = sub->name; sub->name = xstrdup(t);
+                sub->is_target = 1; sub->mentioned = 1; sub->dcolon = 1;
+                add_prereq(&m->nodes[ti].pre, &m->nodes[ti].npre, &m->nodes[ti].precap, si);
+                ti = si;
+            }
             GROW(r->ctx_targets, r->nctx, r->ctxcap);
             r->ctx_targets[r->nctx++] = ti;
         }
@@ -1315,7 +1516,7 @@ done:
 }
 
 static int refused_directive(reader *r, const char *line) {
-    static const char *const words[] = { "endef", "vpath", "private", "load", NULL };
+    static const char *const words[] = { "endef", "private", "load", NULL };
     size_t n = 0;
     int i;
     while (line[n] && !is_space(line[n])) n++;
@@ -1403,6 +1604,30 @@ static int parse_line(reader *r, char *line) {
         free(e);
         return 0;
     }
+    if (strncmp(p, "vpath", 5) == 0 && (is_space(p[5]) || !p[5])) {   /* vpath [pattern [dirs]] */
+        xctx x = parse_ctx(r);
+        char *e = expand_str(&x, p + 5);
+        size_t pos = 0, wn;
+        const char *w;
+        mk_make *m = r->m;
+        r->in_rule = 0;
+        if (!e) return -1;
+        w = next_word(e, &pos, &wn);
+        if (!w || !*trim(e + pos)) {               /* clears all, or a pattern's */
+            int i, k = 0;
+            for (i = 0; i < m->nvpaths; i++) {
+                if (!w || (strlen(m->vpaths[i].pat) == wn && strncmp(m->vpaths[i].pat, w, wn) == 0)) { free(m->vpaths[i].pat); free(m->vpaths[i].dirs); }
+                else m->vpaths[k++] = m->vpaths[i];
+            }
+            m->nvpaths = k;
+        } else {
+            GROW(m->vpaths, m->nvpaths, m->vpathcap);
+            m->vpaths[m->nvpaths].pat = xstrndup(w, wn);
+            m->vpaths[m->nvpaths++].dirs = xstrdup(trim(e + pos));
+        }
+        free(e);
+        return 0;
+    }
     if (refused_directive(r, p) != 0) return -1;
     sep = find_top(p, ":=");
     if (sep && *sep == '=') {
@@ -1417,8 +1642,8 @@ static int parse_line(reader *r, char *line) {
         if (sep[1] == '=') { r->in_rule = 0; return assignment(r, p, sep, ":=", ovr, exp); }
         if (sep[1] == ':' && sep[2] == '=') { r->in_rule = 0; return assignment(r, p, sep, "::=", ovr, exp); }
         if (ovr || exp) return perr(r, "'%s' before a rule", ovr ? "override" : "export");
-        if (sep[1] == ':') return perr(r, "double-colon rules (::) are not supported by this make");
-        return rule_line(r, p, sep);
+        if (sep[1] == ':') { *sep = ' '; return rule_line(r, p, sep + 1, 1); }   /* t:: a */
+        return rule_line(r, p, sep, 0);
     }
     {
         xctx x = parse_ctx(r);
@@ -1434,6 +1659,11 @@ static int parse_line(reader *r, char *line) {
 }
 
 static int parse_reader(reader *rp);
+static void pattern_key(const pattern *p, strbuf *key) {   /* "target pre..." */
+    int i;
+    sb_puts(key, p->target);
+    for (i = 0; i < p->npre; i++) { sb_putc(key, ' '); sb_puts(key, p->pre[i]); }
+}
 static int parse_buffer_file(mk_make *m, const char *file, const char *buf, size_t len) {
     reader r;
     memset(&r, 0, sizeof r);
@@ -1524,11 +1754,27 @@ static int parse_reader(reader *rp) {
         r.line = r.next_line + (len > 0 && buf[len - 1] == '\n');
         rc = perr(&r, "missing 'endif'");
     }
-    for (; rc == 0 && first_pattern < m->npats; first_pattern++)
-        if (!m->pats[first_pattern].rcp) {
-            r.line = m->pats[first_pattern].line;
-            rc = perr(&r, "pattern rules without a recipe (which cancel a rule) are not supported by this make");
+    /* a pattern rule without a recipe cancels the rules (built-in or
+       earlier) with the same target and prerequisites */
+    while (rc == 0 && first_pattern < m->npats) {
+        pattern *p = &m->pats[first_pattern];
+        strbuf key = {0};
+        int k, w = 0;
+        if (p->rcp) { first_pattern++; continue; }
+        pattern_key(p, &key);
+        GROW(m->cancels, m->ncancels, m->cancelcap);
+        m->cancels[m->ncancels++] = sb_take(&key);
+        for (k = 0; k < m->npats; k++) {               /* drop it and those it cancels */
+            strbuf k2 = {0};
+            int drop;
+            pattern_key(&m->pats[k], &k2);
+            drop = strcmp(k2.s, m->cancels[m->ncancels - 1]) == 0;
+            free(k2.s);
+            if (drop) { free(m->pats[k].target); free_list(m->pats[k].pre, m->pats[k].npre); free_list(m->pats[k].oo, m->pats[k].noo); if (k < first_pattern) first_pattern--; }
+            else m->pats[w++] = m->pats[k];
         }
+        m->npats = w;
+    }
     free(line.s); free(r.ctx_targets); free(r.conds); free(r.def_name);
     return rc;
 }
@@ -1578,6 +1824,7 @@ mk_make *mk_new(void) {
     var_set(m, "SHELL", "/bin/sh", 1, O_FILE);                  /* never the environment's */
     var_set(m, ".SHELLFLAGS", "-c", 1, O_DEFAULT);
     var_set(m, "MAKE_VERSION", "4.3", 1, O_DEFAULT);
+    for (i = 0; default_suffixes[i]; i++) { GROW(m->suffixes, m->nsuffixes, m->suffixcap); m->suffixes[m->nsuffixes++] = xstrdup(default_suffixes[i]); }
     return m;
 }
 void mk_set_cmdline_var(mk_make *m, const char *name, const char *value) { var_set(m, name, value, 0, O_CMDLINE)->exported = 1; }
@@ -1597,7 +1844,19 @@ int mk_parse_file(mk_make *m, const char *path) {
 void mk_free(mk_make *m) {
     int i;
     if (!m) return;
-    for (i = 0; i < m->nnodes; i++) { free(m->nodes[i].name); free(m->nodes[i].pre); free(m->nodes[i].oo); free(m->nodes[i].stem); }
+    for (i = 0; i < m->nnodes; i++) {
+        node *n = &m->nodes[i];
+        int k;
+        free(n->name); free(n->pre); free(n->oo); free(n->stem); free(n->fname); free(n->alias_key);
+        for (k = 0; k < n->ntvars; k++) { free(n->tvars[k].name); free(n->tvars[k].value); }
+        free(n->tvars);
+    }
+    for (i = 0; i < m->npvars; i++) { free(m->pvars[i].pat); free(m->pvars[i].name); free(m->pvars[i].value); }
+    free(m->pvars);
+    free_list(m->suffixes, m->nsuffixes);
+    free_list(m->cancels, m->ncancels);
+    for (i = 0; i < m->nvpaths; i++) { free(m->vpaths[i].pat); free(m->vpaths[i].dirs); }
+    free(m->vpaths);
     for (i = 0; i < m->nvars; i++) { free(m->vars[i].name); free(m->vars[i].value); }
     for (i = 0; i < m->npats; i++) { free(m->pats[i].target); free_list(m->pats[i].pre, m->pats[i].npre); free_list(m->pats[i].oo, m->pats[i].noo); }
     for (i = 0; i < m->nrecipes; i++) {
@@ -1637,11 +1896,17 @@ static const char *const builtin_rules[][3] = {
     {"%.c", "%.l", "@$(RM) $@\n$(LEX.l) $< > $@"},
     {"", "", ""} };
 static void add_builtin_rules(mk_make *m) {
-    int i;
+    int i, k;
     for (i = 0; builtin_rules[i][0][0]; i++) {
         pattern *p;
-        recipe *rc = xrealloc(NULL, sizeof *rc);
+        recipe *rc;
         const char *t = builtin_rules[i][2], *nl;
+        strbuf key = {0};
+        sb_puts(&key, builtin_rules[i][0]); sb_putc(&key, ' '); sb_puts(&key, builtin_rules[i][1]);
+        for (k = 0; k < m->ncancels && strcmp(m->cancels[k], key.s) != 0; k++) {}
+        free(key.s);
+        if (k < m->ncancels) continue;             /* cancelled by the Makefile */
+        rc = xrealloc(NULL, sizeof *rc);
         memset(rc, 0, sizeof *rc);
         rc->file = "<builtin>";
         for (; t; t = nl ? nl + 1 : NULL) {
@@ -1667,10 +1932,18 @@ static int file_exists(const char *path) { struct stat st; return stat(path, &st
 
 /* A prerequisite a pattern rule may rely on: a file, or a name the Makefile
    mentions (a target, or a prerequisite of an explicit rule). */
+static void vpath_search(mk_make *m, node *n);
+static int has_vpath_var(const mk_make *m);
 static int ought_to_exist(mk_make *m, const char *name) {
     int i = map_get(&m->node_map, name, strlen(name));
-    if (i >= 0 && (m->nodes[i].mentioned || m->nodes[i].is_target)) return 1;
-    return file_exists(name);
+    if (i >= 0 && (m->nodes[i].mentioned || m->nodes[i].is_target || m->nodes[i].fname)) return 1;
+    if (file_exists(name)) return 1;
+    if (m->nvpaths || has_vpath_var(m)) {           /* found through vpath */
+        i = node_get(m, name);
+        vpath_search(m, &m->nodes[i]);
+        return m->nodes[i].fname != NULL;
+    }
+    return 0;
 }
 
 /* Gives node ni the recipe of the best matching pattern rule, if any: the
@@ -1724,6 +1997,42 @@ static void implicit_search(mk_make *m, int ni) {
     free(b.s);
 }
 
+/* VPATH (a variable: directories split by : or blanks) and `vpath pattern
+   dirs`: where a file that is not here is looked for, the directives first. */
+static int has_vpath_var(const mk_make *m) { const var *v = var_find(m, "VPATH", 5); return v && v->value[0]; }
+static int vpath_in(node *n, const char *dirs) {
+    const char *p = dirs;
+    strbuf b = {0};
+    while (*p) {
+        const char *e;
+        while (*p == ':' || is_space(*p)) p++;
+        for (e = p; *e && *e != ':' && !is_space(*e); e++) {}
+        if (e > p) {
+            b.len = 0; sb_add(&b, p, (size_t)(e - p)); sb_putc(&b, '/'); sb_puts(&b, n->name);
+            if (file_exists(b.s)) { n->fname = sb_take(&b); return 1; }
+        }
+        p = e;
+    }
+    free(b.s);
+    return 0;
+}
+static void vpath_search(mk_make *m, node *n) {
+    int i;
+    size_t so, sn;
+    if (n->name[0] == '/') return;
+    for (i = 0; i < m->nvpaths; i++)
+        if (pat_match(m->vpaths[i].pat, n->name, strlen(n->name), &so, &sn) && vpath_in(n, m->vpaths[i].dirs)) return;
+    if (has_vpath_var(m)) {
+        xctx x;
+        strbuf err = {0};
+        char *d;
+        x.m = m; x.av = NULL; x.file = NULL; x.line = 0; x.stack = NULL; x.locals = NULL; x.rd = NULL; x.err = &err; x.depth = 0;
+        d = expand_str(&x, "$(VPATH)");
+        if (d) vpath_in(n, d);
+        free(d); free(err.s);
+    }
+}
+
 /* Post-order walk from the goals, iterative (a 100,000-rule chain needs no
    deep C stack). Appends every node that needs an engine op to *order.
    Returns 0, or -1 after printing "No rule to make target" (without -k). */
@@ -1735,6 +2044,7 @@ static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **
         if (m->nodes[goals[g]].walk) continue;
         GROW(st, nst, stcap);
         st[nst].node = goals[g]; st[nst].idx = -1; st[nst].parent = -1; nst++;
+        m->nodes[goals[g]].walk_parent = -1;
         while (nst) {
             frame *f = &st[nst - 1];
             int ni = f->node, total;
@@ -1743,7 +2053,12 @@ static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **
                 n->walk = 1;
                 f->idx = 0;
                 if (!n->rcp && !n->phony && !n->implicit_done) { n->implicit_done = 1; implicit_search(m, ni); n = &m->nodes[ni]; }
-                if (!n->rcp && !n->is_target && !n->phony && !file_exists(n->name)) {
+                if (!n->fname && !n->phony && (m->nvpaths || has_vpath_var(m)) && !file_exists(n->name)) vpath_search(m, n);
+                if (!n->rcp && !n->is_target && !n->phony && !file_exists(NFILE(n))) {
+                    int d = map_get(&m->node_map, ".DEFAULT", 8);
+                    if (d >= 0 && m->nodes[d].rcp) n->rcp = m->nodes[d].rcp;   /* .DEFAULT's recipe */
+                }
+                if (!n->rcp && !n->is_target && !n->phony && !file_exists(NFILE(n))) {
                     if (f->parent < 0) fprintf(stderr, "%s: *** No rule to make target '%s'.%s\n", mk_prog, n->name, keep_going ? "" : "  Stop.");
                     else fprintf(stderr, "%s: *** No rule to make target '%s', needed by '%s'.%s\n", mk_prog, n->name, m->nodes[f->parent].name, keep_going ? "" : "  Stop.");
                     errors++;
@@ -1765,6 +2080,7 @@ static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **
                     }
                     f->idx++;
                     if (m->nodes[c].walk == 0) {
+                        m->nodes[c].walk_parent = ni;
                         GROW(st, nst, stcap);
                         st[nst].node = c; st[nst].idx = -1; st[nst].parent = ni; nst++;
                     }
@@ -1792,6 +2108,7 @@ typedef struct job {
     char **cmds; unsigned char *flags; int *lineno; int ncmds, next;
     pid_t pid;
     int status;
+    int existed; struct stat old;    /* the target before the recipe (.DELETE_ON_ERROR) */
     struct job *qnext;
 } job;
 enum { CMD_SILENT = 1, CMD_IGNORE = 2, CMD_PLUS = 4 };
@@ -2012,12 +2329,21 @@ static job *take_running_locked(pid_t pid) {
 static int command_failed_locked(job *j, int ws) {
     char what[128];
     int line = j->next - 1, ignored = (j->flags[line] & CMD_IGNORE) != 0;
+    if (opt_question && !ignored) { question_ood = 1; j->status = 1; return 1; }   /* a sub-make's "out of date" */
     if (WIFSIGNALED(ws)) snprintf(what, sizeof what, "%s", strsignal(WTERMSIG(ws)));
     else snprintf(what, sizeof what, "Error %d", WIFEXITED(ws) ? WEXITSTATUS(ws) : 1);
     print_error_locked(j, line, what, ignored);
     if (ignored) return 0;
     j->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
     if (j->status == 0) j->status = 1;
+    if (run_mk->delete_on_error && !j->n->phony && !j->n->precious) {   /* a half-made target goes */
+        struct stat st;
+        if (stat(j->n->name, &st) == 0 && !S_ISDIR(st.st_mode) &&
+            (!j->existed || st.st_mtim.tv_sec != j->old.st_mtim.tv_sec || st.st_mtim.tv_nsec != j->old.st_mtim.tv_nsec)) {
+            fprintf(stderr, "%s: *** Deleting file '%s'\n", mk_prog, j->n->name);
+            unlink(j->n->name);
+        }
+    }
     return 1;
 }
 
@@ -2087,6 +2413,69 @@ static void default_stem(const char *name, strbuf *out) {   /* $* of an explicit
     if (dot && !strchr(dot, '/') && known_suffix(dot, strlen(dot))) sb_add(out, name, (size_t)(dot - name));
 }
 
+/* The target-specific and pattern-specific variables in force for n: those
+   of the targets that led to it (from the goal down, GNU make's
+   inheritance), each level's pattern ones first. Returns the chain of
+   locals (in *ls, values in *vals, both for the caller to free). */
+typedef struct tlocals { local *ls; char **vals; int n, cap; } tlocals;
+static const local *target_locals(node *n, tlocals *t, const autovars *av) {
+    int chain[256], nc = 0, c, k, i;
+    const local *head = NULL;
+    memset(t, 0, sizeof *t);
+    if (!run_mk->npvars) {
+        for (c = (int)(n - run_mk->nodes); c >= 0 && nc < 256; c = run_mk->nodes[c].walk_parent) {
+            if (run_mk->nodes[c].ntvars) break;
+            chain[nc++] = c;
+        }
+        if (c < 0 || nc == 256) return NULL;       /* the usual case: none at all */
+        nc = 0;
+    }
+    for (c = (int)(n - run_mk->nodes); c >= 0 && nc < 256; c = run_mk->nodes[c].walk_parent) chain[nc++] = c;
+    {
+        int total = 0;
+        for (i = 0; i < nc; i++) total += run_mk->nodes[chain[i]].ntvars + run_mk->npvars;
+        t->ls = xrealloc(NULL, (size_t)(total ? total : 1) * sizeof *t->ls);
+        t->vals = xrealloc(NULL, (size_t)(total ? total : 1) * sizeof *t->vals);
+    }
+    for (i = nc - 1; i >= 0; i--) {
+        node *nd = &run_mk->nodes[chain[i]];
+        for (k = 0; k < run_mk->npvars + nd->ntvars; k++) {
+            const tvar *tv = k < run_mk->npvars ? &run_mk->pvars[k] : &nd->tvars[k - run_mk->npvars];
+            const local *prior;
+            const var *gv = var_find(run_mk, tv->name, strlen(tv->name));
+            size_t so, sn, nl = strlen(tv->name);
+            strbuf b = {0};
+            int rec = tv->op == '=' || tv->op == '?';
+            local *l;
+            if (tv->pat && !pat_match(tv->pat, nd->name, strlen(nd->name), &so, &sn)) continue;
+            if (gv && gv->origin == O_CMDLINE && !tv->ovr) continue;   /* the command line wins */
+            for (prior = head; prior && !(prior->n == nl && strncmp(prior->name, tv->name, nl) == 0); prior = prior->up) {}
+            if (gv && gv->undefined) gv = NULL;
+            if (tv->op == '?' && (prior || gv)) continue;
+            sb_add(&b, "", 0);
+            if (tv->op == '+') {
+                const char *old = prior ? prior->value : gv ? gv->value : NULL;
+                rec = prior ? prior->recursive : gv ? !gv->simple : 1;
+                if (old) { sb_puts(&b, old); if (*old && *tv->value) sb_putc(&b, ' '); }
+                if (rec) sb_puts(&b, tv->value);
+                else {
+                    xctx x;
+                    strbuf err = {0};
+                    x.m = run_mk; x.av = av; x.file = NULL; x.line = 0; x.stack = NULL; x.locals = head; x.rd = NULL; x.err = &err; x.depth = 0;
+                    if (expand_n(&x, tv->value, strlen(tv->value), &b) != 0) sb_puts(&b, tv->value);
+                    free(err.s);
+                }
+            } else sb_puts(&b, tv->value);
+            l = &t->ls[t->n];
+            t->vals[t->n++] = sb_take(&b);
+            l->name = tv->name; l->n = nl; l->value = t->vals[t->n - 1]; l->recursive = rec; l->up = head;
+            head = l;
+        }
+    }
+    return head;
+}
+static void free_tlocals(tlocals *t) { int i; for (i = 0; i < t->n; i++) free(t->vals[i]); free(t->vals); free(t->ls); }
+
 static unsigned char prefix_flag(char c) {
     return c == '@' ? CMD_SILENT : c == '-' ? CMD_IGNORE : c == '+' ? CMD_PLUS : 0;
 }
@@ -2097,6 +2486,8 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
     node *n = arg;
     struct stat ts, ps;
     int exists, ood, i, cmdcap = 0;
+    tlocals tl;
+    const local *tl_head;
     strbuf hat = {0}, plus = {0}, qm = {0}, bar = {0}, star = {0};
     autovars av;
     job *j;
@@ -2106,15 +2497,14 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
     i = stopping;
     pthread_mutex_unlock(&run_mtx);
     if (i) { op_over(n, done, -2, "not started"); return; }
-    exists = stat(n->name, &ts) == 0;
-    ood = n->phony || !exists || opt_always;
+    exists = stat(NFILE(n), &ts) == 0;
+    ood = n->phony || !exists || opt_always || (n->dcolon && n->npre == 0);   /* a :: rule without prerequisites: always */
     for (i = 0; i < n->npre && !ood; i++) {
         const node *p = &run_mk->nodes[n->pre[i]];
-        ood = p->phony || stat(p->name, &ps) != 0 || (p->remade && opt_dry_run) || newer(&ps, &ts);
+        ood = p->phony || stat(NFILE(p), &ps) != 0 || (p->remade && opt_dry_run) || newer(&ps, &ts);
     }
-    if (!ood || !n->rcp || opt_question) {
+    if (!ood || !n->rcp) {
         if (ood) n->remade = 1;
-        if (ood && n->rcp && opt_question) question_ood = 1;   /* -q runs nothing */
         op_over(n, done, 0, NULL);
         return;
     }
@@ -2123,28 +2513,31 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
         intset_init(&seen_hat, n->npre); intset_init(&seen_qm, n->npre);
         for (i = 0; i < n->npre; i++) {
             const node *p = &run_mk->nodes[n->pre[i]];
-            size_t len = strlen(p->name);
-            if (!exists || p->phony || stat(p->name, &ps) != 0 || (p->remade && opt_dry_run) || newer(&ps, &ts))
-                if (intset_add(&seen_qm, n->pre[i])) sb_word(&qm, p->name, len);
-            if (intset_add(&seen_hat, n->pre[i])) sb_word(&hat, p->name, len);
-            sb_word(&plus, p->name, len);
+            const char *pf = NFILE(p);
+            size_t len = strlen(pf);
+            if (!exists || p->phony || stat(pf, &ps) != 0 || (p->remade && opt_dry_run) || newer(&ps, &ts))
+                if (intset_add(&seen_qm, n->pre[i])) sb_word(&qm, pf, len);
+            if (intset_add(&seen_hat, n->pre[i])) sb_word(&hat, pf, len);
+            sb_word(&plus, pf, len);
         }
         free(seen_hat.slot); free(seen_qm.slot);
     }
-    for (i = 0; i < n->noo; i++) sb_word(&bar, run_mk->nodes[n->oo[i]].name, strlen(run_mk->nodes[n->oo[i]].name));
+    for (i = 0; i < n->noo; i++) sb_word(&bar, NFILE(&run_mk->nodes[n->oo[i]]), strlen(NFILE(&run_mk->nodes[n->oo[i]])));
     if (n->stem) sb_puts(&star, n->stem); else default_stem(n->name, &star);
-    av.at = n->name; av.lt = n->npre ? run_mk->nodes[n->pre[0]].name : "";
+    av.at = n->name; av.lt = n->npre ? NFILE(&run_mk->nodes[n->pre[0]]) : "";
     av.hat = hat.s ? hat.s : ""; av.plus = plus.s ? plus.s : ""; av.qm = qm.s ? qm.s : "";
     av.bar = bar.s ? bar.s : ""; av.star = star.s ? star.s : "";
     j = xrealloc(NULL, sizeof *j);
     memset(j, 0, sizeof *j);
     j->n = n; j->done = done;
+    j->existed = exists; if (exists) j->old = ts;
+    tl_head = target_locals(n, &tl, &av);
     for (i = 0; i < n->rcp->n; i++) {
         strbuf err = {0}, out = {0};
         xctx x;
         char *c;
         unsigned char fl = 0;
-        x.m = run_mk; x.av = &av; x.file = n->rcp->file; x.line = n->rcp->lineno[i]; x.stack = NULL; x.locals = NULL; x.rd = NULL; x.err = &err; x.depth = 0;
+        x.m = run_mk; x.av = &av; x.file = n->rcp->file; x.line = n->rcp->lineno[i]; x.stack = NULL; x.locals = tl_head; x.rd = NULL; x.err = &err; x.depth = 0;
         if (expand_n(&x, n->rcp->lines[i], strlen(n->rcp->lines[i]), &out) != 0) {
             job *finished = NULL;
             pthread_mutex_lock(&run_mtx);
@@ -2156,12 +2549,13 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
             pthread_mutex_unlock(&run_mtx);
             finish_all(finished);
             free(err.s); free(out.s);
-            j->ncmds = i; j->status = 2;
+            j->status = 2;
             free(hat.s); free(plus.s); free(qm.s); free(bar.s); free(star.s);
+            free_tlocals(&tl);
             finish_job(j);
             return;
         }
-        if (opt_ignore || n->ignore) fl |= CMD_IGNORE;
+        if (opt_ignore || n->ignore || run_mk->ignore_all) fl |= CMD_IGNORE;
         if (n->silent || run_mk->silent_all) fl |= CMD_SILENT;
         /* GNU make runs a line that mentions $(MAKE) or ${MAKE} under -n too */
         if (strstr(n->rcp->lines[i], "$(MAKE)") || strstr(n->rcp->lines[i], "${MAKE}")) fl |= CMD_PLUS;
@@ -2185,9 +2579,18 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
         }
         free(out.s); free(err.s);
     }
+    free_tlocals(&tl);
     free(hat.s); free(plus.s); free(qm.s); free(bar.s); free(star.s);
-    for (i = 0; i < j->ncmds && !j->cmds[i][0]; i++) {}
-    if (i == j->ncmds) {                         /* only empty lines */
+    {   /* only empty lines: nothing to run; -q runs only recursive (+, $(MAKE)) recipes */
+        int runnable = 0;
+        for (i = 0; i < j->ncmds; i++)
+            if (j->cmds[i][0]) {
+                runnable = 1;
+                if (opt_question && !(j->flags[i] & CMD_PLUS)) { question_ood = 1; runnable = 0; break; }
+            }
+        i = runnable ? 0 : j->ncmds;
+    }
+    if (i == j->ncmds) {
         job *finished = NULL;
         pthread_mutex_lock(&run_mtx);
         node_over_locked(n, 0);
@@ -2321,8 +2724,8 @@ static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
     fflush(stdout);
     free(order); free(reads); free(running); free(gate_jobs);
     running = NULL; nrunning = runcap = 0; gate_jobs = NULL;
-    if (failed) return 2;
-    return opt_question && question_ood ? 1 : 0;
+    if (opt_question && question_ood) return 1;
+    return failed ? 2 : 0;
 }
 
 /* GNU make's remaking of makefiles: every file read (and every included
@@ -2352,7 +2755,7 @@ static int remake_makefiles(mk_make *m, char **argv, const char *startdir) {
     }
     if (n) {
         opt_dry_run = 0; opt_question = 0;
-        if (restarts) opt_always = 0;              /* -B: once, not for ever */
+        opt_always = 0;                            /* -B does not remake makefiles (GNU make) */
         rc = build(m, goals, n, 1);
         opt_dry_run = sv_n; opt_question = sv_q; opt_always = sv_b;
         for (i = 0; i < n; i++) if (m->nodes[goals[i]].ran) ran = 1;
@@ -2681,7 +3084,7 @@ int main(int argc, char **argv) {
         var_set(m, "MAKECMDGOALS", g.s ? g.s : "", 1, O_DEFAULT);
         free(g.s);
     }
-    print_dir = !opt_no_print_dir && (opt_print_dir || (!opt_silent && (level > 0 || c.dir)));
+    print_dir = !opt_no_print_dir && (opt_print_dir || (!opt_silent && !opt_question && (level > 0 || c.dir)));
     if (print_dir && (level > 0 || c.dir)) opt_print_dir = 1;
     set_makeflags(m, &c);
     if (c.dir) {
@@ -2691,6 +3094,7 @@ int main(int argc, char **argv) {
     if (print_dir) printf("%s: Entering directory '%s'\n", mk_prog, cwd);
     m->shell_fn = run_shell;
     m->defer_missing = 1;
+    if (opt_no_builtin) { free_list(m->suffixes, m->nsuffixes); m->suffixes = NULL; m->nsuffixes = m->suffixcap = 0; }
     if (c.nfiles == 0) {
         const char *def = file_exists("GNUmakefile") ? "GNUmakefile" : file_exists("makefile") ? "makefile" : file_exists("Makefile") ? "Makefile" : NULL;
         if (def) { GROW(c.files, c.nfiles, c.fcap); c.files[c.nfiles++] = def; }
@@ -2698,6 +3102,11 @@ int main(int argc, char **argv) {
     for (i = 0; i < c.nfiles && rc == 0; i++)
         if (mk_parse_file(m, c.files[i]) != 0) { fflush(stdout); fprintf(stderr, "%s\n", mk_error(m)); rc = 2; }
     if (rc == 0 && !opt_no_builtin) add_builtin_rules(m);
+    if (m->notparallel) opt_jobs = 1;            /* .NOTPARALLEL: one job at a time */
+    if (m->posix) {                              /* .POSIX: the shell stops at the first error */
+        var *sf = var_find(m, ".SHELLFLAGS", 11);
+        if (sf && sf->origin == O_DEFAULT) var_set(m, ".SHELLFLAGS", "-ec", 1, O_DEFAULT);
+    }
     if (rc == 0) {
         child_env = make_child_env(m, level, shell_env);
         make_shell_argv(m);

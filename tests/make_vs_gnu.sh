@@ -204,17 +204,27 @@ cmp -s gnu.out dp.out && ok "missing separator: same text as GNU make" || bad "m
 printf 'X := $(shell echo hi; echo there)\nall:\n\t@echo $(X)\n' > shell.mk
 "$GNU" -f shell.mk > gnu.out 2>&1; "$DP" -f shell.mk > dp.out 2>&1
 cmp -s gnu.out dp.out && ok "\$(shell): same as GNU make" || bad "\$(shell)" gnu.out dp.out
-printf 'all: x\nx::\n\techo x\n' > dcolon.mk
-errcase "double-colon rule is refused" dcolon.mk "dcolon.mk:2: *** double-colon rules (::) are not supported by this make.  Stop."
-printf 'all: a.o\n.c.o:\n\tcc -c $<\n' > suffix.mk
-errcase "suffix rule is refused" suffix.mk "suffix.mk:2: *** suffix rules (.c.o:) are not supported"
+same_gnu() {   # same_gnu NAME FILE [args]: output and exit status as GNU make's
+    local name=$1 file=$2; shift 2
+    "$GNU" -f "$file" "$@" > gnu.out 2>&1; echo "exit $?" >> gnu.out
+    "$DP" -f "$file" "$@" > dp.out 2>&1; echo "exit $?" >> dp.out
+    cmp -s gnu.out dp.out && ok "$name: same as GNU make" || bad "$name" gnu.out dp.out
+}
+printf 'all: x\nx::\n\techo x\nx::\n\techo x2\n' > dcolon.mk
+same_gnu "double-colon rules" dcolon.mk
+printf 'all: s1.o\n.c.o:\n\t@echo cc -c $<\ns1.c:\n\t@echo make $@\n' > suffix.mk
+same_gnu "suffix rule" suffix.mk
+printf '.SECONDEXPANSION:\nall: $$$$(X)\n' > secx.mk
+errcase ".SECONDEXPANSION is refused with file:line" secx.mk "secx.mk:1: *** special target '.SECONDEXPANSION' is not supported by this make.  Stop."
+printf '.ONESHELL:\nall:\n\tcd /\n\tpwd\n' > oneshell.mk
+errcase ".ONESHELL is refused with file:line" oneshell.mk "oneshell.mk:1: *** special target '.ONESHELL' is not supported by this make.  Stop."
 printf 'define X\n@echo foo\n@echo bar\nendef\nall:\n\t$(X)\n' > define.mk
 "$GNU" -f define.mk > gnu.out 2>&1; "$DP" -f define.mk > dp.out 2>&1
 cmp -s gnu.out dp.out && ok "define: same as GNU make" || bad "define" gnu.out dp.out
-printf 'objs = a.o\n$(objs): %%.o: %%.c\n\ttouch $@\n' > static.mk
-errcase "static pattern rule is refused" static.mk "static.mk:2: *** static pattern rules"
-printf 'all: CFLAGS = -g\n' > tsv.mk
-errcase "target-specific variable is refused" tsv.mk "tsv.mk:1: *** target-specific variables are not supported"
+printf '.PHONY: all\nobjs = x1.o x2.o\nall: $(objs)\n$(objs): %%.o: %%.c\n\t@echo $@ $< $*\n%%.c:\n\t@echo make $@\n' > static.mk
+same_gnu "static pattern rule" static.mk
+printf 'CFLAGS = -O2\nall: CFLAGS += -g\nall: x\nx:\n\t@echo $(CFLAGS)\n' > tsv.mk
+same_gnu "target-specific variable, inherited by a prerequisite" tsv.mk
 printf 'ifeq (a,a)\nall:\n\t@echo x\n' > noendif.mk
 errcase "missing endif" noendif.mk "noendif.mk:4: *** missing 'endif'.  Stop."
 printf 'X = $(X) more\nall:\n\t@echo $(X)\n' > recur.mk
