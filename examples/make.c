@@ -24,62 +24,99 @@
 
      The ops go to the engine's priority pool with the plan position as their
      priority, so when one completion makes many rules ready at once they
-     start in the order GNU make would start them (at -j1: the same order,
-     and a failure stops the build at the same place). Without -k the first
-     failure stops new jobs (the running ones are waited for); with -k the
-     engine's skipping of failed inputs is exactly GNU make's "keep going".
+     start in plan order. At -j1 the job table also follows GNU make's
+     depth-first walk exactly: the job of the rule at plan position p starts
+     only once every rule before it in the plan is over (made, failed, or
+     skipped because a prerequisite failed), so the commands run in GNU
+     make's order and a failure stops the build at the same place. At -j N
+     the engine starts whatever is ready. Without -k the first failure stops
+     new jobs (the running ones are waited for); with -k the engine's
+     skipping of failed inputs is exactly GNU make's "keep going".
 
-   WHAT IS SUPPORTED (GNU make's behaviour for this subset)
+   WHAT IS SUPPORTED (GNU make 4.3's behaviour for this subset)
      - rules `t1 t2: p1 p2 | orderonly ; cmd`, recipe lines starting with a tab,
        several targets per rule (each target its own rule, same recipe),
        several rule lines for one target (prerequisites are merged; those of the
        rule with the recipe come first), `\` continuation lines, `#` comments,
-       shell wildcards (* ? [) in target and prerequisite names;
-     - variables: `=` (recursive), `:=` / `::=` (simple), `?=`, `+=`,
-       `$(VAR)`, `${VAR}`, `$X`, computed names `$($(A)_B)`, substitution
-       references `$(VAR:.c=.o)` and `$(VAR:%.c=obj/%.o)`; command-line
-       `VAR=value` overrides the Makefile; the environment is read for names
-       the Makefile does not define; defaults CC=cc, CXX=g++, AR=ar,
-       ARFLAGS=rv, RM=rm -f, MAKE=this program; .DEFAULT_GOAL;
+       shell wildcards (* ? [) in target and prerequisite names; `::` rules
+       (each runs when the target is older than its own prerequisites, or
+       always if it has none); static pattern rules `objs: %.o: %.c`;
+     - pattern rules `%.o: %.c` (and `obj/%.o: src/%.c`) with $*, chosen for a
+       target that has no recipe when all their prerequisites exist (here or
+       through vpath) or are mentioned in the Makefile (shortest stem wins,
+       then file order); suffix rules `.c.o:` and `.c:` for the suffixes in
+       .SUFFIXES; a pattern rule without a recipe cancels the rules with the
+       same target and prerequisites;
+     - GNU make 4.3's built-in rules for C, C++ (.cc .cpp .C), assembler
+       (.s .S), lex and yacc: %.o from each, % (a program) from %.o and from
+       each source, %.s from %.S, %.c from %.y and %.l, after the Makefile's
+       own; and its default variables for them (CC CXX AS LD CPP LEX YACC AR
+       ARFLAGS RM OUTPUT_OPTION COMPILE.* LINK.* PREPROCESS.S LEX.l YACC.y),
+       origin "default"; -r drops the rules and the suffix list, -R the
+       variables too;
+     - variables: `=`, `:=` / `::=`, `?=`, `+=`, `!=` (shell), `define NAME
+       [op] ... endef`, `undefine`, `override`, `export` / `unexport` (with or
+       without an assignment, and alone: export everything), target-specific
+       and pattern-specific variables `t: VAR op value` (inherited by the
+       target's prerequisites, as in GNU make), `$(VAR)`, `${VAR}`, `$X`,
+       computed names, substitution references `$(VAR:.c=.o)` and
+       `$(VAR:%.c=obj/%.o)`. Precedence: default < environment < Makefile <
+       command line, -e puts the environment above the Makefile, `override`
+       above all. The environment's variables and the command line's go to
+       the commands (with the Makefile's value, expanded once before the
+       build), and so do exported ones;
+     - special variables: SHELL (the Makefile's, default /bin/sh, never the
+       environment's; it and .SHELLFLAGS run the recipes), MAKE,
+       MAKE_VERSION, CURDIR, MAKEFILE_LIST, MAKECMDGOALS, MAKELEVEL,
+       MAKEFLAGS and MFLAGS (GNU's form: flag letters, -jN, `-- VAR=value`),
+       .DEFAULT_GOAL, VPATH, MAKE_RESTARTS;
      - automatic variables $@ $< $^ $+ $? $* $| and their D/F forms ($(@D)...);
-       `$$` for a dollar sign;
+       `$$` for a dollar sign; a newline in an expanded recipe line (a
+       define) starts a command of its own, with its own @ - + prefixes;
      - functions: wildcard patsubst subst strip filter filter-out sort words
-       firstword dir notdir suffix basename addprefix addsuffix info warning
-       error;
+       word wordlist firstword lastword findstring join dir notdir suffix
+       basename addprefix addsuffix abspath realpath if or and foreach call
+       eval shell origin flavor value info warning error;
      - conditionals: ifeq/ifneq with (a,b) "a" "b" 'a' 'b', ifdef/ifndef, else
        (also `else ifeq ...`), endif;
-     - pattern rules `%.o: %.c` (and `obj/%.o: src/%.c`) with $*, chosen for a
-       target that has no recipe when all their prerequisites exist or are
-       mentioned in the Makefile (shortest stem wins, then file order); the
-       built-in `%.o: %.c` rule ($(CC) $(CFLAGS) $(CPPFLAGS) $(TARGET_ARCH) -c
-       -o $@ $<) comes after the Makefile's own;
-     - .PHONY; .SUFFIXES, .PRECIOUS and .SECONDARY are accepted (no suffix rules
-       exist and intermediate files are never deleted, so they change nothing);
-     - `include` and `-include` / `sinclude` (read as they are; a missing
-       -include file is ignored, included files are not remade);
+     - special targets .PHONY .SUFFIXES .DEFAULT .PRECIOUS .SECONDARY
+       .INTERMEDIATE .NOTINTERMEDIATE .SILENT .IGNORE .NOTPARALLEL (the whole
+       make runs one job at a time) .DELETE_ON_ERROR .POSIX (the shell gets
+       -e) .EXPORT_ALL_VARIABLES .LOW_RESOLUTION_TIME (intermediate files are
+       never deleted, so .PRECIOUS/.SECONDARY/.INTERMEDIATE change nothing);
+     - `include`, `-include` / `sinclude`, and GNU's remaking of makefiles: a
+       file read, or a missing included one, that has a rule is made first
+       (also under -n and -q); if one was remade, make starts again;
+     - `vpath pattern dirs` and VPATH for files that are not here;
      - recipe prefixes `@` (silent), `-` (ignore errors), `+` (run even
-       under -n);
-     - options -f FILE, -C DIR, -j N, -k, -n, several goals, VAR=value; the
-       default file is `makefile`, then `Makefile` (GNU make's order, without
-       GNUmakefile); the default goal is the first target that does not start
-       with `.` (unless it contains a `/`) and is not a pattern.
-     Errors read like GNU make's (`Makefile:12: *** missing separator.  Stop.`),
-     make stops at the first failing command (waiting for the running ones)
-     unless -k, a circular dependency is dropped with GNU make's message, and
-     the exit status is 2 on any failure.
+       under -n); a line that mentions $(MAKE) or ${MAKE} runs under -n and
+       -q too;
+     - sub-makes: MAKEFLAGS and MAKELEVEL are passed on, a sub-make reads
+       its flags and command-line variables from MAKEFLAGS and names itself
+       make[N] in its messages, with "Entering directory" / "Leaving
+       directory" (-w, --no-print-directory);
+     - options -f FILE, -C DIR, -j [N], --jobs[=N], -k, -S, -n, -s, -B, -q, -r,
+       -R, -i, -e, -w, --no-print-directory, --version, their GNU long names,
+       several goals, VAR=value; the default file is GNUmakefile, makefile,
+       then Makefile; the default goal is the first target that does not
+       start with `.` (unless it contains a `/`) and is not a pattern.
+     Messages read like GNU make's (`Makefile:12: *** missing separator.
+     Stop.`, "Nothing to be done for 'all'.", "'x' is up to date."), make
+     stops at the first failing command (waiting for the running ones) unless
+     -k, a circular dependency is dropped with GNU make's message, and the
+     exit status is 2 on any failure (1 for -q when something is out of date).
 
    WHAT IS REFUSED (a clear file:line error, never a silent misreading)
-     `::` rules, static pattern rules (`objs: %.o: %.c`), target-specific
-     variables, suffix rules (`.c.o:`), other special targets (.DEFAULT,
-     .SILENT, .ONESHELL, .DELETE_ON_ERROR ...), pattern rules with several
-     targets or without a recipe, `%` in a prerequisite of a normal rule,
-     `define`, `export`, `unexport`, `override`, `vpath`/VPATH, `private`,
-     `undefine`, `load`, `!=`, and every function not listed above ($(shell),
-     $(foreach), $(call), $(eval), $(if) ...). Not implemented at all: the
-     jobserver for recursive makes, remaking included Makefiles, chains of
-     pattern rules through intermediate files, -n running lines that mention
-     $(MAKE) (only `+` lines run under -n), deleting the target being made
-     when make is interrupted.
+     .SECONDEXPANSION, .ONESHELL and other special targets not listed above,
+     pattern rules with several targets, `%` in a prerequisite of a normal
+     rule, `private`, `load`, `!=` in a target-specific variable, and the
+     functions file, guile, intcmp, let. Not implemented at all: the
+     jobserver (a sub-make gets -jN of its own), chains of implicit rules
+     through intermediate files (foo from foo.o from foo.c when foo.o is not
+     mentioned), archive members `lib(member)`, -t/-o/-W/-p/-d, $(eval) in a
+     recipe, exported target-specific variables, deleting the target being
+     made when make is interrupted. Exported variables are expanded once,
+     before the build, not per command.
 
    EMBEDDING THE PARSER (used by the fuzz harness)
      Compile with -DMAKE_NO_MAIN (main and the build half are left out) and
@@ -94,7 +131,7 @@
      $(warning) to stderr); only running out of memory exits.
 
    Build: gcc -std=c11 -Wall -Wextra -pedantic -I. examples/make.c -o build/make_example -pthread -lm
-   Usage: make_example [-j N] [-k] [-n] [-f file] [-C dir] [VAR=value ...] [goal ...]
+   Usage: make_example [options] [VAR=value ...] [goal ...]   (the options above)
    The file is a whole program: the one command above builds it, the
    implementation included. The repository's Makefile and CMake define
    DEPENG_EXAMPLE_SEPARATE_IMPL and link the implementation compiled once
@@ -264,6 +301,7 @@ typedef struct mk_make {
     char **files; int nfiles, filecap;      /* names of the files read, for locations */
     int default_goal;
     int include_depth;
+    int eval_depth;              /* $(eval) inside $(eval): bounded, as include is */
     int export_all;              /* `export` alone: every variable goes to the commands */
     int silent_all, ignore_all, notparallel, delete_on_error, posix;   /* special targets */
     char **suffixes; int nsuffixes, suffixcap;   /* .SUFFIXES, GNU's list to start with */
@@ -584,16 +622,19 @@ static int lazy_function(xctx *x, const char *fn, size_t fnn, const char *args, 
     }
     if (FN("call")) {
         static const char *const nums[] = { "0", "1", "2", "3", "4", "5", "6", "7", "8", "9" };
-        local ls[MAX_CALL_ARGS];
-        char *vals[MAX_CALL_ARGS], numbuf[MAX_CALL_ARGS][4];
+        local *ls;                                /* on the heap: a call may nest 1000 deep */
+        char **vals, (*numbuf)[4];
         const var *v;
         const local *up = x->locals;
         int nb;
         char *name;
         k = split_args(args, argn, MAX_CALL_ARGS, a, an);
+        ls = xrealloc(NULL, MAX_CALL_ARGS * sizeof *ls);
+        vals = xrealloc(NULL, MAX_CALL_ARGS * sizeof *vals);
+        numbuf = xrealloc(NULL, MAX_CALL_ARGS * sizeof *numbuf);
         for (i = 0; i < k; i++) {
             strbuf t = {0};
-            if (expand_n(x, a[i], an[i], &t) != 0) { free(t.s); while (i--) free(vals[i]); return -1; }
+            if (expand_n(x, a[i], an[i], &t) != 0) { free(t.s); while (i--) free(vals[i]); free(ls); free(vals); free(numbuf); return -1; }
             vals[i] = sb_take(&t);
         }
         name = trim(vals[0]);
@@ -613,6 +654,7 @@ static int lazy_function(xctx *x, const char *fn, size_t fnn, const char *args, 
             else rc = expand_n(&sub, v->value, strlen(v->value), out);
         }
         for (i = 0; i < k; i++) free(vals[i]);
+        free(ls); free(vals); free(numbuf);
         return rc;
     }
 #undef FN
@@ -1176,11 +1218,6 @@ static const char *const default_suffixes[] = {
     ".out", ".a", ".ln", ".o", ".c", ".cc", ".C", ".cpp", ".p", ".f", ".F", ".m", ".r", ".y", ".l",
     ".ym", ".yl", ".s", ".S", ".mod", ".sym", ".def", ".h", ".info", ".dvi", ".tex", ".texinfo",
     ".texi", ".txinfo", ".w", ".ch", ".web", ".sh", ".elc", ".el", NULL };
-static int known_suffix(const char *s, size_t n) {   /* GNU's default list ($* of an explicit rule) */
-    int i;
-    for (i = 0; default_suffixes[i]; i++) if (strlen(default_suffixes[i]) == n && strncmp(default_suffixes[i], s, n) == 0) return 1;
-    return 0;
-}
 static int in_suffixes(const mk_make *m, const char *s, size_t n) {
     int i;
     for (i = 0; i < m->nsuffixes; i++) if (strlen(m->suffixes[i]) == n && strncmp(m->suffixes[i], s, n) == 0) return 1;
@@ -1358,6 +1395,7 @@ static int static_pattern_rule(reader *r, char *targets, char *tpat_text, char *
                 int pi;
                 b.len = 0; sb_add(&b, "", 0);
                 pat_subst(&b, j < npre ? pre[j] : oo[j - npre], tg[i] + so, sn);
+                if (!b.len) continue;                  /* "%" with an empty stem names nothing */
                 pi = node_get(m, b.s);
                 m->nodes[pi].mentioned = 1;
                 t = &m->nodes[ti];
@@ -1681,11 +1719,16 @@ static int parse_buffer_file(mk_make *m, const char *file, const char *buf, size
 /* $(eval text): the text read as Makefile lines, where the $(eval) is. */
 static int eval_text(xctx *x, const char *text) {
     reader r;
+    int rc;
+    if (x->rd->m->eval_depth >= 64) return set_error(x->err, x->file, x->line, "$(eval) nested more than 64 deep");
     memset(&r, 0, sizeof r);
     r.m = x->rd->m; r.file = x->rd->file; r.buf = text; r.len = strlen(text);
     r.next_line = x->line - 1;
     x->rd->in_rule = 0;
-    return parse_reader(&r);
+    r.m->eval_depth++;
+    rc = parse_reader(&r);
+    r.m->eval_depth--;
+    return rc;
 }
 
 /* The body of `define NAME [op]` up to its `endef` (nested defines
@@ -1706,7 +1749,7 @@ static int read_define(reader *r) {
         if (body.len) sb_putc(&body, '\n');
         sb_add(&body, s, n);
     }
-    if (depth) { r->line = start; free(body.s); r->def_name = NULL; return perr(r, "missing 'endef', unterminated 'define'"); }
+    if (depth) { r->line = start; free(body.s); free(r->def_name); r->def_name = NULL; return perr(r, "missing 'endef', unterminated 'define'"); }
     sb_puts(&line, r->def_name); sb_putc(&line, ' ');
     {
         size_t at = line.len;
@@ -1981,6 +2024,7 @@ static void implicit_search(mk_make *m, int ni) {
             b.len = 0;
             sb_add(&b, name, off);
             pat_subst(&b, j < p->npre ? p->pre[j] : p->oo[j - p->npre], m->nodes[ni].name + off + so, sn);
+            if (!b.len) continue;
             k = node_get(m, b.s);                      /* may move m->nodes */
             n = &m->nodes[ni];
             if (j < p->npre) add_prereq(&n->pre, &n->npre, &n->precap, k);
@@ -2408,6 +2452,11 @@ static void intset_init(intset *s, int n) {
     s->slot = xrealloc(NULL, s->cap * sizeof *s->slot);
     for (i = 0; i < s->cap; i++) s->slot[i] = -1;
 }
+static int known_suffix(const char *s, size_t n) {   /* GNU's default list ($* of an explicit rule) */
+    int i;
+    for (i = 0; default_suffixes[i]; i++) if (strlen(default_suffixes[i]) == n && strncmp(default_suffixes[i], s, n) == 0) return 1;
+    return 0;
+}
 static void default_stem(const char *name, strbuf *out) {   /* $* of an explicit rule */
     const char *dot = strrchr(name, '.');
     if (dot && !strchr(dot, '/') && known_suffix(dot, strlen(dot))) sb_add(out, name, (size_t)(dot - name));
@@ -2623,8 +2672,9 @@ static int push_node(dp_engine *eng, mk_make *m, node *n, int norder, dp_var **r
     d.name = n->name;
     /* The ops run on the engine's priority pool, earliest in the plan first:
        when one completion makes many rules ready at once (every object after
-       a generated header), they start in the order GNU make would start them,
-       so -j1 builds in the same order and stops at the same place. */
+       a generated header), they start in plan order. (At -j1 the job
+       table's gate makes the order exactly GNU make's: a rule that becomes
+       ready late still runs before the later ones that were ready early.) */
     d.prop = DP_PROP_CPU_PRIORITIZED;
     d.priority = norder - n->plan_idx;
     return dp_push(eng, &d) == DP_OK ? 0 : -1;
