@@ -2376,7 +2376,7 @@ static int command_failed_locked(job *j, int ws) {
     if (opt_question && !ignored) { question_ood = 1; j->status = 1; return 1; }   /* a sub-make's "out of date" */
     if (WIFSIGNALED(ws)) snprintf(what, sizeof what, "%s", strsignal(WTERMSIG(ws)));
     else snprintf(what, sizeof what, "Error %d", WIFEXITED(ws) ? WEXITSTATUS(ws) : 1);
-    print_error_locked(j, line, what, ignored);
+    if (!(ignored && opt_silent)) print_error_locked(j, line, what, ignored);   /* -s hides "(ignored)" */
     if (ignored) return 0;
     j->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
     if (j->status == 0) j->status = 1;

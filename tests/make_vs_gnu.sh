@@ -254,6 +254,77 @@ printf 'all: x\nx: nosuch.c\n\techo x\n' > norule.mk
 "$GNU" -f norule.mk > gnu.out 2>&1; g=$?; "$DP" -f norule.mk > dp.out 2>&1; d=$?
 [ $g = $d ] && cmp -s gnu.out dp.out && ok "no rule to make a prerequisite: same as GNU make" || bad "no rule to make a prerequisite" gnu.out dp.out
 
+# ---- one feature each: GNU make's behaviour, not a look-alike ----------------
+# probe NAME 'Makefile text' [args]: both makes in fresh directories (SETUP,
+# if set, runs in each first; the environment is the caller's), compared by
+# output (unsorted) and exit status; paths made the same.
+P=$T/probe
+probe() {
+    local name=$1 text=$2 who mk; shift 2
+    for who in gnu dp; do
+        rm -rf "$P/$who"; mkdir -p "$P/$who"
+        ( cd "$P/$who" && printf '%b' "$text" > Makefile && eval "${SETUP:-:}" )
+        [ $who = gnu ] && mk=make || mk=$DP
+        ( cd "$P/$who" && PATH=$(dirname "$GNU"):$PATH "$mk" "$@" ) > "$P/$who.out" 2>&1; echo "exit $?" >> "$P/$who.out"
+        sed -i -e "s#$P/$who#DIR#g" -e "s#$DP#make#g" "$P/$who.out"
+    done
+    cmp -s "$P/gnu.out" "$P/dp.out" && ok "$name: same as GNU make" || bad "$name" "$P/gnu.out" "$P/dp.out"
+}
+C='echo "int main(void){return 0;}" > prog.c'
+SUB='mkdir sub; printf "all:\n\t@echo sub \$(V) \$(MAKEFLAGS) \$(MAKELEVEL)\n" > sub/Makefile'
+probe "-j1: a rule ready late runs in GNU's depth-first order" 'all: a b\na: gen\n\t@echo a\ngen:\n\t@echo gen\nb:\n\t@echo b\n'
+probe "-j1: a failure stops at GNU's place" 'all: a b c\na: gen\n\t@echo a\ngen:\n\t@echo gen\nb:\n\t@echo b; false\nc:\n\t@echo c\n'
+probe "-j1 -k: order, the skipped target and the goal's note" 'all: a b c\na: gen\n\t@echo a\ngen:\n\t@echo gen\nb:\n\t@echo b; false\nc: b\n\t@echo c\nd:\n\techo d\n' -k all d
+SETUP=$C probe "built-in rules: prog: prog.o compiles and links" 'prog: prog.o\n'
+SETUP=$C probe "built-in rules: all: prog from prog.c" 'all: prog\n'
+SETUP=$C probe "-r: no built-in rules" 'all: prog\n' -r
+probe "default variables AS LD CPP LEX YACC COMPILE.c LINK.o OUTPUT_OPTION" 'all:\n\t@echo "$(AS) $(LD) $(CPP) $(LEX) $(YACC) [$(COMPILE.c)] [$(LINK.o)] $(OUTPUT_OPTION)"\n'
+CC=clang probe "the environment overrides a default (CC=clang make)" 'all:\n\t@echo $(CC) $(origin CC)\n'
+CC=clang probe "the Makefile overrides the environment" 'CC=gcc\nall:\n\t@echo $(CC) $(origin CC)\n'
+CC=clang probe "-e: the environment overrides the Makefile" 'CC=gcc\nall:\n\t@echo $(CC) $(origin CC)\n' -e
+probe "command line over Makefile, override over command line" 'CC=gcc\noverride CFLAGS=-O2\nall:\n\t@echo $(CC) $(origin CC) $(CFLAGS) $(origin CFLAGS)\n' CC=x CFLAGS=-O0
+probe "SHELL := /bin/bash runs the recipes" 'SHELL := /bin/bash\nall:\n\t@echo $(SHELL) $$BASH_VERSION | cut -c1-12\n'
+SHELL=/bin/zsh probe "SHELL from the environment is ignored" 'all:\n\t@echo $(SHELL)\n'
+probe "CURDIR MAKEFILE_LIST MAKECMDGOALS MAKELEVEL MAKEFLAGS" 'all:\n\t@echo "[$(CURDIR)] [$(MAKEFILE_LIST)] [$(MAKECMDGOALS)] [$(MAKELEVEL)] [$(MAKEFLAGS)]"\n' -k -s all V=1
+probe "ifneq (\$(MAKECMDGOALS),clean)" 'ifneq ($(MAKECMDGOALS),clean)\nX=yes\nendif\nall clean:\n\t@echo $@ $(X)\n' clean
+probe "Nothing to be done for 'all'" 'all: x\nx: ;\n'
+SETUP='touch x' probe "'x' is up to date" 'x:\n\ttouch x\n' x
+SETUP=$SUB probe "sub-make: command-line variables, MAKEFLAGS, make[1]: messages" 'all:\n\t$(MAKE) -C sub\n' V=1
+SETUP=$SUB probe "sub-make: -n runs \$(MAKE) lines" 'all:\n\t$(MAKE) -C sub\n\techo hi\n' -n V=1
+SETUP=$SUB probe "sub-make: -s" 'all:\n\t$(MAKE) -s -C sub\n' -s
+SETUP='mkdir sub; printf "all:\n\t@echo sub\n\tfalse\n" > sub/Makefile' probe "sub-make: a failure in make[1]" 'all:\n\t$(MAKE) -C sub\n'
+probe "an included makefile with a rule is remade, then read" 'include gen.mk\nall:\n\t@echo X=$(X)\ngen.mk:\n\techo X=1 > gen.mk\n'
+probe "a missing -include without a rule is ignored" '-include gen.mk\nall:\n\t@echo X=$(X)\n'
+probe "a missing include without a rule is an error" 'include gen.mk\nall:\n\t@echo X=$(X)\n'
+SETUP='touch a.x b.x' probe "static pattern rule" 'OBJS = a.o b.o\nall: $(OBJS)\n$(OBJS): %.o: %.x\n\t@echo $@ from $< stem $*\n'
+SETUP='touch a.c' probe "suffix rule .c.o" '.c.o:\n\t@echo suffix $< $@\nall: a.o\n'
+SETUP='touch a.c' probe "suffix rule under -r (no suffixes)" '.c.o:\n\t@echo suffix $< $@\nall: a.o\n' -r
+probe "target- and pattern-specific variables" 'all: a b\na b:\n\t@echo $@ $(V)\nb: V=bee\nall: V=top\n%.x: V+=pat\nc.x:\n\t@echo $(V)\n' all c.x
+probe "target-specific += inherited by a prerequisite" 'CFLAGS = -O2\ndebug: CFLAGS += -g\ndebug: prog\nprog:\n\t@echo cc $(CFLAGS) -o $@\n' debug
+probe "the command line over a target-specific variable" 'CFLAGS = -O2\ndebug: CFLAGS += -g\ndebug: prog\nprog:\n\t@echo cc $(CFLAGS) -o $@\n' debug CFLAGS=-Os
+probe ":: rules without prerequisites" 'all:: ; @echo one\nall:: ; @echo two\n'
+SETUP='touch a b; touch -d 2001-01-01 t' probe ":: rules with prerequisites" 't:: a\n\t@echo from a\nt:: b\n\t@echo from b\n'
+probe ".SILENT" '.SILENT:\nall:\n\techo hi\n'
+probe ".POSIX: the shell stops at the first error" '.POSIX:\nall:\n\tfalse; echo after\n'
+probe ".NOTPARALLEL" '.NOTPARALLEL:\nall: a b\na b:\n\t@echo $@\n' -j4
+probe ".DELETE_ON_ERROR" '.DELETE_ON_ERROR:\nx:\n\techo hi > x; false\n'
+SETUP='touch a.c' probe "a recipe-less pattern rule cancels the built-in one" '%.o: %.c\nall: a.o\n'
+SETUP='mkdir src; touch src/a.c' probe "vpath" 'vpath %.c src\nall: a.o\n%.o: %.c\n\t@echo $< $@\n'
+SETUP='mkdir src; touch src/a.c' probe "VPATH with a built-in rule" 'VPATH = src\nall: a.o\n'
+probe ".DEFAULT" '.DEFAULT:\n\t@echo default $@\nall: foo\n'
+probe "functions word wordlist lastword findstring join if or and foreach call origin flavor value abspath realpath" 'X = a b c d\n$(info $(word 2,$(X)) $(wordlist 2,3,$(X)) $(lastword $(X)) $(firstword $(X)) $(findstring b c,$(X)) $(join a b,1 2 3))\n$(info $(if $(X),yes,no) $(if ,yes,no) $(or ,,x,y) $(and a,b,c) $(and a,,c))\n$(info $(foreach w,$(X),[$(w)]) $(call F,1,2))\nF = $(2)-$(1)\n$(info $(call F,1,2) $(origin X) $(origin CC) $(origin nope) $(flavor X) $(value F))\n$(info $(abspath ./a/../b) $(realpath /tmp/..))\nall: ;@:\n'
+probe "define, call and eval make rules" 'define R\n$(1):\n\t@echo rule $(1)\nendef\n$(foreach t,x y,$(eval $(call R,$(t))))\nall: x y\n' all
+probe "!=" 'X != echo a; echo b\nall:\n\t@echo "$(X)"\n'
+probe "export, unexport" 'export FOO = bar\nBAZ = no\nexport BAZ\nunexport HOME\nall:\n\t@echo $$FOO $$BAZ $${HOME:-nohome}\n'
+probe "an environment variable set in the Makefile reaches the commands" 'HOME = changed\nall:\n\t@echo $$HOME\n'
+probe "a define's lines are commands of their own" 'define X\necho a\necho b\nendef\ndefine Y\n@echo c\necho d\nendef\nall:\n\t@$(X)\n\t$(Y)\n\t-$(Y)\n'
+probe "-q -B -i -s" 'all: x\nx:\n\t@false\n\techo made\n' -i -s -B
+SETUP='touch x' probe "-q: up to date" 'x:\n\ttouch x\n' -q x
+probe "-q: out of date" 'x:\n\ttouch x\n' -q x
+probe "--no-print-directory -C -k" 'all:\n\t@echo $(MAKEFLAGS)\n' --no-print-directory -C . -k
+probe "-s hides an ignored error" 'all:\n\t-@false\n\t@echo x\n' -s
+unset SETUP
+
 # ---- size: a 100,000-rule chain, a 100,000-rule parse, a long line ----------
 awk 'BEGIN { for (i = 0; i < 100000; i++) printf "t%d: t%d\n", i, i + 1; print "t100000:\n\t@echo chain-end" }' > chain.mk
 s=$(date +%s.%N); "$DP" -f chain.mk > dp.out 2>&1; rc=$?; e=$(date +%s.%N)
