@@ -143,6 +143,7 @@
 #endif
 #include "depeng.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <pthread.h>
@@ -253,6 +254,8 @@ typedef struct node {            /* one file name */
     char *fname;                 /* the file found through VPATH/vpath, NULL: name */
     tvar *tvars; int ntvars, tvarcap;   /* target-specific variables */
     int walk_parent;             /* the target that first needed this one (-1: a goal) */
+    int tv_inherit;              /* it or a target above it has target-specific variables
+                                    (inherited through at most 256 levels) */
     unsigned is_target : 1, mentioned : 1, phony : 1, implicit_done : 1, missing : 1, on_path : 1;
     unsigned silent : 1, ignore : 1, precious : 1;   /* .SILENT .IGNORE .PRECIOUS */
     unsigned dc_main : 1, dcolon : 1;   /* a :: target; one of its :: rules */
@@ -1973,6 +1976,50 @@ static void add_builtin_rules(mk_make *m) {
 /* ================================================================= planning */
 static int file_exists(const char *path) { struct stat st; return stat(path, &st) == 0; }
 
+/* While a plan is made, whether a file exists is read from each directory's
+   listing, read once (as GNU make does): the built-in rules ask about
+   foo.o foo.c foo.cc ... for every file, and a stat each made a no-op
+   build over 10,000 files 3x slower. Names with ./ or // are stat'ed. */
+static strmap dc_names, dc_dirs;            /* "dir/name" (or "name"), dirs read */
+static char **dc_keys; static int dc_nkeys, dc_keycap;
+static int dc_on;
+static const char *dc_keep(const char *s, size_t n) {
+    GROW(dc_keys, dc_nkeys, dc_keycap);
+    dc_keys[dc_nkeys] = xstrndup(s, n);
+    return dc_keys[dc_nkeys++];
+}
+static int cached_exists(const char *path) {
+    const char *slash = strrchr(path, '/');
+    size_t dn = slash ? (size_t)(slash - path) : 0;
+    if (!dc_on || !*path || path[strlen(path) - 1] == '/' || strstr(path, "//") || strstr(path, "./") == path ||
+        strstr(path, "/./") || (slash && dn == 0)) return file_exists(path);
+    if (map_get(&dc_dirs, path, dn) < 0) {
+        DIR *d;
+        struct dirent *e;
+        strbuf k = {0};
+        char *dir = xstrndup(path, dn);
+        map_put(&dc_dirs, dc_keep(path, dn), 1);
+        d = opendir(dn ? dir : ".");
+        while (d && (e = readdir(d)) != NULL) {
+            k.len = 0; sb_add(&k, "", 0);
+            if (dn) { sb_add(&k, path, dn); sb_putc(&k, '/'); }
+            sb_puts(&k, e->d_name);
+            if (map_get(&dc_names, k.s, k.len) < 0) map_put(&dc_names, dc_keep(k.s, k.len), 1);
+        }
+        if (d) closedir(d);
+        free(dir); free(k.s);
+    }
+    return map_get(&dc_names, path, strlen(path)) >= 0;
+}
+static void dc_clear(void) {
+    int i;
+    for (i = 0; i < dc_nkeys; i++) free(dc_keys[i]);
+    free(dc_keys); dc_keys = NULL; dc_nkeys = dc_keycap = 0;
+    free(dc_names.keys); free(dc_names.vals); free(dc_dirs.keys); free(dc_dirs.vals);
+    memset(&dc_names, 0, sizeof dc_names); memset(&dc_dirs, 0, sizeof dc_dirs);
+    dc_on = 0;
+}
+
 /* A prerequisite a pattern rule may rely on: a file, or a name the Makefile
    mentions (a target, or a prerequisite of an explicit rule). */
 static void vpath_search(mk_make *m, node *n);
@@ -1980,7 +2027,7 @@ static int has_vpath_var(const mk_make *m);
 static int ought_to_exist(mk_make *m, const char *name) {
     int i = map_get(&m->node_map, name, strlen(name));
     if (i >= 0 && (m->nodes[i].mentioned || m->nodes[i].is_target || m->nodes[i].fname)) return 1;
-    if (file_exists(name)) return 1;
+    if (cached_exists(name)) return 1;
     if (m->nvpaths || has_vpath_var(m)) {           /* found through vpath */
         i = node_get(m, name);
         vpath_search(m, &m->nodes[i]);
@@ -2081,7 +2128,7 @@ static void vpath_search(mk_make *m, node *n) {
    deep C stack). Appends every node that needs an engine op to *order.
    Returns 0, or -1 after printing "No rule to make target" (without -k). */
 typedef struct frame { int node, idx, parent; } frame;
-static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **order, int *norder) {
+static int plan_walk(mk_make *m, const int *goals, int ngoals, int keep_going, int **order, int *norder) {
     frame *st = NULL;
     int nst = 0, stcap = 0, ocap = 0, g, errors = 0;
     for (g = 0; g < ngoals; g++) {
@@ -2089,6 +2136,7 @@ static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **
         GROW(st, nst, stcap);
         st[nst].node = goals[g]; st[nst].idx = -1; st[nst].parent = -1; nst++;
         m->nodes[goals[g]].walk_parent = -1;
+        m->nodes[goals[g]].tv_inherit = m->nodes[goals[g]].ntvars > 0;
         while (nst) {
             frame *f = &st[nst - 1];
             int ni = f->node, total;
@@ -2097,12 +2145,12 @@ static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **
                 n->walk = 1;
                 f->idx = 0;
                 if (!n->rcp && !n->phony && !n->implicit_done) { n->implicit_done = 1; implicit_search(m, ni); n = &m->nodes[ni]; }
-                if (!n->fname && !n->phony && (m->nvpaths || has_vpath_var(m)) && !file_exists(n->name)) vpath_search(m, n);
-                if (!n->rcp && !n->is_target && !n->phony && !file_exists(NFILE(n))) {
+                if (!n->fname && !n->phony && (m->nvpaths || has_vpath_var(m)) && !cached_exists(n->name)) vpath_search(m, n);
+                if (!n->rcp && !n->is_target && !n->phony && !cached_exists(NFILE(n))) {
                     int d = map_get(&m->node_map, ".DEFAULT", 8);
                     if (d >= 0 && m->nodes[d].rcp) n->rcp = m->nodes[d].rcp;   /* .DEFAULT's recipe */
                 }
-                if (!n->rcp && !n->is_target && !n->phony && !file_exists(NFILE(n))) {
+                if (!n->rcp && !n->is_target && !n->phony && !cached_exists(NFILE(n))) {
                     if (f->parent < 0) fprintf(stderr, "%s: *** No rule to make target '%s'.%s\n", mk_prog, n->name, keep_going ? "" : "  Stop.");
                     else fprintf(stderr, "%s: *** No rule to make target '%s', needed by '%s'.%s\n", mk_prog, n->name, m->nodes[f->parent].name, keep_going ? "" : "  Stop.");
                     errors++;
@@ -2125,6 +2173,7 @@ static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **
                     f->idx++;
                     if (m->nodes[c].walk == 0) {
                         m->nodes[c].walk_parent = ni;
+                        m->nodes[c].tv_inherit = m->nodes[ni].tv_inherit || m->nodes[c].ntvars;
                         GROW(st, nst, stcap);
                         st[nst].node = c; st[nst].idx = -1; st[nst].parent = ni; nst++;
                     }
@@ -2143,6 +2192,13 @@ static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **
     free(st);
     (void)errors;
     return 0;
+}
+static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **order, int *norder) {
+    int rc;
+    dc_on = 1;                                   /* the listings hold while nothing runs */
+    rc = plan_walk(m, goals, ngoals, keep_going, order, norder);
+    dc_clear();
+    return rc;
 }
 
 /* ================================================================== running */
@@ -2471,14 +2527,7 @@ static const local *target_locals(node *n, tlocals *t, const autovars *av) {
     int chain[256], nc = 0, c, k, i;
     const local *head = NULL;
     memset(t, 0, sizeof *t);
-    if (!run_mk->npvars) {
-        for (c = (int)(n - run_mk->nodes); c >= 0 && nc < 256; c = run_mk->nodes[c].walk_parent) {
-            if (run_mk->nodes[c].ntvars) break;
-            chain[nc++] = c;
-        }
-        if (c < 0 || nc == 256) return NULL;       /* the usual case: none at all */
-        nc = 0;
-    }
+    if (!run_mk->npvars && !n->tv_inherit) return NULL;   /* the usual case: none at all */
     for (c = (int)(n - run_mk->nodes); c >= 0 && nc < 256; c = run_mk->nodes[c].walk_parent) chain[nc++] = c;
     {
         int total = 0;
