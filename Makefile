@@ -67,7 +67,7 @@ TESTS := test_layers test_data test_train test_engine test_scheduling test_steal
          test_frame test_frame_pthreads test_gemm test_gemm_cxx
 # the check scripts make test runs after them (each prints its own
 # "name: N passed, M failed" line), and the programs the scripts run
-CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh tests/readme_check.sh \
+CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh tests/make_corpus.sh tests/readme_check.sh \
           tests/examples_check.sh tests/cblas_check.sh tests/bench_check.sh tests/chrome_trace_check.sh \
           tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh \
           tests/standalone_check.sh tests/numpy_diff_check.sh tests/torch_diff_check.sh tests/operators_doc_check.sh \

@@ -24,62 +24,99 @@
 
      The ops go to the engine's priority pool with the plan position as their
      priority, so when one completion makes many rules ready at once they
-     start in the order GNU make would start them (at -j1: the same order,
-     and a failure stops the build at the same place). Without -k the first
-     failure stops new jobs (the running ones are waited for); with -k the
-     engine's skipping of failed inputs is exactly GNU make's "keep going".
+     start in plan order. At -j1 the job table also follows GNU make's
+     depth-first walk exactly: the job of the rule at plan position p starts
+     only once every rule before it in the plan is over (made, failed, or
+     skipped because a prerequisite failed), so the commands run in GNU
+     make's order and a failure stops the build at the same place. At -j N
+     the engine starts whatever is ready. Without -k the first failure stops
+     new jobs (the running ones are waited for); with -k the engine's
+     skipping of failed inputs is exactly GNU make's "keep going".
 
-   WHAT IS SUPPORTED (GNU make's behaviour for this subset)
+   WHAT IS SUPPORTED (GNU make 4.3's behaviour for this subset)
      - rules `t1 t2: p1 p2 | orderonly ; cmd`, recipe lines starting with a tab,
        several targets per rule (each target its own rule, same recipe),
        several rule lines for one target (prerequisites are merged; those of the
        rule with the recipe come first), `\` continuation lines, `#` comments,
-       shell wildcards (* ? [) in target and prerequisite names;
-     - variables: `=` (recursive), `:=` / `::=` (simple), `?=`, `+=`,
-       `$(VAR)`, `${VAR}`, `$X`, computed names `$($(A)_B)`, substitution
-       references `$(VAR:.c=.o)` and `$(VAR:%.c=obj/%.o)`; command-line
-       `VAR=value` overrides the Makefile; the environment is read for names
-       the Makefile does not define; defaults CC=cc, CXX=g++, AR=ar,
-       ARFLAGS=rv, RM=rm -f, MAKE=this program; .DEFAULT_GOAL;
+       shell wildcards (* ? [) in target and prerequisite names; `::` rules
+       (each runs when the target is older than its own prerequisites, or
+       always if it has none); static pattern rules `objs: %.o: %.c`;
+     - pattern rules `%.o: %.c` (and `obj/%.o: src/%.c`) with $*, chosen for a
+       target that has no recipe when all their prerequisites exist (here or
+       through vpath) or are mentioned in the Makefile (shortest stem wins,
+       then file order); suffix rules `.c.o:` and `.c:` for the suffixes in
+       .SUFFIXES; a pattern rule without a recipe cancels the rules with the
+       same target and prerequisites;
+     - GNU make 4.3's built-in rules for C, C++ (.cc .cpp .C), assembler
+       (.s .S), lex and yacc: %.o from each, % (a program) from %.o and from
+       each source, %.s from %.S, %.c from %.y and %.l, after the Makefile's
+       own; and its default variables for them (CC CXX AS LD CPP LEX YACC AR
+       ARFLAGS RM OUTPUT_OPTION COMPILE.* LINK.* PREPROCESS.S LEX.l YACC.y),
+       origin "default"; -r drops the rules and the suffix list, -R the
+       variables too;
+     - variables: `=`, `:=` / `::=`, `?=`, `+=`, `!=` (shell), `define NAME
+       [op] ... endef`, `undefine`, `override`, `export` / `unexport` (with or
+       without an assignment, and alone: export everything), target-specific
+       and pattern-specific variables `t: VAR op value` (inherited by the
+       target's prerequisites, as in GNU make), `$(VAR)`, `${VAR}`, `$X`,
+       computed names, substitution references `$(VAR:.c=.o)` and
+       `$(VAR:%.c=obj/%.o)`. Precedence: default < environment < Makefile <
+       command line, -e puts the environment above the Makefile, `override`
+       above all. The environment's variables and the command line's go to
+       the commands (with the Makefile's value, expanded once before the
+       build), and so do exported ones;
+     - special variables: SHELL (the Makefile's, default /bin/sh, never the
+       environment's; it and .SHELLFLAGS run the recipes), MAKE,
+       MAKE_VERSION, CURDIR, MAKEFILE_LIST, MAKECMDGOALS, MAKELEVEL,
+       MAKEFLAGS and MFLAGS (GNU's form: flag letters, -jN, `-- VAR=value`),
+       .DEFAULT_GOAL, VPATH, MAKE_RESTARTS;
      - automatic variables $@ $< $^ $+ $? $* $| and their D/F forms ($(@D)...);
-       `$$` for a dollar sign;
+       `$$` for a dollar sign; a newline in an expanded recipe line (a
+       define) starts a command of its own, with its own @ - + prefixes;
      - functions: wildcard patsubst subst strip filter filter-out sort words
-       firstword dir notdir suffix basename addprefix addsuffix info warning
-       error;
+       word wordlist firstword lastword findstring join dir notdir suffix
+       basename addprefix addsuffix abspath realpath if or and foreach call
+       eval shell origin flavor value info warning error;
      - conditionals: ifeq/ifneq with (a,b) "a" "b" 'a' 'b', ifdef/ifndef, else
        (also `else ifeq ...`), endif;
-     - pattern rules `%.o: %.c` (and `obj/%.o: src/%.c`) with $*, chosen for a
-       target that has no recipe when all their prerequisites exist or are
-       mentioned in the Makefile (shortest stem wins, then file order); the
-       built-in `%.o: %.c` rule ($(CC) $(CFLAGS) $(CPPFLAGS) $(TARGET_ARCH) -c
-       -o $@ $<) comes after the Makefile's own;
-     - .PHONY; .SUFFIXES, .PRECIOUS and .SECONDARY are accepted (no suffix rules
-       exist and intermediate files are never deleted, so they change nothing);
-     - `include` and `-include` / `sinclude` (read as they are; a missing
-       -include file is ignored, included files are not remade);
+     - special targets .PHONY .SUFFIXES .DEFAULT .PRECIOUS .SECONDARY
+       .INTERMEDIATE .NOTINTERMEDIATE .SILENT .IGNORE .NOTPARALLEL (the whole
+       make runs one job at a time) .DELETE_ON_ERROR .POSIX (the shell gets
+       -e) .EXPORT_ALL_VARIABLES .LOW_RESOLUTION_TIME (intermediate files are
+       never deleted, so .PRECIOUS/.SECONDARY/.INTERMEDIATE change nothing);
+     - `include`, `-include` / `sinclude`, and GNU's remaking of makefiles: a
+       file read, or a missing included one, that has a rule is made first
+       (also under -n and -q); if one was remade, make starts again;
+     - `vpath pattern dirs` and VPATH for files that are not here;
      - recipe prefixes `@` (silent), `-` (ignore errors), `+` (run even
-       under -n);
-     - options -f FILE, -C DIR, -j N, -k, -n, several goals, VAR=value; the
-       default file is `makefile`, then `Makefile` (GNU make's order, without
-       GNUmakefile); the default goal is the first target that does not start
-       with `.` (unless it contains a `/`) and is not a pattern.
-     Errors read like GNU make's (`Makefile:12: *** missing separator.  Stop.`),
-     make stops at the first failing command (waiting for the running ones)
-     unless -k, a circular dependency is dropped with GNU make's message, and
-     the exit status is 2 on any failure.
+       under -n); a line that mentions $(MAKE) or ${MAKE} runs under -n and
+       -q too;
+     - sub-makes: MAKEFLAGS and MAKELEVEL are passed on, a sub-make reads
+       its flags and command-line variables from MAKEFLAGS and names itself
+       make[N] in its messages, with "Entering directory" / "Leaving
+       directory" (-w, --no-print-directory);
+     - options -f FILE, -C DIR, -j [N], --jobs[=N], -k, -S, -n, -s, -B, -q, -r,
+       -R, -i, -e, -w, --no-print-directory, --version, their GNU long names,
+       several goals, VAR=value; the default file is GNUmakefile, makefile,
+       then Makefile; the default goal is the first target that does not
+       start with `.` (unless it contains a `/`) and is not a pattern.
+     Messages read like GNU make's (`Makefile:12: *** missing separator.
+     Stop.`, "Nothing to be done for 'all'.", "'x' is up to date."), make
+     stops at the first failing command (waiting for the running ones) unless
+     -k, a circular dependency is dropped with GNU make's message, and the
+     exit status is 2 on any failure (1 for -q when something is out of date).
 
    WHAT IS REFUSED (a clear file:line error, never a silent misreading)
-     `::` rules, static pattern rules (`objs: %.o: %.c`), target-specific
-     variables, suffix rules (`.c.o:`), other special targets (.DEFAULT,
-     .SILENT, .ONESHELL, .DELETE_ON_ERROR ...), pattern rules with several
-     targets or without a recipe, `%` in a prerequisite of a normal rule,
-     `define`, `export`, `unexport`, `override`, `vpath`/VPATH, `private`,
-     `undefine`, `load`, `!=`, and every function not listed above ($(shell),
-     $(foreach), $(call), $(eval), $(if) ...). Not implemented at all: the
-     jobserver for recursive makes, remaking included Makefiles, chains of
-     pattern rules through intermediate files, -n running lines that mention
-     $(MAKE) (only `+` lines run under -n), deleting the target being made
-     when make is interrupted.
+     .SECONDEXPANSION, .ONESHELL and other special targets not listed above,
+     pattern rules with several targets, `%` in a prerequisite of a normal
+     rule, `private`, `load`, `!=` in a target-specific variable, and the
+     functions file, guile, intcmp, let. Not implemented at all: the
+     jobserver (a sub-make gets -jN of its own), chains of implicit rules
+     through intermediate files (foo from foo.o from foo.c when foo.o is not
+     mentioned), archive members `lib(member)`, -t/-o/-W/-p/-d, $(eval) in a
+     recipe, exported target-specific variables, deleting the target being
+     made when make is interrupted. Exported variables are expanded once,
+     before the build, not per command.
 
    EMBEDDING THE PARSER (used by the fuzz harness)
      Compile with -DMAKE_NO_MAIN (main and the build half are left out) and
@@ -94,17 +131,19 @@
      $(warning) to stderr); only running out of memory exits.
 
    Build: gcc -std=c11 -Wall -Wextra -pedantic -I. examples/make.c -o build/make_example -pthread -lm
-   Usage: make_example [-j N] [-k] [-n] [-f file] [-C dir] [VAR=value ...] [goal ...]
+   Usage: make_example [options] [VAR=value ...] [goal ...]   (the options above)
    The file is a whole program: the one command above builds it, the
    implementation included. The repository's Makefile and CMake define
    DEPENG_EXAMPLE_SEPARATE_IMPL and link the implementation compiled once
    (tests/impl/depeng_impl.c) instead. */
 #define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700             /* realpath */
 #ifndef DEPENG_EXAMPLE_SEPARATE_IMPL   /* see above: make links the implementation */
 #define DEPENG_IMPLEMENTATION
 #endif
 #include "depeng.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <glob.h>
 #include <pthread.h>
@@ -121,7 +160,9 @@
 extern char **environ;
 
 /* ====================================================================== util */
-static void out_of_memory(void) { fputs("make: *** out of memory.  Stop.\n", stderr); exit(2); }
+/* "make", or "make[N]" in a sub-make (MAKELEVEL N > 0), as GNU make names itself in messages */
+static char mk_prog[32] = "make";
+static void out_of_memory(void) { fprintf(stderr, "%s: *** out of memory.  Stop.\n", mk_prog); exit(2); }
 static void *xrealloc(void *p, size_t n) { p = realloc(p, n ? n : 1); if (!p) out_of_memory(); return p; }
 static char *xstrndup(const char *s, size_t n) { char *d = xrealloc(NULL, n + 1); memcpy(d, s, n); d[n] = '\0'; return d; }
 static char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
@@ -201,14 +242,28 @@ typedef struct recipe {          /* command lines, unexpanded, with their place 
     const char *file;
 } recipe;
 
+/* A target-specific (or pattern-specific) variable: `t: [override] NAME op value`. */
+typedef struct tvar { char *pat; char *name, *value; char op; int ovr; } tvar;   /* op: = : + ? */
+
 typedef struct node {            /* one file name */
     char *name;
     int *pre; int npre, precap;  /* normal prerequisites (node indices)      */
     int *oo; int noo, oocap;     /* order-only prerequisites                 */
     recipe *rcp;                 /* NULL: no recipe (yet)                    */
     char *stem;                  /* $* when a pattern rule supplied the recipe */
+    char *fname;                 /* the file found through VPATH/vpath, NULL: name */
+    tvar *tvars; int ntvars, tvarcap;   /* target-specific variables */
+    int walk_parent;             /* the target that first needed this one (-1: a goal) */
+    int tv_inherit;              /* it or a target above it has target-specific variables
+                                    (inherited through at most 256 levels) */
     unsigned is_target : 1, mentioned : 1, phony : 1, implicit_done : 1, missing : 1, on_path : 1;
+    unsigned silent : 1, ignore : 1, precious : 1;   /* .SILENT .IGNORE .PRECIOUS */
+    unsigned dc_main : 1, dcolon : 1;   /* a :: target; one of its :: rules */
+    int ndc;                     /* :: rules so far */
+    char *alias_key;             /* a :: rule's node: its key in the map (name is the file's) */
     int walk;                    /* 0 new, 1 on the walk's stack, 2 done     */
+    int gstate;                  /* -j1 gate: 0 not over, 1 made, 2 failed or skipped */
+    int is_goal;
     int plan_idx;                /* position in the post-order plan          */
     int goal_mark;               /* for the up-to-date report                */
     /* set by the thread that completes the node's op, read after it */
@@ -222,12 +277,23 @@ typedef struct pattern {         /* %.o: %.c */
     char **oo; int noo;
     recipe *rcp;
     const char *file; int line;
+    int builtin;                 /* one of GNU make's built-in rules */
+    int suffix;                  /* from a suffix rule (.c.o:) */
 } pattern;
 
+/* Where a variable's value came from, lowest precedence first (GNU make's
+   $(origin) names): a Makefile assignment does not replace an env-override
+   (-e), command-line or override value; `override` replaces all but itself. */
+enum { O_DEFAULT, O_ENV, O_FILE, O_ENV_OVERRIDE, O_CMDLINE, O_OVERRIDE, O_AUTOMATIC };
+static const char *const origin_names[] = { "default", "environment", "file", "environment override",
+                                            "command line", "override", "automatic" };
 typedef struct var {
     char *name, *value;
     int simple;                  /* value is already expanded (:=) */
-    int from_cmdline;
+    int undefined;               /* only named by export/unexport: $(origin) says undefined */
+    int origin;                  /* O_* */
+    int exported;                /* 1 export, 0 unexport, -1 GNU's default:
+                                    exported if from the command line */
 } var;
 
 typedef struct mk_make {
@@ -238,6 +304,22 @@ typedef struct mk_make {
     char **files; int nfiles, filecap;      /* names of the files read, for locations */
     int default_goal;
     int include_depth;
+    int eval_depth;              /* $(eval) inside $(eval): bounded, as include is */
+    int export_all;              /* `export` alone: every variable goes to the commands */
+    int silent_all, ignore_all, notparallel, delete_on_error, posix;   /* special targets */
+    char **suffixes; int nsuffixes, suffixcap;   /* .SUFFIXES, GNU's list to start with */
+    struct tvar *pvars; int npvars, pvarcap;     /* pattern-specific variables (%.o: X = y) */
+    char **cancels; int ncancels, cancelcap;     /* "%.o %.c": rules cancelled by a recipe-less pattern rule */
+    struct vpath { char *pat, *dirs; } *vpaths; int nvpaths, vpathcap;   /* vpath directives */
+    /* runs a command for $(shell) and !=, returns its output (newlines made
+       spaces, the last one dropped), malloc'ed; NULL: commands may not run
+       (the parse-only build, a fuzz harness) and both are refused */
+    char *(*shell_fn)(struct mk_make *m, const char *cmd);
+    /* set by main: a missing included file is not an error while parsing,
+       since a rule may make it (GNU make remakes makefiles, then reads
+       them again); each is listed here with the error it would give */
+    int defer_missing;
+    struct missing_inc { char *name, *msg; int optional; } *minc; int nminc, minccap;
     int refuse_includes;         /* set by a fuzz harness: input may not make the
                                     parser open files (/dev/stdin would block) */
     strbuf err;                  /* "file:line: *** message.  Stop." */
@@ -255,24 +337,27 @@ static int node_get_n(mk_make *m, const char *name, size_t n) {
     return m->nnodes++;
 }
 static int node_get(mk_make *m, const char *name) { return node_get_n(m, name, strlen(name)); }
+#define NFILE(n) ((n)->fname ? (n)->fname : (n)->name)   /* the file: found through vpath, or the name */
 
 static var *var_find(const mk_make *m, const char *name, size_t n) {
     int i = map_get(&m->var_map, name, n);
     return i < 0 ? NULL : &m->vars[i];
 }
-static var *var_set(mk_make *m, const char *name, const char *value, int simple, int from_cmdline) {
+static var *var_set(mk_make *m, const char *name, const char *value, int simple, int origin) {
     var *v = var_find(m, name, strlen(name));
     if (!v) {
         GROW(m->vars, m->nvars, m->varcap);
         v = &m->vars[m->nvars];
         v->name = xstrdup(name);
         v->value = NULL;
+        v->exported = -1;
         map_put(&m->var_map, v->name, m->nvars++);
     }
     free(v->value);
     v->value = xstrdup(value);
     v->simple = simple;
-    v->from_cmdline = from_cmdline;
+    v->origin = origin;
+    v->undefined = 0;
     return v;
 }
 
@@ -284,7 +369,7 @@ static int set_error(strbuf *err, const char *file, int line, const char *fmt, .
     va_end(ap);
     err->len = 0;
     if (file && line > 0) { char loc[64]; sb_puts(err, file); snprintf(loc, sizeof loc, ":%d: ", line); sb_puts(err, loc); }
-    else sb_puts(err, "make: ");
+    else { sb_puts(err, mk_prog); sb_puts(err, ": "); }
     sb_puts(err, "*** "); sb_puts(err, msg); sb_puts(err, ".  Stop.");
     return -1;
 }
@@ -292,11 +377,17 @@ static int set_error(strbuf *err, const char *file, int line, const char *fmt, .
 /* ================================================================ expansion */
 typedef struct autovars { const char *at, *lt, *hat, *plus, *qm, *star, *bar; } autovars;
 typedef struct expanding { const var *v; const struct expanding *up; } expanding;
+/* A name bound by $(foreach) or $(call) ($(0) $(1) ...) while its text is
+   expanded: looked at before the variables, never stored in them. */
+typedef struct local { const char *name; size_t n; const char *value; const struct local *up; int recursive; } local;
+struct reader;
 typedef struct xctx {
     const mk_make *m;
     const autovars *av;          /* NULL outside a recipe */
     const char *file; int line;  /* where the text comes from, for errors */
     const expanding *stack;      /* recursive variables being expanded */
+    const local *locals;
+    struct reader *rd;           /* the Makefile being read ($(eval)); NULL in a recipe */
     strbuf *err;
     int depth;                   /* nesting of references, bounded so that no
                                     input can run the C stack out */
@@ -390,15 +481,15 @@ static int expand_var(xctx *x, const char *name, size_t n, strbuf *out) {
     const expanding *e;
     expanding me;
     xctx sub;
+    const local *l;
+    for (l = x->locals; l; l = l->up)
+        if (l->n == n && strncmp(l->name, name, n) == 0) {
+            if (!l->recursive) { sb_puts(out, l->value); return 0; }
+            return expand_n(x, l->value, strlen(l->value), out);   /* bounded by MAX_EXPAND_DEPTH */
+        }
     if (auto_value(x, name, n, out)) return 0;
     v = var_find(x->m, name, n);
-    if (!v) {
-        char *nm = xstrndup(name, n);
-        const char *env = getenv(nm);
-        free(nm);
-        if (env) sb_puts(out, env);
-        return 0;
-    }
+    if (!v) return 0;
     if (v->simple) { sb_puts(out, v->value); return 0; }
     for (e = x->stack; e; e = e->up)
         if (e->v == v) return set_error(x->err, x->file, x->line, "Recursive variable '%s' references itself (eventually)", v->name);
@@ -420,10 +511,8 @@ static int split_args(const char *s, size_t n, int max, const char **a, size_t *
     return k;
 }
 
-static const char *const refused_functions[] = {
-    "shell", "foreach", "call", "eval", "if", "or", "and", "origin", "flavor", "value", "file",
-    "join", "word", "wordlist", "lastword", "findstring", "abspath", "realpath", "guile",
-    "intcmp", "let", NULL };
+static const char *const refused_functions[] = { "file", "guile", "intcmp", "let", NULL };
+static int eval_text(xctx *x, const char *text);   /* $(eval): parses text as Makefile lines */
 
 static int word_in(const char *w, size_t wn, const char *list) {   /* list: words, maybe patterns */
     size_t pos = 0, pn, so, sn;
@@ -448,11 +537,140 @@ static int call_function(xctx *x, const char *fn, size_t fnn, const char *args, 
     free(res.s);
     return rc;
 }
+/* abspath: the name made absolute from CURDIR, . and .. and // removed,
+   without looking at the file system. */
+static char *abspath_of(const mk_make *m, const char *in) {
+    strbuf b = {0};
+    const char *p = in;
+    if (*in != '/') { const var *cd = var_find(m, "CURDIR", 6); if (cd) sb_puts(&b, cd->value); }
+    sb_add(&b, "", 0);
+    while (*p) {
+        const char *e;
+        size_t n;
+        while (*p == '/') p++;
+        for (e = p; *e && *e != '/'; e++) {}
+        n = (size_t)(e - p);
+        if (n == 0) break;
+        if (n == 1 && p[0] == '.') {}
+        else if (n == 2 && p[0] == '.' && p[1] == '.') { while (b.len && b.s[b.len - 1] != '/') b.len--; if (b.len) b.len--; b.s[b.len] = '\0'; }
+        else { sb_putc(&b, '/'); sb_add(&b, p, n); }
+        p = e;
+    }
+    if (!b.len) sb_putc(&b, '/');
+    return sb_take(&b);
+}
+
+/* $(if) $(or) $(and) $(foreach) $(call): their arguments are expanded only
+   as far as needed (and foreach's and call's with names bound). Returns 1
+   if fn is none of them. */
+#define MAX_CALL_ARGS 64
+static int lazy_function(xctx *x, const char *fn, size_t fnn, const char *args, size_t argn, strbuf *out) {
+    const char *a[MAX_CALL_ARGS]; size_t an[MAX_CALL_ARGS];
+    int k, i, rc = 0;
+#define FN(s) (fnn == sizeof(s) - 1 && strncmp(fn, s, fnn) == 0)
+    if (FN("if")) {
+        strbuf c = {0};
+        k = split_args(args, argn, 3, a, an);
+        if (k < 2) return set_error(x->err, x->file, x->line, "insufficient number of arguments (%d) to function 'if'", k);
+        rc = expand_n(x, a[0], an[0], &c);
+        if (rc == 0) {
+            size_t s0 = 0, e0 = c.len;
+            while (s0 < e0 && (is_space(c.s[s0]) || c.s[s0] == '\n')) s0++;
+            if (s0 < e0) rc = expand_n(x, a[1], an[1], out);
+            else if (k == 3) rc = expand_n(x, a[2], an[2], out);
+        }
+        free(c.s);
+        return rc;
+    }
+    if (FN("or") || FN("and")) {
+        int is_or = FN("or");
+        k = split_args(args, argn, MAX_CALL_ARGS, a, an);
+        for (i = 0; i < k; i++) {
+            strbuf c = {0};
+            char *t;
+            if (expand_n(x, a[i], an[i], &c) != 0) { free(c.s); return -1; }
+            t = trim(c.s);
+            if (is_or && *t) { sb_puts(out, t); free(c.s); return 0; }
+            if (!is_or && !*t) { free(c.s); return 0; }
+            if (!is_or && i == k - 1) sb_puts(out, t);
+            free(c.s);
+        }
+        return 0;
+    }
+    if (FN("foreach")) {
+        strbuf nm = {0}, list = {0};
+        k = split_args(args, argn, 3, a, an);
+        if (k != 3) return set_error(x->err, x->file, x->line, "insufficient number of arguments (%d) to function 'foreach'", k);
+        rc = expand_n(x, a[0], an[0], &nm);
+        if (rc == 0) rc = expand_n(x, a[1], an[1], &list);
+        if (rc == 0) {
+            size_t pos = 0, wn;
+            const char *w;
+            char *name = trim(nm.s);
+            int first = 1;
+            while (rc == 0 && (w = next_word(list.s, &pos, &wn)) != NULL) {
+                local l;
+                xctx sub = *x;
+                char *val = xstrndup(w, wn);
+                strbuf t = {0};
+                l.name = name; l.n = strlen(name); l.value = val; l.up = x->locals; l.recursive = 0;
+                sub.locals = &l;
+                rc = expand_n(&sub, a[2], an[2], &t);
+                if (rc == 0) { if (!first) sb_putc(out, ' '); sb_add(out, t.s, t.len); first = 0; }
+                free(t.s); free(val);
+            }
+        }
+        free(nm.s); free(list.s);
+        return rc;
+    }
+    if (FN("call")) {
+        static const char *const nums[] = { "0", "1", "2", "3", "4", "5", "6", "7", "8", "9" };
+        local *ls;                                /* on the heap: a call may nest 1000 deep */
+        char **vals, (*numbuf)[4];
+        const var *v;
+        const local *up = x->locals;
+        int nb;
+        char *name;
+        k = split_args(args, argn, MAX_CALL_ARGS, a, an);
+        ls = xrealloc(NULL, MAX_CALL_ARGS * sizeof *ls);
+        vals = xrealloc(NULL, MAX_CALL_ARGS * sizeof *vals);
+        numbuf = xrealloc(NULL, MAX_CALL_ARGS * sizeof *numbuf);
+        for (i = 0; i < k; i++) {
+            strbuf t = {0};
+            if (expand_n(x, a[i], an[i], &t) != 0) { free(t.s); while (i--) free(vals[i]); free(ls); free(vals); free(numbuf); return -1; }
+            vals[i] = sb_take(&t);
+        }
+        name = trim(vals[0]);
+        v = var_find(x->m, name, strlen(name));
+        nb = k < 10 ? 10 : k;                     /* $(k)..$(9) of an outer call: empty */
+        for (i = 0; i < nb && i < MAX_CALL_ARGS; i++) {
+            if (i < 10) ls[i].name = nums[i];
+            else { snprintf(numbuf[i], sizeof numbuf[i], "%d", i); ls[i].name = numbuf[i]; }
+            ls[i].n = strlen(ls[i].name);
+            ls[i].value = i == 0 ? name : i < k ? vals[i] : "";
+            ls[i].up = up; ls[i].recursive = 0; up = &ls[i];
+        }
+        if (v && !v->undefined) {
+            xctx sub = *x;
+            sub.locals = up;
+            if (v->simple) sb_puts(out, v->value);
+            else rc = expand_n(&sub, v->value, strlen(v->value), out);
+        }
+        for (i = 0; i < k; i++) free(vals[i]);
+        free(ls); free(vals); free(numbuf);
+        return rc;
+    }
+#undef FN
+    return 1;
+}
+
 static int call_function_into(xctx *x, const char *fn, size_t fnn, const char *args, size_t argn, strbuf *out) {
     static const struct { const char *name; int nargs; } fns[] = {
         {"wildcard", 1}, {"patsubst", 3}, {"subst", 3}, {"strip", 1}, {"filter", 2}, {"filter-out", 2},
         {"sort", 1}, {"words", 1}, {"firstword", 1}, {"dir", 1}, {"notdir", 1}, {"suffix", 1},
-        {"basename", 1}, {"addprefix", 2}, {"addsuffix", 2}, {"info", 1}, {"warning", 1}, {"error", 1}};
+        {"basename", 1}, {"addprefix", 2}, {"addsuffix", 2}, {"info", 1}, {"warning", 1}, {"error", 1},
+        {"word", 2}, {"wordlist", 3}, {"lastword", 1}, {"findstring", 2}, {"join", 2}, {"abspath", 1},
+        {"realpath", 1}, {"shell", 1}, {"origin", 1}, {"value", 1}, {"flavor", 1}, {"eval", 1}};
     const char *a[3]; size_t an[3];
     char *v[3] = {NULL, NULL, NULL};
     int f = -1, k, i, rc = 0, nf = (int)(sizeof fns / sizeof fns[0]);
@@ -460,6 +678,8 @@ static int call_function_into(xctx *x, const char *fn, size_t fnn, const char *a
     const char *w;
     for (i = 0; i < nf; i++) if (strlen(fns[i].name) == fnn && strncmp(fns[i].name, fn, fnn) == 0) f = i;
     if (f < 0) {
+        int lz = lazy_function(x, fn, fnn, args, argn, out);
+        if (lz != 1) return lz;
         for (i = 0; refused_functions[i]; i++)
             if (strlen(refused_functions[i]) == fnn && strncmp(refused_functions[i], fn, fnn) == 0)
                 return set_error(x->err, x->file, x->line, "function '%.*s' is not supported by this make", (int)fnn, fn);
@@ -531,8 +751,62 @@ static int call_function_into(xctx *x, const char *fn, size_t fnn, const char *a
         }
         break; }
     case 15: printf("%s\n", v[0]); fflush(stdout); break;       /* info: stdout, as in GNU make */
-    case 16: if (x->file) fprintf(stderr, "%s:%d: %s\n", x->file, x->line, v[0]); else fprintf(stderr, "make: %s\n", v[0]); break;
+    case 16: if (x->file) fprintf(stderr, "%s:%d: %s\n", x->file, x->line, v[0]); else fprintf(stderr, "%s: %s\n", mk_prog, v[0]); break;
     case 17: rc = set_error(x->err, x->file, x->line, "%s", v[0]); break;   /* error */
+    case 18: case 19: {                                           /* word wordlist */
+        long a0 = atol(trim(v[0])), a1 = f == 19 ? atol(trim(v[1])) : a0, c = 0;
+        const char *text = f == 18 ? v[1] : v[2];
+        if (a0 < 1) { rc = set_error(x->err, x->file, x->line, "first argument to '%s' function must be greater than 0", fns[f].name); break; }
+        while ((w = next_word(text, &pos, &wn)) != NULL) { c++; if (c >= a0 && c <= a1) sb_word(out, w, wn); }
+        break; }
+    case 20: { const char *last = NULL; size_t ln = 0;            /* lastword */
+        while ((w = next_word(v[0], &pos, &wn)) != NULL) { last = w; ln = wn; }
+        if (last) sb_add(out, last, ln);
+        break; }
+    case 21: if (strstr(v[1], v[0])) sb_puts(out, v[0]); break;   /* findstring */
+    case 22: { size_t p2 = 0, wn2; const char *w2;                /* join */
+        for (;;) {
+            w = next_word(v[0], &pos, &wn); w2 = next_word(v[1], &p2, &wn2);
+            if (!w && !w2) break;
+            { strbuf t = {0}; sb_add(&t, "", 0); if (w) sb_add(&t, w, wn); if (w2) sb_add(&t, w2, wn2); sb_word(out, t.s, t.len); free(t.s); }
+        }
+        break; }
+    case 23: case 24:                                             /* abspath realpath */
+        while ((w = next_word(v[0], &pos, &wn)) != NULL) {
+            char *in = xstrndup(w, wn), *r = NULL;
+            if (f == 24) {
+#ifndef _WIN32
+                r = realpath(in, NULL);
+#endif
+            } else r = abspath_of(x->m, in);
+            if (r) sb_word(out, r, strlen(r));
+            free(r); free(in);
+        }
+        break;
+    case 25: {                                                    /* shell */
+        char *o;
+        if (!x->m->shell_fn || (o = x->m->shell_fn((mk_make *)x->m, v[0])) == NULL) {
+            rc = set_error(x->err, x->file, x->line, "function 'shell' is not available here (commands may not run)");
+            break;
+        }
+        sb_puts(out, o); free(o);
+        break; }
+    case 26: case 27: case 28: {                                  /* origin value flavor */
+        char *nm = trim(v[0]);
+        const var *vv = var_find(x->m, nm, strlen(nm));
+        const local *l;
+        for (l = x->locals; l; l = l->up) if (l->n == strlen(nm) && strncmp(l->name, nm, l->n) == 0) break;
+        if (vv && vv->undefined) vv = NULL;
+        if (f == 27) { if (l) sb_puts(out, l->value); else if (vv) sb_puts(out, vv->value); }
+        else if (f == 28) sb_puts(out, l ? "simple" : !vv ? "undefined" : vv->simple ? "simple" : "recursive");
+        else if (l) sb_puts(out, "automatic");
+        else if (strlen(nm) <= 2 && strchr("@<^+?*|", nm[0]) && (!nm[1] || nm[1] == 'D' || nm[1] == 'F')) sb_puts(out, "automatic");
+        else sb_puts(out, vv ? origin_names[vv->origin] : "undefined");
+        break; }
+    case 29:                                                      /* eval */
+        if (!x->rd) { rc = set_error(x->err, x->file, x->line, "$(eval) in a recipe is not supported by this make"); break; }
+        rc = eval_text(x, v[0]);
+        break;
     }
 done:
     for (i = 0; i < 3; i++) free(v[i]);
@@ -622,6 +896,7 @@ typedef struct reader {          /* one Makefile being read */
     /* conditionals: for each open one, whether its current branch is live,
        whether some branch was taken, and whether the enclosing text is live */
     struct cond { int live, taken, outer; } *conds; int nconds, condcap;
+    char *def_name; const char *def_op; int def_ovr, def_exp;   /* a define being read */
 } reader;
 
 static int live(const reader *r) { return r->nconds == 0 || r->conds[r->nconds - 1].live; }
@@ -635,7 +910,7 @@ static int perr(reader *r, const char *fmt, ...) {
 }
 static xctx parse_ctx(reader *r) {
     xctx x;
-    x.m = r->m; x.av = NULL; x.file = r->file; x.line = r->line; x.stack = NULL; x.err = &r->m->err; x.depth = 0;
+    x.m = r->m; x.av = NULL; x.file = r->file; x.line = r->line; x.stack = NULL; x.locals = NULL; x.rd = r; x.err = &r->m->err; x.depth = 0;
     return x;
 }
 
@@ -728,9 +1003,9 @@ static int read_whole_file(const char *path, char **out, size_t *outn, strbuf *e
         int e = errno;
         err->len = 0;
         if (file) { char loc[64]; sb_puts(err, file); snprintf(loc, sizeof loc, ":%d: ", line); sb_puts(err, loc); }
-        else sb_puts(err, "make: ");
+        else { sb_puts(err, mk_prog); sb_puts(err, ": "); }
         sb_puts(err, path); sb_puts(err, ": "); sb_puts(err, strerror(e));
-        sb_puts(err, "\nmake: *** No rule to make target '"); sb_puts(err, path); sb_puts(err, "'.  Stop.");
+        sb_puts(err, "\n"); sb_puts(err, mk_prog); sb_puts(err, ": *** No rule to make target '"); sb_puts(err, path); sb_puts(err, "'.  Stop.");
         return -1;
     }
     sb_add(&b, "", 0);
@@ -761,7 +1036,12 @@ static int do_include(reader *r, char *args, int optional) {
             const char *p = globbed ? g.gl_pathv[j] : path;
             strbuf err = {0};
             if (read_whole_file(p, &text, &len, &err, r->file, r->line) != 0) {
-                if (!optional) { r->m->err.len = 0; sb_puts(&r->m->err, err.s); rc = -1; }
+                if (r->m->defer_missing && access(p, F_OK) != 0) {
+                    struct missing_inc *mi;
+                    GROW(r->m->minc, r->m->nminc, r->m->minccap);
+                    mi = &r->m->minc[r->m->nminc++];
+                    mi->name = xstrdup(p); mi->msg = xstrdup(err.s); mi->optional = optional;
+                } else if (!optional) { r->m->err.len = 0; sb_puts(&r->m->err, err.s); rc = -1; }
             } else {
                 r->m->include_depth++;
                 rc = parse_buffer_file(r->m, p, text, len);
@@ -820,7 +1100,7 @@ static int parse_ifdef(reader *r, char *args, int *defined) {
     if (!name) return -1;
     t = trim(name);
     v = var_find(r->m, t, strlen(t));
-    *defined = v ? v->value[0] != '\0' : (getenv(t) && *getenv(t));
+    *defined = v && v->value[0] != '\0';
     free(name);
     return 0;
 }
@@ -876,11 +1156,17 @@ static int conditional(reader *r, char *line) {
     return 0;
 }
 
-static int assignment(reader *r, char *line, char *op_at, const char *op) {
+/* VAR op value, after `override` / `export` when those came first (ovr,
+   exp). GNU make's precedence: a plain Makefile assignment leaves a value
+   from the command line, from `override`, or from the environment under -e
+   as it is; `override` replaces any value; ?= assigns only to an undefined
+   variable; += on a variable from the environment appends to that value. */
+static int assignment(reader *r, char *line, char *op_at, const char *op, int ovr, int exp) {
     mk_make *m = r->m;
     xctx x = parse_ctx(r);
     char *name_raw, *name, *value = op_at + strlen(op);
     var *v;
+    int origin = ovr ? O_OVERRIDE : O_FILE;
     *op_at = '\0';
     name_raw = expand_str(&x, trim(line));
     if (!name_raw) return -1;
@@ -892,29 +1178,41 @@ static int assignment(reader *r, char *line, char *op_at, const char *op) {
         free(name_raw);
         return rc;
     }
-    if (strcmp(name, "VPATH") == 0) { free(name_raw); return perr(r, "VPATH is not supported by this make"); }
-    if (strcmp(op, "!=") == 0) { free(name_raw); return perr(r, "'!=' (shell assignment) is not supported by this make"); }
     v = var_find(m, name, strlen(name));
-    if (v && v->from_cmdline) { free(name_raw); return 0; }       /* the command line wins */
-    if (strcmp(op, "=") == 0) var_set(m, name, value, 0, 0);
-    else if (strcmp(op, ":=") == 0 || strcmp(op, "::=") == 0) {
+    if (v && exp) v->exported = 1;
+    if (v && !ovr && (v->origin == O_CMDLINE || v->origin == O_OVERRIDE || v->origin == O_ENV_OVERRIDE)) {
+        free(name_raw);
+        return 0;
+    }
+    if (strcmp(op, "=") == 0) v = var_set(m, name, value, 0, origin);
+    else if (strcmp(op, ":=") == 0 || strcmp(op, "::=") == 0 || strcmp(op, "!=") == 0) {
         char *e = expand_str(&x, value);
         if (!e) { free(name_raw); return -1; }
-        var_set(m, name, e, 1, 0);
+        if (op[0] == '!') {                                       /* VAR != command */
+            char *o = NULL;
+            if (!m->shell_fn || (o = m->shell_fn(m, e)) == NULL) {
+                free(e); free(name_raw);
+                return perr(r, "'!=' (shell assignment) is not available here (commands may not run)");
+            }
+            free(e);
+            e = o;
+            v = var_set(m, name, e, 0, origin);                   /* != makes a recursive variable */
+        } else v = var_set(m, name, e, 1, origin);
         free(e);
     } else if (strcmp(op, "?=") == 0) {
-        if (!v && !getenv(name)) var_set(m, name, value, 0, 0);
+        if (!v || v->undefined) v = var_set(m, name, value, 0, origin);
     } else {                                                      /* += */
         strbuf b = {0};
-        const char *old = v ? v->value : getenv(name);
+        const char *old = v ? v->value : NULL;
         int simple = v ? v->simple : 0;
         if (old) sb_puts(&b, old);
         if (old && *old && *value) sb_putc(&b, ' ');
         if (simple) { if (expand_n(&x, value, strlen(value), &b) != 0) { free(b.s); free(name_raw); return -1; } }
         else sb_puts(&b, value);
-        var_set(m, name, b.s ? b.s : "", simple, 0);
+        v = var_set(m, name, b.s ? b.s : "", simple, origin);
         free(b.s);
     }
+    if (v && exp) v->exported = 1;
     free(name_raw);
     return 0;
 }
@@ -923,17 +1221,20 @@ static const char *const default_suffixes[] = {
     ".out", ".a", ".ln", ".o", ".c", ".cc", ".C", ".cpp", ".p", ".f", ".F", ".m", ".r", ".y", ".l",
     ".ym", ".yl", ".s", ".S", ".mod", ".sym", ".def", ".h", ".info", ".dvi", ".tex", ".texinfo",
     ".texi", ".txinfo", ".w", ".ch", ".web", ".sh", ".elc", ".el", NULL };
-static int known_suffix(const char *s, size_t n) {
+static int in_suffixes(const mk_make *m, const char *s, size_t n) {
     int i;
-    for (i = 0; default_suffixes[i]; i++) if (strlen(default_suffixes[i]) == n && strncmp(default_suffixes[i], s, n) == 0) return 1;
+    for (i = 0; i < m->nsuffixes; i++) if (strlen(m->suffixes[i]) == n && strncmp(m->suffixes[i], s, n) == 0) return 1;
     return 0;
 }
-static int is_suffix_rule(const char *t) {
-    const char *second;
-    if (t[0] != '.' || strchr(t, '/')) return 0;
-    second = strchr(t + 1, '.');
-    if (!second) return known_suffix(t, strlen(t));
-    return known_suffix(t, (size_t)(second - t)) && known_suffix(second, strlen(second));
+/* A suffix rule `.c.o:` (or single-suffix `.c:`) by the current .SUFFIXES:
+   sets *split to the second suffix (or to the end). */
+static int is_suffix_rule(const mk_make *m, const char *t, size_t *split) {
+    size_t n = strlen(t), k;
+    if (t[0] != '.' || strchr(t, '/') || strchr(t, '%')) return 0;
+    if (in_suffixes(m, t, n)) { *split = n; return 1; }
+    for (k = 1; k < n; k++)
+        if (t[k] == '.' && in_suffixes(m, t, k) && in_suffixes(m, t + k, n - k)) { *split = k; return 1; }
+    return 0;
 }
 
 /* Splits words into *list, globbing words with wildcard characters. */
@@ -997,16 +1298,140 @@ static void add_recipe_line(reader *r, const char *text) {
     rc->lineno[rc->n++] = r->line;
 }
 
-static int rule_line(reader *r, char *line, char *colon) {
+/* `targets: [override] [export] NAME op value`: a variable with this value
+   while the targets' recipes (and those of their prerequisites) are
+   expanded. A target with % makes a pattern-specific variable. := is
+   expanded now, as in GNU make; = += ?= when the recipe is expanded. */
+static int target_var(reader *r, char *targets, char *def) {
+    mk_make *m = r->m;
+    xctx x = parse_ctx(r);
+    char *tt, *eq, *name, *nm_exp = NULL, *val, op = '=';
+    char **tg = NULL;
+    int ntg = 0, tgcap = 0, i, ovr = 0;
+    r->in_rule = 0;
+    r->nctx = 0; r->ctx_pattern = -1; r->ctx_recipe = NULL;
+    for (;;) {
+        while (is_space(*def)) def++;
+        if (strncmp(def, "override", 8) == 0 && is_space(def[8])) { ovr = 1; def += 8; continue; }
+        if (strncmp(def, "export", 6) == 0 && is_space(def[6])) { def += 6; continue; }
+        if (strncmp(def, "private", 7) == 0 && is_space(def[7])) return perr(r, "'private' target-specific variables are not supported by this make");
+        break;
+    }
+    eq = find_top(def, "=");
+    if (!eq) return perr(r, "missing '=' in a target-specific variable");
+    val = eq + 1;
+    if (eq > def && (eq[-1] == '+' || eq[-1] == '?' || eq[-1] == ':' || eq[-1] == '!')) {
+        op = eq[-1]; eq--;
+        if (op == ':' && eq > def && eq[-1] == ':') eq--;
+        if (op == '!') return perr(r, "'!=' in a target-specific variable is not supported by this make");
+    }
+    *eq = '\0';
+    while (is_space(*val)) val++;
+    nm_exp = expand_str(&x, def);
+    if (!nm_exp) return -1;
+    name = trim(nm_exp);
+    if (!*name || strpbrk(name, " \t")) { free(nm_exp); return perr(r, "invalid variable name in a target-specific variable"); }
+    tt = expand_str(&x, targets);
+    if (!tt) { free(nm_exp); return -1; }
+    {
+        char *v = op == ':' ? expand_str(&x, val) : xstrdup(val);
+        if (!v) { free(nm_exp); free(tt); return -1; }
+        words_to_list(tt, &tg, &ntg, &tgcap);
+        for (i = 0; i < ntg; i++) {
+            tvar *tv;
+            if (strchr(tg[i], '%')) {
+                GROW(m->pvars, m->npvars, m->pvarcap);
+                tv = &m->pvars[m->npvars++];
+                tv->pat = xstrdup(tg[i]);
+            } else {
+                int ni = node_get(m, tg[i]);          /* may move m->nodes */
+                node *n = &m->nodes[ni];
+                GROW(n->tvars, n->ntvars, n->tvarcap);
+                tv = &n->tvars[n->ntvars++];
+                tv->pat = NULL;
+            }
+            tv->name = xstrdup(name); tv->value = xstrdup(v); tv->op = op; tv->ovr = ovr;
+        }
+        free(v);
+    }
+    free_list(tg, ntg); free(tt); free(nm_exp);
+    return 0;
+}
+
+/* `targets: target-pattern: prereq-patterns`: an explicit rule for each
+   target, its prerequisites the patterns with % replaced by its stem. */
+static int static_pattern_rule(reader *r, char *targets, char *tpat_text, char *colon2, char *inline_cmd) {
+    mk_make *m = r->m;
+    xctx x = parse_ctx(r);
+    char *tt = NULL, *tp = NULL, *pp = NULL, *bar, **tg = NULL, **pre = NULL, **oo = NULL;
+    int ntg = 0, tgcap = 0, npre = 0, precap = 0, noo = 0, oocap = 0, i, j, rc = 0;
+    *colon2 = '\0';
+    r->nctx = 0; r->ctx_npre = 0; r->ctx_pattern = -1; r->ctx_recipe = NULL; r->in_rule = 1;
+    tt = expand_str(&x, targets);
+    tp = tt ? expand_str(&x, tpat_text) : NULL;
+    pp = tp ? expand_str(&x, colon2 + 1) : NULL;
+    if (!pp) { rc = -1; goto done; }
+    if (!strchr(tp, '%')) { rc = perr(r, "target pattern contains no '%%'"); goto done; }
+    bar = strchr(pp, '|');
+    if (bar) { *bar = '\0'; words_to_list(bar + 1, &oo, &noo, &oocap); }
+    words_to_list(pp, &pre, &npre, &precap);
+    words_to_list(tt, &tg, &ntg, &tgcap);
+    {
+        char *pat = trim(tp);
+        strbuf b = {0};
+        for (i = 0; i < ntg; i++) {
+            size_t so, sn;
+            int ti;
+            node *t;
+            if (!pat_match(pat, tg[i], strlen(tg[i]), &so, &sn)) {
+                fprintf(stderr, "%s:%d: target '%s' doesn't match the target pattern\n", r->file, r->line, tg[i]);
+                continue;
+            }
+            ti = node_get(m, tg[i]);
+            t = &m->nodes[ti];
+            t->is_target = 1; t->mentioned = 1;
+            free(t->stem); t->stem = xstrndup(tg[i] + so, sn);
+            if (m->default_goal < 0 && (tg[i][0] != '.' || strchr(tg[i], '/'))) m->default_goal = ti;
+            GROW(r->ctx_targets, r->nctx, r->ctxcap);
+            r->ctx_targets[r->nctx++] = ti;
+            for (j = 0; j < npre + noo; j++) {
+                int pi;
+                b.len = 0; sb_add(&b, "", 0);
+                pat_subst(&b, j < npre ? pre[j] : oo[j - npre], tg[i] + so, sn);
+                if (!b.len) continue;                  /* "%" with an empty stem names nothing */
+                pi = node_get(m, b.s);
+                m->nodes[pi].mentioned = 1;
+                t = &m->nodes[ti];
+                if (j < npre) add_prereq(&t->pre, &t->npre, &t->precap, pi);
+                else add_prereq(&t->oo, &t->noo, &t->oocap, pi);
+            }
+        }
+        free(b.s);
+    }
+    r->ctx_npre = npre;
+    if (inline_cmd) {
+        while (is_space(*inline_cmd)) inline_cmd++;
+        add_recipe_line(r, inline_cmd);
+    }
+done:
+    free_list(tg, ntg); free_list(pre, npre); free_list(oo, noo);
+    free(tt); free(tp); free(pp);
+    return rc;
+}
+
+static int rule_line(reader *r, char *line, char *colon, int dcolon) {
     mk_make *m = r->m;
     xctx x = parse_ctx(r);
     char *tgt_text, *pre_text, *semi, *inline_cmd = NULL, *bar;
     char **tg = NULL, **pre = NULL, **oo = NULL;
     int ntg = 0, tgcap = 0, npre = 0, precap = 0, noo = 0, oocap = 0, i, j, rc = 0, npat = 0;
+    char *eq, *colon2;
     *colon = '\0';
-    if ((semi = find_top(colon + 1, ";")) != NULL) { *semi = '\0'; inline_cmd = semi + 1; }
-    if (find_top(colon + 1, "=")) return perr(r, "target-specific variables are not supported by this make");
-    if (find_top(colon + 1, ":")) return perr(r, "static pattern rules (targets: %%.o: %%.c) are not supported by this make");
+    eq = find_top(colon + 1, "=");
+    semi = find_top(colon + 1, ";");
+    if (eq && (!semi || eq < semi)) return target_var(r, line, colon + 1);
+    if (semi) { *semi = '\0'; inline_cmd = semi + 1; }
+    if ((colon2 = find_top(colon + 1, ":")) != NULL) return static_pattern_rule(r, line, colon + 1, colon2, inline_cmd);
     tgt_text = expand_str(&x, line);
     if (!tgt_text) return -1;
     pre_text = expand_str(&x, colon + 1);
@@ -1035,20 +1460,73 @@ static int rule_line(reader *r, char *line, char *colon) {
         for (i = 0; i < ntg; i++) {
             const char *t = tg[i];
             int ti;
-            if (strcmp(t, ".PHONY") == 0) {
-                for (j = 0; j < npre; j++) { int k = node_get(m, pre[j]); m->nodes[k].phony = 1; }
+            size_t split;
+            if (strcmp(t, ".PHONY") == 0 || strcmp(t, ".SILENT") == 0 || strcmp(t, ".IGNORE") == 0) {
+                if (!npre && t[1] == 'S') m->silent_all = 1;
+                if (!npre && t[1] == 'I') m->ignore_all = 1;
+                for (j = 0; j < npre; j++) {
+                    int k = node_get(m, pre[j]);
+                    if (t[1] == 'P') m->nodes[k].phony = 1; else if (t[1] == 'S') m->nodes[k].silent = 1; else m->nodes[k].ignore = 1;
+                }
                 continue;
             }
-            if (strcmp(t, ".SUFFIXES") == 0 || strcmp(t, ".PRECIOUS") == 0 || strcmp(t, ".SECONDARY") == 0) continue;
-            if (is_suffix_rule(t)) { rc = perr(r, "suffix rules (%s:) are not supported by this make; write a pattern rule such as %%.o: %%.c", t); goto done; }
-            if (t[0] == '.' && t[1] >= 'A' && t[1] <= 'Z' && !strchr(t, '/') && !strchr(t + 1, '.')) {
+            if (strcmp(t, ".SUFFIXES") == 0) {
+                if (!npre) { free_list(m->suffixes, m->nsuffixes); m->suffixes = NULL; m->nsuffixes = m->suffixcap = 0; }
+                for (j = 0; j < npre; j++) { GROW(m->suffixes, m->nsuffixes, m->suffixcap); m->suffixes[m->nsuffixes++] = xstrdup(pre[j]); }
+                continue;
+            }
+            if (strcmp(t, ".NOTPARALLEL") == 0) { m->notparallel = 1; continue; }
+            if (strcmp(t, ".DELETE_ON_ERROR") == 0) { m->delete_on_error = 1; continue; }
+            if (strcmp(t, ".POSIX") == 0) { m->posix = 1; continue; }
+            if (strcmp(t, ".EXPORT_ALL_VARIABLES") == 0) { m->export_all = 1; continue; }
+            if (strcmp(t, ".PRECIOUS") == 0 || strcmp(t, ".SECONDARY") == 0 || strcmp(t, ".INTERMEDIATE") == 0 ||
+                strcmp(t, ".NOTINTERMEDIATE") == 0 || strcmp(t, ".LOW_RESOLUTION_TIME") == 0) {
+                for (j = 0; j < npre; j++) { int k = node_get(m, pre[j]); m->nodes[k].precious = 1; }
+                continue;                          /* intermediate files are never deleted here */
+            }
+            if (npre == 0 && noo == 0 && is_suffix_rule(m, t, &split)) {   /* .c.o: is %.o: %.c */
+                pattern *p;
+                strbuf tp = {0}, pp = {0};
+                sb_putc(&tp, '%'); sb_puts(&tp, t + split);
+                sb_putc(&pp, '%'); sb_add(&pp, t, split);
+                GROW(m->pats, m->npats, m->patcap);
+                p = &m->pats[m->npats];
+                memset(p, 0, sizeof *p);
+                p->target = sb_take(&tp);
+                p->pre = xrealloc(NULL, sizeof *p->pre); p->pre[0] = sb_take(&pp); p->npre = 1;
+                p->file = r->file; p->line = r->line; p->suffix = 1;
+                r->ctx_pattern = m->npats++;
+                continue;
+            }
+            if (strcmp(t, ".DEFAULT") != 0 && t[0] == '.' && t[1] >= 'A' && t[1] <= 'Z' && !strchr(t, '/') && !strchr(t + 1, '.')) {
                 size_t k;
                 for (k = 1; t[k] && ((t[k] >= 'A' && t[k] <= 'Z') || t[k] == '_'); k++) {}
                 if (!t[k]) { rc = perr(r, "special target '%s' is not supported by this make", t); goto done; }
             }
             ti = node_get(m, t);
+            if (m->nodes[ti].is_target && m->nodes[ti].dc_main != dcolon) { rc = perr(r, "target file '%s' has both : and :: entries", t); goto done; }
             m->nodes[ti].is_target = 1; m->nodes[ti].mentioned = 1;
             if (m->default_goal < 0 && (t[0] != '.' || strchr(t, '/'))) m->default_goal = ti;
+            if (dcolon) {
+                /* each :: rule is a node of its own (same file name), a
+                   prerequisite of the target's node, in the order written */
+                char key[32];
+                int si;
+                node *sub;
+                m->nodes[ti].dc_main = 1;
+                snprintf(key, sizeof key, "\001%d", m->nodes[ti].ndc++);
+                {
+                    strbuf k = {0};
+                    sb_puts(&k, t); sb_puts(&k, key);
+                    si = node_get(m, k.s);
+                    free(k.s);
+                }
+                sub = &m->nodes[si];
+                sub->alias_key = sub->name; sub->name = xstrdup(t);
+                sub->is_target = 1; sub->mentioned = 1; sub->dcolon = 1;
+                add_prereq(&m->nodes[ti].pre, &m->nodes[ti].npre, &m->nodes[ti].precap, si);
+                ti = si;
+            }
             GROW(r->ctx_targets, r->nctx, r->ctxcap);
             r->ctx_targets[r->nctx++] = ti;
         }
@@ -1079,8 +1557,7 @@ done:
 }
 
 static int refused_directive(reader *r, const char *line) {
-    static const char *const words[] = { "define", "endef", "export", "unexport", "override", "vpath",
-                                         "private", "undefine", "load", NULL };
+    static const char *const words[] = { "endef", "private", "load", NULL };
     size_t n = 0;
     int i;
     while (line[n] && !is_space(line[n])) n++;
@@ -1092,7 +1569,7 @@ static int refused_directive(reader *r, const char *line) {
 
 static int parse_line(reader *r, char *line) {
     char *p, *sep;
-    int c;
+    int c, ovr = 0, exp = 0;
     strip_comment(line);
     for (p = line; is_space(*p); p++) {}
     if (!*p) return 0;
@@ -1105,21 +1582,109 @@ static int parse_line(reader *r, char *line) {
         r->in_rule = 0;
         return do_include(r, p + (optional ? 8 : 7), optional);
     }
+    for (;;) {                                   /* override / export / unexport */
+        int kw = strncmp(p, "override", 8) == 0 && is_space(p[8]) ? 8 :
+                 strncmp(p, "export", 6) == 0 && (is_space(p[6]) || !p[6]) ? 6 :
+                 strncmp(p, "unexport", 8) == 0 && (is_space(p[8]) || !p[8]) ? -8 : 0;
+        char *rest;
+        if (!kw) break;
+        rest = p + (kw < 0 ? -kw : kw);
+        while (is_space(*rest)) rest++;
+        if (kw == 8) { ovr = 1; p = rest; continue; }
+        sep = find_top(rest, "=");
+        if (kw == 6 && sep) { exp = 1; p = rest; continue; }
+        if (ovr) return perr(r, "'override' without an assignment");
+        {   /* export NAMES / unexport NAMES: the variables' export flag */
+            xctx x = parse_ctx(r);
+            char *names = expand_str(&x, rest);
+            size_t pos = 0, wn;
+            const char *w;
+            if (!names) return -1;
+            if (!*trim(names)) { r->m->export_all = kw == 6; free(names); r->in_rule = 0; return 0; }
+            while ((w = next_word(names, &pos, &wn)) != NULL) {
+                var *v = var_find(r->m, w, wn);
+                if (!v) { char *nm = xstrndup(w, wn); v = var_set(r->m, nm, "", 0, O_FILE); free(nm); v->undefined = 1; }
+                v->exported = kw == 6;
+            }
+            free(names);
+            r->in_rule = 0;
+            return 0;
+        }
+    }
+    if ((strncmp(p, "define", 6) == 0 && is_space(p[6])) || (strncmp(p, "undefine", 8) == 0 && is_space(p[8]))) {
+        int und = p[0] == 'u';
+        xctx x = parse_ctx(r);
+        char *rest = p + (und ? 8 : 6), *e, *name, *end;
+        const char *op = "=";
+        size_t k;
+        r->in_rule = 0;
+        while (is_space(*rest)) rest++;
+        k = strlen(rest);                                          /* a trailing operator */
+        while (k && is_space(rest[k - 1])) k--;
+        rest[k] = '\0';
+        if (!und) {
+            static const char *const ops[] = { "::=", ":=", "+=", "?=", "!=", "=" };
+            int oi;
+            for (oi = 0; oi < 6; oi++) {
+                size_t on = strlen(ops[oi]);
+                if (k >= on && strcmp(rest + k - on, ops[oi]) == 0) { op = ops[oi]; rest[k - on] = '\0'; break; }
+            }
+        }
+        e = expand_str(&x, rest);
+        if (!e) return -1;
+        name = trim(e);
+        for (end = name; *end && !is_space(*end); end++) {}
+        if (!*name || *end) { free(e); return perr(r, "invalid variable name in '%s'", und ? "undefine" : "define"); }
+        if (und) {
+            var *v = var_find(r->m, name, strlen(name));
+            if (v && (ovr || (v->origin != O_CMDLINE && v->origin != O_OVERRIDE))) { v->value[0] = '\0'; v->undefined = 1; v->simple = 0; }
+            free(e);
+            return 0;
+        }
+        r->def_name = xstrdup(name); r->def_op = op; r->def_ovr = ovr; r->def_exp = exp;
+        free(e);
+        return 0;
+    }
+    if (strncmp(p, "vpath", 5) == 0 && (is_space(p[5]) || !p[5])) {   /* vpath [pattern [dirs]] */
+        xctx x = parse_ctx(r);
+        char *e = expand_str(&x, p + 5);
+        size_t pos = 0, wn;
+        const char *w;
+        mk_make *m = r->m;
+        r->in_rule = 0;
+        if (!e) return -1;
+        w = next_word(e, &pos, &wn);
+        if (!w || !*trim(e + pos)) {               /* clears all, or a pattern's */
+            int i, k = 0;
+            for (i = 0; i < m->nvpaths; i++) {
+                if (!w || (strlen(m->vpaths[i].pat) == wn && strncmp(m->vpaths[i].pat, w, wn) == 0)) { free(m->vpaths[i].pat); free(m->vpaths[i].dirs); }
+                else m->vpaths[k++] = m->vpaths[i];
+            }
+            m->nvpaths = k;
+        } else {
+            GROW(m->vpaths, m->nvpaths, m->vpathcap);
+            m->vpaths[m->nvpaths].pat = xstrndup(w, wn);
+            m->vpaths[m->nvpaths++].dirs = xstrdup(trim(e + pos));
+        }
+        free(e);
+        return 0;
+    }
     if (refused_directive(r, p) != 0) return -1;
     sep = find_top(p, ":=");
     if (sep && *sep == '=') {
         r->in_rule = 0;
         if (sep > p && (sep[-1] == '+' || sep[-1] == '?' || sep[-1] == '!')) {
             char op[3] = { sep[-1], '=', '\0' };
-            return assignment(r, p, sep - 1, op);
+            return assignment(r, p, sep - 1, op, ovr, exp);
         }
-        return assignment(r, p, sep, "=");
+        return assignment(r, p, sep, "=", ovr, exp);
     }
     if (sep && *sep == ':') {
-        if (sep[1] == '=') { r->in_rule = 0; return assignment(r, p, sep, ":="); }
-        if (sep[1] == ':' && sep[2] == '=') { r->in_rule = 0; return assignment(r, p, sep, "::="); }
-        if (sep[1] == ':') return perr(r, "double-colon rules (::) are not supported by this make");
-        return rule_line(r, p, sep);
+        if (sep[1] == '=') { r->in_rule = 0; return assignment(r, p, sep, ":=", ovr, exp); }
+        if (sep[1] == ':' && sep[2] == '=') { r->in_rule = 0; return assignment(r, p, sep, "::=", ovr, exp); }
+        if (ovr || exp) return perr(r, "'%s' before a rule", ovr ? "override" : "export");
+        if (sep[1] == ':') { *sep = ' '; return rule_line(r, p, sep + 1, 1); }   /* t:: a */
+        return rule_line(r, p, sep, 0);
     }
     {
         xctx x = parse_ctx(r);
@@ -1134,12 +1699,78 @@ static int parse_line(reader *r, char *line) {
     return perr(r, "missing separator");
 }
 
+static int parse_reader(reader *rp);
+static void pattern_key(const pattern *p, strbuf *key) {   /* "target pre..." */
+    int i;
+    sb_puts(key, p->target);
+    for (i = 0; i < p->npre; i++) { sb_putc(key, ' '); sb_puts(key, p->pre[i]); }
+}
 static int parse_buffer_file(mk_make *m, const char *file, const char *buf, size_t len) {
     reader r;
-    strbuf line = {0};
-    int is_recipe, rc = 0, first_pattern = m->npats;
     memset(&r, 0, sizeof r);
     r.m = m; r.file = remember_file(m, file); r.buf = buf; r.len = len;
+    {   /* MAKEFILE_LIST: every file read, in order */
+        const var *ml = var_find(m, "MAKEFILE_LIST", 13);
+        strbuf b = {0};
+        if (ml && ml->value[0]) { sb_puts(&b, ml->value); sb_putc(&b, ' '); }
+        sb_puts(&b, file);
+        var_set(m, "MAKEFILE_LIST", b.s, 1, O_FILE);
+        free(b.s);
+    }
+    return parse_reader(&r);
+}
+/* $(eval text): the text read as Makefile lines, where the $(eval) is. */
+static int eval_text(xctx *x, const char *text) {
+    reader r;
+    int rc;
+    if (x->rd->m->eval_depth >= 64) return set_error(x->err, x->file, x->line, "$(eval) nested more than 64 deep");
+    memset(&r, 0, sizeof r);
+    r.m = x->rd->m; r.file = x->rd->file; r.buf = text; r.len = strlen(text);
+    r.next_line = x->line - 1;
+    x->rd->in_rule = 0;
+    r.m->eval_depth++;
+    rc = parse_reader(&r);
+    r.m->eval_depth--;
+    return rc;
+}
+
+/* The body of `define NAME [op]` up to its `endef` (nested defines
+   counted), assigned as `NAME op body`. */
+static int read_define(reader *r) {
+    strbuf body = {0}, line = {0};
+    const char *s;
+    size_t n;
+    int depth = 1, rc, start = r->line;
+    sb_add(&body, "", 0);
+    while (read_physical(r, &s, &n)) {
+        size_t i = 0, k;
+        r->line = r->next_line;
+        while (i < n && is_space(s[i])) i++;
+        for (k = i; k < n && !is_space(s[k]) && s[k] != '#'; k++) {}
+        if (k - i == 5 && strncmp(s + i, "endef", 5) == 0 && --depth == 0) break;
+        if (k - i == 6 && strncmp(s + i, "define", 6) == 0) depth++;
+        if (body.len) sb_putc(&body, '\n');
+        sb_add(&body, s, n);
+    }
+    if (depth) { r->line = start; free(body.s); free(r->def_name); r->def_name = NULL; return perr(r, "missing 'endef', unterminated 'define'"); }
+    sb_puts(&line, r->def_name); sb_putc(&line, ' ');
+    {
+        size_t at = line.len;
+        sb_puts(&line, r->def_op); sb_add(&line, body.s, body.len);
+        rc = assignment(r, line.s, line.s + at, r->def_op, r->def_ovr, r->def_exp);
+    }
+    free(r->def_name); r->def_name = NULL;
+    free(body.s); free(line.s);
+    return rc;
+}
+
+static int parse_reader(reader *rp) {
+    reader r = *rp;
+    strbuf line = {0};
+    const char *buf = r.buf;
+    size_t len = r.len;
+    int is_recipe, rc = 0, first_pattern = r.m->npats;
+    mk_make *m = r.m;
     r.ctx_pattern = -1;
     while (rc == 0 && read_logical(&r, &line, &is_recipe)) {
         if (is_recipe) {
@@ -1163,17 +1794,34 @@ static int parse_buffer_file(mk_make *m, const char *file, const char *buf, size
             }
         }
         rc = parse_line(&r, line.s);
+        if (rc == 0 && r.def_name) rc = read_define(&r);
     }
     if (rc == 0 && r.nconds) {                   /* GNU make names the line after the last */
         r.line = r.next_line + (len > 0 && buf[len - 1] == '\n');
         rc = perr(&r, "missing 'endif'");
     }
-    for (; rc == 0 && first_pattern < m->npats; first_pattern++)
-        if (!m->pats[first_pattern].rcp) {
-            r.line = m->pats[first_pattern].line;
-            rc = perr(&r, "pattern rules without a recipe (which cancel a rule) are not supported by this make");
+    /* a pattern rule without a recipe cancels the rules (built-in or
+       earlier) with the same target and prerequisites */
+    while (rc == 0 && first_pattern < m->npats) {
+        pattern *p = &m->pats[first_pattern];
+        strbuf key = {0};
+        int k, w = 0;
+        if (p->rcp) { first_pattern++; continue; }
+        pattern_key(p, &key);
+        GROW(m->cancels, m->ncancels, m->cancelcap);
+        m->cancels[m->ncancels++] = sb_take(&key);
+        for (k = 0; k < m->npats; k++) {               /* drop it and those it cancels */
+            strbuf k2 = {0};
+            int drop;
+            pattern_key(&m->pats[k], &k2);
+            drop = strcmp(k2.s, m->cancels[m->ncancels - 1]) == 0;
+            free(k2.s);
+            if (drop) { free(m->pats[k].target); free_list(m->pats[k].pre, m->pats[k].npre); free_list(m->pats[k].oo, m->pats[k].noo); if (k < first_pattern) first_pattern--; }
+            else m->pats[w++] = m->pats[k];
         }
-    free(line.s); free(r.ctx_targets); free(r.conds);
+        m->npats = w;
+    }
+    free(line.s); free(r.ctx_targets); free(r.conds); free(r.def_name);
     return rc;
 }
 
@@ -1193,18 +1841,39 @@ void mk_set_cmdline_var(mk_make *m, const char *name, const char *value);
 /* Frees m and everything it holds. */
 void mk_free(mk_make *m);
 
+/* GNU make 4.3's default variables for C, C++, assembler, lex and yacc, as
+   `make -p` prints them (origin "default"). */
+static const char *const default_vars[][2] = {
+    {"CC", "cc"}, {"CXX", "g++"}, {"AS", "as"}, {"LD", "ld"}, {"CPP", "$(CC) -E"}, {"AR", "ar"},
+    {"ARFLAGS", "rv"}, {"RM", "rm -f"}, {"LEX", "lex"}, {"YACC", "yacc"},
+    {"OUTPUT_OPTION", "-o $@"},
+    {"COMPILE.c", "$(CC) $(CFLAGS) $(CPPFLAGS) $(TARGET_ARCH) -c"},
+    {"COMPILE.cc", "$(CXX) $(CXXFLAGS) $(CPPFLAGS) $(TARGET_ARCH) -c"},
+    {"COMPILE.cpp", "$(COMPILE.cc)"}, {"COMPILE.C", "$(COMPILE.cc)"},
+    {"COMPILE.s", "$(AS) $(ASFLAGS) $(TARGET_MACH)"},
+    {"COMPILE.S", "$(CC) $(ASFLAGS) $(CPPFLAGS) $(TARGET_MACH) -c"},
+    {"PREPROCESS.S", "$(CC) -E $(CPPFLAGS)"},
+    {"LINK.o", "$(CC) $(LDFLAGS) $(TARGET_ARCH)"},
+    {"LINK.c", "$(CC) $(CFLAGS) $(CPPFLAGS) $(LDFLAGS) $(TARGET_ARCH)"},
+    {"LINK.cc", "$(CXX) $(CXXFLAGS) $(CPPFLAGS) $(LDFLAGS) $(TARGET_ARCH)"},
+    {"LINK.cpp", "$(LINK.cc)"}, {"LINK.C", "$(LINK.cc)"},
+    {"LINK.s", "$(CC) $(ASFLAGS) $(LDFLAGS) $(TARGET_MACH)"},
+    {"LINK.S", "$(CC) $(ASFLAGS) $(CPPFLAGS) $(LDFLAGS) $(TARGET_MACH)"},
+    {"LEX.l", "$(LEX) $(LFLAGS) -t"}, {"YACC.y", "$(YACC) $(YFLAGS)"},
+    {"", ""} };
 mk_make *mk_new(void) {
+    int i;
     mk_make *m = xrealloc(NULL, sizeof *m);
     memset(m, 0, sizeof *m);
     m->default_goal = -1;
-    var_set(m, "CC", "cc", 0, 0);
-    var_set(m, "CXX", "g++", 0, 0);
-    var_set(m, "AR", "ar", 0, 0);
-    var_set(m, "ARFLAGS", "rv", 0, 0);
-    var_set(m, "RM", "rm -f", 0, 0);
+    for (i = 0; default_vars[i][0][0]; i++) var_set(m, default_vars[i][0], default_vars[i][1], 0, O_DEFAULT);
+    var_set(m, "SHELL", "/bin/sh", 1, O_FILE);                  /* never the environment's */
+    var_set(m, ".SHELLFLAGS", "-c", 1, O_DEFAULT);
+    var_set(m, "MAKE_VERSION", "4.3", 1, O_DEFAULT);
+    for (i = 0; default_suffixes[i]; i++) { GROW(m->suffixes, m->nsuffixes, m->suffixcap); m->suffixes[m->nsuffixes++] = xstrdup(default_suffixes[i]); }
     return m;
 }
-void mk_set_cmdline_var(mk_make *m, const char *name, const char *value) { var_set(m, name, value, 0, 1); }
+void mk_set_cmdline_var(mk_make *m, const char *name, const char *value) { var_set(m, name, value, 0, O_CMDLINE)->exported = 1; }
 const char *mk_error(const mk_make *m) { return m->err.s ? m->err.s : ""; }
 int mk_parse_buffer(mk_make *m, const char *name, const char *text, size_t len) {
     return parse_buffer_file(m, name, text, len);
@@ -1221,7 +1890,19 @@ int mk_parse_file(mk_make *m, const char *path) {
 void mk_free(mk_make *m) {
     int i;
     if (!m) return;
-    for (i = 0; i < m->nnodes; i++) { free(m->nodes[i].name); free(m->nodes[i].pre); free(m->nodes[i].oo); free(m->nodes[i].stem); }
+    for (i = 0; i < m->nnodes; i++) {
+        node *n = &m->nodes[i];
+        int k;
+        free(n->name); free(n->pre); free(n->oo); free(n->stem); free(n->fname); free(n->alias_key);
+        for (k = 0; k < n->ntvars; k++) { free(n->tvars[k].name); free(n->tvars[k].value); }
+        free(n->tvars);
+    }
+    for (i = 0; i < m->npvars; i++) { free(m->pvars[i].pat); free(m->pvars[i].name); free(m->pvars[i].value); }
+    free(m->pvars);
+    free_list(m->suffixes, m->nsuffixes);
+    free_list(m->cancels, m->ncancels);
+    for (i = 0; i < m->nvpaths; i++) { free(m->vpaths[i].pat); free(m->vpaths[i].dirs); }
+    free(m->vpaths);
     for (i = 0; i < m->nvars; i++) { free(m->vars[i].name); free(m->vars[i].value); }
     for (i = 0; i < m->npats; i++) { free(m->pats[i].target); free_list(m->pats[i].pre, m->pats[i].npre); free_list(m->pats[i].oo, m->pats[i].noo); }
     for (i = 0; i < m->nrecipes; i++) {
@@ -1230,6 +1911,8 @@ void mk_free(mk_make *m) {
         free(m->recipes[i]->lines); free(m->recipes[i]->lineno); free(m->recipes[i]);
     }
     for (i = 0; i < m->nfiles; i++) free(m->files[i]);
+    for (i = 0; i < m->nminc; i++) { free(m->minc[i].name); free(m->minc[i].msg); }
+    free(m->minc);
     free(m->nodes); free(m->node_map.keys); free(m->node_map.vals);
     free(m->vars); free(m->var_map.keys); free(m->var_map.vals);
     free(m->pats); free(m->recipes); free(m->files); free(m->err.s);
@@ -1238,35 +1921,119 @@ void mk_free(mk_make *m) {
 
 /* Everything below runs a build; a harness that only parses leaves it out. */
 #ifndef MAKE_NO_MAIN
-/* GNU make's built-in rule for C objects, after the Makefile's own rules. */
+/* GNU make 4.3's built-in rules for C, C++, assembler, lex and yacc (as
+   `make -p` lists them), after the Makefile's own rules; -r leaves them out. */
+static const char *const builtin_rules[][3] = {
+    {"%.o", "%.c", "$(COMPILE.c) $(OUTPUT_OPTION) $<"},
+    {"%.o", "%.cc", "$(COMPILE.cc) $(OUTPUT_OPTION) $<"},
+    {"%.o", "%.C", "$(COMPILE.C) $(OUTPUT_OPTION) $<"},
+    {"%.o", "%.cpp", "$(COMPILE.cpp) $(OUTPUT_OPTION) $<"},
+    {"%.o", "%.s", "$(COMPILE.s) -o $@ $<"},
+    {"%.o", "%.S", "$(COMPILE.S) -o $@ $<"},
+    {"%", "%.o", "$(LINK.o) $^ $(LOADLIBES) $(LDLIBS) -o $@"},
+    {"%", "%.c", "$(LINK.c) $^ $(LOADLIBES) $(LDLIBS) -o $@"},
+    {"%", "%.cc", "$(LINK.cc) $^ $(LOADLIBES) $(LDLIBS) -o $@"},
+    {"%", "%.C", "$(LINK.C) $^ $(LOADLIBES) $(LDLIBS) -o $@"},
+    {"%", "%.cpp", "$(LINK.cpp) $^ $(LOADLIBES) $(LDLIBS) -o $@"},
+    {"%", "%.s", "$(LINK.s) $^ $(LOADLIBES) $(LDLIBS) -o $@"},
+    {"%", "%.S", "$(LINK.S) $^ $(LOADLIBES) $(LDLIBS) -o $@"},
+    {"%.s", "%.S", "$(PREPROCESS.S) $< > $@"},
+    {"%.c", "%.y", "$(YACC.y) $<\nmv -f y.tab.c $@"},
+    {"%.c", "%.l", "@$(RM) $@\n$(LEX.l) $< > $@"},
+    {"", "", ""} };
 static void add_builtin_rules(mk_make *m) {
-    pattern *p;
-    recipe *rc = xrealloc(NULL, sizeof *rc);
-    memset(rc, 0, sizeof *rc);
-    rc->file = "<builtin>";
-    rc->cap = rc->n = 1;
-    rc->lines = xrealloc(NULL, sizeof *rc->lines); rc->lineno = xrealloc(NULL, sizeof *rc->lineno);
-    rc->lines[0] = xstrdup("$(CC) $(CFLAGS) $(CPPFLAGS) $(TARGET_ARCH) -c -o $@ $<");
-    rc->lineno[0] = 0;
-    GROW(m->recipes, m->nrecipes, m->recipecap);
-    m->recipes[m->nrecipes++] = rc;
-    GROW(m->pats, m->npats, m->patcap);
-    p = &m->pats[m->npats++];
-    memset(p, 0, sizeof *p);
-    p->target = xstrdup("%.o");
-    p->pre = xrealloc(NULL, sizeof *p->pre); p->pre[0] = xstrdup("%.c"); p->npre = 1;
-    p->rcp = rc; p->file = "<builtin>";
+    int i, k;
+    for (i = 0; builtin_rules[i][0][0]; i++) {
+        pattern *p;
+        recipe *rc;
+        const char *t = builtin_rules[i][2], *nl;
+        strbuf key = {0};
+        sb_puts(&key, builtin_rules[i][0]); sb_putc(&key, ' '); sb_puts(&key, builtin_rules[i][1]);
+        for (k = 0; k < m->ncancels && strcmp(m->cancels[k], key.s) != 0; k++) {}
+        free(key.s);
+        if (k < m->ncancels) continue;             /* cancelled by the Makefile */
+        rc = xrealloc(NULL, sizeof *rc);
+        memset(rc, 0, sizeof *rc);
+        rc->file = "<builtin>";
+        for (; t; t = nl ? nl + 1 : NULL) {
+            nl = strchr(t, '\n');
+            GROW(rc->lines, rc->n, rc->cap);
+            rc->lineno = xrealloc(rc->lineno, (size_t)rc->cap * sizeof *rc->lineno);
+            rc->lines[rc->n] = nl ? xstrndup(t, (size_t)(nl - t)) : xstrdup(t);
+            rc->lineno[rc->n++] = 0;
+        }
+        GROW(m->recipes, m->nrecipes, m->recipecap);
+        m->recipes[m->nrecipes++] = rc;
+        GROW(m->pats, m->npats, m->patcap);
+        p = &m->pats[m->npats++];
+        memset(p, 0, sizeof *p);
+        p->target = xstrdup(builtin_rules[i][0]);
+        p->pre = xrealloc(NULL, sizeof *p->pre); p->pre[0] = xstrdup(builtin_rules[i][1]); p->npre = 1;
+        p->rcp = rc; p->file = "<builtin>"; p->builtin = 1;
+    }
 }
 
 /* ================================================================= planning */
 static int file_exists(const char *path) { struct stat st; return stat(path, &st) == 0; }
 
+/* While a plan is made, whether a file exists is read from each directory's
+   listing, read once (as GNU make does): the built-in rules ask about
+   foo.o foo.c foo.cc ... for every file, and a stat each made a no-op
+   build over 10,000 files 3x slower. Names with ./ or // are stat'ed. */
+static strmap dc_names, dc_dirs;            /* "dir/name" (or "name"), dirs read */
+static char **dc_keys; static int dc_nkeys, dc_keycap;
+static int dc_on;
+static const char *dc_keep(const char *s, size_t n) {
+    GROW(dc_keys, dc_nkeys, dc_keycap);
+    dc_keys[dc_nkeys] = xstrndup(s, n);
+    return dc_keys[dc_nkeys++];
+}
+static int cached_exists(const char *path) {
+    const char *slash = strrchr(path, '/');
+    size_t dn = slash ? (size_t)(slash - path) : 0;
+    if (!dc_on || !*path || path[strlen(path) - 1] == '/' || strstr(path, "//") || strstr(path, "./") == path ||
+        strstr(path, "/./") || (slash && dn == 0)) return file_exists(path);
+    if (map_get(&dc_dirs, path, dn) < 0) {
+        DIR *d;
+        struct dirent *e;
+        strbuf k = {0};
+        char *dir = xstrndup(path, dn);
+        map_put(&dc_dirs, dc_keep(path, dn), 1);
+        d = opendir(dn ? dir : ".");
+        while (d && (e = readdir(d)) != NULL) {
+            k.len = 0; sb_add(&k, "", 0);
+            if (dn) { sb_add(&k, path, dn); sb_putc(&k, '/'); }
+            sb_puts(&k, e->d_name);
+            if (map_get(&dc_names, k.s, k.len) < 0) map_put(&dc_names, dc_keep(k.s, k.len), 1);
+        }
+        if (d) closedir(d);
+        free(dir); free(k.s);
+    }
+    return map_get(&dc_names, path, strlen(path)) >= 0;
+}
+static void dc_clear(void) {
+    int i;
+    for (i = 0; i < dc_nkeys; i++) free(dc_keys[i]);
+    free(dc_keys); dc_keys = NULL; dc_nkeys = dc_keycap = 0;
+    free(dc_names.keys); free(dc_names.vals); free(dc_dirs.keys); free(dc_dirs.vals);
+    memset(&dc_names, 0, sizeof dc_names); memset(&dc_dirs, 0, sizeof dc_dirs);
+    dc_on = 0;
+}
+
 /* A prerequisite a pattern rule may rely on: a file, or a name the Makefile
    mentions (a target, or a prerequisite of an explicit rule). */
+static void vpath_search(mk_make *m, node *n);
+static int has_vpath_var(const mk_make *m);
 static int ought_to_exist(mk_make *m, const char *name) {
     int i = map_get(&m->node_map, name, strlen(name));
-    if (i >= 0 && (m->nodes[i].mentioned || m->nodes[i].is_target)) return 1;
-    return file_exists(name);
+    if (i >= 0 && (m->nodes[i].mentioned || m->nodes[i].is_target || m->nodes[i].fname)) return 1;
+    if (cached_exists(name)) return 1;
+    if (m->nvpaths || has_vpath_var(m)) {           /* found through vpath */
+        i = node_get(m, name);
+        vpath_search(m, &m->nodes[i]);
+        return m->nodes[i].fname != NULL;
+    }
+    return 0;
 }
 
 /* Gives node ni the recipe of the best matching pattern rule, if any: the
@@ -1304,6 +2071,7 @@ static void implicit_search(mk_make *m, int ni) {
             b.len = 0;
             sb_add(&b, name, off);
             pat_subst(&b, j < p->npre ? p->pre[j] : p->oo[j - p->npre], m->nodes[ni].name + off + so, sn);
+            if (!b.len) continue;
             k = node_get(m, b.s);                      /* may move m->nodes */
             n = &m->nodes[ni];
             if (j < p->npre) add_prereq(&n->pre, &n->npre, &n->precap, k);
@@ -1320,17 +2088,55 @@ static void implicit_search(mk_make *m, int ni) {
     free(b.s);
 }
 
+/* VPATH (a variable: directories split by : or blanks) and `vpath pattern
+   dirs`: where a file that is not here is looked for, the directives first. */
+static int has_vpath_var(const mk_make *m) { const var *v = var_find(m, "VPATH", 5); return v && v->value[0]; }
+static int vpath_in(node *n, const char *dirs) {
+    const char *p = dirs;
+    strbuf b = {0};
+    while (*p) {
+        const char *e;
+        while (*p == ':' || is_space(*p)) p++;
+        for (e = p; *e && *e != ':' && !is_space(*e); e++) {}
+        if (e > p) {
+            b.len = 0; sb_add(&b, p, (size_t)(e - p)); sb_putc(&b, '/'); sb_puts(&b, n->name);
+            if (file_exists(b.s)) { n->fname = sb_take(&b); return 1; }
+        }
+        p = e;
+    }
+    free(b.s);
+    return 0;
+}
+static void vpath_search(mk_make *m, node *n) {
+    int i;
+    size_t so, sn;
+    if (n->name[0] == '/') return;
+    for (i = 0; i < m->nvpaths; i++)
+        if (pat_match(m->vpaths[i].pat, n->name, strlen(n->name), &so, &sn) && vpath_in(n, m->vpaths[i].dirs)) return;
+    if (has_vpath_var(m)) {
+        xctx x;
+        strbuf err = {0};
+        char *d;
+        x.m = m; x.av = NULL; x.file = NULL; x.line = 0; x.stack = NULL; x.locals = NULL; x.rd = NULL; x.err = &err; x.depth = 0;
+        d = expand_str(&x, "$(VPATH)");
+        if (d) vpath_in(n, d);
+        free(d); free(err.s);
+    }
+}
+
 /* Post-order walk from the goals, iterative (a 100,000-rule chain needs no
    deep C stack). Appends every node that needs an engine op to *order.
    Returns 0, or -1 after printing "No rule to make target" (without -k). */
 typedef struct frame { int node, idx, parent; } frame;
-static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **order, int *norder) {
+static int plan_walk(mk_make *m, const int *goals, int ngoals, int keep_going, int **order, int *norder) {
     frame *st = NULL;
     int nst = 0, stcap = 0, ocap = 0, g, errors = 0;
     for (g = 0; g < ngoals; g++) {
         if (m->nodes[goals[g]].walk) continue;
         GROW(st, nst, stcap);
         st[nst].node = goals[g]; st[nst].idx = -1; st[nst].parent = -1; nst++;
+        m->nodes[goals[g]].walk_parent = -1;
+        m->nodes[goals[g]].tv_inherit = m->nodes[goals[g]].ntvars > 0;
         while (nst) {
             frame *f = &st[nst - 1];
             int ni = f->node, total;
@@ -1339,9 +2145,14 @@ static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **
                 n->walk = 1;
                 f->idx = 0;
                 if (!n->rcp && !n->phony && !n->implicit_done) { n->implicit_done = 1; implicit_search(m, ni); n = &m->nodes[ni]; }
-                if (!n->rcp && !n->is_target && !n->phony && !file_exists(n->name)) {
-                    if (f->parent < 0) fprintf(stderr, "make: *** No rule to make target '%s'.%s\n", n->name, keep_going ? "" : "  Stop.");
-                    else fprintf(stderr, "make: *** No rule to make target '%s', needed by '%s'.%s\n", n->name, m->nodes[f->parent].name, keep_going ? "" : "  Stop.");
+                if (!n->fname && !n->phony && (m->nvpaths || has_vpath_var(m)) && !cached_exists(n->name)) vpath_search(m, n);
+                if (!n->rcp && !n->is_target && !n->phony && !cached_exists(NFILE(n))) {
+                    int d = map_get(&m->node_map, ".DEFAULT", 8);
+                    if (d >= 0 && m->nodes[d].rcp) n->rcp = m->nodes[d].rcp;   /* .DEFAULT's recipe */
+                }
+                if (!n->rcp && !n->is_target && !n->phony && !cached_exists(NFILE(n))) {
+                    if (f->parent < 0) fprintf(stderr, "%s: *** No rule to make target '%s'.%s\n", mk_prog, n->name, keep_going ? "" : "  Stop.");
+                    else fprintf(stderr, "%s: *** No rule to make target '%s', needed by '%s'.%s\n", mk_prog, n->name, m->nodes[f->parent].name, keep_going ? "" : "  Stop.");
                     errors++;
                     n->missing = 1;
                     if (!keep_going) { free(st); return -1; }
@@ -1354,13 +2165,15 @@ static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **
                     int *slot = f->idx < n->npre ? &n->pre[f->idx] : &n->oo[f->idx - n->npre];
                     int c = *slot;
                     if (m->nodes[c].walk == 1) {           /* a cycle: drop this edge */
-                        fprintf(stderr, "make: Circular %s <- %s dependency dropped.\n", n->name, m->nodes[c].name);
+                        fprintf(stderr, "%s: Circular %s <- %s dependency dropped.\n", mk_prog, n->name, m->nodes[c].name);
                         if (f->idx < n->npre) { memmove(slot, slot + 1, (size_t)(n->npre - f->idx - 1) * sizeof *slot); n->npre--; }
                         else { memmove(slot, slot + 1, (size_t)(n->noo - (f->idx - n->npre) - 1) * sizeof *slot); n->noo--; }
                         continue;
                     }
                     f->idx++;
                     if (m->nodes[c].walk == 0) {
+                        m->nodes[c].walk_parent = ni;
+                        m->nodes[c].tv_inherit = m->nodes[ni].tv_inherit || m->nodes[c].ntvars;
                         GROW(st, nst, stcap);
                         st[nst].node = c; st[nst].idx = -1; st[nst].parent = ni; nst++;
                     }
@@ -1380,6 +2193,13 @@ static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **
     (void)errors;
     return 0;
 }
+static int plan(mk_make *m, const int *goals, int ngoals, int keep_going, int **order, int *norder) {
+    int rc;
+    dc_on = 1;                                   /* the listings hold while nothing runs */
+    rc = plan_walk(m, goals, ngoals, keep_going, order, norder);
+    dc_clear();
+    return rc;
+}
 
 /* ================================================================== running */
 typedef struct job {
@@ -1388,24 +2208,60 @@ typedef struct job {
     char **cmds; unsigned char *flags; int *lineno; int ncmds, next;
     pid_t pid;
     int status;
+    int existed; struct stat old;    /* the target before the recipe (.DELETE_ON_ERROR) */
     struct job *qnext;
 } job;
 enum { CMD_SILENT = 1, CMD_IGNORE = 2, CMD_PLUS = 4 };
 
 static mk_make *run_mk;                  /* read-only while the engine runs */
-static int opt_keep_going, opt_dry_run, opt_jobs = 1;
+static int opt_keep_going, opt_dry_run, opt_jobs = 1, opt_silent, opt_always, opt_question,
+           opt_no_builtin, opt_no_builtin_vars, opt_ignore, opt_env_over, opt_print_dir, opt_no_print_dir;
+static int question_ood;                 /* -q: some target is out of date */
+static char **child_env;                 /* the commands' environment (exported variables) */
+static char **shell_argv; static int shell_argc;   /* $(SHELL) $(.SHELLFLAGS) */
+static int shell_is_sh;                  /* /bin/sh -c: a plain command may skip the shell */
 static pthread_mutex_t run_mtx = PTHREAD_MUTEX_INITIALIZER;   /* everything below, and stdout */
 static pthread_cond_t reaper_cv = PTHREAD_COND_INITIALIZER;
 static int slots_free, nchildren, stopping, reaper_quit;
 static job **running; static int nrunning, runcap;
 static job *queue_head, *queue_tail;
+/* -j1 follows GNU make's depth-first walk exactly: the job of the rule at
+   plan position p starts only when every rule before it in the plan is over
+   (gate == p). A rule is over when its op completes, or when one of its
+   prerequisites failed (the engine skips it, no op of its own completes).
+   At -jN the engine starts whatever is ready, first come first served. */
+static const int *plan_order; static int plan_n, gate;
+static job **gate_jobs;                  /* by plan position, waiting for the gate */
+
+static void not_remade_locked(const node *n) {   /* -k: GNU's note for a goal that failed */
+    fflush(stdout);
+    fprintf(stderr, "%s: Target '%s' not remade because of errors.\n", mk_prog, n->name);
+}
+static void node_over_locked(node *n, int status) {
+    n->gstate = status == 0 ? 1 : 2;
+    if (!gate_jobs) return;
+    if (n->gstate == 2 && n->is_goal && opt_keep_going) not_remade_locked(n);
+    while (gate < plan_n) {
+        node *g = &run_mk->nodes[plan_order[gate]];
+        int i;
+        if (!g->gstate)
+            for (i = 0; i < g->npre + g->noo; i++)
+                if (run_mk->nodes[i < g->npre ? g->pre[i] : g->oo[i - g->npre]].gstate == 2) {
+                    g->gstate = 2;
+                    if (g->is_goal && opt_keep_going) not_remade_locked(g);
+                    break;
+                }
+        if (!g->gstate) break;
+        gate++;
+    }
+}
 
 static void print_error_locked(const job *j, int line_idx, const char *what, int ignored) {
     const char *file = j->n->rcp ? j->n->rcp->file : "";
     int line = j->lineno[line_idx];
     fflush(stdout);
-    if (line > 0) fprintf(stderr, "make: %s[%s:%d: %s] %s%s\n", ignored ? "" : "*** ", file, line, j->n->name, what, ignored ? " (ignored)" : "");
-    else fprintf(stderr, "make: %s[%s: %s] %s%s\n", ignored ? "" : "*** ", file, j->n->name, what, ignored ? " (ignored)" : "");
+    if (line > 0) fprintf(stderr, "%s: %s[%s:%d: %s] %s%s\n", mk_prog, ignored ? "" : "*** ", file, line, j->n->name, what, ignored ? " (ignored)" : "");
+    else fprintf(stderr, "%s: %s[%s: %s] %s%s\n", mk_prog, ignored ? "" : "*** ", file, j->n->name, what, ignored ? " (ignored)" : "");
 }
 
 /* GNU make runs a command line without /bin/sh when the shell would only
@@ -1434,20 +2290,22 @@ static char **direct_argv(const char *cmd, char **copy) {
 static int start_next_locked(job *j) {
     while (j->next < j->ncmds) {
         int i = j->next++, err;
-        char *argv[4], **direct, *copy = NULL;
+        char **direct, *copy = NULL;
         pid_t pid;
         if (!j->cmds[i][0]) continue;
-        if (opt_dry_run || !(j->flags[i] & CMD_SILENT)) printf("%s\n", j->cmds[i]);
+        j->n->ran = 1;                             /* GNU's "commands started" */
+        if (opt_dry_run || (!(j->flags[i] & CMD_SILENT) && !opt_silent))
+            printf("%s\n", j->cmds[i]);
         fflush(stdout);
-        if (opt_dry_run && !(j->flags[i] & CMD_PLUS)) continue;   /* -n runs only + lines */
-        direct = direct_argv(j->cmds[i], &copy);
+        if (opt_dry_run && !(j->flags[i] & CMD_PLUS)) continue;   /* -n runs only + and $(MAKE) lines */
+        direct = shell_is_sh ? direct_argv(j->cmds[i], &copy) : NULL;
         if (direct) {
-            err = posix_spawnp(&pid, direct[0], NULL, NULL, direct, environ);
-            if (err != 0) { fflush(stdout); fprintf(stderr, "make: %s: %s\n", direct[0], strerror(err)); }
+            err = posix_spawnp(&pid, direct[0], NULL, NULL, direct, child_env);
+            if (err != 0) { fflush(stdout); fprintf(stderr, "%s: %s: %s\n", mk_prog, direct[0], strerror(err)); }
         } else {
-            argv[0] = (char *)"/bin/sh"; argv[1] = (char *)"-c"; argv[2] = j->cmds[i]; argv[3] = NULL;
-            err = posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ);
-            if (err != 0) { fflush(stdout); fprintf(stderr, "make: /bin/sh: %s\n", strerror(err)); }
+            shell_argv[shell_argc] = j->cmds[i];
+            err = posix_spawnp(&pid, shell_argv[0], NULL, NULL, shell_argv, child_env);
+            if (err != 0) { fflush(stdout); fprintf(stderr, "%s: %s: %s\n", mk_prog, shell_argv[0], strerror(err)); }
         }
         free(direct); free(copy);
         if (err != 0) {                            /* as the shell's "not found": 127 */
@@ -1476,7 +2334,7 @@ static void free_job(job *j) {
 static void finish_job(job *j) {
     dp_completion done = j->done;
     int status = j->status;
-    if (status == 0) { j->n->remade = 1; j->n->ran = 1; }
+    if (status == 0) j->n->remade = 1;
     free_job(j);
     dp_complete(done, status, status ? "command failed" : NULL);
 }
@@ -1501,29 +2359,62 @@ static job *queue_take_locked(void) {
    completed as "not started" (status -2, no message of their own). */
 static void stop_locked(job **finished) {
     stopping = 1;
-    if (nchildren > 0) { fflush(stdout); fprintf(stderr, "make: *** Waiting for unfinished jobs....\n"); }
+    if (nchildren > 0) { fflush(stdout); fprintf(stderr, "%s: *** Waiting for unfinished jobs....\n", mk_prog); }
     while (queue_head) {
         job *q = queue_take_locked();
         q->status = -2;
         finished_push(finished, q);
     }
+    if (gate_jobs) {
+        int p;
+        for (p = gate; p < plan_n; p++)
+            if (gate_jobs[p]) { gate_jobs[p]->status = -2; finished_push(finished, gate_jobs[p]); gate_jobs[p] = NULL; }
+    }
 }
 
-/* Job j is over (j->status says how): its slot goes to the next queued job.
-   A queued job that is over at once (nothing to run, or /bin/sh could not
-   be started) passes the slot on in turn. Called with run_mtx. */
-static void job_over_locked(job *j, job **finished) {
-    while (j) {
-        finished_push(finished, j);
+/* The next job a free slot goes to: at -j1 the one at the gate, else the
+   first queued. Called with run_mtx. */
+static job *pick_next_locked(void) {
+    job *q;
+    if (!gate_jobs) return queue_head ? queue_take_locked() : NULL;
+    if (gate >= plan_n || !gate_jobs[gate]) return NULL;
+    q = gate_jobs[gate];
+    gate_jobs[gate] = NULL;
+    return q;
+}
+/* Free slots to waiting jobs; a job that is over at once (nothing to run,
+   or the shell could not be started) passes its slot on. Called with run_mtx. */
+static void kick_locked(job **finished) {
+    job *q;
+    while (!stopping && slots_free > 0 && (q = pick_next_locked()) != NULL) {
+        slots_free--;
+        if (start_next_locked(q)) continue;
+        finished_push(finished, q);
         slots_free++;
-        if (j->status > 0 && !opt_keep_going && !stopping) stop_locked(finished);
-        j = NULL;
-        if (!stopping && queue_head) {           /* the freed slot, to one job */
-            job *q = queue_take_locked();
-            slots_free--;
-            if (!start_next_locked(q)) j = q;
-        }
+        node_over_locked(q->n, q->status);
+        if (q->status > 0 && !opt_keep_going && !stopping) stop_locked(finished);
     }
+}
+
+/* Job j is over (j->status says how): its slot goes to the next job.
+   Called with run_mtx. */
+static void job_over_locked(job *j, job **finished) {
+    finished_push(finished, j);
+    slots_free++;
+    node_over_locked(j->n, j->status);
+    if (j->status > 0 && !opt_keep_going && !stopping) stop_locked(finished);
+    kick_locked(finished);
+}
+/* An op that ends without a job (nothing to do, or not started): completed
+   after its node is over for the -j1 gate, which may start the next job. */
+static void op_over(node *n, dp_completion done, int status, const char *why) {
+    job *finished = NULL;
+    pthread_mutex_lock(&run_mtx);
+    node_over_locked(n, status);
+    kick_locked(&finished);
+    pthread_mutex_unlock(&run_mtx);
+    finish_all(finished);
+    dp_complete(done, status, why);
 }
 
 static job *take_running_locked(pid_t pid) {
@@ -1538,12 +2429,21 @@ static job *take_running_locked(pid_t pid) {
 static int command_failed_locked(job *j, int ws) {
     char what[128];
     int line = j->next - 1, ignored = (j->flags[line] & CMD_IGNORE) != 0;
+    if (opt_question && !ignored) { question_ood = 1; j->status = 1; return 1; }   /* a sub-make's "out of date" */
     if (WIFSIGNALED(ws)) snprintf(what, sizeof what, "%s", strsignal(WTERMSIG(ws)));
     else snprintf(what, sizeof what, "Error %d", WIFEXITED(ws) ? WEXITSTATUS(ws) : 1);
-    print_error_locked(j, line, what, ignored);
+    if (!(ignored && opt_silent)) print_error_locked(j, line, what, ignored);   /* -s hides "(ignored)" */
     if (ignored) return 0;
     j->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + (WIFSIGNALED(ws) ? WTERMSIG(ws) : 0);
     if (j->status == 0) j->status = 1;
+    if (run_mk->delete_on_error && !j->n->phony && !j->n->precious) {   /* a half-made target goes */
+        struct stat st;
+        if (stat(j->n->name, &st) == 0 && !S_ISDIR(st.st_mode) &&
+            (!j->existed || st.st_mtim.tv_sec != j->old.st_mtim.tv_sec || st.st_mtim.tv_nsec != j->old.st_mtim.tv_nsec)) {
+            fprintf(stderr, "%s: *** Deleting file '%s'\n", mk_prog, j->n->name);
+            unlink(j->n->name);
+        }
+    }
     return 1;
 }
 
@@ -1580,7 +2480,8 @@ static void *reaper(void *unused) {
 static void submit_job(job *j) {
     job *finished = NULL;
     pthread_mutex_lock(&run_mtx);
-    if (stopping) { j->status = -2; finished_push(&finished, j); }
+    if (stopping) { j->status = -2; node_over_locked(j->n, -2); finished_push(&finished, j); }
+    else if (gate_jobs) { gate_jobs[j->n->plan_idx] = j; kick_locked(&finished); }
     else if (slots_free > 0) { slots_free--; if (!start_next_locked(j)) job_over_locked(j, &finished); }
     else queue_put_locked(j);
     pthread_mutex_unlock(&run_mtx);
@@ -1607,9 +2508,74 @@ static void intset_init(intset *s, int n) {
     s->slot = xrealloc(NULL, s->cap * sizeof *s->slot);
     for (i = 0; i < s->cap; i++) s->slot[i] = -1;
 }
+static int known_suffix(const char *s, size_t n) {   /* GNU's default list ($* of an explicit rule) */
+    int i;
+    for (i = 0; default_suffixes[i]; i++) if (strlen(default_suffixes[i]) == n && strncmp(default_suffixes[i], s, n) == 0) return 1;
+    return 0;
+}
 static void default_stem(const char *name, strbuf *out) {   /* $* of an explicit rule */
     const char *dot = strrchr(name, '.');
     if (dot && !strchr(dot, '/') && known_suffix(dot, strlen(dot))) sb_add(out, name, (size_t)(dot - name));
+}
+
+/* The target-specific and pattern-specific variables in force for n: those
+   of the targets that led to it (from the goal down, GNU make's
+   inheritance), each level's pattern ones first. Returns the chain of
+   locals (in *ls, values in *vals, both for the caller to free). */
+typedef struct tlocals { local *ls; char **vals; int n, cap; } tlocals;
+static const local *target_locals(node *n, tlocals *t, const autovars *av) {
+    int chain[256], nc = 0, c, k, i;
+    const local *head = NULL;
+    memset(t, 0, sizeof *t);
+    if (!run_mk->npvars && !n->tv_inherit) return NULL;   /* the usual case: none at all */
+    for (c = (int)(n - run_mk->nodes); c >= 0 && nc < 256; c = run_mk->nodes[c].walk_parent) chain[nc++] = c;
+    {
+        int total = 0;
+        for (i = 0; i < nc; i++) total += run_mk->nodes[chain[i]].ntvars + run_mk->npvars;
+        t->ls = xrealloc(NULL, (size_t)(total ? total : 1) * sizeof *t->ls);
+        t->vals = xrealloc(NULL, (size_t)(total ? total : 1) * sizeof *t->vals);
+    }
+    for (i = nc - 1; i >= 0; i--) {
+        node *nd = &run_mk->nodes[chain[i]];
+        for (k = 0; k < run_mk->npvars + nd->ntvars; k++) {
+            const tvar *tv = k < run_mk->npvars ? &run_mk->pvars[k] : &nd->tvars[k - run_mk->npvars];
+            const local *prior;
+            const var *gv = var_find(run_mk, tv->name, strlen(tv->name));
+            size_t so, sn, nl = strlen(tv->name);
+            strbuf b = {0};
+            int rec = tv->op == '=' || tv->op == '?';
+            local *l;
+            if (tv->pat && !pat_match(tv->pat, nd->name, strlen(nd->name), &so, &sn)) continue;
+            if (gv && gv->origin == O_CMDLINE && !tv->ovr) continue;   /* the command line wins */
+            for (prior = head; prior && !(prior->n == nl && strncmp(prior->name, tv->name, nl) == 0); prior = prior->up) {}
+            if (gv && gv->undefined) gv = NULL;
+            if (tv->op == '?' && (prior || gv)) continue;
+            sb_add(&b, "", 0);
+            if (tv->op == '+') {
+                const char *old = prior ? prior->value : gv ? gv->value : NULL;
+                rec = prior ? prior->recursive : gv ? !gv->simple : 1;
+                if (old) { sb_puts(&b, old); if (*old && *tv->value) sb_putc(&b, ' '); }
+                if (rec) sb_puts(&b, tv->value);
+                else {
+                    xctx x;
+                    strbuf err = {0};
+                    x.m = run_mk; x.av = av; x.file = NULL; x.line = 0; x.stack = NULL; x.locals = head; x.rd = NULL; x.err = &err; x.depth = 0;
+                    if (expand_n(&x, tv->value, strlen(tv->value), &b) != 0) sb_puts(&b, tv->value);
+                    free(err.s);
+                }
+            } else sb_puts(&b, tv->value);
+            l = &t->ls[t->n];
+            t->vals[t->n++] = sb_take(&b);
+            l->name = tv->name; l->n = nl; l->value = t->vals[t->n - 1]; l->recursive = rec; l->up = head;
+            head = l;
+        }
+    }
+    return head;
+}
+static void free_tlocals(tlocals *t) { int i; for (i = 0; i < t->n; i++) free(t->vals[i]); free(t->vals); free(t->ls); }
+
+static unsigned char prefix_flag(char c) {
+    return c == '@' ? CMD_SILENT : c == '-' ? CMD_IGNORE : c == '+' ? CMD_PLUS : 0;
 }
 
 /* The engine's async function for one target. Decides at run time (the
@@ -1617,25 +2583,27 @@ static void default_stem(const char *name, strbuf *out) {   /* $* of an explicit
 static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
     node *n = arg;
     struct stat ts, ps;
-    int exists, ood, i;
+    int exists, ood, i, cmdcap = 0;
+    tlocals tl;
+    const local *tl_head;
     strbuf hat = {0}, plus = {0}, qm = {0}, bar = {0}, star = {0};
     autovars av;
     job *j;
     (void)rc;
-    if (n->missing) { dp_complete(done, 2, "no rule to make target"); return; }
+    if (n->missing) { op_over(n, done, 2, "no rule to make target"); return; }
     pthread_mutex_lock(&run_mtx);
     i = stopping;
     pthread_mutex_unlock(&run_mtx);
-    if (i) { dp_complete(done, -2, "not started"); return; }
-    exists = stat(n->name, &ts) == 0;
-    ood = n->phony || !exists;
+    if (i) { op_over(n, done, -2, "not started"); return; }
+    exists = stat(NFILE(n), &ts) == 0;
+    ood = n->phony || !exists || opt_always || (n->dcolon && n->npre == 0);   /* a :: rule without prerequisites: always */
     for (i = 0; i < n->npre && !ood; i++) {
         const node *p = &run_mk->nodes[n->pre[i]];
-        ood = p->phony || stat(p->name, &ps) != 0 || (p->remade && opt_dry_run) || newer(&ps, &ts);
+        ood = p->phony || stat(NFILE(p), &ps) != 0 || (p->remade && opt_dry_run) || newer(&ps, &ts);
     }
     if (!ood || !n->rcp) {
         if (ood) n->remade = 1;
-        dp_complete(done, 0, NULL);
+        op_over(n, done, 0, NULL);
         return;
     }
     {   /* $^ (each once), $+ (all), $? (the ones newer than the target) */
@@ -1643,70 +2611,93 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
         intset_init(&seen_hat, n->npre); intset_init(&seen_qm, n->npre);
         for (i = 0; i < n->npre; i++) {
             const node *p = &run_mk->nodes[n->pre[i]];
-            size_t len = strlen(p->name);
-            if (!exists || p->phony || stat(p->name, &ps) != 0 || (p->remade && opt_dry_run) || newer(&ps, &ts))
-                if (intset_add(&seen_qm, n->pre[i])) sb_word(&qm, p->name, len);
-            if (intset_add(&seen_hat, n->pre[i])) sb_word(&hat, p->name, len);
-            sb_word(&plus, p->name, len);
+            const char *pf = NFILE(p);
+            size_t len = strlen(pf);
+            if (!exists || p->phony || stat(pf, &ps) != 0 || (p->remade && opt_dry_run) || newer(&ps, &ts))
+                if (intset_add(&seen_qm, n->pre[i])) sb_word(&qm, pf, len);
+            if (intset_add(&seen_hat, n->pre[i])) sb_word(&hat, pf, len);
+            sb_word(&plus, pf, len);
         }
         free(seen_hat.slot); free(seen_qm.slot);
     }
-    for (i = 0; i < n->noo; i++) sb_word(&bar, run_mk->nodes[n->oo[i]].name, strlen(run_mk->nodes[n->oo[i]].name));
+    for (i = 0; i < n->noo; i++) sb_word(&bar, NFILE(&run_mk->nodes[n->oo[i]]), strlen(NFILE(&run_mk->nodes[n->oo[i]])));
     if (n->stem) sb_puts(&star, n->stem); else default_stem(n->name, &star);
-    av.at = n->name; av.lt = n->npre ? run_mk->nodes[n->pre[0]].name : "";
+    av.at = n->name; av.lt = n->npre ? NFILE(&run_mk->nodes[n->pre[0]]) : "";
     av.hat = hat.s ? hat.s : ""; av.plus = plus.s ? plus.s : ""; av.qm = qm.s ? qm.s : "";
     av.bar = bar.s ? bar.s : ""; av.star = star.s ? star.s : "";
     j = xrealloc(NULL, sizeof *j);
     memset(j, 0, sizeof *j);
     j->n = n; j->done = done;
-    j->cmds = xrealloc(NULL, (size_t)n->rcp->n * sizeof *j->cmds);
-    j->flags = xrealloc(NULL, (size_t)n->rcp->n);
-    j->lineno = xrealloc(NULL, (size_t)n->rcp->n * sizeof *j->lineno);
+    j->existed = exists; if (exists) j->old = ts;
+    tl_head = target_locals(n, &tl, &av);
     for (i = 0; i < n->rcp->n; i++) {
         strbuf err = {0}, out = {0};
         xctx x;
         char *c;
         unsigned char fl = 0;
-        x.m = run_mk; x.av = &av; x.file = n->rcp->file; x.line = n->rcp->lineno[i]; x.stack = NULL; x.err = &err; x.depth = 0;
+        x.m = run_mk; x.av = &av; x.file = n->rcp->file; x.line = n->rcp->lineno[i]; x.stack = NULL; x.locals = tl_head; x.rd = NULL; x.err = &err; x.depth = 0;
         if (expand_n(&x, n->rcp->lines[i], strlen(n->rcp->lines[i]), &out) != 0) {
             job *finished = NULL;
             pthread_mutex_lock(&run_mtx);
             fflush(stdout);
             fprintf(stderr, "%s\n", err.s);
+            node_over_locked(n, 2);
             if (!opt_keep_going && !stopping) stop_locked(&finished);
+            kick_locked(&finished);
             pthread_mutex_unlock(&run_mtx);
             finish_all(finished);
             free(err.s); free(out.s);
-            j->ncmds = i; j->status = 2;
+            j->status = 2;
             free(hat.s); free(plus.s); free(qm.s); free(bar.s); free(star.s);
+            free_tlocals(&tl);
             finish_job(j);
             return;
         }
-        for (c = out.s; *c && (is_space(*c) || *c == '@' || *c == '-' || *c == '+'); c++) {
-            if (*c == '@') fl |= CMD_SILENT;
-            else if (*c == '-') fl |= CMD_IGNORE;
-            else if (*c == '+') fl |= CMD_PLUS;
+        if (opt_ignore || n->ignore || run_mk->ignore_all) fl |= CMD_IGNORE;
+        if (n->silent || run_mk->silent_all) fl |= CMD_SILENT;
+        /* GNU make runs a line that mentions $(MAKE) or ${MAKE} under -n too */
+        if (strstr(n->rcp->lines[i], "$(MAKE)") || strstr(n->rcp->lines[i], "${MAKE}")) fl |= CMD_PLUS;
+        for (c = n->rcp->lines[i]; *c && (is_space(*c) || *c == '@' || *c == '-' || *c == '+'); c++)
+            fl |= prefix_flag(*c);                 /* the written line's prefixes: for all its lines */
+        /* a newline from a variable (define) starts a command line of its
+           own, with its own prefixes too; a backslash-newline does not */
+        for (c = out.s;; c++) {
+            char *e = c;
+            unsigned char lf = fl;
+            while (*e && !(*e == '\n' && (e == out.s || e[-1] != '\\'))) e++;
+            for (; c < e && (is_space(*c) || *c == '@' || *c == '-' || *c == '+'); c++) lf |= prefix_flag(*c);
+            GROW(j->cmds, j->ncmds, cmdcap);
+            j->flags = xrealloc(j->flags, (size_t)cmdcap);
+            j->lineno = xrealloc(j->lineno, (size_t)cmdcap * sizeof *j->lineno);
+            j->cmds[j->ncmds] = xstrndup(c, (size_t)(e - c));
+            j->flags[j->ncmds] = lf;
+            j->lineno[j->ncmds++] = n->rcp->lineno[i];
+            if (!*e) break;
+            c = e;
         }
-        j->cmds[j->ncmds] = xstrdup(c);
-        j->flags[j->ncmds] = fl;
-        j->lineno[j->ncmds++] = n->rcp->lineno[i];
         free(out.s); free(err.s);
     }
+    free_tlocals(&tl);
     free(hat.s); free(plus.s); free(qm.s); free(bar.s); free(star.s);
-    for (i = 0; i < j->ncmds && !j->cmds[i][0]; i++) {}
-    if (i == j->ncmds) { j->status = 0; finish_job(j); return; }   /* only empty lines */
-    if (opt_dry_run) {                           /* print only, unless a line has + */
-        int plus = 0;
-        for (i = 0; i < j->ncmds; i++) plus |= j->flags[i] & CMD_PLUS;
-        if (!plus) {
-            pthread_mutex_lock(&run_mtx);
-            for (i = 0; i < j->ncmds; i++) if (j->cmds[i][0]) printf("%s\n", j->cmds[i]);
-            fflush(stdout);
-            pthread_mutex_unlock(&run_mtx);
-            j->status = 0;
-            finish_job(j);
-            return;
-        }
+    {   /* only empty lines: nothing to run; -q runs only recursive (+, $(MAKE)) recipes */
+        int runnable = 0;
+        for (i = 0; i < j->ncmds; i++)
+            if (j->cmds[i][0]) {
+                runnable = 1;
+                if (opt_question && !(j->flags[i] & CMD_PLUS)) { question_ood = 1; runnable = 0; break; }
+            }
+        i = runnable ? 0 : j->ncmds;
+    }
+    if (i == j->ncmds) {
+        job *finished = NULL;
+        pthread_mutex_lock(&run_mtx);
+        node_over_locked(n, 0);
+        kick_locked(&finished);
+        pthread_mutex_unlock(&run_mtx);
+        finish_all(finished);
+        j->status = 0;
+        finish_job(j);
+        return;
     }
     submit_job(j);
 }
@@ -1730,8 +2721,9 @@ static int push_node(dp_engine *eng, mk_make *m, node *n, int norder, dp_var **r
     d.name = n->name;
     /* The ops run on the engine's priority pool, earliest in the plan first:
        when one completion makes many rules ready at once (every object after
-       a generated header), they start in the order GNU make would start them,
-       so -j1 builds in the same order and stops at the same place. */
+       a generated header), they start in plan order. (At -j1 the job
+       table's gate makes the order exactly GNU make's: a rule that becomes
+       ready late still runs before the later ones that were ready early.) */
     d.prop = DP_PROP_CPU_PRIORITIZED;
     d.priority = norder - n->plan_idx;
     return dp_push(eng, &d) == DP_OK ? 0 : -1;
@@ -1767,13 +2759,21 @@ static void quiet_logger(const char *tag, uint32_t level, uint32_t item, const c
     (void)tag; (void)level; (void)item; (void)message; (void)line; (void)file; (void)user;
 }
 
-/* Runs the build of the parsed graph m for the goals; returns make's exit status. */
-static int build(mk_make *m, const int *goals, int ngoals) {
+/* Runs the build of the parsed graph m for the goals; returns make's exit
+   status. quiet: no "Nothing to be done" messages (remaking makefiles).
+   May run more than once (the makefiles first): every run starts afresh. */
+static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
     dp_engine_desc desc;
     dp_engine *eng = NULL;
     pthread_t rth;
     int *order = NULL, norder = 0, i, failed = 0, rcap = 0;
     dp_var *reads = NULL;
+    for (i = 0; i < m->nnodes; i++) {
+        node *n = &m->nodes[i];
+        n->walk = 0; n->gstate = 0; n->var.id = 0; n->remade = 0; n->ran = 0; n->missing = 0; n->goal_mark = 0; n->is_goal = 0;
+    }
+    for (i = 0; i < ngoals; i++) m->nodes[goals[i]].is_goal = 1;
+    stopping = 0; reaper_quit = 0; nchildren = 0; nrunning = 0; queue_head = queue_tail = NULL;
     if (plan(m, goals, ngoals, opt_keep_going, &order, &norder) != 0) { free(order); return 2; }
     memset(&desc, 0, sizeof desc);
     desc.type = DP_ENGINE_PERDEVICE;
@@ -1783,21 +2783,27 @@ static int build(mk_make *m, const int *goals, int ngoals) {
     desc.cpu_worker_nthreads = 1;
     desc.cpu_priority_nthreads = 1;
     desc.logger.func = quiet_logger;
-    if (dp_engine_create(&desc, &eng) != DP_OK) { fprintf(stderr, "make: *** could not create the engine.  Stop.\n"); free(order); return 2; }
+    if (dp_engine_create(&desc, &eng) != DP_OK) { fprintf(stderr, "%s: *** could not create the engine.  Stop.\n", mk_prog); free(order); return 2; }
     run_mk = m;
     slots_free = opt_jobs;
-    if (pthread_create(&rth, NULL, reaper, NULL) != 0) { fprintf(stderr, "make: *** could not start the reaper thread.  Stop.\n"); dp_engine_destroy(eng, NULL); free(order); return 2; }
+    plan_order = order; plan_n = norder; gate = 0;
+    gate_jobs = NULL;
+    if (opt_jobs == 1 && norder) {
+        gate_jobs = xrealloc(NULL, (size_t)norder * sizeof *gate_jobs);
+        memset(gate_jobs, 0, (size_t)norder * sizeof *gate_jobs);
+    }
+    if (pthread_create(&rth, NULL, reaper, NULL) != 0) { fprintf(stderr, "%s: *** could not start the reaper thread.  Stop.\n", mk_prog); dp_engine_destroy(eng, NULL); free(order); free(gate_jobs); gate_jobs = NULL; return 2; }
     for (i = 0; i < norder && !failed; i++) {
         node *n = &m->nodes[order[i]];
         n->var = dp_var_create(eng);
-        if (!n->var.id || push_node(eng, m, n, norder, &reads, &rcap) != 0) { fprintf(stderr, "make: *** the engine refused an operation.  Stop.\n"); failed = 1; }
+        if (!n->var.id || push_node(eng, m, n, norder, &reads, &rcap) != 0) { fprintf(stderr, "%s: *** the engine refused an operation.  Stop.\n", mk_prog); failed = 1; }
     }
     for (i = 0; i < ngoals; i++) {
         dp_failure f;
         node *g = &m->nodes[goals[i]];
         if (g->var.id && dp_wait_var(eng, g->var, &f) != DP_OK) {
             failed = 1;
-            if (opt_keep_going) fprintf(stderr, "make: Target '%s' not remade because of errors.\n", g->name);
+            if (opt_keep_going && !gate_jobs) not_remade_locked(g);
         }
     }
     if (dp_wait_all(eng, NULL) != DP_OK) failed = 1;
@@ -1807,73 +2813,407 @@ static int build(mk_make *m, const int *goals, int ngoals) {
     pthread_cond_signal(&reaper_cv);
     pthread_mutex_unlock(&run_mtx);
     pthread_join(rth, NULL);
-    if (!failed)
+    if (!failed && !quiet && !opt_silent && !opt_question)
         for (i = 0; i < ngoals; i++) {
             node *g = &m->nodes[goals[i]];
             if (subtree_ran(m, goals[i], i + 1)) continue;
-            if (g->rcp && !g->remade) printf("make: '%s' is up to date.\n", g->name);
-            else printf("make: Nothing to be done for '%s'.\n", g->name);
+            if (g->rcp && !g->phony) printf("%s: '%s' is up to date.\n", mk_prog, g->name);
+            else printf("%s: Nothing to be done for '%s'.\n", mk_prog, g->name);
         }
     fflush(stdout);
-    free(order); free(reads); free(running);
+    free(order); free(reads); free(running); free(gate_jobs);
+    running = NULL; nrunning = runcap = 0; gate_jobs = NULL;
+    if (opt_question && question_ood) return 1;
     return failed ? 2 : 0;
 }
 
+/* GNU make's remaking of makefiles: every file read (and every included
+   file that was missing) that has a rule is made first, quietly; if one was
+   remade, make starts again from the beginning (exec of itself, in the
+   directory it started in, MAKE_RESTARTS counting). An included file that
+   is still missing is then an error, unless it was -include'd. Makefile
+   rules run even under -n and -q, as in GNU make. */
+static int remake_makefiles(mk_make *m, char **argv, const char *startdir) {
+    int *goals = NULL, n = 0, i, k, rc = 0, ran = 0, restarts = getenv("MAKE_RESTARTS") ? atoi(getenv("MAKE_RESTARTS")) : 0;
+    int sv_n = opt_dry_run, sv_q = opt_question, sv_b = opt_always;
+    for (i = 0; i < m->nfiles + m->nminc; i++) {
+        const char *f = i < m->nfiles ? m->files[i] : m->minc[i - m->nfiles].name;
+        int dup = 0;
+        if (i < m->nfiles) {
+            k = map_get(&m->node_map, f, strlen(f));
+            if (k < 0 || !m->nodes[k].rcp) continue;
+        } else {
+            k = node_get(m, f);
+            if (!m->nodes[k].rcp && !m->nodes[k].implicit_done) { m->nodes[k].implicit_done = 1; implicit_search(m, k); }
+            if (!m->nodes[k].rcp && !m->nodes[k].is_target) continue;
+        }
+        for (dup = 0; dup < n && goals[dup] != k; dup++) {}
+        if (dup < n) continue;
+        goals = xrealloc(goals, (size_t)(n + 1) * sizeof *goals);
+        goals[n++] = k;
+    }
+    if (n) {
+        opt_dry_run = 0; opt_question = 0;
+        opt_always = 0;                            /* -B does not remake makefiles (GNU make) */
+        rc = build(m, goals, n, 1);
+        opt_dry_run = sv_n; opt_question = sv_q; opt_always = sv_b;
+        for (i = 0; i < n; i++) if (m->nodes[goals[i]].ran) ran = 1;
+    }
+    free(goals);
+    if (rc == 0 && ran && restarts < 50) {
+        char num[32];
+        const var *mk = var_find(m, "MAKE", 4);
+        fflush(stdout); fflush(stderr);
+        snprintf(num, sizeof num, "%d", restarts + 1);
+        setenv("MAKE_RESTARTS", num, 1);
+        if (startdir[0] && chdir(startdir) != 0) return 2;
+        if (mk && strchr(mk->value, '/')) execv(mk->value, argv); else execvp(argv[0], argv);
+        fprintf(stderr, "%s: *** could not restart %s: %s.  Stop.\n", mk_prog, argv[0], strerror(errno));
+        return 2;
+    }
+    if (rc) return rc;
+    for (i = 0; i < m->nminc; i++)
+        if (!m->minc[i].optional && !file_exists(m->minc[i].name)) { fflush(stdout); fprintf(stderr, "%s\n", m->minc[i].msg); return 2; }
+    return 0;
+}
+
+/* $(shell cmd) and VAR != cmd: the command's output, newlines made spaces,
+   the trailing ones dropped (GNU make's rule). Runs under $(SHELL)? No:
+   popen's /bin/sh, which is what GNU make uses unless SHELL is set. */
+static char *run_shell(mk_make *m, const char *cmd) {
+    FILE *f;
+    strbuf b = {0};
+    char chunk[4096];
+    size_t k;
+    (void)m;
+    fflush(stdout);
+    f = popen(cmd, "r");
+    if (!f) return xstrdup("");
+    sb_add(&b, "", 0);
+    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0) sb_add(&b, chunk, k);
+    pclose(f);
+    while (b.len && b.s[b.len - 1] == '\n') b.s[--b.len] = '\0';
+    for (k = 0; k < b.len; k++) if (b.s[k] == '\n') b.s[k] = ' ';
+    return sb_take(&b);
+}
+
+/* The commands' environment: the variables from the environment (with the
+   Makefile's value, if it set one), those from the command line and those
+   exported, each expanded once now; MAKEFLAGS, MFLAGS and MAKELEVEL for a
+   sub-make; SHELL as the environment had it (the Makefile's SHELL runs
+   the commands but is not passed on, as in GNU make). */
+static char **make_child_env(mk_make *m, int level, const char *shell_env) {
+    char **env = NULL;
+    int n = 0, cap = 0, i;
+    for (i = 0; i < m->nvars; i++) {
+        var *v = &m->vars[i];
+        strbuf b = {0}, err = {0};
+        xctx x;
+        int exp = v->exported == 1 || (v->exported == -1 && (v->origin == O_CMDLINE ||
+                  (m->export_all && v->origin != O_DEFAULT && v->origin != O_AUTOMATIC)));
+        if (!exp || v->undefined || strcmp(v->name, "SHELL") == 0 || strcmp(v->name, "MAKEFLAGS") == 0 ||
+            strcmp(v->name, "MFLAGS") == 0 || strcmp(v->name, "MAKELEVEL") == 0) continue;
+        sb_puts(&b, v->name); sb_putc(&b, '=');
+        x.m = m; x.av = NULL; x.file = NULL; x.line = 0; x.stack = NULL; x.locals = NULL; x.rd = NULL; x.err = &err; x.depth = 0;
+        if (v->simple) sb_puts(&b, v->value);
+        else if (expand_n(&x, v->value, strlen(v->value), &b) != 0) { b.len = 0; sb_puts(&b, v->name); sb_putc(&b, '='); sb_puts(&b, v->value); }
+        free(err.s);
+        GROW(env, n, cap);
+        env[n++] = sb_take(&b);
+    }
+    {
+        const char *names[] = { "MAKEFLAGS", "MFLAGS" };
+        for (i = 0; i < 2; i++) {
+            const var *v = var_find(m, names[i], strlen(names[i]));
+            strbuf b = {0};
+            sb_puts(&b, names[i]); sb_putc(&b, '='); if (v) sb_puts(&b, v->value);
+            GROW(env, n, cap); env[n++] = sb_take(&b);
+        }
+    }
+    {
+        char lv[48];
+        snprintf(lv, sizeof lv, "MAKELEVEL=%d", level + 1);
+        GROW(env, n, cap); env[n++] = xstrdup(lv);
+    }
+    if (shell_env) {
+        strbuf b = {0};
+        sb_puts(&b, "SHELL="); sb_puts(&b, shell_env);
+        GROW(env, n, cap); env[n++] = sb_take(&b);
+    }
+    GROW(env, n, cap);
+    env[n] = NULL;
+    return env;
+}
+
+/* $(SHELL) $(.SHELLFLAGS) as the argv a command line is appended to. */
+static void make_shell_argv(mk_make *m) {
+    xctx x;
+    strbuf err = {0};
+    char *sh, *fl, *w;
+    int cap = 0;
+    x.m = m; x.av = NULL; x.file = NULL; x.line = 0; x.stack = NULL; x.locals = NULL; x.rd = NULL; x.err = &err; x.depth = 0;
+    sh = expand_str(&x, "$(SHELL)");
+    fl = expand_str(&x, "$(.SHELLFLAGS)");
+    free(err.s);
+    if (!sh || !*trim(sh)) { free(sh); sh = xstrdup("/bin/sh"); }
+    if (!fl) fl = xstrdup("-c");
+    shell_is_sh = strcmp(trim(sh), "/bin/sh") == 0 && strcmp(trim(fl), "-c") == 0;
+    shell_argc = 0;
+    GROW(shell_argv, shell_argc, cap);
+    shell_argv[shell_argc++] = xstrdup(trim(sh));
+    for (w = strtok(fl, " \t"); w; w = strtok(NULL, " \t")) { GROW(shell_argv, shell_argc, cap); shell_argv[shell_argc++] = xstrdup(w); }
+    GROW(shell_argv, shell_argc, cap); GROW(shell_argv, shell_argc + 1, cap);   /* the command, NULL */
+    shell_argv[shell_argc] = NULL; shell_argv[shell_argc + 1] = NULL;
+    free(sh); free(fl);
+}
+
 static int usage(const char *argv0) {
-    fprintf(stderr, "usage: %s [-j N] [-k] [-n] [-f file] [-C dir] [VAR=value ...] [goal ...]\n", argv0);
+    fprintf(stderr, "usage: %s [options] [VAR=value ...] [goal ...]\n"
+            "options: -B -C dir -e -f file -i -j [N] --jobs[=N] -k -n -q -r -R -s -S -w\n"
+            "         --no-print-directory --print-directory --version, and their GNU long names\n", argv0);
     return 2;
 }
 
-int main(int argc, char **argv) {
-    const char **files = NULL, *dir = NULL;
-    char **goal_names = NULL, cwd[4096], *self;
-    int nfiles = 0, fcap = 0, ngoal_names = 0, gcap = 0, i, *goals = NULL, ngoals = 0, rc;
-    mk_make *m = mk_new();
-    for (i = 1; i < argc; i++) {
+/* Command-line state shared by the arguments and MAKEFLAGS. */
+typedef struct cmdline {
+    const char **files; int nfiles, fcap;
+    const char *dir;
+    char **goals; int ngoals, gcap;
+    char **vars; int nvars, vcap;          /* "NAME=value" in the order given */
+    int version;
+} cmdline;
+
+/* Parses options (and, unless only_opts, goals and VAR=value) from args.
+   Returns 0, or -1 for an option this make does not know. */
+static int parse_args(cmdline *c, int argc, char **argv, int from_env) {
+    int i, only_vars = 0;
+    for (i = 0; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "-j") == 0) {
-            if (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9') opt_jobs = atoi(argv[++i]);
-            else opt_jobs = 1 << 20;                  /* no number: no limit, as in GNU make */
-        } else if (strncmp(a, "-j", 2) == 0) opt_jobs = atoi(a + 2);
-        else if (strcmp(a, "-k") == 0 || strcmp(a, "--keep-going") == 0) opt_keep_going = 1;
-        else if (strcmp(a, "-n") == 0 || strcmp(a, "--dry-run") == 0 || strcmp(a, "--just-print") == 0) opt_dry_run = 1;
-        else if ((strcmp(a, "-f") == 0 || strcmp(a, "-C") == 0) && i + 1 < argc) {
-            if (a[1] == 'f') { GROW(files, nfiles, fcap); files[nfiles++] = argv[++i]; } else dir = argv[++i];
-        } else if (strncmp(a, "-f", 2) == 0) { GROW(files, nfiles, fcap); files[nfiles++] = a + 2; }
-        else if (strncmp(a, "-C", 2) == 0) dir = a + 2;
-        else if (a[0] == '-') { mk_free(m); free(files); return usage(argv[0]); }
-        else if (strchr(a, '=')) {
-            char *copy = xstrdup(a), *eq = strchr(copy, '=');
-            int simple = eq > copy && eq[-1] == ':';
-            if (simple) eq[-1] = '\0';
-            *eq = '\0';
-            var_set(m, trim(copy), eq + 1, 0, 1);
-            free(copy);
-        } else { GROW(goal_names, ngoal_names, gcap); goal_names[ngoal_names++] = xstrdup(a); }
+        if (only_vars || (a[0] != '-' && strchr(a, '='))) {
+            if (strchr(a, '=')) { GROW(c->vars, c->nvars, c->vcap); c->vars[c->nvars++] = xstrdup(a); }
+            continue;
+        }
+        if (strcmp(a, "--") == 0) { only_vars = from_env; continue; }
+        if (a[0] != '-' || a[1] == '\0') {
+            if (from_env) continue;
+            GROW(c->goals, c->ngoals, c->gcap); c->goals[c->ngoals++] = xstrdup(a);
+            continue;
+        }
+        if (a[1] == '-') {                       /* long options */
+            const char *o = a + 2, *eq = strchr(o, '=');
+            size_t on = eq ? (size_t)(eq - o) : strlen(o);
+#define LONG(s) (on == sizeof(s) - 1 && strncmp(o, s, on) == 0)
+            if (LONG("jobs")) opt_jobs = eq ? atoi(eq + 1) : (i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9') ? atoi(argv[++i]) : 1 << 20;
+            else if (LONG("keep-going")) opt_keep_going = 1;
+            else if (LONG("no-keep-going") || LONG("stop")) opt_keep_going = 0;
+            else if (LONG("dry-run") || LONG("just-print") || LONG("recon")) opt_dry_run = 1;
+            else if (LONG("silent") || LONG("quiet")) opt_silent = 1;
+            else if (LONG("always-make")) opt_always = 1;
+            else if (LONG("question")) opt_question = 1;
+            else if (LONG("no-builtin-rules")) opt_no_builtin = 1;
+            else if (LONG("no-builtin-variables")) opt_no_builtin = opt_no_builtin_vars = 1;
+            else if (LONG("ignore-errors")) opt_ignore = 1;
+            else if (LONG("environment-overrides")) opt_env_over = 1;
+            else if (LONG("print-directory")) opt_print_dir = 1;
+            else if (LONG("no-print-directory")) opt_no_print_dir = 1;
+            else if (LONG("version")) c->version = 1;
+            else if (LONG("jobserver-auth") || LONG("jobserver-fds")) {}   /* a GNU parent's; no jobserver here */
+            else if ((LONG("directory") || LONG("file") || LONG("makefile")) && (eq || i + 1 < argc)) {
+                const char *v = eq ? eq + 1 : argv[++i];
+                if (o[0] == 'd') c->dir = v; else { GROW(c->files, c->nfiles, c->fcap); c->files[c->nfiles++] = v; }
+            } else return from_env ? 0 : -1;
+#undef LONG
+            continue;
+        }
+        {   /* a cluster of short options: -ks, -j4, -fFILE, -C dir */
+            const char *p = a + 1;
+            for (; *p; p++) {
+                switch (*p) {
+                case 'k': opt_keep_going = 1; break;
+                case 'S': opt_keep_going = 0; break;
+                case 'n': opt_dry_run = 1; break;
+                case 's': opt_silent = 1; break;
+                case 'B': opt_always = 1; break;
+                case 'q': opt_question = 1; break;
+                case 'r': opt_no_builtin = 1; break;
+                case 'R': opt_no_builtin = opt_no_builtin_vars = 1; break;
+                case 'i': opt_ignore = 1; break;
+                case 'e': opt_env_over = 1; break;
+                case 'w': opt_print_dir = 1; break;
+                case 'j':
+                    if (p[1] >= '0' && p[1] <= '9') { opt_jobs = atoi(p + 1); p += strlen(p) - 1; }
+                    else if (!p[1] && i + 1 < argc && argv[i + 1][0] >= '0' && argv[i + 1][0] <= '9') opt_jobs = atoi(argv[++i]);
+                    else opt_jobs = 1 << 20;   /* no number: no limit, as in GNU make */
+                    break;
+                case 'f': case 'C': {
+                    const char *v = p[1] ? p + 1 : (i + 1 < argc ? argv[++i] : NULL);
+                    if (!v) return -1;
+                    if (*p == 'C') c->dir = v; else { GROW(c->files, c->nfiles, c->fcap); c->files[c->nfiles++] = v; }
+                    p += strlen(p) - 1;
+                    break; }
+                default: if (!from_env) return -1;
+                }
+            }
+        }
     }
-    if (opt_jobs < 1) { fprintf(stderr, "make: the '-j' option requires a positive integer argument\n"); mk_free(m); return 2; }
+    return 0;
+}
+
+/* MAKEFLAGS (and MFLAGS) for this make's commands: the flags as GNU make
+   writes them (letters first, in its order), then " -jN", then " -- " and
+   the command-line variables, the last given first, spaces escaped. */
+static void set_makeflags(mk_make *m, const cmdline *c) {
+    strbuf f = {0}, mf = {0};
+    char jb[32];
+    int i;
+    const struct { int on; char l; } fl[] = {
+        {opt_always, 'B'}, {opt_env_over, 'e'}, {opt_ignore, 'i'}, {opt_keep_going, 'k'}, {opt_dry_run, 'n'},
+        {opt_question, 'q'}, {opt_no_builtin, 'r'}, {opt_no_builtin_vars, 'R'}, {opt_silent, 's'}, {opt_print_dir, 'w'} };
+    sb_add(&f, "", 0);
+    for (i = 0; i < (int)(sizeof fl / sizeof fl[0]); i++) if (fl[i].on) sb_putc(&f, fl[i].l);
+    if (f.len) { sb_putc(&mf, '-'); sb_puts(&mf, f.s); }
+    if (opt_jobs != 1) {
+        if (opt_jobs >= 1 << 20) snprintf(jb, sizeof jb, "-j"); else snprintf(jb, sizeof jb, "-j%d", opt_jobs);
+        if (f.len) sb_putc(&f, ' '); else sb_putc(&f, ' ');
+        sb_puts(&f, jb);
+        if (mf.len) sb_putc(&mf, ' ');
+        sb_puts(&mf, jb);
+    }
+    if (opt_no_print_dir) { sb_puts(&f, f.len ? " --no-print-directory" : " --no-print-directory"); }
+    if (c->nvars) {
+        sb_puts(&f, f.len ? " -- " : " -- ");
+        for (i = c->nvars - 1; i >= 0; i--) {
+            const char *p;
+            for (p = c->vars[i]; *p; p++) { if (*p == ' ' || *p == '\t' || *p == '\\') sb_putc(&f, '\\'); sb_putc(&f, *p); }
+            if (i) sb_putc(&f, ' ');
+        }
+    }
+    var_set(m, "MAKEFLAGS", f.s && f.s[0] == ' ' && f.s[1] == '-' && f.s[2] == '-' && f.s[3] == ' ' ? f.s + 1 : (f.s ? f.s : ""), 1, O_FILE);
+    var_set(m, "MFLAGS", mf.s ? mf.s : "", 1, O_FILE);
+    free(f.s); free(mf.s);
+}
+
+/* Splits MAKEFLAGS from the environment into words (backslash escapes a
+   space); the first word, if it has no '-', is a cluster of flag letters. */
+static void read_env_makeflags(cmdline *c, const char *mf) {
+    char **w = NULL;
+    int n = 0, cap = 0, i;
+    strbuf b = {0};
+    const char *p = mf;
+    while (*p) {
+        while (*p == ' ') p++;
+        if (!*p) break;
+        b.len = 0; sb_add(&b, "", 0);
+        for (; *p && *p != ' '; p++) { if (*p == '\\' && p[1]) p++; sb_putc(&b, *p); }
+        GROW(w, n, cap);
+        w[n++] = xstrdup(b.s);
+    }
+    free(b.s);
+    if (n && w[0][0] != '-' && !strchr(w[0], '=')) {   /* "ks" is "-ks" */
+        char *d = xrealloc(NULL, strlen(w[0]) + 2);
+        d[0] = '-'; strcpy(d + 1, w[0]);
+        free(w[0]); w[0] = d;
+    }
+    parse_args(c, n, w, 1);
+    for (i = 0; i < n; i++) free(w[i]);
+    free(w);
+}
+
+int main(int argc, char **argv) {
+    cmdline c;
+    char cwd[4096], startdir[4096], *self, **ep;
+    const char *mf_env = getenv("MAKEFLAGS"), *lvl = getenv("MAKELEVEL"), *shell_env = getenv("SHELL");
+    int i, *goals = NULL, ngoals = 0, rc = 0, level = lvl ? atoi(lvl) : 0, print_dir, nenvvars;
+    mk_make *m = mk_new();
+    memset(&c, 0, sizeof c);
+    if (level < 0) level = 0;
+    if (level > 0) snprintf(mk_prog, sizeof mk_prog, "make[%d]", level);
+    if (!getcwd(startdir, sizeof startdir)) startdir[0] = '\0';
+    if (mf_env) read_env_makeflags(&c, mf_env);
+    nenvvars = c.nvars;
+    if (parse_args(&c, argc - 1, argv + 1, 0) != 0) { mk_free(m); return usage(argv[0]); }
+    if (c.version) {
+        printf("GNU Make 4.3 compatible subset (depeng examples/make.c)\n");
+        mk_free(m);
+        return 0;
+    }
+    if (opt_jobs < 1) { fprintf(stderr, "%s: the '-j' option requires a positive integer argument\n", mk_prog); mk_free(m); return 2; }
+    if (opt_no_builtin_vars) {                   /* -R: no default variables */
+        for (i = 0; default_vars[i][0][0]; i++) { var *v = var_find(m, default_vars[i][0], strlen(default_vars[i][0])); if (v) v->undefined = 1, v->value[0] = '\0'; }
+    }
+    /* the environment, then the command line (default < environment <
+       Makefile < command line; -e puts the environment above the Makefile).
+       SHELL is never taken from the environment (POSIX, GNU make). */
+    for (ep = environ; *ep; ep++) {
+        const char *eq = strchr(*ep, '=');
+        char *name;
+        var *v;
+        if (!eq || eq == *ep) continue;
+        name = xstrndup(*ep, (size_t)(eq - *ep));
+        if (strcmp(name, "SHELL") && strcmp(name, "MAKEFLAGS") && strcmp(name, "MFLAGS") && strcmp(name, "MAKELEVEL")) {
+            v = var_set(m, name, eq + 1, 0, opt_env_over ? O_ENV_OVERRIDE : O_ENV);
+            v->exported = 1;
+        }
+        free(name);
+    }
+    for (i = 0; i < c.nvars; i++) {
+        char *copy = xstrdup(c.vars[i]), *eq = strchr(copy, '=');
+        int simple = eq > copy && eq[-1] == ':';
+        var *v;
+        (void)nenvvars;
+        if (simple) eq[-1] = '\0';
+        *eq = '\0';
+        v = var_set(m, trim(copy), eq + 1, 0, O_CMDLINE);
+        v->exported = -1;
+        free(copy);
+    }
     self = argv[0];
-    if (strchr(self, '/') && self[0] != '/' && getcwd(cwd, sizeof cwd)) {
+    if (strchr(self, '/') && self[0] != '/' && startdir[0]) {
         strbuf b = {0};
-        sb_puts(&b, cwd); sb_putc(&b, '/'); sb_puts(&b, self);
-        var_set(m, "MAKE", b.s, 1, 0);
+        sb_puts(&b, startdir); sb_putc(&b, '/'); sb_puts(&b, self);
+        var_set(m, "MAKE", b.s, 1, O_DEFAULT);
         free(b.s);
-    } else var_set(m, "MAKE", self, 1, 0);
-    if (dir) {
-        if (chdir(dir) != 0) { fprintf(stderr, "make: *** %s: %s.  Stop.\n", dir, strerror(errno)); mk_free(m); return 2; }
-        if (getcwd(cwd, sizeof cwd)) printf("make: Entering directory '%s'\n", cwd);
+    } else var_set(m, "MAKE", self, 1, O_DEFAULT);
+    {
+        char lv[32];
+        strbuf g = {0};
+        snprintf(lv, sizeof lv, "%d", level);
+        var_set(m, "MAKELEVEL", lv, 1, O_ENV);
+        for (i = 0; i < c.ngoals; i++) sb_word(&g, c.goals[i], strlen(c.goals[i]));
+        var_set(m, "MAKECMDGOALS", g.s ? g.s : "", 1, O_DEFAULT);
+        free(g.s);
     }
-    rc = 0;
-    if (nfiles == 0) {
-        const char *def = file_exists("makefile") ? "makefile" : file_exists("Makefile") ? "Makefile" : NULL;
-        if (def) { GROW(files, nfiles, fcap); files[nfiles++] = def; }
+    print_dir = !opt_no_print_dir && (opt_print_dir || (!opt_silent && !opt_question && (level > 0 || c.dir)));
+    if (print_dir && (level > 0 || c.dir)) opt_print_dir = 1;
+    set_makeflags(m, &c);
+    if (c.dir) {
+        if (chdir(c.dir) != 0) { fprintf(stderr, "%s: *** %s: %s.  Stop.\n", mk_prog, c.dir, strerror(errno)); mk_free(m); return 2; }
     }
-    for (i = 0; i < nfiles && rc == 0; i++)
-        if (mk_parse_file(m, files[i]) != 0) { fflush(stdout); fprintf(stderr, "%s\n", mk_error(m)); rc = 2; }
+    if (getcwd(cwd, sizeof cwd)) var_set(m, "CURDIR", cwd, 1, O_FILE); else cwd[0] = '\0';
+    if (print_dir) printf("%s: Entering directory '%s'\n", mk_prog, cwd);
+    m->shell_fn = run_shell;
+    m->defer_missing = 1;
+    if (opt_no_builtin) { free_list(m->suffixes, m->nsuffixes); m->suffixes = NULL; m->nsuffixes = m->suffixcap = 0; }
+    if (c.nfiles == 0) {
+        const char *def = file_exists("GNUmakefile") ? "GNUmakefile" : file_exists("makefile") ? "makefile" : file_exists("Makefile") ? "Makefile" : NULL;
+        if (def) { GROW(c.files, c.nfiles, c.fcap); c.files[c.nfiles++] = def; }
+    }
+    for (i = 0; i < c.nfiles && rc == 0; i++)
+        if (mk_parse_file(m, c.files[i]) != 0) { fflush(stdout); fprintf(stderr, "%s\n", mk_error(m)); rc = 2; }
+    if (rc == 0 && !opt_no_builtin) add_builtin_rules(m);
+    if (m->notparallel) opt_jobs = 1;            /* .NOTPARALLEL: one job at a time */
+    if (m->posix) {                              /* .POSIX: the shell stops at the first error */
+        var *sf = var_find(m, ".SHELLFLAGS", 11);
+        if (sf && sf->origin == O_DEFAULT) var_set(m, ".SHELLFLAGS", "-ec", 1, O_DEFAULT);
+    }
     if (rc == 0) {
-        add_builtin_rules(m);
-        for (i = 0; i < ngoal_names; i++) {
-            int g = node_get(m, goal_names[i]), k;
+        child_env = make_child_env(m, level, shell_env);
+        make_shell_argv(m);
+        rc = remake_makefiles(m, argv, startdir);
+    }
+    if (rc == 0) {
+        for (i = 0; i < c.ngoals; i++) {
+            int g = node_get(m, c.goals[i]), k;
             for (k = 0; k < ngoals && goals[k] != g; k++) {}
             if (k == ngoals) { goals = xrealloc(goals, (size_t)(ngoals + 1) * sizeof *goals); goals[ngoals++] = g; }
         }
@@ -1883,20 +3223,23 @@ int main(int argc, char **argv) {
             if (dg) {
                 strbuf e = {0};
                 xctx x;
-                x.m = m; x.av = NULL; x.file = NULL; x.line = 0; x.stack = NULL; x.err = &m->err; x.depth = 0;
+                x.m = m; x.av = NULL; x.file = NULL; x.line = 0; x.stack = NULL; x.locals = NULL; x.rd = NULL; x.err = &m->err; x.depth = 0;
                 if (expand_n(&x, dg->value, strlen(dg->value), &e) == 0 && *trim(e.s)) g = node_get(m, trim(e.s));
                 free(e.s);
             }
             if (g < 0) {
-                fprintf(stderr, nfiles ? "make: *** No targets.  Stop.\n" : "make: *** No targets specified and no makefile found.  Stop.\n");
+                fprintf(stderr, c.nfiles ? "%s: *** No targets.  Stop.\n" : "%s: *** No targets specified and no makefile found.  Stop.\n", mk_prog);
                 rc = 2;
             } else { goals = xrealloc(goals, sizeof *goals); goals[ngoals++] = g; }
         }
     }
-    if (rc == 0) rc = build(m, goals, ngoals);
-    if (dir && getcwd(cwd, sizeof cwd)) printf("make: Leaving directory '%s'\n", cwd);
-    for (i = 0; i < ngoal_names; i++) free(goal_names[i]);
-    free(goal_names); free(goals); free(files);
+    if (rc == 0) rc = build(m, goals, ngoals, 0);
+    if (print_dir) printf("%s: Leaving directory '%s'\n", mk_prog, cwd);
+    if (child_env) { for (i = 0; child_env[i]; i++) free(child_env[i]); free(child_env); }
+    if (shell_argv) { for (i = 0; i < shell_argc; i++) free(shell_argv[i]); free(shell_argv); }
+    for (i = 0; i < c.ngoals; i++) free(c.goals[i]);
+    for (i = 0; i < c.nvars; i++) free(c.vars[i]);
+    free(c.goals); free(c.vars); free(goals); free(c.files);
     mk_free(m);
     return rc;
 }

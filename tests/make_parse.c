@@ -26,6 +26,19 @@ int main(void) {
     expect("unterminated reference", "X := $(A\n", "buf.mk:1: *** unterminated variable reference.  Stop.");
     expect("a variable name with spaces names it", "A = a b\n$(A) = 1\n",
            "buf.mk:2: *** variable name 'a b' contains spaces (a directive this make does not support?).  Stop.");
+    expect("$(shell) refused where commands may not run", "X := $(shell echo hi)\n",
+           "buf.mk:1: *** function 'shell' is not available here (commands may not run).  Stop.");
+    expect("!= refused where commands may not run", "X != echo hi\n",
+           "buf.mk:1: *** '!=' (shell assignment) is not available here (commands may not run).  Stop.");
+    expect(".SECONDEXPANSION is refused with file:line", "all:\n.SECONDEXPANSION:\n",
+           "buf.mk:2: *** special target '.SECONDEXPANSION' is not supported by this make.  Stop.");
+    expect("an unterminated define names its line", "A = 1\ndefine X\nfoo\n",
+           "buf.mk:2: *** missing 'endef', unterminated 'define'.  Stop.");
+    expect("$(eval) that evaluates itself is bounded", "E = $$(eval $$(E))\n$(eval $(E))\n",
+           "buf.mk:2: *** $(eval) nested more than 64 deep.  Stop.");
+    expect("static pattern, target-specific variable, ::, suffix rule, vpath",
+           "a.o b.o: %.o: %.c\n\tcc -c $<\nall: CFLAGS += -g\nx::\n\techo\n.c.o:\n\tcc\nvpath %.c src\ndefine T\n$(1):\nendef\n$(eval $(call T,t))\n", NULL);
+    expect(": and :: for one target", "x:\nx::\n", "buf.mk:2: *** target file 'x' has both : and :: entries.  Stop.");
     /* Y := $($($(...a...))) nested DEEP times: refused, not a stack overflow */
     deep = malloc(3 * DEEP + 32);
     if (!deep) return 2;

@@ -122,6 +122,8 @@ clean:
 EOF
 }
 
+# n_out: a -n listing, as printed at -j1, sorted at -jN (order free there)
+n_out() { if [ "$J" = 1 ]; then cp "$T/gnu.out" "$T/gnu.n"; cp "$T/dp.out" "$T/dp.n"; else sort "$T/gnu.out" > "$T/gnu.n"; sort "$T/dp.out" > "$T/dp.n"; fi; }
 # Runs both makes in $T/gnu and $T/dp with the same arguments; their output,
 # exit status, log of rebuilt targets and file list go to $T/{gnu,dp}.*
 run_both() {
@@ -131,7 +133,10 @@ run_both() {
         rm -f "$dir/log.txt"
         ( cd "$dir" && "$mk" "$@" ) > "$T/$who.out" 2>&1
         echo $? > "$T/$who.rc"
-        if [ -f "$dir/log.txt" ]; then sort "$dir/log.txt" > "$T/$who.log"; else : > "$T/$who.log"; fi
+        # -j1: the log in the order the targets were made (GNU make's depth-first
+        # order); -jN: sorted, since the order of parallel jobs is free
+        if [ -f "$dir/log.txt" ]; then if [ "$J" = 1 ]; then cp "$dir/log.txt" "$T/$who.log"; else sort "$dir/log.txt" > "$T/$who.log"; fi
+        else : > "$T/$who.log"; fi
         ( cd "$dir" && find . -type f ! -name log.txt | sort ) > "$T/$who.files"
         if [ -f "$dir/out.txt" ]; then cp "$dir/out.txt" "$T/$who.prog"; else echo "(no out.txt)" > "$T/$who.prog"; fi
     done
@@ -160,17 +165,17 @@ for J in 1 4; do
     grep -q "^make: 'prog' is up to date.$" "$T/dp.out" && cmp -s "$T/gnu.out" "$T/dp.out" \
         && ok "-j$J 'prog' is up to date, as GNU make says" || bad "-j$J 'prog' is up to date" "$T/gnu.out" "$T/dp.out"
     age_all; touch "$T/gnu/include/common.h" "$T/dp/include/common.h"
-    run_both -j$J -n; sort "$T/gnu.out" > "$T/gnu.n"; sort "$T/dp.out" > "$T/dp.n"
+    run_both -j$J -n; n_out
     cmp -s "$T/gnu.n" "$T/dp.n" && ok "-j$J -n after touching a header prints the same commands" || bad "-j$J -n after touching a header" "$T/gnu.n" "$T/dp.n"
     run_both -j$J;                        same "-j$J touch a header: same targets rebuilt"
     [ "$(wc -l < "$T/dp.log")" -eq $((NSRC + 4)) ] && ok "-j$J touch a header rebuilds every object" || bad "-j$J touch a header rebuilds every object" "$T/dp.log"
     age_all; touch "$T/gnu/src/f03.c" "$T/dp/src/f03.c"
     run_both -j$J;                        same "-j$J touch one source"
-    printf 'obj/f03.o\nobj/libf.a\nprog\ncheck\n' | sort > "$T/want"
+    if [ $J = 1 ]; then printf 'obj/f03.o\nobj/libf.a\nprog\ncheck\n' > "$T/want"; else printf 'obj/f03.o\nobj/libf.a\nprog\ncheck\n' | sort > "$T/want"; fi
     cmp -s "$T/want" "$T/dp.log" && ok "-j$J touch one source rebuilds object, archive, program" || bad "-j$J touch one source" "$T/dp.log"
     age_all; touch "$T/gnu/mk/config.mk" "$T/dp/mk/config.mk"
     run_both -j$J;                        same "-j$J touch the included config: generated header and all objects"
-    run_both -j$J CFLAGS=-O1 -n; sort "$T/gnu.out" > "$T/gnu.n"; sort "$T/dp.out" > "$T/dp.n"
+    run_both -j$J CFLAGS=-O1 -n; n_out
     cmp -s "$T/gnu.n" "$T/dp.n" && ok "-j$J command-line CFLAGS=-O1 overrides ?= and +=" || bad "-j$J CFLAGS override" "$T/gnu.n" "$T/dp.n"
     run_both -j$J stamp-b obj/f05.o stamp-a; same "-j$J several goals, several targets per rule"
     run_both -j$J clean;                  same "-j$J clean"
@@ -196,18 +201,30 @@ printf 'all: a\n\n\techo a\nCFLAGS = 1\nbroken line here\n' > sep.mk
 errcase "missing separator names file and line" sep.mk "sep.mk:5: *** missing separator.  Stop."
 "$GNU" -f sep.mk > gnu.out 2>&1; "$DP" -f sep.mk > dp.out 2>&1
 cmp -s gnu.out dp.out && ok "missing separator: same text as GNU make" || bad "missing separator: same text as GNU make" gnu.out dp.out
-printf 'X := $(shell echo hi)\nall:\n\t@echo $(X)\n' > shell.mk
-errcase "\$(shell) is refused with file:line" shell.mk "shell.mk:1: *** function 'shell' is not supported by this make.  Stop."
-printf 'all: x\nx::\n\techo x\n' > dcolon.mk
-errcase "double-colon rule is refused" dcolon.mk "dcolon.mk:2: *** double-colon rules (::) are not supported by this make.  Stop."
-printf 'all: a.o\n.c.o:\n\tcc -c $<\n' > suffix.mk
-errcase "suffix rule is refused" suffix.mk "suffix.mk:2: *** suffix rules (.c.o:) are not supported"
-printf 'define X\nfoo\nendef\n' > define.mk
-errcase "define is refused" define.mk "define.mk:1: *** 'define' is not supported by this make.  Stop."
-printf 'objs = a.o\n$(objs): %%.o: %%.c\n\ttouch $@\n' > static.mk
-errcase "static pattern rule is refused" static.mk "static.mk:2: *** static pattern rules"
-printf 'all: CFLAGS = -g\n' > tsv.mk
-errcase "target-specific variable is refused" tsv.mk "tsv.mk:1: *** target-specific variables are not supported"
+printf 'X := $(shell echo hi; echo there)\nall:\n\t@echo $(X)\n' > shell.mk
+"$GNU" -f shell.mk > gnu.out 2>&1; "$DP" -f shell.mk > dp.out 2>&1
+cmp -s gnu.out dp.out && ok "\$(shell): same as GNU make" || bad "\$(shell)" gnu.out dp.out
+same_gnu() {   # same_gnu NAME FILE [args]: output and exit status as GNU make's
+    local name=$1 file=$2; shift 2
+    "$GNU" -f "$file" "$@" > gnu.out 2>&1; echo "exit $?" >> gnu.out
+    "$DP" -f "$file" "$@" > dp.out 2>&1; echo "exit $?" >> dp.out
+    cmp -s gnu.out dp.out && ok "$name: same as GNU make" || bad "$name" gnu.out dp.out
+}
+printf 'all: x\nx::\n\techo x\nx::\n\techo x2\n' > dcolon.mk
+same_gnu "double-colon rules" dcolon.mk
+printf 'all: s1.o\n.c.o:\n\t@echo cc -c $<\ns1.c:\n\t@echo make $@\n' > suffix.mk
+same_gnu "suffix rule" suffix.mk
+printf '.SECONDEXPANSION:\nall: $$$$(X)\n' > secx.mk
+errcase ".SECONDEXPANSION is refused with file:line" secx.mk "secx.mk:1: *** special target '.SECONDEXPANSION' is not supported by this make.  Stop."
+printf '.ONESHELL:\nall:\n\tcd /\n\tpwd\n' > oneshell.mk
+errcase ".ONESHELL is refused with file:line" oneshell.mk "oneshell.mk:1: *** special target '.ONESHELL' is not supported by this make.  Stop."
+printf 'define X\n@echo foo\n@echo bar\nendef\nall:\n\t$(X)\n' > define.mk
+"$GNU" -f define.mk > gnu.out 2>&1; "$DP" -f define.mk > dp.out 2>&1
+cmp -s gnu.out dp.out && ok "define: same as GNU make" || bad "define" gnu.out dp.out
+printf '.PHONY: all\nobjs = x1.o x2.o\nall: $(objs)\n$(objs): %%.o: %%.c\n\t@echo $@ $< $*\n%%.c:\n\t@echo make $@\n' > static.mk
+same_gnu "static pattern rule" static.mk
+printf 'CFLAGS = -O2\nall: CFLAGS += -g\nall: x\nx:\n\t@echo $(CFLAGS)\n' > tsv.mk
+same_gnu "target-specific variable, inherited by a prerequisite" tsv.mk
 printf 'ifeq (a,a)\nall:\n\t@echo x\n' > noendif.mk
 errcase "missing endif" noendif.mk "noendif.mk:4: *** missing 'endif'.  Stop."
 printf 'X = $(X) more\nall:\n\t@echo $(X)\n' > recur.mk
@@ -236,6 +253,77 @@ done
 printf 'all: x\nx: nosuch.c\n\techo x\n' > norule.mk
 "$GNU" -f norule.mk > gnu.out 2>&1; g=$?; "$DP" -f norule.mk > dp.out 2>&1; d=$?
 [ $g = $d ] && cmp -s gnu.out dp.out && ok "no rule to make a prerequisite: same as GNU make" || bad "no rule to make a prerequisite" gnu.out dp.out
+
+# ---- one feature each: GNU make's behaviour, not a look-alike ----------------
+# probe NAME 'Makefile text' [args]: both makes in fresh directories (SETUP,
+# if set, runs in each first; the environment is the caller's), compared by
+# output (unsorted) and exit status; paths made the same.
+P=$T/probe
+probe() {
+    local name=$1 text=$2 who mk; shift 2
+    for who in gnu dp; do
+        rm -rf "$P/$who"; mkdir -p "$P/$who"
+        ( cd "$P/$who" && printf '%b' "$text" > Makefile && eval "${SETUP:-:}" )
+        [ $who = gnu ] && mk=make || mk=$DP
+        ( cd "$P/$who" && PATH=$(dirname "$GNU"):$PATH "$mk" "$@" ) > "$P/$who.out" 2>&1; echo "exit $?" >> "$P/$who.out"
+        sed -i -e "s#$P/$who#DIR#g" -e "s#$DP#make#g" "$P/$who.out"
+    done
+    cmp -s "$P/gnu.out" "$P/dp.out" && ok "$name: same as GNU make" || bad "$name" "$P/gnu.out" "$P/dp.out"
+}
+C='echo "int main(void){return 0;}" > prog.c'
+SUB='mkdir sub; printf "all:\n\t@echo sub \$(V) \$(MAKEFLAGS) \$(MAKELEVEL)\n" > sub/Makefile'
+probe "-j1: a rule ready late runs in GNU's depth-first order" 'all: a b\na: gen\n\t@echo a\ngen:\n\t@echo gen\nb:\n\t@echo b\n'
+probe "-j1: a failure stops at GNU's place" 'all: a b c\na: gen\n\t@echo a\ngen:\n\t@echo gen\nb:\n\t@echo b; false\nc:\n\t@echo c\n'
+probe "-j1 -k: order, the skipped target and the goal's note" 'all: a b c\na: gen\n\t@echo a\ngen:\n\t@echo gen\nb:\n\t@echo b; false\nc: b\n\t@echo c\nd:\n\techo d\n' -k all d
+SETUP=$C probe "built-in rules: prog: prog.o compiles and links" 'prog: prog.o\n'
+SETUP=$C probe "built-in rules: all: prog from prog.c" 'all: prog\n'
+SETUP=$C probe "-r: no built-in rules" 'all: prog\n' -r
+probe "default variables AS LD CPP LEX YACC COMPILE.c LINK.o OUTPUT_OPTION" 'all:\n\t@echo "$(AS) $(LD) $(CPP) $(LEX) $(YACC) [$(COMPILE.c)] [$(LINK.o)] $(OUTPUT_OPTION)"\n'
+CC=clang probe "the environment overrides a default (CC=clang make)" 'all:\n\t@echo $(CC) $(origin CC)\n'
+CC=clang probe "the Makefile overrides the environment" 'CC=gcc\nall:\n\t@echo $(CC) $(origin CC)\n'
+CC=clang probe "-e: the environment overrides the Makefile" 'CC=gcc\nall:\n\t@echo $(CC) $(origin CC)\n' -e
+probe "command line over Makefile, override over command line" 'CC=gcc\noverride CFLAGS=-O2\nall:\n\t@echo $(CC) $(origin CC) $(CFLAGS) $(origin CFLAGS)\n' CC=x CFLAGS=-O0
+probe "SHELL := /bin/bash runs the recipes" 'SHELL := /bin/bash\nall:\n\t@echo $(SHELL) $$BASH_VERSION | cut -c1-12\n'
+SHELL=/bin/zsh probe "SHELL from the environment is ignored" 'all:\n\t@echo $(SHELL)\n'
+probe "CURDIR MAKEFILE_LIST MAKECMDGOALS MAKELEVEL MAKEFLAGS" 'all:\n\t@echo "[$(CURDIR)] [$(MAKEFILE_LIST)] [$(MAKECMDGOALS)] [$(MAKELEVEL)] [$(MAKEFLAGS)]"\n' -k -s all V=1
+probe "ifneq (\$(MAKECMDGOALS),clean)" 'ifneq ($(MAKECMDGOALS),clean)\nX=yes\nendif\nall clean:\n\t@echo $@ $(X)\n' clean
+probe "Nothing to be done for 'all'" 'all: x\nx: ;\n'
+SETUP='touch x' probe "'x' is up to date" 'x:\n\ttouch x\n' x
+SETUP=$SUB probe "sub-make: command-line variables, MAKEFLAGS, make[1]: messages" 'all:\n\t$(MAKE) -C sub\n' V=1
+SETUP=$SUB probe "sub-make: -n runs \$(MAKE) lines" 'all:\n\t$(MAKE) -C sub\n\techo hi\n' -n V=1
+SETUP=$SUB probe "sub-make: -s" 'all:\n\t$(MAKE) -s -C sub\n' -s
+SETUP='mkdir sub; printf "all:\n\t@echo sub\n\tfalse\n" > sub/Makefile' probe "sub-make: a failure in make[1]" 'all:\n\t$(MAKE) -C sub\n'
+probe "an included makefile with a rule is remade, then read" 'include gen.mk\nall:\n\t@echo X=$(X)\ngen.mk:\n\techo X=1 > gen.mk\n'
+probe "a missing -include without a rule is ignored" '-include gen.mk\nall:\n\t@echo X=$(X)\n'
+probe "a missing include without a rule is an error" 'include gen.mk\nall:\n\t@echo X=$(X)\n'
+SETUP='touch a.x b.x' probe "static pattern rule" 'OBJS = a.o b.o\nall: $(OBJS)\n$(OBJS): %.o: %.x\n\t@echo $@ from $< stem $*\n'
+SETUP='touch a.c' probe "suffix rule .c.o" '.c.o:\n\t@echo suffix $< $@\nall: a.o\n'
+SETUP='touch a.c' probe "suffix rule under -r (no suffixes)" '.c.o:\n\t@echo suffix $< $@\nall: a.o\n' -r
+probe "target- and pattern-specific variables" 'all: a b\na b:\n\t@echo $@ $(V)\nb: V=bee\nall: V=top\n%.x: V+=pat\nc.x:\n\t@echo $(V)\n' all c.x
+probe "target-specific += inherited by a prerequisite" 'CFLAGS = -O2\ndebug: CFLAGS += -g\ndebug: prog\nprog:\n\t@echo cc $(CFLAGS) -o $@\n' debug
+probe "the command line over a target-specific variable" 'CFLAGS = -O2\ndebug: CFLAGS += -g\ndebug: prog\nprog:\n\t@echo cc $(CFLAGS) -o $@\n' debug CFLAGS=-Os
+probe ":: rules without prerequisites" 'all:: ; @echo one\nall:: ; @echo two\n'
+SETUP='touch a b; touch -d 2001-01-01 t' probe ":: rules with prerequisites" 't:: a\n\t@echo from a\nt:: b\n\t@echo from b\n'
+probe ".SILENT" '.SILENT:\nall:\n\techo hi\n'
+probe ".POSIX: the shell stops at the first error" '.POSIX:\nall:\n\tfalse; echo after\n'
+probe ".NOTPARALLEL" '.NOTPARALLEL:\nall: a b\na b:\n\t@echo $@\n' -j4
+probe ".DELETE_ON_ERROR" '.DELETE_ON_ERROR:\nx:\n\techo hi > x; false\n'
+SETUP='touch a.c' probe "a recipe-less pattern rule cancels the built-in one" '%.o: %.c\nall: a.o\n'
+SETUP='mkdir src; touch src/a.c' probe "vpath" 'vpath %.c src\nall: a.o\n%.o: %.c\n\t@echo $< $@\n'
+SETUP='mkdir src; touch src/a.c' probe "VPATH with a built-in rule" 'VPATH = src\nall: a.o\n'
+probe ".DEFAULT" '.DEFAULT:\n\t@echo default $@\nall: foo\n'
+probe "functions word wordlist lastword findstring join if or and foreach call origin flavor value abspath realpath" 'X = a b c d\n$(info $(word 2,$(X)) $(wordlist 2,3,$(X)) $(lastword $(X)) $(firstword $(X)) $(findstring b c,$(X)) $(join a b,1 2 3))\n$(info $(if $(X),yes,no) $(if ,yes,no) $(or ,,x,y) $(and a,b,c) $(and a,,c))\n$(info $(foreach w,$(X),[$(w)]) $(call F,1,2))\nF = $(2)-$(1)\n$(info $(call F,1,2) $(origin X) $(origin CC) $(origin nope) $(flavor X) $(value F))\n$(info $(abspath ./a/../b) $(realpath /tmp/..))\nall: ;@:\n'
+probe "define, call and eval make rules" 'define R\n$(1):\n\t@echo rule $(1)\nendef\n$(foreach t,x y,$(eval $(call R,$(t))))\nall: x y\n' all
+probe "!=" 'X != echo a; echo b\nall:\n\t@echo "$(X)"\n'
+probe "export, unexport" 'export FOO = bar\nBAZ = no\nexport BAZ\nunexport HOME\nall:\n\t@echo $$FOO $$BAZ $${HOME:-nohome}\n'
+probe "an environment variable set in the Makefile reaches the commands" 'HOME = changed\nall:\n\t@echo $$HOME\n'
+probe "a define's lines are commands of their own" 'define X\necho a\necho b\nendef\ndefine Y\n@echo c\necho d\nendef\nall:\n\t@$(X)\n\t$(Y)\n\t-$(Y)\n'
+probe "-q -B -i -s" 'all: x\nx:\n\t@false\n\techo made\n' -i -s -B
+SETUP='touch x' probe "-q: up to date" 'x:\n\ttouch x\n' -q x
+probe "-q: out of date" 'x:\n\ttouch x\n' -q x
+probe "--no-print-directory -C -k" 'all:\n\t@echo $(MAKEFLAGS)\n' --no-print-directory -C . -k
+probe "-s hides an ignored error" 'all:\n\t-@false\n\t@echo x\n' -s
+unset SETUP
 
 # ---- size: a 100,000-rule chain, a 100,000-rule parse, a long line ----------
 awk 'BEGIN { for (i = 0; i < 100000; i++) printf "t%d: t%d\n", i, i + 1; print "t100000:\n\t@echo chain-end" }' > chain.mk

@@ -2,6 +2,9 @@
 # Self-check for examples/make.c. Usage: examples/make_demo/check.sh build/make_example
 # Runs the demo in a temporary copy of this directory; prints PASS/FAIL per scenario.
 set -u
+# run from inside a make (make test, make asan): this make is a top-level one,
+# so it must not read the outer make's flags and level (it would say make[2]:)
+unset MAKEFLAGS MFLAGS MAKELEVEL MAKEOVERRIDES GNUMAKEFLAGS MAKE_RESTARTS
 [ $# -eq 1 ] || { echo "usage: $0 path/to/make_example" >&2; exit 2; }
 case $1 in /*) MK=$1 ;; *) MK=$(pwd)/$1 ;; esac
 [ -x "$MK" ] || { echo "$MK: not executable" >&2; exit 2; }

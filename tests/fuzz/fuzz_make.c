@@ -21,8 +21,12 @@ static void check_graph(const mk_make *m) {
         for (k = 0; k < d->npre; k++) MAKE_CHECK(d->pre[k] >= 0 && d->pre[k] < m->nnodes);
         for (k = 0; k < d->noo; k++) MAKE_CHECK(d->oo[k] >= 0 && d->oo[k] < m->nnodes);
     }
-    for (i = 0; i < m->nnodes && i < 64; i++)           /* names are unique (the first 64, pairwise) */
-        for (k = 0; k < i; k++) MAKE_CHECK(strcmp(m->nodes[k].name, m->nodes[i].name) != 0);
+    /* keys are unique (the first 64, pairwise): the name, or for a :: rule's
+       node (whose name is its target's) the key it has in the map */
+#define KEY(d) ((d)->alias_key ? (d)->alias_key : (d)->name)
+    for (i = 0; i < m->nnodes && i < 64; i++)
+        for (k = 0; k < i; k++) MAKE_CHECK(strcmp(KEY(&m->nodes[k]), KEY(&m->nodes[i])) != 0);
+#undef KEY
     MAKE_CHECK(m->default_goal >= -1 && m->default_goal < m->nnodes);
 }
 

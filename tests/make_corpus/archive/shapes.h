@@ -1,0 +1,3 @@
+double square(double s);
+double circle(double r);
+double tri(double b, double h);

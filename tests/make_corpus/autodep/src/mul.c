@@ -1,0 +1,2 @@
+#include "ops.h"
+long mul(long a, long b) { return a * b; }

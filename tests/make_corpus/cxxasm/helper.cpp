@@ -1,0 +1,2 @@
+#include "helper.hpp"
+int helper(int x) { return x + answer(); }

@@ -1,0 +1,2 @@
+int helper(int);
+extern "C" int answer(void);

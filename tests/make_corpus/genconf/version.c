@@ -1,0 +1,2 @@
+#include "version.h"
+const char *version(void) { return VERSION; }

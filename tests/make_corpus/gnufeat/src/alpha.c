@@ -1,0 +1,3 @@
+#include <stdio.h>
+#include "../common.h"
+int main(void) { printf("%s %d\n", NAME, common_value() + 1); return 0; }

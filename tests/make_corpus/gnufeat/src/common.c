@@ -1,0 +1,5 @@
+#include "../common.h"
+#ifndef COMMON
+#error COMMON must be set by the target-specific variable
+#endif
+int common_value(void) { return 40 + COMMON; }

@@ -1,0 +1,2 @@
+#!/bin/sh
+echo "stamp $1, $2 programs"

@@ -1,0 +1,1 @@
+long count_lines(const char *s);

@@ -1,0 +1,2 @@
+#include "greet.h"
+const char *greeting(void) { return "hello from lib"; }
