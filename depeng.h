@@ -1795,9 +1795,17 @@ typedef struct dp_invocation {
      tag_released(tag)    an array with a tag (dp_nd_set_tag) was released
                           for the last time;
      written(a)           dp_nd_write (or a load into a) replaced a's
-                          values outside any invocation.
+                          values outside any invocation;
+     training()           optional (NULL: never): whether this thread is
+                          in training mode, MXNet's is_training. An
+                          operator with a BOOL parameter named "is_train"
+                          (BatchNorm, Dropout) that a dp_invoke desc does
+                          not give gets this value (autograd: training
+                          while recording unless dp_autograd_set_training
+                          says otherwise); dp_invoke_parsed's params are
+                          taken as given.
    check, record, pushed and discard run on the invoking thread, inside the
-   call; tag_released runs wherever the array's last reference goes (any
+   call (training too); tag_released runs wherever the array's last reference goes (any
    thread, an engine worker too, inside the engine): it must not wait for
    the engine. written runs in dp_nd_write (or dp_nd_copy_into) on its
    caller's thread. Removing the tracker (NULL) while arrays carry tags
@@ -1809,8 +1817,10 @@ typedef struct dp_tracker {
     void (*discard)(void *rec);
     void (*tag_released)(void *tag);
     void (*written)(dp_ndarray *a);
+    int (*training)(void);
 } dp_tracker;
-/* Installs the process's tracker (copied; every function set), or removes
+/* Installs the process's tracker (copied; every function but training
+   set: zero-initialise the struct), or removes
    it (NULL). Set it while setting up, before any thread invokes; a tracker
    already installed is DP_ERROR_INVALID_ARGS (logged) unless t is the
    same. */
@@ -11147,6 +11157,12 @@ DP_IMPL dp_result dp_invoke(dp_engine *eng, const dp_invoke_desc *desc, dp_ndarr
     if (!eng || !desc) { DP__LOG(eng, DP_LOG_ERROR, NULL_ARGUMENT, "dp_invoke: NULL %s", eng ? "desc" : "engine"); return DP_ERROR_INVALID_ARGS; }
     if ((op = dp__find_or_log(eng, desc->op)) == NULL) return DP_ERROR_INVALID_ARGS;
     if ((r = dp__params_from_desc(eng, op, desc->params, &params)) != DP_OK) return r;
+    if (dp__tracker.training) {            /* "is_train" not given: the thread's training mode (see dp_tracker) */
+        for (i = 0; i < op->num_params && strcmp(op->params[i].name, "is_train"); i++) {}
+        for (nin = 0; i < op->num_params && nin < DP_MAX_PARAMS && desc->params[nin].name && strcmp(desc->params[nin].name, "is_train"); nin++) {}
+        if (i < op->num_params && op->params[i].type == DP_PARAM_BOOL && (nin == DP_MAX_PARAMS || !desc->params[nin].name))
+            params.v[i].i = dp__tracker.training() != 0;
+    }
     if (desc->scalar != 0 && !op->takes_scalar) {
         DP__LOG(eng, DP_LOG_ERROR, ND_PARAM, "operator '%s' takes no scalar (scalar = %g given; the \"_scalar\" operators do)", op->name, desc->scalar);
         return DP_ERROR_INVALID_ARGS;

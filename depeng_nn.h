@@ -89,6 +89,7 @@ extern "C" {
      training dp_optimizer_create dp_optimizer_step dp_optimizer_set_param
               dp_optimizer_steps dp_optimizer_state dp_optimizer_destroy
      autograd dp_autograd_begin dp_autograd_end dp_autograd_is_recording
+              dp_autograd_set_training dp_autograd_is_training
               dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
      symbol   dp_sym_var dp_sym_node dp_sym_output dp_sym_group dp_sym_retain dp_sym_release
               dp_sym_num_outputs dp_sym_name dp_sym_list_arguments dp_sym_infer
@@ -186,6 +187,14 @@ DP_API void dp_optimizer_destroy(dp_optimizer *opt);
 DP_API dp_result dp_autograd_begin(void);
 DP_API dp_result dp_autograd_end(void);
 DP_API int dp_autograd_is_recording(void);
+/* Training mode, MXNet's is_training (autograd.train_mode / predict_mode):
+   what operators with an "is_train" parameter (BatchNorm, Dropout) get
+   when an invocation does not give it. By default a thread is training
+   while it records and not otherwise; dp_autograd_set_training(1) forces
+   training, 0 inference, -1 back to the default; it returns the previous
+   setting (-1, 0 or 1). Per thread; any thread, for itself. */
+DP_API int dp_autograd_set_training(int mode);
+DP_API int dp_autograd_is_training(void);
 /* Marks a (float32 or float64) for gradients: a zero gradient array of its
    shape is made, which backward overwrites (DP_REQ_WRITE) or adds to
    (DP_REQ_ADD). DP_REQ_NULL removes the mark. Marking again starts over
@@ -355,8 +364,10 @@ DP_API dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, const dp_exe
    arrays (e.g. another batch size); ex stays valid. Errors as dp_exec_bind.
    The executor's thread (one at a time per executor). */
 DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out);
-/* Pushes the forward operations (is_train is for operators that behave
-   differently in training; no built-in one does). Returns at once; read
+/* Pushes the forward operations, in training (is_train non-zero) or
+   inference: MXNet's forward(is_train). Operators with an "is_train"
+   parameter (BatchNorm, Dropout) get it from here, whatever the symbol's
+   node says (both forms are made at bind). Returns at once; read
    the outputs as any array (dp_nd_read waits). Errors: DP_ERROR_INVALID_ARGS,
    and dp_opr_push's. The executor's thread. */
 DP_API dp_result dp_exec_forward(dp_executor *ex, int is_train);
@@ -367,7 +378,10 @@ DP_API dp_result dp_exec_forward(dp_executor *ex, int is_train);
    allocate writes its head gradients into dp_exec_head_grad(ex, i) itself
    (dp_nd_write, or an operator with it as the output) and passes none.
    Errors: DP_ERROR_INVALID_ARGS (bound without gradients, more head
-   gradients than outputs), the copy's errors. The executor's thread. */
+   gradients than outputs), the copy's errors. The gradients are those of
+   a training forward (is_train 1: BatchNorm's batch statistics, Dropout's
+   mask), as MXNet's backward follows forward(is_train=True). The
+   executor's thread. */
 DP_API dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarray *const *head_grads);
 /* How many outputs; any thread. */
 DP_API int dp_exec_num_outputs(const dp_executor *ex);
@@ -989,6 +1003,7 @@ static void dpn__register_softmax_output(void);
 static void dpn__register_layers(void);
 static void dpn__register_tensor_layers(void);
 static void dpn__register_optimizers(void);
+static void dpn__register_norm(void);
 static void dpn__ag_install_tracker(void);
 DPN_IMPL void dp_nn_register(void) {
     if (dp_atomic_load(&dpn__registered) == 2) return;
@@ -998,6 +1013,7 @@ DPN_IMPL void dp_nn_register(void) {
         dpn__register_layers();
         dpn__register_tensor_layers();
         dpn__register_optimizers();
+        dpn__register_norm();
         dpn__ag_install_tracker();
         dp_atomic_store(&dpn__registered, 2);
     } else while (dp_atomic_load(&dpn__registered) != 2) dp_thread_yield();
@@ -2786,6 +2802,230 @@ static int dpn__kg_flatten(const dp_kernel_ctx *k) {
     return 0;
 }
 
+/* BatchNorm, MXNet's: data normalised per channel (axis), then scaled by
+   gamma and shifted by beta. In training (is_train, use_global_stats
+   false) with the batch's mean and (biased) variance, and the auxiliary
+   states moving_mean and moving_var (inputs 3 and 4, updated in place)
+   become moving * momentum + batch * (1 - momentum); otherwise with the
+   moving statistics, which stay. fix_gamma: gamma read as 1, its gradient
+   0. The gradient gives the auxiliary states 0. */
+enum { DPN__BN_EPS, DPN__BN_MOMENTUM, DPN__BN_FIX_GAMMA, DPN__BN_GLOBAL, DPN__BN_OUT_MV, DPN__BN_AXIS, DPN__BN_CUDNN_OFF, DPN__BN_IS_TRAIN };
+static const dp_param_def dpn__bn_params[] = {
+    {"eps", DP_PARAM_FLOAT, "0.001", 0, 0, NULL, "added to the variance (MXNet's default 1e-3; PyTorch's is 1e-5); above 0"},
+    {"momentum", DP_PARAM_FLOAT, "0.9", 0, 1, NULL, "moving = moving * momentum + batch * (1 - momentum) (PyTorch's momentum is 1 - this)"},
+    {"fix_gamma", DP_PARAM_BOOL, "true", 0, 0, NULL, "gamma read as 1 and given a zero gradient (MXNet's default)"},
+    {"use_global_stats", DP_PARAM_BOOL, "false", 0, 0, NULL, "normalise with the moving statistics in training too"},
+    {"output_mean_var", DP_PARAM_BOOL, "false", 0, 0, NULL, "MXNet's extra mean and var outputs: not offered (true is refused)"},
+    {"axis", DP_PARAM_INT, "1", 0, 0, NULL, "the channel axis (negative: from the end)"},
+    {"cudnn_off", DP_PARAM_BOOL, "false", 0, 0, NULL, "accepted for MXNet's files; no effect"},
+    {"is_train", DP_PARAM_BOOL, "false", 0, 0, NULL, "training (batch statistics, moving ones updated); set by the executor's forward "
+                                                     "and, when not given, by autograd's training mode"},
+};
+/* (outer, channels, inner) of data around the channel axis; -1 when the
+   axis is outside data. */
+static int dpn__bn_split(const dp_shape *s, int64_t axis, int64_t *outer, int64_t *c, int64_t *inner) {
+    int d;
+    if (axis < 0) axis += s->ndim;
+    if (axis < 0 || axis >= s->ndim) return -1;
+    *outer = 1; *inner = 1; *c = s->dims[axis];
+    for (d = 0; d < axis; d++) *outer *= s->dims[d];
+    for (d = (int)axis + 1; d < s->ndim; d++) *inner *= s->dims[d];
+    return 0;
+}
+static int dpn__infer_bn(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                         dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    static const char *names[] = {"data", "gamma", "beta", "moving_mean", "moving_var"};
+    int64_t outer, c, inner;
+    int i;
+    char s1[160], s2[160];
+    (void)nin; (void)nout;
+    if (dpn__infer_float(it, msg, cap)) return -1;
+    if (!(p->v[DPN__BN_EPS].f > 0)) { snprintf(msg, cap, "eps %g: must be above 0", p->v[DPN__BN_EPS].f); return -1; }
+    if (p->v[DPN__BN_OUT_MV].i) { snprintf(msg, cap, "output_mean_var true: MXNet's mean and var outputs are not offered"); return -1; }
+    if (dpn__bn_split(&is[0], p->v[DPN__BN_AXIS].i, &outer, &c, &inner)) {
+        snprintf(msg, cap, "axis %lld outside data %s", (long long)p->v[DPN__BN_AXIS].i, dpn__shape_str(&is[0], s1, sizeof s1));
+        return -1;
+    }
+    for (i = 1; i < 5; i++)
+        if (it[i] != it[0] || is[i].ndim != 1 || is[i].dims[0] != c) {
+            snprintf(msg, cap, "%s %s %s: (channels,) = (%lld,) of data's dtype is needed (data %s %s, axis %lld)", names[i], dp_dtype_name(it[i]),
+                     dpn__shape_str(&is[i], s1, sizeof s1), (long long)c, dp_dtype_name(it[0]), dpn__shape_str(&is[0], s2, sizeof s2),
+                     (long long)p->v[DPN__BN_AXIS].i);
+            return -1;
+        }
+    *os = is[0]; *ot = it[0];
+    return 0;
+}
+/* Channel ch's mean and biased variance over (outer, inner), in double. */
+static void dpn__bn_stats(const void *x, dp_dtype t, int64_t outer, int64_t c, int64_t inner, int64_t ch, double *mean, double *var) {
+    int64_t o, j, n = outer * inner;
+    double s = 0, q = 0;
+    for (o = 0; o < outer; o++) for (j = 0; j < inner; j++) s += dpn__load_elem(x, t, (o * c + ch) * inner + j);
+    s = n ? s / (double)n : 0;
+    for (o = 0; o < outer; o++)
+        for (j = 0; j < inner; j++) { double d = dpn__load_elem(x, t, (o * c + ch) * inner + j) - s; q += d * d; }
+    *mean = s; *var = n ? q / (double)n : 0;
+}
+static int dpn__k_bn(const dp_kernel_ctx *k) {
+    const dp_params *p = k->params;
+    dp_ndarray *x = k->inputs[0];
+    dp_dtype t = dp_nd_dtype(x);
+    const void *xd = dp_nd_data(x), *gm = dp_nd_data(k->inputs[1]), *bt = dp_nd_data(k->inputs[2]);
+    void *mm = dp_nd_data(k->inputs[3]), *mv = dp_nd_data(k->inputs[4]), *y = dp_nd_data(k->outputs[0]);
+    int batch = p->v[DPN__BN_IS_TRAIN].i && !p->v[DPN__BN_GLOBAL].i;
+    double mom = p->v[DPN__BN_MOMENTUM].f;
+    int64_t outer, c, inner, ch, o, j;
+    dpn__bn_split(dp_nd_shape(x), p->v[DPN__BN_AXIS].i, &outer, &c, &inner);
+    for (ch = 0; ch < c; ch++) {
+        double mean, var, g = p->v[DPN__BN_FIX_GAMMA].i ? 1 : dpn__load_elem(gm, t, ch), b = dpn__load_elem(bt, t, ch), is;
+        if (batch) {
+            dpn__bn_stats(xd, t, outer, c, inner, ch, &mean, &var);
+            dpn__store_elem(mm, t, ch, dpn__load_elem(mm, t, ch) * mom + mean * (1 - mom), DP_REQ_WRITE);
+            dpn__store_elem(mv, t, ch, dpn__load_elem(mv, t, ch) * mom + var * (1 - mom), DP_REQ_WRITE);
+        } else { mean = dpn__load_elem(mm, t, ch); var = dpn__load_elem(mv, t, ch); }
+        is = 1 / sqrt(var + p->v[DPN__BN_EPS].f);
+        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++)
+            for (j = 0; j < inner; j++) {
+                int64_t e = (o * c + ch) * inner + j;
+                dpn__store_elem(y, t, e, g * (dpn__load_elem(xd, t, e) - mean) * is + b, k->req[0]);
+            }
+    }
+    return 0;
+}
+/* inputs (og, data, gamma, beta, moving_mean, moving_var); outputs their
+   gradients. With batch statistics dx = g is / n (n og - sum og - xhat
+   sum(og xhat)), the statistics' dependence on x included; with the moving
+   ones dx = g is og. */
+static int dpn__kg_bn(const dp_kernel_ctx *k) {
+    const dp_params *p = k->params;
+    dp_ndarray *x = k->inputs[1];
+    dp_dtype t = dp_nd_dtype(x);
+    const void *og = dp_nd_data(k->inputs[0]), *xd = dp_nd_data(x), *gm = dp_nd_data(k->inputs[2]);
+    int batch = p->v[DPN__BN_IS_TRAIN].i && !p->v[DPN__BN_GLOBAL].i, fix = (int)p->v[DPN__BN_FIX_GAMMA].i, i;
+    int64_t outer, c, inner, ch, o, j, n;
+    dpn__bn_split(dp_nd_shape(x), p->v[DPN__BN_AXIS].i, &outer, &c, &inner);
+    n = outer * inner;
+    for (ch = 0; ch < c; ch++) {
+        double mean, var, is, g = fix ? 1 : dpn__load_elem(gm, t, ch), sg = 0, sgx = 0;
+        if (batch) dpn__bn_stats(xd, t, outer, c, inner, ch, &mean, &var);
+        else { mean = dpn__load_elem(dp_nd_data(k->inputs[4]), t, ch); var = dpn__load_elem(dp_nd_data(k->inputs[5]), t, ch); }
+        is = 1 / sqrt(var + p->v[DPN__BN_EPS].f);
+        for (o = 0; o < outer; o++)
+            for (j = 0; j < inner; j++) {
+                int64_t e = (o * c + ch) * inner + j;
+                double gv = dpn__load_elem(og, t, e);
+                sg += gv; sgx += gv * (dpn__load_elem(xd, t, e) - mean) * is;
+            }
+        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++)
+            for (j = 0; j < inner; j++) {
+                int64_t e = (o * c + ch) * inner + j;
+                double gv = dpn__load_elem(og, t, e), xh = (dpn__load_elem(xd, t, e) - mean) * is;
+                dpn__store_elem(dp_nd_data(k->outputs[0]), t, e, batch ? g * is / (double)n * ((double)n * gv - sg - xh * sgx) : g * is * gv, k->req[0]);
+            }
+        if (k->req[1] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[1]), t, ch, fix ? 0 : sgx, k->req[1]);
+        if (k->req[2] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[2]), t, ch, sg, k->req[2]);
+        for (i = 3; i < 5; i++) if (k->req[i] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[i]), t, ch, 0, k->req[i]);
+    }
+    return 0;
+}
+
+/* Dropout, MXNet's: in training (mode "training" with is_train, or mode
+   "always") each element kept with probability 1 - p and scaled by
+   1 / (1 - p), else 0; the second output is that mask (0 or 1 / (1 - p),
+   data's shape), drawn from the device's random generator (the random
+   resource: reproducible for a seed, the same on every engine). axes: the
+   mask is drawn once along those axes and shared (MXNet's variational
+   dropout). Otherwise the output is data and the mask ones. The gradient
+   is og * mask, from the saved mask. */
+enum { DPN__DO_P, DPN__DO_MODE, DPN__DO_AXES, DPN__DO_CUDNN_OFF, DPN__DO_IS_TRAIN };
+static const dp_param_def dpn__dropout_params[] = {
+    {"p", DP_PARAM_FLOAT, "0.5", 0, 1, NULL, "the fraction dropped, in [0, 1)"},
+    {"mode", DP_PARAM_ENUM, "training", 0, 0, "training|always", "training: only when is_train; always: in inference too"},
+    {"axes", DP_PARAM_SHAPE, "()", 0, 0, NULL, "axes along which one draw is shared"},
+    {"cudnn_off", DP_PARAM_BOOL, "false", 0, 0, NULL, "accepted for MXNet's files; no effect"},
+    {"is_train", DP_PARAM_BOOL, "false", 0, 0, NULL, "training; set by the executor's forward and, when not given, by autograd's training mode"},
+};
+static int dpn__infer_dropout(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                              dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    const dp_shape *axes = &p->v[DPN__DO_AXES].shape;
+    int i;
+    char s1[160], s2[160];
+    (void)nin; (void)nout;
+    if (dpn__infer_float(it, msg, cap)) return -1;
+    if (!(p->v[DPN__DO_P].f >= 0 && p->v[DPN__DO_P].f < 1)) { snprintf(msg, cap, "p %g: must be in [0, 1)", p->v[DPN__DO_P].f); return -1; }
+    for (i = 0; i < axes->ndim; i++)
+        if (axes->dims[i] < -is[0].ndim || axes->dims[i] >= is[0].ndim) {
+            snprintf(msg, cap, "axes %s: outside data %s", dpn__shape_str(axes, s1, sizeof s1), dpn__shape_str(&is[0], s2, sizeof s2));
+            return -1;
+        }
+    os[0] = os[1] = is[0]; ot[0] = ot[1] = it[0];
+    return 0;
+}
+static int dpn__k_dropout(const dp_kernel_ctx *k) {
+    const dp_params *p = k->params;
+    dp_ndarray *x = k->inputs[0];
+    const dp_shape *s = dp_nd_shape(x), *axes = &p->v[DPN__DO_AXES].shape;
+    dp_dtype t = dp_nd_dtype(x);
+    double pr = p->v[DPN__DO_P].f, scale = 1 / (1 - pr);
+    int on = p->v[DPN__DO_MODE].i == 1 || p->v[DPN__DO_IS_TRAIN].i, shared[DP_MAX_DIMS] = {0}, d, i;
+    int64_t e, n = dp_shape_size(s);
+    void *mask = dp_nd_data(k->outputs[1]);
+    for (i = 0; i < axes->ndim; i++) shared[axes->dims[i] < 0 ? axes->dims[i] + s->ndim : axes->dims[i]] = 1;
+    for (e = 0; e < n; e++) {
+        int64_t rest = e, src = 0, stride = 1;
+        double m = 1;
+        for (d = s->ndim - 1; d >= 0; d--) {    /* the first element of e's draw: its shared coordinates 0 */
+            int64_t coord = rest % s->dims[d];
+            rest /= s->dims[d];
+            if (!shared[d]) src += coord * stride;
+            stride *= s->dims[d];
+        }
+        if (on && pr > 0) m = src == e ? (dp_random_uniform01(k->rc->engine, k->rc->ctx) >= pr ? scale : 0) : dpn__load_elem(mask, t, src);
+        dpn__store_elem(mask, t, e, m, DP_REQ_WRITE);
+    }
+    for (e = 0; k->req[0] != DP_REQ_NULL && e < n; e++)
+        dpn__store_elem(dp_nd_data(k->outputs[0]), t, e, dpn__load_elem(dp_nd_data(x), t, e) * dpn__load_elem(mask, t, e), k->req[0]);
+    return 0;
+}
+/* inputs (og, og of the mask, output, mask); output data's gradient */
+static int dpn__kg_dropout(const dp_kernel_ctx *k) {
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t e, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    for (e = 0; k->req[0] != DP_REQ_NULL && e < n; e++)
+        dpn__store_elem(dp_nd_data(k->outputs[0]), t, e, dpn__load_elem(dp_nd_data(k->inputs[0]), t, e) * dpn__load_elem(dp_nd_data(k->inputs[3]), t, e), k->req[0]);
+    return 0;
+}
+static int dpn__infer_dropout_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
+                                   dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
+    (void)p; (void)nin; (void)nout; (void)msg; (void)cap;
+    os[0] = is[0]; ot[0] = it[0];
+    return 0;
+}
+static void dpn__register_norm(void) {
+    dp_operator op;
+    memset(&op, 0, sizeof op);
+    op.name = "BatchNorm";
+    op.doc = "MXNet's BatchNorm: (data, gamma, beta, moving_mean, moving_var), the last two auxiliary states updated in place in "
+             "training (batch statistics) and read otherwise or with use_global_stats";
+    op.num_inputs = 5; op.num_outputs = 1; op.params = dpn__bn_params; op.num_params = 8; op.infer = dpn__infer_bn;
+    op.forward_cpu = dpn__k_bn; op.mutate_inputs = 1u << 3 | 1u << 4; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    dp_operator_register_with_gradient(&op, "_backward_BatchNorm",
+                                       "gradient of BatchNorm: (og, data, gamma, beta, moving_mean, moving_var) -> their gradients (0 for the last two)",
+                                       dpn__kg_bn, 0);
+    memset(&op, 0, sizeof op);
+    op.name = "Dropout";
+    op.doc = "MXNet's Dropout: (output, mask), the mask 0 or 1 / (1 - p) drawn from the random resource in training, ones otherwise";
+    op.num_inputs = 1; op.num_outputs = 2; op.params = dpn__dropout_params; op.num_params = 5; op.infer = dpn__infer_dropout;
+    op.forward_cpu = dpn__k_dropout; op.resources = DP_RESOURCE_RANDOM; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
+    op.gradient = "_backward_Dropout"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_OUTPUTS;
+    dp_operator_register(&op);
+    memset(&op, 0, sizeof op);
+    op.name = "_backward_Dropout"; op.doc = "gradient of Dropout: (og, og of the mask, output, mask) -> og * mask";
+    op.num_inputs = 4; op.num_outputs = 1; op.params = dpn__dropout_params; op.num_params = 5; op.infer = dpn__infer_dropout_grad;
+    op.forward_cpu = dpn__kg_dropout; op.inplace = 1;
+    dp_operator_register(&op);
+}
+
 /* The forward and gradient operators of a layer whose inputs counts come
    from num_args: registered by hand, as the gradient's counts are
    num_args + 1 and num_args. */
@@ -3899,6 +4139,8 @@ static void dpn__ag_track_tag_released(void *tag) { dpn__ag_unref((dpn__ag_node 
 static int dpn__ag_tracking;     /* autograd is the process's tracker (written once, in dp_nn_register) */
 static void dpn__ag_install_tracker(void) {
     dp_tracker t;
+    memset(&t, 0, sizeof t);
+    t.training = dp_autograd_is_training;
     t.check = dpn__ag_track_check; t.record = dpn__ag_track_record; t.pushed = dpn__ag_track_pushed;
     t.discard = dpn__ag_track_discard; t.tag_released = dpn__ag_track_tag_released; t.written = dpn__ag_cut;
     dpn__ag_tracking = dp_set_tracker(&t) == DP_OK;      /* another tracker first: logged there */
@@ -3922,6 +4164,13 @@ DPN_IMPL dp_result dp_autograd_end(void) {
     return DP_OK;
 }
 DPN_IMPL int dp_autograd_is_recording(void) { return dpn__tls_recording > 0; }
+static DPN__THREAD_LOCAL int dpn__tls_training;   /* 0: as recording says; 1: inference; 2: training */
+DPN_IMPL int dp_autograd_set_training(int mode) {
+    int was = dpn__tls_training - 1;
+    dpn__tls_training = mode < 0 ? 0 : mode ? 2 : 1;
+    return was;
+}
+DPN_IMPL int dp_autograd_is_training(void) { return dpn__tls_training ? dpn__tls_training == 2 : dpn__tls_recording > 0; }
 DPN_IMPL dp_result dp_nd_attach_grad(dp_ndarray *a, dp_req req) {
     dp_engine *eng = a ? dp_nd_engine(a) : NULL;
     dpn__ag_node *leaf;
@@ -4423,6 +4672,8 @@ static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw
 /* The name of input i of op, for a variable made for an input not given. */
 static const char *dpn__sym_input_name(const dp_operator *op, int i) {
     static const char *fc[3] = {"data", "weight", "bias"}, *loss[2] = {"data", "label"}, *prelu[2] = {"data", "gamma"};
+    static const char *bn[5] = {"data", "gamma", "beta", "moving_mean", "moving_var"};
+    if (!strcmp(op->name, "BatchNorm") && i < 5) return bn[i];
     if ((!strcmp(op->name, "FullyConnected") || !strcmp(op->name, "Convolution") || !strcmp(op->name, "Deconvolution")) && i < 3) return fc[i];
     if (!strcmp(op->name, "LeakyReLU") && i < 2) return prelu[i];
     if ((!strcmp(op->name, "SoftmaxOutput") || !strcmp(op->name, "softmax_cross_entropy")) && i < 2) return loss[i];
@@ -4691,8 +4942,9 @@ DPN_IMPL const char *dp_sym_name(const dp_symbol *s) { return s && s->n == 1 ? s
    operand from the other). Sets known[] for what it fills; returns how
    many it filled. */
 /* The backward inference of the layers above: a Convolution's or
-   Deconvolution's weight and bias, a prelu's gamma, from the data's shape.
-   Returns whether op is one of them. */
+   Deconvolution's weight and bias, a prelu's gamma, BatchNorm's gamma,
+   beta and moving statistics (channels,), from the data's shape. Returns
+   whether op is one of them. */
 static int dpn__layer_infer_backward(const dp_operator *op, const dp_params *p, int nin, dp_shape *is, dp_dtype *it, unsigned char *known, int *filled) {
     int deconv = !strcmp(op->name, "Deconvolution"), i, a;
     dp_shape want[3];
@@ -4703,6 +4955,14 @@ static int dpn__layer_infer_backward(const dp_operator *op, const dp_params *p, 
     if (!strcmp(op->name, "LeakyReLU")) {
         if (nin != 2 || is[0].ndim < 2) return 1;
         want[1].ndim = 1; want[1].dims[0] = is[0].dims[1];
+    } else if (!strcmp(op->name, "BatchNorm")) {
+        int64_t outer, c, inner;
+        dp_shape ch;
+        if (dpn__bn_split(&is[0], p->v[DPN__BN_AXIS].i, &outer, &c, &inner)) return 1;
+        memset(&ch, 0, sizeof ch); ch.ndim = 1; ch.dims[0] = c;
+        for (i = 1; i < nin && i < 5; i++)
+            if (!known[i]) { is[i] = ch; it[i] = it[0]; known[i] = 1; (*filled)++; }
+        return 1;
     } else if (deconv || !strcmp(op->name, "Convolution")) {
         int64_t groups = p->v[deconv ? DPN__DC_GROUP : DPN__CV_GROUP].i, f = p->v[deconv ? DPN__DC_FILTER : DPN__CV_FILTER].i;
         int ik = deconv ? DPN__DC_KERNEL : DPN__CV_KERNEL;
@@ -5633,7 +5893,8 @@ struct dp_executor {
     int narg;
     dp_req *grad_req;                /* per argument, as bound */
     int nfwd, nbwd;
-    dp_opr *ops;
+    dp_opr *ops;                     /* forward (in inference), then backward */
+    dp_opr *train_ops;               /* per forward node: its training form (id 0: the same as ops[i]) */
     int nout;
     dp_ndarray **outputs, **head_grads;
     dp_exec_memory mem;
@@ -5896,8 +6157,17 @@ static void dpn__xb_mark_inplace(dpn__xbuild *b, const int64_t *offset) {
             if ((x->op->inplace & (1u << j)) && offset[x->in[j]] == offset[x->out[0]]) x->req[0] = DP_REQ_INPLACE;
     }
 }
-/* One pre-created operation for node x. */
-static dp_result dpn__xb_op(dpn__xbuild *b, const dpn__xnode *x, dp_opr *out) {
+/* The index of an operator's "is_train" parameter (BatchNorm, Dropout),
+   -1 when it has none. */
+static int dpn__is_train_param(const dp_operator *op) {
+    int i;
+    for (i = 0; i < op->num_params; i++) if (!strcmp(op->params[i].name, "is_train") && op->params[i].type == DP_PARAM_BOOL) return i;
+    return -1;
+}
+/* One pre-created operation for node x; with an "is_train" parameter, it
+   is set to train. */
+static dp_result dpn__xb_op(dpn__xbuild *b, const dpn__xnode *x, int train, dp_opr *out) {
+    int it = dpn__is_train_param(x->op);
     size_t bytes = sizeof(dpn__xrun) + (size_t)(x->nin + x->nout) * sizeof(dp_ndarray *);
     dpn__xrun *run;
     dp_var reads[3 * DP_MAX_OP_ARRAYS], writes[2 * DP_MAX_OP_ARRAYS + 2];
@@ -5912,6 +6182,7 @@ static dp_result dpn__xb_op(dpn__xbuild *b, const dpn__xnode *x, dp_opr *out) {
     memset(run, 0, bytes);
     run->eng = b->eng; run->bytes = bytes; run->kernel = kernel;
     if (x->src) { run->params = x->src->params; run->scalar = x->src->scalar; }
+    if (it >= 0 && it < run->params.count) run->params.v[it].i = train;
     run->nin = x->nin; run->nout = x->nout;
     run->arrays = (dp_ndarray **)(void *)(run + 1);
     for (i = 0; i < x->nin; i++) {
@@ -5944,11 +6215,12 @@ DPN_IMPL void dp_exec_destroy(dp_executor *ex) {
     int i;
     if (!ex) return;
     for (i = 0; i < ex->nfwd + ex->nbwd; i++) if (ex->ops[i].id) dp_opr_destroy(ex->eng, ex->ops[i]);
+    for (i = 0; ex->train_ops && i < ex->nfwd; i++) if (ex->train_ops[i].id) dp_opr_destroy(ex->eng, ex->train_ops[i]);
     for (i = 0; i < ex->nout; i++) {   /* a bind that ran out of memory may not have made these */
         if (ex->outputs) dp_nd_release(ex->outputs[i]);
         if (ex->head_grads) dp_nd_release(ex->head_grads[i]);
     }
-    dpn__zfree(ex->eng, ex->ops); dpn__zfree(ex->eng, ex->outputs); dpn__zfree(ex->eng, ex->head_grads); dpn__zfree(ex->eng, ex->grad_req);
+    dpn__zfree(ex->eng, ex->ops); dpn__zfree(ex->eng, ex->train_ops); dpn__zfree(ex->eng, ex->outputs); dpn__zfree(ex->eng, ex->head_grads); dpn__zfree(ex->eng, ex->grad_req);
     dp_sym_release(ex->sym);
     dpn__zfree(ex->eng, ex);
 }
@@ -6056,9 +6328,14 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
     if ((r = dpn__xb_plan(&b, offset, bytes, &ex->mem)) != DP_OK || (r = dpn__xb_place(&b, offset, bytes, ex->mem.planned_bytes)) != DP_OK) goto done;
     dpn__xb_mark_inplace(&b, offset);
     ex->mem.num_nodes = b.nnode; ex->mem.num_entries = b.nent;
-    if ((ex->ops = (dp_opr *)dpn__zalloc(eng, (size_t)(b.nnode ? b.nnode : 1), sizeof *ex->ops)) == NULL) goto oom;
+    if ((ex->ops = (dp_opr *)dpn__zalloc(eng, (size_t)(b.nnode ? b.nnode : 1), sizeof *ex->ops)) == NULL
+        || (ex->train_ops = (dp_opr *)dpn__zalloc(eng, (size_t)(b.nfwd ? b.nfwd : 1), sizeof *ex->train_ops)) == NULL) goto oom;
     ex->nfwd = b.nfwd; ex->nbwd = b.nnode - b.nfwd;
-    for (i = 0; i < b.nnode; i++) if ((r = dpn__xb_op(&b, &b.node[i], &ex->ops[i])) != DP_OK) goto done;
+    /* forward nodes in inference, and those with "is_train" in training
+       too; backward nodes as after a training forward */
+    for (i = 0; i < b.nnode; i++) if ((r = dpn__xb_op(&b, &b.node[i], i >= b.nfwd, &ex->ops[i])) != DP_OK) goto done;
+    for (i = 0; i < b.nfwd; i++)
+        if (dpn__is_train_param(b.node[i].op) >= 0 && (r = dpn__xb_op(&b, &b.node[i], 1, &ex->train_ops[i])) != DP_OK) goto done;
     ex->sym = dp_sym_retain((dp_symbol *)(uintptr_t)sym);
     *out = ex;
     ex = NULL;
@@ -6081,9 +6358,9 @@ DPN_IMPL dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *con
 DPN_IMPL dp_result dp_exec_forward(dp_executor *ex, int is_train) {
     int i;
     dp_result r;
-    (void)is_train;
     if (!ex) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_forward: NULL executor"); return DP_ERROR_INVALID_ARGS; }
-    for (i = 0; i < ex->nfwd; i++) if ((r = dp_opr_push(ex->eng, ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
+    for (i = 0; i < ex->nfwd; i++)
+        if ((r = dp_opr_push(ex->eng, is_train && ex->train_ops[i].id ? ex->train_ops[i] : ex->ops[i], ex->ctx, 0)) != DP_OK) return r;
     return DP_OK;
 }
 DPN_IMPL dp_result dp_exec_backward(dp_executor *ex, int num_head_grads, dp_ndarray *const *head_grads) {

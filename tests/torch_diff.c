@@ -4,9 +4,13 @@
    adj, target_shape), Pooling (max, avg with and without the padding in
    the divisor, sum; valid and full; global; 1-D and 2-D), LeakyReLU
    (leaky, elu, selu, gelu, prelu), Activation (all five act_types),
-   Embedding and the regression outputs (linear, logistic, MAE), in float32. Each case N is a line of DIR/manifest.txt ("N op key=value ...")
+   Embedding and the regression outputs (linear, logistic, MAE), BatchNorm
+   (training and inference, use_global_stats, fix_gamma, axis; the moving
+   statistics before as moving_mean0 / moving_var0, after as the inputs)
+   and Dropout (p 0, and p > 0 with its mask saved as mask), in float32.
+   Each case N is a line of DIR/manifest.txt ("N op key=value ...")
    and its arrays DIR/caseN_<name>.npy: the inputs (data, weight, bias,
-   gamma), the head gradient og, the output y and the gradients d_<input>
+   gamma, ...), the head gradient og, the output y and the gradients d_<input>
    (depeng's forward operator and its gradient operator, invoked). */
 #include "depeng.h"
 #include "depeng_nn.h"
@@ -53,7 +57,7 @@ static void kwt(kwlist *l, const char *k, int nd, const int64_t *v) { char b[48]
 /* Runs op forward and its gradient, saves everything and the manifest line. */
 static int run_case(dp_engine *e, FILE *man, const char *dir, int id, const char *op, int nin, dp_ndarray **in, const char *const *in_names, const kwlist *l) {
     dp_invoke_desc d;
-    dp_ndarray *y = NULL, *og = NULL, *grads[3] = {NULL, NULL, NULL};
+    dp_ndarray *y = NULL, *og = NULL, *grads[5] = {NULL, NULL, NULL, NULL, NULL};
     char gname[64];
     int i, rc = -1;
     memset(&d, 0, sizeof d);
@@ -80,7 +84,7 @@ static int run_case(dp_engine *e, FILE *man, const char *dir, int id, const char
     rc = 0;
 done:
     dp_nd_release(y); dp_nd_release(og);
-    for (i = 0; i < 3; i++) dp_nd_release(grads[i]);
+    for (i = 0; i < 5; i++) dp_nd_release(grads[i]);
     return rc;
 }
 
@@ -211,6 +215,70 @@ static int regression_case(dp_engine *e, FILE *man, const char *dir, int id) {
     return rc;
 }
 
+/* BatchNorm: random axis, channels, is_train, use_global_stats,
+   fix_gamma, eps, momentum; moving_var positive. */
+static int bn_case(dp_engine *e, FILE *man, const char *dir, int id) {
+    static const char *names[5] = {"data", "gamma", "beta", "moving_mean", "moving_var"};
+    int nd = (int)pick(2, 4), axis = (int)pick(0, nd - 1), i, rc = -1;
+    int64_t xd[4], cd[1];
+    dp_ndarray *in[5] = {NULL, NULL, NULL, NULL, NULL}, *mv = NULL, *one = NULL;
+    kwlist l;
+    memset(&l, 0, sizeof l);
+    for (i = 0; i < nd; i++) xd[i] = pick(1, 4);
+    xd[axis == 0 ? 1 : 0] = pick(3, 5);            /* at least 3 elements per channel: with 2 each is +-1 and the data gradient only rounding */
+    cd[0] = xd[axis];
+    kwi(&l, "axis", pick(0, 1) ? axis : axis - nd);
+    kw(&l, "is_train", pick(0, 2) ? "True" : "False");
+    kw(&l, "use_global_stats", pick(0, 3) ? "False" : "True");
+    kw(&l, "fix_gamma", pick(0, 1) ? "True" : "False");
+    kw(&l, "eps", pick(0, 1) ? "0.001" : "1e-05");
+    kw(&l, "momentum", pick(0, 1) ? "0.9" : "0.75");
+    in[0] = rand_array(e, nd, xd, 2); in[1] = rand_array(e, 1, cd, 1); in[2] = rand_array(e, 1, cd, 1); in[3] = rand_array(e, 1, cd, 1);
+    mv = rand_array(e, 1, cd, 0.5);
+    {   /* moving_var = |mv| + 0.5 */
+        dp_invoke_desc d;
+        memset(&d, 0, sizeof d);
+        d.op = "abs"; d.inputs[0] = mv;
+        if (dp_invoke(e, &d, &one) != DP_OK) goto done;
+        memset(&d, 0, sizeof d);
+        d.op = "add_scalar"; d.inputs[0] = one; d.scalar = 0.5;
+        if (dp_invoke(e, &d, &in[4]) != DP_OK) goto done;
+    }
+    for (i = 0; i < 5; i++) if (!in[i]) goto done;
+    if (save(dir, id, "moving_mean0", in[3]) || save(dir, id, "moving_var0", in[4])) goto done;
+    rc = run_case(e, man, dir, id, "BatchNorm", 5, in, names, &l);
+done:
+    for (i = 0; i < 5; i++) dp_nd_release(in[i]);
+    dp_nd_release(mv); dp_nd_release(one);
+    return rc;
+}
+/* Dropout in training: p 0 (the identity), or p > 0 with the mask saved
+   (the output and gradient checked against data * mask, og * mask). */
+static int dropout_case(dp_engine *e, FILE *man, const char *dir, int id) {
+    int nd = (int)pick(1, 3), i, rc = -1;
+    int64_t xd[3];
+    dp_invoke_desc d;
+    dp_ndarray *x, *out[2] = {NULL, NULL}, *og = NULL, *g = NULL;
+    char p[16];
+    for (i = 0; i < nd; i++) xd[i] = pick(1, 6);
+    snprintf(p, sizeof p, "%g", pick(0, 1) ? 0.0 : (double)pick(1, 9) / 10);
+    x = rand_array(e, nd, xd, 1);
+    memset(&d, 0, sizeof d);
+    d.op = "Dropout"; d.inputs[0] = x;
+    d.params[0].name = "p"; d.params[0].s = p; d.params[1].name = "is_train"; d.params[1].s = "True";
+    if (!x || dp_invoke(e, &d, out) != DP_OK || (og = rand_array(e, nd, xd, 1)) == NULL) { fprintf(stderr, "torch_diff: case %d: Dropout refused\n", id); goto done; }
+    memset(&d, 0, sizeof d);
+    d.op = "_backward_Dropout"; d.inputs[0] = og; d.inputs[1] = out[1]; d.inputs[2] = out[0]; d.inputs[3] = out[1];   /* the mask's og: unused */
+    d.params[0].name = "p"; d.params[0].s = p; d.params[1].name = "is_train"; d.params[1].s = "True";
+    if (dp_invoke(e, &d, &g) != DP_OK) { fprintf(stderr, "torch_diff: case %d: _backward_Dropout refused\n", id); goto done; }
+    if (save(dir, id, "data", x) || save(dir, id, "d_data", g) || save(dir, id, "y", out[0]) || save(dir, id, "mask", out[1]) || save(dir, id, "og", og)) goto done;
+    fprintf(man, "%d Dropout p=%s is_train=True input=data\n", id, p);
+    rc = 0;
+done:
+    dp_nd_release(x); dp_nd_release(out[0]); dp_nd_release(out[1]); dp_nd_release(og); dp_nd_release(g);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     dp_engine_desc d;
     dp_engine *e = NULL;
@@ -226,10 +294,11 @@ int main(int argc, char **argv) {
     snprintf(path, sizeof path, "%s/manifest.txt", argv[1]);
     if ((man = fopen(path, "w")) == NULL) { fprintf(stderr, "torch_diff: cannot write %s\n", path); return 1; }
     for (i = 0; i < cases; i++) {
-        int kind = i % 6;
+        int kind = i % 8;
         int rc = kind == 0 ? conv_case(e, man, argv[1], i, 0) : kind == 1 ? conv_case(e, man, argv[1], i, 1)
                : kind == 2 ? pool_case(e, man, argv[1], i) : kind == 3 ? act_case(e, man, argv[1], i)
-               : kind == 4 ? embedding_case(e, man, argv[1], i) : regression_case(e, man, argv[1], i);
+               : kind == 4 ? embedding_case(e, man, argv[1], i) : kind == 5 ? regression_case(e, man, argv[1], i)
+               : kind == 6 ? bn_case(e, man, argv[1], i) : dropout_case(e, man, argv[1], i);
         bad |= rc != 0;
     }
     fclose(man);

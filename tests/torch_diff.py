@@ -14,7 +14,17 @@ embedding. The regression outputs' data gradients (which ignore the head
 gradient, as MXNet's) are those of losses whose gradient MXNet's is: half
 the squared error, the logistic loss, the absolute error, each times
 grad_scale over the elements per row. The gradients MXNet defines as 0 (an
-Embedding's indices, a regression's label) are compared with zeros.
+Embedding's indices, a regression's label, BatchNorm's moving statistics,
+gamma's with fix_gamma) are compared with zeros.
+
+BatchNorm is batch_norm with PyTorch's momentum = 1 - MXNet's, the channel
+axis moved to 1, gamma ones with fix_gamma, training = is_train and not
+use_global_stats; the moving mean after it against PyTorch's running mean,
+the moving variance against MXNet's rule with the biased batch variance
+(PyTorch's running_var uses the unbiased one). Dropout: p 0 is the
+identity; p > 0 is checked through depeng's own mask (every element 0 or
+1 / (1 - p); the output data * mask, the gradient og * mask), as PyTorch's
+draws differ.
 
 Tolerance: every element within 1e-4 relative of PyTorch's, where relative
 means to the larger of the element's magnitude and a tenth of the array's
@@ -30,6 +40,7 @@ import torch.nn.functional as F
 
 DIR = sys.argv[1]
 TOL = 1e-4
+CASE = 0
 
 
 def tup(v):
@@ -93,6 +104,8 @@ def reference(op, kw, x):
         return fn[kw["act_type"]](x["data"])
     if op == "Embedding":
         return F.embedding(x["data"].detach().long(), x["weight"])
+    if op == "Dropout":
+        return x["data"] * load(CASE, "mask")
     raise ValueError("unknown operator " + op)
 
 
@@ -107,6 +120,23 @@ def regression(op, kw, x):
     if op == "LogisticRegressionOutput":
         return torch.sigmoid(d), scale * F.binary_cross_entropy_with_logits(d, lab, reduction="sum")
     return d, scale * (d - lab).abs().sum()
+
+
+def batch_norm(kw, x, case):
+    """BatchNorm's output, and the moving statistics expected after it."""
+    d = x["data"]
+    axis = int(kw["axis"]) % d.dim()
+    train = kw["is_train"] == "True" and kw["use_global_stats"] == "False"
+    mom, eps = float(kw["momentum"]), float(kw["eps"])
+    g = torch.ones_like(x["gamma"]) if kw["fix_gamma"] == "True" else x["gamma"]
+    rm, rv = load(case, "moving_mean0").clone(), load(case, "moving_var0").clone()
+    dm = d.movedim(axis, 1)
+    y = F.batch_norm(dm, rm, rv, g, x["beta"], training=train, momentum=1 - mom, eps=eps).movedim(1, axis)
+    if train:
+        dims = [i for i in range(dm.dim()) if i != 1]
+        want_var = load(case, "moving_var0") * mom + dm.detach().var(dim=dims, unbiased=False) * (1 - mom)
+        return y, rm, want_var
+    return y, load(case, "moving_mean0"), load(case, "moving_var0")
 
 
 def close(got, want):
@@ -143,8 +173,17 @@ def main():
                 kw[last] += " " + chunk
         x = {n: load(case, n).requires_grad_(True) for n in inputs}
         # inputs without a gradient in MXNet (indices, labels): depeng's is 0
-        zero_grad = {"Embedding": ["data"]}.get(op, ["label"] if op.endswith("RegressionOutput") else [])
-        if op.endswith("RegressionOutput"):
+        zero_grad = {"Embedding": ["data"], "BatchNorm": ["moving_mean", "moving_var"]}.get(op, ["label"] if op.endswith("RegressionOutput") else [])
+        if op == "BatchNorm" and kw["fix_gamma"] == "True":
+            zero_grad.append("gamma")
+        global CASE
+        CASE = case
+        extra = []
+        if op == "BatchNorm":
+            y, want_mean, want_var = batch_norm(kw, x, case)
+            y.backward(load(case, "og"))
+            extra = [("moving_mean after", load(case, "moving_mean"), want_mean), ("moving_var after", load(case, "moving_var"), want_var)]
+        elif op.endswith("RegressionOutput"):
             y, loss = regression(op, kw, x)
             loss.backward()            # the head gradient is ignored, as MXNet's
         else:
@@ -157,6 +196,14 @@ def main():
         msg = close(load(case, "y"), y.detach())
         if msg:
             problems.append("output: " + msg)
+        for name, got, want in extra:
+            msg = close(got, want.detach())
+            if msg:
+                problems.append(name + ": " + msg)
+        if op == "Dropout":
+            m, p = load(case, "mask"), float(kw["p"])
+            if not ((m == 0) | (m == torch.tensor(1 / (1 - p), dtype=torch.float32))).all() or (p == 0 and not (m == 1).all()):
+                problems.append("mask: values other than 0 and 1 / (1 - p)")
         for n in inputs:
             msg = close(load(case, "d_" + n), x[n].grad)
             if msg:

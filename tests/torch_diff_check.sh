@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The differential test against PyTorch: build/torch_diff (tests/torch_diff.c)
 # writes random cases of the layers (Convolution, Deconvolution, Pooling,
-# LeakyReLU, Activation, Embedding, the regression outputs:
+# LeakyReLU, Activation, Embedding, the regression outputs, BatchNorm, Dropout:
 # forward and gradients) for a few
 # seeds, tests/torch_diff.py recomputes them with PyTorch and compares, to
 # 1e-4 relative in float32. Without python3-torch (tests/torch_deps.sh
