@@ -155,10 +155,14 @@ static dp_ndarray *invoke(dp_engine *eng, const dp_invoke_desc *desc) {
     return out;
 }
 /* The autograd mode's forward: the symbol's nodes as operator calls, with
-   the symbol's operators and parameters (MXNet's spellings, as strings), so
-   the kernels and their order are the executor's. Returns SoftmaxOutput's
-   probabilities; intermediate arrays are released here (autograd keeps
-   what the backward pass needs). */
+   the symbol's parameters (MXNet's spellings, as strings), so the kernels
+   and their order are the executor's. An Activation node of a symbol with
+   act_type relu or tanh runs depeng's own relu / tanh operators (the
+   symbol loader maps it so), while dp_invoke("Activation") runs the
+   Activation layer's float32 kernel (tanhf), whose results differ in the
+   last bit; so the activations are invoked here by those operators' names.
+   Returns SoftmaxOutput's probabilities; intermediate arrays are released
+   here (autograd keeps what the backward pass needs). */
 static dp_ndarray *forward(const net *n, int lenet, dp_ndarray *x, dp_ndarray *y) {
     dp_engine *e = n->eng;
     dp_ndarray *t[12], *out;
@@ -166,27 +170,27 @@ static dp_ndarray *forward(const net *n, int lenet, dp_ndarray *x, dp_ndarray *y
     if (lenet) {
         t[k] = invoke(e, &(dp_invoke_desc){ .op = "Convolution", .inputs = {x, param_of(n, "conv1_weight"), param_of(n, "conv1_bias")},
                                             .params = {{"kernel", .s = "(5, 5)"}, {"num_filter", .s = "20"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Activation", .inputs = {t[k - 1]}, .params = {{"act_type", .s = "tanh"}} }); k++;
+        t[k] = invoke(e, &(dp_invoke_desc){ .op = "tanh", .inputs = {t[k - 1]} }); k++;
         t[k] = invoke(e, &(dp_invoke_desc){ .op = "Pooling", .inputs = {t[k - 1]},
                                             .params = {{"kernel", .s = "(2, 2)"}, {"pool_type", .s = "max"}, {"stride", .s = "(2, 2)"}} }); k++;
         t[k] = invoke(e, &(dp_invoke_desc){ .op = "Convolution", .inputs = {t[k - 1], param_of(n, "conv2_weight"), param_of(n, "conv2_bias")},
                                             .params = {{"kernel", .s = "(5, 5)"}, {"num_filter", .s = "50"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Activation", .inputs = {t[k - 1]}, .params = {{"act_type", .s = "tanh"}} }); k++;
+        t[k] = invoke(e, &(dp_invoke_desc){ .op = "tanh", .inputs = {t[k - 1]} }); k++;
         t[k] = invoke(e, &(dp_invoke_desc){ .op = "Pooling", .inputs = {t[k - 1]},
                                             .params = {{"kernel", .s = "(2, 2)"}, {"pool_type", .s = "max"}, {"stride", .s = "(2, 2)"}} }); k++;
         t[k] = invoke(e, &(dp_invoke_desc){ .op = "Flatten", .inputs = {t[k - 1]} }); k++;
         t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc1_weight"), param_of(n, "fc1_bias")},
                                             .params = {{"num_hidden", .s = "500"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Activation", .inputs = {t[k - 1]}, .params = {{"act_type", .s = "tanh"}} }); k++;
+        t[k] = invoke(e, &(dp_invoke_desc){ .op = "tanh", .inputs = {t[k - 1]} }); k++;
         t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc2_weight"), param_of(n, "fc2_bias")},
                                             .params = {{"num_hidden", .s = "10"}} }); k++;
     } else {
         t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {x, param_of(n, "fc1_weight"), param_of(n, "fc1_bias")},
                                             .params = {{"num_hidden", .s = "128"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Activation", .inputs = {t[k - 1]}, .params = {{"act_type", .s = "relu"}} }); k++;
+        t[k] = invoke(e, &(dp_invoke_desc){ .op = "relu", .inputs = {t[k - 1]} }); k++;
         t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc2_weight"), param_of(n, "fc2_bias")},
                                             .params = {{"num_hidden", .s = "64"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Activation", .inputs = {t[k - 1]}, .params = {{"act_type", .s = "relu"}} }); k++;
+        t[k] = invoke(e, &(dp_invoke_desc){ .op = "relu", .inputs = {t[k - 1]} }); k++;
         t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc3_weight"), param_of(n, "fc3_bias")},
                                             .params = {{"num_hidden", .s = "10"}} }); k++;
     }
