@@ -193,7 +193,7 @@ demo: $(addprefix $(B)/,$(EXAMPLES))
 # examples/train_fashion.c on Fashion-MNIST (Debian's dataset-fashion-mnist;
 # tests/fashion_mnist_deps.sh installs it, and without it both targets say
 # SKIP and succeed). train-fashion-check, for CI (a few minutes): LeNet for
-# one epoch on the first 12,800 training images must reach 80% on the whole
+# one epoch on the first 19,200 training images must reach 80% on the whole
 # test set, its checkpoint reloaded to the same accuracy; then 200 MLP steps
 # and 20 LeNet steps on the naive, pooled and per-device engines, in autograd
 # and executor modes, must end with bitwise the same parameters.
@@ -203,7 +203,7 @@ FASHION_SKIP   = echo "SKIP $@: Fashion-MNIST is not installed ($(FASHION_MNIST)
 .PHONY: train-fashion-check train-fashion
 train-fashion-check: $(B)/train_fashion
 	@if [ ! -f $(FASHION_MNIST) ]; then $(FASHION_SKIP); exit 0; fi; set -ex; \
-	./$(B)/train_fashion --net lenet --epochs 1 --train-limit 12800 --min-accuracy 0.80 --checkpoint $(B)/fashion-lenet-check; \
+	./$(B)/train_fashion --net lenet --epochs 1 --train-limit 19200 --min-accuracy 0.80 --checkpoint $(B)/fashion-lenet-check; \
 	./$(B)/train_fashion --net mlp --check-bitwise 200; \
 	./$(B)/train_fashion --net lenet --check-bitwise 20
 train-fashion: $(B)/train_fashion
