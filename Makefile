@@ -197,7 +197,8 @@ demo: $(addprefix $(B)/,$(EXAMPLES))
 # test set, its checkpoint reloaded to the same accuracy; then 200 MLP steps
 # and 20 LeNet steps on the naive, pooled and per-device engines, in autograd
 # and executor modes, must end with bitwise the same parameters.
-# train-fashion: the full trainings README quotes (about an hour on 2 cores).
+# train-fashion: the full trainings README quotes (10 epochs each, both modes:
+# LeNet's epoch is about 3 minutes of one core, so over an hour in all).
 FASHION_MNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
 FASHION_SKIP   = echo "SKIP $@: Fashion-MNIST is not installed ($(FASHION_MNIST) is missing; tests/fashion_mnist_deps.sh installs Debian's dataset-fashion-mnist)"
 .PHONY: train-fashion-check train-fashion
