@@ -72,7 +72,7 @@ CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh te
           tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh \
           tests/standalone_check.sh tests/numpy_diff_check.sh tests/torch_diff_check.sh tests/operators_doc_check.sh \
           tests/layering_check.sh tests/trace_page_check.sh tests/api_docs_check.sh tests/readme_toc_check.sh
-EXAMPLES := walkthrough make_example ndarray_example custom_op_example train_digits
+EXAMPLES := walkthrough make_example ndarray_example custom_op_example train_digits train_fashion
 CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff torch_diff operators_doc
 # under the sanitizers (make tsan, make asan): the unit tests, and
 # examples/make.c run by examples/make_demo/check.sh
@@ -103,6 +103,7 @@ SRC_make_example      := examples/make.c
 SRC_ndarray_example   := examples/ndarray.c
 SRC_custom_op_example := examples/custom_op.c
 SRC_train_digits      := examples/train_digits.c
+SRC_train_fashion     := examples/train_fashion.c
 SRC_operators_doc     := tools/operators_doc.c
 FLAGS_make_parse      := -DMAKE_NO_MAIN
 # timed waits on the pthreads path keep their length when the wall clock is
@@ -189,6 +190,30 @@ demo: $(addprefix $(B)/,$(EXAMPLES))
 	./$(B)/ndarray_example $(B)/ndarray_example.npy
 	./$(B)/custom_op_example
 	./$(B)/train_digits
+
+# examples/train_fashion.c on Fashion-MNIST (Debian's dataset-fashion-mnist;
+# tests/fashion_mnist_deps.sh installs it, and without it both targets say
+# SKIP and succeed). train-fashion-check, for CI (a few minutes): LeNet for
+# one epoch on the first 19,200 training images must reach 80% on the whole
+# test set, its checkpoint reloaded to the same accuracy; then 200 MLP steps
+# and 20 LeNet steps on the naive, pooled and per-device engines, in autograd
+# and executor modes, must end with bitwise the same parameters.
+# train-fashion: the full trainings README quotes (10 epochs each, both modes:
+# LeNet's epoch is about 3 minutes of one core, so over an hour in all).
+FASHION_MNIST := /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+FASHION_SKIP   = echo "SKIP $@: Fashion-MNIST is not installed ($(FASHION_MNIST) is missing; tests/fashion_mnist_deps.sh installs Debian's dataset-fashion-mnist)"
+.PHONY: train-fashion-check train-fashion
+train-fashion-check: $(B)/train_fashion
+	@if [ ! -f $(FASHION_MNIST) ]; then $(FASHION_SKIP); exit 0; fi; set -ex; \
+	./$(B)/train_fashion --net lenet --epochs 1 --train-limit 19200 --min-accuracy 0.80 --checkpoint $(B)/fashion-lenet-check; \
+	./$(B)/train_fashion --net mlp --check-bitwise 200; \
+	./$(B)/train_fashion --net lenet --check-bitwise 20
+train-fashion: $(B)/train_fashion
+	@if [ ! -f $(FASHION_MNIST) ]; then $(FASHION_SKIP); exit 0; fi; set -ex; \
+	for mode in autograd executor; do \
+	  ./$(B)/train_fashion --net lenet --mode $$mode --min-accuracy 0.90 --checkpoint $(B)/fashion-lenet; \
+	  ./$(B)/train_fashion --net mlp --mode $$mode --min-accuracy 0.87 --checkpoint $(B)/fashion-mlp; \
+	done
 
 tsan: $(addprefix $(B)/,$(TSAN_TESTS) make_example_tsan)
 	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(addprefix $(B)/,$(TSAN_TESTS))

@@ -41,6 +41,14 @@ check "train_digits --graph writes MXNet symbol JSON" \
     'grep -q "\"op\": \"FullyConnected\"" "$graph.json" && grep -q "\"arg_nodes\": \[0, 1, 2, 5, 6, 8\]" "$graph.json" && grep -q "\"heads\": \[\[9, 0, 0\]\]" "$graph.json"'
 check "train_digits --graph writes Graphviz DOT" 'head -1 "$graph.dot" | grep -q "^digraph symbol {" && grep -q "n3 -> n4;" "$graph.dot"'
 rm -f "$graph" "$graph.json" "$graph.dot"
+# train_fashion without its data (the real runs are make train-fashion-check,
+# which needs Debian's dataset-fashion-mnist): it refuses, naming the missing
+# file and how to install the package, before doing anything else
+miss=$($bin/train_fashion --data /nonexistent-fashion-mnist 2>&1); rc=$?
+check "train_fashion refuses missing data, naming the file and the package" \
+    '[ $rc -eq 3 ] && grep -q "^train_fashion: /nonexistent-fashion-mnist/train-images-idx3-ubyte.gz is missing" <<<"$miss" && grep -q "apt-get install dataset-fashion-mnist" <<<"$miss" && grep -q "tests/fashion_mnist_deps.sh" <<<"$miss"'
+bad=$($bin/train_fashion --mode symbolic 2>&1); rc=$?
+check "train_fashion refuses a bad option, naming it, with its usage line" '[ $rc -eq 2 ] && grep -q "^train_fashion: --mode must be autograd or executor, not symbolic" <<<"$bad" && grep -q "^usage: " <<<"$bad"'
 [ "$fail" -ne 0 ] && printf '%s\n%s\n' "$out" "$sym"
 echo "examples: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
