@@ -1631,8 +1631,9 @@ static void test_resources_out_of_memory(void) {
    a delete pushed at that point is run by a worker after the storage is
    gone. The hook holds destroy just after the teardown, so a late op would
    touch freed memory (ASan) or leave the lender unfreed. */
+static int g_hold_teardown;   /* the hook is set for the whole run (main): engines' threads read it */
 static void storage_gone_hook(const char *point) {
-    if (strcmp(point, "extensions_destroyed") == 0) {
+    if (__atomic_load_n(&g_hold_teardown, __ATOMIC_ACQUIRE) && strcmp(point, "extensions_destroyed") == 0) {
         struct timespec ts = {0, 30 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -1661,9 +1662,9 @@ static void test_kept_borrower_at_destroy(void) {
             dp_nd_release(borrower);
             __atomic_store_n(&g_fail_from, 0, __ATOMIC_RELEASE);
             if (g_last_item == DP_LOGITEM_OUT_OF_MEMORY) kept++;
-            dp_test_hook_fn = storage_gone_hook;
+            __atomic_store_n(&g_hold_teardown, 1, __ATOMIC_RELEASE);
             CHECK(dp_engine_destroy(e, NULL) == DP_OK);
-            dp_test_hook_fn = NULL;
+            __atomic_store_n(&g_hold_teardown, 0, __ATOMIC_RELEASE);
             CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
             if (__atomic_load_n(&g_alloc_failures, __ATOMIC_ACQUIRE) == 0) break;   /* past the release's last allocation */
         }
@@ -1687,5 +1688,6 @@ int main(void) {
     g_fake_gpu.stream_destroy = fake_stream_destroy; g_fake_gpu.stream_synchronize = fake_sync;
     g_fake_gpu.error_string = fake_err;
     g_fake_memory.mem_alloc = fake_alloc; g_fake_memory.mem_free = fake_free; g_fake_memory.mem_copy = fake_copy;
+    dp_test_hook_fn = storage_gone_hook;   /* before any engine starts a thread */
     return run_tests("ndarray", tests, (int)(sizeof tests / sizeof tests[0]));
 }
