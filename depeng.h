@@ -115,12 +115,12 @@
          wait (dp_wait_var, dp_wait_var_for) or dp_var_delete, never on a
          worker thread (an op's cleanup that pushes).
      The waiting thread (default; desc.no_wait_help = 1 turns it off): a
-     wait on a threaded engine (dp_wait_var, dp_wait_all, and
-     dp_engine_destroy's) does not idle while ops are ready and every CPU
-     worker is busy: until its condition holds it takes ready ops from the
-     shared queue of a CPU pool whose workers are all running ops (as
-     dp_run_ready does, see there) and runs them, looking at its condition
-     again after each. While a worker is free it leaves the op to it, and
+     wait on a threaded engine (dp_wait_var, dp_wait_all; dp_engine_destroy's
+     only once it has logged what is pending) does not idle while ops are
+     ready and every CPU worker is busy: until its condition holds it takes
+     ready ops from the shared queue of a CPU pool whose workers are all
+     running ops (as dp_run_ready does, see there) and runs them, looking at
+     its condition again after each. While a worker is free it leaves the op to it, and
      it does not look into the workers' deques (the ops their completions
      made ready) and is not woken by pushes: it sleeps until what it waits
      for is done, and looks again whenever an op it waits for completes.
