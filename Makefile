@@ -410,7 +410,7 @@ MINGW_CXX    ?= x86_64-w64-mingw32-g++
 WIN_CFLAGS   ?= -O2
 W            := $(B)/win
 WIN_TESTS    := $(W)/test_engine.exe $(W)/test_ndarray.exe $(W)/test_autograd.exe $(W)/test_symbol.exe $(W)/test_invoke.exe
-WIN_EXAMPLES := $(W)/walkthrough.exe $(W)/ndarray_example.exe $(W)/custom_op_example.exe $(W)/train_digits.exe
+WIN_EXAMPLES := $(W)/walkthrough.exe $(W)/ndarray_example.exe $(W)/custom_op_example.exe $(W)/train_digits.exe $(W)/train_fashion.exe
 .PHONY: windows-deps windows-build windows-test platform-checks
 windows-deps:
 	tests/windows_deps.sh
@@ -430,6 +430,8 @@ $(W)/ndarray_example.exe: examples/ndarray.c $(W)/impl.o $(HEADERS) | $(W)
 $(W)/custom_op_example.exe: examples/custom_op.c $(W)/impl.o $(HEADERS) | $(W)
 	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $(WIN_IMPL) -o $@ -static
 $(W)/train_digits.exe: examples/train_digits.c $(W)/impl.o $(HEADERS) | $(W)
+	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $(WIN_IMPL) -o $@ -static
+$(W)/train_fashion.exe: examples/train_fashion.c $(W)/impl.o $(HEADERS) | $(W)
 	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $(WIN_IMPL) -o $@ -static
 windows-build: $(WIN_TESTS) $(WIN_EXAMPLES)
 windows-test: windows-deps
