@@ -140,7 +140,10 @@
      thread-locals); a wait may return up to one op's duration after its
      condition came to hold; an op must never wait for something only the
      thread that waits on its engine would do (without the helping, that
-     wait would block for ever anyway).
+     wait would block for ever anyway); and a pool may run one op more than
+     it has threads (the priority pool's ops still start highest priority
+     first, but with cpu_priority_nthreads = 1 two of them may overlap: ops
+     that must not overlap share a variable, or turn the helping off).
      Ranges (dp_parallel_for): data parallelism inside an op, or anywhere,
      on the same workers, with no second pool. The calling thread runs
      chunks; a CPU worker that finds no op to run (its deque, the shared
