@@ -97,6 +97,12 @@
        directory" (-w, --no-print-directory);
      - options -f FILE, -C DIR, -j [N], --jobs[=N], -k, -S, -n, -s, -B, -q, -r,
        -R, -i, -e, -w, --no-print-directory, --version, their GNU long names,
+       and one of this make's own, --trace=FILE (also --trace FILE; not
+       passed to sub-makes): one line per rule whose commands ran,
+       `rule<TAB>start_us<TAB>end_us<TAB>status<TAB>target<TAB>prereq...`
+       (microseconds since make started, the prerequisites as written,
+       order-only ones after a `|`), from which examples/make_page.c draws
+       the job slots as lanes over time;
        several goals, VAR=value; the default file is GNUmakefile, makefile,
        then Makefile; the default goal is the first target that does not
        start with `.` (unless it contains a `/`) and is not a pattern.
@@ -2209,6 +2215,7 @@ typedef struct job {
     pid_t pid;
     int status;
     int existed; struct stat old;    /* the target before the recipe (.DELETE_ON_ERROR) */
+    long long trace_start;           /* --trace: when its first command started (us), -1 before */
     struct job *qnext;
 } job;
 enum { CMD_SILENT = 1, CMD_IGNORE = 2, CMD_PLUS = 4 };
@@ -2217,6 +2224,9 @@ static mk_make *run_mk;                  /* read-only while the engine runs */
 static int opt_keep_going, opt_dry_run, opt_jobs = 1, opt_silent, opt_always, opt_question,
            opt_no_builtin, opt_no_builtin_vars, opt_ignore, opt_env_over, opt_print_dir, opt_no_print_dir;
 static int question_ood;                 /* -q: some target is out of date */
+static const char *opt_trace;            /* --trace FILE */
+static FILE *trace_file;
+static struct timespec trace_t0;
 static char **child_env;                 /* the commands' environment (exported variables) */
 static char **shell_argv; static int shell_argc;   /* $(SHELL) $(.SHELLFLAGS) */
 static int shell_is_sh;                  /* /bin/sh -c: a plain command may skip the shell */
@@ -2254,6 +2264,23 @@ static void node_over_locked(node *n, int status) {
         if (!g->gstate) break;
         gate++;
     }
+}
+
+/* --trace: microseconds since make started, and the line of a job that is
+   over (written under run_mtx, so lines never interleave). */
+static long long trace_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)(t.tv_sec - trace_t0.tv_sec) * 1000000 + (t.tv_nsec - trace_t0.tv_nsec) / 1000;
+}
+static void trace_job_locked(const job *j) {
+    int i;
+    if (!trace_file || j->trace_start < 0) return;
+    fprintf(trace_file, "rule\t%lld\t%lld\t%d\t%s", j->trace_start, trace_now(), j->status, j->n->name);
+    for (i = 0; i < j->n->npre; i++) fprintf(trace_file, "\t%s", run_mk->nodes[j->n->pre[i]].name);
+    if (j->n->noo) fputs("\t|", trace_file);
+    for (i = 0; i < j->n->noo; i++) fprintf(trace_file, "\t%s", run_mk->nodes[j->n->oo[i]].name);
+    fputc('\n', trace_file);
 }
 
 static void print_error_locked(const job *j, int line_idx, const char *what, int ignored) {
@@ -2294,6 +2321,7 @@ static int start_next_locked(job *j) {
         pid_t pid;
         if (!j->cmds[i][0]) continue;
         j->n->ran = 1;                             /* GNU's "commands started" */
+        if (trace_file && j->trace_start < 0) j->trace_start = trace_now();
         if (opt_dry_run || (!(j->flags[i] & CMD_SILENT) && !opt_silent))
             printf("%s\n", j->cmds[i]);
         fflush(stdout);
@@ -2391,6 +2419,7 @@ static void kick_locked(job **finished) {
         if (start_next_locked(q)) continue;
         finished_push(finished, q);
         slots_free++;
+        trace_job_locked(q);
         node_over_locked(q->n, q->status);
         if (q->status > 0 && !opt_keep_going && !stopping) stop_locked(finished);
     }
@@ -2401,6 +2430,7 @@ static void kick_locked(job **finished) {
 static void job_over_locked(job *j, job **finished) {
     finished_push(finished, j);
     slots_free++;
+    trace_job_locked(j);
     node_over_locked(j->n, j->status);
     if (j->status > 0 && !opt_keep_going && !stopping) stop_locked(finished);
     kick_locked(finished);
@@ -2627,7 +2657,7 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
     av.bar = bar.s ? bar.s : ""; av.star = star.s ? star.s : "";
     j = xrealloc(NULL, sizeof *j);
     memset(j, 0, sizeof *j);
-    j->n = n; j->done = done;
+    j->n = n; j->done = done; j->trace_start = -1;
     j->existed = exists; if (exists) j->old = ts;
     tl_head = target_locals(n, &tl, &av);
     for (i = 0; i < n->rcp->n; i++) {
@@ -2970,7 +3000,8 @@ static void make_shell_argv(mk_make *m) {
 static int usage(const char *argv0) {
     fprintf(stderr, "usage: %s [options] [VAR=value ...] [goal ...]\n"
             "options: -B -C dir -e -f file -i -j [N] --jobs[=N] -k -n -q -r -R -s -S -w\n"
-            "         --no-print-directory --print-directory --version, and their GNU long names\n", argv0);
+            "         --no-print-directory --print-directory --version, and their GNU long names\n"
+            "         --trace FILE (a line per rule that ran, for examples/make_page.c)\n", argv0);
     return 2;
 }
 
@@ -3018,6 +3049,7 @@ static int parse_args(cmdline *c, int argc, char **argv, int from_env) {
             else if (LONG("no-print-directory")) opt_no_print_dir = 1;
             else if (LONG("version")) c->version = 1;
             else if (LONG("jobserver-auth") || LONG("jobserver-fds")) {}   /* a GNU parent's; no jobserver here */
+            else if (LONG("trace") && !from_env && (eq || i + 1 < argc)) opt_trace = eq ? eq + 1 : argv[++i];
             else if ((LONG("directory") || LONG("file") || LONG("makefile")) && (eq || i + 1 < argc)) {
                 const char *v = eq ? eq + 1 : argv[++i];
                 if (o[0] == 'd') c->dir = v; else { GROW(c->files, c->nfiles, c->fcap); c->files[c->nfiles++] = v; }
@@ -3138,6 +3170,10 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (opt_jobs < 1) { fprintf(stderr, "%s: the '-j' option requires a positive integer argument\n", mk_prog); mk_free(m); return 2; }
+    if (opt_trace) {                             /* opened before -C: the path is the caller's */
+        clock_gettime(CLOCK_MONOTONIC, &trace_t0);
+        if (!(trace_file = fopen(opt_trace, "w"))) { fprintf(stderr, "%s: *** --trace %s: %s.  Stop.\n", mk_prog, opt_trace, strerror(errno)); mk_free(m); return 2; }
+    }
     if (opt_no_builtin_vars) {                   /* -R: no default variables */
         for (i = 0; default_vars[i][0][0]; i++) { var *v = var_find(m, default_vars[i][0], strlen(default_vars[i][0])); if (v) v->undefined = 1, v->value[0] = '\0'; }
     }
@@ -3241,6 +3277,7 @@ int main(int argc, char **argv) {
     for (i = 0; i < c.nvars; i++) free(c.vars[i]);
     free(c.goals); free(c.vars); free(goals); free(c.files);
     mk_free(m);
+    if (trace_file && fclose(trace_file) != 0) { fprintf(stderr, "%s: *** --trace %s: write error.\n", mk_prog, opt_trace); if (rc == 0) rc = 2; }
     return rc;
 }
 #endif
