@@ -177,7 +177,7 @@ static const char *script =
     "  l.setAttribute('fill','none');l.setAttribute('stroke','#c05a00');l.setAttribute('stroke-width','2');l.setAttribute('marker-end','url(#head)');arrows.appendChild(l);}\n"
     "  else if(!o)files.push(p);});\n"
     " users.forEach(function(o){o.classList.add('user');o.classList.remove('dim');});\n"
-    " var t=me+': lane '+(+b.getAttribute('data-lane')+1)+', from '+ms(+b.getAttribute('data-start'))+' to '+ms(+b.getAttribute('data-end'))+\n"
+    " var t=me+': slot '+(+b.getAttribute('data-lane')+1)+', from '+ms(+b.getAttribute('data-start'))+' to '+ms(+b.getAttribute('data-end'))+\n"
     "  ' ('+ms(b.getAttribute('data-end')-b.getAttribute('data-start'))+')'+(b.classList.contains('failed')?', FAILED with status '+b.getAttribute('data-status'):'')+'.';\n"
     " info.textContent='';var h=document.createElement('b');h.textContent=t;info.appendChild(h);\n"
     " info.appendChild(document.createElement('br'));\n"
@@ -199,12 +199,12 @@ static const char *script =
     "})();\n";
 
 static int write_page(FILE *out, rule *r, int n, int nl, const char *title) {
-    const int W = 1000, LM = 90, LH = 40, TOP = 30;
+    const int W = 1000, LM = 90, LH = 40, TOP = 30, RM = 40;
     long long t_end = 1;
     double sx;
     int i, k, height = TOP + (nl ? nl : 1) * LH + 30, ntick = 8, failed = 0;
     for (i = 0; i < n; i++) { if (r[i].end > t_end) t_end = r[i].end; if (r[i].status) failed++; }
-    sx = (double)(W - LM - 20) / (double)t_end;
+    sx = (double)(W - LM - RM) / (double)t_end;
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>", out);
     put_html(out, title);
     fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<header><h1>", style);
@@ -217,7 +217,7 @@ static int write_page(FILE *out, rule *r, int n, int nl, const char *title) {
     fprintf(out, "<div id=\"chart\"><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" aria-label=\"rules over time\">\n", W, height, W, height);
     fputs("<defs><marker id=\"head\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"#c05a00\"/></marker></defs>\n", out);
     for (k = 0; k <= ntick; k++) {   /* the time axis */
-        double x = LM + (double)(W - LM - 20) * k / ntick;
+        double x = LM + (double)(W - LM - RM) * k / ntick;
         fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eceef2\"/><text x=\"%.1f\" y=\"%d\" font-size=\"11\" text-anchor=\"middle\" fill=\"#6a7385\">%.1f ms</text>\n",
                 x, TOP - 6, x, height - 22, x, height - 8, (double)t_end / 1000.0 * k / ntick);
     }
@@ -249,7 +249,7 @@ static int write_page(FILE *out, rule *r, int n, int nl, const char *title) {
           "<span class=\"key\" style=\"background:#ffe9d6;border-color:#c05a00\"></span>rules it waited for (arrow: from their end to its start)"
           "<span class=\"key\" style=\"background:#e3f6e8;border-color:#2e9e5b\"></span>rules that waited for it.</div>\n", out);
     fputs("<h2>Rule</h2><div id=\"info\"></div>\n</section>\n", out);
-    fputs("<section><h2>Every rule</h2><table><thead><tr><th>rule</th><th>lane</th><th>start</th><th>end</th><th>waited for the rules</th></tr></thead><tbody>\n", out);
+    fputs("<section><h2>Every rule</h2><table><thead><tr><th>rule</th><th>slot</th><th>start</th><th>end</th><th>waited for the rules</th></tr></thead><tbody>\n", out);
     for (i = 0; i < n; i++) {
         int first = 1;
         fputs("<tr><td>", out);

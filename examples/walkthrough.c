@@ -7,17 +7,24 @@
    the order of the classic figure (A = 2, B = 2, C = A + 2, B = A + B), so the
    pending queues of the variables become visible. It uses the NAIVE engine:
    whatever becomes ready runs on the thread that made it ready (here: main,
-   inside dp_push or dp_complete). A trace callback prints every state change;
-   after each step a table shows each variable's state and pending queue and
-   each operation's count of unmet dependencies ({n}, the figure's counts).
+   inside dp_push or dp_complete). A trace callback prints every state change
+   as the engine reports it (a variable's `readers`: the reads granted, -1
+   once a write is granted, even to an op that still waits for another
+   variable); after each step a table shows each variable's state, the ops
+   that hold it and its queue, and each operation's count of unmet
+   dependencies ({n}, the figure's counts; {ready} at 0).
 
    Build from the repository root:
        gcc -std=c11 -Wall -Wextra -pedantic -I. examples/walkthrough.c -o build/walkthrough -pthread
        ./build/walkthrough build/walk.dot build/walk.html
 
    Both arguments are optional. The first gets the dependency graph as DOT;
-   the second a page that replays the trace in a browser, event by event
-   (dp_trace_recorder_event keeps every event; dp_trace_write_html writes it).
+   the second a page that replays the trace in a browser, step by step
+   (dp_trace_recorder_event keeps every event; dp_trace_write_html writes it,
+   and the page groups a push with its variables' events and a completion
+   with the releases and grants it causes, so each step shows one
+   consistent state; tests/html_check.sh compares it with this program's
+   text at every step).
    The file is a whole program: the one command above builds it, the
    implementation included. The repository's Makefile and CMake define
    DEPENG_EXAMPLE_SEPARATE_IMPL and link the implementation compiled once
@@ -67,11 +74,13 @@ typedef struct op_view {
     int state;
     uint64_t seq;
     int has_token;
+    int nvars;                    /* the variables it reads or writes */
+    const dp_var *uses[2];
     dp_completion done;           /* recorded by the async function */
 } op_view;
-static op_view ops[NOPS] = {{"A = 2", 0, 0, 0, {NULL, 0}},     {"B = 2", 0, 0, 0, {NULL, 0}},
-                            {"B = A + B", 0, 0, 0, {NULL, 0}}, {"C = A + 2", 0, 0, 0, {NULL, 0}},
-                            {"delete_var", 0, 0, 0, {NULL, 0}}};
+static op_view ops[NOPS] = {{"A = 2", 0, 0, 0, 0, {NULL, NULL}, {NULL, 0}},     {"B = 2", 0, 0, 0, 0, {NULL, NULL}, {NULL, 0}},
+                            {"B = A + B", 0, 0, 0, 0, {NULL, NULL}, {NULL, 0}}, {"C = A + 2", 0, 0, 0, 0, {NULL, NULL}, {NULL, 0}},
+                            {"delete_var", 0, 0, 0, 0, {NULL, NULL}, {NULL, 0}}};
 static int run_order[NOPS], nrun;   /* checked against the figure at the end */
 static int a_val, b_val, c_val;     /* the "data" behind A, B, C */
 
@@ -142,24 +151,40 @@ static void on_trace(const dp_trace_event *ev, void *user) {
 }
 
 /* ---- the table after each step ------------------------------------------ */
+/* Between steps nothing is half done, so the holders of a variable are the
+   pushed, unfinished ops that use it and are not in its queue. */
+static void print_holders(char *buf, size_t cap, const var_view *v) {
+    int i, k, queued;
+    size_t used = 0;
+    buf[0] = '\0';
+    for (i = 0; i < NOPS && !v->deleted; i++) {
+        const op_view *o = &ops[i];
+        if (o->state == ST_NONE || o->state == ST_DONE) continue;
+        for (k = 0; k < o->nvars && !(o->uses[k]->id == v->handle.id); k++) {}
+        if (k == o->nvars) continue;
+        for (queued = 0, k = 0; k < v->qlen && k < QMAX; k++)
+            if (v->qnames[k] && strcmp(v->qnames[k], o->name) == 0) queued = 1;
+        if (!queued && used < cap) used += (size_t)snprintf(buf + used, cap - used, "%s%s", used ? ", " : "", o->name);
+    }
+    if (!buf[0]) snprintf(buf, cap, "-");
+}
 static void print_state(void) {
-    char q[200], st[40];
+    char q[200], h[120];
+    const char *st;
     int i;
     for (i = 0; i < NVARS; i++) {
         const var_view *v = &vars[i];
-        if (v->deleted) snprintf(st, sizeof st, "deleted");
-        else if (v->readers < 0) snprintf(st, sizeof st, "being written");
-        else if (v->readers > 0) snprintf(st, sizeof st, "ready to read (%d reader%s)", v->readers, v->readers > 1 ? "s" : "");
-        else snprintf(st, sizeof st, "ready to read+write");
+        st = v->deleted ? "deleted" : v->readers < 0 ? "held for writing" : v->readers > 0 ? "held for reading" : "free";
         print_queue(q, sizeof q, v);
-        printf("     %s  %-27s %s\n", v->name, st, q);
+        print_holders(h, sizeof h, v);
+        printf("     %s  %-17s by %-24s queue %s\n", v->name, st, h, q);
     }
     printf("     ops:");
     for (i = 0; i < NOPS; i++) {
         const op_view *o = &ops[i];
         if (o->state == ST_NONE) continue;
-        if (o->state == ST_WAITING) printf("  %s {%d}", o->name, op_unmet(o));
-        else printf("  %s {%s}", o->name, o->state == ST_RUNNING ? "run" : "done");
+        if (o->state == ST_WAITING && op_unmet(o)) printf("  %s {%d}", o->name, op_unmet(o));
+        else printf("  %s {%s}", o->name, o->state == ST_WAITING ? "ready" : o->state == ST_RUNNING ? "run" : "done");
     }
     printf("\n");
 }
@@ -194,6 +219,9 @@ static void push(dp_engine *eng, int op, const dp_var *reads, int nr, const dp_v
     d.reads = reads; d.num_reads = nr;
     d.writes = writes; d.num_writes = nw;
     d.name = ops[op].name;
+    ops[op].nvars = nr + nw;
+    if (nr) ops[op].uses[0] = reads;
+    if (nw) ops[op].uses[nr] = writes;
     step(what);
     check(dp_push(eng, &d), ops[op].name);
     print_state();
@@ -248,13 +276,15 @@ int main(int argc, char **argv) {
     check(dp_trace_recorder_name_var(recorder, C, "C"), "dp_trace_recorder_name_var");
 
     printf("A = 2; B = 2; B = A + B; C = A + 2; A.del()  -- naive engine, async ops\n");
-    printf("readers: running reads (-1: a write runs); queue: (R)ead / (W)rite waiters;\n");
-    printf("{n}: unmet dependencies of a waiting op\n");
+    printf("trace lines as the engine reports them: readers = reads granted (-1: a write is granted);\n");
+    printf("queue: (R)ead / (W)rite waiters, first in line on the left; {n}: unmet dependencies of a waiting op\n");
 
     push(eng, OP_A2, NULL, 0, &A, 1, "push \"A = 2\"      (writes A)");
     push(eng, OP_B2, NULL, 0, &B, 1, "push \"B = 2\"      (writes B)");
     push(eng, OP_BAB, &A, 1, &B, 1, "push \"B = A + B\"  (reads A, writes B)");
     push(eng, OP_CA2, &A, 1, &C, 1, "push \"C = A + 2\"  (reads A, writes C)");
+    ops[OP_DEL].nvars = 1;
+    ops[OP_DEL].uses[0] = &vars[0].handle;
     step("A.del()          (dp_var_delete: op \"delete_var\" writes A)");
     check(dp_var_delete(eng, A), "dp_var_delete");
     print_state();
