@@ -72,7 +72,7 @@ CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh te
           tests/html_check.sh tests/engine_only_check.sh tests/header_lists_check.sh tests/consumer_check.sh \
           tests/standalone_check.sh tests/numpy_diff_check.sh tests/torch_diff_check.sh tests/operators_doc_check.sh \
           tests/layering_check.sh tests/trace_page_check.sh tests/api_docs_check.sh tests/readme_toc_check.sh
-EXAMPLES := walkthrough make_example ndarray_example custom_op_example train_digits train_fashion
+EXAMPLES := walkthrough make_example make_page ndarray_example custom_op_example train_digits train_fashion
 CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff torch_diff operators_doc
 # under the sanitizers (make tsan, make asan): the unit tests, and
 # examples/make.c run by examples/make_demo/check.sh
@@ -100,6 +100,7 @@ WHITEBOX := test_stealing test_memory_plan test_symbol test_files test_inflate_z
 # the programs whose source is not tests/<name>.c, and their extra flags
 SRC_walkthrough       := examples/walkthrough.c
 SRC_make_example      := examples/make.c
+SRC_make_page         := examples/make_page.c
 SRC_ndarray_example   := examples/ndarray.c
 SRC_custom_op_example := examples/custom_op.c
 SRC_train_digits      := examples/train_digits.c
@@ -183,13 +184,15 @@ test: compile-checks platform-checks $(addprefix $(B)/,$(TESTS) $(CHECK_PROGRAMS
 
 demo: $(addprefix $(B)/,$(EXAMPLES))
 	./$(B)/walkthrough $(B)/walkthrough.dot $(B)/walkthrough.html
-	@echo "the walkthrough's replay page: file://$(CURDIR)/$(B)/walkthrough.html (open it in a browser)"
-	./$(B)/make_example -j 2 -C examples/make_demo
+	./$(B)/make_example -j 2 --trace $(B)/make_trace.txt -C examples/make_demo
 	./examples/make_demo/hello
+	./$(B)/make_page $(B)/make_trace.txt $(B)/make.html "make -j 2 in examples/make_demo"
 	./$(B)/make_example -C examples/make_demo clean
 	./$(B)/ndarray_example $(B)/ndarray_example.npy
 	./$(B)/custom_op_example
 	./$(B)/train_digits
+	@echo "the walkthrough's replay page: file://$(CURDIR)/$(B)/walkthrough.html (open it in a browser)"
+	@echo "the make run's page (job slots over time): file://$(CURDIR)/$(B)/make.html"
 
 # examples/train_fashion.c on Fashion-MNIST (Debian's dataset-fashion-mnist;
 # tests/fashion_mnist_deps.sh installs it, and without it both targets say

@@ -75,5 +75,38 @@ ok=1
 [ $rc -eq 0 ] && [ "$(cat long.out)" = "$long:tail" ] && ok=0
 check "a 5000-character command line" $ok
 
+# 7. --trace FILE: a line per rule that ran, with its times, status and
+#    prerequisites (order-only ones after "|"); a rule that only checked its
+#    files writes none; a failed rule its status; a path that cannot be
+#    opened stops make before anything runs
+"$MK" clean > /dev/null 2>&1
+"$MK" -j 2 --trace trace.txt > out.txt 2>&1; rc=$?
+ok=1
+TAB=$(printf '\t')
+[ $rc -eq 0 ] && [ "$(wc -l < trace.txt)" -eq 4 ] \
+    && grep -q "^rule${TAB}[0-9]*${TAB}[0-9]*${TAB}0${TAB}hello${TAB}main.o${TAB}util.o${TAB}greet.o\$" trace.txt \
+    && grep -q "^rule${TAB}[0-9]*${TAB}[0-9]*${TAB}0${TAB}util.o${TAB}util.c${TAB}util.h\$" trace.txt \
+    && awk -F"$TAB" '$5 == "hello" { hs = $2 } $5 != "hello" && $3 > e { e = $3 } $2 > $3 { bad = 1 } END { exit !(hs >= e && !bad) }' trace.txt \
+    && ok=0
+check "--trace writes each rule that ran, the link after the compiles" $ok
+"$MK" --trace=trace2.txt > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 0 ] && [ -f trace2.txt ] && [ ! -s trace2.txt ] && ok=0
+check "--trace=FILE of an up-to-date build is empty" $ok
+printf 'all: bad | dir\nbad:\n\texit 3\ndir:\n\ttrue\n' > fail.dp
+"$MK" -f fail.dp --trace trace3.txt > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 2 ] && grep -q "^rule${TAB}[0-9]*${TAB}[0-9]*${TAB}3${TAB}bad\$" trace3.txt && [ "$(wc -l < trace3.txt)" -eq 1 ] && ok=0
+check "--trace records a failed rule's status" $ok
+printf 'all: a | d\n\ttrue\na:\n\ttrue\nd:\n\ttrue\n' > oo.dp
+"$MK" -f oo.dp --trace trace4.txt > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 0 ] && grep -q "^rule${TAB}[0-9]*${TAB}[0-9]*${TAB}0${TAB}all${TAB}a${TAB}|${TAB}d\$" trace4.txt && ok=0
+check "--trace with order-only prerequisites" $ok
+"$MK" --trace "$T/no/such/dir/t.txt" > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 2 ] && grep -q -- "--trace $T/no/such/dir/t.txt: No such file or directory" out.txt && ok=0
+check "--trace to a path that cannot be opened stops" $ok
+
 [ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
 exit $((fails != 0))
