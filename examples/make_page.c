@@ -63,6 +63,14 @@ static void put_html(FILE *out, const char *s) {
     }
 }
 
+static void free_rules(rule *r, int n) {   /* n == 1 with r not from malloc: the fields only */
+    int i, k;
+    for (i = 0; i < n; i++) {
+        for (k = 0; k < r[i].npre; k++) free(r[i].pre[k]);
+        free(r[i].pre); free(r[i].target);
+    }
+}
+
 /* Reads the trace; returns the number of rules, or -1 (with a message). */
 static int read_trace(const char *path, rule **out) {
     FILE *f = fopen(path, "r");
@@ -102,7 +110,7 @@ static int read_trace(const char *path, rule **out) {
             if (strcmp(field[k], "|") == 0) x.oo_at = x.npre;
             else if (*field[k]) x.pre[x.npre++] = xstrdup(field[k]);
         }
-        if (n == MAX_RULES) { fprintf(stderr, "%s:%d: more than %d rules\n", path, lineno, MAX_RULES); goto bad; }
+        if (n == MAX_RULES) { fprintf(stderr, "%s:%d: more than %d rules\n", path, lineno, MAX_RULES); free_rules(&x, 1); goto bad; }
         if (n == cap) {
             rule *g;
             cap = cap ? 2 * cap : 64;
@@ -119,6 +127,8 @@ static int read_trace(const char *path, rule **out) {
 bad:
     free(line);
     fclose(f);
+    free_rules(r, n);
+    free(r);
     return -1;
 }
 
@@ -141,11 +151,11 @@ static int assign_lanes(rule *r, int n) {
     return nl;
 }
 
-static int find_rule(const rule *r, int n, const char *name) {
-    int i;
-    for (i = 0; i < n; i++) if (strcmp(r[i].target, name) == 0) return i;
-    return -1;
-}
+/* The targets, sorted, to tell a prerequisite made by a rule from a file. */
+static const char **names;
+static int nnames;
+static int cmp_name(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+static int is_rule(const char *name) { return nnames && bsearch(&name, names, (size_t)nnames, sizeof *names, cmp_name) != NULL; }
 
 static const char *style =
     "body{font:15px/1.4 system-ui,\"DejaVu Sans\",sans-serif;margin:0;color:#1d2330;background:#f6f7f9}\n"
@@ -256,7 +266,7 @@ static int write_page(FILE *out, rule *r, int n, int nl, const char *title) {
         put_html(out, r[i].target);
         fprintf(out, "</td><td>%d</td><td>%.1f ms</td><td>%.1f ms</td><td>", r[i].lane + 1, (double)r[i].start / 1000.0, (double)r[i].end / 1000.0);
         for (k = 0; k < r[i].npre; k++)
-            if (find_rule(r, n, r[i].pre[k]) >= 0) { if (!first) fputs(", ", out); put_html(out, r[i].pre[k]); first = 0; }
+            if (is_rule(r[i].pre[k])) { if (!first) fputs(", ", out); put_html(out, r[i].pre[k]); first = 0; }
         fputs(first ? "none</td></tr>\n" : "</td></tr>\n", out);
     }
     fprintf(out, "</tbody></table></section>\n</main>\n<pre id=\"mk-selftest\" hidden></pre>\n<script>\n%s</script>\n</body>\n</html>\n", script);
@@ -265,24 +275,25 @@ static int write_page(FILE *out, rule *r, int n, int nl, const char *title) {
 
 int main(int argc, char **argv) {
     rule *r = NULL;
-    int n, nl, i, k, rc = 0;
+    int n, nl, rc = 0;
     FILE *out;
     if (argc < 3 || argc > 4) {
         fprintf(stderr, "usage: %s TRACE OUT.html [title]   (TRACE from make_example --trace TRACE)\n", argv[0]);
         return 2;
     }
     if ((n = read_trace(argv[1], &r)) < 0) return 1;
-    qsort(r, (size_t)n, sizeof *r, by_start);
+    if (n > 1) qsort(r, (size_t)n, sizeof *r, by_start);
     nl = assign_lanes(r, n);
+    names = (const char **)xmalloc((size_t)(n ? n : 1) * sizeof *names);
+    for (nnames = 0; nnames < n; nnames++) names[nnames] = r[nnames].target;
+    if (n > 1) qsort(names, (size_t)n, sizeof *names, cmp_name);
     if (!(out = fopen(argv[2], "w"))) { perror(argv[2]); rc = 1; }
     else {
         if (write_page(out, r, n, nl, argc > 3 ? argv[3] : "make run") != 0) { fprintf(stderr, "make_page: write error on %s\n", argv[2]); rc = 1; }
         if (fclose(out) != 0) { fprintf(stderr, "make_page: write error on %s\n", argv[2]); rc = 1; }
     }
-    for (i = 0; i < n; i++) {
-        for (k = 0; k < r[i].npre; k++) free(r[i].pre[k]);
-        free(r[i].pre); free(r[i].target);
-    }
+    free_rules(r, n);
     free(r);
+    free(names);
     return rc;
 }
