@@ -64,7 +64,7 @@ TESTS := test_layers test_norm test_data test_train test_engine test_scheduling 
          test_engine_cxx test_engine_no_ndarray test_ndarray test_ndarray_cxx \
          test_autograd test_autograd_cxx test_memory_plan test_symbol make_parse \
          test_files test_inflate_zlib test_kernels_exact test_invoke test_kvstore test_kvstore_cxx \
-         test_frame test_frame_pthreads test_gemm test_gemm_cxx
+         test_frame test_frame_pthreads test_gemm test_gemm_cxx test_par_kernels
 # the check scripts make test runs after them (each prints its own
 # "name: N passed, M failed" line), and the programs the scripts run
 CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh tests/make_corpus.sh tests/readme_check.sh \
@@ -76,7 +76,7 @@ EXAMPLES := walkthrough make_example ndarray_example custom_op_example train_dig
 CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff torch_diff operators_doc
 # under the sanitizers (make tsan, make asan): the unit tests, and
 # examples/make.c run by examples/make_demo/check.sh
-TSAN_TESTS := $(addsuffix _tsan,test_layers test_norm test_data test_train test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame test_gemm)
+TSAN_TESTS := $(addsuffix _tsan,test_layers test_norm test_par_kernels test_data test_train test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame test_gemm)
 ASAN_TESTS := $(addsuffix _asan,test_layers test_norm test_data test_train test_engine test_range test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
                                  test_files test_invoke test_kvstore test_kernels_exact make_parse test_frame test_gemm) \
               test_engine_asan_pthreads test_stealing_asan_pthreads
