@@ -2120,21 +2120,38 @@ static void dpn__range(dp_engine *eng, int64_t n, int64_t grain, dp_range_fn fn,
     if (n > 0) fn(0, n, user);
 }
 /* The convolution kernels: y += conv(x, w), dx += conv^T(og, w), dw += the
-   correlation of og and x. By im2col and GEMM: the batch goes in blocks of
-   images (dpn__conv_block, fixed by the shape); per block and group, the
-   block's columns ((c/g) kh kw x b oh ow, image j's in columns j oh ow ..)
-   and the output (or output gradient) rows in the same layout (fg x b oh
-   ow) are staged in the temporary space by image over the range loop, and
-   one GEMM (dp_gemm_on: parallel in tiles fixed by the shape) multiplies
-   them; a block's weight gradient is added to the previous blocks' in
-   block order. Or by direct loops, split over images (y, dx) or over
+   correlation of og and x. By im2col and GEMM: y and dx image by image
+   (one image's columns, (c/g) kh kw x oh ow, and one GEMM per image and
+   group), the batch split over the range loop in at most DPN__CONV_SLOTS
+   chunks of images, each with its own columns in the temporary space, the
+   GEMM itself parallel when the batch is small (dp_gemm_on: tiles fixed
+   by the shape, the same bits as dp_gemm); dw in blocks of images
+   (dpn__conv_block, fixed by the shape): per block and group, the block's
+   columns ((c/g) kh kw x b oh ow, image j's in columns j oh ow ..) and
+   output-gradient rows (fg x b oh ow) are staged by image over the range
+   loop, and one GEMM over the block's b oh ow adds them into dw, block
+   after block. Or by direct loops, split over images (y, dx) or over
    output channels (dw: each channel's sum in the serial order). */
 typedef struct dpn__cjob {
     const dpn__cgeo *g;
     int mode;                    /* 0: y += conv(x, w); 1: x += conv^T(y, w); 2: w += corr(y, x) */
     void *x, *w, *y, *col, *st;  /* st: the staged output rows */
-    int64_t i0, ld, gi;          /* the block's first image, the staged rows' stride (b oh ow), the group */
+    int64_t i0, ld, gi;          /* the block's first image, the staged rows' stride (b oh ow) or the images per chunk, the group */
+    dp_engine *eng;
 } dpn__cjob;
+/* y and dx go image by image in at most this many chunks of images, each
+   with its own columns */
+#define DPN__CONV_SLOTS 16
+/* Images per block of a weight gradient by im2col: as many as keep a block's staged
+   columns and rows ((c/g) kh kw + f/g) b oh ow) within 2^20 elements (4
+   MiB of float32, 8 of float64: the block stays near the caches), at
+   least 1. From the shape alone: a weight gradient's sum runs block by
+   block, so the blocks fix its rounding. */
+static int64_t dpn__conv_block(const dpn__cgeo *g) {
+    double per = ((double)(g->c / g->g) * (double)g->kh * (double)g->kw + (double)(g->f / g->g)) * (double)g->oh * (double)g->ow;
+    double b = per > 0 ? (double)(1 << 20) / per : (double)g->n;
+    return b < 1 ? 1 : b > (double)g->n ? (g->n > 0 ? g->n : 1) : (int64_t)b;
+}
 #define DPN__CONV_KERNELS(T, S, DT) \
 static void dpn__im2col_##S(const dpn__cgeo *g, const T *x, T *col, int64_t ld) { \
     int64_t ci, i, j, oy, ox, cg = g->c / g->g; \
@@ -2192,8 +2209,29 @@ static void dpn__conv_direct_range_##S(int64_t b, int64_t e, void *user) { \
     if (J->mode == 2) dpn__conv_direct_##S(J->g, 2, (T *)J->x, (T *)J->w, (T *)J->y, 0, J->g->n, b, e); \
     else dpn__conv_direct_##S(J->g, J->mode, (T *)J->x, (T *)J->w, (T *)J->y, b, e, 0, J->g->f); \
 } \
-/* stages images [b, e) of the block: their columns (modes 0, 2) and their \
-   output rows of group gi (modes 1, 2) */ \
+/* y += conv(x, w) (mode 0) or x += conv^T(y, w) (mode 1) for images [b, \
+   e), one image at a time as a whole batch ran before, in the chunk's \
+   own columns (chunk begin / grain of the range) */ \
+static void dpn__conv_images_##S(int64_t b, int64_t e, void *user) { \
+    const dpn__cjob *J = (const dpn__cjob *)user; \
+    const dpn__cgeo *g = J->g; \
+    int64_t n, gi, cg = g->c / g->g, fg = g->f / g->g, K = cg * g->kh * g->kw, P = g->oh * g->ow; \
+    int pw = dpn__cgeo_pointwise(g); \
+    T *col = J->col ? (T *)J->col + (b / J->ld) * K * P : NULL; \
+    for (n = b; n < e; n++) for (gi = 0; gi < g->g; gi++) { \
+        T *xg = (T *)J->x + (n * g->c + gi * cg) * g->h * g->w, *wg = (T *)J->w + gi * fg * K, *yg = (T *)J->y + (n * g->f + gi * fg) * P; \
+        T *cols = pw ? xg : col; \
+        if (J->mode == 1) { \
+            dp_gemm_on(J->eng, DT, 1, 0, K, P, fg, wg, K, yg, P, pw ? 1.0 : 0.0, cols, P); \
+            if (!pw) dpn__col2im_##S(g, cols, P, xg); \
+        } else { \
+            if (!pw) dpn__im2col_##S(g, xg, cols, P); \
+            dp_gemm_on(J->eng, DT, 0, 0, fg, P, K, wg, K, cols, P, 1.0, yg, P); \
+        } \
+    } \
+} \
+/* stages images [b, e) of the block for a weight gradient: their columns \
+   and their output-gradient rows of group gi */ \
 static void dpn__conv_pack_##S(int64_t b, int64_t e, void *user) { \
     const dpn__cjob *J = (const dpn__cjob *)user; \
     const dpn__cgeo *g = J->g; \
@@ -2201,60 +2239,36 @@ static void dpn__conv_pack_##S(int64_t b, int64_t e, void *user) { \
     for (j = b; j < e; j++) { \
         int64_t i = J->i0 + j; \
         const T *yg = (const T *)J->y + (i * g->f + J->gi * fg) * P; \
-        if (J->mode != 1) dpn__im2col_##S(g, (const T *)J->x + (i * g->c + J->gi * cg) * g->h * g->w, (T *)J->col + j * P, J->ld); \
-        if (J->mode != 0) for (o = 0; o < fg; o++) memcpy((T *)J->st + o * J->ld + j * P, yg + o * P, sizeof(T) * (size_t)P); \
+        dpn__im2col_##S(g, (const T *)J->x + (i * g->c + J->gi * cg) * g->h * g->w, (T *)J->col + j * P, J->ld); \
+        for (o = 0; o < fg; o++) memcpy((T *)J->st + o * J->ld + j * P, yg + o * P, sizeof(T) * (size_t)P); \
     } \
 } \
-/* adds images [b, e)'s share back: staged rows into y (mode 0), columns \
-   into x (mode 1) */ \
-static void dpn__conv_unpack_##S(int64_t b, int64_t e, void *user) { \
-    const dpn__cjob *J = (const dpn__cjob *)user; \
-    const dpn__cgeo *g = J->g; \
-    int64_t j, o, p, cg = g->c / g->g, fg = g->f / g->g, P = g->oh * g->ow; \
-    for (j = b; j < e; j++) { \
-        int64_t i = J->i0 + j; \
-        if (J->mode == 0) { \
-            T *yg = (T *)J->y + (i * g->f + J->gi * fg) * P; \
-            for (o = 0; o < fg; o++) { \
-                const T *so = (const T *)J->st + o * J->ld + j * P; \
-                T *yo = yg + o * P; \
-                for (p = 0; p < P; p++) yo[p] += so[p]; \
-            } \
-        } else dpn__col2im_##S(g, (const T *)J->col + j * P, J->ld, (T *)J->x + (i * g->c + J->gi * cg) * g->h * g->w); \
-    } \
-} \
-static void dpn__conv_gemm_##S(dp_engine *eng, const dpn__cgeo *g, int mode, T *x, T *w, T *y, T *col, int64_t bl) { \
-    int64_t gi, cg = g->c / g->g, fg = g->f / g->g, K = cg * g->kh * g->kw, P = g->oh * g->ow; \
+static void dpn__conv_gemm_##S(dp_engine *eng, const dpn__cgeo *g, int mode, T *x, T *w, T *y, T *col) { \
+    int64_t gi, cg = g->c / g->g, fg = g->f / g->g, K = cg * g->kh * g->kw, P = g->oh * g->ow, bl; \
     dpn__cjob J; \
-    J.g = g; J.mode = mode; J.x = x; J.w = w; J.y = y; J.col = col; J.st = col + K * bl * P; \
+    J.g = g; J.mode = mode; J.x = x; J.w = w; J.y = y; J.col = col; J.eng = eng; \
+    if (mode != 2) { \
+        int64_t chunks = g->n < DPN__CONV_SLOTS ? g->n : DPN__CONV_SLOTS; \
+        if (dpn__cgeo_pointwise(g)) J.col = NULL; \
+        J.ld = chunks ? (g->n + chunks - 1) / chunks : 1;   /* images per chunk */ \
+        dpn__range(eng, g->n, J.ld, dpn__conv_images_##S, &J); \
+        return; \
+    } \
+    bl = dpn__conv_block(g); \
+    J.st = col + K * bl * P; \
     for (J.i0 = 0; J.i0 < g->n; J.i0 += bl) { \
         int64_t b = g->n - J.i0 < bl ? g->n - J.i0 : bl; \
-        dp_engine *pe = (double)b * (double)P * (double)(K + fg) >= DPN__PAR_MIN ? eng : NULL; \
         J.ld = b * P; \
         for (gi = 0; gi < g->g; gi++) { \
-            T *wg = w + gi * fg * K, *st = (T *)J.st; \
             J.gi = gi; \
-            dpn__range(pe, b, 1, dpn__conv_pack_##S, &J); \
-            if (mode == 0) dp_gemm_on(eng, DT, 0, 0, fg, b * P, K, wg, K, col, J.ld, 0.0, st, J.ld); \
-            else if (mode == 1) dp_gemm_on(eng, DT, 1, 0, K, b * P, fg, wg, K, st, J.ld, 0.0, col, J.ld); \
-            else dp_gemm_on(eng, DT, 0, 1, fg, K, b * P, st, J.ld, col, J.ld, 1.0, wg, K); \
-            if (mode != 2) dpn__range(pe, b, 1, dpn__conv_unpack_##S, &J); \
+            dpn__range(eng, b, 1, dpn__conv_pack_##S, &J); \
+            dp_gemm_on(eng, DT, 0, 1, fg, K, b * P, (T *)J.st, J.ld, col, J.ld, 1.0, w + gi * fg * K, K); \
         } \
     } \
 }
 DPN__CONV_KERNELS(float, f32, DP_FLOAT32)
 DPN__CONV_KERNELS(double, f64, DP_FLOAT64)
 #undef DPN__CONV_KERNELS
-/* Images per block of the im2col path: as many as keep a block's staged
-   columns and rows ((c/g) kh kw + f/g) b oh ow) within 2^20 elements (4
-   MiB of float32, 8 of float64: the block stays near the caches), at
-   least 1. From the shape alone: a weight gradient's sum runs block by
-   block, so the blocks fix its rounding. */
-static int64_t dpn__conv_block(const dpn__cgeo *g) {
-    double per = ((double)(g->c / g->g) * (double)g->kh * (double)g->kw + (double)(g->f / g->g)) * (double)g->oh * (double)g->ow;
-    double b = per > 0 ? (double)(1 << 20) / per : (double)g->n;
-    return b < 1 ? 1 : b > (double)g->n ? (g->n > 0 ? g->n : 1) : (int64_t)b;
-}
 /* One of the three products on arrays of dtype t: x (n, c, h, w), w, y
    (n, f, oh, ow); the written one (y, x or w by mode) is added to. col:
    the im2col room (dpn__conv_temp), NULL for the direct loops. eng: the
@@ -2265,8 +2279,8 @@ static void dpn__conv_run(dp_engine *eng, dp_dtype t, const dpn__cgeo *g, int mo
         memset(&J, 0, sizeof J);
         J.g = g; J.mode = mode; J.x = x; J.w = w; J.y = y;
         dpn__range(eng, mode == 2 ? g->f : g->n, 1, t == DP_FLOAT32 ? dpn__conv_direct_range_f32 : dpn__conv_direct_range_f64, &J);
-    } else if (t == DP_FLOAT32) dpn__conv_gemm_f32(eng, g, mode, (float *)x, (float *)w, (float *)y, (float *)col, dpn__conv_block(g));
-    else dpn__conv_gemm_f64(eng, g, mode, (double *)x, (double *)w, (double *)y, (double *)col, dpn__conv_block(g));
+    } else if (t == DP_FLOAT32) dpn__conv_gemm_f32(eng, g, mode, (float *)x, (float *)w, (float *)y, (float *)col);
+    else dpn__conv_gemm_f64(eng, g, mode, (double *)x, (double *)w, (double *)y, (double *)col);
 }
 /* The range loop's engine for a convolution: its multiply-adds,
    n f (c/g) kh kw oh ow, against DPN__PAR_MIN. */
@@ -2285,10 +2299,14 @@ static int dpn__conv_direct(const dpn__cgeo *g, int64_t algo, int64_t workspace_
     if (dpn__cgeo_pointwise(g)) return 0;
     return K < 8 || bytes > (double)workspace_mib * 1048576.0;
 }
-/* The temporary space for a block's columns and staged rows (none for
-   direct); NULL with the kernel's error when there is no memory. */
+/* The temporary space for the chunks' columns (y, dx) or for a block's
+   columns and staged rows (dw), whichever is larger (none for direct);
+   NULL with the kernel's error when there is no memory. */
 static int dpn__conv_temp(const dp_kernel_ctx *k, const dpn__cgeo *g, int direct, size_t elem, void **col) {
-    size_t n = (size_t)(((g->c / g->g) * g->kh * g->kw + g->f / g->g) * g->oh * g->ow * dpn__conv_block(g));
+    int64_t K = (g->c / g->g) * g->kh * g->kw, P = g->oh * g->ow, chunks = g->n < DPN__CONV_SLOTS ? g->n : DPN__CONV_SLOTS;
+    int64_t per = (g->n + (chunks ? chunks : 1) - 1) / (chunks ? chunks : 1), used = chunks ? (g->n + per - 1) / per : 0;
+    size_t n = (size_t)((K + g->f / g->g) * P * dpn__conv_block(g)), n2 = (size_t)(used * K * P);
+    if (n2 > n) n = n2;
     *col = NULL;
     if (direct || !n || !g->n) return 0;
     if ((*col = dp_temp_space(k->rc->engine, k->rc->ctx, n * elem)) == NULL) {
