@@ -25,7 +25,7 @@ endif
 MAKEFLAGS += -r
 .SUFFIXES:
 
-.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale bench-gemm bench-kernels clean
+.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale bench-gemm bench-kernels bench-layers clean
 
 # ---- the implementation, compiled once per configuration ------------------
 # tests/impl/depeng_impl.c is depeng.h's implementation alone. build/impl/
@@ -77,7 +77,7 @@ CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff torch_diff oper
 # under the sanitizers (make tsan, make asan): the unit tests, and
 # examples/make.c run by examples/make_demo/check.sh
 TSAN_TESTS := $(addsuffix _tsan,test_layers test_norm test_par_kernels test_data test_train test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame test_gemm)
-ASAN_TESTS := $(addsuffix _asan,test_layers test_norm test_data test_train test_engine test_range test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
+ASAN_TESTS := $(addsuffix _asan,test_layers test_norm test_par_kernels test_data test_train test_engine test_range test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
                                  test_files test_invoke test_kvstore test_kernels_exact make_parse test_frame test_gemm) \
               test_engine_asan_pthreads test_stealing_asan_pthreads
 
@@ -297,6 +297,11 @@ bench-gemm: $(B)/bench_gemm
 	$(B)/bench_gemm $(BENCH_ROUNDS) 1 2
 bench-kernels: $(B)/bench_kernels
 	$(B)/bench_kernels $(BENCH_ROUNDS)
+# the layers' and reductions' kernels with and without a worker on the range loop
+$(B)/bench_layers: bench/layers.c bench/common.h $(HEADERS) | $(B)
+	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+bench-layers: $(B)/bench_layers
+	$(B)/bench_layers $(BENCH_ROUNDS)
 # contention counters with 2, 4, 8 and 16 CPU workers (bench/README.md, many cores)
 bench-scale: $(B)/bench_depeng
 	bench/scale.sh $(B)/bench_depeng

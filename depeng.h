@@ -883,6 +883,28 @@ typedef struct dp_range_desc {
     int deterministic;      /* 1: boundaries from n and grain only */
 } dp_range_desc;
 DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *desc);
+/* How ops and ranges share the workers. Ready ops run at once on their
+   pool's workers: the engine overlaps independent ops. A kernel that
+   splits its work calls dp_parallel_for on its op's thread, which runs
+   chunks itself and is joined only by idle workers of that pool (a worker
+   finishes its op before it takes a chunk and stops taking chunks once an
+   op is queued for it): a chain of ops, such as a training step, gets
+   every core on each large kernel, independent ops keep their workers,
+   and no thread beyond the pools' and the callers' ever runs.
+   The built-in CPU kernels that split so, from about 2^17 elements (or
+   multiply-adds) on, below which they run on their op's thread alone: the
+   float32 element-wise ops, dot and FullyConnected (dp_gemm_on), the
+   optimizer updates, sum, mean, max and min over one run of adjacent axes
+   or all of them (and their gradients), softmax and log_softmax (and their
+   gradients); depeng_nn.h's Convolution and Deconvolution, Pooling,
+   Activation and BatchNorm. Their chunks follow from the shape alone, so
+   their results are bitwise the same at any worker count and on every
+   engine. A reduction with many outputs reduces each in the serial order
+   (its bits unchanged); one with few outputs (over all axes, say) of at
+   least 2^17 elements adds fixed partial results along the axis in chunk
+   order, which rounds differently from the serial sum. Reductions of
+   integer arrays, over axes that are not adjacent, and argmax run on one
+   core. */
 
 /* ---- running ready ops on the caller (frame-driven use) ---------------- */
 /* What dp_run_ready does: it stops at the first of these that holds, looked

@@ -53,12 +53,17 @@
      counts its inputs by num_args, as the registry does: 2 with no_bias
      (a symbol node and MXNet's symbol JSON set it from no_bias or
      act_type). Convolution and Deconvolution have two implementations,
-     chosen by their algo parameter: im2col + GEMM (dp_gemm; one image's
-     columns in the temporary space, dp_temp_space, MXNet's kTempSpace) or
-     direct loops; algo auto takes im2col unless a GEMM column would be
-     shorter than 8 elements or one image's columns would take more than
-     the workspace parameter's MiB (a 1x1, stride 1, unpadded convolution
-     needs no columns and always takes GEMM). So are the optimizer updates
+     chosen by their algo parameter: im2col + GEMM (dp_gemm_on; columns
+     in the temporary space, dp_temp_space, MXNet's kTempSpace: one
+     image's per chunk of up to 16 chunks of the batch for the output and
+     the data gradient, blocks of images of up to 2^20 elements for the
+     weight gradient) or direct loops; algo auto takes im2col unless a
+     GEMM column would be shorter than 8 elements or one image's columns
+     would take more than the workspace parameter's MiB (a 1x1, stride 1,
+     unpadded convolution always takes GEMM). These layers, Pooling,
+     Activation and BatchNorm split large work over the engine's range
+     loop, in chunks fixed by the shape: bitwise the same results at any
+     worker count (depeng.h, "How ops and ranges share the workers"). So are the optimizer updates
      rmsprop_update, rmspropalex_update, adagrad_update, nag_mom_update and
      adamw_update (see SCHEDULES AND CLIPPING). They are all registered
      through dp_operator_register like any user operator,
