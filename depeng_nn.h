@@ -2827,6 +2827,11 @@ static void dpn__act_f32_range(int64_t b, int64_t e, void *user) {
     float *out = (float *)dp_nd_data(k->outputs[0]);
     int64_t i;
     int add = k->req[0] == DP_REQ_ADD;
+    if (type == 0) {   /* relu: as dpn__act_fn in double, exactly (0 * og keeps og's sign, as there) */
+        if (grad) for (i = b; i < e; i++) { float v = (x[i] > 0 ? 1.0f : 0.0f) * og[i]; out[i] = add ? out[i] + v : v; }
+        else for (i = b; i < e; i++) { float v = x[i] > 0 ? x[i] : 0.0f; out[i] = add ? out[i] + v : v; }
+        return;
+    }
     for (i = b; i < e; i++) {
         float v = grad ? og[i] * (type == 2 ? 1.0f - y[i] * y[i] : y[i] * (1.0f - y[i])) : type == 2 ? tanhf(x[i]) : 1.0f / (1.0f + expf(-x[i]));
         out[i] = add ? out[i] + v : v;
@@ -2845,9 +2850,10 @@ static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) 
 /* sigmoid and tanh in float32, the common case of a network's layers, in
    float arithmetic: the forward with expf / tanhf, the gradient from the
    output (y (1 - y), 1 - y^2) as MXNet's, so the gradient computes no
-   function at all. 0 when not that case. */
+   function at all; relu in float32 in a loop the compiler vectorises,
+   with the double path's results. 0 when not that case. */
 static int dpn__act_f32(const dp_kernel_ctx *k, int type, int grad) {
-    if (dp_nd_dtype(k->inputs[grad]) != DP_FLOAT32 || (type != 1 && type != 2) || k->req[0] == DP_REQ_NULL) return 0;
+    if (dp_nd_dtype(k->inputs[grad]) != DP_FLOAT32 || type > 2 || k->req[0] == DP_REQ_NULL) return 0;
     dpn__act_run(k, type, 0, grad, dpn__act_f32_range);
     return 1;
 }
@@ -3014,14 +3020,32 @@ static int dpn__infer_bn(const dp_params *p, int nin, const dp_shape *is, const 
     return 0;
 }
 /* Channel ch's mean and biased variance over (outer, inner), in double. */
+/* float32 and float64 read in place (no per-element call); the sums in
+   double, in order, as for any dtype */
+#define DPN__BN_LD(x, t, i) ((t) == DP_FLOAT32 ? (double)((const float *)(x))[i] : ((const double *)(x))[i])
 static void dpn__bn_stats(const void *x, dp_dtype t, int64_t outer, int64_t c, int64_t inner, int64_t ch, double *mean, double *var) {
     int64_t o, j, n = outer * inner;
     double s = 0, q = 0;
-    for (o = 0; o < outer; o++) for (j = 0; j < inner; j++) s += dpn__load_elem(x, t, (o * c + ch) * inner + j);
+    for (o = 0; o < outer; o++) for (j = 0; j < inner; j++) s += DPN__BN_LD(x, t, (o * c + ch) * inner + j);
     s = n ? s / (double)n : 0;
     for (o = 0; o < outer; o++)
-        for (j = 0; j < inner; j++) { double d = dpn__load_elem(x, t, (o * c + ch) * inner + j) - s; q += d * d; }
+        for (j = 0; j < inner; j++) { double d = DPN__BN_LD(x, t, (o * c + ch) * inner + j) - s; q += d * d; }
     *mean = s; *var = n ? q / (double)n : 0;
+}
+/* y = g (x - mean) is + b over one channel's rows, by req; float32 written
+   in a loop the compiler vectorises (each element as dpn__store_elem) */
+static void dpn__bn_norm(const void *x, void *y, dp_dtype t, int64_t outer, int64_t c, int64_t inner, int64_t ch, double g, double mean,
+                         double is, double b, dp_req req) {
+    int64_t o, j;
+    for (o = 0; req != DP_REQ_NULL && o < outer; o++) {
+        int64_t e0 = (o * c + ch) * inner;
+        if (t == DP_FLOAT32 && req != DP_REQ_ADD) {
+            const float *xr = (const float *)x + e0;
+            float *yr = (float *)y + e0;
+            for (j = 0; j < inner; j++) yr[j] = (float)(g * ((double)xr[j] - mean) * is + b);
+        } else
+            for (j = 0; j < inner; j++) dpn__store_elem(y, t, e0 + j, g * (DPN__BN_LD(x, t, e0 + j) - mean) * is + b, req);
+    }
 }
 /* BatchNorm's channels are independent: a large one is split over the
    range loop by channel, each channel computed as alone. */
@@ -3036,7 +3060,7 @@ static void dpn__bn_range(int64_t b, int64_t e, void *user) {
     void *mm = dp_nd_data(k->inputs[3]), *mv = dp_nd_data(k->inputs[4]), *y = dp_nd_data(k->outputs[0]);
     int batch = p->v[DPN__BN_IS_TRAIN].i && !p->v[DPN__BN_GLOBAL].i;
     double mom = p->v[DPN__BN_MOMENTUM].f;
-    int64_t outer = J->outer, c = J->c, inner = J->inner, ch, o, j;
+    int64_t outer = J->outer, c = J->c, inner = J->inner, ch;
     for (ch = b; ch < e; ch++) {
         double mean, var, g = p->v[DPN__BN_FIX_GAMMA].i ? 1 : dpn__load_elem(gm, t, ch), bv = dpn__load_elem(bt, t, ch), is;
         if (batch) {
@@ -3045,11 +3069,7 @@ static void dpn__bn_range(int64_t b, int64_t e, void *user) {
             dpn__store_elem(mv, t, ch, dpn__load_elem(mv, t, ch) * mom + var * (1 - mom), DP_REQ_WRITE);
         } else { mean = dpn__load_elem(mm, t, ch); var = dpn__load_elem(mv, t, ch); }
         is = 1 / sqrt(var + p->v[DPN__BN_EPS].f);
-        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++)
-            for (j = 0; j < inner; j++) {
-                int64_t e = (o * c + ch) * inner + j;
-                dpn__store_elem(y, t, e, g * (dpn__load_elem(xd, t, e) - mean) * is + bv, k->req[0]);
-            }
+        dpn__bn_norm(xd, y, t, outer, c, inner, ch, g, mean, is, bv, k->req[0]);
     }
 }
 static int dpn__k_bn(const dp_kernel_ctx *k) {
@@ -3080,15 +3100,23 @@ static void dpn__bn_grad_range(int64_t b, int64_t e, void *user) {
         for (o = 0; o < outer; o++)
             for (j = 0; j < inner; j++) {
                 int64_t e = (o * c + ch) * inner + j;
-                double gv = dpn__load_elem(og, t, e);
-                sg += gv; sgx += gv * (dpn__load_elem(xd, t, e) - mean) * is;
+                double gv = DPN__BN_LD(og, t, e);
+                sg += gv; sgx += gv * (DPN__BN_LD(xd, t, e) - mean) * is;
             }
-        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++)
-            for (j = 0; j < inner; j++) {
-                int64_t e = (o * c + ch) * inner + j;
-                double gv = dpn__load_elem(og, t, e), xh = (dpn__load_elem(xd, t, e) - mean) * is;
-                dpn__store_elem(dp_nd_data(k->outputs[0]), t, e, batch ? g * is / (double)n * ((double)n * gv - sg - xh * sgx) : g * is * gv, k->req[0]);
-            }
+        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++) {
+            int64_t e0 = (o * c + ch) * inner;
+            if (t == DP_FLOAT32 && k->req[0] != DP_REQ_ADD) {
+                const float *gr = (const float *)og + e0, *xr = (const float *)xd + e0;
+                float *dr = (float *)dp_nd_data(k->outputs[0]) + e0;
+                if (batch) for (j = 0; j < inner; j++) dr[j] = (float)(g * is / (double)n * ((double)n * (double)gr[j] - sg - ((double)xr[j] - mean) * is * sgx));
+                else for (j = 0; j < inner; j++) dr[j] = (float)(g * is * (double)gr[j]);
+            } else
+                for (j = 0; j < inner; j++) {
+                    int64_t e = e0 + j;
+                    double gv = DPN__BN_LD(og, t, e), xh = (DPN__BN_LD(xd, t, e) - mean) * is;
+                    dpn__store_elem(dp_nd_data(k->outputs[0]), t, e, batch ? g * is / (double)n * ((double)n * gv - sg - xh * sgx) : g * is * gv, k->req[0]);
+                }
+        }
         if (k->req[1] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[1]), t, ch, fix ? 0 : sgx, k->req[1]);
         if (k->req[2] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[2]), t, ch, sg, k->req[2]);
         for (i = 3; i < 5; i++) if (k->req[i] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[i]), t, ch, 0, k->req[i]);
