@@ -2128,7 +2128,7 @@ static void dpn__range(dp_engine *eng, int64_t n, int64_t grain, dp_range_fn fn,
    correlation of og and x. By im2col and GEMM: y and dx image by image
    (one image's columns, (c/g) kh kw x oh ow, and one GEMM per image and
    group), the batch split over the range loop in at most DPN__CONV_SLOTS
-   chunks of images, each with its own columns in the temporary space, the
+   chunks of images (dpn__conv_chunks), each with its own columns in the temporary space, the
    GEMM itself parallel when the batch is small (dp_gemm_on: tiles fixed
    by the shape, the same bits as dp_gemm); dw in blocks of images
    (dpn__conv_block, fixed by the shape): per block and group, the block's
@@ -2144,9 +2144,16 @@ typedef struct dpn__cjob {
     int64_t i0, ld, gi;          /* the block's first image, the staged rows' stride (b oh ow) or the images per chunk, the group */
     dp_engine *eng;
 } dpn__cjob;
-/* y and dx go image by image in at most this many chunks of images, each
-   with its own columns */
+/* y and dx go image by image in at most DPN__CONV_SLOTS chunks of images,
+   each with its own columns, and in fewer where those would pass 2^22
+   elements (16 MiB of float32) in all: from the shape alone. */
 #define DPN__CONV_SLOTS 16
+static int64_t dpn__conv_chunks(const dpn__cgeo *g) {
+    double cols = (double)(g->c / g->g) * (double)g->kh * (double)g->kw * (double)g->oh * (double)g->ow;
+    double fit = cols > 0 ? (double)(1 << 22) / cols : DPN__CONV_SLOTS;
+    int64_t c = fit < 1 ? 1 : fit > DPN__CONV_SLOTS ? DPN__CONV_SLOTS : (int64_t)fit;
+    return g->n < c ? g->n : c;
+}
 /* Images per block of a weight gradient by im2col: as many as keep a block's staged
    columns and rows ((c/g) kh kw + f/g) b oh ow) within 2^20 elements (4
    MiB of float32, 8 of float64: the block stays near the caches), at
@@ -2253,7 +2260,7 @@ static void dpn__conv_gemm_##S(dp_engine *eng, const dpn__cgeo *g, int mode, T *
     dpn__cjob J; \
     J.g = g; J.mode = mode; J.x = x; J.w = w; J.y = y; J.col = col; J.eng = eng; \
     if (mode != 2) { \
-        int64_t chunks = g->n < DPN__CONV_SLOTS ? g->n : DPN__CONV_SLOTS; \
+        int64_t chunks = dpn__conv_chunks(g); \
         if (dpn__cgeo_pointwise(g)) J.col = NULL; \
         J.ld = chunks ? (g->n + chunks - 1) / chunks : 1;   /* images per chunk */ \
         dpn__range(eng, g->n, J.ld, dpn__conv_images_##S, &J); \
@@ -2308,7 +2315,7 @@ static int dpn__conv_direct(const dpn__cgeo *g, int64_t algo, int64_t workspace_
    columns and staged rows (dw), whichever is larger (none for direct);
    NULL with the kernel's error when there is no memory. */
 static int dpn__conv_temp(const dp_kernel_ctx *k, const dpn__cgeo *g, int direct, size_t elem, void **col) {
-    int64_t K = (g->c / g->g) * g->kh * g->kw, P = g->oh * g->ow, chunks = g->n < DPN__CONV_SLOTS ? g->n : DPN__CONV_SLOTS;
+    int64_t K = (g->c / g->g) * g->kh * g->kw, P = g->oh * g->ow, chunks = dpn__conv_chunks(g);
     int64_t per = (g->n + (chunks ? chunks : 1) - 1) / (chunks ? chunks : 1), used = chunks ? (g->n + per - 1) / per : 0;
     size_t n = (size_t)((K + g->f / g->g) * P * dpn__conv_block(g)), n2 = (size_t)(used * K * P);
     if (n2 > n) n = n2;
