@@ -2114,6 +2114,7 @@ static int dpn__cgeo_pointwise(const dpn__cgeo *g) {
    across chunks are combined in chunk order), so results are bitwise the
    same at any worker count and on every engine. */
 #define DPN__PAR_MIN (1 << 17)
+#define DPN__PAR_GRAIN (1 << 15)   /* elements a chunk, where chunks are element runs */
 static dp_engine *dpn__par_eng(const dp_kernel_ctx *k, double work) { return work >= DPN__PAR_MIN && k->rc ? k->rc->engine : NULL; }
 /* fn over [0, n) in chunks of grain, on eng's range loop (NULL: here) */
 static void dpn__range(dp_engine *eng, int64_t n, int64_t grain, dp_range_fn fn, void *user) {
@@ -2734,7 +2735,7 @@ static void dpn__pool_planes(const dp_params *p, dp_dtype t, const dp_shape *xs,
 #undef DPN__ADD
 }
 /* The planes (image, channel) are independent: a large pooling is split
-   over the range loop by plane. */
+   over the range loop by runs of planes of about DPN__PAR_GRAIN elements. */
 typedef struct dpn__pool_job { const dp_params *p; dp_dtype t; const dp_shape *xs, *ys; const void *x, *og; void *y, *dx; int mode; dp_req req; } dpn__pool_job;
 static void dpn__pool_range(int64_t b, int64_t e, void *user) {
     const dpn__pool_job *J = (const dpn__pool_job *)user;
@@ -2745,7 +2746,9 @@ static void dpn__pool_run(const dp_kernel_ctx *k, const dp_params *p, dp_dtype t
     dpn__pool_job J;
     int64_t planes = xs->dims[0] * xs->dims[1];
     J.p = p; J.t = t; J.xs = xs; J.ys = ys; J.x = x; J.y = y; J.og = og; J.dx = dx; J.mode = mode; J.req = req;
-    dpn__range(dpn__par_eng(k, (double)dp_shape_size(xs) + (double)dp_shape_size(ys)), planes, 1, dpn__pool_range, &J);
+    int64_t per = planes ? (dp_shape_size(xs) + dp_shape_size(ys)) / planes : 1;   /* elements a plane reads and writes */
+    dpn__range(dpn__par_eng(k, (double)dp_shape_size(xs) + (double)dp_shape_size(ys)), planes, per > 0 ? (DPN__PAR_GRAIN + per - 1) / per : 1,
+               dpn__pool_range, &J);
 }
 static int dpn__k_pool(const dp_kernel_ctx *k) {
     if (k->req[0] == DP_REQ_NULL) return 0;
@@ -2810,7 +2813,6 @@ static int dpn__infer_act(const dp_params *p, int nin, const dp_shape *is, const
 /* Element-wise forward (grad 0: y = f(x)) or gradient (dx = og f'(x)). */
 /* Both forms run over element ranges, split over the range loop when
    large (in chunks of DPN__PAR_GRAIN, each element as alone). */
-#define DPN__PAR_GRAIN (1 << 15)
 typedef struct dpn__act_job { const dp_kernel_ctx *k; int type, grad; double a; } dpn__act_job;
 static void dpn__act_range(int64_t b, int64_t e, void *user) {
     const dpn__act_job *J = (const dpn__act_job *)user;
