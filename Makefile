@@ -25,7 +25,7 @@ endif
 MAKEFLAGS += -r
 .SUFFIXES:
 
-.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale bench-gemm bench-kernels clean
+.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale bench-gemm bench-kernels bench-layers clean
 
 # ---- the implementation, compiled once per configuration ------------------
 # tests/impl/depeng_impl.c is depeng.h's implementation alone. build/impl/
@@ -64,7 +64,7 @@ TESTS := test_layers test_norm test_data test_train test_engine test_scheduling 
          test_engine_cxx test_engine_no_ndarray test_ndarray test_ndarray_cxx \
          test_autograd test_autograd_cxx test_memory_plan test_symbol make_parse \
          test_files test_inflate_zlib test_kernels_exact test_invoke test_kvstore test_kvstore_cxx \
-         test_frame test_frame_pthreads test_gemm test_gemm_cxx
+         test_frame test_frame_pthreads test_gemm test_gemm_cxx test_par_kernels
 # the check scripts make test runs after them (each prints its own
 # "name: N passed, M failed" line), and the programs the scripts run
 CHECKS := tests/walkthrough_check.sh tests/make_check.sh tests/make_vs_gnu.sh tests/make_corpus.sh tests/readme_check.sh \
@@ -76,8 +76,8 @@ EXAMPLES := walkthrough make_example make_page ndarray_example custom_op_example
 CHECK_PROGRAMS := $(EXAMPLES) chrome_trace html_pages numpy_diff torch_diff operators_doc
 # under the sanitizers (make tsan, make asan): the unit tests, and
 # examples/make.c run by examples/make_demo/check.sh
-TSAN_TESTS := $(addsuffix _tsan,test_layers test_norm test_data test_train test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame test_gemm)
-ASAN_TESTS := $(addsuffix _asan,test_layers test_norm test_data test_train test_engine test_range test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
+TSAN_TESTS := $(addsuffix _tsan,test_layers test_norm test_par_kernels test_data test_train test_engine test_range test_ndarray test_autograd test_scheduling test_symbol test_kvstore test_stealing test_frame test_gemm)
+ASAN_TESTS := $(addsuffix _asan,test_layers test_norm test_par_kernels test_data test_train test_engine test_range test_ndarray test_autograd test_memory_plan test_scheduling test_symbol \
                                  test_files test_invoke test_kvstore test_kernels_exact make_parse test_frame test_gemm) \
               test_engine_asan_pthreads test_stealing_asan_pthreads
 
@@ -300,6 +300,11 @@ bench-gemm: $(B)/bench_gemm
 	$(B)/bench_gemm $(BENCH_ROUNDS) 1 2
 bench-kernels: $(B)/bench_kernels
 	$(B)/bench_kernels $(BENCH_ROUNDS)
+# the layers' and reductions' kernels with and without a worker on the range loop
+$(B)/bench_layers: bench/layers.c bench/common.h $(HEADERS) | $(B)
+	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+bench-layers: $(B)/bench_layers
+	$(B)/bench_layers $(BENCH_ROUNDS)
 # contention counters with 2, 4, 8 and 16 CPU workers (bench/README.md, many cores)
 bench-scale: $(B)/bench_depeng
 	bench/scale.sh $(B)/bench_depeng

@@ -204,7 +204,8 @@
                             that a program without the page need not carry.
      DP_ASSERT(c)           assert macro (default: assert)
      DEPENG_TEST_HOOK(point) tests only: code run at a named point of the
-                            scheduler, to widen a race window (default: none)
+                            scheduler, to widen a race window or to count
+                            dp_parallel_for calls (default: none)
    The platform layer is chosen by the target unless forced above:
      Linux and other POSIX  C11 <threads.h> where it exists, else pthreads
                             (pthreads under ThreadSanitizer)
@@ -882,6 +883,28 @@ typedef struct dp_range_desc {
     int deterministic;      /* 1: boundaries from n and grain only */
 } dp_range_desc;
 DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *desc);
+/* How ops and ranges share the workers. Ready ops run at once on their
+   pool's workers: the engine overlaps independent ops. A kernel that
+   splits its work calls dp_parallel_for on its op's thread, which runs
+   chunks itself and is joined only by idle workers of that pool (a worker
+   finishes its op before it takes a chunk and stops taking chunks once an
+   op is queued for it): a chain of ops, such as a training step, gets
+   every core on each large kernel, independent ops keep their workers,
+   and no thread beyond the pools' and the callers' ever runs.
+   The built-in CPU kernels that split so, from about 2^17 elements (or
+   multiply-adds) on, below which they run on their op's thread alone: the
+   float32 element-wise ops, dot and FullyConnected (dp_gemm_on), the
+   optimizer updates, sum, mean, max and min over one run of adjacent axes
+   or all of them (and their gradients), softmax and log_softmax (and their
+   gradients); depeng_nn.h's Convolution and Deconvolution, Pooling,
+   Activation and BatchNorm. Their chunks follow from the shape alone, so
+   their results are bitwise the same at any worker count and on every
+   engine. A reduction with many outputs reduces each in the serial order
+   (its bits unchanged); one with few outputs (over all axes, say) of at
+   least 2^17 elements adds fixed partial results along the axis in chunk
+   order, which rounds differently from the serial sum. Reductions of
+   integer arrays, over axes that are not adjacent, and argmax run on one
+   core. */
 
 /* ---- running ready ops on the caller (frame-driven use) ---------------- */
 /* What dp_run_ready does: it stops at the first of these that holds, looked
@@ -4336,6 +4359,7 @@ DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *d) {
                 !eng ? "NULL engine" : !d ? "NULL desc" : !d->fn ? "NULL fn" : "negative n or grain");
         return DP_ERROR_INVALID_ARGS;
     }
+    DEPENG_TEST_HOOK(parallel_for);     /* tests count the kernels' ranges */
     if (eng->desc.type == DP_ENGINE_POOLED) g = eng->task_group;
     else if (eng->desc.type != DP_ENGINE_NAIVE) {
         if (w && w->eng == eng && !w->is_gpu && w->group == (dp__group *)dp__load(&eng->cpu_groups[w->ctx.dev_id], DP__ACQUIRE))
@@ -11527,6 +11551,17 @@ static void dp__kernel_range(const dp_kernel_ctx *k, int64_t n, dp_range_fn fn, 
     }
     if (n > 0) fn(0, n, user);
 }
+/* The same for rows of len elements each: split when rows len is large
+   enough, about DP__PAR_GRAIN elements a chunk. */
+static void dp__kernel_rows(const dp_kernel_ctx *k, int64_t rows, int64_t len, dp_range_fn fn, void *user) {
+    dp_engine *eng = k->rc ? k->rc->engine : NULL;
+    if ((double)rows * (double)len >= DP__PAR_MIN && rows > 1 && eng) {
+        dp_range_desc d;
+        d.n = rows; d.grain = len > 0 ? (DP__PAR_GRAIN + len - 1) / len : rows; d.fn = fn; d.user = user; d.deterministic = 1;
+        if (dp_parallel_for(eng, &d) == DP_OK) return;
+    }
+    if (rows > 0) fn(0, rows, user);
+}
 /* >>builtin operators -----------------------------------------------------------
    The element-wise math is one line per operator, in functions that nvcc
    also compiles for the device (DP__HD), so the CPU tests check the formulas
@@ -12048,6 +12083,111 @@ static void dp__reduce_walk_int(const void *x, dp_dtype t, const dp_shape *s, in
         dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
     }
 }
+/* Large reductions split over the range loop. When the reduced axes are
+   one run (size-1 axes aside), the input is (outer, len, inner), output
+   element o = a inner + b summing x[(a len + j) inner + b] over j. With
+   several outputs per chunk's worth of input, chunks are runs of outputs
+   and each output is reduced over j in order, as the serial walk does: the
+   same bits. With few outputs, chunks are runs of j (at most 256, sized
+   by the shape alone), each giving partial results that are combined in
+   chunk order: the same bits at any worker count (but not the serial
+   walk's, which serves arrays under DP__PAR_MIN elements and other axis
+   sets). */
+typedef struct dp__red_job {
+    const void *x;
+    dp_dtype t;
+    int kind;
+    int64_t outer, len, inner, nout, og, jc; /* outputs per chunk; j per chunk (0: chunks are outputs) */
+    double *acc, *part;                      /* the result; jc: partials, nout per chunk */
+} dp__red_job;
+/* (outer, len, inner) of s for mask, or 0 when the reduced axes are not one run */
+static int dp__reduce_olen(const dp_shape *s, int mask, int64_t *outer, int64_t *len, int64_t *inner) {
+    int d, seen = 0;                          /* 0: kept before, 1: in the run, 2: kept after */
+    *outer = *len = *inner = 1;
+    for (d = 0; d < s->ndim; d++) {
+        int red = (mask >> d) & 1;
+        if (s->dims[d] == 1) continue;
+        if (red && seen == 2) return 0;
+        if (red) seen = 1;
+        else if (seen == 1) seen = 2;
+        *(red ? len : seen ? inner : outer) *= s->dims[d];
+    }
+    return 1;
+}
+#define DP__RED_FOLD(A, V) do { double v_ = (V); \
+        if (kind == DP__RED_MAX) { if (v_ > (A) || v_ != v_) (A) = v_; } \
+        else if (kind == DP__RED_MIN) { if (v_ < (A) || v_ != v_) (A) = v_; } \
+        else (A) += v_; } while (0)
+#define DP__RED_LOOPS(LD) \
+    if (J->inner == 1) { for (j = j0; j < j1; j++) DP__RED_FOLD(ac[0], LD(base + j)); } \
+    else for (j = j0; j < j1; j++) for (b = b0; b < b1; b++) DP__RED_FOLD(ac[b], LD(base + j * J->inner + b));
+/* acc[o] for outputs [o0, o1) over j in [j0, j1) */
+static void dp__red_block(const dp__red_job *J, double *acc, int64_t o0, int64_t o1, int64_t j0, int64_t j1) {
+    int kind = J->kind;
+    int64_t a, o;
+    const float *xf = (const float *)J->x;
+    const double *xd = (const double *)J->x;
+    for (o = o0; o < o1; o++) acc[o] = kind == DP__RED_MAX ? -HUGE_VAL : kind == DP__RED_MIN ? HUGE_VAL : 0;
+    for (a = o0 / J->inner; a * J->inner < o1; a++) {
+        int64_t b0 = o0 > a * J->inner ? o0 - a * J->inner : 0, b1 = o1 - a * J->inner < J->inner ? o1 - a * J->inner : J->inner;
+        int64_t base = a * J->len * J->inner, j, b;
+        double *ac = acc + a * J->inner;
+#define DP__LD_F(i) xf[i]
+#define DP__LD_D(i) xd[i]
+#define DP__LD_G(i) dp__load_elem(J->x, J->t, i)
+        if (J->t == DP_FLOAT32) { DP__RED_LOOPS(DP__LD_F) }
+        else if (J->t == DP_FLOAT64) { DP__RED_LOOPS(DP__LD_D) }
+        else { DP__RED_LOOPS(DP__LD_G) }
+#undef DP__LD_F
+#undef DP__LD_D
+#undef DP__LD_G
+    }
+}
+static void dp__red_range(int64_t begin, int64_t end, void *user) {
+    const dp__red_job *J = (const dp__red_job *)user;
+    int64_t c;
+    if (!J->jc) { dp__red_block(J, J->acc, begin * J->og, end * J->og < J->nout ? end * J->og : J->nout, 0, J->len); return; }
+    for (c = begin; c < end; c++)
+        dp__red_block(J, J->part + c * J->nout, 0, J->nout, c * J->jc, (c + 1) * J->jc < J->len ? (c + 1) * J->jc : J->len);
+}
+#undef DP__RED_LOOPS
+/* acc[nout] as dp__reduce_walk leaves it, over the range loop; returns
+   where the result is (acc, or the temporary space when it had to grow:
+   acc is then stale), NULL when this reduction is not one for it. */
+static double *dp__reduce_par(const dp_kernel_ctx *k, const void *x, dp_dtype t, const dp_shape *s, int mask, int kind, double *acc, int64_t nout) {
+    dp_engine *eng = k->rc ? k->rc->engine : NULL;
+    dp__red_job J;
+    int64_t n = dp_shape_size(s), chunks, c, o;
+    if (!eng || n < DP__PAR_MIN || !nout || !dp__reduce_olen(s, mask, &J.outer, &J.len, &J.inner)) return NULL;
+    J.x = x; J.t = t; J.kind = kind; J.nout = nout; J.acc = acc; J.part = NULL; J.jc = 0;
+    J.og = (DP__PAR_GRAIN + J.len - 1) / J.len;                  /* outputs per chunk */
+    chunks = (nout + J.og - 1) / J.og;
+    if (chunks < 4) {                                            /* few outputs: split along the axis */
+        J.jc = (DP__PAR_GRAIN + nout - 1) / nout;
+        if (J.jc < (J.len + 255) / 256) J.jc = (J.len + 255) / 256;
+        chunks = (J.len + J.jc - 1) / J.jc;
+        if (chunks < 2) return NULL;
+        if ((J.part = (double *)dp_temp_space(eng, k->rc->ctx, sizeof(double) * (size_t)(nout * (chunks + 1)))) == NULL) return NULL;
+        J.acc = acc = J.part;                                    /* the temp space moved: acc first, partials after */
+        J.part += nout;
+    }
+    {
+        dp_range_desc d;
+        d.n = chunks; d.grain = 1; d.fn = dp__red_range; d.user = &J; d.deterministic = 1;
+        if (dp_parallel_for(eng, &d) != DP_OK) dp__red_range(0, chunks, &J);
+    }
+    if (J.jc)
+        for (o = 0; o < nout; o++) {
+            acc[o] = J.part[o];
+            for (c = 1; c < chunks; c++) { double v = J.part[c * nout + o]; DP__RED_FOLD(acc[o], v); }
+        }
+    if (kind == DP__RED_MEAN) {
+        double count = (double)n / (double)nout;
+        for (o = 0; o < nout; o++) acc[o] /= count;
+    }
+    return acc;
+}
+#undef DP__RED_FOLD
 /* The reduction's result in a temporary buffer of doubles. */
 static double *dp__reduce_temp(const dp_kernel_ctx *k, int64_t n) {
     return (double *)dp_temp_space(k->rc->engine, k->rc->ctx, sizeof(double) * (size_t)(n ? n : 1));
@@ -12055,7 +12195,7 @@ static double *dp__reduce_temp(const dp_kernel_ctx *k, int64_t n) {
 static int dp__reduce_kernel(const dp_kernel_ctx *k, int kind) {
     const dp_shape *s = dp_nd_shape(k->inputs[0]);
     int64_t nout = dp_shape_size(dp_nd_shape(k->outputs[0])), i;
-    double *acc = dp__reduce_temp(k, nout);
+    double *acc = dp__reduce_temp(k, nout), *par;
     char msg[128];
     int mask = dp__reduce_mask(k->params, s, msg, sizeof msg);
     if (!acc) { dp_set_error(k->rc, "out of memory for the reduction"); return DP_ERROR_OUT_OF_MEMORY; }
@@ -12065,7 +12205,8 @@ static int dp__reduce_kernel(const dp_kernel_ctx *k, int kind) {
         for (i = 0; i < nout; i++) dp__store_int(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, iacc[i], k->req[0]);
         return 0;
     }
-    dp__reduce_walk(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, acc, nout);
+    if ((par = dp__reduce_par(k, dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, acc, nout)) != NULL) acc = par;
+    else dp__reduce_walk(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, acc, nout);
     for (i = 0; i < nout; i++) dp__store_elem(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, acc[i], k->req[0]);
     return 0;
 }
@@ -12076,20 +12217,40 @@ static int dp__k_min(const dp_kernel_ctx *k) { return dp__reduce_kernel(k, DP__R
 /* Gradients, inputs (ograd, x): sum gives every element the output
    gradient, mean that over the count, max and min give it to the elements
    equal to the result (recomputed here) and 0 to the rest. */
+typedef struct dp__rg_job { const void *og, *x; void *g; dp_dtype t; const double *best; double scale; int64_t len, inner; dp_req req; } dp__rg_job;
+/* input elements [begin, end) where the reduced axes are one run */
+static void dp__reduce_grad_range(int64_t begin, int64_t end, void *user) {
+    const dp__rg_job *J = (const dp__rg_job *)user;
+    int64_t i;
+    for (i = begin; i < end; i++) {
+        int64_t o = i / (J->len * J->inner) * J->inner + i % J->inner;
+        double v = dp__load_elem(J->og, J->t, o) * J->scale;
+        if (J->best && dp__load_elem(J->x, J->t, i) != J->best[o]) v = 0;
+        dp__store_elem(J->g, J->t, i, v, J->req);
+    }
+}
 static int dp__reduce_grad(const dp_kernel_ctx *k, int kind) {
     const dp_shape *s = dp_nd_shape(k->inputs[1]);
     const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
     void *g = dp_nd_data(k->outputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t nout = dp_shape_size(dp_nd_shape(k->inputs[0])), n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
+    int64_t nout = dp_shape_size(dp_nd_shape(k->inputs[0])), n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0, outer;
     double *best = NULL, scale = 1;
     char msg[128];
     int mask = dp__reduce_mask(k->params, s, msg, sizeof msg);
+    dp__rg_job J;
     if (kind == DP__RED_MAX || kind == DP__RED_MIN) {
+        double *par;
         if ((best = dp__reduce_temp(k, nout)) == NULL) { dp_set_error(k->rc, "out of memory for the reduction"); return DP_ERROR_OUT_OF_MEMORY; }
-        dp__reduce_walk(x, t, s, mask, kind, best, nout);
+        if ((par = dp__reduce_par(k, x, t, s, mask, kind, best, nout)) != NULL) best = par;
+        else dp__reduce_walk(x, t, s, mask, kind, best, nout);
     }
     if (kind == DP__RED_MEAN && nout) scale = (double)nout / (double)(n ? n : 1);
+    if (n >= DP__PAR_MIN && dp__reduce_olen(s, mask, &outer, &J.len, &J.inner)) {
+        J.og = og; J.x = x; J.g = g; J.t = t; J.best = best; J.scale = scale; J.req = k->req[0];
+        dp__kernel_range(k, n, dp__reduce_grad_range, &J);
+        return 0;
+    }
     dp__reduce_strides(s, mask, st);
     for (i = 0; i < n; i++) {
         double v = dp__load_elem(og, t, o) * scale;
@@ -12207,39 +12368,57 @@ static void dp__softmax_row(const void *x, void *y, dp_dtype t, int64_t base, in
         dp__store_elem(y, t, base + j * inner, log_form ? dp__f_log_softmax(v, mx, sum) : dp__f_softmax(v, mx, sum), req);
     }
 }
+/* rows (a, b) of (outer, len, inner), a chunk of them per range call (the
+   range loop splits a large softmax by rows: each row as alone) */
+typedef struct dp__sm_job { const dp_kernel_ctx *k; int64_t l, in; int log_form; } dp__sm_job;
+static void dp__softmax_range(int64_t begin, int64_t end, void *user) {
+    const dp__sm_job *J = (const dp__sm_job *)user;
+    const dp_kernel_ctx *k = J->k;
+    int64_t r;
+    for (r = begin; r < end; r++)
+        dp__softmax_row(dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), (r / J->in) * J->l * J->in + r % J->in, J->l,
+                        J->in, J->log_form, k->req[0]);
+}
 static int dp__softmax_kernel(const dp_kernel_ctx *k, int log_form) {
-    int64_t o, l, in, a, b;
-    dp__axis_split(dp_nd_shape(k->inputs[0]), k->params->v[0].i, &o, &l, &in);
-    for (a = 0; a < o; a++)
-        for (b = 0; b < in; b++)
-            dp__softmax_row(dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), a * l * in + b, l, in, log_form, k->req[0]);
+    int64_t o;
+    dp__sm_job J;
+    J.k = k; J.log_form = log_form;
+    dp__axis_split(dp_nd_shape(k->inputs[0]), k->params->v[0].i, &o, &J.l, &J.in);
+    dp__kernel_rows(k, o * J.in, J.l, dp__softmax_range, &J);
     return 0;
 }
 static int dp__k_softmax(const dp_kernel_ctx *k) { return dp__softmax_kernel(k, 0); }
 static int dp__k_log_softmax(const dp_kernel_ctx *k) { return dp__softmax_kernel(k, 1); }
 /* inputs (ograd, x). softmax: g = y * (og - sum(og * y)); log_softmax:
    g = og - softmax(x) * sum(og); y is recomputed per row. */
-static int dp__softmax_grad(const dp_kernel_ctx *k, int log_form) {
+static void dp__softmax_grad_range(int64_t begin, int64_t end, void *user) {
+    const dp__sm_job *J = (const dp__sm_job *)user;
+    const dp_kernel_ctx *k = J->k;
     const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
     void *g = dp_nd_data(k->outputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t o, l, in, a, b, j;
-    dp__axis_split(dp_nd_shape(k->inputs[1]), k->params->v[0].i, &o, &l, &in);
-    for (a = 0; a < o; a++) {
-        for (b = 0; b < in; b++) {
-            int64_t base = a * l * in + b;
-            double mx, sum, dot = 0;
-            dp__row_stats(x, t, base, l, in, &mx, &sum);
-            for (j = 0; j < l; j++) {
-                double y = dp__f_softmax(dp__load_elem(x, t, base + j * in), mx, sum), o1 = dp__load_elem(og, t, base + j * in);
-                dot += log_form ? o1 : o1 * y;
-            }
-            for (j = 0; j < l; j++) {
-                double y = dp__f_softmax(dp__load_elem(x, t, base + j * in), mx, sum), o1 = dp__load_elem(og, t, base + j * in);
-                dp__store_elem(g, t, base + j * in, log_form ? dp__d_log_softmax(y, o1, dot) : dp__d_softmax(y, o1, dot), k->req[0]);
-            }
+    int64_t r, j, l = J->l, in = J->in;
+    int log_form = J->log_form;
+    for (r = begin; r < end; r++) {
+        int64_t base = (r / in) * l * in + r % in;
+        double mx, sum, dot = 0;
+        dp__row_stats(x, t, base, l, in, &mx, &sum);
+        for (j = 0; j < l; j++) {
+            double y = dp__f_softmax(dp__load_elem(x, t, base + j * in), mx, sum), o1 = dp__load_elem(og, t, base + j * in);
+            dot += log_form ? o1 : o1 * y;
+        }
+        for (j = 0; j < l; j++) {
+            double y = dp__f_softmax(dp__load_elem(x, t, base + j * in), mx, sum), o1 = dp__load_elem(og, t, base + j * in);
+            dp__store_elem(g, t, base + j * in, log_form ? dp__d_log_softmax(y, o1, dot) : dp__d_softmax(y, o1, dot), k->req[0]);
         }
     }
+}
+static int dp__softmax_grad(const dp_kernel_ctx *k, int log_form) {
+    int64_t o;
+    dp__sm_job J;
+    J.k = k; J.log_form = log_form;
+    dp__axis_split(dp_nd_shape(k->inputs[1]), k->params->v[0].i, &o, &J.l, &J.in);
+    dp__kernel_rows(k, o * J.in, J.l, dp__softmax_grad_range, &J);
     return 0;
 }
 static int dp__kg_softmax(const dp_kernel_ctx *k) { return dp__softmax_grad(k, 0); }

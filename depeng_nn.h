@@ -53,12 +53,17 @@
      counts its inputs by num_args, as the registry does: 2 with no_bias
      (a symbol node and MXNet's symbol JSON set it from no_bias or
      act_type). Convolution and Deconvolution have two implementations,
-     chosen by their algo parameter: im2col + GEMM (dp_gemm; one image's
-     columns in the temporary space, dp_temp_space, MXNet's kTempSpace) or
-     direct loops; algo auto takes im2col unless a GEMM column would be
-     shorter than 8 elements or one image's columns would take more than
-     the workspace parameter's MiB (a 1x1, stride 1, unpadded convolution
-     needs no columns and always takes GEMM). So are the optimizer updates
+     chosen by their algo parameter: im2col + GEMM (dp_gemm_on; columns
+     in the temporary space, dp_temp_space, MXNet's kTempSpace: one
+     image's per chunk of up to 16 chunks of the batch for the output and
+     the data gradient, blocks of images of up to 2^20 elements for the
+     weight gradient) or direct loops; algo auto takes im2col unless a
+     GEMM column would be shorter than 8 elements or one image's columns
+     would take more than the workspace parameter's MiB (a 1x1, stride 1,
+     unpadded convolution always takes GEMM). These layers, Pooling,
+     Activation and BatchNorm split large work over the engine's range
+     loop, in chunks fixed by the shape: bitwise the same results at any
+     worker count (depeng.h, "How ops and ranges share the workers"). So are the optimizer updates
      rmsprop_update, rmspropalex_update, adagrad_update, nag_mom_update and
      adamw_update (see SCHEDULES AND CLIPPING). They are all registered
      through dp_operator_register like any user operator,
@@ -2101,15 +2106,70 @@ static void dpn__spatial(const dp_shape *s, int nd, int64_t *h, int64_t *w) { *h
 static int dpn__cgeo_pointwise(const dpn__cgeo *g) {
     return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->h == g->oh && g->w == g->ow;
 }
-/* The typed kernels: y += conv(x, w), dx += conv^T(og, w), dw += the
-   correlation of og and x, each for every image and group, by im2col and
-   GEMM (col: room for one image's columns, (c/g) kh kw x oh ow) or by
-   direct loops. */
+/* The layers' kernels split their work over the engine's range loop
+   (dp_parallel_for: the op's own thread and idle CPU workers of its pool)
+   once it is DPN__PAR_MIN elements or more, else run on the calling
+   thread. The chunks depend on the shape alone, and every output element
+   is computed by the same operations in the same order in any chunk (sums
+   across chunks are combined in chunk order), so results are bitwise the
+   same at any worker count and on every engine. */
+#define DPN__PAR_MIN (1 << 17)
+#define DPN__PAR_GRAIN (1 << 15)   /* elements a chunk, where chunks are element runs */
+static dp_engine *dpn__par_eng(const dp_kernel_ctx *k, double work) { return work >= DPN__PAR_MIN && k->rc ? k->rc->engine : NULL; }
+/* fn over [0, n) in chunks of grain, on eng's range loop (NULL: here) */
+static void dpn__range(dp_engine *eng, int64_t n, int64_t grain, dp_range_fn fn, void *user) {
+    if (eng && n > 1) {
+        dp_range_desc d;
+        d.n = n; d.grain = grain; d.fn = fn; d.user = user; d.deterministic = 1;
+        if (dp_parallel_for(eng, &d) == DP_OK) return;
+    }
+    if (n > 0) fn(0, n, user);
+}
+/* The convolution kernels: y += conv(x, w), dx += conv^T(og, w), dw += the
+   correlation of og and x. By im2col and GEMM: y and dx image by image
+   (one image's columns, (c/g) kh kw x oh ow, and one GEMM per image and
+   group), the batch split over the range loop in at most DPN__CONV_SLOTS
+   chunks of images (dpn__conv_chunks), each with its own columns in the temporary space, the
+   GEMM itself parallel when the batch is small (dp_gemm_on: tiles fixed
+   by the shape, the same bits as dp_gemm); dw in blocks of images
+   (dpn__conv_block, fixed by the shape): per block and group, the block's
+   columns ((c/g) kh kw x b oh ow, image j's in columns j oh ow ..) and
+   output-gradient rows (fg x b oh ow) are staged by image over the range
+   loop, and one GEMM over the block's b oh ow adds them into dw, block
+   after block. Or by direct loops, split over images (y, dx) or over
+   output channels (dw: each channel's sum in the serial order). */
+typedef struct dpn__cjob {
+    const dpn__cgeo *g;
+    int mode;                    /* 0: y += conv(x, w); 1: x += conv^T(y, w); 2: w += corr(y, x) */
+    void *x, *w, *y, *col, *st;  /* st: the staged output rows */
+    int64_t i0, ld, gi;          /* the block's first image, the staged rows' stride (b oh ow) or the images per chunk, the group */
+    dp_engine *eng;
+} dpn__cjob;
+/* y and dx go image by image in at most DPN__CONV_SLOTS chunks of images,
+   each with its own columns, and in fewer where those would pass 2^22
+   elements (16 MiB of float32) in all: from the shape alone. */
+#define DPN__CONV_SLOTS 16
+static int64_t dpn__conv_chunks(const dpn__cgeo *g) {
+    double cols = (double)(g->c / g->g) * (double)g->kh * (double)g->kw * (double)g->oh * (double)g->ow;
+    double fit = cols > 0 ? (double)(1 << 22) / cols : DPN__CONV_SLOTS;
+    int64_t c = fit < 1 ? 1 : fit > DPN__CONV_SLOTS ? DPN__CONV_SLOTS : (int64_t)fit;
+    return g->n < c ? g->n : c;
+}
+/* Images per block of a weight gradient by im2col: as many as keep a block's staged
+   columns and rows ((c/g) kh kw + f/g) b oh ow) within 2^20 elements (4
+   MiB of float32, 8 of float64: the block stays near the caches), at
+   least 1. From the shape alone: a weight gradient's sum runs block by
+   block, so the blocks fix its rounding. */
+static int64_t dpn__conv_block(const dpn__cgeo *g) {
+    double per = ((double)(g->c / g->g) * (double)g->kh * (double)g->kw + (double)(g->f / g->g)) * (double)g->oh * (double)g->ow;
+    double b = per > 0 ? (double)(1 << 20) / per : (double)g->n;
+    return b < 1 ? 1 : b > (double)g->n ? (g->n > 0 ? g->n : 1) : (int64_t)b;
+}
 #define DPN__CONV_KERNELS(T, S, DT) \
-static void dpn__im2col_##S(const dpn__cgeo *g, const T *x, T *col) { \
-    int64_t ci, i, j, oy, ox, cg = g->c / g->g, P = g->oh * g->ow; \
+static void dpn__im2col_##S(const dpn__cgeo *g, const T *x, T *col, int64_t ld) { \
+    int64_t ci, i, j, oy, ox, cg = g->c / g->g; \
     for (ci = 0; ci < cg; ci++) for (i = 0; i < g->kh; i++) for (j = 0; j < g->kw; j++) { \
-        T *row = col + ((ci * g->kh + i) * g->kw + j) * P; \
+        T *row = col + ((ci * g->kh + i) * g->kw + j) * ld; \
         for (oy = 0; oy < g->oh; oy++) { \
             int64_t iy = oy * g->sh - g->ph + i * g->dh; \
             for (ox = 0; ox < g->ow; ox++) { \
@@ -2119,10 +2179,10 @@ static void dpn__im2col_##S(const dpn__cgeo *g, const T *x, T *col) { \
         } \
     } \
 } \
-static void dpn__col2im_##S(const dpn__cgeo *g, const T *col, T *x) { \
-    int64_t ci, i, j, oy, ox, cg = g->c / g->g, P = g->oh * g->ow; \
+static void dpn__col2im_##S(const dpn__cgeo *g, const T *col, int64_t ld, T *x) { \
+    int64_t ci, i, j, oy, ox, cg = g->c / g->g; \
     for (ci = 0; ci < cg; ci++) for (i = 0; i < g->kh; i++) for (j = 0; j < g->kw; j++) { \
-        const T *row = col + ((ci * g->kh + i) * g->kw + j) * P; \
+        const T *row = col + ((ci * g->kh + i) * g->kw + j) * ld; \
         for (oy = 0; oy < g->oh; oy++) { \
             int64_t iy = oy * g->sh - g->ph + i * g->dh; \
             if (iy < 0 || iy >= g->h) continue; \
@@ -2133,10 +2193,10 @@ static void dpn__col2im_##S(const dpn__cgeo *g, const T *col, T *x) { \
         } \
     } \
 } \
-/* mode 0: y += conv(x, w); 1: x += conv^T(y, w); 2: w += corr(y, x) */ \
-static void dpn__conv_direct_##S(const dpn__cgeo *g, int mode, T *x, T *w, T *y) { \
+/* images [n0, n1), output channels [o0, o1) of the direct loops */ \
+static void dpn__conv_direct_##S(const dpn__cgeo *g, int mode, T *x, T *w, T *y, int64_t n0, int64_t n1, int64_t o0, int64_t o1) { \
     int64_t n, o, oy, ox, ci, i, j, cg = g->c / g->g, fg = g->f / g->g; \
-    for (n = 0; n < g->n; n++) for (o = 0; o < g->f; o++) { \
+    for (n = n0; n < n1; n++) for (o = o0; o < o1; o++) { \
         T *xg = x + (n * g->c + (o / fg) * cg) * g->h * g->w, *wo = w + o * cg * g->kh * g->kw; \
         for (oy = 0; oy < g->oh; oy++) for (ox = 0; ox < g->ow; ox++) { \
             T *yo = y + ((n * g->f + o) * g->oh + oy) * g->ow + ox, acc = 0; \
@@ -2157,20 +2217,66 @@ static void dpn__conv_direct_##S(const dpn__cgeo *g, int mode, T *x, T *w, T *y)
         } \
     } \
 } \
-static void dpn__conv_gemm_##S(const dpn__cgeo *g, int mode, T *x, T *w, T *y, T *col) { \
+static void dpn__conv_direct_range_##S(int64_t b, int64_t e, void *user) { \
+    const dpn__cjob *J = (const dpn__cjob *)user; \
+    if (J->mode == 2) dpn__conv_direct_##S(J->g, 2, (T *)J->x, (T *)J->w, (T *)J->y, 0, J->g->n, b, e); \
+    else dpn__conv_direct_##S(J->g, J->mode, (T *)J->x, (T *)J->w, (T *)J->y, b, e, 0, J->g->f); \
+} \
+/* y += conv(x, w) (mode 0) or x += conv^T(y, w) (mode 1) for images [b, \
+   e), one image at a time as a whole batch ran before, in the chunk's \
+   own columns (chunk begin / grain of the range) */ \
+static void dpn__conv_images_##S(int64_t b, int64_t e, void *user) { \
+    const dpn__cjob *J = (const dpn__cjob *)user; \
+    const dpn__cgeo *g = J->g; \
     int64_t n, gi, cg = g->c / g->g, fg = g->f / g->g, K = cg * g->kh * g->kw, P = g->oh * g->ow; \
     int pw = dpn__cgeo_pointwise(g); \
-    for (n = 0; n < g->n; n++) for (gi = 0; gi < g->g; gi++) { \
-        T *xg = x + (n * g->c + gi * cg) * g->h * g->w, *wg = w + gi * fg * K, *yg = y + (n * g->f + gi * fg) * P; \
+    T *col = J->col ? (T *)J->col + (b / J->ld) * K * P : NULL; \
+    for (n = b; n < e; n++) for (gi = 0; gi < g->g; gi++) { \
+        T *xg = (T *)J->x + (n * g->c + gi * cg) * g->h * g->w, *wg = (T *)J->w + gi * fg * K, *yg = (T *)J->y + (n * g->f + gi * fg) * P; \
         T *cols = pw ? xg : col; \
-        if (mode == 1) { \
-            dp_gemm(DT, 1, 0, K, P, fg, wg, K, yg, P, pw ? 1.0 : 0.0, cols, P); \
-            if (!pw) dpn__col2im_##S(g, cols, xg); \
-            continue; \
+        if (J->mode == 1) { \
+            dp_gemm_on(J->eng, DT, 1, 0, K, P, fg, wg, K, yg, P, pw ? 1.0 : 0.0, cols, P); \
+            if (!pw) dpn__col2im_##S(g, cols, P, xg); \
+        } else { \
+            if (!pw) dpn__im2col_##S(g, xg, cols, P); \
+            dp_gemm_on(J->eng, DT, 0, 0, fg, P, K, wg, K, cols, P, 1.0, yg, P); \
         } \
-        if (!pw) dpn__im2col_##S(g, xg, cols); \
-        if (mode == 0) dp_gemm(DT, 0, 0, fg, P, K, wg, K, cols, P, 1.0, yg, P); \
-        else dp_gemm(DT, 0, 1, fg, K, P, yg, P, cols, P, 1.0, wg, K); \
+    } \
+} \
+/* stages images [b, e) of the block for a weight gradient: their columns \
+   and their output-gradient rows of group gi */ \
+static void dpn__conv_pack_##S(int64_t b, int64_t e, void *user) { \
+    const dpn__cjob *J = (const dpn__cjob *)user; \
+    const dpn__cgeo *g = J->g; \
+    int64_t j, o, cg = g->c / g->g, fg = g->f / g->g, P = g->oh * g->ow; \
+    for (j = b; j < e; j++) { \
+        int64_t i = J->i0 + j; \
+        const T *yg = (const T *)J->y + (i * g->f + J->gi * fg) * P; \
+        dpn__im2col_##S(g, (const T *)J->x + (i * g->c + J->gi * cg) * g->h * g->w, (T *)J->col + j * P, J->ld); \
+        for (o = 0; o < fg; o++) memcpy((T *)J->st + o * J->ld + j * P, yg + o * P, sizeof(T) * (size_t)P); \
+    } \
+} \
+static void dpn__conv_gemm_##S(dp_engine *eng, const dpn__cgeo *g, int mode, T *x, T *w, T *y, T *col) { \
+    int64_t gi, cg = g->c / g->g, fg = g->f / g->g, K = cg * g->kh * g->kw, P = g->oh * g->ow, bl; \
+    dpn__cjob J; \
+    J.g = g; J.mode = mode; J.x = x; J.w = w; J.y = y; J.col = col; J.eng = eng; \
+    if (mode != 2) { \
+        int64_t chunks = dpn__conv_chunks(g); \
+        if (dpn__cgeo_pointwise(g)) J.col = NULL; \
+        J.ld = chunks ? (g->n + chunks - 1) / chunks : 1;   /* images per chunk */ \
+        dpn__range(eng, g->n, J.ld, dpn__conv_images_##S, &J); \
+        return; \
+    } \
+    bl = dpn__conv_block(g); \
+    J.st = col + K * bl * P; \
+    for (J.i0 = 0; J.i0 < g->n; J.i0 += bl) { \
+        int64_t b = g->n - J.i0 < bl ? g->n - J.i0 : bl; \
+        J.ld = b * P; \
+        for (gi = 0; gi < g->g; gi++) { \
+            J.gi = gi; \
+            dpn__range(eng, b, 1, dpn__conv_pack_##S, &J); \
+            dp_gemm_on(eng, DT, 0, 1, fg, K, b * P, (T *)J.st, J.ld, col, J.ld, 1.0, w + gi * fg * K, K); \
+        } \
     } \
 }
 DPN__CONV_KERNELS(float, f32, DP_FLOAT32)
@@ -2178,21 +2284,27 @@ DPN__CONV_KERNELS(double, f64, DP_FLOAT64)
 #undef DPN__CONV_KERNELS
 /* One of the three products on arrays of dtype t: x (n, c, h, w), w, y
    (n, f, oh, ow); the written one (y, x or w by mode) is added to. col:
-   the im2col room, NULL for the direct loops. */
-static void dpn__conv_run(dp_dtype t, const dpn__cgeo *g, int mode, void *x, void *w, void *y, void *col, int direct) {
-    if (t == DP_FLOAT32) {
-        if (direct) dpn__conv_direct_f32(g, mode, (float *)x, (float *)w, (float *)y);
-        else dpn__conv_gemm_f32(g, mode, (float *)x, (float *)w, (float *)y, (float *)col);
-    } else {
-        if (direct) dpn__conv_direct_f64(g, mode, (double *)x, (double *)w, (double *)y);
-        else dpn__conv_gemm_f64(g, mode, (double *)x, (double *)w, (double *)y, (double *)col);
-    }
+   the im2col room (dpn__conv_temp), NULL for the direct loops. eng: the
+   range loop's engine, NULL for the calling thread alone. */
+static void dpn__conv_run(dp_engine *eng, dp_dtype t, const dpn__cgeo *g, int mode, void *x, void *w, void *y, void *col, int direct) {
+    if (direct) {
+        dpn__cjob J;
+        memset(&J, 0, sizeof J);
+        J.g = g; J.mode = mode; J.x = x; J.w = w; J.y = y;
+        dpn__range(eng, mode == 2 ? g->f : g->n, 1, t == DP_FLOAT32 ? dpn__conv_direct_range_f32 : dpn__conv_direct_range_f64, &J);
+    } else if (t == DP_FLOAT32) dpn__conv_gemm_f32(eng, g, mode, (float *)x, (float *)w, (float *)y, (float *)col);
+    else dpn__conv_gemm_f64(eng, g, mode, (double *)x, (double *)w, (double *)y, (double *)col);
+}
+/* The range loop's engine for a convolution: its multiply-adds,
+   n f (c/g) kh kw oh ow, against DPN__PAR_MIN. */
+static dp_engine *dpn__conv_eng(const dp_kernel_ctx *k, const dpn__cgeo *g) {
+    return dpn__par_eng(k, (double)g->n * (double)g->f * (double)(g->c / g->g) * (double)g->kh * (double)g->kw * (double)g->oh * (double)g->ow);
 }
 /* Which implementation (algo auto|im2col|direct): auto takes im2col + GEMM
    unless a column of the GEMM is shorter than 8 elements ((c/g) kh kw: too
    little work per element copied) or one image's columns would take more
    than workspace MiB (MXNet's limit on the temporary space); a pointwise
-   convolution needs no columns and always takes GEMM. Returns 1 for direct. */
+   convolution always takes GEMM. Returns 1 for direct. */
 static int dpn__conv_direct(const dpn__cgeo *g, int64_t algo, int64_t workspace_mib, size_t elem) {
     double K = (double)(g->c / g->g) * (double)g->kh * (double)g->kw, bytes = K * (double)g->oh * (double)g->ow * (double)elem;
     if (algo == 1) return 0;
@@ -2200,12 +2312,16 @@ static int dpn__conv_direct(const dpn__cgeo *g, int64_t algo, int64_t workspace_
     if (dpn__cgeo_pointwise(g)) return 0;
     return K < 8 || bytes > (double)workspace_mib * 1048576.0;
 }
-/* The temporary space for one image's columns (none for direct or
-   pointwise); NULL with the kernel's error when there is no memory. */
+/* The temporary space for the chunks' columns (y, dx) or for a block's
+   columns and staged rows (dw), whichever is larger (none for direct);
+   NULL with the kernel's error when there is no memory. */
 static int dpn__conv_temp(const dp_kernel_ctx *k, const dpn__cgeo *g, int direct, size_t elem, void **col) {
-    size_t n = (size_t)((g->c / g->g) * g->kh * g->kw * g->oh * g->ow);
+    int64_t K = (g->c / g->g) * g->kh * g->kw, P = g->oh * g->ow, chunks = dpn__conv_chunks(g);
+    int64_t per = (g->n + (chunks ? chunks : 1) - 1) / (chunks ? chunks : 1), used = chunks ? (g->n + per - 1) / per : 0;
+    size_t n = (size_t)((K + g->f / g->g) * P * dpn__conv_block(g)), n2 = (size_t)(used * K * P);
+    if (n2 > n) n = n2;
     *col = NULL;
-    if (direct || dpn__cgeo_pointwise(g) || !n) return 0;
+    if (direct || !n || !g->n) return 0;
     if ((*col = dp_temp_space(k->rc->engine, k->rc->ctx, n * elem)) == NULL) {
         dp_set_error(k->rc, "convolution: no memory for the im2col columns (the temporary space)");
         return -1;
@@ -2214,22 +2330,38 @@ static int dpn__conv_temp(const dp_kernel_ctx *k, const dpn__cgeo *g, int direct
 }
 /* out = 0 unless req adds (the products all add to what is there). */
 static void dpn__clear_for(dp_ndarray *a, dp_req req) { if (req != DP_REQ_ADD && req != DP_REQ_NULL) memset(dp_nd_data(a), 0, dp_nd_bytes(a)); }
-/* y (n, f, P) += b per channel; db (f) = the sum of og (n, f, P) per channel, by req. */
-static void dpn__bias_add(dp_dtype t, void *y, const void *b, int64_t n, int64_t f, int64_t P) {
+/* y (n, f, P) += b per channel, split over images; db (f) = the sum of
+   og (n, f, P) per channel, by req, split over channels (each channel's
+   sum in one order). */
+typedef struct dpn__bias_job { dp_dtype t; void *y; const void *b; int64_t f, P, n; dp_req req; } dpn__bias_job;
+static void dpn__bias_add_range(int64_t b, int64_t e, void *user) {
+    const dpn__bias_job *J = (const dpn__bias_job *)user;
     int64_t i, o, p;
-    for (i = 0; i < n; i++) for (o = 0; o < f; o++) {
-        double v = dpn__load_elem(b, t, o);
-        if (t == DP_FLOAT32) { float *yo = (float *)y + (i * f + o) * P; for (p = 0; p < P; p++) yo[p] += (float)v; }
-        else { double *yo = (double *)y + (i * f + o) * P; for (p = 0; p < P; p++) yo[p] += v; }
+    for (i = b; i < e; i++) for (o = 0; o < J->f; o++) {
+        double v = dpn__load_elem(J->b, J->t, o);
+        if (J->t == DP_FLOAT32) { float *yo = (float *)J->y + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) yo[p] += (float)v; }
+        else { double *yo = (double *)J->y + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) yo[p] += v; }
     }
 }
-static void dpn__bias_grad(dp_dtype t, const void *og, void *db, int64_t n, int64_t f, int64_t P, dp_req req) {
+static void dpn__bias_grad_range(int64_t b, int64_t e, void *user) {
+    const dpn__bias_job *J = (const dpn__bias_job *)user;
     int64_t i, o, p;
-    for (o = 0; o < f; o++) {
+    for (o = b; o < e; o++) {
         double s = 0;
-        for (i = 0; i < n; i++) for (p = 0; p < P; p++) s += dpn__load_elem(og, t, (i * f + o) * P + p);
-        dpn__store_elem(db, t, o, s, req);
+        if (J->t == DP_FLOAT32) for (i = 0; i < J->n; i++) { const float *r = (const float *)J->b + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) s += r[p]; }
+        else for (i = 0; i < J->n; i++) { const double *r = (const double *)J->b + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) s += r[p]; }
+        dpn__store_elem(J->y, J->t, o, s, J->req);
     }
+}
+static void dpn__bias_add(const dp_kernel_ctx *k, dp_dtype t, void *y, const void *b, int64_t n, int64_t f, int64_t P) {
+    dpn__bias_job J;
+    J.t = t; J.y = y; J.b = b; J.n = n; J.f = f; J.P = P; J.req = DP_REQ_ADD;
+    dpn__range(dpn__par_eng(k, (double)n * (double)f * (double)P), n, 1, dpn__bias_add_range, &J);
+}
+static void dpn__bias_grad(const dp_kernel_ctx *k, dp_dtype t, const void *og, void *db, int64_t n, int64_t f, int64_t P, dp_req req) {
+    dpn__bias_job J;
+    J.t = t; J.y = db; J.b = og; J.n = n; J.f = f; J.P = P; J.req = req;
+    dpn__range(dpn__par_eng(k, (double)n * (double)f * (double)P), f, 1, dpn__bias_grad_range, &J);
 }
 
 /* Convolution(data (n, c, [h,] w), weight (num_filter, c / num_group,
@@ -2367,8 +2499,8 @@ static int dpn__k_conv(const dp_kernel_ctx *k) {
     direct = dpn__conv_direct(&g, k->params->v[DPN__CV_ALGO].i, k->params->v[DPN__CV_WORKSPACE].i, elem);
     if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
     dpn__clear_for(k->outputs[0], k->req[0]);
-    dpn__conv_run(t, &g, 0, dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[0]), col, direct);
-    if (k->num_inputs == 3) dpn__bias_add(t, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), g.n, g.f, g.oh * g.ow);
+    dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 0, dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[0]), col, direct);
+    if (k->num_inputs == 3) dpn__bias_add(k, t, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), g.n, g.f, g.oh * g.ow);
     return 0;
 }
 /* inputs (og, data, weight[, bias]); outputs (d data, d weight[, d bias]) */
@@ -2383,13 +2515,13 @@ static int dpn__kg_conv(const dp_kernel_ctx *k) {
     if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
     if (k->req[1] != DP_REQ_NULL) {
         dpn__clear_for(k->outputs[1], k->req[1]);
-        dpn__conv_run(t, &g, 2, dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[1]), og, col, direct);
+        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 2, dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[1]), og, col, direct);
     }
     if (k->req[0] != DP_REQ_NULL) {
         dpn__clear_for(k->outputs[0], k->req[0]);
-        dpn__conv_run(t, &g, 1, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), og, col, direct);
+        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 1, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), og, col, direct);
     }
-    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) dpn__bias_grad(t, og, dp_nd_data(k->outputs[2]), g.n, g.f, g.oh * g.ow, k->req[2]);
+    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) dpn__bias_grad(k, t, og, dp_nd_data(k->outputs[2]), g.n, g.f, g.oh * g.ow, k->req[2]);
     return 0;
 }
 /* The window of a Deconvolution with its effective pad and adj (from
@@ -2469,8 +2601,8 @@ static int dpn__k_deconv(const dp_kernel_ctx *k) {
     direct = dpn__conv_direct(&g, k->params->v[DPN__DC_ALGO].i, k->params->v[DPN__DC_WORKSPACE].i, elem);
     if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
     dpn__clear_for(k->outputs[0], k->req[0]);
-    dpn__conv_run(t, &g, 1, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->inputs[0]), col, direct);
-    if (k->num_inputs == 3) dpn__bias_add(t, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), g.n, g.c, g.h * g.w);
+    dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 1, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->inputs[0]), col, direct);
+    if (k->num_inputs == 3) dpn__bias_add(k, t, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), g.n, g.c, g.h * g.w);
     return 0;
 }
 static int dpn__kg_deconv(const dp_kernel_ctx *k) {
@@ -2484,13 +2616,13 @@ static int dpn__kg_deconv(const dp_kernel_ctx *k) {
     if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
     if (k->req[1] != DP_REQ_NULL) {
         dpn__clear_for(k->outputs[1], k->req[1]);
-        dpn__conv_run(t, &g, 2, og, dp_nd_data(k->outputs[1]), dp_nd_data(k->inputs[1]), col, direct);
+        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 2, og, dp_nd_data(k->outputs[1]), dp_nd_data(k->inputs[1]), col, direct);
     }
     if (k->req[0] != DP_REQ_NULL) {
         dpn__clear_for(k->outputs[0], k->req[0]);
-        dpn__conv_run(t, &g, 0, og, dp_nd_data(k->inputs[2]), dp_nd_data(k->outputs[0]), col, direct);
+        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 0, og, dp_nd_data(k->inputs[2]), dp_nd_data(k->outputs[0]), col, direct);
     }
-    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) dpn__bias_grad(t, og, dp_nd_data(k->outputs[2]), g.n, g.c, g.h * g.w, k->req[2]);
+    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) dpn__bias_grad(k, t, og, dp_nd_data(k->outputs[2]), g.n, g.c, g.h * g.w, k->req[2]);
     return 0;
 }
 /* A gradient operator's outputs: the shapes of the forward's inputs (its
@@ -2570,10 +2702,10 @@ static int dpn__infer_pool(const dp_params *p, int nin, const dp_shape *is, cons
 }
 /* Walks every window: forward (mode 0) writes y by req; backward (mode 1)
    adds og's share into dx (cleared first unless req adds). */
-static void dpn__pool_run(const dp_params *p, dp_dtype t, const dp_shape *xs, const dp_shape *ys, const void *x, void *y, const void *og,
-                          void *dx, int mode, dp_req req) {
+static void dpn__pool_planes(const dp_params *p, dp_dtype t, const dp_shape *xs, const dp_shape *ys, const void *x, void *y, const void *og,
+                             void *dx, int mode, dp_req req, int64_t o0, int64_t o1) {
     dpn__win w;
-    int64_t out[2], h, wd, oh, ow, plane, o, oy, ox, iy, ix;
+    int64_t out[2], h, wd, oh, ow, o, oy, ox, iy, ix;
     int type = (int)p->v[DPN__PL_TYPE].i, incl = (int)p->v[DPN__PL_INCLUDE_PAD].i;
     char msg[8];
     /* element access inlined (float32 or float64), not through dp_dtype_load */
@@ -2582,8 +2714,7 @@ static void dpn__pool_run(const dp_params *p, dp_dtype t, const dp_shape *xs, co
     dpn__pool_window(p, xs, &w, out, msg, sizeof msg);
     dpn__spatial(xs, w.nd, &h, &wd);
     dpn__spatial(ys, w.nd, &oh, &ow);
-    plane = xs->dims[0] * xs->dims[1];
-    for (o = 0; o < plane; o++) for (oy = 0; oy < oh; oy++) for (ox = 0; ox < ow; ox++) {
+    for (o = o0; o < o1; o++) for (oy = 0; oy < oh; oy++) for (ox = 0; ox < ow; ox++) {
         int64_t y0 = oy * w.s[0] - w.p[0], x0 = ox * w.s[1] - w.p[1];
         int64_t y1 = y0 + w.k[0] < h + w.p[0] ? y0 + w.k[0] : h + w.p[0], x1 = x0 + w.k[1] < wd + w.p[1] ? x0 + w.k[1] : wd + w.p[1];
         int64_t padded = (y1 - y0) * (x1 - x0), yi0 = y0 < 0 ? 0 : y0, xi0 = x0 < 0 ? 0 : x0;
@@ -2603,9 +2734,25 @@ static void dpn__pool_run(const dp_params *p, dp_dtype t, const dp_shape *xs, co
 #undef DPN__LD
 #undef DPN__ADD
 }
+/* The planes (image, channel) are independent: a large pooling is split
+   over the range loop by runs of planes of about DPN__PAR_GRAIN elements. */
+typedef struct dpn__pool_job { const dp_params *p; dp_dtype t; const dp_shape *xs, *ys; const void *x, *og; void *y, *dx; int mode; dp_req req; } dpn__pool_job;
+static void dpn__pool_range(int64_t b, int64_t e, void *user) {
+    const dpn__pool_job *J = (const dpn__pool_job *)user;
+    dpn__pool_planes(J->p, J->t, J->xs, J->ys, J->x, J->y, J->og, J->dx, J->mode, J->req, b, e);
+}
+static void dpn__pool_run(const dp_kernel_ctx *k, const dp_params *p, dp_dtype t, const dp_shape *xs, const dp_shape *ys, const void *x, void *y,
+                          const void *og, void *dx, int mode, dp_req req) {
+    dpn__pool_job J;
+    int64_t planes = xs->dims[0] * xs->dims[1];
+    J.p = p; J.t = t; J.xs = xs; J.ys = ys; J.x = x; J.y = y; J.og = og; J.dx = dx; J.mode = mode; J.req = req;
+    int64_t per = planes ? (dp_shape_size(xs) + dp_shape_size(ys)) / planes : 1;   /* elements a plane reads and writes */
+    dpn__range(dpn__par_eng(k, (double)dp_shape_size(xs) + (double)dp_shape_size(ys)), planes, per > 0 ? (DPN__PAR_GRAIN + per - 1) / per : 1,
+               dpn__pool_range, &J);
+}
 static int dpn__k_pool(const dp_kernel_ctx *k) {
     if (k->req[0] == DP_REQ_NULL) return 0;
-    dpn__pool_run(k->params, dp_nd_dtype(k->inputs[0]), dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), dp_nd_data(k->inputs[0]),
+    dpn__pool_run(k, k->params, dp_nd_dtype(k->inputs[0]), dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), dp_nd_data(k->inputs[0]),
                   dp_nd_data(k->outputs[0]), NULL, NULL, 0, k->req[0]);
     return 0;
 }
@@ -2613,7 +2760,7 @@ static int dpn__k_pool(const dp_kernel_ctx *k) {
 static int dpn__kg_pool(const dp_kernel_ctx *k) {
     if (k->req[0] == DP_REQ_NULL) return 0;
     dpn__clear_for(k->outputs[0], k->req[0]);
-    dpn__pool_run(k->params, dp_nd_dtype(k->inputs[1]), dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), dp_nd_data(k->inputs[1]),
+    dpn__pool_run(k, k->params, dp_nd_dtype(k->inputs[1]), dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), dp_nd_data(k->inputs[1]),
                   NULL, dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), 1, k->req[0]);
     return 0;
 }
@@ -2664,34 +2811,59 @@ static int dpn__infer_act(const dp_params *p, int nin, const dp_shape *is, const
     return 0;
 }
 /* Element-wise forward (grad 0: y = f(x)) or gradient (dx = og f'(x)). */
-static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) {
-    dp_ndarray *x = k->inputs[grad];
+/* Both forms run over element ranges, split over the range loop when
+   large (in chunks of DPN__PAR_GRAIN, each element as alone). */
+typedef struct dpn__act_job { const dp_kernel_ctx *k; int type, grad; double a; } dpn__act_job;
+static void dpn__act_range(int64_t b, int64_t e, void *user) {
+    const dpn__act_job *J = (const dpn__act_job *)user;
+    const dp_kernel_ctx *k = J->k;
+    dp_ndarray *x = k->inputs[J->grad];
     dp_dtype t = dp_nd_dtype(x);
-    const void *xd = dp_nd_data(x), *og = grad ? dp_nd_data(k->inputs[0]) : NULL;
+    const void *xd = dp_nd_data(x), *og = J->grad ? dp_nd_data(k->inputs[0]) : NULL;
     void *y = dp_nd_data(k->outputs[0]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(x));
-    if (k->req[0] == DP_REQ_NULL) return 0;
-    for (i = 0; i < n; i++) {
-        double v = dpn__act_fn(type, dpn__load_elem(xd, t, i), a, grad);
-        dpn__store_elem(y, t, i, grad ? v * dpn__load_elem(og, t, i) : v, k->req[0]);
+    int64_t i;
+    for (i = b; i < e; i++) {
+        double v = dpn__act_fn(J->type, dpn__load_elem(xd, t, i), J->a, J->grad);
+        dpn__store_elem(y, t, i, J->grad ? v * dpn__load_elem(og, t, i) : v, k->req[0]);
     }
+}
+static void dpn__act_f32_range(int64_t b, int64_t e, void *user) {
+    const dpn__act_job *J = (const dpn__act_job *)user;
+    const dp_kernel_ctx *k = J->k;
+    int grad = J->grad, type = J->type;
+    const float *x = (const float *)dp_nd_data(k->inputs[grad]), *og = grad ? (const float *)dp_nd_data(k->inputs[0]) : NULL;
+    const float *y = grad ? (const float *)dp_nd_data(k->inputs[2]) : NULL;
+    float *out = (float *)dp_nd_data(k->outputs[0]);
+    int64_t i;
+    int add = k->req[0] == DP_REQ_ADD;
+    if (type == 0) {   /* relu: as dpn__act_fn in double, exactly (0 * og keeps og's sign, as there) */
+        if (grad) for (i = b; i < e; i++) { float v = (x[i] > 0 ? 1.0f : 0.0f) * og[i]; out[i] = add ? out[i] + v : v; }
+        else for (i = b; i < e; i++) { float v = x[i] > 0 ? x[i] : 0.0f; out[i] = add ? out[i] + v : v; }
+        return;
+    }
+    for (i = b; i < e; i++) {
+        float v = grad ? og[i] * (type == 2 ? 1.0f - y[i] * y[i] : y[i] * (1.0f - y[i])) : type == 2 ? tanhf(x[i]) : 1.0f / (1.0f + expf(-x[i]));
+        out[i] = add ? out[i] + v : v;
+    }
+}
+static void dpn__act_run(const dp_kernel_ctx *k, int type, double a, int grad, dp_range_fn fn) {
+    dpn__act_job J;
+    int64_t n = dp_shape_size(dp_nd_shape(k->inputs[grad]));
+    J.k = k; J.type = type; J.a = a; J.grad = grad;
+    dpn__range(dpn__par_eng(k, (double)n), n, DPN__PAR_GRAIN, fn, &J);
+}
+static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) {
+    if (k->req[0] != DP_REQ_NULL) dpn__act_run(k, type, a, grad, dpn__act_range);
     return 0;
 }
 /* sigmoid and tanh in float32, the common case of a network's layers, in
    float arithmetic: the forward with expf / tanhf, the gradient from the
    output (y (1 - y), 1 - y^2) as MXNet's, so the gradient computes no
-   function at all. 0 when not that case. */
+   function at all; relu in float32 in a loop the compiler vectorises,
+   with the double path's results. 0 when not that case. */
 static int dpn__act_f32(const dp_kernel_ctx *k, int type, int grad) {
-    const float *x = (const float *)dp_nd_data(k->inputs[grad]), *og = grad ? (const float *)dp_nd_data(k->inputs[0]) : NULL;
-    const float *y = grad ? (const float *)dp_nd_data(k->inputs[2]) : NULL;
-    float *out = (float *)dp_nd_data(k->outputs[0]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[grad]));
-    int add = k->req[0] == DP_REQ_ADD;
-    if (dp_nd_dtype(k->inputs[grad]) != DP_FLOAT32 || (type != 1 && type != 2) || k->req[0] == DP_REQ_NULL) return 0;
-    for (i = 0; i < n; i++) {
-        float v = grad ? og[i] * (type == 2 ? 1.0f - y[i] * y[i] : y[i] * (1.0f - y[i])) : type == 2 ? tanhf(x[i]) : 1.0f / (1.0f + expf(-x[i]));
-        out[i] = add ? out[i] + v : v;
-    }
+    if (dp_nd_dtype(k->inputs[grad]) != DP_FLOAT32 || type > 2 || k->req[0] == DP_REQ_NULL) return 0;
+    dpn__act_run(k, type, 0, grad, dpn__act_f32_range);
     return 1;
 }
 static int dpn__k_act(const dp_kernel_ctx *k) {
@@ -2857,16 +3029,39 @@ static int dpn__infer_bn(const dp_params *p, int nin, const dp_shape *is, const 
     return 0;
 }
 /* Channel ch's mean and biased variance over (outer, inner), in double. */
+/* float32 and float64 read in place (no per-element call); the sums in
+   double, in order, as for any dtype */
+#define DPN__BN_LD(x, t, i) ((t) == DP_FLOAT32 ? (double)((const float *)(x))[i] : ((const double *)(x))[i])
 static void dpn__bn_stats(const void *x, dp_dtype t, int64_t outer, int64_t c, int64_t inner, int64_t ch, double *mean, double *var) {
     int64_t o, j, n = outer * inner;
     double s = 0, q = 0;
-    for (o = 0; o < outer; o++) for (j = 0; j < inner; j++) s += dpn__load_elem(x, t, (o * c + ch) * inner + j);
+    for (o = 0; o < outer; o++) for (j = 0; j < inner; j++) s += DPN__BN_LD(x, t, (o * c + ch) * inner + j);
     s = n ? s / (double)n : 0;
     for (o = 0; o < outer; o++)
-        for (j = 0; j < inner; j++) { double d = dpn__load_elem(x, t, (o * c + ch) * inner + j) - s; q += d * d; }
+        for (j = 0; j < inner; j++) { double d = DPN__BN_LD(x, t, (o * c + ch) * inner + j) - s; q += d * d; }
     *mean = s; *var = n ? q / (double)n : 0;
 }
-static int dpn__k_bn(const dp_kernel_ctx *k) {
+/* y = g (x - mean) is + b over one channel's rows, by req; float32 written
+   in a loop the compiler vectorises (each element as dpn__store_elem) */
+static void dpn__bn_norm(const void *x, void *y, dp_dtype t, int64_t outer, int64_t c, int64_t inner, int64_t ch, double g, double mean,
+                         double is, double b, dp_req req) {
+    int64_t o, j;
+    for (o = 0; req != DP_REQ_NULL && o < outer; o++) {
+        int64_t e0 = (o * c + ch) * inner;
+        if (t == DP_FLOAT32 && req != DP_REQ_ADD) {
+            const float *xr = (const float *)x + e0;
+            float *yr = (float *)y + e0;
+            for (j = 0; j < inner; j++) yr[j] = (float)(g * ((double)xr[j] - mean) * is + b);
+        } else
+            for (j = 0; j < inner; j++) dpn__store_elem(y, t, e0 + j, g * (DPN__BN_LD(x, t, e0 + j) - mean) * is + b, req);
+    }
+}
+/* BatchNorm's channels are independent: a large one is split over the
+   range loop by channel, each channel computed as alone. */
+typedef struct dpn__bn_job { const dp_kernel_ctx *k; int64_t outer, c, inner; } dpn__bn_job;
+static void dpn__bn_range(int64_t b, int64_t e, void *user) {
+    const dpn__bn_job *J = (const dpn__bn_job *)user;
+    const dp_kernel_ctx *k = J->k;
     const dp_params *p = k->params;
     dp_ndarray *x = k->inputs[0];
     dp_dtype t = dp_nd_dtype(x);
@@ -2874,38 +3069,39 @@ static int dpn__k_bn(const dp_kernel_ctx *k) {
     void *mm = dp_nd_data(k->inputs[3]), *mv = dp_nd_data(k->inputs[4]), *y = dp_nd_data(k->outputs[0]);
     int batch = p->v[DPN__BN_IS_TRAIN].i && !p->v[DPN__BN_GLOBAL].i;
     double mom = p->v[DPN__BN_MOMENTUM].f;
-    int64_t outer, c, inner, ch, o, j;
-    dpn__bn_split(dp_nd_shape(x), p->v[DPN__BN_AXIS].i, &outer, &c, &inner);
-    for (ch = 0; ch < c; ch++) {
-        double mean, var, g = p->v[DPN__BN_FIX_GAMMA].i ? 1 : dpn__load_elem(gm, t, ch), b = dpn__load_elem(bt, t, ch), is;
+    int64_t outer = J->outer, c = J->c, inner = J->inner, ch;
+    for (ch = b; ch < e; ch++) {
+        double mean, var, g = p->v[DPN__BN_FIX_GAMMA].i ? 1 : dpn__load_elem(gm, t, ch), bv = dpn__load_elem(bt, t, ch), is;
         if (batch) {
             dpn__bn_stats(xd, t, outer, c, inner, ch, &mean, &var);
             dpn__store_elem(mm, t, ch, dpn__load_elem(mm, t, ch) * mom + mean * (1 - mom), DP_REQ_WRITE);
             dpn__store_elem(mv, t, ch, dpn__load_elem(mv, t, ch) * mom + var * (1 - mom), DP_REQ_WRITE);
         } else { mean = dpn__load_elem(mm, t, ch); var = dpn__load_elem(mv, t, ch); }
         is = 1 / sqrt(var + p->v[DPN__BN_EPS].f);
-        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++)
-            for (j = 0; j < inner; j++) {
-                int64_t e = (o * c + ch) * inner + j;
-                dpn__store_elem(y, t, e, g * (dpn__load_elem(xd, t, e) - mean) * is + b, k->req[0]);
-            }
+        dpn__bn_norm(xd, y, t, outer, c, inner, ch, g, mean, is, bv, k->req[0]);
     }
+}
+static int dpn__k_bn(const dp_kernel_ctx *k) {
+    dpn__bn_job J;
+    J.k = k;
+    dpn__bn_split(dp_nd_shape(k->inputs[0]), k->params->v[DPN__BN_AXIS].i, &J.outer, &J.c, &J.inner);
+    dpn__range(dpn__par_eng(k, (double)J.outer * (double)J.c * (double)J.inner), J.c, 1, dpn__bn_range, &J);
     return 0;
 }
 /* inputs (og, data, gamma, beta, moving_mean, moving_var); outputs their
    gradients. With batch statistics dx = g is / n (n og - sum og - xhat
    sum(og xhat)), the statistics' dependence on x included; with the moving
    ones dx = g is og. */
-static int dpn__kg_bn(const dp_kernel_ctx *k) {
+static void dpn__bn_grad_range(int64_t b, int64_t e, void *user) {
+    const dpn__bn_job *J = (const dpn__bn_job *)user;
+    const dp_kernel_ctx *k = J->k;
     const dp_params *p = k->params;
     dp_ndarray *x = k->inputs[1];
     dp_dtype t = dp_nd_dtype(x);
     const void *og = dp_nd_data(k->inputs[0]), *xd = dp_nd_data(x), *gm = dp_nd_data(k->inputs[2]);
     int batch = p->v[DPN__BN_IS_TRAIN].i && !p->v[DPN__BN_GLOBAL].i, fix = (int)p->v[DPN__BN_FIX_GAMMA].i, i;
-    int64_t outer, c, inner, ch, o, j, n;
-    dpn__bn_split(dp_nd_shape(x), p->v[DPN__BN_AXIS].i, &outer, &c, &inner);
-    n = outer * inner;
-    for (ch = 0; ch < c; ch++) {
+    int64_t outer = J->outer, c = J->c, inner = J->inner, ch, o, j, n = outer * inner;
+    for (ch = b; ch < e; ch++) {
         double mean, var, is, g = fix ? 1 : dpn__load_elem(gm, t, ch), sg = 0, sgx = 0;
         if (batch) dpn__bn_stats(xd, t, outer, c, inner, ch, &mean, &var);
         else { mean = dpn__load_elem(dp_nd_data(k->inputs[4]), t, ch); var = dpn__load_elem(dp_nd_data(k->inputs[5]), t, ch); }
@@ -2913,19 +3109,33 @@ static int dpn__kg_bn(const dp_kernel_ctx *k) {
         for (o = 0; o < outer; o++)
             for (j = 0; j < inner; j++) {
                 int64_t e = (o * c + ch) * inner + j;
-                double gv = dpn__load_elem(og, t, e);
-                sg += gv; sgx += gv * (dpn__load_elem(xd, t, e) - mean) * is;
+                double gv = DPN__BN_LD(og, t, e);
+                sg += gv; sgx += gv * (DPN__BN_LD(xd, t, e) - mean) * is;
             }
-        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++)
-            for (j = 0; j < inner; j++) {
-                int64_t e = (o * c + ch) * inner + j;
-                double gv = dpn__load_elem(og, t, e), xh = (dpn__load_elem(xd, t, e) - mean) * is;
-                dpn__store_elem(dp_nd_data(k->outputs[0]), t, e, batch ? g * is / (double)n * ((double)n * gv - sg - xh * sgx) : g * is * gv, k->req[0]);
-            }
+        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++) {
+            int64_t e0 = (o * c + ch) * inner;
+            if (t == DP_FLOAT32 && k->req[0] != DP_REQ_ADD) {
+                const float *gr = (const float *)og + e0, *xr = (const float *)xd + e0;
+                float *dr = (float *)dp_nd_data(k->outputs[0]) + e0;
+                if (batch) for (j = 0; j < inner; j++) dr[j] = (float)(g * is / (double)n * ((double)n * (double)gr[j] - sg - ((double)xr[j] - mean) * is * sgx));
+                else for (j = 0; j < inner; j++) dr[j] = (float)(g * is * (double)gr[j]);
+            } else
+                for (j = 0; j < inner; j++) {
+                    int64_t e = e0 + j;
+                    double gv = DPN__BN_LD(og, t, e), xh = (DPN__BN_LD(xd, t, e) - mean) * is;
+                    dpn__store_elem(dp_nd_data(k->outputs[0]), t, e, batch ? g * is / (double)n * ((double)n * gv - sg - xh * sgx) : g * is * gv, k->req[0]);
+                }
+        }
         if (k->req[1] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[1]), t, ch, fix ? 0 : sgx, k->req[1]);
         if (k->req[2] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[2]), t, ch, sg, k->req[2]);
         for (i = 3; i < 5; i++) if (k->req[i] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[i]), t, ch, 0, k->req[i]);
     }
+}
+static int dpn__kg_bn(const dp_kernel_ctx *k) {
+    dpn__bn_job J;
+    J.k = k;
+    dpn__bn_split(dp_nd_shape(k->inputs[1]), k->params->v[DPN__BN_AXIS].i, &J.outer, &J.c, &J.inner);
+    dpn__range(dpn__par_eng(k, (double)J.outer * (double)J.c * (double)J.inner), J.c, 1, dpn__bn_grad_range, &J);
     return 0;
 }
 
