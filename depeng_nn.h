@@ -92,7 +92,8 @@ extern "C" {
               dp_autograd_set_training dp_autograd_is_training
               dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
      symbol   dp_sym_var dp_sym_node dp_sym_output dp_sym_group dp_sym_retain dp_sym_release
-              dp_sym_num_outputs dp_sym_name dp_sym_list_arguments dp_sym_infer
+              dp_sym_num_outputs dp_sym_name dp_sym_list_arguments dp_sym_list_auxiliary_states
+              dp_sym_infer
               dp_sym_save_json dp_sym_load_json dp_sym_save dp_sym_load dp_sym_write_dot
      executor dp_exec_bind dp_exec_rebind dp_exec_forward dp_exec_backward dp_exec_num_outputs
               dp_exec_output dp_exec_head_grad dp_exec_memory_get dp_exec_destroy
@@ -277,23 +278,34 @@ DP_API int dp_sym_num_outputs(const dp_symbol *s);
 /* The name of a single-output symbol's node; NULL for a group. Valid while
    s is. Any thread. */
 DP_API const char *dp_sym_name(const dp_symbol *s);
-/* The variables of s in MXNet's order (a depth-first walk from the
-   outputs, inputs in order): up to cap names (valid while s is) into
-   names (may be NULL). Returns how many there are, -1 on error. Executors
-   take their arguments in this order. Any thread. */
+/* The arguments of s (its variables but the auxiliary states) in MXNet's
+   order (a depth-first walk from the outputs, inputs in order): up to cap
+   names (valid while s is) into names (may be NULL). Returns how many
+   there are, -1 on error. Executors take their arguments in this order.
+   Any thread. */
 DP_API int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap);
+/* The auxiliary states of s, MXNet's list_auxiliary_states, in the same
+   walk's order, as dp_sym_list_arguments: the variables that an operator
+   updates in place (an input in its mutate_inputs, as MXNet's
+   FMutateInputs: BatchNorm's moving_mean and moving_var). They are bound
+   apart from the arguments (dp_exec_desc.aux), written only by a training
+   forward, never get a gradient, and are saved as "aux:NAME" in a
+   checkpoint. Any thread. */
+DP_API int dp_sym_list_auxiliary_states(const dp_symbol *s, const char **names, int cap);
 /* Shape and dtype inference over the whole graph from the shapes (and
    dtypes; NULL: float32) of the named arguments given: forward through
    each operator's inference, and backward where an operator can tell an
    input from what is known (FullyConnected's weight and bias from the data
    and num_hidden, a loss's label from the data, an element-wise operand
    from the other). Fills the shapes and dtypes of every argument (in
-   dp_sym_list_arguments order) and output, where those pointers are not
-   NULL. Errors (logged, naming the node and the shapes that disagree, or
-   the argument whose shape cannot be told): DP_ERROR_INVALID_ARGS,
+   dp_sym_list_arguments order), auxiliary state (in
+   dp_sym_list_auxiliary_states order) and output, where those pointers
+   are not NULL. A known name may be an argument or an auxiliary state.
+   Errors (logged, naming the node and the shapes that disagree, or the
+   variable whose shape cannot be told): DP_ERROR_INVALID_ARGS,
    DP_ERROR_OUT_OF_MEMORY. */
 typedef struct dp_sym_infer_desc {
-    int num_known;                   /* arguments whose shapes are given */
+    int num_known;                   /* variables whose shapes are given */
     const char *const *names;        /* their names */
     const dp_shape *shapes;          /* their shapes */
     const dp_dtype *dtypes;          /* their dtypes; NULL: float32 */
@@ -301,6 +313,8 @@ typedef struct dp_sym_infer_desc {
     dp_dtype *arg_dtypes;
     dp_shape *out_shapes;            /* per output */
     dp_dtype *out_dtypes;
+    dp_shape *aux_shapes;            /* per auxiliary state */
+    dp_dtype *aux_dtypes;
 } dp_sym_infer_desc;
 /* Any thread. */
 DP_API dp_result dp_sym_infer(const dp_symbol *s, const dp_sym_infer_desc *desc);
@@ -342,13 +356,16 @@ typedef struct dp_exec_memory {
     int num_nodes, num_entries;   /* operations (forward + backward) and results */
 } dp_exec_memory;
 /* Binds sym on ctx: args[i] is the array of argument i (dp_sym_list_arguments
-   order), read by every forward; grads[i] (grads NULL: no backward) receives
+   order), read by every forward; aux[i] the array of auxiliary state i
+   (dp_sym_list_auxiliary_states order), which a training forward updates
+   in place (BatchNorm's moving statistics) and an inference forward only
+   reads, and which gets no gradient; grads[i] (grads NULL: no backward) receives
    its gradient by grad_reqs[i] (NULL: DP_REQ_WRITE for every non-NULL
    gradient): DP_REQ_WRITE overwrites, DP_REQ_ADD adds, DP_REQ_NULL or a NULL
    gradient computes none. The executor keeps references to the arrays;
    write new values into them (dp_nd_write, an optimizer update) between
    steps. Errors (logged, nothing is made): DP_ERROR_INVALID_ARGS (argument
-   count, an array of another shape, dtype, engine or device than the
+   or auxiliary state count, an array of another shape, dtype, engine or device than the
    graph says, a node without a gradient operator between an output and
    an argument with a gradient; inference errors name the node),
    DP_ERROR_BAD_CONTEXT (no kernel on that device), DP_ERROR_OUT_OF_MEMORY. */
@@ -358,10 +375,13 @@ typedef struct dp_exec_desc {
     dp_ndarray *const *args;         /* args[i]: argument i's array */
     dp_ndarray *const *grads;        /* NULL: no backward; grads[i] NULL: none for argument i */
     const dp_req *grad_reqs;         /* NULL: DP_REQ_WRITE for every non-NULL gradient */
+    int num_aux;                     /* as many as dp_sym_list_auxiliary_states gives */
+    dp_ndarray *const *aux;          /* aux[i]: auxiliary state i's array */
 } dp_exec_desc;
 DP_API dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, const dp_exec_desc *desc, dp_executor **out);
 /* A new executor of the same symbol, device and gradient requests on other
-   arrays (e.g. another batch size); ex stays valid. Errors as dp_exec_bind.
+   arrays (e.g. another batch size), sharing ex's auxiliary state arrays
+   (as MXNet's reshape); ex stays valid. Errors as dp_exec_bind.
    The executor's thread (one at a time per executor). */
 DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out);
 /* Pushes the forward operations, in training (is_train non-zero) or
@@ -592,7 +612,7 @@ DP_API dp_result dp_checkpoint_save(const char *prefix, int epoch, const dp_symb
    inferred, so that a parameter of another shape is refused naming it and
    both shapes. NULL or zeroed: the shapes are not checked (the executor's
    bind checks them later), only that every "arg:" name is an argument of
-   the symbol. */
+   the symbol and every "aux:" name an auxiliary state. */
 typedef struct dp_checkpoint_desc {
     int num_inputs;
     const char *const *input_names;
@@ -602,7 +622,8 @@ typedef struct dp_checkpoint_desc {
    parameters from PREFIX-EPOCH.params onto ctx, into *out (free it with
    dp_checkpoint_free). Errors (logged): those of dp_sym_load and
    dp_nd_load_params; DP_ERROR_FORMAT for a name without "arg:" or "aux:",
-   an "arg:" name that is not an argument of the symbol (naming it), a
+   an "arg:" name that is not an argument of the symbol or an "aux:" name
+   that is not one of its auxiliary states (naming it), a
    parameter whose shape is not the one the symbol infers from desc's
    inputs (naming the parameter and both shapes), or input shapes the
    symbol's inference refuses;
@@ -1821,44 +1842,60 @@ DPN_IMPL void dp_checkpoint_free(dp_checkpoint *ck) {
     dp_sym_release(ck->symbol);
     memset(ck, 0, sizeof *ck);
 }
-/* Every "arg:" parameter is an argument of the symbol, and (given the
-   inputs' shapes) its shape the one inference gives from them. */
+/* Every "arg:" parameter is an argument of the symbol and every "aux:"
+   one an auxiliary state, and (given the inputs' shapes) its shape the
+   one inference gives from them. */
 static dp_result dpn__ckpt_check(dp_engine *eng, const char *path, const dp_checkpoint *ck, const dp_checkpoint_desc *desc) {
     static const char *what = "dp_checkpoint_load";
-    int nargs = dp_sym_list_arguments(ck->symbol, NULL, 0), i, j, nknown = 0, kcap;
+    int nargs = dp_sym_list_arguments(ck->symbol, NULL, 0), naux = dp_sym_list_auxiliary_states(ck->symbol, NULL, 0);
+    int i, j, nknown = 0, kcap, kind;
     const char **names, **known;
     dp_shape *shapes, *kshapes;
     dp_sym_infer_desc inf;
     dp_result r = DP_OK;
-    if (nargs < 0) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: the symbol's arguments", what); return DP_ERROR_INVALID_ARGS; }
-    kcap = 1 + (desc && desc->num_inputs > ck->num_args ? desc->num_inputs : ck->num_args);
-    /* one block: the known shapes, the arguments' shapes, then the names */
-    if ((kshapes = (dp_shape *)dpn__zalloc(eng, (size_t)(kcap + nargs + 1), sizeof(dp_shape) + sizeof(char *))) == NULL) {
+    if (nargs < 0 || naux < 0) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: the symbol's arguments", what); return DP_ERROR_INVALID_ARGS; }
+    kcap = 1 + (desc && desc->num_inputs > 0 ? desc->num_inputs : 0);
+    /* one block: the known shapes, the arguments' then the auxiliary
+       states' shapes, then the names (known, arguments, auxiliary states) */
+    if ((kshapes = (dp_shape *)dpn__zalloc(eng, (size_t)(kcap + nargs + naux + 1), sizeof(dp_shape) + sizeof(char *))) == NULL) {
         DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
         return DP_ERROR_OUT_OF_MEMORY;
     }
     shapes = kshapes + kcap;
-    known = (const char **)(void *)(shapes + nargs + 1);
+    known = (const char **)(void *)(shapes + nargs + naux + 1);
     names = known + kcap;
     dp_sym_list_arguments(ck->symbol, names, nargs);
-    for (i = 0; i < ck->num_args; i++) {
-        for (j = 0; j < nargs && strcmp(names[j], ck->args[i].name) != 0; j++) {}
-        if (j == nargs) { r = dpn__format(eng, what, path, "parameter 'arg:%s' is not an argument of the symbol", ck->args[i].name); goto done; }
+    dp_sym_list_auxiliary_states(ck->symbol, names + nargs, naux);
+    for (kind = 0; kind < 2; kind++) {
+        const dp_nd_named *p = kind ? ck->aux : ck->args;
+        int np = kind ? ck->num_aux : ck->num_args, lo = kind ? nargs : 0, hi = kind ? nargs + naux : nargs;
+        for (i = 0; i < np; i++) {
+            for (j = lo; j < hi && strcmp(names[j], p[i].name) != 0; j++) {}
+            if (j == hi) {
+                r = dpn__format(eng, what, path, kind ? "parameter 'aux:%s' is not an auxiliary state of the symbol" : "parameter 'arg:%s' is not an argument of the symbol",
+                                p[i].name);
+                goto done;
+            }
+        }
     }
     if (!desc || desc->num_inputs <= 0) goto done;          /* nothing to infer the shapes from */
     for (i = 0; i < desc->num_inputs; i++) { known[nknown] = desc->input_names[i]; kshapes[nknown++] = desc->input_shapes[i]; }
     memset(&inf, 0, sizeof inf);
-    inf.num_known = nknown; inf.names = known; inf.shapes = kshapes; inf.arg_shapes = shapes;
+    inf.num_known = nknown; inf.names = known; inf.shapes = kshapes; inf.arg_shapes = shapes; inf.aux_shapes = shapes + nargs;
     if (dp_sym_infer(ck->symbol, &inf) != DP_OK) { r = dpn__format(eng, what, path, "the inputs' shapes do not fit the symbol (the inference error is logged before this)"); goto done; }
-    for (i = 0; i < ck->num_args; i++) {
-        for (j = 0; j < nargs && strcmp(names[j], ck->args[i].name) != 0; j++) {}
-        {
-            const dp_shape *have = dp_nd_shape(ck->args[i].array), *need = &shapes[j];
-            int k, same = have->ndim == need->ndim;
+    for (kind = 0; kind < 2; kind++) {
+        const dp_nd_named *p = kind ? ck->aux : ck->args;
+        int np = kind ? ck->num_aux : ck->num_args, lo = kind ? nargs : 0, hi = kind ? nargs + naux : nargs;
+        for (i = 0; i < np; i++) {
+            const dp_shape *have = dp_nd_shape(p[i].array), *need;
+            int k, same;
+            for (j = lo; j < hi && strcmp(names[j], p[i].name) != 0; j++) {}
+            need = &shapes[j];
+            same = have->ndim == need->ndim;
             for (k = 0; same && k < have->ndim; k++) same = have->dims[k] == need->dims[k];
             if (!same) {
                 char s1[160], s2[160];
-                r = dpn__format(eng, what, path, "parameter 'arg:%s' has shape %s, the symbol needs %s", ck->args[i].name,
+                r = dpn__format(eng, what, path, "parameter '%s:%s' has shape %s, the symbol needs %s", kind ? "aux" : "arg", p[i].name,
                                 dpn__shape_str(have, s1, sizeof s1), dpn__shape_str(need, s2, sizeof s2));
                 goto done;
             }
@@ -4873,14 +4910,15 @@ static int dpn__ptrmap_put(dpn__ptrmap *m, const void *key, int val) {
     return 0;
 }
 typedef struct dpn__graph {
-    int n, nentries, narg;
+    int n, nentries, narg, naux;
     dpn__snode **node;           /* execution order */
     int *entry0;                /* per node: the entry of its output 0 */
-    int *arg;                   /* the variable nodes, in order */
+    int *arg;                   /* the variable nodes (arguments and auxiliary states), in order */
+    unsigned char *aux;          /* per node: 1 for an auxiliary state */
     dpn__ptrmap map;             /* node -> its place */
 } dpn__graph;
 static void dpn__graph_free(dpn__graph *g) {
-    free(g->node); free(g->entry0); free(g->arg);
+    free(g->node); free(g->entry0); free(g->arg); free(g->aux);
     dpn__ptrmap_free(&g->map);
     memset(g, 0, sizeof *g);
 }
@@ -4913,11 +4951,22 @@ static dp_result dpn__graph_build(const dp_symbol *s, dpn__graph *g) {
     free(stack); stack = NULL;
     g->entry0 = (int *)malloc((size_t)(g->n ? g->n : 1) * sizeof *g->entry0);
     g->arg = (int *)malloc((size_t)(g->n ? g->n : 1) * sizeof *g->arg);
-    if (!g->entry0 || !g->arg) goto oom;
+    g->aux = (unsigned char *)calloc((size_t)(g->n ? g->n : 1), 1);
+    if (!g->entry0 || !g->arg || !g->aux) goto oom;
     for (i = 0; i < g->n; i++) {
+        const dpn__snode *x = g->node[i];
+        int j;
         g->entry0[i] = g->nentries;
-        g->nentries += g->node[i]->nout;
-        if (!g->node[i]->op) g->arg[g->narg++] = i;
+        g->nentries += x->nout;
+        if (!x->op) g->arg[g->narg++] = i;
+        /* MXNet's rule (FMutateInputs): a variable an operator writes in
+           place (BatchNorm's moving_mean and moving_var) is an auxiliary
+           state, not an argument */
+        for (j = 0; x->op && j < x->nin && j < 32; j++)
+            if ((x->op->mutate_inputs & (1u << j)) && !x->in[j].node->op) {
+                int v = dpn__ptrmap_get(&g->map, x->in[j].node);
+                if (!g->aux[v]) { g->aux[v] = 1; g->naux++; }
+            }
     }
     return DP_OK;
 oom:
@@ -4925,12 +4974,27 @@ oom:
     dpn__graph_free(g);
     return dpn__sym_oom("symbol graph");
 }
+/* The variables of g that are auxiliary states (aux 1) or arguments
+   (aux 0), in order, up to cap into names; how many there are. */
+static int dpn__graph_vars(const dpn__graph *g, int aux, const char **names, int cap) {
+    int i, n = 0;
+    for (i = 0; i < g->narg; i++)
+        if (g->aux[g->arg[i]] == aux) { if (names && n < cap) names[n] = g->node[g->arg[i]]->name; n++; }
+    return n;
+}
 DPN_IMPL int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap) {
     dpn__graph g;
-    int i, n;
+    int n;
     if (!s || dpn__graph_build(s, &g) != DP_OK) return -1;
-    for (i = 0; names && i < cap && i < g.narg; i++) names[i] = g.node[g.arg[i]]->name;
-    n = g.narg;
+    n = dpn__graph_vars(&g, 0, names, cap);
+    dpn__graph_free(&g);
+    return n;
+}
+DPN_IMPL int dp_sym_list_auxiliary_states(const dp_symbol *s, const char **names, int cap) {
+    dpn__graph g;
+    int n;
+    if (!s || dpn__graph_build(s, &g) != DP_OK) return -1;
+    n = dpn__graph_vars(&g, 1, names, cap);
     dpn__graph_free(&g);
     return n;
 }
@@ -5067,44 +5131,51 @@ static dp_result dpn__sym_infer_entries(const dpn__graph *g, int num, const char
     if (!*shape || !*dtype || !*known) return dpn__sym_oom("shape inference");
     for (i = 0; i < num; i++) {
         for (j = 0; j < g->narg && (!names[i] || strcmp(names[i], g->node[g->arg[j]]->name) != 0); j++) {}
-        if (j == g->narg) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: '%s' is not an argument of the symbol", names[i] ? names[i] : "(null)"); return DP_ERROR_INVALID_ARGS; }
+        if (j == g->narg) {
+            DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: '%s' is neither an argument nor an auxiliary state of the symbol", names[i] ? names[i] : "(null)");
+            return DP_ERROR_INVALID_ARGS;
+        }
         j = g->entry0[g->arg[j]];
         (*shape)[j] = shapes[i]; (*dtype)[j] = dtypes ? dtypes[i] : DP_FLOAT32; (*known)[j] = 1;
     }
     if ((r = dpn__graph_infer(g, *shape, *dtype, *known)) != DP_OK) return r;
     for (i = 0; i < g->narg; i++)
         if (!(*known)[g->entry0[g->arg[i]]]) {
-            DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: argument '%s' reaches no operator that tells its shape; give it", g->node[g->arg[i]]->name);
+            DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: %s '%s' reaches no operator that tells its shape; give it",
+                     g->aux[g->arg[i]] ? "auxiliary state" : "argument", g->node[g->arg[i]]->name);
             return DP_ERROR_INVALID_ARGS;
         }
     return DP_OK;
 }
-static dp_result dpn__sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
-                                dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes);
 DPN_IMPL dp_result dp_sym_infer(const dp_symbol *s, const dp_sym_infer_desc *desc) {
-    if (!desc) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_infer: NULL desc"); return DP_ERROR_INVALID_ARGS; }
-    return dpn__sym_infer(s, desc->num_known, desc->names, desc->shapes, desc->dtypes, desc->arg_shapes, desc->arg_dtypes,
-                          desc->out_shapes, desc->out_dtypes);
-}
-static dp_result dpn__sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
-                                dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes) {
     dpn__graph g;
     dp_shape *shape = NULL;
     dp_dtype *dtype = NULL;
     unsigned char *known = NULL;
     dp_result r;
-    int i;
-    if (!s || num_known < 0 || (num_known && (!names || !shapes))) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_infer: a symbol and the known names and shapes are needed"); return DP_ERROR_INVALID_ARGS; }
+    int i, na = 0, nx = 0;
+    if (!s || !desc || desc->num_known < 0 || (desc->num_known && (!desc->names || !desc->shapes))) {
+        DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_infer: a symbol, a desc and the known names and shapes are needed");
+        return DP_ERROR_INVALID_ARGS;
+    }
     if ((r = dpn__graph_build(s, &g)) != DP_OK) return r;
-    if ((r = dpn__sym_infer_entries(&g, num_known, names, shapes, dtypes, &shape, &dtype, &known)) == DP_OK) {
+    if ((r = dpn__sym_infer_entries(&g, desc->num_known, desc->names, desc->shapes, desc->dtypes, &shape, &dtype, &known)) == DP_OK) {
         for (i = 0; i < g.narg; i++) {
-            if (arg_shapes) arg_shapes[i] = shape[g.entry0[g.arg[i]]];
-            if (arg_dtypes) arg_dtypes[i] = dtype[g.entry0[g.arg[i]]];
+            int e = g.entry0[g.arg[i]];
+            if (g.aux[g.arg[i]]) {
+                if (desc->aux_shapes) desc->aux_shapes[nx] = shape[e];
+                if (desc->aux_dtypes) desc->aux_dtypes[nx] = dtype[e];
+                nx++;
+            } else {
+                if (desc->arg_shapes) desc->arg_shapes[na] = shape[e];
+                if (desc->arg_dtypes) desc->arg_dtypes[na] = dtype[e];
+                na++;
+            }
         }
         for (i = 0; i < s->n; i++) {
             int e = dpn__graph_entry(&g, &s->out[i]);
-            if (out_shapes) out_shapes[i] = shape[e];
-            if (out_dtypes) out_dtypes[i] = dtype[e];
+            if (desc->out_shapes) desc->out_shapes[i] = shape[e];
+            if (desc->out_dtypes) desc->out_dtypes[i] = dtype[e];
         }
     }
     free(shape); free(dtype); free(known);
@@ -5890,8 +5961,9 @@ struct dp_executor {
     dp_engine *eng;
     dp_ctx ctx;
     dp_symbol *sym;
-    int narg;
+    int narg, naux;
     dp_req *grad_req;                /* per argument, as bound */
+    dp_ndarray **aux;                /* the auxiliary states, as bound */
     int nfwd, nbwd;
     dp_opr *ops;                     /* forward (in inference), then backward */
     dp_opr *train_ops;               /* per forward node: its training form (id 0: the same as ops[i]) */
@@ -6220,6 +6292,8 @@ DPN_IMPL void dp_exec_destroy(dp_executor *ex) {
         if (ex->outputs) dp_nd_release(ex->outputs[i]);
         if (ex->head_grads) dp_nd_release(ex->head_grads[i]);
     }
+    for (i = 0; ex->aux && i < ex->naux; i++) dp_nd_release(ex->aux[i]);
+    dpn__zfree(ex->eng, ex->aux);
     dpn__zfree(ex->eng, ex->ops); dpn__zfree(ex->eng, ex->train_ops); dpn__zfree(ex->eng, ex->outputs); dpn__zfree(ex->eng, ex->head_grads); dpn__zfree(ex->eng, ex->grad_req);
     dp_sym_release(ex->sym);
     dpn__zfree(ex->eng, ex);
@@ -6229,14 +6303,11 @@ static dp_result dpn__exec_check(dp_engine *eng, const dpn__graph *g, dp_ctx ctx
                                 dp_ndarray *const *grads, const dp_req *req) {
     char s1[160], s2[160];
     int i;
-    if (narg != g->narg || (narg && !args)) {
-        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: %d arguments given, the symbol has %d (dp_sym_list_arguments)", narg, g->narg);
-        return DP_ERROR_INVALID_ARGS;
-    }
     for (i = 0; i < narg; i++) {
         const char *name = g->node[g->arg[i]]->name;
         if (!args[i] || dp_nd_engine(args[i]) != eng || !dpn__same_ctx(dp_nd_ctx(args[i]), ctx)) {
-            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: argument %d ('%s') is NULL, of another engine or on another device", i, name);
+            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: %s '%s' is NULL, of another engine or on another device",
+                     g->aux[g->arg[i]] ? "auxiliary state" : "argument", name);
             return DP_ERROR_INVALID_ARGS;
         }
         if (req && (req[i] < DP_REQ_NULL || req[i] > DP_REQ_ADD || req[i] == DP_REQ_INPLACE)) {
@@ -6256,15 +6327,34 @@ static dp_result dpn__exec_check(dp_engine *eng, const dpn__graph *g, dp_ctx ctx
     return DP_OK;
 }
 static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
-                                dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out);
+                                dp_ndarray *const *grads, const dp_req *grad_reqs, int num_aux, dp_ndarray *const *aux, dp_executor **out);
 DPN_IMPL dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, const dp_exec_desc *desc, dp_executor **out) {
-    static const dp_exec_desc none = {{DP_DEV_CPU, 0}, 0, NULL, NULL, NULL};
+    static const dp_exec_desc none = {{DP_DEV_CPU, 0}, 0, NULL, NULL, NULL, 0, NULL};
     const dp_exec_desc *d = desc ? desc : &none;
     dp_nn_register();
-    return dpn__exec_bind(eng, sym, d->ctx, d->num_args, d->args, d->grads, d->grad_reqs, out);
+    return dpn__exec_bind(eng, sym, d->ctx, d->num_args, d->args, d->grads, d->grad_reqs, d->num_aux, d->aux, out);
 }
-static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
-                                dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out) {
+/* args and aux (the caller's order) as one list over the graph's
+   variables, with the gradients and requests of the arguments (none for
+   an auxiliary state); 0, or -1 (logged) for counts that do not fit. */
+static int dpn__exec_vars(dp_engine *eng, const dpn__graph *g, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads,
+                          const dp_req *grad_reqs, int num_aux, dp_ndarray *const *aux, dp_ndarray **vargs, dp_ndarray **vgrads, dp_req *vreq) {
+    int i, na = 0, nx = 0;
+    if (num_args != g->narg - g->naux || num_aux != g->naux || (num_args && !args) || (num_aux && !aux)) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: %d arguments and %d auxiliary states given, the symbol has %d and %d "
+                 "(dp_sym_list_arguments, dp_sym_list_auxiliary_states)", num_args, num_aux, g->narg - g->naux, g->naux);
+        return -1;
+    }
+    for (i = 0; i < g->narg; i++) {
+        if (g->aux[g->arg[i]]) { vargs[i] = aux[nx++]; vgrads[i] = NULL; vreq[i] = DP_REQ_NULL; continue; }
+        vargs[i] = args[na]; vgrads[i] = grads ? grads[na] : NULL;
+        vreq[i] = grad_reqs ? grad_reqs[na] : DP_REQ_WRITE;
+        na++;
+    }
+    return 0;
+}
+static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args_in,
+                                dp_ndarray *const *grads_in, const dp_req *grad_reqs, int num_aux, dp_ndarray *const *aux, dp_executor **out) {
     dpn__graph g;
     dpn__xbuild b;
     dp_executor *ex = NULL;
@@ -6273,6 +6363,8 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
     unsigned char *known = NULL;
     int64_t *offset = NULL;
     size_t *bytes = NULL;
+    dp_ndarray **args = NULL, **grads = NULL;
+    dp_req *vreq = NULL, *req = NULL;
     int *arg_entry = NULL, i, j, with_grads = 0;
     dp_result r;
     if (out) *out = NULL;
@@ -6281,24 +6373,34 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
     if ((r = dpn__graph_build(sym, &g)) != DP_OK) return r;
     memset(&b, 0, sizeof b);
     b.eng = eng; b.ctx = ctx;
-    if ((r = dpn__exec_check(eng, &g, ctx, num_args, args, grads, grad_reqs)) != DP_OK) goto done;
+    args = (dp_ndarray **)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *args);
+    grads = (dp_ndarray **)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *grads);
+    vreq = (dp_req *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *vreq);
+    req = (dp_req *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *req);
+    if (!args || !grads || !vreq || !req) goto oom;
+    r = DP_ERROR_INVALID_ARGS;
+    if (dpn__exec_vars(eng, &g, num_args, args_in, grads_in, grad_reqs, num_aux, aux, args, grads, vreq)) goto done;
+    if ((r = dpn__exec_check(eng, &g, ctx, g.narg, args, grads_in ? grads : NULL, vreq)) != DP_OK) goto done;
     r = DP_ERROR_OUT_OF_MEMORY;
     shape = (dp_shape *)dpn__zalloc(eng, (size_t)(g.nentries ? g.nentries : 1), sizeof *shape);
     dtype = (dp_dtype *)dpn__zalloc(eng, (size_t)(g.nentries ? g.nentries : 1), sizeof *dtype);
     known = (unsigned char *)dpn__zalloc(eng, (size_t)(g.nentries ? g.nentries : 1), 1);
     arg_entry = (int *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *arg_entry);
     ex = (dp_executor *)dpn__zalloc(eng, 1, sizeof *ex);
-    if (ex) { ex->eng = eng; ex->ctx = ctx; ex->narg = g.narg; ex->nout = sym->n; }   /* eng first: dp_exec_destroy frees with it */
+    if (ex) { ex->eng = eng; ex->ctx = ctx; ex->narg = g.narg - g.naux; ex->nout = sym->n; }   /* eng first: dp_exec_destroy frees with it */
     if (!shape || !dtype || !known || !arg_entry || !ex) goto oom;
     ex->grad_req = (dp_req *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *ex->grad_req);
+    ex->aux = (dp_ndarray **)dpn__zalloc(eng, (size_t)(g.naux ? g.naux : 1), sizeof *ex->aux);
     ex->outputs = (dp_ndarray **)dpn__zalloc(eng, (size_t)sym->n, sizeof *ex->outputs);
     ex->head_grads = (dp_ndarray **)dpn__zalloc(eng, (size_t)sym->n, sizeof *ex->head_grads);
-    if (!ex->grad_req || !ex->outputs || !ex->head_grads) goto oom;
-    for (i = 0; i < g.narg; i++) {
+    if (!ex->grad_req || !ex->aux || !ex->outputs || !ex->head_grads) goto oom;
+    for (i = j = 0; i < g.narg; i++) {
         arg_entry[i] = g.entry0[g.arg[i]];
         shape[arg_entry[i]] = *dp_nd_shape(args[i]); dtype[arg_entry[i]] = dp_nd_dtype(args[i]); known[arg_entry[i]] = 1;
-        ex->grad_req[i] = grads && grads[i] ? (grad_reqs ? grad_reqs[i] : DP_REQ_WRITE) : DP_REQ_NULL;
-        with_grads |= ex->grad_req[i] != DP_REQ_NULL;
+        req[i] = grads[i] ? vreq[i] : DP_REQ_NULL;
+        with_grads |= req[i] != DP_REQ_NULL;
+        if (g.aux[g.arg[i]]) ex->aux[ex->naux++] = dp_nd_retain(args[i]);
+        else ex->grad_req[j++] = req[i];
     }
     if ((r = dpn__graph_infer(&g, shape, dtype, known)) != DP_OK) goto done;
     r = DP_ERROR_OUT_OF_MEMORY;
@@ -6320,7 +6422,7 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
         for (j = 0; j < x->nout; j++) dpn__xb_set_out(&b, xn, j, g.entry0[i] + j, DP_REQ_WRITE);
     }
     b.nfwd = b.nnode;
-    if (with_grads && (r = dpn__xb_gradients(&b, &g, sym, arg_entry, grads, ex->grad_req, g.narg, ex->head_grads)) != DP_OK) goto done;
+    if (with_grads && (r = dpn__xb_gradients(&b, &g, sym, arg_entry, grads, req, g.narg, ex->head_grads)) != DP_OK) goto done;
     r = DP_ERROR_OUT_OF_MEMORY;
     offset = (int64_t *)dpn__zalloc(eng, (size_t)(b.nent ? b.nent : 1), sizeof *offset);
     bytes = (size_t *)dpn__zalloc(eng, (size_t)(b.nent ? b.nent : 1), sizeof *bytes);
@@ -6347,13 +6449,14 @@ done:
     dp_exec_destroy(ex);
     dpn__xb_free(&b);
     dpn__zfree(eng, shape); dpn__zfree(eng, dtype); dpn__zfree(eng, known); dpn__zfree(eng, arg_entry); dpn__zfree(eng, offset); dpn__zfree(eng, bytes);
+    dpn__zfree(eng, args); dpn__zfree(eng, grads); dpn__zfree(eng, vreq); dpn__zfree(eng, req);
     dpn__graph_free(&g);
     return r;
 }
 DPN_IMPL dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out) {
     if (out) *out = NULL;
     if (!ex || !out) { DPN__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_rebind: an executor and out are needed"); return DP_ERROR_INVALID_ARGS; }
-    return dpn__exec_bind(ex->eng, ex->sym, ex->ctx, num_args, args, grads, ex->grad_req, out);
+    return dpn__exec_bind(ex->eng, ex->sym, ex->ctx, num_args, args, grads, ex->grad_req, ex->naux, ex->aux, out);
 }
 DPN_IMPL dp_result dp_exec_forward(dp_executor *ex, int is_train) {
     int i;
