@@ -318,12 +318,23 @@ typedef struct dp_sym_infer_desc {
 } dp_sym_infer_desc;
 /* Any thread. */
 DP_API dp_result dp_sym_infer(const dp_symbol *s, const dp_sym_infer_desc *desc);
-/* MXNet's symbol JSON: "nodes" (each with "op" ("null" for a variable),
-   "name", "attrs" (the parameters as strings) and "inputs" as [node,
-   output, version]), "arg_nodes", "node_row_ptr" and "heads", so the file
-   opens in the viewers made for MXNet models. Loading also takes MXNet's
-   operator names (see dp_sym_node) and its older "param" / "attr" keys,
-   and ignores attributes starting with "__". Errors: DP_ERROR_IO (a
+/* MXNet's symbol JSON in MXNet 1.x's form: "nodes" (each with "op"
+   ("null" for a variable), "name", "attrs" (every attribute as a string)
+   and "inputs" as [node, output, version]), "arg_nodes", "node_row_ptr"
+   and "heads", so that MXNet loads the file and the viewers made for its
+   models open it. Saving writes MXNet's operator names: a node keeps the
+   name it was made with when that is MXNet's, and depeng's names of
+   operations MXNet names otherwise are translated (relu, sigmoid and tanh
+   to Activation with act_type, add to elemwise_add, add_scalar to
+   _plus_scalar, reshape to Reshape, concat to Concat, cast to Cast, ...);
+   depeng's num_args of Convolution, Deconvolution, FullyConnected and
+   LeakyReLU is written as MXNet's no_bias. Every attribute a node was
+   given is written back, MXNet's hints ("__shape__", "__lr_mult__",
+   "__init__", ...) included, which the operator itself never sees.
+   Loading takes MXNet's operator names (see dp_sym_node) and its older
+   "param" / "attr" keys (an "attr" hint such as "ctx_group" is kept as
+   "__ctx_group__", as MXNet upgrades such files), so load then save keeps
+   every attribute. Limits: 64 attributes a node. Errors: DP_ERROR_IO (a
    stream or file that fails), DP_ERROR_FORMAT (not such JSON; logged with
    the reason), the errors of dp_sym_node naming the node, and
    DP_ERROR_OUT_OF_MEMORY. Any thread. */
@@ -4516,8 +4527,9 @@ struct dpn__snode {
     dp_atomic_int refs;
     const dp_operator *op;      /* NULL: a variable */
     char *name;
+    char *op_name;              /* the operator's name as given (MXNet's or depeng's); NULL for a variable */
     int nkw;
-    char **keys, **vals;        /* the parameters as given, after MXNet names are translated */
+    char **keys, **vals;        /* every attribute as given (parameters and MXNet's hints), for JSON */
     dp_params params;
     double scalar;
     int nin, nout;
@@ -4548,7 +4560,7 @@ static void dpn__snode_unref(dpn__snode *n) {
             if (c && dp_atomic_add(&c->refs, -1) == 1) { c->next_free = todo; todo = c; }
         }
         for (i = 0; i < x->nkw; i++) { free(x->keys[i]); free(x->vals[i]); }
-        free(x->keys); free(x->vals); free(x->in); free(x->name);
+        free(x->keys); free(x->vals); free(x->in); free(x->name); free(x->op_name);
         free(x);
     }
 }
@@ -4731,7 +4743,9 @@ static dp_result dpn__parse_strings(const dp_operator *op, const dpn__kw *kw, dp
     for (i = 0; i < kw->n; i++) { list[i].name = kw->keys[i]; list[i].s = kw->vals[i]; }
     return dp_operator_parse_params(NULL, op, list, out);
 }
-static dp_result dpn__sym_make_node(const char *op_name, const char *name, int nin, const dpn__sentry *in, int nkw,
+/* The first nparse of the nkw attributes are the operator's parameters
+   (MXNet's hints among them skipped), the others kept for JSON only. */
+static dp_result dpn__sym_make_node(const char *op_name, const char *name, int nin, const dpn__sentry *in, int nparse, int nkw,
                                    const char *const *keys, const char *const *vals, dpn__snode **out) {
     const dp_operator *op;
     dpn__kw kw;
@@ -4747,9 +4761,10 @@ static dp_result dpn__sym_make_node(const char *op_name, const char *name, int n
         for (k = 0; auto_name[k]; k++) if (auto_name[k] >= 'A' && auto_name[k] <= 'Z') auto_name[k] = (char)(auto_name[k] - 'A' + 'a');
         name = auto_name;
     }
-    if ((r = dpn__sym_resolve(op_name, name, nkw, keys, vals, &op, &kw, &scalar, &has_scalar)) != DP_OK) return r;
+    if ((r = dpn__sym_resolve(op_name, name, nparse, keys, vals, &op, &kw, &scalar, &has_scalar)) != DP_OK) return r;
     if ((n = dpn__snode_new(name)) == NULL) return dpn__sym_oom("symbol node");
     n->op = op; n->scalar = scalar;
+    if ((n->op_name = dpn__strdup(op_name)) == NULL) goto oom;
     if ((r = dpn__parse_strings(op, &kw, &n->params)) != DP_OK) {
         DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': bad parameters for '%s' (see above)", name, op->name);
         goto fail;
@@ -4760,20 +4775,15 @@ static dp_result dpn__sym_make_node(const char *op_name, const char *name, int n
         r = DP_ERROR_INVALID_ARGS;
         goto fail;
     }
-    n->nout = nout; n->nin = nin; n->nkw = kw.n + has_scalar;
+    n->nout = nout; n->nin = nin;
     n->in = (dpn__sentry *)calloc((size_t)(nin ? nin : 1), sizeof *n->in);
-    n->keys = (char **)calloc((size_t)(n->nkw ? n->nkw : 1), sizeof *n->keys);
-    n->vals = (char **)calloc((size_t)(n->nkw ? n->nkw : 1), sizeof *n->vals);
+    n->keys = (char **)calloc((size_t)(nkw ? nkw : 1), sizeof *n->keys);
+    n->vals = (char **)calloc((size_t)(nkw ? nkw : 1), sizeof *n->vals);
     if (!n->in || !n->keys || !n->vals) goto oom;
-    for (i = 0; i < kw.n; i++) {
-        n->keys[i] = dpn__strdup(kw.keys[i]); n->vals[i] = dpn__strdup(kw.vals[i]);
+    for (i = 0; i < nkw; i++) {      /* every attribute as given: JSON writes them back */
+        n->keys[i] = dpn__strdup(keys[i]); n->vals[i] = dpn__strdup(vals[i]);
+        n->nkw++;
         if (!n->keys[i] || !n->vals[i]) goto oom;
-    }
-    if (has_scalar) {
-        char buf[40];
-        snprintf(buf, sizeof buf, "%.17g", scalar);
-        n->keys[kw.n] = dpn__strdup("scalar"); n->vals[kw.n] = dpn__strdup(buf);
-        if (!n->keys[kw.n] || !n->vals[kw.n]) goto oom;
     }
     for (i = 0; i < nin; i++) {
         if (in[i].node) {
@@ -4845,7 +4855,7 @@ DPN_IMPL dp_result dp_sym_node(const dp_sym_node_desc *desc, dp_symbol **out) {
         }
         in[i] = s->out[0];
     }
-    if ((r = dpn__sym_make_node(op_name, name, num_inputs, in, num_kwargs, keys, values, &n)) != DP_OK) return r;
+    if ((r = dpn__sym_make_node(op_name, name, num_inputs, in, num_kwargs, num_kwargs, keys, values, &n)) != DP_OK) return r;
     if ((*out = dpn__sym_new(n->nout)) == NULL) { dpn__snode_unref(n); return dpn__sym_oom("dp_sym_node"); }
     for (i = 0; i < n->nout; i++) { (*out)->out[i].node = i ? dpn__snode_ref(n) : n; (*out)->out[i].index = i; }
     return DP_OK;
@@ -5199,6 +5209,39 @@ static void dpn__json_str(FILE *out, const char *s) {
     }
     fputc('"', out);
 }
+/* depeng's names of operations MXNet names otherwise, for writing a
+   symbol MXNet reads (relu, sigmoid and tanh become Activation). */
+static const struct { const char *depeng, *mxnet; } dpn__sym_mxnet_names[] = {
+    {"add", "elemwise_add"}, {"sub", "elemwise_sub"}, {"mul", "elemwise_mul"}, {"div", "elemwise_div"},
+    {"add_scalar", "_plus_scalar"}, {"sub_scalar", "_minus_scalar"}, {"mul_scalar", "_mul_scalar"}, {"div_scalar", "_div_scalar"},
+    {"rsub_scalar", "_rminus_scalar"}, {"rdiv_scalar", "_rdiv_scalar"}, {"power_scalar", "_power_scalar"}, {"rpower_scalar", "_rpower_scalar"},
+    {"maximum", "_maximum"}, {"minimum", "_minimum"}, {"concat", "Concat"}, {"reshape", "Reshape"}, {"cast", "Cast"},
+    {"relu", "Activation"}, {"sigmoid", "Activation"}, {"tanh", "Activation"},
+};
+/* The name a node is written with: as given when that is MXNet's, else
+   MXNet's name of the same operation; *act_type is set when Activation
+   must be told which (the node was made as relu, sigmoid or tanh). */
+static const char *dpn__sym_mxnet_name(const dpn__snode *x, const char **act_type) {
+    size_t k;
+    *act_type = NULL;
+    for (k = 0; k < sizeof dpn__sym_mxnet_names / sizeof dpn__sym_mxnet_names[0]; k++)
+        if (!strcmp(x->op_name, dpn__sym_mxnet_names[k].depeng)) {
+            if (!strcmp(dpn__sym_mxnet_names[k].mxnet, "Activation")) *act_type = x->op_name;
+            return dpn__sym_mxnet_names[k].mxnet;
+        }
+    return x->op_name;
+}
+/* Whether attribute k of x is written: not depeng's num_args of the
+   layers whose input count MXNet tells from no_bias or act_type. */
+static int dpn__sym_attr_written(const dpn__snode *x, int k) {
+    const char *o = x->op->name;
+    return strcmp(x->keys[k], "num_args") != 0
+           || (strcmp(o, "Convolution") && strcmp(o, "Deconvolution") && strcmp(o, "LeakyReLU") && strcmp(o, "FullyConnected"));
+}
+static void dpn__json_attr(FILE *out, int *count, const char *key, const char *val) {
+    fprintf(out, "%s\n        ", (*count)++ ? "," : ",\n      \"attrs\": {");
+    dpn__json_str(out, key); fprintf(out, ": "); dpn__json_str(out, val);
+}
 DPN_IMPL dp_result dp_sym_save_json(const dp_symbol *s, FILE *out) {
     dpn__graph g;
     dp_result r;
@@ -5208,18 +5251,23 @@ DPN_IMPL dp_result dp_sym_save_json(const dp_symbol *s, FILE *out) {
     fprintf(out, "{\n  \"nodes\": [");
     for (i = 0; i < g.n; i++) {
         const dpn__snode *x = g.node[i];
+        const char *act = NULL;
+        int nattr = 0, has_no_bias = 0, has_num_args = 0;
         fprintf(out, "%s\n    {\n      \"op\": ", i ? "," : "");
-        dpn__json_str(out, x->op ? x->op->name : "null");
+        dpn__json_str(out, x->op ? dpn__sym_mxnet_name(x, &act) : "null");
         fprintf(out, ",\n      \"name\": ");
         dpn__json_str(out, x->name);
-        if (x->nkw) {
-            fprintf(out, ",\n      \"attrs\": {");
-            for (k = 0; k < x->nkw; k++) {
-                fprintf(out, "%s\n        ", k ? "," : "");
-                dpn__json_str(out, x->keys[k]); fprintf(out, ": "); dpn__json_str(out, x->vals[k]);
-            }
-            fprintf(out, "\n      }");
+        if (act) dpn__json_attr(out, &nattr, "act_type", act);
+        for (k = 0; k < x->nkw; k++) {
+            if (x->op && !dpn__sym_attr_written(x, k)) { has_num_args = 1; continue; }
+            has_no_bias |= !strcmp(x->keys[k], "no_bias");
+            dpn__json_attr(out, &nattr, x->keys[k], x->vals[k]);
         }
+        /* a layer given its input count (num_args) but no no_bias: MXNet
+           tells the count from no_bias alone */
+        if (has_num_args && !has_no_bias && (!strcmp(x->op->name, "Convolution") || !strcmp(x->op->name, "Deconvolution") || !strcmp(x->op->name, "FullyConnected")))
+            dpn__json_attr(out, &nattr, "no_bias", x->nin == 2 ? "True" : "False");
+        if (nattr) fprintf(out, "\n      }");
         fprintf(out, ",\n      \"inputs\": [");
         for (j = 0; j < x->nin; j++) fprintf(out, "%s[%d, %d, 0]", j ? ", " : "", dpn__ptrmap_get(&g.map, x->in[j].node), x->in[j].index);
         fprintf(out, "]\n    }");
@@ -5399,59 +5447,81 @@ static dp_result dpn__jformat(const char *why, int node) {
 }
 /* The symbol of a parsed file. */
 /* A variable's attributes as loaded (MXNet's "__init__", "__shape__",
-   "__lr_mult__", ...: strings, or numbers as their text), kept so that
-   dp_sym_var_attr finds them and saving writes them back. -1 out of memory. */
-static int dpn__snode_keep_attrs(dpn__snode *n, const dpn__jval *attrs) {
+   "__lr_mult__", ...), kept so that dp_sym_var_attr finds them and saving
+   writes them back. -1 out of memory. */
+static int dpn__snode_keep_attrs(dpn__snode *n, int nkw, const char *const *keys, const char *const *vals) {
     int j;
-    if (!attrs->n) return 0;
-    n->keys = (char **)calloc((size_t)attrs->n, sizeof *n->keys);
-    n->vals = (char **)calloc((size_t)attrs->n, sizeof *n->vals);
+    if (!nkw) return 0;
+    n->keys = (char **)calloc((size_t)nkw, sizeof *n->keys);
+    n->vals = (char **)calloc((size_t)nkw, sizeof *n->vals);
     if (!n->keys || !n->vals) return -1;
-    for (j = 0; j < attrs->n; j++) {
-        const dpn__jval *v = &attrs->items[j];
-        if (v->type != DPN__J_STR && v->type != DPN__J_NUM) continue;
-        n->keys[n->nkw] = dpn__strdup(attrs->keys[j]); n->vals[n->nkw] = dpn__strdup(v->str);
-        if (!n->keys[n->nkw] || !n->vals[n->nkw]) { free(n->keys[n->nkw]); free(n->vals[n->nkw]); return -1; }
+    for (j = 0; j < nkw; j++) {
+        n->keys[j] = dpn__strdup(keys[j]); n->vals[j] = dpn__strdup(vals[j]);
         n->nkw++;
+        if (!n->keys[j] || !n->vals[j]) return -1;
     }
     return 0;
 }
+/* Most attributes one node may have in a file. */
+#define DPN__MAX_ATTRS 64
+/* The symbol of a parsed file. A node's attributes come from "attrs"
+   (MXNet 1.x), "param" (older files: the operator's parameters) and
+   "attr" (older files: hints such as "__lr_mult__" or "ctx_group", kept
+   but not given to the operator; as MXNet's upgrade of old files does, a
+   hint without the underscores gets them, "ctx_group" becoming
+   "__ctx_group__", so that the file written back is MXNet 1.x's); a key
+   met twice keeps its first value. Strings, or numbers as their text;
+   nested values (MXNet's own hints) are skipped. */
 static dp_result dpn__sym_from_json(const dpn__jval *root, dp_symbol **out) {
+    static const char *const groups[3] = {"attrs", "param", "attr"};
     const dpn__jval *nodes = dpn__jget(root, "nodes"), *heads = dpn__jget(root, "heads");
     dpn__snode **made;
     dp_result r = DP_OK;
-    int i, j, nmade = 0;
+    int i, j, k, nmade = 0;
     if (!nodes || nodes->type != DPN__J_ARR || !heads || heads->type != DPN__J_ARR || heads->n < 1)
         return dpn__jformat("an object with the arrays \"nodes\" and \"heads\" is needed", -1);
     if ((made = (dpn__snode **)calloc((size_t)(nodes->n ? nodes->n : 1), sizeof *made)) == NULL) return dpn__sym_oom("dp_sym_load_json");
     for (i = 0; i < nodes->n && r == DP_OK; i++) {
         const dpn__jval *x = &nodes->items[i], *op = dpn__jget(x, "op"), *name = dpn__jget(x, "name"), *in = dpn__jget(x, "inputs");
-        const dpn__jval *attrs = dpn__jget(x, "attrs");
         dpn__sentry ent[DP_MAX_OP_ARRAYS];
-        const char *keys[DP_MAX_PARAMS + 8], *vals[DP_MAX_PARAMS + 8];
-        int nkw = 0;
-        if (!attrs) attrs = dpn__jget(x, "param");
-        if (!attrs) attrs = dpn__jget(x, "attr");
-        if (!op || op->type != DPN__J_STR || !name || name->type != DPN__J_STR || !name->str[0] || (in && in->type != DPN__J_ARR)
-            || (attrs && attrs->type != DPN__J_OBJ)) { r = dpn__jformat("each node needs \"op\" and \"name\" strings, \"inputs\" an array, \"attrs\" an object", i); break; }
+        const char *keys[DPN__MAX_ATTRS], *vals[DPN__MAX_ATTRS];
+        char hidden[DPN__MAX_ATTRS][64];
+        int nkw = 0, nparse = 0, g;
+        if (!op || op->type != DPN__J_STR || !name || name->type != DPN__J_STR || !name->str[0] || (in && in->type != DPN__J_ARR)) {
+            r = dpn__jformat("each node needs \"op\" and \"name\" strings, \"inputs\" an array, \"attrs\" an object", i);
+            break;
+        }
+        for (g = 0; g < 3 && r == DP_OK; g++) {
+            const dpn__jval *attrs = dpn__jget(x, groups[g]);
+            if (attrs && attrs->type != DPN__J_OBJ) { r = dpn__jformat("each node needs \"op\" and \"name\" strings, \"inputs\" an array, \"attrs\" an object", i); break; }
+            for (j = 0; attrs && j < attrs->n; j++) {
+                const dpn__jval *v = &attrs->items[j];
+                const char *key = attrs->keys[j];
+                if (v->type != DPN__J_STR && v->type != DPN__J_NUM) continue;     /* MXNet's nested hints */
+                if (nkw == DPN__MAX_ATTRS) { r = dpn__jformat("more than 64 attributes", i); break; }
+                if (g == 2 && strncmp(key, "__", 2) != 0) {
+                    if (strlen(key) + 5 > sizeof hidden[nkw]) { r = dpn__jformat("an \"attr\" key longer than 58 bytes", i); break; }
+                    snprintf(hidden[nkw], sizeof hidden[nkw], "__%s__", key);
+                    key = hidden[nkw];
+                }
+                for (k = 0; k < nkw && strcmp(keys[k], key) != 0; k++) {}
+                if (k < nkw) continue;
+                keys[nkw] = key; vals[nkw++] = v->str;
+            }
+            if (g == 1) nparse = nkw;
+        }
+        if (r != DP_OK) break;
         if (!strcmp(op->str, "null")) {
             if ((made[i] = dpn__snode_new(name->str)) == NULL) { r = dpn__sym_oom("dp_sym_load_json"); break; }
             nmade++;
-            if (attrs && dpn__snode_keep_attrs(made[i], attrs)) { r = dpn__sym_oom("dp_sym_load_json"); break; }
+            if (dpn__snode_keep_attrs(made[i], nkw, keys, vals)) { r = dpn__sym_oom("dp_sym_load_json"); break; }
             continue;
         }
         if (in && in->n > DP_MAX_OP_ARRAYS) { r = dpn__jformat("too many inputs", i); break; }
         for (j = 0; in && j < in->n; j++)
             if (dpn__jentry(&in->items[j], i, made, &ent[j])) { r = dpn__jformat("an input is not [node, output, version] of an earlier node", i); break; }
         if (r != DP_OK) break;
-        for (j = 0; attrs && j < attrs->n; j++) {
-            const dpn__jval *v = &attrs->items[j];
-            if (v->type != DPN__J_STR && v->type != DPN__J_NUM) continue;     /* MXNet's nested hints */
-            if (nkw == (int)(sizeof keys / sizeof keys[0])) { r = dpn__jformat("too many attributes", i); break; }
-            keys[nkw] = attrs->keys[j]; vals[nkw++] = v->str;
-        }
-        if (r != DP_OK) break;
-        r = dpn__sym_make_node(op->str, name->str, in ? in->n : 0, ent, nkw, keys, vals, &made[i]);
+        r = dpn__sym_make_node(op->str, name->str, in ? in->n : 0, ent, nparse, nkw, keys, vals, &made[i]);
         if (r == DP_OK) nmade++;
     }
     if (r == DP_OK && (*out = dpn__sym_new(heads->n)) == NULL) r = dpn__sym_oom("dp_sym_load_json");
