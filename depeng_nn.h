@@ -2725,29 +2725,31 @@ static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) 
     }
     return 0;
 }
-/* sigmoid and tanh in float32, the common case of a network's layers, in
-   float arithmetic: the forward with expf / tanhf, the gradient from the
-   output (y (1 - y), 1 - y^2) as MXNet's, so the gradient computes no
-   function at all. 0 when not that case. */
-static int dpn__act_f32(const dp_kernel_ctx *k, int type, int grad) {
-    const float *x = (const float *)dp_nd_data(k->inputs[grad]), *og = grad ? (const float *)dp_nd_data(k->inputs[0]) : NULL;
-    const float *y = grad ? (const float *)dp_nd_data(k->inputs[2]) : NULL;
-    float *out = (float *)dp_nd_data(k->outputs[0]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[grad]));
-    int add = k->req[0] == DP_REQ_ADD;
-    if (dp_nd_dtype(k->inputs[grad]) != DP_FLOAT32 || (type != 1 && type != 2) || k->req[0] == DP_REQ_NULL) return 0;
-    for (i = 0; i < n; i++) {
-        float v = grad ? og[i] * (type == 2 ? 1.0f - y[i] * y[i] : y[i] * (1.0f - y[i])) : type == 2 ? tanhf(x[i]) : 1.0f / (1.0f + expf(-x[i]));
-        out[i] = add ? out[i] + v : v;
-    }
+/* relu, sigmoid and tanh run depeng's own relu / sigmoid / tanh operators'
+   kernels, forward and gradient (from the input), so that Activation gives
+   bitwise what those operators give: a symbol's Activation node (which
+   the symbol maps to them), dp_invoke("Activation") and dp_invoke("tanh")
+   agree to the last bit, as do autograd and the executor. 0 when not
+   those types. */
+static int dpn__act_builtin(const dp_kernel_ctx *k, int type, int grad, int *rc) {
+    static const char *const fwd[3] = {"relu", "sigmoid", "tanh"}, *const bwd[3] = {"_backward_relu", "_backward_sigmoid", "_backward_tanh"};
+    const dp_operator *op;
+    dp_kernel_ctx k2;
+    if (type < 0 || type > 2) return 0;
+    if ((op = dp_operator_find(grad ? bwd[type] : fwd[type])) == NULL || !op->forward_cpu) return 0;
+    k2 = *k;
+    if (grad) k2.num_inputs = 2;           /* (og, data): the output is not read */
+    *rc = op->forward_cpu(&k2);
     return 1;
 }
 static int dpn__k_act(const dp_kernel_ctx *k) {
-    return dpn__act_f32(k, (int)k->params->v[0].i, 0) ? 0 : dpn__act_apply(k, (int)k->params->v[0].i, 0, 0);
+    int rc;
+    return dpn__act_builtin(k, (int)k->params->v[0].i, 0, &rc) ? rc : dpn__act_apply(k, (int)k->params->v[0].i, 0, 0);
 }
 /* inputs (og, data, output) */
 static int dpn__kg_act(const dp_kernel_ctx *k) {
-    return dpn__act_f32(k, (int)k->params->v[0].i, 1) ? 0 : dpn__act_apply(k, (int)k->params->v[0].i, 0, 1);
+    int rc;
+    return dpn__act_builtin(k, (int)k->params->v[0].i, 1, &rc) ? rc : dpn__act_apply(k, (int)k->params->v[0].i, 0, 1);
 }
 static int dpn__infer_act_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                                dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
@@ -3118,7 +3120,7 @@ static void dpn__register_layers(void) {
     op.gradient = "_backward_Activation"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
     dp_operator_register(&op);
     memset(&op, 0, sizeof op);
-    op.name = "_backward_Activation"; op.doc = "gradient of Activation: (og, data, output) -> data's (sigmoid and tanh from the output)";
+    op.name = "_backward_Activation"; op.doc = "gradient of Activation: (og, data, output) -> data's (from the data)";
     op.num_inputs = 3; op.num_outputs = 1; op.params = dpn__act_params; op.num_params = 1; op.infer = dpn__infer_act_grad;
     op.forward_cpu = dpn__kg_act;
     dp_operator_register(&op);

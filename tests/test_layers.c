@@ -308,6 +308,62 @@ static void slice_channel(void) {
 }
 static void activation_gradients(void) { size_t i; for (i = 0; i < sizeof act_cases / sizeof act_cases[0]; i++) grad_check(&act_cases[i], NULL); }
 
+/* Activation relu, sigmoid and tanh give bitwise what depeng's relu,
+   sigmoid and tanh operators give, forward and gradient, whether invoked
+   (with autograd) or run as a symbol's Activation node by the executor:
+   float32 values over [-8, 8) and a few special ones. */
+static void activation_matches_builtins(void) {
+    static const char *const types[3] = {"relu", "sigmoid", "tanh"};
+    enum { N = 4096 };
+    dp_engine *e = make_engine();
+    double *xv = (double *)malloc(sizeof(double) * N), *ov = (double *)malloc(sizeof(double) * N);
+    double *y[3], *g[3];
+    dp_shape s = {1, {N}};
+    int t, i, k;
+    for (k = 0; k < 3; k++) { y[k] = (double *)malloc(sizeof(double) * N); g[k] = (double *)malloc(sizeof(double) * N); }
+    for (i = 0; i < N; i++) { xv[i] = urand() * 8; ov[i] = urand(); }
+    xv[0] = 0; xv[1] = -0.0; xv[2] = 1e-30; xv[3] = 30; xv[4] = -30;
+    for (t = 0; t < 3; t++) {
+        const char *ak[1] = {"act_type"}, *av[1] = {types[t]};
+        dp_ndarray *og = from(e, s, DP_FLOAT32, ov);
+        for (k = 0; k < 2; k++) {        /* 0: depeng's operator, 1: Activation, both through autograd */
+            dp_ndarray *x = from(e, s, DP_FLOAT32, xv), *out = NULL;
+            CHECK(dp_nd_attach_grad(x, DP_REQ_WRITE) == DP_OK);
+            CHECK(dp_autograd_begin() == DP_OK);
+            CHECK(invoke_str(e, k ? "Activation" : types[t], 1, &x, k, ak, av, 0, 1, &out, NULL) == DP_OK);
+            CHECK(dp_autograd_end() == DP_OK);
+            CHECK(out && dp_autograd_backward(out, og, 0) == DP_OK);
+            CHECK(read_all(out, y[k]) && read_all(dp_nd_grad(x), g[k]));
+            dp_nd_release(out); dp_nd_release(x);
+        }
+        {   /* 2: the executor running a symbol's Activation node */
+            dp_symbol *v = NULL, *a = NULL;
+            dp_ndarray *x = from(e, s, DP_FLOAT32, xv), *gx = NULL;
+            dp_executor *ex = NULL;
+            CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &gx) == DP_OK);
+            CHECK(dp_sym_var("x", &v) == DP_OK);
+            CHECK(sym_op("Activation", "act", 1, &v, 1, ak, av, &a) == DP_OK);
+            CHECK(a && exec_bind(e, a, CPU0, 1, &x, &gx, NULL, &ex) == DP_OK);
+            if (ex) {
+                CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 1, &og) == DP_OK);
+                CHECK(read_all(dp_exec_output(ex, 0), y[2]) && read_all(gx, g[2]));
+                dp_exec_destroy(ex);
+            }
+            dp_sym_release(a); dp_sym_release(v); dp_nd_release(x); dp_nd_release(gx);
+        }
+        for (k = 1; k < 3; k++) {
+            int fy = 0, fg = 0;
+            for (i = 0; i < N; i++) { fy += memcmp(&y[k][i], &y[0][i], sizeof(double)) != 0; fg += memcmp(&g[k][i], &g[0][i], sizeof(double)) != 0; }
+            if (fy || fg) fprintf(stderr, "  %s by %s: %d outputs and %d gradients differ from the operator's\n", types[t], k == 1 ? "dp_invoke(Activation)" : "the executor", fy, fg);
+            CHECK(fy == 0 && fg == 0);
+        }
+        dp_nd_release(og);
+    }
+    for (k = 0; k < 3; k++) { free(y[k]); free(g[k]); }
+    free(xv); free(ov);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 /* im2col + GEMM and the direct loops agree, forward and backward, in
    float32 and float64, over random geometries. */
 static void conv_implementations_agree(void) {
@@ -712,6 +768,7 @@ int main(void) {
         {"conv_gradients_direct", conv_gradients_direct},
         {"pool_gradients", pool_gradients},
         {"activation_gradients", activation_gradients},
+        {"activation_matches_builtins", activation_matches_builtins},
         {"tensor_gradients", tensor_gradients},
         {"losses_and_blocks", losses_and_blocks},
         {"slice_channel", slice_channel},
