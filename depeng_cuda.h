@@ -1820,33 +1820,45 @@ struct dp__cu_bias_body {
     const void *bias; void *y; int t; int64_t h;
     DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, t, i, dp__cu_load(bias, t, i % h), DP_REQ_ADD); }
 };
-/* FullyConnected(data (batch, in), weight (hidden, in), bias (hidden,)) =
-   data weight^T + bias */
+/* FullyConnected(data, weight (hidden, in)[, bias (hidden,)]) = data
+   weight^T + bias, data taken as (rows, in) by flatten (parameter 2) as
+   depeng_nn.h's dpn__fc_rows: (batch, product of the other axes), or with
+   flatten false (product of the leading axes, last axis); no bias with
+   two inputs. */
+static void dp__cu_fc_rows(const dp_kernel_ctx *k, const dp_shape *d, int64_t *rows, int64_t *in) {
+    int i, flatten = k->params->count > 2 ? (int)k->params->v[2].i : 1;
+    *rows = 1; *in = 1;
+    if (flatten) { *rows = d->ndim ? d->dims[0] : 1; for (i = 1; i < d->ndim; i++) *in *= d->dims[i]; }
+    else { for (i = 0; i + 1 < d->ndim; i++) *rows *= d->dims[i]; *in = d->ndim ? d->dims[d->ndim - 1] : 1; }
+}
 static int dp__cu_k_fc(const dp_kernel_ctx *k) {
-    const dp_shape *ds = dp_nd_shape(k->inputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t batch = ds->dims[0], in = ds->dims[1], h = k->params->v[0].i;
-    dp__cu_bias_body b = {dp_nd_data(k->inputs[2]), dp_nd_data(k->outputs[0]), (int)t, h};
+    int64_t batch, in, h = k->params->v[0].i;
+    dp__cu_fc_rows(k, dp_nd_shape(k->inputs[0]), &batch, &in);
     if (k->req[0] == DP_REQ_NULL) return 0;
     DP__CU_TRY(dp__cu_enter(k));
     DP__CU_TRY(dp__cu_matmul(k, t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dp__beta_of(k->req[0]),
                              dp_nd_data(k->outputs[0]), h));
-    return dp__cu_each(k, batch * h, b);
+    if (k->num_inputs < 3) return 0;
+    {
+        dp__cu_bias_body b = {dp_nd_data(k->inputs[2]), dp_nd_data(k->outputs[0]), (int)t, h};
+        return dp__cu_each(k, batch * h, b);
+    }
 }
-/* inputs (og, data, weight, bias): d data = og W, d W = og^T data,
-   d bias = og summed over the batch (a reduction over axis 0 of og). */
+/* inputs (og, data, weight[, bias]): d data = og W, d W = og^T data,
+   d bias = og summed over every axis but its last (the rows). */
 static int dp__cu_kg_fc(const dp_kernel_ctx *k) {
-    const dp_shape *ds = dp_nd_shape(k->inputs[1]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t batch = ds->dims[0], in = ds->dims[1], h = dp_nd_shape(k->inputs[2])->dims[0];
+    int64_t batch, in, h = dp_nd_shape(k->inputs[2])->dims[0];
     const void *og = dp_nd_data(k->inputs[0]);
+    dp__cu_fc_rows(k, dp_nd_shape(k->inputs[1]), &batch, &in);
     DP__CU_TRY(dp__cu_enter(k));
     if (k->req[0] != DP_REQ_NULL)
         DP__CU_TRY(dp__cu_matmul(k, t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in));
     if (k->req[1] != DP_REQ_NULL)
         DP__CU_TRY(dp__cu_matmul(k, t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in));
-    if (k->req[2] != DP_REQ_NULL)
-        DP__CU_TRY(dp__cu_reduce_array(k, DP__CU_SUM, 0, k->inputs[0], 1, dp_nd_data(k->outputs[2]), (int)t, k->req[2]));
+    if (k->num_outputs > 2 && k->req[2] != DP_REQ_NULL)
+        DP__CU_TRY(dp__cu_reduce_array(k, DP__CU_SUM, 0, k->inputs[0], (1 << (dp_nd_shape(k->inputs[0])->ndim - 1)) - 1, dp_nd_data(k->outputs[2]), (int)t, k->req[2]));
     return 0;
 }
 

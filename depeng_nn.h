@@ -247,7 +247,7 @@ DP_API dp_result dp_sym_var(const char *name, dp_symbol **out);
    first NULL); a NULL input becomes a new variable "<name>_<input>"
    (FullyConnected's, Convolution's and Deconvolution's weight and bias, a
    loss's label, LeakyReLU prelu's gamma, else "<name>_argN"). MXNet's
-   Convolution, Deconvolution and LeakyReLU take no num_args: it is set
+   Convolution, Deconvolution, FullyConnected and LeakyReLU take no num_args: it is set
    from no_bias (act_type prelu); their cuDNN keys (cudnn_tune,
    cudnn_off), Pooling's p_value and the layouts NCW and NCHW (depeng's
    only) are accepted and dropped, another layout refused.
@@ -1969,45 +1969,70 @@ fail:
 
 /* >>layers: FullyConnected and SoftmaxOutput, MXNet's, registered like any
    user operator ------------------------------------------------------------ */
-/* FullyConnected(data (batch, in), weight (hidden, in), bias (hidden,)) =
-   data weight^T + bias, as MXNet's (with its bias). */
-static const dp_param_def dpn__fc_params[] = {{"num_hidden", DP_PARAM_INT, NULL, 1, 1e9, NULL, "outputs per row"}};
+/* FullyConnected(data, weight (hidden, in)[, bias (hidden,)]) = data
+   weight^T + bias, as MXNet's: with flatten (the default) data (batch,
+   ...) is taken as (batch, in), in the product of its other axes, and the
+   output is (batch, hidden); with flatten false the product applies to
+   data's last axis (in), the output keeping the other axes, (..., hidden).
+   no_bias drops the bias input (num_args 2; a symbol node sets num_args
+   from no_bias, as MXNet's files leave it). */
+static const dp_param_def dpn__fc_params[] = {
+    {"num_hidden", DP_PARAM_INT, NULL, 1, 1e9, NULL, "outputs per row"},
+    {"no_bias", DP_PARAM_BOOL, "false", 0, 0, NULL, "no bias input (give num_args 2 with it)"},
+    {"flatten", DP_PARAM_BOOL, "true", 0, 0, NULL, "true: data (batch, ...) as (batch, in); false: the product over data's last axis"},
+    {"num_args", DP_PARAM_INT, "3", 2, 3, NULL, "inputs: 3 (data, weight, bias), or 2 with no_bias"},
+};
+/* The rows and the row length data is taken as. */
+static void dpn__fc_rows(const dp_shape *d, int flatten, int64_t *rows, int64_t *in) {
+    int i;
+    *rows = 1; *in = 1;
+    if (d->ndim < 1) return;
+    if (flatten) { *rows = d->dims[0]; for (i = 1; i < d->ndim; i++) *in *= d->dims[i]; }
+    else { for (i = 0; i + 1 < d->ndim; i++) *rows *= d->dims[i]; *in = d->dims[d->ndim - 1]; }
+}
 static int dpn__infer_fc(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                         dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
-    int64_t h = p->v[0].i;
+    int64_t h = p->v[0].i, rows, in;
+    int flatten = (int)p->v[2].i, bias = nin == 3;
     char s1[160], s2[160], s3[160];
-    (void)nin; (void)nout;
-    if (it[0] != it[1] || it[0] != it[2] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) { snprintf(msg, cap, "data, weight and bias: all float32 or all float64"); return -1; }
-    if (is[0].ndim != 2 || is[1].ndim != 2 || is[2].ndim != 1 || is[1].dims[0] != h || is[1].dims[1] != is[0].dims[1] || is[2].dims[0] != h) {
-        snprintf(msg, cap, "data %s, weight %s, bias %s: need (batch, in), (%lld, in), (%lld,)", dpn__shape_str(&is[0], s1, sizeof s1),
-                 dpn__shape_str(&is[1], s2, sizeof s2), dpn__shape_str(&is[2], s3, sizeof s3), (long long)h, (long long)h);
+    (void)nout;
+    if (bias == (int)p->v[1].i) { snprintf(msg, cap, "%d inputs with no_bias %s: no_bias takes (data, weight), else (data, weight, bias)", nin, bias ? "true" : "false"); return -1; }
+    if (it[0] != it[1] || (bias && it[0] != it[2]) || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) { snprintf(msg, cap, "data, weight and bias: all float32 or all float64"); return -1; }
+    dpn__fc_rows(&is[0], flatten, &rows, &in);
+    if (is[0].ndim < (flatten ? 2 : 1) || is[1].ndim != 2 || is[1].dims[0] != h || is[1].dims[1] != in || (bias && (is[2].ndim != 1 || is[2].dims[0] != h))) {
+        snprintf(msg, cap, "data %s, weight %s%s%s: need %s, (%lld, %lld)%s (flatten %s)", dpn__shape_str(&is[0], s1, sizeof s1),
+                 dpn__shape_str(&is[1], s2, sizeof s2), bias ? ", bias " : "", bias ? dpn__shape_str(&is[2], s3, sizeof s3) : "",
+                 flatten ? "(batch, in, ...)" : "(..., in)", (long long)h, (long long)in, bias ? ", (num_hidden,)" : "", flatten ? "true" : "false");
         return -1;
     }
     memset(os, 0, sizeof *os);
-    os->ndim = 2; os->dims[0] = is[0].dims[0]; os->dims[1] = h; *ot = it[0];
+    if (flatten) { os->ndim = 2; os->dims[0] = is[0].dims[0]; os->dims[1] = h; }
+    else { *os = is[0]; os->dims[os->ndim - 1] = h; }
+    *ot = it[0];
     return 0;
 }
 static int dpn__k_fc(const dp_kernel_ctx *k) {
-    const dp_shape *ds = dp_nd_shape(k->inputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t batch = ds->dims[0], in = ds->dims[1], h = k->params->v[0].i, r, j;
+    int64_t batch, in, h = k->params->v[0].i, r, j;
     void *y = dp_nd_data(k->outputs[0]);
+    dpn__fc_rows(dp_nd_shape(k->inputs[0]), (int)k->params->v[2].i, &batch, &in);
     if (k->req[0] == DP_REQ_NULL) return 0;
     dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[0]), y, h);
-    for (r = 0; r < batch; r++)
-        for (j = 0; j < h; j++) dpn__store_elem(y, t, r * h + j, dpn__load_elem(dp_nd_data(k->inputs[2]), t, j), DP_REQ_ADD);
+    if (k->num_inputs == 3)
+        for (r = 0; r < batch; r++)
+            for (j = 0; j < h; j++) dpn__store_elem(y, t, r * h + j, dpn__load_elem(dp_nd_data(k->inputs[2]), t, j), DP_REQ_ADD);
     return 0;
 }
-/* inputs (og, data, weight, bias): d data = og W, d W = og^T data,
-   d bias = og summed over the batch. */
+/* inputs (og, data, weight[, bias]): d data = og W, d W = og^T data,
+   d bias = og summed over the rows. */
 static int dpn__kg_fc(const dp_kernel_ctx *k) {
-    const dp_shape *ds = dp_nd_shape(k->inputs[1]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t batch = ds->dims[0], in = ds->dims[1], h = dp_nd_shape(k->inputs[2])->dims[0], r, j;
+    int64_t batch, in, h = dp_nd_shape(k->inputs[2])->dims[0], r, j;
     const void *og = dp_nd_data(k->inputs[0]);
+    dpn__fc_rows(dp_nd_shape(k->inputs[1]), (int)k->params->v[2].i, &batch, &in);
     if (k->req[0] != DP_REQ_NULL) dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in);
     if (k->req[1] != DP_REQ_NULL) dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in);
-    if (k->req[2] != DP_REQ_NULL) {
+    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) {
         for (j = 0; j < h; j++) {
             double s = 0;
             for (r = 0; r < batch; r++) s += dpn__load_elem(og, t, r * h + j);
@@ -2016,13 +2041,16 @@ static int dpn__kg_fc(const dp_kernel_ctx *k) {
     }
     return 0;
 }
+static void dpn__register_counted(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel);
 static void dpn__register_linear(void) {
     dp_operator op;
     memset(&op, 0, sizeof op);
-    op.name = "FullyConnected"; op.doc = "data (batch, in) times weight (num_hidden, in) transposed, plus bias (num_hidden,)";
-    op.num_inputs = 3; op.num_outputs = 1; op.params = dpn__fc_params; op.num_params = 1; op.infer = dpn__infer_fc;
+    op.name = "FullyConnected";
+    op.doc = "data (batch, ...) as (batch, in) (flatten false: (..., in)) times weight (num_hidden, in) transposed, plus bias (num_hidden,) "
+             "unless no_bias (num_args 2)";
+    op.num_inputs = -1; op.num_outputs = 1; op.params = dpn__fc_params; op.num_params = 4; op.infer = dpn__infer_fc;
     op.forward_cpu = dpn__k_fc; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
-    dp_operator_register_with_gradient(&op, "_backward_FullyConnected", "gradient of FullyConnected", dpn__kg_fc, 0);
+    dpn__register_counted(&op, "_backward_FullyConnected", "gradient of FullyConnected: (og, data, weight[, bias]) -> their gradients", dpn__kg_fc);
 }
 /* MXNet's SoftmaxOutput, so that its models load and train: the forward is
    the softmax of data (n, classes) along the classes; the gradient ignores
@@ -4620,7 +4648,7 @@ static const struct { const char *mxnet, *depeng; } dpn__sym_aliases[] = {
     {"_div_scalar", "div_scalar"}, {"_rminus_scalar", "rsub_scalar"}, {"_rdiv_scalar", "rdiv_scalar"},
     {"_power_scalar", "power_scalar"}, {"_rpower_scalar", "rpower_scalar"}, {"_maximum", "maximum"}, {"_minimum", "minimum"},
     {"Concat", "concat"}, {"SoftmaxActivation", "softmax"}, {"_copy", "_copy"}, {"identity", "_copy"},
-    {"Reshape", "reshape"}, {"sum_axis", "sum"}, {"stop_gradient", "BlockGrad"}, {"split", "SliceChannel"},
+    {"Reshape", "reshape"}, {"sum_axis", "sum"}, {"stop_gradient", "BlockGrad"}, {"split", "SliceChannel"}, {"Cast", "cast"},
 };
 /* depeng's name for an operator name (MXNet's names too; Activation is
    named by its act_type, later). */
@@ -4635,7 +4663,6 @@ static const char *dpn__sym_alias(const char *op_name) {
    the operator, with "scalar" taken out for the scalar operators. */
 typedef struct dpn__kw { int n; const char *keys[DP_MAX_PARAMS + 8]; const char *vals[DP_MAX_PARAMS + 8]; } dpn__kw;
 static int dpn__kw_false(const char *v) { return !strcmp(v, "0") || !strcmp(v, "False") || !strcmp(v, "false"); }
-static int dpn__kw_true(const char *v) { return !strcmp(v, "1") || !strcmp(v, "True") || !strcmp(v, "true"); }
 /* A keyword of a Convolution, Deconvolution, Pooling or LeakyReLU node:
    1 when it is dropped (cuDNN's tuning, Pooling's p_value, the NCHW / NCW
    layout: depeng's only one), 0 when kept, -1 (logged) for a layout
@@ -4644,7 +4671,7 @@ static int dpn__kw_true(const char *v) { return !strcmp(v, "1") || !strcmp(v, "T
    whether num_args was given. */
 static int dpn__sym_layer_key(const char *name, const char *node, const char *key, const char *v, int *bias, int *has_num_args) {
     int layer = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution") || !strcmp(name, "Pooling");
-    if (!layer && strcmp(name, "LeakyReLU")) return 0;
+    if (!layer && strcmp(name, "LeakyReLU") && strcmp(name, "FullyConnected")) return 0;
     if (!strcmp(key, "num_args")) *has_num_args = 1;
     if (!strcmp(key, "no_bias")) *bias = dpn__kw_false(v);
     if (!strcmp(key, "act_type")) *bias = !strcmp(v, "prelu");
@@ -4661,7 +4688,8 @@ static int dpn__sym_layer_key(const char *name, const char *node, const char *ke
    these keywords (num_args, or from no_bias / act_type); 0 for another
    operator. */
 static int dpn__layer_arity(const char *name, int n, const char *const *keys, const char *const *vals) {
-    int counted = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution"), bias = !strcmp(name, "Convolution"), given = 0, i;
+    int counted = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution") || !strcmp(name, "FullyConnected");
+    int bias = !strcmp(name, "Convolution") || !strcmp(name, "FullyConnected"), given = 0, i;
     if (!counted && strcmp(name, "LeakyReLU")) return 0;
     for (i = 0; i < n; i++) {
         if (!keys[i] || !vals[i]) return 0;
@@ -4678,7 +4706,8 @@ static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw
     const char *name = dpn__sym_alias(op_name), *act = NULL;
     int i;
     kw->n = 0; *scalar = 0; *has_scalar = 0;
-    int counted = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution"), bias = !strcmp(name, "Convolution"), has_num_args = 0, drop;
+    int counted = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution") || !strcmp(name, "FullyConnected");
+    int bias = !strcmp(name, "Convolution") || !strcmp(name, "FullyConnected"), has_num_args = 0, drop;
     for (i = 0; i < nkw; i++) {
         const char *key = keys[i], *v = vals[i];
         if (!key || !v) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "symbol node '%s': NULL parameter name or value", node); return DP_ERROR_INVALID_ARGS; }
@@ -4686,7 +4715,6 @@ static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw
         if (!strcmp(op_name, "Activation") && !strcmp(key, "act_type")) { act = v; continue; }
         if ((drop = dpn__sym_layer_key(name, node, key, v, &bias, &has_num_args)) < 0) return DP_ERROR_INVALID_ARGS;
         if (drop || (!strcmp(name, "slice_axis") && !strcmp(key, "end") && !strcmp(v, "None"))) continue;   /* None: the axis's end */
-        if (!strcmp(name, "FullyConnected") && ((!strcmp(key, "no_bias") && dpn__kw_false(v)) || (!strcmp(key, "flatten") && dpn__kw_true(v)))) continue;
         if (!strcmp(key, "scalar")) { *has_scalar = 1; *scalar = strtod(v, NULL); continue; }
         if (!strcmp(name, "SliceChannel") && !strcmp(key, "num_outputs")) key = "num_args";     /* MXNet's name for the count */
         if (kw->n == (int)(sizeof kw->keys / sizeof kw->keys[0])) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': too many parameters", node); return DP_ERROR_INVALID_ARGS; }
@@ -5055,13 +5083,15 @@ static int dpn__layer_infer_backward(const dp_operator *op, const dp_params *p, 
 static int dpn__infer_backward(const dpn__snode *x, dp_shape *is, dp_dtype *it, unsigned char *known) {
     const char *nm = x->op->name;
     int filled = 0, i;
-    if (!strcmp(nm, "FullyConnected") && known[0] && is[0].ndim == 2) {
+    if (!strcmp(nm, "FullyConnected") && known[0] && is[0].ndim >= 1) {
         dp_shape w, b;
+        int64_t rows, in;
+        dpn__fc_rows(&is[0], (int)x->params.v[2].i, &rows, &in);
         memset(&w, 0, sizeof w); memset(&b, 0, sizeof b);
-        w.ndim = 2; w.dims[0] = x->params.v[0].i; w.dims[1] = is[0].dims[1];
+        w.ndim = 2; w.dims[0] = x->params.v[0].i; w.dims[1] = in;
         b.ndim = 1; b.dims[0] = x->params.v[0].i;
         if (!known[1]) { is[1] = w; it[1] = it[0]; known[1] = 1; filled++; }
-        if (!known[2]) { is[2] = b; it[2] = it[0]; known[2] = 1; filled++; }
+        if (x->nin == 3 && !known[2]) { is[2] = b; it[2] = it[0]; known[2] = 1; filled++; }
     } else if ((!strcmp(nm, "softmax_cross_entropy") || !strcmp(nm, "SoftmaxOutput")) && known[0] && !known[1] && is[0].ndim >= 1) {
         memset(&is[1], 0, sizeof is[1]);
         is[1].ndim = 1; is[1].dims[0] = is[0].dims[0]; it[1] = it[0]; known[1] = 1; filled++;

@@ -207,6 +207,12 @@ static const lcase tensor_cases[] = {
     {"stack axis -1", "stack", 3, {{2, 3}, {2, 3}, {2, 3}}, {"num_args", "3", "axis", "-1", NULL}, 0, 0},
     {"stack axis 1", "stack", 2, {{2, 3}, {2, 3}}, {"num_args", "2", "axis", "1", NULL}, 0, 0},
     {"Embedding", "Embedding", 2, {{2, 3}, {5, 4}}, {"input_dim", "5", "output_dim", "4", "dtype", "float64", NULL}, 1, 5},
+    /* FullyConnected with MXNet's flatten and no_bias */
+    {"FullyConnected flatten 3-D", "FullyConnected", 3, {{2, 3, 2}, {4, 6}, {4}}, {"num_hidden", "4", NULL}, 0, 0},
+    {"FullyConnected flatten false", "FullyConnected", 3, {{2, 3, 4}, {5, 4}, {5}}, {"num_hidden", "5", "flatten", "False", NULL}, 0, 0},
+    {"FullyConnected no_bias", "FullyConnected", 2, {{3, 2, 2}, {4, 4}}, {"num_hidden", "4", "no_bias", "True", "num_args", "2", NULL}, 0, 0},
+    {"FullyConnected no_bias flatten false", "FullyConnected", 2, {{2, 2, 3}, {2, 3}},
+     {"num_hidden", "2", "no_bias", "true", "num_args", "2", "flatten", "false", NULL}, 0, 0},
 };
 static void tensor_gradients(void) { size_t i; for (i = 0; i < sizeof tensor_cases / sizeof tensor_cases[0]; i++) grad_check(&tensor_cases[i], NULL); }
 /* The losses' gradients, which ignore the head gradient; BlockGrad's 0;

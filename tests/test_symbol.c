@@ -827,6 +827,72 @@ static void test_json_keeps_attributes(void) {
         free(orig);
     }
 }
+/* MXNet's FullyConnected no_bias and flatten false, and its capitalised
+   Cast, in a file: loaded, inferred, run, and written back as given. */
+static const char *fc_json =
+    "{\"nodes\": ["
+    "{\"op\": \"null\", \"name\": \"data\", \"inputs\": []},"
+    "{\"op\": \"Cast\", \"name\": \"c64\", \"attrs\": {\"dtype\": \"float64\"}, \"inputs\": [[0, 0, 0]]},"
+    "{\"op\": \"null\", \"name\": \"fc_weight\", \"inputs\": []},"
+    "{\"op\": \"FullyConnected\", \"name\": \"fc\", \"attrs\": {\"num_hidden\": \"2\", \"no_bias\": \"True\", \"flatten\": \"False\"}, \"inputs\": [[1, 0, 0], [2, 0, 0]]}"
+    "], \"arg_nodes\": [0, 2], \"node_row_ptr\": [0, 1, 2, 3, 4], \"heads\": [[3, 0, 0]], \"attrs\": {\"mxnet_version\": [\"int\", 10600]}}";
+static void test_json_fc_and_cast(void) {
+    dp_engine *e = make_engine(DP_ENGINE_POOLED, 0);
+    dp_symbol *s = NULL;
+    const char *names[4], *known[1] = {"data"};
+    dp_shape ds = {3, {2, 3, 4}}, as[2], os[1];
+    dp_dtype at[2], ot[1];
+    CHECK(dp_sym_load_json(fc_json, &s) == DP_OK);
+    if (!s) { dp_engine_destroy(e, NULL); return; }
+    CHECK(dp_sym_list_arguments(s, names, 4) == 2 && !strcmp(names[1], "fc_weight"));    /* no bias */
+    CHECK(sym_infer(s, 1, known, &ds, NULL, as, at, os, ot) == DP_OK);
+    CHECK(as[1].ndim == 2 && as[1].dims[0] == 2 && as[1].dims[1] == 4);                 /* over the last axis */
+    CHECK(os[0].ndim == 3 && os[0].dims[0] == 2 && os[0].dims[1] == 3 && os[0].dims[2] == 2 && ot[0] == DP_FLOAT64);
+    {
+        float x[24], w[8];
+        double y[12];
+        dp_ndarray *args[2] = {NULL, NULL};
+        dp_executor *ex = NULL;
+        int i, j, ok = 1;
+        for (i = 0; i < 24; i++) x[i] = (float)(i % 7) - 3;
+        for (i = 0; i < 8; i++) w[i] = (float)(i + 1) / 4;
+        CHECK(dp_nd_from_host(e, &ds, DP_FLOAT32, CPU0, x, &args[0]) == DP_OK);
+        CHECK(dp_nd_from_host(e, &as[1], DP_FLOAT32, CPU0, w, &args[1]) == DP_OK);
+        /* the weight is float32 while the Cast makes float64 data: refused */
+        CHECK(exec_bind(e, s, CPU0, 2, args, NULL, NULL, &ex) != DP_OK && !ex);
+        dp_nd_release(args[1]); args[1] = NULL;
+        {
+            double wd[8];
+            for (i = 0; i < 8; i++) wd[i] = w[i];
+            CHECK(dp_nd_from_host(e, &as[1], DP_FLOAT64, CPU0, wd, &args[1]) == DP_OK);
+        }
+        CHECK(exec_bind(e, s, CPU0, 2, args, NULL, NULL, &ex) == DP_OK);
+        if (ex) {
+            CHECK(dp_exec_forward(ex, 0) == DP_OK && dp_nd_read(dp_exec_output(ex, 0), y, sizeof y, NULL) == DP_OK);
+            for (i = 0; i < 6; i++)
+                for (j = 0; j < 2; j++) {
+                    double want = 0;
+                    int k;
+                    for (k = 0; k < 4; k++) want += (double)x[i * 4 + k] * w[j * 4 + k];
+                    ok &= y[i * 2 + j] == want;
+                }
+            CHECK(ok);
+            dp_exec_destroy(ex);
+        }
+        dp_nd_release(args[0]); dp_nd_release(args[1]);
+    }
+    {
+        FILE *f = test_tmpfile();
+        char *t;
+        CHECK(dp_sym_save_json(s, f) == DP_OK);
+        t = slurp(f);
+        fclose(f);
+        CHECK(strstr(t, "\"op\": \"Cast\"") && strstr(t, "\"no_bias\": \"True\"") && strstr(t, "\"flatten\": \"False\"") && !strstr(t, "num_args"));
+        free(t);
+    }
+    dp_sym_release(s);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
 /* damaged files: bytes changed, cut short or doubled; each load either
    works or fails with an error, never crashes (ASan and UBSan run it) */
 static void test_json_damaged(void) {
@@ -1070,6 +1136,7 @@ static const test_case tests[] = {
     {"json_round_trip", test_json_round_trip},
     {"json_mxnet_names", test_json_mxnet_names},
     {"json_keeps_attributes", test_json_keeps_attributes},
+    {"json_fc_and_cast", test_json_fc_and_cast},
     {"json_damaged", test_json_damaged},
     {"dot", test_dot},
     {"softmax_output", test_softmax_output},
