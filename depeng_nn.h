@@ -2052,71 +2052,139 @@ static void dpn__register_linear(void) {
     op.forward_cpu = dpn__k_fc; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
     dpn__register_counted(&op, "_backward_FullyConnected", "gradient of FullyConnected: (og, data, weight[, bias]) -> their gradients", dpn__kg_fc);
 }
-/* MXNet's SoftmaxOutput, so that its models load and train: the forward is
-   the softmax of data (n, classes) along the classes; the gradient ignores
-   the head gradient and is (softmax - one_hot(label)) * grad_scale, divided
-   by n with normalization "batch" (or "valid", which without ignore_label
-   is the same). The label's gradient is 0. */
+/* MXNet's SoftmaxOutput, so that its models load and train. data is taken
+   as (outer, classes, inner): by default (n, product of the other axes)
+   with label (n,); multi_output: (n, c, d2, ...) with the softmax over
+   axis 1 and label (n, d2, ...); preserve_shape: the softmax over the last
+   axis, label data's shape without it. The output has data's shape. The
+   gradient ignores the head gradient (unless out_grad, which multiplies
+   by it) and is (softmax - target) * grad_scale, the target one_hot(label)
+   or, with smooth_alpha a, 1 - a for the label's class and a / (classes -
+   1) for the others; a label equal to ignore_label with use_ignore gives
+   its row 0. normalization "batch" divides by data's first axis, "valid"
+   by the labels not ignored (at least 1). The label's gradient is 0. */
 static const dp_param_def dpn__softmax_output_params[] = {
     {"grad_scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient is multiplied by it"},
-    {"normalization", DP_PARAM_ENUM, "null", 0, 0, "null|batch|valid", "batch, valid: the gradient is divided by the rows"},
+    {"normalization", DP_PARAM_ENUM, "null", 0, 0, "null|batch|valid", "batch: the gradient is divided by data's first axis; valid: by the labels not ignored"},
+    {"ignore_label", DP_PARAM_FLOAT, "-1", 0, 0, NULL, "with use_ignore, rows with this label get no gradient"},
+    {"use_ignore", DP_PARAM_BOOL, "false", 0, 0, NULL, "use ignore_label"},
+    {"multi_output", DP_PARAM_BOOL, "false", 0, 0, NULL, "the softmax over axis 1 of (n, c, ...), label (n, ...)"},
+    {"preserve_shape", DP_PARAM_BOOL, "false", 0, 0, NULL, "the softmax over the last axis, label data's shape without it"},
+    {"out_grad", DP_PARAM_BOOL, "false", 0, 0, NULL, "multiply the gradient by the head gradient"},
+    {"smooth_alpha", DP_PARAM_FLOAT, "0", 0, 1, NULL, "label smoothing: the label's target 1 - a, the others' a / (classes - 1)"},
 };
+enum { DPN__SO_SCALE, DPN__SO_NORM, DPN__SO_IGNORE, DPN__SO_USE_IGNORE, DPN__SO_MULTI, DPN__SO_PRESERVE, DPN__SO_OUT_GRAD, DPN__SO_ALPHA };
+/* data's (outer, classes, inner) and the label shape it needs */
+static void dpn__so_geometry(const dp_params *p, const dp_shape *d, int64_t *outer, int64_t *c, int64_t *inner, dp_shape *label) {
+    int i;
+    *outer = d->ndim ? d->dims[0] : 1; *c = 1; *inner = 1;
+    memset(label, 0, sizeof *label);
+    if (p->v[DPN__SO_PRESERVE].i) {
+        *outer = 1;
+        for (i = 0; i + 1 < d->ndim; i++) { *outer *= d->dims[i]; label->dims[label->ndim++] = d->dims[i]; }
+        *c = d->ndim ? d->dims[d->ndim - 1] : 1;
+        return;
+    }
+    label->ndim = 1; label->dims[0] = *outer;
+    if (p->v[DPN__SO_MULTI].i) {
+        *c = d->ndim > 1 ? d->dims[1] : 1;
+        for (i = 2; i < d->ndim; i++) { *inner *= d->dims[i]; label->dims[label->ndim++] = d->dims[i]; }
+        return;
+    }
+    for (i = 1; i < d->ndim; i++) *c *= d->dims[i];
+}
 static int dpn__infer_softmax_output(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                                     dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
-    char s1[160], s2[160];
-    (void)p; (void)nin; (void)nout;
-    if (is[0].ndim != 2 || is[1].ndim != 1 || is[1].dims[0] != is[0].dims[0] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) {
-        snprintf(msg, cap, "data %s and label %s: data must be float (n, classes) and label (n,)", dpn__shape_str(&is[0], s1, sizeof s1), dpn__shape_str(&is[1], s2, sizeof s2));
+    char s1[160], s2[160], s3[160];
+    int64_t outer, c, inner;
+    dp_shape want;
+    int ok;
+    (void)nin; (void)nout;
+    dpn__so_geometry(p, &is[0], &outer, &c, &inner, &want);
+    ok = is[0].ndim >= (p->v[DPN__SO_MULTI].i ? 2 : p->v[DPN__SO_PRESERVE].i ? 1 : 2) && (it[0] == DP_FLOAT32 || it[0] == DP_FLOAT64)
+         && (is[1].ndim == want.ndim || (p->v[DPN__SO_MULTI].i && is[1].ndim == 2 && is[0].ndim > 2)) && is[1].dims[0] == want.dims[0]
+         && dp_shape_size(&is[1]) == dp_shape_size(&want);
+    if (!ok) {
+        snprintf(msg, cap, "data %s and label %s: data must be float %s and label %s", dpn__shape_str(&is[0], s1, sizeof s1), dpn__shape_str(&is[1], s2, sizeof s2),
+                 p->v[DPN__SO_MULTI].i ? "(n, classes, ...)" : p->v[DPN__SO_PRESERVE].i ? "(..., classes)" : "(n, classes)", dpn__shape_str(&want, s3, sizeof s3));
         return -1;
     }
     *os = is[0]; *ot = it[0];
     return 0;
 }
 static int dpn__k_softmax_output(const dp_kernel_ctx *k) {
-    const dp_shape *s = dp_nd_shape(k->inputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
-    int64_t rows = s->dims[0], c = s->dims[1], r, j;
-    for (r = 0; r < rows; r++) {
-        double mx = -HUGE_VAL, sum = 0;
-        for (j = 0; j < c; j++) { double v = dpn__load_elem(x, t, r * c + j); if (v > mx) mx = v; }
-        for (j = 0; j < c; j++) sum += exp(dpn__load_elem(x, t, r * c + j) - mx);
-        for (j = 0; j < c; j++) dpn__store_elem(y, t, r * c + j, exp(dpn__load_elem(x, t, r * c + j) - mx) / sum, k->req[0]);
-    }
+    int64_t outer, c, inner, o, q, j;
+    dp_shape ls;
+    dpn__so_geometry(k->params, dp_nd_shape(k->inputs[0]), &outer, &c, &inner, &ls);
+    for (o = 0; o < outer; o++)
+        for (q = 0; q < inner; q++) {
+            int64_t base = o * c * inner + q;
+            double mx = -HUGE_VAL, sum = 0;
+            for (j = 0; j < c; j++) { double v = dpn__load_elem(x, t, base + j * inner); if (v > mx) mx = v; }
+            for (j = 0; j < c; j++) sum += exp(dpn__load_elem(x, t, base + j * inner) - mx);
+            for (j = 0; j < c; j++) dpn__store_elem(y, t, base + j * inner, exp(dpn__load_elem(x, t, base + j * inner) - mx) / sum, k->req[0]);
+        }
     return 0;
 }
-/* inputs (data, label, output); outputs (data's gradient, label's) */
+/* inputs (og, data, label, output); outputs (data's gradient, label's) */
 static int dpn__kg_softmax_output(const dp_kernel_ctx *k) {
-    const dp_shape *s = dp_nd_shape(k->inputs[0]);
-    dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t rows = s->dims[0], c = s->dims[1], r, j, label;
-    double scale = k->params->v[0].f / (k->params->v[1].i && rows ? (double)rows : 1.0);
-    for (r = 0; k->req[0] != DP_REQ_NULL && r < rows; r++) {
-        if (dpn__label_at(k, k->inputs[1], r, c, &label)) return -1;
-        for (j = 0; j < c; j++)
-            dpn__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, (dpn__load_elem(dp_nd_data(k->inputs[2]), t, r * c + j) - (j == label)) * scale, k->req[0]);
+    const dp_params *p = k->params;
+    dp_ndarray *lab = k->inputs[2];
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    const void *og = dp_nd_data(k->inputs[0]), *y = dp_nd_data(k->inputs[3]);
+    void *g = dp_nd_data(k->outputs[0]);
+    int64_t outer, c, inner, o, q, j, label, n, valid = 0;
+    int use_ignore = (int)p->v[DPN__SO_USE_IGNORE].i, out_grad = (int)p->v[DPN__SO_OUT_GRAD].i;
+    double alpha = p->v[DPN__SO_ALPHA].f, ignore = p->v[DPN__SO_IGNORE].f, scale = p->v[DPN__SO_SCALE].f, off;
+    dp_shape ls;
+    dpn__so_geometry(p, dp_nd_shape(k->inputs[1]), &outer, &c, &inner, &ls);
+    n = outer * inner;
+    off = c > 1 ? alpha / (double)(c - 1) : 0;
+    for (o = 0; o < n; o++) {            /* the labels checked (and counted) before anything is written */
+        if (use_ignore && dp_dtype_load(dp_nd_dtype(lab), dp_nd_data(lab), o) == ignore) continue;
+        if (dpn__label_at(k, lab, o, c, &label)) return -1;
+        valid++;
     }
-    for (r = 0; k->req[1] != DP_REQ_NULL && r < rows; r++) dpn__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->outputs[1]), r, 0, k->req[1]);
+    if (p->v[DPN__SO_NORM].i == 1 && dp_nd_shape(k->inputs[1])->dims[0]) scale /= (double)dp_nd_shape(k->inputs[1])->dims[0];
+    if (p->v[DPN__SO_NORM].i == 2) scale /= (double)(valid > 0 ? valid : 1);
+    for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++)
+        for (q = 0; q < inner; q++) {
+            int64_t base = o * c * inner + q;
+            double lv = dp_dtype_load(dp_nd_dtype(lab), dp_nd_data(lab), o * inner + q);
+            int skip = use_ignore && lv == ignore;
+            label = skip ? -1 : (int64_t)lv;
+            for (j = 0; j < c; j++) {
+                int64_t i = base + j * inner;
+                double v = skip ? 0 : (dpn__load_elem(y, t, i) - (j == label ? 1 - alpha : off)) * scale;
+                if (out_grad) v *= dpn__load_elem(og, t, i);
+                dpn__store_elem(g, t, i, v, k->req[0]);
+            }
+        }
+    for (o = 0; k->req[1] != DP_REQ_NULL && o < n; o++) dpn__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->outputs[1]), o, 0, k->req[1]);
     return 0;
 }
 static int dpn__infer_softmax_output_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                                          dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
     (void)p; (void)nin; (void)nout; (void)msg; (void)cap;
-    os[0] = is[0]; ot[0] = it[0]; os[1] = is[1]; ot[1] = it[1];
+    os[0] = is[1]; ot[0] = it[1]; os[1] = is[2]; ot[1] = it[2];
     return 0;
 }
 static void dpn__register_softmax_output(void) {
     dp_operator op;
     memset(&op, 0, sizeof op);
-    op.name = "SoftmaxOutput"; op.doc = "softmax of data (n, classes); its gradient is softmax - one_hot(label), whatever the head gradient";
-    op.num_inputs = 2; op.num_outputs = 1; op.params = dpn__softmax_output_params; op.num_params = 2;
+    op.name = "SoftmaxOutput";
+    op.doc = "softmax of data (n, classes) (multi_output: over axis 1; preserve_shape: over the last axis); its gradient is "
+             "(softmax - one_hot(label)) * grad_scale, whatever the head gradient unless out_grad (ignore_label, smooth_alpha as MXNet's)";
+    op.num_inputs = 2; op.num_outputs = 1; op.params = dpn__softmax_output_params; op.num_params = 8;
     op.infer = dpn__infer_softmax_output; op.forward_cpu = dpn__k_softmax_output;
-    op.gradient = "_backward_SoftmaxOutput"; op.grad_needs = DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
+    op.gradient = "_backward_SoftmaxOutput"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
     dp_operator_register(&op);
     memset(&op, 0, sizeof op);
-    op.name = "_backward_SoftmaxOutput"; op.doc = "gradient of SoftmaxOutput: (data, label, output) -> (data's, label's)";
-    op.num_inputs = 3; op.num_outputs = 2; op.params = dpn__softmax_output_params; op.num_params = 2;
+    op.name = "_backward_SoftmaxOutput"; op.doc = "gradient of SoftmaxOutput: (og, data, label, output) -> (data's, label's)";
+    op.num_inputs = 4; op.num_outputs = 2; op.params = dpn__softmax_output_params; op.num_params = 8;
     op.infer = dpn__infer_softmax_output_grad; op.forward_cpu = dpn__kg_softmax_output;
     dp_operator_register(&op);
 }
@@ -5092,7 +5160,11 @@ static int dpn__infer_backward(const dpn__snode *x, dp_shape *is, dp_dtype *it, 
         b.ndim = 1; b.dims[0] = x->params.v[0].i;
         if (!known[1]) { is[1] = w; it[1] = it[0]; known[1] = 1; filled++; }
         if (x->nin == 3 && !known[2]) { is[2] = b; it[2] = it[0]; known[2] = 1; filled++; }
-    } else if ((!strcmp(nm, "softmax_cross_entropy") || !strcmp(nm, "SoftmaxOutput")) && known[0] && !known[1] && is[0].ndim >= 1) {
+    } else if (!strcmp(nm, "SoftmaxOutput") && known[0] && !known[1] && is[0].ndim >= 1) {
+        int64_t outer, c, inner;
+        dpn__so_geometry(&x->params, &is[0], &outer, &c, &inner, &is[1]);
+        it[1] = it[0]; known[1] = 1; filled++;
+    } else if (!strcmp(nm, "softmax_cross_entropy") && known[0] && !known[1] && is[0].ndim >= 1) {
         memset(&is[1], 0, sizeof is[1]);
         is[1].ndim = 1; is[1].dims[0] = is[0].dims[0]; it[1] = it[0]; known[1] = 1; filled++;
     } else if (dpn__layer_infer_backward(x->op, &x->params, x->nin, is, it, known, &filled)) {

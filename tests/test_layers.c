@@ -314,6 +314,111 @@ static void slice_channel(void) {
 }
 static void activation_gradients(void) { size_t i; for (i = 0; i < sizeof act_cases / sizeof act_cases[0]; i++) grad_check(&act_cases[i], NULL); }
 
+/* SoftmaxOutput with MXNet's parameters. The gradient (head gradient
+   ones) is the cross-entropy's against the smoothed target, so it is
+   checked by finite differences of that loss, computed here:
+   L = scale * sum over the labels kept of -sum_j target_j log softmax_j,
+   softmax over the class axis of data taken as (outer, classes, inner). */
+typedef struct socase {
+    const char *name;
+    int64_t data[6], label[6];
+    const char *kw[16];
+    int64_t outer, c, inner;
+    double alpha, ignore, scale;   /* ignore < 0: none */
+} socase;
+static double so_loss(const socase *sc, const double *x, const double *lab) {
+    double L = 0;
+    int64_t o, q, j;
+    for (o = 0; o < sc->outer; o++)
+        for (q = 0; q < sc->inner; q++) {
+            int64_t base = o * sc->c * sc->inner + q, l = (int64_t)lab[o * sc->inner + q];
+            double mx = -1e300, sum = 0;
+            if (sc->ignore >= 0 && lab[o * sc->inner + q] == sc->ignore) continue;
+            for (j = 0; j < sc->c; j++) if (x[base + j * sc->inner] > mx) mx = x[base + j * sc->inner];
+            for (j = 0; j < sc->c; j++) sum += exp(x[base + j * sc->inner] - mx);
+            for (j = 0; j < sc->c; j++) {
+                double t = j == l ? 1 - sc->alpha : sc->alpha / (double)(sc->c - 1);
+                L -= t * (x[base + j * sc->inner] - mx - log(sum));
+            }
+        }
+    return L * sc->scale;
+}
+static void softmax_output_params(void) {
+    static const socase cases[] = {
+        {"flattened 3-D data", {2, 3, 2}, {2}, {NULL}, 2, 6, 1, 0, -1, 1},
+        {"multi_output valid ignore smooth", {2, 3, 2, 2}, {2, 2, 2},
+         {"multi_output", "True", "use_ignore", "True", "ignore_label", "2", "smooth_alpha", "0.2", "normalization", "valid", NULL}, 2, 3, 4, 0.2, 2, 0},
+        {"preserve_shape batch", {2, 3, 4}, {2, 3}, {"preserve_shape", "1", "normalization", "batch", "grad_scale", "3", NULL}, 6, 4, 1, 0, -1, 1.5},
+        {"multi_output label flattened", {2, 4, 3}, {2, 3}, {"multi_output", "true", NULL}, 2, 4, 3, 0, -1, 1},
+    };
+    dp_engine *e = make_engine();
+    size_t ci;
+    for (ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        socase sc = cases[ci];
+        dp_shape ds = shape_of(sc.data), ls = shape_of(sc.label);
+        int64_t n = dp_shape_size(&ds), nl = dp_shape_size(&ls), i, kept = 0;
+        double x[64], lab[32], y[64], g[64], worst = 0;
+        const char *keys[8], *vals[8];
+        int nk = 0;
+        dp_ndarray *in[2], *out = NULL;
+        while (sc.kw[2 * nk]) { keys[nk] = sc.kw[2 * nk]; vals[nk] = sc.kw[2 * nk + 1]; nk++; }
+        for (i = 0; i < n; i++) x[i] = urand() * 2;
+        for (i = 0; i < nl; i++) { lab[i] = (double)((i * 7 + 3) % sc.c); kept += !(sc.ignore >= 0 && lab[i] == sc.ignore); }
+        if (sc.scale == 0) sc.scale = 1.0 / (double)(kept ? kept : 1);               /* valid */
+        in[0] = from(e, ds, DP_FLOAT64, x); in[1] = from(e, ls, DP_FLOAT64, lab);
+        CHECK(dp_nd_attach_grad(in[0], DP_REQ_WRITE) == DP_OK);
+        CHECK(dp_autograd_begin() == DP_OK);
+        CHECK(invoke_str(e, "SoftmaxOutput", 2, in, nk, keys, vals, 0, 1, &out, NULL) == DP_OK);
+        CHECK(dp_autograd_end() == DP_OK);
+        if (!out) { fprintf(stderr, "  %s: %s\n", sc.name, g_msg); dp_nd_release(in[0]); dp_nd_release(in[1]); continue; }
+        CHECK(dp_autograd_backward(out, NULL, 0) == DP_OK);
+        CHECK(read_all(out, y) && read_all(dp_nd_grad(in[0]), g));
+        {   /* the softmax sums to 1 along the class axis */
+            int64_t o, q, j;
+            for (o = 0; o < sc.outer; o++)
+                for (q = 0; q < sc.inner; q++) {
+                    double sum = 0;
+                    for (j = 0; j < sc.c; j++) sum += y[o * sc.c * sc.inner + q + j * sc.inner];
+                    CHECK(fabs(sum - 1) < 1e-12);
+                }
+        }
+        for (i = 0; i < n; i++) {
+            double keep = x[i], h = 1e-6, fd;
+            x[i] = keep + h; fd = so_loss(&sc, x, lab);
+            x[i] = keep - h; fd -= so_loss(&sc, x, lab);
+            x[i] = keep;
+            fd /= 2 * h;
+            if (fabs(fd - g[i]) > worst) worst = fabs(fd - g[i]);
+        }
+        if (worst > 1e-6) { fprintf(stderr, "  %s: gradient off by %g from finite differences\n", sc.name, worst); CHECK(0); }
+        dp_nd_release(out); dp_nd_release(in[0]); dp_nd_release(in[1]);
+    }
+    {   /* out_grad multiplies by the head gradient; a label of another shape is refused naming both */
+        dp_shape ds = {2, {3, 4}}, ls = {1, {3}}, bad = {1, {4}};
+        double x[12], lab[3] = {0, 3, 1}, og[12], y[12], g[12];
+        const char *k1[1] = {"out_grad"}, *v1[1] = {"True"};
+        dp_ndarray *in[2], *out = NULL, *ogs;
+        int i, ok = 1;
+        for (i = 0; i < 12; i++) { x[i] = urand(); og[i] = urand(); }
+        in[0] = from(e, ds, DP_FLOAT64, x); in[1] = from(e, ls, DP_FLOAT64, lab); ogs = from(e, ds, DP_FLOAT64, og);
+        CHECK(dp_nd_attach_grad(in[0], DP_REQ_WRITE) == DP_OK);
+        CHECK(dp_autograd_begin() == DP_OK);
+        CHECK(invoke_str(e, "SoftmaxOutput", 2, in, 1, k1, v1, 0, 1, &out, NULL) == DP_OK);
+        CHECK(dp_autograd_end() == DP_OK);
+        CHECK(out && dp_autograd_backward(out, ogs, 0) == DP_OK);
+        CHECK(read_all(out, y) && read_all(dp_nd_grad(in[0]), g));
+        for (i = 0; i < 12; i++) ok &= fabs(g[i] - (y[i] - (i % 4 == (int)lab[i / 4])) * og[i]) < 1e-15;
+        CHECK(ok);
+        dp_nd_release(out); dp_nd_release(in[1]); out = NULL;
+        in[1] = from(e, bad, DP_FLOAT64, og);
+        g_msg[0] = 0;
+        CHECK(invoke_str(e, "SoftmaxOutput", 2, in, 0, NULL, NULL, 0, 1, &out, NULL) != DP_OK);
+        CHECK(strstr(g_msg, "SoftmaxOutput") && strstr(g_msg, "(3, 4)") && strstr(g_msg, "(4,)") && strstr(g_msg, "(3,)"));
+        dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(ogs);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 /* Activation relu, sigmoid and tanh give bitwise what depeng's relu,
    sigmoid and tanh operators give, forward and gradient, whether invoked
    (with autograd) or run as a symbol's Activation node by the executor:
@@ -775,6 +880,7 @@ int main(void) {
         {"pool_gradients", pool_gradients},
         {"activation_gradients", activation_gradients},
         {"activation_matches_builtins", activation_matches_builtins},
+        {"softmax_output_params", softmax_output_params},
         {"tensor_gradients", tensor_gradients},
         {"losses_and_blocks", losses_and_blocks},
         {"slice_channel", slice_channel},
