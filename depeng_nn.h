@@ -5571,9 +5571,10 @@ static int dpn__snode_keep_attrs(dpn__snode *n, int nkw, const char *const *keys
 /* The symbol of a parsed file. A node's attributes come from "attrs"
    (MXNet 1.x), "param" (older files: the operator's parameters) and
    "attr" (older files: hints such as "__lr_mult__" or "ctx_group", kept
-   but not given to the operator; as MXNet's upgrade of old files does, a
-   hint without the underscores gets them, "ctx_group" becoming
-   "__ctx_group__", so that the file written back is MXNet 1.x's); a key
+   but not given to the operator; a hint without the underscores gets
+   them, "ctx_group" becoming "__ctx_group__", as MXNet's loader
+   (UpgradeJSON_FixParsing) does for its hint keys, so that the file
+   written back is MXNet 1.x's); a key
    met twice keeps its first value. Strings, or numbers as their text;
    nested values (MXNet's own hints) are skipped. */
 static dp_result dpn__sym_from_json(const dpn__jval *root, dp_symbol **out) {
