@@ -342,7 +342,7 @@ static void bn_checkpoint_round_trip(void) {
     dp_checkpoint ck;
     dp_checkpoint_desc cd;
     char prefix[512], path[600];
-    double before[2], after[2], y1[12], y2[12], data[18], label[6];
+    double before[4], after[4], y1[12], y2[12], data[18], label[6];
     CHECK(na == 8 && nx == 2 && !strcmp(xn[0], "bn_moving_mean") && !strcmp(xn[1], "bn_moving_var"));
     for (i = 0; i < na; i++) CHECK(strstr(an[i], "moving") == NULL);
     if (na != 8 || nx != 2) { dp_sym_release(s); CHECK(dp_engine_destroy(e, NULL) == DP_OK); return; }
