@@ -1357,49 +1357,71 @@ static int dp__cu_sce(const dp_kernel_ctx *k, int grad) {
 static int dp__cu_k_sce(const dp_kernel_ctx *k) { return dp__cu_sce(k, 0); }
 static int dp__cu_kg_sce(const dp_kernel_ctx *k) { return dp__cu_sce(k, 1); }
 
-/* SoftmaxOutput(data (n, c), label (n,)) (MXNet's; >>symbol in depeng.h):
-   the forward is the softmax along the classes; the gradient, from
-   (data, label, output), is (output - one_hot(label)) * scale, whatever the
-   head gradient, and 0 for the label. A label that is not a class fails
-   the operation with the CPU's message, the lowest such row named. */
+/* SoftmaxOutput (MXNet's; >>layers in depeng_nn.h): the forward is the
+   softmax along the classes of data taken as (rows, classes): by default
+   (n, product of the other axes), with preserve_shape (product of the
+   leading axes, last axis); the gradient, from (og, data, label, output),
+   is (output - target) * scale, target one_hot(label) or smoothed by
+   smooth_alpha, times og with out_grad, 0 for a label ignored (use_ignore)
+   and for the label. A label that is not a class fails the operation with
+   the CPU's message, the lowest such row named. Limits (refused with a
+   message; the CPU runs them): multi_output over data of more than two
+   axes (classes not contiguous), and normalization "valid" with
+   use_ignore (a count of the labels kept). */
+static int dp__cu_so_rows(const dp_kernel_ctx *k, const dp_shape *s, int64_t *rows, int64_t *c) {
+    int i, multi = (int)k->params->v[4].i, preserve = (int)k->params->v[5].i;
+    if (multi && s->ndim > 2) { dp_set_error(k->rc, "SoftmaxOutput multi_output over more than two axes: the CPU's only"); return -1; }
+    *rows = s->ndim ? s->dims[0] : 1; *c = 1;
+    if (preserve) { *rows = 1; for (i = 0; i + 1 < s->ndim; i++) *rows *= s->dims[i]; *c = s->ndim ? s->dims[s->ndim - 1] : 1; }
+    else for (i = 1; i < s->ndim; i++) *c *= s->dims[i];
+    return 0;
+}
 static int dp__cu_k_softmax_output(const dp_kernel_ctx *k) {
-    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    int64_t rows, c;
     if (k->req[0] == DP_REQ_NULL) return 0;
+    if (dp__cu_so_rows(k, dp_nd_shape(k->inputs[0]), &rows, &c)) return DP_ERROR_INVALID_ARGS;
     DP__CU_TRY(dp__cu_enter(k));
-    dp__cu_softmax_body b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), k->req[0], 0, s->dims[1], 1};
-    return dp__cu_teams(k, s->dims[0], dp__cu_team_size(s->dims[1]), b);
+    dp__cu_softmax_body b = {dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_nd_dtype(k->inputs[0]), k->req[0], 0, c, 1};
+    return dp__cu_teams(k, rows, dp__cu_team_size(c), b);
 }
 struct dp__cu_softmax_output_grad_body {
-    const void *y, *label; void *g, *lg; unsigned long long *bad;
-    int t, lt, req, lreq; int64_t c; double scale;
+    const void *og, *y, *label; void *g, *lg; unsigned long long *bad;
+    int t, lt, req, lreq, use_ignore; int64_t c; double scale, alpha, off, ignore;
     DP__CU_HD void operator()(int64_t i) const {
         int64_t r = i / c, j = i % c;
-        double lv = dp__cu_load(label, lt, r);
-        if (!dp__label_ok(lv, c)) { dp__cu_flag_row(bad, (unsigned long long)r); return; }
-        if (req != DP_REQ_NULL) dp__cu_store(g, t, i, (dp__cu_load(y, t, i) - (double)(j == (int64_t)lv)) * scale, req);
+        double lv = dp__cu_load(label, lt, r), v;
+        int skip = use_ignore && lv == ignore;
+        if (!skip && !dp__label_ok(lv, c)) { dp__cu_flag_row(bad, (unsigned long long)r); return; }
+        v = skip ? 0 : (dp__cu_load(y, t, i) - (j == (int64_t)lv ? 1 - alpha : off)) * scale;
+        if (og) v *= dp__cu_load(og, t, i);
+        if (req != DP_REQ_NULL) dp__cu_store(g, t, i, v, req);
         if (j == 0 && lreq != DP_REQ_NULL) dp__cu_store(lg, lt, r, 0, lreq);
     }
 };
 static int dp__cu_kg_softmax_output(const dp_kernel_ctx *k) {
-    const dp_shape *s = dp_nd_shape(k->inputs[0]);
-    int64_t rows = s->dims[0], c = s->dims[1];
+    const dp_params *p = k->params;
+    int64_t rows, c;
     unsigned long long *bad, bad_row = 0;
     dp__cu_softmax_output_grad_body b;
+    if (dp__cu_so_rows(k, dp_nd_shape(k->inputs[1]), &rows, &c)) return DP_ERROR_INVALID_ARGS;
+    if (p->v[1].i == 2 && p->v[3].i) { dp_set_error(k->rc, "SoftmaxOutput normalization valid with use_ignore: the CPU's only"); return DP_ERROR_INVALID_ARGS; }
     DP__CU_TRY(dp__cu_enter(k));
     if ((bad = (unsigned long long *)dp__cu_workspace_get(k, DP__CU_SLOT_KERNEL, sizeof *bad)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
     memset(&b, 0, sizeof b);
-    b.y = dp_nd_data(k->inputs[2]); b.label = dp_nd_data(k->inputs[1]); b.g = dp_nd_data(k->outputs[0]); b.lg = dp_nd_data(k->outputs[1]);
-    b.bad = bad; b.t = dp_nd_dtype(k->inputs[0]); b.lt = dp_nd_dtype(k->inputs[1]); b.req = k->req[0]; b.lreq = k->req[1]; b.c = c;
-    b.scale = k->params->v[0].f / (k->params->v[1].i && rows ? (double)rows : 1.0);
+    b.og = p->v[6].i ? dp_nd_data(k->inputs[0]) : NULL;
+    b.y = dp_nd_data(k->inputs[3]); b.label = dp_nd_data(k->inputs[2]); b.g = dp_nd_data(k->outputs[0]); b.lg = dp_nd_data(k->outputs[1]);
+    b.bad = bad; b.t = dp_nd_dtype(k->inputs[1]); b.lt = dp_nd_dtype(k->inputs[2]); b.req = k->req[0]; b.lreq = k->req[1]; b.c = c;
+    b.use_ignore = (int)p->v[3].i; b.ignore = p->v[2].f; b.alpha = p->v[7].f; b.off = c > 1 ? b.alpha / (double)(c - 1) : 0;
+    b.scale = p->v[0].f / (p->v[1].i && dp_nd_shape(k->inputs[1])->dims[0] ? (double)(p->v[1].i == 1 ? dp_nd_shape(k->inputs[1])->dims[0] : rows) : 1.0);
     DP__CU_TRY(dp__cu_fill_bytes(k, bad, 0xFF, sizeof *bad));
     if (c > 0) DP__CU_TRY(dp__cu_each(k, rows * c, b));
     DP__CU_TRY(dp__cu_read_back(k, &bad_row, bad, sizeof bad_row));
     if (bad_row != ~0ull) {
         unsigned char raw[8];
         char msg[160];
-        size_t esize = dp_dtype_size(dp_nd_dtype(k->inputs[1]));
-        DP__CU_TRY(dp__cu_read_back(k, raw, (const unsigned char *)dp_nd_data(k->inputs[1]) + bad_row * esize, esize));
-        snprintf(msg, sizeof msg, "label %g of row %lld is not a class in 0..%lld", dp__load_elem(raw, dp_nd_dtype(k->inputs[1]), 0),
+        size_t esize = dp_dtype_size(dp_nd_dtype(k->inputs[2]));
+        DP__CU_TRY(dp__cu_read_back(k, raw, (const unsigned char *)dp_nd_data(k->inputs[2]) + bad_row * esize, esize));
+        snprintf(msg, sizeof msg, "label %g of row %lld is not a class in 0..%lld", dp__load_elem(raw, dp_nd_dtype(k->inputs[2]), 0),
                  (long long)bad_row, (long long)c - 1);
         dp_set_error(k->rc, msg);
         return DP_ERROR_INVALID_ARGS;
@@ -1820,33 +1842,45 @@ struct dp__cu_bias_body {
     const void *bias; void *y; int t; int64_t h;
     DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, t, i, dp__cu_load(bias, t, i % h), DP_REQ_ADD); }
 };
-/* FullyConnected(data (batch, in), weight (hidden, in), bias (hidden,)) =
-   data weight^T + bias */
+/* FullyConnected(data, weight (hidden, in)[, bias (hidden,)]) = data
+   weight^T + bias, data taken as (rows, in) by flatten (parameter 2) as
+   depeng_nn.h's dpn__fc_rows: (batch, product of the other axes), or with
+   flatten false (product of the leading axes, last axis); no bias with
+   two inputs. */
+static void dp__cu_fc_rows(const dp_kernel_ctx *k, const dp_shape *d, int64_t *rows, int64_t *in) {
+    int i, flatten = k->params->count > 2 ? (int)k->params->v[2].i : 1;
+    *rows = 1; *in = 1;
+    if (flatten) { *rows = d->ndim ? d->dims[0] : 1; for (i = 1; i < d->ndim; i++) *in *= d->dims[i]; }
+    else { for (i = 0; i + 1 < d->ndim; i++) *rows *= d->dims[i]; *in = d->ndim ? d->dims[d->ndim - 1] : 1; }
+}
 static int dp__cu_k_fc(const dp_kernel_ctx *k) {
-    const dp_shape *ds = dp_nd_shape(k->inputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t batch = ds->dims[0], in = ds->dims[1], h = k->params->v[0].i;
-    dp__cu_bias_body b = {dp_nd_data(k->inputs[2]), dp_nd_data(k->outputs[0]), (int)t, h};
+    int64_t batch, in, h = k->params->v[0].i;
+    dp__cu_fc_rows(k, dp_nd_shape(k->inputs[0]), &batch, &in);
     if (k->req[0] == DP_REQ_NULL) return 0;
     DP__CU_TRY(dp__cu_enter(k));
     DP__CU_TRY(dp__cu_matmul(k, t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dp__beta_of(k->req[0]),
                              dp_nd_data(k->outputs[0]), h));
-    return dp__cu_each(k, batch * h, b);
+    if (k->num_inputs < 3) return 0;
+    {
+        dp__cu_bias_body b = {dp_nd_data(k->inputs[2]), dp_nd_data(k->outputs[0]), (int)t, h};
+        return dp__cu_each(k, batch * h, b);
+    }
 }
-/* inputs (og, data, weight, bias): d data = og W, d W = og^T data,
-   d bias = og summed over the batch (a reduction over axis 0 of og). */
+/* inputs (og, data, weight[, bias]): d data = og W, d W = og^T data,
+   d bias = og summed over every axis but its last (the rows). */
 static int dp__cu_kg_fc(const dp_kernel_ctx *k) {
-    const dp_shape *ds = dp_nd_shape(k->inputs[1]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t batch = ds->dims[0], in = ds->dims[1], h = dp_nd_shape(k->inputs[2])->dims[0];
+    int64_t batch, in, h = dp_nd_shape(k->inputs[2])->dims[0];
     const void *og = dp_nd_data(k->inputs[0]);
+    dp__cu_fc_rows(k, dp_nd_shape(k->inputs[1]), &batch, &in);
     DP__CU_TRY(dp__cu_enter(k));
     if (k->req[0] != DP_REQ_NULL)
         DP__CU_TRY(dp__cu_matmul(k, t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in));
     if (k->req[1] != DP_REQ_NULL)
         DP__CU_TRY(dp__cu_matmul(k, t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in));
-    if (k->req[2] != DP_REQ_NULL)
-        DP__CU_TRY(dp__cu_reduce_array(k, DP__CU_SUM, 0, k->inputs[0], 1, dp_nd_data(k->outputs[2]), (int)t, k->req[2]));
+    if (k->num_outputs > 2 && k->req[2] != DP_REQ_NULL)
+        DP__CU_TRY(dp__cu_reduce_array(k, DP__CU_SUM, 0, k->inputs[0], (1 << (dp_nd_shape(k->inputs[0])->ndim - 1)) - 1, dp_nd_data(k->outputs[2]), (int)t, k->req[2]));
     return 0;
 }
 

@@ -97,7 +97,8 @@ extern "C" {
               dp_autograd_set_training dp_autograd_is_training
               dp_nd_attach_grad dp_nd_grad dp_nd_detach dp_autograd_backward
      symbol   dp_sym_var dp_sym_node dp_sym_output dp_sym_group dp_sym_retain dp_sym_release
-              dp_sym_num_outputs dp_sym_name dp_sym_list_arguments dp_sym_infer
+              dp_sym_num_outputs dp_sym_name dp_sym_list_arguments dp_sym_list_auxiliary_states
+              dp_sym_infer
               dp_sym_save_json dp_sym_load_json dp_sym_save dp_sym_load dp_sym_write_dot
      executor dp_exec_bind dp_exec_rebind dp_exec_forward dp_exec_backward dp_exec_num_outputs
               dp_exec_output dp_exec_head_grad dp_exec_memory_get dp_exec_destroy
@@ -251,7 +252,7 @@ DP_API dp_result dp_sym_var(const char *name, dp_symbol **out);
    first NULL); a NULL input becomes a new variable "<name>_<input>"
    (FullyConnected's, Convolution's and Deconvolution's weight and bias, a
    loss's label, LeakyReLU prelu's gamma, else "<name>_argN"). MXNet's
-   Convolution, Deconvolution and LeakyReLU take no num_args: it is set
+   Convolution, Deconvolution, FullyConnected and LeakyReLU take no num_args: it is set
    from no_bias (act_type prelu); their cuDNN keys (cudnn_tune,
    cudnn_off), Pooling's p_value and the layouts NCW and NCHW (depeng's
    only) are accepted and dropped, another layout refused.
@@ -282,23 +283,34 @@ DP_API int dp_sym_num_outputs(const dp_symbol *s);
 /* The name of a single-output symbol's node; NULL for a group. Valid while
    s is. Any thread. */
 DP_API const char *dp_sym_name(const dp_symbol *s);
-/* The variables of s in MXNet's order (a depth-first walk from the
-   outputs, inputs in order): up to cap names (valid while s is) into
-   names (may be NULL). Returns how many there are, -1 on error. Executors
-   take their arguments in this order. Any thread. */
+/* The arguments of s (its variables but the auxiliary states) in MXNet's
+   order (a depth-first walk from the outputs, inputs in order): up to cap
+   names (valid while s is) into names (may be NULL). Returns how many
+   there are, -1 on error. Executors take their arguments in this order.
+   Any thread. */
 DP_API int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap);
+/* The auxiliary states of s, MXNet's list_auxiliary_states, in the same
+   walk's order, as dp_sym_list_arguments: the variables that an operator
+   updates in place (an input in its mutate_inputs, as MXNet's
+   FMutateInputs: BatchNorm's moving_mean and moving_var). They are bound
+   apart from the arguments (dp_exec_desc.aux), written only by a training
+   forward, never get a gradient, and are saved as "aux:NAME" in a
+   checkpoint. Any thread. */
+DP_API int dp_sym_list_auxiliary_states(const dp_symbol *s, const char **names, int cap);
 /* Shape and dtype inference over the whole graph from the shapes (and
    dtypes; NULL: float32) of the named arguments given: forward through
    each operator's inference, and backward where an operator can tell an
    input from what is known (FullyConnected's weight and bias from the data
    and num_hidden, a loss's label from the data, an element-wise operand
    from the other). Fills the shapes and dtypes of every argument (in
-   dp_sym_list_arguments order) and output, where those pointers are not
-   NULL. Errors (logged, naming the node and the shapes that disagree, or
-   the argument whose shape cannot be told): DP_ERROR_INVALID_ARGS,
+   dp_sym_list_arguments order), auxiliary state (in
+   dp_sym_list_auxiliary_states order) and output, where those pointers
+   are not NULL. A known name may be an argument or an auxiliary state.
+   Errors (logged, naming the node and the shapes that disagree, or the
+   variable whose shape cannot be told): DP_ERROR_INVALID_ARGS,
    DP_ERROR_OUT_OF_MEMORY. */
 typedef struct dp_sym_infer_desc {
-    int num_known;                   /* arguments whose shapes are given */
+    int num_known;                   /* variables whose shapes are given */
     const char *const *names;        /* their names */
     const dp_shape *shapes;          /* their shapes */
     const dp_dtype *dtypes;          /* their dtypes; NULL: float32 */
@@ -306,15 +318,28 @@ typedef struct dp_sym_infer_desc {
     dp_dtype *arg_dtypes;
     dp_shape *out_shapes;            /* per output */
     dp_dtype *out_dtypes;
+    dp_shape *aux_shapes;            /* per auxiliary state */
+    dp_dtype *aux_dtypes;
 } dp_sym_infer_desc;
 /* Any thread. */
 DP_API dp_result dp_sym_infer(const dp_symbol *s, const dp_sym_infer_desc *desc);
-/* MXNet's symbol JSON: "nodes" (each with "op" ("null" for a variable),
-   "name", "attrs" (the parameters as strings) and "inputs" as [node,
-   output, version]), "arg_nodes", "node_row_ptr" and "heads", so the file
-   opens in the viewers made for MXNet models. Loading also takes MXNet's
-   operator names (see dp_sym_node) and its older "param" / "attr" keys,
-   and ignores attributes starting with "__". Errors: DP_ERROR_IO (a
+/* MXNet's symbol JSON in MXNet 1.x's form: "nodes" (each with "op"
+   ("null" for a variable), "name", "attrs" (every attribute as a string)
+   and "inputs" as [node, output, version]), "arg_nodes", "node_row_ptr"
+   and "heads", so that MXNet loads the file and the viewers made for its
+   models open it. Saving writes MXNet's operator names: a node keeps the
+   name it was made with when that is MXNet's, and depeng's names of
+   operations MXNet names otherwise are translated (relu, sigmoid and tanh
+   to Activation with act_type, add to elemwise_add, add_scalar to
+   _plus_scalar, reshape to Reshape, concat to Concat, cast to Cast, ...);
+   depeng's num_args of Convolution, Deconvolution, FullyConnected and
+   LeakyReLU is written as MXNet's no_bias. Every attribute a node was
+   given is written back, MXNet's hints ("__shape__", "__lr_mult__",
+   "__init__", ...) included, which the operator itself never sees.
+   Loading takes MXNet's operator names (see dp_sym_node) and its older
+   "param" / "attr" keys (an "attr" hint such as "ctx_group" is kept as
+   "__ctx_group__", as MXNet upgrades such files), so load then save keeps
+   every attribute. Limits: 64 attributes a node. Errors: DP_ERROR_IO (a
    stream or file that fails), DP_ERROR_FORMAT (not such JSON; logged with
    the reason), the errors of dp_sym_node naming the node, and
    DP_ERROR_OUT_OF_MEMORY. Any thread. */
@@ -347,13 +372,16 @@ typedef struct dp_exec_memory {
     int num_nodes, num_entries;   /* operations (forward + backward) and results */
 } dp_exec_memory;
 /* Binds sym on ctx: args[i] is the array of argument i (dp_sym_list_arguments
-   order), read by every forward; grads[i] (grads NULL: no backward) receives
+   order), read by every forward; aux[i] the array of auxiliary state i
+   (dp_sym_list_auxiliary_states order), which a training forward updates
+   in place (BatchNorm's moving statistics) and an inference forward only
+   reads, and which gets no gradient; grads[i] (grads NULL: no backward) receives
    its gradient by grad_reqs[i] (NULL: DP_REQ_WRITE for every non-NULL
    gradient): DP_REQ_WRITE overwrites, DP_REQ_ADD adds, DP_REQ_NULL or a NULL
    gradient computes none. The executor keeps references to the arrays;
    write new values into them (dp_nd_write, an optimizer update) between
    steps. Errors (logged, nothing is made): DP_ERROR_INVALID_ARGS (argument
-   count, an array of another shape, dtype, engine or device than the
+   or auxiliary state count, an array of another shape, dtype, engine or device than the
    graph says, a node without a gradient operator between an output and
    an argument with a gradient; inference errors name the node),
    DP_ERROR_BAD_CONTEXT (no kernel on that device), DP_ERROR_OUT_OF_MEMORY. */
@@ -363,10 +391,13 @@ typedef struct dp_exec_desc {
     dp_ndarray *const *args;         /* args[i]: argument i's array */
     dp_ndarray *const *grads;        /* NULL: no backward; grads[i] NULL: none for argument i */
     const dp_req *grad_reqs;         /* NULL: DP_REQ_WRITE for every non-NULL gradient */
+    int num_aux;                     /* as many as dp_sym_list_auxiliary_states gives */
+    dp_ndarray *const *aux;          /* aux[i]: auxiliary state i's array */
 } dp_exec_desc;
 DP_API dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, const dp_exec_desc *desc, dp_executor **out);
 /* A new executor of the same symbol, device and gradient requests on other
-   arrays (e.g. another batch size); ex stays valid. Errors as dp_exec_bind.
+   arrays (e.g. another batch size), sharing ex's auxiliary state arrays
+   (as MXNet's reshape); ex stays valid. Errors as dp_exec_bind.
    The executor's thread (one at a time per executor). */
 DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out);
 /* Pushes the forward operations, in training (is_train non-zero) or
@@ -597,7 +628,7 @@ DP_API dp_result dp_checkpoint_save(const char *prefix, int epoch, const dp_symb
    inferred, so that a parameter of another shape is refused naming it and
    both shapes. NULL or zeroed: the shapes are not checked (the executor's
    bind checks them later), only that every "arg:" name is an argument of
-   the symbol. */
+   the symbol and every "aux:" name an auxiliary state. */
 typedef struct dp_checkpoint_desc {
     int num_inputs;
     const char *const *input_names;
@@ -607,7 +638,8 @@ typedef struct dp_checkpoint_desc {
    parameters from PREFIX-EPOCH.params onto ctx, into *out (free it with
    dp_checkpoint_free). Errors (logged): those of dp_sym_load and
    dp_nd_load_params; DP_ERROR_FORMAT for a name without "arg:" or "aux:",
-   an "arg:" name that is not an argument of the symbol (naming it), a
+   an "arg:" name that is not an argument of the symbol or an "aux:" name
+   that is not one of its auxiliary states (naming it), a
    parameter whose shape is not the one the symbol infers from desc's
    inputs (naming the parameter and both shapes), or input shapes the
    symbol's inference refuses;
@@ -1826,44 +1858,60 @@ DPN_IMPL void dp_checkpoint_free(dp_checkpoint *ck) {
     dp_sym_release(ck->symbol);
     memset(ck, 0, sizeof *ck);
 }
-/* Every "arg:" parameter is an argument of the symbol, and (given the
-   inputs' shapes) its shape the one inference gives from them. */
+/* Every "arg:" parameter is an argument of the symbol and every "aux:"
+   one an auxiliary state, and (given the inputs' shapes) its shape the
+   one inference gives from them. */
 static dp_result dpn__ckpt_check(dp_engine *eng, const char *path, const dp_checkpoint *ck, const dp_checkpoint_desc *desc) {
     static const char *what = "dp_checkpoint_load";
-    int nargs = dp_sym_list_arguments(ck->symbol, NULL, 0), i, j, nknown = 0, kcap;
+    int nargs = dp_sym_list_arguments(ck->symbol, NULL, 0), naux = dp_sym_list_auxiliary_states(ck->symbol, NULL, 0);
+    int i, j, nknown = 0, kcap, kind;
     const char **names, **known;
     dp_shape *shapes, *kshapes;
     dp_sym_infer_desc inf;
     dp_result r = DP_OK;
-    if (nargs < 0) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: the symbol's arguments", what); return DP_ERROR_INVALID_ARGS; }
-    kcap = 1 + (desc && desc->num_inputs > ck->num_args ? desc->num_inputs : ck->num_args);
-    /* one block: the known shapes, the arguments' shapes, then the names */
-    if ((kshapes = (dp_shape *)dpn__zalloc(eng, (size_t)(kcap + nargs + 1), sizeof(dp_shape) + sizeof(char *))) == NULL) {
+    if (nargs < 0 || naux < 0) { DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "%s: the symbol's arguments", what); return DP_ERROR_INVALID_ARGS; }
+    kcap = 1 + (desc && desc->num_inputs > 0 ? desc->num_inputs : 0);
+    /* one block: the known shapes, the arguments' then the auxiliary
+       states' shapes, then the names (known, arguments, auxiliary states) */
+    if ((kshapes = (dp_shape *)dpn__zalloc(eng, (size_t)(kcap + nargs + naux + 1), sizeof(dp_shape) + sizeof(char *))) == NULL) {
         DPN__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "%s", what);
         return DP_ERROR_OUT_OF_MEMORY;
     }
     shapes = kshapes + kcap;
-    known = (const char **)(void *)(shapes + nargs + 1);
+    known = (const char **)(void *)(shapes + nargs + naux + 1);
     names = known + kcap;
     dp_sym_list_arguments(ck->symbol, names, nargs);
-    for (i = 0; i < ck->num_args; i++) {
-        for (j = 0; j < nargs && strcmp(names[j], ck->args[i].name) != 0; j++) {}
-        if (j == nargs) { r = dpn__format(eng, what, path, "parameter 'arg:%s' is not an argument of the symbol", ck->args[i].name); goto done; }
+    dp_sym_list_auxiliary_states(ck->symbol, names + nargs, naux);
+    for (kind = 0; kind < 2; kind++) {
+        const dp_nd_named *p = kind ? ck->aux : ck->args;
+        int np = kind ? ck->num_aux : ck->num_args, lo = kind ? nargs : 0, hi = kind ? nargs + naux : nargs;
+        for (i = 0; i < np; i++) {
+            for (j = lo; j < hi && strcmp(names[j], p[i].name) != 0; j++) {}
+            if (j == hi) {
+                r = dpn__format(eng, what, path, kind ? "parameter 'aux:%s' is not an auxiliary state of the symbol" : "parameter 'arg:%s' is not an argument of the symbol",
+                                p[i].name);
+                goto done;
+            }
+        }
     }
     if (!desc || desc->num_inputs <= 0) goto done;          /* nothing to infer the shapes from */
     for (i = 0; i < desc->num_inputs; i++) { known[nknown] = desc->input_names[i]; kshapes[nknown++] = desc->input_shapes[i]; }
     memset(&inf, 0, sizeof inf);
-    inf.num_known = nknown; inf.names = known; inf.shapes = kshapes; inf.arg_shapes = shapes;
+    inf.num_known = nknown; inf.names = known; inf.shapes = kshapes; inf.arg_shapes = shapes; inf.aux_shapes = shapes + nargs;
     if (dp_sym_infer(ck->symbol, &inf) != DP_OK) { r = dpn__format(eng, what, path, "the inputs' shapes do not fit the symbol (the inference error is logged before this)"); goto done; }
-    for (i = 0; i < ck->num_args; i++) {
-        for (j = 0; j < nargs && strcmp(names[j], ck->args[i].name) != 0; j++) {}
-        {
-            const dp_shape *have = dp_nd_shape(ck->args[i].array), *need = &shapes[j];
-            int k, same = have->ndim == need->ndim;
+    for (kind = 0; kind < 2; kind++) {
+        const dp_nd_named *p = kind ? ck->aux : ck->args;
+        int np = kind ? ck->num_aux : ck->num_args, lo = kind ? nargs : 0, hi = kind ? nargs + naux : nargs;
+        for (i = 0; i < np; i++) {
+            const dp_shape *have = dp_nd_shape(p[i].array), *need;
+            int k, same;
+            for (j = lo; j < hi && strcmp(names[j], p[i].name) != 0; j++) {}
+            need = &shapes[j];
+            same = have->ndim == need->ndim;
             for (k = 0; same && k < have->ndim; k++) same = have->dims[k] == need->dims[k];
             if (!same) {
                 char s1[160], s2[160];
-                r = dpn__format(eng, what, path, "parameter 'arg:%s' has shape %s, the symbol needs %s", ck->args[i].name,
+                r = dpn__format(eng, what, path, "parameter '%s:%s' has shape %s, the symbol needs %s", kind ? "aux" : "arg", p[i].name,
                                 dpn__shape_str(have, s1, sizeof s1), dpn__shape_str(need, s2, sizeof s2));
                 goto done;
             }
@@ -1926,45 +1974,70 @@ fail:
 
 /* >>layers: FullyConnected and SoftmaxOutput, MXNet's, registered like any
    user operator ------------------------------------------------------------ */
-/* FullyConnected(data (batch, in), weight (hidden, in), bias (hidden,)) =
-   data weight^T + bias, as MXNet's (with its bias). */
-static const dp_param_def dpn__fc_params[] = {{"num_hidden", DP_PARAM_INT, NULL, 1, 1e9, NULL, "outputs per row"}};
+/* FullyConnected(data, weight (hidden, in)[, bias (hidden,)]) = data
+   weight^T + bias, as MXNet's: with flatten (the default) data (batch,
+   ...) is taken as (batch, in), in the product of its other axes, and the
+   output is (batch, hidden); with flatten false the product applies to
+   data's last axis (in), the output keeping the other axes, (..., hidden).
+   no_bias drops the bias input (num_args 2; a symbol node sets num_args
+   from no_bias, as MXNet's files leave it). */
+static const dp_param_def dpn__fc_params[] = {
+    {"num_hidden", DP_PARAM_INT, NULL, 1, 1e9, NULL, "outputs per row"},
+    {"no_bias", DP_PARAM_BOOL, "false", 0, 0, NULL, "no bias input (give num_args 2 with it)"},
+    {"flatten", DP_PARAM_BOOL, "true", 0, 0, NULL, "true: data (batch, ...) as (batch, in); false: the product over data's last axis"},
+    {"num_args", DP_PARAM_INT, "3", 2, 3, NULL, "inputs: 3 (data, weight, bias), or 2 with no_bias"},
+};
+/* The rows and the row length data is taken as. */
+static void dpn__fc_rows(const dp_shape *d, int flatten, int64_t *rows, int64_t *in) {
+    int i;
+    *rows = 1; *in = 1;
+    if (d->ndim < 1) return;
+    if (flatten) { *rows = d->dims[0]; for (i = 1; i < d->ndim; i++) *in *= d->dims[i]; }
+    else { for (i = 0; i + 1 < d->ndim; i++) *rows *= d->dims[i]; *in = d->dims[d->ndim - 1]; }
+}
 static int dpn__infer_fc(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                         dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
-    int64_t h = p->v[0].i;
+    int64_t h = p->v[0].i, rows, in;
+    int flatten = (int)p->v[2].i, bias = nin == 3;
     char s1[160], s2[160], s3[160];
-    (void)nin; (void)nout;
-    if (it[0] != it[1] || it[0] != it[2] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) { snprintf(msg, cap, "data, weight and bias: all float32 or all float64"); return -1; }
-    if (is[0].ndim != 2 || is[1].ndim != 2 || is[2].ndim != 1 || is[1].dims[0] != h || is[1].dims[1] != is[0].dims[1] || is[2].dims[0] != h) {
-        snprintf(msg, cap, "data %s, weight %s, bias %s: need (batch, in), (%lld, in), (%lld,)", dpn__shape_str(&is[0], s1, sizeof s1),
-                 dpn__shape_str(&is[1], s2, sizeof s2), dpn__shape_str(&is[2], s3, sizeof s3), (long long)h, (long long)h);
+    (void)nout;
+    if (bias == (int)p->v[1].i) { snprintf(msg, cap, "%d inputs with no_bias %s: no_bias takes (data, weight), else (data, weight, bias)", nin, bias ? "true" : "false"); return -1; }
+    if (it[0] != it[1] || (bias && it[0] != it[2]) || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) { snprintf(msg, cap, "data, weight and bias: all float32 or all float64"); return -1; }
+    dpn__fc_rows(&is[0], flatten, &rows, &in);
+    if (is[0].ndim < (flatten ? 2 : 1) || is[1].ndim != 2 || is[1].dims[0] != h || is[1].dims[1] != in || (bias && (is[2].ndim != 1 || is[2].dims[0] != h))) {
+        snprintf(msg, cap, "data %s, weight %s%s%s: need %s, (%lld, %lld)%s (flatten %s)", dpn__shape_str(&is[0], s1, sizeof s1),
+                 dpn__shape_str(&is[1], s2, sizeof s2), bias ? ", bias " : "", bias ? dpn__shape_str(&is[2], s3, sizeof s3) : "",
+                 flatten ? "(batch, in, ...)" : "(..., in)", (long long)h, (long long)in, bias ? ", (num_hidden,)" : "", flatten ? "true" : "false");
         return -1;
     }
     memset(os, 0, sizeof *os);
-    os->ndim = 2; os->dims[0] = is[0].dims[0]; os->dims[1] = h; *ot = it[0];
+    if (flatten) { os->ndim = 2; os->dims[0] = is[0].dims[0]; os->dims[1] = h; }
+    else { *os = is[0]; os->dims[os->ndim - 1] = h; }
+    *ot = it[0];
     return 0;
 }
 static int dpn__k_fc(const dp_kernel_ctx *k) {
-    const dp_shape *ds = dp_nd_shape(k->inputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t batch = ds->dims[0], in = ds->dims[1], h = k->params->v[0].i, r, j;
+    int64_t batch, in, h = k->params->v[0].i, r, j;
     void *y = dp_nd_data(k->outputs[0]);
+    dpn__fc_rows(dp_nd_shape(k->inputs[0]), (int)k->params->v[2].i, &batch, &in);
     if (k->req[0] == DP_REQ_NULL) return 0;
     dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[0]), y, h);
-    for (r = 0; r < batch; r++)
-        for (j = 0; j < h; j++) dpn__store_elem(y, t, r * h + j, dpn__load_elem(dp_nd_data(k->inputs[2]), t, j), DP_REQ_ADD);
+    if (k->num_inputs == 3)
+        for (r = 0; r < batch; r++)
+            for (j = 0; j < h; j++) dpn__store_elem(y, t, r * h + j, dpn__load_elem(dp_nd_data(k->inputs[2]), t, j), DP_REQ_ADD);
     return 0;
 }
-/* inputs (og, data, weight, bias): d data = og W, d W = og^T data,
-   d bias = og summed over the batch. */
+/* inputs (og, data, weight[, bias]): d data = og W, d W = og^T data,
+   d bias = og summed over the rows. */
 static int dpn__kg_fc(const dp_kernel_ctx *k) {
-    const dp_shape *ds = dp_nd_shape(k->inputs[1]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t batch = ds->dims[0], in = ds->dims[1], h = dp_nd_shape(k->inputs[2])->dims[0], r, j;
+    int64_t batch, in, h = dp_nd_shape(k->inputs[2])->dims[0], r, j;
     const void *og = dp_nd_data(k->inputs[0]);
+    dpn__fc_rows(dp_nd_shape(k->inputs[1]), (int)k->params->v[2].i, &batch, &in);
     if (k->req[0] != DP_REQ_NULL) dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in);
     if (k->req[1] != DP_REQ_NULL) dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in);
-    if (k->req[2] != DP_REQ_NULL) {
+    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) {
         for (j = 0; j < h; j++) {
             double s = 0;
             for (r = 0; r < batch; r++) s += dpn__load_elem(og, t, r * h + j);
@@ -1973,79 +2046,150 @@ static int dpn__kg_fc(const dp_kernel_ctx *k) {
     }
     return 0;
 }
+static void dpn__register_counted(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel);
 static void dpn__register_linear(void) {
     dp_operator op;
     memset(&op, 0, sizeof op);
-    op.name = "FullyConnected"; op.doc = "data (batch, in) times weight (num_hidden, in) transposed, plus bias (num_hidden,)";
-    op.num_inputs = 3; op.num_outputs = 1; op.params = dpn__fc_params; op.num_params = 1; op.infer = dpn__infer_fc;
+    op.name = "FullyConnected";
+    op.doc = "data (batch, ...) as (batch, in) (flatten false: (..., in)) times weight (num_hidden, in) transposed, plus bias (num_hidden,) "
+             "unless no_bias (num_args 2)";
+    op.num_inputs = -1; op.num_outputs = 1; op.params = dpn__fc_params; op.num_params = 4; op.infer = dpn__infer_fc;
     op.forward_cpu = dpn__k_fc; op.dtypes = 1u << DP_FLOAT32 | 1u << DP_FLOAT64;
-    dp_operator_register_with_gradient(&op, "_backward_FullyConnected", "gradient of FullyConnected", dpn__kg_fc, 0);
+    dpn__register_counted(&op, "_backward_FullyConnected", "gradient of FullyConnected: (og, data, weight[, bias]) -> their gradients", dpn__kg_fc);
 }
-/* MXNet's SoftmaxOutput, so that its models load and train: the forward is
-   the softmax of data (n, classes) along the classes; the gradient ignores
-   the head gradient and is (softmax - one_hot(label)) * grad_scale, divided
-   by n with normalization "batch" (or "valid", which without ignore_label
-   is the same). The label's gradient is 0. */
+/* MXNet's SoftmaxOutput, so that its models load and train. data is taken
+   as (outer, classes, inner): by default (n, product of the other axes)
+   with label (n,); multi_output: (n, c, d2, ...) with the softmax over
+   axis 1 and label (n, d2, ...); preserve_shape: the softmax over the last
+   axis, label data's shape without it. The output has data's shape. The
+   gradient ignores the head gradient (unless out_grad, which multiplies
+   by it) and is (softmax - target) * grad_scale, the target one_hot(label)
+   or, with smooth_alpha a, 1 - a for the label's class and a / (classes -
+   1) for the others; a label equal to ignore_label with use_ignore gives
+   its row 0. normalization "batch" divides by data's first axis, "valid"
+   by the labels not ignored (at least 1). The label's gradient is 0. */
 static const dp_param_def dpn__softmax_output_params[] = {
     {"grad_scale", DP_PARAM_FLOAT, "1", 0, 0, NULL, "the gradient is multiplied by it"},
-    {"normalization", DP_PARAM_ENUM, "null", 0, 0, "null|batch|valid", "batch, valid: the gradient is divided by the rows"},
+    {"normalization", DP_PARAM_ENUM, "null", 0, 0, "null|batch|valid", "batch: the gradient is divided by data's first axis; valid: by the labels not ignored"},
+    {"ignore_label", DP_PARAM_FLOAT, "-1", 0, 0, NULL, "with use_ignore, rows with this label get no gradient"},
+    {"use_ignore", DP_PARAM_BOOL, "false", 0, 0, NULL, "use ignore_label"},
+    {"multi_output", DP_PARAM_BOOL, "false", 0, 0, NULL, "the softmax over axis 1 of (n, c, ...), label (n, ...)"},
+    {"preserve_shape", DP_PARAM_BOOL, "false", 0, 0, NULL, "the softmax over the last axis, label data's shape without it"},
+    {"out_grad", DP_PARAM_BOOL, "false", 0, 0, NULL, "multiply the gradient by the head gradient"},
+    {"smooth_alpha", DP_PARAM_FLOAT, "0", 0, 1, NULL, "label smoothing: the label's target 1 - a, the others' a / (classes - 1)"},
 };
+enum { DPN__SO_SCALE, DPN__SO_NORM, DPN__SO_IGNORE, DPN__SO_USE_IGNORE, DPN__SO_MULTI, DPN__SO_PRESERVE, DPN__SO_OUT_GRAD, DPN__SO_ALPHA };
+/* data's (outer, classes, inner) and the label shape it needs */
+static void dpn__so_geometry(const dp_params *p, const dp_shape *d, int64_t *outer, int64_t *c, int64_t *inner, dp_shape *label) {
+    int i;
+    *outer = d->ndim ? d->dims[0] : 1; *c = 1; *inner = 1;
+    memset(label, 0, sizeof *label);
+    if (p->v[DPN__SO_PRESERVE].i) {
+        *outer = 1;
+        for (i = 0; i + 1 < d->ndim; i++) { *outer *= d->dims[i]; label->dims[label->ndim++] = d->dims[i]; }
+        *c = d->ndim ? d->dims[d->ndim - 1] : 1;
+        return;
+    }
+    label->ndim = 1; label->dims[0] = *outer;
+    if (p->v[DPN__SO_MULTI].i) {
+        *c = d->ndim > 1 ? d->dims[1] : 1;
+        for (i = 2; i < d->ndim; i++) { *inner *= d->dims[i]; label->dims[label->ndim++] = d->dims[i]; }
+        return;
+    }
+    for (i = 1; i < d->ndim; i++) *c *= d->dims[i];
+}
 static int dpn__infer_softmax_output(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                                     dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
-    char s1[160], s2[160];
-    (void)p; (void)nin; (void)nout;
-    if (is[0].ndim != 2 || is[1].ndim != 1 || is[1].dims[0] != is[0].dims[0] || (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64)) {
-        snprintf(msg, cap, "data %s and label %s: data must be float (n, classes) and label (n,)", dpn__shape_str(&is[0], s1, sizeof s1), dpn__shape_str(&is[1], s2, sizeof s2));
+    char s1[160], s2[160], s3[160];
+    int64_t outer, c, inner;
+    dp_shape want;
+    int ok;
+    (void)nin; (void)nout;
+    dpn__so_geometry(p, &is[0], &outer, &c, &inner, &want);
+    ok = is[0].ndim >= (p->v[DPN__SO_MULTI].i ? 2 : p->v[DPN__SO_PRESERVE].i ? 1 : 2) && (it[0] == DP_FLOAT32 || it[0] == DP_FLOAT64)
+         && (is[1].ndim == want.ndim || (p->v[DPN__SO_MULTI].i && is[1].ndim == 2 && is[0].ndim > 2)) && is[1].dims[0] == want.dims[0]
+         && dp_shape_size(&is[1]) == dp_shape_size(&want);
+    if (!ok) {
+        snprintf(msg, cap, "data %s and label %s: data must be float %s and label %s", dpn__shape_str(&is[0], s1, sizeof s1), dpn__shape_str(&is[1], s2, sizeof s2),
+                 p->v[DPN__SO_MULTI].i ? "(n, classes, ...)" : p->v[DPN__SO_PRESERVE].i ? "(..., classes)" : "(n, classes)", dpn__shape_str(&want, s3, sizeof s3));
         return -1;
     }
     *os = is[0]; *ot = it[0];
     return 0;
 }
 static int dpn__k_softmax_output(const dp_kernel_ctx *k) {
-    const dp_shape *s = dp_nd_shape(k->inputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
-    int64_t rows = s->dims[0], c = s->dims[1], r, j;
-    for (r = 0; r < rows; r++) {
-        double mx = -HUGE_VAL, sum = 0;
-        for (j = 0; j < c; j++) { double v = dpn__load_elem(x, t, r * c + j); if (v > mx) mx = v; }
-        for (j = 0; j < c; j++) sum += exp(dpn__load_elem(x, t, r * c + j) - mx);
-        for (j = 0; j < c; j++) dpn__store_elem(y, t, r * c + j, exp(dpn__load_elem(x, t, r * c + j) - mx) / sum, k->req[0]);
-    }
+    int64_t outer, c, inner, o, q, j;
+    dp_shape ls;
+    dpn__so_geometry(k->params, dp_nd_shape(k->inputs[0]), &outer, &c, &inner, &ls);
+    for (o = 0; o < outer; o++)
+        for (q = 0; q < inner; q++) {
+            int64_t base = o * c * inner + q;
+            double mx = -HUGE_VAL, sum = 0;
+            for (j = 0; j < c; j++) { double v = dpn__load_elem(x, t, base + j * inner); if (v > mx) mx = v; }
+            for (j = 0; j < c; j++) sum += exp(dpn__load_elem(x, t, base + j * inner) - mx);
+            for (j = 0; j < c; j++) dpn__store_elem(y, t, base + j * inner, exp(dpn__load_elem(x, t, base + j * inner) - mx) / sum, k->req[0]);
+        }
     return 0;
 }
-/* inputs (data, label, output); outputs (data's gradient, label's) */
+/* inputs (og, data, label, output); outputs (data's gradient, label's) */
 static int dpn__kg_softmax_output(const dp_kernel_ctx *k) {
-    const dp_shape *s = dp_nd_shape(k->inputs[0]);
-    dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t rows = s->dims[0], c = s->dims[1], r, j, label;
-    double scale = k->params->v[0].f / (k->params->v[1].i && rows ? (double)rows : 1.0);
-    for (r = 0; k->req[0] != DP_REQ_NULL && r < rows; r++) {
-        if (dpn__label_at(k, k->inputs[1], r, c, &label)) return -1;
-        for (j = 0; j < c; j++)
-            dpn__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, (dpn__load_elem(dp_nd_data(k->inputs[2]), t, r * c + j) - (j == label)) * scale, k->req[0]);
+    const dp_params *p = k->params;
+    dp_ndarray *lab = k->inputs[2];
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    const void *og = dp_nd_data(k->inputs[0]), *y = dp_nd_data(k->inputs[3]);
+    void *g = dp_nd_data(k->outputs[0]);
+    int64_t outer, c, inner, o, q, j, label, n, valid = 0;
+    int use_ignore = (int)p->v[DPN__SO_USE_IGNORE].i, out_grad = (int)p->v[DPN__SO_OUT_GRAD].i;
+    double alpha = p->v[DPN__SO_ALPHA].f, ignore = p->v[DPN__SO_IGNORE].f, scale = p->v[DPN__SO_SCALE].f, off;
+    dp_shape ls;
+    dpn__so_geometry(p, dp_nd_shape(k->inputs[1]), &outer, &c, &inner, &ls);
+    n = outer * inner;
+    off = c > 1 ? alpha / (double)(c - 1) : 0;
+    for (o = 0; o < n; o++) {            /* the labels checked (and counted) before anything is written */
+        if (use_ignore && dp_dtype_load(dp_nd_dtype(lab), dp_nd_data(lab), o) == ignore) continue;
+        if (dpn__label_at(k, lab, o, c, &label)) return -1;
+        valid++;
     }
-    for (r = 0; k->req[1] != DP_REQ_NULL && r < rows; r++) dpn__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->outputs[1]), r, 0, k->req[1]);
+    if (p->v[DPN__SO_NORM].i == 1 && dp_nd_shape(k->inputs[1])->dims[0]) scale /= (double)dp_nd_shape(k->inputs[1])->dims[0];
+    if (p->v[DPN__SO_NORM].i == 2) scale /= (double)(valid > 0 ? valid : 1);
+    for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++)
+        for (q = 0; q < inner; q++) {
+            int64_t base = o * c * inner + q;
+            double lv = dp_dtype_load(dp_nd_dtype(lab), dp_nd_data(lab), o * inner + q);
+            int skip = use_ignore && lv == ignore;
+            label = skip ? -1 : (int64_t)lv;
+            for (j = 0; j < c; j++) {
+                int64_t i = base + j * inner;
+                double v = skip ? 0 : (dpn__load_elem(y, t, i) - (j == label ? 1 - alpha : off)) * scale;
+                if (out_grad) v *= dpn__load_elem(og, t, i);
+                dpn__store_elem(g, t, i, v, k->req[0]);
+            }
+        }
+    for (o = 0; k->req[1] != DP_REQ_NULL && o < n; o++) dpn__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->outputs[1]), o, 0, k->req[1]);
     return 0;
 }
 static int dpn__infer_softmax_output_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                                          dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
     (void)p; (void)nin; (void)nout; (void)msg; (void)cap;
-    os[0] = is[0]; ot[0] = it[0]; os[1] = is[1]; ot[1] = it[1];
+    os[0] = is[1]; ot[0] = it[1]; os[1] = is[2]; ot[1] = it[2];
     return 0;
 }
 static void dpn__register_softmax_output(void) {
     dp_operator op;
     memset(&op, 0, sizeof op);
-    op.name = "SoftmaxOutput"; op.doc = "softmax of data (n, classes); its gradient is softmax - one_hot(label), whatever the head gradient";
-    op.num_inputs = 2; op.num_outputs = 1; op.params = dpn__softmax_output_params; op.num_params = 2;
+    op.name = "SoftmaxOutput";
+    op.doc = "softmax of data (n, classes) (multi_output: over axis 1; preserve_shape: over the last axis); its gradient is "
+             "(softmax - one_hot(label)) * grad_scale, whatever the head gradient unless out_grad (ignore_label, smooth_alpha as MXNet's)";
+    op.num_inputs = 2; op.num_outputs = 1; op.params = dpn__softmax_output_params; op.num_params = 8;
     op.infer = dpn__infer_softmax_output; op.forward_cpu = dpn__k_softmax_output;
-    op.gradient = "_backward_SoftmaxOutput"; op.grad_needs = DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
+    op.gradient = "_backward_SoftmaxOutput"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
     dp_operator_register(&op);
     memset(&op, 0, sizeof op);
-    op.name = "_backward_SoftmaxOutput"; op.doc = "gradient of SoftmaxOutput: (data, label, output) -> (data's, label's)";
-    op.num_inputs = 3; op.num_outputs = 2; op.params = dpn__softmax_output_params; op.num_params = 2;
+    op.name = "_backward_SoftmaxOutput"; op.doc = "gradient of SoftmaxOutput: (og, data, label, output) -> (data's, label's)";
+    op.num_inputs = 4; op.num_outputs = 2; op.params = dpn__softmax_output_params; op.num_params = 8;
     op.infer = dpn__infer_softmax_output_grad; op.forward_cpu = dpn__kg_softmax_output;
     dp_operator_register(&op);
 }
@@ -2827,25 +2971,6 @@ static void dpn__act_range(int64_t b, int64_t e, void *user) {
         dpn__store_elem(y, t, i, J->grad ? v * dpn__load_elem(og, t, i) : v, k->req[0]);
     }
 }
-static void dpn__act_f32_range(int64_t b, int64_t e, void *user) {
-    const dpn__act_job *J = (const dpn__act_job *)user;
-    const dp_kernel_ctx *k = J->k;
-    int grad = J->grad, type = J->type;
-    const float *x = (const float *)dp_nd_data(k->inputs[grad]), *og = grad ? (const float *)dp_nd_data(k->inputs[0]) : NULL;
-    const float *y = grad ? (const float *)dp_nd_data(k->inputs[2]) : NULL;
-    float *out = (float *)dp_nd_data(k->outputs[0]);
-    int64_t i;
-    int add = k->req[0] == DP_REQ_ADD;
-    if (type == 0) {   /* relu: as dpn__act_fn in double, exactly (0 * og keeps og's sign, as there) */
-        if (grad) for (i = b; i < e; i++) { float v = (x[i] > 0 ? 1.0f : 0.0f) * og[i]; out[i] = add ? out[i] + v : v; }
-        else for (i = b; i < e; i++) { float v = x[i] > 0 ? x[i] : 0.0f; out[i] = add ? out[i] + v : v; }
-        return;
-    }
-    for (i = b; i < e; i++) {
-        float v = grad ? og[i] * (type == 2 ? 1.0f - y[i] * y[i] : y[i] * (1.0f - y[i])) : type == 2 ? tanhf(x[i]) : 1.0f / (1.0f + expf(-x[i]));
-        out[i] = add ? out[i] + v : v;
-    }
-}
 static void dpn__act_run(const dp_kernel_ctx *k, int type, double a, int grad, dp_range_fn fn) {
     dpn__act_job J;
     int64_t n = dp_shape_size(dp_nd_shape(k->inputs[grad]));
@@ -2856,22 +2981,31 @@ static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) 
     if (k->req[0] != DP_REQ_NULL) dpn__act_run(k, type, a, grad, dpn__act_range);
     return 0;
 }
-/* sigmoid and tanh in float32, the common case of a network's layers, in
-   float arithmetic: the forward with expf / tanhf, the gradient from the
-   output (y (1 - y), 1 - y^2) as MXNet's, so the gradient computes no
-   function at all; relu in float32 in a loop the compiler vectorises,
-   with the double path's results. 0 when not that case. */
-static int dpn__act_f32(const dp_kernel_ctx *k, int type, int grad) {
-    if (dp_nd_dtype(k->inputs[grad]) != DP_FLOAT32 || type > 2 || k->req[0] == DP_REQ_NULL) return 0;
-    dpn__act_run(k, type, 0, grad, dpn__act_f32_range);
+/* relu, sigmoid and tanh run depeng's own relu / sigmoid / tanh operators'
+   kernels, forward and gradient (from the input), so that Activation gives
+   bitwise what those operators give: a symbol's Activation node (which
+   the symbol maps to them), dp_invoke("Activation") and dp_invoke("tanh")
+   agree to the last bit, as do autograd and the executor. 0 when not
+   those types. */
+static int dpn__act_builtin(const dp_kernel_ctx *k, int type, int grad, int *rc) {
+    static const char *const fwd[3] = {"relu", "sigmoid", "tanh"}, *const bwd[3] = {"_backward_relu", "_backward_sigmoid", "_backward_tanh"};
+    const dp_operator *op;
+    dp_kernel_ctx k2;
+    if (type < 0 || type > 2) return 0;
+    if ((op = dp_operator_find(grad ? bwd[type] : fwd[type])) == NULL || !op->forward_cpu) return 0;
+    k2 = *k;
+    if (grad) k2.num_inputs = 2;           /* (og, data): the output is not read */
+    *rc = op->forward_cpu(&k2);
     return 1;
 }
 static int dpn__k_act(const dp_kernel_ctx *k) {
-    return dpn__act_f32(k, (int)k->params->v[0].i, 0) ? 0 : dpn__act_apply(k, (int)k->params->v[0].i, 0, 0);
+    int rc;
+    return dpn__act_builtin(k, (int)k->params->v[0].i, 0, &rc) ? rc : dpn__act_apply(k, (int)k->params->v[0].i, 0, 0);
 }
 /* inputs (og, data, output) */
 static int dpn__kg_act(const dp_kernel_ctx *k) {
-    return dpn__act_f32(k, (int)k->params->v[0].i, 1) ? 0 : dpn__act_apply(k, (int)k->params->v[0].i, 0, 1);
+    int rc;
+    return dpn__act_builtin(k, (int)k->params->v[0].i, 1, &rc) ? rc : dpn__act_apply(k, (int)k->params->v[0].i, 0, 1);
 }
 static int dpn__infer_act_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                                dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
@@ -3280,7 +3414,7 @@ static void dpn__register_layers(void) {
     op.gradient = "_backward_Activation"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
     dp_operator_register(&op);
     memset(&op, 0, sizeof op);
-    op.name = "_backward_Activation"; op.doc = "gradient of Activation: (og, data, output) -> data's (sigmoid and tanh from the output)";
+    op.name = "_backward_Activation"; op.doc = "gradient of Activation: (og, data, output) -> data's (from the data)";
     op.num_inputs = 3; op.num_outputs = 1; op.params = dpn__act_params; op.num_params = 1; op.infer = dpn__infer_act_grad;
     op.forward_cpu = dpn__kg_act;
     dp_operator_register(&op);
@@ -4689,8 +4823,9 @@ struct dpn__snode {
     dp_atomic_int refs;
     const dp_operator *op;      /* NULL: a variable */
     char *name;
+    char *op_name;              /* the operator's name as given (MXNet's or depeng's); NULL for a variable */
     int nkw;
-    char **keys, **vals;        /* the parameters as given, after MXNet names are translated */
+    char **keys, **vals;        /* every attribute as given (parameters and MXNet's hints), for JSON */
     dp_params params;
     double scalar;
     int nin, nout;
@@ -4721,7 +4856,7 @@ static void dpn__snode_unref(dpn__snode *n) {
             if (c && dp_atomic_add(&c->refs, -1) == 1) { c->next_free = todo; todo = c; }
         }
         for (i = 0; i < x->nkw; i++) { free(x->keys[i]); free(x->vals[i]); }
-        free(x->keys); free(x->vals); free(x->in); free(x->name);
+        free(x->keys); free(x->vals); free(x->in); free(x->name); free(x->op_name);
         free(x);
     }
 }
@@ -4779,7 +4914,7 @@ static const struct { const char *mxnet, *depeng; } dpn__sym_aliases[] = {
     {"_div_scalar", "div_scalar"}, {"_rminus_scalar", "rsub_scalar"}, {"_rdiv_scalar", "rdiv_scalar"},
     {"_power_scalar", "power_scalar"}, {"_rpower_scalar", "rpower_scalar"}, {"_maximum", "maximum"}, {"_minimum", "minimum"},
     {"Concat", "concat"}, {"SoftmaxActivation", "softmax"}, {"_copy", "_copy"}, {"identity", "_copy"},
-    {"Reshape", "reshape"}, {"sum_axis", "sum"}, {"stop_gradient", "BlockGrad"}, {"split", "SliceChannel"},
+    {"Reshape", "reshape"}, {"sum_axis", "sum"}, {"stop_gradient", "BlockGrad"}, {"split", "SliceChannel"}, {"Cast", "cast"},
 };
 /* depeng's name for an operator name (MXNet's names too; Activation is
    named by its act_type, later). */
@@ -4794,7 +4929,6 @@ static const char *dpn__sym_alias(const char *op_name) {
    the operator, with "scalar" taken out for the scalar operators. */
 typedef struct dpn__kw { int n; const char *keys[DP_MAX_PARAMS + 8]; const char *vals[DP_MAX_PARAMS + 8]; } dpn__kw;
 static int dpn__kw_false(const char *v) { return !strcmp(v, "0") || !strcmp(v, "False") || !strcmp(v, "false"); }
-static int dpn__kw_true(const char *v) { return !strcmp(v, "1") || !strcmp(v, "True") || !strcmp(v, "true"); }
 /* A keyword of a Convolution, Deconvolution, Pooling or LeakyReLU node:
    1 when it is dropped (cuDNN's tuning, Pooling's p_value, the NCHW / NCW
    layout: depeng's only one), 0 when kept, -1 (logged) for a layout
@@ -4803,7 +4937,7 @@ static int dpn__kw_true(const char *v) { return !strcmp(v, "1") || !strcmp(v, "T
    whether num_args was given. */
 static int dpn__sym_layer_key(const char *name, const char *node, const char *key, const char *v, int *bias, int *has_num_args) {
     int layer = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution") || !strcmp(name, "Pooling");
-    if (!layer && strcmp(name, "LeakyReLU")) return 0;
+    if (!layer && strcmp(name, "LeakyReLU") && strcmp(name, "FullyConnected")) return 0;
     if (!strcmp(key, "num_args")) *has_num_args = 1;
     if (!strcmp(key, "no_bias")) *bias = dpn__kw_false(v);
     if (!strcmp(key, "act_type")) *bias = !strcmp(v, "prelu");
@@ -4820,7 +4954,8 @@ static int dpn__sym_layer_key(const char *name, const char *node, const char *ke
    these keywords (num_args, or from no_bias / act_type); 0 for another
    operator. */
 static int dpn__layer_arity(const char *name, int n, const char *const *keys, const char *const *vals) {
-    int counted = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution"), bias = !strcmp(name, "Convolution"), given = 0, i;
+    int counted = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution") || !strcmp(name, "FullyConnected");
+    int bias = !strcmp(name, "Convolution") || !strcmp(name, "FullyConnected"), given = 0, i;
     if (!counted && strcmp(name, "LeakyReLU")) return 0;
     for (i = 0; i < n; i++) {
         if (!keys[i] || !vals[i]) return 0;
@@ -4837,7 +4972,8 @@ static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw
     const char *name = dpn__sym_alias(op_name), *act = NULL;
     int i;
     kw->n = 0; *scalar = 0; *has_scalar = 0;
-    int counted = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution"), bias = !strcmp(name, "Convolution"), has_num_args = 0, drop;
+    int counted = !strcmp(name, "Convolution") || !strcmp(name, "Deconvolution") || !strcmp(name, "FullyConnected");
+    int bias = !strcmp(name, "Convolution") || !strcmp(name, "FullyConnected"), has_num_args = 0, drop;
     for (i = 0; i < nkw; i++) {
         const char *key = keys[i], *v = vals[i];
         if (!key || !v) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "symbol node '%s': NULL parameter name or value", node); return DP_ERROR_INVALID_ARGS; }
@@ -4845,7 +4981,6 @@ static dp_result dpn__sym_resolve(const char *op_name, const char *node, int nkw
         if (!strcmp(op_name, "Activation") && !strcmp(key, "act_type")) { act = v; continue; }
         if ((drop = dpn__sym_layer_key(name, node, key, v, &bias, &has_num_args)) < 0) return DP_ERROR_INVALID_ARGS;
         if (drop || (!strcmp(name, "slice_axis") && !strcmp(key, "end") && !strcmp(v, "None"))) continue;   /* None: the axis's end */
-        if (!strcmp(name, "FullyConnected") && ((!strcmp(key, "no_bias") && dpn__kw_false(v)) || (!strcmp(key, "flatten") && dpn__kw_true(v)))) continue;
         if (!strcmp(key, "scalar")) { *has_scalar = 1; *scalar = strtod(v, NULL); continue; }
         if (!strcmp(name, "SliceChannel") && !strcmp(key, "num_outputs")) key = "num_args";     /* MXNet's name for the count */
         if (kw->n == (int)(sizeof kw->keys / sizeof kw->keys[0])) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': too many parameters", node); return DP_ERROR_INVALID_ARGS; }
@@ -4904,7 +5039,9 @@ static dp_result dpn__parse_strings(const dp_operator *op, const dpn__kw *kw, dp
     for (i = 0; i < kw->n; i++) { list[i].name = kw->keys[i]; list[i].s = kw->vals[i]; }
     return dp_operator_parse_params(NULL, op, list, out);
 }
-static dp_result dpn__sym_make_node(const char *op_name, const char *name, int nin, const dpn__sentry *in, int nkw,
+/* The first nparse of the nkw attributes are the operator's parameters
+   (MXNet's hints among them skipped), the others kept for JSON only. */
+static dp_result dpn__sym_make_node(const char *op_name, const char *name, int nin, const dpn__sentry *in, int nparse, int nkw,
                                    const char *const *keys, const char *const *vals, dpn__snode **out) {
     const dp_operator *op;
     dpn__kw kw;
@@ -4920,9 +5057,10 @@ static dp_result dpn__sym_make_node(const char *op_name, const char *name, int n
         for (k = 0; auto_name[k]; k++) if (auto_name[k] >= 'A' && auto_name[k] <= 'Z') auto_name[k] = (char)(auto_name[k] - 'A' + 'a');
         name = auto_name;
     }
-    if ((r = dpn__sym_resolve(op_name, name, nkw, keys, vals, &op, &kw, &scalar, &has_scalar)) != DP_OK) return r;
+    if ((r = dpn__sym_resolve(op_name, name, nparse, keys, vals, &op, &kw, &scalar, &has_scalar)) != DP_OK) return r;
     if ((n = dpn__snode_new(name)) == NULL) return dpn__sym_oom("symbol node");
     n->op = op; n->scalar = scalar;
+    if ((n->op_name = dpn__strdup(op_name)) == NULL) goto oom;
     if ((r = dpn__parse_strings(op, &kw, &n->params)) != DP_OK) {
         DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "symbol node '%s': bad parameters for '%s' (see above)", name, op->name);
         goto fail;
@@ -4933,20 +5071,15 @@ static dp_result dpn__sym_make_node(const char *op_name, const char *name, int n
         r = DP_ERROR_INVALID_ARGS;
         goto fail;
     }
-    n->nout = nout; n->nin = nin; n->nkw = kw.n + has_scalar;
+    n->nout = nout; n->nin = nin;
     n->in = (dpn__sentry *)calloc((size_t)(nin ? nin : 1), sizeof *n->in);
-    n->keys = (char **)calloc((size_t)(n->nkw ? n->nkw : 1), sizeof *n->keys);
-    n->vals = (char **)calloc((size_t)(n->nkw ? n->nkw : 1), sizeof *n->vals);
+    n->keys = (char **)calloc((size_t)(nkw ? nkw : 1), sizeof *n->keys);
+    n->vals = (char **)calloc((size_t)(nkw ? nkw : 1), sizeof *n->vals);
     if (!n->in || !n->keys || !n->vals) goto oom;
-    for (i = 0; i < kw.n; i++) {
-        n->keys[i] = dpn__strdup(kw.keys[i]); n->vals[i] = dpn__strdup(kw.vals[i]);
+    for (i = 0; i < nkw; i++) {      /* every attribute as given: JSON writes them back */
+        n->keys[i] = dpn__strdup(keys[i]); n->vals[i] = dpn__strdup(vals[i]);
+        n->nkw++;
         if (!n->keys[i] || !n->vals[i]) goto oom;
-    }
-    if (has_scalar) {
-        char buf[40];
-        snprintf(buf, sizeof buf, "%.17g", scalar);
-        n->keys[kw.n] = dpn__strdup("scalar"); n->vals[kw.n] = dpn__strdup(buf);
-        if (!n->keys[kw.n] || !n->vals[kw.n]) goto oom;
     }
     for (i = 0; i < nin; i++) {
         if (in[i].node) {
@@ -5018,7 +5151,7 @@ DPN_IMPL dp_result dp_sym_node(const dp_sym_node_desc *desc, dp_symbol **out) {
         }
         in[i] = s->out[0];
     }
-    if ((r = dpn__sym_make_node(op_name, name, num_inputs, in, num_kwargs, keys, values, &n)) != DP_OK) return r;
+    if ((r = dpn__sym_make_node(op_name, name, num_inputs, in, num_kwargs, num_kwargs, keys, values, &n)) != DP_OK) return r;
     if ((*out = dpn__sym_new(n->nout)) == NULL) { dpn__snode_unref(n); return dpn__sym_oom("dp_sym_node"); }
     for (i = 0; i < n->nout; i++) { (*out)->out[i].node = i ? dpn__snode_ref(n) : n; (*out)->out[i].index = i; }
     return DP_OK;
@@ -5083,14 +5216,15 @@ static int dpn__ptrmap_put(dpn__ptrmap *m, const void *key, int val) {
     return 0;
 }
 typedef struct dpn__graph {
-    int n, nentries, narg;
+    int n, nentries, narg, naux;
     dpn__snode **node;           /* execution order */
     int *entry0;                /* per node: the entry of its output 0 */
-    int *arg;                   /* the variable nodes, in order */
+    int *arg;                   /* the variable nodes (arguments and auxiliary states), in order */
+    unsigned char *aux;          /* per node: 1 for an auxiliary state */
     dpn__ptrmap map;             /* node -> its place */
 } dpn__graph;
 static void dpn__graph_free(dpn__graph *g) {
-    free(g->node); free(g->entry0); free(g->arg);
+    free(g->node); free(g->entry0); free(g->arg); free(g->aux);
     dpn__ptrmap_free(&g->map);
     memset(g, 0, sizeof *g);
 }
@@ -5123,11 +5257,22 @@ static dp_result dpn__graph_build(const dp_symbol *s, dpn__graph *g) {
     free(stack); stack = NULL;
     g->entry0 = (int *)malloc((size_t)(g->n ? g->n : 1) * sizeof *g->entry0);
     g->arg = (int *)malloc((size_t)(g->n ? g->n : 1) * sizeof *g->arg);
-    if (!g->entry0 || !g->arg) goto oom;
+    g->aux = (unsigned char *)calloc((size_t)(g->n ? g->n : 1), 1);
+    if (!g->entry0 || !g->arg || !g->aux) goto oom;
     for (i = 0; i < g->n; i++) {
+        const dpn__snode *x = g->node[i];
+        int j;
         g->entry0[i] = g->nentries;
-        g->nentries += g->node[i]->nout;
-        if (!g->node[i]->op) g->arg[g->narg++] = i;
+        g->nentries += x->nout;
+        if (!x->op) g->arg[g->narg++] = i;
+        /* MXNet's rule (FMutateInputs): a variable an operator writes in
+           place (BatchNorm's moving_mean and moving_var) is an auxiliary
+           state, not an argument */
+        for (j = 0; x->op && j < x->nin && j < 32; j++)
+            if ((x->op->mutate_inputs & (1u << j)) && !x->in[j].node->op) {
+                int v = dpn__ptrmap_get(&g->map, x->in[j].node);
+                if (!g->aux[v]) { g->aux[v] = 1; g->naux++; }
+            }
     }
     return DP_OK;
 oom:
@@ -5135,12 +5280,27 @@ oom:
     dpn__graph_free(g);
     return dpn__sym_oom("symbol graph");
 }
+/* The variables of g that are auxiliary states (aux 1) or arguments
+   (aux 0), in order, up to cap into names; how many there are. */
+static int dpn__graph_vars(const dpn__graph *g, int aux, const char **names, int cap) {
+    int i, n = 0;
+    for (i = 0; i < g->narg; i++)
+        if (g->aux[g->arg[i]] == aux) { if (names && n < cap) names[n] = g->node[g->arg[i]]->name; n++; }
+    return n;
+}
 DPN_IMPL int dp_sym_list_arguments(const dp_symbol *s, const char **names, int cap) {
     dpn__graph g;
-    int i, n;
+    int n;
     if (!s || dpn__graph_build(s, &g) != DP_OK) return -1;
-    for (i = 0; names && i < cap && i < g.narg; i++) names[i] = g.node[g.arg[i]]->name;
-    n = g.narg;
+    n = dpn__graph_vars(&g, 0, names, cap);
+    dpn__graph_free(&g);
+    return n;
+}
+DPN_IMPL int dp_sym_list_auxiliary_states(const dp_symbol *s, const char **names, int cap) {
+    dpn__graph g;
+    int n;
+    if (!s || dpn__graph_build(s, &g) != DP_OK) return -1;
+    n = dpn__graph_vars(&g, 1, names, cap);
     dpn__graph_free(&g);
     return n;
 }
@@ -5189,14 +5349,20 @@ static int dpn__layer_infer_backward(const dp_operator *op, const dp_params *p, 
 static int dpn__infer_backward(const dpn__snode *x, dp_shape *is, dp_dtype *it, unsigned char *known) {
     const char *nm = x->op->name;
     int filled = 0, i;
-    if (!strcmp(nm, "FullyConnected") && known[0] && is[0].ndim == 2) {
+    if (!strcmp(nm, "FullyConnected") && known[0] && is[0].ndim >= 1) {
         dp_shape w, b;
+        int64_t rows, in;
+        dpn__fc_rows(&is[0], (int)x->params.v[2].i, &rows, &in);
         memset(&w, 0, sizeof w); memset(&b, 0, sizeof b);
-        w.ndim = 2; w.dims[0] = x->params.v[0].i; w.dims[1] = is[0].dims[1];
+        w.ndim = 2; w.dims[0] = x->params.v[0].i; w.dims[1] = in;
         b.ndim = 1; b.dims[0] = x->params.v[0].i;
         if (!known[1]) { is[1] = w; it[1] = it[0]; known[1] = 1; filled++; }
-        if (!known[2]) { is[2] = b; it[2] = it[0]; known[2] = 1; filled++; }
-    } else if ((!strcmp(nm, "softmax_cross_entropy") || !strcmp(nm, "SoftmaxOutput")) && known[0] && !known[1] && is[0].ndim >= 1) {
+        if (x->nin == 3 && !known[2]) { is[2] = b; it[2] = it[0]; known[2] = 1; filled++; }
+    } else if (!strcmp(nm, "SoftmaxOutput") && known[0] && !known[1] && is[0].ndim >= 1) {
+        int64_t outer, c, inner;
+        dpn__so_geometry(&x->params, &is[0], &outer, &c, &inner, &is[1]);
+        it[1] = it[0]; known[1] = 1; filled++;
+    } else if (!strcmp(nm, "softmax_cross_entropy") && known[0] && !known[1] && is[0].ndim >= 1) {
         memset(&is[1], 0, sizeof is[1]);
         is[1].ndim = 1; is[1].dims[0] = is[0].dims[0]; it[1] = it[0]; known[1] = 1; filled++;
     } else if (dpn__layer_infer_backward(x->op, &x->params, x->nin, is, it, known, &filled)) {
@@ -5277,44 +5443,51 @@ static dp_result dpn__sym_infer_entries(const dpn__graph *g, int num, const char
     if (!*shape || !*dtype || !*known) return dpn__sym_oom("shape inference");
     for (i = 0; i < num; i++) {
         for (j = 0; j < g->narg && (!names[i] || strcmp(names[i], g->node[g->arg[j]]->name) != 0); j++) {}
-        if (j == g->narg) { DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: '%s' is not an argument of the symbol", names[i] ? names[i] : "(null)"); return DP_ERROR_INVALID_ARGS; }
+        if (j == g->narg) {
+            DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: '%s' is neither an argument nor an auxiliary state of the symbol", names[i] ? names[i] : "(null)");
+            return DP_ERROR_INVALID_ARGS;
+        }
         j = g->entry0[g->arg[j]];
         (*shape)[j] = shapes[i]; (*dtype)[j] = dtypes ? dtypes[i] : DP_FLOAT32; (*known)[j] = 1;
     }
     if ((r = dpn__graph_infer(g, *shape, *dtype, *known)) != DP_OK) return r;
     for (i = 0; i < g->narg; i++)
         if (!(*known)[g->entry0[g->arg[i]]]) {
-            DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: argument '%s' reaches no operator that tells its shape; give it", g->node[g->arg[i]]->name);
+            DPN__LOG(NULL, DP_LOG_ERROR, ND_ARGS, "shape inference: %s '%s' reaches no operator that tells its shape; give it",
+                     g->aux[g->arg[i]] ? "auxiliary state" : "argument", g->node[g->arg[i]]->name);
             return DP_ERROR_INVALID_ARGS;
         }
     return DP_OK;
 }
-static dp_result dpn__sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
-                                dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes);
 DPN_IMPL dp_result dp_sym_infer(const dp_symbol *s, const dp_sym_infer_desc *desc) {
-    if (!desc) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_infer: NULL desc"); return DP_ERROR_INVALID_ARGS; }
-    return dpn__sym_infer(s, desc->num_known, desc->names, desc->shapes, desc->dtypes, desc->arg_shapes, desc->arg_dtypes,
-                          desc->out_shapes, desc->out_dtypes);
-}
-static dp_result dpn__sym_infer(const dp_symbol *s, int num_known, const char *const *names, const dp_shape *shapes, const dp_dtype *dtypes,
-                                dp_shape *arg_shapes, dp_dtype *arg_dtypes, dp_shape *out_shapes, dp_dtype *out_dtypes) {
     dpn__graph g;
     dp_shape *shape = NULL;
     dp_dtype *dtype = NULL;
     unsigned char *known = NULL;
     dp_result r;
-    int i;
-    if (!s || num_known < 0 || (num_known && (!names || !shapes))) { DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_infer: a symbol and the known names and shapes are needed"); return DP_ERROR_INVALID_ARGS; }
+    int i, na = 0, nx = 0;
+    if (!s || !desc || desc->num_known < 0 || (desc->num_known && (!desc->names || !desc->shapes))) {
+        DPN__LOG(NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_sym_infer: a symbol, a desc and the known names and shapes are needed");
+        return DP_ERROR_INVALID_ARGS;
+    }
     if ((r = dpn__graph_build(s, &g)) != DP_OK) return r;
-    if ((r = dpn__sym_infer_entries(&g, num_known, names, shapes, dtypes, &shape, &dtype, &known)) == DP_OK) {
+    if ((r = dpn__sym_infer_entries(&g, desc->num_known, desc->names, desc->shapes, desc->dtypes, &shape, &dtype, &known)) == DP_OK) {
         for (i = 0; i < g.narg; i++) {
-            if (arg_shapes) arg_shapes[i] = shape[g.entry0[g.arg[i]]];
-            if (arg_dtypes) arg_dtypes[i] = dtype[g.entry0[g.arg[i]]];
+            int e = g.entry0[g.arg[i]];
+            if (g.aux[g.arg[i]]) {
+                if (desc->aux_shapes) desc->aux_shapes[nx] = shape[e];
+                if (desc->aux_dtypes) desc->aux_dtypes[nx] = dtype[e];
+                nx++;
+            } else {
+                if (desc->arg_shapes) desc->arg_shapes[na] = shape[e];
+                if (desc->arg_dtypes) desc->arg_dtypes[na] = dtype[e];
+                na++;
+            }
         }
         for (i = 0; i < s->n; i++) {
             int e = dpn__graph_entry(&g, &s->out[i]);
-            if (out_shapes) out_shapes[i] = shape[e];
-            if (out_dtypes) out_dtypes[i] = dtype[e];
+            if (desc->out_shapes) desc->out_shapes[i] = shape[e];
+            if (desc->out_dtypes) desc->out_dtypes[i] = dtype[e];
         }
     }
     free(shape); free(dtype); free(known);
@@ -5338,6 +5511,39 @@ static void dpn__json_str(FILE *out, const char *s) {
     }
     fputc('"', out);
 }
+/* depeng's names of operations MXNet names otherwise, for writing a
+   symbol MXNet reads (relu, sigmoid and tanh become Activation). */
+static const struct { const char *depeng, *mxnet; } dpn__sym_mxnet_names[] = {
+    {"add", "elemwise_add"}, {"sub", "elemwise_sub"}, {"mul", "elemwise_mul"}, {"div", "elemwise_div"},
+    {"add_scalar", "_plus_scalar"}, {"sub_scalar", "_minus_scalar"}, {"mul_scalar", "_mul_scalar"}, {"div_scalar", "_div_scalar"},
+    {"rsub_scalar", "_rminus_scalar"}, {"rdiv_scalar", "_rdiv_scalar"}, {"power_scalar", "_power_scalar"}, {"rpower_scalar", "_rpower_scalar"},
+    {"maximum", "_maximum"}, {"minimum", "_minimum"}, {"concat", "Concat"}, {"reshape", "Reshape"}, {"cast", "Cast"},
+    {"relu", "Activation"}, {"sigmoid", "Activation"}, {"tanh", "Activation"},
+};
+/* The name a node is written with: as given when that is MXNet's, else
+   MXNet's name of the same operation; *act_type is set when Activation
+   must be told which (the node was made as relu, sigmoid or tanh). */
+static const char *dpn__sym_mxnet_name(const dpn__snode *x, const char **act_type) {
+    size_t k;
+    *act_type = NULL;
+    for (k = 0; k < sizeof dpn__sym_mxnet_names / sizeof dpn__sym_mxnet_names[0]; k++)
+        if (!strcmp(x->op_name, dpn__sym_mxnet_names[k].depeng)) {
+            if (!strcmp(dpn__sym_mxnet_names[k].mxnet, "Activation")) *act_type = x->op_name;
+            return dpn__sym_mxnet_names[k].mxnet;
+        }
+    return x->op_name;
+}
+/* Whether attribute k of x is written: not depeng's num_args of the
+   layers whose input count MXNet tells from no_bias or act_type. */
+static int dpn__sym_attr_written(const dpn__snode *x, int k) {
+    const char *o = x->op->name;
+    return strcmp(x->keys[k], "num_args") != 0
+           || (strcmp(o, "Convolution") && strcmp(o, "Deconvolution") && strcmp(o, "LeakyReLU") && strcmp(o, "FullyConnected"));
+}
+static void dpn__json_attr(FILE *out, int *count, const char *key, const char *val) {
+    fprintf(out, "%s\n        ", (*count)++ ? "," : ",\n      \"attrs\": {");
+    dpn__json_str(out, key); fprintf(out, ": "); dpn__json_str(out, val);
+}
 DPN_IMPL dp_result dp_sym_save_json(const dp_symbol *s, FILE *out) {
     dpn__graph g;
     dp_result r;
@@ -5347,18 +5553,23 @@ DPN_IMPL dp_result dp_sym_save_json(const dp_symbol *s, FILE *out) {
     fprintf(out, "{\n  \"nodes\": [");
     for (i = 0; i < g.n; i++) {
         const dpn__snode *x = g.node[i];
+        const char *act = NULL;
+        int nattr = 0, has_no_bias = 0, has_num_args = 0;
         fprintf(out, "%s\n    {\n      \"op\": ", i ? "," : "");
-        dpn__json_str(out, x->op ? x->op->name : "null");
+        dpn__json_str(out, x->op ? dpn__sym_mxnet_name(x, &act) : "null");
         fprintf(out, ",\n      \"name\": ");
         dpn__json_str(out, x->name);
-        if (x->nkw) {
-            fprintf(out, ",\n      \"attrs\": {");
-            for (k = 0; k < x->nkw; k++) {
-                fprintf(out, "%s\n        ", k ? "," : "");
-                dpn__json_str(out, x->keys[k]); fprintf(out, ": "); dpn__json_str(out, x->vals[k]);
-            }
-            fprintf(out, "\n      }");
+        if (act) dpn__json_attr(out, &nattr, "act_type", act);
+        for (k = 0; k < x->nkw; k++) {
+            if (x->op && !dpn__sym_attr_written(x, k)) { has_num_args = 1; continue; }
+            has_no_bias |= !strcmp(x->keys[k], "no_bias");
+            dpn__json_attr(out, &nattr, x->keys[k], x->vals[k]);
         }
+        /* a layer given its input count (num_args) but no no_bias: MXNet
+           tells the count from no_bias alone */
+        if (has_num_args && !has_no_bias && (!strcmp(x->op->name, "Convolution") || !strcmp(x->op->name, "Deconvolution") || !strcmp(x->op->name, "FullyConnected")))
+            dpn__json_attr(out, &nattr, "no_bias", x->nin == 2 ? "True" : "False");
+        if (nattr) fprintf(out, "\n      }");
         fprintf(out, ",\n      \"inputs\": [");
         for (j = 0; j < x->nin; j++) fprintf(out, "%s[%d, %d, 0]", j ? ", " : "", dpn__ptrmap_get(&g.map, x->in[j].node), x->in[j].index);
         fprintf(out, "]\n    }");
@@ -5538,59 +5749,82 @@ static dp_result dpn__jformat(const char *why, int node) {
 }
 /* The symbol of a parsed file. */
 /* A variable's attributes as loaded (MXNet's "__init__", "__shape__",
-   "__lr_mult__", ...: strings, or numbers as their text), kept so that
-   dp_sym_var_attr finds them and saving writes them back. -1 out of memory. */
-static int dpn__snode_keep_attrs(dpn__snode *n, const dpn__jval *attrs) {
+   "__lr_mult__", ...), kept so that dp_sym_var_attr finds them and saving
+   writes them back. -1 out of memory. */
+static int dpn__snode_keep_attrs(dpn__snode *n, int nkw, const char *const *keys, const char *const *vals) {
     int j;
-    if (!attrs->n) return 0;
-    n->keys = (char **)calloc((size_t)attrs->n, sizeof *n->keys);
-    n->vals = (char **)calloc((size_t)attrs->n, sizeof *n->vals);
+    if (!nkw) return 0;
+    n->keys = (char **)calloc((size_t)nkw, sizeof *n->keys);
+    n->vals = (char **)calloc((size_t)nkw, sizeof *n->vals);
     if (!n->keys || !n->vals) return -1;
-    for (j = 0; j < attrs->n; j++) {
-        const dpn__jval *v = &attrs->items[j];
-        if (v->type != DPN__J_STR && v->type != DPN__J_NUM) continue;
-        n->keys[n->nkw] = dpn__strdup(attrs->keys[j]); n->vals[n->nkw] = dpn__strdup(v->str);
-        if (!n->keys[n->nkw] || !n->vals[n->nkw]) { free(n->keys[n->nkw]); free(n->vals[n->nkw]); return -1; }
+    for (j = 0; j < nkw; j++) {
+        n->keys[j] = dpn__strdup(keys[j]); n->vals[j] = dpn__strdup(vals[j]);
         n->nkw++;
+        if (!n->keys[j] || !n->vals[j]) return -1;
     }
     return 0;
 }
+/* Most attributes one node may have in a file. */
+#define DPN__MAX_ATTRS 64
+/* The symbol of a parsed file. A node's attributes come from "attrs"
+   (MXNet 1.x), "param" (older files: the operator's parameters) and
+   "attr" (older files: hints such as "__lr_mult__" or "ctx_group", kept
+   but not given to the operator; a hint without the underscores gets
+   them, "ctx_group" becoming "__ctx_group__", as MXNet's loader
+   (UpgradeJSON_FixParsing) does for its hint keys, so that the file
+   written back is MXNet 1.x's); a key
+   met twice keeps its first value. Strings, or numbers as their text;
+   nested values (MXNet's own hints) are skipped. */
 static dp_result dpn__sym_from_json(const dpn__jval *root, dp_symbol **out) {
+    static const char *const groups[3] = {"attrs", "param", "attr"};
     const dpn__jval *nodes = dpn__jget(root, "nodes"), *heads = dpn__jget(root, "heads");
     dpn__snode **made;
     dp_result r = DP_OK;
-    int i, j, nmade = 0;
+    int i, j, k, nmade = 0;
     if (!nodes || nodes->type != DPN__J_ARR || !heads || heads->type != DPN__J_ARR || heads->n < 1)
         return dpn__jformat("an object with the arrays \"nodes\" and \"heads\" is needed", -1);
     if ((made = (dpn__snode **)calloc((size_t)(nodes->n ? nodes->n : 1), sizeof *made)) == NULL) return dpn__sym_oom("dp_sym_load_json");
     for (i = 0; i < nodes->n && r == DP_OK; i++) {
         const dpn__jval *x = &nodes->items[i], *op = dpn__jget(x, "op"), *name = dpn__jget(x, "name"), *in = dpn__jget(x, "inputs");
-        const dpn__jval *attrs = dpn__jget(x, "attrs");
         dpn__sentry ent[DP_MAX_OP_ARRAYS];
-        const char *keys[DP_MAX_PARAMS + 8], *vals[DP_MAX_PARAMS + 8];
-        int nkw = 0;
-        if (!attrs) attrs = dpn__jget(x, "param");
-        if (!attrs) attrs = dpn__jget(x, "attr");
-        if (!op || op->type != DPN__J_STR || !name || name->type != DPN__J_STR || !name->str[0] || (in && in->type != DPN__J_ARR)
-            || (attrs && attrs->type != DPN__J_OBJ)) { r = dpn__jformat("each node needs \"op\" and \"name\" strings, \"inputs\" an array, \"attrs\" an object", i); break; }
+        const char *keys[DPN__MAX_ATTRS], *vals[DPN__MAX_ATTRS];
+        char hidden[DPN__MAX_ATTRS][64];
+        int nkw = 0, nparse = 0, g;
+        if (!op || op->type != DPN__J_STR || !name || name->type != DPN__J_STR || !name->str[0] || (in && in->type != DPN__J_ARR)) {
+            r = dpn__jformat("each node needs \"op\" and \"name\" strings, \"inputs\" an array, \"attrs\" an object", i);
+            break;
+        }
+        for (g = 0; g < 3 && r == DP_OK; g++) {
+            const dpn__jval *attrs = dpn__jget(x, groups[g]);
+            if (attrs && attrs->type != DPN__J_OBJ) { r = dpn__jformat("each node needs \"op\" and \"name\" strings, \"inputs\" an array, \"attrs\" an object", i); break; }
+            for (j = 0; attrs && j < attrs->n; j++) {
+                const dpn__jval *v = &attrs->items[j];
+                const char *key = attrs->keys[j];
+                if (v->type != DPN__J_STR && v->type != DPN__J_NUM) continue;     /* MXNet's nested hints */
+                if (nkw == DPN__MAX_ATTRS) { r = dpn__jformat("more than 64 attributes", i); break; }
+                if (g == 2 && strncmp(key, "__", 2) != 0) {
+                    if (strlen(key) + 5 > sizeof hidden[nkw]) { r = dpn__jformat("an \"attr\" key longer than 58 bytes", i); break; }
+                    snprintf(hidden[nkw], sizeof hidden[nkw], "__%s__", key);
+                    key = hidden[nkw];
+                }
+                for (k = 0; k < nkw && strcmp(keys[k], key) != 0; k++) {}
+                if (k < nkw) continue;
+                keys[nkw] = key; vals[nkw++] = v->str;
+            }
+            if (g == 1) nparse = nkw;
+        }
+        if (r != DP_OK) break;
         if (!strcmp(op->str, "null")) {
             if ((made[i] = dpn__snode_new(name->str)) == NULL) { r = dpn__sym_oom("dp_sym_load_json"); break; }
             nmade++;
-            if (attrs && dpn__snode_keep_attrs(made[i], attrs)) { r = dpn__sym_oom("dp_sym_load_json"); break; }
+            if (dpn__snode_keep_attrs(made[i], nkw, keys, vals)) { r = dpn__sym_oom("dp_sym_load_json"); break; }
             continue;
         }
         if (in && in->n > DP_MAX_OP_ARRAYS) { r = dpn__jformat("too many inputs", i); break; }
         for (j = 0; in && j < in->n; j++)
             if (dpn__jentry(&in->items[j], i, made, &ent[j])) { r = dpn__jformat("an input is not [node, output, version] of an earlier node", i); break; }
         if (r != DP_OK) break;
-        for (j = 0; attrs && j < attrs->n; j++) {
-            const dpn__jval *v = &attrs->items[j];
-            if (v->type != DPN__J_STR && v->type != DPN__J_NUM) continue;     /* MXNet's nested hints */
-            if (nkw == (int)(sizeof keys / sizeof keys[0])) { r = dpn__jformat("too many attributes", i); break; }
-            keys[nkw] = attrs->keys[j]; vals[nkw++] = v->str;
-        }
-        if (r != DP_OK) break;
-        r = dpn__sym_make_node(op->str, name->str, in ? in->n : 0, ent, nkw, keys, vals, &made[i]);
+        r = dpn__sym_make_node(op->str, name->str, in ? in->n : 0, ent, nparse, nkw, keys, vals, &made[i]);
         if (r == DP_OK) nmade++;
     }
     if (r == DP_OK && (*out = dpn__sym_new(heads->n)) == NULL) r = dpn__sym_oom("dp_sym_load_json");
@@ -6100,8 +6334,9 @@ struct dp_executor {
     dp_engine *eng;
     dp_ctx ctx;
     dp_symbol *sym;
-    int narg;
+    int narg, naux;
     dp_req *grad_req;                /* per argument, as bound */
+    dp_ndarray **aux;                /* the auxiliary states, as bound */
     int nfwd, nbwd;
     dp_opr *ops;                     /* forward (in inference), then backward */
     dp_opr *train_ops;               /* per forward node: its training form (id 0: the same as ops[i]) */
@@ -6430,6 +6665,8 @@ DPN_IMPL void dp_exec_destroy(dp_executor *ex) {
         if (ex->outputs) dp_nd_release(ex->outputs[i]);
         if (ex->head_grads) dp_nd_release(ex->head_grads[i]);
     }
+    for (i = 0; ex->aux && i < ex->naux; i++) dp_nd_release(ex->aux[i]);
+    dpn__zfree(ex->eng, ex->aux);
     dpn__zfree(ex->eng, ex->ops); dpn__zfree(ex->eng, ex->train_ops); dpn__zfree(ex->eng, ex->outputs); dpn__zfree(ex->eng, ex->head_grads); dpn__zfree(ex->eng, ex->grad_req);
     dp_sym_release(ex->sym);
     dpn__zfree(ex->eng, ex);
@@ -6439,14 +6676,11 @@ static dp_result dpn__exec_check(dp_engine *eng, const dpn__graph *g, dp_ctx ctx
                                 dp_ndarray *const *grads, const dp_req *req) {
     char s1[160], s2[160];
     int i;
-    if (narg != g->narg || (narg && !args)) {
-        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: %d arguments given, the symbol has %d (dp_sym_list_arguments)", narg, g->narg);
-        return DP_ERROR_INVALID_ARGS;
-    }
     for (i = 0; i < narg; i++) {
         const char *name = g->node[g->arg[i]]->name;
         if (!args[i] || dp_nd_engine(args[i]) != eng || !dpn__same_ctx(dp_nd_ctx(args[i]), ctx)) {
-            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: argument %d ('%s') is NULL, of another engine or on another device", i, name);
+            DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: %s '%s' is NULL, of another engine or on another device",
+                     g->aux[g->arg[i]] ? "auxiliary state" : "argument", name);
             return DP_ERROR_INVALID_ARGS;
         }
         if (req && (req[i] < DP_REQ_NULL || req[i] > DP_REQ_ADD || req[i] == DP_REQ_INPLACE)) {
@@ -6466,15 +6700,34 @@ static dp_result dpn__exec_check(dp_engine *eng, const dpn__graph *g, dp_ctx ctx
     return DP_OK;
 }
 static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
-                                dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out);
+                                dp_ndarray *const *grads, const dp_req *grad_reqs, int num_aux, dp_ndarray *const *aux, dp_executor **out);
 DPN_IMPL dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, const dp_exec_desc *desc, dp_executor **out) {
-    static const dp_exec_desc none = {{DP_DEV_CPU, 0}, 0, NULL, NULL, NULL};
+    static const dp_exec_desc none = {{DP_DEV_CPU, 0}, 0, NULL, NULL, NULL, 0, NULL};
     const dp_exec_desc *d = desc ? desc : &none;
     dp_nn_register();
-    return dpn__exec_bind(eng, sym, d->ctx, d->num_args, d->args, d->grads, d->grad_reqs, out);
+    return dpn__exec_bind(eng, sym, d->ctx, d->num_args, d->args, d->grads, d->grad_reqs, d->num_aux, d->aux, out);
 }
-static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
-                                dp_ndarray *const *grads, const dp_req *grad_reqs, dp_executor **out) {
+/* args and aux (the caller's order) as one list over the graph's
+   variables, with the gradients and requests of the arguments (none for
+   an auxiliary state); 0, or -1 (logged) for counts that do not fit. */
+static int dpn__exec_vars(dp_engine *eng, const dpn__graph *g, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads,
+                          const dp_req *grad_reqs, int num_aux, dp_ndarray *const *aux, dp_ndarray **vargs, dp_ndarray **vgrads, dp_req *vreq) {
+    int i, na = 0, nx = 0;
+    if (num_args != g->narg - g->naux || num_aux != g->naux || (num_args && !args) || (num_aux && !aux)) {
+        DPN__LOG(eng, DP_LOG_ERROR, ND_ARGS, "dp_exec_bind: %d arguments and %d auxiliary states given, the symbol has %d and %d "
+                 "(dp_sym_list_arguments, dp_sym_list_auxiliary_states)", num_args, num_aux, g->narg - g->naux, g->naux);
+        return -1;
+    }
+    for (i = 0; i < g->narg; i++) {
+        if (g->aux[g->arg[i]]) { vargs[i] = aux[nx++]; vgrads[i] = NULL; vreq[i] = DP_REQ_NULL; continue; }
+        vargs[i] = args[na]; vgrads[i] = grads ? grads[na] : NULL;
+        vreq[i] = grad_reqs ? grad_reqs[na] : DP_REQ_WRITE;
+        na++;
+    }
+    return 0;
+}
+static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args_in,
+                                dp_ndarray *const *grads_in, const dp_req *grad_reqs, int num_aux, dp_ndarray *const *aux, dp_executor **out) {
     dpn__graph g;
     dpn__xbuild b;
     dp_executor *ex = NULL;
@@ -6483,6 +6736,8 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
     unsigned char *known = NULL;
     int64_t *offset = NULL;
     size_t *bytes = NULL;
+    dp_ndarray **args = NULL, **grads = NULL;
+    dp_req *vreq = NULL, *req = NULL;
     int *arg_entry = NULL, i, j, with_grads = 0;
     dp_result r;
     if (out) *out = NULL;
@@ -6491,24 +6746,34 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
     if ((r = dpn__graph_build(sym, &g)) != DP_OK) return r;
     memset(&b, 0, sizeof b);
     b.eng = eng; b.ctx = ctx;
-    if ((r = dpn__exec_check(eng, &g, ctx, num_args, args, grads, grad_reqs)) != DP_OK) goto done;
+    args = (dp_ndarray **)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *args);
+    grads = (dp_ndarray **)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *grads);
+    vreq = (dp_req *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *vreq);
+    req = (dp_req *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *req);
+    if (!args || !grads || !vreq || !req) goto oom;
+    r = DP_ERROR_INVALID_ARGS;
+    if (dpn__exec_vars(eng, &g, num_args, args_in, grads_in, grad_reqs, num_aux, aux, args, grads, vreq)) goto done;
+    if ((r = dpn__exec_check(eng, &g, ctx, g.narg, args, grads_in ? grads : NULL, vreq)) != DP_OK) goto done;
     r = DP_ERROR_OUT_OF_MEMORY;
     shape = (dp_shape *)dpn__zalloc(eng, (size_t)(g.nentries ? g.nentries : 1), sizeof *shape);
     dtype = (dp_dtype *)dpn__zalloc(eng, (size_t)(g.nentries ? g.nentries : 1), sizeof *dtype);
     known = (unsigned char *)dpn__zalloc(eng, (size_t)(g.nentries ? g.nentries : 1), 1);
     arg_entry = (int *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *arg_entry);
     ex = (dp_executor *)dpn__zalloc(eng, 1, sizeof *ex);
-    if (ex) { ex->eng = eng; ex->ctx = ctx; ex->narg = g.narg; ex->nout = sym->n; }   /* eng first: dp_exec_destroy frees with it */
+    if (ex) { ex->eng = eng; ex->ctx = ctx; ex->narg = g.narg - g.naux; ex->nout = sym->n; }   /* eng first: dp_exec_destroy frees with it */
     if (!shape || !dtype || !known || !arg_entry || !ex) goto oom;
     ex->grad_req = (dp_req *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *ex->grad_req);
+    ex->aux = (dp_ndarray **)dpn__zalloc(eng, (size_t)(g.naux ? g.naux : 1), sizeof *ex->aux);
     ex->outputs = (dp_ndarray **)dpn__zalloc(eng, (size_t)sym->n, sizeof *ex->outputs);
     ex->head_grads = (dp_ndarray **)dpn__zalloc(eng, (size_t)sym->n, sizeof *ex->head_grads);
-    if (!ex->grad_req || !ex->outputs || !ex->head_grads) goto oom;
-    for (i = 0; i < g.narg; i++) {
+    if (!ex->grad_req || !ex->aux || !ex->outputs || !ex->head_grads) goto oom;
+    for (i = j = 0; i < g.narg; i++) {
         arg_entry[i] = g.entry0[g.arg[i]];
         shape[arg_entry[i]] = *dp_nd_shape(args[i]); dtype[arg_entry[i]] = dp_nd_dtype(args[i]); known[arg_entry[i]] = 1;
-        ex->grad_req[i] = grads && grads[i] ? (grad_reqs ? grad_reqs[i] : DP_REQ_WRITE) : DP_REQ_NULL;
-        with_grads |= ex->grad_req[i] != DP_REQ_NULL;
+        req[i] = grads[i] ? vreq[i] : DP_REQ_NULL;
+        with_grads |= req[i] != DP_REQ_NULL;
+        if (g.aux[g.arg[i]]) ex->aux[ex->naux++] = dp_nd_retain(args[i]);
+        else ex->grad_req[j++] = req[i];
     }
     if ((r = dpn__graph_infer(&g, shape, dtype, known)) != DP_OK) goto done;
     r = DP_ERROR_OUT_OF_MEMORY;
@@ -6530,7 +6795,7 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
         for (j = 0; j < x->nout; j++) dpn__xb_set_out(&b, xn, j, g.entry0[i] + j, DP_REQ_WRITE);
     }
     b.nfwd = b.nnode;
-    if (with_grads && (r = dpn__xb_gradients(&b, &g, sym, arg_entry, grads, ex->grad_req, g.narg, ex->head_grads)) != DP_OK) goto done;
+    if (with_grads && (r = dpn__xb_gradients(&b, &g, sym, arg_entry, grads, req, g.narg, ex->head_grads)) != DP_OK) goto done;
     r = DP_ERROR_OUT_OF_MEMORY;
     offset = (int64_t *)dpn__zalloc(eng, (size_t)(b.nent ? b.nent : 1), sizeof *offset);
     bytes = (size_t *)dpn__zalloc(eng, (size_t)(b.nent ? b.nent : 1), sizeof *bytes);
@@ -6557,13 +6822,14 @@ done:
     dp_exec_destroy(ex);
     dpn__xb_free(&b);
     dpn__zfree(eng, shape); dpn__zfree(eng, dtype); dpn__zfree(eng, known); dpn__zfree(eng, arg_entry); dpn__zfree(eng, offset); dpn__zfree(eng, bytes);
+    dpn__zfree(eng, args); dpn__zfree(eng, grads); dpn__zfree(eng, vreq); dpn__zfree(eng, req);
     dpn__graph_free(&g);
     return r;
 }
 DPN_IMPL dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out) {
     if (out) *out = NULL;
     if (!ex || !out) { DPN__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_rebind: an executor and out are needed"); return DP_ERROR_INVALID_ARGS; }
-    return dpn__exec_bind(ex->eng, ex->sym, ex->ctx, num_args, args, grads, ex->grad_req, out);
+    return dpn__exec_bind(ex->eng, ex->sym, ex->ctx, num_args, args, grads, ex->grad_req, ex->naux, ex->aux, out);
 }
 DPN_IMPL dp_result dp_exec_forward(dp_executor *ex, int is_train) {
     int i;

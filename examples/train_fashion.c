@@ -158,9 +158,8 @@ static dp_ndarray *invoke(dp_engine *eng, const dp_invoke_desc *desc) {
    the symbol's parameters (MXNet's spellings, as strings), so the kernels
    and their order are the executor's. An Activation node of a symbol with
    act_type relu or tanh runs depeng's own relu / tanh operators (the
-   symbol loader maps it so), while dp_invoke("Activation") runs the
-   Activation layer's float32 kernel (tanhf), whose results differ in the
-   last bit; so the activations are invoked here by those operators' names.
+   symbol loader maps it so); dp_invoke("Activation") runs the same
+   kernels, so the activations are invoked here by either name.
    Returns SoftmaxOutput's probabilities; intermediate arrays are released
    here (autograd keeps what the backward pass needs). */
 static dp_ndarray *forward(const net *n, int lenet, dp_ndarray *x, dp_ndarray *y) {

@@ -89,6 +89,14 @@ static inline dp_result exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx c
     d.ctx = ctx; d.num_args = n; d.args = args; d.grads = grads; d.grad_reqs = grad_reqs;
     return dp_exec_bind(eng, sym, &d, out);
 }
+/* exec_bind with auxiliary states (dp_sym_list_auxiliary_states order) */
+static inline dp_result exec_bind_aux(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int n, dp_ndarray *const *args,
+                                      dp_ndarray *const *grads, int naux, dp_ndarray *const *aux, dp_executor **out) {
+    dp_exec_desc d;
+    memset(&d, 0, sizeof d);
+    d.ctx = ctx; d.num_args = n; d.args = args; d.grads = grads; d.num_aux = naux; d.aux = aux;
+    return dp_exec_bind(eng, sym, &d, out);
+}
 static inline dp_result kv_set_optimizer(dp_kvstore *kv, const char *update, int n, const char *const *keys, const char *const *values) {
     dp_optimizer_desc d;
     int i;

@@ -194,9 +194,12 @@ static void build_cases(void) {
     in(in(in(add_case("_backward_softmax_cross_entropy", sce_kw, FLOATS, 0), S(1, 1), F_POS), S(2, 3, 100), F_ANY), S(1, 3), F_INT + 100);
     in(in(add_case("SoftmaxOutput", "", FLOATS, 1), S(2, 6, 5), F_ANY), S(1, 6), F_INT + 5);
     in(in(add_case("SoftmaxOutput", "", FLOATS, 0), S(2, 3, 300), F_ANY), S(1, 3), F_INT + 300);       /* a team per row */
-    in(in(in(add_case("_backward_SoftmaxOutput", "", FLOATS, 1), S(2, 6, 5), F_ANY), S(1, 6), F_INT + 5), S(2, 6, 5), F_ANY);
-    in(in(in(add_case("_backward_SoftmaxOutput", "grad_scale=2;normalization=batch", FLOATS, 0), S(2, 4, 7), F_ANY), S(1, 4), F_INT + 7),
-       S(2, 4, 7), F_ANY);
+    in(in(in(in(add_case("_backward_SoftmaxOutput", "", FLOATS, 1), S(2, 6, 5), F_ANY), S(2, 6, 5), F_ANY), S(1, 6), F_INT + 5), S(2, 6, 5), F_ANY);
+    in(in(in(in(add_case("_backward_SoftmaxOutput", "grad_scale=2;normalization=batch", FLOATS, 0), S(2, 4, 7), F_ANY), S(2, 4, 7), F_ANY),
+          S(1, 4), F_INT + 7), S(2, 4, 7), F_ANY);
+    in(in(in(in(add_case("_backward_SoftmaxOutput", "out_grad=1;smooth_alpha=0.1;normalization=valid", FLOATS, 0), S(2, 4, 7), F_ANY),
+             S(2, 4, 7), F_ANY), S(1, 4), F_INT + 7), S(2, 4, 7), F_ANY);
+    in(in(add_case("SoftmaxOutput", "preserve_shape=1", FLOATS, 0), S(3, 2, 3, 5), F_ANY), S(2, 2, 3), F_INT + 5);
     in(add_case("transpose", "axes=(1,2,0)", INTS_TOO, 1), S(3, 2, 3, 4), F_ANY);
     in(add_case("transpose", "axes=(2,0,1)", ALL_DTYPES, 0), S(3, 2, 3, 4), F_NAN);
     in(add_case("transpose", "", FLOATS, 0), S(3, 2, 3, 4), F_ANY);
@@ -228,6 +231,13 @@ static void build_cases(void) {
     in(in(in(in(c, S(2, 4, 3), F_ANY), S(2, 4, 6), F_ANY), S(2, 3, 6), F_ANY), S(1, 3), F_ANY);
     c = add_case("_backward_FullyConnected", "num_hidden=9", FLOATS, 0);
     in(in(in(in(c, S(2, 70, 9), F_ANY), S(2, 70, 20), F_ANY), S(2, 9, 20), F_ANY), S(1, 9), F_ANY);
+    /* MXNet's no_bias and flatten: the product over the last axis, the bias summed over every other */
+    in(in(add_case("FullyConnected", "num_hidden=3;no_bias=1;num_args=2;flatten=0", FLOATS, 1), S(3, 2, 5, 6), F_ANY), S(2, 3, 6), F_ANY);
+    in(in(in(add_case("FullyConnected", "num_hidden=3", FLOATS, 0), S(3, 2, 2, 3), F_ANY), S(2, 3, 6), F_ANY), S(1, 3), F_ANY);
+    c = add_case("_backward_FullyConnected", "num_hidden=3;flatten=0", FLOATS, 1);
+    in(in(in(in(c, S(3, 2, 5, 3), F_ANY), S(3, 2, 5, 6), F_ANY), S(2, 3, 6), F_ANY), S(1, 3), F_ANY);
+    c = add_case("_backward_FullyConnected", "num_hidden=3;no_bias=1;num_args=2", FLOATS, 0);
+    in(in(in(c, S(2, 4, 3), F_ANY), S(3, 4, 2, 3), F_ANY), S(2, 3, 6), F_ANY);
     in(add_case("_copy", "", INTS_TOO, 1), S(2, 3, 4), F_ANY);
     in(add_case("_copy", "", FLOATS, 0), S(2, 3, 4), F_ANY);
     in(add_case("cast", "dtype=float16", ALL_DTYPES, 1), S(2, 3, 4), F_NAN);

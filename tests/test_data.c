@@ -629,16 +629,19 @@ static void test_params_malformed(void) {
     remove(path);
     CHECK(dp_engine_destroy(eng, NULL) == DP_OK);
 }
-/* data (batch, 4) -> FullyConnected fc1 (3) -> SoftmaxOutput */
+/* data (batch, 4) -> FullyConnected fc1 (3) -> BatchNorm bn (its moving
+   statistics auxiliary states) -> SoftmaxOutput */
 static dp_symbol *small_net(void) {
-    dp_symbol *in[3] = {NULL, NULL, NULL}, *fc = NULL, *out = NULL;
+    dp_symbol *in[5] = {NULL, NULL, NULL, NULL, NULL}, *fc = NULL, *bn = NULL, *out = NULL;
     const char *k[1] = {"num_hidden"}, *v[1] = {"3"};
     CHECK(dp_sym_var("data", &in[0]) == DP_OK);
     CHECK(sym_op("FullyConnected", "fc1", 3, in, 1, k, v, &fc) == DP_OK);
     dp_sym_release(in[0]);
     in[0] = fc;
+    CHECK(sym_op("BatchNorm", "bn", 5, in, 0, NULL, NULL, &bn) == DP_OK);
+    in[0] = bn;
     CHECK(sym_op("SoftmaxOutput", "softmax", 2, in, 0, NULL, NULL, &out) == DP_OK);
-    dp_sym_release(fc);
+    dp_sym_release(fc); dp_sym_release(bn);
     return out;
 }
 static void test_checkpoint(void) {
@@ -668,7 +671,7 @@ static void test_checkpoint(void) {
     if (ck.num_args == 2) {
         float a[12], b[12];
         CHECK(dp_nd_read(args[0].array, a, sizeof a, NULL) == DP_OK && dp_nd_read(ck.args[0].array, b, sizeof b, NULL) == DP_OK && memcmp(a, b, sizeof a) == 0);
-        CHECK(dp_sym_list_arguments(ck.symbol, NULL, 0) == 4);
+        CHECK(dp_sym_list_arguments(ck.symbol, NULL, 0) == 6 && dp_sym_list_auxiliary_states(ck.symbol, NULL, 0) == 2);
     }
     dp_checkpoint_free(&ck);
     CHECK(ck.symbol == NULL && ck.args == NULL);

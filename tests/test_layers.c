@@ -207,6 +207,12 @@ static const lcase tensor_cases[] = {
     {"stack axis -1", "stack", 3, {{2, 3}, {2, 3}, {2, 3}}, {"num_args", "3", "axis", "-1", NULL}, 0, 0},
     {"stack axis 1", "stack", 2, {{2, 3}, {2, 3}}, {"num_args", "2", "axis", "1", NULL}, 0, 0},
     {"Embedding", "Embedding", 2, {{2, 3}, {5, 4}}, {"input_dim", "5", "output_dim", "4", "dtype", "float64", NULL}, 1, 5},
+    /* FullyConnected with MXNet's flatten and no_bias */
+    {"FullyConnected flatten 3-D", "FullyConnected", 3, {{2, 3, 2}, {4, 6}, {4}}, {"num_hidden", "4", NULL}, 0, 0},
+    {"FullyConnected flatten false", "FullyConnected", 3, {{2, 3, 4}, {5, 4}, {5}}, {"num_hidden", "5", "flatten", "False", NULL}, 0, 0},
+    {"FullyConnected no_bias", "FullyConnected", 2, {{3, 2, 2}, {4, 4}}, {"num_hidden", "4", "no_bias", "True", "num_args", "2", NULL}, 0, 0},
+    {"FullyConnected no_bias flatten false", "FullyConnected", 2, {{2, 2, 3}, {2, 3}},
+     {"num_hidden", "2", "no_bias", "true", "num_args", "2", "flatten", "false", NULL}, 0, 0},
 };
 static void tensor_gradients(void) { size_t i; for (i = 0; i < sizeof tensor_cases / sizeof tensor_cases[0]; i++) grad_check(&tensor_cases[i], NULL); }
 /* The losses' gradients, which ignore the head gradient; BlockGrad's 0;
@@ -307,6 +313,167 @@ static void slice_channel(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 static void activation_gradients(void) { size_t i; for (i = 0; i < sizeof act_cases / sizeof act_cases[0]; i++) grad_check(&act_cases[i], NULL); }
+
+/* SoftmaxOutput with MXNet's parameters. The gradient (head gradient
+   ones) is the cross-entropy's against the smoothed target, so it is
+   checked by finite differences of that loss, computed here:
+   L = scale * sum over the labels kept of -sum_j target_j log softmax_j,
+   softmax over the class axis of data taken as (outer, classes, inner). */
+typedef struct socase {
+    const char *name;
+    int64_t data[6], label[6];
+    const char *kw[16];
+    int64_t outer, c, inner;
+    double alpha, ignore, scale;   /* ignore < 0: none */
+} socase;
+static double so_loss(const socase *sc, const double *x, const double *lab) {
+    double L = 0;
+    int64_t o, q, j;
+    for (o = 0; o < sc->outer; o++)
+        for (q = 0; q < sc->inner; q++) {
+            int64_t base = o * sc->c * sc->inner + q, l = (int64_t)lab[o * sc->inner + q];
+            double mx = -1e300, sum = 0;
+            if (sc->ignore >= 0 && lab[o * sc->inner + q] == sc->ignore) continue;
+            for (j = 0; j < sc->c; j++) if (x[base + j * sc->inner] > mx) mx = x[base + j * sc->inner];
+            for (j = 0; j < sc->c; j++) sum += exp(x[base + j * sc->inner] - mx);
+            for (j = 0; j < sc->c; j++) {
+                double t = j == l ? 1 - sc->alpha : sc->alpha / (double)(sc->c - 1);
+                L -= t * (x[base + j * sc->inner] - mx - log(sum));
+            }
+        }
+    return L * sc->scale;
+}
+static void softmax_output_params(void) {
+    static const socase cases[] = {
+        {"flattened 3-D data", {2, 3, 2}, {2}, {NULL}, 2, 6, 1, 0, -1, 1},
+        {"multi_output valid ignore smooth", {2, 3, 2, 2}, {2, 2, 2},
+         {"multi_output", "True", "use_ignore", "True", "ignore_label", "2", "smooth_alpha", "0.2", "normalization", "valid", NULL}, 2, 3, 4, 0.2, 2, 0},
+        {"preserve_shape batch", {2, 3, 4}, {2, 3}, {"preserve_shape", "1", "normalization", "batch", "grad_scale", "3", NULL}, 6, 4, 1, 0, -1, 1.5},
+        {"multi_output label flattened", {2, 4, 3}, {2, 3}, {"multi_output", "true", NULL}, 2, 4, 3, 0, -1, 1},
+    };
+    dp_engine *e = make_engine();
+    size_t ci;
+    for (ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        socase sc = cases[ci];
+        dp_shape ds = shape_of(sc.data), ls = shape_of(sc.label);
+        int64_t n = dp_shape_size(&ds), nl = dp_shape_size(&ls), i, kept = 0;
+        double x[64], lab[32], y[64], g[64], worst = 0;
+        const char *keys[8], *vals[8];
+        int nk = 0;
+        dp_ndarray *in[2], *out = NULL;
+        while (sc.kw[2 * nk]) { keys[nk] = sc.kw[2 * nk]; vals[nk] = sc.kw[2 * nk + 1]; nk++; }
+        for (i = 0; i < n; i++) x[i] = urand() * 2;
+        for (i = 0; i < nl; i++) { lab[i] = (double)((i * 7 + 3) % sc.c); kept += !(sc.ignore >= 0 && lab[i] == sc.ignore); }
+        if (sc.scale == 0) sc.scale = 1.0 / (double)(kept ? kept : 1);               /* valid */
+        in[0] = from(e, ds, DP_FLOAT64, x); in[1] = from(e, ls, DP_FLOAT64, lab);
+        CHECK(dp_nd_attach_grad(in[0], DP_REQ_WRITE) == DP_OK);
+        CHECK(dp_autograd_begin() == DP_OK);
+        CHECK(invoke_str(e, "SoftmaxOutput", 2, in, nk, keys, vals, 0, 1, &out, NULL) == DP_OK);
+        CHECK(dp_autograd_end() == DP_OK);
+        if (!out) { fprintf(stderr, "  %s: %s\n", sc.name, g_msg); dp_nd_release(in[0]); dp_nd_release(in[1]); continue; }
+        CHECK(dp_autograd_backward(out, NULL, 0) == DP_OK);
+        CHECK(read_all(out, y) && read_all(dp_nd_grad(in[0]), g));
+        {   /* the softmax sums to 1 along the class axis */
+            int64_t o, q, j;
+            for (o = 0; o < sc.outer; o++)
+                for (q = 0; q < sc.inner; q++) {
+                    double sum = 0;
+                    for (j = 0; j < sc.c; j++) sum += y[o * sc.c * sc.inner + q + j * sc.inner];
+                    CHECK(fabs(sum - 1) < 1e-12);
+                }
+        }
+        for (i = 0; i < n; i++) {
+            double keep = x[i], h = 1e-6, fd;
+            x[i] = keep + h; fd = so_loss(&sc, x, lab);
+            x[i] = keep - h; fd -= so_loss(&sc, x, lab);
+            x[i] = keep;
+            fd /= 2 * h;
+            if (fabs(fd - g[i]) > worst) worst = fabs(fd - g[i]);
+        }
+        if (worst > 1e-6) { fprintf(stderr, "  %s: gradient off by %g from finite differences\n", sc.name, worst); CHECK(0); }
+        dp_nd_release(out); dp_nd_release(in[0]); dp_nd_release(in[1]);
+    }
+    {   /* out_grad multiplies by the head gradient; a label of another shape is refused naming both */
+        dp_shape ds = {2, {3, 4}}, ls = {1, {3}}, bad = {1, {4}};
+        double x[12], lab[3] = {0, 3, 1}, og[12], y[12], g[12];
+        const char *k1[1] = {"out_grad"}, *v1[1] = {"True"};
+        dp_ndarray *in[2], *out = NULL, *ogs;
+        int i, ok = 1;
+        for (i = 0; i < 12; i++) { x[i] = urand(); og[i] = urand(); }
+        in[0] = from(e, ds, DP_FLOAT64, x); in[1] = from(e, ls, DP_FLOAT64, lab); ogs = from(e, ds, DP_FLOAT64, og);
+        CHECK(dp_nd_attach_grad(in[0], DP_REQ_WRITE) == DP_OK);
+        CHECK(dp_autograd_begin() == DP_OK);
+        CHECK(invoke_str(e, "SoftmaxOutput", 2, in, 1, k1, v1, 0, 1, &out, NULL) == DP_OK);
+        CHECK(dp_autograd_end() == DP_OK);
+        CHECK(out && dp_autograd_backward(out, ogs, 0) == DP_OK);
+        CHECK(read_all(out, y) && read_all(dp_nd_grad(in[0]), g));
+        for (i = 0; i < 12; i++) ok &= fabs(g[i] - (y[i] - (i % 4 == (int)lab[i / 4])) * og[i]) < 1e-15;
+        CHECK(ok);
+        dp_nd_release(out); dp_nd_release(in[1]); out = NULL;
+        in[1] = from(e, bad, DP_FLOAT64, og);
+        g_msg[0] = 0;
+        CHECK(invoke_str(e, "SoftmaxOutput", 2, in, 0, NULL, NULL, 0, 1, &out, NULL) != DP_OK);
+        CHECK(strstr(g_msg, "SoftmaxOutput") && strstr(g_msg, "(3, 4)") && strstr(g_msg, "(4,)") && strstr(g_msg, "(3,)"));
+        dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(ogs);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* Activation relu, sigmoid and tanh give bitwise what depeng's relu,
+   sigmoid and tanh operators give, forward and gradient, whether invoked
+   (with autograd) or run as a symbol's Activation node by the executor:
+   float32 values over [-8, 8) and a few special ones. */
+static void activation_matches_builtins(void) {
+    static const char *const types[3] = {"relu", "sigmoid", "tanh"};
+    enum { N = 4096 };
+    dp_engine *e = make_engine();
+    double *xv = (double *)malloc(sizeof(double) * N), *ov = (double *)malloc(sizeof(double) * N);
+    double *y[3], *g[3];
+    dp_shape s = {1, {N}};
+    int t, i, k;
+    for (k = 0; k < 3; k++) { y[k] = (double *)malloc(sizeof(double) * N); g[k] = (double *)malloc(sizeof(double) * N); }
+    for (i = 0; i < N; i++) { xv[i] = urand() * 8; ov[i] = urand(); }
+    xv[0] = 0; xv[1] = -0.0; xv[2] = 1e-30; xv[3] = 30; xv[4] = -30;
+    for (t = 0; t < 3; t++) {
+        const char *ak[1] = {"act_type"}, *av[1] = {types[t]};
+        dp_ndarray *og = from(e, s, DP_FLOAT32, ov);
+        for (k = 0; k < 2; k++) {        /* 0: depeng's operator, 1: Activation, both through autograd */
+            dp_ndarray *x = from(e, s, DP_FLOAT32, xv), *out = NULL;
+            CHECK(dp_nd_attach_grad(x, DP_REQ_WRITE) == DP_OK);
+            CHECK(dp_autograd_begin() == DP_OK);
+            CHECK(invoke_str(e, k ? "Activation" : types[t], 1, &x, k, ak, av, 0, 1, &out, NULL) == DP_OK);
+            CHECK(dp_autograd_end() == DP_OK);
+            CHECK(out && dp_autograd_backward(out, og, 0) == DP_OK);
+            CHECK(read_all(out, y[k]) && read_all(dp_nd_grad(x), g[k]));
+            dp_nd_release(out); dp_nd_release(x);
+        }
+        {   /* 2: the executor running a symbol's Activation node */
+            dp_symbol *v = NULL, *a = NULL;
+            dp_ndarray *x = from(e, s, DP_FLOAT32, xv), *gx = NULL;
+            dp_executor *ex = NULL;
+            CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, &gx) == DP_OK);
+            CHECK(dp_sym_var("x", &v) == DP_OK);
+            CHECK(sym_op("Activation", "act", 1, &v, 1, ak, av, &a) == DP_OK);
+            CHECK(a && exec_bind(e, a, CPU0, 1, &x, &gx, NULL, &ex) == DP_OK);
+            if (ex) {
+                CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 1, &og) == DP_OK);
+                CHECK(read_all(dp_exec_output(ex, 0), y[2]) && read_all(gx, g[2]));
+                dp_exec_destroy(ex);
+            }
+            dp_sym_release(a); dp_sym_release(v); dp_nd_release(x); dp_nd_release(gx);
+        }
+        for (k = 1; k < 3; k++) {
+            int fy = 0, fg = 0;
+            for (i = 0; i < N; i++) { fy += memcmp(&y[k][i], &y[0][i], sizeof(double)) != 0; fg += memcmp(&g[k][i], &g[0][i], sizeof(double)) != 0; }
+            if (fy || fg) fprintf(stderr, "  %s by %s: %d outputs and %d gradients differ from the operator's\n", types[t], k == 1 ? "dp_invoke(Activation)" : "the executor", fy, fg);
+            CHECK(fy == 0 && fg == 0);
+        }
+        dp_nd_release(og);
+    }
+    for (k = 0; k < 3; k++) { free(y[k]); free(g[k]); }
+    free(xv); free(ov);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
 
 /* im2col + GEMM and the direct loops agree, forward and backward, in
    float32 and float64, over random geometries. */
@@ -712,6 +879,8 @@ int main(void) {
         {"conv_gradients_direct", conv_gradients_direct},
         {"pool_gradients", pool_gradients},
         {"activation_gradients", activation_gradients},
+        {"activation_matches_builtins", activation_matches_builtins},
+        {"softmax_output_params", softmax_output_params},
         {"tensor_gradients", tensor_gradients},
         {"losses_and_blocks", losses_and_blocks},
         {"slice_channel", slice_channel},

@@ -20,9 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <unistd.h>
 
 static const dp_ctx CPU0 = {DP_DEV_CPU, 0};
 static char g_msg[1024];     /* the last error line logged */
+static void temp_path(char *buf, size_t cap, const char *name) {
+    snprintf(buf, cap, "%s/depeng_norm_%ld_%s", test_temp_dir(), (long)getpid(), name);
+}
 static void msg_logger(const char *tag, uint32_t level, uint32_t item, const char *msg, uint32_t line, const char *file, void *user) {
     quiet_logger(tag, level, item, msg, line, file, user);
     if (level == DP_LOG_ERROR) snprintf(g_msg, sizeof g_msg, "%s", msg);
@@ -259,15 +263,27 @@ static void bn_executor_and_json(void) {
     int i, n;
     CHECK(dp_sym_load_json(bn_json, &s) == DP_OK);
     if (!s) { fprintf(stderr, "  %s\n", g_msg); CHECK(dp_engine_destroy(e, NULL) == DP_OK); return; }
+    /* the moving statistics are auxiliary states (MXNet's
+       list_auxiliary_states), not arguments */
     n = dp_sym_list_arguments(s, names, 8);
-    CHECK(n == 5 && !strcmp(names[3], "bn0_moving_mean") && !strcmp(names[4], "bn0_moving_var"));
+    CHECK(n == 3 && !strcmp(names[0], "data") && !strcmp(names[2], "bn0_beta"));
+    n = dp_sym_list_auxiliary_states(s, names, 8);
+    CHECK(n == 2 && !strcmp(names[0], "bn0_moving_mean") && !strcmp(names[1], "bn0_moving_var"));
     memset(&ds, 0, sizeof ds); ds.ndim = 3; ds.dims[0] = 2; ds.dims[1] = 2; ds.dims[2] = 3;
-    CHECK(sym_infer(s, 1, dn, &ds, NULL, shapes, dts, os, odt) == DP_OK);
+    {
+        dp_sym_infer_desc d;
+        memset(&d, 0, sizeof d);
+        d.num_known = 1; d.names = dn; d.shapes = &ds;
+        d.arg_shapes = shapes; d.arg_dtypes = dts; d.out_shapes = os; d.out_dtypes = odt; d.aux_shapes = shapes + 3;
+        CHECK(dp_sym_infer(s, &d) == DP_OK);
+    }
     CHECK(shapes[1].ndim == 1 && shapes[1].dims[0] == 2 && shapes[4].ndim == 1 && shapes[4].dims[0] == 2);
     CHECK(os[0].ndim == 3 && os[0].dims[2] == 3);
     bn_setup(e, in);
     for (i = 0; i < 5; i++) args[i] = in[i];
-    CHECK(exec_bind(e, s, CPU0, 5, args, NULL, NULL, &ex) == DP_OK);
+    CHECK(exec_bind(e, s, CPU0, 5, args, NULL, NULL, &ex) != DP_OK);   /* the moving statistics as arguments: refused */
+    CHECK(strstr(g_msg, "3 and 2") != NULL);
+    CHECK(exec_bind_aux(e, s, CPU0, 3, args, NULL, 2, args + 3, &ex) == DP_OK);
     if (ex) {
         CHECK(dp_exec_forward(ex, 0) == DP_OK);                       /* inference: moving stay, dropout is the identity */
         CHECK(read_all(dp_exec_output(ex, 0), y) && read_all(in[3], m) && read_all(in[4], v));
@@ -285,6 +301,144 @@ static void bn_executor_and_json(void) {
         dp_exec_destroy(ex);
     }
     for (i = 0; i < 5; i++) dp_nd_release(in[i]);
+    dp_sym_release(s);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* A small BatchNorm net trained through the executor, its moving
+   statistics bound as auxiliary states: a training forward updates them,
+   an inference forward and the backward do not; a checkpoint saves them as
+   "aux:NAME", and the net reloaded from it gives bitwise the same
+   inference outputs. An auxiliary state of another shape, or an "aux:"
+   name the symbol lacks, is refused naming it (and both shapes). */
+static dp_symbol *bn_small_net(void) {
+    dp_symbol *in[5] = {NULL, NULL, NULL, NULL, NULL}, *fc1 = NULL, *bn = NULL, *act = NULL, *fc2 = NULL, *out = NULL;
+    const char *k1[1] = {"num_hidden"}, *v1[1] = {"4"}, *v2[1] = {"2"}, *kb[2] = {"fix_gamma", "momentum"}, *vb[2] = {"False", "0.5"};
+    const char *ka[1] = {"act_type"}, *va[1] = {"relu"};
+    CHECK(dp_sym_var("data", &in[0]) == DP_OK);
+    CHECK(sym_op("FullyConnected", "fc1", 3, in, 1, k1, v1, &fc1) == DP_OK);
+    dp_sym_release(in[0]);
+    in[0] = fc1;
+    CHECK(sym_op("BatchNorm", "bn", 5, in, 2, kb, vb, &bn) == DP_OK);
+    in[0] = bn;
+    CHECK(sym_op("Activation", "act", 1, in, 1, ka, va, &act) == DP_OK);
+    in[0] = act;
+    CHECK(sym_op("FullyConnected", "fc2", 3, in, 1, k1, v2, &fc2) == DP_OK);
+    in[0] = fc2;
+    CHECK(sym_op("SoftmaxOutput", "softmax", 2, in, 0, NULL, NULL, &out) == DP_OK);
+    dp_sym_release(fc1); dp_sym_release(bn); dp_sym_release(act); dp_sym_release(fc2);
+    return out;
+}
+static void bn_checkpoint_round_trip(void) {
+    dp_engine *e = engine_of(DP_ENGINE_POOLED);
+    dp_symbol *s = bn_small_net();
+    const char *an[16], *xn[4];
+    int na = dp_sym_list_arguments(s, an, 16), nx = dp_sym_list_auxiliary_states(s, xn, 4), i, step;
+    dp_ndarray *args[16], *grads[16], *aux[4], *aux2[4], *args2[16];
+    dp_shape as[16], xs[4], ds = {2, {6, 3}};
+    const char *dn[1] = {"data"};
+    dp_executor *ex = NULL, *ex2 = NULL;
+    dp_nd_named pa[16], px[4];
+    dp_checkpoint ck;
+    dp_checkpoint_desc cd;
+    char prefix[512], path[600];
+    double before[4], after[4], y1[12], y2[12], data[18], label[6];
+    CHECK(na == 8 && nx == 2 && !strcmp(xn[0], "bn_moving_mean") && !strcmp(xn[1], "bn_moving_var"));
+    for (i = 0; i < na; i++) CHECK(strstr(an[i], "moving") == NULL);
+    if (na != 8 || nx != 2) { dp_sym_release(s); CHECK(dp_engine_destroy(e, NULL) == DP_OK); return; }
+    {
+        dp_sym_infer_desc d;
+        memset(&d, 0, sizeof d);
+        d.num_known = 1; d.names = dn; d.shapes = &ds; d.arg_shapes = as; d.aux_shapes = xs;
+        CHECK(dp_sym_infer(s, &d) == DP_OK);
+        CHECK(xs[0].ndim == 1 && xs[0].dims[0] == 4 && xs[1].ndim == 1 && xs[1].dims[0] == 4);
+    }
+    for (i = 0; i < 18; i++) data[i] = urand() * 2;
+    for (i = 0; i < 6; i++) label[i] = i % 2;
+    for (i = 0; i < na; i++) {
+        int64_t n = dp_shape_size(&as[i]), k;
+        double *v = (double *)malloc(sizeof(double) * (size_t)n);
+        for (k = 0; k < n; k++) v[k] = !strcmp(an[i], "data") ? data[k] : !strcmp(an[i], "softmax_label") ? label[k] : !strcmp(an[i], "bn_gamma") ? 1 : urand() * 0.5;
+        args[i] = from(e, as[i], DP_FLOAT32, v);
+        free(v);
+        grads[i] = NULL;
+        if (strcmp(an[i], "data") && strcmp(an[i], "softmax_label")) CHECK(dp_nd_zeros(e, &as[i], DP_FLOAT32, CPU0, &grads[i]) == DP_OK);
+    }
+    CHECK(dp_nd_zeros(e, &xs[0], DP_FLOAT32, CPU0, &aux[0]) == DP_OK);
+    CHECK(dp_nd_full(e, &xs[1], DP_FLOAT32, CPU0, 1, &aux[1]) == DP_OK);
+    CHECK(exec_bind_aux(e, s, CPU0, na, args, grads, nx, aux, &ex) == DP_OK);
+    if (!ex) goto out;
+    for (step = 0; step < 5; step++) {       /* SGD on every parameter */
+        CHECK(dp_exec_forward(ex, 1) == DP_OK && dp_exec_backward(ex, 0, NULL) == DP_OK);
+        for (i = 0; i < na; i++) {
+            dp_invoke_desc d;
+            if (!grads[i]) continue;
+            memset(&d, 0, sizeof d);
+            d.op = "sgd_update"; d.inputs[0] = args[i]; d.inputs[1] = grads[i]; d.outputs[0] = args[i];
+            d.params[0].name = "lr"; d.params[0].f = 0.1;
+            CHECK(dp_invoke(e, &d, NULL) == DP_OK);
+        }
+    }
+    CHECK(read_all(aux[0], before));
+    CHECK(before[0] != 0 || before[1] != 0);                              /* training moved the mean */
+    CHECK(dp_exec_forward(ex, 0) == DP_OK && read_all(dp_exec_output(ex, 0), y1));
+    CHECK(dp_exec_backward(ex, 0, NULL) == DP_OK);
+    CHECK(read_all(aux[0], after) && memcmp(before, after, sizeof before) == 0);   /* inference and backward leave them */
+    /* the checkpoint: every argument but the data and the label, and the auxiliary states */
+    temp_path(prefix, sizeof prefix, "bnnet");
+    {
+        int np = 0;
+        for (i = 0; i < na; i++) if (grads[i]) { snprintf(pa[np].name, sizeof pa[np].name, "%s", an[i]); pa[np++].array = args[i]; }
+        for (i = 0; i < nx; i++) { snprintf(px[i].name, sizeof px[i].name, "%s", xn[i]); px[i].array = aux[i]; }
+        CHECK(dp_checkpoint_save(prefix, 1, s, pa, np, px, nx, NULL) == DP_OK);
+        memset(&cd, 0, sizeof cd);
+        cd.num_inputs = 1; cd.input_names = dn; cd.input_shapes = &ds;
+        CHECK(dp_checkpoint_load(e, prefix, 1, CPU0, &cd, &ck) == DP_OK);
+        CHECK(ck.num_args == np && ck.num_aux == 2 && !strcmp(ck.aux[0].name, "bn_moving_mean") && !strcmp(ck.aux[1].name, "bn_moving_var"));
+        CHECK(ck.symbol && dp_sym_list_auxiliary_states(ck.symbol, NULL, 0) == 2 && dp_sym_list_arguments(ck.symbol, NULL, 0) == 8);
+    }
+    if (ck.symbol && ck.num_aux == 2) {
+        const char *an2[16];
+        int na2 = dp_sym_list_arguments(ck.symbol, an2, 16), j;
+        for (i = 0; i < na2; i++) {
+            args2[i] = !strcmp(an2[i], "data") ? args[0] : NULL;
+            if (!strcmp(an2[i], "softmax_label")) for (j = 0; j < na; j++) if (!strcmp(an[j], "softmax_label")) args2[i] = args[j];
+            for (j = 0; j < ck.num_args; j++) if (!strcmp(an2[i], ck.args[j].name)) args2[i] = ck.args[j].array;
+            CHECK(args2[i] != NULL);
+        }
+        for (i = 0; i < 2; i++) aux2[i] = ck.aux[i].array;
+        CHECK(exec_bind_aux(e, ck.symbol, CPU0, na2, args2, NULL, 2, aux2, &ex2) == DP_OK);
+        if (ex2) {
+            CHECK(dp_exec_forward(ex2, 0) == DP_OK && read_all(dp_exec_output(ex2, 0), y2));
+            CHECK(memcmp(y1, y2, sizeof y1) == 0);                        /* bitwise the same */
+            dp_exec_destroy(ex2);
+        }
+    }
+    dp_checkpoint_free(&ck);
+    /* a moving mean of another shape: refused naming it and both shapes */
+    {
+        dp_shape bad = {1, {5}};
+        dp_nd_named keep = px[0];
+        CHECK(dp_nd_zeros(e, &bad, DP_FLOAT32, CPU0, &px[0].array) == DP_OK);
+        CHECK(dp_checkpoint_save(prefix, 2, s, pa, 0, px, nx, NULL) == DP_OK);
+        dp_clear_last_error();
+        CHECK(dp_checkpoint_load(e, prefix, 2, CPU0, &cd, &ck) == DP_ERROR_FORMAT && ck.symbol == NULL);
+        if (!(strstr(dp_last_error(), "'aux:bn_moving_mean'") && strstr(dp_last_error(), "(5,)") && strstr(dp_last_error(), "(4,)"))) { fprintf(stderr, "  %s\n", dp_last_error()); CHECK(0); }
+        dp_nd_release(px[0].array);
+        px[0] = keep;
+        /* an "aux:" name that is not an auxiliary state of the symbol */
+        snprintf(px[0].name, sizeof px[0].name, "bn_gamma");
+        CHECK(dp_checkpoint_save(prefix, 3, s, pa, 0, px, nx, NULL) == DP_OK);
+        dp_clear_last_error();
+        CHECK(dp_checkpoint_load(e, prefix, 3, CPU0, NULL, &ck) == DP_ERROR_FORMAT);
+        CHECK(strstr(dp_last_error(), "'aux:bn_gamma'") && strstr(dp_last_error(), "not an auxiliary state"));
+    }
+    for (i = 1; i <= 3; i++) { snprintf(path, sizeof path, "%s-%04d.params", prefix, i); remove(path); }
+    snprintf(path, sizeof path, "%s-symbol.json", prefix); remove(path);
+    dp_exec_destroy(ex);
+out:
+    for (i = 0; i < na; i++) { dp_nd_release(args[i]); dp_nd_release(grads[i]); }
+    for (i = 0; i < nx; i++) dp_nd_release(aux[i]);
     dp_sym_release(s);
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
@@ -477,6 +631,7 @@ int main(void) {
         {"bn_global_gradients", bn_global_gradients},
         {"bn_moving_statistics", bn_moving_statistics},
         {"bn_executor_and_json", bn_executor_and_json},
+        {"bn_checkpoint_round_trip", bn_checkpoint_round_trip},
         {"dropout_fraction_and_scale", dropout_fraction_and_scale},
         {"dropout_gradient", dropout_gradient},
         {"dropout_deterministic", dropout_deterministic},

@@ -707,6 +707,192 @@ static void test_json_mxnet_names(void) {
     }
     dp_sym_release(s);
 }
+/* Every attribute a file gives is kept and written back, in MXNet 1.x's
+   form (one "attrs" object; no "param" / "attr"), with MXNet's operator
+   names; saving what was loaded gives the same text again. */
+static const char *attrs_json =
+    "{\"nodes\": ["
+    "{\"op\": \"null\", \"name\": \"data\", \"attrs\": {\"__shape__\": \"(2, 1, 6, 6)\"}, \"inputs\": []},"
+    "{\"op\": \"null\", \"name\": \"c_weight\", \"param\": {}, \"attr\": {\"__lr_mult__\": \"2\", \"__init__\": \"[\\\"xavier\\\", {\\\"magnitude\\\": 2}]\"}, \"inputs\": []},"
+    "{\"op\": \"Convolution\", \"name\": \"c\", \"param\": {\"kernel\": \"(3, 3)\", \"num_filter\": \"2\", \"no_bias\": \"True\", \"cudnn_tune\": \"off\"},"
+    " \"attr\": {\"ctx_group\": \"dev1\", \"__wd_mult__\": \"0\"}, \"inputs\": [[0, 0, 0], [1, 0, 0]]},"
+    "{\"op\": \"null\", \"name\": \"bn_gamma\", \"attrs\": {\"__lr_mult__\": \"0.5\"}, \"inputs\": []},"
+    "{\"op\": \"null\", \"name\": \"bn_beta\", \"inputs\": []},"
+    "{\"op\": \"null\", \"name\": \"bn_moving_mean\", \"attrs\": {\"__init__\": \"[\\\"zero\\\", {}]\"}, \"inputs\": []},"
+    "{\"op\": \"null\", \"name\": \"bn_moving_var\", \"attrs\": {\"__init__\": \"[\\\"one\\\", {}]\"}, \"inputs\": []},"
+    "{\"op\": \"BatchNorm\", \"name\": \"bn\", \"attrs\": {\"fix_gamma\": \"False\", \"eps\": \"0.001\", \"__profiler_scope__\": \"net:\"},"
+    " \"inputs\": [[2, 0, 0], [3, 0, 0], [4, 0, 0], [5, 0, 1], [6, 0, 1]]},"
+    "{\"op\": \"Activation\", \"name\": \"r\", \"attrs\": {\"act_type\": \"relu\"}, \"inputs\": [[7, 0, 0]]},"
+    "{\"op\": \"Pooling\", \"name\": \"p\", \"attrs\": {\"kernel\": \"(2, 2)\", \"pool_type\": \"max\", \"stride\": \"(2, 2)\"}, \"inputs\": [[8, 0, 0]]},"
+    "{\"op\": \"Flatten\", \"name\": \"f\", \"inputs\": [[9, 0, 0]]},"
+    "{\"op\": \"null\", \"name\": \"fc_weight\", \"inputs\": []},"
+    "{\"op\": \"null\", \"name\": \"fc_bias\", \"inputs\": []},"
+    "{\"op\": \"FullyConnected\", \"name\": \"fc\", \"attrs\": {\"num_hidden\": \"3\", \"flatten\": \"True\", \"no_bias\": \"False\"}, \"inputs\": [[10, 0, 0], [11, 0, 0], [12, 0, 0]]},"
+    "{\"op\": \"null\", \"name\": \"softmax_label\", \"inputs\": []},"
+    "{\"op\": \"SoftmaxOutput\", \"name\": \"softmax\", \"attrs\": {\"normalization\": \"batch\"}, \"inputs\": [[13, 0, 0], [14, 0, 0]]}"
+    "], \"arg_nodes\": [0, 1, 3, 4, 5, 6, 11, 12, 14], \"node_row_ptr\": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16],"
+    " \"heads\": [[15, 0, 0]], \"attrs\": {\"mxnet_version\": [\"int\", 10600]}}";
+static char *saved_text(const dp_symbol *s) {
+    FILE *f = test_tmpfile();
+    char *t;
+    CHECK(dp_sym_save_json(s, f) == DP_OK);
+    t = slurp(f);
+    fclose(f);
+    return t;
+}
+/* the "op" values of a JSON text, in order, joined by spaces */
+static void op_sequence(const char *t, char *out, size_t cap) {
+    size_t n = 0;
+    out[0] = 0;
+    while ((t = strstr(t, "\"op\"")) != NULL) {
+        const char *q = strchr(t + 4, '"'), *e = q ? strchr(q + 1, '"') : NULL;
+        if (!e) break;
+        n += (size_t)snprintf(out + n, n < cap ? cap - n : 0, "%.*s ", (int)(e - q - 1), q + 1);
+        t = e;
+    }
+}
+static void test_json_keeps_attributes(void) {
+    dp_symbol *s = NULL, *back = NULL, *v[3] = {NULL, NULL, NULL}, *n1 = NULL, *n2 = NULL, *n3 = NULL, *n4 = NULL, *n5 = NULL;
+    char *t1 = NULL, *t2 = NULL, seq1[1024], seq2[1024];
+    static const char *const want[] = {
+        "\"__shape__\": \"(2, 1, 6, 6)\"", "\"__lr_mult__\": \"2\"", "\"__init__\": \"[\\\"xavier\\\", {\\\"magnitude\\\": 2}]\"",
+        "\"cudnn_tune\": \"off\"", "\"__ctx_group__\": \"dev1\"", "\"__wd_mult__\": \"0\"", "\"__profiler_scope__\": \"net:\"",
+        "\"__lr_mult__\": \"0.5\"", "\"__init__\": \"[\\\"one\\\", {}]\"", "\"op\": \"Activation\"", "\"act_type\": \"relu\"",
+        "\"op\": \"Flatten\"", "\"op\": \"Convolution\"", "\"op\": \"BatchNorm\"", "\"op\": \"Pooling\"", "\"op\": \"FullyConnected\"",
+        "\"op\": \"SoftmaxOutput\"", "\"flatten\": \"True\"", "\"no_bias\": \"False\"", "\"arg_nodes\"", "\"node_row_ptr\"", "\"heads\"",
+    };
+    size_t i;
+    CHECK(dp_sym_load_json(attrs_json, &s) == DP_OK);
+    if (!s) return;
+    t1 = saved_text(s);
+    for (i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (!strstr(t1, want[i])) { fprintf(stderr, "  saved JSON lacks %s\n", want[i]); CHECK(0); }
+    CHECK(!strstr(t1, "\"param\"") && !strstr(t1, "\"attr\"") && !strstr(t1, "num_args") && !strstr(t1, "\"op\": \"relu\""));
+    CHECK(dp_sym_load_json(t1, &back) == DP_OK);
+    if (back) {
+        t2 = saved_text(back);
+        CHECK(strcmp(t1, t2) == 0);                           /* load(save(x)) saves the same */
+        CHECK(dp_sym_var_attr(back, "c_weight", "__lr_mult__") && !strcmp(dp_sym_var_attr(back, "c_weight", "__lr_mult__"), "2"));
+        CHECK(dp_sym_list_auxiliary_states(back, NULL, 0) == 2 && dp_sym_list_arguments(back, NULL, 0) == 7);
+        free(t2); t2 = NULL;
+    }
+    dp_sym_release(back); back = NULL;
+    dp_sym_release(s); s = NULL;
+    free(t1); t1 = NULL;
+    /* made with depeng's names: written with MXNet's */
+    {
+        const char *kc[3] = {"kernel", "num_filter", "num_args"}, *vc[3] = {"(1, 1)", "2", "2"};
+        const char *ks[1] = {"scalar"}, *vs[1] = {"1.5"}, *kr[1] = {"shape"}, *vr[1] = {"(-1,)"};
+        CHECK(dp_sym_var("x", &v[0]) == DP_OK);
+        CHECK(sym_op("Convolution", "conv", 2, v, 3, kc, vc, &n1) == DP_OK);
+        CHECK(sym_op("relu", "act", 1, &n1, 0, NULL, NULL, &n2) == DP_OK);
+        v[1] = n2; v[2] = n1;
+        CHECK(sym_op("add", "sum2", 2, v + 1, 0, NULL, NULL, &n3) == DP_OK);
+        CHECK(sym_op("add_scalar", "plus", 1, &n3, 1, ks, vs, &n4) == DP_OK);
+        CHECK(sym_op("reshape", "flat", 1, &n4, 1, kr, vr, &n5) == DP_OK);
+        if (n5) {
+            t1 = saved_text(n5);
+            CHECK(strstr(t1, "\"op\": \"Activation\"") && strstr(t1, "\"act_type\": \"relu\"") && strstr(t1, "\"op\": \"elemwise_add\""));
+            CHECK(strstr(t1, "\"op\": \"_plus_scalar\"") && strstr(t1, "\"scalar\": \"1.5\"") && strstr(t1, "\"op\": \"Reshape\""));
+            CHECK(strstr(t1, "\"no_bias\": \"True\"") && !strstr(t1, "num_args"));
+            CHECK(dp_sym_load_json(t1, &back) == DP_OK && back && dp_sym_list_arguments(back, NULL, 0) == 2);
+            if (back) { t2 = saved_text(back); CHECK(strcmp(t1, t2) == 0); free(t2); t2 = NULL; }
+            dp_sym_release(back); back = NULL;
+            free(t1); t1 = NULL;
+        }
+        dp_sym_release(v[0]); dp_sym_release(n1); dp_sym_release(n2); dp_sym_release(n3); dp_sym_release(n4); dp_sym_release(n5);
+    }
+    /* the repository's LeNet file: the same operators in the same order,
+       the same attributes, and a fixed point */
+    {
+        FILE *f = fopen("examples/lenet-symbol.json", "rb");
+        char *orig;
+        CHECK(f != NULL);
+        if (!f) return;
+        fseek(f, 0, SEEK_END);
+        orig = slurp(f);
+        fclose(f);
+        CHECK(dp_sym_load("examples/lenet-symbol.json", &s) == DP_OK);
+        if (s) {
+            t1 = saved_text(s);
+            op_sequence(orig, seq1, sizeof seq1); op_sequence(t1, seq2, sizeof seq2);
+            if (strcmp(seq1, seq2)) { fprintf(stderr, "  ops %s\n  saved %s\n", seq1, seq2); CHECK(0); }
+            CHECK(strstr(t1, "\"num_filter\": \"50\"") && strstr(t1, "\"act_type\": \"tanh\"") && !strstr(t1, "num_args"));
+            CHECK(dp_sym_load_json(t1, &back) == DP_OK);
+            if (back) { t2 = saved_text(back); CHECK(strcmp(t1, t2) == 0); free(t2); }
+            dp_sym_release(back);
+            free(t1);
+        }
+        dp_sym_release(s);
+        free(orig);
+    }
+}
+/* MXNet's FullyConnected no_bias and flatten false, and its capitalised
+   Cast, in a file: loaded, inferred, run, and written back as given. */
+static const char *fc_json =
+    "{\"nodes\": ["
+    "{\"op\": \"null\", \"name\": \"data\", \"inputs\": []},"
+    "{\"op\": \"Cast\", \"name\": \"c64\", \"attrs\": {\"dtype\": \"float64\"}, \"inputs\": [[0, 0, 0]]},"
+    "{\"op\": \"null\", \"name\": \"fc_weight\", \"inputs\": []},"
+    "{\"op\": \"FullyConnected\", \"name\": \"fc\", \"attrs\": {\"num_hidden\": \"2\", \"no_bias\": \"True\", \"flatten\": \"False\"}, \"inputs\": [[1, 0, 0], [2, 0, 0]]}"
+    "], \"arg_nodes\": [0, 2], \"node_row_ptr\": [0, 1, 2, 3, 4], \"heads\": [[3, 0, 0]], \"attrs\": {\"mxnet_version\": [\"int\", 10600]}}";
+static void test_json_fc_and_cast(void) {
+    dp_engine *e = make_engine(DP_ENGINE_POOLED, 0);
+    dp_symbol *s = NULL;
+    const char *names[4], *known[1] = {"data"};
+    dp_shape ds = {3, {2, 3, 4}}, as[2], os[1];
+    dp_dtype at[2], ot[1];
+    CHECK(dp_sym_load_json(fc_json, &s) == DP_OK);
+    if (!s) { dp_engine_destroy(e, NULL); return; }
+    CHECK(dp_sym_list_arguments(s, names, 4) == 2 && !strcmp(names[1], "fc_weight"));    /* no bias */
+    CHECK(sym_infer(s, 1, known, &ds, NULL, as, at, os, ot) == DP_OK);
+    CHECK(as[1].ndim == 2 && as[1].dims[0] == 2 && as[1].dims[1] == 4);                 /* over the last axis */
+    CHECK(os[0].ndim == 3 && os[0].dims[0] == 2 && os[0].dims[1] == 3 && os[0].dims[2] == 2 && ot[0] == DP_FLOAT64);
+    {
+        float x[24], w[8];
+        double y[12];
+        dp_ndarray *args[2] = {NULL, NULL};
+        dp_executor *ex = NULL;
+        int i, j, ok = 1;
+        for (i = 0; i < 24; i++) x[i] = (float)(i % 7) - 3;
+        for (i = 0; i < 8; i++) w[i] = (float)(i + 1) / 4;
+        CHECK(dp_nd_from_host(e, &ds, DP_FLOAT32, CPU0, x, &args[0]) == DP_OK);
+        CHECK(dp_nd_from_host(e, &as[1], DP_FLOAT32, CPU0, w, &args[1]) == DP_OK);
+        /* the weight is float32 while the Cast makes float64 data: refused */
+        CHECK(exec_bind(e, s, CPU0, 2, args, NULL, NULL, &ex) != DP_OK && !ex);
+        dp_nd_release(args[1]); args[1] = NULL;
+        {
+            double wd[8];
+            for (i = 0; i < 8; i++) wd[i] = w[i];
+            CHECK(dp_nd_from_host(e, &as[1], DP_FLOAT64, CPU0, wd, &args[1]) == DP_OK);
+        }
+        CHECK(exec_bind(e, s, CPU0, 2, args, NULL, NULL, &ex) == DP_OK);
+        if (ex) {
+            CHECK(dp_exec_forward(ex, 0) == DP_OK && dp_nd_read(dp_exec_output(ex, 0), y, sizeof y, NULL) == DP_OK);
+            for (i = 0; i < 6; i++)
+                for (j = 0; j < 2; j++) {
+                    double want = 0;
+                    int k;
+                    for (k = 0; k < 4; k++) want += (double)x[i * 4 + k] * w[j * 4 + k];
+                    ok &= y[i * 2 + j] == want;
+                }
+            CHECK(ok);
+            dp_exec_destroy(ex);
+        }
+        dp_nd_release(args[0]); dp_nd_release(args[1]);
+    }
+    {
+        FILE *f = test_tmpfile();
+        char *t;
+        CHECK(dp_sym_save_json(s, f) == DP_OK);
+        t = slurp(f);
+        fclose(f);
+        CHECK(strstr(t, "\"op\": \"Cast\"") && strstr(t, "\"no_bias\": \"True\"") && strstr(t, "\"flatten\": \"False\"") && !strstr(t, "num_args"));
+        free(t);
+    }
+    dp_sym_release(s);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
 /* damaged files: bytes changed, cut short or doubled; each load either
    works or fails with an error, never crashes (ASan and UBSan run it) */
 static void test_json_damaged(void) {
@@ -949,6 +1135,8 @@ static const test_case tests[] = {
     {"no_gradient_operator", test_no_gradient_operator},
     {"json_round_trip", test_json_round_trip},
     {"json_mxnet_names", test_json_mxnet_names},
+    {"json_keeps_attributes", test_json_keeps_attributes},
+    {"json_fc_and_cast", test_json_fc_and_cast},
     {"json_damaged", test_json_damaged},
     {"dot", test_dot},
     {"softmax_output", test_softmax_output},
