@@ -11893,13 +11893,21 @@ static DP__HD double dp__d_rsub(double a, double b, int which) { return dp__d_su
 static DP__HD double dp__d_rdiv(double a, double b, int which) { return dp__d_div(b, a, !which); }
 static DP__HD double dp__d_rpower(double a, double b, int which) { return dp__d_power(b, a, !which); }
 
-/* inputs (ograd, x); output xgrad = ograd * f'(x) */
+/* inputs (ograd, x); output xgrad = ograd * f'(x), over element ranges
+   (split over the range loop when large: each element as alone) */
+typedef struct dp__unary_grad_job { const dp_kernel_ctx *k; double (*df)(double); } dp__unary_grad_job;
+static void dp__unary_grad_range(int64_t b, int64_t e, void *user) {
+    const dp__unary_grad_job *J = (const dp__unary_grad_job *)user;
+    const void *og = dp_nd_data(J->k->inputs[0]), *x = dp_nd_data(J->k->inputs[1]);
+    void *g = dp_nd_data(J->k->outputs[0]);
+    dp_dtype t = dp_nd_dtype(J->k->inputs[1]);
+    int64_t i;
+    for (i = b; i < e; i++) dp__store_elem(g, t, i, dp__load_elem(og, t, i) * J->df(dp__load_elem(x, t, i)), J->k->req[0]);
+}
 static int dp__unary_grad(const dp_kernel_ctx *k, double (*df)(double)) {
-    const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
-    void *g = dp_nd_data(k->outputs[0]);
-    dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[1]));
-    for (i = 0; i < n; i++) dp__store_elem(g, t, i, dp__load_elem(og, t, i) * df(dp__load_elem(x, t, i)), k->req[0]);
+    dp__unary_grad_job J;
+    J.k = k; J.df = df;
+    if (k->req[0] != DP_REQ_NULL) dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->inputs[1])), dp__unary_grad_range, &J);
     return 0;
 }
 /* inputs (ograd, x), scalar s; output xgrad = ograd * df/dx(x, s) */
