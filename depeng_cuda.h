@@ -126,10 +126,12 @@
      thread per element written (gathers: no atomics, so the result does
      not depend on thread order):
        layers        Convolution, Deconvolution (1-D and 2-D: stride, pad,
-                     dilate, num_group, bias, adj, target_shape): direct
-                     gathers for the output, the data's and the weight's
-                     gradient, whatever algo says (algo picks among the CPU
-                     implementations); the bias gradient per channel.
+                     dilate, num_group, bias, adj, target_shape) by the
+                     implementation the CPU picks for the same parameters
+                     (algo): im2col + GEMM (one image and group at a time,
+                     its columns in the workspace; col2im as a gather) or
+                     direct gathers for the output, the data's and the
+                     weight's gradient; the bias gradient per channel.
                      Pooling (max, avg, sum; valid and full; global_pool;
                      count_include_pad): one thread per window, the
                      gradient one thread per input element over the windows
@@ -209,8 +211,8 @@
        does that).
      - No cuDNN, no multi-GPU kernels, no half precision.
      - depeng_nn.h's layers run simple one-thread-per-element kernels
-       (direct convolution, no im2col or Winograd on the GPU): correct,
-       not tuned.
+       (convolution: im2col + GEMM or direct gathers, no Winograd, one
+       image and group per GEMM): correct, not tuned.
 */
 #ifndef DEPENG_CUDA_H
 #define DEPENG_CUDA_H
@@ -1964,10 +1966,11 @@ static int dp__cu_kg_block(const dp_kernel_ctx *k) {
 
 /* Convolution and Deconvolution on depeng_nn.h's geometry (dpn__cgeo: the
    convolution x (n, c, h, w) * w (f, c / g, kh, kw) -> y (n, f, oh, ow); a
-   deconvolution is that convolution's transpose). Three gathers, one
-   thread per element written: mode 0 y from (x, w), mode 1 x from (y, w),
-   mode 2 w from (y, x); the sum is stored by req, with the bias of the
-   element's channel added when bias is given (modes 0 and 1). */
+   deconvolution is that convolution's transpose). The direct
+   implementation: three gathers, one thread per element written: mode 0 y
+   from (x, w), mode 1 x from (y, w), mode 2 w from (y, x); the sum is
+   stored by req, with the bias of the element's channel added when bias is
+   given (modes 0 and 1). */
 struct dp__cu_conv_body {
     dpn__cgeo g; const void *a, *b, *bias; void *out; int t, req, mode;
     DP__CU_HD void operator()(int64_t e) const {
@@ -2027,28 +2030,111 @@ struct dp__cu_chan_sum_body {
         dp__cu_store(db, t, ch, s, req);
     }
 };
-static int dp__cu_conv_mode(const dp_kernel_ctx *k, const dpn__cgeo *g, int mode, const void *a, const void *b, const void *bias, void *out, int req) {
+/* y (n, chans, plane) += bias[channel] */
+struct dp__cu_chan_bias_body {
+    void *y; const void *bias; int t; int64_t chans, plane;
+    DP__CU_HD void operator()(int64_t e) const { dp__cu_store(y, t, e, dp__cu_load(bias, t, e / plane % chans), DP_REQ_ADD); }
+};
+/* The im2col + GEMM implementation, dpn__conv_gemm's steps on the GPU: one
+   image's columns of one group ((c/g) kh kw x oh ow, in the kernel slot of
+   the workspace) gathered by im2col, or scattered back by col2im as a
+   gather per input element (each written once, by req); the products by
+   dp__cu_matmul (the tiled GEMM, or cuBLAS). A pointwise convolution uses
+   its input as the columns. */
+struct dp__cu_im2col_body {
+    dpn__cgeo g; const void *x; void *col; int t, req, back;   /* back: col2im into x (cg h w elements), by req */
+    DP__CU_HD void operator()(int64_t e) const {
+        int64_t P = g.oh * g.ow;
+        if (!back) {
+            int64_t row = e / P, p = e % P, ci = row / (g.kh * g.kw), ki = row / g.kw % g.kh, kj = row % g.kw;
+            int64_t iy = p / g.ow * g.sh - g.ph + ki * g.dh, ix = p % g.ow * g.sw - g.pw + kj * g.dw;
+            dp__cu_store(col, t, e, iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? dp__cu_load(x, t, (ci * g.h + iy) * g.w + ix) : 0.0, DP_REQ_WRITE);
+            return;
+        }
+        {
+            int64_t ix = e % g.w, iy = e / g.w % g.h, ci = e / (g.w * g.h), ki, kj;
+            double acc = 0;
+            for (ki = 0; ki < g.kh; ki++) {
+                int64_t ty = iy + g.ph - ki * g.dh, oy;
+                if (ty < 0 || ty % g.sh || (oy = ty / g.sh) >= g.oh) continue;
+                for (kj = 0; kj < g.kw; kj++) {
+                    int64_t tx = ix + g.pw - kj * g.dw, ox;
+                    if (tx < 0 || tx % g.sw || (ox = tx / g.sw) >= g.ow) continue;
+                    acc += dp__cu_load(col, t, ((ci * g.kh + ki) * g.kw + kj) * P + oy * g.ow + ox);
+                }
+            }
+            dp__cu_store((void *)x, t, e, acc, req);
+        }
+    }
+};
+static int dp__cu_conv_gemm(const dp_kernel_ctx *k, const dpn__cgeo *g, int mode, dp_dtype t, void *x, void *w, void *y, int req) {
+    int64_t cg = g->c / g->g, fg = g->f / g->g, K = cg * g->kh * g->kw, P = g->oh * g->ow, n, gi;
+    size_t es = dp_dtype_size(t);
+    int pw = dpn__cgeo_pointwise(g);
+    void *col = NULL;
+    if (!pw && (col = dp__cu_workspace_get(k, DP__CU_SLOT_KERNEL, (size_t)(K * P) * es)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    for (gi = 0; gi < g->g; gi++) for (n = 0; n < g->n; n++) {
+        char *xg = (char *)x + (size_t)((n * g->c + gi * cg) * g->h * g->w) * es, *wg = (char *)w + (size_t)(gi * fg * K) * es;
+        char *yg = (char *)y + (size_t)((n * g->f + gi * fg) * P) * es;
+        dp__cu_im2col_body ic;
+        void *cols = pw ? (void *)xg : col;
+        ic.g = *g; ic.x = xg; ic.col = col; ic.t = (int)t; ic.req = req; ic.back = mode == 1;
+        if (mode == 1) {
+            if (pw) { DP__CU_TRY(dp__cu_matmul(k, t, 1, 0, K, P, fg, wg, K, yg, P, dp__beta_of((dp_req)req), xg, P)); continue; }
+            DP__CU_TRY(dp__cu_matmul(k, t, 1, 0, K, P, fg, wg, K, yg, P, 0.0, col, P));
+            DP__CU_TRY(dp__cu_each(k, cg * g->h * g->w, ic));
+            continue;
+        }
+        if (!pw) DP__CU_TRY(dp__cu_each(k, K * P, ic));
+        if (mode == 0) DP__CU_TRY(dp__cu_matmul(k, t, 0, 0, fg, P, K, wg, K, cols, P, dp__beta_of((dp_req)req), yg, P));
+        else DP__CU_TRY(dp__cu_matmul(k, t, 0, 1, fg, K, P, yg, P, cols, P, n == 0 ? dp__beta_of((dp_req)req) : 1.0, wg, K));
+    }
+    return 0;
+}
+/* One of the three products (mode as dp__cu_conv_body's; a, b its operands
+   in that body's roles, out the written one), by the implementation the
+   CPU kernel picks for the same parameters (dpn__conv_direct): im2col +
+   GEMM or the direct gathers. The bias of the written array's channels is
+   added (modes 0 and 1). */
+static int dp__cu_conv_mode(const dp_kernel_ctx *k, const dpn__cgeo *g, int mode, int direct, const void *a, const void *b, const void *bias,
+                            void *out, int req) {
     dp__cu_conv_body body;
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
     int64_t count = mode == 0 ? g->n * g->f * g->oh * g->ow : mode == 1 ? g->n * g->c * g->h * g->w : g->f * (g->c / g->g) * g->kh * g->kw;
     if (req == DP_REQ_NULL) return 0;
-    body.g = *g; body.a = a; body.b = b; body.bias = bias; body.out = out; body.t = dp_nd_dtype(k->inputs[0]); body.req = req; body.mode = mode;
+    if (!direct) {
+        void *x = mode == 0 ? (void *)a : mode == 1 ? out : (void *)b, *w = mode == 2 ? out : (void *)b, *y = mode == 0 ? out : (void *)a;
+        DP__CU_TRY(dp__cu_conv_gemm(k, g, mode, t, x, w, y, req));
+        if (bias) {
+            dp__cu_chan_bias_body bb = {out, bias, (int)t, mode == 0 ? g->f : g->c, mode == 0 ? g->oh * g->ow : g->h * g->w};
+            DP__CU_TRY(dp__cu_each(k, count, bb));
+        }
+        return 0;
+    }
+    body.g = *g; body.a = a; body.b = b; body.bias = bias; body.out = out; body.t = t; body.req = req; body.mode = mode;
     return dp__cu_each(k, count, body);
+}
+static int dp__cu_conv_algo(const dp_kernel_ctx *k, const dpn__cgeo *g, int deconv) {
+    return dpn__conv_direct(g, k->params->v[deconv ? DPN__DC_ALGO : DPN__CV_ALGO].i, k->params->v[deconv ? DPN__DC_WORKSPACE : DPN__CV_WORKSPACE].i,
+                            dp_dtype_size(dp_nd_dtype(k->inputs[0])));
 }
 static int dp__cu_k_conv(const dp_kernel_ctx *k) {
     dpn__cgeo g;
     DP__CU_TRY(dp__cu_enter(k));
     dpn__conv_geo_of(k->params, dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), &g);
-    return dp__cu_conv_mode(k, &g, 0, dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]), k->num_inputs == 3 ? dp_nd_data(k->inputs[2]) : NULL,
-                            dp_nd_data(k->outputs[0]), k->req[0]);
+    return dp__cu_conv_mode(k, &g, 0, dp__cu_conv_algo(k, &g, 0), dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]),
+                            k->num_inputs == 3 ? dp_nd_data(k->inputs[2]) : NULL, dp_nd_data(k->outputs[0]), k->req[0]);
 }
 /* inputs (og, data, weight[, bias]); outputs (d data, d weight[, d bias]) */
 static int dp__cu_kg_conv(const dp_kernel_ctx *k) {
     dpn__cgeo g;
     const void *og = dp_nd_data(k->inputs[0]);
+    int direct;
     DP__CU_TRY(dp__cu_enter(k));
     dpn__conv_geo_of(k->params, dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), &g);
-    DP__CU_TRY(dp__cu_conv_mode(k, &g, 1, og, dp_nd_data(k->inputs[2]), NULL, dp_nd_data(k->outputs[0]), k->req[0]));
-    DP__CU_TRY(dp__cu_conv_mode(k, &g, 2, og, dp_nd_data(k->inputs[1]), NULL, dp_nd_data(k->outputs[1]), k->req[1]));
+    direct = dp__cu_conv_algo(k, &g, 0);
+    DP__CU_TRY(dp__cu_conv_mode(k, &g, 1, direct, og, dp_nd_data(k->inputs[2]), NULL, dp_nd_data(k->outputs[0]), k->req[0]));
+    DP__CU_TRY(dp__cu_conv_mode(k, &g, 2, direct, og, dp_nd_data(k->inputs[1]), NULL, dp_nd_data(k->outputs[1]), k->req[1]));
     if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) {
         dp__cu_chan_sum_body b = {og, dp_nd_data(k->outputs[2]), dp_nd_dtype(k->inputs[1]), k->req[2], g.n, g.f, g.oh * g.ow};
         DP__CU_TRY(dp__cu_each(k, g.f, b));
@@ -2061,16 +2147,18 @@ static int dp__cu_k_deconv(const dp_kernel_ctx *k) {
     dpn__cgeo g;
     DP__CU_TRY(dp__cu_enter(k));
     dpn__deconv_geo_of(k->params, dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), &g);
-    return dp__cu_conv_mode(k, &g, 1, dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]), k->num_inputs == 3 ? dp_nd_data(k->inputs[2]) : NULL,
-                            dp_nd_data(k->outputs[0]), k->req[0]);
+    return dp__cu_conv_mode(k, &g, 1, dp__cu_conv_algo(k, &g, 1), dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]),
+                            k->num_inputs == 3 ? dp_nd_data(k->inputs[2]) : NULL, dp_nd_data(k->outputs[0]), k->req[0]);
 }
 static int dp__cu_kg_deconv(const dp_kernel_ctx *k) {
     dpn__cgeo g;
     const void *og = dp_nd_data(k->inputs[0]);
+    int direct;
     DP__CU_TRY(dp__cu_enter(k));
     dpn__deconv_geo_of(k->params, dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), &g);
-    DP__CU_TRY(dp__cu_conv_mode(k, &g, 0, og, dp_nd_data(k->inputs[2]), NULL, dp_nd_data(k->outputs[0]), k->req[0]));
-    DP__CU_TRY(dp__cu_conv_mode(k, &g, 2, dp_nd_data(k->inputs[1]), og, NULL, dp_nd_data(k->outputs[1]), k->req[1]));
+    direct = dp__cu_conv_algo(k, &g, 1);
+    DP__CU_TRY(dp__cu_conv_mode(k, &g, 0, direct, og, dp_nd_data(k->inputs[2]), NULL, dp_nd_data(k->outputs[0]), k->req[0]));
+    DP__CU_TRY(dp__cu_conv_mode(k, &g, 2, direct, dp_nd_data(k->inputs[1]), og, NULL, dp_nd_data(k->outputs[1]), k->req[1]));
     if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) {
         dp__cu_chan_sum_body b = {og, dp_nd_data(k->outputs[2]), dp_nd_dtype(k->inputs[1]), k->req[2], g.n, g.c, g.h * g.w};
         DP__CU_TRY(dp__cu_each(k, g.c, b));

@@ -298,6 +298,7 @@ static const char *tup(char *buf, int nd, int64_t a, int64_t b) {
 static dp_shape nchw(int nd, int64_t n, int64_t c, int64_t h, int64_t w) { return nd == 2 ? SN(4, n, c, h, w) : S(3, n, c, w); }
 static void conv_cases(void) {
     static const char *algos[3] = {"auto", "im2col", "direct"};
+    op_case *c0;
     int i;
     for (i = 0; i < 40; i++) {
         int deconv = i >= 28, nd = pick(1, 2), g = pick(1, 2), ax;
@@ -344,6 +345,14 @@ static void conv_cases(void) {
         if (bias) { in(fc, S(1, f), F_ANY); in(gc, S(1, f), F_ANY); }
         gc->nout = nargs;
     }
+    /* pointwise (1x1, stride 1, no pad): the GEMM reads the input as its columns */
+    c0 = add_case("Convolution", "kernel=(1,1);num_filter=4;num_group=2;no_bias=false;num_args=3;algo=im2col", FLOATS, 1);
+    in(in(in(c0, SN(4, 2, 4, 3, 3), F_ANY), SN(4, 4, 2, 1, 1), F_ANY), S(1, 4), F_ANY);
+    c0 = add_case("_backward_Convolution", "kernel=(1,1);num_filter=4;num_group=2;no_bias=false;num_args=3;algo=im2col", FLOATS, 1);
+    in(in(in(in(c0, SN(4, 2, 4, 3, 3), F_ANY), SN(4, 2, 4, 3, 3), F_ANY), SN(4, 4, 2, 1, 1), F_ANY), S(1, 4), F_ANY)->nout = 3;
+    in(in(add_case("Deconvolution", "kernel=(1,);num_filter=3;algo=im2col", FLOATS, 1), S(3, 2, 2, 5), F_ANY), S(3, 2, 3, 1), F_ANY);
+    in(in(in(add_case("_backward_Deconvolution", "kernel=(1,);num_filter=3;algo=im2col", FLOATS, 1), S(3, 2, 3, 5), F_ANY), S(3, 2, 2, 5), F_ANY),
+       S(3, 2, 3, 1), F_ANY)->nout = 2;
     /* Deconvolution's target_shape (pad and adj from it) */
     in(in(add_case("Deconvolution", "kernel=(3,3);stride=(2,2);target_shape=(8,7);num_filter=2", FLOATS, 0), SN(4, 1, 2, 4, 4), F_ANY), SN(4, 2, 2, 3, 3), F_ANY);
     in(in(in(add_case("_backward_Deconvolution", "kernel=(3,3);stride=(2,2);target_shape=(8,7);num_filter=2", FLOATS, 0), SN(4, 1, 2, 8, 7), F_ANY),
