@@ -7,9 +7,12 @@
    step. Where CUDA finds no device each of them prints
    "SKIP: no CUDA device (name)" and is counted as skipped, never as passed.
    The rest run everywhere: the backend reports no GPU cleanly, every
-   built-in operator has a GPU kernel, the reductions' combine step gives
-   the CPU's answer in any order, and every GPU kernel, run on the host
-   (depeng_cuda.h chapter 5), matches the CPU kernel, also in its errors.
+   built-in operator has a GPU kernel (depeng_nn.h's included: its
+   implementation is compiled here before depeng_cuda.h's), the
+   reductions' combine step gives the CPU's answer in any order, and every
+   GPU kernel, run on the host (depeng_cuda.h chapter 5), matches the CPU
+   kernel, also in its errors: depeng_nn.h's layers on random geometry, and
+   Dropout, whose GPU draws are not the CPU's, by what its masks promise.
    That depeng.h's DP__HD formulas compile for the device is checked by
    building this file: every kernel calls them.
    The last line is "cuda: N passed, M failed, K skipped" (tests/run.sh
