@@ -7,8 +7,11 @@
        #define DEPENG_IMPLEMENTATION
        #define DEPENG_CUDA_IMPLEMENTATION
        #include "depeng.h"
+       #include "depeng_nn.h"      // optional: its layers get GPU kernels too
        #include "depeng_cuda.h"
    nvcc links the CUDA runtime; add -lcublas with DEPENG_CUDA_USE_CUBLAS.
+   depeng_nn.h's operators get their GPU kernels only when its
+   implementation is compiled in that file, before this header (chapter 4).
    Other files, C or C++, include depeng.h then depeng_cuda.h for the
    declarations only. Nothing in depeng.h needs CUDA: without this header
    everything on the CPU works as before.
@@ -25,7 +28,7 @@
      9. Implementation (sections tagged >>cuda_backend >>cuda_memory
         >>cuda_launch >>cuda_index >>cuda_elementwise >>cuda_reduce
         >>cuda_nn >>cuda_take >>cuda_random >>cuda_gemm >>cuda_linear >>cuda_updates
-        >>cuda_register)
+        >>cuda_nn_layers >>cuda_register)
 
    1. QUICK START
 
@@ -117,6 +120,42 @@
                      under mode raise fails with the CPU's message) and its
                      gradient (each element sums its row's uses, no atomics);
                      accuracy (one GPU thread counts)
+     and, when depeng_nn.h's implementation is compiled in the same file
+     before this header (section >>cuda_nn_layers says why it needs that),
+     every operator depeng_nn.h registers, forward and gradient, one
+     thread per element written (gathers: no atomics, so the result does
+     not depend on thread order):
+       layers        Convolution, Deconvolution (1-D and 2-D: stride, pad,
+                     dilate, num_group, bias, adj, target_shape) by the
+                     implementation the CPU picks for the same parameters
+                     (algo): im2col + GEMM (one image and group at a time,
+                     its columns in the workspace; col2im as a gather) or
+                     direct gathers for the output, the data's and the
+                     weight's gradient; the bias gradient per channel.
+                     Pooling (max, avg, sum; valid and full; global_pool;
+                     count_include_pad): one thread per window, the
+                     gradient one thread per input element over the windows
+                     that cover it. Activation (relu sigmoid tanh softrelu
+                     softsign), LeakyReLU (leaky elu selu gelu prelu, with
+                     prelu's gamma gradient per channel), Flatten,
+                     BatchNorm (one team of threads per channel: batch
+                     statistics and the moving ones' update in training,
+                     the moving ones otherwise; its gradient), Dropout (see
+                     below) and their gradients
+       tensors       expand_dims, slice_axis, broadcast_to, where, stack,
+                     SliceChannel, batch_dot (dot's GEMM, one call per
+                     matrix), Embedding (a value that is not a row fails
+                     with the CPU's message) and their gradients
+       losses        BlockGrad, MakeLoss (normalization null, batch, valid),
+                     LinearRegressionOutput, LogisticRegressionOutput,
+                     MAERegressionOutput and their gradients
+       updates       rmsprop_update, rmspropalex_update, adagrad_update,
+                     nag_mom_update, adamw_update
+     Dropout's mask on the GPU is drawn like random_uniform (a hash of the
+     generator's key and the element's draw), not by the CPU's sequence:
+     the same fraction, scaling and sharing along axes, other draws.
+     (FullyConnected and SoftmaxOutput, also depeng_nn.h's, have kernels in
+     the list above: they need nothing of its implementation.)
      Like the CPU kernels they compute in double and store in the output's
      dtype (all eight dtypes; float16 stored through float32, as on the
      CPU); transpose, concat and _copy / reshape / cast move elements with
@@ -150,8 +189,12 @@
      indexing, broadcasting, reductions and error paths against the CPU
      kernels where no GPU exists (tests/test_cuda.cu); it is slow and meant
      for nothing else. What it cannot check: warp shuffles and races on
-     shared memory (the combine step the shuffles use is tested on its own),
-     cuBLAS.
+     shared memory (the combine step the shuffles use is tested on its own;
+     BatchNorm's per-channel teams use them), cuBLAS (batch_dot goes through
+     it too with DEPENG_CUDA_USE_CUBLAS). Dropout's GPU draws cannot equal
+     the CPU kernel's (see chapter 4): the tests check both kernels'
+     masks for the fraction, the scaling and the sharing, and that a seed
+     repeats them.
 
    6. COMPILE-TIME OPTIONS
      DEPENG_CUDA_USE_CUBLAS   dot and FullyConnected through cuBLAS (link
@@ -167,6 +210,9 @@
        when their output is given on one (dp_nd_random_* on a GPU context
        does that).
      - No cuDNN, no multi-GPU kernels, no half precision.
+     - depeng_nn.h's layers run simple one-thread-per-element kernels
+       (convolution: im2col + GEMM or direct gathers, no Winograd, one
+       image and group per GEMM): correct, not tuned.
 */
 #ifndef DEPENG_CUDA_H
 #define DEPENG_CUDA_H
@@ -223,7 +269,9 @@ DP_API int dp_cuda_device_count(char *why, size_t why_cap);
 DP_API dp_result dp_cuda_check_ctx(dp_ctx ctx, char *why, size_t why_cap);
 
 /* Attaches the CUDA kernel of every built-in operator for DP_DEV_GPU
-   (dp_operator_set_kernel), replacing any. Calling it again does the same again.
+   (dp_operator_set_kernel), replacing any: depeng.h's, and depeng_nn.h's
+   when its implementation was compiled before this header's (chapter 4);
+   operators not registered are skipped. Calling it again does the same again.
    Returns: DP_OK, or DP_ERROR_INVALID_ARGS when depeng.h no longer has an
    operator this header knows (its name is logged).
    Thread safety: like dp_operator_register: once, from one thread, before GPU
@@ -233,7 +281,9 @@ DP_API dp_result dp_cuda_register_kernels(void);
 /* The registered operators that have no GPU kernel.
    Parameters: names (out, optional): up to cap of their names.
    Returns: how many there are (0 after dp_cuda_register_kernels when only
-   built-in operators are registered), or -1 if out of memory.
+   built-in operators are registered; depeng_nn.h's count as missing when its
+   implementation was not compiled before this header's), or -1 if out of
+   memory.
    Thread safety: any thread, but not while operators are being registered. */
 DP_API int dp_cuda_missing_kernels(const char **names, int cap);
 
@@ -1915,6 +1965,956 @@ static int dp__cu_k_sgd(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__OP
 static int dp__cu_k_sgd_mom(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__OPT_SGD_MOM); }
 static int dp__cu_k_adam(const dp_kernel_ctx *k) { return dp__cu_update(k, DP__OPT_ADAM); }
 
+/* >>cuda_nn_layers -------------------------------------------------------------
+   The GPU kernels of depeng_nn.h's layers, tensor operators, losses and
+   updates (chapter 4 lists them). This header sits on depeng.h and does not
+   need depeng_nn.h; this section is compiled only when depeng_nn.h's
+   implementation is in the same file, included before this one
+   (DEPENG_NN_IMPL_INCLUDED), because it calls that implementation's own
+   host-side geometry and parameter code (dpn__conv_geo_of,
+   dpn__deconv_geo_of, dpn__pool_window, dpn__slice_range, its parameter
+   indices): the GPU kernels read a layer's window, pads and axes exactly
+   as its CPU kernel does, and depeng_nn.h stays free of CUDA. Only the
+   per-element work is written again here, as __host__ __device__ bodies,
+   one thread per output element (gathers, no atomics), so results do not
+   depend on the thread order. Without depeng_nn.h's implementation in this
+   file those operators stay CPU-only and dp_cuda_missing_kernels names them. */
+#if defined(DEPENG_NN_IMPL_INCLUDED)
+/* y = v by req; v divided by *count (when given and above 0): a gradient
+   normalised by a count a kernel computed on the device. */
+struct dp__cu_nn_fill_body {
+    void *y; int t, req; double v; const double *count;
+    DP__CU_HD void operator()(int64_t i) const { dp__cu_store(y, t, i, count && *count > 0 ? v / *count : v, req); }
+};
+static int dp__cu_nn_fill(const dp_kernel_ctx *k, dp_ndarray *a, double v, int req) {
+    dp__cu_nn_fill_body b = {dp_nd_data(a), dp_nd_dtype(a), req, v, NULL};
+    return req == DP_REQ_NULL ? 0 : dp__cu_each(k, dp__cu_count_of(a), b);
+}
+/* _backward_BlockGrad: every output 0 */
+static int dp__cu_kg_block(const dp_kernel_ctx *k) {
+    int i;
+    DP__CU_TRY(dp__cu_enter(k));
+    for (i = 0; i < k->num_outputs; i++) DP__CU_TRY(dp__cu_nn_fill(k, k->outputs[i], 0, k->req[i]));
+    return 0;
+}
+
+/* Convolution and Deconvolution on depeng_nn.h's geometry (dpn__cgeo: the
+   convolution x (n, c, h, w) * w (f, c / g, kh, kw) -> y (n, f, oh, ow); a
+   deconvolution is that convolution's transpose). The direct
+   implementation: three gathers, one thread per element written: mode 0 y
+   from (x, w), mode 1 x from (y, w), mode 2 w from (y, x); the sum is
+   stored by req, with the bias of the element's channel added when bias is
+   given (modes 0 and 1). */
+struct dp__cu_conv_body {
+    dpn__cgeo g; const void *a, *b, *bias; void *out; int t, req, mode;
+    DP__CU_HD void operator()(int64_t e) const {
+        int64_t cg = g.c / g.g, fg = g.f / g.g, ki, kj;
+        double acc = 0;
+        if (mode == 0) {               /* a = x, b = w */
+            int64_t ox = e % g.ow, oy = e / g.ow % g.oh, o = e / (g.ow * g.oh) % g.f, n = e / (g.ow * g.oh * g.f), ci;
+            int64_t x0 = (n * g.c + o / fg * cg) * g.h;
+            for (ci = 0; ci < cg; ci++) for (ki = 0; ki < g.kh; ki++) {
+                int64_t iy = oy * g.sh - g.ph + ki * g.dh;
+                if (iy < 0 || iy >= g.h) continue;
+                for (kj = 0; kj < g.kw; kj++) {
+                    int64_t ix = ox * g.sw - g.pw + kj * g.dw;
+                    if (ix < 0 || ix >= g.w) continue;
+                    acc += dp__cu_load(b, t, ((o * cg + ci) * g.kh + ki) * g.kw + kj) * dp__cu_load(a, t, ((x0 + ci * g.h) + iy) * g.w + ix);
+                }
+            }
+            if (bias) acc += dp__cu_load(bias, t, o);
+        } else if (mode == 1) {        /* a = y, b = w */
+            int64_t ix = e % g.w, iy = e / g.w % g.h, cc = e / (g.w * g.h) % g.c, n = e / (g.w * g.h * g.c), grp = cc / cg, ci = cc % cg, of;
+            for (of = 0; of < fg; of++) {
+                int64_t o = grp * fg + of;
+                for (ki = 0; ki < g.kh; ki++) {
+                    int64_t ty = iy + g.ph - ki * g.dh, oy;
+                    if (ty < 0 || ty % g.sh) continue;
+                    if ((oy = ty / g.sh) >= g.oh) continue;
+                    for (kj = 0; kj < g.kw; kj++) {
+                        int64_t tx = ix + g.pw - kj * g.dw, ox;
+                        if (tx < 0 || tx % g.sw) continue;
+                        if ((ox = tx / g.sw) >= g.ow) continue;
+                        acc += dp__cu_load(b, t, ((o * cg + ci) * g.kh + ki) * g.kw + kj) * dp__cu_load(a, t, ((n * g.f + o) * g.oh + oy) * g.ow + ox);
+                    }
+                }
+            }
+            if (bias) acc += dp__cu_load(bias, t, cc);
+        } else {                       /* a = y, b = x */
+            int64_t wj = e % g.kw, wi = e / g.kw % g.kh, ci = e / (g.kw * g.kh) % cg, o = e / (g.kw * g.kh * cg), grp = o / fg, n, oy, ox;
+            for (n = 0; n < g.n; n++) for (oy = 0; oy < g.oh; oy++) {
+                int64_t iy = oy * g.sh - g.ph + wi * g.dh;
+                if (iy < 0 || iy >= g.h) continue;
+                for (ox = 0; ox < g.ow; ox++) {
+                    int64_t ix = ox * g.sw - g.pw + wj * g.dw;
+                    if (ix < 0 || ix >= g.w) continue;
+                    acc += dp__cu_load(a, t, ((n * g.f + o) * g.oh + oy) * g.ow + ox) * dp__cu_load(b, t, ((n * g.c + grp * cg + ci) * g.h + iy) * g.w + ix);
+                }
+            }
+        }
+        dp__cu_store(out, t, e, acc, req);
+    }
+};
+/* db[ch] = the sum of og (n, chans, P) over the batch and the plane, by req */
+struct dp__cu_chan_sum_body {
+    const void *og; void *db; int t, req; int64_t n, chans, plane;
+    DP__CU_HD void operator()(int64_t ch) const {
+        double s = 0;
+        for (int64_t i = 0; i < n; i++) for (int64_t p = 0; p < plane; p++) s += dp__cu_load(og, t, (i * chans + ch) * plane + p);
+        dp__cu_store(db, t, ch, s, req);
+    }
+};
+/* y (n, chans, plane) += bias[channel] */
+struct dp__cu_chan_bias_body {
+    void *y; const void *bias; int t; int64_t chans, plane;
+    DP__CU_HD void operator()(int64_t e) const { dp__cu_store(y, t, e, dp__cu_load(bias, t, e / plane % chans), DP_REQ_ADD); }
+};
+/* The im2col + GEMM implementation, dpn__conv_gemm's steps on the GPU: one
+   image's columns of one group ((c/g) kh kw x oh ow, in the kernel slot of
+   the workspace) gathered by im2col, or scattered back by col2im as a
+   gather per input element (each written once, by req); the products by
+   dp__cu_matmul (the tiled GEMM, or cuBLAS). A pointwise convolution uses
+   its input as the columns. */
+struct dp__cu_im2col_body {
+    dpn__cgeo g; const void *x; void *col; int t, req, back;   /* back: col2im into x (cg h w elements), by req */
+    DP__CU_HD void operator()(int64_t e) const {
+        int64_t P = g.oh * g.ow;
+        if (!back) {
+            int64_t row = e / P, p = e % P, ci = row / (g.kh * g.kw), ki = row / g.kw % g.kh, kj = row % g.kw;
+            int64_t iy = p / g.ow * g.sh - g.ph + ki * g.dh, ix = p % g.ow * g.sw - g.pw + kj * g.dw;
+            dp__cu_store(col, t, e, iy >= 0 && iy < g.h && ix >= 0 && ix < g.w ? dp__cu_load(x, t, (ci * g.h + iy) * g.w + ix) : 0.0, DP_REQ_WRITE);
+            return;
+        }
+        {
+            int64_t ix = e % g.w, iy = e / g.w % g.h, ci = e / (g.w * g.h), ki, kj;
+            double acc = 0;
+            for (ki = 0; ki < g.kh; ki++) {
+                int64_t ty = iy + g.ph - ki * g.dh, oy;
+                if (ty < 0 || ty % g.sh || (oy = ty / g.sh) >= g.oh) continue;
+                for (kj = 0; kj < g.kw; kj++) {
+                    int64_t tx = ix + g.pw - kj * g.dw, ox;
+                    if (tx < 0 || tx % g.sw || (ox = tx / g.sw) >= g.ow) continue;
+                    acc += dp__cu_load(col, t, ((ci * g.kh + ki) * g.kw + kj) * P + oy * g.ow + ox);
+                }
+            }
+            dp__cu_store((void *)x, t, e, acc, req);
+        }
+    }
+};
+static int dp__cu_conv_gemm(const dp_kernel_ctx *k, const dpn__cgeo *g, int mode, dp_dtype t, void *x, void *w, void *y, int req) {
+    int64_t cg = g->c / g->g, fg = g->f / g->g, K = cg * g->kh * g->kw, P = g->oh * g->ow, n, gi;
+    size_t es = dp_dtype_size(t);
+    int pw = dpn__cgeo_pointwise(g);
+    void *col = NULL;
+    if (!pw && (col = dp__cu_workspace_get(k, DP__CU_SLOT_KERNEL, (size_t)(K * P) * es)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    for (gi = 0; gi < g->g; gi++) for (n = 0; n < g->n; n++) {
+        char *xg = (char *)x + (size_t)((n * g->c + gi * cg) * g->h * g->w) * es, *wg = (char *)w + (size_t)(gi * fg * K) * es;
+        char *yg = (char *)y + (size_t)((n * g->f + gi * fg) * P) * es;
+        dp__cu_im2col_body ic;
+        void *cols = pw ? (void *)xg : col;
+        ic.g = *g; ic.x = xg; ic.col = col; ic.t = (int)t; ic.req = req; ic.back = mode == 1;
+        if (mode == 1) {
+            if (pw) { DP__CU_TRY(dp__cu_matmul(k, t, 1, 0, K, P, fg, wg, K, yg, P, dp__beta_of((dp_req)req), xg, P)); continue; }
+            DP__CU_TRY(dp__cu_matmul(k, t, 1, 0, K, P, fg, wg, K, yg, P, 0.0, col, P));
+            DP__CU_TRY(dp__cu_each(k, cg * g->h * g->w, ic));
+            continue;
+        }
+        if (!pw) DP__CU_TRY(dp__cu_each(k, K * P, ic));
+        if (mode == 0) DP__CU_TRY(dp__cu_matmul(k, t, 0, 0, fg, P, K, wg, K, cols, P, dp__beta_of((dp_req)req), yg, P));
+        else DP__CU_TRY(dp__cu_matmul(k, t, 0, 1, fg, K, P, yg, P, cols, P, n == 0 ? dp__beta_of((dp_req)req) : 1.0, wg, K));
+    }
+    return 0;
+}
+/* One of the three products (mode as dp__cu_conv_body's; a, b its operands
+   in that body's roles, out the written one), by the implementation the
+   CPU kernel picks for the same parameters (dpn__conv_direct): im2col +
+   GEMM or the direct gathers. The bias of the written array's channels is
+   added (modes 0 and 1). */
+static int dp__cu_conv_mode(const dp_kernel_ctx *k, const dpn__cgeo *g, int mode, int direct, const void *a, const void *b, const void *bias,
+                            void *out, int req) {
+    dp__cu_conv_body body;
+    dp_dtype t = dp_nd_dtype(k->inputs[0]);
+    int64_t count = mode == 0 ? g->n * g->f * g->oh * g->ow : mode == 1 ? g->n * g->c * g->h * g->w : g->f * (g->c / g->g) * g->kh * g->kw;
+    if (req == DP_REQ_NULL) return 0;
+    if (!direct) {
+        void *x = mode == 0 ? (void *)a : mode == 1 ? out : (void *)b, *w = mode == 2 ? out : (void *)b, *y = mode == 0 ? out : (void *)a;
+        DP__CU_TRY(dp__cu_conv_gemm(k, g, mode, t, x, w, y, req));
+        if (bias) {
+            dp__cu_chan_bias_body bb = {out, bias, (int)t, mode == 0 ? g->f : g->c, mode == 0 ? g->oh * g->ow : g->h * g->w};
+            DP__CU_TRY(dp__cu_each(k, count, bb));
+        }
+        return 0;
+    }
+    body.g = *g; body.a = a; body.b = b; body.bias = bias; body.out = out; body.t = t; body.req = req; body.mode = mode;
+    return dp__cu_each(k, count, body);
+}
+static int dp__cu_conv_algo(const dp_kernel_ctx *k, const dpn__cgeo *g, int deconv) {
+    return dpn__conv_direct(g, k->params->v[deconv ? DPN__DC_ALGO : DPN__CV_ALGO].i, k->params->v[deconv ? DPN__DC_WORKSPACE : DPN__CV_WORKSPACE].i,
+                            dp_dtype_size(dp_nd_dtype(k->inputs[0])));
+}
+static int dp__cu_k_conv(const dp_kernel_ctx *k) {
+    dpn__cgeo g;
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__conv_geo_of(k->params, dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), &g);
+    return dp__cu_conv_mode(k, &g, 0, dp__cu_conv_algo(k, &g, 0), dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]),
+                            k->num_inputs == 3 ? dp_nd_data(k->inputs[2]) : NULL, dp_nd_data(k->outputs[0]), k->req[0]);
+}
+/* inputs (og, data, weight[, bias]); outputs (d data, d weight[, d bias]) */
+static int dp__cu_kg_conv(const dp_kernel_ctx *k) {
+    dpn__cgeo g;
+    const void *og = dp_nd_data(k->inputs[0]);
+    int direct;
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__conv_geo_of(k->params, dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), &g);
+    direct = dp__cu_conv_algo(k, &g, 0);
+    DP__CU_TRY(dp__cu_conv_mode(k, &g, 1, direct, og, dp_nd_data(k->inputs[2]), NULL, dp_nd_data(k->outputs[0]), k->req[0]));
+    DP__CU_TRY(dp__cu_conv_mode(k, &g, 2, direct, og, dp_nd_data(k->inputs[1]), NULL, dp_nd_data(k->outputs[1]), k->req[1]));
+    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) {
+        dp__cu_chan_sum_body b = {og, dp_nd_data(k->outputs[2]), dp_nd_dtype(k->inputs[1]), k->req[2], g.n, g.f, g.oh * g.ow};
+        DP__CU_TRY(dp__cu_each(k, g.f, b));
+    }
+    return 0;
+}
+/* Deconvolution(data, weight[, bias]) is the convolution's mode 1 with
+   data as its y; its gradient is mode 2 (weight) and mode 0 (data). */
+static int dp__cu_k_deconv(const dp_kernel_ctx *k) {
+    dpn__cgeo g;
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__deconv_geo_of(k->params, dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), &g);
+    return dp__cu_conv_mode(k, &g, 1, dp__cu_conv_algo(k, &g, 1), dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]),
+                            k->num_inputs == 3 ? dp_nd_data(k->inputs[2]) : NULL, dp_nd_data(k->outputs[0]), k->req[0]);
+}
+static int dp__cu_kg_deconv(const dp_kernel_ctx *k) {
+    dpn__cgeo g;
+    const void *og = dp_nd_data(k->inputs[0]);
+    int direct;
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__deconv_geo_of(k->params, dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), &g);
+    direct = dp__cu_conv_algo(k, &g, 1);
+    DP__CU_TRY(dp__cu_conv_mode(k, &g, 0, direct, og, dp_nd_data(k->inputs[2]), NULL, dp_nd_data(k->outputs[0]), k->req[0]));
+    DP__CU_TRY(dp__cu_conv_mode(k, &g, 2, direct, dp_nd_data(k->inputs[1]), og, NULL, dp_nd_data(k->outputs[1]), k->req[1]));
+    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) {
+        dp__cu_chan_sum_body b = {og, dp_nd_data(k->outputs[2]), dp_nd_dtype(k->inputs[1]), k->req[2], g.n, g.c, g.h * g.w};
+        DP__CU_TRY(dp__cu_each(k, g.c, b));
+    }
+    return 0;
+}
+
+/* Pooling: the windows of dpn__pool_window, each clipped as dpn__pool_run
+   clips it. Forward: one thread per output; max keeps the first largest
+   element (a NaN wins), as the CPU's scan. Gradient: one thread per input
+   element, summing the shares of the windows that cover it (max: only a
+   window whose first maximum it is). */
+struct dp__cu_pool_body {
+    const void *x, *og; void *out; int t, req, type, incl, grad;
+    int64_t h, w, oh, ow, k0, k1, s0, s1, p0, p1;
+    /* window (oy, ox) of plane o: its input rows and columns, and the
+       divisor of avg; 0 when it holds no input element */
+    DP__CU_HD int window(int64_t oy, int64_t ox, int64_t *yi0, int64_t *yi1, int64_t *xi0, int64_t *xi1, double *div) const {
+        int64_t y0 = oy * s0 - p0, x0 = ox * s1 - p1;
+        int64_t y1 = y0 + k0 < h + p0 ? y0 + k0 : h + p0, x1 = x0 + k1 < w + p1 ? x0 + k1 : w + p1;
+        *yi0 = y0 < 0 ? 0 : y0; *xi0 = x0 < 0 ? 0 : x0; *yi1 = y1 < h ? y1 : h; *xi1 = x1 < w ? x1 : w;
+        if (*yi1 <= *yi0 || *xi1 <= *xi0) return 0;
+        *div = type == 1 ? (double)(incl ? (y1 - y0) * (x1 - x0) : (*yi1 - *yi0) * (*xi1 - *xi0)) : 1.0;
+        return 1;
+    }
+    /* the first maximum of a window (its element's index), and its value */
+    DP__CU_HD int64_t first_max(int64_t o, int64_t yi0, int64_t yi1, int64_t xi0, int64_t xi1, double *best_v) const {
+        int64_t best = -1, iy, ix;
+        double acc = 0;
+        for (iy = yi0; iy < yi1; iy++) for (ix = xi0; ix < xi1; ix++) {
+            int64_t xi = (o * h + iy) * w + ix;
+            double v = dp__cu_load(x, t, xi);
+            if (best < 0 || v > acc || (v != v && acc == acc)) { acc = v; best = xi; }
+        }
+        *best_v = acc;
+        return best;
+    }
+    DP__CU_HD void operator()(int64_t e) const {
+        int64_t yi0, yi1, xi0, xi1, iy, ix;
+        double div = 1, acc = 0;
+        if (!grad) {
+            int64_t ox = e % ow, oy = e / ow % oh, o = e / (ow * oh);
+            if (window(oy, ox, &yi0, &yi1, &xi0, &xi1, &div)) {
+                if (type == 0) first_max(o, yi0, yi1, xi0, xi1, &acc);
+                else {
+                    for (iy = yi0; iy < yi1; iy++) for (ix = xi0; ix < xi1; ix++) acc += dp__cu_load(x, t, (o * h + iy) * w + ix);
+                    acc /= div;
+                }
+            }
+        } else {
+            int64_t ix0 = e % w, iy0 = e / w % h, o = e / (w * h), lo_y = iy0 + p0 - k0 + 1, lo_x = ix0 + p1 - k1 + 1, oy, ox;
+            int64_t oy0 = lo_y <= 0 ? 0 : (lo_y + s0 - 1) / s0, ox0 = lo_x <= 0 ? 0 : (lo_x + s1 - 1) / s1;
+            int64_t oy1 = (iy0 + p0) / s0, ox1 = (ix0 + p1) / s1;
+            if (oy1 > oh - 1) oy1 = oh - 1;
+            if (ox1 > ow - 1) ox1 = ow - 1;
+            for (oy = oy0; oy <= oy1; oy++) for (ox = ox0; ox <= ox1; ox++) {
+                double v;
+                if (!window(oy, ox, &yi0, &yi1, &xi0, &xi1, &div) || iy0 < yi0 || iy0 >= yi1 || ix0 < xi0 || ix0 >= xi1) continue;
+                if (type != 0) acc += dp__cu_load(og, t, (o * oh + oy) * ow + ox) / div;
+                else if (first_max(o, yi0, yi1, xi0, xi1, &v) == e) acc += dp__cu_load(og, t, (o * oh + oy) * ow + ox);
+            }
+        }
+        dp__cu_store(out, t, e, acc, req);
+    }
+};
+static int dp__cu_pool(const dp_kernel_ctx *k, int grad) {
+    const dp_shape *xs = dp_nd_shape(k->inputs[grad]), *ys = dp_nd_shape(grad ? k->inputs[0] : k->outputs[0]);
+    dpn__win w;
+    int64_t out[2];
+    char msg[8];
+    dp__cu_pool_body b;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__pool_window(k->params, xs, &w, out, msg, sizeof msg);
+    memset(&b, 0, sizeof b);
+    b.x = dp_nd_data(k->inputs[grad]); b.og = grad ? dp_nd_data(k->inputs[0]) : NULL; b.out = dp_nd_data(k->outputs[0]);
+    b.t = dp_nd_dtype(k->inputs[grad]); b.req = k->req[0]; b.type = (int)k->params->v[DPN__PL_TYPE].i;
+    b.incl = (int)k->params->v[DPN__PL_INCLUDE_PAD].i; b.grad = grad;
+    dpn__spatial(xs, w.nd, &b.h, &b.w);
+    dpn__spatial(ys, w.nd, &b.oh, &b.ow);
+    b.k0 = w.k[0]; b.k1 = w.k[1]; b.s0 = w.s[0]; b.s1 = w.s[1]; b.p0 = w.p[0]; b.p1 = w.p[1];
+    return dp__cu_each(k, dp__cu_count_of(grad ? k->inputs[1] : k->outputs[0]), b);
+}
+static int dp__cu_k_pool(const dp_kernel_ctx *k) { return dp__cu_pool(k, 0); }
+static int dp__cu_kg_pool(const dp_kernel_ctx *k) { return dp__cu_pool(k, 1); }
+
+/* Activation (types 0..4) and LeakyReLU (10 + its type): dpn__act_fn's
+   formulas, f(x) or f'(x). */
+static DP__CU_HD double dp__cu_act_fn(int type, double x, double a, int grad) {
+    const double selu_l = 1.0507009873554804934, selu_a = 1.6732632423543772848;
+    double s;
+    switch (type) {
+    case 0: return grad ? (x > 0) : (x > 0 ? x : 0);
+    case 1: s = 1 / (1 + exp(-x)); return grad ? s * (1 - s) : s;
+    case 2: s = tanh(x); return grad ? 1 - s * s : s;
+    case 3: return grad ? 1 / (1 + exp(-x)) : (x > 20 ? x : log1p(exp(x)));
+    case 4: s = 1 + fabs(x); return grad ? 1 / (s * s) : x / s;
+    case 10: return grad ? (x > 0 ? 1 : a) : (x > 0 ? x : a * x);
+    case 11: return grad ? (x > 0 ? 1 : a * exp(x)) : (x > 0 ? x : a * expm1(x));
+    case 12: return grad ? selu_l * (x > 0 ? 1 : selu_a * exp(x)) : selu_l * (x > 0 ? x : selu_a * expm1(x));
+    case 13: s = 0.5 * (1 + erf(x / sqrt(2.0)));
+        return grad ? s + x * exp(-0.5 * x * x) / sqrt(2 * 3.14159265358979323846) : x * s;
+    }
+    return 0;
+}
+/* y = f(x), or dx = og f'(x); from_y: f' from the output y (1 - y), 1 - y^2
+   (sigmoid, tanh in float32: what the CPU kernel does there). prelu:
+   gamma given, the slope of element i is gamma[its channel] (dpn__prelu_channel). */
+struct dp__cu_act_body {
+    const void *x, *og, *y, *gamma; void *out; int t, req, type, grad, from_y; double a; int64_t gn, chans, inner;
+    DP__CU_HD void operator()(int64_t i) const {
+        double v = dp__cu_load(x, t, i), r;
+        if (gamma) {
+            double gm = dp__cu_load(gamma, t, gn == 1 ? 0 : (i / inner) % chans);
+            r = grad ? (v > 0 ? 1.0 : gm) * dp__cu_load(og, t, i) : v > 0 ? v : v * gm;
+        } else if (from_y) {
+            double yv = dp__cu_load(y, t, i);
+            r = dp__cu_load(og, t, i) * (type == 2 ? 1 - yv * yv : yv * (1 - yv));
+        } else {
+            r = dp__cu_act_fn(type, v, a, grad);
+            if (grad) r *= dp__cu_load(og, t, i);
+        }
+        dp__cu_store(out, t, i, r, req);
+    }
+};
+/* prelu's gamma gradient: channel ch's sum of x og over x <= 0 */
+struct dp__cu_prelu_grad_body {
+    const void *x, *og; void *dg; int t, req; int64_t n, gn, chans, inner;
+    DP__CU_HD void operator()(int64_t ch) const {
+        double s = 0;
+        int64_t per = gn == 1 ? n : inner, outer = gn == 1 ? 1 : n / (chans * inner), o, j;
+        for (o = 0; o < outer; o++) for (j = 0; j < per; j++) {
+            int64_t e = gn == 1 ? j : (o * chans + ch) * inner + j;
+            double v = dp__cu_load(x, t, e);
+            if (v <= 0) s += v * dp__cu_load(og, t, e);
+        }
+        dp__cu_store(dg, t, ch, s, req);
+    }
+};
+static int dp__cu_act(const dp_kernel_ctx *k, int type, double slope, int grad) {
+    const dp_ndarray *x = k->inputs[grad];
+    const dp_shape *s = dp_nd_shape(x);
+    dp__cu_act_body b;
+    int d;
+    DP__CU_TRY(dp__cu_enter(k));
+    memset(&b, 0, sizeof b);
+    b.x = dp_nd_data(x); b.og = grad ? dp_nd_data(k->inputs[0]) : NULL; b.out = dp_nd_data(k->outputs[0]);
+    b.t = dp_nd_dtype(x); b.req = k->req[0]; b.type = type; b.grad = grad; b.a = slope;
+    b.from_y = grad && type < 10 && (type == 1 || type == 2) && b.t == DP_FLOAT32;
+    if (b.from_y) b.y = dp_nd_data(k->inputs[2]);
+    if (type == 14) {                                   /* prelu */
+        b.gamma = dp_nd_data(k->inputs[grad + 1]); b.gn = dp_nd_shape(k->inputs[grad + 1])->dims[0];
+        b.chans = s->ndim > 1 ? s->dims[1] : 1; b.inner = 1;
+        for (d = 2; d < s->ndim; d++) b.inner *= s->dims[d];
+    }
+    if (k->req[0] != DP_REQ_NULL) DP__CU_TRY(dp__cu_each(k, dp__cu_count_of(x), b));
+    if (grad && type == 14 && k->req[1] != DP_REQ_NULL) {
+        dp__cu_prelu_grad_body g = {b.x, b.og, dp_nd_data(k->outputs[1]), b.t, k->req[1], dp__cu_count_of(x), b.gn, b.chans, b.inner};
+        DP__CU_TRY(dp__cu_each(k, b.gn, g));
+    }
+    return 0;
+}
+static int dp__cu_k_act(const dp_kernel_ctx *k) { return dp__cu_act(k, (int)k->params->v[0].i, 0, 0); }
+static int dp__cu_kg_act(const dp_kernel_ctx *k) { return dp__cu_act(k, (int)k->params->v[0].i, 0, 1); }
+static int dp__cu_k_leaky(const dp_kernel_ctx *k) { return dp__cu_act(k, 10 + (int)k->params->v[DPN__LR_TYPE].i, k->params->v[DPN__LR_SLOPE].f, 0); }
+static int dp__cu_kg_leaky(const dp_kernel_ctx *k) { return dp__cu_act(k, 10 + (int)k->params->v[DPN__LR_TYPE].i, k->params->v[DPN__LR_SLOPE].f, 1); }
+
+/* BatchNorm: one team per channel (dp__cu_teams). A channel's elements are
+   (o, ch, j) for o < outer, j < inner; r numbers them o * inner + j. */
+struct dp__cu_bn_elem {
+    const void *x, *og; int t, kind; int64_t c, inner, ch; double mean, is;   /* kind 0: x, 1: (x - mean)^2, 2: og, 3: og (x - mean) is */
+    DP__CU_HD dp__cu_acc operator()(int64_t o, int64_t r) const {
+        int64_t e = (r / inner * c + ch) * inner + r % inner;
+        double v = kind == 2 ? 0 : dp__cu_load(x, t, e) - (kind == 0 ? 0 : mean);
+        dp__cu_acc a;
+        (void)o;
+        a.v = kind == 0 ? v : kind == 1 ? v * v : kind == 2 ? dp__cu_load(og, t, e) : dp__cu_load(og, t, e) * v * is;
+        a.i = -1;
+        return a;
+    }
+};
+struct dp__cu_bn_body {
+    const void *x, *og, *gm, *bt; void *mm, *mv, *y, *dg, *db, *dmm, *dmv;
+    int t, req, reqg, reqb, reqmm, reqmv, batch, fix, grad; int64_t c, inner, n; double eps, mom;
+    DP__CU_HD void operator()(const dp__cu_team &team, int64_t ch) const {
+        double mean, var, is, g = fix ? 1 : dp__cu_load(gm, t, ch), sg = 0, sgx = 0;
+        int64_t r;
+        dp__cu_bn_elem el = {x, og, t, 0, c, inner, ch, 0.0, 0.0};
+        if (batch) {
+            mean = dp__cu_team_reduce(team, DP__CU_SUM, el, 0, 0, n).v;
+            mean = n ? mean / (double)n : 0;
+            el.kind = 1; el.mean = mean;
+            var = dp__cu_team_reduce(team, DP__CU_SUM, el, 0, 0, n).v;
+            var = n ? var / (double)n : 0;
+        } else { mean = dp__cu_load(mm, t, ch); var = dp__cu_load(mv, t, ch); }
+        is = 1 / sqrt(var + eps);
+        if (!grad) {
+            if (batch && team.rank() == 0) {      /* only this member reads or writes the moving statistics */
+                dp__cu_store(mm, t, ch, dp__cu_load(mm, t, ch) * mom + mean * (1 - mom), DP_REQ_WRITE);
+                dp__cu_store(mv, t, ch, dp__cu_load(mv, t, ch) * mom + var * (1 - mom), DP_REQ_WRITE);
+            }
+            for (r = team.rank(); req != DP_REQ_NULL && r < n; r += team.size()) {
+                int64_t e = (r / inner * c + ch) * inner + r % inner;
+                dp__cu_store(y, t, e, g * (dp__cu_load(x, t, e) - mean) * is + dp__cu_load(bt, t, ch), req);
+            }
+            return;
+        }
+        el.mean = mean; el.is = is;
+        el.kind = 2; sg = dp__cu_team_reduce(team, DP__CU_SUM, el, 0, 0, n).v;
+        el.kind = 3; sgx = dp__cu_team_reduce(team, DP__CU_SUM, el, 0, 0, n).v;
+        for (r = team.rank(); req != DP_REQ_NULL && r < n; r += team.size()) {
+            int64_t e = (r / inner * c + ch) * inner + r % inner;
+            double gv = dp__cu_load(og, t, e), xh = (dp__cu_load(x, t, e) - mean) * is;
+            dp__cu_store(y, t, e, batch ? g * is / (double)n * ((double)n * gv - sg - xh * sgx) : g * is * gv, req);
+        }
+        if (team.rank() == 0) {
+            dp__cu_store(dg, t, ch, fix ? 0 : sgx, reqg);
+            dp__cu_store(db, t, ch, sg, reqb);
+            dp__cu_store(dmm, t, ch, 0, reqmm);
+            dp__cu_store(dmv, t, ch, 0, reqmv);
+        }
+    }
+};
+static int dp__cu_bn(const dp_kernel_ctx *k, int grad) {
+    const dp_params *p = k->params;
+    const dp_ndarray *x = k->inputs[grad];
+    int64_t outer, c, inner;
+    dp__cu_bn_body b;
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__bn_split(dp_nd_shape(x), p->v[DPN__BN_AXIS].i, &outer, &c, &inner);
+    memset(&b, 0, sizeof b);
+    b.x = dp_nd_data(x); b.gm = dp_nd_data(k->inputs[grad + 1]); b.bt = dp_nd_data(k->inputs[grad + 2]);
+    b.mm = dp_nd_data(k->inputs[grad + 3]); b.mv = dp_nd_data(k->inputs[grad + 4]); b.y = dp_nd_data(k->outputs[0]);
+    b.t = dp_nd_dtype(x); b.req = k->req[0]; b.batch = p->v[DPN__BN_IS_TRAIN].i && !p->v[DPN__BN_GLOBAL].i;
+    b.fix = (int)p->v[DPN__BN_FIX_GAMMA].i; b.grad = grad; b.c = c; b.inner = inner; b.n = outer * inner;
+    b.eps = p->v[DPN__BN_EPS].f; b.mom = p->v[DPN__BN_MOMENTUM].f;
+    if (grad) {
+        b.og = dp_nd_data(k->inputs[0]);
+        b.dg = dp_nd_data(k->outputs[1]); b.db = dp_nd_data(k->outputs[2]); b.dmm = dp_nd_data(k->outputs[3]); b.dmv = dp_nd_data(k->outputs[4]);
+        b.reqg = k->req[1]; b.reqb = k->req[2]; b.reqmm = k->req[3]; b.reqmv = k->req[4];
+    } else b.reqg = b.reqb = b.reqmm = b.reqmv = DP_REQ_NULL;
+    return dp__cu_teams(k, c, dp__cu_team_size(b.n), b);
+}
+static int dp__cu_k_bn(const dp_kernel_ctx *k) { return dp__cu_bn(k, 0); }
+static int dp__cu_kg_bn(const dp_kernel_ctx *k) { return dp__cu_bn(k, 1); }
+
+/* Dropout: the mask element of e is drawn once per group of elements that
+   share a draw (the axes in `shared`), counter-based like random_uniform
+   (dp__cu_uniform01 at the group's first element), so every element
+   computes its own mask value without waiting for another's. The values
+   therefore differ from the CPU kernel's sequential draws; the fraction,
+   the scaling and the sharing are the same. */
+struct dp__cu_dropout_body {
+    const void *x; void *y, *mask; int t, req, on, nd; int shared[DP_MAX_DIMS]; int64_t dims[DP_MAX_DIMS]; uint64_t key; double p;
+    DP__CU_HD void operator()(int64_t e) const {
+        double m = 1;
+        if (on) {
+            int64_t rest = e, src = 0, stride = 1;
+            for (int d = nd - 1; d >= 0; d--) {
+                int64_t coord = rest % dims[d];
+                rest /= dims[d];
+                if (!shared[d]) src += coord * stride;
+                stride *= dims[d];
+            }
+            m = dp__cu_uniform01(key, (uint64_t)src) >= p ? 1 / (1 - p) : 0;
+        }
+        dp__cu_store(mask, t, e, m, DP_REQ_WRITE);
+        dp__cu_store(y, t, e, dp__cu_load(x, t, e) * m, req);
+    }
+};
+static int dp__cu_k_dropout(const dp_kernel_ctx *k) {
+    const dp_params *p = k->params;
+    const dp_shape *s = dp_nd_shape(k->inputs[0]), *axes = &p->v[DPN__DO_AXES].shape;
+    dp__cu_dropout_body b;
+    int i;
+    DP__CU_TRY(dp__cu_enter(k));
+    memset(&b, 0, sizeof b);
+    b.x = dp_nd_data(k->inputs[0]); b.y = dp_nd_data(k->outputs[0]); b.mask = dp_nd_data(k->outputs[1]);
+    b.t = dp_nd_dtype(k->inputs[0]); b.req = k->req[0]; b.p = p->v[DPN__DO_P].f; b.nd = s->ndim;
+    b.on = (p->v[DPN__DO_MODE].i == 1 || p->v[DPN__DO_IS_TRAIN].i) && b.p > 0;
+    for (i = 0; i < s->ndim; i++) b.dims[i] = s->dims[i];
+    for (i = 0; i < axes->ndim; i++) b.shared[axes->dims[i] < 0 ? axes->dims[i] + s->ndim : axes->dims[i]] = 1;
+    if (b.on) {
+        if (!dp_random_var(k->rc->engine, k->rc->ctx).id) { dp_set_error(k->rc, "Dropout: no random generator on this device"); return DP_ERROR_BAD_CONTEXT; }
+        b.key = dp_random_next(k->rc->engine, k->rc->ctx);
+    }
+    return dp__cu_each(k, dp__cu_count_of(k->inputs[0]), b);
+}
+
+/* Element-wise products and selections: _backward_Dropout (og * mask),
+   where and its gradient, the regression outputs and their gradients. */
+struct dp__cu_pick_body {
+    const void *a, *b, *c; void *y, *y2; int t, ct, req, req2, kind; int64_t per; double scale;
+    DP__CU_HD void operator()(int64_t i) const {
+        switch (kind) {
+        case 0: dp__cu_store(y, t, i, dp__cu_load(a, t, i) * dp__cu_load(b, t, i), req); break;   /* og * mask */
+        case 1: {                                                                                   /* where */
+            int pick = dp__cu_load(c, ct, i / per) != 0;
+            dp__cu_store(y, t, i, dp__cu_load(pick ? a : b, t, i), req);
+            break;
+        }
+        case 2: {                                                                                   /* where's gradient */
+            int pick = dp__cu_load(c, ct, i / per) != 0;
+            double g = dp__cu_load(a, t, i);
+            dp__cu_store(y, t, i, pick ? g : 0, req);
+            dp__cu_store(y2, t, i, pick ? 0 : g, req2);
+            break;
+        }
+        default: {                                                                                  /* regression: kind 3 + which */
+            int which = kind - 3;
+            double x = dp__cu_load(a, t, i), out = which == 1 ? 1 / (1 + exp(-x)) : x;
+            if (!b) { dp__cu_store(y, t, i, out, req); break; }
+            double d = out - dp__cu_load(b, ct, i);
+            dp__cu_store(y, t, i, (which == 2 ? (double)((d > 0) - (d < 0)) : d) * scale, req);
+        }
+        }
+    }
+};
+static int dp__cu_kg_dropout(const dp_kernel_ctx *k) {
+    dp__cu_pick_body b;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    memset(&b, 0, sizeof b);
+    b.a = dp_nd_data(k->inputs[0]); b.b = dp_nd_data(k->inputs[3]); b.y = dp_nd_data(k->outputs[0]);
+    b.t = dp_nd_dtype(k->inputs[0]); b.req = k->req[0]; b.kind = 0;
+    return dp__cu_each(k, dp__cu_count_of(k->inputs[0]), b);
+}
+/* where(condition, x, y): condition of x's shape, or (rows,) choosing rows */
+static int dp__cu_where(const dp_kernel_ctx *k, int grad) {
+    const dp_ndarray *cond = k->inputs[grad], *x = k->inputs[grad + 1];
+    int64_t n = dp__cu_count_of(x), cn = dp__cu_count_of(cond), rows = dp_nd_shape(x)->dims[0];
+    dp__cu_pick_body b;
+    DP__CU_TRY(dp__cu_enter(k));
+    memset(&b, 0, sizeof b);
+    b.c = dp_nd_data(cond); b.ct = dp_nd_dtype(cond); b.t = dp_nd_dtype(x); b.per = cn == n ? 1 : n / (rows ? rows : 1);
+    if (b.per < 1) b.per = 1;
+    if (!grad) {
+        if (k->req[0] == DP_REQ_NULL) return 0;
+        b.a = dp_nd_data(x); b.b = dp_nd_data(k->inputs[2]); b.y = dp_nd_data(k->outputs[0]); b.req = k->req[0]; b.kind = 1;
+        return dp__cu_each(k, n, b);
+    }
+    DP__CU_TRY(dp__cu_nn_fill(k, k->outputs[0], 0, k->req[0]));
+    b.a = dp_nd_data(k->inputs[0]); b.y = dp_nd_data(k->outputs[1]); b.y2 = dp_nd_data(k->outputs[2]);
+    b.req = k->req[1]; b.req2 = k->req[2]; b.kind = 2;
+    return dp__cu_each(k, n, b);
+}
+static int dp__cu_k_where(const dp_kernel_ctx *k) { return dp__cu_where(k, 0); }
+static int dp__cu_kg_where(const dp_kernel_ctx *k) { return dp__cu_where(k, 1); }
+/* LinearRegressionOutput (0), LogisticRegressionOutput (1),
+   MAERegressionOutput (2); the gradient's inputs (og, data, label) */
+static int dp__cu_regression(const dp_kernel_ctx *k, int which, int grad) {
+    const dp_ndarray *x = k->inputs[grad];
+    int64_t n = dp__cu_count_of(x), rows = dp_nd_shape(x)->dims[0];
+    dp__cu_pick_body b;
+    DP__CU_TRY(dp__cu_enter(k));
+    memset(&b, 0, sizeof b);
+    b.a = dp_nd_data(x); b.y = dp_nd_data(k->outputs[0]); b.t = dp_nd_dtype(x); b.req = k->req[0]; b.kind = 3 + which;
+    if (grad) {
+        b.b = dp_nd_data(k->inputs[2]); b.ct = dp_nd_dtype(k->inputs[2]);
+        b.scale = k->params->v[0].f / (rows > 0 && n / rows > 0 ? (double)(n / rows) : 1.0);
+    }
+    if (k->req[0] != DP_REQ_NULL) DP__CU_TRY(dp__cu_each(k, n, b));
+    return grad ? dp__cu_nn_fill(k, k->outputs[1], 0, k->req[1]) : 0;
+}
+static int dp__cu_k_linreg(const dp_kernel_ctx *k) { return dp__cu_regression(k, 0, 0); }
+static int dp__cu_kg_linreg(const dp_kernel_ctx *k) { return dp__cu_regression(k, 0, 1); }
+static int dp__cu_k_logreg(const dp_kernel_ctx *k) { return dp__cu_regression(k, 1, 0); }
+static int dp__cu_kg_logreg(const dp_kernel_ctx *k) { return dp__cu_regression(k, 1, 1); }
+static int dp__cu_k_maereg(const dp_kernel_ctx *k) { return dp__cu_regression(k, 2, 0); }
+static int dp__cu_kg_maereg(const dp_kernel_ctx *k) { return dp__cu_regression(k, 2, 1); }
+
+/* MakeLoss's gradient: grad_scale, divided by the batch or by the count
+   of elements above valid_thresh, which one GPU thread counts into the
+   workspace (read there by the fill, on the same stream). */
+struct dp__cu_count_above_body {
+    const void *x; int t; int64_t n; double thresh; double *count;
+    DP__CU_HD void operator()(int64_t) const {
+        double c = 0;
+        for (int64_t i = 0; i < n; i++) c += dp__cu_load(x, t, i) > thresh;
+        *count = c;
+    }
+};
+static int dp__cu_kg_make_loss(const dp_kernel_ctx *k) {
+    const dp_ndarray *x = k->inputs[1];
+    const dp_shape *s = dp_nd_shape(x);
+    dp__cu_nn_fill_body f = {dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), k->req[0], k->params->v[0].f, NULL};
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    if (k->params->v[2].i == 1 && s->ndim > 0 && s->dims[0] > 0) f.v /= (double)s->dims[0];
+    if (k->params->v[2].i == 2) {
+        double *count = (double *)dp__cu_workspace_get(k, DP__CU_SLOT_KERNEL, sizeof(double));
+        dp__cu_count_above_body c = {dp_nd_data(x), dp_nd_dtype(x), dp__cu_count_of(x), k->params->v[1].f, count};
+        if (!count) return DP_ERROR_OUT_OF_MEMORY;
+        DP__CU_TRY(dp__cu_each(k, 1, c));
+        f.count = count;
+    }
+    return dp__cu_each(k, dp__cu_count_of(k->outputs[0]), f);
+}
+
+/* Embedding(data, weight (rows, d)): output element (i, j) is weight[data[i], j];
+   a data value that is not a row is flagged (the lowest element wins) and
+   the kernel function fails with the CPU's message. The weight's gradient:
+   element (r, j) sums og[i, j] over the i with data[i] = r. */
+struct dp__cu_embed_body {
+    const void *data, *w, *og; void *y; unsigned long long *bad; int dt, t, req, mode; int64_t rows, d, n;   /* mode 0 forward, 1 check, 2 weight's gradient */
+    DP__CU_HD int64_t row_of(int64_t i) const {
+        double v = dp__cu_load(data, dt, i);
+        return v >= 0 && v < (double)rows && v == (double)(int64_t)v ? (int64_t)v : -1;
+    }
+    DP__CU_HD void operator()(int64_t e) const {
+        if (mode == 1) { if (row_of(e) < 0) dp__cu_flag_row(bad, (unsigned long long)e); return; }
+        if (mode == 0) {
+            int64_t r = row_of(e / d);
+            if (r >= 0) dp__cu_store(y, t, e, dp__cu_load(w, t, r * d + e % d), req);
+            return;
+        }
+        {
+            int64_t r = e / d, j = e % d, i;
+            double s = 0;
+            for (i = 0; i < n; i++) if (row_of(i) == r) s += dp__cu_load(og, t, i * d + j);
+            dp__cu_store(y, t, e, s, req);
+        }
+    }
+};
+static int dp__cu_embedding(const dp_kernel_ctx *k, int grad) {
+    const dp_ndarray *data = k->inputs[grad], *w = k->inputs[grad + 1];
+    dp__cu_embed_body b;
+    unsigned long long bad_at = ~0ull;
+    DP__CU_TRY(dp__cu_enter(k));
+    memset(&b, 0, sizeof b);
+    b.data = dp_nd_data(data); b.w = dp_nd_data(w); b.dt = dp_nd_dtype(data); b.t = dp_nd_dtype(w);
+    b.rows = dp_nd_shape(w)->dims[0]; b.d = dp_nd_shape(w)->dims[1]; b.n = dp__cu_count_of(data);
+    if (grad) {
+        DP__CU_TRY(dp__cu_nn_fill(k, k->outputs[0], 0, k->req[0]));
+        if (k->req[1] == DP_REQ_NULL) return 0;
+    } else if (k->req[0] == DP_REQ_NULL) return 0;
+    if ((b.bad = (unsigned long long *)dp__cu_workspace_get(k, DP__CU_SLOT_KERNEL, sizeof bad_at)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+    DP__CU_TRY(dp__cu_fill_bytes(k, b.bad, 0xFF, sizeof bad_at));
+    b.mode = 1;
+    DP__CU_TRY(dp__cu_each(k, b.n, b));
+    DP__CU_TRY(dp__cu_read_back(k, &bad_at, b.bad, sizeof bad_at));
+    if (bad_at != ~0ull) {
+        unsigned char raw[8];
+        char msg[128];
+        size_t es = dp_dtype_size((dp_dtype)b.dt);
+        DP__CU_TRY(dp__cu_read_back(k, raw, (const char *)b.data + (size_t)bad_at * es, es));
+        snprintf(msg, sizeof msg, "Embedding: index %g (element %lld of data) is not a row of 0..%lld", dp__load_elem(raw, (dp_dtype)b.dt, 0),
+                 (long long)bad_at, (long long)b.rows - 1);
+        dp_set_error(k->rc, msg);
+        return DP_ERROR_INVALID_ARGS;
+    }
+    b.mode = grad ? 2 : 0;
+    b.og = grad ? dp_nd_data(k->inputs[0]) : NULL;
+    b.y = dp_nd_data(k->outputs[grad]); b.req = k->req[grad];
+    return dp__cu_each(k, grad ? b.rows * b.d : b.n * b.d, b);
+}
+static int dp__cu_k_embedding(const dp_kernel_ctx *k) { return dp__cu_embedding(k, 0); }
+static int dp__cu_kg_embedding(const dp_kernel_ctx *k) { return dp__cu_embedding(k, 1); }
+
+/* A block [outer, n, inner] and its part [outer, m, inner] at offset b of
+   the middle axis: dir 0 gathers the part (one thread per part element),
+   dir 1 gathers the block from the part, 0 outside it (one thread per
+   block element), dir 2 scatters the part into its place in the block
+   (parts that tile the block write each element once). Stored by req.
+   slice_axis, SliceChannel and stack are these. */
+struct dp__cu_part_body {
+    const void *src; void *dst; int t, req, dir; int64_t n, m, inner, b;
+    DP__CU_HD void operator()(int64_t e) const {
+        if (dir == 1) {
+            int64_t j = e % inner, i = e / inner % n, o = e / (inner * n);
+            dp__cu_store(dst, t, e, i >= b && i < b + m ? dp__cu_load(src, t, (o * m + i - b) * inner + j) : 0.0, req);
+            return;
+        }
+        {
+            int64_t j = e % inner, i = e / inner % m, o = e / (inner * m), big = (o * n + b + i) * inner + j;
+            if (dir == 0) dp__cu_store(dst, t, e, dp__cu_load(src, t, big), req);
+            else dp__cu_store(dst, t, big, dp__cu_load(src, t, e), req);
+        }
+    }
+};
+static int dp__cu_part(const dp_kernel_ctx *k, const dp_ndarray *src, dp_ndarray *dst, int req, int dir, int64_t outer, int64_t n, int64_t m,
+                       int64_t inner, int64_t b) {
+    dp__cu_part_body body = {dp_nd_data(src), dp_nd_data(dst), dp_nd_dtype(src), req, dir, n, m, inner, b};
+    if (req == DP_REQ_NULL) return 0;
+    return dp__cu_each(k, outer * (dir == 1 ? n : m) * inner, body);
+}
+static int dp__cu_k_slice_axis(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    int axis;
+    int64_t b, e, outer, inner;
+    char msg[8];
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__slice_range(k->params, s, &axis, &b, &e, msg, sizeof msg);
+    dpn__split_axis(s, axis, &outer, &inner);
+    return dp__cu_part(k, k->inputs[0], k->outputs[0], k->req[0], 0, outer, s->dims[axis], e - b, inner, b);
+}
+static int dp__cu_kg_slice_axis(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[1]);
+    int axis;
+    int64_t b, e, outer, inner;
+    char msg[8];
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__slice_range(k->params, s, &axis, &b, &e, msg, sizeof msg);
+    dpn__split_axis(s, axis, &outer, &inner);
+    return dp__cu_part(k, k->inputs[0], k->outputs[0], k->req[0], 1, outer, s->dims[axis], e - b, inner, b);
+}
+static int dp__cu_k_slice_channel(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[0]);
+    int a = (int)(k->params->v[1].i < 0 ? k->params->v[1].i + s->ndim : k->params->v[1].i), i;
+    int64_t outer, inner, m = s->dims[a] / k->num_outputs;
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__split_axis(s, a, &outer, &inner);
+    for (i = 0; i < k->num_outputs; i++) DP__CU_TRY(dp__cu_part(k, k->inputs[0], k->outputs[i], k->req[i], 0, outer, s->dims[a], m, inner, i * m));
+    return 0;
+}
+/* inputs (the parts' gradients, data): each part scattered into its place */
+static int dp__cu_kg_slice_channel(const dp_kernel_ctx *k) {
+    const dp_shape *s = dp_nd_shape(k->inputs[k->num_inputs - 1]);
+    int n = k->num_inputs - 1, a = (int)(k->params->v[1].i < 0 ? k->params->v[1].i + s->ndim : k->params->v[1].i), i;
+    int64_t outer, inner, m = s->dims[a] / n;
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__split_axis(s, a, &outer, &inner);
+    for (i = 0; i < n; i++) DP__CU_TRY(dp__cu_part(k, k->inputs[i], k->outputs[0], k->req[0], 2, outer, s->dims[a], m, inner, i * m));
+    return 0;
+}
+/* stack: input i is part i (of 1) of the output's new axis */
+static int dp__cu_k_stack(const dp_kernel_ctx *k) {
+    int64_t outer, inner;
+    int i;
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__stack_dims(k->params, dp_nd_shape(k->inputs[0]), &outer, &inner);
+    for (i = 0; i < k->num_inputs; i++) DP__CU_TRY(dp__cu_part(k, k->inputs[i], k->outputs[0], k->req[0], 2, outer, k->num_inputs, 1, inner, i));
+    return 0;
+}
+static int dp__cu_kg_stack(const dp_kernel_ctx *k) {
+    int64_t outer, inner;
+    int i;
+    DP__CU_TRY(dp__cu_enter(k));
+    dpn__stack_dims(k->params, dp_nd_shape(k->inputs[1]), &outer, &inner);
+    for (i = 0; i < k->num_outputs; i++) DP__CU_TRY(dp__cu_part(k, k->inputs[0], k->outputs[i], k->req[i], 0, outer, k->num_outputs, 1, inner, i));
+    return 0;
+}
+
+/* broadcast_to: output element i reads data's element of the same
+   coordinates (0 along data's axes of size 1); the gradient's element of
+   data sums the output gradient over those axes' repeats. */
+struct dp__cu_bcast_body {
+    dp_shape small, big; const void *src; void *dst; int t, req, grad;
+    DP__CU_HD void operator()(int64_t e) const {
+        int d;
+        if (!grad) {
+            int64_t rest = e, src_i = 0, stride = 1;
+            for (d = big.ndim - 1; d >= 0; d--) {
+                int64_t c = rest % big.dims[d];
+                rest /= big.dims[d];
+                if (small.dims[d] != 1) src_i += c * stride;
+                stride *= small.dims[d];
+            }
+            dp__cu_store(dst, t, e, dp__cu_load(src, t, src_i), req);
+            return;
+        }
+        {
+            int64_t coord[DP_MAX_DIMS], rest = e, reps = 1, r;
+            double s = 0;
+            for (d = small.ndim - 1; d >= 0; d--) { coord[d] = rest % small.dims[d]; rest /= small.dims[d]; }
+            for (d = 0; d < big.ndim; d++) if (small.dims[d] == 1) reps *= big.dims[d];
+            for (r = 0; r < reps; r++) {             /* r's digits along the repeated axes, in C order */
+                int64_t q = r, at = 0, stride = 1;
+                for (d = big.ndim - 1; d >= 0; d--) {
+                    int64_t c = small.dims[d] == 1 ? q % big.dims[d] : coord[d];
+                    if (small.dims[d] == 1) q /= big.dims[d];
+                    at += c * stride;
+                    stride *= big.dims[d];
+                }
+                s += dp__cu_load(src, t, at);
+            }
+            dp__cu_store(dst, t, e, s, req);
+        }
+    }
+};
+static int dp__cu_broadcast_to(const dp_kernel_ctx *k, int grad) {
+    dp__cu_bcast_body b;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    memset(&b, 0, sizeof b);
+    b.small = *dp_nd_shape(k->inputs[grad]); b.big = *dp_nd_shape(grad ? k->inputs[0] : k->outputs[0]);
+    b.src = dp_nd_data(k->inputs[0]); b.dst = dp_nd_data(k->outputs[0]); b.t = dp_nd_dtype(k->inputs[0]); b.req = k->req[0]; b.grad = grad;
+    return dp__cu_each(k, dp__cu_count_of(k->outputs[0]), b);
+}
+static int dp__cu_k_broadcast_to(const dp_kernel_ctx *k) { return dp__cu_broadcast_to(k, 0); }
+static int dp__cu_kg_broadcast_to(const dp_kernel_ctx *k) { return dp__cu_broadcast_to(k, 1); }
+
+/* batch_dot: dpn__k_batch_dot and dpn__kg_batch_dot with dp__cu_matmul for
+   dp_gemm, one GEMM per matrix of the batch. */
+static int dp__cu_batch_gemm(const dp_kernel_ctx *k, dp_dtype t, int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t kk, const void *a,
+                             int64_t lda, const void *b, int64_t ldb, double beta, void *c) {
+    size_t e = dp_dtype_size(t);
+    for (int64_t i = 0; i < batch; i++)
+        DP__CU_TRY(dp__cu_matmul(k, t, ta, tb, m, n, kk, (const char *)a + (size_t)(i * m * kk) * e, lda, (const char *)b + (size_t)(i * kk * n) * e,
+                                 ldb, beta, (char *)c + (size_t)(i * m * n) * e, n));
+    return 0;
+}
+static int dp__cu_k_batch_dot(const dp_kernel_ctx *k) {
+    const dp_shape *as = dp_nd_shape(k->inputs[0]), *ys = dp_nd_shape(k->outputs[0]);
+    int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    DP__CU_TRY(dp__cu_enter(k));
+    return dp__cu_batch_gemm(k, dp_nd_dtype(k->inputs[0]), ys->dims[0], ta, tb, ys->dims[1], ys->dims[2], as->dims[ta ? 1 : 2], dp_nd_data(k->inputs[0]),
+                             as->dims[2], dp_nd_data(k->inputs[1]), dp_nd_shape(k->inputs[1])->dims[2], dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
+}
+static int dp__cu_kg_batch_dot(const dp_kernel_ctx *k) {
+    const dp_shape *gs = dp_nd_shape(k->inputs[0]), *as = dp_nd_shape(k->inputs[1]), *bs = dp_nd_shape(k->inputs[2]);
+    dp_dtype t = dp_nd_dtype(k->inputs[1]);
+    int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
+    int64_t B = gs->dims[0], M = gs->dims[1], N = gs->dims[2], K = as->dims[ta ? 1 : 2];
+    const void *og = dp_nd_data(k->inputs[0]), *a = dp_nd_data(k->inputs[1]), *b = dp_nd_data(k->inputs[2]);
+    DP__CU_TRY(dp__cu_enter(k));
+    if (k->req[0] != DP_REQ_NULL) {
+        if (!ta) DP__CU_TRY(dp__cu_batch_gemm(k, t, B, 0, !tb, M, K, N, og, N, b, bs->dims[2], dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0])));
+        else DP__CU_TRY(dp__cu_batch_gemm(k, t, B, tb, 1, K, M, N, b, bs->dims[2], og, N, dp__beta_of(k->req[0]), dp_nd_data(k->outputs[0])));
+    }
+    if (k->req[1] != DP_REQ_NULL) {
+        if (!tb) DP__CU_TRY(dp__cu_batch_gemm(k, t, B, !ta, 0, K, N, M, a, as->dims[2], og, N, dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1])));
+        else DP__CU_TRY(dp__cu_batch_gemm(k, t, B, 1, ta, N, K, M, og, N, a, as->dims[2], dp__beta_of(k->req[1]), dp_nd_data(k->outputs[1])));
+    }
+    return 0;
+}
+
+/* rmsprop_update, rmspropalex_update, adagrad_update, nag_mom_update,
+   adamw_update: dpn__update's step per element (AdamW's bias correction
+   of lr computed once, on the host, as there). */
+struct dp__cu_nn_update_body {
+    const void *w, *g; void *s0, *s1, *s2, *out; int t, req, kind; double p[8];   /* lr wd rescale clip, then v[4..7] */
+    DP__CU_HD void operator()(int64_t i) const {
+        double lr = p[0], wd = p[1], clip = p[3];
+        double wi = dp__cu_load(w, t, i), gr = p[2] * dp__cu_load(g, t, i), a = s0 ? dp__cu_load(s0, t, i) : 0;
+        double b = s1 ? dp__cu_load(s1, t, i) : 0, c = s2 ? dp__cu_load(s2, t, i) : 0;
+        if (kind == DPN__OPT_RMSPROP || kind == DPN__OPT_RMSPROPALEX) gr += wd * wi;
+        if (clip > 0) gr = gr < -clip ? -clip : gr > clip ? clip : gr;
+        if (kind == DPN__OPT_NAG) gr += wd * wi;
+        switch (kind) {
+        case DPN__OPT_RMSPROP:
+            a = (1 - p[4]) * gr * gr + p[4] * a;
+            wi -= lr * gr / sqrt(a + p[5]);
+            break;
+        case DPN__OPT_RMSPROPALEX:
+            a = (1 - p[4]) * gr * gr + p[4] * a;
+            b = (1 - p[4]) * gr + p[4] * b;
+            c = p[6] * c - lr * gr / sqrt(a - b * b + p[5]);
+            wi += c;
+            break;
+        case DPN__OPT_ADAGRAD:
+            a += gr * gr;
+            wi -= lr * (gr / sqrt(a + p[4]) + wd * wi);
+            break;
+        case DPN__OPT_NAG:
+            a = p[4] * a - lr * gr;
+            wi += p[4] * a - lr * gr;
+            break;
+        default:
+            a = p[4] * a + (1 - p[4]) * gr;
+            b = p[5] * b + (1 - p[5]) * gr * gr;
+            wi -= p[7] * (lr * a / (sqrt(b) + p[6]) + wd * wi);
+            break;
+        }
+        if (s0) dp__cu_store(s0, t, i, a, DP_REQ_WRITE);
+        if (s1) dp__cu_store(s1, t, i, b, DP_REQ_WRITE);
+        if (s2) dp__cu_store(s2, t, i, c, DP_REQ_WRITE);
+        dp__cu_store(out, t, i, wi, req);
+    }
+};
+static int dp__cu_nn_update(const dp_kernel_ctx *k, int kind) {
+    const dp_params *p = k->params;
+    dp__cu_nn_update_body b;
+    int i;
+    DP__CU_TRY(dp__cu_enter(k));
+    memset(&b, 0, sizeof b);
+    b.w = dp_nd_data(k->inputs[0]); b.g = dp_nd_data(k->inputs[1]);
+    b.s0 = k->num_inputs > 2 ? dp_nd_data(k->inputs[2]) : NULL; b.s1 = k->num_inputs > 3 ? dp_nd_data(k->inputs[3]) : NULL;
+    b.s2 = k->num_inputs > 4 ? dp_nd_data(k->inputs[4]) : NULL;
+    b.out = dp_nd_data(k->outputs[0]); b.t = dp_nd_dtype(k->inputs[0]); b.req = k->req[0]; b.kind = kind;
+    for (i = 0; i < 8 && i < p->count; i++) b.p[i] = p->v[i].f;
+    if (kind == DPN__OPT_ADAMW && p->v[8].i > 0) {
+        double c1 = 1 - pow(p->v[4].f, (double)p->v[8].i);
+        if (c1 > 0) b.p[0] *= sqrt(1 - pow(p->v[5].f, (double)p->v[8].i)) / c1;
+    }
+    return dp__cu_each(k, dp__cu_count_of(k->inputs[0]), b);
+}
+static int dp__cu_k_rmsprop(const dp_kernel_ctx *k) { return dp__cu_nn_update(k, DPN__OPT_RMSPROP); }
+static int dp__cu_k_rmspropalex(const dp_kernel_ctx *k) { return dp__cu_nn_update(k, DPN__OPT_RMSPROPALEX); }
+static int dp__cu_k_adagrad(const dp_kernel_ctx *k) { return dp__cu_nn_update(k, DPN__OPT_ADAGRAD); }
+static int dp__cu_k_nag(const dp_kernel_ctx *k) { return dp__cu_nn_update(k, DPN__OPT_NAG); }
+static int dp__cu_k_adamw(const dp_kernel_ctx *k) { return dp__cu_nn_update(k, DPN__OPT_ADAMW); }
+
+#define DP__CU_NN_KERNELS \
+    {"Convolution", dp__cu_k_conv}, {"_backward_Convolution", dp__cu_kg_conv}, \
+    {"Deconvolution", dp__cu_k_deconv}, {"_backward_Deconvolution", dp__cu_kg_deconv}, \
+    {"Pooling", dp__cu_k_pool}, {"_backward_Pooling", dp__cu_kg_pool}, \
+    {"Activation", dp__cu_k_act}, {"_backward_Activation", dp__cu_kg_act}, \
+    {"LeakyReLU", dp__cu_k_leaky}, {"_backward_LeakyReLU", dp__cu_kg_leaky}, \
+    {"Flatten", dp__cu_k_copy}, {"_backward_Flatten", dp__cu_k_copy}, \
+    {"BatchNorm", dp__cu_k_bn}, {"_backward_BatchNorm", dp__cu_kg_bn}, \
+    {"Dropout", dp__cu_k_dropout}, {"_backward_Dropout", dp__cu_kg_dropout}, \
+    {"BlockGrad", dp__cu_k_copy}, {"_backward_BlockGrad", dp__cu_kg_block}, \
+    {"MakeLoss", dp__cu_k_copy}, {"_backward_MakeLoss", dp__cu_kg_make_loss}, \
+    {"LinearRegressionOutput", dp__cu_k_linreg}, {"_backward_LinearRegressionOutput", dp__cu_kg_linreg}, \
+    {"LogisticRegressionOutput", dp__cu_k_logreg}, {"_backward_LogisticRegressionOutput", dp__cu_kg_logreg}, \
+    {"MAERegressionOutput", dp__cu_k_maereg}, {"_backward_MAERegressionOutput", dp__cu_kg_maereg}, \
+    {"Embedding", dp__cu_k_embedding}, {"_backward_Embedding", dp__cu_kg_embedding}, \
+    {"expand_dims", dp__cu_k_copy}, {"_backward_expand_dims", dp__cu_k_copy}, \
+    {"slice_axis", dp__cu_k_slice_axis}, {"_backward_slice_axis", dp__cu_kg_slice_axis}, \
+    {"broadcast_to", dp__cu_k_broadcast_to}, {"_backward_broadcast_to", dp__cu_kg_broadcast_to}, \
+    {"where", dp__cu_k_where}, {"_backward_where", dp__cu_kg_where}, \
+    {"batch_dot", dp__cu_k_batch_dot}, {"_backward_batch_dot", dp__cu_kg_batch_dot}, \
+    {"stack", dp__cu_k_stack}, {"_backward_stack", dp__cu_kg_stack}, \
+    {"SliceChannel", dp__cu_k_slice_channel}, {"_backward_SliceChannel", dp__cu_kg_slice_channel}, \
+    {"rmsprop_update", dp__cu_k_rmsprop}, {"rmspropalex_update", dp__cu_k_rmspropalex}, {"adagrad_update", dp__cu_k_adagrad}, \
+    {"nag_mom_update", dp__cu_k_nag}, {"adamw_update", dp__cu_k_adamw},
+#else
+#define DP__CU_NN_KERNELS
+#endif /* DEPENG_NN_IMPL_INCLUDED */
+
 /* >>cuda_register ------------------------------------------------------------------
    Every built-in operator's GPU kernel, by name. The element-wise ones
    follow depeng.h's own operator lists (DP__UNARY_OPS, DP__BINARY_OPS,
@@ -1946,6 +2946,7 @@ static const dp__cu_kernel_entry dp__cu_kernels[] = {
     {"cast", dp__cu_k_copy}, {"_backward_cast", dp__cu_k_copy},
     {"sgd_update", dp__cu_k_sgd}, {"sgd_mom_update", dp__cu_k_sgd_mom}, {"adam_update", dp__cu_k_adam},
     {"take", dp__cu_k_take}, {"_backward_take", dp__cu_kg_take}, {"accuracy", dp__cu_k_accuracy},
+    DP__CU_NN_KERNELS
 };
 #undef DP__CU_REG_UNARY
 #undef DP__CU_REG_BINARY

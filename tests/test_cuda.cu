@@ -7,9 +7,12 @@
    step. Where CUDA finds no device each of them prints
    "SKIP: no CUDA device (name)" and is counted as skipped, never as passed.
    The rest run everywhere: the backend reports no GPU cleanly, every
-   built-in operator has a GPU kernel, the reductions' combine step gives
-   the CPU's answer in any order, and every GPU kernel, run on the host
-   (depeng_cuda.h chapter 5), matches the CPU kernel, also in its errors.
+   built-in operator has a GPU kernel (depeng_nn.h's included: its
+   implementation is compiled here before depeng_cuda.h's), the
+   reductions' combine step gives the CPU's answer in any order, and every
+   GPU kernel, run on the host (depeng_cuda.h chapter 5), matches the CPU
+   kernel, also in its errors: depeng_nn.h's layers on random geometry, and
+   Dropout, whose GPU draws are not the CPU's, by what its masks promise.
    That depeng.h's DP__HD formulas compile for the device is checked by
    building this file: every kernel calls them.
    The last line is "cuda: N passed, M failed, K skipped" (tests/run.sh
@@ -23,6 +26,7 @@
 #include "depeng_cuda.h"
 #include "tests/test_common.h"
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,12 +78,13 @@ typedef struct op_case {
     int fill[MAX_IN];
     unsigned dtypes;               /* bit 1 << dtype */
     int add;
+    char kwstore[200];             /* kwargs made up at run time (add_case_kw) */
 } op_case;
 #define FLOATS ((1u << DP_FLOAT32) | (1u << DP_FLOAT64))
 #define INTS_TOO (FLOATS | (1u << DP_INT32))
 #define ALL_DTYPES ((1u << DP_DTYPE_COUNT) - 1u)
 #define INDEX_DTYPES ((1u << DP_INT32) | (1u << DP_INT64) | (1u << DP_UINT8))
-static op_case g_cases[512];
+static op_case g_cases[1024];
 static int g_ncases;
 
 static op_case *add_case(const char *op, const char *kwargs, unsigned dtypes, int add) {
@@ -90,6 +95,22 @@ static op_case *add_case(const char *op, const char *kwargs, unsigned dtypes, in
     return c;
 }
 static op_case *in(op_case *c, dp_shape s, int fill) { c->in[c->nin] = s; c->fill[c->nin] = fill; c->nin++; return c; }
+/* A case whose kwargs are formatted here (random parameters). */
+static op_case *add_case_kw(const char *op, unsigned dtypes, int add, const char *fmt, ...) {
+    op_case *c = add_case(op, "", dtypes, add);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->kwstore, sizeof c->kwstore, fmt, ap);
+    va_end(ap);
+    c->kwargs = c->kwstore;
+    return c;
+}
+/* A shape of up to 5 axes */
+static dp_shape SN(int nd, int64_t a, int64_t b = 0, int64_t c = 0, int64_t d = 0, int64_t e = 0) {
+    dp_shape s = S(nd, a, b, c);
+    s.dims[3] = d; s.dims[4] = e;
+    return s;
+}
 
 static void unary_cases(const char *nm) {
     char grad[64];
@@ -126,6 +147,7 @@ static void scalar_cases(const char *nm) {
     in(add_case(fwd, "", FLOATS, 1), S(3, 2, 3, 4), fill)->scalar = 1.75;
     in(in(add_case(grad, "", FLOATS, 1), S(3, 2, 3, 4), F_ANY), S(3, 2, 3, 4), fill)->scalar = 1.75;
 }
+static void nn_cases(void);
 static void build_cases(void) {
     static const char *red[4] = {"sum", "mean", "max", "min"};
     static const struct { const char *kw; dp_shape x, og; int fill; } red_shapes[] = {
@@ -263,6 +285,236 @@ static void build_cases(void) {
     in(in(in(add_case("_backward_take", "", INDEX_DTYPES, 1), S(3, 2, 4, 3), F_ANY), S(2, 5, 3), F_ANY), S(2, 2, 4), F_INT + 5);
     in(in(in(add_case("_backward_take", "mode=wrap", INDEX_DTYPES, 0), S(1, 9), F_ANY), S(1, 6), F_ANY), S(1, 9), F_INDEX);
     in(in(add_case("accuracy", "", INTS_TOO | INDEX_DTYPES, 0), S(1, 40), F_INT + 3), S(2, 8, 5), F_INT + 3);
+    nn_cases();
+}
+
+/* ---- depeng_nn.h's operators ------------------------------------------------------
+   Convolution, Deconvolution and Pooling on random geometry (seeded, the
+   same every run): 1-D and 2-D, strides, pads, dilation, groups, bias or
+   not, each CPU implementation (algo), deconvolution's adj, the pooling
+   types and conventions, global pooling; forward and gradient. The other
+   layers, tensor operators, losses and updates on fixed cases covering
+   their parameters (BatchNorm in training, inference and use_global_stats,
+   fix_gamma, three axes; Dropout where it draws nothing: its draws are
+   compared by test_emulated_dropout). */
+static uint64_t g_geo_state = 0x5DEECE66Dull;
+static int pick(int lo, int hi) {         /* lo..hi */
+    g_geo_state ^= g_geo_state << 13; g_geo_state ^= g_geo_state >> 7; g_geo_state ^= g_geo_state << 17;
+    return lo + (int)((g_geo_state >> 33) % (uint64_t)(hi - lo + 1));
+}
+/* "(a,)" or "(a,b)" */
+static const char *tup(char *buf, int nd, int64_t a, int64_t b) {
+    if (nd == 1) snprintf(buf, 32, "(%lld,)", (long long)b);
+    else snprintf(buf, 32, "(%lld,%lld)", (long long)a, (long long)b);
+    return buf;
+}
+static dp_shape nchw(int nd, int64_t n, int64_t c, int64_t h, int64_t w) { return nd == 2 ? SN(4, n, c, h, w) : S(3, n, c, w); }
+static void conv_cases(void) {
+    static const char *algos[3] = {"auto", "im2col", "direct"};
+    op_case *c0;
+    int i;
+    for (i = 0; i < 40; i++) {
+        int deconv = i >= 28, nd = pick(1, 2), g = pick(1, 2), ax;
+        int64_t n = pick(1, 2), c = g * pick(1, 2), f = g * pick(1, 3), k[2], s[2], d[2], p[2], adj[2], sz[2], out[2];
+        int bias = deconv ? pick(0, 1) : pick(0, 1), nargs = bias ? 3 : 2;
+        char kb[32], sb[32], db[32], pb[32], ab[32];
+        op_case *fc, *gc;
+        for (ax = 0; ax < 2; ax++) {
+            int active = nd == 2 || ax == 1;
+            k[ax] = active ? pick(1, 3) : 1; s[ax] = active ? pick(1, 2) : 1; d[ax] = active ? pick(1, 2) : 1;
+            p[ax] = active ? pick(0, 1) : 0; adj[ax] = 0;
+            if (deconv) {
+                sz[ax] = active ? pick(1, 4) : 1;
+                if (active && (s[ax] > 1 || d[ax] > 1)) adj[ax] = pick(0, (s[ax] > d[ax] ? s[ax] : d[ax]) - 1);
+                out[ax] = s[ax] * (sz[ax] - 1) + d[ax] * (k[ax] - 1) + 1 - 2 * p[ax] + adj[ax];
+                if (out[ax] < 1) { p[ax] = 0; out[ax] = s[ax] * (sz[ax] - 1) + d[ax] * (k[ax] - 1) + 1 + adj[ax]; }
+            } else {
+                int64_t span = d[ax] * (k[ax] - 1) + 1, least = span - 2 * p[ax] > 1 ? span - 2 * p[ax] : 1;
+                sz[ax] = active ? least + pick(0, 4) : 1;
+                out[ax] = (sz[ax] + 2 * p[ax] - span) / s[ax] + 1;
+            }
+        }
+        if (deconv) {
+            fc = add_case_kw("Deconvolution", FLOATS, i % 3 == 0, "kernel=%s;stride=%s;dilate=%s;pad=%s;adj=%s;num_filter=%lld;num_group=%d;no_bias=%s;num_args=%d;algo=%s",
+                             tup(kb, nd, k[0], k[1]), tup(sb, nd, s[0], s[1]), tup(db, nd, d[0], d[1]), tup(pb, nd, p[0], p[1]), tup(ab, nd, adj[0], adj[1]),
+                             (long long)f, g, bias ? "false" : "true", nargs, algos[i % 3]);
+            gc = add_case_kw("_backward_Deconvolution", FLOATS, i % 3 == 1, "%s", fc->kwstore);
+            in(fc, nchw(nd, n, c, sz[0], sz[1]), F_ANY);
+            in(gc, nchw(nd, n, f, out[0], out[1]), F_ANY);
+            in(gc, nchw(nd, n, c, sz[0], sz[1]), F_ANY);
+            in(fc, nd == 2 ? SN(4, c, f / g, k[0], k[1]) : S(3, c, f / g, k[1]), F_ANY);
+            in(gc, nd == 2 ? SN(4, c, f / g, k[0], k[1]) : S(3, c, f / g, k[1]), F_ANY);
+        } else {
+            fc = add_case_kw("Convolution", FLOATS, i % 3 == 0, "kernel=%s;stride=%s;dilate=%s;pad=%s;num_filter=%lld;num_group=%d;no_bias=%s;num_args=%d;algo=%s",
+                             tup(kb, nd, k[0], k[1]), tup(sb, nd, s[0], s[1]), tup(db, nd, d[0], d[1]), tup(pb, nd, p[0], p[1]), (long long)f, g,
+                             bias ? "false" : "true", nargs, algos[i % 3]);
+            gc = add_case_kw("_backward_Convolution", FLOATS, i % 3 == 1, "%s", fc->kwstore);
+            in(fc, nchw(nd, n, c, sz[0], sz[1]), F_ANY);
+            in(gc, nchw(nd, n, f, out[0], out[1]), F_ANY);
+            in(gc, nchw(nd, n, c, sz[0], sz[1]), F_ANY);
+            in(fc, nd == 2 ? SN(4, f, c / g, k[0], k[1]) : S(3, f, c / g, k[1]), F_ANY);
+            in(gc, nd == 2 ? SN(4, f, c / g, k[0], k[1]) : S(3, f, c / g, k[1]), F_ANY);
+        }
+        if (bias) { in(fc, S(1, f), F_ANY); in(gc, S(1, f), F_ANY); }
+        gc->nout = nargs;
+    }
+    /* pointwise (1x1, stride 1, no pad): the GEMM reads the input as its columns */
+    c0 = add_case("Convolution", "kernel=(1,1);num_filter=4;num_group=2;no_bias=false;num_args=3;algo=im2col", FLOATS, 1);
+    in(in(in(c0, SN(4, 2, 4, 3, 3), F_ANY), SN(4, 4, 2, 1, 1), F_ANY), S(1, 4), F_ANY);
+    c0 = add_case("_backward_Convolution", "kernel=(1,1);num_filter=4;num_group=2;no_bias=false;num_args=3;algo=im2col", FLOATS, 1);
+    in(in(in(in(c0, SN(4, 2, 4, 3, 3), F_ANY), SN(4, 2, 4, 3, 3), F_ANY), SN(4, 4, 2, 1, 1), F_ANY), S(1, 4), F_ANY)->nout = 3;
+    in(in(add_case("Deconvolution", "kernel=(1,);num_filter=3;algo=im2col", FLOATS, 1), S(3, 2, 2, 5), F_ANY), S(3, 2, 3, 1), F_ANY);
+    in(in(in(add_case("_backward_Deconvolution", "kernel=(1,);num_filter=3;algo=im2col", FLOATS, 1), S(3, 2, 3, 5), F_ANY), S(3, 2, 2, 5), F_ANY),
+       S(3, 2, 3, 1), F_ANY)->nout = 2;
+    /* Deconvolution's target_shape (pad and adj from it) */
+    in(in(add_case("Deconvolution", "kernel=(3,3);stride=(2,2);target_shape=(8,7);num_filter=2", FLOATS, 0), SN(4, 1, 2, 4, 4), F_ANY), SN(4, 2, 2, 3, 3), F_ANY);
+    in(in(in(add_case("_backward_Deconvolution", "kernel=(3,3);stride=(2,2);target_shape=(8,7);num_filter=2", FLOATS, 0), SN(4, 1, 2, 8, 7), F_ANY),
+          SN(4, 1, 2, 4, 4), F_ANY), SN(4, 2, 2, 3, 3), F_ANY)->nout = 2;
+}
+static void pool_cases(void) {
+    static const char *types[3] = {"max", "avg", "sum"};
+    int i;
+    for (i = 0; i < 30; i++) {
+        int nd = pick(1, 2), type = i % 3, full = pick(0, 1), glob = i % 10 == 9, incl = pick(0, 1), ax;
+        int64_t n = pick(1, 2), c = pick(1, 3), k[2], s[2], p[2], sz[2], out[2];
+        char kb[32], sb[32], pb[32];
+        op_case *fc, *gc;
+        for (ax = 0; ax < 2; ax++) {
+            int active = nd == 2 || ax == 1;
+            k[ax] = active ? pick(1, 3) : 1; s[ax] = active ? pick(1, 3) : 1; p[ax] = active ? pick(0, (int)k[ax] - 1) : 0;
+            if (p[ax] > 1) p[ax] = 1;
+            sz[ax] = active ? (k[ax] - 2 * p[ax] > 1 ? k[ax] - 2 * p[ax] : 1) + pick(0, 4) : 1;
+            {
+                int64_t room = sz[ax] + 2 * p[ax] - k[ax];
+                out[ax] = glob ? 1 : 1 + (full ? (room + s[ax] - 1) / s[ax] : room / s[ax]);
+            }
+        }
+        fc = add_case_kw("Pooling", FLOATS, i % 4 == 0, "kernel=%s;stride=%s;pad=%s;pool_type=%s;pooling_convention=%s;global_pool=%s;count_include_pad=%s",
+                         tup(kb, nd, k[0], k[1]), tup(sb, nd, s[0], s[1]), tup(pb, nd, p[0], p[1]), types[type], full ? "full" : "valid",
+                         glob ? "true" : "false", incl ? "true" : "false");
+        gc = add_case_kw("_backward_Pooling", FLOATS, i % 4 == 1, "%s", fc->kwstore);
+        in(fc, nchw(nd, n, c, sz[0], sz[1]), i % 2 ? F_TIES : F_ANY);
+        in(gc, nchw(nd, n, c, out[0], out[1]), F_ANY);
+        in(gc, nchw(nd, n, c, sz[0], sz[1]), i % 2 ? F_TIES : F_ANY);
+    }
+}
+static void nn_cases(void) {
+    static const char *acts[5] = {"relu", "sigmoid", "tanh", "softrelu", "softsign"};
+    static const char *leaky[4] = {"act_type=leaky;slope=0.3", "act_type=elu;slope=0.7", "act_type=selu", "act_type=gelu"};
+    static const char *bn_kw[] = {
+        "is_train=true;fix_gamma=false", "is_train=true", "is_train=false;fix_gamma=false", "is_train=true;use_global_stats=true;fix_gamma=false",
+        "is_train=true;fix_gamma=false;axis=-1;momentum=0.8;eps=0.01", "is_train=true;fix_gamma=false;axis=0",
+    };
+    static const char *regs[3] = {"LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput"};
+    char name[64];
+    op_case *c;
+    int i;
+    size_t j;
+    conv_cases();
+    pool_cases();
+    for (i = 0; i < 5; i++) {
+        c = add_case_kw("Activation", FLOATS, i == 1, "act_type=%s", acts[i]);
+        in(c, S(3, 2, 3, 4), F_ANY);
+        c = add_case_kw("_backward_Activation", FLOATS, i == 2, "act_type=%s", acts[i]);
+        in(in(in(c, S(3, 2, 3, 4), F_ANY), S(3, 2, 3, 4), F_ANY), S(3, 2, 3, 4), F_POS);
+    }
+    for (i = 0; i < 4; i++) {
+        in(add_case("LeakyReLU", leaky[i], FLOATS, i == 0), S(2, 3, 7), F_ANY);
+        in(in(add_case("_backward_LeakyReLU", leaky[i], FLOATS, i == 1), S(2, 3, 7), F_ANY), S(2, 3, 7), F_ANY)->nout = 1;
+    }
+    in(in(add_case("LeakyReLU", "act_type=prelu;num_args=2", FLOATS, 1), SN(4, 2, 3, 2, 2), F_ANY), S(1, 3), F_ANY);
+    in(in(add_case("LeakyReLU", "act_type=prelu;num_args=2", FLOATS, 0), S(2, 4, 5), F_ANY), S(1, 1), F_ANY);
+    in(in(in(add_case("_backward_LeakyReLU", "act_type=prelu;num_args=2", FLOATS, 1), SN(4, 2, 3, 2, 2), F_ANY), SN(4, 2, 3, 2, 2), F_ANY), S(1, 3), F_ANY)->nout = 2;
+    in(in(in(add_case("_backward_LeakyReLU", "act_type=prelu;num_args=2", FLOATS, 0), S(2, 4, 5), F_ANY), S(2, 4, 5), F_ANY), S(1, 1), F_ANY)->nout = 2;
+    in(add_case("Flatten", "", INTS_TOO, 1), SN(4, 2, 3, 2, 2), F_ANY);
+    in(in(add_case("_backward_Flatten", "", FLOATS, 1), S(2, 2, 12), F_ANY), SN(4, 2, 3, 2, 2), F_ANY);
+    for (j = 0; j < sizeof bn_kw / sizeof bn_kw[0]; j++) {
+        dp_shape x = j == 4 ? S(3, 3, 2, 5) : j == 5 ? S(2, 4, 6) : SN(4, 3, 4, 2, 3);
+        int64_t ch = j == 4 ? 5 : 4;
+        c = add_case("BatchNorm", bn_kw[j], FLOATS, j == 0);
+        in(in(in(in(in(c, x, F_ANY), S(1, ch), F_ANY), S(1, ch), F_ANY), S(1, ch), F_ANY), S(1, ch), F_POS);
+        c = add_case("_backward_BatchNorm", bn_kw[j], FLOATS, j == 1);
+        in(in(in(in(in(in(c, x, F_ANY), x, F_ANY), S(1, ch), F_ANY), S(1, ch), F_ANY), S(1, ch), F_ANY), S(1, ch), F_POS);
+    }
+    c = add_case("BatchNorm", "is_train=true", FLOATS, 0);                             /* channels long enough for a team of threads */
+    in(in(in(in(in(c, SN(4, 64, 4, 3, 3), F_ANY), S(1, 4), F_ANY), S(1, 4), F_ANY), S(1, 4), F_ANY), S(1, 4), F_POS);
+    c = add_case("_backward_BatchNorm", "is_train=true;fix_gamma=false", FLOATS, 0);
+    in(in(in(in(in(in(c, SN(4, 64, 4, 3, 3), F_ANY), SN(4, 64, 4, 3, 3), F_ANY), S(1, 4), F_ANY), S(1, 4), F_ANY), S(1, 4), F_ANY), S(1, 4), F_POS);
+    in(add_case("Dropout", "p=0.5", FLOATS, 1), S(2, 4, 6), F_ANY);                      /* inference: the identity, a mask of ones */
+    in(add_case("Dropout", "p=0;is_train=true", FLOATS, 0), S(2, 4, 6), F_ANY);
+    in(in(in(in(add_case("_backward_Dropout", "p=0.5", FLOATS, 1), S(2, 4, 6), F_ANY), S(2, 4, 6), F_ANY), S(2, 4, 6), F_ANY), S(2, 4, 6), F_TIES);
+    in(add_case("BlockGrad", "", INTS_TOO, 1), S(2, 3, 4), F_ANY);
+    in(in(add_case("_backward_BlockGrad", "", FLOATS, 1), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
+    in(add_case("MakeLoss", "", FLOATS, 1), S(2, 3, 4), F_ANY);
+    in(in(add_case("_backward_MakeLoss", "grad_scale=2", FLOATS, 1), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
+    in(in(add_case("_backward_MakeLoss", "normalization=batch", FLOATS, 0), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
+    in(in(add_case("_backward_MakeLoss", "normalization=valid;valid_thresh=0.25;grad_scale=3", FLOATS, 1), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
+    for (i = 0; i < 3; i++) {
+        in(in(add_case(regs[i], "", FLOATS, i == 0), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
+        snprintf(name, sizeof name, "_backward_%s", regs[i]);
+        in(in(in(add_case(name, "grad_scale=1.5", FLOATS, i == 1), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY), S(1, 12), F_TIES);
+    }
+    in(in(add_case("Embedding", "input_dim=5;output_dim=3", 1u << DP_FLOAT32, 1), S(2, 2, 4), F_INT + 5), S(2, 5, 3), F_ANY);
+    in(in(add_case("Embedding", "input_dim=5;output_dim=3;dtype=float64", 1u << DP_FLOAT64, 0), S(1, 7), F_INT + 5), S(2, 5, 3), F_ANY);
+    in(in(in(add_case("_backward_Embedding", "input_dim=5;output_dim=3", 1u << DP_FLOAT32, 1), S(3, 2, 4, 3), F_ANY), S(2, 2, 4), F_INT + 5),
+       S(2, 5, 3), F_ANY);
+    in(in(in(add_case("_backward_Embedding", "input_dim=5;output_dim=3;dtype=float64", 1u << DP_FLOAT64, 0), S(2, 7, 3), F_ANY), S(1, 7), F_INT + 5),
+       S(2, 5, 3), F_ANY);
+    in(add_case("expand_dims", "axis=1", INTS_TOO, 1), S(2, 3, 4), F_ANY);
+    in(add_case("expand_dims", "axis=-1", FLOATS, 0), S(2, 3, 4), F_ANY);
+    in(in(add_case("_backward_expand_dims", "axis=1", FLOATS, 1), S(3, 3, 1, 4), F_ANY), S(2, 3, 4), F_ANY);
+    {
+        static const char *sl[3] = {"axis=1;begin=1;end=(3,)", "axis=-1;begin=-3", "axis=0;begin=0;end=(1,)"};
+        for (i = 0; i < 3; i++) {
+            in(add_case("slice_axis", sl[i], INTS_TOO, i == 0), S(3, 2, 4, 5), F_ANY);
+            dp_shape og = i == 0 ? S(3, 2, 2, 5) : i == 1 ? S(3, 2, 4, 3) : S(3, 1, 4, 5);
+            in(in(add_case("_backward_slice_axis", sl[i], FLOATS, i == 1), og, F_ANY), S(3, 2, 4, 5), F_ANY);
+        }
+    }
+    in(add_case("broadcast_to", "shape=(0,4,0)", INTS_TOO, 1), S(3, 2, 1, 3), F_ANY);
+    in(add_case("broadcast_to", "shape=(3,4,5)", FLOATS, 0), S(3, 1, 4, 1), F_ANY);
+    in(in(add_case("_backward_broadcast_to", "shape=(0,4,0)", FLOATS, 1), S(3, 2, 4, 3), F_ANY), S(3, 2, 1, 3), F_ANY);
+    in(in(add_case("_backward_broadcast_to", "shape=(3,4,5)", FLOATS, 0), S(3, 3, 4, 5), F_ANY), S(3, 1, 4, 1), F_ANY);
+    in(in(in(add_case("where", "", INTS_TOO, 1), S(2, 3, 4), F_INT + 2), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
+    in(in(in(add_case("where", "", FLOATS, 0), S(1, 3), F_INT + 2), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
+    in(in(in(in(add_case("_backward_where", "", FLOATS, 1), S(2, 3, 4), F_ANY), S(2, 3, 4), F_INT + 2), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
+    in(in(in(in(add_case("_backward_where", "", FLOATS, 0), S(2, 3, 4), F_ANY), S(1, 3), F_INT + 2), S(2, 3, 4), F_ANY), S(2, 3, 4), F_ANY);
+    {
+        static const char *bd[4] = {"", "transpose_a=true", "transpose_b=true", "transpose_a=true;transpose_b=true"};
+        for (i = 0; i < 4; i++) {
+            int ta = i & 1, tb = i >> 1;
+            dp_shape a = ta ? S(3, 2, 4, 3) : S(3, 2, 3, 4), b = tb ? S(3, 2, 5, 4) : S(3, 2, 4, 5);
+            dp_shape a2 = ta ? S(3, 3, 20, 17) : S(3, 3, 17, 20), b2 = tb ? S(3, 3, 18, 20) : S(3, 3, 20, 18);   /* partial tiles */
+            in(in(add_case("batch_dot", bd[i], FLOATS, i == 0), a, F_ANY), b, F_ANY);
+            in(in(add_case("batch_dot", bd[i], FLOATS, 0), a2, F_ANY), b2, F_ANY);
+            in(in(in(add_case("_backward_batch_dot", bd[i], FLOATS, i == 1), S(3, 2, 3, 5), F_ANY), a, F_ANY), b, F_ANY);
+            in(in(in(add_case("_backward_batch_dot", bd[i], FLOATS, 0), S(3, 3, 17, 18), F_ANY), a2, F_ANY), b2, F_ANY);
+        }
+    }
+    {
+        static const char *st[3] = {"num_args=3;axis=0", "num_args=3;axis=1", "num_args=3;axis=-1"};
+        static const dp_shape og[3] = {{3, {3, 2, 4}}, {3, {2, 3, 4}}, {3, {2, 4, 3}}};
+        for (i = 0; i < 3; i++) {
+            in(in(in(add_case("stack", st[i], INTS_TOO, i == 0), S(2, 2, 4), F_ANY), S(2, 2, 4), F_ANY), S(2, 2, 4), F_ANY);
+            c = add_case("_backward_stack", st[i], FLOATS, i == 1);
+            in(in(in(in(c, og[i], F_ANY), S(2, 2, 4), F_ANY), S(2, 2, 4), F_ANY), S(2, 2, 4), F_ANY)->nout = 3;
+        }
+    }
+    in(add_case("SliceChannel", "num_args=3;axis=1", INTS_TOO, 1), S(3, 2, 6, 2), F_ANY)->nout = 3;
+    in(add_case("SliceChannel", "num_args=3;axis=-1;squeeze_axis=true", FLOATS, 0), S(2, 4, 3), F_ANY)->nout = 3;
+    c = add_case("_backward_SliceChannel", "num_args=3;axis=1", FLOATS, 1);
+    in(in(in(in(c, S(3, 2, 2, 2), F_ANY), S(3, 2, 2, 2), F_ANY), S(3, 2, 2, 2), F_ANY), S(3, 2, 6, 2), F_ANY);
+    c = add_case("_backward_SliceChannel", "num_args=3;axis=-1;squeeze_axis=true", FLOATS, 0);
+    in(in(in(in(c, S(1, 4), F_ANY), S(1, 4), F_ANY), S(1, 4), F_ANY), S(2, 4, 3), F_ANY);
+    in(in(in(add_case("rmsprop_update", "lr=0.1;wd=0.01;clip_gradient=1.5", FLOATS, 1), S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_POS);
+    c = add_case("rmspropalex_update", "lr=0.1;rescale_grad=0.5;gamma1=0.9;gamma2=0.8", FLOATS, 0);
+    in(in(in(in(in(c, S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_POS), S(1, 10), F_TIES), S(1, 10), F_ANY);
+    in(in(in(add_case("adagrad_update", "lr=0.1;wd=0.01", FLOATS, 1), S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_POS);
+    in(in(in(add_case("nag_mom_update", "lr=0.1;momentum=0.9;wd=0.01;clip_gradient=1", FLOATS, 1), S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_ANY);
+    c = add_case("adamw_update", "lr=0.01;wd=0.1;eta=0.5;t=3", FLOATS, 1);
+    in(in(in(in(c, S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_POS);
+    c = add_case("adamw_update", "lr=0.01;clip_gradient=1", FLOATS, 0);
+    in(in(in(in(c, S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_ANY), S(1, 10), F_POS);
 }
 
 /* ---- running a case ---------------------------------------------------------------- */
@@ -322,13 +574,13 @@ static void run_case(dp_engine *eng, dp_ctx ctx, const op_case *c, double *const
     const dp_operator *op = dp_operator_find(c->op);
     dp_ndarray *inputs[MAX_IN] = {0}, *outputs[MAX_OUT] = {0};
     dp_req req[MAX_OUT] = {DP_REQ_ADD};
-    char kw[256], *keys[8], *vals[8], *p;
+    char kw[512], *keys[16], *vals[16], *p;
     int nkw = 0, nout, i;
     memset(r, 0, sizeof *r);
     if (!op) { r->status = DP_ERROR_INVALID_ARGS; snprintf(r->failure.message, sizeof r->failure.message, "no operator %s", c->op); return; }
     nout = c->nout ? c->nout : op->num_outputs;
     snprintf(kw, sizeof kw, "%s", c->kwargs);
-    for (p = strtok(kw, ";"); p && nkw < 8; p = strtok(NULL, ";")) {
+    for (p = strtok(kw, ";"); p && nkw < 16; p = strtok(NULL, ";")) {
         char *eq = strchr(p, '=');
         if (!eq) continue;
         *eq = 0; keys[nkw] = p; vals[nkw] = eq + 1; nkw++;
@@ -642,6 +894,82 @@ static void test_emulated_kernel_errors_match_cpu(void) {
         CHECK(want.status == DP_ERROR_OP_FAILED && strcmp(want.failure.message, "take: index 7 outside [0, 3)") == 0);
         CHECK(same_results(&tk, DP_INT64, &want, &got, "on the host"));
         free_result(&want); free_result(&got);
+    }
+    {   /* Embedding: a data value that is not a row, forward and gradient */
+        op_case em, eg;
+        double idx[4] = {0, 4, 7, 1}, w[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, og2[8] = {0};
+        double *host_e[2] = {idx, w}, *host_eg[3] = {og2, idx, w};
+        memset(&em, 0, sizeof em); memset(&eg, 0, sizeof eg);
+        snprintf(em.op, sizeof em.op, "Embedding"); em.kwargs = "input_dim=5;output_dim=2";
+        em.nin = 2; em.in[0] = S(1, 4); em.in[1] = S(2, 5, 2);
+        snprintf(eg.op, sizeof eg.op, "_backward_Embedding"); eg.kwargs = "input_dim=5;output_dim=2";
+        eg.nin = 3; eg.in[0] = S(2, 4, 2); eg.in[1] = S(1, 4); eg.in[2] = S(2, 5, 2);
+        run_case(e, CPU0, &em, host_e, DP_FLOAT32, &want);
+        run_case_emulated(e, &em, host_e, DP_FLOAT32, &got);
+        CHECK(want.status == DP_ERROR_OP_FAILED && strcmp(want.failure.message, "Embedding: index 7 (element 2 of data) is not a row of 0..4") == 0);
+        CHECK(same_results(&em, DP_FLOAT32, &want, &got, "on the host"));
+        free_result(&want); free_result(&got);
+        run_case(e, CPU0, &eg, host_eg, DP_FLOAT32, &want);
+        run_case_emulated(e, &eg, host_eg, DP_FLOAT32, &got);
+        CHECK(want.status == DP_ERROR_OP_FAILED && same_results(&eg, DP_FLOAT32, &want, &got, "on the host"));
+        free_result(&want); free_result(&got);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* Dropout's GPU kernel draws its mask counter-based (depeng_cuda.h
+   >>cuda_nn_layers), so its draws are not the CPU's: both kernels'
+   results are checked for what Dropout promises instead. Every mask
+   element is 0 or 1 / (1 - p), the output is data times the mask, the
+   fraction dropped is p (within 5 standard deviations), elements along
+   shared axes share their draw; and the same seed gives the same masks. */
+static int dropout_ok(const char *who, const double *x, const run_result *r, double p, const dp_shape *s, int shared_axis) {
+    int64_t n = dp_shape_size(s), e, dropped = 0, draws = n / (shared_axis >= 0 ? s->dims[shared_axis] : 1);
+    double scale = 1 / (1 - p), frac, sd = sqrt(p * (1 - p) / (double)draws);
+    if (r->status != DP_OK || r->count != 2) { fprintf(stderr, "  Dropout %s: status %d, %d outputs\n", who, (int)r->status, r->count); return 0; }
+    for (e = 0; e < n; e++) {
+        double m = r->v[1][e];
+        if (!(m == 0 || close_enough(scale, m, DP_FLOAT32)) || !close_enough(x[e] * m, r->v[0][e], DP_FLOAT32)) {
+            fprintf(stderr, "  Dropout %s: element %lld: x %g, mask %g, output %g\n", who, (long long)e, x[e], m, r->v[0][e]);
+            return 0;
+        }
+        dropped += m == 0;
+        if (shared_axis == 1) {
+            int64_t inner = s->dims[2], first = e / (s->dims[1] * inner) * s->dims[1] * inner + e % inner;
+            if (r->v[1][first] != m) { fprintf(stderr, "  Dropout %s: element %lld does not share its draw along axis 1\n", who, (long long)e); return 0; }
+        }
+    }
+    frac = (double)dropped / (double)n;
+    if (fabs(frac - p) > 5 * sd) { fprintf(stderr, "  Dropout %s: %.4f dropped, p %.2f\n", who, frac, p); return 0; }
+    return 1;
+}
+static void test_emulated_dropout(void) {
+    static const struct { const char *kw; dp_shape s; double p; int shared; } cases[] = {
+        {"p=0.4;is_train=true", {3, {8, 50, 10}}, 0.4, -1},
+        {"p=0.5;mode=always;axes=(1,)", {3, {40, 5, 25}}, 0.5, 1},
+        {"p=0.1;is_train=true", {2, {100, 30}}, 0.1, -1},
+    };
+    dp_engine *e = make_engine(DP_ENGINE_PERDEVICE, 0);
+    size_t i;
+    for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        op_case c;
+        double *host[1] = {NULL};
+        run_result cpu, gpu, again;
+        memset(&c, 0, sizeof c);
+        snprintf(c.op, sizeof c.op, "Dropout"); c.kwargs = cases[i].kw;
+        c.nin = 1; c.in[0] = cases[i].s; c.fill[0] = F_POS;
+        make_inputs(900 + (int)i, &c, host);
+        CHECK(dp_random_seed(e, CPU0, 7) == DP_OK);
+        run_case(e, CPU0, &c, host, DP_FLOAT32, &cpu);
+        CHECK(dp_random_seed(e, CPU0, 7) == DP_OK);
+        run_case_emulated(e, &c, host, DP_FLOAT32, &gpu);
+        CHECK(dp_random_seed(e, CPU0, 7) == DP_OK);
+        run_case_emulated(e, &c, host, DP_FLOAT32, &again);
+        CHECK(dropout_ok("CPU kernel", host[0], &cpu, cases[i].p, &cases[i].s, cases[i].shared));
+        CHECK(dropout_ok("GPU kernel on the host", host[0], &gpu, cases[i].p, &cases[i].s, cases[i].shared));
+        CHECK(gpu.count == 2 && again.count == 2 && memcmp(gpu.v[1], again.v[1], sizeof(double) * (size_t)gpu.n[1]) == 0);
+        free_result(&cpu); free_result(&gpu); free_result(&again);
+        free(host[0]);
     }
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
@@ -970,6 +1298,7 @@ int main(void) {
         {"emulated_kernels_match_cpu", test_emulated_kernels_match_cpu},
         {"emulated_random_is_counter_based", test_emulated_random_is_counter_based},
         {"emulated_kernel_errors_match_cpu", test_emulated_kernel_errors_match_cpu},
+        {"emulated_dropout", test_emulated_dropout},
         {"gpu_kernels_match_cpu", test_gpu_kernels_match_cpu},
         {"gpu_random_matches_host_run", test_gpu_random_matches_host_run},
         {"gpu_copies", test_gpu_copies},
