@@ -2298,19 +2298,16 @@ static DP__CU_HD double dp__cu_act_fn(int type, double x, double a, int grad) {
     }
     return 0;
 }
-/* y = f(x), or dx = og f'(x); from_y: f' from the output y (1 - y), 1 - y^2
-   (sigmoid, tanh in float32: what the CPU kernel does there). prelu:
-   gamma given, the slope of element i is gamma[its channel] (dpn__prelu_channel). */
+/* y = f(x), or dx = og f'(x), f' from the input in double as the CPU
+   kernel (depeng.h's _backward_relu / sigmoid / tanh). prelu: gamma
+   given, the slope of element i is gamma[its channel] (dpn__prelu_channel). */
 struct dp__cu_act_body {
-    const void *x, *og, *y, *gamma; void *out; int t, req, type, grad, from_y; double a; int64_t gn, chans, inner;
+    const void *x, *og, *gamma; void *out; int t, req, type, grad; double a; int64_t gn, chans, inner;
     DP__CU_HD void operator()(int64_t i) const {
         double v = dp__cu_load(x, t, i), r;
         if (gamma) {
             double gm = dp__cu_load(gamma, t, gn == 1 ? 0 : (i / inner) % chans);
             r = grad ? (v > 0 ? 1.0 : gm) * dp__cu_load(og, t, i) : v > 0 ? v : v * gm;
-        } else if (from_y) {
-            double yv = dp__cu_load(y, t, i);
-            r = dp__cu_load(og, t, i) * (type == 2 ? 1 - yv * yv : yv * (1 - yv));
         } else {
             r = dp__cu_act_fn(type, v, a, grad);
             if (grad) r *= dp__cu_load(og, t, i);
@@ -2341,8 +2338,6 @@ static int dp__cu_act(const dp_kernel_ctx *k, int type, double slope, int grad) 
     memset(&b, 0, sizeof b);
     b.x = dp_nd_data(x); b.og = grad ? dp_nd_data(k->inputs[0]) : NULL; b.out = dp_nd_data(k->outputs[0]);
     b.t = dp_nd_dtype(x); b.req = k->req[0]; b.type = type; b.grad = grad; b.a = slope;
-    b.from_y = grad && type < 10 && (type == 1 || type == 2) && b.t == DP_FLOAT32;
-    if (b.from_y) b.y = dp_nd_data(k->inputs[2]);
     if (type == 14) {                                   /* prelu */
         b.gamma = dp_nd_data(k->inputs[grad + 1]); b.gn = dp_nd_shape(k->inputs[grad + 1])->dims[0];
         b.chans = s->ndim > 1 ? s->dims[1] : 1; b.inner = 1;

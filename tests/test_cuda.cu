@@ -249,17 +249,18 @@ static void build_cases(void) {
     in(in(add_case("dot", "", FLOATS, 1), S(2, 3, 0), F_ANY), S(2, 0, 4), F_ANY);      /* no products: zeros */
     in(in(in(add_case("FullyConnected", "num_hidden=3", FLOATS, 1), S(2, 4, 6), F_ANY), S(2, 3, 6), F_ANY), S(1, 3), F_ANY);
     in(in(in(add_case("FullyConnected", "num_hidden=9", FLOATS, 0), S(2, 70, 20), F_ANY), S(2, 9, 20), F_ANY), S(1, 9), F_ANY);
+    /* the gradient counts its outputs by the forward's inputs (num_args) */
     c = add_case("_backward_FullyConnected", "num_hidden=3", FLOATS, 1);
-    in(in(in(in(c, S(2, 4, 3), F_ANY), S(2, 4, 6), F_ANY), S(2, 3, 6), F_ANY), S(1, 3), F_ANY);
+    in(in(in(in(c, S(2, 4, 3), F_ANY), S(2, 4, 6), F_ANY), S(2, 3, 6), F_ANY), S(1, 3), F_ANY)->nout = 3;
     c = add_case("_backward_FullyConnected", "num_hidden=9", FLOATS, 0);
-    in(in(in(in(c, S(2, 70, 9), F_ANY), S(2, 70, 20), F_ANY), S(2, 9, 20), F_ANY), S(1, 9), F_ANY);
+    in(in(in(in(c, S(2, 70, 9), F_ANY), S(2, 70, 20), F_ANY), S(2, 9, 20), F_ANY), S(1, 9), F_ANY)->nout = 3;
     /* MXNet's no_bias and flatten: the product over the last axis, the bias summed over every other */
     in(in(add_case("FullyConnected", "num_hidden=3;no_bias=1;num_args=2;flatten=0", FLOATS, 1), S(3, 2, 5, 6), F_ANY), S(2, 3, 6), F_ANY);
     in(in(in(add_case("FullyConnected", "num_hidden=3", FLOATS, 0), S(3, 2, 2, 3), F_ANY), S(2, 3, 6), F_ANY), S(1, 3), F_ANY);
     c = add_case("_backward_FullyConnected", "num_hidden=3;flatten=0", FLOATS, 1);
-    in(in(in(in(c, S(3, 2, 5, 3), F_ANY), S(3, 2, 5, 6), F_ANY), S(2, 3, 6), F_ANY), S(1, 3), F_ANY);
+    in(in(in(in(c, S(3, 2, 5, 3), F_ANY), S(3, 2, 5, 6), F_ANY), S(2, 3, 6), F_ANY), S(1, 3), F_ANY)->nout = 3;
     c = add_case("_backward_FullyConnected", "num_hidden=3;no_bias=1;num_args=2", FLOATS, 0);
-    in(in(in(c, S(2, 4, 3), F_ANY), S(3, 4, 2, 3), F_ANY), S(2, 3, 6), F_ANY);
+    in(in(in(c, S(2, 4, 3), F_ANY), S(3, 4, 2, 3), F_ANY), S(2, 3, 6), F_ANY)->nout = 2;
     in(add_case("_copy", "", INTS_TOO, 1), S(2, 3, 4), F_ANY);
     in(add_case("_copy", "", FLOATS, 0), S(2, 3, 4), F_ANY);
     in(add_case("cast", "dtype=float16", ALL_DTYPES, 1), S(2, 3, 4), F_NAN);
