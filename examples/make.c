@@ -296,6 +296,7 @@ typedef struct pattern {         /* %.o: %.c */
        (every file without a rule is tried against every pattern) */
     int shaped, slash;           /* slash: target has a '/' */
     size_t before, after;        /* the lengths around target's '%' */
+    size_t pre_before, pre_len;  /* where pre[0]'s '%' is (pre_len: none), its length */
 } pattern;
 
 /* Where a variable's value came from, lowest precedence first (GNU make's
@@ -2137,6 +2138,11 @@ static void implicit_search(mk_make *m, int ni) {
             const char *pc = strchr(p->target, '%');
             p->shaped = pc ? 1 : 2; p->slash = strchr(p->target, '/') != NULL;
             p->before = pc ? (size_t)(pc - p->target) : 0; p->after = pc ? strlen(pc + 1) : 0;
+            if (p->npre) {
+                p->pre_len = strlen(p->pre[0]);
+                pc = strchr(p->pre[0], '%');
+                p->pre_before = pc ? (size_t)(pc - p->pre[0]) : p->pre_len;
+            }
         }
         off = p->slash ? 0 : dirlen; wn = nlen - off;
         if (p->shaped == 2) { if (!pat_match(p->target, name + off, wn, &so, &sn)) continue; }
@@ -2149,7 +2155,10 @@ static void implicit_search(mk_make *m, int ni) {
         for (j = 0; ok && j < p->npre; j++) {
             b.len = 0;
             sb_add(&b, name, off);
-            pat_subst(&b, p->pre[j], name + off + so, sn);
+            if (j == 0 && p->pre_before < p->pre_len) {   /* pat_subst, the '%' found once */
+                sb_add(&b, p->pre[0], p->pre_before); sb_add(&b, name + off + so, sn);
+                sb_add(&b, p->pre[0] + p->pre_before + 1, p->pre_len - p->pre_before - 1);
+            } else pat_subst(&b, p->pre[j], name + off + so, sn);
             ok = ought_to_exist(m, b.s);
         }
         if (ok) { best = i; best_n = off + sn; }
