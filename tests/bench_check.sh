@@ -59,8 +59,10 @@ done
 check "SYM-mem-deep memory" grep -qE "^mem SYM-mem-deep planned_bytes=[0-9]+ unplanned_bytes=[0-9]+ " <<<"$sym"
 mk=$(bench/make.sh build/make_example 200 1000 1 2>&1); mrc=$?
 check "bench/make.sh runs and both makes agree" test "$mrc" -eq 0
+check "MAKE-indep round" grep -qE "^round 1 MAKE-indep gnu_s=[0-9.]+ depeng_s=[0-9.]+ ratio=[0-9.]+$" <<<"$mk"
 check "MAKE-indep figures" grep -qE "^bench MAKE-indep n=200 gnu_s=[0-9.]+ depeng_s=[0-9.]+ ratio=[0-9.]+$" <<<"$mk"
-check "MAKE-noop figures" grep -qE "^bench MAKE-noop n=1000 gnu_s=[0-9.]+ gnu_r_s=[0-9.]+ depeng_s=[0-9.]+ ratio=[0-9.]+ ratio_r=[0-9.]+$" <<<"$mk"
+check "MAKE-noop round" grep -qE "^round 1 MAKE-noop gnu_s=[0-9.]+ gnu_r_s=[0-9.]+ depeng_s=[0-9.]+ depeng_r_s=[0-9.]+ ratio_r=[0-9.]+ ratio_rr=[0-9.]+$" <<<"$mk"
+check "MAKE-noop figures" grep -qE "^bench MAKE-noop n=1000 gnu_s=[0-9.]+ gnu_r_s=[0-9.]+ depeng_s=[0-9.]+ depeng_r_s=[0-9.]+ ratio=[0-9.]+ ratio_r=[0-9.]+ ratio_rr=[0-9.]+$" <<<"$mk"
 rg=""
 if [ -f /usr/include/oneapi/tbb/parallel_for.h ]; then
     rg=$(bench/range.sh 1 20000 2>&1); rrc=$?
