@@ -23,7 +23,9 @@
    (bench/train_torch.py) does with its tensors made in advance.
 
    The engine: per-device, T CPU workers (--threads T); the main thread
-   pushes and waits. Built with DEPENG_USE_CBLAS (make builds
+   pushes and waits. --threads 0: no worker (DP_NO_THREADS): the main
+   thread runs every op inside its dp_wait_all, one thread in all (the
+   counterpart of PyTorch with one thread). Built with DEPENG_USE_CBLAS (make builds
    build/bench_train_cblas where OpenBLAS is installed), FullyConnected and
    Convolution run their products through cblas_sgemm, with as many
    OpenBLAS threads as OPENBLAS_NUM_THREADS says (bench/train.sh sets 1:
@@ -197,7 +199,7 @@ static void net_init(net *n, const options *o) {
     memset(n, 0, sizeof *n);
     memset(&d, 0, sizeof d);
     d.type = DP_ENGINE_PERDEVICE;
-    d.cpu_worker_nthreads = o->threads;
+    d.cpu_worker_nthreads = o->threads ? o->threads : DP_NO_THREADS;
     d.ignore_env = 1;
     if (dp_engine_create(&d, &n->eng) != DP_OK) die("dp_engine_create");
     n->sym = o->lenet ? lenet_symbol(o->symbol_path) : mlp_symbol();
@@ -380,7 +382,7 @@ int main(int argc, char **argv) {
             o.executor = !strcmp(v, "executor");
         }
         else if (!strcmp(a, "--batch")) { if (!int_arg(v, 1, 60000, &o.batch)) return usage("--batch must be 1 to 60000, not ", v); }
-        else if (!strcmp(a, "--threads")) { if (!int_arg(v, 1, 1024, &o.threads)) return usage("--threads must be 1 to 1024, not ", v); }
+        else if (!strcmp(a, "--threads")) { if (!int_arg(v, 0, 1024, &o.threads)) return usage("--threads must be 0 to 1024, not ", v); }
         else if (!strcmp(a, "--steps")) { if (!int_arg(v, 1, 1000000, &o.steps)) return usage("--steps must be 1 to 1000000, not ", v); }
         else if (!strcmp(a, "--warmup")) { if (!int_arg(v, 0, 1000000, &o.warmup)) return usage("--warmup must be 0 to 1000000, not ", v); }
         else if (!strcmp(a, "--profile")) { if (!int_arg(v, 0, 1000000, &o.profile)) return usage("--profile must be 0 to 1000000, not ", v); }

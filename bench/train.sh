@@ -8,11 +8,13 @@
 #    256, build/bench_train in autograd and executor modes (built-in
 #    kernels), build/bench_train_cblas the same (DEPENG_USE_CBLAS, OpenBLAS
 #    with 1 thread: the engine's workers are the parallelism), and
-#    bench/train_torch.py with T threads and with 1; depeng first in odd
-#    rounds, PyTorch first in even ones. Each is a fresh process that prints
-#    its median ms per step; then the round's ratios depeng / PyTorch (below 1:
-#    depeng faster), against PyTorch at T threads and at 1. At the end the
-#    median of the rounds' ratios.
+#    bench/train_torch.py with T threads and with 1, and bench_train in
+#    autograd mode with no worker (one thread in all); depeng first in odd
+#    rounds, PyTorch first in even ones. Each is a fresh process that
+#    prints its median ms per step; then the round's ratios depeng /
+#    PyTorch (below 1: depeng faster): each depeng run against PyTorch at
+#    T threads and at 1, depeng on one thread against PyTorch on one. At
+#    the end the median of the rounds' ratios.
 # 2. GEMM GFLOP/s against OpenBLAS (build/bench_gemm, 1 and T threads): the
 #    square sizes 64 .. 1024 and the nets' own products.
 # 3. The optimizer updates' GB/s against memcpy (build/bench_kernels).
@@ -21,7 +23,8 @@
 # 5. The CPU utilisation of training, user+sys over wall (getrusage): one
 #    epoch of the MLP at batch 64 (937 steps) and 150 LeNet steps at batch
 #    64, from the image iterator, both modes.
-# --threads T: default the online CPUs (nproc). --quick: one round, fewer
+# --rounds 0: sections 2-5 only. --threads T: default the online CPUs
+# (nproc). --quick: one round, fewer
 # steps, shorter GEMM and update timings (a few minutes). --smoke: a few
 # steps of most (LeNet's step only, on the test images), each figure checked
 # to be there and positive; prints
@@ -40,7 +43,7 @@ while [ $# -gt 0 ]; do
         *) echo "usage: bench/train.sh [--rounds N] [--threads T] [--quick] [--smoke]" >&2; exit 2 ;;
     esac
 done
-case $rounds in ''|*[!0-9]*|0) echo "bench/train.sh: --rounds must be a positive number, not '$rounds'" >&2; exit 2 ;; esac
+case $rounds in ''|*[!0-9]*) echo "bench/train.sh: --rounds must be a number, not '$rounds'" >&2; exit 2 ;; esac
 case $threads in ''|*[!0-9]*|0) echo "bench/train.sh: --threads must be a positive number, not '$threads'" >&2; exit 2 ;; esac
 BT=build/bench_train; BTC=build/bench_train_cblas; PY=/usr/bin/python3
 # the smoke loads the 10,000 test images (a sixth of the loading) and runs
@@ -108,6 +111,10 @@ depeng_runs() {
         [ $have_cblas = 1 ] && { [ $mode != smoke ] || [ $m = autograd ]; } && measure "$r" "$net" "$batch" "depeng-openblas-$m" \
             env OPENBLAS_NUM_THREADS=1 $BTC --net "$net" --batch "$batch" --mode $m --threads "$threads" --steps "$s" --warmup "$w" $set_arg
     done
+    # one thread in all (no worker: the main thread runs the ops in its
+    # wait), against PyTorch with one thread
+    [ $mode = smoke ] || [ "$threads" = 1 ] || measure "$r" "$net" "$batch" "depeng-1t-autograd" \
+        $BT --net "$net" --batch "$batch" --mode autograd --threads 0 --steps "$s" --warmup "$w" $set_arg
     return 0
 }
 torch_runs() {
@@ -125,20 +132,26 @@ torch_runs() {
 }
 ms_of() { awk -v r="$1" -v n="$2" -v b="$3" -v s="$4" '$1 == r && $2 == n && $3 == b && $4 == s { print $5 }' "$res"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else printf "-" }'; }
+# the ratios printed: depeng's runs against PyTorch at T threads and at 1,
+# and depeng on one thread against PyTorch on one
+pairs() {
+    local d t
+    for d in autograd executor openblas-autograd openblas-executor; do
+        for t in "torch-${threads}t" torch-1t; do echo "depeng-$d:$t"; done
+    done
+    [ "$threads" = 1 ] || echo "depeng-1t-autograd:torch-1t"
+}
 ratio_line() {   # ratio_line ROUND NET BATCH: the round's ratios
-    local r=$1 net=$2 batch=$3 line="" d t
+    local r=$1 net=$2 batch=$3 line="" p a b
     [ $have_torch = 1 ] || return 0
-    for d in depeng-autograd depeng-executor depeng-openblas-autograd depeng-openblas-executor; do
-        [ -n "$(ms_of "$r" "$net" "$batch" $d)" ] || continue
-        for t in "torch-${threads}t" torch-1t; do
-            [ -n "$(ms_of "$r" "$net" "$batch" "$t")" ] || continue
-            line="$line ${d#depeng-}/$t=$(ratio "$(ms_of "$r" "$net" "$batch" $d)" "$(ms_of "$r" "$net" "$batch" "$t")")"
-        done
+    for p in $(pairs); do
+        a=$(ms_of "$r" "$net" "$batch" "${p%:*}"); b=$(ms_of "$r" "$net" "$batch" "${p#*:}")
+        [ -n "$a" ] && [ -n "$b" ] && line="$line ${p%:*}/${p#*:}=$(ratio "$a" "$b")"
     done
     echo "ratio round=$r net=$net batch=$batch$line"
 }
 
-echo; echo "== 1. ms per training step (median), depeng / PyTorch (below 1: depeng faster)"
+[ "$rounds" -gt 0 ] && { echo; echo "== 1. ms per training step (median), depeng / PyTorch (below 1: depeng faster)"; }
 for r in $(seq 1 "$rounds"); do
     for c in $configs; do
         net=${c%:*}; batch=${c#*:}
@@ -147,21 +160,19 @@ for r in $(seq 1 "$rounds"); do
         ratio_line "$r" "$net" "$batch"
     done
 done
-if [ $have_torch = 1 ]; then
+if [ $have_torch = 1 ] && [ "$rounds" -gt 0 ]; then
     echo; echo "median over $rounds round(s) of depeng/PyTorch (ms per step; below 1: depeng faster)"
     for c in $configs; do
         net=${c%:*}; batch=${c#*:}; line=""
-        for d in depeng-autograd depeng-executor depeng-openblas-autograd depeng-openblas-executor; do
-            for t in "torch-${threads}t" torch-1t; do
-                vals=""
-                for r in $(seq 1 "$rounds"); do
-                    a=$(ms_of "$r" "$net" "$batch" $d); b=$(ms_of "$r" "$net" "$batch" "$t")
-                    [ -n "$a" ] && [ -n "$b" ] && vals="$vals $(ratio "$a" "$b")"
-                done
-                [ -n "$vals" ] || continue
-                med=$(tr ' ' '\n' <<<"$vals" | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-                line="$line ${d#depeng-}/$t=$med"
+        for p in $(pairs); do
+            vals=""
+            for r in $(seq 1 "$rounds"); do
+                a=$(ms_of "$r" "$net" "$batch" "${p%:*}"); b=$(ms_of "$r" "$net" "$batch" "${p#*:}")
+                [ -n "$a" ] && [ -n "$b" ] && vals="$vals $(ratio "$a" "$b")"
             done
+            [ -n "$vals" ] || continue
+            med=$(tr ' ' '\n' <<<"$vals" | grep . | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+            line="$line ${p%:*}/${p#*:}=$med"
         done
         echo "median net=$net batch=$batch$line"
         check "median ratio line for $net batch $batch" test -n "$line"
@@ -172,7 +183,7 @@ echo; echo "== 2. GEMM GFLOP/s, depeng against OpenBLAS (bench/gemm.c)"
 case $mode in
     smoke) g=$(BENCH_MS=5 BENCH_SHAPES="sq64,fc1 fwd,lenet conv2 fwd" build/bench_gemm 1 1 "$threads" 2>&1); grc=$? ;;
     quick) g=$(BENCH_MS=40 build/bench_gemm 1 1 "$threads" 2>&1); grc=$? ;;
-    *) g=$(build/bench_gemm "$rounds" 1 "$threads" 2>&1); grc=$? ;;
+    *) g=$(build/bench_gemm "$((rounds > 0 ? rounds : 3))" 1 "$threads" 2>&1); grc=$? ;;
 esac
 printf '%s\n' "$g"
 check "bench_gemm runs" test $grc -eq 0
@@ -184,7 +195,7 @@ echo; echo "== 3. optimizer updates, GB/s against memcpy (bench/kernels.c)"
 case $mode in
     smoke) k=$(BENCH_MS=5 build/bench_kernels 1 small 2>&1); krc=$? ;;
     quick) k=$(BENCH_MS=50 build/bench_kernels 1 2>&1); krc=$? ;;
-    *) k=$(build/bench_kernels "$rounds" 2>&1); krc=$? ;;
+    *) k=$(build/bench_kernels "$((rounds > 0 ? rounds : 3))" 2>&1); krc=$? ;;
 esac
 printf '%s\n' "$k"
 check "bench_kernels runs" test $krc -eq 0
