@@ -25,7 +25,7 @@ endif
 MAKEFLAGS += -r
 .SUFFIXES:
 
-.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale bench-gemm bench-kernels bench-layers clean
+.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale bench-gemm bench-kernels bench-layers bench-train bench-train-smoke clean
 
 # ---- the implementation, compiled once per configuration ------------------
 # tests/impl/depeng_impl.c is depeng.h's implementation alone. build/impl/
@@ -296,6 +296,24 @@ $(B)/bench_gemm: bench/gemm.c bench/common.h $(HEADERS) | $(B)
 	else set -x; $(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS); fi
 $(B)/bench_kernels: bench/kernels.c bench/common.h $(HEADERS) | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
+# training against PyTorch (bench/README.md, "Training against PyTorch"):
+# bench_train on the benchmarks' object; bench_train_cblas with
+# DEPENG_USE_CBLAS where OpenBLAS is installed (its own copy of the
+# implementation, compiled alongside it with that macro), else not built
+# and bench/train.sh says SKIP. BENCH_TRAIN_ARGS: e.g. --rounds 5, --quick.
+$(B)/bench_train: bench/train.c bench/common.h $(B)/impl/bench.o $(HEADERS) | $(B)
+	$(CC) $(BENCH_CFLAGS) $(BENCH_IMPL) -o $@ $(LIBS)
+$(B)/bench_train_cblas: bench/train.c bench/common.h tests/impl/depeng_impl.c $(HEADERS) | $(B)
+	@if pkg-config --exists openblas 2>/dev/null; then \
+	  set -x; $(CC) $(BENCH_CFLAGS) -DDEPENG_IMPL_NO_TEST_HOOK -DDEPENG_USE_CBLAS -DDEPENG_EXAMPLE_SEPARATE_IMPL $$(pkg-config --cflags openblas) \
+	    $< tests/impl/depeng_impl.c -o $@ $$(pkg-config --libs openblas) $(LIBS); \
+	else echo "bench: OpenBLAS not installed (make bench-deps); the DEPENG_USE_CBLAS build will be reported as skipped"; rm -f $@; fi
+BENCH_TRAIN_PROGRAMS := $(B)/bench_train $(B)/bench_train_cblas $(B)/bench_gemm $(B)/bench_kernels
+bench-train: $(BENCH_TRAIN_PROGRAMS)
+	bench/train.sh $(BENCH_TRAIN_ARGS)
+# a few steps of each, the figures checked for sanity (CI; under a minute)
+bench-train-smoke: $(BENCH_TRAIN_PROGRAMS)
+	bench/train.sh --smoke
 bench-gemm: $(B)/bench_gemm
 	$(B)/bench_gemm $(BENCH_ROUNDS) 1 2
 bench-kernels: $(B)/bench_kernels

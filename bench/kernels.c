@@ -14,7 +14,8 @@
    written, the best of several; "loop/bound" is the ratio the issue's
    target is set on (>= 0.67: within 1.5x). Each figure is the best time of
    repeated runs over about BENCH_MS ms (default 200); rounds alternate the
-   order. Usage: bench_kernels [rounds] (default 3). */
+   order. Usage: bench_kernels [rounds] [small] (default 3 rounds; "small":
+   the 100,352-element arrays only, as bench/train.sh --smoke runs it). */
 #define DEPENG_IMPLEMENTATION
 #include "depeng.h"
 #include "bench/common.h"
@@ -108,7 +109,7 @@ static void unbind(bench_t *b) {
 
 int main(int argc, char **argv) {
     static const int64_t sizes[2] = {784 * 128, 8 * 1024 * 1024};
-    int rounds = argc > 1 ? atoi(argv[1]) : 3, r, si, ui;
+    int rounds = argc > 1 ? atoi(argv[1]) : 3, nsizes = argc > 2 && !strcmp(argv[2], "small") ? 1 : 2, r, si, ui;
     const char *ms = getenv("BENCH_MS");
     dp_engine *e1, *e2;
     if (ms) g_ms = atof(ms);
@@ -116,7 +117,7 @@ int main(int argc, char **argv) {
     e1 = make(DP_NO_THREADS);
     e2 = make(1);
     for (r = 0; r < rounds; r++)
-        for (si = 0; si < 2; si++)
+        for (si = 0; si < nsizes; si++)
             for (ui = 0; ui < 3; ui++) {
                 bench_t b;
                 int64_t i, n = sizes[si];
