@@ -902,9 +902,9 @@ DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *desc);
    engine. A reduction with many outputs reduces each in the serial order
    (its bits unchanged); one with few outputs (over all axes, say) of at
    least 2^17 elements adds fixed partial results along the axis in chunk
-   order, which rounds differently from the serial sum. Reductions of
-   integer arrays, over axes that are not adjacent, and argmax run on one
-   core. */
+   order, which rounds differently from the serial sum. sum, max and min
+   of integer arrays into integers (exact in 64-bit integers), reductions
+   over axes that are not adjacent, and argmax run on one core. */
 
 /* ---- running ready ops on the caller (frame-driven use) ---------------- */
 /* What dp_run_ready does: it stops at the first of these that holds, looked
