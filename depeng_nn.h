@@ -602,7 +602,8 @@ DP_API dp_result dp_nd_save_params(const char *path, const dp_nd_named *arrays, 
    storage (row_sparse, csr), a none array, more than DP_MAX_DIMS
    dimensions, a negative dimension, an unknown device type or type flag
    (int16, uint16, bfloat16, ... have no dtype here), a name count other
-   than 0 or the array count, a name longer than 127 bytes, bytes past the
+   than 0 or the array count, an empty name or one longer than 127 bytes
+   in a named list, bytes past the
    last name, or more than cap arrays; DP_ERROR_OUT_OF_MEMORY. On error
    nothing is left allocated and *count is 0. Any thread. */
 DP_API dp_result dp_nd_load_params(dp_engine *eng, const char *path, dp_ctx ctx, dp_nd_named *out, int cap, int *count);
@@ -1798,6 +1799,7 @@ DPN_IMPL dp_result dp_nd_load_params(dp_engine *eng, const char *path, dp_ctx ct
         const unsigned char *b;
         if (!dpn__rd_u64(&rd, &nl) || !dpn__rd_take(&rd, nl > rd.len ? rd.len + 1 : (size_t)nl, &b)) { r = dpn__format(eng, what, path, "truncated (name %llu)", (unsigned long long)i); goto fail; }
         if (nl > 127) { r = dpn__format(eng, what, path, "name %llu is %llu bytes (at most 127)", (unsigned long long)i, (unsigned long long)nl); goto fail; }
+        if (nl == 0) { r = dpn__format(eng, what, path, "name %llu is empty (a named list names every array)", (unsigned long long)i); goto fail; }
         memcpy(out[i].name, b, (size_t)nl); out[i].name[nl] = 0;
         if (strlen(out[i].name) != nl) { r = dpn__format(eng, what, path, "name %llu holds a NUL byte", (unsigned long long)i); goto fail; }
     }

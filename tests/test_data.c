@@ -624,6 +624,12 @@ static void test_params_malformed(void) {
             CHECK(0);
         }
     }
+    /* an empty name in a named list (the fuzzer's find: "" and "aux:m") */
+    o = good; o.n = 128;
+    put_le(&o, 2, 8); put_le(&o, 0, 8); put_le(&o, 5, 8); put(&o, "aux:m", 5);
+    CHECK(write_bytes(path, o.b, o.n));
+    n = -1;
+    CHECK(dp_nd_load_params(eng, path, CPU0, got, 4, &n) == DP_ERROR_FORMAT && n == 0 && last_error_has(path, "name 0 is empty"));
     CHECK(dp_nd_load_params(eng, "/nonexistent/x.params", CPU0, got, 4, &n) == DP_ERROR_IO);
     CHECK(dp_nd_load_params(eng, path, CPU0, got, -1, &n) == DP_ERROR_INVALID_ARGS);
     remove(path);
