@@ -2956,9 +2956,9 @@ static int dpn__infer_act(const dp_params *p, int nin, const dp_shape *is, const
     *os = is[0]; *ot = it[0];
     return 0;
 }
-/* Element-wise forward (grad 0: y = f(x)) or gradient (dx = og f'(x)). */
-/* Both forms run over element ranges, split over the range loop when
-   large (in chunks of DPN__PAR_GRAIN, each element as alone). */
+/* Element-wise forward (grad 0: y = f(x)) or gradient (dx = og f'(x)),
+   over element ranges split over the range loop when large (in chunks of
+   DPN__PAR_GRAIN, each element as alone). */
 typedef struct dpn__act_job { const dp_kernel_ctx *k; int type, grad; double a; } dpn__act_job;
 static void dpn__act_range(int64_t b, int64_t e, void *user) {
     const dpn__act_job *J = (const dpn__act_job *)user;
@@ -2973,14 +2973,11 @@ static void dpn__act_range(int64_t b, int64_t e, void *user) {
         dpn__store_elem(y, t, i, J->grad ? v * dpn__load_elem(og, t, i) : v, k->req[0]);
     }
 }
-static void dpn__act_run(const dp_kernel_ctx *k, int type, double a, int grad, dp_range_fn fn) {
+static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) {
     dpn__act_job J;
     int64_t n = dp_shape_size(dp_nd_shape(k->inputs[grad]));
     J.k = k; J.type = type; J.a = a; J.grad = grad;
-    dpn__range(dpn__par_eng(k, (double)n), n, DPN__PAR_GRAIN, fn, &J);
-}
-static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) {
-    if (k->req[0] != DP_REQ_NULL) dpn__act_run(k, type, a, grad, dpn__act_range);
+    if (k->req[0] != DP_REQ_NULL) dpn__range(dpn__par_eng(k, (double)n), n, DPN__PAR_GRAIN, dpn__act_range, &J);
     return 0;
 }
 /* relu, sigmoid and tanh run depeng's own relu / sigmoid / tanh operators'
