@@ -903,8 +903,9 @@ DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *desc);
    (its bits unchanged); one with few outputs (over all axes, say) of at
    least 2^17 elements adds fixed partial results along the axis in chunk
    order, which rounds differently from the serial sum. sum, max and min
-   of integer arrays into integers (exact in 64-bit integers), reductions
-   over axes that are not adjacent, and argmax run on one core. */
+   of integer arrays into integers (exact in 64-bit integers) and argmax
+   split the same way and give the serial walk's result whatever the
+   split. Reductions over axes that are not adjacent run on one core. */
 
 /* ---- running ready ops on the caller (frame-driven use) ---------------- */
 /* What dp_run_ready does: it stops at the first of these that holds, looked
@@ -12059,7 +12060,7 @@ static void dp__reduce_strides(const dp_shape *s, int mask, int64_t *st) {
         else { st[d] = acc; acc *= s->dims[d]; }
     }
 }
-enum { DP__RED_SUM, DP__RED_MEAN, DP__RED_MAX, DP__RED_MIN };
+enum { DP__RED_SUM, DP__RED_MEAN, DP__RED_MAX, DP__RED_MIN, DP__RED_ARGMAX };
 /* acc[o] over the input; acc must hold the output's element count. */
 static void dp__reduce_walk(const void *x, dp_dtype t, const dp_shape *s, int mask, int kind, double *acc, int64_t nout) {
     int64_t n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
@@ -12100,13 +12101,18 @@ static void dp__reduce_walk_int(const void *x, dp_dtype t, const dp_shape *s, in
    by the shape alone), each giving partial results that are combined in
    chunk order: the same bits at any worker count (but not the serial
    walk's, which serves arrays under DP__PAR_MIN elements and other axis
-   sets). */
+   sets). An integer array's sum, max and min in int64 and argmax split the
+   same way, and there the grouping changes nothing: wrapping addition,
+   max and min are associative and commutative, and argmax's partial
+   results, combined in chunk order, keep the first best as the serial
+   walk does. */
 typedef struct dp__red_job {
     const void *x;
     dp_dtype t;
-    int kind;
+    int kind, in_int;                        /* DP__RED_*; in_int: reduced in int64 (argmax: compared as integers) */
     int64_t outer, len, inner, nout, og, jc; /* outputs per chunk; j per chunk (0: chunks are outputs) */
-    double *acc, *part;                      /* the result; jc: partials, nout per chunk */
+    double *acc, *part;                      /* the result; jc: partials, nout per chunk (int64 bits when in_int) */
+    int64_t *where, *wpart;                  /* argmax: the index of each result and of each partial */
 } dp__red_job;
 /* (outer, len, inner) of s for mask, or 0 when the reduced axes are not one run */
 static int dp__reduce_olen(const dp_shape *s, int mask, int64_t *outer, int64_t *len, int64_t *inner) {
@@ -12151,23 +12157,79 @@ static void dp__red_block(const dp__red_job *J, double *acc, int64_t o0, int64_t
 #undef DP__LD_G
     }
 }
+#undef DP__RED_LOOPS
+#define DP__RED_FOLD_INT(A, V) do { int64_t v_ = (V); \
+        if (kind == DP__RED_MAX) { if (v_ > (A)) (A) = v_; } \
+        else if (kind == DP__RED_MIN) { if (v_ < (A)) (A) = v_; } \
+        else (A) = dp__i_add((A), v_); } while (0)
+/* Whether argmax's candidate v (at a later index) beats the best so far:
+   bigger, or a NaN where the best is not one (the first NaN wins) */
+#define DP__ARGMAX_BEATS(V, BEST) ((BEST) == (BEST) && ((V) > (BEST) || (V) != (V)))
+/* dp__red_block of an integer array in int64; argmax's the same way, its
+   best values in acc (int64 bits when in_int) and their indices in where */
+static void dp__red_block_int(const dp__red_job *J, double *accd, int64_t *where, int64_t o0, int64_t o1, int64_t j0, int64_t j1) {
+    int kind = J->kind;
+    int64_t a, o, *acc = (int64_t *)(void *)accd;
+    for (o = o0; o < o1; o++) {
+        if (kind == DP__RED_ARGMAX) where[o] = -1;
+        else acc[o] = kind == DP__RED_MAX ? INT64_MIN : kind == DP__RED_MIN ? INT64_MAX : 0;
+    }
+    for (a = o0 / J->inner; a * J->inner < o1; a++) {
+        int64_t b0 = o0 > a * J->inner ? o0 - a * J->inner : 0, b1 = o1 - a * J->inner < J->inner ? o1 - a * J->inner : J->inner;
+        int64_t base = a * J->len * J->inner, j, b, i;
+        for (j = j0; j < j1; j++)
+            for (b = b0, o = a * J->inner + b0, i = base + j * J->inner + b0; b < b1; b++, o++, i++) {
+                if (kind != DP__RED_ARGMAX) DP__RED_FOLD_INT(acc[o], dp__load_int(J->x, J->t, i));
+                else if (J->in_int) { int64_t v = dp__load_int(J->x, J->t, i); if (where[o] < 0 || v > acc[o]) { acc[o] = v; where[o] = j; } }
+                else { double v = dp__load_elem(J->x, J->t, i); if (where[o] < 0 || DP__ARGMAX_BEATS(v, accd[o])) { accd[o] = v; where[o] = j; } }
+            }
+    }
+}
+/* outputs [o0, o1) over j in [j0, j1), into the results (slot -1) or
+   chunk slot's partial results */
+static void dp__red_run(const dp__red_job *J, int64_t slot, int64_t o0, int64_t o1, int64_t j0, int64_t j1) {
+    double *acc = slot < 0 ? J->acc : J->part + slot * J->nout;
+    int64_t *where = J->kind != DP__RED_ARGMAX ? NULL : slot < 0 ? J->where : J->wpart + slot * J->nout;
+    if (J->in_int || J->kind == DP__RED_ARGMAX) dp__red_block_int(J, acc, where, o0, o1, j0, j1);
+    else dp__red_block(J, acc, o0, o1, j0, j1);
+}
 static void dp__red_range(int64_t begin, int64_t end, void *user) {
     const dp__red_job *J = (const dp__red_job *)user;
     int64_t c;
-    if (!J->jc) { dp__red_block(J, J->acc, begin * J->og, end * J->og < J->nout ? end * J->og : J->nout, 0, J->len); return; }
-    for (c = begin; c < end; c++)
-        dp__red_block(J, J->part + c * J->nout, 0, J->nout, c * J->jc, (c + 1) * J->jc < J->len ? (c + 1) * J->jc : J->len);
+    if (!J->jc) { dp__red_run(J, -1, begin * J->og, end * J->og < J->nout ? end * J->og : J->nout, 0, J->len); return; }
+    for (c = begin; c < end; c++) dp__red_run(J, c, 0, J->nout, c * J->jc, (c + 1) * J->jc < J->len ? (c + 1) * J->jc : J->len);
 }
-#undef DP__RED_LOOPS
-/* acc[nout] as dp__reduce_walk leaves it, over the range loop; returns
-   where the result is (acc, or the temporary space when it had to grow:
-   acc is then stale), NULL when this reduction is not one for it. */
-static double *dp__reduce_par(const dp_kernel_ctx *k, const void *x, dp_dtype t, const dp_shape *s, int mask, int kind, double *acc, int64_t nout) {
+/* the results from the chunks' partial results, combined in chunk order */
+static void dp__red_combine(const dp__red_job *J, int64_t chunks) {
+    int kind = J->kind;
+    int64_t o, c, *iacc = (int64_t *)(void *)J->acc, *ipart = (int64_t *)(void *)J->part;
+    for (o = 0; o < J->nout; o++) {
+        J->acc[o] = J->part[o];                                   /* chunk 0's, bytes as they are */
+        if (kind == DP__RED_ARGMAX) J->where[o] = J->wpart[o];
+        for (c = 1; c < chunks; c++) {
+            int64_t p = c * J->nout + o;
+            if (kind == DP__RED_ARGMAX) {
+                int beats = J->in_int ? ipart[p] > iacc[o] : DP__ARGMAX_BEATS(J->part[p], J->acc[o]);
+                if (beats) { J->acc[o] = J->part[p]; J->where[o] = J->wpart[p]; }
+            } else if (J->in_int) DP__RED_FOLD_INT(iacc[o], ipart[p]);
+            else { double v = J->part[p]; DP__RED_FOLD(J->acc[o], v); }
+        }
+    }
+}
+#undef DP__RED_FOLD_INT
+/* acc[nout] as dp__reduce_walk leaves it (in_int: as dp__reduce_walk_int
+   does, int64 bits; argmax: also the indices, in (*where)[nout]), over the
+   range loop; returns where the result is (acc, or the temporary space
+   when it had to grow: acc and *where are then moved), NULL when this
+   reduction is not one for it. */
+static double *dp__reduce_par(const dp_kernel_ctx *k, const void *x, dp_dtype t, const dp_shape *s, int mask, int kind, int in_int,
+                              double *acc, int64_t **where, int64_t nout) {
     dp_engine *eng = k->rc ? k->rc->engine : NULL;
     dp__red_job J;
-    int64_t n = dp_shape_size(s), chunks, c, o;
+    int64_t n = dp_shape_size(s), chunks, o, slots = kind == DP__RED_ARGMAX ? 2 : 1;
     if (!eng || n < DP__PAR_MIN || !nout || !dp__reduce_olen(s, mask, &J.outer, &J.len, &J.inner)) return NULL;
-    J.x = x; J.t = t; J.kind = kind; J.nout = nout; J.acc = acc; J.part = NULL; J.jc = 0;
+    J.x = x; J.t = t; J.kind = kind; J.in_int = in_int; J.nout = nout; J.acc = acc; J.part = NULL; J.jc = 0;
+    J.where = where ? *where : NULL; J.wpart = NULL;
     J.og = (DP__PAR_GRAIN + J.len - 1) / J.len;                  /* outputs per chunk */
     chunks = (nout + J.og - 1) / J.og;
     if (chunks < 4) {                                            /* few outputs: split along the axis */
@@ -12175,20 +12237,19 @@ static double *dp__reduce_par(const dp_kernel_ctx *k, const void *x, dp_dtype t,
         if (J.jc < (J.len + 255) / 256) J.jc = (J.len + 255) / 256;
         chunks = (J.len + J.jc - 1) / J.jc;
         if (chunks < 2) return NULL;
-        if ((J.part = (double *)dp_temp_space(eng, k->rc->ctx, sizeof(double) * (size_t)(nout * (chunks + 1)))) == NULL) return NULL;
-        J.acc = acc = J.part;                                    /* the temp space moved: acc first, partials after */
+        /* the temp space moves: acc first, then the partials (argmax: then
+           the indices and theirs) */
+        if ((J.part = (double *)dp_temp_space(eng, k->rc->ctx, sizeof(double) * (size_t)(slots * nout * (chunks + 1)))) == NULL) return NULL;
+        J.acc = acc = J.part;
         J.part += nout;
+        if (where) { J.where = *where = (int64_t *)(void *)(J.part + nout * chunks); J.wpart = J.where + nout; }
     }
     {
         dp_range_desc d;
         d.n = chunks; d.grain = 1; d.fn = dp__red_range; d.user = &J; d.deterministic = 1;
         if (dp_parallel_for(eng, &d) != DP_OK) dp__red_range(0, chunks, &J);
     }
-    if (J.jc)
-        for (o = 0; o < nout; o++) {
-            acc[o] = J.part[o];
-            for (c = 1; c < chunks; c++) { double v = J.part[c * nout + o]; DP__RED_FOLD(acc[o], v); }
-        }
+    if (J.jc) dp__red_combine(&J, chunks);
     if (kind == DP__RED_MEAN) {
         double count = (double)n / (double)nout;
         for (o = 0; o < nout; o++) acc[o] /= count;
@@ -12209,11 +12270,13 @@ static int dp__reduce_kernel(const dp_kernel_ctx *k, int kind) {
     if (!acc) { dp_set_error(k->rc, "out of memory for the reduction"); return DP_ERROR_OUT_OF_MEMORY; }
     if (kind != DP__RED_MEAN && dp__dtype_is_int(dp_nd_dtype(k->inputs[0])) && dp__dtype_is_int(dp_nd_dtype(k->outputs[0]))) {
         int64_t *iacc = (int64_t *)(void *)acc;   /* the same 8 bytes per output */
-        dp__reduce_walk_int(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, iacc, nout);
+        if ((par = dp__reduce_par(k, dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, 1, acc, NULL, nout)) != NULL)
+            iacc = (int64_t *)(void *)par;
+        else dp__reduce_walk_int(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, iacc, nout);
         for (i = 0; i < nout; i++) dp__store_int(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, iacc[i], k->req[0]);
         return 0;
     }
-    if ((par = dp__reduce_par(k, dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, acc, nout)) != NULL) acc = par;
+    if ((par = dp__reduce_par(k, dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, 0, acc, NULL, nout)) != NULL) acc = par;
     else dp__reduce_walk(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, acc, nout);
     for (i = 0; i < nout; i++) dp__store_elem(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, acc[i], k->req[0]);
     return 0;
@@ -12250,7 +12313,7 @@ static int dp__reduce_grad(const dp_kernel_ctx *k, int kind) {
     if (kind == DP__RED_MAX || kind == DP__RED_MIN) {
         double *par;
         if ((best = dp__reduce_temp(k, nout)) == NULL) { dp_set_error(k->rc, "out of memory for the reduction"); return DP_ERROR_OUT_OF_MEMORY; }
-        if ((par = dp__reduce_par(k, x, t, s, mask, kind, best, nout)) != NULL) best = par;
+        if ((par = dp__reduce_par(k, x, t, s, mask, kind, 0, best, NULL, nout)) != NULL) best = par;
         else dp__reduce_walk(x, t, s, mask, kind, best, nout);
     }
     if (kind == DP__RED_MEAN && nout) scale = (double)nout / (double)(n ? n : 1);
@@ -12297,6 +12360,12 @@ static int dp__k_argmax(const dp_kernel_ctx *k) {
     int d, mask = dp__reduce_mask(k->params, s, msg, sizeof msg), axis = -1, in_int = dp__dtype_is_int(t);
     if (!best) { dp_set_error(k->rc, "out of memory for argmax"); return DP_ERROR_OUT_OF_MEMORY; }
     for (d = 0; d < s->ndim; d++) if (k->params->v[0].shape.ndim == 1 && (mask & (1 << d))) axis = d;
+    /* split, the index along the run of reduced axes is the index argmax
+       gives: the axis's own, or the flat one when every axis is reduced */
+    if (dp__reduce_par(k, x, t, s, mask, DP__RED_ARGMAX, in_int, best, &where, nout)) {
+        for (i = 0; i < nout; i++) dp__store_int(dp_nd_data(k->outputs[0]), DP_INT64, i, where[i], k->req[0]);
+        return 0;
+    }
     for (i = 0; i < nout; i++) where[i] = -1;
     dp__reduce_strides(s, mask, st);
     for (i = 0; i < n; i++) {
@@ -12306,7 +12375,7 @@ static int dp__k_argmax(const dp_kernel_ctx *k) {
             if ((better = where[o] < 0 || v > ibest[o]) != 0) ibest[o] = v;
         } else {
             double v = dp__load_elem(x, t, i);
-            if ((better = where[o] < 0 || (best[o] == best[o] && (v > best[o] || v != v))) != 0) best[o] = v;
+            if ((better = where[o] < 0 || DP__ARGMAX_BEATS(v, best[o])) != 0) best[o] = v;
         }
         if (better) where[o] = axis >= 0 ? idx[axis] : i;
         dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
@@ -12314,6 +12383,7 @@ static int dp__k_argmax(const dp_kernel_ctx *k) {
     for (i = 0; i < nout; i++) dp__store_int(dp_nd_data(k->outputs[0]), DP_INT64, i, where[i], k->req[0]);
     return 0;
 }
+#undef DP__ARGMAX_BEATS
 static void dp__register_reductions(void) {
     static const struct { const char *name, *doc; dp_kernel_fn fwd, grad; } r[] = {
         {"sum", "the sum over the axes", dp__k_sum, dp__kg_sum}, {"mean", "the mean over the axes", dp__k_mean, dp__kg_mean},

@@ -9,7 +9,9 @@
    call dp_parallel_for (counted through the test hook: the kernels that
    ran on one core called it never). Reductions split over their outputs
    give exactly the serial walk's bits (a sequential sum in double, checked
-   here), and small arrays stay on one core. */
+   here), and small arrays stay on one core. Integer sum, max and min and
+   argmax split too and give exactly the serial result (ties, NaN and
+   wrapping sums included). */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -80,6 +82,14 @@ static const pcase cases[] = {
     {"min two outputs", "min", DP_FLOAT32, 1, 1, {{2, 2, 300000}}, {"axis", "(1,)", NULL}},
     {"sum grad", "_backward_sum", DP_FLOAT32, 2, 1, {{1, 600}, {2, 700, 600}}, {"axis", "(0,)", NULL}},
     {"max grad", "_backward_max", DP_FLOAT32, 2, 1, {{1, 700}, {2, 700, 600}}, {"axis", "(1,)", NULL}},
+    {"sum int32 rows", "sum", DP_INT32, 1, 1, {{2, 700, 600}}, {"axis", "(1,)", NULL}},
+    {"sum int64 all", "sum", DP_INT64, 1, 1, {{2, 700, 600}}, {NULL}},
+    {"max int32 columns", "max", DP_INT32, 1, 1, {{2, 700, 600}}, {"axis", "(0,)", NULL}},
+    {"min int64 two outputs", "min", DP_INT64, 1, 1, {{2, 2, 300000}}, {"axis", "(1,)", NULL}},
+    {"argmax ties rows", "argmax", DP_FLOAT32, 1, 1, {{2, 700, 600}}, {"axis", "1", NULL}},
+    {"argmax ties columns", "argmax", DP_FLOAT32, 1, 1, {{2, 700, 600}}, {"axis", "0", NULL}},
+    {"argmax ties all", "argmax", DP_FLOAT64, 1, 1, {{2, 700, 600}}, {NULL}},
+    {"argmax int32 two outputs", "argmax", DP_INT32, 1, 1, {{2, 2, 300000}}, {"axis", "1", NULL}},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -112,7 +122,11 @@ static int run_case(dp_engine *e, int ci, unsigned char **out, size_t *bytes) {
         for (k = 0; k < m; k++) {
             double v = urand();
             if (strstr(c->name, "batchnorm") && i == 5 - (c->nout == 1)) v = 1 + fabs(v);   /* a variance */
-            if (c->t == DP_FLOAT32) ((float *)h)[k] = (float)v; else ((double *)h)[k] = v;
+            if (strstr(c->name, "ties")) v = floor(v * 4);                            /* many equal bests */
+            if (c->t == DP_FLOAT32) ((float *)h)[k] = (float)v;
+            else if (c->t == DP_FLOAT64) ((double *)h)[k] = v;
+            else if (c->t == DP_INT32) ((int32_t *)h)[k] = (int32_t)(v * 1000);
+            else ((int64_t *)h)[k] = (int64_t)(v * 4e18);                   /* sums wrap around */
         }
         ok &= dp_nd_from_host(e, &s, c->t, CPU0, h, &in[i]) == DP_OK;
         free(h);
@@ -223,10 +237,86 @@ static void reductions_as_serial(void) {
     free(x);
 }
 
+/* integer reductions and argmax split over the range loop give exactly
+   the serial walk's result: wrapping int64 sums and the first best index
+   (ties and NaN: NumPy's first), checked against plain loops here */
+static int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+static void ints_and_argmax_as_serial(void) {
+    enum { R = 600, C = 700 };
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 2);
+    int64_t *xi = (int64_t *)malloc(sizeof(int64_t) * R * C), sums[R], all, got64[C], want;
+    float *xf = (float *)malloc(sizeof(float) * R * C);
+    dp_shape sh;
+    dp_ndarray *a = NULL, *b = NULL;
+    const char *ax = "axis", *v1 = "(1,)", *a0 = "0", *a1 = "1";
+    int i, j, before;
+    CHECK(e != NULL && xi != NULL && xf != NULL);
+    if (!e || !xi || !xf) { free(xi); free(xf); if (e) dp_engine_destroy(e, NULL); return; }
+    g_rng = 4242;
+    for (i = 0; i < R * C; i++) { xi[i] = (int64_t)(urand() * 9e18); xf[i] = (float)floor(urand() * 3); }
+    for (i = 300001; i < R * C; i += 997) xf[i] = NAN;        /* a NaN in some rows and columns, none early */
+    memset(&sh, 0, sizeof sh); sh.ndim = 2; sh.dims[0] = R; sh.dims[1] = C;
+    CHECK(dp_nd_from_host(e, &sh, DP_INT64, CPU0, xi, &a) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    before = __atomic_load_n(&g_ranges, __ATOMIC_RELAXED);
+    CHECK(invoke_str(e, "sum", 1, &a, 1, &ax, &v1, 0, 1, &b, NULL) == DP_OK);
+    CHECK(dp_nd_read(b, sums, sizeof sums, NULL) == DP_OK);
+    dp_nd_release(b); b = NULL;
+    for (i = 0; i < R; i++) { for (want = 0, j = 0; j < C; j++) want = wrap_add(want, xi[i * C + j]); CHECK(sums[i] == want); }
+    CHECK(invoke_str(e, "sum", 1, &a, 0, NULL, NULL, 0, 1, &b, NULL) == DP_OK);
+    CHECK(dp_nd_read(b, &all, sizeof all, NULL) == DP_OK);
+    dp_nd_release(b); b = NULL;
+    for (want = 0, i = 0; i < R * C; i++) want = wrap_add(want, xi[i]);
+    CHECK(all == want);
+    CHECK(invoke_str(e, "argmax", 1, &a, 0, NULL, NULL, 0, 1, &b, NULL) == DP_OK);
+    CHECK(dp_nd_read(b, &all, sizeof all, NULL) == DP_OK);
+    dp_nd_release(b); b = NULL;
+    for (want = 0, i = 1; i < R * C; i++) if (xi[i] > xi[want]) want = i;
+    CHECK(all == want);
+    CHECK(__atomic_load_n(&g_ranges, __ATOMIC_RELAXED) >= before + 3);
+    dp_nd_release(a); a = NULL;
+    CHECK(dp_nd_from_host(e, &sh, DP_FLOAT32, CPU0, xf, &a) == DP_OK);
+    CHECK(invoke_str(e, "argmax", 1, &a, 1, &ax, &a0, 0, 1, &b, NULL) == DP_OK);   /* over the rows: one per column */
+    CHECK(dp_nd_read(b, got64, sizeof got64, NULL) == DP_OK);
+    dp_nd_release(b); b = NULL;
+    for (j = 0; j < C; j++) {
+        int64_t w = 0;
+        for (i = 1; i < R; i++) { float v = xf[i * C + j], best = xf[w * C + j]; if (best == best && (v > best || v != v)) w = i; }
+        CHECK(got64[j] == w);
+    }
+    CHECK(invoke_str(e, "argmax", 1, &a, 1, &ax, &a1, 0, 1, &b, NULL) == DP_OK);   /* along each row */
+    {
+        int64_t *rows = (int64_t *)malloc(sizeof(int64_t) * R);
+        CHECK(rows != NULL && dp_nd_read(b, rows, sizeof(int64_t) * R, NULL) == DP_OK);
+        for (i = 0; rows && i < R; i++) {
+            int64_t w = 0;
+            for (j = 1; j < C; j++) { float v = xf[i * C + j], best = xf[i * C + w]; if (best == best && (v > best || v != v)) w = j; }
+            CHECK(rows[i] == w);
+        }
+        free(rows);
+    }
+    dp_nd_release(b); b = NULL;
+    CHECK(invoke_str(e, "argmax", 1, &a, 0, NULL, NULL, 0, 1, &b, NULL) == DP_OK);   /* flattened: the first NaN */
+    CHECK(dp_nd_read(b, &all, sizeof all, NULL) == DP_OK);
+    CHECK(all == 300001);
+    dp_nd_release(b); b = NULL;
+    dp_nd_release(a); a = NULL;
+    for (i = 300001; i < R * C; i += 997) xf[i] = 1;         /* no NaN: the first of many 2s */
+    CHECK(dp_nd_from_host(e, &sh, DP_FLOAT32, CPU0, xf, &a) == DP_OK);
+    CHECK(invoke_str(e, "argmax", 1, &a, 0, NULL, NULL, 0, 1, &b, NULL) == DP_OK);
+    CHECK(dp_nd_read(b, &all, sizeof all, NULL) == DP_OK);
+    for (want = 0, i = 1; i < R * C; i++) if (xf[i] > xf[want]) want = i;
+    CHECK(all == want);
+    dp_nd_release(b); dp_nd_release(a);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    free(xi); free(xf);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"large kernels bitwise the same on every engine and 1-4 workers, and split over the range loop", bitwise_everywhere},
         {"reductions over outputs as the serial walk; small ones on one core", reductions_as_serial},
+        {"integer reductions and argmax split, exactly the serial walk's results", ints_and_argmax_as_serial},
     };
     dp_test_hook_fn = count_hook;   /* before any engine starts a thread */
     return run_tests("par_kernels", tests, sizeof tests / sizeof tests[0]);
