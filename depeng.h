@@ -13140,15 +13140,19 @@ typedef struct dp__gemm_dot_job { int64_t m, n, k, lda, ldb, ldc; const float *a
       s##i##0 = _mm256_fmadd_ps(ai, b0, s##i##0); s##i##1 = _mm256_fmadd_ps(ai, b1, s##i##1); s##i##2 = _mm256_fmadd_ps(ai, b2, s##i##2); }
 #define DP__DOT_TAIL(i) { __m256 ai = _mm256_maskload_ps(a##i + p, tail);  \
       s##i##0 = _mm256_fmadd_ps(ai, b0, s##i##0); s##i##1 = _mm256_fmadd_ps(ai, b1, s##i##1); s##i##2 = _mm256_fmadd_ps(ai, b2, s##i##2); }
-/* row i's three sums -> lanes 0..2 of one 128-bit vector, stored if the row exists */
+/* row i's three sums -> lanes 0..2 of one 128-bit vector; its first cols
+   lanes go to C (a masked store: C's next column is not touched) */
 #define DP__DOT_STORE(i)                                                        \
     if (i < rows) { __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(s##i##0, s##i##1), _mm256_hadd_ps(s##i##2, s##i##2)); \
-      float out[4], *ci = j->c + (r0 + i) * j->ldc + c0; int64_t q;              \
-      _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1))); \
-      for (q = 0; q < cols; q++) ci[q] = j->beta == 0.0f ? j->alpha * out[q] : j->alpha * out[q] + j->beta * ci[q]; }
+      __m128 sum = _mm_mul_ps(va, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1))); \
+      float *ci = j->c + (r0 + i) * j->ldc + c0;                               \
+      if (beta != 0.0f) sum = _mm_fmadd_ps(vb, _mm_maskload_ps(ci, keep), sum); \
+      _mm_maskstore_ps(ci, keep, sum); }
 DP__TARGET_AVX2 static void dp__gemm_dot_avx2(int64_t begin, int64_t end, void *user) {
     const dp__gemm_dot_job *j = (const dp__gemm_dot_job *)user;
     const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(j->k % 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const float beta = j->beta;
+    const __m128 va = _mm_set1_ps(j->alpha), vb = _mm_set1_ps(beta);
     int64_t r0, c0, p;
     for (r0 = begin * 4; r0 < j->m && r0 < end * 4; r0 += 4) {
         const int64_t rows = dp__gemm_min(4, j->m - r0);
@@ -13156,6 +13160,7 @@ DP__TARGET_AVX2 static void dp__gemm_dot_avx2(int64_t begin, int64_t end, void *
         const float *a2 = a0 + (rows > 2 ? 2 : rows - 1) * j->lda, *a3 = a0 + (rows - 1) * j->lda;
         for (c0 = 0; c0 < j->n; c0 += 3) {
             const int64_t cols = dp__gemm_min(3, j->n - c0);
+            const __m128i keep = _mm_cmpgt_epi32(_mm_set1_epi32((int)cols), _mm_setr_epi32(0, 1, 2, 3));
             const float *bp0 = j->b + c0 * j->ldb, *bp1 = bp0 + (cols > 1) * j->ldb, *bp2 = bp0 + (cols - 1) * j->ldb;
             __m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s10 = s00, s11 = s00, s12 = s00;
             __m256 s20 = s00, s21 = s00, s22 = s00, s30 = s00, s31 = s00, s32 = s00, b0, b1, b2;
