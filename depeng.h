@@ -13013,6 +13013,13 @@ DP__GEMM_DEFINE(double, f64)
    double tiles of 256-bit FMAs (functions compiled for that target only,
    so the rest of the program needs no -mavx2); else the portable kernel
    above (which the compiler vectorises for its own target: SSE2, NEON).
+   When all of packed A is small (DP__GEMM2_SMALL_A: the layers' products
+   at batch 64 to 256), it is packed once and each B panel is one range
+   item over all of k: two range loops per call instead of two per slice,
+   and items as many as panels, so 2 threads stay busy at m = 64.
+   Float32 with B transposed and n narrow (or k deep and B small) skips
+   packing altogether (dp__gemm_dot_avx2). Which path runs depends on the
+   shape and the CPU only, never on the workers.
    The workspace (about (m + NC) x KC elements) is one malloc per call, on
    the stack when small; when malloc fails the stack-only path above runs
    instead, so the GEMM never fails. */
@@ -13035,7 +13042,8 @@ DP__GEMM_DEFINE(double, f64)
 #ifndef DP__GEMM2_DOT_N
 #  define DP__GEMM2_DOT_N 32      /* B transposed and n up to this: dot products, no packing (dp__gemm_dot_avx2) */
 #endif
-#define DP__GEMM2_DOT_B (1 << 19) /* or k >= 256 and B (n x k) up to this many elements */
+#define DP__GEMM2_DOT_B (1 << 19) /* or k >= 256, m <= 256 and B (n x k) up to this many elements: packing
+                                     costs more than it saves when A's rows pass over B only 64 times or fewer */
 
 #ifdef DP__GEMM_X86
 /* C (6 x 16) = alpha acc + beta C, acc = sum over kc of a (6 per step) x b (16 per step). */
@@ -13377,7 +13385,7 @@ DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int 
 #  define DP__GEMM2_PACK_B16_f32 if (nr == 16 && j->kernel == dp__gemm_avx2_f32) p0 = dp__pack_rows16_avx2(src, cs, kc, out);
 #  define DP__GEMM2_PICK_f32 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f32; j.nr = 16; j.lanes = 1; }
 #  define DP__GEMM2_PICK_f64 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f64; j.nr = 8; j.lanes = 1; }
-#  define DP__GEMM2_DOT_f32 if (simd && !ta && tb && (n <= DP__GEMM2_DOT_N || (k >= 256 && n * k <= DP__GEMM2_DOT_B)) && dp__cpu_avx2_fma()) { dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return; }
+#  define DP__GEMM2_DOT_f32 if (simd && !ta && tb && (n <= DP__GEMM2_DOT_N || (k >= 256 && m <= 256 && n * k <= DP__GEMM2_DOT_B)) && dp__cpu_avx2_fma()) { dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return; }
 #else
 #  define DP__GEMM2_DOT_f32
 #  define DP__GEMM2_PACK_A6_f32
