@@ -13083,6 +13083,13 @@ DP__GEMM_DEFINE(double, f64)
    double tiles of 256-bit FMAs (functions compiled for that target only,
    so the rest of the program needs no -mavx2); else the portable kernel
    above (which the compiler vectorises for its own target: SSE2, NEON).
+   When all of packed A is small (DP__GEMM2_SMALL_A: the layers' products
+   at batch 64 to 256), it is packed once and each B panel is one range
+   item over all of k: two range loops per call instead of two per slice,
+   and items as many as panels, so 2 threads stay busy at m = 64.
+   Float32 with B transposed and n narrow (or k deep and B small) skips
+   packing altogether (dp__gemm_dot_avx2). Which path runs depends on the
+   shape and the CPU only, never on the workers.
    The workspace (about (m + NC) x KC elements) is one malloc per call, on
    the stack when small; when malloc fails the stack-only path above runs
    instead, so the GEMM never fails. */
@@ -13099,6 +13106,14 @@ DP__GEMM_DEFINE(double, f64)
 #endif
 #define DP__GEMM2_PAR_MIN (1 << 18)   /* m n k from which the range loop is used */
 #define DP__GEMM2_TILES 16        /* tiles aimed at per slice (fixed: not the thread count) */
+#ifndef DP__GEMM2_SMALL_A
+#  define DP__GEMM2_SMALL_A (256 * 1024)  /* bytes of packed A up to which the small-A schedule runs */
+#endif
+#ifndef DP__GEMM2_DOT_N
+#  define DP__GEMM2_DOT_N 32      /* B transposed and n up to this: dot products, no packing (dp__gemm_dot_avx2) */
+#endif
+#define DP__GEMM2_DOT_B (1 << 19) /* or k >= 256, m <= 256 and B (n x k) up to this many elements: packing
+                                     costs more than it saves when A's rows pass over B only 64 times or fewer */
 
 #ifdef DP__GEMM_X86
 /* C (6 x 16) = alpha acc + beta C, acc = sum over kc of a (6 per step) x b (16 per step). */
@@ -13188,6 +13203,69 @@ DP__TARGET_AVX2 static int64_t dp__pack_rows6_avx2(const float *src, int64_t rs,
     return p;
 }
 #undef DP__AVX_TRANSPOSE8
+/* Narrow products with B transposed (a layer's y = x W^T with few outputs,
+   a convolution's dW = dy cols^T): both operands run along k, so each C
+   element is a dot product of two contiguous rows. Packing would cost as
+   much as the product here, and a 16-wide panel wastes 6 of 16 columns at
+   n = 10; this kernel reads A and B where they lie instead: 4 rows x 3
+   columns of C at once, 8 k per step (the k tail by masked loads), 12
+   vector sums reduced in a fixed order at the end. Missing rows and
+   columns of an edge block repeat the last real one and are not stored.
+   Every C element is one kernel's, so any split of the rows gives the same
+   bits. */
+typedef struct dp__gemm_dot_job { int64_t m, n, k, lda, ldb, ldc; const float *a, *b; float *c, alpha, beta; } dp__gemm_dot_job;
+#define DP__DOT_ROW(i) { __m256 ai = _mm256_loadu_ps(a##i + p);            \
+      s##i##0 = _mm256_fmadd_ps(ai, b0, s##i##0); s##i##1 = _mm256_fmadd_ps(ai, b1, s##i##1); s##i##2 = _mm256_fmadd_ps(ai, b2, s##i##2); }
+#define DP__DOT_TAIL(i) { __m256 ai = _mm256_maskload_ps(a##i + p, tail);  \
+      s##i##0 = _mm256_fmadd_ps(ai, b0, s##i##0); s##i##1 = _mm256_fmadd_ps(ai, b1, s##i##1); s##i##2 = _mm256_fmadd_ps(ai, b2, s##i##2); }
+/* row i's three sums -> lanes 0..2 of one 128-bit vector; its first cols
+   lanes go to C (a masked store: C's next column is not touched) */
+#define DP__DOT_STORE(i)                                                        \
+    if (i < rows) { __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(s##i##0, s##i##1), _mm256_hadd_ps(s##i##2, s##i##2)); \
+      __m128 sum = _mm_mul_ps(va, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1))); \
+      float *ci = j->c + (r0 + i) * j->ldc + c0;                               \
+      if (beta != 0.0f) sum = _mm_fmadd_ps(vb, _mm_maskload_ps(ci, keep), sum); \
+      _mm_maskstore_ps(ci, keep, sum); }
+DP__TARGET_AVX2 static void dp__gemm_dot_avx2(int64_t begin, int64_t end, void *user) {
+    const dp__gemm_dot_job *j = (const dp__gemm_dot_job *)user;
+    const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(j->k % 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const float beta = j->beta;
+    const __m128 va = _mm_set1_ps(j->alpha), vb = _mm_set1_ps(beta);
+    int64_t r0, c0, p;
+    for (r0 = begin * 4; r0 < j->m && r0 < end * 4; r0 += 4) {
+        const int64_t rows = dp__gemm_min(4, j->m - r0);
+        const float *a0 = j->a + r0 * j->lda, *a1 = a0 + (rows > 1) * j->lda;
+        const float *a2 = a0 + (rows > 2 ? 2 : rows - 1) * j->lda, *a3 = a0 + (rows - 1) * j->lda;
+        for (c0 = 0; c0 < j->n; c0 += 3) {
+            const int64_t cols = dp__gemm_min(3, j->n - c0);
+            const __m128i keep = _mm_cmpgt_epi32(_mm_set1_epi32((int)cols), _mm_setr_epi32(0, 1, 2, 3));
+            const float *bp0 = j->b + c0 * j->ldb, *bp1 = bp0 + (cols > 1) * j->ldb, *bp2 = bp0 + (cols - 1) * j->ldb;
+            __m256 s00 = _mm256_setzero_ps(), s01 = s00, s02 = s00, s10 = s00, s11 = s00, s12 = s00;
+            __m256 s20 = s00, s21 = s00, s22 = s00, s30 = s00, s31 = s00, s32 = s00, b0, b1, b2;
+            for (p = 0; p + 8 <= j->k; p += 8) {
+                b0 = _mm256_loadu_ps(bp0 + p); b1 = _mm256_loadu_ps(bp1 + p); b2 = _mm256_loadu_ps(bp2 + p);
+                DP__DOT_ROW(0) DP__DOT_ROW(1) DP__DOT_ROW(2) DP__DOT_ROW(3)
+            }
+            if (p < j->k) {
+                b0 = _mm256_maskload_ps(bp0 + p, tail); b1 = _mm256_maskload_ps(bp1 + p, tail); b2 = _mm256_maskload_ps(bp2 + p, tail);
+                DP__DOT_TAIL(0) DP__DOT_TAIL(1) DP__DOT_TAIL(2) DP__DOT_TAIL(3)
+            }
+            DP__DOT_STORE(0) DP__DOT_STORE(1) DP__DOT_STORE(2) DP__DOT_STORE(3)
+        }
+    }
+}
+#undef DP__DOT_ROW
+#undef DP__DOT_TAIL
+#undef DP__DOT_STORE
+static void dp__gemm_dot_f32(dp_engine *eng, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                             const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    dp__gemm_dot_job j;
+    dp_range_desc d;
+    j.m = m; j.n = n; j.k = k; j.lda = lda; j.ldb = ldb; j.ldc = ldc; j.a = a; j.b = b; j.c = c; j.alpha = alpha; j.beta = beta;
+    d.n = (m + 3) / 4; d.grain = 1; d.fn = dp__gemm_dot_avx2; d.user = &j; d.deterministic = 1;
+    if (eng == NULL || (double)m * (double)n * (double)k < DP__GEMM2_PAR_MIN || d.n < 2 || dp_parallel_for(eng, &d) != DP_OK)
+        dp__gemm_dot_avx2(0, d.n, &j);
+}
 /* Whether this CPU runs the AVX2 kernels (gcc's and clang's CPU check). */
 static int dp__cpu_avx2_fma(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #endif
@@ -13202,75 +13280,106 @@ typedef struct dp__gemm_job_##SUF {                                             
     int64_t m, n, k, a_rs, a_cs, b_rs, b_cs, ldc;                                                             \
     const T *a, *b;                                                                                           \
     T *c, *a_pack, *b_pack, alpha, beta;                                                                      \
-    int64_t jc, nc, pc, kc, slivers, panels, tile_cols, tiles_c;  /* the slice */                             \
+    int64_t jc, nc, pc, kc, kc_max, slivers, panels, tile_cols, tiles_c;  /* the slice */                     \
 } dp__gemm_job_##SUF;                                                                                         \
+/* A sliver it (MR rows) of the slice [pc, pc + kc) -> out. */                                                \
+static void dp__gemm2_pack_a1_##SUF(const dp__gemm_job_##SUF *j, int64_t it, int64_t pc, int64_t kc, T *out) {\
+    const int64_t r0 = it * DP__GEMM2_MR, mr = dp__gemm_min(DP__GEMM2_MR, j->m - r0), rs = j->a_rs, cs = j->a_cs;\
+    const T *src = j->a + r0 * rs + pc * cs;                                                                  \
+    int64_t p, i, l;                                                                                          \
+    if (mr == DP__GEMM2_MR && j->lanes == 1) {          /* the common case, unrolled */                       \
+        p = 0;                                                                                                \
+        DP__GEMM2_PACK_A6_##SUF                                                                               \
+        for (; p < kc; p++, out += DP__GEMM2_MR, src += cs) {                                                 \
+            out[0] = src[0]; out[1] = src[rs]; out[2] = src[2 * rs];                                          \
+            out[3] = src[3 * rs]; out[4] = src[4 * rs]; out[5] = src[5 * rs];                                 \
+        }                                                                                                     \
+        return;                                                                                               \
+    }                                                                                                         \
+    for (p = 0; p < kc; p++)                                                                                  \
+        for (i = 0; i < DP__GEMM2_MR; i++) {                                                                  \
+            const T v = i < mr ? src[i * rs + p * cs] : (T)0;                                                 \
+            for (l = 0; l < j->lanes; l++) *out++ = v;                                                        \
+        }                                                                                                     \
+}                                                                                                             \
+/* B panel pn (nr columns of the block at jc, zero-padded) of the slice -> out. */                            \
+static void dp__gemm2_pack_b1_##SUF(const dp__gemm_job_##SUF *j, int64_t pn, int64_t pc, int64_t kc, T *out) {\
+    const int64_t c0 = pn * j->nr, w = dp__gemm_min(j->nr, j->nc - c0), rs = j->b_rs, cs = j->b_cs, nr = j->nr;\
+    const T *src = j->b + pc * rs + (j->jc + c0) * cs;                                                        \
+    int64_t p, i;                                                                                             \
+    if (w == nr && cs == 1 && nr == 16)                 /* constant sizes: inlined moves */                   \
+        for (p = 0; p < kc; p++, out += 16, src += rs) memcpy(out, src, 16 * sizeof(T));                      \
+    else if (w == nr && cs == 1 && nr == 8)                                                                   \
+        for (p = 0; p < kc; p++, out += 8, src += rs) memcpy(out, src, 8 * sizeof(T));                        \
+    else if (w == nr && rs == 1) {                      /* B transposed: read each column in order */         \
+        int64_t p0 = 0;                                                                                       \
+        DP__GEMM2_PACK_B16_##SUF                                                                              \
+        for (i = 0; i < nr; i++)                                                                              \
+            for (p = p0; p < kc; p++) out[p * nr + i] = src[i * cs + p];                                      \
+    }                                                                                                         \
+    else                                                                                                      \
+        for (p = 0; p < kc; p++, out += nr)                                                                   \
+            for (i = 0; i < nr; i++) out[i] = i < w ? src[p * rs + i * cs] : (T)0;                            \
+}                                                                                                             \
+/* C (MR x nr at row ir, column col, w columns valid) from one packed sliver                                  \
+   and panel; edge blocks go through a local tile. */                                                         \
+static void dp__gemm2_block_##SUF(const dp__gemm_job_##SUF *j, const T *ap, const T *bp, int64_t kc, T beta,  \
+                                  int64_t ir, int64_t col, int64_t w) {                                       \
+    T edge[DP__GEMM2_MR * 16], *ct = j->c + ir * j->ldc + col;                                                \
+    const int64_t mr = dp__gemm_min(DP__GEMM2_MR, j->m - ir);                                                 \
+    int64_t i, q;                                                                                             \
+    if (mr == DP__GEMM2_MR && w == j->nr) { j->kernel(kc, ap, bp, j->alpha, beta, ct, j->ldc); return; }      \
+    j->kernel(kc, ap, bp, j->alpha, (T)0, edge, j->nr);                                                       \
+    for (i = 0; i < mr; i++, ct += j->ldc)                                                                    \
+        for (q = 0; q < w; q++) ct[q] = beta == (T)0 ? edge[i * j->nr + q] : edge[i * j->nr + q] + beta * ct[q];\
+}                                                                                                             \
 /* Phase 1: item i < slivers packs A sliver i, the others B panel i - slivers. */                             \
 static void dp__gemm2_pack_##SUF(int64_t begin, int64_t end, void *user) {                                    \
     const dp__gemm_job_##SUF *j = (const dp__gemm_job_##SUF *)user;                                           \
-    int64_t it, p, i, l;                                                                                      \
-    for (it = begin; it < end; it++) {                                                                        \
-        if (it < j->slivers) {                                                                                \
-            const int64_t r0 = it * DP__GEMM2_MR, mr = dp__gemm_min(DP__GEMM2_MR, j->m - r0);                 \
-            const int64_t rs = j->a_rs, cs = j->a_cs;                                                         \
-            const T *src = j->a + r0 * rs + j->pc * cs;                                                       \
-            T *out = j->a_pack + it * DP__GEMM2_MR * j->lanes * j->kc;                                        \
-            if (mr == DP__GEMM2_MR && j->lanes == 1) {          /* the common case, unrolled */               \
-                p = 0;                                                                                        \
-                DP__GEMM2_PACK_A6_##SUF                                                                       \
-                for (; p < j->kc; p++, out += DP__GEMM2_MR, src += cs) {                                      \
-                    out[0] = src[0]; out[1] = src[rs]; out[2] = src[2 * rs];                                  \
-                    out[3] = src[3 * rs]; out[4] = src[4 * rs]; out[5] = src[5 * rs];                         \
-                }                                                                                             \
-                continue;                                                                                     \
-            }                                                                                                 \
-            for (p = 0; p < j->kc; p++)                                                                       \
-                for (i = 0; i < DP__GEMM2_MR; i++) {                                                          \
-                    const T v = i < mr ? src[i * rs + p * cs] : (T)0;                                         \
-                    for (l = 0; l < j->lanes; l++) *out++ = v;                                                \
-                }                                                                                             \
-        } else {                                                                                              \
-            const int64_t c0 = (it - j->slivers) * j->nr, w = dp__gemm_min(j->nr, j->nc - c0);                \
-            const int64_t rs = j->b_rs, cs = j->b_cs, nr = j->nr;                                             \
-            const T *src = j->b + j->pc * rs + (j->jc + c0) * cs;                                             \
-            T *out = j->b_pack + (it - j->slivers) * nr * j->kc;                                              \
-            if (w == nr && cs == 1 && nr == 16)                 /* constant sizes: inlined moves */           \
-                for (p = 0; p < j->kc; p++, out += 16, src += rs) memcpy(out, src, 16 * sizeof(T));           \
-            else if (w == nr && cs == 1 && nr == 8)                                                           \
-                for (p = 0; p < j->kc; p++, out += 8, src += rs) memcpy(out, src, 8 * sizeof(T));             \
-            else if (w == nr && rs == 1) {                      /* B transposed: read each column in order */ \
-                int64_t p0 = 0;                                                                               \
-                DP__GEMM2_PACK_B16_##SUF                                                                      \
-                for (i = 0; i < nr; i++)                                                                      \
-                    for (p = p0; p < j->kc; p++) out[p * nr + i] = src[i * cs + p];                           \
-            }                                                                                                 \
-            else                                                                                              \
-                for (p = 0; p < j->kc; p++, out += nr)                                                        \
-                    for (i = 0; i < nr; i++) out[i] = i < w ? src[p * rs + i * cs] : (T)0;                    \
-        }                                                                                                     \
-    }                                                                                                         \
+    int64_t it;                                                                                               \
+    for (it = begin; it < end; it++)                                                                          \
+        if (it < j->slivers) dp__gemm2_pack_a1_##SUF(j, it, j->pc, j->kc, j->a_pack + it * DP__GEMM2_MR * j->lanes * j->kc);\
+        else dp__gemm2_pack_b1_##SUF(j, it - j->slivers, j->pc, j->kc, j->b_pack + (it - j->slivers) * j->nr * j->kc);\
 }                                                                                                             \
-/* Phase 2: tile t, MC rows by tile_cols panels; B panels outer so each stays \
-   in L1 while the tile's A slivers pass. Edge tiles go through a local tile. */                              \
+/* Phase 2: tile t, MC rows by tile_cols panels; B panels outer so each stays                                 \
+   in L1 while the tile's A slivers pass. */                                                                  \
 static void dp__gemm2_tiles_##SUF(int64_t begin, int64_t end, void *user) {                                   \
     const dp__gemm_job_##SUF *j = (const dp__gemm_job_##SUF *)user;                                           \
-    T edge[DP__GEMM2_MR * 16];                                                                                \
-    int64_t t, jr, ir, i, q;                                                                                  \
+    int64_t t, jr, ir;                                                                                        \
     for (t = begin; t < end; t++) {                                                                           \
         const int64_t r0 = (t / j->tiles_c) * j->mc, r1 = dp__gemm_min(j->m, r0 + j->mc);                     \
         const int64_t p0 = (t % j->tiles_c) * j->tile_cols, p1 = dp__gemm_min(j->panels, p0 + j->tile_cols);  \
-        for (jr = p0; jr < p1; jr++) {                                                                        \
-            const T *bp = j->b_pack + jr * j->nr * j->kc;                                                     \
-            const int64_t col = j->jc + jr * j->nr, w = dp__gemm_min(j->nr, j->n - col);                      \
-            for (ir = r0; ir < r1; ir += DP__GEMM2_MR) {                                                      \
-                const T *ap = j->a_pack + ir * j->lanes * j->kc;                                              \
-                const int64_t mr = dp__gemm_min(DP__GEMM2_MR, j->m - ir);                                     \
-                T *ct = j->c + ir * j->ldc + col;                                                             \
-                if (mr == DP__GEMM2_MR && w == j->nr) { j->kernel(j->kc, ap, bp, j->alpha, j->beta, ct, j->ldc); continue; } \
-                j->kernel(j->kc, ap, bp, j->alpha, (T)0, edge, j->nr);                                        \
-                for (i = 0; i < mr; i++, ct += j->ldc)                                                        \
-                    for (q = 0; q < w; q++)                                                                   \
-                        ct[q] = j->beta == (T)0 ? edge[i * j->nr + q] : edge[i * j->nr + q] + j->beta * ct[q]; \
-            }                                                                                                 \
+        for (jr = p0; jr < p1; jr++)                                                                          \
+            for (ir = r0; ir < r1; ir += DP__GEMM2_MR)                                                        \
+                dp__gemm2_block_##SUF(j, j->a_pack + ir * j->lanes * j->kc, j->b_pack + jr * j->nr * j->kc, j->kc, j->beta,\
+                                      ir, j->jc + jr * j->nr, dp__gemm_min(j->nr, j->n - j->jc - jr * j->nr));\
+    }                                                                                                         \
+}                                                                                                             \
+/* Small A (all of it packed fits DP__GEMM2_SMALL_A): two passes over the range                               \
+   loop in all instead of two per slice. Pass 1, item s * slivers + i: sliver                                 \
+   i of slice s, into slice s's region (kc_max rows of every sliver before it). */                            \
+static void dp__gemm2_pack_all_a_##SUF(int64_t begin, int64_t end, void *user) {                              \
+    const dp__gemm_job_##SUF *j = (const dp__gemm_job_##SUF *)user;                                           \
+    int64_t it;                                                                                               \
+    for (it = begin; it < end; it++) {                                                                        \
+        const int64_t pc = it / j->slivers * j->kc_max, i = it % j->slivers, kc = dp__gemm_min(j->kc_max, j->k - pc);\
+        dp__gemm2_pack_a1_##SUF(j, i, pc, kc, j->a_pack + (pc * j->slivers + i * kc) * DP__GEMM2_MR * j->lanes);\
+    }                                                                                                         \
+}                                                                                                             \
+/* Pass 2, item jr: B panel jr over all of k, each slice packed just before                                   \
+   its use (in L1), against every sliver; each block gets the kernel calls of                                 \
+   the tiled schedule in the same order, so the bits are the same. */                                         \
+static void dp__gemm2_panels_##SUF(int64_t begin, int64_t end, void *user) {                                  \
+    const dp__gemm_job_##SUF *j = (const dp__gemm_job_##SUF *)user;                                           \
+    int64_t jr, pc, ir;                                                                                       \
+    for (jr = begin; jr < end; jr++) {                                                                        \
+        T *bp = j->b_pack + jr * j->nr * j->kc_max;                                                           \
+        for (pc = 0; pc < j->k; pc += j->kc_max) {                                                            \
+            const int64_t kc = dp__gemm_min(j->kc_max, j->k - pc);                                            \
+            const T *ap = j->a_pack + pc * j->slivers * DP__GEMM2_MR * j->lanes;                              \
+            dp__gemm2_pack_b1_##SUF(j, jr, pc, kc, bp);                                                       \
+            for (ir = 0; ir < j->m; ir += DP__GEMM2_MR, ap += DP__GEMM2_MR * j->lanes * kc)                   \
+                dp__gemm2_block_##SUF(j, ap, bp, kc, pc == 0 ? j->beta : (T)1, ir, jr * j->nr, dp__gemm_min(j->nr, j->n - jr * j->nr));\
         }                                                                                                     \
     }                                                                                                         \
 }                                                                                                             \
@@ -13290,9 +13399,10 @@ DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int 
     unsigned char local[16384 + 64], *mem, *heap = NULL;                                                      \
     int64_t kc_max, nc_max, nslices, a_elems, b_elems;                                                        \
     size_t bytes;                                                                                             \
-    int par;                                                                                                  \
+    int par, small;                                                                                           \
     if (m <= 0 || n <= 0) return;                                                                             \
     if (k <= 0 || alpha == (T)0) { dp__gemm_scale_##SUF(m, n, beta, c, ldc); return; }                       \
+    DP__GEMM2_DOT_##SUF                                                                                       \
     memset(&j, 0, sizeof j);                                                                                  \
     j.kernel = dp__gemm_kernel_##SUF; j.nr = DP__GEMM_NR(T); j.lanes = DP__GEMM_LANES(T);                     \
     j.mc = DP__GEMM2_MC / (int64_t)sizeof(T);                                                                 \
@@ -13303,7 +13413,11 @@ DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int 
     nslices = (k + DP__GEMM2_KC - 1) / DP__GEMM2_KC;                                                          \
     kc_max = (k + nslices - 1) / nslices;               /* even slices: no thin last one */                   \
     nc_max = dp__gemm_min(n, DP__GEMM2_NC);                                                                   \
-    a_elems = ((m + DP__GEMM2_MR - 1) / DP__GEMM2_MR * DP__GEMM2_MR * j.lanes * kc_max + 15) / 16 * 16;       \
+    j.slivers = (m + DP__GEMM2_MR - 1) / DP__GEMM2_MR;                                                        \
+    a_elems = j.slivers * DP__GEMM2_MR * j.lanes * k;                 /* all of A, packed */                  \
+    small = n <= DP__GEMM2_NC && (size_t)a_elems * sizeof(T) <= DP__GEMM2_SMALL_A;                            \
+    if (!small) a_elems = j.slivers * DP__GEMM2_MR * j.lanes * kc_max;  /* one slice of it */                 \
+    a_elems = (a_elems + 15) / 16 * 16;                                                                       \
     b_elems = (nc_max + j.nr - 1) / j.nr * j.nr * kc_max;                                                     \
     bytes = sizeof(T) * (size_t)(a_elems + b_elems) + 64;                                                     \
     if (bytes <= sizeof local) mem = local;                                                                   \
@@ -13312,7 +13426,13 @@ DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int 
     j.a_pack = (T *)(void *)(mem + (64 - (uintptr_t)mem % 64) % 64);                                          \
     j.b_pack = j.a_pack + a_elems;                                                                            \
     par = eng != NULL && (double)m * (double)n * (double)k >= DP__GEMM2_PAR_MIN;                              \
-    j.slivers = (m + DP__GEMM2_MR - 1) / DP__GEMM2_MR;                                                        \
+    if (small) {                                                                                              \
+        j.nc = n; j.kc_max = kc_max; j.beta = beta; j.panels = (n + j.nr - 1) / j.nr;                         \
+        dp__gemm2_run_##SUF(eng, par, j.slivers * ((k + kc_max - 1) / kc_max), dp__gemm2_pack_all_a_##SUF, &j);\
+        dp__gemm2_run_##SUF(eng, par, j.panels, dp__gemm2_panels_##SUF, &j);                                  \
+        free(heap);                                                                                           \
+        return;                                                                                               \
+    }                                                                                                         \
     for (j.jc = 0; j.jc < n; j.jc += DP__GEMM2_NC) {                                                          \
         int64_t tiles_r = (m + j.mc - 1) / j.mc;                                                              \
         j.nc = dp__gemm_min(DP__GEMM2_NC, n - j.jc);                                                          \
@@ -13331,11 +13451,13 @@ DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int 
 }
 
 #ifdef DP__GEMM_X86
-#  define DP__GEMM2_PACK_A6_f32 if (cs == 1 && j->kernel == dp__gemm_avx2_f32) { p = dp__pack_rows6_avx2(src, rs, j->kc, out); out += p * 6; src += p; }
-#  define DP__GEMM2_PACK_B16_f32 if (nr == 16 && j->kernel == dp__gemm_avx2_f32) p0 = dp__pack_rows16_avx2(src, cs, j->kc, out);
+#  define DP__GEMM2_PACK_A6_f32 if (cs == 1 && j->kernel == dp__gemm_avx2_f32) { p = dp__pack_rows6_avx2(src, rs, kc, out); out += p * 6; src += p; }
+#  define DP__GEMM2_PACK_B16_f32 if (nr == 16 && j->kernel == dp__gemm_avx2_f32) p0 = dp__pack_rows16_avx2(src, cs, kc, out);
 #  define DP__GEMM2_PICK_f32 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f32; j.nr = 16; j.lanes = 1; }
 #  define DP__GEMM2_PICK_f64 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f64; j.nr = 8; j.lanes = 1; }
+#  define DP__GEMM2_DOT_f32 if (simd && !ta && tb && (n <= DP__GEMM2_DOT_N || (k >= 256 && m <= 256 && n * k <= DP__GEMM2_DOT_B)) && dp__cpu_avx2_fma()) { dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return; }
 #else
+#  define DP__GEMM2_DOT_f32
 #  define DP__GEMM2_PACK_A6_f32
 #  define DP__GEMM2_PACK_B16_f32
 #  define DP__GEMM2_PICK_f32
@@ -13343,6 +13465,7 @@ DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int 
 #endif
 #define DP__GEMM2_PACK_A6_f64
 #define DP__GEMM2_PACK_B16_f64
+#define DP__GEMM2_DOT_f64
 DP__GEMM2_DEFINE(float, f32)
 DP__GEMM2_DEFINE(double, f64)
 

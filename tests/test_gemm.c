@@ -79,6 +79,33 @@ static void test_against_naive(void) {
                 }
 }
 
+/* The nets' products (bench/gemm.c: the MLP 784-128-64-10 at batch 64,
+   LeNet's per-image convolutions and its 800-500-10 layers) in every
+   transpose: narrow n (the 10-class layer), a long k with a small output
+   (conv1's dW), small m against wide n. */
+static const int64_t g_nets[][3] = {{64, 10, 64}, {10, 64, 64}, {64, 64, 10}, {64, 128, 784}, {64, 784, 128}, {128, 784, 64},
+                                    {20, 25, 576}, {20, 576, 25}, {25, 576, 20}, {50, 64, 500}, {500, 64, 50}, {50, 500, 64},
+                                    {64, 10, 500}, {256, 10, 500}, {64, 500, 800}};
+#define NETS (sizeof g_nets / sizeof g_nets[0])
+
+/* random shapes from 1 to 70 (every tile edge and k tail of the kernels,
+   the narrow-n and small-A paths included), every transpose, both
+   kernels and dtypes, alpha and beta; then the nets' shapes */
+static void test_random_and_net_shapes(void) {
+    static const double ab[][2] = {{1, 0}, {1, 1}, {0.5, -2}, {-1.5, 0}, {2, 0.5}};
+    int is64, simd, t, q;
+    for (is64 = 0; is64 < 2; is64++)
+        for (simd = 0; simd < 2; simd++)
+            for (q = 0; q < 120; q++) {
+                int64_t m = 1 + (int64_t)((rnd() + 1) * 35), n = 1 + (int64_t)((rnd() + 1) * 35), k = 1 + (int64_t)((rnd() + 1) * 35);
+                CHECK(check_one(is64, simd, q & 1, (q >> 1) & 1, m, n, k, ab[q % 5][0], ab[q % 5][1]));
+            }
+    for (is64 = 0; is64 < 2; is64++)
+        for (q = 0; q < (int)NETS; q++)
+            for (t = 0; t < 4; t++)
+                CHECK(check_one(is64, 1, t & 1, t >> 1, g_nets[q][0], g_nets[q][1], g_nets[q][2], ab[(q + t) % 5][0], ab[(q + t) % 5][1]));
+}
+
 /* m = 0 or n = 0 writes nothing; k = 0 scales C by beta (0: zeros, even over NaN) */
 static void test_empty_and_k0(void) {
     float c[6] = {1, 2, 3, 4, 5, NAN}, a[1] = {7}, b[1] = {9};
@@ -91,14 +118,16 @@ static void test_empty_and_k0(void) {
 }
 
 /* dp_gemm_on: bitwise the same result with no engine, and on every engine
-   kind with DP_NO_THREADS, 1 and 2 workers, at shapes over the threshold
-   (sizes that are not multiples of the tiles), both dtypes */
+   kind with DP_NO_THREADS and 1 to 4 workers, at shapes over the threshold
+   (sizes that are not multiples of the tiles, and the nets' that are),
+   both dtypes */
 static void test_bitwise_any_workers(void) {
-    static const int64_t shapes[][3] = {{256, 256, 256}, {64, 128, 784}, {251, 199, 301}, {1000, 10, 64}};
+    static const int64_t shapes[][3] = {{256, 256, 256}, {64, 128, 784}, {251, 199, 301}, {1000, 10, 64}, {64, 784, 128},
+                                        {128, 784, 64}, {20, 25, 576}, {256, 10, 500}, {50, 500, 64}, {64, 500, 800}, {97, 33, 700}};
     static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
-    static const int workers[3] = {DP_NO_THREADS, 1, 2};
+    static const int workers[5] = {DP_NO_THREADS, 1, 2, 3, 4};
     int s, is64, t, k, w;
-    for (s = 0; s < 4; s++)
+    for (s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++)
         for (is64 = 0; is64 < 2; is64++)
             for (t = 0; t < 4; t++) {
                 int64_t m = shapes[s][0], n = shapes[s][1], kk = shapes[s][2], i;
@@ -112,7 +141,7 @@ static void test_bitwise_any_workers(void) {
                 memcpy(c, ref, es * csz);
                 dp_gemm(is64 ? DP_FLOAT64 : DP_FLOAT32, ta, tb, m, n, kk, a, ta ? m : kk, b, tb ? kk : n, 1.0, ref, n);
                 for (k = 0; k < 3; k++)
-                    for (w = 0; w < 3; w++) {
+                    for (w = 0; w < 5; w++) {
                         dp_engine *e = make(kinds[k], workers[w]);
                         unsigned char *c2 = (unsigned char *)malloc(es * csz);
                         CHECK(e != NULL);
@@ -328,8 +357,9 @@ static void test_elementwise_split(void) {
 int main(void) {
     static const test_case tests[] = {
         {"dp_gemm against a naive product: shapes, edges, transposes, alpha, beta, both kernels, both dtypes", test_against_naive},
+        {"dp_gemm against a naive product: random shapes 1..70 and the nets' shapes, every transpose", test_random_and_net_shapes},
         {"m or n 0 writes nothing, k 0 scales C by beta", test_empty_and_k0},
-        {"dp_gemm_on bitwise the same with no engine and 0, 1, 2 workers, every engine kind", test_bitwise_any_workers},
+        {"dp_gemm_on bitwise the same with no engine and 0 to 4 workers, every engine kind", test_bitwise_any_workers},
         {"dot and its gradient bitwise the same on 0, 1, 2 workers", test_dot_operator_bitwise},
         {"updates: float32 in float32, float64 unchanged, bitwise the same on 0, 1, 2 workers", test_updates},
         {"the updates' loops: the same bits with and without AVX2, NaN and infinities included", test_update_loops_same_on_every_cpu},
