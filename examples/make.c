@@ -21,7 +21,9 @@
      command line or the next queued job, and finally calls dp_complete with
      the rule's status; that is what releases the target's var and lets the
      engine start the rules that read it. So the number of threads is fixed
-     (the main thread + the reaper), whatever the number of rules.
+     (the main thread + the reaper), whatever the number of rules; the
+     reaper is started by the first command, so a run with nothing to do
+     (every target up to date) is one thread.
 
      The ops run in the order they become ready: pushed in plan order, and
      when one completion makes many rules ready at once, in plan order too.
@@ -251,7 +253,7 @@ static void map_put_h(strmap *m, const char *k, unsigned h, int v) {   /* k: own
 static void map_put(strmap *m, const char *k, int v) { map_put_h(m, k, hash_str(k, strlen(k)), v); }
 
 /* ===================================================================== model */
-typedef struct recipe {          /* command lines, unexpanded, with their place */
+typedef struct recipe {          /* command lines, unexpanded, with their place; all in the arena */
     char **lines; int *lineno; int n, cap;
     const char *file;
 } recipe;
@@ -259,22 +261,27 @@ typedef struct recipe {          /* command lines, unexpanded, with their place 
 /* A target-specific (or pattern-specific) variable: `t: [override] NAME op value`. */
 typedef struct tvar { char *pat; char *name, *value; char op; int ovr; } tvar;   /* op: = : + ? */
 
-typedef struct node {            /* one file name */
-    char *name;
-    int *pre; int npre, precap;  /* normal prerequisites (node indices)      */
-    int *oo; int noo, oocap;     /* order-only prerequisites                 */
-    recipe *rcp;                 /* NULL: no recipe (yet)                    */
+/* A node's rarer parts, apart: 20,000 nodes of a no-op are 450 pages (each
+   a page fault) where they would be 600 with these inside. */
+typedef struct node_x {
     char *stem;                  /* $* when a pattern rule supplied the recipe */
     char *fname;                 /* the file found through VPATH/vpath, NULL: name */
     tvar *tvars; int ntvars, tvarcap;   /* target-specific variables */
+    int ndc;                     /* :: rules so far */
+} node_x;
+typedef struct node {            /* one file name */
+    char *name;                  /* in the arena */
+    /* prerequisites (node indices), in the arena: normal, order-only; the
+       capacity follows from the count (see add_prereq) */
+    int *pre, *oo; int npre, noo;
+    recipe *rcp;                 /* NULL: no recipe (yet)                    */
+    struct node_x *x;            /* what few nodes have, NULL: none of it (node_x) */
     int walk_parent;             /* the target that first needed this one (-1: a goal) */
     unsigned char tv_inherit;    /* it or a target above it has target-specific variables
                                     (inherited through at most 256 levels) */
     unsigned is_target : 1, mentioned : 1, phony : 1, implicit_done : 1, missing : 1, on_path : 1;
     unsigned silent : 1, ignore : 1, precious : 1;   /* .SILENT .IGNORE .PRECIOUS */
     unsigned dc_main : 1, dcolon : 1;   /* a :: target; one of its :: rules */
-    int ndc;                     /* :: rules so far */
-    char *alias_key;             /* a :: rule's node: its key in the map (name is the file's) */
     int plan_idx;                /* position in the post-order plan          */
     int goal_mark;               /* for the up-to-date report                */
     /* small fields as bytes (not bit-fields: different threads write them),
@@ -320,11 +327,17 @@ typedef struct var {
                                     exported if from the command line */
 } var;
 
+/* Where the graph's small pieces live (node names, prerequisite lists,
+   recipes): big chunks, carved in order, freed only all at once (mk_free;
+   make itself leaves them to the exit). One malloc per name or list cost
+   a 32-byte block and a header each, a quarter of a 10,000-rule no-op's
+   page faults. */
+typedef struct arena_chunk { struct arena_chunk *next; } arena_chunk;
 typedef struct mk_make {
+    arena_chunk *arena; size_t ar_used, ar_cap;   /* the newest chunk, its bytes used, its size */
     node *nodes; int nnodes, nodecap; strmap node_map;
     var *vars; int nvars, varcap; strmap var_map;
     pattern *pats; int npats, patcap;
-    recipe **recipes; int nrecipes, recipecap;
     char **files; int nfiles, filecap;      /* names of the files read, for locations */
     int default_goal;
     int include_depth;
@@ -349,6 +362,25 @@ typedef struct mk_make {
     strbuf err;                  /* "file:line: *** message.  Stop." */
 } mk_make;
 
+#define AR_CHUNK ((size_t)64 * 1024 - 64)     /* below malloc's mmap threshold: from the heap */
+static void *ar_alloc(mk_make *m, size_t n) {   /* 8-byte aligned, never NULL */
+    size_t at = (m->ar_used + 7) & ~(size_t)7;
+    if (!m->arena || at + n > m->ar_cap) {
+        size_t hd = (sizeof(arena_chunk) + 7) & ~(size_t)7, cap = n > AR_CHUNK - hd ? n + hd : AR_CHUNK;
+        arena_chunk *c = xrealloc(NULL, cap);
+        c->next = m->arena; m->arena = c; m->ar_cap = cap; at = hd;
+    }
+    m->ar_used = at + n;
+    return (char *)m->arena + at;
+}
+static char *ar_strndup(mk_make *m, const char *s, size_t n) {
+    char *d;
+    size_t at = m->ar_used;                      /* strings need no alignment */
+    if (m->arena && at + n + 1 <= m->ar_cap) m->ar_used = at + n + 1, d = (char *)m->arena + at;
+    else d = ar_alloc(m, n + 1);
+    memcpy(d, s, n); d[n] = '\0';
+    return d;
+}
 static int node_get_n(mk_make *m, const char *name, size_t n) {
     unsigned h = hash_str(name, n);
     int i = map_get_h(&m->node_map, name, n, h);
@@ -357,12 +389,18 @@ static int node_get_n(mk_make *m, const char *name, size_t n) {
     GROW(m->nodes, m->nnodes, m->nodecap);
     d = &m->nodes[m->nnodes];
     memset(d, 0, sizeof *d);
-    d->name = xstrndup(name, n);
+    d->name = ar_strndup(m, name, n);
     map_put_h(&m->node_map, d->name, h, m->nnodes);
     return m->nnodes++;
 }
 static int node_get(mk_make *m, const char *name) { return node_get_n(m, name, strlen(name)); }
-#define NFILE(n) ((n)->fname ? (n)->fname : (n)->name)   /* the file: found through vpath, or the name */
+static const node_x nx_none;                     /* a node without node_x reads this */
+#define NX(n) ((n)->x ? (n)->x : &nx_none)        /* to read */
+static node_x *nx_of(node *n) {                   /* to write */
+    if (!n->x) { n->x = xrealloc(NULL, sizeof *n->x); memset(n->x, 0, sizeof *n->x); }
+    return n->x;
+}
+#define NFILE(n) ((n)->x && (n)->x->fname ? (n)->x->fname : (n)->name)   /* the file: found through vpath, or the name */
 
 static var *var_find(const mk_make *m, const char *name, size_t n) {
     int i = map_get(&m->var_map, name, n);
@@ -1286,10 +1324,15 @@ static void words_to_list(const char *s, char ***list, int *n, int *cap) {
 }
 static void free_list(char **l, int n) { int i; for (i = 0; i < n; i++) free(l[i]); free(l); }
 
-static void add_prereq(int **arr, int *n, int *cap, int v) {
-    if (*n >= *cap) {                            /* most rules have a few */
-        *cap = *cap ? 2 * *cap : 2;
-        *arr = xrealloc(*arr, (size_t)*cap * sizeof **arr);
+/* Appends v to a node's list in the arena. The capacity is 2, then the
+   powers of two: full when the count is 0, or a power of two of at least 2;
+   a full list moves to a block twice its size (the old one stays in the
+   arena, at most as much again). */
+static void add_prereq(mk_make *m, int **arr, int *n, int v) {
+    if (*n == 0 || (*n >= 2 && (*n & (*n - 1)) == 0)) {
+        int *g = ar_alloc(m, (size_t)(*n ? 2 * *n : 2) * sizeof *g);
+        if (*n) memcpy(g, *arr, (size_t)*n * sizeof *g);
+        *arr = g;
     }
     (*arr)[(*n)++] = v;
 }
@@ -1316,24 +1359,28 @@ static void attach_recipe(reader *r, recipe *rc) {
     }
     if (r->ctx_pattern >= 0) r->m->pats[r->ctx_pattern].rcp = rc;
 }
+/* Appends a line to rc, all of it in the arena (a full list moves). */
+static void recipe_add(mk_make *m, recipe *rc, const char *text, size_t n, int lineno) {
+    if (rc->n >= rc->cap) {                      /* most recipes have a line or two */
+        int cap = rc->cap ? 2 * rc->cap : 1;
+        char **l = ar_alloc(m, (size_t)cap * sizeof *l);
+        int *ln = ar_alloc(m, (size_t)cap * sizeof *ln);
+        if (rc->n) { memcpy(l, rc->lines, (size_t)rc->n * sizeof *l); memcpy(ln, rc->lineno, (size_t)rc->n * sizeof *ln); }
+        rc->lines = l; rc->lineno = ln; rc->cap = cap;
+    }
+    rc->lines[rc->n] = ar_strndup(m, text, n);
+    rc->lineno[rc->n++] = lineno;
+}
 static void add_recipe_line(reader *r, const char *text) {
     recipe *rc = r->ctx_recipe;
     if (!rc) {
-        rc = xrealloc(NULL, sizeof *rc);
+        rc = ar_alloc(r->m, sizeof *rc);
         memset(rc, 0, sizeof *rc);
         rc->file = r->file;
-        GROW(r->m->recipes, r->m->nrecipes, r->m->recipecap);
-        r->m->recipes[r->m->nrecipes++] = rc;
         r->ctx_recipe = rc;
         attach_recipe(r, rc);
     }
-    if (rc->n >= rc->cap) {                      /* most recipes have a line or two */
-        rc->cap = rc->cap ? 2 * rc->cap : 1;
-        rc->lines = xrealloc(rc->lines, (size_t)rc->cap * sizeof *rc->lines);
-        rc->lineno = xrealloc(rc->lineno, (size_t)rc->cap * sizeof *rc->lineno);
-    }
-    rc->lines[rc->n] = xstrdup(text);
-    rc->lineno[rc->n++] = r->line;
+    recipe_add(r->m, rc, text, strlen(text), r->line);
 }
 
 /* `targets: [override] [export] NAME op value`: a variable with this value
@@ -1384,8 +1431,9 @@ static int target_var(reader *r, char *targets, char *def) {
             } else {
                 int ni = node_get(m, tg[i]);          /* may move m->nodes */
                 node *n = &m->nodes[ni];
-                GROW(n->tvars, n->ntvars, n->tvarcap);
-                tv = &n->tvars[n->ntvars++];
+                node_x *x = nx_of(n);
+                GROW(x->tvars, x->ntvars, x->tvarcap);
+                tv = &x->tvars[x->ntvars++];
                 tv->pat = NULL;
             }
             tv->name = xstrdup(name); tv->value = xstrdup(v); tv->op = op; tv->ovr = ovr;
@@ -1428,7 +1476,7 @@ static int static_pattern_rule(reader *r, char *targets, char *tpat_text, char *
             ti = node_get(m, tg[i]);
             t = &m->nodes[ti];
             t->is_target = 1; t->mentioned = 1;
-            free(t->stem); t->stem = xstrndup(tg[i] + so, sn);
+            free(nx_of(t)->stem); t->x->stem = xstrndup(tg[i] + so, sn);
             if (m->default_goal < 0 && (tg[i][0] != '.' || strchr(tg[i], '/'))) m->default_goal = ti;
             GROW(r->ctx_targets, r->nctx, r->ctxcap);
             r->ctx_targets[r->nctx++] = ti;
@@ -1440,8 +1488,8 @@ static int static_pattern_rule(reader *r, char *targets, char *tpat_text, char *
                 pi = node_get(m, b.s);
                 m->nodes[pi].mentioned = 1;
                 t = &m->nodes[ti];
-                if (j < npre) add_prereq(&t->pre, &t->npre, &t->precap, pi);
-                else add_prereq(&t->oo, &t->noo, &t->oocap, pi);
+                if (j < npre) add_prereq(r->m, &t->pre, &t->npre, pi);
+                else add_prereq(r->m, &t->oo, &t->noo, pi);
             }
         }
         free(b.s);
@@ -1552,7 +1600,7 @@ static int rule_line(reader *r, char *line, char *colon, int dcolon) {
                 int si;
                 node *sub;
                 m->nodes[ti].dc_main = 1;
-                snprintf(key, sizeof key, "\001%d", m->nodes[ti].ndc++);
+                snprintf(key, sizeof key, "\001%d", nx_of(&m->nodes[ti])->ndc++);
                 {
                     strbuf k = {0};
                     sb_puts(&k, t); sb_puts(&k, key);
@@ -1560,9 +1608,9 @@ static int rule_line(reader *r, char *line, char *colon, int dcolon) {
                     free(k.s);
                 }
                 sub = &m->nodes[si];
-                sub->alias_key = sub->name; sub->name = xstrdup(t);
+                sub->name = ar_strndup(m, t, strlen(t));   /* the key in the map stays the alias */
                 sub->is_target = 1; sub->mentioned = 1; sub->dcolon = 1;
-                add_prereq(&m->nodes[ti].pre, &m->nodes[ti].npre, &m->nodes[ti].precap, si);
+                add_prereq(m, &m->nodes[ti].pre, &m->nodes[ti].npre, si);
                 ti = si;
             }
             GROW(r->ctx_targets, r->nctx, r->ctxcap);
@@ -1573,13 +1621,13 @@ static int rule_line(reader *r, char *line, char *colon, int dcolon) {
                 int pi = node_get(m, pre[j]);
                 node *t = &m->nodes[r->ctx_targets[i]];
                 m->nodes[pi].mentioned = 1;
-                add_prereq(&t->pre, &t->npre, &t->precap, pi);
+                add_prereq(r->m, &t->pre, &t->npre, pi);
             }
             for (j = 0; j < noo; j++) {
                 int pi = node_get(m, oo[j]);
                 node *t = &m->nodes[r->ctx_targets[i]];
                 m->nodes[pi].mentioned = 1;
-                add_prereq(&t->oo, &t->noo, &t->oocap, pi);
+                add_prereq(r->m, &t->oo, &t->noo, pi);
             }
         }
         r->ctx_npre = npre;
@@ -1931,9 +1979,10 @@ void mk_free(mk_make *m) {
     for (i = 0; i < m->nnodes; i++) {
         node *n = &m->nodes[i];
         int k;
-        free(n->name); free(n->pre); free(n->oo); free(n->stem); free(n->fname); free(n->alias_key);
-        for (k = 0; k < n->ntvars; k++) { free(n->tvars[k].name); free(n->tvars[k].value); }
-        free(n->tvars);
+        if (!n->x) continue;
+        free(n->x->stem); free(n->x->fname);
+        for (k = 0; k < n->x->ntvars; k++) { free(n->x->tvars[k].name); free(n->x->tvars[k].value); }
+        free(n->x->tvars); free(n->x);
     }
     for (i = 0; i < m->npvars; i++) { free(m->pvars[i].pat); free(m->pvars[i].name); free(m->pvars[i].value); }
     free(m->pvars);
@@ -1943,17 +1992,13 @@ void mk_free(mk_make *m) {
     free(m->vpaths);
     for (i = 0; i < m->nvars; i++) { free(m->vars[i].name); free(m->vars[i].value); }
     for (i = 0; i < m->npats; i++) { free(m->pats[i].target); free_list(m->pats[i].pre, m->pats[i].npre); free_list(m->pats[i].oo, m->pats[i].noo); }
-    for (i = 0; i < m->nrecipes; i++) {
-        int k;
-        for (k = 0; k < m->recipes[i]->n; k++) free(m->recipes[i]->lines[k]);
-        free(m->recipes[i]->lines); free(m->recipes[i]->lineno); free(m->recipes[i]);
-    }
+    while (m->arena) { arena_chunk *c = m->arena; m->arena = c->next; free(c); }
     for (i = 0; i < m->nfiles; i++) free(m->files[i]);
     for (i = 0; i < m->nminc; i++) { free(m->minc[i].name); free(m->minc[i].msg); }
     free(m->minc);
     free(m->nodes); free(m->node_map.slots);
     free(m->vars); free(m->var_map.slots);
-    free(m->pats); free(m->recipes); free(m->files); free(m->err.s);
+    free(m->pats); free(m->files); free(m->err.s);
     free(m);
 }
 
@@ -1990,18 +2035,13 @@ static void add_builtin_rules(mk_make *m) {
         for (k = 0; k < m->ncancels && strcmp(m->cancels[k], key.s) != 0; k++) {}
         free(key.s);
         if (k < m->ncancels) continue;             /* cancelled by the Makefile */
-        rc = xrealloc(NULL, sizeof *rc);
+        rc = ar_alloc(m, sizeof *rc);
         memset(rc, 0, sizeof *rc);
         rc->file = "<builtin>";
         for (; t; t = nl ? nl + 1 : NULL) {
             nl = strchr(t, '\n');
-            GROW(rc->lines, rc->n, rc->cap);
-            rc->lineno = xrealloc(rc->lineno, (size_t)rc->cap * sizeof *rc->lineno);
-            rc->lines[rc->n] = nl ? xstrndup(t, (size_t)(nl - t)) : xstrdup(t);
-            rc->lineno[rc->n++] = 0;
+            recipe_add(m, rc, t, nl ? (size_t)(nl - t) : strlen(t), 0);
         }
-        GROW(m->recipes, m->nrecipes, m->recipecap);
-        m->recipes[m->nrecipes++] = rc;
         GROW(m->pats, m->npats, m->patcap);
         p = &m->pats[m->npats++];
         memset(p, 0, sizeof *p);
@@ -2115,13 +2155,13 @@ static int ought_to_exist(mk_make *m, const char *name) {
     size_t len = strlen(name);
     unsigned h = hash_str(name, len);
     int i = map_get_h(&m->node_map, name, len, h);
-    if (i >= 0 && (m->nodes[i].mentioned || m->nodes[i].is_target || m->nodes[i].fname)) return 1;
+    if (i >= 0 && (m->nodes[i].mentioned || m->nodes[i].is_target || NX(&m->nodes[i])->fname)) return 1;
     if ((i = dc_answer_h(name, len, h, 1)) < 0) i = file_exists(name);
     if (i) return 1;
     if (m->nvpaths || has_vpath_var(m)) {           /* found through vpath */
         i = node_get(m, name);
         vpath_search(m, &m->nodes[i]);
-        return m->nodes[i].fname != NULL;
+        return NX(&m->nodes[i])->fname != NULL;
     }
     return 0;
 }
@@ -2174,7 +2214,7 @@ static void implicit_search(mk_make *m, int ni) {
         size_t off = strchr(p->target, '/') ? 0 : dirlen;
         int *old = m->nodes[ni].pre, nold = m->nodes[ni].npre;
         pat_match(p->target, name + off, nlen - off, &so, &sn);
-        m->nodes[ni].pre = NULL; m->nodes[ni].npre = m->nodes[ni].precap = 0;
+        m->nodes[ni].pre = NULL; m->nodes[ni].npre = 0;
         for (j = 0; j < p->npre + p->noo; j++) {
             int k;
             node *n;
@@ -2184,15 +2224,17 @@ static void implicit_search(mk_make *m, int ni) {
             if (!b.len) continue;
             k = node_get(m, b.s);                      /* may move m->nodes */
             n = &m->nodes[ni];
-            if (j < p->npre) add_prereq(&n->pre, &n->npre, &n->precap, k);
-            else add_prereq(&n->oo, &n->noo, &n->oocap, k);
+            if (j < p->npre) add_prereq(m, &n->pre, &n->npre, k);
+            else add_prereq(m, &n->oo, &n->noo, k);
         }
-        for (j = 0; j < nold; j++) add_prereq(&m->nodes[ni].pre, &m->nodes[ni].npre, &m->nodes[ni].precap, old[j]);
-        free(old);
-        free(m->nodes[ni].stem);
-        m->nodes[ni].stem = xstrndup(m->nodes[ni].name, off + so + sn);
-        memmove(m->nodes[ni].stem + off, m->nodes[ni].name + off + so, sn);
-        m->nodes[ni].stem[off + sn] = '\0';
+        for (j = 0; j < nold; j++) add_prereq(m, &m->nodes[ni].pre, &m->nodes[ni].npre, old[j]);
+        {
+            node_x *x = nx_of(&m->nodes[ni]);
+            free(x->stem);
+            x->stem = xstrndup(m->nodes[ni].name, off + so + sn);
+            memmove(x->stem + off, m->nodes[ni].name + off + so, sn);
+            x->stem[off + sn] = '\0';
+        }
         m->nodes[ni].rcp = p->rcp;
     }
     free(b.s);
@@ -2210,7 +2252,7 @@ static int vpath_in(node *n, const char *dirs) {
         for (e = p; *e && *e != ':' && !is_space(*e); e++) {}
         if (e > p) {
             b.len = 0; sb_add(&b, p, (size_t)(e - p)); sb_putc(&b, '/'); sb_puts(&b, n->name);
-            if (file_exists(b.s)) { n->fname = sb_take(&b); return 1; }
+            if (file_exists(b.s)) { nx_of(n)->fname = sb_take(&b); return 1; }
         }
         p = e;
     }
@@ -2246,7 +2288,7 @@ static int plan_walk(mk_make *m, const int *goals, int ngoals, int keep_going, i
         GROW(st, nst, stcap);
         st[nst].node = goals[g]; st[nst].idx = -1; st[nst].parent = -1; nst++;
         m->nodes[goals[g]].walk_parent = -1;
-        m->nodes[goals[g]].tv_inherit = m->nodes[goals[g]].ntvars > 0;
+        m->nodes[goals[g]].tv_inherit = NX(&m->nodes[goals[g]])->ntvars > 0;
         while (nst) {
             frame *f = &st[nst - 1];
             int ni = f->node, total;
@@ -2255,7 +2297,7 @@ static int plan_walk(mk_make *m, const int *goals, int ngoals, int keep_going, i
                 n->walk = 1;
                 f->idx = 0;
                 if (!n->rcp && !n->phony && !n->implicit_done) { n->implicit_done = 1; implicit_search(m, ni); n = &m->nodes[ni]; }
-                if (!n->fname && !n->phony && (m->nvpaths || has_vpath_var(m)) && !cached_exists(n->name)) vpath_search(m, n);
+                if (!NX(n)->fname && !n->phony && (m->nvpaths || has_vpath_var(m)) && !cached_exists(n->name)) vpath_search(m, n);
                 if (!n->rcp && !n->is_target && !n->phony && !plan_exists(n)) {
                     int d = map_get(&m->node_map, ".DEFAULT", 8);
                     if (d >= 0 && m->nodes[d].rcp) n->rcp = m->nodes[d].rcp;   /* .DEFAULT's recipe */
@@ -2283,7 +2325,7 @@ static int plan_walk(mk_make *m, const int *goals, int ngoals, int keep_going, i
                     f->idx++;
                     if (m->nodes[c].walk == 0) {
                         m->nodes[c].walk_parent = ni;
-                        m->nodes[c].tv_inherit = m->nodes[ni].tv_inherit || m->nodes[c].ntvars;
+                        m->nodes[c].tv_inherit = m->nodes[ni].tv_inherit || NX(&m->nodes[c])->ntvars;
                         GROW(st, nst, stcap);
                         st[nst].node = c; st[nst].idx = -1; st[nst].parent = ni; nst++;
                     }
@@ -2610,9 +2652,22 @@ static void *reaper(void *unused) {
     return NULL;
 }
 
-/* Hands a job to the table: started now if a job slot is free, else queued. */
+/* The reaper is started by the first job, not by build: a run where every
+   target is up to date (the usual no-op) starts no thread at all. */
+static pthread_t reaper_th;
+static int reaper_on;                    /* main thread only */
+
+/* Hands a job to the table: started now if a job slot is free, else queued.
+   Called on the thread that runs the ops (build's). */
 static void submit_job(job *j) {
     job *finished = NULL;
+    if (!reaper_on) {
+        if (pthread_create(&reaper_th, NULL, reaper, NULL) != 0) {   /* no child runs yet */
+            fprintf(stderr, "%s: *** could not start the reaper thread.  Stop.\n", mk_prog);
+            exit(2);
+        }
+        reaper_on = 1;
+    }
     pthread_mutex_lock(&run_mtx);
     if (stopping) { j->status = -2; node_over_locked(j->n, -2); finished_push(&finished, j); }
     else if (gate_jobs) { gate_jobs[j->n->plan_idx] = j; kick_locked(&finished); }
@@ -2675,14 +2730,14 @@ static const local *target_locals(node *n, tlocals *t, const autovars *av) {
     for (c = (int)(n - run_mk->nodes); c >= 0 && nc < 256; c = run_mk->nodes[c].walk_parent) chain[nc++] = c;
     {
         int total = 0;
-        for (i = 0; i < nc; i++) total += run_mk->nodes[chain[i]].ntvars + run_mk->npvars;
+        for (i = 0; i < nc; i++) total += NX(&run_mk->nodes[chain[i]])->ntvars + run_mk->npvars;
         t->ls = xrealloc(NULL, (size_t)(total ? total : 1) * sizeof *t->ls);
         t->vals = xrealloc(NULL, (size_t)(total ? total : 1) * sizeof *t->vals);
     }
     for (i = nc - 1; i >= 0; i--) {
         node *nd = &run_mk->nodes[chain[i]];
-        for (k = 0; k < run_mk->npvars + nd->ntvars; k++) {
-            const tvar *tv = k < run_mk->npvars ? &run_mk->pvars[k] : &nd->tvars[k - run_mk->npvars];
+        for (k = 0; k < run_mk->npvars + NX(nd)->ntvars; k++) {
+            const tvar *tv = k < run_mk->npvars ? &run_mk->pvars[k] : &nd->x->tvars[k - run_mk->npvars];
             const local *prior;
             const var *gv = var_find(run_mk, tv->name, strlen(tv->name));
             size_t so, sn, nl = strlen(tv->name);
@@ -2765,7 +2820,7 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
         free(seen_hat.slot); free(seen_qm.slot);
     }
     for (i = 0; i < n->noo; i++) sb_word(&bar, NFILE(&run_mk->nodes[n->oo[i]]), strlen(NFILE(&run_mk->nodes[n->oo[i]])));
-    if (n->stem) sb_puts(&star, n->stem); else default_stem(n->name, &star);
+    if (NX(n)->stem) sb_puts(&star, n->x->stem); else default_stem(n->name, &star);
     av.at = n->name; av.lt = n->npre ? NFILE(&run_mk->nodes[n->pre[0]]) : "";
     av.hat = hat.s ? hat.s : ""; av.plus = plus.s ? plus.s : ""; av.qm = qm.s ? qm.s : "";
     av.bar = bar.s ? bar.s : ""; av.star = star.s ? star.s : "";
@@ -2904,13 +2959,13 @@ static void quiet_logger(const char *tag, uint32_t level, uint32_t item, const c
     (void)tag; (void)level; (void)item; (void)message; (void)line; (void)file; (void)user;
 }
 
+static dp_engine *exit_eng;              /* the last build's engine, left to the exit */
 /* Runs the build of the parsed graph m for the goals; returns make's exit
    status. quiet: no "Nothing to be done" messages (remaking makefiles).
    May run more than once (the makefiles first): every run starts afresh. */
 static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
     dp_engine_desc desc;
     dp_engine *eng = NULL;
-    pthread_t rth;
     int *order = NULL, norder = 0, i, failed = 0, rcap = 0;
     dp_var *reads = NULL;
     for (i = 0; i < m->nnodes; i++) {
@@ -2944,7 +2999,6 @@ static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
         gate_jobs = xrealloc(NULL, (size_t)norder * sizeof *gate_jobs);
         memset(gate_jobs, 0, (size_t)norder * sizeof *gate_jobs);
     }
-    if (pthread_create(&rth, NULL, reaper, NULL) != 0) { fprintf(stderr, "%s: *** could not start the reaper thread.  Stop.\n", mk_prog); dp_engine_destroy(eng, NULL); free(order); free(gate_jobs); gate_jobs = NULL; return 2; }
     for (i = 0; i < norder && !failed; i++) {
         node *n = &m->nodes[order[i]];
         n->var = dp_var_create(eng);
@@ -2959,12 +3013,18 @@ static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
         }
     }
     if (dp_wait_all(eng, NULL) != DP_OK) failed = 1;
-    dp_engine_destroy(eng, NULL);
-    pthread_mutex_lock(&run_mtx);
-    reaper_quit = 1;
-    pthread_cond_signal(&reaper_cv);
-    pthread_mutex_unlock(&run_mtx);
-    pthread_join(rth, NULL);
+    /* The last build leaves its engine to the exit, as main leaves the
+       graph: destroying it returned its pools to the system one munmap at
+       a time, a cost paid again when the process ends. */
+    if (quiet) dp_engine_destroy(eng, NULL); else exit_eng = eng;
+    if (reaper_on) {
+        pthread_mutex_lock(&run_mtx);
+        reaper_quit = 1;
+        pthread_cond_signal(&reaper_cv);
+        pthread_mutex_unlock(&run_mtx);
+        pthread_join(reaper_th, NULL);
+        reaper_on = 0;
+    }
     if (!failed && !quiet && !opt_silent && !opt_question)
         for (i = 0; i < ngoals; i++) {
             node *g = &m->nodes[goals[i]];
