@@ -11689,6 +11689,15 @@ static void dp__ew_scalar_range(int64_t begin, int64_t end, void *user) {
     int64_t i;
     for (i = begin; i < end; i++) y[i] = (float)f(a[i], s);
 }
+typedef struct dp__unary_any_job { const dp_kernel_ctx *k; double (*f)(double); } dp__unary_any_job;
+static void dp__unary_any_range(int64_t begin, int64_t end, void *user) {
+    const dp__unary_any_job *j = (const dp__unary_any_job *)user;
+    const void *x = dp_nd_data(j->k->inputs[0]);
+    void *y = dp_nd_data(j->k->outputs[0]);
+    dp_dtype xt = dp_nd_dtype(j->k->inputs[0]), yt = dp_nd_dtype(j->k->outputs[0]);
+    int64_t i;
+    for (i = begin; i < end; i++) dp__store_elem(y, yt, i, j->f(dp__load_elem(x, xt, i)), j->k->req[0]);
+}
 /* float32 in and out: the operator's own float32 loop (f32_range, see
    DP__UNARY_KERNEL), also for add-to (y + f(x) in float is what the double
    path would round to: a sum of two floats rounded once either way). */
@@ -11696,7 +11705,7 @@ static int dp__unary_apply(const dp_kernel_ctx *k, dp_range_fn f32_range, double
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
     dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    int64_t n = dp_shape_size(dp_nd_shape(k->inputs[0]));
     if (k->req[0] == DP_REQ_NULL) return 0;
     if (xt == DP_FLOAT32 && yt == DP_FLOAT32) {
         dp__ew_job j;                                       /* the common case, no dispatch */
@@ -11705,7 +11714,11 @@ static int dp__unary_apply(const dp_kernel_ctx *k, dp_range_fn f32_range, double
         return 0;
     }
     if (fi && dp__dtype_is_int(xt) && dp__dtype_is_int(yt)) return dp__unary_int(k, fi);
-    for (i = 0; i < n; i++) dp__store_elem(y, yt, i, f(dp__load_elem(x, xt, i)), k->req[0]);
+    {
+        dp__unary_any_job j;                                /* any other dtypes, in double */
+        j.k = k; j.f = f;
+        dp__kernel_range(k, n, dp__unary_any_range, &j);
+    }
     return 0;
 }
 /* Whether v is an int64 exactly (so an integer array's operation with it
