@@ -11890,10 +11890,10 @@ static int dp__infer_clip(const dp_params *p, int nin, const dp_shape *is, const
 #endif
 #define DP__ACT_F32(SUF, ATTR)                                                                                  \
 ATTR static inline float dp__expneg_##SUF(float t) {                                                            \
+    DP__NO_CONTRACT                                                                                             \
     float u, kf, r, p, s1, s2, e;                                                                               \
     int32_t k, k1;                                                                                              \
     uint32_t b1, b2;                                                                                            \
-    DP__NO_CONTRACT                                                                                             \
     u = t * 1.44269504f;                                                                                        \
     u = u >= -151.0f ? u : -151.0f;                    /* NaN too: kf stays an int */                           \
     kf = u + 12582912.0f;                                                                                       \
@@ -11913,8 +11913,8 @@ ATTR static inline float dp__expneg_##SUF(float t) {                            
     return t < -104.0f ? 0.0f : e;                                                                              \
 }                                                                                                               \
 ATTR static inline float dp__tanhf_##SUF(float x) {                                                             \
-    float a, z, q, s, e, b, r;                                                                                  \
     DP__NO_CONTRACT                                                                                             \
+    float a, z, q, s, e, b, r;                                                                                  \
     a = x < 0 ? -x : x; z = a * a;                                                                              \
     q = -5.704978481e-3f * z + 2.063907869e-2f;                                                                 \
     q = q * z - 5.373971164e-2f;                                                                                \
@@ -11929,8 +11929,8 @@ ATTR static inline float dp__tanhf_##SUF(float x) {                             
     return x != x ? x + x : r;                                                                                  \
 }                                                                                                               \
 ATTR static inline float dp__sigmoidf_##SUF(float x) {                                                          \
-    float e, r;                                                                                                 \
     DP__NO_CONTRACT                                                                                             \
+    float e, r;                                                                                                 \
     e = dp__expneg_##SUF(x < 0 ? x : -x);                                                                       \
     r = (x < 0 ? e : 1.0f) / (1.0f + e);                                                                        \
     return x != x ? x + x : r;                                                                                  \
