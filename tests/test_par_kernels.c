@@ -1,6 +1,7 @@
 /* tests/test_par_kernels.c - the kernels that split their work over the
    engine's range loop (dp_parallel_for): Convolution and Deconvolution
    (im2col + GEMM and direct, forward and gradients), Pooling, Activation,
+   the tanh and sigmoid operators and their gradients,
    BatchNorm, softmax and the reductions (sum, mean, max, min and their
    gradients, along axes and over the whole array). Each runs at sizes over
    the threshold on the naive engine, the pooled engine and the per-device
