@@ -323,6 +323,13 @@ $(B)/bench_layers: bench/layers.c bench/common.h $(HEADERS) | $(B)
 	$(CC) $(BENCH_CFLAGS) $< -o $@ $(LIBS)
 bench-layers: $(B)/bench_layers
 	$(B)/bench_layers $(BENCH_ROUNDS)
+# float32 tanh and sigmoid over all 2^32 inputs: the largest error in ulp
+# and the AVX2 loop against the portable one (bench/act_ulp.c; minutes)
+.PHONY: act-ulp
+$(B)/act_ulp: bench/act_ulp.c depeng.h | $(B)
+	$(CC) $(BENCH_CFLAGS) -Wno-unused-function $< -o $@ $(LIBS)
+act-ulp: $(B)/act_ulp
+	$(B)/act_ulp
 # contention counters with 2, 4, 8 and 16 CPU workers (bench/README.md, many cores)
 bench-scale: $(B)/bench_depeng
 	bench/scale.sh $(B)/bench_depeng

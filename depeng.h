@@ -11524,6 +11524,17 @@ DP_IMPL void dp_nd_set_tag(dp_ndarray *a, void *tag, int index) {
     if (a) { a->tag = tag; a->tag_index = index; }
 }
 
+/* x86 with gcc or clang: the GEMM micro-kernels, the updates and the
+   float32 activations have AVX2 versions, picked when run (functions
+   compiled for that target only, so the rest of the program needs no
+   -mavx2); DEPENG_NO_SIMD turns them off. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(__CUDACC__) && !defined(DEPENG_NO_SIMD)
+#  define DP__GEMM_X86 1
+#  include <immintrin.h>
+#  define DP__TARGET_AVX2 __attribute__((target("avx2,fma")))
+/* Whether this CPU runs the AVX2 kernels (gcc's and clang's CPU check). */
+static int dp__cpu_avx2_fma(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
+#endif
 /* gcc's -O2 vectorises only loops that need no run-time alias check; the
    update loops ask for the full cost model (and errno off, so sqrt may
    vectorise where gcc allows it). Not for loops that call the DP__HD
@@ -11661,23 +11672,16 @@ static int dp__scalar_int(const dp_kernel_ctx *k, dp__int_fn2 fi) {
     for (i = 0; i < n; i++) dp__store_int(y, yt, i, fi(dp__load_int(x, xt, i), s), k->req[0]);
     return 0;
 }
-/* The float32 fast paths' chunks (dp_range_fn): y[i] = f(a[i]),
-   f(a[i], s), or, in DP__BINARY_KERNEL, f(a[i], b[i]); y may be a or b. */
+/* The float32 fast paths' chunks (dp_range_fn): y[i] = f(a[i]) (plus
+   y[i] when add), f(a[i], s), or, in DP__BINARY_KERNEL, f(a[i], b[i]); y
+   may be a or b. */
 typedef struct dp__ew_job {
     const float *a, *b;
     float *y;
-    double (*f1)(double);
     double (*f2)(double, double);
     double s;
+    int add;
 } dp__ew_job;
-static void dp__ew_unary_range(int64_t begin, int64_t end, void *user) {
-    const dp__ew_job *j = (const dp__ew_job *)user;
-    const float *a = j->a;
-    float *y = j->y;
-    double (*f)(double) = j->f1;
-    int64_t i;
-    for (i = begin; i < end; i++) y[i] = (float)f(a[i]);
-}
 static void dp__ew_scalar_range(int64_t begin, int64_t end, void *user) {
     const dp__ew_job *j = (const dp__ew_job *)user;
     const float *a = j->a;
@@ -11686,19 +11690,36 @@ static void dp__ew_scalar_range(int64_t begin, int64_t end, void *user) {
     int64_t i;
     for (i = begin; i < end; i++) y[i] = (float)f(a[i], s);
 }
-static int dp__unary_apply(const dp_kernel_ctx *k, double (*f)(double), dp__int_fn1 fi) {
+typedef struct dp__unary_any_job { const dp_kernel_ctx *k; double (*f)(double); } dp__unary_any_job;
+static void dp__unary_any_range(int64_t begin, int64_t end, void *user) {
+    const dp__unary_any_job *j = (const dp__unary_any_job *)user;
+    const void *x = dp_nd_data(j->k->inputs[0]);
+    void *y = dp_nd_data(j->k->outputs[0]);
+    dp_dtype xt = dp_nd_dtype(j->k->inputs[0]), yt = dp_nd_dtype(j->k->outputs[0]);
+    int64_t i;
+    for (i = begin; i < end; i++) dp__store_elem(y, yt, i, j->f(dp__load_elem(x, xt, i)), j->k->req[0]);
+}
+/* float32 in and out: the operator's own float32 loop (f32_range, see
+   DP__UNARY_KERNEL), also for add-to (y + f(x) in float is what the double
+   path would round to: a sum of two floats rounded once either way). */
+static int dp__unary_apply(const dp_kernel_ctx *k, dp_range_fn f32_range, double (*f)(double), dp__int_fn1 fi) {
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
     dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
-    if (xt == DP_FLOAT32 && yt == DP_FLOAT32 && k->req[0] != DP_REQ_ADD && k->req[0] != DP_REQ_NULL) {
+    int64_t n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    if (xt == DP_FLOAT32 && yt == DP_FLOAT32) {
         dp__ew_job j;                                       /* the common case, no dispatch */
-        j.a = (const float *)x; j.b = NULL; j.y = (float *)y; j.f1 = f; j.f2 = NULL; j.s = 0;
-        dp__kernel_range(k, n, dp__ew_unary_range, &j);
+        j.a = (const float *)x; j.b = NULL; j.y = (float *)y; j.f2 = NULL; j.s = 0; j.add = k->req[0] == DP_REQ_ADD;
+        dp__kernel_range(k, n, f32_range, &j);
         return 0;
     }
     if (fi && dp__dtype_is_int(xt) && dp__dtype_is_int(yt)) return dp__unary_int(k, fi);
-    for (i = 0; i < n; i++) dp__store_elem(y, yt, i, f(dp__load_elem(x, xt, i)), k->req[0]);
+    {
+        dp__unary_any_job j;                                /* any other dtypes, in double */
+        j.k = k; j.f = f;
+        dp__kernel_range(k, n, dp__unary_any_range, &j);
+    }
     return 0;
 }
 /* Whether v is an int64 exactly (so an integer array's operation with it
@@ -11713,7 +11734,7 @@ static int dp__scalar_apply(const dp_kernel_ctx *k, double (*f)(double, double),
     if (fi && dp__dtype_is_int(xt) && dp__dtype_is_int(yt) && dp__double_is_int64(k->scalar)) return dp__scalar_int(k, fi);
     if (xt == DP_FLOAT32 && yt == DP_FLOAT32 && k->req[0] != DP_REQ_ADD && k->req[0] != DP_REQ_NULL) {
         dp__ew_job j;                                       /* as dp__unary_apply's */
-        j.a = (const float *)x; j.b = NULL; j.y = (float *)y; j.f1 = NULL; j.f2 = f; j.s = k->scalar;
+        j.a = (const float *)x; j.b = NULL; j.y = (float *)y; j.f2 = f; j.s = k->scalar; j.add = 0;
         dp__kernel_range(k, n, dp__ew_scalar_range, &j);
         return 0;
     }
@@ -11828,13 +11849,130 @@ static int dp__infer_clip(const dp_params *p, int nin, const dp_shape *is, const
 }
 #define DP__UNARY_OPS(X) X(negative, "y = -x") X(abs, "y = |x|") X(sign, "y = -1, 0 or 1 by the sign of x") \
     X(sqrt, "y = sqrt(x)") X(square, "y = x * x") X(exp, "y = e^x") X(log, "y = ln x") X(sin, "y = sin x") \
-    X(cos, "y = cos x") X(tanh, "y = tanh x") X(sigmoid, "y = 1 / (1 + e^-x)") X(relu, "y = max(x, 0)")
+    X(cos, "y = cos x") X(tanh, "y = tanh x (float32: computed in float32, within 2 ulp of the correctly rounded result)") \
+    X(sigmoid, "y = 1 / (1 + e^-x) (float32: computed in float32, within 2 ulp of the correctly rounded result)") X(relu, "y = max(x, 0)")
 #define DP__BINARY_OPS(X) X(add, "y = a + b") X(sub, "y = a - b") X(mul, "y = a * b") X(div, "y = a / b") \
     X(maximum, "y = max(a, b)") X(minimum, "y = min(a, b)") X(power, "y = a ^ b")
 #define DP__SCALAR_OPS(X) X(add, "y = x + scalar") X(sub, "y = x - scalar") X(mul, "y = x * scalar") \
     X(div, "y = x / scalar") X(maximum, "y = max(x, scalar)") X(minimum, "y = min(x, scalar)") X(power, "y = x ^ scalar") \
     X(rsub, "y = scalar - x") X(rdiv, "y = scalar / x") X(rpower, "y = scalar ^ x")
-#define DP__UNARY_KERNEL(name, doc) static int dp__k_##name(const dp_kernel_ctx *k) { return dp__unary_apply(k, dp__f_##name, dp__i_##name); }
+/* >>float32 activations --------------------------------------------------------
+   tanh and sigmoid on float32 arrays in float32, in loops that gcc and
+   clang vectorise (libm's tanh through a pointer cost 19 ns an element,
+   half of a LeNet training step). Written for this header:
+     e^t for t <= 0: t = k ln 2 + r, |r| <= ln 2 / 2 (k by the 1.5 * 2^23
+       rounding trick, ln 2 in two parts so k ln2_hi is exact), e^r = 1 + r
+       + r^2 P(r) with P a degree-4 fit to (e^r - 1 - r) / r^2 (weighted least
+       squares on Chebyshev nodes, coefficients rounded to float), times 2^k
+       in two steps (2^(k/2) 2^(k - k/2)), so that a subnormal result is
+       rounded once; 0 below t = -104 (e^t under half the smallest subnormal);
+     tanh |x| < 0.625: |x| + |x|^3 Q(x^2), Q a degree-4 fit likewise; above:
+       (1 - e) / (1 + e), e = e^(-2 min(|x|, 9.5)): exactly 1 from |x| >= 9.01,
+       where tanh rounds to 1; the sign of x put back (tanh -0 = -0);
+     sigmoid: e = e^-|x| in (0, 1], 1 / (1 + e) for x >= 0, e / (1 + e)
+       below, which never overflows and reaches the subnormals.
+   NaN passes (x + x). Measured over all 2^32 float inputs against
+   (float)tanh((double)x) and (float)(1 / (1 + exp(-(double)x))): at most 2
+   units in the last place for both (bench/act_ulp.c, make act-ulp).
+   Every operation is a plain float + - * / or a select, in one order, with
+   no fused multiply-add (contraction off for these functions), so the
+   portable loop (vectorised for the compiler's own target: SSE2, NEON)
+   and the AVX2 loop picked when run give the same bits, and results do not
+   depend on the CPU (test_kernels_exact's activations_f32). */
+#if defined(__clang__)
+#  define DP__NO_CONTRACT _Pragma("clang fp contract(off)")
+#else
+#  define DP__NO_CONTRACT
+#endif
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && !defined(__INTEL_COMPILER)
+#  define DP__ACT_ATTR __attribute__((optimize("tree-loop-vectorize", "vect-cost-model=dynamic", "no-math-errno", "fp-contract=off", "no-trapping-math")))
+#else
+#  define DP__ACT_ATTR
+#endif
+#define DP__ACT_F32(SUF, ATTR)                                                                                  \
+ATTR static inline float dp__expneg_##SUF(float t) {                                                            \
+    DP__NO_CONTRACT                                                                                             \
+    float u, kf, r, p, s1, s2, e;                                                                               \
+    int32_t k, k1;                                                                                              \
+    uint32_t b1, b2;                                                                                            \
+    u = t * 1.44269504f;                                                                                        \
+    u = u >= -151.0f ? u : -151.0f;                    /* NaN too: kf stays an int */                           \
+    kf = u + 12582912.0f;                                                                                       \
+    kf = kf - 12582912.0f;                                                                                      \
+    r = t - kf * 0.693145752f;                         /* 0x3f317200: 15 bits, k ln2_hi exact */               \
+    r = r - kf * 1.42860677e-6f;                                                                                \
+    p = 1.381461043e-3f * r + 8.368710056e-3f;                                                                  \
+    p = p * r + 4.166838899e-2f;                                                                                \
+    p = p * r + 1.666652113e-1f;                                                                                \
+    p = p * r + 4.999999404e-1f;                                                                                \
+    p = r * r * p + r;                                                                                          \
+    p = p + 1.0f;                                                                                               \
+    k = (int32_t)kf; k1 = k / 2;                                                                                \
+    b1 = (uint32_t)(k1 + 127) << 23; b2 = (uint32_t)(k - k1 + 127) << 23;                                        \
+    memcpy(&s1, &b1, sizeof s1); memcpy(&s2, &b2, sizeof s2);                                                   \
+    e = p * s1 * s2;                                                                                            \
+    return t < -104.0f ? 0.0f : e;                                                                              \
+}                                                                                                               \
+ATTR static inline float dp__tanhf_##SUF(float x) {                                                             \
+    DP__NO_CONTRACT                                                                                             \
+    float a, z, q, s, e, b, r;                                                                                  \
+    a = x < 0 ? -x : x; z = a * a;                                                                              \
+    q = -5.704978481e-3f * z + 2.063907869e-2f;                                                                 \
+    q = q * z - 5.373971164e-2f;                                                                                \
+    q = q * z + 1.333144158e-1f;                                                                                \
+    q = q * z - 3.333328068e-1f;                                                                                \
+    s = a * z * q + a;                                                                                          \
+    e = dp__expneg_##SUF(-2.0f * (a > 9.5f ? 9.5f : a));                                                        \
+    b = (1.0f - e) / (1.0f + e);                                                                                \
+    r = a < 0.625f ? s : b;                                                                                     \
+    r = x < 0 ? -r : r;                                                                                         \
+    r = x == 0 ? x : r;                                /* -0 */                                                 \
+    return x != x ? x + x : r;                                                                                  \
+}                                                                                                               \
+ATTR static inline float dp__sigmoidf_##SUF(float x) {                                                          \
+    DP__NO_CONTRACT                                                                                             \
+    float e, r;                                                                                                 \
+    e = dp__expneg_##SUF(x < 0 ? x : -x);                                                                       \
+    r = (x < 0 ? e : 1.0f) / (1.0f + e);                                                                        \
+    return x != x ? x + x : r;                                                                                  \
+}                                                                                                               \
+ATTR static void dp__l1_tanh_##SUF(int64_t n, const float *a, float *y, int add) {                              \
+    int64_t i;                                                                                                  \
+    if (add) for (i = 0; i < n; i++) y[i] = y[i] + dp__tanhf_##SUF(a[i]);                                      \
+    else for (i = 0; i < n; i++) y[i] = dp__tanhf_##SUF(a[i]);                                                  \
+}                                                                                                               \
+ATTR static void dp__l1_sigmoid_##SUF(int64_t n, const float *a, float *y, int add) {                           \
+    int64_t i;                                                                                                  \
+    if (add) for (i = 0; i < n; i++) y[i] = y[i] + dp__sigmoidf_##SUF(a[i]);                                   \
+    else for (i = 0; i < n; i++) y[i] = dp__sigmoidf_##SUF(a[i]);                                               \
+}
+DP__ACT_F32(f32, DP__ACT_ATTR)
+#ifdef DP__GEMM_X86
+DP__ACT_F32(f32_avx2, DP__ACT_ATTR __attribute__((target("avx2"))))
+#  define DP__ACT_PICK(name, ARGS) do { if (dp__cpu_avx2_fma()) dp__l1_##name##_f32_avx2 ARGS; else dp__l1_##name##_f32 ARGS; } while (0)
+#else
+#  define DP__ACT_PICK(name, ARGS) dp__l1_##name##_f32 ARGS
+#endif
+static void dp__l1_tanh(int64_t n, const float *a, float *y, int add) { DP__ACT_PICK(tanh, (n, a, y, add)); }
+static void dp__l1_sigmoid(int64_t n, const float *a, float *y, int add) { DP__ACT_PICK(sigmoid, (n, a, y, add)); }
+/* Each unary operator's float32 chunk calls dp__l1_<name>(n, x, y, add),
+   its own loop: the element math inlined (through a function pointer, as
+   it was, a call per element and no vectors). tanh and sigmoid have loops
+   of their own in float32 (>>float32 activations); the others compute in
+   double, as every dtype does, so their bits are the double path's. */
+#define DP__F32_LOOP(name, doc) \
+    static void dp__l1_##name(int64_t n, const float *a, float *y, int add) { \
+        int64_t i; \
+        if (add) for (i = 0; i < n; i++) y[i] = y[i] + (float)dp__f_##name(a[i]); \
+        else for (i = 0; i < n; i++) y[i] = (float)dp__f_##name(a[i]); }
+DP__F32_LOOP(negative, "") DP__F32_LOOP(abs, "") DP__F32_LOOP(sign, "") DP__F32_LOOP(sqrt, "") DP__F32_LOOP(square, "")
+DP__F32_LOOP(exp, "") DP__F32_LOOP(log, "") DP__F32_LOOP(sin, "") DP__F32_LOOP(cos, "") DP__F32_LOOP(relu, "")
+#undef DP__F32_LOOP
+#define DP__UNARY_KERNEL(name, doc) \
+    static void dp__r1_##name(int64_t begin, int64_t end, void *user) { \
+        const dp__ew_job *j = (const dp__ew_job *)user; \
+        dp__l1_##name(end - begin, j->a + begin, j->y + begin, j->add); } \
+    static int dp__k_##name(const dp_kernel_ctx *k) { return dp__unary_apply(k, dp__r1_##name, dp__f_##name, dp__i_##name); }
 /* Same shapes, float32, plain write: the case a tight loop serves. Each
    kernel spells the loop out with its math called directly, so the
    compiler inlines and vectorises it (through a pointer it could do
@@ -11856,7 +11994,7 @@ static int dp__binary_f32_flat(const dp_kernel_ctx *k) {
         if (dp__binary_f32_flat(k)) { \
             dp__ew_job j; \
             j.a = (const float *)dp_nd_data(k->inputs[0]); j.b = (const float *)dp_nd_data(k->inputs[1]); \
-            j.y = (float *)dp_nd_data(k->outputs[0]); j.f1 = NULL; j.f2 = NULL; j.s = 0; \
+            j.y = (float *)dp_nd_data(k->outputs[0]); j.f2 = NULL; j.s = 0; j.add = 0; \
             dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->outputs[0])), dp__r_##name, &j); \
             return 0; \
         } \
@@ -11869,7 +12007,11 @@ DP__SCALAR_OPS(DP__SCALAR_KERNEL)
    Each forward operator names _backward_<name>, which takes (output
    gradient, the forward inputs) and makes the inputs' gradients: the output
    gradient times the partial derivative, summed back over the axes an input
-   was broadcast along. Derivatives are one line each, like the forward. */
+   was broadcast along. Derivatives are one line each, like the forward.
+   relu, tanh and sigmoid take the forward output y instead of the input
+   (dp__unary_grad_needs), as MXNet's relu_grad, tanh_grad and
+   sigmoid_grad do: 1 - y^2 as (1 - y)(1 + y), which keeps its accuracy
+   where y is near +-1 (1 - y is exact there), and y (1 - y). */
 static DP__HD double dp__d_negative(double x) { (void)x; return -1; }
 static DP__HD double dp__d_abs(double x) { return (double)((x > 0) - (x < 0)); }
 static DP__HD double dp__d_sign(double x) { (void)x; return 0; }
@@ -11879,9 +12021,9 @@ static DP__HD double dp__d_exp(double x) { return exp(x); }
 static DP__HD double dp__d_log(double x) { return 1 / x; }
 static DP__HD double dp__d_sin(double x) { return cos(x); }
 static DP__HD double dp__d_cos(double x) { return -sin(x); }
-static DP__HD double dp__d_tanh(double x) { double t = tanh(x); return 1 - t * t; }
-static DP__HD double dp__d_sigmoid(double x) { double s = 1.0 / (1.0 + exp(-x)); return s * (1 - s); }
-static DP__HD double dp__d_relu(double x) { return x > 0 ? 1 : 0; }
+static DP__HD double dp__d_tanh(double y) { return (1 - y) * (1 + y); }
+static DP__HD double dp__d_sigmoid(double y) { return y * (1 - y); }
+static DP__HD double dp__d_relu(double y) { return y > 0 ? 1 : 0; }
 /* partial derivatives of a binary f(a, b): by a (which 0) or by b (which 1) */
 static DP__HD double dp__d_add(double a, double b, int which) { (void)a; (void)b; (void)which; return 1; }
 static DP__HD double dp__d_sub(double a, double b, int which) { (void)a; (void)b; return which ? -1 : 1; }
@@ -11894,21 +12036,20 @@ static DP__HD double dp__d_rsub(double a, double b, int which) { return dp__d_su
 static DP__HD double dp__d_rdiv(double a, double b, int which) { return dp__d_div(b, a, !which); }
 static DP__HD double dp__d_rpower(double a, double b, int which) { return dp__d_power(b, a, !which); }
 
-/* inputs (ograd, x); output xgrad = ograd * f'(x), over element ranges
-   (split over the range loop when large: each element as alone) */
-typedef struct dp__unary_grad_job { const dp_kernel_ctx *k; double (*df)(double); } dp__unary_grad_job;
-static void dp__unary_grad_range(int64_t b, int64_t e, void *user) {
-    const dp__unary_grad_job *J = (const dp__unary_grad_job *)user;
-    const void *og = dp_nd_data(J->k->inputs[0]), *x = dp_nd_data(J->k->inputs[1]);
-    void *g = dp_nd_data(J->k->outputs[0]);
-    dp_dtype t = dp_nd_dtype(J->k->inputs[1]);
-    int64_t i;
-    for (i = b; i < e; i++) dp__store_elem(g, t, i, dp__load_elem(og, t, i) * J->df(dp__load_elem(x, t, i)), J->k->req[0]);
-}
-static int dp__unary_grad(const dp_kernel_ctx *k, double (*df)(double)) {
-    dp__unary_grad_job J;
-    J.k = k; J.df = df;
-    if (k->req[0] != DP_REQ_NULL) dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->inputs[1])), dp__unary_grad_range, &J);
+/* inputs (ograd, x or y); output xgrad = ograd * f'(x), over element
+   ranges (split over the range loop when large: each element as alone).
+   Each operator has its own chunk function (DP__UNARY_GRAD_KERNEL) with a
+   loop per float dtype and the derivative inlined; every dtype computes in
+   double and rounds once, as dp__store_elem does (add-to included). */
+#define DP__UNARY_GRAD_LOOP(T, og, x, g, add, DF, b, e) do {                                         \
+        const T *o_ = (const T *)(og), *x_ = (const T *)(x);                                        \
+        T *g_ = (T *)(g);                                                                            \
+        int64_t i_;                                                                                  \
+        if (add) for (i_ = (b); i_ < (e); i_++) g_[i_] = (T)((double)o_[i_] * DF((double)x_[i_]) + (double)g_[i_]); \
+        else for (i_ = (b); i_ < (e); i_++) g_[i_] = (T)((double)o_[i_] * DF((double)x_[i_]));                        \
+    } while (0)
+static int dp__unary_grad(const dp_kernel_ctx *k, dp_range_fn range) {
+    if (k->req[0] != DP_REQ_NULL) dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->inputs[1])), range, (void *)k);
     return 0;
 }
 /* inputs (ograd, x), scalar s; output xgrad = ograd * df/dx(x, s) */
@@ -11960,7 +12101,18 @@ static int dp__k_clip_grad(const dp_kernel_ctx *k) {
     for (i = 0; i < n; i++) dp__store_elem(g, t, i, dp__d_clip(dp__load_elem(og, t, i), dp__load_elem(x, t, i), lo, hi), k->req[0]);
     return 0;
 }
-#define DP__UNARY_GRAD_KERNEL(name, doc) static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__unary_grad(k, dp__d_##name); }
+#define DP__UNARY_GRAD_KERNEL(name, doc) \
+    static void dp__rg_##name(int64_t b, int64_t e, void *user) { \
+        const dp_kernel_ctx *k = (const dp_kernel_ctx *)user; \
+        const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]); \
+        void *g = dp_nd_data(k->outputs[0]); \
+        dp_dtype t = dp_nd_dtype(k->inputs[1]); \
+        int add = k->req[0] == DP_REQ_ADD; \
+        int64_t i; \
+        if (t == DP_FLOAT32) DP__UNARY_GRAD_LOOP(float, og, x, g, add, dp__d_##name, b, e); \
+        else if (t == DP_FLOAT64) DP__UNARY_GRAD_LOOP(double, og, x, g, add, dp__d_##name, b, e); \
+        else for (i = b; i < e; i++) dp__store_elem(g, t, i, dp__load_elem(og, t, i) * dp__d_##name(dp__load_elem(x, t, i)), k->req[0]); } \
+    static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__unary_grad(k, dp__rg_##name); }
 #define DP__BINARY_GRAD_KERNEL(name, doc) static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__binary_grad(k, dp__d_##name); }
 #define DP__SCALAR_GRAD_KERNEL(name, doc) static int dp__kg_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_grad(k, dp__d_##name); }
 DP__UNARY_OPS(DP__UNARY_GRAD_KERNEL)
@@ -13093,11 +13245,6 @@ DP__GEMM_DEFINE(double, f64)
    The workspace (about (m + NC) x KC elements) is one malloc per call, on
    the stack when small; when malloc fails the stack-only path above runs
    instead, so the GEMM never fails. */
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(__CUDACC__) && !defined(DEPENG_NO_SIMD)
-#  define DP__GEMM_X86 1
-#  include <immintrin.h>
-#  define DP__TARGET_AVX2 __attribute__((target("avx2,fma")))
-#endif
 #define DP__GEMM2_MR 6
 #define DP__GEMM2_KC 256          /* depth of a slice: the A block MC x KC stays in L2 */
 #define DP__GEMM2_NC 4096         /* columns packed at once */
@@ -13266,8 +13413,6 @@ static void dp__gemm_dot_f32(dp_engine *eng, int64_t m, int64_t n, int64_t k, fl
     if (eng == NULL || (double)m * (double)n * (double)k < DP__GEMM2_PAR_MIN || d.n < 2 || dp_parallel_for(eng, &d) != DP_OK)
         dp__gemm_dot_avx2(0, d.n, &j);
 }
-/* Whether this CPU runs the AVX2 kernels (gcc's and clang's CPU check). */
-static int dp__cpu_avx2_fma(void) { return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"); }
 #endif
 
 #define DP__GEMM2_DEFINE(T, SUF)                                                                              \
@@ -13978,19 +14123,28 @@ DP_IMPL dp_result dp_nd_astype(dp_ndarray *a, dp_dtype dtype, dp_ndarray **out) 
     return dp_invoke(a->chunk->eng, &d, out);
 }
 /* What a unary operator's gradient reads besides the output gradient: the
-   input, except for relu, whose derivative is the same taken at its output
-   (y > 0 exactly when x > 0, NaN included). Reading the output (as MXNet's
-   Activation does) leaves the input dead once relu ran, so a planned graph
-   runs relu in place over the layer before it (>>memory planning). */
+   input, except for relu, tanh and sigmoid, whose derivatives are taken
+   from the output y (relu: y > 0 exactly when x > 0, NaN included; tanh:
+   1 - y^2; sigmoid: y (1 - y)), as MXNet's are. Reading the output leaves
+   the input dead once the function ran, so a planned graph runs it in place
+   over the layer before it (>>memory planning), and the gradient costs no
+   second exp or tanh. */
 static unsigned dp__unary_grad_needs(const char *name) {
-    return DP_GRAD_OUT_GRADS | (strcmp(name, "relu") ? DP_GRAD_INPUTS : DP_GRAD_OUTPUTS);
+    return DP_GRAD_OUT_GRADS | (strcmp(name, "relu") && strcmp(name, "tanh") && strcmp(name, "sigmoid") ? DP_GRAD_INPUTS : DP_GRAD_OUTPUTS);
+}
+/* The gradient operators' doc lines: what each reads. */
+static const char *dp__unary_grad_doc(const char *name) {
+    if (!strcmp(name, "tanh")) return "gradient of tanh: (og, y) -> og (1 - y^2), from tanh's output y";
+    if (!strcmp(name, "sigmoid")) return "gradient of sigmoid: (og, y) -> og y (1 - y), from sigmoid's output y";
+    if (!strcmp(name, "relu")) return "gradient of relu: (og, y) -> og where y > 0, else 0, from relu's output y";
+    return NULL;
 }
 static void dp__register_builtins(void) {
     dp_operator op;
     /* each forward operator with its gradient operator: (ograd, inputs) -> input gradients */
 #define DP__REG_UNARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text; op.num_inputs = 1; op.num_outputs = 1; \
     op.forward_cpu = dp__k_##nm; op.inplace = 1; op.grad_needs = dp__unary_grad_needs(#nm); \
-    dp__register_differentiable(&op, "_backward_" #nm, "gradient of " #nm, dp__kg_##nm, 1);
+    dp__register_differentiable(&op, "_backward_" #nm, dp__unary_grad_doc(#nm) ? dp__unary_grad_doc(#nm) : "gradient of " #nm, dp__kg_##nm, 1);
 #define DP__REG_BINARY(nm, text) memset(&op, 0, sizeof op); op.name = #nm; op.doc = text " (NumPy broadcasting)"; op.num_inputs = 2; \
     op.num_outputs = 1; op.infer = dp__infer_broadcast; op.forward_cpu = dp__k_##nm; op.inplace = 3; \
     dp__register_differentiable(&op, "_backward_" #nm, "gradient of " #nm, dp__kg_##nm, 0);

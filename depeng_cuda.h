@@ -2280,14 +2280,16 @@ static int dp__cu_k_pool(const dp_kernel_ctx *k) { return dp__cu_pool(k, 0); }
 static int dp__cu_kg_pool(const dp_kernel_ctx *k) { return dp__cu_pool(k, 1); }
 
 /* Activation (types 0..4) and LeakyReLU (10 + its type): dpn__act_fn's
-   formulas, f(x) or f'(x). */
+   formulas, f(x) or f'(x); for relu, sigmoid and tanh f' is taken at the
+   output (x is y then), as depeng.h's _backward_relu / sigmoid / tanh
+   (dp__d_relu, dp__d_sigmoid, dp__d_tanh), which the CPU's Activation runs. */
 static DP__CU_HD double dp__cu_act_fn(int type, double x, double a, int grad) {
     const double selu_l = 1.0507009873554804934, selu_a = 1.6732632423543772848;
     double s;
     switch (type) {
-    case 0: return grad ? (x > 0) : (x > 0 ? x : 0);
-    case 1: s = 1 / (1 + exp(-x)); return grad ? s * (1 - s) : s;
-    case 2: s = tanh(x); return grad ? 1 - s * s : s;
+    case 0: return grad ? dp__d_relu(x) : (x > 0 ? x : 0);
+    case 1: return grad ? dp__d_sigmoid(x) : 1 / (1 + exp(-x));
+    case 2: return grad ? dp__d_tanh(x) : tanh(x);
     case 3: return grad ? 1 / (1 + exp(-x)) : (x > 20 ? x : log1p(exp(x)));
     case 4: s = 1 + fabs(x); return grad ? 1 / (s * s) : x / s;
     case 10: return grad ? (x > 0 ? 1 : a) : (x > 0 ? x : a * x);
@@ -2298,8 +2300,9 @@ static DP__CU_HD double dp__cu_act_fn(int type, double x, double a, int grad) {
     }
     return 0;
 }
-/* y = f(x), or dx = og f'(x), f' from the input in double as the CPU
-   kernel (depeng.h's _backward_relu / sigmoid / tanh). prelu: gamma
+/* y = f(x), or dx = og f'(x), f' in double as the CPU kernel (from the
+   output for relu, sigmoid and tanh: depeng.h's _backward_relu / sigmoid /
+   tanh; from the input for the others). prelu: gamma
    given, the slope of element i is gamma[its channel] (dpn__prelu_channel). */
 struct dp__cu_act_body {
     const void *x, *og, *gamma; void *out; int t, req, type, grad; double a; int64_t gn, chans, inner;
@@ -2330,7 +2333,7 @@ struct dp__cu_prelu_grad_body {
     }
 };
 static int dp__cu_act(const dp_kernel_ctx *k, int type, double slope, int grad) {
-    const dp_ndarray *x = k->inputs[grad];
+    const dp_ndarray *x = k->inputs[grad && type >= 0 && type <= 2 ? 2 : grad];   /* (og, data, output) */
     const dp_shape *s = dp_nd_shape(x);
     dp__cu_act_body b;
     int d;

@@ -2913,7 +2913,8 @@ static int dpn__kg_pool(const dp_kernel_ctx *k) {
 
 /* Activation (act_type relu, sigmoid, tanh, softrelu, softsign) and
    LeakyReLU (leaky, elu, selu, gelu, prelu), MXNet's, element by element;
-   the gradients read the input. LeakyReLU prelu takes gamma, one slope per
+   the gradients read the input (Activation's relu, sigmoid and tanh: the
+   output, see dpn__act_builtin). LeakyReLU prelu takes gamma, one slope per
    channel (axis 1) or one for all, as its second input (num_args 2). */
 static const dp_param_def dpn__act_params[] = {
     {"act_type", DP_PARAM_ENUM, NULL, 0, 0, "relu|sigmoid|tanh|softrelu|softsign", "the function"},
@@ -2981,7 +2982,8 @@ static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) 
     return 0;
 }
 /* relu, sigmoid and tanh run depeng's own relu / sigmoid / tanh operators'
-   kernels, forward and gradient (from the input), so that Activation gives
+   kernels, forward and gradient (from the output, as those gradient
+   operators read it), so that Activation gives
    bitwise what those operators give: a symbol's Activation node (which
    the symbol maps to them), dp_invoke("Activation") and dp_invoke("tanh")
    agree to the last bit, as do autograd and the executor. 0 when not
@@ -2990,10 +2992,14 @@ static int dpn__act_builtin(const dp_kernel_ctx *k, int type, int grad, int *rc)
     static const char *const fwd[3] = {"relu", "sigmoid", "tanh"}, *const bwd[3] = {"_backward_relu", "_backward_sigmoid", "_backward_tanh"};
     const dp_operator *op;
     dp_kernel_ctx k2;
+    dp_ndarray *in2[2];
     if (type < 0 || type > 2) return 0;
     if ((op = dp_operator_find(grad ? bwd[type] : fwd[type])) == NULL || !op->forward_cpu) return 0;
     k2 = *k;
-    if (grad) k2.num_inputs = 2;           /* (og, data): the output is not read */
+    if (grad) {                            /* (og, output): the data is not read */
+        in2[0] = k->inputs[0]; in2[1] = k->inputs[2];
+        k2.inputs = in2; k2.num_inputs = 2;
+    }
     *rc = op->forward_cpu(&k2);
     return 1;
 }
@@ -3413,7 +3419,7 @@ static void dpn__register_layers(void) {
     op.gradient = "_backward_Activation"; op.grad_needs = DP_GRAD_OUT_GRADS | DP_GRAD_INPUTS | DP_GRAD_OUTPUTS;
     dp_operator_register(&op);
     memset(&op, 0, sizeof op);
-    op.name = "_backward_Activation"; op.doc = "gradient of Activation: (og, data, output) -> data's (from the data)";
+    op.name = "_backward_Activation"; op.doc = "gradient of Activation: (og, data, output) -> data's (relu, sigmoid, tanh from the output; softrelu, softsign from the data)";
     op.num_inputs = 3; op.num_outputs = 1; op.params = dpn__act_params; op.num_params = 1; op.infer = dpn__infer_act_grad;
     op.forward_cpu = dpn__kg_act;
     dp_operator_register(&op);

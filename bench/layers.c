@@ -2,7 +2,8 @@
    (make bench-layers; bench/README.md, "GEMM and the kernels"): LeNet's
    convolutions at batch 64 and 256 (forward and gradient), its pooling and
    tanh, a BatchNorm, softmax over a (256, 1000) batch and sums along each
-   axis and over the whole array, each invoked on a per-device engine and
+   axis and over the whole array, tanh and sigmoid and their gradients at
+   LeNet's sizes, each invoked on a per-device engine and
    waited for, with no CPU worker ("1t": the op's thread alone) and with
    one ("2t": the op's thread and a worker on the range loop). Each figure
    is the best of repeated runs over about BENCH_MS ms (default 200), in
@@ -37,6 +38,20 @@ static const lcase cases[] = {
     {"pool1 grad b64", "_backward_Pooling", 2, 1, {{4, 64, 20, 12, 12}, {4, 64, 20, 24, 24}}, {"kernel", "(2,2)", "stride", "(2,2)", NULL}},
     {"tanh fwd b64", "Activation", 1, 1, {{4, 64, 20, 24, 24}}, {"act_type", "tanh", NULL}},
     {"relu fwd b64", "Activation", 1, 1, {{4, 64, 20, 24, 24}}, {"act_type", "relu", NULL}},
+    /* the element-wise tanh and sigmoid and their gradients at LeNet's
+       activation sizes (batch 64: after conv1, conv2 and fc1) */
+    {"tanh 64x20x24x24", "tanh", 1, 1, {{4, 64, 20, 24, 24}}, {NULL}},
+    {"tanh grad 64x20x24x24", "_backward_tanh", 2, 1, {{4, 64, 20, 24, 24}, {4, 64, 20, 24, 24}}, {NULL}},
+    {"tanh 64x50x8x8", "tanh", 1, 1, {{4, 64, 50, 8, 8}}, {NULL}},
+    {"tanh grad 64x50x8x8", "_backward_tanh", 2, 1, {{4, 64, 50, 8, 8}, {4, 64, 50, 8, 8}}, {NULL}},
+    {"tanh 64x500", "tanh", 1, 1, {{2, 64, 500}}, {NULL}},
+    {"tanh grad 64x500", "_backward_tanh", 2, 1, {{2, 64, 500}, {2, 64, 500}}, {NULL}},
+    {"sigmoid 64x20x24x24", "sigmoid", 1, 1, {{4, 64, 20, 24, 24}}, {NULL}},
+    {"sigmoid grad 64x20x24x24", "_backward_sigmoid", 2, 1, {{4, 64, 20, 24, 24}, {4, 64, 20, 24, 24}}, {NULL}},
+    {"sigmoid 64x50x8x8", "sigmoid", 1, 1, {{4, 64, 50, 8, 8}}, {NULL}},
+    {"sigmoid grad 64x50x8x8", "_backward_sigmoid", 2, 1, {{4, 64, 50, 8, 8}, {4, 64, 50, 8, 8}}, {NULL}},
+    {"sigmoid 64x500", "sigmoid", 1, 1, {{2, 64, 500}}, {NULL}},
+    {"sigmoid grad 64x500", "_backward_sigmoid", 2, 1, {{2, 64, 500}, {2, 64, 500}}, {NULL}},
     {"batchnorm fwd", "BatchNorm", 5, 1, {{4, 64, 20, 24, 24}, {1, 20}, {1, 20}, {1, 20}, {1, 20}}, {"is_train", "true", NULL}},
     {"batchnorm grad", "_backward_BatchNorm", 6, 5, {{4, 64, 20, 24, 24}, {4, 64, 20, 24, 24}, {1, 20}, {1, 20}, {1, 20}, {1, 20}}, {"is_train", "true", NULL}},
     {"softmax 256x1000", "softmax", 1, 1, {{2, 256, 1000}}, {NULL}},

@@ -404,7 +404,9 @@ static void nn_cases(void) {
 }
 
 /* The gradient operator of op at inputs in, given a random output gradient
-   of the forward output's shape: (og, inputs) -> the inputs' gradients. */
+   of the forward output's shape: (og, inputs) -> the inputs' gradients, or
+   (og, output) for an operator whose gradient reads its output instead
+   (relu, tanh, sigmoid: grad_needs). */
 static void grad_case(const char *op, int nin, dp_ndarray **in, const char *params, double scalar) {
     const dp_operator *o = dp_operator_find(op);
     dp_ndarray *y = NULL, *gin[8], *gout[8] = {NULL};
@@ -412,6 +414,7 @@ static void grad_case(const char *op, int nin, dp_ndarray **in, const char *para
     if (!o || !o->gradient || invoke(op, nin, in, params, scalar, 1, &y) != DP_OK) { fprintf(stderr, "%s: no gradient case\n", op); g_errors++; return; }
     gin[0] = make(dp_nd_shape(y), dp_nd_dtype(y), TAME);
     for (i = 0; i < nin; i++) gin[i + 1] = in[i];
+    if ((o->grad_needs & DP_GRAD_OUTPUTS) && !(o->grad_needs & DP_GRAD_INPUTS) && nin == 1) gin[1] = y;
     run(o->gradient, nin + 1, gin, params, scalar, nin, gout);
     release(nin, gout);
     dp_nd_release(gin[0]); dp_nd_release(y);

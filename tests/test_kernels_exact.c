@@ -552,6 +552,122 @@ static void test_integer_clip_saturates(void) {
     stop();
 }
 
+/* ---- float32 tanh and sigmoid (>>float32 activations) ------------------------ */
+static int64_t ordered(float f) { int32_t i; memcpy(&i, &f, sizeof i); return i < 0 ? -(int64_t)(i & 0x7fffffff) : i; }
+/* units in the last place between got and the correctly rounded want (NaN
+   must meet NaN; a zero must carry want's sign) */
+static int64_t ulps(float got, float want) {
+    if (want != want || got != got) return (want != want) == (got != got) ? 0 : INT64_MAX;
+    if (got == 0 && want == 0) return signbit(got) == signbit(want) ? 0 : INT64_MAX;
+    return llabs(ordered(got) - ordered(want));
+}
+static float ref_tanh(float x) { return (float)tanh((double)x); }
+static float ref_sigmoid(float x) { return (float)(1.0 / (1.0 + exp(-(double)x))); }
+/* Sampled: every exponent, random mantissas, and the edges (zeros,
+   subnormals, infinities, NaN, the saturation points); within 2 ulp of the
+   correctly rounded result (bench/act_ulp.c checks all 2^32 inputs), the
+   AVX2 loop bitwise the portable one, add-to as y + f(x), and the
+   operators through dp_invoke the same bits. */
+static void test_activations_f32(void) {
+    enum { N = 1 << 20 };
+    static const float edges[] = {0.0f, -0.0f, 1e-45f, -1e-45f, 1e-39f, -1e-39f, 1.17549435e-38f, 1e-7f, 3e-4f, 0.624999f, 0.625f, 0.6250001f,
+                                  -0.625f, 1.0f, -1.0f, 9.0f, 9.0109f, 9.02f, -9.02f, 9.5f, 20.0f, -20.0f, 87.0f, -87.0f, -88.7f, -100.0f,
+                                  -103.9f, -104.0f, -104.5f, 104.0f, 3.4e38f, -3.4e38f, INFINITY, -INFINITY, NAN, -NAN};
+    float *x = (float *)malloc(sizeof(float) * N), *y = (float *)malloc(sizeof(float) * N), *y2 = (float *)malloc(sizeof(float) * N);
+    uint64_t r = 0x9E3779B97F4A7C15ull;
+    int64_t i, worst[2] = {0, 0}, avx_diff = 0, via_invoke = 0;
+    int f;
+    const int ne = (int)(sizeof edges / sizeof edges[0]);
+    start();
+    for (i = 0; i < N; i++) {
+        uint32_t u;
+        r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+        u = (uint32_t)(r >> 16);
+        if (i < ne) { x[i] = edges[i]; continue; }
+        memcpy(&x[i], &u, sizeof u);
+        if (i % 3 == 0) x[i] = (float)((double)(r % 20000) / 1000.0 - 10.0) * (float)(1 + (r >> 40) % 3);   /* where the functions bend */
+    }
+    for (f = 0; f < 2; f++) {
+        dp_ndarray *a, *b = NULL;
+        dp_shape s = shape1(N);
+        if (f == 0) dp__l1_tanh_f32(N, x, y, 0); else dp__l1_sigmoid_f32(N, x, y, 0);
+        for (i = 0; i < N; i++) {
+            int64_t u = ulps(y[i], f == 0 ? ref_tanh(x[i]) : ref_sigmoid(x[i]));
+            if (u > worst[f]) { worst[f] = u; if (u > 2) fprintf(stderr, "  %s(%a) = %a, correctly rounded %a\n", f ? "sigmoid" : "tanh", x[i], y[i], f ? ref_sigmoid(x[i]) : ref_tanh(x[i])); }
+        }
+        CHECK(worst[f] <= 2);
+        if (f == 0) CHECK(y[0] == 0 && !signbit(y[0]) && y[1] == 0 && signbit(y[1]));            /* tanh +-0 = +-0 */
+        else CHECK(y[0] == 0.5f && y[1] == 0.5f);
+#ifdef DP__GEMM_X86
+        if (dp__cpu_avx2_fma()) {
+            if (f == 0) dp__l1_tanh_f32_avx2(N, x, y2, 0); else dp__l1_sigmoid_f32_avx2(N, x, y2, 0);
+            for (i = 0; i < N; i++) avx_diff += memcmp(&y[i], &y2[i], sizeof(float)) != 0;
+        }
+#endif
+        memcpy(y2, x, sizeof(float) * N);                                                         /* add-to: y2 = x + f(x) */
+        if (f == 0) dp__l1_tanh(N, x, y2, 1); else dp__l1_sigmoid(N, x, y2, 1);
+        for (i = 0; i < N; i++) { float w = x[i] + y[i]; avx_diff += memcmp(&w, &y2[i], sizeof w) != 0 && !(w != w && y2[i] != y2[i]); }
+        a = from(&s, DP_FLOAT32, x);
+        CHECK(invoke1(f ? "sigmoid" : "tanh", 1, &a, NULL, NULL, 0, &b) == DP_OK);
+        read_back(b, y2);
+        for (i = 0; i < N; i++) via_invoke += memcmp(&y[i], &y2[i], sizeof(float)) != 0;
+        dp_nd_release(a); dp_nd_release(b);
+    }
+    /* the saturations: exactly +-1, 1 and 0, and sigmoid's subnormals */
+    CHECK(dp__tanhf_f32(9.02f) == 1.0f && dp__tanhf_f32(-9.02f) == -1.0f && dp__tanhf_f32(INFINITY) == 1.0f && dp__tanhf_f32(-INFINITY) == -1.0f);
+    CHECK(dp__sigmoidf_f32(INFINITY) == 1.0f && dp__sigmoidf_f32(-INFINITY) == 0.0f && dp__sigmoidf_f32(-104.5f) == 0.0f);
+    CHECK(dp__sigmoidf_f32(-100.0f) > 0 && dp__sigmoidf_f32(-100.0f) < 1.17549435e-38f && ulps(dp__sigmoidf_f32(-100.0f), ref_sigmoid(-100.0f)) <= 1);
+    CHECK(dp__tanhf_f32(NAN) != dp__tanhf_f32(NAN) && dp__sigmoidf_f32(NAN) != dp__sigmoidf_f32(NAN));
+    if (avx_diff || via_invoke) fprintf(stderr, "  %lld AVX2 or add-to results differ from the portable loop's, %lld through dp_invoke\n", (long long)avx_diff, (long long)via_invoke);
+    CHECK(avx_diff == 0 && via_invoke == 0);
+    free(x); free(y); free(y2);
+    stop();
+}
+/* _backward_tanh and _backward_sigmoid read the forward output y: og (1 -
+   y^2) and og y (1 - y), in float32 and float64, against the derivative
+   written out (and, through autograd, by finite differences in
+   test_autograd), add-to included. */
+static void test_activation_gradients_from_output(void) {
+    static const double xv[8] = {-3.5, -1.2, -0.3, -1e-3, 0, 0.2, 0.9, 4.0};
+    static const double ov[8] = {0.5, -1.25, 2.0, 1.0, -0.75, 3.0, 1.5, -2.0};
+    int f, t, i, add;
+    start();
+    for (f = 0; f < 2; f++)
+        for (t = 0; t < 2; t++)
+            for (add = 0; add < 2; add++) {
+                dp_dtype dt = t ? DP_FLOAT64 : DP_FLOAT32;
+                dp_shape s = shape1(8);
+                float xf[8], of[8];
+                double gd[8], yd[8];
+                float gf[8], yf[8];
+                dp_ndarray *x, *og, *y = NULL, *g, *in[2];
+                dp_invoke_desc d;
+                for (i = 0; i < 8; i++) { xf[i] = (float)xv[i]; of[i] = (float)ov[i]; }
+                x = from(&s, dt, t ? (const void *)xv : (const void *)xf);
+                og = from(&s, dt, t ? (const void *)ov : (const void *)of);
+                g = from(&s, dt, t ? (const void *)ov : (const void *)of);                     /* add-to starts from og */
+                CHECK(invoke1(f ? "sigmoid" : "tanh", 1, &x, NULL, NULL, 0, &y) == DP_OK);
+                if (t) read_back(y, yd); else { read_back(y, yf); for (i = 0; i < 8; i++) yd[i] = yf[i]; }
+                memset(&d, 0, sizeof d);
+                in[0] = og; in[1] = y;
+                d.op = f ? "_backward_sigmoid" : "_backward_tanh"; d.num_inputs = 2; d.inputs[0] = in[0]; d.inputs[1] = in[1];
+                d.num_outputs = 1; d.outputs[0] = g; d.req[0] = add ? DP_REQ_ADD : DP_REQ_WRITE;
+                CHECK(dp_invoke(eng, &d, NULL) == DP_OK);
+                if (t) read_back(g, gd); else { read_back(g, gf); for (i = 0; i < 8; i++) gd[i] = gf[i]; }
+                for (i = 0; i < 8; i++) {
+                    double d1 = f ? yd[i] * (1 - yd[i]) : 1 - yd[i] * yd[i];                    /* at the output */
+                    double want = ov[i] * d1 + (add ? ov[i] : 0), tol = t ? 1e-15 : 1e-6;
+                    double dx = f ? 1 / (1 + exp(-xv[i])) * (1 - 1 / (1 + exp(-xv[i]))) : 1 - tanh(xv[i]) * tanh(xv[i]);
+                    if (!(fabs(gd[i] - want) <= tol * (fabs(want) + 1)) || !(fabs(gd[i] - ov[i] * dx - (add ? ov[i] : 0)) <= (t ? 1e-14 : 1e-6) * (fabs(want) + 1))) {
+                        fprintf(stderr, "  %s %s%s at x=%g: %.17g, expected %.17g\n", d.op, dp_dtype_name(dt), add ? " add" : "", xv[i], gd[i], want);
+                        CHECK(0);
+                    }
+                }
+                dp_nd_release(x); dp_nd_release(og); dp_nd_release(y); dp_nd_release(g);
+            }
+    stop();
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"int64_exact_movement", test_int64_exact_movement},
@@ -565,6 +681,8 @@ int main(void) {
         {"new_dtypes", test_new_dtypes},
         {"npy_new_dtypes", test_npy_new_dtypes},
         {"integer_clip_saturates", test_integer_clip_saturates},
+        {"activations_f32", test_activations_f32},
+        {"activation_gradients_from_output", test_activation_gradients_from_output},
     };
     return run_tests("kernels_exact", tests, (int)(sizeof tests / sizeof tests[0]));
 }

@@ -1,6 +1,7 @@
 /* tests/test_par_kernels.c - the kernels that split their work over the
    engine's range loop (dp_parallel_for): Convolution and Deconvolution
    (im2col + GEMM and direct, forward and gradients), Pooling, Activation,
+   the tanh and sigmoid operators and their gradients,
    BatchNorm, softmax and the reductions (sum, mean, max, min and their
    gradients, along axes and over the whole array). Each runs at sizes over
    the threshold on the naive engine, the pooled engine and the per-device
@@ -68,6 +69,14 @@ static const pcase cases[] = {
     {"relu", "Activation", DP_FLOAT32, 1, 1, {{2, 600, 512}}, {"act_type", "relu", NULL}},
     {"tanh", "Activation", DP_FLOAT32, 1, 1, {{2, 600, 512}}, {"act_type", "tanh", NULL}},
     {"tanh grad", "_backward_Activation", DP_FLOAT32, 3, 1, {{2, 600, 512}, {2, 600, 512}, {2, 600, 512}}, {"act_type", "tanh", NULL}},
+    {"sigmoid grad", "_backward_Activation", DP_FLOAT64, 3, 1, {{2, 600, 512}, {2, 600, 512}, {2, 600, 512}}, {"act_type", "sigmoid", NULL}},
+    {"tanh op", "tanh", DP_FLOAT32, 1, 1, {{2, 600, 512}}, {NULL}},
+    {"sigmoid op", "sigmoid", DP_FLOAT32, 1, 1, {{2, 600, 512}}, {NULL}},
+    {"sigmoid op float64", "sigmoid", DP_FLOAT64, 1, 1, {{2, 600, 512}}, {NULL}},
+    {"_backward_tanh", "_backward_tanh", DP_FLOAT32, 2, 1, {{2, 600, 512}, {2, 600, 512}}, {NULL}},
+    {"_backward_sigmoid", "_backward_sigmoid", DP_FLOAT32, 2, 1, {{2, 600, 512}, {2, 600, 512}}, {NULL}},
+    {"_backward_tanh float64", "_backward_tanh", DP_FLOAT64, 2, 1, {{2, 600, 512}, {2, 600, 512}}, {NULL}},
+    {"_backward_exp", "_backward_exp", DP_FLOAT32, 2, 1, {{2, 600, 512}, {2, 600, 512}}, {NULL}},
     {"batchnorm", "BatchNorm", DP_FLOAT32, 5, 1, {{4, 32, 16, 16, 16}, {1, 16}, {1, 16}, {1, 16}, {1, 16}}, {"is_train", "true", "fix_gamma", "false", NULL}},
     {"batchnorm grad", "_backward_BatchNorm", DP_FLOAT32, 6, 5, {{4, 32, 16, 16, 16}, {4, 32, 16, 16, 16}, {1, 16}, {1, 16}, {1, 16}, {1, 16}},
      {"is_train", "true", "fix_gamma", "false", NULL}},
