@@ -2150,7 +2150,7 @@ static int dp__cu_conv_mode(const dp_kernel_ctx *k, const dpn__cgeo *g, int mode
 }
 static int dp__cu_conv_algo(const dp_kernel_ctx *k, const dpn__cgeo *g, int deconv) {
     return dpn__conv_direct(g, k->params->v[deconv ? DPN__DC_ALGO : DPN__CV_ALGO].i, k->params->v[deconv ? DPN__DC_WORKSPACE : DPN__CV_WORKSPACE].i,
-                            dp_dtype_size(dp_nd_dtype(k->inputs[0])));
+                            dp_dtype_size(dp_nd_dtype(k->inputs[0])), DPN__CONV_IMAGE);
 }
 static int dp__cu_k_conv(const dp_kernel_ctx *k) {
     dpn__cgeo g;

@@ -54,13 +54,15 @@
      (a symbol node and MXNet's symbol JSON set it from no_bias or
      act_type). Convolution and Deconvolution have two implementations,
      chosen by their algo parameter: im2col + GEMM (dp_gemm_on; columns
-     in the temporary space, dp_temp_space, MXNet's kTempSpace: one
-     image's per chunk of up to 16 chunks of the batch for the output and
-     the data gradient, blocks of images of up to 2^20 elements for the
-     weight gradient) or direct loops; algo auto takes im2col unless a
-     GEMM column would be shorter than 8 elements or one image's columns
-     would take more than the workspace parameter's MiB (a 1x1, stride 1,
-     unpadded convolution always takes GEMM). These layers, Pooling,
+     in the temporary space, dp_temp_space, MXNet's kTempSpace: a block
+     of images' columns per chunk of up to 16 chunks of the batch for the
+     output and the data gradient, one GEMM per block of 512 or more
+     output columns, blocks of images of up to 2^20 elements for the
+     weight gradient; none for a 1x1, stride 1, unpadded convolution's
+     output and data gradient) or direct loops; algo auto takes im2col
+     unless a GEMM column would be shorter than 8 elements (not for 1x1)
+     or the temporary space the call asks for would take more than the
+     workspace parameter's MiB. These layers, Pooling,
      Activation and BatchNorm split large work over the engine's range
      loop, in chunks fixed by the shape: bitwise the same results at any
      worker count (depeng.h, "How ops and ranges share the workers"). So are the optimizer updates
@@ -2272,34 +2274,59 @@ static void dpn__range(dp_engine *eng, int64_t n, int64_t grain, dp_range_fn fn,
     if (n > 0) fn(0, n, user);
 }
 /* The convolution kernels: y += conv(x, w), dx += conv^T(og, w), dw += the
-   correlation of og and x. By im2col and GEMM: y and dx image by image
-   (one image's columns, (c/g) kh kw x oh ow, and one GEMM per image and
-   group), the batch split over the range loop in at most DPN__CONV_SLOTS
-   chunks of images (dpn__conv_chunks), each with its own columns in the temporary space, the
-   GEMM itself parallel when the batch is small (dp_gemm_on: tiles fixed
-   by the shape, the same bits as dp_gemm); dw in blocks of images
+   correlation of og and x. By im2col and GEMM: y and dx in blocks of
+   images (dpn__conv_fblock, fixed by the shape: enough images that a
+   block's GEMM has DPN__CONV_COLS columns, b oh ow, or 1 where one image
+   has that many, or for a pointwise convolution). Per block and group the
+   block's columns ((c/g) kh kw x b oh ow, image j's in columns j oh ow ..)
+   are gathered by im2col and one GEMM gives the block's output rows
+   (staged, fg x b oh ow, then added into y image by image; a block of one
+   image goes straight into y), or for dx one GEMM from the staged
+   output-gradient rows gives the columns, which col2im scatters back. The
+   blocks are split over the range loop in at most DPN__CONV_SLOTS chunks
+   (dpn__conv_chunks), each with its own room in the temporary space; the
+   GEMM is parallel itself when it is large (dp_gemm_on: tiles fixed by the
+   shape, the same bits as dp_gemm). dw in blocks of images
    (dpn__conv_block, fixed by the shape): per block and group, the block's
-   columns ((c/g) kh kw x b oh ow, image j's in columns j oh ow ..) and
-   output-gradient rows (fg x b oh ow) are staged by image over the range
-   loop, and one GEMM over the block's b oh ow adds them into dw, block
-   after block. Or by direct loops, split over images (y, dx) or over
-   output channels (dw: each channel's sum in the serial order). */
+   columns and output-gradient rows (fg x b oh ow) are staged by image over
+   the range loop, and one GEMM over the block's b oh ow adds them into dw,
+   block after block. Or by direct loops, split over images (y, dx) or
+   over output channels (dw: each channel's sum in the serial order). */
 typedef struct dpn__cjob {
     const dpn__cgeo *g;
     int mode;                    /* 0: y += conv(x, w); 1: x += conv^T(y, w); 2: w += corr(y, x) */
     void *x, *w, *y, *col, *st;  /* st: the staged output rows */
-    int64_t i0, ld, gi;          /* the block's first image, the staged rows' stride (b oh ow) or the images per chunk, the group */
+    int64_t i0, ld, gi, bl;      /* dw: the block's first image, the staged rows' stride (b oh ow), the group; y, dx: ld the blocks per chunk, bl the images per block */
     dp_engine *eng;
 } dpn__cjob;
-/* y and dx go image by image in at most DPN__CONV_SLOTS chunks of images,
-   each with its own columns, and in fewer where those would pass 2^22
-   elements (16 MiB of float32) in all: from the shape alone. */
 #define DPN__CONV_SLOTS 16
+#define DPN__CONV_COLS 512
+/* Images per block of y and dx (above): at least 1, at most n, and no more
+   than keep a block's columns within 2^20 elements. */
+static int64_t dpn__conv_fblock(const dpn__cgeo *g) {
+    int64_t K = (g->c / g->g) * g->kh * g->kw, P = g->oh * g->ow, b;
+    if (dpn__cgeo_pointwise(g) || P <= 0 || P >= DPN__CONV_COLS || g->n <= 1) return 1;
+    b = (DPN__CONV_COLS + P - 1) / P;
+    if ((double)K * (double)P * (double)b > (double)(1 << 20)) b = (int64_t)((double)(1 << 20) / ((double)K * (double)P));
+    if (b > g->n) b = g->n;
+    return b < 1 ? 1 : b;
+}
+/* The elements of one chunk's room for y and dx: the block's columns and,
+   for blocks of more than one image, its staged rows (none for a pointwise
+   convolution: its columns are its input). */
+static double dpn__conv_slot(const dpn__cgeo *g) {
+    double bp = (double)dpn__conv_fblock(g) * (double)g->oh * (double)g->ow;
+    if (dpn__cgeo_pointwise(g)) return 0;
+    return (double)(g->c / g->g) * (double)g->kh * (double)g->kw * bp + (dpn__conv_fblock(g) > 1 ? (double)(g->f / g->g) * bp : 0.0);
+}
+/* The chunks of blocks y and dx go in: at most DPN__CONV_SLOTS, and fewer
+   where their rooms would pass 2^22 elements (16 MiB of float32) in all;
+   from the shape alone. */
 static int64_t dpn__conv_chunks(const dpn__cgeo *g) {
-    double cols = (double)(g->c / g->g) * (double)g->kh * (double)g->kw * (double)g->oh * (double)g->ow;
-    double fit = cols > 0 ? (double)(1 << 22) / cols : DPN__CONV_SLOTS;
+    int64_t bl = dpn__conv_fblock(g), blocks = (g->n + bl - 1) / bl;
+    double slot = dpn__conv_slot(g), fit = slot > 0 ? (double)(1 << 22) / slot : DPN__CONV_SLOTS;
     int64_t c = fit < 1 ? 1 : fit > DPN__CONV_SLOTS ? DPN__CONV_SLOTS : (int64_t)fit;
-    return g->n < c ? g->n : c;
+    return blocks < c ? blocks : c;
 }
 /* Images per block of a weight gradient by im2col: as many as keep a block's staged
    columns and rows ((c/g) kh kw + f/g) b oh ow) within 2^20 elements (4
@@ -2311,31 +2338,53 @@ static int64_t dpn__conv_block(const dpn__cgeo *g) {
     double b = per > 0 ? (double)(1 << 20) / per : (double)g->n;
     return b < 1 ? 1 : b > (double)g->n ? (g->n > 0 ? g->n : 1) : (int64_t)b;
 }
+/* The outputs ox in [*o0, *o1) of a row whose input column ox s + off lies
+   in [0, w): the columns im2col copies and col2im adds; the rest is padding. */
+static void dpn__conv_span(int64_t off, int64_t s, int64_t w, int64_t ow, int64_t *o0, int64_t *o1) {
+    int64_t a = off >= 0 ? 0 : (-off + s - 1) / s, b = w - off <= 0 ? 0 : (w - off + s - 1) / s;
+    *o0 = a < ow ? a : ow;
+    *o1 = b < ow ? b : ow;
+    if (*o1 < *o0) *o1 = *o0;
+}
 #define DPN__CONV_KERNELS(T, S, DT) \
+/* one image's columns: row (ci, i, j) holds x[ci][oy sh - ph + i dh][ox sw - pw + j dw], \
+   0 in the padding; a row's inside is one copy where the stride is 1 */ \
 static void dpn__im2col_##S(const dpn__cgeo *g, const T *x, T *col, int64_t ld) { \
-    int64_t ci, i, j, oy, ox, cg = g->c / g->g; \
+    int64_t ci, i, j, oy, ox, cg = g->c / g->g, ow = g->ow; \
     for (ci = 0; ci < cg; ci++) for (i = 0; i < g->kh; i++) for (j = 0; j < g->kw; j++) { \
         T *row = col + ((ci * g->kh + i) * g->kw + j) * ld; \
+        int64_t off = j * g->dw - g->pw, o0, o1; \
+        dpn__conv_span(off, g->sw, g->w, ow, &o0, &o1); \
         for (oy = 0; oy < g->oh; oy++) { \
-            int64_t iy = oy * g->sh - g->ph + i * g->dh; \
-            for (ox = 0; ox < g->ow; ox++) { \
-                int64_t ix = ox * g->sw - g->pw + j * g->dw; \
-                row[oy * g->ow + ox] = iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? x[(ci * g->h + iy) * g->w + ix] : (T)0; \
+            T *r = row + oy * ow; \
+            int64_t iy = oy * g->sh - g->ph + i * g->dh, base = (ci * g->h + iy) * g->w + off; \
+            if (iy < 0 || iy >= g->h) { for (ox = 0; ox < ow; ox++) r[ox] = (T)0; continue; } \
+            for (ox = 0; ox < o0; ox++) r[ox] = (T)0; \
+            if (g->sw == 1) {   /* runs of 8, copies of a fixed size the compiler inlines as vector moves: rows are short (LeNet's: 8 and 24) */ \
+                const T *xr = x + base + o0; \
+                T *rr = r + o0; \
+                int64_t m = o1 - o0, q = 0; \
+                for (; q + 8 <= m; q += 8) memcpy(rr + q, xr + q, 8 * sizeof(T)); \
+                for (; q < m; q++) rr[q] = xr[q]; \
             } \
+            else for (ox = o0; ox < o1; ox++) r[ox] = x[base + ox * g->sw]; \
+            for (ox = o1; ox < ow; ox++) r[ox] = (T)0; \
         } \
     } \
 } \
+/* adds one image's columns back into x, in im2col's order */ \
 static void dpn__col2im_##S(const dpn__cgeo *g, const T *col, int64_t ld, T *x) { \
-    int64_t ci, i, j, oy, ox, cg = g->c / g->g; \
+    int64_t ci, i, j, oy, ox, cg = g->c / g->g, ow = g->ow; \
     for (ci = 0; ci < cg; ci++) for (i = 0; i < g->kh; i++) for (j = 0; j < g->kw; j++) { \
         const T *row = col + ((ci * g->kh + i) * g->kw + j) * ld; \
+        int64_t off = j * g->dw - g->pw, o0, o1; \
+        dpn__conv_span(off, g->sw, g->w, ow, &o0, &o1); \
         for (oy = 0; oy < g->oh; oy++) { \
-            int64_t iy = oy * g->sh - g->ph + i * g->dh; \
+            const T *r = row + oy * ow; \
+            int64_t iy = oy * g->sh - g->ph + i * g->dh, base = (ci * g->h + iy) * g->w + off; \
             if (iy < 0 || iy >= g->h) continue; \
-            for (ox = 0; ox < g->ow; ox++) { \
-                int64_t ix = ox * g->sw - g->pw + j * g->dw; \
-                if (ix >= 0 && ix < g->w) x[(ci * g->h + iy) * g->w + ix] += row[oy * g->ow + ox]; \
-            } \
+            if (g->sw == 1) { T *xr = x + base + o0; const T *rr = r + o0; for (ox = 0; ox < o1 - o0; ox++) xr[ox] += rr[ox]; } \
+            else for (ox = o0; ox < o1; ox++) x[base + ox * g->sw] += r[ox]; \
         } \
     } \
 } \
@@ -2368,24 +2417,42 @@ static void dpn__conv_direct_range_##S(int64_t b, int64_t e, void *user) { \
     if (J->mode == 2) dpn__conv_direct_##S(J->g, 2, (T *)J->x, (T *)J->w, (T *)J->y, 0, J->g->n, b, e); \
     else dpn__conv_direct_##S(J->g, J->mode, (T *)J->x, (T *)J->w, (T *)J->y, b, e, 0, J->g->f); \
 } \
-/* y += conv(x, w) (mode 0) or x += conv^T(y, w) (mode 1) for images [b, \
-   e), one image at a time as a whole batch ran before, in the chunk's \
-   own columns (chunk begin / grain of the range) */ \
+/* y += conv(x, w) (mode 0) or x += conv^T(y, w) (mode 1) for the blocks \
+   [b, e) of J->bl images, in the chunk's own room (chunk begin / grain of \
+   the range) */ \
 static void dpn__conv_images_##S(int64_t b, int64_t e, void *user) { \
     const dpn__cjob *J = (const dpn__cjob *)user; \
     const dpn__cgeo *g = J->g; \
-    int64_t n, gi, cg = g->c / g->g, fg = g->f / g->g, K = cg * g->kh * g->kw, P = g->oh * g->ow; \
+    int64_t blk, gi, j, o, p, cg = g->c / g->g, fg = g->f / g->g, K = cg * g->kh * g->kw, P = g->oh * g->ow, bl = J->bl; \
     int pw = dpn__cgeo_pointwise(g); \
-    T *col = J->col ? (T *)J->col + (b / J->ld) * K * P : NULL; \
-    for (n = b; n < e; n++) for (gi = 0; gi < g->g; gi++) { \
-        T *xg = (T *)J->x + (n * g->c + gi * cg) * g->h * g->w, *wg = (T *)J->w + gi * fg * K, *yg = (T *)J->y + (n * g->f + gi * fg) * P; \
-        T *cols = pw ? xg : col; \
-        if (J->mode == 1) { \
-            dp_gemm_on(J->eng, DT, 1, 0, K, P, fg, wg, K, yg, P, pw ? 1.0 : 0.0, cols, P); \
-            if (!pw) dpn__col2im_##S(g, cols, P, xg); \
-        } else { \
-            if (!pw) dpn__im2col_##S(g, xg, cols, P); \
-            dp_gemm_on(J->eng, DT, 0, 0, fg, P, K, wg, K, cols, P, 1.0, yg, P); \
+    T *col = J->col ? (T *)J->col + (b / J->ld) * (int64_t)dpn__conv_slot(g) : NULL, *st = col ? col + K * bl * P : NULL; \
+    T *X = (T *)J->x, *Y = (T *)J->y; \
+    for (blk = b; blk < e; blk++) { \
+        int64_t i0 = blk * bl, nb = g->n - i0 < bl ? g->n - i0 : bl, L = nb * P; \
+        for (gi = 0; gi < g->g; gi++) { \
+            T *wg = (T *)J->w + gi * fg * K, *x0 = X + (i0 * g->c + gi * cg) * g->h * g->w, *y0 = Y + (i0 * g->f + gi * fg) * P; \
+            if (pw) {   /* one image a block: its input is its columns */ \
+                if (J->mode == 1) dp_gemm_on(J->eng, DT, 1, 0, K, P, fg, wg, K, y0, P, 1.0, x0, P); \
+                else dp_gemm_on(J->eng, DT, 0, 0, fg, P, K, wg, K, x0, P, 1.0, y0, P); \
+                continue; \
+            } \
+            if (J->mode == 0) { \
+                for (j = 0; j < nb; j++) dpn__im2col_##S(g, x0 + j * g->c * g->h * g->w, col + j * P, L); \
+                if (nb == 1) { dp_gemm_on(J->eng, DT, 0, 0, fg, P, K, wg, K, col, P, 1.0, y0, P); continue; } \
+                dp_gemm_on(J->eng, DT, 0, 0, fg, L, K, wg, K, col, L, 0.0, st, L); \
+                for (j = 0; j < nb; j++) for (o = 0; o < fg; o++) { \
+                    T *yr = y0 + (j * g->f + o) * P; \
+                    const T *sr = st + o * L + j * P; \
+                    for (p = 0; p < P; p++) yr[p] += sr[p]; \
+                } \
+            } else { \
+                if (nb == 1) dp_gemm_on(J->eng, DT, 1, 0, K, P, fg, wg, K, y0, P, 0.0, col, P); \
+                else { \
+                    for (j = 0; j < nb; j++) for (o = 0; o < fg; o++) memcpy(st + o * L + j * P, y0 + (j * g->f + o) * P, sizeof(T) * (size_t)P); \
+                    dp_gemm_on(J->eng, DT, 1, 0, K, L, fg, wg, K, st, L, 0.0, col, L); \
+                } \
+                for (j = 0; j < nb; j++) dpn__col2im_##S(g, col + j * P, L, x0 + j * g->c * g->h * g->w); \
+            } \
         } \
     } \
 } \
@@ -2407,10 +2474,12 @@ static void dpn__conv_gemm_##S(dp_engine *eng, const dpn__cgeo *g, int mode, T *
     dpn__cjob J; \
     J.g = g; J.mode = mode; J.x = x; J.w = w; J.y = y; J.col = col; J.eng = eng; \
     if (mode != 2) { \
-        int64_t chunks = dpn__conv_chunks(g); \
+        int64_t chunks = dpn__conv_chunks(g), blocks; \
+        J.bl = dpn__conv_fblock(g); \
+        blocks = (g->n + J.bl - 1) / J.bl; \
         if (dpn__cgeo_pointwise(g)) J.col = NULL; \
-        J.ld = chunks ? (g->n + chunks - 1) / chunks : 1;   /* images per chunk */ \
-        dpn__range(eng, g->n, J.ld, dpn__conv_images_##S, &J); \
+        J.ld = chunks ? (blocks + chunks - 1) / chunks : 1;   /* blocks per chunk */ \
+        dpn__range(eng, blocks, J.ld, dpn__conv_images_##S, &J); \
         return; \
     } \
     bl = dpn__conv_block(g); \
@@ -2430,7 +2499,7 @@ DPN__CONV_KERNELS(double, f64, DP_FLOAT64)
 #undef DPN__CONV_KERNELS
 /* One of the three products on arrays of dtype t: x (n, c, h, w), w, y
    (n, f, oh, ow); the written one (y, x or w by mode) is added to. col:
-   the im2col room (dpn__conv_temp), NULL for the direct loops. eng: the
+   the temporary space (dpn__conv_temp), NULL for the direct loops. eng: the
    range loop's engine, NULL for the calling thread alone. */
 static void dpn__conv_run(dp_engine *eng, dp_dtype t, const dpn__cgeo *g, int mode, void *x, void *w, void *y, void *col, int direct) {
     if (direct) {
@@ -2446,28 +2515,52 @@ static void dpn__conv_run(dp_engine *eng, dp_dtype t, const dpn__cgeo *g, int mo
 static dp_engine *dpn__conv_eng(const dp_kernel_ctx *k, const dpn__cgeo *g) {
     return dpn__par_eng(k, (double)g->n * (double)g->f * (double)(g->c / g->g) * (double)g->kh * (double)g->kw * (double)g->oh * (double)g->ow);
 }
-/* Which implementation (algo auto|im2col|direct): auto takes im2col + GEMM
-   unless a column of the GEMM is shorter than 8 elements ((c/g) kh kw: too
-   little work per element copied) or one image's columns would take more
-   than workspace MiB (MXNet's limit on the temporary space); a pointwise
-   convolution always takes GEMM. Returns 1 for direct. */
-static int dpn__conv_direct(const dpn__cgeo *g, int64_t algo, int64_t workspace_mib, size_t elem) {
-    double K = (double)(g->c / g->g) * (double)g->kh * (double)g->kw, bytes = K * (double)g->oh * (double)g->ow * (double)elem;
+/* The products a kernel runs, as bits (1 << mode): its temporary space is
+   the largest of theirs. */
+#define DPN__CONV_Y 1
+#define DPN__CONV_DX 2
+#define DPN__CONV_DW 4
+#define DPN__CONV_IMAGE 8   /* one image's columns (depeng_cuda.h's convolution: one image and group at a time) */
+/* The elements of temporary space im2col + GEMM asks for to run the
+   products in modes: the chunks' rooms for y and dx (none for a pointwise
+   convolution), a block's columns and staged rows for dw. */
+static double dpn__conv_temp_elems(const dpn__cgeo *g, int modes) {
+    double n = 0, m;
+    if (g->n <= 0) return 0;
+    if (modes & (DPN__CONV_Y | DPN__CONV_DX)) {
+        int64_t chunks = dpn__conv_chunks(g), bl = dpn__conv_fblock(g), blocks = (g->n + bl - 1) / bl;
+        int64_t per = chunks ? (blocks + chunks - 1) / chunks : 1, used = (blocks + per - 1) / per;
+        n = (double)used * dpn__conv_slot(g);
+    }
+    if (modes & DPN__CONV_DW) {
+        m = ((double)(g->c / g->g) * (double)g->kh * (double)g->kw + (double)(g->f / g->g)) * (double)g->oh * (double)g->ow * (double)dpn__conv_block(g);
+        if (m > n) n = m;
+    }
+    if ((modes & DPN__CONV_IMAGE) && !dpn__cgeo_pointwise(g)) {
+        m = (double)(g->c / g->g) * (double)g->kh * (double)g->kw * (double)g->oh * (double)g->ow;
+        if (m > n) n = m;
+    }
+    return n;
+}
+/* Which implementation (algo auto|im2col|direct) for the products in
+   modes: auto takes im2col + GEMM unless a column of the GEMM is shorter
+   than 8 elements ((c/g) kh kw: too little work per element copied; not
+   for a pointwise convolution, which copies nothing) or the temporary
+   space those products ask for (dpn__conv_temp_elems) exceeds workspace
+   MiB (MXNet's limit on the temporary space). Returns 1 for direct. */
+static int dpn__conv_direct(const dpn__cgeo *g, int64_t algo, int64_t workspace_mib, size_t elem, int modes) {
+    double K = (double)(g->c / g->g) * (double)g->kh * (double)g->kw;
     if (algo == 1) return 0;
     if (algo == 2) return 1;
-    if (dpn__cgeo_pointwise(g)) return 0;
-    return K < 8 || bytes > (double)workspace_mib * 1048576.0;
+    if (!dpn__cgeo_pointwise(g) && K < 8) return 1;
+    return dpn__conv_temp_elems(g, modes) * (double)elem > (double)workspace_mib * 1048576.0;
 }
-/* The temporary space for the chunks' columns (y, dx) or for a block's
-   columns and staged rows (dw), whichever is larger (none for direct);
-   NULL with the kernel's error when there is no memory. */
-static int dpn__conv_temp(const dp_kernel_ctx *k, const dpn__cgeo *g, int direct, size_t elem, void **col) {
-    int64_t K = (g->c / g->g) * g->kh * g->kw, P = g->oh * g->ow, chunks = dpn__conv_chunks(g);
-    int64_t per = (g->n + (chunks ? chunks : 1) - 1) / (chunks ? chunks : 1), used = chunks ? (g->n + per - 1) / per : 0;
-    size_t n = (size_t)((K + g->f / g->g) * P * dpn__conv_block(g)), n2 = (size_t)(used * K * P);
-    if (n2 > n) n = n2;
+/* The temporary space for the products in modes (dpn__conv_temp_elems;
+   none for direct); NULL with the kernel's error when there is no memory. */
+static int dpn__conv_temp(const dp_kernel_ctx *k, const dpn__cgeo *g, int direct, size_t elem, int modes, void **col) {
+    size_t n = direct ? 0 : (size_t)dpn__conv_temp_elems(g, modes);
     *col = NULL;
-    if (direct || !n || !g->n) return 0;
+    if (!n) return 0;
     if ((*col = dp_temp_space(k->rc->engine, k->rc->ctx, n * elem)) == NULL) {
         dp_set_error(k->rc, "convolution: no memory for the im2col columns (the temporary space)");
         return -1;
@@ -2527,11 +2620,11 @@ static const dp_param_def dpn__conv_params[] = {
     {"pad", DP_PARAM_SHAPE, "()", 0, 0, NULL, "zeros added on both sides of each spatial axis; () for 0"},
     {"num_filter", DP_PARAM_INT, NULL, 1, 1e9, NULL, "output channels"},
     {"num_group", DP_PARAM_INT, "1", 1, 1e9, NULL, "groups: channels and filters split into that many independent convolutions"},
-    {"workspace", DP_PARAM_INT, "1024", 0, 1e9, NULL, "MiB of temporary space the im2col columns may take before algo auto goes direct"},
+    {"workspace", DP_PARAM_INT, "1024", 0, 1e9, NULL, "MiB of temporary space im2col + GEMM may ask for (its columns and staged rows) before algo auto goes direct"},
     {"no_bias", DP_PARAM_BOOL, "false", 0, 0, NULL, "no bias input (give num_args 2 with it)"},
     {"num_args", DP_PARAM_INT, "3", 2, 3, NULL, "inputs: 3 (data, weight, bias), or 2 with no_bias"},
     {"algo", DP_PARAM_ENUM, "auto", 0, 0, "auto|im2col|direct", "the implementation: im2col + GEMM, direct loops, or auto: im2col unless "
-     "(c / num_group) kh kw < 8 or one image's columns exceed workspace MiB (1x1, stride 1, no pad: always GEMM, no columns)"},
+     "(c / num_group) kh kw < 8 or the temporary space it asks for exceeds workspace MiB (1x1, stride 1, no pad: GEMM, no columns forward)"},
 };
 /* Deconvolution: MXNet's, the transposed convolution. weight (c, num_filter
    / num_group, [kh,] kw) for data with c channels; output size per axis
@@ -2546,7 +2639,7 @@ static const dp_param_def dpn__deconv_params[] = {
     {"target_shape", DP_PARAM_SHAPE, "()", 0, 0, NULL, "the output's spatial size; pad and adj are then computed from it (() or all 0: not given)"},
     {"num_filter", DP_PARAM_INT, NULL, 1, 1e9, NULL, "output channels"},
     {"num_group", DP_PARAM_INT, "1", 1, 1e9, NULL, "groups: channels and filters split into that many independent parts"},
-    {"workspace", DP_PARAM_INT, "512", 0, 1e9, NULL, "MiB of temporary space the columns may take before algo auto goes direct"},
+    {"workspace", DP_PARAM_INT, "512", 0, 1e9, NULL, "MiB of temporary space im2col + GEMM may ask for before algo auto goes direct"},
     {"no_bias", DP_PARAM_BOOL, "true", 0, 0, NULL, "no bias input (MXNet's default; give num_args 3 with no_bias false)"},
     {"num_args", DP_PARAM_INT, "2", 2, 3, NULL, "inputs: 2 (data, weight), or 3 with a bias"},
     {"algo", DP_PARAM_ENUM, "auto", 0, 0, "auto|im2col|direct", "the implementation, as Convolution's"},
@@ -2639,11 +2732,12 @@ static int dpn__k_conv(const dp_kernel_ctx *k) {
     size_t elem = dp_dtype_size(t);
     dpn__cgeo g;
     void *col;
-    int direct;
+    int direct, modes;
     if (k->req[0] == DP_REQ_NULL) return 0;
     dpn__conv_geo_of(k->params, dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), &g);
-    direct = dpn__conv_direct(&g, k->params->v[DPN__CV_ALGO].i, k->params->v[DPN__CV_WORKSPACE].i, elem);
-    if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
+    modes = DPN__CONV_Y;
+    direct = dpn__conv_direct(&g, k->params->v[DPN__CV_ALGO].i, k->params->v[DPN__CV_WORKSPACE].i, elem, modes);
+    if (dpn__conv_temp(k, &g, direct, elem, modes, &col)) return DP_ERROR_OUT_OF_MEMORY;
     dpn__clear_for(k->outputs[0], k->req[0]);
     dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 0, dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[0]), col, direct);
     if (k->num_inputs == 3) dpn__bias_add(k, t, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), g.n, g.f, g.oh * g.ow);
@@ -2655,10 +2749,11 @@ static int dpn__kg_conv(const dp_kernel_ctx *k) {
     size_t elem = dp_dtype_size(t);
     dpn__cgeo g;
     void *col, *og = dp_nd_data(k->inputs[0]);
-    int direct;
+    int direct, modes;
     dpn__conv_geo_of(k->params, dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), &g);
-    direct = dpn__conv_direct(&g, k->params->v[DPN__CV_ALGO].i, k->params->v[DPN__CV_WORKSPACE].i, elem);
-    if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
+    modes = (k->req[1] != DP_REQ_NULL ? DPN__CONV_DW : 0) | (k->req[0] != DP_REQ_NULL ? DPN__CONV_DX : 0);
+    direct = dpn__conv_direct(&g, k->params->v[DPN__CV_ALGO].i, k->params->v[DPN__CV_WORKSPACE].i, elem, modes);
+    if (dpn__conv_temp(k, &g, direct, elem, modes, &col)) return DP_ERROR_OUT_OF_MEMORY;
     if (k->req[1] != DP_REQ_NULL) {
         dpn__clear_for(k->outputs[1], k->req[1]);
         dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 2, dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[1]), og, col, direct);
@@ -2741,11 +2836,12 @@ static int dpn__k_deconv(const dp_kernel_ctx *k) {
     size_t elem = dp_dtype_size(t);
     dpn__cgeo g;
     void *col;
-    int direct;
+    int direct, modes;
     if (k->req[0] == DP_REQ_NULL) return 0;
     dpn__deconv_geo_of(k->params, dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), &g);
-    direct = dpn__conv_direct(&g, k->params->v[DPN__DC_ALGO].i, k->params->v[DPN__DC_WORKSPACE].i, elem);
-    if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
+    modes = DPN__CONV_DX;
+    direct = dpn__conv_direct(&g, k->params->v[DPN__DC_ALGO].i, k->params->v[DPN__DC_WORKSPACE].i, elem, modes);
+    if (dpn__conv_temp(k, &g, direct, elem, modes, &col)) return DP_ERROR_OUT_OF_MEMORY;
     dpn__clear_for(k->outputs[0], k->req[0]);
     dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 1, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->inputs[0]), col, direct);
     if (k->num_inputs == 3) dpn__bias_add(k, t, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), g.n, g.c, g.h * g.w);
@@ -2756,10 +2852,11 @@ static int dpn__kg_deconv(const dp_kernel_ctx *k) {
     size_t elem = dp_dtype_size(t);
     dpn__cgeo g;
     void *col, *og = dp_nd_data(k->inputs[0]);
-    int direct;
+    int direct, modes;
     dpn__deconv_geo_of(k->params, dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), &g);
-    direct = dpn__conv_direct(&g, k->params->v[DPN__DC_ALGO].i, k->params->v[DPN__DC_WORKSPACE].i, elem);
-    if (dpn__conv_temp(k, &g, direct, elem, &col)) return DP_ERROR_OUT_OF_MEMORY;
+    modes = (k->req[1] != DP_REQ_NULL ? DPN__CONV_DW : 0) | (k->req[0] != DP_REQ_NULL ? DPN__CONV_Y : 0);
+    direct = dpn__conv_direct(&g, k->params->v[DPN__DC_ALGO].i, k->params->v[DPN__DC_WORKSPACE].i, elem, modes);
+    if (dpn__conv_temp(k, &g, direct, elem, modes, &col)) return DP_ERROR_OUT_OF_MEMORY;
     if (k->req[1] != DP_REQ_NULL) {
         dpn__clear_for(k->outputs[1], k->req[1]);
         dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 2, og, dp_nd_data(k->outputs[1]), dp_nd_data(k->inputs[1]), col, direct);
@@ -2880,34 +2977,101 @@ static void dpn__pool_planes(const dp_params *p, dp_dtype t, const dp_shape *xs,
 #undef DPN__LD
 #undef DPN__ADD
 }
+/* 2x2 max pooling at stride 2 with no padding, whose windows all lie in
+   the plane (h >= 2 oh, w >= 2 ow: LeNet's), as its own loop per dtype:
+   the same maximum as dpn__pool_planes (its scan order and NaN rule), the
+   output written by req; the backward writes each window's four gradient
+   elements at once (og's share at the maximum, 0 + og as the cleared
+   output's sum gives, 0 elsewhere and in the rows and columns no window
+   covers) unless req adds, when it adds og's share at the maximum only. */
+static int dpn__pool2_fits(const dp_params *p, const dp_shape *xs, const dp_shape *ys) {
+    dpn__win w;
+    int64_t out[2], h, wd, oh, ow;
+    char msg[8];
+    if (p->v[DPN__PL_TYPE].i != 0 || p->v[DPN__PL_GLOBAL].i || xs->ndim != 4 || dpn__pool_window(p, xs, &w, out, msg, sizeof msg)) return 0;
+    dpn__spatial(xs, 2, &h, &wd);
+    dpn__spatial(ys, 2, &oh, &ow);
+    return w.k[0] == 2 && w.k[1] == 2 && w.s[0] == 2 && w.s[1] == 2 && w.p[0] == 0 && w.p[1] == 0 && 2 * oh <= h && 2 * ow <= wd;
+}
+#define DPN__POOL2(T, S) \
+static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const T *x, T *y, const T *og, T *dx, int mode, dp_req req, \
+                           int64_t o0, int64_t o1) { \
+    int64_t o, oy, ox, e; \
+    for (o = o0; o < o1; o++) { \
+        const T *xp = x + o * h * wd; \
+        T *dp = mode ? dx + o * h * wd : NULL; \
+        for (oy = 0; oy < oh; oy++) { \
+            const T *r0 = xp + 2 * oy * wd, *r1 = r0 + wd; \
+            if (mode == 0) { \
+                T *yr = y + (o * oh + oy) * ow; \
+                for (ox = 0; ox < ow; ox++) { \
+                    T m = r0[2 * ox], v = r0[2 * ox + 1]; \
+                    if (v > m || (v != v && m == m)) m = v; \
+                    v = r1[2 * ox]; if (v > m || (v != v && m == m)) m = v; \
+                    v = r1[2 * ox + 1]; if (v > m || (v != v && m == m)) m = v; \
+                    if (req == DP_REQ_ADD) yr[ox] += m; else yr[ox] = m; \
+                } \
+            } else { \
+                const T *gr = og + (o * oh + oy) * ow; \
+                T *d0 = dp + 2 * oy * wd, *d1 = d0 + wd; \
+                for (ox = 0; ox < ow; ox++) { \
+                    T m = r0[2 * ox], v = r0[2 * ox + 1]; \
+                    int b = 0; \
+                    if (v > m || (v != v && m == m)) { m = v; b = 1; } \
+                    v = r1[2 * ox]; if (v > m || (v != v && m == m)) { m = v; b = 2; } \
+                    v = r1[2 * ox + 1]; if (v > m || (v != v && m == m)) { m = v; b = 3; } \
+                    if (req == DP_REQ_ADD) { (b < 2 ? d0 : d1)[2 * ox + (b & 1)] += gr[ox]; continue; } \
+                    d0[2 * ox] = d0[2 * ox + 1] = d1[2 * ox] = d1[2 * ox + 1] = (T)0; \
+                    (b < 2 ? d0 : d1)[2 * ox + (b & 1)] = (T)0 + gr[ox]; \
+                } \
+                if (req != DP_REQ_ADD) for (e = 2 * ow; e < wd; e++) d0[e] = d1[e] = (T)0; \
+            } \
+        } \
+        if (mode && req != DP_REQ_ADD) for (e = 2 * oh * wd; e < h * wd; e++) dp[e] = (T)0; \
+    } \
+}
+DPN__POOL2(float, f32)
+DPN__POOL2(double, f64)
+#undef DPN__POOL2
 /* The planes (image, channel) are independent: a large pooling is split
    over the range loop by runs of planes of about DPN__PAR_GRAIN elements. */
-typedef struct dpn__pool_job { const dp_params *p; dp_dtype t; const dp_shape *xs, *ys; const void *x, *og; void *y, *dx; int mode; dp_req req; } dpn__pool_job;
+typedef struct dpn__pool_job { const dp_params *p; dp_dtype t; const dp_shape *xs, *ys; const void *x, *og; void *y, *dx; int mode, fast; dp_req req; } dpn__pool_job;
 static void dpn__pool_range(int64_t b, int64_t e, void *user) {
     const dpn__pool_job *J = (const dpn__pool_job *)user;
+    if (J->fast) {
+        int64_t h = J->xs->dims[2], wd = J->xs->dims[3], oh = J->ys->dims[2], ow = J->ys->dims[3];
+        if (J->t == DP_FLOAT32) dpn__pool2_f32(h, wd, oh, ow, (const float *)J->x, (float *)J->y, (const float *)J->og, (float *)J->dx, J->mode, J->req, b, e);
+        else dpn__pool2_f64(h, wd, oh, ow, (const double *)J->x, (double *)J->y, (const double *)J->og, (double *)J->dx, J->mode, J->req, b, e);
+        return;
+    }
     dpn__pool_planes(J->p, J->t, J->xs, J->ys, J->x, J->y, J->og, J->dx, J->mode, J->req, b, e);
 }
+/* fast: the 2x2 stride-2 loop (dpn__pool2_fits) */
 static void dpn__pool_run(const dp_kernel_ctx *k, const dp_params *p, dp_dtype t, const dp_shape *xs, const dp_shape *ys, const void *x, void *y,
-                          const void *og, void *dx, int mode, dp_req req) {
+                          const void *og, void *dx, int mode, dp_req req, int fast) {
     dpn__pool_job J;
     int64_t planes = xs->dims[0] * xs->dims[1];
-    J.p = p; J.t = t; J.xs = xs; J.ys = ys; J.x = x; J.y = y; J.og = og; J.dx = dx; J.mode = mode; J.req = req;
+    J.p = p; J.t = t; J.xs = xs; J.ys = ys; J.x = x; J.y = y; J.og = og; J.dx = dx; J.mode = mode; J.req = req; J.fast = fast;
     int64_t per = planes ? (dp_shape_size(xs) + dp_shape_size(ys)) / planes : 1;   /* elements a plane reads and writes */
     dpn__range(dpn__par_eng(k, (double)dp_shape_size(xs) + (double)dp_shape_size(ys)), planes, per > 0 ? (DPN__PAR_GRAIN + per - 1) / per : 1,
                dpn__pool_range, &J);
 }
 static int dpn__k_pool(const dp_kernel_ctx *k) {
+    const dp_shape *xs = dp_nd_shape(k->inputs[0]), *ys = dp_nd_shape(k->outputs[0]);
     if (k->req[0] == DP_REQ_NULL) return 0;
-    dpn__pool_run(k, k->params, dp_nd_dtype(k->inputs[0]), dp_nd_shape(k->inputs[0]), dp_nd_shape(k->outputs[0]), dp_nd_data(k->inputs[0]),
-                  dp_nd_data(k->outputs[0]), NULL, NULL, 0, k->req[0]);
+    dpn__pool_run(k, k->params, dp_nd_dtype(k->inputs[0]), xs, ys, dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), NULL, NULL, 0, k->req[0],
+                  dpn__pool2_fits(k->params, xs, ys));
     return 0;
 }
-/* inputs (og, data); output d data */
+/* inputs (og, data); output d data (the 2x2 loop writes all of it) */
 static int dpn__kg_pool(const dp_kernel_ctx *k) {
+    const dp_shape *xs = dp_nd_shape(k->inputs[1]), *ys = dp_nd_shape(k->inputs[0]);
+    int fast;
     if (k->req[0] == DP_REQ_NULL) return 0;
-    dpn__clear_for(k->outputs[0], k->req[0]);
-    dpn__pool_run(k, k->params, dp_nd_dtype(k->inputs[1]), dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[0]), dp_nd_data(k->inputs[1]),
-                  NULL, dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), 1, k->req[0]);
+    fast = dpn__pool2_fits(k->params, xs, ys);
+    if (!fast) dpn__clear_for(k->outputs[0], k->req[0]);
+    dpn__pool_run(k, k->params, dp_nd_dtype(k->inputs[1]), xs, ys, dp_nd_data(k->inputs[1]), NULL, dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), 1,
+                  k->req[0], fast);
     return 0;
 }
 

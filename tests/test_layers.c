@@ -578,6 +578,62 @@ static void expect_refused(dp_engine *e, const char *op, int nin, dp_ndarray *co
         if (!strstr(g_msg, must[i])) { fprintf(stderr, "  %s: \"%s\" not in: %s\n", op, must[i], g_msg); CHECK(0); }
     dp_nd_release(out);
 }
+/* A convolution asks for the temporary space its call needs, no more: a
+   pointwise forward for none (its columns are its input), and under algo
+   auto never more than workspace MiB (it goes direct instead). Seen
+   through the engine's allocator: the largest block given while the
+   convolution runs, its arrays made before. */
+static size_t g_largest_alloc;
+static void *largest_alloc(size_t size, size_t align, void *user) {
+    size_t seen = __atomic_load_n(&g_largest_alloc, __ATOMIC_RELAXED);
+    while (size > seen && !__atomic_compare_exchange_n(&g_largest_alloc, &seen, size, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return failing_alloc(size, align, user);
+}
+static size_t conv_largest_alloc(const int64_t *xd, const int64_t *wd, const int64_t *yd, int nkw, const char *const *keys, const char *const *vals) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    dp_ndarray *in[2] = {NULL, NULL}, *y = NULL;
+    int64_t dims[3][4];
+    int i, j;
+    size_t largest;
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_NAIVE; d.ignore_env = 1; d.logger.func = msg_logger;
+    d.allocator.alloc = largest_alloc; d.allocator.free = failing_free;
+    if (dp_engine_create(&d, &e) != DP_OK) { CHECK(0); return (size_t)-1; }
+    for (j = 0; j < 4; j++) { dims[0][j] = xd[j]; dims[1][j] = wd[j]; dims[2][j] = yd[j]; }
+    for (i = 0; i < 3; i++) {
+        dp_shape s;
+        memset(&s, 0, sizeof s);
+        s.ndim = 4;
+        for (j = 0; j < 4; j++) s.dims[j] = dims[i][j];
+        CHECK(dp_nd_zeros(e, &s, DP_FLOAT32, CPU0, i < 2 ? &in[i] : &y) == DP_OK);
+    }
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    __atomic_store_n(&g_largest_alloc, 0, __ATOMIC_RELAXED);
+    CHECK(invoke_str(e, "Convolution", 2, in, nkw, keys, vals, 0, 1, &y, NULL) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    largest = __atomic_load_n(&g_largest_alloc, __ATOMIC_RELAXED);
+    dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(y);
+    dp_engine_destroy(e, NULL);
+    return largest;
+}
+static void conv_temp_space_per_call(void) {
+    const char *keys[6] = {"kernel", "num_filter", "no_bias", "num_args", "pad", "workspace"};
+    const char *pw_vals[4] = {"(1, 1)", "64", "true", "2"}, *ws_vals[6] = {"(3, 3)", "16", "true", "2", "(1, 1)", "1"};
+    static const int64_t px[4] = {4, 64, 16, 16}, pwt[4] = {64, 64, 1, 1};
+    static const int64_t wx[4] = {8, 16, 16, 16}, wwt[4] = {16, 16, 3, 3};
+    size_t got;
+    /* pointwise: 256 KiB arrays; the weight gradient's staging, which a
+       forward never uses, would be 512 KiB */
+    got = conv_largest_alloc(px, pwt, px, 4, keys, pw_vals);
+    CHECK(got < 64 * 1024);
+    if (got >= 64 * 1024) fprintf(stderr, "  pointwise forward: a block of %zu bytes\n", got);
+    /* workspace 1 MiB: one image's columns fit (144 KiB), but im2col's
+       temporary space for the batch would not */
+    got = conv_largest_alloc(wx, wwt, wx, 6, keys, ws_vals);
+    CHECK(got <= 1048576);
+    if (got > 1048576) fprintf(stderr, "  workspace 1 MiB: a block of %zu bytes\n", got);
+}
 static void bad_parameters_refused(void) {
     dp_engine *e = make_engine();
     int64_t xd[6] = {1, 4, 3, 3}, wd[6] = {2, 4, 5, 5}, bd[6] = {2}, wg[6] = {2, 2, 1, 1};
@@ -885,6 +941,7 @@ int main(void) {
         {"losses_and_blocks", losses_and_blocks},
         {"slice_channel", slice_channel},
         {"conv_implementations_agree", conv_implementations_agree},
+        {"conv_temp_space_per_call", conv_temp_space_per_call},
         {"bad_parameters_refused", bad_parameters_refused},
         {"mxnet_json_lenet", mxnet_json_lenet},
         {"symbol_nodes", symbol_nodes},
