@@ -24,8 +24,8 @@
         >>dot >>html >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
         it attaches to an engine through dp_engine_extension only): >>files
         >>dtypes >>storage >>arrays >>resources >>data >>registry >>params
-        >>invoke >>extending >>builtin operators >>gradients of the
-        element-wise operators >>reductions >>softmax, transpose, concat,
+        >>invoke >>extending >>builtin operators >>float32 activations
+        >>gradients of the element-wise operators >>reductions >>softmax, transpose, concat,
         one_hot >>random operators >>gemm >>dot product >>copy, reshape and
         the optimizer updates >>take and accuracy; training networks
         (autograd, optimizer objects, layers, symbols, the executor, the
