@@ -1529,7 +1529,10 @@ typedef struct dp_invoke_desc {
    and frees. The one overlap without a temporary is the exact
    element-wise in place the operator's inplace bits allow (output 0
    exactly over input i, same dtype and shape); without overlap nothing
-   is allocated. What the operator writes cannot overlap itself: two given
+   is allocated but the invocation's record, and once invocations have
+   finished not even that: the engine keeps up to 64 finished records for
+   the next ones (a warm loop of invocations into given outputs, such as
+   an optimizer's updates, allocates nothing). What the operator writes cannot overlap itself: two given
    outputs that share bytes, an output over an input the operator
    updates, and two inputs it updates that share bytes (adam_update's mean
    and var as one array) are DP_ERROR_INVALID_ARGS (logged as ND_OVERLAP,

@@ -432,7 +432,7 @@ DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const
 DP_API dp_result dp_exec_forward(dp_executor *ex, int is_train);
 /* Pushes the gradient operations. head_grads[i] (may be NULL, as may the
    array itself) is d(objective)/d(output i), copied (one _copy invocation,
-   which allocates like any invocation) into the executor's head gradient,
+   whose record dp_invoke reuses once warm) into the executor's head gradient,
    which is ones otherwise: a loss output needs none. A loop that must not
    allocate writes its head gradients into dp_exec_head_grad(ex, i) itself
    (dp_nd_write, or an operator with it as the output) and passes none.
