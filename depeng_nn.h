@@ -366,8 +366,10 @@ DP_API dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out);
    kernels: the convolution's columns come from the temporary space, which
    keeps its size; tests/test_symbol.c counts).
    Fusion: on the CPU, a FullyConnected or Convolution node whose output
-   is read by one node only, an element-wise relu, sigmoid, tanh or
-   Activation, runs that operator inside its own operation: after the GEMM
+   is read by one node only, an element-wise relu, sigmoid or tanh (what a
+   symbol's Activation node of those types is; softrelu and softsign stay
+   apart, as Activation does not declare running in place), runs that
+   operator inside its own operation: after the GEMM
    and the bias, block by block (FullyConnected: rows of about 2^15
    elements; Convolution: image by image), the operator's own kernel runs
    in place over the block while it is still in cache. The separate
@@ -377,8 +379,8 @@ DP_API dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out);
    pass included (a gradient operator whose grad_needs names the
    activation's input, as tanh's and sigmoid's did when they were
    computed from the input; relu's reads the output), a producer whose
-   gradient reads its output, GPU executors, and kernels replaced with
-   dp_operator_set_kernel. Bitwise the same as unfused: each element of
+   gradient reads its output, GPU executors, and a producer whose kernel
+   was replaced with dp_operator_set_kernel. Bitwise the same as unfused: each element of
    the output goes through the same operations in the same order (the
    GEMM, the bias added as before, then the operator's own kernel, whose
    every element is computed alone), and the backward pass is unchanged.
@@ -6646,7 +6648,8 @@ fail:
 }
 /* Fusion (the EXECUTOR comment): the kernel of a producer that takes a
    fused operator, NULL for none; whether op is an element-wise operator
-   that can be fused (its kernel run over blocks of its input in place). */
+   that can be fused (its kernel run over blocks of its input in place,
+   which its inplace bit allows). */
 typedef int (*dpn__fused_fn)(const dp_kernel_ctx *, const dpn__post *);
 static dpn__fused_fn dpn__fuse_producer(const dp_operator *op) {
     if (op->forward_cpu == dpn__k_fc) return dpn__fc_run;
