@@ -377,10 +377,12 @@ DP_API dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out);
    no bytes in the memory plan. Not fused: a pre-activation value that is
    an output of the symbol or that any other node reads, the backward
    pass included (a gradient operator whose grad_needs names the
-   activation's input, as tanh's and sigmoid's did when they were
-   computed from the input; relu's reads the output), a producer whose
-   gradient reads its output, GPU executors, and a producer whose kernel
-   was replaced with dp_operator_set_kernel. Bitwise the same as unfused: each element of
+   activation's input, as tanh's and sigmoid's do: in training only relu,
+   whose gradient reads its output, fuses), a producer whose gradient
+   reads its output, GPU executors, a producer whose kernel was replaced
+   with dp_operator_set_kernel, and a producer whose output would be more
+   than 65,536 blocks (a Convolution of more than 65,536 images): the
+   blocks are views made at bind. Bitwise the same as unfused: each element of
    the output goes through the same operations in the same order (the
    GEMM, the bias added as before, then the operator's own kernel, whose
    every element is computed alone), and the backward pass is unchanged.
