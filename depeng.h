@@ -1530,7 +1530,10 @@ typedef struct dp_invoke_desc {
    and frees. The one overlap without a temporary is the exact
    element-wise in place the operator's inplace bits allow (output 0
    exactly over input i, same dtype and shape); without overlap nothing
-   is allocated. What the operator writes cannot overlap itself: two given
+   is allocated but the invocation's record, and once invocations have
+   finished not even that: the engine keeps up to 64 finished records for
+   the next ones (a warm loop of invocations into given outputs, such as
+   an optimizer's updates, allocates nothing). What the operator writes cannot overlap itself: two given
    outputs that share bytes, an output over an input the operator
    updates, and two inputs it updates that share bytes (adam_update's mean
    and var as one array) are DP_ERROR_INVALID_ARGS (logged as ND_OVERLAP,
@@ -9493,6 +9496,9 @@ typedef struct dp__nd_state {
     struct dp__resources *resources[2][DP__MAX_DEV]; /* [CPU, GPU][device]: see >>resources */
     dp__spinlock orphan_lock;
     struct dp__chunk *orphans;  /* arrays whose release could not be queued: freed at destroy */
+    dp__spinlock invoke_lock;
+    void *invokes;              /* finished invocations' records, linked through their first bytes, for the next ones */
+    int num_invokes;
 } dp__nd_state;
 /* DEPENG_STORAGE_POOL, unless the engine ignores the environment: 1
    pooled, 0 plain, unset pooled; -1 (logged) for anything else. */
@@ -10183,11 +10189,13 @@ static void dp__resources_destroy(dp_engine *eng, dp__resources *r) {
 /* The layer's teardown (dp__nd_extension's destroy): every op is done, so the
    kept arrays go first, then the managers (which report arrays nobody
    released), then the resources. */
+static void dp__invoke_records_free(dp_engine *eng, dp__nd_state *s);   /* after >>invoke */
 static void dp__nd_state_destroy(dp_engine *eng, void *state, void *user) {
     dp__nd_state *s = (dp__nd_state *)state;
     int i;
     (void)user;
     dp__orphans_free(s);
+    dp__invoke_records_free(eng, s);
     for (i = 0; i < 3 * DP__MAX_DEV; i++) dp__storage_destroy(eng, s->storage[i / DP__MAX_DEV][i % DP__MAX_DEV]);
     for (i = 0; i < DP__MAX_DEV; i++) { dp__resources_destroy(eng, s->resources[0][i]); dp__resources_destroy(eng, s->resources[1][i]); }
     dp__mutex_destroy(&s->m);
@@ -11113,10 +11121,38 @@ typedef struct dp__invoke_arg {
     dp_ndarray *temps[2 * DP__MAX_OP_ARRAYS];    /* per array: where the kernel reads and writes instead, or NULL */
     dp_req req[DP__MAX_OP_ARRAYS];
 } dp__invoke_arg;
+/* A finished invocation's record goes back to a list of the engine's (up
+   to DP__INVOKE_KEEP), not to the allocator, and the next invocation takes
+   it: a warm loop of invocations (an optimizer's updates each step)
+   allocates nothing. */
+#define DP__INVOKE_KEEP 64
+static dp__invoke_arg *dp__invoke_arg_new(dp_engine *eng) {
+    dp__nd_state *s = dp__nd_state_of(eng);
+    void *a = NULL;
+    if (s) {
+        dp__spin_lock(&s->invoke_lock);
+        if ((a = s->invokes) != NULL) { memcpy(&s->invokes, a, sizeof(void *)); s->num_invokes--; }
+        dp__spin_unlock(&s->invoke_lock);
+    }
+    return (dp__invoke_arg *)(a ? a : dp__alloc(eng, sizeof(dp__invoke_arg)));
+}
+static void dp__invoke_records_free(dp_engine *eng, dp__nd_state *s) {
+    while (s->invokes) {
+        void *a = s->invokes;
+        memcpy(&s->invokes, a, sizeof(void *));
+        dp__free(eng, a, sizeof(dp__invoke_arg));
+    }
+}
 static void dp__invoke_arg_free(dp_engine *eng, dp__invoke_arg *a) {
-    int i;
+    dp__nd_state *s = dp__nd_state_of(eng);
+    int i, kept = 0;
     for (i = 0; i < a->nin + a->nout; i++) { dp_nd_release(a->arrays[i]); dp_nd_release(a->temps[i]); }
-    dp__free(eng, a, sizeof *a);
+    if (s) {
+        dp__spin_lock(&s->invoke_lock);
+        if ((kept = s->num_invokes < DP__INVOKE_KEEP) != 0) { memcpy((void *)a, &s->invokes, sizeof(void *)); s->invokes = a; s->num_invokes++; }
+        dp__spin_unlock(&s->invoke_lock);
+    }
+    if (!kept) dp__free(eng, a, sizeof *a);
 }
 /* Copies between the arrays and their temporaries (to_temp: the array
    into its temporary, where the kernel reads it: a mutated input, an
@@ -11313,7 +11349,7 @@ static dp_result dp__invoke(dp_engine *eng, const dp_operator *op, const dp_para
             }
     }
     if ((r = dp__track_check(eng, op, params, nin, inputs, scalar, nout, outputs, &inv, &record)) != DP_OK) return r;
-    if ((a = (dp__invoke_arg *)dp__alloc(eng, sizeof *a)) == NULL) {
+    if ((a = dp__invoke_arg_new(eng)) == NULL) {
         DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "operator '%s': the invocation", op->name);
         return DP_ERROR_OUT_OF_MEMORY;
     }

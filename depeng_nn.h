@@ -363,7 +363,32 @@ DP_API dp_result dp_sym_write_dot(const dp_symbol *s, FILE *out);
    entries alive at the same time never share bytes, an output may take
    its input's where the operator's inplace bits allow) and makes every node
    one pre-created engine operation (dp_opr_create). A step then only pushes
-   those operations: no allocation, no parameter parsing, no inference.
+   those operations: no allocation, no parameter parsing, no inference
+   (the engine's allocator sees no call from a warm step's pushes and
+   kernels: the convolution's columns come from the temporary space, which
+   keeps its size; tests/test_symbol.c counts).
+   Fusion: on the CPU, a FullyConnected or Convolution node whose output
+   is read by one node only, an element-wise relu, sigmoid or tanh (what a
+   symbol's Activation node of those types is; softrelu and softsign stay
+   apart, as Activation does not declare running in place), runs that
+   operator inside its own operation: after the GEMM
+   and the bias, block by block (FullyConnected: rows of about 2^15
+   elements; Convolution: image by image), the operator's own kernel runs
+   in place over the block while it is still in cache. The separate
+   operation goes, and so does the value before the activation: it gets
+   no bytes in the memory plan. Not fused: a pre-activation value that is
+   an output of the symbol or that any other node reads, the backward
+   pass included (a gradient operator whose grad_needs names the
+   activation's input; relu's, sigmoid's and tanh's read their output, so
+   they fuse in training too), a producer whose gradient
+   reads its output, GPU executors, a producer whose kernel was replaced
+   with dp_operator_set_kernel, and a producer whose output would be more
+   than 65,536 blocks (a Convolution of more than 65,536 images): the
+   blocks are views made at bind. Bitwise the same as unfused: each element of
+   the output goes through the same operations in the same order (the
+   GEMM, the bias added as before, then the operator's own kernel, whose
+   every element is computed alone), and the backward pass is unchanged.
+   dp_exec_desc.no_fusion turns it off; dp_exec_memory.num_fused counts.
    Thread safety: bind, steps and destroy of one executor from one thread
    at a time; outputs and gradients are ordinary arrays (any thread). */
 typedef struct dp_executor dp_executor;
@@ -372,6 +397,7 @@ typedef struct dp_exec_memory {
     size_t unplanned_bytes;  /* the same results with a buffer each (64-byte rounded) */
     size_t external_bytes;   /* arguments, gradients, outputs and head gradients */
     int num_nodes, num_entries;   /* operations (forward + backward) and results */
+    int num_fused;                /* activations run inside their producer's operation (fusion, above) */
 } dp_exec_memory;
 /* Binds sym on ctx: args[i] is the array of argument i (dp_sym_list_arguments
    order), read by every forward; aux[i] the array of auxiliary state i
@@ -395,11 +421,12 @@ typedef struct dp_exec_desc {
     const dp_req *grad_reqs;         /* NULL: DP_REQ_WRITE for every non-NULL gradient */
     int num_aux;                     /* as many as dp_sym_list_auxiliary_states gives */
     dp_ndarray *const *aux;          /* aux[i]: auxiliary state i's array */
+    int no_fusion;                   /* non-zero: every node its own operation (no fusion, above) */
 } dp_exec_desc;
 DP_API dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, const dp_exec_desc *desc, dp_executor **out);
 /* A new executor of the same symbol, device and gradient requests on other
    arrays (e.g. another batch size), sharing ex's auxiliary state arrays
-   (as MXNet's reshape); ex stays valid. Errors as dp_exec_bind.
+   (as MXNet's reshape), fused as ex is; ex stays valid. Errors as dp_exec_bind.
    The executor's thread (one at a time per executor). */
 DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out);
 /* Pushes the forward operations, in training (is_train non-zero) or
@@ -411,7 +438,7 @@ DP_API dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const
 DP_API dp_result dp_exec_forward(dp_executor *ex, int is_train);
 /* Pushes the gradient operations. head_grads[i] (may be NULL, as may the
    array itself) is d(objective)/d(output i), copied (one _copy invocation,
-   which allocates like any invocation) into the executor's head gradient,
+   whose record dp_invoke reuses once warm) into the executor's head gradient,
    which is ones otherwise: a loss output needs none. A loop that must not
    allocate writes its head gradients into dp_exec_head_grad(ex, i) itself
    (dp_nd_write, or an operator with it as the output) and passes none.
@@ -995,6 +1022,25 @@ static int dpn__is_broadcast_binary(const dp_operator *op) {
     return add && op->num_inputs == 2 && op->infer == add->infer;
 }
 static double dpn__beta_of(dp_req req) { return req == DP_REQ_ADD ? 1.0 : 0.0; }
+/* The layers' kernels split their work over the engine's range loop
+   (dp_parallel_for: the op's own thread and idle CPU workers of its pool)
+   once it is DPN__PAR_MIN elements or more, else run on the calling
+   thread. The chunks depend on the shape alone, and every output element
+   is computed by the same operations in the same order in any chunk (sums
+   across chunks are combined in chunk order), so results are bitwise the
+   same at any worker count and on every engine. */
+#define DPN__PAR_MIN (1 << 17)
+#define DPN__PAR_GRAIN (1 << 15)   /* elements a chunk, where chunks are element runs */
+static dp_engine *dpn__par_eng(const dp_kernel_ctx *k, double work) { return work >= DPN__PAR_MIN && k->rc ? k->rc->engine : NULL; }
+/* fn over [0, n) in chunks of grain, on eng's range loop (NULL: here) */
+static void dpn__range(dp_engine *eng, int64_t n, int64_t grain, dp_range_fn fn, void *user) {
+    if (eng && n > 1) {
+        dp_range_desc d;
+        d.n = n; d.grain = grain; d.fn = fn; d.user = user; d.deterministic = 1;
+        if (dp_parallel_for(eng, &d) == DP_OK) return;
+    }
+    if (n > 0) fn(0, n, user);
+}
 static const dp_operator *dpn__find_or_log(dp_engine *eng, const char *name) {
     const dp_operator *op = dp_operator_find(name);
     if (!op) DPN__LOG(eng, DP_LOG_ERROR, UNKNOWN_OPERATOR, "'%s'", name ? name : "(null)");
@@ -2020,18 +2066,72 @@ static int dpn__infer_fc(const dp_params *p, int nin, const dp_shape *is, const 
     *ot = it[0];
     return 0;
 }
-static int dpn__k_fc(const dp_kernel_ctx *k) {
+/* An element-wise operator fused into the kernel that produces its input
+   (>>executor, fusion): its CPU kernel runs over the producer's output
+   block by block, in place, right after the block is complete (while it
+   is in cache). The blocks are views of the output made at bind time, so
+   a run allocates nothing; they are fixed by the output's shape alone
+   (dpn__post_blocks). */
+typedef struct dpn__post {
+    dp_kernel_fn fn;             /* the element-wise operator's kernel (relu, sigmoid, tanh, Activation) */
+    dp_params params;            /* and its parameters */
+    double scalar;
+    int64_t per;                 /* rows (FullyConnected) or images (Convolution) a block */
+    int nblocks;
+    dp_ndarray **blocks;         /* the output's blocks, in order */
+    int *status;                 /* per block: what fn returned */
+} dpn__post;
+/* fn over block i, in place: the same kernel on the same elements as the
+   operation it replaces, so the same bits (each element is computed
+   alone). The operation's run context goes with it. */
+static void dpn__post_block(const dp_kernel_ctx *k, const dpn__post *p, int64_t i) {
+    dp_kernel_ctx k2;
+    dp_req req = DP_REQ_INPLACE;
+    k2 = *k;
+    k2.params = &p->params; k2.scalar = p->scalar; k2.num_inputs = 1; k2.num_outputs = 1;
+    k2.inputs = &p->blocks[i]; k2.outputs = &p->blocks[i]; k2.req = &req;
+    p->status[i] = p->fn(&k2);
+}
+static int dpn__post_status(const dpn__post *p) {
+    int i;
+    for (i = 0; i < p->nblocks; i++) if (p->status[i]) return p->status[i];
+    return 0;
+}
+/* rows [r0, r1) of y (rows of h) += bias */
+static void dpn__fc_bias_rows(const dp_kernel_ctx *k, dp_dtype t, void *y, int64_t r0, int64_t r1, int64_t h) {
+    int64_t r, j;
+    for (r = r0; r < r1; r++)
+        for (j = 0; j < h; j++) dpn__store_elem(y, t, r * h + j, dpn__load_elem(dp_nd_data(k->inputs[2]), t, j), DP_REQ_ADD);
+}
+typedef struct dpn__fc_job { const dp_kernel_ctx *k; const dpn__post *post; dp_dtype t; void *y; int64_t rows, h; } dpn__fc_job;
+/* blocks [b, e) of a fused FullyConnected: the bias, then the fused operator */
+static void dpn__fc_post_range(int64_t b, int64_t e, void *user) {
+    const dpn__fc_job *J = (const dpn__fc_job *)user;
+    int64_t i;
+    for (i = b; i < e; i++) {
+        int64_t r0 = i * J->post->per, r1 = r0 + J->post->per < J->rows ? r0 + J->post->per : J->rows;
+        if (J->k->num_inputs == 3) dpn__fc_bias_rows(J->k, J->t, J->y, r0, r1, J->h);
+        dpn__post_block(J->k, J->post, i);
+    }
+}
+/* FullyConnected's forward, with post (NULL: none) fused */
+static int dpn__fc_run(const dp_kernel_ctx *k, const dpn__post *post) {
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t batch, in, h = k->params->v[0].i, r, j;
+    int64_t batch, in, h = k->params->v[0].i;
     void *y = dp_nd_data(k->outputs[0]);
+    dpn__fc_job J;
     dpn__fc_rows(dp_nd_shape(k->inputs[0]), (int)k->params->v[2].i, &batch, &in);
     if (k->req[0] == DP_REQ_NULL) return 0;
     dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[0]), y, h);
-    if (k->num_inputs == 3)
-        for (r = 0; r < batch; r++)
-            for (j = 0; j < h; j++) dpn__store_elem(y, t, r * h + j, dpn__load_elem(dp_nd_data(k->inputs[2]), t, j), DP_REQ_ADD);
-    return 0;
+    if (!post) {
+        if (k->num_inputs == 3) dpn__fc_bias_rows(k, t, y, 0, batch, h);
+        return 0;
+    }
+    J.k = k; J.post = post; J.t = t; J.y = y; J.rows = batch; J.h = h;
+    dpn__range(dpn__par_eng(k, (double)batch * (double)h), post->nblocks, 1, dpn__fc_post_range, &J);
+    return dpn__post_status(post);
 }
+static int dpn__k_fc(const dp_kernel_ctx *k) { return dpn__fc_run(k, NULL); }
 /* inputs (og, data, weight[, bias]): d data = og W, d W = og^T data,
    d bias = og summed over the rows. */
 static int dpn__kg_fc(const dp_kernel_ctx *k) {
@@ -2254,25 +2354,6 @@ static void dpn__spatial(const dp_shape *s, int nd, int64_t *h, int64_t *w) { *h
 static int dpn__cgeo_pointwise(const dpn__cgeo *g) {
     return g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0 && g->h == g->oh && g->w == g->ow;
 }
-/* The layers' kernels split their work over the engine's range loop
-   (dp_parallel_for: the op's own thread and idle CPU workers of its pool)
-   once it is DPN__PAR_MIN elements or more, else run on the calling
-   thread. The chunks depend on the shape alone, and every output element
-   is computed by the same operations in the same order in any chunk (sums
-   across chunks are combined in chunk order), so results are bitwise the
-   same at any worker count and on every engine. */
-#define DPN__PAR_MIN (1 << 17)
-#define DPN__PAR_GRAIN (1 << 15)   /* elements a chunk, where chunks are element runs */
-static dp_engine *dpn__par_eng(const dp_kernel_ctx *k, double work) { return work >= DPN__PAR_MIN && k->rc ? k->rc->engine : NULL; }
-/* fn over [0, n) in chunks of grain, on eng's range loop (NULL: here) */
-static void dpn__range(dp_engine *eng, int64_t n, int64_t grain, dp_range_fn fn, void *user) {
-    if (eng && n > 1) {
-        dp_range_desc d;
-        d.n = n; d.grain = grain; d.fn = fn; d.user = user; d.deterministic = 1;
-        if (dp_parallel_for(eng, &d) == DP_OK) return;
-    }
-    if (n > 0) fn(0, n, user);
-}
 /* The convolution kernels: y += conv(x, w), dx += conv^T(og, w), dw += the
    correlation of og and x. By im2col and GEMM: y and dx in blocks of
    images (dpn__conv_fblock, fixed by the shape: enough images that a
@@ -2298,7 +2379,10 @@ typedef struct dpn__cjob {
     void *x, *w, *y, *col, *st;  /* st: the staged output rows */
     int64_t i0, ld, gi, bl;      /* dw: the block's first image, the staged rows' stride (b oh ow), the group; y, dx: ld the blocks per chunk, bl the images per block */
     dp_engine *eng;
+    const struct dpn__cfin *fin; /* mode 0: what follows each image (a fused bias and operator), or NULL */
 } dpn__cjob;
+/* mode 0 with fin: image n's bias and fused operator, right after image n */
+static void dpn__conv_finish(const dpn__cjob *J, int64_t n);
 #define DPN__CONV_SLOTS 16
 #define DPN__CONV_COLS 512
 /* Images per block of y and dx (above): at least 1, at most n, and no more
@@ -2414,8 +2498,12 @@ static void dpn__conv_direct_##S(const dpn__cgeo *g, int mode, T *x, T *w, T *y,
 } \
 static void dpn__conv_direct_range_##S(int64_t b, int64_t e, void *user) { \
     const dpn__cjob *J = (const dpn__cjob *)user; \
+    int64_t n; \
     if (J->mode == 2) dpn__conv_direct_##S(J->g, 2, (T *)J->x, (T *)J->w, (T *)J->y, 0, J->g->n, b, e); \
-    else dpn__conv_direct_##S(J->g, J->mode, (T *)J->x, (T *)J->w, (T *)J->y, b, e, 0, J->g->f); \
+    else for (n = b; n < e; n++) { \
+        dpn__conv_direct_##S(J->g, J->mode, (T *)J->x, (T *)J->w, (T *)J->y, n, n + 1, 0, J->g->f); \
+        if (J->fin) dpn__conv_finish(J, n); \
+    } \
 } \
 /* y += conv(x, w) (mode 0) or x += conv^T(y, w) (mode 1) for the blocks \
    [b, e) of J->bl images, in the chunk's own room (chunk begin / grain of \
@@ -2454,6 +2542,7 @@ static void dpn__conv_images_##S(int64_t b, int64_t e, void *user) { \
                 for (j = 0; j < nb; j++) dpn__col2im_##S(g, col + j * P, L, x0 + j * g->c * g->h * g->w); \
             } \
         } \
+        if (J->fin) for (j = 0; j < nb; j++) dpn__conv_finish(J, i0 + j); \
     } \
 } \
 /* stages images [b, e) of the block for a weight gradient: their columns \
@@ -2469,10 +2558,10 @@ static void dpn__conv_pack_##S(int64_t b, int64_t e, void *user) { \
         for (o = 0; o < fg; o++) memcpy((T *)J->st + o * J->ld + j * P, yg + o * P, sizeof(T) * (size_t)P); \
     } \
 } \
-static void dpn__conv_gemm_##S(dp_engine *eng, const dpn__cgeo *g, int mode, T *x, T *w, T *y, T *col) { \
+static void dpn__conv_gemm_##S(dp_engine *eng, const dpn__cgeo *g, int mode, T *x, T *w, T *y, T *col, const struct dpn__cfin *fin) { \
     int64_t gi, cg = g->c / g->g, fg = g->f / g->g, K = cg * g->kh * g->kw, P = g->oh * g->ow, bl; \
     dpn__cjob J; \
-    J.g = g; J.mode = mode; J.x = x; J.w = w; J.y = y; J.col = col; J.eng = eng; \
+    J.g = g; J.mode = mode; J.x = x; J.w = w; J.y = y; J.col = col; J.eng = eng; J.fin = fin; \
     if (mode != 2) { \
         int64_t chunks = dpn__conv_chunks(g), blocks; \
         J.bl = dpn__conv_fblock(g); \
@@ -2500,15 +2589,17 @@ DPN__CONV_KERNELS(double, f64, DP_FLOAT64)
 /* One of the three products on arrays of dtype t: x (n, c, h, w), w, y
    (n, f, oh, ow); the written one (y, x or w by mode) is added to. col:
    the temporary space (dpn__conv_temp), NULL for the direct loops. eng: the
-   range loop's engine, NULL for the calling thread alone. */
-static void dpn__conv_run(dp_engine *eng, dp_dtype t, const dpn__cgeo *g, int mode, void *x, void *w, void *y, void *col, int direct) {
+   range loop's engine, NULL for the calling thread alone. fin (mode 0; NULL:
+   none): runs after each image, on the thread that computed it. */
+static void dpn__conv_run(dp_engine *eng, dp_dtype t, const dpn__cgeo *g, int mode, void *x, void *w, void *y, void *col, int direct,
+                          const struct dpn__cfin *fin) {
     if (direct) {
         dpn__cjob J;
         memset(&J, 0, sizeof J);
-        J.g = g; J.mode = mode; J.x = x; J.w = w; J.y = y;
+        J.g = g; J.mode = mode; J.x = x; J.w = w; J.y = y; J.fin = fin;
         dpn__range(eng, mode == 2 ? g->f : g->n, 1, t == DP_FLOAT32 ? dpn__conv_direct_range_f32 : dpn__conv_direct_range_f64, &J);
-    } else if (t == DP_FLOAT32) dpn__conv_gemm_f32(eng, g, mode, (float *)x, (float *)w, (float *)y, (float *)col);
-    else dpn__conv_gemm_f64(eng, g, mode, (double *)x, (double *)w, (double *)y, (double *)col);
+    } else if (t == DP_FLOAT32) dpn__conv_gemm_f32(eng, g, mode, (float *)x, (float *)w, (float *)y, (float *)col, fin);
+    else dpn__conv_gemm_f64(eng, g, mode, (double *)x, (double *)w, (double *)y, (double *)col, fin);
 }
 /* The range loop's engine for a convolution: its multiply-adds,
    n f (c/g) kh kw oh ow, against DPN__PAR_MIN. */
@@ -2727,10 +2818,21 @@ static void dpn__conv_geo_of(const dp_params *p, const dp_shape *data, const dp_
     dpn__spatial(out, w.nd, &oh, &ow);
     dpn__cgeo_set(g, &w, data->dims[0], data->dims[1], h, wd, p->v[DPN__CV_FILTER].i, oh, ow, p->v[DPN__CV_GROUP].i);
 }
-static int dpn__k_conv(const dp_kernel_ctx *k) {
+/* A fused Convolution's work after each image: the bias (the same
+   per-image loop as dpn__bias_add's), then the fused operator on the
+   image's block. */
+struct dpn__cfin { const dp_kernel_ctx *k; const dpn__post *post; dpn__bias_job bias; int with_bias; };
+static void dpn__conv_finish(const dpn__cjob *J, int64_t n) {
+    if (J->fin->with_bias) dpn__bias_add_range(n, n + 1, (void *)(uintptr_t)&J->fin->bias);
+    dpn__post_block(J->fin->k, J->fin->post, n);
+}
+/* Convolution's forward, with post (NULL: none; else one block an image)
+   fused */
+static int dpn__conv_fwd(const dp_kernel_ctx *k, const dpn__post *post) {
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
     size_t elem = dp_dtype_size(t);
     dpn__cgeo g;
+    struct dpn__cfin fin;
     void *col;
     int direct, modes;
     if (k->req[0] == DP_REQ_NULL) return 0;
@@ -2739,10 +2841,19 @@ static int dpn__k_conv(const dp_kernel_ctx *k) {
     direct = dpn__conv_direct(&g, k->params->v[DPN__CV_ALGO].i, k->params->v[DPN__CV_WORKSPACE].i, elem, modes);
     if (dpn__conv_temp(k, &g, direct, elem, modes, &col)) return DP_ERROR_OUT_OF_MEMORY;
     dpn__clear_for(k->outputs[0], k->req[0]);
-    dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 0, dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[0]), col, direct);
+    if (post) {
+        memset(&fin, 0, sizeof fin);
+        fin.k = k; fin.post = post; fin.with_bias = k->num_inputs == 3;
+        fin.bias.t = t; fin.bias.y = dp_nd_data(k->outputs[0]); fin.bias.b = fin.with_bias ? dp_nd_data(k->inputs[2]) : NULL;
+        fin.bias.n = g.n; fin.bias.f = g.f; fin.bias.P = g.oh * g.ow; fin.bias.req = DP_REQ_ADD;
+    }
+    dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 0, dp_nd_data(k->inputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[0]), col, direct,
+                  post ? &fin : NULL);
+    if (post) return dpn__post_status(post);
     if (k->num_inputs == 3) dpn__bias_add(k, t, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), g.n, g.f, g.oh * g.ow);
     return 0;
 }
+static int dpn__k_conv(const dp_kernel_ctx *k) { return dpn__conv_fwd(k, NULL); }
 /* inputs (og, data, weight[, bias]); outputs (d data, d weight[, d bias]) */
 static int dpn__kg_conv(const dp_kernel_ctx *k) {
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
@@ -2756,11 +2867,11 @@ static int dpn__kg_conv(const dp_kernel_ctx *k) {
     if (dpn__conv_temp(k, &g, direct, elem, modes, &col)) return DP_ERROR_OUT_OF_MEMORY;
     if (k->req[1] != DP_REQ_NULL) {
         dpn__clear_for(k->outputs[1], k->req[1]);
-        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 2, dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[1]), og, col, direct);
+        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 2, dp_nd_data(k->inputs[1]), dp_nd_data(k->outputs[1]), og, col, direct, NULL);
     }
     if (k->req[0] != DP_REQ_NULL) {
         dpn__clear_for(k->outputs[0], k->req[0]);
-        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 1, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), og, col, direct);
+        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 1, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), og, col, direct, NULL);
     }
     if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) dpn__bias_grad(k, t, og, dp_nd_data(k->outputs[2]), g.n, g.f, g.oh * g.ow, k->req[2]);
     return 0;
@@ -2843,7 +2954,7 @@ static int dpn__k_deconv(const dp_kernel_ctx *k) {
     direct = dpn__conv_direct(&g, k->params->v[DPN__DC_ALGO].i, k->params->v[DPN__DC_WORKSPACE].i, elem, modes);
     if (dpn__conv_temp(k, &g, direct, elem, modes, &col)) return DP_ERROR_OUT_OF_MEMORY;
     dpn__clear_for(k->outputs[0], k->req[0]);
-    dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 1, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->inputs[0]), col, direct);
+    dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 1, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[1]), dp_nd_data(k->inputs[0]), col, direct, NULL);
     if (k->num_inputs == 3) dpn__bias_add(k, t, dp_nd_data(k->outputs[0]), dp_nd_data(k->inputs[2]), g.n, g.c, g.h * g.w);
     return 0;
 }
@@ -2859,11 +2970,11 @@ static int dpn__kg_deconv(const dp_kernel_ctx *k) {
     if (dpn__conv_temp(k, &g, direct, elem, modes, &col)) return DP_ERROR_OUT_OF_MEMORY;
     if (k->req[1] != DP_REQ_NULL) {
         dpn__clear_for(k->outputs[1], k->req[1]);
-        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 2, og, dp_nd_data(k->outputs[1]), dp_nd_data(k->inputs[1]), col, direct);
+        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 2, og, dp_nd_data(k->outputs[1]), dp_nd_data(k->inputs[1]), col, direct, NULL);
     }
     if (k->req[0] != DP_REQ_NULL) {
         dpn__clear_for(k->outputs[0], k->req[0]);
-        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 0, og, dp_nd_data(k->inputs[2]), dp_nd_data(k->outputs[0]), col, direct);
+        dpn__conv_run(dpn__conv_eng(k, &g), t, &g, 0, og, dp_nd_data(k->inputs[2]), dp_nd_data(k->outputs[0]), col, direct, NULL);
     }
     if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) dpn__bias_grad(k, t, og, dp_nd_data(k->outputs[2]), g.n, g.c, g.h * g.w, k->req[2]);
     return 0;
@@ -6491,6 +6602,9 @@ typedef struct dpn__xnode {
     int nin, nout;
     int in[3 * DP_MAX_OP_ARRAYS], out[DP_MAX_OP_ARRAYS];
     dp_req req[DP_MAX_OP_ARRAYS];
+    const dp_operator *post_op;       /* an element-wise operator fused into this node (fusion), or NULL */
+    const dpn__snode *post_src;       /* its node (parameters) */
+    int dropped;                      /* fused into its producer: no operation */
 } dpn__xnode;
 typedef struct dpn__xbuild {
     dp_engine *eng;
@@ -6512,6 +6626,7 @@ struct dp_executor {
     int nout;
     dp_ndarray **outputs, **head_grads;
     dp_exec_memory mem;
+    int no_fusion;                   /* as bound (rebind keeps it) */
 };
 /* The operation's argument: a node's kernel, parameters and arrays. */
 typedef struct dpn__xrun {
@@ -6523,6 +6638,8 @@ typedef struct dpn__xrun {
     int nin, nout;
     dp_ndarray **arrays;             /* inputs, then outputs */
     dp_req req[DP_MAX_OP_ARRAYS];
+    int (*fused)(const dp_kernel_ctx *, const dpn__post *);   /* with post: the producer's kernel, taking it */
+    dpn__post *post;                 /* a fused operator, or NULL */
 } dpn__xrun;
 static int dpn__xrun_fn(dp_run_ctx *rc, void *arg) {
     const dpn__xrun *x = (const dpn__xrun *)arg;
@@ -6530,12 +6647,23 @@ static int dpn__xrun_fn(dp_run_ctx *rc, void *arg) {
     k.rc = rc; k.params = &x->params; k.scalar = x->scalar;
     k.num_inputs = x->nin; k.num_outputs = x->nout;
     k.inputs = x->arrays; k.outputs = x->arrays + x->nin; k.req = x->req;
-    return x->kernel(&k);
+    return x->post ? x->fused(&k, x->post) : x->kernel(&k);
+}
+/* A fused operator's blocks and the record holding them: one allocation. */
+static size_t dpn__post_bytes(int nblocks) {
+    return sizeof(dpn__post) + (size_t)nblocks * (sizeof(dp_ndarray *) + sizeof(int));
+}
+static void dpn__post_free(dp_engine *eng, dpn__post *p) {
+    int i;
+    if (!p) return;
+    for (i = 0; i < p->nblocks; i++) dp_nd_release(p->blocks[i]);
+    dp_engine_free(eng, p, dpn__post_bytes(p->nblocks));
 }
 static void dpn__xrun_free(void *arg) {
     dpn__xrun *x = (dpn__xrun *)arg;
     int i;
     for (i = 0; i < x->nin + x->nout; i++) dp_nd_release(x->arrays[i]);
+    dpn__post_free(x->eng, x->post);
     dp_engine_free(x->eng, x, x->bytes);
 }
 /* A new entry; -1 out of memory. */
@@ -6688,6 +6816,98 @@ fail:
     dpn__zfree(b->eng, need);
     return r;
 }
+/* Fusion (the EXECUTOR comment): the kernel of a producer that takes a
+   fused operator, NULL for none; whether op is an element-wise operator
+   that can be fused (its kernel run over blocks of its input in place,
+   which its inplace bit allows). */
+typedef int (*dpn__fused_fn)(const dp_kernel_ctx *, const dpn__post *);
+static dpn__fused_fn dpn__fuse_producer(const dp_operator *op) {
+    if (op->forward_cpu == dpn__k_fc) return dpn__fc_run;
+    if (op->forward_cpu == dpn__k_conv) return dpn__conv_fwd;
+    return NULL;
+}
+static int dpn__fuse_elementwise(const dp_operator *op) {
+    static const char *const names[4] = {"relu", "sigmoid", "tanh", "Activation"};
+    int i;
+    for (i = 0; i < 4; i++) if (!strcmp(op->name, names[i])) return op->inplace & 1u && op->forward_cpu;
+    return 0;
+}
+/* The blocks a fused operator runs over, from node x's output shape s
+   alone: FullyConnected's rows of about DPN__PAR_GRAIN elements,
+   Convolution's images. Sets the rows (images) in all, the rows a block
+   and the elements a row; returns the number of blocks. */
+#define DPN__FUSE_MAX_BLOCKS (1 << 16)
+static int64_t dpn__post_layout(const dpn__xnode *x, const dp_shape *s, int64_t *rows, int64_t *per, int64_t *len) {
+    int64_t n = dp_shape_size(s);
+    if (x->op->forward_cpu == dpn__k_fc) {
+        *len = x->src->params.v[0].i;
+        *rows = *len > 0 ? n / *len : 0;
+        *per = DPN__PAR_GRAIN / *len > 1 ? DPN__PAR_GRAIN / *len : 1;
+    } else {
+        *rows = s->ndim ? s->dims[0] : 0;
+        *len = *rows > 0 ? n / *rows : 0;
+        *per = 1;
+    }
+    return (*rows + *per - 1) / *per;
+}
+/* Fuses every forward element-wise node whose input only it reads, in
+   the whole execution list (the backward pass included), into the node
+   that writes that input, and drops it from the list. Returns how many,
+   -1 out of memory. */
+static int dpn__xb_fuse(dpn__xbuild *b) {
+    int *reads = (int *)dpn__zalloc(b->eng, (size_t)(b->nent ? b->nent : 1), sizeof *reads);
+    int i, j, k, nf = 0, fused = 0;
+    if (!reads) return -1;
+    for (i = 0; i < b->nnode; i++) for (j = 0; j < b->node[i].nin; j++) reads[b->node[i].in[j]]++;
+    for (i = 0; i < b->nfwd; i++) {
+        dpn__xnode *a = &b->node[i], *p;
+        int pre, out;
+        if (a->nin != 1 || a->nout != 1 || a->req[0] != DP_REQ_WRITE || !dpn__fuse_elementwise(a->op)) continue;
+        pre = a->in[0]; out = a->out[0];
+        if (b->ent[pre].producer < 0 || b->ent[pre].producer >= b->nfwd || reads[pre] != 1 || b->ent[pre].external) continue;
+        p = &b->node[b->ent[pre].producer];
+        if (p->dropped || p->post_op || p->nout != 1 || p->req[0] != DP_REQ_WRITE || !dpn__fuse_producer(p->op)) continue;
+        if (b->ent[pre].dtype != b->ent[out].dtype || dp_shape_size(&b->ent[pre].shape) != dp_shape_size(&b->ent[out].shape)) continue;
+        {
+            int64_t rows, per, len;
+            if (dpn__post_layout(p, &b->ent[pre].shape, &rows, &per, &len) > DPN__FUSE_MAX_BLOCKS) continue;   /* a view a block */
+        }
+        p->out[0] = out; p->post_op = a->op; p->post_src = a->src; a->dropped = 1;
+        b->ent[out].producer = b->ent[pre].producer; b->ent[pre].producer = -1;   /* pre: no bytes in the plan */
+        fused++;
+    }
+    for (i = k = 0; i < b->nnode; i++) {
+        if (b->node[i].dropped) continue;
+        nf += i < b->nfwd;
+        if (k != i) b->node[k] = b->node[i];
+        k++;
+    }
+    b->nnode = k; b->nfwd = nf;
+    for (i = 0; i < b->nent; i++) b->ent[i].producer = -1;
+    for (i = 0; i < b->nnode; i++) for (j = 0; j < b->node[i].nout; j++) { b->ent[b->node[i].out[j]].producer = i; b->ent[b->node[i].out[j]].prod_out = j; }
+    dpn__zfree(b->eng, reads);
+    return fused;
+}
+/* The fused operator of node x, whose output array is out: its blocks
+   (dpn__post_layout), views of out made here. NULL out of memory. */
+static dpn__post *dpn__xb_post(dpn__xbuild *b, const dpn__xnode *x, dp_ndarray *out) {
+    int64_t h, rows, i;
+    size_t elem = dp_dtype_size(dp_nd_dtype(out));
+    int nblocks = (int)dpn__post_layout(x, dp_nd_shape(out), &rows, &i, &h), k;   /* at most DPN__FUSE_MAX_BLOCKS: dpn__xb_fuse */
+    dpn__post *p;
+    if ((p = (dpn__post *)dp_engine_alloc(b->eng, dpn__post_bytes(nblocks))) == NULL) return NULL;
+    memset(p, 0, dpn__post_bytes(nblocks));
+    p->fn = x->post_op->forward_cpu; p->params = x->post_src->params; p->scalar = x->post_src->scalar; p->per = i;
+    p->blocks = (dp_ndarray **)(void *)(p + 1); p->status = (int *)(void *)(p->blocks + nblocks); p->nblocks = nblocks;
+    for (k = 0; k < nblocks; k++) {                  /* blocks not made yet are NULL for dpn__post_free */
+        int64_t r0 = (int64_t)k * p->per, r1 = r0 + p->per < rows ? r0 + p->per : rows;
+        dp_shape v;
+        memset(&v, 0, sizeof v);
+        v.ndim = 1; v.dims[0] = (r1 - r0) * h;
+        if (dp_nd_view(out, &v, dp_nd_dtype(out), (size_t)(r0 * h) * elem, &p->blocks[k]) != DP_OK) { dpn__post_free(b->eng, p); return NULL; }
+    }
+    return p;
+}
 /* Overlapping planned entries share one borrowed chunk of the arena. */
 typedef struct dpn__xspan { int64_t off; int e; } dpn__xspan;
 static int dpn__xspan_cmp(const void *a, const void *b) {
@@ -6797,6 +7017,13 @@ static dp_result dpn__xb_op(dpn__xbuild *b, const dpn__xnode *x, int train, dp_o
     run->eng = b->eng; run->bytes = bytes; run->kernel = kernel;
     if (x->src) { run->params = x->src->params; run->scalar = x->src->scalar; }
     if (it >= 0 && it < run->params.count) run->params.v[it].i = train;
+    if (x->post_op) {
+        run->fused = dpn__fuse_producer(x->op);
+        if ((run->post = dpn__xb_post(b, x, b->ent[x->out[0]].array)) == NULL) {
+            dp_engine_free(b->eng, run, bytes);
+            return dpn__exec_oom(b->eng, "dp_exec_bind: a fused operation");
+        }
+    }
     run->nin = x->nin; run->nout = x->nout;
     run->arrays = (dp_ndarray **)(void *)(run + 1);
     for (i = 0; i < x->nin; i++) {
@@ -6869,12 +7096,13 @@ static dp_result dpn__exec_check(dp_engine *eng, const dpn__graph *g, dp_ctx ctx
     return DP_OK;
 }
 static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args,
-                                dp_ndarray *const *grads, const dp_req *grad_reqs, int num_aux, dp_ndarray *const *aux, dp_executor **out);
+                                dp_ndarray *const *grads, const dp_req *grad_reqs, int num_aux, dp_ndarray *const *aux, int no_fusion,
+                                dp_executor **out);
 DPN_IMPL dp_result dp_exec_bind(dp_engine *eng, const dp_symbol *sym, const dp_exec_desc *desc, dp_executor **out) {
-    static const dp_exec_desc none = {{DP_DEV_CPU, 0}, 0, NULL, NULL, NULL, 0, NULL};
+    static const dp_exec_desc none = {{DP_DEV_CPU, 0}, 0, NULL, NULL, NULL, 0, NULL, 0};
     const dp_exec_desc *d = desc ? desc : &none;
     dp_nn_register();
-    return dpn__exec_bind(eng, sym, d->ctx, d->num_args, d->args, d->grads, d->grad_reqs, d->num_aux, d->aux, out);
+    return dpn__exec_bind(eng, sym, d->ctx, d->num_args, d->args, d->grads, d->grad_reqs, d->num_aux, d->aux, d->no_fusion, out);
 }
 /* args and aux (the caller's order) as one list over the graph's
    variables, with the gradients and requests of the arguments (none for
@@ -6896,7 +7124,8 @@ static int dpn__exec_vars(dp_engine *eng, const dpn__graph *g, int num_args, dp_
     return 0;
 }
 static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx, int num_args, dp_ndarray *const *args_in,
-                                dp_ndarray *const *grads_in, const dp_req *grad_reqs, int num_aux, dp_ndarray *const *aux, dp_executor **out) {
+                                dp_ndarray *const *grads_in, const dp_req *grad_reqs, int num_aux, dp_ndarray *const *aux, int no_fusion,
+                                dp_executor **out) {
     dpn__graph g;
     dpn__xbuild b;
     dp_executor *ex = NULL;
@@ -6929,7 +7158,7 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
     known = (unsigned char *)dpn__zalloc(eng, (size_t)(g.nentries ? g.nentries : 1), 1);
     arg_entry = (int *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *arg_entry);
     ex = (dp_executor *)dpn__zalloc(eng, 1, sizeof *ex);
-    if (ex) { ex->eng = eng; ex->ctx = ctx; ex->narg = g.narg - g.naux; ex->nout = sym->n; }   /* eng first: dp_exec_destroy frees with it */
+    if (ex) { ex->eng = eng; ex->ctx = ctx; ex->narg = g.narg - g.naux; ex->nout = sym->n; ex->no_fusion = no_fusion; }   /* eng first: dp_exec_destroy frees with it */
     if (!shape || !dtype || !known || !arg_entry || !ex) goto oom;
     ex->grad_req = (dp_req *)dpn__zalloc(eng, (size_t)(g.narg ? g.narg : 1), sizeof *ex->grad_req);
     ex->aux = (dp_ndarray **)dpn__zalloc(eng, (size_t)(g.naux ? g.naux : 1), sizeof *ex->aux);
@@ -6966,6 +7195,7 @@ static dp_result dpn__exec_bind(dp_engine *eng, const dp_symbol *sym, dp_ctx ctx
     b.nfwd = b.nnode;
     if (with_grads && (r = dpn__xb_gradients(&b, &g, sym, arg_entry, grads, req, g.narg, ex->head_grads)) != DP_OK) goto done;
     r = DP_ERROR_OUT_OF_MEMORY;
+    if (!no_fusion && ctx.dev_type == DP_DEV_CPU && (ex->mem.num_fused = dpn__xb_fuse(&b)) < 0) goto oom;
     offset = (int64_t *)dpn__zalloc(eng, (size_t)(b.nent ? b.nent : 1), sizeof *offset);
     bytes = (size_t *)dpn__zalloc(eng, (size_t)(b.nent ? b.nent : 1), sizeof *bytes);
     if (!offset || !bytes) goto oom;
@@ -6998,7 +7228,7 @@ done:
 DPN_IMPL dp_result dp_exec_rebind(dp_executor *ex, int num_args, dp_ndarray *const *args, dp_ndarray *const *grads, dp_executor **out) {
     if (out) *out = NULL;
     if (!ex || !out) { DPN__LOG(ex ? ex->eng : NULL, DP_LOG_ERROR, NULL_ARGUMENT, "dp_exec_rebind: an executor and out are needed"); return DP_ERROR_INVALID_ARGS; }
-    return dpn__exec_bind(ex->eng, ex->sym, ex->ctx, num_args, args, grads, ex->grad_req, ex->naux, ex->aux, out);
+    return dpn__exec_bind(ex->eng, ex->sym, ex->ctx, num_args, args, grads, ex->grad_req, ex->naux, ex->aux, ex->no_fusion, out);
 }
 DPN_IMPL dp_result dp_exec_forward(dp_executor *ex, int is_train) {
     int i;

@@ -49,6 +49,10 @@
    Usage: bench_train [--net mlp|lenet] [--batch B] [--mode autograd|executor]
                       [--threads T] [--steps S] [--warmup W] [--profile P]
                       [--epoch E] [--set train|test] [--data DIR] [--symbol PATH]
+                      [--fusion on|off]
+   --fusion off binds the executor with dp_exec_desc.no_fusion (for A/B
+   runs; executor mode prints a comment line with the fused count, the
+   operations and the memory plan's planned_bytes).
    --set test trains on the 10,000 test images instead of the 60,000
    training ones (a sixth of the loading, for bench/train.sh --smoke; an
    epoch is then 10000 / B steps).
@@ -81,7 +85,7 @@ static const float PIXEL_MEAN = 72.94f, PIXEL_STD = 90.02f;   /* as examples/tra
 static const dp_ctx CPU = {DP_DEV_CPU, 0};
 
 typedef struct options {
-    int lenet, executor, batch, threads, steps, warmup, profile, epoch, test_set;
+    int lenet, executor, batch, threads, steps, warmup, profile, epoch, test_set, no_fusion;
     const char *data_dir, *symbol_path;
 } options;
 typedef struct net {
@@ -227,8 +231,13 @@ static void net_init(net *n, const options *o) {
             args[i] = !strcmp(n->names[i], "data") ? n->bx : !strcmp(n->names[i], "softmax_label") ? n->by : n->params[i];
             grads[i] = n->params[i] ? dp_nd_grad(n->params[i]) : NULL;
         }
-        if (dp_exec_bind(n->eng, n->sym, &(dp_exec_desc){ .ctx = CPU, .num_args = n->num_args, .args = args, .grads = grads }, &n->ex) != DP_OK)
+        dp_exec_memory mem;
+        if (dp_exec_bind(n->eng, n->sym, &(dp_exec_desc){ .ctx = CPU, .num_args = n->num_args, .args = args, .grads = grads,
+                                                          .no_fusion = o->no_fusion }, &n->ex) != DP_OK
+            || dp_exec_memory_get(n->ex, &mem) != DP_OK)
             die("dp_exec_bind");
+        printf("# bench_train: executor fusion=%s num_fused=%d operations=%d planned_bytes=%zu\n", o->no_fusion ? "off" : "on", mem.num_fused,
+               mem.num_nodes, mem.planned_bytes);
     }
 }
 static void net_release(net *n) {
@@ -350,7 +359,8 @@ static void epoch(net *n, const options *o, dp_image_iter *it) {
 static int usage(const char *why, const char *what) {
     if (why) fprintf(stderr, "bench_train: %s%s\n", why, what ? what : "");
     fprintf(stderr, "usage: bench_train [--net mlp|lenet] [--batch B] [--mode autograd|executor] [--threads T] [--steps S]\n"
-                    "                   [--warmup W] [--profile P] [--epoch E] [--set train|test] [--data DIR] [--symbol PATH]\n");
+                    "                   [--warmup W] [--profile P] [--epoch E] [--set train|test] [--data DIR] [--symbol PATH]\n"
+                    "                   [--fusion on|off]\n");
     return 2;
 }
 static int int_arg(const char *v, int lo, int hi, int *out) {
@@ -388,6 +398,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--profile")) { if (!int_arg(v, 0, 1000000, &o.profile)) return usage("--profile must be 0 to 1000000, not ", v); }
         else if (!strcmp(a, "--epoch")) { if (!int_arg(v, 0, 1000000, &o.epoch)) return usage("--epoch must be 0 to 1000000, not ", v); }
         else if (!strcmp(a, "--set")) { if (strcmp(v, "train") && strcmp(v, "test")) return usage("--set must be train or test, not ", v); o.test_set = !strcmp(v, "test"); }
+        else if (!strcmp(a, "--fusion")) { if (strcmp(v, "on") && strcmp(v, "off")) return usage("--fusion must be on or off, not ", v); o.no_fusion = !strcmp(v, "off"); }
         else if (!strcmp(a, "--data")) o.data_dir = v;
         else if (!strcmp(a, "--symbol")) o.symbol_path = v;
         else return usage("unknown option ", a);

@@ -1396,7 +1396,8 @@ static void test_failed_invocation_writes_nothing(void) {
         CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
         if (r == DP_OK) break;
     }
-    CHECK(failures >= 3);   /* the invocation, its record, the record's saved view */
+    CHECK(failures >= 2);   /* the invocation's output view and autograd's record of it; the invocation's
+                               own record is one exp's or sum's gave back (dp_invoke reuses them) */
 }
 
 int main(void) {

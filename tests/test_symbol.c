@@ -562,6 +562,267 @@ static void test_steps_do_not_allocate(void) {
         CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
     }
 }
+/* ---- fusion and steps without allocation on real nets ------------------------- */
+static dp_engine *make_engine_n(dp_engine_type type, int workers, int counting) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = workers; d.ignore_env = 1;
+    d.logger.func = getenv("SYM_LOG") ? dp_log_stderr : quiet_logger;
+    if (counting) { d.allocator.alloc = failing_alloc; d.allocator.free = failing_free; }
+    if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    return e;
+}
+/* a layer: op with its weight and bias made by the symbol (NULL inputs) */
+static dp_symbol *layer(const char *op, const char *name, dp_symbol *x, int nkw, const char *const *k, const char *const *v) {
+    dp_symbol *s = NULL, *in[5] = {x, NULL, NULL, NULL, NULL};
+    CHECK(sym_op(op, name, !strcmp(op, "BatchNorm") ? 5 : !strcmp(op, "Pooling") ? 1 : 3, in, nkw, k, v, &s) == DP_OK);
+    return s;
+}
+static dp_symbol *act(const char *name, dp_symbol *x, const char *type) {
+    dp_symbol *s = op1("Activation", name, x, "act_type", type);
+    dp_sym_release(x);
+    return s;
+}
+static dp_symbol *fc(const char *name, dp_symbol *x, const char *hidden) {
+    const char *k[1] = {"num_hidden"}, *v[1];
+    dp_symbol *s;
+    v[0] = hidden;
+    s = layer("FullyConnected", name, x, 1, k, v);
+    dp_sym_release(x);
+    return s;
+}
+static dp_symbol *softmax_out(dp_symbol *x) {
+    dp_symbol *s = NULL, *in[2] = {x, NULL};
+    CHECK(sym_op("SoftmaxOutput", "softmax", 2, in, 0, NULL, NULL, &s) == DP_OK);
+    dp_sym_release(x);
+    return s;
+}
+/* the MLP of bench/train.c (relu), with a tanh layer when tanh is set */
+static dp_symbol *fuse_mlp(const char *h1, const char *h2, int tanh_layer) {
+    dp_symbol *x = NULL;
+    CHECK(dp_sym_var("data", &x) == DP_OK);
+    x = act("a1", fc("fc1", x, h1), "relu");
+    x = act("a2", fc("fc2", x, h2), tanh_layer ? "tanh" : "relu");
+    return softmax_out(fc("fc3", x, "10"));
+}
+/* LeNet (relu or tanh), BatchNorm after the second convolution when bn is
+   set; conv_algo for the first convolution */
+static dp_symbol *fuse_lenet(const char *type, int bn, const char *conv_algo) {
+    const char *ck[3] = {"kernel", "num_filter", "algo"}, *c1[3] = {"(5, 5)", "20", NULL}, *c2[2] = {"(5, 5)", "50"};
+    const char *pk[3] = {"kernel", "stride", "pool_type"}, *pv[3] = {"(2, 2)", "(2, 2)", "max"};
+    dp_symbol *x = NULL, *t;
+    c1[2] = conv_algo;
+    CHECK(dp_sym_var("data", &x) == DP_OK);
+    t = layer("Convolution", "conv1", x, conv_algo ? 3 : 2, ck, c1); dp_sym_release(x);
+    x = act("a1", t, type);
+    t = layer("Pooling", "pool1", x, 3, pk, pv); dp_sym_release(x); x = t;
+    t = layer("Convolution", "conv2", x, 2, ck, c2); dp_sym_release(x);
+    if (bn) { x = layer("BatchNorm", "bn", t, 0, NULL, NULL); dp_sym_release(t); t = x; }
+    x = act("a2", t, type);
+    t = layer("Pooling", "pool2", x, 3, pk, pv); dp_sym_release(x);
+    x = op1("Flatten", "flat", t, NULL, NULL); dp_sym_release(t);
+    x = act("a3", fc("fc1", x, "100"), type);
+    return softmax_out(fc("fc2", x, "10"));
+}
+#define FNET_MAX 24
+typedef struct fnet {
+    int nargs, naux;
+    dp_ndarray *args[FNET_MAX], *grads[FNET_MAX], *aux[FNET_MAX];
+    dp_executor *ex;
+} fnet;
+/* the arguments of s for data shape ds (random, the same for the same
+   g_rng; labels i % 10), gradients for all but data and the label, and
+   the executor (fusion off with no_fusion; no gradients with !train) */
+static void fnet_bind(dp_engine *e, dp_symbol *s, dp_shape ds, int train, int no_fusion, fnet *n) {
+    const char *names[FNET_MAX], *known[1] = {"data"};
+    dp_shape as[FNET_MAX], xs[FNET_MAX];
+    dp_exec_desc d;
+    int i;
+    memset(n, 0, sizeof *n);
+    n->nargs = dp_sym_list_arguments(s, names, FNET_MAX);
+    n->naux = dp_sym_list_auxiliary_states(s, NULL, 0);
+    CHECK(n->nargs > 0 && n->nargs <= FNET_MAX && n->naux >= 0 && n->naux <= FNET_MAX);
+    CHECK(sym_infer(s, 1, known, &ds, NULL, as, NULL, NULL, NULL) == DP_OK);
+    {
+        dp_sym_infer_desc id;
+        memset(&id, 0, sizeof id);
+        id.num_known = 1; id.names = known; id.shapes = &ds; id.aux_shapes = xs;
+        CHECK(dp_sym_infer(s, &id) == DP_OK);
+    }
+    for (i = 0; i < n->nargs; i++) {
+        if (strstr(names[i], "label")) {
+            int64_t r, rows = as[i].dims[0];
+            float *l = (float *)malloc((size_t)rows * sizeof *l);
+            for (r = 0; r < rows; r++) l[r] = (float)(r % 10);
+            CHECK(dp_nd_from_host(e, &as[i], DP_FLOAT32, CPU0, l, &n->args[i]) == DP_OK);
+            free(l);
+            continue;
+        }
+        n->args[i] = rand_array(e, as[i], DP_FLOAT32, strcmp(names[i], "data") ? -0.2 : -1, strcmp(names[i], "data") ? 0.2 : 1);
+        if (train && strcmp(names[i], "data")) CHECK(dp_nd_zeros(e, &as[i], DP_FLOAT32, CPU0, &n->grads[i]) == DP_OK);
+    }
+    for (i = 0; i < n->naux; i++) CHECK(dp_nd_full(e, &xs[i], DP_FLOAT32, CPU0, i & 1 ? 1.0 : 0.0, &n->aux[i]) == DP_OK);
+    memset(&d, 0, sizeof d);
+    d.ctx = CPU0; d.num_args = n->nargs; d.args = n->args; d.grads = train ? n->grads : NULL;
+    d.num_aux = n->naux; d.aux = n->aux; d.no_fusion = no_fusion;
+    CHECK(dp_exec_bind(e, s, &d, &n->ex) == DP_OK && n->ex);
+}
+static void fnet_free(fnet *n) {
+    dp_exec_destroy(n->ex);
+    release_all(n->args, n->nargs); release_all(n->grads, n->nargs); release_all(n->aux, n->naux);
+}
+/* the bytes of a float32 array, appended to buf at *len */
+static void append_bytes(dp_ndarray *a, unsigned char *buf, size_t cap, size_t *len) {
+    size_t b;
+    if (!a) return;
+    b = dp_nd_bytes(a);
+    CHECK(*len + b <= cap);
+    if (*len + b <= cap) CHECK(dp_nd_read(a, buf + *len, b, NULL) == DP_OK);
+    *len += b;
+}
+/* Two training steps (forward, backward), then an inference forward:
+   every output, gradient and auxiliary state, as bytes. */
+static size_t fnet_results(dp_engine *e, dp_symbol *s, dp_shape ds, int train, int no_fusion, unsigned char *buf, size_t cap, int *fused) {
+    fnet n;
+    size_t len = 0;
+    int i, step;
+    dp_exec_memory m;
+    memset(&m, 0, sizeof m);
+    g_rng = 4242;
+    fnet_bind(e, s, ds, train, no_fusion, &n);
+    CHECK(dp_exec_memory_get(n.ex, &m) == DP_OK);
+    *fused = m.num_fused;
+    for (step = 0; step < 2 && train; step++) {
+        CHECK(dp_exec_forward(n.ex, 1) == DP_OK);
+        CHECK(dp_exec_backward(n.ex, 0, NULL) == DP_OK);
+        append_bytes(dp_exec_output(n.ex, 0), buf, cap, &len);
+        for (i = 0; i < n.nargs; i++) append_bytes(n.grads[i], buf, cap, &len);
+    }
+    CHECK(dp_exec_forward(n.ex, 0) == DP_OK);
+    append_bytes(dp_exec_output(n.ex, 0), buf, cap, &len);
+    for (i = 0; i < n.naux; i++) append_bytes(n.aux[i], buf, cap, &len);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    fnet_free(&n);
+    return len;
+}
+/* Fused executors give the unfused results bitwise (outputs, every
+   gradient, the moving statistics), on every engine kind with 1 and 2
+   workers; relu (whose gradient reads its output) is fused in training,
+   and every activation after a FullyConnected or Convolution in inference. */
+static void test_fusion_bitwise(void) {
+    static const struct { int lenet, bn, tanh_layer; const char *type, *algo; int rows, train_fused, infer_fused; } nets[] = {
+        {0, 0, 0, "relu", NULL, 700, 2, 2},       /* 700 x 200: FullyConnected in parallel blocks */
+        {0, 0, 1, "relu", NULL, 64, 1, 2},        /* tanh: fused in inference; in training once its gradient reads the output */
+        {1, 0, 0, "relu", NULL, 6, 3, 3},
+        {1, 1, 0, "relu", "direct", 5, 2, 2},     /* BatchNorm reads conv2's output: not fused */
+        {1, 0, 0, "tanh", NULL, 4, 0, 3},
+    };
+    size_t cap = (size_t)64 << 20;
+    unsigned char *ref = (unsigned char *)malloc(cap), *got = (unsigned char *)malloc(cap);
+    int t, k, w, train;
+    for (t = 0; t < (int)(sizeof nets / sizeof nets[0]); t++) {
+        dp_symbol *s = nets[t].lenet ? fuse_lenet(nets[t].type, nets[t].bn, nets[t].algo) : fuse_mlp("200", "100", nets[t].tanh_layer);
+        dp_shape ds = nets[t].lenet ? shp(4, nets[t].rows, 1) : shp(2, nets[t].rows, 64);
+        if (nets[t].lenet) { ds.dims[2] = 28; ds.dims[3] = 28; }
+        for (train = 0; train < 2; train++) {
+            dp_engine *e = make_engine_n(DP_ENGINE_NAIVE, 1, 0);
+            int fused = -1;
+            size_t nref = fnet_results(e, s, ds, train, 1, ref, cap, &fused), n;
+            CHECK(fused == 0);
+            CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+            for (k = 0; k < 3; k++)
+                for (w = 1; w <= 2; w++) {
+                    e = make_engine_n(kinds[k], w, 0);
+                    n = fnet_results(e, s, ds, train, 0, got, cap, &fused);
+                    if (train) CHECK(fused >= nets[t].train_fused && fused <= nets[t].infer_fused);
+                    else CHECK(fused == nets[t].infer_fused);
+                    CHECK(n == nref && memcmp(ref, got, n) == 0);
+                    if (n != nref || memcmp(ref, got, n)) fprintf(stderr, "  net %d, train %d, engine %d, %d workers: not bitwise the unfused results\n", t, train, k, w);
+                    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+                }
+        }
+        dp_sym_release(s);
+    }
+    free(ref); free(got);
+}
+/* Fusion's memory figures: the pre-activation values leave the plan. */
+static void test_fusion_memory(void) {
+    dp_engine *e = make_engine_n(DP_ENGINE_PERDEVICE, 2, 0);
+    dp_symbol *s = fuse_mlp("128", "64", 0);
+    fnet a, b;
+    dp_exec_memory ma, mb;
+    dp_shape ds = shp(2, 64, 784);
+    memset(&ma, 0, sizeof ma); memset(&mb, 0, sizeof mb);
+    fnet_bind(e, s, ds, 1, 0, &a);
+    fnet_bind(e, s, ds, 1, 1, &b);
+    CHECK(dp_exec_memory_get(a.ex, &ma) == DP_OK && dp_exec_memory_get(b.ex, &mb) == DP_OK);
+    CHECK(ma.num_fused == 2 && mb.num_fused == 0);
+    CHECK(ma.num_nodes == mb.num_nodes - 2);
+    CHECK(ma.unplanned_bytes == mb.unplanned_bytes - (64 * 128 + 64 * 64) * 4);
+    CHECK(ma.planned_bytes <= mb.planned_bytes);
+    fnet_free(&a); fnet_free(&b);
+    dp_sym_release(s);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* After bind and one warm-up step, training steps (forward, backward,
+   momentum-SGD updates through dp_optimizer_step, whose invocations take
+   the records earlier ones gave back) and inference forwards of the MLP
+   and of LeNet (with BatchNorm) allocate nothing from the engine's
+   allocator, on every engine kind with 2 workers, the kernels split over
+   the range loop (the sizes are over its threshold), in a loop that waits
+   for each step as training loops do (steps pushed ahead without waiting
+   grow the engine's queues to the backlog's depth first). */
+static void test_train_steps_do_not_allocate(void) {
+    int k, t;
+    for (t = 0; t < 2; t++)
+        for (k = 0; k < 3; k++) {
+            dp_engine *e = make_engine_n(kinds[k], 2, 1);
+            dp_symbol *s = t ? fuse_lenet("tanh", 1, NULL) : fuse_mlp("128", "64", 0);
+            dp_shape ds = t ? shp(4, 16, 1) : shp(2, 64, 784);
+            dp_optimizer *opt[FNET_MAX];
+            dp_optimizer_desc od;
+            fnet n;
+            long before = 0, after;
+            int i, step;
+            if (t) { ds.dims[2] = 28; ds.dims[3] = 28; }
+            g_rng = 7;
+            fnet_bind(e, s, ds, 0, 0, &n);               /* the arrays; rebound below with the optimizers' gradients */
+            dp_exec_destroy(n.ex); n.ex = NULL;
+            memset(&od, 0, sizeof od);
+            od.update = "sgd_mom_update";
+            od.params[0].name = "lr"; od.params[0].f = 0.01; od.params[1].name = "momentum"; od.params[1].f = 0.9;
+            od.params[2].name = "wd"; od.params[2].f = 1e-4;
+            for (i = 0; i < n.nargs; i++) {
+                opt[i] = NULL;
+                if (i == 0 || i == n.nargs - 1) continue;  /* data, label */
+                CHECK(dp_optimizer_create(n.args[i], &od, &opt[i]) == DP_OK);
+                n.grads[i] = dp_nd_retain(dp_nd_grad(n.args[i]));
+            }
+            {
+                dp_exec_desc d;
+                memset(&d, 0, sizeof d);
+                d.ctx = CPU0; d.num_args = n.nargs; d.args = n.args; d.grads = n.grads; d.num_aux = n.naux; d.aux = n.aux;
+                CHECK(dp_exec_bind(e, s, &d, &n.ex) == DP_OK);
+            }
+            for (step = 0; step < 6; step++) {           /* step 0 warms up; a loop that waits for each step */
+                if (step == 1) before = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
+                CHECK(dp_exec_forward(n.ex, 1) == DP_OK);
+                CHECK(dp_exec_backward(n.ex, 0, NULL) == DP_OK);
+                for (i = 0; i < n.nargs; i++) if (opt[i]) CHECK(dp_optimizer_step(opt[i]) == DP_OK);
+                CHECK(dp_exec_forward(n.ex, 0) == DP_OK);
+                CHECK(dp_wait_all(e, NULL) == DP_OK);
+            }
+            after = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
+            if (after != before) fprintf(stderr, "  %s on engine %d: %ld allocations in 5 steps\n", t ? "LeNet" : "MLP", k, after - before);
+            CHECK(after == before);
+            for (i = 0; i < n.nargs; i++) dp_optimizer_destroy(opt[i]);
+            fnet_free(&n);
+            dp_sym_release(s);
+            CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+            CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+        }
+}
 /* the planner's plan and a second, differently reusing plan: less memory
    than one buffer per entry, the same results */
 static void test_reusing_plan(void) {
@@ -582,7 +843,7 @@ static void test_reusing_plan(void) {
     CHECK(dp_exec_memory_get(ex, &m1) == DP_OK && dp_exec_memory_get(ex2, &m2) == DP_OK);
     CHECK(m1.planned_bytes < m1.unplanned_bytes && m1.unplanned_bytes > 0);
     CHECK(m2.unplanned_bytes == m1.unplanned_bytes && m2.planned_bytes < m2.unplanned_bytes);
-    CHECK(m1.num_nodes == 4 + 4);
+    CHECK(m1.num_nodes == 3 + 4 && m1.num_fused == 1);   /* fc1 and relu1 in one operation */
     for (i = 0; i < 5; i++) {
         dp_exec_forward(ex, 1); dp_exec_backward(ex, 0, NULL);
         dp_exec_forward(ex2, 1); dp_exec_backward(ex2, 0, NULL);
@@ -1131,6 +1392,9 @@ static const test_case tests[] = {
     {"many_heads", test_many_heads},
     {"rebind", test_rebind},
     {"steps_do_not_allocate", test_steps_do_not_allocate},
+    {"fusion_bitwise", test_fusion_bitwise},
+    {"fusion_memory", test_fusion_memory},
+    {"train_steps_do_not_allocate", test_train_steps_do_not_allocate},
     {"reusing_plan", test_reusing_plan},
     {"no_gradient_operator", test_no_gradient_operator},
     {"json_round_trip", test_json_round_trip},
