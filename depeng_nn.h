@@ -3104,6 +3104,20 @@ static int dpn__pool2_fits(const dp_params *p, const dp_shape *xs, const dp_shap
     dpn__spatial(ys, 2, &oh, &ow);
     return w.k[0] == 2 && w.k[1] == 2 && w.s[0] == 2 && w.s[1] == 2 && w.p[0] == 0 && w.p[1] == 0 && 2 * oh <= h && 2 * ow <= wd;
 }
+/* The 2x2 window's largest element and its place (0..3, row by row), as
+   the general loop finds them: the first largest, or the first NaN. Written
+   as selects (maxss and blends), not branches: on a layer's outputs each
+   comparison goes either way at random, and mispredicted branches made
+   this loop 4-8x slower than its memory traffic. A NaN in the window, rare,
+   takes the scan. */
+#define DPN__POOL2_PICK(T, a, b, c, d, m, at) do { \
+    T ab_ = (b) > (a) ? (b) : (a), cd_ = (d) > (c) ? (d) : (c); \
+    m = cd_ > ab_ ? cd_ : ab_; \
+    at = ((a) != m) * (1 + ((b) != m) * (1 + ((c) != m))); \
+    if (m != m || (a) != (a) || (b) != (b) || (c) != (c) || (d) != (d)) { \
+        at = (a) != (a) ? 0 : (b) != (b) ? 1 : (c) != (c) ? 2 : 3; \
+        m = at == 0 ? (a) : at == 1 ? (b) : at == 2 ? (c) : (d); \
+    } } while (0)
 #define DPN__POOL2(T, S) \
 static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const T *x, T *y, const T *og, T *dx, int mode, dp_req req, \
                            int64_t o0, int64_t o1) { \
@@ -3116,24 +3130,23 @@ static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const 
             if (mode == 0) { \
                 T *yr = y + (o * oh + oy) * ow; \
                 for (ox = 0; ox < ow; ox++) { \
-                    T m = r0[2 * ox], v = r0[2 * ox + 1]; \
-                    if (v > m || (v != v && m == m)) m = v; \
-                    v = r1[2 * ox]; if (v > m || (v != v && m == m)) m = v; \
-                    v = r1[2 * ox + 1]; if (v > m || (v != v && m == m)) m = v; \
+                    T m; \
+                    int at; \
+                    DPN__POOL2_PICK(T, r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1], m, at); \
+                    (void)at; \
                     if (req == DP_REQ_ADD) yr[ox] += m; else yr[ox] = m; \
                 } \
             } else { \
                 const T *gr = og + (o * oh + oy) * ow; \
                 T *d0 = dp + 2 * oy * wd, *d1 = d0 + wd; \
                 for (ox = 0; ox < ow; ox++) { \
-                    T m = r0[2 * ox], v = r0[2 * ox + 1]; \
-                    int b = 0; \
-                    if (v > m || (v != v && m == m)) { m = v; b = 1; } \
-                    v = r1[2 * ox]; if (v > m || (v != v && m == m)) { m = v; b = 2; } \
-                    v = r1[2 * ox + 1]; if (v > m || (v != v && m == m)) { m = v; b = 3; } \
-                    if (req == DP_REQ_ADD) { (b < 2 ? d0 : d1)[2 * ox + (b & 1)] += gr[ox]; continue; } \
+                    T m, g = (T)0 + gr[ox]; \
+                    int at; \
+                    DPN__POOL2_PICK(T, r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1], m, at); \
+                    (void)m; \
+                    if (req == DP_REQ_ADD) { (at < 2 ? d0 : d1)[2 * ox + (at & 1)] += gr[ox]; continue; } \
                     d0[2 * ox] = d0[2 * ox + 1] = d1[2 * ox] = d1[2 * ox + 1] = (T)0; \
-                    (b < 2 ? d0 : d1)[2 * ox + (b & 1)] = (T)0 + gr[ox]; \
+                    (at < 2 ? d0 : d1)[2 * ox + (at & 1)] = g; \
                 } \
                 if (req != DP_REQ_ADD) for (e = 2 * ow; e < wd; e++) d0[e] = d1[e] = (T)0; \
             } \
@@ -3144,6 +3157,7 @@ static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const 
 DPN__POOL2(float, f32)
 DPN__POOL2(double, f64)
 #undef DPN__POOL2
+#undef DPN__POOL2_PICK
 /* The planes (image, channel) are independent: a large pooling is split
    over the range loop by runs of planes of about DPN__PAR_GRAIN elements. */
 typedef struct dpn__pool_job { const dp_params *p; dp_dtype t; const dp_shape *xs, *ys; const void *x, *og; void *y, *dx; int mode, fast; dp_req req; } dpn__pool_job;

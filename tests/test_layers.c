@@ -928,12 +928,67 @@ static void symbol_nodes(void) {
     dp_sym_release(c); dp_sym_release(x);
 }
 
+/* 2x2 stride-2 max pooling (its own loop) picks as the general loop does:
+   the first largest of the window in row order (its bits: -0 before +0
+   stays -0), the first NaN when there is one; the gradient goes to that
+   place only, in float32 and float64, written and added. The windows are
+   drawn from a few values, so ties, signed zeros and NaNs are common. */
+static void pool2_first_max_and_nan(void) {
+    static const double pick[6] = {-0.0, 0.0, 1, 1, -1, 0};
+    enum { N = 2, C = 3, H = 9, W = 8, OH = 4, OW = 4 };
+    int64_t xd[6] = {N, C, H, W}, yd[6] = {N, C, OH, OW};
+    double *x = (double *)malloc(sizeof(double) * N * C * H * W), og[N * C * OH * OW], y[N * C * OH * OW];
+    double *dx = (double *)malloc(sizeof(double) * N * C * H * W), *want = (double *)malloc(sizeof(double) * N * C * H * W);
+    const char *keys[3] = {"kernel", "stride", "pool_type"}, *vals[3] = {"(2, 2)", "(2, 2)", "max"};
+    dp_engine *e = make_engine();
+    int ti, add, i, o, oy, ox, r;
+    for (ti = 0; ti < 2; ti++) {
+        dp_dtype t = ti ? DP_FLOAT64 : DP_FLOAT32;
+        for (i = 0; i < N * C * H * W; i++) x[i] = i % 13 == 5 ? NAN : pick[(int)((urand() + 1) * 3) % 6];
+        for (i = 0; i < N * C * OH * OW; i++) og[i] = urand();
+        for (add = 0; add < 2; add++) {
+            dp_ndarray *in[2], *out = NULL, *g = NULL;
+            dp_req req = add ? DP_REQ_ADD : DP_REQ_WRITE;
+            in[0] = from(e, shape_of(xd), t, x);
+            CHECK(invoke_str(e, "Pooling", 1, in, 3, keys, vals, 0, 1, &out, NULL) == DP_OK);
+            CHECK(out && read_all(out, y));
+            in[0] = from(e, shape_of(yd), t, og); in[1] = from(e, shape_of(xd), t, x);
+            for (i = 0; i < N * C * H * W; i++) want[i] = add ? 0.5 : 0;
+            if (add) g = from(e, shape_of(xd), t, want);
+            CHECK(invoke_str(e, "_backward_Pooling", 2, in, 3, keys, vals, 0, 1, &g, &req) == DP_OK);
+            CHECK(g && read_all(g, dx));
+            for (o = 0; o < N * C; o++)
+                for (oy = 0; oy < OH; oy++)
+                    for (ox = 0; ox < OW; ox++) {
+                        int at = 0;
+                        double m;
+                        for (r = 1; r < 4; r++) {
+                            double v = x[(o * H + 2 * oy + r / 2) * W + 2 * ox + r % 2], b = x[(o * H + 2 * oy + at / 2) * W + 2 * ox + at % 2];
+                            if (v > b || (v != v && b == b)) at = r;
+                        }
+                        m = x[(o * H + 2 * oy + at / 2) * W + 2 * ox + at % 2];
+                        r = (o * OH + oy) * OW + ox;
+                        if (!(m != m ? y[r] != y[r] : y[r] == m && signbit(y[r]) == signbit(m))) { fprintf(stderr, "  window %d: %g, want %g\n", r, y[r], m); CHECK(0); }
+                        want[(o * H + 2 * oy + at / 2) * W + 2 * ox + at % 2] += ti ? og[r] : (double)(float)og[r];
+                    }
+            for (i = 0; i < N * C * H * W; i++)
+                if (dx[i] != want[i] && !(ti == 0 && fabs(dx[i] - want[i]) < 1e-6)) { fprintf(stderr, "  dx[%d] %s: %g, want %g\n", i, add ? "added" : "written", dx[i], want[i]); CHECK(0); break; }
+            dp_nd_release(in[0]); dp_nd_release(in[1]);
+            if (out) dp_nd_release(out);
+            if (g) dp_nd_release(g);
+        }
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    free(x); free(dx); free(want);
+}
+
 int main(void) {
     dp_logger lg;
     static const test_case tests[] = {
         {"conv_gradients_im2col", conv_gradients_im2col},
         {"conv_gradients_direct", conv_gradients_direct},
         {"pool_gradients", pool_gradients},
+        {"pool2_first_max_and_nan", pool2_first_max_and_nan},
         {"activation_gradients", activation_gradients},
         {"activation_matches_builtins", activation_matches_builtins},
         {"softmax_output_params", softmax_output_params},
