@@ -21,12 +21,11 @@ static void check_graph(const mk_make *m) {
         for (k = 0; k < d->npre; k++) MAKE_CHECK(d->pre[k] >= 0 && d->pre[k] < m->nnodes);
         for (k = 0; k < d->noo; k++) MAKE_CHECK(d->oo[k] >= 0 && d->oo[k] < m->nnodes);
     }
-    /* keys are unique (the first 64, pairwise): the name, or for a :: rule's
-       node (whose name is its target's) the key it has in the map */
-#define KEY(d) ((d)->alias_key ? (d)->alias_key : (d)->name)
+    /* names are unique (the first 64, pairwise), but for a :: rule's nodes:
+       they carry their target's name (their key in the map is an alias) */
     for (i = 0; i < m->nnodes && i < 64; i++)
-        for (k = 0; k < i; k++) MAKE_CHECK(strcmp(KEY(&m->nodes[k]), KEY(&m->nodes[i])) != 0);
-#undef KEY
+        for (k = 0; k < i; k++)
+            if (!m->nodes[i].dcolon && !m->nodes[k].dcolon) MAKE_CHECK(strcmp(m->nodes[k].name, m->nodes[i].name) != 0);
     MAKE_CHECK(m->default_goal >= -1 && m->default_goal < m->nnodes);
 }
 
