@@ -11632,15 +11632,25 @@ static DP__HD double dp__f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 /* NaN passes; written so that compilers select without a branch (a branch on
    the sign, mispredicted on mixed data, made relu 4x slower) */
 static DP__HD double dp__f_relu(double x) { double r = x > 0 ? x : 0; return x != x ? x : r; }
-static DP__HD double dp__f_add(double a, double b) { return a + b; }
-static DP__HD double dp__f_sub(double a, double b) { return a - b; }
-static DP__HD double dp__f_mul(double a, double b) { return a * b; }
-static DP__HD double dp__f_div(double a, double b) { return a / b; }
-/* NumPy's: a on a tie, a NaN on either side wins (written as two selects,
-   which vectorise, rather than with ||, which does not) */
-static DP__HD double dp__f_maximum(double a, double b) { return b != b ? b : b > a ? b : a; }
-static DP__HD double dp__f_minimum(double a, double b) { return b != b ? b : b < a ? b : a; }
-static DP__HD double dp__f_power(double a, double b) { return pow(a, b); }
+/* The binary operators' math is also spelled as macros (DP__E_<name>, on
+   plain doubles): the broadcast kernels' loops expand them, since gcc
+   inlines no function into the DP__VEC_LOOPS loops. maximum and minimum
+   are NumPy's: a on a tie, a NaN on either side wins (written as two
+   selects, which vectorise, rather than with ||, which does not). */
+#define DP__E_add(a, b) ((a) + (b))
+#define DP__E_sub(a, b) ((a) - (b))
+#define DP__E_mul(a, b) ((a) * (b))
+#define DP__E_div(a, b) ((a) / (b))
+#define DP__E_maximum(a, b) ((b) != (b) ? (b) : (b) > (a) ? (b) : (a))
+#define DP__E_minimum(a, b) ((b) != (b) ? (b) : (b) < (a) ? (b) : (a))
+#define DP__E_power(a, b) pow(a, b)
+static DP__HD double dp__f_add(double a, double b) { return DP__E_add(a, b); }
+static DP__HD double dp__f_sub(double a, double b) { return DP__E_sub(a, b); }
+static DP__HD double dp__f_mul(double a, double b) { return DP__E_mul(a, b); }
+static DP__HD double dp__f_div(double a, double b) { return DP__E_div(a, b); }
+static DP__HD double dp__f_maximum(double a, double b) { return DP__E_maximum(a, b); }
+static DP__HD double dp__f_minimum(double a, double b) { return DP__E_minimum(a, b); }
+static DP__HD double dp__f_power(double a, double b) { return DP__E_power(a, b); }
 static DP__HD double dp__f_rsub(double a, double b) { return b - a; }
 static DP__HD double dp__f_rdiv(double a, double b) { return b / a; }
 static DP__HD double dp__f_rpower(double a, double b) { return pow(b, a); }
@@ -11826,27 +11836,101 @@ static void dp__broadcast_strides(const dp_shape *os, const dp_shape *as, const 
         acc_a *= da; acc_b *= db;
     }
 }
-/* out[i] = f(a[ia], b[ib]): element offsets walk the output's index with
-   stride 0 along an input's broadcast axes. Same shapes: one flat loop
-   (the float32 write case has its own loop in each kernel). */
-static int dp__binary_apply(const dp_kernel_ctx *k, double (*f)(double, double), dp__int_fn2 fi) {
-    const dp_shape *os = dp_nd_shape(k->outputs[0]), *as = dp_nd_shape(k->inputs[0]), *bs = dp_nd_shape(k->inputs[1]);
-    const void *a = dp_nd_data(k->inputs[0]), *b = dp_nd_data(k->inputs[1]);
-    void *y = dp_nd_data(k->outputs[0]);
-    dp_dtype t = dp_nd_dtype(k->outputs[0]);
-    int64_t n = dp_shape_size(os), i, sa[DP_MAX_DIMS], sb[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, ia = 0, ib = 0;
-    int nd = os->ndim, in_int = fi && dp__dtype_is_int(t);
-    if (dp_shape_size(as) == n && dp_shape_size(bs) == n) {
-        if (in_int) for (i = 0; i < n; i++) dp__store_int(y, t, i, fi(dp__load_int(a, t, i), dp__load_int(b, t, i)), k->req[0]);
-        else for (i = 0; i < n; i++) dp__store_elem(y, t, i, f(dp__load_elem(a, t, i), dp__load_elem(b, t, i)), k->req[0]);
-        return 0;
-    }
+/* The broadcast walk the binary kernels and their gradients share: the
+   output's axes with size-1 ones dropped and neighbours merged where
+   every array's strides allow (same shapes: one axis), each with the
+   element strides of the output (C order), a and b (0 where broadcast).
+   The innermost axis is a row: stride 1 in the output and 0 or 1 in a and
+   b, so its loop is contiguous (or reads one value) and vectorises. */
+typedef struct dp__bgeo {
+    int nd;
+    int64_t dims[DP_MAX_DIMS], s[3][DP_MAX_DIMS];   /* s[0] output, s[1] a, s[2] b */
+} dp__bgeo;
+static void dp__bgeo_plan(const dp_shape *os, const dp_shape *as, const dp_shape *bs, dp__bgeo *g) {
+    int64_t sa[DP_MAX_DIMS], sb[DP_MAX_DIMS];
+    int d, n = 0;
     dp__broadcast_strides(os, as, bs, sa, sb);
-    for (i = 0; i < n; i++) {
-        if (in_int) dp__store_int(y, t, i, fi(dp__load_int(a, t, ia), dp__load_int(b, t, ib)), k->req[0]);
-        else dp__store_elem(y, t, i, f(dp__load_elem(a, t, ia), dp__load_elem(b, t, ib)), k->req[0]);
-        dp__odometer_next(nd, os->dims, idx, sa, &ia, sb, &ib);
+    for (d = 0; d < os->ndim; d++) {
+        if (os->dims[d] == 1) continue;
+        if (n > 0 && g->s[1][n - 1] == sa[d] * os->dims[d] && g->s[2][n - 1] == sb[d] * os->dims[d]) {
+            g->dims[n - 1] *= os->dims[d]; g->s[1][n - 1] = sa[d]; g->s[2][n - 1] = sb[d];
+        } else { g->dims[n] = os->dims[d]; g->s[1][n] = sa[d]; g->s[2][n] = sb[d]; n++; }
     }
+    if (n == 0) { g->dims[0] = 1; g->s[1][0] = g->s[2][0] = 0; n = 1; }
+    g->nd = n;
+    g->s[0][n - 1] = 1;
+    for (d = n - 2; d >= 0; d--) g->s[0][d] = g->s[0][d + 1] * g->dims[d + 1];
+}
+/* The index idx over axes ax[0..m-1] of g (the last fastest) at flat
+   position flat, and its offsets off[3]; then the next position. */
+static void dp__bgeo_seek(const dp__bgeo *g, const int *ax, int m, int64_t flat, int64_t *idx, int64_t *off) {
+    int i, c;
+    off[0] = off[1] = off[2] = 0;
+    for (i = m - 1; i >= 0; i--) {
+        idx[i] = flat % g->dims[ax[i]]; flat /= g->dims[ax[i]];
+        for (c = 0; c < 3; c++) off[c] += idx[i] * g->s[c][ax[i]];
+    }
+}
+static void dp__bgeo_next(const dp__bgeo *g, const int *ax, int m, int64_t *idx, int64_t *off) {
+    int i, c;
+    for (i = m - 1; i >= 0; i--) {
+        for (c = 0; c < 3; c++) off[c] += g->s[c][ax[i]];
+        if (++idx[i] < g->dims[ax[i]]) return;
+        for (c = 0; c < 3; c++) off[c] -= g->s[c][ax[i]] * idx[i];
+        idx[i] = 0;
+    }
+}
+static const int dp__bgeo_axes[DP_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
+/* A binary kernel's job: each operator's row function computes n outputs
+   from y + yo, a + ao and b + bo (a and b stepping by sa and sb, 0 or 1),
+   one loop per float dtype with the math inlined; other dtypes go through
+   dp__bin_row_any (the integer form in int64 where there is one, else in
+   double, as dp__store_elem converts). */
+typedef struct dp__bin_job dp__bin_job;
+typedef void (*dp__bin_row_fn)(const dp__bin_job *j, int64_t yo, int64_t ao, int64_t bo, int64_t sa, int64_t sb, int64_t n);
+struct dp__bin_job {
+    dp__bgeo g;
+    dp_dtype t;
+    dp_req req;
+    const void *a, *b;
+    void *y;
+    double (*f)(double, double);
+    dp__int_fn2 fi;
+    dp__bin_row_fn row;
+};
+static void dp__bin_row_any(const dp__bin_job *j, int64_t yo, int64_t ao, int64_t bo, int64_t sa, int64_t sb, int64_t n) {
+    int64_t i;
+    if (j->fi && dp__dtype_is_int(j->t))
+        for (i = 0; i < n; i++) dp__store_int(j->y, j->t, yo + i, j->fi(dp__load_int(j->a, j->t, ao + i * sa), dp__load_int(j->b, j->t, bo + i * sb)), j->req);
+    else
+        for (i = 0; i < n; i++) dp__store_elem(j->y, j->t, yo + i, j->f(dp__load_elem(j->a, j->t, ao + i * sa), dp__load_elem(j->b, j->t, bo + i * sb)), j->req);
+}
+/* Output elements [e0, e1) (dp_range_fn): row pieces in C order. */
+static void dp__bin_range(int64_t e0, int64_t e1, void *user) {
+    const dp__bin_job *j = (const dp__bin_job *)user;
+    const dp__bgeo *g = &j->g;
+    int nd = g->nd;
+    int64_t len = g->dims[nd - 1], sa = g->s[1][nd - 1], sb = g->s[2][nd - 1], idx[DP_MAX_DIMS], off[3], in = e0 % len, e = e0;
+    dp__bgeo_seek(g, dp__bgeo_axes, nd - 1, e0 / len, idx, off);
+    while (e < e1) {
+        int64_t m = len - in < e1 - e ? len - in : e1 - e;
+        j->row(j, e, off[1] + in * sa, off[2] + in * sb, sa, sb, m);
+        e += m; in = 0;
+        dp__bgeo_next(g, dp__bgeo_axes, nd - 1, idx, off);
+    }
+}
+/* out[i] = f(a[ia], b[ib]) over the broadcast shape, split over the range
+   loop when large (each element computed alone: the same bits in any
+   chunk). */
+static int dp__binary_apply(const dp_kernel_ctx *k, dp__bin_row_fn row, double (*f)(double, double), dp__int_fn2 fi) {
+    dp__bin_job j;
+    const dp_shape *os = dp_nd_shape(k->outputs[0]);
+    if (k->req[0] == DP_REQ_NULL || dp_shape_size(os) == 0) return 0;
+    dp__bgeo_plan(os, dp_nd_shape(k->inputs[0]), dp_nd_shape(k->inputs[1]), &j.g);
+    j.t = dp_nd_dtype(k->outputs[0]); j.req = k->req[0];
+    j.a = dp_nd_data(k->inputs[0]); j.b = dp_nd_data(k->inputs[1]); j.y = dp_nd_data(k->outputs[0]);
+    j.f = f; j.fi = fi; j.row = row;
+    dp__kernel_range(k, dp_shape_size(os), dp__bin_range, &j);
     return 0;
 }
 static const dp_param_def dp__clip_params[] = {
@@ -12009,32 +12093,29 @@ DP__F32_LOOP(exp, "") DP__F32_LOOP(log, "") DP__F32_LOOP(sin, "") DP__F32_LOOP(c
         const dp__ew_job *j = (const dp__ew_job *)user; \
         dp__l1_##name(end - begin, j->a + begin, j->y + begin, j->add); } \
     static int dp__k_##name(const dp_kernel_ctx *k) { return dp__unary_apply(k, dp__r1_##name, dp__f_##name, dp__i_##name); }
-/* Same shapes, float32, plain write: the case a tight loop serves. Each
-   kernel spells the loop out with its math called directly, so the
-   compiler inlines and vectorises it (through a pointer it could do
-   neither: measured 2.5x slower than a plain C loop on 2^24 elements). */
-static int dp__binary_f32_flat(const dp_kernel_ctx *k) {
-    int64_t n = dp_shape_size(dp_nd_shape(k->outputs[0]));
-    return dp_nd_dtype(k->outputs[0]) == DP_FLOAT32 && k->req[0] == DP_REQ_WRITE
-        && dp_shape_size(dp_nd_shape(k->inputs[0])) == n && dp_shape_size(dp_nd_shape(k->inputs[1])) == n;
-}
+/* A binary operator's row (dp__bin_row_fn) in dtype T: one of a and b
+   read once when it is broadcast along the row, each element computed in
+   double and rounded once, as dp__store_elem does (add-to included). */
+#define DP__BIN_ROW(T, E, j, yo, ao, bo, sa, sb, n) do {                                              \
+        const T *a_ = (const T *)(j)->a + (ao), *b_ = (const T *)(j)->b + (bo);                        \
+        T *y_ = (T *)(j)->y + (yo);                                                                    \
+        int64_t i_;                                                                                    \
+        if ((j)->req == DP_REQ_ADD) {                                                                  \
+            if (!(sb) && (sa)) { double v_ = (double)b_[0]; for (i_ = 0; i_ < (n); i_++) { double x_ = (double)a_[i_]; y_[i_] = (T)(E(x_, v_) + (double)y_[i_]); } } \
+            else if (!(sa) && (sb)) { double v_ = (double)a_[0]; for (i_ = 0; i_ < (n); i_++) { double x_ = (double)b_[i_]; y_[i_] = (T)(E(v_, x_) + (double)y_[i_]); } } \
+            else for (i_ = 0; i_ < (n); i_++) { double x_ = (double)a_[i_], z_ = (double)b_[i_]; y_[i_] = (T)(E(x_, z_) + (double)y_[i_]); } \
+        } else {                                                                                       \
+            if (!(sb) && (sa)) { double v_ = (double)b_[0]; for (i_ = 0; i_ < (n); i_++) { double x_ = (double)a_[i_]; y_[i_] = (T)E(x_, v_); } } \
+            else if (!(sa) && (sb)) { double v_ = (double)a_[0]; for (i_ = 0; i_ < (n); i_++) { double x_ = (double)b_[i_]; y_[i_] = (T)E(v_, x_); } } \
+            else for (i_ = 0; i_ < (n); i_++) { double x_ = (double)a_[i_], z_ = (double)b_[i_]; y_[i_] = (T)E(x_, z_); } \
+        }                                                                                              \
+    } while (0)
 #define DP__BINARY_KERNEL(name, doc) \
-    static void dp__r_##name(int64_t begin, int64_t end, void *user) { \
-        const dp__ew_job *j = (const dp__ew_job *)user; \
-        const float *a = j->a, *b = j->b; \
-        float *y = j->y; \
-        int64_t i; \
-        for (i = begin; i < end; i++) y[i] = (float)dp__f_##name(a[i], b[i]); \
-    } \
-    static int dp__k_##name(const dp_kernel_ctx *k) { \
-        if (dp__binary_f32_flat(k)) { \
-            dp__ew_job j; \
-            j.a = (const float *)dp_nd_data(k->inputs[0]); j.b = (const float *)dp_nd_data(k->inputs[1]); \
-            j.y = (float *)dp_nd_data(k->outputs[0]); j.f2 = NULL; j.s = 0; j.add = 0; \
-            dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->outputs[0])), dp__r_##name, &j); \
-            return 0; \
-        } \
-        return dp__binary_apply(k, dp__f_##name, dp__i_##name); }
+    DP__VEC_LOOPS static void dp__br_##name(const dp__bin_job *j, int64_t yo, int64_t ao, int64_t bo, int64_t sa, int64_t sb, int64_t n) { \
+        if (j->t == DP_FLOAT32) DP__BIN_ROW(float, DP__E_##name, j, yo, ao, bo, sa, sb, n); \
+        else if (j->t == DP_FLOAT64) DP__BIN_ROW(double, DP__E_##name, j, yo, ao, bo, sa, sb, n); \
+        else dp__bin_row_any(j, yo, ao, bo, sa, sb, n); } \
+    static int dp__k_##name(const dp_kernel_ctx *k) { return dp__binary_apply(k, dp__br_##name, dp__f_##name, dp__i_##name); }
 #define DP__SCALAR_KERNEL(name, doc) static int dp__k_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_apply(k, dp__f_##name, dp__i_##name); }
 DP__UNARY_OPS(DP__UNARY_KERNEL)
 DP__BINARY_OPS(DP__BINARY_KERNEL)
@@ -12060,14 +12141,22 @@ static DP__HD double dp__d_cos(double x) { return -sin(x); }
 static DP__HD double dp__d_tanh(double y) { return (1 - y) * (1 + y); }
 static DP__HD double dp__d_sigmoid(double y) { return y * (1 - y); }
 static DP__HD double dp__d_relu(double y) { return y > 0 ? 1 : 0; }
-/* partial derivatives of a binary f(a, b): by a (which 0) or by b (which 1) */
-static DP__HD double dp__d_add(double a, double b, int which) { (void)a; (void)b; (void)which; return 1; }
-static DP__HD double dp__d_sub(double a, double b, int which) { (void)a; (void)b; return which ? -1 : 1; }
-static DP__HD double dp__d_mul(double a, double b, int which) { return which ? a : b; }
-static DP__HD double dp__d_div(double a, double b, int which) { return which ? -a / (b * b) : 1 / b; }
-static DP__HD double dp__d_maximum(double a, double b, int which) { return which ? (double)(a < b) : (double)(a >= b); }
-static DP__HD double dp__d_minimum(double a, double b, int which) { return which ? (double)(a > b) : (double)(a <= b); }
-static DP__HD double dp__d_power(double a, double b, int which) { return which ? pow(a, b) * log(a) : b * pow(a, b - 1); }
+/* partial derivatives of a binary f(a, b): by a (which 0) or by b (which
+   1); as macros too (DP__DE_<name>), for the broadcast gradients' loops */
+#define DP__DE_add(a, b, which) ((void)(a), (void)(b), (void)(which), 1.0)
+#define DP__DE_sub(a, b, which) ((void)(a), (void)(b), (which) ? -1.0 : 1.0)
+#define DP__DE_mul(a, b, which) ((which) ? (a) : (b))
+#define DP__DE_div(a, b, which) ((which) ? -(a) / ((b) * (b)) : 1 / (b))
+#define DP__DE_maximum(a, b, which) ((which) ? (double)((a) < (b)) : (double)((a) >= (b)))
+#define DP__DE_minimum(a, b, which) ((which) ? (double)((a) > (b)) : (double)((a) <= (b)))
+#define DP__DE_power(a, b, which) ((which) ? pow(a, b) * log(a) : (b) * pow(a, (b) - 1))
+static DP__HD double dp__d_add(double a, double b, int which) { return DP__DE_add(a, b, which); }
+static DP__HD double dp__d_sub(double a, double b, int which) { return DP__DE_sub(a, b, which); }
+static DP__HD double dp__d_mul(double a, double b, int which) { return DP__DE_mul(a, b, which); }
+static DP__HD double dp__d_div(double a, double b, int which) { return DP__DE_div(a, b, which); }
+static DP__HD double dp__d_maximum(double a, double b, int which) { return DP__DE_maximum(a, b, which); }
+static DP__HD double dp__d_minimum(double a, double b, int which) { return DP__DE_minimum(a, b, which); }
+static DP__HD double dp__d_power(double a, double b, int which) { return DP__DE_power(a, b, which); }
 static DP__HD double dp__d_rsub(double a, double b, int which) { return dp__d_sub(b, a, !which); }
 static DP__HD double dp__d_rdiv(double a, double b, int which) { return dp__d_div(b, a, !which); }
 static DP__HD double dp__d_rpower(double a, double b, int which) { return dp__d_power(b, a, !which); }
@@ -12097,25 +12186,92 @@ static int dp__scalar_grad(const dp_kernel_ctx *k, double (*df)(double, double, 
     for (i = 0; i < n; i++) dp__store_elem(g, t, i, dp__load_elem(og, t, i) * df(dp__load_elem(x, t, i), k->scalar, 0), k->req[0]);
     return 0;
 }
-/* inputs (ograd, a, b); outputs (agrad, bgrad). Walks the broadcast output
-   like dp__binary_apply and adds each partial into the input element it
-   came from, so broadcast axes are summed. */
-static int dp__binary_grad(const dp_kernel_ctx *k, double (*df)(double, double, int)) {
-    const dp_shape *os = dp_nd_shape(k->inputs[0]), *as = dp_nd_shape(k->inputs[1]), *bs = dp_nd_shape(k->inputs[2]);
-    const void *og = dp_nd_data(k->inputs[0]), *a = dp_nd_data(k->inputs[1]), *b = dp_nd_data(k->inputs[2]);
-    void *ga = dp_nd_data(k->outputs[0]), *gb = dp_nd_data(k->outputs[1]);
-    dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t n = dp_shape_size(os), i, sa[DP_MAX_DIMS], sb[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, ia = 0, ib = 0;
-    int nd = os->ndim;
-    dp_req ra = k->req[0] == DP_REQ_NULL ? DP_REQ_NULL : DP_REQ_ADD, rb = k->req[1] == DP_REQ_NULL ? DP_REQ_NULL : DP_REQ_ADD;
-    if (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE) for (i = 0; i < dp_shape_size(as); i++) dp__store_elem(ga, t, i, 0, DP_REQ_WRITE);
-    if (k->req[1] == DP_REQ_WRITE || k->req[1] == DP_REQ_INPLACE) for (i = 0; i < dp_shape_size(bs); i++) dp__store_elem(gb, t, i, 0, DP_REQ_WRITE);
-    dp__broadcast_strides(os, as, bs, sa, sb);
-    for (i = 0; i < n; i++) {
-        double o = dp__load_elem(og, t, i), x = dp__load_elem(a, t, ia), y = dp__load_elem(b, t, ib);
-        dp__store_elem(ga, t, ia, o * df(x, y, 0), ra);
-        dp__store_elem(gb, t, ib, o * df(x, y, 1), rb);
-        dp__odometer_next(nd, os->dims, idx, sa, &ia, sb, &ib);
+/* inputs (ograd, a, b); outputs (agrad, bgrad): each partial times the
+   output gradient, added into the input element it came from, so the axes
+   an input was broadcast along are summed. Each input's gradient is made
+   apart, split over its own elements (dp__kernel_rows: a chunk owns its
+   elements), and every element sums its terms in the output's C order,
+   rounding to the dtype after each, from 0 (write) or its value (add-to):
+   the order the serial walk had, so the bits are the same at any worker
+   count. Row by row along the output's innermost axis: where the input
+   has that axis the row adds into as many elements at once (vectorised);
+   where it was broadcast along it, the row sums into one. */
+typedef struct dp__bgrad_job dp__bgrad_job;
+/* n terms from og + oo, a + ao, b + bo (a, b stepping by sa, sb): into
+   g[go + i] (red 0) or all into g[go] (red 1) */
+typedef void (*dp__bgrad_row_fn)(const dp__bgrad_job *j, int64_t oo, int64_t ao, int64_t bo, int64_t go, int64_t sa, int64_t sb,
+                                 int64_t n, int red);
+struct dp__bgrad_job {
+    dp__bgeo g;
+    dp_dtype t;
+    int which, write, nk, nr, kax[DP_MAX_DIMS], rax[DP_MAX_DIMS];   /* the input's kept and reduced axes */
+    int64_t nred;                                                    /* the reduced axes' element count */
+    const void *og, *a, *b;
+    void *gx;
+    double (*df)(double, double, int);
+    dp__bgrad_row_fn row;
+};
+static void dp__bgrad_row_any(const dp__bgrad_job *j, int64_t oo, int64_t ao, int64_t bo, int64_t go, int64_t sa, int64_t sb,
+                              int64_t n, int red) {
+    int64_t i;
+    for (i = 0; i < n; i++)
+        dp__store_elem(j->gx, j->t, go + (red ? 0 : i), dp__load_elem(j->og, j->t, oo + i)
+                       * j->df(dp__load_elem(j->a, j->t, ao + i * sa), dp__load_elem(j->b, j->t, bo + i * sb), j->which), DP_REQ_ADD);
+}
+/* The input gradient's elements [e0, e1) (dp_range_fn). */
+static void dp__bgrad_range(int64_t e0, int64_t e1, void *user) {
+    const dp__bgrad_job *j = (const dp__bgrad_job *)user;
+    const dp__bgeo *g = &j->g;
+    int nd = g->nd, c = 1 + j->which;
+    int64_t len = g->dims[nd - 1], sa = g->s[1][nd - 1], sb = g->s[2][nd - 1], kidx[DP_MAX_DIMS], ridx[DP_MAX_DIMS], ko[3], ro[3], q, e;
+    if (j->write) memset((char *)j->gx + (size_t)e0 * dp_dtype_size(j->t), 0, (size_t)(e1 - e0) * dp_dtype_size(j->t));
+    if (g->s[c][nd - 1]) {                           /* kept along the rows: for each reduced index, the rows */
+        dp__bgeo_seek(g, j->rax, j->nr, 0, ridx, ro);
+        for (q = 0; q < j->nred; q++) {
+            int64_t in = e0 % len;
+            dp__bgeo_seek(g, j->kax, j->nk - 1, e0 / len, kidx, ko);
+            for (e = e0; e < e1;) {
+                int64_t m = len - in < e1 - e ? len - in : e1 - e;
+                j->row(j, ro[0] + ko[0] + in, ro[1] + ko[1] + in * sa, ro[2] + ko[2] + in * sb, ko[c] + in, sa, sb, m, 0);
+                e += m; in = 0;
+                dp__bgeo_next(g, j->kax, j->nk - 1, kidx, ko);
+            }
+            dp__bgeo_next(g, j->rax, j->nr, ridx, ro);
+        }
+    } else {                                         /* reduced along the rows: each element sums its rows */
+        dp__bgeo_seek(g, j->kax, j->nk, e0, kidx, ko);
+        for (e = e0; e < e1; e++) {
+            dp__bgeo_seek(g, j->rax, j->nr - 1, 0, ridx, ro);
+            for (q = 0; q < j->nred / len; q++) {
+                j->row(j, ro[0] + ko[0], ro[1] + ko[1], ro[2] + ko[2], ko[c], sa, sb, len, 1);
+                dp__bgeo_next(g, j->rax, j->nr - 1, ridx, ro);
+            }
+            dp__bgeo_next(g, j->kax, j->nk, kidx, ko);
+        }
+    }
+}
+static int dp__binary_grad(const dp_kernel_ctx *k, dp__bgrad_row_fn row, double (*df)(double, double, int)) {
+    dp__bgrad_job j;
+    const dp_shape *os = dp_nd_shape(k->inputs[0]);
+    int64_t n = dp_shape_size(os);
+    int w, d;
+    dp__bgeo_plan(os, dp_nd_shape(k->inputs[1]), dp_nd_shape(k->inputs[2]), &j.g);
+    j.t = dp_nd_dtype(k->inputs[1]); j.df = df; j.row = row;
+    j.og = dp_nd_data(k->inputs[0]); j.a = dp_nd_data(k->inputs[1]); j.b = dp_nd_data(k->inputs[2]);
+    for (w = 0; w < 2; w++) {
+        int64_t ne = dp_shape_size(dp_nd_shape(k->outputs[w]));
+        if (k->req[w] == DP_REQ_NULL) continue;
+        j.which = w; j.write = k->req[w] != DP_REQ_ADD; j.gx = dp_nd_data(k->outputs[w]);
+        if (n == 0) {                                /* nothing to sum: zeros */
+            if (j.write) memset(j.gx, 0, (size_t)ne * dp_dtype_size(j.t));
+            continue;
+        }
+        j.nk = j.nr = 0; j.nred = 1;
+        for (d = 0; d < j.g.nd; d++) {
+            if (j.g.s[1 + w][d]) j.kax[j.nk++] = d;
+            else { j.rax[j.nr++] = d; j.nred *= j.g.dims[d]; }
+        }
+        dp__kernel_rows(k, ne, n / ne, dp__bgrad_range, &j);
     }
     return 0;
 }
@@ -12149,7 +12305,30 @@ static int dp__k_clip_grad(const dp_kernel_ctx *k) {
         else if (t == DP_FLOAT64) DP__UNARY_GRAD_LOOP(double, og, x, g, add, dp__d_##name, b, e); \
         else for (i = b; i < e; i++) dp__store_elem(g, t, i, dp__load_elem(og, t, i) * dp__d_##name(dp__load_elem(x, t, i)), k->req[0]); } \
     static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__unary_grad(k, dp__rg_##name); }
-#define DP__BINARY_GRAD_KERNEL(name, doc) static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__binary_grad(k, dp__d_##name); }
+/* A binary gradient's row (dp__bgrad_row_fn) in dtype T, with the
+   partial for which (a constant in each loop, so it folds). */
+#define DP__BGRAD_ROW(T, DE, W, j, oo, ao, bo, go, sa, sb, n, red) do {                               \
+        const T *o_ = (const T *)(j)->og + (oo), *a_ = (const T *)(j)->a + (ao), *b_ = (const T *)(j)->b + (bo); \
+        T *g_ = (T *)(j)->gx + (go);                                                                   \
+        int64_t i_;                                                                                    \
+        if (red) {                                                                                     \
+            T s_ = g_[0];                                                                              \
+            for (i_ = 0; i_ < (n); i_++) { double x_ = (double)a_[i_ * (sa)], z_ = (double)b_[i_ * (sb)]; s_ = (T)((double)s_ + (double)o_[i_] * DE(x_, z_, W)); } \
+            g_[0] = s_;                                                                                \
+        } else if (!(sb) && (sa)) { double z_ = (double)b_[0]; for (i_ = 0; i_ < (n); i_++) { double x_ = (double)a_[i_]; g_[i_] = (T)((double)g_[i_] + (double)o_[i_] * DE(x_, z_, W)); } } \
+        else if (!(sa) && (sb)) { double x_ = (double)a_[0]; for (i_ = 0; i_ < (n); i_++) { double z_ = (double)b_[i_]; g_[i_] = (T)((double)g_[i_] + (double)o_[i_] * DE(x_, z_, W)); } } \
+        else for (i_ = 0; i_ < (n); i_++) { double x_ = (double)a_[i_], z_ = (double)b_[i_]; g_[i_] = (T)((double)g_[i_] + (double)o_[i_] * DE(x_, z_, W)); } \
+    } while (0)
+#define DP__BGRAD_ROWS(T, name, j, oo, ao, bo, go, sa, sb, n, red) do { \
+        if ((j)->which) DP__BGRAD_ROW(T, DP__DE_##name, 1, j, oo, ao, bo, go, sa, sb, n, red); \
+        else DP__BGRAD_ROW(T, DP__DE_##name, 0, j, oo, ao, bo, go, sa, sb, n, red); } while (0)
+#define DP__BINARY_GRAD_KERNEL(name, doc) \
+    DP__VEC_LOOPS static void dp__bgr_##name(const dp__bgrad_job *j, int64_t oo, int64_t ao, int64_t bo, int64_t go, int64_t sa, \
+                                             int64_t sb, int64_t n, int red) { \
+        if (j->t == DP_FLOAT32) DP__BGRAD_ROWS(float, name, j, oo, ao, bo, go, sa, sb, n, red); \
+        else if (j->t == DP_FLOAT64) DP__BGRAD_ROWS(double, name, j, oo, ao, bo, go, sa, sb, n, red); \
+        else dp__bgrad_row_any(j, oo, ao, bo, go, sa, sb, n, red); } \
+    static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__binary_grad(k, dp__bgr_##name, dp__d_##name); }
 #define DP__SCALAR_GRAD_KERNEL(name, doc) static int dp__kg_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_grad(k, dp__d_##name); }
 DP__UNARY_OPS(DP__UNARY_GRAD_KERNEL)
 DP__BINARY_OPS(DP__BINARY_GRAD_KERNEL)

@@ -3,7 +3,8 @@
    convolutions at batch 64 and 256 (forward and gradient), its pooling and
    tanh, a BatchNorm, softmax over a (256, 1000) batch and sums along each
    axis and over the whole array, tanh and sigmoid and their gradients at
-   LeNet's sizes, each invoked on a per-device engine and
+   LeNet's sizes, broadcast add, sub, mul and maximum and their gradients
+   ("bcast"), each invoked on a per-device engine and
    waited for, with no CPU worker ("1t": the op's thread alone) and with
    one ("2t": the op's thread and a worker on the range loop). Each figure
    is the best of repeated runs over about BENCH_MS ms (default 200), in
@@ -66,6 +67,16 @@ static const lcase cases[] = {
     {"sum axis 1 (1024,1024)", "sum", 1, 1, {{2, 1024, 1024}}, {"axis", "(1,)", NULL}},
     {"sum axis 0 (1024,1024)", "sum", 1, 1, {{2, 1024, 1024}}, {"axis", "(0,)", NULL}},
     {"sum all (1024,1024)", "sum", 1, 1, {{2, 1024, 1024}}, {NULL}},
+    /* broadcast binary ops and their gradients: a bias along the last axis
+       (row broadcast), a per-channel scale (the middle axes), a column */
+    {"bcast add 256x1000+1000", "add", 2, 1, {{2, 256, 1000}, {1, 1000}}, {NULL}},
+    {"bcast add grad 256x1000", "_backward_add", 3, 2, {{2, 256, 1000}, {2, 256, 1000}, {1, 1000}}, {NULL}},
+    {"bcast mul 64x20x24x24*20x1x1", "mul", 2, 1, {{4, 64, 20, 24, 24}, {3, 20, 1, 1}}, {NULL}},
+    {"bcast mul grad 64x20x24x24", "_backward_mul", 3, 2, {{4, 64, 20, 24, 24}, {4, 64, 20, 24, 24}, {3, 20, 1, 1}}, {NULL}},
+    {"bcast sub 1024x1024-1024x1", "sub", 2, 1, {{2, 1024, 1024}, {2, 1024, 1}}, {NULL}},
+    {"bcast sub grad 1024x1024", "_backward_sub", 3, 2, {{2, 1024, 1024}, {2, 1024, 1024}, {2, 1024, 1}}, {NULL}},
+    {"bcast max 1024x1024 same", "maximum", 2, 1, {{2, 1024, 1024}, {2, 1024, 1024}}, {NULL}},
+    {"bcast mul grad 1024x1024 same", "_backward_mul", 3, 2, {{2, 1024, 1024}, {2, 1024, 1024}, {2, 1024, 1024}}, {NULL}},
 };
 
 typedef struct run_t { dp_engine *eng; const lcase *c; dp_ndarray *in[6], *out[6]; const char *keys[6], *vals[6]; int nkw; } run_t;

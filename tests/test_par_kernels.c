@@ -3,7 +3,8 @@
    (im2col + GEMM and direct, forward and gradients), Pooling, Activation,
    the tanh and sigmoid operators and their gradients,
    BatchNorm, softmax and the reductions (sum, mean, max, min and their
-   gradients, along axes and over the whole array). Each runs at sizes over
+   gradients, along axes and over the whole array), the broadcast binary
+   operators and their gradients (also against the serial walk). Each runs at sizes over
    the threshold on the naive engine, the pooled engine and the per-device
    engine with 1, 2, 3 and 4 CPU workers, and every output must be bitwise
    the same everywhere; on the per-device engine with 2 workers each must
@@ -106,6 +107,11 @@ static const pcase cases[] = {
     {"argmax ties columns", "argmax", DP_FLOAT32, 1, 1, {{2, 700, 600}}, {"axis", "0", NULL}},
     {"argmax ties all", "argmax", DP_FLOAT64, 1, 1, {{2, 700, 600}}, {NULL}},
     {"argmax int32 two outputs", "argmax", DP_INT32, 1, 1, {{2, 2, 300000}}, {"axis", "1", NULL}},
+    {"add broadcast rows", "add", DP_FLOAT32, 2, 1, {{2, 300, 1000}, {1, 1000}}, {NULL}},
+    {"mul broadcast channels float64", "mul", DP_FLOAT64, 2, 1, {{4, 16, 20, 24, 24}, {3, 20, 1, 1}}, {NULL}},
+    {"_backward_mul broadcast channels", "_backward_mul", DP_FLOAT32, 3, 2, {{4, 16, 20, 24, 24}, {4, 16, 20, 24, 24}, {3, 20, 1, 1}}, {NULL}},
+    {"_backward_sub broadcast columns float64", "_backward_sub", DP_FLOAT64, 3, 2, {{2, 1024, 300}, {2, 1024, 300}, {2, 1024, 1}}, {NULL}},
+    {"_backward_maximum same shapes", "_backward_maximum", DP_FLOAT32, 3, 2, {{2, 700, 400}, {2, 700, 400}, {2, 700, 400}}, {NULL}},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -328,11 +334,189 @@ static void ints_and_argmax_as_serial(void) {
     free(xi); free(xf);
 }
 
+/* Broadcast binary operators and their gradients against the serial walk
+   written out here (what the kernels computed before they were split and
+   specialised): each output element f(a, b) in double, stored by
+   dp_dtype_store; each input gradient from 0 (write) or its value (add-to),
+   each term o * df added in the output's C order and rounded to the dtype
+   at once. Random broadcast shapes up to 5 axes, large ones over the range
+   loop's threshold, float32, float64, float16 and int32, write and add-to;
+   bitwise (NaN: any NaN). */
+static double ref_f(int op, double a, double b) {
+    switch (op) {
+    case 0: return a + b;
+    case 1: return a - b;
+    case 2: return a * b;
+    case 3: return a / b;
+    case 4: return b != b ? b : b > a ? b : a;
+    case 5: return b != b ? b : b < a ? b : a;
+    default: return pow(a, b);
+    }
+}
+static double ref_df(int op, double a, double b, int w) {
+    switch (op) {
+    case 0: return 1;
+    case 1: return w ? -1 : 1;
+    case 2: return w ? a : b;
+    case 3: return w ? -a / (b * b) : 1 / b;
+    case 4: return w ? (double)(a < b) : (double)(a >= b);
+    case 5: return w ? (double)(a > b) : (double)(a <= b);
+    default: return w ? pow(a, b) * log(a) : b * pow(a, b - 1);
+    }
+}
+static const char *const bops[7] = {"add", "sub", "mul", "div", "maximum", "minimum", "power"};
+static int same_elems(dp_dtype t, const void *x, const void *y, int64_t n) {
+    int64_t i;
+    size_t es = dp_dtype_size(t);
+    for (i = 0; i < n; i++) {
+        double u = dp_dtype_load(t, x, i), v = dp_dtype_load(t, y, i);
+        if (memcmp((const char *)x + i * es, (const char *)y + i * es, es) != 0 && !(u != u && v != v)) return 0;
+    }
+    return 1;
+}
+/* element strides of an input shaped s (ndim k) over the output o */
+static void bstrides(const dp_shape *o, const dp_shape *s, int64_t *st) {
+    int64_t acc = 1;
+    int d;
+    for (d = o->ndim - 1; d >= 0; d--) {
+        int k = d - (o->ndim - s->ndim);
+        int64_t n = k >= 0 ? s->dims[k] : 1;
+        st[d] = n == 1 ? 0 : acc;
+        acc *= n;
+    }
+}
+static void *rand_arr(dp_dtype t, int64_t n, int ints) {
+    void *h = malloc((size_t)(n ? n : 1) * dp_dtype_size(t));
+    int64_t i;
+    for (i = 0; h && i < n; i++) {
+        double v = urand();
+        v = ints || t == DP_INT32 ? floor(v * 6) : floor(v * 64) / 32 + 0.0078125;   /* ties, never 0 */
+        dp_dtype_store(t, h, i, v, DP_REQ_WRITE);
+    }
+    return h;
+}
+static int bcast_one(dp_engine *e, int op, dp_dtype t, const dp_shape *as, const dp_shape *bs, int reqmode) {
+    dp_shape os;
+    int64_t n, na = dp_shape_size(as), nb = dp_shape_size(bs), sa[DP_MAX_DIMS], sb[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, ia, ib, i;
+    int d, ok = 1, w;
+    size_t es = dp_dtype_size(t);
+    void *a, *b, *y0, *og, *ga0, *gb0, *want, *wga, *wgb, *got;
+    dp_ndarray *arr[5] = {NULL}, *outs[2];
+    dp_req req[2];
+    memset(&os, 0, sizeof os);
+    os.ndim = as->ndim > bs->ndim ? as->ndim : bs->ndim;
+    for (d = 0; d < os.ndim; d++) {
+        int ka = d - (os.ndim - as->ndim), kb = d - (os.ndim - bs->ndim);
+        int64_t da = ka >= 0 ? as->dims[ka] : 1, db = kb >= 0 ? bs->dims[kb] : 1;
+        os.dims[d] = da == 1 ? db : da;
+    }
+    n = dp_shape_size(&os);
+    bstrides(&os, as, sa); bstrides(&os, bs, sb);
+    a = rand_arr(t, na, 0); b = rand_arr(t, nb, 0); y0 = rand_arr(t, n, 0); og = rand_arr(t, n, 0);
+    ga0 = rand_arr(t, na, 0); gb0 = rand_arr(t, nb, 0);
+    want = malloc((size_t)(n ? n : 1) * es); wga = malloc((size_t)(na ? na : 1) * es); wgb = malloc((size_t)(nb ? nb : 1) * es);
+    got = malloc((size_t)(n + na + nb + 1) * es);
+    if (!a || !b || !y0 || !og || !ga0 || !gb0 || !want || !wga || !wgb || !got) { ok = 0; goto done; }
+    /* forward: write (reqmode 0) or add-to */
+    req[0] = reqmode ? DP_REQ_ADD : DP_REQ_WRITE;
+    memcpy(want, y0, (size_t)n * es);
+    for (i = 0, ia = ib = 0; i < n; i++) {
+        dp_dtype_store(t, want, i, ref_f(op, dp_dtype_load(t, a, ia), dp_dtype_load(t, b, ib)), req[0]);
+        for (d = os.ndim - 1; d >= 0; d--) {
+            ia += sa[d]; ib += sb[d];
+            if (++idx[d] < os.dims[d]) break;
+            ia -= sa[d] * idx[d]; ib -= sb[d] * idx[d]; idx[d] = 0;
+        }
+    }
+    ok &= dp_nd_from_host(e, as, t, CPU0, a, &arr[0]) == DP_OK && dp_nd_from_host(e, bs, t, CPU0, b, &arr[1]) == DP_OK
+          && dp_nd_from_host(e, &os, t, CPU0, y0, &arr[2]) == DP_OK;
+    outs[0] = arr[2];
+    ok = ok && invoke_str(e, bops[op], 2, arr, 0, NULL, NULL, 0, 1, outs, req) == DP_OK && dp_nd_read(arr[2], got, (size_t)n * es, NULL) == DP_OK;
+    if (ok && !same_elems(t, got, want, n)) { fprintf(stderr, "  %s %s: forward differs from the serial walk\n", bops[op], dp_dtype_name(t)); ok = 0; }
+    /* gradient: (write, write), (add, write) or (write, add) */
+    req[0] = reqmode == 1 ? DP_REQ_ADD : DP_REQ_WRITE;
+    req[1] = reqmode == 2 ? DP_REQ_ADD : DP_REQ_WRITE;
+    memcpy(wga, ga0, (size_t)na * es); memcpy(wgb, gb0, (size_t)nb * es);
+    for (w = 0; w < 2; w++) if (req[w] == DP_REQ_WRITE) for (i = 0; i < (w ? nb : na); i++) dp_dtype_store(t, w ? wgb : wga, i, 0, DP_REQ_WRITE);
+    memset(idx, 0, sizeof idx);
+    for (i = 0, ia = ib = 0; i < n; i++) {
+        double o = dp_dtype_load(t, og, i), x = dp_dtype_load(t, a, ia), z = dp_dtype_load(t, b, ib);
+        dp_dtype_store(t, wga, ia, o * ref_df(op, x, z, 0), DP_REQ_ADD);
+        dp_dtype_store(t, wgb, ib, o * ref_df(op, x, z, 1), DP_REQ_ADD);
+        for (d = os.ndim - 1; d >= 0; d--) {
+            ia += sa[d]; ib += sb[d];
+            if (++idx[d] < os.dims[d]) break;
+            ia -= sa[d] * idx[d]; ib -= sb[d] * idx[d]; idx[d] = 0;
+        }
+    }
+    dp_nd_release(arr[2]); arr[2] = NULL;
+    ok = ok && dp_nd_from_host(e, &os, t, CPU0, og, &arr[2]) == DP_OK && dp_nd_from_host(e, as, t, CPU0, ga0, &arr[3]) == DP_OK
+         && dp_nd_from_host(e, bs, t, CPU0, gb0, &arr[4]) == DP_OK;
+    if (ok) {
+        dp_ndarray *gin[3];
+        char name[32];
+        gin[0] = arr[2]; gin[1] = arr[0]; gin[2] = arr[1]; outs[0] = arr[3]; outs[1] = arr[4];
+        snprintf(name, sizeof name, "_backward_%s", bops[op]);
+        ok = invoke_str(e, name, 3, gin, 0, NULL, NULL, 0, 2, outs, req) == DP_OK && dp_nd_read(arr[3], got, (size_t)na * es, NULL) == DP_OK
+             && dp_nd_read(arr[4], (char *)got + (size_t)na * es, (size_t)nb * es, NULL) == DP_OK;
+        if (ok && (!same_elems(t, got, wga, na) || !same_elems(t, (char *)got + (size_t)na * es, wgb, nb))) {
+            fprintf(stderr, "  _backward_%s %s (req %d): gradients differ from the serial walk\n", bops[op], dp_dtype_name(t), reqmode);
+            ok = 0;
+        }
+    }
+done:
+    for (i = 0; i < 5; i++) if (arr[i]) dp_nd_release(arr[i]);
+    free(a); free(b); free(y0); free(og); free(ga0); free(gb0); free(want); free(wga); free(wgb); free(got);
+    if (!ok) {
+        char s1[96], s2[96];
+        fprintf(stderr, "  shapes %s and %s\n", dp_shape_format(as, s1, sizeof s1) ? s1 : "?", dp_shape_format(bs, s2, sizeof s2) ? s2 : "?");
+    }
+    return ok;
+}
+static void broadcast_as_serial(void) {
+    static const int64_t big[][2][5] = {   /* over the threshold: split over the range loop */
+        {{2, 300, 1000}, {1, 1000}}, {{1, 1000}, {2, 300, 1000}}, {{4, 16, 20, 24, 24}, {3, 20, 1, 1}},
+        {{2, 1024, 300}, {2, 1024, 1}}, {{2, 1, 300}, {3, 2, 1024, 1}}, {{2, 700, 400}, {2, 700, 400}}, {{2, 700, 400}, {0}},
+    };
+    static const dp_dtype types[4] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32};
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 2);
+    int r, op, before;
+    CHECK(e != NULL);
+    if (!e) return;
+    g_rng = 777;
+    before = __atomic_load_n(&g_ranges, __ATOMIC_RELAXED);
+    for (r = 0; r < (int)(sizeof big / sizeof big[0]); r++)
+        for (op = 0; op < 7; op++) {
+            dp_shape as = shape_of(big[r][0]), bs = shape_of(big[r][1]);
+            dp_dtype t = op < 3 ? DP_FLOAT32 : DP_FLOAT64;
+            if (r == 2 && op == 4) t = DP_INT32;
+            CHECK(bcast_one(e, op, t, &as, &bs, (r + op) % 3));
+        }
+    CHECK(__atomic_load_n(&g_ranges, __ATOMIC_RELAXED) >= before + 7 * 7);
+    for (r = 0; r < 400; r++) {                       /* random small shapes */
+        dp_shape as, bs;
+        int d, nd = 1 + (int)((urand() + 1) * 2.5);
+        memset(&as, 0, sizeof as); memset(&bs, 0, sizeof bs);
+        as.ndim = bs.ndim = nd;
+        for (d = 0; d < nd; d++) {
+            int64_t m = 1 + (int64_t)((urand() + 1) * 3);
+            double u = urand();
+            as.dims[d] = u < -0.3 ? 1 : m; bs.dims[d] = u > 0.3 ? 1 : m;
+            if (r % 50 == 49 && d == 0) as.dims[d] = bs.dims[d] = 0;      /* empty */
+        }
+        if (r % 3 == 1) { memmove(bs.dims, bs.dims + 1, sizeof(int64_t) * (size_t)(nd - 1)); bs.ndim--; }
+        op = r % 7;
+        CHECK(bcast_one(e, op, op == 6 && (r / 7) % 4 == 3 ? DP_FLOAT32 : types[(r / 7) % 4], &as, &bs, (r / 28) % 3));   /* int power: integer form */
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"large kernels bitwise the same on every engine and 1-4 workers, and split over the range loop", bitwise_everywhere},
         {"reductions over outputs as the serial walk; small ones on one core", reductions_as_serial},
         {"integer reductions and argmax split, exactly the serial walk's results", ints_and_argmax_as_serial},
+        {"broadcast binary operators and gradients: the serial walk's bits, split over the range loop", broadcast_as_serial},
     };
     dp_test_hook_fn = count_hook;   /* before any engine starts a thread */
     return run_tests("par_kernels", tests, sizeof tests / sizeof tests[0]);
