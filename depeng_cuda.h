@@ -152,8 +152,8 @@
        updates       rmsprop_update, rmspropalex_update, adagrad_update,
                      nag_mom_update, adamw_update
      Dropout's mask on the GPU is drawn like random_uniform (a hash of the
-     generator's key and the element's draw), not by the CPU's sequence:
-     the same fraction, scaling and sharing along axes, other draws.
+     generator's key and the element's draw), as the CPU kernel draws it:
+     for one seed the same masks on the CPU and the GPU.
      (FullyConnected and SoftmaxOutput, also depeng_nn.h's, have kernels in
      the list above: they need nothing of its implementation.)
      Like the CPU kernels they compute in double and store in the output's
@@ -191,10 +191,9 @@
      for nothing else. What it cannot check: warp shuffles and races on
      shared memory (the combine step the shuffles use is tested on its own;
      BatchNorm's per-channel teams use them), cuBLAS (batch_dot goes through
-     it too with DEPENG_CUDA_USE_CUBLAS). Dropout's GPU draws cannot equal
-     the CPU kernel's (see chapter 4): the tests check both kernels'
-     masks for the fraction, the scaling and the sharing, and that a seed
-     repeats them.
+     it too with DEPENG_CUDA_USE_CUBLAS). Dropout: the tests check both
+     kernels' masks for the fraction, the scaling and the sharing, and that
+     a seed repeats them.
 
    6. COMPILE-TIME OPTIONS
      DEPENG_CUDA_USE_CUBLAS   dot and FullyConnected through cuBLAS (link
@@ -2440,9 +2439,9 @@ static int dp__cu_kg_bn(const dp_kernel_ctx *k) { return dp__cu_bn(k, 1); }
 /* Dropout: the mask element of e is drawn once per group of elements that
    share a draw (the axes in `shared`), counter-based like random_uniform
    (dp__cu_uniform01 at the group's first element), so every element
-   computes its own mask value without waiting for another's. The values
-   therefore differ from the CPU kernel's sequential draws; the fraction,
-   the scaling and the sharing are the same. */
+   computes its own mask value without waiting for another's; the CPU
+   kernel draws the same way (depeng_nn.h's dpn__uniform01), so the masks
+   for a key are the same on both. */
 struct dp__cu_dropout_body {
     const void *x; void *y, *mask; int t, req, on, nd; int shared[DP_MAX_DIMS]; int64_t dims[DP_MAX_DIMS]; uint64_t key; double p;
     DP__CU_HD void operator()(int64_t e) const {

@@ -1030,6 +1030,15 @@ static double dpn__beta_of(dp_req req) { return req == DP_REQ_ADD ? 1.0 : 0.0; }
    across chunks are combined in chunk order), so results are bitwise the
    same at any worker count and on every engine. */
 #define DPN__PAR_MIN (1 << 17)
+/* gcc's -O2 vectorises only loops that need no run-time alias check: the
+   plain float loops here ask for its full cost model (they call no
+   function that should be inlined: gcc inlines nothing into a function
+   whose optimize options differ). */
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && !defined(__INTEL_COMPILER)
+#  define DPN__VEC_LOOPS __attribute__((optimize("tree-loop-vectorize", "vect-cost-model=dynamic")))
+#else
+#  define DPN__VEC_LOOPS
+#endif
 #define DPN__PAR_GRAIN (1 << 15)   /* elements a chunk, where chunks are element runs */
 static dp_engine *dpn__par_eng(const dp_kernel_ctx *k, double work) { return work >= DPN__PAR_MIN && k->rc ? k->rc->engine : NULL; }
 /* fn over [0, n) in chunks of grain, on eng's range loop (NULL: here) */
@@ -3571,7 +3580,9 @@ static int dpn__kg_bn(const dp_kernel_ctx *k) {
    "always") each element kept with probability 1 - p and scaled by
    1 / (1 - p), else 0; the second output is that mask (0 or 1 / (1 - p),
    data's shape), drawn from the device's random generator (the random
-   resource: reproducible for a seed, the same on every engine). axes: the
+   resource: reproducible for a seed, the same on every engine, at any
+   worker count and on the GPU; one 64-bit key a call, each element's draw
+   a hash of the key and its index, dpn__uniform01). axes: the
    mask is drawn once along those axes and shared (MXNet's variational
    dropout). Otherwise the output is data and the mask ones. The gradient
    is og * mask, from the saved mask. */
@@ -3599,38 +3610,88 @@ static int dpn__infer_dropout(const dp_params *p, int nin, const dp_shape *is, c
     os[0] = os[1] = is[0]; ot[0] = ot[1] = it[0];
     return 0;
 }
+/* The mask's draws are counter-based: one 64-bit key per call from the
+   random resource (dp_random_next), and the draw of element src is
+   splitmix64's output at position src of the stream started at the key,
+   as depeng_cuda.h's Dropout and random operators draw. Every element
+   computes its own mask value, so the work splits over the range loop and
+   the mask is the same at any worker count, on every engine and on the
+   GPU; a seed repeats it. */
+static double dpn__uniform01(uint64_t key, uint64_t counter) {
+    uint64_t z = key + (counter + 1) * 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+}
+typedef struct dpn__do_job {
+    const dp_kernel_ctx *k;
+    int on, nd;
+    uint64_t key;
+    double p, scale;
+    int64_t dims[DP_MAX_DIMS], st[DP_MAX_DIMS];   /* element strides of the draw: 0 along shared axes */
+} dpn__do_job;
+/* mask[e] (as T), y[e] = x[e] * mask[e] in double, stored by req */
+#define DPN__DO_LOOP(T, J, e0, e1) do {                                                                          \
+        const T *x_ = (const T *)dp_nd_data((J)->k->inputs[0]);                                                   \
+        T *y_ = (T *)dp_nd_data((J)->k->outputs[0]), *m_ = (T *)dp_nd_data((J)->k->outputs[1]);                 \
+        dp_req r_ = (J)->k->req[0];                                                                               \
+        int64_t e_, src_ = 0, idx_[DP_MAX_DIMS], rest_ = (e0);                                                     \
+        int d_;                                                                                                   \
+        for (d_ = (J)->nd - 1; d_ >= 0; d_--) { idx_[d_] = rest_ % (J)->dims[d_]; rest_ /= (J)->dims[d_]; src_ += idx_[d_] * (J)->st[d_]; } \
+        for (e_ = (e0); e_ < (e1); e_++) {                                                                        \
+            T m = (T)((J)->on ? (dpn__uniform01((J)->key, (uint64_t)src_) >= (J)->p ? (J)->scale : 0) : 1);      \
+            m_[e_] = m;                                                                                           \
+            if (r_ == DP_REQ_ADD) y_[e_] = (T)((double)x_[e_] * (double)m + (double)y_[e_]);                      \
+            else if (r_ != DP_REQ_NULL) y_[e_] = (T)((double)x_[e_] * (double)m);                                \
+            for (d_ = (J)->nd - 1; d_ >= 0; d_--) {                                                               \
+                src_ += (J)->st[d_];                                                                              \
+                if (++idx_[d_] < (J)->dims[d_]) break;                                                            \
+                src_ -= (J)->st[d_] * idx_[d_]; idx_[d_] = 0;                                                     \
+            }                                                                                                     \
+        }                                                                                                         \
+    } while (0)
+static void dpn__do_range(int64_t e0, int64_t e1, void *user) {
+    const dpn__do_job *J = (const dpn__do_job *)user;
+    if (dp_nd_dtype(J->k->inputs[0]) == DP_FLOAT32) DPN__DO_LOOP(float, J, e0, e1);
+    else DPN__DO_LOOP(double, J, e0, e1);
+}
 static int dpn__k_dropout(const dp_kernel_ctx *k) {
     const dp_params *p = k->params;
-    dp_ndarray *x = k->inputs[0];
-    const dp_shape *s = dp_nd_shape(x), *axes = &p->v[DPN__DO_AXES].shape;
-    dp_dtype t = dp_nd_dtype(x);
-    double pr = p->v[DPN__DO_P].f, scale = 1 / (1 - pr);
-    int on = p->v[DPN__DO_MODE].i == 1 || p->v[DPN__DO_IS_TRAIN].i, shared[DP_MAX_DIMS] = {0}, d, i;
-    int64_t e, n = dp_shape_size(s);
-    void *mask = dp_nd_data(k->outputs[1]);
+    const dp_shape *s = dp_nd_shape(k->inputs[0]), *axes = &p->v[DPN__DO_AXES].shape;
+    dpn__do_job J;
+    int shared[DP_MAX_DIMS] = {0}, d, i;
+    int64_t n = dp_shape_size(s), acc = 1;
+    memset(&J, 0, sizeof J);
+    J.k = k; J.p = p->v[DPN__DO_P].f; J.scale = 1 / (1 - J.p); J.nd = s->ndim;
+    J.on = (p->v[DPN__DO_MODE].i == 1 || p->v[DPN__DO_IS_TRAIN].i) && J.p > 0;
     for (i = 0; i < axes->ndim; i++) shared[axes->dims[i] < 0 ? axes->dims[i] + s->ndim : axes->dims[i]] = 1;
-    for (e = 0; e < n; e++) {
-        int64_t rest = e, src = 0, stride = 1;
-        double m = 1;
-        for (d = s->ndim - 1; d >= 0; d--) {    /* the first element of e's draw: its shared coordinates 0 */
-            int64_t coord = rest % s->dims[d];
-            rest /= s->dims[d];
-            if (!shared[d]) src += coord * stride;
-            stride *= s->dims[d];
-        }
-        if (on && pr > 0) m = src == e ? (dp_random_uniform01(k->rc->engine, k->rc->ctx) >= pr ? scale : 0) : dpn__load_elem(mask, t, src);
-        dpn__store_elem(mask, t, e, m, DP_REQ_WRITE);
-    }
-    for (e = 0; k->req[0] != DP_REQ_NULL && e < n; e++)
-        dpn__store_elem(dp_nd_data(k->outputs[0]), t, e, dpn__load_elem(dp_nd_data(x), t, e) * dpn__load_elem(mask, t, e), k->req[0]);
+    for (d = s->ndim - 1; d >= 0; d--) { J.dims[d] = s->dims[d]; J.st[d] = shared[d] ? 0 : acc; acc *= s->dims[d]; }
+    if (J.on) J.key = dp_random_next(k->rc->engine, k->rc->ctx);
+    dpn__range(dpn__par_eng(k, (double)n), n, DPN__PAR_GRAIN, dpn__do_range, &J);
     return 0;
 }
-/* inputs (og, og of the mask, output, mask); output data's gradient */
+/* inputs (og, og of the mask, output, mask); output data's gradient:
+   og * mask in double, stored by req, element by element */
+DPN__VEC_LOOPS static void dpn__do_grad_range(int64_t e0, int64_t e1, void *user) {
+    const dp_kernel_ctx *k = (const dp_kernel_ctx *)user;
+    int64_t e;
+    int add = k->req[0] == DP_REQ_ADD;
+    if (dp_nd_dtype(k->inputs[0]) == DP_FLOAT32) {
+        const float *og = (const float *)dp_nd_data(k->inputs[0]), *m = (const float *)dp_nd_data(k->inputs[3]);
+        float *g = (float *)dp_nd_data(k->outputs[0]);
+        if (add) for (e = e0; e < e1; e++) g[e] = (float)((double)og[e] * (double)m[e] + (double)g[e]);
+        else for (e = e0; e < e1; e++) g[e] = (float)((double)og[e] * (double)m[e]);
+    } else {
+        const double *og = (const double *)dp_nd_data(k->inputs[0]), *m = (const double *)dp_nd_data(k->inputs[3]);
+        double *g = (double *)dp_nd_data(k->outputs[0]);
+        if (add) for (e = e0; e < e1; e++) g[e] = og[e] * m[e] + g[e];
+        else for (e = e0; e < e1; e++) g[e] = og[e] * m[e];
+    }
+}
 static int dpn__kg_dropout(const dp_kernel_ctx *k) {
-    dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t e, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
-    for (e = 0; k->req[0] != DP_REQ_NULL && e < n; e++)
-        dpn__store_elem(dp_nd_data(k->outputs[0]), t, e, dpn__load_elem(dp_nd_data(k->inputs[0]), t, e) * dpn__load_elem(dp_nd_data(k->inputs[3]), t, e), k->req[0]);
+    int64_t n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    if (k->req[0] != DP_REQ_NULL) dpn__range(dpn__par_eng(k, (double)n), n, DPN__PAR_GRAIN, dpn__do_grad_range, (void *)k);
     return 0;
 }
 static int dpn__infer_dropout_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,

@@ -12,7 +12,7 @@
    reductions' combine step gives the CPU's answer in any order, and every
    GPU kernel, run on the host (depeng_cuda.h chapter 5), matches the CPU
    kernel, also in its errors: depeng_nn.h's layers on random geometry, and
-   Dropout, whose GPU draws are not the CPU's, by what its masks promise.
+   Dropout by what its masks promise and by the CPU kernel's masks.
    That depeng.h's DP__HD formulas compile for the device is checked by
    building this file: every kernel calls them.
    The last line is "cuda: N passed, M failed, K skipped" (tests/run.sh
@@ -918,9 +918,10 @@ static void test_emulated_kernel_errors_match_cpu(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
-/* Dropout's GPU kernel draws its mask counter-based (depeng_cuda.h
-   >>cuda_nn_layers), so its draws are not the CPU's: both kernels'
-   results are checked for what Dropout promises instead. Every mask
+/* Dropout's kernels draw the mask counter-based (depeng_cuda.h
+   >>cuda_nn_layers, depeng_nn.h's dpn__uniform01), both from one key a
+   call: for one seed the CPU's and the GPU's masks are the same. Both
+   kernels' results are checked for what Dropout promises too: every mask
    element is 0 or 1 / (1 - p), the output is data times the mask, the
    fraction dropped is p (within 5 standard deviations), elements along
    shared axes share their draw; and the same seed gives the same masks. */
@@ -969,6 +970,7 @@ static void test_emulated_dropout(void) {
         CHECK(dropout_ok("CPU kernel", host[0], &cpu, cases[i].p, &cases[i].s, cases[i].shared));
         CHECK(dropout_ok("GPU kernel on the host", host[0], &gpu, cases[i].p, &cases[i].s, cases[i].shared));
         CHECK(gpu.count == 2 && again.count == 2 && memcmp(gpu.v[1], again.v[1], sizeof(double) * (size_t)gpu.n[1]) == 0);
+        CHECK(cpu.count == 2 && gpu.count == 2 && cpu.n[1] == gpu.n[1] && memcmp(cpu.v[1], gpu.v[1], sizeof(double) * (size_t)gpu.n[1]) == 0);
         free_result(&cpu); free_result(&gpu); free_result(&again);
         free(host[0]);
     }

@@ -495,6 +495,21 @@ static void dropout_fraction_and_scale(void) {
     }
     free(y); free(m);
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    {   /* large: split over the range loop (2 workers); each element its own draw, no chunk repeating another */
+        enum { R = 400, C = 1000 };
+        int64_t db[6] = {R, C};
+        int r, same_rows = 0;
+        e = engine_of(DP_ENGINE_PERDEVICE);
+        y = (double *)malloc(sizeof(double) * R * C); m = (double *)malloc(sizeof(double) * R * C);
+        v[0] = "0.3"; v[1] = "true"; v[2] = "training";
+        dropout_run(e, db, 3, k, v, y, m);
+        for (dropped = 0, i = 0; i < R * C; i++) dropped += m[i] == 0;
+        CHECK(fabs(dropped / (double)(R * C) - 0.3) < 0.005);
+        for (r = 1; r < R; r++) same_rows += memcmp(m, m + (size_t)r * C, sizeof(double) * C) == 0;
+        CHECK(same_rows == 0);
+        free(y); free(m);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
 }
 /* The gradient is og * mask, the very mask of the forward; recording
    without is_train given drops (training mode), and the output is data *

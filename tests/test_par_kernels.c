@@ -4,7 +4,9 @@
    the tanh and sigmoid operators and their gradients,
    BatchNorm, softmax and the reductions (sum, mean, max, min and their
    gradients, along axes and over the whole array), the broadcast binary
-   operators and their gradients (also against the serial walk). Each runs at sizes over
+   operators and their gradients (also against the serial walk), Dropout
+   (its mask drawn counter-based: the same at any split) and its
+   gradient. Each runs at sizes over
    the threshold on the naive engine, the pooled engine and the per-device
    engine with 1, 2, 3 and 4 CPU workers, and every output must be bitwise
    the same everywhere; on the per-device engine with 2 workers each must
@@ -112,6 +114,9 @@ static const pcase cases[] = {
     {"_backward_mul broadcast channels", "_backward_mul", DP_FLOAT32, 3, 2, {{4, 16, 20, 24, 24}, {4, 16, 20, 24, 24}, {3, 20, 1, 1}}, {NULL}},
     {"_backward_sub broadcast columns float64", "_backward_sub", DP_FLOAT64, 3, 2, {{2, 1024, 300}, {2, 1024, 300}, {2, 1024, 1}}, {NULL}},
     {"_backward_maximum same shapes", "_backward_maximum", DP_FLOAT32, 3, 2, {{2, 700, 400}, {2, 700, 400}, {2, 700, 400}}, {NULL}},
+    {"dropout", "Dropout", DP_FLOAT32, 1, 2, {{2, 600, 512}}, {"p", "0.3", "is_train", "true", NULL}},
+    {"dropout shared axes float64", "Dropout", DP_FLOAT64, 1, 2, {{3, 40, 60, 70}}, {"p", "0.5", "mode", "always", "axes", "(1,)", NULL}},
+    {"dropout grad", "_backward_Dropout", DP_FLOAT32, 4, 1, {{2, 600, 512}, {2, 600, 512}, {2, 600, 512}, {2, 600, 512}}, {"p", "0.3", NULL}},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
