@@ -3225,15 +3225,14 @@ static const dp_param_def dpn__leaky_params[] = {
     {"upper_bound", DP_PARAM_FLOAT, "0.334", 0, 0, NULL, "MXNet's rrelu bound (accepted for its files)"},
     {"num_args", DP_PARAM_INT, "1", 1, 2, NULL, "inputs: 1, or 2 for prelu (data, gamma)"},
 };
-/* f(x) (grad 0) or f'(x) (grad 1) of activation `type` (Activation's 0..4,
-   LeakyReLU's 10 + its index), slope a. */
+/* f(x) (grad 0) or f'(x) (grad 1) of activation `type` (Activation's 3
+   and 4, softrelu and softsign: its relu, sigmoid and tanh run the
+   built-in operators, dpn__act_builtin; LeakyReLU's 10 + its index),
+   slope a. */
 static double dpn__act_fn(int type, double x, double a, int grad) {
     static const double selu_l = 1.0507009873554804934, selu_a = 1.6732632423543772848;
     double s;
     switch (type) {
-    case 0: return grad ? (x > 0) : (x > 0 ? x : 0);
-    case 1: s = 1 / (1 + exp(-x)); return grad ? s * (1 - s) : s;
-    case 2: s = tanh(x); return grad ? 1 - s * s : s;
     case 3: return grad ? 1 / (1 + exp(-x)) : (x > 20 ? x : log1p(exp(x)));
     case 4: s = 1 + fabs(x); return grad ? 1 / (s * s) : x / s;
     case 10: return grad ? (x > 0 ? 1 : a) : (x > 0 ? x : a * x);
@@ -3285,14 +3284,19 @@ static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) 
    bitwise what those operators give: a symbol's Activation node (which
    the symbol maps to them), dp_invoke("Activation") and dp_invoke("tanh")
    agree to the last bit, as do autograd and the executor. 0 when not
-   those types. */
+   those types. (depeng.h registers those operators with its built-ins,
+   before any kernel runs, so they are always there.) */
 static int dpn__act_builtin(const dp_kernel_ctx *k, int type, int grad, int *rc) {
     static const char *const fwd[3] = {"relu", "sigmoid", "tanh"}, *const bwd[3] = {"_backward_relu", "_backward_sigmoid", "_backward_tanh"};
     const dp_operator *op;
     dp_kernel_ctx k2;
     dp_ndarray *in2[2];
     if (type < 0 || type > 2) return 0;
-    if ((op = dp_operator_find(grad ? bwd[type] : fwd[type])) == NULL || !op->forward_cpu) return 0;
+    if ((op = dp_operator_find(grad ? bwd[type] : fwd[type])) == NULL || !op->forward_cpu) {
+        dp_set_error(k->rc, grad ? "Activation: the built-in gradient operator has no CPU kernel" : "Activation: the built-in operator has no CPU kernel");
+        *rc = -1;
+        return 1;
+    }
     k2 = *k;
     if (grad) {                            /* (og, output): the data is not read */
         in2[0] = k->inputs[0]; in2[1] = k->inputs[2];

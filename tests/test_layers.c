@@ -423,6 +423,37 @@ static void softmax_output_params(void) {
    sigmoid and tanh operators give, forward and gradient, whether invoked
    (with autograd) or run as a symbol's Activation node by the executor:
    float32 values over [-8, 8) and a few special ones. */
+/* The Activation types depeng_nn.h computes itself (softrelu, softsign;
+   relu, sigmoid and tanh run the built-in operators, above): the forward
+   and its gradient (og, data, output) against the formulas, float64 and
+   float32, over softrelu's switch to x at 20. */
+static void activation_own_types(void) {
+    static const double xs[10] = {-30, -2, -0.5, -0.0, 0, 0.5, 2, 19.5, 20.5, 25};
+    dp_engine *e = make_engine();
+    dp_shape s = {1, {10}};
+    int t, d, i;
+    for (d = 0; d < 2; d++)
+        for (t = 0; t < 2; t++) {
+            dp_dtype dt = d ? DP_FLOAT32 : DP_FLOAT64;
+            const char *ak[1] = {"act_type"}, *av[1] = {t ? "softsign" : "softrelu"};
+            double og[10], y[10], g[10], x[10];
+            dp_ndarray *xa, *oa, *in[3], *out = NULL, *gx = NULL;
+            for (i = 0; i < 10; i++) { og[i] = 0.25 * (i + 1); x[i] = d ? (double)(float)xs[i] : xs[i]; }
+            xa = from(e, s, dt, x); oa = from(e, s, dt, og);
+            CHECK(invoke_str(e, "Activation", 1, &xa, 1, ak, av, 0, 1, &out, NULL) == DP_OK);
+            in[0] = oa; in[1] = xa; in[2] = out;
+            CHECK(out && invoke_str(e, "_backward_Activation", 3, in, 1, ak, av, 0, 1, &gx, NULL) == DP_OK);
+            CHECK(out && gx && read_all(out, y) && read_all(gx, g));
+            for (i = 0; out && gx && i < 10; i++) {
+                double v = x[i], f = t ? v / (1 + fabs(v)) : v > 20 ? v : log1p(exp(v));
+                double df = t ? 1 / ((1 + fabs(v)) * (1 + fabs(v))) : 1 / (1 + exp(-v));
+                if (d) { f = (float)f; df = (float)(df * og[i]); } else df *= og[i];
+                if (y[i] != f || g[i] != df) { fprintf(stderr, "  %s %s x %g: y %.17g (want %.17g), dx %.17g (want %.17g)\n", av[0], dp_dtype_name(dt), v, y[i], f, g[i], df); CHECK(0); }
+            }
+            dp_nd_release(out); dp_nd_release(gx); dp_nd_release(xa); dp_nd_release(oa);
+        }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
 static void activation_matches_builtins(void) {
     static const char *const types[3] = {"relu", "sigmoid", "tanh"};
     enum { N = 4096 };
@@ -992,6 +1023,7 @@ int main(void) {
         {"pool2_first_max_and_nan", pool2_first_max_and_nan},
         {"activation_gradients", activation_gradients},
         {"activation_matches_builtins", activation_matches_builtins},
+        {"activation_own_types", activation_own_types},
         {"softmax_output_params", softmax_output_params},
         {"tensor_gradients", tensor_gradients},
         {"losses_and_blocks", losses_and_blocks},
