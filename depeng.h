@@ -893,11 +893,13 @@ DP_API dp_result dp_parallel_for(dp_engine *eng, const dp_range_desc *desc);
    and no thread beyond the pools' and the callers' ever runs.
    The built-in CPU kernels that split so, from about 2^17 elements (or
    multiply-adds) on, below which they run on their op's thread alone: the
-   float32 element-wise ops, dot and FullyConnected (dp_gemm_on), the
-   optimizer updates, sum, mean, max and min over one run of adjacent axes
-   or all of them (and their gradients), softmax and log_softmax (and their
-   gradients); depeng_nn.h's Convolution and Deconvolution, Pooling,
-   Activation and BatchNorm. Their chunks follow from the shape alone, so
+   float32 element-wise ops, the binary ones (add, sub, mul, div, maximum,
+   minimum, power, broadcast or not, any dtype) and their gradients, dot
+   and FullyConnected (dp_gemm_on), the optimizer updates, sum, mean, max
+   and min over one run of adjacent axes or all of them (and their
+   gradients), softmax and log_softmax (and their gradients);
+   depeng_nn.h's Convolution and Deconvolution, Pooling, Activation,
+   BatchNorm, Dropout and FullyConnected's bias. Their chunks follow from the shape alone, so
    their results are bitwise the same at any worker count and on every
    engine. A reduction with many outputs reduces each in the serial order
    (its bits unchanged); one with few outputs (over all axes, say) of at

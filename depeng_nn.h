@@ -2106,13 +2106,29 @@ static int dpn__post_status(const dpn__post *p) {
     for (i = 0; i < p->nblocks; i++) if (p->status[i]) return p->status[i];
     return 0;
 }
-/* rows [r0, r1) of y (rows of h) += bias */
-static void dpn__fc_bias_rows(const dp_kernel_ctx *k, dp_dtype t, void *y, int64_t r0, int64_t r1, int64_t h) {
+/* rows [r0, r1) of y (rows of h) += bias, a loop per dtype (float32:
+   the float sum, which is the double sum rounded once) */
+DPN__VEC_LOOPS static void dpn__fc_bias_rows(const dp_kernel_ctx *k, dp_dtype t, void *y, int64_t r0, int64_t r1, int64_t h) {
     int64_t r, j;
-    for (r = r0; r < r1; r++)
-        for (j = 0; j < h; j++) dpn__store_elem(y, t, r * h + j, dpn__load_elem(dp_nd_data(k->inputs[2]), t, j), DP_REQ_ADD);
+    if (t == DP_FLOAT32) {
+        const float *b = (const float *)dp_nd_data(k->inputs[2]);
+        for (r = r0; r < r1; r++) {
+            float *yr = (float *)y + r * h;
+            for (j = 0; j < h; j++) yr[j] = yr[j] + b[j];
+        }
+    } else {
+        const double *b = (const double *)dp_nd_data(k->inputs[2]);
+        for (r = r0; r < r1; r++) {
+            double *yr = (double *)y + r * h;
+            for (j = 0; j < h; j++) yr[j] = yr[j] + b[j];
+        }
+    }
 }
 typedef struct dpn__fc_job { const dp_kernel_ctx *k; const dpn__post *post; dp_dtype t; void *y; int64_t rows, h; } dpn__fc_job;
+static void dpn__fc_bias_range(int64_t r0, int64_t r1, void *user) {
+    const dpn__fc_job *J = (const dpn__fc_job *)user;
+    dpn__fc_bias_rows(J->k, J->t, J->y, r0, r1, J->h);
+}
 /* blocks [b, e) of a fused FullyConnected: the bias, then the fused operator */
 static void dpn__fc_post_range(int64_t b, int64_t e, void *user) {
     const dpn__fc_job *J = (const dpn__fc_job *)user;
@@ -2132,11 +2148,12 @@ static int dpn__fc_run(const dp_kernel_ctx *k, const dpn__post *post) {
     dpn__fc_rows(dp_nd_shape(k->inputs[0]), (int)k->params->v[2].i, &batch, &in);
     if (k->req[0] == DP_REQ_NULL) return 0;
     dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 0, 1, batch, h, in, dp_nd_data(k->inputs[0]), in, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[0]), y, h);
-    if (!post) {
-        if (k->num_inputs == 3) dpn__fc_bias_rows(k, t, y, 0, batch, h);
+    J.k = k; J.post = post; J.t = t; J.y = y; J.rows = batch; J.h = h;
+    if (!post) {                                   /* the bias by rows of about DPN__PAR_GRAIN elements */
+        if (k->num_inputs == 3 && h > 0)
+            dpn__range(dpn__par_eng(k, (double)batch * (double)h), batch, DPN__PAR_GRAIN / h > 1 ? DPN__PAR_GRAIN / h : 1, dpn__fc_bias_range, &J);
         return 0;
     }
-    J.k = k; J.post = post; J.t = t; J.y = y; J.rows = batch; J.h = h;
     dpn__range(dpn__par_eng(k, (double)batch * (double)h), post->nblocks, 1, dpn__fc_post_range, &J);
     return dpn__post_status(post);
 }

@@ -6,7 +6,7 @@
    gradients, along axes and over the whole array), the broadcast binary
    operators and their gradients (also against the serial walk), Dropout
    (its mask drawn counter-based: the same at any split) and its
-   gradient. Each runs at sizes over
+   gradient, FullyConnected's bias. Each runs at sizes over
    the threshold on the naive engine, the pooled engine and the per-device
    engine with 1, 2, 3 and 4 CPU workers, and every output must be bitwise
    the same everywhere; on the per-device engine with 2 workers each must
@@ -116,6 +116,7 @@ static const pcase cases[] = {
     {"_backward_maximum same shapes", "_backward_maximum", DP_FLOAT32, 3, 2, {{2, 700, 400}, {2, 700, 400}, {2, 700, 400}}, {NULL}},
     {"dropout", "Dropout", DP_FLOAT32, 1, 2, {{2, 600, 512}}, {"p", "0.3", "is_train", "true", NULL}},
     {"dropout shared axes float64", "Dropout", DP_FLOAT64, 1, 2, {{3, 40, 60, 70}}, {"p", "0.5", "mode", "always", "axes", "(1,)", NULL}},
+    {"FullyConnected with bias", "FullyConnected", DP_FLOAT32, 3, 1, {{2, 600, 64}, {2, 512, 64}, {1, 512}}, {"num_hidden", "512", NULL}},
     {"dropout grad", "_backward_Dropout", DP_FLOAT32, 4, 1, {{2, 600, 512}, {2, 600, 512}, {2, 600, 512}, {2, 600, 512}}, {"p", "0.3", NULL}},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
@@ -516,12 +517,56 @@ static void broadcast_as_serial(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* FullyConnected's bias (unfused: no executor fusing an operator after
+   it) splits over the range loop when the output is large, beside the
+   GEMM's own split: one range more than the same product without a bias;
+   its output is the product without bias plus the bias, added in the
+   dtype (float32 and float64), bitwise. */
+static void fc_bias_split(void) {
+    enum { B = 600, IN = 64, H = 512 };
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 2);
+    int d;
+    CHECK(e != NULL);
+    if (!e) return;
+    for (d = 0; d < 2; d++) {
+        dp_dtype t = d ? DP_FLOAT64 : DP_FLOAT32;
+        size_t es = dp_dtype_size(t);
+        int64_t i, j;
+        dp_shape xs = {2, {B, IN}}, ws = {2, {H, IN}}, bs = {1, {H}};
+        void *x = rand_arr(t, B * IN, 0), *w = rand_arr(t, H * IN, 0), *b = rand_arr(t, H, 0);
+        void *y1 = malloc((size_t)B * H * es), *y0 = malloc((size_t)B * H * es);
+        dp_ndarray *in[3] = {NULL, NULL, NULL}, *o1 = NULL, *o0 = NULL;
+        const char *k1[1] = {"num_hidden"}, *v1[1] = {"512"}, *k0[3] = {"num_hidden", "no_bias", "num_args"}, *v0[3] = {"512", "true", "2"};
+        int r0, r1, r2;
+        CHECK(x && w && b && y1 && y0);
+        CHECK(dp_nd_from_host(e, &xs, t, CPU0, x, &in[0]) == DP_OK && dp_nd_from_host(e, &ws, t, CPU0, w, &in[1]) == DP_OK
+              && dp_nd_from_host(e, &bs, t, CPU0, b, &in[2]) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        r0 = __atomic_load_n(&g_ranges, __ATOMIC_RELAXED);
+        CHECK(invoke_str(e, "FullyConnected", 2, in, 3, k0, v0, 0, 1, &o0, NULL) == DP_OK && dp_wait_all(e, NULL) == DP_OK);
+        r1 = __atomic_load_n(&g_ranges, __ATOMIC_RELAXED);
+        CHECK(invoke_str(e, "FullyConnected", 3, in, 1, k1, v1, 0, 1, &o1, NULL) == DP_OK && dp_wait_all(e, NULL) == DP_OK);
+        r2 = __atomic_load_n(&g_ranges, __ATOMIC_RELAXED);
+        if (r2 - r1 <= r1 - r0) { fprintf(stderr, "  %s: the bias did not use the range loop (%d ranges with it, %d without)\n", dp_dtype_name(t), r2 - r1, r1 - r0); CHECK(0); }
+        CHECK(o0 && o1 && dp_nd_read(o0, y0, (size_t)B * H * es, NULL) == DP_OK && dp_nd_read(o1, y1, (size_t)B * H * es, NULL) == DP_OK);
+        for (i = 0; i < B; i++)
+            for (j = 0; j < H; j++) dp_dtype_store(t, y0, i * H + j, dp_dtype_load(t, b, j), DP_REQ_ADD);
+        CHECK(memcmp(y0, y1, (size_t)B * H * es) == 0);
+        for (i = 0; i < 3; i++) if (in[i]) dp_nd_release(in[i]);
+        if (o0) dp_nd_release(o0);
+        if (o1) dp_nd_release(o1);
+        free(x); free(w); free(b); free(y0); free(y1);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"large kernels bitwise the same on every engine and 1-4 workers, and split over the range loop", bitwise_everywhere},
         {"reductions over outputs as the serial walk; small ones on one core", reductions_as_serial},
         {"integer reductions and argmax split, exactly the serial walk's results", ints_and_argmax_as_serial},
         {"broadcast binary operators and gradients: the serial walk's bits, split over the range loop", broadcast_as_serial},
+        {"FullyConnected's bias split over the range loop, the product plus the bias", fc_bias_split},
     };
     dp_test_hook_fn = count_hook;   /* before any engine starts a thread */
     return run_tests("par_kernels", tests, sizeof tests / sizeof tests[0]);
