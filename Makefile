@@ -136,6 +136,7 @@ endef
 PROGRAMS := $(sort $(TESTS) $(CHECK_PROGRAMS) $(TSAN_TESTS) $(ASAN_TESTS) make_example_tsan make_example_asan numpy_diff_asan torch_diff_asan faults)
 $(foreach p,$(PROGRAMS),$(eval $(call PROGRAM_RULE,$(p))))
 $(B)/make_parse $(B)/make_parse_asan $(B)/make_example_tsan $(B)/make_example_asan: examples/make.c
+$(B)/train_fashion: examples/fashion_nets.h
 $(B)/test_inflate_zlib: | zlib-deps
 .PHONY: zlib-deps
 zlib-deps:
@@ -301,9 +302,9 @@ $(B)/bench_kernels: bench/kernels.c bench/common.h $(HEADERS) | $(B)
 # DEPENG_USE_CBLAS where OpenBLAS is installed (its own copy of the
 # implementation, compiled alongside it with that macro), else not built
 # and bench/train.sh says SKIP. BENCH_TRAIN_ARGS: e.g. --rounds 5, --quick.
-$(B)/bench_train: bench/train.c bench/common.h $(B)/impl/bench.o $(HEADERS) | $(B)
+$(B)/bench_train: bench/train.c bench/common.h examples/fashion_nets.h $(B)/impl/bench.o $(HEADERS) | $(B)
 	$(CC) $(BENCH_CFLAGS) $(BENCH_IMPL) -o $@ $(LIBS)
-$(B)/bench_train_cblas: bench/train.c bench/common.h tests/impl/depeng_impl.c $(HEADERS) | $(B)
+$(B)/bench_train_cblas: bench/train.c bench/common.h examples/fashion_nets.h tests/impl/depeng_impl.c $(HEADERS) | $(B)
 	@if pkg-config --exists openblas 2>/dev/null; then \
 	  set -x; $(CC) $(BENCH_CFLAGS) -DDEPENG_IMPL_NO_TEST_HOOK -DDEPENG_USE_CBLAS -DDEPENG_EXAMPLE_SEPARATE_IMPL $$(pkg-config --cflags openblas) \
 	    $< tests/impl/depeng_impl.c -o $@ $$(pkg-config --libs openblas) $(LIBS); \
@@ -464,7 +465,7 @@ $(W)/custom_op_example.exe: examples/custom_op.c $(W)/impl.o $(HEADERS) | $(W)
 	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $(WIN_IMPL) -o $@ -static
 $(W)/train_digits.exe: examples/train_digits.c $(W)/impl.o $(HEADERS) | $(W)
 	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $(WIN_IMPL) -o $@ -static
-$(W)/train_fashion.exe: examples/train_fashion.c $(W)/impl.o $(HEADERS) | $(W)
+$(W)/train_fashion.exe: examples/train_fashion.c examples/fashion_nets.h $(W)/impl.o $(HEADERS) | $(W)
 	$(MINGW_CC) $(WARN) $(WIN_CFLAGS) -I. $(WIN_IMPL) -o $@ -static
 windows-build: $(WIN_TESTS) $(WIN_EXAMPLES)
 windows-test: windows-deps

@@ -68,6 +68,7 @@
 #include "depeng.h"
 #include "depeng_nn.h"
 #include "bench/common.h"
+#include "examples/fashion_nets.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +81,7 @@
 #define BLAS_NAME "builtin"
 #endif
 
-enum { CLASSES = 10, SIDE = 28, MAX_ARGS = 16, BATCHES = 16, MAX_PROF_ROWS = 64 };
+enum { CLASSES = 10, MAX_ARGS = 16, BATCHES = 16, MAX_PROF_ROWS = 64 };
 static const float PIXEL_MEAN = 72.94f, PIXEL_STD = 90.02f;   /* as examples/train_fashion.c */
 static const dp_ctx CPU = {DP_DEV_CPU, 0};
 
@@ -110,93 +111,11 @@ static double cpu_seconds(double *user, double *sys) {
     return *user + *sys;
 }
 
-/* ---- the networks (as examples/train_fashion.c) --------------------------- */
-static dp_symbol *mlp_symbol(void) {
-    dp_symbol *data = NULL, *fc1 = NULL, *a1 = NULL, *fc2 = NULL, *a2 = NULL, *fc3 = NULL, *out = NULL;
-    if (dp_sym_var("data", &data) != DP_OK) die("dp_sym_var");
-    if (dp_sym_node(&(dp_sym_node_desc){ .op = "FullyConnected", .name = "fc1", .inputs = {data}, .params = {{"num_hidden", .s = "128"}} }, &fc1) != DP_OK
-        || dp_sym_node(&(dp_sym_node_desc){ .op = "Activation", .name = "relu1", .inputs = {fc1}, .params = {{"act_type", .s = "relu"}} }, &a1) != DP_OK
-        || dp_sym_node(&(dp_sym_node_desc){ .op = "FullyConnected", .name = "fc2", .inputs = {a1}, .params = {{"num_hidden", .s = "64"}} }, &fc2) != DP_OK
-        || dp_sym_node(&(dp_sym_node_desc){ .op = "Activation", .name = "relu2", .inputs = {fc2}, .params = {{"act_type", .s = "relu"}} }, &a2) != DP_OK
-        || dp_sym_node(&(dp_sym_node_desc){ .op = "FullyConnected", .name = "fc3", .inputs = {a2}, .params = {{"num_hidden", .s = "10"}} }, &fc3) != DP_OK
-        || dp_sym_node(&(dp_sym_node_desc){ .op = "SoftmaxOutput", .name = "softmax", .inputs = {fc3} }, &out) != DP_OK) die("building the MLP symbol");
-    dp_sym_release(data); dp_sym_release(fc1); dp_sym_release(a1); dp_sym_release(fc2); dp_sym_release(a2); dp_sym_release(fc3);
-    return out;
-}
-static dp_symbol *lenet_symbol(const char *path) {
-    FILE *f = fopen(path, "rb");
-    char *text;
-    long size = 0;
-    dp_symbol *s = NULL;
-    if (!f) { fprintf(stderr, "FAIL bench_train: cannot open %s (run from the repository root, or pass --symbol PATH)\n", path); exit(1); }
-    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) die("reading the LeNet symbol file");
-    if (!(text = (char *)malloc((size_t)size + 1))) die("malloc");
-    if (fread(text, 1, (size_t)size, f) != (size_t)size) die("reading the LeNet symbol file");
-    text[size] = 0;
-    fclose(f);
-    if (dp_sym_load_json(text, &s) != DP_OK) die("dp_sym_load_json (LeNet)");
-    free(text);
-    return s;
-}
-static dp_ndarray *param_of(const net *n, const char *name) {
-    int i;
-    for (i = 0; i < n->num_args; i++) if (n->params[i] && !strcmp(n->names[i], name)) return n->params[i];
-    fprintf(stderr, "FAIL bench_train: the symbol has no argument %s\n", name);
-    exit(1);
-}
-static dp_ndarray *invoke(dp_engine *eng, const dp_invoke_desc *desc) {
-    dp_ndarray *out = NULL;
-    if (dp_invoke(eng, desc, &out) != DP_OK) die(desc->op);
-    return out;
-}
-/* Autograd's forward: the symbol's nodes as operator calls (the executor's
-   kernels, in its order). Returns SoftmaxOutput's probabilities. */
-static dp_ndarray *forward(const net *n, int lenet, dp_ndarray *x, dp_ndarray *y) {
-    dp_engine *e = n->eng;
-    dp_ndarray *t[12], *out;
-    int k = 0, i;
-    if (lenet) {
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Convolution", .inputs = {x, param_of(n, "conv1_weight"), param_of(n, "conv1_bias")},
-                                            .params = {{"kernel", .s = "(5, 5)"}, {"num_filter", .s = "20"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "tanh", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Pooling", .inputs = {t[k - 1]},
-                                            .params = {{"kernel", .s = "(2, 2)"}, {"pool_type", .s = "max"}, {"stride", .s = "(2, 2)"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Convolution", .inputs = {t[k - 1], param_of(n, "conv2_weight"), param_of(n, "conv2_bias")},
-                                            .params = {{"kernel", .s = "(5, 5)"}, {"num_filter", .s = "50"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "tanh", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Pooling", .inputs = {t[k - 1]},
-                                            .params = {{"kernel", .s = "(2, 2)"}, {"pool_type", .s = "max"}, {"stride", .s = "(2, 2)"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Flatten", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc1_weight"), param_of(n, "fc1_bias")},
-                                            .params = {{"num_hidden", .s = "500"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "tanh", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc2_weight"), param_of(n, "fc2_bias")},
-                                            .params = {{"num_hidden", .s = "10"}} }); k++;
-    } else {
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {x, param_of(n, "fc1_weight"), param_of(n, "fc1_bias")},
-                                            .params = {{"num_hidden", .s = "128"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "relu", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc2_weight"), param_of(n, "fc2_bias")},
-                                            .params = {{"num_hidden", .s = "64"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "relu", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc3_weight"), param_of(n, "fc3_bias")},
-                                            .params = {{"num_hidden", .s = "10"}} }); k++;
-    }
-    out = invoke(e, &(dp_invoke_desc){ .op = "SoftmaxOutput", .inputs = {t[k - 1], y} });
-    for (i = 0; i < k; i++) dp_nd_release(t[i]);
-    return out;
-}
-static dp_shape data_shape(int lenet, int64_t rows) {
-    dp_shape s;
-    memset(&s, 0, sizeof s);
-    if (lenet) { s.ndim = 4; s.dims[0] = rows; s.dims[1] = 1; s.dims[2] = SIDE; s.dims[3] = SIDE; }
-    else { s.ndim = 2; s.dims[0] = rows; s.dims[1] = SIDE * SIDE; }
-    return s;
-}
+/* ---- the networks (examples/fashion_nets.h, as examples/train_fashion.c) */
 static void net_init(net *n, const options *o) {
     dp_engine_desc d;
     const char *dn[1] = {"data"};
-    dp_shape ds = data_shape(o->lenet, o->batch);
+    dp_shape ds = fashion_data_shape(o->lenet, o->batch);
     dp_nd_named named[MAX_ARGS];
     dp_initializer init = { .kind = DP_INIT_XAVIER, .rnd_type = DP_INIT_RND_UNIFORM, .factor_type = DP_INIT_FACTOR_IN, .magnitude = 2.34 };
     int i, k = 0;
@@ -206,7 +125,8 @@ static void net_init(net *n, const options *o) {
     d.cpu_worker_nthreads = o->threads ? o->threads : DP_NO_THREADS;
     d.ignore_env = 1;
     if (dp_engine_create(&d, &n->eng) != DP_OK) die("dp_engine_create");
-    n->sym = o->lenet ? lenet_symbol(o->symbol_path) : mlp_symbol();
+    n->sym = o->lenet ? fashion_lenet_symbol(o->symbol_path) : fashion_mlp_symbol();
+    if (!n->sym) die("the network's symbol");
     n->num_args = dp_sym_list_arguments(n->sym, n->names, MAX_ARGS);
     if (n->num_args < 0 || n->num_args > MAX_ARGS) die("dp_sym_list_arguments");
     if (dp_sym_infer(n->sym, &(dp_sym_infer_desc){ .num_known = 1, .names = dn, .shapes = &ds, .arg_shapes = n->shapes }) != DP_OK)
@@ -224,7 +144,7 @@ static void net_init(net *n, const options *o) {
                             {"rescale_grad", .f = 1.0 / o->batch}} }, &n->opt[i]) != DP_OK)
             die("dp_optimizer_create");
     if (o->executor) {
-        dp_shape xs = data_shape(o->lenet, o->batch), ys = {1, {o->batch}};
+        dp_shape xs = fashion_data_shape(o->lenet, o->batch), ys = {1, {o->batch}};
         dp_ndarray *args[MAX_ARGS], *grads[MAX_ARGS];
         if (dp_nd_zeros(n->eng, &xs, DP_FLOAT32, CPU, &n->bx) != DP_OK || dp_nd_zeros(n->eng, &ys, DP_FLOAT32, CPU, &n->by) != DP_OK) die("the batch arrays");
         for (i = 0; i < n->num_args; i++) {
@@ -248,23 +168,13 @@ static void net_release(net *n) {
     dp_sym_release(n->sym);
     if (dp_engine_destroy(n->eng, NULL) != DP_OK) die("dp_engine_destroy");
 }
-/* Pushes one step (forward, backward, the updates); returns the
-   probabilities (a new reference). Does not wait. */
+/* Pushes one step (forward, backward, the updates: fashion_train_step, as
+   train_fashion trains); returns the probabilities (a new reference).
+   Does not wait. */
 static dp_ndarray *push_step(net *n, const options *o, dp_ndarray *x, dp_ndarray *y) {
-    dp_ndarray *probs;
-    int i;
-    if (o->executor) {
-        if (dp_invoke(n->eng, &(dp_invoke_desc){ .op = "_copy", .inputs = {x}, .outputs = {n->bx} }, NULL) != DP_OK
-            || dp_invoke(n->eng, &(dp_invoke_desc){ .op = "_copy", .inputs = {y}, .outputs = {n->by} }, NULL) != DP_OK) die("copying the batch");
-        if (dp_exec_forward(n->ex, 1) != DP_OK || dp_exec_backward(n->ex, 0, NULL) != DP_OK) die("the executor's step");
-        probs = dp_nd_retain(dp_exec_output(n->ex, 0));
-    } else {
-        if (dp_autograd_begin() != DP_OK) die("dp_autograd_begin");
-        probs = forward(n, o->lenet, x, y);
-        if (dp_autograd_end() != DP_OK) die("dp_autograd_end");
-        if (dp_autograd_backward(probs, NULL, 0) != DP_OK) die("dp_autograd_backward");
-    }
-    for (i = 0; i < n->num_args; i++) if (n->opt[i] && dp_optimizer_step(n->opt[i]) != DP_OK) die("dp_optimizer_step");
+    fashion_params p = { .num_args = n->num_args, .names = n->names, .arrays = n->params };
+    dp_ndarray *probs = fashion_train_step(n->eng, o->executor ? n->ex : NULL, n->bx, n->by, &p, n->opt, o->lenet, x, y);
+    if (!probs) die("the training step");
     return probs;
 }
 static void wait_all(net *n) { if (dp_wait_all(n->eng, NULL) != DP_OK) die("dp_wait_all (an operation failed; see the log above)"); }

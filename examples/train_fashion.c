@@ -58,6 +58,7 @@
 #endif
 #include "depeng.h"
 #include "depeng_nn.h"
+#include "fashion_nets.h"                /* the two networks */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,7 +71,7 @@
 #include <windows.h>                     /* QueryPerformanceCounter */
 #endif
 
-enum { CLASSES = 10, SIDE = 28, BATCH = 64, TEST_BATCH = 500, MAX_ARGS = 16 };
+enum { CLASSES = 10, BATCH = 64, TEST_BATCH = 500, MAX_ARGS = 16 };
 /* Fashion-MNIST's training images: mean 72.94 and standard deviation 90.02
    in pixel units (0.2860 and 0.3530 of 255), so the inputs are about zero
    mean and unit variance, which Xavier's scale assumes. */
@@ -114,104 +115,27 @@ static double now(void) {
 static void die(const char *what) { fprintf(stderr, "train_fashion: %s failed\n", what); exit(1); }
 
 /* ---- the networks ---------------------------------------------------------- */
-/* The MLP as a symbol, with the names MXNet's Module API gives it. */
-static dp_symbol *mlp_symbol(void) {
-    dp_symbol *data = NULL, *fc1 = NULL, *a1 = NULL, *fc2 = NULL, *a2 = NULL, *fc3 = NULL, *out = NULL;
-    if (dp_sym_var("data", &data) != DP_OK) die("dp_sym_var");
-    /* NULL inputs become the variables fc1_weight, fc1_bias, ..., softmax_label */
-    if (dp_sym_node(&(dp_sym_node_desc){ .op = "FullyConnected", .name = "fc1", .inputs = {data}, .params = {{"num_hidden", .s = "128"}} }, &fc1) != DP_OK
-        || dp_sym_node(&(dp_sym_node_desc){ .op = "Activation", .name = "relu1", .inputs = {fc1}, .params = {{"act_type", .s = "relu"}} }, &a1) != DP_OK
-        || dp_sym_node(&(dp_sym_node_desc){ .op = "FullyConnected", .name = "fc2", .inputs = {a1}, .params = {{"num_hidden", .s = "64"}} }, &fc2) != DP_OK
-        || dp_sym_node(&(dp_sym_node_desc){ .op = "Activation", .name = "relu2", .inputs = {fc2}, .params = {{"act_type", .s = "relu"}} }, &a2) != DP_OK
-        || dp_sym_node(&(dp_sym_node_desc){ .op = "FullyConnected", .name = "fc3", .inputs = {a2}, .params = {{"num_hidden", .s = "10"}} }, &fc3) != DP_OK
-        || dp_sym_node(&(dp_sym_node_desc){ .op = "SoftmaxOutput", .name = "softmax", .inputs = {fc3} }, &out) != DP_OK) die("building the MLP symbol");
-    dp_sym_release(data); dp_sym_release(fc1); dp_sym_release(a1); dp_sym_release(fc2); dp_sym_release(a2); dp_sym_release(fc3);
-    return out;
-}
-static dp_symbol *lenet_symbol(const char *path) {
-    FILE *f = fopen(path, "rb");
-    char *text;
-    long size;
-    dp_symbol *s = NULL;
-    if (!f) { fprintf(stderr, "train_fashion: cannot open the LeNet symbol file %s (run from the repository root, or pass --symbol PATH)\n", path); exit(1); }
-    if (fseek(f, 0, SEEK_END) != 0 || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) { fprintf(stderr, "train_fashion: cannot read %s\n", path); exit(1); }
-    if (!(text = (char *)malloc((size_t)size + 1))) die("malloc");
-    if (fread(text, 1, (size_t)size, f) != (size_t)size) { fprintf(stderr, "train_fashion: cannot read %s\n", path); exit(1); }
-    text[size] = 0;
-    fclose(f);
-    if (dp_sym_load_json(text, &s) != DP_OK) { fprintf(stderr, "train_fashion: %s is not a symbol file depeng can load (see the log line above)\n", path); exit(1); }
-    free(text);
-    return s;
-}
-static dp_ndarray *param_of(const net *n, const char *name) {
-    int i;
-    for (i = 0; i < n->num_args; i++) if (n->params[i] && !strcmp(n->names[i], name)) return n->params[i];
-    fprintf(stderr, "train_fashion: the symbol has no argument %s\n", name);
-    exit(1);
-}
-static dp_ndarray *invoke(dp_engine *eng, const dp_invoke_desc *desc) {
-    dp_ndarray *out = NULL;
-    if (dp_invoke(eng, desc, &out) != DP_OK) die(desc->op);
-    return out;
-}
-/* The autograd mode's forward: the symbol's nodes as operator calls, with
-   the symbol's parameters (MXNet's spellings, as strings), so the kernels
-   and their order are the executor's. An Activation node of a symbol with
-   act_type relu or tanh runs depeng's own relu / tanh operators (the
-   symbol loader maps it so); dp_invoke("Activation") runs the same
-   kernels, so the activations are invoked here by either name.
-   Returns SoftmaxOutput's probabilities; intermediate arrays are released
-   here (autograd keeps what the backward pass needs). */
+/* The MLP and LeNet themselves (their symbols, fashion_data_shape for a
+   batch, the forward pass as operator calls) are in examples/fashion_nets.h,
+   which bench/train.c shares; here the forward is tied to this program's
+   net. */
+/* The autograd mode's forward (fashion_forward: the symbol's nodes as
+   operator calls, the executor's kernels in its order). Returns
+   SoftmaxOutput's probabilities. */
 static dp_ndarray *forward(const net *n, int lenet, dp_ndarray *x, dp_ndarray *y) {
-    dp_engine *e = n->eng;
-    dp_ndarray *t[12], *out;
-    int k = 0, i;
-    if (lenet) {
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Convolution", .inputs = {x, param_of(n, "conv1_weight"), param_of(n, "conv1_bias")},
-                                            .params = {{"kernel", .s = "(5, 5)"}, {"num_filter", .s = "20"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "tanh", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Pooling", .inputs = {t[k - 1]},
-                                            .params = {{"kernel", .s = "(2, 2)"}, {"pool_type", .s = "max"}, {"stride", .s = "(2, 2)"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Convolution", .inputs = {t[k - 1], param_of(n, "conv2_weight"), param_of(n, "conv2_bias")},
-                                            .params = {{"kernel", .s = "(5, 5)"}, {"num_filter", .s = "50"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "tanh", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Pooling", .inputs = {t[k - 1]},
-                                            .params = {{"kernel", .s = "(2, 2)"}, {"pool_type", .s = "max"}, {"stride", .s = "(2, 2)"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "Flatten", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc1_weight"), param_of(n, "fc1_bias")},
-                                            .params = {{"num_hidden", .s = "500"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "tanh", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc2_weight"), param_of(n, "fc2_bias")},
-                                            .params = {{"num_hidden", .s = "10"}} }); k++;
-    } else {
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {x, param_of(n, "fc1_weight"), param_of(n, "fc1_bias")},
-                                            .params = {{"num_hidden", .s = "128"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "relu", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc2_weight"), param_of(n, "fc2_bias")},
-                                            .params = {{"num_hidden", .s = "64"}} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "relu", .inputs = {t[k - 1]} }); k++;
-        t[k] = invoke(e, &(dp_invoke_desc){ .op = "FullyConnected", .inputs = {t[k - 1], param_of(n, "fc3_weight"), param_of(n, "fc3_bias")},
-                                            .params = {{"num_hidden", .s = "10"}} }); k++;
-    }
-    out = invoke(e, &(dp_invoke_desc){ .op = "SoftmaxOutput", .inputs = {t[k - 1], y} });
-    for (i = 0; i < k; i++) dp_nd_release(t[i]);
+    fashion_params p = { .num_args = n->num_args, .names = n->names, .arrays = n->params };
+    dp_ndarray *out = fashion_forward(n->eng, &p, lenet, x, y);
+    if (!out) die("the forward pass");
     return out;
 }
 
 /* ---- setting up ------------------------------------------------------------ */
-static dp_shape data_shape(int lenet, int64_t rows) {
-    dp_shape s;
-    memset(&s, 0, sizeof s);
-    if (lenet) { s.ndim = 4; s.dims[0] = rows; s.dims[1] = 1; s.dims[2] = SIDE; s.dims[3] = SIDE; }
-    else { s.ndim = 2; s.dims[0] = rows; s.dims[1] = SIDE * SIDE; }
-    return s;
-}
 /* Binds an executor on the parameters and fresh batch arrays of rows rows;
    with_grads: the parameters' gradients (those their optimizers made). */
 static dp_executor *bind(net *n, int lenet, const dp_symbol *sym, int64_t rows, dp_ndarray *const *params, int with_grads,
                          dp_ndarray **x, dp_ndarray **y) {
     dp_ctx cpu = {DP_DEV_CPU, 0};
-    dp_shape xs = data_shape(lenet, rows), ys = {1, {rows}};
+    dp_shape xs = fashion_data_shape(lenet, rows), ys = {1, {rows}};
     dp_ndarray *args[MAX_ARGS], *grads[MAX_ARGS];
     dp_executor *ex = NULL;
     int i;
@@ -228,7 +152,7 @@ static void net_init(net *n, const options *o, dp_engine_type type) {
     dp_engine_desc d;
     dp_ctx cpu = {DP_DEV_CPU, 0};
     const char *dn[1] = {"data"};
-    dp_shape ds = data_shape(o->lenet, BATCH);
+    dp_shape ds = fashion_data_shape(o->lenet, BATCH);
     dp_nd_named named[MAX_ARGS];
     /* MXNet's train_mnist.py: Xavier, uniform, fan-in, magnitude 2.34 */
     dp_initializer init = { .kind = DP_INIT_XAVIER, .rnd_type = DP_INIT_RND_UNIFORM, .factor_type = DP_INIT_FACTOR_IN, .magnitude = 2.34 };
@@ -237,7 +161,8 @@ static void net_init(net *n, const options *o, dp_engine_type type) {
     memset(&d, 0, sizeof d);
     d.type = type;
     if (dp_engine_create(&d, &n->eng) != DP_OK) die("dp_engine_create");
-    n->sym = o->lenet ? lenet_symbol(o->symbol_path) : mlp_symbol();
+    n->sym = o->lenet ? fashion_lenet_symbol(o->symbol_path) : fashion_mlp_symbol();
+    if (!n->sym) exit(1);                /* fashion_nets.h said why */
     n->num_args = dp_sym_list_arguments(n->sym, n->names, MAX_ARGS);
     if (n->num_args < 0 || n->num_args > MAX_ARGS) die("dp_sym_list_arguments (more than 16 arguments?)");
     if (dp_sym_infer(n->sym, &(dp_sym_infer_desc){ .num_known = 1, .names = dn, .shapes = &ds, .arg_shapes = n->shapes }) != DP_OK)
@@ -309,24 +234,13 @@ static void score(dp_ndarray *probs, dp_ndarray *labels, int64_t rows, double *l
         if (loss) *loss -= log(q[label] > 1e-30f ? q[label] : 1e-30f);
     }
 }
-/* One training step on a batch: forward, backward, the updates. Returns the
-   probabilities (a new reference). */
+/* One training step on a batch: forward, backward, the updates
+   (fashion_train_step, in either mode). Returns the probabilities (a new
+   reference). */
 static dp_ndarray *train_step(net *n, const options *o, dp_ndarray *x, dp_ndarray *y) {
-    dp_ndarray *probs;
-    int i;
-    if (o->executor) {
-        if (dp_invoke(n->eng, &(dp_invoke_desc){ .op = "_copy", .inputs = {x}, .outputs = {n->bx} }, NULL) != DP_OK
-            || dp_invoke(n->eng, &(dp_invoke_desc){ .op = "_copy", .inputs = {y}, .outputs = {n->by} }, NULL) != DP_OK) die("copying the batch");
-        if (dp_exec_forward(n->train_ex, 1) != DP_OK || dp_exec_backward(n->train_ex, 0, NULL) != DP_OK) die("the executor's step");
-        probs = dp_nd_retain(dp_exec_output(n->train_ex, 0));
-    } else {
-        if (dp_autograd_begin() != DP_OK) die("dp_autograd_begin");
-        probs = forward(n, o->lenet, x, y);
-        if (dp_autograd_end() != DP_OK) die("dp_autograd_end");
-        /* SoftmaxOutput's gradient is p - onehot(label) whatever the head gradient */
-        if (dp_autograd_backward(probs, NULL, 0) != DP_OK) die("dp_autograd_backward");
-    }
-    for (i = 0; i < n->num_args; i++) if (n->opt[i] && dp_optimizer_step(n->opt[i]) != DP_OK) die("dp_optimizer_step");
+    fashion_params p = { .num_args = n->num_args, .names = n->names, .arrays = n->params };
+    dp_ndarray *probs = fashion_train_step(n->eng, o->executor ? n->train_ex : NULL, n->bx, n->by, &p, n->opt, o->lenet, x, y);
+    if (!probs) die("the training step");
     return probs;
 }
 /* Correct test images, with the network as trained (ex NULL: autograd's
@@ -403,7 +317,7 @@ static void checkpoint_round_trip(net *n, const options *o, dp_image_iter *test_
     dp_nd_named named[MAX_ARGS];
     dp_checkpoint ck;
     const char *in_names[2] = {"data", "softmax_label"};
-    dp_shape in_shapes[2] = {data_shape(o->lenet, TEST_BATCH), {1, {TEST_BATCH}}};
+    dp_shape in_shapes[2] = {fashion_data_shape(o->lenet, TEST_BATCH), {1, {TEST_BATCH}}};
     dp_ndarray *params[MAX_ARGS] = {NULL}, *x = NULL, *y = NULL;
     dp_executor *ex;
     const char *names[MAX_ARGS];
