@@ -11900,12 +11900,61 @@ struct dp__bin_job {
     dp__int_fn2 fi;
     dp__bin_row_fn row;
 };
-static void dp__bin_row_any(const dp__bin_job *j, int64_t yo, int64_t ao, int64_t bo, int64_t sa, int64_t sb, int64_t n) {
+/* The dtypes without loops of their own (float16, the integer dtypes,
+   bool) run in blocks of DP__BLK doubles (or int64s), loaded and stored by
+   dp__load_elem / dp__store_elem (dp__load_int / dp__store_int) in loops
+   instantiated per dtype (DP__BY_DTYPE: T_ a constant, so the element
+   functions' switch folds), the dtype switched on once a block. */
+#define DP__BLK 256
+#define DP__BY_DTYPE(t, S) do { switch (t) {                                                        \
+    case DP_FLOAT32: { const dp_dtype T_ = DP_FLOAT32; S; break; }                                   \
+    case DP_FLOAT64: { const dp_dtype T_ = DP_FLOAT64; S; break; }                                   \
+    case DP_INT32: { const dp_dtype T_ = DP_INT32; S; break; }                                       \
+    case DP_INT64: { const dp_dtype T_ = DP_INT64; S; break; }                                       \
+    case DP_FLOAT16: { const dp_dtype T_ = DP_FLOAT16; S; break; }                                   \
+    case DP_BOOL: { const dp_dtype T_ = DP_BOOL; S; break; }                                         \
+    case DP_INT8: { const dp_dtype T_ = DP_INT8; S; break; }                                         \
+    default: { const dp_dtype T_ = DP_UINT8; S; break; } } } while (0)
+/* m elements from p + off stepping by st into v; v into p + off by req
+   (write or add-to); v's elements added one after another into p[off]. */
+static void dp__blk_load(const void *p, dp_dtype t, int64_t off, int64_t st, int64_t m, double *v) {
     int64_t i;
-    if (j->fi && dp__dtype_is_int(j->t))
-        for (i = 0; i < n; i++) dp__store_int(j->y, j->t, yo + i, j->fi(dp__load_int(j->a, j->t, ao + i * sa), dp__load_int(j->b, j->t, bo + i * sb)), j->req);
-    else
-        for (i = 0; i < n; i++) dp__store_elem(j->y, j->t, yo + i, j->f(dp__load_elem(j->a, j->t, ao + i * sa), dp__load_elem(j->b, j->t, bo + i * sb)), j->req);
+    DP__BY_DTYPE(t, for (i = 0; i < m; i++) v[i] = dp__load_elem(p, T_, off + i * st));
+}
+static void dp__blk_store(void *p, dp_dtype t, int64_t off, int64_t m, const double *v, dp_req req) {
+    int64_t i;
+    if (req == DP_REQ_ADD) DP__BY_DTYPE(t, for (i = 0; i < m; i++) dp__store_elem(p, T_, off + i, v[i], DP_REQ_ADD));
+    else DP__BY_DTYPE(t, for (i = 0; i < m; i++) dp__store_elem(p, T_, off + i, v[i], DP_REQ_WRITE));
+}
+static void dp__blk_sum_into(void *p, dp_dtype t, int64_t off, int64_t m, const double *v) {
+    int64_t i;
+    DP__BY_DTYPE(t, for (i = 0; i < m; i++) dp__store_elem(p, T_, off, v[i], DP_REQ_ADD));
+}
+static void dp__blk_load_int(const void *p, dp_dtype t, int64_t off, int64_t st, int64_t m, int64_t *v) {
+    int64_t i;
+    DP__BY_DTYPE(t, for (i = 0; i < m; i++) v[i] = dp__load_int(p, T_, off + i * st));
+}
+static void dp__blk_store_int(void *p, dp_dtype t, int64_t off, int64_t m, const int64_t *v, dp_req req) {
+    int64_t i;
+    if (req == DP_REQ_ADD) DP__BY_DTYPE(t, for (i = 0; i < m; i++) dp__store_int(p, T_, off + i, v[i], DP_REQ_ADD));
+    else DP__BY_DTYPE(t, for (i = 0; i < m; i++) dp__store_int(p, T_, off + i, v[i], DP_REQ_WRITE));
+}
+static void dp__bin_row_any(const dp__bin_job *j, int64_t yo, int64_t ao, int64_t bo, int64_t sa, int64_t sb, int64_t n) {
+    int64_t i, k, m;
+    for (k = 0; k < n; k += m) {
+        m = n - k < DP__BLK ? n - k : DP__BLK;
+        if (j->fi && dp__dtype_is_int(j->t)) {
+            int64_t x[DP__BLK], z[DP__BLK];
+            dp__blk_load_int(j->a, j->t, ao + k * sa, sa, m, x); dp__blk_load_int(j->b, j->t, bo + k * sb, sb, m, z);
+            for (i = 0; i < m; i++) x[i] = j->fi(x[i], z[i]);
+            dp__blk_store_int(j->y, j->t, yo + k, m, x, j->req);
+        } else {
+            double x[DP__BLK], z[DP__BLK];
+            dp__blk_load(j->a, j->t, ao + k * sa, sa, m, x); dp__blk_load(j->b, j->t, bo + k * sb, sb, m, z);
+            for (i = 0; i < m; i++) x[i] = j->f(x[i], z[i]);
+            dp__blk_store(j->y, j->t, yo + k, m, x, j->req);
+        }
+    }
 }
 /* Output elements [e0, e1) (dp_range_fn): row pieces in C order. */
 static void dp__bin_range(int64_t e0, int64_t e1, void *user) {
@@ -12215,10 +12264,15 @@ struct dp__bgrad_job {
 };
 static void dp__bgrad_row_any(const dp__bgrad_job *j, int64_t oo, int64_t ao, int64_t bo, int64_t go, int64_t sa, int64_t sb,
                               int64_t n, int red) {
-    int64_t i;
-    for (i = 0; i < n; i++)
-        dp__store_elem(j->gx, j->t, go + (red ? 0 : i), dp__load_elem(j->og, j->t, oo + i)
-                       * j->df(dp__load_elem(j->a, j->t, ao + i * sa), dp__load_elem(j->b, j->t, bo + i * sb), j->which), DP_REQ_ADD);
+    double o[DP__BLK], x[DP__BLK], z[DP__BLK];
+    int64_t i, k, m;
+    for (k = 0; k < n; k += m) {
+        m = n - k < DP__BLK ? n - k : DP__BLK;
+        dp__blk_load(j->og, j->t, oo + k, 1, m, o); dp__blk_load(j->a, j->t, ao + k * sa, sa, m, x); dp__blk_load(j->b, j->t, bo + k * sb, sb, m, z);
+        for (i = 0; i < m; i++) o[i] *= j->df(x[i], z[i], j->which);
+        if (red) dp__blk_sum_into(j->gx, j->t, go, m, o);
+        else dp__blk_store(j->gx, j->t, go + k, m, o, DP_REQ_ADD);
+    }
 }
 /* The input gradient's elements [e0, e1) (dp_range_fn). */
 static void dp__bgrad_range(int64_t e0, int64_t e1, void *user) {

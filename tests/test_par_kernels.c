@@ -343,10 +343,11 @@ static void ints_and_argmax_as_serial(void) {
 /* Broadcast binary operators and their gradients against the serial walk
    written out here (what the kernels computed before they were split and
    specialised): each output element f(a, b) in double, stored by
-   dp_dtype_store; each input gradient from 0 (write) or its value (add-to),
+   dp_dtype_store (in wrapping int64 for the integer forms); each input gradient from 0 (write) or its value (add-to),
    each term o * df added in the output's C order and rounded to the dtype
    at once. Random broadcast shapes up to 5 axes, large ones over the range
-   loop's threshold, float32, float64, float16 and int32, write and add-to;
+   loop's threshold, float32, float64, float16, int32, int64 and uint8,
+   write and add-to;
    bitwise (NaN: any NaN). */
 static double ref_f(int op, double a, double b) {
     switch (op) {
@@ -369,6 +370,17 @@ static double ref_df(int op, double a, double b, int w) {
     case 5: return w ? (double)(a > b) : (double)(a <= b);
     default: return w ? pow(a, b) * log(a) : b * pow(a, b - 1);
     }
+}
+/* The integer forms (add, sub, mul, maximum, minimum on integer arrays):
+   in int64, wrapping, stored as the low bytes (little-endian), add-to
+   wrapping too. */
+static int int_form(int op, dp_dtype t) { return (t == DP_INT32 || t == DP_INT64 || t == DP_UINT8) && op != 3 && op != 6; }
+static void ref_store_int(int op, dp_dtype t, void *y, int64_t i, int64_t a, int64_t b, dp_req req) {
+    uint64_t r = op == 0 ? (uint64_t)a + (uint64_t)b : op == 1 ? (uint64_t)a - (uint64_t)b : op == 2 ? (uint64_t)a * (uint64_t)b
+                 : (uint64_t)(op == 4 ? (a >= b ? a : b) : (a <= b ? a : b));
+    size_t es = dp_dtype_size(t);
+    if (req == DP_REQ_ADD) r += (uint64_t)(int64_t)dp_dtype_load(t, y, i);
+    memcpy((char *)y + (size_t)i * es, &r, es);
 }
 static const char *const bops[7] = {"add", "sub", "mul", "div", "maximum", "minimum", "power"};
 static int same_elems(dp_dtype t, const void *x, const void *y, int64_t n) {
@@ -396,7 +408,7 @@ static void *rand_arr(dp_dtype t, int64_t n, int ints) {
     int64_t i;
     for (i = 0; h && i < n; i++) {
         double v = urand();
-        v = ints || t == DP_INT32 ? floor(v * 6) : floor(v * 64) / 32 + 0.0078125;   /* ties, never 0 */
+        v = ints || t == DP_INT32 || t == DP_INT64 || t == DP_UINT8 ? floor(v * 6) : floor(v * 64) / 32 + 0.0078125;   /* ties, never 0 */
         dp_dtype_store(t, h, i, v, DP_REQ_WRITE);
     }
     return h;
@@ -427,7 +439,8 @@ static int bcast_one(dp_engine *e, int op, dp_dtype t, const dp_shape *as, const
     req[0] = reqmode ? DP_REQ_ADD : DP_REQ_WRITE;
     memcpy(want, y0, (size_t)n * es);
     for (i = 0, ia = ib = 0; i < n; i++) {
-        dp_dtype_store(t, want, i, ref_f(op, dp_dtype_load(t, a, ia), dp_dtype_load(t, b, ib)), req[0]);
+        if (int_form(op, t)) ref_store_int(op, t, want, i, (int64_t)dp_dtype_load(t, a, ia), (int64_t)dp_dtype_load(t, b, ib), req[0]);
+        else dp_dtype_store(t, want, i, ref_f(op, dp_dtype_load(t, a, ia), dp_dtype_load(t, b, ib)), req[0]);
         for (d = os.ndim - 1; d >= 0; d--) {
             ia += sa[d]; ib += sb[d];
             if (++idx[d] < os.dims[d]) break;
@@ -484,7 +497,7 @@ static void broadcast_as_serial(void) {
         {{2, 300, 1000}, {1, 1000}}, {{1, 1000}, {2, 300, 1000}}, {{4, 16, 20, 24, 24}, {3, 20, 1, 1}},
         {{2, 1024, 300}, {2, 1024, 1}}, {{2, 1, 300}, {3, 2, 1024, 1}}, {{2, 700, 400}, {2, 700, 400}}, {{2, 700, 400}, {0}},
     };
-    static const dp_dtype types[4] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32};
+    static const dp_dtype types[6] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32, DP_INT64, DP_UINT8};
     dp_engine *e = make(DP_ENGINE_PERDEVICE, 2);
     int r, op, before;
     CHECK(e != NULL);
@@ -512,7 +525,7 @@ static void broadcast_as_serial(void) {
         }
         if (r % 3 == 1) { memmove(bs.dims, bs.dims + 1, sizeof(int64_t) * (size_t)(nd - 1)); bs.ndim--; }
         op = r % 7;
-        CHECK(bcast_one(e, op, op == 6 && (r / 7) % 4 == 3 ? DP_FLOAT32 : types[(r / 7) % 4], &as, &bs, (r / 28) % 3));   /* int power: integer form */
+        CHECK(bcast_one(e, op, op == 6 && (r / 7) % 6 >= 3 ? DP_FLOAT32 : types[(r / 7) % 6], &as, &bs, (r / 42) % 3));   /* int power: integer form */
     }
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
