@@ -11882,7 +11882,6 @@ static void dp__bgeo_next(const dp__bgeo *g, const int *ax, int m, int64_t *idx,
         idx[i] = 0;
     }
 }
-static const int dp__bgeo_axes[DP_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
 /* A binary kernel's job: each operator's row function computes n outputs
    from y + yo, a + ao and b + bo (a and b stepping by sa and sb, 0 or 1),
    one loop per float dtype with the math inlined; other dtypes go through
@@ -11960,14 +11959,15 @@ static void dp__bin_row_any(const dp__bin_job *j, int64_t yo, int64_t ao, int64_
 static void dp__bin_range(int64_t e0, int64_t e1, void *user) {
     const dp__bin_job *j = (const dp__bin_job *)user;
     const dp__bgeo *g = &j->g;
-    int nd = g->nd;
+    int nd = g->nd, ax[DP_MAX_DIMS], d;
     int64_t len = g->dims[nd - 1], sa = g->s[1][nd - 1], sb = g->s[2][nd - 1], idx[DP_MAX_DIMS], off[3], in = e0 % len, e = e0;
-    dp__bgeo_seek(g, dp__bgeo_axes, nd - 1, e0 / len, idx, off);
+    for (d = 0; d < nd; d++) ax[d] = d;
+    dp__bgeo_seek(g, ax, nd - 1, e0 / len, idx, off);
     while (e < e1) {
         int64_t m = len - in < e1 - e ? len - in : e1 - e;
         j->row(j, e, off[1] + in * sa, off[2] + in * sb, sa, sb, m);
         e += m; in = 0;
-        dp__bgeo_next(g, dp__bgeo_axes, nd - 1, idx, off);
+        dp__bgeo_next(g, ax, nd - 1, idx, off);
     }
 }
 /* out[i] = f(a[ia], b[ib]) over the broadcast shape, split over the range
