@@ -2440,7 +2440,7 @@ static int dp__cu_kg_bn(const dp_kernel_ctx *k) { return dp__cu_bn(k, 1); }
    share a draw (the axes in `shared`), counter-based like random_uniform
    (dp__cu_uniform01 at the group's first element), so every element
    computes its own mask value without waiting for another's; the CPU
-   kernel draws the same way (depeng_nn.h's dpn__uniform01), so the masks
+   kernel draws the same way (depeng_nn.h's dpn__draw53), so the masks
    for a key are the same on both. */
 struct dp__cu_dropout_body {
     const void *x; void *y, *mask; int t, req, on, nd; int shared[DP_MAX_DIMS]; int64_t dims[DP_MAX_DIMS]; uint64_t key; double p;

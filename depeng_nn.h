@@ -3603,7 +3603,7 @@ static int dpn__kg_bn(const dp_kernel_ctx *k) {
    data's shape), drawn from the device's random generator (the random
    resource: reproducible for a seed, the same on every engine, at any
    worker count and on the GPU; one 64-bit key a call, each element's draw
-   a hash of the key and its index, dpn__uniform01). axes: the
+   a hash of the key and its index, dpn__draw53). axes: the
    mask is drawn once along those axes and shared (MXNet's variational
    dropout). Otherwise the output is data and the mask ones. The gradient
    is og * mask, from the saved mask. */
@@ -3638,34 +3638,50 @@ static int dpn__infer_dropout(const dp_params *p, int nin, const dp_shape *is, c
    computes its own mask value, so the work splits over the range loop and
    the mask is the same at any worker count, on every engine and on the
    GPU; a seed repeats it. */
-static double dpn__uniform01(uint64_t key, uint64_t counter) {
+/* The draw's 53 bits: the uniform value in [0, 1) is this times 2^-53, so
+   "uniform >= p" is "bits >= ceil(p 2^53)", an integer comparison (p 2^53
+   is exact), which compiles to a select rather than a branch. */
+static uint64_t dpn__draw53(uint64_t key, uint64_t counter) {
     uint64_t z = key + (counter + 1) * 0x9E3779B97F4A7C15ull;
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;
-    return (double)(z >> 11) * (1.0 / 9007199254740992.0);
+    return z >> 11;
 }
 typedef struct dpn__do_job {
     const dp_kernel_ctx *k;
-    int on, nd;
+    int on, flat, nd;                             /* flat: no shared axes, element e draws at e */
     uint64_t key;
+    uint64_t keep_from;                           /* a draw of at least this many 2^-53 keeps its element */
     double p, scale;
     int64_t dims[DP_MAX_DIMS], st[DP_MAX_DIMS];   /* element strides of the draw: 0 along shared axes */
 } dpn__do_job;
-/* mask[e] (as T), y[e] = x[e] * mask[e] in double, stored by req */
-#define DPN__DO_LOOP(T, J, e0, e1) do {                                                                          \
+/* mask[e] (as T: (T) scale's bits or all zero bits, +0, picked by an
+   integer mask, since compilers turn a select on the draw into a branch,
+   which mispredicts half the time), y[e] = x[e] * mask[e] in double,
+   stored by req; U: the unsigned integer of T's size */
+#define DPN__DO_LOOP(T, U, J, e0, e1) do {                                                                       \
         const T *x_ = (const T *)dp_nd_data((J)->k->inputs[0]);                                                   \
         T *y_ = (T *)dp_nd_data((J)->k->outputs[0]), *m_ = (T *)dp_nd_data((J)->k->outputs[1]);                 \
-        dp_req r_ = (J)->k->req[0];                                                                               \
+        const dp_req r_ = (J)->k->req[0];                                                                         \
+        const uint64_t key_ = (J)->key, thr_ = (J)->keep_from;                                                    \
+        const T sc_ = (T)(J)->scale;                                                                              \
+        U scb_;                                                                                                   \
+        const int on_ = (J)->on, flat_ = (J)->flat, nd_ = (J)->nd;                                                \
         int64_t e_, src_ = 0, idx_[DP_MAX_DIMS], rest_ = (e0);                                                     \
         int d_;                                                                                                   \
-        for (d_ = (J)->nd - 1; d_ >= 0; d_--) { idx_[d_] = rest_ % (J)->dims[d_]; rest_ /= (J)->dims[d_]; src_ += idx_[d_] * (J)->st[d_]; } \
+        memcpy(&scb_, &sc_, sizeof scb_);                                                                         \
+        for (d_ = nd_ - 1; !flat_ && d_ >= 0; d_--) { idx_[d_] = rest_ % (J)->dims[d_]; rest_ /= (J)->dims[d_]; src_ += idx_[d_] * (J)->st[d_]; } \
         for (e_ = (e0); e_ < (e1); e_++) {                                                                        \
-            T m = (T)((J)->on ? (dpn__uniform01((J)->key, (uint64_t)src_) >= (J)->p ? (J)->scale : 0) : 1);      \
+            T m = 1;                                                                                              \
+            if (on_) {                                                                                            \
+                U mb_ = scb_ & (U)(0 - (uint64_t)(dpn__draw53(key_, (uint64_t)(flat_ ? e_ : src_)) >= thr_));      \
+                memcpy(&m, &mb_, sizeof m);                                                                       \
+            }                                                                                                     \
             m_[e_] = m;                                                                                           \
             if (r_ == DP_REQ_ADD) y_[e_] = (T)((double)x_[e_] * (double)m + (double)y_[e_]);                      \
             else if (r_ != DP_REQ_NULL) y_[e_] = (T)((double)x_[e_] * (double)m);                                \
-            for (d_ = (J)->nd - 1; d_ >= 0; d_--) {                                                               \
+            for (d_ = nd_ - 1; !flat_ && d_ >= 0; d_--) {                                                         \
                 src_ += (J)->st[d_];                                                                              \
                 if (++idx_[d_] < (J)->dims[d_]) break;                                                            \
                 src_ -= (J)->st[d_] * idx_[d_]; idx_[d_] = 0;                                                     \
@@ -3674,8 +3690,8 @@ typedef struct dpn__do_job {
     } while (0)
 static void dpn__do_range(int64_t e0, int64_t e1, void *user) {
     const dpn__do_job *J = (const dpn__do_job *)user;
-    if (dp_nd_dtype(J->k->inputs[0]) == DP_FLOAT32) DPN__DO_LOOP(float, J, e0, e1);
-    else DPN__DO_LOOP(double, J, e0, e1);
+    if (dp_nd_dtype(J->k->inputs[0]) == DP_FLOAT32) DPN__DO_LOOP(float, uint32_t, J, e0, e1);
+    else DPN__DO_LOOP(double, uint64_t, J, e0, e1);
 }
 static int dpn__k_dropout(const dp_kernel_ctx *k) {
     const dp_params *p = k->params;
@@ -3686,8 +3702,10 @@ static int dpn__k_dropout(const dp_kernel_ctx *k) {
     memset(&J, 0, sizeof J);
     J.k = k; J.p = p->v[DPN__DO_P].f; J.scale = 1 / (1 - J.p); J.nd = s->ndim;
     J.on = (p->v[DPN__DO_MODE].i == 1 || p->v[DPN__DO_IS_TRAIN].i) && J.p > 0;
+    J.keep_from = (uint64_t)ceil(J.p * 9007199254740992.0);
     for (i = 0; i < axes->ndim; i++) shared[axes->dims[i] < 0 ? axes->dims[i] + s->ndim : axes->dims[i]] = 1;
-    for (d = s->ndim - 1; d >= 0; d--) { J.dims[d] = s->dims[d]; J.st[d] = shared[d] ? 0 : acc; acc *= s->dims[d]; }
+    J.flat = 1;
+    for (d = s->ndim - 1; d >= 0; d--) { J.dims[d] = s->dims[d]; J.st[d] = shared[d] ? 0 : acc; acc *= s->dims[d]; J.flat &= !shared[d] || s->dims[d] == 1; }
     if (J.on) J.key = dp_random_next(k->rc->engine, k->rc->ctx);
     dpn__range(dpn__par_eng(k, (double)n), n, DPN__PAR_GRAIN, dpn__do_range, &J);
     return 0;
