@@ -11915,28 +11915,25 @@ struct dp__bin_job {
     case DP_INT8: { const dp_dtype T_ = DP_INT8; S; break; }                                         \
     default: { const dp_dtype T_ = DP_UINT8; S; break; } } } while (0)
 /* m elements from p + off stepping by st into v; v into p + off by req
-   (write or add-to); v's elements added one after another into p[off]. */
-static void dp__blk_load(const void *p, dp_dtype t, int64_t off, int64_t st, int64_t m, double *v) {
-    int64_t i;
-    DP__BY_DTYPE(t, for (i = 0; i < m; i++) v[i] = dp__load_elem(p, T_, off + i * st));
-}
-static void dp__blk_store(void *p, dp_dtype t, int64_t off, int64_t m, const double *v, dp_req req) {
-    int64_t i;
-    if (req == DP_REQ_ADD) DP__BY_DTYPE(t, for (i = 0; i < m; i++) dp__store_elem(p, T_, off + i, v[i], DP_REQ_ADD));
-    else DP__BY_DTYPE(t, for (i = 0; i < m; i++) dp__store_elem(p, T_, off + i, v[i], DP_REQ_WRITE));
-}
+   (write or add-to): as doubles (dp__blk_load, dp__blk_store) or as int64
+   (the _int pair, the integer forms' wrapping stores). */
+#define DP__BLK_IO(SUF, V, LOAD, STORE)                                                                                    \
+    static void dp__blk_load##SUF(const void *p, dp_dtype t, int64_t off, int64_t st, int64_t m, V *v) {                   \
+        int64_t i;                                                                                                         \
+        DP__BY_DTYPE(t, for (i = 0; i < m; i++) v[i] = LOAD(p, T_, off + i * st));                                         \
+    }                                                                                                                      \
+    static void dp__blk_store##SUF(void *p, dp_dtype t, int64_t off, int64_t m, const V *v, dp_req req) {                  \
+        int64_t i;                                                                                                         \
+        if (req == DP_REQ_ADD) DP__BY_DTYPE(t, for (i = 0; i < m; i++) STORE(p, T_, off + i, v[i], DP_REQ_ADD));          \
+        else DP__BY_DTYPE(t, for (i = 0; i < m; i++) STORE(p, T_, off + i, v[i], DP_REQ_WRITE));                           \
+    }
+DP__BLK_IO(, double, dp__load_elem, dp__store_elem)
+DP__BLK_IO(_int, int64_t, dp__load_int, dp__store_int)
+/* v's elements added one after another into p[off], rounded to the dtype
+   after each (a gradient's sum over a broadcast row) */
 static void dp__blk_sum_into(void *p, dp_dtype t, int64_t off, int64_t m, const double *v) {
     int64_t i;
     DP__BY_DTYPE(t, for (i = 0; i < m; i++) dp__store_elem(p, T_, off, v[i], DP_REQ_ADD));
-}
-static void dp__blk_load_int(const void *p, dp_dtype t, int64_t off, int64_t st, int64_t m, int64_t *v) {
-    int64_t i;
-    DP__BY_DTYPE(t, for (i = 0; i < m; i++) v[i] = dp__load_int(p, T_, off + i * st));
-}
-static void dp__blk_store_int(void *p, dp_dtype t, int64_t off, int64_t m, const int64_t *v, dp_req req) {
-    int64_t i;
-    if (req == DP_REQ_ADD) DP__BY_DTYPE(t, for (i = 0; i < m; i++) dp__store_int(p, T_, off + i, v[i], DP_REQ_ADD));
-    else DP__BY_DTYPE(t, for (i = 0; i < m; i++) dp__store_int(p, T_, off + i, v[i], DP_REQ_WRITE));
 }
 static void dp__bin_row_any(const dp__bin_job *j, int64_t yo, int64_t ao, int64_t bo, int64_t sa, int64_t sb, int64_t n) {
     int64_t i, k, m;
