@@ -323,6 +323,11 @@ SETUP='touch x' probe "-q: up to date" 'x:\n\ttouch x\n' -q x
 probe "-q: out of date" 'x:\n\ttouch x\n' -q x
 probe "--no-print-directory -C -k" 'all:\n\t@echo $(MAKEFLAGS)\n' --no-print-directory -C . -k
 probe "-s hides an ignored error" 'all:\n\t-@false\n\t@echo x\n' -s
+SETUP='mkdir bin; printf "#!/bin/sh\necho found \$0\n" > bin/tool; chmod +x bin/tool' \
+    probe "a command's program is looked up on the exported PATH" 'export PATH := $(CURDIR)/bin:$(PATH)\nall:\n\t@tool\n'
+SETUP='printf "echo ran without a shebang\n" > s; chmod +x s' probe "a script without #! runs with /bin/sh" 'all:\n\t./s a\n'
+SETUP='mkdir d; echo x > noexec' probe "programs that cannot run: missing, not executable, a directory" \
+    'all:\n\t-./nothere\n\t-./noexec\n\t-./d\n\t-nosuchprog\n\t@echo end\n'
 unset SETUP
 
 # ---- size: a 100,000-rule chain, a 100,000-rule parse, a long line ----------
