@@ -208,7 +208,8 @@
      DP_ASSERT(c)           assert macro (default: assert)
      DEPENG_TEST_HOOK(point) tests only: code run at a named point of the
                             scheduler, to widen a race window or to count
-                            dp_parallel_for calls (default: none)
+                            dp_parallel_for calls and waits' wake-ups
+                            (default: none)
    The platform layer is chosen by the target unless forced above:
      Linux and other POSIX  C11 <threads.h> where it exists, else pthreads
                             (pthreads under ThreadSanitizer)
@@ -5722,11 +5723,13 @@ static int dp__help_look(dp_engine *eng, int has_work) {
 }
 /* Wakes the helping waits asleep, after an op came into q's pool while its
    workers were all busy (dp__pool_nudge, dp__worker_found), if they help
-   that pool. The waker takes them all off help_asleep (a new epoch), so
-   the pool's next ops do not wake them again before they have looked. */
+   that pool and it has workers (a pool without workers wakes its waits
+   itself: dp__pump_wake). The waker takes them all off help_asleep (a new
+   epoch), so the pool's next ops do not wake them again before they have
+   looked. */
 DP__COLD static void dp__help_wake(dp_engine *eng, dp__queue *q) {
     int i, helped = 0;
-    for (i = 0; i <= DP__MAX_DEV && !helped; i++) { dp__group *g = dp__cpu_pool(eng, i); helped = g && &g->q == q; }
+    for (i = 0; i <= DP__MAX_DEV && !helped; i++) { dp__group *g = dp__cpu_pool(eng, i); helped = g && g->nworkers && &g->q == q; }
     if (!helped) return;
     dp__mutex_lock(&eng->wait_mtx);
     if (dp__load(&eng->help_asleep, DP__RELAXED) != 0) {

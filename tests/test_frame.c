@@ -258,28 +258,32 @@ static void test_wait_woken_by_async_completion(void) {
 /* An untimed wait on an engine without workers sleeps until an op is
    ready for it, not in slices: here it wakes (the "wait_woke" hook) once for
    the async completion 200 ms later, not every few milliseconds (the old
-   5 ms slices woke it ~40 times). Should the wake-up be lost, a rescuer
-   pushes a second op after 5 s (a push wakes the wait) and the test fails
-   instead of hanging. */
+   5 ms slices woke it ~40 times). With no_wait_help too (then only the
+   push's dp__pump_wake wakes it). Should the wake-up be lost, a rescuer
+   runs the ready op itself after 5 s (its completion then grants the
+   wait's block, which wakes the wait) and the test fails instead of
+   hanging. */
 static int g_wait_wakes;
 static void test_hook(const char *point) {
     if (strcmp(point, "wait_woke") == 0) __atomic_add_fetch(&g_wait_wakes, 1, __ATOMIC_RELAXED);
 }
-typedef struct rescue_arg { dp_engine *e; dp_var v; long n; int stop, rescued; } rescue_arg;
+typedef struct rescue_arg { dp_engine *e; int stop, rescued; } rescue_arg;
 static void *rescuer(void *p) {
     rescue_arg *r = (rescue_arg *)p;
+    dp_run_desc rd;
     int i;
     for (i = 0; i < 500 && !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE); i++) sleep_ms(10);
     if (__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) return NULL;
     __atomic_store_n(&r->rescued, 1, __ATOMIC_RELEASE);
-    dp_push_sync(r->e, add_one, &r->n, NULL, 0, &r->v, 1);
+    memset(&rd, 0, sizeof rd);
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) { dp_run_ready(r->e, &rd, NULL); sleep_ms(1); }
     return NULL;
 }
 static void test_pumped_wait_sleeps_until_woken(void) {
     dp_engine_type types[2] = {DP_ENGINE_PERDEVICE, DP_ENGINE_POOLED};
     int t;
-    for (t = 0; t < 2; t++) {
-        dp_engine *e = make(types[t], DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS);
+    for (t = 0; t < 4; t++) {
+        dp_engine *e = make_with(types[t % 2], DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS, t / 2);
         async_job a;
         rescue_arg r;
         long n = 0;
@@ -290,7 +294,7 @@ static void test_pumped_wait_sleeps_until_woken(void) {
         memset(&a, 0, sizeof a);
         memset(&r, 0, sizeof r);
         x = dp_var_create(e); y = dp_var_create(e);
-        r.e = e; r.v = dp_var_create(e);
+        r.e = e;
         CHECK(dp_push_async(e, async_start, &a, NULL, 0, &x, 1) == DP_OK);
         CHECK(dp_push_sync(e, add_one, &n, &x, 1, &y, 1) == DP_OK);
         CHECK(pthread_create(&rt, NULL, rescuer, &r) == 0);
@@ -298,7 +302,7 @@ static void test_pumped_wait_sleeps_until_woken(void) {
         __atomic_store_n(&g_wait_wakes, 0, __ATOMIC_RELAXED);
         CHECK(dp_wait_var(e, y, NULL) == DP_OK);
         CHECK(n == 1);
-        CHECK(!__atomic_load_n(&r.rescued, __ATOMIC_ACQUIRE));
+        CHECK(!__atomic_load_n(&r.rescued, __ATOMIC_ACQUIRE));   /* the wait was woken */
         if (__atomic_load_n(&g_wait_wakes, __ATOMIC_RELAXED) > 5)
             fprintf(stderr, "  the wait woke %d times in 200 ms\n", __atomic_load_n(&g_wait_wakes, __ATOMIC_RELAXED));
         CHECK(__atomic_load_n(&g_wait_wakes, __ATOMIC_RELAXED) <= 5);
