@@ -302,7 +302,7 @@ static void measure(const char *work, const char *system, dp_engine *eng, run_fn
         if (ops < 1) ops = 1;
         printf("contention %s system=%s workers=%d ops=%.0f var_lock=%.4f queue_lock=%.4f queue_busy=%.4f"
                " wakeups=%.4f pool_cas=%.4f op_ref_cas=%.4f queue_takes=%.4f deque_pushes=%.4f steals=%.4f"
-               " steal_retries=%.4f caller_ran=%.4f caller_stole=%.4f helper_wakeups=%.4f\n", work, system, g_workers, ops,
+               " steal_retries=%.4f\n", work, system, g_workers, ops,
                (double)(s1.var_lock_contended - s0.var_lock_contended) / ops,
                (double)(s1.queue_lock_contended - s0.queue_lock_contended) / ops,
                (double)(s1.queue_busy_retries - s0.queue_busy_retries) / ops,
@@ -312,10 +312,7 @@ static void measure(const char *work, const char *system, dp_engine *eng, run_fn
                (double)(s1.queue_takes - s0.queue_takes) / ops,
                (double)(s1.deque_pushes - s0.deque_pushes) / ops,
                (double)(s1.steals - s0.steals) / ops,
-               (double)(s1.steal_retries - s0.steal_retries) / ops,
-               (double)(s1.caller_ran - s0.caller_ran) / ops,
-               (double)(s1.caller_stole - s0.caller_stole) / ops,
-               (double)(s1.helper_wakeups - s0.helper_wakeups) / ops);
+               (double)(s1.steal_retries - s0.steal_retries) / ops);
         fflush(stdout);
     }
 }
