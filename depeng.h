@@ -118,17 +118,20 @@
      wait on a threaded engine (dp_wait_var, dp_wait_all; dp_engine_destroy's
      only once it has logged what is pending) does not idle while ops are
      ready and every CPU worker is busy: until its condition holds it takes
-     ready ops from the shared queue of a CPU pool whose workers are all
-     running ops (as dp_run_ready does, see there) and runs them, looking at
-     its condition again after each. While a worker is free it leaves the op to it, and
-     it does not look into the workers' deques (the ops their completions
-     made ready) and is not woken by pushes: it sleeps until what it waits
-     for is done, and looks again whenever an op it waits for completes.
+     ready ops of a CPU pool whose workers are all running ops, from the
+     pool's shared queue or stolen from a worker's deque (the ops that
+     worker's completions made ready), as dp_run_ready does (see there),
+     and runs them, looking at its condition again after each. While a
+     worker is free it leaves the op to it. Finding nothing while a pool's
+     workers are all busy, it looks again for a while (as an idle worker
+     spins), then sleeps until what it waits for is done or an op comes
+     into such a pool (a push, or a worker's completion; the waker is a
+     system call, counted in dp_engine_stats.helper_wakeups).
      So on a machine where the workers cannot keep up, the thread that
      waits for a frame's work is one more worker (oneTBB's wait,
      Taskflow's corun and enkiTS's WaitforTask do the same). The same
      guarantees as running on the pusher hold: only ready ops, each
-     pool's oldest first, never from inside an op. Not from the timed
+     pool's oldest first (a deque's oldest), never from inside an op. Not from the timed
      waits (dp_wait_var_for, dp_wait_all_for): a caller that polls may
      itself feed, between polls, the op it would be running. Not on the
      pooled engine with a GPU backend (its task pool has the GPU ops). Not
@@ -205,7 +208,8 @@
      DP_ASSERT(c)           assert macro (default: assert)
      DEPENG_TEST_HOOK(point) tests only: code run at a named point of the
                             scheduler, to widen a race window or to count
-                            dp_parallel_for calls (default: none)
+                            dp_parallel_for calls and waits' wake-ups
+                            (default: none)
    The platform layer is chosen by the target unless forced above:
      Linux and other POSIX  C11 <threads.h> where it exists, else pthreads
                             (pthreads under ThreadSanitizer)
@@ -680,6 +684,11 @@ typedef struct dp_engine_stats {
     uint64_t steals;                /* ops a worker took from a peer's deque  */
     uint64_t steal_retries;         /* steals that lost the race for an op
                                        (a failed compare-and-swap)            */
+    uint64_t caller_stole;          /* of caller_ran: ops taken from a
+                                       worker's deque (see >>callers)         */
+    uint64_t helper_wakeups;        /* sleeping helping waits woken because
+                                       their pool's workers were all busy
+                                       and work came in (a system call each)  */
 } dp_engine_stats;
 
 /* ---- engine ----------------------------------------------------------- */
@@ -812,7 +821,8 @@ DP_API dp_result dp_opr_destroy(dp_engine *eng, dp_opr op);
    their cleanups it returns DP_ERROR_IN_OPERATION (logged) instead of
    deadlocking. On the threaded engines dp_wait_var and dp_wait_all run
    ready CPU ops on the waiting thread while what they wait for is not done
-   and every CPU worker of a pool is busy, as dp_run_ready does ("the
+   and every CPU worker of a pool is busy, from its shared queue and its
+   workers' deques, as dp_run_ready does ("the
    waiting thread" under THREADING MODEL: only outside every op, chunk and
    cleanup, not on a worker thread; desc.no_wait_help turns it off). Without
    CPU workers (cpu_worker_nthreads = DP_NO_THREADS) every wait below, timed
@@ -934,12 +944,14 @@ typedef struct dp_run_report {
     dp_run_stop stop;         /* why it returned                            */
 } dp_run_report;
 /* Runs ready CPU ops of eng on the calling thread, oldest first within each
-   pool (the pools in a fixed order: priority pool, then CPU 0, 1, ...), until
+   queue (the pools in a fixed order: priority pool, then CPU 0, 1, ...), until
    desc says stop or none is ready, and fills *report (may be NULL). The
    ops are taken from the shared queues of the threaded engines' CPU pools
    (the per-device engine's priority pool first, then each CPU device's
    pool; the pooled engine's task pool, its GPU ops included), as a worker
-   takes them; never from the IO, copy or per-device GPU pools. Only ops that are ready run, so the order the rule
+   takes them, and stolen from the oldest end of a worker's deque (the ops
+   a worker's completion made ready, counted in dp_engine_stats.caller_stole)
+   as an idle worker steals them; never from the IO, copy or per-device GPU pools. Only ops that are ready run, so the order the rule
    sets is unchanged, and each runs as push_runs_ops runs one (see "running
    on the pusher" under THREADING MODEL: dp_run_ctx.worker is -1, the
    caller's locks are held while it runs). Made for cpu_worker_nthreads =
@@ -2524,7 +2536,12 @@ struct dp_engine {
     dp__a64 op_ref_cas_retries; /* failed CAS pinning a pre-created op */
     dp__a64 pusher_ran;         /* ops run by pushing threads (desc.push_runs_ops) */
     dp__a64 caller_ran;         /* ops run by dp_run_ready and waits */
-    char pad_contention_end_[40];
+    dp__a64 caller_stole, helper_woken;
+    char pad_contention_end_[64];
+    dp__a32 help_asleep;        /* helping waits asleep (under wait_mtx; read
+                                   without it by dp__pool_nudge): own line */
+    char pad_help_[60];
+    unsigned help_epoch;        /* help_asleep's wake-ups so far (under wait_mtx) */
     dp__a32 nhelpers;           /* waits that run ops of pools without workers */
     int inline_ok;              /* naive, no trace callback, no graph: see dp__run_inline */
     dp__mutex wait_mtx; dp__cond wait_cv;
@@ -3458,7 +3475,8 @@ static dp__block *dp__heap_take(dp__queue *q) {   /* q->m held */
    pool's work is its shared queue and its workers' deques, so a worker that
    puts ops in its own deque wakes a sleeper by the same rule (the owner
    would run them in the end, but it may stay busy for long, or even wait
-   for one of them). */
+   for one of them). With no worker spinning or asleep, all are busy: then
+   a helping wait asleep is woken instead (dp__pool_nudge; >>callers). */
 /* Wakes one sleeper, if any is left unclaimed. The woken worker counts as
    spinning at once, so the next push does not wake a second one for the
    same work. */
@@ -3479,6 +3497,15 @@ static void dp__queue_wake(dp__queue *q) {
 static void dp__queue_nudge(dp__queue *q) {
     if (dp__load(&q->sleepers, DP__SEQ_CST) != 0 && dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q);
 }
+/* The same for an op added to q's pool, which a helping wait may run (see
+   >>callers): with no worker spinning or asleep, every worker is busy, and
+   a helping wait asleep (eng->help_asleep, on a line of its own, read only
+   then) is woken to take the op. */
+DP__COLD static void dp__help_wake(dp_engine *eng, dp__queue *q);
+static void dp__pool_nudge(dp_engine *eng, dp__queue *q) {
+    if (dp__load(&q->sleepers, DP__SEQ_CST) != 0) { if (dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__queue_wake(q); }
+    else if (dp__load(&eng->help_asleep, DP__SEQ_CST) != 0 && dp__load(&q->spinning, DP__SEQ_CST) == 0) dp__help_wake(eng, q);
+}
 /* After a push into a pool without workers: wakes the waits that run its
    ops (see dp__wait_help). */
 DP__COLD static void dp__pump_wake(dp_engine *eng) {
@@ -3496,7 +3523,7 @@ static void dp__queue_push(dp_engine *eng, dp__queue *q, dp__block *first, dp__b
         for (; b; b = next) { next = b == last ? NULL : dp__next(b); dp__heap_insert(eng, q, b); }
         dp__mutex_unlock(&q->m);
     } else dp__fifo_append(q, first, last);
-    dp__queue_nudge(q);
+    dp__pool_nudge(eng, q);
     if (q->pumped) dp__pump_wake(eng);
 }
 /* Whether a FIFO may hold an op, looked at without the take lock: its head
@@ -3541,9 +3568,9 @@ static dp__block *dp__queue_try_take(dp__queue *q, int *busy, int *more, dp__a64
    full. Ops made ready on any other thread (a pusher, a waiter, an async
    completion or GPU callback) go to the shared queue. A worker looks at its
    own deque first (newest op first), then the shared queue, then steals a
-   peer's oldest op (>>workers). So the take lock and head serve only ops
-   that came from outside the pool, and a completion's ops spread without
-   them.
+   peer's oldest op (>>workers); a helping wait and dp_run_ready steal the
+   same way (>>callers). So the take lock and head serve only ops that came
+   from outside the pool, and a completion's ops spread without them.
    Order. The owner's end is LIFO: the op made ready last has its inputs in
    this core's cache, and a fan-out is walked depth first, so few ops are
    half done; thieves take the oldest, likely the root of the largest piece
@@ -4002,7 +4029,7 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
         last = b;
     }
     if (first) dp__queue_push(eng, &cur->q, first, last);
-    if (to_deque) dp__queue_nudge(&keep_for->group->q);
+    if (to_deque) dp__pool_nudge(eng, &keep_for->group->q);
     return kept;
 }
 
@@ -4028,7 +4055,10 @@ static dp__block *dp__dispatch_ready(dp_engine *eng, dp__block *ready, dp__worke
    either count; all sequentially consistent, so one side always sees the
    other. A worker's own deque needs no such care when a completion fills
    it: only the worker adds to it, and it looks there before it looks
-   anywhere else. */
+   anywhere else. Helping waits (>>callers) steal from the deques too, but
+   no op waits for them: the workers stay responsible for every op of
+   their pool, and a helping wait's sleep and wake-up (help_asleep) only
+   decide how soon it helps. */
 #define DP__SPIN_PAUSES 64         /* empty looks with a pause instruction ... */
 #define DP__SPIN_YIELDS 256        /* ... then with sched_yield, before sleeping */
 static dp__block *dp__gpu_settle_group(dp_engine *eng, dp__worker *self, int *pending);
@@ -4065,31 +4095,45 @@ static int dp__group_has_work(dp__group *g) {
 }
 /* The last spinner to find work hands the search on if more is queued:
    what it saw behind its op, or what a push or a peer's deque added since. */
-static dp__block *dp__worker_found(dp__group *g, dp__block *b, int more) {
+static dp__block *dp__worker_found(dp__worker *w, dp__block *b, int more) {
+    dp__group *g = w->group;
     DEPENG_TEST_HOOK(worker_found);     /* between looking at the queue and leaving `spinning` */
-    if (dp__fetch_add(&g->q.spinning, -1, DP__SEQ_CST) == 1 && (more || dp__group_has_work(g) || dp__range_open_any(g))) dp__queue_wake(&g->q);
+    if (dp__fetch_add(&g->q.spinning, -1, DP__SEQ_CST) == 1) {
+        int work = more || dp__group_has_work(g);
+        if (!work && !dp__range_open_any(g)) return b;
+        if (dp__load(&g->q.sleepers, DP__SEQ_CST) != 0) dp__queue_wake(&g->q);
+        else if (work && dp__load(&w->eng->help_asleep, DP__SEQ_CST) != 0) dp__help_wake(w->eng, &g->q);   /* all busy: a helping wait takes it */
+    }
     return b;
 }
-/* Steals an op for w from a peer's deque, trying the peers in turn from a
-   random one, so that thieves spread over the victims. *lost when a steal
-   lost a race (look again rather than sleep), *more when the victim has
-   more. */
-static dp__block *dp__steal(dp__worker *w, int *lost, int *more) {
-    dp__group *g = w->group;
-    int n = g->nworkers, i, start;
-    uint32_t x = w->steal_seed;
-    if (n < 2) return NULL;
+/* Steals an op from the deque of one of g's workers but self (-1: the
+   thief is no worker of g: a caller, see >>callers), trying them in turn
+   from a random one (*seed, xorshift), so that thieves spread over the
+   victims. *lost counts the steals that lost a race (look again rather
+   than sleep), *more says the victim has more. */
+static dp__block *dp__steal_from(dp__group *g, int self, uint32_t *seed, int *lost, int *more) {
+    int n = g->nworkers - (self >= 0), i, start;
+    uint32_t x = *seed;
+    if (n < 1) return NULL;
     x ^= x << 13; x ^= x >> 17; x ^= x << 5;
-    w->steal_seed = x;
-    start = (int)(x % (uint32_t)(n - 1));
-    for (i = 0; i < n - 1; i++) {
-        dp__worker *v = &g->workers[(w->index + 1 + (start + i) % (n - 1)) % n];
-        int lost_here = 0;
+    *seed = x;
+    start = (int)(x % (uint32_t)n);
+    for (i = 0; i < n; i++) {
+        int lost_here = 0, k = (start + i) % n;
+        dp__worker *v = &g->workers[self >= 0 ? (self + 1 + k) % g->nworkers : k];
         dp__block *b = dp__deque_steal(&v->deque, &lost_here, more);
-        if (b) { dp__count_own(&w->steals); return b; }
-        if (lost_here) { *lost = 1; dp__count_own(&w->steal_retries); }
+        if (b) return b;
+        *lost += lost_here;
     }
     return NULL;
+}
+/* Steals an op for w from a peer's deque (counted); *lost as above, as a flag. */
+static dp__block *dp__steal(dp__worker *w, int *lost, int *more) {
+    int lost_n = 0;
+    dp__block *b = dp__steal_from(w->group, w->index, &w->steal_seed, &lost_n, more);
+    if (b) dp__count_own(&w->steals);
+    if (lost_n) { *lost = 1; dp__store(&w->steal_retries, dp__load(&w->steal_retries, DP__RELAXED) + (uint64_t)lost_n, DP__RELAXED); }
+    return b;
 }
 /* The next op from w's own deque (FIFO pools), newest first; NULL when it
    is empty. After DP__SHARED_EVERY own ops in a row, an op from elsewhere
@@ -4144,19 +4188,19 @@ static dp__block *dp__worker_next(dp__worker *w) {
         busy = 0;
         if (dp__queue_peek(q)) {
             b = dp__queue_try_take(q, &busy, &more, &w->queue_takes);
-            if (b) return dp__worker_found(w->group, b, more);
+            if (b) return dp__worker_found(w, b, more);
         }
         if (!q->prioritized) {
             int lost = 0;
             b = dp__steal(w, &lost, &more);
-            if (b) return dp__worker_found(w->group, b, more);
+            if (b) return dp__worker_found(w, b, more);
             busy |= lost;
         }
         if (w->nevents) {                                  /* GPU ops in flight here or on a peer: settle, never sleep */
             int pending;
             b = dp__gpu_settle_group(w->eng, w, &pending);
             dp__worker_flush(w->eng, w);                    /* waiters see what settled */
-            if (b) return dp__worker_found(w->group, b, 0);
+            if (b) return dp__worker_found(w, b, 0);
             if (pending && spins >= DP__SPIN_PAUSES) { dp__thread_yield(); continue; }
         }
         if (spins == 0) dp__worker_flush(w->eng, w);       /* going idle: settle up */
@@ -4164,7 +4208,7 @@ static dp__block *dp__worker_next(dp__worker *w) {
         if (busy || spins < DP__SPIN_PAUSES) { dp__cpu_relax(); spins++; continue; }
         if (spins < DP__SPIN_PAUSES + DP__SPIN_YIELDS) { dp__thread_yield(); spins++; continue; }
         if (dp__worker_sleep(w, &b, &busy, &more, &stop)) { spins = 1; continue; }
-        if (b) return dp__worker_found(w->group, b, more);
+        if (b) return dp__worker_found(w, b, more);
         if (stop && !busy) { dp__fetch_add(&q->spinning, -1, DP__SEQ_CST); return NULL; }
         spins = 1;
     }
@@ -5073,6 +5117,8 @@ DP__COLD DP_IMPL dp_result dp_engine_stats_get(dp_engine *eng, dp_engine_stats *
     out->op_ref_cas_retries = dp__load(&eng->op_ref_cas_retries, DP__RELAXED);
     out->pusher_ran = dp__load(&eng->pusher_ran, DP__RELAXED);
     out->caller_ran = dp__load(&eng->caller_ran, DP__RELAXED);
+    out->caller_stole = dp__load(&eng->caller_stole, DP__RELAXED);
+    out->helper_wakeups = dp__load(&eng->helper_woken, DP__RELAXED);
     for (i = 0; i < DP__MAX_DEV; i++) {
         dp__group_contention((dp__group *)dp__load(&eng->cpu_groups[i], DP__ACQUIRE), out);
         dp__group_contention((dp__group *)dp__load(&eng->gpu_groups[i], DP__ACQUIRE), out);
@@ -5198,7 +5244,7 @@ DP__COLD static int dp__worker_set_aside(dp__worker *w, dp__block *b) {
         dp__mutex_unlock(&q->m);
         return 1;
     }
-    if (dp__deque_keep(w, b)) dp__queue_nudge(q);
+    if (dp__deque_keep(w, b)) dp__pool_nudge(w->eng, q);
     else dp__queue_push(w->eng, q, b, b);
     return 1;
 }
@@ -5572,9 +5618,11 @@ DP__COLD static dp__waiter *dp__adopt_wait(dp_engine *eng, dp_var var, int zero_
    which: on every threaded engine unless desc.no_wait_help, always where
    the CPU pools have no workers, cpu_worker_nthreads = DP_NO_THREADS). They take
    ready ops from the pools' shared queues as a pushing thread does with
-   push_runs_ops (dp__pusher_run), so the same guarantees hold: never from
-   inside one of the engine's ops (dp__check_not_in_op), only ops already
-   ready, oldest first. The pools, in the order they are looked at: index 0
+   push_runs_ops (dp__pusher_run), and steal from the workers' deques as an
+   idle worker does (dp__steal_from), so the same guarantees hold: never
+   from inside one of the engine's ops (dp__check_not_in_op), only ops
+   already ready; a shared queue's oldest first, a deque's oldest (the
+   thieves' end) first. The pools, in the order they are looked at: index 0
    is the per-device engine's priority pool or the pooled engine's task
    pool, 1 + n the per-device engine's pool of CPU n. */
 static dp__group *dp__cpu_pool(dp_engine *eng, int i) {
@@ -5583,35 +5631,44 @@ static dp__group *dp__cpu_pool(dp_engine *eng, int i) {
 }
 /* Whether every worker of g is running an op: all have started, and none
    is looking for work or asleep. A wait helps such a pool only (below):
-   while a worker is free the op is left to it, which starts it as soon,
-   keeps the ops a worker's completion makes ready on that worker's deque,
-   and leaves the waiting thread free to return the moment its condition
-   holds. */
+   while a worker is free the op is left to it, which starts it as soon
+   (it is spinning, or a push wakes it), and leaves the waiting thread free
+   to return the moment its condition holds. */
 static int dp__pool_all_busy(dp__group *g) {
     return dp__load(&g->entered, DP__SEQ_CST) == g->nworkers && dp__load(&g->q.spinning, DP__SEQ_CST) == 0
         && dp__load(&g->q.sleepers, DP__SEQ_CST) == 0;
 }
 enum { DP__TAKE_ALL, DP__TAKE_PUMPED, DP__TAKE_BUSY_POOLS };
+/* Where a caller's steals start (xorshift; see dp__steal_from). */
+static DP__THREAD_LOCAL uint32_t dp__tls_steal_seed;
 /* A ready op of the CPU pools (which: of every pool, of those without
    workers, or of those and the pools whose workers are all busy), taken
-   off its queue; NULL if none, with *busy set when a push was half
-   done (look again). A pool without workers (a FIFO) is looked at by its
-   tail too, not only dp__queue_peek: see dp__wait_help. Its tail alone is
-   not enough either: a take that puts the stub back behind the last op can
-   leave the tail at the stub with a later op at the head. */
+   off its shared queue or, failing that, stolen from one of its workers'
+   deques (counted in eng->caller_stole); NULL if none, with *busy set when
+   a push was half done or a steal lost a race (look again). A steal is the
+   one a worker makes (dp__deque_steal): a compare-and-swap on the deque's
+   top claims the op, so it runs once, and a thief that is no worker of the
+   pool is as good as one that is. */
 static dp__block *dp__caller_take(dp_engine *eng, int which, int *busy) {
     int i;
     for (i = 0; i <= DP__MAX_DEV; i++) {
         dp__group *g = dp__cpu_pool(eng, i);
-        int b_busy = 0, more;
+        int b_busy = 0, more, lost = 0;
         dp__block *b;
+        if (!g || (which == DP__TAKE_PUMPED && !g->q.pumped)) continue;
+        if (which == DP__TAKE_BUSY_POOLS && !g->q.pumped && !dp__pool_all_busy(g)) continue;
         /* a pool without workers is always tried under its take lock: a look
            without it could see the head as another taker left it a moment
            ago (a relaxed store) and call a queue with an op in it empty */
-        if (!g || (which == DP__TAKE_PUMPED && !g->q.pumped) || (!g->q.pumped && !dp__queue_peek(&g->q))) continue;
-        if (which == DP__TAKE_BUSY_POOLS && !g->q.pumped && !dp__pool_all_busy(g)) continue;
-        if ((b = dp__queue_try_take(&g->q, &b_busy, &more, NULL)) != NULL) return b;
+        if ((g->q.pumped || dp__queue_peek(&g->q)) && (b = dp__queue_try_take(&g->q, &b_busy, &more, NULL)) != NULL) return b;
         *busy |= b_busy;
+        if (g->q.prioritized || !g->nworkers) continue;   /* no deques */
+        if (!dp__tls_steal_seed) dp__tls_steal_seed = 2654435761u;
+        if ((b = dp__steal_from(g, -1, &dp__tls_steal_seed, &lost, &more)) != NULL) {
+            dp__fetch_add(&eng->caller_stole, 1, DP__RELAXED);
+            return b;
+        }
+        *busy |= lost != 0;
     }
     return NULL;
 }
@@ -5633,11 +5690,12 @@ static void dp__caller_run(dp_engine *eng, dp__block *b) {
 /* Which ready ops eng's waits run on the waiting thread (bits):
    DP__HELP_PUMPED  those of pools without workers (cpu_worker_nthreads =
                     DP_NO_THREADS): nobody else would run them;
-   DP__HELP_ANY     also those of pools whose workers are all busy: while
-                    its condition does not hold, the waiting thread has a
-                    core to give (the default; desc.no_wait_help turns it
-                    off). Not for a timed wait: a caller that polls may
-                    feed, between its polls, the op it would be running.
+   DP__HELP_ANY     also those of pools whose workers are all busy, from
+                    the shared queue and the workers' deques: while its
+                    condition does not hold, the waiting thread has a core
+                    to give (the default; desc.no_wait_help turns it off).
+                    Not for a timed wait: a caller that polls may feed,
+                    between its polls, the op it would be running.
                     Not on the pooled engine with a GPU backend: its task
                     pool has GPU ops, which would set the caller's device.
                     Only on a thread that runs no op, chunk, cleanup or
@@ -5651,49 +5709,114 @@ static int dp__waits_help(const dp_engine *eng, int timed) {
               && !dp__tls_running && !dp__tls_cleaning && !dp__tls_worker && !dp__tls_ext_depth;
     return (pumped ? DP__HELP_PUMPED : 0) | (any ? DP__HELP_ANY : 0);
 }
+/* A helping wait (DP__HELP_ANY) between looks. The pools it helps are
+   those dp__cpu_pool lists that have workers. may_find: one of them has
+   every worker busy, so a completion there may make an op ready for it
+   (then it keeps looking a while, as a spinning worker does); has_work:
+   such a pool has an op in its shared queue or a deque (the last look
+   before it sleeps, by the loads dp__group_has_work makes). */
+static int dp__help_look(dp_engine *eng, int has_work) {
+    int i;
+    for (i = 0; i <= DP__MAX_DEV; i++) {
+        dp__group *g = dp__cpu_pool(eng, i);
+        if (g && g->nworkers && dp__pool_all_busy(g) && (!has_work || dp__group_has_work(g))) return 1;
+    }
+    return 0;
+}
+/* Wakes the helping waits asleep, after an op came into q's pool while its
+   workers were all busy (dp__pool_nudge, dp__worker_found), if they help
+   that pool and it has workers (a pool without workers wakes its waits
+   itself: dp__pump_wake). The waker takes them all off help_asleep (a new
+   epoch), so the pool's next ops do not wake them again before they have
+   looked. */
+DP__COLD static void dp__help_wake(dp_engine *eng, dp__queue *q) {
+    int i, helped = 0;
+    for (i = 0; i <= DP__MAX_DEV && !helped; i++) { dp__group *g = dp__cpu_pool(eng, i); helped = g && g->nworkers && &g->q == q; }
+    if (!helped) return;
+    dp__mutex_lock(&eng->wait_mtx);
+    if (dp__load(&eng->help_asleep, DP__RELAXED) != 0) {
+        dp__store(&eng->help_asleep, 0, DP__SEQ_CST);
+        eng->help_epoch++;
+        dp__fetch_add(&eng->helper_woken, 1, DP__RELAXED);
+        dp__cond_broadcast(&eng->wait_cv);
+    }
+    dp__mutex_unlock(&eng->wait_mtx);
+}
 /* A wait whose condition does not hold yet, on an engine whose waits help
    (helps: dp__waits_help's bits), with wait_mtx held: takes a ready op of
    the pools it helps and runs it with wait_mtx released, and returns 1
-   (also when a push was half done: it yields and the caller looks again);
-   or returns 0 when those pools are empty, and the caller may sleep. A
-   wait that helps pools with workers may sleep through a push: a worker
-   runs that op. One that helps pools without workers (DP__HELP_PUMPED,
-   counted in eng->nhelpers for the whole wait) must not, and does not:
-   the wait counted itself
-   before it looks at the queues here, and a push into such a pool swaps
-   the tail before it reads the count (dp__pump_wake), all sequentially
-   consistent; the push's broadcast takes wait_mtx, which the wait holds
-   from this look until it sleeps. An op that another caller's take left
-   at the head while putting the stub back (dp__fifo_take) is seen by the
-   head only, which that caller stored with release ordering, not
-   sequentially consistent; so a helping wait also sleeps at most
-   DP__HELP_SLEEP_MS at a time and looks again. */
-#define DP__HELP_SLEEP_MS 5u
-DP__COLD static int dp__wait_help(dp_engine *eng, int helps) {
+   (also when a push was half done or a steal lost a race: it yields and
+   the caller looks again); a wait that helps pools with workers, finding
+   nothing while one of them has all its workers busy, also returns 1
+   after a pause (*idle counts them: DP__SPIN_PAUSES, then DP__SPIN_YIELDS
+   with a yield, as a worker spins); else returns 0, and the caller may
+   sleep (dp__wait_step).
+   Nothing waits for a wait's help in a pool with workers: they run every
+   op of their pool, so a helping wait asleep only costs time. One that
+   helps pools without workers (DP__HELP_PUMPED, counted in eng->nhelpers
+   for the whole wait) is all they have, and sleeps through no push: the
+   wait counted itself before it looks at the queues here, and a push
+   into such a pool swaps the tail before it reads the count
+   (dp__pump_wake), all sequentially consistent; the push's broadcast
+   takes wait_mtx, which the wait holds from this look until it sleeps.
+   The look is complete: it takes the take lock, so it sees the head as
+   the last taker left it, and a take that put the stub back behind an op
+   left that op at the head (dp__fifo_take), or returned busy; a tail
+   read at the stub after a push's swap means such a put-back came after
+   it, under the lock, so before this look. */
+DP__COLD static int dp__wait_help(dp_engine *eng, int helps, int *idle) {
     int busy = 0;
     dp__block *b = dp__caller_take(eng, (helps & DP__HELP_ANY) ? DP__TAKE_BUSY_POOLS : DP__TAKE_PUMPED, &busy);
-    if (!b && !busy) return 0;
+    if (b) *idle = 0;
+    else if (!busy) {
+        if (!(helps & DP__HELP_ANY) || *idle >= DP__SPIN_PAUSES + DP__SPIN_YIELDS || !dp__help_look(eng, 0)) return 0;
+        ++*idle;
+    }
     dp__mutex_unlock(&eng->wait_mtx);
-    if (b) dp__caller_run(eng, b); else dp__thread_yield();
+    if (b) dp__caller_run(eng, b);
+    else if (busy || *idle > DP__SPIN_PAUSES) dp__thread_yield();
+    else dp__cpu_relax();
     dp__mutex_lock(&eng->wait_mtx);
     return 1;
 }
 
 #define DP__FOREVER UINT64_MAX
+/* Takes a helping wait off help_asleep, unless a waker did (a new epoch). */
+static void dp__help_awake(dp_engine *eng, unsigned epoch) {
+    if (eng->help_epoch == epoch) dp__fetch_add(&eng->help_asleep, -1, DP__SEQ_CST);
+}
 /* One step of a wait whose condition does not hold, with wait_mtx held:
    returns 1 once the deadline (on dp__now_ns's clock; DP__FOREVER: none)
-   has passed; else runs an op (helps: see dp__wait_help) or sleeps until
-   woken or the deadline, and returns 0. */
-DP__COLD static int dp__wait_step(dp_engine *eng, int helps, uint64_t deadline) {
+   has passed; else runs an op or looks again (helps, *idle: see
+   dp__wait_help) or sleeps until woken or the deadline, and returns 0.
+   A helping wait (DP__HELP_ANY) sleeps counted in help_asleep, so that an
+   op coming into a pool it helps while the workers are all busy wakes it
+   (dp__pool_nudge, dp__worker_found): it counts itself (seq_cst) before
+   its last look (dp__help_look's seq_cst loads of the queue's tail and the
+   deques' ends), and a worker stores its deque's bottom (a pusher swaps the
+   tail) before it reads help_asleep, so one of them sees the other; the
+   waker takes wait_mtx, which the wait holds until it sleeps. */
+DP__COLD static int dp__wait_step(dp_engine *eng, int helps, uint64_t deadline, int *idle) {
     uint64_t now = 0;
-    uint32_t ms;
-    int pumped;
+    unsigned epoch = 0;
+    int counted = 0;
     if (deadline != DP__FOREVER && (now = dp__now_ns()) >= deadline) return 1;
-    if (helps && dp__wait_help(eng, helps)) return 0;
-    pumped = helps & DP__HELP_PUMPED;
-    if (deadline == DP__FOREVER && !pumped) { dp__cond_wait(&eng->wait_cv, &eng->wait_mtx); return 0; }
-    ms = deadline == DP__FOREVER ? DP__HELP_SLEEP_MS : (uint32_t)((deadline - now) / 1000000u) + 1u;
-    dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, pumped && ms > DP__HELP_SLEEP_MS ? DP__HELP_SLEEP_MS : ms);
+    if (helps && dp__wait_help(eng, helps, idle)) return 0;
+    if (helps & DP__HELP_ANY) {
+        dp__fetch_add(&eng->help_asleep, 1, DP__SEQ_CST);
+        epoch = eng->help_epoch; counted = 1;
+        if (dp__help_look(eng, 1)) {          /* came in meanwhile: look again */
+            dp__help_awake(eng, epoch);
+            dp__mutex_unlock(&eng->wait_mtx);
+            dp__thread_yield();
+            dp__mutex_lock(&eng->wait_mtx);
+            return 0;
+        }
+    }
+    if (deadline == DP__FOREVER) dp__cond_wait(&eng->wait_cv, &eng->wait_mtx);
+    else dp__cond_wait_ms(&eng->wait_cv, &eng->wait_mtx, (uint32_t)((deadline - now) / 1000000u) + 1u);
+    DEPENG_TEST_HOOK(wait_woke);
+    if (counted) { dp__help_awake(eng, epoch); *idle = 0; }
     return 0;
 }
 /* Pushes a wait block for var and waits for its report, for at most
@@ -5705,7 +5828,7 @@ DP__COLD static dp_result dp__wait_var(dp_engine *eng, dp_var var, uint64_t time
     void *prev_own = dp__tls_own_wait;   /* a wait from an op that a wait runs */
     dp_result r;
     uint64_t deadline = DP__FOREVER;
-    int gave_up = 0, busy_now = 0, helps;
+    int gave_up = 0, busy_now = 0, helps, idle = 0;
     if (!eng) return dp__null_arg(NULL, what, "engine");
     if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
     if (timeout_ms != DP__FOREVER) {
@@ -5736,7 +5859,7 @@ wait:
     dp__tls_own_wait = w;   /* a wait that runs ops may grant its block itself */
     dp__mutex_lock(&eng->wait_mtx);
     while (!w->done) {
-        if (dp__wait_step(eng, helps, w->claimed ? DP__FOREVER : deadline)) {
+        if (dp__wait_step(eng, helps, w->claimed ? DP__FOREVER : deadline, &idle)) {
             gave_up = 1;   /* from here on the block owns w (or a later timed wait takes it over) */
             dp__store(&w->abandoned, 1, DP__RELEASE);
             break;
@@ -5764,14 +5887,14 @@ DP__COLD static dp_result dp__wait_all(dp_engine *eng, uint64_t timeout_ms, dp_f
     dp_result r;
     dp__failure *f, *next;
     uint64_t deadline = timeout_ms == DP__FOREVER ? DP__FOREVER : dp__now_ns() + timeout_ms * 1000000u;
-    int timed_out = 0, helps;
+    int timed_out = 0, helps, idle = 0;
     if (!eng) return dp__null_arg(NULL, what, "engine");
     if ((r = dp__check_not_in_op(eng, what)) != DP_OK) return r;
     if ((helps = dp__waits_help(eng, timeout_ms != DP__FOREVER)) & DP__HELP_PUMPED) dp__fetch_add(&eng->nhelpers, 1, DP__SEQ_CST);
     dp__mutex_lock(&eng->wait_mtx);
     dp__fetch_add(&eng->nwaiters_all, 1, DP__SEQ_CST);
     while (dp__load(&eng->done, DP__SEQ_CST) != dp__load(&eng->seq, DP__SEQ_CST))
-        if (dp__wait_step(eng, helps, deadline)) { timed_out = 1; break; }
+        if (dp__wait_step(eng, helps, deadline, &idle)) { timed_out = 1; break; }
     dp__fetch_add(&eng->nwaiters_all, -1, DP__SEQ_CST);
     dp__mutex_unlock(&eng->wait_mtx);
     if (helps & DP__HELP_PUMPED) dp__fetch_add(&eng->nhelpers, -1, DP__SEQ_CST);

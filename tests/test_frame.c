@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 #include "depeng.h"
+#include "tests/impl/test_hook.h"   /* main points dp_test_hook_fn at test_hook */
 #include "tests/test_common.h"
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +223,13 @@ static void *async_completer(void *arg) {
     dp_complete(a->done, 0, NULL);
     return NULL;
 }
+static void *async_completer_slow(void *arg) {
+    async_job *a = (async_job *)arg;
+    while (!__atomic_load_n(&a->started, __ATOMIC_ACQUIRE)) sleep_ms(1);
+    sleep_ms(200);
+    dp_complete(a->done, 0, NULL);
+    return NULL;
+}
 static int add_one(dp_run_ctx *rc, void *arg) { (void)rc; (*(long *)arg)++; return 0; }
 static void test_wait_woken_by_async_completion(void) {
     dp_engine_type types[2] = {DP_ENGINE_PERDEVICE, DP_ENGINE_POOLED};
@@ -243,6 +251,64 @@ static void test_wait_woken_by_async_completion(void) {
         CHECK(dp_wait_var_for(e, y, 10000, NULL) == DP_OK);
         CHECK(n == 5);
         pthread_join(th, NULL);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
+/* An untimed wait on an engine without workers sleeps until an op is
+   ready for it, not in slices: here it wakes (the "wait_woke" hook) once for
+   the async completion 200 ms later, not every few milliseconds (the old
+   5 ms slices woke it ~40 times). With no_wait_help too (then only the
+   push's dp__pump_wake wakes it). Should the wake-up be lost, a rescuer
+   runs the ready op itself after 5 s (its completion then grants the
+   wait's block, which wakes the wait) and the test fails instead of
+   hanging. */
+static int g_wait_wakes;
+static void test_hook(const char *point) {
+    if (strcmp(point, "wait_woke") == 0) __atomic_add_fetch(&g_wait_wakes, 1, __ATOMIC_RELAXED);
+}
+typedef struct rescue_arg { dp_engine *e; int stop, rescued; } rescue_arg;
+static void *rescuer(void *p) {
+    rescue_arg *r = (rescue_arg *)p;
+    dp_run_desc rd;
+    int i;
+    for (i = 0; i < 500 && !__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE); i++) sleep_ms(10);
+    if (__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) return NULL;
+    __atomic_store_n(&r->rescued, 1, __ATOMIC_RELEASE);
+    memset(&rd, 0, sizeof rd);
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) { dp_run_ready(r->e, &rd, NULL); sleep_ms(1); }
+    return NULL;
+}
+static void test_pumped_wait_sleeps_until_woken(void) {
+    dp_engine_type types[2] = {DP_ENGINE_PERDEVICE, DP_ENGINE_POOLED};
+    int t;
+    for (t = 0; t < 4; t++) {
+        dp_engine *e = make_with(types[t % 2], DP_NO_THREADS, DP_NO_THREADS, DP_NO_THREADS, t / 2);
+        async_job a;
+        rescue_arg r;
+        long n = 0;
+        pthread_t th, rt;
+        dp_var x, y;
+        CHECK(e != NULL);
+        if (!e) return;
+        memset(&a, 0, sizeof a);
+        memset(&r, 0, sizeof r);
+        x = dp_var_create(e); y = dp_var_create(e);
+        r.e = e;
+        CHECK(dp_push_async(e, async_start, &a, NULL, 0, &x, 1) == DP_OK);
+        CHECK(dp_push_sync(e, add_one, &n, &x, 1, &y, 1) == DP_OK);
+        CHECK(pthread_create(&rt, NULL, rescuer, &r) == 0);
+        CHECK(pthread_create(&th, NULL, async_completer_slow, &a) == 0);
+        __atomic_store_n(&g_wait_wakes, 0, __ATOMIC_RELAXED);
+        CHECK(dp_wait_var(e, y, NULL) == DP_OK);
+        CHECK(n == 1);
+        CHECK(!__atomic_load_n(&r.rescued, __ATOMIC_ACQUIRE));   /* the wait was woken */
+        if (__atomic_load_n(&g_wait_wakes, __ATOMIC_RELAXED) > 5)
+            fprintf(stderr, "  the wait woke %d times in 200 ms\n", __atomic_load_n(&g_wait_wakes, __ATOMIC_RELAXED));
+        CHECK(__atomic_load_n(&g_wait_wakes, __ATOMIC_RELAXED) <= 5);
+        __atomic_store_n(&r.stop, 1, __ATOMIC_RELEASE);
+        pthread_join(th, NULL);
+        pthread_join(rt, NULL);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
     }
 }
@@ -780,8 +846,73 @@ static void test_wait_leaves_ops_to_idle_workers(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* The waiting thread steals from a worker's deque. A gate op on the one
+   worker makes NSTEAL ops ready when it completes: the worker runs the
+   first next, which holds it until the others have run (or 5 s), and the
+   others go to its deque, where only a thief can reach them. The waiting
+   thread runs them all (without stealing it would sleep until the 5 s
+   ran out, and the worker would run them). */
+#define NSTEAL 40
+static int g_gate_open, g_kept_gave_up;
+static int gate_op(dp_run_ctx *rc, void *arg) {
+    (void)rc; (void)arg;
+    __atomic_store_n(&g_blocker_started, 1, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&g_gate_open, __ATOMIC_ACQUIRE)) sched_yield();
+    return 0;
+}
+static int steal_me_op(dp_run_ctx *rc, void *arg) {
+    int i;
+    (void)arg;
+    if (rc->worker >= 0) {   /* the op the worker runs next: holds it while the others go (once) */
+        for (i = 0; i < 2500 && !__atomic_load_n(&g_kept_gave_up, __ATOMIC_ACQUIRE)
+                    && __atomic_load_n(&g_ran_on_caller, __ATOMIC_ACQUIRE) < NSTEAL - 1; i++) sleep_ms(2);
+        if (i == 2500) __atomic_store_n(&g_kept_gave_up, 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&g_ran_on_worker, 1, __ATOMIC_ACQ_REL);
+    } else __atomic_add_fetch(&g_ran_on_caller, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch(&g_ran_total, 1, __ATOMIC_ACQ_REL);
+    return 0;
+}
+static void waiting_thread_steals(dp_engine_type type) {
+    dp_engine *e = make_helping(type, 0);
+    dp_engine_stats s0, s1;
+    dp_var gate, out[NSTEAL];
+    dp_push_desc d;
+    int i;
+    if (!e) { CHECK(0); return; }
+    gate = dp_var_create(e);
+    __atomic_store_n(&g_blocker_started, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_gate_open, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g_kept_gave_up, 0, __ATOMIC_RELEASE);
+    g_ran_on_caller = g_ran_on_worker = g_ran_total = 0;
+    memset(&d, 0, sizeof d);
+    d.fn = gate_op; d.writes = &gate; d.num_writes = 1; d.name = "gate";
+    CHECK(dp_push(e, &d) == DP_OK);
+    while (!__atomic_load_n(&g_blocker_started, __ATOMIC_ACQUIRE)) sched_yield();   /* on the worker */
+    for (i = 0; i < NSTEAL; i++) {
+        out[i] = dp_var_create(e);
+        memset(&d, 0, sizeof d);
+        d.fn = steal_me_op; d.reads = &gate; d.num_reads = 1; d.writes = &out[i]; d.num_writes = 1; d.name = "steal me";
+        CHECK(dp_push(e, &d) == DP_OK);
+    }
+    CHECK(dp_engine_stats_get(e, &s0) == DP_OK);
+    __atomic_store_n(&g_gate_open, 1, __ATOMIC_RELEASE);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    CHECK(dp_engine_stats_get(e, &s1) == DP_OK);
+    CHECK(g_ran_total == NSTEAL);
+    CHECK(g_ran_on_worker == 1 && g_ran_on_caller == NSTEAL - 1);
+    CHECK(!g_kept_gave_up);
+    CHECK(s1.caller_stole - s0.caller_stole == NSTEAL - 1);
+    CHECK(s1.caller_ran - s0.caller_ran == NSTEAL - 1);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+static void test_waiting_thread_steals_perdevice(void) { waiting_thread_steals(DP_ENGINE_PERDEVICE); }
+static void test_waiting_thread_steals_pooled(void) { waiting_thread_steals(DP_ENGINE_POOLED); }
+
 int main(void) {
     static const test_case tests[] = {
+        {"the waiting thread steals ready ops from a busy worker's deque (per-device)", test_waiting_thread_steals_perdevice},
+        {"the waiting thread steals ready ops from a busy worker's deque (pooled)", test_waiting_thread_steals_pooled},
+        {"no workers: an untimed wait sleeps until an op is ready, not in slices", test_pumped_wait_sleeps_until_woken},
         {"a helping wait inside a naive engine's op runs the wait blocks it grants to other threads", test_helping_wait_inside_naive_op_grants_other_waits},
         {"the waiting thread runs ready ops while the worker is busy; not with no_wait_help (per-device)", test_waiting_thread_helps_perdevice},
         {"the waiting thread runs ready ops while the worker is busy; not with no_wait_help (pooled)", test_waiting_thread_helps_pooled},
@@ -801,5 +932,6 @@ int main(void) {
         {"0 priority and 0 IO threads: their ops run on the CPU workers, in order", test_no_priority_no_io_threads},
         {"no threads: prioritized and IO ops run in the pump", test_no_threads_mixed_ops},
     };
+    dp_test_hook_fn = test_hook;   /* before any engine starts a thread */
     return run_tests("frame", tests, (int)(sizeof tests / sizeof tests[0]));
 }

@@ -2,11 +2,11 @@
    that links the implementation as a separate object.
 
    depeng.h calls DEPENG_TEST_HOOK(point) at a few named points of the
-   scheduler (worker_found, pusher_yield, wait_all_clear) so that a test can
-   widen a race window. The macro must be defined where the implementation
+   scheduler (worker_found, pusher_yield, wait_all_clear, wait_woke) so that
+   a test can widen a race window or count wake-ups. The macro must be defined where the implementation
    is compiled, which is tests/impl/depeng_impl.c, not the test: so that
    file points the macro at this function pointer, and a test that wants
-   the hook (test_engine.c, test_scheduling.c) sets it at the start of main,
+   the hook (test_engine.c, test_scheduling.c, test_frame.c) sets it at the start of main,
    before any engine starts a thread. NULL (the default) costs one load and
    a branch at each point. */
 #ifndef DEPENG_TEST_HOOK_H
