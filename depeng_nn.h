@@ -3094,7 +3094,12 @@ static void dpn__pool_planes(const dp_params *p, dp_dtype t, const dp_shape *xs,
    output written by req; the backward writes each window's four gradient
    elements at once (og's share at the maximum, 0 + og as the cleared
    output's sum gives, 0 elsewhere and in the rows and columns no window
-   covers) unless req adds, when it adds og's share at the maximum only. */
+   covers) unless req adds, when it adds og's share at the maximum only.
+   Those writes are selects too (each element picks 0 or og's share from a
+   two-entry array by its index's test, the added one is addressed by
+   arithmetic on the place): the maximum's place is as random as in the
+   forward, and a branch or a pointer chosen by it mispredicted the same
+   way. */
 static int dpn__pool2_fits(const dp_params *p, const dp_shape *xs, const dp_shape *ys) {
     dpn__win w;
     int64_t out[2], h, wd, oh, ow;
@@ -3118,6 +3123,53 @@ static int dpn__pool2_fits(const dp_params *p, const dp_shape *xs, const dp_shap
         at = (a) != (a) ? 0 : (b) != (b) ? 1 : (c) != (c) ? 2 : 3; \
         m = at == 0 ? (a) : at == 1 ? (b) : at == 2 ? (c) : (d); \
     } } while (0)
+/* float32 on x86-64 (SSE2, every such CPU; DEPENG_NO_SIMD turns it off):
+   four windows at once. The picks are the scalar ones lane by lane: maxps
+   (b, a) is "b > a ? b : a", cmpneq is "!=" (true for NaN), and the four
+   places' masks follow from "a != m", "b != m", "c != m"; a group with a
+   NaN goes through the scalar pick. The backward's writes are the masks
+   and-ed with 0 + og (so 0 + og or +0, as the scalar loop writes). Returns
+   the windows done (a multiple of 4); the rest is the scalar loop's. */
+#if defined(__SSE2__) && !defined(__CUDACC__) && !defined(DEPENG_NO_SIMD)
+#include <emmintrin.h>
+#define DPN__POOL2_SSE 1
+static int64_t dpn__pool2_sse(const float *r0, const float *r1, int64_t ow, float *yr, const float *gr, float *d0, float *d1, int add) {
+    const __m128 zero = _mm_setzero_ps();
+    int64_t ox, q;
+    for (ox = 0; ox + 4 <= ow; ox += 4) {
+        __m128 u0 = _mm_loadu_ps(r0 + 2 * ox), u1 = _mm_loadu_ps(r0 + 2 * ox + 4);
+        __m128 v0 = _mm_loadu_ps(r1 + 2 * ox), v1 = _mm_loadu_ps(r1 + 2 * ox + 4);
+        __m128 a = _mm_shuffle_ps(u0, u1, 0x88), b = _mm_shuffle_ps(u0, u1, 0xDD);
+        __m128 c = _mm_shuffle_ps(v0, v1, 0x88), d = _mm_shuffle_ps(v0, v1, 0xDD);
+        __m128 m = _mm_max_ps(_mm_max_ps(d, c), _mm_max_ps(b, a)), na, nb, nc, g;
+        if (_mm_movemask_ps(_mm_or_ps(_mm_cmpunord_ps(a, b), _mm_cmpunord_ps(c, d)))) {
+            for (q = ox; q < ox + 4; q++) {   /* a NaN in one of the four: the scalar pick */
+                float mq;
+                int at;
+                DPN__POOL2_PICK(float, r0[2 * q], r0[2 * q + 1], r1[2 * q], r1[2 * q + 1], mq, at);
+                if (yr) { if (add) yr[q] += mq; else yr[q] = mq; continue; }
+                d0[2 * q] = at == 0 ? 0.0f + gr[q] : 0.0f; d0[2 * q + 1] = at == 1 ? 0.0f + gr[q] : 0.0f;
+                d1[2 * q] = at == 2 ? 0.0f + gr[q] : 0.0f; d1[2 * q + 1] = at == 3 ? 0.0f + gr[q] : 0.0f;
+            }
+            continue;
+        }
+        if (yr) { _mm_storeu_ps(yr + ox, add ? _mm_add_ps(_mm_loadu_ps(yr + ox), m) : m); continue; }
+        na = _mm_cmpneq_ps(a, m); nb = _mm_and_ps(na, _mm_cmpneq_ps(b, m)); nc = _mm_and_ps(nb, _mm_cmpneq_ps(c, m));
+        g = _mm_add_ps(zero, _mm_loadu_ps(gr + ox));
+        a = _mm_andnot_ps(na, g);                    /* place 0: a == m */
+        b = _mm_and_ps(_mm_andnot_ps(nb, na), g);    /* 1: a != m, b == m */
+        c = _mm_and_ps(_mm_andnot_ps(nc, nb), g);    /* 2 */
+        d = _mm_and_ps(nc, g);                       /* 3 */
+        _mm_storeu_ps(d0 + 2 * ox, _mm_unpacklo_ps(a, b)); _mm_storeu_ps(d0 + 2 * ox + 4, _mm_unpackhi_ps(a, b));
+        _mm_storeu_ps(d1 + 2 * ox, _mm_unpacklo_ps(c, d)); _mm_storeu_ps(d1 + 2 * ox + 4, _mm_unpackhi_ps(c, d));
+    }
+    return ox;
+}
+#define DPN__POOL2_VEC_f32(r0, r1, yr, gr, d0, d1, add) ox = dpn__pool2_sse(r0, r1, ow, yr, gr, d0, d1, add);
+#else
+#define DPN__POOL2_VEC_f32(r0, r1, yr, gr, d0, d1, add) ox = 0;
+#endif
+#define DPN__POOL2_VEC_f64(r0, r1, yr, gr, d0, d1, add) ox = 0;
 #define DPN__POOL2(T, S) \
 static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const T *x, T *y, const T *og, T *dx, int mode, dp_req req, \
                            int64_t o0, int64_t o1) { \
@@ -3129,7 +3181,8 @@ static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const 
             const T *r0 = xp + 2 * oy * wd, *r1 = r0 + wd; \
             if (mode == 0) { \
                 T *yr = y + (o * oh + oy) * ow; \
-                for (ox = 0; ox < ow; ox++) { \
+                DPN__POOL2_VEC_##S(r0, r1, yr, NULL, NULL, NULL, req == DP_REQ_ADD) \
+                for (; ox < ow; ox++) { \
                     T m; \
                     int at; \
                     DPN__POOL2_PICK(T, r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1], m, at); \
@@ -3139,14 +3192,17 @@ static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const 
             } else { \
                 const T *gr = og + (o * oh + oy) * ow; \
                 T *d0 = dp + 2 * oy * wd, *d1 = d0 + wd; \
-                for (ox = 0; ox < ow; ox++) { \
-                    T m, g = (T)0 + gr[ox]; \
+                if (req == DP_REQ_ADD) ox = 0; \
+                else { DPN__POOL2_VEC_##S(r0, r1, NULL, gr, d0, d1, 0) } \
+                for (; ox < ow; ox++) { \
+                    T m, sel[2]; \
                     int at; \
                     DPN__POOL2_PICK(T, r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1], m, at); \
                     (void)m; \
-                    if (req == DP_REQ_ADD) { (at < 2 ? d0 : d1)[2 * ox + (at & 1)] += gr[ox]; continue; } \
-                    d0[2 * ox] = d0[2 * ox + 1] = d1[2 * ox] = d1[2 * ox + 1] = (T)0; \
-                    (at < 2 ? d0 : d1)[2 * ox + (at & 1)] = g; \
+                    if (req == DP_REQ_ADD) { d0[(at >> 1) * wd + 2 * ox + (at & 1)] += gr[ox]; continue; } \
+                    sel[0] = (T)0; sel[1] = (T)0 + gr[ox]; \
+                    d0[2 * ox] = sel[at == 0]; d0[2 * ox + 1] = sel[at == 1]; \
+                    d1[2 * ox] = sel[at == 2]; d1[2 * ox + 1] = sel[at == 3]; \
                 } \
                 if (req != DP_REQ_ADD) for (e = 2 * ow; e < wd; e++) d0[e] = d1[e] = (T)0; \
             } \
@@ -3157,6 +3213,8 @@ static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const 
 DPN__POOL2(float, f32)
 DPN__POOL2(double, f64)
 #undef DPN__POOL2
+#undef DPN__POOL2_VEC_f32
+#undef DPN__POOL2_VEC_f64
 #undef DPN__POOL2_PICK
 /* The planes (image, channel) are independent: a large pooling is split
    over the range loop by runs of planes of about DPN__PAR_GRAIN elements. */
