@@ -2383,6 +2383,20 @@ typedef struct dpn__cjob {
 } dpn__cjob;
 /* mode 0 with fin: image n's bias and fused operator, right after image n */
 static void dpn__conv_finish(const dpn__cjob *J, int64_t n);
+/* A block's columns as dp_gemm_pack_b_on's op(B): the block's first image
+   (x, of group gi) and the elements an image apart. y's products take
+   their columns so (DPN__CONV_PACKED): straight into the GEMM's panels, in
+   L1, where im2col wrote a block's whole matrix (about 1 MiB for LeNet's
+   second convolution) for the GEMM to copy into panels again; the panels
+   hold the same elements, so the bits are the same. With
+   DEPENG_USE_CBLAS the columns go through im2col (dp_gemm_pack_b_on would
+   allocate them). */
+typedef struct dpn__cpack { const dpn__cgeo *g; const void *x; int64_t img; } dpn__cpack;
+#ifdef DEPENG_USE_CBLAS
+#define DPN__CONV_PACKED 0
+#else
+#define DPN__CONV_PACKED 1
+#endif
 #define DPN__CONV_SLOTS 16
 #define DPN__CONV_COLS 512
 /* Images per block of y and dx (above): at least 1, at most n, and no more
@@ -2472,6 +2486,54 @@ static void dpn__col2im_##S(const dpn__cgeo *g, const T *col, int64_t ld, T *x) 
         } \
     } \
 } \
+/* dp_gemm_pack_b_on's panel of a block's columns (dpn__cpack): rows \
+   [p0, p0 + kc) and columns [j0, j0 + w) of the block's im2col matrix, \
+   written nr to a row. The panel's columns fall into runs of adjacent \
+   outputs of one output row (at most w, found once a call); each row of \
+   the panel copies a run's inputs at once (8 at a time, as im2col does), \
+   with zeros where it reaches the padding. */ \
+static void dpn__im2col_pack_##S(void *user, int64_t p0, int64_t kc, int64_t j0, int64_t w, int64_t nr, void *out) { \
+    const dpn__cpack *pk = (const dpn__cpack *)user; \
+    const dpn__cgeo *g = pk->g; \
+    const T *x = (const T *)pk->x; \
+    int64_t rb[32], ry[32], rx[32], rl[32], rd[32], sp0[32], sp1[32]; \
+    int64_t p, q, t, nrun = 0, ow = g->ow, P = g->oh * ow, c = j0, ci, i, j; \
+    T *o = (T *)out; \
+    if (w > 32 || g->kw > 32) { \
+        for (p = 0; p < kc; p++, o += nr) for (q = 0; q < nr; q++) { \
+            int64_t col = j0 + q, r = p0 + p, n = col / P, oy = col % P / ow, ox = col % ow; \
+            int64_t iy = oy * g->sh - g->ph + r / g->kw % g->kh * g->dh, ix = ox * g->sw - g->pw + r % g->kw * g->dw; \
+            o[q] = q < w && iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? x[n * pk->img + (r / (g->kh * g->kw) * g->h + iy) * g->w + ix] : (T)0; \
+        } \
+        return; \
+    } \
+    while (c < j0 + w) {   /* the runs: image, first output row and column, length, place in the panel's row */ \
+        int64_t n = c / P, pix = c % P, ox = pix % ow, len = ow - ox < j0 + w - c ? ow - ox : j0 + w - c; \
+        rb[nrun] = n * pk->img; ry[nrun] = pix / ow * g->sh - g->ph; rx[nrun] = ox; rl[nrun] = len; rd[nrun] = c - j0; \
+        nrun++; c += len; \
+    } \
+    for (j = 0; j < g->kw; j++) dpn__conv_span(j * g->dw - g->pw, g->sw, g->w, ow, &sp0[j], &sp1[j]); \
+    ci = p0 / (g->kh * g->kw); i = p0 / g->kw % g->kh; j = p0 % g->kw; \
+    for (p = 0; p < kc; p++, o += nr) { \
+        int64_t plane = ci * g->h, off = j * g->dw - g->pw, iyo = i * g->dh; \
+        for (t = 0; t < nrun; t++) { \
+            int64_t iy = ry[t] + iyo, ox = rx[t], e = ox + rl[t]; \
+            T *d = o + rd[t] - ox; \
+            if (iy < 0 || iy >= g->h) { for (q = ox; q < e; q++) d[q] = (T)0; continue; } \
+            { \
+                const T *xr = x + rb[t] + (plane + iy) * g->w + off; \
+                if (g->sw == 1 && ox >= sp0[j] && e <= sp1[j]) {   /* inside the input: copies */ \
+                    for (q = ox; q + 8 <= e; q += 8) memcpy(d + q, xr + q, 8 * sizeof(T)); \
+                    for (; q < e; q++) d[q] = xr[q]; \
+                    continue; \
+                } \
+                for (q = ox; q < e; q++) d[q] = q >= sp0[j] && q < sp1[j] ? xr[q * g->sw] : (T)0; \
+            } \
+        } \
+        for (q = w; q < nr; q++) o[q] = (T)0; \
+        if (++j == g->kw) { j = 0; if (++i == g->kh) { i = 0; ci++; } } \
+    } \
+} \
 /* images [n0, n1), output channels [o0, o1) of the direct loops */ \
 static void dpn__conv_direct_##S(const dpn__cgeo *g, int mode, T *x, T *w, T *y, int64_t n0, int64_t n1, int64_t o0, int64_t o1) { \
     int64_t n, o, oy, ox, ci, i, j, cg = g->c / g->g, fg = g->f / g->g; \
@@ -2525,9 +2587,18 @@ static void dpn__conv_images_##S(int64_t b, int64_t e, void *user) { \
                 continue; \
             } \
             if (J->mode == 0) { \
-                for (j = 0; j < nb; j++) dpn__im2col_##S(g, x0 + j * g->c * g->h * g->w, col + j * P, L); \
-                if (nb == 1) { dp_gemm_on(J->eng, DT, 0, 0, fg, P, K, wg, K, col, P, 1.0, y0, P); continue; } \
-                dp_gemm_on(J->eng, DT, 0, 0, fg, L, K, wg, K, col, L, 0.0, st, L); \
+                dpn__cpack pk; \
+                pk.g = g; pk.x = x0; pk.img = g->c * g->h * g->w; \
+                if (nb == 1) { \
+                    if (DPN__CONV_PACKED && dp_gemm_pack_b_on(J->eng, DT, 0, fg, P, K, wg, K, dpn__im2col_pack_##S, &pk, 1.0, y0, P) == DP_OK) continue; \
+                    dpn__im2col_##S(g, x0, col, P); \
+                    dp_gemm_on(J->eng, DT, 0, 0, fg, P, K, wg, K, col, P, 1.0, y0, P); \
+                    continue; \
+                } \
+                if (!DPN__CONV_PACKED || dp_gemm_pack_b_on(J->eng, DT, 0, fg, L, K, wg, K, dpn__im2col_pack_##S, &pk, 0.0, st, L) != DP_OK) { \
+                    for (j = 0; j < nb; j++) dpn__im2col_##S(g, x0 + j * g->c * g->h * g->w, col + j * P, L); \
+                    dp_gemm_on(J->eng, DT, 0, 0, fg, L, K, wg, K, col, L, 0.0, st, L); \
+                } \
                 for (j = 0; j < nb; j++) for (o = 0; o < fg; o++) { \
                     T *yr = y0 + (j * g->f + o) * P; \
                     const T *sr = st + o * L + j * P; \
@@ -2664,23 +2735,45 @@ static void dpn__clear_for(dp_ndarray *a, dp_req req) { if (req != DP_REQ_ADD &&
    og (n, f, P) per channel, by req, split over channels (each channel's
    sum in one order). */
 typedef struct dpn__bias_job { dp_dtype t; void *y; const void *b; int64_t f, P, n; dp_req req; } dpn__bias_job;
+/* Runs of 8 with a fixed count, which gcc's -O2 vectorises (a loop of
+   unknown length it leaves scalar), then the rest. */
 static void dpn__bias_add_range(int64_t b, int64_t e, void *user) {
     const dpn__bias_job *J = (const dpn__bias_job *)user;
-    int64_t i, o, p;
+    int64_t i, o, p, l;
     for (i = b; i < e; i++) for (o = 0; o < J->f; o++) {
         double v = dpn__load_elem(J->b, J->t, o);
-        if (J->t == DP_FLOAT32) { float *yo = (float *)J->y + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) yo[p] += (float)v; }
-        else { double *yo = (double *)J->y + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) yo[p] += v; }
+        if (J->t == DP_FLOAT32) {
+            float *yo = (float *)J->y + (i * J->f + o) * J->P, vf = (float)v;
+            for (p = 0; p + 8 <= J->P; p += 8) for (l = 0; l < 8; l++) yo[p + l] += vf;
+            for (; p < J->P; p++) yo[p] += vf;
+        } else {
+            double *yo = (double *)J->y + (i * J->f + o) * J->P;
+            for (p = 0; p + 8 <= J->P; p += 8) for (l = 0; l < 8; l++) yo[p + l] += v;
+            for (; p < J->P; p++) yo[p] += v;
+        }
     }
 }
+/* A channel's sum in double over 8 partial sums (element p of each plane
+   into sum p % 8, the planes in order), added pairwise at the end: a
+   fixed order, so the same bits in any split over channels; one running
+   sum was a chain of dependent adds, 4 cycles an element (LeNet's first
+   layer: 0.7 ms a step). */
 static void dpn__bias_grad_range(int64_t b, int64_t e, void *user) {
     const dpn__bias_job *J = (const dpn__bias_job *)user;
-    int64_t i, o, p;
+    int64_t i, o, p, l;
     for (o = b; o < e; o++) {
-        double s = 0;
-        if (J->t == DP_FLOAT32) for (i = 0; i < J->n; i++) { const float *r = (const float *)J->b + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) s += r[p]; }
-        else for (i = 0; i < J->n; i++) { const double *r = (const double *)J->b + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) s += r[p]; }
-        dpn__store_elem(J->y, J->t, o, s, J->req);
+        double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if (J->t == DP_FLOAT32) for (i = 0; i < J->n; i++) {
+            const float *r = (const float *)J->b + (i * J->f + o) * J->P;
+            for (p = 0; p + 8 <= J->P; p += 8) for (l = 0; l < 8; l++) s[l] += (double)r[p + l];
+            for (; p < J->P; p++) s[p % 8] += (double)r[p];
+        }
+        else for (i = 0; i < J->n; i++) {
+            const double *r = (const double *)J->b + (i * J->f + o) * J->P;
+            for (p = 0; p + 8 <= J->P; p += 8) for (l = 0; l < 8; l++) s[l] += r[p + l];
+            for (; p < J->P; p++) s[p % 8] += r[p];
+        }
+        dpn__store_elem(J->y, J->t, o, ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])), J->req);
     }
 }
 static void dpn__bias_add(const dp_kernel_ctx *k, dp_dtype t, void *y, const void *b, int64_t n, int64_t f, int64_t P) {

@@ -42,8 +42,8 @@ static int check_one(int is64, int simd, int ta, int tb, int64_t m, int64_t n, i
     for (i = 0; i < bsz; i++) { bf[i] = (float)rnd(); b[i] = bf[i]; }
     for (i = 0; i < csz; i++) { cf[i] = (float)rnd(); c0[i] = cf[i]; cd[i] = c0[i]; }
     if (beta == 0) for (i = 0; i < m; i++) { cf[i * ldc] = NAN; cd[i * ldc] = NAN; }   /* beta 0 never reads C */
-    if (is64) dp__gemm2_f64(NULL, simd, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cd, ldc);
-    else dp__gemm2_f32(NULL, simd, ta, tb, m, n, k, (float)alpha, af, lda, bf, ldb, (float)beta, cf, ldc);
+    if (is64) dp__gemm2_f64(NULL, simd, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cd, ldc, NULL, NULL);
+    else dp__gemm2_f32(NULL, simd, ta, tb, m, n, k, (float)alpha, af, lda, bf, ldb, (float)beta, cf, ldc, NULL, NULL);
     for (i = 0; i < m && !bad; i++)
         for (j = 0; j < ldc; j++) {
             long double s = 0, mag = 0, got = is64 ? (long double)cd[i * ldc + j] : (long double)cf[i * ldc + j], want;
