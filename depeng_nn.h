@@ -2397,6 +2397,12 @@ typedef struct dpn__cpack { const dpn__cgeo *g; const void *x; int64_t img; } dp
 #else
 #define DPN__CONV_PACKED 1
 #endif
+/* A weight gradient's dw += rows cols^T whose shape dp_gemm_on computes
+   from B transposed in place (depeng.h's narrow path, with AVX2: n up to
+   32, or k >= 256, m <= 256 and n k up to 2^19): those keep the staged
+   columns, and with them their bits; the others take packed columns
+   (dpn__im2col_pack_t), the same bits as staged ones. */
+#define DPN__GEMM_NARROW(m, n, k) ((n) <= 32 || ((k) >= 256 && (m) <= 256 && (double)(n) * (double)(k) <= (double)(1 << 19)))
 #define DPN__CONV_SLOTS 16
 #define DPN__CONV_COLS 512
 /* Images per block of y and dx (above): at least 1, at most n, and no more
@@ -2534,6 +2540,40 @@ static void dpn__im2col_pack_##S(void *user, int64_t p0, int64_t kc, int64_t j0,
         if (++j == g->kw) { j = 0; if (++i == g->kh) { i = 0; ci++; } } \
     } \
 } \
+/* The same columns transposed, for a weight gradient's op(B) = cols^T: \
+   rows [p0, p0 + kc) are the block's outputs, columns [j0, j0 + w) the \
+   im2col rows; the outputs fall into runs along output rows (found 64 at \
+   a time), each copied down a panel column. */ \
+static void dpn__im2col_pack_t_##S(void *user, int64_t p0, int64_t kc, int64_t j0, int64_t w, int64_t nr, void *out) { \
+    const dpn__cpack *pk = (const dpn__cpack *)user; \
+    const dpn__cgeo *g = pk->g; \
+    const T *x = (const T *)pk->x; \
+    int64_t rb[64], ry[64], rx[64], rl[64], rd[64]; \
+    int64_t q, t, u, ow = g->ow, P = g->oh * ow, khw = g->kh * g->kw, c = p0; \
+    T *o = (T *)out; \
+    while (c < p0 + kc) { \
+        int64_t nrun = 0; \
+        while (c < p0 + kc && nrun < 64) { \
+            int64_t n = c / P, pix = c % P, ox = pix % ow, len = ow - ox < p0 + kc - c ? ow - ox : p0 + kc - c; \
+            rb[nrun] = n * pk->img; ry[nrun] = pix / ow * g->sh - g->ph; rx[nrun] = ox; rl[nrun] = len; rd[nrun] = c - p0; \
+            nrun++; c += len; \
+        } \
+        for (q = 0; q < nr; q++) { \
+            int64_t r = j0 + q, ci = r / khw, i = r / g->kw % g->kh, j = r % g->kw, off = j * g->dw - g->pw, o0 = 0, o1 = 0; \
+            if (q < w) dpn__conv_span(off, g->sw, g->w, ow, &o0, &o1); \
+            for (t = 0; t < nrun; t++) { \
+                int64_t iy = ry[t] + i * g->dh, ox = rx[t], len = rl[t]; \
+                T *d = o + rd[t] * nr + q; \
+                if (q >= w || iy < 0 || iy >= g->h) { for (u = 0; u < len; u++) d[u * nr] = (T)0; continue; } \
+                { \
+                    const T *xr = x + rb[t] + (ci * g->h + iy) * g->w + off; \
+                    if (g->sw == 1 && ox >= o0 && ox + len <= o1) for (u = 0; u < len; u++) d[u * nr] = xr[ox + u]; \
+                    else for (u = 0; u < len; u++) d[u * nr] = ox + u >= o0 && ox + u < o1 ? xr[(ox + u) * g->sw] : (T)0; \
+                } \
+            } \
+        } \
+    } \
+} \
 /* images [n0, n1), output channels [o0, o1) of the direct loops */ \
 static void dpn__conv_direct_##S(const dpn__cgeo *g, int mode, T *x, T *w, T *y, int64_t n0, int64_t n1, int64_t o0, int64_t o1) { \
     int64_t n, o, oy, ox, ci, i, j, cg = g->c / g->g, fg = g->f / g->g; \
@@ -2625,7 +2665,7 @@ static void dpn__conv_pack_##S(int64_t b, int64_t e, void *user) { \
     for (j = b; j < e; j++) { \
         int64_t i = J->i0 + j; \
         const T *yg = (const T *)J->y + (i * g->f + J->gi * fg) * P; \
-        dpn__im2col_##S(g, (const T *)J->x + (i * g->c + J->gi * cg) * g->h * g->w, (T *)J->col + j * P, J->ld); \
+        if (J->col) dpn__im2col_##S(g, (const T *)J->x + (i * g->c + J->gi * cg) * g->h * g->w, (T *)J->col + j * P, J->ld); \
         for (o = 0; o < fg; o++) memcpy((T *)J->st + o * J->ld + j * P, yg + o * P, sizeof(T) * (size_t)P); \
     } \
 } \
@@ -2648,8 +2688,13 @@ static void dpn__conv_gemm_##S(dp_engine *eng, const dpn__cgeo *g, int mode, T *
         int64_t b = g->n - J.i0 < bl ? g->n - J.i0 : bl; \
         J.ld = b * P; \
         for (gi = 0; gi < g->g; gi++) { \
-            J.gi = gi; \
+            dpn__cpack pk; \
+            int packed = DPN__CONV_PACKED && !DPN__GEMM_NARROW(fg, K, b * P); \
+            J.gi = gi; J.col = packed ? NULL : col; \
             dpn__range(eng, b, 1, dpn__conv_pack_##S, &J); \
+            pk.g = g; pk.x = x + (J.i0 * g->c + gi * cg) * g->h * g->w; pk.img = g->c * g->h * g->w; \
+            if (packed && dp_gemm_pack_b_on(eng, DT, 0, fg, K, b * P, (T *)J.st, J.ld, dpn__im2col_pack_t_##S, &pk, 1.0, w + gi * fg * K, K) == DP_OK) continue; \
+            if (packed) { J.col = col; dpn__range(eng, b, 1, dpn__conv_pack_##S, &J); } \
             dp_gemm_on(eng, DT, 0, 1, fg, K, b * P, (T *)J.st, J.ld, col, J.ld, 1.0, w + gi * fg * K, K); \
         } \
     } \
