@@ -2360,7 +2360,9 @@ static int dpn__cgeo_pointwise(const dpn__cgeo *g) {
    block's GEMM has DPN__CONV_COLS columns, b oh ow, or 1 where one image
    has that many, or for a pointwise convolution). Per block and group the
    block's columns ((c/g) kh kw x b oh ow, image j's in columns j oh ow ..)
-   are gathered by im2col and one GEMM gives the block's output rows
+   are gathered (by dpn__im2col_pack straight into the GEMM's panels,
+   dp_gemm_pack_b_on; by im2col with DEPENG_USE_CBLAS) and one GEMM gives
+   the block's output rows
    (staged, fg x b oh ow, then added into y image by image; a block of one
    image goes straight into y), or for dx one GEMM from the staged
    output-gradient rows gives the columns, which col2im scatters back. The
@@ -2369,8 +2371,10 @@ static int dpn__cgeo_pointwise(const dpn__cgeo *g) {
    GEMM is parallel itself when it is large (dp_gemm_on: tiles fixed by the
    shape, the same bits as dp_gemm). dw in blocks of images
    (dpn__conv_block, fixed by the shape): per block and group, the block's
-   columns and output-gradient rows (fg x b oh ow) are staged by image over
-   the range loop, and one GEMM over the block's b oh ow adds them into dw,
+   output-gradient rows (fg x b oh ow) are staged by image over the range
+   loop, and one GEMM over the block's b oh ow adds them into dw, its
+   columns packed into the GEMM's panels (dpn__im2col_pack_t) or, where
+   dp_gemm_on reads B transposed in place (DPN__GEMM_NARROW), staged too,
    block after block. Or by direct loops, split over images (y, dx) or
    over output channels (dw: each channel's sum in the serial order). */
 typedef struct dpn__cjob {
@@ -2384,7 +2388,7 @@ typedef struct dpn__cjob {
 /* mode 0 with fin: image n's bias and fused operator, right after image n */
 static void dpn__conv_finish(const dpn__cjob *J, int64_t n);
 /* A block's columns as dp_gemm_pack_b_on's op(B): the block's first image
-   (x, of group gi) and the elements an image apart. y's products take
+   (x, of group gi) and the elements an image apart. y's and dw's products take
    their columns so (DPN__CONV_PACKED): straight into the GEMM's panels, in
    L1, where im2col wrote a block's whole matrix (about 1 MiB for LeNet's
    second convolution) for the GEMM to copy into panels again; the panels
@@ -2487,7 +2491,13 @@ static void dpn__col2im_##S(const dpn__cgeo *g, const T *col, int64_t ld, T *x) 
             const T *r = row + oy * ow; \
             int64_t iy = oy * g->sh - g->ph + i * g->dh, base = (ci * g->h + iy) * g->w + off; \
             if (iy < 0 || iy >= g->h) continue; \
-            if (g->sw == 1) { T *xr = x + base + o0; const T *rr = r + o0; for (ox = 0; ox < o1 - o0; ox++) xr[ox] += rr[ox]; } \
+            if (g->sw == 1) {   /* runs of 8 through a local array, which gcc's -O2 vectorises (x and the columns never overlap) */ \
+                T *xr = x + base + o0; \
+                const T *rr = r + o0; \
+                int64_t m = o1 - o0, q = 0, l; \
+                for (; q + 8 <= m; q += 8) { T t8[8]; memcpy(t8, xr + q, sizeof t8); for (l = 0; l < 8; l++) t8[l] += rr[q + l]; memcpy(xr + q, t8, sizeof t8); } \
+                for (; q < m; q++) xr[q] += rr[q]; \
+            } \
             else for (ox = o0; ox < o1; ox++) x[base + ox * g->sw] += r[ox]; \
         } \
     } \
