@@ -13507,9 +13507,10 @@ static void dp__gemm2_pack_a1_##SUF(const dp__gemm_job_##SUF *j, int64_t it, int
 /* B panel pn (nr columns of the block at jc, zero-padded) of the slice -> out. */                            \
 static void dp__gemm2_pack_b1_##SUF(const dp__gemm_job_##SUF *j, int64_t pn, int64_t pc, int64_t kc, T *out) {\
     const int64_t c0 = pn * j->nr, w = dp__gemm_min(j->nr, j->nc - c0), rs = j->b_rs, cs = j->b_cs, nr = j->nr;\
-    const T *src = j->b + pc * rs + (j->jc + c0) * cs;                                                        \
+    const T *src;                                                                                             \
     int64_t p, i;                                                                                             \
     if (j->bfn) { j->bfn(j->buser, pc, kc, j->jc + c0, w, nr, out); return; }                                 \
+    src = j->b + pc * rs + (j->jc + c0) * cs;                                                                 \
     if (w == nr && cs == 1 && nr == 16)                 /* constant sizes: inlined moves */                   \
         for (p = 0; p < kc; p++, out += 16, src += rs) memcpy(out, src, 16 * sizeof(T));                      \
     else if (w == nr && cs == 1 && nr == 8)                                                                   \
