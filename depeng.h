@@ -317,7 +317,7 @@ extern "C" {
      extending dp_dtype_load dp_dtype_store dp_shape_format dp_nd_view dp_nd_borrow
               dp_nd_same_storage dp_nd_version dp_nd_check_ctx dp_nd_copy_into
               dp_operator_arity dp_operator_set_param
-              dp_operator_register_with_gradient dp_invoke_parsed dp_gemm dp_gemm_on
+              dp_operator_register_with_gradient dp_invoke_parsed dp_gemm dp_gemm_on dp_gemm_pack_b_on
               dp_set_tracker dp_nd_tag dp_nd_set_tag
      storage  dp_storage_configure dp_storage_stats_get dp_storage_release_pool
      layers   dp_engine_extension (per-engine state of a layer, e.g. arrays)   */
@@ -1719,7 +1719,7 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
      storage      dp_nd_view dp_nd_borrow dp_nd_same_storage dp_nd_version
                   dp_nd_check_ctx dp_nd_copy_into
      operators    dp_operator_arity dp_operator_set_param dp_operator_register_with_gradient
-                  dp_invoke_parsed dp_gemm dp_gemm_on
+                  dp_invoke_parsed dp_gemm dp_gemm_on dp_gemm_pack_b_on
      tracking     dp_set_tracker dp_nd_tag dp_nd_set_tag (how autograd
                   records invocations: MXNet's Imperative::RecordOp)
    Each is documented with who may call it; none allocates except where it
@@ -1805,6 +1805,26 @@ DP_API void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k,
    errors; any thread, also from inside operations. */
 DP_API void dp_gemm_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                        const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
+/* Writes op(B)'s rows [p0, p0 + kc) and columns [j0, j0 + w) into out (of
+   the GEMM's dtype) row by row, nr elements a row: out[p nr + q] =
+   op(B)(p0 + p, j0 + q) for q < w, and 0 for w <= q < nr. */
+typedef void (*dp_gemm_pack_fn)(void *user, int64_t p0, int64_t kc, int64_t j0, int64_t w, int64_t nr, void *out);
+/* dp_gemm_on with op(B) (k x n) written by pack straight into the GEMM's
+   packed panels instead of read from an array: a B made on the fly (a
+   convolution's im2col columns) then never exists whole, and the packing
+   copy is saved. The panels, their widths (nr: 16 float32 / 8 float64 with
+   AVX2) and the kernel calls are those dp_gemm_on runs for an array with
+   the same elements (without its narrow B-transposed path), so the bits
+   are too, at any worker count. pack is called from the range loop's
+   threads at once (each call its own out) and must not fail or call
+   back into the engine. With DEPENG_USE_CBLAS op(B) is written whole into
+   a malloc'd k x n array (pack(user, 0, k, 0, n, n, buf)) for CBLAS.
+   Returns DP_OK; DP_ERROR_INVALID_ARGS for a NULL pack or a dtype other
+   than float32 and float64; DP_ERROR_OUT_OF_MEMORY (nothing computed)
+   when the workspace could not be allocated. No log line (a kernel's
+   helper). Any thread, also from inside operations. */
+DP_API dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                                   dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc);
 /* Pushes one operation that copies src's bytes into dst (the same byte
    size, any devices of one engine), reading src's variable and writing
    dst's, described by how (NULL: as dp_nd_copy_to's: a GPU end on that
@@ -13817,6 +13837,7 @@ typedef struct dp__gemm_job_##SUF {                                             
     const T *a, *b;                                                                                           \
     T *c, *a_pack, *b_pack, alpha, beta;                                                                      \
     int64_t jc, nc, pc, kc, kc_max, slivers, panels, tile_cols, tiles_c;  /* the slice */                     \
+    dp_gemm_pack_fn bfn; void *buser;  /* op(B)'s panels from the caller (dp_gemm_pack_b_on), or NULL */     \
 } dp__gemm_job_##SUF;                                                                                         \
 /* A sliver it (MR rows) of the slice [pc, pc + kc) -> out. */                                                \
 static void dp__gemm2_pack_a1_##SUF(const dp__gemm_job_##SUF *j, int64_t it, int64_t pc, int64_t kc, T *out) {\
@@ -13841,8 +13862,10 @@ static void dp__gemm2_pack_a1_##SUF(const dp__gemm_job_##SUF *j, int64_t it, int
 /* B panel pn (nr columns of the block at jc, zero-padded) of the slice -> out. */                            \
 static void dp__gemm2_pack_b1_##SUF(const dp__gemm_job_##SUF *j, int64_t pn, int64_t pc, int64_t kc, T *out) {\
     const int64_t c0 = pn * j->nr, w = dp__gemm_min(j->nr, j->nc - c0), rs = j->b_rs, cs = j->b_cs, nr = j->nr;\
-    const T *src = j->b + pc * rs + (j->jc + c0) * cs;                                                        \
+    const T *src;                                                                                             \
     int64_t p, i;                                                                                             \
+    if (j->bfn) { j->bfn(j->buser, pc, kc, j->jc + c0, w, nr, out); return; }                                 \
+    src = j->b + pc * rs + (j->jc + c0) * cs;                                                                 \
     if (w == nr && cs == 1 && nr == 16)                 /* constant sizes: inlined moves */                   \
         for (p = 0; p < kc; p++, out += 16, src += rs) memcpy(out, src, 16 * sizeof(T));                      \
     else if (w == nr && cs == 1 && nr == 8)                                                                   \
@@ -13929,17 +13952,19 @@ static void dp__gemm2_run_##SUF(dp_engine *eng, int par, int64_t n, dp_range_fn 
 }                                                                                                             \
 /* C = alpha op(A) op(B) + beta C; simd 0 forces the portable kernel; eng   \
    NULL runs on the caller alone. */                                                                          \
-DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, \
-                            const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc) {     \
+DP__GEMM_MAYBE_UNUSED static int dp__gemm2_##SUF(dp_engine *eng, int simd, int ta, int tb, int64_t m, int64_t n, int64_t k, T alpha, \
+                            const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc,      \
+                            dp_gemm_pack_fn bfn, void *buser) {                                               \
     dp__gemm_job_##SUF j;                                                                                     \
     unsigned char local[16384 + 64], *mem, *heap = NULL;                                                      \
     int64_t kc_max, nc_max, nslices, a_elems, b_elems;                                                        \
     size_t bytes;                                                                                             \
     int par, small;                                                                                           \
-    if (m <= 0 || n <= 0) return;                                                                             \
-    if (k <= 0 || alpha == (T)0) { dp__gemm_scale_##SUF(m, n, beta, c, ldc); return; }                       \
-    DP__GEMM2_DOT_##SUF                                                                                       \
+    if (m <= 0 || n <= 0) return 0;                                                                           \
+    if (k <= 0 || alpha == (T)0) { dp__gemm_scale_##SUF(m, n, beta, c, ldc); return 0; }                     \
+    if (!bfn) { DP__GEMM2_DOT_##SUF }                                                                         \
     memset(&j, 0, sizeof j);                                                                                  \
+    j.bfn = bfn; j.buser = buser;                                                                             \
     j.kernel = dp__gemm_kernel_##SUF; j.nr = DP__GEMM_NR(T); j.lanes = DP__GEMM_LANES(T);                     \
     j.mc = DP__GEMM2_MC / (int64_t)sizeof(T);                                                                 \
     (void)simd;                                                                                               \
@@ -13958,7 +13983,8 @@ DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int 
     bytes = sizeof(T) * (size_t)(a_elems + b_elems) + 64;                                                     \
     if (bytes <= sizeof local) mem = local;                                                                   \
     else if ((heap = (unsigned char *)malloc(bytes)) != NULL) mem = heap;                                     \
-    else { dp__gemm_##SUF(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return; }                    \
+    else if (bfn) return -1;                                                                                  \
+    else { dp__gemm_##SUF(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return 0; }                  \
     j.a_pack = (T *)(void *)(mem + (64 - (uintptr_t)mem % 64) % 64);                                          \
     j.b_pack = j.a_pack + a_elems;                                                                            \
     par = eng != NULL && (double)m * (double)n * (double)k >= DP__GEMM2_PAR_MIN;                              \
@@ -13967,7 +13993,7 @@ DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int 
         dp__gemm2_run_##SUF(eng, par, j.slivers * ((k + kc_max - 1) / kc_max), dp__gemm2_pack_all_a_##SUF, &j);\
         dp__gemm2_run_##SUF(eng, par, j.panels, dp__gemm2_panels_##SUF, &j);                                  \
         free(heap);                                                                                           \
-        return;                                                                                               \
+        return 0;                                                                                             \
     }                                                                                                         \
     for (j.jc = 0; j.jc < n; j.jc += DP__GEMM2_NC) {                                                          \
         int64_t tiles_r = (m + j.mc - 1) / j.mc;                                                              \
@@ -13984,6 +14010,7 @@ DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int 
         }                                                                                                     \
     }                                                                                                         \
     free(heap);                                                                                               \
+    return 0;                                                                                                 \
 }
 
 #ifdef DP__GEMM_X86
@@ -13991,7 +14018,7 @@ DP__GEMM_MAYBE_UNUSED static void dp__gemm2_##SUF(dp_engine *eng, int simd, int 
 #  define DP__GEMM2_PACK_B16_f32 if (nr == 16 && j->kernel == dp__gemm_avx2_f32) p0 = dp__pack_rows16_avx2(src, cs, kc, out);
 #  define DP__GEMM2_PICK_f32 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f32; j.nr = 16; j.lanes = 1; }
 #  define DP__GEMM2_PICK_f64 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f64; j.nr = 8; j.lanes = 1; }
-#  define DP__GEMM2_DOT_f32 if (simd && !ta && tb && (n <= DP__GEMM2_DOT_N || (k >= 256 && m <= 256 && n * k <= DP__GEMM2_DOT_B)) && dp__cpu_avx2_fma()) { dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return; }
+#  define DP__GEMM2_DOT_f32 if (simd && !ta && tb && (n <= DP__GEMM2_DOT_N || (k >= 256 && m <= 256 && n * k <= DP__GEMM2_DOT_B)) && dp__cpu_avx2_fma()) { dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return 0; }
 #else
 #  define DP__GEMM2_DOT_f32
 #  define DP__GEMM2_PACK_A6_f32
@@ -14022,8 +14049,8 @@ static void dp__matmul(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, in
     else cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
                      1.0, (const double *)a, (int)lda, (const double *)b, (int)ldb, beta, (double *)c, (int)ldc);
 #else
-    if (t == DP_FLOAT32) dp__gemm2_f32(eng, 1, ta, tb, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb, (float)beta, (float *)c, ldc);
-    else dp__gemm2_f64(eng, 1, ta, tb, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb, beta, (double *)c, ldc);
+    if (t == DP_FLOAT32) dp__gemm2_f32(eng, 1, ta, tb, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb, (float)beta, (float *)c, ldc, NULL, NULL);
+    else dp__gemm2_f64(eng, 1, ta, tb, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb, beta, (double *)c, ldc, NULL, NULL);
 #endif
 }
 DP_IMPL void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
@@ -14033,6 +14060,25 @@ DP_IMPL void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k
 DP_IMPL void dp_gemm_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                         const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
     dp__matmul(eng, t, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+}
+DP_IMPL dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
+                                    dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc) {
+    int r;
+    if (!pack || (t != DP_FLOAT32 && t != DP_FLOAT64)) return DP_ERROR_INVALID_ARGS;
+#ifdef DEPENG_USE_CBLAS
+    {
+        void *buf = m > 0 && n > 0 && k > 0 ? malloc(dp_dtype_size(t) * (size_t)n * (size_t)k) : NULL;
+        if (!buf && m > 0 && n > 0 && k > 0) return DP_ERROR_OUT_OF_MEMORY;
+        if (buf) pack(user, 0, k, 0, n, n, buf);
+        dp__matmul(eng, t, ta, 0, m, n, k, a, lda, buf, n > 0 ? n : 1, beta, c, ldc);
+        free(buf);
+        r = 0;
+    }
+#else
+    if (t == DP_FLOAT32) r = dp__gemm2_f32(eng, 1, ta, 0, m, n, k, 1.0f, (const float *)a, lda, NULL, 0, (float)beta, (float *)c, ldc, pack, user);
+    else r = dp__gemm2_f64(eng, 1, ta, 0, m, n, k, 1.0, (const double *)a, lda, NULL, 0, beta, (double *)c, ldc, pack, user);
+#endif
+    return r ? DP_ERROR_OUT_OF_MEMORY : DP_OK;
 }
 static double dp__beta_of(dp_req req) { return req == DP_REQ_ADD ? 1.0 : 0.0; }
 static const dp_param_def dp__dot_params[] = {

@@ -2386,7 +2386,9 @@ static int dpn__cgeo_pointwise(const dpn__cgeo *g) {
    block's GEMM has DPN__CONV_COLS columns, b oh ow, or 1 where one image
    has that many, or for a pointwise convolution). Per block and group the
    block's columns ((c/g) kh kw x b oh ow, image j's in columns j oh ow ..)
-   are gathered by im2col and one GEMM gives the block's output rows
+   are gathered (by dpn__im2col_pack straight into the GEMM's panels,
+   dp_gemm_pack_b_on; by im2col with DEPENG_USE_CBLAS) and one GEMM gives
+   the block's output rows
    (staged, fg x b oh ow, then added into y image by image; a block of one
    image goes straight into y), or for dx one GEMM from the staged
    output-gradient rows gives the columns, which col2im scatters back. The
@@ -2395,8 +2397,10 @@ static int dpn__cgeo_pointwise(const dpn__cgeo *g) {
    GEMM is parallel itself when it is large (dp_gemm_on: tiles fixed by the
    shape, the same bits as dp_gemm). dw in blocks of images
    (dpn__conv_block, fixed by the shape): per block and group, the block's
-   columns and output-gradient rows (fg x b oh ow) are staged by image over
-   the range loop, and one GEMM over the block's b oh ow adds them into dw,
+   output-gradient rows (fg x b oh ow) are staged by image over the range
+   loop, and one GEMM over the block's b oh ow adds them into dw, its
+   columns packed into the GEMM's panels (dpn__im2col_pack_t) or, where
+   dp_gemm_on reads B transposed in place (DPN__GEMM_NARROW), staged too,
    block after block. Or by direct loops, split over images (y, dx) or
    over output channels (dw: each channel's sum in the serial order). */
 typedef struct dpn__cjob {
@@ -2409,6 +2413,26 @@ typedef struct dpn__cjob {
 } dpn__cjob;
 /* mode 0 with fin: image n's bias and fused operator, right after image n */
 static void dpn__conv_finish(const dpn__cjob *J, int64_t n);
+/* A block's columns as dp_gemm_pack_b_on's op(B): the block's first image
+   (x, of group gi) and the elements an image apart. y's and dw's products take
+   their columns so (DPN__CONV_PACKED): straight into the GEMM's panels, in
+   L1, where im2col wrote a block's whole matrix (about 1 MiB for LeNet's
+   second convolution) for the GEMM to copy into panels again; the panels
+   hold the same elements, so the bits are the same. With
+   DEPENG_USE_CBLAS the columns go through im2col (dp_gemm_pack_b_on would
+   allocate them). */
+typedef struct dpn__cpack { const dpn__cgeo *g; const void *x; int64_t img; } dpn__cpack;
+#ifdef DEPENG_USE_CBLAS
+#define DPN__CONV_PACKED 0
+#else
+#define DPN__CONV_PACKED 1
+#endif
+/* A weight gradient's dw += rows cols^T whose shape dp_gemm_on computes
+   from B transposed in place (depeng.h's narrow path, with AVX2: n up to
+   32, or k >= 256, m <= 256 and n k up to 2^19): those keep the staged
+   columns, and with them their bits; the others take packed columns
+   (dpn__im2col_pack_t), the same bits as staged ones. */
+#define DPN__GEMM_NARROW(m, n, k) ((n) <= 32 || ((k) >= 256 && (m) <= 256 && (double)(n) * (double)(k) <= (double)(1 << 19)))
 #define DPN__CONV_SLOTS 16
 #define DPN__CONV_COLS 512
 /* Images per block of y and dx (above): at least 1, at most n, and no more
@@ -2493,8 +2517,96 @@ static void dpn__col2im_##S(const dpn__cgeo *g, const T *col, int64_t ld, T *x) 
             const T *r = row + oy * ow; \
             int64_t iy = oy * g->sh - g->ph + i * g->dh, base = (ci * g->h + iy) * g->w + off; \
             if (iy < 0 || iy >= g->h) continue; \
-            if (g->sw == 1) { T *xr = x + base + o0; const T *rr = r + o0; for (ox = 0; ox < o1 - o0; ox++) xr[ox] += rr[ox]; } \
+            if (g->sw == 1) {   /* runs of 8 through a local array, which gcc's -O2 vectorises (x and the columns never overlap) */ \
+                T *xr = x + base + o0; \
+                const T *rr = r + o0; \
+                int64_t m = o1 - o0, q = 0, l; \
+                for (; q + 8 <= m; q += 8) { T t8[8]; memcpy(t8, xr + q, sizeof t8); for (l = 0; l < 8; l++) t8[l] += rr[q + l]; memcpy(xr + q, t8, sizeof t8); } \
+                for (; q < m; q++) xr[q] += rr[q]; \
+            } \
             else for (ox = o0; ox < o1; ox++) x[base + ox * g->sw] += r[ox]; \
+        } \
+    } \
+} \
+/* dp_gemm_pack_b_on's panel of a block's columns (dpn__cpack): rows \
+   [p0, p0 + kc) and columns [j0, j0 + w) of the block's im2col matrix, \
+   written nr to a row. The panel's columns fall into runs of adjacent \
+   outputs of one output row (at most w, found once a call); each row of \
+   the panel copies a run's inputs at once (8 at a time, as im2col does), \
+   with zeros where it reaches the padding. */ \
+static void dpn__im2col_pack_##S(void *user, int64_t p0, int64_t kc, int64_t j0, int64_t w, int64_t nr, void *out) { \
+    const dpn__cpack *pk = (const dpn__cpack *)user; \
+    const dpn__cgeo *g = pk->g; \
+    const T *x = (const T *)pk->x; \
+    int64_t rb[32], ry[32], rx[32], rl[32], rd[32], sp0[32], sp1[32]; \
+    int64_t p, q, t, nrun = 0, ow = g->ow, P = g->oh * ow, c = j0, ci, i, j; \
+    T *o = (T *)out; \
+    if (w > 32 || g->kw > 32) { \
+        for (p = 0; p < kc; p++, o += nr) for (q = 0; q < nr; q++) { \
+            int64_t col = j0 + q, r = p0 + p, n = col / P, oy = col % P / ow, ox = col % ow; \
+            int64_t iy = oy * g->sh - g->ph + r / g->kw % g->kh * g->dh, ix = ox * g->sw - g->pw + r % g->kw * g->dw; \
+            o[q] = q < w && iy >= 0 && iy < g->h && ix >= 0 && ix < g->w ? x[n * pk->img + (r / (g->kh * g->kw) * g->h + iy) * g->w + ix] : (T)0; \
+        } \
+        return; \
+    } \
+    while (c < j0 + w) {   /* the runs: image, first output row and column, length, place in the panel's row */ \
+        int64_t n = c / P, pix = c % P, ox = pix % ow, len = ow - ox < j0 + w - c ? ow - ox : j0 + w - c; \
+        rb[nrun] = n * pk->img; ry[nrun] = pix / ow * g->sh - g->ph; rx[nrun] = ox; rl[nrun] = len; rd[nrun] = c - j0; \
+        nrun++; c += len; \
+    } \
+    for (j = 0; j < g->kw; j++) dpn__conv_span(j * g->dw - g->pw, g->sw, g->w, ow, &sp0[j], &sp1[j]); \
+    ci = p0 / (g->kh * g->kw); i = p0 / g->kw % g->kh; j = p0 % g->kw; \
+    for (p = 0; p < kc; p++, o += nr) { \
+        int64_t plane = ci * g->h, off = j * g->dw - g->pw, iyo = i * g->dh; \
+        for (t = 0; t < nrun; t++) { \
+            int64_t iy = ry[t] + iyo, ox = rx[t], e = ox + rl[t]; \
+            T *d = o + rd[t] - ox; \
+            if (iy < 0 || iy >= g->h) { for (q = ox; q < e; q++) d[q] = (T)0; continue; } \
+            { \
+                const T *xr = x + rb[t] + (plane + iy) * g->w + off; \
+                if (g->sw == 1 && ox >= sp0[j] && e <= sp1[j]) {   /* inside the input: copies */ \
+                    for (q = ox; q + 8 <= e; q += 8) memcpy(d + q, xr + q, 8 * sizeof(T)); \
+                    for (; q < e; q++) d[q] = xr[q]; \
+                    continue; \
+                } \
+                for (q = ox; q < e; q++) d[q] = q >= sp0[j] && q < sp1[j] ? xr[q * g->sw] : (T)0; \
+            } \
+        } \
+        for (q = w; q < nr; q++) o[q] = (T)0; \
+        if (++j == g->kw) { j = 0; if (++i == g->kh) { i = 0; ci++; } } \
+    } \
+} \
+/* The same columns transposed, for a weight gradient's op(B) = cols^T: \
+   rows [p0, p0 + kc) are the block's outputs, columns [j0, j0 + w) the \
+   im2col rows; the outputs fall into runs along output rows (found 64 at \
+   a time), each copied down a panel column. */ \
+static void dpn__im2col_pack_t_##S(void *user, int64_t p0, int64_t kc, int64_t j0, int64_t w, int64_t nr, void *out) { \
+    const dpn__cpack *pk = (const dpn__cpack *)user; \
+    const dpn__cgeo *g = pk->g; \
+    const T *x = (const T *)pk->x; \
+    int64_t rb[64], ry[64], rx[64], rl[64], rd[64]; \
+    int64_t q, t, u, ow = g->ow, P = g->oh * ow, khw = g->kh * g->kw, c = p0; \
+    T *o = (T *)out; \
+    while (c < p0 + kc) { \
+        int64_t nrun = 0; \
+        while (c < p0 + kc && nrun < 64) { \
+            int64_t n = c / P, pix = c % P, ox = pix % ow, len = ow - ox < p0 + kc - c ? ow - ox : p0 + kc - c; \
+            rb[nrun] = n * pk->img; ry[nrun] = pix / ow * g->sh - g->ph; rx[nrun] = ox; rl[nrun] = len; rd[nrun] = c - p0; \
+            nrun++; c += len; \
+        } \
+        for (q = 0; q < nr; q++) { \
+            int64_t r = j0 + q, ci = r / khw, i = r / g->kw % g->kh, j = r % g->kw, off = j * g->dw - g->pw, o0 = 0, o1 = 0; \
+            if (q < w) dpn__conv_span(off, g->sw, g->w, ow, &o0, &o1); \
+            for (t = 0; t < nrun; t++) { \
+                int64_t iy = ry[t] + i * g->dh, ox = rx[t], len = rl[t]; \
+                T *d = o + rd[t] * nr + q; \
+                if (q >= w || iy < 0 || iy >= g->h) { for (u = 0; u < len; u++) d[u * nr] = (T)0; continue; } \
+                { \
+                    const T *xr = x + rb[t] + (ci * g->h + iy) * g->w + off; \
+                    if (g->sw == 1 && ox >= o0 && ox + len <= o1) for (u = 0; u < len; u++) d[u * nr] = xr[ox + u]; \
+                    else for (u = 0; u < len; u++) d[u * nr] = ox + u >= o0 && ox + u < o1 ? xr[(ox + u) * g->sw] : (T)0; \
+                } \
+            } \
         } \
     } \
 } \
@@ -2551,9 +2663,18 @@ static void dpn__conv_images_##S(int64_t b, int64_t e, void *user) { \
                 continue; \
             } \
             if (J->mode == 0) { \
-                for (j = 0; j < nb; j++) dpn__im2col_##S(g, x0 + j * g->c * g->h * g->w, col + j * P, L); \
-                if (nb == 1) { dp_gemm_on(J->eng, DT, 0, 0, fg, P, K, wg, K, col, P, 1.0, y0, P); continue; } \
-                dp_gemm_on(J->eng, DT, 0, 0, fg, L, K, wg, K, col, L, 0.0, st, L); \
+                dpn__cpack pk; \
+                pk.g = g; pk.x = x0; pk.img = g->c * g->h * g->w; \
+                if (nb == 1) { \
+                    if (DPN__CONV_PACKED && dp_gemm_pack_b_on(J->eng, DT, 0, fg, P, K, wg, K, dpn__im2col_pack_##S, &pk, 1.0, y0, P) == DP_OK) continue; \
+                    dpn__im2col_##S(g, x0, col, P); \
+                    dp_gemm_on(J->eng, DT, 0, 0, fg, P, K, wg, K, col, P, 1.0, y0, P); \
+                    continue; \
+                } \
+                if (!DPN__CONV_PACKED || dp_gemm_pack_b_on(J->eng, DT, 0, fg, L, K, wg, K, dpn__im2col_pack_##S, &pk, 0.0, st, L) != DP_OK) { \
+                    for (j = 0; j < nb; j++) dpn__im2col_##S(g, x0 + j * g->c * g->h * g->w, col + j * P, L); \
+                    dp_gemm_on(J->eng, DT, 0, 0, fg, L, K, wg, K, col, L, 0.0, st, L); \
+                } \
                 for (j = 0; j < nb; j++) for (o = 0; o < fg; o++) { \
                     T *yr = y0 + (j * g->f + o) * P; \
                     const T *sr = st + o * L + j * P; \
@@ -2580,7 +2701,7 @@ static void dpn__conv_pack_##S(int64_t b, int64_t e, void *user) { \
     for (j = b; j < e; j++) { \
         int64_t i = J->i0 + j; \
         const T *yg = (const T *)J->y + (i * g->f + J->gi * fg) * P; \
-        dpn__im2col_##S(g, (const T *)J->x + (i * g->c + J->gi * cg) * g->h * g->w, (T *)J->col + j * P, J->ld); \
+        if (J->col) dpn__im2col_##S(g, (const T *)J->x + (i * g->c + J->gi * cg) * g->h * g->w, (T *)J->col + j * P, J->ld); \
         for (o = 0; o < fg; o++) memcpy((T *)J->st + o * J->ld + j * P, yg + o * P, sizeof(T) * (size_t)P); \
     } \
 } \
@@ -2603,8 +2724,13 @@ static void dpn__conv_gemm_##S(dp_engine *eng, const dpn__cgeo *g, int mode, T *
         int64_t b = g->n - J.i0 < bl ? g->n - J.i0 : bl; \
         J.ld = b * P; \
         for (gi = 0; gi < g->g; gi++) { \
-            J.gi = gi; \
+            dpn__cpack pk; \
+            int packed = DPN__CONV_PACKED && !DPN__GEMM_NARROW(fg, K, b * P); \
+            J.gi = gi; J.col = packed ? NULL : col; \
             dpn__range(eng, b, 1, dpn__conv_pack_##S, &J); \
+            pk.g = g; pk.x = x + (J.i0 * g->c + gi * cg) * g->h * g->w; pk.img = g->c * g->h * g->w; \
+            if (packed && dp_gemm_pack_b_on(eng, DT, 0, fg, K, b * P, (T *)J.st, J.ld, dpn__im2col_pack_t_##S, &pk, 1.0, w + gi * fg * K, K) == DP_OK) continue; \
+            if (packed) { J.col = col; dpn__range(eng, b, 1, dpn__conv_pack_##S, &J); } \
             dp_gemm_on(eng, DT, 0, 1, fg, K, b * P, (T *)J.st, J.ld, col, J.ld, 1.0, w + gi * fg * K, K); \
         } \
     } \
@@ -2690,23 +2816,45 @@ static void dpn__clear_for(dp_ndarray *a, dp_req req) { if (req != DP_REQ_ADD &&
    og (n, f, P) per channel, by req, split over channels (each channel's
    sum in one order). */
 typedef struct dpn__bias_job { dp_dtype t; void *y; const void *b; int64_t f, P, n; dp_req req; } dpn__bias_job;
+/* Runs of 8 with a fixed count, which gcc's -O2 vectorises (a loop of
+   unknown length it leaves scalar), then the rest. */
 static void dpn__bias_add_range(int64_t b, int64_t e, void *user) {
     const dpn__bias_job *J = (const dpn__bias_job *)user;
-    int64_t i, o, p;
+    int64_t i, o, p, l;
     for (i = b; i < e; i++) for (o = 0; o < J->f; o++) {
         double v = dpn__load_elem(J->b, J->t, o);
-        if (J->t == DP_FLOAT32) { float *yo = (float *)J->y + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) yo[p] += (float)v; }
-        else { double *yo = (double *)J->y + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) yo[p] += v; }
+        if (J->t == DP_FLOAT32) {
+            float *yo = (float *)J->y + (i * J->f + o) * J->P, vf = (float)v;
+            for (p = 0; p + 8 <= J->P; p += 8) for (l = 0; l < 8; l++) yo[p + l] += vf;
+            for (; p < J->P; p++) yo[p] += vf;
+        } else {
+            double *yo = (double *)J->y + (i * J->f + o) * J->P;
+            for (p = 0; p + 8 <= J->P; p += 8) for (l = 0; l < 8; l++) yo[p + l] += v;
+            for (; p < J->P; p++) yo[p] += v;
+        }
     }
 }
+/* A channel's sum in double over 8 partial sums (element p of each plane
+   into sum p % 8, the planes in order), added pairwise at the end: a
+   fixed order, so the same bits in any split over channels; one running
+   sum was a chain of dependent adds, 4 cycles an element (LeNet's first
+   layer: 0.7 ms a step). */
 static void dpn__bias_grad_range(int64_t b, int64_t e, void *user) {
     const dpn__bias_job *J = (const dpn__bias_job *)user;
-    int64_t i, o, p;
+    int64_t i, o, p, l;
     for (o = b; o < e; o++) {
-        double s = 0;
-        if (J->t == DP_FLOAT32) for (i = 0; i < J->n; i++) { const float *r = (const float *)J->b + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) s += r[p]; }
-        else for (i = 0; i < J->n; i++) { const double *r = (const double *)J->b + (i * J->f + o) * J->P; for (p = 0; p < J->P; p++) s += r[p]; }
-        dpn__store_elem(J->y, J->t, o, s, J->req);
+        double s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        if (J->t == DP_FLOAT32) for (i = 0; i < J->n; i++) {
+            const float *r = (const float *)J->b + (i * J->f + o) * J->P;
+            for (p = 0; p + 8 <= J->P; p += 8) for (l = 0; l < 8; l++) s[l] += (double)r[p + l];
+            for (; p < J->P; p++) s[p % 8] += (double)r[p];
+        }
+        else for (i = 0; i < J->n; i++) {
+            const double *r = (const double *)J->b + (i * J->f + o) * J->P;
+            for (p = 0; p + 8 <= J->P; p += 8) for (l = 0; l < 8; l++) s[l] += r[p + l];
+            for (; p < J->P; p++) s[p % 8] += r[p];
+        }
+        dpn__store_elem(J->y, J->t, o, ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])), J->req);
     }
 }
 static void dpn__bias_add(const dp_kernel_ctx *k, dp_dtype t, void *y, const void *b, int64_t n, int64_t f, int64_t P) {
@@ -3120,7 +3268,12 @@ static void dpn__pool_planes(const dp_params *p, dp_dtype t, const dp_shape *xs,
    output written by req; the backward writes each window's four gradient
    elements at once (og's share at the maximum, 0 + og as the cleared
    output's sum gives, 0 elsewhere and in the rows and columns no window
-   covers) unless req adds, when it adds og's share at the maximum only. */
+   covers) unless req adds, when it adds og's share at the maximum only.
+   Those writes are selects too (each element picks 0 or og's share from a
+   two-entry array by its index's test, the added one is addressed by
+   arithmetic on the place): the maximum's place is as random as in the
+   forward, and a branch or a pointer chosen by it mispredicted the same
+   way. */
 static int dpn__pool2_fits(const dp_params *p, const dp_shape *xs, const dp_shape *ys) {
     dpn__win w;
     int64_t out[2], h, wd, oh, ow;
@@ -3144,6 +3297,53 @@ static int dpn__pool2_fits(const dp_params *p, const dp_shape *xs, const dp_shap
         at = (a) != (a) ? 0 : (b) != (b) ? 1 : (c) != (c) ? 2 : 3; \
         m = at == 0 ? (a) : at == 1 ? (b) : at == 2 ? (c) : (d); \
     } } while (0)
+/* float32 on x86-64 (SSE2, every such CPU; DEPENG_NO_SIMD turns it off):
+   four windows at once. The picks are the scalar ones lane by lane: maxps
+   (b, a) is "b > a ? b : a", cmpneq is "!=" (true for NaN), and the four
+   places' masks follow from "a != m", "b != m", "c != m"; a group with a
+   NaN goes through the scalar pick. The backward's writes are the masks
+   and-ed with 0 + og (so 0 + og or +0, as the scalar loop writes). Returns
+   the windows done (a multiple of 4); the rest is the scalar loop's. */
+#if defined(__SSE2__) && !defined(__CUDACC__) && !defined(DEPENG_NO_SIMD)
+#include <emmintrin.h>
+#define DPN__POOL2_SSE 1
+static int64_t dpn__pool2_sse(const float *r0, const float *r1, int64_t ow, float *yr, const float *gr, float *d0, float *d1, int add) {
+    const __m128 zero = _mm_setzero_ps();
+    int64_t ox, q;
+    for (ox = 0; ox + 4 <= ow; ox += 4) {
+        __m128 u0 = _mm_loadu_ps(r0 + 2 * ox), u1 = _mm_loadu_ps(r0 + 2 * ox + 4);
+        __m128 v0 = _mm_loadu_ps(r1 + 2 * ox), v1 = _mm_loadu_ps(r1 + 2 * ox + 4);
+        __m128 a = _mm_shuffle_ps(u0, u1, 0x88), b = _mm_shuffle_ps(u0, u1, 0xDD);
+        __m128 c = _mm_shuffle_ps(v0, v1, 0x88), d = _mm_shuffle_ps(v0, v1, 0xDD);
+        __m128 m = _mm_max_ps(_mm_max_ps(d, c), _mm_max_ps(b, a)), na, nb, nc, g;
+        if (_mm_movemask_ps(_mm_or_ps(_mm_cmpunord_ps(a, b), _mm_cmpunord_ps(c, d)))) {
+            for (q = ox; q < ox + 4; q++) {   /* a NaN in one of the four: the scalar pick */
+                float mq;
+                int at;
+                DPN__POOL2_PICK(float, r0[2 * q], r0[2 * q + 1], r1[2 * q], r1[2 * q + 1], mq, at);
+                if (yr) { if (add) yr[q] += mq; else yr[q] = mq; continue; }
+                d0[2 * q] = at == 0 ? 0.0f + gr[q] : 0.0f; d0[2 * q + 1] = at == 1 ? 0.0f + gr[q] : 0.0f;
+                d1[2 * q] = at == 2 ? 0.0f + gr[q] : 0.0f; d1[2 * q + 1] = at == 3 ? 0.0f + gr[q] : 0.0f;
+            }
+            continue;
+        }
+        if (yr) { _mm_storeu_ps(yr + ox, add ? _mm_add_ps(_mm_loadu_ps(yr + ox), m) : m); continue; }
+        na = _mm_cmpneq_ps(a, m); nb = _mm_and_ps(na, _mm_cmpneq_ps(b, m)); nc = _mm_and_ps(nb, _mm_cmpneq_ps(c, m));
+        g = _mm_add_ps(zero, _mm_loadu_ps(gr + ox));
+        a = _mm_andnot_ps(na, g);                    /* place 0: a == m */
+        b = _mm_and_ps(_mm_andnot_ps(nb, na), g);    /* 1: a != m, b == m */
+        c = _mm_and_ps(_mm_andnot_ps(nc, nb), g);    /* 2 */
+        d = _mm_and_ps(nc, g);                       /* 3 */
+        _mm_storeu_ps(d0 + 2 * ox, _mm_unpacklo_ps(a, b)); _mm_storeu_ps(d0 + 2 * ox + 4, _mm_unpackhi_ps(a, b));
+        _mm_storeu_ps(d1 + 2 * ox, _mm_unpacklo_ps(c, d)); _mm_storeu_ps(d1 + 2 * ox + 4, _mm_unpackhi_ps(c, d));
+    }
+    return ox;
+}
+#define DPN__POOL2_VEC_f32(r0, r1, yr, gr, d0, d1, add) ox = dpn__pool2_sse(r0, r1, ow, yr, gr, d0, d1, add);
+#else
+#define DPN__POOL2_VEC_f32(r0, r1, yr, gr, d0, d1, add) ox = 0;
+#endif
+#define DPN__POOL2_VEC_f64(r0, r1, yr, gr, d0, d1, add) ox = 0;
 #define DPN__POOL2(T, S) \
 static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const T *x, T *y, const T *og, T *dx, int mode, dp_req req, \
                            int64_t o0, int64_t o1) { \
@@ -3155,7 +3355,8 @@ static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const 
             const T *r0 = xp + 2 * oy * wd, *r1 = r0 + wd; \
             if (mode == 0) { \
                 T *yr = y + (o * oh + oy) * ow; \
-                for (ox = 0; ox < ow; ox++) { \
+                DPN__POOL2_VEC_##S(r0, r1, yr, NULL, NULL, NULL, req == DP_REQ_ADD) \
+                for (; ox < ow; ox++) { \
                     T m; \
                     int at; \
                     DPN__POOL2_PICK(T, r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1], m, at); \
@@ -3165,14 +3366,17 @@ static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const 
             } else { \
                 const T *gr = og + (o * oh + oy) * ow; \
                 T *d0 = dp + 2 * oy * wd, *d1 = d0 + wd; \
-                for (ox = 0; ox < ow; ox++) { \
-                    T m, g = (T)0 + gr[ox]; \
+                if (req == DP_REQ_ADD) ox = 0; \
+                else { DPN__POOL2_VEC_##S(r0, r1, NULL, gr, d0, d1, 0) } \
+                for (; ox < ow; ox++) { \
+                    T m, sel[2]; \
                     int at; \
                     DPN__POOL2_PICK(T, r0[2 * ox], r0[2 * ox + 1], r1[2 * ox], r1[2 * ox + 1], m, at); \
                     (void)m; \
-                    if (req == DP_REQ_ADD) { (at < 2 ? d0 : d1)[2 * ox + (at & 1)] += gr[ox]; continue; } \
-                    d0[2 * ox] = d0[2 * ox + 1] = d1[2 * ox] = d1[2 * ox + 1] = (T)0; \
-                    (at < 2 ? d0 : d1)[2 * ox + (at & 1)] = g; \
+                    if (req == DP_REQ_ADD) { d0[(at >> 1) * wd + 2 * ox + (at & 1)] += gr[ox]; continue; } \
+                    sel[0] = (T)0; sel[1] = (T)0 + gr[ox]; \
+                    d0[2 * ox] = sel[at == 0]; d0[2 * ox + 1] = sel[at == 1]; \
+                    d1[2 * ox] = sel[at == 2]; d1[2 * ox + 1] = sel[at == 3]; \
                 } \
                 if (req != DP_REQ_ADD) for (e = 2 * ow; e < wd; e++) d0[e] = d1[e] = (T)0; \
             } \
@@ -3183,6 +3387,8 @@ static void dpn__pool2_##S(int64_t h, int64_t wd, int64_t oh, int64_t ow, const 
 DPN__POOL2(float, f32)
 DPN__POOL2(double, f64)
 #undef DPN__POOL2
+#undef DPN__POOL2_VEC_f32
+#undef DPN__POOL2_VEC_f64
 #undef DPN__POOL2_PICK
 /* The planes (image, channel) are independent: a large pooling is split
    over the range loop by runs of planes of about DPN__PAR_GRAIN elements. */

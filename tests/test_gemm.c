@@ -1,7 +1,7 @@
 /* tests/test_gemm.c - the GEMM and the optimizer updates' CPU loops:
    dp_gemm against a naive product over shapes, transposes, alpha and beta
    (edge sizes around the tiles included), with the run-time picked
-   micro-kernel and with the portable one; dp_gemm_on and the dot operator
+   micro-kernel and with the portable one; dp_gemm_on, dp_gemm_pack_b_on and the dot operator
    bitwise the same with no engine and on engines with DP_NO_THREADS, 1
    and 2 workers; the updates computed in the array's precision (float32
    in float32, float64 as before) and bitwise the same at every worker
@@ -42,8 +42,8 @@ static int check_one(int is64, int simd, int ta, int tb, int64_t m, int64_t n, i
     for (i = 0; i < bsz; i++) { bf[i] = (float)rnd(); b[i] = bf[i]; }
     for (i = 0; i < csz; i++) { cf[i] = (float)rnd(); c0[i] = cf[i]; cd[i] = c0[i]; }
     if (beta == 0) for (i = 0; i < m; i++) { cf[i * ldc] = NAN; cd[i * ldc] = NAN; }   /* beta 0 never reads C */
-    if (is64) dp__gemm2_f64(NULL, simd, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cd, ldc);
-    else dp__gemm2_f32(NULL, simd, ta, tb, m, n, k, (float)alpha, af, lda, bf, ldb, (float)beta, cf, ldc);
+    if (is64) dp__gemm2_f64(NULL, simd, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, cd, ldc, NULL, NULL);
+    else dp__gemm2_f32(NULL, simd, ta, tb, m, n, k, (float)alpha, af, lda, bf, ldb, (float)beta, cf, ldc, NULL, NULL);
     for (i = 0; i < m && !bad; i++)
         for (j = 0; j < ldc; j++) {
             long double s = 0, mag = 0, got = is64 ? (long double)cd[i * ldc + j] : (long double)cf[i * ldc + j], want;
@@ -153,6 +153,60 @@ static void test_bitwise_any_workers(void) {
                     }
                 free(a); free(b); free(ref); free(c);
             }
+}
+
+/* dp_gemm_pack_b_on: op(B) from a pack function gives dp_gemm_on's bits
+   for the same B (not transposed: no narrow path), with no engine and on
+   0 to 2 workers, both dtypes, both schedules (small A and tiled) and
+   edge panels; each call asks for rows and columns inside B and w <= nr. */
+typedef struct pack_src { const unsigned char *b; int64_t k, n, ldb; size_t es; int bad; } pack_src;
+static void pack_from(void *user, int64_t p0, int64_t kc, int64_t j0, int64_t w, int64_t nr, void *out) {
+    pack_src *s = (pack_src *)user;
+    int64_t p, q;
+    if (p0 < 0 || kc < 1 || p0 + kc > s->k || j0 < 0 || w < 1 || w > nr || j0 + w > s->n) { s->bad = 1; return; }
+    for (p = 0; p < kc; p++)
+        for (q = 0; q < nr; q++) {
+            unsigned char *d = (unsigned char *)out + (size_t)(p * nr + q) * s->es;
+            if (q < w) memcpy(d, s->b + (size_t)((p0 + p) * s->ldb + j0 + q) * s->es, s->es);
+            else memset(d, 0, s->es);
+        }
+}
+static void test_pack_b_same_bits(void) {
+    static const int64_t shapes[][3] = {{50, 512, 500}, {20, 576, 25}, {50, 500, 1856}, {7, 33, 3}, {100, 300, 700}, {13, 5000, 40}, {1, 1, 1}};
+    static const int workers[3] = {DP_NO_THREADS, 1, 2};
+    int s, is64, ta, w;
+    for (s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++)
+        for (is64 = 0; is64 < 2; is64++)
+            for (ta = 0; ta < 2; ta++) {
+                int64_t m = shapes[s][0], n = shapes[s][1], kk = shapes[s][2], i, ldb = n + 3;
+                dp_dtype t = is64 ? DP_FLOAT64 : DP_FLOAT32;
+                size_t es = is64 ? 8 : 4, asz = (size_t)(m * kk), bsz = (size_t)(kk * ldb), csz = (size_t)(m * n);
+                unsigned char *a = (unsigned char *)malloc(es * asz), *b = (unsigned char *)malloc(es * bsz);
+                unsigned char *ref = (unsigned char *)malloc(es * csz), *c = (unsigned char *)malloc(es * csz);
+                pack_src src;
+                for (i = 0; i < (int64_t)asz; i++) dp__store_elem(a, t, i, rnd(), DP_REQ_WRITE);
+                for (i = 0; i < (int64_t)bsz; i++) dp__store_elem(b, t, i, rnd(), DP_REQ_WRITE);
+                for (i = 0; i < (int64_t)csz; i++) dp__store_elem(c, t, i, rnd(), DP_REQ_WRITE);
+                memcpy(ref, c, es * csz);
+                dp_gemm_on(NULL, t, ta, 0, m, n, kk, a, ta ? m : kk, b, ldb, 0.5, ref, n);
+                src.b = b; src.k = kk; src.n = n; src.ldb = ldb; src.es = es; src.bad = 0;
+                for (w = -1; w < 3; w++) {
+                    dp_engine *e = w < 0 ? NULL : make(DP_ENGINE_PERDEVICE, workers[w]);
+                    unsigned char *c2 = (unsigned char *)malloc(es * csz);
+                    memcpy(c2, c, es * csz);
+                    CHECK(dp_gemm_pack_b_on(e, t, ta, m, n, kk, a, ta ? m : kk, pack_from, &src, 0.5, c2, n) == DP_OK);
+                    if (memcmp(c2, ref, es * csz) != 0) { fprintf(stderr, "  m %lld n %lld k %lld %s ta %d workers %d: other bits\n", (long long)m, (long long)n, (long long)kk, is64 ? "f64" : "f32", ta, w); CHECK(0); }
+                    free(c2);
+                    if (e) CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+                }
+                CHECK(!src.bad);
+                free(a); free(b); free(ref); free(c);
+            }
+    {   /* refused: no pack function, a dtype that is not float */
+        float a1 = 1, c1 = 0;
+        CHECK(dp_gemm_pack_b_on(NULL, DP_FLOAT32, 0, 1, 1, 1, &a1, 1, NULL, NULL, 0.0, &c1, 1) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_gemm_pack_b_on(NULL, DP_INT32, 0, 1, 1, 1, &a1, 1, pack_from, NULL, 0.0, &c1, 1) == DP_ERROR_INVALID_ARGS);
+    }
 }
 
 /* the dot operator (its kernel splits the product over the engine's
@@ -361,6 +415,7 @@ int main(void) {
         {"m or n 0 writes nothing, k 0 scales C by beta", test_empty_and_k0},
         {"dp_gemm_on bitwise the same with no engine and 0 to 4 workers, every engine kind", test_bitwise_any_workers},
         {"dot and its gradient bitwise the same on 0, 1, 2 workers", test_dot_operator_bitwise},
+        {"dp_gemm_pack_b_on: B from a pack function, dp_gemm_on's bits on 0, 1, 2 workers", test_pack_b_same_bits},
         {"updates: float32 in float32, float64 unchanged, bitwise the same on 0, 1, 2 workers", test_updates},
         {"the updates' loops: the same bits with and without AVX2, NaN and infinities included", test_update_loops_same_on_every_cpu},
         {"float32 element-wise ops split over the range loop: every element as one loop computes it", test_elementwise_split},
