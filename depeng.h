@@ -11720,9 +11720,12 @@ static int dp__cpu_avx2_fma(void) { return __builtin_cpu_supports("avx2") && __b
    update loops ask for the full cost model (and errno off, so sqrt may
    vectorise where gcc allows it). Not for loops that call the DP__HD
    element functions: gcc inlines nothing into a function whose optimize
-   options differ. */
+   options differ (the math is spelled as macros for them). noinline: gcc
+   does inline such a function into its caller, where its options no
+   longer apply (relu's loop ran scalar, a branch per element, that way);
+   no-trapping-math lets it turn selects on compares into blends. */
 #if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && !defined(__INTEL_COMPILER)
-#  define DP__VEC_LOOPS __attribute__((optimize("tree-loop-vectorize", "vect-cost-model=dynamic", "no-math-errno")))
+#  define DP__VEC_LOOPS __attribute__((noinline, optimize("tree-loop-vectorize", "vect-cost-model=dynamic", "no-math-errno", "no-trapping-math")))
 #else
 #  define DP__VEC_LOOPS
 #endif
@@ -11763,20 +11766,31 @@ static void dp__kernel_rows(const dp_kernel_ctx *k, int64_t rows, int64_t len, d
    (dp__i_*) compute in int64 and wrap around. NaN propagates as in NumPy:
    maximum and minimum return the NaN whichever side it is on, sign and
    relu of NaN are NaN. */
-static DP__HD double dp__f_negative(double x) { return -x; }
-static DP__HD double dp__f_abs(double x) { return x < 0 ? -x : x; }
-static DP__HD double dp__f_sign(double x) { return x != x ? x : (double)((x > 0) - (x < 0)); }
-static DP__HD double dp__f_sqrt(double x) { return sqrt(x); }
-static DP__HD double dp__f_square(double x) { return x * x; }
-static DP__HD double dp__f_exp(double x) { return exp(x); }
-static DP__HD double dp__f_log(double x) { return log(x); }
-static DP__HD double dp__f_sin(double x) { return sin(x); }
-static DP__HD double dp__f_cos(double x) { return cos(x); }
+/* Spelled as macros too (DP__E1_<name>), for the float32 loops (see
+   DP__E_ below). NaN passes relu; the selects compile without a branch (a
+   branch on the sign, mispredicted on mixed data, made relu 4x slower). */
+#define DP__E1_negative(x) (-(x))
+#define DP__E1_abs(x) ((x) < 0 ? -(x) : (x))
+#define DP__E1_sign(x) ((x) != (x) ? (x) : (double)(((x) > 0) - ((x) < 0)))
+#define DP__E1_sqrt(x) sqrt(x)
+#define DP__E1_square(x) ((x) * (x))
+#define DP__E1_exp(x) exp(x)
+#define DP__E1_log(x) log(x)
+#define DP__E1_sin(x) sin(x)
+#define DP__E1_cos(x) cos(x)
+#define DP__E1_relu(x) ((x) != (x) ? (x) : (x) > 0 ? (x) : 0.0)
+static DP__HD double dp__f_negative(double x) { return DP__E1_negative(x); }
+static DP__HD double dp__f_abs(double x) { return DP__E1_abs(x); }
+static DP__HD double dp__f_sign(double x) { return DP__E1_sign(x); }
+static DP__HD double dp__f_sqrt(double x) { return DP__E1_sqrt(x); }
+static DP__HD double dp__f_square(double x) { return DP__E1_square(x); }
+static DP__HD double dp__f_exp(double x) { return DP__E1_exp(x); }
+static DP__HD double dp__f_log(double x) { return DP__E1_log(x); }
+static DP__HD double dp__f_sin(double x) { return DP__E1_sin(x); }
+static DP__HD double dp__f_cos(double x) { return DP__E1_cos(x); }
 static DP__HD double dp__f_tanh(double x) { return tanh(x); }
 static DP__HD double dp__f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-/* NaN passes; written so that compilers select without a branch (a branch on
-   the sign, mispredicted on mixed data, made relu 4x slower) */
-static DP__HD double dp__f_relu(double x) { double r = x > 0 ? x : 0; return x != x ? x : r; }
+static DP__HD double dp__f_relu(double x) { return DP__E1_relu(x); }
 /* The binary operators' math is also spelled as macros (DP__E_<name>, on
    plain doubles): the broadcast kernels' loops expand them, since gcc
    inlines no function into the DP__VEC_LOOPS loops. maximum and minimum
@@ -12268,14 +12282,16 @@ static void dp__l1_tanh(int64_t n, const float *a, float *y, int add) { DP__ACT_
 static void dp__l1_sigmoid(int64_t n, const float *a, float *y, int add) { DP__ACT_PICK(sigmoid, (n, a, y, add)); }
 /* Each unary operator's float32 chunk calls dp__l1_<name>(n, x, y, add),
    its own loop: the element math inlined (through a function pointer, as
-   it was, a call per element and no vectors). tanh and sigmoid have loops
-   of their own in float32 (>>float32 activations); the others compute in
-   double, as every dtype does, so their bits are the double path's. */
+   it was, a call per element and no vectors; the math as a macro, which
+   gcc inlines into a DP__VEC_LOOPS function, unlike a function). tanh and
+   sigmoid have loops of their own in float32 (>>float32 activations); the
+   others compute in double, as every dtype does, so their bits are the
+   double path's. */
 #define DP__F32_LOOP(name, doc) \
-    static void dp__l1_##name(int64_t n, const float *a, float *y, int add) { \
+    DP__VEC_LOOPS static void dp__l1_##name(int64_t n, const float *a, float *y, int add) { \
         int64_t i; \
-        if (add) for (i = 0; i < n; i++) y[i] = y[i] + (float)dp__f_##name(a[i]); \
-        else for (i = 0; i < n; i++) y[i] = (float)dp__f_##name(a[i]); }
+        if (add) for (i = 0; i < n; i++) { double x_ = (double)a[i]; y[i] = y[i] + (float)DP__E1_##name(x_); } \
+        else for (i = 0; i < n; i++) { double x_ = (double)a[i]; y[i] = (float)DP__E1_##name(x_); } }
 DP__F32_LOOP(negative, "") DP__F32_LOOP(abs, "") DP__F32_LOOP(sign, "") DP__F32_LOOP(sqrt, "") DP__F32_LOOP(square, "")
 DP__F32_LOOP(exp, "") DP__F32_LOOP(log, "") DP__F32_LOOP(sin, "") DP__F32_LOOP(cos, "") DP__F32_LOOP(relu, "")
 #undef DP__F32_LOOP
@@ -12320,18 +12336,30 @@ DP__SCALAR_OPS(DP__SCALAR_KERNEL)
    (dp__unary_grad_needs), as MXNet's relu_grad, tanh_grad and
    sigmoid_grad do: 1 - y^2 as (1 - y)(1 + y), which keeps its accuracy
    where y is near +-1 (1 - y is exact there), and y (1 - y). */
-static DP__HD double dp__d_negative(double x) { (void)x; return -1; }
-static DP__HD double dp__d_abs(double x) { return (double)((x > 0) - (x < 0)); }
-static DP__HD double dp__d_sign(double x) { (void)x; return 0; }
-static DP__HD double dp__d_sqrt(double x) { return 0.5 / sqrt(x); }
-static DP__HD double dp__d_square(double x) { return 2 * x; }
-static DP__HD double dp__d_exp(double x) { return exp(x); }
-static DP__HD double dp__d_log(double x) { return 1 / x; }
-static DP__HD double dp__d_sin(double x) { return cos(x); }
-static DP__HD double dp__d_cos(double x) { return -sin(x); }
-static DP__HD double dp__d_tanh(double y) { return (1 - y) * (1 + y); }
-static DP__HD double dp__d_sigmoid(double y) { return y * (1 - y); }
-static DP__HD double dp__d_relu(double y) { return y > 0 ? 1 : 0; }
+#define DP__D1_negative(x) ((void)(x), -1.0)
+#define DP__D1_abs(x) ((double)(((x) > 0) - ((x) < 0)))
+#define DP__D1_sign(x) ((void)(x), 0.0)
+#define DP__D1_sqrt(x) (0.5 / sqrt(x))
+#define DP__D1_square(x) (2 * (x))
+#define DP__D1_exp(x) exp(x)
+#define DP__D1_log(x) (1 / (x))
+#define DP__D1_sin(x) cos(x)
+#define DP__D1_cos(x) (-sin(x))
+#define DP__D1_tanh(y) ((1 - (y)) * (1 + (y)))
+#define DP__D1_sigmoid(y) ((y) * (1 - (y)))
+#define DP__D1_relu(y) ((y) > 0 ? 1.0 : 0.0)
+static DP__HD double dp__d_negative(double x) { return DP__D1_negative(x); }
+static DP__HD double dp__d_abs(double x) { return DP__D1_abs(x); }
+static DP__HD double dp__d_sign(double x) { return DP__D1_sign(x); }
+static DP__HD double dp__d_sqrt(double x) { return DP__D1_sqrt(x); }
+static DP__HD double dp__d_square(double x) { return DP__D1_square(x); }
+static DP__HD double dp__d_exp(double x) { return DP__D1_exp(x); }
+static DP__HD double dp__d_log(double x) { return DP__D1_log(x); }
+static DP__HD double dp__d_sin(double x) { return DP__D1_sin(x); }
+static DP__HD double dp__d_cos(double x) { return DP__D1_cos(x); }
+static DP__HD double dp__d_tanh(double y) { return DP__D1_tanh(y); }
+static DP__HD double dp__d_sigmoid(double y) { return DP__D1_sigmoid(y); }
+static DP__HD double dp__d_relu(double y) { return DP__D1_relu(y); }
 /* partial derivatives of a binary f(a, b): by a (which 0) or by b (which
    1); as macros too (DP__DE_<name>), for the broadcast gradients' loops */
 #define DP__DE_add(a, b, which) ((void)(a), (void)(b), (void)(which), 1.0)
@@ -12490,6 +12518,9 @@ static int dp__k_clip_grad(const dp_kernel_ctx *k) {
     return 0;
 }
 #define DP__UNARY_GRAD_KERNEL(name, doc) \
+    DP__VEC_LOOPS static void dp__rgf_##name(dp_dtype t, const void *og, const void *x, void *g, int add, int64_t b, int64_t e) { \
+        if (t == DP_FLOAT32) DP__UNARY_GRAD_LOOP(float, og, x, g, add, DP__D1_##name, b, e); \
+        else DP__UNARY_GRAD_LOOP(double, og, x, g, add, DP__D1_##name, b, e); } \
     static void dp__rg_##name(int64_t b, int64_t e, void *user) { \
         const dp_kernel_ctx *k = (const dp_kernel_ctx *)user; \
         const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]); \
@@ -12497,8 +12528,7 @@ static int dp__k_clip_grad(const dp_kernel_ctx *k) {
         dp_dtype t = dp_nd_dtype(k->inputs[1]); \
         int add = k->req[0] == DP_REQ_ADD; \
         int64_t i; \
-        if (t == DP_FLOAT32) DP__UNARY_GRAD_LOOP(float, og, x, g, add, dp__d_##name, b, e); \
-        else if (t == DP_FLOAT64) DP__UNARY_GRAD_LOOP(double, og, x, g, add, dp__d_##name, b, e); \
+        if (t == DP_FLOAT32 || t == DP_FLOAT64) dp__rgf_##name(t, og, x, g, add, b, e); \
         else for (i = b; i < e; i++) dp__store_elem(g, t, i, dp__load_elem(og, t, i) * dp__d_##name(dp__load_elem(x, t, i)), k->req[0]); } \
     static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__unary_grad(k, dp__rg_##name); }
 /* A binary gradient's row (dp__bgrad_row_fn) in dtype T, with the
