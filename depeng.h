@@ -5815,7 +5815,11 @@ static void dp__help_awake(dp_engine *eng, unsigned epoch) {
    its last look (dp__help_look's seq_cst loads of the queue's tail and the
    deques' ends), and a worker stores its deque's bottom (a pusher swaps the
    tail) before it reads help_asleep, so one of them sees the other; the
-   waker takes wait_mtx, which the wait holds until it sleeps. */
+   waker takes wait_mtx, which the wait holds until it sleeps. Not quite
+   always: a take that put the stub back behind a pushed op leaves the
+   tail at the stub with that op at the head (dp__fifo_take), which the
+   tail-only look (dp__group_has_work) calls empty, so the wait may sleep
+   through that op. Only time is lost: the pool's workers run it. */
 DP__COLD static int dp__wait_step(dp_engine *eng, int helps, uint64_t deadline, int *idle) {
     uint64_t now = 0;
     unsigned epoch = 0;

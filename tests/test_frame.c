@@ -908,8 +908,156 @@ static void waiting_thread_steals(dp_engine_type type) {
 static void test_waiting_thread_steals_perdevice(void) { waiting_thread_steals(DP_ENGINE_PERDEVICE); }
 static void test_waiting_thread_steals_pooled(void) { waiting_thread_steals(DP_ENGINE_POOLED); }
 
+/* ---- stress: helping waits (review of the deque steal and the sleeps) -----
+   Pumped: STR_WAITERS threads each wait in turn on STR_OPS variables, each
+   written by an op that reads a variable an async op holds; a completer
+   thread completes the async ops (so their readers come into the pool
+   from that thread, at random times against the waits), and another
+   thread pumps with dp_run_ready (or not). Only the waits and the pump run
+   ops, so a wait asleep when its op comes must be woken. A watchdog
+   rescues (pumps) after 5 s and the test fails instead of hanging; each
+   round ends with a destroy right after the waits. */
+#define STR_WAITERS 4
+#define STR_OPS 64
+typedef struct str_ctx {
+    dp_engine *e;
+    dp_var v[STR_WAITERS][STR_OPS];
+    long n[STR_WAITERS][STR_OPS];
+    async_job a[STR_WAITERS][STR_OPS];
+    int stop, rescued, pump;
+} str_ctx;
+typedef struct str_waiter { str_ctx *c; int k; } str_waiter;
+static void *str_wait_thread(void *p) {
+    str_waiter *w = (str_waiter *)p;
+    int i;
+    for (i = 0; i < STR_OPS; i++) {
+        if (dp_wait_var(w->c->e, w->c->v[w->k][i], NULL) != DP_OK) CHECK(0);
+        if (__atomic_load_n(&w->c->n[w->k][i], __ATOMIC_ACQUIRE) != 1) CHECK(0);
+    }
+    return NULL;
+}
+static int str_inc(dp_run_ctx *rc, void *arg) { (void)rc; __atomic_add_fetch((long *)arg, 1, __ATOMIC_ACQ_REL); return 0; }
+static void *str_push_thread(void *p) {
+    str_ctx *c = (str_ctx *)p;
+    int i, k;
+    for (i = 0; i < STR_OPS; i++)
+        for (k = 0; k < STR_WAITERS; k++) {
+            if ((i + k) % 7 == 0) sched_yield();
+            if ((i * 3 + k) % 29 == 0) sleep_ms(1);
+            while (!__atomic_load_n(&c->a[k][i].started, __ATOMIC_ACQUIRE)) sched_yield();   /* run by a wait or the pump */
+            dp_complete(c->a[k][i].done, 0, NULL);
+        }
+    return NULL;
+}
+static void *str_pump_thread(void *p) {
+    str_ctx *c = (str_ctx *)p;
+    dp_run_desc rd;
+    memset(&rd, 0, sizeof rd);
+    while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+        if (__atomic_load_n(&c->pump, __ATOMIC_ACQUIRE)) dp_run_ready(c->e, &rd, NULL);
+        sched_yield();
+    }
+    return NULL;
+}
+static void *str_watchdog(void *p) {
+    str_ctx *c = (str_ctx *)p;
+    dp_run_desc rd;
+    int i;
+    for (i = 0; i < 500 && !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE); i++) sleep_ms(10);
+    if (__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) return NULL;
+    __atomic_store_n(&c->rescued, 1, __ATOMIC_RELEASE);
+    memset(&rd, 0, sizeof rd);
+    while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) { dp_run_ready(c->e, &rd, NULL); sleep_ms(1); }
+    return NULL;
+}
+static void stress_rounds(int workers, int pump, int rounds) {
+    dp_engine_type types[2] = {DP_ENGINE_PERDEVICE, DP_ENGINE_POOLED};
+    int r;
+    for (r = 0; r < rounds; r++) {
+        str_ctx *c = (str_ctx *)calloc(1, sizeof *c);
+        str_waiter w[STR_WAITERS];
+        pthread_t wt[STR_WAITERS], pt, pu, wd;
+        int i, k;
+        if (!c) { CHECK(0); return; }
+        c->e = make_with(types[r % 2], workers, workers == DP_NO_THREADS ? DP_NO_THREADS : 1, DP_NO_THREADS, 0);
+        CHECK(c->e != NULL);
+        if (!c->e) { free(c); return; }
+        c->pump = pump;
+        for (k = 0; k < STR_WAITERS; k++)
+            for (i = 0; i < STR_OPS; i++) {
+                dp_var g = dp_var_create(c->e);
+                c->v[k][i] = dp_var_create(c->e);
+                CHECK(dp_push_async(c->e, async_start, &c->a[k][i], NULL, 0, &g, 1) == DP_OK);
+                CHECK(dp_push_sync(c->e, str_inc, &c->n[k][i], &g, 1, &c->v[k][i], 1) == DP_OK);
+            }
+        CHECK(pthread_create(&wd, NULL, str_watchdog, c) == 0);
+        CHECK(pthread_create(&pu, NULL, str_pump_thread, c) == 0);
+        for (k = 0; k < STR_WAITERS; k++) { w[k].c = c; w[k].k = k; CHECK(pthread_create(&wt[k], NULL, str_wait_thread, &w[k]) == 0); }
+        CHECK(pthread_create(&pt, NULL, str_push_thread, c) == 0);
+        pthread_join(pt, NULL);
+        for (k = 0; k < STR_WAITERS; k++) pthread_join(wt[k], NULL);
+        CHECK(!__atomic_load_n(&c->rescued, __ATOMIC_ACQUIRE));
+        if (__atomic_load_n(&c->rescued, __ATOMIC_ACQUIRE)) fprintf(stderr, "  round %d (workers %d, pump %d): a wait was rescued\n", r, workers, pump);
+        __atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+        pthread_join(pu, NULL);
+        pthread_join(wd, NULL);
+        CHECK(dp_engine_destroy(c->e, NULL) == DP_OK);
+        free(c);
+    }
+}
+static void test_stress_pumped_waits(void) { stress_rounds(DP_NO_THREADS, 1, 6); stress_rounds(DP_NO_THREADS, 0, 6); }
+
+/* One worker; STR_FAN gates on the worker each make STR_FAN ops ready on
+   completion (its deque), which make more ready: several threads wait on
+   leaves and on everything at once, stealing and sleeping counted in
+   help_asleep; every wait finishes (the watchdog rescue cannot run ops the
+   worker has, so a hang here is caught by the 5 s flag and the join) and
+   every op ran once. */
+#define STR_FAN 24
+static long g_fan_ran;
+static int str_fan_op(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; __atomic_add_fetch(&g_fan_ran, 1, __ATOMIC_ACQ_REL); return 0; }
+typedef struct fan_waiter { dp_engine *e; dp_var *leaves; int k; } fan_waiter;
+static void *fan_wait_thread(void *p) {
+    fan_waiter *f = (fan_waiter *)p;
+    int i;
+    for (i = f->k; i < STR_FAN * STR_FAN; i += 5) { dp_result rr = dp_wait_var(f->e, f->leaves[i], NULL); if (rr != DP_OK) { fprintf(stderr, "  wait_var %d: %d\n", i, (int)rr); CHECK(0); } }
+    if (f->k % 2 && dp_wait_all(f->e, NULL) != DP_OK) CHECK(0);
+    return NULL;
+}
+static void test_stress_fanout_one_worker(void) {
+    dp_engine_type types[2] = {DP_ENGINE_PERDEVICE, DP_ENGINE_POOLED};
+    int r;
+    for (r = 0; r < 8; r++) {
+        dp_engine *e = make_with(types[r % 2], 1, 1, DP_NO_THREADS, 0);
+        static dp_var mid[STR_FAN], leaves[STR_FAN * STR_FAN];
+        dp_var root;
+        fan_waiter f[4];
+        pthread_t th[4];
+        int i, j, k;
+        if (!e) { CHECK(0); return; }
+        __atomic_store_n(&g_fan_ran, 0, __ATOMIC_RELEASE);
+        root = dp_var_create(e);
+        for (k = 0; k < 4; k++) { f[k].e = e; f[k].leaves = leaves; f[k].k = k; }
+        for (i = 0; i < STR_FAN; i++) mid[i] = dp_var_create(e);
+        for (i = 0; i < STR_FAN * STR_FAN; i++) leaves[i] = dp_var_create(e);
+        for (k = 0; k < 2; k++) CHECK(pthread_create(&th[k], NULL, fan_wait_thread, &f[k]) == 0);
+        CHECK(dp_push_sync(e, str_fan_op, NULL, NULL, 0, &root, 1) == DP_OK);
+        for (i = 0; i < STR_FAN; i++) {
+            CHECK(dp_push_sync(e, str_fan_op, NULL, &root, 1, &mid[i], 1) == DP_OK);
+            for (j = 0; j < STR_FAN; j++) CHECK(dp_push_sync(e, str_fan_op, NULL, &mid[i], 1, &leaves[i * STR_FAN + j], 1) == DP_OK);
+        }
+        for (k = 2; k < 4; k++) CHECK(pthread_create(&th[k], NULL, fan_wait_thread, &f[k]) == 0);
+        for (k = 0; k < 4; k++) pthread_join(th[k], NULL);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(__atomic_load_n(&g_fan_ran, __ATOMIC_ACQUIRE) == 1 + STR_FAN + STR_FAN * STR_FAN);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+
 int main(void) {
     static const test_case tests[] = {
+        {"stress: waits on an engine without workers while another thread pushes and one pumps", test_stress_pumped_waits},
+        {"stress: waits on one busy worker while its completions fan out", test_stress_fanout_one_worker},
         {"the waiting thread steals ready ops from a busy worker's deque (per-device)", test_waiting_thread_steals_perdevice},
         {"the waiting thread steals ready ops from a busy worker's deque (pooled)", test_waiting_thread_steals_pooled},
         {"no workers: an untimed wait sleeps until an op is ready, not in slices", test_pumped_wait_sleeps_until_woken},
