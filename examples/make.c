@@ -2464,14 +2464,16 @@ static char **direct_argv(const char *cmd, char **copy) {
 /* Where execvp would find the program `name`, searching the commands'
    environment's PATH (the Makefile's `export PATH := ...` counts, as in
    GNU make), looked up for every command, as GNU make does: a build may put
-   a program on the PATH. A name with a slash is taken as it is. Returns the
-   path (in buf, or name itself), or NULL with errno set (ENOENT: on no
-   directory; EACCES: found, not executable). */
+   a program on the PATH. A name with a slash is not searched for, only
+   checked (it exists and is an executable regular file), so that the
+   parent can report it as GNU make does. Returns the path (in buf, or name
+   itself), or NULL with errno set (ENOENT: nowhere; EACCES: found, but not
+   an executable regular file). */
 static const char *find_program(const char *name, char *buf, size_t cap) {
     const char *path = NULL, *dir, *end;
     int i, denied = 0;
     struct stat st;
-    if (strchr(name, '/')) {                           /* checked here for the parent's message */
+    if (strchr(name, '/')) {
         if (stat(name, &st) != 0) return NULL;
         if (!S_ISREG(st.st_mode) || access(name, X_OK) != 0) { errno = EACCES; return NULL; }
         return name;
