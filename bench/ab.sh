@@ -10,6 +10,8 @@
 # Builds bench/depeng.c against depeng.h as of REV ("before") and against
 # the working tree ("after"), runs them alternately ROUNDS times, and prints
 # per workload the median over rounds of each round's median, and after/before.
+# The "before" driver is built with BENCH_OLD_STATS: it leaves out the
+# statistics an older depeng.h may not have (bench_depeng -c's callers line).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rev=${1:?usage: bench/ab.sh REV [ROUNDS] [-- DRIVER_ARGS...]}; shift
@@ -21,7 +23,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ab.XXXXXX"); trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/before/bench"
 git show "$rev:depeng.h" > "$tmp/before/depeng.h"
 cp bench/depeng.c bench/common.h "$tmp/before/bench/"
-cc -std=c11 -O2 -I"$tmp/before" "$tmp/before/bench/depeng.c" -o "$tmp/bench_before" -pthread -lm
+cc -std=c11 -O2 -DBENCH_OLD_STATS -I"$tmp/before" "$tmp/before/bench/depeng.c" -o "$tmp/bench_before" -pthread -lm
 cc -std=c11 -O2 -I. bench/depeng.c -o "$tmp/bench_after" -pthread -lm
 for r in $(seq "$rounds"); do
     for side in before after; do

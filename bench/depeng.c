@@ -10,7 +10,10 @@
    (dp_push_batch; W2-op: dp_opr_push_n), reported as depeng-KIND-batchB.
    -c: after each workload, a line
    "contention WORK system=.. workers=K ..." with dp_engine_stats' contention
-   counters over the timed repetitions, per pushed op (bench/scale.sh).
+   counters over the timed repetitions, per pushed op (bench/scale.sh),
+   and what waiting threads did (caller_ran, caller_stole, helper_wakeups;
+   left out when built with BENCH_OLD_STATS, as bench/ab.sh builds the
+   driver against an older depeng.h that may not have them).
    make builds it with DEPENG_EXAMPLE_SEPARATE_IMPL defined and links the
    implementation compiled once (build/impl/bench.o); alone, one cc
    command builds it with the implementation included. */
@@ -313,6 +316,11 @@ static void measure(const char *work, const char *system, dp_engine *eng, run_fn
                (double)(s1.deque_pushes - s0.deque_pushes) / ops,
                (double)(s1.steals - s0.steals) / ops,
                (double)(s1.steal_retries - s0.steal_retries) / ops);
+#ifndef BENCH_OLD_STATS
+        printf("callers %s system=%s workers=%d ops=%.0f caller_ran=%.4f caller_stole=%.4f helper_wakeups=%.4f\n",
+               work, system, g_workers, ops, (double)(s1.caller_ran - s0.caller_ran) / ops,
+               (double)(s1.caller_stole - s0.caller_stole) / ops, (double)(s1.helper_wakeups - s0.helper_wakeups) / ops);
+#endif
         fflush(stdout);
     }
 }
