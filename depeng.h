@@ -1812,19 +1812,25 @@ typedef void (*dp_gemm_pack_fn)(void *user, int64_t p0, int64_t kc, int64_t j0, 
 /* dp_gemm_on with op(B) (k x n) written by pack straight into the GEMM's
    packed panels instead of read from an array: a B made on the fly (a
    convolution's im2col columns) then never exists whole, and the packing
-   copy is saved. The panels, their widths (nr: 16 float32 / 8 float64 with
-   AVX2) and the kernel calls are those dp_gemm_on runs for an array with
-   the same elements (without its narrow B-transposed path), so the bits
-   are too, at any worker count. pack is called from the range loop's
+   copy is saved. tb says which array op(B) stands for: the result is
+   bitwise dp_gemm_on's with the same ta and tb on an array holding op(B)
+   (tb 0) or its transpose (tb 1), at any worker count. The panels, their
+   widths (nr: 16 float32 / 8 float64 with AVX2) and the kernel calls are
+   those dp_gemm_on runs; on the shapes where dp_gemm_on reads a
+   transposed B in place instead (tb 1, ta 0, float32, with AVX2: n up to
+   32, or k >= 256, m <= 256 and n k up to 2^19), op(B) is staged
+   transposed in a malloc'd n x k array, from pack one column at a time (w
+   and nr 1), and that path runs on it. pack is called from the range loop's
    threads at once (each call its own out) and must not fail or call
    back into the engine. With DEPENG_USE_CBLAS op(B) is written whole into
-   a malloc'd k x n array (pack(user, 0, k, 0, n, n, buf)) for CBLAS.
+   a malloc'd k x n array (pack(user, 0, k, 0, n, n, buf)), or n x k
+   staged as above for tb 1, for CBLAS.
    Returns DP_OK; DP_ERROR_INVALID_ARGS for a NULL pack or a dtype other
    than float32 and float64; DP_ERROR_OUT_OF_MEMORY (nothing computed)
-   when the workspace could not be allocated. No log line (a kernel's
+   when the workspace or the staged op(B) could not be allocated. No log line (a kernel's
    helper). Any thread, also from inside operations. */
-DP_API dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-                                   dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc);
+DP_API dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a,
+                                   int64_t lda, dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc);
 /* Pushes one operation that copies src's bytes into dst (the same byte
    size, any devices of one engine), reading src's variable and writing
    dst's, described by how (NULL: as dp_nd_copy_to's: a GPU end on that
@@ -13768,6 +13774,9 @@ DP__GEMM_DEFINE(double, f64)
 #endif
 #define DP__GEMM2_DOT_B (1 << 19) /* or k >= 256, m <= 256 and B (n x k) up to this many elements: packing
                                      costs more than it saves when A's rows pass over B only 64 times or fewer */
+/* The shapes of that narrow path (float32, A not transposed, AVX2): the
+   one rule, which dp_gemm_pack_b_on follows too. */
+#define DP__GEMM2_NARROW(m, n, k) ((n) <= DP__GEMM2_DOT_N || ((k) >= 256 && (m) <= 256 && (n) * (k) <= DP__GEMM2_DOT_B))
 
 #ifdef DP__GEMM_X86
 /* C (6 x 16) = alpha acc + beta C, acc = sum over kc of a (6 per step) x b (16 per step). */
@@ -13920,8 +13929,41 @@ static void dp__gemm_dot_f32(dp_engine *eng, int64_t m, int64_t n, int64_t k, fl
     if (eng == NULL || (double)m * (double)n * (double)k < DP__GEMM2_PAR_MIN || d.n < 2 || dp_parallel_for(eng, &d) != DP_OK)
         dp__gemm_dot_avx2(0, d.n, &j);
 }
+/* dp_gemm_pack_b_on on a narrow shape: the dot products dp_gemm_on runs
+   for B transposed, on op(B) staged transposed (dp__gemm_stage_t). */
+static int dp__gemm_stage_t(dp_engine *eng, size_t es, int64_t m, int64_t n, int64_t k, dp_gemm_pack_fn fn, void *user, void **out);
+static int dp__gemm_dot_staged_f32(dp_engine *eng, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                                   dp_gemm_pack_fn bfn, void *buser, float beta, float *c, int64_t ldc) {
+    void *bt;
+    if (dp__gemm_stage_t(eng, sizeof(float), m, n, k, bfn, buser, &bt)) return -1;
+    dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, (const float *)bt, k, beta, c, ldc);
+    free(bt);
+    return 0;
+}
 #endif
 
+/* op(B) (k x n, elements of es bytes) staged transposed for
+   dp_gemm_pack_b_on: a malloc'd n x k array *out whose row j is op(B)'s
+   column j, from fn one column at a time (w and nr 1), the columns over
+   the range loop when the product is large (a copy: the same bytes on any
+   thread). -1 (nothing staged) when it cannot be allocated. */
+typedef struct dp__gemm_stage_job { dp_gemm_pack_fn fn; void *user; int64_t k; size_t es; unsigned char *bt; } dp__gemm_stage_job;
+static void dp__gemm_stage_range(int64_t begin, int64_t end, void *user) {
+    const dp__gemm_stage_job *s = (const dp__gemm_stage_job *)user;
+    int64_t j;
+    for (j = begin; j < end; j++) s->fn(s->user, 0, s->k, j, 1, 1, s->bt + (size_t)(j * s->k) * s->es);
+}
+DP__GEMM_MAYBE_UNUSED static int dp__gemm_stage_t(dp_engine *eng, size_t es, int64_t m, int64_t n, int64_t k, dp_gemm_pack_fn fn, void *user, void **out) {
+    dp__gemm_stage_job s;
+    dp_range_desc d;
+    s.fn = fn; s.user = user; s.k = k; s.es = es; s.bt = (unsigned char *)malloc(es * (size_t)n * (size_t)k);
+    *out = s.bt;
+    if (!s.bt) return -1;
+    d.n = n; d.grain = 1; d.fn = dp__gemm_stage_range; d.user = &s; d.deterministic = 1;
+    if (eng == NULL || (double)m * (double)n * (double)k < DP__GEMM2_PAR_MIN || n < 2 || dp_parallel_for(eng, &d) != DP_OK)
+        dp__gemm_stage_range(0, n, &s);
+    return 0;
+}
 #define DP__GEMM2_DEFINE(T, SUF)                                                                              \
 typedef void (*dp__gemm_kernel_fn_##SUF)(int64_t kc, const T *a, const T *b, T alpha, T beta, T *c, int64_t ldc); \
 /* One GEMM call's state: the micro-kernel's shape, the operands, the slice   \
@@ -14058,7 +14100,7 @@ DP__GEMM_MAYBE_UNUSED static int dp__gemm2_##SUF(dp_engine *eng, int simd, int t
     int par, small;                                                                                           \
     if (m <= 0 || n <= 0) return 0;                                                                           \
     if (k <= 0 || alpha == (T)0) { dp__gemm_scale_##SUF(m, n, beta, c, ldc); return 0; }                     \
-    if (!bfn) { DP__GEMM2_DOT_##SUF }                                                                         \
+    DP__GEMM2_DOT_##SUF                                 /* the narrow path (bfn: op(B) staged transposed) */  \
     memset(&j, 0, sizeof j);                                                                                  \
     j.bfn = bfn; j.buser = buser;                                                                             \
     j.kernel = dp__gemm_kernel_##SUF; j.nr = DP__GEMM_NR(T); j.lanes = DP__GEMM_LANES(T);                     \
@@ -14114,7 +14156,9 @@ DP__GEMM_MAYBE_UNUSED static int dp__gemm2_##SUF(dp_engine *eng, int simd, int t
 #  define DP__GEMM2_PACK_B16_f32 if (nr == 16 && j->kernel == dp__gemm_avx2_f32) p0 = dp__pack_rows16_avx2(src, cs, kc, out);
 #  define DP__GEMM2_PICK_f32 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f32; j.nr = 16; j.lanes = 1; }
 #  define DP__GEMM2_PICK_f64 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f64; j.nr = 8; j.lanes = 1; }
-#  define DP__GEMM2_DOT_f32 if (simd && !ta && tb && (n <= DP__GEMM2_DOT_N || (k >= 256 && m <= 256 && n * k <= DP__GEMM2_DOT_B)) && dp__cpu_avx2_fma()) { dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return 0; }
+#  define DP__GEMM2_DOT_f32 if (simd && !ta && tb && DP__GEMM2_NARROW(m, n, k) && dp__cpu_avx2_fma()) {                               \
+        if (bfn) return dp__gemm_dot_staged_f32(eng, m, n, k, alpha, a, lda, bfn, buser, beta, c, ldc);                               \
+        dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return 0; }
 #else
 #  define DP__GEMM2_DOT_f32
 #  define DP__GEMM2_PACK_A6_f32
@@ -14157,22 +14201,25 @@ DP_IMPL void dp_gemm_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, i
                         const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
     dp__matmul(eng, t, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
-DP_IMPL dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-                                    dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc) {
+DP_IMPL dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a,
+                                    int64_t lda, dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc) {
     int r;
     if (!pack || (t != DP_FLOAT32 && t != DP_FLOAT64)) return DP_ERROR_INVALID_ARGS;
 #ifdef DEPENG_USE_CBLAS
-    {
-        void *buf = m > 0 && n > 0 && k > 0 ? malloc(dp_dtype_size(t) * (size_t)n * (size_t)k) : NULL;
-        if (!buf && m > 0 && n > 0 && k > 0) return DP_ERROR_OUT_OF_MEMORY;
-        if (buf) pack(user, 0, k, 0, n, n, buf);
-        dp__matmul(eng, t, ta, 0, m, n, k, a, lda, buf, n > 0 ? n : 1, beta, c, ldc);
+    {   /* op(B) whole for CBLAS, laid out as tb says (CBLAS's bits may depend on it) */
+        void *buf = NULL;
+        if (m > 0 && n > 0 && k > 0) {
+            if (tb) { if (dp__gemm_stage_t(NULL, dp_dtype_size(t), m, n, k, pack, user, &buf)) return DP_ERROR_OUT_OF_MEMORY; }
+            else if ((buf = malloc(dp_dtype_size(t) * (size_t)n * (size_t)k)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+            else pack(user, 0, k, 0, n, n, buf);
+        }
+        dp__matmul(eng, t, ta, tb != 0, m, n, k, a, lda, buf, tb ? (k > 0 ? k : 1) : (n > 0 ? n : 1), beta, c, ldc);
         free(buf);
         r = 0;
     }
 #else
-    if (t == DP_FLOAT32) r = dp__gemm2_f32(eng, 1, ta, 0, m, n, k, 1.0f, (const float *)a, lda, NULL, 0, (float)beta, (float *)c, ldc, pack, user);
-    else r = dp__gemm2_f64(eng, 1, ta, 0, m, n, k, 1.0, (const double *)a, lda, NULL, 0, beta, (double *)c, ldc, pack, user);
+    if (t == DP_FLOAT32) r = dp__gemm2_f32(eng, 1, ta, tb != 0, m, n, k, 1.0f, (const float *)a, lda, NULL, 0, (float)beta, (float *)c, ldc, pack, user);
+    else r = dp__gemm2_f64(eng, 1, ta, tb != 0, m, n, k, 1.0, (const double *)a, lda, NULL, 0, beta, (double *)c, ldc, pack, user);
 #endif
     return r ? DP_ERROR_OUT_OF_MEMORY : DP_OK;
 }
