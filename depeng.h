@@ -24,9 +24,10 @@
         >>dot >>html >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
         it attaches to an engine through dp_engine_extension only): >>files
         >>dtypes >>storage >>arrays >>resources >>data >>registry >>params
-        >>invoke >>extending >>builtin operators >>float32 activations
-        >>gradients of the element-wise operators >>reductions >>softmax, transpose, concat,
-        one_hot >>random operators >>gemm >>dot product >>copy, reshape and
+        >>invoke >>extending >>builtin operators >>element-wise kernels' loops
+        >>float32 activations >>gradients of the element-wise operators
+        >>reductions >>softmax, transpose, concat, one_hot >>random operators
+        >>gemm >>dot product >>copy, reshape and
         the optimizer updates >>take and accuracy; training networks
         (autograd, optimizer objects, layers, symbols, the executor, the
         KVStore) is depeng_nn.h, built on this header's API.
