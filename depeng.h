@@ -24,9 +24,10 @@
         >>dot >>html >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
         it attaches to an engine through dp_engine_extension only): >>files
         >>dtypes >>storage >>arrays >>resources >>data >>registry >>params
-        >>invoke >>extending >>builtin operators >>float32 activations
-        >>gradients of the element-wise operators >>reductions >>softmax, transpose, concat,
-        one_hot >>random operators >>gemm >>dot product >>copy, reshape and
+        >>invoke >>extending >>builtin operators >>element-wise kernels' loops
+        >>float32 activations >>gradients of the element-wise operators
+        >>reductions >>softmax, transpose, concat, one_hot >>random operators
+        >>gemm >>dot product >>copy, reshape and
         the optimizer updates >>take and accuracy; training networks
         (autograd, optimizer objects, layers, symbols, the executor, the
         KVStore) is depeng_nn.h, built on this header's API.
@@ -1812,19 +1813,25 @@ typedef void (*dp_gemm_pack_fn)(void *user, int64_t p0, int64_t kc, int64_t j0, 
 /* dp_gemm_on with op(B) (k x n) written by pack straight into the GEMM's
    packed panels instead of read from an array: a B made on the fly (a
    convolution's im2col columns) then never exists whole, and the packing
-   copy is saved. The panels, their widths (nr: 16 float32 / 8 float64 with
-   AVX2) and the kernel calls are those dp_gemm_on runs for an array with
-   the same elements (without its narrow B-transposed path), so the bits
-   are too, at any worker count. pack is called from the range loop's
+   copy is saved. tb says which array op(B) stands for: the result is
+   bitwise dp_gemm_on's with the same ta and tb on an array holding op(B)
+   (tb 0) or its transpose (tb 1), at any worker count. The panels, their
+   widths (nr: 16 float32 / 8 float64 with AVX2) and the kernel calls are
+   those dp_gemm_on runs; on the shapes where dp_gemm_on reads a
+   transposed B in place instead (tb 1, ta 0, float32, with AVX2: n up to
+   32, or k >= 256, m <= 256 and n k up to 2^19), op(B) is staged
+   transposed in a malloc'd n x k array, from pack one column at a time (w
+   and nr 1), and that path runs on it. pack is called from the range loop's
    threads at once (each call its own out) and must not fail or call
    back into the engine. With DEPENG_USE_CBLAS op(B) is written whole into
-   a malloc'd k x n array (pack(user, 0, k, 0, n, n, buf)) for CBLAS.
+   a malloc'd k x n array (pack(user, 0, k, 0, n, n, buf)), or n x k
+   staged as above for tb 1, for CBLAS.
    Returns DP_OK; DP_ERROR_INVALID_ARGS for a NULL pack or a dtype other
    than float32 and float64; DP_ERROR_OUT_OF_MEMORY (nothing computed)
-   when the workspace could not be allocated. No log line (a kernel's
+   when the workspace or the staged op(B) could not be allocated. No log line (a kernel's
    helper). Any thread, also from inside operations. */
-DP_API dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-                                   dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc);
+DP_API dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a,
+                                   int64_t lda, dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc);
 /* Pushes one operation that copies src's bytes into dst (the same byte
    size, any devices of one engine), reading src's variable and writing
    dst's, described by how (NULL: as dp_nd_copy_to's: a GPU end on that
@@ -11770,9 +11777,11 @@ static void dp__kernel_rows(const dp_kernel_ctx *k, int64_t rows, int64_t len, d
    (dp__i_*) compute in int64 and wrap around. NaN propagates as in NumPy:
    maximum and minimum return the NaN whichever side it is on, sign and
    relu of NaN are NaN. */
-/* Spelled as macros too (DP__E1_<name>), for the float32 loops (see
-   DP__E_ below). NaN passes relu; the selects compile without a branch (a
-   branch on the sign, mispredicted on mixed data, made relu 4x slower). */
+/* Spelled as macros too (DP__E1_<name>), for the host's loops (see
+   DP__E_ below), which expand them; the functions serve the GPU kernels
+   (depeng_cuda.h) and may go unused on the host (DP__PRIVATE). NaN
+   passes relu; the selects compile without a branch (a branch on the
+   sign, mispredicted on mixed data, made relu 4x slower). */
 #define DP__E1_negative(x) (-(x))
 #define DP__E1_abs(x) ((x) < 0 ? -(x) : (x))
 #define DP__E1_sign(x) ((x) != (x) ? (x) : (double)(((x) > 0) - ((x) < 0)))
@@ -11783,18 +11792,20 @@ static void dp__kernel_rows(const dp_kernel_ctx *k, int64_t rows, int64_t len, d
 #define DP__E1_sin(x) sin(x)
 #define DP__E1_cos(x) cos(x)
 #define DP__E1_relu(x) ((x) != (x) ? (x) : (x) > 0 ? (x) : 0.0)
-static DP__HD double dp__f_negative(double x) { return DP__E1_negative(x); }
-static DP__HD double dp__f_abs(double x) { return DP__E1_abs(x); }
-static DP__HD double dp__f_sign(double x) { return DP__E1_sign(x); }
-static DP__HD double dp__f_sqrt(double x) { return DP__E1_sqrt(x); }
-static DP__HD double dp__f_square(double x) { return DP__E1_square(x); }
-static DP__HD double dp__f_exp(double x) { return DP__E1_exp(x); }
-static DP__HD double dp__f_log(double x) { return DP__E1_log(x); }
-static DP__HD double dp__f_sin(double x) { return DP__E1_sin(x); }
-static DP__HD double dp__f_cos(double x) { return DP__E1_cos(x); }
-static DP__HD double dp__f_tanh(double x) { return tanh(x); }
-static DP__HD double dp__f_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
-static DP__HD double dp__f_relu(double x) { return DP__E1_relu(x); }
+#define DP__E1_tanh(x) tanh(x)
+#define DP__E1_sigmoid(x) (1.0 / (1.0 + exp(-(x))))
+DP__PRIVATE DP__HD double dp__f_negative(double x) { return DP__E1_negative(x); }
+DP__PRIVATE DP__HD double dp__f_abs(double x) { return DP__E1_abs(x); }
+DP__PRIVATE DP__HD double dp__f_sign(double x) { return DP__E1_sign(x); }
+DP__PRIVATE DP__HD double dp__f_sqrt(double x) { return DP__E1_sqrt(x); }
+DP__PRIVATE DP__HD double dp__f_square(double x) { return DP__E1_square(x); }
+DP__PRIVATE DP__HD double dp__f_exp(double x) { return DP__E1_exp(x); }
+DP__PRIVATE DP__HD double dp__f_log(double x) { return DP__E1_log(x); }
+DP__PRIVATE DP__HD double dp__f_sin(double x) { return DP__E1_sin(x); }
+DP__PRIVATE DP__HD double dp__f_cos(double x) { return DP__E1_cos(x); }
+DP__PRIVATE DP__HD double dp__f_tanh(double x) { return DP__E1_tanh(x); }
+DP__PRIVATE DP__HD double dp__f_sigmoid(double x) { return DP__E1_sigmoid(x); }
+DP__PRIVATE DP__HD double dp__f_relu(double x) { return DP__E1_relu(x); }
 /* The binary operators' math is also spelled as macros (DP__E_<name>, on
    plain doubles): the broadcast kernels' loops expand them, since gcc
    inlines no function into the DP__VEC_LOOPS loops. maximum and minimum
@@ -11807,6 +11818,9 @@ static DP__HD double dp__f_relu(double x) { return DP__E1_relu(x); }
 #define DP__E_maximum(a, b) ((b) != (b) ? (b) : (b) > (a) ? (b) : (a))
 #define DP__E_minimum(a, b) ((b) != (b) ? (b) : (b) < (a) ? (b) : (a))
 #define DP__E_power(a, b) pow(a, b)
+#define DP__E_rsub(a, b) ((b) - (a))
+#define DP__E_rdiv(a, b) ((b) / (a))
+#define DP__E_rpower(a, b) pow(b, a)
 static DP__HD double dp__f_add(double a, double b) { return DP__E_add(a, b); }
 static DP__HD double dp__f_sub(double a, double b) { return DP__E_sub(a, b); }
 static DP__HD double dp__f_mul(double a, double b) { return DP__E_mul(a, b); }
@@ -11814,9 +11828,9 @@ static DP__HD double dp__f_div(double a, double b) { return DP__E_div(a, b); }
 static DP__HD double dp__f_maximum(double a, double b) { return DP__E_maximum(a, b); }
 static DP__HD double dp__f_minimum(double a, double b) { return DP__E_minimum(a, b); }
 static DP__HD double dp__f_power(double a, double b) { return DP__E_power(a, b); }
-static DP__HD double dp__f_rsub(double a, double b) { return b - a; }
-static DP__HD double dp__f_rdiv(double a, double b) { return b / a; }
-static DP__HD double dp__f_rpower(double a, double b) { return pow(b, a); }
+DP__PRIVATE DP__HD double dp__f_rsub(double a, double b) { return DP__E_rsub(a, b); }
+DP__PRIVATE DP__HD double dp__f_rdiv(double a, double b) { return DP__E_rdiv(a, b); }
+DP__PRIVATE DP__HD double dp__f_rpower(double a, double b) { return DP__E_rpower(a, b); }
 /* The integer forms, modulo 2^64 (narrower dtypes keep the low bits when
    stored). An operator without one (sqrt, div, ...) computes an integer
    array in double, and its result is stored by the conversion rule (the
@@ -11848,8 +11862,10 @@ static const dp__int_fn1 dp__i_sqrt = NULL, dp__i_exp = NULL, dp__i_log = NULL, 
 static const dp__int_fn2 dp__i_div = NULL, dp__i_rdiv = NULL;
 /* The rest of the built-in operators' element math, shared with the GPU
    kernels in the same way. clip and its gradient: */
-static DP__HD double dp__f_clip(double x, double lo, double hi) { return x < lo ? lo : x > hi ? hi : x; }
-static DP__HD double dp__d_clip(double og, double x, double lo, double hi) { return x >= lo && x <= hi ? og : 0; }
+#define DP__E_clip(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))
+#define DP__DE_clip(og, x, lo, hi) ((x) >= (lo) && (x) <= (hi) ? (og) : 0.0)
+DP__PRIVATE DP__HD double dp__f_clip(double x, double lo, double hi) { return DP__E_clip(x, lo, hi); }
+DP__PRIVATE DP__HD double dp__d_clip(double og, double x, double lo, double hi) { return DP__DE_clip(og, x, lo, hi); }
 /* softmax, log_softmax and softmax_cross_entropy, per element of a row
    whose maximum is mx and whose sum of exp(x - mx) is sum; in the
    gradients y is the softmax, og the output gradient and dot the row's
@@ -11863,93 +11879,6 @@ static DP__HD double dp__d_sce(double og, double y, int is_label) { return og * 
 /* A label names a class: an integer in 0..classes-1. */
 static DP__HD int dp__label_ok(double v, int64_t classes) { return v >= 0 && v < (double)classes && v == (double)(int64_t)v; }
 
-/* The loops of the integer forms: integer arrays in, integer arrays out,
-   exact (dp__load_int, dp__store_int). */
-static int dp__unary_int(const dp_kernel_ctx *k, dp__int_fn1 fi) {
-    const void *x = dp_nd_data(k->inputs[0]);
-    void *y = dp_nd_data(k->outputs[0]);
-    dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
-    for (i = 0; i < n; i++) dp__store_int(y, yt, i, fi(dp__load_int(x, xt, i)), k->req[0]);
-    return 0;
-}
-static int dp__scalar_int(const dp_kernel_ctx *k, dp__int_fn2 fi) {
-    const void *x = dp_nd_data(k->inputs[0]);
-    void *y = dp_nd_data(k->outputs[0]);
-    dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0])), s = (int64_t)k->scalar;
-    for (i = 0; i < n; i++) dp__store_int(y, yt, i, fi(dp__load_int(x, xt, i), s), k->req[0]);
-    return 0;
-}
-/* The float32 fast paths' chunks (dp_range_fn): y[i] = f(a[i]) (plus
-   y[i] when add), f(a[i], s), or, in DP__BINARY_KERNEL, f(a[i], b[i]); y
-   may be a or b. */
-typedef struct dp__ew_job {
-    const float *a, *b;
-    float *y;
-    double (*f2)(double, double);
-    double s;
-    int add;
-} dp__ew_job;
-static void dp__ew_scalar_range(int64_t begin, int64_t end, void *user) {
-    const dp__ew_job *j = (const dp__ew_job *)user;
-    const float *a = j->a;
-    float *y = j->y;
-    double (*f)(double, double) = j->f2, s = j->s;
-    int64_t i;
-    for (i = begin; i < end; i++) y[i] = (float)f(a[i], s);
-}
-typedef struct dp__unary_any_job { const dp_kernel_ctx *k; double (*f)(double); } dp__unary_any_job;
-static void dp__unary_any_range(int64_t begin, int64_t end, void *user) {
-    const dp__unary_any_job *j = (const dp__unary_any_job *)user;
-    const void *x = dp_nd_data(j->k->inputs[0]);
-    void *y = dp_nd_data(j->k->outputs[0]);
-    dp_dtype xt = dp_nd_dtype(j->k->inputs[0]), yt = dp_nd_dtype(j->k->outputs[0]);
-    int64_t i;
-    for (i = begin; i < end; i++) dp__store_elem(y, yt, i, j->f(dp__load_elem(x, xt, i)), j->k->req[0]);
-}
-/* float32 in and out: the operator's own float32 loop (f32_range, see
-   DP__UNARY_KERNEL), also for add-to (y + f(x) in float is what the double
-   path would round to: a sum of two floats rounded once either way). */
-static int dp__unary_apply(const dp_kernel_ctx *k, dp_range_fn f32_range, double (*f)(double), dp__int_fn1 fi) {
-    const void *x = dp_nd_data(k->inputs[0]);
-    void *y = dp_nd_data(k->outputs[0]);
-    dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
-    int64_t n = dp_shape_size(dp_nd_shape(k->inputs[0]));
-    if (k->req[0] == DP_REQ_NULL) return 0;
-    if (xt == DP_FLOAT32 && yt == DP_FLOAT32) {
-        dp__ew_job j;                                       /* the common case, no dispatch */
-        j.a = (const float *)x; j.b = NULL; j.y = (float *)y; j.f2 = NULL; j.s = 0; j.add = k->req[0] == DP_REQ_ADD;
-        dp__kernel_range(k, n, f32_range, &j);
-        return 0;
-    }
-    if (fi && dp__dtype_is_int(xt) && dp__dtype_is_int(yt)) return dp__unary_int(k, fi);
-    {
-        dp__unary_any_job j;                                /* any other dtypes, in double */
-        j.k = k; j.f = f;
-        dp__kernel_range(k, n, dp__unary_any_range, &j);
-    }
-    return 0;
-}
-/* Whether v is an int64 exactly (so an integer array's operation with it
-   can stay in integers). */
-static int dp__double_is_int64(double v) { return v >= -9223372036854775808.0 && v < 9223372036854775808.0 && v == (double)(int64_t)v; }
-/* With an integer array and an integral scalar, in integers; else in double. */
-static int dp__scalar_apply(const dp_kernel_ctx *k, double (*f)(double, double), dp__int_fn2 fi) {
-    const void *x = dp_nd_data(k->inputs[0]);
-    void *y = dp_nd_data(k->outputs[0]);
-    dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
-    if (fi && dp__dtype_is_int(xt) && dp__dtype_is_int(yt) && dp__double_is_int64(k->scalar)) return dp__scalar_int(k, fi);
-    if (xt == DP_FLOAT32 && yt == DP_FLOAT32 && k->req[0] != DP_REQ_ADD && k->req[0] != DP_REQ_NULL) {
-        dp__ew_job j;                                       /* as dp__unary_apply's */
-        j.a = (const float *)x; j.b = NULL; j.y = (float *)y; j.f2 = f; j.s = k->scalar; j.add = 0;
-        dp__kernel_range(k, n, dp__ew_scalar_range, &j);
-        return 0;
-    }
-    for (i = 0; i < n; i++) dp__store_elem(y, yt, i, f(dp__load_elem(x, xt, i), k->scalar), k->req[0]);
-    return 0;
-}
 /* NumPy broadcasting: shapes aligned at the right; each dim equal, or 1. */
 static int dp__infer_broadcast(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
                                dp_shape *os, dp_dtype *ot, char *msg, size_t cap) {
@@ -12142,6 +12071,132 @@ static int dp__binary_apply(const dp_kernel_ctx *k, dp__bin_row_fn row, double (
     dp__kernel_range(k, dp_shape_size(os), dp__bin_range, &j);
     return 0;
 }
+/* >>element-wise kernels' loops ---------------------------------------------------
+   The unary, _scalar and clip operators and their gradients share one job
+   (dp_range_fn's user): y[i] = f(a[i]) or f(a[i], s), or for a gradient
+   y[i] = a[i] f'(b[i], s) with a the output gradient and b the input, plus
+   y[i] when add. Each operator has its own loops (the math inlined, as a
+   macro: no call through a pointer per element), chosen once a call by
+   dtype: float32 and float64 in typed loops (DP__EW_LOOP), every other
+   dtype in blocks (DP__EW_BLOCKS), and integer arrays through an
+   operator's integer form in int64 blocks (dp__ew_int_range). Each element
+   is computed alone, so a chunk of the range loop gives the same bits as
+   the whole, and y may be a or b (in place). */
+typedef struct dp__ew_job {
+    const void *a, *b;
+    void *y;
+    dp_dtype at, yt;               /* a's (and b's) dtype, y's */
+    dp_req req;
+    int add;                       /* req is add-to */
+    double s, lo, hi;              /* the scalar; clip's bounds */
+    int64_t si, ilo, ihi;          /* the same as integers (integer forms, integer clip) */
+    dp__int_fn1 fi1;               /* the integer form taken by dp__ew_int_range */
+    dp__int_fn2 fi2;
+} dp__ew_job;
+/* Fills j for k's element-wise call: a input 0 (b input 1 when nin is 2), y output 0. */
+static void dp__ew_job_init(dp__ew_job *j, const dp_kernel_ctx *k, int nin) {
+    memset(j, 0, sizeof *j);
+    j->a = dp_nd_data(k->inputs[0]); j->b = nin > 1 ? dp_nd_data(k->inputs[1]) : NULL; j->y = dp_nd_data(k->outputs[0]);
+    j->at = dp_nd_dtype(k->inputs[nin - 1]); j->yt = dp_nd_dtype(k->outputs[0]);
+    j->req = k->req[0]; j->add = k->req[0] == DP_REQ_ADD; j->s = k->scalar;
+}
+/* [b, e) in dtype T (float or double), one input (LD1: x_ = a[i]) or two
+   (LD2: o_ = a[i], x_ = b[i]); E is the element's value in double, from
+   those and s_, lo_, hi_; stored rounded once, added to y[i] in double
+   first for add-to: what dp__store_elem does. */
+#define DP__EW_LD1 double x_ = (double)a_[i_];
+#define DP__EW_LD2 double o_ = (double)a_[i_], x_ = (double)b_[i_];
+#define DP__EW_LOOP(T, LD, j, b, e, E) do {                                                                         \
+        const T *a_ = (const T *)(j)->a, *b_ = (const T *)(j)->b;                                                   \
+        T *y_ = (T *)(j)->y;                                                                                        \
+        const double s_ = (j)->s, lo_ = (j)->lo, hi_ = (j)->hi;                                                     \
+        int64_t i_;                                                                                                 \
+        (void)b_; (void)s_; (void)lo_; (void)hi_;                                                                   \
+        if ((j)->add) for (i_ = (b); i_ < (e); i_++) { LD y_[i_] = (T)((E) + (double)y_[i_]); }                    \
+        else for (i_ = (b); i_ < (e); i_++) { LD y_[i_] = (T)(E); }                                                \
+    } while (0)
+/* The same in blocks of DP__BLK elements for the other dtypes: a (and b)
+   loaded as doubles once a block, S computed on v_[i_] (a's) and w_[i_]
+   (b's) into v_[i_], stored by y's dtype and req; the dtype switched on
+   once a block (DP__BY_DTYPE). */
+#define DP__EW_BLOCKS(j, b, e, S) do {                                                                              \
+        double v_[DP__BLK], w_[DP__BLK];                                                                            \
+        const double s_ = (j)->s, lo_ = (j)->lo, hi_ = (j)->hi;                                                     \
+        int64_t k_, m_, i_;                                                                                         \
+        (void)s_; (void)lo_; (void)hi_;                                                                             \
+        for (k_ = (b); k_ < (e); k_ += m_) {                                                                        \
+            m_ = (e) - k_ < DP__BLK ? (e) - k_ : DP__BLK;                                                           \
+            dp__blk_load((j)->a, (j)->at, k_, 1, m_, v_);                                                           \
+            if ((j)->b) dp__blk_load((j)->b, (j)->at, k_, 1, m_, w_);                                               \
+            for (i_ = 0; i_ < m_; i_++) { S; }                                                                      \
+            dp__blk_store((j)->y, (j)->yt, k_, m_, v_, (j)->req);                                                   \
+        }                                                                                                           \
+    } while (0)
+/* Integer arrays through an integer form (fi1, or fi2 with si), or
+   clamped to [ilo, ihi] (neither): in int64 blocks, wrapping as
+   dp__store_int does. One loop for every operator: the form is called
+   through its pointer, as dp__bin_row_any does. */
+static void dp__ew_int_range(int64_t b, int64_t e, void *user) {
+    const dp__ew_job *j = (const dp__ew_job *)user;
+    int64_t v[DP__BLK], k, m, i;
+    for (k = b; k < e; k += m) {
+        m = e - k < DP__BLK ? e - k : DP__BLK;
+        dp__blk_load_int(j->a, j->at, k, 1, m, v);
+        if (j->fi1) for (i = 0; i < m; i++) v[i] = j->fi1(v[i]);
+        else if (j->fi2) for (i = 0; i < m; i++) v[i] = j->fi2(v[i], j->si);
+        else for (i = 0; i < m; i++) v[i] = v[i] < j->ilo ? j->ilo : v[i] > j->ihi ? j->ihi : v[i];
+        dp__blk_store_int(j->y, j->yt, k, m, v, j->req);
+    }
+}
+/* An operator's loops, by its job's dtypes: f32 for float32, f64 for
+   float64 (a, b and y of the one dtype), else any. */
+static dp_range_fn dp__ew_pick(const dp__ew_job *j, dp_range_fn f32, dp_range_fn f64, dp_range_fn any) {
+    if (j->at == j->yt && j->at == DP_FLOAT32) return f32;
+    if (j->at == j->yt && j->at == DP_FLOAT64) return f64;
+    return any;
+}
+/* unary: float32 in and out runs the operator's own float32 loop (f32,
+   see DP__UNARY_KERNEL: tanh and sigmoid in float32), add-to too (y + f(x)
+   in float is what the double path would round to: a sum of two floats
+   rounded once either way); integer arrays the integer form where there
+   is one (fi), else double. */
+static int dp__unary_apply(const dp_kernel_ctx *k, dp_range_fn f32, dp_range_fn f64, dp_range_fn any, dp__int_fn1 fi) {
+    dp__ew_job j;
+    dp_range_fn fn;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dp__ew_job_init(&j, k, 1);
+    fn = dp__ew_pick(&j, f32, f64, any);
+    if (fi && dp__dtype_is_int(j.at) && dp__dtype_is_int(j.yt)) { j.fi1 = fi; fn = dp__ew_int_range; }
+    dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->inputs[0])), fn, &j);
+    return 0;
+}
+/* Whether v is an int64 exactly (so an integer array's operation with it
+   can stay in integers). */
+static int dp__double_is_int64(double v) { return v >= -9223372036854775808.0 && v < 9223372036854775808.0 && v == (double)(int64_t)v; }
+/* _scalar: with an integer array and an integral scalar, in integers; else
+   in double (float32 too, rounded once). */
+static int dp__scalar_apply(const dp_kernel_ctx *k, dp_range_fn f32, dp_range_fn f64, dp_range_fn any, dp__int_fn2 fi) {
+    dp__ew_job j;
+    dp_range_fn fn;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dp__ew_job_init(&j, k, 1);
+    fn = dp__ew_pick(&j, f32, f64, any);
+    if (fi && dp__dtype_is_int(j.at) && dp__dtype_is_int(j.yt) && dp__double_is_int64(k->scalar)) {
+        j.fi2 = fi; j.si = (int64_t)k->scalar; fn = dp__ew_int_range;
+    }
+    dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->inputs[0])), fn, &j);
+    return 0;
+}
+/* gradients, inputs (ograd, x), both of x's dtype: xgrad = ograd * f'(x)
+   (lo and hi: clip's bounds), in double for every dtype. */
+static int dp__ew_grad_apply(const dp_kernel_ctx *k, dp_range_fn f32, dp_range_fn f64, dp_range_fn any, double lo, double hi) {
+    dp__ew_job j;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dp__ew_job_init(&j, k, 2);
+    j.yt = j.at; j.lo = lo; j.hi = hi;
+    dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->inputs[1])), dp__ew_pick(&j, f32, f64, any), &j);
+    return 0;
+}
 static const dp_param_def dp__clip_params[] = {
     {"a_min", DP_PARAM_FLOAT, NULL, 0, 0, NULL, "lower bound"},
     {"a_max", DP_PARAM_FLOAT, NULL, 0, 0, NULL, "upper bound"},
@@ -12152,21 +12207,25 @@ static int64_t dp__int_clamp(dp_dtype t, int64_t v) {
     int64_t hi = t == DP_INT32 ? INT32_MAX : t == DP_INT8 ? 127 : t == DP_INT64 ? INT64_MAX : t == DP_BOOL ? 1 : 255;
     return v < lo ? lo : v > hi ? hi : v;
 }
+/* clip: float in double; an integer array in integers, since
+   trunc(clip(x, lo, hi)) = clip(x, trunc lo, trunc hi) for an integer x
+   (exact), the bounds brought into the dtype's range as the GPU kernel
+   does. */
+DP__VEC_LOOPS static void dp__clip_f32(int64_t b, int64_t e, void *user) { DP__EW_LOOP(float, DP__EW_LD1, (const dp__ew_job *)user, b, e, DP__E_clip(x_, lo_, hi_)); }
+DP__VEC_LOOPS static void dp__clip_f64(int64_t b, int64_t e, void *user) { DP__EW_LOOP(double, DP__EW_LD1, (const dp__ew_job *)user, b, e, DP__E_clip(x_, lo_, hi_)); }
+static void dp__clip_any(int64_t b, int64_t e, void *user) { DP__EW_BLOCKS((const dp__ew_job *)user, b, e, v_[i_] = DP__E_clip(v_[i_], lo_, hi_)); }
 static int dp__k_clip(const dp_kernel_ctx *k) {
-    const void *x = dp_nd_data(k->inputs[0]);
-    void *y = dp_nd_data(k->outputs[0]);
-    dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    double lo = k->params->v[0].f, hi = k->params->v[1].f;
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
-    if (dp__dtype_is_int(t)) {   /* trunc(clip(x, lo, hi)) = clip(x, trunc lo, trunc hi) for an integer x; exact */
-        int64_t ilo = dp__int_clamp(t, dp__to_int64(lo)), ihi = dp__int_clamp(t, dp__to_int64(hi));   /* as the GPU kernel */
-        for (i = 0; i < n; i++) {
-            int64_t v = dp__load_int(x, t, i);
-            dp__store_int(y, t, i, v < ilo ? ilo : v > ihi ? ihi : v, k->req[0]);
-        }
-        return 0;
+    dp__ew_job j;
+    dp_range_fn fn;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    dp__ew_job_init(&j, k, 1);
+    j.lo = k->params->v[0].f; j.hi = k->params->v[1].f;
+    fn = dp__ew_pick(&j, dp__clip_f32, dp__clip_f64, dp__clip_any);
+    if (dp__dtype_is_int(j.at) && j.at == j.yt) {
+        j.ilo = dp__int_clamp(j.at, dp__to_int64(j.lo)); j.ihi = dp__int_clamp(j.at, dp__to_int64(j.hi));
+        fn = dp__ew_int_range;
     }
-    for (i = 0; i < n; i++) dp__store_elem(y, t, i, dp__f_clip(dp__load_elem(x, t, i), lo, hi), k->req[0]);
+    dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->inputs[0])), fn, &j);
     return 0;
 }
 static int dp__infer_clip(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
@@ -12299,11 +12358,18 @@ static void dp__l1_sigmoid(int64_t n, const float *a, float *y, int add) { DP__A
 DP__F32_LOOP(negative, "") DP__F32_LOOP(abs, "") DP__F32_LOOP(sign, "") DP__F32_LOOP(sqrt, "") DP__F32_LOOP(square, "")
 DP__F32_LOOP(exp, "") DP__F32_LOOP(log, "") DP__F32_LOOP(sin, "") DP__F32_LOOP(cos, "") DP__F32_LOOP(relu, "")
 #undef DP__F32_LOOP
+/* Each unary operator's loops (dp_range_fn, see >>element-wise kernels'
+   loops): float32 (its dp__l1_ loop), float64, and the other dtypes in
+   blocks. */
 #define DP__UNARY_KERNEL(name, doc) \
     static void dp__r1_##name(int64_t begin, int64_t end, void *user) { \
         const dp__ew_job *j = (const dp__ew_job *)user; \
-        dp__l1_##name(end - begin, j->a + begin, j->y + begin, j->add); } \
-    static int dp__k_##name(const dp_kernel_ctx *k) { return dp__unary_apply(k, dp__r1_##name, dp__f_##name, dp__i_##name); }
+        dp__l1_##name(end - begin, (const float *)j->a + begin, (float *)j->y + begin, j->add); } \
+    DP__VEC_LOOPS static void dp__r1d_##name(int64_t b, int64_t e, void *user) { \
+        DP__EW_LOOP(double, DP__EW_LD1, (const dp__ew_job *)user, b, e, DP__E1_##name(x_)); } \
+    static void dp__r1b_##name(int64_t b, int64_t e, void *user) { \
+        DP__EW_BLOCKS((const dp__ew_job *)user, b, e, v_[i_] = DP__E1_##name(v_[i_])); } \
+    static int dp__k_##name(const dp_kernel_ctx *k) { return dp__unary_apply(k, dp__r1_##name, dp__r1d_##name, dp__r1b_##name, dp__i_##name); }
 /* A binary operator's row (dp__bin_row_fn) in dtype T: one of a and b
    read once when it is broadcast along the row, each element computed in
    double and rounded once, as dp__store_elem does (add-to included). */
@@ -12327,7 +12393,16 @@ DP__F32_LOOP(exp, "") DP__F32_LOOP(log, "") DP__F32_LOOP(sin, "") DP__F32_LOOP(c
         else if (j->t == DP_FLOAT64) DP__BIN_ROW(double, DP__E_##name, j, yo, ao, bo, sa, sb, n); \
         else dp__bin_row_any(j, yo, ao, bo, sa, sb, n); } \
     static int dp__k_##name(const dp_kernel_ctx *k) { return dp__binary_apply(k, dp__br_##name, dp__f_##name, dp__i_##name); }
-#define DP__SCALAR_KERNEL(name, doc) static int dp__k_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_apply(k, dp__f_##name, dp__i_##name); }
+/* A _scalar operator's loops: x op s in double, rounded once to the dtype
+   (float32 too); the other dtypes in blocks. */
+#define DP__SCALAR_KERNEL(name, doc) \
+    DP__VEC_LOOPS static void dp__rs_##name(int64_t b, int64_t e, void *user) { \
+        const dp__ew_job *j = (const dp__ew_job *)user; \
+        if (j->at == DP_FLOAT32) DP__EW_LOOP(float, DP__EW_LD1, j, b, e, DP__E_##name(x_, s_)); \
+        else DP__EW_LOOP(double, DP__EW_LD1, j, b, e, DP__E_##name(x_, s_)); } \
+    static void dp__rsb_##name(int64_t b, int64_t e, void *user) { \
+        DP__EW_BLOCKS((const dp__ew_job *)user, b, e, v_[i_] = DP__E_##name(v_[i_], s_)); } \
+    static int dp__k_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_apply(k, dp__rs_##name, dp__rs_##name, dp__rsb_##name, dp__i_##name); }
 DP__UNARY_OPS(DP__UNARY_KERNEL)
 DP__BINARY_OPS(DP__BINARY_KERNEL)
 DP__SCALAR_OPS(DP__SCALAR_KERNEL)
@@ -12352,18 +12427,18 @@ DP__SCALAR_OPS(DP__SCALAR_KERNEL)
 #define DP__D1_tanh(y) ((1 - (y)) * (1 + (y)))
 #define DP__D1_sigmoid(y) ((y) * (1 - (y)))
 #define DP__D1_relu(y) ((y) > 0 ? 1.0 : 0.0)
-static DP__HD double dp__d_negative(double x) { return DP__D1_negative(x); }
-static DP__HD double dp__d_abs(double x) { return DP__D1_abs(x); }
-static DP__HD double dp__d_sign(double x) { return DP__D1_sign(x); }
-static DP__HD double dp__d_sqrt(double x) { return DP__D1_sqrt(x); }
-static DP__HD double dp__d_square(double x) { return DP__D1_square(x); }
-static DP__HD double dp__d_exp(double x) { return DP__D1_exp(x); }
-static DP__HD double dp__d_log(double x) { return DP__D1_log(x); }
-static DP__HD double dp__d_sin(double x) { return DP__D1_sin(x); }
-static DP__HD double dp__d_cos(double x) { return DP__D1_cos(x); }
-static DP__HD double dp__d_tanh(double y) { return DP__D1_tanh(y); }
-static DP__HD double dp__d_sigmoid(double y) { return DP__D1_sigmoid(y); }
-static DP__HD double dp__d_relu(double y) { return DP__D1_relu(y); }
+DP__PRIVATE DP__HD double dp__d_negative(double x) { return DP__D1_negative(x); }
+DP__PRIVATE DP__HD double dp__d_abs(double x) { return DP__D1_abs(x); }
+DP__PRIVATE DP__HD double dp__d_sign(double x) { return DP__D1_sign(x); }
+DP__PRIVATE DP__HD double dp__d_sqrt(double x) { return DP__D1_sqrt(x); }
+DP__PRIVATE DP__HD double dp__d_square(double x) { return DP__D1_square(x); }
+DP__PRIVATE DP__HD double dp__d_exp(double x) { return DP__D1_exp(x); }
+DP__PRIVATE DP__HD double dp__d_log(double x) { return DP__D1_log(x); }
+DP__PRIVATE DP__HD double dp__d_sin(double x) { return DP__D1_sin(x); }
+DP__PRIVATE DP__HD double dp__d_cos(double x) { return DP__D1_cos(x); }
+DP__PRIVATE DP__HD double dp__d_tanh(double y) { return DP__D1_tanh(y); }
+DP__PRIVATE DP__HD double dp__d_sigmoid(double y) { return DP__D1_sigmoid(y); }
+DP__PRIVATE DP__HD double dp__d_relu(double y) { return DP__D1_relu(y); }
 /* partial derivatives of a binary f(a, b): by a (which 0) or by b (which
    1); as macros too (DP__DE_<name>), for the broadcast gradients' loops */
 #define DP__DE_add(a, b, which) ((void)(a), (void)(b), (void)(which), 1.0)
@@ -12373,6 +12448,9 @@ static DP__HD double dp__d_relu(double y) { return DP__D1_relu(y); }
 #define DP__DE_maximum(a, b, which) ((which) ? (double)((a) < (b)) : (double)((a) >= (b)))
 #define DP__DE_minimum(a, b, which) ((which) ? (double)((a) > (b)) : (double)((a) <= (b)))
 #define DP__DE_power(a, b, which) ((which) ? pow(a, b) * log(a) : (b) * pow(a, (b) - 1))
+#define DP__DE_rsub(a, b, which) DP__DE_sub(b, a, !(which))
+#define DP__DE_rdiv(a, b, which) DP__DE_div(b, a, !(which))
+#define DP__DE_rpower(a, b, which) DP__DE_power(b, a, !(which))
 static DP__HD double dp__d_add(double a, double b, int which) { return DP__DE_add(a, b, which); }
 static DP__HD double dp__d_sub(double a, double b, int which) { return DP__DE_sub(a, b, which); }
 static DP__HD double dp__d_mul(double a, double b, int which) { return DP__DE_mul(a, b, which); }
@@ -12380,15 +12458,16 @@ static DP__HD double dp__d_div(double a, double b, int which) { return DP__DE_di
 static DP__HD double dp__d_maximum(double a, double b, int which) { return DP__DE_maximum(a, b, which); }
 static DP__HD double dp__d_minimum(double a, double b, int which) { return DP__DE_minimum(a, b, which); }
 static DP__HD double dp__d_power(double a, double b, int which) { return DP__DE_power(a, b, which); }
-static DP__HD double dp__d_rsub(double a, double b, int which) { return dp__d_sub(b, a, !which); }
-static DP__HD double dp__d_rdiv(double a, double b, int which) { return dp__d_div(b, a, !which); }
-static DP__HD double dp__d_rpower(double a, double b, int which) { return dp__d_power(b, a, !which); }
+DP__PRIVATE DP__HD double dp__d_rsub(double a, double b, int which) { return DP__DE_rsub(a, b, which); }
+DP__PRIVATE DP__HD double dp__d_rdiv(double a, double b, int which) { return DP__DE_rdiv(a, b, which); }
+DP__PRIVATE DP__HD double dp__d_rpower(double a, double b, int which) { return DP__DE_rpower(a, b, which); }
 
 /* inputs (ograd, x or y); output xgrad = ograd * f'(x), over element
    ranges (split over the range loop when large: each element as alone).
-   Each operator has its own chunk function (DP__UNARY_GRAD_KERNEL) with a
-   loop per float dtype and the derivative inlined; every dtype computes in
-   double and rounds once, as dp__store_elem does (add-to included). */
+   Each operator has its own chunk functions (DP__UNARY_GRAD_KERNEL): a
+   loop per float dtype and blocks for the others (>>element-wise kernels'
+   loops), the derivative inlined; every dtype computes in double and
+   rounds once, as dp__store_elem does (add-to included). */
 #define DP__UNARY_GRAD_LOOP(T, og, x, g, add, DF, b, e) do {                                         \
         const T *o_ = (const T *)(og), *x_ = (const T *)(x);                                        \
         T *g_ = (T *)(g);                                                                            \
@@ -12396,19 +12475,6 @@ static DP__HD double dp__d_rpower(double a, double b, int which) { return dp__d_
         if (add) for (i_ = (b); i_ < (e); i_++) g_[i_] = (T)((double)o_[i_] * DF((double)x_[i_]) + (double)g_[i_]); \
         else for (i_ = (b); i_ < (e); i_++) g_[i_] = (T)((double)o_[i_] * DF((double)x_[i_]));                        \
     } while (0)
-static int dp__unary_grad(const dp_kernel_ctx *k, dp_range_fn range) {
-    if (k->req[0] != DP_REQ_NULL) dp__kernel_range(k, dp_shape_size(dp_nd_shape(k->inputs[1])), range, (void *)k);
-    return 0;
-}
-/* inputs (ograd, x), scalar s; output xgrad = ograd * df/dx(x, s) */
-static int dp__scalar_grad(const dp_kernel_ctx *k, double (*df)(double, double, int)) {
-    const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
-    void *g = dp_nd_data(k->outputs[0]);
-    dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[1]));
-    for (i = 0; i < n; i++) dp__store_elem(g, t, i, dp__load_elem(og, t, i) * df(dp__load_elem(x, t, i), k->scalar, 0), k->req[0]);
-    return 0;
-}
 /* inputs (ograd, a, b); outputs (agrad, bgrad): each partial times the
    output gradient, added into the input element it came from, so the axes
    an input was broadcast along are summed. Each input's gradient is made
@@ -12512,29 +12578,23 @@ static int dp__infer_grad_inputs(const dp_params *p, int nin, const dp_shape *is
     for (i = 0; i < nout; i++) { os[i] = is[i + 1]; ot[i] = it[i + 1]; }
     return 0;
 }
+/* _backward_clip: the output gradient where lo <= x <= hi, else 0 (NaN x too) */
+DP__VEC_LOOPS static void dp__clipg_f32(int64_t b, int64_t e, void *user) { DP__EW_LOOP(float, DP__EW_LD2, (const dp__ew_job *)user, b, e, DP__DE_clip(o_, x_, lo_, hi_)); }
+DP__VEC_LOOPS static void dp__clipg_f64(int64_t b, int64_t e, void *user) { DP__EW_LOOP(double, DP__EW_LD2, (const dp__ew_job *)user, b, e, DP__DE_clip(o_, x_, lo_, hi_)); }
+static void dp__clipg_any(int64_t b, int64_t e, void *user) { DP__EW_BLOCKS((const dp__ew_job *)user, b, e, v_[i_] = DP__DE_clip(v_[i_], w_[i_], lo_, hi_)); }
 static int dp__k_clip_grad(const dp_kernel_ctx *k) {
-    const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
-    void *g = dp_nd_data(k->outputs[0]);
-    dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    double lo = k->params->v[0].f, hi = k->params->v[1].f;
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[1]));
-    for (i = 0; i < n; i++) dp__store_elem(g, t, i, dp__d_clip(dp__load_elem(og, t, i), dp__load_elem(x, t, i), lo, hi), k->req[0]);
-    return 0;
+    return dp__ew_grad_apply(k, dp__clipg_f32, dp__clipg_f64, dp__clipg_any, k->params->v[0].f, k->params->v[1].f);
 }
 #define DP__UNARY_GRAD_KERNEL(name, doc) \
     DP__VEC_LOOPS static void dp__rgf_##name(dp_dtype t, const void *og, const void *x, void *g, int add, int64_t b, int64_t e) { \
         if (t == DP_FLOAT32) DP__UNARY_GRAD_LOOP(float, og, x, g, add, DP__D1_##name, b, e); \
         else DP__UNARY_GRAD_LOOP(double, og, x, g, add, DP__D1_##name, b, e); } \
     static void dp__rg_##name(int64_t b, int64_t e, void *user) { \
-        const dp_kernel_ctx *k = (const dp_kernel_ctx *)user; \
-        const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]); \
-        void *g = dp_nd_data(k->outputs[0]); \
-        dp_dtype t = dp_nd_dtype(k->inputs[1]); \
-        int add = k->req[0] == DP_REQ_ADD; \
-        int64_t i; \
-        if (t == DP_FLOAT32 || t == DP_FLOAT64) dp__rgf_##name(t, og, x, g, add, b, e); \
-        else for (i = b; i < e; i++) dp__store_elem(g, t, i, dp__load_elem(og, t, i) * dp__d_##name(dp__load_elem(x, t, i)), k->req[0]); } \
-    static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__unary_grad(k, dp__rg_##name); }
+        const dp__ew_job *j = (const dp__ew_job *)user; \
+        dp__rgf_##name(j->at, j->a, j->b, j->y, j->add, b, e); } \
+    static void dp__rgb_##name(int64_t b, int64_t e, void *user) { \
+        DP__EW_BLOCKS((const dp__ew_job *)user, b, e, v_[i_] = v_[i_] * DP__D1_##name(w_[i_])); } \
+    static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__ew_grad_apply(k, dp__rg_##name, dp__rg_##name, dp__rgb_##name, 0, 0); }
 /* A binary gradient's row (dp__bgrad_row_fn) in dtype T, with the
    partial for which (a constant in each loop, so it folds). */
 #define DP__BGRAD_ROW(T, DE, W, j, oo, ao, bo, go, sa, sb, n, red) do {                               \
@@ -12559,7 +12619,16 @@ static int dp__k_clip_grad(const dp_kernel_ctx *k) {
         else if (j->t == DP_FLOAT64) DP__BGRAD_ROWS(double, name, j, oo, ao, bo, go, sa, sb, n, red); \
         else dp__bgrad_row_any(j, oo, ao, bo, go, sa, sb, n, red); } \
     static int dp__kg_##name(const dp_kernel_ctx *k) { return dp__binary_grad(k, dp__bgr_##name, dp__d_##name); }
-#define DP__SCALAR_GRAD_KERNEL(name, doc) static int dp__kg_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_grad(k, dp__d_##name); }
+/* A _scalar operator's gradient: og * d(x op s)/dx in double, rounded once. */
+#define DP__SCALAR_GRAD_KERNEL(name, doc) \
+    DP__VEC_LOOPS static void dp__rgs_##name(int64_t b, int64_t e, void *user) { \
+        const dp__ew_job *j = (const dp__ew_job *)user; \
+        if (j->at == DP_FLOAT32) DP__EW_LOOP(float, DP__EW_LD2, j, b, e, o_ * DP__DE_##name(x_, s_, 0)); \
+        else DP__EW_LOOP(double, DP__EW_LD2, j, b, e, o_ * DP__DE_##name(x_, s_, 0)); } \
+    static void dp__rgsb_##name(int64_t b, int64_t e, void *user) { \
+        DP__EW_BLOCKS((const dp__ew_job *)user, b, e, v_[i_] = v_[i_] * DP__DE_##name(w_[i_], s_, 0)); } \
+    static int dp__kg_##name##_scalar(const dp_kernel_ctx *k) { \
+        return dp__ew_grad_apply(k, dp__rgs_##name, dp__rgs_##name, dp__rgsb_##name, 0, 0); }
 DP__UNARY_OPS(DP__UNARY_GRAD_KERNEL)
 DP__BINARY_OPS(DP__BINARY_GRAD_KERNEL)
 DP__SCALAR_OPS(DP__SCALAR_GRAD_KERNEL)
@@ -13706,6 +13775,9 @@ DP__GEMM_DEFINE(double, f64)
 #endif
 #define DP__GEMM2_DOT_B (1 << 19) /* or k >= 256, m <= 256 and B (n x k) up to this many elements: packing
                                      costs more than it saves when A's rows pass over B only 64 times or fewer */
+/* The shapes of that narrow path (float32, A not transposed, AVX2): the
+   one rule, which dp_gemm_pack_b_on follows too. */
+#define DP__GEMM2_NARROW(m, n, k) ((n) <= DP__GEMM2_DOT_N || ((k) >= 256 && (m) <= 256 && (n) * (k) <= DP__GEMM2_DOT_B))
 
 #ifdef DP__GEMM_X86
 /* C (6 x 16) = alpha acc + beta C, acc = sum over kc of a (6 per step) x b (16 per step). */
@@ -13858,8 +13930,41 @@ static void dp__gemm_dot_f32(dp_engine *eng, int64_t m, int64_t n, int64_t k, fl
     if (eng == NULL || (double)m * (double)n * (double)k < DP__GEMM2_PAR_MIN || d.n < 2 || dp_parallel_for(eng, &d) != DP_OK)
         dp__gemm_dot_avx2(0, d.n, &j);
 }
+/* dp_gemm_pack_b_on on a narrow shape: the dot products dp_gemm_on runs
+   for B transposed, on op(B) staged transposed (dp__gemm_stage_t). */
+static int dp__gemm_stage_t(dp_engine *eng, size_t es, int64_t m, int64_t n, int64_t k, dp_gemm_pack_fn fn, void *user, void **out);
+static int dp__gemm_dot_staged_f32(dp_engine *eng, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                                   dp_gemm_pack_fn bfn, void *buser, float beta, float *c, int64_t ldc) {
+    void *bt;
+    if (dp__gemm_stage_t(eng, sizeof(float), m, n, k, bfn, buser, &bt)) return -1;
+    dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, (const float *)bt, k, beta, c, ldc);
+    free(bt);
+    return 0;
+}
 #endif
 
+/* op(B) (k x n, elements of es bytes) staged transposed for
+   dp_gemm_pack_b_on: a malloc'd n x k array *out whose row j is op(B)'s
+   column j, from fn one column at a time (w and nr 1), the columns over
+   the range loop when the product is large (a copy: the same bytes on any
+   thread). -1 (nothing staged) when it cannot be allocated. */
+typedef struct dp__gemm_stage_job { dp_gemm_pack_fn fn; void *user; int64_t k; size_t es; unsigned char *bt; } dp__gemm_stage_job;
+static void dp__gemm_stage_range(int64_t begin, int64_t end, void *user) {
+    const dp__gemm_stage_job *s = (const dp__gemm_stage_job *)user;
+    int64_t j;
+    for (j = begin; j < end; j++) s->fn(s->user, 0, s->k, j, 1, 1, s->bt + (size_t)(j * s->k) * s->es);
+}
+DP__GEMM_MAYBE_UNUSED static int dp__gemm_stage_t(dp_engine *eng, size_t es, int64_t m, int64_t n, int64_t k, dp_gemm_pack_fn fn, void *user, void **out) {
+    dp__gemm_stage_job s;
+    dp_range_desc d;
+    s.fn = fn; s.user = user; s.k = k; s.es = es; s.bt = (unsigned char *)malloc(es * (size_t)n * (size_t)k);
+    *out = s.bt;
+    if (!s.bt) return -1;
+    d.n = n; d.grain = 1; d.fn = dp__gemm_stage_range; d.user = &s; d.deterministic = 1;
+    if (eng == NULL || (double)m * (double)n * (double)k < DP__GEMM2_PAR_MIN || n < 2 || dp_parallel_for(eng, &d) != DP_OK)
+        dp__gemm_stage_range(0, n, &s);
+    return 0;
+}
 #define DP__GEMM2_DEFINE(T, SUF)                                                                              \
 typedef void (*dp__gemm_kernel_fn_##SUF)(int64_t kc, const T *a, const T *b, T alpha, T beta, T *c, int64_t ldc); \
 /* One GEMM call's state: the micro-kernel's shape, the operands, the slice   \
@@ -13996,7 +14101,7 @@ DP__GEMM_MAYBE_UNUSED static int dp__gemm2_##SUF(dp_engine *eng, int simd, int t
     int par, small;                                                                                           \
     if (m <= 0 || n <= 0) return 0;                                                                           \
     if (k <= 0 || alpha == (T)0) { dp__gemm_scale_##SUF(m, n, beta, c, ldc); return 0; }                     \
-    if (!bfn) { DP__GEMM2_DOT_##SUF }                                                                         \
+    DP__GEMM2_DOT_##SUF                                 /* the narrow path (bfn: op(B) staged transposed) */  \
     memset(&j, 0, sizeof j);                                                                                  \
     j.bfn = bfn; j.buser = buser;                                                                             \
     j.kernel = dp__gemm_kernel_##SUF; j.nr = DP__GEMM_NR(T); j.lanes = DP__GEMM_LANES(T);                     \
@@ -14052,7 +14157,9 @@ DP__GEMM_MAYBE_UNUSED static int dp__gemm2_##SUF(dp_engine *eng, int simd, int t
 #  define DP__GEMM2_PACK_B16_f32 if (nr == 16 && j->kernel == dp__gemm_avx2_f32) p0 = dp__pack_rows16_avx2(src, cs, kc, out);
 #  define DP__GEMM2_PICK_f32 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f32; j.nr = 16; j.lanes = 1; }
 #  define DP__GEMM2_PICK_f64 if (simd && dp__cpu_avx2_fma()) { j.kernel = dp__gemm_avx2_f64; j.nr = 8; j.lanes = 1; }
-#  define DP__GEMM2_DOT_f32 if (simd && !ta && tb && (n <= DP__GEMM2_DOT_N || (k >= 256 && m <= 256 && n * k <= DP__GEMM2_DOT_B)) && dp__cpu_avx2_fma()) { dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return 0; }
+#  define DP__GEMM2_DOT_f32 if (simd && !ta && tb && DP__GEMM2_NARROW(m, n, k) && dp__cpu_avx2_fma()) {                               \
+        if (bfn) return dp__gemm_dot_staged_f32(eng, m, n, k, alpha, a, lda, bfn, buser, beta, c, ldc);                               \
+        dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return 0; }
 #else
 #  define DP__GEMM2_DOT_f32
 #  define DP__GEMM2_PACK_A6_f32
@@ -14095,22 +14202,25 @@ DP_IMPL void dp_gemm_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, i
                         const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
     dp__matmul(eng, t, ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
 }
-DP_IMPL dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
-                                    dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc) {
+DP_IMPL dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a,
+                                    int64_t lda, dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc) {
     int r;
     if (!pack || (t != DP_FLOAT32 && t != DP_FLOAT64)) return DP_ERROR_INVALID_ARGS;
 #ifdef DEPENG_USE_CBLAS
-    {
-        void *buf = m > 0 && n > 0 && k > 0 ? malloc(dp_dtype_size(t) * (size_t)n * (size_t)k) : NULL;
-        if (!buf && m > 0 && n > 0 && k > 0) return DP_ERROR_OUT_OF_MEMORY;
-        if (buf) pack(user, 0, k, 0, n, n, buf);
-        dp__matmul(eng, t, ta, 0, m, n, k, a, lda, buf, n > 0 ? n : 1, beta, c, ldc);
+    {   /* op(B) whole for CBLAS, laid out as tb says (CBLAS's bits may depend on it) */
+        void *buf = NULL;
+        if (m > 0 && n > 0 && k > 0) {
+            if (tb) { if (dp__gemm_stage_t(NULL, dp_dtype_size(t), m, n, k, pack, user, &buf)) return DP_ERROR_OUT_OF_MEMORY; }
+            else if ((buf = malloc(dp_dtype_size(t) * (size_t)n * (size_t)k)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+            else pack(user, 0, k, 0, n, n, buf);
+        }
+        dp__matmul(eng, t, ta, tb != 0, m, n, k, a, lda, buf, tb ? (k > 0 ? k : 1) : (n > 0 ? n : 1), beta, c, ldc);
         free(buf);
         r = 0;
     }
 #else
-    if (t == DP_FLOAT32) r = dp__gemm2_f32(eng, 1, ta, 0, m, n, k, 1.0f, (const float *)a, lda, NULL, 0, (float)beta, (float *)c, ldc, pack, user);
-    else r = dp__gemm2_f64(eng, 1, ta, 0, m, n, k, 1.0, (const double *)a, lda, NULL, 0, beta, (double *)c, ldc, pack, user);
+    if (t == DP_FLOAT32) r = dp__gemm2_f32(eng, 1, ta, tb != 0, m, n, k, 1.0f, (const float *)a, lda, NULL, 0, (float)beta, (float *)c, ldc, pack, user);
+    else r = dp__gemm2_f64(eng, 1, ta, tb != 0, m, n, k, 1.0, (const double *)a, lda, NULL, 0, beta, (double *)c, ldc, pack, user);
 #endif
     return r ? DP_ERROR_OUT_OF_MEMORY : DP_OK;
 }

@@ -2399,9 +2399,10 @@ static int dpn__cgeo_pointwise(const dpn__cgeo *g) {
    (dpn__conv_block, fixed by the shape): per block and group, the block's
    output-gradient rows (fg x b oh ow) are staged by image over the range
    loop, and one GEMM over the block's b oh ow adds them into dw, its
-   columns packed into the GEMM's panels (dpn__im2col_pack_t) or, where
-   dp_gemm_on reads B transposed in place (DPN__GEMM_NARROW), staged too,
-   block after block. Or by direct loops, split over images (y, dx) or
+   columns packed into the GEMM's panels (dpn__im2col_pack_t, as the
+   transposed B that staged columns would be: dp_gemm_pack_b_on with tb 1
+   gives dp_gemm_on's bits on those, its narrow path included), block
+   after block. Or by direct loops, split over images (y, dx) or
    over output channels (dw: each channel's sum in the serial order). */
 typedef struct dpn__cjob {
     const dpn__cgeo *g;
@@ -2427,12 +2428,6 @@ typedef struct dpn__cpack { const dpn__cgeo *g; const void *x; int64_t img; } dp
 #else
 #define DPN__CONV_PACKED 1
 #endif
-/* A weight gradient's dw += rows cols^T whose shape dp_gemm_on computes
-   from B transposed in place (depeng.h's narrow path, with AVX2: n up to
-   32, or k >= 256, m <= 256 and n k up to 2^19): those keep the staged
-   columns, and with them their bits; the others take packed columns
-   (dpn__im2col_pack_t), the same bits as staged ones. */
-#define DPN__GEMM_NARROW(m, n, k) ((n) <= 32 || ((k) >= 256 && (m) <= 256 && (double)(n) * (double)(k) <= (double)(1 << 19)))
 #define DPN__CONV_SLOTS 16
 #define DPN__CONV_COLS 512
 /* Images per block of y and dx (above): at least 1, at most n, and no more
@@ -2666,12 +2661,12 @@ static void dpn__conv_images_##S(int64_t b, int64_t e, void *user) { \
                 dpn__cpack pk; \
                 pk.g = g; pk.x = x0; pk.img = g->c * g->h * g->w; \
                 if (nb == 1) { \
-                    if (DPN__CONV_PACKED && dp_gemm_pack_b_on(J->eng, DT, 0, fg, P, K, wg, K, dpn__im2col_pack_##S, &pk, 1.0, y0, P) == DP_OK) continue; \
+                    if (DPN__CONV_PACKED && dp_gemm_pack_b_on(J->eng, DT, 0, 0, fg, P, K, wg, K, dpn__im2col_pack_##S, &pk, 1.0, y0, P) == DP_OK) continue; \
                     dpn__im2col_##S(g, x0, col, P); \
                     dp_gemm_on(J->eng, DT, 0, 0, fg, P, K, wg, K, col, P, 1.0, y0, P); \
                     continue; \
                 } \
-                if (!DPN__CONV_PACKED || dp_gemm_pack_b_on(J->eng, DT, 0, fg, L, K, wg, K, dpn__im2col_pack_##S, &pk, 0.0, st, L) != DP_OK) { \
+                if (!DPN__CONV_PACKED || dp_gemm_pack_b_on(J->eng, DT, 0, 0, fg, L, K, wg, K, dpn__im2col_pack_##S, &pk, 0.0, st, L) != DP_OK) { \
                     for (j = 0; j < nb; j++) dpn__im2col_##S(g, x0 + j * g->c * g->h * g->w, col + j * P, L); \
                     dp_gemm_on(J->eng, DT, 0, 0, fg, L, K, wg, K, col, L, 0.0, st, L); \
                 } \
@@ -2725,11 +2720,11 @@ static void dpn__conv_gemm_##S(dp_engine *eng, const dpn__cgeo *g, int mode, T *
         J.ld = b * P; \
         for (gi = 0; gi < g->g; gi++) { \
             dpn__cpack pk; \
-            int packed = DPN__CONV_PACKED && !DPN__GEMM_NARROW(fg, K, b * P); \
+            int packed = DPN__CONV_PACKED; \
             J.gi = gi; J.col = packed ? NULL : col; \
             dpn__range(eng, b, 1, dpn__conv_pack_##S, &J); \
             pk.g = g; pk.x = x + (J.i0 * g->c + gi * cg) * g->h * g->w; pk.img = g->c * g->h * g->w; \
-            if (packed && dp_gemm_pack_b_on(eng, DT, 0, fg, K, b * P, (T *)J.st, J.ld, dpn__im2col_pack_t_##S, &pk, 1.0, w + gi * fg * K, K) == DP_OK) continue; \
+            if (packed && dp_gemm_pack_b_on(eng, DT, 0, 1, fg, K, b * P, (T *)J.st, J.ld, dpn__im2col_pack_t_##S, &pk, 1.0, w + gi * fg * K, K) == DP_OK) continue; \
             if (packed) { J.col = col; dpn__range(eng, b, 1, dpn__conv_pack_##S, &J); } \
             dp_gemm_on(eng, DT, 0, 1, fg, K, b * P, (T *)J.st, J.ld, col, J.ld, 1.0, w + gi * fg * K, K); \
         } \

@@ -156,9 +156,12 @@ static void test_bitwise_any_workers(void) {
 }
 
 /* dp_gemm_pack_b_on: op(B) from a pack function gives dp_gemm_on's bits
-   for the same B (not transposed: no narrow path), with no engine and on
-   0 to 2 workers, both dtypes, both schedules (small A and tiled) and
-   edge panels; each call asks for rows and columns inside B and w <= nr. */
+   for the same op(B) in an array (tb 0) or transposed in one (tb 1: where
+   dp_gemm_on reads it in place, the narrow float32 path, pack_b_on stages
+   it), with no engine and on 0 to 2 workers, both dtypes, both schedules
+   (small A and tiled), edge panels and narrow shapes (n up to 32; k >= 256,
+   m <= 256, n k up to 2^19); each call asks for rows and columns inside B
+   and w <= nr. */
 typedef struct pack_src { const unsigned char *b; int64_t k, n, ldb; size_t es; int bad; } pack_src;
 static void pack_from(void *user, int64_t p0, int64_t kc, int64_t j0, int64_t w, int64_t nr, void *out) {
     pack_src *s = (pack_src *)user;
@@ -172,40 +175,48 @@ static void pack_from(void *user, int64_t p0, int64_t kc, int64_t j0, int64_t w,
         }
 }
 static void test_pack_b_same_bits(void) {
-    static const int64_t shapes[][3] = {{50, 512, 500}, {20, 576, 25}, {50, 500, 1856}, {7, 33, 3}, {100, 300, 700}, {13, 5000, 40}, {1, 1, 1}};
+    static const int64_t shapes[][3] = {{50, 512, 500}, {20, 576, 25}, {50, 500, 1856}, {7, 33, 3}, {100, 300, 700}, {13, 5000, 40}, {1, 1, 1},
+                                        {20, 25, 1500}, {64, 32, 300}, {256, 1000, 512}};
     static const int workers[3] = {DP_NO_THREADS, 1, 2};
-    int s, is64, ta, w;
+    int s, is64, ta, tb, w;
     for (s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++)
         for (is64 = 0; is64 < 2; is64++)
-            for (ta = 0; ta < 2; ta++) {
-                int64_t m = shapes[s][0], n = shapes[s][1], kk = shapes[s][2], i, ldb = n + 3;
+            for (ta = 0; ta < 2; ta++)
+            for (tb = 0; tb < 2; tb++) {
+                int64_t m = shapes[s][0], n = shapes[s][1], kk = shapes[s][2], i, p, ldb = n + 3, ldt = kk + 1;
                 dp_dtype t = is64 ? DP_FLOAT64 : DP_FLOAT32;
                 size_t es = is64 ? 8 : 4, asz = (size_t)(m * kk), bsz = (size_t)(kk * ldb), csz = (size_t)(m * n);
-                unsigned char *a = (unsigned char *)malloc(es * asz), *b = (unsigned char *)malloc(es * bsz);
+                unsigned char *a = (unsigned char *)malloc(es * asz), *b = (unsigned char *)malloc(es * bsz), *bt = (unsigned char *)malloc(es * (size_t)(n * ldt));
                 unsigned char *ref = (unsigned char *)malloc(es * csz), *c = (unsigned char *)malloc(es * csz);
                 pack_src src;
                 for (i = 0; i < (int64_t)asz; i++) dp__store_elem(a, t, i, rnd(), DP_REQ_WRITE);
                 for (i = 0; i < (int64_t)bsz; i++) dp__store_elem(b, t, i, rnd(), DP_REQ_WRITE);
                 for (i = 0; i < (int64_t)csz; i++) dp__store_elem(c, t, i, rnd(), DP_REQ_WRITE);
+                for (i = 0; i < n; i++)                                  /* B transposed, row i op(B)'s column i */
+                    for (p = 0; p < kk; p++) memcpy(bt + (size_t)(i * ldt + p) * es, b + (size_t)(p * ldb + i) * es, es);
                 memcpy(ref, c, es * csz);
-                dp_gemm_on(NULL, t, ta, 0, m, n, kk, a, ta ? m : kk, b, ldb, 0.5, ref, n);
+                if (tb) dp_gemm_on(NULL, t, ta, 1, m, n, kk, a, ta ? m : kk, bt, ldt, 0.5, ref, n);
+                else dp_gemm_on(NULL, t, ta, 0, m, n, kk, a, ta ? m : kk, b, ldb, 0.5, ref, n);
                 src.b = b; src.k = kk; src.n = n; src.ldb = ldb; src.es = es; src.bad = 0;
                 for (w = -1; w < 3; w++) {
                     dp_engine *e = w < 0 ? NULL : make(DP_ENGINE_PERDEVICE, workers[w]);
                     unsigned char *c2 = (unsigned char *)malloc(es * csz);
                     memcpy(c2, c, es * csz);
-                    CHECK(dp_gemm_pack_b_on(e, t, ta, m, n, kk, a, ta ? m : kk, pack_from, &src, 0.5, c2, n) == DP_OK);
-                    if (memcmp(c2, ref, es * csz) != 0) { fprintf(stderr, "  m %lld n %lld k %lld %s ta %d workers %d: other bits\n", (long long)m, (long long)n, (long long)kk, is64 ? "f64" : "f32", ta, w); CHECK(0); }
+                    CHECK(dp_gemm_pack_b_on(e, t, ta, tb, m, n, kk, a, ta ? m : kk, pack_from, &src, 0.5, c2, n) == DP_OK);
+                    if (memcmp(c2, ref, es * csz) != 0) {
+                        fprintf(stderr, "  m %lld n %lld k %lld %s ta %d tb %d workers %d: other bits\n", (long long)m, (long long)n, (long long)kk, is64 ? "f64" : "f32", ta, tb, w);
+                        CHECK(0);
+                    }
                     free(c2);
                     if (e) CHECK(dp_engine_destroy(e, NULL) == DP_OK);
                 }
                 CHECK(!src.bad);
-                free(a); free(b); free(ref); free(c);
+                free(a); free(b); free(bt); free(ref); free(c);
             }
     {   /* refused: no pack function, a dtype that is not float */
         float a1 = 1, c1 = 0;
-        CHECK(dp_gemm_pack_b_on(NULL, DP_FLOAT32, 0, 1, 1, 1, &a1, 1, NULL, NULL, 0.0, &c1, 1) == DP_ERROR_INVALID_ARGS);
-        CHECK(dp_gemm_pack_b_on(NULL, DP_INT32, 0, 1, 1, 1, &a1, 1, pack_from, NULL, 0.0, &c1, 1) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_gemm_pack_b_on(NULL, DP_FLOAT32, 0, 0, 1, 1, 1, &a1, 1, NULL, NULL, 0.0, &c1, 1) == DP_ERROR_INVALID_ARGS);
+        CHECK(dp_gemm_pack_b_on(NULL, DP_INT32, 0, 0, 1, 1, 1, &a1, 1, pack_from, NULL, 0.0, &c1, 1) == DP_ERROR_INVALID_ARGS);
     }
 }
 

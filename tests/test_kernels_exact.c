@@ -668,6 +668,121 @@ static void test_activation_gradients_from_output(void) {
     stop();
 }
 
+
+/* The element-wise kernels' typed loops (float32, float64) and blocks (the
+   other dtypes) against each element computed alone here, the way the
+   kernels define it: in double through dp__load_elem / dp__store_elem (the
+   integer forms through dp__load_int / dp__store_int), by req, with the
+   output fresh, added to, and over its first input (in place); 700
+   elements (blocks of 256 and a tail) and 140000 (split over the range
+   loop). NaN compares as NaN: which NaN's bits survive a NaN meeting a
+   NaN is the compiler's choice (gcc and clang already differed). */
+typedef struct ew_case {
+    const char *op;
+    int kind;                                 /* 0 unary, 1 its gradient, 2 _scalar, 3 its gradient, 4 clip, 5 its gradient */
+    double (*f1)(double);
+    double (*f2)(double, double);
+    double (*d2)(double, double, int);
+    dp__int_fn1 i1;
+    dp__int_fn2 i2;
+} ew_case;
+static int ew_is_nan(const void *p, dp_dtype t, int64_t i) {
+    if (t == DP_FLOAT16) return (((const uint16_t *)p)[i] & 0x7C00u) == 0x7C00u && (((const uint16_t *)p)[i] & 0x3FFu);
+    if (t == DP_FLOAT32 || t == DP_FLOAT64) { double v = dp__load_elem(p, t, i); return v != v; }
+    return 0;
+}
+static void ew_fill(void *p, dp_dtype t, int64_t n, uint32_t seed) {
+    static const double edge[] = {0.0, -0.0, 1.0, -1.0, 0.5, 2.0, -2.5, 3.0, 1e-310, 1e-45, 3e38, -1e300, 127, 128, -129, 255, 2147483648.0, 70000};
+    int64_t i, ne = (int64_t)(sizeof edge / sizeof edge[0]);
+    for (i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        if (dp__dtype_is_int(t)) dp__store_int(p, t, i, i < 4 ? (int64_t[]){INT64_MIN, INT64_MAX, -1, 0}[i] : (int64_t)(int32_t)seed >> (seed % 29), DP_REQ_WRITE);
+        else if (i < ne) dp__store_elem(p, t, i, edge[i], DP_REQ_WRITE);
+        else if (i < ne + 3) dp__store_elem(p, t, i, i == ne ? HUGE_VAL : i == ne + 1 ? -HUGE_VAL : NAN, DP_REQ_WRITE);
+        else dp__store_elem(p, t, i, ((double)(seed >> 8) / 16777216.0 - 0.5) * 8, DP_REQ_WRITE);
+    }
+}
+/* element i of case c computed alone into y (of dtype t), from x and og */
+static void ew_ref(const ew_case *c, dp_dtype t, const void *og, const void *x, void *y, int64_t i, double s, double lo, double hi, dp_req req) {
+    int in = dp__dtype_is_int(t);
+    switch (c->kind) {
+    case 0:
+        if (in && c->i1) dp__store_int(y, t, i, c->i1(dp__load_int(x, t, i)), req);
+        else if (t == DP_FLOAT32 && req == DP_REQ_ADD)   /* the float32 loop adds in float (see DP__F32_LOOP) */
+            ((float *)y)[i] = ((float *)y)[i] + (float)c->f1(((const float *)x)[i]);
+        else dp__store_elem(y, t, i, c->f1(dp__load_elem(x, t, i)), req);
+        break;
+    case 2:
+        if (in && c->i2 && s == (double)(int64_t)s) dp__store_int(y, t, i, c->i2(dp__load_int(x, t, i), (int64_t)s), req);
+        else dp__store_elem(y, t, i, c->f2(dp__load_elem(x, t, i), s), req);
+        break;
+    case 4:
+        if (in) {
+            int64_t v = dp__load_int(x, t, i), l = dp__int_clamp(t, dp__to_int64(lo)), h = dp__int_clamp(t, dp__to_int64(hi));
+            dp__store_int(y, t, i, v < l ? l : v > h ? h : v, req);
+        } else dp__store_elem(y, t, i, dp__f_clip(dp__load_elem(x, t, i), lo, hi), req);
+        break;
+    case 5: dp__store_elem(y, t, i, dp__d_clip(dp__load_elem(og, t, i), dp__load_elem(x, t, i), lo, hi), req); break;
+    default: dp__store_elem(y, t, i, dp__load_elem(og, t, i) * (c->kind == 1 ? c->f1(dp__load_elem(x, t, i)) : c->d2(dp__load_elem(x, t, i), s, 0)), req); break;
+    }
+}
+/* returns the number of elements that differ (a message for the first) */
+static int64_t ew_check(const ew_case *c, dp_dtype t, int64_t n, double s, int mode) {
+    size_t sz = dp_dtype_size(t), bytes = (size_t)n * sz;
+    unsigned char *xs = (unsigned char *)malloc(bytes), *os = (unsigned char *)malloc(bytes), *ys = (unsigned char *)malloc(bytes),
+                  *want = (unsigned char *)malloc(bytes), *got = (unsigned char *)malloc(bytes);
+    int grad = c->kind == 1 || c->kind == 3 || c->kind == 5, clip = c->kind >= 4;
+    const char *keys[2] = {"a_min", "a_max"}, *vals[2] = {"-1.5", "100"};
+    dp_shape sh = shape1(n);
+    dp_ndarray *in[2], *out = NULL;
+    dp_req req = mode == 1 ? DP_REQ_ADD : DP_REQ_WRITE;
+    int64_t i, bad = 0;
+    ew_fill(xs, t, n, 7u); ew_fill(os, t, n, 11u); ew_fill(ys, t, n, 13u);
+    /* reference: the output starts as ys (fresh or added to), or as the first input (in place) */
+    memcpy(want, mode == 2 ? (grad ? os : xs) : ys, bytes);
+    for (i = 0; i < n; i++) ew_ref(c, t, os, xs, want, i, s, -1.5, 100, req);
+    in[0] = from(&sh, t, grad ? os : xs); in[1] = grad ? from(&sh, t, xs) : NULL;
+    out = mode == 2 ? in[0] : from(&sh, t, ys);
+    CHECK(invoke_str(eng, c->op, grad ? 2 : 1, in, clip ? 2 : 0, keys, vals, s, 1, &out, &req) == DP_OK);
+    read_back(out, got);
+    for (i = 0; i < n; i++)
+        if (memcmp(got + (size_t)i * sz, want + (size_t)i * sz, sz) && !(ew_is_nan(got, t, i) && ew_is_nan(want, t, i))) {
+            if (!bad) fprintf(stderr, "  %s %s n %lld scalar %g mode %d: element %lld is %.17g, computed alone %.17g\n", c->op, dp_dtype_name(t), (long long)n, s,
+                              mode, (long long)i, dp__load_elem(got, t, i), dp__load_elem(want, t, i));
+            bad++;
+        }
+    dp_nd_release(in[0]); if (in[1]) dp_nd_release(in[1]); if (mode != 2) dp_nd_release(out);
+    free(xs); free(os); free(ys); free(want); free(got);
+    return bad;
+}
+static void test_elementwise_dtypes(void) {
+    static const ew_case cases[] = {
+        {"negative", 0, dp__f_negative, NULL, NULL, dp__i_negative, NULL}, {"sqrt", 0, dp__f_sqrt, NULL, NULL, NULL, NULL},
+        {"relu", 0, dp__f_relu, NULL, NULL, dp__i_relu, NULL}, {"exp", 0, dp__f_exp, NULL, NULL, NULL, NULL},
+        {"square", 0, dp__f_square, NULL, NULL, dp__i_square, NULL}, {"sign", 0, dp__f_sign, NULL, NULL, dp__i_sign, NULL},
+        {"_backward_log", 1, dp__d_log, NULL, NULL, NULL, NULL}, {"_backward_relu", 1, dp__d_relu, NULL, NULL, NULL, NULL},
+        {"_backward_abs", 1, dp__d_abs, NULL, NULL, NULL, NULL}, {"_backward_sqrt", 1, dp__d_sqrt, NULL, NULL, NULL, NULL},
+        {"add_scalar", 2, NULL, dp__f_add, NULL, NULL, dp__i_add}, {"rsub_scalar", 2, NULL, dp__f_rsub, NULL, NULL, dp__i_rsub},
+        {"mul_scalar", 2, NULL, dp__f_mul, NULL, NULL, dp__i_mul}, {"rdiv_scalar", 2, NULL, dp__f_rdiv, NULL, NULL, NULL},
+        {"power_scalar", 2, NULL, dp__f_power, NULL, NULL, dp__i_power}, {"maximum_scalar", 2, NULL, dp__f_maximum, NULL, NULL, dp__i_maximum},
+        {"_backward_mul_scalar", 3, NULL, NULL, dp__d_mul, NULL, NULL}, {"_backward_rdiv_scalar", 3, NULL, NULL, dp__d_rdiv, NULL, NULL},
+        {"_backward_power_scalar", 3, NULL, NULL, dp__d_power, NULL, NULL}, {"_backward_minimum_scalar", 3, NULL, NULL, dp__d_minimum, NULL, NULL},
+        {"clip", 4, NULL, NULL, NULL, NULL, NULL}, {"_backward_clip", 5, NULL, NULL, NULL, NULL, NULL},
+    };
+    static const dp_dtype dts[] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT8, DP_UINT8, DP_INT32, DP_INT64, DP_BOOL};
+    static const double scalars[] = {2, 0.5, -3};
+    size_t c, d, k;
+    int mode;
+    start();
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (d = 0; d < sizeof dts / sizeof dts[0]; d++)
+            for (k = 0; k < (cases[c].kind == 2 || cases[c].kind == 3 ? 3u : 1u); k++)
+                for (mode = 0; mode < 3; mode++) CHECK(ew_check(&cases[c], dts[d], 700, scalars[k], mode) == 0);
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c += 3)   /* split over the range loop */
+        for (d = 0; d < 3; d++) CHECK(ew_check(&cases[c], d == 2 ? DP_INT32 : dts[d], 140000, 2, (int)(c % 3 ? 1 : d)) == 0);
+    stop();
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"int64_exact_movement", test_int64_exact_movement},
@@ -683,6 +798,7 @@ int main(void) {
         {"integer_clip_saturates", test_integer_clip_saturates},
         {"activations_f32", test_activations_f32},
         {"activation_gradients_from_output", test_activation_gradients_from_output},
+        {"elementwise_dtypes", test_elementwise_dtypes},
     };
     return run_tests("kernels_exact", tests, (int)(sizeof tests / sizeof tests[0]));
 }
