@@ -183,12 +183,12 @@ static char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
 
 /* A growing string; s is always NUL-terminated once anything was added. */
 typedef struct strbuf { char *s; size_t len, cap; } strbuf;
-static void sb_add(strbuf *b, const char *s, size_t n) {
+static void sb_add(strbuf *b, const char *s, size_t n) {   /* s NULL: n bytes the caller writes */
     if (b->len + n + 1 > b->cap) {
         while (b->len + n + 1 > b->cap) b->cap = b->cap ? 2 * b->cap : 64;
         b->s = xrealloc(b->s, b->cap);
     }
-    memcpy(b->s + b->len, s, n);
+    if (s) memcpy(b->s + b->len, s, n);
     b->len += n;
     b->s[b->len] = '\0';
 }
@@ -2066,19 +2066,23 @@ static strmap dc_names, dc_dirs;            /* "dir/name" (or "name"), dirs read
 static char **dc_blocks; static int dc_nblocks, dc_blockcap;   /* the keys, packed */
 static size_t dc_used, dc_cap;              /* in the last block */
 static int dc_on;
-static const char *dc_keep(const char *s, size_t n) {
+/* Keeps s[0..n) + t[0..tn) (t may be NULL when tn is 0) as one string. */
+static const char *dc_keep2(const char *s, size_t n, const char *t, size_t tn) {
     char *d;
-    if (!dc_nblocks || dc_used + n + 1 > dc_cap) {
-        dc_cap = n + 1 > 65536 ? n + 1 : 65536;
+    if (!dc_nblocks || dc_used + n + tn + 1 > dc_cap) {
+        dc_cap = n + tn + 1 > 65536 ? n + tn + 1 : 65536;
         dc_used = 0;
         GROW(dc_blocks, dc_nblocks, dc_blockcap);
         dc_blocks[dc_nblocks++] = xrealloc(NULL, dc_cap);
     }
     d = dc_blocks[dc_nblocks - 1] + dc_used;
-    memcpy(d, s, n); d[n] = '\0';
-    dc_used += n + 1;
+    memcpy(d, s, n);
+    if (tn) memcpy(d + n, t, tn);
+    d[n + tn] = '\0';
+    dc_used += n + tn + 1;
     return d;
 }
+static const char *dc_keep(const char *s, size_t n) { return dc_keep2(s, n, NULL, 0); }
 /* Whether path (len chars, hash h) exists, from its directory's listing: 1
    or 0; -1 where the listing cannot say (a name with ./ or //, or, unless
    read_dir, a directory not read yet). */
@@ -2098,22 +2102,20 @@ static int dc_answer_h(const char *path, size_t len, unsigned h, int read_dir) {
         if (k < 0) {
             DIR *d;
             struct dirent *e;
-            strbuf key = {0};
-            char *dir;
+            const char *dirkey;
             if (!read_dir) return -1;
-            dir = xstrndup(path, dn);
-            map_put(&dc_dirs, dc_keep(path, dn), 1);
-            d = opendir(dn ? dir : ".");
+            dirkey = dc_keep(path, dn);
+            map_put(&dc_dirs, dirkey, 1);
+            d = opendir(dn ? dirkey : ".");
             /* a directory's names are distinct, and no two directories read
-               give the same key (the key starts with the directory as named) */
+               give the same key (the key starts with the directory as named,
+               and its '/', which path has at dn) */
             while (d && (e = readdir(d)) != NULL) {
-                key.len = 0; sb_add(&key, "", 0);
-                if (dn) { sb_add(&key, path, dn); sb_putc(&key, '/'); }
-                sb_puts(&key, e->d_name);
-                map_put_h(&dc_names, dc_keep(key.s, key.len), hash_str(key.s, key.len), 1);
+                size_t en = strlen(e->d_name);
+                const char *key = dc_keep2(path, dn ? dn + 1 : 0, e->d_name, en);
+                map_put_h(&dc_names, key, hash_str(key, (dn ? dn + 1 : 0) + en), 1);
             }
             if (d) closedir(d);
-            free(dir); free(key.s);
         }
         dc_last_dir.len = 0; sb_add(&dc_last_dir, path, dn); dc_last_ok = 1;
     }
@@ -2155,8 +2157,7 @@ static int plan_exists(node *n) {
    mentions (a target, or a prerequisite of an explicit rule). */
 static void vpath_search(mk_make *m, node *n);
 static int has_vpath_var(const mk_make *m);
-static int ought_to_exist(mk_make *m, const char *name) {
-    size_t len = strlen(name);
+static int ought_to_exist(mk_make *m, const char *name, size_t len) {
     unsigned h = hash_str(name, len);
     int i = map_get_h(&m->node_map, name, len, h);
     if (i >= 0 && (m->nodes[i].mentioned || m->nodes[i].is_target || NX(&m->nodes[i])->fname)) return 1;
@@ -2204,12 +2205,17 @@ static void implicit_search(mk_make *m, int ni) {
         if (best >= 0 && off + sn >= best_n) continue;
         for (j = 0; ok && j < p->npre; j++) {
             b.len = 0;
-            sb_add(&b, name, off);
-            if (j == 0 && p->pre_before < p->pre_len) {   /* pat_subst, the '%' found once */
-                sb_add(&b, p->pre[0], p->pre_before); sb_add(&b, name + off + so, sn);
-                sb_add(&b, p->pre[0] + p->pre_before + 1, p->pre_len - p->pre_before - 1);
-            } else pat_subst(&b, p->pre[j], name + off + so, sn);
-            ok = ought_to_exist(m, b.s);
+            if (j == 0 && p->pre_before < p->pre_len) {   /* pat_subst, the '%' found once: */
+                size_t tail = p->pre_len - p->pre_before - 1;   /* four copies, one size check */
+                char *d;
+                sb_add(&b, NULL, off + p->pre_before + sn + tail);
+                d = b.s;
+                memcpy(d, name, off); d += off;
+                memcpy(d, p->pre[0], p->pre_before); d += p->pre_before;
+                memcpy(d, name + off + so, sn); d += sn;
+                memcpy(d, p->pre[0] + p->pre_before + 1, tail);
+            } else { sb_add(&b, name, off); pat_subst(&b, p->pre[j], name + off + so, sn); }
+            ok = ought_to_exist(m, b.s, b.len);
         }
         if (ok) { best = i; best_n = off + sn; }
     }
