@@ -2716,15 +2716,18 @@ static void job_over_locked(job *j, job **finished) {
     if (j->status > 0 && !opt_keep_going && !stopping) stop_locked(finished);
     kick_locked(finished);
 }
-/* Releases run_mtx, first waking a runner for each job on the start list
-   and one for the children if no runner waits for them (the "no lost work"
-   invariant above). A wake-up beyond the runners there are, or for a runner
-   that is busy, finds nothing to do: harmless. */
+/* Releases run_mtx, then wakes a runner for each job on the start list and
+   one for the children if no runner waits for them (the "no lost work"
+   invariant above), counted under the lock. A wake-up beyond the runners
+   there are, or for a runner that is busy or has found the work already,
+   finds nothing to do: harmless. After the unlock, so that the runner
+   woken does not block at once on the mutex still held (two futex calls
+   fewer per job). */
 static void run_unlock(void) {
     int want = nstart_list + (nchildren > 0 && !waiting);
     if (want > nrunners) want = nrunners;
-    while (want-- > 0) pthread_cond_signal(&runner_cv);
     pthread_mutex_unlock(&run_mtx);
+    while (want-- > 0) pthread_cond_signal(&runner_cv);
 }
 
 /* An op that ends without a job (nothing to do, or not started): completed
