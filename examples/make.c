@@ -183,14 +183,25 @@ static char *xstrdup(const char *s) { return xstrndup(s, strlen(s)); }
 
 /* A growing string; s is always NUL-terminated once anything was added. */
 typedef struct strbuf { char *s; size_t len, cap; } strbuf;
-static void sb_add(strbuf *b, const char *s, size_t n) {   /* s NULL: n bytes the caller writes */
+static void sb_add(strbuf *b, const char *s, size_t n) {
     if (b->len + n + 1 > b->cap) {
         while (b->len + n + 1 > b->cap) b->cap = b->cap ? 2 * b->cap : 64;
         b->s = xrealloc(b->s, b->cap);
     }
-    if (s) memcpy(b->s + b->len, s, n);
+    memcpy(b->s + b->len, s, n);
     b->len += n;
     b->s[b->len] = '\0';
+}
+static char *sb_space(strbuf *b, size_t n) {   /* n more bytes, for the caller to write */
+    char *d;
+    if (b->len + n + 1 > b->cap) {
+        while (b->len + n + 1 > b->cap) b->cap = b->cap ? 2 * b->cap : 64;
+        b->s = xrealloc(b->s, b->cap);
+    }
+    d = b->s + b->len;
+    b->len += n;
+    b->s[b->len] = '\0';
+    return d;
 }
 static void sb_puts(strbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
 static void sb_putc(strbuf *b, char c) { sb_add(b, &c, 1); }
@@ -2207,9 +2218,7 @@ static void implicit_search(mk_make *m, int ni) {
             b.len = 0;
             if (j == 0 && p->pre_before < p->pre_len) {   /* pat_subst, the '%' found once: */
                 size_t tail = p->pre_len - p->pre_before - 1;   /* four copies, one size check */
-                char *d;
-                sb_add(&b, NULL, off + p->pre_before + sn + tail);
-                d = b.s;
+                char *d = sb_space(&b, off + p->pre_before + sn + tail);
                 memcpy(d, name, off); d += off;
                 memcpy(d, p->pre[0], p->pre_before); d += p->pre_before;
                 memcpy(d, name + off + so, sn); d += sn;
