@@ -3243,11 +3243,8 @@ static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
         }
     }
     if (dp_wait_all(eng, NULL) != DP_OK) failed = 1;
-    /* The last build leaves its engine to the exit, as main leaves the
-       graph: destroying it returned its pools to the system one munmap at
-       a time, a cost paid again when the process ends. */
-    if (quiet) dp_engine_destroy(eng, NULL); else exit_eng = eng;
-    if (nrunners) {                            /* every job is over: the runners end */
+    if (nrunners) {                            /* every job is over: the runners end, before the engine
+                                                  may go (the last dp_complete may not have returned yet) */
         int k, n;
         pthread_mutex_lock(&run_mtx);
         runner_quit = 1;
@@ -3257,6 +3254,10 @@ static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
         for (k = 0; k < n; k++) pthread_join(runner_th[k], NULL);
         nrunners = 0;
     }
+    /* The last build leaves its engine to the exit, as main leaves the
+       graph: destroying it returned its pools to the system one munmap at
+       a time, a cost paid again when the process ends. */
+    if (quiet) dp_engine_destroy(eng, NULL); else exit_eng = eng;
     if (!failed && !quiet && !opt_silent && !opt_question)
         for (i = 0; i < ngoals; i++) {
             node *g = &m->nodes[goals[i]];
