@@ -192,17 +192,6 @@ static void sb_add(strbuf *b, const char *s, size_t n) {
     b->len += n;
     b->s[b->len] = '\0';
 }
-static char *sb_space(strbuf *b, size_t n) {   /* n more bytes, for the caller to write */
-    char *d;
-    if (b->len + n + 1 > b->cap) {
-        while (b->len + n + 1 > b->cap) b->cap = b->cap ? 2 * b->cap : 64;
-        b->s = xrealloc(b->s, b->cap);
-    }
-    d = b->s + b->len;
-    b->len += n;
-    b->s[b->len] = '\0';
-    return d;
-}
 static void sb_puts(strbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
 static void sb_putc(strbuf *b, char c) { sb_add(b, &c, 1); }
 static char *sb_take(strbuf *b) { char *s; sb_add(b, "", 0); s = b->s; b->s = NULL; b->len = b->cap = 0; return s; }
@@ -2182,6 +2171,17 @@ static int ought_to_exist(mk_make *m, const char *name, size_t len) {
     return 0;
 }
 
+static char *sb_space(strbuf *b, size_t n) {   /* n more bytes (a strbuf's), for the caller to write */
+    char *d;
+    if (b->len + n + 1 > b->cap) {
+        while (b->len + n + 1 > b->cap) b->cap = b->cap ? 2 * b->cap : 64;
+        b->s = xrealloc(b->s, b->cap);
+    }
+    d = b->s + b->len;
+    b->len += n;
+    b->s[b->len] = '\0';
+    return d;
+}
 /* Gives node ni the recipe of the best matching pattern rule, if any: the
    shortest stem whose prerequisites all ought to exist, first in file order.
    A pattern without '/' matches the file part of the name; the directory is
