@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench/make.sh - examples/make.c against GNU make, wall time, same run.
 #
-#   bench/make.sh [path/to/make_example [N_INDEPENDENT [N_NOOP [REPS]]]]
-#   defaults: build/make_example 3000 10000 5
+#   bench/make.sh [path/to/make_example [N_INDEPENDENT [N_NOOP [REPS [K]]]]]
+#   defaults: build/make_example 3000 10000 5 1
 #
 # MAKE-indep: N_INDEPENDENT independent targets, each `touch $@`, at -j4,
 #             from scratch (the cost of starting and reaping jobs).
@@ -16,7 +16,11 @@
 #             -r is compared with it too.
 # A round runs each make once, taking turns (which one starts alternates
 # from round to round, so that neither always follows the other); every
-# round is printed, then each figure as the best of REPS rounds:
+# round is printed, then each figure as the best of REPS rounds. With K > 1
+# each make runs K times within a round, in turn (ABAB..., the first make
+# alternating as above), and the round's figure for a make is the median of
+# its K runs (K odd is the plain median; even, the mean of the middle two);
+# K = 1 (the default) is one run each, as before:
 #   round R MAKE-indep gnu_s=G depeng_s=D ratio=D/G
 #   bench MAKE-indep n=N gnu_s=G depeng_s=D ratio=D/G
 #   round R MAKE-noop gnu_s=G gnu_r_s=R depeng_s=D depeng_r_s=DR ratio_r=D/R ratio_rr=DR/R
@@ -42,13 +46,23 @@ div() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 best() { awk 'NR == 1 || $1 < m { m = $1 } END { printf "%.3f", m }'; }
 status=0
 
-# timed NAME CMD...: runs CMD, appends its wall time to NAME.t, keeps its
-# output (stdout and stderr) in NAME.out
+K=${5:-1}
+case $K in ''|*[!0-9]*|0) echo "FAIL: K must be a positive integer"; exit 2 ;; esac
+median() { sort -n | awk '{ v[NR] = $1 } END { printf "%.3f\n", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# timed NAME CMD...: runs CMD, appends its wall time to NAME.r (this
+# round's runs), keeps its output (stdout and stderr) in NAME.out
 timed() {
     local name=$1 s e
     shift
     s=$(now); "$@" > "$name.out" 2>&1; e=$(now)
-    elapsed "$s" "$e" >> "$name.t"
+    elapsed "$s" "$e" >> "$name.r"
+}
+# round_end NAME...: each NAME's figure for the round (the median of its
+# runs in NAME.r) appended to NAME.t
+round_end() {
+    local name
+    for name in "$@"; do [ -s "$name.r" ] && median < "$name.r" >> "$name.t"; rm -f "$name.r"; done
 }
 
 # ---- independent targets at -j4 ------------------------------------------
@@ -59,9 +73,12 @@ awk -v n="$NI" 'BEGIN { printf "all:"; for (i = 0; i < n; i++) printf " t%d", i;
 indep_gnu() { rm -f t[0-9]*; timed gnu "$GNU" -j4; g=$(ls | grep -c '^t[0-9]'); }
 indep_dp() { rm -f t[0-9]*; timed dp "$DP" -j4; d=$(ls | grep -c '^t[0-9]'); }
 for r in $(seq "$REPS"); do
-    if [ $((r % 2)) -eq 1 ]; then indep_gnu; indep_dp; else indep_dp; indep_gnu; fi
-    [ "$g" -eq "$NI" ] && [ "$d" -eq "$NI" ] || { echo "FAIL MAKE-indep: files made: gnu $g, depeng $d, wanted $NI"; status=1; }
-    cmp -s gnu.out dp.out || { echo "FAIL MAKE-indep: GNU make said '$(cat gnu.out)', depeng's make '$(cat dp.out)'"; status=1; }
+    for k in $(seq "$K"); do
+        if [ $((r % 2)) -eq 1 ]; then indep_gnu; indep_dp; else indep_dp; indep_gnu; fi
+        [ "$g" -eq "$NI" ] && [ "$d" -eq "$NI" ] || { echo "FAIL MAKE-indep: files made: gnu $g, depeng $d, wanted $NI"; status=1; }
+        cmp -s gnu.out dp.out || { echo "FAIL MAKE-indep: GNU make said '$(cat gnu.out)', depeng's make '$(cat dp.out)'"; status=1; }
+    done
+    round_end gnu dp
     G=$(tail -n 1 gnu.t); D=$(tail -n 1 dp.t)
     echo "round $r MAKE-indep gnu_s=$G depeng_s=$D ratio=$(div "$D" "$G")"
 done
@@ -77,14 +94,17 @@ sleep 0.01                                       # the targets newer than their 
 seq 0 $((NN - 1)) | sed 's/^/t/' | xargs touch
 : > gnu.t; : > gnur.t; : > dp.t; : > dpr.t
 for r in $(seq "$REPS"); do
-    if [ $((r % 2)) -eq 1 ]; then
-        timed gnur "$GNU" -r -j4; timed dp "$DP" -j4; timed dpr "$DP" -r -j4
-    else
-        timed dpr "$DP" -r -j4; timed gnur "$GNU" -r -j4; timed dp "$DP" -j4
-    fi
-    [ "$r" -eq 1 ] && timed gnu "$GNU" -j4
-    cmp -s gnu.out dp.out || { echo "FAIL MAKE-noop: GNU make said '$(cat gnu.out)', depeng's make '$(cat dp.out)'"; status=1; }
-    cmp -s gnur.out dpr.out || { echo "FAIL MAKE-noop -r: GNU make said '$(cat gnur.out)', depeng's make '$(cat dpr.out)'"; status=1; }
+    for k in $(seq "$K"); do
+        if [ $((r % 2)) -eq 1 ]; then
+            timed gnur "$GNU" -r -j4; timed dp "$DP" -j4; timed dpr "$DP" -r -j4
+        else
+            timed dpr "$DP" -r -j4; timed gnur "$GNU" -r -j4; timed dp "$DP" -j4
+        fi
+        [ "$r" -eq 1 ] && [ "$k" -eq 1 ] && timed gnu "$GNU" -j4
+        cmp -s gnu.out dp.out || { echo "FAIL MAKE-noop: GNU make said '$(cat gnu.out)', depeng's make '$(cat dp.out)'"; status=1; }
+        cmp -s gnur.out dpr.out || { echo "FAIL MAKE-noop -r: GNU make said '$(cat gnur.out)', depeng's make '$(cat dpr.out)'"; status=1; }
+    done
+    round_end gnu gnur dp dpr
     G=-; [ "$r" -eq 1 ] && G=$(tail -n 1 gnu.t)
     R=$(tail -n 1 gnur.t); D=$(tail -n 1 dp.t); DR=$(tail -n 1 dpr.t)
     echo "round $r MAKE-noop gnu_s=$G gnu_r_s=$R depeng_s=$D depeng_r_s=$DR ratio_r=$(div "$D" "$R") ratio_rr=$(div "$DR" "$R")"

@@ -18,14 +18,15 @@
      (/bin/sh -c, or the command itself when it has no shell syntax, as GNU
      make does; its program looked up on the exported PATH) only when one of
      the -j N job slots is free, with vfork and execve (posix_spawn where the
-     C library is not glibc: see spawn_program). ONE reaper
-     thread collects every child with waitpid(-1), starts the rule's next
-     command line or the next queued job, and finally calls dp_complete with
-     the rule's status; that is what releases the target's var and lets the
-     engine start the rules that read it. So the number of threads is fixed
-     (the main thread + the reaper), whatever the number of rules; the
-     reaper is started by the first command, so a run with nothing to do
-     (every target up to date) is one thread.
+     C library is not glibc: see spawn_program). The runner threads, at most
+     min(-j N, 8), start the children and collect them (one at a time waits
+     in waitpid(-1) for any child); the one that collects a child starts the
+     rule's next command line or the next queued job itself, and finally
+     calls dp_complete with the rule's status; that is what releases the
+     target's var and lets the engine start the rules that read it. So the
+     number of threads is bounded (the main thread + the runners), whatever
+     the number of rules; the runners are started by the first command, so
+     a run with nothing to do (every target up to date) is one thread.
 
      The ops run in the order they become ready: pushed in plan order, and
      when one completion makes many rules ready at once, in plan order too.
@@ -2065,19 +2066,23 @@ static strmap dc_names, dc_dirs;            /* "dir/name" (or "name"), dirs read
 static char **dc_blocks; static int dc_nblocks, dc_blockcap;   /* the keys, packed */
 static size_t dc_used, dc_cap;              /* in the last block */
 static int dc_on;
-static const char *dc_keep(const char *s, size_t n) {
+/* Keeps s[0..n) + t[0..tn) (t may be NULL when tn is 0) as one string. */
+static const char *dc_keep2(const char *s, size_t n, const char *t, size_t tn) {
     char *d;
-    if (!dc_nblocks || dc_used + n + 1 > dc_cap) {
-        dc_cap = n + 1 > 65536 ? n + 1 : 65536;
+    if (!dc_nblocks || dc_used + n + tn + 1 > dc_cap) {
+        dc_cap = n + tn + 1 > 65536 ? n + tn + 1 : 65536;
         dc_used = 0;
         GROW(dc_blocks, dc_nblocks, dc_blockcap);
         dc_blocks[dc_nblocks++] = xrealloc(NULL, dc_cap);
     }
     d = dc_blocks[dc_nblocks - 1] + dc_used;
-    memcpy(d, s, n); d[n] = '\0';
-    dc_used += n + 1;
+    memcpy(d, s, n);
+    if (tn) memcpy(d + n, t, tn);
+    d[n + tn] = '\0';
+    dc_used += n + tn + 1;
     return d;
 }
+static const char *dc_keep(const char *s, size_t n) { return dc_keep2(s, n, NULL, 0); }
 /* Whether path (len chars, hash h) exists, from its directory's listing: 1
    or 0; -1 where the listing cannot say (a name with ./ or //, or, unless
    read_dir, a directory not read yet). */
@@ -2097,22 +2102,20 @@ static int dc_answer_h(const char *path, size_t len, unsigned h, int read_dir) {
         if (k < 0) {
             DIR *d;
             struct dirent *e;
-            strbuf key = {0};
-            char *dir;
+            const char *dirkey;
             if (!read_dir) return -1;
-            dir = xstrndup(path, dn);
-            map_put(&dc_dirs, dc_keep(path, dn), 1);
-            d = opendir(dn ? dir : ".");
+            dirkey = dc_keep(path, dn);
+            map_put(&dc_dirs, dirkey, 1);
+            d = opendir(dn ? dirkey : ".");
             /* a directory's names are distinct, and no two directories read
-               give the same key (the key starts with the directory as named) */
+               give the same key (the key starts with the directory as named,
+               and its '/', which path has at dn) */
             while (d && (e = readdir(d)) != NULL) {
-                key.len = 0; sb_add(&key, "", 0);
-                if (dn) { sb_add(&key, path, dn); sb_putc(&key, '/'); }
-                sb_puts(&key, e->d_name);
-                map_put_h(&dc_names, dc_keep(key.s, key.len), hash_str(key.s, key.len), 1);
+                size_t en = strlen(e->d_name);
+                const char *key = dc_keep2(path, dn ? dn + 1 : 0, e->d_name, en);
+                map_put_h(&dc_names, key, hash_str(key, (dn ? dn + 1 : 0) + en), 1);
             }
             if (d) closedir(d);
-            free(dir); free(key.s);
         }
         dc_last_dir.len = 0; sb_add(&dc_last_dir, path, dn); dc_last_ok = 1;
     }
@@ -2154,8 +2157,7 @@ static int plan_exists(node *n) {
    mentions (a target, or a prerequisite of an explicit rule). */
 static void vpath_search(mk_make *m, node *n);
 static int has_vpath_var(const mk_make *m);
-static int ought_to_exist(mk_make *m, const char *name) {
-    size_t len = strlen(name);
+static int ought_to_exist(mk_make *m, const char *name, size_t len) {
     unsigned h = hash_str(name, len);
     int i = map_get_h(&m->node_map, name, len, h);
     if (i >= 0 && (m->nodes[i].mentioned || m->nodes[i].is_target || NX(&m->nodes[i])->fname)) return 1;
@@ -2169,6 +2171,17 @@ static int ought_to_exist(mk_make *m, const char *name) {
     return 0;
 }
 
+static char *sb_space(strbuf *b, size_t n) {   /* n more bytes (a strbuf's), for the caller to write */
+    char *d;
+    if (b->len + n + 1 > b->cap) {
+        while (b->len + n + 1 > b->cap) b->cap = b->cap ? 2 * b->cap : 64;
+        b->s = xrealloc(b->s, b->cap);
+    }
+    d = b->s + b->len;
+    b->len += n;
+    b->s[b->len] = '\0';
+    return d;
+}
 /* Gives node ni the recipe of the best matching pattern rule, if any: the
    shortest stem whose prerequisites all ought to exist, first in file order.
    A pattern without '/' matches the file part of the name; the directory is
@@ -2203,12 +2216,15 @@ static void implicit_search(mk_make *m, int ni) {
         if (best >= 0 && off + sn >= best_n) continue;
         for (j = 0; ok && j < p->npre; j++) {
             b.len = 0;
-            sb_add(&b, name, off);
-            if (j == 0 && p->pre_before < p->pre_len) {   /* pat_subst, the '%' found once */
-                sb_add(&b, p->pre[0], p->pre_before); sb_add(&b, name + off + so, sn);
-                sb_add(&b, p->pre[0] + p->pre_before + 1, p->pre_len - p->pre_before - 1);
-            } else pat_subst(&b, p->pre[j], name + off + so, sn);
-            ok = ought_to_exist(m, b.s);
+            if (j == 0 && p->pre_before < p->pre_len) {   /* pat_subst, the '%' found once: */
+                size_t tail = p->pre_len - p->pre_before - 1;   /* four copies, one size check */
+                char *d = sb_space(&b, off + p->pre_before + sn + tail);
+                memcpy(d, name, off); d += off;
+                memcpy(d, p->pre[0], p->pre_before); d += p->pre_before;
+                memcpy(d, name + off + so, sn); d += sn;
+                memcpy(d, p->pre[0] + p->pre_before + 1, tail);
+            } else { sb_add(&b, name, off); pat_subst(&b, p->pre[j], name + off + so, sn); }
+            ok = ought_to_exist(m, b.s, b.len);
         }
         if (ok) { best = i; best_n = off + sn; }
     }
@@ -2379,11 +2395,37 @@ static struct timespec trace_t0;
 static char **child_env;                 /* the commands' environment (exported variables) */
 static char **shell_argv; static int shell_argc;   /* $(SHELL) $(.SHELLFLAGS) */
 static int shell_is_sh;                  /* /bin/sh -c: a plain command may skip the shell */
+/* The job table. Its threads are the thread that runs the ops (build's,
+   which hands jobs in: submit_job, op_over) and the runners (see runner),
+   min(-j, RUNNERS_MAX) of them, which start the commands and collect the
+   children. Invariants, all under run_mtx:
+   - A job is in exactly one place: the slot queue (waiting for a slot),
+     gate_jobs (-j1), the start list (its next command line printed, its
+     child to be started by a runner), with one runner (starting its child,
+     outside the lock), in running[] (its child runs, pid known), or over
+     (on a `finished` list, its op to be completed outside the lock). While
+     a runner starts a job's child, nothing else touches the job.
+   - nstarting counts the jobs on the start list and with a runner;
+     nchildren == nrunning, the children in running[] not yet collected.
+   - At most one runner at a time waits in waitpid(-1) (waiting == 1).
+   - A child can exit and be collected by the waiting runner before the
+     runner that started it has put its pid in running[]; the waiter then
+     keeps its status in orphans[] (while nstarting > 0; else it is not
+     ours), and the starting runner takes it from there.
+   - No lost work: run_mtx is released through run_unlock (or a runner's
+     wait on runner_cv, which it enters only when it found nothing to do),
+     which wakes a runner for every job on the start list and for the wait
+     on children when nobody waits. A runner looks for work before it
+     sleeps, so a wake-up that finds every runner busy is not needed. */
 static pthread_mutex_t run_mtx = PTHREAD_MUTEX_INITIALIZER;   /* everything below, and stdout */
-static pthread_cond_t reaper_cv = PTHREAD_COND_INITIALIZER;
-static int slots_free, nchildren, stopping, reaper_quit;
+static pthread_cond_t runner_cv = PTHREAD_COND_INITIALIZER;
+static int slots_free, nchildren, stopping, runner_quit;
 static job **running; static int nrunning, runcap;
-static job *queue_head, *queue_tail;
+static job *queue_head, *queue_tail;     /* waiting for a slot */
+static job *start_head, *start_tail;     /* holding a slot, the next command to start */
+static int nstart_list, nstarting, waiting, nrunners;
+typedef struct orphan { pid_t pid; int ws; } orphan;
+static orphan *orphans; static int norphans, orphancap;
 /* -j1 follows GNU make's depth-first walk exactly: the job of the rule at
    plan position p starts only when every rule before it in the plan is over
    (gate == p). A rule is over when its op completes, or when one of its
@@ -2443,17 +2485,19 @@ static void print_error_locked(const job *j, int line_idx, const char *what, int
 /* GNU make runs a command line without /bin/sh when the shell would only
    split it into words: no character special to the shell, no builtin or
    keyword first, no assignment. That saves an exec per job. Returns the
-   words (pointing into *copy, which the caller frees), or NULL: use sh -c. */
+   words (pointing into *copy, which the caller frees), or NULL: use sh -c.
+   Any thread. */
 static char **direct_argv(const char *cmd, char **copy) {
     static const char *const builtins[] = { ".", ":", "alias", "bg", "break", "case", "cd", "command",
         "continue", "eval", "exec", "exit", "export", "fc", "fg", "for", "getopts", "hash", "if", "jobs",
         "login", "logout", "read", "readonly", "return", "set", "shift", "test", "times", "trap", "type",
         "ulimit", "umask", "unalias", "unset", "wait", "while", "[", "{", "!", NULL };
-    char **argv = NULL, *w;
+    char **argv = NULL, *w, *save;
     int n = 0, cap = 0, i;
     if (strpbrk(cmd, "#;\"'*?[]&|<>(){}$`^~!\\\n")) return NULL;
     *copy = xstrdup(cmd);
-    for (w = strtok(*copy, " \t"); w; w = strtok(NULL, " \t")) { GROW(argv, n, cap); argv[n++] = w; }
+    /* strtok_r: the runners split their commands at the same time */
+    for (w = strtok_r(*copy, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) { GROW(argv, n, cap); argv[n++] = w; }
     if (n == 0 || strchr(argv[0], '=')) { free(argv); free(*copy); *copy = NULL; return NULL; }
     for (i = 0; builtins[i]; i++) if (strcmp(argv[0], builtins[i]) == 0) { free(argv); free(*copy); *copy = NULL; return NULL; }
     GROW(argv, n, cap);
@@ -2540,14 +2584,13 @@ static char **sh_fallback_argv(const char *path, char **argv) {
     return a;
 }
 
-/* Starts the job's next non-empty command line. Returns 1 if a child is now
-   running, 0 if the job is over (j->status says how). Called with run_mtx. */
+/* Hands the job's next non-empty command line to the runners: printed (as
+   GNU make echoes a command when it starts it) and put on the start list;
+   a runner starts its child (start_child). Returns 1 if a command is now
+   on its way, 0 if the job is over (j->status says how). Called with run_mtx. */
 static int start_next_locked(job *j) {
     while (j->next < j->ncmds) {
-        int i = j->next++, err;
-        char **direct, *copy = NULL, **argv, where[4096];
-        const char *path;
-        pid_t pid = 0;
+        int i = j->next++;
         if (!j->cmds[i][0]) continue;
         j->n->ran = 1;                             /* GNU's "commands started" */
         if (trace_file && j->trace_start < 0) j->trace_start = trace_now();
@@ -2555,31 +2598,48 @@ static int start_next_locked(job *j) {
             printf("%s\n", j->cmds[i]);
         fflush(stdout);
         if (opt_dry_run && !(j->flags[i] & CMD_PLUS)) continue;   /* -n runs only + and $(MAKE) lines */
-        direct = shell_is_sh ? direct_argv(j->cmds[i], &copy) : NULL;
-        if (!direct) shell_argv[shell_argc] = j->cmds[i];
-        argv = direct ? direct : shell_argv;
-        path = find_program(argv[0], where, sizeof where);
-        if (path) {
-            char **sh_argv = sh_fallback_argv(path, argv);
-            err = spawn_program(&pid, path, argv, sh_argv);
-            free(sh_argv);
-        } else err = errno;
-        if (err != 0) { fflush(stdout); fprintf(stderr, "%s: %s: %s\n", mk_prog, argv[0], strerror(err)); }
-        free(direct); free(copy);
-        if (err != 0) {                            /* as the shell's "not found": 127 */
-            print_error_locked(j, i, "Error 127", (j->flags[i] & CMD_IGNORE) != 0);
-            if (j->flags[i] & CMD_IGNORE) continue;
-            j->status = 127;
-            return 0;
-        }
-        j->pid = pid;
-        GROW(running, nrunning, runcap);
-        running[nrunning++] = j;
-        nchildren++;
-        pthread_cond_signal(&reaper_cv);
+        j->qnext = NULL;
+        if (start_tail) start_tail->qnext = j; else start_head = j;
+        start_tail = j;
+        nstart_list++; nstarting++;
         return 1;
     }
     return 0;
+}
+static job *start_take_locked(void) {
+    job *j = start_head;
+    start_head = j->qnext;
+    if (!start_head) start_tail = NULL;
+    nstart_list--;
+    return j;
+}
+
+/* Starts the child of the job's command line j->next - 1, which start_next_locked
+   printed; called by a runner without run_mtx (the lookup on PATH stats,
+   and vfork returns only once the child has called execve: other runners
+   start and collect meanwhile). Returns the pid, or 0 with *err and *what
+   (the program's name, malloc'd) saying why it could not start. */
+static pid_t start_child(const job *j, int *err, char **what) {
+    const char *cmd = j->cmds[j->next - 1];
+    char **direct, *copy = NULL, **argv, where[4096];
+    const char *path;
+    pid_t pid = 0;
+    direct = shell_is_sh ? direct_argv(cmd, &copy) : NULL;
+    if (direct) argv = direct;
+    else {                                     /* $(SHELL) $(.SHELLFLAGS) cmd: a copy per child */
+        argv = (char **)xrealloc(NULL, ((size_t)shell_argc + 2) * sizeof *argv);
+        memcpy(argv, shell_argv, (size_t)shell_argc * sizeof *argv);
+        argv[shell_argc] = (char *)cmd; argv[shell_argc + 1] = NULL;
+    }
+    path = find_program(argv[0], where, sizeof where);
+    if (path) {
+        char **sh_argv = sh_fallback_argv(path, argv);
+        *err = spawn_program(&pid, path, argv, sh_argv);
+        free(sh_argv);
+    } else *err = errno;
+    *what = *err ? xstrdup(argv[0]) : NULL;
+    free(argv); free(copy);
+    return *err ? 0 : pid;
 }
 
 static void free_job(job *j) {
@@ -2617,7 +2677,7 @@ static job *queue_take_locked(void) {
    completed as "not started" (status -2, no message of their own). */
 static void stop_locked(job **finished) {
     stopping = 1;
-    if (nchildren > 0) { fflush(stdout); fprintf(stderr, "%s: *** Waiting for unfinished jobs....\n", mk_prog); }
+    if (nchildren + nstarting > 0) { fflush(stdout); fprintf(stderr, "%s: *** Waiting for unfinished jobs....\n", mk_prog); }
     while (queue_head) {
         job *q = queue_take_locked();
         q->status = -2;
@@ -2665,6 +2725,20 @@ static void job_over_locked(job *j, job **finished) {
     if (j->status > 0 && !opt_keep_going && !stopping) stop_locked(finished);
     kick_locked(finished);
 }
+/* Releases run_mtx, then wakes a runner for each job on the start list and
+   one for the children if no runner waits for them (the "no lost work"
+   invariant above), counted under the lock. A wake-up beyond the runners
+   there are, or for a runner that is busy or has found the work already,
+   finds nothing to do: harmless. After the unlock, so that the runner
+   woken does not block at once on the mutex still held (two futex calls
+   fewer per job). */
+static void run_unlock(void) {
+    int want = nstart_list + (nchildren > 0 && !waiting);
+    if (want > nrunners) want = nrunners;
+    pthread_mutex_unlock(&run_mtx);
+    while (want-- > 0) pthread_cond_signal(&runner_cv);
+}
+
 /* An op that ends without a job (nothing to do, or not started): completed
    after its node is over for the -j1 gate, which may start the next job. */
 static void op_over(node *n, dp_completion done, int status, const char *why) {
@@ -2672,7 +2746,7 @@ static void op_over(node *n, dp_completion done, int status, const char *why) {
     pthread_mutex_lock(&run_mtx);
     node_over_locked(n, status);
     kick_locked(&finished);
-    pthread_mutex_unlock(&run_mtx);
+    run_unlock();
     finish_all(finished);
     dp_complete(done, status, why);
 }
@@ -2707,57 +2781,128 @@ static int command_failed_locked(job *j, int ws) {
     return 1;
 }
 
-/* The one thread that collects children: waitpid(-1) for any of them, then
-   the rule's next command line, or the end of its job (the op completes,
-   the slot goes to the next queued job). Sleeps while no child runs. */
-static void *reaper(void *unused) {
+/* The job's child exited with wait status ws: its next command line goes
+   to the start list, or the job is over (its slot to the next job). A job
+   that runs goes on to its end, also after another failed. Called with run_mtx. */
+static void child_over_locked(job *j, int ws, job **finished) {
+    if (!(ws != 0 && command_failed_locked(j, ws)) && start_next_locked(j)) return;
+    job_over_locked(j, finished);
+}
+
+/* The child of job j, which this runner started (pid, or 0 and err: it
+   could not start), in the table: in running[], or, if the waiting runner
+   collected it already (orphans[]), over at once. Called with run_mtx. */
+static void child_started_locked(job *j, pid_t pid, int err, const char *what, job **finished) {
+    int i, line = j->next - 1;
+    nstarting--;
+    if (err) {                                 /* as the shell's "not found": 127 */
+        fflush(stdout);
+        fprintf(stderr, "%s: %s: %s\n", mk_prog, what, strerror(err));
+        print_error_locked(j, line, "Error 127", (j->flags[line] & CMD_IGNORE) != 0);
+        if ((j->flags[line] & CMD_IGNORE) && start_next_locked(j)) return;
+        if (!(j->flags[line] & CMD_IGNORE)) j->status = 127;
+        job_over_locked(j, finished);
+        return;
+    }
+    for (i = 0; i < norphans; i++)
+        if (orphans[i].pid == pid) {
+            int ws = orphans[i].ws;
+            orphans[i] = orphans[--norphans];
+            child_over_locked(j, ws, finished);
+            return;
+        }
+    j->pid = pid;
+    GROW(running, nrunning, runcap);
+    running[nrunning++] = j;
+    nchildren++;
+}
+
+/* A runner, one of min(-j, RUNNERS_MAX) threads. Under run_mtx, first
+   come first served, it: starts the child of the first job on the start
+   list (without the lock: the PATH lookup and vfork, which waits for the
+   child's execve, 1-4 ms on a loaded 2-core machine; with one thread doing
+   both, as before, a job's exit often waited for another's execve and
+   only 2.9 of 4 slots were busy on average); else, if children run and no
+   runner waits for them, it waits in waitpid(-1) and, for the child it
+   collects, starts that rule's next command line or the next job itself
+   (the refill is not handed to another thread); else it sleeps. Leaving
+   the wait it wakes another runner to wait for the other children while
+   it starts the next one (run_unlock). Each runner ends when build sets
+   runner_quit (every job is over by then). */
+static void *runner(void *unused) {
     (void)unused;
     pthread_mutex_lock(&run_mtx);
     for (;;) {
         job *j, *finished = NULL;
-        pid_t pid;
-        int ws;
-        while (nchildren == 0 && !reaper_quit) pthread_cond_wait(&reaper_cv, &run_mtx);
-        if (nchildren == 0) break;
-        pthread_mutex_unlock(&run_mtx);
-        pid = waitpid(-1, &ws, 0);
-        pthread_mutex_lock(&run_mtx);
-        if (pid < 0) { if (errno == ECHILD) nchildren = 0; continue; }
-        if ((j = take_running_locked(pid)) == NULL) continue;   /* not ours */
-        nchildren--;
-        /* a job that runs goes on to its end, also after another failed */
-        if (!(ws != 0 && command_failed_locked(j, ws)) && start_next_locked(j)) continue;
-        job_over_locked(j, &finished);
-        pthread_mutex_unlock(&run_mtx);
-        finish_all(finished);
-        pthread_mutex_lock(&run_mtx);
+        if (!start_head && nchildren > 0 && !waiting) {
+            pid_t pid;
+            int ws;
+            waiting = 1;
+            run_unlock();
+            pid = waitpid(-1, &ws, 0);
+            pthread_mutex_lock(&run_mtx);
+            waiting = 0;
+            if (pid < 0) { if (errno == ECHILD) nchildren = 0; continue; }
+            if ((j = take_running_locked(pid)) == NULL) {   /* not in the table (yet) */
+                if (nstarting > 0) { GROW(orphans, norphans, orphancap); orphans[norphans].pid = pid; orphans[norphans++].ws = ws; }
+                continue;
+            }
+            nchildren--;
+            child_over_locked(j, ws, &finished);
+        } else if (!start_head) {
+            if (runner_quit) break;
+            pthread_cond_wait(&runner_cv, &run_mtx);
+            continue;
+        }
+        if (start_head) {                      /* first the refill: the collected rule's next line, or a job */
+            pid_t pid;
+            int err;
+            char *what;
+            j = start_take_locked();
+            run_unlock();
+            pid = start_child(j, &err, &what);
+            pthread_mutex_lock(&run_mtx);
+            child_started_locked(j, pid, err, what, &finished);
+            free(what);
+        }
+        if (finished) {                        /* then the ops of the jobs that are over */
+            run_unlock();
+            finish_all(finished);
+            pthread_mutex_lock(&run_mtx);
+        }
     }
     pthread_mutex_unlock(&run_mtx);
     return NULL;
 }
 
-/* The reaper is started by the first job, not by build: a run where every
-   target is up to date (the usual no-op) starts no thread at all. */
-static pthread_t reaper_th;
-static int reaper_on;                    /* main thread only */
+/* The runners are started by the first job, not by build: a run where
+   every target is up to date (the usual no-op) starts no thread at all.
+   More than RUNNERS_MAX would only add threads: the children started at
+   the same time compete for the same cores. */
+#define RUNNERS_MAX 8
+static pthread_t runner_th[RUNNERS_MAX];
 
-/* Hands a job to the table: started now if a job slot is free, else queued.
-   Called on the thread that runs the ops (build's). */
+/* Hands a job to the table: on the start list now if a job slot is free,
+   else queued. Called on the thread that runs the ops (build's). */
 static void submit_job(job *j) {
     job *finished = NULL;
-    if (!reaper_on) {
-        if (pthread_create(&reaper_th, NULL, reaper, NULL) != 0) {   /* no child runs yet */
-            fprintf(stderr, "%s: *** could not start the reaper thread.  Stop.\n", mk_prog);
+    if (!nrunners) {                           /* main thread only, as build's join */
+        int want = opt_jobs < RUNNERS_MAX ? opt_jobs : RUNNERS_MAX, k, made = 0;
+        for (k = 0; k < want; k++) if (pthread_create(&runner_th[made], NULL, runner, NULL) == 0) made++;
+        if (!made) {                           /* no child runs yet */
+            fprintf(stderr, "%s: *** could not start the job threads.  Stop.\n", mk_prog);
             exit(2);
         }
-        reaper_on = 1;
+        pthread_mutex_lock(&run_mtx);
+        nrunners = made;
+        pthread_mutex_unlock(&run_mtx);
     }
     pthread_mutex_lock(&run_mtx);
     if (stopping) { j->status = -2; node_over_locked(j->n, -2); finished_push(&finished, j); }
     else if (gate_jobs) { gate_jobs[j->n->plan_idx] = j; kick_locked(&finished); }
     else if (slots_free > 0) { slots_free--; if (!start_next_locked(j)) job_over_locked(j, &finished); }
     else queue_put_locked(j);
-    pthread_mutex_unlock(&run_mtx);
+    run_unlock();
     finish_all(finished);
 }
 
@@ -2876,7 +3021,7 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
     if (n->missing) { op_over(n, done, 2, "no rule to make target"); return; }
     pthread_mutex_lock(&run_mtx);
     i = stopping;
-    pthread_mutex_unlock(&run_mtx);
+    run_unlock();
     if (i) { op_over(n, done, -2, "not started"); return; }
     exists = stat(NFILE(n), &ts) == 0;
     ood = n->phony || !exists || opt_always || (n->dcolon && n->npre == 0);   /* a :: rule without prerequisites: always */
@@ -2927,7 +3072,7 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
             node_over_locked(n, 2);
             if (!opt_keep_going && !stopping) stop_locked(&finished);
             kick_locked(&finished);
-            pthread_mutex_unlock(&run_mtx);
+            run_unlock();
             finish_all(finished);
             free(err.s); free(out.s);
             j->status = 2;
@@ -2976,7 +3121,7 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
         pthread_mutex_lock(&run_mtx);
         node_over_locked(n, 0);
         kick_locked(&finished);
-        pthread_mutex_unlock(&run_mtx);
+        run_unlock();
         finish_all(finished);
         j->status = 0;
         finish_job(j);
@@ -3058,7 +3203,8 @@ static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
         n->st_known = 0;
     }
     for (i = 0; i < ngoals; i++) m->nodes[goals[i]].is_goal = 1;
-    stopping = 0; reaper_quit = 0; nchildren = 0; nrunning = 0; queue_head = queue_tail = NULL;
+    stopping = 0; runner_quit = 0; nchildren = 0; nrunning = 0; queue_head = queue_tail = NULL;
+    start_head = start_tail = NULL; nstart_list = nstarting = waiting = norphans = 0;
     if (plan(m, goals, ngoals, opt_keep_going, &order, &norder) != 0) { free(order); return 2; }
     memset(&desc, 0, sizeof desc);
     desc.type = DP_ENGINE_PERDEVICE;
@@ -3097,18 +3243,21 @@ static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
         }
     }
     if (dp_wait_all(eng, NULL) != DP_OK) failed = 1;
+    if (nrunners) {                            /* every job is over: the runners end, before the engine
+                                                  may go (the last dp_complete may not have returned yet) */
+        int k, n;
+        pthread_mutex_lock(&run_mtx);
+        runner_quit = 1;
+        pthread_cond_broadcast(&runner_cv);
+        n = nrunners;
+        pthread_mutex_unlock(&run_mtx);
+        for (k = 0; k < n; k++) pthread_join(runner_th[k], NULL);
+        nrunners = 0;
+    }
     /* The last build leaves its engine to the exit, as main leaves the
        graph: destroying it returned its pools to the system one munmap at
        a time, a cost paid again when the process ends. */
     if (quiet) dp_engine_destroy(eng, NULL); else exit_eng = eng;
-    if (reaper_on) {
-        pthread_mutex_lock(&run_mtx);
-        reaper_quit = 1;
-        pthread_cond_signal(&reaper_cv);
-        pthread_mutex_unlock(&run_mtx);
-        pthread_join(reaper_th, NULL);
-        reaper_on = 0;
-    }
     if (!failed && !quiet && !opt_silent && !opt_question)
         for (i = 0; i < ngoals; i++) {
             node *g = &m->nodes[goals[i]];
@@ -3117,8 +3266,8 @@ static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
             else printf("%s: Nothing to be done for '%s'.\n", mk_prog, g->name);
         }
     fflush(stdout);
-    free(order); free(reads); free(running); free(gate_jobs);
-    running = NULL; nrunning = runcap = 0; gate_jobs = NULL;
+    free(order); free(reads); free(running); free(gate_jobs); free(orphans);
+    running = NULL; nrunning = runcap = 0; gate_jobs = NULL; orphans = NULL; norphans = orphancap = 0;
     if (opt_question && question_ood) return 1;
     return failed ? 2 : 0;
 }

@@ -107,10 +107,35 @@ check "--trace with order-only prerequisites" $ok
 ok=1
 [ $rc -eq 2 ] && grep -q -- "--trace $T/no/such/dir/t.txt: No such file or directory" out.txt && ok=0
 check "--trace to a path that cannot be opened stops" $ok
-# 8. an up-to-date run stats each file once (a file without a rule: by the
+# 8. many short jobs at -j8 (the runners: one collects a child while
+#    others start theirs; a child often exits before the runner that
+#    started it has noted its pid): every line of every rule runs, a
+#    missing program on a `-` line is reported and the rule goes on; then
+#    a missing program without `-` fails its rule, the jobs that run are
+#    waited for, and nothing after the failure starts
+awk 'BEGIN { printf "all:"; for (i = 0; i < 200; i++) printf " j%d", i; print "";
+             for (i = 0; i < 200; i++) printf "j%d:\n\t@true\n\t@touch $@\n", i;
+             print "j7:\n\t-@no-such-program-here\n\t@touch $@" }' > many.dp
+"$MK" -j8 -f many.dp > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 0 ] && [ "$(ls j[0-9]* | wc -l)" -eq 200 ] &&
+    [ "$(grep -c 'no-such-program-here: No such file or directory' out.txt)" -eq 1 ] &&
+    grep -q '^make: \[many.dp:[0-9]*: j7\] Error 127 (ignored)$' out.txt && ok=0
+check "-j8: 200 rules of two lines, a missing program on a - line" $ok
+rm -f j[0-9]*
+printf 'all: a b c\na:\n\t@sleep 0.3\n\t@touch a\nb:\n\t@no-such-program-here\nc: b\n\t@touch c\n' > fail.dp
+"$MK" -j4 -f fail.dp > out.txt 2>&1; rc=$?
+ok=1
+[ $rc -eq 2 ] && [ -f a ] && [ ! -f c ] && grep -q 'no-such-program-here: No such file or directory' out.txt &&
+    grep -q "^make: \*\*\* \[fail.dp:6: b\] Error 127$" out.txt &&
+    grep -q '^make: \*\*\* Waiting for unfinished jobs....$' out.txt && ok=0
+check "-j4: a missing program fails its rule, the running job is waited for" $ok
+rm -f a c
+
+# 9. an up-to-date run stats each file once (a file without a rule: by the
 #    plan, which keeps its time for the rules that need it) and, with -r,
 #    reads no directory listing: nothing asks about files not named; and
-#    starts no thread (the reaper comes with the first command; under
+#    starts no thread (the runners come with the first command; under
 #    ThreadSanitizer, which starts one of its own, that is not checked)
 #    (LeakSanitizer cannot run under strace's ptrace: off for these runs)
 if command -v strace > /dev/null 2>&1 && strace -o /dev/null true > /dev/null 2>&1; then
