@@ -12100,20 +12100,24 @@ static void dp__ew_job_init(dp__ew_job *j, const dp_kernel_ctx *k, int nin) {
     j->at = dp_nd_dtype(k->inputs[nin - 1]); j->yt = dp_nd_dtype(k->outputs[0]);
     j->req = k->req[0]; j->add = k->req[0] == DP_REQ_ADD; j->s = k->scalar;
 }
-/* [b, e) in dtype T (float or double), one input (LD1: x_ = a[i]) or two
-   (LD2: o_ = a[i], x_ = b[i]); E is the element's value in double, from
+/* [b, e) in dtype T (float or double), N inputs: 1 (x_ = a[i]) or 2
+   (o_ = a[i], x_ = b[i]; b_ exists only then, as nvcc warns of a pointer
+   that is set and never read); E is the element's value in double, from
    those and s_, lo_, hi_; stored rounded once, added to y[i] in double
    first for add-to: what dp__store_elem does. */
+#define DP__EW_B1(T, j)
+#define DP__EW_B2(T, j) const T *b_ = (const T *)(j)->b;
 #define DP__EW_LD1 double x_ = (double)a_[i_];
 #define DP__EW_LD2 double o_ = (double)a_[i_], x_ = (double)b_[i_];
-#define DP__EW_LOOP(T, LD, j, b, e, E) do {                                                                         \
-        const T *a_ = (const T *)(j)->a, *b_ = (const T *)(j)->b;                                                   \
+#define DP__EW_LOOP(T, N, j, b, e, E) do {                                                                          \
+        const T *a_ = (const T *)(j)->a;                                                                            \
+        DP__EW_B##N(T, j)                                                                                           \
         T *y_ = (T *)(j)->y;                                                                                        \
         const double s_ = (j)->s, lo_ = (j)->lo, hi_ = (j)->hi;                                                     \
         int64_t i_;                                                                                                 \
-        (void)b_; (void)s_; (void)lo_; (void)hi_;                                                                   \
-        if ((j)->add) for (i_ = (b); i_ < (e); i_++) { LD y_[i_] = (T)((E) + (double)y_[i_]); }                    \
-        else for (i_ = (b); i_ < (e); i_++) { LD y_[i_] = (T)(E); }                                                \
+        (void)s_; (void)lo_; (void)hi_;                                                                             \
+        if ((j)->add) for (i_ = (b); i_ < (e); i_++) { DP__EW_LD##N y_[i_] = (T)((E) + (double)y_[i_]); }          \
+        else for (i_ = (b); i_ < (e); i_++) { DP__EW_LD##N y_[i_] = (T)(E); }                                      \
     } while (0)
 /* The same in blocks of DP__BLK elements for the other dtypes: a (and b)
    loaded as doubles once a block, S computed on v_[i_] (a's) and w_[i_]
@@ -12211,8 +12215,8 @@ static int64_t dp__int_clamp(dp_dtype t, int64_t v) {
    trunc(clip(x, lo, hi)) = clip(x, trunc lo, trunc hi) for an integer x
    (exact), the bounds brought into the dtype's range as the GPU kernel
    does. */
-DP__VEC_LOOPS static void dp__clip_f32(int64_t b, int64_t e, void *user) { DP__EW_LOOP(float, DP__EW_LD1, (const dp__ew_job *)user, b, e, DP__E_clip(x_, lo_, hi_)); }
-DP__VEC_LOOPS static void dp__clip_f64(int64_t b, int64_t e, void *user) { DP__EW_LOOP(double, DP__EW_LD1, (const dp__ew_job *)user, b, e, DP__E_clip(x_, lo_, hi_)); }
+DP__VEC_LOOPS static void dp__clip_f32(int64_t b, int64_t e, void *user) { DP__EW_LOOP(float, 1, (const dp__ew_job *)user, b, e, DP__E_clip(x_, lo_, hi_)); }
+DP__VEC_LOOPS static void dp__clip_f64(int64_t b, int64_t e, void *user) { DP__EW_LOOP(double, 1, (const dp__ew_job *)user, b, e, DP__E_clip(x_, lo_, hi_)); }
 static void dp__clip_any(int64_t b, int64_t e, void *user) { DP__EW_BLOCKS((const dp__ew_job *)user, b, e, v_[i_] = DP__E_clip(v_[i_], lo_, hi_)); }
 static int dp__k_clip(const dp_kernel_ctx *k) {
     dp__ew_job j;
@@ -12366,7 +12370,7 @@ DP__F32_LOOP(exp, "") DP__F32_LOOP(log, "") DP__F32_LOOP(sin, "") DP__F32_LOOP(c
         const dp__ew_job *j = (const dp__ew_job *)user; \
         dp__l1_##name(end - begin, (const float *)j->a + begin, (float *)j->y + begin, j->add); } \
     DP__VEC_LOOPS static void dp__r1d_##name(int64_t b, int64_t e, void *user) { \
-        DP__EW_LOOP(double, DP__EW_LD1, (const dp__ew_job *)user, b, e, DP__E1_##name(x_)); } \
+        DP__EW_LOOP(double, 1, (const dp__ew_job *)user, b, e, DP__E1_##name(x_)); } \
     static void dp__r1b_##name(int64_t b, int64_t e, void *user) { \
         DP__EW_BLOCKS((const dp__ew_job *)user, b, e, v_[i_] = DP__E1_##name(v_[i_])); } \
     static int dp__k_##name(const dp_kernel_ctx *k) { return dp__unary_apply(k, dp__r1_##name, dp__r1d_##name, dp__r1b_##name, dp__i_##name); }
@@ -12398,8 +12402,8 @@ DP__F32_LOOP(exp, "") DP__F32_LOOP(log, "") DP__F32_LOOP(sin, "") DP__F32_LOOP(c
 #define DP__SCALAR_KERNEL(name, doc) \
     DP__VEC_LOOPS static void dp__rs_##name(int64_t b, int64_t e, void *user) { \
         const dp__ew_job *j = (const dp__ew_job *)user; \
-        if (j->at == DP_FLOAT32) DP__EW_LOOP(float, DP__EW_LD1, j, b, e, DP__E_##name(x_, s_)); \
-        else DP__EW_LOOP(double, DP__EW_LD1, j, b, e, DP__E_##name(x_, s_)); } \
+        if (j->at == DP_FLOAT32) DP__EW_LOOP(float, 1, j, b, e, DP__E_##name(x_, s_)); \
+        else DP__EW_LOOP(double, 1, j, b, e, DP__E_##name(x_, s_)); } \
     static void dp__rsb_##name(int64_t b, int64_t e, void *user) { \
         DP__EW_BLOCKS((const dp__ew_job *)user, b, e, v_[i_] = DP__E_##name(v_[i_], s_)); } \
     static int dp__k_##name##_scalar(const dp_kernel_ctx *k) { return dp__scalar_apply(k, dp__rs_##name, dp__rs_##name, dp__rsb_##name, dp__i_##name); }
@@ -12579,8 +12583,8 @@ static int dp__infer_grad_inputs(const dp_params *p, int nin, const dp_shape *is
     return 0;
 }
 /* _backward_clip: the output gradient where lo <= x <= hi, else 0 (NaN x too) */
-DP__VEC_LOOPS static void dp__clipg_f32(int64_t b, int64_t e, void *user) { DP__EW_LOOP(float, DP__EW_LD2, (const dp__ew_job *)user, b, e, DP__DE_clip(o_, x_, lo_, hi_)); }
-DP__VEC_LOOPS static void dp__clipg_f64(int64_t b, int64_t e, void *user) { DP__EW_LOOP(double, DP__EW_LD2, (const dp__ew_job *)user, b, e, DP__DE_clip(o_, x_, lo_, hi_)); }
+DP__VEC_LOOPS static void dp__clipg_f32(int64_t b, int64_t e, void *user) { DP__EW_LOOP(float, 2, (const dp__ew_job *)user, b, e, DP__DE_clip(o_, x_, lo_, hi_)); }
+DP__VEC_LOOPS static void dp__clipg_f64(int64_t b, int64_t e, void *user) { DP__EW_LOOP(double, 2, (const dp__ew_job *)user, b, e, DP__DE_clip(o_, x_, lo_, hi_)); }
 static void dp__clipg_any(int64_t b, int64_t e, void *user) { DP__EW_BLOCKS((const dp__ew_job *)user, b, e, v_[i_] = DP__DE_clip(v_[i_], w_[i_], lo_, hi_)); }
 static int dp__k_clip_grad(const dp_kernel_ctx *k) {
     return dp__ew_grad_apply(k, dp__clipg_f32, dp__clipg_f64, dp__clipg_any, k->params->v[0].f, k->params->v[1].f);
@@ -12623,8 +12627,8 @@ static int dp__k_clip_grad(const dp_kernel_ctx *k) {
 #define DP__SCALAR_GRAD_KERNEL(name, doc) \
     DP__VEC_LOOPS static void dp__rgs_##name(int64_t b, int64_t e, void *user) { \
         const dp__ew_job *j = (const dp__ew_job *)user; \
-        if (j->at == DP_FLOAT32) DP__EW_LOOP(float, DP__EW_LD2, j, b, e, o_ * DP__DE_##name(x_, s_, 0)); \
-        else DP__EW_LOOP(double, DP__EW_LD2, j, b, e, o_ * DP__DE_##name(x_, s_, 0)); } \
+        if (j->at == DP_FLOAT32) DP__EW_LOOP(float, 2, j, b, e, o_ * DP__DE_##name(x_, s_, 0)); \
+        else DP__EW_LOOP(double, 2, j, b, e, o_ * DP__DE_##name(x_, s_, 0)); } \
     static void dp__rgsb_##name(int64_t b, int64_t e, void *user) { \
         DP__EW_BLOCKS((const dp__ew_job *)user, b, e, v_[i_] = v_[i_] * DP__DE_##name(w_[i_], s_, 0)); } \
     static int dp__kg_##name##_scalar(const dp_kernel_ctx *k) { \
