@@ -2408,10 +2408,15 @@ static int shell_is_sh;                  /* /bin/sh -c: a plain command may skip
    - nstarting counts the jobs on the start list and with a runner;
      nchildren == nrunning, the children in running[] not yet collected.
    - At most one runner at a time waits in waitpid(-1) (waiting == 1).
-   - A child can exit and be collected by the waiting runner before the
-     runner that started it has put its pid in running[]; the waiter then
-     keeps its status in orphans[] (while nstarting > 0; else it is not
-     ours), and the starting runner takes it from there.
+   - The waiter only looks at an exited child (waitid with WNOWAIT) and
+     collects it (waitpid) once its pid is in running[]: a child can exit
+     before the runner that started it has put its pid there, and while
+     it is not collected its pid cannot go to another process. A pid not
+     in running[] waits until every start under way when it was seen
+     (inflight[]) is over; still unknown then, it is not a job's child (a
+     recipe's background process when make is pid 1, a $(shell) child):
+     collected and dropped. A status kept by pid after its collection
+     could be given to a later child that got the same pid.
    - No lost work: run_mtx is released through run_unlock (or a runner's
      wait on runner_cv, which it enters only when it found nothing to do),
      which wakes a runner for every job on the start list and for the wait
@@ -2424,8 +2429,10 @@ static job **running; static int nrunning, runcap;
 static job *queue_head, *queue_tail;     /* waiting for a slot */
 static job *start_head, *start_tail;     /* holding a slot, the next command to start */
 static int nstart_list, nstarting, waiting, nrunners;
-typedef struct orphan { pid_t pid; int ws; } orphan;
-static orphan *orphans; static int norphans, orphancap;
+#define RUNNERS_MAX 8                    /* see runner_th */
+static pthread_cond_t started_cv = PTHREAD_COND_INITIALIZER;   /* a start is over: for the waiter */
+static unsigned long start_seq;          /* starts taken so far */
+static unsigned long inflight[RUNNERS_MAX];   /* a runner's start under way (its number), else 0 */
 /* -j1 follows GNU make's depth-first walk exactly: the job of the rule at
    plan position p starts only when every rule before it in the plan is over
    (gate == p). A rule is over when its op completes, or when one of its
@@ -2789,12 +2796,14 @@ static void child_over_locked(job *j, int ws, job **finished) {
     job_over_locked(j, finished);
 }
 
-/* The child of job j, which this runner started (pid, or 0 and err: it
-   could not start), in the table: in running[], or, if the waiting runner
-   collected it already (orphans[]), over at once. Called with run_mtx. */
-static void child_started_locked(job *j, pid_t pid, int err, const char *what, job **finished) {
-    int i, line = j->next - 1;
+/* The child of job j, which this runner (its inflight[] entry: mine)
+   started (pid, or 0 and err: it could not start), in running[]; the
+   waiter may wait for that (see the job table). Called with run_mtx. */
+static void child_started_locked(job *j, pid_t pid, int err, const char *what, unsigned long *mine, job **finished) {
+    int line = j->next - 1;
     nstarting--;
+    *mine = 0;
+    if (waiting) pthread_cond_signal(&started_cv);
     if (err) {                                 /* as the shell's "not found": 127 */
         fflush(stdout);
         fprintf(stderr, "%s: %s: %s\n", mk_prog, what, strerror(err));
@@ -2804,13 +2813,6 @@ static void child_started_locked(job *j, pid_t pid, int err, const char *what, j
         job_over_locked(j, finished);
         return;
     }
-    for (i = 0; i < norphans; i++)
-        if (orphans[i].pid == pid) {
-            int ws = orphans[i].ws;
-            orphans[i] = orphans[--norphans];
-            child_over_locked(j, ws, finished);
-            return;
-        }
     j->pid = pid;
     GROW(running, nrunning, runcap);
     running[nrunning++] = j;
@@ -2829,24 +2831,39 @@ static void child_started_locked(job *j, pid_t pid, int err, const char *what, j
    the wait it wakes another runner to wait for the other children while
    it starts the next one (run_unlock). Each runner ends when build sets
    runner_quit (every job is over by then). */
-static void *runner(void *unused) {
-    (void)unused;
+/* Whether a start numbered up to seq is still under way. Called with run_mtx. */
+static int starting_since_locked(unsigned long seq) {
+    int k;
+    for (k = 0; k < RUNNERS_MAX; k++) if (inflight[k] && inflight[k] <= seq) return 1;
+    return 0;
+}
+static void *runner(void *arg) {
+    unsigned long *mine = arg;             /* this runner's inflight[] entry */
     pthread_mutex_lock(&run_mtx);
     for (;;) {
         job *j, *finished = NULL;
         if (!start_head && nchildren > 0 && !waiting) {
             pid_t pid;
-            int ws;
+            int ws, r;
+            siginfo_t si;
             waiting = 1;
             run_unlock();
-            pid = waitpid(-1, &ws, 0);
+            memset(&si, 0, sizeof si);
+            r = waitid(P_ALL, 0, &si, WEXITED | WNOWAIT);   /* looks; collected below */
             pthread_mutex_lock(&run_mtx);
-            waiting = 0;
-            if (pid < 0) { if (errno == ECHILD) nchildren = 0; continue; }
+            if (r < 0) { waiting = 0; if (errno == ECHILD) nchildren = 0; continue; }
+            pid = si.si_pid;
             if ((j = take_running_locked(pid)) == NULL) {   /* not in the table (yet) */
-                if (nstarting > 0) { GROW(orphans, norphans, orphancap); orphans[norphans].pid = pid; orphans[norphans++].ws = ws; }
-                continue;
+                unsigned long seq = start_seq;
+                while (starting_since_locked(seq)) pthread_cond_wait(&started_cv, &run_mtx);
+                if ((j = take_running_locked(pid)) == NULL) {   /* not a job's child */
+                    waiting = 0;
+                    while (waitpid(pid, &ws, WNOHANG) < 0 && errno == EINTR) {}
+                    continue;
+                }
             }
+            waiting = 0;
+            while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {}
             nchildren--;
             child_over_locked(j, ws, &finished);
         } else if (!start_head) {
@@ -2859,10 +2876,11 @@ static void *runner(void *unused) {
             int err;
             char *what;
             j = start_take_locked();
+            *mine = ++start_seq;
             run_unlock();
             pid = start_child(j, &err, &what);
             pthread_mutex_lock(&run_mtx);
-            child_started_locked(j, pid, err, what, &finished);
+            child_started_locked(j, pid, err, what, mine, &finished);
             free(what);
         }
         if (finished) {                        /* then the ops of the jobs that are over */
@@ -2879,7 +2897,6 @@ static void *runner(void *unused) {
    every target is up to date (the usual no-op) starts no thread at all.
    More than RUNNERS_MAX would only add threads: the children started at
    the same time compete for the same cores. */
-#define RUNNERS_MAX 8
 static pthread_t runner_th[RUNNERS_MAX];
 
 /* Hands a job to the table: on the start list now if a job slot is free,
@@ -2888,7 +2905,7 @@ static void submit_job(job *j) {
     job *finished = NULL;
     if (!nrunners) {                           /* main thread only, as build's join */
         int want = opt_jobs < RUNNERS_MAX ? opt_jobs : RUNNERS_MAX, k, made = 0;
-        for (k = 0; k < want; k++) if (pthread_create(&runner_th[made], NULL, runner, NULL) == 0) made++;
+        for (k = 0; k < want; k++) if (pthread_create(&runner_th[made], NULL, runner, &inflight[made]) == 0) made++;
         if (!made) {                           /* no child runs yet */
             fprintf(stderr, "%s: *** could not start the job threads.  Stop.\n", mk_prog);
             exit(2);
@@ -3204,7 +3221,7 @@ static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
     }
     for (i = 0; i < ngoals; i++) m->nodes[goals[i]].is_goal = 1;
     stopping = 0; runner_quit = 0; nchildren = 0; nrunning = 0; queue_head = queue_tail = NULL;
-    start_head = start_tail = NULL; nstart_list = nstarting = waiting = norphans = 0;
+    start_head = start_tail = NULL; nstart_list = nstarting = waiting = 0;
     if (plan(m, goals, ngoals, opt_keep_going, &order, &norder) != 0) { free(order); return 2; }
     memset(&desc, 0, sizeof desc);
     desc.type = DP_ENGINE_PERDEVICE;
@@ -3266,8 +3283,8 @@ static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
             else printf("%s: Nothing to be done for '%s'.\n", mk_prog, g->name);
         }
     fflush(stdout);
-    free(order); free(reads); free(running); free(gate_jobs); free(orphans);
-    running = NULL; nrunning = runcap = 0; gate_jobs = NULL; orphans = NULL; norphans = orphancap = 0;
+    free(order); free(reads); free(running); free(gate_jobs);
+    running = NULL; nrunning = runcap = 0; gate_jobs = NULL;
     if (opt_question && question_ood) return 1;
     return failed ? 2 : 0;
 }

@@ -131,6 +131,29 @@ ok=1
     grep -q '^make: \*\*\* Waiting for unfinished jobs....$' out.txt && ok=0
 check "-j4: a missing program fails its rule, the running job is waited for" $ok
 rm -f a c
+# make as pid 1 (of a pid namespace, as in a container) is also the parent
+# of a recipe's background process once the recipe's shell exits: the
+# runner that waits collects it while another runner starts a child (slow
+# here: a plain command looked up along a PATH of 32768 missing
+# directories, while `long` keeps a child to wait for). A pid that is not
+# a job's must not be taken for a job's child that gets the same pid later:
+# victim's first line makes the background process's pid the next one,
+# and its second line must run its full half second
+if unshare -Urpm --fork --mount-proc true > /dev/null 2>&1; then
+    { printf 'LONG := $(shell i=0; p=/x; while [ $$i -lt 15 ]; do p=$$p:$$p; i=$$((i+1)); done; echo $$p)\n'
+      printf 'export PATH := $(LONG):$(PATH)\nall: victim\nlong:\n\t@sleep 2\n'
+      printf 'bg:\n\t@sleep 0.3 & echo $$! > bg.pid\nslow:\n'
+      i=0; while [ $i -lt 20 ]; do printf '\t@true\n'; i=$((i + 1)); done
+      printf 'victim: bg slow long\n\t@echo $$(( $$(cat bg.pid) - 1 )) > /proc/sys/kernel/ns_last_pid\n'
+      printf '\t@sleep 0.5; touch slept\n\ttest -f slept\n'; } > pid1.dp
+    unshare -Urpm --fork --mount-proc sh -c "exec \"$MK\" -j3 -f pid1.dp" > out.txt 2>&1; rc=$?
+    ok=1
+    [ $rc -eq 0 ] && [ -f slept ] && ok=0
+    check "-j3 as pid 1: a background process's pid is not a later job child's" $ok
+    rm -f slept bg.pid
+else
+    echo "SKIP: make as pid 1 (unshare -Urpm cannot make a user and pid namespace here)"
+fi
 
 # 9. an up-to-date run stats each file once (a file without a rule: by the
 #    plan, which keeps its time for the rules that need it) and, with -r,
