@@ -2819,6 +2819,12 @@ static void child_started_locked(job *j, pid_t pid, int err, const char *what, u
     nchildren++;
 }
 
+/* Whether a start numbered up to seq is still under way. Called with run_mtx. */
+static int starting_since_locked(unsigned long seq) {
+    int k;
+    for (k = 0; k < RUNNERS_MAX; k++) if (inflight[k] && inflight[k] <= seq) return 1;
+    return 0;
+}
 /* A runner, one of min(-j, RUNNERS_MAX) threads. Under run_mtx, first
    come first served, it: starts the child of the first job on the start
    list (without the lock: the PATH lookup and vfork, which waits for the
@@ -2831,12 +2837,6 @@ static void child_started_locked(job *j, pid_t pid, int err, const char *what, u
    the wait it wakes another runner to wait for the other children while
    it starts the next one (run_unlock). Each runner ends when build sets
    runner_quit (every job is over by then). */
-/* Whether a start numbered up to seq is still under way. Called with run_mtx. */
-static int starting_since_locked(unsigned long seq) {
-    int k;
-    for (k = 0; k < RUNNERS_MAX; k++) if (inflight[k] && inflight[k] <= seq) return 1;
-    return 0;
-}
 static void *runner(void *arg) {
     unsigned long *mine = arg;             /* this runner's inflight[] entry */
     pthread_mutex_lock(&run_mtx);
