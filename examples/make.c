@@ -20,7 +20,7 @@
      the -j N job slots is free, with vfork and execve (posix_spawn where the
      C library is not glibc: see spawn_program). The runner threads, at most
      min(-j N, 8), start the children and collect them (one at a time waits
-     in waitpid(-1) for any child); the one that collects a child starts the
+     in waitid for any child to exit); the one that collects a child starts the
      rule's next command line or the next queued job itself, and finally
      calls dp_complete with the rule's status; that is what releases the
      target's var and lets the engine start the rules that read it. So the
@@ -2407,7 +2407,7 @@ static int shell_is_sh;                  /* /bin/sh -c: a plain command may skip
      a runner starts a job's child, nothing else touches the job.
    - nstarting counts the jobs on the start list and with a runner;
      nchildren == nrunning, the children in running[] not yet collected.
-   - At most one runner at a time waits in waitpid(-1) (waiting == 1).
+   - At most one runner at a time waits for any child (waitid; waiting == 1).
    - The waiter only looks at an exited child (waitid with WNOWAIT) and
      collects it (waitpid) once its pid is in running[]: a child can exit
      before the runner that started it has put its pid there, and while
@@ -2831,7 +2831,7 @@ static int starting_since_locked(unsigned long seq) {
    child's execve, 1-4 ms on a loaded 2-core machine; with one thread doing
    both, as before, a job's exit often waited for another's execve and
    only 2.9 of 4 slots were busy on average); else, if children run and no
-   runner waits for them, it waits in waitpid(-1) and, for the child it
+   runner waits for them, it waits for any child (waitid) and, for the child it
    collects, starts that rule's next command line or the next job itself
    (the refill is not handed to another thread); else it sleeps. Leaving
    the wait it wakes another runner to wait for the other children while
