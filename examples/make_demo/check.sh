@@ -185,5 +185,69 @@ else
     echo "SKIP: no-op syscall checks (strace not installed, or not allowed to trace)"
 fi
 
+# 10. a larger no-op (1,200 targets, 2,401 files): a second thread reads the
+#     files' times from the last node while the rules take them from the
+#     first; each file is stat'ed once (twice at most where the two meet),
+#     the one thread started is that one, and -r still reads no listing
+if command -v strace > /dev/null 2>&1 && strace -o /dev/null true > /dev/null 2>&1 && [ "$(getconf _NPROCESSORS_ONLN)" -gt 1 ]; then
+    mkdir big && cd big || exit 2
+    awk 'BEGIN { printf "all:"; for (i = 0; i < 1200; i++) printf " t%d", i; print "";
+                 for (i = 0; i < 1200; i++) printf "t%d: s%d\n\t@touch $@\n", i, i }' > Makefile
+    i=0; while [ $i -lt 1200 ]; do : > s$i; i=$((i + 1)); done
+    sleep 0.01
+    i=0; while [ $i -lt 1200 ]; do : > t$i; i=$((i + 1)); done
+    cd .. || exit 2
+    for flags in "-r" ""; do
+        (cd big && ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -o ../strace.txt -e trace=getdents64,getdents,stat,lstat,newfstatat,fstatat64,statx,clone,clone3 "$MK" $flags -j4) > out.txt 2>&1; rc=$?
+        ok=1
+        names=$(grep -oE '"(s|t)[0-9]+"' strace.txt | sort -u | wc -l)
+        twice=$(grep -oE '"(s|t)[0-9]+"' strace.txt | sort | uniq -d | wc -l)
+        thrice=$(grep -oE '"(s|t)[0-9]+"' strace.txt | sort | uniq -c | awk '$1 > 2' | wc -l)
+        listed=$(grep -c getdents strace.txt)
+        threads=$(grep -c CLONE_THREAD strace.txt)
+        case $MK in *tsan*) threads=1 ;; esac
+        [ $rc -eq 0 ] && grep -q "Nothing to be done for 'all'" out.txt && [ "$names" -eq 2400 ] && [ "$twice" -le 4 ] &&
+            [ "$thrice" -eq 0 ] && [ "$threads" -eq 1 ] && { [ -n "$flags" ] && [ "$listed" -eq 0 ] || [ -z "$flags" ]; } && ok=0
+        [ $ok -eq 0 ] || echo "files stat'ed: $names; twice: $twice; more: $thrice; directory reads: $listed; threads started: $threads" >> out.txt
+        check "no-op over 2,400 files ${flags:-with built-in rules}: each stat'ed once, by two threads${flags:+, no directory listing}" $ok
+    done
+else
+    echo "SKIP: larger no-op syscall checks (strace not installed or not allowed to trace, or one core)"
+fi
+
+# 11. the times read ahead are not used once a command has run: a's recipe
+#     rewrites a, so b (older than the new a) is remade, among 1,200 files
+#     read ahead (a stale time for a would leave b alone)
+mkdir stale && cd stale || exit 2
+awk 'BEGIN { printf "all: b"; for (i = 0; i < 600; i++) printf " t%d", i; print "";
+             for (i = 0; i < 600; i++) printf "t%d: s%d\n\t@touch $@\n", i, i;
+             print "b: a\n\t@echo remade-b\n\t@touch b"; print "a: force\n\t@touch a"; print "force:\n.PHONY: force" }' > Makefile
+i=0; while [ $i -lt 600 ]; do : > s$i; i=$((i + 1)); done
+: > a
+sleep 0.01
+i=0; while [ $i -lt 600 ]; do : > t$i; i=$((i + 1)); done
+: > b
+for j in 1 2 3; do
+    sleep 0.01
+    "$MK" -j4 > ../out.txt 2>&1; rc=$?
+    ok=1
+    [ $rc -eq 0 ] && [ "$(grep -c '^remade-b$' ../out.txt)" -eq 1 ] && ok=0
+    [ $ok -eq 0 ] || break
+done
+cd .. || exit 2
+check "a target remade by its recipe is seen newer (times read ahead not used after a command)" $ok
+# 12. the same when the file is written by a $(shell) in a recipe that
+#     expands to no command at all (GNU make remakes b too)
+cd stale && sed -i 's/^\t@touch a$/\t$(shell touch a)/' Makefile || exit 2
+for j in 1 2 3; do
+    sleep 0.01
+    "$MK" -j4 > ../out.txt 2>&1; rc=$?
+    ok=1
+    [ $rc -eq 0 ] && [ "$(grep -c '^remade-b$' ../out.txt)" -eq 1 ] && ok=0
+    [ $ok -eq 0 ] || break
+done
+cd .. || exit 2
+check "a file written by \$(shell) is seen newer (times read ahead not used after it)" $ok
+
 [ $fails -eq 0 ] && echo "all passed" || echo "$fails failed"
 exit $((fails != 0))
