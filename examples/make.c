@@ -403,7 +403,12 @@ static int node_get_n(mk_make *m, const char *name, size_t n) {
     return m->nnodes++;
 }
 static int node_get(mk_make *m, const char *name) { return node_get_n(m, name, strlen(name)); }
-static const node_x nx_none;                     /* a node without node_x reads this */
+#if defined(__GNUC__)
+#define MK_MAYBE_UNUSED __attribute__((unused))   /* the parser alone (MAKE_NO_MAIN) reads no node_x */
+#else
+#define MK_MAYBE_UNUSED
+#endif
+static const node_x nx_none MK_MAYBE_UNUSED;    /* a node without node_x reads this */
 #define NX(n) ((n)->x ? (n)->x : &nx_none)        /* to read */
 static node_x *nx_of(node *n) {                   /* to write */
     if (!n->x) { n->x = xrealloc(NULL, sizeof *n->x); memset(n->x, 0, sizeof *n->x); }
@@ -2481,7 +2486,7 @@ enum { CMD_SILENT = 1, CMD_IGNORE = 2, CMD_PLUS = 4 };
 static mk_make *run_mk;                  /* read-only while the engine runs */
 static int opt_keep_going, opt_dry_run, opt_jobs = 1, opt_silent, opt_always, opt_question,
            opt_no_builtin, opt_no_builtin_vars, opt_ignore, opt_env_over, opt_print_dir, opt_no_print_dir;
-static int question_ood;                 /* -q: some target is out of date */
+static atomic_int question_ood;          /* -q: some target is out of date (set by the runners and the rules) */
 static const char *opt_trace;            /* --trace FILE */
 static FILE *trace_file;
 static struct timespec trace_t0;
@@ -2864,7 +2869,7 @@ static job *take_running_locked(pid_t pid) {
 static int command_failed_locked(job *j, int ws) {
     char what[128];
     int line = j->next - 1, ignored = (j->flags[line] & CMD_IGNORE) != 0;
-    if (opt_question && !ignored) { question_ood = 1; j->status = 1; return 1; }   /* a sub-make's "out of date" */
+    if (opt_question && !ignored) { atomic_store(&question_ood, 1); j->status = 1; return 1; }   /* a sub-make's "out of date" */
     if (WIFSIGNALED(ws)) snprintf(what, sizeof what, "%s", strsignal(WTERMSIG(ws)));
     else snprintf(what, sizeof what, "Error %d", WIFEXITED(ws) ? WEXITSTATUS(ws) : 1);
     if (!(ignored && opt_silent)) print_error_locked(j, line, what, ignored);   /* -s hides "(ignored)" */
@@ -3219,7 +3224,7 @@ static void rule_op(dp_run_ctx *rc, void *arg, dp_completion done) {
         for (i = 0; i < j->ncmds; i++)
             if (j->cmds[i][0]) {
                 runnable = 1;
-                if (opt_question && !(j->flags[i] & CMD_PLUS)) { question_ood = 1; runnable = 0; break; }
+                if (opt_question && !(j->flags[i] & CMD_PLUS)) { atomic_store(&question_ood, 1); runnable = 0; break; }
             }
         i = runnable ? 0 : j->ncmds;
     }
@@ -3377,7 +3382,7 @@ static int build(mk_make *m, const int *goals, int ngoals, int quiet) {
     fflush(stdout);
     free(order); free(reads); free(running); free(gate_jobs);
     running = NULL; nrunning = runcap = 0; gate_jobs = NULL;
-    if (opt_question && question_ood) return 1;
+    if (opt_question && atomic_load(&question_ood)) return 1;
     return failed ? 2 : 0;
 }
 
