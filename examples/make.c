@@ -2221,19 +2221,27 @@ static void stat_ahead_end(void) {
     memset(&ahead, 0, sizeof ahead);
 }
 /* n's file's time: 1 it exists (*ns its mtime), 0 missing; from the cache
-   while it is good, else a stat. Any thread. */
+   while it is good, else a stat. A file this thread claimed gets its answer
+   into the cache too: a target that many rules need (a generated header)
+   is stat'ed once, whichever thread reaches it first. Called on the thread
+   that plans and runs the ops (build's) only. */
 static int file_time(const mk_make *m, const node *n, long long *ns) {
     struct stat st;
     long i = m == ahead.m ? (long)(n - m->nodes) : -1;
+    int mine = 0, r;
     if (i >= 0 && i < ahead.n && ahead.names[i] == n->name && NFILE(n) == n->name && !atomic_load(&files_touched)) {
         unsigned char s = atomic_load_explicit(&ahead.state[i], memory_order_acquire);
-        if (s == SA_FREE && atomic_compare_exchange_strong(&ahead.state[i], &s, SA_CLAIMED)) s = SA_CLAIMED;
-        if (s == SA_EXISTS) { *ns = ahead.mtime_ns[i]; return 1; }
-        if (s == SA_MISSING) return 0;
+        if (s == SA_FREE && atomic_compare_exchange_strong(&ahead.state[i], &s, SA_CLAIMED)) mine = 1;
+        else if (s == SA_EXISTS) { *ns = ahead.mtime_ns[i]; return 1; }
+        else if (s == SA_MISSING) return 0;
     }
-    if (stat(NFILE(n), &st) != 0) return 0;
-    *ns = st_time_ns(&st);
-    return 1;
+    r = stat(NFILE(n), &st) == 0;
+    if (r) *ns = st_time_ns(&st);
+    if (mine) {                                /* good while files_touched stays 0, as the other thread's */
+        if (r) ahead.mtime_ns[i] = *ns;
+        atomic_store_explicit(&ahead.state[i], r ? SA_EXISTS : SA_MISSING, memory_order_release);
+    }
+    return r;
 }
 
 /* Whether the file of a node without a rule exists, for the plan: from its

@@ -215,7 +215,33 @@ else
     echo "SKIP: larger no-op syscall checks (strace not installed or not allowed to trace, or one core)"
 fi
 
-# 11. the times read ahead are not used once a command has run: a's recipe
+# 11. a file the rules need before the other thread reaches it (hdr: the
+#     second node, prerequisite of 1,200 targets; the other thread has 20,000
+#     names not in the build to read first) is stat'ed once too: the first
+#     rule's answer is kept for the others
+if command -v strace > /dev/null 2>&1 && strace -o /dev/null true > /dev/null 2>&1 && [ "$(getconf _NPROCESSORS_ONLN)" -gt 1 ]; then
+    mkdir shared && cd shared || exit 2
+    awk 'BEGIN { printf "all:"; for (i = 0; i < 1200; i++) printf " t%d", i; print "";
+                 print "hdr: hdr.in\n\t@touch $@";
+                 for (i = 0; i < 1200; i++) printf "t%d: s%d hdr\n\t@touch $@\n", i, i;
+                 printf "unused:"; for (i = 0; i < 20000; i++) printf " u%d", i; print "" }' > Makefile
+    : > hdr.in
+    i=0; while [ $i -lt 1200 ]; do : > s$i; i=$((i + 1)); done
+    sleep 0.01
+    : > hdr
+    i=0; while [ $i -lt 1200 ]; do : > t$i; i=$((i + 1)); done
+    cd .. || exit 2
+    (cd shared && ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" strace -f -o ../strace.txt -e trace=stat,lstat,newfstatat,fstatat64,statx "$MK" -r -j4) > out.txt 2>&1; rc=$?
+    ok=1
+    hdr=$(grep -c '"hdr"' strace.txt)
+    [ $rc -eq 0 ] && grep -q "Nothing to be done for 'all'" out.txt && [ "$hdr" -le 2 ] && ok=0
+    [ $ok -eq 0 ] || echo "hdr stat'ed $hdr times" >> out.txt
+    check "a target's file that 1,200 rules need is stat'ed once (the rules keep their own answers too)" $ok
+else
+    echo "SKIP: shared prerequisite syscall check (strace not installed or not allowed to trace, or one core)"
+fi
+
+# 12. the times read ahead are not used once a command has run: a's recipe
 #     rewrites a, so b (older than the new a) is remade, among 1,200 files
 #     read ahead (a stale time for a would leave b alone)
 mkdir stale && cd stale || exit 2
@@ -236,7 +262,7 @@ for j in 1 2 3; do
 done
 cd .. || exit 2
 check "a target remade by its recipe is seen newer (times read ahead not used after a command)" $ok
-# 12. the same when the file is written by a $(shell) in a recipe that
+# 13. the same when the file is written by a $(shell) in a recipe that
 #     expands to no command at all (GNU make remakes b too)
 cd stale && sed -i 's/^\t@touch a$/\t$(shell touch a)/' Makefile || exit 2
 for j in 1 2 3; do
