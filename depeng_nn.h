@@ -1050,6 +1050,54 @@ static void dpn__range(dp_engine *eng, int64_t n, int64_t grain, dp_range_fn fn,
     }
     if (n > 0) fn(0, n, user);
 }
+/* Element-wise kernels run a loop per dtype for float32 and float64; an
+   operand of another dtype (a label, a zero gradient, an add-to copy) is
+   converted a block of DPN__BLK elements at a time, into or out of a
+   double buffer, with one dtype switch a block. Loads of the float and
+   integer dtypes are plain casts (dp_dtype_load's values); float16 loads
+   and stores into any dtype but float32 and float64 (rounding, saturating,
+   bool) go through dp_dtype_load / dp_dtype_store, so that those rules
+   live in depeng.h alone. Stores add by req as dp_dtype_store does:
+   (v + old), rounded once to the dtype. */
+#define DPN__BLK 256
+DPN__VEC_LOOPS static void dpn__blk_load(dp_dtype t, const void *p, int64_t i, int64_t n, double *v) {
+    int64_t j;
+    switch (t) {
+    case DP_FLOAT32: for (j = 0; j < n; j++) v[j] = ((const float *)p)[i + j]; break;
+    case DP_FLOAT64: for (j = 0; j < n; j++) v[j] = ((const double *)p)[i + j]; break;
+    case DP_INT32: for (j = 0; j < n; j++) v[j] = ((const int32_t *)p)[i + j]; break;
+    case DP_INT64: for (j = 0; j < n; j++) v[j] = (double)((const int64_t *)p)[i + j]; break;
+    case DP_INT8: for (j = 0; j < n; j++) v[j] = ((const int8_t *)p)[i + j]; break;
+    case DP_UINT8: for (j = 0; j < n; j++) v[j] = ((const uint8_t *)p)[i + j]; break;
+    case DP_BOOL: for (j = 0; j < n; j++) v[j] = ((const uint8_t *)p)[i + j] != 0; break;
+    default: for (j = 0; j < n; j++) v[j] = dp_dtype_load(t, p, i + j); break;
+    }
+}
+DPN__VEC_LOOPS static void dpn__blk_store(dp_dtype t, void *p, int64_t i, int64_t n, const double *v, dp_req req) {
+    int64_t j;
+    if (req == DP_REQ_NULL) return;
+    if (t == DP_FLOAT32) {
+        float *y = (float *)p + i;
+        if (req == DP_REQ_ADD) for (j = 0; j < n; j++) y[j] = (float)(v[j] + (double)y[j]);
+        else for (j = 0; j < n; j++) y[j] = (float)v[j];
+    } else if (t == DP_FLOAT64) {
+        double *y = (double *)p + i;
+        if (req == DP_REQ_ADD) for (j = 0; j < n; j++) y[j] = v[j] + y[j];
+        else for (j = 0; j < n; j++) y[j] = v[j];
+    } else
+        for (j = 0; j < n; j++) dp_dtype_store(t, p, i + j, v[j], req);
+}
+/* every element of a = v by req, a block of DPN__BLK at a time */
+static void dpn__fill_by_req(dp_ndarray *a, double v, dp_req req) {
+    double b[DPN__BLK];
+    int64_t i, m, n = dp_shape_size(dp_nd_shape(a));
+    if (req == DP_REQ_NULL) return;
+    for (i = 0; i < DPN__BLK; i++) b[i] = v;
+    for (i = 0; i < n; i += m) {
+        m = n - i < DPN__BLK ? n - i : DPN__BLK;
+        dpn__blk_store(dp_nd_dtype(a), dp_nd_data(a), i, m, b, req);
+    }
+}
 static const dp_operator *dpn__find_or_log(dp_engine *eng, const char *name) {
     const dp_operator *op = dp_operator_find(name);
     if (!op) DPN__LOG(eng, DP_LOG_ERROR, UNKNOWN_OPERATOR, "'%s'", name ? name : "(null)");
@@ -2158,22 +2206,38 @@ static int dpn__fc_run(const dp_kernel_ctx *k, const dpn__post *post) {
     return dpn__post_status(post);
 }
 static int dpn__k_fc(const dp_kernel_ctx *k) { return dpn__fc_run(k, NULL); }
+/* d bias = og (batch, h) summed over the rows, each column in double in
+   row order, DPN__BLK columns at a time, row by row (independent sums side
+   by side, which vectorise, over og's rows in order) */
+DPN__VEC_LOOPS static void dpn__fc_bias_grad(dp_dtype t, const void *og, void *db, int64_t batch, int64_t h, dp_req req) {
+    double s[DPN__BLK];
+    int64_t j0, m, r, j;
+    for (j0 = 0; j0 < h; j0 += m) {
+        m = h - j0 < DPN__BLK ? h - j0 : DPN__BLK;
+        for (j = 0; j < m; j++) s[j] = 0;
+        if (t == DP_FLOAT32)
+            for (r = 0; r < batch; r++) {
+                const float *g = (const float *)og + r * h + j0;
+                for (j = 0; j < m; j++) s[j] += (double)g[j];
+            }
+        else
+            for (r = 0; r < batch; r++) {
+                const double *g = (const double *)og + r * h + j0;
+                for (j = 0; j < m; j++) s[j] += g[j];
+            }
+        dpn__blk_store(t, db, j0, m, s, req);
+    }
+}
 /* inputs (og, data, weight[, bias]): d data = og W, d W = og^T data,
    d bias = og summed over the rows. */
 static int dpn__kg_fc(const dp_kernel_ctx *k) {
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t batch, in, h = dp_nd_shape(k->inputs[2])->dims[0], r, j;
+    int64_t batch, in, h = dp_nd_shape(k->inputs[2])->dims[0];
     const void *og = dp_nd_data(k->inputs[0]);
     dpn__fc_rows(dp_nd_shape(k->inputs[1]), (int)k->params->v[2].i, &batch, &in);
     if (k->req[0] != DP_REQ_NULL) dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in);
     if (k->req[1] != DP_REQ_NULL) dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in);
-    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) {
-        for (j = 0; j < h; j++) {
-            double s = 0;
-            for (r = 0; r < batch; r++) s += dpn__load_elem(og, t, r * h + j);
-            dpn__store_elem(dp_nd_data(k->outputs[2]), t, j, s, k->req[2]);
-        }
-    }
+    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) dpn__fc_bias_grad(t, og, dp_nd_data(k->outputs[2]), batch, h, k->req[2]);
     return 0;
 }
 static void dpn__register_counted(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel);
@@ -3616,11 +3680,21 @@ static int dpn__infer_flatten(const dp_params *p, int nin, const dp_shape *is, c
     os->ndim = 2; os->dims[0] = is[0].dims[0]; os->dims[1] = rest; *ot = it[0];
     return 0;
 }
-static void dpn__copy_by_req(dp_dtype t, const void *src, void *dst, int64_t n, size_t bytes, dp_req req) {
-    int64_t i;
+/* dst = src by req; add-to: float32 in float (the double sum of two floats
+   rounded once is the float sum), other dtypes by blocks */
+DPN__VEC_LOOPS static void dpn__copy_by_req(dp_dtype t, const void *src, void *dst, int64_t n, size_t bytes, dp_req req) {
+    double v[DPN__BLK];
+    int64_t i, m;
     if (req == DP_REQ_NULL) return;
     if (req != DP_REQ_ADD) { if (src != dst) memmove(dst, src, bytes); return; }
-    for (i = 0; i < n; i++) dpn__store_elem(dst, t, i, dpn__load_elem(src, t, i), DP_REQ_ADD);
+    if (t == DP_FLOAT32) { const float *a = (const float *)src; float *y = (float *)dst; for (i = 0; i < n; i++) y[i] = a[i] + y[i]; }
+    else if (t == DP_FLOAT64) { const double *a = (const double *)src; double *y = (double *)dst; for (i = 0; i < n; i++) y[i] = a[i] + y[i]; }
+    else
+        for (i = 0; i < n; i += m) {
+            m = n - i < DPN__BLK ? n - i : DPN__BLK;
+            dpn__blk_load(t, src, i, m, v);
+            dpn__blk_store(t, dst, i, m, v, DP_REQ_ADD);
+        }
 }
 static int dpn__k_flatten(const dp_kernel_ctx *k) {
     dpn__copy_by_req(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_shape_size(dp_nd_shape(k->inputs[0])),
@@ -4034,10 +4108,6 @@ static int dpn__k_identity(const dp_kernel_ctx *k) {
     dpn__copy_by_req(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_shape_size(dp_nd_shape(k->inputs[0])),
                      dp_nd_bytes(k->inputs[0]), k->req[0]);
     return 0;
-}
-static void dpn__fill_by_req(dp_ndarray *a, double v, dp_req req) {
-    int64_t i, n = dp_shape_size(dp_nd_shape(a));
-    for (i = 0; req != DP_REQ_NULL && i < n; i++) dpn__store_elem(dp_nd_data(a), dp_nd_dtype(a), i, v, req);
 }
 static int dpn__kg_block(const dp_kernel_ctx *k) {
     int i;
