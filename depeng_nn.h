@@ -2311,37 +2311,88 @@ static int dpn__infer_softmax_output(const dp_params *p, int nin, const dp_shape
     *os = is[0]; *ot = it[0];
     return 0;
 }
+/* A loop per dtype, each row in double: its maximum, the sum of
+   exp(x - max), then exp(x - max) / sum (float32 rounded once). */
+#define DPN__SO_FWD(T) do { \
+        const T *x_ = (const T *)x; \
+        T *y_ = (T *)y; \
+        for (o = 0; o < outer; o++) \
+            for (q = 0; q < inner; q++) { \
+                const T *xr = x_ + o * c * inner + q; \
+                T *yr = y_ + o * c * inner + q; \
+                double mx = -HUGE_VAL, sum = 0; \
+                for (j = 0; j < c; j++) { double v = (double)xr[j * inner]; if (v > mx) mx = v; } \
+                for (j = 0; j < c; j++) sum += exp((double)xr[j * inner] - mx); \
+                if (add) for (j = 0; j < c; j++) yr[j * inner] = (T)(exp((double)xr[j * inner] - mx) / sum + (double)yr[j * inner]); \
+                else for (j = 0; j < c; j++) yr[j * inner] = (T)(exp((double)xr[j * inner] - mx) / sum); \
+            } \
+    } while (0)
 static int dpn__k_softmax_output(const dp_kernel_ctx *k) {
-    dp_dtype t = dp_nd_dtype(k->inputs[0]);
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
     int64_t outer, c, inner, o, q, j;
+    int add = k->req[0] == DP_REQ_ADD;
     dp_shape ls;
+    if (k->req[0] == DP_REQ_NULL) return 0;
     dpn__so_geometry(k->params, dp_nd_shape(k->inputs[0]), &outer, &c, &inner, &ls);
-    for (o = 0; o < outer; o++)
-        for (q = 0; q < inner; q++) {
-            int64_t base = o * c * inner + q;
-            double mx = -HUGE_VAL, sum = 0;
-            for (j = 0; j < c; j++) { double v = dpn__load_elem(x, t, base + j * inner); if (v > mx) mx = v; }
-            for (j = 0; j < c; j++) sum += exp(dpn__load_elem(x, t, base + j * inner) - mx);
-            for (j = 0; j < c; j++) dpn__store_elem(y, t, base + j * inner, exp(dpn__load_elem(x, t, base + j * inner) - mx) / sum, k->req[0]);
-        }
+    if (dp_nd_dtype(k->inputs[0]) == DP_FLOAT32) DPN__SO_FWD(float);
+    else DPN__SO_FWD(double);
     return 0;
 }
+#undef DPN__SO_FWD
+/* One row's gradient (its c elements S apart, from its first), a loop per
+   dtype, in double: (y - target) scale, times og with out_grad; a row
+   whose label is ignored gets 0 (times og). */
+#define DPN__SO_ROW(T, S) do { \
+        const T *yr = (const T *)y + base, *or_ = (const T *)og + base; \
+        T *gr = (T *)g + base; \
+        if (skip) for (j = 0; j < c; j++) { double v = 0; if (out_grad) v *= (double)or_[j * (S)]; gr[j * (S)] = add ? (T)(v + (double)gr[j * (S)]) : (T)v; } \
+        else if (!out_grad && !add) for (j = 0; j < c; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - (j == label ? t1 : off)) * scale); \
+        else if (!out_grad) for (j = 0; j < c; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - (j == label ? t1 : off)) * scale + (double)gr[j * (S)]); \
+        else if (!add) for (j = 0; j < c; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - (j == label ? t1 : off)) * scale * (double)or_[j * (S)]); \
+        else for (j = 0; j < c; j++) \
+            gr[j * (S)] = (T)(((double)yr[j * (S)] - (j == label ? t1 : off)) * scale * (double)or_[j * (S)] + (double)gr[j * (S)]); \
+    } while (0)
+#define DPN__SO_ROWS(T) do { \
+        if (inner == 1) DPN__SO_ROW(T, 1); \
+        else DPN__SO_ROW(T, inner); \
+    } while (0)
+DPN__VEC_LOOPS static void dpn__so_grad(const dp_kernel_ctx *k, double scale) {
+    const dp_params *p = k->params;
+    dp_ndarray *lab = k->inputs[2];
+    const void *og = dp_nd_data(k->inputs[0]), *y = dp_nd_data(k->inputs[3]);
+    void *g = dp_nd_data(k->outputs[0]);
+    int64_t outer, c, inner, r, r0, m, j, label, base;
+    int use_ignore = (int)p->v[DPN__SO_USE_IGNORE].i, out_grad = (int)p->v[DPN__SO_OUT_GRAD].i, add = k->req[0] == DP_REQ_ADD, skip;
+    int f32 = dp_nd_dtype(k->inputs[1]) == DP_FLOAT32;
+    double alpha = p->v[DPN__SO_ALPHA].f, ignore = p->v[DPN__SO_IGNORE].f, t1 = 1 - alpha, off, lb[DPN__BLK];
+    dp_shape ls;
+    dpn__so_geometry(p, dp_nd_shape(k->inputs[1]), &outer, &c, &inner, &ls);
+    off = c > 1 ? alpha / (double)(c - 1) : 0;
+    for (r0 = 0; r0 < outer * inner; r0 += m) {         /* rows (o, q) in order, their labels a block at a time */
+        m = outer * inner - r0 < DPN__BLK ? outer * inner - r0 : DPN__BLK;
+        dpn__blk_load(dp_nd_dtype(lab), dp_nd_data(lab), r0, m, lb);
+        for (r = r0; r < r0 + m; r++) {
+            skip = use_ignore && lb[r - r0] == ignore;
+            label = skip ? -1 : (int64_t)lb[r - r0];
+            base = r / inner * c * inner + r % inner;
+            if (f32) DPN__SO_ROWS(float);
+            else DPN__SO_ROWS(double);
+        }
+    }
+}
+#undef DPN__SO_ROWS
+#undef DPN__SO_ROW
 /* inputs (og, data, label, output); outputs (data's gradient, label's) */
 static int dpn__kg_softmax_output(const dp_kernel_ctx *k) {
     const dp_params *p = k->params;
     dp_ndarray *lab = k->inputs[2];
-    dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    const void *og = dp_nd_data(k->inputs[0]), *y = dp_nd_data(k->inputs[3]);
-    void *g = dp_nd_data(k->outputs[0]);
-    int64_t outer, c, inner, o, q, j, label, n, valid = 0;
-    int use_ignore = (int)p->v[DPN__SO_USE_IGNORE].i, out_grad = (int)p->v[DPN__SO_OUT_GRAD].i;
-    double alpha = p->v[DPN__SO_ALPHA].f, ignore = p->v[DPN__SO_IGNORE].f, scale = p->v[DPN__SO_SCALE].f, off;
+    int64_t outer, c, inner, o, label, n, valid = 0;
+    int use_ignore = (int)p->v[DPN__SO_USE_IGNORE].i;
+    double ignore = p->v[DPN__SO_IGNORE].f, scale = p->v[DPN__SO_SCALE].f;
     dp_shape ls;
     dpn__so_geometry(p, dp_nd_shape(k->inputs[1]), &outer, &c, &inner, &ls);
     n = outer * inner;
-    off = c > 1 ? alpha / (double)(c - 1) : 0;
     for (o = 0; o < n; o++) {            /* the labels checked (and counted) before anything is written */
         if (use_ignore && dp_dtype_load(dp_nd_dtype(lab), dp_nd_data(lab), o) == ignore) continue;
         if (dpn__label_at(k, lab, o, c, &label)) return -1;
@@ -2349,20 +2400,8 @@ static int dpn__kg_softmax_output(const dp_kernel_ctx *k) {
     }
     if (p->v[DPN__SO_NORM].i == 1 && dp_nd_shape(k->inputs[1])->dims[0]) scale /= (double)dp_nd_shape(k->inputs[1])->dims[0];
     if (p->v[DPN__SO_NORM].i == 2) scale /= (double)(valid > 0 ? valid : 1);
-    for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++)
-        for (q = 0; q < inner; q++) {
-            int64_t base = o * c * inner + q;
-            double lv = dp_dtype_load(dp_nd_dtype(lab), dp_nd_data(lab), o * inner + q);
-            int skip = use_ignore && lv == ignore;
-            label = skip ? -1 : (int64_t)lv;
-            for (j = 0; j < c; j++) {
-                int64_t i = base + j * inner;
-                double v = skip ? 0 : (dpn__load_elem(y, t, i) - (j == label ? 1 - alpha : off)) * scale;
-                if (out_grad) v *= dpn__load_elem(og, t, i);
-                dpn__store_elem(g, t, i, v, k->req[0]);
-            }
-        }
-    for (o = 0; k->req[1] != DP_REQ_NULL && o < n; o++) dpn__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->outputs[1]), o, 0, k->req[1]);
+    if (k->req[0] != DP_REQ_NULL) dpn__so_grad(k, scale);
+    dpn__fill_by_req(k->outputs[1], 0, k->req[1]);
     return 0;
 }
 static int dpn__infer_softmax_output_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
@@ -4154,27 +4193,59 @@ static int dpn__infer_regression(const dp_params *p, int nin, const dp_shape *is
     *os = is[0]; *ot = it[0];
     return 0;
 }
-static double dpn__regression_out(int kind, double x) { return kind == 1 ? 1 / (1 + exp(-x)) : x; }
-#define DPN__REGRESSION(nm, kind) \
-    static int dpn__k_##nm(const dp_kernel_ctx *k) { \
-        dp_dtype t = dp_nd_dtype(k->inputs[0]); \
-        int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0])); \
-        for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) \
-            dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, dpn__regression_out(kind, dpn__load_elem(dp_nd_data(k->inputs[0]), t, i)), k->req[0]); \
-        return 0; \
-    } \
-    static int dpn__kg_##nm(const dp_kernel_ctx *k) { \
-        dp_ndarray *x = k->inputs[1], *l = k->inputs[2]; \
-        dp_dtype t = dp_nd_dtype(x); \
-        int64_t i, n = dp_shape_size(dp_nd_shape(x)), rows = dp_nd_shape(x)->dims[0]; \
-        double scale = k->params->v[0].f / (rows > 0 && n / rows > 0 ? (double)(n / rows) : 1.0); \
-        for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) { \
-            double d = dpn__regression_out(kind, dpn__load_elem(dp_nd_data(x), t, i)) - dpn__load_elem(dp_nd_data(l), dp_nd_dtype(l), i); \
-            dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, (kind == 2 ? (double)((d > 0) - (d < 0)) : d) * scale, k->req[0]); \
+/* The forward: the identity (float32 copied, or added in float, which is
+   the double sum rounded once) or the sigmoid in double, a loop per dtype */
+#define DPN__REG_FWD(T) do { \
+        const T *x_ = (const T *)dp_nd_data(k->inputs[0]); \
+        T *y_ = (T *)dp_nd_data(k->outputs[0]); \
+        if (kind != 1 && add) for (i = 0; i < n; i++) y_[i] = x_[i] + y_[i]; \
+        else if (kind != 1) for (i = 0; i < n; i++) y_[i] = x_[i]; \
+        else if (add) for (i = 0; i < n; i++) y_[i] = (T)(1 / (1 + exp(-(double)x_[i])) + (double)y_[i]); \
+        else for (i = 0; i < n; i++) y_[i] = (T)(1 / (1 + exp(-(double)x_[i]))); \
+    } while (0)
+DPN__VEC_LOOPS static int dpn__regression_fwd(const dp_kernel_ctx *k, int kind) {
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    int add = k->req[0] == DP_REQ_ADD;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    if (dp_nd_dtype(k->inputs[0]) == DP_FLOAT32) DPN__REG_FWD(float);
+    else DPN__REG_FWD(double);
+    return 0;
+}
+#undef DPN__REG_FWD
+/* The data's gradient: d = out - label (label of any dtype, a block at a
+   time as doubles), d or sign(d) times scale, in double; a loop per dtype
+   and kind. The label's gradient 0. */
+#define DPN__REG_GRAD_LOOP(T, V) do { \
+        if (add) for (j = 0; j < m; j++) { double d = (V) - lb[j]; g_[i + j] = (T)((kind == 2 ? (double)((d > 0) - (d < 0)) : d) * scale + (double)g_[i + j]); } \
+        else for (j = 0; j < m; j++) { double d = (V) - lb[j]; g_[i + j] = (T)((kind == 2 ? (double)((d > 0) - (d < 0)) : d) * scale); } \
+    } while (0)
+#define DPN__REG_GRAD(T) do { \
+        const T *x_ = (const T *)dp_nd_data(x); \
+        T *g_ = (T *)dp_nd_data(k->outputs[0]); \
+        for (i = 0; i < n; i += m) { \
+            m = n - i < DPN__BLK ? n - i : DPN__BLK; \
+            dpn__blk_load(dp_nd_dtype(l), dp_nd_data(l), i, m, lb); \
+            if (kind == 1) DPN__REG_GRAD_LOOP(T, 1 / (1 + exp(-(double)x_[i + j]))); \
+            else DPN__REG_GRAD_LOOP(T, (double)x_[i + j]); \
         } \
-        dpn__fill_by_req(k->outputs[1], 0, k->req[1]); \
-        return 0; \
+    } while (0)
+DPN__VEC_LOOPS static int dpn__regression_grad(const dp_kernel_ctx *k, int kind) {
+    dp_ndarray *x = k->inputs[1], *l = k->inputs[2];
+    int64_t i, j, m, n = dp_shape_size(dp_nd_shape(x)), rows = dp_nd_shape(x)->dims[0];
+    double scale = k->params->v[0].f / (rows > 0 && n / rows > 0 ? (double)(n / rows) : 1.0), lb[DPN__BLK];
+    int add = k->req[0] == DP_REQ_ADD;
+    if (k->req[0] != DP_REQ_NULL) {
+        if (dp_nd_dtype(x) == DP_FLOAT32) DPN__REG_GRAD(float);
+        else DPN__REG_GRAD(double);
     }
+    dpn__fill_by_req(k->outputs[1], 0, k->req[1]);
+    return 0;
+}
+#undef DPN__REG_GRAD
+#undef DPN__REG_GRAD_LOOP
+#define DPN__REGRESSION(nm, kind) \
+    static int dpn__k_##nm(const dp_kernel_ctx *k) { return dpn__regression_fwd(k, kind); } \
+    static int dpn__kg_##nm(const dp_kernel_ctx *k) { return dpn__regression_grad(k, kind); }
 DPN__REGRESSION(linear_regression, 0)
 DPN__REGRESSION(logistic_regression, 1)
 DPN__REGRESSION(mae_regression, 2)
