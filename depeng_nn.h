@@ -3546,24 +3546,6 @@ static const dp_param_def dpn__leaky_params[] = {
     {"upper_bound", DP_PARAM_FLOAT, "0.334", 0, 0, NULL, "MXNet's rrelu bound (accepted for its files)"},
     {"num_args", DP_PARAM_INT, "1", 1, 2, NULL, "inputs: 1, or 2 for prelu (data, gamma)"},
 };
-/* f(x) (grad 0) or f'(x) (grad 1) of activation `type` (Activation's 3
-   and 4, softrelu and softsign: its relu, sigmoid and tanh run the
-   built-in operators, dpn__act_builtin; LeakyReLU's 10 + its index),
-   slope a. */
-static double dpn__act_fn(int type, double x, double a, int grad) {
-    static const double selu_l = 1.0507009873554804934, selu_a = 1.6732632423543772848;
-    double s;
-    switch (type) {
-    case 3: return grad ? 1 / (1 + exp(-x)) : (x > 20 ? x : log1p(exp(x)));
-    case 4: s = 1 + fabs(x); return grad ? 1 / (s * s) : x / s;
-    case 10: return grad ? (x > 0 ? 1 : a) : (x > 0 ? x : a * x);
-    case 11: return grad ? (x > 0 ? 1 : a * exp(x)) : (x > 0 ? x : a * expm1(x));
-    case 12: return grad ? selu_l * (x > 0 ? 1 : selu_a * exp(x)) : selu_l * (x > 0 ? x : selu_a * expm1(x));
-    case 13: s = 0.5 * (1 + erf(x / sqrt(2.0)));
-        return grad ? s + x * exp(-0.5 * x * x) / sqrt(2 * 3.14159265358979323846) : x * s;
-    }
-    return 0;
-}
 static int dpn__infer_float(const dp_dtype *it, char *msg, size_t cap) {
     if (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64) { snprintf(msg, cap, "data: float32 or float64"); return -1; }
     return 0;
@@ -3577,21 +3559,48 @@ static int dpn__infer_act(const dp_params *p, int nin, const dp_shape *is, const
 }
 /* Element-wise forward (grad 0: y = f(x)) or gradient (dx = og f'(x)),
    over element ranges split over the range loop when large (in chunks of
-   DPN__PAR_GRAIN, each element as alone). */
+   DPN__PAR_GRAIN, each element as alone), of activation `type`
+   (Activation's 3 and 4, softrelu and softsign: its relu, sigmoid and tanh
+   run the built-in operators, dpn__act_builtin; LeakyReLU's 10 + its
+   index: leaky, elu, selu, gelu), slope a. A loop per dtype and function,
+   FWD f(x) and GRAD f'(x) of x, the element as a double: float32 computed
+   in double and rounded once (leaky and softsign vectorise). */
 typedef struct dpn__act_job { const dp_kernel_ctx *k; int type, grad; double a; } dpn__act_job;
-static void dpn__act_range(int64_t b, int64_t e, void *user) {
+#define DPN__ACT_LOOP(T, FWD, GRAD) do { \
+        const T *xs_ = (const T *)xd, *og_ = (const T *)og; \
+        T *y_ = (T *)y; \
+        if (!grad && !add) for (i = b; i < e; i++) { double x = (double)xs_[i]; y_[i] = (T)(FWD); } \
+        else if (!grad) for (i = b; i < e; i++) { double x = (double)xs_[i]; y_[i] = (T)((FWD) + (double)y_[i]); } \
+        else if (!add) for (i = b; i < e; i++) { double x = (double)xs_[i]; y_[i] = (T)((GRAD) * (double)og_[i]); } \
+        else for (i = b; i < e; i++) { double x = (double)xs_[i]; y_[i] = (T)((GRAD) * (double)og_[i] + (double)y_[i]); } \
+    } while (0)
+#define DPN__ACT_TYPES(T) do { \
+        switch (type) { \
+        case 3: DPN__ACT_LOOP(T, x > 20 ? x : log1p(exp(x)), 1 / (1 + exp(-x))); break; \
+        case 4: DPN__ACT_LOOP(T, x / (1 + fabs(x)), 1 / ((1 + fabs(x)) * (1 + fabs(x)))); break; \
+        case 10: DPN__ACT_LOOP(T, x > 0 ? x : a * x, x > 0 ? 1 : a); break; \
+        case 11: DPN__ACT_LOOP(T, x > 0 ? x : a * expm1(x), x > 0 ? 1 : a * exp(x)); break; \
+        case 12: DPN__ACT_LOOP(T, selu_l * (x > 0 ? x : selu_a * expm1(x)), selu_l * (x > 0 ? 1 : selu_a * exp(x))); break; \
+        case 13: DPN__ACT_LOOP(T, x * (0.5 * (1 + erf(x / sqrt(2.0)))), \
+                               0.5 * (1 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2 * 3.14159265358979323846)); break; \
+        default: break; \
+        } \
+    } while (0)
+DPN__VEC_LOOPS static void dpn__act_range(int64_t b, int64_t e, void *user) {
+    static const double selu_l = 1.0507009873554804934, selu_a = 1.6732632423543772848;
     const dpn__act_job *J = (const dpn__act_job *)user;
     const dp_kernel_ctx *k = J->k;
-    dp_ndarray *x = k->inputs[J->grad];
-    dp_dtype t = dp_nd_dtype(x);
-    const void *xd = dp_nd_data(x), *og = J->grad ? dp_nd_data(k->inputs[0]) : NULL;
+    dp_ndarray *xa = k->inputs[J->grad];
+    const void *xd = dp_nd_data(xa), *og = J->grad ? dp_nd_data(k->inputs[0]) : NULL;
     void *y = dp_nd_data(k->outputs[0]);
+    int type = J->type, grad = J->grad, add = k->req[0] == DP_REQ_ADD;
+    double a = J->a;
     int64_t i;
-    for (i = b; i < e; i++) {
-        double v = dpn__act_fn(J->type, dpn__load_elem(xd, t, i), J->a, J->grad);
-        dpn__store_elem(y, t, i, J->grad ? v * dpn__load_elem(og, t, i) : v, k->req[0]);
-    }
+    if (dp_nd_dtype(xa) == DP_FLOAT32) DPN__ACT_TYPES(float);
+    else DPN__ACT_TYPES(double);
 }
+#undef DPN__ACT_TYPES
+#undef DPN__ACT_LOOP
 static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) {
     dpn__act_job J;
     int64_t n = dp_shape_size(dp_nd_shape(k->inputs[grad]));
@@ -3659,52 +3668,82 @@ static int dpn__infer_leaky(const dp_params *p, int nin, const dp_shape *is, con
     *os = is[0]; *ot = it[0];
     return 0;
 }
-/* prelu: y = x > 0 ? x : gamma[channel] x; the channel of element i. */
-static int64_t dpn__prelu_channel(const dp_shape *s, int64_t gamma_n, int64_t i) {
-    int64_t inner = 1;
+/* prelu: y = x > 0 ? x : gamma[channel] x. x's elements in runs of one
+   channel: *len elements a run, *runs runs, run r's channel r % *period
+   (one run over everything for one gamma). */
+static void dpn__prelu_runs(const dp_shape *s, int64_t gamma_n, int64_t *len, int64_t *runs, int64_t *period) {
+    int64_t n = dp_shape_size(s), inner = 1;
     int d;
-    if (gamma_n == 1) return 0;
+    *len = n; *runs = n > 0; *period = 1;
+    if (gamma_n == 1) return;
     for (d = 2; d < s->ndim; d++) inner *= s->dims[d];
-    return (i / inner) % s->dims[1];
+    *len = inner; *runs = inner ? n / inner : 0; *period = s->dims[1];
 }
-static int dpn__k_leaky(const dp_kernel_ctx *k) {
+/* A loop per dtype, run by run; in double (x gamma is exact in double, so
+   float32's written product is the float product) */
+#define DPN__PRELU_FWD(T) do { \
+        const T *x_ = (const T *)dp_nd_data(x), *g_ = (const T *)dp_nd_data(gm); \
+        T *y_ = (T *)dp_nd_data(k->outputs[0]); \
+        for (r = 0; r < runs; r++) { \
+            const T *xr = x_ + r * len; \
+            T *yr = y_ + r * len; \
+            double g = (double)g_[r % period]; \
+            if (add) for (i = 0; i < len; i++) { double v = (double)xr[i]; yr[i] = (T)((v > 0 ? v : v * g) + (double)yr[i]); } \
+            else for (i = 0; i < len; i++) { double v = (double)xr[i]; yr[i] = (T)(v > 0 ? v : v * g); } \
+        } \
+    } while (0)
+DPN__VEC_LOOPS static int dpn__k_leaky(const dp_kernel_ctx *k) {
     int type = (int)k->params->v[DPN__LR_TYPE].i;
     if (type != 4) return dpn__act_apply(k, 10 + type, k->params->v[DPN__LR_SLOPE].f, 0);
     {
         dp_ndarray *x = k->inputs[0], *gm = k->inputs[1];
-        dp_dtype t = dp_nd_dtype(x);
-        int64_t i, n = dp_shape_size(dp_nd_shape(x)), gn = dp_nd_shape(gm)->dims[0];
+        int64_t i, r, len, runs, period;
+        int add = k->req[0] == DP_REQ_ADD;
         if (k->req[0] == DP_REQ_NULL) return 0;
-        for (i = 0; i < n; i++) {
-            double v = dpn__load_elem(dp_nd_data(x), t, i);
-            dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, v > 0 ? v : v * dpn__load_elem(dp_nd_data(gm), t, dpn__prelu_channel(dp_nd_shape(x), gn, i)), k->req[0]);
-        }
+        dpn__prelu_runs(dp_nd_shape(x), dp_nd_shape(gm)->dims[0], &len, &runs, &period);
+        if (dp_nd_dtype(x) == DP_FLOAT32) DPN__PRELU_FWD(float);
+        else DPN__PRELU_FWD(double);
     }
     return 0;
 }
+#undef DPN__PRELU_FWD
+/* d data = x > 0 ? og : og gamma; then d gamma[channel] += x og over the
+   elements x <= 0, in element order, each sum stored (rounded to the
+   dtype) after every element */
+#define DPN__PRELU_BWD(T) do { \
+        const T *x_ = (const T *)dp_nd_data(x), *og_ = (const T *)og, *g_ = (const T *)gm; \
+        T *dx = (T *)dp_nd_data(k->outputs[0]), *dg = k->req[1] != DP_REQ_NULL ? (T *)dp_nd_data(k->outputs[1]) : NULL; \
+        for (r = 0; k->req[0] != DP_REQ_NULL && r < runs; r++) { \
+            const T *xr = x_ + r * len, *or_ = og_ + r * len; \
+            T *dr = dx + r * len; \
+            double g = (double)g_[r % period]; \
+            if (add) for (i = 0; i < len; i++) { double o = (double)or_[i]; dr[i] = (T)((xr[i] > 0 ? o : o * g) + (double)dr[i]); } \
+            else for (i = 0; i < len; i++) { double o = (double)or_[i]; dr[i] = (T)(xr[i] > 0 ? o : o * g); } \
+        } \
+        if (dg) { \
+            if (k->req[1] != DP_REQ_ADD) for (c = 0; c < gn; c++) dg[c] = 0; \
+            for (r = 0; r < runs; r++) { \
+                const T *xr = x_ + r * len, *or_ = og_ + r * len; \
+                T s = dg[r % period]; \
+                for (i = 0; i < len; i++) if (xr[i] <= 0) s = (T)((double)xr[i] * (double)or_[i] + (double)s); \
+                dg[r % period] = s; \
+            } \
+        } \
+    } while (0)
 /* inputs (og, data[, gamma]); outputs (d data[, d gamma]) */
-static int dpn__kg_leaky(const dp_kernel_ctx *k) {
-    int type = (int)k->params->v[DPN__LR_TYPE].i;
+DPN__VEC_LOOPS static int dpn__kg_leaky(const dp_kernel_ctx *k) {
+    int type = (int)k->params->v[DPN__LR_TYPE].i, add = k->req[0] == DP_REQ_ADD;
     dp_ndarray *x = k->inputs[1];
-    dp_dtype t = dp_nd_dtype(x);
-    int64_t i, n = dp_shape_size(dp_nd_shape(x)), gn, c;
-    (void)c;
+    int64_t i, r, c, gn, len, runs, period;
     const void *og = dp_nd_data(k->inputs[0]), *gm;
     if (type != 4) return dpn__act_apply(k, 10 + type, k->params->v[DPN__LR_SLOPE].f, 1);
     gm = dp_nd_data(k->inputs[2]); gn = dp_nd_shape(k->inputs[2])->dims[0];
-    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) {
-        double v = dpn__load_elem(dp_nd_data(x), t, i), g = dpn__load_elem(og, t, i);
-        dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, v > 0 ? g : g * dpn__load_elem(gm, t, dpn__prelu_channel(dp_nd_shape(x), gn, i)), k->req[0]);
-    }
-    if (k->req[1] != DP_REQ_NULL) {
-        if (k->req[1] != DP_REQ_ADD) for (c = 0; c < gn; c++) dpn__store_elem(dp_nd_data(k->outputs[1]), t, c, 0, DP_REQ_WRITE);
-        for (i = 0; i < n; i++) {
-            double v = dpn__load_elem(dp_nd_data(x), t, i);
-            if (v <= 0) dpn__store_elem(dp_nd_data(k->outputs[1]), t, dpn__prelu_channel(dp_nd_shape(x), gn, i), v * dpn__load_elem(og, t, i), DP_REQ_ADD);
-        }
-    }
+    dpn__prelu_runs(dp_nd_shape(x), gn, &len, &runs, &period);
+    if (dp_nd_dtype(x) == DP_FLOAT32) DPN__PRELU_BWD(float);
+    else DPN__PRELU_BWD(double);
     return 0;
 }
+#undef DPN__PRELU_BWD
 
 /* Flatten, MXNet's: (n, d1, d2, ...) to (n, d1 d2 ...), a copy. */
 static int dpn__infer_flatten(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
