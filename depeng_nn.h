@@ -3839,34 +3839,40 @@ static int dpn__infer_bn(const dp_params *p, int nin, const dp_shape *is, const 
     *os = is[0]; *ot = it[0];
     return 0;
 }
-/* Channel ch's mean and biased variance over (outer, inner), in double. */
-/* float32 and float64 read in place (no per-element call); the sums in
-   double, in order, as for any dtype */
-#define DPN__BN_LD(x, t, i) ((t) == DP_FLOAT32 ? (double)((const float *)(x))[i] : ((const double *)(x))[i])
+/* Channel ch's mean and biased variance over (outer, inner), in double,
+   in order; a loop per dtype (BatchNorm takes float32 and float64). */
+#define DPN__BN_STATS(T) do { \
+        const T *x_ = (const T *)x; \
+        for (o = 0; o < outer; o++) { const T *xr = x_ + (o * c + ch) * inner; for (j = 0; j < inner; j++) s += (double)xr[j]; } \
+        s = n ? s / (double)n : 0; \
+        for (o = 0; o < outer; o++) { const T *xr = x_ + (o * c + ch) * inner; for (j = 0; j < inner; j++) { double d = (double)xr[j] - s; q += d * d; } } \
+    } while (0)
 static void dpn__bn_stats(const void *x, dp_dtype t, int64_t outer, int64_t c, int64_t inner, int64_t ch, double *mean, double *var) {
     int64_t o, j, n = outer * inner;
     double s = 0, q = 0;
-    for (o = 0; o < outer; o++) for (j = 0; j < inner; j++) s += DPN__BN_LD(x, t, (o * c + ch) * inner + j);
-    s = n ? s / (double)n : 0;
-    for (o = 0; o < outer; o++)
-        for (j = 0; j < inner; j++) { double d = DPN__BN_LD(x, t, (o * c + ch) * inner + j) - s; q += d * d; }
+    if (t == DP_FLOAT32) DPN__BN_STATS(float);
+    else DPN__BN_STATS(double);
     *mean = s; *var = n ? q / (double)n : 0;
 }
-/* y = g (x - mean) is + b over one channel's rows, by req; float32 written
-   in a loop the compiler vectorises (each element as dpn__store_elem) */
-static void dpn__bn_norm(const void *x, void *y, dp_dtype t, int64_t outer, int64_t c, int64_t inner, int64_t ch, double g, double mean,
-                         double is, double b, dp_req req) {
+#undef DPN__BN_STATS
+/* y = g (x - mean) is + b over one channel's rows, by req, in double; a
+   loop per dtype, which vectorises */
+#define DPN__BN_NORM(T) do { \
+        for (o = 0; o < outer; o++) { \
+            const T *xr = (const T *)x + (o * c + ch) * inner; \
+            T *yr = (T *)y + (o * c + ch) * inner; \
+            if (req == DP_REQ_ADD) for (j = 0; j < inner; j++) yr[j] = (T)(g * ((double)xr[j] - mean) * is + b + (double)yr[j]); \
+            else for (j = 0; j < inner; j++) yr[j] = (T)(g * ((double)xr[j] - mean) * is + b); \
+        } \
+    } while (0)
+DPN__VEC_LOOPS static void dpn__bn_norm(const void *x, void *y, dp_dtype t, int64_t outer, int64_t c, int64_t inner, int64_t ch, double g, double mean,
+                                        double is, double b, dp_req req) {
     int64_t o, j;
-    for (o = 0; req != DP_REQ_NULL && o < outer; o++) {
-        int64_t e0 = (o * c + ch) * inner;
-        if (t == DP_FLOAT32 && req != DP_REQ_ADD) {
-            const float *xr = (const float *)x + e0;
-            float *yr = (float *)y + e0;
-            for (j = 0; j < inner; j++) yr[j] = (float)(g * ((double)xr[j] - mean) * is + b);
-        } else
-            for (j = 0; j < inner; j++) dpn__store_elem(y, t, e0 + j, g * (DPN__BN_LD(x, t, e0 + j) - mean) * is + b, req);
-    }
+    if (req == DP_REQ_NULL) return;
+    if (t == DP_FLOAT32) DPN__BN_NORM(float);
+    else DPN__BN_NORM(double);
 }
+#undef DPN__BN_NORM
 /* BatchNorm's channels are independent: a large one is split over the
    range loop by channel, each channel computed as alone. */
 typedef struct dpn__bn_job { const dp_kernel_ctx *k; int64_t outer, c, inner; } dpn__bn_job;
@@ -3903,45 +3909,45 @@ static int dpn__k_bn(const dp_kernel_ctx *k) {
    gradients. With batch statistics dx = g is / n (n og - sum og - xhat
    sum(og xhat)), the statistics' dependence on x included; with the moving
    ones dx = g is og. */
-static void dpn__bn_grad_range(int64_t b, int64_t e, void *user) {
+/* One channel: the sums of og and og xhat in double, in order, then d data
+   by req; a loop per dtype */
+#define DPN__BN_DX(T) do { \
+        for (o = 0; o < outer; o++) { \
+            const T *gr = (const T *)og + (o * c + ch) * inner, *xr = (const T *)xd + (o * c + ch) * inner; \
+            for (j = 0; j < inner; j++) { double gv = (double)gr[j]; sg += gv; sgx += gv * ((double)xr[j] - mean) * is; } \
+        } \
+        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++) { \
+            const T *gr = (const T *)og + (o * c + ch) * inner, *xr = (const T *)xd + (o * c + ch) * inner; \
+            T *dr = (T *)dp_nd_data(k->outputs[0]) + (o * c + ch) * inner; \
+            if (batch && add) \
+                for (j = 0; j < inner; j++) dr[j] = (T)(g * is / (double)n * ((double)n * (double)gr[j] - sg - ((double)xr[j] - mean) * is * sgx) + (double)dr[j]); \
+            else if (batch) for (j = 0; j < inner; j++) dr[j] = (T)(g * is / (double)n * ((double)n * (double)gr[j] - sg - ((double)xr[j] - mean) * is * sgx)); \
+            else if (add) for (j = 0; j < inner; j++) dr[j] = (T)(g * is * (double)gr[j] + (double)dr[j]); \
+            else for (j = 0; j < inner; j++) dr[j] = (T)(g * is * (double)gr[j]); \
+        } \
+    } while (0)
+DPN__VEC_LOOPS static void dpn__bn_grad_range(int64_t b, int64_t e, void *user) {
     const dpn__bn_job *J = (const dpn__bn_job *)user;
     const dp_kernel_ctx *k = J->k;
     const dp_params *p = k->params;
     dp_ndarray *x = k->inputs[1];
     dp_dtype t = dp_nd_dtype(x);
     const void *og = dp_nd_data(k->inputs[0]), *xd = dp_nd_data(x), *gm = dp_nd_data(k->inputs[2]);
-    int batch = p->v[DPN__BN_IS_TRAIN].i && !p->v[DPN__BN_GLOBAL].i, fix = (int)p->v[DPN__BN_FIX_GAMMA].i, i;
+    int batch = p->v[DPN__BN_IS_TRAIN].i && !p->v[DPN__BN_GLOBAL].i, fix = (int)p->v[DPN__BN_FIX_GAMMA].i, i, add = k->req[0] == DP_REQ_ADD;
     int64_t outer = J->outer, c = J->c, inner = J->inner, ch, o, j, n = outer * inner;
     for (ch = b; ch < e; ch++) {
         double mean, var, is, g = fix ? 1 : dpn__load_elem(gm, t, ch), sg = 0, sgx = 0;
         if (batch) dpn__bn_stats(xd, t, outer, c, inner, ch, &mean, &var);
         else { mean = dpn__load_elem(dp_nd_data(k->inputs[4]), t, ch); var = dpn__load_elem(dp_nd_data(k->inputs[5]), t, ch); }
         is = 1 / sqrt(var + p->v[DPN__BN_EPS].f);
-        for (o = 0; o < outer; o++)
-            for (j = 0; j < inner; j++) {
-                int64_t e = (o * c + ch) * inner + j;
-                double gv = DPN__BN_LD(og, t, e);
-                sg += gv; sgx += gv * (DPN__BN_LD(xd, t, e) - mean) * is;
-            }
-        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++) {
-            int64_t e0 = (o * c + ch) * inner;
-            if (t == DP_FLOAT32 && k->req[0] != DP_REQ_ADD) {
-                const float *gr = (const float *)og + e0, *xr = (const float *)xd + e0;
-                float *dr = (float *)dp_nd_data(k->outputs[0]) + e0;
-                if (batch) for (j = 0; j < inner; j++) dr[j] = (float)(g * is / (double)n * ((double)n * (double)gr[j] - sg - ((double)xr[j] - mean) * is * sgx));
-                else for (j = 0; j < inner; j++) dr[j] = (float)(g * is * (double)gr[j]);
-            } else
-                for (j = 0; j < inner; j++) {
-                    int64_t e = e0 + j;
-                    double gv = DPN__BN_LD(og, t, e), xh = (DPN__BN_LD(xd, t, e) - mean) * is;
-                    dpn__store_elem(dp_nd_data(k->outputs[0]), t, e, batch ? g * is / (double)n * ((double)n * gv - sg - xh * sgx) : g * is * gv, k->req[0]);
-                }
-        }
+        if (t == DP_FLOAT32) DPN__BN_DX(float);
+        else DPN__BN_DX(double);
         if (k->req[1] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[1]), t, ch, fix ? 0 : sgx, k->req[1]);
         if (k->req[2] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[2]), t, ch, sg, k->req[2]);
         for (i = 3; i < 5; i++) if (k->req[i] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[i]), t, ch, 0, k->req[i]);
     }
 }
+#undef DPN__BN_DX
 static int dpn__kg_bn(const dp_kernel_ctx *k) {
     dpn__bn_job J;
     J.k = k;
