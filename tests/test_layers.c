@@ -5,7 +5,9 @@
    autograd; Convolution's two implementations against each other; bad
    parameters refused with the operator (or node), the parameter and the
    shapes in the log line; MXNet symbol JSON with MXNet's spellings loaded,
-   inferred, bound and run. The last line is "layers: N passed, M failed". */
+   inferred, bound and run; the element-wise layers' loops per dtype bitwise
+   against each element computed alone. The last line is "layers: N
+   passed, M failed". */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
