@@ -2342,16 +2342,25 @@ static int dpn__k_softmax_output(const dp_kernel_ctx *k) {
 #undef DPN__SO_FWD
 /* One row's gradient (its c elements S apart, from its first), a loop per
    dtype, in double: (y - target) scale, times og with out_grad; a row
-   whose label is ignored gets 0 (times og). */
+   whose label is ignored gets 0 (times og). The row in three runs (before
+   the label, the label, after it), each with its target as a constant, so
+   that the loops vectorise. */
+#define DPN__SO_RUN(T, S, J0, J1, TG) do { \
+        double tg_ = (TG); \
+        if (!out_grad && !add) for (j = J0; j < J1; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - tg_) * scale); \
+        else if (!out_grad) for (j = J0; j < J1; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - tg_) * scale + (double)gr[j * (S)]); \
+        else if (!add) for (j = J0; j < J1; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - tg_) * scale * (double)or_[j * (S)]); \
+        else for (j = J0; j < J1; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - tg_) * scale * (double)or_[j * (S)] + (double)gr[j * (S)]); \
+    } while (0)
 #define DPN__SO_ROW(T, S) do { \
         const T *yr = (const T *)y + base, *or_ = (const T *)og + base; \
         T *gr = (T *)g + base; \
         if (skip) for (j = 0; j < c; j++) { double v = 0; if (out_grad) v *= (double)or_[j * (S)]; gr[j * (S)] = add ? (T)(v + (double)gr[j * (S)]) : (T)v; } \
-        else if (!out_grad && !add) for (j = 0; j < c; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - (j == label ? t1 : off)) * scale); \
-        else if (!out_grad) for (j = 0; j < c; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - (j == label ? t1 : off)) * scale + (double)gr[j * (S)]); \
-        else if (!add) for (j = 0; j < c; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - (j == label ? t1 : off)) * scale * (double)or_[j * (S)]); \
-        else for (j = 0; j < c; j++) \
-            gr[j * (S)] = (T)(((double)yr[j * (S)] - (j == label ? t1 : off)) * scale * (double)or_[j * (S)] + (double)gr[j * (S)]); \
+        else { \
+            DPN__SO_RUN(T, S, 0, label, off); \
+            DPN__SO_RUN(T, S, label, label + 1, t1); \
+            DPN__SO_RUN(T, S, label + 1, c, off); \
+        } \
     } while (0)
 #define DPN__SO_ROWS(T) do { \
         if (inner == 1) DPN__SO_ROW(T, 1); \
@@ -2383,6 +2392,7 @@ DPN__VEC_LOOPS static void dpn__so_grad(const dp_kernel_ctx *k, double scale) {
 }
 #undef DPN__SO_ROWS
 #undef DPN__SO_ROW
+#undef DPN__SO_RUN
 /* inputs (og, data, label, output); outputs (data's gradient, label's) */
 static int dpn__kg_softmax_output(const dp_kernel_ctx *k) {
     const dp_params *p = k->params;
