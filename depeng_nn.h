@@ -1050,6 +1050,54 @@ static void dpn__range(dp_engine *eng, int64_t n, int64_t grain, dp_range_fn fn,
     }
     if (n > 0) fn(0, n, user);
 }
+/* Element-wise kernels run a loop per dtype for float32 and float64; an
+   operand of another dtype (a label, a zero gradient, an add-to copy) is
+   converted a block of DPN__BLK elements at a time, into or out of a
+   double buffer, with one dtype switch a block. Loads of the float and
+   integer dtypes are plain casts (dp_dtype_load's values); float16 loads
+   and stores into any dtype but float32 and float64 (rounding, saturating,
+   bool) go through dp_dtype_load / dp_dtype_store, so that those rules
+   live in depeng.h alone. Stores add by req as dp_dtype_store does:
+   (v + old), rounded once to the dtype. */
+#define DPN__BLK 256
+DPN__VEC_LOOPS static void dpn__blk_load(dp_dtype t, const void *p, int64_t i, int64_t n, double *v) {
+    int64_t j;
+    switch (t) {
+    case DP_FLOAT32: for (j = 0; j < n; j++) v[j] = ((const float *)p)[i + j]; break;
+    case DP_FLOAT64: for (j = 0; j < n; j++) v[j] = ((const double *)p)[i + j]; break;
+    case DP_INT32: for (j = 0; j < n; j++) v[j] = ((const int32_t *)p)[i + j]; break;
+    case DP_INT64: for (j = 0; j < n; j++) v[j] = (double)((const int64_t *)p)[i + j]; break;
+    case DP_INT8: for (j = 0; j < n; j++) v[j] = ((const int8_t *)p)[i + j]; break;
+    case DP_UINT8: for (j = 0; j < n; j++) v[j] = ((const uint8_t *)p)[i + j]; break;
+    case DP_BOOL: for (j = 0; j < n; j++) v[j] = ((const uint8_t *)p)[i + j] != 0; break;
+    default: for (j = 0; j < n; j++) v[j] = dp_dtype_load(t, p, i + j); break;
+    }
+}
+DPN__VEC_LOOPS static void dpn__blk_store(dp_dtype t, void *p, int64_t i, int64_t n, const double *v, dp_req req) {
+    int64_t j;
+    if (req == DP_REQ_NULL) return;
+    if (t == DP_FLOAT32) {
+        float *y = (float *)p + i;
+        if (req == DP_REQ_ADD) for (j = 0; j < n; j++) y[j] = (float)(v[j] + (double)y[j]);
+        else for (j = 0; j < n; j++) y[j] = (float)v[j];
+    } else if (t == DP_FLOAT64) {
+        double *y = (double *)p + i;
+        if (req == DP_REQ_ADD) for (j = 0; j < n; j++) y[j] = v[j] + y[j];
+        else for (j = 0; j < n; j++) y[j] = v[j];
+    } else
+        for (j = 0; j < n; j++) dp_dtype_store(t, p, i + j, v[j], req);
+}
+/* every element of a = v by req, a block of DPN__BLK at a time */
+static void dpn__fill_by_req(dp_ndarray *a, double v, dp_req req) {
+    double b[DPN__BLK];
+    int64_t i, m, n = dp_shape_size(dp_nd_shape(a));
+    if (req == DP_REQ_NULL) return;
+    for (i = 0; i < DPN__BLK; i++) b[i] = v;
+    for (i = 0; i < n; i += m) {
+        m = n - i < DPN__BLK ? n - i : DPN__BLK;
+        dpn__blk_store(dp_nd_dtype(a), dp_nd_data(a), i, m, b, req);
+    }
+}
 static const dp_operator *dpn__find_or_log(dp_engine *eng, const char *name) {
     const dp_operator *op = dp_operator_find(name);
     if (!op) DPN__LOG(eng, DP_LOG_ERROR, UNKNOWN_OPERATOR, "'%s'", name ? name : "(null)");
@@ -2158,22 +2206,38 @@ static int dpn__fc_run(const dp_kernel_ctx *k, const dpn__post *post) {
     return dpn__post_status(post);
 }
 static int dpn__k_fc(const dp_kernel_ctx *k) { return dpn__fc_run(k, NULL); }
+/* d bias = og (batch, h) summed over the rows, each column in double in
+   row order, DPN__BLK columns at a time, row by row (independent sums side
+   by side, which vectorise, over og's rows in order) */
+DPN__VEC_LOOPS static void dpn__fc_bias_grad(dp_dtype t, const void *og, void *db, int64_t batch, int64_t h, dp_req req) {
+    double s[DPN__BLK];
+    int64_t j0, m, r, j;
+    for (j0 = 0; j0 < h; j0 += m) {
+        m = h - j0 < DPN__BLK ? h - j0 : DPN__BLK;
+        for (j = 0; j < m; j++) s[j] = 0;
+        if (t == DP_FLOAT32)
+            for (r = 0; r < batch; r++) {
+                const float *g = (const float *)og + r * h + j0;
+                for (j = 0; j < m; j++) s[j] += (double)g[j];
+            }
+        else
+            for (r = 0; r < batch; r++) {
+                const double *g = (const double *)og + r * h + j0;
+                for (j = 0; j < m; j++) s[j] += g[j];
+            }
+        dpn__blk_store(t, db, j0, m, s, req);
+    }
+}
 /* inputs (og, data, weight[, bias]): d data = og W, d W = og^T data,
    d bias = og summed over the rows. */
 static int dpn__kg_fc(const dp_kernel_ctx *k) {
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t batch, in, h = dp_nd_shape(k->inputs[2])->dims[0], r, j;
+    int64_t batch, in, h = dp_nd_shape(k->inputs[2])->dims[0];
     const void *og = dp_nd_data(k->inputs[0]);
     dpn__fc_rows(dp_nd_shape(k->inputs[1]), (int)k->params->v[2].i, &batch, &in);
     if (k->req[0] != DP_REQ_NULL) dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 0, 0, batch, in, h, og, h, dp_nd_data(k->inputs[2]), in, dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]), in);
     if (k->req[1] != DP_REQ_NULL) dp_gemm_on(k->rc ? k->rc->engine : NULL, t, 1, 0, h, in, batch, og, h, dp_nd_data(k->inputs[1]), in, dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]), in);
-    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) {
-        for (j = 0; j < h; j++) {
-            double s = 0;
-            for (r = 0; r < batch; r++) s += dpn__load_elem(og, t, r * h + j);
-            dpn__store_elem(dp_nd_data(k->outputs[2]), t, j, s, k->req[2]);
-        }
-    }
+    if (k->num_outputs == 3 && k->req[2] != DP_REQ_NULL) dpn__fc_bias_grad(t, og, dp_nd_data(k->outputs[2]), batch, h, k->req[2]);
     return 0;
 }
 static void dpn__register_counted(dp_operator *op, const char *grad_name, const char *grad_doc, dp_kernel_fn grad_kernel);
@@ -2247,37 +2311,98 @@ static int dpn__infer_softmax_output(const dp_params *p, int nin, const dp_shape
     *os = is[0]; *ot = it[0];
     return 0;
 }
+/* A loop per dtype, each row in double: its maximum, the sum of
+   exp(x - max), then exp(x - max) / sum (float32 rounded once). */
+#define DPN__SO_FWD(T) do { \
+        const T *x_ = (const T *)x; \
+        T *y_ = (T *)y; \
+        for (o = 0; o < outer; o++) \
+            for (q = 0; q < inner; q++) { \
+                const T *xr = x_ + o * c * inner + q; \
+                T *yr = y_ + o * c * inner + q; \
+                double mx = -HUGE_VAL, sum = 0; \
+                for (j = 0; j < c; j++) { double v = (double)xr[j * inner]; if (v > mx) mx = v; } \
+                for (j = 0; j < c; j++) sum += exp((double)xr[j * inner] - mx); \
+                if (add) for (j = 0; j < c; j++) yr[j * inner] = (T)(exp((double)xr[j * inner] - mx) / sum + (double)yr[j * inner]); \
+                else for (j = 0; j < c; j++) yr[j * inner] = (T)(exp((double)xr[j * inner] - mx) / sum); \
+            } \
+    } while (0)
 static int dpn__k_softmax_output(const dp_kernel_ctx *k) {
-    dp_dtype t = dp_nd_dtype(k->inputs[0]);
     const void *x = dp_nd_data(k->inputs[0]);
     void *y = dp_nd_data(k->outputs[0]);
     int64_t outer, c, inner, o, q, j;
+    int add = k->req[0] == DP_REQ_ADD;
     dp_shape ls;
+    if (k->req[0] == DP_REQ_NULL) return 0;
     dpn__so_geometry(k->params, dp_nd_shape(k->inputs[0]), &outer, &c, &inner, &ls);
-    for (o = 0; o < outer; o++)
-        for (q = 0; q < inner; q++) {
-            int64_t base = o * c * inner + q;
-            double mx = -HUGE_VAL, sum = 0;
-            for (j = 0; j < c; j++) { double v = dpn__load_elem(x, t, base + j * inner); if (v > mx) mx = v; }
-            for (j = 0; j < c; j++) sum += exp(dpn__load_elem(x, t, base + j * inner) - mx);
-            for (j = 0; j < c; j++) dpn__store_elem(y, t, base + j * inner, exp(dpn__load_elem(x, t, base + j * inner) - mx) / sum, k->req[0]);
-        }
+    if (dp_nd_dtype(k->inputs[0]) == DP_FLOAT32) DPN__SO_FWD(float);
+    else DPN__SO_FWD(double);
     return 0;
 }
+#undef DPN__SO_FWD
+/* One row's gradient (its c elements S apart, from its first), a loop per
+   dtype, in double: (y - target) scale, times og with out_grad; a row
+   whose label is ignored gets 0 (times og). The row in three runs (before
+   the label, the label, after it), each with its target as a constant, so
+   that the loops vectorise. */
+#define DPN__SO_RUN(T, S, J0, J1, TG) do { \
+        double tg_ = (TG); \
+        if (!out_grad && !add) for (j = J0; j < J1; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - tg_) * scale); \
+        else if (!out_grad) for (j = J0; j < J1; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - tg_) * scale + (double)gr[j * (S)]); \
+        else if (!add) for (j = J0; j < J1; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - tg_) * scale * (double)or_[j * (S)]); \
+        else for (j = J0; j < J1; j++) gr[j * (S)] = (T)(((double)yr[j * (S)] - tg_) * scale * (double)or_[j * (S)] + (double)gr[j * (S)]); \
+    } while (0)
+#define DPN__SO_ROW(T, S) do { \
+        const T *yr = (const T *)y + base, *or_ = (const T *)og + base; \
+        T *gr = (T *)g + base; \
+        if (skip) for (j = 0; j < c; j++) { double v = 0; if (out_grad) v *= (double)or_[j * (S)]; gr[j * (S)] = add ? (T)(v + (double)gr[j * (S)]) : (T)v; } \
+        else { \
+            DPN__SO_RUN(T, S, 0, label, off); \
+            DPN__SO_RUN(T, S, label, label + 1, t1); \
+            DPN__SO_RUN(T, S, label + 1, c, off); \
+        } \
+    } while (0)
+#define DPN__SO_ROWS(T) do { \
+        if (inner == 1) DPN__SO_ROW(T, 1); \
+        else DPN__SO_ROW(T, inner); \
+    } while (0)
+DPN__VEC_LOOPS static void dpn__so_grad(const dp_kernel_ctx *k, double scale) {
+    const dp_params *p = k->params;
+    dp_ndarray *lab = k->inputs[2];
+    const void *og = dp_nd_data(k->inputs[0]), *y = dp_nd_data(k->inputs[3]);
+    void *g = dp_nd_data(k->outputs[0]);
+    int64_t outer, c, inner, r, r0, m, j, label, base;
+    int use_ignore = (int)p->v[DPN__SO_USE_IGNORE].i, out_grad = (int)p->v[DPN__SO_OUT_GRAD].i, add = k->req[0] == DP_REQ_ADD, skip;
+    int f32 = dp_nd_dtype(k->inputs[1]) == DP_FLOAT32;
+    double alpha = p->v[DPN__SO_ALPHA].f, ignore = p->v[DPN__SO_IGNORE].f, t1 = 1 - alpha, off, lb[DPN__BLK];
+    dp_shape ls;
+    dpn__so_geometry(p, dp_nd_shape(k->inputs[1]), &outer, &c, &inner, &ls);
+    off = c > 1 ? alpha / (double)(c - 1) : 0;
+    for (r0 = 0; r0 < outer * inner; r0 += m) {         /* rows (o, q) in order, their labels a block at a time */
+        m = outer * inner - r0 < DPN__BLK ? outer * inner - r0 : DPN__BLK;
+        dpn__blk_load(dp_nd_dtype(lab), dp_nd_data(lab), r0, m, lb);
+        for (r = r0; r < r0 + m; r++) {
+            skip = use_ignore && lb[r - r0] == ignore;
+            label = skip ? -1 : (int64_t)lb[r - r0];
+            base = r / inner * c * inner + r % inner;
+            if (f32) DPN__SO_ROWS(float);
+            else DPN__SO_ROWS(double);
+        }
+    }
+}
+#undef DPN__SO_ROWS
+#undef DPN__SO_ROW
+#undef DPN__SO_RUN
 /* inputs (og, data, label, output); outputs (data's gradient, label's) */
 static int dpn__kg_softmax_output(const dp_kernel_ctx *k) {
     const dp_params *p = k->params;
     dp_ndarray *lab = k->inputs[2];
-    dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    const void *og = dp_nd_data(k->inputs[0]), *y = dp_nd_data(k->inputs[3]);
-    void *g = dp_nd_data(k->outputs[0]);
-    int64_t outer, c, inner, o, q, j, label, n, valid = 0;
-    int use_ignore = (int)p->v[DPN__SO_USE_IGNORE].i, out_grad = (int)p->v[DPN__SO_OUT_GRAD].i;
-    double alpha = p->v[DPN__SO_ALPHA].f, ignore = p->v[DPN__SO_IGNORE].f, scale = p->v[DPN__SO_SCALE].f, off;
+    int64_t outer, c, inner, o, label, n, valid = 0;
+    int use_ignore = (int)p->v[DPN__SO_USE_IGNORE].i;
+    double ignore = p->v[DPN__SO_IGNORE].f, scale = p->v[DPN__SO_SCALE].f;
     dp_shape ls;
     dpn__so_geometry(p, dp_nd_shape(k->inputs[1]), &outer, &c, &inner, &ls);
     n = outer * inner;
-    off = c > 1 ? alpha / (double)(c - 1) : 0;
     for (o = 0; o < n; o++) {            /* the labels checked (and counted) before anything is written */
         if (use_ignore && dp_dtype_load(dp_nd_dtype(lab), dp_nd_data(lab), o) == ignore) continue;
         if (dpn__label_at(k, lab, o, c, &label)) return -1;
@@ -2285,20 +2410,8 @@ static int dpn__kg_softmax_output(const dp_kernel_ctx *k) {
     }
     if (p->v[DPN__SO_NORM].i == 1 && dp_nd_shape(k->inputs[1])->dims[0]) scale /= (double)dp_nd_shape(k->inputs[1])->dims[0];
     if (p->v[DPN__SO_NORM].i == 2) scale /= (double)(valid > 0 ? valid : 1);
-    for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++)
-        for (q = 0; q < inner; q++) {
-            int64_t base = o * c * inner + q;
-            double lv = dp_dtype_load(dp_nd_dtype(lab), dp_nd_data(lab), o * inner + q);
-            int skip = use_ignore && lv == ignore;
-            label = skip ? -1 : (int64_t)lv;
-            for (j = 0; j < c; j++) {
-                int64_t i = base + j * inner;
-                double v = skip ? 0 : (dpn__load_elem(y, t, i) - (j == label ? 1 - alpha : off)) * scale;
-                if (out_grad) v *= dpn__load_elem(og, t, i);
-                dpn__store_elem(g, t, i, v, k->req[0]);
-            }
-        }
-    for (o = 0; k->req[1] != DP_REQ_NULL && o < n; o++) dpn__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->outputs[1]), o, 0, k->req[1]);
+    if (k->req[0] != DP_REQ_NULL) dpn__so_grad(k, scale);
+    dpn__fill_by_req(k->outputs[1], 0, k->req[1]);
     return 0;
 }
 static int dpn__infer_softmax_output_grad(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
@@ -3443,24 +3556,6 @@ static const dp_param_def dpn__leaky_params[] = {
     {"upper_bound", DP_PARAM_FLOAT, "0.334", 0, 0, NULL, "MXNet's rrelu bound (accepted for its files)"},
     {"num_args", DP_PARAM_INT, "1", 1, 2, NULL, "inputs: 1, or 2 for prelu (data, gamma)"},
 };
-/* f(x) (grad 0) or f'(x) (grad 1) of activation `type` (Activation's 3
-   and 4, softrelu and softsign: its relu, sigmoid and tanh run the
-   built-in operators, dpn__act_builtin; LeakyReLU's 10 + its index),
-   slope a. */
-static double dpn__act_fn(int type, double x, double a, int grad) {
-    static const double selu_l = 1.0507009873554804934, selu_a = 1.6732632423543772848;
-    double s;
-    switch (type) {
-    case 3: return grad ? 1 / (1 + exp(-x)) : (x > 20 ? x : log1p(exp(x)));
-    case 4: s = 1 + fabs(x); return grad ? 1 / (s * s) : x / s;
-    case 10: return grad ? (x > 0 ? 1 : a) : (x > 0 ? x : a * x);
-    case 11: return grad ? (x > 0 ? 1 : a * exp(x)) : (x > 0 ? x : a * expm1(x));
-    case 12: return grad ? selu_l * (x > 0 ? 1 : selu_a * exp(x)) : selu_l * (x > 0 ? x : selu_a * expm1(x));
-    case 13: s = 0.5 * (1 + erf(x / sqrt(2.0)));
-        return grad ? s + x * exp(-0.5 * x * x) / sqrt(2 * 3.14159265358979323846) : x * s;
-    }
-    return 0;
-}
 static int dpn__infer_float(const dp_dtype *it, char *msg, size_t cap) {
     if (it[0] != DP_FLOAT32 && it[0] != DP_FLOAT64) { snprintf(msg, cap, "data: float32 or float64"); return -1; }
     return 0;
@@ -3474,21 +3569,48 @@ static int dpn__infer_act(const dp_params *p, int nin, const dp_shape *is, const
 }
 /* Element-wise forward (grad 0: y = f(x)) or gradient (dx = og f'(x)),
    over element ranges split over the range loop when large (in chunks of
-   DPN__PAR_GRAIN, each element as alone). */
+   DPN__PAR_GRAIN, each element as alone), of activation `type`
+   (Activation's 3 and 4, softrelu and softsign: its relu, sigmoid and tanh
+   run the built-in operators, dpn__act_builtin; LeakyReLU's 10 + its
+   index: leaky, elu, selu, gelu), slope a. A loop per dtype and function,
+   FWD f(x) and GRAD f'(x) of x, the element as a double: float32 computed
+   in double and rounded once (leaky and softsign vectorise). */
 typedef struct dpn__act_job { const dp_kernel_ctx *k; int type, grad; double a; } dpn__act_job;
-static void dpn__act_range(int64_t b, int64_t e, void *user) {
+#define DPN__ACT_LOOP(T, FWD, GRAD) do { \
+        const T *xs_ = (const T *)xd, *og_ = (const T *)og; \
+        T *y_ = (T *)y; \
+        if (!grad && !add) for (i = b; i < e; i++) { double x = (double)xs_[i]; y_[i] = (T)(FWD); } \
+        else if (!grad) for (i = b; i < e; i++) { double x = (double)xs_[i]; y_[i] = (T)((FWD) + (double)y_[i]); } \
+        else if (!add) for (i = b; i < e; i++) { double x = (double)xs_[i]; y_[i] = (T)((GRAD) * (double)og_[i]); } \
+        else for (i = b; i < e; i++) { double x = (double)xs_[i]; y_[i] = (T)((GRAD) * (double)og_[i] + (double)y_[i]); } \
+    } while (0)
+#define DPN__ACT_TYPES(T) do { \
+        switch (type) { \
+        case 3: DPN__ACT_LOOP(T, x > 20 ? x : log1p(exp(x)), 1 / (1 + exp(-x))); break; \
+        case 4: DPN__ACT_LOOP(T, x / (1 + fabs(x)), 1 / ((1 + fabs(x)) * (1 + fabs(x)))); break; \
+        case 10: DPN__ACT_LOOP(T, x > 0 ? x : a * x, x > 0 ? 1 : a); break; \
+        case 11: DPN__ACT_LOOP(T, x > 0 ? x : a * expm1(x), x > 0 ? 1 : a * exp(x)); break; \
+        case 12: DPN__ACT_LOOP(T, selu_l * (x > 0 ? x : selu_a * expm1(x)), selu_l * (x > 0 ? 1 : selu_a * exp(x))); break; \
+        case 13: DPN__ACT_LOOP(T, x * (0.5 * (1 + erf(x / sqrt(2.0)))), \
+                               0.5 * (1 + erf(x / sqrt(2.0))) + x * exp(-0.5 * x * x) / sqrt(2 * 3.14159265358979323846)); break; \
+        default: break; \
+        } \
+    } while (0)
+DPN__VEC_LOOPS static void dpn__act_range(int64_t b, int64_t e, void *user) {
+    static const double selu_l = 1.0507009873554804934, selu_a = 1.6732632423543772848;
     const dpn__act_job *J = (const dpn__act_job *)user;
     const dp_kernel_ctx *k = J->k;
-    dp_ndarray *x = k->inputs[J->grad];
-    dp_dtype t = dp_nd_dtype(x);
-    const void *xd = dp_nd_data(x), *og = J->grad ? dp_nd_data(k->inputs[0]) : NULL;
+    dp_ndarray *xa = k->inputs[J->grad];
+    const void *xd = dp_nd_data(xa), *og = J->grad ? dp_nd_data(k->inputs[0]) : NULL;
     void *y = dp_nd_data(k->outputs[0]);
+    int type = J->type, grad = J->grad, add = k->req[0] == DP_REQ_ADD;
+    double a = J->a;
     int64_t i;
-    for (i = b; i < e; i++) {
-        double v = dpn__act_fn(J->type, dpn__load_elem(xd, t, i), J->a, J->grad);
-        dpn__store_elem(y, t, i, J->grad ? v * dpn__load_elem(og, t, i) : v, k->req[0]);
-    }
+    if (dp_nd_dtype(xa) == DP_FLOAT32) DPN__ACT_TYPES(float);
+    else DPN__ACT_TYPES(double);
 }
+#undef DPN__ACT_TYPES
+#undef DPN__ACT_LOOP
 static int dpn__act_apply(const dp_kernel_ctx *k, int type, double a, int grad) {
     dpn__act_job J;
     int64_t n = dp_shape_size(dp_nd_shape(k->inputs[grad]));
@@ -3556,52 +3678,82 @@ static int dpn__infer_leaky(const dp_params *p, int nin, const dp_shape *is, con
     *os = is[0]; *ot = it[0];
     return 0;
 }
-/* prelu: y = x > 0 ? x : gamma[channel] x; the channel of element i. */
-static int64_t dpn__prelu_channel(const dp_shape *s, int64_t gamma_n, int64_t i) {
-    int64_t inner = 1;
+/* prelu: y = x > 0 ? x : gamma[channel] x. x's elements in runs of one
+   channel: *len elements a run, *runs runs, run r's channel r % *period
+   (one run over everything for one gamma). */
+static void dpn__prelu_runs(const dp_shape *s, int64_t gamma_n, int64_t *len, int64_t *runs, int64_t *period) {
+    int64_t n = dp_shape_size(s), inner = 1;
     int d;
-    if (gamma_n == 1) return 0;
+    *len = n; *runs = n > 0; *period = 1;
+    if (gamma_n == 1) return;
     for (d = 2; d < s->ndim; d++) inner *= s->dims[d];
-    return (i / inner) % s->dims[1];
+    *len = inner; *runs = inner ? n / inner : 0; *period = s->dims[1];
 }
-static int dpn__k_leaky(const dp_kernel_ctx *k) {
+/* A loop per dtype, run by run; in double (x gamma is exact in double, so
+   float32's written product is the float product) */
+#define DPN__PRELU_FWD(T) do { \
+        const T *x_ = (const T *)dp_nd_data(x), *g_ = (const T *)dp_nd_data(gm); \
+        T *y_ = (T *)dp_nd_data(k->outputs[0]); \
+        for (r = 0; r < runs; r++) { \
+            const T *xr = x_ + r * len; \
+            T *yr = y_ + r * len; \
+            double g = (double)g_[r % period]; \
+            if (add) for (i = 0; i < len; i++) { double v = (double)xr[i]; yr[i] = (T)((v > 0 ? v : v * g) + (double)yr[i]); } \
+            else for (i = 0; i < len; i++) { double v = (double)xr[i]; yr[i] = (T)(v > 0 ? v : v * g); } \
+        } \
+    } while (0)
+DPN__VEC_LOOPS static int dpn__k_leaky(const dp_kernel_ctx *k) {
     int type = (int)k->params->v[DPN__LR_TYPE].i;
     if (type != 4) return dpn__act_apply(k, 10 + type, k->params->v[DPN__LR_SLOPE].f, 0);
     {
         dp_ndarray *x = k->inputs[0], *gm = k->inputs[1];
-        dp_dtype t = dp_nd_dtype(x);
-        int64_t i, n = dp_shape_size(dp_nd_shape(x)), gn = dp_nd_shape(gm)->dims[0];
+        int64_t i, r, len, runs, period;
+        int add = k->req[0] == DP_REQ_ADD;
         if (k->req[0] == DP_REQ_NULL) return 0;
-        for (i = 0; i < n; i++) {
-            double v = dpn__load_elem(dp_nd_data(x), t, i);
-            dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, v > 0 ? v : v * dpn__load_elem(dp_nd_data(gm), t, dpn__prelu_channel(dp_nd_shape(x), gn, i)), k->req[0]);
-        }
+        dpn__prelu_runs(dp_nd_shape(x), dp_nd_shape(gm)->dims[0], &len, &runs, &period);
+        if (dp_nd_dtype(x) == DP_FLOAT32) DPN__PRELU_FWD(float);
+        else DPN__PRELU_FWD(double);
     }
     return 0;
 }
+#undef DPN__PRELU_FWD
+/* d data = x > 0 ? og : og gamma; then d gamma[channel] += x og over the
+   elements x <= 0, in element order, each sum stored (rounded to the
+   dtype) after every element */
+#define DPN__PRELU_BWD(T) do { \
+        const T *x_ = (const T *)dp_nd_data(x), *og_ = (const T *)og, *g_ = (const T *)gm; \
+        T *dx = (T *)dp_nd_data(k->outputs[0]), *dg = k->req[1] != DP_REQ_NULL ? (T *)dp_nd_data(k->outputs[1]) : NULL; \
+        for (r = 0; k->req[0] != DP_REQ_NULL && r < runs; r++) { \
+            const T *xr = x_ + r * len, *or_ = og_ + r * len; \
+            T *dr = dx + r * len; \
+            double g = (double)g_[r % period]; \
+            if (add) for (i = 0; i < len; i++) { double o = (double)or_[i]; dr[i] = (T)((xr[i] > 0 ? o : o * g) + (double)dr[i]); } \
+            else for (i = 0; i < len; i++) { double o = (double)or_[i]; dr[i] = (T)(xr[i] > 0 ? o : o * g); } \
+        } \
+        if (dg) { \
+            if (k->req[1] != DP_REQ_ADD) for (c = 0; c < gn; c++) dg[c] = 0; \
+            for (r = 0; r < runs; r++) { \
+                const T *xr = x_ + r * len, *or_ = og_ + r * len; \
+                T s = dg[r % period]; \
+                for (i = 0; i < len; i++) if (xr[i] <= 0) s = (T)((double)xr[i] * (double)or_[i] + (double)s); \
+                dg[r % period] = s; \
+            } \
+        } \
+    } while (0)
 /* inputs (og, data[, gamma]); outputs (d data[, d gamma]) */
-static int dpn__kg_leaky(const dp_kernel_ctx *k) {
-    int type = (int)k->params->v[DPN__LR_TYPE].i;
+DPN__VEC_LOOPS static int dpn__kg_leaky(const dp_kernel_ctx *k) {
+    int type = (int)k->params->v[DPN__LR_TYPE].i, add = k->req[0] == DP_REQ_ADD;
     dp_ndarray *x = k->inputs[1];
-    dp_dtype t = dp_nd_dtype(x);
-    int64_t i, n = dp_shape_size(dp_nd_shape(x)), gn, c;
-    (void)c;
+    int64_t i, r, c, gn, len, runs, period;
     const void *og = dp_nd_data(k->inputs[0]), *gm;
     if (type != 4) return dpn__act_apply(k, 10 + type, k->params->v[DPN__LR_SLOPE].f, 1);
     gm = dp_nd_data(k->inputs[2]); gn = dp_nd_shape(k->inputs[2])->dims[0];
-    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) {
-        double v = dpn__load_elem(dp_nd_data(x), t, i), g = dpn__load_elem(og, t, i);
-        dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, v > 0 ? g : g * dpn__load_elem(gm, t, dpn__prelu_channel(dp_nd_shape(x), gn, i)), k->req[0]);
-    }
-    if (k->req[1] != DP_REQ_NULL) {
-        if (k->req[1] != DP_REQ_ADD) for (c = 0; c < gn; c++) dpn__store_elem(dp_nd_data(k->outputs[1]), t, c, 0, DP_REQ_WRITE);
-        for (i = 0; i < n; i++) {
-            double v = dpn__load_elem(dp_nd_data(x), t, i);
-            if (v <= 0) dpn__store_elem(dp_nd_data(k->outputs[1]), t, dpn__prelu_channel(dp_nd_shape(x), gn, i), v * dpn__load_elem(og, t, i), DP_REQ_ADD);
-        }
-    }
+    dpn__prelu_runs(dp_nd_shape(x), gn, &len, &runs, &period);
+    if (dp_nd_dtype(x) == DP_FLOAT32) DPN__PRELU_BWD(float);
+    else DPN__PRELU_BWD(double);
     return 0;
 }
+#undef DPN__PRELU_BWD
 
 /* Flatten, MXNet's: (n, d1, d2, ...) to (n, d1 d2 ...), a copy. */
 static int dpn__infer_flatten(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
@@ -3616,11 +3768,21 @@ static int dpn__infer_flatten(const dp_params *p, int nin, const dp_shape *is, c
     os->ndim = 2; os->dims[0] = is[0].dims[0]; os->dims[1] = rest; *ot = it[0];
     return 0;
 }
-static void dpn__copy_by_req(dp_dtype t, const void *src, void *dst, int64_t n, size_t bytes, dp_req req) {
-    int64_t i;
+/* dst = src by req; add-to: float32 in float (the double sum of two floats
+   rounded once is the float sum), other dtypes by blocks */
+DPN__VEC_LOOPS static void dpn__copy_by_req(dp_dtype t, const void *src, void *dst, int64_t n, size_t bytes, dp_req req) {
+    double v[DPN__BLK];
+    int64_t i, m;
     if (req == DP_REQ_NULL) return;
     if (req != DP_REQ_ADD) { if (src != dst) memmove(dst, src, bytes); return; }
-    for (i = 0; i < n; i++) dpn__store_elem(dst, t, i, dpn__load_elem(src, t, i), DP_REQ_ADD);
+    if (t == DP_FLOAT32) { const float *a = (const float *)src; float *y = (float *)dst; for (i = 0; i < n; i++) y[i] = a[i] + y[i]; }
+    else if (t == DP_FLOAT64) { const double *a = (const double *)src; double *y = (double *)dst; for (i = 0; i < n; i++) y[i] = a[i] + y[i]; }
+    else
+        for (i = 0; i < n; i += m) {
+            m = n - i < DPN__BLK ? n - i : DPN__BLK;
+            dpn__blk_load(t, src, i, m, v);
+            dpn__blk_store(t, dst, i, m, v, DP_REQ_ADD);
+        }
 }
 static int dpn__k_flatten(const dp_kernel_ctx *k) {
     dpn__copy_by_req(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_shape_size(dp_nd_shape(k->inputs[0])),
@@ -3687,34 +3849,40 @@ static int dpn__infer_bn(const dp_params *p, int nin, const dp_shape *is, const 
     *os = is[0]; *ot = it[0];
     return 0;
 }
-/* Channel ch's mean and biased variance over (outer, inner), in double. */
-/* float32 and float64 read in place (no per-element call); the sums in
-   double, in order, as for any dtype */
-#define DPN__BN_LD(x, t, i) ((t) == DP_FLOAT32 ? (double)((const float *)(x))[i] : ((const double *)(x))[i])
+/* Channel ch's mean and biased variance over (outer, inner), in double,
+   in order; a loop per dtype (BatchNorm takes float32 and float64). */
+#define DPN__BN_STATS(T) do { \
+        const T *x_ = (const T *)x; \
+        for (o = 0; o < outer; o++) { const T *xr = x_ + (o * c + ch) * inner; for (j = 0; j < inner; j++) s += (double)xr[j]; } \
+        s = n ? s / (double)n : 0; \
+        for (o = 0; o < outer; o++) { const T *xr = x_ + (o * c + ch) * inner; for (j = 0; j < inner; j++) { double d = (double)xr[j] - s; q += d * d; } } \
+    } while (0)
 static void dpn__bn_stats(const void *x, dp_dtype t, int64_t outer, int64_t c, int64_t inner, int64_t ch, double *mean, double *var) {
     int64_t o, j, n = outer * inner;
     double s = 0, q = 0;
-    for (o = 0; o < outer; o++) for (j = 0; j < inner; j++) s += DPN__BN_LD(x, t, (o * c + ch) * inner + j);
-    s = n ? s / (double)n : 0;
-    for (o = 0; o < outer; o++)
-        for (j = 0; j < inner; j++) { double d = DPN__BN_LD(x, t, (o * c + ch) * inner + j) - s; q += d * d; }
+    if (t == DP_FLOAT32) DPN__BN_STATS(float);
+    else DPN__BN_STATS(double);
     *mean = s; *var = n ? q / (double)n : 0;
 }
-/* y = g (x - mean) is + b over one channel's rows, by req; float32 written
-   in a loop the compiler vectorises (each element as dpn__store_elem) */
-static void dpn__bn_norm(const void *x, void *y, dp_dtype t, int64_t outer, int64_t c, int64_t inner, int64_t ch, double g, double mean,
-                         double is, double b, dp_req req) {
+#undef DPN__BN_STATS
+/* y = g (x - mean) is + b over one channel's rows, by req, in double; a
+   loop per dtype, which vectorises */
+#define DPN__BN_NORM(T) do { \
+        for (o = 0; o < outer; o++) { \
+            const T *xr = (const T *)x + (o * c + ch) * inner; \
+            T *yr = (T *)y + (o * c + ch) * inner; \
+            if (req == DP_REQ_ADD) for (j = 0; j < inner; j++) yr[j] = (T)(g * ((double)xr[j] - mean) * is + b + (double)yr[j]); \
+            else for (j = 0; j < inner; j++) yr[j] = (T)(g * ((double)xr[j] - mean) * is + b); \
+        } \
+    } while (0)
+DPN__VEC_LOOPS static void dpn__bn_norm(const void *x, void *y, dp_dtype t, int64_t outer, int64_t c, int64_t inner, int64_t ch, double g, double mean,
+                                        double is, double b, dp_req req) {
     int64_t o, j;
-    for (o = 0; req != DP_REQ_NULL && o < outer; o++) {
-        int64_t e0 = (o * c + ch) * inner;
-        if (t == DP_FLOAT32 && req != DP_REQ_ADD) {
-            const float *xr = (const float *)x + e0;
-            float *yr = (float *)y + e0;
-            for (j = 0; j < inner; j++) yr[j] = (float)(g * ((double)xr[j] - mean) * is + b);
-        } else
-            for (j = 0; j < inner; j++) dpn__store_elem(y, t, e0 + j, g * (DPN__BN_LD(x, t, e0 + j) - mean) * is + b, req);
-    }
+    if (req == DP_REQ_NULL) return;
+    if (t == DP_FLOAT32) DPN__BN_NORM(float);
+    else DPN__BN_NORM(double);
 }
+#undef DPN__BN_NORM
 /* BatchNorm's channels are independent: a large one is split over the
    range loop by channel, each channel computed as alone. */
 typedef struct dpn__bn_job { const dp_kernel_ctx *k; int64_t outer, c, inner; } dpn__bn_job;
@@ -3751,45 +3919,45 @@ static int dpn__k_bn(const dp_kernel_ctx *k) {
    gradients. With batch statistics dx = g is / n (n og - sum og - xhat
    sum(og xhat)), the statistics' dependence on x included; with the moving
    ones dx = g is og. */
-static void dpn__bn_grad_range(int64_t b, int64_t e, void *user) {
+/* One channel: the sums of og and og xhat in double, in order, then d data
+   by req; a loop per dtype */
+#define DPN__BN_DX(T) do { \
+        for (o = 0; o < outer; o++) { \
+            const T *gr = (const T *)og + (o * c + ch) * inner, *xr = (const T *)xd + (o * c + ch) * inner; \
+            for (j = 0; j < inner; j++) { double gv = (double)gr[j]; sg += gv; sgx += gv * ((double)xr[j] - mean) * is; } \
+        } \
+        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++) { \
+            const T *gr = (const T *)og + (o * c + ch) * inner, *xr = (const T *)xd + (o * c + ch) * inner; \
+            T *dr = (T *)dp_nd_data(k->outputs[0]) + (o * c + ch) * inner; \
+            if (batch && add) \
+                for (j = 0; j < inner; j++) dr[j] = (T)(g * is / (double)n * ((double)n * (double)gr[j] - sg - ((double)xr[j] - mean) * is * sgx) + (double)dr[j]); \
+            else if (batch) for (j = 0; j < inner; j++) dr[j] = (T)(g * is / (double)n * ((double)n * (double)gr[j] - sg - ((double)xr[j] - mean) * is * sgx)); \
+            else if (add) for (j = 0; j < inner; j++) dr[j] = (T)(g * is * (double)gr[j] + (double)dr[j]); \
+            else for (j = 0; j < inner; j++) dr[j] = (T)(g * is * (double)gr[j]); \
+        } \
+    } while (0)
+DPN__VEC_LOOPS static void dpn__bn_grad_range(int64_t b, int64_t e, void *user) {
     const dpn__bn_job *J = (const dpn__bn_job *)user;
     const dp_kernel_ctx *k = J->k;
     const dp_params *p = k->params;
     dp_ndarray *x = k->inputs[1];
     dp_dtype t = dp_nd_dtype(x);
     const void *og = dp_nd_data(k->inputs[0]), *xd = dp_nd_data(x), *gm = dp_nd_data(k->inputs[2]);
-    int batch = p->v[DPN__BN_IS_TRAIN].i && !p->v[DPN__BN_GLOBAL].i, fix = (int)p->v[DPN__BN_FIX_GAMMA].i, i;
+    int batch = p->v[DPN__BN_IS_TRAIN].i && !p->v[DPN__BN_GLOBAL].i, fix = (int)p->v[DPN__BN_FIX_GAMMA].i, i, add = k->req[0] == DP_REQ_ADD;
     int64_t outer = J->outer, c = J->c, inner = J->inner, ch, o, j, n = outer * inner;
     for (ch = b; ch < e; ch++) {
         double mean, var, is, g = fix ? 1 : dpn__load_elem(gm, t, ch), sg = 0, sgx = 0;
         if (batch) dpn__bn_stats(xd, t, outer, c, inner, ch, &mean, &var);
         else { mean = dpn__load_elem(dp_nd_data(k->inputs[4]), t, ch); var = dpn__load_elem(dp_nd_data(k->inputs[5]), t, ch); }
         is = 1 / sqrt(var + p->v[DPN__BN_EPS].f);
-        for (o = 0; o < outer; o++)
-            for (j = 0; j < inner; j++) {
-                int64_t e = (o * c + ch) * inner + j;
-                double gv = DPN__BN_LD(og, t, e);
-                sg += gv; sgx += gv * (DPN__BN_LD(xd, t, e) - mean) * is;
-            }
-        for (o = 0; k->req[0] != DP_REQ_NULL && o < outer; o++) {
-            int64_t e0 = (o * c + ch) * inner;
-            if (t == DP_FLOAT32 && k->req[0] != DP_REQ_ADD) {
-                const float *gr = (const float *)og + e0, *xr = (const float *)xd + e0;
-                float *dr = (float *)dp_nd_data(k->outputs[0]) + e0;
-                if (batch) for (j = 0; j < inner; j++) dr[j] = (float)(g * is / (double)n * ((double)n * (double)gr[j] - sg - ((double)xr[j] - mean) * is * sgx));
-                else for (j = 0; j < inner; j++) dr[j] = (float)(g * is * (double)gr[j]);
-            } else
-                for (j = 0; j < inner; j++) {
-                    int64_t e = e0 + j;
-                    double gv = DPN__BN_LD(og, t, e), xh = (DPN__BN_LD(xd, t, e) - mean) * is;
-                    dpn__store_elem(dp_nd_data(k->outputs[0]), t, e, batch ? g * is / (double)n * ((double)n * gv - sg - xh * sgx) : g * is * gv, k->req[0]);
-                }
-        }
+        if (t == DP_FLOAT32) DPN__BN_DX(float);
+        else DPN__BN_DX(double);
         if (k->req[1] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[1]), t, ch, fix ? 0 : sgx, k->req[1]);
         if (k->req[2] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[2]), t, ch, sg, k->req[2]);
         for (i = 3; i < 5; i++) if (k->req[i] != DP_REQ_NULL) dpn__store_elem(dp_nd_data(k->outputs[i]), t, ch, 0, k->req[i]);
     }
 }
+#undef DPN__BN_DX
 static int dpn__kg_bn(const dp_kernel_ctx *k) {
     dpn__bn_job J;
     J.k = k;
@@ -4035,10 +4203,6 @@ static int dpn__k_identity(const dp_kernel_ctx *k) {
                      dp_nd_bytes(k->inputs[0]), k->req[0]);
     return 0;
 }
-static void dpn__fill_by_req(dp_ndarray *a, double v, dp_req req) {
-    int64_t i, n = dp_shape_size(dp_nd_shape(a));
-    for (i = 0; req != DP_REQ_NULL && i < n; i++) dpn__store_elem(dp_nd_data(a), dp_nd_dtype(a), i, v, req);
-}
 static int dpn__kg_block(const dp_kernel_ctx *k) {
     int i;
     for (i = 0; i < k->num_outputs; i++) dpn__fill_by_req(k->outputs[i], 0, k->req[i]);
@@ -4084,27 +4248,59 @@ static int dpn__infer_regression(const dp_params *p, int nin, const dp_shape *is
     *os = is[0]; *ot = it[0];
     return 0;
 }
-static double dpn__regression_out(int kind, double x) { return kind == 1 ? 1 / (1 + exp(-x)) : x; }
-#define DPN__REGRESSION(nm, kind) \
-    static int dpn__k_##nm(const dp_kernel_ctx *k) { \
-        dp_dtype t = dp_nd_dtype(k->inputs[0]); \
-        int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0])); \
-        for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) \
-            dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, dpn__regression_out(kind, dpn__load_elem(dp_nd_data(k->inputs[0]), t, i)), k->req[0]); \
-        return 0; \
-    } \
-    static int dpn__kg_##nm(const dp_kernel_ctx *k) { \
-        dp_ndarray *x = k->inputs[1], *l = k->inputs[2]; \
-        dp_dtype t = dp_nd_dtype(x); \
-        int64_t i, n = dp_shape_size(dp_nd_shape(x)), rows = dp_nd_shape(x)->dims[0]; \
-        double scale = k->params->v[0].f / (rows > 0 && n / rows > 0 ? (double)(n / rows) : 1.0); \
-        for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) { \
-            double d = dpn__regression_out(kind, dpn__load_elem(dp_nd_data(x), t, i)) - dpn__load_elem(dp_nd_data(l), dp_nd_dtype(l), i); \
-            dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, (kind == 2 ? (double)((d > 0) - (d < 0)) : d) * scale, k->req[0]); \
+/* The forward: the identity (float32 copied, or added in float, which is
+   the double sum rounded once) or the sigmoid in double, a loop per dtype */
+#define DPN__REG_FWD(T) do { \
+        const T *x_ = (const T *)dp_nd_data(k->inputs[0]); \
+        T *y_ = (T *)dp_nd_data(k->outputs[0]); \
+        if (kind != 1 && add) for (i = 0; i < n; i++) y_[i] = x_[i] + y_[i]; \
+        else if (kind != 1) for (i = 0; i < n; i++) y_[i] = x_[i]; \
+        else if (add) for (i = 0; i < n; i++) y_[i] = (T)(1 / (1 + exp(-(double)x_[i])) + (double)y_[i]); \
+        else for (i = 0; i < n; i++) y_[i] = (T)(1 / (1 + exp(-(double)x_[i]))); \
+    } while (0)
+DPN__VEC_LOOPS static int dpn__regression_fwd(const dp_kernel_ctx *k, int kind) {
+    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    int add = k->req[0] == DP_REQ_ADD;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    if (dp_nd_dtype(k->inputs[0]) == DP_FLOAT32) DPN__REG_FWD(float);
+    else DPN__REG_FWD(double);
+    return 0;
+}
+#undef DPN__REG_FWD
+/* The data's gradient: d = out - label (label of any dtype, a block at a
+   time as doubles), d or sign(d) times scale, in double; a loop per dtype
+   and kind. The label's gradient 0. */
+#define DPN__REG_GRAD_LOOP(T, V) do { \
+        if (add) for (j = 0; j < m; j++) { double d = (V) - lb[j]; g_[i + j] = (T)((kind == 2 ? (double)((d > 0) - (d < 0)) : d) * scale + (double)g_[i + j]); } \
+        else for (j = 0; j < m; j++) { double d = (V) - lb[j]; g_[i + j] = (T)((kind == 2 ? (double)((d > 0) - (d < 0)) : d) * scale); } \
+    } while (0)
+#define DPN__REG_GRAD(T) do { \
+        const T *x_ = (const T *)dp_nd_data(x); \
+        T *g_ = (T *)dp_nd_data(k->outputs[0]); \
+        for (i = 0; i < n; i += m) { \
+            m = n - i < DPN__BLK ? n - i : DPN__BLK; \
+            dpn__blk_load(dp_nd_dtype(l), dp_nd_data(l), i, m, lb); \
+            if (kind == 1) DPN__REG_GRAD_LOOP(T, 1 / (1 + exp(-(double)x_[i + j]))); \
+            else DPN__REG_GRAD_LOOP(T, (double)x_[i + j]); \
         } \
-        dpn__fill_by_req(k->outputs[1], 0, k->req[1]); \
-        return 0; \
+    } while (0)
+DPN__VEC_LOOPS static int dpn__regression_grad(const dp_kernel_ctx *k, int kind) {
+    dp_ndarray *x = k->inputs[1], *l = k->inputs[2];
+    int64_t i, j, m, n = dp_shape_size(dp_nd_shape(x)), rows = dp_nd_shape(x)->dims[0];
+    double scale = k->params->v[0].f / (rows > 0 && n / rows > 0 ? (double)(n / rows) : 1.0), lb[DPN__BLK];
+    int add = k->req[0] == DP_REQ_ADD;
+    if (k->req[0] != DP_REQ_NULL) {
+        if (dp_nd_dtype(x) == DP_FLOAT32) DPN__REG_GRAD(float);
+        else DPN__REG_GRAD(double);
     }
+    dpn__fill_by_req(k->outputs[1], 0, k->req[1]);
+    return 0;
+}
+#undef DPN__REG_GRAD
+#undef DPN__REG_GRAD_LOOP
+#define DPN__REGRESSION(nm, kind) \
+    static int dpn__k_##nm(const dp_kernel_ctx *k) { return dpn__regression_fwd(k, kind); } \
+    static int dpn__kg_##nm(const dp_kernel_ctx *k) { return dpn__regression_grad(k, kind); }
 DPN__REGRESSION(linear_regression, 0)
 DPN__REGRESSION(logistic_regression, 1)
 DPN__REGRESSION(mae_regression, 2)

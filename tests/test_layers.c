@@ -5,7 +5,9 @@
    autograd; Convolution's two implementations against each other; bad
    parameters refused with the operator (or node), the parameter and the
    shapes in the log line; MXNet symbol JSON with MXNet's spellings loaded,
-   inferred, bound and run. The last line is "layers: N passed, M failed". */
+   inferred, bound and run; the element-wise layers' loops per dtype bitwise
+   against each element computed alone. The last line is "layers: N
+   passed, M failed". */
 #if !defined(_WIN32) && !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -1014,6 +1016,353 @@ static void pool2_first_max_and_nan(void) {
     free(x); free(dx); free(want);
 }
 
+/* The element-wise kernels' loops per dtype (Activation softrelu and
+   softsign, LeakyReLU and prelu and their gradients, the regression
+   outputs, SoftmaxOutput, the add-to copy and the zero fill, FullyConnected's
+   bias gradient) bitwise against each element computed alone in double and
+   stored by dp_dtype_store, as the kernels computed them before: float32
+   and float64 data, labels and copies of every dtype (float16 and the
+   integers included), written and added, sizes 1, 7, 1003 and over the
+   range loop's threshold (2^17), on an engine with two CPU workers. NaNs
+   match any NaN; everything else to the bit. */
+static const dp_dtype tk_all[8] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32, DP_INT64, DP_INT8, DP_UINT8, DP_BOOL};
+static dp_engine *tk_engine(void) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_PERDEVICE; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.logger.func = msg_logger;
+    if (dp_engine_create(&d, &e) != DP_OK) { fprintf(stderr, "engine create failed\n"); exit(1); }
+    return e;
+}
+static int tk_is_float(dp_dtype t) { return t == DP_FLOAT32 || t == DP_FLOAT64 || t == DP_FLOAT16; }
+/* n elements of dtype t: how 0: floats over [-8, 8) with signed zeros,
+   infinities, NaN, subnormals and values past softrelu's 20; 1: classes in
+   [0, lim); 2: any value the dtype holds (int64 past 2^53) */
+static void *tk_host(dp_dtype t, int64_t n, int how, int64_t lim) {
+    static const double special[8] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 25.0, -25.0, 1e-40};
+    void *h = malloc((size_t)(n ? n : 1) * 8);
+    int64_t i;
+    for (i = 0; i < n; i++) {
+        double v;
+        g_rng ^= g_rng << 13; g_rng ^= g_rng >> 7; g_rng ^= g_rng << 17;
+        if (how == 1) v = (double)(g_rng % (uint64_t)lim);
+        else if (how == 2 && t == DP_INT64) { ((int64_t *)h)[i] = (int64_t)(g_rng >> 1) * (g_rng & 1 ? 1 : -1) / (int64_t)(1 + (g_rng >> 60)); continue; }
+        else if (how == 2 && !tk_is_float(t)) v = (double)(int64_t)(g_rng % 600) - 300;
+        else v = i % 97 == 3 ? special[(i / 97) % 8] : urand() * 8;
+        dp_dtype_store(t, h, i, v, DP_REQ_WRITE);
+    }
+    return h;
+}
+static dp_ndarray *tk_array(dp_engine *e, const dp_shape *s, dp_dtype t, const void *h) {
+    dp_ndarray *a = NULL;
+    CHECK(dp_nd_from_host(e, s, t, CPU0, h, &a) == DP_OK);
+    return a;
+}
+static void *tk_copy(dp_dtype t, int64_t n, const void *h) {
+    void *c = malloc((size_t)(n ? n : 1) * 8);
+    memcpy(c, h, (size_t)n * dp_dtype_size(t));
+    return c;
+}
+/* a's elements against want's, bitwise (NaN: any NaN); 1 when equal */
+static int tk_same(const char *what, dp_ndarray *a, const void *want) {
+    dp_dtype t = dp_nd_dtype(a);
+    int64_t n = dp_shape_size(dp_nd_shape(a)), i;
+    size_t es = dp_dtype_size(t);
+    unsigned char *got = (unsigned char *)malloc(dp_nd_bytes(a) ? dp_nd_bytes(a) : 1);
+    int ok = dp_nd_read(a, got, dp_nd_bytes(a), NULL) == DP_OK;
+    for (i = 0; ok && i < n; i++) {
+        double g = dp_dtype_load(t, got, i), w = dp_dtype_load(t, want, i);
+        if (memcmp(got + (size_t)i * es, (const unsigned char *)want + (size_t)i * es, es) && !(tk_is_float(t) && g != g && w != w)) {
+            fprintf(stderr, "  %s %s (%lld elements): element %lld is %.17g, want %.17g\n", what, dp_dtype_name(t), (long long)n, (long long)i, g, w);
+            ok = 0;
+        }
+    }
+    free(got);
+    return ok;
+}
+static double tk_act(int type, double x, double a, int grad) {   /* Activation 3, 4; LeakyReLU 10 + index */
+    static const double selu_l = 1.0507009873554804934, selu_a = 1.6732632423543772848;
+    double s;
+    switch (type) {
+    case 3: return grad ? 1 / (1 + exp(-x)) : (x > 20 ? x : log1p(exp(x)));
+    case 4: s = 1 + fabs(x); return grad ? 1 / (s * s) : x / s;
+    case 10: return grad ? (x > 0 ? 1 : a) : (x > 0 ? x : a * x);
+    case 11: return grad ? (x > 0 ? 1 : a * exp(x)) : (x > 0 ? x : a * expm1(x));
+    case 12: return grad ? selu_l * (x > 0 ? 1 : selu_a * exp(x)) : selu_l * (x > 0 ? x : selu_a * expm1(x));
+    default: s = 0.5 * (1 + erf(x / sqrt(2.0)));
+        return grad ? s + x * exp(-0.5 * x * x) / sqrt(2 * 3.14159265358979323846) : x * s;
+    }
+}
+static const int64_t tk_sizes[4] = {1, 7, 1003, 140001};
+static void typed_activations(void) {
+    static const char *const names[6] = {"softrelu", "softsign", "leaky", "elu", "selu", "gelu"};
+    static const int types[6] = {3, 4, 10, 11, 12, 13};
+    dp_engine *e = tk_engine();
+    int f, ti, si, add, grad;
+    for (f = 0; f < 6; f++)
+        for (ti = 0; ti < 2; ti++)
+            for (si = 0; si < 4; si++)
+                for (grad = 0; grad < 2; grad++)
+                    for (add = 0; add < 2; add++) {
+                        dp_dtype t = tk_all[ti];
+                        int64_t n = tk_sizes[si], i;
+                        dp_shape s;
+                        int leaky = types[f] >= 10;
+                        const char *keys[2] = {"act_type", "slope"}, *vals[2] = {names[f], "0.3"};
+                        void *x = tk_host(t, n, 0, 0), *og = tk_host(t, n, 0, 0), *y0 = tk_host(t, n, 0, 0), *want = tk_copy(t, n, y0);
+                        dp_ndarray *in[3], *out;
+                        dp_req req = add ? DP_REQ_ADD : DP_REQ_WRITE;
+                        char what[96];
+                        memset(&s, 0, sizeof s); s.ndim = 1; s.dims[0] = n;
+                        for (i = 0; i < n; i++) {
+                            double v = tk_act(types[f], dp_dtype_load(t, x, i), 0.3, grad);
+                            dp_dtype_store(t, want, i, grad ? v * dp_dtype_load(t, og, i) : v, req);
+                        }
+                        in[0] = tk_array(e, &s, t, grad ? og : x); in[1] = tk_array(e, &s, t, x); in[2] = in[1];
+                        out = tk_array(e, &s, t, y0);
+                        snprintf(what, sizeof what, "%s%s %s%s", grad ? "_backward_" : "", leaky ? "LeakyReLU" : "Activation", names[f], add ? " added" : "");
+                        CHECK(invoke_str(e, grad ? (leaky ? "_backward_LeakyReLU" : "_backward_Activation") : leaky ? "LeakyReLU" : "Activation",
+                                         grad ? (leaky ? 2 : 3) : 1, in, leaky ? 2 : 1, keys, vals, 0, 1, &out, &req) == DP_OK);
+                        CHECK(tk_same(what, out, want));
+                        dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(out);
+                        free(x); free(og); free(y0); free(want);
+                    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* prelu: gamma one per channel (axis 1) or one for all; d gamma summed
+   element by element in the dtype (each sum stored) */
+static void typed_prelu(void) {
+    static const int64_t shapes[5][4] = {{1, 1}, {7, 3}, {17, 59}, {3, 7, 47}, {2, 5, 14001}};
+    static const int64_t gammas[5] = {1, 3, 1, 7, 5};
+    const char *keys[2] = {"act_type", "num_args"}, *vals[2] = {"prelu", "2"};
+    dp_engine *e = tk_engine();
+    int ti, si, add;
+    for (ti = 0; ti < 2; ti++)
+        for (si = 0; si < 5; si++)
+            for (add = 0; add < 2; add++) {
+                dp_dtype t = tk_all[ti];
+                dp_shape s = shape_of(shapes[si]), gs;
+                int64_t n = dp_shape_size(&s), gn = gammas[si], inner = 1, i, c;
+                void *x = tk_host(t, n, 0, 0), *og = tk_host(t, n, 0, 0), *gm = tk_host(t, gn, 0, 0), *y0 = tk_host(t, n, 0, 0), *dg0 = tk_host(t, gn, 0, 0);
+                void *wy = tk_copy(t, n, y0), *wdx = tk_copy(t, n, y0), *wdg = tk_copy(t, gn, dg0);
+                dp_ndarray *in[3], *out[2];
+                dp_req req[2];
+                req[0] = req[1] = add ? DP_REQ_ADD : DP_REQ_WRITE;
+                memset(&gs, 0, sizeof gs); gs.ndim = 1; gs.dims[0] = gn;
+                for (i = 0; i < gn; i++) if (!tk_is_float(t) || dp_dtype_load(t, gm, i) != dp_dtype_load(t, gm, i)) dp_dtype_store(t, gm, i, 0.25, DP_REQ_WRITE);
+                for (c = 2; c < s.ndim; c++) inner *= s.dims[c];
+                if (!add) for (c = 0; c < gn; c++) dp_dtype_store(t, wdg, c, 0, DP_REQ_WRITE);
+                for (i = 0; i < n; i++) {
+                    double v = dp_dtype_load(t, x, i), g = dp_dtype_load(t, og, i), gam = dp_dtype_load(t, gm, gn == 1 ? 0 : (i / inner) % s.dims[1]);
+                    dp_dtype_store(t, wy, i, v > 0 ? v : v * gam, req[0]);
+                    dp_dtype_store(t, wdx, i, v > 0 ? g : g * gam, req[0]);
+                }
+                for (i = 0; i < n; i++) {
+                    double v = dp_dtype_load(t, x, i);
+                    if (v <= 0) dp_dtype_store(t, wdg, gn == 1 ? 0 : (i / inner) % s.dims[1], v * dp_dtype_load(t, og, i), DP_REQ_ADD);
+                }
+                in[0] = tk_array(e, &s, t, x); in[1] = tk_array(e, &gs, t, gm);
+                out[0] = tk_array(e, &s, t, y0);
+                CHECK(invoke_str(e, "LeakyReLU", 2, in, 2, keys, vals, 0, 1, out, req) == DP_OK);
+                CHECK(tk_same(add ? "LeakyReLU prelu added" : "LeakyReLU prelu", out[0], wy));
+                dp_nd_release(out[0]);
+                in[2] = in[1]; in[1] = in[0]; in[0] = tk_array(e, &s, t, og);
+                out[0] = tk_array(e, &s, t, y0); out[1] = tk_array(e, &gs, t, dg0);
+                CHECK(invoke_str(e, "_backward_LeakyReLU", 3, in, 2, keys, vals, 0, 2, out, req) == DP_OK);
+                CHECK(tk_same(add ? "prelu d data added" : "prelu d data", out[0], wdx));
+                CHECK(tk_same(add ? "prelu d gamma added" : "prelu d gamma", out[1], wdg));
+                dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(in[2]); dp_nd_release(out[0]); dp_nd_release(out[1]);
+                free(x); free(og); free(gm); free(y0); free(dg0); free(wy); free(wdx); free(wdg);
+            }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* Linear, Logistic and MAE regression outputs: float data, labels of every
+   dtype (and the label's zero gradient in it) */
+static void typed_regression(void) {
+    static const char *const ops[3] = {"LinearRegressionOutput", "LogisticRegressionOutput", "MAERegressionOutput"};
+    static const int64_t shapes[4][3] = {{1, 1}, {7, 1}, {17, 59}, {3, 46667}};
+    const char *keys[1] = {"grad_scale"}, *vals[1] = {"0.7"};
+    dp_engine *e = tk_engine();
+    int kind, ti, li, si, add;
+    for (kind = 0; kind < 3; kind++)
+        for (ti = 0; ti < 2; ti++)
+            for (li = 0; li < 8; li++)
+                for (si = 0; si < 4; si++)
+                    for (add = 0; add < 2; add++) {
+                        dp_dtype t = tk_all[ti], lt = tk_all[li];
+                        dp_shape s = shape_of(shapes[si]);
+                        int64_t n = dp_shape_size(&s), i;
+                        double scale = 0.7 / (double)(n / s.dims[0]);
+                        void *x = tk_host(t, n, 0, 0), *l = tk_host(lt, n, tk_is_float(lt) ? 0 : 2, 0), *y0 = tk_host(t, n, 0, 0), *l0 = tk_host(lt, n, 2, 0);
+                        void *wy = tk_copy(t, n, y0), *wdx = tk_copy(t, n, y0), *wdl = tk_copy(lt, n, l0);
+                        dp_ndarray *in[3], *out[2];
+                        dp_req req[2];
+                        char what[128];
+                        req[0] = req[1] = add ? DP_REQ_ADD : DP_REQ_WRITE;
+                        for (i = 0; i < n; i++) {
+                            double v = dp_dtype_load(t, x, i), o = kind == 1 ? 1 / (1 + exp(-v)) : v, d = o - dp_dtype_load(lt, l, i);
+                            dp_dtype_store(t, wy, i, o, req[0]);
+                            dp_dtype_store(t, wdx, i, (kind == 2 ? (double)((d > 0) - (d < 0)) : d) * scale, req[0]);
+                            dp_dtype_store(lt, wdl, i, 0, req[1]);
+                        }
+                        in[0] = tk_array(e, &s, t, x); in[1] = tk_array(e, &s, lt, l);
+                        out[0] = tk_array(e, &s, t, y0);
+                        snprintf(what, sizeof what, "%s label %s%s", ops[kind], dp_dtype_name(lt), add ? " added" : "");
+                        CHECK(invoke_str(e, ops[kind], 2, in, 1, keys, vals, 0, 1, out, req) == DP_OK);
+                        CHECK(tk_same(what, out[0], wy));
+                        dp_nd_release(out[0]);
+                        in[2] = in[1]; in[1] = in[0]; in[0] = tk_array(e, &s, t, y0);
+                        out[0] = tk_array(e, &s, t, y0); out[1] = tk_array(e, &s, lt, l0);
+                        snprintf(what, sizeof what, "_backward_%s label %s%s", ops[kind], dp_dtype_name(lt), add ? " added" : "");
+                        { char b[160]; snprintf(b, sizeof b, "_backward_%s", ops[kind]); CHECK(invoke_str(e, b, 3, in, 1, keys, vals, 0, 2, out, req) == DP_OK); }
+                        CHECK(tk_same(what, out[0], wdx));
+                        CHECK(tk_same(what, out[1], wdl));
+                        dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(in[2]); dp_nd_release(out[0]); dp_nd_release(out[1]);
+                        free(x); free(l); free(y0); free(l0); free(wy); free(wdx); free(wdl);
+                    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* SoftmaxOutput: rows of (n, c), multi_output's (n, c, inner) with its
+   stride, labels of every dtype, ignore_label, out_grad, smoothing and the
+   normalisations */
+static void typed_softmax_output(void) {
+    static const int64_t shapes[6][4] = {{1, 1}, {1, 7}, {17, 59}, {3, 5, 7}, {2, 3, 300}, {40, 3503}};
+    static const char *const k3[4] = {"multi_output", "use_ignore", "ignore_label", "out_grad"};
+    static const char *const k4[3] = {"smooth_alpha", "normalization", "grad_scale"};
+    dp_engine *e = tk_engine();
+    int ti, li, si, add, pv;
+    for (ti = 0; ti < 2; ti++)
+        for (li = 0; li < 8; li++)
+            for (si = 0; si < 6; si++)
+                for (pv = 0; pv < 2; pv++)
+                    for (add = 0; add < 2; add++) {
+                        dp_dtype t = tk_all[ti], lt = tk_all[li];
+                        dp_shape s = shape_of(shapes[si]), ls;
+                        int multi = s.ndim > 2, use_ignore = pv, out_grad = pv, norm = pv ? 2 : multi;
+                        int64_t n = dp_shape_size(&s), c = s.dims[1], inner = multi ? s.dims[2] : 1, outer = s.dims[0], rows = outer * inner, o, q, j, valid = 0;
+                        double alpha = pv ? 0.1 : 0, scale = pv ? 0.5 : 1, off = c > 1 ? alpha / (double)(c - 1) : 0;
+                        const char *keys[7], *vals[7];
+                        void *x = tk_host(t, n, 0, 0), *og = tk_host(t, n, 0, 0), *y0 = tk_host(t, n, 0, 0), *lab, *l0, *wy = tk_copy(t, n, y0), *wdx = tk_copy(t, n, y0), *wdl, *yv;
+                        dp_ndarray *in[4], *out[2];
+                        dp_req req[2];
+                        char what[128];
+                        memset(&ls, 0, sizeof ls); ls.ndim = multi ? 2 : 1; ls.dims[0] = outer; ls.dims[1] = multi ? inner : 0;
+                        lab = tk_host(lt, rows, 1, lt == DP_BOOL ? (c < 2 ? 1 : 2) : c < 100 ? c : 100);
+                        l0 = tk_host(lt, rows, 2, 0); wdl = tk_copy(lt, rows, l0);
+                        yv = malloc((size_t)n * 8);
+                        req[0] = req[1] = add ? DP_REQ_ADD : DP_REQ_WRITE;
+                        for (o = 0; o < outer; o++)
+                            for (q = 0; q < inner; q++) {
+                                int64_t base = o * c * inner + q;
+                                double mx = -HUGE_VAL, sum = 0;
+                                for (j = 0; j < c; j++) { double v = dp_dtype_load(t, x, base + j * inner); if (v > mx) mx = v; }
+                                for (j = 0; j < c; j++) sum += exp(dp_dtype_load(t, x, base + j * inner) - mx);
+                                for (j = 0; j < c; j++) dp_dtype_store(t, wy, base + j * inner, exp(dp_dtype_load(t, x, base + j * inner) - mx) / sum, req[0]);
+                                for (j = 0; j < c; j++) dp_dtype_store(t, yv, base + j * inner, exp(dp_dtype_load(t, x, base + j * inner) - mx) / sum, DP_REQ_WRITE);
+                            }
+                        for (o = 0; o < rows; o++) valid += !(use_ignore && dp_dtype_load(lt, lab, o) == 1);
+                        if (norm == 1) scale /= (double)outer;
+                        if (norm == 2) scale /= (double)(valid > 0 ? valid : 1);
+                        for (o = 0; o < outer; o++)
+                            for (q = 0; q < inner; q++) {
+                                double lv = dp_dtype_load(lt, lab, o * inner + q);
+                                int skip = use_ignore && lv == 1;
+                                for (j = 0; j < c; j++) {
+                                    int64_t i = o * c * inner + q + j * inner;
+                                    double v = skip ? 0 : (dp_dtype_load(t, yv, i) - (j == (int64_t)lv ? 1 - alpha : off)) * scale;
+                                    if (out_grad) v *= dp_dtype_load(t, og, i);
+                                    dp_dtype_store(t, wdx, i, v, req[0]);
+                                }
+                                dp_dtype_store(lt, wdl, o * inner + q, 0, req[1]);
+                            }
+                        keys[0] = k3[0]; vals[0] = multi ? "1" : "0"; keys[1] = k3[1]; vals[1] = use_ignore ? "1" : "0";
+                        keys[2] = k3[2]; vals[2] = "1"; keys[3] = k3[3]; vals[3] = out_grad ? "1" : "0";
+                        keys[4] = k4[0]; vals[4] = pv ? "0.1" : "0"; keys[5] = k4[1]; vals[5] = norm == 2 ? "valid" : norm ? "batch" : "null";
+                        keys[6] = k4[2]; vals[6] = pv ? "0.5" : "1";
+                        in[0] = tk_array(e, &s, t, x); in[1] = tk_array(e, &ls, lt, lab);
+                        out[0] = tk_array(e, &s, t, y0);
+                        snprintf(what, sizeof what, "SoftmaxOutput (%lld, %lld, %lld) label %s%s%s", (long long)outer, (long long)c, (long long)inner,
+                                 dp_dtype_name(lt), pv ? " ignore/out_grad/alpha" : "", add ? " added" : "");
+                        CHECK(invoke_str(e, "SoftmaxOutput", 2, in, 7, keys, vals, 0, 1, out, req) == DP_OK);
+                        CHECK(tk_same(what, out[0], wy));
+                        dp_nd_release(out[0]);
+                        in[2] = in[1]; in[1] = in[0]; in[0] = tk_array(e, &s, t, og); in[3] = tk_array(e, &s, t, yv);
+                        out[0] = tk_array(e, &s, t, y0); out[1] = tk_array(e, &ls, lt, l0);
+                        CHECK(invoke_str(e, "_backward_SoftmaxOutput", 4, in, 7, keys, vals, 0, 2, out, req) == DP_OK);
+                        CHECK(tk_same(what, out[0], wdx));
+                        CHECK(tk_same(what, out[1], wdl));
+                        for (j = 0; j < 4; j++) dp_nd_release(in[j]);
+                        dp_nd_release(out[0]); dp_nd_release(out[1]);
+                        free(x); free(og); free(y0); free(lab); free(l0); free(wy); free(wdx); free(wdl); free(yv);
+                    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* BlockGrad's and Flatten's copy added, BlockGrad's zero gradient written
+   and added: every dtype (int64 past 2^53 added through double, as
+   dp_dtype_store adds) */
+static void typed_copies(void) {
+    dp_engine *e = tk_engine();
+    int ti, si, add, op;
+    for (ti = 0; ti < 8; ti++)
+        for (si = 0; si < 4; si++)
+            for (op = 0; op < 3; op++)
+                for (add = 0; add < 2; add++) {
+                    dp_dtype t = tk_all[ti];
+                    int64_t n = tk_sizes[si], i, d[3] = {n, 1, 0};
+                    dp_shape s = shape_of(d);
+                    void *x = tk_host(t, n, 2, 0), *y0 = tk_host(t, n, 2, 0), *want = tk_copy(t, n, y0);
+                    dp_ndarray *in[2], *out;
+                    dp_req req = add ? DP_REQ_ADD : DP_REQ_WRITE;
+                    static const char *const ops[3] = {"BlockGrad", "Flatten", "_backward_BlockGrad"};
+                    char what[96];
+                    if (op < 2 && !add) memcpy(want, x, (size_t)n * dp_dtype_size(t));   /* a written copy is the bytes */
+                    else for (i = 0; i < n; i++) dp_dtype_store(t, want, i, op == 2 ? 0 : dp_dtype_load(t, x, i), req);
+                    in[0] = in[1] = tk_array(e, &s, t, x); out = tk_array(e, &s, t, y0);   /* the gradient's (og, data) */
+                    snprintf(what, sizeof what, "%s%s", ops[op], add ? " added" : "");
+                    if (invoke_str(e, ops[op], op == 2 ? 2 : 1, in, 0, NULL, NULL, 0, 1, &out, &req) != DP_OK) { fprintf(stderr, "  %s %s: %s\n", what, dp_dtype_name(t), g_msg); CHECK(0); }
+                    CHECK(tk_same(what, out, want));
+                    dp_nd_release(in[0]); dp_nd_release(out);
+                    free(x); free(y0); free(want);
+                }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* FullyConnected's bias gradient: each column summed in double in row
+   order, columns in blocks (h over a block, and a part block) */
+static void typed_fc_bias_grad(void) {
+    static const int64_t bh[5][2] = {{1, 1}, {7, 3}, {5, 1003}, {3, 300}, {64, 257}};
+    dp_engine *e = tk_engine();
+    int ti, si, add;
+    for (ti = 0; ti < 2; ti++)
+        for (si = 0; si < 5; si++)
+            for (add = 0; add < 2; add++) {
+                dp_dtype t = tk_all[ti];
+                int64_t batch = bh[si][0], h = bh[si][1], in_n = 3, r, j;
+                int64_t od[3] = {batch, h, 0}, xd[3] = {batch, in_n, 0}, wd[3] = {h, in_n, 0}, bd[2] = {h, 0};
+                dp_shape os = shape_of(od), xs = shape_of(xd), ws = shape_of(wd), bs = shape_of(bd);
+                void *og = tk_host(t, batch * h, 0, 0), *x = tk_host(t, batch * in_n, 0, 0), *w = tk_host(t, h * in_n, 0, 0), *b0 = tk_host(t, h, 0, 0);
+                void *want = tk_copy(t, h, b0);
+                char hs[32];
+                const char *keys[1] = {"num_hidden"}, *vals[1] = {hs};
+                dp_ndarray *in[4], *out[3];
+                dp_req req[3];
+                snprintf(hs, sizeof hs, "%lld", (long long)h);
+                req[0] = req[1] = DP_REQ_WRITE; req[2] = add ? DP_REQ_ADD : DP_REQ_WRITE;
+                for (j = 0; j < h; j++) {
+                    double s = 0;
+                    for (r = 0; r < batch; r++) s += dp_dtype_load(t, og, r * h + j);
+                    dp_dtype_store(t, want, j, s, req[2]);
+                }
+                in[0] = tk_array(e, &os, t, og); in[1] = tk_array(e, &xs, t, x); in[2] = tk_array(e, &ws, t, w); in[3] = tk_array(e, &bs, t, b0);
+                out[0] = out[1] = NULL; out[2] = tk_array(e, &bs, t, b0);
+                CHECK(invoke_str(e, "_backward_FullyConnected", 4, in, 1, keys, vals, 0, 3, out, req) == DP_OK);
+                CHECK(tk_same(add ? "FullyConnected d bias added" : "FullyConnected d bias", out[2], want));
+                for (j = 0; j < 4; j++) dp_nd_release(in[j]);
+                for (j = 0; j < 3; j++) if (out[j]) dp_nd_release(out[j]);
+                free(og); free(x); free(w); free(b0); free(want);
+            }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 int main(void) {
     dp_logger lg;
     static const test_case tests[] = {
@@ -1034,6 +1383,12 @@ int main(void) {
         {"mxnet_json_lenet", mxnet_json_lenet},
         {"symbol_nodes", symbol_nodes},
         {"same_gradients_everywhere", same_gradients_everywhere},
+        {"typed_activations", typed_activations},
+        {"typed_prelu", typed_prelu},
+        {"typed_regression", typed_regression},
+        {"typed_softmax_output", typed_softmax_output},
+        {"typed_copies", typed_copies},
+        {"typed_fc_bias_grad", typed_fc_bias_grad},
     };
     lg.func = msg_logger; lg.user = NULL;
     dp_set_default_logger(&lg);

@@ -443,6 +443,138 @@ out:
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+static dp_ndarray *tk_arr(dp_engine *e, const dp_shape *s, dp_dtype t, const void *h) {
+    dp_ndarray *a = NULL;
+    CHECK(dp_nd_from_host(e, s, t, CPU0, h, &a) == DP_OK);
+    return a;
+}
+/* a's elements bitwise want's; 1 when equal */
+static int bn_same(const char *what, dp_ndarray *a, const void *want) {
+    dp_dtype t = dp_nd_dtype(a);
+    int64_t n = dp_shape_size(dp_nd_shape(a)), i;
+    size_t es = dp_dtype_size(t);
+    unsigned char *got = (unsigned char *)malloc(dp_nd_bytes(a) ? dp_nd_bytes(a) : 1);
+    int ok = dp_nd_read(a, got, dp_nd_bytes(a), NULL) == DP_OK;
+    for (i = 0; ok && i < n; i++)
+        if (memcmp(got + (size_t)i * es, (const unsigned char *)want + (size_t)i * es, es)) {
+            fprintf(stderr, "  %s: element %lld of %lld is %.17g, want %.17g\n", what, (long long)i, (long long)n, dp_dtype_load(t, got, i), dp_dtype_load(t, want, i));
+            ok = 0;
+        }
+    free(got);
+    return ok;
+}
+/* BatchNorm's loops per dtype bitwise against each element computed alone
+   in double and stored by dp_dtype_store (the statistics and sums in
+   double, in order), as the kernels computed them before: float32 and
+   float64, training and the moving statistics, forward (y and the moving
+   statistics) and gradient (every output), written and added, sizes 1, 21,
+   987, 1003 (channel axis last) and 140,034 (over the range loop's
+   threshold: channels split), on an engine with two CPU workers. */
+static void bn_typed_bitwise(void) {
+    static const int64_t shapes[5][4] = {{1, 1}, {7, 3}, {3, 7, 47}, {17, 59}, {2, 3, 23339}};
+    static const int axes[5] = {1, 1, 1, -1, 1};
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    int ti, si, train, add, k;
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_PERDEVICE; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.logger.func = msg_logger;
+    CHECK(dp_engine_create(&d, &e) == DP_OK);
+    for (ti = 0; e && ti < 2; ti++)
+        for (si = 0; si < 5; si++)
+            for (train = 0; train < 2; train++)
+                for (add = 0; add < 2; add++) {
+                    dp_dtype t = ti ? DP_FLOAT64 : DP_FLOAT32;
+                    dp_shape s = shape_of(shapes[si]), cs;
+                    int axis = axes[si] < 0 ? axes[si] + s.ndim : axes[si];
+                    int64_t n = dp_shape_size(&s), c = s.dims[axis], outer = 1, inner = 1, cnt, o, j, ch, i;
+                    size_t es = dp_dtype_size(t);
+                    void *h[8], *want[8];       /* data, gamma, beta, mean, var, og, y0 / dx0, per-channel outputs' start */
+                    dp_ndarray *in[6], *out[5];
+                    dp_req req[5];
+                    const char *keys[5] = {"axis", "is_train", "fix_gamma", "momentum", "eps"}, *vals[5];
+                    char ax[8], what[96];
+                    for (k = 0; k < axis; k++) outer *= s.dims[k];
+                    for (k = axis + 1; k < s.ndim; k++) inner *= s.dims[k];
+                    cnt = outer * inner;
+                    memset(&cs, 0, sizeof cs); cs.ndim = 1; cs.dims[0] = c;
+                    for (k = 0; k < 8; k++) {
+                        int64_t m = k == 0 || k == 5 || k == 6 ? n : c;
+                        h[k] = malloc((size_t)m * es);
+                        for (i = 0; i < m; i++) dp_dtype_store(t, h[k], i, k == 4 ? 0.5 + (urand() + 1) : urand() * 3, DP_REQ_WRITE);
+                        want[k] = malloc((size_t)m * es);
+                        memcpy(want[k], h[k], (size_t)m * es);
+                    }
+                    for (k = 0; k < 5; k++) req[k] = add ? DP_REQ_ADD : DP_REQ_WRITE;
+                    /* forward: want[0] y (from h[6]), want[3], want[4] the moving statistics */
+                    memcpy(want[0], h[6], (size_t)n * es);
+                    for (ch = 0; ch < c; ch++) {
+                        double mean, var, is, g = dp_dtype_load(t, h[1], ch), b = dp_dtype_load(t, h[2], ch), sm = 0, q = 0;
+                        if (train) {
+                            for (o = 0; o < outer; o++) for (j = 0; j < inner; j++) sm += dp_dtype_load(t, h[0], (o * c + ch) * inner + j);
+                            sm = cnt ? sm / (double)cnt : 0;
+                            for (o = 0; o < outer; o++) for (j = 0; j < inner; j++) { double dd = dp_dtype_load(t, h[0], (o * c + ch) * inner + j) - sm; q += dd * dd; }
+                            mean = sm; var = cnt ? q / (double)cnt : 0;
+                            dp_dtype_store(t, want[3], ch, dp_dtype_load(t, h[3], ch) * 0.75 + mean * (1 - 0.75), DP_REQ_WRITE);
+                            dp_dtype_store(t, want[4], ch, dp_dtype_load(t, h[4], ch) * 0.75 + var * (1 - 0.75), DP_REQ_WRITE);
+                        } else { mean = dp_dtype_load(t, h[3], ch); var = dp_dtype_load(t, h[4], ch); }
+                        is = 1 / sqrt(var + 0.001);
+                        for (o = 0; o < outer; o++)
+                            for (j = 0; j < inner; j++) {
+                                int64_t el = (o * c + ch) * inner + j;
+                                dp_dtype_store(t, want[0], el, g * (dp_dtype_load(t, h[0], el) - mean) * is + b, req[0]);
+                            }
+                    }
+                    snprintf(ax, sizeof ax, "%d", axes[si]);
+                    vals[0] = ax; vals[1] = train ? "true" : "false"; vals[2] = "false"; vals[3] = "0.75"; vals[4] = "0.001";
+                    for (k = 0; k < 5; k++) in[k] = tk_arr(e, k ? &cs : &s, t, h[k]);
+                    out[0] = tk_arr(e, &s, t, h[6]);
+                    snprintf(what, sizeof what, "BatchNorm %s (%lld elements)%s%s", dp_dtype_name(t), (long long)n, train ? " training" : "", add ? " added" : "");
+                    CHECK(invoke_str(e, "BatchNorm", 5, in, 5, keys, vals, 0, 1, out, req) == DP_OK);
+                    CHECK(bn_same(what, out[0], want[0]));
+                    CHECK(bn_same(what, in[3], want[3]));
+                    CHECK(bn_same(what, in[4], want[4]));
+                    dp_nd_release(out[0]);
+                    for (k = 0; k < 5; k++) dp_nd_release(in[k]);
+                    /* gradient: (og, data, gamma, beta, mean, var) -> dx (from h[6]), d gamma, d beta, 0, 0 (from h[7]) */
+                    memcpy(want[0], h[6], (size_t)n * es);
+                    for (k = 1; k < 5; k++) memcpy(want[k], h[7], (size_t)c * es);
+                    for (ch = 0; ch < c; ch++) {
+                        double mean, var, is, g = dp_dtype_load(t, h[1], ch), sg = 0, sgx = 0, sm = 0, q = 0;
+                        if (train) {
+                            for (o = 0; o < outer; o++) for (j = 0; j < inner; j++) sm += dp_dtype_load(t, h[0], (o * c + ch) * inner + j);
+                            sm = cnt ? sm / (double)cnt : 0;
+                            for (o = 0; o < outer; o++) for (j = 0; j < inner; j++) { double dd = dp_dtype_load(t, h[0], (o * c + ch) * inner + j) - sm; q += dd * dd; }
+                            mean = sm; var = cnt ? q / (double)cnt : 0;
+                        } else { mean = dp_dtype_load(t, h[3], ch); var = dp_dtype_load(t, h[4], ch); }
+                        is = 1 / sqrt(var + 0.001);
+                        for (o = 0; o < outer; o++)
+                            for (j = 0; j < inner; j++) {
+                                int64_t el = (o * c + ch) * inner + j;
+                                double gv = dp_dtype_load(t, h[5], el);
+                                sg += gv; sgx += gv * (dp_dtype_load(t, h[0], el) - mean) * is;
+                            }
+                        for (o = 0; o < outer; o++)
+                            for (j = 0; j < inner; j++) {
+                                int64_t el = (o * c + ch) * inner + j;
+                                double gv = dp_dtype_load(t, h[5], el), xh = (dp_dtype_load(t, h[0], el) - mean) * is;
+                                dp_dtype_store(t, want[0], el, train ? g * is / (double)cnt * ((double)cnt * gv - sg - xh * sgx) : g * is * gv, req[0]);
+                            }
+                        dp_dtype_store(t, want[1], ch, sgx, req[1]); dp_dtype_store(t, want[2], ch, sg, req[2]);
+                        dp_dtype_store(t, want[3], ch, 0, req[3]); dp_dtype_store(t, want[4], ch, 0, req[4]);
+                    }
+                    in[0] = tk_arr(e, &s, t, h[5]);
+                    for (k = 1; k < 6; k++) in[k] = tk_arr(e, k > 1 ? &cs : &s, t, h[k - 1]);
+                    out[0] = tk_arr(e, &s, t, h[6]);
+                    for (k = 1; k < 5; k++) out[k] = tk_arr(e, &cs, t, h[7]);
+                    CHECK(invoke_str(e, "_backward_BatchNorm", 6, in, 5, keys, vals, 0, 5, out, req) == DP_OK);
+                    for (k = 0; k < 5; k++) { char w2[128]; snprintf(w2, sizeof w2, "_backward_%s output %d", what, k); CHECK(bn_same(w2, out[k], want[k])); }
+                    for (k = 0; k < 6; k++) dp_nd_release(in[k]);
+                    for (k = 0; k < 5; k++) dp_nd_release(out[k]);
+                    for (k = 0; k < 8; k++) { free(h[k]); free(want[k]); }
+                }
+    if (e) CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 /* ---- Dropout -------------------------------------------------------------- */
 /* Dropout of ones (shape d) with params; out and mask read into y, m */
 static void dropout_run(dp_engine *e, const int64_t *d, int n, const char *const *keys, const char *const *vals, double *y, double *m) {
@@ -647,6 +779,7 @@ int main(void) {
         {"bn_moving_statistics", bn_moving_statistics},
         {"bn_executor_and_json", bn_executor_and_json},
         {"bn_checkpoint_round_trip", bn_checkpoint_round_trip},
+        {"bn_typed_bitwise", bn_typed_bitwise},
         {"dropout_fraction_and_scale", dropout_fraction_and_scale},
         {"dropout_gradient", dropout_gradient},
         {"dropout_deterministic", dropout_deterministic},
