@@ -9656,8 +9656,9 @@ typedef struct dp__nd_state {
     void *invokes;              /* finished invocations' records, linked through their first bytes, for the next ones */
     int num_invokes;
     dp__spinlock gemm_lock;
-    struct dp__gemm_ws *gemm_ws; /* the GEMM's idle workspaces (dp__gemm_ws_get) */
-    int num_gemm_ws;
+    struct dp__gemm_ws *gemm_ws; /* the GEMM's idle workspaces (dp__gemm_ws_get), num_gemm_ws of them */
+    int num_gemm_ws, gemm_ws_total;   /* idle; idle and held */
+    size_t gemm_ws_max;          /* the largest asked for: every kept one's size */
 } dp__nd_state;
 /* DEPENG_STORAGE_POOL, unless the engine ignores the environment: 1
    pooled, 0 plain, unset pooled; -1 (logged) for anything else. */
@@ -13790,53 +13791,88 @@ DP__GEMM_DEFINE(double, f64)
 #define DP__GEMM2_NARROW(m, n, k) ((n) <= DP__GEMM2_DOT_N || ((k) >= 256 && (m) <= 256 && (n) * (k) <= DP__GEMM2_DOT_B))
 
 /* The GEMM's workspaces (the packed operands; a staged op(B)) are the
-   engine's, from its allocator, kept for the next call: a training step
-   runs the same products every step, so a warm step allocates nothing.
-   A call takes the idle workspace that fits best (or, when none is big
-   enough, replaces the biggest by one of its size: they only grow) and
-   gives it back when done, so calls at once (workers, callers, a GEMM
-   inside another's range loop) each hold their own, and the engine keeps
-   at most one per call that ran alongside others, up to DP__GEMM_WS_KEEP,
-   until dp_engine_destroy. With no engine a call mallocs its own and frees
-   it. The block is this header, then cap bytes. */
+   engine's, from its allocator, and kept for the next calls: a training
+   step runs the same products every step, so a warm step allocates
+   nothing. Calls at once (workers, callers, GEMMs inside another range
+   loop's chunks, as a convolution's) each hold one. How many run at once
+   depends on timing, so the first call that finds none idle to fit (a new
+   largest size, or more calls at once than workspaces) makes the engine
+   hold one per thread that can run them: its workers so far and one
+   caller, every one of the largest size asked so far (one outgrown while
+   held is replaced when given back). From then on, calls no larger and no
+   more at once allocate nothing, whichever threads run them. Freed by
+   dp_engine_destroy; idle ones past DP__GEMM_WS_KEEP are freed at once.
+   With no engine a call mallocs its own and frees it. A block is this
+   header, then cap bytes. */
 typedef struct dp__gemm_ws { struct dp__gemm_ws *next; size_t cap; } dp__gemm_ws;
 #ifndef DP__GEMM_WS_KEEP
 #  define DP__GEMM_WS_KEEP 64
 #endif
-static void dp__gemm_ws_put(dp_engine *eng, dp__gemm_ws *w) {
-    dp__nd_state *s = eng && w ? dp__nd_state_of(eng) : NULL;   /* made by the get */
-    int kept = 0;
-    if (!w) return;
-    if (!eng) { free(w); return; }
-    if (s) {
-        dp__spin_lock(&s->gemm_lock);
-        if ((kept = s->num_gemm_ws < DP__GEMM_WS_KEEP) != 0) { w->next = s->gemm_ws; s->gemm_ws = w; s->num_gemm_ws++; }
-        dp__spin_unlock(&s->gemm_lock);
-    }
+static dp__gemm_ws *dp__gemm_ws_new(dp_engine *eng, size_t cap) {
+    dp__gemm_ws *w = (dp__gemm_ws *)dp__alloc(eng, sizeof *w + cap);
+    if (w) w->cap = cap;
+    return w;
+}
+/* w (counted in gemm_ws_total) onto the idle list, or freed */
+static void dp__gemm_ws_keep(dp_engine *eng, dp__nd_state *s, dp__gemm_ws *w) {
+    int kept;
+    dp__spin_lock(&s->gemm_lock);
+    if ((kept = s->num_gemm_ws < DP__GEMM_WS_KEEP) != 0) { w->next = s->gemm_ws; s->gemm_ws = w; s->num_gemm_ws++; }
+    else s->gemm_ws_total--;
+    dp__spin_unlock(&s->gemm_lock);
     if (!kept) dp__free(eng, w, sizeof *w + w->cap);
 }
+static void dp__gemm_ws_put(dp_engine *eng, dp__gemm_ws *w) {
+    dp__nd_state *s;
+    size_t max;
+    if (!w) return;
+    if (!eng) { free(w); return; }
+    if ((s = dp__nd_state_of(eng)) == NULL) { dp__free(eng, w, sizeof *w + w->cap); return; }   /* not reached: the get made it */
+    dp__spin_lock(&s->gemm_lock);
+    max = s->gemm_ws_max;
+    dp__spin_unlock(&s->gemm_lock);
+    if (w->cap < max) {              /* outgrown while held */
+        dp__gemm_ws *big = dp__gemm_ws_new(eng, max);
+        if (big) { dp__free(eng, w, sizeof *w + w->cap); w = big; }
+    }
+    dp__gemm_ws_keep(eng, s, w);
+}
 /* A workspace of at least bytes (after the header), or NULL when out of
-   memory (an idle one that was too small is kept). */
+   memory (the idle ones it would have replaced are kept). */
 static dp__gemm_ws *dp__gemm_ws_get(dp_engine *eng, size_t bytes) {
     dp__nd_state *s;
-    dp__gemm_ws *w = NULL, **p, **best = NULL, *fresh;
+    dp__gemm_ws *w = NULL, *small = NULL, *next, **p;
+    size_t max;
+    int nsmall = 0, want;
     if (!eng) {
         if ((w = (dp__gemm_ws *)malloc(sizeof *w + bytes)) != NULL) w->cap = bytes;
         return w;
     }
     if ((s = dp__nd_state_of(eng)) == NULL) return NULL;
     dp__spin_lock(&s->gemm_lock);
-    for (p = &s->gemm_ws; *p; p = &(*p)->next) {   /* the smallest that fits, else the biggest */
-        size_t c = (*p)->cap, b = best ? (*best)->cap : 0;
-        if (!best || (c >= bytes ? b < bytes || c < b : b < bytes && c > b)) best = p;
-    }
-    if (best) { w = *best; *best = w->next; s->num_gemm_ws--; }
+    max = bytes > s->gemm_ws_max ? bytes : s->gemm_ws_max;   /* the new largest once it is made */
+    for (p = &s->gemm_ws; *p && (*p)->cap < bytes; p = &(*p)->next) {}
+    if (*p) { w = *p; *p = w->next; s->num_gemm_ws--; }
+    else { small = s->gemm_ws; nsmall = s->num_gemm_ws; s->gemm_ws = NULL; s->num_gemm_ws = 0; }   /* all too small: replaced */
     dp__spin_unlock(&s->gemm_lock);
-    if (w && w->cap >= bytes) return w;
-    if ((fresh = (dp__gemm_ws *)dp__alloc(eng, sizeof *fresh + bytes)) == NULL) { dp__gemm_ws_put(eng, w); return NULL; }
-    if (w) dp__free(eng, w, sizeof *w + w->cap);
-    fresh->cap = bytes;
-    return fresh;
+    if (w) return w;
+    if ((w = dp__gemm_ws_new(eng, max)) == NULL) {
+        for (; small; small = next) { next = small->next; dp__gemm_ws_keep(eng, s, small); }
+        return NULL;
+    }
+    for (; small; small = next) { next = small->next; dp__free(eng, small, sizeof *small + small->cap); }
+    dp__spin_lock(&s->gemm_lock);
+    if (max > s->gemm_ws_max) s->gemm_ws_max = max;
+    s->gemm_ws_total += 1 - nsmall;
+    want = (int)dp__load(&eng->worker_counter, DP__RELAXED) + 1 - s->gemm_ws_total;
+    if (want > 0) s->gemm_ws_total += want;
+    dp__spin_unlock(&s->gemm_lock);
+    for (; want > 0; want--) {       /* one for each thread (a spare that finds no memory is not made) */
+        dp__gemm_ws *spare = dp__gemm_ws_new(eng, max);
+        if (spare) dp__gemm_ws_keep(eng, s, spare);
+        else { dp__spin_lock(&s->gemm_lock); s->gemm_ws_total--; dp__spin_unlock(&s->gemm_lock); }
+    }
+    return w;
 }
 static void dp__gemm_ws_free_all(dp_engine *eng, dp__nd_state *s) {
     while (s->gemm_ws) {
@@ -13844,7 +13880,7 @@ static void dp__gemm_ws_free_all(dp_engine *eng, dp__nd_state *s) {
         s->gemm_ws = w->next;
         dp__free(eng, w, sizeof *w + w->cap);
     }
-    s->num_gemm_ws = 0;
+    s->num_gemm_ws = s->gemm_ws_total = 0;
 }
 
 #ifdef DP__GEMM_X86
