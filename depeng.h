@@ -499,11 +499,13 @@ typedef struct dp_device_backend {
    (dp_engine_desc.allocator) serves every allocation the engine and the
    layers on it make for it: its tables, queues and operation blocks, its
    threads' start records, arrays and their storage, resources, executors,
-   KV stores. Only what belongs to no engine uses malloc: symbols
-   (depeng_nn.h), and a trace recorder made with a NULL allocator. When
-   alloc returns NULL the call that needed the memory fails with
-   DP_ERROR_OUT_OF_MEMORY and an OUT_OF_MEMORY log line; make faults fails
-   every allocation in turn to show it. */
+   KV stores, the GEMM's workspaces (dp_gemm_on, kept for the next calls).
+   Only what belongs to no engine uses malloc: symbols (depeng_nn.h), a
+   trace recorder made with a NULL allocator, dp_gemm's workspace and
+   dp_gemm_on's with eng NULL. When alloc returns NULL the call that needed
+   the memory fails with DP_ERROR_OUT_OF_MEMORY and an OUT_OF_MEMORY log
+   line (but dp_gemm_on, which computes the same bits without it); make
+   faults fails every allocation in turn to show it. */
 typedef struct dp_allocator {
     void *(*alloc)(size_t size, size_t align, void *user);
     void (*free)(void *ptr, size_t size, void *user);
@@ -1792,8 +1794,10 @@ DP_API dp_result dp_invoke_parsed(dp_engine *eng, const dp_operator *op, const d
    cache-blocked GEMM whose micro-kernel is picked when called (AVX2+FMA on
    x86 CPUs that have it, with gcc or clang; else portable C the compiler
    vectorises); its workspace, about (m + min(n, 4096)) x 256 elements, is
-   malloc'd per call (on the stack when under 16 KiB; if malloc fails, a
-   slower stack-only path runs; at most about 80 KiB of stack in all). Results are bitwise the same for the same
+   on the stack when under 16 KiB, else malloc'd by dp_gemm and freed
+   before it returns (dp_gemm_on: the engine's, kept). When there is no
+   memory for it, a slower path on the stack gives the same bits (at most
+   about 80 KiB of stack in all). Results are bitwise the same for the same
    arguments on the same CPU; not across CPUs with and without AVX2. m, n,
    k, lda, ldb, ldc fit int with DEPENG_USE_CBLAS. A kernel's helper: no
    errors, any thread. dp_gemm runs on the calling thread. */
@@ -1802,7 +1806,20 @@ DP_API void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k,
 /* dp_gemm split over eng's range loop (dp_parallel_for: the caller and
    idle CPU workers; from inside an op, pass its dp_run_ctx's engine) when
    m n k >= 2^18, in tiles fixed by the shape alone: the result is bitwise
-   the same as dp_gemm's at any worker count. eng NULL: dp_gemm. No
+   the same as dp_gemm's at any worker count. eng NULL: dp_gemm.
+   Memory: the workspaces (and dp_gemm_pack_b_on's staged op(B)) belong to
+   eng, come from its allocator (desc.allocator) and are kept for later
+   calls, so that a loop of the same products (a training step) allocates
+   nothing once warm. The first call that finds none free to fit makes one
+   per thread that can run products on eng (its workers so far and one
+   caller), each the size of the largest one asked for so far; calls at
+   once (threads, operations, GEMMs inside range chunks) hold one each, and
+   more at once than that make more. Most kept: at most 64 idle ones, each
+   the largest workspace a call on eng has needed (about (m + min(n, 4096))
+   x 256 elements; n k for a staged op(B)). All are freed by
+   dp_engine_destroy. Out of memory (the allocator's NULL), dp_gemm_on
+   takes the slower stack path (the same bits) and dp_gemm_pack_b_on
+   returns DP_ERROR_OUT_OF_MEMORY; the kept ones stay as they were. No
    errors; any thread, also from inside operations. */
 DP_API void dp_gemm_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                        const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
@@ -1820,15 +1837,16 @@ typedef void (*dp_gemm_pack_fn)(void *user, int64_t p0, int64_t kc, int64_t j0, 
    those dp_gemm_on runs; on the shapes where dp_gemm_on reads a
    transposed B in place instead (tb 1, ta 0, float32, with AVX2: n up to
    32, or k >= 256, m <= 256 and n k up to 2^19), op(B) is staged
-   transposed in a malloc'd n x k array, from pack one column at a time (w
+   transposed in an n x k workspace, from pack one column at a time (w
    and nr 1), and that path runs on it. pack is called from the range loop's
    threads at once (each call its own out) and must not fail or call
    back into the engine. With DEPENG_USE_CBLAS op(B) is written whole into
-   a malloc'd k x n array (pack(user, 0, k, 0, n, n, buf)), or n x k
-   staged as above for tb 1, for CBLAS.
+   a k x n workspace (pack(user, 0, k, 0, n, n, buf)), or n x k
+   staged as above for tb 1, for CBLAS. The workspaces are eng's, kept
+   (see dp_gemm_on); with eng NULL, malloc'd and freed before it returns.
    Returns DP_OK; DP_ERROR_INVALID_ARGS for a NULL pack or a dtype other
-   than float32 and float64; DP_ERROR_OUT_OF_MEMORY (nothing computed)
-   when the workspace or the staged op(B) could not be allocated. No log line (a kernel's
+   than float32 and float64; DP_ERROR_OUT_OF_MEMORY (nothing computed, C
+   untouched) when the workspace or the staged op(B) could not be allocated. No log line (a kernel's
    helper). Any thread, also from inside operations. */
 DP_API dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a,
                                    int64_t lda, dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc);
@@ -13766,9 +13784,10 @@ DP__GEMM_DEFINE(double, f64)
    Float32 with B transposed and n narrow (or k deep and B small) skips
    packing altogether (dp__gemm_dot_avx2). Which path runs depends on the
    shape and the CPU only, never on the workers.
-   The workspace (about (m + NC) x KC elements) is one malloc per call, on
-   the stack when small; when malloc fails the stack-only path above runs
-   instead, so the GEMM never fails. */
+   The workspace (about (m + NC) x KC elements) is on the stack when small,
+   else the engine's, kept (dp__gemm_ws_get); when there is none to be had,
+   dp__gemm2_serial makes the same kernel calls with one sliver and one
+   panel on the stack, so dp_gemm_on never fails and keeps its bits. */
 #define DP__GEMM2_MR 6
 #define DP__GEMM2_NR_MAX(T) (DP__GEMM_NR(T) > 64 / (int)sizeof(T) ? DP__GEMM_NR(T) : 64 / (int)sizeof(T))  /* portable or AVX2 panels */
 #define DP__GEMM2_KC 256          /* depth of a slice: the A block MC x KC stays in L2 */
