@@ -14204,8 +14204,9 @@ static void dp__gemm2_panels_##SUF(int64_t begin, int64_t end, void *user) {    
 }                                                                                                             \
 /* No workspace to be had (bfn NULL): the packed path's kernel calls on the                                   \
    same slices, one B panel and one A sliver at a time packed on the stack,                                   \
-   on the calling thread: slower, the same bits, no memory. */                                                \
-static void dp__gemm2_serial_##SUF(dp__gemm_job_##SUF *j, int64_t kc_max, T beta) {                           \
+   on the calling thread: slower, the same bits, no memory (cold: its 40 to                                   \
+   64 KiB of stack stay out of the caller's frame). */                                                        \
+DP__COLD static void dp__gemm2_serial_##SUF(dp__gemm_job_##SUF *j, int64_t kc_max, T beta) {                  \
     unsigned char raw[sizeof(T) * (DP__GEMM2_MR * DP__GEMM_LANES(T) + DP__GEMM2_NR_MAX(T)) * DP__GEMM2_KC + 64];\
     T *bp = (T *)(void *)(raw + (64 - (uintptr_t)raw % 64) % 64), *ap = bp + j->nr * kc_max;                  \
     int64_t pn, pc, it, kc;                                                                                   \
