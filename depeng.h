@@ -499,11 +499,13 @@ typedef struct dp_device_backend {
    (dp_engine_desc.allocator) serves every allocation the engine and the
    layers on it make for it: its tables, queues and operation blocks, its
    threads' start records, arrays and their storage, resources, executors,
-   KV stores. Only what belongs to no engine uses malloc: symbols
-   (depeng_nn.h), and a trace recorder made with a NULL allocator. When
-   alloc returns NULL the call that needed the memory fails with
-   DP_ERROR_OUT_OF_MEMORY and an OUT_OF_MEMORY log line; make faults fails
-   every allocation in turn to show it. */
+   KV stores, the GEMM's workspaces (dp_gemm_on, kept for the next calls).
+   Only what belongs to no engine uses malloc: symbols (depeng_nn.h), a
+   trace recorder made with a NULL allocator, dp_gemm's workspace and
+   dp_gemm_on's with eng NULL. When alloc returns NULL the call that needed
+   the memory fails with DP_ERROR_OUT_OF_MEMORY and an OUT_OF_MEMORY log
+   line (but dp_gemm_on, which computes the same bits without it); make
+   faults fails every allocation in turn to show it. */
 typedef struct dp_allocator {
     void *(*alloc)(size_t size, size_t align, void *user);
     void (*free)(void *ptr, size_t size, void *user);
@@ -1792,8 +1794,10 @@ DP_API dp_result dp_invoke_parsed(dp_engine *eng, const dp_operator *op, const d
    cache-blocked GEMM whose micro-kernel is picked when called (AVX2+FMA on
    x86 CPUs that have it, with gcc or clang; else portable C the compiler
    vectorises); its workspace, about (m + min(n, 4096)) x 256 elements, is
-   malloc'd per call (on the stack when under 16 KiB; if malloc fails, a
-   slower stack-only path runs; at most about 80 KiB of stack in all). Results are bitwise the same for the same
+   on the stack when under 16 KiB, else malloc'd by dp_gemm and freed
+   before it returns (dp_gemm_on: the engine's, kept). When there is no
+   memory for it, a slower path on the stack gives the same bits (at most
+   about 80 KiB of stack in all). Results are bitwise the same for the same
    arguments on the same CPU; not across CPUs with and without AVX2. m, n,
    k, lda, ldb, ldc fit int with DEPENG_USE_CBLAS. A kernel's helper: no
    errors, any thread. dp_gemm runs on the calling thread. */
@@ -1802,7 +1806,20 @@ DP_API void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k,
 /* dp_gemm split over eng's range loop (dp_parallel_for: the caller and
    idle CPU workers; from inside an op, pass its dp_run_ctx's engine) when
    m n k >= 2^18, in tiles fixed by the shape alone: the result is bitwise
-   the same as dp_gemm's at any worker count. eng NULL: dp_gemm. No
+   the same as dp_gemm's at any worker count. eng NULL: dp_gemm.
+   Memory: the workspaces (and dp_gemm_pack_b_on's staged op(B)) belong to
+   eng, come from its allocator (desc.allocator) and are kept for later
+   calls, so that a loop of the same products (a training step) allocates
+   nothing once warm. The first call that finds none free to fit makes one
+   per thread that can run products on eng (its workers so far and one
+   caller), each the size of the largest one asked for so far; calls at
+   once (threads, operations, GEMMs inside range chunks) hold one each, and
+   more at once than that make more. Most kept: at most 64 idle ones, each
+   the largest workspace a call on eng has needed (about (m + min(n, 4096))
+   x 256 elements; n k for a staged op(B)). All are freed by
+   dp_engine_destroy. Out of memory (the allocator's NULL), dp_gemm_on
+   takes the slower stack path (the same bits) and dp_gemm_pack_b_on
+   returns DP_ERROR_OUT_OF_MEMORY; the kept ones stay as they were. No
    errors; any thread, also from inside operations. */
 DP_API void dp_gemm_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                        const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
@@ -1820,15 +1837,16 @@ typedef void (*dp_gemm_pack_fn)(void *user, int64_t p0, int64_t kc, int64_t j0, 
    those dp_gemm_on runs; on the shapes where dp_gemm_on reads a
    transposed B in place instead (tb 1, ta 0, float32, with AVX2: n up to
    32, or k >= 256, m <= 256 and n k up to 2^19), op(B) is staged
-   transposed in a malloc'd n x k array, from pack one column at a time (w
+   transposed in an n x k workspace, from pack one column at a time (w
    and nr 1), and that path runs on it. pack is called from the range loop's
    threads at once (each call its own out) and must not fail or call
    back into the engine. With DEPENG_USE_CBLAS op(B) is written whole into
-   a malloc'd k x n array (pack(user, 0, k, 0, n, n, buf)), or n x k
-   staged as above for tb 1, for CBLAS.
+   a k x n workspace (pack(user, 0, k, 0, n, n, buf)), or n x k
+   staged as above for tb 1, for CBLAS. The workspaces are eng's, kept
+   (see dp_gemm_on); with eng NULL, malloc'd and freed before it returns.
    Returns DP_OK; DP_ERROR_INVALID_ARGS for a NULL pack or a dtype other
-   than float32 and float64; DP_ERROR_OUT_OF_MEMORY (nothing computed)
-   when the workspace or the staged op(B) could not be allocated. No log line (a kernel's
+   than float32 and float64; DP_ERROR_OUT_OF_MEMORY (nothing computed, C
+   untouched) when the workspace or the staged op(B) could not be allocated. No log line (a kernel's
    helper). Any thread, also from inside operations. */
 DP_API dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a,
                                    int64_t lda, dp_gemm_pack_fn pack, void *user, double beta, void *c, int64_t ldc);
@@ -9655,6 +9673,10 @@ typedef struct dp__nd_state {
     dp__spinlock invoke_lock;
     void *invokes;              /* finished invocations' records, linked through their first bytes, for the next ones */
     int num_invokes;
+    dp__spinlock gemm_lock;
+    struct dp__gemm_ws *gemm_ws; /* the GEMM's idle workspaces (dp__gemm_ws_get), num_gemm_ws of them */
+    int num_gemm_ws, gemm_ws_total;   /* idle; idle and held */
+    size_t gemm_ws_max;          /* the largest asked for: every kept one's size */
 } dp__nd_state;
 /* DEPENG_STORAGE_POOL, unless the engine ignores the environment: 1
    pooled, 0 plain, unset pooled; -1 (logged) for anything else. */
@@ -9676,6 +9698,7 @@ static void *dp__nd_state_create(dp_engine *eng, void *user) {
     return s;
 }
 static void dp__nd_state_destroy(dp_engine *eng, void *state, void *user);   /* after >>resources */
+static void dp__gemm_ws_free_all(dp_engine *eng, dp__nd_state *s);           /* with the GEMM */
 static const dp_extension dp__nd_extension = {"ndarray", dp__nd_state_create, dp__nd_state_destroy, NULL};
 /* NULL if out of memory */
 static dp__nd_state *dp__nd_state_of(dp_engine *eng) { return (dp__nd_state *)dp_engine_extension(eng, &dp__nd_extension); }
@@ -10352,6 +10375,7 @@ static void dp__nd_state_destroy(dp_engine *eng, void *state, void *user) {
     (void)user;
     dp__orphans_free(s);
     dp__invoke_records_free(eng, s);
+    dp__gemm_ws_free_all(eng, s);
     for (i = 0; i < 3 * DP__MAX_DEV; i++) dp__storage_destroy(eng, s->storage[i / DP__MAX_DEV][i % DP__MAX_DEV]);
     for (i = 0; i < DP__MAX_DEV; i++) { dp__resources_destroy(eng, s->resources[0][i]); dp__resources_destroy(eng, s->resources[1][i]); }
     dp__mutex_destroy(&s->m);
@@ -13760,10 +13784,12 @@ DP__GEMM_DEFINE(double, f64)
    Float32 with B transposed and n narrow (or k deep and B small) skips
    packing altogether (dp__gemm_dot_avx2). Which path runs depends on the
    shape and the CPU only, never on the workers.
-   The workspace (about (m + NC) x KC elements) is one malloc per call, on
-   the stack when small; when malloc fails the stack-only path above runs
-   instead, so the GEMM never fails. */
+   The workspace (about (m + NC) x KC elements) is on the stack when small,
+   else the engine's, kept (dp__gemm_ws_get); when there is none to be had,
+   dp__gemm2_serial makes the same kernel calls with one sliver and one
+   panel on the stack, so dp_gemm_on never fails and keeps its bits. */
 #define DP__GEMM2_MR 6
+#define DP__GEMM2_NR_MAX(T) (DP__GEMM_NR(T) > 64 / (int)sizeof(T) ? DP__GEMM_NR(T) : 64 / (int)sizeof(T))  /* portable or AVX2 panels */
 #define DP__GEMM2_KC 256          /* depth of a slice: the A block MC x KC stays in L2 */
 #define DP__GEMM2_NC 4096         /* columns packed at once */
 #ifndef DP__GEMM2_MC
@@ -13782,6 +13808,99 @@ DP__GEMM_DEFINE(double, f64)
 /* The shapes of that narrow path (float32, A not transposed, AVX2): the
    one rule, which dp_gemm_pack_b_on follows too. */
 #define DP__GEMM2_NARROW(m, n, k) ((n) <= DP__GEMM2_DOT_N || ((k) >= 256 && (m) <= 256 && (n) * (k) <= DP__GEMM2_DOT_B))
+
+/* The GEMM's workspaces (the packed operands; a staged op(B)) are the
+   engine's, from its allocator, and kept for the next calls: a training
+   step runs the same products every step, so a warm step allocates
+   nothing. Calls at once (workers, callers, GEMMs inside another range
+   loop's chunks, as a convolution's) each hold one. How many run at once
+   depends on timing, so the first call that finds none idle to fit (a new
+   largest size, or more calls at once than workspaces) makes the engine
+   hold one per thread that can run them: its workers so far and one
+   caller, every one of the largest size asked so far (one outgrown while
+   held is replaced when given back). From then on, calls no larger and no
+   more at once allocate nothing, whichever threads run them. Freed by
+   dp_engine_destroy; idle ones past DP__GEMM_WS_KEEP are freed at once.
+   With no engine a call mallocs its own and frees it. A block is this
+   header, then cap bytes. */
+typedef struct dp__gemm_ws { struct dp__gemm_ws *next; size_t cap; } dp__gemm_ws;
+#ifndef DP__GEMM_WS_KEEP
+#  define DP__GEMM_WS_KEEP 64
+#endif
+static dp__gemm_ws *dp__gemm_ws_new(dp_engine *eng, size_t cap) {
+    dp__gemm_ws *w = (dp__gemm_ws *)dp__alloc(eng, sizeof *w + cap);
+    if (w) w->cap = cap;
+    return w;
+}
+/* w (counted in gemm_ws_total) onto the idle list, or freed */
+static void dp__gemm_ws_keep(dp_engine *eng, dp__nd_state *s, dp__gemm_ws *w) {
+    int kept;
+    dp__spin_lock(&s->gemm_lock);
+    if ((kept = s->num_gemm_ws < DP__GEMM_WS_KEEP) != 0) { w->next = s->gemm_ws; s->gemm_ws = w; s->num_gemm_ws++; }
+    else s->gemm_ws_total--;
+    dp__spin_unlock(&s->gemm_lock);
+    if (!kept) dp__free(eng, w, sizeof *w + w->cap);
+}
+static void dp__gemm_ws_put(dp_engine *eng, dp__gemm_ws *w) {
+    dp__nd_state *s;
+    size_t max;
+    if (!w) return;
+    if (!eng) { free(w); return; }
+    if ((s = dp__nd_state_of(eng)) == NULL) { dp__free(eng, w, sizeof *w + w->cap); return; }   /* not reached: the get made it */
+    dp__spin_lock(&s->gemm_lock);
+    max = s->gemm_ws_max;
+    dp__spin_unlock(&s->gemm_lock);
+    if (w->cap < max) {              /* outgrown while held */
+        dp__gemm_ws *big = dp__gemm_ws_new(eng, max);
+        if (big) { dp__free(eng, w, sizeof *w + w->cap); w = big; }
+    }
+    dp__gemm_ws_keep(eng, s, w);
+}
+/* A workspace of at least bytes (after the header), or NULL when out of
+   memory (the idle ones it would have replaced are kept). */
+static dp__gemm_ws *dp__gemm_ws_get(dp_engine *eng, size_t bytes) {
+    dp__nd_state *s;
+    dp__gemm_ws *w = NULL, *small = NULL, *next, **p;
+    size_t max;
+    int nsmall = 0, want;
+    if (!eng) {
+        if ((w = (dp__gemm_ws *)malloc(sizeof *w + bytes)) != NULL) w->cap = bytes;
+        return w;
+    }
+    if ((s = dp__nd_state_of(eng)) == NULL) return NULL;
+    dp__spin_lock(&s->gemm_lock);
+    max = bytes > s->gemm_ws_max ? bytes : s->gemm_ws_max;   /* the new largest once it is made */
+    for (p = &s->gemm_ws; *p && (*p)->cap < bytes; p = &(*p)->next) {}
+    if (*p) { w = *p; *p = w->next; s->num_gemm_ws--; }
+    else { small = s->gemm_ws; nsmall = s->num_gemm_ws; s->gemm_ws = NULL; s->num_gemm_ws = 0; }   /* all too small: replaced */
+    dp__spin_unlock(&s->gemm_lock);
+    if (w) return w;
+    if ((w = dp__gemm_ws_new(eng, max)) == NULL) {
+        for (; small; small = next) { next = small->next; dp__gemm_ws_keep(eng, s, small); }
+        return NULL;
+    }
+    for (; small; small = next) { next = small->next; dp__free(eng, small, sizeof *small + small->cap); }
+    dp__spin_lock(&s->gemm_lock);
+    if (max > s->gemm_ws_max) s->gemm_ws_max = max;
+    s->gemm_ws_total += 1 - nsmall;
+    want = (int)dp__load(&eng->worker_counter, DP__RELAXED) + 1 - s->gemm_ws_total;
+    if (want > 0) s->gemm_ws_total += want;
+    dp__spin_unlock(&s->gemm_lock);
+    for (; want > 0; want--) {       /* one for each thread (a spare that finds no memory is not made) */
+        dp__gemm_ws *spare = dp__gemm_ws_new(eng, max);
+        if (spare) dp__gemm_ws_keep(eng, s, spare);
+        else { dp__spin_lock(&s->gemm_lock); s->gemm_ws_total--; dp__spin_unlock(&s->gemm_lock); }
+    }
+    return w;
+}
+static void dp__gemm_ws_free_all(dp_engine *eng, dp__nd_state *s) {
+    while (s->gemm_ws) {
+        dp__gemm_ws *w = s->gemm_ws;
+        s->gemm_ws = w->next;
+        dp__free(eng, w, sizeof *w + w->cap);
+    }
+    s->num_gemm_ws = s->gemm_ws_total = 0;
+}
 
 #ifdef DP__GEMM_X86
 /* C (6 x 16) = alpha acc + beta C, acc = sum over kc of a (6 per step) x b (16 per step). */
@@ -13936,38 +14055,36 @@ static void dp__gemm_dot_f32(dp_engine *eng, int64_t m, int64_t n, int64_t k, fl
 }
 /* dp_gemm_pack_b_on on a narrow shape: the dot products dp_gemm_on runs
    for B transposed, on op(B) staged transposed (dp__gemm_stage_t). */
-static int dp__gemm_stage_t(dp_engine *eng, size_t es, int64_t m, int64_t n, int64_t k, dp_gemm_pack_fn fn, void *user, void **out);
+static void dp__gemm_stage_t(dp_engine *eng, size_t es, int64_t m, int64_t n, int64_t k, dp_gemm_pack_fn fn, void *user, void *bt);
 static int dp__gemm_dot_staged_f32(dp_engine *eng, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                                    dp_gemm_pack_fn bfn, void *buser, float beta, float *c, int64_t ldc) {
-    void *bt;
-    if (dp__gemm_stage_t(eng, sizeof(float), m, n, k, bfn, buser, &bt)) return -1;
-    dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, (const float *)bt, k, beta, c, ldc);
-    free(bt);
+    dp__gemm_ws *ws = dp__gemm_ws_get(eng, sizeof(float) * (size_t)n * (size_t)k);
+    if (!ws) return -1;
+    dp__gemm_stage_t(eng, sizeof(float), m, n, k, bfn, buser, ws + 1);
+    dp__gemm_dot_f32(eng, m, n, k, alpha, a, lda, (const float *)(const void *)(ws + 1), k, beta, c, ldc);
+    dp__gemm_ws_put(eng, ws);
     return 0;
 }
 #endif
 
 /* op(B) (k x n, elements of es bytes) staged transposed for
-   dp_gemm_pack_b_on: a malloc'd n x k array *out whose row j is op(B)'s
-   column j, from fn one column at a time (w and nr 1), the columns over
-   the range loop when the product is large (a copy: the same bytes on any
-   thread). -1 (nothing staged) when it cannot be allocated. */
+   dp_gemm_pack_b_on: into bt (n x k, a workspace), row j op(B)'s column
+   j, from fn one column at a time (w and nr 1), the columns over the range
+   loop when the product is large (a copy: the same bytes on any
+   thread). */
 typedef struct dp__gemm_stage_job { dp_gemm_pack_fn fn; void *user; int64_t k; size_t es; unsigned char *bt; } dp__gemm_stage_job;
 static void dp__gemm_stage_range(int64_t begin, int64_t end, void *user) {
     const dp__gemm_stage_job *s = (const dp__gemm_stage_job *)user;
     int64_t j;
     for (j = begin; j < end; j++) s->fn(s->user, 0, s->k, j, 1, 1, s->bt + (size_t)(j * s->k) * s->es);
 }
-DP__GEMM_MAYBE_UNUSED static int dp__gemm_stage_t(dp_engine *eng, size_t es, int64_t m, int64_t n, int64_t k, dp_gemm_pack_fn fn, void *user, void **out) {
+DP__GEMM_MAYBE_UNUSED static void dp__gemm_stage_t(dp_engine *eng, size_t es, int64_t m, int64_t n, int64_t k, dp_gemm_pack_fn fn, void *user, void *bt) {
     dp__gemm_stage_job s;
     dp_range_desc d;
-    s.fn = fn; s.user = user; s.k = k; s.es = es; s.bt = (unsigned char *)malloc(es * (size_t)n * (size_t)k);
-    *out = s.bt;
-    if (!s.bt) return -1;
+    s.fn = fn; s.user = user; s.k = k; s.es = es; s.bt = (unsigned char *)bt;
     d.n = n; d.grain = 1; d.fn = dp__gemm_stage_range; d.user = &s; d.deterministic = 1;
     if (eng == NULL || (double)m * (double)n * (double)k < DP__GEMM2_PAR_MIN || n < 2 || dp_parallel_for(eng, &d) != DP_OK)
         dp__gemm_stage_range(0, n, &s);
-    return 0;
 }
 #define DP__GEMM2_DEFINE(T, SUF)                                                                              \
 typedef void (*dp__gemm_kernel_fn_##SUF)(int64_t kc, const T *a, const T *b, T alpha, T beta, T *c, int64_t ldc); \
@@ -14085,6 +14202,26 @@ static void dp__gemm2_panels_##SUF(int64_t begin, int64_t end, void *user) {    
         }                                                                                                     \
     }                                                                                                         \
 }                                                                                                             \
+/* No workspace to be had (bfn NULL): the packed path's kernel calls on the                                   \
+   same slices, one B panel and one A sliver at a time packed on the stack,                                   \
+   on the calling thread: slower, the same bits, no memory (cold: its 40 to                                   \
+   64 KiB of stack stay out of the caller's frame). */                                                        \
+DP__COLD static void dp__gemm2_serial_##SUF(dp__gemm_job_##SUF *j, int64_t kc_max, T beta) {                  \
+    unsigned char raw[sizeof(T) * (DP__GEMM2_MR * DP__GEMM_LANES(T) + DP__GEMM2_NR_MAX(T)) * DP__GEMM2_KC + 64];\
+    T *bp = (T *)(void *)(raw + (64 - (uintptr_t)raw % 64) % 64), *ap = bp + j->nr * kc_max;                  \
+    int64_t pn, pc, it, kc;                                                                                   \
+    j->jc = 0; j->nc = j->n;                                                                                  \
+    for (pn = 0; pn * j->nr < j->n; pn++)                                                                     \
+        for (pc = 0; pc < j->k; pc += kc) {                                                                   \
+            kc = dp__gemm_min(kc_max, j->k - pc);                                                             \
+            dp__gemm2_pack_b1_##SUF(j, pn, pc, kc, bp);                                                       \
+            for (it = 0; it < j->slivers; it++) {                                                             \
+                dp__gemm2_pack_a1_##SUF(j, it, pc, kc, ap);                                                   \
+                dp__gemm2_block_##SUF(j, ap, bp, kc, pc == 0 ? beta : (T)1, it * DP__GEMM2_MR, pn * j->nr,    \
+                                      dp__gemm_min(j->nr, j->n - pn * j->nr));                                \
+            }                                                                                                 \
+        }                                                                                                     \
+}                                                                                                             \
 static void dp__gemm2_run_##SUF(dp_engine *eng, int par, int64_t n, dp_range_fn fn, void *job) {              \
     if (par && n > 1) {                                                                                       \
         dp_range_desc d;                                                                                      \
@@ -14099,7 +14236,8 @@ DP__GEMM_MAYBE_UNUSED static int dp__gemm2_##SUF(dp_engine *eng, int simd, int t
                             const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c, int64_t ldc,      \
                             dp_gemm_pack_fn bfn, void *buser) {                                               \
     dp__gemm_job_##SUF j;                                                                                     \
-    unsigned char local[16384 + 64], *mem, *heap = NULL;                                                      \
+    unsigned char local[16384 + 64], *mem;                                                                    \
+    dp__gemm_ws *ws = NULL;                                                                                   \
     int64_t kc_max, nc_max, nslices, a_elems, b_elems;                                                        \
     size_t bytes;                                                                                             \
     int par, small;                                                                                           \
@@ -14125,9 +14263,9 @@ DP__GEMM_MAYBE_UNUSED static int dp__gemm2_##SUF(dp_engine *eng, int simd, int t
     b_elems = (nc_max + j.nr - 1) / j.nr * j.nr * kc_max;                                                     \
     bytes = sizeof(T) * (size_t)(a_elems + b_elems) + 64;                                                     \
     if (bytes <= sizeof local) mem = local;                                                                   \
-    else if ((heap = (unsigned char *)malloc(bytes)) != NULL) mem = heap;                                     \
+    else if ((ws = dp__gemm_ws_get(eng, bytes)) != NULL) mem = (unsigned char *)(ws + 1);                     \
     else if (bfn) return -1;                                                                                  \
-    else { dp__gemm_##SUF(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc); return 0; }                  \
+    else { dp__gemm2_serial_##SUF(&j, kc_max, beta); return 0; }                                              \
     j.a_pack = (T *)(void *)(mem + (64 - (uintptr_t)mem % 64) % 64);                                          \
     j.b_pack = j.a_pack + a_elems;                                                                            \
     par = eng != NULL && (double)m * (double)n * (double)k >= DP__GEMM2_PAR_MIN;                              \
@@ -14135,7 +14273,7 @@ DP__GEMM_MAYBE_UNUSED static int dp__gemm2_##SUF(dp_engine *eng, int simd, int t
         j.nc = n; j.kc_max = kc_max; j.beta = beta; j.panels = (n + j.nr - 1) / j.nr;                         \
         dp__gemm2_run_##SUF(eng, par, j.slivers * ((k + kc_max - 1) / kc_max), dp__gemm2_pack_all_a_##SUF, &j);\
         dp__gemm2_run_##SUF(eng, par, j.panels, dp__gemm2_panels_##SUF, &j);                                  \
-        free(heap);                                                                                           \
+        dp__gemm_ws_put(eng, ws);                                                                             \
         return 0;                                                                                             \
     }                                                                                                         \
     for (j.jc = 0; j.jc < n; j.jc += DP__GEMM2_NC) {                                                          \
@@ -14152,7 +14290,7 @@ DP__GEMM_MAYBE_UNUSED static int dp__gemm2_##SUF(dp_engine *eng, int simd, int t
             dp__gemm2_run_##SUF(eng, par, tiles_r * j.tiles_c, dp__gemm2_tiles_##SUF, &j);                    \
         }                                                                                                     \
     }                                                                                                         \
-    free(heap);                                                                                               \
+    dp__gemm_ws_put(eng, ws);                                                                                 \
     return 0;                                                                                                 \
 }
 
@@ -14212,14 +14350,16 @@ DP_IMPL dp_result dp_gemm_pack_b_on(dp_engine *eng, dp_dtype t, int ta, int tb, 
     if (!pack || (t != DP_FLOAT32 && t != DP_FLOAT64)) return DP_ERROR_INVALID_ARGS;
 #ifdef DEPENG_USE_CBLAS
     {   /* op(B) whole for CBLAS, laid out as tb says (CBLAS's bits may depend on it) */
+        dp__gemm_ws *ws = NULL;
         void *buf = NULL;
         if (m > 0 && n > 0 && k > 0) {
-            if (tb) { if (dp__gemm_stage_t(NULL, dp_dtype_size(t), m, n, k, pack, user, &buf)) return DP_ERROR_OUT_OF_MEMORY; }
-            else if ((buf = malloc(dp_dtype_size(t) * (size_t)n * (size_t)k)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+            if ((ws = dp__gemm_ws_get(eng, dp_dtype_size(t) * (size_t)n * (size_t)k)) == NULL) return DP_ERROR_OUT_OF_MEMORY;
+            buf = ws + 1;
+            if (tb) dp__gemm_stage_t(NULL, dp_dtype_size(t), m, n, k, pack, user, buf);
             else pack(user, 0, k, 0, n, n, buf);
         }
         dp__matmul(eng, t, ta, tb != 0, m, n, k, a, lda, buf, tb ? (k > 0 ? k : 1) : (n > 0 ? n : 1), beta, c, ldc);
-        free(buf);
+        dp__gemm_ws_put(eng, ws);
         r = 0;
     }
 #else

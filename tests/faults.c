@@ -256,6 +256,44 @@ out:
     dp_nd_release(sl); dp_nd_release(cp);
 }
 
+/* Products whose GEMM workspaces come from the engine's allocator (over the
+   16 KiB it takes from the stack): dot (dp_gemm_on, which computes the same
+   bits on the stack when refused) and Convolution (dp_gemm_pack_b_on, whose
+   refusal sends the layer to its im2col columns); read through sums. */
+static void gemm_steps(dp_engine *e) {
+    dp_ctx cpu = {0, 0};
+    dp_shape sa = shape2(40, 300), sb = shape2(300, 60), sx, sw = shape1(8);
+    dp_ndarray *a = NULL, *b = NULL, *a1 = NULL, *b1 = NULL, *d = NULL, *ds = NULL, *x = NULL, *x1 = NULL, *w = NULL, *w1 = NULL;
+    dp_ndarray *bias = NULL, *y = NULL, *ys = NULL, *in[3];
+    memset(&sx, 0, sizeof sx); sx.ndim = 4; sx.dims[0] = 2; sx.dims[1] = 3; sx.dims[2] = 20; sx.dims[3] = 20;
+    TRY(dp_nd_arange(e, 0, 12000, 1, DP_FLOAT32, cpu, &a1));
+    TRY(dp_nd_reshape(a1, &sa, &a));
+    TRY(dp_nd_arange(e, 0, 18000, 1, DP_FLOAT32, cpu, &b1));
+    TRY(dp_nd_reshape(b1, &sb, &b));
+    in[0] = a; in[1] = b;
+    TRY(invoke(e, "dot", 2, in, NULL, NULL, 0, &d));
+    TRY(invoke(e, "sum", 1, &d, "axis", "0", 0, &ds));
+    TRY(check_array("sum(dot(a, b), axis 0)", ds));
+    TRY(dp_nd_arange(e, 0, 2400, 1, DP_FLOAT32, cpu, &x1));
+    TRY(dp_nd_reshape(x1, &sx, &x));
+    sw.ndim = 4; sw.dims[0] = 8; sw.dims[1] = 3; sw.dims[2] = 5; sw.dims[3] = 5;
+    TRY(dp_nd_arange(e, 0, 600, 1, DP_FLOAT32, cpu, &w1));
+    TRY(dp_nd_reshape(w1, &sw, &w));
+    sw = shape1(8);
+    TRY(dp_nd_ones(e, &sw, DP_FLOAT32, cpu, &bias));
+    in[0] = x; in[1] = w; in[2] = bias;
+    {
+        const char *k[2] = {"kernel", "num_filter"}, *v[2] = {"(5, 5)", "8"};
+        TRY(invoke_str(e, "Convolution", 3, in, 2, k, v, 0, 1, &y, NULL));
+    }
+    TRY(invoke(e, "sum", 1, &y, "axis", "(0, 2, 3)", 0, &ys));
+    TRY(check_array("sum(Convolution(x, w, b), axis (0, 2, 3))", ys));
+out:
+    dp_nd_release(a); dp_nd_release(b); dp_nd_release(a1); dp_nd_release(b1); dp_nd_release(d); dp_nd_release(ds);
+    dp_nd_release(x); dp_nd_release(x1); dp_nd_release(w); dp_nd_release(w1); dp_nd_release(bias); dp_nd_release(y);
+    dp_nd_release(ys);
+}
+
 static void autograd_and_optimizer_steps(dp_engine *e) {
     static const float xs[12] = {0.1f, 0.2f, -0.3f, 0.4f, 0.5f, -0.6f, 0.7f, 0.8f, 0.9f, -1.0f, 1.1f, 1.2f};
     static const float ws[6] = {0.05f, -0.1f, 0.15f, 0.2f, 0.1f, -0.05f};
@@ -485,6 +523,7 @@ static int run_workload(dp_engine_type type) {
         if (r != DP_OK) check_failure("dp_storage_configure", r, 0);
         engine_steps(e);
         array_steps(e);
+        gemm_steps(e);
         autograd_and_optimizer_steps(e);
         executor_steps(e);
         if (r == DP_OK) kvstore_steps(e);   /* it makes arrays on the (fake) GPUs */

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 #include <stdlib.h>
+#include <pthread.h>
 
 static uint64_t g_rng = 88172645463325252ull;
 static double rnd(void) {
@@ -419,6 +420,232 @@ static void test_elementwise_split(void) {
     free(x); free(z); free(got); free(want);
 }
 
+/* ---- the workspaces --------------------------------------------------------
+   The GEMM's workspaces come from the engine's allocator and are kept for
+   the next call: after the first call a product of the same size or smaller
+   allocates nothing. A case: operands at random, and the bits dp_gemm
+   (no engine, its own memory) gives. */
+static dp_engine *make_counting(dp_engine_type type, int workers) {
+    dp_engine_desc d;
+    dp_engine *e = NULL;
+    memset(&d, 0, sizeof d);
+    d.type = type; d.cpu_worker_nthreads = workers; d.ignore_env = 1; d.logger.func = quiet_logger;
+    d.allocator.alloc = failing_alloc; d.allocator.free = failing_free;
+    if (dp_engine_create(&d, &e) != DP_OK) return NULL;
+    return e;
+}
+typedef struct ws_case {
+    int is64, ta, tb;
+    int64_t m, n, k;
+    unsigned char *a, *b, *c0, *ref, *c;
+    size_t es;
+    pack_src src;
+} ws_case;
+/* packed small A, tiled with three slices, LeNet's conv1 weight gradient
+   (narrow: staged by dp_gemm_pack_b_on), edges of every tile; the first is
+   the smallest workspace */
+static const int64_t ws_shapes[4][5] = {{13, 37, 257, 1, 1}, {64, 128, 300, 0, 0}, {200, 700, 600, 1, 0}, {20, 25, 9216, 0, 1}};
+static void ws_case_make(ws_case *w, int is64, int s) {
+    int64_t i, p, ka;
+    dp_dtype t = is64 ? DP_FLOAT64 : DP_FLOAT32;
+    size_t asz, csz;
+    memset(w, 0, sizeof *w);
+    w->is64 = is64; w->m = ws_shapes[s][0]; w->n = ws_shapes[s][1]; w->k = ws_shapes[s][2];
+    w->ta = (int)ws_shapes[s][3]; w->tb = (int)ws_shapes[s][4]; w->es = is64 ? 8 : 4;
+    ka = w->m * w->k; asz = (size_t)ka; csz = (size_t)(w->m * w->n);
+    w->a = (unsigned char *)malloc(w->es * asz);
+    w->b = (unsigned char *)malloc(w->es * (size_t)(w->k * w->n));        /* op(B), k x n */
+    w->c0 = (unsigned char *)malloc(w->es * csz); w->ref = (unsigned char *)malloc(w->es * csz); w->c = (unsigned char *)malloc(w->es * csz);
+    for (i = 0; i < ka; i++) dp__store_elem(w->a, t, i, rnd(), DP_REQ_WRITE);
+    for (i = 0; i < w->k * w->n; i++) dp__store_elem(w->b, t, i, rnd(), DP_REQ_WRITE);
+    for (i = 0; i < (int64_t)csz; i++) dp__store_elem(w->c0, t, i, rnd(), DP_REQ_WRITE);
+    memcpy(w->ref, w->c0, w->es * csz);
+    if (w->tb) {   /* dp_gemm on B's transpose: the bits dp_gemm_pack_b_on gives for tb 1 */
+        unsigned char *bt = (unsigned char *)malloc(w->es * (size_t)(w->k * w->n));
+        for (i = 0; i < w->n; i++)
+            for (p = 0; p < w->k; p++) memcpy(bt + (size_t)(i * w->k + p) * w->es, w->b + (size_t)(p * w->n + i) * w->es, w->es);
+        dp_gemm(t, w->ta, 1, w->m, w->n, w->k, w->a, w->ta ? w->m : w->k, bt, w->k, 0.5, w->ref, w->n);
+        free(w->b); w->b = bt;     /* the array dp_gemm_on reads; pack reads op(B) from the copy below */
+        w->src.b = (unsigned char *)malloc(w->es * (size_t)(w->k * w->n));
+        for (i = 0; i < w->n; i++)
+            for (p = 0; p < w->k; p++) memcpy((unsigned char *)w->src.b + (size_t)(p * w->n + i) * w->es, bt + (size_t)(i * w->k + p) * w->es, w->es);
+    } else {
+        dp_gemm(t, w->ta, 0, w->m, w->n, w->k, w->a, w->ta ? w->m : w->k, w->b, w->n, 0.5, w->ref, w->n);
+        w->src.b = w->b;
+    }
+    w->src.k = w->k; w->src.n = w->n; w->src.ldb = w->n; w->src.es = w->es; w->src.bad = 0;
+}
+static void ws_case_free(ws_case *w) {
+    if (w->src.b != w->b) free((void *)w->src.b);
+    free(w->a); free(w->b); free(w->c0); free(w->ref); free(w->c);
+}
+static size_t ws_c_bytes(const ws_case *w) { return w->es * (size_t)(w->m * w->n); }
+/* dp_gemm_on on e: dp_gemm's bits (1 when so) */
+static int ws_run(dp_engine *e, ws_case *w) {
+    memcpy(w->c, w->c0, ws_c_bytes(w));
+    dp_gemm_on(e, w->is64 ? DP_FLOAT64 : DP_FLOAT32, w->ta, w->tb, w->m, w->n, w->k, w->a, w->ta ? w->m : w->k, w->b, w->tb ? w->k : w->n, 0.5, w->c, w->n);
+    return memcmp(w->c, w->ref, ws_c_bytes(w)) == 0;
+}
+/* dp_gemm_pack_b_on on e: its result, and C holding dp_gemm's bits (DP_OK)
+   or untouched (an error) */
+static dp_result ws_run_packed(dp_engine *e, ws_case *w, int *same) {
+    dp_result r;
+    memcpy(w->c, w->c0, ws_c_bytes(w));
+    r = dp_gemm_pack_b_on(e, w->is64 ? DP_FLOAT64 : DP_FLOAT32, w->ta, w->tb, w->m, w->n, w->k, w->a, w->ta ? w->m : w->k, pack_from, &w->src, 0.5, w->c, w->n);
+    *same = memcmp(w->c, r == DP_OK ? w->ref : w->c0, ws_c_bytes(w)) == 0 && !w->src.bad;
+    return r;
+}
+static int ws_num_kept(dp_engine *e) {
+    dp__nd_state *s = dp__nd_state_of(e);
+    int n;
+    if (!s) return -1;
+    dp__spin_lock(&s->gemm_lock); n = s->num_gemm_ws; dp__spin_unlock(&s->gemm_lock);
+    return n;
+}
+/* what a warm engine keeps: one per thread that can run its products */
+static int ws_target(dp_engine *e) { return (int)dp__load(&e->worker_counter, DP__RELAXED) + 1; }
+#define WS_CASES 8
+static void ws_cases_make(ws_case *w) { int i; for (i = 0; i < WS_CASES; i++) ws_case_make(&w[i], i & 1, i / 2); }
+static void ws_cases_free(ws_case *w) { int i; for (i = 0; i < WS_CASES; i++) ws_case_free(&w[i]); }
+/* every case through both calls: 1 when all gave dp_gemm's bits */
+static int ws_run_all(dp_engine *e, ws_case *w) {
+    int i, ok = 1, same;
+    for (i = 0; i < WS_CASES; i++) {
+        if (!ws_run(e, &w[i])) { fprintf(stderr, "  case %d: dp_gemm_on other bits\n", i); ok = 0; }
+        if (ws_run_packed(e, &w[i], &same) != DP_OK || !same) { fprintf(stderr, "  case %d: dp_gemm_pack_b_on failed or other bits\n", i); ok = 0; }
+    }
+    return ok;
+}
+typedef struct ws_op_arg { ws_case *w; int ok; } ws_op_arg;
+static int ws_op(dp_run_ctx *rc, void *arg) {
+    ws_op_arg *o = (ws_op_arg *)arg;
+    o->ok = ws_run_all(rc->engine, o->w);
+    return 0;
+}
+/* The first call of a new largest size takes workspaces from the engine's
+   allocator (one per thread that can run it); later calls (the caller's
+   thread, inside an operation) take kept ones: nothing allocated, dp_gemm's
+   bits; destroy gives all back. */
+static void test_workspace_kept(void) {
+    static const dp_engine_type kinds[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+    ws_case w[WS_CASES];
+    int k, round;
+    ws_cases_make(w);
+    for (k = 0; k < 3; k++) {
+        dp_engine *e = make_counting(kinds[k], 2);
+        long before, first;
+        ws_op_arg o;
+        dp_var v;
+        CHECK(e != NULL);
+        if (!e) continue;
+        before = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
+        CHECK(ws_run_all(e, w));
+        first = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
+        CHECK(first > before);                       /* the engine's allocator gave the workspace */
+        o.w = w; o.ok = 0;
+        v = dp_var_create(e);
+        CHECK(dp_push_sync(e, ws_op, &o, NULL, 0, &v, 1) == DP_OK);   /* the first push warms the engine's own pools */
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(o.ok);
+        first = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
+        for (round = 0; round < 2; round++) CHECK(ws_run_all(e, w));
+        o.ok = 0;
+        CHECK(dp_push_sync(e, ws_op, &o, NULL, 0, &v, 1) == DP_OK);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(o.ok);
+        if (__atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) != first)
+            fprintf(stderr, "  engine %d: %ld allocations once warm\n", k, __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) - first);
+        CHECK(__atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) == first);
+        CHECK(ws_num_kept(e) == ws_target(e));       /* one per thread, all idle */
+        CHECK(dp_var_delete(e, v) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+    }
+    ws_cases_free(w);
+}
+/* Two threads and an operation on one engine at once, and a second engine:
+   each call its own workspace, dp_gemm's bits (ThreadSanitizer watches the
+   workspaces change hands). */
+typedef struct ws_thread_arg { dp_engine *e; ws_case *w; int ok; } ws_thread_arg;
+static void *ws_thread(void *arg) {
+    ws_thread_arg *t = (ws_thread_arg *)arg;
+    int r;
+    t->ok = 1;
+    for (r = 0; r < 3; r++) t->ok &= ws_run_all(t->e, t->w);
+    return NULL;
+}
+static void test_workspace_threads(void) {
+    ws_case w[4][WS_CASES];   /* each thread's C its own */
+    dp_engine *e = make_counting(DP_ENGINE_POOLED, 2), *e2 = make_counting(DP_ENGINE_PERDEVICE, 1);
+    ws_thread_arg t[3];
+    pthread_t th[3];
+    ws_op_arg o;
+    dp_var v;
+    int i;
+    CHECK(e != NULL && e2 != NULL);
+    if (!e || !e2) return;
+    for (i = 0; i < 4; i++) ws_cases_make(w[i]);
+    o.w = w[3]; o.ok = 0;
+    v = dp_var_create(e);
+    for (i = 0; i < 3; i++) { t[i].e = i == 2 ? e2 : e; t[i].w = w[i]; t[i].ok = 0; }
+    for (i = 0; i < 3; i++) CHECK(pthread_create(&th[i], NULL, ws_thread, &t[i]) == 0);
+    CHECK(dp_push_sync(e, ws_op, &o, NULL, 0, &v, 1) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+    for (i = 0; i < 3; i++) { pthread_join(th[i], NULL); CHECK(t[i].ok); }
+    CHECK(o.ok);
+    CHECK(ws_num_kept(e) >= ws_target(e) && ws_num_kept(e2) >= ws_target(e2));
+    CHECK(dp_var_delete(e, v) == DP_OK);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    CHECK(dp_engine_destroy(e2, NULL) == DP_OK);
+    CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+    for (i = 0; i < 4; i++) ws_cases_free(w[i]);
+}
+/* The engine's allocator failing the workspace: dp_gemm_on computes on the
+   stack and gives the same bits (the portable kernel's too); dp_gemm_pack_b_on
+   returns DP_ERROR_OUT_OF_MEMORY and leaves C alone. A workspace too small
+   whose growth fails is kept, and serves the next small call. */
+static void test_workspace_out_of_memory(void) {
+    static const dp_engine_type kinds[2] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED};
+    ws_case w[WS_CASES];
+    int k, i, same, warm;
+    ws_cases_make(w);
+    for (k = 0; k < 2; k++)
+        for (warm = 0; warm < 2; warm++) {
+            dp_engine *e = make_counting(kinds[k], 2);
+            long calls;
+            CHECK(e != NULL);
+            if (!e) continue;
+            if (warm) { CHECK(ws_run(e, &w[0])); CHECK(ws_num_kept(e) == ws_target(e)); }   /* the smallest workspaces, kept */
+            __atomic_store_n(&g_fail_from, __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) + 1, __ATOMIC_RELEASE);
+            for (i = warm ? 2 : 0; i < WS_CASES; i++) {
+                if (!ws_run(e, &w[i])) { fprintf(stderr, "  engine %d, case %d: other bits without memory\n", k, i); CHECK(0); }
+                CHECK(ws_run_packed(e, &w[i], &same) == DP_ERROR_OUT_OF_MEMORY);
+                CHECK(same);
+            }
+            {   /* the portable kernel's serial path */
+                ws_case *c = &w[4];
+                float *got = (float *)malloc(ws_c_bytes(c)), *want = (float *)malloc(ws_c_bytes(c));
+                memcpy(got, c->c0, ws_c_bytes(c)); memcpy(want, c->c0, ws_c_bytes(c));
+                CHECK(!c->is64);
+                dp__gemm2_f32(NULL, 0, c->ta, c->tb, c->m, c->n, c->k, 1.0f, (const float *)c->a, c->ta ? c->m : c->k, (const float *)c->b, c->n, 0.5f, want, c->n, NULL, NULL);
+                dp__gemm2_f32(e, 0, c->ta, c->tb, c->m, c->n, c->k, 1.0f, (const float *)c->a, c->ta ? c->m : c->k, (const float *)c->b, c->n, 0.5f, got, c->n, NULL, NULL);
+                CHECK(memcmp(got, want, ws_c_bytes(c)) == 0);
+                free(got); free(want);
+            }
+            __atomic_store_n(&g_fail_from, 0, __ATOMIC_RELEASE);
+            CHECK(__atomic_load_n(&g_alloc_failures, __ATOMIC_ACQUIRE) > 0);
+            calls = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
+            if (warm) {
+                CHECK(ws_run(e, &w[0]) && ws_run_packed(e, &w[0], &same) == DP_OK && same);
+                CHECK(__atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) == calls);   /* the kept one served */
+            }
+            CHECK(ws_run_all(e, w));                                      /* memory again: all computed */
+            CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+            CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+        }
+    ws_cases_free(w);
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"dp_gemm against a naive product: shapes, edges, transposes, alpha, beta, both kernels, both dtypes", test_against_naive},
@@ -430,6 +657,9 @@ int main(void) {
         {"updates: float32 in float32, float64 unchanged, bitwise the same on 0, 1, 2 workers", test_updates},
         {"the updates' loops: the same bits with and without AVX2, NaN and infinities included", test_update_loops_same_on_every_cpu},
         {"float32 element-wise ops split over the range loop: every element as one loop computes it", test_elementwise_split},
+        {"the workspaces: from the engine's allocator, kept, nothing allocated once warm, destroy frees them", test_workspace_kept},
+        {"the workspaces: two threads, an operation and a second engine at once", test_workspace_threads},
+        {"the workspaces out of memory: dp_gemm_on the same bits, dp_gemm_pack_b_on DP_ERROR_OUT_OF_MEMORY", test_workspace_out_of_memory},
     };
     return run_tests("gemm", tests, (int)(sizeof tests / sizeof tests[0]));
 }

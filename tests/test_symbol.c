@@ -772,7 +772,10 @@ static void test_fusion_memory(void) {
    allocator, on every engine kind with 2 workers, the kernels split over
    the range loop (the sizes are over its threshold), in a loop that waits
    for each step as training loops do (steps pushed ahead without waiting
-   grow the engine's queues to the backlog's depth first). */
+   grow the engine's queues to the backlog's depth first). The GEMM's
+   workspaces (FullyConnected's gradients, the convolutions, LeNet's conv1
+   weight gradient staged on the narrow path) are the engine's too, so the
+   count covers them: the engine holds them once warm. */
 static void test_train_steps_do_not_allocate(void) {
     int k, t;
     for (t = 0; t < 2; t++)
@@ -816,6 +819,10 @@ static void test_train_steps_do_not_allocate(void) {
             after = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
             if (after != before) fprintf(stderr, "  %s on engine %d: %ld allocations in 5 steps\n", t ? "LeNet" : "MLP", k, after - before);
             CHECK(after == before);
+            {
+                dp__nd_state *st = dp__nd_state_of(e);
+                CHECK(st && st->num_gemm_ws >= 1);
+            }
             for (i = 0; i < n.nargs; i++) dp_optimizer_destroy(opt[i]);
             fnet_free(&n);
             dp_sym_release(s);
