@@ -4902,55 +4902,88 @@ static int dpn__infer_update(const dp_params *p, int nin, const dp_shape *is, co
     *os = is[0]; *ot = it[0];
     return 0;
 }
+/* The updates' loops: one per weight dtype (float32, float64) and
+   optimizer, so that neither the dtype nor the optimizer is switched on per
+   element. Each element is MXNet's kernel computed in double, as before:
+   the states and the weight stored rounded once (add-to: the new weight
+   added to out's value in double first, dp_dtype_store's rule), each
+   element alone, so the range loop's chunks change no bit. */
+typedef struct dpn__upd_job {
+    const void *w, *gr;
+    void *st[3], *out;
+    dp_req req;
+    double lr, wd, rescale, clip, p4, p5, p6, p7;
+} dpn__upd_job;
+#define DPN__UPD_RMSPROP     a = (1 - J->p4) * g * g + J->p4 * a; wi -= J->lr * g / sqrt(a + J->p5);
+#define DPN__UPD_RMSPROPALEX a = (1 - J->p4) * g * g + J->p4 * a; b = (1 - J->p4) * g + J->p4 * b;                     \
+                             c = J->p6 * c - J->lr * g / sqrt(a - b * b + J->p5); wi += c;
+#define DPN__UPD_ADAGRAD     a += g * g; wi -= J->lr * (g / sqrt(a + J->p4) + J->wd * wi);
+#define DPN__UPD_NAG         a = J->p4 * a - J->lr * g; wi += J->p4 * a - J->lr * g;   /* MXNet's kernel: the momentum holds lr */
+#define DPN__UPD_ADAMW       a = J->p4 * a + (1 - J->p4) * g; b = J->p5 * b + (1 - J->p5) * g * g;                     \
+                             wi -= J->p7 * (J->lr * a / (sqrt(b) + J->p6) + J->wd * wi);
+/* MXNet's RMSProp clips after the weight decay, NAG decays after the clip */
+#define DPN__UPD_PRE_RMSPROP     g += J->wd * wi;
+#define DPN__UPD_PRE_RMSPROPALEX g += J->wd * wi;
+#define DPN__UPD_PRE_ADAGRAD
+#define DPN__UPD_PRE_NAG
+#define DPN__UPD_PRE_ADAMW
+#define DPN__UPD_POST_RMSPROP
+#define DPN__UPD_POST_RMSPROPALEX
+#define DPN__UPD_POST_ADAGRAD
+#define DPN__UPD_POST_NAG        g += J->wd * wi;
+#define DPN__UPD_POST_ADAMW
+#define DPN__UPD_LOOP(T, KIND) do {                                                                                  \
+        const T *w_ = (const T *)J->w, *gr_ = (const T *)J->gr;                                                      \
+        T *s0_ = (T *)J->st[0], *s1_ = (T *)J->st[1], *s2_ = (T *)J->st[2], *out_ = (T *)J->out;                     \
+        int64_t i_;                                                                                                  \
+        for (i_ = begin; i_ < end; i_++) {                                                                           \
+            double wi = (double)w_[i_], g = J->rescale * (double)gr_[i_], a = s0_ ? (double)s0_[i_] : 0;             \
+            double b = s1_ ? (double)s1_[i_] : 0, c = s2_ ? (double)s2_[i_] : 0;                                     \
+            DPN__UPD_PRE_##KIND                                                                                      \
+            if (J->clip > 0) g = g < -J->clip ? -J->clip : g > J->clip ? J->clip : g;                                \
+            DPN__UPD_POST_##KIND                                                                                     \
+            DPN__UPD_##KIND                                                                                          \
+            (void)b; (void)c;                                                                                        \
+            if (s0_) s0_[i_] = (T)a;                                                                                 \
+            if (s1_) s1_[i_] = (T)b;                                                                                 \
+            if (s2_) s2_[i_] = (T)c;                                                                                 \
+            if (J->req == DP_REQ_ADD) out_[i_] = (T)(wi + (double)out_[i_]);                                         \
+            else if (J->req != DP_REQ_NULL) out_[i_] = (T)wi;                                                        \
+        }                                                                                                            \
+    } while (0)
+#define DPN__UPD_RANGES(KIND)                                                                                        \
+    static void dpn__upd_##KIND##_f32(int64_t begin, int64_t end, void *user) {                                     \
+        const dpn__upd_job *J = (const dpn__upd_job *)user; DPN__UPD_LOOP(float, KIND);                              \
+    }                                                                                                                \
+    static void dpn__upd_##KIND##_f64(int64_t begin, int64_t end, void *user) {                                     \
+        const dpn__upd_job *J = (const dpn__upd_job *)user; DPN__UPD_LOOP(double, KIND);                             \
+    }
+DPN__UPD_RANGES(RMSPROP)
+DPN__UPD_RANGES(RMSPROPALEX)
+DPN__UPD_RANGES(ADAGRAD)
+DPN__UPD_RANGES(NAG)
+DPN__UPD_RANGES(ADAMW)
 static int dpn__update(const dp_kernel_ctx *k, int kind) {
+    static const dp_range_fn fns[5][2] = {{dpn__upd_RMSPROP_f32, dpn__upd_RMSPROP_f64}, {dpn__upd_RMSPROPALEX_f32, dpn__upd_RMSPROPALEX_f64},
+                                          {dpn__upd_ADAGRAD_f32, dpn__upd_ADAGRAD_f64}, {dpn__upd_NAG_f32, dpn__upd_NAG_f64},
+                                          {dpn__upd_ADAMW_f32, dpn__upd_ADAMW_f64}};
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    const void *w = dp_nd_data(k->inputs[0]), *gr = dp_nd_data(k->inputs[1]);
-    void *st[3] = {NULL, NULL, NULL}, *out = dp_nd_data(k->outputs[0]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[0]));
+    int64_t n = dp_shape_size(dp_nd_shape(k->inputs[0]));
     const dp_params *p = k->params;
-    double lr = p->v[0].f, wd = p->v[1].f, rescale = p->v[2].f, clip = p->v[3].f;
+    dpn__upd_job J;
     int j;
-    for (j = 0; j < 3 && j + 2 < k->num_inputs; j++) st[j] = dp_nd_data(k->inputs[2 + j]);
+    memset(&J, 0, sizeof J);
+    J.w = dp_nd_data(k->inputs[0]); J.gr = dp_nd_data(k->inputs[1]); J.out = dp_nd_data(k->outputs[0]); J.req = k->req[0];
+    for (j = 0; j < 3 && j + 2 < k->num_inputs; j++) J.st[j] = dp_nd_data(k->inputs[2 + j]);
+    J.lr = p->v[0].f; J.wd = p->v[1].f; J.rescale = p->v[2].f; J.clip = p->v[3].f;
+    J.p4 = p->v[4].f; J.p5 = kind == DPN__OPT_ADAGRAD || kind == DPN__OPT_NAG ? 0 : p->v[5].f;
+    if (kind == DPN__OPT_RMSPROPALEX || kind == DPN__OPT_ADAMW) J.p6 = p->v[6].f;
+    if (kind == DPN__OPT_ADAMW) J.p7 = p->v[7].f;
     if (kind == DPN__OPT_ADAMW && p->v[8].i > 0) {
         double c1 = 1 - pow(p->v[4].f, (double)p->v[8].i);
-        if (c1 > 0) lr *= sqrt(1 - pow(p->v[5].f, (double)p->v[8].i)) / c1;
+        if (c1 > 0) J.lr *= sqrt(1 - pow(p->v[5].f, (double)p->v[8].i)) / c1;
     }
-    for (i = 0; i < n; i++) {
-        double wi = dp_dtype_load(t, w, i), g = rescale * dp_dtype_load(t, gr, i), a = st[0] ? dp_dtype_load(t, st[0], i) : 0;
-        double b = st[1] ? dp_dtype_load(t, st[1], i) : 0, c = st[2] ? dp_dtype_load(t, st[2], i) : 0;
-        if (kind == DPN__OPT_RMSPROP || kind == DPN__OPT_RMSPROPALEX) g += wd * wi;    /* MXNet's RMSProp clips after the decay */
-        if (clip > 0) g = g < -clip ? -clip : g > clip ? clip : g;
-        if (kind == DPN__OPT_NAG) g += wd * wi;
-        switch (kind) {
-        case DPN__OPT_RMSPROP:
-            a = (1 - p->v[4].f) * g * g + p->v[4].f * a;
-            wi -= lr * g / sqrt(a + p->v[5].f);
-            break;
-        case DPN__OPT_RMSPROPALEX:
-            a = (1 - p->v[4].f) * g * g + p->v[4].f * a;
-            b = (1 - p->v[4].f) * g + p->v[4].f * b;
-            c = p->v[6].f * c - lr * g / sqrt(a - b * b + p->v[5].f);
-            wi += c;
-            break;
-        case DPN__OPT_ADAGRAD:
-            a += g * g;
-            wi -= lr * (g / sqrt(a + p->v[4].f) + wd * wi);
-            break;
-        case DPN__OPT_NAG:                         /* MXNet's kernel: the momentum holds lr */
-            a = p->v[4].f * a - lr * g;
-            wi += p->v[4].f * a - lr * g;
-            break;
-        default:                                   /* AdamW */
-            a = p->v[4].f * a + (1 - p->v[4].f) * g;
-            b = p->v[5].f * b + (1 - p->v[5].f) * g * g;
-            wi -= p->v[7].f * (lr * a / (sqrt(b) + p->v[6].f) + wd * wi);
-            break;
-        }
-        if (st[0]) dp_dtype_store(t, st[0], i, a, DP_REQ_WRITE);
-        if (st[1]) dp_dtype_store(t, st[1], i, b, DP_REQ_WRITE);
-        if (st[2]) dp_dtype_store(t, st[2], i, c, DP_REQ_WRITE);
-        dp_dtype_store(t, out, i, wi, k->req[0]);
-    }
+    dpn__range(dpn__par_eng(k, (double)n), n, DPN__PAR_GRAIN, fns[kind][t == DP_FLOAT64], &J);   /* the weight is float32 or float64 (infer) */
     return 0;
 }
 static int dpn__k_rmsprop(const dp_kernel_ctx *k) { return dpn__update(k, DPN__OPT_RMSPROP); }
@@ -5041,15 +5074,30 @@ static int dpn__clip_repeat(const dpn__clip_arg *c, int j) {
         if (dp_nd_data(c->a[s]) == dp_nd_data(c->a[j]) && dp_nd_bytes(c->a[s]) == dp_nd_bytes(c->a[j]) && dp_nd_dtype(c->a[s]) == dp_nd_dtype(c->a[j])) return 1;
     return 0;
 }
+/* sum + the squares of a's elements (float32 or float64: dp_clip_global_norm
+   refuses the others), added one by one in element order, in double */
+static double dpn__sum_squares(const dp_ndarray *a, double sum) {
+    int64_t i, n = dp_shape_size(dp_nd_shape(a));
+    const void *p = dp_nd_data(a);
+    if (dp_nd_dtype(a) == DP_FLOAT32) for (i = 0; i < n; i++) sum += (double)((const float *)p)[i] * (double)((const float *)p)[i];
+    else for (i = 0; i < n; i++) sum += ((const double *)p)[i] * ((const double *)p)[i];
+    return sum;
+}
+/* a's elements times scale, rounded once to a's dtype */
+DPN__VEC_LOOPS static void dpn__scale_in_place(dp_ndarray *a, double scale) {
+    int64_t i, n = dp_shape_size(dp_nd_shape(a));
+    void *p = dp_nd_data(a);
+    if (dp_nd_dtype(a) == DP_FLOAT32) for (i = 0; i < n; i++) ((float *)p)[i] = (float)((double)((float *)p)[i] * scale);
+    else for (i = 0; i < n; i++) ((double *)p)[i] *= scale;
+}
 static int dpn__clip_op(dp_run_ctx *rc, void *arg) {
     dpn__clip_arg *c = (dpn__clip_arg *)arg;
     double sum = 0, total, scale;
-    int64_t i, n;
     int j;
     if (rc->input_status) return rc->input_status;
     for (j = 0; j < c->n; j++) {                       /* the same bytes given twice count once */
         if (dpn__clip_repeat(c, j)) continue;
-        for (i = 0, n = dp_shape_size(dp_nd_shape(c->a[j])); i < n; i++) { double v = dp_dtype_load(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i); sum += v * v; }
+        sum = dpn__sum_squares(c->a[j], sum);
     }
     total = sqrt(sum);
     if (c->norm) dp_dtype_store(dp_nd_dtype(c->norm), dp_nd_data(c->norm), 0, total, DP_REQ_WRITE);
@@ -5057,8 +5105,7 @@ static int dpn__clip_op(dp_run_ctx *rc, void *arg) {
     scale = c->max_norm / (total + 1e-8);
     for (j = 0; j < c->n; j++) {
         if (dpn__clip_repeat(c, j)) continue;
-        for (i = 0, n = dp_shape_size(dp_nd_shape(c->a[j])); i < n; i++)
-            dp_dtype_store(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i, dp_dtype_load(dp_nd_dtype(c->a[j]), dp_nd_data(c->a[j]), i) * scale, DP_REQ_WRITE);
+        dpn__scale_in_place(c->a[j], scale);
     }
     return 0;
 }

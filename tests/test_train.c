@@ -293,6 +293,99 @@ static void test_optimizer_steps(void) {
     }
     CHECK(dp_engine_destroy(eng, NULL) == DP_OK);
 }
+/* ---- the updates' typed loops: bitwise against each element alone ---------- */
+/* One element of each update as MXNet's kernel computes it, in double (the
+   arithmetic the kernels keep), states written back rounded to the dtype
+   by the caller. kind: 0 rmsprop, 1 rmspropalex, 2 adagrad, 3 nag_mom, 4 adamw. */
+static double ref_update(int kind, double lr, double wi, double g, double *a, double *b, double *c) {
+    const double wd = 0.01, clip = 0.3;
+    if (kind <= 1) g += wd * wi;
+    g = g < -clip ? -clip : g > clip ? clip : g;
+    if (kind == 3) g += wd * wi;
+    switch (kind) {
+    case 0: *a = (1 - 0.9) * g * g + 0.9 * *a; wi -= lr * g / sqrt(*a + 1e-8); break;
+    case 1:
+        *a = (1 - 0.95) * g * g + 0.95 * *a; *b = (1 - 0.95) * g + 0.95 * *b;
+        *c = 0.9 * *c - lr * g / sqrt(*a - *b * *b + 1e-8); wi += *c; break;
+    case 2: *a += g * g; wi -= lr * (g / sqrt(*a + 1e-7) + wd * wi); break;
+    case 3: *a = 0.9 * *a - lr * g; wi += 0.9 * *a - lr * g; break;
+    default:
+        *a = 0.9 * *a + (1 - 0.9) * g; *b = 0.999 * *b + (1 - 0.999) * g * g;
+        wi -= 0.5 * (lr * *a / (sqrt(*b) + 1e-8) + wd * wi); break;
+    }
+    return wi;
+}
+static double bits_val(const void *p, dp_dtype t, int64_t i) { return t == DP_FLOAT32 ? (double)((const float *)p)[i] : ((const double *)p)[i]; }
+static void put_val(void *p, dp_dtype t, int64_t i, double v) { if (t == DP_FLOAT32) ((float *)p)[i] = (float)v; else ((double *)p)[i] = v; }
+static void test_optimizer_typed_bitwise(void) {
+    static const char *const names[5] = {"rmsprop_update", "rmspropalex_update", "adagrad_update", "nag_mom_update", "adamw_update"};
+    static const int nstates[5] = {1, 3, 1, 1, 2};
+    static const int64_t sizes[3] = {1, 7, 140003};      /* the last over the range loop's threshold (2^17) */
+    const char *keys[6] = {"lr", "wd", "rescale_grad", "clip_gradient", "t", "eta"}, *vals[6] = {"0.1", "0.01", "2", "0.3", "3", "0.5"};
+    const char *mom_key[6] = {"lr", "wd", "rescale_grad", "clip_gradient", "momentum", "gamma1"}, *mom_val[6] = {"0.1", "0.01", "2", "0.3", "0.9", "0.9"};
+    dp_engine *eng = make_engine();
+    int kind, ti, si, add, bad = 0;
+    for (kind = 0; kind < 5; kind++)
+        for (ti = 0; ti < 2; ti++)
+            for (si = 0; si < 3; si++)
+                for (add = 0; add < 2; add++) {
+                    dp_dtype t = ti ? DP_FLOAT64 : DP_FLOAT32;
+                    size_t es = ti ? 8 : 4;
+                    int64_t n = sizes[si], i;
+                    dp_shape s = {1, {n}};
+                    dp_ndarray *in[5] = {NULL, NULL, NULL, NULL, NULL}, *out[1] = {NULL};
+                    dp_req req[1] = {add ? DP_REQ_ADD : DP_REQ_WRITE};
+                    unsigned char *h[6], *got = (unsigned char *)malloc(es * (size_t)n * 4);
+                    int k, nin = 2 + nstates[kind], nkw = kind == 4 ? 6 : kind == 2 ? 4 : 5;
+                    double lr = 0.1;
+                    const char *const *kk = kind == 4 ? keys : mom_key, *const *vv = kind == 4 ? vals : mom_val;
+                    if (kind == 0 || kind == 1) { kk = mom_key; vv = mom_val; }   /* rmsprop: gamma1 (key 5) */
+                    for (k = 0; k < 6; k++) h[k] = (unsigned char *)malloc(es * (size_t)n);
+                    for (i = 0; i < n; i++) {                   /* w, g, states, out */
+                        put_val(h[0], t, i, sin((double)i * 0.37) * 1.5);
+                        put_val(h[1], t, i, cos((double)i * 0.11) * 0.4);
+                        put_val(h[2], t, i, kind == 3 || kind == 4 ? sin((double)i) * 0.2 : 1 + 0.5 * fabs(sin((double)i * 1.3)));
+                        put_val(h[3], t, i, kind == 4 ? 0.5 + 0.5 * fabs(cos((double)i)) : 0.3 * sin((double)i * 0.7));
+                        put_val(h[4], t, i, 0.05 * cos((double)i * 0.9));
+                        put_val(h[5], t, i, (double)(i % 13) - 6.25);
+                    }
+                    for (k = 0; k < nin; k++) CHECK(dp_nd_from_host(eng, &s, t, CPU0, h[k], &in[k]) == DP_OK);
+                    CHECK(dp_nd_from_host(eng, &s, t, CPU0, h[5], &out[0]) == DP_OK);
+                    {
+                        const char *kw[6], *vw[6];
+                        int m = 0;
+                        for (k = 0; k < 4; k++) { kw[m] = kk[k]; vw[m] = vv[k]; m++; }
+                        if (kind == 0 || kind == 1) { kw[m] = "gamma1"; vw[m] = kind == 0 ? "0.9" : "0.95"; m++; }
+                        if (kind == 3) { kw[m] = "momentum"; vw[m] = "0.9"; m++; }
+                        if (kind == 4) { kw[m] = "t"; vw[m] = "3"; m++; kw[m] = "eta"; vw[m] = "0.5"; m++; }
+                        (void)nkw;
+                        CHECK(invoke_str(eng, names[kind], nin, in, m, kw, vw, 0, 1, out, req) == DP_OK);
+                    }
+                    if (kind == 4) { double c1 = 1 - pow(0.9, 3.0); lr *= sqrt(1 - pow(0.999, 3.0)) / c1; }
+                    CHECK(dp_nd_read(out[0], got, es * (size_t)n, NULL) == DP_OK);
+                    for (k = 0; k < nstates[kind]; k++) CHECK(dp_nd_read(in[2 + k], got + es * (size_t)n * (size_t)(k + 1), es * (size_t)n, NULL) == DP_OK);
+                    for (i = 0; i < n && !bad; i++) {
+                        double a = bits_val(h[2], t, i), b = nstates[kind] > 1 ? bits_val(h[3], t, i) : 0, c = nstates[kind] > 2 ? bits_val(h[4], t, i) : 0;
+                        double wn = ref_update(kind, lr, bits_val(h[0], t, i), 2 * bits_val(h[1], t, i), &a, &b, &c);
+                        unsigned char want[8];
+                        double st[3];
+                        st[0] = a; st[1] = b; st[2] = c;
+                        put_val(want, t, 0, add ? wn + bits_val(h[5], t, i) : wn);
+                        if (memcmp(want, got + es * (size_t)i, es) != 0) bad = 1;
+                        for (k = 0; k < nstates[kind]; k++) {
+                            put_val(want, t, 0, st[k]);
+                            if (memcmp(want, got + es * ((size_t)n * (size_t)(k + 1) + (size_t)i), es) != 0) bad = 1;
+                        }
+                        if (bad) fprintf(stderr, "  %s %s n=%lld %s: element %lld differs\n", names[kind], dp_dtype_name(t), (long long)n, add ? "add-to" : "write", (long long)i);
+                    }
+                    for (k = 0; k < nin; k++) dp_nd_release(in[k]);
+                    dp_nd_release(out[0]);
+                    for (k = 0; k < 6; k++) free(h[k]);
+                    free(got);
+                }
+    CHECK(!bad);
+    CHECK(dp_engine_destroy(eng, NULL) == DP_OK);
+}
 /* the updates drive a KVStore too (its optimizer updater) */
 static void test_optimizer_in_kvstore(void) {
     dp_engine *eng = make_engine();
@@ -354,6 +447,37 @@ static void test_clip_global_norm(void) {
         CHECK(dp_nd_read(q, qv, sizeof qv, NULL) == DP_OK && qv[0] == (float)(3 / (5 + 1e-8)) && qv[3] == (float)(4 / (5 + 1e-8)));
         dp_nd_release(lo); dp_nd_release(hi); dp_nd_release(q);
     }
+    /* both dtypes, bitwise against the sum taken element by element in
+       order and each element scaled alone (dp_dtype_load / dp_dtype_store) */
+    {
+        static const dp_dtype ts[4] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT32, DP_FLOAT64};
+        static const int64_t ns[4] = {1003, 7, 300, 513};
+        dp_ndarray *x[4];
+        unsigned char *h[4], *got;
+        double sum = 0, total, scale;
+        int k;
+        int64_t i;
+        for (k = 0; k < 4; k++) {
+            dp_shape sk = {1, {ns[k]}};
+            h[k] = (unsigned char *)malloc((size_t)ns[k] * 8);
+            for (i = 0; i < ns[k]; i++) dp_dtype_store(ts[k], h[k], i, sin((double)i * 0.3 + k) * 3, DP_REQ_WRITE);
+            CHECK(dp_nd_from_host(eng, &sk, ts[k], CPU0, h[k], &x[k]) == DP_OK);
+            for (i = 0; i < ns[k]; i++) { double v = dp_dtype_load(ts[k], h[k], i); sum += v * v; }
+        }
+        total = sqrt(sum); scale = 2.0 / (total + 1e-8);
+        CHECK(dp_clip_global_norm(x, 4, 2.0, NULL) == DP_OK);
+        got = (unsigned char *)malloc(1003 * 8);
+        for (k = 0; k < 4; k++) {
+            int bad = 0;
+            CHECK(dp_nd_read(x[k], got, (size_t)ns[k] * dp_dtype_size(ts[k]), NULL) == DP_OK);
+            for (i = 0; i < ns[k]; i++) dp_dtype_store(ts[k], h[k], i, dp_dtype_load(ts[k], h[k], i) * scale, DP_REQ_WRITE);
+            bad = memcmp(got, h[k], (size_t)ns[k] * dp_dtype_size(ts[k])) != 0;
+            if (bad) fprintf(stderr, "  clip_global_norm %s differs\n", dp_dtype_name(ts[k]));
+            CHECK(!bad);
+            dp_nd_release(x[k]); free(h[k]);
+        }
+        free(got);
+    }
     /* refused */
     dp_clear_last_error();
     CHECK(dp_clip_global_norm(arr, 3, 0, NULL) == DP_ERROR_INVALID_ARGS && dp_last_error_item() == DP_LOGITEM_ND_ARGS);
@@ -371,6 +495,7 @@ int main(void) {
         {"init_hints_from_json", test_init_hints_from_json},
         {"lr_schedules", test_lr_schedules},
         {"optimizer_steps", test_optimizer_steps},
+        {"optimizer_typed_bitwise", test_optimizer_typed_bitwise},
         {"optimizer_in_kvstore", test_optimizer_in_kvstore},
         {"clip_global_norm", test_clip_global_norm},
     };
