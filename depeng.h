@@ -14370,8 +14370,9 @@ static void dp__opt_bias_correct(int kind, const dp_params *ps, double *p) {
 /* One element of an update: the new weight, from weight w and gradient g;
    *s1 (momentum, or Adam's mean) and *s2 (Adam's variance) are updated. p
    is the parameters in order: lr, wd, rescale_grad, clip_gradient, then
-   momentum, or beta1, beta2, epsilon. */
-static DP__HD double dp__opt_step(int kind, double w, double g, double *s1, double *s2, const double *p) {
+   momentum, or beta1, beta2, epsilon. The GPU kernels call it; the host's
+   loops spell the same math out (DP__UPD_GEN_E). */
+DP__PRIVATE DP__HD double dp__opt_step(int kind, double w, double g, double *s1, double *s2, const double *p) {
     double gi = dp__opt_grad(g, w, p[2], p[3], p[1], kind == DP__OPT_ADAM);
     if (kind == DP__OPT_SGD) return dp__f_sgd(w, gi, p[0]);
     if (kind == DP__OPT_SGD_MOM) return w + dp__f_sgd_mom(s1, gi, p[0], p[4]);
@@ -14487,8 +14488,9 @@ __attribute__((target("avx2"))) static void dp__upd_adam_f32_avx2v(int64_t n, fl
 typedef struct dp__upd_job {
     int kind;
     dp_dtype t;
-    void *w, *s1, *s2;
+    void *w, *s1, *s2, *y;             /* y: the general form's output (dp__upd_gen_range) */
     const void *g;
+    dp_req req;
     float pf[9];
     double pd[9];
 } dp__upd_job;
@@ -14512,6 +14514,79 @@ static void dp__upd_range(int64_t begin, int64_t end, void *user) {
         else DP__UPD_CALL(dp__upd_adam_f64, (n, w, g, s1, s2, j->pd));
     }
 }
+/* The general form: an output other than the weight (out == w too when
+   adding to it), any req, any dtype. Each element as dp__opt_step computes
+   it, in double from the arrays' values, each value stored rounded once
+   (the states by write, the output by req): float32 too, so its bits are
+   not the in-place loops' above. The math is spelled out (DP__UPD_GEN_E:
+   gcc inlines no function into DP__VEC_LOOPS loops), in dp__opt_step's
+   order; a clip of 0 or less is +infinity (limits nothing, as
+   dp__opt_clip's test does). float32 and float64 in typed loops, one per
+   kind and req (add-to: y[i] read before it is written, so out == w is
+   safe); other dtypes in blocks of DP__BLK. */
+#define DP__UPD_CLIP_E(x, c) ((x) < -(c) ? -(c) : (x) > (c) ? (c) : (x))
+#define DP__UPD_GEN_E(KIND, w_, g_, a_, b_, wi_) do {                                                                   \
+        if ((KIND) == DP__OPT_ADAM) {                                                                                   \
+            double gi_ = DP__UPD_CLIP_E((g_) * rs + wd * (w_), clip);                                                   \
+            a_ = p4 * a_ + (1 - p4) * gi_;                                                                              \
+            b_ = p5 * b_ + (1 - p5) * gi_ * gi_;                                                                        \
+            wi_ = (w_) - lr * a_ / (sqrt(b_) + p6);                                                                     \
+        } else {                                                                                                        \
+            double gi_ = DP__UPD_CLIP_E((g_) * rs, clip) + wd * (w_);                                                   \
+            if ((KIND) == DP__OPT_SGD) wi_ = (w_) - lr * gi_;                                                           \
+            else { a_ = p4 * a_ - lr * gi_; wi_ = (w_) + a_; }                                                          \
+        }                                                                                                               \
+    } while (0)
+#define DP__UPD_GEN_LOOP(T, KIND, STORE) do {                                                                           \
+        for (i = b; i < e; i++) {                                                                                       \
+            double a = (KIND) != DP__OPT_SGD ? (double)s1[i] : 0, c = (KIND) == DP__OPT_ADAM ? (double)s2[i] : 0, wi;    \
+            DP__UPD_GEN_E(KIND, (double)w[i], (double)g[i], a, c, wi);                                                  \
+            if ((KIND) != DP__OPT_SGD) s1[i] = (T)a;                                                                    \
+            if ((KIND) == DP__OPT_ADAM) s2[i] = (T)c;                                                                   \
+            STORE;                                                                                                      \
+        }                                                                                                               \
+    } while (0)
+#define DP__UPD_GEN_KIND(T, KIND) do {                                                                                  \
+        if (j->req == DP_REQ_ADD) DP__UPD_GEN_LOOP(T, KIND, y[i] = (T)(wi + (double)y[i]));                             \
+        else if (j->req == DP_REQ_NULL) DP__UPD_GEN_LOOP(T, KIND, (void)wi);                                            \
+        else DP__UPD_GEN_LOOP(T, KIND, y[i] = (T)wi);                                                                   \
+    } while (0)
+#define DP__UPD_GEN_TYPED(T, SUF)                                                                                       \
+DP__VEC_LOOPS static void dp__upd_gen_##SUF(const dp__upd_job *j, int64_t b, int64_t e) {                               \
+    const T *w = (const T *)j->w, *g = (const T *)j->g;                                                                 \
+    T *s1 = (T *)j->s1, *s2 = (T *)j->s2, *y = (T *)j->y;                                                               \
+    const double lr = j->pd[0], wd = j->pd[1], rs = j->pd[2], clip = j->pd[3], p4 = j->pd[4], p5 = j->pd[5], p6 = j->pd[6]; \
+    int64_t i;                                                                                                          \
+    if (j->kind == DP__OPT_SGD) DP__UPD_GEN_KIND(T, DP__OPT_SGD);                                                       \
+    else if (j->kind == DP__OPT_SGD_MOM) DP__UPD_GEN_KIND(T, DP__OPT_SGD_MOM);                                          \
+    else DP__UPD_GEN_KIND(T, DP__OPT_ADAM);                                                                             \
+}
+DP__UPD_GEN_TYPED(float, f32)
+DP__UPD_GEN_TYPED(double, f64)
+static void dp__upd_gen_range(int64_t begin, int64_t end, void *user) {
+    const dp__upd_job *j = (const dp__upd_job *)user;
+    const double lr = j->pd[0], wd = j->pd[1], rs = j->pd[2], clip = j->pd[3], p4 = j->pd[4], p5 = j->pd[5], p6 = j->pd[6];
+    double w[DP__BLK], g[DP__BLK], s1[DP__BLK], s2[DP__BLK];
+    int64_t k, m, i;
+    if (j->t == DP_FLOAT32) { dp__upd_gen_f32(j, begin, end); return; }
+    if (j->t == DP_FLOAT64) { dp__upd_gen_f64(j, begin, end); return; }
+    for (k = begin; k < end; k += m) {
+        m = end - k < DP__BLK ? end - k : DP__BLK;
+        dp__blk_load(j->w, j->t, k, 1, m, w); dp__blk_load(j->g, j->t, k, 1, m, g);
+        if (j->s1) dp__blk_load(j->s1, j->t, k, 1, m, s1);
+        if (j->s2) dp__blk_load(j->s2, j->t, k, 1, m, s2);
+        for (i = 0; i < m; i++) {
+            double a = j->s1 ? s1[i] : 0, c = j->s2 ? s2[i] : 0;
+            if (j->kind == DP__OPT_SGD) DP__UPD_GEN_E(DP__OPT_SGD, w[i], g[i], a, c, w[i]);
+            else if (j->kind == DP__OPT_SGD_MOM) DP__UPD_GEN_E(DP__OPT_SGD_MOM, w[i], g[i], a, c, w[i]);
+            else DP__UPD_GEN_E(DP__OPT_ADAM, w[i], g[i], a, c, w[i]);
+            s1[i] = a; s2[i] = c;
+        }
+        if (j->s1) dp__blk_store(j->s1, j->t, k, m, s1, DP_REQ_WRITE);
+        if (j->s2) dp__blk_store(j->s2, j->t, k, m, s2, DP_REQ_WRITE);
+        if (j->req != DP_REQ_NULL) dp__blk_store(j->y, j->t, k, m, w, j->req);
+    }
+}
 static int dp__update(const dp_kernel_ctx *k, int kind) {
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
     const void *w = dp_nd_data(k->inputs[0]), *g = dp_nd_data(k->inputs[1]);
@@ -14532,12 +14607,13 @@ static int dp__update(const dp_kernel_ctx *k, int kind) {
         dp__kernel_range(k, n, dp__upd_range, &j);
         return 0;
     }
-    for (i = 0; i < n; i++) {
-        double a = s1 ? dp__load_elem(s1, t, i) : 0, b = s2 ? dp__load_elem(s2, t, i) : 0;
-        double wi = dp__opt_step(kind, dp__load_elem(w, t, i), dp__load_elem(g, t, i), &a, &b, p);
-        if (s1) dp__store_elem(s1, t, i, a, DP_REQ_WRITE);
-        if (s2) dp__store_elem(s2, t, i, b, DP_REQ_WRITE);
-        dp__store_elem(out, t, i, wi, k->req[0]);
+    {
+        dp__upd_job j;
+        memset(&j, 0, sizeof j);
+        j.kind = kind; j.t = t; j.w = (void *)(uintptr_t)w; j.g = g; j.s1 = s1; j.s2 = s2; j.y = out; j.req = k->req[0];
+        for (i = 0; i < 7; i++) j.pd[i] = p[i];
+        if (!(j.pd[3] > 0)) j.pd[3] = HUGE_VAL;               /* no clip (dp__opt_clip) */
+        dp__kernel_range(k, n, dp__upd_gen_range, &j);
     }
     return 0;
 }

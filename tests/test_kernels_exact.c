@@ -783,6 +783,102 @@ static void test_elementwise_dtypes(void) {
     stop();
 }
 
+/* Each element of a case's output (n elements of dtype t in got, want)
+   the same bits, or NaN in both; a message for the first that is not */
+static int64_t ew_compare(const char *what, dp_dtype t, int64_t n, const void *got, const void *want) {
+    size_t sz = dp_dtype_size(t);
+    int64_t i, bad = 0;
+    for (i = 0; i < n; i++)
+        if (memcmp((const char *)got + (size_t)i * sz, (const char *)want + (size_t)i * sz, sz) && !(ew_is_nan(got, t, i) && ew_is_nan(want, t, i))) {
+            if (!bad) fprintf(stderr, "  %s %s n %lld: element %lld is %.17g, expected %.17g\n", what, dp_dtype_name(t), (long long)n, (long long)i,
+                              dp__load_elem(got, t, i), dp__load_elem(want, t, i));
+            bad++;
+        }
+    return bad;
+}
+/* A kernel run by hand on arrays made here (white-box: any dtype, req
+   null too, with no engine: serial) */
+static int run_kernel(int (*kern)(const dp_kernel_ctx *), const dp_params *p, int nin, dp_ndarray **in, dp_ndarray *out, dp_req req) {
+    dp_kernel_ctx k;
+    int i;
+    memset(&k, 0, sizeof k);
+    for (i = 0; i < nin; i++) CHECK(dp_nd_wait_to_write(in[i], NULL) == DP_OK);
+    CHECK(dp_nd_wait_to_write(out, NULL) == DP_OK);
+    k.params = p; k.num_inputs = nin; k.num_outputs = 1; k.inputs = in; k.outputs = &out; k.req = &req;
+    return kern(&k);
+}
+
+/* The optimizer updates' general form (an output other than the weight,
+   add-to, the other dtypes) against each element computed alone as
+   dp__opt_step defines it, through dp__load_elem / dp__store_elem: the
+   states written, the output by req. Sizes 1, 7, DP__BLK + 3 and 140000
+   (split over the range loop); float32 and float64 through dp_invoke,
+   float16 and int32 (which dp_invoke refuses) and req null by hand. */
+static int64_t upd_check(int kind, dp_dtype t, int64_t n, int mode, int clip, int by_hand) {
+    static const char *ops[3] = {"sgd_update", "sgd_mom_update", "adam_update"};
+    static int (*const kerns[3])(const dp_kernel_ctx *) = {dp__k_sgd, dp__k_sgd_mom, dp__k_adam};
+    const char *keys[8] = {"lr", "wd", "rescale_grad", "clip_gradient", kind == 1 ? "momentum" : "beta1", "beta2", "epsilon", "t"};
+    const char *vals[8] = {"0.25", "0.01", "0.5", clip ? "0.75" : "-1", kind == 1 ? "0.9" : "0.8", "0.99", "1e-6", "3"};
+    int nin = 2 + kind, nkw = kind == 0 ? 4 : kind == 1 ? 5 : 8, i;
+    size_t sz = dp_dtype_size(t), bytes = (size_t)n * sz;
+    unsigned char *buf[4], *ys = (unsigned char *)malloc(bytes), *want[3], *got = (unsigned char *)malloc(bytes);
+    dp_shape sh = shape1(n);
+    dp_ndarray *in[4], *out;
+    dp_req req = mode == 1 || mode == 2 ? DP_REQ_ADD : mode == 3 ? DP_REQ_NULL : DP_REQ_WRITE;
+    dp_params ps;
+    double p[7] = {0, 0, 0, 0, 0, 0, 0};
+    int64_t e, bad = 0;
+    char what[96];
+    memset(&ps, 0, sizeof ps);
+    ps.count = nkw;
+    for (i = 0; i < nkw; i++) { if (i == 7) ps.v[i].i = 3; else ps.v[i].f = atof(vals[i]); }
+    for (i = 0; i < 7 && i < nkw; i++) p[i] = ps.v[i].f;
+    dp__opt_bias_correct(kind == 2 ? DP__OPT_ADAM : kind, &ps, p);
+    for (i = 0; i < 4; i++) { buf[i] = (unsigned char *)malloc(bytes); ew_fill(buf[i], t, n, 17u + (uint32_t)i * 6u); }
+    for (i = 0; i < 3; i++) { want[i] = (unsigned char *)malloc(bytes); memcpy(want[i], buf[i == 0 ? 0 : i + 1], bytes); }
+    ew_fill(ys, t, n, 5u);
+    /* the reference: want[0] the output (ys, or the weight for mode 2: added to in place), want[1..2] the states */
+    if (mode != 2) memcpy(want[0], ys, bytes);
+    for (e = 0; e < n; e++) {
+        double a = kind ? dp__load_elem(buf[2], t, e) : 0, b = kind == 2 ? dp__load_elem(buf[3], t, e) : 0;
+        double wi = dp__opt_step(kind == 2 ? DP__OPT_ADAM : kind, dp__load_elem(buf[0], t, e), dp__load_elem(buf[1], t, e), &a, &b, p);
+        if (kind) dp__store_elem(want[1], t, e, a, DP_REQ_WRITE);
+        if (kind == 2) dp__store_elem(want[2], t, e, b, DP_REQ_WRITE);
+        dp__store_elem(want[0], t, e, wi, req);
+    }
+    for (i = 0; i < nin; i++) in[i] = from(&sh, t, buf[i]);
+    out = mode == 2 ? in[0] : from(&sh, t, ys);
+    if (by_hand) CHECK(run_kernel(kerns[kind], &ps, nin, in, out, req) == 0);
+    else CHECK(invoke_str(eng, ops[kind], nin, in, nkw, keys, vals, 0, 1, &out, &req) == DP_OK);
+    snprintf(what, sizeof what, "%s mode %d clip %d%s", ops[kind], mode, clip, by_hand ? " (by hand)" : "");
+    read_back(out, got);
+    bad += ew_compare(what, t, n, got, want[0]);
+    for (i = 1; i <= kind; i++) { read_back(in[i + 1], got); bad += ew_compare(i == 1 ? "  its state 1" : "  its state 2", t, n, got, want[i]); }
+    for (i = 0; i < nin; i++) dp_nd_release(in[i]);
+    if (mode != 2) dp_nd_release(out);
+    for (i = 0; i < 4; i++) free(buf[i]);
+    for (i = 0; i < 3; i++) free(want[i]);
+    free(ys); free(got);
+    return bad;
+}
+static void test_update_general(void) {
+    static const int64_t sizes[] = {1, 7, DP__BLK + 3, 140000};
+    static const dp_dtype dts[] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32};
+    int kind, mode, clip;
+    size_t d, z;
+    start();
+    for (kind = 0; kind < 3; kind++)
+        for (d = 0; d < 4; d++)
+            for (z = 0; z < 4; z++)
+                for (mode = 0; mode < 4; mode++)
+                    for (clip = 0; clip < 2; clip++) {
+                        int by_hand = d >= 2 || mode == 3;
+                        if (by_hand && z == 3) continue;          /* the range loop needs an engine: dp_invoke's dtypes only */
+                        CHECK(upd_check(kind, dts[d], sizes[z], mode, clip, by_hand) == 0);
+                    }
+    stop();
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"int64_exact_movement", test_int64_exact_movement},
@@ -799,6 +895,7 @@ int main(void) {
         {"activations_f32", test_activations_f32},
         {"activation_gradients_from_output", test_activation_gradients_from_output},
         {"elementwise_dtypes", test_elementwise_dtypes},
+        {"update_general", test_update_general},
     };
     return run_tests("kernels_exact", tests, (int)(sizeof tests / sizeof tests[0]));
 }
