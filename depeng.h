@@ -12959,15 +12959,61 @@ static int dp__k_min(const dp_kernel_ctx *k) { return dp__reduce_kernel(k, DP__R
    gradient, mean that over the count, max and min give it to the elements
    equal to the result (recomputed here) and 0 to the rest. */
 typedef struct dp__rg_job { const void *og, *x; void *g; dp_dtype t; const double *best; double scale; int64_t len, inner; dp_req req; } dp__rg_job;
-/* input elements [begin, end) where the reduced axes are one run */
+/* One row of n input elements from i, their output element from o stepping
+   by so (1 along a kept axis, 0 along a reduced one): g[i] = og[o] * scale
+   in double, 0 where x[i] is not best[o] (max, min), stored rounded once by
+   req (add-to: added in double first). float32 and float64 in typed loops,
+   the other dtypes in blocks (as doubles: what dp__store_elem converts). */
+#define DP__RG_LOOP(T, V) do {                                                                                          \
+        const T *og_ = (const T *)J->og + o, *x_ = (const T *)J->x + i;                                                 \
+        T *g_ = (T *)J->g + i;                                                                                          \
+        const double *b_ = J->best ? J->best + o : NULL, sc_ = J->scale;                                                \
+        int64_t r_;                                                                                                     \
+        (void)x_; (void)b_;                                                                                             \
+        if (J->req == DP_REQ_ADD) for (r_ = 0; r_ < n; r_++) g_[r_] = (T)((V) + (double)g_[r_]);                        \
+        else for (r_ = 0; r_ < n; r_++) g_[r_] = (T)(V);                                                                \
+    } while (0)
+#define DP__RG_V(SO) ((double)og_[(SO) * r_] * sc_)
+#define DP__RG_VB(SO) ((double)x_[r_] != b_[(SO) * r_] ? 0.0 : (double)og_[(SO) * r_] * sc_)
+#define DP__RG_TYPED(T, SUF)                                                                                            \
+DP__VEC_LOOPS static void dp__rg_row_##SUF(const dp__rg_job *J, int64_t i, int64_t o, int64_t so, int64_t n) {          \
+    if (so && J->best) DP__RG_LOOP(T, DP__RG_VB(1));                                                                    \
+    else if (so) DP__RG_LOOP(T, DP__RG_V(1));                                                                           \
+    else if (J->best) DP__RG_LOOP(T, DP__RG_VB(0));                                                                     \
+    else DP__RG_LOOP(T, DP__RG_V(0));                                                                                   \
+}
+DP__RG_TYPED(float, f32)
+DP__RG_TYPED(double, f64)
+#undef DP__RG_TYPED
+#undef DP__RG_V
+#undef DP__RG_VB
+#undef DP__RG_LOOP
+static void dp__rg_row(const dp__rg_job *J, int64_t i, int64_t o, int64_t so, int64_t n) {
+    double v[DP__BLK], x[DP__BLK];
+    int64_t k, m, r;
+    if (J->t == DP_FLOAT32) { dp__rg_row_f32(J, i, o, so, n); return; }
+    if (J->t == DP_FLOAT64) { dp__rg_row_f64(J, i, o, so, n); return; }
+    for (k = 0; k < n; k += m) {
+        m = n - k < DP__BLK ? n - k : DP__BLK;
+        dp__blk_load(J->og, J->t, o + k * so, so, m, v);
+        for (r = 0; r < m; r++) v[r] *= J->scale;
+        if (J->best) {
+            dp__blk_load(J->x, J->t, i + k, 1, m, x);
+            for (r = 0; r < m; r++) if (x[r] != J->best[o + (k + r) * so]) v[r] = 0;
+        }
+        dp__blk_store(J->g, J->t, i + k, m, v, J->req);
+    }
+}
+/* input elements [begin, end) where the reduced axes are one run
+   (outer, len, inner): rows of inner elements, or of len when inner is 1 */
 static void dp__reduce_grad_range(int64_t begin, int64_t end, void *user) {
     const dp__rg_job *J = (const dp__rg_job *)user;
-    int64_t i;
-    for (i = begin; i < end; i++) {
-        int64_t o = i / (J->len * J->inner) * J->inner + i % J->inner;
-        double v = dp__load_elem(J->og, J->t, o) * J->scale;
-        if (J->best && dp__load_elem(J->x, J->t, i) != J->best[o]) v = 0;
-        dp__store_elem(J->g, J->t, i, v, J->req);
+    int64_t i = begin, rl = J->inner > 1 ? J->inner : J->len;
+    while (i < end) {
+        int64_t in = i % rl, m = rl - in < end - i ? rl - in : end - i;
+        int64_t o = J->inner > 1 ? i / (J->len * J->inner) * J->inner + in : i / J->len;
+        dp__rg_row(J, i, o, J->inner > 1, m);
+        i += m;
     }
 }
 static int dp__reduce_grad(const dp_kernel_ctx *k, int kind) {
@@ -12975,11 +13021,12 @@ static int dp__reduce_grad(const dp_kernel_ctx *k, int kind) {
     const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
     void *g = dp_nd_data(k->outputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t nout = dp_shape_size(dp_nd_shape(k->inputs[0])), n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0, outer;
+    int64_t nout = dp_shape_size(dp_nd_shape(k->inputs[0])), n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0, outer, rl;
     double *best = NULL, scale = 1;
     char msg[128];
-    int mask = dp__reduce_mask(k->params, s, msg, sizeof msg);
+    int mask = dp__reduce_mask(k->params, s, msg, sizeof msg), nd = s->ndim;
     dp__rg_job J;
+    if (k->req[0] == DP_REQ_NULL || n == 0) return 0;
     if (kind == DP__RED_MAX || kind == DP__RED_MIN) {
         double *par;
         if ((best = dp__reduce_temp(k, nout)) == NULL) { dp_set_error(k->rc, "out of memory for the reduction"); return DP_ERROR_OUT_OF_MEMORY; }
@@ -12987,17 +13034,18 @@ static int dp__reduce_grad(const dp_kernel_ctx *k, int kind) {
         else dp__reduce_walk(x, t, s, mask, kind, best, nout);
     }
     if (kind == DP__RED_MEAN && nout) scale = (double)nout / (double)(n ? n : 1);
+    J.og = og; J.x = x; J.g = g; J.t = t; J.best = best; J.scale = scale; J.req = k->req[0];
     if (n >= DP__PAR_MIN && dp__reduce_olen(s, mask, &outer, &J.len, &J.inner)) {
-        J.og = og; J.x = x; J.g = g; J.t = t; J.best = best; J.scale = scale; J.req = k->req[0];
         dp__kernel_range(k, n, dp__reduce_grad_range, &J);
         return 0;
     }
+    /* rows along the innermost axis, their output elements by the strides
+       (a 0-d array: one row of one) */
     dp__reduce_strides(s, mask, st);
-    for (i = 0; i < n; i++) {
-        double v = dp__load_elem(og, t, o) * scale;
-        if (best && dp__load_elem(x, t, i) != best[o]) v = 0;
-        dp__store_elem(g, t, i, v, k->req[0]);
-        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
+    rl = nd ? s->dims[nd - 1] : 1;
+    for (i = 0; i < n; i += rl) {
+        dp__rg_row(&J, i, o, nd ? st[nd - 1] : 0, rl);
+        if (nd > 1) dp__odometer_next(nd - 1, s->dims, idx, st, &o, NULL, NULL);
     }
     return 0;
 }

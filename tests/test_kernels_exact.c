@@ -879,6 +879,79 @@ static void test_update_general(void) {
     stop();
 }
 
+/* The reductions' gradients (the output gradient broadcast back over the
+   reduced axes, times 1 / count for mean, to the elements equal to the
+   result for max and min) against each element computed alone through
+   dp__load_elem / dp__store_elem, the result as dp__reduce_walk finds it:
+   axes reduced as one run (rows of the inner axes, or along a row) and
+   not (the serial walk), a 0-d array, 1, 7 and DP__BLK + 3 elements and
+   shapes over DP__PAR_MIN (split over the range loop), write and add-to. */
+static int64_t rg_check(int kind, dp_dtype t, const dp_shape *xs, const int64_t *axes, int nax, int mode) {
+    static const char *ops[4] = {"_backward_sum", "_backward_mean", "_backward_max", "_backward_min"};
+    int64_t n = dp_shape_size(xs), nout, i, o = 0, st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, bad;
+    size_t sz = dp_dtype_size(t);
+    char axis[64] = "(", what[96];
+    const char *keys[1] = {"axis"}, *vals[1] = {axis};
+    int mask = 0, d, red = kind == 2 ? DP__RED_MAX : kind == 3 ? DP__RED_MIN : kind == 1 ? DP__RED_MEAN : DP__RED_SUM;
+    dp_shape os;
+    unsigned char *xb = (unsigned char *)malloc(n * sz + 1), *ob, *ys = (unsigned char *)malloc(n * sz + 1), *want = (unsigned char *)malloc(n * sz + 1),
+                  *got = (unsigned char *)malloc(n * sz + 1);
+    double *best, scale = 1;
+    dp_ndarray *in[2], *out;
+    dp_req req = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    for (d = 0; d < nax; d++) { mask |= 1 << axes[d]; snprintf(axis + strlen(axis), sizeof axis - strlen(axis), "%s%lld", d ? "," : "", (long long)axes[d]); }
+    strcat(axis, nax == 1 ? ",)" : ")");
+    if (!nax) mask = (1 << xs->ndim) - 1;
+    dp__reduced_shape(xs, mask, 0, &os);
+    nout = dp_shape_size(&os);
+    ob = (unsigned char *)malloc(nout * sz + 1); best = (double *)malloc(sizeof(double) * (size_t)(nout + 1));
+    ew_fill(xb, t, n, 3u); ew_fill(ob, t, nout, 9u); ew_fill(ys, t, n, 27u);
+    for (i = 0; i < n; i += 3) memcpy(xb + (size_t)i * sz, xb + (size_t)(i / 3) * sz, sz);   /* ties for max and min */
+    dp__reduce_walk(xb, t, xs, mask, red, best, nout);
+    if (red == DP__RED_MEAN && nout) scale = (double)nout / (double)(n ? n : 1);
+    memcpy(want, ys, n * sz);
+    dp__reduce_strides(xs, mask, st);
+    for (i = 0; i < n; i++) {
+        double v = dp__load_elem(ob, t, o) * scale;
+        if (kind >= 2 && dp__load_elem(xb, t, i) != best[o]) v = 0;
+        dp__store_elem(want, t, i, v, req);
+        dp__odometer_next(xs->ndim, xs->dims, idx, st, &o, NULL, NULL);
+    }
+    in[0] = from(&os, t, ob); in[1] = from(xs, t, xb); out = from(xs, t, ys);
+    CHECK(invoke_str(eng, ops[kind], 2, in, nax ? 1 : 0, keys, vals, 0, 1, &out, &req) == DP_OK);
+    read_back(out, got);
+    snprintf(what, sizeof what, "%s axis %s ndim %d mode %d", ops[kind], nax ? axis : "()", xs->ndim, mode);
+    bad = ew_compare(what, t, n, got, want);
+    dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(out);
+    free(xb); free(ob); free(ys); free(want); free(got); free(best);
+    return bad;
+}
+static void test_reduce_grad_dtypes(void) {
+    static const dp_dtype dts[] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32};
+    static const struct { int ndim; int64_t dims[3]; int nax; int64_t axes[2]; } cases[] = {
+        {0, {0}, 0, {0}}, {1, {1}, 0, {0}}, {1, {7}, 0, {0}}, {1, {DP__BLK + 3}, 1, {0}},
+        {2, {7, DP__BLK + 3}, 1, {1}}, {2, {DP__BLK + 3, 7}, 1, {0}}, {2, {5, 7}, 0, {0}},
+        {3, {3, 5, 7}, 2, {0, 2}}, {3, {3, 5, 7}, 1, {1}}, {3, {3, 1, 7}, 2, {0, 1}},
+        {2, {2, 70001}, 1, {0}}, {2, {70001, 2}, 1, {1}}, {1, {140003}, 0, {0}}, {3, {3, 50001, 1}, 2, {0, 2}},
+        {3, {4, 35001, 2}, 2, {0, 2}},
+    };
+    size_t c, d;
+    int kind, mode;
+    start();
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        dp_shape s;
+        memset(&s, 0, sizeof s);
+        s.ndim = cases[c].ndim;
+        memcpy(s.dims, cases[c].dims, sizeof(int64_t) * 3);
+        for (d = 0; d < 4; d++)
+            for (kind = 0; kind < 4; kind++)
+                for (mode = 0; mode < 2; mode++)
+                    if (dp_shape_size(&s) < 100000 || (d + (size_t)kind + (size_t)mode) % 3 == c % 3)   /* the large ones: a third of them */
+                        CHECK(rg_check(kind, dts[d], &s, cases[c].axes, cases[c].nax, mode) == 0);
+    }
+    stop();
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"int64_exact_movement", test_int64_exact_movement},
@@ -896,6 +969,7 @@ int main(void) {
         {"activation_gradients_from_output", test_activation_gradients_from_output},
         {"elementwise_dtypes", test_elementwise_dtypes},
         {"update_general", test_update_general},
+        {"reduce_grad_dtypes", test_reduce_grad_dtypes},
     };
     return run_tests("kernels_exact", tests, (int)(sizeof tests / sizeof tests[0]));
 }
