@@ -13148,21 +13148,32 @@ static int dp__infer_axis(const dp_params *p, int nin, const dp_shape *is, const
 }
 /* y = softmax (log 0) or log_softmax (log 1) of x along the row (o, ., i);
    the row's maximum is subtracted first, so exp never overflows. */
-/* A row's maximum and sum of exp(x - max): what every softmax form needs. */
+/* A row's maximum and sum of exp(x - max): what every softmax form needs.
+   The row functions are instantiated per dtype (DP__BY_DTYPE: T_ a
+   constant, so the element functions' switch folds into a typed load or
+   store), the dtype switched on once a row; the request once a row too. */
+#define DP__SM_STATS(T, x, base, len, inner, mx, sum) do {                                                            \
+        int64_t j_;                                                                                                   \
+        *(mx) = -HUGE_VAL; *(sum) = 0;                                                                                \
+        for (j_ = 0; j_ < (len); j_++) { double v_ = dp__load_elem(x, T, (base) + j_ * (inner)); if (v_ > *(mx)) *(mx) = v_; } \
+        for (j_ = 0; j_ < (len); j_++) *(sum) += exp(dp__load_elem(x, T, (base) + j_ * (inner)) - *(mx));             \
+    } while (0)
 static void dp__row_stats(const void *x, dp_dtype t, int64_t base, int64_t len, int64_t inner, double *mx, double *sum) {
-    int64_t j;
-    *mx = -HUGE_VAL; *sum = 0;
-    for (j = 0; j < len; j++) { double v = dp__load_elem(x, t, base + j * inner); if (v > *mx) *mx = v; }
-    for (j = 0; j < len; j++) *sum += exp(dp__load_elem(x, t, base + j * inner) - *mx);
+    DP__BY_DTYPE(t, DP__SM_STATS(T_, x, base, len, inner, mx, sum));
 }
+/* y's row by req (write or add-to, R a constant): softmax, or log_softmax */
+#define DP__SM_ROW(T, R, x, y, base, len, inner, log_form) do {                                                        \
+        double mx_, sum_;                                                                                             \
+        int64_t j_;                                                                                                   \
+        DP__SM_STATS(T, x, base, len, inner, &mx_, &sum_);                                                            \
+        if (log_form) for (j_ = 0; j_ < (len); j_++)                                                                  \
+            dp__store_elem(y, T, (base) + j_ * (inner), dp__f_log_softmax(dp__load_elem(x, T, (base) + j_ * (inner)), mx_, sum_), R); \
+        else for (j_ = 0; j_ < (len); j_++)                                                                           \
+            dp__store_elem(y, T, (base) + j_ * (inner), dp__f_softmax(dp__load_elem(x, T, (base) + j_ * (inner)), mx_, sum_), R); \
+    } while (0)
 static void dp__softmax_row(const void *x, void *y, dp_dtype t, int64_t base, int64_t len, int64_t inner, int log_form, dp_req req) {
-    double mx, sum;
-    int64_t j;
-    dp__row_stats(x, t, base, len, inner, &mx, &sum);
-    for (j = 0; j < len; j++) {
-        double v = dp__load_elem(x, t, base + j * inner);
-        dp__store_elem(y, t, base + j * inner, log_form ? dp__f_log_softmax(v, mx, sum) : dp__f_softmax(v, mx, sum), req);
-    }
+    if (req == DP_REQ_ADD) DP__BY_DTYPE(t, DP__SM_ROW(T_, DP_REQ_ADD, x, y, base, len, inner, log_form));
+    else if (req != DP_REQ_NULL) DP__BY_DTYPE(t, DP__SM_ROW(T_, DP_REQ_WRITE, x, y, base, len, inner, log_form));
 }
 /* rows (a, b) of (outer, len, inner), a chunk of them per range call (the
    range loop splits a large softmax by rows: each row as alone) */
@@ -13187,26 +13198,32 @@ static int dp__k_softmax(const dp_kernel_ctx *k) { return dp__softmax_kernel(k, 
 static int dp__k_log_softmax(const dp_kernel_ctx *k) { return dp__softmax_kernel(k, 1); }
 /* inputs (ograd, x). softmax: g = y * (og - sum(og * y)); log_softmax:
    g = og - softmax(x) * sum(og); y is recomputed per row. */
+/* one row of the gradient by req (R a constant), y recomputed */
+#define DP__SMG_ROW(T, R, og, x, g, base, l, in, log_form) do {                                                        \
+        double mx_, sum_, dot_ = 0;                                                                                   \
+        int64_t j_;                                                                                                   \
+        DP__SM_STATS(T, x, base, l, in, &mx_, &sum_);                                                                 \
+        for (j_ = 0; j_ < (l); j_++) {                                                                                \
+            double y_ = dp__f_softmax(dp__load_elem(x, T, (base) + j_ * (in)), mx_, sum_), o_ = dp__load_elem(og, T, (base) + j_ * (in)); \
+            dot_ += (log_form) ? o_ : o_ * y_;                                                                        \
+        }                                                                                                             \
+        for (j_ = 0; j_ < (l); j_++) {                                                                                \
+            double y_ = dp__f_softmax(dp__load_elem(x, T, (base) + j_ * (in)), mx_, sum_), o_ = dp__load_elem(og, T, (base) + j_ * (in)); \
+            dp__store_elem(g, T, (base) + j_ * (in), (log_form) ? dp__d_log_softmax(y_, o_, dot_) : dp__d_softmax(y_, o_, dot_), R); \
+        }                                                                                                             \
+    } while (0)
 static void dp__softmax_grad_range(int64_t begin, int64_t end, void *user) {
     const dp__sm_job *J = (const dp__sm_job *)user;
     const dp_kernel_ctx *k = J->k;
     const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
     void *g = dp_nd_data(k->outputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t r, j, l = J->l, in = J->in;
+    int64_t r, l = J->l, in = J->in;
     int log_form = J->log_form;
     for (r = begin; r < end; r++) {
         int64_t base = (r / in) * l * in + r % in;
-        double mx, sum, dot = 0;
-        dp__row_stats(x, t, base, l, in, &mx, &sum);
-        for (j = 0; j < l; j++) {
-            double y = dp__f_softmax(dp__load_elem(x, t, base + j * in), mx, sum), o1 = dp__load_elem(og, t, base + j * in);
-            dot += log_form ? o1 : o1 * y;
-        }
-        for (j = 0; j < l; j++) {
-            double y = dp__f_softmax(dp__load_elem(x, t, base + j * in), mx, sum), o1 = dp__load_elem(og, t, base + j * in);
-            dp__store_elem(g, t, base + j * in, log_form ? dp__d_log_softmax(y, o1, dot) : dp__d_softmax(y, o1, dot), k->req[0]);
-        }
+        if (k->req[0] == DP_REQ_ADD) DP__BY_DTYPE(t, DP__SMG_ROW(T_, DP_REQ_ADD, og, x, g, base, l, in, log_form));
+        else if (k->req[0] != DP_REQ_NULL) DP__BY_DTYPE(t, DP__SMG_ROW(T_, DP_REQ_WRITE, og, x, g, base, l, in, log_form));
     }
 }
 static int dp__softmax_grad(const dp_kernel_ctx *k, int log_form) {
@@ -13260,7 +13277,14 @@ static int dp__k_sce(const dp_kernel_ctx *k) {
     return 0;
 }
 /* inputs (ograd (1,), data, label); outputs (data grad, label grad = 0):
-   d loss / d data = ograd * (softmax(data) - one_hot(label)). */
+   d loss / d data = ograd * (softmax(data) - one_hot(label)); row r by req
+   (R a constant) in dtype T (per dtype, as the softmax rows). */
+#define DP__SCE_ROW(T, R) do {                                                                                         \
+        void *g_ = dp_nd_data(k->outputs[0]);                                                                         \
+        DP__SM_STATS(T, x, r * c, c, 1, &mx, &sum);                                                                   \
+        for (j = 0; j < c; j++)                                                                                       \
+            dp__store_elem(g_, T, r * c + j, dp__d_sce(og, dp__f_softmax(dp__load_elem(x, T, r * c + j), mx, sum), j == lab), R); \
+    } while (0)
 static int dp__kg_sce(const dp_kernel_ctx *k) {
     const dp_shape *s = dp_nd_shape(k->inputs[1]);
     const void *x = dp_nd_data(k->inputs[1]);
@@ -13270,9 +13294,8 @@ static int dp__kg_sce(const dp_kernel_ctx *k) {
     for (r = 0; r < n; r++) {
         double mx, sum;
         if (dp__label_at(k, k->inputs[2], r, c, &lab)) return DP_ERROR_INVALID_ARGS;
-        dp__row_stats(x, t, r * c, c, 1, &mx, &sum);
-        for (j = 0; j < c; j++)
-            dp__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, dp__d_sce(og, dp__f_softmax(dp__load_elem(x, t, r * c + j), mx, sum), j == lab), k->req[0]);
+        if (k->req[0] == DP_REQ_ADD) DP__BY_DTYPE(t, DP__SCE_ROW(T_, DP_REQ_ADD));
+        else if (k->req[0] != DP_REQ_NULL) DP__BY_DTYPE(t, DP__SCE_ROW(T_, DP_REQ_WRITE));
         dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->inputs[2]), r, 0, k->req[1]);
     }
     return 0;

@@ -952,6 +952,136 @@ static void test_reduce_grad_dtypes(void) {
     stop();
 }
 
+/* softmax, log_softmax, their gradients and softmax_cross_entropy's
+   (forward and backward) against each row computed here as the kernels
+   define it, element by element through dp__load_elem / dp__store_elem:
+   the row's maximum, then the sum of exp(x - max) in order, then each
+   element; along the last axis and an inner one, rows of 1, 7, DP__BLK + 3
+   and 2^17 elements in all (split over the range loop), write and add-to. */
+static void sm_ref_stats(const void *x, dp_dtype t, int64_t base, int64_t len, int64_t in, double *mx, double *sum) {
+    int64_t j;
+    *mx = -HUGE_VAL; *sum = 0;
+    for (j = 0; j < len; j++) if (dp__load_elem(x, t, base + j * in) > *mx) *mx = dp__load_elem(x, t, base + j * in);
+    for (j = 0; j < len; j++) *sum += exp(dp__load_elem(x, t, base + j * in) - *mx);
+}
+/* kind 0 softmax, 1 log_softmax, 2 and 3 their gradients */
+static int64_t sm_check(int kind, dp_dtype t, int64_t outer, int64_t len, int64_t inner, int mode) {
+    static const char *ops[4] = {"softmax", "log_softmax", "_backward_softmax", "_backward_log_softmax"};
+    int64_t n = outer * len * inner, a, b, j, bad;
+    size_t bytes = (size_t)n * dp_dtype_size(t);
+    unsigned char *xb = (unsigned char *)malloc(bytes), *ob = (unsigned char *)malloc(bytes), *ys = (unsigned char *)malloc(bytes),
+                  *want = (unsigned char *)malloc(bytes), *got = (unsigned char *)malloc(bytes);
+    const char *keys[1] = {"axis"}, *vals[1] = {"1"};
+    dp_shape sh;
+    dp_ndarray *in[2], *out;
+    dp_req req = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    int log_form = kind & 1;
+    char what[64];
+    memset(&sh, 0, sizeof sh);
+    sh.ndim = 3; sh.dims[0] = outer; sh.dims[1] = len; sh.dims[2] = inner;
+    ew_fill(xb, t, n, 31u); ew_fill(ob, t, n, 37u); ew_fill(ys, t, n, 41u);
+    if (n > 64) for (j = 0; j < n; j++) if (ew_is_nan(xb, t, j) || dp__load_elem(xb, t, j) > 1e30 || dp__load_elem(xb, t, j) < -1e30) dp__store_elem(xb, t, j, 0.25, DP_REQ_WRITE);
+    memcpy(want, ys, bytes);
+    for (a = 0; a < outer; a++)
+        for (b = 0; b < inner; b++) {
+            int64_t base = a * len * inner + b;
+            double mx, sum, dot = 0;
+            sm_ref_stats(xb, t, base, len, inner, &mx, &sum);
+            if (kind < 2) {
+                for (j = 0; j < len; j++) {
+                    double v = dp__load_elem(xb, t, base + j * inner);
+                    dp__store_elem(want, t, base + j * inner, log_form ? (v - mx) - log(sum) : exp(v - mx) / sum, req);
+                }
+                continue;
+            }
+            for (j = 0; j < len; j++) {
+                double y = exp(dp__load_elem(xb, t, base + j * inner) - mx) / sum, o = dp__load_elem(ob, t, base + j * inner);
+                dot += log_form ? o : o * y;
+            }
+            for (j = 0; j < len; j++) {
+                double y = exp(dp__load_elem(xb, t, base + j * inner) - mx) / sum, o = dp__load_elem(ob, t, base + j * inner);
+                dp__store_elem(want, t, base + j * inner, log_form ? o - y * dot : y * (o - dot), req);
+            }
+        }
+    in[0] = from(&sh, t, kind < 2 ? xb : ob); in[1] = kind < 2 ? NULL : from(&sh, t, xb); out = from(&sh, t, ys);
+    CHECK(invoke_str(eng, ops[kind], kind < 2 ? 1 : 2, in, 1, keys, vals, 0, 1, &out, &req) == DP_OK);
+    read_back(out, got);
+    snprintf(what, sizeof what, "%s (%lld, %lld, %lld) mode %d", ops[kind], (long long)outer, (long long)len, (long long)inner, mode);
+    bad = ew_compare(what, t, n, got, want);
+    dp_nd_release(in[0]); if (in[1]) dp_nd_release(in[1]); dp_nd_release(out);
+    free(xb); free(ob); free(ys); free(want); free(got);
+    return bad;
+}
+/* softmax_cross_entropy (rows, c) with int32 labels: the loss, and the
+   data's and the label's gradients (the label's 0, by its own req) */
+static int64_t sce_check(dp_dtype t, int64_t rows, int64_t c, int mode) {
+    int64_t n = rows * c, r, j, bad;
+    size_t sz = dp_dtype_size(t), bytes = (size_t)n * sz;
+    unsigned char *xb = (unsigned char *)malloc(bytes), *ys = (unsigned char *)malloc(bytes), *want = (unsigned char *)malloc(bytes),
+                  *got = (unsigned char *)malloc(bytes), ob[8], lw[8], lg[8];
+    int32_t *lab = (int32_t *)malloc(sizeof(int32_t) * (size_t)rows), *lgrad = (int32_t *)malloc(sizeof(int32_t) * (size_t)rows),
+            *lwant = (int32_t *)malloc(sizeof(int32_t) * (size_t)rows);
+    dp_shape sx = shape2(rows, c), sl = shape1(rows), s1 = shape1(1);
+    dp_ndarray *in[3], *outs[2];
+    dp_req req[2];
+    double loss = 0, og;
+    req[0] = req[1] = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    ew_fill(xb, t, n, 43u); ew_fill(ys, t, n, 47u); ew_fill(ob, t, 1, 53u); ew_fill(lw, t, 1, 59u);
+    for (j = 0; j < n; j++) if (ew_is_nan(xb, t, j) || dp__load_elem(xb, t, j) > 1e30 || dp__load_elem(xb, t, j) < -1e30) dp__store_elem(xb, t, j, 0.25, DP_REQ_WRITE);
+    dp__store_elem(ob, t, 0, 0.75, DP_REQ_WRITE);
+    for (r = 0; r < rows; r++) { lab[r] = (int32_t)((r * 7 + 3) % c); lgrad[r] = lwant[r] = (int32_t)r - 5; }
+    /* the loss */
+    memcpy(lg, lw, sz);
+    for (r = 0; r < rows; r++) {
+        double mx, sum;
+        sm_ref_stats(xb, t, r * c, c, 1, &mx, &sum);
+        loss += log(sum) - (dp__load_elem(xb, t, r * c + lab[r]) - mx);
+    }
+    dp__store_elem(lg, t, 0, loss, req[0]);
+    in[0] = from(&sx, t, xb); in[1] = from(&sl, DP_INT32, lab); outs[0] = from(&s1, t, lw);
+    CHECK(invoke_str(eng, "softmax_cross_entropy", 2, in, 0, NULL, NULL, 0, 1, outs, req) == DP_OK);
+    read_back(outs[0], got);
+    bad = ew_compare("softmax_cross_entropy", t, 1, got, lg);
+    dp_nd_release(outs[0]); dp_nd_release(in[0]); dp_nd_release(in[1]);
+    /* the gradients */
+    memcpy(want, ys, bytes);
+    og = dp__load_elem(ob, t, 0);
+    for (r = 0; r < rows; r++) {
+        double mx, sum;
+        sm_ref_stats(xb, t, r * c, c, 1, &mx, &sum);
+        for (j = 0; j < c; j++) dp__store_elem(want, t, r * c + j, og * (exp(dp__load_elem(xb, t, r * c + j) - mx) / sum - (j == lab[r])), req[0]);
+        dp__store_elem(lwant, DP_INT32, r, 0, req[1]);
+    }
+    in[0] = from(&s1, t, ob); in[1] = from(&sx, t, xb); in[2] = from(&sl, DP_INT32, lab); outs[0] = from(&sx, t, ys); outs[1] = from(&sl, DP_INT32, lgrad);
+    CHECK(invoke_str(eng, "_backward_softmax_cross_entropy", 3, in, 0, NULL, NULL, 0, 2, outs, req) == DP_OK);
+    read_back(outs[0], got);
+    bad += ew_compare("_backward_softmax_cross_entropy", t, n, got, want);
+    read_back(outs[1], lgrad);
+    bad += ew_compare("  its label gradient", DP_INT32, rows, lgrad, lwant);
+    for (j = 0; j < 3; j++) dp_nd_release(in[j]);
+    dp_nd_release(outs[0]); dp_nd_release(outs[1]);
+    free(xb); free(ys); free(want); free(got); free(lab); free(lgrad); free(lwant);
+    return bad;
+}
+static void test_softmax_dtypes(void) {
+    static const dp_dtype dts[] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32};
+    static const int64_t shapes[][3] = {{1, 1, 1}, {3, 7, 1}, {2, DP__BLK + 3, 1}, {2, 7, 5}, {3, DP__BLK + 3, 2}, {1 << 10, 128, 1}, {2, 64, 1 << 10}};
+    size_t d, z;
+    int kind, mode;
+    start();
+    for (d = 0; d < 4; d++)
+        for (z = 0; z < sizeof shapes / sizeof shapes[0]; z++)
+            for (kind = 0; kind < 4; kind++)
+                for (mode = 0; mode < 2; mode++) CHECK(sm_check(kind, dts[d], shapes[z][0], shapes[z][1], shapes[z][2], mode) == 0);
+    for (d = 0; d < 4; d++)
+        for (mode = 0; mode < 2; mode++) {
+            CHECK(sce_check(dts[d], 1, 1, mode) == 0);
+            CHECK(sce_check(dts[d], 7, 3, mode) == 0);
+            CHECK(sce_check(dts[d], 3, DP__BLK + 3, mode) == 0);
+        }
+    stop();
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"int64_exact_movement", test_int64_exact_movement},
@@ -970,6 +1100,7 @@ int main(void) {
         {"elementwise_dtypes", test_elementwise_dtypes},
         {"update_general", test_update_general},
         {"reduce_grad_dtypes", test_reduce_grad_dtypes},
+        {"softmax_dtypes", test_softmax_dtypes},
     };
     return run_tests("kernels_exact", tests, (int)(sizeof tests / sizeof tests[0]));
 }
