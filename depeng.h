@@ -9984,7 +9984,9 @@ static void dp__fill_host(void *data, dp_dtype dt, int64_t n, double value, doub
     case DP_INT32: for (i = 0; i < n; i++) ((int32_t *)data)[i] = dp__to_int32(value + step * (double)i); break;
     case DP_INT64: for (i = 0; i < n; i++) ((int64_t *)data)[i] = dp__to_int64(value + step * (double)i); break;
     case DP_UINT8: for (i = 0; i < n; i++) ((uint8_t *)data)[i] = dp__to_uint8(value + step * (double)i); break;
-    default: for (i = 0; i < n; i++) dp__store_elem(data, dt, i, value + step * (double)i, DP_REQ_WRITE); break;
+    case DP_FLOAT16: for (i = 0; i < n; i++) ((uint16_t *)data)[i] = dp__half_from_float((float)(value + step * (double)i)); break;
+    case DP_INT8: for (i = 0; i < n; i++) ((int8_t *)data)[i] = dp__to_int8(value + step * (double)i); break;
+    default: for (i = 0; i < n; i++) ((uint8_t *)data)[i] = (uint8_t)(value + step * (double)i != 0); break;   /* bool, as dp__store_elem */
     }
 }
 /* Copies bytes between two places; kind as dp_device_backend.mem_copy, or
@@ -13438,16 +13440,33 @@ static int dp__infer_one_hot(const dp_params *p, int nin, const dp_shape *is, co
     *os = is[0]; os->dims[os->ndim++] = p->v[0].i; *ot = (dp_dtype)p->v[3].i;
     return 0;
 }
+/* Each index's hot position, in blocks of DP__BLK: an integer index
+   compares as an integer (2^53 + 1 is not 2^53), a float one as a number
+   (v == j for an integral v in [0, depth)); then each output row in the
+   output's dtype (DP__BY_DTYPE), by req (R a constant). */
+#define DP__ONE_HOT_ROWS(T, R) do {                                                                                    \
+        for (r = 0; r < m; r++)                                                                                       \
+            for (j = 0; j < depth; j++) dp__store_elem(y, T, (i + r) * depth + j, j == on[r] ? onv : offv, R);         \
+    } while (0)
 static int dp__k_one_hot(const dp_kernel_ctx *k) {
-    int64_t n = dp_shape_size(dp_nd_shape(k->inputs[0])), depth = k->params->v[0].i, i, j;
+    int64_t n = dp_shape_size(dp_nd_shape(k->inputs[0])), depth = k->params->v[0].i, i, j, m, r, on[DP__BLK];
     dp_dtype t = dp_nd_dtype(k->outputs[0]), it = dp_nd_dtype(k->inputs[0]);
-    for (i = 0; i < n; i++) {   /* an integer index compares as an integer: 2^53 + 1 is not 2^53 */
-        double v = dp__load_elem(dp_nd_data(k->inputs[0]), it, i);
-        int64_t iv = dp__dtype_is_int(it) ? dp__load_int(dp_nd_data(k->inputs[0]), it, i) : -1;
-        for (j = 0; j < depth; j++) {
-            int on = dp__dtype_is_int(it) ? iv == j : v == (double)j;
-            dp__store_elem(dp_nd_data(k->outputs[0]), t, i * depth + j, on ? k->params->v[1].f : k->params->v[2].f, k->req[0]);
+    const void *x = dp_nd_data(k->inputs[0]);
+    void *y = dp_nd_data(k->outputs[0]);
+    const double onv = k->params->v[1].f, offv = k->params->v[2].f;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    for (i = 0; i < n; i += m) {
+        m = n - i < DP__BLK ? n - i : DP__BLK;
+        if (dp__dtype_is_int(it)) {
+            dp__blk_load_int(x, it, i, 1, m, on);
+            for (r = 0; r < m; r++) on[r] = on[r] >= 0 && on[r] < depth ? on[r] : -1;
+        } else {
+            double v[DP__BLK];
+            dp__blk_load(x, it, i, 1, m, v);
+            for (r = 0; r < m; r++) on[r] = v[r] >= 0 && v[r] < (double)depth && v[r] == (double)(int64_t)v[r] ? (int64_t)v[r] : -1;
         }
+        if (k->req[0] == DP_REQ_ADD) DP__BY_DTYPE(t, DP__ONE_HOT_ROWS(T_, DP_REQ_ADD));
+        else DP__BY_DTYPE(t, DP__ONE_HOT_ROWS(T_, DP_REQ_WRITE));
     }
     return 0;
 }
@@ -14779,7 +14798,8 @@ static int dp__k_take(const dp_kernel_ctx *k) {
         int64_t r = dp__take_row(k, dp__load_index(dp_nd_data(ix), dp_nd_dtype(ix), i), rows, k->params->v[0].i);
         if (r < 0) return DP_ERROR_INVALID_ARGS;
         if (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE) memcpy(dst + (size_t)i * row_bytes, src + (size_t)r * row_bytes, row_bytes);
-        else for (e = 0; e < width; e++) dp__store_elem(dst, t, i * width + e, dp__load_elem(src, t, r * width + e), k->req[0]);
+        else if (k->req[0] == DP_REQ_ADD)   /* added in double, as dp__store_elem adds */
+            DP__BY_DTYPE(t, for (e = 0; e < width; e++) dp__store_elem(dst, T_, i * width + e, dp__load_elem(src, T_, r * width + e), DP_REQ_ADD));
     }
     return 0;
 }
@@ -14792,14 +14812,16 @@ static int dp__kg_take(const dp_kernel_ctx *k) {
     int64_t rows = dp_nd_shape(x)->dims[0], n = dp_shape_size(dp_nd_shape(ix)), width = 1, i, e;
     int d;
     for (d = 1; d < dp_nd_shape(x)->ndim; d++) width *= dp_nd_shape(x)->dims[d];
-    if (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE)
-        for (i = 0; i < rows * width; i++) dp__store_elem(g, t, i, 0, DP_REQ_WRITE);
+    /* 0 is all zero bits in every dtype; the rows are added in double, as
+       dp__store_elem adds (per dtype: DP__BY_DTYPE) */
+    if ((k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE) && rows * width > 0) memset(g, 0, (size_t)(rows * width) * dp_dtype_size(t));
     for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) {
         int64_t r = dp__take_row(k, dp__load_index(dp_nd_data(ix), dp_nd_dtype(ix), i), rows, k->params->v[0].i);
         if (r < 0) return DP_ERROR_INVALID_ARGS;
-        for (e = 0; e < width; e++) dp__store_elem(g, t, r * width + e, dp__load_elem(og, t, i * width + e), DP_REQ_ADD);
+        DP__BY_DTYPE(t, for (e = 0; e < width; e++) dp__store_elem(g, T_, r * width + e, dp__load_elem(og, T_, i * width + e), DP_REQ_ADD));
     }
-    for (i = 0; i < n; i++) dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(ix), i, 0, k->req[1]);
+    if (k->req[1] == DP_REQ_ADD) DP__BY_DTYPE(dp_nd_dtype(ix), for (i = 0; i < n; i++) dp__store_elem(dp_nd_data(k->outputs[1]), T_, i, 0, DP_REQ_ADD));
+    else if (k->req[1] != DP_REQ_NULL && n > 0) memset(dp_nd_data(k->outputs[1]), 0, (size_t)n * dp_dtype_size(dp_nd_dtype(ix)));
     return 0;
 }
 static int dp__infer_accuracy(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
@@ -14820,12 +14842,19 @@ static int dp__infer_accuracy(const dp_params *p, int nin, const dp_shape *is, c
 static int dp__k_accuracy(const dp_kernel_ctx *k) {
     const dp_ndarray *a = k->inputs[0], *b = k->inputs[1];
     dp_dtype ta = dp_nd_dtype(a), tb = dp_nd_dtype(b);
-    int64_t i, n = dp_shape_size(dp_nd_shape(a)), hits = 0;
-    for (i = 0; i < n; i++) {
-        int same = dp__is_index_dtype(ta) && dp__is_index_dtype(tb)
-                 ? dp__load_index(dp_nd_data(a), ta, i) == dp__load_index(dp_nd_data(b), tb, i)
-                 : dp__load_elem(dp_nd_data(a), ta, i) == dp__load_elem(dp_nd_data(b), tb, i);
-        hits += same;
+    int64_t i, r, m, n = dp_shape_size(dp_nd_shape(a)), hits = 0;
+    int ints = dp__is_index_dtype(ta) && dp__is_index_dtype(tb);
+    for (i = 0; i < n; i += m) {                       /* in blocks of DP__BLK */
+        m = n - i < DP__BLK ? n - i : DP__BLK;
+        if (ints) {
+            int64_t u[DP__BLK], v[DP__BLK];
+            dp__blk_load_int(dp_nd_data(a), ta, i, 1, m, u); dp__blk_load_int(dp_nd_data(b), tb, i, 1, m, v);
+            for (r = 0; r < m; r++) hits += u[r] == v[r];
+        } else {
+            double u[DP__BLK], v[DP__BLK];
+            dp__blk_load(dp_nd_data(a), ta, i, 1, m, u); dp__blk_load(dp_nd_data(b), tb, i, 1, m, v);
+            for (r = 0; r < m; r++) hits += u[r] == v[r];
+        }
     }
     dp__store_elem(dp_nd_data(k->outputs[0]), DP_FLOAT32, 0, n ? (double)hits / (double)n : NAN, k->req[0]);
     return 0;

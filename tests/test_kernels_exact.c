@@ -1082,6 +1082,139 @@ static void test_softmax_dtypes(void) {
     stop();
 }
 
+/* one_hot, take and its gradient, accuracy and the fills (full, arange)
+   against each element computed alone through dp__load_elem /
+   dp__store_elem (the integer forms through dp__load_int): every output
+   dtype, write and add-to, 1, 7 and DP__BLK + 3 elements. */
+static int64_t oh_check(dp_dtype it, dp_dtype t, int64_t n, int mode) {
+    static const double fv[] = {0, -0.0, 2, 2.5, NAN, 1e300, -1, 4, 5, 3};
+    int64_t depth = 5, i, j, bad;
+    size_t isz = dp_dtype_size(it), osz = dp_dtype_size(t);
+    unsigned char *x = (unsigned char *)malloc((size_t)n * isz), *ys = (unsigned char *)malloc((size_t)(n * depth) * osz),
+                  *want = (unsigned char *)malloc((size_t)(n * depth) * osz), *got = (unsigned char *)malloc((size_t)(n * depth) * osz);
+    const char *keys[4] = {"depth", "on_value", "off_value", "dtype"}, *vals[4] = {"5", "2.5", "-1.25", dp_dtype_name(t)};
+    dp_shape sx = shape1(n), sy = shape2(n, depth);
+    dp_ndarray *in[1], *out;
+    dp_req req = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    char what[64];
+    for (i = 0; i < n; i++) {
+        if (dp__dtype_is_int(it)) dp__store_int(x, it, i, i % 11 == 10 ? (int64_t)9007199254740993LL : (i * 5) % 8 - 1, DP_REQ_WRITE);
+        else dp__store_elem(x, it, i, fv[i % 10], DP_REQ_WRITE);
+    }
+    ew_fill(ys, t, n * depth, 61u);
+    memcpy(want, ys, (size_t)(n * depth) * osz);
+    for (i = 0; i < n; i++) {
+        double v = dp__load_elem(x, it, i);
+        int64_t iv = dp__dtype_is_int(it) ? dp__load_int(x, it, i) : -1;
+        for (j = 0; j < depth; j++) dp__store_elem(want, t, i * depth + j, (dp__dtype_is_int(it) ? iv == j : v == (double)j) ? 2.5 : -1.25, req);
+    }
+    in[0] = from(&sx, it, x); out = from(&sy, t, ys);
+    CHECK(invoke_str(eng, "one_hot", 1, in, 4, keys, vals, 0, 1, &out, &req) == DP_OK);
+    read_back(out, got);
+    snprintf(what, sizeof what, "one_hot of %s mode %d", dp_dtype_name(it), mode);
+    bad = ew_compare(what, t, n * depth, got, want);
+    dp_nd_release(in[0]); dp_nd_release(out);
+    free(x); free(ys); free(want); free(got);
+    return bad;
+}
+/* take (grad 0) or its gradient (grad 1) of (11, 3) data by n int32 indices, clipped */
+static int64_t take_check(dp_dtype t, int64_t n, int mode, int grad) {
+    int64_t rows = 11, w = 3, i, e, bad, ny = grad ? rows * w : n * w;
+    size_t sz = dp_dtype_size(t);
+    unsigned char *x = (unsigned char *)malloc((size_t)(rows * w) * sz), *og = (unsigned char *)malloc((size_t)(n * w) * sz),
+                  *ys = (unsigned char *)malloc((size_t)ny * sz), *want = (unsigned char *)malloc((size_t)ny * sz), *got = (unsigned char *)malloc((size_t)ny * sz);
+    int32_t *ix = (int32_t *)malloc(sizeof(int32_t) * (size_t)n), *ig = (int32_t *)malloc(sizeof(int32_t) * (size_t)n), *igw = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+    const char *keys[1] = {"mode"}, *vals[1] = {"clip"};
+    dp_shape sx = shape2(rows, w), si = shape1(n), so = shape2(n, w);
+    dp_ndarray *in[3], *outs[2];
+    dp_req req[2];
+    char what[64];
+    req[0] = req[1] = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    ew_fill(x, t, rows * w, 67u); ew_fill(og, t, n * w, 71u); ew_fill(ys, t, ny, 73u);
+    for (i = 0; i < n; i++) { ix[i] = (int32_t)((i * 7) % 13 - 1); ig[i] = igw[i] = (int32_t)i + 3; }
+    memcpy(want, ys, (size_t)ny * sz);
+    if (grad && !mode) for (i = 0; i < ny; i++) dp__store_elem(want, t, i, 0, DP_REQ_WRITE);
+    for (i = 0; i < n; i++) {
+        int64_t r = ix[i] < 0 ? 0 : ix[i] >= rows ? rows - 1 : ix[i];
+        for (e = 0; e < w; e++) {
+            if (grad) dp__store_elem(want, t, r * w + e, dp__load_elem(og, t, i * w + e), DP_REQ_ADD);
+            else dp__store_elem(want, t, i * w + e, dp__load_elem(x, t, r * w + e), req[0]);
+        }
+        if (grad) dp__store_elem(igw, DP_INT32, i, 0, req[1]);
+    }
+    if (grad) { in[0] = from(&so, t, og); in[1] = from(&sx, t, x); in[2] = from(&si, DP_INT32, ix); outs[0] = from(&sx, t, ys); outs[1] = from(&si, DP_INT32, ig); }
+    else { in[0] = from(&sx, t, x); in[1] = from(&si, DP_INT32, ix); outs[0] = from(&so, t, ys); }
+    CHECK(invoke_str(eng, grad ? "_backward_take" : "take", grad ? 3 : 2, in, 1, keys, vals, 0, grad ? 2 : 1, outs, req) == DP_OK);
+    read_back(outs[0], got);
+    snprintf(what, sizeof what, "%s mode %d", grad ? "_backward_take" : "take", mode);
+    bad = ew_compare(what, t, ny, got, want);
+    if (grad) { read_back(outs[1], ig); bad += ew_compare("  its index gradient", DP_INT32, n, ig, igw); dp_nd_release(outs[1]); dp_nd_release(in[2]); }
+    dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(outs[0]);
+    free(x); free(og); free(ys); free(want); free(got); free(ix); free(ig); free(igw);
+    return bad;
+}
+static int64_t acc_check(dp_dtype ta, dp_dtype tb, int64_t n) {
+    unsigned char *a = (unsigned char *)malloc((size_t)n * 8), *b = (unsigned char *)malloc((size_t)n * 8);
+    int ints = dp__is_index_dtype(ta) && dp__is_index_dtype(tb);
+    int64_t i, hits = 0;
+    float got = 0, want;
+    dp_shape s = shape1(n);
+    dp_ndarray *in[2], *out = NULL;
+    ew_fill(a, ta, n, 79u);
+    for (i = 0; i < n; i++) {          /* b: a's value (as b's dtype holds it) every other element */
+        if (dp__dtype_is_int(tb) && dp__dtype_is_int(ta)) dp__store_int(b, tb, i, i % 2 ? dp__load_int(a, ta, i) : i, DP_REQ_WRITE);
+        else dp__store_elem(b, tb, i, i % 2 ? dp__load_elem(a, ta, i) : (double)i, DP_REQ_WRITE);
+    }
+    for (i = 0; i < n; i++) hits += ints ? dp__load_index(a, ta, i) == dp__load_index(b, tb, i) : dp__load_elem(a, ta, i) == dp__load_elem(b, tb, i);
+    want = (float)((double)hits / (double)n);
+    in[0] = from(&s, ta, a); in[1] = from(&s, tb, b);
+    CHECK(invoke_str(eng, "accuracy", 2, in, 0, NULL, NULL, 0, 1, &out, NULL) == DP_OK);
+    read_back(out, &got);
+    if (memcmp(&got, &want, sizeof got)) fprintf(stderr, "  accuracy %s %s n %lld: %.9g, expected %.9g\n", dp_dtype_name(ta), dp_dtype_name(tb), (long long)n, got, want);
+    dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(out);
+    free(a); free(b);
+    return memcmp(&got, &want, sizeof got) != 0;
+}
+static int64_t fill_check(dp_dtype t, int64_t n) {
+    unsigned char *want = (unsigned char *)malloc((size_t)n * 8), *got = (unsigned char *)malloc((size_t)n * 8);
+    dp_shape s = shape1(n);
+    dp_ndarray *a = NULL;
+    int64_t i, bad;
+    for (i = 0; i < n; i++) dp__store_elem(want, t, i, -3.75, DP_REQ_WRITE);
+    CHECK(dp_nd_full(eng, &s, t, cpu, -3.75, &a) == DP_OK);
+    read_back(a, got);
+    bad = ew_compare("full", t, n, got, want);
+    dp_nd_release(a); a = NULL;
+    for (i = 0; i < n; i++) dp__store_elem(want, t, i, -2.5 + 0.375 * (double)i, DP_REQ_WRITE);
+    CHECK(dp_nd_arange(eng, -2.5, -2.5 + 0.375 * (double)n - 0.1, 0.375, t, cpu, &a) == DP_OK && dp_shape_size(dp_nd_shape(a)) == n);
+    read_back(a, got);
+    bad += ew_compare("arange", t, n, got, want);
+    dp_nd_release(a);
+    free(want); free(got);
+    return bad;
+}
+static void test_index_kernels_dtypes(void) {
+    static const dp_dtype dts[] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32, DP_INT64, DP_INT8, DP_UINT8, DP_BOOL};
+    static const dp_dtype idx[] = {DP_FLOAT32, DP_FLOAT64, DP_INT64, DP_UINT8};
+    static const int64_t sizes[] = {1, 7, DP__BLK + 3};
+    static const dp_dtype pairs[][2] = {{DP_INT64, DP_INT32}, {DP_UINT8, DP_UINT8}, {DP_FLOAT32, DP_INT64}, {DP_FLOAT16, DP_FLOAT32}, {DP_INT64, DP_FLOAT64}, {DP_INT8, DP_BOOL}};
+    size_t d, z, q;
+    int mode;
+    start();
+    for (z = 0; z < 3; z++) {
+        for (d = 0; d < 8; d++) {
+            CHECK(fill_check(dts[d], sizes[z]) == 0);
+            for (mode = 0; mode < 2; mode++) {
+                for (q = 0; q < 4; q++) CHECK(oh_check(idx[q], dts[d], sizes[z], mode) == 0);
+                CHECK(take_check(dts[d], sizes[z], mode, 0) == 0);
+                CHECK(take_check(dts[d], sizes[z], mode, 1) == 0);
+            }
+        }
+        for (q = 0; q < sizeof pairs / sizeof pairs[0]; q++) CHECK(acc_check(pairs[q][0], pairs[q][1], sizes[z]) == 0);
+    }
+    stop();
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"int64_exact_movement", test_int64_exact_movement},
@@ -1101,6 +1234,7 @@ int main(void) {
         {"update_general", test_update_general},
         {"reduce_grad_dtypes", test_reduce_grad_dtypes},
         {"softmax_dtypes", test_softmax_dtypes},
+        {"index_kernels_dtypes", test_index_kernels_dtypes},
     };
     return run_tests("kernels_exact", tests, (int)(sizeof tests / sizeof tests[0]));
 }
