@@ -12733,18 +12733,23 @@ static void dp__reduce_strides(const dp_shape *s, int mask, int64_t *st) {
     }
 }
 enum { DP__RED_SUM, DP__RED_MEAN, DP__RED_MAX, DP__RED_MIN, DP__RED_ARGMAX };
-/* acc[o] over the input; acc must hold the output's element count. */
+/* acc[o] over the input; acc must hold the output's element count. The
+   walks are instantiated per dtype (DP__BY_DTYPE: the element load's
+   switch folds). */
+#define DP__RED_WALK(T) do {                                                                                          \
+        for (i = 0; i < n; i++) {                                                                                     \
+            double v = dp__load_elem(x, T, i);                                                                        \
+            if (kind == DP__RED_MAX) { if (v > acc[o] || v != v) acc[o] = v; }                                        \
+            else if (kind == DP__RED_MIN) { if (v < acc[o] || v != v) acc[o] = v; }                                   \
+            else acc[o] += v;                                                                                         \
+            dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);                                             \
+        }                                                                                                             \
+    } while (0)
 static void dp__reduce_walk(const void *x, dp_dtype t, const dp_shape *s, int mask, int kind, double *acc, int64_t nout) {
     int64_t n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
     dp__reduce_strides(s, mask, st);
     for (i = 0; i < nout; i++) acc[i] = kind == DP__RED_MAX ? -HUGE_VAL : kind == DP__RED_MIN ? HUGE_VAL : 0;
-    for (i = 0; i < n; i++) {
-        double v = dp__load_elem(x, t, i);
-        if (kind == DP__RED_MAX) { if (v > acc[o] || v != v) acc[o] = v; }
-        else if (kind == DP__RED_MIN) { if (v < acc[o] || v != v) acc[o] = v; }
-        else acc[o] += v;
-        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
-    }
+    DP__BY_DTYPE(t, DP__RED_WALK(T_));
     if (kind == DP__RED_MEAN && nout) {
         double count = nout ? (double)n / (double)nout : 0;
         for (i = 0; i < nout; i++) acc[i] = count ? acc[i] / count : NAN;
@@ -12752,17 +12757,20 @@ static void dp__reduce_walk(const void *x, dp_dtype t, const dp_shape *s, int ma
 }
 /* The same walk in int64 for an integer array's sum (wrapping), max and
    min: exact where double would round beyond 2^53. */
+#define DP__RED_WALK_INT(T) do {                                                                                      \
+        for (i = 0; i < n; i++) {                                                                                     \
+            int64_t v = dp__load_int(x, T, i);                                                                        \
+            if (kind == DP__RED_MAX) { if (v > acc[o]) acc[o] = v; }                                                  \
+            else if (kind == DP__RED_MIN) { if (v < acc[o]) acc[o] = v; }                                             \
+            else acc[o] = dp__i_add(acc[o], v);                                                                       \
+            dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);                                             \
+        }                                                                                                             \
+    } while (0)
 static void dp__reduce_walk_int(const void *x, dp_dtype t, const dp_shape *s, int mask, int kind, int64_t *acc, int64_t nout) {
     int64_t n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
     dp__reduce_strides(s, mask, st);
     for (i = 0; i < nout; i++) acc[i] = kind == DP__RED_MAX ? INT64_MIN : kind == DP__RED_MIN ? INT64_MAX : 0;
-    for (i = 0; i < n; i++) {
-        int64_t v = dp__load_int(x, t, i);
-        if (kind == DP__RED_MAX) { if (v > acc[o]) acc[o] = v; }
-        else if (kind == DP__RED_MIN) { if (v < acc[o]) acc[o] = v; }
-        else acc[o] = dp__i_add(acc[o], v);
-        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
-    }
+    DP__BY_DTYPE(t, DP__RED_WALK_INT(T_));
 }
 /* Large reductions split over the range loop. When the reduced axes are
    one run (size-1 axes aside), the input is (outer, len, inner), output
@@ -12820,10 +12828,10 @@ static void dp__red_block(const dp__red_job *J, double *acc, int64_t o0, int64_t
         double *ac = acc + a * J->inner;
 #define DP__LD_F(i) xf[i]
 #define DP__LD_D(i) xd[i]
-#define DP__LD_G(i) dp__load_elem(J->x, J->t, i)
+#define DP__LD_G(i) dp__load_elem(J->x, T_, i)
         if (J->t == DP_FLOAT32) { DP__RED_LOOPS(DP__LD_F) }
         else if (J->t == DP_FLOAT64) { DP__RED_LOOPS(DP__LD_D) }
-        else { DP__RED_LOOPS(DP__LD_G) }
+        else DP__BY_DTYPE(J->t, DP__RED_LOOPS(DP__LD_G));      /* per dtype: the load's switch folds */
 #undef DP__LD_F
 #undef DP__LD_D
 #undef DP__LD_G
@@ -12838,7 +12846,16 @@ static void dp__red_block(const dp__red_job *J, double *acc, int64_t o0, int64_t
    bigger, or a NaN where the best is not one (the first NaN wins) */
 #define DP__ARGMAX_BEATS(V, BEST) ((BEST) == (BEST) && ((V) > (BEST) || (V) != (V)))
 /* dp__red_block of an integer array in int64; argmax's the same way, its
-   best values in acc (int64 bits when in_int) and their indices in where */
+   best values in acc (int64 bits when in_int) and their indices in where;
+   per dtype (DP__BY_DTYPE) */
+#define DP__RED_INT_LOOPS(T) do {                                                                                     \
+        for (j = j0; j < j1; j++)                                                                                     \
+            for (b = b0, o = a * J->inner + b0, i = base + j * J->inner + b0; b < b1; b++, o++, i++) {                \
+                if (kind != DP__RED_ARGMAX) DP__RED_FOLD_INT(acc[o], dp__load_int(J->x, T, i));                       \
+                else if (J->in_int) { int64_t v = dp__load_int(J->x, T, i); if (where[o] < 0 || v > acc[o]) { acc[o] = v; where[o] = j; } } \
+                else { double v = dp__load_elem(J->x, T, i); if (where[o] < 0 || DP__ARGMAX_BEATS(v, accd[o])) { accd[o] = v; where[o] = j; } } \
+            }                                                                                                         \
+    } while (0)
 static void dp__red_block_int(const dp__red_job *J, double *accd, int64_t *where, int64_t o0, int64_t o1, int64_t j0, int64_t j1) {
     int kind = J->kind;
     int64_t a, o, *acc = (int64_t *)(void *)accd;
@@ -12849,12 +12866,8 @@ static void dp__red_block_int(const dp__red_job *J, double *accd, int64_t *where
     for (a = o0 / J->inner; a * J->inner < o1; a++) {
         int64_t b0 = o0 > a * J->inner ? o0 - a * J->inner : 0, b1 = o1 - a * J->inner < J->inner ? o1 - a * J->inner : J->inner;
         int64_t base = a * J->len * J->inner, j, b, i;
-        for (j = j0; j < j1; j++)
-            for (b = b0, o = a * J->inner + b0, i = base + j * J->inner + b0; b < b1; b++, o++, i++) {
-                if (kind != DP__RED_ARGMAX) DP__RED_FOLD_INT(acc[o], dp__load_int(J->x, J->t, i));
-                else if (J->in_int) { int64_t v = dp__load_int(J->x, J->t, i); if (where[o] < 0 || v > acc[o]) { acc[o] = v; where[o] = j; } }
-                else { double v = dp__load_elem(J->x, J->t, i); if (where[o] < 0 || DP__ARGMAX_BEATS(v, accd[o])) { accd[o] = v; where[o] = j; } }
-            }
+        DP__BY_DTYPE(J->t, DP__RED_INT_LOOPS(T_));
+
     }
 }
 /* outputs [o0, o1) over j in [j0, j1), into the results (slot -1) or
@@ -12945,12 +12958,14 @@ static int dp__reduce_kernel(const dp_kernel_ctx *k, int kind) {
         if ((par = dp__reduce_par(k, dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, 1, acc, NULL, nout)) != NULL)
             iacc = (int64_t *)(void *)par;
         else dp__reduce_walk_int(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, iacc, nout);
-        for (i = 0; i < nout; i++) dp__store_int(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, iacc[i], k->req[0]);
+        for (i = 0; i < nout && k->req[0] != DP_REQ_NULL; i += DP__BLK)
+            dp__blk_store_int(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, nout - i < DP__BLK ? nout - i : DP__BLK, iacc + i, k->req[0]);
         return 0;
     }
     if ((par = dp__reduce_par(k, dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, 0, acc, NULL, nout)) != NULL) acc = par;
     else dp__reduce_walk(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, acc, nout);
-    for (i = 0; i < nout; i++) dp__store_elem(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, acc[i], k->req[0]);
+    for (i = 0; i < nout && k->req[0] != DP_REQ_NULL; i += DP__BLK)
+        dp__blk_store(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, nout - i < DP__BLK ? nout - i : DP__BLK, acc + i, k->req[0]);
     return 0;
 }
 static int dp__k_sum(const dp_kernel_ctx *k) { return dp__reduce_kernel(k, DP__RED_SUM); }
@@ -13069,6 +13084,21 @@ static int dp__infer_argmax(const dp_params *p, int nin, const dp_shape *is, con
 /* The first largest element wins; for floats the first NaN, as NumPy's.
    Integers compare as integers. Per output: the best value (as the
    input's dtype says: double or int64, 8 bytes each) and its index. */
+/* argmax's serial walk, per dtype (DP__BY_DTYPE) */
+#define DP__ARGMAX_WALK(T) do {                                                                                       \
+        for (i = 0; i < n; i++) {                                                                                     \
+            int better;                                                                                               \
+            if (in_int) {                                                                                             \
+                int64_t v = dp__load_int(x, T, i);                                                                    \
+                if ((better = where[o] < 0 || v > ibest[o]) != 0) ibest[o] = v;                                       \
+            } else {                                                                                                  \
+                double v = dp__load_elem(x, T, i);                                                                    \
+                if ((better = where[o] < 0 || DP__ARGMAX_BEATS(v, best[o])) != 0) best[o] = v;                        \
+            }                                                                                                         \
+            if (better) where[o] = axis >= 0 ? idx[axis] : i;                                                         \
+            dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);                                             \
+        }                                                                                                             \
+    } while (0)
 static int dp__k_argmax(const dp_kernel_ctx *k) {
     const dp_shape *s = dp_nd_shape(k->inputs[0]);
     const void *x = dp_nd_data(k->inputs[0]);
@@ -13088,18 +13118,7 @@ static int dp__k_argmax(const dp_kernel_ctx *k) {
     }
     for (i = 0; i < nout; i++) where[i] = -1;
     dp__reduce_strides(s, mask, st);
-    for (i = 0; i < n; i++) {
-        int better;
-        if (in_int) {
-            int64_t v = dp__load_int(x, t, i);
-            if ((better = where[o] < 0 || v > ibest[o]) != 0) ibest[o] = v;
-        } else {
-            double v = dp__load_elem(x, t, i);
-            if ((better = where[o] < 0 || DP__ARGMAX_BEATS(v, best[o])) != 0) best[o] = v;
-        }
-        if (better) where[o] = axis >= 0 ? idx[axis] : i;
-        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
-    }
+    DP__BY_DTYPE(t, DP__ARGMAX_WALK(T_));
     for (i = 0; i < nout; i++) dp__store_int(dp_nd_data(k->outputs[0]), DP_INT64, i, where[i], k->req[0]);
     return 0;
 }

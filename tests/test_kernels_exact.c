@@ -1215,6 +1215,100 @@ static void test_index_kernels_dtypes(void) {
     stop();
 }
 
+/* sum, mean, max, min and argmax against the walk over the input written
+   out here (each element in C order into its output: in double, or in
+   int64 for an integer array's sum, max and min; argmax's first best, a
+   NaN winning), stored by req: the serial walks (axes in one run or not,
+   small arrays) and large arrays whose split gives the walk's bits (many
+   outputs, or max, min, argmax and integer sums, which any grouping
+   leaves the same), every dtype, write and add-to. */
+static int64_t red_check(int kind, dp_dtype t, const dp_shape *xs, const int64_t *axes, int nax, int mode) {
+    static const char *ops[5] = {"sum", "mean", "max", "min", "argmax"};
+    int64_t n = dp_shape_size(xs), nout, i, o = 0, st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, bad, *where, *iacc;
+    size_t sz = dp_dtype_size(t);
+    char axis[64] = "(", what[96];
+    const char *keys[1] = {"axis"}, *vals[1] = {axis};
+    int mask = 0, d, in_int = dp__dtype_is_int(t), ax1 = -1;
+    dp_shape os;
+    dp_dtype ot = kind == 4 ? DP_INT64 : t;
+    unsigned char *xb = (unsigned char *)malloc(n * sz + 1), *ys, *want, *got;
+    double *acc;
+    dp_ndarray *in[1], *out;
+    dp_req req = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    for (d = 0; d < nax; d++) { mask |= 1 << axes[d]; snprintf(axis + strlen(axis), sizeof axis - strlen(axis), "%s%lld", d ? "," : "", (long long)axes[d]); }
+    strcat(axis, nax == 1 ? ",)" : ")");
+    if (!nax) mask = (1 << xs->ndim) - 1;
+    if (nax == 1) ax1 = (int)axes[0];
+    dp__reduced_shape(xs, mask, 0, &os);
+    nout = dp_shape_size(&os);
+    ys = (unsigned char *)malloc((size_t)nout * 8 + 1); want = (unsigned char *)malloc((size_t)nout * 8 + 1); got = (unsigned char *)malloc((size_t)nout * 8 + 1);
+    acc = (double *)malloc(sizeof(double) * (size_t)(nout + 1)); where = (int64_t *)malloc(sizeof(int64_t) * (size_t)(nout + 1));
+    iacc = (int64_t *)malloc(sizeof(int64_t) * (size_t)(nout + 1));
+    ew_fill(xb, t, n, 83u); ew_fill(ys, ot, nout, 89u);
+    if (kind < 2 && !in_int) for (i = 0; i < n; i++) if (ew_is_nan(xb, t, i) || fabs(dp__load_elem(xb, t, i)) > 1e30) dp__store_elem(xb, t, i, 1.5, DP_REQ_WRITE);
+    for (i = 0; i < n; i += 5) memcpy(xb + (size_t)i * sz, xb + (size_t)(i / 5) * sz, sz);   /* ties */
+    for (i = 0; i < nout; i++) {
+        acc[i] = kind == 2 ? -HUGE_VAL : kind == 3 ? HUGE_VAL : 0; where[i] = -1;
+        iacc[i] = kind == 2 ? INT64_MIN : kind == 3 ? INT64_MAX : 0;
+    }
+    dp__reduce_strides(xs, mask, st);
+    for (i = 0; i < n; i++) {
+        double v = dp__load_elem(xb, t, i);
+        int64_t iv = in_int ? dp__load_int(xb, t, i) : 0;
+        if (kind == 4) {
+            int better = in_int ? (where[o] < 0 || iv > iacc[o]) : (where[o] < 0 || (acc[o] == acc[o] && (v > acc[o] || v != v)));
+            if (better) { iacc[o] = iv; acc[o] = v; where[o] = ax1 >= 0 ? idx[ax1] : i; }
+        } else if (in_int && kind != 1) {
+            if (kind == 2) { if (iv > iacc[o]) iacc[o] = iv; }
+            else if (kind == 3) { if (iv < iacc[o]) iacc[o] = iv; }
+            else iacc[o] = dp__wrap((uint64_t)iacc[o] + (uint64_t)iv);
+        } else if (kind == 2) { if (v > acc[o] || v != v) acc[o] = v; }
+        else if (kind == 3) { if (v < acc[o] || v != v) acc[o] = v; }
+        else acc[o] += v;
+        dp__odometer_next(xs->ndim, xs->dims, idx, st, &o, NULL, NULL);
+    }
+    memcpy(want, ys, (size_t)nout * dp_dtype_size(ot));
+    for (i = 0; i < nout; i++) {
+        if (kind == 4) dp__store_int(want, DP_INT64, i, where[i], req);
+        else if (in_int && kind != 1) dp__store_int(want, t, i, iacc[i], req);
+        else dp__store_elem(want, t, i, kind == 1 ? acc[i] / ((double)n / (double)nout) : acc[i], req);
+    }
+    in[0] = from(xs, t, xb); out = from(&os, ot, ys);
+    CHECK(invoke_str(eng, ops[kind], 1, in, nax ? 1 : 0, keys, vals, 0, 1, &out, &req) == DP_OK);
+    read_back(out, got);
+    snprintf(what, sizeof what, "%s of %s axis %s ndim %d mode %d", ops[kind], dp_dtype_name(t), nax ? axis : "()", xs->ndim, mode);
+    bad = ew_compare(what, ot, nout, got, want);
+    dp_nd_release(in[0]); dp_nd_release(out);
+    free(xb); free(ys); free(want); free(got); free(acc); free(where); free(iacc);
+    return bad;
+}
+static void test_reductions_dtypes(void) {
+    static const dp_dtype dts[] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32, DP_INT64, DP_INT8, DP_UINT8, DP_BOOL};
+    static const struct { int ndim; int64_t dims[3]; int nax; int64_t axes[2]; int large; } cases[] = {
+        {1, {1}, 0, {0}, 0}, {1, {7}, 0, {0}, 0}, {1, {DP__BLK + 3}, 1, {0}, 0}, {2, {7, DP__BLK + 3}, 1, {1}, 0},
+        {2, {DP__BLK + 3, 7}, 1, {0}, 0}, {3, {3, 5, 7}, 2, {0, 2}, 0}, {3, {3, 5, 7}, 1, {1}, 0},
+        {2, {1024, 130}, 1, {1}, 1}, {2, {130, 1024}, 1, {0}, 1}, {1, {140003}, 0, {0}, 2}, {2, {2, 70001}, 1, {1}, 2},
+    };
+    size_t c, d;
+    int kind, mode;
+    start();
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        dp_shape s;
+        memset(&s, 0, sizeof s);
+        s.ndim = cases[c].ndim;
+        memcpy(s.dims, cases[c].dims, sizeof(int64_t) * 3);
+        for (d = 0; d < 8; d++)
+            for (kind = 0; kind < 5; kind++) {
+                if (kind == 4 && cases[c].nax > 1) continue;                             /* argmax: one axis or all */
+                if (cases[c].large == 2 && kind < 2 && !dp__dtype_is_int(dts[d])) continue;   /* few outputs: a float sum's split is not the walk's */
+                if (cases[c].large == 2 && kind == 1) continue;
+                for (mode = 0; mode < 2; mode++)
+                    if (kind != 4 || !mode) CHECK(red_check(kind, dts[d], &s, cases[c].axes, cases[c].nax, mode) == 0);
+            }
+    }
+    stop();
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"int64_exact_movement", test_int64_exact_movement},
@@ -1235,6 +1329,7 @@ int main(void) {
         {"reduce_grad_dtypes", test_reduce_grad_dtypes},
         {"softmax_dtypes", test_softmax_dtypes},
         {"index_kernels_dtypes", test_index_kernels_dtypes},
+        {"reductions_dtypes", test_reductions_dtypes},
     };
     return run_tests("kernels_exact", tests, (int)(sizeof tests / sizeof tests[0]));
 }
