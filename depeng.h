@@ -10007,7 +10007,9 @@ static void dp__fill_host(void *data, dp_dtype dt, int64_t n, double value, doub
     case DP_INT32: for (i = 0; i < n; i++) ((int32_t *)data)[i] = dp__to_int32(value + step * (double)i); break;
     case DP_INT64: for (i = 0; i < n; i++) ((int64_t *)data)[i] = dp__to_int64(value + step * (double)i); break;
     case DP_UINT8: for (i = 0; i < n; i++) ((uint8_t *)data)[i] = dp__to_uint8(value + step * (double)i); break;
-    default: for (i = 0; i < n; i++) dp__store_elem(data, dt, i, value + step * (double)i, DP_REQ_WRITE); break;
+    case DP_FLOAT16: for (i = 0; i < n; i++) ((uint16_t *)data)[i] = dp__half_from_float((float)(value + step * (double)i)); break;
+    case DP_INT8: for (i = 0; i < n; i++) ((int8_t *)data)[i] = dp__to_int8(value + step * (double)i); break;
+    default: for (i = 0; i < n; i++) ((uint8_t *)data)[i] = (uint8_t)(value + step * (double)i != 0); break;   /* bool, as dp__store_elem */
     }
 }
 /* Copies bytes between two places; kind as dp_device_backend.mem_copy, or
@@ -12755,18 +12757,23 @@ static void dp__reduce_strides(const dp_shape *s, int mask, int64_t *st) {
     }
 }
 enum { DP__RED_SUM, DP__RED_MEAN, DP__RED_MAX, DP__RED_MIN, DP__RED_ARGMAX };
-/* acc[o] over the input; acc must hold the output's element count. */
+/* acc[o] over the input; acc must hold the output's element count. The
+   walks are instantiated per dtype (DP__BY_DTYPE: the element load's
+   switch folds). */
+#define DP__RED_WALK(T) do {                                                                                          \
+        for (i = 0; i < n; i++) {                                                                                     \
+            double v = dp__load_elem(x, T, i);                                                                        \
+            if (kind == DP__RED_MAX) { if (v > acc[o] || v != v) acc[o] = v; }                                        \
+            else if (kind == DP__RED_MIN) { if (v < acc[o] || v != v) acc[o] = v; }                                   \
+            else acc[o] += v;                                                                                         \
+            dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);                                             \
+        }                                                                                                             \
+    } while (0)
 static void dp__reduce_walk(const void *x, dp_dtype t, const dp_shape *s, int mask, int kind, double *acc, int64_t nout) {
     int64_t n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
     dp__reduce_strides(s, mask, st);
     for (i = 0; i < nout; i++) acc[i] = kind == DP__RED_MAX ? -HUGE_VAL : kind == DP__RED_MIN ? HUGE_VAL : 0;
-    for (i = 0; i < n; i++) {
-        double v = dp__load_elem(x, t, i);
-        if (kind == DP__RED_MAX) { if (v > acc[o] || v != v) acc[o] = v; }
-        else if (kind == DP__RED_MIN) { if (v < acc[o] || v != v) acc[o] = v; }
-        else acc[o] += v;
-        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
-    }
+    DP__BY_DTYPE(t, DP__RED_WALK(T_));
     if (kind == DP__RED_MEAN && nout) {
         double count = nout ? (double)n / (double)nout : 0;
         for (i = 0; i < nout; i++) acc[i] = count ? acc[i] / count : NAN;
@@ -12774,17 +12781,20 @@ static void dp__reduce_walk(const void *x, dp_dtype t, const dp_shape *s, int ma
 }
 /* The same walk in int64 for an integer array's sum (wrapping), max and
    min: exact where double would round beyond 2^53. */
+#define DP__RED_WALK_INT(T) do {                                                                                      \
+        for (i = 0; i < n; i++) {                                                                                     \
+            int64_t v = dp__load_int(x, T, i);                                                                        \
+            if (kind == DP__RED_MAX) { if (v > acc[o]) acc[o] = v; }                                                  \
+            else if (kind == DP__RED_MIN) { if (v < acc[o]) acc[o] = v; }                                             \
+            else acc[o] = dp__i_add(acc[o], v);                                                                       \
+            dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);                                             \
+        }                                                                                                             \
+    } while (0)
 static void dp__reduce_walk_int(const void *x, dp_dtype t, const dp_shape *s, int mask, int kind, int64_t *acc, int64_t nout) {
     int64_t n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0;
     dp__reduce_strides(s, mask, st);
     for (i = 0; i < nout; i++) acc[i] = kind == DP__RED_MAX ? INT64_MIN : kind == DP__RED_MIN ? INT64_MAX : 0;
-    for (i = 0; i < n; i++) {
-        int64_t v = dp__load_int(x, t, i);
-        if (kind == DP__RED_MAX) { if (v > acc[o]) acc[o] = v; }
-        else if (kind == DP__RED_MIN) { if (v < acc[o]) acc[o] = v; }
-        else acc[o] = dp__i_add(acc[o], v);
-        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
-    }
+    DP__BY_DTYPE(t, DP__RED_WALK_INT(T_));
 }
 /* Large reductions split over the range loop. When the reduced axes are
    one run (size-1 axes aside), the input is (outer, len, inner), output
@@ -12842,10 +12852,10 @@ static void dp__red_block(const dp__red_job *J, double *acc, int64_t o0, int64_t
         double *ac = acc + a * J->inner;
 #define DP__LD_F(i) xf[i]
 #define DP__LD_D(i) xd[i]
-#define DP__LD_G(i) dp__load_elem(J->x, J->t, i)
+#define DP__LD_G(i) dp__load_elem(J->x, T_, i)
         if (J->t == DP_FLOAT32) { DP__RED_LOOPS(DP__LD_F) }
         else if (J->t == DP_FLOAT64) { DP__RED_LOOPS(DP__LD_D) }
-        else { DP__RED_LOOPS(DP__LD_G) }
+        else DP__BY_DTYPE(J->t, DP__RED_LOOPS(DP__LD_G));      /* per dtype: the load's switch folds */
 #undef DP__LD_F
 #undef DP__LD_D
 #undef DP__LD_G
@@ -12860,7 +12870,16 @@ static void dp__red_block(const dp__red_job *J, double *acc, int64_t o0, int64_t
    bigger, or a NaN where the best is not one (the first NaN wins) */
 #define DP__ARGMAX_BEATS(V, BEST) ((BEST) == (BEST) && ((V) > (BEST) || (V) != (V)))
 /* dp__red_block of an integer array in int64; argmax's the same way, its
-   best values in acc (int64 bits when in_int) and their indices in where */
+   best values in acc (int64 bits when in_int) and their indices in where;
+   per dtype (DP__BY_DTYPE) */
+#define DP__RED_INT_LOOPS(T) do {                                                                                     \
+        for (j = j0; j < j1; j++)                                                                                     \
+            for (b = b0, o = a * J->inner + b0, i = base + j * J->inner + b0; b < b1; b++, o++, i++) {                \
+                if (kind != DP__RED_ARGMAX) DP__RED_FOLD_INT(acc[o], dp__load_int(J->x, T, i));                       \
+                else if (J->in_int) { int64_t v = dp__load_int(J->x, T, i); if (where[o] < 0 || v > acc[o]) { acc[o] = v; where[o] = j; } } \
+                else { double v = dp__load_elem(J->x, T, i); if (where[o] < 0 || DP__ARGMAX_BEATS(v, accd[o])) { accd[o] = v; where[o] = j; } } \
+            }                                                                                                         \
+    } while (0)
 static void dp__red_block_int(const dp__red_job *J, double *accd, int64_t *where, int64_t o0, int64_t o1, int64_t j0, int64_t j1) {
     int kind = J->kind;
     int64_t a, o, *acc = (int64_t *)(void *)accd;
@@ -12871,12 +12890,8 @@ static void dp__red_block_int(const dp__red_job *J, double *accd, int64_t *where
     for (a = o0 / J->inner; a * J->inner < o1; a++) {
         int64_t b0 = o0 > a * J->inner ? o0 - a * J->inner : 0, b1 = o1 - a * J->inner < J->inner ? o1 - a * J->inner : J->inner;
         int64_t base = a * J->len * J->inner, j, b, i;
-        for (j = j0; j < j1; j++)
-            for (b = b0, o = a * J->inner + b0, i = base + j * J->inner + b0; b < b1; b++, o++, i++) {
-                if (kind != DP__RED_ARGMAX) DP__RED_FOLD_INT(acc[o], dp__load_int(J->x, J->t, i));
-                else if (J->in_int) { int64_t v = dp__load_int(J->x, J->t, i); if (where[o] < 0 || v > acc[o]) { acc[o] = v; where[o] = j; } }
-                else { double v = dp__load_elem(J->x, J->t, i); if (where[o] < 0 || DP__ARGMAX_BEATS(v, accd[o])) { accd[o] = v; where[o] = j; } }
-            }
+        DP__BY_DTYPE(J->t, DP__RED_INT_LOOPS(T_));
+
     }
 }
 /* outputs [o0, o1) over j in [j0, j1), into the results (slot -1) or
@@ -12967,12 +12982,14 @@ static int dp__reduce_kernel(const dp_kernel_ctx *k, int kind) {
         if ((par = dp__reduce_par(k, dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, 1, acc, NULL, nout)) != NULL)
             iacc = (int64_t *)(void *)par;
         else dp__reduce_walk_int(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, iacc, nout);
-        for (i = 0; i < nout; i++) dp__store_int(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, iacc[i], k->req[0]);
+        for (i = 0; i < nout && k->req[0] != DP_REQ_NULL; i += DP__BLK)
+            dp__blk_store_int(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, nout - i < DP__BLK ? nout - i : DP__BLK, iacc + i, k->req[0]);
         return 0;
     }
     if ((par = dp__reduce_par(k, dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, 0, acc, NULL, nout)) != NULL) acc = par;
     else dp__reduce_walk(dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), s, mask, kind, acc, nout);
-    for (i = 0; i < nout; i++) dp__store_elem(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, acc[i], k->req[0]);
+    for (i = 0; i < nout && k->req[0] != DP_REQ_NULL; i += DP__BLK)
+        dp__blk_store(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), i, nout - i < DP__BLK ? nout - i : DP__BLK, acc + i, k->req[0]);
     return 0;
 }
 static int dp__k_sum(const dp_kernel_ctx *k) { return dp__reduce_kernel(k, DP__RED_SUM); }
@@ -12983,15 +13000,61 @@ static int dp__k_min(const dp_kernel_ctx *k) { return dp__reduce_kernel(k, DP__R
    gradient, mean that over the count, max and min give it to the elements
    equal to the result (recomputed here) and 0 to the rest. */
 typedef struct dp__rg_job { const void *og, *x; void *g; dp_dtype t; const double *best; double scale; int64_t len, inner; dp_req req; } dp__rg_job;
-/* input elements [begin, end) where the reduced axes are one run */
+/* One row of n input elements from i, their output element from o stepping
+   by so (1 along a kept axis, 0 along a reduced one): g[i] = og[o] * scale
+   in double, 0 where x[i] is not best[o] (max, min), stored rounded once by
+   req (add-to: added in double first). float32 and float64 in typed loops,
+   the other dtypes in blocks (as doubles: what dp__store_elem converts). */
+#define DP__RG_LOOP(T, V) do {                                                                                          \
+        const T *og_ = (const T *)J->og + o, *x_ = (const T *)J->x + i;                                                 \
+        T *g_ = (T *)J->g + i;                                                                                          \
+        const double *b_ = J->best ? J->best + o : NULL, sc_ = J->scale;                                                \
+        int64_t r_;                                                                                                     \
+        (void)x_; (void)b_;                                                                                             \
+        if (J->req == DP_REQ_ADD) for (r_ = 0; r_ < n; r_++) g_[r_] = (T)((V) + (double)g_[r_]);                        \
+        else for (r_ = 0; r_ < n; r_++) g_[r_] = (T)(V);                                                                \
+    } while (0)
+#define DP__RG_V(SO) ((double)og_[(SO) * r_] * sc_)
+#define DP__RG_VB(SO) ((double)x_[r_] != b_[(SO) * r_] ? 0.0 : (double)og_[(SO) * r_] * sc_)
+#define DP__RG_TYPED(T, SUF)                                                                                            \
+DP__VEC_LOOPS static void dp__rg_row_##SUF(const dp__rg_job *J, int64_t i, int64_t o, int64_t so, int64_t n) {          \
+    if (so && J->best) DP__RG_LOOP(T, DP__RG_VB(1));                                                                    \
+    else if (so) DP__RG_LOOP(T, DP__RG_V(1));                                                                           \
+    else if (J->best) DP__RG_LOOP(T, DP__RG_VB(0));                                                                     \
+    else DP__RG_LOOP(T, DP__RG_V(0));                                                                                   \
+}
+DP__RG_TYPED(float, f32)
+DP__RG_TYPED(double, f64)
+#undef DP__RG_TYPED
+#undef DP__RG_V
+#undef DP__RG_VB
+#undef DP__RG_LOOP
+static void dp__rg_row(const dp__rg_job *J, int64_t i, int64_t o, int64_t so, int64_t n) {
+    double v[DP__BLK], x[DP__BLK];
+    int64_t k, m, r;
+    if (J->t == DP_FLOAT32) { dp__rg_row_f32(J, i, o, so, n); return; }
+    if (J->t == DP_FLOAT64) { dp__rg_row_f64(J, i, o, so, n); return; }
+    for (k = 0; k < n; k += m) {
+        m = n - k < DP__BLK ? n - k : DP__BLK;
+        dp__blk_load(J->og, J->t, o + k * so, so, m, v);
+        for (r = 0; r < m; r++) v[r] *= J->scale;
+        if (J->best) {
+            dp__blk_load(J->x, J->t, i + k, 1, m, x);
+            for (r = 0; r < m; r++) if (x[r] != J->best[o + (k + r) * so]) v[r] = 0;
+        }
+        dp__blk_store(J->g, J->t, i + k, m, v, J->req);
+    }
+}
+/* input elements [begin, end) where the reduced axes are one run
+   (outer, len, inner): rows of inner elements, or of len when inner is 1 */
 static void dp__reduce_grad_range(int64_t begin, int64_t end, void *user) {
     const dp__rg_job *J = (const dp__rg_job *)user;
-    int64_t i;
-    for (i = begin; i < end; i++) {
-        int64_t o = i / (J->len * J->inner) * J->inner + i % J->inner;
-        double v = dp__load_elem(J->og, J->t, o) * J->scale;
-        if (J->best && dp__load_elem(J->x, J->t, i) != J->best[o]) v = 0;
-        dp__store_elem(J->g, J->t, i, v, J->req);
+    int64_t i = begin, rl = J->inner > 1 ? J->inner : J->len;
+    while (i < end) {
+        int64_t in = i % rl, m = rl - in < end - i ? rl - in : end - i;
+        int64_t o = J->inner > 1 ? i / (J->len * J->inner) * J->inner + in : i / J->len;
+        dp__rg_row(J, i, o, J->inner > 1, m);
+        i += m;
     }
 }
 static int dp__reduce_grad(const dp_kernel_ctx *k, int kind) {
@@ -12999,11 +13062,12 @@ static int dp__reduce_grad(const dp_kernel_ctx *k, int kind) {
     const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
     void *g = dp_nd_data(k->outputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t nout = dp_shape_size(dp_nd_shape(k->inputs[0])), n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0, outer;
+    int64_t nout = dp_shape_size(dp_nd_shape(k->inputs[0])), n = dp_shape_size(s), st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, i, o = 0, outer, rl;
     double *best = NULL, scale = 1;
     char msg[128];
-    int mask = dp__reduce_mask(k->params, s, msg, sizeof msg);
+    int mask = dp__reduce_mask(k->params, s, msg, sizeof msg), nd = s->ndim;
     dp__rg_job J;
+    if (k->req[0] == DP_REQ_NULL || n == 0) return 0;
     if (kind == DP__RED_MAX || kind == DP__RED_MIN) {
         double *par;
         if ((best = dp__reduce_temp(k, nout)) == NULL) { dp_set_error(k->rc, "out of memory for the reduction"); return DP_ERROR_OUT_OF_MEMORY; }
@@ -13011,17 +13075,18 @@ static int dp__reduce_grad(const dp_kernel_ctx *k, int kind) {
         else dp__reduce_walk(x, t, s, mask, kind, best, nout);
     }
     if (kind == DP__RED_MEAN && nout) scale = (double)nout / (double)(n ? n : 1);
+    J.og = og; J.x = x; J.g = g; J.t = t; J.best = best; J.scale = scale; J.req = k->req[0];
     if (n >= DP__PAR_MIN && dp__reduce_olen(s, mask, &outer, &J.len, &J.inner)) {
-        J.og = og; J.x = x; J.g = g; J.t = t; J.best = best; J.scale = scale; J.req = k->req[0];
         dp__kernel_range(k, n, dp__reduce_grad_range, &J);
         return 0;
     }
+    /* rows along the innermost axis, their output elements by the strides
+       (a 0-d array: one row of one) */
     dp__reduce_strides(s, mask, st);
-    for (i = 0; i < n; i++) {
-        double v = dp__load_elem(og, t, o) * scale;
-        if (best && dp__load_elem(x, t, i) != best[o]) v = 0;
-        dp__store_elem(g, t, i, v, k->req[0]);
-        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
+    rl = nd ? s->dims[nd - 1] : 1;
+    for (i = 0; i < n; i += rl) {
+        dp__rg_row(&J, i, o, nd ? st[nd - 1] : 0, rl);
+        if (nd > 1) dp__odometer_next(nd - 1, s->dims, idx, st, &o, NULL, NULL);
     }
     return 0;
 }
@@ -13043,6 +13108,21 @@ static int dp__infer_argmax(const dp_params *p, int nin, const dp_shape *is, con
 /* The first largest element wins; for floats the first NaN, as NumPy's.
    Integers compare as integers. Per output: the best value (as the
    input's dtype says: double or int64, 8 bytes each) and its index. */
+/* argmax's serial walk, per dtype (DP__BY_DTYPE) */
+#define DP__ARGMAX_WALK(T) do {                                                                                       \
+        for (i = 0; i < n; i++) {                                                                                     \
+            int better;                                                                                               \
+            if (in_int) {                                                                                             \
+                int64_t v = dp__load_int(x, T, i);                                                                    \
+                if ((better = where[o] < 0 || v > ibest[o]) != 0) ibest[o] = v;                                       \
+            } else {                                                                                                  \
+                double v = dp__load_elem(x, T, i);                                                                    \
+                if ((better = where[o] < 0 || DP__ARGMAX_BEATS(v, best[o])) != 0) best[o] = v;                        \
+            }                                                                                                         \
+            if (better) where[o] = axis >= 0 ? idx[axis] : i;                                                         \
+            dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);                                             \
+        }                                                                                                             \
+    } while (0)
 static int dp__k_argmax(const dp_kernel_ctx *k) {
     const dp_shape *s = dp_nd_shape(k->inputs[0]);
     const void *x = dp_nd_data(k->inputs[0]);
@@ -13062,18 +13142,7 @@ static int dp__k_argmax(const dp_kernel_ctx *k) {
     }
     for (i = 0; i < nout; i++) where[i] = -1;
     dp__reduce_strides(s, mask, st);
-    for (i = 0; i < n; i++) {
-        int better;
-        if (in_int) {
-            int64_t v = dp__load_int(x, t, i);
-            if ((better = where[o] < 0 || v > ibest[o]) != 0) ibest[o] = v;
-        } else {
-            double v = dp__load_elem(x, t, i);
-            if ((better = where[o] < 0 || DP__ARGMAX_BEATS(v, best[o])) != 0) best[o] = v;
-        }
-        if (better) where[o] = axis >= 0 ? idx[axis] : i;
-        dp__odometer_next(s->ndim, s->dims, idx, st, &o, NULL, NULL);
-    }
+    DP__BY_DTYPE(t, DP__ARGMAX_WALK(T_));
     for (i = 0; i < nout; i++) dp__store_int(dp_nd_data(k->outputs[0]), DP_INT64, i, where[i], k->req[0]);
     return 0;
 }
@@ -13124,21 +13193,32 @@ static int dp__infer_axis(const dp_params *p, int nin, const dp_shape *is, const
 }
 /* y = softmax (log 0) or log_softmax (log 1) of x along the row (o, ., i);
    the row's maximum is subtracted first, so exp never overflows. */
-/* A row's maximum and sum of exp(x - max): what every softmax form needs. */
+/* A row's maximum and sum of exp(x - max): what every softmax form needs.
+   The row functions are instantiated per dtype (DP__BY_DTYPE: T_ a
+   constant, so the element functions' switch folds into a typed load or
+   store), the dtype switched on once a row; the request once a row too. */
+#define DP__SM_STATS(T, x, base, len, inner, mx, sum) do {                                                            \
+        int64_t j_;                                                                                                   \
+        *(mx) = -HUGE_VAL; *(sum) = 0;                                                                                \
+        for (j_ = 0; j_ < (len); j_++) { double v_ = dp__load_elem(x, T, (base) + j_ * (inner)); if (v_ > *(mx)) *(mx) = v_; } \
+        for (j_ = 0; j_ < (len); j_++) *(sum) += exp(dp__load_elem(x, T, (base) + j_ * (inner)) - *(mx));             \
+    } while (0)
 static void dp__row_stats(const void *x, dp_dtype t, int64_t base, int64_t len, int64_t inner, double *mx, double *sum) {
-    int64_t j;
-    *mx = -HUGE_VAL; *sum = 0;
-    for (j = 0; j < len; j++) { double v = dp__load_elem(x, t, base + j * inner); if (v > *mx) *mx = v; }
-    for (j = 0; j < len; j++) *sum += exp(dp__load_elem(x, t, base + j * inner) - *mx);
+    DP__BY_DTYPE(t, DP__SM_STATS(T_, x, base, len, inner, mx, sum));
 }
+/* y's row by req (write or add-to, R a constant): softmax, or log_softmax */
+#define DP__SM_ROW(T, R, x, y, base, len, inner, log_form) do {                                                        \
+        double mx_, sum_;                                                                                             \
+        int64_t j_;                                                                                                   \
+        DP__SM_STATS(T, x, base, len, inner, &mx_, &sum_);                                                            \
+        if (log_form) for (j_ = 0; j_ < (len); j_++)                                                                  \
+            dp__store_elem(y, T, (base) + j_ * (inner), dp__f_log_softmax(dp__load_elem(x, T, (base) + j_ * (inner)), mx_, sum_), R); \
+        else for (j_ = 0; j_ < (len); j_++)                                                                           \
+            dp__store_elem(y, T, (base) + j_ * (inner), dp__f_softmax(dp__load_elem(x, T, (base) + j_ * (inner)), mx_, sum_), R); \
+    } while (0)
 static void dp__softmax_row(const void *x, void *y, dp_dtype t, int64_t base, int64_t len, int64_t inner, int log_form, dp_req req) {
-    double mx, sum;
-    int64_t j;
-    dp__row_stats(x, t, base, len, inner, &mx, &sum);
-    for (j = 0; j < len; j++) {
-        double v = dp__load_elem(x, t, base + j * inner);
-        dp__store_elem(y, t, base + j * inner, log_form ? dp__f_log_softmax(v, mx, sum) : dp__f_softmax(v, mx, sum), req);
-    }
+    if (req == DP_REQ_ADD) DP__BY_DTYPE(t, DP__SM_ROW(T_, DP_REQ_ADD, x, y, base, len, inner, log_form));
+    else if (req != DP_REQ_NULL) DP__BY_DTYPE(t, DP__SM_ROW(T_, DP_REQ_WRITE, x, y, base, len, inner, log_form));
 }
 /* rows (a, b) of (outer, len, inner), a chunk of them per range call (the
    range loop splits a large softmax by rows: each row as alone) */
@@ -13163,26 +13243,32 @@ static int dp__k_softmax(const dp_kernel_ctx *k) { return dp__softmax_kernel(k, 
 static int dp__k_log_softmax(const dp_kernel_ctx *k) { return dp__softmax_kernel(k, 1); }
 /* inputs (ograd, x). softmax: g = y * (og - sum(og * y)); log_softmax:
    g = og - softmax(x) * sum(og); y is recomputed per row. */
+/* one row of the gradient by req (R a constant), y recomputed */
+#define DP__SMG_ROW(T, R, og, x, g, base, l, in, log_form) do {                                                        \
+        double mx_, sum_, dot_ = 0;                                                                                   \
+        int64_t j_;                                                                                                   \
+        DP__SM_STATS(T, x, base, l, in, &mx_, &sum_);                                                                 \
+        for (j_ = 0; j_ < (l); j_++) {                                                                                \
+            double y_ = dp__f_softmax(dp__load_elem(x, T, (base) + j_ * (in)), mx_, sum_), o_ = dp__load_elem(og, T, (base) + j_ * (in)); \
+            dot_ += (log_form) ? o_ : o_ * y_;                                                                        \
+        }                                                                                                             \
+        for (j_ = 0; j_ < (l); j_++) {                                                                                \
+            double y_ = dp__f_softmax(dp__load_elem(x, T, (base) + j_ * (in)), mx_, sum_), o_ = dp__load_elem(og, T, (base) + j_ * (in)); \
+            dp__store_elem(g, T, (base) + j_ * (in), (log_form) ? dp__d_log_softmax(y_, o_, dot_) : dp__d_softmax(y_, o_, dot_), R); \
+        }                                                                                                             \
+    } while (0)
 static void dp__softmax_grad_range(int64_t begin, int64_t end, void *user) {
     const dp__sm_job *J = (const dp__sm_job *)user;
     const dp_kernel_ctx *k = J->k;
     const void *og = dp_nd_data(k->inputs[0]), *x = dp_nd_data(k->inputs[1]);
     void *g = dp_nd_data(k->outputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t r, j, l = J->l, in = J->in;
+    int64_t r, l = J->l, in = J->in;
     int log_form = J->log_form;
     for (r = begin; r < end; r++) {
         int64_t base = (r / in) * l * in + r % in;
-        double mx, sum, dot = 0;
-        dp__row_stats(x, t, base, l, in, &mx, &sum);
-        for (j = 0; j < l; j++) {
-            double y = dp__f_softmax(dp__load_elem(x, t, base + j * in), mx, sum), o1 = dp__load_elem(og, t, base + j * in);
-            dot += log_form ? o1 : o1 * y;
-        }
-        for (j = 0; j < l; j++) {
-            double y = dp__f_softmax(dp__load_elem(x, t, base + j * in), mx, sum), o1 = dp__load_elem(og, t, base + j * in);
-            dp__store_elem(g, t, base + j * in, log_form ? dp__d_log_softmax(y, o1, dot) : dp__d_softmax(y, o1, dot), k->req[0]);
-        }
+        if (k->req[0] == DP_REQ_ADD) DP__BY_DTYPE(t, DP__SMG_ROW(T_, DP_REQ_ADD, og, x, g, base, l, in, log_form));
+        else if (k->req[0] != DP_REQ_NULL) DP__BY_DTYPE(t, DP__SMG_ROW(T_, DP_REQ_WRITE, og, x, g, base, l, in, log_form));
     }
 }
 static int dp__softmax_grad(const dp_kernel_ctx *k, int log_form) {
@@ -13236,7 +13322,14 @@ static int dp__k_sce(const dp_kernel_ctx *k) {
     return 0;
 }
 /* inputs (ograd (1,), data, label); outputs (data grad, label grad = 0):
-   d loss / d data = ograd * (softmax(data) - one_hot(label)). */
+   d loss / d data = ograd * (softmax(data) - one_hot(label)); row r by req
+   (R a constant) in dtype T (per dtype, as the softmax rows). */
+#define DP__SCE_ROW(T, R) do {                                                                                         \
+        void *g_ = dp_nd_data(k->outputs[0]);                                                                         \
+        DP__SM_STATS(T, x, r * c, c, 1, &mx, &sum);                                                                   \
+        for (j = 0; j < c; j++)                                                                                       \
+            dp__store_elem(g_, T, r * c + j, dp__d_sce(og, dp__f_softmax(dp__load_elem(x, T, r * c + j), mx, sum), j == lab), R); \
+    } while (0)
 static int dp__kg_sce(const dp_kernel_ctx *k) {
     const dp_shape *s = dp_nd_shape(k->inputs[1]);
     const void *x = dp_nd_data(k->inputs[1]);
@@ -13246,9 +13339,8 @@ static int dp__kg_sce(const dp_kernel_ctx *k) {
     for (r = 0; r < n; r++) {
         double mx, sum;
         if (dp__label_at(k, k->inputs[2], r, c, &lab)) return DP_ERROR_INVALID_ARGS;
-        dp__row_stats(x, t, r * c, c, 1, &mx, &sum);
-        for (j = 0; j < c; j++)
-            dp__store_elem(dp_nd_data(k->outputs[0]), t, r * c + j, dp__d_sce(og, dp__f_softmax(dp__load_elem(x, t, r * c + j), mx, sum), j == lab), k->req[0]);
+        if (k->req[0] == DP_REQ_ADD) DP__BY_DTYPE(t, DP__SCE_ROW(T_, DP_REQ_ADD));
+        else if (k->req[0] != DP_REQ_NULL) DP__BY_DTYPE(t, DP__SCE_ROW(T_, DP_REQ_WRITE));
         dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(k->inputs[2]), r, 0, k->req[1]);
     }
     return 0;
@@ -13391,16 +13483,33 @@ static int dp__infer_one_hot(const dp_params *p, int nin, const dp_shape *is, co
     *os = is[0]; os->dims[os->ndim++] = p->v[0].i; *ot = (dp_dtype)p->v[3].i;
     return 0;
 }
+/* Each index's hot position, in blocks of DP__BLK: an integer index
+   compares as an integer (2^53 + 1 is not 2^53), a float one as a number
+   (v == j for an integral v in [0, depth)); then each output row in the
+   output's dtype (DP__BY_DTYPE), by req (R a constant). */
+#define DP__ONE_HOT_ROWS(T, R) do {                                                                                    \
+        for (r = 0; r < m; r++)                                                                                       \
+            for (j = 0; j < depth; j++) dp__store_elem(y, T, (i + r) * depth + j, j == on[r] ? onv : offv, R);         \
+    } while (0)
 static int dp__k_one_hot(const dp_kernel_ctx *k) {
-    int64_t n = dp_shape_size(dp_nd_shape(k->inputs[0])), depth = k->params->v[0].i, i, j;
+    int64_t n = dp_shape_size(dp_nd_shape(k->inputs[0])), depth = k->params->v[0].i, i, j, m, r, on[DP__BLK];
     dp_dtype t = dp_nd_dtype(k->outputs[0]), it = dp_nd_dtype(k->inputs[0]);
-    for (i = 0; i < n; i++) {   /* an integer index compares as an integer: 2^53 + 1 is not 2^53 */
-        double v = dp__load_elem(dp_nd_data(k->inputs[0]), it, i);
-        int64_t iv = dp__dtype_is_int(it) ? dp__load_int(dp_nd_data(k->inputs[0]), it, i) : -1;
-        for (j = 0; j < depth; j++) {
-            int on = dp__dtype_is_int(it) ? iv == j : v == (double)j;
-            dp__store_elem(dp_nd_data(k->outputs[0]), t, i * depth + j, on ? k->params->v[1].f : k->params->v[2].f, k->req[0]);
+    const void *x = dp_nd_data(k->inputs[0]);
+    void *y = dp_nd_data(k->outputs[0]);
+    const double onv = k->params->v[1].f, offv = k->params->v[2].f;
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    for (i = 0; i < n; i += m) {
+        m = n - i < DP__BLK ? n - i : DP__BLK;
+        if (dp__dtype_is_int(it)) {
+            dp__blk_load_int(x, it, i, 1, m, on);
+            for (r = 0; r < m; r++) on[r] = on[r] >= 0 && on[r] < depth ? on[r] : -1;
+        } else {
+            double v[DP__BLK];
+            dp__blk_load(x, it, i, 1, m, v);
+            for (r = 0; r < m; r++) on[r] = v[r] >= 0 && v[r] < (double)depth && v[r] == (double)(int64_t)v[r] ? (int64_t)v[r] : -1;
         }
+        if (k->req[0] == DP_REQ_ADD) DP__BY_DTYPE(t, DP__ONE_HOT_ROWS(T_, DP_REQ_ADD));
+        else DP__BY_DTYPE(t, DP__ONE_HOT_ROWS(T_, DP_REQ_WRITE));
     }
     return 0;
 }
@@ -14510,8 +14619,9 @@ static void dp__opt_bias_correct(int kind, const dp_params *ps, double *p) {
 /* One element of an update: the new weight, from weight w and gradient g;
    *s1 (momentum, or Adam's mean) and *s2 (Adam's variance) are updated. p
    is the parameters in order: lr, wd, rescale_grad, clip_gradient, then
-   momentum, or beta1, beta2, epsilon. */
-static DP__HD double dp__opt_step(int kind, double w, double g, double *s1, double *s2, const double *p) {
+   momentum, or beta1, beta2, epsilon. The GPU kernels call it; the host's
+   loops spell the same math out (DP__UPD_GEN_E). */
+DP__PRIVATE DP__HD double dp__opt_step(int kind, double w, double g, double *s1, double *s2, const double *p) {
     double gi = dp__opt_grad(g, w, p[2], p[3], p[1], kind == DP__OPT_ADAM);
     if (kind == DP__OPT_SGD) return dp__f_sgd(w, gi, p[0]);
     if (kind == DP__OPT_SGD_MOM) return w + dp__f_sgd_mom(s1, gi, p[0], p[4]);
@@ -14627,8 +14737,9 @@ __attribute__((target("avx2"))) static void dp__upd_adam_f32_avx2v(int64_t n, fl
 typedef struct dp__upd_job {
     int kind;
     dp_dtype t;
-    void *w, *s1, *s2;
+    void *w, *s1, *s2, *y;             /* y: the general form's output (dp__upd_gen_range) */
     const void *g;
+    dp_req req;
     float pf[9];
     double pd[9];
 } dp__upd_job;
@@ -14652,6 +14763,79 @@ static void dp__upd_range(int64_t begin, int64_t end, void *user) {
         else DP__UPD_CALL(dp__upd_adam_f64, (n, w, g, s1, s2, j->pd));
     }
 }
+/* The general form: an output other than the weight (out == w too when
+   adding to it), any req, any dtype. Each element as dp__opt_step computes
+   it, in double from the arrays' values, each value stored rounded once
+   (the states by write, the output by req): float32 too, so its bits are
+   not the in-place loops' above. The math is spelled out (DP__UPD_GEN_E:
+   gcc inlines no function into DP__VEC_LOOPS loops), in dp__opt_step's
+   order; a clip of 0 or less is +infinity (limits nothing, as
+   dp__opt_clip's test does). float32 and float64 in typed loops, one per
+   kind and req (add-to: y[i] read before it is written, so out == w is
+   safe); other dtypes in blocks of DP__BLK. */
+#define DP__UPD_CLIP_E(x, c) ((x) < -(c) ? -(c) : (x) > (c) ? (c) : (x))
+#define DP__UPD_GEN_E(KIND, w_, g_, a_, b_, wi_) do {                                                                   \
+        if ((KIND) == DP__OPT_ADAM) {                                                                                   \
+            double gi_ = DP__UPD_CLIP_E((g_) * rs + wd * (w_), clip);                                                   \
+            a_ = p4 * a_ + (1 - p4) * gi_;                                                                              \
+            b_ = p5 * b_ + (1 - p5) * gi_ * gi_;                                                                        \
+            wi_ = (w_) - lr * a_ / (sqrt(b_) + p6);                                                                     \
+        } else {                                                                                                        \
+            double gi_ = DP__UPD_CLIP_E((g_) * rs, clip) + wd * (w_);                                                   \
+            if ((KIND) == DP__OPT_SGD) wi_ = (w_) - lr * gi_;                                                           \
+            else { a_ = p4 * a_ - lr * gi_; wi_ = (w_) + a_; }                                                          \
+        }                                                                                                               \
+    } while (0)
+#define DP__UPD_GEN_LOOP(T, KIND, STORE) do {                                                                           \
+        for (i = b; i < e; i++) {                                                                                       \
+            double a = (KIND) != DP__OPT_SGD ? (double)s1[i] : 0, c = (KIND) == DP__OPT_ADAM ? (double)s2[i] : 0, wi;    \
+            DP__UPD_GEN_E(KIND, (double)w[i], (double)g[i], a, c, wi);                                                  \
+            if ((KIND) != DP__OPT_SGD) s1[i] = (T)a;                                                                    \
+            if ((KIND) == DP__OPT_ADAM) s2[i] = (T)c;                                                                   \
+            STORE;                                                                                                      \
+        }                                                                                                               \
+    } while (0)
+#define DP__UPD_GEN_KIND(T, KIND) do {                                                                                  \
+        if (j->req == DP_REQ_ADD) DP__UPD_GEN_LOOP(T, KIND, y[i] = (T)(wi + (double)y[i]));                             \
+        else if (j->req == DP_REQ_NULL) DP__UPD_GEN_LOOP(T, KIND, (void)wi);                                            \
+        else DP__UPD_GEN_LOOP(T, KIND, y[i] = (T)wi);                                                                   \
+    } while (0)
+#define DP__UPD_GEN_TYPED(T, SUF)                                                                                       \
+DP__VEC_LOOPS static void dp__upd_gen_##SUF(const dp__upd_job *j, int64_t b, int64_t e) {                               \
+    const T *w = (const T *)j->w, *g = (const T *)j->g;                                                                 \
+    T *s1 = (T *)j->s1, *s2 = (T *)j->s2, *y = (T *)j->y;                                                               \
+    const double lr = j->pd[0], wd = j->pd[1], rs = j->pd[2], clip = j->pd[3], p4 = j->pd[4], p5 = j->pd[5], p6 = j->pd[6]; \
+    int64_t i;                                                                                                          \
+    if (j->kind == DP__OPT_SGD) DP__UPD_GEN_KIND(T, DP__OPT_SGD);                                                       \
+    else if (j->kind == DP__OPT_SGD_MOM) DP__UPD_GEN_KIND(T, DP__OPT_SGD_MOM);                                          \
+    else DP__UPD_GEN_KIND(T, DP__OPT_ADAM);                                                                             \
+}
+DP__UPD_GEN_TYPED(float, f32)
+DP__UPD_GEN_TYPED(double, f64)
+static void dp__upd_gen_range(int64_t begin, int64_t end, void *user) {
+    const dp__upd_job *j = (const dp__upd_job *)user;
+    const double lr = j->pd[0], wd = j->pd[1], rs = j->pd[2], clip = j->pd[3], p4 = j->pd[4], p5 = j->pd[5], p6 = j->pd[6];
+    double w[DP__BLK], g[DP__BLK], s1[DP__BLK], s2[DP__BLK];
+    int64_t k, m, i;
+    if (j->t == DP_FLOAT32) { dp__upd_gen_f32(j, begin, end); return; }
+    if (j->t == DP_FLOAT64) { dp__upd_gen_f64(j, begin, end); return; }
+    for (k = begin; k < end; k += m) {
+        m = end - k < DP__BLK ? end - k : DP__BLK;
+        dp__blk_load(j->w, j->t, k, 1, m, w); dp__blk_load(j->g, j->t, k, 1, m, g);
+        if (j->s1) dp__blk_load(j->s1, j->t, k, 1, m, s1);
+        if (j->s2) dp__blk_load(j->s2, j->t, k, 1, m, s2);
+        for (i = 0; i < m; i++) {
+            double a = j->s1 ? s1[i] : 0, c = j->s2 ? s2[i] : 0;
+            if (j->kind == DP__OPT_SGD) DP__UPD_GEN_E(DP__OPT_SGD, w[i], g[i], a, c, w[i]);
+            else if (j->kind == DP__OPT_SGD_MOM) DP__UPD_GEN_E(DP__OPT_SGD_MOM, w[i], g[i], a, c, w[i]);
+            else DP__UPD_GEN_E(DP__OPT_ADAM, w[i], g[i], a, c, w[i]);
+            s1[i] = a; s2[i] = c;
+        }
+        if (j->s1) dp__blk_store(j->s1, j->t, k, m, s1, DP_REQ_WRITE);
+        if (j->s2) dp__blk_store(j->s2, j->t, k, m, s2, DP_REQ_WRITE);
+        if (j->req != DP_REQ_NULL) dp__blk_store(j->y, j->t, k, m, w, j->req);
+    }
+}
 static int dp__update(const dp_kernel_ctx *k, int kind) {
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
     const void *w = dp_nd_data(k->inputs[0]), *g = dp_nd_data(k->inputs[1]);
@@ -14672,12 +14856,13 @@ static int dp__update(const dp_kernel_ctx *k, int kind) {
         dp__kernel_range(k, n, dp__upd_range, &j);
         return 0;
     }
-    for (i = 0; i < n; i++) {
-        double a = s1 ? dp__load_elem(s1, t, i) : 0, b = s2 ? dp__load_elem(s2, t, i) : 0;
-        double wi = dp__opt_step(kind, dp__load_elem(w, t, i), dp__load_elem(g, t, i), &a, &b, p);
-        if (s1) dp__store_elem(s1, t, i, a, DP_REQ_WRITE);
-        if (s2) dp__store_elem(s2, t, i, b, DP_REQ_WRITE);
-        dp__store_elem(out, t, i, wi, k->req[0]);
+    {
+        dp__upd_job j;
+        memset(&j, 0, sizeof j);
+        j.kind = kind; j.t = t; j.w = (void *)(uintptr_t)w; j.g = g; j.s1 = s1; j.s2 = s2; j.y = out; j.req = k->req[0];
+        for (i = 0; i < 7; i++) j.pd[i] = p[i];
+        if (!(j.pd[3] > 0)) j.pd[3] = HUGE_VAL;               /* no clip (dp__opt_clip) */
+        dp__kernel_range(k, n, dp__upd_gen_range, &j);
     }
     return 0;
 }
@@ -14772,7 +14957,8 @@ static int dp__k_take(const dp_kernel_ctx *k) {
         int64_t r = dp__take_row(k, dp__load_index(dp_nd_data(ix), dp_nd_dtype(ix), i), rows, k->params->v[0].i);
         if (r < 0) return DP_ERROR_INVALID_ARGS;
         if (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE) memcpy(dst + (size_t)i * row_bytes, src + (size_t)r * row_bytes, row_bytes);
-        else for (e = 0; e < width; e++) dp__store_elem(dst, t, i * width + e, dp__load_elem(src, t, r * width + e), k->req[0]);
+        else if (k->req[0] == DP_REQ_ADD)   /* added in double, as dp__store_elem adds */
+            DP__BY_DTYPE(t, for (e = 0; e < width; e++) dp__store_elem(dst, T_, i * width + e, dp__load_elem(src, T_, r * width + e), DP_REQ_ADD));
     }
     return 0;
 }
@@ -14785,14 +14971,16 @@ static int dp__kg_take(const dp_kernel_ctx *k) {
     int64_t rows = dp_nd_shape(x)->dims[0], n = dp_shape_size(dp_nd_shape(ix)), width = 1, i, e;
     int d;
     for (d = 1; d < dp_nd_shape(x)->ndim; d++) width *= dp_nd_shape(x)->dims[d];
-    if (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE)
-        for (i = 0; i < rows * width; i++) dp__store_elem(g, t, i, 0, DP_REQ_WRITE);
+    /* 0 is all zero bits in every dtype; the rows are added in double, as
+       dp__store_elem adds (per dtype: DP__BY_DTYPE) */
+    if ((k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE) && rows * width > 0) memset(g, 0, (size_t)(rows * width) * dp_dtype_size(t));
     for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) {
         int64_t r = dp__take_row(k, dp__load_index(dp_nd_data(ix), dp_nd_dtype(ix), i), rows, k->params->v[0].i);
         if (r < 0) return DP_ERROR_INVALID_ARGS;
-        for (e = 0; e < width; e++) dp__store_elem(g, t, r * width + e, dp__load_elem(og, t, i * width + e), DP_REQ_ADD);
+        DP__BY_DTYPE(t, for (e = 0; e < width; e++) dp__store_elem(g, T_, r * width + e, dp__load_elem(og, T_, i * width + e), DP_REQ_ADD));
     }
-    for (i = 0; i < n; i++) dp__store_elem(dp_nd_data(k->outputs[1]), dp_nd_dtype(ix), i, 0, k->req[1]);
+    if (k->req[1] == DP_REQ_ADD) DP__BY_DTYPE(dp_nd_dtype(ix), for (i = 0; i < n; i++) dp__store_elem(dp_nd_data(k->outputs[1]), T_, i, 0, DP_REQ_ADD));
+    else if (k->req[1] != DP_REQ_NULL && n > 0) memset(dp_nd_data(k->outputs[1]), 0, (size_t)n * dp_dtype_size(dp_nd_dtype(ix)));
     return 0;
 }
 static int dp__infer_accuracy(const dp_params *p, int nin, const dp_shape *is, const dp_dtype *it, int nout,
@@ -14813,12 +15001,19 @@ static int dp__infer_accuracy(const dp_params *p, int nin, const dp_shape *is, c
 static int dp__k_accuracy(const dp_kernel_ctx *k) {
     const dp_ndarray *a = k->inputs[0], *b = k->inputs[1];
     dp_dtype ta = dp_nd_dtype(a), tb = dp_nd_dtype(b);
-    int64_t i, n = dp_shape_size(dp_nd_shape(a)), hits = 0;
-    for (i = 0; i < n; i++) {
-        int same = dp__is_index_dtype(ta) && dp__is_index_dtype(tb)
-                 ? dp__load_index(dp_nd_data(a), ta, i) == dp__load_index(dp_nd_data(b), tb, i)
-                 : dp__load_elem(dp_nd_data(a), ta, i) == dp__load_elem(dp_nd_data(b), tb, i);
-        hits += same;
+    int64_t i, r, m, n = dp_shape_size(dp_nd_shape(a)), hits = 0;
+    int ints = dp__is_index_dtype(ta) && dp__is_index_dtype(tb);
+    for (i = 0; i < n; i += m) {                       /* in blocks of DP__BLK */
+        m = n - i < DP__BLK ? n - i : DP__BLK;
+        if (ints) {
+            int64_t u[DP__BLK], v[DP__BLK];
+            dp__blk_load_int(dp_nd_data(a), ta, i, 1, m, u); dp__blk_load_int(dp_nd_data(b), tb, i, 1, m, v);
+            for (r = 0; r < m; r++) hits += u[r] == v[r];
+        } else {
+            double u[DP__BLK], v[DP__BLK];
+            dp__blk_load(dp_nd_data(a), ta, i, 1, m, u); dp__blk_load(dp_nd_data(b), tb, i, 1, m, v);
+            for (r = 0; r < m; r++) hits += u[r] == v[r];
+        }
     }
     dp__store_elem(dp_nd_data(k->outputs[0]), DP_FLOAT32, 0, n ? (double)hits / (double)n : NAN, k->req[0]);
     return 0;

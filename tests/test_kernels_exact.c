@@ -783,6 +783,532 @@ static void test_elementwise_dtypes(void) {
     stop();
 }
 
+/* Each element of a case's output (n elements of dtype t in got, want)
+   the same bits, or NaN in both; a message for the first that is not */
+static int64_t ew_compare(const char *what, dp_dtype t, int64_t n, const void *got, const void *want) {
+    size_t sz = dp_dtype_size(t);
+    int64_t i, bad = 0;
+    for (i = 0; i < n; i++)
+        if (memcmp((const char *)got + (size_t)i * sz, (const char *)want + (size_t)i * sz, sz) && !(ew_is_nan(got, t, i) && ew_is_nan(want, t, i))) {
+            if (!bad) fprintf(stderr, "  %s %s n %lld: element %lld is %.17g, expected %.17g\n", what, dp_dtype_name(t), (long long)n, (long long)i,
+                              dp__load_elem(got, t, i), dp__load_elem(want, t, i));
+            bad++;
+        }
+    return bad;
+}
+/* A kernel run by hand on arrays made here (white-box: any dtype, req
+   null too, with no engine: serial) */
+static int run_kernel(int (*kern)(const dp_kernel_ctx *), const dp_params *p, int nin, dp_ndarray **in, dp_ndarray *out, dp_req req) {
+    dp_kernel_ctx k;
+    int i;
+    memset(&k, 0, sizeof k);
+    for (i = 0; i < nin; i++) CHECK(dp_nd_wait_to_write(in[i], NULL) == DP_OK);
+    CHECK(dp_nd_wait_to_write(out, NULL) == DP_OK);
+    k.params = p; k.num_inputs = nin; k.num_outputs = 1; k.inputs = in; k.outputs = &out; k.req = &req;
+    return kern(&k);
+}
+
+/* The optimizer updates' general form (an output other than the weight,
+   add-to, the other dtypes) against each element computed alone as
+   dp__opt_step defines it, through dp__load_elem / dp__store_elem: the
+   states written, the output by req. Sizes 1, 7, DP__BLK + 3 and 140000
+   (split over the range loop); float32 and float64 through dp_invoke,
+   float16 and int32 (which dp_invoke refuses) and req null by hand. */
+static int64_t upd_check(int kind, dp_dtype t, int64_t n, int mode, int clip, int by_hand) {
+    static const char *ops[3] = {"sgd_update", "sgd_mom_update", "adam_update"};
+    static int (*const kerns[3])(const dp_kernel_ctx *) = {dp__k_sgd, dp__k_sgd_mom, dp__k_adam};
+    const char *keys[8] = {"lr", "wd", "rescale_grad", "clip_gradient", kind == 1 ? "momentum" : "beta1", "beta2", "epsilon", "t"};
+    const char *vals[8] = {"0.25", "0.01", "0.5", clip ? "0.75" : "-1", kind == 1 ? "0.9" : "0.8", "0.99", "1e-6", "3"};
+    int nin = 2 + kind, nkw = kind == 0 ? 4 : kind == 1 ? 5 : 8, i;
+    size_t sz = dp_dtype_size(t), bytes = (size_t)n * sz;
+    unsigned char *buf[4], *ys = (unsigned char *)malloc(bytes), *want[3], *got = (unsigned char *)malloc(bytes);
+    dp_shape sh = shape1(n);
+    dp_ndarray *in[4], *out;
+    dp_req req = mode == 1 || mode == 2 ? DP_REQ_ADD : mode == 3 ? DP_REQ_NULL : DP_REQ_WRITE;
+    dp_params ps;
+    double p[7] = {0, 0, 0, 0, 0, 0, 0};
+    int64_t e, bad = 0;
+    char what[96];
+    memset(&ps, 0, sizeof ps);
+    ps.count = nkw;
+    for (i = 0; i < nkw; i++) { if (i == 7) ps.v[i].i = 3; else ps.v[i].f = atof(vals[i]); }
+    for (i = 0; i < 7 && i < nkw; i++) p[i] = ps.v[i].f;
+    dp__opt_bias_correct(kind == 2 ? DP__OPT_ADAM : kind, &ps, p);
+    for (i = 0; i < 4; i++) { buf[i] = (unsigned char *)malloc(bytes); ew_fill(buf[i], t, n, 17u + (uint32_t)i * 6u); }
+    for (i = 0; i < 3; i++) { want[i] = (unsigned char *)malloc(bytes); memcpy(want[i], buf[i == 0 ? 0 : i + 1], bytes); }
+    ew_fill(ys, t, n, 5u);
+    /* the reference: want[0] the output (ys, or the weight for mode 2: added to in place), want[1..2] the states */
+    if (mode != 2) memcpy(want[0], ys, bytes);
+    for (e = 0; e < n; e++) {
+        double a = kind ? dp__load_elem(buf[2], t, e) : 0, b = kind == 2 ? dp__load_elem(buf[3], t, e) : 0;
+        double wi = dp__opt_step(kind == 2 ? DP__OPT_ADAM : kind, dp__load_elem(buf[0], t, e), dp__load_elem(buf[1], t, e), &a, &b, p);
+        if (kind) dp__store_elem(want[1], t, e, a, DP_REQ_WRITE);
+        if (kind == 2) dp__store_elem(want[2], t, e, b, DP_REQ_WRITE);
+        dp__store_elem(want[0], t, e, wi, req);
+    }
+    for (i = 0; i < nin; i++) in[i] = from(&sh, t, buf[i]);
+    out = mode == 2 ? in[0] : from(&sh, t, ys);
+    if (by_hand) CHECK(run_kernel(kerns[kind], &ps, nin, in, out, req) == 0);
+    else CHECK(invoke_str(eng, ops[kind], nin, in, nkw, keys, vals, 0, 1, &out, &req) == DP_OK);
+    snprintf(what, sizeof what, "%s mode %d clip %d%s", ops[kind], mode, clip, by_hand ? " (by hand)" : "");
+    read_back(out, got);
+    bad += ew_compare(what, t, n, got, want[0]);
+    for (i = 1; i <= kind; i++) { read_back(in[i + 1], got); bad += ew_compare(i == 1 ? "  its state 1" : "  its state 2", t, n, got, want[i]); }
+    for (i = 0; i < nin; i++) dp_nd_release(in[i]);
+    if (mode != 2) dp_nd_release(out);
+    for (i = 0; i < 4; i++) free(buf[i]);
+    for (i = 0; i < 3; i++) free(want[i]);
+    free(ys); free(got);
+    return bad;
+}
+static void test_update_general(void) {
+    static const int64_t sizes[] = {1, 7, DP__BLK + 3, 140000};
+    static const dp_dtype dts[] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32};
+    int kind, mode, clip;
+    size_t d, z;
+    start();
+    for (kind = 0; kind < 3; kind++)
+        for (d = 0; d < 4; d++)
+            for (z = 0; z < 4; z++)
+                for (mode = 0; mode < 4; mode++)
+                    for (clip = 0; clip < 2; clip++) {
+                        int by_hand = d >= 2 || mode == 3;
+                        if (by_hand && z == 3) continue;          /* the range loop needs an engine: dp_invoke's dtypes only */
+                        CHECK(upd_check(kind, dts[d], sizes[z], mode, clip, by_hand) == 0);
+                    }
+    stop();
+}
+
+/* The reductions' gradients (the output gradient broadcast back over the
+   reduced axes, times 1 / count for mean, to the elements equal to the
+   result for max and min) against each element computed alone through
+   dp__load_elem / dp__store_elem, the result as dp__reduce_walk finds it:
+   axes reduced as one run (rows of the inner axes, or along a row) and
+   not (the serial walk), a 0-d array, 1, 7 and DP__BLK + 3 elements and
+   shapes over DP__PAR_MIN (split over the range loop), write and add-to. */
+static int64_t rg_check(int kind, dp_dtype t, const dp_shape *xs, const int64_t *axes, int nax, int mode) {
+    static const char *ops[4] = {"_backward_sum", "_backward_mean", "_backward_max", "_backward_min"};
+    int64_t n = dp_shape_size(xs), nout, i, o = 0, st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, bad;
+    size_t sz = dp_dtype_size(t);
+    char axis[64] = "(", what[96];
+    const char *keys[1] = {"axis"}, *vals[1] = {axis};
+    int mask = 0, d, red = kind == 2 ? DP__RED_MAX : kind == 3 ? DP__RED_MIN : kind == 1 ? DP__RED_MEAN : DP__RED_SUM;
+    dp_shape os;
+    unsigned char *xb = (unsigned char *)malloc(n * sz + 1), *ob, *ys = (unsigned char *)malloc(n * sz + 1), *want = (unsigned char *)malloc(n * sz + 1),
+                  *got = (unsigned char *)malloc(n * sz + 1);
+    double *best, scale = 1;
+    dp_ndarray *in[2], *out;
+    dp_req req = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    for (d = 0; d < nax; d++) { mask |= 1 << axes[d]; snprintf(axis + strlen(axis), sizeof axis - strlen(axis), "%s%lld", d ? "," : "", (long long)axes[d]); }
+    strcat(axis, nax == 1 ? ",)" : ")");
+    if (!nax) mask = (1 << xs->ndim) - 1;
+    dp__reduced_shape(xs, mask, 0, &os);
+    nout = dp_shape_size(&os);
+    ob = (unsigned char *)malloc(nout * sz + 1); best = (double *)malloc(sizeof(double) * (size_t)(nout + 1));
+    ew_fill(xb, t, n, 3u); ew_fill(ob, t, nout, 9u); ew_fill(ys, t, n, 27u);
+    for (i = 0; i < n; i += 3) memcpy(xb + (size_t)i * sz, xb + (size_t)(i / 3) * sz, sz);   /* ties for max and min */
+    dp__reduce_walk(xb, t, xs, mask, red, best, nout);
+    if (red == DP__RED_MEAN && nout) scale = (double)nout / (double)(n ? n : 1);
+    memcpy(want, ys, n * sz);
+    dp__reduce_strides(xs, mask, st);
+    for (i = 0; i < n; i++) {
+        double v = dp__load_elem(ob, t, o) * scale;
+        if (kind >= 2 && dp__load_elem(xb, t, i) != best[o]) v = 0;
+        dp__store_elem(want, t, i, v, req);
+        dp__odometer_next(xs->ndim, xs->dims, idx, st, &o, NULL, NULL);
+    }
+    in[0] = from(&os, t, ob); in[1] = from(xs, t, xb); out = from(xs, t, ys);
+    CHECK(invoke_str(eng, ops[kind], 2, in, nax ? 1 : 0, keys, vals, 0, 1, &out, &req) == DP_OK);
+    read_back(out, got);
+    snprintf(what, sizeof what, "%s axis %s ndim %d mode %d", ops[kind], nax ? axis : "()", xs->ndim, mode);
+    bad = ew_compare(what, t, n, got, want);
+    dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(out);
+    free(xb); free(ob); free(ys); free(want); free(got); free(best);
+    return bad;
+}
+static void test_reduce_grad_dtypes(void) {
+    static const dp_dtype dts[] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32};
+    static const struct { int ndim; int64_t dims[3]; int nax; int64_t axes[2]; } cases[] = {
+        {0, {0}, 0, {0}}, {1, {1}, 0, {0}}, {1, {7}, 0, {0}}, {1, {DP__BLK + 3}, 1, {0}},
+        {2, {7, DP__BLK + 3}, 1, {1}}, {2, {DP__BLK + 3, 7}, 1, {0}}, {2, {5, 7}, 0, {0}},
+        {3, {3, 5, 7}, 2, {0, 2}}, {3, {3, 5, 7}, 1, {1}}, {3, {3, 1, 7}, 2, {0, 1}},
+        {2, {2, 70001}, 1, {0}}, {2, {70001, 2}, 1, {1}}, {1, {140003}, 0, {0}}, {3, {3, 50001, 1}, 2, {0, 2}},
+        {3, {4, 35001, 2}, 2, {0, 2}},
+    };
+    size_t c, d;
+    int kind, mode;
+    start();
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        dp_shape s;
+        memset(&s, 0, sizeof s);
+        s.ndim = cases[c].ndim;
+        memcpy(s.dims, cases[c].dims, sizeof(int64_t) * 3);
+        for (d = 0; d < 4; d++)
+            for (kind = 0; kind < 4; kind++)
+                for (mode = 0; mode < 2; mode++)
+                    if (dp_shape_size(&s) < 100000 || (d + (size_t)kind + (size_t)mode) % 3 == c % 3)   /* the large ones: a third of them */
+                        CHECK(rg_check(kind, dts[d], &s, cases[c].axes, cases[c].nax, mode) == 0);
+    }
+    stop();
+}
+
+/* softmax, log_softmax, their gradients and softmax_cross_entropy's
+   (forward and backward) against each row computed here as the kernels
+   define it, element by element through dp__load_elem / dp__store_elem:
+   the row's maximum, then the sum of exp(x - max) in order, then each
+   element; along the last axis and an inner one, rows of 1, 7, DP__BLK + 3
+   and 2^17 elements in all (split over the range loop), write and add-to. */
+static void sm_ref_stats(const void *x, dp_dtype t, int64_t base, int64_t len, int64_t in, double *mx, double *sum) {
+    int64_t j;
+    *mx = -HUGE_VAL; *sum = 0;
+    for (j = 0; j < len; j++) if (dp__load_elem(x, t, base + j * in) > *mx) *mx = dp__load_elem(x, t, base + j * in);
+    for (j = 0; j < len; j++) *sum += exp(dp__load_elem(x, t, base + j * in) - *mx);
+}
+/* kind 0 softmax, 1 log_softmax, 2 and 3 their gradients */
+static int64_t sm_check(int kind, dp_dtype t, int64_t outer, int64_t len, int64_t inner, int mode) {
+    static const char *ops[4] = {"softmax", "log_softmax", "_backward_softmax", "_backward_log_softmax"};
+    int64_t n = outer * len * inner, a, b, j, bad;
+    size_t bytes = (size_t)n * dp_dtype_size(t);
+    unsigned char *xb = (unsigned char *)malloc(bytes), *ob = (unsigned char *)malloc(bytes), *ys = (unsigned char *)malloc(bytes),
+                  *want = (unsigned char *)malloc(bytes), *got = (unsigned char *)malloc(bytes);
+    const char *keys[1] = {"axis"}, *vals[1] = {"1"};
+    dp_shape sh;
+    dp_ndarray *in[2], *out;
+    dp_req req = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    int log_form = kind & 1;
+    char what[64];
+    memset(&sh, 0, sizeof sh);
+    sh.ndim = 3; sh.dims[0] = outer; sh.dims[1] = len; sh.dims[2] = inner;
+    ew_fill(xb, t, n, 31u); ew_fill(ob, t, n, 37u); ew_fill(ys, t, n, 41u);
+    if (n > 64) for (j = 0; j < n; j++) if (ew_is_nan(xb, t, j) || dp__load_elem(xb, t, j) > 1e30 || dp__load_elem(xb, t, j) < -1e30) dp__store_elem(xb, t, j, 0.25, DP_REQ_WRITE);
+    memcpy(want, ys, bytes);
+    for (a = 0; a < outer; a++)
+        for (b = 0; b < inner; b++) {
+            int64_t base = a * len * inner + b;
+            double mx, sum, dot = 0;
+            sm_ref_stats(xb, t, base, len, inner, &mx, &sum);
+            if (kind < 2) {
+                for (j = 0; j < len; j++) {
+                    double v = dp__load_elem(xb, t, base + j * inner);
+                    dp__store_elem(want, t, base + j * inner, log_form ? (v - mx) - log(sum) : exp(v - mx) / sum, req);
+                }
+                continue;
+            }
+            for (j = 0; j < len; j++) {
+                double y = exp(dp__load_elem(xb, t, base + j * inner) - mx) / sum, o = dp__load_elem(ob, t, base + j * inner);
+                dot += log_form ? o : o * y;
+            }
+            for (j = 0; j < len; j++) {
+                double y = exp(dp__load_elem(xb, t, base + j * inner) - mx) / sum, o = dp__load_elem(ob, t, base + j * inner);
+                dp__store_elem(want, t, base + j * inner, log_form ? o - y * dot : y * (o - dot), req);
+            }
+        }
+    in[0] = from(&sh, t, kind < 2 ? xb : ob); in[1] = kind < 2 ? NULL : from(&sh, t, xb); out = from(&sh, t, ys);
+    CHECK(invoke_str(eng, ops[kind], kind < 2 ? 1 : 2, in, 1, keys, vals, 0, 1, &out, &req) == DP_OK);
+    read_back(out, got);
+    snprintf(what, sizeof what, "%s (%lld, %lld, %lld) mode %d", ops[kind], (long long)outer, (long long)len, (long long)inner, mode);
+    bad = ew_compare(what, t, n, got, want);
+    dp_nd_release(in[0]); if (in[1]) dp_nd_release(in[1]); dp_nd_release(out);
+    free(xb); free(ob); free(ys); free(want); free(got);
+    return bad;
+}
+/* softmax_cross_entropy (rows, c) with int32 labels: the loss, and the
+   data's and the label's gradients (the label's 0, by its own req) */
+static int64_t sce_check(dp_dtype t, int64_t rows, int64_t c, int mode) {
+    int64_t n = rows * c, r, j, bad;
+    size_t sz = dp_dtype_size(t), bytes = (size_t)n * sz;
+    unsigned char *xb = (unsigned char *)malloc(bytes), *ys = (unsigned char *)malloc(bytes), *want = (unsigned char *)malloc(bytes),
+                  *got = (unsigned char *)malloc(bytes), ob[8], lw[8], lg[8];
+    int32_t *lab = (int32_t *)malloc(sizeof(int32_t) * (size_t)rows), *lgrad = (int32_t *)malloc(sizeof(int32_t) * (size_t)rows),
+            *lwant = (int32_t *)malloc(sizeof(int32_t) * (size_t)rows);
+    dp_shape sx = shape2(rows, c), sl = shape1(rows), s1 = shape1(1);
+    dp_ndarray *in[3], *outs[2];
+    dp_req req[2];
+    double loss = 0, og;
+    req[0] = req[1] = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    ew_fill(xb, t, n, 43u); ew_fill(ys, t, n, 47u); ew_fill(ob, t, 1, 53u); ew_fill(lw, t, 1, 59u);
+    for (j = 0; j < n; j++) if (ew_is_nan(xb, t, j) || dp__load_elem(xb, t, j) > 1e30 || dp__load_elem(xb, t, j) < -1e30) dp__store_elem(xb, t, j, 0.25, DP_REQ_WRITE);
+    dp__store_elem(ob, t, 0, 0.75, DP_REQ_WRITE);
+    for (r = 0; r < rows; r++) { lab[r] = (int32_t)((r * 7 + 3) % c); lgrad[r] = lwant[r] = (int32_t)r - 5; }
+    /* the loss */
+    memcpy(lg, lw, sz);
+    for (r = 0; r < rows; r++) {
+        double mx, sum;
+        sm_ref_stats(xb, t, r * c, c, 1, &mx, &sum);
+        loss += log(sum) - (dp__load_elem(xb, t, r * c + lab[r]) - mx);
+    }
+    dp__store_elem(lg, t, 0, loss, req[0]);
+    in[0] = from(&sx, t, xb); in[1] = from(&sl, DP_INT32, lab); outs[0] = from(&s1, t, lw);
+    CHECK(invoke_str(eng, "softmax_cross_entropy", 2, in, 0, NULL, NULL, 0, 1, outs, req) == DP_OK);
+    read_back(outs[0], got);
+    bad = ew_compare("softmax_cross_entropy", t, 1, got, lg);
+    dp_nd_release(outs[0]); dp_nd_release(in[0]); dp_nd_release(in[1]);
+    /* the gradients */
+    memcpy(want, ys, bytes);
+    og = dp__load_elem(ob, t, 0);
+    for (r = 0; r < rows; r++) {
+        double mx, sum;
+        sm_ref_stats(xb, t, r * c, c, 1, &mx, &sum);
+        for (j = 0; j < c; j++) dp__store_elem(want, t, r * c + j, og * (exp(dp__load_elem(xb, t, r * c + j) - mx) / sum - (j == lab[r])), req[0]);
+        dp__store_elem(lwant, DP_INT32, r, 0, req[1]);
+    }
+    in[0] = from(&s1, t, ob); in[1] = from(&sx, t, xb); in[2] = from(&sl, DP_INT32, lab); outs[0] = from(&sx, t, ys); outs[1] = from(&sl, DP_INT32, lgrad);
+    CHECK(invoke_str(eng, "_backward_softmax_cross_entropy", 3, in, 0, NULL, NULL, 0, 2, outs, req) == DP_OK);
+    read_back(outs[0], got);
+    bad += ew_compare("_backward_softmax_cross_entropy", t, n, got, want);
+    read_back(outs[1], lgrad);
+    bad += ew_compare("  its label gradient", DP_INT32, rows, lgrad, lwant);
+    for (j = 0; j < 3; j++) dp_nd_release(in[j]);
+    dp_nd_release(outs[0]); dp_nd_release(outs[1]);
+    free(xb); free(ys); free(want); free(got); free(lab); free(lgrad); free(lwant);
+    return bad;
+}
+static void test_softmax_dtypes(void) {
+    static const dp_dtype dts[] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32};
+    static const int64_t shapes[][3] = {{1, 1, 1}, {3, 7, 1}, {2, DP__BLK + 3, 1}, {2, 7, 5}, {3, DP__BLK + 3, 2}, {1 << 10, 128, 1}, {2, 64, 1 << 10}};
+    size_t d, z;
+    int kind, mode;
+    start();
+    for (d = 0; d < 4; d++)
+        for (z = 0; z < sizeof shapes / sizeof shapes[0]; z++)
+            for (kind = 0; kind < 4; kind++)
+                for (mode = 0; mode < 2; mode++) CHECK(sm_check(kind, dts[d], shapes[z][0], shapes[z][1], shapes[z][2], mode) == 0);
+    for (d = 0; d < 4; d++)
+        for (mode = 0; mode < 2; mode++) {
+            CHECK(sce_check(dts[d], 1, 1, mode) == 0);
+            CHECK(sce_check(dts[d], 7, 3, mode) == 0);
+            CHECK(sce_check(dts[d], 3, DP__BLK + 3, mode) == 0);
+        }
+    stop();
+}
+
+/* one_hot, take and its gradient, accuracy and the fills (full, arange)
+   against each element computed alone through dp__load_elem /
+   dp__store_elem (the integer forms through dp__load_int): every output
+   dtype, write and add-to, 1, 7 and DP__BLK + 3 elements. */
+static int64_t oh_check(dp_dtype it, dp_dtype t, int64_t n, int mode) {
+    static const double fv[] = {0, -0.0, 2, 2.5, NAN, 1e300, -1, 4, 5, 3};
+    int64_t depth = 5, i, j, bad;
+    size_t isz = dp_dtype_size(it), osz = dp_dtype_size(t);
+    unsigned char *x = (unsigned char *)malloc((size_t)n * isz), *ys = (unsigned char *)malloc((size_t)(n * depth) * osz),
+                  *want = (unsigned char *)malloc((size_t)(n * depth) * osz), *got = (unsigned char *)malloc((size_t)(n * depth) * osz);
+    const char *keys[4] = {"depth", "on_value", "off_value", "dtype"}, *vals[4] = {"5", "2.5", "-1.25", dp_dtype_name(t)};
+    dp_shape sx = shape1(n), sy = shape2(n, depth);
+    dp_ndarray *in[1], *out;
+    dp_req req = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    char what[64];
+    for (i = 0; i < n; i++) {
+        if (dp__dtype_is_int(it)) dp__store_int(x, it, i, i % 11 == 10 ? (int64_t)9007199254740993LL : (i * 5) % 8 - 1, DP_REQ_WRITE);
+        else dp__store_elem(x, it, i, fv[i % 10], DP_REQ_WRITE);
+    }
+    ew_fill(ys, t, n * depth, 61u);
+    memcpy(want, ys, (size_t)(n * depth) * osz);
+    for (i = 0; i < n; i++) {
+        double v = dp__load_elem(x, it, i);
+        int64_t iv = dp__dtype_is_int(it) ? dp__load_int(x, it, i) : -1;
+        for (j = 0; j < depth; j++) dp__store_elem(want, t, i * depth + j, (dp__dtype_is_int(it) ? iv == j : v == (double)j) ? 2.5 : -1.25, req);
+    }
+    in[0] = from(&sx, it, x); out = from(&sy, t, ys);
+    CHECK(invoke_str(eng, "one_hot", 1, in, 4, keys, vals, 0, 1, &out, &req) == DP_OK);
+    read_back(out, got);
+    snprintf(what, sizeof what, "one_hot of %s mode %d", dp_dtype_name(it), mode);
+    bad = ew_compare(what, t, n * depth, got, want);
+    dp_nd_release(in[0]); dp_nd_release(out);
+    free(x); free(ys); free(want); free(got);
+    return bad;
+}
+/* take (grad 0) or its gradient (grad 1) of (11, 3) data by n int32 indices, clipped */
+static int64_t take_check(dp_dtype t, int64_t n, int mode, int grad) {
+    int64_t rows = 11, w = 3, i, e, bad, ny = grad ? rows * w : n * w;
+    size_t sz = dp_dtype_size(t);
+    unsigned char *x = (unsigned char *)malloc((size_t)(rows * w) * sz), *og = (unsigned char *)malloc((size_t)(n * w) * sz),
+                  *ys = (unsigned char *)malloc((size_t)ny * sz), *want = (unsigned char *)malloc((size_t)ny * sz), *got = (unsigned char *)malloc((size_t)ny * sz);
+    int32_t *ix = (int32_t *)malloc(sizeof(int32_t) * (size_t)n), *ig = (int32_t *)malloc(sizeof(int32_t) * (size_t)n), *igw = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+    const char *keys[1] = {"mode"}, *vals[1] = {"clip"};
+    dp_shape sx = shape2(rows, w), si = shape1(n), so = shape2(n, w);
+    dp_ndarray *in[3], *outs[2];
+    dp_req req[2];
+    char what[64];
+    req[0] = req[1] = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    ew_fill(x, t, rows * w, 67u); ew_fill(og, t, n * w, 71u); ew_fill(ys, t, ny, 73u);
+    for (i = 0; i < n; i++) { ix[i] = (int32_t)((i * 7) % 13 - 1); ig[i] = igw[i] = (int32_t)i + 3; }
+    memcpy(want, ys, (size_t)ny * sz);
+    if (grad && !mode) for (i = 0; i < ny; i++) dp__store_elem(want, t, i, 0, DP_REQ_WRITE);
+    for (i = 0; i < n; i++) {
+        int64_t r = ix[i] < 0 ? 0 : ix[i] >= rows ? rows - 1 : ix[i];
+        for (e = 0; e < w; e++) {
+            if (grad) dp__store_elem(want, t, r * w + e, dp__load_elem(og, t, i * w + e), DP_REQ_ADD);
+            else dp__store_elem(want, t, i * w + e, dp__load_elem(x, t, r * w + e), req[0]);
+        }
+        if (grad) dp__store_elem(igw, DP_INT32, i, 0, req[1]);
+    }
+    if (grad) { in[0] = from(&so, t, og); in[1] = from(&sx, t, x); in[2] = from(&si, DP_INT32, ix); outs[0] = from(&sx, t, ys); outs[1] = from(&si, DP_INT32, ig); }
+    else { in[0] = from(&sx, t, x); in[1] = from(&si, DP_INT32, ix); outs[0] = from(&so, t, ys); }
+    CHECK(invoke_str(eng, grad ? "_backward_take" : "take", grad ? 3 : 2, in, 1, keys, vals, 0, grad ? 2 : 1, outs, req) == DP_OK);
+    read_back(outs[0], got);
+    snprintf(what, sizeof what, "%s mode %d", grad ? "_backward_take" : "take", mode);
+    bad = ew_compare(what, t, ny, got, want);
+    if (grad) { read_back(outs[1], ig); bad += ew_compare("  its index gradient", DP_INT32, n, ig, igw); dp_nd_release(outs[1]); dp_nd_release(in[2]); }
+    dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(outs[0]);
+    free(x); free(og); free(ys); free(want); free(got); free(ix); free(ig); free(igw);
+    return bad;
+}
+static int64_t acc_check(dp_dtype ta, dp_dtype tb, int64_t n) {
+    unsigned char *a = (unsigned char *)malloc((size_t)n * 8), *b = (unsigned char *)malloc((size_t)n * 8);
+    int ints = dp__is_index_dtype(ta) && dp__is_index_dtype(tb);
+    int64_t i, hits = 0;
+    float got = 0, want;
+    dp_shape s = shape1(n);
+    dp_ndarray *in[2], *out = NULL;
+    ew_fill(a, ta, n, 79u);
+    for (i = 0; i < n; i++) {          /* b: a's value (as b's dtype holds it) every other element */
+        if (dp__dtype_is_int(tb) && dp__dtype_is_int(ta)) dp__store_int(b, tb, i, i % 2 ? dp__load_int(a, ta, i) : i, DP_REQ_WRITE);
+        else dp__store_elem(b, tb, i, i % 2 ? dp__load_elem(a, ta, i) : (double)i, DP_REQ_WRITE);
+    }
+    for (i = 0; i < n; i++) hits += ints ? dp__load_index(a, ta, i) == dp__load_index(b, tb, i) : dp__load_elem(a, ta, i) == dp__load_elem(b, tb, i);
+    want = (float)((double)hits / (double)n);
+    in[0] = from(&s, ta, a); in[1] = from(&s, tb, b);
+    CHECK(invoke_str(eng, "accuracy", 2, in, 0, NULL, NULL, 0, 1, &out, NULL) == DP_OK);
+    read_back(out, &got);
+    if (memcmp(&got, &want, sizeof got)) fprintf(stderr, "  accuracy %s %s n %lld: %.9g, expected %.9g\n", dp_dtype_name(ta), dp_dtype_name(tb), (long long)n, got, want);
+    dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(out);
+    free(a); free(b);
+    return memcmp(&got, &want, sizeof got) != 0;
+}
+static int64_t fill_check(dp_dtype t, int64_t n) {
+    unsigned char *want = (unsigned char *)malloc((size_t)n * 8), *got = (unsigned char *)malloc((size_t)n * 8);
+    dp_shape s = shape1(n);
+    dp_ndarray *a = NULL;
+    int64_t i, bad;
+    for (i = 0; i < n; i++) dp__store_elem(want, t, i, -3.75, DP_REQ_WRITE);
+    CHECK(dp_nd_full(eng, &s, t, cpu, -3.75, &a) == DP_OK);
+    read_back(a, got);
+    bad = ew_compare("full", t, n, got, want);
+    dp_nd_release(a); a = NULL;
+    for (i = 0; i < n; i++) dp__store_elem(want, t, i, -2.5 + 0.375 * (double)i, DP_REQ_WRITE);
+    CHECK(dp_nd_arange(eng, -2.5, -2.5 + 0.375 * (double)n - 0.1, 0.375, t, cpu, &a) == DP_OK && dp_shape_size(dp_nd_shape(a)) == n);
+    read_back(a, got);
+    bad += ew_compare("arange", t, n, got, want);
+    dp_nd_release(a);
+    free(want); free(got);
+    return bad;
+}
+static void test_index_kernels_dtypes(void) {
+    static const dp_dtype dts[] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32, DP_INT64, DP_INT8, DP_UINT8, DP_BOOL};
+    static const dp_dtype idx[] = {DP_FLOAT32, DP_FLOAT64, DP_INT64, DP_UINT8};
+    static const int64_t sizes[] = {1, 7, DP__BLK + 3};
+    static const dp_dtype pairs[][2] = {{DP_INT64, DP_INT32}, {DP_UINT8, DP_UINT8}, {DP_FLOAT32, DP_INT64}, {DP_FLOAT16, DP_FLOAT32}, {DP_INT64, DP_FLOAT64}, {DP_INT8, DP_BOOL}};
+    size_t d, z, q;
+    int mode;
+    start();
+    for (z = 0; z < 3; z++) {
+        for (d = 0; d < 8; d++) {
+            CHECK(fill_check(dts[d], sizes[z]) == 0);
+            for (mode = 0; mode < 2; mode++) {
+                for (q = 0; q < 4; q++) CHECK(oh_check(idx[q], dts[d], sizes[z], mode) == 0);
+                CHECK(take_check(dts[d], sizes[z], mode, 0) == 0);
+                CHECK(take_check(dts[d], sizes[z], mode, 1) == 0);
+            }
+        }
+        for (q = 0; q < sizeof pairs / sizeof pairs[0]; q++) CHECK(acc_check(pairs[q][0], pairs[q][1], sizes[z]) == 0);
+    }
+    stop();
+}
+
+/* sum, mean, max, min and argmax against the walk over the input written
+   out here (each element in C order into its output: in double, or in
+   int64 for an integer array's sum, max and min; argmax's first best, a
+   NaN winning), stored by req: the serial walks (axes in one run or not,
+   small arrays) and large arrays whose split gives the walk's bits (many
+   outputs, or max, min, argmax and integer sums, which any grouping
+   leaves the same), every dtype, write and add-to. */
+static int64_t red_check(int kind, dp_dtype t, const dp_shape *xs, const int64_t *axes, int nax, int mode) {
+    static const char *ops[5] = {"sum", "mean", "max", "min", "argmax"};
+    int64_t n = dp_shape_size(xs), nout, i, o = 0, st[DP_MAX_DIMS], idx[DP_MAX_DIMS] = {0}, bad, *where, *iacc;
+    size_t sz = dp_dtype_size(t);
+    char axis[64] = "(", what[96];
+    const char *keys[1] = {"axis"}, *vals[1] = {axis};
+    int mask = 0, d, in_int = dp__dtype_is_int(t), ax1 = -1;
+    dp_shape os;
+    dp_dtype ot = kind == 4 ? DP_INT64 : t;
+    unsigned char *xb = (unsigned char *)malloc(n * sz + 1), *ys, *want, *got;
+    double *acc;
+    dp_ndarray *in[1], *out;
+    dp_req req = mode ? DP_REQ_ADD : DP_REQ_WRITE;
+    for (d = 0; d < nax; d++) { mask |= 1 << axes[d]; snprintf(axis + strlen(axis), sizeof axis - strlen(axis), "%s%lld", d ? "," : "", (long long)axes[d]); }
+    strcat(axis, nax == 1 ? ",)" : ")");
+    if (!nax) mask = (1 << xs->ndim) - 1;
+    if (nax == 1) ax1 = (int)axes[0];
+    dp__reduced_shape(xs, mask, 0, &os);
+    nout = dp_shape_size(&os);
+    ys = (unsigned char *)malloc((size_t)nout * 8 + 1); want = (unsigned char *)malloc((size_t)nout * 8 + 1); got = (unsigned char *)malloc((size_t)nout * 8 + 1);
+    acc = (double *)malloc(sizeof(double) * (size_t)(nout + 1)); where = (int64_t *)malloc(sizeof(int64_t) * (size_t)(nout + 1));
+    iacc = (int64_t *)malloc(sizeof(int64_t) * (size_t)(nout + 1));
+    ew_fill(xb, t, n, 83u); ew_fill(ys, ot, nout, 89u);
+    if (kind < 2 && !in_int) for (i = 0; i < n; i++) if (ew_is_nan(xb, t, i) || fabs(dp__load_elem(xb, t, i)) > 1e30) dp__store_elem(xb, t, i, 1.5, DP_REQ_WRITE);
+    for (i = 0; i < n; i += 5) memcpy(xb + (size_t)i * sz, xb + (size_t)(i / 5) * sz, sz);   /* ties */
+    for (i = 0; i < nout; i++) {
+        acc[i] = kind == 2 ? -HUGE_VAL : kind == 3 ? HUGE_VAL : 0; where[i] = -1;
+        iacc[i] = kind == 2 ? INT64_MIN : kind == 3 ? INT64_MAX : 0;
+    }
+    dp__reduce_strides(xs, mask, st);
+    for (i = 0; i < n; i++) {
+        double v = dp__load_elem(xb, t, i);
+        int64_t iv = in_int ? dp__load_int(xb, t, i) : 0;
+        if (kind == 4) {
+            int better = in_int ? (where[o] < 0 || iv > iacc[o]) : (where[o] < 0 || (acc[o] == acc[o] && (v > acc[o] || v != v)));
+            if (better) { iacc[o] = iv; acc[o] = v; where[o] = ax1 >= 0 ? idx[ax1] : i; }
+        } else if (in_int && kind != 1) {
+            if (kind == 2) { if (iv > iacc[o]) iacc[o] = iv; }
+            else if (kind == 3) { if (iv < iacc[o]) iacc[o] = iv; }
+            else iacc[o] = dp__wrap((uint64_t)iacc[o] + (uint64_t)iv);
+        } else if (kind == 2) { if (v > acc[o] || v != v) acc[o] = v; }
+        else if (kind == 3) { if (v < acc[o] || v != v) acc[o] = v; }
+        else acc[o] += v;
+        dp__odometer_next(xs->ndim, xs->dims, idx, st, &o, NULL, NULL);
+    }
+    memcpy(want, ys, (size_t)nout * dp_dtype_size(ot));
+    for (i = 0; i < nout; i++) {
+        if (kind == 4) dp__store_int(want, DP_INT64, i, where[i], req);
+        else if (in_int && kind != 1) dp__store_int(want, t, i, iacc[i], req);
+        else dp__store_elem(want, t, i, kind == 1 ? acc[i] / ((double)n / (double)nout) : acc[i], req);
+    }
+    in[0] = from(xs, t, xb); out = from(&os, ot, ys);
+    CHECK(invoke_str(eng, ops[kind], 1, in, nax ? 1 : 0, keys, vals, 0, 1, &out, &req) == DP_OK);
+    read_back(out, got);
+    snprintf(what, sizeof what, "%s of %s axis %s ndim %d mode %d", ops[kind], dp_dtype_name(t), nax ? axis : "()", xs->ndim, mode);
+    bad = ew_compare(what, ot, nout, got, want);
+    dp_nd_release(in[0]); dp_nd_release(out);
+    free(xb); free(ys); free(want); free(got); free(acc); free(where); free(iacc);
+    return bad;
+}
+static void test_reductions_dtypes(void) {
+    static const dp_dtype dts[] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32, DP_INT64, DP_INT8, DP_UINT8, DP_BOOL};
+    static const struct { int ndim; int64_t dims[3]; int nax; int64_t axes[2]; int large; } cases[] = {
+        {1, {1}, 0, {0}, 0}, {1, {7}, 0, {0}, 0}, {1, {DP__BLK + 3}, 1, {0}, 0}, {2, {7, DP__BLK + 3}, 1, {1}, 0},
+        {2, {DP__BLK + 3, 7}, 1, {0}, 0}, {3, {3, 5, 7}, 2, {0, 2}, 0}, {3, {3, 5, 7}, 1, {1}, 0},
+        {2, {1024, 130}, 1, {1}, 1}, {2, {130, 1024}, 1, {0}, 1}, {1, {140003}, 0, {0}, 2}, {2, {2, 70001}, 1, {1}, 2},
+    };
+    size_t c, d;
+    int kind, mode;
+    start();
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        dp_shape s;
+        memset(&s, 0, sizeof s);
+        s.ndim = cases[c].ndim;
+        memcpy(s.dims, cases[c].dims, sizeof(int64_t) * 3);
+        for (d = 0; d < 8; d++)
+            for (kind = 0; kind < 5; kind++) {
+                if (kind == 4 && cases[c].nax > 1) continue;                             /* argmax: one axis or all */
+                if (cases[c].large == 2 && kind < 2 && !dp__dtype_is_int(dts[d])) continue;   /* few outputs: a float sum's split is not the walk's */
+                if (cases[c].large == 2 && kind == 1) continue;
+                for (mode = 0; mode < 2; mode++)
+                    if (kind != 4 || !mode) CHECK(red_check(kind, dts[d], &s, cases[c].axes, cases[c].nax, mode) == 0);
+            }
+    }
+    stop();
+}
+
 int main(void) {
     static const test_case tests[] = {
         {"int64_exact_movement", test_int64_exact_movement},
@@ -799,6 +1325,11 @@ int main(void) {
         {"activations_f32", test_activations_f32},
         {"activation_gradients_from_output", test_activation_gradients_from_output},
         {"elementwise_dtypes", test_elementwise_dtypes},
+        {"update_general", test_update_general},
+        {"reduce_grad_dtypes", test_reduce_grad_dtypes},
+        {"softmax_dtypes", test_softmax_dtypes},
+        {"index_kernels_dtypes", test_index_kernels_dtypes},
+        {"reductions_dtypes", test_reductions_dtypes},
     };
     return run_tests("kernels_exact", tests, (int)(sizeof tests / sizeof tests[0]));
 }
