@@ -4528,28 +4528,51 @@ static int dpn__infer_where(const dp_params *p, int nin, const dp_shape *is, con
     *os = is[1]; *ot = it[1];
     return 0;
 }
-static int dpn__where_pick(dp_ndarray *cond, dp_ndarray *x, int64_t i) {
-    int64_t per = dp_shape_size(dp_nd_shape(cond)) == dp_shape_size(dp_nd_shape(x)) ? 1
-                : dp_shape_size(dp_nd_shape(x)) / (dp_nd_shape(x)->dims[0] ? dp_nd_shape(x)->dims[0] : 1);
-    return dpn__load_elem(dp_nd_data(cond), dp_nd_dtype(cond), i / per) != 0;
+/* Elements per element of the condition: 1 (the same shape), or a row of
+   x (the condition one value a row of x's first axis). */
+static int64_t dpn__where_per(dp_ndarray *cond, dp_ndarray *x) {
+    return dp_shape_size(dp_nd_shape(cond)) == dp_shape_size(dp_nd_shape(x)) ? 1
+         : dp_shape_size(dp_nd_shape(x)) / (dp_nd_shape(x)->dims[0] ? dp_nd_shape(x)->dims[0] : 1);
 }
+/* pick[j] = whether the condition is true for element i + j, j < m (m <= DPN__BLK) */
+static void dpn__where_picks(dp_ndarray *cond, int64_t per, int64_t i, int64_t m, unsigned char *pick) {
+    double c[DPN__BLK];
+    int64_t j, lo = i / per;
+    dpn__blk_load(dp_nd_dtype(cond), dp_nd_data(cond), lo, (i + m - 1) / per - lo + 1, c);
+    for (j = 0; j < m; j++) pick[j] = c[(i + j) / per - lo] != 0;
+}
+/* where(condition, x, y) a block of DPN__BLK at a time: one dtype switch a
+   block for the condition, x, y and the output, not one an element */
 static int dpn__k_where(const dp_kernel_ctx *k) {
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[1]));
-    for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++)
-        dpn__store_elem(dp_nd_data(k->outputs[0]), t, i, dpn__load_elem(dp_nd_data(k->inputs[dpn__where_pick(k->inputs[0], k->inputs[1], i) ? 1 : 2]), t, i), k->req[0]);
+    int64_t i, j, m, n = dp_shape_size(dp_nd_shape(k->inputs[1])), per = dpn__where_per(k->inputs[0], k->inputs[1]);
+    double x[DPN__BLK], y[DPN__BLK];
+    unsigned char pick[DPN__BLK];
+    if (k->req[0] == DP_REQ_NULL) return 0;
+    for (i = 0; i < n; i += m) {
+        m = n - i < DPN__BLK ? n - i : DPN__BLK;
+        dpn__where_picks(k->inputs[0], per, i, m, pick);
+        dpn__blk_load(t, dp_nd_data(k->inputs[1]), i, m, x);
+        dpn__blk_load(t, dp_nd_data(k->inputs[2]), i, m, y);
+        for (j = 0; j < m; j++) x[j] = pick[j] ? x[j] : y[j];
+        dpn__blk_store(t, dp_nd_data(k->outputs[0]), i, m, x, k->req[0]);
+    }
     return 0;
 }
 /* inputs (og, condition, x, y); outputs (d condition = 0, d x, d y) */
 static int dpn__kg_where(const dp_kernel_ctx *k) {
     dp_dtype t = dp_nd_dtype(k->inputs[2]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->inputs[2]));
+    int64_t i, j, m, n = dp_shape_size(dp_nd_shape(k->inputs[2])), per = dpn__where_per(k->inputs[1], k->inputs[2]);
+    double g[DPN__BLK], dx[DPN__BLK], dy[DPN__BLK];
+    unsigned char pick[DPN__BLK];
     dpn__fill_by_req(k->outputs[0], 0, k->req[0]);
-    for (i = 0; i < n; i++) {
-        int pick = dpn__where_pick(k->inputs[1], k->inputs[2], i);
-        double g = dpn__load_elem(dp_nd_data(k->inputs[0]), t, i);
-        dpn__store_elem(dp_nd_data(k->outputs[1]), t, i, pick ? g : 0, k->req[1]);
-        dpn__store_elem(dp_nd_data(k->outputs[2]), t, i, pick ? 0 : g, k->req[2]);
+    for (i = 0; i < n; i += m) {
+        m = n - i < DPN__BLK ? n - i : DPN__BLK;
+        dpn__where_picks(k->inputs[1], per, i, m, pick);
+        dpn__blk_load(t, dp_nd_data(k->inputs[0]), i, m, g);
+        for (j = 0; j < m; j++) { dx[j] = pick[j] ? g[j] : 0; dy[j] = pick[j] ? 0 : g[j]; }
+        dpn__blk_store(t, dp_nd_data(k->outputs[1]), i, m, dx, k->req[1]);
+        dpn__blk_store(t, dp_nd_data(k->outputs[2]), i, m, dy, k->req[2]);
     }
     return 0;
 }

@@ -1327,6 +1327,57 @@ static void typed_copies(void) {
                 }
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
+/* where and its gradient: every data dtype, conditions of three dtypes
+   (NaN counts as true), element-wise and one condition a row, write and
+   add-to, against each element picked alone */
+static void typed_where(void) {
+    static const dp_dtype conds[3] = {DP_FLOAT32, DP_INT8, DP_BOOL};
+    dp_engine *e = tk_engine();
+    int ti, ci, si, add, rows;
+    for (ti = 0; ti < 8; ti++)
+        for (ci = 0; ci < 3; ci++)
+            for (si = 0; si < 3; si++)
+                for (rows = 0; rows < 2; rows++)
+                    for (add = 0; add < 2; add++) {
+                        dp_dtype t = tk_all[ti], ct = conds[ci];
+                        int64_t n = tk_sizes[si] * (rows ? 3 : 1), nc = rows ? n / 3 : n, per = rows ? 3 : 1, i;
+                        int64_t xd[3] = {rows ? nc : n, rows ? 3 : 0, 0}, cd[2] = {nc, 0};
+                        dp_shape xs = shape_of(xd), cs = shape_of(cd);
+                        void *c = tk_host(ct, nc, 2, 0), *x = tk_host(t, n, 2, 0), *y = tk_host(t, n, 2, 0), *o0 = tk_host(t, n, 2, 0);
+                        void *want = tk_copy(t, n, o0), *wdx = tk_copy(t, n, o0), *wdy = tk_copy(t, n, x);
+                        dp_ndarray *in[4], *out[3];
+                        dp_req req[3];
+                        char what[96];
+                        req[0] = req[1] = req[2] = add ? DP_REQ_ADD : DP_REQ_WRITE;
+                        for (i = 0; i < n; i++) {
+                            int pick = dp_dtype_load(ct, c, i / per) != 0;
+                            double g = dp_dtype_load(t, o0, i);
+                            dp_dtype_store(t, want, i, dp_dtype_load(t, pick ? x : y, i), req[0]);
+                            dp_dtype_store(t, wdx, i, pick ? g : 0, req[1]);
+                            dp_dtype_store(t, wdy, i, pick ? 0 : g, req[2]);
+                        }
+                        in[0] = tk_array(e, &cs, ct, c); in[1] = tk_array(e, &xs, t, x); in[2] = tk_array(e, &xs, t, y);
+                        out[0] = tk_array(e, &xs, t, o0);
+                        snprintf(what, sizeof what, "where%s%s cond %s", rows ? " rows" : "", add ? " added" : "", dp_dtype_name(ct));
+                        if (invoke_str(e, "where", 3, in, 0, NULL, NULL, 0, 1, out, req) != DP_OK) { fprintf(stderr, "  %s %s: %s\n", what, dp_dtype_name(t), g_msg); CHECK(0); }
+                        CHECK(tk_same(what, out[0], want));
+                        dp_nd_release(out[0]);
+                        {   /* _backward_where (og, condition, x, y) -> (d condition, d x, d y) */
+                            dp_ndarray *gin[4];
+                            dp_req greq[3];
+                            gin[0] = tk_array(e, &xs, t, o0); gin[1] = in[0]; gin[2] = in[1]; gin[3] = in[2];
+                            out[0] = NULL; out[1] = tk_array(e, &xs, t, o0); out[2] = tk_array(e, &xs, t, x);
+                            greq[0] = DP_REQ_WRITE; greq[1] = greq[2] = req[0];
+                            if (invoke_str(e, "_backward_where", 4, gin, 0, NULL, NULL, 0, 3, out, greq) != DP_OK) { fprintf(stderr, "  d %s %s: %s\n", what, dp_dtype_name(t), g_msg); CHECK(0); }
+                            CHECK(tk_same("d x of where", out[1], wdx) && tk_same("d y of where", out[2], wdy));
+                            dp_nd_release(gin[0]);
+                            for (i = 0; i < 3; i++) if (out[i]) dp_nd_release(out[i]);
+                        }
+                        for (i = 0; i < 3; i++) dp_nd_release(in[i]);
+                        free(c); free(x); free(y); free(o0); free(want); free(wdx); free(wdy);
+                    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
 /* FullyConnected's bias gradient: each column summed in double in row
    order, columns in blocks (h over a block, and a part block) */
 static void typed_fc_bias_grad(void) {
@@ -1389,6 +1440,7 @@ int main(void) {
         {"typed_regression", typed_regression},
         {"typed_softmax_output", typed_softmax_output},
         {"typed_copies", typed_copies},
+        {"typed_where", typed_where},
         {"typed_fc_bias_grad", typed_fc_bias_grad},
     };
     lg.func = msg_logger; lg.user = NULL;
