@@ -315,7 +315,8 @@ extern "C" {
      operators dp_invoke dp_operator_register dp_operator_find
               dp_operator_set_kernel dp_operator_list dp_operator_parse_params
      data     dp_nd_load_csv
-     extending dp_dtype_load dp_dtype_store dp_shape_format dp_nd_view dp_nd_borrow
+     extending dp_dtype_load dp_dtype_store dp_dtype_load_n dp_dtype_store_n
+              dp_shape_format dp_nd_view dp_nd_borrow
               dp_nd_same_storage dp_nd_version dp_nd_check_ctx dp_nd_copy_into
               dp_operator_arity dp_operator_set_param
               dp_operator_register_with_gradient dp_invoke_parsed dp_gemm dp_gemm_on dp_gemm_pack_b_on
@@ -1718,7 +1719,8 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
    depeng_nn.h is built on exactly these (and a test checks that it uses
    no private name). Besides dp_log, dp_engine_alloc and the dp_atomic_int
    calls of the engine part:
-     elements     dp_dtype_load dp_dtype_store dp_shape_format
+     elements     dp_dtype_load dp_dtype_store dp_dtype_load_n dp_dtype_store_n
+                  dp_shape_format
      storage      dp_nd_view dp_nd_borrow dp_nd_same_storage dp_nd_version
                   dp_nd_check_ctx dp_nd_copy_into
      operators    dp_operator_arity dp_operator_set_param dp_operator_register_with_gradient
@@ -1733,6 +1735,14 @@ DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
    thread, no errors (an unknown dtype reads and writes as uint8). */
 DP_API double dp_dtype_load(dp_dtype t, const void *data, int64_t i);
 DP_API void dp_dtype_store(dp_dtype t, void *data, int64_t i, double v, dp_req req);
+/* The same for n elements from element i: out[j] = dp_dtype_load(t, data,
+   i + j), and v[j] stored into element i + j as dp_dtype_store does, with
+   one dtype switch for the block instead of one an element (a kernel's
+   loop over a dtype it has no loop of its own for: float16, the
+   integers). n <= 0 does nothing; data's and out's (v's) ranges must not
+   overlap. Any thread, no errors. */
+DP_API void dp_dtype_load_n(dp_dtype t, const void *data, int64_t i, int64_t n, double *out);
+DP_API void dp_dtype_store_n(dp_dtype t, void *data, int64_t i, int64_t n, const double *v, dp_req req);
 /* s as "(2, 3)" into buf (cut to cap - 1 bytes); returns buf. Any thread. */
 DP_API const char *dp_shape_format(const dp_shape *s, char *buf, size_t cap);
 /* A view of a's bytes: from byte_offset (past a's own start) as an array
@@ -12045,6 +12055,10 @@ struct dp__bin_job {
     }
 DP__BLK_IO(, double, dp__load_elem, dp__store_elem)
 DP__BLK_IO(_int, int64_t, dp__load_int, dp__store_int)
+DP_IMPL void dp_dtype_load_n(dp_dtype t, const void *data, int64_t i, int64_t n, double *out) { if (n > 0) dp__blk_load(data, t, i, 1, n, out); }
+DP_IMPL void dp_dtype_store_n(dp_dtype t, void *data, int64_t i, int64_t n, const double *v, dp_req req) {
+    if (n > 0 && req != DP_REQ_NULL) dp__blk_store(data, t, i, n, v, req);
+}
 /* v's elements added one after another into p[off], rounded to the dtype
    after each (a gradient's sum over a broadcast row) */
 static void dp__blk_sum_into(void *p, dp_dtype t, int64_t off, int64_t m, const double *v) {

@@ -1056,8 +1056,8 @@ static void dpn__range(dp_engine *eng, int64_t n, int64_t grain, dp_range_fn fn,
    double buffer, with one dtype switch a block. Loads of the float and
    integer dtypes are plain casts (dp_dtype_load's values); float16 loads
    and stores into any dtype but float32 and float64 (rounding, saturating,
-   bool) go through dp_dtype_load / dp_dtype_store, so that those rules
-   live in depeng.h alone. Stores add by req as dp_dtype_store does:
+   bool) go through dp_dtype_load_n / dp_dtype_store_n (one switch a
+   block), so that those rules live in depeng.h alone. Stores add by req as dp_dtype_store does:
    (v + old), rounded once to the dtype. */
 #define DPN__BLK 256
 DPN__VEC_LOOPS static void dpn__blk_load(dp_dtype t, const void *p, int64_t i, int64_t n, double *v) {
@@ -1070,7 +1070,7 @@ DPN__VEC_LOOPS static void dpn__blk_load(dp_dtype t, const void *p, int64_t i, i
     case DP_INT8: for (j = 0; j < n; j++) v[j] = ((const int8_t *)p)[i + j]; break;
     case DP_UINT8: for (j = 0; j < n; j++) v[j] = ((const uint8_t *)p)[i + j]; break;
     case DP_BOOL: for (j = 0; j < n; j++) v[j] = ((const uint8_t *)p)[i + j] != 0; break;
-    default: for (j = 0; j < n; j++) v[j] = dp_dtype_load(t, p, i + j); break;
+    default: dp_dtype_load_n(t, p, i, n, v); break;
     }
 }
 DPN__VEC_LOOPS static void dpn__blk_store(dp_dtype t, void *p, int64_t i, int64_t n, const double *v, dp_req req) {
@@ -1084,8 +1084,7 @@ DPN__VEC_LOOPS static void dpn__blk_store(dp_dtype t, void *p, int64_t i, int64_
         double *y = (double *)p + i;
         if (req == DP_REQ_ADD) for (j = 0; j < n; j++) y[j] = v[j] + y[j];
         else for (j = 0; j < n; j++) y[j] = v[j];
-    } else
-        for (j = 0; j < n; j++) dp_dtype_store(t, p, i + j, v[j], req);
+    } else dp_dtype_store_n(t, p, i, n, v, req);
 }
 /* every element of a = v by req, a block of DPN__BLK at a time */
 static void dpn__fill_by_req(dp_ndarray *a, double v, dp_req req) {

@@ -1309,8 +1309,37 @@ static void test_reductions_dtypes(void) {
     stop();
 }
 
+/* dp_dtype_load_n / dp_dtype_store_n: every element as dp_dtype_load /
+   dp_dtype_store would give it, every dtype and req, values that round,
+   saturate or wrap, from an offset, and n <= 0 touching nothing */
+static void test_dtype_blocks(void) {
+    static const dp_dtype ts[8] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32, DP_INT64, DP_INT8, DP_UINT8, DP_BOOL};
+    static const dp_req reqs[3] = {DP_REQ_WRITE, DP_REQ_ADD, DP_REQ_NULL};
+    unsigned char a[8 * 300], b[8 * 300];
+    double v[300], got[300];
+    int ti, ri, i, bad = 0;
+    for (i = 0; i < 300; i++) v[i] = i % 7 == 0 ? 1e6 * (i - 150) : (i - 150) * 1.37 + (i % 3 ? 0.5 : -0.25);
+    for (ti = 0; ti < 8; ti++)
+        for (ri = 0; ri < 3; ri++) {
+            dp_dtype t = ts[ti];
+            size_t es = dp_dtype_size(t);
+            for (i = 0; i < 300; i++) dp_dtype_store(t, a, i, (double)(i % 11) - 5, DP_REQ_WRITE);
+            memcpy(b, a, sizeof a);
+            dp_dtype_store_n(t, a, 3, 290, v + 3, reqs[ri]);
+            for (i = 3; i < 293; i++) dp_dtype_store(t, b, i, v[i], reqs[ri]);
+            if (memcmp(a, b, es * 300) != 0) { fprintf(stderr, "  dp_dtype_store_n %s req %d differs\n", dp_dtype_name(t), (int)reqs[ri]); bad = 1; }
+            dp_dtype_load_n(t, a, 5, 280, got);
+            for (i = 0; i < 280; i++) if (memcmp(&got[i], &(double){dp_dtype_load(t, a, 5 + i)}, sizeof(double)) != 0) bad = 1;
+            dp_dtype_store_n(t, a, 0, 0, v, DP_REQ_WRITE); dp_dtype_store_n(t, a, 0, -4, v, DP_REQ_WRITE);
+            got[0] = 42; dp_dtype_load_n(t, a, 0, 0, got);
+            if (memcmp(a, b, es * 300) != 0 || got[0] != 42) bad = 1;
+        }
+    CHECK(!bad);
+}
+
 int main(void) {
     static const test_case tests[] = {
+        {"dtype_blocks", test_dtype_blocks},
         {"int64_exact_movement", test_int64_exact_movement},
         {"int64_argmax", test_int64_argmax},
         {"integer_wraparound", test_integer_wraparound},
