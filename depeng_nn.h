@@ -1086,6 +1086,22 @@ DPN__VEC_LOOPS static void dpn__blk_store(dp_dtype t, void *p, int64_t i, int64_
         else for (j = 0; j < n; j++) y[j] = v[j];
     } else dp_dtype_store_n(t, p, i, n, v, req);
 }
+/* dst[doff + j] = src[soff + j] by req, j < n: a written copy is the bytes
+   (exact for every dtype), an added one goes a block at a time through
+   doubles, dp_dtype_store's rule (v + old, rounded once). The two runs
+   must not overlap. */
+static void dpn__copy_run(dp_dtype t, void *dst, int64_t doff, const void *src, int64_t soff, int64_t n, dp_req req) {
+    double v[DPN__BLK];
+    int64_t j, m;
+    size_t es = dp_dtype_size(t);
+    if (req == DP_REQ_NULL || n <= 0) return;
+    if (req != DP_REQ_ADD) { memcpy((unsigned char *)dst + (size_t)doff * es, (const unsigned char *)src + (size_t)soff * es, (size_t)n * es); return; }
+    for (j = 0; j < n; j += m) {
+        m = n - j < DPN__BLK ? n - j : DPN__BLK;
+        dpn__blk_load(t, src, soff + j, m, v);
+        dpn__blk_store(t, dst, doff + j, m, v, req);
+    }
+}
 /* every element of a = v by req, a block of DPN__BLK at a time */
 static void dpn__fill_by_req(dp_ndarray *a, double v, dp_req req) {
     double b[DPN__BLK];
@@ -4221,7 +4237,13 @@ static int dpn__kg_make_loss(const dp_kernel_ctx *k) {
     double g = k->params->v[0].f;
     if (k->params->v[2].i == 1 && dp_nd_shape(x)->ndim > 0 && dp_nd_shape(x)->dims[0] > 0) g /= (double)dp_nd_shape(x)->dims[0];
     if (k->params->v[2].i == 2) {
-        for (i = 0; i < n; i++) valid += dpn__load_elem(dp_nd_data(x), dp_nd_dtype(x), i) > k->params->v[1].f;
+        double v[DPN__BLK];
+        int64_t j, m;
+        for (i = 0; i < n; i += m) {                   /* a block at a time, one dtype switch each */
+            m = n - i < DPN__BLK ? n - i : DPN__BLK;
+            dpn__blk_load(dp_nd_dtype(x), dp_nd_data(x), i, m, v);
+            for (j = 0; j < m; j++) valid += v[j] > k->params->v[1].f;
+        }
         g /= valid > 0 ? (double)valid : 1.0;
     }
     dpn__fill_by_req(k->outputs[0], g, k->req[0]);
@@ -4345,24 +4367,24 @@ static int64_t dpn__embedding_row(const dp_kernel_ctx *k, dp_ndarray *data, int6
 }
 static int dpn__k_embedding(const dp_kernel_ctx *k) {
     dp_ndarray *data = k->inputs[0], *w = k->inputs[1];
-    int64_t rows = dp_nd_shape(w)->dims[0], d = dp_nd_shape(w)->dims[1], n = dp_shape_size(dp_nd_shape(data)), i, j, r;
+    int64_t rows = dp_nd_shape(w)->dims[0], d = dp_nd_shape(w)->dims[1], n = dp_shape_size(dp_nd_shape(data)), i, r;
     dp_dtype t = dp_nd_dtype(w);
     for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++) {
         if ((r = dpn__embedding_row(k, data, i, rows)) < 0) return DP_ERROR_INVALID_ARGS;
-        for (j = 0; j < d; j++) dpn__store_elem(dp_nd_data(k->outputs[0]), t, i * d + j, dpn__load_elem(dp_nd_data(w), t, r * d + j), k->req[0]);
+        dpn__copy_run(t, dp_nd_data(k->outputs[0]), i * d, dp_nd_data(w), r * d, d, k->req[0]);
     }
     return 0;
 }
 static int dpn__kg_embedding(const dp_kernel_ctx *k) {
     dp_ndarray *data = k->inputs[1], *w = k->inputs[2];
-    int64_t rows = dp_nd_shape(w)->dims[0], d = dp_nd_shape(w)->dims[1], n = dp_shape_size(dp_nd_shape(data)), i, j, r;
+    int64_t rows = dp_nd_shape(w)->dims[0], d = dp_nd_shape(w)->dims[1], n = dp_shape_size(dp_nd_shape(data)), i, r;
     dp_dtype t = dp_nd_dtype(w);
     dpn__fill_by_req(k->outputs[0], 0, k->req[0]);
     if (k->req[1] == DP_REQ_NULL) return 0;
     dpn__clear_for(k->outputs[1], k->req[1]);
     for (i = 0; i < n; i++) {
         if ((r = dpn__embedding_row(k, data, i, rows)) < 0) return DP_ERROR_INVALID_ARGS;
-        for (j = 0; j < d; j++) dpn__store_elem(dp_nd_data(k->outputs[1]), t, r * d + j, dpn__load_elem(dp_nd_data(k->inputs[0]), t, i * d + j), DP_REQ_ADD);
+        dpn__copy_run(t, dp_nd_data(k->outputs[1]), r * d, dp_nd_data(k->inputs[0]), i * d, d, DP_REQ_ADD);
     }
     return 0;
 }
@@ -4421,11 +4443,11 @@ static int dpn__infer_slice_axis(const dp_params *p, int nin, const dp_shape *is
 /* Copies between a block of [outer, n, inner] and its slice [outer, m,
    inner] from offset b: to the slice (dir 0, by req) or back (dir 1, added). */
 static void dpn__slice_copy(dp_dtype t, const void *src, void *dst, int64_t outer, int64_t n, int64_t m, int64_t inner, int64_t b, int dir, dp_req req) {
-    int64_t o, i, j;
-    for (o = 0; o < outer; o++) for (i = 0; i < m; i++) for (j = 0; j < inner; j++) {
-        int64_t big = (o * n + b + i) * inner + j, small = (o * m + i) * inner + j;
-        if (dir == 0) dpn__store_elem(dst, t, small, dpn__load_elem(src, t, big), req);
-        else dpn__store_elem(dst, t, big, dpn__load_elem(src, t, small), DP_REQ_ADD);
+    int64_t o;
+    for (o = 0; o < outer; o++) {                   /* the slice of one outer index is one run in both */
+        int64_t big = (o * n + b) * inner, small = o * m * inner;
+        if (dir == 0) dpn__copy_run(t, dst, small, src, big, m * inner, req);
+        else dpn__copy_run(t, dst, big, src, small, m * inner, DP_REQ_ADD);
     }
 }
 static void dpn__split_axis(const dp_shape *s, int axis, int64_t *outer, int64_t *inner) {
@@ -4664,24 +4686,23 @@ static void dpn__stack_dims(const dp_params *p, const dp_shape *in, int64_t *out
     *inner = *outer ? dp_shape_size(in) / *outer : 0;
 }
 static int dpn__k_stack(const dp_kernel_ctx *k) {
-    int64_t outer, inner, o, j;
+    int64_t outer, inner, o;
     int i, n = k->num_inputs;
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
     dpn__stack_dims(k->params, dp_nd_shape(k->inputs[0]), &outer, &inner);
     for (i = 0; k->req[0] != DP_REQ_NULL && i < n; i++)
-        for (o = 0; o < outer; o++) for (j = 0; j < inner; j++)
-            dpn__store_elem(dp_nd_data(k->outputs[0]), t, (o * n + i) * inner + j, dpn__load_elem(dp_nd_data(k->inputs[i]), t, o * inner + j), k->req[0]);
+        for (o = 0; o < outer; o++) dpn__copy_run(t, dp_nd_data(k->outputs[0]), (o * n + i) * inner, dp_nd_data(k->inputs[i]), o * inner, inner, k->req[0]);
     return 0;
 }
 /* inputs (og, the num_args arrays); outputs their gradients */
 static int dpn__kg_stack(const dp_kernel_ctx *k) {
-    int64_t outer, inner, o, j;
+    int64_t outer, inner, o;
     int i, n = k->num_outputs;
     dp_dtype t = dp_nd_dtype(k->inputs[1]);
     dpn__stack_dims(k->params, dp_nd_shape(k->inputs[1]), &outer, &inner);
     for (i = 0; i < n; i++)
-        for (o = 0; k->req[i] != DP_REQ_NULL && o < outer; o++) for (j = 0; j < inner; j++)
-            dpn__store_elem(dp_nd_data(k->outputs[i]), t, o * inner + j, dpn__load_elem(dp_nd_data(k->inputs[0]), t, (o * n + i) * inner + j), k->req[i]);
+        for (o = 0; k->req[i] != DP_REQ_NULL && o < outer; o++)
+            dpn__copy_run(t, dp_nd_data(k->outputs[i]), o * inner, dp_nd_data(k->inputs[0]), (o * n + i) * inner, inner, k->req[i]);
     return 0;
 }
 /* SliceChannel (split): data cut along axis into num_args equal parts

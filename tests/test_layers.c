@@ -1378,6 +1378,119 @@ static void typed_where(void) {
                     }
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
+/* The row copies of Embedding, stack and slice_axis and their gradients,
+   every dtype, write (the bytes) and add-to (each element added alone
+   through dp_dtype_load / dp_dtype_store) */
+/* element di of dst = element si of src by req: a write copies the bytes,
+   an add-to adds through doubles (dp_dtype_store's rule) */
+static void rc_copy(dp_dtype t, void *dst, int64_t di, const void *src, int64_t si, dp_req req) {
+    size_t es = dp_dtype_size(t);
+    if (req == DP_REQ_ADD) dp_dtype_store(t, dst, di, dp_dtype_load(t, src, si), DP_REQ_ADD);
+    else memcpy((unsigned char *)dst + (size_t)di * es, (const unsigned char *)src + (size_t)si * es, es);
+}
+static void typed_row_copies(void) {
+    dp_engine *e = tk_engine();
+    int ti, add, op;
+    for (ti = 0; ti < 8; ti++)
+        for (op = 0; op < 6; op++)
+            for (add = 0; add < 2; add++) {
+                dp_dtype t = tk_all[ti];
+                dp_req req = add ? DP_REQ_ADD : DP_REQ_WRITE, reqs[3];
+                int64_t rows = 300, d = 7, i, j, o;
+                int64_t wd2[3] = {rows, d, 0}, id1[2] = {5, 0}, od2[3] = {5, d, 0}, ad[3] = {3, 301, 0}, sd[4] = {3, 2, 301, 0}, cd[3] = {3, 299, 0};
+                dp_shape ws = shape_of(wd2), is = shape_of(id1), os = shape_of(od2), as = shape_of(ad), ss = shape_of(sd), cs = shape_of(cd);
+                const char *ek[2] = {"input_dim", "output_dim"}, *ev[2] = {"300", "7"};
+                const char *sk[2] = {"num_args", "axis"}, *sv[2] = {"2", "1"};
+                const char *ck[3] = {"axis", "begin", "end"}, *cv[3] = {"1", "1", "300"};
+                void *a = tk_host(t, 3 * 301, 2, 0), *b = tk_host(t, 3 * 301, 2, 0), *w = tk_host(t, rows * d, 2, 0), *y0 = tk_host(t, 2 * 3 * 301, 2, 0), *want = tk_copy(t, 2 * 3 * 301, y0);
+                double idx[5] = {3, 299, 0, 3, 17};
+                float fidx[5];
+                dp_ndarray *in[3], *out[3] = {NULL, NULL, NULL};
+                int ok = 1;
+                for (i = 0; i < 5; i++) fidx[i] = (float)idx[i];
+                reqs[0] = reqs[1] = reqs[2] = req;
+                if (op == 0) {                              /* Embedding (data, weight) */
+                    if (t != DP_FLOAT32 && t != DP_FLOAT64) goto next;
+                    for (i = 0; i < 5; i++) for (j = 0; j < d; j++) rc_copy(t, want, i * d + j, w, (int64_t)idx[i] * d + j, req);
+                    in[0] = tk_array(e, &is, DP_FLOAT32, fidx); in[1] = tk_array(e, &ws, t, w); out[0] = tk_array(e, &os, t, y0);
+                    { const char *ek3[3] = {"input_dim", "output_dim", "dtype"}, *ev3[3] = {"300", "7", dp_dtype_name(t)}; (void)ek; (void)ev;
+                      ok = invoke_str(e, "Embedding", 2, in, 3, ek3, ev3, 0, 1, out, &req) == DP_OK && tk_same(add ? "Embedding added" : "Embedding", out[0], want); }
+                    dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(out[0]);
+                } else if (op == 1) {                       /* _backward_Embedding (og, data, weight) -> (d data, d weight) */
+                    if (t != DP_FLOAT32 && t != DP_FLOAT64) goto next;
+                    {
+                        void *og = tk_host(t, 5 * d, 2, 0), *w0 = tk_host(t, rows * d, 2, 0), *wantw = tk_copy(t, rows * d, w0);
+                        const char *ek3[3] = {"input_dim", "output_dim", "dtype"}, *ev3[3] = {"300", "7", dp_dtype_name(t)};
+                        if (!add) memset(wantw, 0, (size_t)(rows * d) * dp_dtype_size(t));
+                        for (i = 0; i < 5; i++) for (j = 0; j < d; j++) dp_dtype_store(t, wantw, (int64_t)idx[i] * d + j, dp_dtype_load(t, og, i * d + j), DP_REQ_ADD);
+                        in[0] = tk_array(e, &os, t, og); in[1] = tk_array(e, &is, DP_FLOAT32, fidx); in[2] = tk_array(e, &ws, t, w);
+                        out[0] = NULL; out[1] = tk_array(e, &ws, t, w0);
+                        reqs[0] = DP_REQ_WRITE;
+                        ok = invoke_str(e, "_backward_Embedding", 3, in, 3, ek3, ev3, 0, 2, out, reqs) == DP_OK && tk_same(add ? "d weight of Embedding added" : "d weight of Embedding", out[1], wantw);
+                        for (i = 0; i < 3; i++) dp_nd_release(in[i]);
+                        for (i = 0; i < 2; i++) if (out[i]) dp_nd_release(out[i]);
+                        free(og); free(w0); free(wantw);
+                    }
+                } else if (op == 2) {                       /* stack axis 1 of two (3, 301) */
+                    for (o = 0; o < 3; o++) for (i = 0; i < 2; i++) for (j = 0; j < 301; j++)
+                        rc_copy(t, want, (o * 2 + i) * 301 + j, i ? b : a, o * 301 + j, req);
+                    in[0] = tk_array(e, &as, t, a); in[1] = tk_array(e, &as, t, b); out[0] = tk_array(e, &ss, t, y0);
+                    ok = invoke_str(e, "stack", 2, in, 2, sk, sv, 0, 1, out, &req) == DP_OK && tk_same(add ? "stack added" : "stack", out[0], want);
+                    dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(out[0]);
+                } else if (op == 3) {                       /* _backward_stack (og, a, b) -> (d a, d b) */
+                    void *wa = tk_copy(t, 3 * 301, a), *wb = tk_copy(t, 3 * 301, b);
+                    for (o = 0; o < 3; o++) for (i = 0; i < 2; i++) for (j = 0; j < 301; j++)
+                        rc_copy(t, i ? wb : wa, o * 301 + j, y0, (o * 2 + i) * 301 + j, req);
+                    in[0] = tk_array(e, &ss, t, y0); in[1] = tk_array(e, &as, t, a); in[2] = tk_array(e, &as, t, b);
+                    out[0] = tk_array(e, &as, t, a); out[1] = tk_array(e, &as, t, b);
+                    ok = invoke_str(e, "_backward_stack", 3, in, 2, sk, sv, 0, 2, out, reqs) == DP_OK && tk_same("d a of stack", out[0], wa) && tk_same("d b of stack", out[1], wb);
+                    for (i = 0; i < 3; i++) dp_nd_release(in[i]);
+                    dp_nd_release(out[0]); dp_nd_release(out[1]);
+                    free(wa); free(wb);
+                } else if (op == 4) {                       /* slice_axis axis 1 [1, 300) of (3, 301) */
+                    for (o = 0; o < 3; o++) for (j = 0; j < 299; j++) rc_copy(t, want, o * 299 + j, a, o * 301 + 1 + j, req);
+                    in[0] = tk_array(e, &as, t, a); out[0] = tk_array(e, &cs, t, y0);
+                    ok = invoke_str(e, "slice_axis", 1, in, 3, ck, cv, 0, 1, out, &req) == DP_OK && tk_same(add ? "slice_axis added" : "slice_axis", out[0], want);
+                    dp_nd_release(in[0]); dp_nd_release(out[0]);
+                } else {                                    /* _backward_slice_axis (og (3, 299), data) -> d data */
+                    void *wa = tk_copy(t, 3 * 301, b);
+                    if (!add) for (i = 0; i < 3 * 301; i++) dp_dtype_store(t, wa, i, 0, DP_REQ_WRITE);
+                    for (o = 0; o < 3; o++) for (j = 0; j < 299; j++) dp_dtype_store(t, wa, o * 301 + 1 + j, dp_dtype_load(t, y0, o * 299 + j), DP_REQ_ADD);
+                    in[0] = tk_array(e, &cs, t, y0); in[1] = tk_array(e, &as, t, a); out[0] = tk_array(e, &as, t, b);
+                    ok = invoke_str(e, "_backward_slice_axis", 2, in, 3, ck, cv, 0, 1, out, &req) == DP_OK && tk_same(add ? "d slice_axis added" : "d slice_axis", out[0], wa);
+                    dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(out[0]);
+                    free(wa);
+                }
+                if (!ok) fprintf(stderr, "  row copies: op %d %s%s failed: %s\n", op, dp_dtype_name(t), add ? " added" : "", g_msg);
+                CHECK(ok);
+            next:
+                free(a); free(b); free(w); free(y0); free(want);
+            }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+/* MakeLoss normalized by the valid elements: the count read a block at a
+   time, over dtypes, against the count taken element by element */
+static void typed_make_loss_valid(void) {
+    dp_engine *e = tk_engine();
+    int ti;
+    for (ti = 0; ti < 8; ti++) {
+        dp_dtype t = tk_all[ti];
+        int64_t n = 1003, i, valid = 0, d1[2] = {n, 0};
+        dp_shape s = shape_of(d1);
+        void *x = tk_host(t, n, 2, 0), *og = tk_host(DP_FLOAT64, n, 2, 0), *want = malloc((size_t)n * 8);
+        const char *k[3] = {"grad_scale", "valid_thresh", "normalization"}, *v[3] = {"3", "0.5", "valid"};
+        dp_ndarray *in[2], *out[1] = {NULL};
+        char what[64];
+        for (i = 0; i < n; i++) valid += dp_dtype_load(t, x, i) > 0.5;
+        for (i = 0; i < n; i++) dp_dtype_store(t, want, i, 3.0 / (valid > 0 ? (double)valid : 1.0), DP_REQ_WRITE);
+        in[0] = tk_array(e, &s, t, og); in[1] = tk_array(e, &s, t, x);
+        snprintf(what, sizeof what, "d MakeLoss valid (%lld valid)", (long long)valid);
+        CHECK(invoke_str(e, "_backward_MakeLoss", 2, in, 3, k, v, 0, 1, out, NULL) == DP_OK && tk_same(what, out[0], want));
+        dp_nd_release(in[0]); dp_nd_release(in[1]); if (out[0]) dp_nd_release(out[0]);
+        free(x); free(og); free(want);
+    }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
 /* FullyConnected's bias gradient: each column summed in double in row
    order, columns in blocks (h over a block, and a part block) */
 static void typed_fc_bias_grad(void) {
@@ -1441,6 +1554,8 @@ int main(void) {
         {"typed_softmax_output", typed_softmax_output},
         {"typed_copies", typed_copies},
         {"typed_where", typed_where},
+        {"typed_row_copies", typed_row_copies},
+        {"typed_make_loss_valid", typed_make_loss_valid},
         {"typed_fc_bias_grad", typed_fc_bias_grad},
     };
     lg.func = msg_logger; lg.user = NULL;
