@@ -12059,6 +12059,39 @@ DP_IMPL void dp_dtype_load_n(dp_dtype t, const void *data, int64_t i, int64_t n,
 DP_IMPL void dp_dtype_store_n(dp_dtype t, void *data, int64_t i, int64_t n, const double *v, dp_req req) {
     if (n > 0 && req != DP_REQ_NULL) dp__blk_store(data, t, i, n, v, req);
 }
+/* dp__move_elem over n elements (dst from j, src from i), with the case it
+   picks (and the dtypes) decided once a block of DP__BLK, not once an
+   element: the same bits. The runs may be the same memory (j == i, the
+   same dtype), not overlap otherwise. */
+static void dp__move_run(void *dst, dp_dtype dt, int64_t j, const void *src, dp_dtype st, int64_t i, int64_t n, dp_req req) {
+    int si = dp__dtype_is_int(st), di = dp__dtype_is_int(dt), add = req == DP_REQ_ADD;
+    int64_t k, m, q;
+    if (req == DP_REQ_NULL || n <= 0) return;
+    if (dt == st && !add) {
+        size_t es = dp_dtype_size(dt);
+        if ((const unsigned char *)src + (size_t)i * es != (unsigned char *)dst + (size_t)j * es)
+            memcpy((unsigned char *)dst + (size_t)j * es, (const unsigned char *)src + (size_t)i * es, (size_t)n * es);
+        return;
+    }
+    if (st == DP_FLOAT64 && dt == DP_FLOAT16 && !add) {
+        for (k = 0; k < n; k++) ((uint16_t *)dst)[j + k] = dp__half_from_double(((const double *)src)[i + k]);
+        return;
+    }
+    for (k = 0; k < n; k += m) {
+        m = n - k < DP__BLK ? n - k : DP__BLK;
+        if (si && (di || (!add && (dt == DP_FLOAT32 || dt == DP_FLOAT16)))) {
+            int64_t v[DP__BLK];
+            dp__blk_load_int(src, st, i + k, 1, m, v);
+            if (di) dp__blk_store_int(dst, dt, j + k, m, v, req);
+            else if (dt == DP_FLOAT32) for (q = 0; q < m; q++) ((float *)dst)[j + k + q] = (float)v[q];
+            else for (q = 0; q < m; q++) ((uint16_t *)dst)[j + k + q] = dp__half_from_float((float)v[q]);
+        } else {
+            double v[DP__BLK];
+            dp__blk_load(src, st, i + k, 1, m, v);
+            dp__blk_store(dst, dt, j + k, m, v, req);
+        }
+    }
+}
 /* v's elements added one after another into p[off], rounded to the dtype
    after each (a gradient's sum over a broadcast row) */
 static void dp__blk_sum_into(void *p, dp_dtype t, int64_t off, int64_t m, const double *v) {
@@ -13443,14 +13476,14 @@ static int dp__infer_concat(const dp_params *p, int nin, const dp_shape *is, con
 static void dp__concat_move(dp_ndarray *whole, dp_ndarray *const *parts, int nparts, int64_t dim, dp_req req) {
     const dp_shape *ws = dp_nd_shape(whole);
     dp_dtype t = dp_nd_dtype(whole);
-    int64_t outer = 1, inner = 1, o, j, off = 0;
+    int64_t outer = 1, inner = 1, o, off = 0;
     int d, i;
     for (d = 0; d < dim; d++) outer *= ws->dims[d];
     for (d = (int)dim + 1; d < ws->ndim; d++) inner *= ws->dims[d];
     for (o = 0; o < outer; o++) {
         for (i = 0; i < nparts; i++) {
             int64_t run = dp_nd_shape(parts[i])->dims[dim] * inner;
-            for (j = 0; j < run; j++) dp__move_elem(dp_nd_data(whole), t, off + j, dp_nd_data(parts[i]), t, o * run + j, req);
+            dp__move_run(dp_nd_data(whole), t, off, dp_nd_data(parts[i]), t, o * run, run, req);
             off += run;
         }
     }
@@ -13465,15 +13498,14 @@ static int dp__k_concat(const dp_kernel_ctx *k) {
 static int dp__kg_concat(const dp_kernel_ctx *k) {
     const dp_shape *ws = dp_nd_shape(k->inputs[0]);
     dp_dtype t = dp_nd_dtype(k->inputs[0]);
-    int64_t dim = dp__concat_dim(k, ws), outer = 1, inner = 1, o, j, off = 0;
+    int64_t dim = dp__concat_dim(k, ws), outer = 1, inner = 1, o, off = 0;
     int d, i;
     for (d = 0; d < dim; d++) outer *= ws->dims[d];
     for (d = (int)dim + 1; d < ws->ndim; d++) inner *= ws->dims[d];
     for (o = 0; o < outer; o++) {
         for (i = 0; i < k->num_outputs; i++) {
             int64_t run = dp_nd_shape(k->outputs[i])->dims[dim] * inner;
-            for (j = 0; j < run; j++)
-                dp__move_elem(dp_nd_data(k->outputs[i]), t, o * run + j, dp_nd_data(k->inputs[0]), t, off + j, k->req[i]);
+            dp__move_run(dp_nd_data(k->outputs[i]), t, o * run, dp_nd_data(k->inputs[0]), t, off, run, k->req[i]);
             off += run;
         }
     }
@@ -14554,12 +14586,8 @@ static void dp__register_linear(void) {
    (MXNet's: 0 keeps that axis, one -1 is inferred), so unlike the view
    dp_nd_reshape it is recorded and differentiable. */
 static int dp__k_copy(const dp_kernel_ctx *k) {
-    const void *x = dp_nd_data(k->inputs[0]);
-    void *y = dp_nd_data(k->outputs[0]);
-    dp_dtype xt = dp_nd_dtype(k->inputs[0]), yt = dp_nd_dtype(k->outputs[0]);
-    int64_t i, n = dp_shape_size(dp_nd_shape(k->outputs[0]));
-    if (xt == yt && (k->req[0] == DP_REQ_WRITE || k->req[0] == DP_REQ_INPLACE)) { if (x != y) memcpy(y, x, dp_nd_bytes(k->outputs[0])); return 0; }
-    for (i = 0; i < n; i++) dp__move_elem(y, yt, i, x, xt, i, k->req[0]);
+    dp__move_run(dp_nd_data(k->outputs[0]), dp_nd_dtype(k->outputs[0]), 0, dp_nd_data(k->inputs[0]), dp_nd_dtype(k->inputs[0]), 0,
+                 dp_shape_size(dp_nd_shape(k->outputs[0])), k->req[0]);
     return 0;
 }
 /* the gradient of reshape and _copy: inputs (ograd, x), ograd copied in x's shape */

@@ -1337,8 +1337,75 @@ static void test_dtype_blocks(void) {
     CHECK(!bad);
 }
 
+/* _copy (write and add-to), cast between every pair of dtypes and concat
+   and its gradient: the runs (dp__move_run) bitwise the old element by
+   element moves (dp__move_elem), on values that round, wrap, saturate and
+   exceed 2^53 */
+static void test_move_runs(void) {
+    static const dp_ctx CPU0 = {DP_DEV_CPU, 0};
+    static const dp_dtype ts[8] = {DP_FLOAT32, DP_FLOAT64, DP_FLOAT16, DP_INT32, DP_INT64, DP_INT8, DP_UINT8, DP_BOOL};
+    dp_engine *e = NULL;
+    dp_engine_desc d;
+    int a, b, add, bad = 0;
+    int64_t n = 2 * DP__BLK + 5, i;
+    memset(&d, 0, sizeof d);
+    d.type = DP_ENGINE_NAIVE; d.ignore_env = 1;
+    CHECK(dp_engine_create(&d, &e) == DP_OK);
+    for (a = 0; a < 8; a++)
+        for (b = 0; b < 8; b++)
+            for (add = 0; add < 2; add++) {
+                dp_dtype st = ts[a], dt = ts[b];
+                dp_req req = add ? DP_REQ_ADD : DP_REQ_WRITE;
+                unsigned char src[8 * (2 * DP__BLK + 5)], y0[8 * (2 * DP__BLK + 5)], want[8 * (2 * DP__BLK + 5)], got[8 * (2 * DP__BLK + 5)];
+                dp_shape s = {1, {n}};
+                dp_ndarray *x = NULL, *y = NULL;
+                for (i = 0; i < n; i++) {
+                    if (st == DP_INT64) ((int64_t *)src)[i] = ((int64_t)1 << 53) + i * 12345 - 77 * (i % 5);
+                    else dp_dtype_store(st, src, i, i % 9 == 0 ? 1e10 * (i % 2 ? 1 : -1) : (i - 200) * 1.3 + 0.37, DP_REQ_WRITE);
+                    if (dt == DP_INT64) ((int64_t *)y0)[i] = ((int64_t)1 << 54) - i * 999;
+                    else dp_dtype_store(dt, y0, i, (i % 13) * 0.75 - 4, DP_REQ_WRITE);
+                }
+                memcpy(want, y0, sizeof y0);
+                for (i = 0; i < n; i++) dp__move_elem(want, dt, i, src, st, i, req);
+                CHECK(dp_nd_from_host(e, &s, st, CPU0, src, &x) == DP_OK && dp_nd_from_host(e, &s, dt, CPU0, y0, &y) == DP_OK);
+                {
+                    dp_invoke_desc v;
+                    memset(&v, 0, sizeof v);
+                    v.op = st == dt ? "_copy" : "cast"; v.num_inputs = 1; v.inputs[0] = x; v.num_outputs = 1; v.outputs[0] = y; v.req[0] = req;
+                    if (st != dt) { v.params[0].name = "dtype"; v.params[0].s = dp_dtype_name(dt); }
+                    CHECK(dp_invoke(e, &v, NULL) == DP_OK);
+                }
+                CHECK(dp_nd_read(y, got, (size_t)n * dp_dtype_size(dt), NULL) == DP_OK);
+                if (memcmp(got, want, (size_t)n * dp_dtype_size(dt)) != 0) {
+                    fprintf(stderr, "  %s -> %s %s differs\n", dp_dtype_name(st), dp_dtype_name(dt), add ? "added" : "written");
+                    bad = 1;
+                }
+                if (st == dt) {                             /* concat of x and y along axis 0, and back */
+                    dp_ndarray *in[2], *out = NULL, *parts[2] = {NULL, NULL};
+                    unsigned char cw[16 * (2 * DP__BLK + 5)], cg[16 * (2 * DP__BLK + 5)];
+                    size_t es = dp_dtype_size(st);
+                    in[0] = x; in[1] = y;
+                    {
+                        dp_invoke_desc v;
+                        memset(&v, 0, sizeof v);
+                        v.op = "concat"; v.num_inputs = 2; v.inputs[0] = x; v.inputs[1] = y; v.num_outputs = 1;
+                        v.params[0].name = "num_args"; v.params[0].s = "2"; v.params[1].name = "dim"; v.params[1].s = "0";
+                        CHECK(dp_invoke(e, &v, &out) == DP_OK);
+                    }
+                    memcpy(cw, src, (size_t)n * es); memcpy(cw + (size_t)n * es, got, (size_t)n * es);
+                    CHECK(out && dp_nd_read(out, cg, 2 * (size_t)n * es, NULL) == DP_OK && memcmp(cg, cw, 2 * (size_t)n * es) == 0);
+                    (void)in; (void)parts;
+                    if (out) dp_nd_release(out);
+                }
+                dp_nd_release(x); dp_nd_release(y);
+            }
+    CHECK(!bad);
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 int main(void) {
     static const test_case tests[] = {
+        {"move_runs", test_move_runs},
         {"dtype_blocks", test_dtype_blocks},
         {"int64_exact_movement", test_int64_exact_movement},
         {"int64_argmax", test_int64_argmax},
