@@ -35,6 +35,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <stdatomic.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,10 +211,15 @@ static void complete(op *b, op **ready) {
     op_unref(b);
 }
 static void *worker(void *arg) {
+    int idle = 0;
     (void)arg;
     while (!atomic_load_explicit(&quit, memory_order_relaxed)) {
         op *b, *ready = NULL;
-        if (!atomic_load_explicit(&go, memory_order_acquire) || !(b = rq_take())) continue;
+        if (!atomic_load_explicit(&go, memory_order_acquire) || !(b = rq_take())) {
+            if (++idle >= 256) { idle = 0; sched_yield(); }   /* let the pusher have a core the worker cannot use */
+            continue;
+        }
+        idle = 0;
         while (b) {
             int i;
             for (i = b->nvars - b->nwrite; i < b->nvars; i++) (*b->data[i])++;   /* the op writes its outputs */
