@@ -25,7 +25,7 @@ endif
 MAKEFLAGS += -r
 .SUFFIXES:
 
-.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale bench-gemm bench-kernels bench-layers bench-train bench-train-smoke clean
+.PHONY: all test demo tsan asan faults compile-checks compile-checks-engine-only bench bench-deps bench-build bench-scale bench-proto bench-gemm bench-kernels bench-layers bench-train bench-train-smoke clean
 
 # ---- the implementation, compiled once per configuration ------------------
 # tests/impl/depeng_impl.c is depeng.h's implementation alone. build/impl/
@@ -331,6 +331,12 @@ $(B)/act_ulp: bench/act_ulp.c depeng.h | $(B)
 	$(CC) $(BENCH_CFLAGS) -Wno-unused-function $< -o $@ $(LIBS)
 act-ulp: $(B)/act_ulp
 	$(B)/act_ulp
+# issue 29 point 5's variable design in miniature (bench/proto_dep.c), W2 and
+# W3, next to the engine's own floor figures (bench/README.md, "A prototype")
+$(B)/proto_dep: bench/proto_dep.c | $(B)
+	$(CC) -std=c11 -O2 -Wall -Wextra -pedantic -Werror $< -o $@ -pthread
+bench-proto: $(B)/proto_dep $(B)/bench_depeng
+	$(B)/proto_dep W2 2 5; $(B)/proto_dep W3 2 5; $(B)/bench_depeng -e perdevice W2 W3 floor
 # contention counters with 2, 4, 8 and 16 CPU workers (bench/README.md, many cores)
 bench-scale: $(B)/bench_depeng
 	bench/scale.sh $(B)/bench_depeng
