@@ -2149,8 +2149,8 @@ static void dc_clear(void) {
 /* THE FILES' TIMES, READ AHEAD. A run over many files spends much of its
    time in stat (an up-to-date build of 10,000 targets: 20,000 stats, over a
    third of the run). So build starts one thread that stats every file of
-   the graph in the nodes' order while this thread parses the plan, pushes
-   the ops and runs them; a rule then takes its files' times from that
+   the graph, from the last node back, while this thread plans, pushes the
+   ops and runs them; a rule then takes its files' times from that
    cache instead of stat'ing them itself. The cache is good only while
    nothing make started could have changed a file: every child (a command,
    or $(shell)) first bumps files_touched, and from then on the cache is
