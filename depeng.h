@@ -13052,12 +13052,13 @@ typedef struct dp__rg_job { const void *og, *x; void *g; dp_dtype t; const doubl
    in double, 0 where x[i] is not best[o] (max, min), stored rounded once by
    req (add-to: added in double first). float32 and float64 in typed loops,
    the other dtypes in blocks (as doubles: what dp__store_elem converts). */
-#define DP__RG_LOOP(T, V) do {                                                                                          \
-        const T *og_ = (const T *)J->og + o, *x_ = (const T *)J->x + i;                                                 \
+#define DP__RG_BEST(T) const T *x_ = (const T *)J->x + i; const double *b_ = J->best + o;
+#define DP__RG_LOOP(T, DECL, V) do {                                                                                    \
+        const T *og_ = (const T *)J->og + o;                                                                            \
         T *g_ = (T *)J->g + i;                                                                                          \
-        const double *b_ = J->best ? J->best + o : NULL, sc_ = J->scale;                                                \
+        const double sc_ = J->scale;                                                                                    \
         int64_t r_;                                                                                                     \
-        (void)x_; (void)b_;                                                                                             \
+        DECL                                                                                                            \
         if (J->req == DP_REQ_ADD) for (r_ = 0; r_ < n; r_++) g_[r_] = (T)((V) + (double)g_[r_]);                        \
         else for (r_ = 0; r_ < n; r_++) g_[r_] = (T)(V);                                                                \
     } while (0)
@@ -13065,10 +13066,10 @@ typedef struct dp__rg_job { const void *og, *x; void *g; dp_dtype t; const doubl
 #define DP__RG_VB(SO) ((double)x_[r_] != b_[(SO) * r_] ? 0.0 : (double)og_[(SO) * r_] * sc_)
 #define DP__RG_TYPED(T, SUF)                                                                                            \
 DP__VEC_LOOPS static void dp__rg_row_##SUF(const dp__rg_job *J, int64_t i, int64_t o, int64_t so, int64_t n) {          \
-    if (so && J->best) DP__RG_LOOP(T, DP__RG_VB(1));                                                                    \
-    else if (so) DP__RG_LOOP(T, DP__RG_V(1));                                                                           \
-    else if (J->best) DP__RG_LOOP(T, DP__RG_VB(0));                                                                     \
-    else DP__RG_LOOP(T, DP__RG_V(0));                                                                                   \
+    if (so && J->best) DP__RG_LOOP(T, DP__RG_BEST(T), DP__RG_VB(1));                                                    \
+    else if (so) DP__RG_LOOP(T, , DP__RG_V(1));                                                                         \
+    else if (J->best) DP__RG_LOOP(T, DP__RG_BEST(T), DP__RG_VB(0));                                                     \
+    else DP__RG_LOOP(T, , DP__RG_V(0));                                                                                 \
 }
 DP__RG_TYPED(float, f32)
 DP__RG_TYPED(double, f64)
@@ -14815,6 +14816,7 @@ static void dp__upd_range(int64_t begin, int64_t end, void *user) {
    dp__opt_clip's test does). float32 and float64 in typed loops, one per
    kind and req (add-to: y[i] read before it is written, so out == w is
    safe); other dtypes in blocks of DP__BLK. */
+static void dp__discard(double v) { (void)v; }   /* req null: the weight computed, not stored (nvcc counts (void)v as unused) */
 #define DP__UPD_CLIP_E(x, c) ((x) < -(c) ? -(c) : (x) > (c) ? (c) : (x))
 #define DP__UPD_GEN_E(KIND, w_, g_, a_, b_, wi_) do {                                                                   \
         if ((KIND) == DP__OPT_ADAM) {                                                                                   \
@@ -14839,7 +14841,7 @@ static void dp__upd_range(int64_t begin, int64_t end, void *user) {
     } while (0)
 #define DP__UPD_GEN_KIND(T, KIND) do {                                                                                  \
         if (j->req == DP_REQ_ADD) DP__UPD_GEN_LOOP(T, KIND, y[i] = (T)(wi + (double)y[i]));                             \
-        else if (j->req == DP_REQ_NULL) DP__UPD_GEN_LOOP(T, KIND, (void)wi);                                            \
+        else if (j->req == DP_REQ_NULL) DP__UPD_GEN_LOOP(T, KIND, dp__discard(wi));                                     \
         else DP__UPD_GEN_LOOP(T, KIND, y[i] = (T)wi);                                                                   \
     } while (0)
 #define DP__UPD_GEN_TYPED(T, SUF)                                                                                       \
