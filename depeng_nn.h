@@ -1087,20 +1087,26 @@ DPN__VEC_LOOPS static void dpn__blk_store(dp_dtype t, void *p, int64_t i, int64_
     } else dp_dtype_store_n(t, p, i, n, v, req);
 }
 /* dst[doff + j] = src[soff + j] by req, j < n: a written copy is the bytes
-   (exact for every dtype), an added one goes a block at a time through
-   doubles, dp_dtype_store's rule (v + old, rounded once). The two runs
-   must not overlap. */
-static void dpn__copy_run(dp_dtype t, void *dst, int64_t doff, const void *src, int64_t soff, int64_t n, dp_req req) {
+   (exact for every dtype), an added one is v + old rounded once to the
+   dtype (dp_dtype_store's rule): float32 and float64 in their own loops,
+   the other dtypes a block at a time through doubles. The two runs are the
+   same memory (an in-place copy) or do not overlap. */
+DPN__VEC_LOOPS static void dpn__copy_run(dp_dtype t, void *dst, int64_t doff, const void *src, int64_t soff, int64_t n, dp_req req) {
     double v[DPN__BLK];
     int64_t j, m;
     size_t es = dp_dtype_size(t);
+    unsigned char *y = (unsigned char *)dst + (size_t)doff * es;
+    const unsigned char *a = (const unsigned char *)src + (size_t)soff * es;
     if (req == DP_REQ_NULL || n <= 0) return;
-    if (req != DP_REQ_ADD) { memcpy((unsigned char *)dst + (size_t)doff * es, (const unsigned char *)src + (size_t)soff * es, (size_t)n * es); return; }
-    for (j = 0; j < n; j += m) {
-        m = n - j < DPN__BLK ? n - j : DPN__BLK;
-        dpn__blk_load(t, src, soff + j, m, v);
-        dpn__blk_store(t, dst, doff + j, m, v, req);
-    }
+    if (req != DP_REQ_ADD) { if (a != y) memcpy(y, a, (size_t)n * es); return; }
+    if (t == DP_FLOAT32) for (j = 0; j < n; j++) ((float *)y)[j] = ((const float *)a)[j] + ((float *)y)[j];
+    else if (t == DP_FLOAT64) for (j = 0; j < n; j++) ((double *)y)[j] = ((const double *)a)[j] + ((double *)y)[j];
+    else
+        for (j = 0; j < n; j += m) {
+            m = n - j < DPN__BLK ? n - j : DPN__BLK;
+            dpn__blk_load(t, src, soff + j, m, v);
+            dpn__blk_store(t, dst, doff + j, m, v, req);
+        }
 }
 /* every element of a = v by req, a block of DPN__BLK at a time */
 static void dpn__fill_by_req(dp_ndarray *a, double v, dp_req req) {
@@ -3783,30 +3789,12 @@ static int dpn__infer_flatten(const dp_params *p, int nin, const dp_shape *is, c
     os->ndim = 2; os->dims[0] = is[0].dims[0]; os->dims[1] = rest; *ot = it[0];
     return 0;
 }
-/* dst = src by req; add-to: float32 in float (the double sum of two floats
-   rounded once is the float sum), other dtypes by blocks */
-DPN__VEC_LOOPS static void dpn__copy_by_req(dp_dtype t, const void *src, void *dst, int64_t n, size_t bytes, dp_req req) {
-    double v[DPN__BLK];
-    int64_t i, m;
-    if (req == DP_REQ_NULL) return;
-    if (req != DP_REQ_ADD) { if (src != dst) memmove(dst, src, bytes); return; }
-    if (t == DP_FLOAT32) { const float *a = (const float *)src; float *y = (float *)dst; for (i = 0; i < n; i++) y[i] = a[i] + y[i]; }
-    else if (t == DP_FLOAT64) { const double *a = (const double *)src; double *y = (double *)dst; for (i = 0; i < n; i++) y[i] = a[i] + y[i]; }
-    else
-        for (i = 0; i < n; i += m) {
-            m = n - i < DPN__BLK ? n - i : DPN__BLK;
-            dpn__blk_load(t, src, i, m, v);
-            dpn__blk_store(t, dst, i, m, v, DP_REQ_ADD);
-        }
-}
 static int dpn__k_flatten(const dp_kernel_ctx *k) {
-    dpn__copy_by_req(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_shape_size(dp_nd_shape(k->inputs[0])),
-                     dp_nd_bytes(k->inputs[0]), k->req[0]);
+    dpn__copy_run(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->outputs[0]), 0, dp_nd_data(k->inputs[0]), 0, dp_shape_size(dp_nd_shape(k->inputs[0])), k->req[0]);
     return 0;
 }
 static int dpn__kg_flatten(const dp_kernel_ctx *k) {
-    dpn__copy_by_req(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_shape_size(dp_nd_shape(k->inputs[0])),
-                     dp_nd_bytes(k->inputs[0]), k->req[0]);
+    dpn__copy_run(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->outputs[0]), 0, dp_nd_data(k->inputs[0]), 0, dp_shape_size(dp_nd_shape(k->inputs[0])), k->req[0]);
     return 0;
 }
 
@@ -4214,8 +4202,7 @@ static void dpn__register_layers(void) {
    stack and SliceChannel ---------------------------------------------------- */
 /* BlockGrad: the identity whose gradient is 0 (MXNet's stop_gradient). */
 static int dpn__k_identity(const dp_kernel_ctx *k) {
-    dpn__copy_by_req(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->inputs[0]), dp_nd_data(k->outputs[0]), dp_shape_size(dp_nd_shape(k->inputs[0])),
-                     dp_nd_bytes(k->inputs[0]), k->req[0]);
+    dpn__copy_run(dp_nd_dtype(k->inputs[0]), dp_nd_data(k->outputs[0]), 0, dp_nd_data(k->inputs[0]), 0, dp_shape_size(dp_nd_shape(k->inputs[0])), k->req[0]);
     return 0;
 }
 static int dpn__kg_block(const dp_kernel_ctx *k) {
