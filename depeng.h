@@ -1809,8 +1809,11 @@ DP_API dp_result dp_invoke_parsed(dp_engine *eng, const dp_operator *op, const d
    memory for it, a slower path on the stack gives the same bits (at most
    about 80 KiB of stack in all). Results are bitwise the same for the same
    arguments on the same CPU; not across CPUs with and without AVX2. m, n,
-   k, lda, ldb, ldc fit int with DEPENG_USE_CBLAS. A kernel's helper: no
-   errors, any thread. dp_gemm runs on the calling thread. */
+   k, lda, ldb, ldc fit int with DEPENG_USE_CBLAS. m or n 0 writes nothing
+   and k 0 sets C = beta C (0 for beta 0, whatever C held); then A and B
+   are not read and no leading dimension is checked (with DEPENG_USE_CBLAS
+   too: BLAS is not called). A kernel's helper: no errors, any thread.
+   dp_gemm runs on the calling thread. */
 DP_API void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                     const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 /* dp_gemm split over eng's range loop (dp_parallel_for: the caller and
@@ -14482,6 +14485,16 @@ DP__GEMM2_DEFINE(double, f64)
 static void dp__matmul(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                        const void *b, int64_t ldb, double beta, void *c, int64_t ldc) {
 #ifdef DEPENG_USE_CBLAS
+    /* m, n or k 0: BLAS wants each leading dimension >= max(1, its row's
+       length) even for an empty operand and refuses the call otherwise
+       (OpenBLAS leaves C as it was, the reference CBLAS exits), while dot
+       passes 0 for an empty row; the portable path (nothing, or C = beta C)
+       reads no operand and allocates nothing */
+    if (m <= 0 || n <= 0 || k <= 0) {
+        if (t == DP_FLOAT32) dp__gemm2_f32(NULL, 1, ta, tb, m, n, k, 1.0f, (const float *)a, lda, (const float *)b, ldb, (float)beta, (float *)c, ldc, NULL, NULL);
+        else dp__gemm2_f64(NULL, 1, ta, tb, m, n, k, 1.0, (const double *)a, lda, (const double *)b, ldb, beta, (double *)c, ldc, NULL, NULL);
+        return;
+    }
     (void)eng;
     if (t == DP_FLOAT32) cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n, (int)k,
                                      1.0f, (const float *)a, (int)lda, (const float *)b, (int)ldb, (float)beta, (float *)c, (int)ldc);

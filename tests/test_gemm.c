@@ -221,6 +221,126 @@ static void test_pack_b_same_bits(void) {
     }
 }
 
+/* Every degenerate size, with the leading dimensions dot passes (a row's
+   length, 0 for an empty one) and with 0 for every empty operand's:
+   dp_gemm, dp_gemm_on and dp_gemm_pack_b_on (no engine and an engine's),
+   both dtypes, every transpose, beta 0 (over NaN), 1 and 0.5. m or n 0
+   leaves C alone, k 0 leaves C = beta C; what C holds past m x n is never
+   touched. With DEPENG_USE_CBLAS (tests/cblas_check.sh) BLAS, which wants
+   every leading dimension >= 1 and >= a row's length whatever the sizes,
+   must not see these calls: it refuses them and leaves C as it was. */
+static void test_degenerate_sizes(void) {
+    static const int64_t shapes[][3] = {{2, 3, 0}, {0, 3, 4}, {2, 0, 4}, {0, 0, 0}, {0, 3, 0}, {2, 0, 0}, {1, 1, 0}};
+    static const double betas[3] = {0, 1, 0.5};
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 1);
+    int s, is64, ta, tb, bi, how, zero_ld;
+    CHECK(e != NULL);
+    for (s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++)
+        for (zero_ld = 0; zero_ld < 2; zero_ld++)
+        for (is64 = 0; is64 < 2; is64++)
+            for (ta = 0; ta < 2; ta++)
+                for (tb = 0; tb < 2; tb++)
+                    for (bi = 0; bi < 3; bi++)
+                        for (how = 0; how < 4; how++) {
+                            int64_t m = shapes[s][0], n = shapes[s][1], k = shapes[s][2], i;
+                            int64_t lda = ta ? m : k, ldb = tb ? k : n, ldc = n;
+                            dp_dtype t = is64 ? DP_FLOAT64 : DP_FLOAT32;
+                            double beta = betas[bi], a[8], b[8], c[8], want[8];
+                            float af[8], bf[8], cf[8];
+                            pack_src src;
+                            int bad = 0;
+                            if (zero_ld) {
+                                if (m == 0 || k == 0) lda = 0;
+                                if (k == 0 || n == 0) ldb = 0;
+                                if (m == 0 || n == 0) ldc = 0;
+                            }
+                            for (i = 0; i < 8; i++) {
+                                a[i] = b[i] = af[i] = bf[i] = 7;
+                                c[i] = want[i] = cf[i] = (float)(i + 1);
+                            }
+                            if (beta == 0 && m > 0 && n > 0) { c[0] = cf[0] = NAN; }
+                            if (m > 0 && n > 0 && k == 0)
+                                for (i = 0; i < m * n; i++) want[i] = beta == 0 ? 0 : beta * (i + 1);
+                            src.b = is64 ? (const unsigned char *)b : (const unsigned char *)bf;
+                            src.k = k; src.n = n; src.ldb = n; src.es = is64 ? 8 : 4; src.bad = 0;
+                            if (how == 0) dp_gemm(t, ta, tb, m, n, k, is64 ? (void *)a : (void *)af, lda, is64 ? (void *)b : (void *)bf, ldb, beta,
+                                                  is64 ? (void *)c : (void *)cf, ldc);
+                            else if (how == 1) dp_gemm_on(e, t, ta, tb, m, n, k, is64 ? (void *)a : (void *)af, lda, is64 ? (void *)b : (void *)bf, ldb,
+                                                          beta, is64 ? (void *)c : (void *)cf, ldc);
+                            else CHECK(dp_gemm_pack_b_on(how == 2 ? NULL : e, t, ta, tb, m, n, k, is64 ? (void *)a : (void *)af, lda, pack_from, &src,
+                                                         beta, is64 ? (void *)c : (void *)cf, ldc) == DP_OK);
+                            for (i = 0; i < 8; i++) {
+                                double got = is64 ? c[i] : (double)cf[i];
+                                if (!(got == want[i] || (isnan(got) && isnan(want[i])))) bad = 1;
+                            }
+                            if (bad || src.bad) {
+                                fprintf(stderr, "  %s %s ta %d tb %d m %lld n %lld k %lld lda %lld ldb %lld ldc %lld beta %g: C wrong\n",
+                                        how == 0 ? "dp_gemm" : how == 1 ? "dp_gemm_on" : how == 2 ? "dp_gemm_pack_b_on" : "dp_gemm_pack_b_on(eng)",
+                                        is64 ? "f64" : "f32", ta, tb, (long long)m, (long long)n, (long long)k, (long long)lda, (long long)ldb,
+                                        (long long)ldc, beta);
+                                CHECK(0);
+                            }
+                        }
+    if (e) CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
+/* dot and its gradient with an inner size 0 (A 2 x 0, B 0 x 3) and, for the
+   gradient, an empty output (A 2 x 3, B 3 x 0: og 2 x 0, so dA's inner
+   size is 0): write gives zeros, add keeps what was there, every
+   transpose. */
+static void test_dot_inner_zero(void) {
+    static const dp_ctx cpu = {DP_DEV_CPU, 0};
+    static const char *keys[2] = {"transpose_a", "transpose_b"};
+    static const char *tf[2] = {"false", "true"};
+    dp_engine *e = make(DP_ENGINE_PERDEVICE, 1);
+    float dummy[1] = {0}, got[6], pre[6] = {1, 2, 3, 4, 5, 6};
+    int ta, tb, add;
+    CHECK(e != NULL);
+    if (!e) return;
+    for (ta = 0; ta < 2; ta++)
+        for (tb = 0; tb < 2; tb++)
+            for (add = 0; add < 2; add++) {
+                const char *vals[2];
+                dp_req req[2];
+                dp_shape sa, sb, sy, sa3, sb3, sog;
+                dp_ndarray *in[3] = {NULL, NULL, NULL}, *y = NULL, *g[2] = {NULL, NULL};
+                int i, ok = 1;
+                vals[0] = tf[ta]; vals[1] = tf[tb];
+                req[0] = req[1] = add ? DP_REQ_ADD : DP_REQ_WRITE;
+                /* forward: (2 x 0)(0 x 3) */
+                memset(&sa, 0, sizeof sa); sa.ndim = 2; sa.dims[ta ? 1 : 0] = 2; sa.dims[ta ? 0 : 1] = 0;
+                memset(&sb, 0, sizeof sb); sb.ndim = 2; sb.dims[tb ? 1 : 0] = 0; sb.dims[tb ? 0 : 1] = 3;
+                memset(&sy, 0, sizeof sy); sy.ndim = 2; sy.dims[0] = 2; sy.dims[1] = 3;
+                CHECK(dp_nd_from_host(e, &sa, DP_FLOAT32, cpu, dummy, &in[0]) == DP_OK);
+                CHECK(dp_nd_from_host(e, &sb, DP_FLOAT32, cpu, dummy, &in[1]) == DP_OK);
+                CHECK(dp_nd_from_host(e, &sy, DP_FLOAT32, cpu, pre, &y) == DP_OK);
+                CHECK(invoke_str(e, "dot", 2, in, 2, keys, vals, 0, 1, &y, req) == DP_OK);
+                CHECK(dp_nd_read(y, got, sizeof got, NULL) == DP_OK);
+                for (i = 0; i < 6; i++) ok &= got[i] == (add ? pre[i] : 0.0f);
+                if (!ok) fprintf(stderr, "  dot ta %d tb %d %s: (2 x 0)(0 x 3) wrong\n", ta, tb, add ? "add" : "write");
+                CHECK(ok);
+                dp_nd_release(in[0]); dp_nd_release(in[1]); dp_nd_release(y);
+                /* gradient: A 2 x 3, B 3 x 0, og 2 x 0; dA 2 x 3 from an inner size 0 */
+                memset(&sa3, 0, sizeof sa3); sa3.ndim = 2; sa3.dims[ta ? 1 : 0] = 2; sa3.dims[ta ? 0 : 1] = 3;
+                memset(&sb3, 0, sizeof sb3); sb3.ndim = 2; sb3.dims[tb ? 1 : 0] = 3; sb3.dims[tb ? 0 : 1] = 0;
+                memset(&sog, 0, sizeof sog); sog.ndim = 2; sog.dims[0] = 2; sog.dims[1] = 0;
+                CHECK(dp_nd_from_host(e, &sog, DP_FLOAT32, cpu, dummy, &in[0]) == DP_OK);
+                CHECK(dp_nd_from_host(e, &sa3, DP_FLOAT32, cpu, pre, &in[1]) == DP_OK);
+                CHECK(dp_nd_from_host(e, &sb3, DP_FLOAT32, cpu, dummy, &in[2]) == DP_OK);
+                CHECK(dp_nd_from_host(e, &sa3, DP_FLOAT32, cpu, pre, &g[0]) == DP_OK);
+                CHECK(dp_nd_from_host(e, &sb3, DP_FLOAT32, cpu, dummy, &g[1]) == DP_OK);
+                CHECK(invoke_str(e, "_backward_dot", 3, in, 2, keys, vals, 0, 2, g, req) == DP_OK);
+                CHECK(dp_nd_read(g[0], got, sizeof got, NULL) == DP_OK);
+                ok = 1;
+                for (i = 0; i < 6; i++) ok &= got[i] == (add ? pre[i] : 0.0f);
+                if (!ok) fprintf(stderr, "  _backward_dot ta %d tb %d %s: dA from og 2 x 0 wrong\n", ta, tb, add ? "add" : "write");
+                CHECK(ok);
+                for (i = 0; i < 3; i++) dp_nd_release(in[i]);
+                dp_nd_release(g[0]); dp_nd_release(g[1]);
+            }
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+}
+
 /* the dot operator (its kernel splits the product over the engine's
    workers) and its gradient: the same bits on 0, 1 and 2 workers */
 static void dot_bits(dp_engine *e, float *out, float *ga, float *gb) {
@@ -615,7 +735,10 @@ static void test_workspace_out_of_memory(void) {
             long calls;
             CHECK(e != NULL);
             if (!e) continue;
-            if (warm) { CHECK(ws_run(e, &w[0])); CHECK(ws_num_kept(e) == ws_target(e)); }   /* the smallest workspaces, kept */
+            if (warm) {   /* the smallest workspaces, kept (with DEPENG_USE_CBLAS only dp_gemm_pack_b_on takes one) */
+                CHECK(ws_run(e, &w[0]) && ws_run_packed(e, &w[0], &same) == DP_OK && same);
+                CHECK(ws_num_kept(e) == ws_target(e));
+            }
             __atomic_store_n(&g_fail_from, __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) + 1, __ATOMIC_RELEASE);
             for (i = warm ? 2 : 0; i < WS_CASES; i++) {
                 if (!ws_run(e, &w[i])) { fprintf(stderr, "  engine %d, case %d: other bits without memory\n", k, i); CHECK(0); }
@@ -654,6 +777,8 @@ int main(void) {
         {"dp_gemm_on bitwise the same with no engine and 0 to 4 workers, every engine kind", test_bitwise_any_workers},
         {"dot and its gradient bitwise the same on 0, 1, 2 workers", test_dot_operator_bitwise},
         {"dp_gemm_pack_b_on: B from a pack function, dp_gemm_on's bits on 0, 1, 2 workers", test_pack_b_same_bits},
+        {"m, n or k 0, leading dimensions as dot passes them and 0: every entry point, transpose, dtype, beta 0, 1, 0.5", test_degenerate_sizes},
+        {"dot and its gradient with an inner size 0: write gives zeros, add keeps C", test_dot_inner_zero},
         {"updates: float32 in float32, float64 unchanged, bitwise the same on 0, 1, 2 workers", test_updates},
         {"the updates' loops: the same bits with and without AVX2, NaN and infinities included", test_update_loops_same_on_every_cpu},
         {"float32 element-wise ops split over the range loop: every element as one loop computes it", test_elementwise_split},
