@@ -4585,7 +4585,10 @@ static int dpn__kg_where(const dp_kernel_ctx *k) {
     return 0;
 }
 /* batch_dot(a (B, M, K), b (B, K, N)) = (B, M, N), each of a batch by
-   dp_gemm; transpose_a, transpose_b transpose each matrix first. */
+   dp_gemm_on on the kernel's engine (its workspaces are the engine's and
+   kept, so a bound graph's steps allocate nothing; dp_gemm would malloc
+   one per matrix past 16 KiB); transpose_a, transpose_b transpose each
+   matrix first. */
 static const dp_param_def dpn__batch_dot_params[] = {
     {"transpose_a", DP_PARAM_BOOL, "false", 0, 0, NULL, "each of a's matrices transposed"},
     {"transpose_b", DP_PARAM_BOOL, "false", 0, 0, NULL, "each of b's matrices transposed"},
@@ -4606,12 +4609,12 @@ static int dpn__infer_batch_dot(const dp_params *p, int nin, const dp_shape *is,
     *ot = it[0];
     return 0;
 }
-static void dpn__batch_gemm(dp_dtype t, int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t kk, const void *a, int64_t lda,
-                            const void *b, int64_t ldb, double beta, void *c) {
+static void dpn__batch_gemm(dp_engine *eng, dp_dtype t, int64_t batch, int ta, int tb, int64_t m, int64_t n, int64_t kk, const void *a,
+                            int64_t lda, const void *b, int64_t ldb, double beta, void *c) {
     size_t e = dp_dtype_size(t);
     int64_t i;
     for (i = 0; i < batch; i++)
-        dp_gemm(t, ta, tb, m, n, kk, (const char *)a + (size_t)(i * m * kk) * e, lda, (const char *)b + (size_t)(i * kk * n) * e, ldb, beta,
+        dp_gemm_on(eng, t, ta, tb, m, n, kk, (const char *)a + (size_t)(i * m * kk) * e, lda, (const char *)b + (size_t)(i * kk * n) * e, ldb, beta,
                 (char *)c + (size_t)(i * m * n) * e, n);
 }
 static int dpn__k_batch_dot(const dp_kernel_ctx *k) {
@@ -4619,7 +4622,7 @@ static int dpn__k_batch_dot(const dp_kernel_ctx *k) {
     int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
     int64_t kk = as->dims[ta ? 1 : 2];
     if (k->req[0] == DP_REQ_NULL) return 0;
-    dpn__batch_gemm(dp_nd_dtype(k->inputs[0]), ys->dims[0], ta, tb, ys->dims[1], ys->dims[2], kk, dp_nd_data(k->inputs[0]), as->dims[2],
+    dpn__batch_gemm(k->rc ? k->rc->engine : NULL, dp_nd_dtype(k->inputs[0]), ys->dims[0], ta, tb, ys->dims[1], ys->dims[2], kk, dp_nd_data(k->inputs[0]), as->dims[2],
                     dp_nd_data(k->inputs[1]), dp_nd_shape(k->inputs[1])->dims[2], dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
     return 0;
 }
@@ -4631,13 +4634,14 @@ static int dpn__kg_batch_dot(const dp_kernel_ctx *k) {
     int ta = (int)k->params->v[0].i, tb = (int)k->params->v[1].i;
     int64_t B = gs->dims[0], M = gs->dims[1], N = gs->dims[2], K = as->dims[ta ? 1 : 2];
     const void *og = dp_nd_data(k->inputs[0]), *a = dp_nd_data(k->inputs[1]), *b = dp_nd_data(k->inputs[2]);
+    dp_engine *eng = k->rc ? k->rc->engine : NULL;
     if (k->req[0] != DP_REQ_NULL) {
-        if (!ta) dpn__batch_gemm(t, B, 0, !tb, M, K, N, og, N, b, bs->dims[2], dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
-        else dpn__batch_gemm(t, B, tb, 1, K, M, N, b, bs->dims[2], og, N, dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
+        if (!ta) dpn__batch_gemm(eng, t, B, 0, !tb, M, K, N, og, N, b, bs->dims[2], dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
+        else dpn__batch_gemm(eng, t, B, tb, 1, K, M, N, b, bs->dims[2], og, N, dpn__beta_of(k->req[0]), dp_nd_data(k->outputs[0]));
     }
     if (k->req[1] != DP_REQ_NULL) {
-        if (!tb) dpn__batch_gemm(t, B, !ta, 0, K, N, M, a, as->dims[2], og, N, dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]));
-        else dpn__batch_gemm(t, B, 1, ta, N, K, M, og, N, a, as->dims[2], dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]));
+        if (!tb) dpn__batch_gemm(eng, t, B, !ta, 0, K, N, M, a, as->dims[2], og, N, dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]));
+        else dpn__batch_gemm(eng, t, B, 1, ta, N, K, M, og, N, a, as->dims[2], dpn__beta_of(k->req[1]), dp_nd_data(k->outputs[1]));
     }
     return 0;
 }

@@ -1528,6 +1528,87 @@ static void typed_fc_bias_grad(void) {
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
 
+/* batch_dot and its gradient take the GEMM's workspaces from the engine
+   (its allocator, kept for the next step), not from malloc per matrix: on
+   engines whose allocator is watched, after a round on tiny matrices (no
+   workspace: it warms the engine's own pools), the first round on large
+   ones is handed a block larger than dp_gemm keeps on its stack (16 KiB),
+   and later rounds allocate nothing. The arrays are made before. The
+   results are dp_gemm's bits, matrix by matrix. */
+typedef struct bd_arrays { dp_ndarray *in[3], *y, *g[2]; } bd_arrays;
+static void bd_make(dp_engine *e, bd_arrays *x, int64_t nb, int64_t m, int64_t k, int64_t n, const float *a, const float *b, const float *og) {
+    int64_t ad[4] = {nb, m, k, 0}, bd[4] = {nb, k, n, 0}, yd[4] = {nb, m, n, 0};
+    dp_shape as = shape_of(ad), bs = shape_of(bd), ys = shape_of(yd);
+    CHECK(dp_nd_from_host(e, &ys, DP_FLOAT32, CPU0, og, &x->in[0]) == DP_OK);
+    CHECK(dp_nd_from_host(e, &as, DP_FLOAT32, CPU0, a, &x->in[1]) == DP_OK);
+    CHECK(dp_nd_from_host(e, &bs, DP_FLOAT32, CPU0, b, &x->in[2]) == DP_OK);
+    CHECK(dp_nd_empty(e, &ys, DP_FLOAT32, CPU0, &x->y) == DP_OK);
+    CHECK(dp_nd_empty(e, &as, DP_FLOAT32, CPU0, &x->g[0]) == DP_OK);
+    CHECK(dp_nd_empty(e, &bs, DP_FLOAT32, CPU0, &x->g[1]) == DP_OK);
+}
+static void bd_round(dp_engine *e, bd_arrays *x) {
+    CHECK(invoke_str(e, "batch_dot", 2, x->in + 1, 0, NULL, NULL, 0, 1, &x->y, NULL) == DP_OK);
+    CHECK(invoke_str(e, "_backward_batch_dot", 3, x->in, 0, NULL, NULL, 0, 2, x->g, NULL) == DP_OK);
+    CHECK(dp_wait_all(e, NULL) == DP_OK);
+}
+static void bd_release(bd_arrays *x) {
+    int i;
+    for (i = 0; i < 3; i++) dp_nd_release(x->in[i]);
+    dp_nd_release(x->y); dp_nd_release(x->g[0]); dp_nd_release(x->g[1]);
+}
+static void batch_dot_workspace_kept(void) {
+#ifndef DEPENG_USE_CBLAS   /* with CBLAS the products take no workspace */
+    static const dp_engine_type kinds[2] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED};
+    enum { NB = 3, M = 64, K = 96, N = 80 };
+    float *a = (float *)malloc(sizeof(float) * NB * M * K), *b = (float *)malloc(sizeof(float) * NB * K * N);
+    float *og = (float *)malloc(sizeof(float) * NB * M * N), *got = (float *)malloc(sizeof(float) * NB * M * N);
+    float *want = (float *)malloc(sizeof(float) * NB * M * N);
+    int kind, i, round;
+    for (i = 0; i < NB * M * K; i++) a[i] = (float)urand();
+    for (i = 0; i < NB * K * N; i++) b[i] = (float)urand();
+    for (i = 0; i < NB * M * N; i++) og[i] = (float)urand();
+    for (i = 0; i < NB; i++) dp_gemm(DP_FLOAT32, 0, 0, M, N, K, a + i * M * K, K, b + i * K * N, N, 0.0, want + i * M * N, N);
+    for (kind = 0; kind < 2; kind++) {
+        dp_engine_desc d;
+        dp_engine *e = NULL;
+        bd_arrays tiny, big;
+        size_t largest;
+        long calls;
+        memset(&d, 0, sizeof d);
+        d.type = kinds[kind]; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.logger.func = msg_logger;
+        d.allocator.alloc = largest_alloc; d.allocator.free = failing_free;
+        CHECK(dp_engine_create(&d, &e) == DP_OK);
+        if (!e) continue;
+        bd_make(e, &tiny, 2, 2, 3, 2, a, b, og);
+        bd_make(e, &big, NB, M, K, N, a, b, og);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        bd_round(e, &tiny);
+        bd_round(e, &tiny);
+        __atomic_store_n(&g_largest_alloc, 0, __ATOMIC_RELAXED);
+        calls = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
+        bd_round(e, &big);
+        largest = __atomic_load_n(&g_largest_alloc, __ATOMIC_RELAXED);
+        if (largest <= 16384 + 64)
+            fprintf(stderr, "  engine %d: %ld blocks, the largest %zu bytes: no workspace from the engine\n", kind,
+                    __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) - calls, largest);
+        CHECK(largest > 16384 + 64);
+        for (round = 0; round < 3; round++) {
+            if (round == 1) calls = __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE);
+            bd_round(e, &big);
+        }
+        if (__atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) != calls)
+            fprintf(stderr, "  engine %d: %ld allocations in two warm rounds\n", kind, __atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) - calls);
+        CHECK(__atomic_load_n(&g_alloc_calls, __ATOMIC_ACQUIRE) == calls);
+        CHECK(dp_nd_read(big.y, got, sizeof(float) * NB * M * N, NULL) == DP_OK);
+        CHECK(memcmp(got, want, sizeof(float) * NB * M * N) == 0);
+        bd_release(&tiny); bd_release(&big);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+    }
+    free(a); free(b); free(og); free(got); free(want);
+#endif
+}
+
 int main(void) {
     dp_logger lg;
     static const test_case tests[] = {
@@ -1557,6 +1638,7 @@ int main(void) {
         {"typed_row_copies", typed_row_copies},
         {"typed_make_loss_valid", typed_make_loss_valid},
         {"typed_fc_bias_grad", typed_fc_bias_grad},
+        {"batch_dot_workspace_kept", batch_dot_workspace_kept},
     };
     lg.func = msg_logger; lg.user = NULL;
     dp_set_default_logger(&lg);
