@@ -1700,7 +1700,11 @@ typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocatio
 /* The counters of ctx's storage manager (approximate while work runs).
    Any thread. */
 DP_API dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_stats *out);
-/* Gives the memory kept for reuse back to the allocator. Any thread. */
+/* Gives the memory kept for reuse back to the allocator: ctx's pooled
+   array blocks (bytes_pooled) and, for the CPU (DP_DEV_CPU), the GEMM's
+   idle workspaces (see dp_gemm_on; those held by a product running now are
+   kept). The next products make theirs anew, so the first training step
+   after it allocates again. Any thread. */
 DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 
 /* The array layer's log items (extension items, registered on the layer's
@@ -1829,8 +1833,8 @@ DP_API void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k,
    once (threads, operations, GEMMs inside range chunks) hold one each, and
    more at once than that make more. Most kept: at most 64 idle ones, each
    the largest workspace a call on eng has needed (about (m + min(n, 4096))
-   x 256 elements; n k for a staged op(B)). All are freed by
-   dp_engine_destroy. Out of memory (the allocator's NULL), dp_gemm_on
+   x 256 elements; n k for a staged op(B)). The idle ones are freed by
+   dp_storage_release_pool for the CPU, all by dp_engine_destroy. Out of memory (the allocator's NULL), dp_gemm_on
    takes the slower stack path (the same bits) and dp_gemm_pack_b_on
    returns DP_ERROR_OUT_OF_MEMORY; the kept ones stay as they were. No
    errors; any thread, also from inside operations. */
@@ -9689,7 +9693,7 @@ typedef struct dp__nd_state {
     dp__spinlock gemm_lock;
     struct dp__gemm_ws *gemm_ws; /* the GEMM's idle workspaces (dp__gemm_ws_get), num_gemm_ws of them */
     int num_gemm_ws, gemm_ws_total;   /* idle; idle and held */
-    size_t gemm_ws_max;          /* the largest asked for: every kept one's size */
+    size_t gemm_ws_max;          /* the largest asked for since the last release: new ones' size */
 } dp__nd_state;
 /* DEPENG_STORAGE_POOL, unless the engine ignores the environment: 1
    pooled, 0 plain, unset pooled; -1 (logged) for anything else. */
@@ -9712,6 +9716,7 @@ static void *dp__nd_state_create(dp_engine *eng, void *user) {
 }
 static void dp__nd_state_destroy(dp_engine *eng, void *state, void *user);   /* after >>resources */
 static void dp__gemm_ws_free_all(dp_engine *eng, dp__nd_state *s);           /* with the GEMM */
+static void dp__gemm_ws_free_idle(dp_engine *eng, dp__nd_state *s);
 static const dp_extension dp__nd_extension = {"ndarray", dp__nd_state_create, dp__nd_state_destroy, NULL};
 /* NULL if out of memory */
 static dp__nd_state *dp__nd_state_of(dp_engine *eng) { return (dp__nd_state *)dp_engine_extension(eng, &dp__nd_extension); }
@@ -9873,6 +9878,7 @@ DP_IMPL dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx) {
     if ((r = dp__storage_ctx(eng, &ctx, "dp_storage_release_pool")) != DP_OK) return r;
     if ((st = dp__storage_of(eng, ctx)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_storage_release_pool"); return DP_ERROR_OUT_OF_MEMORY; }
     dp__storage_drain(eng, st);
+    if (ctx.dev_type == DP_DEV_CPU) dp__gemm_ws_free_idle(eng, dp__nd_state_of(eng));   /* made with the storage */
     return DP_OK;
 }
 
@@ -13979,7 +13985,9 @@ DP__GEMM_DEFINE(double, f64)
    caller, every one of the largest size asked so far (one outgrown while
    held is replaced when given back). From then on, calls no larger and no
    more at once allocate nothing, whichever threads run them. Freed by
-   dp_engine_destroy; idle ones past DP__GEMM_WS_KEEP are freed at once.
+   dp_engine_destroy, the idle ones by dp_storage_release_pool (which also
+   forgets the largest size); idle ones past DP__GEMM_WS_KEEP are freed at
+   once.
    With no engine a call mallocs its own and frees it. A block is this
    header, then cap bytes. */
 typedef struct dp__gemm_ws { struct dp__gemm_ws *next; size_t cap; } dp__gemm_ws;
@@ -14052,13 +14060,20 @@ static dp__gemm_ws *dp__gemm_ws_get(dp_engine *eng, size_t bytes) {
     }
     return w;
 }
+/* The idle ones freed; those held are counted still and kept when given
+   back (no smaller than the new largest size, which starts again). */
+static void dp__gemm_ws_free_idle(dp_engine *eng, dp__nd_state *s) {
+    dp__gemm_ws *w, *next;
+    dp__spin_lock(&s->gemm_lock);
+    w = s->gemm_ws;
+    s->gemm_ws_total -= s->num_gemm_ws;
+    s->gemm_ws = NULL; s->num_gemm_ws = 0; s->gemm_ws_max = 0;
+    dp__spin_unlock(&s->gemm_lock);
+    for (; w; w = next) { next = w->next; dp__free(eng, w, sizeof *w + w->cap); }
+}
 static void dp__gemm_ws_free_all(dp_engine *eng, dp__nd_state *s) {
-    while (s->gemm_ws) {
-        dp__gemm_ws *w = s->gemm_ws;
-        s->gemm_ws = w->next;
-        dp__free(eng, w, sizeof *w + w->cap);
-    }
-    s->num_gemm_ws = s->gemm_ws_total = 0;
+    dp__gemm_ws_free_idle(eng, s);
+    s->gemm_ws_total = 0;
 }
 
 #ifdef DP__GEMM_X86

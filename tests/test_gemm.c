@@ -720,6 +720,60 @@ static void test_workspace_threads(void) {
     CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
     for (i = 0; i < 4; i++) ws_cases_free(w[i]);
 }
+/* dp_storage_release_pool on the CPU gives the idle workspaces back to the
+   allocator (their bytes exactly) but not one held by a product running
+   now, which is kept when given back; with none held the next products
+   make one per thread again. dp_gemm's bits throughout. */
+static int ws_total(dp_engine *e) {
+    dp__nd_state *s = dp__nd_state_of(e);
+    int n;
+    dp__spin_lock(&s->gemm_lock); n = s->gemm_ws_total; dp__spin_unlock(&s->gemm_lock);
+    return n;
+}
+static void test_workspace_release_pool(void) {
+    static const dp_engine_type kinds[2] = {DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
+    static const dp_ctx cpu = {DP_DEV_CPU, 0};
+    ws_case w[WS_CASES];
+    int k;
+    ws_cases_make(w);
+    for (k = 0; k < 2; k++) {
+        dp_engine *e = make_counting(kinds[k], 2);
+        dp__gemm_ws *held, *i;
+        dp_storage_stats st;
+        long live;
+        size_t idle = 0;
+        int n;
+        CHECK(e != NULL);
+        if (!e) continue;
+        CHECK(dp_storage_stats_get(e, cpu, &st) == DP_OK);        /* the CPU's manager made before the counting below */
+        CHECK(ws_run_all(e, w));
+        CHECK((n = ws_num_kept(e)) == ws_target(e) && n >= 2);
+        held = dp__gemm_ws_get(e, 1);                              /* as a product running now holds one */
+        CHECK(held != NULL && ws_num_kept(e) == n - 1);
+        if (!held) { dp_engine_destroy(e, NULL); continue; }
+        {
+            dp__nd_state *s = dp__nd_state_of(e);
+            dp__spin_lock(&s->gemm_lock);
+            for (i = s->gemm_ws; i; i = i->next) idle += sizeof *i + i->cap;
+            dp__spin_unlock(&s->gemm_lock);
+        }
+        live = __atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE);
+        CHECK(dp_storage_release_pool(e, cpu) == DP_OK);
+        CHECK(ws_num_kept(e) == 0 && ws_total(e) == 1);
+        CHECK(idle > 0 && __atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == live - (long)idle);
+        memset(held + 1, 0x5a, held->cap);                         /* still the holder's to write */
+        dp__gemm_ws_put(e, held);
+        CHECK(ws_num_kept(e) == 1 && ws_total(e) == 1);
+        CHECK(ws_run_all(e, w));
+        CHECK(dp_storage_release_pool(e, cpu) == DP_OK);           /* none held */
+        CHECK(ws_num_kept(e) == 0 && ws_total(e) == 0);
+        CHECK(ws_run_all(e, w));
+        CHECK(ws_num_kept(e) == ws_target(e));
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+    }
+    ws_cases_free(w);
+}
 /* The engine's allocator failing the workspace: dp_gemm_on computes on the
    stack and gives the same bits (the portable kernel's too); dp_gemm_pack_b_on
    returns DP_ERROR_OUT_OF_MEMORY and leaves C alone. A workspace too small
@@ -784,6 +838,7 @@ int main(void) {
         {"float32 element-wise ops split over the range loop: every element as one loop computes it", test_elementwise_split},
         {"the workspaces: from the engine's allocator, kept, nothing allocated once warm, destroy frees them", test_workspace_kept},
         {"the workspaces: two threads, an operation and a second engine at once", test_workspace_threads},
+        {"the workspaces: dp_storage_release_pool frees the idle ones, not one in use", test_workspace_release_pool},
         {"the workspaces out of memory: dp_gemm_on the same bits, dp_gemm_pack_b_on DP_ERROR_OUT_OF_MEMORY", test_workspace_out_of_memory},
     };
     return run_tests("gemm", tests, (int)(sizeof tests / sizeof tests[0]));
