@@ -13659,10 +13659,11 @@ static void dp__register_random(void) {
 /*
  * C = alpha * op(A) * op(B) + beta * C, all matrices row-major.
  *
- * Plain C11 (also valid C++): no intrinsics, no asm, no threads, no heap.
- * Speed comes from the classic Goto/BLIS structure, written so that a
- * compiler's auto-vectoriser at -O2 turns the micro-kernel into straight
- * SIMD code with every accumulator in a register:
+ * The portable micro-kernel, plain C11 (also valid C++): no intrinsics, no
+ * asm. Speed comes from the classic Goto/BLIS structure (the packed GEMM
+ * below, dp__gemm2_*, runs it), written so that a compiler's
+ * auto-vectoriser at -O2 turns the micro-kernel into straight SIMD code
+ * with every accumulator in a register:
  *
  *   for each NC-wide column block of B           (jc loop)
  *     for each KC-deep slice of k                (pc loop)
@@ -13683,9 +13684,6 @@ static void dp__register_random(void) {
  * A baseline x86-64 build has no broadcast load, and the shuffle it would use
  * instead competes with the multiplies and adds for the same FP ports; this
  * costs a 4x (f32) / 2x (f64) larger A sliver, which still fits in L1.
- *
- * Memory: two fixed local arrays (packed B block + A sliver) and one tile,
- * < 64 KiB of stack in total; no scratch buffer, no heap, no globals.
  */
 
 /* Bytes per SIMD register the kernel is shaped for.  16 is right for the
@@ -13704,32 +13702,6 @@ static void dp__register_random(void) {
 #define DP__GEMM_NV 2 /* SIMD vectors per tile row: NR = NV * LANES */
 #define DP__GEMM_LANES(T) ((int)(DP__GEMM_VEC_BYTES / sizeof(T)))
 #define DP__GEMM_NR(T) (DP__GEMM_NV * DP__GEMM_LANES(T))
-
-/* Cache blocking, all within a fixed stack budget (the API has no scratch
-   argument, and the library must not allocate):
-   - KC, the depth of one pass: the pre-broadcast A sliver costs
-     MR * VEC_BYTES * KC bytes (6 KiB at KC = 64 with 16-byte vectors), so it
-     stays in L1 next to the B panel being streamed, and each C tile is
-     loaded/stored once per KC multiply-add steps.
-   - NC, the width of the packed B block (KC x NC), gets the rest of the
-     budget.  That block lives in L2 and is reused by every MR-row sliver of
-     A; the A sliver is re-packed once per NC columns, so NC is worth more than
-     KC here (measured on Zen 4: KC = 64 / NC = 216 beats KC = 128 / NC = 96
-     by a few %; KC from 48 to 96 is within noise).
-   The 60 KiB budget leaves room for the edge tile and the frames: the whole
-   call stays under 64 KiB of stack even at -O0 (checked with -fstack-usage). */
-#ifndef DP__GEMM_KC
-#  define DP__GEMM_KC 64
-#endif
-#ifndef DP__GEMM_STACK_BUDGET
-#  define DP__GEMM_STACK_BUDGET (60 * 1024)
-#endif
-#define DP__GEMM_A_SLIVER_ELEMS(T)                                             \
-    (DP__GEMM_MR * DP__GEMM_LANES(T) * DP__GEMM_KC)
-/* f32/f64: NC = 216/108 with 16-byte vectors, 192/96 with 32-byte ones. */
-#define DP__GEMM_NC(T)                                                         \
-    ((int)((DP__GEMM_STACK_BUDGET / sizeof(T) - DP__GEMM_A_SLIVER_ELEMS(T)) /  \
-           DP__GEMM_KC / DP__GEMM_NR(T) * DP__GEMM_NR(T)))
 
 /* Loop-shape hints for the micro-kernel (see dp__gemm_kernel_*):
    DP__GEMM_UNROLL: the row and vector loops must be fully unrolled *before*
@@ -13755,8 +13727,9 @@ static void dp__register_random(void) {
 #  define DP__GEMM_NO_JAM
 #endif
 
-/* The two entry points may legitimately go unused in a translation unit;
-   keep -Wunused-function quiet about that (helpers are referenced by them). */
+/* For the GEMM's functions that some configurations never call (by CPU,
+   DEPENG_USE_CBLAS); keeps -Wunused-function quiet (what they call counts
+   as used). */
 #if defined(__GNUC__)
 #  define DP__GEMM_MAYBE_UNUSED __attribute__((unused))
 #else
@@ -13765,43 +13738,9 @@ static void dp__register_random(void) {
 
 static int64_t dp__gemm_min(int64_t x, int64_t y) { return x < y ? x : y; }
 
-/* Instantiates the whole implementation for one element type T; SUF is the
-   function-name suffix. */
+/* Instantiates the portable micro-kernel and C = beta C for one element
+   type T; SUF is the function-name suffix. */
 #define DP__GEMM_DEFINE(T, SUF)                                                \
-                                                                               \
-/* op(X)(r, c) is x[r * rs + c * cs]: a transpose just swaps the strides. */   \
-                                                                               \
-/* B block (kc x nc) -> NR-wide panels, each kc rows of NR contiguous values,  \
-   zero-padded on the right so the kernel never needs an edge case. */         \
-static void dp__gemm_pack_b_##SUF(const T *b, int64_t rs, int64_t cs,          \
-                                  int64_t kc, int64_t nc, T *out)              \
-{                                                                              \
-    const int64_t nr = DP__GEMM_NR(T);                                         \
-    for (int64_t j0 = 0; j0 < nc; j0 += nr) {                                  \
-        const int64_t width = dp__gemm_min(nr, nc - j0);                       \
-        for (int64_t p = 0; p < kc; ++p) {                                     \
-            const T *src = b + p * rs + j0 * cs;                               \
-            for (int64_t j = 0; j < nr; ++j)                                   \
-                out[j] = j < width ? src[j * cs] : (T)0;                       \
-            out += nr;                                                         \
-        }                                                                      \
-    }                                                                          \
-}                                                                              \
-                                                                               \
-/* A sliver (mr x kc, mr <= MR) -> for each p, MR groups of LANES copies of    \
-   A(i, p); rows past mr are zero. */                                          \
-static void dp__gemm_pack_a_##SUF(const T *a, int64_t rs, int64_t cs,          \
-                                  int64_t mr, int64_t kc, T *out)              \
-{                                                                              \
-    for (int64_t p = 0; p < kc; ++p) {                                         \
-        for (int64_t i = 0; i < DP__GEMM_MR; ++i) {                            \
-            const T value = i < mr ? a[i * rs + p * cs] : (T)0;                \
-            for (int l = 0; l < DP__GEMM_LANES(T); ++l)                        \
-                out[l] = value;                                                \
-            out += DP__GEMM_LANES(T);                                          \
-        }                                                                      \
-    }                                                                          \
-}                                                                              \
                                                                                \
 /* C[0:MR, 0:NR] = alpha * (a_sliver * b_panel) + beta * C over kc steps;      \
    beta == 0 never reads C (it may hold NaN).  The loop over lanes is          \
@@ -13840,20 +13779,6 @@ static void dp__gemm_kernel_##SUF(int64_t kc, const T *a, const T *b, T alpha, \
     }                                                                          \
 }                                                                              \
                                                                                \
-/* Edge tiles: run the kernel into a local MR x NR tile, then copy the valid   \
-   mr x nr corner into C.  Only the right and bottom borders come here. */     \
-static void dp__gemm_edge_##SUF(int64_t kc, const T *a, const T *b,            \
-                                int64_t mr, int64_t nr, T alpha, T beta,       \
-                                T *c, int64_t ldc)                             \
-{                                                                              \
-    T tile[DP__GEMM_MR * DP__GEMM_NR(T)];                                      \
-    const T *row = tile;                                                       \
-    dp__gemm_kernel_##SUF(kc, a, b, alpha, (T)0, tile, DP__GEMM_NR(T));        \
-    for (int64_t i = 0; i < mr; ++i, c += ldc, row += DP__GEMM_NR(T))          \
-        for (int64_t j = 0; j < nr; ++j)                                       \
-            c[j] = beta == (T)0 ? row[j] : row[j] + beta * c[j];               \
-}                                                                              \
-                                                                               \
 /* C = beta * C, for k == 0 or alpha == 0 (A and B are then not read). */      \
 static void dp__gemm_scale_##SUF(int64_t m, int64_t n, T beta, T *c,           \
                                  int64_t ldc)                                  \
@@ -13862,67 +13787,6 @@ static void dp__gemm_scale_##SUF(int64_t m, int64_t n, T beta, T *c,           \
     for (int64_t i = 0; i < m; ++i, c += ldc)                                  \
         for (int64_t j = 0; j < n; ++j)                                        \
             c[j] = beta == (T)0 ? (T)0 : beta * c[j];                          \
-}                                                                              \
-                                                                               \
-/* All MR-row slivers of A against one packed kc x nc block of B. */           \
-static void dp__gemm_rows_##SUF(int64_t m, int64_t nc, int64_t kc,             \
-                                const T *a, int64_t a_rs, int64_t a_cs,        \
-                                const T *b_pack, T alpha, T beta,              \
-                                T *c, int64_t ldc)                             \
-{                                                                              \
-    const int64_t nr = DP__GEMM_NR(T);                                         \
-    T a_pack[DP__GEMM_A_SLIVER_ELEMS(T)];                                      \
-    for (int64_t ic = 0; ic < m; ic += DP__GEMM_MR) {                          \
-        const int64_t mr = dp__gemm_min(DP__GEMM_MR, m - ic);                  \
-        dp__gemm_pack_a_##SUF(a + ic * a_rs, a_rs, a_cs, mr, kc, a_pack);      \
-        for (int64_t jr = 0; jr < nc; jr += nr) {                              \
-            const int64_t width = dp__gemm_min(nr, nc - jr);                   \
-            T *c_tile = c + ic * ldc + jr;                                     \
-            if (mr == DP__GEMM_MR && width == nr)                              \
-                dp__gemm_kernel_##SUF(kc, a_pack, b_pack + jr * kc, alpha,     \
-                                      beta, c_tile, ldc);                      \
-            else                                                               \
-                dp__gemm_edge_##SUF(kc, a_pack, b_pack + jr * kc, mr, width,   \
-                                    alpha, beta, c_tile, ldc);                 \
-        }                                                                      \
-    }                                                                          \
-}                                                                              \
-                                                                               \
-/* The blocked product for k > 0 and alpha != 0.  Each C element is written    \
-   once per KC slice: the first slice applies the caller's beta, later ones    \
-   accumulate (beta = 1). */                                                   \
-static void dp__gemm_blocked_##SUF(int64_t m, int64_t n, int64_t k, T alpha,   \
-                                   const T *a, int64_t a_rs, int64_t a_cs,     \
-                                   const T *b, int64_t b_rs, int64_t b_cs,     \
-                                   T beta, T *c, int64_t ldc)                  \
-{                                                                              \
-    T b_pack[DP__GEMM_KC * DP__GEMM_NC(T)];                                    \
-    for (int64_t jc = 0; jc < n; jc += DP__GEMM_NC(T)) {                       \
-        const int64_t nc = dp__gemm_min(DP__GEMM_NC(T), n - jc);               \
-        for (int64_t pc = 0; pc < k; pc += DP__GEMM_KC) {                      \
-            const int64_t kc = dp__gemm_min(DP__GEMM_KC, k - pc);              \
-            dp__gemm_pack_b_##SUF(b + pc * b_rs + jc * b_cs, b_rs, b_cs, kc,   \
-                                  nc, b_pack);                                 \
-            dp__gemm_rows_##SUF(m, nc, kc, a + pc * a_cs, a_rs, a_cs, b_pack,  \
-                                alpha, pc == 0 ? beta : (T)1, c + jc, ldc);    \
-        }                                                                      \
-    }                                                                          \
-}                                                                              \
-                                                                               \
-DP__GEMM_MAYBE_UNUSED                                                          \
-static void dp__gemm_##SUF(int trans_a, int trans_b, int64_t m, int64_t n,     \
-                           int64_t k, T alpha, const T *a, int64_t lda,        \
-                           const T *b, int64_t ldb, T beta, T *c, int64_t ldc) \
-{                                                                              \
-    if (m <= 0 || n <= 0) return;                                              \
-    if (k <= 0 || alpha == (T)0) {                                             \
-        dp__gemm_scale_##SUF(m, n, beta, c, ldc);                              \
-        return;                                                                \
-    }                                                                          \
-    dp__gemm_blocked_##SUF(m, n, k, alpha,                                     \
-                           a, trans_a ? 1 : lda, trans_a ? lda : 1,            \
-                           b, trans_b ? 1 : ldb, trans_b ? ldb : 1,            \
-                           beta, c, ldc);                                      \
 }
 
 DP__GEMM_DEFINE(float, f32)
