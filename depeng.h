@@ -2291,7 +2291,7 @@ DP__PRIVATE uint64_t dp__now_ns(void) {
 }
 /* Every processor group counts (GetSystemInfo sees only the caller's);
    with one group, the process affinity mask may allow fewer. */
-DP__PRIVATE int dp__online_cpus(void) {
+DP__PRIVATE int dp__usable_cpus(void) {
     DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
     DWORD_PTR mask = 0, sys = 0;
     if (GetActiveProcessorGroupCount() == 1 && GetProcessAffinityMask(GetCurrentProcess(), &mask, &sys) && mask) {
@@ -2341,7 +2341,7 @@ DP__COLD DP__PRIVATE long dp__allowed_cpus(void) {
 #else
 DP__PRIVATE long dp__allowed_cpus(void) { return 0; }   /* no affinity masks to read */
 #endif
-DP__PRIVATE int dp__online_cpus(void) {
+DP__PRIVATE int dp__usable_cpus(void) {
     long n = sysconf(_SC_NPROCESSORS_ONLN), allowed = dp__allowed_cpus();
     if (allowed > 0 && (n <= 0 || allowed < n)) n = allowed;
     return n > 0 ? (int)n : 1;
@@ -6120,7 +6120,7 @@ DP__COLD static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc 
         DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "thread counts must be 0 (default) to 1024, or DP_NO_THREADS (not gpu_worker_nthreads)");
         return DP_ERROR_INVALID_ARGS;
     }
-    d->cpu_worker_nthreads = DP__NTH(d->cpu_worker_nthreads, dp__online_cpus());
+    d->cpu_worker_nthreads = DP__NTH(d->cpu_worker_nthreads, dp__usable_cpus());
     d->cpu_priority_nthreads = DP__NTH(d->cpu_priority_nthreads, 1);
     d->gpu_worker_nthreads = DP__DEF(d->gpu_worker_nthreads, 2);
     d->gpu_copy_nthreads = DP__NTH(d->gpu_copy_nthreads, 1);
@@ -6299,7 +6299,7 @@ DP__COLD DP_IMPL dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out) {
     dp__report_pending(eng, &rp);
     return dp__stream_result(eng, out, "dp_engine_dump_pending");
 }
-DP__COLD DP_IMPL int dp_cpu_count(void) { return dp__online_cpus(); }
+DP__COLD DP_IMPL int dp_cpu_count(void) { return dp__usable_cpus(); }
 DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) {
     dp_engine_desc zero, resolved;
     dp_engine tmp, *eng;
