@@ -60,7 +60,7 @@ $(B) $(B)/impl:
 # default configuration (c), unless CFG_<name> or SRC_<name> say otherwise.
 # Adding a test: add tests/test_X.c and its name here; CMakeLists.txt reads
 # this list too.
-TESTS := test_layers test_norm test_data test_train test_engine test_scheduling test_stealing test_range test_engine_pthreads test_wall_clock \
+TESTS := test_layers test_norm test_data test_train test_engine test_scheduling test_stealing test_range test_engine_pthreads test_wall_clock test_affinity \
          test_engine_cxx test_engine_no_ndarray test_ndarray test_ndarray_cxx \
          test_autograd test_autograd_cxx test_memory_plan test_symbol make_parse \
          test_files test_inflate_zlib test_kernels_exact test_invoke test_kvstore test_kvstore_cxx \

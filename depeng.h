@@ -288,7 +288,7 @@ extern "C" {
 /* ====================================================================== 8. API
    At a glance:
      engine   dp_engine_create dp_engine_destroy dp_engine_desc_get dp_engine_stats_get
-              dp_default_engine dp_default_engine_shutdown
+              dp_default_engine dp_default_engine_shutdown dp_cpu_count
      vars     dp_var_create dp_var_delete dp_var_delete_fn dp_var_state_get
      ops      dp_push dp_push_sync dp_push_async dp_complete dp_set_error
               dp_opr_create dp_opr_push dp_opr_destroy dp_push_batch dp_opr_push_n
@@ -587,7 +587,7 @@ typedef struct dp_trace {
    environment variable first (unless ignore_env):
      field                  env var                        default
      type                   DEPENG_ENGINE_TYPE             PerDevice
-     cpu_worker_nthreads    DEPENG_CPU_WORKER_NTHREADS     online CPUs
+     cpu_worker_nthreads    DEPENG_CPU_WORKER_NTHREADS     dp_cpu_count()
      cpu_priority_nthreads  DEPENG_CPU_PRIORITY_NTHREADS   1
      gpu_worker_nthreads    DEPENG_GPU_WORKER_NTHREADS     2
      gpu_copy_nthreads      DEPENG_GPU_COPY_NTHREADS       1
@@ -696,6 +696,16 @@ typedef struct dp_engine_stats {
 } dp_engine_stats;
 
 /* ---- engine ----------------------------------------------------------- */
+/* The number of CPUs this process may run on, at least 1: the online CPUs,
+   or fewer where the process's affinity mask allows fewer (taskset, a
+   container's cpuset; on Linux the mask of the process's main thread, read
+   from /proc/self/status; on Windows the process affinity mask, when the
+   machine has one processor group). CPU time quotas (cgroup cpu.max, docker
+   --cpus) are not counted. It is the default of desc.cpu_worker_nthreads;
+   a program sizing its own threads beside the engine's can use it too. It
+   reads the system each call (a file on Linux), so call it once, not per
+   frame. Thread safety: any thread, any time, no engine needed. */
+DP_API int dp_cpu_count(void);
 /* Creates an engine. desc may be NULL (all defaults). Returns DP_OK and sets
    *out, or an error (bad desc, out of memory, threads; a NULL out is
    DP_ERROR_INVALID_ARGS), each logged. Thread safety: any. */
@@ -2286,9 +2296,16 @@ DP__PRIVATE uint64_t dp__now_ns(void) {
     c = (uint64_t)count.QuadPart; f = (uint64_t)freq.QuadPart;
     return c / f * 1000000000u + c % f * 1000000000u / f;
 }
-/* Every processor group counts (GetSystemInfo sees only the caller's). */
-DP__PRIVATE int dp__online_cpus(void) {
+/* Every processor group counts (GetSystemInfo sees only the caller's);
+   with one group, the process affinity mask may allow fewer. */
+DP__PRIVATE int dp__usable_cpus(void) {
     DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
+    DWORD_PTR mask = 0, sys = 0;
+    if (GetActiveProcessorGroupCount() == 1 && GetProcessAffinityMask(GetCurrentProcess(), &mask, &sys) && mask) {
+        DWORD allowed = 0;
+        for (; mask; mask &= mask - 1) allowed++;
+        if (allowed < n) n = allowed;
+    }
     return n > 0 ? (int)n : 1;
 }
 DP__PRIVATE void *dp__aligned_alloc(size_t align, size_t size) { return _aligned_malloc(size, align); }
@@ -2305,8 +2322,35 @@ DP__PRIVATE uint64_t dp__now_ns(void) {
 #endif
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
-DP__PRIVATE int dp__online_cpus(void) {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
+#if defined(__linux__)
+/* The CPUs in the process's affinity mask: the bits set in the hex mask of
+   /proc/self/status's line "Cpus_allowed:\tff,00000003" (sched_getaffinity
+   would need _GNU_SOURCE, which a header cannot set once the user's includes
+   have been read); 0 when it cannot be read. */
+DP__COLD DP__PRIVATE long dp__allowed_cpus(void) {
+    char line[4096];
+    long count = 0;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) return 0;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "Cpus_allowed:", 13) == 0) {
+            const char *p, *hex = "0123456789abcdef";
+            if (strchr(line, '\n'))                  /* else longer than the buffer: not counted */
+                for (p = line + 13; *p; p++) {
+                    const char *d = *p ? strchr(hex, *p) : NULL;
+                    if (d) count += "0112122312232334"[d - hex] - '0';   /* the digit's bits */
+                }
+            break;
+        }
+    fclose(f);
+    return count;
+}
+#else
+DP__PRIVATE long dp__allowed_cpus(void) { return 0; }   /* no affinity masks to read */
+#endif
+DP__PRIVATE int dp__usable_cpus(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN), allowed = dp__allowed_cpus();
+    if (allowed > 0 && (n <= 0 || allowed < n)) n = allowed;
     return n > 0 ? (int)n : 1;
 }
 DP__PRIVATE void *dp__aligned_alloc(size_t align, size_t size) { return aligned_alloc(align, size); }
@@ -6083,7 +6127,7 @@ DP__COLD static dp_result dp__resolve_desc(dp_engine *eng, const dp_engine_desc 
         DP__LOG(eng, DP_LOG_ERROR, BAD_DESC, "thread counts must be 0 (default) to 1024, or DP_NO_THREADS (not gpu_worker_nthreads)");
         return DP_ERROR_INVALID_ARGS;
     }
-    d->cpu_worker_nthreads = DP__NTH(d->cpu_worker_nthreads, dp__online_cpus());
+    d->cpu_worker_nthreads = DP__NTH(d->cpu_worker_nthreads, dp__usable_cpus());
     d->cpu_priority_nthreads = DP__NTH(d->cpu_priority_nthreads, 1);
     d->gpu_worker_nthreads = DP__DEF(d->gpu_worker_nthreads, 2);
     d->gpu_copy_nthreads = DP__NTH(d->gpu_copy_nthreads, 1);
@@ -6262,6 +6306,7 @@ DP__COLD DP_IMPL dp_result dp_engine_dump_pending(dp_engine *eng, FILE *out) {
     dp__report_pending(eng, &rp);
     return dp__stream_result(eng, out, "dp_engine_dump_pending");
 }
+DP__COLD DP_IMPL int dp_cpu_count(void) { return dp__usable_cpus(); }
 DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engine **out) {
     dp_engine_desc zero, resolved;
     dp_engine tmp, *eng;

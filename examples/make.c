@@ -2202,7 +2202,7 @@ static void stat_ahead_start(mk_make *m) {
     int i;
     memset(&ahead, 0, sizeof ahead);
     atomic_store(&files_touched, 0u);
-    if (m->nnodes < STAT_AHEAD_MIN || sysconf(_SC_NPROCESSORS_ONLN) < 2 || m->nvpaths || has_vpath_var(m)) return;
+    if (m->nnodes < STAT_AHEAD_MIN || dp_cpu_count() < 2 || m->nvpaths || has_vpath_var(m)) return;
     ahead.names = xrealloc(NULL, (size_t)m->nnodes * sizeof *ahead.names);
     ahead.state = xrealloc(NULL, (size_t)m->nnodes * sizeof *ahead.state);
     ahead.mtime_ns = xrealloc(NULL, (size_t)m->nnodes * sizeof *ahead.mtime_ns);
