@@ -5,7 +5,8 @@
 # tests/run.sh -j N ...: N programs at a time (default 1). Each one's output
 # is kept apart and reported in the order given, as soon as it and those
 # before it have finished, so the report reads the same as with -j 1 and
-# the summary stays the last line.
+# the summary stays the last line. Before it, a line "slowest: ..." names the
+# five programs that took longest (whole seconds).
 set -u
 jobs=1
 if [ "${1:-}" = "-j" ]; then jobs=$2; shift 2; fi
@@ -14,7 +15,12 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/depeng_run.XXXXXX") || exit 1
 launcher=
 trap 'rm -rf "$tmp"; [ -z "$launcher" ] || kill "$launcher" 2>/dev/null' EXIT
 # output to $tmp/I.out; $tmp/I.rc appears (renamed into place) when it is done
-run_one() { "$2" >"$tmp/$1.out" 2>&1; echo $? >"$tmp/$1.rc.part"; mv "$tmp/$1.rc.part" "$tmp/$1.rc"; }
+run_one() {
+  local t0=$SECONDS
+  "$2" >"$tmp/$1.out" 2>&1; echo $? >"$tmp/$1.rc.part"
+  echo "$((SECONDS - t0)) $2" >"$tmp/$1.sec"
+  mv "$tmp/$1.rc.part" "$tmp/$1.rc"
+}
 if [ "$jobs" -gt 1 ]; then
   ( i=0; for t in "$@"; do
       while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
@@ -37,6 +43,9 @@ for t in "$@"; do
   k=0; case $line in *skipped*) k=$(printf '%s' "$line" | sed -E 's/.* ([0-9]+) skipped.*/\1/');; esac
   total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + k))
 done
+# the slowest programs, so that a test that grows is seen before make test is slow
+slow=$(cat "$tmp"/*.sec 2>/dev/null | sort -rn | head -5 | awk '{printf "%s%s %ds", (NR > 1 ? ", " : ""), $2, $1}')
+[ -z "$slow" ] || echo "slowest: $slow"
 if [ "$total_skip" -gt 0 ]; then echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 else echo "$total_pass passed, $total_fail failed"; fi
 [ "$total_fail" -eq 0 ]
