@@ -2337,7 +2337,7 @@ DP__COLD DP__PRIVATE long dp__allowed_cpus(void) {
             const char *p, *hex = "0123456789abcdef";
             if (strchr(line, '\n'))                  /* else longer than the buffer: not counted */
                 for (p = line + 13; *p; p++) {
-                    const char *d = *p ? strchr(hex, *p) : NULL;
+                    const char *d = strchr(hex, *p);
                     if (d) count += "0112122312232334"[d - hex] - '0';   /* the digit's bits */
                 }
             break;
