@@ -178,7 +178,8 @@ $(B)/eo_cxx.o: tests/compile/depeng_engine_only.c $(HEADERS) | $(B)
 $(B)/eo_static.o: tests/compile/depeng_engine_only.c $(HEADERS) | $(B)
 	gcc   $(WARN) -DDEPENG_STATIC -I. -c $< -o $@
 
-# RUN_JOBS: how many test programs tests/run.sh runs at a time
+# RUN_JOBS: how many test programs tests/run.sh runs at a time (make test,
+# tsan, asan); .ci/run sets it to the number of CPUs
 RUN_JOBS ?= 1
 test: compile-checks platform-checks $(addprefix $(B)/,$(TESTS) $(CHECK_PROGRAMS)) bench-build docs-check-build
 	tests/run.sh -j $(RUN_JOBS) $(addprefix $(B)/,$(TESTS)) $(CHECKS)
@@ -220,10 +221,10 @@ train-fashion: $(B)/train_fashion
 	done
 
 tsan: $(addprefix $(B)/,$(TSAN_TESTS) make_example_tsan)
-	TSAN_OPTIONS=halt_on_error=1 tests/run.sh $(addprefix $(B)/,$(TSAN_TESTS))
+	TSAN_OPTIONS=halt_on_error=1 tests/run.sh -j $(RUN_JOBS) $(addprefix $(B)/,$(TSAN_TESTS))
 	TSAN_OPTIONS=halt_on_error=1 examples/make_demo/check.sh $(B)/make_example_tsan
 asan: $(addprefix $(B)/,$(ASAN_TESTS) make_example_asan numpy_diff_asan torch_diff_asan)
-	tests/run.sh $(addprefix $(B)/,$(ASAN_TESTS))
+	tests/run.sh -j $(RUN_JOBS) $(addprefix $(B)/,$(ASAN_TESTS))
 	examples/make_demo/check.sh $(B)/make_example_asan
 	rm -rf $(B)/numpy_diff_asan.d && mkdir -p $(B)/numpy_diff_asan.d && ./$(B)/numpy_diff_asan $(B)/numpy_diff_asan.d 1 3
 	rm -rf $(B)/torch_diff_asan.d && mkdir -p $(B)/torch_diff_asan.d && ./$(B)/torch_diff_asan $(B)/torch_diff_asan.d 1 200
@@ -232,9 +233,10 @@ asan: $(addprefix $(B)/,$(ASAN_TESTS) make_example_asan numpy_diff_asan torch_di
 # allocation (and, second mode, every one from the k-th on) for every k over
 # a workload of the whole API, on all three engines, under ASan + UBSan +
 # LeakSanitizer; each run in a child with a watchdog. .ci/run runs it. It
-# links make asan's object (build/impl/asan.o).
+# links make asan's object (build/impl/asan.o). tests/faults.sh runs the
+# three kinds' sweeps side by side and sums them.
 faults: $(B)/faults
-	ASAN_OPTIONS=detect_leaks=1 ./$(B)/faults all
+	ASAN_OPTIONS=detect_leaks=1 tests/faults.sh ./$(B)/faults
 
 # ---- operator reference (docs/operators.md) --------------------------------
 # tools/operators_doc.c prints the reference from the registry itself; make
