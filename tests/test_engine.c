@@ -890,6 +890,13 @@ static void test_config(void) {
     CHECK(dp_engine_desc_get(e, &q) == DP_OK);
     CHECK(q.type == DP_ENGINE_POOLED && q.cpu_worker_nthreads == 3 && q.gpu_copy_nthreads == 1);
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    /* without the variable, one CPU worker per CPU the process may use */
+    d.ignore_env = 1;
+    CHECK(dp_cpu_count() >= 1);
+    CHECK(dp_engine_create(&d, &e) == DP_OK);
+    CHECK(dp_engine_desc_get(e, &q) == DP_OK && q.cpu_worker_nthreads == dp_cpu_count());
+    CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    d.ignore_env = 0;
     test_setenv("DEPENG_ENGINE_TYPE", "Turbo");
     g_last_item = 0;
     CHECK(dp_engine_create(&d, &e) == DP_ERROR_INVALID_ARGS && e == NULL && g_last_item == DP_LOGITEM_BAD_DESC);
