@@ -1842,12 +1842,13 @@ DP_API void dp_gemm(dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k,
    caller), each the size of the largest one asked for so far; calls at
    once (threads, operations, GEMMs inside range chunks) hold one each, and
    more at once than that make more. Most kept: at most 64 idle ones, each
-   the largest workspace a call on eng has needed (about (m + min(n, 4096))
-   x 256 elements; n k for a staged op(B)). The idle ones are freed by
-   dp_storage_release_pool for the CPU, all by dp_engine_destroy. Out of memory (the allocator's NULL), dp_gemm_on
-   takes the slower stack path (the same bits) and dp_gemm_pack_b_on
-   returns DP_ERROR_OUT_OF_MEMORY; the kept ones stay as they were. No
-   errors; any thread, also from inside operations. */
+   the largest workspace a call on eng has needed since the last
+   dp_storage_release_pool (about (m + min(n, 4096)) x 256 elements; n k
+   for a staged op(B)). The idle ones are freed by dp_storage_release_pool
+   for the CPU, all by dp_engine_destroy. Out of memory (the allocator's
+   NULL), dp_gemm_on takes the slower stack path (the same bits) and
+   dp_gemm_pack_b_on returns DP_ERROR_OUT_OF_MEMORY; the kept ones stay as
+   they were. No errors; any thread, also from inside operations. */
 DP_API void dp_gemm_on(dp_engine *eng, dp_dtype t, int ta, int tb, int64_t m, int64_t n, int64_t k, const void *a, int64_t lda,
                        const void *b, int64_t ldb, double beta, void *c, int64_t ldc);
 /* Writes op(B)'s rows [p0, p0 + kc) and columns [j0, j0 + w) into out (of
@@ -2326,7 +2327,8 @@ DP__PRIVATE uint64_t dp__now_ns(void) {
 /* The CPUs in the process's affinity mask: the bits set in the hex mask of
    /proc/self/status's line "Cpus_allowed:\tff,00000003" (sched_getaffinity
    would need _GNU_SOURCE, which a header cannot set once the user's includes
-   have been read); 0 when it cannot be read. */
+   have been read); 0 when it cannot be read. The mask may name CPUs that
+   are offline, so the caller takes the smaller of it and the online count. */
 DP__COLD DP__PRIVATE long dp__allowed_cpus(void) {
     char line[4096];
     long count = 0;

@@ -7,6 +7,7 @@
 set -u
 prog=${1:?usage: tests/faults.sh build/faults}
 jobs=${FAULTS_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/depeng_faults.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 kinds="naive pooled perdevice"

@@ -189,7 +189,7 @@ fi
 #     files' times from the last node while the rules take them from the
 #     first; each file is stat'ed once (twice at most where the two meet),
 #     the one thread started is that one, and -r still reads no listing
-if command -v strace > /dev/null 2>&1 && strace -o /dev/null true > /dev/null 2>&1 && [ "$(getconf _NPROCESSORS_ONLN)" -gt 1 ]; then
+if command -v strace > /dev/null 2>&1 && strace -o /dev/null true > /dev/null 2>&1 && [ "$(nproc 2>/dev/null || echo 1)" -gt 1 ]; then
     mkdir big && cd big || exit 2
     awk 'BEGIN { printf "all:"; for (i = 0; i < 1200; i++) printf " t%d", i; print "";
                  for (i = 0; i < 1200; i++) printf "t%d: s%d\n\t@touch $@\n", i, i }' > Makefile
@@ -219,7 +219,7 @@ fi
 #     second node, prerequisite of 1,200 targets; the other thread has 20,000
 #     names not in the build to read first) is stat'ed once too: the first
 #     rule's answer is kept for the others
-if command -v strace > /dev/null 2>&1 && strace -o /dev/null true > /dev/null 2>&1 && [ "$(getconf _NPROCESSORS_ONLN)" -gt 1 ]; then
+if command -v strace > /dev/null 2>&1 && strace -o /dev/null true > /dev/null 2>&1 && [ "$(nproc 2>/dev/null || echo 1)" -gt 1 ]; then
     mkdir shared && cd shared || exit 2
     awk 'BEGIN { printf "all:"; for (i = 0; i < 1200; i++) printf " t%d", i; print "";
                  print "hdr: hdr.in\n\t@touch $@";

@@ -11,6 +11,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 seconds=$1; shift
 jobs=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+[ "$jobs" -ge 1 ] 2>/dev/null || jobs=1
 failed=0
 mkdir -p build/fuzz-artifacts
 fuzz_one() {   # $1 the harness; its exit status goes to build/fuzz-NAME.rc
