@@ -179,8 +179,9 @@ $(B)/eo_static.o: tests/compile/depeng_engine_only.c $(HEADERS) | $(B)
 	gcc   $(WARN) -DDEPENG_STATIC -I. -c $< -o $@
 
 # RUN_JOBS: how many test programs tests/run.sh runs at a time (make test,
-# tsan, asan); .ci/run sets it to the number of CPUs
-RUN_JOBS ?= 1
+# tsan, asan): one per CPU unless given (RUN_JOBS=1 runs them one by one;
+# each program's report is printed whole, in order, either way)
+RUN_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
 test: compile-checks platform-checks $(addprefix $(B)/,$(TESTS) $(CHECK_PROGRAMS)) bench-build docs-check-build
 	tests/run.sh -j $(RUN_JOBS) $(addprefix $(B)/,$(TESTS)) $(CHECKS)
 
