@@ -234,10 +234,10 @@ asan: $(addprefix $(B)/,$(ASAN_TESTS) make_example_asan numpy_diff_asan torch_di
 # allocation (and, second mode, every one from the k-th on) for every k over
 # a workload of the whole API, on all three engines, under ASan + UBSan +
 # LeakSanitizer; each run in a child with a watchdog. .ci/run runs it. It
-# links make asan's object (build/impl/asan.o). tests/faults.sh runs the
-# three kinds' sweeps side by side and sums them.
+# links make asan's object (build/impl/asan.o). tests/run.sh runs the
+# three kinds' sweeps side by side (RUN_JOBS) and sums them.
 faults: $(B)/faults
-	ASAN_OPTIONS=detect_leaks=1 tests/faults.sh ./$(B)/faults
+	ASAN_OPTIONS=detect_leaks=1 tests/run.sh -j $(RUN_JOBS) "$(B)/faults naive" "$(B)/faults pooled" "$(B)/faults perdevice"
 
 # ---- operator reference (docs/operators.md) --------------------------------
 # tools/operators_doc.c prints the reference from the registry itself; make

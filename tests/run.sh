@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test program given on the command line; each prints a line
+# Runs every test program given on the command line (each argument one
+# command: a program, and its arguments after blanks); each prints a line
 # "<name>: N passed, M failed" (", K skipped" may follow: tests that cannot
 # run here, e.g. a peer that is not installed). Sums them into the last line.
 # tests/run.sh -j N ...: N programs at a time (default 1). Each one's output
@@ -17,7 +18,9 @@ trap 'rm -rf "$tmp"; [ -z "$launcher" ] || kill "$launcher" 2>/dev/null' EXIT
 # output to $tmp/I.out; $tmp/I.rc appears (renamed into place) when it is done
 run_one() {
   local t0=$SECONDS
-  "$2" >"$tmp/$1.out" 2>&1; echo $? >"$tmp/$1.rc.part"
+  local cmd
+  read -r -a cmd <<<"$2"
+  "${cmd[@]}" >"$tmp/$1.out" 2>&1; echo $? >"$tmp/$1.rc.part"
   echo "$((SECONDS - t0)) $2" >"$tmp/$1.sec"
   mv "$tmp/$1.rc.part" "$tmp/$1.rc"
 }
@@ -44,7 +47,7 @@ for t in "$@"; do
   total_pass=$((total_pass + p)); total_fail=$((total_fail + f)); total_skip=$((total_skip + k))
 done
 # the slowest programs, so that a test that grows is seen before make test is slow
-slow=$(cat "$tmp"/*.sec 2>/dev/null | sort -rn | head -5 | awk '{printf "%s%s %ds", (NR > 1 ? ", " : ""), $2, $1}')
+slow=$(cat "$tmp"/*.sec 2>/dev/null | sort -rn | head -5 | awk '{t = $1; sub(/^[0-9]+ /, ""); printf "%s%s %ds", (NR > 1 ? ", " : ""), $0, t}')
 [ -z "$slow" ] || echo "slowest: $slow"
 if [ "$total_skip" -gt 0 ]; then echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 else echo "$total_pass passed, $total_fail failed"; fi
