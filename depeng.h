@@ -651,7 +651,10 @@ typedef struct dp_engine_stats {
     uint64_t handle_bytes;    /* bytes held by the var and op tables          */
     uint64_t queue_bytes;     /* bytes held by the variables' queues: a queue
                                  keeps the room it once needed, also for the
-                                 next variable in its slot                    */
+                                 next variable in its slot. 0 on the threaded
+                                 engines without a trace callback, whose
+                                 variables keep no queue (their waiting ops
+                                 are linked in the op blocks, pool_bytes)    */
     /* Contention since the engine was created: what limits scaling to many
        cores (bench/README.md). Always counted: a counter is written only by
        a thread that found a lock held or must look again (worker_wakeups:
@@ -2652,6 +2655,7 @@ struct dp_engine {
     unsigned help_epoch;        /* help_asleep's wake-ups so far (under wait_mtx) */
     dp__a32 nhelpers;           /* waits that run ops of pools without workers */
     int inline_ok;              /* naive, no trace callback, no graph: see dp__run_inline */
+    int chain;                  /* the variables keep chains, not locked queues (>>chain) */
     dp__mutex wait_mtx; dp__cond wait_cv;
     dp__mutex create_mtx;       /* lazy pools and streams */
     dp__mutex fail_mtx;
@@ -2724,6 +2728,9 @@ typedef struct dp__block {
     uint8_t kind, prop, cls, stripe;  /* stripe, cls: the pool it returns to */
     uint16_t nread, nwrite;    /* a push has at most DP_PUSH_MAX_VARS of each */
     int32_t priority;
+    dp__a32 refs;              /* chain engines: 1 until completed + 1 per variable
+                                  whose last element it is (>>chain) */
+    uint32_t result_epoch;     /* chain engines: the epoch of the failure it left */
     dp__a64 state;             /* (push seq << 2) | DP__ST_*: one word, so a stale
                                   completion token can never match a reused block */
     dp_ctx ctx;
@@ -2736,10 +2743,23 @@ typedef struct dp__block {
                                   its FIFO queue, a pool's free list, the naive list */
     dp__aptr failure;          /* dp__failure *: see dp__block_failure */
     dp__worker *worker;        /* the worker that runs it; NULL on a pushing thread */
-    uint64_t t_start;          /* profiler: when it started; 0 when not profiling */
+    union {
+        uint64_t t_start;      /* profiler: when it started; 0 when not profiling */
+        struct dp__block *prev_wait;   /* a wait block on a chain engine: the wait
+                                  block pushed on its variable before it (>>chain) */
+    };
 } dp__block;
-/* The memory budget: an op with two variables takes 104 + 2 x 8 = 120 bytes,
-   plus an 8-byte entry in each variable's queue while it waits. */
+/* After the header: one slot per variable of the class (a pointer to the
+   variable, or the cleanup function), then one element per variable
+   (dp__elem, >>chain). The memory budget: an op with two variables takes
+   112 + 2 x 8 + 2 x 16 = 160 bytes, and nothing in the variables' queues. */
+typedef struct dp__elem {
+    dp__aptr word;             /* a write: what follows it in the variable's chain
+                                  (0 until a push links it) or DP__CLOSED.
+                                  A read: the next older reader on its run's list
+                                  while it waits, its run once granted */
+    struct dp__block *owner;   /* the op */
+} dp__elem;
 
 /* b->prop holds the property, DP__CLEANUP_BIT when the op has a cleanup
    function (stored after its variables, see dp__block_cleanup), and
@@ -2772,6 +2792,10 @@ typedef struct dp__var {
     uint32_t mask;             /* ring capacity - 1 (0 without a ring) */
     uint32_t failure_epoch;    /* the epoch of failure, when it was attached */
     dp__failure *failure;      /* set by a failed writer; see dp__var_failure */
+    /* a chain engine's variable (>>chain): the pusher's side only */
+    uintptr_t last;            /* the last element (DP__RUN_BIT: a run), 0: none yet */
+    int32_t run_readers;       /* readers the pushes gave the open run */
+    struct dp__block *waits;   /* the wait blocks pushed since the last op, newest first */
 } dp__var;
 
 static DP__THREAD_LOCAL dp_engine *dp__tls_running;   /* engine whose op runs here */
@@ -3083,7 +3107,7 @@ static int dp__class_for(uint32_t n) { int c = 0; while (dp__class_cap(c) < n) c
 
 static void dp__pool_init(dp__pool *p, int cls) {
     memset(p, 0, sizeof *p);
-    p->obj_size = sizeof(dp__block) + dp__class_cap(cls) * sizeof(dp__var *);
+    p->obj_size = sizeof(dp__block) + dp__class_cap(cls) * (sizeof(dp__var *) + sizeof(dp__elem));
     p->obj_size = (p->obj_size + 7u) & ~(size_t)7u;   /* packed: the memory budget beats line alignment */
     p->per_chunk = cls < 4 ? 256 : 16;     /* small blocks are the common case */
 }
@@ -3466,6 +3490,278 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
     for (i = 0; i < nbatch; i++) dp__grant_on_complete(eng, batch[i], ready);
 }
 
+/* >>chain ------------------------------------------------------------------
+   The same rule without a lock shared by pushers and completions: the
+   threaded engines' variables (not the naive engine's, and not while a
+   trace callback watches: those keep the locked queue above, whose events
+   the trace reports). The locked queue makes the pusher and the completing
+   worker write the variable's line for every op, so on a chain of ops the
+   line moves between two cores twice per op. Here each side writes only
+   what the other reads later:
+
+     variable v (the pusher's side,      element (one per variable of an op,
+     under v->lock, taken by pushes       in its block: dp__block_elems)
+     and cold readers, never by a          word   a write's successor (0 until
+     completion)                                  a push links one) or CLOSED
+       last   the last element, or a run   owner  the op
+       run_readers  readers given to it
+                                         run (the reads between two writes; a
+                                         block from the pools, kind RUN)
+                                           list   readers waiting for its grant,
+                                                  newest first, or GRANTED
+                                           wait   completions count it down
+                                                  from 0; the write after it
+                                                  adds run_readers once
+
+   MXNet's four functions become: append write = link the op after the last
+   element (a compare-and-swap of that element's word from 0 to the new
+   one); append read = join the open run, or start one after the last
+   write; complete write = close the element (an exchange to CLOSED) and
+   grant what it found; complete read = count the run down. Exactly one of
+   the pusher and the completion sees the other: a pusher whose swap finds
+   CLOSED grants the new op itself, a completion whose exchange finds a
+   successor grants it. The last reader of a closed run (or the write
+   closing a run whose readers are all done) grants the write after it.
+
+   Failures travel the same way: a write stores what it leaves (its block's
+   failure and result_epoch) before it closes; whoever grants its successor
+   passes that on; a run keeps the failure it was granted with, for readers
+   who join it later and for the write after it. A block stays alive while
+   it is some variable's last element (b->refs), so a pusher can read it. */
+#define DP__CLOSED ((uintptr_t)1)   /* a write element's word: it completed */
+#define DP__GRANTED ((uintptr_t)1)  /* a run's list: its grant was made */
+#define DP__RUN_BIT ((uintptr_t)2)  /* in a word or v->last: the element is a run */
+#define DP__KIND_RUN 4
+static dp__elem *dp__block_elems(dp__block *b) {
+    return (dp__elem *)(void *)((void **)(void *)(b + 1) + dp__class_cap(b->cls));
+}
+static dp__block *dp__run_of(uintptr_t w) { return (dp__block *)(w & ~DP__RUN_BIT); }
+static void dp__block_unref(dp_engine *eng, dp__block *b, int32_t n);   /* >>completion */
+/* What an element leaves to what follows it: a closed write's failure, or
+   the failure a run was granted with (both held by that block). */
+static dp__failure *dp__left_failure(dp_engine *eng, dp__block *x) {
+    dp__failure *f = dp__block_failure(x);
+    return f && x->result_epoch == (uint32_t)dp__load(&eng->clear_epoch, DP__ACQUIRE) ? f : NULL;
+}
+static void dp__chain_grant(dp_engine *eng, dp__block *b, dp__failure *f, dp__block **ready) {
+    if (f) dp__grant_failure(eng, b, f);
+    dp__grant(b, ready);
+}
+/* A run's memory goes back once its count has come to zero and the write
+   after it is granted (or the variable is gone). */
+static void dp__run_free(dp_engine *eng, dp__block *r) {
+    dp__failure_release(eng, dp__block_failure(r));
+    dp__pool_put(eng, r);
+}
+/* Grants run r's waiting readers with failure f (the write before r has
+   completed, or r starts with nothing before it). */
+static void dp__grant_run(dp_engine *eng, dp__block *r, dp__failure *f, uint32_t epoch, dp__block **ready) {
+    dp__elem *e;
+    if (f) dp__fetch_add(&f->refs, 1, DP__RELAXED);   /* the run's, for later readers and the write after it */
+    dp__store(&r->failure, (void *)f, DP__RELAXED);
+    r->result_epoch = epoch;
+    e = (dp__elem *)dp__exchange(&r->next, (void *)DP__GRANTED, DP__ACQ_REL);
+    f = dp__left_failure(eng, r);
+    while (e) {
+        dp__elem *older = (dp__elem *)dp__load(&e->word, DP__RELAXED);
+        dp__store(&e->word, (void *)r, DP__RELAXED);   /* its completion counts r down */
+        dp__chain_grant(eng, e->owner, f, ready);
+        e = older;
+    }
+}
+/* Grants what a closed write element found after it; x is the write's block. */
+static void dp__grant_successor(dp_engine *eng, dp__block *x, uintptr_t s, dp__block **ready) {
+    if (s & DP__RUN_BIT) dp__grant_run(eng, dp__run_of(s), dp__left_failure(eng, x), x->result_epoch, ready);
+    else dp__chain_grant(eng, ((dp__elem *)s)->owner, dp__left_failure(eng, x), ready);
+}
+/* Links s after the write element v->last ends with. Returns 1 when that
+   write has completed already (the caller grants s itself). The old last
+   element loses its reference from v. */
+static int dp__link_after_write(dp__var *v, uintptr_t s) {
+    dp__elem *last = (dp__elem *)v->last;
+    void *expect = NULL;
+    return !dp__cas(&last->word, &expect, (void *)s, DP__ACQ_REL);
+}
+/* Append write (v locked by the push). */
+static void dp__chain_append_write(dp_engine *eng, dp__var *v, dp__block *b, dp__elem *e, dp__block **ready) {
+    uintptr_t last = v->last;
+    dp__store(&e->word, NULL, DP__RELAXED);
+    e->owner = b;
+    if (!last) dp__grant(b, ready);
+    else if (last & DP__RUN_BIT) {                     /* close the run */
+        dp__block *r = dp__run_of(last);
+        int32_t n = v->run_readers;
+        r->arg = e;
+        if (dp__fetch_add(&r->wait, n, DP__ACQ_REL) + n == 0) {   /* its readers are all done */
+            dp__chain_grant(eng, b, dp__left_failure(eng, r), ready);
+            dp__run_free(eng, r);
+        }
+    } else {
+        dp__block *x = ((dp__elem *)last)->owner;
+        if (dp__link_after_write(v, (uintptr_t)e)) dp__chain_grant(eng, b, dp__left_failure(eng, x), ready);
+        dp__block_unref(eng, x, 1);                    /* no longer v's last */
+    }
+    v->last = (uintptr_t)e;
+    v->run_readers = 0;
+}
+/* Append read (v locked by the push); *spare: runs reserved by the push. */
+static void dp__chain_append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__elem *e, dp__block **spare,
+                                  dp__block **ready) {
+    uintptr_t last = v->last;
+    dp__block *r;
+    e->owner = b;
+    if (last & DP__RUN_BIT) {                          /* join the open run */
+        void *head;
+        r = dp__run_of(last);
+        v->run_readers++;
+        head = dp__load(&r->next, DP__ACQUIRE);
+        do {
+            if ((uintptr_t)head == DP__GRANTED) {
+                dp__store(&e->word, (void *)r, DP__RELAXED);
+                dp__chain_grant(eng, b, dp__left_failure(eng, r), ready);
+                return;
+            }
+            dp__store(&e->word, head, DP__RELAXED);
+        } while (!dp__cas(&r->next, &head, (void *)e, DP__ACQ_REL));
+        return;
+    }
+    r = *spare;                                        /* a new run after the last write */
+    *spare = dp__next(r);
+    r->kind = DP__KIND_RUN;
+    dp__store(&r->wait, 0, DP__RELAXED);
+    dp__store(&r->failure, NULL, DP__RELAXED);
+    r->arg = NULL;
+    dp__store(&e->word, NULL, DP__RELAXED);
+    dp__store(&r->next, (void *)e, DP__RELAXED);      /* published by the swap below */
+    v->run_readers = 1;
+    if (!last) dp__grant_run(eng, r, NULL, 0, ready);
+    else {
+        dp__block *x = ((dp__elem *)last)->owner;
+        if (dp__link_after_write(v, (uintptr_t)r | DP__RUN_BIT))
+            dp__grant_run(eng, r, dp__left_failure(eng, x), x->result_epoch, ready);
+        dp__block_unref(eng, x, 1);
+    }
+    v->last = (uintptr_t)r | DP__RUN_BIT;
+}
+/* Complete read: count the run down; the last reader of a closed run
+   grants the write after it. */
+static void dp__chain_complete_read(dp_engine *eng, dp__elem *e, dp__block **ready) {
+    dp__block *r = (dp__block *)dp__load(&e->word, DP__RELAXED);
+    if (dp__fetch_add(&r->wait, -1, DP__ACQ_REL) == 1) {
+        dp__elem *w = (dp__elem *)r->arg;
+        if (w) dp__chain_grant(eng, w->owner, dp__left_failure(eng, r), ready);   /* NULL: the variable is gone */
+        dp__run_free(eng, r);
+    }
+}
+/* Complete write: close the element; grant what was linked after it. */
+static void dp__chain_complete_write(dp_engine *eng, dp__block *b, dp__elem *e, dp__block **ready) {
+    uintptr_t s = (uintptr_t)dp__exchange(&e->word, (void *)DP__CLOSED, DP__ACQ_REL);
+    if (s) dp__grant_successor(eng, b, s, ready);
+}
+/* Whether v is idle (nothing running or waiting), and the failure it
+   carries then (v locked). */
+static int dp__chain_idle(dp_engine *eng, dp__var *v, dp__failure **failure) {
+    uintptr_t last = v->last;
+    dp__block *x;
+    *failure = NULL;
+    if (!last) return 1;
+    if (last & DP__RUN_BIT) {
+        x = dp__run_of(last);
+        if ((uintptr_t)dp__load(&x->next, DP__ACQUIRE) != DP__GRANTED
+            || dp__load(&x->wait, DP__ACQUIRE) + v->run_readers != 0) return 0;
+    } else {
+        x = ((dp__elem *)last)->owner;
+        if ((uintptr_t)dp__load(&((dp__elem *)last)->word, DP__ACQUIRE) != DP__CLOSED) return 0;
+    }
+    *failure = dp__left_failure(eng, x);
+    return 1;
+}
+/* The wait blocks pushed on v since its last op (each holding a
+   reference, for dp__adopt_wait): dropped when an op is pushed, pruned of
+   those that have run when a wait is pushed. */
+static void dp__chain_drop_waits(dp_engine *eng, dp__var *v, int only_done) {
+    dp__block **pp = &v->waits;
+    while (*pp) {
+        dp__block *x = *pp;
+        if (only_done && (dp__load(&x->state, DP__ACQUIRE) & 3u) == DP__ST_PENDING) { pp = &x->prev_wait; continue; }
+        *pp = x->prev_wait;
+        dp__block_unref(eng, x, 1);
+    }
+}
+/* Appends b to its variables (locked): reads, then writes. */
+static void dp__chain_append_vars(dp_engine *eng, dp__block *b, dp__block **spare, dp__block **ready) {
+    dp__var **vars = dp__block_vars(b);
+    dp__elem *elems = dp__block_elems(b);
+    uint32_t i, n = (uint32_t)b->nread + b->nwrite;
+    dp__store(&b->refs, 1 + (int32_t)b->nwrite, DP__RELAXED);
+    for (i = 0; i < b->nread; i++) {
+        if (vars[i]->waits) dp__chain_drop_waits(eng, vars[i], 0);
+        dp__chain_append_read(eng, vars[i], b, &elems[i], spare, ready);
+    }
+    for (; i < n; i++) {
+        dp__var *v = vars[i];
+        if (b->kind == DP__KIND_WAIT) {
+            if (v->waits) dp__chain_drop_waits(eng, v, 1);
+            dp__fetch_add(&b->refs, 1, DP__RELAXED);
+            b->prev_wait = v->waits;
+            v->waits = b;
+        } else if (v->waits) dp__chain_drop_waits(eng, v, 0);
+        dp__chain_append_write(eng, v, b, &elems[i], ready);
+    }
+}
+/* The runs a push of b may start: one per read whose variable's last
+   element is not a run (v locked). */
+static uint32_t dp__chain_runs_needed(dp__block *b) {
+    dp__var **vars = dp__block_vars(b);
+    uint32_t i, n = 0;
+    for (i = 0; i < b->nread; i++) n += !(vars[i]->last & DP__RUN_BIT);
+    return n;
+}
+/* Takes n runs from the pools, linked by next; -1 (none taken) when out of
+   memory. */
+static int dp__chain_reserve_runs(dp_engine *eng, uint32_t n, dp__block **spare) {
+    *spare = NULL;
+    while (n--) {
+        dp__block *r = dp__pool_get(eng, 0);
+        if (!r) {
+            while (*spare) { dp__block *x = *spare; *spare = dp__next(x); dp__pool_put(eng, x); }
+            return -1;
+        }
+        r->cls = 0;
+        dp__set_next(r, *spare);
+        *spare = r;
+    }
+    return 0;
+}
+static void dp__chain_return_runs(dp_engine *eng, dp__block *spare) {
+    while (spare) { dp__block *x = spare; spare = dp__next(x); dp__pool_put(eng, x); }
+}
+/* The variable's references, when it goes (its deletion completed, or the
+   engine is freed): its last element and its wait blocks. A run still
+   counting down frees itself (its successor is NULL). */
+static void dp__chain_drop_var(dp_engine *eng, dp__var *v) {
+    uintptr_t last = v->last;
+    dp__chain_drop_waits(eng, v, 0);
+    v->last = 0;
+    if (!last) return;
+    if (last & DP__RUN_BIT) {
+        dp__block *r = dp__run_of(last);
+        int32_t n = v->run_readers;
+        r->arg = NULL;
+        if (dp__fetch_add(&r->wait, n, DP__ACQ_REL) + n == 0) dp__run_free(eng, r);
+    } else dp__block_unref(eng, ((dp__elem *)last)->owner, 1);
+    v->run_readers = 0;
+}
+/* Whether v has ops running or waiting for it, and if not, the failure it
+   carries (v locked): both forms of the rule. */
+static int dp__var_busy(dp_engine *eng, dp__var *v, dp__failure **failure) {
+    if (eng->chain) return !dp__chain_idle(eng, v, failure);
+    *failure = NULL;
+    if (v->nreaders != 0 || dp__var_waiting(v)) return 1;
+    *failure = dp__var_failure(eng, v);
+    return 0;
+}
+
 /* >>queues ---------------------------------------------------------------
    Where ready ops wait for a worker (MXNet's task queues of a
    ThreadWorkerBlock). Each group has one shared queue: a FIFO in the CPU
@@ -3821,6 +4117,7 @@ DP__COLD static void dp__run_wait(dp_engine *eng, dp__block *b) {
     dp__mutex_lock(&eng->wait_mtx);
     abandoned = dp__load(&wt->abandoned, DP__RELAXED);
     wt->claimed = !abandoned;
+    dp__block_set_state(b, DP__ST_RUNNING, DP__RELEASE);   /* looked: no longer taken over (dp__chain_adopt_wait) */
     dp__mutex_unlock(&eng->wait_mtx);
     if (abandoned) {
         dp__finish(eng, b, 0, NULL, NULL);   /* passes the variable's failure on */
@@ -3861,6 +4158,14 @@ static void dp__release_vars(dp_engine *eng, dp__block *b, dp__failure *failure,
     dp__failure *left = failure;
     uint32_t i;
     if (b->kind == DP__KIND_WAIT && !dp__load(&((dp__waiter *)b->arg)->abandoned, DP__RELAXED)) left = NULL;
+    if (eng->chain) {   /* see >>chain: b keeps what it leaves, for what follows it */
+        dp__elem *elems = dp__block_elems(b);
+        if (failure && (!left || !b->nwrite)) { dp__failure_release(eng, failure); dp__store(&b->failure, NULL, DP__RELAXED); }
+        b->result_epoch = left && b->nwrite ? (uint32_t)dp__load(&left->epoch, DP__RELAXED) : 0u;
+        for (i = 0; i < b->nread; i++) dp__chain_complete_read(eng, &elems[i], ready);
+        for (; i < (uint32_t)b->nread + b->nwrite; i++) dp__chain_complete_write(eng, b, &elems[i], ready);
+        return;
+    }
     for (i = 0; i < b->nread; i++) dp__complete_read(eng, vars[i], ready);
     for (i = b->nread; i < b->nread + b->nwrite; i++) dp__complete_write(eng, vars[i], left, ready);
 }
@@ -3871,6 +4176,7 @@ static void dp__retire_var(dp_engine *eng, dp__block *b) {
     dp__var *v = dp__block_vars(b)[0];
     dp__failure *old;
     dp__spin_lock(&v->lock);          /* dp_var_state_get may be looking */
+    if (eng->chain) dp__chain_drop_var(eng, v);   /* b was its last element */
     old = dp__var_swap_failure(eng, v, NULL);
     dp__spin_unlock(&v->lock);
     dp__failure_release(eng, old);
@@ -3913,6 +4219,15 @@ static void dp__worker_put(dp_engine *eng, dp__worker *w, dp__block *b) {
     w->put_first = b;
     w->put_pool = p;
     w->put_count++;
+}
+/* A chain engine's block goes back when its last reference does: its
+   completion's and one per variable whose last element it is (>>chain). */
+static void dp__block_unref(dp_engine *eng, dp__block *b, int32_t n) {
+    dp__worker *w = dp__tls_worker;
+    if (dp__fetch_add(&b->refs, -n, DP__ACQ_REL) != n) return;
+    dp__failure_release(eng, dp__block_failure(b));
+    dp__store(&b->failure, NULL, DP__RELAXED);
+    if (w && w->eng == eng) dp__worker_put(eng, w, b); else dp__pool_put(eng, b);
 }
 /* A worker releases the runs of a pre-created op it finished in one
    decrement per batch (a run of the same op, at most DP__UNREF_BATCH, or
@@ -3990,13 +4305,11 @@ static void dp__profile_end(dp_engine *eng, dp__block *b) {
    another push at once. */
 static void dp__recycle_block(dp_engine *eng, dp__block *b, dp__worker *w) {
     dp__opobj *op = b->op;
-    if (w) {
-        dp__store(&w->completed, dp__load(&w->completed, DP__RELAXED) + 1, DP__RELAXED);
-        dp__worker_put(eng, w, b);
-    } else {
-        dp__fetch_add(&eng->completed_inline, 1, DP__RELAXED);
-        dp__pool_put(eng, b);
-    }
+    if (w) dp__store(&w->completed, dp__load(&w->completed, DP__RELAXED) + 1, DP__RELAXED);
+    else dp__fetch_add(&eng->completed_inline, 1, DP__RELAXED);
+    if (eng->chain) dp__block_unref(eng, b, 1);   /* it may stay some variable's last element */
+    else if (w) dp__worker_put(eng, w, b);
+    else dp__pool_put(eng, b);
     if (op && w) dp__worker_unref_op(eng, w, op);
     else if (op) dp__op_unref(eng, op, 1);
 }
@@ -4017,7 +4330,7 @@ static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const cha
     dp__block_set_state(b, DP__ST_DONE, DP__RELAXED);
     if (b->kind == DP__KIND_DELETE) dp__retire_var(eng, b);
     else dp__release_vars(eng, b, failure, &ready);
-    dp__drop_failure(eng, b, failure);
+    if (!eng->chain) dp__drop_failure(eng, b, failure);   /* a chain engine's block keeps it (>>chain) */
     dp__recycle_block(eng, b, w);
     kept = dp__dispatch_ready(eng, ready, keep_for);
     dp__finish_leave(eng, w);
@@ -4685,7 +4998,7 @@ static void dp__pace_pusher(dp_engine *eng, dp_ctx ctx, dp_prop prop);   /* >>pa
 static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *ids) {
     uint32_t n = (uint32_t)b->nread + b->nwrite, i;
     dp__var **vars = dp__block_vars(b);
-    dp__block *ready = NULL;
+    dp__block *ready = NULL, *spare = NULL;
     dp_ctx ctx;
     dp_prop prop;
     int paced;
@@ -4700,7 +5013,12 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
             return DP_ERROR_INVALID_HANDLE;
         }
     }
-    for (i = 0; i < n; i++) {
+    if (eng->chain && dp__chain_reserve_runs(eng, dp__chain_runs_needed(b), &spare) != 0) {
+        dp__lock_vars(b, 0);
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "'%s': a read run", b->name ? b->name : "(unnamed)");
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    for (i = 0; !eng->chain && i < n; i++) {
         if (dp__must_wait(vars[i], i >= b->nread) && dp__var_reserve(eng, vars[i]) != 0) {
             dp__lock_vars(b, 0);
             DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "'%s': queue of var 0x%08x",
@@ -4710,11 +5028,13 @@ static dp_result dp__queue_and_go(dp_engine *eng, dp__block *b, const uint32_t *
     }
     /* the push number; counting it makes the op pending for dp_wait_all */
     dp__store(&b->state, (dp__fetch_add(&eng->seq, 1, DP__SEQ_CST) + 1) << 2 | DP__ST_PENDING, DP__RELAXED);
-    dp__append_vars(eng, b, &ready);
+    if (eng->chain) dp__chain_append_vars(eng, b, &spare, &ready);
+    else dp__append_vars(eng, b, &ready);
     if (b->kind == DP__KIND_DELETE) dp__table_invalidate(vars[0]);  /* handle dies now */
     if (eng->desc.trace.record_graph) dp__record_graph(eng, b);
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b, 0);
     dp__lock_vars(b, 0);
+    dp__chain_return_runs(eng, spare);   /* none: one was taken per run started */
     ctx = b->ctx; prop = dp__prop(b);
     /* a wait or a deletion is no op pushed ahead of the workers: it neither
        paces nor, with push_runs_ops, runs ops on a thread about to wait */
@@ -4817,8 +5137,9 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
     uint32_t stack_uses[64], *uses = stack_uses;
     int32_t stack_slots[128], *slots = stack_slots;
     size_t total = 0, i, j = 0, hcap = 16, bytes = 0;
-    dp__block *ready = NULL, *ready_tail = NULL;
+    dp__block *ready = NULL, *ready_tail = NULL, *spare = NULL;
     uint64_t base;
+    uint32_t nruns = 0;
     unsigned waited = 0;
     dp_ctx wctx;
     dp_prop wprop = DP_PROP_NORMAL;
@@ -4861,7 +5182,14 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
     }
     /* room for every access that may queue: each use of a variable, but the
        first when nothing holds or waits for it (that one is granted) */
-    for (i = 0; i < j; i++) {
+    for (k = 0; eng->chain && k < count; k++) nruns += b[k]->nread;   /* at most one run per read */
+    if (nruns && dp__chain_reserve_runs(eng, nruns, &spare) != 0) {
+        dp__unlock_all(vars, j);
+        DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "batch of %d ops: read runs", count);
+        if (vars != stack_vars) dp__free(eng, vars, bytes);
+        return DP_ERROR_OUT_OF_MEMORY;
+    }
+    for (i = 0; !eng->chain && i < j; i++) {
         dp__var *v = vars[i];
         uint32_t more = uses[i] - (!dp__var_waiting(v) && v->nreaders == 0);
         if (more && dp__var_reserve_n(eng, v, more) != 0) {
@@ -4875,12 +5203,14 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
     for (k = 0; k < count; k++) {
         dp__block *unused = NULL;
         dp__store(&b[k]->state, (base + (uint64_t)k + 1u) << 2 | DP__ST_PENDING, DP__RELAXED);
-        dp__append_vars(eng, b[k], &unused);
+        if (eng->chain) dp__chain_append_vars(eng, b[k], &spare, &unused);
+        else dp__append_vars(eng, b[k], &unused);
         if (eng->desc.trace.record_graph) dp__record_graph(eng, b[k]);
         if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_PUSH, b[k], 0);
         (void)unused;   /* grants during a push never reach zero: the pusher holds one */
     }
     dp__unlock_all(vars, j);
+    dp__chain_return_runs(eng, spare);
     if (vars != stack_vars) dp__free(eng, vars, bytes);
     /* release the pusher's hold on each, in push order; a block not ready
        may run and be recycled as soon as its hold is gone */
@@ -5499,6 +5829,7 @@ DP_IMPL dp_var dp_var_create(dp_engine *eng) {
     v = (dp__var *)dp__table_alloc(eng, &eng->vars, &idx);
     if (!v) { DP__LOG(eng, DP_LOG_ERROR, HANDLES_EXHAUSTED, "variable table"); return h; }
     v->nreaders = 0; v->head = v->tail = 0; v->failure = NULL;   /* a reused slot keeps its ring */
+    v->last = 0; v->run_readers = 0; v->waits = NULL;
     h.id = dp__table_id(&eng->vars, v, idx);
     v->handle_id = (uint32_t)h.id;
     return h;
@@ -5527,8 +5858,11 @@ DP__COLD DP_IMPL dp_result dp_var_state_get(dp_engine *eng, dp_var var, dp_var_s
     *out = DP_VAR_INVALID;
     if (!v) { dp__log_bad_handle(eng, &eng->vars, DP_LOGITEM_INVALID_VAR, "dp_var_state_get: var", var.id); return DP_ERROR_INVALID_HANDLE; }
     dp__spin_lock(&v->lock);
-    if (v->nreaders != 0 || dp__var_waiting(v)) *out = DP_VAR_BUSY;
-    else *out = dp__var_failure(eng, v) ? DP_VAR_FAILED : DP_VAR_READY;
+    {
+        dp__failure *f;
+        if (dp__var_busy(eng, v, &f)) *out = DP_VAR_BUSY;
+        else *out = f ? DP_VAR_FAILED : DP_VAR_READY;
+    }
     dp__spin_unlock(&v->lock);
     return DP_OK;
 }
@@ -5701,10 +6035,12 @@ static dp_result dp__check_not_in_op(dp_engine *eng, const char *what) {
      has run.
    Returns NULL (push a new wait) otherwise, also for a handle that is not
    var's (the push reports it). */
+DP__COLD static dp__waiter *dp__chain_adopt_wait(dp_engine *eng, dp__var *v, dp_var var, int zero_timeout, int *busy_now);
 DP__COLD static dp__waiter *dp__adopt_wait(dp_engine *eng, dp_var var, int zero_timeout, int *busy_now) {
     dp__var *v = (dp__var *)dp__table_lookup(&eng->vars, var.id);
     dp__waiter *taken = NULL;
     if (!v) return NULL;
+    if (eng->chain) return dp__chain_adopt_wait(eng, v, var, zero_timeout, busy_now);
     dp__spin_lock(&v->lock);
     if ((uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen((uint32_t)var.id)) {   /* not deleted since */
         if (zero_timeout) *busy_now = v->nreaders != 0 || dp__var_waiting(v);
@@ -5719,6 +6055,35 @@ DP__COLD static dp__waiter *dp__adopt_wait(dp_engine *eng, dp_var var, int zero_
         }
     }
     dp__spin_unlock(&v->lock);
+    return taken;
+}
+/* The same on a chain engine (>>chain), whose variables know only their
+   last element: v->waits lists the wait blocks pushed since the last op,
+   newest first, each held by a reference. A few of them are held once more
+   while v is unlocked, and each is taken over only if it has not looked
+   at its waiter yet: the wait block marks itself RUNNING under wait_mtx
+   when it looks (dp__run_wait), and the look here is under it too. */
+#define DP__ADOPT_MAX 8
+DP__COLD static dp__waiter *dp__chain_adopt_wait(dp_engine *eng, dp__var *v, dp_var var, int zero_timeout, int *busy_now) {
+    dp__block *held[DP__ADOPT_MAX], *x;
+    dp__waiter *taken = NULL;
+    int n = 0, i;
+    dp__spin_lock(&v->lock);
+    if ((uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen((uint32_t)var.id)) {   /* not deleted since */
+        dp__failure *f;
+        if (zero_timeout) *busy_now = dp__var_busy(eng, v, &f);
+        else for (x = v->waits; x && n < DP__ADOPT_MAX; x = x->prev_wait) { dp__fetch_add(&x->refs, 1, DP__RELAXED); held[n++] = x; }
+    }
+    dp__spin_unlock(&v->lock);
+    if (!n) return NULL;
+    dp__mutex_lock(&eng->wait_mtx);
+    for (i = 0; i < n && !taken; i++) {
+        int32_t one = 1;
+        if ((dp__load(&held[i]->state, DP__ACQUIRE) & 3u) != DP__ST_PENDING) continue;
+        if (dp__cas(&((dp__waiter *)held[i]->arg)->abandoned, &one, 0, DP__ACQ_REL)) taken = (dp__waiter *)held[i]->arg;
+    }
+    dp__mutex_unlock(&eng->wait_mtx);
+    for (i = 0; i < n; i++) dp__block_unref(eng, held[i], 1);
     return taken;
 }
 /* >>callers: the threads that run ops of the threaded engines' CPU pools
@@ -6157,10 +6522,12 @@ DP__COLD static void dp__engine_free(dp_engine *eng) {
     dp__group_destroy(eng, eng->task_group);
     dp__group_destroy(eng, (dp__group *)dp__load(&eng->io_group, DP__RELAXED));
     for (f = eng->unreported_head; f; f = next) { next = f->next_unreported; dp__failure_release(eng, f); }
-    /* failures still held by variables */
+    /* failures still held by variables (a chain engine's: by their last
+       elements, which go back to the pools) */
     for (k = 1; k < (size_t)dp__load(&eng->vars.next_index, DP__RELAXED); k++) {
         dp__var *v = (dp__var *)dp__table_slot(&eng->vars, (uint32_t)k);
         if (v && v->failure) dp__failure_release(eng, v->failure);
+        if (v && eng->chain && dp__load(&v->gen, DP__RELAXED)) dp__chain_drop_var(eng, v);
     }
     for (k = 1; k < (size_t)dp__load(&eng->ops.next_index, DP__RELAXED); k++) {
         dp__opobj *op = (dp__opobj *)dp__table_slot(&eng->ops, (uint32_t)k);
@@ -6254,9 +6621,83 @@ DP__COLD static void dp__report_running(dp_engine *eng, dp__report *rp) {
 }
 /* Busy variables, each under its lock: a queued op cannot complete while it
    waits there, so its name and number are stable. */
+/* On a chain engine (>>chain) no one knows a variable's queue: the ops on
+   a busy variable are found in the block pools, as dp__report_running
+   finds running ops (under each pool's lock, so none is reused while we
+   look), those of one-shot pushes only: a pre-created op's variable list
+   may go with the op as soon as its block completes. */
+typedef struct dp__var_op { uint64_t seq; int write, running; const char *name; } dp__var_op;
+DP__COLD static int dp__var_ops_cmp(const void *a, const void *b) {
+    uint64_t x = ((const dp__var_op *)a)->seq, y = ((const dp__var_op *)b)->seq;
+    return x < y ? -1 : x > y;
+}
+DP__COLD static int dp__chain_var_ops(dp_engine *eng, dp__var *v, dp__var_op *out, int cap, int *more) {
+    int s, c, n = 0;
+    for (s = 0; s < DP__POOL_STRIPES; s++) {
+        for (c = 0; c < DP__NUM_CLASSES; c++) {
+            dp__pool *p = &eng->pools[s][c];
+            char *chunk;
+            size_t k;
+            dp__spin_lock(&p->lock);
+            for (chunk = (char *)p->chunks; chunk; chunk = *(char **)(void *)chunk) {
+                for (k = 0; k < p->per_chunk; k++) {
+                    dp__block *b = (dp__block *)(void *)(chunk + 64 + k * p->obj_size);
+                    uint64_t st = (uint64_t)dp__load(&b->state, DP__ACQUIRE);
+                    uint32_t i;
+                    if ((st & 3u) == DP__ST_DONE || b->kind == DP__KIND_RUN || b->op) continue;
+                    for (i = 0; i < (uint32_t)b->nread + b->nwrite; i++) {
+                        if (dp__block_vars(b)[i] != v) continue;
+                        if (n == cap) { (*more)++; break; }
+                        out[n].seq = st >> 2; out[n].write = i >= b->nread;
+                        out[n].running = (st & 3u) == DP__ST_RUNNING || dp__load(&b->wait, DP__ACQUIRE) == 0;
+                        out[n].name = b->kind == DP__KIND_WAIT ? "dp_wait_var" : dp__name_or(b->name);
+                        n++;
+                        break;
+                    }
+                }
+            }
+            dp__spin_unlock(&p->lock);
+        }
+    }
+    qsort(out, (size_t)n, sizeof *out, dp__var_ops_cmp);
+    return n;
+}
+DP__COLD static void dp__chain_report_var(dp_engine *eng, dp__report *rp, dp__var *v) {
+    dp__var_op ops[64];
+    char text[400];
+    size_t len;
+    int n, i, more = 0, running_reads = 0, writing = 0, shown = 0, waiting = 0;
+    n = dp__chain_var_ops(eng, v, ops, 64, &more);
+    for (i = 0; i < n; i++) {
+        if (ops[i].running && ops[i].write) writing = 1;
+        else if (ops[i].running) running_reads++;
+        else waiting++;
+    }
+    if (writing) len = (size_t)snprintf(text, sizeof text, "variable 0x%08x: written by a running op", (unsigned)v->handle_id);
+    else len = (size_t)snprintf(text, sizeof text, "variable 0x%08x: %d running reads", (unsigned)v->handle_id, running_reads);
+    if (waiting && len < sizeof text)
+        len += (size_t)snprintf(text + len, sizeof text - len, "; %d%s waiting:", waiting, more ? " or more" : "");
+    for (i = 0; i < n && len < sizeof text; i++) {
+        if (ops[i].running) continue;
+        if (shown++ == 4) { snprintf(text + len, sizeof text - len, " ..."); break; }
+        len += (size_t)snprintf(text + len, sizeof text - len, " #%llu '%s' (%s)", (unsigned long long)ops[i].seq,
+                                ops[i].name, ops[i].write ? "write" : "read");
+    }
+    dp__report_line(eng, rp, "%s", text);
+}
 DP__COLD static void dp__report_vars(dp_engine *eng, dp__report *rp) {
     uint32_t k, n = (uint32_t)dp__load(&eng->vars.next_index, DP__ACQUIRE);
-    for (k = 1; k < n; k++) {
+    for (k = 1; k < n && eng->chain; k++) {
+        dp__var *v = (dp__var *)dp__table_slot(&eng->vars, k);
+        dp__failure *f;
+        int busy;
+        if (!v || !dp__load(&v->gen, DP__ACQUIRE)) continue;
+        dp__spin_lock(&v->lock);
+        busy = dp__var_busy(eng, v, &f);
+        dp__spin_unlock(&v->lock);
+        if (busy) dp__chain_report_var(eng, rp, v);
+    }
+    for (k = 1; k < n && !eng->chain; k++) {
         dp__var *v = (dp__var *)dp__table_slot(&eng->vars, k);
         char text[400];
         size_t len;
@@ -6326,6 +6767,7 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
     memset(eng, 0, sizeof *eng);
     eng->desc = resolved;
     eng->inline_ok = resolved.type == DP_ENGINE_NAIVE && !resolved.trace.func && !resolved.trace.record_graph;
+    eng->chain = resolved.type != DP_ENGINE_NAIVE && !resolved.trace.func;
     dp__table_init(&eng->vars, sizeof(dp__var), 0);
     dp__table_init(&eng->ops, sizeof(dp__opobj), DP__KIND_OP);
     eng->vars.salt = eng->ops.salt = dp__new_salt();
