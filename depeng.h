@@ -3580,7 +3580,9 @@ static void dp__grant_successor(dp_engine *eng, dp__block *x, uintptr_t s, dp__b
 static int dp__link_after_write(dp__var *v, uintptr_t s) {
     dp__elem *last = (dp__elem *)v->last;
     void *expect = NULL;
-    return !dp__cas(&last->word, &expect, (void *)s, DP__ACQ_REL);
+    if (dp__cas(&last->word, &expect, (void *)s, DP__ACQ_REL)) return 0;
+    (void)dp__load(&last->word, DP__ACQUIRE);   /* a failed swap orders nothing: see what the write left */
+    return 1;
 }
 /* Append write (v locked by the push). */
 static void dp__chain_append_write(dp_engine *eng, dp__var *v, dp__block *b, dp__elem *e, dp__block **ready) {
@@ -3617,6 +3619,7 @@ static void dp__chain_append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__
         head = dp__load(&r->next, DP__ACQUIRE);
         do {
             if ((uintptr_t)head == DP__GRANTED) {
+                (void)dp__load(&r->next, DP__ACQUIRE);   /* the failure it was granted with */
                 dp__store(&e->word, (void *)r, DP__RELAXED);
                 dp__chain_grant(eng, b, dp__left_failure(eng, r), ready);
                 return;
