@@ -2622,8 +2622,11 @@ typedef struct dp__worker {
     int look_turn;             /* which of the shared queue and the own deque's
                                   oldest op the next look tries first */
     uint64_t unflushed;        /* completions not yet added to eng->done */
-    struct dp__block *put_first, *put_last;  /* finished blocks on their way */
-    struct dp__pool *put_pool; int put_count; /* back to put_pool, in one CAS */
+    struct {                   /* finished blocks on their way back to their */
+        struct dp__block *first, *last;   /* pool, in one CAS per batch: two */
+        struct dp__pool *pool;            /* batches, since a chain engine's */
+        int count;                        /* read runs come from another pool */
+    } put[2];                             /* than the ops' blocks (>>chain) */
     struct dp__opobj *unref_op; int32_t unref_count;  /* runs of a pre-created op
                                   finished here, not yet released from its refs */
     dp__prof_buf prof;
@@ -2724,13 +2727,6 @@ typedef struct dp__opobj {
 /* OprBlock: one pushed operation. Followed in memory, for one-shot pushes,
    by its variable pointers (reads first). */
 typedef struct dp__block {
-    dp__a32 wait;              /* unmet dependencies, +1 while being pushed */
-    uint8_t kind, prop, cls, stripe;  /* stripe, cls: the pool it returns to */
-    uint16_t nread, nwrite;    /* a push has at most DP_PUSH_MAX_VARS of each */
-    int32_t priority;
-    dp__a32 refs;              /* chain engines: 1 until completed + 1 per variable
-                                  whose last element it is (>>chain) */
-    uint32_t result_epoch;     /* chain engines: the epoch of the failure it left */
     dp__a64 state;             /* (push seq << 2) | DP__ST_*: one word, so a stale
                                   completion token can never match a reused block */
     dp_ctx ctx;
@@ -2741,18 +2737,29 @@ typedef struct dp__block {
     const char *name;
     dp__aptr next;             /* the one list it is on at a time: a ready list,
                                   its FIFO queue, a pool's free list, the naive list */
-    dp__aptr failure;          /* dp__failure *: see dp__block_failure */
     dp__worker *worker;        /* the worker that runs it; NULL on a pushing thread */
     union {
         uint64_t t_start;      /* profiler: when it started; 0 when not profiling */
         struct dp__block *prev_wait;   /* a wait block on a chain engine: the wait
                                   block pushed on its variable before it (>>chain) */
     };
+    uint8_t kind, prop, cls, stripe;  /* stripe, cls: the pool it returns to */
+    uint16_t nread, nwrite;    /* a push has at most DP_PUSH_MAX_VARS of each */
+    int32_t priority;
+    uint32_t result_epoch;     /* chain engines: the epoch of the failure it left */
+    /* what a grant writes, last, next to the first element (below) */
+    dp__aptr failure;          /* dp__failure *: see dp__block_failure */
+    dp__a32 refs;              /* chain engines: 1 until completed + 1 per variable
+                                  whose last element it is (>>chain) */
+    dp__a32 wait;              /* unmet dependencies, +1 while being pushed */
 } dp__block;
-/* After the header: one slot per variable of the class (a pointer to the
-   variable, or the cleanup function), then one element per variable
-   (dp__elem, >>chain). The memory budget: an op with two variables takes
-   112 + 2 x 8 + 2 x 16 = 160 bytes, and nothing in the variables' queues. */
+/* After the header: one element per variable of the class (dp__elem,
+   >>chain), then one slot per variable (a pointer to the variable, or the
+   cleanup function). A grant from a variable's chain reads the element and
+   decrements wait: blocks are 32-byte aligned, so wait and the first
+   element share a cache line. The memory budget: an op with two variables
+   takes 112 + 2 x 16 + 2 x 8 = 160 bytes, and nothing in the variables'
+   queues. */
 typedef struct dp__elem {
     dp__aptr word;             /* a write: what follows it in the variable's chain
                                   (0 until a push links it) or DP__CLOSED.
@@ -3077,8 +3084,17 @@ DP__COLD static void dp__table_free_all(dp_engine *eng, dp__table *t) {
 
 /* >>pool --------------------------------------------------------------- */
 /* An op's variables, reads first: its pre-created op's, or its own. */
-static dp__var **dp__block_vars(dp__block *b) { return b->op ? b->op->vars : (dp__var **)(void *)(b + 1); }
+static uint32_t dp__class_cap(int cls);
+static dp__var **dp__block_vars(dp__block *b) {
+    return b->op ? b->op->vars : (dp__var **)(void *)((char *)(b + 1) + dp__class_cap(b->cls) * sizeof(dp__elem));
+}
 static uint32_t dp__class_cap(int cls) { return 1u << cls; }
+/* Block k of a pool chunk: after the chunk's link, 32-byte aligned. */
+#define DP__CHUNK_HEAD 96u
+static dp__block *dp__chunk_block(const dp__pool *p, char *chunk, size_t k) {
+    uintptr_t first = ((uintptr_t)chunk + 64u + 31u) & ~(uintptr_t)31u;
+    return (dp__block *)(void *)((char *)chunk + (first - (uintptr_t)chunk) + k * p->obj_size);
+}
 /* An op's cleanup function sits in the slot after its variables, so that
    only ops that have one pay for it. (A copy of the function pointer's
    bytes: C does not convert function pointers to object pointers.) */
@@ -3108,7 +3124,7 @@ static int dp__class_for(uint32_t n) { int c = 0; while (dp__class_cap(c) < n) c
 static void dp__pool_init(dp__pool *p, int cls) {
     memset(p, 0, sizeof *p);
     p->obj_size = sizeof(dp__block) + dp__class_cap(cls) * (sizeof(dp__var *) + sizeof(dp__elem));
-    p->obj_size = (p->obj_size + 7u) & ~(size_t)7u;   /* packed: the memory budget beats line alignment */
+    p->obj_size = (p->obj_size + 31u) & ~(size_t)31u;   /* see dp__block: 32-byte aligned, not 64 (the memory budget) */
     p->per_chunk = cls < 4 ? 256 : 16;     /* small blocks are the common case */
 }
 static unsigned dp__my_stripe(void) {
@@ -3124,14 +3140,14 @@ static dp__block *dp__pool_get(dp_engine *eng, int cls) {
     if (!p->free) p->free = (dp__block *)dp__exchange(&p->returned, NULL, DP__ACQUIRE);
     if (!p->free) {
         size_t count = p->per_chunk, i;
-        size_t bytes = 64 + count * p->obj_size;
+        size_t bytes = DP__CHUNK_HEAD + count * p->obj_size;
         char *chunk = (char *)dp__alloc(eng, bytes);
         if (!chunk) { dp__spin_unlock(&p->lock); return NULL; }
         *(void **)(void *)chunk = p->chunks;
         p->chunks = chunk;
         dp__fetch_add(&p->bytes, bytes, DP__RELAXED);
         for (i = 0; i < count; i++) {
-            dp__block *nb = (dp__block *)(void *)(chunk + 64 + i * p->obj_size);
+            dp__block *nb = dp__chunk_block(p, chunk, i);
             dp__store(&nb->state, (uint64_t)DP__ST_DONE, DP__RELAXED);   /* dp__report_running reads it */
             dp__set_next(nb, p->free);
             p->free = nb;
@@ -3159,7 +3175,7 @@ DP__COLD static void dp__pool_free_all(dp_engine *eng, dp__pool *p) {
     void *c = p->chunks;
     while (c) {
         void *next = *(void **)c;
-        dp__free(eng, c, 64 + p->per_chunk * p->obj_size);
+        dp__free(eng, c, DP__CHUNK_HEAD + p->per_chunk * p->obj_size);
         c = next;
     }
 }
@@ -3533,10 +3549,11 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
 #define DP__RUN_BIT ((uintptr_t)2)  /* in a word or v->last: the element is a run */
 #define DP__KIND_RUN 4
 static dp__elem *dp__block_elems(dp__block *b) {
-    return (dp__elem *)(void *)((void **)(void *)(b + 1) + dp__class_cap(b->cls));
+    return (dp__elem *)(void *)(b + 1);
 }
 static dp__block *dp__run_of(uintptr_t w) { return (dp__block *)(w & ~DP__RUN_BIT); }
 static void dp__block_unref(dp_engine *eng, dp__block *b, int32_t n);   /* >>completion */
+static void dp__block_return(dp_engine *eng, dp__block *b);              /* >>completion */
 /* What an element leaves to what follows it: a closed write's failure, or
    the failure a run was granted with (both held by that block). */
 static dp__failure *dp__left_failure(dp_engine *eng, dp__block *x) {
@@ -3551,7 +3568,8 @@ static void dp__chain_grant(dp_engine *eng, dp__block *b, dp__failure *f, dp__bl
    after it is granted (or the variable is gone). */
 static void dp__run_free(dp_engine *eng, dp__block *r) {
     dp__failure_release(eng, dp__block_failure(r));
-    dp__pool_put(eng, r);
+    dp__store(&r->failure, NULL, DP__RELAXED);
+    dp__block_return(eng, r);
 }
 /* Grants run r's waiting readers with failure f (the write before r has
    completed, or r starts with nothing before it). */
@@ -3575,8 +3593,9 @@ static void dp__grant_successor(dp_engine *eng, dp__block *x, uintptr_t s, dp__b
     else dp__chain_grant(eng, ((dp__elem *)s)->owner, dp__left_failure(eng, x), ready);
 }
 /* Links s after the write element v->last ends with. Returns 1 when that
-   write has completed already (the caller grants s itself). The old last
-   element loses its reference from v. */
+   write has completed already: the caller grants s itself, and drops v's
+   reference to the write's block. Else the completion will find s, grant
+   it and drop that reference: exactly one of the two does. */
 static int dp__link_after_write(dp__var *v, uintptr_t s) {
     dp__elem *last = (dp__elem *)v->last;
     void *expect = NULL;
@@ -3600,8 +3619,10 @@ static void dp__chain_append_write(dp_engine *eng, dp__var *v, dp__block *b, dp_
         }
     } else {
         dp__block *x = ((dp__elem *)last)->owner;
-        if (dp__link_after_write(v, (uintptr_t)e)) dp__chain_grant(eng, b, dp__left_failure(eng, x), ready);
-        dp__block_unref(eng, x, 1);                    /* no longer v's last */
+        if (dp__link_after_write(v, (uintptr_t)e)) {   /* x is done: v's reference to it is ours to drop */
+            dp__chain_grant(eng, b, dp__left_failure(eng, x), ready);
+            dp__block_unref(eng, x, 1);
+        }
     }
     v->last = (uintptr_t)e;
     v->run_readers = 0;
@@ -3640,9 +3661,10 @@ static void dp__chain_append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__
     if (!last) dp__grant_run(eng, r, NULL, 0, ready);
     else {
         dp__block *x = ((dp__elem *)last)->owner;
-        if (dp__link_after_write(v, (uintptr_t)r | DP__RUN_BIT))
+        if (dp__link_after_write(v, (uintptr_t)r | DP__RUN_BIT)) {
             dp__grant_run(eng, r, dp__left_failure(eng, x), x->result_epoch, ready);
-        dp__block_unref(eng, x, 1);
+            dp__block_unref(eng, x, 1);
+        }
     }
     v->last = (uintptr_t)r | DP__RUN_BIT;
 }
@@ -3656,10 +3678,14 @@ static void dp__chain_complete_read(dp_engine *eng, dp__elem *e, dp__block **rea
         dp__run_free(eng, r);
     }
 }
-/* Complete write: close the element; grant what was linked after it. */
-static void dp__chain_complete_write(dp_engine *eng, dp__block *b, dp__elem *e, dp__block **ready) {
+/* Complete write: close the element; grant what was linked after it.
+   Returns 1 when it found a successor: b is no longer the variable's last
+   element, and the caller drops that reference (dp__link_after_write). */
+static int dp__chain_complete_write(dp_engine *eng, dp__block *b, dp__elem *e, dp__block **ready) {
     uintptr_t s = (uintptr_t)dp__exchange(&e->word, (void *)DP__CLOSED, DP__ACQ_REL);
-    if (s) dp__grant_successor(eng, b, s, ready);
+    if (!s) return 0;
+    dp__grant_successor(eng, b, s, ready);
+    return 1;
 }
 /* Whether v is idle (nothing running or waiting), and the failure it
    carries then (v locked). */
@@ -4156,9 +4182,10 @@ static void dp__op_unref(dp_engine *eng, dp__opobj *op, int32_t n);
    on its variable: the op's failure, passed on, or none (a good write
    replaces whatever the variable held); a wait reported the failure, so it
    clears it, unless its waiter gave up (then it stays for a later wait). */
-static void dp__release_vars(dp_engine *eng, dp__block *b, dp__failure *failure, dp__block **ready) {
+static int32_t dp__release_vars(dp_engine *eng, dp__block *b, dp__failure *failure, dp__block **ready) {
     dp__var **vars = dp__block_vars(b);
     dp__failure *left = failure;
+    int32_t unlinked = 0;
     uint32_t i;
     if (b->kind == DP__KIND_WAIT && !dp__load(&((dp__waiter *)b->arg)->abandoned, DP__RELAXED)) left = NULL;
     if (eng->chain) {   /* see >>chain: b keeps what it leaves, for what follows it */
@@ -4166,11 +4193,12 @@ static void dp__release_vars(dp_engine *eng, dp__block *b, dp__failure *failure,
         if (failure && (!left || !b->nwrite)) { dp__failure_release(eng, failure); dp__store(&b->failure, NULL, DP__RELAXED); }
         b->result_epoch = left && b->nwrite ? (uint32_t)dp__load(&left->epoch, DP__RELAXED) : 0u;
         for (i = 0; i < b->nread; i++) dp__chain_complete_read(eng, &elems[i], ready);
-        for (; i < (uint32_t)b->nread + b->nwrite; i++) dp__chain_complete_write(eng, b, &elems[i], ready);
-        return;
+        for (; i < (uint32_t)b->nread + b->nwrite; i++) unlinked += dp__chain_complete_write(eng, b, &elems[i], ready);
+        return unlinked;
     }
     for (i = 0; i < b->nread; i++) dp__complete_read(eng, vars[i], ready);
     for (i = b->nread; i < b->nread + b->nwrite; i++) dp__complete_write(eng, vars[i], left, ready);
+    return 0;
 }
 /* A deletion (MXNet's DeleteVariable) is a write that retires its variable
    instead of completing: no op can wait behind it, since the handle died
@@ -4213,24 +4241,28 @@ static void dp__count_done(dp_engine *eng, uint64_t n) {
    workers then rarely write the same cache line. */
 static void dp__worker_put(dp_engine *eng, dp__worker *w, dp__block *b) {
     dp__pool *p = dp__pool_of(eng, b);
-    if (w->put_count && (w->put_pool != p || w->put_count >= 32)) {
-        dp__pool_put_chain(w->put_pool, w->put_first, w->put_last);
-        w->put_count = 0;
+    int k = b->kind == DP__KIND_RUN;
+    if (w->put[k].count && (w->put[k].pool != p || w->put[k].count >= 32)) {
+        dp__pool_put_chain(w->put[k].pool, w->put[k].first, w->put[k].last);
+        w->put[k].count = 0;
     }
-    dp__set_next(b, w->put_count ? w->put_first : NULL);
-    if (!w->put_count) w->put_last = b;
-    w->put_first = b;
-    w->put_pool = p;
-    w->put_count++;
+    dp__set_next(b, w->put[k].count ? w->put[k].first : NULL);
+    if (!w->put[k].count) w->put[k].last = b;
+    w->put[k].first = b;
+    w->put[k].pool = p;
+    w->put[k].count++;
 }
 /* A chain engine's block goes back when its last reference does: its
    completion's and one per variable whose last element it is (>>chain). */
-static void dp__block_unref(dp_engine *eng, dp__block *b, int32_t n) {
+static void dp__block_return(dp_engine *eng, dp__block *b) {
     dp__worker *w = dp__tls_worker;
+    if (w && w->eng == eng) dp__worker_put(eng, w, b); else dp__pool_put(eng, b);
+}
+static void dp__block_unref(dp_engine *eng, dp__block *b, int32_t n) {
     if (dp__fetch_add(&b->refs, -n, DP__ACQ_REL) != n) return;
     dp__failure_release(eng, dp__block_failure(b));
     dp__store(&b->failure, NULL, DP__RELAXED);
-    if (w && w->eng == eng) dp__worker_put(eng, w, b); else dp__pool_put(eng, b);
+    dp__block_return(eng, b);
 }
 /* A worker releases the runs of a pre-created op it finished in one
    decrement per batch (a run of the same op, at most DP__UNREF_BATCH, or
@@ -4248,7 +4280,9 @@ static void dp__worker_unref_op(dp_engine *eng, dp__worker *w, dp__opobj *op) {
     w->unref_count++;
 }
 static void dp__worker_flush(dp_engine *eng, dp__worker *w) {
-    if (w->put_count) { dp__pool_put_chain(w->put_pool, w->put_first, w->put_last); w->put_count = 0; }
+    int k;
+    for (k = 0; k < 2; k++)
+        if (w->put[k].count) { dp__pool_put_chain(w->put[k].pool, w->put[k].first, w->put[k].last); w->put[k].count = 0; }
     dp__worker_release_ops(eng, w);
     if (w->unflushed) { uint64_t n = w->unflushed; w->unflushed = 0; dp__count_done(eng, n); }
 }
@@ -4306,11 +4340,11 @@ static void dp__profile_end(dp_engine *eng, dp__block *b) {
    pre-created op it ran (if any) loses the run's reference; on a worker
    both in batches. Once back in its pool the block may be reused by
    another push at once. */
-static void dp__recycle_block(dp_engine *eng, dp__block *b, dp__worker *w) {
+static void dp__recycle_block(dp_engine *eng, dp__block *b, dp__worker *w, int32_t unlinked) {
     dp__opobj *op = b->op;
     if (w) dp__store(&w->completed, dp__load(&w->completed, DP__RELAXED) + 1, DP__RELAXED);
     else dp__fetch_add(&eng->completed_inline, 1, DP__RELAXED);
-    if (eng->chain) dp__block_unref(eng, b, 1);   /* it may stay some variable's last element */
+    if (eng->chain) dp__block_unref(eng, b, 1 + unlinked);   /* it may stay some variable's last element */
     else if (w) dp__worker_put(eng, w, b);
     else dp__pool_put(eng, b);
     if (op && w) dp__worker_unref_op(eng, w, op);
@@ -4326,15 +4360,16 @@ static void dp__recycle_block(dp_engine *eng, dp__block *b, dp__worker *w) {
 static dp__block *dp__finish(dp_engine *eng, dp__block *b, int status, const char *message, dp__worker *keep_for) {
     dp__worker *w = dp__finish_enter(eng);
     dp__block *ready = NULL, *kept;
+    int32_t unlinked = 0;
     dp__failure *failure = dp__settle_failure(eng, b, status, message);
     dp__profile_end(eng, b);
     dp__block_cleanup(b);
     if (dp__tracing(eng)) dp__trace_op(eng, DP_TRACE_COMPLETE, b, status);
     dp__block_set_state(b, DP__ST_DONE, DP__RELAXED);
     if (b->kind == DP__KIND_DELETE) dp__retire_var(eng, b);
-    else dp__release_vars(eng, b, failure, &ready);
+    else unlinked = dp__release_vars(eng, b, failure, &ready);
     if (!eng->chain) dp__drop_failure(eng, b, failure);   /* a chain engine's block keeps it (>>chain) */
-    dp__recycle_block(eng, b, w);
+    dp__recycle_block(eng, b, w, unlinked);
     kept = dp__dispatch_ready(eng, ready, keep_for);
     dp__finish_leave(eng, w);
     return kept;
@@ -6604,7 +6639,7 @@ DP__COLD static void dp__report_running(dp_engine *eng, dp__report *rp) {
             dp__spin_lock(&p->lock);          /* copy only: a logger must not run under it */
             for (chunk = (char *)p->chunks; chunk; chunk = *(char **)(void *)chunk) {
                 for (k = 0; k < p->per_chunk; k++) {
-                    dp__block *b = (dp__block *)(void *)(chunk + 64 + k * p->obj_size);
+                    dp__block *b = dp__chunk_block(p, chunk, k);
                     uint64_t st = (uint64_t)dp__load(&b->state, DP__ACQUIRE);
                     if ((st & 3u) != DP__ST_RUNNING || b->kind == DP__KIND_WAIT) continue;
                     if (n == DP__REPORT_LINES) { more++; continue; }
@@ -6644,7 +6679,7 @@ DP__COLD static int dp__chain_var_ops(dp_engine *eng, dp__var *v, dp__var_op *ou
             dp__spin_lock(&p->lock);
             for (chunk = (char *)p->chunks; chunk; chunk = *(char **)(void *)chunk) {
                 for (k = 0; k < p->per_chunk; k++) {
-                    dp__block *b = (dp__block *)(void *)(chunk + 64 + k * p->obj_size);
+                    dp__block *b = dp__chunk_block(p, chunk, k);
                     uint64_t st = (uint64_t)dp__load(&b->state, DP__ACQUIRE);
                     uint32_t i;
                     if ((st & 3u) == DP__ST_DONE || b->kind == DP__KIND_RUN || b->op) continue;
