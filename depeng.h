@@ -18,7 +18,7 @@
      8. API (declarations)
      9. Implementation, its sections in file order: >>mxnet names >>config
         >>platform >>atomics >>memory >>handles >>pool >>failures >>trace;
-        the engine's core: >>rule >>queues >>execute >>completion >>dispatch
+        the engine's core: >>rule >>chain >>queues >>execute >>completion >>dispatch
         >>workers >>ranges >>push >>naive fast path; after it: >>gpu >>statistics
         >>pacing >>fairness >>public >>waits >>callers >>engine >>profiler
         >>dot >>html >>extensions; then the NDARRAY half (left out by DEPENG_NO_NDARRAY;
@@ -662,7 +662,9 @@ typedef struct dp_engine_stats {
        pusher), never on the uncontended path. Divide by pushed for a
        figure per op. */
     uint64_t var_lock_contended;    /* a variable's lock was held by another
-                                       thread (push, completion, naive run)   */
+                                       thread (push, naive run; a completion
+                                       takes it only on the naive engine and
+                                       with a trace callback)                 */
     uint64_t queue_lock_contended;  /* a pool's ready queue lock was held: the
                                        FIFO's take lock, or a priority pool's
                                        heap mutex (push or take)              */
@@ -1990,6 +1992,14 @@ DP_API void dp_nd_set_tag(dp_ndarray *a, void *tag, int index);
    ThreadedVar::AppendWriteDependency      dp__append_write  (>>rule)
    ThreadedVar::CompleteReadDependency     dp__complete_read (>>rule)
    ThreadedVar::CompleteWriteDependency    dp__complete_write (>>rule)
+     the same four on the threaded         dp__chain_append_read, ..._write,
+     engines, without a shared lock        dp__chain_complete_read, ..._write
+                                           (>>chain): the list of pending ops
+                                           is linked through the op blocks
+                                           (dp__elem), as MXNet's
+                                           VersionedVarBlock list is, with
+                                           the reads between two writes
+                                           counted in a run
    ThreadedVar::to_delete_                 the handle's generation, bumped
                                            when the deletion is pushed
    ThreadedVar::var_exception,             dp__failure on the variable, the
@@ -2032,7 +2042,8 @@ DP_API void dp_nd_set_tag(dp_ndarray *a, void *tag, int index);
    RunContext                              dp_run_ctx
    MXNET_CPU_WORKER_NTHREADS and the like  DEPENG_CPU_WORKER_NTHREADS, ...
    Not in MXNet: per-worker deques and work stealing (>>queues), the
-   fairness rule (>>fairness), pacing of pushers (>>pacing). */
+   fairness rule (>>fairness), pacing of pushers (>>pacing), variables
+   whose completions take no lock (>>chain). */
 
 /* >>config ------------------------------------------------------------- */
 #include <stdlib.h>
@@ -2698,7 +2709,9 @@ enum { DP__ST_PENDING, DP__ST_RUNNING, DP__ST_DONE };
    (set under wait_mtx): the block leaves the variable's failure for a later
    wait and frees this, unless a later timed wait on the variable takes it
    over first (dp__adopt_wait: back to 0, under the variable's lock, while
-   the block still waits in the queue, so before the block looks). Once the
+   the block still waits in the queue, so before the block looks; on a
+   chain engine under wait_mtx, before the block looks: dp__chain_adopt_wait).
+   Once the
    block has looked under wait_mtx it no longer changes, so its completion
    reads it without the lock. Only a timed wait (a heap waiter) ever sets
    it. */
@@ -2783,7 +2796,9 @@ static void dp__block_set_state(dp__block *b, int st, int mo) {
     dp__store(&b->state, (dp__block_seq(b) << 2) | (uint64_t)st, mo);
 }
 
-/* A variable (ThreadedVar). Its queue is a ring: the entries from head to
+/* A variable (ThreadedVar). In the locked form of the rule (>>rule; the
+   chain form, >>chain, uses only lock, last, run_readers and waits) its
+   queue is a ring: the entries from head to
    tail (free-running counters, so tail - head is the length) in
    queue[i & mask]. A completion reads the entries it grants from one or two
    cache lines of the ring, where a linked list would take a cache miss on
@@ -3091,7 +3106,7 @@ static dp__var **dp__block_vars(dp__block *b) {
 static uint32_t dp__class_cap(int cls) { return 1u << cls; }
 /* Block k of a pool chunk: after the chunk's link, 32-byte aligned. */
 #define DP__CHUNK_HEAD 96u
-static dp__block *dp__chunk_block(const dp__pool *p, char *chunk, size_t k) {
+static dp__block *dp__pool_block(const dp__pool *p, char *chunk, size_t k) {
     uintptr_t first = ((uintptr_t)chunk + 64u + 31u) & ~(uintptr_t)31u;
     return (dp__block *)(void *)((char *)chunk + (first - (uintptr_t)chunk) + k * p->obj_size);
 }
@@ -3147,7 +3162,7 @@ static dp__block *dp__pool_get(dp_engine *eng, int cls) {
         p->chunks = chunk;
         dp__fetch_add(&p->bytes, bytes, DP__RELAXED);
         for (i = 0; i < count; i++) {
-            dp__block *nb = dp__chunk_block(p, chunk, i);
+            dp__block *nb = dp__pool_block(p, chunk, i);
             dp__store(&nb->state, (uint64_t)DP__ST_DONE, DP__RELAXED);   /* dp__report_running reads it */
             dp__set_next(nb, p->free);
             p->free = nb;
@@ -3383,7 +3398,11 @@ DP__COLD static void dp__trace_delete(dp_engine *eng, dp__block *b, dp__var *v) 
    needs to look at its variables. The appends run with the variable
    locked by the push (which locks all of an op's variables together, see
    >>push); a completion locks its variable itself. Everything else in the
-   engine is about getting ready ops to threads and back. */
+   engine is about getting ready ops to threads and back.
+   This form is the naive engine's, and any engine's with a trace callback
+   (the trace reports the queue and the readers as they change). The
+   threaded engines otherwise run the same rule in the form of >>chain,
+   which needs no lock shared by a push and a completion. */
 static void dp__grant(dp__block *b, dp__block **ready) {
     if (dp__fetch_add(&b->wait, -1, DP__ACQ_REL) == 1) { dp__set_next(b, *ready); *ready = b; }
 }
@@ -3542,8 +3561,27 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    Failures travel the same way: a write stores what it leaves (its block's
    failure and result_epoch) before it closes; whoever grants its successor
    passes that on; a run keeps the failure it was granted with, for readers
-   who join it later and for the write after it. A block stays alive while
-   it is some variable's last element (b->refs), so a pusher can read it. */
+   who join it later and for the write after it. The epoch test is made at
+   each grant, so dp_wait_all's clear reaches failures left in chains.
+
+   Lifetimes. A block stays alive while it is some variable's last element
+   (b->refs), so a pusher can link after it or read what it left, and
+   dp_var_state_get can look at it. That reference is dropped by whichever
+   of the two sides saw the other: the completion that found a successor,
+   or the pusher that found the block closed. A run is freed by whoever
+   brings its count to zero. A push takes the runs it may start from the
+   pools before it appends anything, so running out of memory fails the
+   push with nothing queued.
+
+   What only the locked form knew, and where it comes from here: whether a
+   variable is busy or failed (dp__chain_idle, from its last element, under
+   the pusher lock); the wait blocks a timed wait may take over (v->waits);
+   the ops queued on a busy variable, for the hang report (found in the
+   block pools). A deletion is a write; its completion drops the variable's
+   references (dp__chain_drop_var), as the engine's end does for the rest.
+
+   A read element is its owner's first elements (reads come first), so a
+   grant from a run touches the line of the reader's count: see dp__block. */
 #define DP__CLOSED ((uintptr_t)1)   /* a write element's word: it completed */
 #define DP__GRANTED ((uintptr_t)1)  /* a run's list: its grant was made */
 #define DP__RUN_BIT ((uintptr_t)2)  /* in a word or v->last: the element is a run */
@@ -3689,7 +3727,7 @@ static int dp__chain_complete_write(dp_engine *eng, dp__block *b, dp__elem *e, d
 }
 /* Whether v is idle (nothing running or waiting), and the failure it
    carries then (v locked). */
-static int dp__chain_idle(dp_engine *eng, dp__var *v, dp__failure **failure) {
+DP__COLD static int dp__chain_idle(dp_engine *eng, dp__var *v, dp__failure **failure) {
     uintptr_t last = v->last;
     dp__block *x;
     *failure = NULL;
@@ -3708,7 +3746,7 @@ static int dp__chain_idle(dp_engine *eng, dp__var *v, dp__failure **failure) {
 /* The wait blocks pushed on v since its last op (each holding a
    reference, for dp__adopt_wait): dropped when an op is pushed, pruned of
    those that have run when a wait is pushed. */
-static void dp__chain_drop_waits(dp_engine *eng, dp__var *v, int only_done) {
+DP__COLD static void dp__chain_drop_waits(dp_engine *eng, dp__var *v, int only_done) {
     dp__block **pp = &v->waits;
     while (*pp) {
         dp__block *x = *pp;
@@ -3768,7 +3806,7 @@ static void dp__chain_return_runs(dp_engine *eng, dp__block *spare) {
 /* The variable's references, when it goes (its deletion completed, or the
    engine is freed): its last element and its wait blocks. A run still
    counting down frees itself (its successor is NULL). */
-static void dp__chain_drop_var(dp_engine *eng, dp__var *v) {
+DP__COLD static void dp__chain_drop_var(dp_engine *eng, dp__var *v) {
     uintptr_t last = v->last;
     dp__chain_drop_waits(eng, v, 0);
     v->last = 0;
@@ -3783,7 +3821,7 @@ static void dp__chain_drop_var(dp_engine *eng, dp__var *v) {
 }
 /* Whether v has ops running or waiting for it, and if not, the failure it
    carries (v locked): both forms of the rule. */
-static int dp__var_busy(dp_engine *eng, dp__var *v, dp__failure **failure) {
+DP__COLD static int dp__var_busy(dp_engine *eng, dp__var *v, dp__failure **failure) {
     if (eng->chain) return !dp__chain_idle(eng, v, failure);
     *failure = NULL;
     if (v->nreaders != 0 || dp__var_waiting(v)) return 1;
@@ -6639,7 +6677,7 @@ DP__COLD static void dp__report_running(dp_engine *eng, dp__report *rp) {
             dp__spin_lock(&p->lock);          /* copy only: a logger must not run under it */
             for (chunk = (char *)p->chunks; chunk; chunk = *(char **)(void *)chunk) {
                 for (k = 0; k < p->per_chunk; k++) {
-                    dp__block *b = dp__chunk_block(p, chunk, k);
+                    dp__block *b = dp__pool_block(p, chunk, k);
                     uint64_t st = (uint64_t)dp__load(&b->state, DP__ACQUIRE);
                     if ((st & 3u) != DP__ST_RUNNING || b->kind == DP__KIND_WAIT) continue;
                     if (n == DP__REPORT_LINES) { more++; continue; }
@@ -6679,7 +6717,7 @@ DP__COLD static int dp__chain_var_ops(dp_engine *eng, dp__var *v, dp__var_op *ou
             dp__spin_lock(&p->lock);
             for (chunk = (char *)p->chunks; chunk; chunk = *(char **)(void *)chunk) {
                 for (k = 0; k < p->per_chunk; k++) {
-                    dp__block *b = dp__chunk_block(p, chunk, k);
+                    dp__block *b = dp__pool_block(p, chunk, k);
                     uint64_t st = (uint64_t)dp__load(&b->state, DP__ACQUIRE);
                     uint32_t i;
                     if ((st & 3u) == DP__ST_DONE || b->kind == DP__KIND_RUN || b->op) continue;

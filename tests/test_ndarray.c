@@ -1332,7 +1332,11 @@ static void test_release_under_oom(void) {
         g_last_item = 0;
         dp_nd_release(a);                         /* its delete must wait, and its queue cannot grow */
         __atomic_store_n(&g_fail_alloc, 0, __ATOMIC_RELEASE);
-        CHECK(g_last_item == DP_LOGITEM_OUT_OF_MEMORY);
+        /* the naive engine's variable queue needs room for the delete; the
+           threaded engines link it through the op blocks (depeng.h >>chain)
+           and need memory only when their block pool is empty: queued or
+           not, the memory stays until the op that writes it is done */
+        if (kinds[k] == DP_ENGINE_NAIVE) CHECK(g_last_item == DP_LOGITEM_OUT_OF_MEMORY);
         g_nd_target[1023] = 1.0f;                 /* the op writes its output: the memory is still there (ASan) */
         dp_complete(g_nd_held, 0, NULL);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
