@@ -2759,8 +2759,11 @@ typedef struct dp__block {
     uint8_t kind, prop, cls, stripe;  /* stripe, cls: the pool it returns to */
     uint16_t nread, nwrite;    /* a push has at most DP_PUSH_MAX_VARS of each */
     int32_t priority;
-    uint32_t result_epoch;     /* chain engines: the epoch of the failure it left */
-    /* what a grant writes, last, next to the first element (below) */
+    uint32_t result_epoch;     /* chain engines: the epoch of the failure it left
+                                  (read only when there is one) */
+    /* last, next to the first element (below): what a grant reads and
+       writes, what a pusher touches in a block it links after, and a read
+       run's state (>>chain) */
     dp__aptr failure;          /* dp__failure *: see dp__block_failure */
     dp__a32 refs;              /* chain engines: 1 until completed + 1 per variable
                                   whose last element it is (>>chain) */
@@ -2778,7 +2781,11 @@ typedef struct dp__elem {
                                   (0 until a push links it) or DP__CLOSED.
                                   A read: the next older reader on its run's list
                                   while it waits, its run once granted */
-    struct dp__block *owner;   /* the op */
+    union {
+        struct dp__block *owner;   /* the op */
+        struct dp__elem *run_succ; /* a read run's element: the write after the
+                                      run, or NULL (>>chain) */
+    };
 } dp__elem;
 
 /* b->prop holds the property, DP__CLEANUP_BIT when the op has a cleanup
@@ -3541,12 +3548,14 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
        last   the last element, or a run   owner  the op
        run_readers  readers given to it
                                          run (the reads between two writes; a
-                                         block from the pools, kind RUN)
+                                         block from the pools, kind RUN; all in
+                                         one cache line, see dp__run_list)
                                            list   readers waiting for its grant,
                                                   newest first, or GRANTED
                                            wait   completions count it down
                                                   from 0; the write after it
                                                   adds run_readers once
+                                           run_succ  that write
 
    MXNet's four functions become: append write = link the op after the last
    element (a compare-and-swap of that element's word from 0 to the new
@@ -3590,6 +3599,11 @@ static dp__elem *dp__block_elems(dp__block *b) {
     return (dp__elem *)(void *)(b + 1);
 }
 static dp__block *dp__run_of(uintptr_t w) { return (dp__block *)(w & ~DP__RUN_BIT); }
+/* A run is a block of the smallest class whose state sits in the cache
+   line of its count (wait): failure as an op's (and result_epoch, read only
+   with a failure), the list of waiting readers in its element's word, and
+   the write after it in its element's run_succ. */
+static dp__aptr *dp__run_list(dp__block *r) { return &dp__block_elems(r)[0].word; }
 static void dp__block_unref(dp_engine *eng, dp__block *b, int32_t n);   /* >>completion */
 static void dp__block_return(dp_engine *eng, dp__block *b);              /* >>completion */
 /* What an element leaves to what follows it: a closed write's failure, or
@@ -3616,7 +3630,7 @@ static void dp__grant_run(dp_engine *eng, dp__block *r, dp__failure *f, uint32_t
     if (f) dp__fetch_add(&f->refs, 1, DP__RELAXED);   /* the run's, for later readers and the write after it */
     dp__store(&r->failure, (void *)f, DP__RELAXED);
     r->result_epoch = epoch;
-    e = (dp__elem *)dp__exchange(&r->next, (void *)DP__GRANTED, DP__ACQ_REL);
+    e = (dp__elem *)dp__exchange(dp__run_list(r), (void *)DP__GRANTED, DP__ACQ_REL);
     f = dp__left_failure(eng, r);
     while (e) {
         dp__elem *older = (dp__elem *)dp__load(&e->word, DP__RELAXED);
@@ -3650,7 +3664,7 @@ static void dp__chain_append_write(dp_engine *eng, dp__var *v, dp__block *b, dp_
     else if (last & DP__RUN_BIT) {                     /* close the run */
         dp__block *r = dp__run_of(last);
         int32_t n = v->run_readers;
-        r->arg = e;
+        dp__block_elems(r)[0].run_succ = e;   /* the write after it */
         if (dp__fetch_add(&r->wait, n, DP__ACQ_REL) + n == 0) {   /* its readers are all done */
             dp__chain_grant(eng, b, dp__left_failure(eng, r), ready);
             dp__run_free(eng, r);
@@ -3675,16 +3689,16 @@ static void dp__chain_append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__
         void *head;
         r = dp__run_of(last);
         v->run_readers++;
-        head = dp__load(&r->next, DP__ACQUIRE);
+        head = dp__load(dp__run_list(r), DP__ACQUIRE);
         do {
             if ((uintptr_t)head == DP__GRANTED) {
-                (void)dp__load(&r->next, DP__ACQUIRE);   /* the failure it was granted with */
+                (void)dp__load(dp__run_list(r), DP__ACQUIRE);   /* the failure it was granted with */
                 dp__store(&e->word, (void *)r, DP__RELAXED);
                 dp__chain_grant(eng, b, dp__left_failure(eng, r), ready);
                 return;
             }
             dp__store(&e->word, head, DP__RELAXED);
-        } while (!dp__cas(&r->next, &head, (void *)e, DP__ACQ_REL));
+        } while (!dp__cas(dp__run_list(r), &head, (void *)e, DP__ACQ_REL));
         return;
     }
     r = *spare;                                        /* a new run after the last write */
@@ -3692,9 +3706,9 @@ static void dp__chain_append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__
     r->kind = DP__KIND_RUN;
     dp__store(&r->wait, 0, DP__RELAXED);
     dp__store(&r->failure, NULL, DP__RELAXED);
-    r->arg = NULL;
+    dp__block_elems(r)[0].run_succ = NULL;
     dp__store(&e->word, NULL, DP__RELAXED);
-    dp__store(&r->next, (void *)e, DP__RELAXED);      /* published by the swap below */
+    dp__store(dp__run_list(r), (void *)e, DP__RELAXED);   /* published by the swap below */
     v->run_readers = 1;
     if (!last) dp__grant_run(eng, r, NULL, 0, ready);
     else {
@@ -3711,7 +3725,7 @@ static void dp__chain_append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__
 static void dp__chain_complete_read(dp_engine *eng, dp__elem *e, dp__block **ready) {
     dp__block *r = (dp__block *)dp__load(&e->word, DP__RELAXED);
     if (dp__fetch_add(&r->wait, -1, DP__ACQ_REL) == 1) {
-        dp__elem *w = (dp__elem *)r->arg;
+        dp__elem *w = dp__block_elems(r)[0].run_succ;
         if (w) dp__chain_grant(eng, w->owner, dp__left_failure(eng, r), ready);   /* NULL: the variable is gone */
         dp__run_free(eng, r);
     }
@@ -3734,7 +3748,7 @@ DP__COLD static int dp__chain_idle(dp_engine *eng, dp__var *v, dp__failure **fai
     if (!last) return 1;
     if (last & DP__RUN_BIT) {
         x = dp__run_of(last);
-        if ((uintptr_t)dp__load(&x->next, DP__ACQUIRE) != DP__GRANTED
+        if ((uintptr_t)dp__load(dp__run_list(x), DP__ACQUIRE) != DP__GRANTED
             || dp__load(&x->wait, DP__ACQUIRE) + v->run_readers != 0) return 0;
     } else {
         x = ((dp__elem *)last)->owner;
@@ -3814,7 +3828,7 @@ DP__COLD static void dp__chain_drop_var(dp_engine *eng, dp__var *v) {
     if (last & DP__RUN_BIT) {
         dp__block *r = dp__run_of(last);
         int32_t n = v->run_readers;
-        r->arg = NULL;
+        dp__block_elems(r)[0].run_succ = NULL;
         if (dp__fetch_add(&r->wait, n, DP__ACQ_REL) + n == 0) dp__run_free(eng, r);
     } else dp__block_unref(eng, ((dp__elem *)last)->owner, 1);
     v->run_readers = 0;
