@@ -1461,6 +1461,60 @@ static int pending_log_has(const char *text) {
     return found;
 }
 static void *destroy_in_thread(void *a) { return (void *)(intptr_t)dp_engine_destroy((dp_engine *)a, NULL); }
+/* The report of a variable with running reads and ops queued behind them is
+   the same from both forms of the rule (depeng.h >>rule and >>chain): two
+   held readers of x run, a write of x and a read after it wait, in push
+   order. */
+static dp_completion g_held_reads[2];
+static int g_held_reads_n;
+static void hold_read(dp_run_ctx *rc, void *a, dp_completion done) {
+    (void)rc; (void)a;
+    g_held_reads[__atomic_fetch_add(&g_held_reads_n, 1, __ATOMIC_ACQ_REL)] = done;
+}
+static void test_report_running_reads(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine_desc desc;
+        dp_engine *e = NULL;
+        dp_var x;
+        dp_push_desc d;
+        char buf[4096], expect[160];
+        size_t n;
+        int ran = 0;
+        FILE *tmp = test_tmpfile();
+        memset(&desc, 0, sizeof desc);
+        desc.type = kinds[k]; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
+        CHECK(dp_engine_create(&desc, &e) == DP_OK);
+        x = dp_var_create(e);
+        g_held_reads_n = 0;
+        memset(&d, 0, sizeof d);
+        d.async_fn = hold_read; d.reads = &x; d.num_reads = 1; d.prop = DP_PROP_ASYNC; d.name = "held_read";
+        CHECK(dp_push(e, &d) == DP_OK && dp_push(e, &d) == DP_OK);
+        while (__atomic_load_n(&g_held_reads_n, __ATOMIC_ACQUIRE) < 2) sched_yield();
+        CHECK(dp_push_sync(e, mark_ran, &ran, NULL, 0, &x, 1) == DP_OK);   /* #3 waits */
+        CHECK(dp_push_sync(e, mark_ran, &ran, &x, 1, NULL, 0) == DP_OK);   /* #4 waits behind it */
+        CHECK(var_state(e, x) == DP_VAR_BUSY);
+        CHECK(tmp != NULL);
+        if (tmp) {
+            CHECK(dp_engine_dump_pending(e, tmp) == DP_OK);
+            rewind(tmp);
+            n = fread(buf, 1, sizeof buf - 1, tmp);
+            buf[n] = 0;
+            snprintf(expect, sizeof expect, "variable 0x%08x: 2 running reads; 2 waiting: #3 '(unnamed)' (write) #4 '(unnamed)' (read)",
+                     (unsigned)x.id);
+            CHECK(strstr(buf, expect) != NULL);
+            if (!strstr(buf, expect)) fprintf(stderr, "  report:\n%s", buf);
+            fclose(tmp);
+        }
+        CHECK(ran == 0);
+        dp_complete(g_held_reads[0], 0, NULL);
+        CHECK(var_state(e, x) == DP_VAR_BUSY);
+        dp_complete(g_held_reads[1], 0, NULL);
+        CHECK(dp_wait_var(e, x, NULL) == DP_OK);
+        CHECK(ran == 2 && var_state(e, x) == DP_VAR_READY);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
 static void test_destroy_reports_pending(void) {
     int k;
     for (k = 0; k < 3; k++) {
@@ -2290,7 +2344,7 @@ int main(void) {
         {"pacing_many_pushers", test_pacing_many_pushers},
         {"handle_kinds", test_handle_kinds}, {"failure_without_memory", test_failure_without_memory},
         {"cleanup_exactly_once", test_cleanup_exactly_once}, {"timed_waits", test_timed_waits},
-        {"destroy_reports_pending", test_destroy_reports_pending},
+        {"destroy_reports_pending", test_destroy_reports_pending}, {"report_running_reads", test_report_running_reads},
         {"two_failures_without_memory", test_two_failures_without_memory},
         {"failure_without_memory_stays_cleared", test_failure_without_memory_stays_cleared},
         {"many_abandoned_waits", test_many_abandoned_waits}, {"cleanup_pushes_at_destroy", test_cleanup_pushes_at_destroy},
