@@ -2804,7 +2804,7 @@ static void dp__block_set_state(dp__block *b, int st, int mo) {
 }
 
 /* A variable (ThreadedVar). In the locked form of the rule (>>rule; the
-   chain form, >>chain, uses only lock, last, run_readers and waits) its
+   chain form, >>chain, uses only lock, nreaders, last and waits) its
    queue is a ring: the entries from head to
    tail (free-running counters, so tail - head is the length) in
    queue[i & mask]. A completion reads the entries it grants from one or two
@@ -2814,17 +2814,22 @@ static void dp__block_set_state(dp__block *b, int st, int mo) {
 typedef struct dp__var {
     dp__a32 gen;               /* handle generation; 0 = retired slot */
     dp__spinlock lock;
-    int32_t nreaders;          /* granted reads running, or DP__WRITING */
+    int32_t nreaders;          /* granted reads running, or DP__WRITING; in the
+                                  chain form, the readers the pushes gave the
+                                  open run */
     uint32_t handle_id;        /* the handle's low 32 bits (no salt); its low bits are the slot */
-    dp__entry *queue;          /* ops waiting for this variable; NULL until needed */
+    union {                    /* an engine uses one form: each pair shares its bytes */
+        dp__entry *queue;      /* ops waiting for this variable; NULL until needed */
+        uintptr_t last;        /* chain form: the last element (DP__RUN_BIT: a run), 0: none yet */
+    };
+    union {
+        dp__failure *failure;  /* set by a failed writer; see dp__var_failure */
+        struct dp__block *waits;   /* chain form: the wait blocks pushed since the
+                                      last op, newest first */
+    };
     uint32_t head, tail;
     uint32_t mask;             /* ring capacity - 1 (0 without a ring) */
     uint32_t failure_epoch;    /* the epoch of failure, when it was attached */
-    dp__failure *failure;      /* set by a failed writer; see dp__var_failure */
-    /* a chain engine's variable (>>chain): the pusher's side only */
-    uintptr_t last;            /* the last element (DP__RUN_BIT: a run), 0: none yet */
-    int32_t run_readers;       /* readers the pushes gave the open run */
-    struct dp__block *waits;   /* the wait blocks pushed since the last op, newest first */
 } dp__var;
 
 static DP__THREAD_LOCAL dp_engine *dp__tls_running;   /* engine whose op runs here */
@@ -3546,7 +3551,7 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
      and cold readers, never by a          word   a write's successor (0 until
      completion)                                  a push links one) or CLOSED
        last   the last element, or a run   owner  the op
-       run_readers  readers given to it
+       nreaders  readers given to it
                                          run (the reads between two writes; a
                                          block from the pools, kind RUN; all in
                                          one cache line, see dp__run_list)
@@ -3554,7 +3559,7 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
                                                   newest first, or GRANTED
                                            wait   completions count it down
                                                   from 0; the write after it
-                                                  adds run_readers once
+                                                  adds nreaders once  
                                            run_succ  that write
 
    MXNet's four functions become: append write = link the op after the last
@@ -3663,7 +3668,7 @@ static void dp__chain_append_write(dp_engine *eng, dp__var *v, dp__block *b, dp_
     if (!last) dp__grant(b, ready);
     else if (last & DP__RUN_BIT) {                     /* close the run */
         dp__block *r = dp__run_of(last);
-        int32_t n = v->run_readers;
+        int32_t n = v->nreaders;
         dp__block_elems(r)[0].run_succ = e;   /* the write after it */
         if (dp__fetch_add(&r->wait, n, DP__ACQ_REL) + n == 0) {   /* its readers are all done */
             dp__chain_grant(eng, b, dp__left_failure(eng, r), ready);
@@ -3677,7 +3682,7 @@ static void dp__chain_append_write(dp_engine *eng, dp__var *v, dp__block *b, dp_
         }
     }
     v->last = (uintptr_t)e;
-    v->run_readers = 0;
+    v->nreaders = 0;
 }
 /* Append read (v locked by the push); *spare: runs reserved by the push. */
 static void dp__chain_append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__elem *e, dp__block **spare,
@@ -3688,7 +3693,7 @@ static void dp__chain_append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__
     if (last & DP__RUN_BIT) {                          /* join the open run */
         void *head;
         r = dp__run_of(last);
-        v->run_readers++;
+        v->nreaders++;
         head = dp__load(dp__run_list(r), DP__ACQUIRE);
         do {
             if ((uintptr_t)head == DP__GRANTED) {
@@ -3709,7 +3714,7 @@ static void dp__chain_append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__
     dp__block_elems(r)[0].run_succ = NULL;
     dp__store(&e->word, NULL, DP__RELAXED);
     dp__store(dp__run_list(r), (void *)e, DP__RELAXED);   /* published by the swap below */
-    v->run_readers = 1;
+    v->nreaders = 1;
     if (!last) dp__grant_run(eng, r, NULL, 0, ready);
     else {
         dp__block *x = ((dp__elem *)last)->owner;
@@ -3749,7 +3754,7 @@ DP__COLD static int dp__chain_idle(dp_engine *eng, dp__var *v, dp__failure **fai
     if (last & DP__RUN_BIT) {
         x = dp__run_of(last);
         if ((uintptr_t)dp__load(dp__run_list(x), DP__ACQUIRE) != DP__GRANTED
-            || dp__load(&x->wait, DP__ACQUIRE) + v->run_readers != 0) return 0;
+            || dp__load(&x->wait, DP__ACQUIRE) + v->nreaders != 0) return 0;
     } else {
         x = ((dp__elem *)last)->owner;
         if ((uintptr_t)dp__load(&((dp__elem *)last)->word, DP__ACQUIRE) != DP__CLOSED) return 0;
@@ -3827,11 +3832,11 @@ DP__COLD static void dp__chain_drop_var(dp_engine *eng, dp__var *v) {
     if (!last) return;
     if (last & DP__RUN_BIT) {
         dp__block *r = dp__run_of(last);
-        int32_t n = v->run_readers;
+        int32_t n = v->nreaders;
         dp__block_elems(r)[0].run_succ = NULL;
         if (dp__fetch_add(&r->wait, n, DP__ACQ_REL) + n == 0) dp__run_free(eng, r);
     } else dp__block_unref(eng, ((dp__elem *)last)->owner, 1);
-    v->run_readers = 0;
+    v->nreaders = 0;
 }
 /* Whether v has ops running or waiting for it, and if not, the failure it
    carries (v locked): both forms of the rule. */
@@ -4259,8 +4264,8 @@ static void dp__retire_var(dp_engine *eng, dp__block *b) {
     dp__var *v = dp__block_vars(b)[0];
     dp__failure *old;
     dp__spin_lock(&v->lock);          /* dp_var_state_get may be looking */
-    if (eng->chain) dp__chain_drop_var(eng, v);   /* b was its last element */
-    old = dp__var_swap_failure(eng, v, NULL);
+    if (eng->chain) { dp__chain_drop_var(eng, v); old = NULL; }   /* b was its last element */
+    else old = dp__var_swap_failure(eng, v, NULL);
     dp__spin_unlock(&v->lock);
     dp__failure_release(eng, old);
     if (dp__tracing(eng)) dp__trace_delete(eng, b, v);
@@ -5918,8 +5923,9 @@ DP_IMPL dp_var dp_var_create(dp_engine *eng) {
     if (!eng) { dp__null_arg(NULL, "dp_var_create", "engine"); return h; }
     v = (dp__var *)dp__table_alloc(eng, &eng->vars, &idx);
     if (!v) { DP__LOG(eng, DP_LOG_ERROR, HANDLES_EXHAUSTED, "variable table"); return h; }
-    v->nreaders = 0; v->head = v->tail = 0; v->failure = NULL;   /* a reused slot keeps its ring */
-    v->last = 0; v->run_readers = 0; v->waits = NULL;
+    v->nreaders = 0;
+    if (eng->chain) { v->last = 0; v->waits = NULL; }
+    else { v->head = v->tail = 0; v->failure = NULL; }   /* a reused slot keeps its ring */
     h.id = dp__table_id(&eng->vars, v, idx);
     v->handle_id = (uint32_t)h.id;
     return h;
@@ -6616,7 +6622,7 @@ DP__COLD static void dp__engine_free(dp_engine *eng) {
        elements, which go back to the pools) */
     for (k = 1; k < (size_t)dp__load(&eng->vars.next_index, DP__RELAXED); k++) {
         dp__var *v = (dp__var *)dp__table_slot(&eng->vars, (uint32_t)k);
-        if (v && v->failure) dp__failure_release(eng, v->failure);
+        if (v && !eng->chain && v->failure) dp__failure_release(eng, v->failure);
         if (v && eng->chain && dp__load(&v->gen, DP__RELAXED)) dp__chain_drop_var(eng, v);
     }
     for (k = 1; k < (size_t)dp__load(&eng->ops.next_index, DP__RELAXED); k++) {
@@ -6626,7 +6632,7 @@ DP__COLD static void dp__engine_free(dp_engine *eng) {
     }
     for (k = 1; k < (size_t)dp__load(&eng->vars.next_index, DP__RELAXED); k++) {   /* every slot's ring, live or not */
         dp__var *v = (dp__var *)dp__table_slot(&eng->vars, (uint32_t)k);
-        if (v && v->queue) dp__free(eng, v->queue, (v->mask + 1u) * sizeof *v->queue);
+        if (v && !eng->chain && v->queue) dp__free(eng, v->queue, (v->mask + 1u) * sizeof *v->queue);
     }
     for (k = 0; k < eng->ngraph; k++) dp__free(eng, eng->graph[k].ids, (eng->graph[k].nread + eng->graph[k].nwrite ? eng->graph[k].nread + eng->graph[k].nwrite : 1) * sizeof(uint32_t));
     dp__free(eng, eng->graph, eng->capgraph * sizeof *eng->graph);
