@@ -3559,7 +3559,7 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
                                                   newest first, or GRANTED
                                            wait   completions count it down
                                                   from 0; the write after it
-                                                  adds nreaders once  
+                                                  adds v's nreaders once
                                            run_succ  that write
 
    MXNet's four functions become: append write = link the op after the last
@@ -3594,8 +3594,8 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
    block pools). A deletion is a write; its completion drops the variable's
    references (dp__chain_drop_var), as the engine's end does for the rest.
 
-   A read element is its owner's first elements (reads come first), so a
-   grant from a run touches the line of the reader's count: see dp__block. */
+   An op's reads come first among its elements, so the element a run's
+   grant writes sits in the line of the reader's count: see dp__block. */
 #define DP__CLOSED ((uintptr_t)1)   /* a write element's word: it completed */
 #define DP__GRANTED ((uintptr_t)1)  /* a run's list: its grant was made */
 #define DP__RUN_BIT ((uintptr_t)2)  /* in a word or v->last: the element is a run */
