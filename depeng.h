@@ -4388,7 +4388,7 @@ static void dp__prof_add(dp__prof_buf *pb, const dp_engine *eng, const dp__block
     dp__mutex_unlock(&pb->m);
 }
 static void dp__profile_end(dp_engine *eng, dp__block *b) {
-    if (b->t_start && b->kind != DP__KIND_WAIT) {
+    if (b->kind != DP__KIND_WAIT && b->t_start) {   /* a wait block's word is prev_wait, which a pusher may be writing */
         dp__worker *bw = b->worker;
         dp__prof_add(bw ? &bw->prof : &eng->inline_prof, eng, b, bw ? bw->global_index : -1, dp__now_ns());
     }
@@ -5226,6 +5226,27 @@ static void dp__sort_vars(dp__var **vars, uint32_t *uses, size_t n) {
         }
     }
 }
+/* The runs a batch on chain engines may start (its variables locked and
+   sorted by address): a read starts one when its variable's last element,
+   as the batch leaves it so far, is not an open run; a write closes it.
+   open_run[i] says so for vars[i] (the caller's uses array, free in this
+   form). */
+static uint32_t dp__batch_runs_needed(dp__block **b, int count, dp__var **vars, uint32_t *open_run, size_t nvars) {
+    uint32_t need = 0, i;
+    size_t x;
+    int k;
+    for (x = 0; x < nvars; x++) open_run[x] = (vars[x]->last & DP__RUN_BIT) != 0;
+    for (k = 0; k < count; k++) {
+        dp__var **bv = dp__block_vars(b[k]);
+        for (i = 0; i < (uint32_t)b[k]->nread + b[k]->nwrite; i++) {
+            size_t lo = 0, hi = nvars;   /* binary search: vars is sorted */
+            while (lo < hi) { size_t mid = lo + (hi - lo) / 2; if ((uintptr_t)vars[mid] < (uintptr_t)bv[i]) lo = mid + 1; else hi = mid; }
+            if (i >= b[k]->nread) open_run[lo] = 0;
+            else if (!open_run[lo]) { open_run[lo] = 1; need++; }
+        }
+    }
+    return need;
+}
 static void dp__unlock_all(dp__var **vars, size_t n) { size_t i; for (i = 0; i < n; i++) dp__spin_unlock(&vars[i]->lock); }
 static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *const *ids, int count) {
     dp__var *stack_vars[64], **vars = stack_vars;
@@ -5277,7 +5298,7 @@ static dp_result dp__queue_batch(dp_engine *eng, dp__block **b, const uint32_t *
     }
     /* room for every access that may queue: each use of a variable, but the
        first when nothing holds or waits for it (that one is granted) */
-    for (k = 0; eng->chain && k < count; k++) nruns += b[k]->nread;   /* at most one run per read */
+    if (eng->chain) nruns = dp__batch_runs_needed(b, count, vars, uses, j);
     if (nruns && dp__chain_reserve_runs(eng, nruns, &spare) != 0) {
         dp__unlock_all(vars, j);
         DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "batch of %d ops: read runs", count);
@@ -6155,31 +6176,32 @@ DP__COLD static dp__waiter *dp__adopt_wait(dp_engine *eng, dp_var var, int zero_
 }
 /* The same on a chain engine (>>chain), whose variables know only their
    last element: v->waits lists the wait blocks pushed since the last op,
-   newest first, each held by a reference. A few of them are held once more
-   while v is unlocked, and each is taken over only if it has not looked
-   at its waiter yet: the wait block marks itself RUNNING under wait_mtx
-   when it looks (dp__run_wait), and the look here is under it too. */
-#define DP__ADOPT_MAX 8
+   newest first, each held by a reference (so each is alive while listed).
+   The whole list is looked at, under v's lock and wait_mtx: a block is
+   taken over only if it has not looked at its waiter yet, which it does
+   when it marks itself RUNNING under wait_mtx (dp__run_wait); after that
+   its waiter may be freed, so a block not PENDING is passed over without
+   reading it. Taking wait_mtx with a variable's lock held cannot
+   deadlock: no one takes a variable's lock with wait_mtx held (the waits
+   run ops with it released), and pushers of v only spin the while. */
 DP__COLD static dp__waiter *dp__chain_adopt_wait(dp_engine *eng, dp__var *v, dp_var var, int zero_timeout, int *busy_now) {
-    dp__block *held[DP__ADOPT_MAX], *x;
     dp__waiter *taken = NULL;
-    int n = 0, i;
     dp__spin_lock(&v->lock);
     if ((uint32_t)dp__load(&v->gen, DP__RELAXED) == dp__id_gen((uint32_t)var.id)) {   /* not deleted since */
         dp__failure *f;
         if (zero_timeout) *busy_now = dp__var_busy(eng, v, &f);
-        else for (x = v->waits; x && n < DP__ADOPT_MAX; x = x->prev_wait) { dp__fetch_add(&x->refs, 1, DP__RELAXED); held[n++] = x; }
+        else if (v->waits) {
+            dp__block *x;
+            dp__mutex_lock(&eng->wait_mtx);
+            for (x = v->waits; x && !taken; x = x->prev_wait) {
+                int32_t one = 1;
+                if ((dp__load(&x->state, DP__ACQUIRE) & 3u) != DP__ST_PENDING) continue;
+                if (dp__cas(&((dp__waiter *)x->arg)->abandoned, &one, 0, DP__ACQ_REL)) taken = (dp__waiter *)x->arg;
+            }
+            dp__mutex_unlock(&eng->wait_mtx);
+        }
     }
     dp__spin_unlock(&v->lock);
-    if (!n) return NULL;
-    dp__mutex_lock(&eng->wait_mtx);
-    for (i = 0; i < n && !taken; i++) {
-        int32_t one = 1;
-        if ((dp__load(&held[i]->state, DP__ACQUIRE) & 3u) != DP__ST_PENDING) continue;
-        if (dp__cas(&((dp__waiter *)held[i]->arg)->abandoned, &one, 0, DP__ACQ_REL)) taken = (dp__waiter *)held[i]->arg;
-    }
-    dp__mutex_unlock(&eng->wait_mtx);
-    for (i = 0; i < n; i++) dp__block_unref(eng, held[i], 1);
     return taken;
 }
 /* >>callers: the threads that run ops of the threaded engines' CPU pools
@@ -6719,9 +6741,11 @@ DP__COLD static void dp__report_running(dp_engine *eng, dp__report *rp) {
    waits there, so its name and number are stable. */
 /* On a chain engine (>>chain) no one knows a variable's queue: the ops on
    a busy variable are found in the block pools, as dp__report_running
-   finds running ops (under each pool's lock, so none is reused while we
-   look), those of one-shot pushes only: a pre-created op's variable list
-   may go with the op as soon as its block completes. */
+   finds running ops (under each pool's lock, so none finished is handed
+   out again while we look), those of one-shot pushes only: a pre-created
+   op's variable list may go with the op as soon as its block completes.
+   A block handed out but not pushed yet, or whose push was refused, has
+   push number 0 and is skipped: its counts may not be set. */
 typedef struct dp__var_op { uint64_t seq; int write, running; const char *name; } dp__var_op;
 DP__COLD static int dp__var_ops_cmp(const void *a, const void *b) {
     uint64_t x = ((const dp__var_op *)a)->seq, y = ((const dp__var_op *)b)->seq;
@@ -6739,12 +6763,15 @@ DP__COLD static int dp__chain_var_ops(dp_engine *eng, dp__var *v, dp__var_op *ou
                 for (k = 0; k < p->per_chunk; k++) {
                     dp__block *b = dp__pool_block(p, chunk, k);
                     uint64_t st = (uint64_t)dp__load(&b->state, DP__ACQUIRE);
-                    uint32_t i;
-                    if ((st & 3u) == DP__ST_DONE || b->kind == DP__KIND_RUN || b->op) continue;
-                    for (i = 0; i < (uint32_t)b->nread + b->nwrite; i++) {
-                        if (dp__block_vars(b)[i] != v) continue;
+                    uint32_t i, nread, nvars, room = dp__class_cap(c);
+                    dp__var **vars = (dp__var **)(void *)((char *)(b + 1) + room * sizeof(dp__elem));
+                    if ((st & 3u) == DP__ST_DONE || (st >> 2) == 0 || b->kind == DP__KIND_RUN || b->op) continue;
+                    nread = b->nread; nvars = nread + b->nwrite;
+                    if (nvars > room) continue;
+                    for (i = 0; i < nvars; i++) {
+                        if (vars[i] != v) continue;
                         if (n == cap) { (*more)++; break; }
-                        out[n].seq = st >> 2; out[n].write = i >= b->nread;
+                        out[n].seq = st >> 2; out[n].write = i >= nread;
                         out[n].running = (st & 3u) == DP__ST_RUNNING || dp__load(&b->wait, DP__ACQUIRE) == 0;
                         out[n].name = b->kind == DP__KIND_WAIT ? "dp_wait_var" : dp__name_or(b->name);
                         n++;

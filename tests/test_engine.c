@@ -1471,6 +1471,82 @@ static void hold_read(dp_run_ctx *rc, void *a, dp_completion done) {
     (void)rc; (void)a;
     g_held_reads[__atomic_fetch_add(&g_held_reads_n, 1, __ATOMIC_ACQ_REL)] = done;
 }
+/* A push refused after its block was filled in (a deleted variable among
+   live ones) leaves nothing in the report: its block goes back to the pool
+   never pushed, and the report's scan of the pools (the chain form) must
+   not list it as a waiting op #0. */
+static void test_report_skips_refused_push(void) {
+    int k;
+    for (k = 1; k < 3; k++) {
+        dp_engine_desc desc;
+        dp_engine *e = NULL;
+        dp_var a, dead, both[2];
+        dp_push_desc d;
+        char buf[4096], expect[128];
+        size_t n;
+        int ran = 0;
+        FILE *tmp = test_tmpfile();
+        memset(&desc, 0, sizeof desc);
+        desc.type = kinds[k]; desc.cpu_worker_nthreads = 1; desc.ignore_env = 1; desc.logger.func = quiet_logger;
+        CHECK(dp_engine_create(&desc, &e) == DP_OK);
+        a = dp_var_create(e); dead = dp_var_create(e);
+        CHECK(dp_var_delete(e, dead) == DP_OK && dp_wait_all(e, NULL) == DP_OK);   /* #1 */
+        both[0] = a; both[1] = dead;
+        memset(&d, 0, sizeof d);
+        d.fn = mark_ran; d.arg = &ran; d.reads = both; d.num_reads = 2; d.name = "refused";
+        CHECK(dp_push(e, &d) == DP_ERROR_INVALID_HANDLE);
+        memset(&d, 0, sizeof d);
+        d.async_fn = hold_op; d.writes = &a; d.num_writes = 1; d.prop = DP_PROP_ASYNC; d.name = "held";   /* #2 */
+        CHECK(dp_push(e, &d) == DP_OK);
+        CHECK(dp_push_sync(e, mark_ran, &ran, &a, 1, NULL, 0) == DP_OK);                              /* #3 */
+        CHECK(tmp != NULL);
+        if (tmp) {
+            CHECK(dp_engine_dump_pending(e, tmp) == DP_OK);
+            rewind(tmp);
+            n = fread(buf, 1, sizeof buf - 1, tmp);
+            buf[n] = 0;
+            snprintf(expect, sizeof expect, "variable 0x%08x: written by a running op; 1 waiting: #3 '(unnamed)' (read)", (unsigned)a.id);
+            CHECK(strstr(buf, expect) != NULL && strstr(buf, "'refused'") == NULL);
+            if (!strstr(buf, expect)) fprintf(stderr, "  report:\n%s", buf);
+            fclose(tmp);
+        }
+        dp_complete(g_held, 0, NULL);
+        CHECK(dp_wait_all(e, NULL) == DP_OK && ran == 1);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
+/* A batch takes from the pools only the read runs it may start: 20,000
+   runs of an op that reads two variables and writes a third start at most
+   two (each later read joins the run the first one opened), where counting
+   one per read took 40,000 (6 MB kept in the pools for good). */
+static void test_batch_reserves_runs_it_needs(void) {
+    int k;
+    for (k = 1; k < 3; k++) {
+        dp_engine_desc desc;
+        dp_engine *e = NULL;
+        dp_var in[2], out;
+        dp_push_desc d;
+        dp_opr op;
+        dp_engine_stats s1, s2;
+        int ran = 0;
+        dp_ctx cpu = {DP_DEV_CPU, 0};
+        memset(&desc, 0, sizeof desc);
+        desc.type = kinds[k]; desc.cpu_worker_nthreads = 1; desc.ignore_env = 1;
+        CHECK(dp_engine_create(&desc, &e) == DP_OK);
+        in[0] = dp_var_create(e); in[1] = dp_var_create(e); out = dp_var_create(e);
+        memset(&d, 0, sizeof d);
+        d.fn = count_ran; d.arg = &ran; d.reads = in; d.num_reads = 2; d.writes = &out; d.num_writes = 1;
+        op = dp_opr_create(e, &d);
+        dp_engine_stats_get(e, &s1);
+        CHECK(dp_opr_push_n(e, op, cpu, 0, 20000) == DP_OK);
+        dp_engine_stats_get(e, &s2);
+        CHECK(dp_wait_all(e, NULL) == DP_OK && ran == 20000);
+        /* the blocks themselves: at most 20,000 of 224 bytes and the chunks' heads */
+        CHECK(s2.pool_bytes - s1.pool_bytes < 20000u * 240u);
+        CHECK(dp_opr_destroy(e, op) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+    }
+}
 static void test_report_running_reads(void) {
     int k;
     for (k = 0; k < 3; k++) {
@@ -2265,29 +2341,29 @@ static void *poll_busy(void *p) {
     for (i = 0; i < 1000; i++) a->timeouts += dp_wait_var_for(a->e, a->x, 1, NULL) == DP_ERROR_TIMEOUT;
     return NULL;
 }
-static void test_two_pollers_keep_no_memory(void) {
+static void pollers_keep_no_memory(int npollers) {
     int k, t;
     for (k = 0; k < 3; k++) {
         dp_engine *e = make_engine_alloc(kinds[k], failing_alloc, failing_free);
         dp_var x = dp_var_create(e);
         dp_push_desc d;
         dp_engine_stats st;
-        pthread_t th[2];
-        poller_arg pa[2];
+        pthread_t th[16];
+        poller_arg pa[16];
         long before;
         memset(&d, 0, sizeof d);
         d.async_fn = hold_op; d.writes = &x; d.num_writes = 1; d.prop = DP_PROP_ASYNC;
         CHECK(dp_push(e, &d) == DP_OK);
-        pthread_barrier_init(&g_poll_barrier, NULL, 3);
-        for (t = 0; t < 2; t++) { pa[t].e = e; pa[t].x = x; pa[t].timeouts = 0; pthread_create(&th[t], NULL, poll_busy, &pa[t]); }
+        pthread_barrier_init(&g_poll_barrier, NULL, (unsigned)npollers + 1);
+        for (t = 0; t < npollers; t++) { pa[t].e = e; pa[t].x = x; pa[t].timeouts = 0; pthread_create(&th[t], NULL, poll_busy, &pa[t]); }
         pthread_barrier_wait(&g_poll_barrier);
         before = __atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE);
         pthread_barrier_wait(&g_poll_barrier);
-        for (t = 0; t < 2; t++) pthread_join(th[t], NULL);
+        for (t = 0; t < npollers; t++) pthread_join(th[t], NULL);
         pthread_barrier_destroy(&g_poll_barrier);
-        CHECK(pa[0].timeouts == 1100 && pa[1].timeouts == 1100);
+        for (t = 0; t < npollers; t++) CHECK(pa[t].timeouts == 1100);
         dp_engine_stats_get(e, &st);
-        CHECK(st.pending_ops <= 3);                                  /* the held op and a wait per poller */
+        CHECK(st.pending_ops <= 1 + (uint64_t)npollers);            /* the held op and a wait per poller */
         CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) - before < 1024);
         dp_complete(g_held, 0, NULL);
         CHECK(dp_wait_all(e, NULL) == DP_OK);
@@ -2295,6 +2371,11 @@ static void test_two_pollers_keep_no_memory(void) {
         CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
     }
 }
+static void test_two_pollers_keep_no_memory(void) { pollers_keep_no_memory(2); }
+/* More pollers than a chain engine's take-over once looked at (the 8
+   newest wait blocks): every waiting thread's block is looked at, so the
+   bound is still one per poller. */
+static void test_many_pollers_keep_no_memory(void) { pollers_keep_no_memory(12); }
 /* A cleanup run while a naive engine drains its ready list (tracing makes
    every op go through that list) waits on another engine's variable: the
    wait block that engine grants at once runs at once. It was queued behind
@@ -2345,6 +2426,8 @@ int main(void) {
         {"handle_kinds", test_handle_kinds}, {"failure_without_memory", test_failure_without_memory},
         {"cleanup_exactly_once", test_cleanup_exactly_once}, {"timed_waits", test_timed_waits},
         {"destroy_reports_pending", test_destroy_reports_pending}, {"report_running_reads", test_report_running_reads},
+        {"report_skips_refused_push", test_report_skips_refused_push},
+        {"batch_reserves_runs_it_needs", test_batch_reserves_runs_it_needs},
         {"two_failures_without_memory", test_two_failures_without_memory},
         {"failure_without_memory_stays_cleared", test_failure_without_memory_stays_cleared},
         {"many_abandoned_waits", test_many_abandoned_waits}, {"cleanup_pushes_at_destroy", test_cleanup_pushes_at_destroy},
@@ -2356,7 +2439,7 @@ int main(void) {
         {"polls_keep_no_memory", test_polls_keep_no_memory}, {"adopted_wait_reports_failure", test_adopted_wait_reports_failure},
         {"destroy_from_two_threads", test_destroy_from_two_threads}, {"null_misuse_logged", test_null_misuse_logged},
         {"push_limit_and_naive_desc", test_push_limit_and_naive_desc},
-        {"two_pollers_keep_no_memory", test_two_pollers_keep_no_memory},
+        {"two_pollers_keep_no_memory", test_two_pollers_keep_no_memory}, {"many_pollers_keep_no_memory", test_many_pollers_keep_no_memory},
         {"cleanup_waits_on_other_engine", test_cleanup_waits_on_other_engine},
     };
     return run_tests("engine", tests, (int)(sizeof tests / sizeof tests[0]));
