@@ -1716,10 +1716,15 @@ typedef struct dp_storage_stats { uint64_t bytes_in_use, bytes_pooled, allocatio
    Any thread. */
 DP_API dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_stats *out);
 /* Gives the memory kept for reuse back to the allocator: ctx's pooled
-   array blocks (bytes_pooled) and, for the CPU (DP_DEV_CPU), the GEMM's
-   idle workspaces (see dp_gemm_on; those held by a product running now are
-   kept). The next products make theirs anew, so the first training step
-   after it allocates again. Any thread. */
+   array blocks (bytes_pooled); for the CPU (DP_DEV_CPU), the GEMM's idle
+   workspaces (see dp_gemm_on; those held by a product running now are
+   kept); and ctx's temporary workspace (dp_temp_space), freed by an
+   operation pushed as a write of dp_temp_space_var, so once the operations
+   pushed before it that use it are done (dp_wait_var on that variable, or
+   dp_wait_all, waits for it). The next products and workspaces are made
+   anew, so the first training step after it allocates again. Errors:
+   dp_storage_stats_get's, and DP_ERROR_OUT_OF_MEMORY when that operation
+   could not be pushed (the rest is released). Any thread. */
 DP_API dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx);
 
 /* The array layer's log items (extension items, registered on the layer's
@@ -10484,6 +10489,7 @@ DP_IMPL dp_result dp_storage_stats_get(dp_engine *eng, dp_ctx ctx, dp_storage_st
     dp__mutex_unlock(&st->m);
     return DP_OK;
 }
+static dp_result dp__temp_space_release(dp_engine *eng, dp_ctx ctx);   /* >>resources */
 DP_IMPL dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx) {
     dp__storage *st;
     dp_result r;
@@ -10491,7 +10497,7 @@ DP_IMPL dp_result dp_storage_release_pool(dp_engine *eng, dp_ctx ctx) {
     if ((st = dp__storage_of(eng, ctx)) == NULL) { DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_storage_release_pool"); return DP_ERROR_OUT_OF_MEMORY; }
     dp__storage_drain(eng, st);
     if (ctx.dev_type == DP_DEV_CPU) dp__gemm_ws_free_idle(eng, dp__nd_state_of(eng));   /* made with the storage */
-    return DP_OK;
+    return dp__temp_space_release(eng, ctx);
 }
 
 /* >>arrays -----------------------------------------------------------------
@@ -11043,6 +11049,32 @@ DP_IMPL void *dp_temp_space(dp_engine *eng, dp_ctx ctx, size_t bytes) {
         r->temp = p; r->temp_size = size;
     }
     return r->temp;
+}
+/* dp_storage_release_pool's part: the workspace is the ops' that write
+   temp_var, so it is freed by one more of them, pushed, after those before
+   it are done. Nothing to do for a device whose resources were never made
+   (they are not made here). */
+static int dp__temp_release_op(dp_run_ctx *rc, void *arg) {
+    dp__resources *r = (dp__resources *)arg;
+    if (r->temp) dp__device_free(rc->engine, r->memory, r->ctx, r->temp, r->temp_size);
+    r->temp = NULL; r->temp_size = 0;
+    return 0;
+}
+static dp_result dp__temp_space_release(dp_engine *eng, dp_ctx ctx) {
+    dp__nd_state *s = dp__nd_state_of(eng);
+    dp__resources *r;
+    dp_push_desc d;
+    dp_result res;
+    if (!s || ctx.dev_type == DP_DEV_CPU_PINNED) return DP_OK;   /* pinned memory has no workspace of its own */
+    dp__mutex_lock(&s->m);
+    r = s->resources[ctx.dev_type == DP_DEV_GPU][ctx.dev_id];
+    dp__mutex_unlock(&s->m);
+    if (!r) return DP_OK;
+    memset(&d, 0, sizeof d);
+    d.fn = dp__temp_release_op; d.arg = r; d.writes = &r->temp_var; d.num_writes = 1; d.prop = DP_PROP_NO_SKIP;
+    d.name = "release_temp_space";
+    if ((res = dp_push(eng, &d)) != DP_OK) DP__LOG(eng, DP_LOG_ERROR, OUT_OF_MEMORY, "dp_storage_release_pool: the temporary workspace's release");
+    return res;
 }
 typedef struct dp__seed_arg { dp__resources *r; uint64_t seed; } dp__seed_arg;
 static int dp__seed_op(dp_run_ctx *rc, void *arg) {

@@ -231,6 +231,68 @@ static int slow_reader(dp_run_ctx *rc, void *arg) {
     *(int *)arg = 1;
     return 0;
 }
+/* ---- dp_storage_release_pool frees the temporary workspace ---------------
+   A workspace grown to 1 MiB is given back by dp_storage_release_pool once
+   the ops before it that use it are done (one holding it while the call is
+   made keeps it until it finishes), and the next op that asks for one gets
+   a new one. Before, the workspace stayed until dp_engine_destroy. */
+#define TEMP_BYTES ((size_t)1 << 20)
+typedef struct { dp_engine *e; int hold, has, ok; } temp_user;
+static int temp_user_op(dp_run_ctx *rc, void *arg) {
+    temp_user *t = (temp_user *)arg;
+    unsigned char *p = (unsigned char *)dp_temp_space(rc->engine, CPU0, TEMP_BYTES);
+    struct timespec ts = {0, 1000000};
+    if (!p) return 0;
+    memset(p, 0x5a, TEMP_BYTES);
+    __atomic_store_n(&t->has, 1, __ATOMIC_RELEASE);
+    while (t->hold && !__atomic_load_n(&g_gate_open, __ATOMIC_ACQUIRE)) nanosleep(&ts, NULL);
+    t->ok = p[0] == 0x5a && p[TEMP_BYTES - 1] == 0x5a;   /* still ours: not freed under us */
+    return 0;
+}
+static void test_release_pool_frees_temp_space(void) {
+    int k;
+    for (k = 0; k < 3; k++) {
+        dp_engine_desc d;
+        dp_engine *e = NULL;
+        dp_push_desc p;
+        dp_var tv;
+        temp_user t;
+        long with_temp, without_temp;
+        memset(&d, 0, sizeof d);
+        d.type = kinds[k]; d.cpu_worker_nthreads = 2; d.ignore_env = 1; d.logger.func = quiet_logger;
+        d.allocator.alloc = failing_alloc; d.allocator.free = failing_free;
+        CHECK(dp_engine_create(&d, &e) == DP_OK);
+        if (!e) continue;
+        tv = dp_temp_space_var(e, CPU0);
+        memset(&t, 0, sizeof t); t.e = e;
+        memset(&p, 0, sizeof p);
+        p.fn = temp_user_op; p.arg = &t; p.writes = &tv; p.num_writes = 1;
+        CHECK(dp_push(e, &p) == DP_OK && dp_wait_all(e, NULL) == DP_OK && t.ok);
+        CHECK(dp_storage_release_pool(e, CPU0) == DP_OK);             /* warm: the release op's block */
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        t.ok = 0;
+        CHECK(dp_push(e, &p) == DP_OK && dp_wait_all(e, NULL) == DP_OK && t.ok);   /* made anew */
+        with_temp = __atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE);
+        CHECK(dp_storage_release_pool(e, CPU0) == DP_OK);
+        CHECK(dp_wait_var(e, tv, NULL) == DP_OK);
+        without_temp = __atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE);
+        CHECK(with_temp - without_temp >= (long)TEMP_BYTES);
+        if (kinds[k] != DP_ENGINE_NAIVE) {   /* a holder keeps it until it finishes */
+            g_gate_open = 0;
+            t.ok = 0; t.hold = 1; t.has = 0;
+            CHECK(dp_push(e, &p) == DP_OK);
+            while (!__atomic_load_n(&t.has, __ATOMIC_ACQUIRE)) sched_yield();   /* it holds the workspace */
+            CHECK(dp_storage_release_pool(e, CPU0) == DP_OK);
+            CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) - without_temp >= (long)TEMP_BYTES);
+            __atomic_store_n(&g_gate_open, 1, __ATOMIC_RELEASE);
+            CHECK(dp_wait_var(e, tv, NULL) == DP_OK && t.ok);
+            CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) - without_temp < (long)TEMP_BYTES);
+        }
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        CHECK(__atomic_load_n(&g_live_alloc_bytes, __ATOMIC_ACQUIRE) == 0);
+    }
+}
+
 static void test_storage(void) {
     int k;
     for (k = 0; k < 3; k++) {
@@ -1686,7 +1748,7 @@ static void test_kept_borrower_at_destroy(void) {
 int main(void) {
     static const test_case tests[] = {
         {"dtypes_shapes", test_dtypes_shapes}, {"create", test_create}, {"host_io_and_ops", test_host_io_and_ops},
-        {"views", test_views}, {"storage", test_storage}, {"copies", test_copies}, {"failures", test_failures},
+        {"views", test_views}, {"storage", test_storage}, {"release_pool_frees_temp_space", test_release_pool_frees_temp_space}, {"copies", test_copies}, {"failures", test_failures},
         {"bad_input", test_bad_input}, {"resources", test_resources}, {"resources_out_of_memory", test_resources_out_of_memory}, {"kept_borrower_at_destroy", test_kept_borrower_at_destroy}, {"files", test_files},
         {"load_unreadable_paths", test_load_unreadable_paths}, {"npz_large_cap", test_npz_large_cap}, {"operators", test_operators},
         {"reductions", test_reductions}, {"nn_ops", test_nn_ops}, {"linear", test_linear}, {"same_results_all_engines", test_same_results_all_engines},
