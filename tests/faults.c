@@ -24,9 +24,11 @@
    leak. A workload step whose call returns an error stops that step: the
    caller was told, so what depends on it is not checked.
 
-   Usage: faults [naive|pooled|perdevice|all] [max_k]; prints one line per
-   engine and mode, then "faults: N passed, M failed". faults KIND K only|from
-   runs the one k in this process, for a debugger. */
+   Usage: faults [naive|pooled|perdevice|all][/only|/from] [max_k]; prints
+   one line per engine and mode, then "faults: N passed, M failed" (a /mode
+   suffix sweeps that mode only: make faults runs the six sweeps side by
+   side). faults KIND K only|from runs the one k in this process, for a
+   debugger. */
 #if !defined(_POSIX_C_SOURCE)
 #define _POSIX_C_SOURCE 200809L
 #endif
@@ -581,9 +583,21 @@ static int run_one(dp_engine_type type, int mode, long k, tally *t) {
 
 int main(int argc, char **argv) {
     static const dp_engine_type all[3] = {DP_ENGINE_NAIVE, DP_ENGINE_POOLED, DP_ENGINE_PERDEVICE};
-    const char *which = argc > 1 ? argv[1] : "all";
+    char which[32];
     long max_k = argc > 2 ? atol(argv[2]) : 100000;
-    int passed = 0, failed = 0, i, mode;
+    int passed = 0, failed = 0, i, mode, first_mode = MODE_ONLY_K, last_mode = MODE_FROM_K;
+    char *slash;
+    snprintf(which, sizeof which, "%s", argc > 1 ? argv[1] : "all");
+    if ((slash = strchr(which, '/')) != NULL) {   /* KIND/only or KIND/from: that mode's sweep */
+        if (strcmp(slash + 1, "only") == 0) last_mode = MODE_ONLY_K;
+        else if (strcmp(slash + 1, "from") == 0) first_mode = MODE_FROM_K;
+        else { fprintf(stderr, "faults: unknown mode '%s' (only or from)\n", slash + 1); return 1; }
+        *slash = 0;
+    }
+    if (strcmp(which, "all") != 0 && strcmp(which, "naive") != 0 && strcmp(which, "pooled") != 0 && strcmp(which, "perdevice") != 0) {
+        fprintf(stderr, "faults: unknown engine kind '%s'\n", which);
+        return 1;
+    }
     fake_gpu_setup();
     snprintf(g_dir, sizeof g_dir, "/tmp/depeng_faults_%ld", (long)getpid());
     if (mkdir(g_dir, 0700) != 0) { perror(g_dir); return 1; }
@@ -612,7 +626,7 @@ int main(int argc, char **argv) {
             failed++;
             continue;
         }
-        for (mode = MODE_ONLY_K; mode <= MODE_FROM_K; mode++) {
+        for (mode = first_mode; mode <= last_mode; mode++) {
             tally t;
             long k;
             int ok;
