@@ -7,11 +7,10 @@
 # is kept apart and reported in the order given, as soon as it and those
 # before it have finished, so the report reads the same as with -j 1 and
 # the summary stays the last line. Before it, a line "slowest: ..." names the
-# five programs that took longest (whole seconds). RUN_FIRST (blank-separated
-# commands among the arguments, those without arguments of their own) are
-# started before the others, so that the
-# longest ones do not start last and leave a CPU idle at the end; the report
-# keeps the order given.
+# five programs that took longest (whole seconds). The commands named in
+# RUN_FIRST (blank-separated; commands without arguments of their own) start
+# before the others, so that the longest ones do not start last and leave a
+# CPU idle at the end; the report keeps the order given.
 set -u
 jobs=1
 if [ "${1:-}" = "-j" ]; then jobs=$2; shift 2; fi
