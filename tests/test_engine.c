@@ -1471,6 +1471,20 @@ static void hold_read(dp_run_ctx *rc, void *a, dp_completion done) {
     (void)rc; (void)a;
     g_held_reads[__atomic_fetch_add(&g_held_reads_n, 1, __ATOMIC_ACQ_REL)] = done;
 }
+/* dp_engine_dump_pending's report into buf (through a temporary file);
+   0 when it could not be made. */
+static int pending_report(dp_engine *e, char *buf, size_t size) {
+    FILE *tmp = test_tmpfile();
+    size_t n;
+    CHECK(tmp != NULL);
+    if (!tmp) return 0;
+    CHECK(dp_engine_dump_pending(e, tmp) == DP_OK);
+    rewind(tmp);
+    n = fread(buf, 1, size - 1, tmp);
+    buf[n] = 0;
+    fclose(tmp);
+    return 1;
+}
 /* A push refused after its block was filled in (a deleted variable among
    live ones) leaves nothing in the report: its block goes back to the pool
    never pushed, and the report's scan of the pools (the chain form) must
@@ -1478,17 +1492,11 @@ static void hold_read(dp_run_ctx *rc, void *a, dp_completion done) {
 static void test_report_skips_refused_push(void) {
     int k;
     for (k = 1; k < 3; k++) {
-        dp_engine_desc desc;
-        dp_engine *e = NULL;
+        dp_engine *e = make_engine(kinds[k], 1);
         dp_var a, dead, both[2];
         dp_push_desc d;
         char buf[4096], expect[128];
-        size_t n;
         int ran = 0;
-        FILE *tmp = test_tmpfile();
-        memset(&desc, 0, sizeof desc);
-        desc.type = kinds[k]; desc.cpu_worker_nthreads = 1; desc.ignore_env = 1; desc.logger.func = quiet_logger;
-        CHECK(dp_engine_create(&desc, &e) == DP_OK);
         a = dp_var_create(e); dead = dp_var_create(e);
         CHECK(dp_var_delete(e, dead) == DP_OK && dp_wait_all(e, NULL) == DP_OK);   /* #1 */
         both[0] = a; both[1] = dead;
@@ -1499,16 +1507,10 @@ static void test_report_skips_refused_push(void) {
         d.async_fn = hold_op; d.writes = &a; d.num_writes = 1; d.prop = DP_PROP_ASYNC; d.name = "held";   /* #2 */
         CHECK(dp_push(e, &d) == DP_OK);
         CHECK(dp_push_sync(e, mark_ran, &ran, &a, 1, NULL, 0) == DP_OK);                              /* #3 */
-        CHECK(tmp != NULL);
-        if (tmp) {
-            CHECK(dp_engine_dump_pending(e, tmp) == DP_OK);
-            rewind(tmp);
-            n = fread(buf, 1, sizeof buf - 1, tmp);
-            buf[n] = 0;
+        if (pending_report(e, buf, sizeof buf)) {
             snprintf(expect, sizeof expect, "variable 0x%08x: written by a running op; 1 waiting: #3 '(unnamed)' (read)", (unsigned)a.id);
             CHECK(strstr(buf, expect) != NULL && strstr(buf, "'refused'") == NULL);
             if (!strstr(buf, expect)) fprintf(stderr, "  report:\n%s", buf);
-            fclose(tmp);
         }
         dp_complete(g_held, 0, NULL);
         CHECK(dp_wait_all(e, NULL) == DP_OK && ran == 1);
@@ -1522,17 +1524,13 @@ static void test_report_skips_refused_push(void) {
 static void test_batch_reserves_runs_it_needs(void) {
     int k;
     for (k = 1; k < 3; k++) {
-        dp_engine_desc desc;
-        dp_engine *e = NULL;
+        dp_engine *e = make_engine(kinds[k], 1);
         dp_var in[2], out;
         dp_push_desc d;
         dp_opr op;
         dp_engine_stats s1, s2;
         int ran = 0;
         dp_ctx cpu = {DP_DEV_CPU, 0};
-        memset(&desc, 0, sizeof desc);
-        desc.type = kinds[k]; desc.cpu_worker_nthreads = 1; desc.ignore_env = 1;
-        CHECK(dp_engine_create(&desc, &e) == DP_OK);
         in[0] = dp_var_create(e); in[1] = dp_var_create(e); out = dp_var_create(e);
         memset(&d, 0, sizeof d);
         d.fn = count_ran; d.arg = &ran; d.reads = in; d.num_reads = 2; d.writes = &out; d.num_writes = 1;
@@ -1550,17 +1548,11 @@ static void test_batch_reserves_runs_it_needs(void) {
 static void test_report_running_reads(void) {
     int k;
     for (k = 0; k < 3; k++) {
-        dp_engine_desc desc;
-        dp_engine *e = NULL;
+        dp_engine *e = make_engine(kinds[k], 2);
         dp_var x;
         dp_push_desc d;
         char buf[4096], expect[160];
-        size_t n;
         int ran = 0;
-        FILE *tmp = test_tmpfile();
-        memset(&desc, 0, sizeof desc);
-        desc.type = kinds[k]; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
-        CHECK(dp_engine_create(&desc, &e) == DP_OK);
         x = dp_var_create(e);
         g_held_reads_n = 0;
         memset(&d, 0, sizeof d);
@@ -1570,17 +1562,11 @@ static void test_report_running_reads(void) {
         CHECK(dp_push_sync(e, mark_ran, &ran, NULL, 0, &x, 1) == DP_OK);   /* #3 waits */
         CHECK(dp_push_sync(e, mark_ran, &ran, &x, 1, NULL, 0) == DP_OK);   /* #4 waits behind it */
         CHECK(var_state(e, x) == DP_VAR_BUSY);
-        CHECK(tmp != NULL);
-        if (tmp) {
-            CHECK(dp_engine_dump_pending(e, tmp) == DP_OK);
-            rewind(tmp);
-            n = fread(buf, 1, sizeof buf - 1, tmp);
-            buf[n] = 0;
+        if (pending_report(e, buf, sizeof buf)) {
             snprintf(expect, sizeof expect, "variable 0x%08x: 2 running reads; 2 waiting: #3 '(unnamed)' (write) #4 '(unnamed)' (read)",
                      (unsigned)x.id);
             CHECK(strstr(buf, expect) != NULL);
             if (!strstr(buf, expect)) fprintf(stderr, "  report:\n%s", buf);
-            fclose(tmp);
         }
         CHECK(ran == 0);
         dp_complete(g_held_reads[0], 0, NULL);
@@ -1602,7 +1588,6 @@ static void test_destroy_reports_pending(void) {
         void *ret;
         char expect[128];
         int ran = 0, waited;
-        FILE *tmp = test_tmpfile();
         memset(&desc, 0, sizeof desc);
         desc.type = kinds[k]; desc.cpu_worker_nthreads = 2; desc.ignore_env = 1;
         desc.logger.func = pending_logger; desc.pending_report_ms = 50;
@@ -1618,18 +1603,13 @@ static void test_destroy_reports_pending(void) {
         CHECK(dp_push(e, &d) == DP_OK);
         CHECK(dp_push_sync(e, mark_ran, &ran, &x, 1, &y, 1) == DP_OK);
         /* the same report on demand */
-        CHECK(tmp != NULL);
-        if (tmp) {
+        {
             char buf[4096];
-            size_t n;
-            CHECK(dp_engine_dump_pending(e, tmp) == DP_OK);
-            rewind(tmp);
-            n = fread(buf, 1, sizeof buf - 1, tmp);
-            buf[n] = 0;
-            CHECK(strstr(buf, "2 ops pending") != NULL);
-            CHECK(strstr(buf, "running: op #1 'never_done' (async") != NULL);
-            CHECK(strstr(buf, "written by a running op; 1 waiting: #2 '(unnamed)' (read)") != NULL);
-            fclose(tmp);
+            if (pending_report(e, buf, sizeof buf)) {
+                CHECK(strstr(buf, "2 ops pending") != NULL);
+                CHECK(strstr(buf, "running: op #1 'never_done' (async") != NULL);
+                CHECK(strstr(buf, "written by a running op; 1 waiting: #2 '(unnamed)' (read)") != NULL);
+            }
         }
         CHECK(dp_engine_dump_pending(e, NULL) == DP_ERROR_INVALID_ARGS);
         g_pending_lines = 0;
