@@ -115,7 +115,9 @@
          naive engine (which always runs ops on the pusher), never from a
          wait (dp_wait_var, dp_wait_var_for) or dp_var_delete, never on a
          worker thread (an op's cleanup that pushes).
-     The waiting thread (default; desc.no_wait_help = 1 turns it off): a
+     The waiting thread (default where it has a core to give: the engine's
+     cpu_worker_nthreads is below dp_cpu_count() at create; desc.no_wait_help
+     = 1 turns it off, DP_WAIT_HELP_ALWAYS on whatever the count): a
      wait on a threaded engine (dp_wait_var, dp_wait_all; dp_engine_destroy's
      only once it has logged what is pending) does not idle while ops are
      ready and every CPU worker is busy: until its condition holds it takes
@@ -130,7 +132,13 @@
      system call, counted in dp_engine_stats.helper_wakeups).
      So on a machine where the workers cannot keep up, the thread that
      waits for a frame's work is one more worker (oneTBB's wait,
-     Taskflow's corun and enkiTS's WaitforTask do the same). The same
+     Taskflow's corun and enkiTS's WaitforTask do the same, and size their
+     workers to leave the waiting thread its core). Where the workers have a
+     core each already (the default count), a helping wait would only take
+     turns on a core with a worker, and the ops it ran would end late: on
+     two cores with two workers, W5 (bench/README.md) ran 2-9% slower with
+     it, so by default it helps only where cpu_worker_nthreads leaves it a
+     core. The same
      guarantees as running on the pusher hold: only ready ops, each
      pool's oldest first (a deque's oldest), never from inside an op. Not from the timed
      waits (dp_wait_var_for, dp_wait_all_for): a caller that polls may
@@ -637,12 +645,21 @@ typedef struct dp_engine_desc {
                                  logs what is pending (as dp_engine_dump_pending
                                  writes it), then goes on waiting; 0: 10000,
                                  negative: never */
-    int no_wait_help;         /* 1: dp_wait_var / dp_wait_all on a threaded
-                                 engine with workers sleep instead of running
-                                 ready CPU ops on the waiting thread while the
-                                 workers are busy (see "the waiting thread"
-                                 under THREADING MODEL); default 0 */
+    int no_wait_help;         /* whether dp_wait_var / dp_wait_all on a
+                                 threaded engine with workers run ready CPU ops
+                                 on the waiting thread while the workers are
+                                 busy (see "the waiting thread" under THREADING
+                                 MODEL). 0 (default): when the waiting thread
+                                 has a core to give, i.e. cpu_worker_nthreads
+                                 is below dp_cpu_count() at create; 1 (or any
+                                 positive value): never, the waits sleep;
+                                 DP_WAIT_HELP_ALWAYS: also when the workers
+                                 have a core each */
 } dp_engine_desc;
+/* desc.no_wait_help: the waiting thread helps even when the CPU workers
+   already have a core each (for workers that spend their time blocked, or
+   a test that needs the helping whatever the machine). */
+#define DP_WAIT_HELP_ALWAYS (-1)
 
 typedef struct dp_engine_stats {
     uint64_t pushed, completed, failed, skipped;
@@ -843,7 +860,8 @@ DP_API dp_result dp_opr_destroy(dp_engine *eng, dp_opr op);
    and every CPU worker of a pool is busy, from its shared queue and its
    workers' deques, as dp_run_ready does ("the
    waiting thread" under THREADING MODEL: only outside every op, chunk and
-   cleanup, not on a worker thread; desc.no_wait_help turns it off). Without
+   cleanup, not on a worker thread; by default only where the CPU workers
+   are fewer than the CPUs; desc.no_wait_help says otherwise). Without
    CPU workers (cpu_worker_nthreads = DP_NO_THREADS) every wait below, timed
    ones too, runs ready CPU ops, as nothing else would, and sleeps only
    while none is ready. Thread safety: any thread (several may wait at
@@ -2675,6 +2693,8 @@ struct dp_engine {
     dp__a32 nhelpers;           /* waits that run ops of pools without workers */
     int inline_ok;              /* naive, no trace callback, no graph: see dp__run_inline */
     int chain;                  /* the variables keep chains, not locked queues (>>chain) */
+    int wait_help;              /* the waits may run ops of busy pools (dp__waits_help):
+                                   desc.no_wait_help, and the CPU count at create */
     dp__mutex wait_mtx; dp__cond wait_cv;
     dp__mutex create_mtx;       /* lazy pools and streams */
     dp__mutex fail_mtx;
@@ -6211,7 +6231,7 @@ DP__COLD static dp__waiter *dp__chain_adopt_wait(dp_engine *eng, dp__var *v, dp_
 }
 /* >>callers: the threads that run ops of the threaded engines' CPU pools
    besides their workers: dp_run_ready, and the waits (dp__waits_help says
-   which: on every threaded engine unless desc.no_wait_help, always where
+   which: on threaded engines as eng->wait_help says, always where
    the CPU pools have no workers, cpu_worker_nthreads = DP_NO_THREADS). They take
    ready ops from the pools' shared queues as a pushing thread does with
    push_runs_ops (dp__pusher_run), and steal from the workers' deques as an
@@ -6289,7 +6309,8 @@ static void dp__caller_run(dp_engine *eng, dp__block *b) {
    DP__HELP_ANY     also those of pools whose workers are all busy, from
                     the shared queue and the workers' deques: while its
                     condition does not hold, the waiting thread has a core
-                    to give (the default; desc.no_wait_help turns it off).
+                    to give (eng->wait_help: the default where the CPU
+                    workers are fewer than the CPUs; see no_wait_help).
                     Not for a timed wait: a caller that polls may feed,
                     between its polls, the op it would be running.
                     Not on the pooled engine with a GPU backend: its task
@@ -6300,7 +6321,7 @@ static void dp__caller_run(dp_engine *eng, dp__block *b) {
 enum { DP__HELP_PUMPED = 1, DP__HELP_ANY = 2 };
 static int dp__waits_help(const dp_engine *eng, int timed) {
     int pumped = eng->desc.type != DP_ENGINE_NAIVE && eng->desc.cpu_worker_nthreads == 0;
-    int any = eng->desc.type != DP_ENGINE_NAIVE && !eng->desc.no_wait_help && !timed
+    int any = eng->desc.type != DP_ENGINE_NAIVE && eng->wait_help && !timed
               && !(eng->desc.type == DP_ENGINE_POOLED && eng->desc.gpu_backend)
               && !dp__tls_running && !dp__tls_cleaning && !dp__tls_worker && !dp__tls_ext_depth;
     return (pumped ? DP__HELP_PUMPED : 0) | (any ? DP__HELP_ANY : 0);
@@ -6896,6 +6917,8 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
     eng->desc = resolved;
     eng->inline_ok = resolved.type == DP_ENGINE_NAIVE && !resolved.trace.func && !resolved.trace.record_graph;
     eng->chain = resolved.type != DP_ENGINE_NAIVE && !resolved.trace.func;
+    eng->wait_help = resolved.no_wait_help < 0
+                     || (resolved.no_wait_help == 0 && resolved.cpu_worker_nthreads < dp__usable_cpus());
     dp__table_init(&eng->vars, sizeof(dp__var), 0);
     dp__table_init(&eng->ops, sizeof(dp__opobj), DP__KIND_OP);
     eng->vars.salt = eng->ops.salt = dp__new_salt();

@@ -680,6 +680,9 @@ static dp_engine *make_helping(dp_engine_type type, int no_wait_help) {
     memset(&d, 0, sizeof d);
     d.type = type; d.ignore_env = 1; d.logger.func = quiet_logger;
     d.cpu_worker_nthreads = 1; d.cpu_priority_nthreads = 1; d.no_wait_help = no_wait_help;
+    /* one worker leaves the waiting thread a core, so the default helps;
+       on a one-CPU machine it would not (wait_helps_only_with_a_core) */
+    if (!no_wait_help && dp_cpu_count() < 2) d.no_wait_help = DP_WAIT_HELP_ALWAYS;
     if (dp_engine_create(&d, &e) != DP_OK) return NULL;
     return e;
 }
@@ -757,6 +760,59 @@ static void test_helping_wait_stops_when_done(void) {
     CHECK(g_ran_total == 31);
     CHECK(dp_engine_destroy(e, NULL) == DP_OK);
 }
+/* With a worker on every CPU (the default count) a wait has no core to
+   give: it sleeps while the workers are busy and leaves the ops to them.
+   DP_WAIT_HELP_ALWAYS makes it help all the same. */
+static int g_blockers_started;
+static int counted_blocker_op(dp_run_ctx *rc, void *arg) {
+    (void)rc; (void)arg;
+    __atomic_add_fetch(&g_blockers_started, 1, __ATOMIC_ACQ_REL);
+    while (!__atomic_load_n(&g_release, __ATOMIC_ACQUIRE)) sched_yield();
+    return 0;
+}
+static void *release_after_100ms(void *arg) {
+    (void)arg;
+    sleep_ms(100);
+    __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+static void wait_helps_only_with_a_core(dp_engine_type type) {
+    int cpus = dp_cpu_count(), always, i;
+    for (always = 0; always < 2; always++) {
+        dp_engine *e = make_with(type, cpus, 1, DP_NO_THREADS, always ? DP_WAIT_HELP_ALWAYS : 0);
+        dp_var *busy = (dp_var *)calloc((size_t)cpus, sizeof *busy), v;
+        pthread_t t;
+        if (!e || !busy) { CHECK(0); free(busy); return; }
+        __atomic_store_n(&g_blockers_started, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&g_release, 0, __ATOMIC_RELEASE);
+        g_ran_on_caller = g_ran_on_worker = g_ran_total = 0;
+        for (i = 0; i < cpus; i++) {
+            dp_push_desc d;
+            busy[i] = dp_var_create(e);
+            memset(&d, 0, sizeof d);
+            d.fn = counted_blocker_op; d.writes = &busy[i]; d.num_writes = 1; d.name = "blocker";
+            CHECK(busy[i].id && dp_push(e, &d) == DP_OK);
+        }
+        while (__atomic_load_n(&g_blockers_started, __ATOMIC_ACQUIRE) < cpus) sched_yield();
+        v = dp_var_create(e);
+        CHECK(v.id != 0);
+        push_where(e, v, 20);
+        /* helping, the wait returns before any release; else the release
+           after 100 ms (or the watchdog's after 10 s) frees the workers */
+        if (always) t = start_watchdog();
+        else CHECK(pthread_create(&t, NULL, release_after_100ms, NULL) == 0);
+        CHECK(dp_wait_var(e, v, NULL) == DP_OK);
+        if (always) CHECK(g_ran_on_caller == 20 && g_ran_on_worker == 0);
+        else CHECK(g_ran_on_caller == 0 && g_ran_on_worker == 20);
+        if (always) stop_watchdog(t); else pthread_join(t, NULL);
+        __atomic_store_n(&g_release, 1, __ATOMIC_RELEASE);
+        CHECK(dp_wait_all(e, NULL) == DP_OK);
+        CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        free(busy);
+    }
+}
+static void test_wait_helps_only_with_a_core_perdevice(void) { wait_helps_only_with_a_core(DP_ENGINE_PERDEVICE); }
+static void test_wait_helps_only_with_a_core_pooled(void) { wait_helps_only_with_a_core(DP_ENGINE_POOLED); }
 /* A wait from inside an op of another engine does not run unrelated ops
    nested in that op: it sleeps (here until its timeout). */
 static int g_inner_result;
@@ -1065,6 +1121,8 @@ int main(void) {
         {"the waiting thread runs ready ops while the worker is busy; not with no_wait_help (per-device)", test_waiting_thread_helps_perdevice},
         {"the waiting thread runs ready ops while the worker is busy; not with no_wait_help (pooled)", test_waiting_thread_helps_pooled},
         {"a helping wait stops as soon as its variable is ready", test_helping_wait_stops_when_done},
+        {"a wait with a worker on every CPU sleeps; DP_WAIT_HELP_ALWAYS helps anyway (per-device)", test_wait_helps_only_with_a_core_perdevice},
+        {"a wait with a worker on every CPU sleeps; DP_WAIT_HELP_ALWAYS helps anyway (pooled)", test_wait_helps_only_with_a_core_pooled},
         {"a wait inside another engine's op does not run ops nested in it", test_wait_inside_op_does_not_help},
         {"a timed wait runs no ops (a poller may feed the op it would run)", test_timed_wait_does_not_help},
         {"a wait leaves ready ops to idle workers", test_wait_leaves_ops_to_idle_workers},
