@@ -135,10 +135,11 @@
      Taskflow's corun and enkiTS's WaitforTask do the same, and size their
      workers to leave the waiting thread its core). Where the workers have a
      core each already (the default count), a helping wait would only take
-     turns on a core with a worker, and the ops it ran would end late: on
-     two cores with two workers, W5 (bench/README.md) ran 2-9% slower with
-     it, so by default it helps only where cpu_worker_nthreads leaves it a
-     core. The same
+     turns on a core with a worker: on two cores with two workers, W5
+     (bench/README.md) ran 3-5% slower with it. So by default it helps only
+     where cpu_worker_nthreads leaves it a core (the count of one CPU pool:
+     the priority thread, mostly asleep, and the pools of further CPU
+     devices are not counted). The same
      guarantees as running on the pusher hold: only ready ops, each
      pool's oldest first (a deque's oldest), never from inside an op. Not from the timed
      waits (dp_wait_var_for, dp_wait_all_for): a caller that polls may
@@ -653,8 +654,10 @@ typedef struct dp_engine_desc {
                                  has a core to give, i.e. cpu_worker_nthreads
                                  is below dp_cpu_count() at create; 1 (or any
                                  positive value): never, the waits sleep;
-                                 DP_WAIT_HELP_ALWAYS: also when the workers
-                                 have a core each */
+                                 DP_WAIT_HELP_ALWAYS (or any negative
+                                 value): also when the workers have a core
+                                 each (not on the pooled engine with a GPU
+                                 backend, whose waits never help) */
 } dp_engine_desc;
 /* desc.no_wait_help: the waiting thread helps even when the CPU workers
    already have a core each (for workers that spend their time blocked, or
@@ -6917,8 +6920,9 @@ DP__COLD DP_IMPL dp_result dp_engine_create(const dp_engine_desc *desc, dp_engin
     eng->desc = resolved;
     eng->inline_ok = resolved.type == DP_ENGINE_NAIVE && !resolved.trace.func && !resolved.trace.record_graph;
     eng->chain = resolved.type != DP_ENGINE_NAIVE && !resolved.trace.func;
-    eng->wait_help = resolved.no_wait_help < 0
-                     || (resolved.no_wait_help == 0 && resolved.cpu_worker_nthreads < dp__usable_cpus());
+    eng->wait_help = resolved.no_wait_help < 0   /* (the CPU count read only when it decides) */
+                     || (resolved.no_wait_help == 0 && resolved.type != DP_ENGINE_NAIVE
+                         && resolved.cpu_worker_nthreads < dp__usable_cpus());
     dp__table_init(&eng->vars, sizeof(dp__var), 0);
     dp__table_init(&eng->ops, sizeof(dp__opobj), DP__KIND_OP);
     eng->vars.salt = eng->ops.salt = dp__new_salt();

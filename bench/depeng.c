@@ -1,12 +1,14 @@
 /* bench/depeng.c - depeng's side of `make bench`: the workloads of
    bench/WORKLOADS.md on each engine kind, plus W2-op (one
    pre-created operation pushed N times) and the memory figures.
-   Usage: bench_depeng [-n N] [-e naive|pooled|perdevice] [-w WORKERS] [-c] [-p] [-H] [-b B]
+   Usage: bench_depeng [-n N] [-e naive|pooled|perdevice] [-w WORKERS] [-c] [-p] [-H | -A] [-b B]
                        [W1 W2 W2-op W3 W4 W5 mem floor]
    -w: CPU workers per pool (default 2). -p: desc.push_runs_ops (the pusher
-   runs ready ops when far ahead). -H: desc.no_wait_help (the main thread
-   sleeps in its waits instead of running ready ops; reported as
-   depeng-KIND-nohelp). -b B: push in batches of B ops
+   runs ready ops when far ahead). The main thread's waits run ready ops
+   while the workers are busy only where WORKERS is below the CPU count;
+   -H: desc.no_wait_help = 1, never (reported as depeng-KIND-nohelp);
+   -A: DP_WAIT_HELP_ALWAYS, always (depeng-KIND-helpalways; with a header
+   older than that flag, -A means -H). -b B: push in batches of B ops
    (dp_push_batch; W2-op: dp_opr_push_n), reported as depeng-KIND-batchB.
    -c: after each workload, a line
    "contention WORK system=.. workers=K ..." with dp_engine_stats' contention
@@ -34,7 +36,10 @@ static int g_failed;
 static int g_workers = 2;
 static int g_contention;
 static int g_push_runs_ops;
-static int g_no_wait_help;   /* -H: the waiting main thread sleeps instead of running ops */
+static int g_no_wait_help;   /* -H: 1, the waiting main thread sleeps; -A: DP_WAIT_HELP_ALWAYS */
+#ifndef DP_WAIT_HELP_ALWAYS
+#define DP_WAIT_HELP_ALWAYS (-1)   /* bench/ab.sh builds this driver against older headers too */
+#endif
 static int g_batch;                 /* -b B: push in batches of B (dp_push_batch, dp_opr_push_n) */
 
 /* Pushes d, or with -b collects it into the current batch (a copy, with its
@@ -434,8 +439,9 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[first], "-c") == 0) { g_contention = 1; first += 1; continue; }
         else if (strcmp(argv[first], "-p") == 0) { g_push_runs_ops = 1; first += 1; continue; }
         else if (strcmp(argv[first], "-H") == 0) { g_no_wait_help = 1; first += 1; continue; }
+        else if (strcmp(argv[first], "-A") == 0) { g_no_wait_help = DP_WAIT_HELP_ALWAYS; first += 1; continue; }
         else if (strcmp(argv[first], "-b") == 0 && first + 1 < argc && atoi(argv[first + 1]) > 0) g_batch = atoi(argv[first + 1]);
-        else { fprintf(stderr, "usage: %s [-n N] [-e naive|pooled|perdevice] [-w WORKERS] [-c] [-p] [-H] [-b B] [W1 W2 W2-op W3 W4 W5 mem floor]\n", argv[0]); return 2; }
+        else { fprintf(stderr, "usage: %s [-n N] [-e naive|pooled|perdevice] [-w WORKERS] [-c] [-p] [-H | -A] [-b B] [W1 W2 W2-op W3 W4 W5 mem floor]\n", argv[0]); return 2; }
         first += 2;
     }
     if (g_batch) {
@@ -462,8 +468,8 @@ int main(int argc, char **argv) {
     for (size_t e = 0; e < sizeof kinds / sizeof kinds[0]; e++) {
         char system[64];
         if (only && strcmp(only, kinds[e].name) != 0) continue;
-        if (g_batch) snprintf(system, sizeof system, "depeng-%s-batch%d%s", kinds[e].name, g_batch, g_no_wait_help ? "-nohelp" : "");
-        else snprintf(system, sizeof system, "depeng-%s%s", kinds[e].name, g_no_wait_help ? "-nohelp" : "");
+        if (g_batch) snprintf(system, sizeof system, "depeng-%s-batch%d%s", kinds[e].name, g_batch, g_no_wait_help > 0 ? "-nohelp" : g_no_wait_help < 0 ? "-helpalways" : "");
+        else snprintf(system, sizeof system, "depeng-%s%s", kinds[e].name, g_no_wait_help > 0 ? "-nohelp" : g_no_wait_help < 0 ? "-helpalways" : "");
         dp_engine *eng = make_engine(kinds[e].type, 0);
         long rounds = w3_rounds(g_n);
         if (wanted(argc, argv, first, "W1")) measure("W1", system, eng, run_w1, g_n, g_n, 0);
