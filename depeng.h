@@ -2813,6 +2813,7 @@ typedef struct dp__elem {
         struct dp__block *owner;   /* the op */
         struct dp__elem *run_succ; /* a read run's element: the write after the
                                       run, or NULL (>>chain) */
+        dp__a32 run_count;         /* a hosted run's element: its count (>>chain) */
     };
 } dp__elem;
 
@@ -3581,8 +3582,9 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
        last   the last element, or a run   owner  the op
        nreaders  readers given to it
                                          run (the reads between two writes; a
-                                         block from the pools, kind RUN; all in
-                                         one cache line, see dp__run_list)
+                                         block from the pools, kind RUN, all in
+                                         one cache line; or hosted in the
+                                         write's block: see dp__run_of)
                                            list   readers waiting for its grant,
                                                   newest first, or GRANTED
                                            wait   completions count it down
@@ -3627,16 +3629,58 @@ static void dp__complete_write(dp_engine *eng, dp__var *v, dp__failure *result, 
 #define DP__CLOSED ((uintptr_t)1)   /* a write element's word: it completed */
 #define DP__GRANTED ((uintptr_t)1)  /* a run's list: its grant was made */
 #define DP__RUN_BIT ((uintptr_t)2)  /* in a word or v->last: the element is a run */
+#define DP__HOSTED_BIT ((uintptr_t)8)  /* with DP__RUN_BIT: the run sits in its write's block */
 #define DP__KIND_RUN 4
 static dp__elem *dp__block_elems(dp__block *b) {
     return (dp__elem *)(void *)(b + 1);
 }
-static dp__block *dp__run_of(uintptr_t w) { return (dp__block *)(w & ~DP__RUN_BIT); }
-/* A run is a block of the smallest class whose state sits in the cache
-   line of its count (wait): failure as an op's (and result_epoch, read only
-   with a failure), the list of waiting readers in its element's word, and
-   the write after it in its element's run_succ. */
-static dp__aptr *dp__run_list(dp__block *r) { return &dp__block_elems(r)[0].word; }
+/* A run is named by the block that holds it, tagged DP__RUN_BIT (blocks
+   are 32-byte aligned, so the low bits are free):
+   - its own block, of the smallest class, whose state sits in the cache
+     line of its count (wait): failure as an op's (and result_epoch, read
+     only with a failure), the list of waiting readers in its element's
+     word, and the write after it in its element's run_succ;
+   - or, tagged DP__HOSTED_BIT too, the block of the write before it, when
+     that block has an element and a variable slot its op does not use
+     (dp__can_host): the list and the count in the spare element, the write
+     after it in the spare variable slot, and as failure the write's own
+     (the one it leaves, which is what the run is granted with). Then no
+     block is taken from the pools, initialised and handed between threads
+     for the run: on a random graph (W4) most reads start a run. The
+     write's block stays alive until the run is done: the variable's
+     reference to it becomes the run's. */
+static dp__block *dp__run_of(uintptr_t w) { return (dp__block *)(w & ~(DP__RUN_BIT | DP__HOSTED_BIT)); }
+static dp__elem *dp__run_elem(uintptr_t run) {
+    dp__block *h = dp__run_of(run);
+    return &dp__block_elems(h)[run & DP__HOSTED_BIT ? dp__class_cap(h->cls) - 1 : 0];
+}
+static dp__aptr *dp__run_list(uintptr_t run) { return &dp__run_elem(run)->word; }
+static dp__a32 *dp__run_count(uintptr_t run) {
+    return run & DP__HOSTED_BIT ? &dp__run_elem(run)->run_count : &dp__run_of(run)->wait;
+}
+/* The write after the run (plain accesses: the count's read-modify-writes
+   order them). A hosted run's is in its block's last variable slot. */
+static dp__elem *dp__run_succ(uintptr_t run) {
+    dp__block *h = dp__run_of(run);
+    dp__elem *w;
+    if (!(run & DP__HOSTED_BIT)) return dp__block_elems(h)[0].run_succ;
+    memcpy(&w, (const void *)(dp__block_vars(h) + dp__class_cap(h->cls) - 1), sizeof w);
+    return w;
+}
+static void dp__run_set_succ(uintptr_t run, dp__elem *w) {
+    dp__block *h = dp__run_of(run);
+    if (!(run & DP__HOSTED_BIT)) dp__block_elems(h)[0].run_succ = w;
+    else memcpy((void *)(dp__block_vars(h) + dp__class_cap(h->cls) - 1), &w, sizeof w);
+}
+/* Whether write element e may host the run after it: the first write of a
+   one-shot op (its variables in its own block) with no cleanup and an
+   element and a variable slot to spare. Only the first write, so that a
+   block hosts one run at most: an element is its variable's last once. */
+static int dp__can_host(dp__elem *e) {
+    dp__block *x = e->owner;
+    return (x->kind == DP__KIND_SYNC || x->kind == DP__KIND_ASYNC) && !x->op && !(x->prop & DP__CLEANUP_BIT)
+           && e == &dp__block_elems(x)[x->nread] && (uint32_t)x->nread + x->nwrite < dp__class_cap(x->cls);
+}
 static void dp__block_unref(dp_engine *eng, dp__block *b, int32_t n);   /* >>completion */
 static void dp__block_return(dp_engine *eng, dp__block *b);              /* >>completion */
 /* What an element leaves to what follows it: a closed write's failure, or
@@ -3650,31 +3694,37 @@ static void dp__chain_grant(dp_engine *eng, dp__block *b, dp__failure *f, dp__bl
     dp__grant(b, ready);
 }
 /* A run's memory goes back once its count has come to zero and the write
-   after it is granted (or the variable is gone). */
-static void dp__run_free(dp_engine *eng, dp__block *r) {
+   after it is granted (or the variable is gone): its own block, or its
+   write's reference to the block that hosts it. */
+static void dp__run_free(dp_engine *eng, uintptr_t run) {
+    dp__block *r = dp__run_of(run);
+    if (run & DP__HOSTED_BIT) { dp__block_unref(eng, r, 1); return; }
     dp__failure_release(eng, dp__block_failure(r));
     dp__store(&r->failure, NULL, DP__RELAXED);
     dp__block_return(eng, r);
 }
-/* Grants run r's waiting readers with failure f (the write before r has
-   completed, or r starts with nothing before it). */
-static void dp__grant_run(dp_engine *eng, dp__block *r, dp__failure *f, uint32_t epoch, dp__block **ready) {
+/* Grants the run's waiting readers with failure f (the write before it
+   has completed, or it starts with nothing before it). */
+static void dp__grant_run(dp_engine *eng, uintptr_t run, dp__failure *f, uint32_t epoch, dp__block **ready) {
+    dp__block *r = dp__run_of(run);
     dp__elem *e;
-    if (f) dp__fetch_add(&f->refs, 1, DP__RELAXED);   /* the run's, for later readers and the write after it */
-    dp__store(&r->failure, (void *)f, DP__RELAXED);
-    r->result_epoch = epoch;
-    e = (dp__elem *)dp__exchange(dp__run_list(r), (void *)DP__GRANTED, DP__ACQ_REL);
+    if (!(run & DP__HOSTED_BIT)) {   /* a hosted run's failure is its write's, in the same block */
+        if (f) dp__fetch_add(&f->refs, 1, DP__RELAXED);   /* the run's, for later readers and the write after it */
+        dp__store(&r->failure, (void *)f, DP__RELAXED);
+        r->result_epoch = epoch;
+    }
+    e = (dp__elem *)dp__exchange(dp__run_list(run), (void *)DP__GRANTED, DP__ACQ_REL);
     f = dp__left_failure(eng, r);
     while (e) {
         dp__elem *older = (dp__elem *)dp__load(&e->word, DP__RELAXED);
-        dp__store(&e->word, (void *)r, DP__RELAXED);   /* its completion counts r down */
+        dp__store(&e->word, (void *)run, DP__RELAXED);   /* its completion counts the run down */
         dp__chain_grant(eng, e->owner, f, ready);
         e = older;
     }
 }
 /* Grants what a closed write element found after it; x is the write's block. */
 static void dp__grant_successor(dp_engine *eng, dp__block *x, uintptr_t s, dp__block **ready) {
-    if (s & DP__RUN_BIT) dp__grant_run(eng, dp__run_of(s), dp__left_failure(eng, x), x->result_epoch, ready);
+    if (s & DP__RUN_BIT) dp__grant_run(eng, s, dp__left_failure(eng, x), x->result_epoch, ready);
     else dp__chain_grant(eng, ((dp__elem *)s)->owner, dp__left_failure(eng, x), ready);
 }
 /* Links s after the write element v->last ends with. Returns 1 when that
@@ -3695,12 +3745,11 @@ static void dp__chain_append_write(dp_engine *eng, dp__var *v, dp__block *b, dp_
     e->owner = b;
     if (!last) dp__grant(b, ready);
     else if (last & DP__RUN_BIT) {                     /* close the run */
-        dp__block *r = dp__run_of(last);
         int32_t n = v->nreaders;
-        dp__block_elems(r)[0].run_succ = e;   /* the write after it */
-        if (dp__fetch_add(&r->wait, n, DP__ACQ_REL) + n == 0) {   /* its readers are all done */
-            dp__chain_grant(eng, b, dp__left_failure(eng, r), ready);
-            dp__run_free(eng, r);
+        dp__run_set_succ(last, e);            /* the write after it */
+        if (dp__fetch_add(dp__run_count(last), n, DP__ACQ_REL) + n == 0) {   /* its readers are all done */
+            dp__chain_grant(eng, b, dp__left_failure(eng, dp__run_of(last)), ready);
+            dp__run_free(eng, last);
         }
     } else {
         dp__block *x = ((dp__elem *)last)->owner;
@@ -3715,62 +3764,66 @@ static void dp__chain_append_write(dp_engine *eng, dp__var *v, dp__block *b, dp_
 /* Append read (v locked by the push); *spare: runs reserved by the push. */
 static void dp__chain_append_read(dp_engine *eng, dp__var *v, dp__block *b, dp__elem *e, dp__block **spare,
                                   dp__block **ready) {
-    uintptr_t last = v->last;
-    dp__block *r;
+    uintptr_t last = v->last, run;
     e->owner = b;
     if (last & DP__RUN_BIT) {                          /* join the open run */
         void *head;
-        r = dp__run_of(last);
         v->nreaders++;
-        head = dp__load(dp__run_list(r), DP__ACQUIRE);
+        head = dp__load(dp__run_list(last), DP__ACQUIRE);
         do {
             if ((uintptr_t)head == DP__GRANTED) {
-                (void)dp__load(dp__run_list(r), DP__ACQUIRE);   /* the failure it was granted with */
-                dp__store(&e->word, (void *)r, DP__RELAXED);
-                dp__chain_grant(eng, b, dp__left_failure(eng, r), ready);
+                (void)dp__load(dp__run_list(last), DP__ACQUIRE);   /* the failure it was granted with */
+                dp__store(&e->word, (void *)last, DP__RELAXED);
+                dp__chain_grant(eng, b, dp__left_failure(eng, dp__run_of(last)), ready);
                 return;
             }
             dp__store(&e->word, head, DP__RELAXED);
-        } while (!dp__cas(dp__run_list(r), &head, (void *)e, DP__ACQ_REL));
+        } while (!dp__cas(dp__run_list(last), &head, (void *)e, DP__ACQ_REL));
         return;
     }
-    r = *spare;                                        /* a new run after the last write */
-    *spare = dp__next(r);
-    r->kind = DP__KIND_RUN;
-    dp__store(&r->wait, 0, DP__RELAXED);
-    dp__store(&r->failure, NULL, DP__RELAXED);
-    dp__block_elems(r)[0].run_succ = NULL;
+    if (last && dp__can_host((dp__elem *)last))        /* a new run after the last write: in its block */
+        run = (uintptr_t)((dp__elem *)last)->owner | DP__RUN_BIT | DP__HOSTED_BIT;
+    else {                                             /* or in a block of its own */
+        dp__block *r = *spare;
+        *spare = dp__next(r);
+        r->kind = DP__KIND_RUN;
+        dp__store(&r->failure, NULL, DP__RELAXED);
+        run = (uintptr_t)r | DP__RUN_BIT;
+    }
+    dp__store(dp__run_count(run), 0, DP__RELAXED);
+    dp__run_set_succ(run, NULL);
     dp__store(&e->word, NULL, DP__RELAXED);
-    dp__store(dp__run_list(r), (void *)e, DP__RELAXED);   /* published by the swap below */
+    dp__store(dp__run_list(run), (void *)e, DP__RELAXED);   /* published by the swap below */
     v->nreaders = 1;
-    if (!last) dp__grant_run(eng, r, NULL, 0, ready);
+    if (!last) dp__grant_run(eng, run, NULL, 0, ready);
     else {
         dp__block *x = ((dp__elem *)last)->owner;
-        if (dp__link_after_write(v, (uintptr_t)r | DP__RUN_BIT)) {
-            dp__grant_run(eng, r, dp__left_failure(eng, x), x->result_epoch, ready);
-            dp__block_unref(eng, x, 1);
+        if (dp__link_after_write(v, run)) {
+            dp__grant_run(eng, run, dp__left_failure(eng, x), x->result_epoch, ready);
+            if (!(run & DP__HOSTED_BIT)) dp__block_unref(eng, x, 1);   /* else the run's now */
         }
     }
-    v->last = (uintptr_t)r | DP__RUN_BIT;
+    v->last = run;
 }
 /* Complete read: count the run down; the last reader of a closed run
    grants the write after it. */
 static void dp__chain_complete_read(dp_engine *eng, dp__elem *e, dp__block **ready) {
-    dp__block *r = (dp__block *)dp__load(&e->word, DP__RELAXED);
-    if (dp__fetch_add(&r->wait, -1, DP__ACQ_REL) == 1) {
-        dp__elem *w = dp__block_elems(r)[0].run_succ;
-        if (w) dp__chain_grant(eng, w->owner, dp__left_failure(eng, r), ready);   /* NULL: the variable is gone */
-        dp__run_free(eng, r);
+    uintptr_t run = (uintptr_t)dp__load(&e->word, DP__RELAXED);
+    if (dp__fetch_add(dp__run_count(run), -1, DP__ACQ_REL) == 1) {
+        dp__elem *w = dp__run_succ(run);
+        if (w) dp__chain_grant(eng, w->owner, dp__left_failure(eng, dp__run_of(run)), ready);   /* NULL: the variable is gone */
+        dp__run_free(eng, run);
     }
 }
 /* Complete write: close the element; grant what was linked after it.
    Returns 1 when it found a successor: b is no longer the variable's last
-   element, and the caller drops that reference (dp__link_after_write). */
+   element, and the caller drops that reference (dp__link_after_write);
+   0 when it found none, or a run b hosts, which keeps the reference. */
 static int dp__chain_complete_write(dp_engine *eng, dp__block *b, dp__elem *e, dp__block **ready) {
     uintptr_t s = (uintptr_t)dp__exchange(&e->word, (void *)DP__CLOSED, DP__ACQ_REL);
     if (!s) return 0;
     dp__grant_successor(eng, b, s, ready);
-    return 1;
+    return !(s & DP__HOSTED_BIT);
 }
 /* Whether v is idle (nothing running or waiting), and the failure it
    carries then (v locked). */
@@ -3781,8 +3834,8 @@ DP__COLD static int dp__chain_idle(dp_engine *eng, dp__var *v, dp__failure **fai
     if (!last) return 1;
     if (last & DP__RUN_BIT) {
         x = dp__run_of(last);
-        if ((uintptr_t)dp__load(dp__run_list(x), DP__ACQUIRE) != DP__GRANTED
-            || dp__load(&x->wait, DP__ACQUIRE) + v->nreaders != 0) return 0;
+        if ((uintptr_t)dp__load(dp__run_list(last), DP__ACQUIRE) != DP__GRANTED
+            || dp__load(dp__run_count(last), DP__ACQUIRE) + v->nreaders != 0) return 0;
     } else {
         x = ((dp__elem *)last)->owner;
         if ((uintptr_t)dp__load(&((dp__elem *)last)->word, DP__ACQUIRE) != DP__CLOSED) return 0;
@@ -3823,12 +3876,16 @@ static void dp__chain_append_vars(dp_engine *eng, dp__block *b, dp__block **spar
         dp__chain_append_write(eng, v, b, &elems[i], ready);
     }
 }
-/* The runs a push of b may start: one per read whose variable's last
-   element is not a run (v locked). */
+/* The runs a push of b may take from the pools: one per read whose
+   variable's last element is not a run, unless the write it follows can
+   host it (v locked). */
 static uint32_t dp__chain_runs_needed(dp__block *b) {
     dp__var **vars = dp__block_vars(b);
     uint32_t i, n = 0;
-    for (i = 0; i < b->nread; i++) n += !(vars[i]->last & DP__RUN_BIT);
+    for (i = 0; i < b->nread; i++) {
+        uintptr_t last = vars[i]->last;
+        n += !(last & DP__RUN_BIT) && !(last && dp__can_host((dp__elem *)last));
+    }
     return n;
 }
 /* Takes n runs from the pools, linked by next; -1 (none taken) when out of
@@ -3859,10 +3916,9 @@ DP__COLD static void dp__chain_drop_var(dp_engine *eng, dp__var *v) {
     v->last = 0;
     if (!last) return;
     if (last & DP__RUN_BIT) {
-        dp__block *r = dp__run_of(last);
         int32_t n = v->nreaders;
-        dp__block_elems(r)[0].run_succ = NULL;
-        if (dp__fetch_add(&r->wait, n, DP__ACQ_REL) + n == 0) dp__run_free(eng, r);
+        dp__run_set_succ(last, NULL);
+        if (dp__fetch_add(dp__run_count(last), n, DP__ACQ_REL) + n == 0) dp__run_free(eng, last);
     } else dp__block_unref(eng, ((dp__elem *)last)->owner, 1);
     v->nreaders = 0;
 }
