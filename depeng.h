@@ -3823,7 +3823,7 @@ static int dp__chain_complete_write(dp_engine *eng, dp__block *b, dp__elem *e, d
     uintptr_t s = (uintptr_t)dp__exchange(&e->word, (void *)DP__CLOSED, DP__ACQ_REL);
     if (!s) return 0;
     dp__grant_successor(eng, b, s, ready);
-    return !(s & DP__HOSTED_BIT);
+    return (s & (DP__RUN_BIT | DP__HOSTED_BIT)) != (DP__RUN_BIT | DP__HOSTED_BIT);   /* (a write's element may have bit 8 set on 32 bits) */
 }
 /* Whether v is idle (nothing running or waiting), and the failure it
    carries then (v locked). */
