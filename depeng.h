@@ -3648,7 +3648,9 @@ static dp__elem *dp__block_elems(dp__block *b) {
      block is taken from the pools, initialised and handed between threads
      for the run: on a random graph (W4) most reads start a run. The
      write's block stays alive until the run is done: the variable's
-     reference to it becomes the run's. */
+     reference to it becomes the run's. (So a variable only read after
+     such a write keeps the write's whole block, not a run's 160 bytes,
+     until a write follows or the variable goes.) */
 static dp__block *dp__run_of(uintptr_t w) { return (dp__block *)(w & ~(DP__RUN_BIT | DP__HOSTED_BIT)); }
 static dp__elem *dp__run_elem(uintptr_t run) {
     dp__block *h = dp__run_of(run);
@@ -3676,10 +3678,13 @@ static void dp__run_set_succ(uintptr_t run, dp__elem *w) {
    one-shot op (its variables in its own block) with no cleanup and an
    element and a variable slot to spare. Only the first write, so that a
    block hosts one run at most: an element is its variable's last once. */
+static int dp__block_can_host(const dp__block *x) {
+    return (x->kind == DP__KIND_SYNC || x->kind == DP__KIND_ASYNC) && !x->op && !(x->prop & DP__CLEANUP_BIT)
+           && x->nwrite && (uint32_t)x->nread + x->nwrite < dp__class_cap(x->cls);
+}
 static int dp__can_host(dp__elem *e) {
     dp__block *x = e->owner;
-    return (x->kind == DP__KIND_SYNC || x->kind == DP__KIND_ASYNC) && !x->op && !(x->prop & DP__CLEANUP_BIT)
-           && e == &dp__block_elems(x)[x->nread] && (uint32_t)x->nread + x->nwrite < dp__class_cap(x->cls);
+    return e == &dp__block_elems(x)[x->nread] && dp__block_can_host(x);
 }
 static void dp__block_unref(dp_engine *eng, dp__block *b, int32_t n);   /* >>completion */
 static void dp__block_return(dp_engine *eng, dp__block *b);              /* >>completion */
@@ -5310,23 +5315,27 @@ static void dp__sort_vars(dp__var **vars, uint32_t *uses, size_t n) {
         }
     }
 }
-/* The runs a batch on chain engines may start (its variables locked and
-   sorted by address): a read starts one when its variable's last element,
-   as the batch leaves it so far, is not an open run; a write closes it.
-   open_run[i] says so for vars[i] (the caller's uses array, free in this
-   form). */
-static uint32_t dp__batch_runs_needed(dp__block **b, int count, dp__var **vars, uint32_t *open_run, size_t nvars) {
+/* The runs a batch on chain engines may take from the pools (its
+   variables locked and sorted by address): a read takes one when its
+   variable's last element, as the batch leaves it so far, is neither an
+   open run nor a write that can host the run (dp__can_host); a write
+   closes the run. last_kind[i] says which for vars[i] (the caller's uses
+   array, free in this form): 0 neither, 1 an open run, 2 a hosting write. */
+static uint32_t dp__batch_runs_needed(dp__block **b, int count, dp__var **vars, uint32_t *last_kind, size_t nvars) {
     uint32_t need = 0, i;
     size_t x;
     int k;
-    for (x = 0; x < nvars; x++) open_run[x] = (vars[x]->last & DP__RUN_BIT) != 0;
+    for (x = 0; x < nvars; x++) {
+        uintptr_t last = vars[x]->last;
+        last_kind[x] = last & DP__RUN_BIT ? 1u : last && dp__can_host((dp__elem *)last) ? 2u : 0u;
+    }
     for (k = 0; k < count; k++) {
         dp__var **bv = dp__block_vars(b[k]);
         for (i = 0; i < (uint32_t)b[k]->nread + b[k]->nwrite; i++) {
             size_t lo = 0, hi = nvars;   /* binary search: vars is sorted */
             while (lo < hi) { size_t mid = lo + (hi - lo) / 2; if ((uintptr_t)vars[mid] < (uintptr_t)bv[i]) lo = mid + 1; else hi = mid; }
-            if (i >= b[k]->nread) open_run[lo] = 0;
-            else if (!open_run[lo]) { open_run[lo] = 1; need++; }
+            if (i >= b[k]->nread) last_kind[lo] = i == b[k]->nread && dp__block_can_host(b[k]) ? 2u : 0u;
+            else if (last_kind[lo] != 1u) { need += last_kind[lo] == 0u; last_kind[lo] = 1u; }
         }
     }
     return need;
@@ -6059,6 +6068,14 @@ DP__COLD DP_IMPL dp_result dp_var_state_get(dp_engine *eng, dp_var var, dp_var_s
     *out = DP_VAR_INVALID;
     if (!v) { dp__log_bad_handle(eng, &eng->vars, DP_LOGITEM_INVALID_VAR, "dp_var_state_get: var", var.id); return DP_ERROR_INVALID_HANDLE; }
     dp__spin_lock(&v->lock);
+    if ((uint32_t)dp__load(&v->gen, DP__RELAXED) != dp__id_gen((uint32_t)var.id)) {
+        /* deleted since the look-up (its deletion's push bumps the
+           generation under this lock): the slot may be a new variable's,
+           whose fields dp_var_create writes without the lock */
+        dp__spin_unlock(&v->lock);
+        dp__log_bad_handle(eng, &eng->vars, DP_LOGITEM_INVALID_VAR, "dp_var_state_get: var", var.id);
+        return DP_ERROR_INVALID_HANDLE;
+    }
     {
         dp__failure *f;
         if (dp__var_busy(eng, v, &f)) *out = DP_VAR_BUSY;

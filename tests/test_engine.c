@@ -184,14 +184,19 @@ static void test_failures(void) {
    pass through such a run to its readers and the write after it, a
    deletion closes it, and the blocks all come back. */
 static dp_completion g_host_gate;
-static void hold_host_gate(dp_run_ctx *rc, void *a, dp_completion done) { (void)rc; (void)a; g_host_gate = done; }
+static void hold_host_gate(dp_run_ctx *rc, void *a, dp_completion done) {
+    (void)rc; (void)a;
+    g_host_gate.seq = done.seq;
+    __atomic_store_n(&g_host_gate.block, done.block, __ATOMIC_RELEASE);   /* wait_host_gate_held polls it */
+}
+static int count_ran(dp_run_ctx *rc, void *a) { (void)rc; __atomic_add_fetch((int *)a, 1, __ATOMIC_ACQ_REL); return 0; }   /* readers run together */
 static void push_host_gate(dp_engine *e, dp_var g) {
     dp_push_desc d;
     memset(&d, 0, sizeof d);
     d.async_fn = hold_host_gate; d.writes = &g; d.num_writes = 1; d.prop = DP_PROP_ASYNC; d.name = "gate";
     CHECK(dp_push(e, &d) == DP_OK);
 }
-static void wait_host_gate_held(void) { while (!__atomic_load_n((void **)&g_host_gate.block, __ATOMIC_ACQUIRE)) sched_yield(); }
+static void wait_host_gate_held(void) { while (!__atomic_load_n(&g_host_gate.block, __ATOMIC_ACQUIRE)) sched_yield(); }
 /* op: reads r[0..1], writes w (three variables: a spare slot) */
 static void push_three(dp_engine *e, dp_sync_fn fn, void *arg, dp_var r0, dp_var r1, dp_var w, const char *name) {
     dp_var r[2];
@@ -215,10 +220,10 @@ static void test_hosted_run(void) {
         push_host_gate(e, g);
         wait_host_gate_held();
         push_three(e, fail_fn, NULL, g, p, a, "bad_op");
-        CHECK(dp_push_sync(e, mark_ran, &ran, &a, 1, &o1, 1) == DP_OK);
-        CHECK(dp_push_sync(e, mark_ran, &ran, &a, 1, &o2, 1) == DP_OK);
+        CHECK(dp_push_sync(e, count_ran, &ran, &a, 1, &o1, 1) == DP_OK);
+        CHECK(dp_push_sync(e, count_ran, &ran, &a, 1, &o2, 1) == DP_OK);
         CHECK(var_state(e, a) == DP_VAR_BUSY);
-        push_three(e, mark_ran, &ran, p, o1, a, "after_run");
+        push_three(e, count_ran, &ran, p, o1, a, "after_run");
         dp_complete(g_host_gate, 0, NULL);
         memset(&f, 0, sizeof f);
         CHECK(dp_wait_var(e, o1, &f) == DP_ERROR_OP_FAILED && strcmp(f.op_name, "bad_op") == 0);
@@ -228,7 +233,7 @@ static void test_hosted_run(void) {
         CHECK(dp_wait_all(e, NULL) == DP_OK);
         /* a run started after a write that is done; a deletion closes it
            while its readers wait for the gate */
-        push_three(e, mark_ran, &ran, g, p, a, "good");
+        push_three(e, count_ran, &ran, g, p, a, "good");
         CHECK(dp_wait_var(e, a, NULL) == DP_OK && ran == 1);
         memset(&g_host_gate, 0, sizeof g_host_gate);
         push_host_gate(e, g);
@@ -237,7 +242,7 @@ static void test_hosted_run(void) {
             dp_var r[2];
             r[0] = a; r[1] = g;
             memset(&f, 0, sizeof f);
-            CHECK(dp_push_sync(e, mark_ran, &ran, r, 2, i ? &o2 : &o1, 1) == DP_OK);
+            CHECK(dp_push_sync(e, count_ran, &ran, r, 2, i ? &o2 : &o1, 1) == DP_OK);
         }
         CHECK(var_state(e, a) == DP_VAR_BUSY);
         CHECK(dp_var_delete(e, a) == DP_OK);
@@ -255,8 +260,8 @@ static void test_hosted_run(void) {
             CHECK(dp_engine_stats_get(e, &s0) == DP_OK);
             for (i = 0; i < 1000; i++) {
                 outs[i] = dp_var_create(e);
-                push_three(e, mark_ran, &ran, g, p, a, "w");
-                CHECK(dp_push_sync(e, mark_ran, &ran, &a, 1, &outs[i], 1) == DP_OK);
+                push_three(e, count_ran, &ran, g, p, a, "w");
+                CHECK(dp_push_sync(e, count_ran, &ran, &a, 1, &outs[i], 1) == DP_OK);
             }
             CHECK(dp_engine_stats_get(e, &s1) == DP_OK);
             if (kinds[k] != DP_ENGINE_NAIVE && rounds == 0)
@@ -268,6 +273,32 @@ static void test_hosted_run(void) {
         }
         CHECK(dp_wait_all(e, NULL) == DP_OK && ran == 4 + 3 * 2000);
         CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        /* a batch reserves no blocks for the runs it will host */
+        if (kinds[k] != DP_ENGINE_NAIVE) {
+            static dp_push_desc descs[2000];
+            static dp_var outs[1000];
+            dp_var r[2];
+            e = make_engine(kinds[k], 2);
+            g = dp_var_create(e); p = dp_var_create(e); a = dp_var_create(e);
+            r[0] = g; r[1] = p;
+            memset(descs, 0, sizeof descs);
+            for (i = 0; i < 1000; i++) {
+                outs[i] = dp_var_create(e);
+                descs[2 * i].fn = count_ran; descs[2 * i].arg = &ran;
+                descs[2 * i].reads = r; descs[2 * i].num_reads = 2; descs[2 * i].writes = &a; descs[2 * i].num_writes = 1;
+                descs[2 * i + 1].fn = count_ran; descs[2 * i + 1].arg = &ran;
+                descs[2 * i + 1].reads = &a; descs[2 * i + 1].num_reads = 1; descs[2 * i + 1].writes = &outs[i]; descs[2 * i + 1].num_writes = 1;
+            }
+            ran = 0;
+            CHECK(dp_engine_stats_get(e, &s0) == DP_OK);
+            CHECK(dp_push_batch(e, descs, 2000) == DP_OK);
+            CHECK(dp_engine_stats_get(e, &s1) == DP_OK);
+            /* the ops' blocks and two chunks' rounding (435,040 here: the
+               runs of g and p take one chunk; 599,264 with a block per run) */
+            CHECK(s1.pool_bytes - s0.pool_bytes <= 1000u * (224u + 160u) + 2u * (96u + 256u * 224u));
+            CHECK(dp_wait_all(e, NULL) == DP_OK && ran == 2000);
+            CHECK(dp_engine_destroy(e, NULL) == DP_OK);
+        }
     }
 }
 
@@ -423,7 +454,6 @@ static void test_delete_pending(void) {
    room for its entry fails cleanly (nothing queued, nothing run) */
 static dp_completion g_held_writer;
 static void hold_writer(dp_run_ctx *rc, void *arg, dp_completion done) { (void)rc; (void)arg; g_held_writer = done; }
-static int count_ran(dp_run_ctx *rc, void *a) { (void)rc; __atomic_fetch_add((int *)a, 1, __ATOMIC_RELAXED); return 0; }   /* readers run together */
 static void test_queue_growth_and_oom(void) {
     int k, i, counter;
     for (k = 0; k < 3; k++) {
