@@ -3661,19 +3661,19 @@ static dp__a32 *dp__run_count(uintptr_t run) {
     return run & DP__HOSTED_BIT ? &dp__run_elem(run)->run_count : &dp__run_of(run)->wait;
 }
 /* The write after the run (plain accesses: the count's read-modify-writes
-   order them). A hosted run's is in its block's last variable slot. */
-static dp__elem *dp__run_succ(uintptr_t run) {
+   order them): in a run's own block its element's run_succ, in a hosting
+   block its last variable slot (copied, as the cleanup slot is). */
+static void *dp__run_succ_slot(uintptr_t run) {
     dp__block *h = dp__run_of(run);
+    return run & DP__HOSTED_BIT ? (void *)(dp__block_vars(h) + dp__class_cap(h->cls) - 1)
+                                : (void *)&dp__block_elems(h)[0].run_succ;
+}
+static dp__elem *dp__run_succ(uintptr_t run) {
     dp__elem *w;
-    if (!(run & DP__HOSTED_BIT)) return dp__block_elems(h)[0].run_succ;
-    memcpy(&w, (const void *)(dp__block_vars(h) + dp__class_cap(h->cls) - 1), sizeof w);
+    memcpy(&w, dp__run_succ_slot(run), sizeof w);
     return w;
 }
-static void dp__run_set_succ(uintptr_t run, dp__elem *w) {
-    dp__block *h = dp__run_of(run);
-    if (!(run & DP__HOSTED_BIT)) dp__block_elems(h)[0].run_succ = w;
-    else memcpy((void *)(dp__block_vars(h) + dp__class_cap(h->cls) - 1), &w, sizeof w);
-}
+static void dp__run_set_succ(uintptr_t run, dp__elem *w) { memcpy(dp__run_succ_slot(run), &w, sizeof w); }
 /* Whether write element e may host the run after it: the first write of a
    one-shot op (its variables in its own block) with no cleanup and an
    element and a variable slot to spare. Only the first write, so that a

@@ -19,25 +19,16 @@ static void test_hook(const char *point) {
 #include <pthread.h>
 #include <sched.h>
 
-static dp_engine *make(dp_engine_type type, int workers, int push_runs_ops) {
+static dp_engine *make_helping(dp_engine_type type, int workers, int push_runs_ops, int no_wait_help) {
     dp_engine_desc d;
     dp_engine *e = NULL;
     memset(&d, 0, sizeof d);
     d.type = type; d.cpu_worker_nthreads = workers; d.ignore_env = 1; d.logger.func = quiet_logger;
-    d.push_runs_ops = push_runs_ops;
+    d.push_runs_ops = push_runs_ops; d.no_wait_help = no_wait_help;
     if (dp_engine_create(&d, &e) != DP_OK) return NULL;
     return e;
 }
-/* The same, with waits that help whatever the CPU count. */
-static dp_engine *make_always_helping(dp_engine_type type, int workers, int push_runs_ops) {
-    dp_engine_desc d;
-    dp_engine *e = NULL;
-    memset(&d, 0, sizeof d);
-    d.type = type; d.cpu_worker_nthreads = workers; d.ignore_env = 1; d.logger.func = quiet_logger;
-    d.push_runs_ops = push_runs_ops; d.no_wait_help = DP_WAIT_HELP_ALWAYS;
-    if (dp_engine_create(&d, &e) != DP_OK) return NULL;
-    return e;
-}
+static dp_engine *make(dp_engine_type type, int workers, int push_runs_ops) { return make_helping(type, workers, push_runs_ops, 0); }
 static int noop(dp_run_ctx *rc, void *arg) { (void)rc; (void)arg; return 0; }
 
 static uint64_t contention_sum(const dp_engine_stats *s) {
@@ -193,7 +184,7 @@ static int fan_root(dp_run_ctx *rc, void *arg) {
 static dp_completion g_held;
 static void hold_writer(dp_run_ctx *rc, void *arg, dp_completion done) { (void)rc; (void)arg; g_held = done; }
 static void test_push_runs_ops_yields_without_queued_ops(void) {
-    dp_engine *e = make_always_helping(DP_ENGINE_PERDEVICE, 2, 1);   /* the final wait's steals, on any machine */
+    dp_engine *e = make_helping(DP_ENGINE_PERDEVICE, 2, 1, DP_WAIT_HELP_ALWAYS);   /* the final wait's steals, on any machine */
     dp_var other, root, x, outs[FAN];
     dp_push_desc hold;
     dp_engine_stats s;
